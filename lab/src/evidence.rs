@@ -1,0 +1,150 @@
+//! The evidence model shared by acts (which write it) and graders (which read it).
+//!
+//! Shape of `evidence/NN.json` (see `../shared/design/labs.md`, "Environment contract"):
+//! `{schema_version, lab, act, status, started_at, finished_at, inputs: {file: digest},
+//! facts: {...}, raw: [...]}`. Timestamps are RFC 3339 UTC with milliseconds;
+//! durations are integers in milliseconds and their field names end in `_ms`.
+//!
+//! **Raw first:** every API answer is kept verbatim in [`RequestRecord::raw_status`]
+//! (or in `raw`) and classified afterwards; `stored` is never inferred from a 201 alone:
+//! the follow-up GET ([`GetResult`]) must find the object and record its UID.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Version of the evidence file format; bump it when a field changes meaning.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Which lab an evidence file or input belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Lab {
+    /// Lab A: graceful scale-down, the webhook registration disappears.
+    A,
+    /// Lab B: freeze the controller process, failurePolicy Fail vs Ignore.
+    B,
+}
+
+/// State of one act's evidence file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ActStatus {
+    /// The act ran to its end; the file is final and never rewritten.
+    Completed,
+    /// The act stopped part-way (error, signal, bound ran out); `raw` holds what was seen.
+    Interrupted,
+}
+
+/// One `evidence/NN.json` file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Evidence {
+    /// [`SCHEMA_VERSION`] at the time of writing.
+    pub schema_version: u32,
+    /// The lab this act belongs to.
+    pub lab: Lab,
+    /// Act number, 1 to 8.
+    pub act: u8,
+    /// `completed` or `interrupted`.
+    pub status: ActStatus,
+    /// When the act started, RFC 3339 UTC (ms).
+    pub started_at: String,
+    /// When the act finished or was interrupted, RFC 3339 UTC (ms).
+    pub finished_at: String,
+    /// Student input file name → its canonical digest (lowercase hex SHA-256 of the RFC 8785 form).
+    pub inputs: BTreeMap<String, String>,
+    /// What the act observed, in the act's own typed shape (see `facts` types in the act modules).
+    pub facts: serde_json::Value,
+    /// Raw API answers and other verbatim material, in the order received.
+    pub raw: Vec<serde_json::Value>,
+    /// Why the act was interrupted (absent when completed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interruption: Option<String>,
+}
+
+/// Outcome of one request, classified from the raw API answer plus the follow-up GET.
+///
+/// The strings are the ones in `../shared/design/labs.md` ("Request outcomes").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// 201 (or a dry-run 201) and, for a real create, a GET found the object with a UID.
+    Stored,
+    /// An admission webhook denied the request, and the message carries the policy's marker.
+    ExplicitDeny,
+    /// Calling the webhook failed with `context deadline exceeded`.
+    WebhookTimeout,
+    /// Calling the webhook failed with `connection refused`.
+    ConnectionRefused,
+    /// Calling the webhook failed on a DNS lookup (`no such host`).
+    DnsError,
+    /// Calling the webhook failed because the service had no endpoints.
+    NoEndpoints,
+    /// 409 AlreadyExists: never a policy decision.
+    AlreadyExists,
+    /// Anything else; the raw answer is kept verbatim.
+    OtherError,
+}
+
+impl Outcome {
+    /// The outcome's wire name, e.g. `webhook-timeout`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Stored => "stored",
+            Outcome::ExplicitDeny => "explicit-deny",
+            Outcome::WebhookTimeout => "webhook-timeout",
+            Outcome::ConnectionRefused => "connection-refused",
+            Outcome::DnsError => "dns-error",
+            Outcome::NoEndpoints => "no-endpoints",
+            Outcome::AlreadyExists => "already-exists",
+            Outcome::OtherError => "other-error",
+        }
+    }
+}
+
+/// Result of the separate GET by name made after every request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GetResult {
+    /// Whether the GET found the object (404 → false).
+    pub exists: bool,
+    /// The object's `metadata.uid`, when it exists.
+    pub uid: Option<String>,
+    /// The pod's `status.phase` at the time of the GET, when it exists.
+    pub phase: Option<String>,
+    /// When the GET was answered, RFC 3339 UTC (ms).
+    pub at: String,
+}
+
+/// One request sent to the API server, with its verbatim answer and classification.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestRecord {
+    /// Object name; always fresh and unique within the lab.
+    pub name: String,
+    /// Namespace of the object.
+    pub namespace: String,
+    /// Labels sent on the object.
+    pub labels: BTreeMap<String, String>,
+    /// Whether this was a server-side dry-run (`dryRun=All`).
+    pub dry_run: bool,
+    /// When the request was sent, RFC 3339 UTC (ms).
+    pub sent_at: String,
+    /// When the answer arrived, RFC 3339 UTC (ms).
+    pub answered_at: String,
+    /// `answered_at - sent_at`, milliseconds.
+    pub elapsed_ms: u64,
+    /// HTTP status code of the answer (201 on success).
+    pub http_status: u16,
+    /// `Status.reason` of an error answer (e.g. `InternalError`, `BadRequest`, `AlreadyExists`).
+    pub reason: Option<String>,
+    /// `Status.message` of an error answer, verbatim.
+    pub message: Option<String>,
+    /// The classified outcome.
+    pub outcome: Outcome,
+    /// The follow-up GET by name (for a dry-run request too, where it must find nothing).
+    pub get: GetResult,
+    /// The raw response body (the created object, or the `Status` object), verbatim.
+    pub raw_response: serde_json::Value,
+}

@@ -1,0 +1,1 @@
+//! Placeholder: faults (freeze, scale-down) and their watchdogs.

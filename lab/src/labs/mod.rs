@@ -1,0 +1,1 @@
+//! Placeholder: the acts of both labs.

@@ -1,0 +1,26 @@
+//! kca-webhook-lab: observe, honestly, what a policy engine's admission webhook does
+//! when it disappears (lab A), freezes (lab B) or recovers.
+//!
+//! The crate is both the student tool `kca-webhook-lab` (`inspect`, `act N`,
+//! `grade N`, `digest PATH`, `schema NAME`, `check FILE`) and the library the
+//! maintainers' `xtask` and the integration tests call.
+//!
+//! Pure parts (no I/O with the cluster): [`digest`], [`inputs`], [`evidence`],
+//! [`classify`], [`grade`], [`messages`]. Edge parts: [`workdir`] (files),
+//! [`cluster`] (the only code that talks to the API server), [`cri`] (the node's
+//! container runtime), [`probe`], [`faults`] and the acts in [`labs`].
+
+pub mod classify;
+pub mod cluster;
+pub mod cri;
+pub mod digest;
+pub mod error;
+pub mod evidence;
+pub mod facts;
+pub mod faults;
+pub mod grade;
+pub mod inputs;
+pub mod labs;
+pub mod messages;
+pub mod probe;
+pub mod workdir;

@@ -1,0 +1,1 @@
+//! Test harness helpers: placeholder until the cluster fixture lands.

@@ -1,0 +1,14 @@
+//! `xtask`: the maintainers' side of kca-webhook-lab, as a library so that the
+//! integration tests in `tests/` provision clusters through the same code as
+//! `cargo xtask`.
+//!
+//! - [`upstream`]: builds the real upstream programs (Kubernetes, kine,
+//!   containerd, runc, CNI plugins, crictl, Helm, Kyverno) from their Go
+//!   modules into a machine-level cache, makes the OCI images and assembles
+//!   the Kyverno chart.
+//! - [`cluster`]: the embedded backend, a real single-node cluster in its own
+//!   network namespace (`up`, `down`, `status`) and a test fixture.
+
+pub mod cluster;
+pub mod status;
+pub mod upstream;

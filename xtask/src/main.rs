@@ -1,0 +1,27 @@
+//! `cargo xtask`: one CLI declaration, one `match`.
+
+use clap::{Parser, Subcommand};
+
+/// Maintainers' tasks for kca-webhook-lab.
+#[derive(Parser, Debug)]
+#[command(name = "cargo xtask", version)]
+struct Flags {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Build the upstream programs, images and chart into the machine-level cache.
+    Upstream(xtask::upstream::UpstreamCmd),
+    /// The embedded single-node cluster: up, down, status.
+    Cluster(xtask::cluster::ClusterCmd),
+}
+
+fn main() -> anyhow::Result<()> {
+    let flags = Flags::parse();
+    match flags.cmd {
+        Cmd::Upstream(cmd) => cmd.run(),
+        Cmd::Cluster(cmd) => cmd.run(),
+    }
+}

@@ -1,0 +1,8 @@
+//go:build tools
+
+// Package tools pins the upstream commands this wrapper module builds.
+package tools
+
+import (
+	_ "github.com/opencontainers/runc"
+)
