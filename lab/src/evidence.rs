@@ -69,7 +69,7 @@ pub struct Evidence {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Outcome {
-    /// 201 (or a dry-run 201) and, for a real create, a GET found the object with a UID.
+    /// 201 and a later GET by name found the object with a UID.
     Stored,
     /// An admission webhook denied the request, and the message carries the policy's marker.
     ExplicitDeny,
@@ -83,6 +83,9 @@ pub enum Outcome {
     NoEndpoints,
     /// 409 AlreadyExists: never a policy decision.
     AlreadyExists,
+    /// A server-side dry-run request was admitted (201) and the follow-up GET found nothing:
+    /// validated by admission, not stored.
+    DryRunAdmitted,
     /// Anything else; the raw answer is kept verbatim.
     OtherError,
 }
@@ -98,6 +101,7 @@ impl Outcome {
             Outcome::DnsError => "dns-error",
             Outcome::NoEndpoints => "no-endpoints",
             Outcome::AlreadyExists => "already-exists",
+            Outcome::DryRunAdmitted => "dry-run-admitted",
             Outcome::OtherError => "other-error",
         }
     }
