@@ -1,1 +1,541 @@
-//! Placeholder: to be written.
+//! The work directory: where the student's input files live and where acts write `evidence/NN.json`.
+//!
+//! Layout (default root `/root/kca-webhook`, overridden by `--workdir` or `KCA_WEBHOOK_DIR`):
+//!
+//! ```text
+//! <root>/scope.json, policy.json, …      student inputs: read only, never written by the tool
+//! <root>/evidence/01.json … 08.json      one per act; final once written (completed or interrupted)
+//! <root>/evidence/NN.partial.json        progress of a running act (see below)
+//! ```
+//!
+//! **Invariants.**
+//! - Evidence is written atomically: a temporary file in the same directory, `fsync`, then a
+//!   no-clobber rename (link-based, so an existing `NN.json` is never replaced), then `fsync` of the
+//!   directory.
+//! - A final `evidence/NN.json` is never rewritten: [`Workdir::check_can_run`] refuses with
+//!   [`LabError::EvidenceExists`], whether the act completed or was interrupted. An interrupted
+//!   act's results are uncertain: the student downloads its raw data and reproduces in a fresh lab.
+//! - An act may save its progress at any time with [`Workdir::save_progress`] (status forced to
+//!   `interrupted`). If the runner dies before [`Workdir::write_evidence`], the next
+//!   [`Workdir::check_can_run`] turns that partial file into the final `NN.json` marked
+//!   `interrupted`, so partial raw data is never lost and the act is not silently re-run.
+//! - This module has no function that writes a student input file.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::digest;
+use crate::error::LabError;
+use crate::evidence::{ActStatus, Evidence, Lab};
+use crate::inputs::InputFile;
+
+/// Default work directory on a lab VM.
+pub const DEFAULT_WORKDIR: &str = "/root/kca-webhook";
+/// Environment variable that overrides the default work directory (`--workdir` wins over it).
+pub const WORKDIR_ENV: &str = "KCA_WEBHOOK_DIR";
+/// Highest act number of both labs.
+pub const LAST_ACT: u8 = 8;
+
+/// A student input file read from the work directory, with its canonical digest.
+#[derive(Debug, Clone)]
+pub struct LoadedInput {
+    /// Which input.
+    pub file: InputFile,
+    /// Where it was read.
+    pub path: PathBuf,
+    /// The parsed JSON (not yet validated: pass it to [`crate::inputs::validate`]).
+    pub value: serde_json::Value,
+    /// Canonical digest of `value` ([`crate::digest::digest_value`]).
+    pub digest: String,
+}
+
+/// An evidence file read from the work directory.
+#[derive(Debug, Clone)]
+pub struct LoadedEvidence {
+    /// Where it was read.
+    pub path: PathBuf,
+    /// The file's JSON as parsed (what the canonical digest is computed from).
+    pub value: serde_json::Value,
+    /// Canonical digest of `value`: what `evidence_sha256` fields in inputs must equal.
+    pub digest: String,
+    /// The typed evidence.
+    pub evidence: Evidence,
+}
+
+/// The work directory of one lab.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Workdir {
+    root: PathBuf,
+}
+
+impl Workdir {
+    /// A work directory rooted at `root` (nothing is created or checked).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Workdir { root: root.into() }
+    }
+
+    /// The root chosen by precedence: `flag` (`--workdir`), then `KCA_WEBHOOK_DIR`, then
+    /// [`DEFAULT_WORKDIR`].
+    pub fn resolve(flag: Option<PathBuf>) -> Self {
+        let root = flag
+            .or_else(|| {
+                std::env::var_os(WORKDIR_ENV)
+                    .filter(|v| !v.is_empty())
+                    .map(PathBuf::from)
+            })
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_WORKDIR));
+        Workdir::new(root)
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Path of a student input file, e.g. `<root>/policy.json`.
+    pub fn input_path(&self, file: InputFile) -> PathBuf {
+        self.root.join(file.file_name())
+    }
+
+    /// `<root>/evidence`.
+    pub fn evidence_dir(&self) -> PathBuf {
+        self.root.join("evidence")
+    }
+
+    /// `<root>/evidence/NN.json` (two digits).
+    pub fn evidence_path(&self, act: u8) -> PathBuf {
+        self.evidence_dir().join(format!("{act:02}.json"))
+    }
+
+    /// `<root>/evidence/NN.partial.json`: a running act's saved progress.
+    pub fn partial_path(&self, act: u8) -> PathBuf {
+        self.evidence_dir().join(format!("{act:02}.partial.json"))
+    }
+
+    /// Reads and parses a student input file (no validation beyond JSON syntax) and digests it.
+    ///
+    /// Errors: [`LabError::InputMissing`], [`LabError::Io`], or [`LabError::InputInvalid`] with the
+    /// line and column of a JSON syntax error.
+    pub fn read_input(&self, file: InputFile) -> Result<LoadedInput, LabError> {
+        let path = self.input_path(file);
+        let value = read_json_input(&path, file.file_name())?;
+        let digest = digest::digest_value(&value);
+        Ok(LoadedInput {
+            file,
+            path,
+            value,
+            digest,
+        })
+    }
+
+    /// Status of act `act`'s final evidence, or `None` when `NN.json` does not exist.
+    /// A leftover `NN.partial.json` alone is reported as `None` here (see [`Self::check_can_run`]).
+    pub fn evidence_status(&self, act: u8) -> Result<Option<ActStatus>, LabError> {
+        let path = self.evidence_path(act);
+        if !path.exists() {
+            return Ok(None);
+        }
+        Ok(Some(self.read_evidence(act)?.evidence.status))
+    }
+
+    /// Refuses to start act `act` if it already has evidence.
+    ///
+    /// - `NN.json` exists → [`LabError::EvidenceExists`] with its status.
+    /// - Only `NN.partial.json` exists (a runner died mid-act) → it is finalised as `NN.json` with
+    ///   status `interrupted` (partial raw data kept), then [`LabError::EvidenceExists`].
+    /// - `act` outside 1..=8 → [`LabError::Usage`].
+    pub fn check_can_run(&self, lab: Lab, act: u8) -> Result<(), LabError> {
+        check_act(act)?;
+        let path = self.evidence_path(act);
+        if path.exists() {
+            let status = self
+                .read_evidence(act)
+                .map(|l| l.evidence.status)
+                .unwrap_or(ActStatus::Interrupted);
+            return Err(LabError::EvidenceExists { path, status });
+        }
+        let partial = self.partial_path(act);
+        if partial.exists() {
+            let text = std::fs::read_to_string(&partial).map_err(LabError::io(&partial))?;
+            let mut ev: Evidence =
+                serde_json::from_str(&text).map_err(|e| LabError::EvidenceInvalid {
+                    path: partial.clone(),
+                    detail: e.to_string(),
+                })?;
+            if ev.lab != lab || ev.act != act {
+                return Err(LabError::EvidenceInvalid {
+                    path: partial,
+                    detail: format!(
+                        "holds lab {:?} act {}, expected lab {lab:?} act {act}",
+                        ev.lab, ev.act
+                    ),
+                });
+            }
+            ev.status = ActStatus::Interrupted;
+            if ev.interruption.is_none() {
+                ev.interruption =
+                    Some("the act's process ended before the act finished".to_owned());
+            }
+            self.write_evidence(&ev)?;
+            return Err(LabError::EvidenceExists {
+                path,
+                status: ActStatus::Interrupted,
+            });
+        }
+        Ok(())
+    }
+
+    /// Saves a running act's progress to `NN.partial.json` (atomically replaced on each call).
+    /// The saved copy's status is always `interrupted`: if the runner dies, that is what it is.
+    pub fn save_progress(&self, evidence: &Evidence) -> Result<PathBuf, LabError> {
+        check_act(evidence.act)?;
+        let mut ev = evidence.clone();
+        ev.status = ActStatus::Interrupted;
+        if ev.interruption.is_none() {
+            ev.interruption = Some("the act's process ended before the act finished".to_owned());
+        }
+        let path = self.partial_path(ev.act);
+        self.write_atomic(&path, &to_bytes(&ev)?, false)?;
+        Ok(path)
+    }
+
+    /// Writes the final `evidence/NN.json` (completed or interrupted) atomically and removes any
+    /// `NN.partial.json`. Never replaces an existing `NN.json`: that is
+    /// [`LabError::EvidenceExists`]. Creates `evidence/` if needed.
+    pub fn write_evidence(&self, evidence: &Evidence) -> Result<PathBuf, LabError> {
+        check_act(evidence.act)?;
+        if evidence.status == ActStatus::Interrupted && evidence.interruption.is_none() {
+            return Err(LabError::EvidenceInvalid {
+                path: self.evidence_path(evidence.act),
+                detail: "interrupted evidence must say why (interruption)".to_owned(),
+            });
+        }
+        let path = self.evidence_path(evidence.act);
+        self.write_atomic(&path, &to_bytes(evidence)?, true)?;
+        let partial = self.partial_path(evidence.act);
+        if partial.exists() {
+            std::fs::remove_file(&partial).map_err(LabError::io(&partial))?;
+        }
+        Ok(path)
+    }
+
+    /// Reads `evidence/NN.json`, digests it and parses it.
+    ///
+    /// Errors: [`LabError::EvidenceMissing`], [`LabError::Io`], [`LabError::EvidenceInvalid`]
+    /// (not JSON, not the evidence shape, or its `act` field is not `act`).
+    pub fn read_evidence(&self, act: u8) -> Result<LoadedEvidence, LabError> {
+        let path = self.evidence_path(act);
+        if !path.exists() {
+            return Err(LabError::EvidenceMissing { path });
+        }
+        let text = std::fs::read_to_string(&path).map_err(LabError::io(&path))?;
+        let value: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| LabError::EvidenceInvalid {
+                path: path.clone(),
+                detail: e.to_string(),
+            })?;
+        let evidence: Evidence =
+            serde_json::from_value(value.clone()).map_err(|e| LabError::EvidenceInvalid {
+                path: path.clone(),
+                detail: e.to_string(),
+            })?;
+        if evidence.act != act {
+            return Err(LabError::EvidenceInvalid {
+                path,
+                detail: format!("its act field is {}, expected {act}", evidence.act),
+            });
+        }
+        let digest = digest::digest_value(&value);
+        Ok(LoadedEvidence {
+            path,
+            value,
+            digest,
+            evidence,
+        })
+    }
+
+    fn write_atomic(&self, dest: &Path, bytes: &[u8], no_clobber: bool) -> Result<(), LabError> {
+        let dir = self.evidence_dir();
+        std::fs::create_dir_all(&dir).map_err(LabError::io(&dir))?;
+        if no_clobber && dest.exists() {
+            let status = self.read_evidence_status_lossy(dest);
+            return Err(LabError::EvidenceExists {
+                path: dest.to_path_buf(),
+                status,
+            });
+        }
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".evidence-")
+            .suffix(".tmp")
+            .tempfile_in(&dir)
+            .map_err(LabError::io(&dir))?;
+        tmp.write_all(bytes).map_err(LabError::io(tmp.path()))?;
+        tmp.as_file().sync_all().map_err(LabError::io(tmp.path()))?;
+        if no_clobber {
+            tmp.persist_noclobber(dest).map_err(|e| {
+                if e.error.kind() == std::io::ErrorKind::AlreadyExists {
+                    LabError::EvidenceExists {
+                        path: dest.to_path_buf(),
+                        status: self.read_evidence_status_lossy(dest),
+                    }
+                } else {
+                    LabError::Io {
+                        path: dest.to_path_buf(),
+                        source: e.error,
+                    }
+                }
+            })?;
+        } else {
+            tmp.persist(dest).map_err(|e| LabError::Io {
+                path: dest.to_path_buf(),
+                source: e.error,
+            })?;
+        }
+        let d = std::fs::File::open(&dir).map_err(LabError::io(&dir))?;
+        d.sync_all().map_err(LabError::io(&dir))?;
+        Ok(())
+    }
+
+    fn read_evidence_status_lossy(&self, path: &Path) -> ActStatus {
+        std::fs::read_to_string(path)
+            .ok()
+            .and_then(|t| serde_json::from_str::<Evidence>(&t).ok())
+            .map(|e| e.status)
+            .unwrap_or(ActStatus::Interrupted)
+    }
+}
+
+/// Reads a JSON file named `name` (for messages) at `path`.
+pub(crate) fn read_json_input(path: &Path, name: &str) -> Result<serde_json::Value, LabError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(LabError::InputMissing {
+                path: path.to_path_buf(),
+            });
+        }
+        Err(e) => {
+            return Err(LabError::Io {
+                path: path.to_path_buf(),
+                source: e,
+            });
+        }
+    };
+    serde_json::from_str(&text).map_err(|e| {
+        LabError::input(
+            name,
+            "$",
+            "a JSON document",
+            format!(
+                "invalid JSON at line {} column {}: {e}",
+                e.line(),
+                e.column()
+            ),
+        )
+    })
+}
+
+fn check_act(act: u8) -> Result<(), LabError> {
+    if (1..=LAST_ACT).contains(&act) {
+        Ok(())
+    } else {
+        Err(LabError::Usage(format!(
+            "act must be 1 to {LAST_ACT}, got {act}"
+        )))
+    }
+}
+
+fn to_bytes(ev: &Evidence) -> Result<Vec<u8>, LabError> {
+    let mut bytes = serde_json::to_vec_pretty(ev).map_err(|e| LabError::EvidenceInvalid {
+        path: PathBuf::from(format!("evidence/{:02}.json", ev.act)),
+        detail: e.to_string(),
+    })?;
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn ev(act: u8, status: ActStatus) -> Evidence {
+        Evidence {
+            schema_version: crate::evidence::SCHEMA_VERSION,
+            lab: Lab::B,
+            act,
+            status,
+            started_at: "2026-01-01T00:00:00.000Z".into(),
+            finished_at: "2026-01-01T00:00:01.000Z".into(),
+            inputs: BTreeMap::new(),
+            facts: serde_json::json!({"x": 1}),
+            raw: vec![serde_json::json!({"kind": "Status"})],
+            interruption: match status {
+                ActStatus::Interrupted => Some("test".into()),
+                ActStatus::Completed => None,
+            },
+        }
+    }
+
+    fn entries(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn paths() {
+        let w = Workdir::new("/w");
+        assert_eq!(w.evidence_path(3), PathBuf::from("/w/evidence/03.json"));
+        assert_eq!(
+            w.partial_path(5),
+            PathBuf::from("/w/evidence/05.partial.json")
+        );
+        assert_eq!(
+            w.input_path(InputFile::FreezePlan),
+            PathBuf::from("/w/freeze-plan.json")
+        );
+        assert_eq!(Workdir::resolve(Some("/x".into())).root(), Path::new("/x"));
+    }
+
+    #[test]
+    fn write_then_refuse_rewrite() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = Workdir::new(dir.path());
+        w.check_can_run(Lab::B, 3).unwrap();
+        let p = w.write_evidence(&ev(3, ActStatus::Completed)).unwrap();
+        let before = std::fs::read(&p).unwrap();
+        let err = w.write_evidence(&ev(3, ActStatus::Completed)).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                LabError::EvidenceExists {
+                    status: ActStatus::Completed,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        let err = w.check_can_run(Lab::B, 3).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                LabError::EvidenceExists {
+                    status: ActStatus::Completed,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&p).unwrap(), before);
+        // No temporary file is left behind.
+        assert_eq!(entries(&w.evidence_dir()), vec!["03.json".to_owned()]);
+        let loaded = w.read_evidence(3).unwrap();
+        assert_eq!(loaded.evidence, ev(3, ActStatus::Completed));
+        assert_eq!(loaded.digest, digest::digest_value(&loaded.value));
+    }
+
+    #[test]
+    fn interrupted_evidence_also_blocks_rerun() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = Workdir::new(dir.path());
+        w.write_evidence(&ev(5, ActStatus::Interrupted)).unwrap();
+        let err = w.check_can_run(Lab::B, 5).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                LabError::EvidenceExists {
+                    status: ActStatus::Interrupted,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn interrupted_needs_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = Workdir::new(dir.path());
+        let mut e = ev(5, ActStatus::Interrupted);
+        e.interruption = None;
+        assert!(matches!(
+            w.write_evidence(&e),
+            Err(LabError::EvidenceInvalid { .. })
+        ));
+        assert!(!w.evidence_path(5).exists());
+    }
+
+    #[test]
+    fn leftover_progress_becomes_interrupted_evidence() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = Workdir::new(dir.path());
+        let mut progress = ev(5, ActStatus::Completed);
+        progress.raw.push(serde_json::json!({"partial": true}));
+        w.save_progress(&progress).unwrap();
+        w.save_progress(&progress).unwrap(); // replaced, not refused
+        assert!(!w.evidence_path(5).exists());
+        let err = w.check_can_run(Lab::B, 5).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                LabError::EvidenceExists {
+                    status: ActStatus::Interrupted,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        let saved = w.read_evidence(5).unwrap().evidence;
+        assert_eq!(saved.status, ActStatus::Interrupted);
+        assert_eq!(saved.raw, progress.raw);
+        assert!(saved.interruption.is_some());
+        assert_eq!(entries(&w.evidence_dir()), vec!["05.json".to_owned()]);
+    }
+
+    #[test]
+    fn completing_removes_progress() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = Workdir::new(dir.path());
+        w.save_progress(&ev(6, ActStatus::Completed)).unwrap();
+        w.write_evidence(&ev(6, ActStatus::Completed)).unwrap();
+        assert_eq!(entries(&w.evidence_dir()), vec!["06.json".to_owned()]);
+    }
+
+    #[test]
+    fn act_out_of_range_is_usage_error() {
+        let w = Workdir::new("/nonexistent");
+        assert!(matches!(
+            w.check_can_run(Lab::A, 9),
+            Err(LabError::Usage(_))
+        ));
+        assert!(matches!(
+            w.check_can_run(Lab::A, 0),
+            Err(LabError::Usage(_))
+        ));
+    }
+
+    #[test]
+    fn missing_and_bad_inputs() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = Workdir::new(dir.path());
+        assert!(matches!(
+            w.read_input(InputFile::Scope),
+            Err(LabError::InputMissing { .. })
+        ));
+        std::fs::write(w.input_path(InputFile::Scope), "{\"target\": }").unwrap();
+        let err = w.read_input(InputFile::Scope).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("scope.json: $: expected a JSON document"),
+            "{err}"
+        );
+        assert!(matches!(
+            w.read_evidence(1),
+            Err(LabError::EvidenceMissing { .. })
+        ));
+    }
+}
