@@ -1,12 +1,657 @@
-//! The embedded cluster: owned by the cluster work (issue 5). Placeholder so the workspace compiles.
+//! The embedded backend: a real single-node Kubernetes v1.35.8 (kine, kube-apiserver,
+//! kube-controller-manager, kube-scheduler, containerd + runc + CNI bridge, kubelet, kube-proxy)
+//! in its own network namespace, then Kyverno v1.19.1 by Helm, then the lab environment.
+//!
+//! # Library use (tests, the lab runner)
+//!
+//! ```no_run
+//! use xtask::cluster::{Cluster, UpOptions};
+//! let cluster = Cluster::up(UpOptions::new("smoke"))?;   // returns when Kyverno answers
+//! let kubeconfig = cluster.kubeconfig();      // PathBuf: user kubeconfig (cluster-admin)
+//! let cri = cluster.cri_endpoint();           // "unix:///…/containerd/containerd.sock"
+//! let node = cluster.node_name();             // "kca-smoke"
+//! let uid = cluster.node_uid();               // Node metadata.uid
+//! let dir = cluster.state_dir();              // state directory (logs in <dir>/logs)
+//! cluster.down()?;                            // stops everything, removes every leftover
+//! # anyhow::Ok(())
+//! ```
+//!
+//! `Cluster::status(name, root)` reads a cluster's state without changing it;
+//! `down_by_name(name, root)` tears down from the state record alone (also after a crash).
+//! Which binaries: [`Inputs::resolve`]. The lab mark: [`mark`].
+
+pub mod config;
+pub mod daemons;
+pub mod host;
+pub mod kubeconfig;
+pub mod kyverno;
+pub mod mark;
+pub mod netns;
+pub mod pki;
+pub mod process;
+pub mod ready;
+pub mod record;
+pub mod teardown;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use k8s_openapi::api::core::v1::Node;
+use kube::api::Api;
+
+use crate::status::Step;
+use config::{ClusterConfig, Runtime};
+use host::HostFacts;
+use kyverno::ImageInput;
+use record::ClusterRecord;
+
+/// Where the upstream programs, images and chart come from.
+#[derive(Debug, Clone)]
+pub struct Inputs {
+    /// kube-*, kubelet, kine, containerd(+shim), ctr, runc, crictl, helm.
+    pub bin_dir: PathBuf,
+    /// CNI plugins.
+    pub cni_bin_dir: PathBuf,
+    /// Image archives to import (pause and Kyverno's five).
+    pub images: Vec<ImageInput>,
+    /// The assembled Kyverno chart; None: no Kyverno.
+    pub chart_dir: Option<PathBuf>,
+}
+
+impl Inputs {
+    /// From the environment, when `KCA_UPSTREAM_BIN` is set (manual trials, prebuilt binaries):
+    /// `KCA_UPSTREAM_BIN` (programs), `KCA_UPSTREAM_CNI_BIN` (default: the same directory),
+    /// `KCA_UPSTREAM_IMAGES` (a directory of `*.tar` OCI archives; each file's
+    /// `<reference>.ref` sibling, or its index's `org.opencontainers.image.ref.name`, names it),
+    /// `KCA_UPSTREAM_CHART` (chart directory).
+    pub fn from_env() -> Result<Option<Inputs>> {
+        let Some(bin) = std::env::var_os("KCA_UPSTREAM_BIN") else { return Ok(None) };
+        let bin_dir = PathBuf::from(bin);
+        let cni_bin_dir = std::env::var_os("KCA_UPSTREAM_CNI_BIN").map(PathBuf::from).unwrap_or_else(|| bin_dir.clone());
+        let mut images = Vec::new();
+        if let Some(dir) = std::env::var_os("KCA_UPSTREAM_IMAGES") {
+            let dir = PathBuf::from(dir);
+            let rd = std::fs::read_dir(&dir).with_context(|| format!("reading KCA_UPSTREAM_IMAGES {}", dir.display()))?;
+            let mut paths: Vec<PathBuf> = rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "tar")).collect();
+            paths.sort();
+            for path in paths {
+                let ref_file = path.with_extension("ref");
+                let reference = std::fs::read_to_string(&ref_file)
+                    .with_context(|| format!("reading {} (the image reference of {})", ref_file.display(), path.display()))?
+                    .trim()
+                    .to_string();
+                images.push(ImageInput { reference, path });
+            }
+        }
+        let chart_dir = std::env::var_os("KCA_UPSTREAM_CHART").map(PathBuf::from);
+        Ok(Some(Inputs { bin_dir, cni_bin_dir, images, chart_dir }))
+    }
+
+    /// [`Inputs::from_env`] if `KCA_UPSTREAM_BIN` is set, else the upstream build cache
+    /// (`xtask::upstream::ensure_built`, which builds what is missing).
+    pub fn resolve() -> Result<Inputs> {
+        if let Some(i) = Self::from_env()? {
+            return Ok(i);
+        }
+        upstream_inputs()
+    }
+}
+
+fn upstream_inputs() -> Result<Inputs> {
+    bail!("no upstream programs: set KCA_UPSTREAM_BIN (and KCA_UPSTREAM_IMAGES, KCA_UPSTREAM_CHART) until `xtask::upstream::ensure_built` exists")
+}
+
+/// Options of [`Cluster::up`].
+#[derive(Debug, Clone)]
+pub struct UpOptions {
+    /// Cluster name ([`config::validate_name`]).
+    pub name: String,
+    /// Root of the state directories (default `<repo>/target/lab`, or `$KCA_LAB_STATE_ROOT`).
+    pub state_root: PathBuf,
+    /// Programs, images, chart; None: [`Inputs::resolve`].
+    pub inputs: Option<Inputs>,
+    /// Install Kyverno and the lab environment (default true).
+    pub kyverno: bool,
+    /// Keep a half-started cluster for debugging instead of tearing it down on failure.
+    pub retain_on_failure: bool,
+    /// Bound of each control-plane and node readiness wait (default 180 s).
+    pub ready_timeout: Duration,
+    /// Bound of each Kyverno wait (default 420 s).
+    pub kyverno_timeout: Duration,
+}
+
+impl UpOptions {
+    /// Defaults for cluster `name`.
+    pub fn new(name: &str) -> UpOptions {
+        UpOptions {
+            name: name.to_string(),
+            state_root: config::default_state_root(),
+            inputs: None,
+            kyverno: true,
+            retain_on_failure: false,
+            ready_timeout: Duration::from_secs(180),
+            kyverno_timeout: Duration::from_secs(420),
+        }
+    }
+}
+
+/// A running cluster (handle over its state record).
+#[derive(Debug, Clone)]
+pub struct Cluster {
+    record: ClusterRecord,
+}
+
+/// What `status` reports.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Status {
+    /// Cluster name.
+    pub name: String,
+    /// `running` (every recorded process alive), `degraded` (some dead), `stopped` (remains, no
+    /// process), `absent` (no state record).
+    pub state: String,
+    /// User kubeconfig path (cluster-admin).
+    pub kubeconfig: Option<PathBuf>,
+    /// CRI endpoint URL.
+    pub cri_endpoint: Option<String>,
+    /// State directory.
+    pub state_dir: PathBuf,
+    /// Node name.
+    pub node_name: Option<String>,
+    /// Node metadata.uid.
+    pub node_uid: Option<String>,
+    /// Node IP (node side of the veth; apiserver address).
+    pub node_ip: Option<String>,
+    /// Host side of the veth.
+    pub host_ip: Option<String>,
+    /// Network namespace name.
+    pub netns: Option<String>,
+    /// Whether the network namespace exists.
+    pub netns_exists: bool,
+    /// apiserver URL.
+    pub apiserver: Option<String>,
+    /// name → {pid, alive}.
+    pub processes: Vec<serde_json::Value>,
+    /// Phase timings of `up` (milliseconds since it began).
+    pub timings_ms: std::collections::BTreeMap<String, u64>,
+}
+
+impl Cluster {
+    /// User kubeconfig (cluster-admin client certificate; server `https://<node ip>:6443`).
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.record.kubeconfig()
+    }
+    /// containerd's socket path (the node's CRI endpoint without `unix://`).
+    pub fn cri_socket(&self) -> PathBuf {
+        self.record.cri_socket()
+    }
+    /// CRI endpoint URL, `unix://<socket>`.
+    pub fn cri_endpoint(&self) -> String {
+        format!("unix://{}", self.cri_socket().display())
+    }
+    /// Node name (`kca-<cluster>`).
+    pub fn node_name(&self) -> &str {
+        &self.record.node_name
+    }
+    /// Node metadata.uid ("" only if `up` ran without waiting for the node, which it never does).
+    pub fn node_uid(&self) -> &str {
+        self.record.node_uid.as_deref().unwrap_or("")
+    }
+    /// State directory (logs under `logs/`).
+    pub fn state_dir(&self) -> &Path {
+        &self.record.state_dir
+    }
+    /// Cluster name.
+    pub fn name(&self) -> &str {
+        &self.record.name
+    }
+    /// Node IP.
+    pub fn node_ip(&self) -> std::net::Ipv4Addr {
+        self.record.net.node_ip()
+    }
+    /// Network namespace name.
+    pub fn netns(&self) -> &str {
+        &self.record.netns
+    }
+    /// The state record (processes, timings).
+    pub fn record(&self) -> &ClusterRecord {
+        &self.record
+    }
+
+    /// Loads the handle of an existing cluster from its state record (None if there is none).
+    pub fn load(name: &str, state_root: &Path) -> Result<Option<Cluster>> {
+        config::validate_name(name)?;
+        Ok(ClusterRecord::load(&state_root.join(name))?.map(|record| Cluster { record }))
+    }
+
+    /// Brings a fresh cluster up and returns when Kyverno answers (see the module docs).
+    ///
+    /// Remains of a dead cluster of the same name are cleared first (and listed); a running
+    /// cluster of the same name is an error. On failure the half-started cluster is torn down
+    /// unless `retain_on_failure`.
+    pub fn up(opts: UpOptions) -> Result<Cluster> {
+        host::require_root()?;
+        config::validate_name(&opts.name)?;
+        let inputs = match opts.inputs.clone() {
+            Some(i) => i,
+            None => Inputs::resolve()?,
+        };
+        let cfg = ClusterConfig {
+            name: opts.name.clone(),
+            state_root: opts.state_root.clone(),
+            bin_dir: inputs.bin_dir.clone(),
+            cni_bin_dir: inputs.cni_bin_dir.clone(),
+        };
+        cfg.validate()?;
+        clear_remains(&cfg)?;
+        let started = Instant::now();
+        let state_dir = cfg.state_dir();
+        std::fs::create_dir_all(&state_dir).with_context(|| format!("creating {}", state_dir.display()))?;
+        let mut used = netns::used_indices()?;
+        used.extend(other_clusters_indices(&cfg.state_root, &cfg.name));
+        let net = netns::pick_free(&used)?;
+        let rt = Runtime::new(&cfg, net);
+        let mut record = ClusterRecord::new(&rt);
+        record.save()?;
+        match bring_up(&rt, &mut record, &inputs, &opts, started) {
+            Ok(()) => Ok(Cluster { record }),
+            Err(e) => {
+                if opts.retain_on_failure {
+                    eprintln!("up failed; cluster {} retained for debugging (logs in {})", rt.name, rt.path("logs").display());
+                    return Err(e);
+                }
+                eprintln!("up failed; tearing down what was started (logs kept in {})", rt.path("logs").display());
+                let report = teardown::down(&record);
+                finish_down(&record, &report, true);
+                Err(e)
+            }
+        }
+    }
+
+    /// Tears the cluster down (see [`teardown`]); errors if any step failed (all are attempted).
+    pub fn down(&self) -> Result<teardown::Report> {
+        let report = teardown::down(&self.record);
+        finish_down(&self.record, &report, true);
+        if !report.errors.is_empty() {
+            bail!("cluster {} down finished with {} errors:\n{}", self.record.name, report.errors.len(), report.errors.join("\n"));
+        }
+        Ok(report)
+    }
+
+    /// Status of cluster `name` under `state_root`; reads only (plus a GET of the Node when the
+    /// apiserver runs).
+    pub fn status(name: &str, state_root: &Path) -> Result<Status> {
+        config::validate_name(name)?;
+        let state_dir = state_root.join(name);
+        let Some(rec) = ClusterRecord::load(&state_dir)? else {
+            return Ok(Status {
+                name: name.into(),
+                state: "absent".into(),
+                kubeconfig: None,
+                cri_endpoint: None,
+                state_dir,
+                node_name: None,
+                node_uid: None,
+                node_ip: None,
+                host_ip: None,
+                netns: None,
+                netns_exists: netns::exists(&config::netns_name(name)),
+                apiserver: None,
+                processes: vec![],
+                timings_ms: Default::default(),
+            });
+        };
+        let alive: Vec<bool> = rec.processes.iter().map(|p| p.alive()).collect();
+        let state = if !rec.processes.is_empty() && alive.iter().all(|a| *a) {
+            "running"
+        } else if alive.iter().any(|a| *a) {
+            "degraded"
+        } else {
+            "stopped"
+        };
+        Ok(Status {
+            name: rec.name.clone(),
+            state: state.into(),
+            kubeconfig: Some(rec.kubeconfig()),
+            cri_endpoint: Some(format!("unix://{}", rec.cri_socket().display())),
+            state_dir: rec.state_dir.clone(),
+            node_name: Some(rec.node_name.clone()),
+            node_uid: rec.node_uid.clone(),
+            node_ip: Some(rec.net.node_ip().to_string()),
+            host_ip: Some(rec.net.host_ip().to_string()),
+            netns: Some(rec.netns.clone()),
+            netns_exists: netns::exists(&rec.netns),
+            apiserver: Some(format!("https://{}:{}", rec.net.node_ip(), config::APISERVER_PORT)),
+            processes: rec
+                .processes
+                .iter()
+                .zip(alive)
+                .map(|(p, a)| serde_json::json!({"name": p.name, "pid": p.pid, "alive": a, "log": p.log}))
+                .collect(),
+            timings_ms: rec.timings_ms.clone(),
+        })
+    }
+}
+
+/// Tears down cluster `name` from its state record alone (works after a crash); Ok(None) if
+/// there is no record and no namespace of that name.
+pub fn down_by_name(name: &str, state_root: &Path) -> Result<Option<teardown::Report>> {
+    host::require_root()?;
+    match Cluster::load(name, state_root)? {
+        Some(c) => c.down().map(Some),
+        None => {
+            let ns = config::netns_name(name);
+            if netns::exists(&ns) {
+                netns::ip(&["netns", "delete", &ns])?;
+                eprintln!("   deleted network namespace {ns} (no state record)");
+            }
+            Ok(None)
+        }
+    }
+}
+
+/// After a teardown: keep only `logs/` of the state dir and drop the record when everything was
+/// removed, so a failed `down` can be repeated.
+fn finish_down(rec: &ClusterRecord, report: &teardown::Report, keep_logs: bool) {
+    if !report.errors.is_empty() {
+        return;
+    }
+    let Ok(rd) = std::fs::read_dir(&rec.state_dir) else { return };
+    for e in rd.flatten() {
+        let p = e.path();
+        if keep_logs && p.file_name().is_some_and(|n| n == "logs") {
+            continue;
+        }
+        let r = if p.is_dir() && !p.is_symlink() { std::fs::remove_dir_all(&p) } else { std::fs::remove_file(&p) };
+        if let Err(err) = r {
+            eprintln!("   error: removing {}: {err}", p.display());
+        }
+    }
+}
+
+/// /30 indices recorded by other clusters' state dirs under `state_root`.
+fn other_clusters_indices(state_root: &Path, me: &str) -> Vec<u32> {
+    let Ok(rd) = std::fs::read_dir(state_root) else { return vec![] };
+    rd.flatten()
+        .filter(|e| e.file_name() != me)
+        .filter_map(|e| ClusterRecord::load(&e.path()).ok().flatten())
+        .map(|r| r.net.index)
+        .collect()
+}
+
+/// Clears the remains of a dead cluster of the same name (record present, processes gone; or a
+/// namespace without a record), saying what it cleared. Errors if the cluster still runs.
+fn clear_remains(cfg: &ClusterConfig) -> Result<()> {
+    let state_dir = cfg.state_dir();
+    if let Some(rec) = ClusterRecord::load(&state_dir)? {
+        if rec.processes.iter().any(|p| p.alive()) {
+            bail!(
+                "cluster {} is already running (state {}); run `cargo xtask cluster down --name {}` first",
+                cfg.name,
+                state_dir.display(),
+                cfg.name
+            );
+        }
+        eprintln!(" • clearing the remains of a dead cluster {} (state {})", cfg.name, state_dir.display());
+        let report = teardown::down(&rec);
+        if !report.errors.is_empty() {
+            bail!("clearing the remains of cluster {} failed:\n{}", cfg.name, report.errors.join("\n"));
+        }
+        if report.done.is_empty() {
+            eprintln!("   nothing was left but the state directory");
+        }
+    } else {
+        let ns = config::netns_name(&cfg.name);
+        if netns::exists(&ns) {
+            eprintln!(" • deleting network namespace {ns}, left without a state record");
+            netns::ip(&["netns", "delete", &ns])?;
+        }
+    }
+    if state_dir.exists() {
+        std::fs::remove_dir_all(&state_dir).with_context(|| format!("removing old state {}", state_dir.display()))?;
+    }
+    Ok(())
+}
+
+fn write(path: &Path, text: &str) -> Result<()> {
+    if let Some(d) = path.parent() {
+        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+    }
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+fn ms(started: Instant) -> u64 {
+    started.elapsed().as_millis() as u64
+}
+
+/// Checks that every recorded daemon still runs; the error names the dead one and its log tail.
+fn all_alive(record: &ClusterRecord) -> Result<()> {
+    for p in &record.processes {
+        if !p.alive() {
+            bail!("{} (pid {}) exited; last lines of {}:\n{}", p.name, p.pid, p.log, process::log_tail(&p.log, 25));
+        }
+    }
+    Ok(())
+}
+
+fn start(rt: &Runtime, record: &mut ClusterRecord, spec: daemons::DaemonSpec) -> Result<()> {
+    let step = Step::start(format!("starting {}", spec.name));
+    let p = process::spawn(&spec, &rt.netns)?;
+    record.processes.push(p);
+    record.save()?;
+    step.ok();
+    Ok(())
+}
+
+fn bring_up(rt: &Runtime, record: &mut ClusterRecord, inputs: &Inputs, opts: &UpOptions, started: Instant) -> Result<()> {
+    for prog in ["kine", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "containerd", "containerd-shim-runc-v2", "ctr", "runc", "crictl"] {
+        let p = rt.bin(prog);
+        if !p.is_file() {
+            bail!("missing upstream program {}", p.display());
+        }
+    }
+    for prog in ["bridge", "host-local", "loopback", "portmap"] {
+        let p = rt.cni_bin_dir.join(prog);
+        if !p.is_file() {
+            bail!("missing CNI plugin {}", p.display());
+        }
+    }
+    let host = HostFacts::detect()?;
+    eprintln!(
+        " • host: CAP_SYS_RESOURCE {}, cgroup {}",
+        if host.cap_sys_resource { "present" } else { "missing (containerd restrict_oom_score_adj = true)" },
+        if host.cgroup_v1 { "v1 (kubelet failCgroupV1: false)" } else { "v2" }
+    );
+
+    let step = Step::start(format!("creating network namespace {} ({}, node IP {})", rt.netns, rt.net.cidr(), rt.net.node_ip()));
+    netns::create(rt)?;
+    step.ok();
+    let step = Step::start("generating PKI and kubeconfigs");
+    pki::generate(rt)?;
+    kubeconfig::write_all(rt)?;
+    write(&rt.path("containerd/config.toml"), &daemons::containerd::config_toml(rt, &host))?;
+    let conflist = serde_json::to_string_pretty(&daemons::containerd::cni_conflist(rt)).context("rendering the CNI config")?;
+    write(&rt.cni_conf_dir().join("10-kca.conflist"), &conflist)?;
+    let kcfg = serde_yaml_ng::to_string(&daemons::kubelet::config(rt, &host)).context("rendering the kubelet config")?;
+    write(&rt.path("kubelet-config.yaml"), &kcfg)?;
+    for d in ["kine", "kubelet", "pod-logs", "cni/ipam", "runc"] {
+        std::fs::create_dir_all(rt.path(d)).with_context(|| format!("creating {}", rt.path(d).display()))?;
+    }
+    host::prepare_cgroups(&rt.cgroup_root)?;
+    step.ok();
+
+    let bound = opts.ready_timeout;
+    let tick = Duration::from_millis(500);
+    let netns_name = rt.netns.clone();
+
+    start(rt, record, daemons::kine::daemon(rt))?;
+    wait_probe(record, "kine (127.0.0.1:2379 in the node namespace)", bound, tick, || {
+        netns::in_netns(&netns_name, || ready::tcp(&format!("127.0.0.1:{}", config::KINE_PORT)))
+    })?;
+
+    start(rt, record, daemons::apiserver::daemon(rt))?;
+    let admin = rt.kubeconfig("admin");
+    wait_probe(record, "kube-apiserver /readyz", bound, Duration::from_secs(1), || {
+        ready::block_on(async {
+            let c = ready::client(&admin).await?;
+            ready::get_text(&c, "/readyz").await
+        })?
+        .map(|_| ())
+    })?;
+    record.timings_ms.insert("apiserver_ready_ms".into(), ms(started));
+
+    start(rt, record, daemons::controller_manager::daemon(rt))?;
+    start(rt, record, daemons::scheduler::daemon(rt))?;
+    start(rt, record, daemons::containerd::daemon(rt))?;
+    let ctr = rt.bin("ctr");
+    let sock = rt.containerd_socket();
+    wait_probe(record, "containerd's CRI socket (ctr version)", bound, tick, || {
+        let out = std::process::Command::new(&ctr).arg("-a").arg(&sock).arg("version").output().context("running ctr version")?;
+        if !out.status.success() {
+            bail!("ctr version: {}", String::from_utf8_lossy(&out.stderr).trim());
+        }
+        Ok(())
+    })?;
+    kyverno::import_images(rt, &inputs.images)?;
+    record.timings_ms.insert("images_imported_ms".into(), ms(started));
+
+    start(rt, record, daemons::kubelet::daemon(rt))?;
+    start(rt, record, daemons::kube_proxy::daemon(rt))?;
+    let node_name = rt.node_name.clone();
+    let uid = wait_probe(record, &format!("node {} Ready", rt.node_name), bound, Duration::from_secs(1), || {
+        ready::block_on(async {
+            let c = ready::client(&admin).await?;
+            let node = Api::<Node>::all(c).get(&node_name).await.with_context(|| format!("GET node {node_name}"))?;
+            let ready = node
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
+                .map(|c| (c.status.clone(), c.message.clone().unwrap_or_default()));
+            match ready {
+                Some((s, _)) if s == "True" => Ok(node.metadata.uid.unwrap_or_default()),
+                Some((s, m)) => bail!("Ready={s}: {m}"),
+                None => bail!("no Ready condition yet"),
+            }
+        })?
+    })?;
+    record.node_uid = Some(uid.clone());
+    record.timings_ms.insert("node_ready_ms".into(), ms(started));
+    record.save()?;
+    wait_probe(record, "kube-proxy healthz (127.0.0.1:10256 in the node namespace)", bound, tick, || {
+        netns::in_netns(&netns_name, || ready::tcp("127.0.0.1:10256"))
+    })?;
+
+    if opts.kyverno {
+        let chart = inputs.chart_dir.as_ref().context("no Kyverno chart given (Inputs::chart_dir)")?;
+        kyverno::helm_install(rt, chart)?;
+        let rec2 = record.clone();
+        let answer = kyverno::wait_ready(rt, opts.kyverno_timeout, move || all_alive(&rec2))?;
+        eprintln!("   Kyverno answered: {answer}");
+        record.timings_ms.insert("kyverno_answering_ms".into(), ms(started));
+        let step = Step::start("creating the lab namespaces and the lab mark");
+        let (name, node) = (rt.name.clone(), rt.node_name.clone());
+        let user = rt.user_kubeconfig();
+        ready::block_on(async {
+            let c = ready::client(&user).await?;
+            mark::apply(c, &name, &node, &uid).await
+        })??;
+        step.ok();
+    }
+    record.timings_ms.insert("up_ms".into(), ms(started));
+    record.save()?;
+    eprintln!(
+        " ✓ cluster {} up in {:.1}s: kubeconfig {}",
+        rt.name,
+        started.elapsed().as_secs_f64(),
+        rt.user_kubeconfig().display()
+    );
+    Ok(())
+}
+
+fn wait_probe<T>(record: &ClusterRecord, what: &str, bound: Duration, tick: Duration, probe: impl FnMut() -> Result<T>) -> Result<T> {
+    ready::wait(what, bound, tick, || all_alive(record), probe)
+}
 
 /// `cargo xtask cluster …`
 #[derive(clap::Args, Debug)]
-pub struct ClusterCmd {}
+pub struct ClusterCmd {
+    #[command(subcommand)]
+    cmd: Sub,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum Sub {
+    /// Bring a fresh cluster up (Kyverno answering, lab namespaces and mark in place).
+    Up {
+        /// Cluster name.
+        #[arg(long, default_value = config::DEFAULT_NAME)]
+        name: String,
+        /// Keep a half-started cluster when `up` fails (for debugging).
+        #[arg(long)]
+        retain: bool,
+        /// Stop after the node is Ready (no Kyverno, no lab environment).
+        #[arg(long)]
+        no_kyverno: bool,
+    },
+    /// Stop everything and remove every leftover (works after a crash).
+    Down {
+        /// Cluster name.
+        #[arg(long, default_value = config::DEFAULT_NAME)]
+        name: String,
+    },
+    /// Show the cluster's state, kubeconfig, CRI endpoint, node.
+    Status {
+        /// Cluster name.
+        #[arg(long, default_value = config::DEFAULT_NAME)]
+        name: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
 
 impl ClusterCmd {
     /// Runs the subcommand.
-    pub fn run(self) -> anyhow::Result<()> {
-        anyhow::bail!("the embedded cluster is not implemented yet")
+    pub fn run(self) -> Result<()> {
+        let root = config::default_state_root();
+        match self.cmd {
+            Sub::Up { name, retain, no_kyverno } => {
+                let mut opts = UpOptions::new(&name);
+                opts.retain_on_failure = retain;
+                opts.kyverno = !no_kyverno;
+                let c = Cluster::up(opts)?;
+                println!("kubeconfig: {}", c.kubeconfig().display());
+                println!("cri_endpoint: {}", c.cri_endpoint());
+                Ok(())
+            }
+            Sub::Down { name } => {
+                let t = Instant::now();
+                match down_by_name(&name, &root)? {
+                    Some(r) => eprintln!(" ✓ cluster {name} down in {:.1}s ({} actions)", t.elapsed().as_secs_f64(), r.done.len()),
+                    None => eprintln!(" ✓ no cluster {name}: nothing to do"),
+                }
+                Ok(())
+            }
+            Sub::Status { name, json } => {
+                let s = Cluster::status(&name, &root)?;
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&s).context("serialising status")?);
+                } else {
+                    println!("cluster {}: {}", s.name, s.state);
+                    println!("  state dir:    {}", s.state_dir.display());
+                    if let Some(k) = &s.kubeconfig {
+                        println!("  kubeconfig:   {}", k.display());
+                        println!("  cri endpoint: {}", s.cri_endpoint.clone().unwrap_or_default());
+                        println!("  node:         {} ({}) uid {}", s.node_name.clone().unwrap_or_default(), s.node_ip.clone().unwrap_or_default(), s.node_uid.clone().unwrap_or_default());
+                        println!("  netns:        {} (exists: {})", s.netns.clone().unwrap_or_default(), s.netns_exists);
+                        for p in &s.processes {
+                            println!("  {:<24} pid {:<8} alive {}", p["name"].as_str().unwrap_or(""), p["pid"], p["alive"]);
+                        }
+                    }
+                }
+                Ok(())
+            }
+        }
     }
 }

@@ -1,0 +1,33 @@
+//! kine: the etcd API over SQLite (k3s's default datastore), on the node namespace's loopback.
+
+use super::{Args, DaemonSpec, p, spec};
+use crate::cluster::config::{KINE_PORT, Runtime};
+
+/// kine's flags (`pkg/app/app.go`, kine v0.17.5).
+pub fn args(rt: &Runtime) -> Args {
+    let db = p(rt.path("kine/state.db"));
+    Args::from([
+        ("listen-address", format!("127.0.0.1:{KINE_PORT}")),
+        // The DSN kine uses by default for SQLite, with our path (kine's `pkg/drivers/sqlite`).
+        ("endpoint", format!("sqlite://{db}?_journal=WAL&cache=shared&_busy_timeout=30000&_txlock=immediate")),
+        // "set 0 to disable metrics serving" (kine's flag help); avoids a listener on :8080.
+        ("metrics-bind-address", "0".into()),
+    ])
+}
+
+/// The kine daemon.
+pub fn daemon(rt: &Runtime) -> DaemonSpec {
+    spec(rt, "kine", "kine", &args(rt))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn kine_args() {
+        let a = args(&crate::cluster::daemons::test_runtime());
+        assert_eq!(a["listen-address"], "127.0.0.1:2379");
+        assert!(a["endpoint"].starts_with("sqlite:///s/t/kine/state.db?"));
+        assert_eq!(a["metrics-bind-address"], "0");
+    }
+}

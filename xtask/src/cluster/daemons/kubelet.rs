@@ -1,0 +1,92 @@
+//! kubelet: a KubeletConfiguration file plus the few flags that have no config field.
+
+use serde_json::json;
+
+use super::{Args, DaemonSpec, p, spec};
+use crate::cluster::config::Runtime;
+use crate::cluster::host::HostFacts;
+
+/// kubelet's flags (v1.35.8).
+pub fn args(rt: &Runtime) -> Args {
+    Args::from([
+        ("config", p(rt.path("kubelet-config.yaml"))),
+        ("kubeconfig", p(rt.kubeconfig("kubelet"))),
+        ("root-dir", p(rt.kubelet_root())),
+        ("node-ip", rt.net.node_ip().to_string()),
+        ("hostname-override", rt.node_name.clone()),
+    ])
+}
+
+/// The kubelet daemon.
+pub fn daemon(rt: &Runtime) -> DaemonSpec {
+    spec(rt, "kubelet", "kubelet", &args(rt))
+}
+
+/// The KubeletConfiguration (kubelet.config.k8s.io/v1beta1).
+///
+/// - `cgroupDriver: cgroupfs` (no systemd here), `cgroupRoot: /kca-<name>` so two clusters' kubelets
+///   never manage each other's pod cgroups;
+/// - `failCgroupV1: false` only when the host is on cgroup v1: kubelet 1.35 refuses v1 otherwise
+///   (`../shared/research/embedded-node.md`, pitfall 2);
+/// - webhook authentication and authorization, client CA = the cluster CA;
+/// - eviction thresholds relaxed and image GC effectively off: the node shares a busy disk and
+///   its images cannot be pulled again;
+/// - pod logs under the state dir.
+pub fn config(rt: &Runtime, host: &HostFacts) -> serde_json::Value {
+    let mut v = json!({
+        "apiVersion": "kubelet.config.k8s.io/v1beta1",
+        "kind": "KubeletConfiguration",
+        "authentication": {
+            "anonymous": {"enabled": false},
+            "webhook": {"enabled": true},
+            "x509": {"clientCAFile": p(rt.pki_file("ca.crt"))},
+        },
+        "authorization": {"mode": "Webhook"},
+        "cgroupDriver": "cgroupfs",
+        "cgroupRoot": rt.cgroup_root,
+        "containerRuntimeEndpoint": rt.cri_endpoint(),
+        "address": rt.net.node_ip().to_string(),
+        "healthzBindAddress": "127.0.0.1",
+        "healthzPort": 10248,
+        "readOnlyPort": 0,
+        "tlsCertFile": p(rt.pki_file("kubelet-serving.crt")),
+        "tlsPrivateKeyFile": p(rt.pki_file("kubelet-serving.key")),
+        "clusterDomain": "cluster.local",
+        "failSwapOn": false,
+        "podLogsDir": p(rt.path("pod-logs")),
+        "evictionHard": {
+            "memory.available": "100Mi",
+            "nodefs.available": "1%",
+            "nodefs.inodesFree": "1%",
+            "imagefs.available": "1%",
+        },
+        "imageGCHighThresholdPercent": 100,
+        "imageGCLowThresholdPercent": 99,
+        "serializeImagePulls": false,
+        "resolvConf": "/etc/resolv.conf",
+    });
+    if host.cgroup_v1 {
+        v["failCgroupV1"] = json!(false);
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cgroup_v1_switch_only_on_v1() {
+        let rt = crate::cluster::daemons::test_runtime();
+        let v1 = config(&rt, &HostFacts { cap_sys_resource: false, cgroup_v1: true });
+        assert_eq!(v1["failCgroupV1"], false);
+        let v2 = config(&rt, &HostFacts { cap_sys_resource: false, cgroup_v1: false });
+        assert!(v2.get("failCgroupV1").is_none());
+        assert_eq!(v1["cgroupDriver"], "cgroupfs");
+        assert_eq!(v1["containerRuntimeEndpoint"], "unix:///s/t/containerd/containerd.sock");
+        assert_eq!(v1["authentication"]["webhook"]["enabled"], true);
+        let a = args(&rt);
+        assert_eq!(a["node-ip"], "10.44.0.2");
+        assert_eq!(a["hostname-override"], "kca-t");
+    }
+}

@@ -1,0 +1,191 @@
+//! Images into containerd, Kyverno by Helm from the assembled chart, and the wait until its admission webhook answers.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+use kube::api::{Api, ListParams, PostParams};
+use kube::core::{DynamicObject, GroupVersionKind};
+use kube::discovery::ApiResource;
+
+use super::config::Runtime;
+use super::ready::{block_on, client, wait};
+use crate::status::Step;
+
+/// Helm release name and namespace (as Kyverno's own install.yaml uses them).
+pub const RELEASE: &str = "kyverno";
+/// Namespace Kyverno is installed into.
+pub const NAMESPACE: &str = "kyverno";
+
+/// The four Kyverno controllers' Deployments for release `kyverno` (chart 3.9.1's names).
+pub const DEPLOYMENTS: [&str; 4] = [
+    "kyverno-admission-controller",
+    "kyverno-background-controller",
+    "kyverno-cleanup-controller",
+    "kyverno-reports-controller",
+];
+
+/// Helm value overrides for the offline install: `(key, value, reason)`.
+///
+/// Empty on purpose: chart 3.9.1's defaults already work offline. Every image's `pullPolicy`
+/// defaults to `IfNotPresent` (`values.yaml`: admissionController.container.image, initContainer
+/// falls back to it, background/cleanup/reports controllers), and the images are imported into
+/// containerd under the exact names the chart renders, so nothing is pulled. The chart's hooks
+/// (`crds.migration`: post-upgrade; `webhooksCleanup`: pre-delete) never run on `helm install`,
+/// and `reportsServer`/`openreports` are disabled by default. Keep any future override here with
+/// its reason; the README lists this table.
+pub const HELM_VALUE_OVERRIDES: &[(&str, &str, &str)] = &[];
+
+/// An OCI image archive to import: the reference it carries and its tar file.
+#[derive(Debug, Clone)]
+pub struct ImageInput {
+    /// Image reference, e.g. `registry.k8s.io/pause:3.10.1`.
+    pub reference: String,
+    /// Tar archive (OCI image layout) accepted by `ctr images import`.
+    pub path: PathBuf,
+}
+
+fn run(cmd: &mut Command, what: &str) -> Result<String> {
+    let out = cmd.output().with_context(|| format!("{what}: running {cmd:?}"))?;
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    if !out.status.success() {
+        let tail: Vec<&str> = text.lines().rev().take(40).collect::<Vec<_>>().into_iter().rev().collect();
+        bail!("{what} failed ({}): {cmd:?}\n{}", out.status, tail.join("\n"));
+    }
+    Ok(text)
+}
+
+/// Imports each image into containerd's `k8s.io` namespace with the built `ctr`, then checks
+/// that CRI sees each reference.
+pub fn import_images(rt: &Runtime, images: &[ImageInput]) -> Result<()> {
+    let sock = rt.containerd_socket();
+    for img in images {
+        let step = Step::start(format!("importing {}", img.reference));
+        run(
+            Command::new(rt.bin("ctr"))
+                .arg("-a")
+                .arg(&sock)
+                .args(["-n", "k8s.io", "images", "import"])
+                .arg(&img.path),
+            &format!("importing {} from {}", img.reference, img.path.display()),
+        )?;
+        let list = run(
+            Command::new(rt.bin("ctr")).arg("-a").arg(&sock).args(["-n", "k8s.io", "images", "ls", "-q"]),
+            "listing images",
+        )?;
+        if !list.lines().any(|l| l.trim() == img.reference) {
+            bail!(
+                "after importing {} containerd's k8s.io namespace does not list {}; it lists:\n{list}",
+                img.path.display(),
+                img.reference
+            );
+        }
+        step.ok();
+    }
+    Ok(())
+}
+
+/// `helm install kyverno <chart> -n kyverno --create-namespace` with the built Helm, against the
+/// user's kubeconfig; Helm's own caches and config under the state dir.
+pub fn helm_install(rt: &Runtime, chart_dir: &Path) -> Result<()> {
+    let step = Step::start(format!("helm install {RELEASE} {}", chart_dir.display()));
+    let helm_home = rt.path("helm");
+    let mut cmd = Command::new(rt.bin("helm"));
+    cmd.args(["install", RELEASE])
+        .arg(chart_dir)
+        .args(["-n", NAMESPACE, "--create-namespace", "--kubeconfig"])
+        .arg(rt.user_kubeconfig())
+        .env("HELM_CACHE_HOME", helm_home.join("cache"))
+        .env("HELM_CONFIG_HOME", helm_home.join("config"))
+        .env("HELM_DATA_HOME", helm_home.join("data"));
+    for (k, v, _) in HELM_VALUE_OVERRIDES {
+        cmd.arg("--set").arg(format!("{k}={v}"));
+    }
+    eprintln!("   running {cmd:?}");
+    run(&mut cmd, "helm install")?;
+    step.ok();
+    Ok(())
+}
+
+async fn deployments_ready(kc: &Path) -> Result<()> {
+    let c = client(kc).await?;
+    let api: Api<Deployment> = Api::namespaced(c, NAMESPACE);
+    let mut missing = Vec::new();
+    for name in DEPLOYMENTS {
+        let d = api.get_opt(name).await.with_context(|| format!("GET deployment {NAMESPACE}/{name}"))?;
+        let Some(d) = d else {
+            missing.push(format!("{name}: not found"));
+            continue;
+        };
+        let want = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+        let st = d.status.unwrap_or_default();
+        let ready = st.ready_replicas.unwrap_or(0);
+        if ready < want || st.observed_generation < d.metadata.generation {
+            missing.push(format!("{name}: {ready}/{want} ready"));
+        }
+    }
+    if !missing.is_empty() {
+        bail!("{}", missing.join("; "));
+    }
+    Ok(())
+}
+
+/// Evidence that Kyverno's admission webhook answers: the webhook configurations exist, `kyverno-svc`
+/// has a ready endpoint, and a server dry-run create of a ValidatingPolicy whose CEL expression
+/// does not compile is denied by Kyverno's policy webhook (an explicit answer, not a timeout).
+async fn webhook_answers(kc: &Path) -> Result<String> {
+    let c = client(kc).await?;
+    let vwc: Api<ValidatingWebhookConfiguration> = Api::all(c.clone());
+    for name in ["kyverno-policy-validating-webhook-cfg", "kyverno-resource-validating-webhook-cfg"] {
+        vwc.get_opt(name).await.with_context(|| format!("GET {name}"))?.with_context(|| format!("{name} does not exist yet"))?;
+    }
+    let slices: Api<EndpointSlice> = Api::namespaced(c.clone(), NAMESPACE);
+    let list = slices
+        .list(&ListParams::default().labels("kubernetes.io/service-name=kyverno-svc"))
+        .await
+        .context("listing kyverno-svc EndpointSlices")?;
+    let ready = list.items.iter().flat_map(|s| s.endpoints.iter()).any(|e| {
+        e.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true)
+    });
+    if !ready {
+        bail!("kyverno-svc has no ready endpoint yet");
+    }
+    let gvk = GroupVersionKind::gvk("policies.kyverno.io", "v1", "ValidatingPolicy");
+    let ar = ApiResource::from_gvk_with_plural(&gvk, "validatingpolicies");
+    let api: Api<DynamicObject> = Api::all_with(c, &ar);
+    let probe: DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "policies.kyverno.io/v1",
+        "kind": "ValidatingPolicy",
+        "metadata": {"name": "kca-webhook-lab-readiness-probe"},
+        "spec": {
+            "validationActions": ["Deny"],
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["configmaps"]}]},
+            "validations": [{"expression": "this is not CEL ((("}]
+        }
+    }))
+    .context("building the readiness probe policy")?;
+    let pp = PostParams { dry_run: true, ..Default::default() };
+    match api.create(&pp, &probe).await {
+        Ok(_) => bail!("server dry-run create of an invalid ValidatingPolicy was admitted: Kyverno's policy webhook did not check it"),
+        Err(kube::Error::Api(s)) if s.message.contains("admission webhook") && s.message.contains("denied the request") => {
+            Ok(s.message)
+        }
+        Err(e) => Err(e).context("server dry-run create of the readiness probe ValidatingPolicy"),
+    }
+}
+
+/// Waits (bounded) until all four Kyverno Deployments are Ready and the admission webhook answers.
+/// Returns Kyverno's deny message for the probe.
+pub fn wait_ready(rt: &Runtime, timeout: Duration, alive: impl FnMut() -> Result<()> + Clone) -> Result<String> {
+    let kc = rt.user_kubeconfig();
+    wait("Kyverno's four Deployments Ready", timeout, Duration::from_secs(2), alive.clone(), || {
+        block_on(deployments_ready(&kc))?
+    })?;
+    wait("Kyverno's admission webhook to answer", timeout, Duration::from_secs(2), alive, || {
+        block_on(webhook_answers(&kc))?
+    })
+}

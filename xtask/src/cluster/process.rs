@@ -1,0 +1,155 @@
+//! Starting daemons detached inside the node's network namespace, and stopping them by PID after
+//! checking (through a pidfd and `/proc/<pid>/stat`'s start time) that the PID is still ours.
+
+use std::fs::{File, OpenOptions};
+use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use nix::sched::{CloneFlags, setns};
+use rustix::process::{Pid, PidfdFlags, Signal, pidfd_open, pidfd_send_signal};
+use serde::{Deserialize, Serialize};
+
+use super::daemons::DaemonSpec;
+use super::netns::netns_path;
+
+/// A started daemon, as recorded in `cluster.json`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ProcRecord {
+    /// Daemon name (`kine`, `kube-apiserver`, …).
+    pub name: String,
+    /// Host PID.
+    pub pid: i32,
+    /// Start time from `/proc/<pid>/stat` (field 22, clock ticks since boot): with the PID it
+    /// identifies the process across PID reuse.
+    pub start_time: u64,
+    /// Log file (stdout and stderr).
+    pub log: String,
+    /// The full command line as started.
+    pub argv: Vec<String>,
+}
+
+/// `(state, start_time)` of a PID from `/proc/<pid>/stat`, or None when there is no such process.
+pub fn proc_stat(pid: i32) -> Option<(char, u64)> {
+    let stat = procfs::process::Process::new(pid).ok()?.stat().ok()?;
+    Some((stat.state, stat.starttime))
+}
+
+impl ProcRecord {
+    /// Whether the recorded process still runs (same PID, same start time, not a zombie).
+    pub fn alive(&self) -> bool {
+        matches!(proc_stat(self.pid), Some((state, st)) if st == self.start_time && state != 'Z')
+    }
+}
+
+/// Starts `spec` detached: a new session (own process group, no controlling terminal), stdin from
+/// /dev/null, stdout and stderr appended to its log, inside network namespace `netns` (setns of
+/// CLONE_NEWNET only, never `ip netns exec`, which would also remount /sys and hide the cgroup
+/// hierarchy from kubelet: `../shared/research/embedded-node.md`, pitfall 1).
+///
+/// Prints the command line first. No PR_SET_PDEATHSIG: the daemons outlive `cluster up`, and a
+/// fixture stops them explicitly.
+pub fn spawn(spec: &DaemonSpec, netns: &str) -> Result<ProcRecord> {
+    let mut argv = vec![spec.binary.display().to_string()];
+    argv.extend(spec.args.iter().cloned());
+    eprintln!("   running {}", argv.join(" "));
+    if let Some(dir) = spec.log.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let log = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&spec.log)
+        .with_context(|| format!("opening {}", spec.log.display()))?;
+    let log2 = log.try_clone().context("duplicating the log file handle")?;
+    let ns_path = netns_path(netns);
+    let ns = File::open(&ns_path).with_context(|| format!("opening network namespace {}", ns_path.display()))?;
+    let ns_fd = ns.as_raw_fd();
+    let mut cmd = Command::new(&spec.binary);
+    cmd.args(&spec.args)
+        .env_clear()
+        .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .env("HOME", "/root")
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log2);
+    // SAFETY: only async-signal-safe syscalls (setsid, setns) run between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            nix::unistd::setsid().map_err(std::io::Error::from)?;
+            setns(BorrowedFd::borrow_raw(ns_fd), CloneFlags::CLONE_NEWNET).map_err(std::io::Error::from)?;
+            Ok(())
+        });
+    }
+    let child = cmd
+        .spawn()
+        .with_context(|| format!("starting {}, see {}", spec.name, spec.log.display()))?;
+    drop(ns);
+    let pid = child.id() as i32;
+    let (_, start_time) = proc_stat(pid).with_context(|| format!("{} (pid {pid}) exited at once, see {}", spec.name, spec.log.display()))?;
+    Ok(ProcRecord { name: spec.name.to_string(), pid, start_time, log: spec.log.display().to_string(), argv })
+}
+
+/// Reaps `pid` if it is our child and has exited (no-op otherwise).
+fn reap(pid: i32) {
+    use nix::sys::wait::{WaitPidFlag, waitpid};
+    let _ = waitpid(nix::unistd::Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
+}
+
+/// Outcome of [`stop`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stopped {
+    /// It was already gone (or the PID now belongs to another process, which was left alone).
+    AlreadyGone,
+    /// It ended after SIGTERM.
+    Terminated,
+    /// It needed SIGKILL after `grace`.
+    Killed,
+}
+
+/// Stops a recorded process: opens a pidfd, checks the start time again (so a reused PID is never
+/// signalled), sends SIGTERM through the pidfd, waits up to `grace`, then SIGKILL.
+pub fn stop(rec: &ProcRecord, grace: Duration) -> Result<Stopped> {
+    reap(rec.pid);
+    if !rec.alive() {
+        return Ok(Stopped::AlreadyGone);
+    }
+    let Some(pid) = Pid::from_raw(rec.pid) else { bail!("invalid pid {}", rec.pid) };
+    let fd = match pidfd_open(pid, PidfdFlags::empty()) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::SRCH) => return Ok(Stopped::AlreadyGone),
+        Err(e) => return Err(e).with_context(|| format!("pidfd_open({}) for {}", rec.pid, rec.name)),
+    };
+    // The pidfd now pins this exact process; re-check that it is the one we started.
+    if !rec.alive() {
+        return Ok(Stopped::AlreadyGone);
+    }
+    pidfd_send_signal(&fd, Signal::TERM).with_context(|| format!("sending SIGTERM to {} (pid {})", rec.name, rec.pid))?;
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        reap(rec.pid);
+        if !rec.alive() {
+            return Ok(Stopped::Terminated);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = pidfd_send_signal(&fd, Signal::KILL);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        reap(rec.pid);
+        if !rec.alive() {
+            return Ok(Stopped::Killed);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    bail!("{} (pid {}) is still running 10s after SIGKILL", rec.name, rec.pid)
+}
+
+/// Last `n` lines of a log file (for error messages).
+pub fn log_tail(path: &str, n: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}

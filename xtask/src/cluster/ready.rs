@@ -1,0 +1,88 @@
+//! Bounded waits that show progress and keep the last probe error (k3s's `WaitForAPIServerReady`).
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+
+use crate::status::Step;
+
+/// Polls `probe` every `interval` until it returns Ok, for at most `timeout`.
+///
+/// Prints `• waiting ≤ {timeout}s for {what} ...`, a progress line with the last error every 15 s,
+/// and `✓ … (elapsed)` at the end. On timeout the error names what was waited for, the bound and
+/// the last probe error. `alive` is checked before each probe (e.g. "the daemon still runs"), so a
+/// crashed daemon fails the wait at once with its reason.
+pub fn wait<T>(
+    what: &str,
+    timeout: Duration,
+    interval: Duration,
+    mut alive: impl FnMut() -> Result<()>,
+    mut probe: impl FnMut() -> Result<T>,
+) -> Result<T> {
+    let step = Step::start(format!("waiting ≤ {}s for {what}", timeout.as_secs()));
+    let start = Instant::now();
+    let mut last = anyhow!("no probe ran");
+    let mut last_report = Instant::now();
+    loop {
+        alive().with_context(|| format!("while waiting for {what}"))?;
+        match probe() {
+            Ok(v) => {
+                step.ok();
+                return Ok(v);
+            }
+            Err(e) => last = e,
+        }
+        if start.elapsed() >= timeout {
+            bail!("{what} not ready after {}s; last probe error: {last:#}", timeout.as_secs());
+        }
+        if last_report.elapsed() >= Duration::from_secs(15) {
+            eprintln!("   … still waiting for {what} ({}s): {last:#}", start.elapsed().as_secs());
+            last_report = Instant::now();
+        }
+        std::thread::sleep(interval);
+    }
+}
+
+/// Runs a future to completion on a fresh current-thread tokio runtime on its own thread, so that
+/// the synchronous cluster API works both from plain code and from inside another runtime.
+pub fn block_on<F>(f: F) -> Result<F::Output>
+where
+    F: Future + Send,
+    F::Output: Send,
+{
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .context("building a tokio runtime")?;
+            Ok(rt.block_on(f))
+        })
+        .join()
+        .map_err(|_| anyhow!("async task panicked"))?
+    })
+}
+
+/// A kube client for a kubeconfig file.
+pub async fn client(kubeconfig: &std::path::Path) -> Result<kube::Client> {
+    let kc = kube::config::Kubeconfig::read_from(kubeconfig)
+        .with_context(|| format!("reading kubeconfig {}", kubeconfig.display()))?;
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+        .await
+        .with_context(|| format!("loading kubeconfig {}", kubeconfig.display()))?;
+    kube::Client::try_from(cfg).context("building a kube client")
+}
+
+/// GET a raw path (e.g. `/readyz`) and return the body; non-2xx is an error carrying the body.
+pub async fn get_text(client: &kube::Client, path: &str) -> Result<String> {
+    let req = http::Request::get(path).body(Vec::new()).context("building a request")?;
+    client.request_text(req).await.with_context(|| format!("GET {path}"))
+}
+
+/// A TCP connect to `addr` with a 2 s timeout.
+pub fn tcp(addr: &str) -> Result<()> {
+    let sa: std::net::SocketAddr = addr.parse().with_context(|| format!("address {addr}"))?;
+    std::net::TcpStream::connect_timeout(&sa, Duration::from_secs(2)).with_context(|| format!("connecting to {addr}"))?;
+    Ok(())
+}
