@@ -1,9 +1,1289 @@
-//! Placeholder: the scale-down fault and its recovery watcher (owned by the lab-A work).
+//! The scale-down fault of lab A and its recovery watcher.
+//!
+//! The fault: the admission controller Deployment (`kyverno/kyverno-admission-controller`) is
+//! scaled to 0 replicas through the scale subresource. On Kyverno v1.19.1 a controller that stops
+//! while its Deployment has `spec.replicas == 0` deletes every webhook configuration labelled
+//! `webhook.kyverno.io/managed-by` (`pkg/webhooks/server.go` `cleanup`, `pkg/utils/runtime`
+//! `IsGoingDown`; `../shared/research/kyverno.md` §7), so the lab observes the registration vanish.
+//!
+//! Healing, in three layers (`../shared/design/architecture.md`, "Faults, safely"):
+//!
+//! 1. **The recovery watcher**, an independent detached process (`kca-webhook-lab watcher-scale
+//!    --fault-dir DIR`, its own session and process group, stdin closed, log in `DIR/watcher.log`).
+//!    It is armed *before* the scale: it reads the kubeconfig, checks the live Deployment against
+//!    the plan (same UID, `spec.replicas` equal to the planned original replicas), answers ready on
+//!    a pipe the runner waits for with a bound, sleeps until `armed_at + restore_after_sec`, then
+//!    restores the original replicas through the scale subresource unless they are already
+//!    restored, and writes what it did to `DIR/watcher.json`. SIGTERM or SIGINT make it restore at
+//!    once. It then exits.
+//! 2. **The runner** restores on its own exit paths too, and records itself as the restorer.
+//! 3. **The fault ledger** `DIR/ledger.json`, written by the runner *before* each action, so a later
+//!    run sees an unfinished fault ([`unfinished_faults`]) and heals it ([`heal_unfinished`]).
+//!
+//! A fault directory is `<workdir>/faults/<fault_id>/` with `plan.json` (runner, before arming),
+//! `ledger.json` (runner), `watcher.json` (watcher) and `watcher.log` (watcher's stderr). The runner
+//! and the watcher never write the same file.
+//!
+//! Timestamps are RFC 3339 UTC with milliseconds; durations are seconds where the name ends in
+//! `_sec` and milliseconds where it ends in `_ms`.
 
-/// Entry point of the detached recovery watcher process (`kca-webhook-lab watcher-scale ARGS…`).
-/// Returns the process exit code.
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::autoscaling::v1::Scale;
+use kube::api::PostParams;
+use kube::{Api, Client};
+use serde::{Deserialize, Serialize};
+
+use crate::error::LabError;
+
+/// Namespace of the Kyverno admission controller (chart 3.9.1 installed with `-n kyverno`).
+pub const NAMESPACE: &str = "kyverno";
+/// Name of the admission controller Deployment rendered by Kyverno's chart 3.9.1.
+pub const DEPLOYMENT: &str = "kyverno-admission-controller";
+/// The `action` of lab A's `scale-plan.json`, also the ledger's fault kind.
+pub const FAULT_KIND: &str = "scale-controller-to-zero";
+/// Replicas the fault scales the Deployment to.
+pub const FAULT_REPLICAS: i32 = 0;
+/// The hidden subcommand of `kca-webhook-lab` that runs [`watcher_main`].
+pub const WATCHER_SUBCOMMAND: &str = "watcher-scale";
+/// How long the runner waits for the watcher's ready answer.
+pub const READY_BOUND: Duration = Duration::from_secs(30);
+/// After its deadline, how long the watcher keeps retrying an unreachable API server.
+pub const WATCHER_RETRY_BOUND: Duration = Duration::from_secs(60);
+
+/// Version of the files in a fault directory.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Result alias of this module (errors are the crate's [`LabError`]).
+pub type Result<T, E = LabError> = std::result::Result<T, E>;
+
+/// Who restored the replicas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Restorer {
+    /// The lab runner (`act`), after its observations or on an exit path.
+    Runner,
+    /// The independent recovery watcher, at its deadline or on SIGTERM/SIGINT.
+    Watcher,
+    /// A later run healing an unfinished fault ([`heal_unfinished`]).
+    Healer,
+}
+
+/// What the watcher (or anyone restoring) is told, written by the runner to `plan.json`
+/// before the watcher is spawned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WatcherPlan {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Directory name under `<workdir>/faults/`, e.g. `scale-20261129T143000123Z`.
+    pub fault_id: String,
+    /// Always [`FAULT_KIND`].
+    pub fault: String,
+    /// Absolute path of the kubeconfig the watcher uses.
+    pub kubeconfig: PathBuf,
+    /// Namespace of the Deployment ([`NAMESPACE`]).
+    pub namespace: String,
+    /// Name of the Deployment ([`DEPLOYMENT`]).
+    pub deployment: String,
+    /// `metadata.uid` of the Deployment (from the student's `scale-plan.json`).
+    pub deployment_uid: String,
+    /// Replicas to restore (from the student's `scale-plan.json`, checked against the live
+    /// Deployment by the watcher before it answers ready).
+    pub original_replicas: i32,
+    /// Seconds from the watcher's ready answer to its restore (55 in lab A).
+    pub restore_after_sec: u64,
+    /// When the plan was written, RFC 3339 UTC (ms).
+    pub created_at: String,
+}
+
+/// The watcher's ready answer: one JSON line on its stdout, then stdout is closed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WatcherReady {
+    /// Whether the watcher is armed; when false, `error` says why and it has exited.
+    pub ok: bool,
+    /// The watcher's PID.
+    pub pid: u32,
+    /// When it armed, RFC 3339 UTC (ms); empty when not armed.
+    pub armed_at: String,
+    /// When it will restore, RFC 3339 UTC (ms); empty when not armed.
+    pub deadline_at: String,
+    /// `spec.replicas` of the live Deployment seen before arming.
+    pub observed_replicas: Option<i32>,
+    /// Why it refused to arm.
+    pub error: Option<String>,
+}
+
+/// What the watcher decided at its deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WatcherAction {
+    /// Armed and waiting (the file is rewritten when it finishes).
+    Waiting,
+    /// The Deployment did not match the plan before arming; nothing was armed.
+    Refused,
+    /// The replicas were at the fault's value; the watcher set them back.
+    Restored,
+    /// The replicas were already the original ones (restored by someone else).
+    AlreadyRestored,
+    /// The replicas had another value set by someone else; the watcher left them alone.
+    LeftAlone,
+    /// The Deployment was gone or had another UID; the watcher touched nothing.
+    DeploymentChanged,
+    /// The API server could not be reached within [`WATCHER_RETRY_BOUND`] after the deadline.
+    Failed,
+}
+
+/// `watcher.json`: what the watcher armed and what it did, written only by the watcher.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WatcherRecord {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Same as the plan's.
+    pub fault_id: String,
+    /// The watcher's PID.
+    pub pid: u32,
+    /// The watcher's start time in clock ticks since boot (`/proc/<pid>/stat` field 22), so a
+    /// reader can tell this process from a later one with the same PID.
+    pub pid_start_ticks: Option<u64>,
+    /// When it armed, RFC 3339 UTC (ms).
+    pub armed_at: String,
+    /// `armed_at + restore_after_sec`, RFC 3339 UTC (ms).
+    pub deadline_at: String,
+    /// `spec.replicas` of the live Deployment when arming.
+    pub observed_replicas: Option<i32>,
+    /// What it did ([`WatcherAction::Waiting`] until it finishes).
+    pub action: WatcherAction,
+    /// Why it woke up: `deadline` or the signal's name.
+    pub woke_by: Option<String>,
+    /// When it read the scale at its deadline, RFC 3339 UTC (ms).
+    pub checked_at: Option<String>,
+    /// `spec.replicas` it read at its deadline.
+    pub replicas_seen: Option<i32>,
+    /// When its own restore was answered by the API server, RFC 3339 UTC (ms).
+    pub restored_at: Option<String>,
+    /// The last error, verbatim, when it failed or retried.
+    pub error: Option<String>,
+    /// When the watcher finished, RFC 3339 UTC (ms).
+    pub finished_at: Option<String>,
+}
+
+/// Events of the runner's ledger, in the order they normally happen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LedgerEvent {
+    /// `plan.json` written; the watcher is about to be spawned.
+    Planned,
+    /// The watcher answered ready.
+    WatcherArmed,
+    /// About to scale the Deployment to 0 (written before the request).
+    ScalingDown,
+    /// The API server accepted the scale to 0.
+    ScaledDown,
+    /// About to restore the original replicas (written before the request).
+    Restoring,
+    /// The replicas are the original ones again (restored now or found restored).
+    Restored,
+    /// A restore attempt failed; the watcher remains the safety net.
+    RestoreFailed,
+}
+
+/// One ledger entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LedgerEntry {
+    /// When the entry was written, RFC 3339 UTC (ms).
+    pub at: String,
+    /// What happened or is about to happen.
+    pub event: LedgerEvent,
+    /// Who acted, for restore events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<Restorer>,
+    /// Details (PID, raw scale answer, error text).
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub detail: serde_json::Value,
+}
+
+/// `ledger.json`: the runner's record of one scale-down fault, rewritten atomically on every entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ledger {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Same as the plan's.
+    pub fault_id: String,
+    /// Always [`FAULT_KIND`].
+    pub fault: String,
+    /// The entries, oldest first.
+    pub entries: Vec<LedgerEntry>,
+}
+
+impl Ledger {
+    /// The last entry of `event`, if any.
+    pub fn last(&self, event: LedgerEvent) -> Option<&LedgerEntry> {
+        self.entries.iter().rev().find(|e| e.event == event)
+    }
+
+    /// Whether the fault was acted on (a scale-down was at least attempted) and not yet
+    /// recorded as restored.
+    pub fn is_unfinished(&self) -> bool {
+        let down = self
+            .entries
+            .iter()
+            .rposition(|e| e.event == LedgerEvent::ScalingDown);
+        let restored = self
+            .entries
+            .iter()
+            .rposition(|e| e.event == LedgerEvent::Restored);
+        match (down, restored) {
+            (Some(d), Some(r)) => r < d,
+            (Some(_), None) => true,
+            _ => false,
+        }
+    }
+}
+
+/// What a restore attempt found and did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "result", rename_all = "kebab-case")]
+pub enum RestoreOutcome {
+    /// The replicas were at [`FAULT_REPLICAS`] and were set to the original value.
+    Restored {
+        /// When the API server answered the restore, RFC 3339 UTC (ms).
+        at: String,
+        /// The scale object the API server returned, verbatim.
+        raw: serde_json::Value,
+    },
+    /// The replicas already were the original value.
+    AlreadyRestored {
+        /// When this was seen, RFC 3339 UTC (ms).
+        at: String,
+    },
+    /// The replicas had another value (someone else changed them); nothing was done.
+    LeftAlone {
+        /// The replicas seen.
+        replicas: i32,
+        /// When this was seen, RFC 3339 UTC (ms).
+        at: String,
+    },
+    /// The Deployment was gone or had another UID; nothing was done.
+    DeploymentChanged {
+        /// The UID seen (`None` when the Deployment was not found).
+        uid: Option<String>,
+        /// When this was seen, RFC 3339 UTC (ms).
+        at: String,
+    },
+}
+
+/// What [`decide_restore`] says to do with the replicas read from the scale subresource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RestoreDecision {
+    /// Set `spec.replicas` to the plan's original value.
+    Restore,
+    /// Nothing to do: already the original value.
+    AlreadyRestored,
+    /// Someone set another value: leave it.
+    LeaveAlone,
+    /// Not our Deployment (other UID or none): touch nothing.
+    NotOurs,
+}
+
+/// Pure decision of a restorer from the live scale: restore only our Deployment (same UID) and
+/// only from the value the fault set ([`FAULT_REPLICAS`]).
+pub fn decide_restore(
+    plan: &WatcherPlan,
+    live_uid: Option<&str>,
+    live_replicas: i32,
+) -> RestoreDecision {
+    if live_uid != Some(plan.deployment_uid.as_str()) {
+        RestoreDecision::NotOurs
+    } else if live_replicas == plan.original_replicas {
+        RestoreDecision::AlreadyRestored
+    } else if live_replicas == FAULT_REPLICAS {
+        RestoreDecision::Restore
+    } else {
+        RestoreDecision::LeaveAlone
+    }
+}
+
+/// The current time, RFC 3339 UTC with milliseconds.
+pub fn now_rfc3339() -> String {
+    Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+fn rfc3339(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// Writes `value` as pretty JSON to `path` atomically (temporary file in the same directory,
+/// fsync, rename).
+pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    let io = |source| LabError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
+    let bytes = serde_json::to_vec_pretty(value).map_err(|e| io(std::io::Error::other(e)))?;
+    tmp.write_all(&bytes).map_err(io)?;
+    tmp.write_all(b"\n").map_err(io)?;
+    tmp.as_file().sync_all().map_err(io)?;
+    tmp.persist(path).map_err(|e| io(e.error))?;
+    Ok(())
+}
+
+/// Reads one JSON file of a fault directory.
+pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
+    let bytes = std::fs::read(path).map_err(LabError::io(path))?;
+    serde_json::from_slice(&bytes).map_err(|e| LabError::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, format!("parsing: {e}")),
+    })
+}
+
+/// Paths inside one fault directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FaultDir(pub PathBuf);
+
+impl FaultDir {
+    /// `plan.json`.
+    pub fn plan(&self) -> PathBuf {
+        self.0.join("plan.json")
+    }
+    /// `ledger.json`.
+    pub fn ledger(&self) -> PathBuf {
+        self.0.join("ledger.json")
+    }
+    /// `watcher.json`.
+    pub fn watcher(&self) -> PathBuf {
+        self.0.join("watcher.json")
+    }
+    /// `watcher.log`.
+    pub fn watcher_log(&self) -> PathBuf {
+        self.0.join("watcher.log")
+    }
+    /// Reads `watcher.json`, `None` when the watcher has not written it.
+    pub fn read_watcher(&self) -> Result<Option<WatcherRecord>> {
+        let p = self.watcher();
+        if p.exists() {
+            read_json(&p).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+    /// Reads `ledger.json`.
+    pub fn read_ledger(&self) -> Result<Ledger> {
+        read_json(&self.ledger())
+    }
+}
+
+/// The directory under a work directory that holds all fault directories.
+pub fn faults_root(workdir: &Path) -> PathBuf {
+    workdir.join("faults")
+}
+
+fn kube_err(action: impl Into<String>) -> impl FnOnce(kube::Error) -> LabError {
+    let action = action.into();
+    move |source| LabError::Kube(format!("{action}: {source}"))
+}
+
+fn is_not_found(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 404)
+}
+
+fn is_conflict(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 409)
+}
+
+/// Reads the scale subresource of the planned Deployment (`None` when it is not found).
+pub async fn read_scale(client: &Client, plan: &WatcherPlan) -> Result<Option<Scale>> {
+    let api: Api<Deployment> = Api::namespaced(client.clone(), &plan.namespace);
+    match api.get_scale(&plan.deployment).await {
+        Ok(s) => Ok(Some(s)),
+        Err(e) if is_not_found(&e) => Ok(None),
+        Err(e) => Err(kube_err(format!(
+            "reading the scale of {}/{}",
+            plan.namespace, plan.deployment
+        ))(e)),
+    }
+}
+
+/// Sets `spec.replicas` through the scale subresource with optimistic concurrency (the scale's
+/// `resourceVersion` and the planned UID are checked; a 409 Conflict is retried a few times).
+/// Returns the scale object the API server answered with.
+async fn put_replicas(
+    client: &Client,
+    plan: &WatcherPlan,
+    mut current: Scale,
+    replicas: i32,
+) -> Result<Scale> {
+    let api: Api<Deployment> = Api::namespaced(client.clone(), &plan.namespace);
+    let action = format!(
+        "setting {}/{} to {replicas} replicas through the scale subresource",
+        plan.namespace, plan.deployment
+    );
+    for _ in 0..5 {
+        if current.metadata.uid.as_deref() != Some(plan.deployment_uid.as_str()) {
+            return Err(LabError::ClusterMismatch {
+                what: format!("uid of deployment {}/{}", plan.namespace, plan.deployment),
+                expected: plan.deployment_uid.clone(),
+                found: current
+                    .metadata
+                    .uid
+                    .clone()
+                    .unwrap_or_else(|| "<none>".into()),
+            });
+        }
+        let mut next = current.clone();
+        next.spec.get_or_insert_with(Default::default).replicas = Some(replicas);
+        match api
+            .replace_scale(&plan.deployment, &PostParams::default(), &next)
+            .await
+        {
+            Ok(s) => return Ok(s),
+            Err(e) if is_conflict(&e) => {
+                current = api
+                    .get_scale(&plan.deployment)
+                    .await
+                    .map_err(kube_err(action.clone()))?;
+            }
+            Err(e) => return Err(kube_err(action)(e)),
+        }
+    }
+    Err(LabError::Kube(format!(
+        "{action}: still conflicting after 5 attempts"
+    )))
+}
+
+/// Restores the planned original replicas if (and only if) the planned Deployment is at the
+/// fault's value; see [`decide_restore`]. Used by the runner, the watcher and the healer alike.
+pub async fn restore_replicas(client: &Client, plan: &WatcherPlan) -> Result<RestoreOutcome> {
+    let Some(scale) = read_scale(client, plan).await? else {
+        return Ok(RestoreOutcome::DeploymentChanged {
+            uid: None,
+            at: now_rfc3339(),
+        });
+    };
+    let replicas = scale.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
+    match decide_restore(plan, scale.metadata.uid.as_deref(), replicas) {
+        RestoreDecision::NotOurs => Ok(RestoreOutcome::DeploymentChanged {
+            uid: scale.metadata.uid.clone(),
+            at: now_rfc3339(),
+        }),
+        RestoreDecision::AlreadyRestored => {
+            Ok(RestoreOutcome::AlreadyRestored { at: now_rfc3339() })
+        }
+        RestoreDecision::LeaveAlone => Ok(RestoreOutcome::LeftAlone {
+            replicas,
+            at: now_rfc3339(),
+        }),
+        RestoreDecision::Restore => {
+            let answer = put_replicas(client, plan, scale, plan.original_replicas).await?;
+            Ok(RestoreOutcome::Restored {
+                at: now_rfc3339(),
+                raw: serde_json::to_value(&answer).unwrap_or(serde_json::Value::Null),
+            })
+        }
+    }
+}
+
+/// Builds a client from a kubeconfig file (the current context).
+pub async fn client_from_kubeconfig(path: &Path) -> std::result::Result<Client, String> {
+    let kc = kube::config::Kubeconfig::read_from(path)
+        .map_err(|e| format!("reading kubeconfig {}: {e}", path.display()))?;
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+        .await
+        .map_err(|e| format!("loading kubeconfig {}: {e}", path.display()))?;
+    Client::try_from(cfg).map_err(|e| format!("building a client from {}: {e}", path.display()))
+}
+
+/// The record of the runner's scale to 0.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScaleDownRecord {
+    /// When the request was sent, RFC 3339 UTC (ms).
+    pub sent_at: String,
+    /// When the API server answered, RFC 3339 UTC (ms).
+    pub answered_at: String,
+    /// `spec.replicas` before the request.
+    pub replicas_before: i32,
+    /// The scale object the API server returned, verbatim.
+    pub raw: serde_json::Value,
+}
+
+/// One armed scale-down fault, held by the runner.
+///
+/// Life: [`ScaleFault::arm`] (plan, ledger, watcher ready) → [`ScaleFault::scale_down`] →
+/// [`ScaleFault::restore`] (or the watcher at its deadline). A later process reopens it with
+/// [`ScaleFault::open`].
+pub struct ScaleFault {
+    dir: FaultDir,
+    plan: WatcherPlan,
+    ledger: Ledger,
+    client: Client,
+}
+
+impl ScaleFault {
+    /// Arms the recovery watcher for a scale-down of `namespace/deployment`:
+    /// creates `<workdir>/faults/<fault_id>/`, writes `plan.json` and a `planned` ledger entry,
+    /// spawns `kca-webhook-lab watcher-scale --fault-dir DIR` detached (`setsid`: own session and
+    /// process group; stdin `/dev/null`, stderr `DIR/watcher.log`), and waits at most
+    /// [`READY_BOUND`] for its ready answer. The watcher checks the live Deployment against the
+    /// plan (UID, `spec.replicas == original_replicas`) before answering; a refusal is an error and
+    /// nothing is scaled.
+    ///
+    /// The caller has already checked the lab mark and the student's plan against the cluster.
+    pub async fn arm(
+        client: Client,
+        workdir: &Path,
+        kubeconfig: &Path,
+        deployment_uid: &str,
+        original_replicas: i32,
+        restore_after_sec: u64,
+    ) -> Result<(ScaleFault, WatcherReady)> {
+        let now = Utc::now();
+        let fault_id = format!("scale-{}", now.format("%Y%m%dT%H%M%S%.3fZ"));
+        let root = faults_root(workdir);
+        let dir = FaultDir(root.join(&fault_id));
+        std::fs::create_dir_all(&dir.0).map_err(LabError::io(&dir.0))?;
+        let kubeconfig = std::path::absolute(kubeconfig).map_err(LabError::io(kubeconfig))?;
+        let plan = WatcherPlan {
+            schema_version: SCHEMA_VERSION,
+            fault_id: fault_id.clone(),
+            fault: FAULT_KIND.to_string(),
+            kubeconfig,
+            namespace: NAMESPACE.to_string(),
+            deployment: DEPLOYMENT.to_string(),
+            deployment_uid: deployment_uid.to_string(),
+            original_replicas,
+            restore_after_sec,
+            created_at: rfc3339(now),
+        };
+        write_json_atomic(&dir.plan(), &plan)?;
+        let mut fault = ScaleFault {
+            dir,
+            plan,
+            ledger: Ledger {
+                schema_version: SCHEMA_VERSION,
+                fault_id,
+                fault: FAULT_KIND.to_string(),
+                entries: Vec::new(),
+            },
+            client,
+        };
+        fault.record(LedgerEvent::Planned, None, serde_json::Value::Null)?;
+        let ready = fault.spawn_watcher().await?;
+        fault.record(
+            LedgerEvent::WatcherArmed,
+            None,
+            serde_json::to_value(&ready).unwrap_or_default(),
+        )?;
+        Ok((fault, ready))
+    }
+
+    /// Reopens a fault directory written by an earlier process.
+    pub fn open(client: Client, dir: &Path) -> Result<ScaleFault> {
+        let dir = FaultDir(dir.to_path_buf());
+        let plan = read_json(&dir.plan())?;
+        let ledger = dir.read_ledger()?;
+        Ok(ScaleFault {
+            dir,
+            plan,
+            ledger,
+            client,
+        })
+    }
+
+    /// The plan.
+    pub fn plan(&self) -> &WatcherPlan {
+        &self.plan
+    }
+
+    /// The fault directory.
+    pub fn dir(&self) -> &FaultDir {
+        &self.dir
+    }
+
+    /// The ledger as written so far.
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    fn record(
+        &mut self,
+        event: LedgerEvent,
+        by: Option<Restorer>,
+        detail: serde_json::Value,
+    ) -> Result<()> {
+        self.ledger.entries.push(LedgerEntry {
+            at: now_rfc3339(),
+            event,
+            by,
+            detail,
+        });
+        write_json_atomic(&self.dir.ledger(), &self.ledger)
+    }
+
+    async fn spawn_watcher(&mut self) -> Result<WatcherReady> {
+        use tokio::io::AsyncBufReadExt as _;
+        let bin = crate::faults::freeze::lab_program()?;
+        let log_path = self.dir.watcher_log();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .map_err(LabError::io(&log_path))?;
+        let mut cmd = tokio::process::Command::new(&bin);
+        cmd.arg(WATCHER_SUBCOMMAND)
+            .arg("--fault-dir")
+            .arg(&self.dir.0)
+            .current_dir("/")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log))
+            .kill_on_drop(false);
+        // SAFETY: setsid(2) is async-signal-safe and touches no memory of the parent; it makes
+        // the watcher a session and process-group leader of its own, so signals to the runner's
+        // group or terminal never reach it.
+        unsafe {
+            cmd.pre_exec(|| {
+                rustix::process::setsid()
+                    .map(|_| ())
+                    .map_err(std::io::Error::from)
+            });
+        }
+        let not_ready = |reason: String| LabError::FaultRefused {
+            reason: format!(
+                "recovery watcher not ready: {reason}; log {}: {}",
+                log_path.display(),
+                log_tail(&log_path)
+            ),
+        };
+        let mut child = cmd.spawn().map_err(|e| {
+            not_ready(format!(
+                "spawning {} {WATCHER_SUBCOMMAND}: {e}",
+                bin.display()
+            ))
+        })?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| not_ready("no stdout pipe".into()))?;
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        let line = match tokio::time::timeout(READY_BOUND, lines.next_line()).await {
+            Err(_) => {
+                // The watcher is ours and not armed: end it by its PID handle (the Child), never by name.
+                let _ = child.start_kill();
+                return Err(LabError::WaitTimedOut {
+                    what: "the recovery watcher's ready answer".into(),
+                    waited_ms: READY_BOUND.as_millis() as u64,
+                    last_state: format!(
+                        "no answer; log {}: {}",
+                        log_path.display(),
+                        log_tail(&log_path)
+                    ),
+                });
+            }
+            Ok(Err(e)) => return Err(not_ready(format!("reading its ready answer: {e}"))),
+            Ok(Ok(None)) => {
+                let status = child
+                    .wait()
+                    .await
+                    .map(|s| s.to_string())
+                    .unwrap_or_default();
+                return Err(not_ready(format!("it exited before answering ({status})")));
+            }
+            Ok(Ok(Some(line))) => line,
+        };
+        let ready: WatcherReady = serde_json::from_str(&line)
+            .map_err(|e| not_ready(format!("unreadable ready answer {line:?}: {e}")))?;
+        if !ready.ok {
+            let _ = child.wait().await;
+            return Err(not_ready(format!(
+                "it refused: {}",
+                ready.error.as_deref().unwrap_or("no reason given")
+            )));
+        }
+        // Reap the watcher when it exits if this process still lives then; if not, init does.
+        tokio::spawn(async move {
+            let _ = child.wait().await;
+        });
+        Ok(ready)
+    }
+
+    /// Scales the Deployment to [`FAULT_REPLICAS`] through the scale subresource. Writes a
+    /// `scaling-down` ledger entry before the request and `scaled-down` after it. Refuses unless
+    /// the watcher answered ready and the live scale is the planned Deployment (same UID) at the
+    /// planned original replicas.
+    pub async fn scale_down(&mut self) -> Result<ScaleDownRecord> {
+        if self.ledger.last(LedgerEvent::WatcherArmed).is_none() {
+            return Err(LabError::FaultRefused {
+                reason: "the recovery watcher is not armed".into(),
+            });
+        }
+        let plan = self.plan.clone();
+        let scale =
+            read_scale(&self.client, &plan)
+                .await?
+                .ok_or_else(|| LabError::ClusterMismatch {
+                    what: format!("deployment {}/{}", plan.namespace, plan.deployment),
+                    expected: format!("uid {}", plan.deployment_uid),
+                    found: "no such deployment".into(),
+                })?;
+        let before = scale.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
+        if before != plan.original_replicas {
+            return Err(LabError::ClusterMismatch {
+                what: format!(
+                    "spec.replicas of deployment {}/{}",
+                    plan.namespace, plan.deployment
+                ),
+                expected: plan.original_replicas.to_string(),
+                found: before.to_string(),
+            });
+        }
+        self.record(
+            LedgerEvent::ScalingDown,
+            None,
+            serde_json::json!({"replicas_before": before, "replicas": FAULT_REPLICAS}),
+        )?;
+        let sent_at = now_rfc3339();
+        let answer = put_replicas(&self.client, &plan, scale, FAULT_REPLICAS).await?;
+        let answered_at = now_rfc3339();
+        let raw = serde_json::to_value(&answer).unwrap_or_default();
+        self.record(LedgerEvent::ScaledDown, None, raw.clone())?;
+        Ok(ScaleDownRecord {
+            sent_at,
+            answered_at,
+            replicas_before: before,
+            raw,
+        })
+    }
+
+    /// Restores the original replicas as `by` (see [`restore_replicas`]), with `restoring` written
+    /// to the ledger before the request and `restored` (or `restore-failed`) after it.
+    pub async fn restore(&mut self, by: Restorer) -> Result<RestoreOutcome> {
+        self.record(LedgerEvent::Restoring, Some(by), serde_json::Value::Null)?;
+        match restore_replicas(&self.client, &self.plan).await {
+            Ok(outcome) => {
+                let event = match outcome {
+                    RestoreOutcome::Restored { .. } | RestoreOutcome::AlreadyRestored { .. } => {
+                        LedgerEvent::Restored
+                    }
+                    _ => LedgerEvent::RestoreFailed,
+                };
+                self.record(
+                    event,
+                    Some(by),
+                    serde_json::to_value(&outcome).unwrap_or_default(),
+                )?;
+                Ok(outcome)
+            }
+            Err(e) => {
+                let _ = self.record(
+                    LedgerEvent::RestoreFailed,
+                    Some(by),
+                    serde_json::json!({"error": e.to_string()}),
+                );
+                Err(e)
+            }
+        }
+    }
+
+    /// Who really restored the replicas and when, as far as the ledger and `watcher.json` say:
+    /// the runner's own `Restored` outcome if it set them, else the watcher's if it did.
+    pub fn restored_by(&self) -> Result<Option<(Restorer, String)>> {
+        for e in self.ledger.entries.iter().rev() {
+            if e.event == LedgerEvent::Restored
+                && e.detail.get("result").and_then(|r| r.as_str()) == Some("restored")
+            {
+                let at = e
+                    .detail
+                    .get("at")
+                    .and_then(|a| a.as_str())
+                    .unwrap_or(&e.at)
+                    .to_string();
+                return Ok(Some((e.by.unwrap_or(Restorer::Runner), at)));
+            }
+        }
+        if let Some(w) = self.dir.read_watcher()?
+            && w.action == WatcherAction::Restored
+            && let Some(at) = w.restored_at
+        {
+            return Ok(Some((Restorer::Watcher, at)));
+        }
+        Ok(None)
+    }
+}
+
+/// A fault directory whose ledger shows a scale-down without a recorded restore.
+#[derive(Debug, Clone)]
+pub struct Unfinished {
+    /// The fault directory.
+    pub dir: PathBuf,
+    /// Its ledger.
+    pub ledger: Ledger,
+    /// Its watcher record, if the watcher wrote one.
+    pub watcher: Option<WatcherRecord>,
+}
+
+/// Lists unfinished scale-down faults under `<workdir>/faults/` (oldest first). A missing
+/// `faults` directory means none. A fault whose watcher recorded its own restore is finished.
+pub fn unfinished_faults(workdir: &Path) -> Result<Vec<Unfinished>> {
+    let root = faults_root(workdir);
+    let entries = match std::fs::read_dir(&root) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => return Err(LabError::Io { path: root, source }),
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("scale-"))
+                && p.join("ledger.json").is_file()
+        })
+        .collect();
+    dirs.sort();
+    let mut out = Vec::new();
+    for dir in dirs {
+        let fd = FaultDir(dir.clone());
+        let ledger = fd.read_ledger()?;
+        let watcher = fd.read_watcher()?;
+        let watcher_done = watcher.as_ref().is_some_and(|w| {
+            matches!(
+                w.action,
+                WatcherAction::Restored | WatcherAction::AlreadyRestored
+            )
+        });
+        if ledger.is_unfinished() && !watcher_done {
+            out.push(Unfinished {
+                dir,
+                ledger,
+                watcher,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Heals every unfinished scale-down fault of the work directory: restores the planned replicas
+/// (as [`Restorer::Healer`]) where the Deployment is still at the fault's value. Returns what was
+/// done per fault directory. A restore is safe to repeat, so a still-waiting watcher does no harm.
+pub async fn heal_unfinished(
+    client: &Client,
+    workdir: &Path,
+) -> Result<Vec<(PathBuf, RestoreOutcome)>> {
+    let mut done = Vec::new();
+    for u in unfinished_faults(workdir)? {
+        let mut fault = ScaleFault::open(client.clone(), &u.dir)?;
+        let outcome = fault.restore(Restorer::Healer).await?;
+        done.push((u.dir, outcome));
+    }
+    Ok(done)
+}
+
+fn log_tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(5)..].join(" | ")
+}
+
+// ---------------------------------------------------------------------------------------------
+// The watcher process.
+
+fn log(msg: impl AsRef<str>) {
+    eprintln!(
+        "{} watcher-scale[{}]: {}",
+        now_rfc3339(),
+        std::process::id(),
+        msg.as_ref()
+    );
+}
+
+fn own_start_ticks() -> Option<u64> {
+    procfs::process::Process::myself()
+        .ok()
+        .and_then(|p| p.stat().ok())
+        .map(|s| s.starttime)
+}
+
+/// Writes the ready answer on stdout, then points stdout at `/dev/null` so that a runner that
+/// has gone away can never make a later write fail.
+fn answer_ready(ready: &WatcherReady) {
+    let line = serde_json::to_string(ready).unwrap_or_else(|_| "{\"ok\":false}".into());
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+    drop(out);
+    if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+        let _ = nix::unistd::dup2_stdout(&null);
+    }
+}
+
+/// Entry point of the detached recovery watcher (`kca-webhook-lab watcher-scale --fault-dir DIR`).
+///
+/// Reads `DIR/plan.json`, checks the live Deployment against it, answers ready (one JSON line of
+/// [`WatcherReady`] on stdout), sleeps until `armed_at + restore_after_sec` (or until SIGTERM /
+/// SIGINT), restores the original replicas with [`restore_replicas`] (retrying an unreachable API
+/// server for at most [`WATCHER_RETRY_BOUND`]) and writes `DIR/watcher.json`. Logs go to stderr.
+/// Returns the exit code: 0 restored or already restored, 1 failed, 2 bad arguments, 3 refused.
 pub fn watcher_main(args: &[String]) -> i32 {
-    let _ = args;
-    eprintln!("watcher-scale: not implemented yet");
-    2
+    let dir = match args {
+        [flag, dir] if flag == "--fault-dir" => FaultDir(PathBuf::from(dir)),
+        _ => {
+            eprintln!(
+                "usage: kca-webhook-lab {WATCHER_SUBCOMMAND} --fault-dir DIR (found {args:?})"
+            );
+            return 2;
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            log(format!("starting the tokio runtime: {e}"));
+            answer_ready(&refusal(format!("starting the tokio runtime: {e}")));
+            return 1;
+        }
+    };
+    rt.block_on(watch(dir))
+}
+
+fn refusal(error: String) -> WatcherReady {
+    WatcherReady {
+        ok: false,
+        pid: std::process::id(),
+        armed_at: String::new(),
+        deadline_at: String::new(),
+        observed_replicas: None,
+        error: Some(error),
+    }
+}
+
+async fn watch(dir: FaultDir) -> i32 {
+    let plan: WatcherPlan = match read_json(&dir.plan()) {
+        Ok(p) => p,
+        Err(e) => {
+            log(format!("refusing: {e}"));
+            answer_ready(&refusal(e.to_string()));
+            return 3;
+        }
+    };
+    log(format!(
+        "plan {}: {}/{} uid {} original replicas {} restore after {} s",
+        plan.fault_id,
+        plan.namespace,
+        plan.deployment,
+        plan.deployment_uid,
+        plan.original_replicas,
+        plan.restore_after_sec
+    ));
+    let mut record = WatcherRecord {
+        schema_version: SCHEMA_VERSION,
+        fault_id: plan.fault_id.clone(),
+        pid: std::process::id(),
+        pid_start_ticks: own_start_ticks(),
+        armed_at: String::new(),
+        deadline_at: String::new(),
+        observed_replicas: None,
+        action: WatcherAction::Refused,
+        woke_by: None,
+        checked_at: None,
+        replicas_seen: None,
+        restored_at: None,
+        error: None,
+        finished_at: None,
+    };
+    let refuse = |record: &mut WatcherRecord, error: String| {
+        log(format!("refusing: {error}"));
+        record.error = Some(error.clone());
+        record.finished_at = Some(now_rfc3339());
+        let _ = write_json_atomic(&dir.watcher(), record);
+        answer_ready(&refusal(error));
+        3
+    };
+    let client = match client_from_kubeconfig(&plan.kubeconfig).await {
+        Ok(c) => c,
+        Err(e) => return refuse(&mut record, e),
+    };
+    // Cross-check the plan with the live Deployment before anything is scaled.
+    let scale = match read_scale(&client, &plan).await {
+        Ok(Some(s)) => s,
+        Ok(None) => {
+            return refuse(
+                &mut record,
+                format!(
+                    "deployment {}/{} not found",
+                    plan.namespace, plan.deployment
+                ),
+            );
+        }
+        Err(e) => return refuse(&mut record, e.to_string()),
+    };
+    let live_replicas = scale.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
+    record.observed_replicas = Some(live_replicas);
+    if scale.metadata.uid.as_deref() != Some(plan.deployment_uid.as_str()) {
+        return refuse(
+            &mut record,
+            format!(
+                "deployment {}/{} has uid {}, the plan says {}",
+                plan.namespace,
+                plan.deployment,
+                scale.metadata.uid.as_deref().unwrap_or("<none>"),
+                plan.deployment_uid
+            ),
+        );
+    }
+    if live_replicas != plan.original_replicas {
+        return refuse(
+            &mut record,
+            format!(
+                "deployment {}/{} has spec.replicas {live_replicas}, the plan says original_replicas {}",
+                plan.namespace, plan.deployment, plan.original_replicas
+            ),
+        );
+    }
+    let mut sigterm =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok();
+    let armed = Utc::now();
+    let wait = Duration::from_secs(plan.restore_after_sec);
+    let deadline_instant = tokio::time::Instant::now() + wait;
+    let deadline = armed + chrono::Duration::from_std(wait).unwrap_or_default();
+    record.armed_at = rfc3339(armed);
+    record.deadline_at = rfc3339(deadline);
+    record.action = WatcherAction::Waiting;
+    if let Err(e) = write_json_atomic(&dir.watcher(), &record) {
+        return refuse(&mut record, e.to_string());
+    }
+    answer_ready(&WatcherReady {
+        ok: true,
+        pid: record.pid,
+        armed_at: record.armed_at.clone(),
+        deadline_at: record.deadline_at.clone(),
+        observed_replicas: Some(live_replicas),
+        error: None,
+    });
+    log(format!(
+        "armed at {}, restoring at {}",
+        record.armed_at, record.deadline_at
+    ));
+
+    let woke_by = tokio::select! {
+        _ = tokio::time::sleep_until(deadline_instant) => "deadline",
+        _ = async { match sigterm.as_mut() { Some(s) => { s.recv().await; } None => std::future::pending().await } } => "SIGTERM",
+        _ = async { match sigint.as_mut() { Some(s) => { s.recv().await; } None => std::future::pending().await } } => "SIGINT",
+    };
+    log(format!("woke by {woke_by}"));
+    record.woke_by = Some(woke_by.to_string());
+
+    let give_up = tokio::time::Instant::now() + WATCHER_RETRY_BOUND;
+    let code = loop {
+        record.checked_at = Some(now_rfc3339());
+        match read_scale(&client, &plan).await {
+            Ok(scale) => {
+                record.replicas_seen = scale
+                    .as_ref()
+                    .map(|s| s.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0));
+            }
+            Err(e) => record.error = Some(e.to_string()),
+        }
+        match restore_replicas(&client, &plan).await {
+            Ok(outcome) => {
+                record.error = None;
+                match outcome {
+                    RestoreOutcome::Restored { at, .. } => {
+                        record.action = WatcherAction::Restored;
+                        record.restored_at = Some(at);
+                    }
+                    RestoreOutcome::AlreadyRestored { .. } => {
+                        record.action = WatcherAction::AlreadyRestored;
+                    }
+                    RestoreOutcome::LeftAlone { replicas, .. } => {
+                        record.action = WatcherAction::LeftAlone;
+                        record.replicas_seen = Some(replicas);
+                    }
+                    RestoreOutcome::DeploymentChanged { uid, .. } => {
+                        record.action = WatcherAction::DeploymentChanged;
+                        record.error = Some(format!(
+                            "deployment uid now {}",
+                            uid.as_deref().unwrap_or("<not found>")
+                        ));
+                    }
+                }
+                break 0;
+            }
+            Err(e) => {
+                log(format!("restore attempt failed: {e}"));
+                record.error = Some(e.to_string());
+                if tokio::time::Instant::now() >= give_up {
+                    record.action = WatcherAction::Failed;
+                    break 1;
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    };
+    record.finished_at = Some(now_rfc3339());
+    log(format!(
+        "finished: {:?} (replicas seen {:?}, restored at {:?})",
+        record.action, record.replicas_seen, record.restored_at
+    ));
+    if let Err(e) = write_json_atomic(&dir.watcher(), &record) {
+        log(format!("writing the record: {e}"));
+        return 1;
+    }
+    code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan() -> WatcherPlan {
+        WatcherPlan {
+            schema_version: SCHEMA_VERSION,
+            fault_id: "scale-20261129T000000.000Z".into(),
+            fault: FAULT_KIND.into(),
+            kubeconfig: "/nonexistent/kubeconfig".into(),
+            namespace: NAMESPACE.into(),
+            deployment: DEPLOYMENT.into(),
+            deployment_uid: "uid-1".into(),
+            original_replicas: 1,
+            restore_after_sec: 55,
+            created_at: "2026-11-29T00:00:00.000Z".into(),
+        }
+    }
+
+    #[test]
+    fn decide_restore_only_restores_our_deployment_from_the_fault_value() {
+        let p = plan();
+        assert_eq!(
+            decide_restore(&p, Some("uid-1"), 0),
+            RestoreDecision::Restore
+        );
+        assert_eq!(
+            decide_restore(&p, Some("uid-1"), 1),
+            RestoreDecision::AlreadyRestored
+        );
+        assert_eq!(
+            decide_restore(&p, Some("uid-1"), 3),
+            RestoreDecision::LeaveAlone
+        );
+        assert_eq!(
+            decide_restore(&p, Some("uid-2"), 0),
+            RestoreDecision::NotOurs
+        );
+        assert_eq!(decide_restore(&p, None, 0), RestoreDecision::NotOurs);
+    }
+
+    fn entry(event: LedgerEvent) -> LedgerEntry {
+        LedgerEntry {
+            at: now_rfc3339(),
+            event,
+            by: None,
+            detail: serde_json::Value::Null,
+        }
+    }
+
+    #[test]
+    fn ledger_is_unfinished_between_scale_down_and_restore() {
+        let mut l = Ledger {
+            schema_version: SCHEMA_VERSION,
+            fault_id: "f".into(),
+            fault: FAULT_KIND.into(),
+            entries: vec![
+                entry(LedgerEvent::Planned),
+                entry(LedgerEvent::WatcherArmed),
+            ],
+        };
+        assert!(!l.is_unfinished(), "nothing acted on yet");
+        l.entries.push(entry(LedgerEvent::ScalingDown));
+        assert!(l.is_unfinished(), "scale-down attempted, no restore");
+        l.entries.push(entry(LedgerEvent::ScaledDown));
+        l.entries.push(entry(LedgerEvent::RestoreFailed));
+        assert!(l.is_unfinished(), "a failed restore does not finish it");
+        l.entries.push(entry(LedgerEvent::Restored));
+        assert!(!l.is_unfinished());
+    }
+
+    #[test]
+    fn unfinished_faults_reads_fault_dirs_and_honours_the_watcher_record() {
+        let wd = tempfile::tempdir().expect("tempdir");
+        assert!(
+            unfinished_faults(wd.path())
+                .expect("no faults dir")
+                .is_empty()
+        );
+        let dir = FaultDir(faults_root(wd.path()).join("scale-20261129T000000.000Z"));
+        std::fs::create_dir_all(&dir.0).expect("mkdir");
+        write_json_atomic(&dir.plan(), &plan()).expect("plan");
+        let ledger = Ledger {
+            schema_version: SCHEMA_VERSION,
+            fault_id: "f".into(),
+            fault: FAULT_KIND.into(),
+            entries: vec![
+                entry(LedgerEvent::ScalingDown),
+                entry(LedgerEvent::ScaledDown),
+            ],
+        };
+        write_json_atomic(&dir.ledger(), &ledger).expect("ledger");
+        let found = unfinished_faults(wd.path()).expect("list");
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].dir, dir.0);
+        let mut w = WatcherRecord {
+            schema_version: SCHEMA_VERSION,
+            fault_id: "f".into(),
+            pid: 1,
+            pid_start_ticks: None,
+            armed_at: now_rfc3339(),
+            deadline_at: now_rfc3339(),
+            observed_replicas: Some(1),
+            action: WatcherAction::Waiting,
+            woke_by: None,
+            checked_at: None,
+            replicas_seen: None,
+            restored_at: None,
+            error: None,
+            finished_at: None,
+        };
+        write_json_atomic(&dir.watcher(), &w).expect("watcher");
+        assert_eq!(
+            unfinished_faults(wd.path()).expect("list").len(),
+            1,
+            "waiting watcher"
+        );
+        w.action = WatcherAction::Restored;
+        w.restored_at = Some(now_rfc3339());
+        write_json_atomic(&dir.watcher(), &w).expect("watcher");
+        assert!(
+            unfinished_faults(wd.path()).expect("list").is_empty(),
+            "the watcher restored it"
+        );
+    }
+
+    #[test]
+    fn watcher_main_rejects_bad_arguments() {
+        assert_eq!(watcher_main(&["--nope".into()]), 2);
+        assert_eq!(watcher_main(&[]), 2);
+    }
+
+    #[test]
+    fn plan_round_trips_and_rejects_unknown_fields() {
+        let p = plan();
+        let v = serde_json::to_value(&p).expect("to json");
+        let back: WatcherPlan = serde_json::from_value(v.clone()).expect("from json");
+        assert_eq!(back, p);
+        let mut bad = v;
+        bad["extra"] = serde_json::json!(1);
+        assert!(serde_json::from_value::<WatcherPlan>(bad).is_err());
+    }
 }
