@@ -1,0 +1,500 @@
+//! Running the Go toolchain: the fixed build environment, module look-ups,
+//! and building one family into its cache entry.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fs;
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::Context as _;
+use serde::Deserialize;
+
+use super::cache::{Cache, CacheKey};
+use super::components::Family;
+use super::prereq::Tools;
+use super::progress::{self, Task};
+
+/// `GOFLAGS` of every build: paths trimmed so binaries do not depend on
+/// where the module cache is.
+pub const GOFLAGS: &str = "-trimpath";
+
+/// Variables removed from the environment of every `go` command, because
+/// they would change what is built without being part of the cache key.
+const SCRUBBED_ENV: &[&str] = &[
+    "GOOS",
+    "GOARCH",
+    "GOAMD64",
+    "GOARM",
+    "GOEXPERIMENT",
+    "GOFLAGS",
+    "GOWORK",
+    "GOTOOLCHAIN",
+    "CGO_ENABLED",
+    "CC",
+    "CXX",
+    "CGO_CFLAGS",
+    "CGO_CPPFLAGS",
+    "CGO_CXXFLAGS",
+    "CGO_LDFLAGS",
+    "PKG_CONFIG_PATH",
+    "GOROOT",
+];
+
+/// How many of Go's last output lines a failed build shows.
+const ERROR_TAIL: usize = 40;
+
+/// The toolchain facts that enter cache keys.
+#[derive(Debug, Clone)]
+pub struct GoEnv {
+    /// The programs found by the prerequisite check.
+    pub tools: Tools,
+    /// `go version` output, e.g. `go version go1.26.8 linux/amd64`.
+    pub go_version: String,
+    /// `gcc --version` first line (cgo builds and pause depend on it).
+    pub cc_version: String,
+    /// `pkg-config --modversion libseccomp` (runc's seccomp support).
+    pub seccomp_version: String,
+}
+
+impl GoEnv {
+    /// Asks the tools for their versions.
+    ///
+    /// # Errors
+    /// A tool cannot be run.
+    pub fn detect(tools: &Tools) -> anyhow::Result<GoEnv> {
+        let go_version = first_line(
+            Command::new(&tools.go)
+                .arg("version")
+                .env("GOTOOLCHAIN", "local"),
+        )?;
+        let cc_version = first_line(Command::new(&tools.gcc).arg("--version"))?;
+        let seccomp_version =
+            first_line(Command::new(&tools.pkg_config).args(["--modversion", "libseccomp"]))?;
+        Ok(GoEnv {
+            tools: tools.clone(),
+            go_version,
+            cc_version,
+            seccomp_version,
+        })
+    }
+
+    /// A `go` command in `dir` with the fixed environment: `GOTOOLCHAIN=local`,
+    /// `GOFLAGS=-trimpath`, `GOWORK=off`, the given `CGO_ENABLED`, and the
+    /// variables in `SCRUBBED_ENV` otherwise removed.
+    pub fn go(&self, dir: &Path, cgo_enabled: &str) -> Command {
+        let mut cmd = Command::new(&self.tools.go);
+        cmd.current_dir(dir);
+        for v in SCRUBBED_ENV {
+            cmd.env_remove(v);
+        }
+        cmd.env("GOTOOLCHAIN", "local")
+            .env("GOFLAGS", GOFLAGS)
+            .env("GOWORK", "off")
+            .env("CGO_ENABLED", cgo_enabled)
+            .stdin(Stdio::null());
+        cmd
+    }
+}
+
+fn first_line(cmd: &mut Command) -> anyhow::Result<String> {
+    let out = cmd
+        .output()
+        .with_context(|| format!("running {}", pretty_command(cmd)))?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "{} failed ({}): {}",
+            pretty_command(cmd),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_string())
+}
+
+/// A command as a line one can paste into a shell: `cd DIR && VAR=… prog args…`
+/// (only the variables the command sets are shown).
+pub fn pretty_command(cmd: &Command) -> String {
+    let mut out = String::new();
+    if let Some(dir) = cmd.get_current_dir() {
+        out.push_str(&format!("cd {} && ", shell_quote(&dir.to_string_lossy())));
+    }
+    for (k, v) in cmd.get_envs() {
+        if let Some(v) = v {
+            out.push_str(&format!(
+                "{}={} ",
+                k.to_string_lossy(),
+                shell_quote(&v.to_string_lossy())
+            ));
+        }
+    }
+    out.push_str(&shell_quote(&cmd.get_program().to_string_lossy()));
+    for a in cmd.get_args() {
+        out.push(' ');
+        out.push_str(&shell_quote(&a.to_string_lossy()));
+    }
+    out
+}
+
+/// Quotes `s` for a POSIX shell when it holds anything but safe characters.
+pub fn shell_quote(s: &str) -> String {
+    let safe = !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b));
+    if safe {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// A module as `go mod download -json` describes it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct ModuleInfo {
+    /// Module path.
+    pub path: String,
+    /// Selected version.
+    pub version: String,
+    /// Its directory in Go's (read-only) module cache.
+    #[serde(default)]
+    pub dir: PathBuf,
+    /// An error Go reported for this module.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// Where the selected versions of `modules` are, as seen from the wrapper
+/// module in `wrapper`, downloading through the Go module proxy if the module
+/// cache lacks them (`go mod download -json MODULE…`).
+///
+/// # Errors
+/// `go` fails or reports an error for a module.
+pub fn module_dirs(
+    env: &GoEnv,
+    wrapper: &Path,
+    modules: &[&str],
+) -> anyhow::Result<Vec<ModuleInfo>> {
+    let mut cmd = env.go(wrapper, "0");
+    cmd.args(["mod", "download", "-json"]).args(modules);
+    let out = cmd
+        .output()
+        .with_context(|| format!("running {}", pretty_command(&cmd)))?;
+    let infos: Vec<ModuleInfo> = serde_json::Deserializer::from_slice(&out.stdout)
+        .into_iter::<ModuleInfo>()
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("reading the JSON of {}", pretty_command(&cmd)))?;
+    if !out.status.success() || infos.iter().any(|i| i.error.is_some()) {
+        let errs: Vec<String> = infos
+            .iter()
+            .filter_map(|i| i.error.as_ref().map(|e| format!("{}: {e}", i.path)))
+            .collect();
+        anyhow::bail!(
+            "{} failed ({}): {} {}",
+            pretty_command(&cmd),
+            out.status,
+            errs.join("; "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    for m in modules {
+        if !infos
+            .iter()
+            .any(|i| i.path == *m && !i.dir.as_os_str().is_empty())
+        {
+            anyhow::bail!(
+                "{} did not report a directory for {m}",
+                pretty_command(&cmd)
+            );
+        }
+    }
+    Ok(infos)
+}
+
+/// The selected versions of `modules` in the wrapper's build list
+/// (`go list -m -f '{{.Path}} {{.Version}}' MODULE…`).
+///
+/// # Errors
+/// `go list` fails or prints something unexpected.
+pub fn module_versions(
+    env: &GoEnv,
+    wrapper: &Path,
+    modules: &[&str],
+) -> anyhow::Result<BTreeMap<String, String>> {
+    if modules.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    let mut cmd = env.go(wrapper, "0");
+    cmd.args(["list", "-m", "-f", "{{.Path}} {{.Version}}"])
+        .args(modules);
+    let out = cmd
+        .output()
+        .with_context(|| format!("running {}", pretty_command(&cmd)))?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "{} failed ({}): {}",
+            pretty_command(&cmd),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let mut map = BTreeMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let mut parts = line.split_whitespace();
+        if let (Some(p), Some(v)) = (parts.next(), parts.next()) {
+            map.insert(p.to_string(), v.to_string());
+        }
+    }
+    Ok(map)
+}
+
+/// A family whose binaries are in the cache.
+#[derive(Debug, Clone)]
+pub struct BuiltFamily {
+    /// The family.
+    pub family: &'static Family,
+    /// Its cache entry, holding one file per program.
+    pub dir: PathBuf,
+    /// The full cache key (64 hex digits).
+    pub key: String,
+}
+
+/// Everything a family's build depends on, ready to hash and to run.
+#[derive(Debug, Clone)]
+pub struct FamilyPlan {
+    /// The wrapper module directory.
+    pub wrapper: PathBuf,
+    /// The rendered `-ldflags`.
+    pub ldflags: String,
+    /// Module versions the stamps read.
+    pub versions: BTreeMap<String, String>,
+}
+
+/// Computes a family's cache key. Inputs: the wrapper's `go.mod`, `go.sum`
+/// and `tools.go`, every program's name and package, the tags, the rendered
+/// `-ldflags`, `CGO_ENABLED`, `GOFLAGS`, `go version`, and for cgo families
+/// the C compiler's and libseccomp's versions.
+///
+/// # Errors
+/// A wrapper file cannot be read.
+pub fn family_key(env: &GoEnv, family: &Family, plan: &FamilyPlan) -> anyhow::Result<CacheKey> {
+    let mut key = CacheKey::new("go-family/v1");
+    key.field("family", family.name.as_bytes());
+    for f in ["go.mod", "go.sum", "tools.go"] {
+        key.file(f, &plan.wrapper.join(f))?;
+    }
+    for p in family.programs {
+        key.field("program", format!("{} {}", p.name, p.package).as_bytes());
+    }
+    key.field("tags", family.tags_arg().as_bytes())
+        .field("ldflags", plan.ldflags.as_bytes())
+        .field("CGO_ENABLED", family.cgo_enabled().as_bytes())
+        .field("GOFLAGS", GOFLAGS.as_bytes())
+        .field("go version", env.go_version.as_bytes());
+    if family.cgo {
+        key.field("cc", env.cc_version.as_bytes())
+            .field("libseccomp", env.seccomp_version.as_bytes());
+    }
+    Ok(key)
+}
+
+/// Makes sure the family's binaries are in the cache, building them (one
+/// `go build` per program, with a progress line each) if not.
+///
+/// # Errors
+/// A failed `go build` names the program, the full command, the log file and
+/// the last lines of Go's output; the staging directory is removed.
+pub fn ensure_family(
+    cache: &Cache,
+    env: &GoEnv,
+    family: &'static Family,
+) -> anyhow::Result<BuiltFamily> {
+    let wrapper = super::wrappers_dir().join(family.name);
+    let versions = module_versions(env, &wrapper, &family.stamp_modules())
+        .with_context(|| format!("resolving the versions {} stamps", family.name))?;
+    let ldflags = family.ldflags(&versions)?;
+    let plan = FamilyPlan {
+        wrapper,
+        ldflags,
+        versions,
+    };
+    let key = family_key(env, family, &plan)?;
+    let dest = cache.entry(family.name, &key);
+    if dest.is_dir() && family.programs.iter().all(|p| dest.join(p.name).is_file()) {
+        progress::cached(family.name, &dest);
+        return Ok(BuiltFamily {
+            family,
+            dir: dest,
+            key: key.hex(),
+        });
+    }
+    if dest.exists() {
+        anyhow::bail!(
+            "cache entry {} exists but lacks some of {}'s programs; delete it and run again",
+            dest.display(),
+            family.name
+        );
+    }
+    let staging = cache.staging(&format!("{}-{}", family.name, key.short()))?;
+    let logs = cache.root().join("logs");
+    fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
+    let mut records = Vec::new();
+    for prog in family.programs {
+        let out = staging.path().join(prog.name);
+        let mut cmd = env.go(&plan.wrapper, family.cgo_enabled());
+        cmd.args(["build", "-v"]);
+        if !family.tags.is_empty() {
+            cmd.args(["-tags", &family.tags_arg()]);
+        }
+        cmd.args(["-ldflags", &plan.ldflags])
+            .arg("-o")
+            .arg(&out)
+            .arg(prog.package);
+        let log = logs.join(format!("{}.log", prog.name));
+        let detail = match plan.versions.get(family.module) {
+            Some(v) => format!("{} {v}", family.module),
+            None => family.module.to_string(),
+        };
+        let seconds = run_build(&cmd, prog.name, &detail, &log)?;
+        let size = fs::metadata(&out)
+            .with_context(|| format!("go build of {} wrote no {}", prog.name, out.display()))?
+            .len();
+        records.push(serde_json::json!({
+            "program": prog.name,
+            "package": prog.package,
+            "command": pretty_command(&cmd),
+            "seconds": (seconds * 10.0).round() / 10.0,
+            "bytes": size,
+        }));
+    }
+    let record = serde_json::json!({
+        "family": family.name,
+        "module": family.module,
+        "versions": plan.versions,
+        "go_version": env.go_version,
+        "cgo_enabled": family.cgo_enabled(),
+        "goflags": GOFLAGS,
+        "tags": family.tags_arg(),
+        "ldflags": plan.ldflags,
+        "key": key.hex(),
+        "programs": records,
+    });
+    let text = serde_json::to_vec_pretty(&record).context("rendering build.json")?;
+    super::cache::write_file(&staging.path().join("build.json"), &text)?;
+    staging.commit(&dest)?;
+    Ok(BuiltFamily {
+        family,
+        dir: dest,
+        key: key.hex(),
+    })
+}
+
+/// Runs one `go build -v`, showing its progress, logging all output to `log`.
+/// Returns the elapsed seconds.
+fn run_build(cmd: &Command, name: &str, detail: &str, log: &Path) -> anyhow::Result<f64> {
+    let mut cmd_run = clone_command(cmd);
+    let mut log_file =
+        fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
+    writeln!(log_file, "$ {}", pretty_command(cmd))
+        .with_context(|| format!("writing {}", log.display()))?;
+    let stdout_log = log_file
+        .try_clone()
+        .with_context(|| format!("opening {}", log.display()))?;
+    cmd_run
+        .stdout(Stdio::from(stdout_log))
+        .stderr(Stdio::piped());
+    let task = Task::start(name, detail);
+    let mut child = cmd_run
+        .spawn()
+        .with_context(|| format!("starting {}", pretty_command(cmd)))?;
+    let mut tail: VecDeque<String> = VecDeque::with_capacity(ERROR_TAIL + 1);
+    if let Some(stderr) = child.stderr.take() {
+        for line in BufReader::new(stderr).lines() {
+            let line = line.with_context(|| format!("reading the output of go build {name}"))?;
+            let _ = writeln!(log_file, "{line}");
+            if is_package_line(&line) {
+                task.compiled(&line);
+            } else {
+                if tail.len() == ERROR_TAIL {
+                    tail.pop_front();
+                }
+                tail.push_back(line);
+            }
+        }
+    }
+    let status = child
+        .wait()
+        .with_context(|| format!("waiting for go build of {name}"))?;
+    let seconds = task.elapsed_secs();
+    if !status.success() {
+        drop(task);
+        let tail: Vec<String> = tail.into_iter().collect();
+        anyhow::bail!(
+            "building {name} failed ({status})\n  command: {}\n  log: {}\n  last lines of go's output:\n    {}",
+            pretty_command(cmd),
+            log.display(),
+            tail.join("\n    ")
+        );
+    }
+    task.ok("");
+    Ok(seconds)
+}
+
+/// `go build -v` prints each package it compiles as a bare import path; any
+/// other line (errors, `go: downloading …`, `# pkg` headers) is kept for the
+/// error message.
+fn is_package_line(line: &str) -> bool {
+    !line.is_empty()
+        && !line.starts_with('#')
+        && !line.contains(char::is_whitespace)
+        && !line.contains(':')
+}
+
+fn clone_command(cmd: &Command) -> Command {
+    let mut c = Command::new(cmd.get_program());
+    c.args(cmd.get_args());
+    if let Some(d) = cmd.get_current_dir() {
+        c.current_dir(d);
+    }
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    c.stdin(Stdio::null());
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn package_lines_are_told_from_errors() {
+        assert!(is_package_line("k8s.io/apiserver/pkg/server"));
+        assert!(is_package_line("internal/abi"));
+        assert!(!is_package_line("# k8s.io/kubernetes/cmd/kube-apiserver"));
+        assert!(!is_package_line("go: downloading k8s.io/api v0.35.8"));
+        assert!(!is_package_line("./main.go:12:2: undefined: foo"));
+        assert!(!is_package_line(""));
+    }
+
+    #[test]
+    fn commands_render_pasteable() {
+        let mut c = Command::new("go");
+        c.current_dir("/tmp/w")
+            .env("CGO_ENABLED", "0")
+            .env_remove("GOOS");
+        c.args(["build", "-ldflags", "-s -w -X a.b=it's"]);
+        assert_eq!(
+            pretty_command(&c),
+            r"cd /tmp/w && CGO_ENABLED=0 go build -ldflags '-s -w -X a.b=it'\''s'"
+        );
+    }
+}
