@@ -1,1 +1,386 @@
-//! Placeholder: to be written.
+//! Request probes: one pod create (real or server-side dry-run) with a fresh unique name, its
+//! answer kept verbatim, a separate GET by name, then the classification.
+//!
+//! Every probe pod runs the pause image, which the node already holds (`imagePullPolicy:
+//! IfNotPresent`): a probe never waits for a registry. "Good" pods carry the label
+//! `environment: lab` that the lab's policy requires; "bad" pods carry no labels at all.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use crate::classify::classify;
+use crate::cluster::{Cluster, RawAnswer, now_rfc3339};
+use crate::error::LabError;
+use crate::evidence::{GetResult, RequestRecord};
+use crate::facts::PodObservation;
+
+/// The image of every probe pod (Kubernetes' own pause image; the node's sandbox image).
+pub const PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.10.1";
+/// Label key the lab's policy requires (`'environment' in object.metadata.?labels…`).
+pub const GOOD_LABEL: (&str, &str) = ("environment", "lab");
+/// What identifies the lab's policy in a deny message: the validation's message and the policy
+/// name (Kyverno: `Policy kca-webhook-label failed: KCA_ENVIRONMENT_REQUIRED`).
+pub const MARKERS: &[&str] = &["KCA_ENVIRONMENT_REQUIRED", "kca-webhook-label"];
+
+/// What kind of pod to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PodKind {
+    /// Carries `environment: lab`: satisfies the policy.
+    Good,
+    /// No labels: violates the policy.
+    Bad,
+}
+
+/// A fresh DNS-1123 pod name: `kca-<purpose>-<HHMMSS>-<6 hex>` (at most 63 characters;
+/// `purpose` is lowercased and cut to fit). The random part makes a collision (and so an
+/// `already-exists` answer) practically impossible.
+pub fn unique_name(purpose: &str) -> String {
+    let clean: String = purpose
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let clean = clean.trim_matches('-');
+    let clean = &clean[..clean.len().min(38)];
+    let stamp = chrono::Utc::now().format("%H%M%S");
+    let rnd: u32 = rand::random::<u32>() & 0x00ff_ffff;
+    format!("kca-{clean}-{stamp}-{rnd:06x}")
+}
+
+/// The labels of a pod of `kind`.
+pub fn labels_for(kind: PodKind) -> BTreeMap<String, String> {
+    match kind {
+        PodKind::Good => BTreeMap::from([(GOOD_LABEL.0.to_owned(), GOOD_LABEL.1.to_owned())]),
+        PodKind::Bad => BTreeMap::new(),
+    }
+}
+
+/// The pod manifest a probe sends: one pause container, never pulled, no service-account token,
+/// terminated at once when deleted.
+pub fn pod_manifest(
+    name: &str,
+    namespace: &str,
+    labels: &BTreeMap<String, String>,
+) -> serde_json::Value {
+    let mut metadata = serde_json::json!({"name": name, "namespace": namespace});
+    if !labels.is_empty() {
+        metadata["labels"] = serde_json::to_value(labels).unwrap_or_default();
+    }
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": metadata,
+        "spec": {
+            "containers": [{
+                "name": "pause",
+                "image": PAUSE_IMAGE,
+                "imagePullPolicy": "IfNotPresent"
+            }],
+            "automountServiceAccountToken": false,
+            "enableServiceLinks": false,
+            "terminationGracePeriodSeconds": 0
+        }
+    })
+}
+
+/// Sends one pod create of `kind` named [`unique_name`]`(purpose)` in `namespace` (server-side
+/// dry-run when `dry_run`), GETs it by name, classifies the answer with [`MARKERS`], and returns
+/// the record with the raw body verbatim.
+///
+/// Errors: only when the API server gave no HTTP answer (the record could not be made).
+pub async fn send_pod(
+    cluster: &Cluster,
+    purpose: &str,
+    namespace: &str,
+    kind: PodKind,
+    dry_run: bool,
+) -> Result<RequestRecord, LabError> {
+    let name = unique_name(purpose);
+    let labels = labels_for(kind);
+    let manifest = pod_manifest(&name, namespace, &labels);
+    let answer = cluster
+        .create_pod_raw(namespace, &manifest, dry_run)
+        .await?;
+    let get = get_result(cluster, namespace, &name).await?;
+    Ok(record(name, namespace, labels, dry_run, answer, get))
+}
+
+/// Builds the record from the verbatim answer and the GET (pure).
+pub fn record(
+    name: String,
+    namespace: &str,
+    labels: BTreeMap<String, String>,
+    dry_run: bool,
+    answer: RawAnswer,
+    get: GetResult,
+) -> RequestRecord {
+    let is_status = answer.body.get("kind").and_then(|k| k.as_str()) == Some("Status");
+    let (reason, message) = if is_status {
+        (
+            answer
+                .body
+                .get("reason")
+                .and_then(|v| v.as_str())
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned),
+            answer
+                .body
+                .get("message")
+                .and_then(|v| v.as_str())
+                .map(str::to_owned),
+        )
+    } else if !(200..300).contains(&answer.http_status) {
+        // Not a Status (e.g. a proxy's text): keep the text as the message.
+        (None, answer.body.as_str().map(str::to_owned))
+    } else {
+        (None, None)
+    };
+    let outcome = classify(
+        answer.http_status,
+        reason.as_deref(),
+        message.as_deref(),
+        &get,
+        dry_run,
+        MARKERS,
+    );
+    RequestRecord {
+        name,
+        namespace: namespace.to_owned(),
+        labels,
+        dry_run,
+        sent_at: answer.sent_at,
+        answered_at: answer.answered_at,
+        elapsed_ms: answer.elapsed_ms,
+        http_status: answer.http_status,
+        reason,
+        message,
+        outcome,
+        get,
+        raw_response: answer.body,
+    }
+}
+
+/// GETs pod `name` and reduces the answer to [`GetResult`] (404 → not found).
+///
+/// Errors: an answer other than 200 or 404 (the GET itself failed: nothing can be said).
+pub async fn get_result(
+    cluster: &Cluster,
+    namespace: &str,
+    name: &str,
+) -> Result<GetResult, LabError> {
+    let a = cluster.get_pod_raw(namespace, name).await?;
+    match a.http_status {
+        200 => Ok(GetResult {
+            exists: true,
+            uid: a
+                .body
+                .pointer("/metadata/uid")
+                .and_then(|v| v.as_str())
+                .map(str::to_owned),
+            phase: a
+                .body
+                .pointer("/status/phase")
+                .and_then(|v| v.as_str())
+                .map(str::to_owned),
+            at: a.answered_at,
+        }),
+        404 => Ok(GetResult {
+            exists: false,
+            uid: None,
+            phase: None,
+            at: a.answered_at,
+        }),
+        other => Err(LabError::Kube(format!(
+            "GET pod {namespace}/{name} answered {other}: {}",
+            a.body.get("message").and_then(|m| m.as_str()).unwrap_or("")
+        ))),
+    }
+}
+
+/// Reads a pod now: exists, UID, phase, restart count.
+pub async fn observe_pod(
+    cluster: &Cluster,
+    namespace: &str,
+    name: &str,
+) -> Result<PodObservation, LabError> {
+    let pod = cluster.pod(namespace, name).await?;
+    let at = now_rfc3339();
+    Ok(match pod {
+        None => PodObservation {
+            name: name.to_owned(),
+            namespace: namespace.to_owned(),
+            exists: false,
+            uid: None,
+            phase: None,
+            restart_count: None,
+            at,
+        },
+        Some(p) => PodObservation {
+            name: name.to_owned(),
+            namespace: namespace.to_owned(),
+            exists: true,
+            uid: p.metadata.uid.clone(),
+            phase: p.status.as_ref().and_then(|s| s.phase.clone()),
+            restart_count: p
+                .status
+                .as_ref()
+                .and_then(|s| s.container_statuses.as_ref())
+                .map(|cs| cs.iter().map(|c| c.restart_count.max(0) as u32).sum()),
+            at,
+        },
+    })
+}
+
+/// Waits until pod `name` is `Running` (polling every 500 ms, bounded by `bound`), calling
+/// `progress(elapsed_secs, phase)` about once a second. Returns the last observation, whatever
+/// its phase: the caller decides (a bound that runs out is not an error here).
+pub async fn wait_running(
+    cluster: &Cluster,
+    namespace: &str,
+    name: &str,
+    bound: Duration,
+    mut progress: impl FnMut(u64, Option<&str>),
+) -> Result<PodObservation, LabError> {
+    let t0 = Instant::now();
+    let mut last_tick = 0;
+    loop {
+        let obs = observe_pod(cluster, namespace, name).await?;
+        if !obs.exists || obs.phase.as_deref() == Some("Running") || t0.elapsed() >= bound {
+            return Ok(obs);
+        }
+        let secs = t0.elapsed().as_secs();
+        if secs > last_tick {
+            last_tick = secs;
+            progress(secs, obs.phase.as_deref());
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::Outcome;
+
+    #[test]
+    fn names_are_unique_and_valid() {
+        let a = unique_name("B5 Fail/Good");
+        let b = unique_name("B5 Fail/Good");
+        assert_ne!(a, b);
+        assert!(a.starts_with("kca-b5-fail-good-"), "{a}");
+        assert!(a.len() <= 63);
+        assert!(
+            a.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+            "{a}"
+        );
+        let long = unique_name(&"x".repeat(100));
+        assert!(long.len() <= 63, "{long}");
+    }
+
+    #[test]
+    fn manifest_never_pulls_and_bad_pods_have_no_labels() {
+        let m = pod_manifest("p", "ns", &labels_for(PodKind::Bad));
+        assert_eq!(m["spec"]["containers"][0]["image"], PAUSE_IMAGE);
+        assert_eq!(
+            m["spec"]["containers"][0]["imagePullPolicy"],
+            "IfNotPresent"
+        );
+        assert!(m["metadata"].get("labels").is_none());
+        let g = pod_manifest("p", "ns", &labels_for(PodKind::Good));
+        assert_eq!(g["metadata"]["labels"]["environment"], "lab");
+    }
+
+    fn answer(status: u16, body: serde_json::Value, elapsed_ms: u64) -> RawAnswer {
+        RawAnswer {
+            http_status: status,
+            body,
+            sent_at: "2026-11-29T14:00:00.000Z".into(),
+            answered_at: "2026-11-29T14:00:03.061Z".into(),
+            elapsed_ms,
+        }
+    }
+
+    #[test]
+    fn a_timeout_answer_is_kept_verbatim_and_classified() {
+        let msg = "Internal error occurred: failed calling webhook \"vpol.validate.kyverno.svc-fail-finegrained-kca-webhook-label\": failed to call webhook: Post \"https://kyverno-svc.kyverno.svc:443/vpol/kca-webhook-label?timeout=3s\": context deadline exceeded";
+        let body = serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": msg, "reason": "InternalError", "code": 500});
+        let get = GetResult {
+            exists: false,
+            uid: None,
+            phase: None,
+            at: "2026-11-29T14:00:03.070Z".into(),
+        };
+        let r = record(
+            "kca-x".into(),
+            "kca-webhook-target",
+            BTreeMap::new(),
+            false,
+            answer(500, body.clone(), 3061),
+            get,
+        );
+        assert_eq!(r.outcome, Outcome::WebhookTimeout);
+        assert_eq!(r.reason.as_deref(), Some("InternalError"));
+        assert_eq!(r.message.as_deref(), Some(msg));
+        assert_eq!(r.raw_response, body);
+        assert_eq!(r.elapsed_ms, 3061);
+    }
+
+    #[test]
+    fn a_deny_without_reason_keeps_reason_empty() {
+        let msg = "admission webhook \"vpol.validate.kyverno.svc-fail-finegrained-kca-webhook-label\" denied the request: Policy kca-webhook-label failed: KCA_ENVIRONMENT_REQUIRED";
+        let body = serde_json::json!({"kind": "Status", "status": "Failure", "message": msg, "reason": "", "code": 400});
+        let get = GetResult {
+            exists: false,
+            uid: None,
+            phase: None,
+            at: "t".into(),
+        };
+        let r = record(
+            "kca-x".into(),
+            "kca-webhook-target",
+            BTreeMap::new(),
+            false,
+            answer(400, body, 40),
+            get,
+        );
+        assert_eq!(r.outcome, Outcome::ExplicitDeny);
+        assert_eq!(r.reason, None);
+    }
+
+    #[test]
+    fn a_201_is_stored_only_with_a_uid_from_the_get() {
+        let body = serde_json::json!({"kind": "Pod", "metadata": {"name": "kca-x", "uid": "u1"}});
+        let found = GetResult {
+            exists: true,
+            uid: Some("u1".into()),
+            phase: Some("Pending".into()),
+            at: "t".into(),
+        };
+        let r = record(
+            "kca-x".into(),
+            "ns",
+            BTreeMap::new(),
+            false,
+            answer(201, body.clone(), 60),
+            found,
+        );
+        assert_eq!(r.outcome, Outcome::Stored);
+        assert_eq!(r.message, None);
+        let missing = GetResult {
+            exists: false,
+            uid: None,
+            phase: None,
+            at: "t".into(),
+        };
+        let r = record(
+            "kca-x".into(),
+            "ns",
+            BTreeMap::new(),
+            false,
+            answer(201, body, 60),
+            missing,
+        );
+        assert_ne!(r.outcome, Outcome::Stored);
+    }
+}
