@@ -1,5 +1,25 @@
-//! Typed student input files of both labs, with strict validation and JSON Schemas.
+//! Typed student input files of both labs, strict validation, and their JSON Schemas.
+//!
+//! Every file is a Rust type with `deny_unknown_fields` at every level ("no unnecessary fields");
+//! every value the course fixes (`../shared/design/labs.md`) is a constant type that accepts exactly
+//! that value and shows up in the JSON Schema as `const`. Values that depend on the cluster
+//! (node, namespace and deployment UIDs) or on evidence (`*_evidence_sha256`, `policy_uid`) are
+//! checked for their shape offline, and for their value when a [`Context`] holds the expected value:
+//! `check FILE` validates with [`Context::default`] (shape and constants), acts validate with
+//! the live cluster's values and the evidence digests.
+//!
+//! Every problem is reported as an [`InputIssue`]: file, JSON path (`$.spec.validations[0].message`),
+//! expected, found. Deserialisation problems come with their path from `serde_path_to_error`; the
+//! first one stops parsing (serde reads one document at a time), context checks report all.
 
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::de::{DeserializeOwned, Error as _};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::error::{InputIssue, LabError};
 use crate::evidence::Lab;
 
 /// One kind of student input file. `report.json` differs between the labs.
@@ -56,4 +76,1331 @@ impl InputFile {
             ],
         }
     }
+
+    /// The input of `lab` whose file name (or name without `.json`) is `name`; `None` if the lab has
+    /// no such input. Only the final path component of `name` counts (`/w/policy.json` works).
+    pub fn from_name(lab: Lab, name: &str) -> Option<InputFile> {
+        let base = std::path::Path::new(name).file_name()?.to_str()?;
+        let base = base.strip_suffix(".json").unwrap_or(base);
+        InputFile::all(lab)
+            .iter()
+            .copied()
+            .find(|f| f.file_name().strip_suffix(".json") == Some(base))
+    }
+
+    /// The act that reads this input.
+    pub fn act(self) -> u8 {
+        match self {
+            InputFile::Scope => 1,
+            InputFile::Policy => 2,
+            InputFile::FreezePlan | InputFile::ScalePlan => 4,
+            InputFile::PolicyIgnore => 6,
+            InputFile::Recovery => 7,
+            InputFile::ReportA | InputFile::ReportB => 8,
+        }
+    }
 }
+
+/// Expected values that depend on the cluster or on evidence. A `None` (or missing map entry)
+/// skips that check; [`Context::default`] is the offline context of `check FILE`.
+#[derive(Debug, Clone, Default)]
+pub struct Context {
+    /// Live node UID.
+    pub node_uid: Option<String>,
+    /// Live namespace name → UID (at least `kca-webhook-target` and `kca-webhook-control`).
+    pub namespaces: Option<BTreeMap<String, String>>,
+    /// Live UID of the `kyverno-admission-controller` Deployment.
+    pub deployment_uid: Option<String>,
+    /// `facts.policy.metadata.uid` of `evidence/02.json`.
+    pub policy_uid: Option<String>,
+    /// Act number → canonical digest of `evidence/NN.json`.
+    pub evidence_digests: BTreeMap<u8, String>,
+    /// The student's `policy.json` (parsed), which `policy-ignore.json` must equal except
+    /// `spec.failurePolicy`.
+    pub policy: Option<serde_json::Value>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Constant and pattern types.
+
+macro_rules! constant {
+    ($(#[$m:meta])* $name:ident : $ty:ty = $value:expr) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+        pub struct $name;
+
+        impl $name {
+            /// The only accepted value.
+            pub const VALUE: $ty = $value;
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                Self::VALUE.serialize(s)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let found = serde_json::Value::deserialize(d)?;
+                if found == serde_json::json!(Self::VALUE) {
+                    Ok($name)
+                } else {
+                    Err(D::Error::custom(format_args!(
+                        "expected {}, found {}",
+                        serde_json::json!(Self::VALUE),
+                        found
+                    )))
+                }
+            }
+        }
+
+        impl JsonSchema for $name {
+            fn schema_name() -> Cow<'static, str> {
+                stringify!($name).into()
+            }
+            fn inline_schema() -> bool {
+                true
+            }
+            fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                let v = serde_json::json!(Self::VALUE);
+                let ty = match &v {
+                    serde_json::Value::Bool(_) => "boolean",
+                    serde_json::Value::Number(_) => "integer",
+                    _ => "string",
+                };
+                json_schema!({ "type": ty, "const": v })
+            }
+        }
+    };
+}
+
+macro_rules! one_of {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident = $value:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum $name { $($(#[$vm])* $variant),+ }
+
+        impl $name {
+            /// Every accepted value, in declaration order.
+            pub const VALUES: &'static [&'static str] = &[$($value),+];
+            /// The wire value.
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $value),+ }
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let found = serde_json::Value::deserialize(d)?;
+                match found.as_str() {
+                    $(Some($value) => Ok($name::$variant),)+
+                    _ => Err(D::Error::custom(format_args!(
+                        "expected one of {}, found {}",
+                        Self::VALUES.iter().map(|v| format!("{v:?}")).collect::<Vec<_>>().join(", "),
+                        found
+                    ))),
+                }
+            }
+        }
+
+        impl JsonSchema for $name {
+            fn schema_name() -> Cow<'static, str> {
+                stringify!($name).into()
+            }
+            fn inline_schema() -> bool {
+                true
+            }
+            fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                json_schema!({ "type": "string", "enum": Self::VALUES })
+            }
+        }
+    };
+}
+
+macro_rules! patterned {
+    ($(#[$m:meta])* $name:ident, $what:literal, $pattern:literal, $check:expr) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+        #[serde(transparent)]
+        pub struct $name(pub String);
+
+        impl $name {
+            /// The value as a string slice.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let found = serde_json::Value::deserialize(d)?;
+                let check: fn(&str) -> bool = $check;
+                match found.as_str() {
+                    Some(s) if check(s) => Ok($name(s.to_owned())),
+                    _ => Err(D::Error::custom(format_args!("expected {}, found {}", $what, found))),
+                }
+            }
+        }
+
+        impl JsonSchema for $name {
+            fn schema_name() -> Cow<'static, str> {
+                stringify!($name).into()
+            }
+            fn inline_schema() -> bool {
+                true
+            }
+            fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                json_schema!({ "type": "string", "pattern": $pattern, "description": $what })
+            }
+        }
+    };
+}
+
+fn is_uid(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            _ => c.is_ascii_digit() || (b'a'..=b'f').contains(c),
+        })
+}
+
+patterned!(
+    /// A Kubernetes object UID (lowercase RFC 4122 UUID, e.g. `0b6f3c9e-2d4a-4f7e-9c1a-5e8d7b6a4c3f`).
+    Uid,
+    "a UID (8-4-4-4-12 lowercase hex, as in metadata.uid)",
+    "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
+    is_uid
+);
+
+patterned!(
+    /// A canonical digest: 64 lowercase hex characters (`kca-webhook-lab digest PATH`).
+    Sha256Hex,
+    "a canonical digest (64 lowercase hex characters, from `kca-webhook-lab digest`)",
+    "^[0-9a-f]{64}$",
+    crate::digest::is_digest
+);
+
+constant!(
+    /// `kca-webhook-target`: the namespace inside the policy's selector.
+    TargetNamespace: &'static str = "kca-webhook-target"
+);
+constant!(
+    /// `kca-webhook-control`: the namespace outside the policy's selector.
+    ControlNamespace: &'static str = "kca-webhook-control"
+);
+
+// ---------------------------------------------------------------------------------------------
+// scope.json
+
+/// `scope.json` (both labs): the lab's namespaces and node, names and UIDs kept apart.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "scope.json")]
+pub struct Scope {
+    /// Name of the namespace inside the policy's selector.
+    pub target: TargetNamespace,
+    /// Name of the namespace outside it.
+    pub control: ControlNamespace,
+    /// The node's UID (`vm.node_uid` in `inspect`).
+    pub node_uid: Uid,
+    /// Real namespace name → its UID (names are keys, UIDs are values).
+    pub namespaces: ScopeNamespaces,
+}
+
+/// `scope.json` `namespaces`: exactly the two lab namespaces, each mapped to its UID.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScopeNamespaces {
+    /// UID of `kca-webhook-target`.
+    #[serde(rename = "kca-webhook-target")]
+    pub target: Uid,
+    /// UID of `kca-webhook-control`.
+    #[serde(rename = "kca-webhook-control")]
+    pub control: Uid,
+}
+
+// ---------------------------------------------------------------------------------------------
+// policy.json and policy-ignore.json
+
+constant!(
+    /// `policies.kyverno.io/v1`.
+    PolicyApiVersion: &'static str = "policies.kyverno.io/v1"
+);
+constant!(
+    /// `ValidatingPolicy`.
+    PolicyKind: &'static str = "ValidatingPolicy"
+);
+constant!(
+    /// `kca-webhook-label`: the policy's name.
+    PolicyName: &'static str = "kca-webhook-label"
+);
+constant!(
+    /// `Deny`: the only validation action.
+    DenyAction: &'static str = "Deny"
+);
+constant!(
+    /// failurePolicy `Fail` (`policy.json`).
+    FailPolicy: &'static str = "Fail"
+);
+constant!(
+    /// failurePolicy `Ignore` (`policy-ignore.json`).
+    IgnorePolicy: &'static str = "Ignore"
+);
+constant!(
+    /// `webhookConfiguration.timeoutSeconds` = 3 (seconds).
+    TimeoutThree: u32 = 3
+);
+constant!(
+    /// `false`.
+    FalseValue: bool = false
+);
+constant!(
+    /// `true`.
+    TrueValue: bool = true
+);
+constant!(
+    /// `""`: the core API group.
+    CoreGroup: &'static str = ""
+);
+constant!(
+    /// `v1`.
+    V1: &'static str = "v1"
+);
+constant!(
+    /// `CREATE`.
+    CreateOperation: &'static str = "CREATE"
+);
+constant!(
+    /// `pods`.
+    PodsResource: &'static str = "pods"
+);
+constant!(
+    /// The validation's CEL expression: a pod must carry the `environment` label.
+    LabelExpression: &'static str = "'environment' in object.metadata.?labels.orValue({})"
+);
+constant!(
+    /// The validation's message, the marker of this policy's deny.
+    RequiredMessage: &'static str = "KCA_ENVIRONMENT_REQUIRED"
+);
+
+/// A failurePolicy constant (`Fail` for `policy.json`, `Ignore` for `policy-ignore.json`).
+pub trait FailurePolicyConst:
+    Clone + PartialEq + std::fmt::Debug + Serialize + DeserializeOwned + JsonSchema
+{
+}
+impl FailurePolicyConst for FailPolicy {}
+impl FailurePolicyConst for IgnorePolicy {}
+
+/// `policy.json` / `policy-ignore.json`: the Kyverno ValidatingPolicy, exactly as the course fixes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(bound(deserialize = "F: DeserializeOwned"))]
+pub struct ValidatingPolicy<F: FailurePolicyConst> {
+    /// `policies.kyverno.io/v1`.
+    pub api_version: PolicyApiVersion,
+    /// `ValidatingPolicy`.
+    pub kind: PolicyKind,
+    /// Only the name.
+    pub metadata: PolicyMetadata,
+    /// The policy.
+    pub spec: PolicySpec<F>,
+}
+
+/// `policy.json` (failurePolicy `Fail`).
+pub type Policy = ValidatingPolicy<FailPolicy>;
+/// `policy-ignore.json` (failurePolicy `Ignore`, all else equal to `policy.json`).
+pub type PolicyIgnore = ValidatingPolicy<IgnorePolicy>;
+
+/// `metadata` of the policy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyMetadata {
+    /// `kca-webhook-label`.
+    pub name: PolicyName,
+}
+
+/// `spec` of the policy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(bound(deserialize = "F: DeserializeOwned"))]
+pub struct PolicySpec<F: FailurePolicyConst> {
+    /// `[Deny]`: what happens when the verdict is "violates".
+    pub validation_actions: (DenyAction,),
+    /// What happens when the webhook call fails (timeout, refused): not a verdict.
+    pub failure_policy: F,
+    /// `{timeoutSeconds: 3}`.
+    pub webhook_configuration: WebhookConfiguration,
+    /// `{background: {enabled: false}}`.
+    pub evaluation: Evaluation,
+    /// Which requests the policy matches.
+    pub match_constraints: MatchConstraints,
+    /// Exactly one validation.
+    pub validations: (Validation,),
+}
+
+/// `spec.webhookConfiguration`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct WebhookConfiguration {
+    /// How long the API server waits for the webhook call, seconds (3).
+    pub timeout_seconds: TimeoutThree,
+}
+
+/// `spec.evaluation`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Evaluation {
+    /// Background scanning switched off.
+    pub background: Background,
+}
+
+/// `spec.evaluation.background`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Background {
+    /// `false`.
+    pub enabled: FalseValue,
+}
+
+/// `spec.matchConstraints`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct MatchConstraints {
+    /// Selects the namespace by its labels.
+    pub namespace_selector: NamespaceSelector,
+    /// Exactly one rule: CREATE of core v1 pods.
+    pub resource_rules: (ResourceRule,),
+}
+
+/// `spec.matchConstraints.namespaceSelector`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NamespaceSelector {
+    /// `{kubernetes.io/metadata.name: kca-webhook-target}`.
+    pub match_labels: TargetMatchLabels,
+}
+
+/// `spec.matchConstraints.namespaceSelector.matchLabels`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TargetMatchLabels {
+    /// The automatic namespace label (set by the API server to the namespace's name).
+    #[serde(rename = "kubernetes.io/metadata.name")]
+    pub name: TargetNamespace,
+}
+
+/// One entry of `spec.matchConstraints.resourceRules`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ResourceRule {
+    /// `[""]`.
+    pub api_groups: (CoreGroup,),
+    /// `[v1]`.
+    pub api_versions: (V1,),
+    /// `[CREATE]`.
+    pub operations: (CreateOperation,),
+    /// `[pods]`.
+    pub resources: (PodsResource,),
+}
+
+/// One entry of `spec.validations`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Validation {
+    /// `'environment' in object.metadata.?labels.orValue({})`.
+    pub expression: LabelExpression,
+    /// `KCA_ENVIRONMENT_REQUIRED`.
+    pub message: RequiredMessage,
+}
+
+// ---------------------------------------------------------------------------------------------
+// freeze-plan.json (lab B)
+
+constant!(
+    /// `freeze-one-controller-process`.
+    FreezeAction: &'static str = "freeze-one-controller-process"
+);
+constant!(
+    /// 20 (seconds).
+    TwentySeconds: u32 = 20
+);
+constant!(
+    /// `pidfd`.
+    PidfdIdentity: &'static str = "pidfd"
+);
+
+/// `freeze-plan.json` (lab B, act 4): the plan the freeze of act 5 follows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "freeze-plan.json")]
+pub struct FreezePlan {
+    /// `freeze-one-controller-process`.
+    pub action: FreezeAction,
+    /// The live node's UID.
+    pub node_uid: Uid,
+    /// The live UID of the `kyverno-admission-controller` Deployment.
+    pub deployment_uid: Uid,
+    /// The watchdog resumes the process after this many seconds (20).
+    pub resume_after_sec: TwentySeconds,
+    /// The process is signalled through a pidfd, never by bare PID.
+    pub signal_identity: PidfdIdentity,
+    /// The webhook registration is kept (no scale-down).
+    pub preserve_webhook: TrueValue,
+    /// Canonical digest of `evidence/03.json`.
+    pub evidence_sha256: Sha256Hex,
+}
+
+// ---------------------------------------------------------------------------------------------
+// recovery.json (lab B)
+
+constant!(
+    /// `explicit-deny`.
+    ExplicitDenyWord: &'static str = "explicit-deny"
+);
+constant!(
+    /// `same-uid-running`.
+    SameUidRunning: &'static str = "same-uid-running"
+);
+
+/// `recovery.json` (lab B, act 7).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "recovery.json")]
+pub struct Recovery {
+    /// The failurePolicy in force: `Ignore`.
+    pub mode: IgnorePolicy,
+    /// A violating request in a healthy state: `explicit-deny`.
+    pub healthy_bad: ExplicitDenyWord,
+    /// The act-3 pod: `same-uid-running`.
+    pub existing: SameUidRunning,
+    /// `facts.policy.metadata.uid` of `evidence/02.json`.
+    pub policy_uid: Uid,
+    /// Canonical digest of `evidence/06.json`.
+    pub ignore_evidence_sha256: Sha256Hex,
+}
+
+// ---------------------------------------------------------------------------------------------
+// report.json (lab B)
+
+constant!(
+    /// `matching-requests-timeout`.
+    MatchingRequestsTimeout: &'static str = "matching-requests-timeout"
+);
+constant!(
+    /// `unvalidated-request-stored`.
+    UnvalidatedRequestStored: &'static str = "unvalidated-request-stored"
+);
+constant!(
+    /// `outside-selector`.
+    OutsideSelector: &'static str = "outside-selector"
+);
+
+/// `report.json` of lab B (act 8): the conclusions, each tied to evidence by digest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "report.json (lab B)")]
+pub struct ReportB {
+    /// Under Fail, matching requests during the freeze: `matching-requests-timeout`.
+    pub fail: MatchingRequestsTimeout,
+    /// Under Ignore, a violating request during the freeze: `unvalidated-request-stored`.
+    pub ignore: UnvalidatedRequestStored,
+    /// Under Ignore with a healthy webhook: `explicit-deny`.
+    pub healthy_ignore: ExplicitDenyWord,
+    /// The control namespace's request: `outside-selector`.
+    pub control: OutsideSelector,
+    /// The act-3 pod: `same-uid-running`.
+    pub existing: SameUidRunning,
+    /// Canonical digest of `evidence/05.json`.
+    pub fail_evidence_sha256: Sha256Hex,
+    /// Canonical digest of `evidence/06.json`.
+    pub ignore_evidence_sha256: Sha256Hex,
+    /// Canonical digest of `evidence/07.json`.
+    pub recovery_evidence_sha256: Sha256Hex,
+}
+
+// ---------------------------------------------------------------------------------------------
+// scale-plan.json (lab A)
+
+constant!(
+    /// `scale-controller-to-zero`.
+    ScaleAction: &'static str = "scale-controller-to-zero"
+);
+constant!(
+    /// 1 replica.
+    OneReplica: u32 = 1
+);
+constant!(
+    /// 55 (seconds).
+    FiftyFiveSeconds: u32 = 55
+);
+
+/// `scale-plan.json` (lab A, act 4): the plan the scale-down of act 5 follows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "scale-plan.json")]
+pub struct ScalePlan {
+    /// `scale-controller-to-zero`.
+    pub action: ScaleAction,
+    /// The live node's UID.
+    pub node_uid: Uid,
+    /// The live UID of the `kyverno-admission-controller` Deployment.
+    pub deployment_uid: Uid,
+    /// Replicas the watcher restores (1).
+    pub original_replicas: OneReplica,
+    /// The watcher restores them after this many seconds (55).
+    pub restore_after_sec: FiftyFiveSeconds,
+    /// Canonical digest of `evidence/03.json`.
+    pub evidence_sha256: Sha256Hex,
+}
+
+// ---------------------------------------------------------------------------------------------
+// report.json (lab A)
+
+one_of!(
+    /// What happened to the policy's webhook registration after the scale-down (as evidenced).
+    ScaleDownResult {
+        /// The registration was removed (observed on Kyverno v1.19.1 + k3s v1.35.8).
+        RegistrationAbsent = "registration-absent",
+        /// The registration survived (another version may behave so).
+        RegistrationKept = "registration-kept",
+    }
+);
+one_of!(
+    /// What happened to the violating request after the scale-down (as evidenced).
+    ScaleRequestResult {
+        /// No webhook was registered, so the request was admitted (not a failure of Fail).
+        AdmittedWithoutWebhook = "admitted-without-webhook",
+        /// The registration was kept and the call failed, so Fail rejected the request.
+        RejectedWebhookUnreachable = "rejected-webhook-unreachable",
+    }
+);
+constant!(
+    /// `present`.
+    PresentWord: &'static str = "present"
+);
+constant!(
+    /// `lease-then-registration-then-deny`.
+    LeaseRegistrationDeny: &'static str = "lease-then-registration-then-deny"
+);
+constant!(
+    /// `validated-not-stored`.
+    ValidatedNotStored: &'static str = "validated-not-stored"
+);
+
+/// `report.json` of lab A (act 8).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "report.json (lab A)")]
+pub struct ReportA {
+    /// `registration-absent` or `registration-kept`, whichever `evidence/05.json` shows.
+    pub scale_down: ScaleDownResult,
+    /// The policy object after the scale-down: `present`.
+    pub policy: PresentWord,
+    /// The violating request after the scale-down: `admitted-without-webhook` (or
+    /// `rejected-webhook-unreachable` where the registration was kept), as evidenced.
+    pub request: ScaleRequestResult,
+    /// Order of recovery: `lease-then-registration-then-deny`.
+    pub recovery: LeaseRegistrationDeny,
+    /// Server dry-run: `validated-not-stored`.
+    pub dry_run: ValidatedNotStored,
+    /// The act-3 pod: `same-uid-running`.
+    pub existing: SameUidRunning,
+    /// Canonical digest of `evidence/05.json`.
+    pub scale_evidence_sha256: Sha256Hex,
+    /// Canonical digest of `evidence/06.json`.
+    pub recovery_evidence_sha256: Sha256Hex,
+    /// Canonical digest of `evidence/07.json`.
+    pub dry_run_evidence_sha256: Sha256Hex,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation.
+
+/// A student input type: its file, and the checks that need a [`Context`].
+pub trait StudentInput: Sized + Serialize + DeserializeOwned + JsonSchema {
+    /// Which file this type is.
+    const FILE: InputFile;
+
+    /// Checks values against the context (cluster and evidence); pushes one issue per mismatch.
+    /// Entries missing from the context are not checked.
+    fn check_context(&self, raw: &serde_json::Value, ctx: &Context, issues: &mut Vec<InputIssue>);
+}
+
+fn issue(
+    file: InputFile,
+    path: &str,
+    expected: impl Into<String>,
+    found: impl Into<String>,
+) -> InputIssue {
+    InputIssue {
+        file: file.file_name().to_owned(),
+        json_path: path.to_owned(),
+        expected: expected.into(),
+        found: found.into(),
+    }
+}
+
+fn check_eq(
+    file: InputFile,
+    issues: &mut Vec<InputIssue>,
+    path: &str,
+    what: &str,
+    expected: Option<&String>,
+    found: &str,
+) {
+    if let Some(expected) = expected {
+        if expected != found {
+            issues.push(issue(
+                file,
+                path,
+                format!("{expected:?} ({what})"),
+                format!("{found:?}"),
+            ));
+        }
+    }
+}
+
+fn check_digest(
+    file: InputFile,
+    issues: &mut Vec<InputIssue>,
+    path: &str,
+    ctx: &Context,
+    act: u8,
+    found: &Sha256Hex,
+) {
+    let what = format!("canonical digest of evidence/{act:02}.json");
+    check_eq(
+        file,
+        issues,
+        path,
+        &what,
+        ctx.evidence_digests.get(&act),
+        found.as_str(),
+    );
+}
+
+impl StudentInput for Scope {
+    const FILE: InputFile = InputFile::Scope;
+    fn check_context(&self, _: &serde_json::Value, ctx: &Context, issues: &mut Vec<InputIssue>) {
+        let f = Self::FILE;
+        check_eq(
+            f,
+            issues,
+            "$.node_uid",
+            "live node uid",
+            ctx.node_uid.as_ref(),
+            self.node_uid.as_str(),
+        );
+        if let Some(live) = &ctx.namespaces {
+            for (name, uid) in [
+                (TargetNamespace::VALUE, &self.namespaces.target),
+                (ControlNamespace::VALUE, &self.namespaces.control),
+            ] {
+                let path = format!("$.namespaces[\"{name}\"]");
+                let what = format!("live uid of namespace {name}");
+                match live.get(name) {
+                    Some(expected) => {
+                        check_eq(f, issues, &path, &what, Some(expected), uid.as_str())
+                    }
+                    None => issues.push(issue(
+                        f,
+                        &path,
+                        format!("a namespace {name} on the cluster"),
+                        "none",
+                    )),
+                }
+            }
+        }
+    }
+}
+
+impl StudentInput for Policy {
+    const FILE: InputFile = InputFile::Policy;
+    fn check_context(&self, _: &serde_json::Value, _: &Context, _: &mut Vec<InputIssue>) {}
+}
+
+impl StudentInput for PolicyIgnore {
+    const FILE: InputFile = InputFile::PolicyIgnore;
+    fn check_context(&self, raw: &serde_json::Value, ctx: &Context, issues: &mut Vec<InputIssue>) {
+        let Some(policy) = &ctx.policy else { return };
+        let strip = |v: &serde_json::Value| {
+            let mut v = v.clone();
+            if let Some(spec) = v.get_mut("spec").and_then(|s| s.as_object_mut()) {
+                spec.remove("failurePolicy");
+            }
+            v
+        };
+        if let Some((path, expected, found)) = first_difference(&strip(policy), &strip(raw), "$") {
+            issues.push(issue(
+                Self::FILE,
+                &path,
+                format!("{expected} (as in policy.json; only spec.failurePolicy may differ)"),
+                found,
+            ));
+        }
+    }
+}
+
+impl StudentInput for FreezePlan {
+    const FILE: InputFile = InputFile::FreezePlan;
+    fn check_context(&self, _: &serde_json::Value, ctx: &Context, issues: &mut Vec<InputIssue>) {
+        let f = Self::FILE;
+        check_eq(
+            f,
+            issues,
+            "$.node_uid",
+            "live node uid",
+            ctx.node_uid.as_ref(),
+            self.node_uid.as_str(),
+        );
+        check_eq(
+            f,
+            issues,
+            "$.deployment_uid",
+            "live uid of deployment kyverno-admission-controller",
+            ctx.deployment_uid.as_ref(),
+            self.deployment_uid.as_str(),
+        );
+        check_digest(
+            f,
+            issues,
+            "$.evidence_sha256",
+            ctx,
+            3,
+            &self.evidence_sha256,
+        );
+    }
+}
+
+impl StudentInput for Recovery {
+    const FILE: InputFile = InputFile::Recovery;
+    fn check_context(&self, _: &serde_json::Value, ctx: &Context, issues: &mut Vec<InputIssue>) {
+        let f = Self::FILE;
+        check_eq(
+            f,
+            issues,
+            "$.policy_uid",
+            "facts.policy.metadata.uid of evidence/02.json",
+            ctx.policy_uid.as_ref(),
+            self.policy_uid.as_str(),
+        );
+        check_digest(
+            f,
+            issues,
+            "$.ignore_evidence_sha256",
+            ctx,
+            6,
+            &self.ignore_evidence_sha256,
+        );
+    }
+}
+
+impl StudentInput for ReportB {
+    const FILE: InputFile = InputFile::ReportB;
+    fn check_context(&self, _: &serde_json::Value, ctx: &Context, issues: &mut Vec<InputIssue>) {
+        let f = Self::FILE;
+        check_digest(
+            f,
+            issues,
+            "$.fail_evidence_sha256",
+            ctx,
+            5,
+            &self.fail_evidence_sha256,
+        );
+        check_digest(
+            f,
+            issues,
+            "$.ignore_evidence_sha256",
+            ctx,
+            6,
+            &self.ignore_evidence_sha256,
+        );
+        check_digest(
+            f,
+            issues,
+            "$.recovery_evidence_sha256",
+            ctx,
+            7,
+            &self.recovery_evidence_sha256,
+        );
+    }
+}
+
+impl StudentInput for ScalePlan {
+    const FILE: InputFile = InputFile::ScalePlan;
+    fn check_context(&self, _: &serde_json::Value, ctx: &Context, issues: &mut Vec<InputIssue>) {
+        let f = Self::FILE;
+        check_eq(
+            f,
+            issues,
+            "$.node_uid",
+            "live node uid",
+            ctx.node_uid.as_ref(),
+            self.node_uid.as_str(),
+        );
+        check_eq(
+            f,
+            issues,
+            "$.deployment_uid",
+            "live uid of deployment kyverno-admission-controller",
+            ctx.deployment_uid.as_ref(),
+            self.deployment_uid.as_str(),
+        );
+        check_digest(
+            f,
+            issues,
+            "$.evidence_sha256",
+            ctx,
+            3,
+            &self.evidence_sha256,
+        );
+    }
+}
+
+impl StudentInput for ReportA {
+    const FILE: InputFile = InputFile::ReportA;
+    fn check_context(&self, _: &serde_json::Value, ctx: &Context, issues: &mut Vec<InputIssue>) {
+        let f = Self::FILE;
+        check_digest(
+            f,
+            issues,
+            "$.scale_evidence_sha256",
+            ctx,
+            5,
+            &self.scale_evidence_sha256,
+        );
+        check_digest(
+            f,
+            issues,
+            "$.recovery_evidence_sha256",
+            ctx,
+            6,
+            &self.recovery_evidence_sha256,
+        );
+        check_digest(
+            f,
+            issues,
+            "$.dry_run_evidence_sha256",
+            ctx,
+            7,
+            &self.dry_run_evidence_sha256,
+        );
+    }
+}
+
+/// Parses and validates one input of type `T` from its JSON: shape, constants, then the context
+/// checks. Errors: [`LabError::InputInvalid`] with every issue found.
+pub fn parse<T: StudentInput>(value: &serde_json::Value, ctx: &Context) -> Result<T, LabError> {
+    // serde's derived structs also accept a JSON array (fields by position); the course's files are
+    // objects, so the kinds of containers are checked first against the reference document.
+    if let Some(template) = shape_template(T::FILE) {
+        if let Some((path, expected, found)) = container_mismatch(&template, value, "$") {
+            return Err(vec![issue(T::FILE, &path, expected, found)].into());
+        }
+    }
+    let typed: T = match serde_path_to_error::deserialize(value) {
+        Ok(t) => t,
+        Err(e) => return Err(vec![deserialize_issue(T::FILE, &e)].into()),
+    };
+    let mut issues = Vec::new();
+    typed.check_context(value, ctx, &mut issues);
+    if issues.is_empty() {
+        Ok(typed)
+    } else {
+        Err(issues.into())
+    }
+}
+
+/// Any validated student input.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AnyInput {
+    /// `scope.json`.
+    Scope(Scope),
+    /// `policy.json`.
+    Policy(Box<Policy>),
+    /// `freeze-plan.json`.
+    FreezePlan(FreezePlan),
+    /// `policy-ignore.json`.
+    PolicyIgnore(Box<PolicyIgnore>),
+    /// `recovery.json`.
+    Recovery(Recovery),
+    /// lab B `report.json`.
+    ReportB(ReportB),
+    /// `scale-plan.json`.
+    ScalePlan(ScalePlan),
+    /// lab A `report.json`.
+    ReportA(ReportA),
+}
+
+/// Validates the JSON of `file` (see [`parse`]).
+pub fn validate(
+    file: InputFile,
+    value: &serde_json::Value,
+    ctx: &Context,
+) -> Result<AnyInput, LabError> {
+    Ok(match file {
+        InputFile::Scope => AnyInput::Scope(parse(value, ctx)?),
+        InputFile::Policy => AnyInput::Policy(Box::new(parse(value, ctx)?)),
+        InputFile::FreezePlan => AnyInput::FreezePlan(parse(value, ctx)?),
+        InputFile::PolicyIgnore => AnyInput::PolicyIgnore(Box::new(parse(value, ctx)?)),
+        InputFile::Recovery => AnyInput::Recovery(parse(value, ctx)?),
+        InputFile::ReportB => AnyInput::ReportB(parse(value, ctx)?),
+        InputFile::ScalePlan => AnyInput::ScalePlan(parse(value, ctx)?),
+        InputFile::ReportA => AnyInput::ReportA(parse(value, ctx)?),
+    })
+}
+
+/// The JSON Schema (draft 2020-12) of `file`, generated from the same types that validate it.
+/// Unknown fields appear as `additionalProperties: false`, fixed values as `const`/`enum`.
+pub fn schema(file: InputFile) -> serde_json::Value {
+    let s = match file {
+        InputFile::Scope => schemars::schema_for!(Scope),
+        InputFile::Policy => schemars::schema_for!(Policy),
+        InputFile::FreezePlan => schemars::schema_for!(FreezePlan),
+        InputFile::PolicyIgnore => schemars::schema_for!(PolicyIgnore),
+        InputFile::Recovery => schemars::schema_for!(Recovery),
+        InputFile::ReportB => schemars::schema_for!(ReportB),
+        InputFile::ScalePlan => schemars::schema_for!(ScalePlan),
+        InputFile::ReportA => schemars::schema_for!(ReportA),
+    };
+    let mut v = s.to_value();
+    if let Some(obj) = v.as_object_mut() {
+        let title = match file {
+            InputFile::PolicyIgnore => "policy-ignore.json",
+            InputFile::Policy => "policy.json",
+            other => obj
+                .get("title")
+                .and_then(|t| t.as_str())
+                .unwrap_or(other.file_name()),
+        }
+        .to_owned();
+        obj.insert("title".into(), title.into());
+    }
+    v
+}
+
+/// The reference (correct) content of `file`, for `cargo xtask lab run` and tests.
+///
+/// Values that depend on the cluster or the evidence come from `ctx`; `None` when `ctx` lacks one
+/// the file needs (`node_uid`, `namespaces`, `deployment_uid`, `policy_uid`, evidence digests).
+/// Lab A's `report.json` depends on what act 5 observed: use [`reference_report_a`].
+pub fn reference(file: InputFile, ctx: &Context) -> Option<serde_json::Value> {
+    let digest = |act: u8| ctx.evidence_digests.get(&act).cloned().map(Sha256Hex);
+    let node_uid = || ctx.node_uid.clone().map(Uid);
+    let deployment_uid = || ctx.deployment_uid.clone().map(Uid);
+    let v = match file {
+        InputFile::Scope => {
+            let ns = ctx.namespaces.as_ref()?;
+            serde_json::to_value(Scope {
+                target: TargetNamespace,
+                control: ControlNamespace,
+                node_uid: node_uid()?,
+                namespaces: ScopeNamespaces {
+                    target: Uid(ns.get(TargetNamespace::VALUE)?.clone()),
+                    control: Uid(ns.get(ControlNamespace::VALUE)?.clone()),
+                },
+            })
+        }
+        InputFile::Policy => serde_json::to_value(reference_policy(FailPolicy)),
+        InputFile::PolicyIgnore => serde_json::to_value(reference_policy(IgnorePolicy)),
+        InputFile::FreezePlan => serde_json::to_value(FreezePlan {
+            action: FreezeAction,
+            node_uid: node_uid()?,
+            deployment_uid: deployment_uid()?,
+            resume_after_sec: TwentySeconds,
+            signal_identity: PidfdIdentity,
+            preserve_webhook: TrueValue,
+            evidence_sha256: digest(3)?,
+        }),
+        InputFile::Recovery => serde_json::to_value(Recovery {
+            mode: IgnorePolicy,
+            healthy_bad: ExplicitDenyWord,
+            existing: SameUidRunning,
+            policy_uid: Uid(ctx.policy_uid.clone()?),
+            ignore_evidence_sha256: digest(6)?,
+        }),
+        InputFile::ReportB => serde_json::to_value(ReportB {
+            fail: MatchingRequestsTimeout,
+            ignore: UnvalidatedRequestStored,
+            healthy_ignore: ExplicitDenyWord,
+            control: OutsideSelector,
+            existing: SameUidRunning,
+            fail_evidence_sha256: digest(5)?,
+            ignore_evidence_sha256: digest(6)?,
+            recovery_evidence_sha256: digest(7)?,
+        }),
+        InputFile::ScalePlan => serde_json::to_value(ScalePlan {
+            action: ScaleAction,
+            node_uid: node_uid()?,
+            deployment_uid: deployment_uid()?,
+            original_replicas: OneReplica,
+            restore_after_sec: FiftyFiveSeconds,
+            evidence_sha256: digest(3)?,
+        }),
+        InputFile::ReportA => return None,
+    };
+    v.ok()
+}
+
+/// The reference lab A `report.json`, given what act 5 observed (`registration_kept`: the policy's
+/// webhook was still registered after the scale-down) and the digests of 05/06/07 in `ctx`.
+pub fn reference_report_a(ctx: &Context, registration_kept: bool) -> Option<serde_json::Value> {
+    let digest = |act: u8| ctx.evidence_digests.get(&act).cloned().map(Sha256Hex);
+    let (scale_down, request) = if registration_kept {
+        (
+            ScaleDownResult::RegistrationKept,
+            ScaleRequestResult::RejectedWebhookUnreachable,
+        )
+    } else {
+        (
+            ScaleDownResult::RegistrationAbsent,
+            ScaleRequestResult::AdmittedWithoutWebhook,
+        )
+    };
+    serde_json::to_value(ReportA {
+        scale_down,
+        policy: PresentWord,
+        request,
+        recovery: LeaseRegistrationDeny,
+        dry_run: ValidatedNotStored,
+        existing: SameUidRunning,
+        scale_evidence_sha256: digest(5)?,
+        recovery_evidence_sha256: digest(6)?,
+        dry_run_evidence_sha256: digest(7)?,
+    })
+    .ok()
+}
+
+fn reference_policy<F: FailurePolicyConst>(failure_policy: F) -> ValidatingPolicy<F> {
+    ValidatingPolicy {
+        api_version: PolicyApiVersion,
+        kind: PolicyKind,
+        metadata: PolicyMetadata { name: PolicyName },
+        spec: PolicySpec {
+            validation_actions: (DenyAction,),
+            failure_policy,
+            webhook_configuration: WebhookConfiguration {
+                timeout_seconds: TimeoutThree,
+            },
+            evaluation: Evaluation {
+                background: Background {
+                    enabled: FalseValue,
+                },
+            },
+            match_constraints: MatchConstraints {
+                namespace_selector: NamespaceSelector {
+                    match_labels: TargetMatchLabels {
+                        name: TargetNamespace,
+                    },
+                },
+                resource_rules: (ResourceRule {
+                    api_groups: (CoreGroup,),
+                    api_versions: (V1,),
+                    operations: (CreateOperation,),
+                    resources: (PodsResource,),
+                },),
+            },
+            validations: (Validation {
+                expression: LabelExpression,
+                message: RequiredMessage,
+            },),
+        },
+    }
+}
+
+/// The reference document of `file` with placeholder UIDs and digests (its shape is what counts).
+fn shape_template(file: InputFile) -> Option<serde_json::Value> {
+    let uid = "00000000-0000-4000-8000-000000000000".to_owned();
+    let ctx = Context {
+        node_uid: Some(uid.clone()),
+        namespaces: Some(
+            [
+                (TargetNamespace::VALUE.to_owned(), uid.clone()),
+                (ControlNamespace::VALUE.to_owned(), uid.clone()),
+            ]
+            .into(),
+        ),
+        deployment_uid: Some(uid.clone()),
+        policy_uid: Some(uid),
+        evidence_digests: (1..=8).map(|a| (a, "0".repeat(64))).collect(),
+        policy: None,
+    };
+    match file {
+        InputFile::ReportA => reference_report_a(&ctx, false),
+        f => reference(f, &ctx),
+    }
+}
+
+/// First place where `found` has an array where `template` has an object or the reverse
+/// (members missing from either side are left to the typed check).
+fn container_mismatch(
+    template: &serde_json::Value,
+    found: &serde_json::Value,
+    path: &str,
+) -> Option<(String, String, String)> {
+    use serde_json::Value;
+    let kind = |v: &Value| match v {
+        Value::Object(_) => "a JSON object",
+        Value::Array(_) => "a JSON array",
+        _ => "a value",
+    };
+    match (template, found) {
+        (Value::Object(t), Value::Object(f)) => t.iter().find_map(|(k, tv)| {
+            f.get(k)
+                .and_then(|fv| container_mismatch(tv, fv, &push_key(path, k)))
+        }),
+        (Value::Array(t), Value::Array(f)) => match t.first() {
+            Some(tv) => f
+                .iter()
+                .enumerate()
+                .find_map(|(i, fv)| container_mismatch(tv, fv, &format!("{path}[{i}]"))),
+            None => None,
+        },
+        (Value::Object(_) | Value::Array(_), other) => Some((
+            path.to_owned(),
+            kind(template).to_owned(),
+            abbreviate(other),
+        )),
+        _ => None,
+    }
+}
+
+fn abbreviate(v: &serde_json::Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() > 60 {
+        format!("{}…", s.chars().take(60).collect::<String>())
+    } else {
+        s
+    }
+}
+
+/// Turns a deserialisation error into an issue: JSON path, expected, found.
+fn deserialize_issue(
+    file: InputFile,
+    e: &serde_path_to_error::Error<serde_json::Error>,
+) -> InputIssue {
+    let mut path = json_path(e.path());
+    let msg = e.inner().to_string();
+    let tick = |s: &str| -> Option<String> {
+        let start = s.find('`')? + 1;
+        let end = start + s[start..].find('`')?;
+        Some(s[start..end].to_owned())
+    };
+    let (expected, found) = if let Some(rest) = msg.strip_prefix("missing field ") {
+        let name = tick(rest).unwrap_or_else(|| rest.to_owned());
+        path = push_key(&path, &name);
+        (format!("field {name:?}"), "nothing".to_owned())
+    } else if let Some(rest) = msg.strip_prefix("unknown field ") {
+        let name = tick(rest).unwrap_or_else(|| rest.to_owned());
+        let suffix = push_key("", &name);
+        if !path.ends_with(&suffix) {
+            path = push_key(&path, &name);
+        }
+        let allowed = rest
+            .split_once(", expected ")
+            .map(|(_, a)| a.replace('`', "\""))
+            .unwrap_or_default();
+        (
+            format!("no field {name:?} (allowed: {allowed})"),
+            format!("field {name:?}"),
+        )
+    } else if let Some(rest) = msg.strip_prefix("expected ") {
+        match rest.rsplit_once(", found ") {
+            Some((exp, found)) => (exp.to_owned(), found.to_owned()),
+            None => (rest.to_owned(), "another value".to_owned()),
+        }
+    } else if let Some((found, exp)) = msg.split_once(", expected ") {
+        let found = found
+            .trim_start_matches("invalid type: ")
+            .trim_start_matches("invalid value: ")
+            .trim_start_matches("invalid length ")
+            .to_owned();
+        let exp = if exp.starts_with("struct ") {
+            "a JSON object".to_owned()
+        } else {
+            exp.to_owned()
+        };
+        let found = if msg.starts_with("invalid length ") {
+            format!("{found} elements")
+        } else {
+            found
+        };
+        (exp, found)
+    } else {
+        ("a valid value".to_owned(), msg.clone())
+    };
+    issue(file, &path, expected, found)
+}
+
+fn is_plain_key(k: &str) -> bool {
+    !k.is_empty()
+        && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !k.starts_with(|c: char| c.is_ascii_digit())
+}
+
+fn push_key(base: &str, key: &str) -> String {
+    if is_plain_key(key) {
+        format!("{base}.{key}")
+    } else {
+        format!("{base}[{key:?}]")
+    }
+}
+
+fn json_path(p: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut s = "$".to_owned();
+    for seg in p.iter() {
+        match seg {
+            Segment::Seq { index } => s.push_str(&format!("[{index}]")),
+            Segment::Map { key } => s = push_key(&s, key),
+            Segment::Enum { variant } => s = push_key(&s, variant),
+            Segment::Unknown => s.push_str(".?"),
+        }
+    }
+    s
+}
+
+/// First place where `found` differs from `expected`: (JSON path, expected, found) as JSON texts.
+fn first_difference(
+    expected: &serde_json::Value,
+    found: &serde_json::Value,
+    path: &str,
+) -> Option<(String, String, String)> {
+    use serde_json::Value;
+    match (expected, found) {
+        (Value::Object(e), Value::Object(f)) => {
+            for (k, ev) in e {
+                let p = push_key(path, k);
+                match f.get(k) {
+                    Some(fv) => {
+                        if let Some(d) = first_difference(ev, fv, &p) {
+                            return Some(d);
+                        }
+                    }
+                    None => return Some((p, ev.to_string(), "nothing".to_owned())),
+                }
+            }
+            f.iter()
+                .find(|(k, _)| !e.contains_key(*k))
+                .map(|(k, v)| (push_key(path, k), "nothing".to_owned(), v.to_string()))
+        }
+        (Value::Array(e), Value::Array(f)) if e.len() == f.len() => e
+            .iter()
+            .zip(f)
+            .enumerate()
+            .find_map(|(i, (ev, fv))| first_difference(ev, fv, &format!("{path}[{i}]"))),
+        _ if expected == found => None,
+        _ => Some((path.to_owned(), expected.to_string(), found.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests;
