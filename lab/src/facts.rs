@@ -297,6 +297,14 @@ pub mod b {
         pub restart_count_before: u32,
         /// Controller container restart count after resume.
         pub restart_count_after: u32,
+        /// `first_explicit_deny.answered_at - freeze.resumed_at`, milliseconds (measured, never
+        /// assumed); `None` when no deny came within the bound.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub first_deny_after_resume_ms: Option<u64>,
+        /// The controller container found through CRI after the first deny (a new container ID
+        /// or a higher restart count means Kyverno restarted after the freeze).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub identity_after: Option<ProcessIdentity>,
     }
 
     /// Act 5: freeze with failurePolicy Fail.

@@ -10,5 +10,6 @@
 //!   network namespace (`up`, `down`, `status`) and a test fixture.
 
 pub mod cluster;
+pub mod lab_run;
 pub mod status;
 pub mod upstream;

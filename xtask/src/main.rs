@@ -16,6 +16,8 @@ enum Cmd {
     Upstream(xtask::upstream::UpstreamCmd),
     /// The embedded single-node cluster: up, down, status.
     Cluster(xtask::cluster::ClusterCmd),
+    /// The labs end to end on fresh clusters: `lab run [--lab a|b]`.
+    Lab(xtask::lab_run::LabCmd),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -23,5 +25,6 @@ fn main() -> anyhow::Result<()> {
     match flags.cmd {
         Cmd::Upstream(cmd) => cmd.run(),
         Cmd::Cluster(cmd) => cmd.run(),
+        Cmd::Lab(cmd) => cmd.run(),
     }
 }

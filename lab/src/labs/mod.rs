@@ -1,1 +1,37 @@
-//! Placeholder: the acts of both labs.
+//! The acts of both labs against a live cluster: `inspect`, acts 1-3 (shared, [`common`]), lab B's
+//! acts 4-8 ([`b`]). Lab A's acts 4-8 plug in at [`run_act`].
+//!
+//! An act is a function from (student inputs in the work directory, the cluster, the node) to
+//! `evidence/NN.json`. Every act first checks what it needs (earlier acts completed, inputs valid
+//! against the live cluster and the evidence) and writes nothing when a check fails; once it has
+//! touched the cluster, it always leaves evidence: `completed`, or `interrupted` with the raw data
+//! seen so far.
+
+pub mod a;
+pub mod b;
+pub mod common;
+
+pub use common::{ActSummary, Env, InspectReport, Ui};
+
+use crate::error::LabError;
+use crate::evidence::Lab;
+
+/// `inspect`: the live values a student needs to write the inputs, and each act's status.
+pub async fn inspect(lab: Lab, env: &Env) -> Result<InspectReport, LabError> {
+    common::inspect(lab, env).await
+}
+
+/// Runs act `act` (1-8) of `lab`.
+///
+/// Errors: [`LabError::Usage`] for an act outside 1-8; [`LabError::NotAvailable`] for lab A's
+/// acts 4-8 until they are wired here; the act's own errors otherwise.
+pub async fn run_act(lab: Lab, act: u8, env: &Env) -> Result<ActSummary, LabError> {
+    match (lab, act) {
+        (_, 1) => common::act1(lab, env).await,
+        (_, 2) => common::act2(lab, env).await,
+        (_, 3) => common::act3(lab, env).await,
+        (Lab::B, 4..=8) => b::run(act, env).await,
+        (Lab::A, 4..=8) => a::run(act, env).await,
+        _ => Err(LabError::Usage(format!("act must be 1 to 8, got {act}"))),
+    }
+}

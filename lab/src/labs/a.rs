@@ -1,0 +1,1507 @@
+//! Lab A, acts 4-8: graceful scale-down of the Kyverno admission controller, the webhook
+//! registration that disappears with it, the recovery timeline, server-side dry-run, and the report.
+//!
+//! What is observed, never assumed (`../shared/design/labs.md`, "Lab A"):
+//! - act 5: after `kyverno-admission-controller` is scaled to 0 and its pods are gone, whether the
+//!   policy's webhook is still in the ValidatingWebhookConfigurations (on Kyverno v1.19.1 the
+//!   stopping controller deletes them because the Deployment has 0 replicas:
+//!   `pkg/webhooks/server.go` `cleanup`, `../shared/research/kyverno.md` §7), and what happens to a
+//!   violating request then;
+//! - act 6: when each recovery step happens (replicas, new pod, Running, Lease, registration,
+//!   first explicit deny), each with its own timestamp, a bound that runs out being `not-confirmed`;
+//! - act 7: that a server-side dry-run (`dryRun=All`) is validated by the webhook and stores nothing.
+//!
+//! The fault and its recovery watcher are in [`crate::faults::scale`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::ListParams;
+
+use crate::cluster::{self, Cluster};
+use crate::error::LabError;
+use crate::evidence::{Lab, Outcome, RequestRecord};
+use crate::facts::a::{
+    Act4Facts, Act5Facts, Act6Facts, Act7Facts, DeploymentFacts, DryRunEcho, LeaseFacts,
+    PolicyPresence, Restorer, StepStatus, TimelineStep, WatcherFacts,
+};
+use crate::facts::{
+    self, Act2Facts, Act3Facts, Act8Facts, PodObservation, ReportCheck, WebhookFacts,
+};
+use crate::faults::scale::{self, RestoreOutcome, ScaleFault};
+use crate::inputs;
+use crate::labs::common::{
+    self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Env, TARGET_NAMESPACE, Ui, describe, finish,
+    live_context, read_facts, read_input, require_completed, to_value, webhook_facts,
+};
+use crate::probe::{self, PodKind};
+
+/// Lab A's lab value.
+const LAB: Lab = Lab::A;
+/// What identifies the lab policy's webhook in a webhook name (Kyverno names it
+/// `vpol.validate.kyverno.svc-{fail,ignore}[-finegrained]-<policy>`; kyverno.md §3).
+pub const POLICY_WEBHOOK_MARK: &str = cluster::POLICY_NAME;
+/// Bound on waiting for the controller's pods to be gone after the scale to 0 (the chart sets no
+/// `terminationGracePeriodSeconds`, so Kubernetes' 30 s default applies; kyverno.md §7).
+pub const PODS_GONE_BOUND: Duration = Duration::from_secs(120);
+/// Bound on the whole recovery timeline of act 6 (a trial took about 32 s to the first deny).
+pub const RECOVERY_BOUND: Duration = Duration::from_secs(180);
+/// Interval between two rounds of recovery observations (pods, Lease, registration, dry-run probe).
+pub const RECOVERY_INTERVAL: Duration = Duration::from_millis(500);
+
+/// Runs lab A's act 4-8.
+pub async fn run(act: u8, env: &Env) -> Result<ActSummary, LabError> {
+    match act {
+        4 => act4(env).await,
+        5 => act5(env).await,
+        6 => act6(env).await,
+        7 => act7(env).await,
+        8 => act8(env).await,
+        _ => Err(LabError::Usage(format!(
+            "lab a act {act} is not one of 4 to 8"
+        ))),
+    }
+}
+
+type ActResult = Result<(serde_json::Value, Vec<String>), (serde_json::Value, LabError)>;
+
+fn ts<T: serde::Serialize>(x: &Option<T>) -> Option<String> {
+    x.as_ref()
+        .and_then(|v| serde_json::to_value(v).ok())
+        .and_then(|v| v.as_str().map(str::to_owned))
+}
+
+fn deployment_facts(d: &Deployment) -> DeploymentFacts {
+    DeploymentFacts {
+        namespace: d.metadata.namespace.clone().unwrap_or_default(),
+        name: d.metadata.name.clone().unwrap_or_default(),
+        uid: d.metadata.uid.clone().unwrap_or_default(),
+        replicas: d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1).max(0) as u32,
+        ready_replicas: d
+            .status
+            .as_ref()
+            .and_then(|s| s.ready_replicas)
+            .unwrap_or(0)
+            .max(0) as u32,
+    }
+}
+
+fn pod_observation(p: &Pod) -> PodObservation {
+    PodObservation {
+        name: p.metadata.name.clone().unwrap_or_default(),
+        namespace: p.metadata.namespace.clone().unwrap_or_default(),
+        exists: true,
+        uid: p.metadata.uid.clone(),
+        phase: p.status.as_ref().and_then(|s| s.phase.clone()),
+        restart_count: p
+            .status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_ref())
+            .map(|cs| cs.iter().map(|c| c.restart_count.max(0) as u32).sum()),
+        at: facts::now_rfc3339(),
+    }
+}
+
+fn lease_facts(l: Option<&Lease>) -> LeaseFacts {
+    let spec = l.and_then(|l| l.spec.as_ref());
+    LeaseFacts {
+        namespace: cluster::KYVERNO_NAMESPACE.into(),
+        name: cluster::LEADER_LEASE.into(),
+        holder: spec.and_then(|s| s.holder_identity.clone()),
+        acquire_time: spec.and_then(|s| ts(&s.acquire_time)),
+        renew_time: spec.and_then(|s| ts(&s.renew_time)),
+        lease_duration_seconds: spec
+            .and_then(|s| s.lease_duration_seconds)
+            .map(|v| v.max(0) as u32),
+        lease_transitions: spec
+            .and_then(|s| s.lease_transitions)
+            .map(|v| v.max(0) as u32),
+        at: facts::now_rfc3339(),
+    }
+}
+
+/// `GET /apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations`: the List object
+/// exactly as the API server returned it (parsed JSON of its body).
+pub async fn webhook_configurations_raw(cl: &Cluster) -> Result<serde_json::Value, LabError> {
+    let req = kube::core::Request::new(
+        "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+    )
+    .list(&ListParams::default())
+    .map_err(|e| LabError::Kube(format!("building the request: {e}")))?;
+    let text = cl
+        .client()
+        .request_text(req)
+        .await
+        .map_err(cluster::kube_err)?;
+    serde_json::from_str(&text).map_err(|e| {
+        LabError::Kube(format!(
+            "validatingwebhookconfigurations list is not JSON: {e}"
+        ))
+    })
+}
+
+/// The names of every webhook in a raw ValidatingWebhookConfigurationList, as
+/// `configuration/webhook`.
+pub fn webhook_names(list: &serde_json::Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for item in list
+        .get("items")
+        .and_then(|i| i.as_array())
+        .into_iter()
+        .flatten()
+    {
+        let cfg = item
+            .pointer("/metadata/name")
+            .and_then(|n| n.as_str())
+            .unwrap_or("");
+        for wh in item
+            .get("webhooks")
+            .and_then(|w| w.as_array())
+            .into_iter()
+            .flatten()
+        {
+            if let Some(n) = wh.get("name").and_then(|n| n.as_str()) {
+                out.push(format!("{cfg}/{n}"));
+            }
+        }
+    }
+    out
+}
+
+/// Whether a raw ValidatingWebhookConfigurationList holds a webhook whose name contains the
+/// policy's name ([`POLICY_WEBHOOK_MARK`]): the registration of the lab's policy.
+pub fn policy_webhook_in(list: &serde_json::Value) -> bool {
+    webhook_names(list).iter().any(|n| {
+        n.rsplit('/')
+            .next()
+            .is_some_and(|w| w.contains(POLICY_WEBHOOK_MARK))
+    })
+}
+
+/// The policy's webhook (name contains [`POLICY_WEBHOOK_MARK`]) as registered now, if any.
+async fn policy_webhook(cl: &Cluster) -> Result<Option<WebhookFacts>, LabError> {
+    let configs = cl.webhook_configurations().await?;
+    for c in &configs {
+        for wh in c.webhooks.iter().flatten() {
+            if wh.name.contains(POLICY_WEBHOOK_MARK) {
+                return Ok(Some(webhook_facts(c, wh)));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// The kubeconfig file the recovery watcher reads: the one the runner uses, else `$KUBECONFIG`'s
+/// first entry, else `~/.kube/config`.
+fn watcher_kubeconfig(cl: &Cluster) -> Result<PathBuf, LabError> {
+    if let Some(p) = cl.kubeconfig() {
+        return Ok(p.to_path_buf());
+    }
+    let env_first = std::env::var_os("KUBECONFIG")
+        .and_then(|v| std::env::split_paths(&v).next())
+        .filter(|p| p.is_file());
+    let home = std::env::var_os("HOME")
+        .map(|h| PathBuf::from(h).join(".kube/config"))
+        .filter(|p| p.is_file());
+    env_first.or(home).ok_or_else(|| LabError::FaultRefused {
+        reason: "the recovery watcher needs a kubeconfig file; pass --kubeconfig".into(),
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Act 4
+
+async fn act4(env: &Env) -> Result<ActSummary, LabError> {
+    require_completed(&env.workdir, LAB, 1..=3)?;
+    let cl = env.cluster().await?;
+    let ctx = live_context(&cl, &env.workdir).await?;
+    let (plan, loaded) = read_input::<inputs::ScalePlan>(&env.workdir, &ctx)?;
+    let dep = cl.admission_deployment().await?;
+    let live_replicas = dep.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+    let planned = inputs::OneReplica::VALUE as i32;
+    if live_replicas != planned {
+        return Err(LabError::ClusterMismatch {
+            what: format!(
+                "spec.replicas of deployment {}/{} (scale-plan.json $.original_replicas)",
+                cluster::KYVERNO_NAMESPACE,
+                cluster::ADMISSION_DEPLOYMENT
+            ),
+            expected: planned.to_string(),
+            found: live_replicas.to_string(),
+        });
+    }
+    let _ = plan;
+    let mut rec = ActRecorder::begin(&env.workdir, LAB, 4)?;
+    rec.input(&loaded);
+    let result = act4_body(
+        &cl,
+        &env.ui,
+        &mut rec,
+        ctx.node_uid.clone().unwrap_or_default(),
+    )
+    .await;
+    finish(rec, result)
+}
+
+async fn act4_body(cl: &Cluster, ui: &Ui, rec: &mut ActRecorder, node_uid: String) -> ActResult {
+    let fail = |e: LabError| (serde_json::Value::Null, e);
+    ui.step(
+        "admission controller の Deployment, Pod, リーダー Lease を調べます (何も変更しません)",
+        "investigating the admission controller's deployment, pods and leader Lease (nothing is changed)",
+    );
+    let dep = cl.admission_deployment().await.map_err(fail)?;
+    rec.raw("deployment", &dep);
+    let pods = cl.admission_pods().await.map_err(fail)?;
+    rec.raw("pods", &pods);
+    let lease = cl
+        .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
+        .await
+        .map_err(fail)?;
+    rec.raw("lease", &lease);
+    let facts = Act4Facts {
+        node_uid,
+        deployment: deployment_facts(&dep),
+        pods: pods.iter().map(pod_observation).collect(),
+        lease: lease_facts(lease.as_ref()),
+        investigated_at: facts::now_rfc3339(),
+    };
+    let mut lines = vec![format!(
+        "deployment {}/{} uid {} replicas {} ready {}",
+        facts.deployment.namespace,
+        facts.deployment.name,
+        facts.deployment.uid,
+        facts.deployment.replicas,
+        facts.deployment.ready_replicas
+    )];
+    for p in &facts.pods {
+        lines.push(format!(
+            "pod {} uid {} phase {}",
+            p.name,
+            p.uid.as_deref().unwrap_or("?"),
+            p.phase.as_deref().unwrap_or("?")
+        ));
+    }
+    lines.push(format!(
+        "lease {}/{} holder {} renewTime {} leaseDurationSeconds {}",
+        facts.lease.namespace,
+        facts.lease.name,
+        facts.lease.holder.as_deref().unwrap_or("-"),
+        facts.lease.renew_time.as_deref().unwrap_or("-"),
+        facts
+            .lease
+            .lease_duration_seconds
+            .map(|v| v.to_string())
+            .unwrap_or_else(|| "-".into())
+    ));
+    Ok((to_value(&facts).map_err(fail)?, lines))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Act 5
+
+async fn act5(env: &Env) -> Result<ActSummary, LabError> {
+    let ui = env.ui;
+    require_completed(&env.workdir, LAB, 1..=4)?;
+    let cl = env.cluster().await?;
+    let ctx = live_context(&cl, &env.workdir).await?;
+    // The plan again, against the live cluster now: node and deployment UIDs, act 3's digest.
+    let (_plan, loaded) = read_input::<inputs::ScalePlan>(&env.workdir, &ctx)?;
+    // Faults only on a lab-marked cluster.
+    let mark = cl.lab_mark().await?;
+    let f2: Act2Facts = read_facts(&env.workdir, 2)?;
+    let f3: Act3Facts = read_facts(&env.workdir, 3)?;
+    let kubeconfig = watcher_kubeconfig(&cl)?;
+    let unfinished = scale::unfinished_faults(env.workdir.root())?;
+    if !unfinished.is_empty() {
+        return Err(LabError::FaultRefused {
+            reason: format!(
+                "an earlier scale-down is not recorded as restored ({}); run `act 6` or check the deployment's replicas",
+                unfinished
+                    .iter()
+                    .map(|u| u.dir.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        });
+    }
+    let mut rec = ActRecorder::begin(&env.workdir, LAB, 5)?;
+    rec.input(&loaded);
+    rec.raw("lab-mark", &mark);
+
+    ui.step(
+        "復旧ウォッチャーを起動します (55 秒後に元のレプリカ数へ戻す独立プロセス)",
+        "arming the recovery watcher (an independent process that restores the replicas after 55 s)",
+    );
+    let (mut fault, ready) = ScaleFault::arm(
+        cl.client(),
+        env.workdir.root(),
+        &kubeconfig,
+        ctx.deployment_uid.as_deref().unwrap_or_default(),
+        inputs::OneReplica::VALUE as i32,
+        inputs::FiftyFiveSeconds::VALUE as u64,
+    )
+    .await?;
+    rec.raw("watcher-ready", &ready);
+    let watcher = WatcherFacts {
+        pid: Some(ready.pid),
+        armed_at: ready.armed_at.clone(),
+        restore_after_sec: inputs::FiftyFiveSeconds::VALUE,
+        original_replicas: inputs::OneReplica::VALUE,
+        deadline_at: Some(ready.deadline_at.clone()),
+        fault_dir: Some(fault.dir().0.display().to_string()),
+    };
+    ui.say(
+        &format!(
+            "  ウォッチャー pid {} 準備完了 {}, 復旧予定 {}",
+            ready.pid, ready.armed_at, ready.deadline_at
+        ),
+        &format!(
+            "  watcher pid {} ready at {}, restores at {}",
+            ready.pid, ready.armed_at, ready.deadline_at
+        ),
+    );
+    let mut partial = serde_json::json!({"watcher": watcher});
+    let body = act5_body(
+        &cl,
+        &ui,
+        &mut fault,
+        &mut rec,
+        &mut partial,
+        watcher,
+        &f2,
+        &f3,
+    );
+    let result = match common::or_signal(body).await {
+        Ok(r) => r,
+        Err(sig) => Err(LabError::FaultRefused {
+            reason: format!("interrupted by {sig}"),
+        }),
+    };
+    match result {
+        Ok((facts, lines)) => rec.complete(facts, lines),
+        Err(e) => {
+            // The runner's own exit path: restore now (the watcher stays armed as the safety net).
+            if fault
+                .ledger()
+                .last(scale::LedgerEvent::ScalingDown)
+                .is_some()
+            {
+                let restored = fault.restore(scale::Restorer::Runner).await;
+                rec.raw(
+                    "runner-restore",
+                    restored.as_ref().map_err(|e| e.to_string()),
+                );
+            }
+            rec.interrupt(partial, e.to_string())?;
+            Err(e)
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn act5_body(
+    cl: &Cluster,
+    ui: &Ui,
+    fault: &mut ScaleFault,
+    rec: &mut ActRecorder,
+    partial: &mut serde_json::Value,
+    watcher: WatcherFacts,
+    f2: &Act2Facts,
+    f3: &Act3Facts,
+) -> Result<(Act5Facts, Vec<String>), LabError> {
+    ui.step(
+        &format!(
+            "{} を 0 レプリカにスケールします",
+            cluster::ADMISSION_DEPLOYMENT
+        ),
+        &format!("scaling {} to 0 replicas", cluster::ADMISSION_DEPLOYMENT),
+    );
+    let down = fault.scale_down().await?;
+    rec.raw("scale-down", &down);
+    partial["scaled_at"] = down.answered_at.clone().into();
+    rec.save_progress(partial.clone())?;
+
+    // Wait (bounded) until no controller pod is left.
+    let t0 = Instant::now();
+    let mut last_tick = 0;
+    let pods_gone_at = loop {
+        let pods = cl.admission_pods().await?;
+        if pods.is_empty() {
+            break facts::now_rfc3339();
+        }
+        let state = pods
+            .iter()
+            .map(|p| {
+                format!(
+                    "{} {}{}",
+                    p.metadata.name.as_deref().unwrap_or("?"),
+                    p.status
+                        .as_ref()
+                        .and_then(|s| s.phase.as_deref())
+                        .unwrap_or("?"),
+                    if p.metadata.deletion_timestamp.is_some() {
+                        " (terminating)"
+                    } else {
+                        ""
+                    }
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        if t0.elapsed() >= PODS_GONE_BOUND {
+            rec.raw("pods-left", &pods);
+            return Err(LabError::WaitTimedOut {
+                what: "the admission controller's pods to be gone".into(),
+                waited_ms: t0.elapsed().as_millis() as u64,
+                last_state: state,
+            });
+        }
+        let secs = t0.elapsed().as_secs();
+        if secs > last_tick {
+            last_tick = secs;
+            ui.progress(
+                &format!("Pod の終了を待っています: {state}"),
+                &format!("waiting for the pods to be gone: {state}"),
+                secs,
+                PODS_GONE_BOUND.as_secs(),
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    ui.say(
+        &format!("  Pod はすべて消えました ({pods_gone_at})"),
+        &format!("  no controller pod left ({pods_gone_at})"),
+    );
+    partial["pods_gone_at"] = pods_gone_at.clone().into();
+
+    // The policy object.
+    let policy = cl.policy(cluster::POLICY_NAME).await?;
+    rec.raw("policy", &policy);
+    let policy = PolicyPresence {
+        exists: policy.is_some(),
+        uid: policy
+            .as_ref()
+            .and_then(|p| p.pointer("/metadata/uid"))
+            .and_then(|u| u.as_str())
+            .map(str::to_owned),
+        at: facts::now_rfc3339(),
+    };
+    let policy_uid_2 = f2
+        .policy
+        .pointer("/metadata/uid")
+        .and_then(|u| u.as_str())
+        .unwrap_or("");
+    // The full list of ValidatingWebhookConfigurations, raw.
+    let configs = webhook_configurations_raw(cl).await?;
+    let registrations_checked_at = facts::now_rfc3339();
+    rec.raw("validatingwebhookconfigurations", &configs);
+    let present = policy_webhook_in(&configs);
+    partial["policy"] = to_value(&policy)?;
+    partial["webhook_configurations"] = configs.clone();
+    partial["policy_webhook_present"] = present.into();
+    partial["registrations_checked_at"] = registrations_checked_at.clone().into();
+    rec.save_progress(partial.clone())?;
+    ui.say(
+        &format!(
+            "  ポリシー: {} (uid {}、幕 2 と{})",
+            if policy.exists {
+                "存在する"
+            } else {
+                "存在しない"
+            },
+            policy.uid.as_deref().unwrap_or("-"),
+            if policy.uid.as_deref() == Some(policy_uid_2) {
+                "同じ"
+            } else {
+                "異なる"
+            }
+        ),
+        &format!(
+            "  policy: {} (uid {}, {} act 2's)",
+            if policy.exists { "exists" } else { "absent" },
+            policy.uid.as_deref().unwrap_or("-"),
+            if policy.uid.as_deref() == Some(policy_uid_2) {
+                "same as"
+            } else {
+                "differs from"
+            }
+        ),
+    );
+    ui.say(
+        &format!(
+            "  ポリシーの webhook 登録: {} (webhook 一覧: {})",
+            if present {
+                "残っている"
+            } else {
+                "消えた"
+            },
+            webhook_names(&configs).join(", ")
+        ),
+        &format!(
+            "  the policy's webhook registration: {} (webhooks: {})",
+            if present { "kept" } else { "absent" },
+            webhook_names(&configs).join(", ")
+        ),
+    );
+
+    // A fresh violating request in the target namespace and one in the control namespace.
+    ui.step(
+        "ラベルなし Pod を作成します (対象 namespace)",
+        "creating an unlabelled pod (target namespace)",
+    );
+    let target_bad =
+        probe::send_pod(cl, "a5-target-bad", TARGET_NAMESPACE, PodKind::Bad, false).await?;
+    rec.request("target-bad", &target_bad);
+    ui.say(
+        &describe(ui, "  target bad", &target_bad),
+        &describe(ui, "  target bad", &target_bad),
+    );
+    partial["target_bad"] = to_value(&target_bad)?;
+    rec.save_progress(partial.clone())?;
+    ui.step(
+        "ラベルなし Pod を作成します (対照 namespace)",
+        "creating an unlabelled pod (control namespace)",
+    );
+    let control = probe::send_pod(cl, "a5-control", CONTROL_NAMESPACE, PodKind::Bad, false).await?;
+    rec.request("control", &control);
+    ui.say(
+        &describe(ui, "  control", &control),
+        &describe(ui, "  control", &control),
+    );
+    partial["control"] = to_value(&control)?;
+    rec.save_progress(partial.clone())?;
+    // The existing pod of act 3.
+    let existing = probe::observe_pod(cl, &f3.existing.namespace, &f3.existing.name).await?;
+    rec.raw("existing", &existing);
+
+    let facts = Act5Facts {
+        watcher,
+        scaled_at: down.answered_at.clone(),
+        pods_gone_at: Some(pods_gone_at),
+        policy,
+        webhook_configurations: configs,
+        policy_webhook_present: present,
+        registrations_checked_at,
+        target_bad,
+        control,
+        existing,
+    };
+    let lines = vec![
+        format!(
+            "scaled to 0 at {}, pods gone at {}",
+            facts.scaled_at,
+            facts.pods_gone_at.as_deref().unwrap_or("-")
+        ),
+        format!(
+            "policy exists {} uid {}",
+            facts.policy.exists,
+            facts.policy.uid.as_deref().unwrap_or("-")
+        ),
+        format!(
+            "policy webhook registered: {} ({})",
+            facts.policy_webhook_present,
+            if facts.policy_webhook_present {
+                "registration-kept"
+            } else {
+                "registration-absent"
+            }
+        ),
+        describe(ui, "target bad", &facts.target_bad),
+        describe(ui, "control", &facts.control),
+        format!(
+            "existing {} uid {} phase {}",
+            facts.existing.name,
+            facts.existing.uid.as_deref().unwrap_or("-"),
+            facts.existing.phase.as_deref().unwrap_or("-")
+        ),
+        if ui.en {
+            format!(
+                "the deployment stays at 0 replicas: act 6 restores it and records the recovery; otherwise the watcher restores it at {}",
+                facts.watcher.deadline_at.as_deref().unwrap_or("-")
+            )
+        } else {
+            format!(
+                "Deployment は 0 レプリカのままです: 幕 6 が復旧させて経過を記録します。実行しなければウォッチャーが {} に戻します",
+                facts.watcher.deadline_at.as_deref().unwrap_or("-")
+            )
+        },
+    ];
+    Ok((facts, lines))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Act 6
+
+/// One timeline step being waited for.
+#[derive(Debug, Clone, Default)]
+struct Track {
+    at: Option<String>,
+    last_seen: Option<String>,
+    waited_ms: u64,
+}
+
+impl Track {
+    fn confirm(&mut self, at: String, t0: Instant) {
+        if self.at.is_none() {
+            self.at = Some(at);
+            self.waited_ms = t0.elapsed().as_millis() as u64;
+        }
+    }
+    fn seen(&mut self, state: String) {
+        if self.at.is_none() {
+            self.last_seen = Some(state);
+        }
+    }
+    fn done(&self) -> bool {
+        self.at.is_some()
+    }
+    fn step(&self, t0: Instant) -> TimelineStep {
+        match &self.at {
+            Some(at) => TimelineStep {
+                status: StepStatus::Confirmed,
+                at: Some(at.clone()),
+                last_seen: self.last_seen.clone(),
+                waited_ms: self.waited_ms,
+            },
+            None => TimelineStep {
+                status: StepStatus::NotConfirmed,
+                at: None,
+                last_seen: Some(
+                    self.last_seen
+                        .clone()
+                        .unwrap_or_else(|| "nothing seen".into()),
+                ),
+                waited_ms: t0.elapsed().as_millis() as u64,
+            },
+        }
+    }
+}
+
+fn ms_between(a: Option<&str>, b: Option<&str>) -> Option<u64> {
+    let (a, b) = (facts::parse_rfc3339(a?)?, facts::parse_rfc3339(b?)?);
+    u64::try_from((b - a).num_milliseconds()).ok()
+}
+
+/// Finds the fault directory act 5 used (from its facts, else the newest `scale-*`).
+fn fault_dir_of(env: &Env, f5: &Act5Facts) -> Result<PathBuf, LabError> {
+    if let Some(d) = &f5.watcher.fault_dir {
+        return Ok(PathBuf::from(d));
+    }
+    let root = scale::faults_root(env.workdir.root());
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
+        .map_err(LabError::io(&root))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("scale-"))
+        })
+        .collect();
+    dirs.sort();
+    dirs.pop().ok_or_else(|| LabError::EvidenceInvalid {
+        path: env.workdir.evidence_path(5),
+        detail: format!("no scale-down fault directory under {}", root.display()),
+    })
+}
+
+async fn act6(env: &Env) -> Result<ActSummary, LabError> {
+    require_completed(&env.workdir, LAB, 1..=5)?;
+    let cl = env.cluster().await?;
+    let f3: Act3Facts = read_facts(&env.workdir, 3)?;
+    let f4: Act4Facts = read_facts(&env.workdir, 4)?;
+    let f5: Act5Facts = read_facts(&env.workdir, 5)?;
+    let dir = fault_dir_of(env, &f5)?;
+    let mut fault = ScaleFault::open(cl.client(), &dir)?;
+    let mut rec = ActRecorder::begin(&env.workdir, LAB, 6)?;
+    let mut partial = serde_json::Value::Null;
+    let body = act6_body(
+        &cl,
+        &env.ui,
+        &mut fault,
+        &mut rec,
+        &mut partial,
+        &f3,
+        &f4,
+        &f5,
+    );
+    let result = match common::or_signal(body).await {
+        Ok(r) => r,
+        Err(sig) => Err(LabError::FaultRefused {
+            reason: format!("interrupted by {sig}"),
+        }),
+    };
+    // Whatever happened, the fault must not outlive the act (the watcher is the safety net too).
+    if result.is_err() {
+        let restored = fault.restore(scale::Restorer::Runner).await;
+        rec.raw(
+            "runner-restore-on-exit",
+            restored.as_ref().map_err(|e| e.to_string()),
+        );
+    }
+    rec.raw("fault-ledger", fault.ledger());
+    rec.raw("watcher-record", fault.dir().read_watcher().ok().flatten());
+    match result {
+        Ok((facts, lines)) => rec.complete(facts, lines),
+        Err(e) => {
+            rec.interrupt(partial, e.to_string())?;
+            Err(e)
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn act6_body(
+    cl: &Cluster,
+    ui: &Ui,
+    fault: &mut ScaleFault,
+    rec: &mut ActRecorder,
+    partial: &mut serde_json::Value,
+    f3: &Act3Facts,
+    f4: &Act4Facts,
+    f5: &Act5Facts,
+) -> Result<(Act6Facts, Vec<String>), LabError> {
+    let t0 = Instant::now();
+    let old_uids: BTreeSet<String> = f4.pods.iter().filter_map(|p| p.uid.clone()).collect();
+    let previous_lease = cl
+        .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
+        .await?;
+    rec.raw("lease-before", &previous_lease);
+    let previous_lease_holder = previous_lease
+        .as_ref()
+        .and_then(|l| l.spec.as_ref())
+        .and_then(|s| s.holder_identity.clone());
+
+    // Step 1: replicas restored. The runner restores now unless the watcher already did.
+    ui.step(
+        "元のレプリカ数に戻します",
+        "restoring the original replicas",
+    );
+    let mut restored = Track::default();
+    let outcome = fault.restore(scale::Restorer::Runner).await?;
+    rec.raw("restore", &outcome);
+    let restored_by = match &outcome {
+        RestoreOutcome::Restored { at, .. } => {
+            restored.confirm(at.clone(), t0);
+            Some(Restorer::Runner)
+        }
+        RestoreOutcome::AlreadyRestored { at } => match fault.restored_by()? {
+            Some((who, when)) => {
+                restored.confirm(when, t0);
+                restored.seen(format!("already restored when act 6 started ({at})"));
+                Some(match who {
+                    scale::Restorer::Watcher => Restorer::Watcher,
+                    scale::Restorer::Runner | scale::Restorer::Healer => Restorer::Runner,
+                })
+            }
+            None => {
+                restored.seen(format!(
+                    "replicas already at the original value at {at}, restored by someone outside the lab tool"
+                ));
+                restored.confirm(at.clone(), t0);
+                None
+            }
+        },
+        RestoreOutcome::LeftAlone { replicas, at } => {
+            return Err(LabError::FaultRefused {
+                reason: format!(
+                    "the deployment has {replicas} replicas (set by someone else) at {at}; not touched"
+                ),
+            });
+        }
+        RestoreOutcome::DeploymentChanged { uid, at } => {
+            return Err(LabError::ClusterMismatch {
+                what: format!(
+                    "deployment {}/{} at {at}",
+                    cluster::KYVERNO_NAMESPACE,
+                    cluster::ADMISSION_DEPLOYMENT
+                ),
+                expected: format!("uid {}", fault.plan().deployment_uid),
+                found: uid.clone().unwrap_or_else(|| "no such deployment".into()),
+            });
+        }
+    };
+    ui.say(
+        &format!(
+            "  レプリカ復旧 {} ({})",
+            restored.at.as_deref().unwrap_or("-"),
+            match restored_by {
+                Some(Restorer::Runner) => "ランナー",
+                Some(Restorer::Watcher) => "ウォッチャー",
+                None => "不明",
+            }
+        ),
+        &format!(
+            "  replicas restored at {} (by {})",
+            restored.at.as_deref().unwrap_or("-"),
+            match restored_by {
+                Some(Restorer::Runner) => "runner",
+                Some(Restorer::Watcher) => "watcher",
+                None => "unknown",
+            }
+        ),
+    );
+    *partial = serde_json::json!({"replicas_restored": restored.at, "restored_by": restored_by});
+    rec.save_progress(partial.clone())?;
+
+    // Steps 2-6, observed in rounds until all are confirmed or the bound runs out.
+    ui.step(
+        "復旧の経過を観測します (新しい Pod, Running, Lease, webhook 登録, 最初の明示的拒否)",
+        "observing the recovery (new pod, Running, Lease, webhook registration, first explicit deny)",
+    );
+    let (mut created, mut running, mut lease, mut registered, mut denied) = (
+        Track::default(),
+        Track::default(),
+        Track::default(),
+        Track::default(),
+        Track::default(),
+    );
+    let mut new_pod: Option<PodObservation> = None;
+    let mut lease_holder = None;
+    let mut webhook = None;
+    let mut probes: Vec<RequestRecord> = Vec::new();
+    let mut last_tick = 0;
+    loop {
+        // New controller pod: one that act 4 did not see.
+        let pods = cl.admission_pods().await?;
+        let mut fresh: Vec<&Pod> = pods
+            .iter()
+            .filter(|p| {
+                p.metadata
+                    .uid
+                    .as_ref()
+                    .is_some_and(|u| !old_uids.contains(u))
+            })
+            .collect();
+        fresh.sort_by_key(|p| p.metadata.creation_timestamp.as_ref().map(|t| t.0));
+        if let Some(p) = fresh.last() {
+            let obs = pod_observation(p);
+            created.confirm(obs.at.clone(), t0);
+            if obs.phase.as_deref() == Some("Running") {
+                running.confirm(obs.at.clone(), t0);
+            } else {
+                running.seen(format!(
+                    "pod {} phase {}",
+                    obs.name,
+                    obs.phase.as_deref().unwrap_or("?")
+                ));
+            }
+            if new_pod.as_ref().map(|n| &n.uid) != Some(&obs.uid) {
+                rec.raw("new-pod", p);
+            }
+            new_pod = Some(obs);
+        } else {
+            let state = if pods.is_empty() {
+                "no controller pod".to_owned()
+            } else {
+                format!(
+                    "only pods act 4 saw: {}",
+                    pods.iter()
+                        .filter_map(|p| p.metadata.name.clone())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
+            created.seen(state.clone());
+            running.seen(state);
+        }
+        // Leader Lease held by the new pod (Kyverno's identity is the pod name; kyverno.md §6).
+        let l = cl
+            .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
+            .await?;
+        let holder = l
+            .as_ref()
+            .and_then(|l| l.spec.as_ref())
+            .and_then(|s| s.holder_identity.clone());
+        match (&new_pod, &holder) {
+            (Some(p), Some(h)) if !p.name.is_empty() && h.starts_with(&p.name) => {
+                if !lease.done() {
+                    rec.raw("lease-acquired", &l);
+                }
+                lease.confirm(facts::now_rfc3339(), t0);
+                lease_holder = Some(h.clone());
+            }
+            _ => {
+                let lf = lease_facts(l.as_ref());
+                lease.seen(format!(
+                    "holder {} renewTime {}",
+                    lf.holder.as_deref().unwrap_or("-"),
+                    lf.renew_time.as_deref().unwrap_or("-")
+                ));
+            }
+        }
+        // The policy's webhook registered again.
+        if !registered.done() {
+            match policy_webhook(cl).await? {
+                Some(wh) => {
+                    registered.confirm(wh.observed_at.clone(), t0);
+                    webhook = Some(wh);
+                }
+                None => registered
+                    .seen("no webhook for the policy in any ValidatingWebhookConfiguration".into()),
+            }
+        }
+        // First explicit deny, probed with a server-side dry-run (nothing is stored).
+        if !denied.done() {
+            let r = probe::send_pod(cl, "a6-probe", TARGET_NAMESPACE, PodKind::Bad, true).await?;
+            if r.outcome == Outcome::ExplicitDeny {
+                denied.confirm(r.answered_at.clone(), t0);
+            } else {
+                denied.seen(format!("probe {}: {}", r.name, r.outcome.as_str()));
+            }
+            probes.push(r);
+        }
+        let all =
+            created.done() && running.done() && lease.done() && registered.done() && denied.done();
+        if all || t0.elapsed() >= RECOVERY_BOUND {
+            break;
+        }
+        let secs = t0.elapsed().as_secs();
+        if secs > last_tick {
+            last_tick = secs;
+            let mark = |t: &Track| if t.done() { "✓" } else { "…" };
+            ui.progress(
+                &format!(
+                    "Pod作成{} Running{} Lease{} 登録{} 拒否{}",
+                    mark(&created),
+                    mark(&running),
+                    mark(&lease),
+                    mark(&registered),
+                    mark(&denied)
+                ),
+                &format!(
+                    "pod created{} running{} lease{} registered{} deny{}",
+                    mark(&created),
+                    mark(&running),
+                    mark(&lease),
+                    mark(&registered),
+                    mark(&denied)
+                ),
+                secs,
+                RECOVERY_BOUND.as_secs(),
+            );
+        }
+        tokio::time::sleep(RECOVERY_INTERVAL).await;
+    }
+    for r in &probes {
+        rec.request("deny-probe-dry-run", r);
+    }
+
+    // Admission does not remove existing objects: act 5's admitted pod and act 3's pod.
+    let admitted = probe::observe_pod(cl, &f5.target_bad.namespace, &f5.target_bad.name).await?;
+    rec.raw("admitted-during-scale-down", &admitted);
+    let existing = probe::observe_pod(cl, &f3.existing.namespace, &f3.existing.name).await?;
+    rec.raw("existing", &existing);
+
+    let step_restored = restored.step(t0);
+    let step_running = running.step(t0);
+    let step_lease = lease.step(t0);
+    let facts = Act6Facts {
+        leader_takeover_ms: ms_between(step_running.at.as_deref(), step_lease.at.as_deref()),
+        lease_after_restore_ms: ms_between(step_restored.at.as_deref(), step_lease.at.as_deref()),
+        replicas_restored: step_restored,
+        restored_by,
+        pod_created: created.step(t0),
+        new_pod,
+        pod_running: step_running,
+        previous_lease_holder,
+        lease_acquired: step_lease,
+        lease_holder,
+        webhook_registered: registered.step(t0),
+        webhook,
+        first_explicit_deny: denied.step(t0),
+        deny_probes: probes,
+        admitted_during_scale_down: Some(admitted),
+        existing: Some(existing),
+    };
+    let show = |label: &str, s: &TimelineStep| match s.status {
+        StepStatus::Confirmed => format!("{label}: {}", s.at.as_deref().unwrap_or("-")),
+        StepStatus::NotConfirmed => format!(
+            "{label}: not-confirmed after {} ms (last seen: {})",
+            s.waited_ms,
+            s.last_seen.as_deref().unwrap_or("-")
+        ),
+    };
+    let lines = vec![
+        format!(
+            "{} (by {})",
+            show("replicas restored", &facts.replicas_restored),
+            match facts.restored_by {
+                Some(Restorer::Runner) => "runner",
+                Some(Restorer::Watcher) => "watcher",
+                None => "unknown",
+            }
+        ),
+        show("new pod created", &facts.pod_created),
+        show("pod running", &facts.pod_running),
+        format!(
+            "{} (holder {})",
+            show("lease acquired", &facts.lease_acquired),
+            facts.lease_holder.as_deref().unwrap_or("-")
+        ),
+        show("webhook registered", &facts.webhook_registered),
+        format!(
+            "{} ({} dry-run probes)",
+            show("first explicit deny", &facts.first_explicit_deny),
+            facts.deny_probes.len()
+        ),
+        format!(
+            "leader takeover {} ms after Running, {} ms after the restore",
+            facts
+                .leader_takeover_ms
+                .map(|v| v.to_string())
+                .unwrap_or_else(|| "-".into()),
+            facts
+                .lease_after_restore_ms
+                .map(|v| v.to_string())
+                .unwrap_or_else(|| "-".into())
+        ),
+        format!(
+            "pod admitted during the scale-down {}: exists {} uid {}",
+            f5.target_bad.name,
+            facts
+                .admitted_during_scale_down
+                .as_ref()
+                .is_some_and(|p| p.exists),
+            facts
+                .admitted_during_scale_down
+                .as_ref()
+                .and_then(|p| p.uid.as_deref())
+                .unwrap_or("-")
+        ),
+    ];
+    Ok((facts, lines))
+}
+
+/// Whether the six timeline steps are all confirmed and in order (each at or after the previous):
+/// replicas restored ≤ pod created ≤ Running ≤ Lease ≤ registration ≤ first explicit deny.
+pub fn timeline_in_order(f: &Act6Facts) -> bool {
+    let steps = [
+        &f.replicas_restored,
+        &f.pod_created,
+        &f.pod_running,
+        &f.lease_acquired,
+        &f.webhook_registered,
+        &f.first_explicit_deny,
+    ];
+    let mut prev = None;
+    for s in steps {
+        if s.status != StepStatus::Confirmed {
+            return false;
+        }
+        let Some(t) = s.at.as_deref().and_then(facts::parse_rfc3339) else {
+            return false;
+        };
+        if prev.is_some_and(|p| t < p) {
+            return false;
+        }
+        prev = Some(t);
+    }
+    true
+}
+
+// ---------------------------------------------------------------------------------------------
+// Act 7
+
+async fn act7(env: &Env) -> Result<ActSummary, LabError> {
+    require_completed(&env.workdir, LAB, 1..=6)?;
+    let cl = env.cluster().await?;
+    let mut rec = ActRecorder::begin(&env.workdir, LAB, 7)?;
+    let result = act7_body(&cl, &env.ui, &mut rec).await;
+    finish(rec, result)
+}
+
+fn dry_run_echo(body: &serde_json::Value) -> DryRunEcho {
+    let s = |p: &str| {
+        body.pointer(p)
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_owned()
+    };
+    DryRunEcho {
+        kind: s("/kind"),
+        name: s("/metadata/name"),
+        namespace: s("/metadata/namespace"),
+        labels: body
+            .pointer("/metadata/labels")
+            .and_then(|l| serde_json::from_value::<BTreeMap<String, String>>(l.clone()).ok())
+            .unwrap_or_default(),
+    }
+}
+
+async fn act7_body(cl: &Cluster, ui: &Ui, rec: &mut ActRecorder) -> ActResult {
+    let fail = |e: LabError| (serde_json::Value::Null, e);
+    let wh = policy_webhook(cl).await.map_err(fail)?.ok_or_else(|| {
+        fail(LabError::ClusterMismatch {
+            what: "the policy's webhook registration".into(),
+            expected: "registered (act 6 saw it return)".into(),
+            found: "absent".into(),
+        })
+    })?;
+    rec.raw("webhook", &wh);
+    ui.step(
+        "サーバー側 dry-run でラベル付き Pod を送ります (dryRun=All)",
+        "sending a labelled pod as a server-side dry-run (dryRun=All)",
+    );
+    let good = probe::send_pod(cl, "a7-good", TARGET_NAMESPACE, PodKind::Good, true)
+        .await
+        .map_err(fail)?;
+    rec.request("good-dry-run", &good);
+    ui.say(
+        &describe(ui, "  good (dry-run)", &good),
+        &describe(ui, "  good (dry-run)", &good),
+    );
+    ui.step(
+        "サーバー側 dry-run でラベルなし Pod を送ります (dryRun=All)",
+        "sending an unlabelled pod as a server-side dry-run (dryRun=All)",
+    );
+    let bad = probe::send_pod(cl, "a7-bad", TARGET_NAMESPACE, PodKind::Bad, true)
+        .await
+        .map_err(fail)?;
+    rec.request("bad-dry-run", &bad);
+    ui.say(
+        &describe(ui, "  bad (dry-run)", &bad),
+        &describe(ui, "  bad (dry-run)", &bad),
+    );
+    let facts = Act7Facts {
+        good_response: dry_run_echo(&good.raw_response),
+        good,
+        bad,
+        side_effects: wh.side_effects.clone(),
+        webhook_name: wh.name.clone(),
+    };
+    let lines = vec![
+        describe(ui, "good (dry-run)", &facts.good),
+        format!(
+            "good response: kind {} name {} namespace {} labels {:?}",
+            facts.good_response.kind,
+            facts.good_response.name,
+            facts.good_response.namespace,
+            facts.good_response.labels
+        ),
+        describe(ui, "bad (dry-run)", &facts.bad),
+        format!(
+            "webhook {} sideEffects {}",
+            facts.webhook_name, facts.side_effects
+        ),
+    ];
+    Ok((to_value(&facts).map_err(fail)?, lines))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Act 8
+
+/// What the evidence supports for each word of lab A's `report.json` (pure).
+///
+/// - `scale_down`: `registration-absent` when act 5 found no webhook for the policy, else
+///   `registration-kept`.
+/// - `policy`: `present` when act 5's GET found the policy with act 2's UID, else `absent`.
+/// - `request`: `admitted-without-webhook` when the registration was absent and act 5's violating
+///   request was `stored`; `rejected-webhook-unreachable` when it was kept and the request failed
+///   calling the webhook; otherwise the request's outcome.
+/// - `recovery`: `lease-then-registration-then-deny` when all six act-6 steps are confirmed and in
+///   order ([`timeline_in_order`]), else `not-confirmed`.
+/// - `dry_run`: `validated-not-stored` when act 7's good dry-run was admitted (kind Pod, same
+///   name/namespace/labels) and not found by GET, and the bad one was an explicit deny; else
+///   `not-shown`.
+/// - `existing`: `same-uid-running` when act 5's and act 6's reads of act 3's pod show the same UID
+///   and `Running`; else `not-same-uid-running`.
+pub fn evidence_words(
+    f2: &Act2Facts,
+    f3: &Act3Facts,
+    f5: &Act5Facts,
+    f6: &Act6Facts,
+    f7: &Act7Facts,
+) -> BTreeMap<&'static str, String> {
+    let mut w = BTreeMap::new();
+    w.insert(
+        "scale_down",
+        if f5.policy_webhook_present {
+            "registration-kept"
+        } else {
+            "registration-absent"
+        }
+        .to_owned(),
+    );
+    let uid2 = f2.policy.pointer("/metadata/uid").and_then(|u| u.as_str());
+    w.insert(
+        "policy",
+        if f5.policy.exists && f5.policy.uid.is_some() && f5.policy.uid.as_deref() == uid2 {
+            "present"
+        } else {
+            "absent"
+        }
+        .to_owned(),
+    );
+    let request = match (f5.policy_webhook_present, f5.target_bad.outcome) {
+        (false, Outcome::Stored) if f5.target_bad.get.uid.is_some() => {
+            "admitted-without-webhook".to_owned()
+        }
+        (
+            true,
+            Outcome::ConnectionRefused
+            | Outcome::NoEndpoints
+            | Outcome::WebhookTimeout
+            | Outcome::DnsError,
+        ) => "rejected-webhook-unreachable".to_owned(),
+        (_, o) => o.as_str().to_owned(),
+    };
+    w.insert("request", request);
+    w.insert(
+        "recovery",
+        if timeline_in_order(f6) {
+            "lease-then-registration-then-deny"
+        } else {
+            "not-confirmed"
+        }
+        .to_owned(),
+    );
+    let echo_ok = f7.good_response.kind == "Pod"
+        && f7.good_response.name == f7.good.name
+        && f7.good_response.namespace == f7.good.namespace
+        && f7.good_response.labels == f7.good.labels;
+    let dry = f7.good.dry_run
+        && f7.bad.dry_run
+        && f7.good.outcome == Outcome::DryRunAdmitted
+        && !f7.good.get.exists
+        && echo_ok
+        && f7.bad.outcome == Outcome::ExplicitDeny
+        && !f7.bad.get.exists;
+    w.insert(
+        "dry_run",
+        if dry {
+            "validated-not-stored"
+        } else {
+            "not-shown"
+        }
+        .to_owned(),
+    );
+    let same = |p: Option<&PodObservation>| {
+        p.is_some_and(|p| {
+            p.exists
+                && p.uid.is_some()
+                && p.uid == f3.existing.uid
+                && p.phase.as_deref() == Some("Running")
+        })
+    };
+    w.insert(
+        "existing",
+        if same(Some(&f5.existing)) && same(f6.existing.as_ref()) {
+            "same-uid-running"
+        } else {
+            "not-same-uid-running"
+        }
+        .to_owned(),
+    );
+    w
+}
+
+async fn act8(env: &Env) -> Result<ActSummary, LabError> {
+    let ui = env.ui;
+    require_completed(&env.workdir, LAB, 1..=7)?;
+    let cl = env.cluster().await?;
+    let ctx = live_context(&cl, &env.workdir).await?;
+    // report.json is parsed strictly and its digests are checked against 05/06/07 here.
+    let (_report, loaded) = read_input::<inputs::ReportA>(&env.workdir, &ctx)?;
+    let f2: Act2Facts = read_facts(&env.workdir, 2)?;
+    let f3: Act3Facts = read_facts(&env.workdir, 3)?;
+    let f5: Act5Facts = read_facts(&env.workdir, 5)?;
+    let f6: Act6Facts = read_facts(&env.workdir, 6)?;
+    let f7: Act7Facts = read_facts(&env.workdir, 7)?;
+    let mut rec = ActRecorder::begin(&env.workdir, LAB, 8)?;
+    rec.input(&loaded);
+    rec.raw("report.json", &loaded.value);
+    let words = evidence_words(&f2, &f3, &f5, &f6, &f7);
+    let mut checks = Vec::new();
+    for (field, value) in &words {
+        let report = loaded
+            .value
+            .get(*field)
+            .cloned()
+            .unwrap_or(serde_json::Value::Null);
+        checks.push(ReportCheck {
+            field: (*field).to_owned(),
+            agrees: report.as_str() == Some(value.as_str()),
+            report,
+            evidence: value.clone().into(),
+        });
+    }
+    let mut evidence_digests = BTreeMap::new();
+    for act in 1..=7u8 {
+        evidence_digests.insert(format!("{act:02}"), env.workdir.read_evidence(act)?.digest);
+    }
+    for (field, act) in [
+        ("scale_evidence_sha256", 5u8),
+        ("recovery_evidence_sha256", 6),
+        ("dry_run_evidence_sha256", 7),
+    ] {
+        let report = loaded
+            .value
+            .get(field)
+            .cloned()
+            .unwrap_or(serde_json::Value::Null);
+        let digest = evidence_digests
+            .get(&format!("{act:02}"))
+            .cloned()
+            .unwrap_or_default();
+        checks.push(ReportCheck {
+            field: field.to_owned(),
+            agrees: report.as_str() == Some(digest.as_str()),
+            report,
+            evidence: digest.into(),
+        });
+    }
+    let facts = Act8Facts {
+        checks,
+        evidence_digests,
+    };
+    let mut lines: Vec<String> = facts
+        .checks
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {}: report {} / evidence {}",
+                if c.agrees { "✓" } else { "✗" },
+                c.field,
+                c.report,
+                c.evidence
+            )
+        })
+        .collect();
+    let disagree = facts.checks.iter().filter(|c| !c.agrees).count();
+    lines.push(if ui.en {
+        format!("{disagree} field(s) of report.json disagree with the evidence")
+    } else {
+        format!("report.json のうち証拠と食い違う項目: {disagree}")
+    });
+    rec.complete(facts, lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policy_webhook_is_found_by_name_in_the_raw_list() {
+        let list = serde_json::json!({
+            "kind": "ValidatingWebhookConfigurationList",
+            "items": [
+                {"metadata": {"name": "kyverno-cleanup-validating-webhook-cfg"}, "webhooks": [{"name": "kyverno-cleanup-controller.kyverno.svc"}]},
+                {"metadata": {"name": "kyverno-resource-validating-webhook-cfg"}, "webhooks": [
+                    {"name": "vpol.validate.kyverno.svc-fail-finegrained-kca-webhook-label"}
+                ]}
+            ]
+        });
+        assert!(policy_webhook_in(&list));
+        assert_eq!(
+            webhook_names(&list),
+            vec![
+                "kyverno-cleanup-validating-webhook-cfg/kyverno-cleanup-controller.kyverno.svc",
+                "kyverno-resource-validating-webhook-cfg/vpol.validate.kyverno.svc-fail-finegrained-kca-webhook-label"
+            ]
+        );
+        let gone = serde_json::json!({"items": [
+            {"metadata": {"name": "kyverno-cleanup-validating-webhook-cfg"}, "webhooks": [{"name": "kyverno-cleanup-controller.kyverno.svc"}]}
+        ]});
+        assert!(!policy_webhook_in(&gone));
+        assert!(!policy_webhook_in(&serde_json::json!({"items": []})));
+    }
+
+    fn step(at: Option<&str>) -> TimelineStep {
+        TimelineStep {
+            status: if at.is_some() {
+                StepStatus::Confirmed
+            } else {
+                StepStatus::NotConfirmed
+            },
+            at: at.map(str::to_owned),
+            last_seen: None,
+            waited_ms: 0,
+        }
+    }
+
+    fn timeline(ats: [Option<&str>; 6]) -> Act6Facts {
+        Act6Facts {
+            replicas_restored: step(ats[0]),
+            restored_by: Some(Restorer::Runner),
+            pod_created: step(ats[1]),
+            new_pod: None,
+            pod_running: step(ats[2]),
+            previous_lease_holder: None,
+            lease_acquired: step(ats[3]),
+            lease_holder: None,
+            webhook_registered: step(ats[4]),
+            webhook: None,
+            first_explicit_deny: step(ats[5]),
+            deny_probes: vec![],
+            leader_takeover_ms: None,
+            lease_after_restore_ms: None,
+            admitted_during_scale_down: None,
+            existing: None,
+        }
+    }
+
+    #[test]
+    fn timeline_order_needs_all_six_confirmed_and_non_decreasing() {
+        let ok = timeline([
+            Some("2026-11-29T15:00:00.000Z"),
+            Some("2026-11-29T15:00:00.200Z"),
+            Some("2026-11-29T15:00:16.000Z"),
+            Some("2026-11-29T15:00:32.000Z"),
+            Some("2026-11-29T15:00:32.100Z"),
+            Some("2026-11-29T15:00:32.100Z"),
+        ]);
+        assert!(timeline_in_order(&ok));
+        let swapped = timeline([
+            Some("2026-11-29T15:00:00.000Z"),
+            Some("2026-11-29T15:00:00.200Z"),
+            Some("2026-11-29T15:00:16.000Z"),
+            Some("2026-11-29T15:00:33.000Z"),
+            Some("2026-11-29T15:00:32.100Z"),
+            Some("2026-11-29T15:00:34.000Z"),
+        ]);
+        assert!(
+            !timeline_in_order(&swapped),
+            "registration before the lease"
+        );
+        let missing = timeline([
+            Some("2026-11-29T15:00:00.000Z"),
+            Some("2026-11-29T15:00:00.200Z"),
+            Some("2026-11-29T15:00:16.000Z"),
+            None,
+            Some("2026-11-29T15:00:32.100Z"),
+            Some("2026-11-29T15:00:34.000Z"),
+        ]);
+        assert!(!timeline_in_order(&missing), "a not-confirmed step");
+        assert_eq!(
+            ms_between(
+                Some("2026-11-29T15:00:16.000Z"),
+                Some("2026-11-29T15:00:32.000Z")
+            ),
+            Some(16_000)
+        );
+        assert_eq!(
+            ms_between(
+                Some("2026-11-29T15:00:32.000Z"),
+                Some("2026-11-29T15:00:16.000Z")
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn dry_run_echo_reads_the_returned_object() {
+        let body = serde_json::json!({"kind": "Pod", "metadata": {"name": "p", "namespace": "ns", "labels": {"environment": "lab"}, "uid": "u"}});
+        let e = dry_run_echo(&body);
+        assert_eq!(e.kind, "Pod");
+        assert_eq!(e.name, "p");
+        assert_eq!(e.namespace, "ns");
+        assert_eq!(e.labels.get("environment").map(String::as_str), Some("lab"));
+        let status = serde_json::json!({"kind": "Status", "message": "denied"});
+        assert_eq!(dry_run_echo(&status).kind, "Status");
+        assert!(dry_run_echo(&status).labels.is_empty());
+    }
+}

@@ -1,0 +1,960 @@
+//! Lab B, acts 4-8: freeze the one Kyverno admission-controller process (SIGSTOP through a
+//! pidfd, resumed by an independent watchdog), compare failurePolicy Fail and Ignore, confirm
+//! recovery by a deny, and check the student's report.
+//!
+//! What is relied on (and observed, never assumed): during a freeze the API server's call to the
+//! webhook runs into `timeoutSeconds` (3 s) — Fail rejects the request with `context deadline
+//! exceeded`, Ignore admits it (`../shared/research/kubernetes.md` §1-2). After a 20 s freeze
+//! Kyverno may have lost its 12 s leader Lease and exit, and the kubelet restarts it
+//! (`kyverno.md` §6): the acts wait, bounded and with progress, for the first explicit deny and
+//! keep every intermediate outcome and the container's restart count.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::cluster::{self, Cluster};
+use crate::cri::CriClient;
+use crate::error::LabError;
+use crate::evidence::{Lab, Outcome, RequestRecord};
+use crate::facts::b::{
+    Act4Facts, Act5Facts, Act6Facts, Act7Facts, FreezeRun, FreezeWindow, ProcessIdentity, Resumer,
+};
+use crate::facts::{self, Act2Facts, Act3Facts, Act8Facts, PodObservation, ReportCheck};
+use crate::faults::freeze::{self, FreezeFiles, FreezeTarget, ResumedBy};
+use crate::inputs;
+use crate::labs::common::{
+    self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Env, TARGET_NAMESPACE, Ui, describe, finish,
+    live_context, read_facts, read_input, require_completed, to_value, until_explicit_deny,
+    wait_for_webhook, webhook_facts,
+};
+use crate::probe::{self, PodKind};
+use crate::workdir::Workdir;
+
+/// The short freeze of act 6, seconds: long enough for requests to run into the 3 s timeout,
+/// shorter than Kyverno's 10 s lease renew deadline.
+pub const ACT6_RESUME_AFTER_SEC: u64 = 10;
+/// Bound on waiting for the first explicit deny after a resume (Kyverno may restart: kubelet's
+/// back-off, container start, leader election, cache sync).
+pub const DENY_AFTER_RESUME_BOUND: Duration = Duration::from_secs(180);
+/// How long after the watchdog's deadline the runner waits for its report before resuming itself.
+pub const WATCHDOG_GRACE: Duration = Duration::from_secs(3);
+/// The controller's main container name in its pod.
+const CONTAINER: &str = "kyverno";
+
+/// Runs act 4-8 of lab B.
+pub async fn run(act: u8, env: &Env) -> Result<ActSummary, LabError> {
+    match act {
+        4 => act4(env).await,
+        5 => act5(env).await,
+        6 => act6(env).await,
+        7 => act7(env).await,
+        8 => act8(env).await,
+        _ => Err(LabError::Usage(format!(
+            "lab b act {act} is not one of 4-8"
+        ))),
+    }
+}
+
+/// Where fault ledgers live in the work directory.
+pub fn faults_dir(workdir: &Workdir) -> PathBuf {
+    workdir.root().join("faults")
+}
+
+/// The admission controller process as found now: the pod (API), the container (CRI) and the
+/// process (`/proc`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Investigation {
+    /// Pod name.
+    pub pod_name: String,
+    /// The process identity.
+    pub identity: ProcessIdentity,
+    /// Restart count of the `kyverno` container (pod status).
+    pub restart_count: u32,
+    /// kubelet's restart attempt of the container (CRI `metadata.attempt`).
+    pub attempt: u32,
+    /// `/proc/PID/stat` state letter.
+    pub state: char,
+    /// The CRI answer, verbatim-ish (typed).
+    pub container: crate::cri::ContainerIdentity,
+}
+
+/// Finds the admission controller process: exactly one running pod of the Deployment (API),
+/// its `kyverno` container through CRI (checked against the pod status's `containerID`), the
+/// host PID, and its state and start time from `/proc`.
+pub async fn investigate(
+    cluster: &Cluster,
+    cri: &mut CriClient,
+) -> Result<Investigation, LabError> {
+    let pods: Vec<_> = cluster
+        .admission_pods()
+        .await?
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+        .collect();
+    if pods.len() != 1 {
+        return Err(LabError::ClusterMismatch {
+            what: "running admission-controller pods".into(),
+            expected: "1".into(),
+            found: pods.len().to_string(),
+        });
+    }
+    let pod = &pods[0];
+    let pod_uid = pod.metadata.uid.clone().unwrap_or_default();
+    let status = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.name == CONTAINER));
+    let container = cri.find_admission_container(Some(&pod_uid)).await?;
+    if let Some(api_id) = status.and_then(|s| s.container_id.as_deref()) {
+        let api_id = api_id.split_once("://").map(|(_, id)| id).unwrap_or(api_id);
+        if api_id != container.container_id {
+            return Err(LabError::ClusterMismatch {
+                what: "admission-controller container id (pod status vs CRI)".into(),
+                expected: api_id.to_owned(),
+                found: container.container_id.clone(),
+            });
+        }
+    }
+    let stat = freeze::read_stat(container.pid)?.ok_or_else(|| LabError::FaultRefused {
+        reason: format!("process {} reported by CRI is gone", container.pid),
+    })?;
+    Ok(Investigation {
+        pod_name: pod.metadata.name.clone().unwrap_or_default(),
+        identity: ProcessIdentity {
+            pid: container.pid as u32,
+            pid_start_time_ticks: stat.starttime,
+            container_id: container.container_id.clone(),
+            pod_uid,
+        },
+        restart_count: status.map(|s| s.restart_count.max(0) as u32).unwrap_or(0),
+        attempt: container.attempt,
+        state: stat.state,
+        container,
+    })
+}
+
+/// Checks, before any fault: the lab mark, and the plan's node and deployment UIDs against the
+/// live ones. Returns the mark.
+async fn check_fault_preconditions(
+    cluster: &Cluster,
+    plan: &inputs::FreezePlan,
+) -> Result<cluster::LabMark, LabError> {
+    let mark = cluster.lab_mark().await?;
+    let node = cluster.node().await?;
+    if node.uid != plan.node_uid.as_str() {
+        return Err(LabError::ClusterMismatch {
+            what: "node uid (freeze-plan.json $.node_uid)".into(),
+            expected: plan.node_uid.as_str().to_owned(),
+            found: node.uid,
+        });
+    }
+    let dep = cluster.admission_deployment().await?;
+    let dep_uid = dep.metadata.uid.unwrap_or_default();
+    if dep_uid != plan.deployment_uid.as_str() {
+        return Err(LabError::ClusterMismatch {
+            what: "deployment uid (freeze-plan.json $.deployment_uid)".into(),
+            expected: plan.deployment_uid.as_str().to_owned(),
+            found: dep_uid,
+        });
+    }
+    Ok(mark)
+}
+
+/// Act 4: investigation only; nothing is frozen.
+async fn act4(env: &Env) -> Result<ActSummary, LabError> {
+    let ui = env.ui;
+    require_completed(&env.workdir, Lab::B, 1..=3)?;
+    let cluster = env.cluster().await?;
+    let ctx = live_context(&cluster, &env.workdir).await?;
+    let (_plan, loaded) = read_input::<inputs::FreezePlan>(&env.workdir, &ctx)?;
+    let mut cri = env.cri().await?;
+    let mut rec = ActRecorder::begin(&env.workdir, Lab::B, 4)?;
+    rec.input(&loaded);
+    ui.step(
+        "admission controller のプロセスを調べます (CRI, /proc)",
+        "investigating the admission controller process (CRI, /proc)",
+    );
+    let inv = investigate(&cluster, &mut cri).await?;
+    rec.raw("cri-container", &inv.container);
+    rec.raw("cri-runtime", cri.runtime_version().await.ok());
+    rec.raw(
+        "lab-mark",
+        cluster.lab_mark().await.map_err(|e| e.to_string()),
+    );
+    let facts = Act4Facts {
+        node_uid: ctx.node_uid.clone().unwrap_or_default(),
+        deployment_uid: ctx.deployment_uid.clone().unwrap_or_default(),
+        pod_name: inv.pod_name.clone(),
+        pod_namespace: cluster::KYVERNO_NAMESPACE.into(),
+        container_name: inv.container.container_name.clone(),
+        identity: inv.identity.clone(),
+        restart_count: inv.restart_count,
+        process_state: inv.state.to_string(),
+        investigated_at: facts::now_rfc3339(),
+    };
+    let lines = vec![
+        format!("pod {} uid {}", facts.pod_name, facts.identity.pod_uid),
+        format!("container {}", facts.identity.container_id),
+        format!(
+            "pid {} starttime {} state {} restarts {}",
+            facts.identity.pid,
+            facts.identity.pid_start_time_ticks,
+            facts.process_state,
+            facts.restart_count
+        ),
+    ];
+    rec.complete(facts, lines)
+}
+
+/// What a freeze run needs.
+struct FreezeSpec<'a> {
+    act: u8,
+    resume_after_sec: u64,
+    webhook_name: String,
+    existing: &'a PodObservation,
+    tag: &'a str,
+}
+
+/// Act 5: the freeze under failurePolicy Fail.
+async fn act5(env: &Env) -> Result<ActSummary, LabError> {
+    let ui = env.ui;
+    require_completed(&env.workdir, Lab::B, 1..=4)?;
+    let cluster = env.cluster().await?;
+    let ctx = live_context(&cluster, &env.workdir).await?;
+    let (plan, loaded) = read_input::<inputs::FreezePlan>(&env.workdir, &ctx)?;
+    let mark = check_fault_preconditions(&cluster, &plan).await?;
+    let act3: Act3Facts = read_facts(&env.workdir, 3)?;
+    let act4: Act4Facts = read_facts(&env.workdir, 4)?;
+    let healed = freeze::heal_unfinished(&faults_dir(&env.workdir))?;
+    let mut cri = env.cri().await?;
+    let inv = investigate(&cluster, &mut cri).await?;
+    if inv.identity != act4.identity {
+        return Err(LabError::FaultRefused {
+            reason: format!(
+                "the admission controller process changed since act 4 (act 4: container {} pid {} starttime {}; now: container {} pid {} starttime {}); reproduce in a fresh lab",
+                act4.identity.container_id,
+                act4.identity.pid,
+                act4.identity.pid_start_time_ticks,
+                inv.identity.container_id,
+                inv.identity.pid,
+                inv.identity.pid_start_time_ticks
+            ),
+        });
+    }
+    let webhook_name = cluster::fine_grained_webhook_name("Fail", cluster::POLICY_NAME);
+    let mut rec = ActRecorder::begin(&env.workdir, Lab::B, 5)?;
+    rec.input(&loaded);
+    rec.raw("lab-mark", &mark);
+    rec.raw("healed-earlier-faults", &healed);
+    rec.raw("cri-container-before", &inv.container);
+    let spec = FreezeSpec {
+        act: 5,
+        resume_after_sec: u64::from(inputs::TwentySeconds::VALUE),
+        webhook_name,
+        existing: &act3.existing,
+        tag: "b5",
+    };
+    let mut partial = serde_json::Value::Null;
+    let outcome = common::or_signal(freeze_run(
+        env,
+        &cluster,
+        &mut cri,
+        &inv,
+        &spec,
+        &mut rec,
+        &mut partial,
+    ))
+    .await;
+    let result = settle(env, &spec, outcome, partial, &mut rec);
+    match result {
+        Ok(run) => {
+            let lines = run_lines(&ui, &run);
+            rec.complete(run, lines)
+        }
+        Err((facts, e)) => finish(rec, Err((facts, e))),
+    }
+}
+
+/// Turns the outcome of a freeze run (maybe cut short by a signal) into facts or partial facts,
+/// adding the ledger and the watchdog's report to the raw data.
+fn settle(
+    env: &Env,
+    spec: &FreezeSpec<'_>,
+    outcome: Result<Result<FreezeRun, LabError>, &'static str>,
+    partial: serde_json::Value,
+    rec: &mut ActRecorder,
+) -> Result<FreezeRun, (serde_json::Value, LabError)> {
+    let files = FreezeFiles::new(
+        &faults_dir(&env.workdir),
+        &format!("{:02}-freeze", spec.act),
+    );
+    if let Ok(l) = freeze::FreezeLedger::read(&files.ledger) {
+        rec.raw("fault-ledger", &l);
+    }
+    if let Ok(text) = std::fs::read_to_string(&files.report) {
+        rec.raw(
+            "watchdog-report",
+            serde_json::from_str::<serde_json::Value>(&text).unwrap_or(text.into()),
+        );
+    }
+    match outcome {
+        Ok(Ok(run)) => Ok(run),
+        Ok(Err(e)) => Err((partial, e)),
+        Err(signal) => Err((
+            partial,
+            LabError::FaultRefused {
+                reason: format!(
+                    "{signal} received during act {}; the process was resumed by the runner",
+                    spec.act
+                ),
+            },
+        )),
+    }
+}
+
+/// The freeze and everything observed around it (acts 5 and 6).
+#[allow(clippy::too_many_arguments)]
+async fn freeze_run(
+    env: &Env,
+    cluster: &Cluster,
+    cri: &mut CriClient,
+    inv: &Investigation,
+    spec: &FreezeSpec<'_>,
+    rec: &mut ActRecorder,
+    partial: &mut serde_json::Value,
+) -> Result<FreezeRun, LabError> {
+    let ui = env.ui;
+    let tag = spec.tag;
+    // The registration must be there before the freeze (this lab preserves it).
+    let (cfg, _) = wait_for_webhook(
+        cluster,
+        &ui,
+        &spec.webhook_name,
+        Duration::from_secs(10),
+        |_| true,
+    )
+    .await?;
+    rec.raw("webhook-configuration-before", &cfg);
+    if let Some(lease) = cluster
+        .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
+        .await?
+    {
+        rec.raw("leader-lease-before", &lease);
+    }
+    let files = FreezeFiles::new(
+        &faults_dir(&env.workdir),
+        &format!("{:02}-freeze", spec.act),
+    );
+    let program = freeze::lab_program()?;
+    let target = FreezeTarget {
+        act: spec.act,
+        container_id: inv.identity.container_id.clone(),
+        pod_uid: inv.identity.pod_uid.clone(),
+        pid: inv.identity.pid as i32,
+        starttime: inv.identity.pid_start_time_ticks,
+        resume_after_sec: spec.resume_after_sec,
+    };
+    ui.step(
+        &format!(
+            "watchdog を起動し ({} 秒後に再開)、pid {} を pidfd 経由で SIGSTOP します",
+            spec.resume_after_sec, target.pid
+        ),
+        &format!(
+            "arming the watchdog (resumes after {} s), then SIGSTOP to pid {} through a pidfd",
+            spec.resume_after_sec, target.pid
+        ),
+    );
+    let mut fz = freeze::freeze(&program, &files, &target)?;
+    let ledger = fz.ledger().clone();
+    rec.raw("fault-ledger-frozen", &ledger);
+    ui.step(
+        &format!(
+            "停止しました (state T, {})",
+            ledger.frozen_at.as_deref().unwrap_or("")
+        ),
+        &format!(
+            "frozen (state T, {})",
+            ledger.frozen_at.as_deref().unwrap_or("")
+        ),
+    );
+
+    // During the freeze: the registration, then three requests at once.
+    ui.step(
+        "停止中: 登録の確認と、対象 (ラベルあり/なし) と対照の Pod 作成",
+        "during the freeze: registration check, target (labelled/unlabelled) and control pod creates",
+    );
+    let (p_good, p_bad, p_control) = (
+        format!("{tag}-frozen-good"),
+        format!("{tag}-frozen-bad"),
+        format!("{tag}-frozen-control"),
+    );
+    let (registration, good, bad, control) = tokio::join!(
+        cluster.find_webhook(&spec.webhook_name),
+        probe::send_pod(cluster, &p_good, TARGET_NAMESPACE, PodKind::Good, false),
+        probe::send_pod(cluster, &p_bad, TARGET_NAMESPACE, PodKind::Bad, false),
+        probe::send_pod(cluster, &p_control, CONTROL_NAMESPACE, PodKind::Bad, false),
+    );
+    let registration_checked_at = facts::now_rfc3339();
+    let state_during = fz.state()?;
+    let registration = registration?;
+    let (good, bad, control) = (good?, bad?, control?);
+    rec.request("frozen-target-good", &good);
+    rec.request("frozen-target-bad", &bad);
+    rec.request("frozen-control", &control);
+    for (label, r) in [
+        ("  target good", &good),
+        ("  target bad", &bad),
+        ("  control", &control),
+    ] {
+        let line = describe(&ui, label, r);
+        ui.say(&line, &line);
+    }
+    let registration_snapshot = registration
+        .as_ref()
+        .map(|(_, wh)| serde_json::to_value(wh).unwrap_or_default())
+        .unwrap_or(serde_json::Value::Null);
+    let timeout_seconds = registration
+        .as_ref()
+        .and_then(|(_, wh)| wh.timeout_seconds)
+        .unwrap_or(10)
+        .max(0) as u32;
+    *partial = serde_json::json!({
+        "freeze": ledger,
+        "registration_present_during_freeze": registration.is_some(),
+        "registration_snapshot": registration_snapshot,
+        "target_good": good, "target_bad": bad, "control": control,
+        "state_during": state_during.map(String::from),
+    });
+    rec.save_progress(partial.clone())?;
+
+    // Resume: the watchdog's job at its deadline.
+    let resume = fz
+        .wait_for_watchdog(WATCHDOG_GRACE, |left| {
+            if left >= 0 {
+                ui.progress(
+                    &format!("watchdog の再開まで残り {left} 秒"),
+                    &format!("{left} s until the watchdog resumes the process"),
+                    spec.resume_after_sec.saturating_sub(left as u64),
+                    spec.resume_after_sec,
+                );
+            }
+        })
+        .await?;
+    let ledger = fz.ledger().clone();
+    drop(fz);
+    rec.raw("fault-ledger-resumed", &ledger);
+    ui.step(
+        &format!(
+            "再開しました: {} が {} に SIGCONT (state {:?})",
+            resumed_by_word(resume.resumed_by),
+            resume.resumed_at,
+            resume.state_after
+        ),
+        &format!(
+            "resumed: SIGCONT by {} at {} (state {:?})",
+            resumed_by_word(resume.resumed_by),
+            resume.resumed_at,
+            resume.state_after
+        ),
+    );
+
+    // After resume: new violating requests until the first explicit deny, every outcome kept.
+    ui.step(
+        "再開後: 新しい違反リクエストが明示的に拒否されるまで待ちます",
+        "after resume: new violating requests until the first explicit deny",
+    );
+    let after_resume = until_explicit_deny(
+        cluster,
+        &format!("{tag}-after"),
+        TARGET_NAMESPACE,
+        false,
+        DENY_AFTER_RESUME_BOUND,
+        |r, s| {
+            ui.progress(
+                &describe(&ui, "violating request", r),
+                &describe(&ui, "violating request", r),
+                s,
+                DENY_AFTER_RESUME_BOUND.as_secs(),
+            )
+        },
+    )
+    .await?;
+    for r in &after_resume {
+        rec.request("after-resume", r);
+    }
+    let first_explicit_deny = after_resume
+        .iter()
+        .find(|r| r.outcome == Outcome::ExplicitDeny)
+        .cloned();
+    let first_deny_after_resume_ms = first_explicit_deny.as_ref().and_then(|d| {
+        let a = facts::parse_rfc3339(&d.answered_at)?;
+        let r = facts::parse_rfc3339(&resume.resumed_at)?;
+        u64::try_from((a - r).num_milliseconds()).ok()
+    });
+    let existing =
+        probe::observe_pod(cluster, &spec.existing.namespace, &spec.existing.name).await?;
+    let after = investigate(cluster, cri).await;
+    let (restart_count_after, identity_after) = match &after {
+        Ok(a) => {
+            rec.raw("cri-container-after", &a.container);
+            (a.restart_count, Some(a.identity.clone()))
+        }
+        Err(e) => {
+            rec.raw("cri-container-after-error", e.to_string());
+            (inv.restart_count, None)
+        }
+    };
+    if let Some(lease) = cluster
+        .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
+        .await?
+    {
+        rec.raw("leader-lease-after", &lease);
+    }
+    let window = FreezeWindow {
+        identity: inv.identity.clone(),
+        watchdog_pid: ledger.watchdog_pid,
+        watchdog_armed_at: ledger.watchdog_ready_at.clone().unwrap_or_default(),
+        resume_after_sec: spec.resume_after_sec as u32,
+        frozen_at: ledger.frozen_at.clone().unwrap_or_default(),
+        state_during: state_during.map(String::from),
+        resumed_at: resume.resumed_at.clone(),
+        resumed_by: match resume.resumed_by {
+            ResumedBy::Watchdog => Resumer::Watchdog,
+            _ => Resumer::Runner,
+        },
+        state_after: resume
+            .state_after
+            .map(String::from)
+            .unwrap_or_else(|| "gone".into()),
+    };
+    Ok(FreezeRun {
+        freeze: window,
+        registration_present_during_freeze: registration.is_some(),
+        registration_snapshot,
+        registration_checked_at,
+        timeout_seconds,
+        target_good: good,
+        target_bad: bad,
+        control,
+        after_resume,
+        first_explicit_deny,
+        existing,
+        restart_count_before: inv.restart_count,
+        restart_count_after,
+        first_deny_after_resume_ms,
+        identity_after,
+    })
+}
+
+fn resumed_by_word(by: ResumedBy) -> &'static str {
+    match by {
+        ResumedBy::Watchdog => "watchdog",
+        ResumedBy::Runner => "runner",
+        ResumedBy::RunnerExit => "runner (exit path)",
+        ResumedBy::LaterRun => "a later run",
+    }
+}
+
+fn run_lines(ui: &Ui, run: &FreezeRun) -> Vec<String> {
+    let mut lines = vec![
+        format!(
+            "frozen {} → resumed {} by {:?} (state after {})",
+            run.freeze.frozen_at,
+            run.freeze.resumed_at,
+            run.freeze.resumed_by,
+            run.freeze.state_after
+        ),
+        format!(
+            "registration present during the freeze: {}",
+            run.registration_present_during_freeze
+        ),
+        describe(ui, "target good (frozen)", &run.target_good),
+        describe(ui, "target bad (frozen)", &run.target_bad),
+        describe(ui, "control (frozen)", &run.control),
+    ];
+    for r in &run.after_resume {
+        lines.push(describe(ui, "after resume", r));
+    }
+    lines.push(format!(
+        "first explicit deny {} ms after resume; restarts {} → {}",
+        run.first_deny_after_resume_ms
+            .map(|m| m.to_string())
+            .unwrap_or_else(|| "-".into()),
+        run.restart_count_before,
+        run.restart_count_after
+    ));
+    lines.push(format!(
+        "existing {} uid {} phase {}",
+        run.existing.name,
+        run.existing.uid.as_deref().unwrap_or("?"),
+        run.existing.phase.as_deref().unwrap_or("?")
+    ));
+    lines
+}
+
+/// Act 6: the same policy switched to failurePolicy Ignore; a healthy deny; a short freeze.
+async fn act6(env: &Env) -> Result<ActSummary, LabError> {
+    let ui = env.ui;
+    require_completed(&env.workdir, Lab::B, 1..=5)?;
+    let cluster = env.cluster().await?;
+    let ctx = live_context(&cluster, &env.workdir).await?;
+    let (_pi, loaded) = read_input::<inputs::PolicyIgnore>(&env.workdir, &ctx)?;
+    let (plan, plan_loaded) = read_input::<inputs::FreezePlan>(&env.workdir, &ctx)?;
+    let mark = check_fault_preconditions(&cluster, &plan).await?;
+    let act2: Act2Facts = read_facts(&env.workdir, 2)?;
+    let act3: Act3Facts = read_facts(&env.workdir, 3)?;
+    let policy_uid_before = act2
+        .policy
+        .pointer("/metadata/uid")
+        .and_then(|v| v.as_str())
+        .unwrap_or_default()
+        .to_owned();
+    let live = cluster.policy(cluster::POLICY_NAME).await?;
+    let live_uid = live
+        .as_ref()
+        .and_then(|p| p.pointer("/metadata/uid"))
+        .and_then(|v| v.as_str())
+        .unwrap_or("");
+    if live_uid != policy_uid_before {
+        return Err(LabError::ClusterMismatch {
+            what: format!("uid of ValidatingPolicy {}", cluster::POLICY_NAME),
+            expected: policy_uid_before,
+            found: live_uid.to_owned(),
+        });
+    }
+    let healed = freeze::heal_unfinished(&faults_dir(&env.workdir))?;
+    let mut cri = env.cri().await?;
+    let mut rec = ActRecorder::begin(&env.workdir, Lab::B, 6)?;
+    rec.input(&loaded);
+    rec.input(&plan_loaded);
+    rec.raw("lab-mark", &mark);
+    rec.raw("healed-earlier-faults", &healed);
+    rec.raw("policy-before", &live);
+
+    ui.step(
+        "同じポリシー (同じ UID) を failurePolicy Ignore に更新します",
+        "updating the same policy (same UID) to failurePolicy Ignore",
+    );
+    let mut partial = serde_json::json!({"policy_uid_before": policy_uid_before});
+    let stored = match cluster.replace_policy_spec(&loaded.value).await {
+        Ok(s) => s,
+        Err(e) => return finish(rec, Err((partial, e))),
+    };
+    rec.raw("policy-stored", &stored);
+    partial["policy"] = stored.clone();
+    let stored_uid = stored
+        .pointer("/metadata/uid")
+        .and_then(|v| v.as_str())
+        .unwrap_or("");
+    if stored_uid != policy_uid_before {
+        let e = LabError::ClusterMismatch {
+            what: "policy uid after the update".into(),
+            expected: policy_uid_before.clone(),
+            found: stored_uid.to_owned(),
+        };
+        return finish(rec, Err((partial, e)));
+    }
+    let ignore_name = cluster::fine_grained_webhook_name("Ignore", cluster::POLICY_NAME);
+    let (cfg, wh) = match wait_for_webhook(
+        &cluster,
+        &ui,
+        &ignore_name,
+        common::REGISTRATION_BOUND,
+        |wh| wh.failure_policy.as_deref() == Some("Ignore"),
+    )
+    .await
+    {
+        Ok(x) => x,
+        Err(e) => return finish(rec, Err((partial, e))),
+    };
+    rec.raw("webhook-configuration-ignore", &cfg);
+    let webhook = webhook_facts(&cfg, &wh);
+    partial["webhook"] = to_value(&webhook)?;
+    ui.step(
+        &format!(
+            "webhook {} (failurePolicy {}, timeoutSeconds {})",
+            webhook.name, webhook.failure_policy, webhook.timeout_seconds
+        ),
+        &format!(
+            "webhook {} (failurePolicy {}, timeoutSeconds {})",
+            webhook.name, webhook.failure_policy, webhook.timeout_seconds
+        ),
+    );
+
+    ui.step(
+        "Ignore でも健全な webhook の拒否は拒否: 違反 Pod を送ります",
+        "under Ignore a healthy webhook still denies: sending a violating pod",
+    );
+    let healthy = match until_explicit_deny(
+        &cluster,
+        "b6-healthy-bad",
+        TARGET_NAMESPACE,
+        false,
+        common::ANSWER_BOUND,
+        |r, s| {
+            ui.progress(
+                &describe(&ui, "violating request", r),
+                &describe(&ui, "violating request", r),
+                s,
+                common::ANSWER_BOUND.as_secs(),
+            )
+        },
+    )
+    .await
+    {
+        Ok(h) => h,
+        Err(e) => return finish(rec, Err((partial, e))),
+    };
+    for r in &healthy {
+        rec.request("healthy-bad", r);
+    }
+    let healthy_bad = healthy
+        .last()
+        .cloned()
+        .expect("until_explicit_deny sends at least one request");
+    partial["healthy_bad"] = to_value(&healthy_bad)?;
+    if healthy_bad.outcome != Outcome::ExplicitDeny {
+        let e = LabError::WaitTimedOut {
+            what: "an explicit deny under Ignore with a healthy webhook".into(),
+            waited_ms: common::ANSWER_BOUND.as_millis() as u64,
+            last_state: healthy_bad.outcome.as_str().into(),
+        };
+        return finish(rec, Err((partial, e)));
+    }
+    rec.save_progress(partial.clone())?;
+
+    let inv = match investigate(&cluster, &mut cri).await {
+        Ok(i) => i,
+        Err(e) => return finish(rec, Err((partial, e))),
+    };
+    rec.raw("cri-container-before", &inv.container);
+    let spec = FreezeSpec {
+        act: 6,
+        resume_after_sec: ACT6_RESUME_AFTER_SEC,
+        webhook_name: ignore_name,
+        existing: &act3.existing,
+        tag: "b6",
+    };
+    let mut run_partial = serde_json::Value::Null;
+    let outcome = common::or_signal(freeze_run(
+        env,
+        &cluster,
+        &mut cri,
+        &inv,
+        &spec,
+        &mut rec,
+        &mut run_partial,
+    ))
+    .await;
+    match settle(env, &spec, outcome, run_partial.clone(), &mut rec) {
+        Ok(run) => {
+            let mut lines = vec![
+                format!("policy uid {} (unchanged)", stored_uid),
+                format!(
+                    "webhook {} failurePolicy {}",
+                    webhook.name, webhook.failure_policy
+                ),
+                describe(&ui, "healthy bad (Ignore)", &healthy_bad),
+            ];
+            lines.extend(run_lines(&ui, &run));
+            let facts = Act6Facts {
+                policy_uid_before,
+                policy: stored,
+                webhook,
+                healthy_bad,
+                run,
+            };
+            rec.complete(facts, lines)
+        }
+        Err((p, e)) => {
+            partial["run"] = p;
+            finish(rec, Err((partial, e)))
+        }
+    }
+}
+
+/// Act 7: recovery is confirmed by a deny of a new-named violating request, not by the resume.
+async fn act7(env: &Env) -> Result<ActSummary, LabError> {
+    let ui = env.ui;
+    require_completed(&env.workdir, Lab::B, 1..=6)?;
+    let cluster = env.cluster().await?;
+    let ctx = live_context(&cluster, &env.workdir).await?;
+    let (_r, loaded) = read_input::<inputs::Recovery>(&env.workdir, &ctx)?;
+    let act3: Act3Facts = read_facts(&env.workdir, 3)?;
+    let mut rec = ActRecorder::begin(&env.workdir, Lab::B, 7)?;
+    rec.input(&loaded);
+    let fail = |e: LabError| (serde_json::Value::Null, e);
+    let result = async {
+        let policy = cluster.policy(cluster::POLICY_NAME).await.map_err(fail)?;
+        rec.raw("policy", &policy);
+        let policy_uid = policy
+            .as_ref()
+            .and_then(|p| p.pointer("/metadata/uid"))
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_owned();
+        let name = cluster::fine_grained_webhook_name("Ignore", cluster::POLICY_NAME);
+        let (cfg, wh) = wait_for_webhook(&cluster, &ui, &name, Duration::from_secs(30), |_| true)
+            .await
+            .map_err(fail)?;
+        rec.raw("webhook-configuration", &cfg);
+        let webhook = webhook_facts(&cfg, &wh);
+        ui.step(
+            "新しい名前の違反 Pod を送ります",
+            "sending a new-named violating pod",
+        );
+        let healthy_bad =
+            probe::send_pod(&cluster, "b7-bad", TARGET_NAMESPACE, PodKind::Bad, false)
+                .await
+                .map_err(fail)?;
+        rec.request("healthy-bad", &healthy_bad);
+        let existing = probe::observe_pod(&cluster, &act3.existing.namespace, &act3.existing.name)
+            .await
+            .map_err(fail)?;
+        let lines = vec![
+            format!("policy uid {policy_uid}"),
+            describe(&ui, "violating request", &healthy_bad),
+            format!(
+                "existing {} uid {} phase {} (act 3 uid {})",
+                existing.name,
+                existing.uid.as_deref().unwrap_or("?"),
+                existing.phase.as_deref().unwrap_or("?"),
+                act3.existing.uid.as_deref().unwrap_or("?")
+            ),
+        ];
+        let facts = Act7Facts {
+            policy_uid,
+            webhook,
+            healthy_bad,
+            existing,
+        };
+        Ok((to_value(&facts).map_err(fail)?, lines))
+    }
+    .await;
+    finish(rec, result)
+}
+
+/// What the evidence supports for each conclusion of the report (lab B), as the word the report
+/// should hold, or a description of what the evidence shows instead.
+pub fn report_expectations(
+    act3: &Act3Facts,
+    act5: &Act5Facts,
+    act6: &Act6Facts,
+    act7: &Act7Facts,
+) -> Vec<(&'static str, String)> {
+    let outcome = |r: &RequestRecord| r.outcome.as_str().to_owned();
+    let fail = if act5.target_good.outcome == Outcome::WebhookTimeout
+        && act5.target_bad.outcome == Outcome::WebhookTimeout
+    {
+        "matching-requests-timeout".to_owned()
+    } else {
+        format!(
+            "target-good:{},target-bad:{}",
+            outcome(&act5.target_good),
+            outcome(&act5.target_bad)
+        )
+    };
+    let ignore = if act6.run.target_bad.outcome == Outcome::Stored {
+        "unvalidated-request-stored".to_owned()
+    } else {
+        format!("target-bad:{}", outcome(&act6.run.target_bad))
+    };
+    let healthy_ignore = outcome(&act6.healthy_bad);
+    let control = if act5.control.outcome == Outcome::Stored {
+        "outside-selector".to_owned()
+    } else {
+        format!("control:{}", outcome(&act5.control))
+    };
+    let same = act7.existing.exists
+        && act7.existing.uid.is_some()
+        && act7.existing.uid == act3.existing.uid
+        && act7.existing.phase.as_deref() == Some("Running");
+    let existing = if same {
+        "same-uid-running".to_owned()
+    } else {
+        format!(
+            "uid:{},phase:{}",
+            act7.existing.uid.as_deref().unwrap_or("none"),
+            act7.existing.phase.as_deref().unwrap_or("none")
+        )
+    };
+    vec![
+        ("fail", fail),
+        ("ignore", ignore),
+        ("healthy_ignore", healthy_ignore),
+        ("control", control),
+        ("existing", existing),
+    ]
+}
+
+/// Act 8: the report checked against the evidence.
+async fn act8(env: &Env) -> Result<ActSummary, LabError> {
+    require_completed(&env.workdir, Lab::B, 1..=7)?;
+    let cluster = env.cluster().await?;
+    let ctx = live_context(&cluster, &env.workdir).await?;
+    let (_report, loaded) = read_input::<inputs::ReportB>(&env.workdir, &ctx)?;
+    let act3: Act3Facts = read_facts(&env.workdir, 3)?;
+    let act5: Act5Facts = read_facts(&env.workdir, 5)?;
+    let act6: Act6Facts = read_facts(&env.workdir, 6)?;
+    let act7: Act7Facts = read_facts(&env.workdir, 7)?;
+    let mut rec = ActRecorder::begin(&env.workdir, Lab::B, 8)?;
+    rec.input(&loaded);
+    let mut checks = Vec::new();
+    for (field, evidence) in report_expectations(&act3, &act5, &act6, &act7) {
+        let report = loaded
+            .value
+            .get(field)
+            .cloned()
+            .unwrap_or(serde_json::Value::Null);
+        checks.push(ReportCheck {
+            field: field.to_owned(),
+            agrees: report.as_str() == Some(evidence.as_str()),
+            report,
+            evidence: evidence.into(),
+        });
+    }
+    let mut digests = std::collections::BTreeMap::new();
+    for act in 1..=7u8 {
+        digests.insert(format!("{act:02}"), env.workdir.read_evidence(act)?.digest);
+    }
+    for (field, act) in [
+        ("fail_evidence_sha256", 5u8),
+        ("ignore_evidence_sha256", 6),
+        ("recovery_evidence_sha256", 7),
+    ] {
+        let report = loaded
+            .value
+            .get(field)
+            .cloned()
+            .unwrap_or(serde_json::Value::Null);
+        let evidence = digests
+            .get(&format!("{act:02}"))
+            .cloned()
+            .unwrap_or_default();
+        checks.push(ReportCheck {
+            field: field.to_owned(),
+            agrees: report.as_str() == Some(evidence.as_str()),
+            report,
+            evidence: evidence.into(),
+        });
+    }
+    let lines = checks
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {}: report {} / evidence {}",
+                if c.agrees { "✓" } else { "✗" },
+                c.field,
+                c.report,
+                c.evidence
+            )
+        })
+        .collect();
+    let facts = Act8Facts {
+        checks,
+        evidence_digests: digests,
+    };
+    rec.complete(facts, lines)
+}

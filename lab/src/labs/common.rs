@@ -1,0 +1,829 @@
+//! What both labs share: the environment of a run ([`Env`]), the evidence recorder
+//! ([`ActRecorder`]), helpers for inputs, webhooks and bounded waits, `inspect`, and acts 1-3.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::admissionregistration::v1::{
+    ValidatingWebhook, ValidatingWebhookConfiguration,
+};
+use serde::Serialize;
+
+use crate::cluster::{self, Cluster};
+use crate::cri::{self, CriClient};
+use crate::error::LabError;
+use crate::evidence::{ActStatus, Evidence, Lab, Outcome, RequestRecord, SCHEMA_VERSION};
+use crate::facts::{
+    self, Act1Facts, Act2Facts, Act3Facts, NodeFacts, ObjectRef, ServiceRef, WebhookFacts,
+};
+use crate::inputs::{self, Context, InputFile, StudentInput};
+use crate::probe::{self, PodKind};
+use crate::workdir::{LoadedInput, Workdir};
+
+/// Namespace inside the policy's selector.
+pub const TARGET_NAMESPACE: &str = "kca-webhook-target";
+/// Namespace outside it.
+pub const CONTROL_NAMESPACE: &str = "kca-webhook-control";
+/// Bound on waiting for a webhook registration to appear or change.
+pub const REGISTRATION_BOUND: Duration = Duration::from_secs(90);
+/// Bound on waiting for the webhook to answer with an explicit deny in a healthy state.
+pub const ANSWER_BOUND: Duration = Duration::from_secs(90);
+/// Bound on waiting for the act-3 pod to be `Running`.
+pub const RUNNING_BOUND: Duration = Duration::from_secs(120);
+
+/// Student-facing output: Japanese by default, English with `--lang en`. Everything goes to
+/// stderr (stdout is kept for machine-readable output such as `inspect`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Ui {
+    /// English instead of Japanese.
+    pub en: bool,
+    /// No progress output at all (tests that only want evidence).
+    pub quiet: bool,
+}
+
+impl Ui {
+    /// Prints one line: `ja` or `en` by language.
+    pub fn say(&self, ja: &str, en: &str) {
+        if !self.quiet {
+            eprintln!("{}", if self.en { en } else { ja });
+        }
+    }
+
+    /// Prints a step line ` • …`.
+    pub fn step(&self, ja: &str, en: &str) {
+        if !self.quiet {
+            eprintln!(" • {}", if self.en { en } else { ja });
+        }
+    }
+
+    /// Prints a progress line `   … (12s/90s)`.
+    pub fn progress(&self, ja: &str, en: &str, elapsed_s: u64, bound_s: u64) {
+        if !self.quiet {
+            eprintln!(
+                "   {} ({elapsed_s}s/{bound_s}s)",
+                if self.en { en } else { ja }
+            );
+        }
+    }
+}
+
+/// Everything an act needs from its caller: the work directory and how to reach the cluster and
+/// the node.
+#[derive(Debug, Clone)]
+pub struct Env {
+    /// The student's work directory.
+    pub workdir: Workdir,
+    /// `--kubeconfig` (`None`: k3s's when present, else kube-rs's inference).
+    pub kubeconfig: Option<PathBuf>,
+    /// `--cri-endpoint` (`None`: k3s's containerd socket when present).
+    pub cri_endpoint: Option<PathBuf>,
+    /// Output language and verbosity.
+    pub ui: Ui,
+}
+
+impl Env {
+    /// Connects to the cluster.
+    pub async fn cluster(&self) -> Result<Cluster, LabError> {
+        Cluster::connect(self.kubeconfig.as_deref()).await
+    }
+
+    /// Connects to the node's CRI endpoint.
+    ///
+    /// Errors: [`LabError::NotAvailable`] when no endpoint is given and k3s's socket is absent.
+    pub async fn cri(&self) -> Result<CriClient, LabError> {
+        let endpoint = cri::resolve_endpoint(self.cri_endpoint.as_deref()).ok_or_else(|| {
+            LabError::NotAvailable {
+                what: format!(
+                    "a CRI endpoint: {} does not exist; pass --cri-endpoint",
+                    cri::K3S_CRI_ENDPOINT
+                ),
+            }
+        })?;
+        CriClient::connect(&endpoint).await
+    }
+}
+
+/// What an act run produced.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ActSummary {
+    /// The lab.
+    pub lab: Lab,
+    /// The act.
+    pub act: u8,
+    /// The evidence file written.
+    pub evidence: PathBuf,
+    /// `completed` or `interrupted`.
+    pub status: ActStatus,
+    /// The observations worth printing, one per line, already in the chosen language.
+    pub lines: Vec<String>,
+}
+
+/// Collects an act's evidence: inputs' digests, raw material in the order received, progress
+/// saves, and the final write.
+#[derive(Debug)]
+pub struct ActRecorder {
+    workdir: Workdir,
+    lab: Lab,
+    act: u8,
+    started_at: String,
+    inputs: BTreeMap<String, String>,
+    raw: Vec<serde_json::Value>,
+}
+
+impl ActRecorder {
+    /// Starts recording act `act` after [`Workdir::check_can_run`] (which refuses when the act
+    /// already has evidence).
+    pub fn begin(workdir: &Workdir, lab: Lab, act: u8) -> Result<ActRecorder, LabError> {
+        workdir.check_can_run(lab, act)?;
+        Ok(ActRecorder {
+            workdir: workdir.clone(),
+            lab,
+            act,
+            started_at: facts::now_rfc3339(),
+            inputs: BTreeMap::new(),
+            raw: Vec::new(),
+        })
+    }
+
+    /// Records an input file's canonical digest.
+    pub fn input(&mut self, loaded: &LoadedInput) {
+        self.inputs
+            .insert(loaded.file.file_name().to_owned(), loaded.digest.clone());
+    }
+
+    /// Appends raw material: `{"what": what, "at": now, "data": data}`.
+    pub fn raw(&mut self, what: &str, data: impl Serialize) {
+        let data = serde_json::to_value(data)
+            .unwrap_or_else(|e| serde_json::json!({"encoding_error": e.to_string()}));
+        self.raw
+            .push(serde_json::json!({"what": what, "at": facts::now_rfc3339(), "data": data}));
+    }
+
+    /// Appends a request record as raw material (`what` = `request:<label>`).
+    pub fn request(&mut self, label: &str, r: &RequestRecord) {
+        self.raw(&format!("request:{label}"), r);
+    }
+
+    fn evidence(
+        &self,
+        status: ActStatus,
+        facts: serde_json::Value,
+        interruption: Option<String>,
+    ) -> Evidence {
+        Evidence {
+            schema_version: SCHEMA_VERSION,
+            lab: self.lab,
+            act: self.act,
+            status,
+            started_at: self.started_at.clone(),
+            finished_at: facts::now_rfc3339(),
+            inputs: self.inputs.clone(),
+            facts,
+            raw: self.raw.clone(),
+            interruption,
+        }
+    }
+
+    /// Saves progress (`NN.partial.json`, status `interrupted`), so a runner that dies leaves its
+    /// raw data. `facts` are the partial facts known so far.
+    pub fn save_progress(&self, facts: serde_json::Value) -> Result<(), LabError> {
+        self.workdir
+            .save_progress(&self.evidence(ActStatus::Completed, facts, None))?;
+        Ok(())
+    }
+
+    /// Writes the final `completed` evidence.
+    pub fn complete(
+        self,
+        facts: impl Serialize,
+        lines: Vec<String>,
+    ) -> Result<ActSummary, LabError> {
+        let facts = to_value(&facts)?;
+        let path =
+            self.workdir
+                .write_evidence(&self.evidence(ActStatus::Completed, facts, None))?;
+        Ok(ActSummary {
+            lab: self.lab,
+            act: self.act,
+            evidence: path,
+            status: ActStatus::Completed,
+            lines,
+        })
+    }
+
+    /// Writes the final `interrupted` evidence with `why` and the partial `facts`.
+    pub fn interrupt(self, facts: serde_json::Value, why: String) -> Result<PathBuf, LabError> {
+        self.workdir
+            .write_evidence(&self.evidence(ActStatus::Interrupted, facts, Some(why)))
+    }
+}
+
+/// Serialises facts.
+pub fn to_value(v: &impl Serialize) -> Result<serde_json::Value, LabError> {
+    serde_json::to_value(v).map_err(|e| LabError::Kube(format!("encoding facts: {e}")))
+}
+
+/// Requires acts `acts` of `lab` to have `completed` evidence.
+///
+/// Errors: [`LabError::EvidenceMissing`] for a missing one; [`LabError::EvidenceInvalid`] for an
+/// interrupted one (its results are uncertain: reproduce in a fresh lab).
+pub fn require_completed(
+    workdir: &Workdir,
+    lab: Lab,
+    acts: std::ops::RangeInclusive<u8>,
+) -> Result<(), LabError> {
+    for act in acts {
+        let loaded = workdir.read_evidence(act)?;
+        if loaded.evidence.lab != lab {
+            return Err(LabError::EvidenceInvalid {
+                path: loaded.path,
+                detail: format!(
+                    "belongs to lab {:?}, this is lab {lab:?}",
+                    loaded.evidence.lab
+                ),
+            });
+        }
+        if loaded.evidence.status != ActStatus::Completed {
+            return Err(LabError::EvidenceInvalid {
+                path: loaded.path,
+                detail:
+                    "the act was interrupted; download the evidence and reproduce in a fresh lab"
+                        .into(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Reads act `act`'s facts as `T`.
+pub fn read_facts<T: serde::de::DeserializeOwned>(
+    workdir: &Workdir,
+    act: u8,
+) -> Result<T, LabError> {
+    let loaded = workdir.read_evidence(act)?;
+    serde_json::from_value(loaded.evidence.facts.clone()).map_err(|e| LabError::EvidenceInvalid {
+        path: loaded.path,
+        detail: format!("facts: {e}"),
+    })
+}
+
+/// The live values and evidence digests the inputs are checked against.
+pub async fn live_context(cluster: &Cluster, workdir: &Workdir) -> Result<Context, LabError> {
+    let node = cluster.node().await?;
+    let ns = cluster
+        .namespace_uids(&[TARGET_NAMESPACE, CONTROL_NAMESPACE])
+        .await?;
+    let deployment = cluster.admission_deployment().await?;
+    let mut ctx = Context {
+        node_uid: Some(node.uid),
+        namespaces: Some(
+            ns.into_iter()
+                .filter_map(|(k, v)| v.map(|v| (k, v)))
+                .collect(),
+        ),
+        deployment_uid: deployment.metadata.uid,
+        ..Context::default()
+    };
+    for act in 1..=crate::workdir::LAST_ACT {
+        if workdir.evidence_path(act).exists() {
+            let loaded = workdir.read_evidence(act)?;
+            if act == 2 {
+                ctx.policy_uid = loaded
+                    .evidence
+                    .facts
+                    .pointer("/policy/metadata/uid")
+                    .and_then(|v| v.as_str())
+                    .map(str::to_owned);
+            }
+            ctx.evidence_digests.insert(act, loaded.digest);
+        }
+    }
+    if workdir.input_path(InputFile::Policy).exists() {
+        ctx.policy = Some(workdir.read_input(InputFile::Policy)?.value);
+    }
+    Ok(ctx)
+}
+
+/// Reads and validates input `T` against `ctx`.
+pub fn read_input<T: StudentInput>(
+    workdir: &Workdir,
+    ctx: &Context,
+) -> Result<(T, LoadedInput), LabError> {
+    let loaded = workdir.read_input(T::FILE)?;
+    let typed = inputs::parse::<T>(&loaded.value, ctx)?;
+    Ok((typed, loaded))
+}
+
+/// The facts of one registered webhook.
+pub fn webhook_facts(cfg: &ValidatingWebhookConfiguration, wh: &ValidatingWebhook) -> WebhookFacts {
+    fn v<T: Serialize>(x: &Option<T>) -> serde_json::Value {
+        x.as_ref()
+            .map(|x| serde_json::to_value(x).unwrap_or_default())
+            .unwrap_or(serde_json::Value::Null)
+    }
+    WebhookFacts {
+        configuration: cfg.metadata.name.clone().unwrap_or_default(),
+        configuration_uid: cfg.metadata.uid.clone(),
+        name: wh.name.clone(),
+        service: wh.client_config.service.as_ref().map(|s| ServiceRef {
+            namespace: s.namespace.clone(),
+            name: s.name.clone(),
+            path: s.path.clone(),
+            port: s.port.unwrap_or(443),
+        }),
+        url: wh.client_config.url.clone(),
+        failure_policy: wh.failure_policy.clone().unwrap_or_else(|| "Fail".into()),
+        timeout_seconds: wh.timeout_seconds.unwrap_or(10).max(0) as u32,
+        namespace_selector: v(&wh.namespace_selector),
+        object_selector: v(&wh.object_selector),
+        match_conditions: v(&wh.match_conditions),
+        rules: v(&wh.rules),
+        side_effects: wh.side_effects.clone(),
+        match_policy: wh.match_policy.clone(),
+        observed_at: facts::now_rfc3339(),
+    }
+}
+
+/// Waits (bounded, with progress) until the webhook `name` is registered and `ok(webhook)` holds.
+/// Returns the configuration and webhook seen, plus every configuration list read (the last one).
+///
+/// Errors: [`LabError::WaitTimedOut`] with the last state seen.
+pub async fn wait_for_webhook(
+    cluster: &Cluster,
+    ui: &Ui,
+    name: &str,
+    bound: Duration,
+    ok: impl Fn(&ValidatingWebhook) -> bool,
+) -> Result<(ValidatingWebhookConfiguration, ValidatingWebhook), LabError> {
+    let t0 = Instant::now();
+    let mut last_tick = 0;
+    loop {
+        let configs = cluster.webhook_configurations().await?;
+        let found = cluster::find_webhook_in(&configs, name);
+        let last_state = match &found {
+            Some((_, wh)) if ok(wh) => return Ok(found.expect("matched above")),
+            Some((c, wh)) => format!(
+                "{name} in {} with failurePolicy {:?}, timeoutSeconds {:?}",
+                c.metadata.name.as_deref().unwrap_or(""),
+                wh.failure_policy,
+                wh.timeout_seconds
+            ),
+            None => format!(
+                "no webhook {name}; webhooks: {}",
+                configs
+                    .iter()
+                    .flat_map(|c| c.webhooks.iter().flatten().map(|w| w.name.clone()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        let secs = t0.elapsed().as_secs();
+        if t0.elapsed() >= bound {
+            return Err(LabError::WaitTimedOut {
+                what: format!("webhook {name}"),
+                waited_ms: t0.elapsed().as_millis() as u64,
+                last_state,
+            });
+        }
+        if secs > last_tick {
+            last_tick = secs;
+            ui.progress(
+                &format!("webhook {name} の登録を待っています"),
+                &format!("waiting for webhook {name} to be registered"),
+                secs,
+                bound.as_secs(),
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Sends violating (unlabelled) pod creates in `namespace` one after another (1 s apart) until one
+/// is an `explicit-deny` or `bound` runs out; every request is kept, in order. `on_request` sees
+/// each one as it arrives (for progress and raw evidence).
+pub async fn until_explicit_deny(
+    cluster: &Cluster,
+    purpose: &str,
+    namespace: &str,
+    dry_run: bool,
+    bound: Duration,
+    mut on_request: impl FnMut(&RequestRecord, u64),
+) -> Result<Vec<RequestRecord>, LabError> {
+    let t0 = Instant::now();
+    let mut all = Vec::new();
+    loop {
+        let r = probe::send_pod(cluster, purpose, namespace, PodKind::Bad, dry_run).await?;
+        let denied = r.outcome == Outcome::ExplicitDeny;
+        on_request(&r, t0.elapsed().as_secs());
+        all.push(r);
+        if denied || t0.elapsed() >= bound {
+            return Ok(all);
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// One line describing a request's outcome for the student.
+pub fn describe(ui: &Ui, label: &str, r: &RequestRecord) -> String {
+    let stored = if r.get.exists {
+        format!("GET: uid {}", r.get.uid.as_deref().unwrap_or("?"))
+    } else if ui.en {
+        "GET: not found".to_owned()
+    } else {
+        "GET: 存在しない".to_owned()
+    };
+    format!(
+        "{label}: {} (HTTP {}, {} ms; {stored})",
+        r.outcome.as_str(),
+        r.http_status,
+        r.elapsed_ms
+    )
+}
+
+/// Runs `fut` unless SIGINT (Ctrl-C) or SIGTERM arrives first; then drops `fut` (whose guards
+/// run then, e.g. a freeze resumes) and returns the signal's name.
+pub async fn or_signal<T>(fut: impl Future<Output = T>) -> Result<T, &'static str> {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => return Ok(fut.await),
+    };
+    tokio::select! {
+        v = fut => Ok(v),
+        _ = tokio::signal::ctrl_c() => Err("SIGINT"),
+        _ = term.recv() => Err("SIGTERM"),
+    }
+}
+
+/// `inspect`'s report (printed as JSON on stdout).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InspectReport {
+    /// The lab.
+    pub lab: Lab,
+    /// The node (`vm.node_uid` is what `scope.json` and the plans need).
+    pub vm: InspectVm,
+    /// Namespace name → UID (`null` when it does not exist).
+    pub namespaces: BTreeMap<String, Option<String>>,
+    /// The admission controller Deployment.
+    pub controller: InspectController,
+    /// Whether the cluster carries the lab mark (faults are refused without it).
+    pub lab_mark: bool,
+    /// Act number → `completed`, `interrupted` or `not-run`.
+    pub acts: BTreeMap<u8, String>,
+    /// Canonical digests of the existing evidence files (act → digest), for the inputs that quote them.
+    pub evidence_sha256: BTreeMap<u8, String>,
+}
+
+/// `inspect`'s node part.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InspectVm {
+    /// Node name.
+    pub node_name: String,
+    /// Node UID.
+    pub node_uid: String,
+}
+
+/// `inspect`'s controller part.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InspectController {
+    /// `kyverno/kyverno-admission-controller`.
+    pub deployment: String,
+    /// Its UID.
+    pub deployment_uid: String,
+    /// `spec.replicas`.
+    pub replicas: Option<i32>,
+}
+
+/// `inspect`: reads the live values and the work directory; changes nothing.
+pub async fn inspect(lab: Lab, env: &Env) -> Result<InspectReport, LabError> {
+    let cluster = env.cluster().await?;
+    let node = cluster.node().await?;
+    let namespaces = cluster
+        .namespace_uids(&[TARGET_NAMESPACE, CONTROL_NAMESPACE])
+        .await?;
+    let dep = cluster.admission_deployment().await?;
+    let lab_mark = cluster.lab_mark().await.is_ok();
+    let mut acts = BTreeMap::new();
+    let mut digests = BTreeMap::new();
+    for act in 1..=crate::workdir::LAST_ACT {
+        let status = match env.workdir.evidence_status(act)? {
+            Some(ActStatus::Completed) => "completed",
+            Some(ActStatus::Interrupted) => "interrupted",
+            None => "not-run",
+        };
+        if status != "not-run" {
+            digests.insert(act, env.workdir.read_evidence(act)?.digest);
+        }
+        acts.insert(act, status.to_owned());
+    }
+    Ok(InspectReport {
+        lab,
+        vm: InspectVm {
+            node_name: node.name,
+            node_uid: node.uid,
+        },
+        namespaces,
+        controller: InspectController {
+            deployment: format!(
+                "{}/{}",
+                cluster::KYVERNO_NAMESPACE,
+                cluster::ADMISSION_DEPLOYMENT
+            ),
+            deployment_uid: dep.metadata.uid.clone().unwrap_or_default(),
+            replicas: dep.spec.as_ref().and_then(|s| s.replicas),
+        },
+        lab_mark,
+        acts,
+        evidence_sha256: digests,
+    })
+}
+
+/// Act 1: `scope.json` checked against the live cluster (names are not UIDs), then saved.
+pub async fn act1(lab: Lab, env: &Env) -> Result<ActSummary, LabError> {
+    let ui = env.ui;
+    let cluster = env.cluster().await?;
+    let ctx = live_context(&cluster, &env.workdir).await?;
+    let (_scope, loaded) = read_input::<inputs::Scope>(&env.workdir, &ctx)?;
+    let mut rec = ActRecorder::begin(&env.workdir, lab, 1)?;
+    rec.input(&loaded);
+    ui.step(
+        "scope.json を実クラスタと照合しました",
+        "scope.json matches the live cluster",
+    );
+    let node = cluster.node().await?;
+    let dep = cluster.admission_deployment().await?;
+    let mark = cluster.lab_mark().await;
+    rec.raw("scope.json", &loaded.value);
+    rec.raw("lab-mark", mark.as_ref().map_err(|e| e.to_string()));
+    let facts = Act1Facts {
+        node: NodeFacts {
+            name: node.name,
+            uid: node.uid,
+        },
+        namespaces: ctx.namespaces.clone().unwrap_or_default(),
+        // Validated: the scope holds exactly these names.
+        target: inputs::TargetNamespace::VALUE.to_owned(),
+        control: inputs::ControlNamespace::VALUE.to_owned(),
+        controller_deployment: ObjectRef {
+            namespace: Some(cluster::KYVERNO_NAMESPACE.into()),
+            name: cluster::ADMISSION_DEPLOYMENT.into(),
+            uid: dep.metadata.uid.clone().unwrap_or_default(),
+        },
+        lab_mark: mark.ok().map(|m| {
+            format!(
+                "ConfigMap {} {}={}",
+                m.object,
+                cluster::MARK_KEY,
+                cluster::MARK_VALUE
+            )
+        }),
+        checked_at: facts::now_rfc3339(),
+    };
+    let mut lines = vec![format!("node {} uid {}", facts.node.name, facts.node.uid)];
+    for (n, u) in &facts.namespaces {
+        lines.push(format!("namespace {n} uid {u}"));
+    }
+    if facts.lab_mark.is_none() {
+        lines.push(if ui.en {
+            "no lab mark on this cluster: acts 5 and 6 will refuse to inject a fault".into()
+        } else {
+            "このクラスタには実習環境の印がありません: act 5 と 6 は障害を注入しません".into()
+        });
+    }
+    rec.complete(facts, lines)
+}
+
+/// Act 2: applies `policy.json` unchanged and observes the real registration; then waits until
+/// the webhook answers (a server dry-run violating pod is explicitly denied: nothing is stored).
+pub async fn act2(lab: Lab, env: &Env) -> Result<ActSummary, LabError> {
+    let ui = env.ui;
+    require_completed(&env.workdir, lab, 1..=1)?;
+    let cluster = env.cluster().await?;
+    let ctx = live_context(&cluster, &env.workdir).await?;
+    let (_policy, loaded) = read_input::<inputs::Policy>(&env.workdir, &ctx)?;
+    let mut rec = ActRecorder::begin(&env.workdir, lab, 2)?;
+    rec.input(&loaded);
+    let result = act2_body(&cluster, &ui, &loaded, &mut rec).await;
+    finish(rec, result)
+}
+
+async fn act2_body(
+    cluster: &Cluster,
+    ui: &Ui,
+    loaded: &LoadedInput,
+    rec: &mut ActRecorder,
+) -> Result<(serde_json::Value, Vec<String>), (serde_json::Value, LabError)> {
+    let name = cluster::POLICY_NAME;
+    let fail = |e: LabError| (serde_json::Value::Null, e);
+    ui.step(
+        "ValidatingPolicy を適用します",
+        "applying the ValidatingPolicy",
+    );
+    let existing = cluster.policy(name).await.map_err(fail)?;
+    let stored = match existing {
+        None => cluster.create_policy(&loaded.value).await.map_err(fail)?,
+        Some(_) => cluster
+            .replace_policy_spec(&loaded.value)
+            .await
+            .map_err(fail)?,
+    };
+    rec.raw("policy-stored", &stored);
+    let failure_policy = loaded
+        .value
+        .pointer("/spec/failurePolicy")
+        .and_then(|v| v.as_str())
+        .unwrap_or("Fail");
+    let webhook_name = cluster::fine_grained_webhook_name(failure_policy, name);
+    let timeout = loaded
+        .value
+        .pointer("/spec/webhookConfiguration/timeoutSeconds")
+        .and_then(|v| v.as_i64());
+    let (cfg, wh) = wait_for_webhook(cluster, ui, &webhook_name, REGISTRATION_BOUND, |wh| {
+        wh.failure_policy.as_deref() == Some(failure_policy)
+            && wh.timeout_seconds.map(i64::from) == timeout
+    })
+    .await
+    .map_err(|e| (serde_json::json!({"policy": stored}), e))?;
+    rec.raw("webhook-configuration", &cfg);
+    let webhook = webhook_facts(&cfg, &wh);
+    ui.step(
+        &format!(
+            "webhook {} が登録されました (failurePolicy {}, timeoutSeconds {})",
+            webhook.name, webhook.failure_policy, webhook.timeout_seconds
+        ),
+        &format!(
+            "webhook {} registered (failurePolicy {}, timeoutSeconds {})",
+            webhook.name, webhook.failure_policy, webhook.timeout_seconds
+        ),
+    );
+    // The registration exists; wait until the webhook answers for this policy. Server dry-run:
+    // nothing is stored, whatever the answer.
+    let mut probes = Vec::new();
+    let answered = until_explicit_deny(
+        cluster,
+        "b2-ready",
+        TARGET_NAMESPACE,
+        true,
+        ANSWER_BOUND,
+        |r, s| {
+            ui.progress(
+                &format!("webhook の応答を確認中: {}", r.outcome.as_str()),
+                &format!("checking the webhook answers: {}", r.outcome.as_str()),
+                s,
+                ANSWER_BOUND.as_secs(),
+            );
+            probes.push(r.clone());
+        },
+    )
+    .await
+    .map_err(|e| (serde_json::json!({"policy": stored}), e))?;
+    for r in &probes {
+        rec.request("ready-check-dry-run", r);
+    }
+    // Re-read the stored policy: Kyverno writes its status after registering it.
+    let policy = cluster.policy(name).await.map_err(fail)?.unwrap_or(stored);
+    let facts = Act2Facts {
+        policy: policy.clone(),
+        webhook,
+    };
+    let facts = to_value(&facts).map_err(fail)?;
+    if answered.last().map(|r| r.outcome) != Some(Outcome::ExplicitDeny) {
+        return Err((
+            facts,
+            LabError::WaitTimedOut {
+                what: "an explicit deny from the registered webhook (server dry-run)".into(),
+                waited_ms: ANSWER_BOUND.as_millis() as u64,
+                last_state: answered
+                    .last()
+                    .map(|r| r.outcome.as_str().to_owned())
+                    .unwrap_or_default(),
+            },
+        ));
+    }
+    let lines = vec![
+        format!(
+            "policy uid {}",
+            policy
+                .pointer("/metadata/uid")
+                .and_then(|v| v.as_str())
+                .unwrap_or("?")
+        ),
+        format!(
+            "webhook {} in {}",
+            webhook_name,
+            cfg.metadata.name.as_deref().unwrap_or("")
+        ),
+    ];
+    Ok((facts, lines))
+}
+
+/// Writes completed evidence from `Ok((facts, lines))`, or interrupted evidence with the partial
+/// facts and the error from `Err`, then returns the error.
+pub fn finish(
+    rec: ActRecorder,
+    result: Result<(serde_json::Value, Vec<String>), (serde_json::Value, LabError)>,
+) -> Result<ActSummary, LabError> {
+    match result {
+        Ok((facts, lines)) => rec.complete(facts, lines),
+        Err((facts, e)) => {
+            rec.interrupt(facts, e.to_string())?;
+            Err(e)
+        }
+    }
+}
+
+/// Act 3: baseline in a healthy state: a labelled pod is stored and reaches `Running` (the
+/// existing pod later acts check), an unlabelled one is explicitly denied and not stored.
+pub async fn act3(lab: Lab, env: &Env) -> Result<ActSummary, LabError> {
+    require_completed(&env.workdir, lab, 1..=2)?;
+    let cluster = env.cluster().await?;
+    let mut rec = ActRecorder::begin(&env.workdir, lab, 3)?;
+    let result = act3_body(&cluster, &env.ui, lab, &mut rec).await;
+    finish(rec, result)
+}
+
+async fn act3_body(
+    cluster: &Cluster,
+    ui: &Ui,
+    lab: Lab,
+    rec: &mut ActRecorder,
+) -> Result<(serde_json::Value, Vec<String>), (serde_json::Value, LabError)> {
+    let tag = match lab {
+        Lab::A => "a3",
+        Lab::B => "b3",
+    };
+    let fail = |e: LabError| (serde_json::Value::Null, e);
+    ui.step(
+        "ラベル付き Pod を作成します (対象 namespace)",
+        "creating a labelled pod (target namespace)",
+    );
+    let good = probe::send_pod(
+        cluster,
+        &format!("{tag}-good"),
+        TARGET_NAMESPACE,
+        PodKind::Good,
+        false,
+    )
+    .await
+    .map_err(fail)?;
+    rec.request("good", &good);
+    ui.say(
+        &describe(ui, "  good", &good),
+        &describe(ui, "  good", &good),
+    );
+    ui.step(
+        "ラベルなし Pod を作成します (対象 namespace)",
+        "creating an unlabelled pod (target namespace)",
+    );
+    let bad = probe::send_pod(
+        cluster,
+        &format!("{tag}-bad"),
+        TARGET_NAMESPACE,
+        PodKind::Bad,
+        false,
+    )
+    .await
+    .map_err(fail)?;
+    rec.request("bad", &bad);
+    ui.say(&describe(ui, "  bad", &bad), &describe(ui, "  bad", &bad));
+    let partial = serde_json::json!({"good": good, "bad": bad});
+    rec.save_progress(partial.clone())
+        .map_err(|e| (partial.clone(), e))?;
+    ui.step(
+        "ラベル付き Pod が Running になるのを待っています",
+        "waiting for the labelled pod to be Running",
+    );
+    let existing = probe::wait_running(
+        cluster,
+        TARGET_NAMESPACE,
+        &good.name,
+        RUNNING_BOUND,
+        |s, phase| {
+            ui.progress(
+                &format!("phase {}", phase.unwrap_or("?")),
+                &format!("phase {}", phase.unwrap_or("?")),
+                s,
+                RUNNING_BOUND.as_secs(),
+            )
+        },
+    )
+    .await
+    .map_err(|e| (partial.clone(), e))?;
+    let facts = Act3Facts {
+        good,
+        bad,
+        existing,
+    };
+    let lines = vec![
+        describe(ui, "good", &facts.good),
+        describe(ui, "bad", &facts.bad),
+        format!(
+            "existing {} uid {} phase {}",
+            facts.existing.name,
+            facts.existing.uid.as_deref().unwrap_or("?"),
+            facts.existing.phase.as_deref().unwrap_or("?")
+        ),
+    ];
+    Ok((to_value(&facts).map_err(fail)?, lines))
+}

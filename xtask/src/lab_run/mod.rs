@@ -1,0 +1,505 @@
+//! `cargo xtask lab run [--lab a|b]`: reproduces a lab from nothing on a fresh embedded cluster.
+//!
+//! For each lab: bring a fresh cluster up (`xtask::cluster`), write the reference student inputs
+//! the way a student would (from `inspect` and from the digests of earlier evidence), run acts
+//! 1-8 in order with the lab crate's own code, grade every act, copy inputs, evidence, fault
+//! ledgers, component logs and webhook snapshots to `target/lab-artifacts/<run-id>/<lab>/`, tear
+//! the cluster down, and print where the artifacts are.
+//!
+//! The reference inputs of each lab come from a [`InputWriter`] ([`b::write_inputs`],
+//! [`a::write_inputs`]): given the act about to run, it writes the files that act reads.
+//! The tests in `tests/` drive the same [`LabRun`] one act at a time.
+
+pub mod a;
+pub mod b;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use lab::evidence::Lab;
+use lab::grade::{self, Findings, GradeInput};
+use lab::labs::{ActSummary, Env, InspectReport, Ui};
+use lab::workdir::Workdir;
+
+use crate::status::Step;
+
+/// Writes the reference inputs act `act` reads (nothing for acts that read none) and returns the
+/// paths written. Inputs are only ever written before the act that first reads them.
+pub type InputWriter = fn(run: &LabRun, act: u8) -> Result<Vec<PathBuf>>;
+
+/// The input writer of `lab`.
+pub fn input_writer(lab: Lab) -> InputWriter {
+    match lab {
+        Lab::A => a::write_inputs,
+        Lab::B => b::write_inputs,
+    }
+}
+
+/// `cargo xtask lab …`
+#[derive(clap::Args, Debug)]
+pub struct LabCmd {
+    #[command(subcommand)]
+    cmd: LabSub,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum LabSub {
+    /// Run a lab (or both, each on its own fresh cluster) end to end and collect artifacts.
+    Run(RunArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct RunArgs {
+    /// Which lab (default: both, a then b).
+    #[arg(long, value_enum)]
+    lab: Option<Lab>,
+    /// Keep the cluster running afterwards (for debugging); `cargo xtask cluster down --name N` ends it.
+    #[arg(long)]
+    retain: bool,
+}
+
+impl LabCmd {
+    /// Runs the subcommand.
+    pub fn run(self) -> Result<()> {
+        match self.cmd {
+            LabSub::Run(args) => {
+                let labs = match args.lab {
+                    Some(l) => vec![l],
+                    None => vec![Lab::A, Lab::B],
+                };
+                let run_id = run_id();
+                let mut failed = Vec::new();
+                for lab in labs {
+                    let opts = RunOptions {
+                        run_id: run_id.clone(),
+                        retain: args.retain,
+                        ..RunOptions::new(lab)
+                    };
+                    match run_lab(&opts) {
+                        Ok(report) => {
+                            eprintln!("{}", report.summary());
+                            if !report.passed() {
+                                failed.push(lab_name(lab));
+                            }
+                        }
+                        Err(e) => {
+                            eprintln!("lab {}: {e:#}", lab_name(lab));
+                            failed.push(lab_name(lab));
+                        }
+                    }
+                }
+                if !failed.is_empty() {
+                    bail!("lab run {run_id}: failed: {}", failed.join(", "));
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// `a` or `b`.
+pub fn lab_name(lab: Lab) -> &'static str {
+    match lab {
+        Lab::A => "a",
+        Lab::B => "b",
+    }
+}
+
+/// A run id: the UTC time, e.g. `20261129T151500Z`.
+pub fn run_id() -> String {
+    chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string()
+}
+
+/// The artifacts directory of one lab of one run: `<repo>/target/lab-artifacts/<run-id>/<lab>/`.
+pub fn artifacts_dir(run_id: &str, lab: Lab) -> PathBuf {
+    crate::cluster::config::repo_root()
+        .join("target")
+        .join("lab-artifacts")
+        .join(run_id)
+        .join(lab_name(lab))
+}
+
+/// Builds `kca-webhook-lab` (`cargo build -p lab --bin kca-webhook-lab`), sets
+/// `KCA_WEBHOOK_LAB_BIN` to it (the freeze watchdog and the scale watcher re-execute it) and
+/// returns its path.
+pub fn ensure_lab_binary() -> Result<PathBuf> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let root = crate::cluster::config::repo_root();
+    let status = std::process::Command::new(cargo)
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "lab",
+            "--bin",
+            lab::faults::freeze::LAB_BIN_NAME,
+        ])
+        .current_dir(&root)
+        .status()
+        .context("running cargo build -p lab --bin kca-webhook-lab")?;
+    anyhow::ensure!(
+        status.success(),
+        "cargo build -p lab --bin kca-webhook-lab failed ({status})"
+    );
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let bin = target.join("debug").join(lab::faults::freeze::LAB_BIN_NAME);
+    anyhow::ensure!(bin.is_file(), "{} missing after the build", bin.display());
+    // SAFETY: set once, before any thread of ours reads the environment concurrently.
+    unsafe { std::env::set_var(lab::faults::freeze::LAB_BIN_ENV, &bin) };
+    Ok(bin)
+}
+
+/// One lab being driven on one cluster: the work directory, how to reach the cluster, and a
+/// runtime for the lab crate's async acts.
+pub struct LabRun {
+    /// The lab.
+    pub lab: Lab,
+    /// Environment passed to the acts.
+    pub env: Env,
+    rt: tokio::runtime::Runtime,
+}
+
+impl LabRun {
+    /// A run of `lab` in `workdir` (created) against the cluster behind `kubeconfig` and
+    /// `cri_endpoint` (a path or `unix://…`).
+    pub fn new(lab: Lab, workdir: &Path, kubeconfig: &Path, cri_endpoint: &str) -> Result<LabRun> {
+        std::fs::create_dir_all(workdir)
+            .with_context(|| format!("creating {}", workdir.display()))?;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .context("starting a tokio runtime")?;
+        let endpoint = cri_endpoint.strip_prefix("unix://").unwrap_or(cri_endpoint);
+        Ok(LabRun {
+            lab,
+            env: Env {
+                workdir: Workdir::new(workdir),
+                kubeconfig: Some(kubeconfig.to_path_buf()),
+                cri_endpoint: Some(PathBuf::from(endpoint)),
+                ui: Ui {
+                    en: true,
+                    quiet: false,
+                },
+            },
+            rt,
+        })
+    }
+
+    /// The work directory.
+    pub fn workdir(&self) -> &Workdir {
+        &self.env.workdir
+    }
+
+    /// `inspect`.
+    pub fn inspect(&self) -> Result<InspectReport> {
+        self.rt
+            .block_on(lab::labs::inspect(self.lab, &self.env))
+            .context("inspect")
+    }
+
+    /// Writes the reference inputs act `act` reads (see [`InputWriter`]).
+    pub fn write_inputs(&self, act: u8) -> Result<Vec<PathBuf>> {
+        input_writer(self.lab)(self, act)
+            .with_context(|| format!("writing the reference inputs of act {act}"))
+    }
+
+    /// Writes act `act`'s inputs, then runs it.
+    pub fn act(&self, act: u8) -> Result<ActSummary> {
+        self.write_inputs(act)?;
+        self.rt
+            .block_on(lab::labs::run_act(self.lab, act, &self.env))
+            .with_context(|| format!("lab {} act {act}", lab_name(self.lab)))
+    }
+
+    /// Grades act `act` from the work directory (pure; no cluster).
+    pub fn grade(&self, act: u8) -> Findings {
+        grade::grade(
+            self.lab,
+            act,
+            &GradeInput::load(&self.env.workdir, self.lab),
+        )
+    }
+
+    /// Runs `f` on this run's tokio runtime (for callers that need the lab crate's async API).
+    pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        self.rt.block_on(f)
+    }
+
+    /// Writes one student input file (pretty JSON) and returns its path.
+    pub fn write_input(
+        &self,
+        file: lab::inputs::InputFile,
+        value: &serde_json::Value,
+    ) -> Result<PathBuf> {
+        let path = self.env.workdir.input_path(file);
+        let mut text = serde_json::to_string_pretty(value)?;
+        text.push('\n');
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        Ok(path)
+    }
+
+    /// The context a student has when writing inputs: `inspect`'s live values, the digests of the
+    /// evidence written so far, act 2's policy UID, and `policy.json`.
+    pub fn student_context(&self) -> Result<lab::inputs::Context> {
+        let report = self.inspect()?;
+        let mut ctx = lab::inputs::Context {
+            node_uid: Some(report.vm.node_uid.clone()),
+            namespaces: Some(
+                report
+                    .namespaces
+                    .iter()
+                    .filter_map(|(k, v)| v.clone().map(|v| (k.clone(), v)))
+                    .collect(),
+            ),
+            deployment_uid: Some(report.controller.deployment_uid.clone()),
+            evidence_digests: report.evidence_sha256.clone(),
+            ..Default::default()
+        };
+        if let Ok(two) = self.env.workdir.read_evidence(2) {
+            ctx.policy_uid = two
+                .evidence
+                .facts
+                .pointer("/policy/metadata/uid")
+                .and_then(|v| v.as_str())
+                .map(str::to_owned);
+        }
+        if let Ok(p) = self.env.workdir.read_input(lab::inputs::InputFile::Policy) {
+            ctx.policy = Some(p.value);
+        }
+        Ok(ctx)
+    }
+
+    /// A snapshot of every ValidatingWebhookConfiguration, verbatim, as a JSON list.
+    pub fn webhook_snapshot(&self) -> Result<serde_json::Value> {
+        let env = &self.env;
+        self.rt
+            .block_on(async {
+                let c = env.cluster().await?;
+                let cfgs = c.webhook_configurations().await?;
+                lab::cluster::to_json(&cfgs)
+            })
+            .context("reading ValidatingWebhookConfigurations")
+    }
+}
+
+/// Options of [`run_lab`].
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The lab.
+    pub lab: Lab,
+    /// The run id (artifacts go to `target/lab-artifacts/<run-id>/<lab>/`).
+    pub run_id: String,
+    /// Keep the cluster running afterwards.
+    pub retain: bool,
+}
+
+impl RunOptions {
+    /// Defaults for `lab`: a new run id, cluster torn down afterwards.
+    pub fn new(lab: Lab) -> RunOptions {
+        RunOptions {
+            lab,
+            run_id: run_id(),
+            retain: false,
+        }
+    }
+}
+
+/// What one lab run produced.
+#[derive(Debug)]
+pub struct RunReport {
+    /// The lab.
+    pub lab: Lab,
+    /// Each act's result (in order; stops at the first act that failed).
+    pub acts: Vec<(u8, std::result::Result<ActSummary, String>)>,
+    /// `grade all` after the last act that ran.
+    pub grades: Vec<Findings>,
+    /// Where the artifacts are.
+    pub artifacts: PathBuf,
+}
+
+impl RunReport {
+    /// Every act completed and every grade passed.
+    pub fn passed(&self) -> bool {
+        self.acts.len() == 8
+            && self.acts.iter().all(|(_, r)| {
+                r.as_ref()
+                    .is_ok_and(|s| s.status == lab::evidence::ActStatus::Completed)
+            })
+            && self.grades.len() == 8
+            && self.grades.iter().all(Findings::passed)
+    }
+
+    /// A readable summary.
+    pub fn summary(&self) -> String {
+        let mut s = format!("lab {}:\n", lab_name(self.lab));
+        for (act, r) in &self.acts {
+            match r {
+                Ok(sum) => {
+                    s.push_str(&format!("  act {act}: {:?}\n", sum.status));
+                    for l in &sum.lines {
+                        s.push_str(&format!("      {l}\n"));
+                    }
+                }
+                Err(e) => s.push_str(&format!("  act {act}: FAILED: {e}\n")),
+            }
+        }
+        for g in &self.grades {
+            s.push_str(&format!(
+                "  grade {}: {} ({} checks){}\n",
+                g.act,
+                if g.passed() { "pass" } else { "FAIL" },
+                g.checks,
+                g.findings
+                    .iter()
+                    .map(|f| format!("\n      {} {}: {}", f.code.as_str(), f.subject, f.detail))
+                    .collect::<String>()
+            ));
+        }
+        s.push_str(&format!("  artifacts: {}\n", self.artifacts.display()));
+        s
+    }
+}
+
+/// Runs one lab from nothing: fresh cluster, acts 1-8 with reference inputs, grades, artifacts,
+/// teardown (unless `retain`).
+pub fn run_lab(opts: &RunOptions) -> Result<RunReport> {
+    let name = format!("lab{}", lab_name(opts.lab));
+    let artifacts = artifacts_dir(&opts.run_id, opts.lab);
+    std::fs::create_dir_all(&artifacts)
+        .with_context(|| format!("creating {}", artifacts.display()))?;
+    let step = Step::start("building kca-webhook-lab");
+    ensure_lab_binary()?;
+    step.ok();
+    let step = Step::start(format!("bringing up a fresh cluster {name}"));
+    let cluster = crate::cluster::Cluster::up(crate::cluster::UpOptions::new(&name))
+        .with_context(|| format!("bringing up cluster {name}"))?;
+    step.ok();
+    let result = drive(opts.lab, &cluster, &artifacts);
+    let collected = collect_cluster_logs(&cluster, &artifacts);
+    if opts.retain {
+        eprintln!(
+            "cluster {name} retained: kubeconfig {}, cri {}",
+            cluster.kubeconfig().display(),
+            cluster.cri_endpoint()
+        );
+    } else {
+        let step = Step::start(format!("tearing down cluster {name}"));
+        cluster.down()?;
+        step.ok();
+    }
+    collected?;
+    let report = result?;
+    eprintln!(
+        "artifacts of lab {}: {}",
+        lab_name(opts.lab),
+        artifacts.display()
+    );
+    Ok(report)
+}
+
+fn drive(lab: Lab, cluster: &crate::cluster::Cluster, artifacts: &Path) -> Result<RunReport> {
+    let workdir = artifacts.join("workdir");
+    let run = LabRun::new(
+        lab,
+        &workdir,
+        &cluster.kubeconfig(),
+        &cluster.cri_endpoint(),
+    )?;
+    let mut acts = Vec::new();
+    for act in 1..=8u8 {
+        let step = Step::start(format!("lab {} act {act}", lab_name(lab)));
+        let r = run.act(act);
+        if let Ok(snap) = run.webhook_snapshot() {
+            let _ = write_json(
+                &artifacts
+                    .join("webhooks")
+                    .join(format!("after-act-{act:02}.json")),
+                &snap,
+            );
+        }
+        match r {
+            Ok(summary) => {
+                for l in &summary.lines {
+                    eprintln!("      {l}");
+                }
+                step.ok();
+                acts.push((act, Ok(summary)));
+            }
+            Err(e) => {
+                eprintln!("      {e:#}");
+                acts.push((act, Err(format!("{e:#}"))));
+                break;
+            }
+        }
+    }
+    let grades = grade::grade_all(lab, &GradeInput::load(run.workdir(), lab));
+    write_json(
+        &artifacts.join("grades.json"),
+        &serde_json::to_value(&grades)?,
+    )?;
+    copy_workdir(run.workdir().root(), artifacts)?;
+    Ok(RunReport {
+        lab,
+        acts,
+        grades,
+        artifacts: artifacts.to_path_buf(),
+    })
+}
+
+/// Copies the inputs (`*.json` at the root) to `inputs/`, `evidence/` and `faults/` to the
+/// artifacts directory.
+fn copy_workdir(root: &Path, artifacts: &Path) -> Result<()> {
+    for entry in std::fs::read_dir(root).with_context(|| format!("reading {}", root.display()))? {
+        let p = entry?.path();
+        if p.is_file() && p.extension().is_some_and(|e| e == "json") {
+            copy_into(&p, &artifacts.join("inputs"))?;
+        }
+    }
+    for sub in ["evidence", "faults"] {
+        let dir = root.join(sub);
+        if dir.is_dir() {
+            for entry in std::fs::read_dir(&dir)? {
+                let p = entry?.path();
+                if p.is_file() {
+                    copy_into(&p, &artifacts.join(sub))?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Copies the cluster's component logs (`<state dir>/logs/`) to `logs/`.
+fn collect_cluster_logs(cluster: &crate::cluster::Cluster, artifacts: &Path) -> Result<()> {
+    let logs = cluster.state_dir().join("logs");
+    if logs.is_dir() {
+        for entry in
+            std::fs::read_dir(&logs).with_context(|| format!("reading {}", logs.display()))?
+        {
+            let p = entry?.path();
+            if p.is_file() {
+                copy_into(&p, &artifacts.join("logs"))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn copy_into(file: &Path, dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let name = file.file_name().context("a file name")?;
+    std::fs::copy(file, dir.join(name))
+        .with_context(|| format!("copying {} to {}", file.display(), dir.display()))?;
+    Ok(())
+}
+
+fn write_json(path: &Path, v: &serde_json::Value) -> Result<()> {
+    if let Some(d) = path.parent() {
+        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+    }
+    std::fs::write(path, serde_json::to_string_pretty(v)?)
+        .with_context(|| format!("writing {}", path.display()))
+}
