@@ -406,6 +406,13 @@ pub mod a {
         pub restore_after_sec: u32,
         /// Replicas it restores (1).
         pub original_replicas: u32,
+        /// When it restores unless the replicas are already back, RFC 3339 UTC (ms):
+        /// `armed_at + restore_after_sec`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub deadline_at: Option<String>,
+        /// The fault directory (`<workdir>/faults/scale-…`: plan, ledger, watcher record and log).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub fault_dir: Option<String>,
     }
 
     /// Whether the policy object still exists.
@@ -507,6 +514,17 @@ pub mod a {
         pub deny_probes: Vec<RequestRecord>,
         /// `lease_acquired.at - pod_running.at`, milliseconds (measured, never assumed).
         pub leader_takeover_ms: Option<u64>,
+        /// `lease_acquired.at - replicas_restored.at`, milliseconds (measured; about 32 s in a
+        /// trial, because the new pod waits for the old Lease to expire).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub lease_after_restore_ms: Option<u64>,
+        /// Act 5's violating pod (admitted while no webhook was registered), read after the
+        /// recovery: admission does not remove existing objects.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub admitted_during_scale_down: Option<PodObservation>,
+        /// Act 3's pod, read after the recovery.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub existing: Option<PodObservation>,
     }
 
     /// The object a successful server dry-run returned (compared with the request).
