@@ -315,7 +315,11 @@ pub fn ensure_family(
     family: &'static Family,
 ) -> anyhow::Result<BuiltFamily> {
     let wrapper = super::wrappers_dir().join(family.name);
-    let versions = module_versions(env, &wrapper, &family.stamp_modules())
+    let mut modules = family.stamp_modules();
+    if !modules.contains(&family.module) {
+        modules.push(family.module);
+    }
+    let versions = module_versions(env, &wrapper, &modules)
         .with_context(|| format!("resolving the versions {} stamps", family.name))?;
     let ldflags = family.ldflags(&versions)?;
     let plan = FamilyPlan {
@@ -483,6 +487,51 @@ mod tests {
         assert!(!is_package_line("go: downloading k8s.io/api v0.35.8"));
         assert!(!is_package_line("./main.go:12:2: undefined: foo"));
         assert!(!is_package_line(""));
+    }
+
+    #[test]
+    fn a_failed_build_names_program_command_log_and_go_error() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("kube-apiserver.log");
+        let mut cmd = Command::new("sh");
+        cmd.current_dir(tmp.path()).env("CGO_ENABLED", "0").args([
+            "-c",
+            "echo k8s.io/api/core/v1 >&2; echo '# k8s.io/kubernetes/cmd/kube-apiserver' >&2; \
+             echo './main.go:12:2: undefined: foo' >&2; exit 1",
+        ]);
+        let err = run_build(&cmd, "kube-apiserver", "k8s.io/kubernetes v1.35.8", &log)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("building kube-apiserver failed (exit status: 1)"),
+            "{err}"
+        );
+        assert!(err.contains("CGO_ENABLED=0 sh -c"), "{err}");
+        assert!(err.contains(&log.display().to_string()), "{err}");
+        assert!(err.contains("./main.go:12:2: undefined: foo"), "{err}");
+        let tail = err
+            .split("last lines of go's output:")
+            .nth(1)
+            .unwrap_or_default();
+        assert!(tail.contains("undefined: foo"), "{err}");
+        assert!(
+            !tail.contains("k8s.io/api/core/v1"),
+            "package lines stay out of the tail: {err}"
+        );
+        let logged = fs::read_to_string(&log).unwrap();
+        assert!(
+            logged.contains("k8s.io/api/core/v1") && logged.contains("undefined: foo"),
+            "{logged}"
+        );
+    }
+
+    #[test]
+    fn a_successful_build_returns_its_time() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "echo a/b >&2; echo c/d >&2"]);
+        let secs = run_build(&cmd, "x", "y", &tmp.path().join("x.log")).unwrap();
+        assert!(secs >= 0.0);
     }
 
     #[test]

@@ -218,8 +218,7 @@ enum UpstreamSub {
         #[arg(long)]
         no_install: bool,
     },
-    /// Print the cache directory and its entries, marking those the current
-    /// inputs use; builds nothing.
+    /// Print the cache directory, its entries and their sizes; builds nothing.
     Status {
         /// Cache directory (default as for `build`).
         #[arg(long, env = CACHE_ENV)]
