@@ -1,1 +1,241 @@
-//! Test harness helpers: placeholder until the cluster fixture lands.
+//! Test harness: a fresh embedded cluster per test that is always torn down, one cluster at a time.
+//!
+//! - [`LabCluster::fresh`] takes the cross-process cluster lock (`<state root>/.cluster.lock`,
+//!   flock: on a 2-core machine only one cluster runs at a time, so CPU contention never turns a
+//!   readiness bound into a red test), brings a fresh cluster up through `xtask::cluster` (the same
+//!   code as `cargo xtask cluster up`) and returns when Kyverno answers.
+//! - Dropping a [`LabCluster`] tears the cluster down, also while a test panics (the drop runs
+//!   during unwinding); [`LabCluster::down`] does it explicitly and returns the errors.
+//!   [`with_cluster`] runs a closure and always tears down, then re-raises a panic.
+//! - Without root or off Linux, `fresh` fails with a message naming what is missing: cluster tests
+//!   never skip silently.
+//!
+//! Handles for the lab code: [`LabCluster::kubeconfig`] (path), [`LabCluster::cri_endpoint`]
+//! (`unix://…`), [`LabCluster::node_name`], [`LabCluster::node_uid`], [`LabCluster::state_dir`].
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use xtask::cluster::{Cluster, UpOptions, record::ClusterRecord, teardown};
+
+/// The cross-process lock file under the state root.
+pub fn lock_path(state_root: &Path) -> PathBuf {
+    state_root.join(".cluster.lock")
+}
+
+/// Holds the exclusive cluster lock until dropped.
+#[derive(Debug)]
+pub struct ClusterLock {
+    _file: File,
+}
+
+impl ClusterLock {
+    /// Blocks until this process holds the lock (printing who it waits for).
+    pub fn acquire(state_root: &Path) -> Result<ClusterLock> {
+        use rustix::fs::{FlockOperation, flock};
+        std::fs::create_dir_all(state_root).with_context(|| format!("creating {}", state_root.display()))?;
+        let path = lock_path(state_root);
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        if flock(&file, FlockOperation::NonBlockingLockExclusive).is_err() {
+            eprintln!(
+                " • waiting for the cluster lock {} (another test process runs a cluster)",
+                path.display()
+            );
+            let t = Instant::now();
+            flock(&file, FlockOperation::LockExclusive).with_context(|| format!("locking {}", path.display()))?;
+            eprintln!("   got the cluster lock after {:.0}s", t.elapsed().as_secs_f64());
+        }
+        Ok(ClusterLock { _file: file })
+    }
+}
+
+/// A fresh embedded cluster owned by one test; torn down on drop.
+#[derive(Debug)]
+pub struct LabCluster {
+    cluster: Option<Cluster>,
+    up_secs: f64,
+    _lock: ClusterLock,
+}
+
+impl LabCluster {
+    /// Brings up a fresh cluster named `name` (Kyverno answering, lab namespaces and mark in place).
+    ///
+    /// # Errors
+    /// Not Linux or not root (message says so), another cluster of that name still running, or
+    /// any step of `up` (the half-started cluster is torn down first).
+    pub fn fresh(name: &str) -> Result<LabCluster> {
+        Self::fresh_with(UpOptions::new(name))
+    }
+
+    /// [`LabCluster::fresh`] with explicit options.
+    pub fn fresh_with(opts: UpOptions) -> Result<LabCluster> {
+        xtask::cluster::host::require_root().context("cluster tests need a real cluster")?;
+        let lock = ClusterLock::acquire(&opts.state_root)?;
+        let t = Instant::now();
+        let cluster = Cluster::up(opts.clone()).with_context(|| format!("bringing up cluster {}", opts.name))?;
+        Ok(LabCluster {
+            cluster: Some(cluster),
+            up_secs: t.elapsed().as_secs_f64(),
+            _lock: lock,
+        })
+    }
+
+    /// The cluster handle.
+    pub fn cluster(&self) -> &Cluster {
+        self.cluster.as_ref().expect("cluster present until down")
+    }
+    /// User kubeconfig (cluster-admin).
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.cluster().kubeconfig()
+    }
+    /// CRI endpoint URL (`unix:///…/containerd.sock`).
+    pub fn cri_endpoint(&self) -> String {
+        self.cluster().cri_endpoint()
+    }
+    /// Node name.
+    pub fn node_name(&self) -> String {
+        self.cluster().node_name().to_string()
+    }
+    /// Node metadata.uid.
+    pub fn node_uid(&self) -> String {
+        self.cluster().node_uid().to_string()
+    }
+    /// State directory.
+    pub fn state_dir(&self) -> PathBuf {
+        self.cluster().state_dir().to_path_buf()
+    }
+    /// Seconds `Cluster::up` took in this process.
+    pub fn up_secs(&self) -> f64 {
+        self.up_secs
+    }
+
+    /// Tears down now; the error lists every step that failed.
+    pub fn down(mut self) -> Result<teardown::Report> {
+        let c = self.cluster.take().expect("cluster present until down");
+        c.down()
+    }
+}
+
+impl Drop for LabCluster {
+    fn drop(&mut self) {
+        if let Some(c) = self.cluster.take() {
+            eprintln!(" • tearing down cluster {} (fixture drop)", c.name());
+            if let Err(e) = c.down() {
+                eprintln!("   teardown of cluster {} failed: {e:#}", c.name());
+            }
+        }
+    }
+}
+
+/// Runs `f` on a fresh cluster and always tears it down afterwards; a panic in `f` is re-raised
+/// after the teardown, a teardown error is returned when `f` succeeded.
+pub fn with_cluster<T>(name: &str, f: impl FnOnce(&LabCluster) -> Result<T>) -> Result<T> {
+    let c = LabCluster::fresh(name)?;
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&c)));
+    let down = c.down();
+    match r {
+        Err(panic) => std::panic::resume_unwind(panic),
+        Ok(Err(e)) => Err(e),
+        Ok(Ok(v)) => down.map(|_| v),
+    }
+}
+
+/// Builds the lab binary (`cargo build -p lab --bin kca-webhook-lab`) and returns its path.
+pub fn ensure_lab_binary() -> Result<PathBuf> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let root = xtask::cluster::config::repo_root();
+    let status = std::process::Command::new(cargo)
+        .args(["build", "-p", "lab", "--bin", "kca-webhook-lab"])
+        .current_dir(&root)
+        .status()
+        .context("running cargo build -p lab")?;
+    anyhow::ensure!(
+        status.success(),
+        "cargo build -p lab --bin kca-webhook-lab failed ({status})"
+    );
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    Ok(target.join("debug").join("kca-webhook-lab"))
+}
+
+/// Samples the resident memory of a cluster's whole stack (its recorded daemons, containerd shims
+/// and every container process in its cgroups) every `interval` on a background thread.
+pub struct MemorySampler {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    handle: Option<std::thread::JoinHandle<(u64, usize)>>,
+}
+
+/// Sum of VmRSS (bytes) of the cluster's processes now, and how many processes were counted.
+pub fn stack_rss(rec: &ClusterRecord) -> (u64, usize) {
+    let mut pids: Vec<i32> = rec.processes.iter().filter(|p| p.alive()).map(|p| p.pid).collect();
+    pids.extend(teardown::stray_pids(rec).into_iter().map(|(p, _)| p));
+    pids.sort();
+    pids.dedup();
+    let mut total = 0;
+    for pid in &pids {
+        if let Ok(st) = procfs::process::Process::new(*pid).and_then(|p| p.status()) {
+            total += st.vmrss.unwrap_or(0) * 1024;
+        }
+    }
+    (total, pids.len())
+}
+
+impl MemorySampler {
+    /// Starts sampling the cluster whose state dir is `state_dir` (re-reading its record each time).
+    pub fn start(state_dir: &Path, interval: Duration) -> MemorySampler {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let s2 = stop.clone();
+        let dir = state_dir.to_path_buf();
+        let handle = std::thread::spawn(move || {
+            let mut peak = (0u64, 0usize);
+            while !s2.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Ok(Some(rec)) = ClusterRecord::load(&dir) {
+                    let s = stack_rss(&rec);
+                    if s.0 > peak.0 {
+                        peak = s;
+                    }
+                }
+                std::thread::sleep(interval);
+            }
+            peak
+        });
+        MemorySampler {
+            stop,
+            handle: Some(handle),
+        }
+    }
+
+    /// Stops and returns (peak bytes, processes counted at the peak).
+    pub fn finish(mut self) -> (u64, usize) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.handle.take().and_then(|h| h.join().ok()).unwrap_or((0, 0))
+    }
+}
+
+impl Drop for MemorySampler {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Appends one measured figure (JSON object) to `<state root>/figures.jsonl` and prints it.
+pub fn record_figure(state_root: &Path, figure: serde_json::Value) -> Result<()> {
+    use std::io::Write;
+    eprintln!("   figure: {figure}");
+    std::fs::create_dir_all(state_root).with_context(|| format!("creating {}", state_root.display()))?;
+    let path = state_root.join("figures.jsonl");
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    writeln!(f, "{figure}").with_context(|| format!("writing {}", path.display()))
+}

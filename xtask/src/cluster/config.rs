@@ -55,7 +55,9 @@ pub fn validate_name(name: &str) -> Result<()> {
     let ok = !name.is_empty()
         && name.len() <= 20
         && name.starts_with(|c: char| c.is_ascii_lowercase())
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
     if !ok {
         bail!("invalid cluster name {name:?}: expected 1 to 20 characters of [a-z0-9-] starting with a letter");
     }
@@ -226,7 +228,9 @@ mod tests {
         assert_eq!(n.cidr(), "10.44.0.0/30");
         let n = NodeNet { index: 65 };
         assert_eq!(n.node_ip(), Ipv4Addr::new(10, 44, 1, 6));
-        let last = NodeNet { index: NodeNet::COUNT - 1 };
+        let last = NodeNet {
+            index: NodeNet::COUNT - 1,
+        };
         assert_eq!(last.node_ip(), Ipv4Addr::new(10, 44, 255, 254));
         assert!(last.host_veth().len() <= 15);
     }

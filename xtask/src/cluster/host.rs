@@ -25,14 +25,20 @@ impl HostFacts {
             .context("no CapEff line in /proc/self/status")?;
         let cap_eff = u64::from_str_radix(cap_eff.trim(), 16).context("parsing CapEff in /proc/self/status")?;
         let unified = std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
-        Ok(HostFacts { cap_sys_resource: cap_eff & (1 << CAP_SYS_RESOURCE) != 0, cgroup_v1: !unified })
+        Ok(HostFacts {
+            cap_sys_resource: cap_eff & (1 << CAP_SYS_RESOURCE) != 0,
+            cgroup_v1: !unified,
+        })
     }
 }
 
 /// Fails with a clear message unless this is Linux and the effective user is root.
 pub fn require_root() -> Result<()> {
     if !cfg!(target_os = "linux") {
-        bail!("the embedded cluster needs Linux (network namespaces, cgroups, containerd); this is {}", std::env::consts::OS);
+        bail!(
+            "the embedded cluster needs Linux (network namespaces, cgroups, containerd); this is {}",
+            std::env::consts::OS
+        );
     }
     if !rustix::process::geteuid().is_root() {
         bail!(
@@ -49,7 +55,9 @@ pub fn cgroup_mounts() -> Result<Vec<std::path::PathBuf>> {
     let mut out = Vec::new();
     for line in info.lines() {
         // `… mount_point … - fstype source options`
-        let Some((left, right)) = line.split_once(" - ") else { continue };
+        let Some((left, right)) = line.split_once(" - ") else {
+            continue;
+        };
         let fstype = right.split_whitespace().next().unwrap_or("");
         if fstype == "cgroup" || fstype == "cgroup2" {
             if let Some(mp) = left.split_whitespace().nth(4) {

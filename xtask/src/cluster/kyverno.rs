@@ -5,9 +5,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use kube::api::{Api, ListParams, PostParams};
 use kube::core::{DynamicObject, GroupVersionKind};
 use kube::discovery::ApiResource;
@@ -51,9 +51,20 @@ pub struct ImageInput {
 
 fn run(cmd: &mut Command, what: &str) -> Result<String> {
     let out = cmd.output().with_context(|| format!("{what}: running {cmd:?}"))?;
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     if !out.status.success() {
-        let tail: Vec<&str> = text.lines().rev().take(40).collect::<Vec<_>>().into_iter().rev().collect();
+        let tail: Vec<&str> = text
+            .lines()
+            .rev()
+            .take(40)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
         bail!("{what} failed ({}): {cmd:?}\n{}", out.status, tail.join("\n"));
     }
     Ok(text)
@@ -74,7 +85,10 @@ pub fn import_images(rt: &Runtime, images: &[ImageInput]) -> Result<()> {
             &format!("importing {} from {}", img.reference, img.path.display()),
         )?;
         let list = run(
-            Command::new(rt.bin("ctr")).arg("-a").arg(&sock).args(["-n", "k8s.io", "images", "ls", "-q"]),
+            Command::new(rt.bin("ctr"))
+                .arg("-a")
+                .arg(&sock)
+                .args(["-n", "k8s.io", "images", "ls", "-q"]),
             "listing images",
         )?;
         if !list.lines().any(|l| l.trim() == img.reference) {
@@ -116,7 +130,10 @@ async fn deployments_ready(kc: &Path) -> Result<()> {
     let api: Api<Deployment> = Api::namespaced(c, NAMESPACE);
     let mut missing = Vec::new();
     for name in DEPLOYMENTS {
-        let d = api.get_opt(name).await.with_context(|| format!("GET deployment {NAMESPACE}/{name}"))?;
+        let d = api
+            .get_opt(name)
+            .await
+            .with_context(|| format!("GET deployment {NAMESPACE}/{name}"))?;
         let Some(d) = d else {
             missing.push(format!("{name}: not found"));
             continue;
@@ -140,17 +157,25 @@ async fn deployments_ready(kc: &Path) -> Result<()> {
 async fn webhook_answers(kc: &Path) -> Result<String> {
     let c = client(kc).await?;
     let vwc: Api<ValidatingWebhookConfiguration> = Api::all(c.clone());
-    for name in ["kyverno-policy-validating-webhook-cfg", "kyverno-resource-validating-webhook-cfg"] {
-        vwc.get_opt(name).await.with_context(|| format!("GET {name}"))?.with_context(|| format!("{name} does not exist yet"))?;
+    for name in [
+        "kyverno-policy-validating-webhook-cfg",
+        "kyverno-resource-validating-webhook-cfg",
+    ] {
+        vwc.get_opt(name)
+            .await
+            .with_context(|| format!("GET {name}"))?
+            .with_context(|| format!("{name} does not exist yet"))?;
     }
     let slices: Api<EndpointSlice> = Api::namespaced(c.clone(), NAMESPACE);
     let list = slices
         .list(&ListParams::default().labels("kubernetes.io/service-name=kyverno-svc"))
         .await
         .context("listing kyverno-svc EndpointSlices")?;
-    let ready = list.items.iter().flat_map(|s| s.endpoints.iter()).any(|e| {
-        e.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true)
-    });
+    let ready = list
+        .items
+        .iter()
+        .flat_map(|s| s.endpoints.iter())
+        .any(|e| e.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true));
     if !ready {
         bail!("kyverno-svc has no ready endpoint yet");
     }
@@ -168,10 +193,17 @@ async fn webhook_answers(kc: &Path) -> Result<String> {
         }
     }))
     .context("building the readiness probe policy")?;
-    let pp = PostParams { dry_run: true, ..Default::default() };
+    let pp = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
     match api.create(&pp, &probe).await {
-        Ok(_) => bail!("server dry-run create of an invalid ValidatingPolicy was admitted: Kyverno's policy webhook did not check it"),
-        Err(kube::Error::Api(s)) if s.message.contains("admission webhook") && s.message.contains("denied the request") => {
+        Ok(_) => bail!(
+            "server dry-run create of an invalid ValidatingPolicy was admitted: Kyverno's policy webhook did not check it"
+        ),
+        Err(kube::Error::Api(s))
+            if s.message.contains("admission webhook") && s.message.contains("denied the request") =>
+        {
             Ok(s.message)
         }
         Err(e) => Err(e).context("server dry-run create of the readiness probe ValidatingPolicy"),
@@ -182,10 +214,18 @@ async fn webhook_answers(kc: &Path) -> Result<String> {
 /// Returns Kyverno's deny message for the probe.
 pub fn wait_ready(rt: &Runtime, timeout: Duration, alive: impl FnMut() -> Result<()> + Clone) -> Result<String> {
     let kc = rt.user_kubeconfig();
-    wait("Kyverno's four Deployments Ready", timeout, Duration::from_secs(2), alive.clone(), || {
-        block_on(deployments_ready(&kc))?
-    })?;
-    wait("Kyverno's admission webhook to answer", timeout, Duration::from_secs(2), alive, || {
-        block_on(webhook_answers(&kc))?
-    })
+    wait(
+        "Kyverno's four Deployments Ready",
+        timeout,
+        Duration::from_secs(2),
+        alive.clone(),
+        || block_on(deployments_ready(&kc))?,
+    )?;
+    wait(
+        "Kyverno's admission webhook to answer",
+        timeout,
+        Duration::from_secs(2),
+        alive,
+        || block_on(webhook_answers(&kc))?,
+    )
 }

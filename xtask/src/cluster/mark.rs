@@ -32,10 +32,17 @@ pub async fn apply(client: kube::Client, cluster: &str, node: &str, node_uid: &s
     let ns_api: Api<Namespace> = Api::all(client.clone());
     for ns in [TARGET_NAMESPACE, CONTROL_NAMESPACE] {
         let obj = Namespace {
-            metadata: ObjectMeta { name: Some(ns.into()), labels: Some(labels.clone()), ..Default::default() },
+            metadata: ObjectMeta {
+                name: Some(ns.into()),
+                labels: Some(labels.clone()),
+                ..Default::default()
+            },
             ..Default::default()
         };
-        ns_api.create(&PostParams::default(), &obj).await.with_context(|| format!("creating namespace {ns}"))?;
+        ns_api
+            .create(&PostParams::default(), &obj)
+            .await
+            .with_context(|| format!("creating namespace {ns}"))?;
     }
     let cm = ConfigMap {
         metadata: ObjectMeta {
@@ -50,11 +57,16 @@ pub async fn apply(client: kube::Client, cluster: &str, node: &str, node_uid: &s
             ("node".to_string(), node.to_string()),
             ("nodeUID".to_string(), node_uid.to_string()),
             ("backend".to_string(), "embedded".to_string()),
-            ("createdAt".to_string(), chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+            (
+                "createdAt".to_string(),
+                chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            ),
         ])),
         ..Default::default()
     };
     let api: Api<ConfigMap> = Api::namespaced(client, MARK_NAMESPACE);
-    api.create(&PostParams::default(), &cm).await.context("creating the lab mark ConfigMap kube-system/kca-webhook-lab")?;
+    api.create(&PostParams::default(), &cm)
+        .await
+        .context("creating the lab mark ConfigMap kube-system/kca-webhook-lab")?;
     Ok(())
 }

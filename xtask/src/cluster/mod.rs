@@ -66,26 +66,46 @@ impl Inputs {
     /// `<reference>.ref` sibling, or its index's `org.opencontainers.image.ref.name`, names it),
     /// `KCA_UPSTREAM_CHART` (chart directory).
     pub fn from_env() -> Result<Option<Inputs>> {
-        let Some(bin) = std::env::var_os("KCA_UPSTREAM_BIN") else { return Ok(None) };
+        let Some(bin) = std::env::var_os("KCA_UPSTREAM_BIN") else {
+            return Ok(None);
+        };
         let bin_dir = PathBuf::from(bin);
-        let cni_bin_dir = std::env::var_os("KCA_UPSTREAM_CNI_BIN").map(PathBuf::from).unwrap_or_else(|| bin_dir.clone());
+        let cni_bin_dir = std::env::var_os("KCA_UPSTREAM_CNI_BIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| bin_dir.clone());
         let mut images = Vec::new();
         if let Some(dir) = std::env::var_os("KCA_UPSTREAM_IMAGES") {
             let dir = PathBuf::from(dir);
-            let rd = std::fs::read_dir(&dir).with_context(|| format!("reading KCA_UPSTREAM_IMAGES {}", dir.display()))?;
-            let mut paths: Vec<PathBuf> = rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "tar")).collect();
+            let rd =
+                std::fs::read_dir(&dir).with_context(|| format!("reading KCA_UPSTREAM_IMAGES {}", dir.display()))?;
+            let mut paths: Vec<PathBuf> = rd
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "tar"))
+                .collect();
             paths.sort();
             for path in paths {
                 let ref_file = path.with_extension("ref");
                 let reference = std::fs::read_to_string(&ref_file)
-                    .with_context(|| format!("reading {} (the image reference of {})", ref_file.display(), path.display()))?
+                    .with_context(|| {
+                        format!(
+                            "reading {} (the image reference of {})",
+                            ref_file.display(),
+                            path.display()
+                        )
+                    })?
                     .trim()
                     .to_string();
                 images.push(ImageInput { reference, path });
             }
         }
         let chart_dir = std::env::var_os("KCA_UPSTREAM_CHART").map(PathBuf::from);
-        Ok(Some(Inputs { bin_dir, cni_bin_dir, images, chart_dir }))
+        Ok(Some(Inputs {
+            bin_dir,
+            cni_bin_dir,
+            images,
+            chart_dir,
+        }))
     }
 
     /// [`Inputs::from_env`] if `KCA_UPSTREAM_BIN` is set, else the upstream build cache
@@ -99,7 +119,27 @@ impl Inputs {
 }
 
 fn upstream_inputs() -> Result<Inputs> {
-    bail!("no upstream programs: set KCA_UPSTREAM_BIN (and KCA_UPSTREAM_IMAGES, KCA_UPSTREAM_CHART) until `xtask::upstream::ensure_built` exists")
+    let a = crate::upstream::ensure_built(&crate::upstream::BuildOptions::default())
+        .context("building the upstream programs, images and chart")?;
+    Ok(Inputs::from(a))
+}
+
+impl From<crate::upstream::Artifacts> for Inputs {
+    fn from(a: crate::upstream::Artifacts) -> Inputs {
+        Inputs {
+            bin_dir: a.bin_dir,
+            cni_bin_dir: a.cni_bin_dir,
+            images: a
+                .images
+                .into_iter()
+                .map(|i| ImageInput {
+                    reference: i.reference,
+                    path: i.path,
+                })
+                .collect(),
+            chart_dir: Some(a.chart_dir),
+        }
+    }
 }
 
 /// Options of [`Cluster::up`].
@@ -257,10 +297,17 @@ impl Cluster {
             Ok(()) => Ok(Cluster { record }),
             Err(e) => {
                 if opts.retain_on_failure {
-                    eprintln!("up failed; cluster {} retained for debugging (logs in {})", rt.name, rt.path("logs").display());
+                    eprintln!(
+                        "up failed; cluster {} retained for debugging (logs in {})",
+                        rt.name,
+                        rt.path("logs").display()
+                    );
                     return Err(e);
                 }
-                eprintln!("up failed; tearing down what was started (logs kept in {})", rt.path("logs").display());
+                eprintln!(
+                    "up failed; tearing down what was started (logs kept in {})",
+                    rt.path("logs").display()
+                );
                 let report = teardown::down(&record);
                 finish_down(&record, &report, true);
                 Err(e)
@@ -273,7 +320,12 @@ impl Cluster {
         let report = teardown::down(&self.record);
         finish_down(&self.record, &report, true);
         if !report.errors.is_empty() {
-            bail!("cluster {} down finished with {} errors:\n{}", self.record.name, report.errors.len(), report.errors.join("\n"));
+            bail!(
+                "cluster {} down finished with {} errors:\n{}",
+                self.record.name,
+                report.errors.len(),
+                report.errors.join("\n")
+            );
         }
         Ok(report)
     }
@@ -356,13 +408,19 @@ fn finish_down(rec: &ClusterRecord, report: &teardown::Report, keep_logs: bool) 
     if !report.errors.is_empty() {
         return;
     }
-    let Ok(rd) = std::fs::read_dir(&rec.state_dir) else { return };
+    let Ok(rd) = std::fs::read_dir(&rec.state_dir) else {
+        return;
+    };
     for e in rd.flatten() {
         let p = e.path();
         if keep_logs && p.file_name().is_some_and(|n| n == "logs") {
             continue;
         }
-        let r = if p.is_dir() && !p.is_symlink() { std::fs::remove_dir_all(&p) } else { std::fs::remove_file(&p) };
+        let r = if p.is_dir() && !p.is_symlink() {
+            std::fs::remove_dir_all(&p)
+        } else {
+            std::fs::remove_file(&p)
+        };
         if let Err(err) = r {
             eprintln!("   error: removing {}: {err}", p.display());
         }
@@ -371,7 +429,9 @@ fn finish_down(rec: &ClusterRecord, report: &teardown::Report, keep_logs: bool) 
 
 /// /30 indices recorded by other clusters' state dirs under `state_root`.
 fn other_clusters_indices(state_root: &Path, me: &str) -> Vec<u32> {
-    let Ok(rd) = std::fs::read_dir(state_root) else { return vec![] };
+    let Ok(rd) = std::fs::read_dir(state_root) else {
+        return vec![];
+    };
     rd.flatten()
         .filter(|e| e.file_name() != me)
         .filter_map(|e| ClusterRecord::load(&e.path()).ok().flatten())
@@ -392,10 +452,18 @@ fn clear_remains(cfg: &ClusterConfig) -> Result<()> {
                 cfg.name
             );
         }
-        eprintln!(" • clearing the remains of a dead cluster {} (state {})", cfg.name, state_dir.display());
+        eprintln!(
+            " • clearing the remains of a dead cluster {} (state {})",
+            cfg.name,
+            state_dir.display()
+        );
         let report = teardown::down(&rec);
         if !report.errors.is_empty() {
-            bail!("clearing the remains of cluster {} failed:\n{}", cfg.name, report.errors.join("\n"));
+            bail!(
+                "clearing the remains of cluster {} failed:\n{}",
+                cfg.name,
+                report.errors.join("\n")
+            );
         }
         if report.done.is_empty() {
             eprintln!("   nothing was left but the state directory");
@@ -428,7 +496,13 @@ fn ms(started: Instant) -> u64 {
 fn all_alive(record: &ClusterRecord) -> Result<()> {
     for p in &record.processes {
         if !p.alive() {
-            bail!("{} (pid {}) exited; last lines of {}:\n{}", p.name, p.pid, p.log, process::log_tail(&p.log, 25));
+            bail!(
+                "{} (pid {}) exited; last lines of {}:\n{}",
+                p.name,
+                p.pid,
+                p.log,
+                process::log_tail(&p.log, 25)
+            );
         }
     }
     Ok(())
@@ -443,8 +517,25 @@ fn start(rt: &Runtime, record: &mut ClusterRecord, spec: daemons::DaemonSpec) ->
     Ok(())
 }
 
-fn bring_up(rt: &Runtime, record: &mut ClusterRecord, inputs: &Inputs, opts: &UpOptions, started: Instant) -> Result<()> {
-    for prog in ["kine", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "containerd", "containerd-shim-runc-v2", "ctr", "runc", "crictl"] {
+fn bring_up(
+    rt: &Runtime,
+    record: &mut ClusterRecord,
+    inputs: &Inputs,
+    opts: &UpOptions,
+    started: Instant,
+) -> Result<()> {
+    for prog in [
+        "kine",
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+        "kubelet",
+        "kube-proxy",
+        "containerd",
+        "containerd-shim-runc-v2",
+        "ctr",
+        "runc",
+    ] {
         let p = rt.bin(prog);
         if !p.is_file() {
             bail!("missing upstream program {}", p.display());
@@ -459,20 +550,38 @@ fn bring_up(rt: &Runtime, record: &mut ClusterRecord, inputs: &Inputs, opts: &Up
     let host = HostFacts::detect()?;
     eprintln!(
         " • host: CAP_SYS_RESOURCE {}, cgroup {}",
-        if host.cap_sys_resource { "present" } else { "missing (containerd restrict_oom_score_adj = true)" },
-        if host.cgroup_v1 { "v1 (kubelet failCgroupV1: false)" } else { "v2" }
+        if host.cap_sys_resource {
+            "present"
+        } else {
+            "missing (containerd restrict_oom_score_adj = true)"
+        },
+        if host.cgroup_v1 {
+            "v1 (kubelet failCgroupV1: false)"
+        } else {
+            "v2"
+        }
     );
 
-    let step = Step::start(format!("creating network namespace {} ({}, node IP {})", rt.netns, rt.net.cidr(), rt.net.node_ip()));
+    let step = Step::start(format!(
+        "creating network namespace {} ({}, node IP {})",
+        rt.netns,
+        rt.net.cidr(),
+        rt.net.node_ip()
+    ));
     netns::create(rt)?;
     step.ok();
     let step = Step::start("generating PKI and kubeconfigs");
     pki::generate(rt)?;
     kubeconfig::write_all(rt)?;
-    write(&rt.path("containerd/config.toml"), &daemons::containerd::config_toml(rt, &host))?;
-    let conflist = serde_json::to_string_pretty(&daemons::containerd::cni_conflist(rt)).context("rendering the CNI config")?;
+    write(
+        &rt.path("containerd/config.toml"),
+        &daemons::containerd::config_toml(rt, &host),
+    )?;
+    let conflist =
+        serde_json::to_string_pretty(&daemons::containerd::cni_conflist(rt)).context("rendering the CNI config")?;
     write(&rt.cni_conf_dir().join("10-kca.conflist"), &conflist)?;
-    let kcfg = serde_yaml_ng::to_string(&daemons::kubelet::config(rt, &host)).context("rendering the kubelet config")?;
+    let kcfg =
+        serde_yaml_ng::to_string(&daemons::kubelet::config(rt, &host)).context("rendering the kubelet config")?;
     write(&rt.path("kubelet-config.yaml"), &kcfg)?;
     for d in ["kine", "kubelet", "pod-logs", "cni/ipam", "runc"] {
         std::fs::create_dir_all(rt.path(d)).with_context(|| format!("creating {}", rt.path(d).display()))?;
@@ -485,9 +594,13 @@ fn bring_up(rt: &Runtime, record: &mut ClusterRecord, inputs: &Inputs, opts: &Up
     let netns_name = rt.netns.clone();
 
     start(rt, record, daemons::kine::daemon(rt))?;
-    wait_probe(record, "kine (127.0.0.1:2379 in the node namespace)", bound, tick, || {
-        netns::in_netns(&netns_name, || ready::tcp(&format!("127.0.0.1:{}", config::KINE_PORT)))
-    })?;
+    wait_probe(
+        record,
+        "kine (127.0.0.1:2379 in the node namespace)",
+        bound,
+        tick,
+        || netns::in_netns(&netns_name, || ready::tcp(&format!("127.0.0.1:{}", config::KINE_PORT))),
+    )?;
 
     start(rt, record, daemons::apiserver::daemon(rt))?;
     let admin = rt.kubeconfig("admin");
@@ -506,7 +619,12 @@ fn bring_up(rt: &Runtime, record: &mut ClusterRecord, inputs: &Inputs, opts: &Up
     let ctr = rt.bin("ctr");
     let sock = rt.containerd_socket();
     wait_probe(record, "containerd's CRI socket (ctr version)", bound, tick, || {
-        let out = std::process::Command::new(&ctr).arg("-a").arg(&sock).arg("version").output().context("running ctr version")?;
+        let out = std::process::Command::new(&ctr)
+            .arg("-a")
+            .arg(&sock)
+            .arg("version")
+            .output()
+            .context("running ctr version")?;
         if !out.status.success() {
             bail!("ctr version: {}", String::from_utf8_lossy(&out.stderr).trim());
         }
@@ -518,32 +636,48 @@ fn bring_up(rt: &Runtime, record: &mut ClusterRecord, inputs: &Inputs, opts: &Up
     start(rt, record, daemons::kubelet::daemon(rt))?;
     start(rt, record, daemons::kube_proxy::daemon(rt))?;
     let node_name = rt.node_name.clone();
-    let uid = wait_probe(record, &format!("node {} Ready", rt.node_name), bound, Duration::from_secs(1), || {
-        ready::block_on(async {
-            let c = ready::client(&admin).await?;
-            let node = Api::<Node>::all(c).get(&node_name).await.with_context(|| format!("GET node {node_name}"))?;
-            let ready = node
-                .status
-                .as_ref()
-                .and_then(|s| s.conditions.as_ref())
-                .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
-                .map(|c| (c.status.clone(), c.message.clone().unwrap_or_default()));
-            match ready {
-                Some((s, _)) if s == "True" => Ok(node.metadata.uid.unwrap_or_default()),
-                Some((s, m)) => bail!("Ready={s}: {m}"),
-                None => bail!("no Ready condition yet"),
-            }
-        })?
-    })?;
+    let uid = wait_probe(
+        record,
+        &format!("node {} Ready", rt.node_name),
+        bound,
+        Duration::from_secs(1),
+        || {
+            ready::block_on(async {
+                let c = ready::client(&admin).await?;
+                let node = Api::<Node>::all(c)
+                    .get(&node_name)
+                    .await
+                    .with_context(|| format!("GET node {node_name}"))?;
+                let ready = node
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
+                    .map(|c| (c.status.clone(), c.message.clone().unwrap_or_default()));
+                match ready {
+                    Some((s, _)) if s == "True" => Ok(node.metadata.uid.unwrap_or_default()),
+                    Some((s, m)) => bail!("Ready={s}: {m}"),
+                    None => bail!("no Ready condition yet"),
+                }
+            })?
+        },
+    )?;
     record.node_uid = Some(uid.clone());
     record.timings_ms.insert("node_ready_ms".into(), ms(started));
     record.save()?;
-    wait_probe(record, "kube-proxy healthz (127.0.0.1:10256 in the node namespace)", bound, tick, || {
-        netns::in_netns(&netns_name, || ready::tcp("127.0.0.1:10256"))
-    })?;
+    wait_probe(
+        record,
+        "kube-proxy healthz (127.0.0.1:10256 in the node namespace)",
+        bound,
+        tick,
+        || netns::in_netns(&netns_name, || ready::tcp("127.0.0.1:10256")),
+    )?;
 
     if opts.kyverno {
-        let chart = inputs.chart_dir.as_ref().context("no Kyverno chart given (Inputs::chart_dir)")?;
+        let chart = inputs
+            .chart_dir
+            .as_ref()
+            .context("no Kyverno chart given (Inputs::chart_dir)")?;
         kyverno::helm_install(rt, chart)?;
         let rec2 = record.clone();
         let answer = kyverno::wait_ready(rt, opts.kyverno_timeout, move || all_alive(&rec2))?;
@@ -569,7 +703,13 @@ fn bring_up(rt: &Runtime, record: &mut ClusterRecord, inputs: &Inputs, opts: &Up
     Ok(())
 }
 
-fn wait_probe<T>(record: &ClusterRecord, what: &str, bound: Duration, tick: Duration, probe: impl FnMut() -> Result<T>) -> Result<T> {
+fn wait_probe<T>(
+    record: &ClusterRecord,
+    what: &str,
+    bound: Duration,
+    tick: Duration,
+    probe: impl FnMut() -> Result<T>,
+) -> Result<T> {
     ready::wait(what, bound, tick, || all_alive(record), probe)
 }
 
@@ -616,7 +756,11 @@ impl ClusterCmd {
     pub fn run(self) -> Result<()> {
         let root = config::default_state_root();
         match self.cmd {
-            Sub::Up { name, retain, no_kyverno } => {
+            Sub::Up {
+                name,
+                retain,
+                no_kyverno,
+            } => {
                 let mut opts = UpOptions::new(&name);
                 opts.retain_on_failure = retain;
                 opts.kyverno = !no_kyverno;
@@ -628,7 +772,11 @@ impl ClusterCmd {
             Sub::Down { name } => {
                 let t = Instant::now();
                 match down_by_name(&name, &root)? {
-                    Some(r) => eprintln!(" ✓ cluster {name} down in {:.1}s ({} actions)", t.elapsed().as_secs_f64(), r.done.len()),
+                    Some(r) => eprintln!(
+                        " ✓ cluster {name} down in {:.1}s ({} actions)",
+                        t.elapsed().as_secs_f64(),
+                        r.done.len()
+                    ),
                     None => eprintln!(" ✓ no cluster {name}: nothing to do"),
                 }
                 Ok(())
@@ -643,10 +791,24 @@ impl ClusterCmd {
                     if let Some(k) = &s.kubeconfig {
                         println!("  kubeconfig:   {}", k.display());
                         println!("  cri endpoint: {}", s.cri_endpoint.clone().unwrap_or_default());
-                        println!("  node:         {} ({}) uid {}", s.node_name.clone().unwrap_or_default(), s.node_ip.clone().unwrap_or_default(), s.node_uid.clone().unwrap_or_default());
-                        println!("  netns:        {} (exists: {})", s.netns.clone().unwrap_or_default(), s.netns_exists);
+                        println!(
+                            "  node:         {} ({}) uid {}",
+                            s.node_name.clone().unwrap_or_default(),
+                            s.node_ip.clone().unwrap_or_default(),
+                            s.node_uid.clone().unwrap_or_default()
+                        );
+                        println!(
+                            "  netns:        {} (exists: {})",
+                            s.netns.clone().unwrap_or_default(),
+                            s.netns_exists
+                        );
                         for p in &s.processes {
-                            println!("  {:<24} pid {:<8} alive {}", p["name"].as_str().unwrap_or(""), p["pid"], p["alive"]);
+                            println!(
+                                "  {:<24} pid {:<8} alive {}",
+                                p["name"].as_str().unwrap_or(""),
+                                p["pid"],
+                                p["alive"]
+                            );
                         }
                     }
                 }

@@ -23,9 +23,16 @@ pub fn exists(name: &str) -> bool {
 
 /// Runs `ip <args>`, failing with its output.
 pub fn ip(args: &[&str]) -> Result<()> {
-    let out = Command::new("ip").args(args).output().with_context(|| format!("running ip {}", args.join(" ")))?;
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .with_context(|| format!("running ip {}", args.join(" ")))?;
     if !out.status.success() {
-        bail!("ip {} failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
+        bail!(
+            "ip {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
     }
     Ok(())
 }
@@ -37,7 +44,8 @@ pub fn in_netns<T: Send, F: FnOnce() -> Result<T> + Send>(name: &str, f: F) -> R
     let ns = File::open(&path).with_context(|| format!("opening network namespace {}", path.display()))?;
     std::thread::scope(|s| {
         s.spawn(move || {
-            setns(&ns, CloneFlags::CLONE_NEWNET).with_context(|| format!("joining network namespace {}", path.display()))?;
+            setns(&ns, CloneFlags::CLONE_NEWNET)
+                .with_context(|| format!("joining network namespace {}", path.display()))?;
             f()
         })
         .join()
@@ -47,7 +55,10 @@ pub fn in_netns<T: Send, F: FnOnce() -> Result<T> + Send>(name: &str, f: F) -> R
 
 /// Indices of the 10.44.0.0/16 /30 blocks in use by any host address (another cluster's veth or anything else).
 pub fn used_indices() -> Result<BTreeSet<u32>> {
-    let out = Command::new("ip").args(["-o", "-4", "addr", "show"]).output().context("running ip -o -4 addr show")?;
+    let out = Command::new("ip")
+        .args(["-o", "-4", "addr", "show"])
+        .output()
+        .context("running ip -o -4 addr show")?;
     let text = String::from_utf8_lossy(&out.stdout);
     let mut used = BTreeSet::new();
     for word in text.split_whitespace() {

@@ -12,8 +12,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose, SanType, date_time_ymd,
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
+    SanType, date_time_ymd,
 };
 
 use super::config::{KUBERNETES_SERVICE_IP, Runtime};
@@ -75,7 +75,11 @@ pub fn cert_specs(rt: &Runtime) -> Vec<CertSpec> {
         client("controller-manager", "system:kube-controller-manager", &[]),
         client("scheduler", "system:kube-scheduler", &[]),
         client("kube-proxy", "system:kube-proxy", &[]),
-        client("apiserver-kubelet-client", "kube-apiserver-kubelet-client", &["system:masters"]),
+        client(
+            "apiserver-kubelet-client",
+            "kube-apiserver-kubelet-client",
+            &["system:masters"],
+        ),
     ]
 }
 
@@ -87,7 +91,8 @@ fn write_file(path: &Path, contents: &str, mode: u32) -> Result<()> {
         .mode(mode)
         .open(path)
         .with_context(|| format!("writing {}", path.display()))?;
-    f.write_all(contents.as_bytes()).with_context(|| format!("writing {}", path.display()))
+    f.write_all(contents.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 fn validity(p: &mut CertificateParams) {
@@ -104,9 +109,14 @@ pub fn generate(rt: &Runtime) -> Result<()> {
 
     let ca_key = KeyPair::generate().context("generating the CA key")?;
     let mut ca = CertificateParams::new(Vec::<String>::new()).context("CA parameters")?;
-    ca.distinguished_name.push(DnType::CommonName, format!("kca-webhook-lab-ca-{}", rt.name));
+    ca.distinguished_name
+        .push(DnType::CommonName, format!("kca-webhook-lab-ca-{}", rt.name));
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    ca.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
     validity(&mut ca);
     let ca_cert = ca.self_signed(&ca_key).context("self-signing the CA")?;
     write_file(&dir.join("ca.crt"), &ca_cert.pem(), 0o644)?;
@@ -133,7 +143,9 @@ pub fn generate(rt: &Runtime) -> Result<()> {
             ExtendedKeyUsagePurpose::ClientAuth
         }];
         validity(&mut p);
-        let cert = p.signed_by(&key, &issuer).with_context(|| format!("signing {}", spec.stem))?;
+        let cert = p
+            .signed_by(&key, &issuer)
+            .with_context(|| format!("signing {}", spec.stem))?;
         write_file(&dir.join(format!("{}.crt", spec.stem)), &cert.pem(), 0o644)?;
         write_file(&dir.join(format!("{}.key", spec.stem)), &key.serialize_pem(), 0o600)?;
     }
@@ -169,7 +181,13 @@ mod tests {
         assert_eq!(admin.orgs, vec!["system:masters"]);
         let api = specs.iter().find(|s| s.stem == "apiserver").unwrap();
         assert!(api.server);
-        for san in ["10.44.0.14", "10.43.0.1", "kubernetes.default.svc", "localhost", "127.0.0.1"] {
+        for san in [
+            "10.44.0.14",
+            "10.43.0.1",
+            "kubernetes.default.svc",
+            "localhost",
+            "127.0.0.1",
+        ] {
             assert!(api.sans.iter().any(|s| s == san), "missing SAN {san}");
         }
     }

@@ -88,8 +88,15 @@ pub fn spawn(spec: &DaemonSpec, netns: &str) -> Result<ProcRecord> {
         .with_context(|| format!("starting {}, see {}", spec.name, spec.log.display()))?;
     drop(ns);
     let pid = child.id() as i32;
-    let (_, start_time) = proc_stat(pid).with_context(|| format!("{} (pid {pid}) exited at once, see {}", spec.name, spec.log.display()))?;
-    Ok(ProcRecord { name: spec.name.to_string(), pid, start_time, log: spec.log.display().to_string(), argv })
+    let (_, start_time) = proc_stat(pid)
+        .with_context(|| format!("{} (pid {pid}) exited at once, see {}", spec.name, spec.log.display()))?;
+    Ok(ProcRecord {
+        name: spec.name.to_string(),
+        pid,
+        start_time,
+        log: spec.log.display().to_string(),
+        argv,
+    })
 }
 
 /// Reaps `pid` if it is our child and has exited (no-op otherwise).
@@ -116,7 +123,9 @@ pub fn stop(rec: &ProcRecord, grace: Duration) -> Result<Stopped> {
     if !rec.alive() {
         return Ok(Stopped::AlreadyGone);
     }
-    let Some(pid) = Pid::from_raw(rec.pid) else { bail!("invalid pid {}", rec.pid) };
+    let Some(pid) = Pid::from_raw(rec.pid) else {
+        bail!("invalid pid {}", rec.pid)
+    };
     let fd = match pidfd_open(pid, PidfdFlags::empty()) {
         Ok(fd) => fd,
         Err(rustix::io::Errno::SRCH) => return Ok(Stopped::AlreadyGone),
@@ -126,7 +135,8 @@ pub fn stop(rec: &ProcRecord, grace: Duration) -> Result<Stopped> {
     if !rec.alive() {
         return Ok(Stopped::AlreadyGone);
     }
-    pidfd_send_signal(&fd, Signal::TERM).with_context(|| format!("sending SIGTERM to {} (pid {})", rec.name, rec.pid))?;
+    pidfd_send_signal(&fd, Signal::TERM)
+        .with_context(|| format!("sending SIGTERM to {} (pid {})", rec.name, rec.pid))?;
     let deadline = Instant::now() + grace;
     while Instant::now() < deadline {
         reap(rec.pid);

@@ -34,10 +34,16 @@ pub fn wait<T>(
             Err(e) => last = e,
         }
         if start.elapsed() >= timeout {
-            bail!("{what} not ready after {}s; last probe error: {last:#}", timeout.as_secs());
+            bail!(
+                "{what} not ready after {}s; last probe error: {last:#}",
+                timeout.as_secs()
+            );
         }
         if last_report.elapsed() >= Duration::from_secs(15) {
-            eprintln!("   … still waiting for {what} ({}s): {last:#}", start.elapsed().as_secs());
+            eprintln!(
+                "   … still waiting for {what} ({}s): {last:#}",
+                start.elapsed().as_secs()
+            );
             last_report = Instant::now();
         }
         std::thread::sleep(interval);
@@ -76,13 +82,16 @@ pub async fn client(kubeconfig: &std::path::Path) -> Result<kube::Client> {
 
 /// GET a raw path (e.g. `/readyz`) and return the body; non-2xx is an error carrying the body.
 pub async fn get_text(client: &kube::Client, path: &str) -> Result<String> {
-    let req = http::Request::get(path).body(Vec::new()).context("building a request")?;
+    let req = http::Request::get(path)
+        .body(Vec::new())
+        .context("building a request")?;
     client.request_text(req).await.with_context(|| format!("GET {path}"))
 }
 
 /// A TCP connect to `addr` with a 2 s timeout.
 pub fn tcp(addr: &str) -> Result<()> {
     let sa: std::net::SocketAddr = addr.parse().with_context(|| format!("address {addr}"))?;
-    std::net::TcpStream::connect_timeout(&sa, Duration::from_secs(2)).with_context(|| format!("connecting to {addr}"))?;
+    std::net::TcpStream::connect_timeout(&sa, Duration::from_secs(2))
+        .with_context(|| format!("connecting to {addr}"))?;
     Ok(())
 }

@@ -12,6 +12,19 @@ use super::process::ProcRecord;
 /// Schema version of `cluster.json`.
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// Paths outside the state dir that the node's programs create whatever their configuration:
+/// kubelet's device-plugin socket directory (`pluginapi.DevicePluginPath`, hard-coded), its
+/// container log symlink directory (`/var/log/containers`, hard-coded), and containerd's shim
+/// socket directory (`/run/containerd/s`, derived from the default state dir in
+/// `pkg/shim.SocketAddress`). Deepest first.
+pub const HOST_PATHS: &[&str] = &[
+    "/var/lib/kubelet/device-plugins",
+    "/var/lib/kubelet",
+    "/var/log/containers",
+    "/run/containerd/s",
+    "/run/containerd",
+];
+
 /// The state record of one cluster (`<state_dir>/cluster.json`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ClusterRecord {
@@ -39,6 +52,10 @@ pub struct ClusterRecord {
     pub processes: Vec<ProcRecord>,
     /// RFC 3339 UTC time `up` began.
     pub created_at: String,
+    /// Host paths outside the state dir that did not exist before `up` and that kubelet or
+    /// containerd create at fixed places (see [`HOST_PATHS`]); `down` removes them when empty.
+    #[serde(default)]
+    pub host_paths_created: Vec<PathBuf>,
     /// Phase durations in milliseconds since `up` began (e.g. `apiserver_ready_ms`, `kyverno_answering_ms`).
     pub timings_ms: BTreeMap<String, u64>,
 }
@@ -60,6 +77,7 @@ impl ClusterRecord {
             processes: Vec::new(),
             created_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             timings_ms: BTreeMap::new(),
+            host_paths_created: HOST_PATHS.iter().map(PathBuf::from).filter(|p| !p.exists()).collect(),
         }
     }
 
@@ -91,7 +109,9 @@ impl ClusterRecord {
     pub fn load(state_dir: &Path) -> Result<Option<ClusterRecord>> {
         let path = Self::file(state_dir);
         match std::fs::read_to_string(&path) {
-            Ok(text) => serde_json::from_str(&text).map(Some).with_context(|| format!("parsing {}", path.display())),
+            Ok(text) => serde_json::from_str(&text)
+                .map(Some)
+                .with_context(|| format!("parsing {}", path.display())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
         }

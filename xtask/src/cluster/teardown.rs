@@ -44,7 +44,12 @@ fn stop_one(report: &mut Report, rec: &ProcRecord, grace: Duration) {
     match stop(rec, grace) {
         Ok(Stopped::AlreadyGone) => {}
         Ok(Stopped::Terminated) => report.note(format!("stopped {} (pid {})", rec.name, rec.pid)),
-        Ok(Stopped::Killed) => report.note(format!("killed {} (pid {}) after {}s", rec.name, rec.pid, grace.as_secs())),
+        Ok(Stopped::Killed) => report.note(format!(
+            "killed {} (pid {}) after {}s",
+            rec.name,
+            rec.pid,
+            grace.as_secs()
+        )),
         Err(e) => report.fail(e.context(format!("stopping {}", rec.name))),
     }
 }
@@ -57,14 +62,19 @@ pub fn stray_pids(rec: &ClusterRecord) -> Vec<(i32, String)> {
     let state = rec.state_dir.display().to_string();
     let cg = format!("{}/", rec.cgroup_root);
     let me = std::process::id() as i32;
-    let Ok(procs) = procfs::process::all_processes() else { return out };
+    let Ok(procs) = procfs::process::all_processes() else {
+        return out;
+    };
     for p in procs.flatten() {
         if p.pid == me {
             continue;
         }
         let cmdline = p.cmdline().unwrap_or_default().join(" ");
         let in_cgroup = std::fs::read_to_string(format!("/proc/{}/cgroup", p.pid))
-            .map(|s| s.lines().any(|l| l.split(':').nth(2).is_some_and(|path| path.starts_with(&cg))))
+            .map(|s| {
+                s.lines()
+                    .any(|l| l.split(':').nth(2).is_some_and(|path| path.starts_with(&cg)))
+            })
             .unwrap_or(false);
         let shim = cmdline.contains("containerd-shim") && cmdline.contains(&state);
         if in_cgroup || shim {
@@ -82,9 +92,18 @@ fn kill_strays(report: &mut Report, rec: &ClusterRecord) {
         }
         for (pid, cmd) in &strays {
             let Some((_, st)) = proc_stat(*pid) else { continue };
-            let pr = ProcRecord { name: "stray".into(), pid: *pid, start_time: st, log: String::new(), argv: vec![] };
+            let pr = ProcRecord {
+                name: "stray".into(),
+                pid: *pid,
+                start_time: st,
+                log: String::new(),
+                argv: vec![],
+            };
             if round == 0 {
-                report.note(format!("killing leftover process {pid}: {}", cmd.chars().take(120).collect::<String>()));
+                report.note(format!(
+                    "killing leftover process {pid}: {}",
+                    cmd.chars().take(120).collect::<String>()
+                ));
             }
             if let Ok(fd) = rustix::process::pidfd_open(
                 rustix::process::Pid::from_raw(*pid).expect("pid > 0"),
@@ -97,18 +116,33 @@ fn kill_strays(report: &mut Report, rec: &ClusterRecord) {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    report.fail(anyhow::anyhow!("processes of the cluster still running: {:?}", stray_pids(rec)));
+    report.fail(anyhow::anyhow!(
+        "processes of the cluster still running: {:?}",
+        stray_pids(rec)
+    ));
 }
 
 fn crictl_remove_pods(report: &mut Report, rec: &ClusterRecord) {
     let crictl = rec.bin_dir.join("crictl");
     let endpoint = format!("unix://{}", rec.cri_socket().display());
     let out = Command::new(&crictl)
-        .args(["--runtime-endpoint", &endpoint, "--image-endpoint", &endpoint, "--timeout", "30s", "rmp", "-fa"])
+        .args([
+            "--runtime-endpoint",
+            &endpoint,
+            "--image-endpoint",
+            &endpoint,
+            "--timeout",
+            "30s",
+            "rmp",
+            "-fa",
+        ])
         .output();
     match out {
         Ok(o) if o.status.success() => {
-            let n = String::from_utf8_lossy(&o.stdout).lines().filter(|l| !l.trim().is_empty()).count();
+            let n = String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .count();
             report.note(format!("removed {n} pod sandboxes through CRI (crictl rmp -fa)"));
         }
         Ok(o) => report.fail(anyhow::anyhow!(
@@ -156,7 +190,12 @@ fn unmount_all(report: &mut Report, dir: &Path) {
 /// Cgroup directories of the cluster in every hierarchy (v1 controllers and unified), existing ones.
 pub fn cgroup_dirs(cgroup_root: &str) -> Vec<PathBuf> {
     let rel = cgroup_root.trim_start_matches('/');
-    let mut v: Vec<PathBuf> = cgroup_mounts().unwrap_or_default().into_iter().map(|m| m.join(rel)).filter(|d| d.is_dir()).collect();
+    let mut v: Vec<PathBuf> = cgroup_mounts()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|m| m.join(rel))
+        .filter(|d| d.is_dir())
+        .collect();
     v.sort();
     v.dedup();
     v
@@ -180,7 +219,11 @@ fn remove_cgroup_tree(dir: &Path) -> Result<usize> {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    Err(anyhow::anyhow!("removing cgroup {}: {}", dir.display(), last.map(|e| e.to_string()).unwrap_or_default()))
+    Err(anyhow::anyhow!(
+        "removing cgroup {}: {}",
+        dir.display(),
+        last.map(|e| e.to_string()).unwrap_or_default()
+    ))
 }
 
 fn remove_cgroups(report: &mut Report, cgroup_root: &str) {
@@ -195,11 +238,66 @@ fn remove_cgroups(report: &mut Report, cgroup_root: &str) {
 /// kubelet's symlinks in `/var/log/containers` that point into `state_dir` (kubelet hard-codes that
 /// directory; `podLogsDir` only moves the targets).
 pub fn container_log_links(state_dir: &Path) -> Vec<PathBuf> {
-    let Ok(rd) = std::fs::read_dir("/var/log/containers") else { return vec![] };
+    let Ok(rd) = std::fs::read_dir("/var/log/containers") else {
+        return vec![];
+    };
     rd.flatten()
         .map(|e| e.path())
         .filter(|p| std::fs::read_link(p).map(|t| t.starts_with(state_dir)).unwrap_or(false))
         .collect()
+}
+
+/// Whether another cluster under the same state root has a live kubelet.
+fn other_kubelet_alive(rec: &ClusterRecord) -> bool {
+    let Some(root) = rec.state_dir.parent() else {
+        return false;
+    };
+    let Ok(rd) = std::fs::read_dir(root) else { return false };
+    rd.flatten()
+        .filter(|e| e.path() != rec.state_dir)
+        .filter_map(|e| ClusterRecord::load(&e.path()).ok().flatten())
+        .any(|r| r.processes.iter().any(|p| p.name == "kubelet" && p.alive()))
+}
+
+/// Removes the fixed host paths `up` saw created ([`super::record::HOST_PATHS`]): kubelet's
+/// device-plugin socket (only when no other cluster's kubelet runs), then each directory if empty.
+fn remove_host_paths(report: &mut Report, rec: &ClusterRecord) {
+    if rec.host_paths_created.is_empty() || other_kubelet_alive(rec) {
+        return;
+    }
+    let sock = Path::new("/var/lib/kubelet/device-plugins/kubelet.sock");
+    if rec
+        .host_paths_created
+        .iter()
+        .any(|p| p == Path::new("/var/lib/kubelet/device-plugins"))
+        && sock.exists()
+    {
+        match std::fs::remove_file(sock) {
+            Ok(()) => report.note(format!("removed {}", sock.display())),
+            Err(e) => report.fail(anyhow::anyhow!("removing {}: {e}", sock.display())),
+        }
+    }
+    for p in &rec.host_paths_created {
+        match std::fs::remove_dir(p) {
+            Ok(()) => report.note(format!("removed {}", p.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty => {
+                let left: Vec<String> = std::fs::read_dir(p)
+                    .map(|rd| {
+                        rd.flatten()
+                            .map(|e| e.file_name().to_string_lossy().into_owned())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                report.fail(anyhow::anyhow!(
+                    "{} is not empty after teardown: {}",
+                    p.display(),
+                    left.join(", ")
+                ));
+            }
+            Err(e) => report.fail(anyhow::anyhow!("removing {}: {e}", p.display())),
+        }
+    }
 }
 
 /// Tears the cluster down; see the module doc for the order. Never stops at the first error.
@@ -216,15 +314,30 @@ pub fn down(rec: &ClusterRecord) -> Report {
         crictl_remove_pods(&mut report, rec);
     }
     kill_strays(&mut report, rec);
-    for name in ["kube-proxy", "containerd", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "kine"] {
+    for name in [
+        "kube-proxy",
+        "containerd",
+        "kube-scheduler",
+        "kube-controller-manager",
+        "kube-apiserver",
+        "kine",
+    ] {
         for p in by_name(rec, name) {
             stop_one(&mut report, p, grace);
         }
     }
     // Anything recorded under another name (should not happen), last.
     for p in rec.processes.iter().filter(|p| {
-        !["kubelet", "kube-proxy", "containerd", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "kine"]
-            .contains(&p.name.as_str())
+        ![
+            "kubelet",
+            "kube-proxy",
+            "containerd",
+            "kube-scheduler",
+            "kube-controller-manager",
+            "kube-apiserver",
+            "kine",
+        ]
+        .contains(&p.name.as_str())
     }) {
         stop_one(&mut report, p, grace);
     }
@@ -237,6 +350,7 @@ pub fn down(rec: &ClusterRecord) -> Report {
             Err(e) => report.fail(anyhow::anyhow!("removing {}: {e}", link.display())),
         }
     }
+    remove_host_paths(&mut report, rec);
     match netns::delete(&rec.netns, &rec.net.host_veth()) {
         Ok(done) => done.into_iter().for_each(|d| report.note(format!("deleted {d}"))),
         Err(e) => report.fail(e),

@@ -54,6 +54,9 @@ mod tests {
         assert_eq!(a["service-cluster-ip-range"], "10.43.0.0/16");
         assert_eq!(a["etcd-servers"], "http://127.0.0.1:2379");
         assert_eq!(a["service-account-key-file"], "/s/t/pki/sa.pub");
-        assert!(!a.contains_key("enable-admission-plugins"), "admission plugins stay at their defaults");
+        assert!(
+            !a.contains_key("enable-admission-plugins"),
+            "admission plugins stay at their defaults"
+        );
     }
 }

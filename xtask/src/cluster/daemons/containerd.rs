@@ -127,14 +127,23 @@ mod tests {
     #[test]
     fn config_has_own_paths_and_oom_switch() {
         let rt = crate::cluster::daemons::test_runtime();
-        let host = HostFacts { cap_sys_resource: false, cgroup_v1: true };
+        let host = HostFacts {
+            cap_sys_resource: false,
+            cgroup_v1: true,
+        };
         let t = config_toml(&rt, &host);
         assert!(t.contains("root = \"/s/t/containerd/root\""));
         assert!(t.contains("address = \"/s/t/containerd/containerd.sock\""));
         assert!(t.contains("restrict_oom_score_adj = true"));
         assert!(t.contains("sandbox = \"registry.k8s.io/pause:3.10.1\""));
         assert!(t.contains("bin_dirs = [\"/c\"]"));
-        let t = config_toml(&rt, &HostFacts { cap_sys_resource: true, cgroup_v1: true });
+        let t = config_toml(
+            &rt,
+            &HostFacts {
+                cap_sys_resource: true,
+                cgroup_v1: true,
+            },
+        );
         assert!(t.contains("restrict_oom_score_adj = false"));
     }
 

@@ -78,9 +78,21 @@ mod tests {
     #[test]
     fn cgroup_v1_switch_only_on_v1() {
         let rt = crate::cluster::daemons::test_runtime();
-        let v1 = config(&rt, &HostFacts { cap_sys_resource: false, cgroup_v1: true });
+        let v1 = config(
+            &rt,
+            &HostFacts {
+                cap_sys_resource: false,
+                cgroup_v1: true,
+            },
+        );
         assert_eq!(v1["failCgroupV1"], false);
-        let v2 = config(&rt, &HostFacts { cap_sys_resource: false, cgroup_v1: false });
+        let v2 = config(
+            &rt,
+            &HostFacts {
+                cap_sys_resource: false,
+                cgroup_v1: false,
+            },
+        );
         assert!(v2.get("failCgroupV1").is_none());
         assert_eq!(v1["cgroupDriver"], "cgroupfs");
         assert_eq!(v1["containerRuntimeEndpoint"], "unix:///s/t/containerd/containerd.sock");
