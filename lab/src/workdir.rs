@@ -305,8 +305,11 @@ impl Workdir {
     }
 }
 
-/// Reads a JSON file named `name` (for messages) at `path`.
-pub(crate) fn read_json_input(path: &Path, name: &str) -> Result<serde_json::Value, LabError> {
+/// Reads and parses the JSON file at `path`; `name` is the file name used in messages.
+///
+/// Errors: [`LabError::InputMissing`], [`LabError::Io`], or [`LabError::InputInvalid`] at `$`
+/// with the line and column of a syntax error.
+pub fn read_json_input(path: &Path, name: &str) -> Result<serde_json::Value, LabError> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

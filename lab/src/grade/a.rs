@@ -1,0 +1,538 @@
+//! Lab A graders, acts 4-8 (graceful scale-down: the webhook registration may disappear).
+
+use super::{Code, G, act8_facts, baseline_uid, ev_name, has_env_label, policy_uid};
+use crate::evidence::{Outcome, RequestRecord};
+use crate::facts::{self, a::*};
+use crate::inputs::{self, Context};
+
+/// Dispatches acts 4-8 of lab A.
+pub(crate) fn grade(g: &mut G) {
+    match g.act {
+        4 => act4(g),
+        5 => act5(g),
+        6 => act6(g),
+        7 => act7(g),
+        8 => act8(g),
+        _ => {}
+    }
+}
+
+fn act4(g: &mut G) {
+    let Some(f) = g.facts::<Act4Facts>(4) else {
+        return;
+    };
+    let s = "evidence/04.json facts";
+    let mut ctx = Context {
+        node_uid: Some(f.node_uid.clone()),
+        deployment_uid: Some(f.deployment.uid.clone()),
+        ..Default::default()
+    };
+    ctx.evidence_digests = g.digests().into_iter().filter(|(a, _)| *a == 3).collect();
+    if !ctx.evidence_digests.contains_key(&3) {
+        g.evidence(3);
+    }
+    g.input::<inputs::ScalePlan>(&ctx);
+    if let Some(a1) = g.facts::<facts::Act1Facts>(1) {
+        g.expect_eq(
+            Code::UidMismatch,
+            format!("{s}.node_uid"),
+            a1.node.uid.as_str(),
+            f.node_uid.as_str(),
+        );
+        g.expect_eq(
+            Code::UidMismatch,
+            format!("{s}.deployment.uid"),
+            a1.controller_deployment.uid.as_str(),
+            f.deployment.uid.as_str(),
+        );
+    }
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.deployment.replicas"),
+        &1u32,
+        &f.deployment.replicas,
+    );
+    g.check(
+        !f.pods.is_empty(),
+        Code::ValueMismatch,
+        format!("{s}.pods"),
+        || "no controller pod recorded".into(),
+    );
+    for (i, p) in f.pods.iter().enumerate() {
+        g.check(
+            p.exists && p.uid.as_deref().is_some_and(super::is_uid),
+            Code::UidMismatch,
+            format!("{s}.pods[{i}].uid"),
+            || format!("expected the pod's UID, found {:?}", p.uid),
+        );
+    }
+    let holder = f.lease.holder.as_deref();
+    g.check(
+        holder.is_some_and(|h| f.pods.iter().any(|p| p.name == h)),
+        Code::ValueMismatch,
+        format!("{s}.lease.holder"),
+        || format!("the Lease holder {holder:?} is none of the recorded pods"),
+    );
+}
+
+/// Whether the raw ValidatingWebhookConfiguration list holds a webhook named `name`.
+fn list_has_webhook(list: &serde_json::Value, name: &str) -> Option<bool> {
+    let items = list.get("items")?.as_array()?;
+    Some(items.iter().any(|cfg| {
+        cfg.get("webhooks")
+            .and_then(|w| w.as_array())
+            .is_some_and(|ws| {
+                ws.iter()
+                    .any(|w| w.get("name").and_then(|n| n.as_str()) == Some(name))
+            })
+    }))
+}
+
+const CALL_FAILURES: [Outcome; 4] = [
+    Outcome::WebhookTimeout,
+    Outcome::ConnectionRefused,
+    Outcome::NoEndpoints,
+    Outcome::DnsError,
+];
+
+fn act5(g: &mut G) {
+    let Some(f) = g.facts::<Act5Facts>(5) else {
+        return;
+    };
+    let s = "evidence/05.json facts";
+    g.times_ordered(
+        &format!("{s}.watcher.armed_at"),
+        &f.watcher.armed_at,
+        &f.scaled_at,
+    );
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.watcher.restore_after_sec"),
+        &55u32,
+        &f.watcher.restore_after_sec,
+    );
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.watcher.original_replicas"),
+        &1u32,
+        &f.watcher.original_replicas,
+    );
+    let gone = match &f.pods_gone_at {
+        Some(t) => {
+            g.times_ordered(&format!("{s}.pods_gone_at"), &f.scaled_at, t);
+            t.clone()
+        }
+        None => {
+            g.check(
+                false,
+                Code::NotConfirmed,
+                format!("{s}.pods_gone_at"),
+                || "the controller pods were not seen gone".into(),
+            );
+            f.scaled_at.clone()
+        }
+    };
+    // The policy object still exists with act 2's UID.
+    let a2 = g.facts::<facts::Act2Facts>(2);
+    g.check(
+        f.policy.exists,
+        Code::ValueMismatch,
+        format!("{s}.policy.exists"),
+        || "the policy was not found".into(),
+    );
+    if let Some(a2) = &a2 {
+        g.expect_eq(
+            Code::UidMismatch,
+            format!("{s}.policy.uid"),
+            policy_uid(a2).as_deref(),
+            f.policy.uid.as_deref(),
+        );
+        // The claim about the registration must match the raw list recorded with it.
+        let derived = list_has_webhook(&f.webhook_configurations, &a2.webhook.name);
+        g.check(
+            derived == Some(f.policy_webhook_present),
+            Code::RegistrationClaimContradicted,
+            format!("{s}.policy_webhook_present"),
+            || {
+                format!(
+                    "claims {}, but the raw list {} webhook {:?}",
+                    f.policy_webhook_present,
+                    match derived {
+                        Some(true) => "holds",
+                        Some(false) => "does not hold",
+                        None => "is not a List with items and so cannot show",
+                    },
+                    a2.webhook.name
+                )
+            },
+        );
+    }
+    g.times_ordered(
+        &format!("{s}.registrations_checked_at"),
+        &gone,
+        &f.registrations_checked_at,
+    );
+    // A violating request: admitted when no webhook is registered; a call failure when one is.
+    let sub = format!("{s}.target_bad");
+    let expect: &[Outcome] = if f.policy_webhook_present {
+        &CALL_FAILURES
+    } else {
+        &[Outcome::Stored]
+    };
+    g.request(&sub, &f.target_bad, expect);
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{sub}.namespace"),
+        "kca-webhook-target",
+        f.target_bad.namespace.as_str(),
+    );
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{sub}.labels"),
+        &false,
+        &has_env_label(&f.target_bad),
+    );
+    g.times_ordered(&sub, &gone, &f.target_bad.sent_at);
+    let sub = format!("{s}.control");
+    g.request(&sub, &f.control, &[Outcome::Stored]);
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{sub}.namespace"),
+        "kca-webhook-control",
+        f.control.namespace.as_str(),
+    );
+    if let Some(uid) = baseline_uid(g) {
+        g.existing(&format!("{s}.existing"), &f.existing, &uid);
+    }
+}
+
+fn step(g: &mut G, subject: &str, st: &TimelineStep) -> Option<String> {
+    match st.status {
+        StepStatus::Confirmed => {
+            let ok = st.at.as_deref().and_then(facts::parse_rfc3339).is_some();
+            g.check(ok, Code::TimesInconsistent, subject, || {
+                format!("confirmed without a valid time: {:?}", st.at)
+            });
+            st.at.clone()
+        }
+        StepStatus::NotConfirmed => {
+            g.check(false, Code::NotConfirmed, subject, || {
+                format!(
+                    "waited {} ms; last seen: {}",
+                    st.waited_ms,
+                    st.last_seen.as_deref().unwrap_or("(nothing recorded)")
+                )
+            });
+            None
+        }
+    }
+}
+
+fn act6(g: &mut G) {
+    let Some(f) = g.facts::<Act6Facts>(6) else {
+        return;
+    };
+    let s = "evidence/06.json facts";
+    let restored = step(g, &format!("{s}.replicas_restored"), &f.replicas_restored);
+    if restored.is_some() {
+        g.check(
+            f.restored_by.is_some(),
+            Code::ValueMismatch,
+            format!("{s}.restored_by"),
+            || "who restored the replicas is not recorded".into(),
+        );
+    }
+    let created = step(g, &format!("{s}.pod_created"), &f.pod_created);
+    let running = step(g, &format!("{s}.pod_running"), &f.pod_running);
+    let lease = step(g, &format!("{s}.lease_acquired"), &f.lease_acquired);
+    let registered = step(g, &format!("{s}.webhook_registered"), &f.webhook_registered);
+    let denied = step(
+        g,
+        &format!("{s}.first_explicit_deny"),
+        &f.first_explicit_deny,
+    );
+    let order = [
+        ("replicas_restored", &restored),
+        ("pod_created", &created),
+        ("pod_running", &running),
+        ("lease_acquired", &lease),
+        ("webhook_registered", &registered),
+        ("first_explicit_deny", &denied),
+    ];
+    for pair in order.windows(2) {
+        if let [(na, Some(a)), (nb, Some(b))] = pair {
+            g.times_ordered(&format!("{s}.{nb}.at (after {na})"), a, b);
+        }
+    }
+    // The new pod holds the Lease; it is not one of the pods act 4 recorded.
+    if let Some(p) = &f.new_pod {
+        if lease.is_some() {
+            g.expect_eq(
+                Code::ValueMismatch,
+                format!("{s}.lease_holder"),
+                Some(p.name.as_str()),
+                f.lease_holder.as_deref(),
+            );
+        }
+        if let Some(a4) = g.facts::<Act4Facts>(4) {
+            let old = a4.pods.iter().any(|o| o.uid.is_some() && o.uid == p.uid);
+            g.check(
+                !old,
+                Code::ValueMismatch,
+                format!("{s}.new_pod.uid"),
+                || "the new pod has an old pod's UID".into(),
+            );
+        }
+    } else if created.is_some() {
+        g.check(false, Code::FactsInvalid, format!("{s}.new_pod"), || {
+            "pod_created is confirmed but new_pod is missing".into()
+        });
+    }
+    if let (Some(r), Some(l)) = (
+        running.as_deref().and_then(facts::parse_rfc3339),
+        lease.as_deref().and_then(facts::parse_rfc3339),
+    ) {
+        let measured = (l - r).num_milliseconds();
+        let recorded = f.leader_takeover_ms.map(|m| m as i64);
+        g.check(
+            recorded.is_some_and(|m| (m - measured).abs() <= 2),
+            Code::TimesInconsistent,
+            format!("{s}.leader_takeover_ms"),
+            || format!("recorded {recorded:?}, timestamps give {measured} ms"),
+        );
+    }
+    if registered.is_some() {
+        match (&f.webhook, g.facts::<facts::Act2Facts>(2)) {
+            (Some(w), Some(a2)) => {
+                g.expect_eq(
+                    Code::ValueMismatch,
+                    format!("{s}.webhook.name"),
+                    a2.webhook.name.as_str(),
+                    w.name.as_str(),
+                );
+            }
+            (None, _) => {
+                g.check(
+                    false,
+                    Code::RegistrationMissing,
+                    format!("{s}.webhook"),
+                    || "registered, but no registration recorded".into(),
+                );
+            }
+            _ => {}
+        }
+    }
+    // Probes are server dry-runs; the last is the deny when confirmed.
+    for (i, r) in f.deny_probes.iter().enumerate() {
+        let sub = format!("{s}.deny_probes[{i}]");
+        g.request(
+            &sub,
+            r,
+            &[
+                Outcome::ExplicitDeny,
+                Outcome::DryRunAdmitted,
+                Outcome::WebhookTimeout,
+                Outcome::ConnectionRefused,
+                Outcome::NoEndpoints,
+                Outcome::DnsError,
+                Outcome::OtherError,
+            ],
+        );
+        g.expect_eq(
+            Code::ValueMismatch,
+            format!("{sub}.dry_run"),
+            &true,
+            &r.dry_run,
+        );
+    }
+    if let Some(d) = &denied {
+        let last = f.deny_probes.last();
+        g.check(
+            last.is_some_and(|r| r.outcome == Outcome::ExplicitDeny && &r.answered_at == d),
+            Code::ValueMismatch,
+            format!("{s}.first_explicit_deny"),
+            || {
+                format!(
+                    "confirmed at {d}, but the last probe is {:?}",
+                    last.map(|r| (r.outcome.as_str(), r.answered_at.as_str()))
+                )
+            },
+        );
+    }
+}
+
+fn dry_run_request(g: &mut G, sub: &str, r: &RequestRecord, expect: Outcome) {
+    g.request(sub, r, &[expect]);
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{sub}.dry_run"),
+        &true,
+        &r.dry_run,
+    );
+}
+
+fn act7(g: &mut G) {
+    let Some(f) = g.facts::<Act7Facts>(7) else {
+        return;
+    };
+    let s = "evidence/07.json facts";
+    dry_run_request(g, &format!("{s}.good"), &f.good, Outcome::DryRunAdmitted);
+    dry_run_request(g, &format!("{s}.bad"), &f.bad, Outcome::ExplicitDeny);
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.good.labels"),
+        &true,
+        &has_env_label(&f.good),
+    );
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.bad.labels"),
+        &false,
+        &has_env_label(&f.bad),
+    );
+    let e = &f.good_response;
+    g.expect_eq(
+        Code::RawMismatch,
+        format!("{s}.good_response.kind"),
+        "Pod",
+        e.kind.as_str(),
+    );
+    g.expect_eq(
+        Code::RawMismatch,
+        format!("{s}.good_response.name"),
+        f.good.name.as_str(),
+        e.name.as_str(),
+    );
+    g.expect_eq(
+        Code::RawMismatch,
+        format!("{s}.good_response.namespace"),
+        f.good.namespace.as_str(),
+        e.namespace.as_str(),
+    );
+    g.expect_eq(
+        Code::RawMismatch,
+        format!("{s}.good_response.labels"),
+        &f.good.labels,
+        &e.labels,
+    );
+    let raw_labels: Option<std::collections::BTreeMap<String, String>> = f
+        .good
+        .raw_response
+        .pointer("/metadata/labels")
+        .and_then(|l| serde_json::from_value(l.clone()).ok());
+    g.expect_eq(
+        Code::RawMismatch,
+        format!("{s}.good_response.labels (raw)"),
+        Some(&e.labels),
+        raw_labels.as_ref(),
+    );
+    g.check(
+        matches!(f.side_effects.as_str(), "None" | "NoneOnDryRun"),
+        Code::ValueMismatch,
+        format!("{s}.side_effects"),
+        || format!("expected None or NoneOnDryRun, found {:?}", f.side_effects),
+    );
+    if let Some(a2) = g.facts::<facts::Act2Facts>(2) {
+        g.expect_eq(
+            Code::ValueMismatch,
+            format!("{s}.webhook_name"),
+            a2.webhook.name.as_str(),
+            f.webhook_name.as_str(),
+        );
+    }
+}
+
+fn act8(g: &mut G) {
+    act8_facts(g);
+    let mut ctx = Context::default();
+    ctx.evidence_digests = g
+        .digests()
+        .into_iter()
+        .filter(|(a, _)| (5..=7).contains(a))
+        .collect();
+    for a in 5..=7 {
+        if !ctx.evidence_digests.contains_key(&a) {
+            g.evidence(a);
+        }
+    }
+    let Some(report) = g.input::<inputs::ReportA>(&ctx) else {
+        return;
+    };
+    let s = "report.json";
+    if let Some(f5) = g.facts::<Act5Facts>(5) {
+        let shown = if f5.policy_webhook_present {
+            inputs::ScaleDownResult::RegistrationKept
+        } else {
+            inputs::ScaleDownResult::RegistrationAbsent
+        };
+        g.expect_eq(
+            Code::ReportContradicted,
+            format!("{s} $.scale_down"),
+            shown.as_str(),
+            report.scale_down.as_str(),
+        );
+        let request = if f5.target_bad.outcome == Outcome::Stored {
+            Some(inputs::ScaleRequestResult::AdmittedWithoutWebhook)
+        } else if CALL_FAILURES.contains(&f5.target_bad.outcome) {
+            Some(inputs::ScaleRequestResult::RejectedWebhookUnreachable)
+        } else {
+            None
+        };
+        g.expect_eq(
+            Code::ReportContradicted,
+            format!("{s} $.request"),
+            request.map(|r| r.as_str()),
+            Some(report.request.as_str()),
+        );
+        g.check(
+            f5.policy.exists,
+            Code::ReportContradicted,
+            format!("{s} $.policy"),
+            || format!("present, but {} shows it absent", ev_name(5)),
+        );
+        if let Some(uid) = baseline_uid(g) {
+            let ok = f5.existing.uid.as_deref() == Some(uid.as_str())
+                && f5.existing.phase.as_deref() == Some("Running");
+            g.check(
+                ok,
+                Code::ReportContradicted,
+                format!("{s} $.existing"),
+                || {
+                    format!(
+                        "same-uid-running, but evidence/05.json existing is uid {:?} phase {:?}",
+                        f5.existing.uid, f5.existing.phase
+                    )
+                },
+            );
+        }
+    }
+    if let Some(f6) = g.facts::<Act6Facts>(6) {
+        let times: Vec<_> = [
+            &f6.lease_acquired,
+            &f6.webhook_registered,
+            &f6.first_explicit_deny,
+        ]
+        .iter()
+        .map(|st| st.at.as_deref().and_then(facts::parse_rfc3339))
+        .collect();
+        let ordered = matches!(times.as_slice(), [Some(a), Some(b), Some(c)] if a <= b && b <= c);
+        g.check(ordered, Code::ReportContradicted, format!("{s} $.recovery"), || {
+            "lease-then-registration-then-deny, but evidence/06.json does not confirm that order".into()
+        });
+    }
+    if let Some(f7) = g.facts::<Act7Facts>(7) {
+        let ok = f7.good.outcome == Outcome::DryRunAdmitted && !f7.good.get.exists;
+        g.check(
+            ok,
+            Code::ReportContradicted,
+            format!("{s} $.dry_run"),
+            || {
+                format!(
+                    "validated-not-stored, but evidence/07.json good is {} (get.exists={})",
+                    f7.good.outcome.as_str(),
+                    f7.good.get.exists
+                )
+            },
+        );
+    }
+}

@@ -1,0 +1,463 @@
+//! Lab B graders, acts 4-8 (freeze the controller process; failurePolicy Fail vs Ignore).
+
+use super::{Code, G, act8_facts, baseline_uid, check_webhook, ev_name, has_env_label, policy_uid};
+use crate::evidence::Outcome;
+use crate::facts::{self, b::*};
+use crate::inputs::{self, Context, InputFile};
+
+/// Dispatches acts 4-8 of lab B.
+pub(crate) fn grade(g: &mut G) {
+    match g.act {
+        4 => act4(g),
+        5 => act5(g),
+        6 => act6(g),
+        7 => act7(g),
+        8 => act8(g),
+        _ => {}
+    }
+}
+
+fn act4(g: &mut G) {
+    let Some(f) = g.facts::<Act4Facts>(4) else {
+        return;
+    };
+    let mut ctx = Context {
+        node_uid: Some(f.node_uid.clone()),
+        deployment_uid: Some(f.deployment_uid.clone()),
+        ..Default::default()
+    };
+    ctx.evidence_digests = g.digests().into_iter().filter(|(a, _)| *a == 3).collect();
+    if !ctx.evidence_digests.contains_key(&3) {
+        g.evidence(3);
+    }
+    g.input::<inputs::FreezePlan>(&ctx);
+    let s = "evidence/04.json facts";
+    if let Some(a1) = g.facts::<facts::Act1Facts>(1) {
+        g.expect_eq(
+            Code::UidMismatch,
+            format!("{s}.node_uid"),
+            a1.node.uid.as_str(),
+            f.node_uid.as_str(),
+        );
+        g.expect_eq(
+            Code::UidMismatch,
+            format!("{s}.deployment_uid"),
+            a1.controller_deployment.uid.as_str(),
+            f.deployment_uid.as_str(),
+        );
+    }
+    let id = &f.identity;
+    g.check(
+        id.pid > 1,
+        Code::ValueMismatch,
+        format!("{s}.identity.pid"),
+        || format!("expected a PID > 1, found {}", id.pid),
+    );
+    g.check(
+        id.pid_start_time_ticks > 0,
+        Code::ValueMismatch,
+        format!("{s}.identity.pid_start_time_ticks"),
+        || "expected the start time from /proc/<pid>/stat, found 0".into(),
+    );
+    g.check(
+        !id.container_id.is_empty(),
+        Code::ValueMismatch,
+        format!("{s}.identity.container_id"),
+        || "expected the CRI container ID, found nothing".into(),
+    );
+    g.check(
+        super::is_uid(&id.pod_uid),
+        Code::UidMismatch,
+        format!("{s}.identity.pod_uid"),
+        || format!("expected a pod UID, found {:?}", id.pod_uid),
+    );
+    g.check(
+        f.process_state != "T",
+        Code::ProcessStillStopped,
+        format!("{s}.process_state"),
+        || "act 4 only investigates; the process was found stopped".into(),
+    );
+}
+
+/// Checks one freeze run. `ignore`: failurePolicy Ignore (target requests are stored after the
+/// timeout) instead of Fail (they time out).
+fn freeze_run(g: &mut G, act: u8, run: &FreezeRun, ignore: bool) {
+    let s = format!("{} facts", ev_name(act));
+    let w = &run.freeze;
+    // The frozen process is the one act 4 identified.
+    if let Some(a4) = g.facts::<Act4Facts>(4) {
+        g.expect_eq(
+            Code::IdentityChanged,
+            format!("{s}.freeze.identity"),
+            &a4.identity,
+            &w.identity,
+        );
+    }
+    g.times_ordered(
+        &format!("{s}.freeze.watchdog_armed_at"),
+        &w.watchdog_armed_at,
+        &w.frozen_at,
+    );
+    g.times_ordered(
+        &format!("{s}.freeze.frozen_at"),
+        &w.frozen_at,
+        &w.resumed_at,
+    );
+    if act == 5 {
+        g.expect_eq(
+            Code::ValueMismatch,
+            format!("{s}.freeze.resume_after_sec"),
+            &20u32,
+            &w.resume_after_sec,
+        );
+    }
+    if let (Some(f), Some(r)) = (
+        facts::parse_rfc3339(&w.frozen_at),
+        facts::parse_rfc3339(&w.resumed_at),
+    ) {
+        let ms = (r - f).num_milliseconds();
+        let bound = i64::from(w.resume_after_sec) * 1000 + 1000;
+        g.check(
+            ms <= bound,
+            Code::TimesInconsistent,
+            format!("{s}.freeze.resumed_at"),
+            || {
+                format!(
+                    "frozen for {ms} ms, longer than the watchdog's {} s deadline",
+                    w.resume_after_sec
+                )
+            },
+        );
+    }
+    if let Some(st) = &w.state_during {
+        g.expect_eq(
+            Code::ValueMismatch,
+            format!("{s}.freeze.state_during"),
+            "T",
+            st.as_str(),
+        );
+    }
+    g.check(
+        w.state_after != "T",
+        Code::ProcessStillStopped,
+        format!("{s}.freeze.state_after"),
+        || format!("state after resume is {:?}", w.state_after),
+    );
+    g.check(
+        run.registration_present_during_freeze,
+        Code::RegistrationMissing,
+        format!("{s}.registration_present_during_freeze"),
+        || "the webhook registration must stay during a freeze".into(),
+    );
+    g.check(
+        run.registration_present_during_freeze == !run.registration_snapshot.is_null(),
+        Code::RegistrationClaimContradicted,
+        format!("{s}.registration_snapshot"),
+        || {
+            format!(
+                "present={} but snapshot is {}",
+                run.registration_present_during_freeze,
+                super::abbreviate(&run.registration_snapshot)
+            )
+        },
+    );
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.timeout_seconds"),
+        &3u32,
+        &run.timeout_seconds,
+    );
+    let t = run.timeout_seconds;
+    // Requests during the freeze.
+    let target_expect = if ignore {
+        Outcome::Stored
+    } else {
+        Outcome::WebhookTimeout
+    };
+    for (name, r, label) in [
+        ("target_good", &run.target_good, true),
+        ("target_bad", &run.target_bad, false),
+    ] {
+        let sub = format!("{s}.{name}");
+        g.request_timed(&sub, r, &[target_expect], t, ignore);
+        g.expect_eq(
+            Code::ValueMismatch,
+            format!("{sub}.namespace"),
+            "kca-webhook-target",
+            r.namespace.as_str(),
+        );
+        g.expect_eq(
+            Code::ValueMismatch,
+            format!("{sub}.labels"),
+            &label,
+            &has_env_label(r),
+        );
+        g.within(&sub, "sent_at", &r.sent_at, &w.frozen_at, &w.resumed_at);
+        g.within(
+            &sub,
+            "answered_at",
+            &r.answered_at,
+            &w.frozen_at,
+            &w.resumed_at,
+        );
+    }
+    let sub = format!("{s}.control");
+    g.request(&sub, &run.control, &[Outcome::Stored]);
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{sub}.namespace"),
+        "kca-webhook-control",
+        run.control.namespace.as_str(),
+    );
+    g.within(
+        &sub,
+        "sent_at",
+        &run.control.sent_at,
+        &w.frozen_at,
+        &w.resumed_at,
+    );
+    // After resume: intermediate outcomes, then the first explicit deny.
+    for (i, r) in run.after_resume.iter().enumerate() {
+        let sub = format!("{s}.after_resume[{i}]");
+        g.request(
+            &sub,
+            r,
+            &[
+                Outcome::ExplicitDeny,
+                Outcome::WebhookTimeout,
+                Outcome::ConnectionRefused,
+                Outcome::NoEndpoints,
+                Outcome::DnsError,
+                Outcome::Stored,
+                Outcome::OtherError,
+            ],
+        );
+        g.times_ordered(&sub, &w.resumed_at, &r.sent_at);
+    }
+    match &run.first_explicit_deny {
+        Some(d) => {
+            let sub = format!("{s}.first_explicit_deny");
+            g.request(&sub, d, &[Outcome::ExplicitDeny]);
+            g.expect_eq(
+                Code::ValueMismatch,
+                format!("{sub}.labels"),
+                &false,
+                &has_env_label(d),
+            );
+            g.times_ordered(&sub, &w.resumed_at, &d.sent_at);
+            let last = run.after_resume.last().map(|r| r.name.as_str());
+            g.expect_eq(
+                Code::ValueMismatch,
+                format!("{sub}.name"),
+                Some(d.name.as_str()),
+                last,
+            );
+        }
+        None => {
+            g.check(
+                false,
+                Code::NotConfirmed,
+                format!("{s}.first_explicit_deny"),
+                || "no explicit deny after resume within the bound".into(),
+            );
+        }
+    }
+    if let Some(uid) = baseline_uid(g) {
+        g.existing(&format!("{s}.existing"), &run.existing, &uid);
+    }
+    g.expect_eq(
+        Code::ControllerRestarted,
+        format!("{s}.restart_count_after"),
+        &run.restart_count_before,
+        &run.restart_count_after,
+    );
+}
+
+fn act5(g: &mut G) {
+    let Some(f) = g.facts::<Act5Facts>(5) else {
+        return;
+    };
+    freeze_run(g, 5, &f, false);
+}
+
+fn act6(g: &mut G) {
+    let Some(f) = g.facts::<Act6Facts>(6) else {
+        return;
+    };
+    let s = "evidence/06.json facts";
+    let policy = g.input_value(InputFile::Policy);
+    g.input::<inputs::PolicyIgnore>(&Context {
+        policy,
+        ..Default::default()
+    });
+    if let Some(a2) = g.facts::<facts::Act2Facts>(2) {
+        let uid = policy_uid(&a2);
+        g.expect_eq(
+            Code::UidMismatch,
+            format!("{s}.policy_uid_before"),
+            uid.as_deref(),
+            Some(f.policy_uid_before.as_str()),
+        );
+        let now = f.policy.pointer("/metadata/uid").and_then(|v| v.as_str());
+        g.expect_eq(
+            Code::UidMismatch,
+            format!("{s}.policy.metadata.uid"),
+            uid.as_deref(),
+            now,
+        );
+    }
+    let fp = f
+        .policy
+        .pointer("/spec/failurePolicy")
+        .and_then(|v| v.as_str());
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.policy.spec.failurePolicy"),
+        Some("Ignore"),
+        fp,
+    );
+    check_webhook(g, &format!("{s}.webhook"), &f.webhook, "Ignore");
+    g.request(
+        &format!("{s}.healthy_bad"),
+        &f.healthy_bad,
+        &[Outcome::ExplicitDeny],
+    );
+    g.times_ordered(
+        &format!("{s}.healthy_bad"),
+        &f.healthy_bad.answered_at,
+        &f.run.freeze.frozen_at,
+    );
+    freeze_run(g, 6, &f.run, true);
+}
+
+fn act7(g: &mut G) {
+    let Some(f) = g.facts::<Act7Facts>(7) else {
+        return;
+    };
+    let s = "evidence/07.json facts";
+    let a2 = g.facts::<facts::Act2Facts>(2);
+    let uid = a2.as_ref().and_then(policy_uid);
+    let mut ctx = Context {
+        policy_uid: uid.clone(),
+        ..Default::default()
+    };
+    ctx.evidence_digests = g.digests().into_iter().filter(|(a, _)| *a == 6).collect();
+    if !ctx.evidence_digests.contains_key(&6) {
+        g.evidence(6);
+    }
+    g.input::<inputs::Recovery>(&ctx);
+    g.expect_eq(
+        Code::UidMismatch,
+        format!("{s}.policy_uid"),
+        uid.as_deref(),
+        Some(f.policy_uid.as_str()),
+    );
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.webhook.failure_policy"),
+        "Ignore",
+        f.webhook.failure_policy.as_str(),
+    );
+    g.request(
+        &format!("{s}.healthy_bad"),
+        &f.healthy_bad,
+        &[Outcome::ExplicitDeny],
+    );
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.healthy_bad.labels"),
+        &false,
+        &has_env_label(&f.healthy_bad),
+    );
+    if let Some(uid) = baseline_uid(g) {
+        g.existing(&format!("{s}.existing"), &f.existing, &uid);
+    }
+}
+
+fn act8(g: &mut G) {
+    act8_facts(g);
+    let mut ctx = Context::default();
+    ctx.evidence_digests = g
+        .digests()
+        .into_iter()
+        .filter(|(a, _)| (5..=7).contains(a))
+        .collect();
+    for a in 5..=7 {
+        if !ctx.evidence_digests.contains_key(&a) {
+            g.evidence(a);
+        }
+    }
+    g.input::<inputs::ReportB>(&ctx);
+    // Each claim of the report must be what the evidence shows.
+    let s = "report.json";
+    if let Some(f5) = g.facts::<Act5Facts>(5) {
+        let timed_out = [&f5.target_good, &f5.target_bad]
+            .iter()
+            .all(|r| r.outcome == Outcome::WebhookTimeout && !r.get.exists);
+        g.check(
+            timed_out,
+            Code::ReportContradicted,
+            format!("{s} $.fail"),
+            || {
+                format!(
+                    "matching-requests-timeout, but evidence/05.json shows {} / {}",
+                    f5.target_good.outcome.as_str(),
+                    f5.target_bad.outcome.as_str()
+                )
+            },
+        );
+        let control =
+            f5.control.outcome == Outcome::Stored && f5.control.namespace == "kca-webhook-control";
+        g.check(
+            control,
+            Code::ReportContradicted,
+            format!("{s} $.control"),
+            || {
+                format!(
+                    "outside-selector, but evidence/05.json control is {} in {}",
+                    f5.control.outcome.as_str(),
+                    f5.control.namespace
+                )
+            },
+        );
+    }
+    if let Some(f6) = g.facts::<Act6Facts>(6) {
+        g.check(
+            f6.run.target_bad.outcome == Outcome::Stored,
+            Code::ReportContradicted,
+            format!("{s} $.ignore"),
+            || {
+                format!(
+                    "unvalidated-request-stored, but evidence/06.json target_bad is {}",
+                    f6.run.target_bad.outcome.as_str()
+                )
+            },
+        );
+        g.check(
+            f6.healthy_bad.outcome == Outcome::ExplicitDeny,
+            Code::ReportContradicted,
+            format!("{s} $.healthy_ignore"),
+            || {
+                format!(
+                    "explicit-deny, but evidence/06.json healthy_bad is {}",
+                    f6.healthy_bad.outcome.as_str()
+                )
+            },
+        );
+    }
+    if let (Some(f7), Some(uid)) = (g.facts::<Act7Facts>(7), baseline_uid(g)) {
+        let ok = f7.existing.uid.as_deref() == Some(uid.as_str())
+            && f7.existing.phase.as_deref() == Some("Running");
+        g.check(
+            ok,
+            Code::ReportContradicted,
+            format!("{s} $.existing"),
+            || {
+                format!(
+                    "same-uid-running, but evidence/07.json existing is uid {:?} phase {:?}",
+                    f7.existing.uid, f7.existing.phase
+                )
+            },
+        );
+    }
+}

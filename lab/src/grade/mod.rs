@@ -1,0 +1,991 @@
+//! Graders: pure functions from (student inputs, saved evidence) to [`Findings`].
+//!
+//! `grade N` never talks to the cluster, never injects a fault and never calls the webhook path; it
+//! reads the work directory once ([`GradeInput::load`], the only I/O here) and checks that each act's
+//! evidence is complete and agrees with itself and with the inputs: outcomes are re-derived from
+//! the raw answers with [`crate::classify::classify`] (so `stored` without a UID, an `already-exists`
+//! counted as a deny, or a deny without the policy's marker are caught), a `webhook-timeout` must
+//! have taken at least `timeoutSeconds`, the existing pod must keep act 3's UID, digests must match.
+//! It is a consistency check for learning, not tamper-proofing against root.
+//!
+//! Acts 1-3 are shared ([`grade`] handles them here); lab B's acts 4-8 are in [`b`], lab A's in [`a`].
+
+pub mod a;
+pub mod b;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::classify::classify;
+use crate::evidence::{ActStatus, Evidence, Lab, Outcome, RequestRecord};
+use crate::facts::{self, PodObservation};
+use crate::inputs::{self, Context, InputFile, StudentInput};
+use crate::messages::Lang;
+use crate::workdir::Workdir;
+
+/// What identifies the lab's policy in a deny message (the same list the probes classify with).
+pub const MARKERS: &[&str] = crate::probe::MARKERS;
+/// How much shorter than `timeoutSeconds` a `webhook-timeout` answer may be, milliseconds (clock
+/// granularity between the API server's deadline and the client's measurement).
+pub const TIMEOUT_TOLERANCE_MS: u64 = 50;
+/// How far `elapsed_ms` may differ from `answered_at - sent_at`, milliseconds (the timestamps are
+/// wall-clock with ms resolution, the elapsed time monotonic).
+pub const ELAPSED_TOLERANCE_MS: i64 = 50;
+
+/// The kind of a finding; its wire name is kebab-case (e.g. `timeout-too-fast`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Code {
+    /// An evidence file the act needs does not exist.
+    EvidenceMissing,
+    /// An evidence file is not JSON or not the evidence shape, or belongs to another lab/act.
+    EvidenceInvalid,
+    /// The act was interrupted: its results are uncertain.
+    EvidenceInterrupted,
+    /// `facts` is empty or not the act's facts shape.
+    FactsInvalid,
+    /// A student input file the act needs does not exist.
+    InputMissing,
+    /// A student input file is invalid (file, JSON path, expected, found in the detail).
+    InputInvalid,
+    /// A student input changed after the act recorded its digest.
+    InputChanged,
+    /// A request's outcome is not the one this act must observe.
+    OutcomeUnexpected,
+    /// A recorded outcome is not what the raw answer and the GET say.
+    OutcomeContradictsAnswer,
+    /// `stored` without the GET finding the object with a UID.
+    StoredWithoutUid,
+    /// `explicit-deny` whose message does not carry the policy's marker.
+    DenyWithoutMarker,
+    /// A 409 AlreadyExists counted as a policy decision.
+    AlreadyExistsCountedAsDeny,
+    /// A rejected (or dry-run) request whose object the GET found.
+    RejectedButStored,
+    /// A `webhook-timeout` answered sooner than `timeoutSeconds`.
+    TimeoutTooFast,
+    /// Timestamps that are missing, unparsable, or disagree with `elapsed_ms` or with each other.
+    TimesInconsistent,
+    /// The verbatim answer (`raw_response`) disagrees with the recorded fields.
+    RawMismatch,
+    /// The existing pod has another UID than act 3's (a new pod with the same name is not survival).
+    PodReplaced,
+    /// The existing pod is gone or not `Running`.
+    PodNotRunning,
+    /// A request name was used twice (every request must use a fresh name).
+    NameReused,
+    /// An `*_sha256` value does not match the evidence file's canonical digest.
+    DigestMismatch,
+    /// A UID in the inputs or facts does not match the one observed.
+    UidMismatch,
+    /// A recorded value differs from the one this act must observe.
+    ValueMismatch,
+    /// A request was not sent inside the window it belongs to (e.g. during the freeze).
+    OutsideWindow,
+    /// The policy's webhook registration was not observed where it must be.
+    RegistrationMissing,
+    /// A claim about the registration contradicts the raw list recorded with it.
+    RegistrationClaimContradicted,
+    /// The frozen process is not the one act 4 identified.
+    IdentityChanged,
+    /// The controller container restarted during the fault.
+    ControllerRestarted,
+    /// The process was still stopped after resume.
+    ProcessStillStopped,
+    /// Timeline steps out of order.
+    TimelineOrder,
+    /// A wait ran out (a readiness bound of the tool, not a policy verdict).
+    NotConfirmed,
+    /// A report claim is not what the evidence shows.
+    ReportContradicted,
+}
+
+impl Code {
+    /// The wire name, e.g. `timeout-too-fast`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::EvidenceMissing => "evidence-missing",
+            Code::EvidenceInvalid => "evidence-invalid",
+            Code::EvidenceInterrupted => "evidence-interrupted",
+            Code::FactsInvalid => "facts-invalid",
+            Code::InputMissing => "input-missing",
+            Code::InputInvalid => "input-invalid",
+            Code::InputChanged => "input-changed",
+            Code::OutcomeUnexpected => "outcome-unexpected",
+            Code::OutcomeContradictsAnswer => "outcome-contradicts-answer",
+            Code::StoredWithoutUid => "stored-without-uid",
+            Code::DenyWithoutMarker => "deny-without-marker",
+            Code::AlreadyExistsCountedAsDeny => "already-exists-counted-as-deny",
+            Code::RejectedButStored => "rejected-but-stored",
+            Code::TimeoutTooFast => "timeout-too-fast",
+            Code::TimesInconsistent => "times-inconsistent",
+            Code::RawMismatch => "raw-mismatch",
+            Code::PodReplaced => "pod-replaced",
+            Code::PodNotRunning => "pod-not-running",
+            Code::NameReused => "name-reused",
+            Code::DigestMismatch => "digest-mismatch",
+            Code::UidMismatch => "uid-mismatch",
+            Code::ValueMismatch => "value-mismatch",
+            Code::OutsideWindow => "outside-window",
+            Code::RegistrationMissing => "registration-missing",
+            Code::RegistrationClaimContradicted => "registration-claim-contradicted",
+            Code::IdentityChanged => "identity-changed",
+            Code::ControllerRestarted => "controller-restarted",
+            Code::ProcessStillStopped => "process-still-stopped",
+            Code::TimelineOrder => "timeline-order",
+            Code::NotConfirmed => "not-confirmed",
+            Code::ReportContradicted => "report-contradicted",
+        }
+    }
+}
+
+/// One problem a grader found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// What kind of problem.
+    pub code: Code,
+    /// Where: a file or a facts path, e.g. `evidence/05.json facts.target_good`.
+    pub subject: String,
+    /// Language-neutral particulars (values, expected/found).
+    pub detail: String,
+}
+
+impl Finding {
+    /// The finding as one line in `lang` (text from [`crate::messages`]).
+    pub fn message(&self, lang: Lang) -> String {
+        crate::messages::finding(lang, self)
+    }
+}
+
+/// The result of grading one act.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Findings {
+    /// The lab.
+    pub lab: Lab,
+    /// The act (1-8).
+    pub act: u8,
+    /// How many checks ran (a pass with 0 checks would mean nothing was checked).
+    pub checks: u32,
+    /// The problems found; empty when the act passes.
+    pub findings: Vec<Finding>,
+}
+
+impl Findings {
+    /// No findings and at least one check ran.
+    pub fn passed(&self) -> bool {
+        self.findings.is_empty() && self.checks > 0
+    }
+
+    /// Whether a finding with `code` is present.
+    pub fn has(&self, code: Code) -> bool {
+        self.findings.iter().any(|f| f.code == code)
+    }
+}
+
+/// An evidence file as read: its JSON and canonical digest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EvidenceDoc {
+    /// The parsed JSON.
+    pub value: serde_json::Value,
+    /// Its canonical digest.
+    pub digest: String,
+}
+
+/// Everything a grader may look at: the lab's input files and evidence files, as read.
+/// `Err` holds why a file present on disk could not be read as JSON.
+#[derive(Debug, Clone, Default)]
+pub struct GradeInput {
+    /// Student inputs present in the work directory.
+    pub inputs: BTreeMap<InputFile, Result<serde_json::Value, String>>,
+    /// Evidence files present (`act` → document).
+    pub evidence: BTreeMap<u8, Result<EvidenceDoc, String>>,
+}
+
+impl GradeInput {
+    /// Reads the lab's inputs and `evidence/NN.json` files from `workdir` (the only I/O of grading).
+    /// Missing files are simply absent; unreadable ones are kept as `Err` for the graders to report.
+    pub fn load(workdir: &Workdir, lab: Lab) -> GradeInput {
+        let mut gi = GradeInput::default();
+        for &file in InputFile::all(lab) {
+            let path = workdir.input_path(file);
+            if path.exists() {
+                let v = std::fs::read_to_string(&path)
+                    .map_err(|e| e.to_string())
+                    .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()));
+                gi.inputs.insert(file, v);
+            }
+        }
+        for act in 1..=crate::workdir::LAST_ACT {
+            let path = workdir.evidence_path(act);
+            if path.exists() {
+                let v = std::fs::read_to_string(&path)
+                    .map_err(|e| e.to_string())
+                    .and_then(|t| {
+                        serde_json::from_str::<serde_json::Value>(&t).map_err(|e| e.to_string())
+                    })
+                    .map(|value| EvidenceDoc {
+                        digest: crate::digest::digest_value(&value),
+                        value,
+                    });
+                gi.evidence.insert(act, v);
+            }
+        }
+        gi
+    }
+
+    /// Canonical digests of the evidence files that parsed.
+    pub fn digests(&self) -> BTreeMap<u8, String> {
+        self.evidence
+            .iter()
+            .filter_map(|(a, d)| d.as_ref().ok().map(|d| (*a, d.digest.clone())))
+            .collect()
+    }
+}
+
+/// Grades act `act` (1-8) of `lab`. Pure: reads only `input`.
+pub fn grade(lab: Lab, act: u8, input: &GradeInput) -> Findings {
+    let mut g = G::new(lab, act, input);
+    if g.evidence(act).is_some() {
+        match (lab, act) {
+            (_, 1) => act1(&mut g),
+            (_, 2) => act2(&mut g),
+            (_, 3) => act3(&mut g),
+            (Lab::B, 4..=8) => b::grade(&mut g),
+            (Lab::A, 4..=8) => a::grade(&mut g),
+            _ => {}
+        }
+        g.names_unique();
+    }
+    g.finish()
+}
+
+/// Grades every act of `lab` in order.
+pub fn grade_all(lab: Lab, input: &GradeInput) -> Vec<Findings> {
+    (1..=crate::workdir::LAST_ACT)
+        .map(|act| grade(lab, act, input))
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The grading context shared by both labs' graders.
+
+/// Grading state of one act: counts checks and collects findings.
+pub(crate) struct G<'a> {
+    pub(crate) lab: Lab,
+    pub(crate) act: u8,
+    input: &'a GradeInput,
+    checks: u32,
+    findings: Vec<Finding>,
+    reported: BTreeSet<(Code, String)>,
+}
+
+pub(crate) fn ev_name(act: u8) -> String {
+    format!("evidence/{act:02}.json")
+}
+
+impl<'a> G<'a> {
+    fn new(lab: Lab, act: u8, input: &'a GradeInput) -> Self {
+        G {
+            lab,
+            act,
+            input,
+            checks: 0,
+            findings: Vec::new(),
+            reported: BTreeSet::new(),
+        }
+    }
+
+    fn finish(self) -> Findings {
+        Findings {
+            lab: self.lab,
+            act: self.act,
+            checks: self.checks,
+            findings: self.findings,
+        }
+    }
+
+    /// Records a finding (once per code and subject).
+    pub(crate) fn flag(
+        &mut self,
+        code: Code,
+        subject: impl Into<String>,
+        detail: impl Into<String>,
+    ) {
+        let subject = subject.into();
+        if self.reported.insert((code, subject.clone())) {
+            self.findings.push(Finding {
+                code,
+                subject,
+                detail: detail.into(),
+            });
+        }
+    }
+
+    /// Counts a check; flags `code` when `ok` is false. Returns `ok`.
+    pub(crate) fn check(
+        &mut self,
+        ok: bool,
+        code: Code,
+        subject: impl Into<String>,
+        detail: impl FnOnce() -> String,
+    ) -> bool {
+        self.checks += 1;
+        if !ok {
+            self.flag(code, subject, detail());
+        }
+        ok
+    }
+
+    /// Checks `found == expected` (value-mismatch or `code`).
+    pub(crate) fn expect_eq<T: PartialEq + std::fmt::Debug>(
+        &mut self,
+        code: Code,
+        subject: impl Into<String>,
+        expected: T,
+        found: T,
+    ) -> bool {
+        self.check(expected == found, code, subject, || {
+            format!("expected {expected:?}, found {found:?}")
+        })
+    }
+
+    /// The evidence of `act` (checked: present, parsable, this lab and act, completed, inputs unchanged).
+    pub(crate) fn evidence(&mut self, act: u8) -> Option<Evidence> {
+        let name = ev_name(act);
+        self.checks += 1;
+        let doc = match self.input.evidence.get(&act) {
+            None => {
+                self.flag(Code::EvidenceMissing, name, "run the act first");
+                return None;
+            }
+            Some(Err(e)) => {
+                self.flag(Code::EvidenceInvalid, name, e.clone());
+                return None;
+            }
+            Some(Ok(doc)) => doc,
+        };
+        let ev: Evidence = match serde_json::from_value(doc.value.clone()) {
+            Ok(ev) => ev,
+            Err(e) => {
+                self.flag(Code::EvidenceInvalid, name, e.to_string());
+                return None;
+            }
+        };
+        if ev.lab != self.lab || ev.act != act {
+            self.flag(
+                Code::EvidenceInvalid,
+                name,
+                format!(
+                    "holds lab {:?} act {}, expected lab {:?} act {act}",
+                    ev.lab, ev.act, self.lab
+                ),
+            );
+            return None;
+        }
+        let interrupted = ev.status == ActStatus::Interrupted;
+        self.check(
+            !interrupted,
+            Code::EvidenceInterrupted,
+            name.clone(),
+            || ev.interruption.clone().unwrap_or_default(),
+        );
+        if act == self.act {
+            self.times_ordered(
+                &format!("{name} started_at/finished_at"),
+                &ev.started_at,
+                &ev.finished_at,
+            );
+            for (file_name, recorded) in &ev.inputs {
+                let file = InputFile::from_name(self.lab, file_name);
+                let current = file
+                    .and_then(|f| self.input.inputs.get(&f))
+                    .and_then(|v| v.as_ref().ok());
+                let now = current.map(crate::digest::digest_value);
+                self.check(
+                    now.as_deref() == Some(recorded.as_str()),
+                    Code::InputChanged,
+                    file_name.clone(),
+                    || {
+                        format!(
+                            "{name} recorded digest {recorded}, the file now has {}",
+                            now.clone().unwrap_or_else(|| "no readable content".into())
+                        )
+                    },
+                );
+            }
+        }
+        if interrupted { None } else { Some(ev) }
+    }
+
+    /// The typed facts of `act` (flags facts-invalid when empty or of another shape).
+    pub(crate) fn facts<T: DeserializeOwned>(&mut self, act: u8) -> Option<T> {
+        let ev = self.evidence(act)?;
+        self.checks += 1;
+        match serde_json::from_value::<T>(ev.facts.clone()) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                let detail =
+                    if ev.facts.is_null() || ev.facts.as_object().is_some_and(|o| o.is_empty()) {
+                        format!("facts is empty ({e})")
+                    } else {
+                        e.to_string()
+                    };
+                self.flag(
+                    Code::FactsInvalid,
+                    format!("{} facts", ev_name(act)),
+                    detail,
+                );
+                None
+            }
+        }
+    }
+
+    /// A student input validated against `ctx` (flags input-missing / input-invalid).
+    pub(crate) fn input<T: StudentInput>(&mut self, ctx: &Context) -> Option<T> {
+        let name = T::FILE.file_name();
+        self.checks += 1;
+        let value = match self.input.inputs.get(&T::FILE) {
+            None => {
+                self.flag(Code::InputMissing, name, "write it first");
+                return None;
+            }
+            Some(Err(e)) => {
+                self.flag(Code::InputInvalid, name, e.clone());
+                return None;
+            }
+            Some(Ok(v)) => v,
+        };
+        match inputs::parse::<T>(value, ctx) {
+            Ok(t) => Some(t),
+            Err(crate::error::LabError::InputInvalid { issues }) => {
+                for i in issues {
+                    let code = if i.json_path.ends_with("sha256")
+                        && i.expected.contains("digest of evidence")
+                    {
+                        Code::DigestMismatch
+                    } else if i.expected.contains("uid") && !i.expected.starts_with("a UID") {
+                        Code::UidMismatch
+                    } else {
+                        Code::InputInvalid
+                    };
+                    self.flag(
+                        code,
+                        format!("{} {}", i.file, i.json_path),
+                        format!("expected {}, found {}", i.expected, i.found),
+                    );
+                }
+                None
+            }
+            Err(e) => {
+                self.flag(Code::InputInvalid, name, e.to_string());
+                None
+            }
+        }
+    }
+
+    /// The raw JSON of a student input, if present and readable.
+    pub(crate) fn input_value(&self, file: InputFile) -> Option<serde_json::Value> {
+        self.input
+            .inputs
+            .get(&file)
+            .and_then(|v| v.as_ref().ok())
+            .cloned()
+    }
+
+    /// Canonical digests of all readable evidence.
+    pub(crate) fn digests(&self) -> BTreeMap<u8, String> {
+        self.input.digests()
+    }
+
+    /// Checks `a <= b` for two timestamps (flags times-inconsistent). Returns whether both parse and hold.
+    pub(crate) fn times_ordered(&mut self, subject: &str, a: &str, b: &str) -> bool {
+        let (ta, tb) = (facts::parse_rfc3339(a), facts::parse_rfc3339(b));
+        self.check(
+            matches!((ta, tb), (Some(x), Some(y)) if x <= y),
+            Code::TimesInconsistent,
+            subject,
+            || format!("expected {a:?} <= {b:?}"),
+        )
+    }
+
+    /// Checks that `t` lies in `[from, to]` (flags outside-window).
+    pub(crate) fn within(
+        &mut self,
+        subject: &str,
+        what: &str,
+        t: &str,
+        from: &str,
+        to: &str,
+    ) -> bool {
+        let (tt, tf, tu) = (
+            facts::parse_rfc3339(t),
+            facts::parse_rfc3339(from),
+            facts::parse_rfc3339(to),
+        );
+        self.check(
+            matches!((tt, tf, tu), (Some(x), Some(f), Some(u)) if f <= x && x <= u),
+            Code::OutsideWindow,
+            subject,
+            || format!("{what} {t:?} not within [{from:?}, {to:?}]"),
+        )
+    }
+
+    /// Checks one request record: the recorded outcome is what its raw answer says, it is one of
+    /// `expect`, its times agree, a rejected request was not stored, the raw body agrees.
+    pub(crate) fn request(&mut self, subject: &str, r: &RequestRecord, expect: &[Outcome]) {
+        let derived = classify(
+            r.http_status,
+            r.reason.as_deref(),
+            r.message.as_deref(),
+            &r.get,
+            r.dry_run,
+            MARKERS,
+        );
+        let msg = r.message.as_deref().unwrap_or("");
+        if r.outcome == Outcome::Stored
+            && !(r.get.exists && r.get.uid.as_deref().is_some_and(|u| !u.is_empty()))
+        {
+            self.check(false, Code::StoredWithoutUid, subject, || {
+                format!("get.exists={}, get.uid={:?}", r.get.exists, r.get.uid)
+            });
+        } else if r.outcome == Outcome::ExplicitDeny && derived == Outcome::AlreadyExists {
+            self.check(false, Code::AlreadyExistsCountedAsDeny, subject, || {
+                format!("HTTP {} {:?}: {msg}", r.http_status, r.reason)
+            });
+        } else if r.outcome == Outcome::ExplicitDeny
+            && derived != Outcome::ExplicitDeny
+            && msg.contains("denied the request")
+        {
+            self.check(false, Code::DenyWithoutMarker, subject, || {
+                format!("message {msg:?} carries none of {MARKERS:?}")
+            });
+        } else {
+            self.check(
+                derived == r.outcome,
+                Code::OutcomeContradictsAnswer,
+                subject,
+                || {
+                    format!(
+                        "recorded {}, but HTTP {} {:?} {msg:?} with get.exists={} says {}",
+                        r.outcome.as_str(),
+                        r.http_status,
+                        r.reason,
+                        r.get.exists,
+                        derived.as_str()
+                    )
+                },
+            );
+        }
+        self.check(
+            expect.contains(&r.outcome),
+            Code::OutcomeUnexpected,
+            subject,
+            || {
+                let e: Vec<_> = expect.iter().map(|o| o.as_str()).collect();
+                format!("expected {}, found {}", e.join(" or "), r.outcome.as_str())
+            },
+        );
+        // Times.
+        let (s, a) = (
+            facts::parse_rfc3339(&r.sent_at),
+            facts::parse_rfc3339(&r.answered_at),
+        );
+        self.check(
+            match (s, a) {
+                (Some(s), Some(a)) => {
+                    a >= s
+                        && ((a - s).num_milliseconds() - r.elapsed_ms as i64).abs()
+                            <= ELAPSED_TOLERANCE_MS
+                }
+                _ => false,
+            },
+            Code::TimesInconsistent,
+            subject,
+            || {
+                format!(
+                    "sent_at {:?}, answered_at {:?}, elapsed_ms {}",
+                    r.sent_at, r.answered_at, r.elapsed_ms
+                )
+            },
+        );
+        // A request that was not admitted must not exist afterwards; a dry-run never stores.
+        let admitted = matches!(r.outcome, Outcome::Stored);
+        if !admitted {
+            self.check(!r.get.exists, Code::RejectedButStored, subject, || {
+                format!(
+                    "outcome {} but the GET found uid {:?}",
+                    r.outcome.as_str(),
+                    r.get.uid
+                )
+            });
+        }
+        // Raw first: the verbatim body must agree with the recorded fields.
+        let raw = &r.raw_response;
+        let raw_ok = if (200..300).contains(&r.http_status) {
+            let name_ok =
+                raw.pointer("/metadata/name").and_then(|v| v.as_str()) == Some(r.name.as_str());
+            let uid_ok = !admitted
+                || raw.pointer("/metadata/uid").and_then(|v| v.as_str()) == r.get.uid.as_deref();
+            name_ok && uid_ok
+        } else {
+            raw.get("message").and_then(|v| v.as_str()) == r.message.as_deref()
+                && raw
+                    .get("code")
+                    .and_then(|v| v.as_u64())
+                    .is_none_or(|c| c == u64::from(r.http_status))
+        };
+        self.check(raw_ok, Code::RawMismatch, subject, || {
+            format!(
+                "raw_response does not match name/uid/message/code of the record: {}",
+                abbreviate(raw)
+            )
+        });
+    }
+
+    /// As [`Self::request`], and a `webhook-timeout` (or a request admitted after a failed call
+    /// under Ignore, `waited_for_timeout`) must have taken at least `timeout_seconds`.
+    pub(crate) fn request_timed(
+        &mut self,
+        subject: &str,
+        r: &RequestRecord,
+        expect: &[Outcome],
+        timeout_seconds: u32,
+        waited_for_timeout: bool,
+    ) {
+        self.request(subject, r, expect);
+        if r.outcome == Outcome::WebhookTimeout || waited_for_timeout {
+            let min = u64::from(timeout_seconds) * 1000;
+            self.check(
+                r.elapsed_ms + TIMEOUT_TOLERANCE_MS >= min,
+                Code::TimeoutTooFast,
+                subject,
+                || {
+                    format!(
+                        "answered after {} ms; timeoutSeconds is {timeout_seconds} ({min} ms)",
+                        r.elapsed_ms
+                    )
+                },
+            );
+        }
+    }
+
+    /// Checks the existing pod: same UID as act 3's and `Running`.
+    pub(crate) fn existing(&mut self, subject: &str, pod: &PodObservation, baseline_uid: &str) {
+        self.check(
+            pod.exists && pod.phase.as_deref() == Some("Running"),
+            Code::PodNotRunning,
+            subject,
+            || format!("exists={}, phase={:?}", pod.exists, pod.phase),
+        );
+        self.check(pod.uid.as_deref() == Some(baseline_uid), Code::PodReplaced, subject, || {
+            format!("act 3 recorded uid {baseline_uid:?}, now {:?} (a new pod with the same name is not survival)", pod.uid)
+        });
+    }
+
+    /// Every request name in this act's evidence is fresh: not used by another request of this
+    /// act or of any other act of the lab.
+    fn names_unique(&mut self) {
+        let mut seen: BTreeMap<String, (u8, String)> = BTreeMap::new();
+        let mut dup = Vec::new();
+        for (act, doc) in &self.input.evidence {
+            let Ok(doc) = doc else { continue };
+            let mut recs = Vec::new();
+            request_keys(
+                doc.value.get("facts").unwrap_or(&serde_json::Value::Null),
+                &mut recs,
+            );
+            for (name, sent) in recs {
+                match seen.get(&name) {
+                    Some((a, s)) if *s != sent && (*a == self.act || *act == self.act) => {
+                        dup.push((name.clone(), *a, *act))
+                    }
+                    Some(_) => {}
+                    None => {
+                        seen.insert(name, (*act, sent));
+                    }
+                }
+            }
+        }
+        self.checks += 1;
+        for (name, a, b) in dup {
+            self.flag(
+                Code::NameReused,
+                format!("request {name}"),
+                format!("used in {} and {}", ev_name(a), ev_name(b)),
+            );
+        }
+    }
+}
+
+/// Collects (name, sent_at) of every request record inside `v`.
+fn request_keys(v: &serde_json::Value, out: &mut Vec<(String, String)>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            if let (Some(n), Some(s), Some(_)) = (
+                m.get("name").and_then(|x| x.as_str()),
+                m.get("sent_at").and_then(|x| x.as_str()),
+                m.get("outcome"),
+            ) {
+                out.push((n.to_owned(), s.to_owned()));
+            }
+            for (k, c) in m {
+                if k != "raw_response" {
+                    request_keys(c, out);
+                }
+            }
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|c| request_keys(c, out)),
+        _ => {}
+    }
+}
+
+pub(crate) fn abbreviate(v: &serde_json::Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() > 160 {
+        format!("{}…", s.chars().take(160).collect::<String>())
+    } else {
+        s
+    }
+}
+
+/// Whether a pod record carries the policy's required label.
+pub(crate) fn has_env_label(r: &RequestRecord) -> bool {
+    r.labels.contains_key(crate::probe::GOOD_LABEL.0)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Acts 1-3 (both labs).
+
+fn act1(g: &mut G) {
+    let Some(f) = g.facts::<facts::Act1Facts>(1) else {
+        return;
+    };
+    let ctx = Context {
+        node_uid: Some(f.node.uid.clone()),
+        namespaces: Some(f.namespaces.clone()),
+        ..Default::default()
+    };
+    g.input::<inputs::Scope>(&ctx);
+    g.expect_eq(
+        Code::ValueMismatch,
+        "evidence/01.json facts.target",
+        "kca-webhook-target",
+        f.target.as_str(),
+    );
+    g.expect_eq(
+        Code::ValueMismatch,
+        "evidence/01.json facts.control",
+        "kca-webhook-control",
+        f.control.as_str(),
+    );
+    for ns in ["kca-webhook-target", "kca-webhook-control"] {
+        let uid = f.namespaces.get(ns);
+        g.check(
+            uid.is_some_and(|u| is_uid(u)),
+            Code::UidMismatch,
+            format!("evidence/01.json facts.namespaces[{ns:?}]"),
+            || format!("expected the namespace's UID, found {uid:?}"),
+        );
+    }
+    g.check(
+        is_uid(&f.node.uid),
+        Code::UidMismatch,
+        "evidence/01.json facts.node.uid",
+        || format!("expected a UID, found {:?}", f.node.uid),
+    );
+    g.check(
+        f.lab_mark.is_some(),
+        Code::ValueMismatch,
+        "evidence/01.json facts.lab_mark",
+        || "the cluster carries no lab mark: faults will be refused".to_owned(),
+    );
+}
+
+pub(crate) fn is_uid(s: &str) -> bool {
+    serde_json::from_value::<inputs::Uid>(serde_json::Value::String(s.to_owned())).is_ok()
+}
+
+/// The policy's UID recorded by act 2 (`facts.policy.metadata.uid`).
+pub(crate) fn policy_uid(f: &facts::Act2Facts) -> Option<String> {
+    f.policy
+        .pointer("/metadata/uid")
+        .and_then(|v| v.as_str())
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+}
+
+/// Checks a registered webhook against what the policy asks for.
+pub(crate) fn check_webhook(
+    g: &mut G,
+    subject: &str,
+    w: &facts::WebhookFacts,
+    failure_policy: &str,
+) {
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{subject}.failure_policy"),
+        failure_policy,
+        w.failure_policy.as_str(),
+    );
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{subject}.timeout_seconds"),
+        &3u32,
+        &w.timeout_seconds,
+    );
+    let sel = w
+        .namespace_selector
+        .pointer("/matchLabels/kubernetes.io~1metadata.name")
+        .and_then(|v| v.as_str());
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{subject}.namespace_selector.matchLabels"),
+        Some("kca-webhook-target"),
+        sel,
+    );
+    let rules_ok = w.rules.as_array().is_some_and(|rules| {
+        rules.iter().any(|r| {
+            let has = |k: &str, v: &str| {
+                r.get(k)
+                    .and_then(|a| a.as_array())
+                    .is_some_and(|a| a.iter().any(|x| x == v))
+            };
+            has("operations", "CREATE")
+                && has("resources", "pods")
+                && has("apiVersions", "v1")
+                && has("apiGroups", "")
+        })
+    });
+    g.check(
+        rules_ok,
+        Code::ValueMismatch,
+        format!("{subject}.rules"),
+        || {
+            format!(
+                "expected a rule for CREATE of v1 pods, found {}",
+                abbreviate(&w.rules)
+            )
+        },
+    );
+    g.check(
+        matches!(w.side_effects.as_str(), "None" | "NoneOnDryRun"),
+        Code::ValueMismatch,
+        format!("{subject}.side_effects"),
+        || format!("expected None or NoneOnDryRun, found {:?}", w.side_effects),
+    );
+    let serves_policy = w.name.contains("kca-webhook-label")
+        || w.service
+            .as_ref()
+            .and_then(|s| s.path.as_deref())
+            .is_some_and(|p| p.contains("kca-webhook-label"));
+    g.check(
+        serves_policy,
+        Code::RegistrationMissing,
+        format!("{subject}.name"),
+        || {
+            format!(
+                "webhook {:?} does not serve kca-webhook-label (name or path)",
+                w.name
+            )
+        },
+    );
+}
+
+fn act2(g: &mut G) {
+    let Some(f) = g.facts::<facts::Act2Facts>(2) else {
+        return;
+    };
+    g.input::<inputs::Policy>(&Context::default());
+    let uid = policy_uid(&f);
+    g.check(
+        uid.as_deref().is_some_and(is_uid),
+        Code::StoredWithoutUid,
+        "evidence/02.json facts.policy.metadata.uid",
+        || format!("the stored policy must have a UID, found {uid:?}"),
+    );
+    let name = f.policy.pointer("/metadata/name").and_then(|v| v.as_str());
+    g.expect_eq(
+        Code::ValueMismatch,
+        "evidence/02.json facts.policy.metadata.name",
+        Some("kca-webhook-label"),
+        name,
+    );
+    let fp = f
+        .policy
+        .pointer("/spec/failurePolicy")
+        .and_then(|v| v.as_str());
+    g.expect_eq(
+        Code::ValueMismatch,
+        "evidence/02.json facts.policy.spec.failurePolicy",
+        Some("Fail"),
+        fp,
+    );
+    check_webhook(g, "evidence/02.json facts.webhook", &f.webhook, "Fail");
+}
+
+fn act3(g: &mut G) {
+    let Some(f) = g.facts::<facts::Act3Facts>(3) else {
+        return;
+    };
+    let s = "evidence/03.json facts";
+    g.request(&format!("{s}.good"), &f.good, &[Outcome::Stored]);
+    g.request(&format!("{s}.bad"), &f.bad, &[Outcome::ExplicitDeny]);
+    for (sub, r, label) in [("good", &f.good, true), ("bad", &f.bad, false)] {
+        g.expect_eq(
+            Code::ValueMismatch,
+            format!("{s}.{sub}.namespace"),
+            "kca-webhook-target",
+            r.namespace.as_str(),
+        );
+        g.expect_eq(
+            Code::ValueMismatch,
+            format!("{s}.{sub}.labels"),
+            &label,
+            &has_env_label(r),
+        );
+        g.expect_eq(
+            Code::ValueMismatch,
+            format!("{s}.{sub}.dry_run"),
+            &false,
+            &r.dry_run,
+        );
+    }
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.existing.name"),
+        f.good.name.as_str(),
+        f.existing.name.as_str(),
+    );
+    if let Some(uid) = f.good.get.uid.clone() {
+        g.existing(&format!("{s}.existing"), &f.existing, &uid);
+    }
+}
+
+/// Act 3's existing pod UID (for later acts), flagging when act 3's evidence is unusable.
+pub(crate) fn baseline_uid(g: &mut G) -> Option<String> {
+    let f = g.facts::<facts::Act3Facts>(3)?;
+    f.existing.uid.clone()
+}
+
+/// Checks report-vs-evidence agreement of act 8's own evidence (`facts.checks` all agree).
+pub(crate) fn act8_facts(g: &mut G) {
+    let Some(f) = g.facts::<facts::Act8Facts>(8) else {
+        return;
+    };
+    g.check(
+        !f.checks.is_empty(),
+        Code::FactsInvalid,
+        "evidence/08.json facts.checks",
+        || "no check recorded".into(),
+    );
+    for c in &f.checks {
+        g.check(
+            c.agrees,
+            Code::ReportContradicted,
+            format!("evidence/08.json facts.checks[{}]", c.field),
+            || format!("report {} vs evidence {}", c.report, c.evidence),
+        );
+    }
+}
