@@ -1,0 +1,482 @@
+//! Lab B end to end on a fresh embedded cluster: one test per act, in order, on one cluster.
+//!
+//! The cluster comes from the same code as `cargo xtask cluster up` (`tests::LabCluster`), the
+//! reference inputs and the acts from the same code as `cargo xtask lab run`
+//! (`xtask::lab_run::LabRun`). An act that fails makes every later act FAIL with "not run: act N
+//! failed" (never pass, never silently skip). Each act's test also asserts the facts the lab is
+//! about (timeouts, stored or not, the surviving pod) and that its grade passes.
+//!
+//! The last test kills a runner with SIGKILL in the middle of a freeze of Kyverno's real process
+//! and checks that the watchdog resumes it within `resume_after_sec` + 1 s. The runner is this
+//! binary re-executed with `KCA_TEST_LAB_B_RUNNER` set.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use lab::evidence::{ActStatus, Lab, Outcome, RequestRecord};
+use lab::facts::b::{Act5Facts, Act6Facts, Act7Facts, FreezeRun};
+use lab::facts::{Act3Facts, Act8Facts};
+use lab::faults::freeze::{self, FreezeFiles, FreezeTarget};
+use libtest_mimic::{Arguments, Failed, Trial};
+use tests::LabCluster;
+use xtask::lab_run::LabRun;
+
+const RUNNER_ENV: &str = "KCA_TEST_LAB_B_RUNNER";
+const CLUSTER_NAME: &str = "test-lab-b";
+
+#[derive(Default)]
+struct State {
+    cluster: Option<LabCluster>,
+    run: Option<LabRun>,
+    failed: Option<String>,
+}
+
+type Shared = Arc<Mutex<State>>;
+
+fn main() {
+    if let Ok(spec) = std::env::var(RUNNER_ENV) {
+        std::process::exit(runner(&spec));
+    }
+    let mut args = Arguments::from_args();
+    args.test_threads = Some(1);
+    let state: Shared = Arc::default();
+    let mut trials = Vec::new();
+    let names = [
+        "act_1_scope_matches_the_live_cluster",
+        "act_2_policy_registers_a_fail_webhook_with_3s_timeout",
+        "act_3_baseline_good_stored_bad_denied",
+        "act_4_investigation_finds_the_controller_process",
+        "act_5_fail_freeze_times_out_matching_requests",
+        "act_6_ignore_freeze_stores_unvalidated_requests",
+        "act_7_recovery_is_an_explicit_deny",
+        "act_8_report_agrees_with_the_evidence",
+    ];
+    for (i, name) in names.iter().enumerate() {
+        let act = i as u8 + 1;
+        let st = state.clone();
+        trials.push(Trial::test(*name, move || {
+            step(&st, &format!("act {act}"), |run| act_test(run, act))
+        }));
+    }
+    let st = state.clone();
+    trials.push(Trial::test("grade_all_passes", move || {
+        step(&st, "grade all", grade_all)
+    }));
+    let st = state.clone();
+    trials.push(Trial::test(
+        "sigkill_of_the_runner_mid_freeze_still_resumes_kyverno",
+        move || step(&st, "sigkill", sigkill_runner),
+    ));
+    let conclusion = libtest_mimic::run(&args, trials);
+    // Tear the cluster down (the fixture's Drop does it and reports errors).
+    let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
+    s.run = None;
+    if let Some(c) = s.cluster.take() {
+        if let Err(e) = c.down() {
+            eprintln!("teardown of {CLUSTER_NAME} failed: {e:#}");
+            std::process::exit(101);
+        }
+    }
+    drop(s);
+    conclusion.exit();
+}
+
+/// Runs one ordered step: brings the cluster up on first use, refuses when an earlier step failed,
+/// records a failure for the later ones.
+fn step(
+    state: &Shared,
+    what: &str,
+    f: impl FnOnce(&LabRun) -> Result<(), Failed>,
+) -> Result<(), Failed> {
+    let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(first) = &s.failed {
+        return Err(format!("not run: {first} failed earlier").into());
+    }
+    if s.run.is_none() {
+        match setup() {
+            Ok((c, r)) => {
+                s.cluster = Some(c);
+                s.run = Some(r);
+            }
+            Err(e) => {
+                s.failed = Some("cluster setup".into());
+                return Err(format!("{e:#}").into());
+            }
+        }
+    }
+    let run = s.run.as_ref().expect("set above");
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(run)));
+    let r = match r {
+        Ok(r) => r,
+        Err(p) => Err(Failed::from(format!(
+            "panicked: {}",
+            p.downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default()
+        ))),
+    };
+    if r.is_err() {
+        s.failed = Some(what.to_owned());
+    }
+    r
+}
+
+fn setup() -> anyhow::Result<(LabCluster, LabRun)> {
+    xtask::lab_run::ensure_lab_binary()?;
+    let cluster = LabCluster::fresh(CLUSTER_NAME)?;
+    let workdir = cluster.state_dir().join("lab-b-workdir");
+    let run = LabRun::new(
+        Lab::B,
+        &workdir,
+        &cluster.kubeconfig(),
+        &cluster.cri_endpoint(),
+    )?;
+    eprintln!(
+        "    cluster {CLUSTER_NAME} up in {:.0}s; workdir {}",
+        cluster.up_secs(),
+        workdir.display()
+    );
+    Ok((cluster, run))
+}
+
+fn act_test(run: &LabRun, act: u8) -> Result<(), Failed> {
+    let summary = run.act(act).map_err(|e| Failed::from(format!("{e:#}")))?;
+    for l in &summary.lines {
+        eprintln!("    {l}");
+    }
+    if summary.status != ActStatus::Completed {
+        return Err(format!("act {act} ended {:?}", summary.status).into());
+    }
+    let ev = run.workdir().read_evidence(act)?;
+    let facts = ev.evidence.facts.clone();
+    match act {
+        3 => {
+            let f: Act3Facts = serde_json::from_value(facts)?;
+            expect(&f.good, Outcome::Stored, "act 3 good")?;
+            expect(&f.bad, Outcome::ExplicitDeny, "act 3 bad")?;
+            ensure(
+                f.existing.phase.as_deref() == Some("Running"),
+                "act 3 existing pod Running",
+            )?;
+        }
+        5 => {
+            let f: Act5Facts = serde_json::from_value(facts)?;
+            freeze_facts(&f, false, run)?;
+        }
+        6 => {
+            let f: Act6Facts = serde_json::from_value(facts)?;
+            expect(
+                &f.healthy_bad,
+                Outcome::ExplicitDeny,
+                "act 6 healthy bad under Ignore",
+            )?;
+            ensure(
+                f.webhook.name == "vpol.validate.kyverno.svc-ignore-finegrained-kca-webhook-label"
+                    && f.webhook.failure_policy == "Ignore",
+                "act 6 webhook renamed to the ignore one with failurePolicy Ignore",
+            )?;
+            ensure(
+                f.policy.pointer("/metadata/uid").and_then(|v| v.as_str())
+                    == Some(f.policy_uid_before.as_str()),
+                "act 6 same policy uid",
+            )?;
+            freeze_facts(&f.run, true, run)?;
+        }
+        7 => {
+            let f: Act7Facts = serde_json::from_value(facts)?;
+            expect(
+                &f.healthy_bad,
+                Outcome::ExplicitDeny,
+                "act 7 new violating request",
+            )?;
+            existing_survives(run, &f.existing)?;
+        }
+        8 => {
+            let f: Act8Facts = serde_json::from_value(facts)?;
+            let bad: Vec<_> = f.checks.iter().filter(|c| !c.agrees).collect();
+            ensure(
+                bad.is_empty(),
+                &format!("every report check agrees: {bad:?}"),
+            )?;
+        }
+        _ => {}
+    }
+    let g = run.grade(act);
+    if !g.passed() {
+        return Err(format!(
+            "grade {act}: {} checks, findings: {}",
+            g.checks,
+            g.findings
+                .iter()
+                .map(|f| format!("{} {}: {}", f.code.as_str(), f.subject, f.detail))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// The facts the lab is about, for one freeze (Fail: timeouts, not stored; Ignore: stored after
+/// the timeout; control stored; a deny after resume; the existing pod survives).
+fn freeze_facts(f: &FreezeRun, ignore: bool, run: &LabRun) -> Result<(), Failed> {
+    ensure(
+        f.registration_present_during_freeze,
+        "registration present during the freeze",
+    )?;
+    ensure(
+        f.freeze.state_during.as_deref() == Some("T"),
+        "process state T during the freeze",
+    )?;
+    ensure(
+        f.freeze.state_after != "T",
+        "process not stopped after resume",
+    )?;
+    for (label, r) in [
+        ("target good", &f.target_good),
+        ("target bad", &f.target_bad),
+    ] {
+        if ignore {
+            expect(r, Outcome::Stored, label)?;
+        } else {
+            expect(r, Outcome::WebhookTimeout, label)?;
+            ensure(!r.get.exists, &format!("{label} not stored"))?;
+        }
+        ensure(
+            r.elapsed_ms >= 3000,
+            &format!("{label} answered after ≥ 3 s (took {} ms)", r.elapsed_ms),
+        )?;
+    }
+    expect(&f.control, Outcome::Stored, "control")?;
+    let deny = f
+        .first_explicit_deny
+        .as_ref()
+        .ok_or("no explicit deny after resume")?;
+    expect(
+        deny,
+        Outcome::ExplicitDeny,
+        "first request denied after resume",
+    )?;
+    existing_survives(run, &f.existing)?;
+    eprintln!(
+        "    figures: timeouts {} ms / {} ms, frozen {} → resumed {} by {:?}, restarts {} → {}, first deny {} ms after resume ({} requests)",
+        f.target_good.elapsed_ms,
+        f.target_bad.elapsed_ms,
+        f.freeze.frozen_at,
+        f.freeze.resumed_at,
+        f.freeze.resumed_by,
+        f.restart_count_before,
+        f.restart_count_after,
+        f.first_deny_after_resume_ms
+            .map(|m| m.to_string())
+            .unwrap_or_default(),
+        f.after_resume.len()
+    );
+    Ok(())
+}
+
+fn existing_survives(run: &LabRun, seen: &lab::facts::PodObservation) -> Result<(), Failed> {
+    let a3: Act3Facts = serde_json::from_value(run.workdir().read_evidence(3)?.evidence.facts)?;
+    ensure(
+        seen.uid.is_some() && seen.uid == a3.existing.uid,
+        "existing pod keeps act 3's UID",
+    )?;
+    ensure(
+        seen.phase.as_deref() == Some("Running"),
+        "existing pod Running",
+    )
+}
+
+fn expect(r: &RequestRecord, want: Outcome, label: &str) -> Result<(), Failed> {
+    if r.outcome == want {
+        Ok(())
+    } else {
+        Err(format!(
+            "{label}: expected {}, got {} (HTTP {}, {:?}, {} ms)",
+            want.as_str(),
+            r.outcome.as_str(),
+            r.http_status,
+            r.message,
+            r.elapsed_ms
+        )
+        .into())
+    }
+}
+
+fn ensure(cond: bool, what: &str) -> Result<(), Failed> {
+    if cond {
+        Ok(())
+    } else {
+        Err(format!("expected: {what}").into())
+    }
+}
+
+fn grade_all(run: &LabRun) -> Result<(), Failed> {
+    let input = lab::grade::GradeInput::load(run.workdir(), Lab::B);
+    let all = lab::grade::grade_all(Lab::B, &input);
+    let failed: Vec<_> = all.iter().filter(|f| !f.passed()).collect();
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("grades failing: {failed:?}").into())
+    }
+}
+
+/// Runner mode: `KUBECONFIG CRI FAULT_DIR RESUME_AFTER`: checks the lab mark, finds Kyverno's
+/// admission process, freezes it (watchdog armed), prints `frozen PID STARTTIME`, then sleeps until
+/// killed.
+fn runner(spec: &str) -> i32 {
+    let parts: Vec<&str> = spec.split_whitespace().collect();
+    let [kubeconfig, cri, dir, after] = parts[..] else {
+        eprintln!("runner: bad spec {spec:?}");
+        return 2;
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("runner: {e}");
+            return 1;
+        }
+    };
+    let found = rt.block_on(async {
+        let cluster = lab::cluster::Cluster::connect(Some(Path::new(kubeconfig))).await?;
+        cluster.lab_mark().await?;
+        let mut c = lab::cri::CriClient::connect(Path::new(cri)).await?;
+        lab::labs::b::investigate(&cluster, &mut c).await
+    });
+    let inv = match found {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("runner: {e}");
+            return 1;
+        }
+    };
+    let target = FreezeTarget {
+        act: 5,
+        container_id: inv.identity.container_id.clone(),
+        pod_uid: inv.identity.pod_uid.clone(),
+        pid: inv.identity.pid as i32,
+        starttime: inv.identity.pid_start_time_ticks,
+        resume_after_sec: after.parse().unwrap_or(20),
+    };
+    let program = match freeze::lab_program() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("runner: {e}");
+            return 1;
+        }
+    };
+    match freeze::freeze(
+        &program,
+        &FreezeFiles::new(Path::new(dir), "sigkill-freeze"),
+        &target,
+    ) {
+        Ok(fz) => {
+            println!("frozen {} {}", target.pid, target.starttime);
+            std::thread::sleep(Duration::from_secs(600));
+            drop(fz);
+            0
+        }
+        Err(e) => {
+            eprintln!("runner: {e}");
+            1
+        }
+    }
+}
+
+fn sigkill_runner(run: &LabRun) -> Result<(), Failed> {
+    let resume_after = 20u64;
+    let dir: PathBuf = run.workdir().root().join("faults-sigkill-test");
+    std::fs::create_dir_all(&dir)?;
+    let kubeconfig = run.env.kubeconfig.clone().ok_or("kubeconfig")?;
+    let cri = run.env.cri_endpoint.clone().ok_or("cri endpoint")?;
+    let mut child = Command::new(std::env::current_exe()?)
+        .env(
+            RUNNER_ENV,
+            format!(
+                "{} {} {} {resume_after}",
+                kubeconfig.display(),
+                cri.display(),
+                dir.display()
+            ),
+        )
+        .stdout(Stdio::piped())
+        .spawn()?;
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().ok_or("runner stdout")?).read_line(&mut line)?;
+    let frozen = Instant::now();
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let (pid, start) = match words[..] {
+        ["frozen", pid, start] => (pid.parse::<i32>()?, start.parse::<u64>()?),
+        _ => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("runner said {line:?}").into());
+        }
+    };
+    let state = || freeze::state_if_same(pid, start).ok().flatten();
+    if state() != Some('T') {
+        return Err(format!(
+            "Kyverno's process state after the runner's SIGSTOP: {:?}",
+            state()
+        )
+        .into());
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    // SIGKILL the runner (our own child, through its handle) mid-freeze.
+    child.kill()?;
+    child.wait()?;
+    let killed_at = frozen.elapsed();
+    while state() == Some('T') {
+        if frozen.elapsed() > Duration::from_secs(resume_after + 5) {
+            return Err(format!(
+                "Kyverno still stopped {:?} after the freeze",
+                frozen.elapsed()
+            )
+            .into());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let resumed_after = frozen.elapsed();
+    eprintln!(
+        "    runner SIGKILLed {killed_at:?} into the freeze; Kyverno resumed {resumed_after:?} after it (resume_after_sec {resume_after}), state now {:?}",
+        state()
+    );
+    if resumed_after > Duration::from_secs(resume_after + 1) {
+        return Err(
+            format!("resumed after {resumed_after:?}, later than resume_after_sec + 1 s").into(),
+        );
+    }
+    if resumed_after < Duration::from_secs(resume_after) - Duration::from_millis(500) {
+        return Err(
+            format!("resumed after {resumed_after:?}, before the watchdog's deadline").into(),
+        );
+    }
+    // The lab is healthy again: a violating dry-run is explicitly denied (bounded wait).
+    let env = &run.env;
+    let probes = run.block_on(async {
+        let cluster = env.cluster().await?;
+        lab::labs::common::until_explicit_deny(
+            &cluster,
+            "sigkill-after",
+            "kca-webhook-target",
+            true,
+            Duration::from_secs(180),
+            |r, s| eprintln!("    after resume ({s}s): {}", r.outcome.as_str()),
+        )
+        .await
+    })?;
+    let last = probes.last().ok_or("no probe sent")?;
+    expect(
+        last,
+        Outcome::ExplicitDeny,
+        "dry-run violating request after the watchdog's resume",
+    )
+}
