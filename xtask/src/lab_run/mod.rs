@@ -465,6 +465,16 @@ fn copy_workdir(root: &Path, artifacts: &Path) -> Result<()> {
                 let p = entry?.path();
                 if p.is_file() {
                     copy_into(&p, &artifacts.join(sub))?;
+                } else if p.is_dir() {
+                    // A scale-down fault keeps its plan, ledger, watcher record and log in
+                    // `faults/scale-<time>/`.
+                    let name = p.file_name().context("a directory name")?;
+                    for inner in std::fs::read_dir(&p)? {
+                        let f = inner?.path();
+                        if f.is_file() {
+                            copy_into(&f, &artifacts.join(sub).join(name))?;
+                        }
+                    }
                 }
             }
         }
