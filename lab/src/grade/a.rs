@@ -301,6 +301,25 @@ fn act6(g: &mut G) {
             || format!("recorded {recorded:?}, timestamps give {measured} ms"),
         );
     }
+    if let (Some(r), Some(l)) = (
+        restored.as_deref().and_then(facts::parse_rfc3339),
+        lease.as_deref().and_then(facts::parse_rfc3339),
+    ) {
+        if let Some(ms) = f.lease_after_restore_ms {
+            let measured = (l - r).num_milliseconds();
+            g.check(
+                (measured - ms as i64).abs() <= 2,
+                Code::TimesInconsistent,
+                format!("{s}.lease_after_restore_ms"),
+                || format!("recorded {ms}, timestamps give {measured} ms"),
+            );
+        }
+    }
+    if let Some(p) = &f.existing {
+        if let Some(uid) = baseline_uid(g) {
+            g.existing(&format!("{s}.existing"), p, &uid);
+        }
+    }
     if registered.is_some() {
         match (&f.webhook, g.facts::<facts::Act2Facts>(2)) {
             (Some(w), Some(a2)) => {

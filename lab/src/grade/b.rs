@@ -271,6 +271,29 @@ fn freeze_run(g: &mut G, act: u8, run: &FreezeRun, ignore: bool) {
         &run.restart_count_before,
         &run.restart_count_after,
     );
+    if let Some(after) = &run.identity_after {
+        g.expect_eq(
+            Code::ControllerRestarted,
+            format!("{s}.identity_after.container_id"),
+            w.identity.container_id.as_str(),
+            after.container_id.as_str(),
+        );
+    }
+    if let (Some(ms), Some(d)) = (run.first_deny_after_resume_ms, &run.first_explicit_deny) {
+        let measured = match (
+            facts::parse_rfc3339(&w.resumed_at),
+            facts::parse_rfc3339(&d.answered_at),
+        ) {
+            (Some(r), Some(a)) => Some((a - r).num_milliseconds()),
+            _ => None,
+        };
+        g.check(
+            measured.is_some_and(|m| (m - ms as i64).abs() <= 2),
+            Code::TimesInconsistent,
+            format!("{s}.first_deny_after_resume_ms"),
+            || format!("recorded {ms}, timestamps give {measured:?}"),
+        );
+    }
 }
 
 fn act5(g: &mut G) {

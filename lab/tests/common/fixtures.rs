@@ -1,0 +1,1419 @@
+//! Generator of the grading fixtures under `lab/tests/fixtures/{a,b}/`.
+//!
+//! `pass/` is a complete work directory (inputs + evidence/01..08.json) whose evidence has the
+//! shapes real acts record: API answers with the exact message texts of kube-apiserver v1.35 and
+//! Kyverno v1.19 (`../shared/research/kubernetes.md` §1, `kyverno.md` §4), follow-up GETs, and
+//! digests that chain (freeze-plan.json holds the digest of 03.json, and so on). These are
+//! synthetic fixtures for the pure graders, not recordings of a cluster run.
+//!
+//! `flagged/<case>/` holds only the files that differ from `pass/` plus `case.json`
+//! (`{act, expect, why}`): the grader of `act` must report the code `expect`.
+//!
+//! The committed files are checked against this generator by the `fixtures_are_up_to_date` test;
+//! `UPDATE_FIXTURES=1 cargo test -p lab --test grade_fixtures` rewrites them.
+
+use std::collections::BTreeMap;
+
+use lab::classify::classify;
+use lab::digest::digest_value;
+use lab::evidence::{ActStatus, Evidence, GetResult, Lab, RequestRecord, SCHEMA_VERSION};
+use lab::facts::{self, a, b};
+use lab::inputs::{self, Context, InputFile};
+use serde_json::{Value, json};
+
+pub const NODE_UID: &str = "6a1f0c2e-8b3d-4e5f-9a7b-1c2d3e4f5a6b";
+pub const NS_TARGET_UID: &str = "0b6f3c9e-2d4a-4f7e-9c1a-5e8d7b6a4c3f";
+pub const NS_CONTROL_UID: &str = "1c7a4dae-3e5b-4a8f-8d2b-6f9e8c7b5d40";
+pub const DEPLOY_UID: &str = "d3e4f5a6-b7c8-4d9e-8f0a-1b2c3d4e5f60";
+pub const POLICY_UID: &str = "9f8e7d6c-5b4a-4321-8fed-cba987654321";
+pub const CTRL_POD_UID: &str = "5e6f7a8b-9c0d-4e1f-a2b3-c4d5e6f7a8b9";
+pub const CTRL_POD: &str = "kyverno-admission-controller-6d9c7b8f5d-x2k4p";
+pub const NEW_CTRL_POD_UID: &str = "7a8b9c0d-1e2f-4a3b-8c4d-5e6f7a8b9c0d";
+pub const NEW_CTRL_POD: &str = "kyverno-admission-controller-6d9c7b8f5d-q7m2w";
+pub const CONTAINER_ID: &str = "3f2a9c1e7b6d5a4f3e2d1c0b9a8f7e6d5c4b3a291807f6e5d4c3b2a190817263";
+const FAIL_HOOK: &str = "vpol.validate.kyverno.svc-fail-finegrained-kca-webhook-label";
+const IGNORE_HOOK: &str = "vpol.validate.kyverno.svc-ignore-finegrained-kca-webhook-label";
+const TARGET: &str = "kca-webhook-target";
+const CONTROL: &str = "kca-webhook-control";
+
+/// The lab's timeline origin plus `ms` milliseconds, RFC 3339 UTC (ms).
+pub fn ts(ms: i64) -> String {
+    let base = chrono::DateTime::parse_from_rfc3339("2026-11-29T10:00:00.000Z")
+        .unwrap()
+        .with_timezone(&chrono::Utc);
+    facts::format_rfc3339(base + chrono::Duration::milliseconds(ms))
+}
+
+fn uid(n: u32) -> String {
+    format!("{n:08x}-1111-4222-8333-{n:012x}")
+}
+
+/// How the API server answered.
+#[derive(Clone)]
+pub enum Answer<'a> {
+    /// 201, and the GET finds the pod with this UID (phase `Pending`).
+    Stored(String),
+    /// 400 deny by the policy's webhook `hook`.
+    Deny(&'a str),
+    /// 500 InternalError, `context deadline exceeded` calling `hook`.
+    Timeout(&'a str),
+    /// 201 for a dry-run; the returned uid exists nowhere; GET finds nothing.
+    DryRunAdmitted(String),
+}
+
+fn status_body(code: u16, reason: &str, message: &str) -> Value {
+    let mut v = json!({
+        "kind": "Status", "apiVersion": "v1", "metadata": {},
+        "status": "Failure", "message": message, "code": code
+    });
+    if !reason.is_empty() {
+        v["reason"] = json!(reason);
+    }
+    v
+}
+
+fn pod_body(
+    name: &str,
+    ns: &str,
+    labels: &BTreeMap<String, String>,
+    uid: &str,
+    created: &str,
+    dry_run: bool,
+) -> Value {
+    let mut meta = json!({"name": name, "namespace": ns, "uid": uid, "creationTimestamp": created});
+    if !dry_run {
+        meta["resourceVersion"] = json!("4711");
+    }
+    if !labels.is_empty() {
+        meta["labels"] = json!(labels);
+    }
+    json!({
+        "kind": "Pod", "apiVersion": "v1", "metadata": meta,
+        "spec": {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10.1", "imagePullPolicy": "IfNotPresent"}]},
+        "status": {"phase": "Pending", "qosClass": "BestEffort"}
+    })
+}
+
+/// One request record, classified with the real classifier.
+pub fn request(
+    name: &str,
+    ns: &str,
+    good: bool,
+    dry_run: bool,
+    sent: i64,
+    elapsed: u64,
+    answer: Answer,
+) -> RequestRecord {
+    let labels: BTreeMap<String, String> = if good {
+        [("environment".to_owned(), "lab".to_owned())].into()
+    } else {
+        BTreeMap::new()
+    };
+    let answered = sent + elapsed as i64;
+    let get_at = ts(answered + 15);
+    let (http_status, reason, message, raw, get) = match answer {
+        Answer::Stored(u) => (
+            201,
+            None,
+            None,
+            pod_body(
+                name,
+                ns,
+                &labels,
+                &u,
+                &format!("{}Z", &ts(answered)[..19]),
+                false,
+            ),
+            GetResult {
+                exists: true,
+                uid: Some(u),
+                phase: Some("Pending".to_owned()),
+                at: get_at,
+            },
+        ),
+        Answer::Deny(hook) => {
+            let m = format!(
+                "admission webhook \"{hook}\" denied the request: Policy kca-webhook-label failed: KCA_ENVIRONMENT_REQUIRED"
+            );
+            (
+                400,
+                None,
+                Some(m.clone()),
+                status_body(400, "", &m),
+                GetResult {
+                    exists: false,
+                    uid: None,
+                    phase: None,
+                    at: get_at,
+                },
+            )
+        }
+        Answer::Timeout(hook) => {
+            let m = format!(
+                "Internal error occurred: failed calling webhook \"{hook}\": failed to call webhook: Post \"https://kyverno-svc.kyverno.svc:443/vpol/kca-webhook-label?timeout=3s\": context deadline exceeded"
+            );
+            let mut body = status_body(500, "InternalError", &m);
+            body["details"] =
+                json!({"causes": [{"message": m.trim_start_matches("Internal error occurred: ")}]});
+            (
+                500,
+                Some("InternalError".to_owned()),
+                Some(m),
+                body,
+                GetResult {
+                    exists: false,
+                    uid: None,
+                    phase: None,
+                    at: get_at,
+                },
+            )
+        }
+        Answer::DryRunAdmitted(u) => (
+            201,
+            None,
+            None,
+            pod_body(
+                name,
+                ns,
+                &labels,
+                &u,
+                &format!("{}Z", &ts(answered)[..19]),
+                true,
+            ),
+            GetResult {
+                exists: false,
+                uid: None,
+                phase: None,
+                at: get_at,
+            },
+        ),
+    };
+    let outcome = classify(
+        http_status,
+        reason.as_deref(),
+        message.as_deref(),
+        &get,
+        dry_run,
+        lab::grade::MARKERS,
+    );
+    RequestRecord {
+        name: name.to_owned(),
+        namespace: ns.to_owned(),
+        labels,
+        dry_run,
+        sent_at: ts(sent),
+        answered_at: ts(answered),
+        elapsed_ms: elapsed,
+        http_status,
+        reason,
+        message,
+        outcome,
+        get,
+        raw_response: raw,
+    }
+}
+
+fn pod_obs(name: &str, ns: &str, uid: &str, phase: &str, at: i64) -> facts::PodObservation {
+    facts::PodObservation {
+        name: name.to_owned(),
+        namespace: ns.to_owned(),
+        exists: true,
+        uid: Some(uid.to_owned()),
+        phase: Some(phase.to_owned()),
+        restart_count: Some(0),
+        at: ts(at),
+    }
+}
+
+fn webhook(failure_policy: &str, at: i64) -> facts::WebhookFacts {
+    facts::WebhookFacts {
+        configuration: "kyverno-resource-validating-webhook-cfg".into(),
+        configuration_uid: Some(uid(0xc0f)),
+        name: if failure_policy == "Fail" {
+            FAIL_HOOK
+        } else {
+            IGNORE_HOOK
+        }
+        .into(),
+        service: Some(facts::ServiceRef {
+            namespace: "kyverno".into(),
+            name: "kyverno-svc".into(),
+            path: Some("/vpol/kca-webhook-label".into()),
+            port: 443,
+        }),
+        url: None,
+        failure_policy: failure_policy.into(),
+        timeout_seconds: 3,
+        namespace_selector: json!({"matchLabels": {"kubernetes.io/metadata.name": TARGET}}),
+        object_selector: json!({}),
+        match_conditions: json!([{"name": "autogen-pods", "expression": "!(object.kind =='Pod') || true"}]),
+        rules: json!([{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"], "scope": "*"}]),
+        side_effects: "NoneOnDryRun".into(),
+        match_policy: Some("Equivalent".into()),
+        observed_at: ts(at),
+    }
+}
+
+fn webhook_entry(w: &facts::WebhookFacts) -> Value {
+    json!({
+        "name": w.name,
+        "clientConfig": {"service": {"namespace": "kyverno", "name": "kyverno-svc", "path": "/vpol/kca-webhook-label", "port": 443}, "caBundle": "LS0tLS1CRUdJTi..."},
+        "rules": w.rules, "failurePolicy": w.failure_policy, "matchPolicy": "Equivalent",
+        "namespaceSelector": w.namespace_selector, "objectSelector": w.object_selector,
+        "sideEffects": w.side_effects, "timeoutSeconds": w.timeout_seconds,
+        "admissionReviewVersions": ["v1"], "matchConditions": w.match_conditions
+    })
+}
+
+fn stored_policy(failure_policy: &str) -> Value {
+    let file = if failure_policy == "Fail" {
+        InputFile::Policy
+    } else {
+        InputFile::PolicyIgnore
+    };
+    let mut p = inputs::reference(file, &Context::default()).unwrap();
+    p["metadata"] = json!({
+        "name": "kca-webhook-label", "uid": POLICY_UID, "generation": if failure_policy == "Fail" { 1 } else { 2 },
+        "resourceVersion": "1200", "creationTimestamp": "2026-11-29T10:01:00Z"
+    });
+    p["spec"]["evaluation"]["admission"] = json!({"enabled": true});
+    p["status"] = json!({"conditionStatus": {"ready": true, "message": "", "conditions": [
+        {"type": "WebhookConfigured", "status": "True", "reason": "Succeeded", "message": "Webhook configured."}
+    ]}, "generated": false});
+    p
+}
+
+fn evidence(
+    lab: Lab,
+    act: u8,
+    start: i64,
+    end: i64,
+    inputs: &[(&str, &Value)],
+    facts: impl serde::Serialize,
+    raw: Vec<Value>,
+) -> Value {
+    let ev = Evidence {
+        schema_version: SCHEMA_VERSION,
+        lab,
+        act,
+        status: ActStatus::Completed,
+        started_at: ts(start),
+        finished_at: ts(end),
+        inputs: inputs
+            .iter()
+            .map(|(n, v)| ((*n).to_owned(), digest_value(v)))
+            .collect(),
+        facts: serde_json::to_value(facts).unwrap(),
+        raw,
+        interruption: None,
+    };
+    serde_json::to_value(ev).unwrap()
+}
+
+/// Builder state: the files so far.
+struct Tree {
+    lab: Lab,
+    files: BTreeMap<String, Value>,
+}
+
+impl Tree {
+    fn ev(&self, act: u8) -> &Value {
+        &self.files[&format!("evidence/{act:02}.json")]
+    }
+    fn put_ev(&mut self, act: u8, v: Value) {
+        self.files.insert(format!("evidence/{act:02}.json"), v);
+    }
+    fn put(&mut self, file: InputFile, v: Value) -> Value {
+        self.files.insert(file.file_name().to_owned(), v.clone());
+        v
+    }
+    fn ctx(&self) -> Context {
+        let mut ctx = Context {
+            node_uid: Some(NODE_UID.into()),
+            namespaces: Some(
+                [
+                    (TARGET.to_owned(), NS_TARGET_UID.to_owned()),
+                    (CONTROL.to_owned(), NS_CONTROL_UID.to_owned()),
+                ]
+                .into(),
+            ),
+            deployment_uid: Some(DEPLOY_UID.into()),
+            policy_uid: Some(POLICY_UID.into()),
+            ..Default::default()
+        };
+        for act in 1..=8u8 {
+            if let Some(v) = self.files.get(&format!("evidence/{act:02}.json")) {
+                ctx.evidence_digests.insert(act, digest_value(v));
+            }
+        }
+        ctx
+    }
+}
+
+/// Acts 1-3, shared by both labs. Time origin: act 1 at 0 ms.
+fn acts_1_to_3(t: &mut Tree) {
+    let lab = t.lab;
+    let scope = t.put(
+        InputFile::Scope,
+        inputs::reference(InputFile::Scope, &t.ctx()).unwrap(),
+    );
+    let a1 = facts::Act1Facts {
+        node: facts::NodeFacts {
+            name: "kca-lab-node".into(),
+            uid: NODE_UID.into(),
+        },
+        namespaces: [
+            (TARGET.to_owned(), NS_TARGET_UID.to_owned()),
+            (CONTROL.to_owned(), NS_CONTROL_UID.to_owned()),
+        ]
+        .into(),
+        target: TARGET.into(),
+        control: CONTROL.into(),
+        controller_deployment: facts::ObjectRef {
+            namespace: Some("kyverno".into()),
+            name: "kyverno-admission-controller".into(),
+            uid: DEPLOY_UID.into(),
+        },
+        lab_mark: Some("node label kca-webhook-lab.io/lab=true".into()),
+        checked_at: ts(300),
+    };
+    t.put_ev(
+        1,
+        evidence(
+            lab,
+            1,
+            0,
+            400,
+            &[("scope.json", &scope)],
+            a1,
+            vec![json!({"kind": "Node", "metadata": {"name": "kca-lab-node", "uid": NODE_UID}})],
+        ),
+    );
+
+    let policy = t.put(
+        InputFile::Policy,
+        inputs::reference(InputFile::Policy, &t.ctx()).unwrap(),
+    );
+    let w = webhook("Fail", 61_000);
+    let a2 = facts::Act2Facts {
+        policy: stored_policy("Fail"),
+        webhook: w.clone(),
+    };
+    t.put_ev(
+        2,
+        evidence(
+            lab,
+            2,
+            60_000,
+            61_500,
+            &[("policy.json", &policy)],
+            a2,
+            vec![webhook_entry(&w)],
+        ),
+    );
+
+    let good_uid = uid(0x600d);
+    let good = request(
+        "kca-good-100200-a1b2c3",
+        TARGET,
+        true,
+        false,
+        120_000,
+        45,
+        Answer::Stored(good_uid.clone()),
+    );
+    let bad = request(
+        "kca-bad-100201-d4e5f6",
+        TARGET,
+        false,
+        false,
+        121_000,
+        38,
+        Answer::Deny(FAIL_HOOK),
+    );
+    let existing = pod_obs(&good.name, TARGET, &good_uid, "Running", 126_000);
+    let raw = vec![good.raw_response.clone(), bad.raw_response.clone()];
+    t.put_ev(
+        3,
+        evidence(
+            lab,
+            3,
+            119_000,
+            126_500,
+            &[],
+            facts::Act3Facts {
+                good,
+                bad,
+                existing,
+            },
+            raw,
+        ),
+    );
+}
+
+fn existing_at(at: i64) -> facts::PodObservation {
+    pod_obs(
+        "kca-good-100200-a1b2c3",
+        TARGET,
+        &uid(0x600d),
+        "Running",
+        at,
+    )
+}
+
+fn identity() -> b::ProcessIdentity {
+    b::ProcessIdentity {
+        pid: 4242,
+        pid_start_time_ticks: 1_234_567,
+        container_id: CONTAINER_ID.into(),
+        pod_uid: CTRL_POD_UID.into(),
+    }
+}
+
+/// A freeze run starting at `t0` ms. `ignore`: failurePolicy Ignore.
+fn freeze_run(t0: i64, resume_after_sec: u32, ignore: bool, n: u32) -> b::FreezeRun {
+    let hook = if ignore { IGNORE_HOOK } else { FAIL_HOOK };
+    let frozen = t0 + 200;
+    let resumed = frozen + i64::from(resume_after_sec) * 1000 + 5;
+    let w = webhook(if ignore { "Ignore" } else { "Fail" }, frozen + 150);
+    let (good, bad) = if ignore {
+        (
+            Answer::Stored(uid(0xa000 + n)),
+            Answer::Stored(uid(0xb000 + n)),
+        )
+    } else {
+        (Answer::Timeout(hook), Answer::Timeout(hook))
+    };
+    let target_good = request(
+        &format!("kca-freeze{n}-good-a{n}0001"),
+        TARGET,
+        true,
+        false,
+        frozen + 400,
+        3_012,
+        good,
+    );
+    let target_bad = request(
+        &format!("kca-freeze{n}-bad-b{n}0002"),
+        TARGET,
+        false,
+        false,
+        frozen + 3_600,
+        3_007,
+        bad,
+    );
+    let control = request(
+        &format!("kca-freeze{n}-control-c{n}0003"),
+        CONTROL,
+        false,
+        false,
+        frozen + 6_800,
+        41,
+        Answer::Stored(uid(0xc000 + n)),
+    );
+    let mid = request(
+        &format!("kca-resume{n}-bad-d{n}0004"),
+        TARGET,
+        false,
+        false,
+        resumed + 300,
+        3_004,
+        Answer::Timeout(hook),
+    );
+    let deny = request(
+        &format!("kca-resume{n}-bad-e{n}0005"),
+        TARGET,
+        false,
+        false,
+        resumed + 3_600,
+        52,
+        Answer::Deny(hook),
+    );
+    let after_resume = if ignore {
+        // Under Ignore a still-slow answer is admitted: keep the run simple, the deny comes first.
+        vec![deny.clone()]
+    } else {
+        vec![mid, deny.clone()]
+    };
+    b::FreezeRun {
+        freeze: b::FreezeWindow {
+            identity: identity(),
+            watchdog_pid: Some(5151 + n),
+            watchdog_armed_at: ts(t0 + 100),
+            resume_after_sec,
+            frozen_at: ts(frozen),
+            state_during: Some("T".into()),
+            resumed_at: ts(resumed),
+            resumed_by: b::Resumer::Watchdog,
+            state_after: "S".into(),
+        },
+        registration_present_during_freeze: true,
+        registration_snapshot: webhook_entry(&w),
+        registration_checked_at: ts(frozen + 150),
+        timeout_seconds: 3,
+        target_good,
+        target_bad,
+        control,
+        after_resume,
+        first_explicit_deny: Some(deny),
+        existing: existing_at(resumed + 4_000),
+        restart_count_before: 0,
+        restart_count_after: 0,
+        first_deny_after_resume_ms: Some((resumed + 3_600 + 52 - resumed) as u64),
+        identity_after: Some(identity()),
+    }
+}
+
+fn raw_of(reqs: &[&RequestRecord]) -> Vec<Value> {
+    reqs.iter().map(|r| r.raw_response.clone()).collect()
+}
+
+/// The passing lab B work directory.
+pub fn lab_b_pass() -> BTreeMap<String, Value> {
+    let mut t = Tree {
+        lab: Lab::B,
+        files: BTreeMap::new(),
+    };
+    acts_1_to_3(&mut t);
+    let plan = t.put(
+        InputFile::FreezePlan,
+        inputs::reference(InputFile::FreezePlan, &t.ctx()).unwrap(),
+    );
+    let a4 = b::Act4Facts {
+        node_uid: NODE_UID.into(),
+        deployment_uid: DEPLOY_UID.into(),
+        pod_name: CTRL_POD.into(),
+        pod_namespace: "kyverno".into(),
+        container_name: "kyverno".into(),
+        identity: identity(),
+        restart_count: 0,
+        process_state: "S".into(),
+        investigated_at: ts(180_500),
+    };
+    t.put_ev(
+        4,
+        evidence(
+            Lab::B,
+            4,
+            180_000,
+            181_000,
+            &[("freeze-plan.json", &plan)],
+            a4,
+            vec![json!({"containers": [{"id": CONTAINER_ID, "podSandboxId": "ab12"}]})],
+        ),
+    );
+
+    let run5 = freeze_run(240_000, 20, false, 5);
+    let raw5 = raw_of(&[&run5.target_good, &run5.target_bad, &run5.control]);
+    t.put_ev(
+        5,
+        evidence(
+            Lab::B,
+            5,
+            240_000,
+            272_000,
+            &[("freeze-plan.json", &plan)],
+            run5,
+            raw5,
+        ),
+    );
+
+    let ignore = t.put(
+        InputFile::PolicyIgnore,
+        inputs::reference(InputFile::PolicyIgnore, &t.ctx()).unwrap(),
+    );
+    let healthy_bad = request(
+        "kca-ignore-healthy-bad-f60001",
+        TARGET,
+        false,
+        false,
+        302_000,
+        47,
+        Answer::Deny(IGNORE_HOOK),
+    );
+    let run6 = freeze_run(303_000, 10, true, 6);
+    let raw6 = raw_of(&[&healthy_bad, &run6.target_good, &run6.target_bad]);
+    let a6 = b::Act6Facts {
+        policy_uid_before: POLICY_UID.into(),
+        policy: stored_policy("Ignore"),
+        webhook: webhook("Ignore", 301_500),
+        healthy_bad,
+        run: run6,
+    };
+    t.put_ev(
+        6,
+        evidence(
+            Lab::B,
+            6,
+            300_000,
+            325_000,
+            &[("policy-ignore.json", &ignore)],
+            a6,
+            raw6,
+        ),
+    );
+
+    let recovery = t.put(
+        InputFile::Recovery,
+        inputs::reference(InputFile::Recovery, &t.ctx()).unwrap(),
+    );
+    let healthy_bad = request(
+        "kca-recovery-bad-f70001",
+        TARGET,
+        false,
+        false,
+        360_000,
+        44,
+        Answer::Deny(IGNORE_HOOK),
+    );
+    let raw7 = raw_of(&[&healthy_bad]);
+    let a7 = b::Act7Facts {
+        policy_uid: POLICY_UID.into(),
+        webhook: webhook("Ignore", 359_000),
+        healthy_bad,
+        existing: existing_at(361_000),
+    };
+    t.put_ev(
+        7,
+        evidence(
+            Lab::B,
+            7,
+            358_000,
+            362_000,
+            &[("recovery.json", &recovery)],
+            a7,
+            raw7,
+        ),
+    );
+
+    let report = t.put(
+        InputFile::ReportB,
+        inputs::reference(InputFile::ReportB, &t.ctx()).unwrap(),
+    );
+    let a8 = act8_facts(&t, &report);
+    t.put_ev(
+        8,
+        evidence(
+            Lab::B,
+            8,
+            400_000,
+            400_300,
+            &[("report.json", &report)],
+            a8,
+            vec![],
+        ),
+    );
+    t.files
+}
+
+fn act8_facts(t: &Tree, report: &Value) -> facts::Act8Facts {
+    let digests = t.ctx().evidence_digests;
+    let checks = report
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| {
+            let evidence = if k.ends_with("_sha256") {
+                let act = match (t.lab, k.as_str()) {
+                    (_, "fail_evidence_sha256" | "scale_evidence_sha256") => 5,
+                    (Lab::B, "ignore_evidence_sha256") | (Lab::A, "recovery_evidence_sha256") => 6,
+                    _ => 7,
+                };
+                json!(digests[&act])
+            } else {
+                v.clone()
+            };
+            facts::ReportCheck {
+                field: k.clone(),
+                report: v.clone(),
+                agrees: &evidence == v,
+                evidence,
+            }
+        })
+        .collect();
+    facts::Act8Facts {
+        checks,
+        evidence_digests: digests
+            .iter()
+            .map(|(a, d)| (format!("{a:02}"), d.clone()))
+            .collect(),
+    }
+}
+
+/// The passing lab A work directory.
+pub fn lab_a_pass() -> BTreeMap<String, Value> {
+    let mut t = Tree {
+        lab: Lab::A,
+        files: BTreeMap::new(),
+    };
+    acts_1_to_3(&mut t);
+    let plan = t.put(
+        InputFile::ScalePlan,
+        inputs::reference(InputFile::ScalePlan, &t.ctx()).unwrap(),
+    );
+    let deployment = a::DeploymentFacts {
+        namespace: "kyverno".into(),
+        name: "kyverno-admission-controller".into(),
+        uid: DEPLOY_UID.into(),
+        replicas: 1,
+        ready_replicas: 1,
+    };
+    let lease = |holder: &str, at: i64| a::LeaseFacts {
+        namespace: "kyverno".into(),
+        name: "kyverno".into(),
+        holder: Some(holder.into()),
+        acquire_time: Some("2026-11-29T09:58:00.000000Z".into()),
+        renew_time: Some(ts(at - 1_000)),
+        lease_duration_seconds: Some(12),
+        lease_transitions: Some(0),
+        at: ts(at),
+    };
+    let a4 = a::Act4Facts {
+        node_uid: NODE_UID.into(),
+        deployment: deployment.clone(),
+        pods: vec![pod_obs(
+            CTRL_POD,
+            "kyverno",
+            CTRL_POD_UID,
+            "Running",
+            180_300,
+        )],
+        lease: lease(CTRL_POD, 180_400),
+        investigated_at: ts(180_500),
+    };
+    t.put_ev(
+        4,
+        evidence(
+            Lab::A,
+            4,
+            180_000,
+            181_000,
+            &[("scale-plan.json", &plan)],
+            a4,
+            vec![],
+        ),
+    );
+
+    // Act 5: scale to 0 at 240 s; pods gone at 245 s; the registration is gone (Kyverno's cleanup).
+    let target_bad = request(
+        "kca-scale-bad-a50001",
+        TARGET,
+        false,
+        false,
+        246_000,
+        36,
+        Answer::Stored(uid(0xa5b)),
+    );
+    let control = request(
+        "kca-scale-control-a50002",
+        CONTROL,
+        false,
+        false,
+        246_500,
+        33,
+        Answer::Stored(uid(0xa5c)),
+    );
+    let raw5 = raw_of(&[&target_bad, &control]);
+    let a5 = a::Act5Facts {
+        watcher: a::WatcherFacts {
+            pid: Some(6161),
+            armed_at: ts(239_500),
+            restore_after_sec: 55,
+            original_replicas: 1,
+            deadline_at: Some(ts(294_500)),
+            fault_dir: Some("/root/kca-webhook/faults/scale-20261129T100359Z".into()),
+        },
+        scaled_at: ts(240_000),
+        pods_gone_at: Some(ts(245_000)),
+        policy: a::PolicyPresence {
+            exists: true,
+            uid: Some(POLICY_UID.into()),
+            at: ts(245_200),
+        },
+        webhook_configurations: json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfigurationList", "metadata": {"resourceVersion": "2100"}, "items": []}),
+        policy_webhook_present: false,
+        registrations_checked_at: ts(245_400),
+        target_bad,
+        control,
+        existing: existing_at(247_000),
+    };
+    t.put_ev(
+        5,
+        evidence(
+            Lab::A,
+            5,
+            239_000,
+            248_000,
+            &[("scale-plan.json", &plan)],
+            a5,
+            raw5,
+        ),
+    );
+
+    // Act 6: the watcher restores at 295 s (55 s after the scale).
+    let confirmed = |at: i64, waited: u64| a::TimelineStep {
+        status: a::StepStatus::Confirmed,
+        at: Some(ts(at)),
+        last_seen: None,
+        waited_ms: waited,
+    };
+    let probe1 = request(
+        "kca-recover-bad-a60001",
+        TARGET,
+        false,
+        true,
+        312_000,
+        40,
+        Answer::DryRunAdmitted("e1e2e3e4-aaaa-4bbb-8ccc-dddddddddddd".into()),
+    );
+    let probe2 = request(
+        "kca-recover-bad-a60002",
+        TARGET,
+        false,
+        true,
+        318_000,
+        61,
+        Answer::Deny(FAIL_HOOK),
+    );
+    let a6 = a::Act6Facts {
+        replicas_restored: confirmed(295_010, 47_000),
+        restored_by: Some(a::Restorer::Watcher),
+        pod_created: confirmed(295_400, 390),
+        new_pod: Some(pod_obs(
+            NEW_CTRL_POD,
+            "kyverno",
+            NEW_CTRL_POD_UID,
+            "Running",
+            303_000,
+        )),
+        pod_running: confirmed(298_000, 2_600),
+        previous_lease_holder: Some(CTRL_POD.into()),
+        lease_acquired: confirmed(309_500, 11_500),
+        lease_holder: Some(NEW_CTRL_POD.into()),
+        webhook_registered: confirmed(311_000, 1_500),
+        webhook: Some(webhook("Fail", 311_000)),
+        first_explicit_deny: confirmed(318_061, 7_061),
+        deny_probes: vec![probe1.clone(), probe2.clone()],
+        leader_takeover_ms: Some(11_500),
+        lease_after_restore_ms: Some(309_500 - 295_010),
+        admitted_during_scale_down: Some(pod_obs(
+            "kca-scale-bad-a50001",
+            TARGET,
+            &uid(0xa5b),
+            "Running",
+            318_200,
+        )),
+        existing: Some(existing_at(318_300)),
+    };
+    t.put_ev(
+        6,
+        evidence(
+            Lab::A,
+            6,
+            248_500,
+            318_500,
+            &[],
+            a6,
+            raw_of(&[&probe1, &probe2]),
+        ),
+    );
+
+    let good = request(
+        "kca-dryrun-good-a70001",
+        TARGET,
+        true,
+        true,
+        360_000,
+        55,
+        Answer::DryRunAdmitted("f1f2f3f4-bbbb-4ccc-8ddd-eeeeeeeeeeee".into()),
+    );
+    let bad = request(
+        "kca-dryrun-bad-a70002",
+        TARGET,
+        false,
+        true,
+        361_000,
+        49,
+        Answer::Deny(FAIL_HOOK),
+    );
+    let echo = a::DryRunEcho {
+        kind: "Pod".into(),
+        name: good.name.clone(),
+        namespace: TARGET.into(),
+        labels: good.labels.clone(),
+    };
+    let raw7 = raw_of(&[&good, &bad]);
+    let a7 = a::Act7Facts {
+        good,
+        good_response: echo,
+        bad,
+        side_effects: "NoneOnDryRun".into(),
+        webhook_name: FAIL_HOOK.into(),
+    };
+    t.put_ev(7, evidence(Lab::A, 7, 359_000, 362_000, &[], a7, raw7));
+
+    let report = t.put(
+        InputFile::ReportA,
+        inputs::reference_report_a(&t.ctx(), false).unwrap(),
+    );
+    let a8 = act8_facts(&t, &report);
+    t.put_ev(
+        8,
+        evidence(
+            Lab::A,
+            8,
+            400_000,
+            400_300,
+            &[("report.json", &report)],
+            a8,
+            vec![],
+        ),
+    );
+    t.files
+}
+
+/// One flagged case: a mutation of the passing tree, the act whose grader must catch it, the code.
+pub struct Case {
+    /// Directory name.
+    pub name: &'static str,
+    /// The act graded.
+    pub act: u8,
+    /// The finding code that must be reported.
+    pub expect: &'static str,
+    /// Why it must be flagged.
+    pub why: &'static str,
+    /// The mutation.
+    pub mutate: fn(&mut BTreeMap<String, Value>),
+}
+
+fn facts_mut<'a>(files: &'a mut BTreeMap<String, Value>, act: u8) -> &'a mut Value {
+    &mut files.get_mut(&format!("evidence/{act:02}.json")).unwrap()["facts"]
+}
+
+/// Re-records the digests of inputs in evidence `inputs` maps (after an input was mutated on
+/// purpose, so only the intended finding shows).
+fn refresh_input_digests(files: &mut BTreeMap<String, Value>) {
+    let inputs: BTreeMap<String, String> = files
+        .iter()
+        .filter(|(k, _)| !k.starts_with("evidence/"))
+        .map(|(k, v)| (k.clone(), digest_value(v)))
+        .collect();
+    for (k, v) in files.iter_mut() {
+        if k.starts_with("evidence/") {
+            if let Some(m) = v.get_mut("inputs").and_then(|m| m.as_object_mut()) {
+                for (name, d) in m.iter_mut() {
+                    if let Some(now) = inputs.get(name) {
+                        *d = json!(now);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn set_answer_already_exists(r: &mut Value) {
+    let m = format!("pods \"{}\" already exists", r["name"].as_str().unwrap());
+    r["http_status"] = json!(409);
+    r["reason"] = json!("AlreadyExists");
+    r["message"] = json!(m);
+    r["raw_response"] = status_body(409, "AlreadyExists", &m);
+    r["outcome"] = json!("explicit-deny");
+}
+
+fn set_deny_without_marker(r: &mut Value) {
+    let m =
+        "admission webhook \"images.example.com\" denied the request: image registry not allowed";
+    r["message"] = json!(m);
+    r["raw_response"] = status_body(400, "", m);
+}
+
+fn stored_without_uid(r: &mut Value) {
+    r["get"]["exists"] = json!(false);
+    r["get"]["uid"] = Value::Null;
+    r["get"]["phase"] = Value::Null;
+}
+
+fn answered_fast(r: &mut Value) {
+    let sent = facts::parse_rfc3339(r["sent_at"].as_str().unwrap()).unwrap();
+    r["elapsed_ms"] = json!(200);
+    r["answered_at"] = json!(facts::format_rfc3339(
+        sent + chrono::Duration::milliseconds(200)
+    ));
+}
+
+/// Cases shared by both labs (acts 1-3).
+fn shared_cases() -> Vec<Case> {
+    vec![
+        Case {
+            name: "act1-empty-facts",
+            act: 1,
+            expect: "facts-invalid",
+            why: "facts is {}",
+            mutate: |f| *facts_mut(f, 1) = json!({}),
+        },
+        Case {
+            name: "act1-scope-node-uid-differs",
+            act: 1,
+            expect: "uid-mismatch",
+            why: "scope.json names another node's UID than act 1 observed",
+            mutate: |f| {
+                f.get_mut("scope.json").unwrap()["node_uid"] =
+                    json!("00000000-0000-4000-8000-000000000001");
+                refresh_input_digests(f);
+            },
+        },
+        Case {
+            name: "act1-scope-changed-after-act",
+            act: 1,
+            expect: "input-changed",
+            why: "scope.json edited after act 1 recorded its digest",
+            mutate: |f| {
+                f.get_mut("scope.json").unwrap()["node_uid"] =
+                    json!("00000000-0000-4000-8000-000000000001")
+            },
+        },
+        Case {
+            name: "act2-policy-without-uid",
+            act: 2,
+            expect: "stored-without-uid",
+            why: "the stored policy has no metadata.uid",
+            mutate: |f| {
+                facts_mut(f, 2)["policy"]["metadata"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("uid");
+            },
+        },
+        Case {
+            name: "act2-webhook-ignore",
+            act: 2,
+            expect: "value-mismatch",
+            why: "the registered webhook's failurePolicy is Ignore while policy.json says Fail",
+            mutate: |f| facts_mut(f, 2)["webhook"]["failure_policy"] = json!("Ignore"),
+        },
+        Case {
+            name: "act3-empty-facts",
+            act: 3,
+            expect: "facts-invalid",
+            why: "facts is {}",
+            mutate: |f| *facts_mut(f, 3) = json!({}),
+        },
+        Case {
+            name: "act3-stored-without-uid",
+            act: 3,
+            expect: "stored-without-uid",
+            why: "good is stored, but the GET found nothing",
+            mutate: |f| stored_without_uid(&mut facts_mut(f, 3)["good"]),
+        },
+        Case {
+            name: "act3-deny-without-marker",
+            act: 3,
+            expect: "deny-without-marker",
+            why: "bad is counted as an explicit deny, but another webhook denied it",
+            mutate: |f| set_deny_without_marker(&mut facts_mut(f, 3)["bad"]),
+        },
+        Case {
+            name: "act3-already-exists-as-deny",
+            act: 3,
+            expect: "already-exists-counted-as-deny",
+            why: "a 409 AlreadyExists is recorded as explicit-deny",
+            mutate: |f| set_answer_already_exists(&mut facts_mut(f, 3)["bad"]),
+        },
+        Case {
+            name: "act3-existing-new-uid",
+            act: 3,
+            expect: "pod-replaced",
+            why: "existing has another UID than the good pod",
+            mutate: |f| {
+                facts_mut(f, 3)["existing"]["uid"] = json!("00000000-0000-4000-8000-00000000beef")
+            },
+        },
+        Case {
+            name: "act3-interrupted",
+            act: 3,
+            expect: "evidence-interrupted",
+            why: "the act was interrupted",
+            mutate: |f| {
+                let e = f.get_mut("evidence/03.json").unwrap();
+                e["status"] = json!("interrupted");
+                e["interruption"] = json!("runner received SIGTERM");
+            },
+        },
+    ]
+}
+
+/// Lab B flagged cases.
+pub fn lab_b_cases() -> Vec<Case> {
+    let mut v = shared_cases();
+    v.extend([
+        Case {
+            name: "act4-plan-digest-mismatch",
+            act: 4,
+            expect: "digest-mismatch",
+            why: "freeze-plan.json evidence_sha256 is not the digest of 03.json",
+            mutate: |f| {
+                f.get_mut("freeze-plan.json").unwrap()["evidence_sha256"] = json!("0".repeat(64));
+                refresh_input_digests(f);
+            },
+        },
+        Case {
+            name: "act4-empty-facts",
+            act: 4,
+            expect: "facts-invalid",
+            why: "facts is {}",
+            mutate: |f| *facts_mut(f, 4) = json!({}),
+        },
+        Case {
+            name: "act5-empty-facts",
+            act: 5,
+            expect: "facts-invalid",
+            why: "facts is {}",
+            mutate: |f| *facts_mut(f, 5) = json!({}),
+        },
+        Case {
+            name: "act5-timeout-in-200ms",
+            act: 5,
+            expect: "timeout-too-fast",
+            why: "a webhook-timeout answered in 0.2 s while timeoutSeconds is 3",
+            mutate: |f| answered_fast(&mut facts_mut(f, 5)["target_bad"]),
+        },
+        Case {
+            name: "act5-surviving-pod-new-uid",
+            act: 5,
+            expect: "pod-replaced",
+            why: "the 'surviving' pod has a new UID",
+            mutate: |f| {
+                facts_mut(f, 5)["existing"]["uid"] = json!("00000000-0000-4000-8000-00000000beef")
+            },
+        },
+        Case {
+            name: "act5-control-stored-without-uid",
+            act: 5,
+            expect: "stored-without-uid",
+            why: "control is stored, but the GET found nothing",
+            mutate: |f| stored_without_uid(&mut facts_mut(f, 5)["control"]),
+        },
+        Case {
+            name: "act5-deny-after-resume-without-marker",
+            act: 5,
+            expect: "deny-without-marker",
+            why: "the first explicit deny after resume carries no marker",
+            mutate: |f| set_deny_without_marker(&mut facts_mut(f, 5)["first_explicit_deny"]),
+        },
+        Case {
+            name: "act5-registration-gone",
+            act: 5,
+            expect: "registration-missing",
+            why: "the registration must stay during a freeze",
+            mutate: |f| {
+                let x = facts_mut(f, 5);
+                x["registration_present_during_freeze"] = json!(false);
+                x["registration_snapshot"] = Value::Null;
+            },
+        },
+        Case {
+            name: "act5-other-process",
+            act: 5,
+            expect: "identity-changed",
+            why: "the frozen PID's start time is not act 4's",
+            mutate: |f| facts_mut(f, 5)["freeze"]["identity"]["pid_start_time_ticks"] = json!(999),
+        },
+        Case {
+            name: "act6-policy-replaced",
+            act: 6,
+            expect: "uid-mismatch",
+            why: "the policy after the switch has another UID",
+            mutate: |f| {
+                facts_mut(f, 6)["policy"]["metadata"]["uid"] =
+                    json!("00000000-0000-4000-8000-0000000000aa")
+            },
+        },
+        Case {
+            name: "act6-ignore-stored-in-200ms",
+            act: 6,
+            expect: "timeout-too-fast",
+            why: "under Ignore the target request was stored without waiting for the timeout",
+            mutate: |f| answered_fast(&mut facts_mut(f, 6)["target_good"]),
+        },
+        Case {
+            name: "act6-healthy-already-exists",
+            act: 6,
+            expect: "already-exists-counted-as-deny",
+            why: "the healthy deny under Ignore is a 409 AlreadyExists",
+            mutate: |f| set_answer_already_exists(&mut facts_mut(f, 6)["healthy_bad"]),
+        },
+        Case {
+            name: "act7-recovery-digest-mismatch",
+            act: 7,
+            expect: "digest-mismatch",
+            why: "recovery.json ignore_evidence_sha256 is not the digest of 06.json",
+            mutate: |f| {
+                f.get_mut("recovery.json").unwrap()["ignore_evidence_sha256"] =
+                    json!("1".repeat(64));
+                refresh_input_digests(f);
+            },
+        },
+        Case {
+            name: "act7-existing-new-uid",
+            act: 7,
+            expect: "pod-replaced",
+            why: "the act-3 pod has a new UID",
+            mutate: |f| {
+                facts_mut(f, 7)["existing"]["uid"] = json!("00000000-0000-4000-8000-00000000beef")
+            },
+        },
+        Case {
+            name: "act8-report-digest-mismatch",
+            act: 8,
+            expect: "digest-mismatch",
+            why: "report.json fail_evidence_sha256 is not the digest of 05.json",
+            mutate: |f| {
+                f.get_mut("report.json").unwrap()["fail_evidence_sha256"] = json!("2".repeat(64));
+                refresh_input_digests(f);
+            },
+        },
+        Case {
+            name: "act8-evidence-changed",
+            act: 8,
+            expect: "digest-mismatch",
+            why: "05.json was edited after the report recorded its digest",
+            mutate: |f| facts_mut(f, 5)["target_good"]["elapsed_ms"] = json!(3013),
+        },
+    ]);
+    v
+}
+
+/// Lab A flagged cases.
+pub fn lab_a_cases() -> Vec<Case> {
+    let mut v = shared_cases();
+    v.extend([
+        Case {
+            name: "act4-plan-digest-mismatch",
+            act: 4,
+            expect: "digest-mismatch",
+            why: "scale-plan.json evidence_sha256 is not the digest of 03.json",
+            mutate: |f| {
+                f.get_mut("scale-plan.json").unwrap()["evidence_sha256"] = json!("0".repeat(64));
+                refresh_input_digests(f);
+            },
+        },
+        Case {
+            name: "act4-lease-holder-unknown",
+            act: 4,
+            expect: "value-mismatch",
+            why: "the Lease holder is not a recorded pod",
+            mutate: |f| facts_mut(f, 4)["lease"]["holder"] = json!("someone-else"),
+        },
+        Case { name: "act5-empty-facts", act: 5, expect: "facts-invalid", why: "facts is {}", mutate: |f| *facts_mut(f, 5) = json!({}) },
+        Case {
+            name: "act5-claim-contradicts-raw-list",
+            act: 5,
+            expect: "registration-claim-contradicted",
+            why: "claims the webhook is present while the raw list is empty",
+            mutate: |f| facts_mut(f, 5)["policy_webhook_present"] = json!(true),
+        },
+        Case {
+            name: "act5-admitted-without-uid",
+            act: 5,
+            expect: "stored-without-uid",
+            why: "the admitted violating request is 'stored' but the GET found nothing",
+            mutate: |f| stored_without_uid(&mut facts_mut(f, 5)["target_bad"]),
+        },
+        Case {
+            name: "act5-surviving-pod-new-uid",
+            act: 5,
+            expect: "pod-replaced",
+            why: "the 'surviving' pod has a new UID",
+            mutate: |f| facts_mut(f, 5)["existing"]["uid"] = json!("00000000-0000-4000-8000-00000000beef"),
+        },
+        Case {
+            name: "act6-lease-not-confirmed",
+            act: 6,
+            expect: "not-confirmed",
+            why: "the Lease wait ran out",
+            mutate: |f| {
+                facts_mut(f, 6)["lease_acquired"] =
+                    json!({"status": "not-confirmed", "at": null, "last_seen": "holder kyverno-admission-controller-6d9c7b8f5d-x2k4p", "waited_ms": 60000});
+            },
+        },
+        Case {
+            name: "act6-deny-before-registration",
+            act: 6,
+            expect: "times-inconsistent",
+            why: "the first deny is dated before the webhook was registered",
+            mutate: |f| facts_mut(f, 6)["webhook_registered"]["at"] = json!(ts(320_000)),
+        },
+        Case {
+            name: "act6-probe-not-dry-run",
+            act: 6,
+            expect: "value-mismatch",
+            why: "a recovery probe was not a server dry-run",
+            mutate: |f| facts_mut(f, 6)["deny_probes"][1]["dry_run"] = json!(false),
+        },
+        Case {
+            name: "act7-dry-run-found-by-get",
+            act: 7,
+            expect: "rejected-but-stored",
+            why: "dry-run-admitted, but the GET found the object",
+            mutate: |f| {
+                let g = &mut facts_mut(f, 7)["good"]["get"];
+                g["exists"] = json!(true);
+                g["uid"] = json!("f1f2f3f4-bbbb-4ccc-8ddd-eeeeeeeeeeee");
+            },
+        },
+        Case {
+            name: "act7-deny-without-marker",
+            act: 7,
+            expect: "deny-without-marker",
+            why: "the dry-run deny carries no marker",
+            mutate: |f| set_deny_without_marker(&mut facts_mut(f, 7)["bad"]),
+        },
+        Case {
+            name: "act8-report-says-kept",
+            act: 8,
+            expect: "report-contradicted",
+            why: "report says registration-kept while 05.json shows it absent",
+            mutate: |f| {
+                f.get_mut("report.json").unwrap()["scale_down"] = json!("registration-kept");
+                refresh_input_digests(f);
+            },
+        },
+        Case {
+            name: "act8-report-digest-mismatch",
+            act: 8,
+            expect: "digest-mismatch",
+            why: "report.json dry_run_evidence_sha256 is not the digest of 07.json",
+            mutate: |f| {
+                f.get_mut("report.json").unwrap()["dry_run_evidence_sha256"] = json!("3".repeat(64));
+                refresh_input_digests(f);
+            },
+        },
+    ]);
+    v
+}
+
+/// All fixture files of `lab` (relative to `fixtures/<lab>/`): `pass/...` and `flagged/<case>/...`.
+pub fn generate(lab: Lab) -> BTreeMap<String, Value> {
+    let (pass, cases) = match lab {
+        Lab::A => (lab_a_pass(), lab_a_cases()),
+        Lab::B => (lab_b_pass(), lab_b_cases()),
+    };
+    let mut out = BTreeMap::new();
+    for (k, v) in &pass {
+        out.insert(format!("pass/{k}"), v.clone());
+    }
+    for c in cases {
+        let mut files = pass.clone();
+        (c.mutate)(&mut files);
+        for (k, v) in &files {
+            if pass.get(k) != Some(v) {
+                out.insert(format!("flagged/{}/{k}", c.name), v.clone());
+            }
+        }
+        out.insert(
+            format!("flagged/{}/case.json", c.name),
+            json!({"act": c.act, "expect": c.expect, "why": c.why}),
+        );
+    }
+    out
+}

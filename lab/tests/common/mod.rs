@@ -1,0 +1,50 @@
+//! Shared by the integration tests: the fixture generator and small helpers.
+
+#![allow(dead_code)]
+
+pub mod fixtures;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// `lab/tests/fixtures`.
+pub fn fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("fixtures")
+}
+
+/// Reads every `*.json` file under `dir` (relative path → parsed JSON).
+pub fn read_tree(dir: &Path) -> BTreeMap<String, serde_json::Value> {
+    let mut out = BTreeMap::new();
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, serde_json::Value>) {
+        for e in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else if p.extension().is_some_and(|x| x == "json") {
+                let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                let text = std::fs::read_to_string(&p).unwrap();
+                out.insert(
+                    rel,
+                    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display())),
+                );
+            }
+        }
+    }
+    walk(dir, dir, &mut out);
+    out
+}
+
+/// Writes `files` (relative path → JSON) under `dir`, pretty-printed.
+pub fn write_tree(dir: &Path, files: &BTreeMap<String, serde_json::Value>) {
+    for (rel, v) in files {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(
+            &p,
+            format!("{}\n", serde_json::to_string_pretty(v).unwrap()),
+        )
+        .unwrap();
+    }
+}

@@ -1,0 +1,189 @@
+//! Graders on fixture evidence: every act of both labs passes on `fixtures/<lab>/pass`, and every
+//! case under `fixtures/<lab>/flagged/` is reported with its expected code.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use lab::evidence::Lab;
+use lab::grade::{self, GradeInput};
+use lab::messages::Lang;
+use lab::workdir::Workdir;
+
+fn lab_dir(lab: Lab) -> &'static str {
+    match lab {
+        Lab::A => "a",
+        Lab::B => "b",
+    }
+}
+
+#[test]
+fn fixtures_are_up_to_date() {
+    for lab in [Lab::A, Lab::B] {
+        let dir = common::fixtures_dir().join(lab_dir(lab));
+        let generated = common::fixtures::generate(lab);
+        if std::env::var_os("UPDATE_FIXTURES").is_some() {
+            let _ = std::fs::remove_dir_all(&dir);
+            common::write_tree(&dir, &generated);
+        }
+        let on_disk = common::read_tree(&dir);
+        let missing: Vec<_> = generated
+            .keys()
+            .filter(|k| !on_disk.contains_key(*k))
+            .collect();
+        let extra: Vec<_> = on_disk
+            .keys()
+            .filter(|k| !generated.contains_key(*k))
+            .collect();
+        let differ: Vec<_> = generated
+            .iter()
+            .filter(|(k, v)| on_disk.get(*k).is_some_and(|d| d != *v))
+            .map(|(k, _)| k)
+            .collect();
+        assert!(
+            missing.is_empty() && extra.is_empty() && differ.is_empty(),
+            "fixtures/{} out of date (run UPDATE_FIXTURES=1 cargo test -p lab --test grade_fixtures): missing {missing:?}, extra {extra:?}, differ {differ:?}",
+            lab_dir(lab)
+        );
+    }
+}
+
+/// Writes `pass/` overlaid with `overlay` into a fresh work directory and loads it for grading.
+fn workdir_with(
+    lab: Lab,
+    overlay: &BTreeMap<String, serde_json::Value>,
+) -> (tempfile::TempDir, GradeInput) {
+    let base = common::read_tree(&common::fixtures_dir().join(lab_dir(lab)).join("pass"));
+    let mut files = base;
+    for (k, v) in overlay {
+        if k != "case.json" {
+            files.insert(k.clone(), v.clone());
+        }
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    common::write_tree(tmp.path(), &files);
+    let gi = GradeInput::load(&Workdir::new(tmp.path()), lab);
+    (tmp, gi)
+}
+
+#[test]
+fn every_act_passes_on_the_passing_fixture() {
+    for lab in [Lab::A, Lab::B] {
+        let (_tmp, gi) = workdir_with(lab, &BTreeMap::new());
+        for f in grade::grade_all(lab, &gi) {
+            assert!(
+                f.passed(),
+                "lab {} {}",
+                lab_dir(lab),
+                lab::messages::findings(Lang::En, &f)
+            );
+            assert!(
+                f.checks >= 5,
+                "lab {} act {}: only {} checks",
+                lab_dir(lab),
+                f.act,
+                f.checks
+            );
+        }
+    }
+}
+
+#[test]
+fn every_flagged_case_is_reported_with_its_code() {
+    for lab in [Lab::A, Lab::B] {
+        let root = common::fixtures_dir().join(lab_dir(lab)).join("flagged");
+        let mut cases: Vec<_> = std::fs::read_dir(&root)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        cases.sort();
+        assert!(
+            cases.len() >= 15,
+            "lab {}: {} cases",
+            lab_dir(lab),
+            cases.len()
+        );
+        let mut acts_covered = std::collections::BTreeSet::new();
+        for case in cases {
+            let overlay = common::read_tree(&case);
+            let meta = &overlay["case.json"];
+            let act = meta["act"].as_u64().unwrap() as u8;
+            let expect = meta["expect"].as_str().unwrap();
+            let (_tmp, gi) = workdir_with(lab, &overlay);
+            let f = grade::grade(lab, act, &gi);
+            let codes: Vec<_> = f.findings.iter().map(|x| x.code.as_str()).collect();
+            assert!(
+                codes.contains(&expect),
+                "lab {} case {}: expected {expect}, got {codes:?}\n{}",
+                lab_dir(lab),
+                case.display(),
+                lab::messages::findings(Lang::En, &f)
+            );
+            assert!(!f.passed());
+            acts_covered.insert(act);
+        }
+        assert_eq!(
+            acts_covered.into_iter().collect::<Vec<_>>(),
+            (1..=8).collect::<Vec<_>>(),
+            "lab {}",
+            lab_dir(lab)
+        );
+    }
+}
+
+#[test]
+fn the_required_kinds_of_bad_evidence_are_all_covered() {
+    // The list: empty facts, stored without UID, a timeout answered in 0.2 s, a deny
+    // without the marker, AlreadyExists counted as a deny, a surviving pod with a new UID, a
+    // digest that does not match.
+    for lab in [Lab::A, Lab::B] {
+        let cases = match lab {
+            Lab::A => common::fixtures::lab_a_cases(),
+            Lab::B => common::fixtures::lab_b_cases(),
+        };
+        let codes: std::collections::BTreeSet<_> = cases.iter().map(|c| c.expect).collect();
+        let mut required = vec![
+            "facts-invalid",
+            "stored-without-uid",
+            "deny-without-marker",
+            "already-exists-counted-as-deny",
+            "pod-replaced",
+            "digest-mismatch",
+        ];
+        if lab == Lab::B {
+            required.push("timeout-too-fast");
+        }
+        for r in required {
+            assert!(codes.contains(r), "lab {} lacks a {r} case", lab_dir(lab));
+        }
+    }
+}
+
+#[test]
+fn findings_read_in_both_languages() {
+    let overlay =
+        common::read_tree(&common::fixtures_dir().join("b/flagged/act5-timeout-in-200ms"));
+    let (_tmp, gi) = workdir_with(Lab::B, &overlay);
+    let f = grade::grade(Lab::B, 5, &gi);
+    let ja = lab::messages::findings(Lang::Ja, &f);
+    let en = lab::messages::findings(Lang::En, &f);
+    assert!(
+        ja.contains("timeoutSeconds より早く返ったタイムアウトです"),
+        "{ja}"
+    );
+    assert!(
+        en.contains("a timeout answered sooner than timeoutSeconds"),
+        "{en}"
+    );
+    assert!(en.contains("answered after 200 ms"), "{en}");
+}
+
+#[test]
+fn missing_evidence_is_a_finding_not_a_pass() {
+    let tmp = tempfile::tempdir().unwrap();
+    let gi = GradeInput::load(&Workdir::new(tmp.path()), Lab::B);
+    for f in grade::grade_all(Lab::B, &gi) {
+        assert!(!f.passed());
+        assert!(f.has(grade::Code::EvidenceMissing), "{f:?}");
+    }
+}
