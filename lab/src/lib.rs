@@ -22,5 +22,6 @@ pub mod grade;
 pub mod inputs;
 pub mod labs;
 pub mod messages;
+pub mod pidmap;
 pub mod probe;
 pub mod workdir;
