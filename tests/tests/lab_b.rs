@@ -71,8 +71,18 @@ fn main() {
         move || step(&st, "sigkill", sigkill_runner),
     ));
     let conclusion = libtest_mimic::run(&args, trials);
-    // Tear the cluster down (the fixture's Drop does it and reports errors).
     let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
+    // Keep what was observed: inputs, evidence, fault files, grades, webhooks, component logs.
+    if let (Some(run), Some(c)) = (&s.run, &s.cluster) {
+        let dir = artifacts();
+        let saved = xtask::lab_run::save_artifacts(run, &dir)
+            .and_then(|_| xtask::lab_run::collect_cluster_logs(&c.state_dir(), &dir));
+        match saved {
+            Ok(()) => eprintln!("lab b test artifacts: {}", dir.display()),
+            Err(e) => eprintln!("saving artifacts to {} failed: {e:#}", dir.display()),
+        }
+    }
+    // Tear the cluster down (errors are reported and fail the run).
     s.run = None;
     if let Some(c) = s.cluster.take() {
         if let Err(e) = c.down() {
@@ -125,10 +135,17 @@ fn step(
     r
 }
 
+/// `target/lab-artifacts/test-<run id>/b/` (one run id per test process).
+fn artifacts() -> PathBuf {
+    static RUN_ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let id = RUN_ID.get_or_init(|| format!("test-{}", xtask::lab_run::run_id()));
+    xtask::lab_run::artifacts_dir(id, Lab::B)
+}
+
 fn setup() -> anyhow::Result<(LabCluster, LabRun)> {
     xtask::lab_run::ensure_lab_binary()?;
     let cluster = LabCluster::fresh(CLUSTER_NAME)?;
-    let workdir = cluster.state_dir().join("lab-b-workdir");
+    let workdir = artifacts().join("workdir");
     let run = LabRun::new(
         Lab::B,
         &workdir,

@@ -373,12 +373,14 @@ pub fn run_lab(opts: &RunOptions) -> Result<RunReport> {
     let step = Step::start("building kca-webhook-lab");
     ensure_lab_binary()?;
     step.ok();
+    let up = crate::cluster::UpOptions::new(&name);
+    let _lock = ClusterLock::acquire(&up.state_root)?;
     let step = Step::start(format!("bringing up a fresh cluster {name}"));
-    let cluster = crate::cluster::Cluster::up(crate::cluster::UpOptions::new(&name))
-        .with_context(|| format!("bringing up cluster {name}"))?;
+    let cluster =
+        crate::cluster::Cluster::up(up).with_context(|| format!("bringing up cluster {name}"))?;
     step.ok();
     let result = drive(opts.lab, &cluster, &artifacts);
-    let collected = collect_cluster_logs(&cluster, &artifacts);
+    let collected = collect_cluster_logs(cluster.state_dir(), &artifacts);
     if opts.retain {
         eprintln!(
             "cluster {name} retained: kubeconfig {}, cri {}",
@@ -435,12 +437,7 @@ fn drive(lab: Lab, cluster: &crate::cluster::Cluster, artifacts: &Path) -> Resul
             }
         }
     }
-    let grades = grade::grade_all(lab, &GradeInput::load(run.workdir(), lab));
-    write_json(
-        &artifacts.join("grades.json"),
-        &serde_json::to_value(&grades)?,
-    )?;
-    copy_workdir(run.workdir().root(), artifacts)?;
+    let grades = save_artifacts(&run, artifacts)?;
     Ok(RunReport {
         lab,
         acts,
@@ -482,9 +479,9 @@ fn copy_workdir(root: &Path, artifacts: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Copies the cluster's component logs (`<state dir>/logs/`) to `logs/`.
-fn collect_cluster_logs(cluster: &crate::cluster::Cluster, artifacts: &Path) -> Result<()> {
-    let logs = cluster.state_dir().join("logs");
+/// Copies a cluster's component logs (`<state dir>/logs/`) to `<artifacts>/logs/`.
+pub fn collect_cluster_logs(state_dir: &Path, artifacts: &Path) -> Result<()> {
+    let logs = state_dir.join("logs");
     if logs.is_dir() {
         for entry in
             std::fs::read_dir(&logs).with_context(|| format!("reading {}", logs.display()))?
@@ -512,4 +509,51 @@ fn write_json(path: &Path, v: &serde_json::Value) -> Result<()> {
     }
     std::fs::write(path, serde_json::to_string_pretty(v)?)
         .with_context(|| format!("writing {}", path.display()))
+}
+
+/// Grades every act, then writes `grades.json`, the final webhook snapshot, and copies inputs,
+/// evidence and fault files of `run` to `artifacts`. Returns the grades.
+pub fn save_artifacts(run: &LabRun, artifacts: &Path) -> Result<Vec<Findings>> {
+    let grades = grade::grade_all(run.lab, &GradeInput::load(run.workdir(), run.lab));
+    write_json(
+        &artifacts.join("grades.json"),
+        &serde_json::to_value(&grades)?,
+    )?;
+    if let Ok(snap) = run.webhook_snapshot() {
+        write_json(&artifacts.join("webhooks").join("final.json"), &snap)?;
+    }
+    copy_workdir(run.workdir().root(), artifacts)?;
+    Ok(grades)
+}
+
+/// Holds the cross-process cluster lock (`<state root>/.cluster.lock`, the same flock the test
+/// fixture takes): one cluster at a time on this machine.
+pub struct ClusterLock {
+    _file: std::fs::File,
+}
+
+impl ClusterLock {
+    /// Blocks until this process holds the lock, saying what it waits for.
+    pub fn acquire(state_root: &Path) -> Result<ClusterLock> {
+        use rustix::fs::{FlockOperation, flock};
+        std::fs::create_dir_all(state_root)
+            .with_context(|| format!("creating {}", state_root.display()))?;
+        let path = state_root.join(".cluster.lock");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        if flock(&file, FlockOperation::NonBlockingLockExclusive).is_err() {
+            let step = Step::start(format!(
+                "waiting for the cluster lock {} (another cluster runs)",
+                path.display()
+            ));
+            flock(&file, FlockOperation::LockExclusive)
+                .with_context(|| format!("locking {}", path.display()))?;
+            step.ok();
+        }
+        Ok(ClusterLock { _file: file })
+    }
 }
