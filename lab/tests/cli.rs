@@ -170,6 +170,35 @@ fn malformed_inputs_are_reported_and_nothing_is_written() {
             "{}: the work directory changed",
             bad.file
         );
+        // The act that reads the file refuses too (here without a cluster) and writes nothing.
+        let act = lab::inputs::InputFile::from_name(lab::evidence::Lab::B, bad.file)
+            .unwrap()
+            .act()
+            .to_string();
+        let out = run(
+            tmp.path(),
+            &[
+                "--lab",
+                "b",
+                "--kubeconfig",
+                "/nonexistent/kubeconfig",
+                "act",
+                &act,
+            ],
+        );
+        assert_ne!(
+            out.status.code(),
+            Some(0),
+            "{}: {}",
+            bad.file,
+            text(&out.stderr)
+        );
+        assert_eq!(
+            snapshot(tmp.path()),
+            before,
+            "{}: act {act} changed the work directory",
+            bad.file
+        );
     }
 }
 

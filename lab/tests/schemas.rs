@@ -1,0 +1,31 @@
+//! The published JSON Schemas under `lab/schemas/<lab>/<file>.schema.json` are the ones the types
+//! generate (`kca-webhook-lab schema NAME` prints the same). `UPDATE_SCHEMAS=1` rewrites them.
+
+use std::path::Path;
+
+use lab::evidence::Lab;
+use lab::inputs::{InputFile, schema};
+
+#[test]
+fn published_schemas_are_up_to_date() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas");
+    let mut stale = Vec::new();
+    for (lab, dir) in [(Lab::A, "a"), (Lab::B, "b")] {
+        for &file in InputFile::all(lab) {
+            let name = file.file_name().replace(".json", ".schema.json");
+            let path = root.join(dir).join(&name);
+            let text = format!("{}\n", serde_json::to_string_pretty(&schema(file)).unwrap());
+            if std::env::var_os("UPDATE_SCHEMAS").is_some() {
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(&path, &text).unwrap();
+            }
+            if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+                stale.push(format!("{dir}/{name}"));
+            }
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "stale schemas {stale:?}: run UPDATE_SCHEMAS=1 cargo test -p lab --test schemas"
+    );
+}
