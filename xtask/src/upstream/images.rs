@@ -709,10 +709,8 @@ mod tests {
 
         assert_eq!(files["oci-layout"], br#"{"imageLayoutVersion":"1.0.0"}"#);
         for (name, bytes) in &files {
-            if let Some(hex) = name.strip_prefix("blobs/sha256/") {
-                if !hex.is_empty() {
-                    assert_eq!(sha256_hex(bytes), format!("sha256:{hex}"), "{name}");
-                }
+            if let Some(hex) = name.strip_prefix("blobs/sha256/").filter(|h| !h.is_empty()) {
+                assert_eq!(sha256_hex(bytes), format!("sha256:{hex}"), "{name}");
             }
         }
         let index: serde_json::Value = serde_json::from_slice(&files["index.json"]).unwrap();

@@ -122,10 +122,12 @@ pub fn required_go_version(wrappers: &Path) -> anyhow::Result<(u32, u32, u32)> {
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("reading {}", path.display()))?;
         for line in text.lines() {
-            if let Some(v) = line.trim().strip_prefix("go ") {
-                if let Some(v) = parse_go_version(v.trim()) {
-                    max = max.max(v);
-                }
+            if let Some(v) = line
+                .trim()
+                .strip_prefix("go ")
+                .and_then(|v| parse_go_version(v.trim()))
+            {
+                max = max.max(v);
             }
         }
     }
