@@ -77,6 +77,14 @@ pub struct Artifacts {
     /// The assembled Kyverno chart directory (chart 3.9.1, appVersion
     /// v1.19.1) that `helm install kyverno <chart_dir> -n kyverno` accepts.
     /// Its changes to the upstream chart are listed in [`CHART_CHANGES`].
+    ///
+    /// `helm install` renders only the five Kyverno images made here. The
+    /// chart's hooks and tests name images that are not made
+    /// (`ghcr.io/kyverno/readiness-checker` in the pre-delete hooks and
+    /// `helm test` pods, `reg.kyverno.io/kyverno/kyverno-cli` in the
+    /// post-upgrade migration hook): they run only on `helm uninstall`,
+    /// `helm upgrade` and `helm test`, so uninstall with `--no-hooks` (or set
+    /// `webhooksCleanup.enabled=false`) and do not upgrade in place.
     pub chart_dir: PathBuf,
     /// The cache root these paths live under.
     pub cache_dir: PathBuf,
