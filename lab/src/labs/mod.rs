@@ -1,5 +1,5 @@
 //! The acts of both labs against a live cluster: `inspect`, acts 1-3 (shared, [`common`]), lab B's
-//! acts 4-8 ([`b`]). Lab A's acts 4-8 plug in at [`run_act`].
+//! acts 4-8 ([`b`]), lab A's acts 4-8 ([`a`]).
 //!
 //! An act is a function from (student inputs in the work directory, the cluster, the node) to
 //! `evidence/NN.json`. Every act first checks what it needs (earlier acts completed, inputs valid
@@ -23,8 +23,7 @@ pub async fn inspect(lab: Lab, env: &Env) -> Result<InspectReport, LabError> {
 
 /// Runs act `act` (1-8) of `lab`.
 ///
-/// Errors: [`LabError::Usage`] for an act outside 1-8; [`LabError::NotAvailable`] for lab A's
-/// acts 4-8 until they are wired here; the act's own errors otherwise.
+/// Errors: [`LabError::Usage`] for an act outside 1-8; the act's own errors otherwise.
 pub async fn run_act(lab: Lab, act: u8, env: &Env) -> Result<ActSummary, LabError> {
     match (lab, act) {
         (_, 1) => common::act1(lab, env).await,
