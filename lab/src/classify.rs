@@ -59,16 +59,17 @@ pub fn classify(
         return Outcome::AlreadyExists;
     }
     let msg = message.unwrap_or("");
-    if (400..500).contains(&http_status) && msg.contains("admission webhook \"") {
-        if let Some(pos) = msg.find(DENIED) {
-            let verdict = &msg[pos + DENIED.len()..];
-            let marked = markers.iter().any(|m| !m.is_empty() && verdict.contains(m));
-            return if marked {
-                Outcome::ExplicitDeny
-            } else {
-                Outcome::OtherError
-            };
-        }
+    if (400..500).contains(&http_status)
+        && msg.contains("admission webhook \"")
+        && let Some(pos) = msg.find(DENIED)
+    {
+        let verdict = &msg[pos + DENIED.len()..];
+        let marked = markers.iter().any(|m| !m.is_empty() && verdict.contains(m));
+        return if marked {
+            Outcome::ExplicitDeny
+        } else {
+            Outcome::OtherError
+        };
     }
     if msg.contains(CALLING) {
         if msg.contains("context deadline exceeded")

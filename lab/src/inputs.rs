@@ -756,15 +756,15 @@ fn check_eq(
     expected: Option<&String>,
     found: &str,
 ) {
-    if let Some(expected) = expected {
-        if expected != found {
-            issues.push(issue(
-                file,
-                path,
-                format!("{expected:?} ({what})"),
-                format!("{found:?}"),
-            ));
-        }
+    if let Some(expected) = expected
+        && expected != found
+    {
+        issues.push(issue(
+            file,
+            path,
+            format!("{expected:?} ({what})"),
+            format!("{found:?}"),
+        ));
     }
 }
 
@@ -1001,10 +1001,10 @@ impl StudentInput for ReportA {
 pub fn parse<T: StudentInput>(value: &serde_json::Value, ctx: &Context) -> Result<T, LabError> {
     // serde's derived structs also accept a JSON array (fields by position); the course's files are
     // objects, so the kinds of containers are checked first against the reference document.
-    if let Some(template) = shape_template(T::FILE) {
-        if let Some((path, expected, found)) = container_mismatch(&template, value, "$") {
-            return Err(vec![issue(T::FILE, &path, expected, found)].into());
-        }
+    if let Some(template) = shape_template(T::FILE)
+        && let Some((path, expected, found)) = container_mismatch(&template, value, "$")
+    {
+        return Err(vec![issue(T::FILE, &path, expected, found)].into());
     }
     let typed: T = match serde_path_to_error::deserialize(value) {
         Ok(t) => t,

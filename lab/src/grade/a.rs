@@ -304,21 +304,20 @@ fn act6(g: &mut G) {
     if let (Some(r), Some(l)) = (
         restored.as_deref().and_then(facts::parse_rfc3339),
         lease.as_deref().and_then(facts::parse_rfc3339),
-    ) {
-        if let Some(ms) = f.lease_after_restore_ms {
-            let measured = (l - r).num_milliseconds();
-            g.check(
-                (measured - ms as i64).abs() <= 2,
-                Code::TimesInconsistent,
-                format!("{s}.lease_after_restore_ms"),
-                || format!("recorded {ms}, timestamps give {measured} ms"),
-            );
-        }
+    ) && let Some(ms) = f.lease_after_restore_ms
+    {
+        let measured = (l - r).num_milliseconds();
+        g.check(
+            (measured - ms as i64).abs() <= 2,
+            Code::TimesInconsistent,
+            format!("{s}.lease_after_restore_ms"),
+            || format!("recorded {ms}, timestamps give {measured} ms"),
+        );
     }
-    if let Some(p) = &f.existing {
-        if let Some(uid) = baseline_uid(g) {
-            g.existing(&format!("{s}.existing"), p, &uid);
-        }
+    if let Some(p) = &f.existing
+        && let Some(uid) = baseline_uid(g)
+    {
+        g.existing(&format!("{s}.existing"), p, &uid);
     }
     if registered.is_some() {
         match (&f.webhook, g.facts::<facts::Act2Facts>(2)) {
@@ -463,12 +462,14 @@ fn act7(g: &mut G) {
 
 fn act8(g: &mut G) {
     act8_facts(g);
-    let mut ctx = Context::default();
-    ctx.evidence_digests = g
-        .digests()
-        .into_iter()
-        .filter(|(a, _)| (5..=7).contains(a))
-        .collect();
+    let ctx = Context {
+        evidence_digests: g
+            .digests()
+            .into_iter()
+            .filter(|(a, _)| (5..=7).contains(a))
+            .collect(),
+        ..Default::default()
+    };
     for a in 5..=7 {
         if !ctx.evidence_digests.contains_key(&a) {
             g.evidence(a);

@@ -150,7 +150,7 @@ fn freeze_run(g: &mut G, act: u8, run: &FreezeRun, ignore: bool) {
         || "the webhook registration must stay during a freeze".into(),
     );
     g.check(
-        run.registration_present_during_freeze == !run.registration_snapshot.is_null(),
+        run.registration_present_during_freeze != run.registration_snapshot.is_null(),
         Code::RegistrationClaimContradicted,
         format!("{s}.registration_snapshot"),
         || {
@@ -399,12 +399,14 @@ fn act7(g: &mut G) {
 
 fn act8(g: &mut G) {
     act8_facts(g);
-    let mut ctx = Context::default();
-    ctx.evidence_digests = g
-        .digests()
-        .into_iter()
-        .filter(|(a, _)| (5..=7).contains(a))
-        .collect();
+    let ctx = Context {
+        evidence_digests: g
+            .digests()
+            .into_iter()
+            .filter(|(a, _)| (5..=7).contains(a))
+            .collect(),
+        ..Default::default()
+    };
     for a in 5..=7 {
         if !ctx.evidence_digests.contains_key(&a) {
             g.evidence(a);

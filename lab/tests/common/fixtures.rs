@@ -986,7 +986,7 @@ pub struct Case {
     pub mutate: fn(&mut BTreeMap<String, Value>),
 }
 
-fn facts_mut<'a>(files: &'a mut BTreeMap<String, Value>, act: u8) -> &'a mut Value {
+fn facts_mut(files: &mut BTreeMap<String, Value>, act: u8) -> &mut Value {
     &mut files.get_mut(&format!("evidence/{act:02}.json")).unwrap()["facts"]
 }
 
@@ -999,12 +999,12 @@ fn refresh_input_digests(files: &mut BTreeMap<String, Value>) {
         .map(|(k, v)| (k.clone(), digest_value(v)))
         .collect();
     for (k, v) in files.iter_mut() {
-        if k.starts_with("evidence/") {
-            if let Some(m) = v.get_mut("inputs").and_then(|m| m.as_object_mut()) {
-                for (name, d) in m.iter_mut() {
-                    if let Some(now) = inputs.get(name) {
-                        *d = json!(now);
-                    }
+        if k.starts_with("evidence/")
+            && let Some(m) = v.get_mut("inputs").and_then(|m| m.as_object_mut())
+        {
+            for (name, d) in m.iter_mut() {
+                if let Some(now) = inputs.get(name) {
+                    *d = json!(now);
                 }
             }
         }
