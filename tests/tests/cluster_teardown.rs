@@ -49,6 +49,25 @@ struct HostSnapshot {
     paths: BTreeSet<String>,
     mounts: BTreeSet<String>,
     cgroup_top: BTreeSet<String>,
+    run_dirs: BTreeSet<String>,
+}
+
+/// Entries of directories where a node's programs put sockets and state by default.
+fn run_dir_entries() -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for d in [
+        "/run/containerd",
+        "/run/containerd/s",
+        "/run/containerd/runc",
+        "/run/netns",
+        "/var/lib/cni",
+        "/var/log/containers",
+    ] {
+        if let Ok(rd) = std::fs::read_dir(d) {
+            out.extend(rd.flatten().map(|e| e.path().display().to_string()));
+        }
+    }
+    out
 }
 
 fn lines(cmd: &str, args: &[&str]) -> BTreeSet<String> {
@@ -107,6 +126,7 @@ fn snapshot() -> Result<HostSnapshot> {
         paths,
         mounts,
         cgroup_top,
+        run_dirs: run_dir_entries(),
     })
 }
 
@@ -133,51 +153,15 @@ fn processes_mentioning(state_dir: &PathBuf) -> Vec<String> {
         .unwrap_or_default()
 }
 
-#[test]
-fn cluster_down_leaves_nothing() -> Result<()> {
-    let before = snapshot()?;
-    let cluster = LabCluster::fresh("teardown")?;
-    let rec: ClusterRecord = cluster.cluster().record().clone();
-
-    // The probes see the running cluster.
-    ensure!(
-        !mounts_under(&rec.state_dir).is_empty(),
-        "no mount under the state dir while up: the mount probe is blind"
-    );
-    ensure!(
-        !cgroup_dirs(&rec.cgroup_root).is_empty(),
-        "no cgroup while up: the cgroup probe is blind"
-    );
-    ensure!(
-        !stray_pids(&rec).is_empty(),
-        "no container or shim process while up: the process probe is blind"
-    );
-    ensure!(netns::exists(&rec.netns), "no network namespace while up");
-    ensure!(
-        std::path::Path::new("/sys/class/net")
-            .join(rec.net.host_veth())
-            .exists(),
-        "no host veth while up"
-    );
-    let during = snapshot()?;
-    ensure!(
-        during.netns.iter().any(|n| n.starts_with(&rec.netns)),
-        "ip netns list lacks {}",
-        rec.netns
-    );
-
-    let t = Instant::now();
-    let report = cluster.down().context("cluster down")?;
-    let down_secs = t.elapsed().as_secs_f64();
-    eprintln!("   down took {down_secs:.1}s, {} actions", report.done.len());
-
+/// Everything of cluster `rec` that remains, compared with the host snapshot taken before `up`.
+fn leftovers(rec: &ClusterRecord, before: &HostSnapshot) -> Result<Vec<String>> {
     let mut left = Vec::new();
     for p in &rec.processes {
         if p.alive() {
             left.push(format!("process {} (pid {}) still runs", p.name, p.pid));
         }
     }
-    for (pid, cmd) in stray_pids(&rec) {
+    for (pid, cmd) in stray_pids(rec) {
         left.push(format!("container or shim process {pid}: {cmd}"));
     }
     for p in processes_mentioning(&rec.state_dir) {
@@ -219,6 +203,49 @@ fn cluster_down_leaves_nothing() -> Result<()> {
             left.push(format!("host iptables rule mentions the cluster: {l}"));
         }
     }
+    diff("run dir entry", &before.run_dirs, &after.run_dirs, &mut left);
+    Ok(left)
+}
+
+#[test]
+fn cluster_down_leaves_nothing() -> Result<()> {
+    let before = snapshot()?;
+    let cluster = LabCluster::fresh("teardown")?;
+    let rec: ClusterRecord = cluster.cluster().record().clone();
+
+    // The probes see the running cluster.
+    ensure!(
+        !mounts_under(&rec.state_dir).is_empty(),
+        "no mount under the state dir while up: the mount probe is blind"
+    );
+    ensure!(
+        !cgroup_dirs(&rec.cgroup_root).is_empty(),
+        "no cgroup while up: the cgroup probe is blind"
+    );
+    ensure!(
+        !stray_pids(&rec).is_empty(),
+        "no container or shim process while up: the process probe is blind"
+    );
+    ensure!(netns::exists(&rec.netns), "no network namespace while up");
+    ensure!(
+        std::path::Path::new("/sys/class/net")
+            .join(rec.net.host_veth())
+            .exists(),
+        "no host veth while up"
+    );
+    let during = snapshot()?;
+    ensure!(
+        during.netns.iter().any(|n| n.starts_with(&rec.netns)),
+        "ip netns list lacks {}",
+        rec.netns
+    );
+
+    let t = Instant::now();
+    let report = cluster.down().context("cluster down")?;
+    let down_secs = t.elapsed().as_secs_f64();
+    eprintln!("   down took {down_secs:.1}s, {} actions", report.done.len());
+
+    let left = leftovers(&rec, &before)?;
     record_figure(
         &default_state_root(),
         json!({
@@ -230,5 +257,129 @@ fn cluster_down_leaves_nothing() -> Result<()> {
         }),
     )?;
     ensure!(left.is_empty(), "after down these remain:\n{}", left.join("\n"));
+    Ok(())
+}
+
+/// Tears a cluster down when dropped (for tests that drive `Cluster` directly).
+struct DownOnDrop(Option<xtask::cluster::Cluster>);
+
+impl Drop for DownOnDrop {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.take() {
+            if let Err(e) = c.down() {
+                eprintln!("   teardown of cluster {} failed: {e:#}", c.name());
+            }
+        }
+    }
+}
+
+/// SIGKILLs a recorded daemon through a pidfd after checking its start time (what a killed
+/// terminal or the end of a CI job does to `cluster up`'s daemons).
+fn crash(p: &xtask::cluster::process::ProcRecord) -> Result<()> {
+    use rustix::process::{Pid, PidfdFlags, Signal, pidfd_open, pidfd_send_signal};
+    let pid = Pid::from_raw(p.pid).context("pid")?;
+    let fd = pidfd_open(pid, PidfdFlags::empty()).with_context(|| format!("pidfd_open {}", p.pid))?;
+    ensure!(p.alive(), "{} (pid {}) is not the process we started", p.name, p.pid);
+    pidfd_send_signal(&fd, Signal::KILL).with_context(|| format!("SIGKILL {}", p.name))?;
+    Ok(())
+}
+
+#[test]
+fn dead_cluster_remains_are_cleared_by_up() -> Result<()> {
+    use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
+    use kube::api::{Api, PostParams};
+    use xtask::cluster::{Cluster, UpOptions};
+
+    xtask::cluster::host::require_root().context("cluster tests need a real cluster")?;
+    let root = default_state_root();
+    let _lock = tests::ClusterLock::acquire(&root)?;
+    let before = snapshot()?;
+    let mut opts = UpOptions::new("crash");
+    opts.kyverno = false;
+    let first = Cluster::up(opts.clone())?;
+    let rec = first.record().clone();
+    let mut guard = DownOnDrop(Some(first));
+
+    // A running pod, so the remains include a shim, a container, mounts and pod cgroups.
+    let kc = rec.kubeconfig();
+    let rt = tokio::runtime::Runtime::new().context("starting tokio")?;
+    rt.block_on(async {
+        let c = xtask::cluster::ready::client(&kc).await?;
+        let sas: Api<ServiceAccount> = Api::namespaced(c.clone(), "default");
+        let pods: Api<Pod> = Api::namespaced(c, "default");
+        let t = Instant::now();
+        while sas.get_opt("default").await?.is_none() {
+            ensure!(t.elapsed().as_secs() < 60, "no default ServiceAccount after 60s");
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        }
+        let pod: Pod = serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "survivor"},
+            "spec": {"automountServiceAccountToken": true, "containers": [{"name": "pause", "image": xtask::cluster::config::PAUSE_IMAGE}]}
+        }))?;
+        pods.create(&PostParams::default(), &pod).await.context("creating pod survivor")?;
+        let t = Instant::now();
+        loop {
+            let p = pods.get("survivor").await?;
+            if p.status.and_then(|s| s.phase).as_deref() == Some("Running") {
+                break;
+            }
+            ensure!(t.elapsed().as_secs() < 120, "pod survivor not Running after 120s");
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        }
+        anyhow::Ok(())
+    })?;
+
+    // Crash: every daemon SIGKILLed, no `down`.
+    for p in &rec.processes {
+        crash(p)?;
+    }
+    let t = Instant::now();
+    while rec.processes.iter().any(|p| p.alive()) {
+        ensure!(t.elapsed().as_secs() < 10, "daemons still alive 10s after SIGKILL");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let survivors = stray_pids(&rec);
+    ensure!(
+        !survivors.is_empty(),
+        "no container or shim survived the daemons: the crash left nothing to clear"
+    );
+    ensure!(
+        !mounts_under(&rec.state_dir).is_empty(),
+        "no mount survived the daemons"
+    );
+    ensure!(
+        netns::exists(&rec.netns),
+        "the network namespace should survive the daemons"
+    );
+    let survivor_ids: Vec<(i32, u64)> = survivors
+        .iter()
+        .filter_map(|(pid, _)| xtask::cluster::process::proc_stat(*pid).map(|(_, st)| (*pid, st)))
+        .collect();
+    eprintln!(
+        "   after the crash: {} container/shim processes, mounts and the namespace remain",
+        survivors.len()
+    );
+
+    // `up` of the same name recognises the remains, clears them, and starts a fresh cluster.
+    let second = Cluster::up(opts)?;
+    guard.0 = Some(second.clone());
+    ensure!(
+        second.record().node_uid != rec.node_uid,
+        "the second cluster has the old node UID: not a fresh cluster"
+    );
+    for (pid, st) in survivor_ids {
+        ensure!(
+            xtask::cluster::process::proc_stat(pid).is_none_or(|(state, s)| s != st || state == 'Z'),
+            "process {pid} of the dead cluster still runs after up"
+        );
+    }
+    guard.0 = None;
+    second.down().context("down of the second cluster")?;
+    let left = leftovers(second.record(), &before)?;
+    ensure!(
+        left.is_empty(),
+        "after clearing a dead cluster and down these remain:\n{}",
+        left.join("\n")
+    );
     Ok(())
 }

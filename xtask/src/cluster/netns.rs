@@ -124,9 +124,20 @@ pub fn delete(netns: &str, host_veth: &str) -> Result<Vec<String>> {
         ip(&["netns", "delete", netns])?;
         done.push(format!("network namespace {netns}"));
     }
-    if Path::new("/sys/class/net").join(host_veth).exists() {
-        ip(&["link", "delete", host_veth])?;
-        done.push(format!("veth {host_veth}"));
+    // The host side of the veth goes away with its peer, asynchronously: wait a moment for it.
+    let veth = Path::new("/sys/class/net").join(host_veth);
+    for _ in 0..30 {
+        if !veth.exists() {
+            return Ok(done);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    if veth.exists() {
+        match ip(&["link", "delete", host_veth]) {
+            Ok(()) => done.push(format!("veth {host_veth}")),
+            Err(_) if !veth.exists() => {}
+            Err(e) => return Err(e),
+        }
     }
     Ok(done)
 }

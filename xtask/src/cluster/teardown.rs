@@ -154,6 +154,46 @@ fn crictl_remove_pods(report: &mut Report, rec: &ClusterRecord) {
     }
 }
 
+/// Shim socket paths of the cluster's tasks: containerd keeps them outside our state dir, at
+/// `/run/containerd/s/<sha256>` (`pkg/shim.SocketAddress`, derived from the default state dir),
+/// and writes each into the task bundle's `bootstrap.json` under our state dir.
+pub fn shim_sockets(state_dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let root = state_dir.join("containerd/state/io.containerd.runtime.v2.task");
+    let Ok(namespaces) = std::fs::read_dir(&root) else {
+        return out;
+    };
+    for ns in namespaces.flatten() {
+        let Ok(tasks) = std::fs::read_dir(ns.path()) else {
+            continue;
+        };
+        for t in tasks.flatten() {
+            // containerd 2.x writes `bootstrap.json` ({"address": "unix://…", …}); 1.x wrote `address`.
+            let from_json = std::fs::read_to_string(t.path().join("bootstrap.json"))
+                .ok()
+                .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
+                .and_then(|v| v["address"].as_str().map(str::to_string));
+            let addr = from_json.or_else(|| std::fs::read_to_string(t.path().join("address")).ok());
+            if let Some(p) = addr.as_deref().and_then(|a| a.trim().strip_prefix("unix://")) {
+                out.push(PathBuf::from(p));
+            }
+        }
+    }
+    out
+}
+
+/// Removes the shim sockets of the cluster's tasks that remain after their shims were killed.
+fn remove_shim_sockets(report: &mut Report, rec: &ClusterRecord) {
+    for sock in shim_sockets(&rec.state_dir) {
+        if sock.starts_with("/run/containerd/s") && sock.exists() {
+            match std::fs::remove_file(&sock) {
+                Ok(()) => report.note(format!("removed shim socket {}", sock.display())),
+                Err(e) => report.fail(anyhow::anyhow!("removing {}: {e}", sock.display())),
+            }
+        }
+    }
+}
+
 /// Mount points under `dir`, deepest first.
 pub fn mounts_under(dir: &Path) -> Vec<PathBuf> {
     let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
@@ -342,6 +382,7 @@ pub fn down(rec: &ClusterRecord) -> Report {
         stop_one(&mut report, p, grace);
     }
     kill_strays(&mut report, rec);
+    remove_shim_sockets(&mut report, rec);
     unmount_all(&mut report, &rec.state_dir);
     remove_cgroups(&mut report, &rec.cgroup_root);
     for link in container_log_links(&rec.state_dir) {

@@ -26,6 +26,9 @@ fn q(s: String) -> String {
 /// - root, state, gRPC/ttrpc sockets and the `opt` directory under the state dir, so a system
 ///   containerd is never touched;
 /// - NRI disabled (it would create `/var/run/nri`);
+/// - pod network namespaces pinned under containerd's state dir (`netns_mounts_under_state_dir`),
+///   not `/run/netns/cni-*`, so a crashed node's pod namespaces are unmounted with the rest of the
+///   state dir;
 /// - CRI: `pinned_images.sandbox` is the pause image (never pulled: it is imported);
 ///   CNI plugins from the upstream CNI dir, CNI config from the state dir; runc from the upstream
 ///   bin dir with its state root under the state dir, cgroupfs;
@@ -56,6 +59,7 @@ state = {state}
 
 [plugins."io.containerd.cri.v1.runtime"]
   restrict_oom_score_adj = {restrict}
+  netns_mounts_under_state_dir = true
   enable_selinux = false
 
 [plugins."io.containerd.cri.v1.runtime".cni]
@@ -135,6 +139,7 @@ mod tests {
         assert!(t.contains("root = \"/s/t/containerd/root\""));
         assert!(t.contains("address = \"/s/t/containerd/containerd.sock\""));
         assert!(t.contains("restrict_oom_score_adj = true"));
+        assert!(t.contains("netns_mounts_under_state_dir = true"));
         assert!(t.contains("sandbox = \"registry.k8s.io/pause:3.10.1\""));
         assert!(t.contains("bin_dirs = [\"/c\"]"));
         let t = config_toml(
