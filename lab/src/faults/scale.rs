@@ -548,7 +548,9 @@ impl ScaleFault {
     ) -> Result<(ScaleFault, WatcherReady)> {
         let now = Utc::now();
         let fault_id = format!("scale-{}", now.format("%Y%m%dT%H%M%S%.3fZ"));
-        let root = faults_root(workdir);
+        // Absolute: the watcher runs with `/` as its working directory.
+        let workdir = std::path::absolute(workdir).map_err(LabError::io(workdir))?;
+        let root = faults_root(&workdir);
         let dir = FaultDir(root.join(&fault_id));
         std::fs::create_dir_all(&dir.0).map_err(LabError::io(&dir.0))?;
         let kubeconfig = std::path::absolute(kubeconfig).map_err(LabError::io(kubeconfig))?;

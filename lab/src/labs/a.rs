@@ -651,9 +651,11 @@ impl Track {
             self.waited_ms = t0.elapsed().as_millis() as u64;
         }
     }
+    /// Records the state seen while the step is not yet confirmed, prefixed with the time of the
+    /// observation: for a confirmed step, the step happened between that time and `at`.
     fn seen(&mut self, state: String) {
         if self.at.is_none() {
-            self.last_seen = Some(state);
+            self.last_seen = Some(format!("{} {state}", facts::now_rfc3339()));
         }
     }
     fn done(&self) -> bool {
@@ -861,6 +863,8 @@ async fn act6_body(
     );
     let mut new_pod: Option<PodObservation> = None;
     let mut lease_holder = None;
+    // The Lease's own `acquireTime` (written by the new leader) when it was first seen held.
+    let mut lease_acquire_time: Option<String> = None;
     let mut webhook = None;
     let mut probes: Vec<RequestRecord> = Vec::new();
     let mut last_tick = 0;
@@ -920,6 +924,7 @@ async fn act6_body(
             (Some(p), Some(h)) if !p.name.is_empty() && h.starts_with(&p.name) => {
                 if !lease.done() {
                     rec.raw("lease-acquired", &l);
+                    lease_acquire_time = lease_facts(l.as_ref()).acquire_time;
                 }
                 lease.confirm(facts::now_rfc3339(), t0);
                 lease_holder = Some(h.clone());
@@ -1018,7 +1023,13 @@ async fn act6_body(
         existing: Some(existing),
     };
     let show = |label: &str, s: &TimelineStep| match s.status {
-        StepStatus::Confirmed => format!("{label}: {}", s.at.as_deref().unwrap_or("-")),
+        StepStatus::Confirmed => match &s.last_seen {
+            Some(before) => format!(
+                "{label}: {} (last check before: {before})",
+                s.at.as_deref().unwrap_or("-")
+            ),
+            None => format!("{label}: {}", s.at.as_deref().unwrap_or("-")),
+        },
         StepStatus::NotConfirmed => format!(
             "{label}: not-confirmed after {} ms (last seen: {})",
             s.waited_ms,
@@ -1038,9 +1049,10 @@ async fn act6_body(
         show("new pod created", &facts.pod_created),
         show("pod running", &facts.pod_running),
         format!(
-            "{} (holder {})",
+            "{} (holder {}, the Lease's acquireTime {})",
             show("lease acquired", &facts.lease_acquired),
-            facts.lease_holder.as_deref().unwrap_or("-")
+            facts.lease_holder.as_deref().unwrap_or("-"),
+            lease_acquire_time.as_deref().unwrap_or("-")
         ),
         show("webhook registered", &facts.webhook_registered),
         format!(
