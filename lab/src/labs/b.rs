@@ -495,16 +495,31 @@ async fn freeze_run(
     });
     let existing =
         probe::observe_pod(cluster, &spec.existing.namespace, &spec.existing.name).await?;
-    let after = investigate(cluster, cri).await;
-    let (restart_count_after, identity_after) = match &after {
+    // The container as it is now (CRI), retried briefly: a restarted container may still be
+    // starting. The restart count comes from the API (the pod of act 4, or its successor).
+    let mut after = investigate(cluster, cri).await;
+    for _ in 0..5 {
+        if after.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        after = investigate(cluster, cri).await;
+    }
+    let identity_after = match &after {
         Ok(a) => {
             rec.raw("cri-container-after", &a.container);
-            (a.restart_count, Some(a.identity.clone()))
+            Some(a.identity.clone())
         }
         Err(e) => {
             rec.raw("cri-container-after-error", e.to_string());
-            (inv.restart_count, None)
+            None
         }
+    };
+    let restart_count_after = match &after {
+        Ok(a) => a.restart_count,
+        Err(_) => api_restart_count(cluster, &inv.identity.pod_uid)
+            .await?
+            .unwrap_or(inv.restart_count),
     };
     if let Some(lease) = cluster
         .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
@@ -546,6 +561,19 @@ async fn freeze_run(
         first_deny_after_resume_ms,
         identity_after,
     })
+}
+
+/// The `kyverno` container's restart count in the admission-controller pod with UID `pod_uid`,
+/// read from the API (`None` when that pod is gone).
+async fn api_restart_count(cluster: &Cluster, pod_uid: &str) -> Result<Option<u32>, LabError> {
+    let pods = cluster.admission_pods().await?;
+    Ok(pods
+        .iter()
+        .find(|p| p.metadata.uid.as_deref() == Some(pod_uid))
+        .and_then(|p| p.status.as_ref())
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.name == CONTAINER))
+        .map(|c| c.restart_count.max(0) as u32))
 }
 
 fn resumed_by_word(by: ResumedBy) -> &'static str {
