@@ -251,16 +251,24 @@ fn act6(g: &mut G) {
         &format!("{s}.first_explicit_deny"),
         &f.first_explicit_deny,
     );
+    // Only the orders that must hold: the replicas come back before a pod is created, which
+    // exists before it runs and before it can hold the Lease; only the leader registers the
+    // webhook, and only a registered webhook denies. (Phase Running and the Lease are observed by
+    // polling and may be seen in either order.)
     let order = [
-        ("replicas_restored", &restored),
-        ("pod_created", &created),
-        ("pod_running", &running),
-        ("lease_acquired", &lease),
-        ("webhook_registered", &registered),
-        ("first_explicit_deny", &denied),
+        ("replicas_restored", &restored, "pod_created", &created),
+        ("pod_created", &created, "pod_running", &running),
+        ("pod_created", &created, "lease_acquired", &lease),
+        ("lease_acquired", &lease, "webhook_registered", &registered),
+        (
+            "webhook_registered",
+            &registered,
+            "first_explicit_deny",
+            &denied,
+        ),
     ];
-    for pair in order.windows(2) {
-        if let [(na, Some(a)), (nb, Some(b))] = pair {
+    for (na, a, nb, b) in order {
+        if let (Some(a), Some(b)) = (a, b) {
             g.times_ordered(&format!("{s}.{nb}.at (after {na})"), a, b);
         }
     }
