@@ -84,11 +84,11 @@ fn main() {
     }
     // Tear the cluster down (errors are reported and fail the run).
     s.run = None;
-    if let Some(c) = s.cluster.take() {
-        if let Err(e) = c.down() {
-            eprintln!("teardown of {CLUSTER_NAME} failed: {e:#}");
-            std::process::exit(101);
-        }
+    if let Some(c) = s.cluster.take()
+        && let Err(e) = c.down()
+    {
+        eprintln!("teardown of {CLUSTER_NAME} failed: {e:#}");
+        std::process::exit(101);
     }
     drop(s);
     conclusion.exit();
