@@ -35,7 +35,8 @@ impl ClusterLock {
     /// Blocks until this process holds the lock (printing who it waits for).
     pub fn acquire(state_root: &Path) -> Result<ClusterLock> {
         use rustix::fs::{FlockOperation, flock};
-        std::fs::create_dir_all(state_root).with_context(|| format!("creating {}", state_root.display()))?;
+        std::fs::create_dir_all(state_root)
+            .with_context(|| format!("creating {}", state_root.display()))?;
         let path = lock_path(state_root);
         let file = std::fs::OpenOptions::new()
             .create(true)
@@ -49,8 +50,12 @@ impl ClusterLock {
                 path.display()
             );
             let t = Instant::now();
-            flock(&file, FlockOperation::LockExclusive).with_context(|| format!("locking {}", path.display()))?;
-            eprintln!("   got the cluster lock after {:.0}s", t.elapsed().as_secs_f64());
+            flock(&file, FlockOperation::LockExclusive)
+                .with_context(|| format!("locking {}", path.display()))?;
+            eprintln!(
+                "   got the cluster lock after {:.0}s",
+                t.elapsed().as_secs_f64()
+            );
         }
         Ok(ClusterLock { _file: file })
     }
@@ -79,7 +84,8 @@ impl LabCluster {
         xtask::cluster::host::require_root().context("cluster tests need a real cluster")?;
         let lock = ClusterLock::acquire(&opts.state_root)?;
         let t = Instant::now();
-        let cluster = Cluster::up(opts.clone()).with_context(|| format!("bringing up cluster {}", opts.name))?;
+        let cluster = Cluster::up(opts.clone())
+            .with_context(|| format!("bringing up cluster {}", opts.name))?;
         Ok(LabCluster {
             cluster: Some(cluster),
             up_secs: t.elapsed().as_secs_f64(),
@@ -175,7 +181,12 @@ pub struct MemorySampler {
 
 /// Sum of VmRSS (bytes) of the cluster's processes now, and how many processes were counted.
 pub fn stack_rss(rec: &ClusterRecord) -> (u64, usize) {
-    let mut pids: Vec<i32> = rec.processes.iter().filter(|p| p.alive()).map(|p| p.pid).collect();
+    let mut pids: Vec<i32> = rec
+        .processes
+        .iter()
+        .filter(|p| p.alive())
+        .map(|p| p.pid)
+        .collect();
     pids.extend(teardown::stray_pids(rec).into_iter().map(|(p, _)| p));
     pids.sort();
     pids.dedup();
@@ -216,7 +227,10 @@ impl MemorySampler {
     /// Stops and returns (peak bytes, processes counted at the peak).
     pub fn finish(mut self) -> (u64, usize) {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        self.handle.take().and_then(|h| h.join().ok()).unwrap_or((0, 0))
+        self.handle
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or((0, 0))
     }
 }
 
@@ -230,7 +244,8 @@ impl Drop for MemorySampler {
 pub fn record_figure(state_root: &Path, figure: serde_json::Value) -> Result<()> {
     use std::io::Write;
     eprintln!("   figure: {figure}");
-    std::fs::create_dir_all(state_root).with_context(|| format!("creating {}", state_root.display()))?;
+    std::fs::create_dir_all(state_root)
+        .with_context(|| format!("creating {}", state_root.display()))?;
     let path = state_root.join("figures.jsonl");
     let mut f = std::fs::OpenOptions::new()
         .create(true)

@@ -82,7 +82,10 @@ where
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    bail!("{what}: not within {}s; last error: {last:#}", bound.as_secs())
+    bail!(
+        "{what}: not within {}s; last error: {last:#}",
+        bound.as_secs()
+    )
 }
 
 async fn scenario(c: &LabCluster) -> Result<()> {
@@ -111,7 +114,12 @@ async fn scenario(c: &LabCluster) -> Result<()> {
                     .get(WEBHOOK_CFG)
                     .await
                     .with_context(|| format!("GET {WEBHOOK_CFG}"))?;
-                let names: Vec<String> = cfg.webhooks.iter().flatten().map(|w| w.name.clone()).collect();
+                let names: Vec<String> = cfg
+                    .webhooks
+                    .iter()
+                    .flatten()
+                    .map(|w| w.name.clone())
+                    .collect();
                 cfg.webhooks
                     .unwrap_or_default()
                     .into_iter()
@@ -148,10 +156,14 @@ async fn scenario(c: &LabCluster) -> Result<()> {
     // The default ServiceAccounts exist (ServiceAccount admission needs them).
     for ns in [TARGET_NAMESPACE, CONTROL_NAMESPACE] {
         let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), ns);
-        wait_for(&format!("ServiceAccount {ns}/default"), Duration::from_secs(60), || {
-            let sas = sas.clone();
-            async move { sas.get("default").await.map(|_| ()).context("GET default") }
-        })
+        wait_for(
+            &format!("ServiceAccount {ns}/default"),
+            Duration::from_secs(60),
+            || {
+                let sas = sas.clone();
+                async move { sas.get("default").await.map(|_| ()).context("GET default") }
+            },
+        )
         .await?;
     }
 
@@ -182,12 +194,18 @@ async fn scenario(c: &LabCluster) -> Result<()> {
     .await?;
 
     // A labelled pod in the target namespace: stored (GET returns it with its UID) and Running.
-    let labelled = pod("kca-smoke-labelled", Some(BTreeMap::from([("environment", "dev")])))?;
+    let labelled = pod(
+        "kca-smoke-labelled",
+        Some(BTreeMap::from([("environment", "dev")])),
+    )?;
     let made = target
         .create(&PostParams::default(), &labelled)
         .await
         .context("creating the labelled pod")?;
-    let got = target.get("kca-smoke-labelled").await.context("GET the labelled pod")?;
+    let got = target
+        .get("kca-smoke-labelled")
+        .await
+        .context("GET the labelled pod")?;
     ensure!(
         got.metadata.uid.is_some() && got.metadata.uid == made.metadata.uid,
         "labelled pod UID mismatch"
@@ -211,15 +229,19 @@ async fn scenario(c: &LabCluster) -> Result<()> {
             p.metadata.uid
         ),
         Err(kube::Error::Api(s)) => {
-            eprintln!("   unlabelled pod denied: HTTP {} {}: {}", s.code, s.reason, s.message);
+            eprintln!(
+                "   unlabelled pod denied: HTTP {} {}: {}",
+                s.code, s.reason, s.message
+            );
             ensure!(
                 s.message.contains(MESSAGE),
                 "deny message lacks {MESSAGE}: {}",
                 s.message
             );
             ensure!(
-                s.message
-                    .contains(&format!("admission webhook \"{WEBHOOK}\" denied the request")),
+                s.message.contains(&format!(
+                    "admission webhook \"{WEBHOOK}\" denied the request"
+                )),
                 "not Kyverno's explicit deny: {}",
                 s.message
             );
@@ -240,7 +262,10 @@ async fn scenario(c: &LabCluster) -> Result<()> {
         .create(&PostParams::default(), &pod("kca-smoke-control", None)?)
         .await
         .context("creating the unlabelled pod in the control namespace")?;
-    let got = control.get("kca-smoke-control").await.context("GET the control pod")?;
+    let got = control
+        .get("kca-smoke-control")
+        .await
+        .context("GET the control pod")?;
     ensure!(
         got.metadata.uid.is_some() && got.metadata.uid == made.metadata.uid,
         "control pod UID mismatch"
@@ -248,8 +273,12 @@ async fn scenario(c: &LabCluster) -> Result<()> {
     eprintln!("   control pod stored, uid {:?}", got.metadata.uid);
 
     // Clean up the pods (not required: the cluster goes away), so teardown timing sees the usual state.
-    let _ = target.delete("kca-smoke-labelled", &DeleteParams::default()).await;
-    let _ = control.delete("kca-smoke-control", &DeleteParams::default()).await;
+    let _ = target
+        .delete("kca-smoke-labelled", &DeleteParams::default())
+        .await;
+    let _ = control
+        .delete("kca-smoke-control", &DeleteParams::default())
+        .await;
     Ok(())
 }
 

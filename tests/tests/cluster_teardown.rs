@@ -74,7 +74,12 @@ fn lines(cmd: &str, args: &[&str]) -> BTreeSet<String> {
     Command::new(cmd)
         .args(args)
         .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).lines().map(str::to_string).collect())
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .map(str::to_string)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -193,17 +198,31 @@ fn leftovers(rec: &ClusterRecord, before: &HostSnapshot) -> Result<Vec<String>> 
     let after = snapshot()?;
     diff("netns", &before.netns, &after.netns, &mut left);
     diff("link", &before.links, &after.links, &mut left);
-    diff("host iptables", &before.iptables, &after.iptables, &mut left);
+    diff(
+        "host iptables",
+        &before.iptables,
+        &after.iptables,
+        &mut left,
+    );
     diff("path", &before.paths, &after.paths, &mut left);
     diff("mount", &before.mounts, &after.mounts, &mut left);
     diff("cgroup", &before.cgroup_top, &after.cgroup_top, &mut left);
     let node_ip = rec.net.node_ip().to_string();
     for l in &after.iptables {
-        if l.contains(&node_ip) || l.contains("10.42.") || l.contains("10.43.") || l.contains(&rec.netns) {
+        if l.contains(&node_ip)
+            || l.contains("10.42.")
+            || l.contains("10.43.")
+            || l.contains(&rec.netns)
+        {
             left.push(format!("host iptables rule mentions the cluster: {l}"));
         }
     }
-    diff("run dir entry", &before.run_dirs, &after.run_dirs, &mut left);
+    diff(
+        "run dir entry",
+        &before.run_dirs,
+        &after.run_dirs,
+        &mut left,
+    );
     Ok(left)
 }
 
@@ -243,7 +262,10 @@ fn cluster_down_leaves_nothing() -> Result<()> {
     let t = Instant::now();
     let report = cluster.down().context("cluster down")?;
     let down_secs = t.elapsed().as_secs_f64();
-    eprintln!("   down took {down_secs:.1}s, {} actions", report.done.len());
+    eprintln!(
+        "   down took {down_secs:.1}s, {} actions",
+        report.done.len()
+    );
 
     let left = leftovers(&rec, &before)?;
     record_figure(
@@ -256,7 +278,11 @@ fn cluster_down_leaves_nothing() -> Result<()> {
             "timings_ms": rec.timings_ms,
         }),
     )?;
-    ensure!(left.is_empty(), "after down these remain:\n{}", left.join("\n"));
+    ensure!(
+        left.is_empty(),
+        "after down these remain:\n{}",
+        left.join("\n")
+    );
     Ok(())
 }
 
@@ -278,8 +304,14 @@ impl Drop for DownOnDrop {
 fn crash(p: &xtask::cluster::process::ProcRecord) -> Result<()> {
     use rustix::process::{Pid, PidfdFlags, Signal, pidfd_open, pidfd_send_signal};
     let pid = Pid::from_raw(p.pid).context("pid")?;
-    let fd = pidfd_open(pid, PidfdFlags::empty()).with_context(|| format!("pidfd_open {}", p.pid))?;
-    ensure!(p.alive(), "{} (pid {}) is not the process we started", p.name, p.pid);
+    let fd =
+        pidfd_open(pid, PidfdFlags::empty()).with_context(|| format!("pidfd_open {}", p.pid))?;
+    ensure!(
+        p.alive(),
+        "{} (pid {}) is not the process we started",
+        p.name,
+        p.pid
+    );
     pidfd_send_signal(&fd, Signal::KILL).with_context(|| format!("SIGKILL {}", p.name))?;
     Ok(())
 }
@@ -335,7 +367,10 @@ fn dead_cluster_remains_are_cleared_by_up() -> Result<()> {
     }
     let t = Instant::now();
     while rec.processes.iter().any(|p| p.alive()) {
-        ensure!(t.elapsed().as_secs() < 10, "daemons still alive 10s after SIGKILL");
+        ensure!(
+            t.elapsed().as_secs() < 10,
+            "daemons still alive 10s after SIGKILL"
+        );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     let survivors = stray_pids(&rec);
@@ -369,7 +404,8 @@ fn dead_cluster_remains_are_cleared_by_up() -> Result<()> {
     );
     for (pid, st) in survivor_ids {
         ensure!(
-            xtask::cluster::process::proc_stat(pid).is_none_or(|(state, s)| s != st || state == 'Z'),
+            xtask::cluster::process::proc_stat(pid)
+                .is_none_or(|(state, s)| s != st || state == 'Z'),
             "process {pid} of the dead cluster still runs after up"
         );
     }

@@ -59,7 +59,9 @@ pub fn validate_name(name: &str) -> Result<()> {
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
     if !ok {
-        bail!("invalid cluster name {name:?}: expected 1 to 20 characters of [a-z0-9-] starting with a letter");
+        bail!(
+            "invalid cluster name {name:?}: expected 1 to 20 characters of [a-z0-9-] starting with a letter"
+        );
     }
     Ok(())
 }

@@ -18,12 +18,14 @@ const CAP_SYS_RESOURCE: u32 = 24;
 impl HostFacts {
     /// Reads `/proc/self/status` (CapEff) and `/sys/fs/cgroup`.
     pub fn detect() -> Result<HostFacts> {
-        let status = std::fs::read_to_string("/proc/self/status").context("reading /proc/self/status")?;
+        let status =
+            std::fs::read_to_string("/proc/self/status").context("reading /proc/self/status")?;
         let cap_eff = status
             .lines()
             .find_map(|l| l.strip_prefix("CapEff:"))
             .context("no CapEff line in /proc/self/status")?;
-        let cap_eff = u64::from_str_radix(cap_eff.trim(), 16).context("parsing CapEff in /proc/self/status")?;
+        let cap_eff = u64::from_str_radix(cap_eff.trim(), 16)
+            .context("parsing CapEff in /proc/self/status")?;
         let unified = std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
         Ok(HostFacts {
             cap_sys_resource: cap_eff & (1 << CAP_SYS_RESOURCE) != 0,
@@ -51,7 +53,8 @@ pub fn require_root() -> Result<()> {
 /// Mount points of cgroup hierarchies: every cgroup v1 controller mount and the unified (v2) mount,
 /// from `/proc/self/mountinfo`.
 pub fn cgroup_mounts() -> Result<Vec<std::path::PathBuf>> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").context("reading /proc/self/mountinfo")?;
+    let info =
+        std::fs::read_to_string("/proc/self/mountinfo").context("reading /proc/self/mountinfo")?;
     let mut out = Vec::new();
     for line in info.lines() {
         // `… mount_point … - fstype source options`
@@ -75,12 +78,15 @@ pub fn prepare_cgroups(cgroup_root: &str) -> Result<()> {
     let rel = cgroup_root.trim_start_matches('/');
     for mount in cgroup_mounts()? {
         let dir = mount.join(rel);
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating cgroup {}", dir.display()))?;
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("creating cgroup {}", dir.display()))?;
         for f in ["cpuset.cpus", "cpuset.mems"] {
             let parent = mount.join(f);
             if parent.exists() {
-                let v = std::fs::read_to_string(&parent).with_context(|| format!("reading {}", parent.display()))?;
-                std::fs::write(dir.join(f), v.trim()).with_context(|| format!("writing {}", dir.join(f).display()))?;
+                let v = std::fs::read_to_string(&parent)
+                    .with_context(|| format!("reading {}", parent.display()))?;
+                std::fs::write(dir.join(f), v.trim())
+                    .with_context(|| format!("writing {}", dir.join(f).display()))?;
             }
         }
     }

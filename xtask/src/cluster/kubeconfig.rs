@@ -69,7 +69,10 @@ mod tests {
         let rt = Runtime::new(&cfg, NodeNet { index: 0 });
         let y = render(&rt, &rt.apiserver_url(), "kubelet").unwrap();
         assert!(y.contains("server: https://10.44.0.2:6443"), "{y}");
-        assert!(y.contains("client-certificate: /s/t/pki/kubelet.crt"), "{y}");
+        assert!(
+            y.contains("client-certificate: /s/t/pki/kubelet.crt"),
+            "{y}"
+        );
         assert!(y.contains("certificate-authority: /s/t/pki/ca.crt"), "{y}");
     }
 }

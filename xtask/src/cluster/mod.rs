@@ -76,8 +76,8 @@ impl Inputs {
         let mut images = Vec::new();
         if let Some(dir) = std::env::var_os("KCA_UPSTREAM_IMAGES") {
             let dir = PathBuf::from(dir);
-            let rd =
-                std::fs::read_dir(&dir).with_context(|| format!("reading KCA_UPSTREAM_IMAGES {}", dir.display()))?;
+            let rd = std::fs::read_dir(&dir)
+                .with_context(|| format!("reading KCA_UPSTREAM_IMAGES {}", dir.display()))?;
             let mut paths: Vec<PathBuf> = rd
                 .flatten()
                 .map(|e| e.path())
@@ -286,7 +286,8 @@ impl Cluster {
         clear_remains(&cfg)?;
         let started = Instant::now();
         let state_dir = cfg.state_dir();
-        std::fs::create_dir_all(&state_dir).with_context(|| format!("creating {}", state_dir.display()))?;
+        std::fs::create_dir_all(&state_dir)
+            .with_context(|| format!("creating {}", state_dir.display()))?;
         let mut used = netns::used_indices()?;
         used.extend(other_clusters_indices(&cfg.state_root, &cfg.name));
         let net = netns::pick_free(&used)?;
@@ -476,7 +477,8 @@ fn clear_remains(cfg: &ClusterConfig) -> Result<()> {
         }
     }
     if state_dir.exists() {
-        std::fs::remove_dir_all(&state_dir).with_context(|| format!("removing old state {}", state_dir.display()))?;
+        std::fs::remove_dir_all(&state_dir)
+            .with_context(|| format!("removing old state {}", state_dir.display()))?;
     }
     Ok(())
 }
@@ -577,14 +579,15 @@ fn bring_up(
         &rt.path("containerd/config.toml"),
         &daemons::containerd::config_toml(rt, &host),
     )?;
-    let conflist =
-        serde_json::to_string_pretty(&daemons::containerd::cni_conflist(rt)).context("rendering the CNI config")?;
+    let conflist = serde_json::to_string_pretty(&daemons::containerd::cni_conflist(rt))
+        .context("rendering the CNI config")?;
     write(&rt.cni_conf_dir().join("10-kca.conflist"), &conflist)?;
-    let kcfg =
-        serde_yaml_ng::to_string(&daemons::kubelet::config(rt, &host)).context("rendering the kubelet config")?;
+    let kcfg = serde_yaml_ng::to_string(&daemons::kubelet::config(rt, &host))
+        .context("rendering the kubelet config")?;
     write(&rt.path("kubelet-config.yaml"), &kcfg)?;
     for d in ["kine", "kubelet", "pod-logs", "cni/ipam", "runc"] {
-        std::fs::create_dir_all(rt.path(d)).with_context(|| format!("creating {}", rt.path(d).display()))?;
+        std::fs::create_dir_all(rt.path(d))
+            .with_context(|| format!("creating {}", rt.path(d).display()))?;
     }
     host::prepare_cgroups(&rt.cgroup_root)?;
     step.ok();
@@ -599,39 +602,62 @@ fn bring_up(
         "kine (127.0.0.1:2379 in the node namespace)",
         bound,
         tick,
-        || netns::in_netns(&netns_name, || ready::tcp(&format!("127.0.0.1:{}", config::KINE_PORT))),
+        || {
+            netns::in_netns(&netns_name, || {
+                ready::tcp(&format!("127.0.0.1:{}", config::KINE_PORT))
+            })
+        },
     )?;
 
     start(rt, record, daemons::apiserver::daemon(rt))?;
     let admin = rt.kubeconfig("admin");
-    wait_probe(record, "kube-apiserver /readyz", bound, Duration::from_secs(1), || {
-        ready::block_on(async {
-            let c = ready::client(&admin).await?;
-            ready::get_text(&c, "/readyz").await
-        })?
-        .map(|_| ())
-    })?;
-    record.timings_ms.insert("apiserver_ready_ms".into(), ms(started));
+    wait_probe(
+        record,
+        "kube-apiserver /readyz",
+        bound,
+        Duration::from_secs(1),
+        || {
+            ready::block_on(async {
+                let c = ready::client(&admin).await?;
+                ready::get_text(&c, "/readyz").await
+            })?
+            .map(|_| ())
+        },
+    )?;
+    record
+        .timings_ms
+        .insert("apiserver_ready_ms".into(), ms(started));
 
     start(rt, record, daemons::controller_manager::daemon(rt))?;
     start(rt, record, daemons::scheduler::daemon(rt))?;
     start(rt, record, daemons::containerd::daemon(rt))?;
     let ctr = rt.bin("ctr");
     let sock = rt.containerd_socket();
-    wait_probe(record, "containerd's CRI socket (ctr version)", bound, tick, || {
-        let out = std::process::Command::new(&ctr)
-            .arg("-a")
-            .arg(&sock)
-            .arg("version")
-            .output()
-            .context("running ctr version")?;
-        if !out.status.success() {
-            bail!("ctr version: {}", String::from_utf8_lossy(&out.stderr).trim());
-        }
-        Ok(())
-    })?;
+    wait_probe(
+        record,
+        "containerd's CRI socket (ctr version)",
+        bound,
+        tick,
+        || {
+            let out = std::process::Command::new(&ctr)
+                .arg("-a")
+                .arg(&sock)
+                .arg("version")
+                .output()
+                .context("running ctr version")?;
+            if !out.status.success() {
+                bail!(
+                    "ctr version: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                );
+            }
+            Ok(())
+        },
+    )?;
     kyverno::import_images(rt, &inputs.images)?;
-    record.timings_ms.insert("images_imported_ms".into(), ms(started));
+    record
+        .timings_ms
+        .insert("images_imported_ms".into(), ms(started));
 
     start(rt, record, daemons::kubelet::daemon(rt))?;
     start(rt, record, daemons::kube_proxy::daemon(rt))?;
@@ -663,7 +689,9 @@ fn bring_up(
         },
     )?;
     record.node_uid = Some(uid.clone());
-    record.timings_ms.insert("node_ready_ms".into(), ms(started));
+    record
+        .timings_ms
+        .insert("node_ready_ms".into(), ms(started));
     record.save()?;
     wait_probe(
         record,
@@ -682,7 +710,9 @@ fn bring_up(
         let rec2 = record.clone();
         let answer = kyverno::wait_ready(rt, opts.kyverno_timeout, move || all_alive(&rec2))?;
         eprintln!("   Kyverno answered: {answer}");
-        record.timings_ms.insert("kyverno_answering_ms".into(), ms(started));
+        record
+            .timings_ms
+            .insert("kyverno_answering_ms".into(), ms(started));
         let step = Step::start("creating the lab namespaces and the lab mark");
         let (name, node) = (rt.name.clone(), rt.node_name.clone());
         let user = rt.user_kubeconfig();
@@ -784,13 +814,19 @@ impl ClusterCmd {
             Sub::Status { name, json } => {
                 let s = Cluster::status(&name, &root)?;
                 if json {
-                    println!("{}", serde_json::to_string_pretty(&s).context("serialising status")?);
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&s).context("serialising status")?
+                    );
                 } else {
                     println!("cluster {}: {}", s.name, s.state);
                     println!("  state dir:    {}", s.state_dir.display());
                     if let Some(k) = &s.kubeconfig {
                         println!("  kubeconfig:   {}", k.display());
-                        println!("  cri endpoint: {}", s.cri_endpoint.clone().unwrap_or_default());
+                        println!(
+                            "  cri endpoint: {}",
+                            s.cri_endpoint.clone().unwrap_or_default()
+                        );
                         println!(
                             "  node:         {} ({}) uid {}",
                             s.node_name.clone().unwrap_or_default(),
@@ -815,5 +851,17 @@ impl ClusterCmd {
                 Ok(())
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The lab crate checks the mark before any fault; both sides must name the same ConfigMap.
+    #[test]
+    fn lab_mark_matches_the_lab_crate() {
+        assert_eq!(super::mark::MARK_NAMESPACE, lab::cluster::MARK_NAMESPACE);
+        assert_eq!(super::mark::MARK_NAME, lab::cluster::MARK_NAME);
+        assert_eq!(super::mark::MARK_KEY, lab::cluster::MARK_KEY);
+        assert_eq!(super::mark::MARK_VALUE, lab::cluster::MARK_VALUE);
     }
 }

@@ -41,7 +41,8 @@ pub fn ip(args: &[&str]) -> Result<()> {
 /// mounts, cgroups and the rest stay the host's.
 pub fn in_netns<T: Send, F: FnOnce() -> Result<T> + Send>(name: &str, f: F) -> Result<T> {
     let path = netns_path(name);
-    let ns = File::open(&path).with_context(|| format!("opening network namespace {}", path.display()))?;
+    let ns = File::open(&path)
+        .with_context(|| format!("opening network namespace {}", path.display()))?;
     std::thread::scope(|s| {
         s.spawn(move || {
             setns(&ns, CloneFlags::CLONE_NEWNET)

@@ -12,8 +12,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
-    SanType, date_time_ymd,
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose, SanType, date_time_ymd,
 };
 
 use super::config::{KUBERNETES_SERVICE_IP, Runtime};
@@ -67,11 +67,20 @@ pub fn cert_specs(rt: &Runtime) -> Vec<CertSpec> {
             stem: "kubelet-serving",
             cn: rt.node_name.clone(),
             orgs: vec![],
-            sans: vec![node_ip, rt.node_name.clone(), "localhost".into(), "127.0.0.1".into()],
+            sans: vec![
+                node_ip,
+                rt.node_name.clone(),
+                "localhost".into(),
+                "127.0.0.1".into(),
+            ],
             server: true,
         },
         client("admin", "kca-admin", &["system:masters"]),
-        client("kubelet", &format!("system:node:{}", rt.node_name), &["system:nodes"]),
+        client(
+            "kubelet",
+            &format!("system:node:{}", rt.node_name),
+            &["system:nodes"],
+        ),
         client("controller-manager", "system:kube-controller-manager", &[]),
         client("scheduler", "system:kube-scheduler", &[]),
         client("kube-proxy", "system:kube-proxy", &[]),
@@ -109,8 +118,10 @@ pub fn generate(rt: &Runtime) -> Result<()> {
 
     let ca_key = KeyPair::generate().context("generating the CA key")?;
     let mut ca = CertificateParams::new(Vec::<String>::new()).context("CA parameters")?;
-    ca.distinguished_name
-        .push(DnType::CommonName, format!("kca-webhook-lab-ca-{}", rt.name));
+    ca.distinguished_name.push(
+        DnType::CommonName,
+        format!("kca-webhook-lab-ca-{}", rt.name),
+    );
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca.key_usages = vec![
         KeyUsagePurpose::KeyCertSign,
@@ -124,11 +135,15 @@ pub fn generate(rt: &Runtime) -> Result<()> {
     let issuer = Issuer::new(ca, ca_key);
 
     for spec in cert_specs(rt) {
-        let key = KeyPair::generate().with_context(|| format!("generating the key of {}", spec.stem))?;
-        let mut p = CertificateParams::new(Vec::<String>::new()).context("certificate parameters")?;
-        p.distinguished_name.push(DnType::CommonName, spec.cn.clone());
+        let key =
+            KeyPair::generate().with_context(|| format!("generating the key of {}", spec.stem))?;
+        let mut p =
+            CertificateParams::new(Vec::<String>::new()).context("certificate parameters")?;
+        p.distinguished_name
+            .push(DnType::CommonName, spec.cn.clone());
         for o in &spec.orgs {
-            p.distinguished_name.push(DnType::OrganizationName, o.clone());
+            p.distinguished_name
+                .push(DnType::OrganizationName, o.clone());
         }
         for san in &spec.sans {
             p.subject_alt_names.push(match san.parse::<Ipv4Addr>() {
@@ -136,7 +151,10 @@ pub fn generate(rt: &Runtime) -> Result<()> {
                 Err(_) => SanType::DnsName(san.clone().try_into().context("DNS name")?),
             });
         }
-        p.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+        p.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
         p.extended_key_usages = vec![if spec.server {
             ExtendedKeyUsagePurpose::ServerAuth
         } else {
@@ -147,7 +165,11 @@ pub fn generate(rt: &Runtime) -> Result<()> {
             .signed_by(&key, &issuer)
             .with_context(|| format!("signing {}", spec.stem))?;
         write_file(&dir.join(format!("{}.crt", spec.stem)), &cert.pem(), 0o644)?;
-        write_file(&dir.join(format!("{}.key", spec.stem)), &key.serialize_pem(), 0o600)?;
+        write_file(
+            &dir.join(format!("{}.key", spec.stem)),
+            &key.serialize_pem(),
+            0o600,
+        )?;
     }
 
     let sa = KeyPair::generate().context("generating the service-account key")?;

@@ -65,7 +65,8 @@ pub fn spawn(spec: &DaemonSpec, netns: &str) -> Result<ProcRecord> {
         .with_context(|| format!("opening {}", spec.log.display()))?;
     let log2 = log.try_clone().context("duplicating the log file handle")?;
     let ns_path = netns_path(netns);
-    let ns = File::open(&ns_path).with_context(|| format!("opening network namespace {}", ns_path.display()))?;
+    let ns = File::open(&ns_path)
+        .with_context(|| format!("opening network namespace {}", ns_path.display()))?;
     let ns_fd = ns.as_raw_fd();
     let mut cmd = Command::new(&spec.binary);
     cmd.args(&spec.args)
@@ -79,7 +80,8 @@ pub fn spawn(spec: &DaemonSpec, netns: &str) -> Result<ProcRecord> {
     unsafe {
         cmd.pre_exec(move || {
             nix::unistd::setsid().map_err(std::io::Error::from)?;
-            setns(BorrowedFd::borrow_raw(ns_fd), CloneFlags::CLONE_NEWNET).map_err(std::io::Error::from)?;
+            setns(BorrowedFd::borrow_raw(ns_fd), CloneFlags::CLONE_NEWNET)
+                .map_err(std::io::Error::from)?;
             Ok(())
         });
     }
@@ -88,8 +90,13 @@ pub fn spawn(spec: &DaemonSpec, netns: &str) -> Result<ProcRecord> {
         .with_context(|| format!("starting {}, see {}", spec.name, spec.log.display()))?;
     drop(ns);
     let pid = child.id() as i32;
-    let (_, start_time) = proc_stat(pid)
-        .with_context(|| format!("{} (pid {pid}) exited at once, see {}", spec.name, spec.log.display()))?;
+    let (_, start_time) = proc_stat(pid).with_context(|| {
+        format!(
+            "{} (pid {pid}) exited at once, see {}",
+            spec.name,
+            spec.log.display()
+        )
+    })?;
     Ok(ProcRecord {
         name: spec.name.to_string(),
         pid,
@@ -129,7 +136,9 @@ pub fn stop(rec: &ProcRecord, grace: Duration) -> Result<Stopped> {
     let fd = match pidfd_open(pid, PidfdFlags::empty()) {
         Ok(fd) => fd,
         Err(rustix::io::Errno::SRCH) => return Ok(Stopped::AlreadyGone),
-        Err(e) => return Err(e).with_context(|| format!("pidfd_open({}) for {}", rec.pid, rec.name)),
+        Err(e) => {
+            return Err(e).with_context(|| format!("pidfd_open({}) for {}", rec.pid, rec.name));
+        }
     };
     // The pidfd now pins this exact process; re-check that it is the one we started.
     if !rec.alive() {
@@ -154,7 +163,11 @@ pub fn stop(rec: &ProcRecord, grace: Duration) -> Result<Stopped> {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    bail!("{} (pid {}) is still running 10s after SIGKILL", rec.name, rec.pid)
+    bail!(
+        "{} (pid {}) is still running 10s after SIGKILL",
+        rec.name,
+        rec.pid
+    )
 }
 
 /// Last `n` lines of a log file (for error messages).

@@ -85,7 +85,10 @@ pub async fn get_text(client: &kube::Client, path: &str) -> Result<String> {
     let req = http::Request::get(path)
         .body(Vec::new())
         .context("building a request")?;
-    client.request_text(req).await.with_context(|| format!("GET {path}"))
+    client
+        .request_text(req)
+        .await
+        .with_context(|| format!("GET {path}"))
 }
 
 /// A TCP connect to `addr` with a 2 s timeout.

@@ -77,7 +77,11 @@ impl ClusterRecord {
             processes: Vec::new(),
             created_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             timings_ms: BTreeMap::new(),
-            host_paths_created: HOST_PATHS.iter().map(PathBuf::from).filter(|p| !p.exists()).collect(),
+            host_paths_created: HOST_PATHS
+                .iter()
+                .map(PathBuf::from)
+                .filter(|p| !p.exists())
+                .collect(),
         }
     }
 
@@ -102,7 +106,8 @@ impl ClusterRecord {
         let tmp = path.with_extension("json.tmp");
         let text = serde_json::to_string_pretty(self).context("serialising cluster.json")?;
         std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-        std::fs::rename(&tmp, &path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
+        std::fs::rename(&tmp, &path)
+            .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
     }
 
     /// Reads the record of the cluster in `state_dir`, or None when there is none.

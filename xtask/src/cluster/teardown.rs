@@ -72,8 +72,11 @@ pub fn stray_pids(rec: &ClusterRecord) -> Vec<(i32, String)> {
         let cmdline = p.cmdline().unwrap_or_default().join(" ");
         let in_cgroup = std::fs::read_to_string(format!("/proc/{}/cgroup", p.pid))
             .map(|s| {
-                s.lines()
-                    .any(|l| l.split(':').nth(2).is_some_and(|path| path.starts_with(&cg)))
+                s.lines().any(|l| {
+                    l.split(':')
+                        .nth(2)
+                        .is_some_and(|path| path.starts_with(&cg))
+                })
             })
             .unwrap_or(false);
         let shim = cmdline.contains("containerd-shim") && cmdline.contains(&state);
@@ -91,7 +94,9 @@ fn kill_strays(report: &mut Report, rec: &ClusterRecord) {
             return;
         }
         for (pid, cmd) in &strays {
-            let Some((_, st)) = proc_stat(*pid) else { continue };
+            let Some((_, st)) = proc_stat(*pid) else {
+                continue;
+            };
             let pr = ProcRecord {
                 name: "stray".into(),
                 pid: *pid,
@@ -143,14 +148,18 @@ fn crictl_remove_pods(report: &mut Report, rec: &ClusterRecord) {
                 .lines()
                 .filter(|l| !l.trim().is_empty())
                 .count();
-            report.note(format!("removed {n} pod sandboxes through CRI (crictl rmp -fa)"));
+            report.note(format!(
+                "removed {n} pod sandboxes through CRI (crictl rmp -fa)"
+            ));
         }
         Ok(o) => report.fail(anyhow::anyhow!(
             "crictl rmp -fa failed: {}{}",
             String::from_utf8_lossy(&o.stdout),
             String::from_utf8_lossy(&o.stderr)
         )),
-        Err(e) => report.fail(anyhow::Error::from(e).context(format!("running {}", crictl.display()))),
+        Err(e) => {
+            report.fail(anyhow::Error::from(e).context(format!("running {}", crictl.display())))
+        }
     }
 }
 
@@ -174,7 +183,10 @@ pub fn shim_sockets(state_dir: &Path) -> Vec<PathBuf> {
                 .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
                 .and_then(|v| v["address"].as_str().map(str::to_string));
             let addr = from_json.or_else(|| std::fs::read_to_string(t.path().join("address")).ok());
-            if let Some(p) = addr.as_deref().and_then(|a| a.trim().strip_prefix("unix://")) {
+            if let Some(p) = addr
+                .as_deref()
+                .and_then(|a| a.trim().strip_prefix("unix://"))
+            {
                 out.push(PathBuf::from(p));
             }
         }
@@ -283,7 +295,11 @@ pub fn container_log_links(state_dir: &Path) -> Vec<PathBuf> {
     };
     rd.flatten()
         .map(|e| e.path())
-        .filter(|p| std::fs::read_link(p).map(|t| t.starts_with(state_dir)).unwrap_or(false))
+        .filter(|p| {
+            std::fs::read_link(p)
+                .map(|t| t.starts_with(state_dir))
+                .unwrap_or(false)
+        })
         .collect()
 }
 
@@ -292,7 +308,9 @@ fn other_kubelet_alive(rec: &ClusterRecord) -> bool {
     let Some(root) = rec.state_dir.parent() else {
         return false;
     };
-    let Ok(rd) = std::fs::read_dir(root) else { return false };
+    let Ok(rd) = std::fs::read_dir(root) else {
+        return false;
+    };
     rd.flatten()
         .filter(|e| e.path() != rec.state_dir)
         .filter_map(|e| ClusterRecord::load(&e.path()).ok().flatten())
@@ -344,7 +362,10 @@ fn remove_host_paths(report: &mut Report, rec: &ClusterRecord) {
 pub fn down(rec: &ClusterRecord) -> Report {
     let mut report = Report::default();
     let grace = Duration::from_secs(15);
-    fn by_name<'a>(rec: &'a ClusterRecord, n: &'a str) -> impl Iterator<Item = &'a ProcRecord> + 'a {
+    fn by_name<'a>(
+        rec: &'a ClusterRecord,
+        n: &'a str,
+    ) -> impl Iterator<Item = &'a ProcRecord> + 'a {
         rec.processes.iter().filter(move |p| p.name == n)
     }
     for p in by_name(rec, "kubelet") {
@@ -393,7 +414,9 @@ pub fn down(rec: &ClusterRecord) -> Report {
     }
     remove_host_paths(&mut report, rec);
     match netns::delete(&rec.netns, &rec.net.host_veth()) {
-        Ok(done) => done.into_iter().for_each(|d| report.note(format!("deleted {d}"))),
+        Ok(done) => done
+            .into_iter()
+            .for_each(|d| report.note(format!("deleted {d}"))),
         Err(e) => report.fail(e),
     }
     report

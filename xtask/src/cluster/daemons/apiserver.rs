@@ -25,7 +25,10 @@ pub fn args(rt: &Runtime) -> Args {
         ("api-audiences", SERVICE_ACCOUNT_ISSUER.into()),
         ("service-account-key-file", k("sa.pub")),
         ("service-account-signing-key-file", k("sa.key")),
-        ("kubelet-client-certificate", k("apiserver-kubelet-client.crt")),
+        (
+            "kubelet-client-certificate",
+            k("apiserver-kubelet-client.crt"),
+        ),
         ("kubelet-client-key", k("apiserver-kubelet-client.key")),
         ("kubelet-certificate-authority", k("ca.crt")),
         ("kubelet-preferred-address-types", "InternalIP".into()),

@@ -156,7 +156,10 @@ mod tests {
     fn cni_network() {
         let rt = crate::cluster::daemons::test_runtime();
         let c = cni_conflist(&rt);
-        assert_eq!(c["plugins"][0]["ipam"]["ranges"][0][0]["subnet"], "10.42.0.0/24");
+        assert_eq!(
+            c["plugins"][0]["ipam"]["ranges"][0][0]["subnet"],
+            "10.42.0.0/24"
+        );
         assert_eq!(c["cniVersion"], "1.0.0");
     }
 }

@@ -28,7 +28,12 @@ pub fn args(rt: &Runtime) -> Args {
 
 /// The kube-controller-manager daemon.
 pub fn daemon(rt: &Runtime) -> DaemonSpec {
-    spec(rt, "kube-controller-manager", "kube-controller-manager", &args(rt))
+    spec(
+        rt,
+        "kube-controller-manager",
+        "kube-controller-manager",
+        &args(rt),
+    )
 }
 
 #[cfg(test)]

@@ -11,7 +11,9 @@ pub fn args(rt: &Runtime) -> Args {
         // The DSN kine uses by default for SQLite, with our path (kine's `pkg/drivers/sqlite`).
         (
             "endpoint",
-            format!("sqlite://{db}?_journal=WAL&cache=shared&_busy_timeout=30000&_txlock=immediate"),
+            format!(
+                "sqlite://{db}?_journal=WAL&cache=shared&_busy_timeout=30000&_txlock=immediate"
+            ),
         ),
         // "set 0 to disable metrics serving" (kine's flag help); avoids a listener on :8080.
         ("metrics-bind-address", "0".into()),

@@ -95,7 +95,10 @@ mod tests {
         );
         assert!(v2.get("failCgroupV1").is_none());
         assert_eq!(v1["cgroupDriver"], "cgroupfs");
-        assert_eq!(v1["containerRuntimeEndpoint"], "unix:///s/t/containerd/containerd.sock");
+        assert_eq!(
+            v1["containerRuntimeEndpoint"],
+            "unix:///s/t/containerd/containerd.sock"
+        );
         assert_eq!(v1["authentication"]["webhook"]["enabled"], true);
         let a = args(&rt);
         assert_eq!(a["node-ip"], "10.44.0.2");
