@@ -986,3 +986,58 @@ async fn act8(env: &Env) -> Result<ActSummary, LabError> {
     };
     rec.complete(facts, lines)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts<T: serde::de::DeserializeOwned>(text: &str) -> T {
+        let ev: serde_json::Value = serde_json::from_str(text).unwrap();
+        serde_json::from_value(ev["facts"].clone()).unwrap()
+    }
+
+    fn fixture() -> (Act3Facts, Act5Facts, Act6Facts, Act7Facts) {
+        (
+            facts(include_str!("../../tests/fixtures/b/pass/evidence/03.json")),
+            facts(include_str!("../../tests/fixtures/b/pass/evidence/05.json")),
+            facts(include_str!("../../tests/fixtures/b/pass/evidence/06.json")),
+            facts(include_str!("../../tests/fixtures/b/pass/evidence/07.json")),
+        )
+    }
+
+    #[test]
+    fn passing_evidence_supports_the_reference_report() {
+        let (a3, a5, a6, a7) = fixture();
+        let got = report_expectations(&a3, &a5, &a6, &a7);
+        assert_eq!(
+            got,
+            vec![
+                ("fail", "matching-requests-timeout".to_owned()),
+                ("ignore", "unvalidated-request-stored".to_owned()),
+                ("healthy_ignore", "explicit-deny".to_owned()),
+                ("control", "outside-selector".to_owned()),
+                ("existing", "same-uid-running".to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn other_observations_are_described_not_mapped_to_the_reference_words() {
+        let (a3, mut a5, mut a6, mut a7) = fixture();
+        a5.target_good.outcome = Outcome::Stored;
+        a6.run.target_bad.outcome = Outcome::WebhookTimeout;
+        a5.control.outcome = Outcome::ExplicitDeny;
+        a7.existing.uid = Some("00000000-0000-0000-0000-000000000000".into());
+        let got: std::collections::BTreeMap<_, _> = report_expectations(&a3, &a5, &a6, &a7)
+            .into_iter()
+            .collect();
+        assert_eq!(got["fail"], "target-good:stored,target-bad:webhook-timeout");
+        assert_eq!(got["ignore"], "target-bad:webhook-timeout");
+        assert_eq!(got["control"], "control:explicit-deny");
+        assert!(
+            got["existing"].starts_with("uid:00000000-"),
+            "{}",
+            got["existing"]
+        );
+    }
+}
