@@ -162,8 +162,14 @@ fn sigkill_test() -> Result<()> {
 
     // Replicas are 0 now (the runner did scale) …
     let scale_now = rt.block_on(deployments.get_scale(scale::DEPLOYMENT))?;
+    // autoscaling/v1 ScaleSpec omits `replicas: 0` (omitempty), hence the default.
     ensure!(
-        scale_now.spec.as_ref().and_then(|s| s.replicas) == Some(0),
+        scale_now
+            .spec
+            .as_ref()
+            .and_then(|s| s.replicas)
+            .unwrap_or(0)
+            == 0,
         "after the scale-down the replicas should be 0, are {:?}",
         scale_now.spec.as_ref().and_then(|s| s.replicas)
     );
