@@ -1,0 +1,104 @@
+//! Graders on evidence recorded by a real lab run (`fixtures/recorded/`, see its README): every act
+//! passes as recorded, and the kinds of tampering the graders exist for are caught in it too.
+
+mod common;
+
+use lab::evidence::Lab;
+use lab::grade::{self, Code, GradeInput};
+use lab::messages::Lang;
+use lab::workdir::Workdir;
+use serde_json::{Value, json};
+
+const RUN_B: &str = "recorded/b-20261129T153816Z";
+
+fn load(
+    mutate: impl FnOnce(&mut std::collections::BTreeMap<String, Value>),
+) -> (tempfile::TempDir, GradeInput) {
+    let mut files = common::read_tree(&common::fixtures_dir().join(RUN_B));
+    mutate(&mut files);
+    let tmp = tempfile::tempdir().unwrap();
+    common::write_tree(tmp.path(), &files);
+    let gi = GradeInput::load(&Workdir::new(tmp.path()), Lab::B);
+    (tmp, gi)
+}
+
+#[test]
+fn recorded_lab_b_passes_every_act() {
+    let (_tmp, gi) = load(|_| {});
+    for f in grade::grade_all(Lab::B, &gi) {
+        assert!(f.passed(), "{}", lab::messages::findings(Lang::En, &f));
+    }
+}
+
+#[test]
+fn recorded_timeouts_took_at_least_timeout_seconds() {
+    // The observation itself, from the real run: both target requests under Fail timed out after
+    // at least timeoutSeconds (3 s) and were not stored; the control request was stored.
+    let files = common::read_tree(&common::fixtures_dir().join(RUN_B));
+    let f5 = &files["evidence/05.json"]["facts"];
+    for k in ["target_good", "target_bad"] {
+        assert_eq!(f5[k]["outcome"], "webhook-timeout", "{k}");
+        assert!(
+            f5[k]["elapsed_ms"].as_u64().unwrap() >= 3000 - grade::TIMEOUT_TOLERANCE_MS,
+            "{k}"
+        );
+        assert_eq!(f5[k]["get"]["exists"], false, "{k}");
+        assert!(
+            f5[k]["message"]
+                .as_str()
+                .unwrap()
+                .contains("context deadline exceeded"),
+            "{k}"
+        );
+    }
+    assert_eq!(f5["control"]["outcome"], "stored");
+}
+
+fn flagged(
+    act: u8,
+    code: Code,
+    mutate: impl FnOnce(&mut std::collections::BTreeMap<String, Value>),
+) {
+    let (_tmp, gi) = load(mutate);
+    let f = grade::grade(Lab::B, act, &gi);
+    assert!(
+        f.has(code),
+        "expected {code:?}: {}",
+        lab::messages::findings(Lang::En, &f)
+    );
+}
+
+fn facts(files: &mut std::collections::BTreeMap<String, Value>, act: u8) -> &mut Value {
+    &mut files.get_mut(&format!("evidence/{act:02}.json")).unwrap()["facts"]
+}
+
+#[test]
+fn tampering_with_the_recorded_run_is_caught() {
+    flagged(5, Code::TimeoutTooFast, |f| {
+        let r = &mut facts(f, 5)["target_bad"];
+        let sent = lab::facts::parse_rfc3339(r["sent_at"].as_str().unwrap()).unwrap();
+        r["elapsed_ms"] = json!(200);
+        r["answered_at"] = json!(lab::facts::format_rfc3339(
+            sent + chrono::Duration::milliseconds(200)
+        ));
+    });
+    flagged(5, Code::PodReplaced, |f| {
+        facts(f, 5)["existing"]["uid"] = json!("00000000-0000-4000-8000-00000000beef")
+    });
+    flagged(3, Code::StoredWithoutUid, |f| {
+        facts(f, 3)["good"]["get"]["uid"] = Value::Null
+    });
+    flagged(3, Code::DenyWithoutMarker, |f| {
+        let r = &mut facts(f, 3)["bad"];
+        let m = "admission webhook \"images.example.com\" denied the request: no";
+        r["message"] = json!(m);
+        r["raw_response"]["message"] = json!(m);
+    });
+    flagged(6, Code::OutcomeContradictsAnswer, |f| {
+        facts(f, 6)["target_bad"]["outcome"] = json!("explicit-deny")
+    });
+    flagged(8, Code::DigestMismatch, |f| {
+        facts(f, 7)["existing"]["phase"] = json!("Running ")
+    });
+    flagged(1, Code::FactsInvalid, |f| *facts(f, 1) = json!({}));
+}
