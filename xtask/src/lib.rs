@@ -8,7 +8,10 @@
 //!   the Kyverno chart.
 //! - [`cluster`]: the embedded backend, a real single-node cluster in its own
 //!   network namespace (`up`, `down`, `status`) and a test fixture.
+//! - [`backend`]: where a lab run's cluster comes from: embedded, an existing cluster
+//!   (kubeconfig), or k3s in Docker.
 
+pub mod backend;
 pub mod cluster;
 pub mod lab_run;
 pub mod status;

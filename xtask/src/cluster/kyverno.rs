@@ -50,7 +50,9 @@ pub struct ImageInput {
 }
 
 fn run(cmd: &mut Command, what: &str) -> Result<String> {
-    let out = cmd.output().with_context(|| format!("{what}: running {cmd:?}"))?;
+    let out = cmd
+        .output()
+        .with_context(|| format!("{what}: running {cmd:?}"))?;
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -65,7 +67,11 @@ fn run(cmd: &mut Command, what: &str) -> Result<String> {
             .into_iter()
             .rev()
             .collect();
-        bail!("{what} failed ({}): {cmd:?}\n{}", out.status, tail.join("\n"));
+        bail!(
+            "{what} failed ({}): {cmd:?}\n{}",
+            out.status,
+            tail.join("\n")
+        );
     }
     Ok(text)
 }
@@ -106,13 +112,30 @@ pub fn import_images(rt: &Runtime, images: &[ImageInput]) -> Result<()> {
 /// `helm install kyverno <chart> -n kyverno --create-namespace` with the built Helm, against the
 /// user's kubeconfig; Helm's own caches and config under the state dir.
 pub fn helm_install(rt: &Runtime, chart_dir: &Path) -> Result<()> {
+    helm_install_at(
+        &rt.bin("helm"),
+        &rt.user_kubeconfig(),
+        chart_dir,
+        &rt.path("helm"),
+    )
+}
+
+/// [`helm_install`] against any cluster: `helm` (the built Helm binary) installs release
+/// [`RELEASE`] from `chart_dir` into [`NAMESPACE`] of the cluster behind `kubeconfig`, with
+/// [`HELM_VALUE_OVERRIDES`]; Helm's caches and config go under `helm_home` (cache/, config/,
+/// data/). Used by the embedded backend and by the kubeconfig backend (`xtask::backend`).
+pub fn helm_install_at(
+    helm: &Path,
+    kubeconfig: &Path,
+    chart_dir: &Path,
+    helm_home: &Path,
+) -> Result<()> {
     let step = Step::start(format!("helm install {RELEASE} {}", chart_dir.display()));
-    let helm_home = rt.path("helm");
-    let mut cmd = Command::new(rt.bin("helm"));
+    let mut cmd = Command::new(helm);
     cmd.args(["install", RELEASE])
         .arg(chart_dir)
         .args(["-n", NAMESPACE, "--create-namespace", "--kubeconfig"])
-        .arg(rt.user_kubeconfig())
+        .arg(kubeconfig)
         .env("HELM_CACHE_HOME", helm_home.join("cache"))
         .env("HELM_CONFIG_HOME", helm_home.join("config"))
         .env("HELM_DATA_HOME", helm_home.join("data"));
@@ -202,7 +225,8 @@ async fn webhook_answers(kc: &Path) -> Result<String> {
             "server dry-run create of an invalid ValidatingPolicy was admitted: Kyverno's policy webhook did not check it"
         ),
         Err(kube::Error::Api(s))
-            if s.message.contains("admission webhook") && s.message.contains("denied the request") =>
+            if s.message.contains("admission webhook")
+                && s.message.contains("denied the request") =>
         {
             Ok(s.message)
         }
@@ -212,8 +236,21 @@ async fn webhook_answers(kc: &Path) -> Result<String> {
 
 /// Waits (bounded) until all four Kyverno Deployments are Ready and the admission webhook answers.
 /// Returns Kyverno's deny message for the probe.
-pub fn wait_ready(rt: &Runtime, timeout: Duration, alive: impl FnMut() -> Result<()> + Clone) -> Result<String> {
-    let kc = rt.user_kubeconfig();
+pub fn wait_ready(
+    rt: &Runtime,
+    timeout: Duration,
+    alive: impl FnMut() -> Result<()> + Clone,
+) -> Result<String> {
+    wait_ready_at(&rt.user_kubeconfig(), timeout, alive)
+}
+
+/// [`wait_ready`] for the cluster behind `kubeconfig` (any backend).
+pub fn wait_ready_at(
+    kubeconfig: &Path,
+    timeout: Duration,
+    alive: impl FnMut() -> Result<()> + Clone,
+) -> Result<String> {
+    let kc = kubeconfig.to_path_buf();
     wait(
         "Kyverno's four Deployments Ready",
         timeout,

@@ -28,8 +28,17 @@ pub const CONTROL_NAMESPACE: &str = "kca-webhook-control";
 
 /// Creates both lab namespaces and the mark ConfigMap (`createdAt` RFC 3339 UTC).
 pub async fn apply(client: kube::Client, cluster: &str, node: &str, node_uid: &str) -> Result<()> {
+    create_namespaces(client.clone(), false).await?;
+    put_mark(client, cluster, node, node_uid, "embedded").await
+}
+
+/// Creates [`TARGET_NAMESPACE`] and [`CONTROL_NAMESPACE`] (label [`MANAGED_BY`]). With
+/// `existing_ok`, a namespace that already exists is kept as it is (409 AlreadyExists is not an
+/// error); returns the namespaces this call created.
+pub async fn create_namespaces(client: kube::Client, existing_ok: bool) -> Result<Vec<String>> {
     let labels = BTreeMap::from([(MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string())]);
-    let ns_api: Api<Namespace> = Api::all(client.clone());
+    let ns_api: Api<Namespace> = Api::all(client);
+    let mut created = Vec::new();
     for ns in [TARGET_NAMESPACE, CONTROL_NAMESPACE] {
         let obj = Namespace {
             metadata: ObjectMeta {
@@ -39,11 +48,25 @@ pub async fn apply(client: kube::Client, cluster: &str, node: &str, node_uid: &s
             },
             ..Default::default()
         };
-        ns_api
-            .create(&PostParams::default(), &obj)
-            .await
-            .with_context(|| format!("creating namespace {ns}"))?;
+        match ns_api.create(&PostParams::default(), &obj).await {
+            Ok(_) => created.push(ns.to_string()),
+            Err(kube::Error::Api(s)) if existing_ok && s.code == 409 => {}
+            Err(e) => return Err(e).with_context(|| format!("creating namespace {ns}")),
+        }
     }
+    Ok(created)
+}
+
+/// Creates the lab mark ConfigMap; `backend` (`embedded`, `kubeconfig`, `k3s`) goes into its
+/// data key `backend`.
+pub async fn put_mark(
+    client: kube::Client,
+    cluster: &str,
+    node: &str,
+    node_uid: &str,
+    backend: &str,
+) -> Result<()> {
+    let labels = BTreeMap::from([(MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string())]);
     let cm = ConfigMap {
         metadata: ObjectMeta {
             name: Some(MARK_NAME.into()),
@@ -56,7 +79,7 @@ pub async fn apply(client: kube::Client, cluster: &str, node: &str, node_uid: &s
             ("cluster".to_string(), cluster.to_string()),
             ("node".to_string(), node.to_string()),
             ("nodeUID".to_string(), node_uid.to_string()),
-            ("backend".to_string(), "embedded".to_string()),
+            ("backend".to_string(), backend.to_string()),
             (
                 "createdAt".to_string(),
                 chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),

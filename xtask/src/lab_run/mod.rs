@@ -46,6 +46,12 @@ pub struct LabCmd {
 enum LabSub {
     /// Run a lab (or both, each on its own fresh cluster) end to end and collect artifacts.
     Run(RunArgs),
+    /// Print a Markdown table of the key facts of the lab runs under an artifacts directory
+    /// (the nightly job summary).
+    Summary {
+        /// A directory holding `<run-id>/<lab>/` or `<lab>/` artifact directories (searched recursively).
+        dir: PathBuf,
+    },
 }
 
 #[derive(clap::Args, Debug)]
@@ -56,15 +62,27 @@ struct RunArgs {
     /// Keep the cluster running afterwards (for debugging); `cargo xtask cluster down --name N` ends it.
     #[arg(long)]
     retain: bool,
+    /// Where the cluster comes from (`--cluster embedded|kubeconfig|k3s` and their flags).
+    #[command(flatten)]
+    backend: crate::backend::BackendArgs,
 }
 
 impl LabCmd {
     /// Runs the subcommand.
     pub fn run(self) -> Result<()> {
         match self.cmd {
+            LabSub::Summary { dir } => {
+                print!("{}", crate::backend::summary::markdown(&dir)?);
+                Ok(())
+            }
             LabSub::Run(args) => {
+                let backend = args.backend.backend()?;
+                backend.preflight()?;
                 let labs = match args.lab {
                     Some(l) => vec![l],
+                    None if matches!(backend, crate::backend::Backend::Kubeconfig(_)) => bail!(
+                        "the kubeconfig backend runs one lab per existing cluster (each lab needs a fresh cluster): pass --lab a or --lab b"
+                    ),
                     None => vec![Lab::A, Lab::B],
                 };
                 let run_id = run_id();
@@ -73,6 +91,7 @@ impl LabCmd {
                     let opts = RunOptions {
                         run_id: run_id.clone(),
                         retain: args.retain,
+                        backend: backend.clone(),
                         ..RunOptions::new(lab)
                     };
                     match run_lab(&opts) {
@@ -294,6 +313,8 @@ pub struct RunOptions {
     pub run_id: String,
     /// Keep the cluster running afterwards.
     pub retain: bool,
+    /// Where the cluster comes from (default [`crate::backend::Backend::Embedded`]).
+    pub backend: crate::backend::Backend,
 }
 
 impl RunOptions {
@@ -303,6 +324,7 @@ impl RunOptions {
             lab,
             run_id: run_id(),
             retain: false,
+            backend: crate::backend::Backend::Embedded,
         }
     }
 }
@@ -373,13 +395,21 @@ pub fn run_lab(opts: &RunOptions) -> Result<RunReport> {
     let step = Step::start("building kca-webhook-lab");
     ensure_lab_binary()?;
     step.ok();
+    if opts.backend != crate::backend::Backend::Embedded {
+        return run_lab_on_backend(opts, &name, &artifacts);
+    }
     let up = crate::cluster::UpOptions::new(&name);
     let _lock = ClusterLock::acquire(&up.state_root)?;
     let step = Step::start(format!("bringing up a fresh cluster {name}"));
     let cluster =
         crate::cluster::Cluster::up(up).with_context(|| format!("bringing up cluster {name}"))?;
     step.ok();
-    let result = drive(opts.lab, &cluster, &artifacts);
+    let result = drive(
+        opts.lab,
+        &cluster.kubeconfig(),
+        &cluster.cri_endpoint(),
+        &artifacts,
+    );
     let collected = collect_cluster_logs(cluster.state_dir(), &artifacts);
     if opts.retain {
         eprintln!(
@@ -402,14 +432,50 @@ pub fn run_lab(opts: &RunOptions) -> Result<RunReport> {
     Ok(report)
 }
 
-fn drive(lab: Lab, cluster: &crate::cluster::Cluster, artifacts: &Path) -> Result<RunReport> {
+/// [`run_lab`] on a kubeconfig or k3s backend: the backend provides the cluster (its checks and
+/// versions go to `<artifacts>/backend.json`), then the same acts, grades and artifacts as on the
+/// embedded backend.
+fn run_lab_on_backend(opts: &RunOptions, name: &str, artifacts: &Path) -> Result<RunReport> {
+    let step = Step::start(format!(
+        "{} backend: preparing the cluster",
+        opts.backend.name()
+    ));
+    let handle = opts
+        .backend
+        .acquire(name)
+        .with_context(|| format!("{} backend", opts.backend.name()))?;
+    step.ok();
+    crate::backend::write_facts(&artifacts.join("backend.json"), &handle.facts)?;
+    let result = drive(
+        opts.lab,
+        &handle.kubeconfig,
+        &handle.cri_endpoint,
+        artifacts,
+    );
+    let collected = handle.write_logs().and_then(|()| {
+        match handle.logs_dir.as_deref().and_then(Path::parent) {
+            Some(state) => collect_cluster_logs(state, artifacts),
+            None => Ok(()),
+        }
+    });
+    if opts.retain {
+        handle.retain();
+    } else {
+        handle.teardown()?;
+    }
+    collected?;
+    let report = result?;
+    eprintln!(
+        "artifacts of lab {}: {}",
+        lab_name(opts.lab),
+        artifacts.display()
+    );
+    Ok(report)
+}
+
+fn drive(lab: Lab, kubeconfig: &Path, cri_endpoint: &str, artifacts: &Path) -> Result<RunReport> {
     let workdir = artifacts.join("workdir");
-    let run = LabRun::new(
-        lab,
-        &workdir,
-        &cluster.kubeconfig(),
-        &cluster.cri_endpoint(),
-    )?;
+    let run = LabRun::new(lab, &workdir, kubeconfig, cri_endpoint)?;
     let mut acts = Vec::new();
     for act in 1..=8u8 {
         let step = Step::start(format!("lab {} act {act}", lab_name(lab)));
