@@ -120,7 +120,10 @@ fn step(
 fn setup() -> anyhow::Result<(LabCluster, LabRun)> {
     xtask::lab_run::ensure_lab_binary()?;
     let cluster = LabCluster::fresh(CLUSTER_NAME)?;
-    let workdir = cluster.state_dir().join("lab-a-workdir");
+    // Outside the cluster's state directory, so the evidence outlives the teardown.
+    let workdir =
+        xtask::lab_run::artifacts_dir(&format!("test-{}", xtask::lab_run::run_id()), Lab::A)
+            .join("workdir");
     let run = LabRun::new(
         Lab::A,
         &workdir,
