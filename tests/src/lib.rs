@@ -10,6 +10,13 @@
 //! - Without root or off Linux, `fresh` fails with a message naming what is missing: cluster tests
 //!   never skip silently.
 //!
+//! - The backend comes from one environment variable, `KCA_CLUSTER` (`embedded`, the default;
+//!   `kubeconfig` with `KCA_KUBECONFIG`, `KCA_CRI_ENDPOINT`, `KCA_INSTALL_KYVERNO=1`,
+//!   `KCA_MARK_AS_LAB=1`, `KCA_ALLOW_OTHER_VERSIONS=1`; `k3s` with `KCA_K3S_TAG`), read by
+//!   [`xtask::backend::Backend::from_env`]. On the other backends [`LabCluster::fresh`] returns
+//!   the backend's cluster (an existing cluster is never torn down; a k3s container is removed) and
+//!   [`LabCluster::cluster`], which is the embedded handle, panics with a message saying so.
+//!
 //! Handles for the lab code: [`LabCluster::kubeconfig`] (path), [`LabCluster::cri_endpoint`]
 //! (`unix://…`), [`LabCluster::node_name`], [`LabCluster::node_uid`], [`LabCluster::state_dir`].
 
@@ -65,6 +72,8 @@ impl ClusterLock {
 #[derive(Debug)]
 pub struct LabCluster {
     cluster: Option<Cluster>,
+    /// The cluster of a non-embedded backend (`KCA_CLUSTER`).
+    other: Option<xtask::backend::ClusterHandle>,
     up_secs: f64,
     _lock: ClusterLock,
 }
@@ -83,11 +92,31 @@ impl LabCluster {
     pub fn fresh_with(opts: UpOptions) -> Result<LabCluster> {
         xtask::cluster::host::require_root().context("cluster tests need a real cluster")?;
         let lock = ClusterLock::acquire(&opts.state_root)?;
+        Self::fresh_locked(opts, lock)
+    }
+
+    /// [`LabCluster::fresh_with`] for a caller that already holds the cluster lock (e.g. to
+    /// snapshot the host before any cluster of the suite exists); the fixture keeps the lock.
+    pub fn fresh_locked(opts: UpOptions, lock: ClusterLock) -> Result<LabCluster> {
+        xtask::cluster::host::require_root().context("cluster tests need a real cluster")?;
         let t = Instant::now();
+        let backend = xtask::backend::Backend::from_env()?;
+        if backend != xtask::backend::Backend::Embedded {
+            let handle = backend
+                .acquire(&opts.name)
+                .with_context(|| format!("{} backend (KCA_CLUSTER)", backend.name()))?;
+            return Ok(LabCluster {
+                cluster: None,
+                other: Some(handle),
+                up_secs: t.elapsed().as_secs_f64(),
+                _lock: lock,
+            });
+        }
         let cluster = Cluster::up(opts.clone())
             .with_context(|| format!("bringing up cluster {}", opts.name))?;
         Ok(LabCluster {
             cluster: Some(cluster),
+            other: None,
             up_secs: t.elapsed().as_secs_f64(),
             _lock: lock,
         })
@@ -95,27 +124,49 @@ impl LabCluster {
 
     /// The cluster handle.
     pub fn cluster(&self) -> &Cluster {
+        if let Some(h) = &self.other {
+            panic!(
+                "this test needs the embedded cluster's internals, but KCA_CLUSTER chose the {} backend",
+                h.backend
+            );
+        }
         self.cluster.as_ref().expect("cluster present until down")
     }
     /// User kubeconfig (cluster-admin).
     pub fn kubeconfig(&self) -> PathBuf {
-        self.cluster().kubeconfig()
+        match &self.other {
+            Some(h) => h.kubeconfig.clone(),
+            None => self.cluster().kubeconfig(),
+        }
     }
     /// CRI endpoint URL (`unix:///…/containerd.sock`).
     pub fn cri_endpoint(&self) -> String {
-        self.cluster().cri_endpoint()
+        match &self.other {
+            Some(h) => h.cri_endpoint.clone(),
+            None => self.cluster().cri_endpoint(),
+        }
     }
     /// Node name.
     pub fn node_name(&self) -> String {
-        self.cluster().node_name().to_string()
+        match &self.other {
+            Some(h) => h.node_name.clone(),
+            None => self.cluster().node_name().to_string(),
+        }
     }
     /// Node metadata.uid.
     pub fn node_uid(&self) -> String {
-        self.cluster().node_uid().to_string()
+        match &self.other {
+            Some(h) => h.node_uid.clone(),
+            None => self.cluster().node_uid().to_string(),
+        }
     }
-    /// State directory.
+    /// State directory (other backends: `target/lab/backends/test-<name>`, created).
     pub fn state_dir(&self) -> PathBuf {
-        self.cluster().state_dir().to_path_buf()
+        match &self.other {
+            Some(h) => xtask::backend::state_dir(&format!("test-{}", h.name))
+                .unwrap_or_else(|_| std::env::temp_dir()),
+            None => self.cluster().state_dir().to_path_buf(),
+        }
     }
     /// Seconds `Cluster::up` took in this process.
     pub fn up_secs(&self) -> f64 {
@@ -124,6 +175,10 @@ impl LabCluster {
 
     /// Tears down now; the error lists every step that failed.
     pub fn down(mut self) -> Result<teardown::Report> {
+        if let Some(h) = self.other.take() {
+            h.teardown()?;
+            return Ok(teardown::Report::default());
+        }
         let c = self.cluster.take().expect("cluster present until down");
         c.down()
     }
@@ -131,6 +186,12 @@ impl LabCluster {
 
 impl Drop for LabCluster {
     fn drop(&mut self) {
+        if let Some(h) = self.other.take() {
+            let backend = h.backend;
+            if let Err(e) = h.teardown() {
+                eprintln!("   teardown of the {backend} backend's cluster failed: {e:#}");
+            }
+        }
         if let Some(c) = self.cluster.take() {
             eprintln!(" • tearing down cluster {} (fixture drop)", c.name());
             if let Err(e) = c.down() {

@@ -106,7 +106,10 @@ pub async fn investigate(
         .as_ref()
         .and_then(|s| s.container_statuses.as_ref())
         .and_then(|cs| cs.iter().find(|c| c.name == CONTAINER));
-    let container = cri.find_admission_container(Some(&pod_uid)).await?;
+    let mut container = cri.find_admission_container(Some(&pod_uid)).await?;
+    // The k3s backend's node runs in a container: its CRI reports PIDs of that container's PID
+    // namespace; map to the host PID the pidfd needs (identity elsewhere; see crate::pidmap).
+    container.pid = crate::pidmap::cri_pid_to_host(container.pid)?;
     if let Some(api_id) = status.and_then(|s| s.container_id.as_deref()) {
         let api_id = api_id.split_once("://").map(|(_, id)| id).unwrap_or(api_id);
         if api_id != container.container_id {

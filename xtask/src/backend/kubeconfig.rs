@@ -146,11 +146,17 @@ async fn look(opts: &Options) -> Result<Seen> {
         lab::cluster::Cluster::connect(Some(&opts.kubeconfig)).await,
         "connecting with the lab's cluster client",
     )?;
-    let policy_present = step_err(
-        lc.policy(LAB_POLICY).await,
-        "looking for an earlier lab's policy",
-    )?
-    .is_some();
+    let kyverno_image = admission_image(&c).await?;
+    // Without Kyverno its CRDs (and so any ValidatingPolicy) do not exist: the API answers a bare
+    // 404 page, not a Status, so the policy is only looked for when Kyverno is there.
+    let policy_present = match &kyverno_image {
+        Some(_) => step_err(
+            lc.policy(LAB_POLICY).await,
+            "looking for an earlier lab's policy",
+        )?
+        .is_some(),
+        None => false,
+    };
     let mut cri = step_err(
         lab::cri::CriClient::connect(&opts.cri_endpoint).await,
         &format!(
@@ -159,7 +165,6 @@ async fn look(opts: &Options) -> Result<Seen> {
         ),
     )?;
     let cri_runtime = step_err(cri.runtime_version().await, "CRI Version")?;
-    let kyverno_image = admission_image(&c).await?;
     Ok(Seen {
         git_version,
         node_name: node.metadata.name.clone().unwrap_or_default(),
