@@ -1085,6 +1085,35 @@ async fn act6_body(
                 .unwrap_or("-")
         ),
     ];
+    // A step already reached at the first check has no earlier check: when the replicas were
+    // restored before act 6 started (by the watcher), its time is when act 6 first looked, not
+    // when it happened.
+    let first_check: Vec<&str> = [
+        ("pod_created", &facts.pod_created),
+        ("pod_running", &facts.pod_running),
+        ("lease_acquired", &facts.lease_acquired),
+        ("webhook_registered", &facts.webhook_registered),
+        ("first_explicit_deny", &facts.first_explicit_deny),
+    ]
+    .iter()
+    .filter(|(_, s)| s.status == StepStatus::Confirmed && s.last_seen.is_none())
+    .map(|(n, _)| *n)
+    .collect();
+    let mut lines = lines;
+    // When act 6 itself restored the replicas, the first check's window starts at that restore.
+    if !first_check.is_empty() && !matches!(outcome, RestoreOutcome::Restored { .. }) {
+        lines.push(if ui.en {
+            format!(
+                "already reached at act 6's first check (their time is that check's, not the event's): {}",
+                first_check.join(", ")
+            )
+        } else {
+            format!(
+                "幕 6 の最初の確認で既に成立していた段階 (時刻はその確認時刻で、事象の時刻ではありません): {}",
+                first_check.join(", ")
+            )
+        });
+    }
     Ok((facts, lines))
 }
 
