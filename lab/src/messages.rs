@@ -132,12 +132,12 @@ pub fn code_text(code: Code) -> Text {
             "the registration claim contradicts the raw list saved with it",
         ),
         Code::IdentityChanged => t(
-            "停止したプロセスが act 4 で特定したものと違います",
-            "the frozen process is not the one act 4 identified",
+            "停止したプロセスが事前に特定したもの (act 4、act 6 では act 5 の後に確認したもの) と違います",
+            "the frozen process is not the one identified before (act 4; for act 6, the one seen after act 5)",
         ),
-        Code::ControllerRestarted => t(
-            "障害中にコントローラのコンテナが再起動しました",
-            "the controller container restarted during the fault",
+        Code::RestartContradicted => t(
+            "再起動回数と障害後のコンテナ ID が食い違っています",
+            "the restart count and the container seen after the fault contradict each other",
         ),
         Code::ProcessStillStopped => t(
             "再開後もプロセスが停止状態です",
@@ -379,7 +379,7 @@ mod tests {
             RegistrationMissing,
             RegistrationClaimContradicted,
             IdentityChanged,
-            ControllerRestarted,
+            RestartContradicted,
             ProcessStillStopped,
             TimelineOrder,
             NotConfirmed,

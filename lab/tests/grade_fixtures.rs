@@ -187,3 +187,52 @@ fn missing_evidence_is_a_finding_not_a_pass() {
         assert!(f.has(grade::Code::EvidenceMissing), "{f:?}");
     }
 }
+
+/// Kyverno may lose its 12 s leader Lease during a 20 s freeze, exit and be restarted by the
+/// kubelet. That is an observation: acts 5 and 6 still pass when the restart count, the new
+/// container after act 5 and the process act 6 froze all agree.
+#[test]
+fn a_controller_restart_after_the_freeze_is_recorded_not_flagged() {
+    let pass = common::read_tree(&common::fixtures_dir().join("b").join("pass"));
+    let mut e5 = pass["evidence/05.json"].clone();
+    let mut e6 = pass["evidence/06.json"].clone();
+    let mut restarted = e5["facts"]["freeze"]["identity"].clone();
+    restarted["container_id"] = serde_json::json!("e".repeat(64));
+    restarted["pid"] = serde_json::json!(4242);
+    restarted["pid_start_time_ticks"] = serde_json::json!(987_654);
+    let before = e5["facts"]["restart_count_before"].as_u64().unwrap();
+    e5["facts"]["restart_count_after"] = serde_json::json!(before + 1);
+    e5["facts"]["identity_after"] = restarted.clone();
+    // Act 6 freezes the restarted process and sees no further restart.
+    let run6 = if e6["facts"].get("run").is_some() {
+        &mut e6["facts"]["run"]
+    } else {
+        &mut e6["facts"]
+    };
+    run6["freeze"]["identity"] = restarted.clone();
+    run6["restart_count_before"] = serde_json::json!(before + 1);
+    run6["restart_count_after"] = serde_json::json!(before + 1);
+    run6["identity_after"] = restarted;
+    let overlay = BTreeMap::from([
+        ("evidence/05.json".to_string(), e5),
+        ("evidence/06.json".to_string(), e6),
+    ]);
+    let (_tmp, gi) = workdir_with(Lab::B, &overlay);
+    for act in [5, 6] {
+        let f = grade::grade(Lab::B, act, &gi);
+        assert!(f.passed(), "{}", lab::messages::findings(Lang::En, &f));
+    }
+    // The same evidence with act 6 freezing act 4's old process again is flagged.
+    let mut e6_old = overlay["evidence/06.json"].clone();
+    let old = pass["evidence/05.json"]["facts"]["freeze"]["identity"].clone();
+    if e6_old["facts"].get("run").is_some() {
+        e6_old["facts"]["run"]["freeze"]["identity"] = old;
+    } else {
+        e6_old["facts"]["freeze"]["identity"] = old;
+    }
+    let mut overlay_old = overlay.clone();
+    overlay_old.insert("evidence/06.json".to_string(), e6_old);
+    let (_tmp, gi) = workdir_with(Lab::B, &overlay_old);
+    let f = grade::grade(Lab::B, 6, &gi);
+    assert!(f.has(grade::Code::IdentityChanged), "{}", lab::messages::findings(Lang::En, &f));
+}

@@ -84,12 +84,21 @@ fn act4(g: &mut G) {
 fn freeze_run(g: &mut G, act: u8, run: &FreezeRun, ignore: bool) {
     let s = format!("{} facts", ev_name(act));
     let w = &run.freeze;
-    // The frozen process is the one act 4 identified.
-    if let Some(a4) = g.facts::<Act4Facts>(4) {
+    // Act 5 freezes the process act 4 identified. Act 6 freezes the process found after act 5:
+    // Kyverno may have restarted after the first freeze (a 20 s stop outlasts its 12 s leader
+    // Lease), which is observed and recorded, not a defect.
+    let expected_identity = if act == 6 {
+        g.facts::<Act5Facts>(5)
+            .and_then(|a5| a5.identity_after)
+            .or_else(|| g.facts::<Act4Facts>(4).map(|a4| a4.identity))
+    } else {
+        g.facts::<Act4Facts>(4).map(|a4| a4.identity)
+    };
+    if let Some(expected) = expected_identity {
         g.expect_eq(
             Code::IdentityChanged,
             format!("{s}.freeze.identity"),
-            &a4.identity,
+            &expected,
             &w.identity,
         );
     }
@@ -265,18 +274,36 @@ fn freeze_run(g: &mut G, act: u8, run: &FreezeRun, ignore: bool) {
     if let Some(uid) = baseline_uid(g) {
         g.existing(&format!("{s}.existing"), &run.existing, &uid);
     }
-    g.expect_eq(
-        Code::ControllerRestarted,
+    // Whether the controller restarted is an observation, recorded either way; what must hold
+    // is that the count never goes down and that it agrees with the container seen after the
+    // fault (kubelet starts a new container, with a new ID, for every restart).
+    g.check(
+        run.restart_count_after >= run.restart_count_before,
+        Code::RestartContradicted,
         format!("{s}.restart_count_after"),
-        &run.restart_count_before,
-        &run.restart_count_after,
+        || {
+            format!(
+                "expected at least {} (the count before the freeze), found {}",
+                run.restart_count_before, run.restart_count_after
+            )
+        },
     );
     if let Some(after) = &run.identity_after {
-        g.expect_eq(
-            Code::ControllerRestarted,
+        let restarted = run.restart_count_after > run.restart_count_before;
+        let new_container = after.container_id != w.identity.container_id;
+        g.check(
+            restarted == new_container,
+            Code::RestartContradicted,
             format!("{s}.identity_after.container_id"),
-            w.identity.container_id.as_str(),
-            after.container_id.as_str(),
+            || {
+                format!(
+                    "restart count {} -> {} but container {} -> {}",
+                    run.restart_count_before,
+                    run.restart_count_after,
+                    w.identity.container_id,
+                    after.container_id
+                )
+            },
         );
     }
     if let (Some(ms), Some(d)) = (run.first_deny_after_resume_ms, &run.first_explicit_deny) {

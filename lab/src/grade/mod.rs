@@ -88,10 +88,12 @@ pub enum Code {
     RegistrationMissing,
     /// A claim about the registration contradicts the raw list recorded with it.
     RegistrationClaimContradicted,
-    /// The frozen process is not the one act 4 identified.
+    /// The frozen process is not the one identified before (act 4, or for act 6 the one seen after act 5).
     IdentityChanged,
-    /// The controller container restarted during the fault.
-    ControllerRestarted,
+    /// The controller's restart count and the container seen after the fault contradict each
+    /// other (a restart without a new container, a new container without a restart, or a count
+    /// that went down). A restart itself is an observation, never a finding.
+    RestartContradicted,
     /// The process was still stopped after resume.
     ProcessStillStopped,
     /// Timeline steps out of order.
@@ -132,7 +134,7 @@ impl Code {
             Code::RegistrationMissing => "registration-missing",
             Code::RegistrationClaimContradicted => "registration-claim-contradicted",
             Code::IdentityChanged => "identity-changed",
-            Code::ControllerRestarted => "controller-restarted",
+            Code::RestartContradicted => "restart-contradicted",
             Code::ProcessStillStopped => "process-still-stopped",
             Code::TimelineOrder => "timeline-order",
             Code::NotConfirmed => "not-confirmed",

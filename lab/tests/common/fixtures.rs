@@ -1219,6 +1219,22 @@ pub fn lab_b_cases() -> Vec<Case> {
             mutate: |f| facts_mut(f, 5)["freeze"]["identity"]["pid_start_time_ticks"] = json!(999),
         },
         Case {
+            name: "act5-restart-same-container",
+            act: 5,
+            expect: "restart-contradicted",
+            why: "a restart count that went up needs a new container after the freeze",
+            mutate: |f| facts_mut(f, 5)["restart_count_after"] = json!(1),
+        },
+        Case {
+            name: "act5-new-container-no-restart",
+            act: 5,
+            expect: "restart-contradicted",
+            why: "a new container after the freeze needs a restart count that went up",
+            mutate: |f| {
+                facts_mut(f, 5)["identity_after"]["container_id"] = json!("f".repeat(64));
+            },
+        },
+        Case {
             name: "act6-policy-replaced",
             act: 6,
             expect: "uid-mismatch",
