@@ -6,7 +6,6 @@
 //! Needs Linux and root; fails (never skips) otherwise.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
@@ -142,7 +141,7 @@ fn diff(label: &str, before: &BTreeSet<String>, after: &BTreeSet<String>, out: &
 }
 
 /// Processes whose command line or cwd refers to the state dir.
-fn processes_mentioning(state_dir: &PathBuf) -> Vec<String> {
+fn processes_mentioning(state_dir: &std::path::Path) -> Vec<String> {
     let s = state_dir.display().to_string();
     let me = std::process::id() as i32;
     procfs::process::all_processes()
@@ -228,8 +227,11 @@ fn leftovers(rec: &ClusterRecord, before: &HostSnapshot) -> Result<Vec<String>> 
 
 #[test]
 fn cluster_down_leaves_nothing() -> Result<()> {
+    xtask::cluster::host::require_root().context("cluster tests need a real cluster")?;
+    // The lock first: the snapshot must not include another test's running cluster.
+    let lock = tests::ClusterLock::acquire(&default_state_root())?;
     let before = snapshot()?;
-    let cluster = LabCluster::fresh("teardown")?;
+    let cluster = LabCluster::fresh_locked(xtask::cluster::UpOptions::new("teardown"), lock)?;
     let rec: ClusterRecord = cluster.cluster().record().clone();
 
     // The probes see the running cluster.
@@ -291,10 +293,10 @@ struct DownOnDrop(Option<xtask::cluster::Cluster>);
 
 impl Drop for DownOnDrop {
     fn drop(&mut self) {
-        if let Some(c) = self.0.take() {
-            if let Err(e) = c.down() {
-                eprintln!("   teardown of cluster {} failed: {e:#}", c.name());
-            }
+        if let Some(c) = self.0.take()
+            && let Err(e) = c.down()
+        {
+            eprintln!("   teardown of cluster {} failed: {e:#}", c.name());
         }
     }
 }

@@ -62,10 +62,10 @@ pub fn cgroup_mounts() -> Result<Vec<std::path::PathBuf>> {
             continue;
         };
         let fstype = right.split_whitespace().next().unwrap_or("");
-        if fstype == "cgroup" || fstype == "cgroup2" {
-            if let Some(mp) = left.split_whitespace().nth(4) {
-                out.push(std::path::PathBuf::from(mp));
-            }
+        if (fstype == "cgroup" || fstype == "cgroup2")
+            && let Some(mp) = left.split_whitespace().nth(4)
+        {
+            out.push(std::path::PathBuf::from(mp));
         }
     }
     Ok(out)

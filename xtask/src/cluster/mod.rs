@@ -453,6 +453,7 @@ fn clear_remains(cfg: &ClusterConfig) -> Result<()> {
                 cfg.name
             );
         }
+        refuse_foreign(&config::netns_name(&cfg.name), &state_dir)?;
         eprintln!(
             " • clearing the remains of a dead cluster {} (state {})",
             cfg.name,
@@ -472,6 +473,7 @@ fn clear_remains(cfg: &ClusterConfig) -> Result<()> {
     } else {
         let ns = config::netns_name(&cfg.name);
         if netns::exists(&ns) {
+            refuse_foreign(&ns, &state_dir)?;
             eprintln!(" • deleting network namespace {ns}, left without a state record");
             netns::ip(&["netns", "delete", &ns])?;
         }
@@ -479,6 +481,43 @@ fn clear_remains(cfg: &ClusterConfig) -> Result<()> {
     if state_dir.exists() {
         std::fs::remove_dir_all(&state_dir)
             .with_context(|| format!("removing old state {}", state_dir.display()))?;
+    }
+    Ok(())
+}
+
+/// Fails when network namespace `ns` holds processes that are not of the cluster in `state_dir`:
+/// a cluster of the same name started from another state root (another checkout) is running, and
+/// its namespace, cgroups and processes must not be touched.
+fn refuse_foreign(ns: &str, state_dir: &Path) -> Result<()> {
+    if !netns::exists(ns) {
+        return Ok(());
+    }
+    let out = std::process::Command::new("ip")
+        .args(["netns", "pids", ns])
+        .output()
+        .with_context(|| format!("running ip netns pids {ns}"))?;
+    let mine = state_dir.display().to_string();
+    let foreign: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|p| p.parse::<i32>().ok())
+        .filter_map(|pid| {
+            let cmd = procfs::process::Process::new(pid)
+                .ok()?
+                .cmdline()
+                .ok()?
+                .join(" ");
+            let ours = cmd.contains(&mine) || cmd.is_empty() || cmd == "/pause";
+            (!ours).then(|| format!("{pid} {}", cmd.chars().take(100).collect::<String>()))
+        })
+        .collect();
+    if !foreign.is_empty() {
+        bail!(
+            "network namespace {ns} is in use by processes of another cluster of the same name (not under {}):
+{}
+choose another --name, or tear that cluster down from its own checkout",
+            state_dir.display(),
+            foreign.join("\n")
+        );
     }
     Ok(())
 }

@@ -63,12 +63,12 @@ pub fn used_indices() -> Result<BTreeSet<u32>> {
     let text = String::from_utf8_lossy(&out.stdout);
     let mut used = BTreeSet::new();
     for word in text.split_whitespace() {
-        if let Some((addr, _)) = word.split_once('/') {
-            if let Ok(ip) = addr.parse::<Ipv4Addr>() {
-                let (a, b) = (u32::from(ip), u32::from(VETH_SUPERNET));
-                if a & 0xffff_0000 == b {
-                    used.insert((a - b) / 4);
-                }
+        if let Some((addr, _)) = word.split_once('/')
+            && let Ok(ip) = addr.parse::<Ipv4Addr>()
+        {
+            let (a, b) = (u32::from(ip), u32::from(VETH_SUPERNET));
+            if a & 0xffff_0000 == b {
+                used.insert((a - b) / 4);
             }
         }
     }

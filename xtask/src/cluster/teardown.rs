@@ -110,13 +110,15 @@ fn kill_strays(report: &mut Report, rec: &ClusterRecord) {
                     cmd.chars().take(120).collect::<String>()
                 ));
             }
-            if let Ok(fd) = rustix::process::pidfd_open(
-                rustix::process::Pid::from_raw(*pid).expect("pid > 0"),
-                rustix::process::PidfdFlags::empty(),
-            ) {
-                if pr.alive() {
-                    let _ = rustix::process::pidfd_send_signal(&fd, rustix::process::Signal::KILL);
-                }
+            let Some(p) = rustix::process::Pid::from_raw(*pid) else {
+                continue;
+            };
+            // The pidfd pins the process; the start-time check after opening it makes sure it is
+            // still the one found above.
+            if let Ok(fd) = rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty())
+                && pr.alive()
+            {
+                let _ = rustix::process::pidfd_send_signal(&fd, rustix::process::Signal::KILL);
             }
         }
         std::thread::sleep(Duration::from_millis(100));
