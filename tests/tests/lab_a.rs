@@ -384,6 +384,34 @@ fn act6_facts(run: &LabRun) -> Result<(), Failed> {
         "the violating pod admitted during the scale-down is still there (same UID)",
     )?;
     existing_survives(run, f.existing.as_ref().ok_or("existing pod not read")?)?;
+    // The runner restored: the watcher sees that in the ledger, checks the live scale and
+    // finishes (already restored) instead of waiting for its deadline.
+    let dir =
+        lab::faults::scale::FaultDir(f5.watcher.fault_dir.clone().ok_or("no fault_dir")?.into());
+    let mut watcher = None;
+    for _ in 0..100 {
+        if let Some(w) = dir.read_watcher()?
+            && w.action != lab::faults::scale::WatcherAction::Waiting
+        {
+            watcher = Some(w);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let watcher = watcher.ok_or("the watcher did not finish within 10 s of act 6")?;
+    eprintln!(
+        "    watcher finished: {:?} (woke by {:?} at {:?})",
+        watcher.action, watcher.woke_by, watcher.finished_at
+    );
+    if f.restored_by == Some(lab::facts::a::Restorer::Runner) {
+        ensure(
+            watcher.action == lab::faults::scale::WatcherAction::AlreadyRestored,
+            &format!(
+                "the watcher found the runner's restore, recorded {:?}",
+                watcher.action
+            ),
+        )?;
+    }
     eprintln!(
         "    figures: restored by {:?}; leader takeover {} ms after Running, {} ms after the restore; {} dry-run probes",
         f.restored_by,

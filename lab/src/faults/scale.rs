@@ -15,7 +15,8 @@
 //!    a pipe the runner waits for with a bound, sleeps until `armed_at + restore_after_sec`, then
 //!    restores the original replicas through the scale subresource unless they are already
 //!    restored, and writes what it did to `DIR/watcher.json`. SIGTERM or SIGINT make it restore at
-//!    once. It then exits.
+//!    once; a restore recorded by the runner in the ledger makes it check the live scale at once
+//!    (`woke_by: runner-restored`, normally `already-restored`). It then exits.
 //! 2. **The runner** restores on its own exit paths too, and records itself as the restorer.
 //! 3. **The fault ledger** `DIR/ledger.json`, written by the runner *before* each action, so a later
 //!    run sees an unfinished fault ([`unfinished_faults`]) and heals it ([`heal_unfinished`]).
@@ -908,6 +909,12 @@ fn log(msg: impl AsRef<str>) {
     );
 }
 
+/// Whether the runner's ledger records a restore after its scale-down.
+fn runner_recorded_restore(dir: &FaultDir) -> bool {
+    dir.read_ledger()
+        .is_ok_and(|l| l.last(LedgerEvent::ScalingDown).is_some() && !l.is_unfinished())
+}
+
 fn own_start_ticks() -> Option<u64> {
     procfs::process::Process::myself()
         .ok()
@@ -932,7 +939,7 @@ fn answer_ready(ready: &WatcherReady) {
 ///
 /// Reads `DIR/plan.json`, checks the live Deployment against it, answers ready (one JSON line of
 /// [`WatcherReady`] on stdout), sleeps until `armed_at + restore_after_sec` (or until SIGTERM /
-/// SIGINT), restores the original replicas with [`restore_replicas`] (retrying an unreachable API
+/// SIGINT, or until the runner's ledger records a restore), restores the original replicas with [`restore_replicas`] (retrying an unreachable API
 /// server for at most [`WATCHER_RETRY_BOUND`]) and writes `DIR/watcher.json`. Logs go to stderr.
 /// Returns the exit code: 0 restored or already restored, 1 failed, 2 bad arguments, 3 refused.
 pub fn watcher_main(args: &[String]) -> i32 {
@@ -1079,10 +1086,20 @@ async fn watch(dir: FaultDir) -> i32 {
         record.armed_at, record.deadline_at
     ));
 
-    let woke_by = tokio::select! {
-        _ = tokio::time::sleep_until(deadline_instant) => "deadline",
-        _ = async { match sigterm.as_mut() { Some(s) => { s.recv().await; } None => std::future::pending().await } } => "SIGTERM",
-        _ = async { match sigint.as_mut() { Some(s) => { s.recv().await; } None => std::future::pending().await } } => "SIGINT",
+    // Besides the deadline and the signals, the watcher looks at the runner's ledger once a second:
+    // when the runner has recorded the replicas restored, the watcher checks the live scale at once
+    // (it never takes the ledger's word for it) and finishes, instead of outliving the lab run.
+    let woke_by = loop {
+        tokio::select! {
+            _ = tokio::time::sleep_until(deadline_instant) => break "deadline",
+            _ = async { match sigterm.as_mut() { Some(s) => { s.recv().await; } None => std::future::pending().await } } => break "SIGTERM",
+            _ = async { match sigint.as_mut() { Some(s) => { s.recv().await; } None => std::future::pending().await } } => break "SIGINT",
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {
+                if runner_recorded_restore(&dir) {
+                    break "runner-restored";
+                }
+            }
+        }
     };
     log(format!("woke by {woke_by}"));
     record.woke_by = Some(woke_by.to_string());
