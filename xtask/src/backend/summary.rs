@@ -129,16 +129,13 @@ fn row(root: &Path, run: &Path) -> Vec<String> {
         ));
         cells.push(format!(
             "Ignore: good {}, bad {}",
-            request(&e6, "/run/target_good"),
-            request(&e6, "/run/target_bad")
+            request(&e6, "/target_good"),
+            request(&e6, "/target_bad")
         ));
         cells.push(format!(
             "first deny {} / {} after resume",
             secs(e5.get("first_deny_after_resume_ms").and_then(Value::as_i64)),
-            secs(
-                e6.pointer("/run/first_deny_after_resume_ms")
-                    .and_then(Value::as_i64)
-            )
+            secs(e6.get("first_deny_after_resume_ms").and_then(Value::as_i64))
         ));
     }
     let grades: Value = std::fs::read_to_string(run.join("grades.json"))
@@ -224,8 +221,8 @@ mod tests {
         );
         put(
             &b.join("evidence/06.json"),
-            json!({"lab": "b", "act": 6, "facts": {"run": {"target_good": {"outcome": "stored", "elapsed_ms": 3020},
-                "target_bad": {"outcome": "stored", "elapsed_ms": 3010}, "first_deny_after_resume_ms": 800}}}),
+            json!({"lab": "b", "act": 6, "facts": {"target_good": {"outcome": "stored", "elapsed_ms": 3020},
+                "target_bad": {"outcome": "stored", "elapsed_ms": 3010}, "first_deny_after_resume_ms": 800}}),
         );
         let md = markdown(d.path()).unwrap();
         let lines: Vec<&str> = md.lines().collect();
