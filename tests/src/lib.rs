@@ -216,21 +216,7 @@ pub fn with_cluster<T>(name: &str, f: impl FnOnce(&LabCluster) -> Result<T>) -> 
 
 /// Builds the lab binary (`cargo build -p lab --bin kca-webhook-lab`) and returns its path.
 pub fn ensure_lab_binary() -> Result<PathBuf> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let root = xtask::cluster::config::repo_root();
-    let status = std::process::Command::new(cargo)
-        .args(["build", "-p", "lab", "--bin", "kca-webhook-lab"])
-        .current_dir(&root)
-        .status()
-        .context("running cargo build -p lab")?;
-    anyhow::ensure!(
-        status.success(),
-        "cargo build -p lab --bin kca-webhook-lab failed ({status})"
-    );
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
-    Ok(target.join("debug").join("kca-webhook-lab"))
+    xtask::lab_run::ensure_lab_binary()
 }
 
 /// Samples the resident memory of a cluster's whole stack (its recorded daemons, containerd shims
