@@ -231,7 +231,7 @@ impl Backend {
                         "kubernetes": PINNED_KUBERNETES,
                         "kyverno": PINNED_KYVERNO,
                     }),
-                    owned: Owned::Embedded(c),
+                    owned: Owned::Embedded(Box::new(c)),
                 })
             }
             Backend::Kubeconfig(opts) => kubeconfig::acquire(opts, name),
@@ -243,7 +243,7 @@ impl Backend {
 /// What the backend owns and ends at [`ClusterHandle::teardown`].
 pub(crate) enum Owned {
     /// The embedded cluster this handle brought up.
-    Embedded(crate::cluster::Cluster),
+    Embedded(Box<crate::cluster::Cluster>),
     /// Nothing: an existing cluster is never torn down by us.
     Nothing,
     /// The k3s container (removed when dropped) and its state directory.
