@@ -20,7 +20,6 @@
 //! Handles for the lab code: [`LabCluster::kubeconfig`] (path), [`LabCluster::cri_endpoint`]
 //! (`unix://…`), [`LabCluster::node_name`], [`LabCluster::node_uid`], [`LabCluster::state_dir`].
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -32,41 +31,8 @@ pub fn lock_path(state_root: &Path) -> PathBuf {
     state_root.join(".cluster.lock")
 }
 
-/// Holds the exclusive cluster lock until dropped.
-#[derive(Debug)]
-pub struct ClusterLock {
-    _file: File,
-}
-
-impl ClusterLock {
-    /// Blocks until this process holds the lock (printing who it waits for).
-    pub fn acquire(state_root: &Path) -> Result<ClusterLock> {
-        use rustix::fs::{FlockOperation, flock};
-        std::fs::create_dir_all(state_root)
-            .with_context(|| format!("creating {}", state_root.display()))?;
-        let path = lock_path(state_root);
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .with_context(|| format!("opening {}", path.display()))?;
-        if flock(&file, FlockOperation::NonBlockingLockExclusive).is_err() {
-            eprintln!(
-                " • waiting for the cluster lock {} (another test process runs a cluster)",
-                path.display()
-            );
-            let t = Instant::now();
-            flock(&file, FlockOperation::LockExclusive)
-                .with_context(|| format!("locking {}", path.display()))?;
-            eprintln!(
-                "   got the cluster lock after {:.0}s",
-                t.elapsed().as_secs_f64()
-            );
-        }
-        Ok(ClusterLock { _file: file })
-    }
-}
+/// The exclusive cluster lock (held until dropped): the one `cargo xtask lab run` takes.
+pub use xtask::lab_run::ClusterLock;
 
 /// A fresh embedded cluster owned by one test; torn down on drop.
 #[derive(Debug)]

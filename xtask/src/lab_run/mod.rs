@@ -594,6 +594,7 @@ pub fn save_artifacts(run: &LabRun, artifacts: &Path) -> Result<Vec<Findings>> {
 
 /// Holds the cross-process cluster lock (`<state root>/.cluster.lock`, the same flock the test
 /// fixture takes): one cluster at a time on this machine.
+#[derive(Debug)]
 pub struct ClusterLock {
     _file: std::fs::File,
 }
