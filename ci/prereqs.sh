@@ -3,7 +3,7 @@
 # Debian (CI, the lab machines). Shared by .ci/run and the GitHub workflows. Elsewhere it only
 # says what is missing. `cargo xtask upstream build` checks the same list again itself.
 set -euo pipefail
-pkgs=(gcc pkg-config libseccomp-dev protobuf-compiler iptables conntrack iproute2 util-linux)
+pkgs=(gcc pkg-config libseccomp-dev protobuf-compiler iptables conntrack iproute2 util-linux shellcheck)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
