@@ -271,7 +271,10 @@ fn cluster_command(cli: &Cli, lab: Lab, workdir: &Workdir) -> Result<i32, LabErr
         workdir: workdir.clone(),
         kubeconfig: cli.kubeconfig.clone(),
         cri_endpoint: cli.cri_endpoint.clone(),
-        ui: lab::labs::Ui { en: cli.lang == Lang::En, quiet: false },
+        ui: lab::labs::Ui {
+            en: cli.lang == Lang::En,
+            quiet: false,
+        },
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -291,13 +294,18 @@ fn cluster_command(cli: &Cli, lab: Lab, workdir: &Workdir) -> Result<i32, LabErr
                 for f in &results {
                     println!("{}", messages::findings(cli.lang, f));
                 }
-                return Ok(if results.iter().all(|f| f.passed()) { 0 } else { 1 });
+                return Ok(if results.iter().all(|f| f.passed()) {
+                    0
+                } else {
+                    1
+                });
             }
             Ok(0)
         }
         _ => {
             let report = rt.block_on(lab::labs::inspect(lab, &env))?;
-            let text = serde_json::to_string_pretty(&report).map_err(|e| LabError::Usage(e.to_string()))?;
+            let text = serde_json::to_string_pretty(&report)
+                .map_err(|e| LabError::Usage(e.to_string()))?;
             println!("{text}");
             Ok(0)
         }

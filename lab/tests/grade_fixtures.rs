@@ -234,5 +234,9 @@ fn a_controller_restart_after_the_freeze_is_recorded_not_flagged() {
     overlay_old.insert("evidence/06.json".to_string(), e6_old);
     let (_tmp, gi) = workdir_with(Lab::B, &overlay_old);
     let f = grade::grade(Lab::B, 6, &gi);
-    assert!(f.has(grade::Code::IdentityChanged), "{}", lab::messages::findings(Lang::En, &f));
+    assert!(
+        f.has(grade::Code::IdentityChanged),
+        "{}",
+        lab::messages::findings(Lang::En, &f)
+    );
 }

@@ -60,7 +60,8 @@ fn actionlint() -> Result<PathBuf> {
             let _ = std::fs::remove_dir_all(&tmp);
         }
         Err(e) => {
-            return Err(e).with_context(|| format!("moving {} to {}", tmp.display(), dir.display()));
+            return Err(e)
+                .with_context(|| format!("moving {} to {}", tmp.display(), dir.display()));
         }
     }
     ensure!(bin.is_file(), "{} missing after go install", bin.display());

@@ -17,7 +17,11 @@ impl Step {
     pub fn start(msg: impl Into<String>) -> Step {
         let msg = msg.into();
         eprintln!(" • {msg} ...");
-        Step { msg, started: Instant::now(), done: false }
+        Step {
+            msg,
+            started: Instant::now(),
+            done: false,
+        }
     }
 
     /// Seconds since the step started.
