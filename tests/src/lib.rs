@@ -267,3 +267,59 @@ pub fn record_figure(state_root: &Path, figure: serde_json::Value) -> Result<()>
         .with_context(|| format!("opening {}", path.display()))?;
     writeln!(f, "{figure}").with_context(|| format!("writing {}", path.display()))
 }
+
+/// State shared by one lab's ordered act tests (one libtest-mimic trial per act): the lab's
+/// cluster and lab run, made on first use, and the first step that failed.
+#[derive(Default)]
+pub struct OrderedLab {
+    /// The cluster, once set up.
+    pub cluster: Option<LabCluster>,
+    /// The lab run on that cluster, once set up.
+    pub run: Option<xtask::lab_run::LabRun>,
+    /// The name of the first step that failed (setup included); later steps are not run.
+    pub failed: Option<String>,
+}
+
+/// Runs one ordered step of a lab: sets the cluster up on first use (with `setup`), refuses with
+/// "not run: X failed earlier" when an earlier step failed, turns a panic into a failure, and
+/// records a failure so that the later steps refuse too.
+pub fn ordered_step(
+    state: &std::sync::Mutex<OrderedLab>,
+    what: &str,
+    setup: impl FnOnce() -> Result<(LabCluster, xtask::lab_run::LabRun)>,
+    f: impl FnOnce(&xtask::lab_run::LabRun) -> std::result::Result<(), libtest_mimic::Failed>,
+) -> std::result::Result<(), libtest_mimic::Failed> {
+    use libtest_mimic::Failed;
+    let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(first) = &s.failed {
+        return Err(format!("not run: {first} failed earlier").into());
+    }
+    if s.run.is_none() {
+        match setup() {
+            Ok((c, r)) => {
+                s.cluster = Some(c);
+                s.run = Some(r);
+            }
+            Err(e) => {
+                s.failed = Some("cluster setup".into());
+                return Err(format!("{e:#}").into());
+            }
+        }
+    }
+    let run = s.run.as_ref().expect("set above");
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(run)));
+    let r = match r {
+        Ok(r) => r,
+        Err(p) => Err(Failed::from(format!(
+            "panicked: {}",
+            p.downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default()
+        ))),
+    };
+    if r.is_err() {
+        s.failed = Some(what.to_owned());
+    }
+    r
+}

@@ -27,12 +27,7 @@ use xtask::lab_run::LabRun;
 const RUNNER_ENV: &str = "KCA_TEST_LAB_B_RUNNER";
 const CLUSTER_NAME: &str = "test-lab-b";
 
-#[derive(Default)]
-struct State {
-    cluster: Option<LabCluster>,
-    run: Option<LabRun>,
-    failed: Option<String>,
-}
+type State = tests::OrderedLab;
 
 type Shared = Arc<Mutex<State>>;
 
@@ -94,45 +89,13 @@ fn main() {
     conclusion.exit();
 }
 
-/// Runs one ordered step: brings the cluster up on first use, refuses when an earlier step failed,
-/// records a failure for the later ones.
+/// Runs one ordered step (see [`tests::ordered_step`]), setting the cluster up on first use.
 fn step(
     state: &Shared,
     what: &str,
     f: impl FnOnce(&LabRun) -> Result<(), Failed>,
 ) -> Result<(), Failed> {
-    let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(first) = &s.failed {
-        return Err(format!("not run: {first} failed earlier").into());
-    }
-    if s.run.is_none() {
-        match setup() {
-            Ok((c, r)) => {
-                s.cluster = Some(c);
-                s.run = Some(r);
-            }
-            Err(e) => {
-                s.failed = Some("cluster setup".into());
-                return Err(format!("{e:#}").into());
-            }
-        }
-    }
-    let run = s.run.as_ref().expect("set above");
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(run)));
-    let r = match r {
-        Ok(r) => r,
-        Err(p) => Err(Failed::from(format!(
-            "panicked: {}",
-            p.downcast_ref::<String>()
-                .cloned()
-                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default()
-        ))),
-    };
-    if r.is_err() {
-        s.failed = Some(what.to_owned());
-    }
-    r
+    tests::ordered_step(state, what, setup, f)
 }
 
 /// `target/lab-artifacts/test-<run id>/b/` (one run id per test process).
