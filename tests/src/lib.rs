@@ -323,3 +323,63 @@ pub fn ordered_step(
     }
     r
 }
+
+/// Assertions shared by both labs' ordered act tests. Each returns a `Failed` that says what was
+/// expected and what was observed.
+pub mod acts {
+    use lab::evidence::{Lab, Outcome, RequestRecord};
+    use lab::facts::{Act3Facts, PodObservation};
+    use libtest_mimic::Failed;
+    use xtask::lab_run::LabRun;
+
+    /// The request's classified outcome is `want`; otherwise the raw status, message and elapsed ms.
+    pub fn expect(r: &RequestRecord, want: Outcome, label: &str) -> Result<(), Failed> {
+        if r.outcome == want {
+            Ok(())
+        } else {
+            Err(format!(
+                "{label}: expected {}, got {} (HTTP {}, {:?}, {} ms)",
+                want.as_str(),
+                r.outcome.as_str(),
+                r.http_status,
+                r.message,
+                r.elapsed_ms
+            )
+            .into())
+        }
+    }
+
+    /// `cond` holds; otherwise "expected: {what}".
+    pub fn ensure(cond: bool, what: &str) -> Result<(), Failed> {
+        if cond {
+            Ok(())
+        } else {
+            Err(format!("expected: {what}").into())
+        }
+    }
+
+    /// The pod seen now is act 3's existing pod (same UID) and Running.
+    pub fn existing_survives(run: &LabRun, seen: &PodObservation) -> Result<(), Failed> {
+        let a3: Act3Facts = serde_json::from_value(run.workdir().read_evidence(3)?.evidence.facts)?;
+        ensure(
+            seen.uid.is_some() && seen.uid == a3.existing.uid,
+            "existing pod keeps act 3's UID",
+        )?;
+        ensure(
+            seen.phase.as_deref() == Some("Running"),
+            "existing pod Running",
+        )
+    }
+
+    /// Every act of `lab` passes its grader on the saved evidence.
+    pub fn grade_all(run: &LabRun, lab: Lab) -> Result<(), Failed> {
+        let input = lab::grade::GradeInput::load(run.workdir(), lab);
+        let all = lab::grade::grade_all(lab, &input);
+        let failed: Vec<_> = all.iter().filter(|f| !f.passed()).collect();
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("grades failing: {failed:?}").into())
+        }
+    }
+}

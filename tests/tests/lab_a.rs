@@ -19,11 +19,12 @@
 
 use std::sync::{Arc, Mutex};
 
-use lab::evidence::{ActStatus, Lab, Outcome, RequestRecord};
+use lab::evidence::{ActStatus, Lab, Outcome};
 use lab::facts::a::{Act4Facts, Act5Facts, Act6Facts, Act7Facts, StepStatus};
-use lab::facts::{Act2Facts, Act3Facts, Act8Facts, PodObservation};
+use lab::facts::{Act2Facts, Act3Facts, Act8Facts};
 use libtest_mimic::{Arguments, Failed, Trial};
 use tests::LabCluster;
+use tests::acts::{ensure, existing_survives, expect};
 use xtask::lab_run::LabRun;
 
 const CLUSTER_NAME: &str = "test-lab-a";
@@ -403,49 +404,6 @@ fn act6_facts(run: &LabRun) -> Result<(), Failed> {
     Ok(())
 }
 
-fn existing_survives(run: &LabRun, seen: &PodObservation) -> Result<(), Failed> {
-    let a3: Act3Facts = facts!(run, 3)?;
-    ensure(
-        seen.uid.is_some() && seen.uid == a3.existing.uid,
-        "existing pod keeps act 3's UID",
-    )?;
-    ensure(
-        seen.phase.as_deref() == Some("Running"),
-        "existing pod Running",
-    )
-}
-
-fn expect(r: &RequestRecord, want: Outcome, label: &str) -> Result<(), Failed> {
-    if r.outcome == want {
-        Ok(())
-    } else {
-        Err(format!(
-            "{label}: expected {}, got {} (HTTP {}, {:?}, {} ms)",
-            want.as_str(),
-            r.outcome.as_str(),
-            r.http_status,
-            r.message,
-            r.elapsed_ms
-        )
-        .into())
-    }
-}
-
-fn ensure(cond: bool, what: &str) -> Result<(), Failed> {
-    if cond {
-        Ok(())
-    } else {
-        Err(format!("expected: {what}").into())
-    }
-}
-
 fn grade_all(run: &LabRun) -> Result<(), Failed> {
-    let input = lab::grade::GradeInput::load(run.workdir(), Lab::A);
-    let all = lab::grade::grade_all(Lab::A, &input);
-    let failed: Vec<_> = all.iter().filter(|f| !f.passed()).collect();
-    if failed.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("grades failing: {failed:?}").into())
-    }
+    tests::acts::grade_all(run, Lab::A)
 }

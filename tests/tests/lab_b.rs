@@ -16,12 +16,13 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use lab::evidence::{ActStatus, Lab, Outcome, RequestRecord};
+use lab::evidence::{ActStatus, Lab, Outcome};
 use lab::facts::b::{Act5Facts, Act6Facts, Act7Facts, FreezeRun};
 use lab::facts::{Act3Facts, Act8Facts};
 use lab::faults::freeze::{self, FreezeFiles, FreezeTarget};
 use libtest_mimic::{Arguments, Failed, Trial};
 use tests::LabCluster;
+use tests::acts::{ensure, existing_survives, expect};
 use xtask::lab_run::LabRun;
 
 const RUNNER_ENV: &str = "KCA_TEST_LAB_B_RUNNER";
@@ -259,51 +260,8 @@ fn freeze_facts(f: &FreezeRun, ignore: bool, run: &LabRun) -> Result<(), Failed>
     Ok(())
 }
 
-fn existing_survives(run: &LabRun, seen: &lab::facts::PodObservation) -> Result<(), Failed> {
-    let a3: Act3Facts = serde_json::from_value(run.workdir().read_evidence(3)?.evidence.facts)?;
-    ensure(
-        seen.uid.is_some() && seen.uid == a3.existing.uid,
-        "existing pod keeps act 3's UID",
-    )?;
-    ensure(
-        seen.phase.as_deref() == Some("Running"),
-        "existing pod Running",
-    )
-}
-
-fn expect(r: &RequestRecord, want: Outcome, label: &str) -> Result<(), Failed> {
-    if r.outcome == want {
-        Ok(())
-    } else {
-        Err(format!(
-            "{label}: expected {}, got {} (HTTP {}, {:?}, {} ms)",
-            want.as_str(),
-            r.outcome.as_str(),
-            r.http_status,
-            r.message,
-            r.elapsed_ms
-        )
-        .into())
-    }
-}
-
-fn ensure(cond: bool, what: &str) -> Result<(), Failed> {
-    if cond {
-        Ok(())
-    } else {
-        Err(format!("expected: {what}").into())
-    }
-}
-
 fn grade_all(run: &LabRun) -> Result<(), Failed> {
-    let input = lab::grade::GradeInput::load(run.workdir(), Lab::B);
-    let all = lab::grade::grade_all(Lab::B, &input);
-    let failed: Vec<_> = all.iter().filter(|f| !f.passed()).collect();
-    if failed.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("grades failing: {failed:?}").into())
-    }
+    tests::acts::grade_all(run, Lab::B)
 }
 
 /// Runner mode: `KUBECONFIG CRI FAULT_DIR RESUME_AFTER`: checks the lab mark, finds Kyverno's
