@@ -141,18 +141,29 @@ pub fn artifacts_dir(run_id: &str, lab: Lab) -> PathBuf {
 /// Builds `kca-webhook-lab` (`cargo build -p lab --bin kca-webhook-lab`), sets
 /// `KCA_WEBHOOK_LAB_BIN` to it (the freeze watchdog and the scale watcher re-execute it) and
 /// returns its path.
+///
+/// The nested cargo runs without the variables cargo sets for the program it runs
+/// ([`CARGO_RUN_VARS`]): `ring`'s build script declares `rerun-if-env-changed=CARGO_MANIFEST_DIR`,
+/// so inheriting `CARGO_MANIFEST_DIR=<repo>/xtask` made this build and the next plain
+/// `cargo xtask` rebuild ring, rustls, kube and everything above them, every time (about 100 s
+/// a warm run, issue 16).
 pub fn ensure_lab_binary() -> Result<PathBuf> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let root = crate::cluster::config::repo_root();
-    let status = std::process::Command::new(cargo)
-        .args([
-            "build",
-            "--quiet",
-            "-p",
-            "lab",
-            "--bin",
-            lab::faults::freeze::LAB_BIN_NAME,
-        ])
+    let mut cmd = std::process::Command::new(cargo);
+    cmd.args([
+        "build",
+        "-p",
+        "lab",
+        "--bin",
+        lab::faults::freeze::LAB_BIN_NAME,
+    ]);
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(is_cargo_run_var) {
+            cmd.env_remove(&name);
+        }
+    }
+    let status = cmd
         .current_dir(&root)
         .status()
         .context("running cargo build -p lab --bin kca-webhook-lab")?;
@@ -168,6 +179,31 @@ pub fn ensure_lab_binary() -> Result<PathBuf> {
     // SAFETY: set once, before any thread of ours reads the environment concurrently.
     unsafe { std::env::set_var(lab::faults::freeze::LAB_BIN_ENV, &bin) };
     Ok(bin)
+}
+
+/// Variables cargo sets for a program it runs (`cargo run`, test binaries), by name or prefix
+/// (ending in `_`); the Cargo book's "Environment variables Cargo sets for crates".
+pub const CARGO_RUN_VARS: &[&str] = &[
+    "CARGO_MANIFEST_DIR",
+    "CARGO_MANIFEST_PATH",
+    "CARGO_PKG_",
+    "CARGO_CRATE_NAME",
+    "CARGO_BIN_NAME",
+    "CARGO_BIN_EXE_",
+    "CARGO_PRIMARY_PACKAGE",
+    "CARGO_TARGET_TMPDIR",
+    "CARGO_RUSTC_CURRENT_DIR",
+];
+
+/// Whether `name` is one of [`CARGO_RUN_VARS`] (and so must not leak into a nested build).
+pub fn is_cargo_run_var(name: &str) -> bool {
+    CARGO_RUN_VARS.iter().any(|v| {
+        if v.ends_with('_') {
+            name.starts_with(v)
+        } else {
+            name == *v
+        }
+    })
 }
 
 /// One lab being driven on one cluster: the work directory, how to reach the cluster, and a
@@ -622,5 +658,39 @@ impl ClusterLock {
             step.ok();
         }
         Ok(ClusterLock { _file: file })
+    }
+}
+
+#[cfg(test)]
+mod cargo_env_tests {
+    use super::is_cargo_run_var;
+
+    #[test]
+    fn variables_cargo_sets_for_a_run_are_stripped_and_user_settings_kept() {
+        for v in [
+            "CARGO_MANIFEST_DIR",
+            "CARGO_MANIFEST_PATH",
+            "CARGO_PKG_NAME",
+            "CARGO_PKG_VERSION_MAJOR",
+            "CARGO_BIN_EXE_kca-webhook-lab",
+            "CARGO_CRATE_NAME",
+            "CARGO_PRIMARY_PACKAGE",
+            "CARGO_TARGET_TMPDIR",
+        ] {
+            assert!(is_cargo_run_var(v), "{v} must not reach the nested build");
+        }
+        for v in [
+            "CARGO",
+            "CARGO_HOME",
+            "CARGO_TARGET_DIR",
+            "CARGO_BUILD_JOBS",
+            "CARGO_MANIFEST_DIRECTORY",
+            "PATH",
+        ] {
+            assert!(
+                !is_cargo_run_var(v),
+                "{v} is the user's setting and is kept"
+            );
+        }
     }
 }
