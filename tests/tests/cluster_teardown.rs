@@ -1,228 +1,91 @@
 //! `down` leaves nothing behind: after a fresh cluster with Kyverno running is torn down, no
 //! process of the cluster, no mount under its state dir, no cgroup, no network namespace, no veth,
-//! no host iptables rule mentioning its addresses, and no new file or directory outside the state
-//! dir remain. Before `down`, the same probes must see the cluster (so none of them is vacuous).
+//! no host iptables rule mentioning its addresses, no new or removed file or directory outside the
+//! state dir, and no changed host sysctl remain ([`tests::host`]). Before `down`, the same probes
+//! must see the cluster (so none of them is vacuous).
+//!
+//! While the cluster runs (issue 13): kubelet's host sysctls are already back to the host's values;
+//! the state dir is 0700 and keys, kine's database and `cluster.json` are 0600; and `down` leaves
+//! alone what is not the cluster's: a decoy process that looks like a containerd shim of cluster
+//! `teardown-2` survives, and a bind mount of a scratch host directory inside the state dir makes
+//! `down` stop with a message (the scratch files survive), after which a second `down` finishes.
 //!
 //! Needs Linux and root; fails (never skips) otherwise.
 
-use std::collections::BTreeSet;
-use std::process::Command;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{Context, Result, ensure};
 use serde_json::json;
+use tests::host::{leftovers, snapshot};
 use tests::{LabCluster, record_figure};
 use xtask::cluster::config::default_state_root;
-use xtask::cluster::host::cgroup_mounts;
 use xtask::cluster::netns;
 use xtask::cluster::record::ClusterRecord;
-use xtask::cluster::teardown::{cgroup_dirs, container_log_links, mounts_under, stray_pids};
+use xtask::cluster::teardown::{cgroup_dirs, mounts_under, stray_pids};
 
-/// Paths where Kubernetes node programs put files by default; none may appear because of a cluster.
-const WATCHED_PATHS: &[&str] = &[
-    "/var/lib/kubelet",
-    "/var/log/pods",
-    "/var/log/containers",
-    "/run/containerd",
-    "/var/run/containerd",
-    "/var/lib/containerd",
-    "/var/lib/cni",
-    "/etc/cni",
-    "/opt/cni",
-    "/opt/containerd",
-    "/var/run/nri",
-    "/etc/nri",
-    "/etc/kubernetes",
-    "/var/run/kubernetes",
-    "/root/.kube",
-    "/root/.cache/helm",
-    "/root/.config/helm",
-];
-
-/// What the host looks like outside the state dir.
-#[derive(Debug, PartialEq, Eq)]
-struct HostSnapshot {
-    netns: BTreeSet<String>,
-    links: BTreeSet<String>,
-    iptables: BTreeSet<String>,
-    paths: BTreeSet<String>,
-    mounts: BTreeSet<String>,
-    cgroup_top: BTreeSet<String>,
-    run_dirs: BTreeSet<String>,
+/// Files under the state dir that hold secrets (private keys, every Secret of the cluster in
+/// kine's database, the record): each must be 0600 or stricter.
+fn is_secret(p: &Path) -> bool {
+    let name = p
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    name.ends_with(".key") || name.starts_with("state.db") || name == "cluster.json"
 }
 
-/// Entries of directories where a node's programs put sockets and state by default.
-fn run_dir_entries() -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    for d in [
-        "/run/containerd",
-        "/run/containerd/s",
-        "/run/containerd/runc",
-        "/run/netns",
-        "/var/lib/cni",
-        "/var/log/containers",
-    ] {
-        if let Ok(rd) = std::fs::read_dir(d) {
-            out.extend(rd.flatten().map(|e| e.path().display().to_string()));
+/// Walks every file and directory the node wrote under `state_dir` on its filesystem (mounted
+/// volumes and container root filesystems are other filesystems, not walked): the state dir is
+/// 0700, every secret ([`is_secret`]) 0600 or stricter, and nothing is world-writable but sticky
+/// directories (an image's `/tmp`) and sockets. Returns (entries walked, secrets seen).
+fn check_permissions(state_dir: &Path) -> Result<(usize, Vec<String>)> {
+    use std::os::unix::fs::FileTypeExt;
+    let mode = std::fs::metadata(state_dir)?.permissions().mode() & 0o7777;
+    ensure!(
+        mode == 0o700,
+        "state dir {} has mode {mode:o}, expected 700",
+        state_dir.display()
+    );
+    let (mut n, mut secrets, mut bad) = (0usize, Vec::new(), Vec::new());
+    for e in walkdir::WalkDir::new(state_dir).same_file_system(true) {
+        let Ok(e) = e else { continue };
+        let Ok(meta) = e.path().symlink_metadata() else {
+            continue;
+        };
+        n += 1;
+        let mode = meta.permissions().mode();
+        let ft = meta.file_type();
+        if ft.is_symlink() {
+            continue;
         }
-    }
-    out
-}
-
-fn lines(cmd: &str, args: &[&str]) -> BTreeSet<String> {
-    Command::new(cmd)
-        .args(args)
-        .output()
-        .map(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn snapshot() -> Result<HostSnapshot> {
-    let links = lines("ip", &["-o", "link", "show"])
-        .into_iter()
-        .filter_map(|l| {
-            l.split(':')
-                .nth(1)
-                .map(|n| n.trim().split('@').next().unwrap_or("").to_string())
-        })
-        .collect();
-    // Host iptables, both backends, without counters; lines that could only come from a cluster.
-    let mut iptables = BTreeSet::new();
-    for bin in ["iptables-nft-save", "iptables-legacy-save"] {
-        for l in lines(bin, &[]) {
-            if l.starts_with('#') || l.starts_with('*') || l == "COMMIT" {
-                continue;
-            }
-            let l = l.split(" [").next().unwrap_or(&l).to_string();
-            iptables.insert(format!("{bin}: {l}"));
-        }
-    }
-    let paths = WATCHED_PATHS
-        .iter()
-        .filter(|p| std::path::Path::new(p).exists())
-        .map(|p| p.to_string())
-        .collect();
-    let mounts = std::fs::read_to_string("/proc/self/mountinfo")
-        .context("reading mountinfo")?
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(4).map(str::to_string))
-        .collect();
-    let mut cgroup_top = BTreeSet::new();
-    for m in cgroup_mounts()? {
-        for e in std::fs::read_dir(&m)
-            .with_context(|| format!("reading {}", m.display()))?
-            .flatten()
-        {
-            if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
-                cgroup_top.insert(e.path().display().to_string());
+        if is_secret(e.path()) && ft.is_file() {
+            secrets.push(e.path().display().to_string());
+            if mode & 0o077 != 0 {
+                bad.push(format!(
+                    "{} is {:o}, expected 600",
+                    e.path().display(),
+                    mode & 0o7777
+                ));
             }
         }
-    }
-    Ok(HostSnapshot {
-        netns: lines("ip", &["netns", "list"]),
-        links,
-        iptables,
-        paths,
-        mounts,
-        cgroup_top,
-        run_dirs: run_dir_entries(),
-    })
-}
-
-fn diff(label: &str, before: &BTreeSet<String>, after: &BTreeSet<String>, out: &mut Vec<String>) {
-    for x in after.difference(before) {
-        out.push(format!("{label}: new {x}"));
-    }
-}
-
-/// Processes whose command line or cwd refers to the state dir.
-fn processes_mentioning(state_dir: &std::path::Path) -> Vec<String> {
-    let s = state_dir.display().to_string();
-    let me = std::process::id() as i32;
-    procfs::process::all_processes()
-        .map(|ps| {
-            ps.flatten()
-                .filter(|p| p.pid != me)
-                .filter_map(|p| {
-                    let cmd = p.cmdline().ok()?.join(" ");
-                    (cmd.contains(&s)).then(|| format!("{} {}", p.pid, cmd))
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Everything of cluster `rec` that remains, compared with the host snapshot taken before `up`.
-fn leftovers(rec: &ClusterRecord, before: &HostSnapshot) -> Result<Vec<String>> {
-    let mut left = Vec::new();
-    for p in &rec.processes {
-        if p.alive() {
-            left.push(format!("process {} (pid {}) still runs", p.name, p.pid));
+        let sticky_dir = ft.is_dir() && mode & 0o1000 != 0;
+        if mode & 0o002 != 0 && !sticky_dir && !ft.is_socket() {
+            bad.push(format!(
+                "{} is world-writable ({:o})",
+                e.path().display(),
+                mode & 0o7777
+            ));
         }
     }
-    for (pid, cmd) in stray_pids(rec) {
-        left.push(format!("container or shim process {pid}: {cmd}"));
-    }
-    for p in processes_mentioning(&rec.state_dir) {
-        left.push(format!("process mentioning the state dir: {p}"));
-    }
-    for m in mounts_under(&rec.state_dir) {
-        left.push(format!("mount {}", m.display()));
-    }
-    for d in cgroup_dirs(&rec.cgroup_root) {
-        left.push(format!("cgroup {}", d.display()));
-    }
-    for m in cgroup_mounts()? {
-        if m.join("kubepods").exists() {
-            left.push(format!("cgroup {}", m.join("kubepods").display()));
-        }
-    }
-    if netns::exists(&rec.netns) {
-        left.push(format!("network namespace {}", rec.netns));
-    }
-    if std::path::Path::new("/sys/class/net")
-        .join(rec.net.host_veth())
-        .exists()
-    {
-        left.push(format!("veth {}", rec.net.host_veth()));
-    }
-    for l in container_log_links(&rec.state_dir) {
-        left.push(format!("log symlink {}", l.display()));
-    }
-    let after = snapshot()?;
-    diff("netns", &before.netns, &after.netns, &mut left);
-    diff("link", &before.links, &after.links, &mut left);
-    diff(
-        "host iptables",
-        &before.iptables,
-        &after.iptables,
-        &mut left,
+    ensure!(
+        bad.is_empty(),
+        "file modes under {}:\n{}",
+        state_dir.display(),
+        bad.join("\n")
     );
-    diff("path", &before.paths, &after.paths, &mut left);
-    diff("mount", &before.mounts, &after.mounts, &mut left);
-    diff("cgroup", &before.cgroup_top, &after.cgroup_top, &mut left);
-    let node_ip = rec.net.node_ip().to_string();
-    for l in &after.iptables {
-        if l.contains(&node_ip)
-            || l.contains("10.42.")
-            || l.contains("10.43.")
-            || l.contains(&rec.netns)
-        {
-            left.push(format!("host iptables rule mentions the cluster: {l}"));
-        }
-    }
-    diff(
-        "run dir entry",
-        &before.run_dirs,
-        &after.run_dirs,
-        &mut left,
-    );
-    Ok(left)
+    Ok((n, secrets))
 }
 
 #[test]
@@ -261,12 +124,119 @@ fn cluster_down_leaves_nothing() -> Result<()> {
         rec.netns
     );
 
+    // kubelet's host sysctls: recorded before it started, changed by it, and put back already.
+    ensure!(
+        rec.host_sysctls.len() == xtask::cluster::sysctl::KUBELET_TUNABLES.len(),
+        "the record holds {} of kubelet's {} host sysctls",
+        rec.host_sysctls.len(),
+        xtask::cluster::sysctl::KUBELET_TUNABLES.len()
+    );
+    ensure!(
+        rec.host_sysctls.iter().any(|s| s.before != s.node_value),
+        "this host already has every value kubelet sets ({:?}): the test cannot show that they are restored",
+        rec.host_sysctls
+    );
+    ensure!(
+        rec.timings_ms.contains_key("kubelet_sysctls_seen_ms"),
+        "up never saw kubelet write its host sysctls (timings {:?})",
+        rec.timings_ms
+    );
+    ensure!(
+        during.sysctls == before.sysctls,
+        "host sysctls while the cluster runs differ from before up:\nbefore {:?}\nnow    {:?}",
+        before.sysctls,
+        during.sysctls
+    );
+
+    // Permissions of everything the node wrote under its state dir.
+    let (walked, secrets) = check_permissions(&rec.state_dir)?;
+    ensure!(
+        secrets.iter().any(|s| s.ends_with("kine/state.db"))
+            && secrets.iter().any(|s| s.ends_with("ca.key")),
+        "the permission walk saw no kine/state.db or ca.key (saw {secrets:?}): it is blind"
+    );
+    eprintln!(
+        "   permissions: {walked} entries walked, {} secrets 0600",
+        secrets.len()
+    );
+
+    // A decoy that looks like a containerd shim of cluster teardown-2 (whose state dir path starts
+    // with this cluster's): `down` must leave it alone. `read` is a shell builtin: no grandchild.
+    let sibling_sock = rec
+        .state_dir
+        .with_file_name(format!("{}-2", rec.name))
+        .join("containerd/containerd.sock");
+    let mut decoy = std::process::Command::new("sh")
+        .arg0("/usr/local/bin/containerd-shim-runc-v2")
+        .args(["-c", "read x", "-address"])
+        .arg(&sibling_sock)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .context("starting the decoy shim")?;
+
+    // A bind mount of a scratch host directory left inside the state dir.
+    let scratch = tempfile::tempdir().context("scratch dir")?;
+    std::fs::write(scratch.path().join("keep"), "host data").context("writing scratch file")?;
+    let bind = rec.state_dir.join("scratch-bind");
+    std::fs::create_dir_all(&bind)?;
+    nix::mount::mount(
+        Some(scratch.path()),
+        &bind,
+        None::<&str>,
+        nix::mount::MsFlags::MS_BIND,
+        None::<&str>,
+    )
+    .with_context(|| {
+        format!(
+            "bind-mounting {} at {}",
+            scratch.path().display(),
+            bind.display()
+        )
+    })?;
+    let handle = cluster.cluster().clone();
+    let first = handle.down();
+    let refused = match &first {
+        Ok(_) => None,
+        Err(e) => Some(format!("{e:#}")),
+    };
+    let scratch_kept = std::fs::read_to_string(scratch.path().join("keep")).ok();
+    if !mounts_under(&bind).is_empty() {
+        nix::mount::umount2(&bind, nix::mount::MntFlags::empty())
+            .with_context(|| format!("unmounting the scratch bind {}", bind.display()))?;
+    }
+    ensure!(
+        scratch_kept.as_deref() == Some("host data"),
+        "the scratch file behind the bind mount is gone or changed after down: {scratch_kept:?}"
+    );
+    let refused =
+        refused.context("down succeeded with a host directory bind-mounted in the state dir")?;
+    ensure!(
+        refused.contains("not by the cluster") && refused.contains(&bind.display().to_string()),
+        "down failed, but not by naming the foreign mount {}: {refused}",
+        bind.display()
+    );
+    ensure!(
+        ClusterRecord::file(&rec.state_dir).exists(),
+        "the record was removed although down stopped at the foreign mount"
+    );
+
     let t = Instant::now();
-    let report = cluster.down().context("cluster down")?;
+    let report = cluster
+        .down()
+        .context("cluster down (second, after the scratch bind was removed)")?;
     let down_secs = t.elapsed().as_secs_f64();
     eprintln!(
         "   down took {down_secs:.1}s, {} actions",
         report.done.len()
+    );
+
+    let decoy_alive = decoy.try_wait().context("checking the decoy")?.is_none();
+    let _ = decoy.kill();
+    let _ = decoy.wait();
+    ensure!(
+        decoy_alive,
+        "down killed the decoy shim of cluster {}-2",
+        rec.name
     );
 
     let left = leftovers(&rec, &before)?;
@@ -277,6 +247,7 @@ fn cluster_down_leaves_nothing() -> Result<()> {
             "at": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             "down_secs": down_secs,
             "down_actions": report.done.len(),
+            "permission_walk_entries": walked,
             "timings_ms": rec.timings_ms,
         }),
     )?;

@@ -186,6 +186,38 @@ pub struct Running {
     pub container_id: String,
     /// The backend's state directory (`conf/`, `images/`, `logs/`, `kubeconfig.yaml`).
     pub state: PathBuf,
+    /// kubelet's host sysctls as found before the container started (k3s's kubelet, privileged,
+    /// writes them on the host's kernel: `crate::cluster::sysctl`); restored after it stops.
+    pub host_sysctls: Vec<crate::cluster::sysctl::SavedSysctl>,
+}
+
+/// `<state>/host-sysctls.json`: the values found before the container started, kept until they
+/// are restored (so the next `acquire` restores them after a crash).
+fn sysctls_file(state: &Path) -> PathBuf {
+    state.join("host-sysctls.json")
+}
+
+/// Puts back the recorded host sysctls still equal to kubelet's values, then forgets the record.
+fn restore_host_sysctls(state: &Path, saved: &[crate::cluster::sysctl::SavedSysctl]) -> Result<()> {
+    use crate::cluster::sysctl::{Restored, restore};
+    let mut errors = Vec::new();
+    for r in restore(saved) {
+        match r {
+            Ok(Restored::PutBack { key, from, to }) => {
+                eprintln!("   host sysctl {key}: put back {to} (k3s's kubelet had set {from})")
+            }
+            Ok(_) => {}
+            Err(e) => errors.push(format!("{e:#}")),
+        }
+    }
+    if !errors.is_empty() {
+        bail!("restoring host sysctls: {}", errors.join("; "));
+    }
+    match std::fs::remove_file(sysctls_file(state)) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("removing {}", sysctls_file(state).display())),
+    }
 }
 
 impl Running {
@@ -217,7 +249,7 @@ impl Running {
                 .context("removing the k3s container")?;
         }
         step.ok();
-        Ok(())
+        restore_host_sysctls(&self.state, &self.host_sysctls)
     }
 
     /// Leaves the container running (`docker rm -f <id>` ends it).
@@ -274,6 +306,17 @@ pub fn acquire(opts: &Options, name: &str) -> Result<ClusterHandle> {
     for d in [&conf, &images] {
         std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
     }
+    // A crashed earlier run's values first, then this run's, before k3s's kubelet starts.
+    if let Ok(text) = std::fs::read_to_string(sysctls_file(&state)) {
+        let saved: Vec<crate::cluster::sysctl::SavedSysctl> = serde_json::from_str(&text)
+            .with_context(|| format!("parsing {}", sysctls_file(&state).display()))?;
+        restore_host_sysctls(&state, &saved)?;
+    }
+    let host_sysctls = crate::cluster::sysctl::record()?;
+    crate::cluster::record::write_durably(
+        &sysctls_file(&state),
+        serde_json::to_string_pretty(&host_sysctls)?.as_bytes(),
+    )?;
     let mut refs = Vec::new();
     for (i, img) in inputs.images.iter().enumerate() {
         let file = format!("{i:02}.tar");
@@ -299,6 +342,7 @@ pub fn acquire(opts: &Options, name: &str) -> Result<ClusterHandle> {
         container: Some(container),
         container_id: container_id.clone(),
         state: state.clone(),
+        host_sysctls,
     };
     match finish(opts, name, &mut running, &refs) {
         Ok(mut handle) => {

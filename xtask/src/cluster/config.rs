@@ -50,6 +50,10 @@ impl ClusterConfig {
     }
 }
 
+/// Names that are directories of the state root other than clusters' (`backends`: the
+/// kubeconfig and k3s backends' state, `xtask::backend::state_dir`).
+pub const RESERVED_NAMES: &[&str] = &["backends"];
+
 /// Checks a cluster name (1 to 20 characters of `[a-z0-9-]`, starting with a letter).
 pub fn validate_name(name: &str) -> Result<()> {
     let ok = !name.is_empty()
@@ -61,6 +65,11 @@ pub fn validate_name(name: &str) -> Result<()> {
     if !ok {
         bail!(
             "invalid cluster name {name:?}: expected 1 to 20 characters of [a-z0-9-] starting with a letter"
+        );
+    }
+    if RESERVED_NAMES.contains(&name) {
+        bail!(
+            "cluster name {name:?} is reserved: <state root>/{name} holds the kubeconfig and k3s backends' state"
         );
     }
     Ok(())
@@ -246,5 +255,6 @@ mod tests {
         assert!(validate_name("Abc").is_err());
         assert!(validate_name("a/b").is_err());
         assert!(validate_name("abcdefghijklmnopqrstu").is_err());
+        assert!(validate_name("backends").is_err());
     }
 }

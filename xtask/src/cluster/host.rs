@@ -71,6 +71,17 @@ pub fn cgroup_mounts() -> Result<Vec<std::path::PathBuf>> {
     Ok(out)
 }
 
+/// The cluster's cgroup parent (`cgroup_root`) in every hierarchy where it does not exist yet:
+/// what [`prepare_cgroups`] will create, recorded first so `down` removes only these.
+pub fn missing_cgroups(cgroup_root: &str) -> Result<Vec<std::path::PathBuf>> {
+    let rel = cgroup_root.trim_start_matches('/');
+    Ok(cgroup_mounts()?
+        .into_iter()
+        .map(|m| m.join(rel))
+        .filter(|d| !d.exists())
+        .collect())
+}
+
 /// Creates the cluster's cgroup parent (`cgroup_root`, e.g. `/kca-<name>`) in every cgroup
 /// hierarchy, so kubelet's `cgroupRoot` exists everywhere it checks. In the v1 cpuset controller a
 /// new cgroup starts with empty `cpuset.cpus`/`cpuset.mems`; copy the parent's.

@@ -31,6 +31,7 @@ pub mod pki;
 pub mod process;
 pub mod ready;
 pub mod record;
+pub mod sysctl;
 pub mod teardown;
 
 use std::path::{Path, PathBuf};
@@ -261,7 +262,12 @@ impl Cluster {
     /// Loads the handle of an existing cluster from its state record (None if there is none).
     pub fn load(name: &str, state_root: &Path) -> Result<Option<Cluster>> {
         config::validate_name(name)?;
-        Ok(ClusterRecord::load(&state_root.join(name))?.map(|record| Cluster { record }))
+        let state_dir = state_root.join(name);
+        let Some(record) = ClusterRecord::load(&state_dir)? else {
+            return Ok(None);
+        };
+        record.check_belongs(&state_dir)?;
+        Ok(Some(Cluster { record }))
     }
 
     /// Brings a fresh cluster up and returns when Kyverno answers (see the module docs).
@@ -276,18 +282,21 @@ impl Cluster {
             Some(i) => i,
             None => Inputs::resolve()?,
         };
+        std::fs::create_dir_all(&opts.state_root)
+            .with_context(|| format!("creating {}", opts.state_root.display()))?;
+        // Canonical, so the record names the directory itself (a copied record names another).
+        let state_root = std::fs::canonicalize(&opts.state_root)
+            .with_context(|| format!("resolving {}", opts.state_root.display()))?;
         let cfg = ClusterConfig {
             name: opts.name.clone(),
-            state_root: opts.state_root.clone(),
+            state_root,
             bin_dir: inputs.bin_dir.clone(),
             cni_bin_dir: inputs.cni_bin_dir.clone(),
         };
         cfg.validate()?;
         clear_remains(&cfg)?;
         let started = Instant::now();
-        let state_dir = cfg.state_dir();
-        std::fs::create_dir_all(&state_dir)
-            .with_context(|| format!("creating {}", state_dir.display()))?;
+        make_state_dir(&cfg)?;
         let mut used = netns::used_indices()?;
         used.extend(other_clusters_indices(&cfg.state_root, &cfg.name));
         let net = netns::pick_free(&used)?;
@@ -309,8 +318,8 @@ impl Cluster {
                     "up failed; tearing down what was started (logs kept in {})",
                     rt.path("logs").display()
                 );
-                let report = teardown::down(&record);
-                finish_down(&record, &report, true);
+                let mut report = teardown::down(&record);
+                finish_down(&record, &mut report, true);
                 Err(e)
             }
         }
@@ -318,8 +327,8 @@ impl Cluster {
 
     /// Tears the cluster down (see [`teardown`]); errors if any step failed (all are attempted).
     pub fn down(&self) -> Result<teardown::Report> {
-        let report = teardown::down(&self.record);
-        finish_down(&self.record, &report, true);
+        let mut report = teardown::down(&self.record);
+        finish_down(&self.record, &mut report, true);
         if !report.errors.is_empty() {
             bail!(
                 "cluster {} down finished with {} errors:\n{}",
@@ -395,36 +404,30 @@ pub fn down_by_name(name: &str, state_root: &Path) -> Result<Option<teardown::Re
         None => {
             let ns = config::netns_name(name);
             if netns::exists(&ns) {
-                netns::ip(&["netns", "delete", &ns])?;
-                eprintln!("   deleted network namespace {ns} (no state record)");
+                eprintln!(
+                    "   network namespace {ns} exists, but no state record under {} says this checkout made it: left alone (tear it down from the checkout that made it)",
+                    state_root.display()
+                );
             }
             Ok(None)
         }
     }
 }
 
-/// After a teardown: keep only `logs/` of the state dir and drop the record when everything was
-/// removed, so a failed `down` can be repeated.
-fn finish_down(rec: &ClusterRecord, report: &teardown::Report, keep_logs: bool) {
+/// After a teardown: keep only `logs/` and the ownership marker of the state dir and drop the
+/// record when everything was removed, so a failed `down` can be repeated. Never crosses a mount
+/// point: when a mount remains under the state dir it removes nothing and reports the mounts.
+fn finish_down(rec: &ClusterRecord, report: &mut teardown::Report, keep_logs: bool) {
     if !report.errors.is_empty() {
         return;
     }
-    let Ok(rd) = std::fs::read_dir(&rec.state_dir) else {
-        return;
+    let keep: &[&str] = if keep_logs {
+        &["logs", record::OWNER_FILE]
+    } else {
+        &[record::OWNER_FILE]
     };
-    for e in rd.flatten() {
-        let p = e.path();
-        if keep_logs && p.file_name().is_some_and(|n| n == "logs") {
-            continue;
-        }
-        let r = if p.is_dir() && !p.is_symlink() {
-            std::fs::remove_dir_all(&p)
-        } else {
-            std::fs::remove_file(&p)
-        };
-        if let Err(err) = r {
-            eprintln!("   error: removing {}: {err}", p.display());
-        }
+    if let Err(e) = teardown::remove_contents(&rec.state_dir, keep) {
+        report.fail(e);
     }
 }
 
@@ -440,12 +443,74 @@ fn other_clusters_indices(state_root: &Path, me: &str) -> Vec<u32> {
         .collect()
 }
 
-/// Clears the remains of a dead cluster of the same name (record present, processes gone; or a
-/// namespace without a record), saying what it cleared. Errors if the cluster still runs.
+/// Creates the state dir `0700` and writes the ownership marker first (before anything else goes
+/// in), so a later `up` or `down` recognises it as this cluster's.
+fn make_state_dir(cfg: &ClusterConfig) -> Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let state_dir = cfg.state_dir();
+    match std::fs::DirBuilder::new().mode(0o700).create(&state_dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e).with_context(|| format!("creating {}", state_dir.display())),
+    }
+    // The mode again: DirBuilder's is masked by the umask, and a kept dir may be older.
+    std::fs::set_permissions(&state_dir, std::fs::Permissions::from_mode(0o700))
+        .with_context(|| format!("chmod 0700 {}", state_dir.display()))?;
+    record::Owner {
+        name: cfg.name.clone(),
+        state_dir: state_dir.clone(),
+        created_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+    }
+    .save()
+}
+
+/// Whether `<state_root>/<name>` is this cluster's state dir: its `cluster.json` or its ownership
+/// marker names the same cluster and the same directory. Ok(false) for an empty directory (or
+/// none); an error, naming what was found, for anything else: a directory `up` did not make is
+/// never cleared.
+fn owned_state_dir(cfg: &ClusterConfig) -> Result<bool> {
+    let state_dir = cfg.state_dir();
+    let entries: Vec<String> = match std::fs::read_dir(&state_dir) {
+        Ok(rd) => rd
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", state_dir.display())),
+    };
+    if entries.is_empty() {
+        return Ok(false);
+    }
+    let here = std::fs::canonicalize(&state_dir)
+        .with_context(|| format!("resolving {}", state_dir.display()))?;
+    let owner = record::Owner::load(&state_dir).ok().flatten();
+    if owner
+        .as_ref()
+        .is_some_and(|o| o.name == cfg.name && o.state_dir == here)
+    {
+        return Ok(true);
+    }
+    let mut shown = entries.clone();
+    shown.sort();
+    shown.truncate(8);
+    bail!(
+        "{} exists and is not the state directory of cluster {} (no {} naming this cluster and this directory; it holds: {}); it was left untouched. Choose another --name or KCA_LAB_STATE_ROOT, or remove it yourself if it is an old cluster's",
+        state_dir.display(),
+        cfg.name,
+        record::OWNER_FILE,
+        shown.join(", ")
+    )
+}
+
+/// Clears the remains of a dead cluster of the same name (its record present, processes gone),
+/// saying what it cleared. Errors if the cluster still runs, if the directory is not a cluster
+/// state dir ([`owned_state_dir`]), or if a network namespace of that name exists that no record
+/// claims; in each case nothing is touched.
 fn clear_remains(cfg: &ClusterConfig) -> Result<()> {
     let state_dir = cfg.state_dir();
     if let Some(rec) = ClusterRecord::load(&state_dir)? {
-        if rec.processes.iter().any(|p| p.alive()) {
+        rec.check_belongs(&state_dir)?;
+        if rec.same_boot() && rec.processes.iter().any(|p| p.alive()) {
             bail!(
                 "cluster {} is already running (state {}); run `cargo xtask cluster down --name {}` first",
                 cfg.name,
@@ -459,7 +524,8 @@ fn clear_remains(cfg: &ClusterConfig) -> Result<()> {
             cfg.name,
             state_dir.display()
         );
-        let report = teardown::down(&rec);
+        let mut report = teardown::down(&rec);
+        finish_down(&rec, &mut report, false);
         if !report.errors.is_empty() {
             bail!(
                 "clearing the remains of cluster {} failed:\n{}",
@@ -470,17 +536,26 @@ fn clear_remains(cfg: &ClusterConfig) -> Result<()> {
         if report.done.is_empty() {
             eprintln!("   nothing was left but the state directory");
         }
-    } else {
-        let ns = config::netns_name(&cfg.name);
-        if netns::exists(&ns) {
-            refuse_foreign(&ns, &state_dir)?;
-            eprintln!(" • deleting network namespace {ns}, left without a state record");
-            netns::ip(&["netns", "delete", &ns])?;
-        }
+        return Ok(());
     }
-    if state_dir.exists() {
-        std::fs::remove_dir_all(&state_dir)
-            .with_context(|| format!("removing old state {}", state_dir.display()))?;
+    let ns = config::netns_name(&cfg.name);
+    if netns::exists(&ns) {
+        bail!(
+            "network namespace {ns} exists but no state record under {} claims it (another checkout's cluster {}?); it was left alone. Tear it down from the checkout that made it, or choose another --name",
+            cfg.state_root.display(),
+            cfg.name
+        );
+    }
+    if owned_state_dir(cfg)? {
+        let mut report = teardown::Report::default();
+        if let Err(e) = teardown::remove_contents(&state_dir, &[record::OWNER_FILE]) {
+            report.fail(e);
+            bail!(
+                "clearing the old state of cluster {}: {}",
+                cfg.name,
+                report.errors.join("\n")
+            );
+        }
     }
     Ok(())
 }
@@ -609,7 +684,7 @@ fn bring_up(
         rt.net.cidr(),
         rt.net.node_ip()
     ));
-    netns::create(rt)?;
+    netns::create(rt, record)?;
     step.ok();
     let step = Step::start("generating PKI and kubeconfigs");
     pki::generate(rt)?;
@@ -628,6 +703,9 @@ fn bring_up(
         std::fs::create_dir_all(rt.path(d))
             .with_context(|| format!("creating {}", rt.path(d).display()))?;
     }
+    // Recorded before they are made, so `down` removes only the cgroups this cluster made.
+    record.cgroups_created = host::missing_cgroups(&rt.cgroup_root)?;
+    record.save()?;
     host::prepare_cgroups(&rt.cgroup_root)?;
     step.ok();
 
@@ -698,6 +776,9 @@ fn bring_up(
         .timings_ms
         .insert("images_imported_ms".into(), ms(started));
 
+    // kubelet writes host sysctls when it starts (`sysctl` module docs): record them first.
+    record.host_sysctls = sysctl::record()?;
+    record.save()?;
     start(rt, record, daemons::kubelet::daemon(rt))?;
     start(rt, record, daemons::kube_proxy::daemon(rt))?;
     let node_name = rt.node_name.clone();
@@ -731,6 +812,8 @@ fn bring_up(
     record
         .timings_ms
         .insert("node_ready_ms".into(), ms(started));
+    record.save()?;
+    restore_sysctls_after_kubelet_start(record, started)?;
     record.save()?;
     wait_probe(
         record,
@@ -769,6 +852,70 @@ fn bring_up(
         started.elapsed().as_secs_f64(),
         rt.user_kubeconfig().display()
     );
+    Ok(())
+}
+
+/// Once kubelet has written its host sysctls (every recorded value it changes reads kubelet's
+/// value; bounded by 60 s), puts the host's values back: kubelet reads them only at its start
+/// (`sysctl` module docs). When the wait runs out the values are left to `down`, and a warning
+/// names the values last seen.
+///
+/// Adds `kubelet_sysctls_seen_ms` (when kubelet's values were seen, only if it changed any) and
+/// `host_sysctls_restored_ms` to the record's timings.
+fn restore_sysctls_after_kubelet_start(record: &mut ClusterRecord, started: Instant) -> Result<()> {
+    let pending = |saved: &[sysctl::SavedSysctl]| -> Vec<String> {
+        saved
+            .iter()
+            .filter(|s| s.before != s.node_value)
+            .filter_map(|s| {
+                let now = sysctl::read(&s.key).ok().flatten().unwrap_or_default();
+                (now != s.node_value)
+                    .then(|| format!("{}={} (kubelet sets {})", s.key, now, s.node_value))
+            })
+            .collect()
+    };
+    let t = Instant::now();
+    loop {
+        let left = pending(&record.host_sysctls);
+        if left.is_empty() {
+            if record.host_sysctls.iter().any(|s| s.before != s.node_value) {
+                record
+                    .timings_ms
+                    .insert("kubelet_sysctls_seen_ms".into(), ms(started));
+            }
+            break;
+        }
+        if t.elapsed() > Duration::from_secs(60) {
+            eprintln!(
+                "   warning: kubelet has not written these host sysctls 60s after the node became Ready: {}; `down` restores what it finds changed",
+                left.join(", ")
+            );
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let mut errors = Vec::new();
+    for r in sysctl::restore(&record.host_sysctls) {
+        match r {
+            Ok(sysctl::Restored::PutBack { key, from, to }) => {
+                eprintln!("   host sysctl {key}: kubelet set {from}, put back {to}")
+            }
+            Ok(sysctl::Restored::LeftAlone { key, now }) => eprintln!(
+                "   host sysctl {key} is {now}, neither the recorded value nor kubelet's: left alone"
+            ),
+            Ok(sysctl::Restored::Unchanged) => {}
+            Err(e) => errors.push(format!("{e:#}")),
+        }
+    }
+    if !errors.is_empty() {
+        bail!(
+            "restoring host sysctls after kubelet's start: {}",
+            errors.join("; ")
+        );
+    }
+    record
+        .timings_ms
+        .insert("host_sysctls_restored_ms".into(), ms(started));
     Ok(())
 }
 
@@ -833,12 +980,14 @@ impl ClusterCmd {
                 let mut opts = UpOptions::new(&name);
                 opts.retain_on_failure = retain;
                 opts.kyverno = !no_kyverno;
+                let _lock = crate::lab_run::ClusterLock::acquire(&root)?;
                 let c = Cluster::up(opts)?;
                 println!("kubeconfig: {}", c.kubeconfig().display());
                 println!("cri_endpoint: {}", c.cri_endpoint());
                 Ok(())
             }
             Sub::Down { name } => {
+                let _lock = crate::lab_run::ClusterLock::acquire(&root)?;
                 let t = Instant::now();
                 match down_by_name(&name, &root)? {
                     Some(r) => eprintln!(

@@ -10,6 +10,23 @@ use anyhow::{Context, Result, bail};
 use nix::sched::{CloneFlags, setns};
 
 use super::config::{NODE_IFACE, NodeNet, Runtime, SERVICE_CIDR, VETH_SUPERNET};
+use super::record::ClusterRecord;
+
+/// Inode of the network namespace bound at `/run/netns/<name>` (the nsfs inode: it identifies
+/// the namespace, not the name), or None when there is none.
+pub fn inode(name: &str) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(netns_path(name)).ok().map(|m| m.ino())
+}
+
+/// ifindex of host link `name` (`/sys/class/net/<name>/ifindex`), or None when there is none.
+pub fn ifindex(name: &str) -> Option<u32> {
+    std::fs::read_to_string(Path::new("/sys/class/net").join(name).join("ifindex"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
 
 /// `/run/netns/<name>`: where `ip netns add` keeps the namespace bound.
 pub fn netns_path(name: &str) -> PathBuf {
@@ -91,14 +108,19 @@ fn write_sysctl(key: &str, value: &str) -> Result<()> {
 /// Creates the namespace, the veth pair (host `kca-h<i>` with `.1/30`, node `eth0` with `.2/30`),
 /// brings up loopback, routes the service CIDR to `eth0` (so the apiserver's packets to a ClusterIP
 /// reach kube-proxy's DNAT; `../shared/research/embedded-node.md`, pitfall 5) and sets the
-/// namespace's forwarding and bridge-netfilter sysctls.
-pub fn create(rt: &Runtime) -> Result<()> {
+/// namespace's forwarding and bridge-netfilter sysctls. The namespace's inode and the host veth's
+/// ifindex go into `record` (saved) as soon as each exists: `down` deletes only those.
+pub fn create(rt: &Runtime, record: &mut ClusterRecord) -> Result<()> {
     let (ns, net) = (rt.netns.as_str(), rt.net);
     let (host, tmp) = (net.host_veth(), net.node_veth_tmp());
     let host_addr = format!("{}/30", net.host_ip());
     let node_addr = format!("{}/30", net.node_ip());
     ip(&["netns", "add", ns])?;
+    record.netns_inode = inode(ns);
+    record.save()?;
     ip(&["link", "add", &host, "type", "veth", "peer", "name", &tmp])?;
+    record.host_veth_ifindex = ifindex(&host);
+    record.save()?;
     ip(&["link", "set", &tmp, "netns", ns])?;
     ip(&["addr", "add", &host_addr, "dev", &host])?;
     ip(&["link", "set", &host, "up"])?;
@@ -118,27 +140,43 @@ pub fn create(rt: &Runtime) -> Result<()> {
 }
 
 /// Deletes the namespace (taking the veth pair, the bridge and every iptables rule inside with it)
-/// and the host side of the veth if it somehow remains. Returns what it removed.
-pub fn delete(netns: &str, host_veth: &str) -> Result<Vec<String>> {
+/// and the host side of the veth if it somehow remains, each only when it is the one recorded
+/// (`netns_inode`, `veth_ifindex`; a record without them owns neither). Returns what it removed
+/// and what it left because it is not the recorded one.
+pub fn delete(
+    netns: &str,
+    netns_inode: Option<u64>,
+    host_veth: &str,
+    veth_ifindex: Option<u32>,
+) -> Result<Vec<String>> {
     let mut done = Vec::new();
-    if exists(netns) {
-        ip(&["netns", "delete", netns])?;
-        done.push(format!("network namespace {netns}"));
+    if let Some(found) = inode(netns) {
+        if Some(found) == netns_inode {
+            ip(&["netns", "delete", netns])?;
+            done.push(format!("network namespace {netns}"));
+        } else {
+            bail!(
+                "network namespace {netns} (inode {found}) is not the one this cluster made (recorded inode {netns_inode:?}): left alone"
+            );
+        }
     }
     // The host side of the veth goes away with its peer, asynchronously: wait a moment for it.
-    let veth = Path::new("/sys/class/net").join(host_veth);
     for _ in 0..30 {
-        if !veth.exists() {
-            return Ok(done);
+        if ifindex(host_veth).is_none() || ifindex(host_veth) != veth_ifindex {
+            break;
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
-    if veth.exists() {
-        match ip(&["link", "delete", host_veth]) {
+    match ifindex(host_veth) {
+        None => {}
+        Some(i) if Some(i) == veth_ifindex => match ip(&["link", "delete", host_veth]) {
             Ok(()) => done.push(format!("veth {host_veth}")),
-            Err(_) if !veth.exists() => {}
+            Err(_) if ifindex(host_veth).is_none() => {}
             Err(e) => return Err(e),
-        }
+        },
+        Some(i) => done.push(format!(
+            "left link {host_veth} alone: ifindex {i}, not the recorded {veth_ifindex:?}"
+        )),
     }
     Ok(done)
 }

@@ -68,6 +68,7 @@ pub fn spawn(spec: &DaemonSpec, netns: &str) -> Result<ProcRecord> {
     let ns = File::open(&ns_path)
         .with_context(|| format!("opening network namespace {}", ns_path.display()))?;
     let ns_fd = ns.as_raw_fd();
+    let umask = spec.umask;
     let mut cmd = Command::new(&spec.binary);
     cmd.args(&spec.args)
         .env_clear()
@@ -76,12 +77,15 @@ pub fn spawn(spec: &DaemonSpec, netns: &str) -> Result<ProcRecord> {
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(log2);
-    // SAFETY: only async-signal-safe syscalls (setsid, setns) run between fork and exec.
+    // SAFETY: only async-signal-safe syscalls (setsid, setns, umask) run between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
             nix::unistd::setsid().map_err(std::io::Error::from)?;
             setns(BorrowedFd::borrow_raw(ns_fd), CloneFlags::CLONE_NEWNET)
                 .map_err(std::io::Error::from)?;
+            if let Some(m) = umask {
+                nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(m));
+            }
             Ok(())
         });
     }

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::config::{NodeNet, Runtime};
 use super::process::ProcRecord;
+use super::sysctl::SavedSysctl;
 
 /// Schema version of `cluster.json`.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -58,6 +59,90 @@ pub struct ClusterRecord {
     pub host_paths_created: Vec<PathBuf>,
     /// Phase durations in milliseconds since `up` began (e.g. `apiserver_ready_ms`, `kyverno_answering_ms`).
     pub timings_ms: BTreeMap<String, u64>,
+    /// `/proc/sys/kernel/random/boot_id` when `up` began: PIDs, the namespace and cgroups of the
+    /// record mean something only in this boot ("" in records written before it was kept).
+    #[serde(default)]
+    pub boot_id: String,
+    /// kubelet's host sysctls as found before kubelet started ([`super::sysctl`]); restored at
+    /// `down` where still equal to what kubelet set.
+    #[serde(default)]
+    pub host_sysctls: Vec<SavedSysctl>,
+    /// Inode of the network namespace `up` created (`stat -L /run/netns/<netns>`); `down` deletes
+    /// a namespace of that name only when its inode is this one.
+    #[serde(default)]
+    pub netns_inode: Option<u64>,
+    /// ifindex of the host side of the veth `up` created; `down` deletes a link of that name only
+    /// when its ifindex is this one.
+    #[serde(default)]
+    pub host_veth_ifindex: Option<u32>,
+    /// cgroup directories (`<hierarchy>/kca-<name>`) that `up` created; `down` removes only these.
+    #[serde(default)]
+    pub cgroups_created: Vec<PathBuf>,
+}
+
+/// The current boot's id (`/proc/sys/kernel/random/boot_id`, trimmed).
+pub fn boot_id() -> Result<String> {
+    Ok(std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .context("reading /proc/sys/kernel/random/boot_id")?
+        .trim()
+        .to_string())
+}
+
+/// Name of the ownership marker written first into a fresh state dir and kept (with `logs/`)
+/// after `down`: a state dir is a cluster's only when it holds this marker or `cluster.json`
+/// naming the same cluster and the same (canonical) directory.
+pub const OWNER_FILE: &str = "kca-state-dir.json";
+
+/// The ownership marker's content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Owner {
+    /// Cluster name.
+    pub name: String,
+    /// Canonical state directory.
+    pub state_dir: PathBuf,
+    /// RFC 3339 UTC time the directory was made.
+    pub created_at: String,
+}
+
+impl Owner {
+    /// Reads `<state_dir>/kca-state-dir.json` (None when absent).
+    pub fn load(state_dir: &Path) -> Result<Option<Owner>> {
+        let path = state_dir.join(OWNER_FILE);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => serde_json::from_str(&text)
+                .map(Some)
+                .with_context(|| format!("parsing {}", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+        }
+    }
+
+    /// Writes the marker durably (temp file, fsync, rename, directory fsync).
+    pub fn save(&self) -> Result<()> {
+        let text = serde_json::to_string_pretty(self).context("serialising the owner marker")?;
+        write_durably(&self.state_dir.join(OWNER_FILE), text.as_bytes())
+    }
+}
+
+/// Writes `path` atomically and durably: a `0600` temp file in the same directory, fsync, rename
+/// over `path`, fsync of the directory (so a power loss leaves the old or the new file, never an
+/// empty one).
+pub fn write_durably(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let dir = path.parent().context("a file path without a parent")?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("creating a temp file in {}", dir.display()))?;
+    tmp.write_all(bytes)
+        .with_context(|| format!("writing {}", tmp.path().display()))?;
+    tmp.as_file()
+        .sync_all()
+        .with_context(|| format!("fsync {}", tmp.path().display()))?;
+    tmp.persist(path)
+        .map_err(|e| e.error)
+        .with_context(|| format!("renaming into {}", path.display()))?;
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .with_context(|| format!("fsync {}", dir.display()))
 }
 
 impl ClusterRecord {
@@ -77,6 +162,11 @@ impl ClusterRecord {
             processes: Vec::new(),
             created_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             timings_ms: BTreeMap::new(),
+            boot_id: boot_id().unwrap_or_default(),
+            host_sysctls: Vec::new(),
+            netns_inode: None,
+            host_veth_ifindex: None,
+            cgroups_created: Vec::new(),
             host_paths_created: HOST_PATHS
                 .iter()
                 .map(PathBuf::from)
@@ -100,14 +190,39 @@ impl ClusterRecord {
         self.state_dir.join("kubeconfig.yaml")
     }
 
-    /// Writes the record atomically (temp file + rename).
+    /// Writes the record atomically and durably ([`write_durably`], mode 0600).
     pub fn save(&self) -> Result<()> {
-        let path = Self::file(&self.state_dir);
-        let tmp = path.with_extension("json.tmp");
         let text = serde_json::to_string_pretty(self).context("serialising cluster.json")?;
-        std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-        std::fs::rename(&tmp, &path)
-            .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
+        write_durably(&Self::file(&self.state_dir), text.as_bytes())
+    }
+
+    /// Whether the record was written in this boot (an empty `boot_id`, from an older record,
+    /// counts as this boot: PID plus start time still guard every signal).
+    pub fn same_boot(&self) -> bool {
+        self.boot_id.is_empty() || boot_id().is_ok_and(|b| b == self.boot_id)
+    }
+
+    /// Checks that the record belongs to `state_dir` (the directory it was read from): its `name`
+    /// is the directory's name and its `state_dir` is the same directory (canonical paths). A
+    /// record copied from another checkout names another directory and is refused, so `down` in
+    /// the copy never stops the original's processes.
+    pub fn check_belongs(&self, state_dir: &Path) -> Result<()> {
+        let here = std::fs::canonicalize(state_dir)
+            .with_context(|| format!("resolving {}", state_dir.display()))?;
+        let recorded =
+            std::fs::canonicalize(&self.state_dir).unwrap_or_else(|_| self.state_dir.clone());
+        let name_ok = state_dir.file_name().is_some_and(|n| *n == *self.name);
+        if recorded != here || !name_ok {
+            anyhow::bail!(
+                "{} names cluster {:?} in state directory {}, but it was read from {}: a record copied from elsewhere is not this directory's cluster; nothing was stopped or removed (remove {} by hand if it is a copy)",
+                Self::file(state_dir).display(),
+                self.name,
+                self.state_dir.display(),
+                here.display(),
+                here.display()
+            );
+        }
+        Ok(())
     }
 
     /// Reads the record of the cluster in `state_dir`, or None when there is none.

@@ -28,12 +28,14 @@ pub struct Report {
 }
 
 impl Report {
-    fn note(&mut self, s: impl Into<String>) {
+    /// Records (and prints) an action taken.
+    pub fn note(&mut self, s: impl Into<String>) {
         let s = s.into();
         eprintln!("   {s}");
         self.done.push(s);
     }
-    fn fail(&mut self, e: anyhow::Error) {
+    /// Records (and prints) a failed action.
+    pub fn fail(&mut self, e: anyhow::Error) {
         let s = format!("{e:#}");
         eprintln!("   error: {s}");
         self.errors.push(s);
@@ -54,12 +56,29 @@ fn stop_one(report: &mut Report, rec: &ProcRecord, grace: Duration) {
     }
 }
 
+/// Whether `argv` is a containerd shim of the containerd listening on `socket`: its program is
+/// `containerd-shim*` and it has the exact argument pair `-address <socket>` (containerd starts
+/// every shim with `-namespace <ns> -id <id> -address <containerd socket>`; a substring match
+/// would also take another cluster's whose state dir starts with this one's path).
+pub fn is_shim_of(argv: &[String], socket: &Path) -> bool {
+    let prog_ok = argv.first().is_some_and(|a0| {
+        Path::new(a0)
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("containerd-shim"))
+    });
+    let sock = socket.as_os_str().to_string_lossy();
+    prog_ok
+        && argv
+            .windows(2)
+            .any(|w| (w[0] == "-address" || w[0] == "--address") && w[1] == sock)
+}
+
 /// PIDs of processes that belong to the cluster although we did not start them directly:
 /// containers (their cgroup path lies under the cluster's cgroup root) and containerd shims
-/// (their command line names the cluster's containerd socket or state dir).
+/// ([`is_shim_of`] the cluster's containerd socket).
 pub fn stray_pids(rec: &ClusterRecord) -> Vec<(i32, String)> {
     let mut out = Vec::new();
-    let state = rec.state_dir.display().to_string();
+    let socket = rec.cri_socket();
     let cg = format!("{}/", rec.cgroup_root);
     let me = std::process::id() as i32;
     let Ok(procs) = procfs::process::all_processes() else {
@@ -69,7 +88,8 @@ pub fn stray_pids(rec: &ClusterRecord) -> Vec<(i32, String)> {
         if p.pid == me {
             continue;
         }
-        let cmdline = p.cmdline().unwrap_or_default().join(" ");
+        let argv = p.cmdline().unwrap_or_default();
+        let cmdline = argv.join(" ");
         let in_cgroup = std::fs::read_to_string(format!("/proc/{}/cgroup", p.pid))
             .map(|s| {
                 s.lines().any(|l| {
@@ -79,7 +99,7 @@ pub fn stray_pids(rec: &ClusterRecord) -> Vec<(i32, String)> {
                 })
             })
             .unwrap_or(false);
-        let shim = cmdline.contains("containerd-shim") && cmdline.contains(&state);
+        let shim = is_shim_of(&argv, &socket);
         if in_cgroup || shim {
             out.push((p.pid, cmdline));
         }
@@ -208,13 +228,67 @@ fn remove_shim_sockets(report: &mut Report, rec: &ClusterRecord) {
     }
 }
 
+/// One line of `/proc/self/mountinfo` (proc(5)): the fields teardown needs, with the octal
+/// escapes (`\040` for a space, …) decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mount {
+    /// `major:minor` of the filesystem.
+    pub majmin: String,
+    /// The directory of the filesystem that forms this mount's root (not `/` for a bind mount of
+    /// a subtree).
+    pub root: PathBuf,
+    /// Where it is mounted.
+    pub mount_point: PathBuf,
+    /// Filesystem type (`ext4`, `tmpfs`, `overlay`, …).
+    pub fs_type: String,
+}
+
+fn unescape(field: &str) -> PathBuf {
+    use std::os::unix::ffi::OsStringExt;
+    let b = field.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    PathBuf::from(std::ffi::OsString::from_vec(out))
+}
+
+/// Parses mountinfo text (proc(5) format).
+pub fn parse_mountinfo(text: &str) -> Vec<Mount> {
+    text.lines()
+        .filter_map(|l| {
+            let (left, right) = l.split_once(" - ")?;
+            let f: Vec<&str> = left.split(' ').collect();
+            Some(Mount {
+                majmin: f.get(2)?.to_string(),
+                root: unescape(f.get(3)?),
+                mount_point: unescape(f.get(4)?),
+                fs_type: right.split(' ').next()?.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// The mounts of this process's mount namespace.
+pub fn mounts() -> Vec<Mount> {
+    parse_mountinfo(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default())
+}
+
 /// Mount points under `dir`, deepest first.
 pub fn mounts_under(dir: &Path) -> Vec<PathBuf> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    let mut out: Vec<PathBuf> = info
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(4))
-        .map(|mp| PathBuf::from(mp.replace("\\040", " ")))
+    let mut out: Vec<PathBuf> = mounts()
+        .into_iter()
+        .map(|m| m.mount_point)
         .filter(|mp| mp.starts_with(dir))
         .collect();
     out.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
@@ -222,9 +296,43 @@ pub fn mounts_under(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// Filesystems the node's programs create fresh (their root `/`): kubelet's volume tmpfs,
+/// containerd's overlay root filesystems and sandbox `/dev/shm`, pinned namespaces.
+const NODE_FS_TYPES: &[&str] = &[
+    "tmpfs", "overlay", "nsfs", "proc", "mqueue", "devpts", "sysfs",
+];
+
+/// Mounts under `state_dir` that the node did not make: neither a fresh filesystem of a
+/// [`NODE_FS_TYPES`] type nor a bind mount of a directory inside `state_dir` itself (kubelet binds
+/// its root dir onto itself and volume subpaths from its pod dirs). A bind mount of a host
+/// directory left there is one; `down` then unmounts and removes nothing under the state dir.
+pub fn foreign_mounts(all: &[Mount], state_dir: &Path) -> Vec<Mount> {
+    // Where the state dir lies on its own filesystem: the deepest mount containing it.
+    let home = all
+        .iter()
+        .filter(|m| state_dir.starts_with(&m.mount_point) && m.mount_point != state_dir)
+        .max_by_key(|m| m.mount_point.components().count());
+    let inside = home.and_then(|h| {
+        let rel = state_dir.strip_prefix(&h.mount_point).ok()?;
+        Some((h.majmin.clone(), h.root.join(rel)))
+    });
+    all.iter()
+        .filter(|m| m.mount_point.starts_with(state_dir) && m.mount_point != state_dir)
+        .filter(|m| {
+            let fresh = NODE_FS_TYPES.contains(&m.fs_type.as_str())
+                && (m.root == Path::new("/") || m.fs_type == "nsfs");
+            let own_bind = inside
+                .as_ref()
+                .is_some_and(|(mm, dir)| *mm == m.majmin && m.root.starts_with(dir));
+            !(fresh || own_bind)
+        })
+        .cloned()
+        .collect()
+}
+
 fn unmount_all(report: &mut Report, dir: &Path) {
     // A mount may be stacked several times; repeat until none is left.
-    for _ in 0..5 {
+    for _ in 0..20 {
         let mounts = mounts_under(dir);
         if mounts.is_empty() {
             return;
@@ -239,6 +347,99 @@ fn unmount_all(report: &mut Report, dir: &Path) {
             }
         }
     }
+    let left = mounts_under(dir);
+    if !left.is_empty() {
+        report.fail(anyhow::anyhow!(
+            "still mounted under {} after 20 rounds of unmounting; nothing under it is removed:\n{}",
+            dir.display(),
+            left.iter()
+                .map(|m| m.display().to_string())
+                .collect::<Vec<_>>()
+                .join("\n")
+        ));
+    }
+}
+
+/// Removes everything under `dir` except the top-level entries named in `keep`, never crossing a
+/// mount point: it refuses (removing nothing) while `/proc/self/mountinfo` lists a mount under
+/// `dir`, and walks only entries on `dir`'s own filesystem (walkdir `same_file_system`, like
+/// `rm -rf --one-file-system`), so host files behind a bind mount are never reached.
+///
+/// # Errors
+/// The mounts found, or every entry that could not be removed (the rest is removed).
+pub fn remove_contents(dir: &Path, keep: &[&str]) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let mounts = mounts_under(dir);
+    if !mounts.is_empty() {
+        anyhow::bail!(
+            "refusing to remove {}: still mounted under it (unmount these first):\n{}",
+            dir.display(),
+            mounts
+                .iter()
+                .map(|m| m.display().to_string())
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+    let dev = match std::fs::symlink_metadata(dir) {
+        Ok(m) => m.dev(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
+    };
+    let mut failed = Vec::new();
+    let walk = walkdir::WalkDir::new(dir)
+        .min_depth(1)
+        .same_file_system(true)
+        .follow_links(false)
+        .contents_first(true)
+        .into_iter()
+        .filter_entry(|e| {
+            !(e.depth() == 1
+                && keep
+                    .iter()
+                    .any(|k| e.file_name() == std::ffi::OsStr::new(k)))
+        });
+    for entry in walk {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) => {
+                failed.push(format!("{e}"));
+                continue;
+            }
+        };
+        let p = entry.path();
+        let meta = match entry.metadata() {
+            Ok(m) => m,
+            Err(e) => {
+                failed.push(format!("{}: {e}", p.display()));
+                continue;
+            }
+        };
+        if meta.dev() != dev {
+            failed.push(format!(
+                "{}: on another filesystem, left alone",
+                p.display()
+            ));
+            continue;
+        }
+        let r = if entry.file_type().is_dir() {
+            std::fs::remove_dir(p)
+        } else {
+            std::fs::remove_file(p)
+        };
+        if let Err(e) = r {
+            failed.push(format!("{}: {e}", p.display()));
+        }
+    }
+    if !failed.is_empty() {
+        anyhow::bail!(
+            "could not remove {} entries under {}:\n{}",
+            failed.len(),
+            dir.display(),
+            failed.join("\n")
+        );
+    }
+    Ok(())
 }
 
 /// Cgroup directories of the cluster in every hierarchy (v1 controllers and unified), existing ones.
@@ -280,9 +481,10 @@ fn remove_cgroup_tree(dir: &Path) -> Result<usize> {
     ))
 }
 
-fn remove_cgroups(report: &mut Report, cgroup_root: &str) {
-    for dir in cgroup_dirs(cgroup_root) {
-        match remove_cgroup_tree(&dir) {
+/// Removes the cgroup trees `up` recorded making ([`ClusterRecord::cgroups_created`]).
+fn remove_cgroups(report: &mut Report, rec: &ClusterRecord) {
+    for dir in rec.cgroups_created.iter().filter(|d| d.is_dir()) {
+        match remove_cgroup_tree(dir) {
             Ok(n) => report.note(format!("removed {n} cgroups under {}", dir.display())),
             Err(e) => report.fail(e),
         }
@@ -360,9 +562,36 @@ fn remove_host_paths(report: &mut Report, rec: &ClusterRecord) {
     }
 }
 
+/// Puts back the host sysctls kubelet set ([`super::sysctl::restore`]).
+fn restore_sysctls(report: &mut Report, rec: &ClusterRecord) {
+    for r in super::sysctl::restore(&rec.host_sysctls) {
+        match r {
+            Ok(super::sysctl::Restored::PutBack { key, from, to }) => report.note(format!(
+                "host sysctl {key}: put back {to} (kubelet had set {from})"
+            )),
+            Ok(super::sysctl::Restored::LeftAlone { key, now }) => report.note(format!(
+                "host sysctl {key} is {now}, neither the recorded value nor kubelet's: left alone"
+            )),
+            Ok(super::sysctl::Restored::Unchanged) => {}
+            Err(e) => report.fail(e.context("restoring a host sysctl")),
+        }
+    }
+}
+
 /// Tears the cluster down; see the module doc for the order. Never stops at the first error.
+///
+/// A record from another boot ([`ClusterRecord::same_boot`]) owns nothing any more: its
+/// processes, namespace, cgroups, mounts and sysctl values ended with that boot, and its PIDs may
+/// now be anyone's, so nothing is signalled or deleted (the caller may still clear the state dir).
 pub fn down(rec: &ClusterRecord) -> Report {
     let mut report = Report::default();
+    if !rec.same_boot() {
+        report.note(format!(
+            "the record of cluster {} is from another boot ({}): nothing of it can still run; no process signalled, nothing outside the state dir touched",
+            rec.name, rec.boot_id
+        ));
+        return report;
+    }
     let grace = Duration::from_secs(15);
     fn by_name<'a>(
         rec: &'a ClusterRecord,
@@ -373,6 +602,7 @@ pub fn down(rec: &ClusterRecord) -> Report {
     for p in by_name(rec, "kubelet") {
         stop_one(&mut report, p, grace);
     }
+    restore_sysctls(&mut report, rec);
     if by_name(rec, "containerd").any(|p| p.alive()) {
         crictl_remove_pods(&mut report, rec);
     }
@@ -406,8 +636,22 @@ pub fn down(rec: &ClusterRecord) -> Report {
     }
     kill_strays(&mut report, rec);
     remove_shim_sockets(&mut report, rec);
-    unmount_all(&mut report, &rec.state_dir);
-    remove_cgroups(&mut report, &rec.cgroup_root);
+    let foreign = foreign_mounts(&mounts(), &rec.state_dir);
+    if foreign.is_empty() {
+        unmount_all(&mut report, &rec.state_dir);
+    } else {
+        report.fail(anyhow::anyhow!(
+            "mounted under the state dir {} but not by the cluster (bind mounts of host directories?): {}; nothing under the state dir was unmounted or removed: unmount these yourself, then run `cargo xtask cluster down --name {}` again",
+            rec.state_dir.display(),
+            foreign
+                .iter()
+                .map(|m| format!("{} ({} {} of {})", m.mount_point.display(), m.fs_type, m.majmin, m.root.display()))
+                .collect::<Vec<_>>()
+                .join(", "),
+            rec.name
+        ));
+    }
+    remove_cgroups(&mut report, rec);
     for link in container_log_links(&rec.state_dir) {
         match std::fs::remove_file(&link) {
             Ok(()) => report.note(format!("removed {}", link.display())),
@@ -415,11 +659,87 @@ pub fn down(rec: &ClusterRecord) -> Report {
         }
     }
     remove_host_paths(&mut report, rec);
-    match netns::delete(&rec.netns, &rec.net.host_veth()) {
+    match netns::delete(
+        &rec.netns,
+        rec.netns_inode,
+        &rec.net.host_veth(),
+        rec.host_veth_ifindex,
+    ) {
         Ok(done) => done
             .into_iter()
             .for_each(|d| report.note(format!("deleted {d}"))),
         Err(e) => report.fail(e),
     }
     report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const INFO: &str = "\
+22 1 254:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw
+30 22 254:1 /work/t/lab/kca/kubelet /work/t/lab/kca/kubelet rw shared:2 - ext4 /dev/vda1 rw
+31 30 0:50 / /work/t/lab/kca/kubelet/pods/u/volumes/kubernetes.io~projected/x rw - tmpfs tmpfs rw
+32 22 0:51 / /work/t/lab/kca/containerd/state/r/rootfs rw - overlay overlay rw
+33 22 254:1 /srv/victim /work/t/lab/kca/kubelet/stack rw - ext4 /dev/vda1 rw
+34 22 0:30 /scratch /work/t/lab/kca/my\\040dir rw - tmpfs tmpfs rw
+35 22 254:1 /work/t/lab/kca-2/kubelet /work/t/lab/kca-2/kubelet rw - ext4 /dev/vda1 rw
+";
+
+    #[test]
+    fn mountinfo_escapes_are_decoded() {
+        let m = parse_mountinfo(INFO);
+        assert_eq!(m.len(), 7);
+        assert_eq!(m[5].mount_point, PathBuf::from("/work/t/lab/kca/my dir"));
+        assert_eq!(m[5].root, PathBuf::from("/scratch"));
+    }
+
+    #[test]
+    fn only_binds_of_host_dirs_are_foreign() {
+        let m = parse_mountinfo(INFO);
+        let f: Vec<PathBuf> = foreign_mounts(&m, Path::new("/work/t/lab/kca"))
+            .into_iter()
+            .map(|m| m.mount_point)
+            .collect();
+        assert_eq!(
+            f,
+            vec![
+                PathBuf::from("/work/t/lab/kca/kubelet/stack"),
+                PathBuf::from("/work/t/lab/kca/my dir"),
+            ]
+        );
+        // A bind of the sibling cluster's own dir is not under this state dir at all.
+        assert!(foreign_mounts(&m, Path::new("/work/t/lab/kca-2")).is_empty());
+    }
+
+    #[test]
+    fn shims_match_by_exact_address() {
+        let argv = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let sock = Path::new("/r/lab/containerd/containerd.sock");
+        let mine = argv(&[
+            "/b/containerd-shim-runc-v2",
+            "-namespace",
+            "k8s.io",
+            "-id",
+            "abc",
+            "-address",
+            "/r/lab/containerd/containerd.sock",
+        ]);
+        assert!(is_shim_of(&mine, sock));
+        let other = argv(&[
+            "/b/containerd-shim-runc-v2",
+            "-address",
+            "/r/lab-2/containerd/containerd.sock",
+        ]);
+        assert!(!is_shim_of(&other, sock));
+        let decoy = argv(&[
+            "grep",
+            "-r",
+            "containerd-shim",
+            "-address",
+            "/r/lab/containerd/containerd.sock",
+        ]);
+        assert!(!is_shim_of(&decoy, sock));
+    }
 }

@@ -628,36 +628,51 @@ pub fn save_artifacts(run: &LabRun, artifacts: &Path) -> Result<Vec<Findings>> {
     Ok(grades)
 }
 
-/// Holds the cross-process cluster lock (`<state root>/.cluster.lock`, the same flock the test
-/// fixture takes): one cluster at a time on this machine.
+/// The machine-wide cluster lock file: every checkout's `cluster up`/`down`, `lab run` and test
+/// fixture takes it, so two checkouts never start or tear down clusters at the same time.
+pub const MACHINE_LOCK: &str = "/run/kca-webhook-lab.lock";
+
+/// Holds the cross-process cluster locks (flock): first the machine-wide [`MACHINE_LOCK`], then
+/// `<state root>/.cluster.lock` (the one older checkouts take): one cluster at a time on this
+/// machine. Taken by `cargo xtask cluster up|down`, `lab run` and the test fixture; never take it
+/// twice in one process (a second flock on a new open file blocks).
 #[derive(Debug)]
 pub struct ClusterLock {
+    _machine: std::fs::File,
     _file: std::fs::File,
 }
 
+fn flock_exclusive(path: &Path) -> Result<std::fs::File> {
+    use rustix::fs::{FlockOperation, flock};
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    if flock(&file, FlockOperation::NonBlockingLockExclusive).is_err() {
+        let step = Step::start(format!(
+            "waiting for the cluster lock {} (another cluster runs)",
+            path.display()
+        ));
+        flock(&file, FlockOperation::LockExclusive)
+            .with_context(|| format!("locking {}", path.display()))?;
+        step.ok();
+    }
+    Ok(file)
+}
+
 impl ClusterLock {
-    /// Blocks until this process holds the lock, saying what it waits for.
+    /// Blocks until this process holds both locks, saying what it waits for.
     pub fn acquire(state_root: &Path) -> Result<ClusterLock> {
-        use rustix::fs::{FlockOperation, flock};
+        let machine = flock_exclusive(Path::new(MACHINE_LOCK))?;
         std::fs::create_dir_all(state_root)
             .with_context(|| format!("creating {}", state_root.display()))?;
-        let path = state_root.join(".cluster.lock");
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .with_context(|| format!("opening {}", path.display()))?;
-        if flock(&file, FlockOperation::NonBlockingLockExclusive).is_err() {
-            let step = Step::start(format!(
-                "waiting for the cluster lock {} (another cluster runs)",
-                path.display()
-            ));
-            flock(&file, FlockOperation::LockExclusive)
-                .with_context(|| format!("locking {}", path.display()))?;
-            step.ok();
-        }
-        Ok(ClusterLock { _file: file })
+        let file = flock_exclusive(&state_root.join(".cluster.lock"))?;
+        Ok(ClusterLock {
+            _machine: machine,
+            _file: file,
+        })
     }
 }
 

@@ -20,9 +20,12 @@ pub fn args(rt: &Runtime) -> Args {
     ])
 }
 
-/// The kine daemon.
+/// The kine daemon, with umask `0o077`: SQLite creates `state.db` and its `-wal`/`-shm` files
+/// with mode `0644 & ~umask`, and the database holds every Secret of the cluster.
 pub fn daemon(rt: &Runtime) -> DaemonSpec {
-    spec(rt, "kine", "kine", &args(rt))
+    let mut d = spec(rt, "kine", "kine", &args(rt));
+    d.umask = Some(0o077);
+    d
 }
 
 #[cfg(test)]

@@ -29,6 +29,9 @@ pub struct DaemonSpec {
     pub env: Vec<(String, String)>,
     /// Where stdout and stderr go.
     pub log: PathBuf,
+    /// File mode creation mask set before exec (None: inherited). kine's is `0o077`, so its
+    /// SQLite files (`state.db`, `-wal`, `-shm`: every Secret of the cluster) are `0600`.
+    pub umask: Option<u32>,
 }
 
 /// Flag name → value, sorted.
@@ -56,6 +59,7 @@ pub fn spec(rt: &Runtime, name: &'static str, program: &str, args: &Args) -> Dae
         args: render(args),
         env: vec![("PATH".into(), daemon_path(rt))],
         log: rt.log(name),
+        umask: None,
     }
 }
 
