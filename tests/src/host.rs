@@ -264,6 +264,15 @@ pub fn leftovers(rec: &ClusterRecord, before: &HostSnapshot) -> Result<Vec<Strin
     for l in container_log_links(&rec.state_dir) {
         left.push(format!("log symlink {}", l.display()));
     }
+    // `down` keeps only the logs and the ownership marker in the state dir.
+    if let Ok(rd) = std::fs::read_dir(&rec.state_dir) {
+        for e in rd.flatten() {
+            let n = e.file_name().to_string_lossy().into_owned();
+            if n != "logs" && n != xtask::cluster::record::OWNER_FILE {
+                left.push(format!("state dir entry {}", e.path().display()));
+            }
+        }
+    }
     let after = snapshot()?;
     left.extend(differences(before, &after));
     let node_ip = rec.net.node_ip().to_string();

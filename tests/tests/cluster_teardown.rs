@@ -39,7 +39,8 @@ fn is_secret(p: &Path) -> bool {
 /// Walks every file and directory the node wrote under `state_dir` on its filesystem (mounted
 /// volumes and container root filesystems are other filesystems, not walked): the state dir is
 /// 0700, every secret ([`is_secret`]) 0600 or stricter, and nothing is world-writable but sticky
-/// directories (an image's `/tmp`) and sockets. Returns (entries walked, secrets seen).
+/// directories (an image's `/tmp`), sockets, and kubelet's pod volumes and termination-message
+/// files under `kubelet/pods/`. Returns (entries walked, secrets seen).
 fn check_permissions(state_dir: &Path) -> Result<(usize, Vec<String>)> {
     use std::os::unix::fs::FileTypeExt;
     let mode = std::fs::metadata(state_dir)?.permissions().mode() & 0o7777;
@@ -71,7 +72,13 @@ fn check_permissions(state_dir: &Path) -> Result<(usize, Vec<String>)> {
             }
         }
         let sticky_dir = ft.is_dir() && mode & 0o1000 != 0;
-        if mode & 0o002 != 0 && !sticky_dir && !ft.is_socket() {
+        // kubelet makes emptyDir volumes 0777 and termination-message files 0666 so that any
+        // container user can write them; only containers reach them (the state dir is 0700).
+        let pod_dir = e
+            .path()
+            .strip_prefix(state_dir)
+            .is_ok_and(|r| r.starts_with("kubelet/pods"));
+        if mode & 0o002 != 0 && !sticky_dir && !ft.is_socket() && !pod_dir {
             bad.push(format!(
                 "{} is world-writable ({:o})",
                 e.path().display(),

@@ -387,48 +387,66 @@ pub fn remove_contents(dir: &Path, keep: &[&str]) -> Result<()> {
         Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
     };
     let mut failed = Vec::new();
-    let walk = walkdir::WalkDir::new(dir)
-        .min_depth(1)
-        .same_file_system(true)
-        .follow_links(false)
-        .contents_first(true)
-        .into_iter()
-        .filter_entry(|e| {
-            !(e.depth() == 1
-                && keep
-                    .iter()
-                    .any(|k| e.file_name() == std::ffi::OsStr::new(k)))
-        });
-    for entry in walk {
-        let entry = match entry {
+    let top = std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
+    for top in top {
+        let top = match top {
             Ok(e) => e,
             Err(e) => {
-                failed.push(format!("{e}"));
+                failed.push(format!("{}: {e}", dir.display()));
                 continue;
             }
         };
-        let p = entry.path();
-        let meta = match entry.metadata() {
-            Ok(m) => m,
-            Err(e) => {
-                failed.push(format!("{}: {e}", p.display()));
-                continue;
-            }
-        };
-        if meta.dev() != dev {
-            failed.push(format!(
-                "{}: on another filesystem, left alone",
-                p.display()
-            ));
+        if keep
+            .iter()
+            .any(|k| top.file_name() == std::ffi::OsStr::new(k))
+        {
             continue;
         }
-        let r = if entry.file_type().is_dir() {
-            std::fs::remove_dir(p)
-        } else {
-            std::fs::remove_file(p)
-        };
-        if let Err(e) = r {
-            failed.push(format!("{}: {e}", p.display()));
+        // Not a real directory (a file, a socket, a symlink to anywhere): remove the entry
+        // itself. WalkDir always follows a symlink given as its root, so never give it one.
+        let is_dir = top.file_type().map(|t| t.is_dir()).unwrap_or(false);
+        if !is_dir {
+            if let Err(e) = std::fs::remove_file(top.path()) {
+                failed.push(format!("{}: {e}", top.path().display()));
+            }
+            continue;
+        }
+        // Each top-level entry (itself last): contents first, one filesystem, no symlinks followed.
+        for entry in walkdir::WalkDir::new(top.path())
+            .same_file_system(true)
+            .follow_links(false)
+            .contents_first(true)
+        {
+            let entry = match entry {
+                Ok(e) => e,
+                Err(e) => {
+                    failed.push(format!("{e}"));
+                    continue;
+                }
+            };
+            let p = entry.path();
+            let meta = match entry.metadata() {
+                Ok(m) => m,
+                Err(e) => {
+                    failed.push(format!("{}: {e}", p.display()));
+                    continue;
+                }
+            };
+            if meta.dev() != dev {
+                failed.push(format!(
+                    "{}: on another filesystem, left alone",
+                    p.display()
+                ));
+                continue;
+            }
+            let r = if entry.file_type().is_dir() {
+                std::fs::remove_dir(p)
+            } else {
+                std::fs::remove_file(p)
+            };
+            if let Err(e) = r {
+                failed.push(format!("{}: {e}", p.display()));
+            }
         }
     }
     if !failed.is_empty() {
@@ -711,6 +729,53 @@ mod tests {
         );
         // A bind of the sibling cluster's own dir is not under this state dir at all.
         assert!(foreign_mounts(&m, Path::new("/work/t/lab/kca-2")).is_empty());
+    }
+
+    #[test]
+    fn remove_contents_keeps_only_what_it_is_told() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path();
+        for f in [
+            "logs/a.log",
+            "logs/b.log",
+            "kine/state.db",
+            "cni/net.d/10.conflist",
+            "x/y/z/f",
+            "top",
+        ] {
+            let p = dir.join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, "x").unwrap();
+        }
+        std::fs::write(dir.join("kca-state-dir.json"), "{}").unwrap();
+        // Symlinks to a directory outside, at the top and deeper: only the links go.
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(outside.path().join("sub")).unwrap();
+        std::fs::write(outside.path().join("sub/host-file"), "host").unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.join("link")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.join("x/y/deeplink")).unwrap();
+        remove_contents(dir, &["logs", "kca-state-dir.json"]).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(outside.path().join("sub/host-file")).unwrap(),
+            "host"
+        );
+        let mut left: Vec<String> = walkdir::WalkDir::new(dir)
+            .min_depth(1)
+            .into_iter()
+            .map(|e| {
+                e.unwrap()
+                    .path()
+                    .strip_prefix(dir)
+                    .unwrap()
+                    .display()
+                    .to_string()
+            })
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            ["kca-state-dir.json", "logs", "logs/a.log", "logs/b.log"]
+        );
     }
 
     #[test]
