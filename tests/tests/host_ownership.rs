@@ -52,8 +52,13 @@ fn sleeper() -> Result<(Child, serde_json::Value)> {
     Ok((child, rec))
 }
 
-fn alive(child: &mut Child) -> bool {
-    child.try_wait().ok().flatten().is_none()
+/// Whether the sleeper still runs: same PID and start time, not a zombie (`down` may have reaped
+/// it, since it is this process's child, so `Child::try_wait` cannot tell).
+fn alive(child: &mut Child, start_time: u64) -> bool {
+    matches!(
+        xtask::cluster::process::proc_stat(child.id() as i32),
+        Some((state, st)) if st == start_time && state != 'Z'
+    )
 }
 
 /// A record as `up` writes it, naming `state_dir`, boot `boot_id`, and the given processes.
@@ -159,6 +164,7 @@ fn a_copied_record_is_refused_and_signals_nothing() -> Result<()> {
     let original = tempfile::tempdir()?;
     let copy = tempfile::tempdir()?;
     let (mut child, proc) = sleeper()?;
+    let proc_copy = proc.clone();
     let orig_dir = std::fs::canonicalize(original.path())?.join("kca");
     let copy_dir = copy.path().join("kca");
     std::fs::create_dir_all(&copy_dir)?;
@@ -169,7 +175,7 @@ fn a_copied_record_is_refused_and_signals_nothing() -> Result<()> {
     )?;
     let down = down_by_name("kca", copy.path());
     let up = Cluster::up(opts("kca", copy.path()));
-    let still = alive(&mut child);
+    let still = alive(&mut child, proc_copy["start_time"].as_u64().unwrap_or(0));
     let _ = child.kill();
     let _ = child.wait();
     ensure!(still, "the process named by a copied record was signalled");
@@ -195,6 +201,7 @@ fn a_record_from_another_boot_signals_nothing() -> Result<()> {
     root_required()?;
     let root = tempfile::tempdir()?;
     let (mut child, proc) = sleeper()?;
+    let proc_copy = proc.clone();
     let dir = std::fs::canonicalize(root.path())?.join("old");
     std::fs::create_dir_all(&dir)?;
     std::fs::write(
@@ -207,7 +214,7 @@ fn a_record_from_another_boot_signals_nothing() -> Result<()> {
         ),
     )?;
     let down = down_by_name("old", root.path());
-    let still = alive(&mut child);
+    let still = alive(&mut child, proc_copy["start_time"].as_u64().unwrap_or(0));
     let _ = child.kill();
     let _ = child.wait();
     ensure!(still, "down signalled a PID recorded in another boot");
