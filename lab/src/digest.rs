@@ -29,30 +29,20 @@ pub fn digest_value(value: &serde_json::Value) -> String {
     }
 }
 
-/// Canonical digest of a JSON text (parsed first; whitespace and key order do not matter).
-pub fn digest_str(json: &str) -> Result<String, serde_json::Error> {
-    let value: serde_json::Value = serde_json::from_str(json)?;
-    Ok(digest_value(&value))
+/// Canonical digest of a JSON text, read by the one reader ([`crate::json::parse_str`]: I-JSON
+/// only; whitespace, member order and number spelling do not matter).
+pub fn digest_str(json: &str) -> Result<String, crate::json::JsonProblem> {
+    Ok(digest_value(&crate::json::parse_str(json)?))
 }
 
-/// Canonical digest of the JSON file at `path`.
+/// Canonical digest of the JSON file at `path`, read by the one reader ([`crate::json::read_input`]),
+/// so `digest` refuses exactly what `check`, the acts and `grade` refuse (duplicate member names,
+/// integers beyond ±(2^53−1), a BOM, trailing data, …).
 ///
-/// Errors: [`LabError::Io`] if the file cannot be read, [`LabError::InputInvalid`] (with the file,
-/// `$`, the line and column) if it is not JSON.
+/// Errors: [`LabError::InputMissing`] / [`LabError::Io`] if the file cannot be read,
+/// [`LabError::InputInvalid`] (the file, the JSON path, expected, found) if it is not I-JSON.
 pub fn digest_file(path: &Path) -> Result<String, LabError> {
-    let text = std::fs::read_to_string(path).map_err(LabError::io(path))?;
-    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-        LabError::input(
-            path.display().to_string(),
-            "$",
-            "a JSON document",
-            format!(
-                "invalid JSON at line {} column {}: {e}",
-                e.line(),
-                e.column()
-            ),
-        )
-    })?;
+    let value = crate::json::read_input(path, &path.display().to_string())?;
     Ok(digest_value(&value))
 }
 
@@ -149,6 +139,9 @@ mod tests {
         std::fs::write(&path, "{\n  \"a\": ,\n}").unwrap();
         let err = digest_file(&path).unwrap_err().to_string();
         assert!(err.contains("line 2 column"), "{err}");
-        assert!(err.contains("x.json: $: expected a JSON document"), "{err}");
+        assert!(
+            err.contains("x.json: $.a: expected a JSON document"),
+            "{err}"
+        );
     }
 }

@@ -11,6 +11,11 @@
 //! Every problem is reported as an [`InputIssue`]: file, JSON path (`$.spec.validations[0].message`),
 //! expected, found. Deserialisation problems come with their path from `serde_path_to_error`; the
 //! first one stops parsing (serde reads one document at a time), context checks report all.
+//!
+//! The values validated here come from the one reader, [`crate::json`], which has already refused
+//! what is not I-JSON (duplicate member names, inexact integers, a BOM, trailing data, …) and
+//! returns numbers in canonical form: a fixed value of `3` accepts `3.0` and `3e0` (the same
+//! number, the same canonical digest, and `const: 3` in JSON Schema accepts them too).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -21,6 +26,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::{InputIssue, LabError};
 use crate::evidence::Lab;
+use crate::json::{json_path, push_key};
 
 /// One kind of student input file. `report.json` differs between the labs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -1338,34 +1344,6 @@ fn deserialize_issue(
         ("a valid value".to_owned(), msg.clone())
     };
     issue(file, &path, expected, found)
-}
-
-fn is_plain_key(k: &str) -> bool {
-    !k.is_empty()
-        && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !k.starts_with(|c: char| c.is_ascii_digit())
-}
-
-fn push_key(base: &str, key: &str) -> String {
-    if is_plain_key(key) {
-        format!("{base}.{key}")
-    } else {
-        format!("{base}[{key:?}]")
-    }
-}
-
-fn json_path(p: &serde_path_to_error::Path) -> String {
-    use serde_path_to_error::Segment;
-    let mut s = "$".to_owned();
-    for seg in p.iter() {
-        match seg {
-            Segment::Seq { index } => s.push_str(&format!("[{index}]")),
-            Segment::Map { key } => s = push_key(&s, key),
-            Segment::Enum { variant } => s = push_key(&s, variant),
-            Segment::Unknown => s.push_str(".?"),
-        }
-    }
-    s
 }
 
 /// First place where `found` differs from `expected`: (JSON path, expected, found) as JSON texts.

@@ -5,7 +5,8 @@
 //! `grade N`, `digest PATH`, `schema NAME`, `check FILE`) and the library the
 //! maintainers' `xtask` and the integration tests call.
 //!
-//! Pure parts (no I/O with the cluster): [`digest`], [`inputs`], [`evidence`],
+//! Pure parts (no I/O with the cluster): [`json`] (the one reader of input and evidence files),
+//! [`digest`], [`inputs`], [`evidence`],
 //! [`classify`], [`grade`], [`messages`]. Edge parts: [`workdir`] (files),
 //! [`cluster`] (the only code that talks to the API server), [`cri`] (the node's
 //! container runtime), [`probe`], [`faults`] and the acts in [`labs`].
@@ -20,6 +21,7 @@ pub mod facts;
 pub mod faults;
 pub mod grade;
 pub mod inputs;
+pub mod json;
 pub mod labs;
 pub mod messages;
 pub mod pidmap;

@@ -112,10 +112,11 @@ impl Workdir {
         self.evidence_dir().join(format!("{act:02}.partial.json"))
     }
 
-    /// Reads and parses a student input file (no validation beyond JSON syntax) and digests it.
+    /// Reads a student input file with the one reader ([`crate::json`]: I-JSON only, no validation
+    /// of its content) and digests it.
     ///
     /// Errors: [`LabError::InputMissing`], [`LabError::Io`], or [`LabError::InputInvalid`] with the
-    /// line and column of a JSON syntax error.
+    /// JSON path, expected and found (e.g. a duplicate member name).
     pub fn read_input(&self, file: InputFile) -> Result<LoadedInput, LabError> {
         let path = self.input_path(file);
         let value = read_json_input(&path, file.file_name())?;
@@ -156,9 +157,9 @@ impl Workdir {
         }
         let partial = self.partial_path(act);
         if partial.exists() {
-            let text = std::fs::read_to_string(&partial).map_err(LabError::io(&partial))?;
+            let value = crate::json::read_evidence(&partial)?;
             let mut ev: Evidence =
-                serde_json::from_str(&text).map_err(|e| LabError::EvidenceInvalid {
+                serde_json::from_value(value).map_err(|e| LabError::EvidenceInvalid {
                     path: partial.clone(),
                     detail: e.to_string(),
                 })?;
@@ -219,21 +220,14 @@ impl Workdir {
         Ok(path)
     }
 
-    /// Reads `evidence/NN.json`, digests it and parses it.
+    /// Reads `evidence/NN.json` with the one reader ([`crate::json`]), digests it and parses it.
     ///
     /// Errors: [`LabError::EvidenceMissing`], [`LabError::Io`], [`LabError::EvidenceInvalid`]
-    /// (not JSON, not the evidence shape, or its `act` field is not `act`).
+    /// (not I-JSON — its JSON path, expected and found in the detail —, not the evidence shape, or
+    /// its `act` field is not `act`).
     pub fn read_evidence(&self, act: u8) -> Result<LoadedEvidence, LabError> {
         let path = self.evidence_path(act);
-        if !path.exists() {
-            return Err(LabError::EvidenceMissing { path });
-        }
-        let text = std::fs::read_to_string(&path).map_err(LabError::io(&path))?;
-        let value: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| LabError::EvidenceInvalid {
-                path: path.clone(),
-                detail: e.to_string(),
-            })?;
+        let value = crate::json::read_evidence(&path)?;
         let evidence: Evidence =
             serde_json::from_value(value.clone()).map_err(|e| LabError::EvidenceInvalid {
                 path: path.clone(),
@@ -297,45 +291,21 @@ impl Workdir {
     }
 
     fn read_evidence_status_lossy(&self, path: &Path) -> ActStatus {
-        std::fs::read_to_string(path)
+        crate::json::read_evidence(path)
             .ok()
-            .and_then(|t| serde_json::from_str::<Evidence>(&t).ok())
+            .and_then(|v| serde_json::from_value::<Evidence>(v).ok())
             .map(|e| e.status)
             .unwrap_or(ActStatus::Interrupted)
     }
 }
 
-/// Reads and parses the JSON file at `path`; `name` is the file name used in messages.
+/// Reads the JSON file at `path` with the one reader ([`crate::json::read_input`]); `name` is the
+/// file name used in messages.
 ///
-/// Errors: [`LabError::InputMissing`], [`LabError::Io`], or [`LabError::InputInvalid`] at `$`
-/// with the line and column of a syntax error.
+/// Errors: [`LabError::InputMissing`], [`LabError::Io`], or [`LabError::InputInvalid`] with the
+/// JSON path, expected and found.
 pub fn read_json_input(path: &Path, name: &str) -> Result<serde_json::Value, LabError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(LabError::InputMissing {
-                path: path.to_path_buf(),
-            });
-        }
-        Err(e) => {
-            return Err(LabError::Io {
-                path: path.to_path_buf(),
-                source: e,
-            });
-        }
-    };
-    serde_json::from_str(&text).map_err(|e| {
-        LabError::input(
-            name,
-            "$",
-            "a JSON document",
-            format!(
-                "invalid JSON at line {} column {}: {e}",
-                e.line(),
-                e.column()
-            ),
-        )
-    })
+    crate::json::read_input(path, name)
 }
 
 fn check_act(act: u8) -> Result<(), LabError> {
@@ -533,7 +503,7 @@ mod tests {
         let err = w.read_input(InputFile::Scope).unwrap_err();
         assert!(
             err.to_string()
-                .starts_with("scope.json: $: expected a JSON document"),
+                .starts_with("scope.json: $.target: expected a JSON document"),
             "{err}"
         );
         assert!(matches!(

@@ -206,26 +206,27 @@ pub struct GradeInput {
 }
 
 impl GradeInput {
-    /// Reads the lab's inputs and `evidence/NN.json` files from `workdir` (the only I/O of grading).
-    /// Missing files are simply absent; unreadable ones are kept as `Err` for the graders to report.
+    /// Reads the lab's inputs and `evidence/NN.json` files from `workdir` (the only I/O of grading)
+    /// with the one reader ([`crate::json`]), so grade refuses what `check`, the acts and `digest`
+    /// refuse. Missing files are simply absent; unreadable or non-I-JSON ones are kept as `Err`
+    /// (file, JSON path, expected, found) for the graders to report.
     pub fn load(workdir: &Workdir, lab: Lab) -> GradeInput {
         let mut gi = GradeInput::default();
         for &file in InputFile::all(lab) {
             let path = workdir.input_path(file);
             if path.exists() {
-                let v = std::fs::read_to_string(&path)
-                    .map_err(|e| e.to_string())
-                    .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()));
+                let v = crate::json::read_input(&path, file.file_name()).map_err(|e| e.to_string());
                 gi.inputs.insert(file, v);
             }
         }
         for act in 1..=crate::workdir::LAST_ACT {
             let path = workdir.evidence_path(act);
             if path.exists() {
-                let v = std::fs::read_to_string(&path)
-                    .map_err(|e| e.to_string())
-                    .and_then(|t| {
-                        serde_json::from_str::<serde_json::Value>(&t).map_err(|e| e.to_string())
+                let v = crate::json::read(&path)
+                    .map_err(|e| match e {
+                        crate::json::ReadError::Invalid(p) => p.to_string(),
+                        crate::json::ReadError::Io(e) => e.to_string(),
+                        crate::json::ReadError::NotFound => "not found".to_owned(),
                     })
                     .map(|value| EvidenceDoc {
                         digest: crate::digest::digest_value(&value),
