@@ -186,12 +186,13 @@ fn malformed_inputs_are_reported_and_nothing_is_written() {
                 &act,
             ],
         );
-        assert_ne!(
-            out.status.code(),
-            Some(0),
-            "{}: {}",
-            bad.file,
-            text(&out.stderr)
+        // It refuses on the file (checked before the cluster is reached), not on the kubeconfig.
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{}: {err}", bad.file);
+        assert!(
+            err.contains(&format!("{}: {}", bad.file, bad.path)) && !err.contains("/nonexistent"),
+            "{}: act {act}: {err}",
+            bad.file
         );
         assert_eq!(
             snapshot(tmp.path()),
@@ -360,6 +361,405 @@ fn internal_subcommands_are_hidden() {
             !text(&out.stderr).contains("unrecognized subcommand"),
             "{sub}: {}",
             text(&out.stderr)
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// One file, four readers: `check`, `act N`, `grade all` and `digest` agree on whether a file is
+// valid (I-JSON, read by `lab::json`) and on its canonical digest.
+
+const RECORDED_B: &str = "recorded/b-20261129T153816Z";
+
+/// What every reader must say about a file.
+#[derive(Debug, Clone, Copy)]
+enum Verdict {
+    /// Valid, with the canonical digest of the recorded file (the same value, spelled otherwise).
+    SameValue,
+    /// Refused: the JSON path named and a fragment of the expected text.
+    Refused {
+        path: &'static str,
+        expected: &'static str,
+    },
+}
+
+/// One spelling of a file of the recorded lab B run.
+struct Spelling {
+    name: &'static str,
+    /// Relative path in the recorded run, e.g. `policy.json` or `evidence/05.json`.
+    file: &'static str,
+    /// From the recorded file's bytes to the tested bytes.
+    edit: fn(&[u8]) -> Vec<u8>,
+    verdict: Verdict,
+}
+
+/// `text` with the one occurrence of `from` replaced by `to` (panics when it is not exactly once,
+/// so a changed fixture cannot turn a case into a no-op).
+fn once(text: &[u8], from: &str, to: &[u8]) -> Vec<u8> {
+    let t = String::from_utf8(text.to_vec()).unwrap();
+    assert_eq!(t.matches(from).count(), 1, "{from:?} must occur once");
+    let i = t.find(from).unwrap();
+    let mut out = t.as_bytes()[..i].to_vec();
+    out.extend_from_slice(to);
+    out.extend_from_slice(&t.as_bytes()[i + from.len()..]);
+    out
+}
+
+fn spellings() -> Vec<Spelling> {
+    use Verdict::*;
+    const TIMEOUT: &str = "\"timeoutSeconds\": 3\n";
+    const MESSAGE: &str = "\"message\": \"KCA_ENVIRONMENT_REQUIRED\"";
+    vec![
+        // ../shared/cases/graders/chk-dup-key-policy: failurePolicy written twice.
+        Spelling {
+            name: "duplicate failurePolicy",
+            file: "policy.json",
+            edit: |t| {
+                once(
+                    t,
+                    "\"failurePolicy\": \"Fail\",",
+                    b"\"failurePolicy\": \"Ignore\",\n    \"failurePolicy\": \"Fail\",",
+                )
+            },
+            verdict: Refused {
+                path: "$.spec.failurePolicy",
+                expected: "unique member names",
+            },
+        },
+        Spelling {
+            name: "duplicate name after unescaping",
+            file: "policy.json",
+            edit: |t| {
+                once(
+                    t,
+                    "\"kind\": \"ValidatingPolicy\",",
+                    b"\"kind\": \"ValidatingPolicy\",\n  \"\\u006bind\": \"ValidatingPolicy\",",
+                )
+            },
+            verdict: Refused {
+                path: "$.kind",
+                expected: "unique member names",
+            },
+        },
+        Spelling {
+            name: "timeoutSeconds 3.0",
+            file: "policy.json",
+            edit: |t| once(t, TIMEOUT, b"\"timeoutSeconds\": 3.0\n"),
+            verdict: SameValue,
+        },
+        Spelling {
+            name: "timeoutSeconds 3e0",
+            file: "policy.json",
+            edit: |t| once(t, TIMEOUT, b"\"timeoutSeconds\": 3e0\n"),
+            verdict: SameValue,
+        },
+        Spelling {
+            name: "timeoutSeconds 0.3E+1",
+            file: "policy.json",
+            edit: |t| once(t, TIMEOUT, b"\"timeoutSeconds\": 0.3E+1\n"),
+            verdict: SameValue,
+        },
+        Spelling {
+            name: "compact, escaped, members reordered",
+            file: "policy.json",
+            edit: |t| {
+                let v: Value = serde_json::from_slice(t).unwrap();
+                let mut text = String::from("{\"spec\":");
+                text.push_str(&v["spec"].to_string());
+                text.push_str(",\"metadata\":{\"name\":\"kca-webhook-\\u006cabel\"}");
+                text.push_str(
+                    ",\"kind\":\"ValidatingPolicy\",\"apiVersion\":\"policies.kyverno.io/v1\"}",
+                );
+                text.into_bytes()
+            },
+            verdict: SameValue,
+        },
+        Spelling {
+            name: "NaN",
+            file: "policy.json",
+            edit: |t| once(t, TIMEOUT, b"\"timeoutSeconds\": NaN\n"),
+            verdict: Refused {
+                path: "$.spec.webhookConfiguration.timeoutSeconds",
+                expected: "a JSON document",
+            },
+        },
+        Spelling {
+            name: "lone surrogate",
+            file: "policy.json",
+            edit: |t| {
+                once(
+                    t,
+                    MESSAGE,
+                    b"\"message\": \"KCA_ENVIRONMENT_REQUIRED\\ud800\"",
+                )
+            },
+            verdict: Refused {
+                path: "$.spec.validations[0].message",
+                expected: "without lone surrogates",
+            },
+        },
+        Spelling {
+            name: "noncharacter",
+            file: "policy.json",
+            edit: |t| {
+                once(
+                    t,
+                    MESSAGE,
+                    b"\"message\": \"KCA_ENVIRONMENT_REQUIRED\\uffff\"",
+                )
+            },
+            verdict: Refused {
+                path: "$.spec.validations[0].message",
+                expected: "without Unicode noncharacters",
+            },
+        },
+        Spelling {
+            name: "byte order mark",
+            file: "policy.json",
+            edit: |t| [b"\xEF\xBB\xBF".as_slice(), t].concat(),
+            verdict: Refused {
+                path: "$",
+                expected: "without a byte order mark",
+            },
+        },
+        Spelling {
+            name: "not UTF-8",
+            file: "policy.json",
+            edit: |t| once(t, MESSAGE, b"\"message\": \"KCA_ENVIRONMENT_REQUIRED\xff\""),
+            verdict: Refused {
+                path: "$",
+                expected: "UTF-8 text",
+            },
+        },
+        Spelling {
+            name: "trailing document",
+            file: "policy.json",
+            edit: |t| [t, b"{}\n".as_slice()].concat(),
+            verdict: Refused {
+                path: "$",
+                expected: "nothing after it",
+            },
+        },
+        Spelling {
+            name: "integer beyond 2^53",
+            file: "freeze-plan.json",
+            edit: |t| {
+                once(
+                    t,
+                    "\"resume_after_sec\": 20,",
+                    b"\"resume_after_sec\": 9007199254740993,",
+                )
+            },
+            verdict: Refused {
+                path: "$.resume_after_sec",
+                expected: "2^53",
+            },
+        },
+        Spelling {
+            name: "integer beyond 2^64",
+            file: "freeze-plan.json",
+            edit: |t| {
+                once(
+                    t,
+                    "\"resume_after_sec\": 20,",
+                    b"\"resume_after_sec\": 18446744073709551636,",
+                )
+            },
+            verdict: Refused {
+                path: "$.resume_after_sec",
+                expected: "2^53",
+            },
+        },
+        Spelling {
+            name: "resume_after_sec 2.0e1",
+            file: "freeze-plan.json",
+            edit: |t| {
+                once(
+                    t,
+                    "\"resume_after_sec\": 20,",
+                    b"\"resume_after_sec\": 2.0e1,",
+                )
+            },
+            verdict: SameValue,
+        },
+        Spelling {
+            name: "evidence: duplicate schema_version",
+            file: "evidence/05.json",
+            edit: |t| {
+                once(
+                    t,
+                    "\"schema_version\": 1,",
+                    b"\"schema_version\": 1,\n  \"schema_version\": 1,",
+                )
+            },
+            verdict: Refused {
+                path: "$.schema_version",
+                expected: "unique member names",
+            },
+        },
+        Spelling {
+            name: "evidence: elapsed_ms beyond 2^53",
+            file: "evidence/05.json",
+            edit: |t| {
+                once(
+                    t,
+                    "\n      \"elapsed_ms\": 14,",
+                    b"\n      \"elapsed_ms\": 9007199254740993,",
+                )
+            },
+            verdict: Refused {
+                path: "$.facts.control.elapsed_ms",
+                expected: "2^53",
+            },
+        },
+        Spelling {
+            name: "evidence: elapsed_ms 14.0",
+            file: "evidence/05.json",
+            edit: |t| {
+                once(
+                    t,
+                    "\n      \"elapsed_ms\": 14,",
+                    b"\n      \"elapsed_ms\": 14.0,",
+                )
+            },
+            verdict: SameValue,
+        },
+    ]
+}
+
+/// A copy of the recorded lab B run (files byte for byte).
+fn recorded_copy() -> tempfile::TempDir {
+    let src = common::fixtures_dir().join(RECORDED_B);
+    let tmp = tempfile::tempdir().unwrap();
+    for (rel, _) in snapshot(&src) {
+        let (from, to) = (src.join(&rel), tmp.path().join(&rel));
+        if rel.ends_with('/') {
+            std::fs::create_dir_all(to).unwrap();
+        } else {
+            std::fs::copy(from, to).unwrap();
+        }
+    }
+    tmp
+}
+
+#[test]
+fn check_act_grade_and_digest_agree_on_every_spelling() {
+    for s in spellings() {
+        let ctx = s.name;
+        let tmp = recorded_copy();
+        let path = tmp.path().join(s.file);
+        let recorded_digest = lab::digest::digest_file(&path).unwrap();
+        let bytes = (s.edit)(&std::fs::read(&path).unwrap());
+        std::fs::write(&path, &bytes).unwrap();
+        let before = snapshot(tmp.path());
+        let base = s.file.rsplit('/').next().unwrap();
+        let input = lab::inputs::InputFile::from_name(lab::evidence::Lab::B, s.file)
+            .filter(|_| !s.file.starts_with("evidence/"));
+        let p = path.to_str().unwrap();
+        let en = |args: &[&str]| {
+            let mut all = vec!["--lab", "b", "--lang", "en"];
+            all.extend_from_slice(args);
+            run(tmp.path(), &all)
+        };
+
+        // digest
+        let out = en(&["digest", p]);
+        let (digest_out, digest_err) = (text(&out.stdout), text(&out.stderr));
+        // check (input files only: `check` takes inputs)
+        let check = input.map(|_| en(&["check", p]));
+        // grade all
+        let grade = en(&["grade", "all"]);
+        let graded = text(&grade.stdout);
+        // the act that reads the file (an input's own act; for evidence NN, act NN+1), without a
+        // cluster: a refusal must name the file and path, not the missing kubeconfig.
+        let act = match input {
+            Some(f) => f.act(),
+            None => base.trim_end_matches(".json").parse::<u8>().unwrap() + 1,
+        }
+        .to_string();
+        let acted = en(&["--kubeconfig", "/nonexistent/kubeconfig", "act", &act]);
+        let act_err = text(&acted.stderr);
+
+        match s.verdict {
+            Verdict::SameValue => {
+                assert_eq!(out.status.code(), Some(0), "{ctx}: digest: {digest_err}");
+                assert_eq!(digest_out.trim(), recorded_digest, "{ctx}: digest");
+                if let Some(c) = &check {
+                    assert_eq!(
+                        c.status.code(),
+                        Some(0),
+                        "{ctx}: check: {}",
+                        text(&c.stderr)
+                    );
+                    assert!(text(&c.stdout).contains(&format!("{base}: valid")), "{ctx}");
+                }
+                assert_eq!(grade.status.code(), Some(0), "{ctx}: grade:\n{graded}");
+                assert_eq!(graded.matches(": pass (").count(), 8, "{ctx}:\n{graded}");
+                // The act got past its inputs and evidence and stopped at the cluster.
+                assert_eq!(acted.status.code(), Some(1), "{ctx}: act {act}: {act_err}");
+                assert!(
+                    act_err.contains("/nonexistent/kubeconfig"),
+                    "{ctx}: act {act}: {act_err}"
+                );
+            }
+            Verdict::Refused { path: jp, expected } => {
+                let named = format!("{jp}: expected ");
+                assert_eq!(
+                    out.status.code(),
+                    Some(2),
+                    "{ctx}: digest accepted: {digest_out}"
+                );
+                assert!(
+                    digest_err.contains(&format!("{base}: {named}"))
+                        && digest_err.contains(expected),
+                    "{ctx}: digest: {digest_err}"
+                );
+                assert!(digest_out.is_empty(), "{ctx}: digest printed {digest_out}");
+                if let Some(c) = &check {
+                    let err = text(&c.stderr);
+                    assert_eq!(c.status.code(), Some(2), "{ctx}: check: {err}");
+                    assert!(
+                        err.contains(&format!("{base}: {named}")) && err.contains(expected),
+                        "{ctx}: check: {err}"
+                    );
+                }
+                assert_eq!(grade.status.code(), Some(1), "{ctx}: grade:\n{graded}");
+                let (code, act_graded) = match input {
+                    Some(f) => ("[input-invalid]", f.act()),
+                    None => ("[evidence-invalid]", base[..2].parse().unwrap()),
+                };
+                // policy.json is also what act 6 compares policy-ignore.json with: no silent pass.
+                let also = (base == "policy.json").then_some(6);
+                for act_graded in std::iter::once(act_graded).chain(also) {
+                    let section = graded
+                        .split("lab b act ")
+                        .find(|sec| sec.starts_with(&format!("{act_graded}:")))
+                        .unwrap_or_default();
+                    assert!(
+                        section
+                            .lines()
+                            .any(|l| l.contains(code) && l.contains(base) && l.contains(&named)),
+                        "{ctx}: grade act {act_graded} must flag {code} {base} {named}:\n{graded}"
+                    );
+                }
+                // The act refuses on the file, before the cluster.
+                assert_ne!(acted.status.code(), Some(0), "{ctx}: act {act}");
+                assert!(
+                    act_err.contains(base)
+                        && act_err.contains(&named)
+                        && act_err.contains(expected),
+                    "{ctx}: act {act} must refuse on {base} {jp}: {act_err}"
+                );
+                assert!(
+                    !act_err.contains("/nonexistent/kubeconfig"),
+                    "{ctx}: act {act}: {act_err}"
+                );
+            }
+        }
+        assert_eq!(
+            snapshot(tmp.path()),
+            before,
+            "{ctx}: a reader changed the work directory"
         );
     }
 }

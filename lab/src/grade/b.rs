@@ -335,7 +335,7 @@ fn act6(g: &mut G) {
         return;
     };
     let s = "evidence/06.json facts";
-    let policy = g.input_value(InputFile::Policy);
+    let policy = g.required_input_value(InputFile::Policy);
     g.input::<inputs::PolicyIgnore>(&Context {
         policy,
         ..Default::default()

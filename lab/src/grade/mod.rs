@@ -488,13 +488,23 @@ impl<'a> G<'a> {
         }
     }
 
-    /// The raw JSON of a student input, if present and readable.
-    pub(crate) fn input_value(&self, file: InputFile) -> Option<serde_json::Value> {
-        self.input
-            .inputs
-            .get(&file)
-            .and_then(|v| v.as_ref().ok())
-            .cloned()
+    /// The raw JSON of a student input that a check of this act compares against (flags
+    /// input-missing / input-invalid when it is absent or not I-JSON, so the comparison is never
+    /// skipped silently).
+    pub(crate) fn required_input_value(&mut self, file: InputFile) -> Option<serde_json::Value> {
+        let name = file.file_name();
+        self.checks += 1;
+        match self.input.inputs.get(&file) {
+            None => {
+                self.flag(Code::InputMissing, name, "write it first");
+                None
+            }
+            Some(Err(e)) => {
+                self.flag(Code::InputInvalid, name, e.clone());
+                None
+            }
+            Some(Ok(v)) => Some(v.clone()),
+        }
     }
 
     /// Canonical digests of all readable evidence.

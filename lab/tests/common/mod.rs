@@ -14,7 +14,7 @@ pub fn fixtures_dir() -> PathBuf {
         .join("fixtures")
 }
 
-/// Reads every `*.json` file under `dir` (relative path → parsed JSON).
+/// Reads every `*.json` file under `dir` with [`lab::json::parse`] (relative path → parsed JSON).
 pub fn read_tree(dir: &Path) -> BTreeMap<String, serde_json::Value> {
     let mut out = BTreeMap::new();
     fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, serde_json::Value>) {
@@ -24,10 +24,11 @@ pub fn read_tree(dir: &Path) -> BTreeMap<String, serde_json::Value> {
                 walk(root, &p, out);
             } else if p.extension().is_some_and(|x| x == "json") {
                 let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
-                let text = std::fs::read_to_string(&p).unwrap();
+                // The one reader of the tool: fixtures are I-JSON like any file it reads.
+                let bytes = std::fs::read(&p).unwrap();
                 out.insert(
                     rel,
-                    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display())),
+                    lab::json::parse(&bytes).unwrap_or_else(|e| panic!("{}: {e}", p.display())),
                 );
             }
         }
