@@ -302,6 +302,7 @@ impl Cluster {
         let net = netns::pick_free(&used)?;
         let rt = Runtime::new(&cfg, net);
         let mut record = ClusterRecord::new(&rt);
+        inherit_host_paths(&mut record, &cfg.state_root);
         record.save()?;
         match bring_up(&rt, &mut record, &inputs, &opts, started) {
             Ok(()) => Ok(Cluster { record }),
@@ -429,6 +430,32 @@ fn finish_down(rec: &ClusterRecord, report: &mut teardown::Report, keep_logs: bo
     if let Err(e) = teardown::remove_contents(&rec.state_dir, keep) {
         report.fail(e);
     }
+}
+
+/// Adds to `record.host_paths_created` the fixed host paths ([`record::HOST_PATHS`]) that a
+/// running cluster under the same state root recorded creating: the cluster that goes down last
+/// removes them (`down` leaves them while another cluster's kubelet runs). Keeps deepest first.
+fn inherit_host_paths(record: &mut ClusterRecord, state_root: &Path) {
+    let Ok(rd) = std::fs::read_dir(state_root) else {
+        return;
+    };
+    let mut all: Vec<PathBuf> = record.host_paths_created.clone();
+    for e in rd.flatten() {
+        if e.path() == record.state_dir {
+            continue;
+        }
+        if let Ok(Some(other)) = ClusterRecord::load(&e.path())
+            && other.same_boot()
+            && other.processes.iter().any(|p| p.alive())
+        {
+            all.extend(other.host_paths_created);
+        }
+    }
+    record.host_paths_created = record::HOST_PATHS
+        .iter()
+        .map(PathBuf::from)
+        .filter(|p| all.contains(p))
+        .collect();
 }
 
 /// /30 indices recorded by other clusters' state dirs under `state_root`.
