@@ -19,24 +19,159 @@ use crate::evidence::{GetResult, Outcome};
 const DENIED: &str = "denied the request";
 const CALLING: &str = "failed calling webhook";
 
+/// What makes a deny the lab policy's own verdict: Kyverno's per-policy failure text
+/// `Policy <policy> failed: <message>` (kyverno.md §4, `pkg/webhooks/resource/vpol/handler.go`).
+/// Kyverno's evaluation-error form `Policy <policy> error: …` (kyverno#8916) is not a verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PolicyVerdict<'a> {
+    /// The policy's `metadata.name`, e.g. `kca-webhook-label`.
+    pub policy: &'a str,
+    /// The validation's `message`, e.g. `KCA_ENVIRONMENT_REQUIRED`.
+    pub message: &'a str,
+}
+
+impl PolicyVerdict<'_> {
+    /// The text Kyverno puts after `denied the request: ` for this policy's failed validation,
+    /// e.g. `Policy kca-webhook-label failed: KCA_ENVIRONMENT_REQUIRED`.
+    pub fn text(&self) -> String {
+        format!("Policy {} failed: {}", self.policy, self.message)
+    }
+
+    /// Kyverno's evaluation-error prefix for this policy, `Policy <policy> error:`.
+    pub fn error_prefix(&self) -> String {
+        format!("Policy {} error:", self.policy)
+    }
+}
+
+/// The lab's policy (`policy.json`: ValidatingPolicy `kca-webhook-label`, validation message
+/// `KCA_ENVIRONMENT_REQUIRED`; labs.md, act 2).
+pub const LAB_POLICY: PolicyVerdict<'static> = PolicyVerdict {
+    policy: "kca-webhook-label",
+    message: "KCA_ENVIRONMENT_REQUIRED",
+};
+
+/// A deny by an admission webhook, parsed from the verbatim message
+/// `[<resource> "<name>" is forbidden: ]admission webhook "<webhook>" denied the request: <verdict>`
+/// (k8s.io/apiserver `pkg/admission/plugin/webhook/errors/statuserror.go`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deny {
+    /// The webhook's `name` as the API server quotes it.
+    pub webhook: String,
+    /// Everything after `denied the request` (without the `: ` separator).
+    pub verdict: String,
+}
+
+/// Parses a deny message; `None` when `message` is not an admission webhook's deny.
+pub fn parse_deny(message: &str) -> Option<Deny> {
+    let start = message.find("admission webhook \"")? + "admission webhook \"".len();
+    let rest = &message[start..];
+    let close = rest.find('"')?;
+    let webhook = &rest[..close];
+    let after = &rest[close + 1..];
+    let after = after.strip_prefix(' ')?.strip_prefix(DENIED)?;
+    let verdict = after.strip_prefix(": ").unwrap_or(after);
+    Some(Deny {
+        webhook: webhook.to_owned(),
+        verdict: verdict.to_owned(),
+    })
+}
+
+/// A failed call from the API server to a webhook, parsed from the verbatim message Go's
+/// admission plugin writes: `failed calling webhook "<webhook>": failed to call webhook:
+/// Post "<url>?timeout=<T>s": <cause>` (k8s.io/apiserver `pkg/admission/plugin/webhook/errors`,
+/// `ErrCallingWebhook`; the URL is Go's `*url.Error` with the `timeout` query the webhook client
+/// adds from `timeoutSeconds`, `pkg/util/webhook/webhook.go`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallFailure {
+    /// The webhook's `name`.
+    pub webhook: String,
+    /// The URL the API server posted to, verbatim (with its query), when the message names one.
+    pub url: Option<String>,
+    /// The URL's path (e.g. `/vpol/kca-webhook-label`), when a URL is named.
+    pub path: Option<String>,
+    /// The `timeout=` query of the URL, in seconds (`3s` → 3), when present and whole seconds.
+    pub timeout_seconds: Option<u32>,
+    /// The `timeout=` query verbatim (e.g. `3s`, `10s`, `1m0s`).
+    pub timeout_query: Option<String>,
+    /// The text after the URL (Go's cause), or after `failed calling webhook "<name>": `.
+    pub cause: String,
+}
+
+/// Parses a call-failure message; `None` when `message` does not say `failed calling webhook`.
+pub fn parse_call_failure(message: &str) -> Option<CallFailure> {
+    let start = message.find(CALLING)? + CALLING.len();
+    let rest = message[start..].trim_start().strip_prefix('"')?;
+    let close = rest.find('"')?;
+    let webhook = rest[..close].to_owned();
+    let after = rest[close + 1..].trim_start_matches(':').trim_start();
+    // `failed to call webhook: Post "<url>": <cause>` (Go's url.Error: Op "URL": Err).
+    let (url, cause) = match after.find("Post \"") {
+        Some(p) => {
+            let u = &after[p + "Post \"".len()..];
+            match u.find('"') {
+                Some(e) => (
+                    Some(u[..e].to_owned()),
+                    u[e + 1..].trim_start_matches(':').trim_start().to_owned(),
+                ),
+                None => (None, after.to_owned()),
+            }
+        }
+        None => (None, after.to_owned()),
+    };
+    let parsed = url.as_deref().and_then(|u| url::Url::parse(u).ok());
+    let path = parsed.as_ref().map(|u| u.path().to_owned());
+    let timeout_query = parsed.as_ref().and_then(|u| {
+        u.query_pairs()
+            .find(|(k, _)| k == "timeout")
+            .map(|(_, v)| v.into_owned())
+    });
+    let timeout_seconds = timeout_query.as_deref().and_then(go_duration_seconds);
+    Some(CallFailure {
+        webhook,
+        url,
+        path,
+        timeout_seconds,
+        timeout_query,
+        cause,
+    })
+}
+
+/// Whole seconds of a Go `time.Duration` string as the webhook client writes it in the
+/// `timeout` query (`3s`, `10s`, `1m0s`, `30s`); `None` for other shapes or fractions.
+fn go_duration_seconds(s: &str) -> Option<u32> {
+    let (min, sec) = match s.split_once('m') {
+        Some((m, rest)) => (m.parse::<u32>().ok()?, rest),
+        None => (0, s),
+    };
+    let sec = sec.strip_suffix('s')?;
+    let sec = if sec.is_empty() {
+        0
+    } else {
+        sec.parse::<u32>().ok()?
+    };
+    Some(min * 60 + sec)
+}
+
 /// Classifies one API answer plus its follow-up GET into an [`Outcome`].
 ///
 /// - `http_status`, `reason`, `message`: the answer verbatim (`reason`/`message` from the `Status` body
 ///   of an error answer, `None` on success).
 /// - `get`: the separate GET by name made after the request.
 /// - `dry_run`: whether the request was a server-side dry-run.
-/// - `markers`: strings that identify the lab's policy in a deny message (e.g. `KCA_ENVIRONMENT_REQUIRED`,
-///   `kca-webhook-label`); a deny without any of them is not an `explicit-deny` of this policy.
+/// - `policy`: what makes a deny this policy's verdict ([`LAB_POLICY`] for the labs).
 ///
 /// Rules, in order:
 /// 1. 2xx: not dry-run → `stored` only if the GET found the object with a non-empty UID;
 ///    dry-run → `dry-run-admitted` only if the GET found nothing. Anything else contradicts
 ///    itself and is `other-error` (the raw answer says more).
 /// 2. 409 or reason `AlreadyExists` → `already-exists` (never a policy decision).
-/// 3. 4xx with `admission webhook "…" denied the request` → `explicit-deny` if the text after
-///    `denied the request` carries one of `markers`, else `other-error` (another webhook's deny).
-/// 4. A message with `failed calling webhook` → by its cause: timeout, refused, DNS, no endpoints;
-///    any other cause (TLS, `service "x" not found`, …) → `other-error`.
+/// 3. 4xx with `admission webhook "…" denied the request: <verdict>` → `explicit-deny` only if
+///    the verdict carries the policy's verdict text `Policy <policy> failed: <message>`; an
+///    evaluation error (`Policy <policy> error: …`), another policy's or another webhook's deny
+///    is `other-error`. Which webhook denied is checked by the grader against the registration.
+/// 4. A message with `failed calling webhook` → by its cause: timeout, refused, DNS, no endpoints
+///    (including the shapes k3s's egress proxy gives, see the table above); any other cause
+///    (TLS, `service "x" not found`, …) → `other-error`.
 /// 5. Everything else (e.g. 504 `Timeout` of the request itself, `does not support dry run`) →
 ///    `other-error`.
 pub fn classify(
@@ -45,7 +180,7 @@ pub fn classify(
     message: Option<&str>,
     get: &GetResult,
     dry_run: bool,
-    markers: &[&str],
+    policy: &PolicyVerdict,
 ) -> Outcome {
     if (200..300).contains(&http_status) {
         let stored = get.exists && get.uid.as_deref().is_some_and(|u| !u.is_empty());
@@ -60,33 +195,39 @@ pub fn classify(
     }
     let msg = message.unwrap_or("");
     if (400..500).contains(&http_status)
-        && msg.contains("admission webhook \"")
-        && let Some(pos) = msg.find(DENIED)
+        && let Some(deny) = parse_deny(msg)
     {
-        let verdict = &msg[pos + DENIED.len()..];
-        let marked = markers.iter().any(|m| !m.is_empty() && verdict.contains(m));
-        return if marked {
+        let verdict = !policy.policy.is_empty()
+            && !policy.message.is_empty()
+            && deny.verdict.contains(&policy.text());
+        return if verdict {
             Outcome::ExplicitDeny
         } else {
             Outcome::OtherError
         };
     }
-    if msg.contains(CALLING) {
-        if msg.contains("context deadline exceeded")
-            || msg.contains("Client.Timeout exceeded")
-            || msg.contains("i/o timeout")
-        {
-            return Outcome::WebhookTimeout;
-        }
-        if msg.contains("connection refused") {
-            return Outcome::ConnectionRefused;
-        }
-        if msg.contains("no such host") {
-            return Outcome::DnsError;
-        }
-        if msg.contains("no endpoints available for service") {
-            return Outcome::NoEndpoints;
-        }
+    if let Some(call) = parse_call_failure(msg) {
+        return call_failure_outcome(&call.cause);
+    }
+    Outcome::OtherError
+}
+
+/// The outcome of a failed webhook call by its cause (Go's error text after the URL).
+fn call_failure_outcome(cause: &str) -> Outcome {
+    if cause.contains("context deadline exceeded")
+        || cause.contains("Client.Timeout exceeded")
+        || cause.contains("i/o timeout")
+    {
+        return Outcome::WebhookTimeout;
+    }
+    if cause.contains("connection refused") {
+        return Outcome::ConnectionRefused;
+    }
+    if cause.contains("no such host") {
+        return Outcome::DnsError;
+    }
+    if cause.contains("no endpoints available for service") {
+        return Outcome::NoEndpoints;
     }
     Outcome::OtherError
 }
@@ -96,7 +237,7 @@ mod tests {
     use super::*;
     use rstest::rstest;
 
-    const MARKERS: &[&str] = &["KCA_ENVIRONMENT_REQUIRED", "kca-webhook-label"];
+    const MARKERS: &PolicyVerdict = &LAB_POLICY;
     const HOOK: &str = "vpol.validate.kyverno.svc-fail-finegrained-kca-webhook-label";
 
     fn get(exists: bool, uid: Option<&str>) -> GetResult {
@@ -126,6 +267,16 @@ mod tests {
     #[case::deny_without_marker(400, None, "admission webhook \"other.example.com\" denied the request: image not allowed".to_owned(), Outcome::OtherError)]
     // The marker only in the webhook name part does not count.
     #[case::marker_only_in_name(400, None, format!("admission webhook \"{HOOK}\" denied the request without explanation"), Outcome::OtherError)]
+    // Kyverno's evaluation-error form (kyverno.md §4, kyverno#8916): not the policy's verdict,
+    // even from the policy's own webhook and naming the policy.
+    #[case::evaluation_error(400, None, format!("admission webhook \"{HOOK}\" denied the request: Policy kca-webhook-label error: failed to evaluate validation expression: no such key: labels"), Outcome::OtherError)]
+    #[case::evaluation_error_403(403, Some("Forbidden"), format!("pods \"bad-1\" is forbidden: admission webhook \"{HOOK}\" denied the request: Policy kca-webhook-label error: error: no such key: labels"), Outcome::OtherError)]
+    // Another policy's verdict with the same message text is not this policy's.
+    #[case::other_policy(400, None, format!("admission webhook \"{HOOK}\" denied the request: Policy other-policy failed: KCA_ENVIRONMENT_REQUIRED"), Outcome::OtherError)]
+    // The message alone, without Kyverno's per-policy form, is not the verdict.
+    #[case::message_only(400, None, format!("admission webhook \"{HOOK}\" denied the request: KCA_ENVIRONMENT_REQUIRED"), Outcome::OtherError)]
+    // Aggregated webhook: several policies joined by `; ` (multierr, kyverno.md §4).
+    #[case::joined(400, None, "admission webhook \"vpol.validate.kyverno.svc-fail\" denied the request: Policy a failed: x; Policy kca-webhook-label failed: KCA_ENVIRONMENT_REQUIRED".to_owned(), Outcome::ExplicitDeny)]
     // Timeout with failurePolicy Fail (kubernetes.md §1b).
     #[case::timeout(
         500,
@@ -207,28 +358,79 @@ mod tests {
     }
 
     #[test]
-    fn deny_needs_markers() {
+    fn deny_needs_the_policys_verdict() {
         let m = format!(
             "admission webhook \"{HOOK}\" denied the request: Policy kca-webhook-label failed: KCA_ENVIRONMENT_REQUIRED"
         );
+        let c = |p: &PolicyVerdict| classify(400, None, Some(&m), &get(false, None), false, p);
         assert_eq!(
-            classify(400, None, Some(&m), &get(false, None), false, &[]),
+            c(&PolicyVerdict {
+                policy: "",
+                message: ""
+            }),
             Outcome::OtherError
         );
         assert_eq!(
-            classify(400, None, Some(&m), &get(false, None), false, &[""]),
+            c(&PolicyVerdict {
+                policy: "kca-webhook-label",
+                message: ""
+            }),
             Outcome::OtherError
         );
         assert_eq!(
-            classify(
-                400,
-                None,
-                Some(&m),
-                &get(false, None),
-                false,
-                &["KCA_ENVIRONMENT_REQUIRED"]
-            ),
-            Outcome::ExplicitDeny
+            c(&PolicyVerdict {
+                policy: "other-policy",
+                message: "KCA_ENVIRONMENT_REQUIRED"
+            }),
+            Outcome::OtherError
+        );
+        assert_eq!(c(&LAB_POLICY), Outcome::ExplicitDeny);
+    }
+
+    #[test]
+    fn a_call_failure_names_webhook_url_and_timeout() {
+        let c = parse_call_failure(&call_failure("context deadline exceeded")).unwrap();
+        assert_eq!(c.webhook, HOOK);
+        assert_eq!(
+            c.url.as_deref(),
+            Some("https://kyverno-svc.kyverno.svc:443/vpol/kca-webhook-label?timeout=3s")
+        );
+        assert_eq!(c.path.as_deref(), Some("/vpol/kca-webhook-label"));
+        assert_eq!(c.timeout_seconds, Some(3));
+        assert_eq!(c.timeout_query.as_deref(), Some("3s"));
+        assert_eq!(c.cause, "context deadline exceeded");
+        // Another webhook, another timeout (kyverno#2869, #3232): parsed as they are.
+        let other = parse_call_failure("Internal error occurred: failed calling webhook \"mutate.kyverno.svc-fail\": failed to call webhook: Post \"https://kyverno-svc.kyverno.svc:443/mutate/fail?timeout=10s\": context deadline exceeded").unwrap();
+        assert_eq!(other.webhook, "mutate.kyverno.svc-fail");
+        assert_eq!(other.path.as_deref(), Some("/mutate/fail"));
+        assert_eq!(other.timeout_seconds, Some(10));
+        assert_eq!(go_duration_seconds("1m0s"), Some(60));
+        assert_eq!(go_duration_seconds("1m30s"), Some(90));
+        assert_eq!(go_duration_seconds("1.5s"), None);
+        // Without a URL (e.g. the no-endpoints form), the webhook is still named.
+        let ne = parse_call_failure(
+            "failed calling webhook \"x.example\": no endpoints available for service \"svc\"",
+        )
+        .unwrap();
+        assert_eq!(ne.webhook, "x.example");
+        assert_eq!(ne.url, None);
+        assert_eq!(ne.timeout_seconds, None);
+        assert!(parse_call_failure("Internal error occurred: something else").is_none());
+    }
+
+    #[test]
+    fn a_deny_names_its_webhook_and_verdict() {
+        let d = parse_deny(&format!("pods \"bad-7f3a\" is forbidden: admission webhook \"{HOOK}\" denied the request: Policy kca-webhook-label failed: KCA_ENVIRONMENT_REQUIRED")).unwrap();
+        assert_eq!(d.webhook, HOOK);
+        assert_eq!(
+            d.verdict,
+            "Policy kca-webhook-label failed: KCA_ENVIRONMENT_REQUIRED"
+        );
+        assert!(
+            parse_deny(&format!(
+                "admission webhook \"{HOOK}\" does not support dry run"
+            ))
+            .is_none()
         );
     }
 

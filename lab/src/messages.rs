@@ -87,6 +87,38 @@ pub fn code_text(code: Code) -> Text {
             "timeoutSeconds より早く返ったタイムアウトです",
             "a timeout answered sooner than timeoutSeconds",
         ),
+        Code::TimeoutTooSlow => t(
+            "登録の timeoutSeconds より大幅に遅く返ったタイムアウトです（別のタイムアウトや別の webhook の可能性）",
+            "a timeout answered much later than the registration's timeoutSeconds (another timeout or another webhook)",
+        ),
+        Code::CallFailureOtherWebhook => t(
+            "呼び出しに失敗した webhook がこのポリシーの登録ではありません",
+            "the failed call names another webhook than the policy's registration",
+        ),
+        Code::CallTimeoutMismatch => t(
+            "失敗した呼び出しの URL の timeout が登録の timeoutSeconds と異なります",
+            "the failed call's URL timeout differs from the registration's timeoutSeconds",
+        ),
+        Code::DenyOtherWebhook => t(
+            "拒否した webhook がこのポリシーの登録ではありません",
+            "the deny comes from another webhook than the policy's registration",
+        ),
+        Code::DenyIsEvaluationError => t(
+            "拒否文がポリシーの判定ではなく Kyverno の評価エラーです",
+            "the deny is Kyverno's evaluation error, not the policy's verdict",
+        ),
+        Code::RegistrationScope => t(
+            "登録の objectSelector または matchConditions により、対象の Pod が webhook を通らない場合があります",
+            "the registration's objectSelector or matchConditions let matching pods skip the webhook",
+        ),
+        Code::RegistrationChanged => t(
+            "障害中に読んだ webhook 登録が、前の幕で記録した登録と異なります",
+            "the registration read during the fault differs from the one recorded earlier",
+        ),
+        Code::ObservationMissing => t(
+            "この幕で記録できたはずの観測がありません",
+            "an observation the act could have made is missing",
+        ),
         Code::TimesInconsistent => t(
             "時刻が欠けているか、互いに矛盾しています",
             "timestamps missing or inconsistent",
@@ -367,6 +399,14 @@ mod tests {
             AlreadyExistsCountedAsDeny,
             RejectedButStored,
             TimeoutTooFast,
+            TimeoutTooSlow,
+            CallFailureOtherWebhook,
+            CallTimeoutMismatch,
+            DenyOtherWebhook,
+            DenyIsEvaluationError,
+            RegistrationScope,
+            RegistrationChanged,
+            ObservationMissing,
             TimesInconsistent,
             RawMismatch,
             PodReplaced,

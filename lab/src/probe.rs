@@ -18,9 +18,9 @@ use crate::facts::PodObservation;
 pub const PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.10.1";
 /// Label key the lab's policy requires (`'environment' in object.metadata.?labels…`).
 pub const GOOD_LABEL: (&str, &str) = ("environment", "lab");
-/// What identifies the lab's policy in a deny message: the validation's message and the policy
-/// name (Kyverno: `Policy kca-webhook-label failed: KCA_ENVIRONMENT_REQUIRED`).
-pub const MARKERS: &[&str] = &["KCA_ENVIRONMENT_REQUIRED", "kca-webhook-label"];
+/// What makes a deny the lab policy's verdict (Kyverno: `Policy kca-webhook-label failed:
+/// KCA_ENVIRONMENT_REQUIRED`).
+pub const MARKERS: &crate::classify::PolicyVerdict<'static> = &crate::classify::LAB_POLICY;
 
 /// What kind of pod to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

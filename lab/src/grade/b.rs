@@ -1,6 +1,8 @@
 //! Lab B graders, acts 4-8 (freeze the controller process; failurePolicy Fail vs Ignore).
 
-use super::{Code, G, act8_facts, baseline_uid, check_webhook, ev_name, has_env_label, policy_uid};
+use super::{
+    Code, G, act8_facts, baseline_uid, bounds, check_webhook, ev_name, has_env_label, policy_uid,
+};
 use crate::evidence::Outcome;
 use crate::facts::{self, b::*};
 use crate::inputs::{self, Context, InputFile};
@@ -81,7 +83,13 @@ fn act4(g: &mut G) {
 
 /// Checks one freeze run. `ignore`: failurePolicy Ignore (target requests are stored after the
 /// timeout) instead of Fail (they time out).
-fn freeze_run(g: &mut G, act: u8, run: &FreezeRun, ignore: bool) {
+fn freeze_run(
+    g: &mut G,
+    act: u8,
+    run: &FreezeRun,
+    ignore: bool,
+    hook: Option<&facts::WebhookFacts>,
+) {
     let s = format!("{} facts", ev_name(act));
     let w = &run.freeze;
     // Act 5 freezes the process act 4 identified. Act 6 freezes the process found after act 5:
@@ -120,31 +128,51 @@ fn freeze_run(g: &mut G, act: u8, run: &FreezeRun, ignore: bool) {
             &w.resume_after_sec,
         );
     }
-    if let (Some(f), Some(r)) = (
-        facts::parse_rfc3339(&w.frozen_at),
+    // The watchdog resumes at its deadline, `watchdog_armed_at + resume_after_sec`
+    // (bounds::watchdog_window_ms): not before (a shorter freeze than planned), not after the
+    // runner's grace. A resume by the runner itself only has the upper bound.
+    if let (Some(armed), Some(r)) = (
+        facts::parse_rfc3339(&w.watchdog_armed_at),
         facts::parse_rfc3339(&w.resumed_at),
     ) {
-        let ms = (r - f).num_milliseconds();
-        let bound = i64::from(w.resume_after_sec) * 1000 + 1000;
+        let ms = (r - armed).num_milliseconds();
+        let (lo, hi) = bounds::watchdog_window_ms(w.resume_after_sec);
+        let lo = if w.resumed_by == Resumer::Watchdog {
+            lo
+        } else {
+            i64::MIN
+        };
         g.check(
-            ms <= bound,
+            lo <= ms && ms <= hi,
             Code::TimesInconsistent,
             format!("{s}.freeze.resumed_at"),
             || {
                 format!(
-                    "frozen for {ms} ms, longer than the watchdog's {} s deadline",
-                    w.resume_after_sec
+                    "resumed {ms} ms after the watchdog was armed; its {} s deadline allows [{lo}, {hi}] ms (resumed by {:?})",
+                    w.resume_after_sec, w.resumed_by
                 )
             },
         );
     }
-    if let Some(st) = &w.state_during {
-        g.expect_eq(
-            Code::ValueMismatch,
-            format!("{s}.freeze.state_during"),
-            "T",
-            st.as_str(),
-        );
+    // The process state read during the freeze is the observation that the process was stopped
+    // (T during, not T after): missing is a finding, not a pass.
+    match &w.state_during {
+        Some(st) => {
+            g.expect_eq(
+                Code::ValueMismatch,
+                format!("{s}.freeze.state_during"),
+                "T",
+                st.as_str(),
+            );
+        }
+        None => {
+            g.check(
+                false,
+                Code::ObservationMissing,
+                format!("{s}.freeze.state_during"),
+                || "the process state was not read during the freeze".into(),
+            );
+        }
     }
     g.check(
         w.state_after != "T",
@@ -170,12 +198,79 @@ fn freeze_run(g: &mut G, act: u8, run: &FreezeRun, ignore: bool) {
             )
         },
     );
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{s}.timeout_seconds"),
-        &3u32,
-        &run.timeout_seconds,
-    );
+    // The registration read during the fault must be the one the earlier act recorded (act 2
+    // for act 5, act 6's own after the switch): same webhook, same timeout, same scope.
+    let snap = &run.registration_snapshot;
+    if !snap.is_null() {
+        let snap_hook = snapshot_webhook(snap);
+        g.check(
+            super::scope_is_open(
+                snap.get("objectSelector")
+                    .unwrap_or(&serde_json::Value::Null),
+                snap.get("matchConditions")
+                    .unwrap_or(&serde_json::Value::Null),
+            ),
+            Code::RegistrationScope,
+            format!("{s}.registration_snapshot"),
+            || {
+                format!(
+                    "objectSelector {} / matchConditions {} let matching pods skip the webhook",
+                    super::abbreviate(
+                        snap.get("objectSelector")
+                            .unwrap_or(&serde_json::Value::Null)
+                    ),
+                    super::abbreviate(
+                        snap.get("matchConditions")
+                            .unwrap_or(&serde_json::Value::Null)
+                    )
+                )
+            },
+        );
+        if let Some(h) = hook {
+            let recorded = (
+                h.name.as_str(),
+                h.failure_policy.as_str(),
+                Some(h.timeout_seconds),
+                h.service.as_ref().and_then(|x| x.path.as_deref()),
+                &h.namespace_selector,
+            );
+            let during = (
+                snap_hook.0.unwrap_or(""),
+                snap_hook.1.unwrap_or(""),
+                snap_hook.2,
+                snap_hook.3,
+                snap.get("namespaceSelector")
+                    .unwrap_or(&serde_json::Value::Null),
+            );
+            g.check(recorded == during, Code::RegistrationChanged, format!("{s}.registration_snapshot"), || {
+                format!(
+                    "during the freeze: name {:?}, failurePolicy {:?}, timeoutSeconds {:?}, path {:?}; recorded before: name {:?}, failurePolicy {:?}, timeoutSeconds {}, path {:?}",
+                    during.0, during.1, during.2, during.3, h.name, h.failure_policy, h.timeout_seconds, recorded.3
+                )
+            });
+        }
+        g.check(
+            snap_hook.2 == Some(run.timeout_seconds),
+            Code::RegistrationClaimContradicted,
+            format!("{s}.timeout_seconds"),
+            || {
+                format!(
+                    "recorded {}, the snapshot read during the freeze says {:?}",
+                    run.timeout_seconds, snap_hook.2
+                )
+            },
+        );
+    }
+    // T: the live registration's timeoutSeconds (checked above against the snapshot and the
+    // earlier act's registration), never a constant.
+    if let Some(h) = hook {
+        g.expect_eq(
+            Code::RegistrationChanged,
+            format!("{s}.timeout_seconds"),
+            &h.timeout_seconds,
+            &run.timeout_seconds,
+        );
+    }
     let t = run.timeout_seconds;
     // Requests during the freeze.
     let target_expect = if ignore {
@@ -189,6 +284,9 @@ fn freeze_run(g: &mut G, act: u8, run: &FreezeRun, ignore: bool) {
     ] {
         let sub = format!("{s}.{name}");
         g.request_timed(&sub, r, &[target_expect], t, ignore);
+        if let Some(h) = hook {
+            g.named_webhook(&sub, r, h);
+        }
         g.expect_eq(
             Code::ValueMismatch,
             format!("{sub}.namespace"),
@@ -242,11 +340,17 @@ fn freeze_run(g: &mut G, act: u8, run: &FreezeRun, ignore: bool) {
             ],
         );
         g.times_ordered(&sub, &w.resumed_at, &r.sent_at);
+        if let Some(h) = hook {
+            g.named_webhook(&sub, r, h);
+        }
     }
     match &run.first_explicit_deny {
         Some(d) => {
             let sub = format!("{s}.first_explicit_deny");
             g.request(&sub, d, &[Outcome::ExplicitDeny]);
+            if let Some(h) = hook {
+                g.named_webhook(&sub, d, h);
+            }
             g.expect_eq(
                 Code::ValueMismatch,
                 format!("{sub}.labels"),
@@ -320,6 +424,17 @@ fn freeze_run(g: &mut G, act: u8, run: &FreezeRun, ignore: bool) {
             format!("{s}.first_deny_after_resume_ms"),
             || format!("recorded {ms}, timestamps give {measured:?}"),
         );
+        g.check(
+            measured.is_some_and(|m| (0..=bounds::DENY_AFTER_RESUME_MS as i64).contains(&m)),
+            Code::OutsideWindow,
+            format!("{s}.first_deny_after_resume_ms"),
+            || {
+                format!(
+                    "first deny {measured:?} ms after resume; the act waits [0, {}] ms (bounds::DENY_AFTER_RESUME_MS)",
+                    bounds::DENY_AFTER_RESUME_MS
+                )
+            },
+        );
     }
 }
 
@@ -327,7 +442,8 @@ fn act5(g: &mut G) {
     let Some(f) = g.facts::<Act5Facts>(5) else {
         return;
     };
-    freeze_run(g, 5, &f, false);
+    let hook = g.facts::<facts::Act2Facts>(2).map(|a2| a2.webhook);
+    freeze_run(g, 5, &f, false, hook.as_ref());
 }
 
 fn act6(g: &mut G) {
@@ -377,7 +493,24 @@ fn act6(g: &mut G) {
         &f.healthy_bad.answered_at,
         &f.run.freeze.frozen_at,
     );
-    freeze_run(g, 6, &f.run, true);
+    g.named_webhook(&format!("{s}.healthy_bad"), &f.healthy_bad, &f.webhook);
+    // The Ignore registration is the same policy's webhook: same path and scope as act 2's.
+    if let Some(a2) = g.facts::<facts::Act2Facts>(2) {
+        let path = |w: &facts::WebhookFacts| w.service.as_ref().and_then(|x| x.path.clone());
+        g.expect_eq(
+            Code::RegistrationChanged,
+            format!("{s}.webhook.service.path"),
+            path(&a2.webhook),
+            path(&f.webhook),
+        );
+        g.expect_eq(
+            Code::RegistrationChanged,
+            format!("{s}.webhook.timeout_seconds"),
+            a2.webhook.timeout_seconds,
+            f.webhook.timeout_seconds,
+        );
+    }
+    freeze_run(g, 6, &f.run, true, Some(&f.webhook));
 }
 
 fn act7(g: &mut G) {
@@ -419,6 +552,16 @@ fn act7(g: &mut G) {
         &false,
         &has_env_label(&f.healthy_bad),
     );
+    g.named_webhook(&format!("{s}.healthy_bad"), &f.healthy_bad, &f.webhook);
+    super::registration_scope(g, &format!("{s}.webhook"), &f.webhook);
+    if let Some(a6) = g.facts::<Act6Facts>(6) {
+        g.expect_eq(
+            Code::RegistrationChanged,
+            format!("{s}.webhook.name"),
+            a6.webhook.name.as_str(),
+            f.webhook.name.as_str(),
+        );
+    }
     if let Some(uid) = baseline_uid(g) {
         g.existing(&format!("{s}.existing"), &f.existing, &uid);
     }
@@ -512,4 +655,20 @@ fn act8(g: &mut G) {
             },
         );
     }
+}
+
+/// (name, failurePolicy, timeoutSeconds, service path) of a webhook entry read verbatim from a
+/// ValidatingWebhookConfiguration (the freeze's `registration_snapshot`).
+fn snapshot_webhook(
+    v: &serde_json::Value,
+) -> (Option<&str>, Option<&str>, Option<u32>, Option<&str>) {
+    (
+        v.get("name").and_then(|x| x.as_str()),
+        v.get("failurePolicy").and_then(|x| x.as_str()),
+        v.get("timeoutSeconds")
+            .and_then(|x| x.as_u64())
+            .and_then(|x| u32::try_from(x).ok()),
+        v.pointer("/clientConfig/service/path")
+            .and_then(|x| x.as_str()),
+    )
 }

@@ -12,6 +12,7 @@
 
 pub mod a;
 pub mod b;
+pub mod bounds;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -25,14 +26,8 @@ use crate::inputs::{self, Context, InputFile, StudentInput};
 use crate::messages::Lang;
 use crate::workdir::Workdir;
 
-/// What identifies the lab's policy in a deny message (the same list the probes classify with).
-pub const MARKERS: &[&str] = crate::probe::MARKERS;
-/// How much shorter than `timeoutSeconds` a `webhook-timeout` answer may be, milliseconds (clock
-/// granularity between the API server's deadline and the client's measurement).
-pub const TIMEOUT_TOLERANCE_MS: u64 = 50;
-/// How far `elapsed_ms` may differ from `answered_at - sent_at`, milliseconds (the timestamps are
-/// wall-clock with ms resolution, the elapsed time monotonic).
-pub const ELAPSED_TOLERANCE_MS: i64 = 50;
+/// What makes a deny the lab policy's verdict (the same the probes classify with).
+pub const MARKERS: &crate::classify::PolicyVerdict<'static> = crate::probe::MARKERS;
 
 /// The kind of a finding; its wire name is kebab-case (e.g. `timeout-too-fast`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -66,6 +61,23 @@ pub enum Code {
     RejectedButStored,
     /// A `webhook-timeout` answered sooner than `timeoutSeconds`.
     TimeoutTooFast,
+    /// A `webhook-timeout` answered later than `timeoutSeconds` + [`bounds::TIMEOUT_LATE_MS`].
+    TimeoutTooSlow,
+    /// A call failure that names another webhook (name or URL path) than the policy's own
+    /// registration recorded for this act.
+    CallFailureOtherWebhook,
+    /// The `timeout=` of the failed call's URL is not the registration's `timeoutSeconds`.
+    CallTimeoutMismatch,
+    /// An `explicit-deny` by another webhook than the policy's own registration.
+    DenyOtherWebhook,
+    /// A deny that is Kyverno's evaluation-error form (`Policy <name> error: …`), not a verdict.
+    DenyIsEvaluationError,
+    /// A registration whose `objectSelector` or `matchConditions` let matching pods skip the call.
+    RegistrationScope,
+    /// The registration read during a fault differs from the one the earlier act recorded.
+    RegistrationChanged,
+    /// An observation the act could have made is missing (never a silent pass).
+    ObservationMissing,
     /// Timestamps that are missing, unparsable, or disagree with `elapsed_ms` or with each other.
     TimesInconsistent,
     /// The verbatim answer (`raw_response`) disagrees with the recorded fields.
@@ -122,6 +134,14 @@ impl Code {
             Code::AlreadyExistsCountedAsDeny => "already-exists-counted-as-deny",
             Code::RejectedButStored => "rejected-but-stored",
             Code::TimeoutTooFast => "timeout-too-fast",
+            Code::TimeoutTooSlow => "timeout-too-slow",
+            Code::CallFailureOtherWebhook => "call-failure-other-webhook",
+            Code::CallTimeoutMismatch => "call-timeout-mismatch",
+            Code::DenyOtherWebhook => "deny-other-webhook",
+            Code::DenyIsEvaluationError => "deny-is-evaluation-error",
+            Code::RegistrationScope => "registration-scope",
+            Code::RegistrationChanged => "registration-changed",
+            Code::ObservationMissing => "observation-missing",
             Code::TimesInconsistent => "times-inconsistent",
             Code::RawMismatch => "raw-mismatch",
             Code::PodReplaced => "pod-replaced",
@@ -569,10 +589,24 @@ impl<'a> G<'a> {
             });
         } else if r.outcome == Outcome::ExplicitDeny
             && derived != Outcome::ExplicitDeny
+            && crate::classify::parse_deny(msg)
+                .is_some_and(|d| d.verdict.contains(&MARKERS.error_prefix()))
+        {
+            self.check(false, Code::DenyIsEvaluationError, subject, || {
+                format!(
+                    "message {msg:?} is Kyverno's evaluation error, not the verdict {:?}",
+                    MARKERS.text()
+                )
+            });
+        } else if r.outcome == Outcome::ExplicitDeny
+            && derived != Outcome::ExplicitDeny
             && msg.contains("denied the request")
         {
             self.check(false, Code::DenyWithoutMarker, subject, || {
-                format!("message {msg:?} carries none of {MARKERS:?}")
+                format!(
+                    "message {msg:?} does not carry the policy's verdict {:?}",
+                    MARKERS.text()
+                )
             });
         } else {
             self.check(
@@ -610,7 +644,7 @@ impl<'a> G<'a> {
                 (Some(s), Some(a)) => {
                     a >= s
                         && ((a - s).num_milliseconds() - r.elapsed_ms as i64).abs()
-                            <= ELAPSED_TOLERANCE_MS
+                            <= bounds::CLOCK_SKEW_MS as i64
                 }
                 _ => false,
             },
@@ -658,7 +692,9 @@ impl<'a> G<'a> {
     }
 
     /// As [`Self::request`], and a `webhook-timeout` (or a request admitted after a failed call
-    /// under Ignore, `waited_for_timeout`) must have taken at least `timeout_seconds`.
+    /// under Ignore, `waited_for_timeout`) must have taken `timeout_seconds` (the live
+    /// registration's), within [`bounds::timeout_window_ms`]: not sooner, and not so much later
+    /// that another timeout could have fired.
     pub(crate) fn request_timed(
         &mut self,
         subject: &str,
@@ -669,15 +705,77 @@ impl<'a> G<'a> {
     ) {
         self.request(subject, r, expect);
         if r.outcome == Outcome::WebhookTimeout || waited_for_timeout {
-            let min = u64::from(timeout_seconds) * 1000;
+            let (lo, hi) = bounds::timeout_window_ms(timeout_seconds);
+            self.check(r.elapsed_ms >= lo, Code::TimeoutTooFast, subject, || {
+                format!(
+                    "answered after {} ms; timeoutSeconds is {timeout_seconds} (at least {lo} ms)",
+                    r.elapsed_ms
+                )
+            });
+            self.check(r.elapsed_ms < hi, Code::TimeoutTooSlow, subject, || {
+                format!(
+                    "answered after {} ms; timeoutSeconds is {timeout_seconds}, so the answer must come before {hi} ms (bounds::TIMEOUT_LATE_MS)",
+                    r.elapsed_ms
+                )
+            });
+        }
+    }
+
+    /// Checks which webhook a request's answer names against `hook`, the policy's registration
+    /// the act relies on: a call failure must name `hook.name`, post to its service path, and
+    /// carry `timeout=<hook.timeout_seconds>s` (the API server writes the registration's
+    /// `timeoutSeconds` into the URL); an `explicit-deny` must come from `hook.name`.
+    /// Answers that name no webhook (stored, already-exists, …) are not checked here.
+    pub(crate) fn named_webhook(
+        &mut self,
+        subject: &str,
+        r: &RequestRecord,
+        hook: &facts::WebhookFacts,
+    ) {
+        let msg = r.message.as_deref().unwrap_or("");
+        if let Some(call) = crate::classify::parse_call_failure(msg) {
+            let path = hook
+                .service
+                .as_ref()
+                .and_then(|s| s.path.clone())
+                .or_else(|| {
+                    hook.url
+                        .as_deref()
+                        .and_then(|u| url::Url::parse(u).ok())
+                        .map(|u| u.path().to_owned())
+                });
+            let same = call.webhook == hook.name && (call.path.is_none() || call.path == path);
+            self.check(same, Code::CallFailureOtherWebhook, subject, || {
+                format!(
+                    "the failed call names webhook {:?} at {:?}; the policy's registration is {:?} at {:?}",
+                    call.webhook, call.path, hook.name, path
+                )
+            });
+            if call.url.is_some() {
+                self.check(
+                    call.timeout_seconds == Some(hook.timeout_seconds),
+                    Code::CallTimeoutMismatch,
+                    subject,
+                    || {
+                        format!(
+                            "the failed call's URL says timeout={}, the registration's timeoutSeconds is {}",
+                            call.timeout_query.as_deref().unwrap_or("(none)"),
+                            hook.timeout_seconds
+                        )
+                    },
+                );
+            }
+        } else if r.outcome == Outcome::ExplicitDeny
+            && let Some(deny) = crate::classify::parse_deny(msg)
+        {
             self.check(
-                r.elapsed_ms + TIMEOUT_TOLERANCE_MS >= min,
-                Code::TimeoutTooFast,
+                deny.webhook == hook.name,
+                Code::DenyOtherWebhook,
                 subject,
                 || {
                     format!(
-                        "answered after {} ms; timeoutSeconds is {timeout_seconds} ({min} ms)",
-                        r.elapsed_ms
+                        "denied by webhook {:?}; the policy's registration is {:?}",
+                        deny.webhook, hook.name
                     )
                 },
             );
@@ -829,6 +927,46 @@ pub(crate) fn policy_uid(f: &facts::Act2Facts) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// Whether a webhook's `objectSelector` / `matchConditions` let every pod through to the call:
+/// an empty selector (`{}` as the API server stores a nil one, or absent) and no match
+/// conditions (absent, null or `[]`). The lab's policy has neither an objectSelector nor
+/// matchConditions, and Kyverno adds none for it (kyverno.md §3; the recorded run's act 2:
+/// `objectSelector: {}`, no `matchConditions`), so anything else is a registration that lets
+/// matching pods skip the webhook (e.g. an opt-out label, gatekeeper#2034), not the lab's.
+pub(crate) fn scope_is_open(
+    object_selector: &serde_json::Value,
+    match_conditions: &serde_json::Value,
+) -> bool {
+    let empty_selector = object_selector.is_null()
+        || object_selector.as_object().is_some_and(|o| {
+            o.iter().all(|(_, v)| {
+                v.is_null()
+                    || v.as_object().is_some_and(|m| m.is_empty())
+                    || v.as_array().is_some_and(|a| a.is_empty())
+            })
+        });
+    let no_conditions =
+        match_conditions.is_null() || match_conditions.as_array().is_some_and(|a| a.is_empty());
+    empty_selector && no_conditions
+}
+
+/// Flags a registration whose scope lets matching pods skip the call ([`scope_is_open`]).
+pub(crate) fn registration_scope(g: &mut G, subject: &str, w: &facts::WebhookFacts) {
+    g.check(
+        scope_is_open(&w.object_selector, &w.match_conditions),
+        Code::RegistrationScope,
+        format!("{subject}.object_selector/match_conditions"),
+        || {
+            format!(
+                "objectSelector {} and matchConditions {} let matching pods skip webhook {:?}; the lab's registration has an empty objectSelector and no matchConditions",
+                abbreviate(&w.object_selector),
+                abbreviate(&w.match_conditions),
+                w.name
+            )
+        },
+    );
+}
+
 /// Checks a registered webhook against what the policy asks for.
 pub(crate) fn check_webhook(
     g: &mut G,
@@ -842,12 +980,24 @@ pub(crate) fn check_webhook(
         failure_policy,
         w.failure_policy.as_str(),
     );
-    g.expect_eq(
+    // T comes from the student's policy (`spec.webhookConfiguration.timeoutSeconds`, which makes
+    // Kyverno register a fine-grained webhook with that timeout, kyverno.md §3), never a constant.
+    let planned = g.input_value(InputFile::Policy).and_then(|p| {
+        p.pointer("/spec/webhookConfiguration/timeoutSeconds")
+            .and_then(|v| v.as_u64())
+    });
+    g.check(
+        planned == Some(u64::from(w.timeout_seconds)),
         Code::ValueMismatch,
         format!("{subject}.timeout_seconds"),
-        &3u32,
-        &w.timeout_seconds,
+        || {
+            format!(
+                "expected policy.json's spec.webhookConfiguration.timeoutSeconds {planned:?}, found {}",
+                w.timeout_seconds
+            )
+        },
     );
+    registration_scope(g, subject, w);
     let sel = w
         .namespace_selector
         .pointer("/matchLabels/kubernetes.io~1metadata.name")
@@ -945,6 +1095,10 @@ fn act3(g: &mut G) {
     let s = "evidence/03.json facts";
     g.request(&format!("{s}.good"), &f.good, &[Outcome::Stored]);
     g.request(&format!("{s}.bad"), &f.bad, &[Outcome::ExplicitDeny]);
+    // The deny must come from the registration act 2 recorded.
+    if let Some(a2) = g.facts::<facts::Act2Facts>(2) {
+        g.named_webhook(&format!("{s}.bad"), &f.bad, &a2.webhook);
+    }
     for (sub, r, label) in [("good", &f.good, true), ("bad", &f.bad, false)] {
         g.expect_eq(
             Code::ValueMismatch,

@@ -246,7 +246,9 @@ fn webhook(failure_policy: &str, at: i64) -> facts::WebhookFacts {
         timeout_seconds: 3,
         namespace_selector: json!({"matchLabels": {"kubernetes.io/metadata.name": TARGET}}),
         object_selector: json!({}),
-        match_conditions: json!([{"name": "autogen-pods", "expression": "!(object.kind =='Pod') || true"}]),
+        // As the real run recorded it (recorded/b-20261129T153816Z act 2): Kyverno v1.19.1 adds
+        // no matchConditions to this policy's webhook.
+        match_conditions: serde_json::Value::Null,
         rules: json!([{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"], "scope": "*"}]),
         side_effects: "NoneOnDryRun".into(),
         match_policy: Some("Equivalent".into()),

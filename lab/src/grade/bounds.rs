@@ -1,0 +1,72 @@
+//! Every timing bound the graders interpret, in one place, each with both sides and its reason.
+//!
+//! A timing is held between a lower and an upper bound derived from what the act observed (the
+//! live registration's `timeoutSeconds`, the watchdog's `resume_after_sec` and ready time) plus
+//! the small tolerances named here. Units: milliseconds unless the name says otherwise.
+//!
+//! | timing | lower | upper | where |
+//! |---|---|---|---|
+//! | a Fail-freeze `webhook-timeout`, or an Ignore-freeze request admitted after the failed call (`elapsed_ms`) | `T·1000 − CLOCK_SKEW_MS` | `T·1000 + TIMEOUT_LATE_MS` | lab B acts 5, 6 |
+//! | watchdog resume (`resumed_at − watchdog_armed_at`), when the watchdog resumed | `R·1000 − CLOCK_SKEW_MS` | `R·1000 + WATCHDOG_LATE_MS` | lab B acts 5, 6 |
+//! | first explicit deny after resume (`answered_at − resumed_at`) | `0` | `DENY_AFTER_RESUME_MS` | lab B acts 5, 6 |
+//! | lab A recovery: pod created ≤ Lease acquired ≤ webhook registered ≤ first deny | order, `0` | `RECOVERY_MS` | lab A act 6 |
+//!
+//! `T` is the live registration's `timeoutSeconds` (act 2 / act 6's webhook, the snapshot read
+//! during the freeze, and the `timeout=` of the failed call's URL must all agree); `R` is the
+//! watchdog's `resume_after_sec`.
+
+/// Clock granularity between two timestamps taken by different clocks or processes (the API
+/// server's deadline vs the client's wall-clock ms timestamps), milliseconds.
+pub const CLOCK_SKEW_MS: u64 = 50;
+
+/// How far past `timeoutSeconds` a timed-out call may be answered, milliseconds (exclusive).
+///
+/// Why 1000: `timeoutSeconds` is a whole number of seconds, so 1 s is the smallest difference
+/// between two registrations. An answer later than `T + 1 s` could as well come from a webhook
+/// registered with `T + 1` (or from another webhook called before this one, kyverno#2869), so it
+/// cannot show that *this* registration's timeout fired. The API server answers a deadline within
+/// tens of ms (the recorded run: 3004 and 3055 ms under Fail, 3017 and 3099 ms stored under
+/// Ignore for T = 3 s), far inside the bound.
+pub const TIMEOUT_LATE_MS: u64 = 1000;
+
+/// How long after its deadline the watchdog's SIGCONT may be recorded, milliseconds: the runner
+/// waits [`crate::labs::b::WATCHDOG_GRACE`] for the watchdog's report before it resumes the process
+/// itself, so a later resume contradicts the fault plan.
+pub const WATCHDOG_LATE_MS: u64 = crate::labs::b::WATCHDOG_GRACE.as_millis() as u64;
+
+/// Upper bound on the first explicit deny after resume, milliseconds: the act's own bounded wait
+/// ([`crate::labs::b::DENY_AFTER_RESUME_BOUND`]); a later deny cannot have been observed by it.
+pub const DENY_AFTER_RESUME_MS: u64 = crate::labs::b::DENY_AFTER_RESUME_BOUND.as_millis() as u64;
+
+/// The window `[lo, hi)` (ms) a call timed out by a `timeoutSeconds = t` registration is answered in.
+pub fn timeout_window_ms(t: u32) -> (u64, u64) {
+    let t = u64::from(t) * 1000;
+    (t.saturating_sub(CLOCK_SKEW_MS), t + TIMEOUT_LATE_MS)
+}
+
+/// The window `[lo, hi]` (ms after `watchdog_armed_at`) in which a watchdog with
+/// `resume_after_sec = r` resumes the process (its deadline is its ready time + `r`,
+/// `faults::freeze`).
+pub fn watchdog_window_ms(r: u32) -> (i64, i64) {
+    let r = i64::from(r) * 1000;
+    (r - CLOCK_SKEW_MS as i64, r + WATCHDOG_LATE_MS as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_timeout_window_separates_one_second_steps() {
+        let (lo, hi) = timeout_window_ms(3);
+        assert_eq!((lo, hi), (2950, 4000));
+        // The next possible registration's timeout starts where this window ends.
+        assert_eq!(timeout_window_ms(4).0 + CLOCK_SKEW_MS, hi);
+        assert!(10_004 >= timeout_window_ms(3).1);
+    }
+
+    #[test]
+    fn the_watchdog_window_is_its_deadline_plus_the_runners_grace() {
+        assert_eq!(watchdog_window_ms(20), (19_950, 23_000));
+    }
+}
