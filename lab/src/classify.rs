@@ -11,6 +11,8 @@
 //! | refused cause | `dial tcp <ip>:<port>: connect: connection refused` |
 //! | DNS cause | `dial tcp: lookup <host> on <resolver>:53: no such host` |
 //! | no endpoints cause | `no endpoints available for service "<name>"` (endpoint routing) |
+//! | refused behind k3s's egress proxy | k3s (v1.35: `--egress-selector-mode` agent/pod/cluster) dials webhooks through its tunnel server with HTTP CONNECT; when the tunnel server cannot dial the endpoint it answers 502 (newer `serveConnect`) or 503 (older), and the API server only reports the status line: `proxy error from <proxy> while dialing <ip>:<port>, code 503: 503 Service Unavailable` (k8s.io/apiserver `pkg/server/egressselector/egress_selector.go` `tunnelHTTPConnect`); the dial error itself is hidden, so the connection to the webhook was not made → `connection-refused` |
+//! | k3s proxy itself broken | `reading HTTP response from CONNECT to <addr> via proxy <proxy> failed: <err>` (same file) → `other-error` (the proxy, not the webhook, failed) |
 //! | already exists | 409 `AlreadyExists`, `pods "<name>" already exists` |
 //! | dry-run success | 201 with a fresh uid that exists nowhere; the follow-up GET returns 404 |
 
@@ -212,6 +214,16 @@ pub fn classify(
     Outcome::OtherError
 }
 
+/// Whether `cause` is an egress proxy's refusal of the CONNECT to the webhook's endpoint
+/// (k8s.io/apiserver `egress_selector.go` `tunnelHTTPConnect`: `proxy error from <proxy> while
+/// dialing <addr>, code <n>: <status>`) with 502 or 503, what k3s's tunnel server answers when
+/// it cannot dial the endpoint (k3s `pkg/daemons/control/tunnel.go` `serveConnect`).
+fn proxy_refused_dial(cause: &str) -> bool {
+    cause.starts_with("proxy error from ")
+        && cause.contains(" while dialing ")
+        && (cause.contains(", code 503: ") || cause.contains(", code 502: "))
+}
+
 /// The outcome of a failed webhook call by its cause (Go's error text after the URL).
 fn call_failure_outcome(cause: &str) -> Outcome {
     if cause.contains("context deadline exceeded")
@@ -220,7 +232,7 @@ fn call_failure_outcome(cause: &str) -> Outcome {
     {
         return Outcome::WebhookTimeout;
     }
-    if cause.contains("connection refused") {
+    if cause.contains("connection refused") || proxy_refused_dial(cause) {
         return Outcome::ConnectionRefused;
     }
     if cause.contains("no such host") {
@@ -329,6 +341,73 @@ mod tests {
         ),
         Outcome::OtherError
     )]
+    // k3s: the API server reaches webhooks through k3s's egress proxy (HTTP CONNECT); a dial the
+    // proxy could not make comes back as the CONNECT's status line, the dial error hidden.
+    // Reported on k3s v1.26.6 (cert-manager/cert-manager#6522) and k3s with metallb
+    // (bitnami/charts#15094), verbatim apart from the webhook:
+    #[case::k3s_proxy_503(
+        500,
+        Some("InternalError"),
+        call_failure(
+            "proxy error from 127.0.0.1:6443 while dialing 10.42.3.16:9443, code 503: 503 Service Unavailable"
+        ),
+        Outcome::ConnectionRefused
+    )]
+    // Newer k3s tunnel servers answer 502 (k3s pkg/daemons/control/tunnel.go serveConnect:
+    // util.SendError(err, resp, req, http.StatusBadGateway)); the API server's text is the
+    // same format (k8s.io/apiserver pkg/server/egressselector/egress_selector.go).
+    #[case::k3s_proxy_502(
+        500,
+        Some("InternalError"),
+        call_failure(
+            "proxy error from 127.0.0.1:6443 while dialing 10.42.0.9:9443, code 502: 502 Bad Gateway"
+        ),
+        Outcome::ConnectionRefused
+    )]
+    // The same from another proxy address (AKS konnectivity, mariadb-operator#1147).
+    #[case::proxy_503_localhost(
+        500,
+        Some("InternalError"),
+        call_failure(
+            "proxy error from localhost:9443 while dialing 10.149.1.144:9443, code 503: 503 Service Unavailable"
+        ),
+        Outcome::ConnectionRefused
+    )]
+    // The proxy itself failed (egress_selector.go): not the webhook's endpoint.
+    #[case::proxy_read_failed(
+        500,
+        Some("InternalError"),
+        call_failure(
+            "reading HTTP response from CONNECT to 10.42.0.9:9443 via proxy 127.0.0.1:6443 failed: EOF"
+        ),
+        Outcome::OtherError
+    )]
+    // A proxy answering another code (e.g. 403 from an authorizer) is not a refused dial.
+    #[case::proxy_403(
+        500,
+        Some("InternalError"),
+        call_failure(
+            "proxy error from 127.0.0.1:6443 while dialing 10.42.0.9:9443, code 403: 403 Forbidden"
+        ),
+        Outcome::OtherError
+    )]
+    // Through the proxy, a frozen endpoint still accepts the TCP connection, so the call runs
+    // into the webhook's own deadline (the lab B freeze on k3s).
+    #[case::k3s_proxy_timeout(
+        500,
+        Some("InternalError"),
+        call_failure("context deadline exceeded"),
+        Outcome::WebhookTimeout
+    )]
+    // k3s with egress-selector-mode disabled and an ExternalName service (k3s-io/k3s#7971).
+    #[case::k3s_external_name(
+        500,
+        Some("InternalError"),
+        call_failure("unsupported service type \"ExternalName\""),
+        Outcome::OtherError
+    )]
+    // k3s egress tunnel dropping the connection (k3s-io/k3s#5835, rancher/rancher#39063).
+    #[case::k3s_eof(500, Some("InternalError"), call_failure("EOF"), Outcome::OtherError)]
     // 409 AlreadyExists is never a policy decision.
     #[case::already_exists(409, Some("AlreadyExists"), "pods \"good-1\" already exists".to_owned(), Outcome::AlreadyExists)]
     // Request deadline, not the webhook's (kubernetes.md §1b, separate case).

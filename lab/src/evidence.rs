@@ -75,7 +75,9 @@ pub enum Outcome {
     ExplicitDeny,
     /// Calling the webhook failed with `context deadline exceeded`.
     WebhookTimeout,
-    /// Calling the webhook failed with `connection refused`.
+    /// Calling the webhook failed with `connection refused`, or an egress proxy (k3s's tunnel
+    /// server) could not dial the webhook's endpoint (`proxy error from … while dialing …, code
+    /// 502|503`, see [`crate::classify`]).
     ConnectionRefused,
     /// Calling the webhook failed on a DNS lookup (`no such host`).
     DnsError,

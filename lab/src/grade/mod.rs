@@ -982,7 +982,7 @@ pub(crate) fn check_webhook(
     );
     // T comes from the student's policy (`spec.webhookConfiguration.timeoutSeconds`, which makes
     // Kyverno register a fine-grained webhook with that timeout, kyverno.md §3), never a constant.
-    let planned = g.input_value(InputFile::Policy).and_then(|p| {
+    let planned = g.required_input_value(InputFile::Policy).and_then(|p| {
         p.pointer("/spec/webhookConfiguration/timeoutSeconds")
             .and_then(|v| v.as_u64())
     });
