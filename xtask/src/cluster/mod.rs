@@ -273,8 +273,11 @@ impl Cluster {
     /// Brings a fresh cluster up and returns when Kyverno answers (see the module docs).
     ///
     /// Remains of a dead cluster of the same name are cleared first (and listed); a running
-    /// cluster of the same name is an error. On failure the half-started cluster is torn down
-    /// unless `retain_on_failure`.
+    /// cluster of the same name is an error. `<state_root>/<name>` is cleared only when it is
+    /// this cluster's (its `cluster.json` or `kca-state-dir.json` names the same cluster and
+    /// canonical directory) or empty; any other directory is refused and left untouched, as is a
+    /// network namespace of that name that no record claims. On failure the half-started
+    /// cluster is torn down unless `retain_on_failure`.
     pub fn up(opts: UpOptions) -> Result<Cluster> {
         host::require_root()?;
         config::validate_name(&opts.name)?;
@@ -397,7 +400,12 @@ impl Cluster {
 }
 
 /// Tears down cluster `name` from its state record alone (works after a crash); Ok(None) if
-/// there is no record and no namespace of that name.
+/// there is no record (a network namespace of that name is then left alone: no record says this
+/// checkout made it).
+///
+/// # Errors
+/// A record copied from another directory ([`ClusterRecord::check_belongs`]), or any failed
+/// teardown step (all are attempted; the state dir is kept for a second `down`).
 pub fn down_by_name(name: &str, state_root: &Path) -> Result<Option<teardown::Report>> {
     host::require_root()?;
     match Cluster::load(name, state_root)? {

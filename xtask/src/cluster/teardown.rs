@@ -2,10 +2,15 @@
 //! keeps going after errors and reports them all.
 //!
 //! Order (`../shared/research/embedded-node.md`, "Tearing down without leftovers"): kubelet first
-//! (it would restart containers), pod sandboxes through CRI, any container or shim still in the
-//! cluster's cgroups, kube-proxy and containerd, the control plane and kine; then kubelet's
-//! mounts (deepest first), the cluster's cgroups (deepest first), kubelet's log symlinks in
-//! /var/log/containers, and the network namespace with the veth pair.
+//! (it would restart containers), then the host sysctls it set are put back ([`super::sysctl`]),
+//! pod sandboxes through CRI, any container or shim still in the cluster's cgroups, kube-proxy
+//! and containerd, the control plane and kine; then kubelet's mounts (deepest first; none at all
+//! when a mount there is not the node's, [`foreign_mounts`]), the cgroups `up` recorded making
+//! (deepest first), kubelet's log symlinks in /var/log/containers, and the network namespace and
+//! veth when they are the recorded ones (inode, ifindex).
+//!
+//! Only what the record names is touched: processes by PID + start time (and nothing at all for
+//! a record of another boot), shims by their exact `-address` ([`is_shim_of`]).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
