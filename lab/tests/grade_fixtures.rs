@@ -240,3 +240,32 @@ fn a_controller_restart_after_the_freeze_is_recorded_not_flagged() {
         lab::messages::findings(Lang::En, &f)
     );
 }
+
+/// One rule per claim: act 8's grader decides `report.json`'s words with the same function as
+/// act 8 (lab A: `labs::a::evidence_words`, all six recovery steps in order). A pod that became
+/// `Running` only after the Lease was taken breaks the six-step order while lease → registration
+/// → deny still holds; the report's `lease-then-registration-then-deny` is then contradicted.
+#[test]
+fn lab_a_report_recovery_needs_all_six_steps_in_order() {
+    let pass = common::read_tree(&common::fixtures_dir().join("a").join("pass"));
+    let mut e6 = pass["evidence/06.json"].clone();
+    let lease = e6["facts"]["lease_acquired"]["at"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let later = lab::facts::format_rfc3339(
+        lab::facts::parse_rfc3339(&lease).unwrap() + chrono::Duration::milliseconds(500),
+    );
+    e6["facts"]["pod_running"]["at"] = serde_json::json!(later);
+    let overlay = BTreeMap::from([("evidence/06.json".to_string(), e6)]);
+    let (_tmp, gi) = workdir_with(Lab::A, &overlay);
+    let f = grade::grade(Lab::A, 8, &gi);
+    assert!(
+        f.findings
+            .iter()
+            .any(|x| x.code == grade::Code::ReportContradicted
+                && x.subject == "report.json $.recovery"),
+        "{}",
+        lab::messages::findings(Lang::En, &f)
+    );
+}

@@ -1,6 +1,6 @@
 //! Lab A graders, acts 4-8 (graceful scale-down: the webhook registration may disappear).
 
-use super::{Code, G, act8_facts, baseline_uid, ev_name, has_env_label, policy_uid};
+use super::{Code, G, act8_facts, baseline_uid, has_env_label, policy_uid};
 use crate::evidence::{Outcome, RequestRecord};
 use crate::facts::{self, a::*};
 use crate::inputs::{self, Context};
@@ -483,84 +483,23 @@ fn act8(g: &mut G) {
             g.evidence(a);
         }
     }
-    let Some(report) = g.input::<inputs::ReportA>(&ctx) else {
+    // The claims are compared even when the report's digests are off (both are findings).
+    g.input::<inputs::ReportA>(&ctx);
+    // Each claim of the report must be what the evidence shows, decided by the one rule act 8
+    // also uses (`labs::a::evidence_words`: all six recovery steps in order, the dry-run echo,
+    // the policy UID, …), so the act and its grader cannot disagree.
+    let report = g.required_input_value(crate::inputs::InputFile::ReportA);
+    let (Some(report), Some(f2), Some(f3), Some(f5), Some(f6), Some(f7)) = (
+        report,
+        g.facts::<facts::Act2Facts>(2),
+        g.facts::<facts::Act3Facts>(3),
+        g.facts::<Act5Facts>(5),
+        g.facts::<Act6Facts>(6),
+        g.facts::<Act7Facts>(7),
+    ) else {
         return;
     };
-    let s = "report.json";
-    if let Some(f5) = g.facts::<Act5Facts>(5) {
-        let shown = if f5.policy_webhook_present {
-            inputs::ScaleDownResult::RegistrationKept
-        } else {
-            inputs::ScaleDownResult::RegistrationAbsent
-        };
-        g.expect_eq(
-            Code::ReportContradicted,
-            format!("{s} $.scale_down"),
-            shown.as_str(),
-            report.scale_down.as_str(),
-        );
-        let request = if f5.target_bad.outcome == Outcome::Stored {
-            Some(inputs::ScaleRequestResult::AdmittedWithoutWebhook)
-        } else if CALL_FAILURES.contains(&f5.target_bad.outcome) {
-            Some(inputs::ScaleRequestResult::RejectedWebhookUnreachable)
-        } else {
-            None
-        };
-        g.expect_eq(
-            Code::ReportContradicted,
-            format!("{s} $.request"),
-            request.map(|r| r.as_str()),
-            Some(report.request.as_str()),
-        );
-        g.check(
-            f5.policy.exists,
-            Code::ReportContradicted,
-            format!("{s} $.policy"),
-            || format!("present, but {} shows it absent", ev_name(5)),
-        );
-        if let Some(uid) = baseline_uid(g) {
-            let ok = f5.existing.uid.as_deref() == Some(uid.as_str())
-                && f5.existing.phase.as_deref() == Some("Running");
-            g.check(
-                ok,
-                Code::ReportContradicted,
-                format!("{s} $.existing"),
-                || {
-                    format!(
-                        "same-uid-running, but evidence/05.json existing is uid {:?} phase {:?}",
-                        f5.existing.uid, f5.existing.phase
-                    )
-                },
-            );
-        }
-    }
-    if let Some(f6) = g.facts::<Act6Facts>(6) {
-        let times: Vec<_> = [
-            &f6.lease_acquired,
-            &f6.webhook_registered,
-            &f6.first_explicit_deny,
-        ]
-        .iter()
-        .map(|st| st.at.as_deref().and_then(facts::parse_rfc3339))
-        .collect();
-        let ordered = matches!(times.as_slice(), [Some(a), Some(b), Some(c)] if a <= b && b <= c);
-        g.check(ordered, Code::ReportContradicted, format!("{s} $.recovery"), || {
-            "lease-then-registration-then-deny, but evidence/06.json does not confirm that order".into()
-        });
-    }
-    if let Some(f7) = g.facts::<Act7Facts>(7) {
-        let ok = f7.good.outcome == Outcome::DryRunAdmitted && !f7.good.get.exists;
-        g.check(
-            ok,
-            Code::ReportContradicted,
-            format!("{s} $.dry_run"),
-            || {
-                format!(
-                    "validated-not-stored, but evidence/07.json good is {} (get.exists={})",
-                    f7.good.outcome.as_str(),
-                    f7.good.get.exists
-                )
-            },
-        );
+    for (field, expected) in crate::labs::a::evidence_words(&f2, &f3, &f5, &f6, &f7) {
+        super::report_claim(g, &report, field, &expected);
     }
 }

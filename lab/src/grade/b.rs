@@ -583,77 +583,20 @@ fn act8(g: &mut G) {
         }
     }
     g.input::<inputs::ReportB>(&ctx);
-    // Each claim of the report must be what the evidence shows.
-    let s = "report.json";
-    if let Some(f5) = g.facts::<Act5Facts>(5) {
-        let timed_out = [&f5.target_good, &f5.target_bad]
-            .iter()
-            .all(|r| r.outcome == Outcome::WebhookTimeout && !r.get.exists);
-        g.check(
-            timed_out,
-            Code::ReportContradicted,
-            format!("{s} $.fail"),
-            || {
-                format!(
-                    "matching-requests-timeout, but evidence/05.json shows {} / {}",
-                    f5.target_good.outcome.as_str(),
-                    f5.target_bad.outcome.as_str()
-                )
-            },
-        );
-        let control =
-            f5.control.outcome == Outcome::Stored && f5.control.namespace == "kca-webhook-control";
-        g.check(
-            control,
-            Code::ReportContradicted,
-            format!("{s} $.control"),
-            || {
-                format!(
-                    "outside-selector, but evidence/05.json control is {} in {}",
-                    f5.control.outcome.as_str(),
-                    f5.control.namespace
-                )
-            },
-        );
-    }
-    if let Some(f6) = g.facts::<Act6Facts>(6) {
-        g.check(
-            f6.run.target_bad.outcome == Outcome::Stored,
-            Code::ReportContradicted,
-            format!("{s} $.ignore"),
-            || {
-                format!(
-                    "unvalidated-request-stored, but evidence/06.json target_bad is {}",
-                    f6.run.target_bad.outcome.as_str()
-                )
-            },
-        );
-        g.check(
-            f6.healthy_bad.outcome == Outcome::ExplicitDeny,
-            Code::ReportContradicted,
-            format!("{s} $.healthy_ignore"),
-            || {
-                format!(
-                    "explicit-deny, but evidence/06.json healthy_bad is {}",
-                    f6.healthy_bad.outcome.as_str()
-                )
-            },
-        );
-    }
-    if let (Some(f7), Some(uid)) = (g.facts::<Act7Facts>(7), baseline_uid(g)) {
-        let ok = f7.existing.uid.as_deref() == Some(uid.as_str())
-            && f7.existing.phase.as_deref() == Some("Running");
-        g.check(
-            ok,
-            Code::ReportContradicted,
-            format!("{s} $.existing"),
-            || {
-                format!(
-                    "same-uid-running, but evidence/07.json existing is uid {:?} phase {:?}",
-                    f7.existing.uid, f7.existing.phase
-                )
-            },
-        );
+    // Each claim of the report must be what the evidence shows, decided by the one rule act 8
+    // also uses (`labs::b::report_expectations`), so the act and its grader cannot disagree.
+    let report = g.required_input_value(InputFile::ReportB);
+    let (Some(report), Some(a3), Some(a5), Some(a6), Some(a7)) = (
+        report,
+        g.facts::<facts::Act3Facts>(3),
+        g.facts::<Act5Facts>(5),
+        g.facts::<Act6Facts>(6),
+        g.facts::<Act7Facts>(7),
+    ) else {
+        return;
+    };
+    for (field, expected) in crate::labs::b::report_expectations(&a3, &a5, &a6, &a7) {
+        super::report_claim(g, &report, field, &expected);
     }
 }
 

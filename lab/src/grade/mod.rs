@@ -1136,6 +1136,24 @@ pub(crate) fn baseline_uid(g: &mut G) -> Option<String> {
     f.existing.uid.clone()
 }
 
+/// Checks one claim of `report.json` (`$.<field>`, a string) against the word the lab's report
+/// rule derives from the evidence (`labs::b::report_expectations`, `labs::a::evidence_words`,
+/// the same functions act 8 records its checks with). Flags report-contradicted.
+pub(crate) fn report_claim(g: &mut G, report: &serde_json::Value, field: &str, expected: &str) {
+    let found = report.get(field);
+    g.check(
+        found.and_then(|v| v.as_str()) == Some(expected),
+        Code::ReportContradicted,
+        format!("report.json $.{field}"),
+        || {
+            format!(
+                "the report says {}, the evidence shows {expected:?}",
+                found.map_or_else(|| "nothing".to_owned(), |v| v.to_string())
+            )
+        },
+    );
+}
+
 /// Checks report-vs-evidence agreement of act 8's own evidence (`facts.checks` all agree).
 pub(crate) fn act8_facts(g: &mut G) {
     let Some(f) = g.facts::<facts::Act8Facts>(8) else {
