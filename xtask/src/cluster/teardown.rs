@@ -303,7 +303,7 @@ pub fn mounts_under(dir: &Path) -> Vec<PathBuf> {
 
 /// Filesystems the node's programs create fresh (their root `/`): kubelet's volume tmpfs,
 /// containerd's overlay root filesystems and sandbox `/dev/shm`, pinned namespaces.
-const NODE_FS_TYPES: &[&str] = &[
+pub const NODE_FS_TYPES: &[&str] = &[
     "tmpfs", "overlay", "nsfs", "proc", "mqueue", "devpts", "sysfs",
 ];
 
