@@ -269,3 +269,23 @@ fn lab_a_report_recovery_needs_all_six_steps_in_order() {
         lab::messages::findings(Lang::En, &f)
     );
 }
+
+/// Lab A: the dry-run deny of act 7 must come from the policy's webhook act 2 recorded; the same
+/// verdict from an aggregated Kyverno webhook is another registration.
+#[test]
+fn lab_a_deny_from_another_webhook_is_flagged() {
+    let pass = common::read_tree(&common::fixtures_dir().join("a").join("pass"));
+    let mut e7 = pass["evidence/07.json"].clone();
+    let m = "admission webhook \"vpol.validate.kyverno.svc-fail\" denied the request: Policy kca-webhook-label failed: KCA_ENVIRONMENT_REQUIRED";
+    e7["facts"]["bad"]["message"] = serde_json::json!(m);
+    e7["facts"]["bad"]["raw_response"]["message"] = serde_json::json!(m);
+    let overlay = BTreeMap::from([("evidence/07.json".to_string(), e7)]);
+    let (_tmp, gi) = workdir_with(Lab::A, &overlay);
+    let f = grade::grade(Lab::A, 7, &gi);
+    assert!(
+        f.findings.iter().any(|x| x.code == grade::Code::DenyOtherWebhook
+            && x.subject == "evidence/07.json facts.bad"),
+        "{}",
+        lab::messages::findings(Lang::En, &f)
+    );
+}

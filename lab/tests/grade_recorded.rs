@@ -147,3 +147,62 @@ fn issue_11_cases_on_the_recorded_run_are_flagged() {
         );
     }
 }
+
+/// Kind 1 of issue 11: each observation is held against the claim and the earlier act it
+/// depends on (the table in `lab/src/grade/mod.rs`); one mutation of the real run per
+/// cross-check, each flagged with its own code.
+#[test]
+fn observations_beside_claims_are_cross_checked() {
+    // The registration read during the freeze must be act 2's (here: another timeout).
+    flagged(5, Code::RegistrationChanged, |f| {
+        facts(f, 5)["registration_snapshot"]["timeoutSeconds"] = json!(10)
+    });
+    // ... and the recorded timeout_seconds must be the snapshot's.
+    flagged(5, Code::RegistrationClaimContradicted, |f| {
+        facts(f, 5)["registration_snapshot"]["timeoutSeconds"] = json!(10)
+    });
+    // The registration read during the freeze must not let pods skip the call.
+    flagged(5, Code::RegistrationScope, |f| {
+        facts(f, 5)["registration_snapshot"]["matchConditions"] =
+            json!([{"name": "skip", "expression": "!has(object.metadata.labels.skip)"}])
+    });
+    // Act 6's Ignore registration must be the same policy's webhook (path).
+    flagged(6, Code::RegistrationChanged, |f| {
+        facts(f, 6)["webhook"]["service"]["path"] = json!("/vpol/other-policy")
+    });
+    // Act 7's registration scope.
+    flagged(7, Code::RegistrationScope, |f| {
+        facts(f, 7)["webhook"]["object_selector"] = json!({"matchLabels": {"kca-checked": "true"}})
+    });
+    // The process state read during the freeze: missing is a finding, not a pass.
+    flagged(5, Code::ObservationMissing, |f| {
+        facts(f, 5)["freeze"]["state_during"] = Value::Null
+    });
+    // ... and it must say stopped (T during, not T after).
+    flagged(6, Code::ValueMismatch, |f| {
+        facts(f, 6)["freeze"]["state_during"] = json!("S")
+    });
+    // The deny must come from the policy's webhook recorded in act 2 (an aggregated webhook
+    // carrying the same verdict is another registration).
+    flagged(3, Code::DenyOtherWebhook, |f| {
+        let r = &mut facts(f, 3)["bad"];
+        let m = "admission webhook \"vpol.validate.kyverno.svc-fail\" denied the request: Policy kca-webhook-label failed: KCA_ENVIRONMENT_REQUIRED";
+        r["message"] = json!(m);
+        r["raw_response"]["message"] = json!(m);
+    });
+    // The first deny after resume in act 6 must come from act 6's (Ignore) webhook, not act 2's.
+    flagged(6, Code::DenyOtherWebhook, |f| {
+        let r = &mut facts(f, 6)["first_explicit_deny"];
+        let m = "admission webhook \"vpol.validate.kyverno.svc-fail-finegrained-kca-webhook-label\" denied the request: Policy kca-webhook-label failed: KCA_ENVIRONMENT_REQUIRED";
+        r["message"] = json!(m);
+        r["raw_response"]["message"] = json!(m);
+    });
+    // The watchdog resumed before its deadline (armed + resume_after_sec): a shorter freeze.
+    flagged(5, Code::TimesInconsistent, |f| {
+        facts(f, 5)["freeze"]["resume_after_sec"] = json!(25)
+    });
+    // The policy UID across acts (act 7 vs act 2).
+    flagged(7, Code::UidMismatch, |f| {
+        facts(f, 7)["policy_uid"] = json!("00000000-0000-4000-8000-00000000cafe")
+    });
+}

@@ -348,8 +348,13 @@ fn act6(g: &mut G) {
             _ => {}
         }
     }
-    // Probes are server dry-runs; the last is the deny when confirmed.
+    // Probes are server dry-runs; the last is the deny when confirmed. A deny or call failure
+    // must name the policy's own webhook as act 2 recorded it (Kyverno re-registers the same one).
+    let hook = g.facts::<facts::Act2Facts>(2).map(|a2| a2.webhook);
     for (i, r) in f.deny_probes.iter().enumerate() {
+        if let Some(h) = &hook {
+            g.named_webhook(&format!("{s}.deny_probes[{i}]"), r, h);
+        }
         let sub = format!("{s}.deny_probes[{i}]");
         g.request(
             &sub,
@@ -404,6 +409,9 @@ fn act7(g: &mut G) {
     let s = "evidence/07.json facts";
     dry_run_request(g, &format!("{s}.good"), &f.good, Outcome::DryRunAdmitted);
     dry_run_request(g, &format!("{s}.bad"), &f.bad, Outcome::ExplicitDeny);
+    if let Some(a2) = g.facts::<facts::Act2Facts>(2) {
+        g.named_webhook(&format!("{s}.bad"), &f.bad, &a2.webhook);
+    }
     g.expect_eq(
         Code::ValueMismatch,
         format!("{s}.good.labels"),

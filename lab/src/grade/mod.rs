@@ -9,6 +9,34 @@
 //! It is a consistency check for learning, not tamper-proofing against root.
 //!
 //! Acts 1-3 are shared ([`grade`] handles them here); lab B's acts 4-8 are in [`b`], lab A's in [`a`].
+//! Every timing bound is in [`bounds`].
+//!
+//! # Cross-checks: each observation held against the claim and the earlier acts
+//!
+//! In `../shared/design/labs.md` terms. Every request is also re-classified from its verbatim
+//! answer ([`crate::classify::classify`]) and a recorded outcome that differs is flagged, so
+//! evidence classified by an older, buggy classifier is caught. A missing observation the act
+//! could have made is a finding (`observation-missing`, `facts-invalid`, `not-confirmed`).
+//!
+//! | lab | act | observation | held against | code |
+//! |---|---|---|---|---|
+//! | A, B | 1 | live node / namespace UIDs, lab mark | `scope.json` | uid-mismatch, value-mismatch |
+//! | A, B | 2 | the stored policy (UID) and its live registration | `policy.json` (failurePolicy, `timeoutSeconds`); scope: empty objectSelector, no matchConditions | value-mismatch, registration-scope |
+//! | A, B | 3 | the deny's webhook and verdict; the good pod's UID | act 2's webhook name; `Policy kca-webhook-label failed: KCA_ENVIRONMENT_REQUIRED` | deny-other-webhook, deny-is-evaluation-error, deny-without-marker |
+//! | B | 4 | node / Deployment UID, process identity, state not `T` | act 1; `freeze-plan.json` | uid-mismatch, process-still-stopped |
+//! | B | 5, 6 | the registration read during the freeze | act 2's (act 6: act 6's) name, failurePolicy, timeoutSeconds, path, namespaceSelector; scope; `timeout_seconds` | registration-changed, registration-scope, registration-claim-contradicted |
+//! | B | 5, 6 | the webhook named in each call failure, its URL path and `timeout=` | the registration above | call-failure-other-webhook, call-timeout-mismatch |
+//! | B | 5, 6 | each timeout's `elapsed_ms` | `[T, T + 1 s)`, T the registration's `timeoutSeconds` ([`bounds`]) | timeout-too-fast, timeout-too-slow |
+//! | B | 5, 6 | process state read during the freeze | `T` (missing: a finding) | value-mismatch, observation-missing |
+//! | B | 5, 6 | frozen process identity; restart count vs container after | act 4 (act 6: act 5's `identity_after`) | identity-changed, restart-contradicted |
+//! | B | 5, 6 | watchdog resume; first deny after resume (its webhook) | armed + `resume_after_sec` ([`bounds`]); the registration | times-inconsistent, outside-window, deny-other-webhook |
+//! | B | 5, 6, 7 | existing pod | act 3's UID, `Running` | pod-replaced, pod-not-running |
+//! | B | 6, 7 | policy UID; Ignore registration (path, timeout, scope); healthy deny's webhook | act 2's UID and path; act 6's webhook | uid-mismatch, registration-changed, registration-scope, deny-other-webhook |
+//! | A | 4 | Lease holder | one of the recorded controller pods | value-mismatch |
+//! | A | 5 | registration list, policy UID, target/control requests, existing pod | act 2, act 3 | (see [`a`]) |
+//! | A | 6 | six recovery steps in order; Lease holder = the new pod (not an act 4 pod); deny probes' webhook | each other; act 4; act 2's webhook | timeline-order, value-mismatch, deny-other-webhook |
+//! | A | 7 | dry-run echo and GET; the deny's webhook | the request; act 2's webhook | raw-mismatch, deny-other-webhook |
+//! | A, B | 8 | each word of `report.json` | the acts' own rule (`labs::b::report_expectations`, `labs::a::evidence_words`) | report-contradicted, digest-mismatch |
 
 pub mod a;
 pub mod b;
