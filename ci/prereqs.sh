@@ -4,6 +4,13 @@
 # says what is missing. `cargo xtask upstream build` checks the same list again itself.
 set -euo pipefail
 pkgs=(gcc pkg-config libseccomp-dev protobuf-compiler iptables conntrack iproute2 util-linux shellcheck)
+# Headless Chromium for the report page test (lab/tests/report.rs). On Debian only: Ubuntu's
+# `chromium` is a snap wrapper, and GitHub's Ubuntu runners already have google-chrome (the test
+# also takes KCA_CHROMIUM=/path/to/browser).
+# shellcheck disable=SC1091
+if [ -r /etc/os-release ] && . /etc/os-release && [ "${ID:-}" = debian ]; then
+  pkgs+=(chromium)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

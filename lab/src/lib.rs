@@ -7,7 +7,7 @@
 //!
 //! Pure parts (no I/O with the cluster): [`json`] (the one reader of input and evidence files),
 //! [`digest`], [`inputs`], [`evidence`],
-//! [`classify`], [`grade`], [`messages`]. Edge parts: [`workdir`] (files),
+//! [`classify`], [`grade`], [`messages`], [`report`] (the HTML record, JUnit). Edge parts: [`workdir`] (files),
 //! [`cluster`] (the only code that talks to the API server), [`cri`] (the node's
 //! container runtime), [`probe`], [`faults`] and the acts in [`labs`].
 
@@ -17,6 +17,7 @@ pub mod cri;
 pub mod digest;
 pub mod error;
 pub mod evidence;
+pub mod explain;
 pub mod facts;
 pub mod faults;
 pub mod grade;
@@ -26,4 +27,5 @@ pub mod labs;
 pub mod messages;
 pub mod pidmap;
 pub mod probe;
+pub mod report;
 pub mod workdir;

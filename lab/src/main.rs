@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! kca-webhook-lab [--lab a|b] [--workdir DIR] [--lang ja|en] [--kubeconfig PATH] [--cri-endpoint PATH]
-//!     inspect | act N | grade N | grade all | digest PATH | schema NAME | check FILE
+//!     inspect | act N | grade N | grade all | report [--out FILE] | explain [TEXT] | digest PATH | schema NAME | check FILE
 //! ```
 //!
 //! Exit codes: 0 success; 1 findings or a failed act; 2 usage or input errors (nothing written).
@@ -74,6 +74,26 @@ enum Command {
     Check {
         /// The input file; its name says which input it is.
         file: PathBuf,
+    },
+    /// Write the one-page lab record (self-contained HTML: acts, grades, fault timeline, raw
+    /// evidence) from the work directory (no cluster access).
+    Report {
+        /// Where to write it (default: `<workdir>/report.html`).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Explain an API answer: its outcome class, the rule that decided it, what it means for this
+    /// lab (the graders' own classifier). Paste the error as an argument or on stdin, or give an
+    /// evidence file and the JSON path of a request in it.
+    Explain {
+        /// The API error text (kubectl's output or a Status JSON); read from stdin when absent.
+        text: Option<String>,
+        /// An evidence file holding the request.
+        #[arg(long, requires = "path")]
+        evidence: Option<PathBuf>,
+        /// JSON path of the request in the evidence file (`/facts/target_bad` or `facts.target_bad`).
+        #[arg(long, requires = "evidence")]
+        path: Option<String>,
     },
     /// Internal: the detached freeze watchdog.
     #[command(hide = true)]
@@ -163,6 +183,37 @@ fn run(cli: &Cli) -> Result<i32, LabError> {
             let (ctx, complete) = offline_context(&workdir, lab, kind, file);
             inputs::validate(kind, &value, &ctx)?;
             out(&messages::check_ok(cli.lang, kind.file_name(), !complete));
+            Ok(0)
+        }
+        Command::Report { out: path } => {
+            let path = path
+                .clone()
+                .unwrap_or_else(|| workdir.root().join("report.html"));
+            let input = GradeInput::load(&workdir, lab);
+            let grades = grade::grade_all(lab, &input);
+            let page = lab::report::render(lab, &input, &grades, cli.lang);
+            lab::report::write_file(&path, page.as_bytes())?;
+            out(&path.display().to_string());
+            Ok(0)
+        }
+        Command::Explain {
+            text,
+            evidence,
+            path,
+        } => {
+            let answer = match (evidence, path, text) {
+                (Some(e), Some(p), _) => lab::explain::answer_at(e, p)?,
+                (_, _, Some(t)) => lab::explain::parse_answer(t)?,
+                _ => {
+                    let mut t = String::new();
+                    std::io::Read::read_to_string(&mut std::io::stdin(), &mut t)
+                        .map_err(LabError::io("<stdin>"))?;
+                    lab::explain::parse_answer(&t)?
+                }
+            };
+            for line in lab::explain::explain(&answer, lab, cli.lang).lines {
+                out(&line);
+            }
             Ok(0)
         }
         Command::WatchdogFreeze { .. } | Command::WatcherScale { .. } => Ok(2),

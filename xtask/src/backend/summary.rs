@@ -54,29 +54,6 @@ fn s<'a>(v: &'a Value, ptr: &str) -> Option<&'a str> {
     v.pointer(ptr).and_then(Value::as_str)
 }
 
-fn ms_between(from: Option<&str>, to: Option<&str>) -> Option<i64> {
-    let f = chrono::DateTime::parse_from_rfc3339(from?).ok()?;
-    let t = chrono::DateTime::parse_from_rfc3339(to?).ok()?;
-    Some((t - f).num_milliseconds())
-}
-
-fn secs(ms: Option<i64>) -> String {
-    ms.map(|m| format!("{:.1} s", m as f64 / 1000.0))
-        .unwrap_or_else(|| "—".into())
-}
-
-/// `outcome (elapsed)` of a request record at `ptr`.
-fn request(v: &Value, ptr: &str) -> String {
-    match v.pointer(ptr) {
-        Some(r) => format!(
-            "{} ({})",
-            r["outcome"].as_str().unwrap_or("?"),
-            secs(r["elapsed_ms"].as_i64())
-        ),
-        None => "—".into(),
-    }
-}
-
 /// The row of one lab run: `[run, lab, backend, kubernetes, kyverno, fact columns…, grades]`.
 fn row(root: &Path, run: &Path) -> Vec<String> {
     let name = run.strip_prefix(root).unwrap_or(run).display().to_string();
@@ -102,42 +79,13 @@ fn row(root: &Path, run: &Path) -> Vec<String> {
     let e6 = evidence(run, 6)
         .map(|e| e["facts"].clone())
         .unwrap_or(Value::Null);
-    if lab.eq_ignore_ascii_case("a") {
-        let reg = match e5.get("policy_webhook_present").and_then(Value::as_bool) {
-            Some(true) => "kept",
-            Some(false) => "absent",
-            None => "—",
-        };
-        let restored = s(&e6, "/replicas_restored/at");
-        cells.push(format!(
-            "registration after scale-down: {reg}; violating request {}",
-            request(&e5, "/target_bad")
-        ));
-        cells.push(format!(
-            "lease taken {} after restore",
-            secs(e6.get("lease_after_restore_ms").and_then(Value::as_i64))
-        ));
-        cells.push(format!(
-            "first deny {} after restore",
-            secs(ms_between(restored, s(&e6, "/first_explicit_deny/at")))
-        ));
+    // The same key facts as the report page (one definition: `lab::report::key_facts`).
+    let l = if lab.eq_ignore_ascii_case("a") {
+        lab::evidence::Lab::A
     } else {
-        cells.push(format!(
-            "Fail: good {}, bad {}",
-            request(&e5, "/target_good"),
-            request(&e5, "/target_bad")
-        ));
-        cells.push(format!(
-            "Ignore: good {}, bad {}",
-            request(&e6, "/target_good"),
-            request(&e6, "/target_bad")
-        ));
-        cells.push(format!(
-            "first deny {} / {} after resume",
-            secs(e5.get("first_deny_after_resume_ms").and_then(Value::as_i64)),
-            secs(e6.get("first_deny_after_resume_ms").and_then(Value::as_i64))
-        ));
-    }
+        lab::evidence::Lab::B
+    };
+    cells.extend(lab::report::key_facts(l, &e5, &e6));
     let grades: Value = std::fs::read_to_string(run.join("grades.json"))
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
@@ -164,8 +112,9 @@ pub fn markdown(root: &Path) -> Result<String> {
             root.display()
         );
     }
-    let mut out = String::from(
-        "| run | lab | backend | Kubernetes | Kyverno | scale-down (A) / Fail freeze (B) | lease takeover (A) / Ignore freeze (B) | first explicit deny after recovery | grades |\n|---|---|---|---|---|---|---|---|---|\n",
+    let mut out = format!(
+        "| run | lab | backend | Kubernetes | Kyverno | {} | grades |\n|---|---|---|---|---|---|---|---|---|\n",
+        lab::report::KEY_FACT_HEADERS.join(" | ")
     );
     for run in &runs {
         out.push_str(&format!("| {} |\n", row(root, run).join(" | ")));

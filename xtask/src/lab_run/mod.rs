@@ -12,6 +12,7 @@
 
 pub mod a;
 pub mod b;
+pub mod report;
 
 use std::path::{Path, PathBuf};
 
@@ -52,6 +53,12 @@ enum LabSub {
         /// A directory holding `<run-id>/<lab>/` or `<lab>/` artifact directories (searched recursively).
         dir: PathBuf,
     },
+    /// Print a Markdown summary of every junit.xml under an artifacts directory (the nightly job
+    /// summary): counts per file and each failing test case.
+    JunitSummary {
+        /// A directory holding `<run-id>/junit.xml` files (searched recursively).
+        dir: PathBuf,
+    },
 }
 
 #[derive(clap::Args, Debug)]
@@ -73,6 +80,10 @@ impl LabCmd {
         match self.cmd {
             LabSub::Summary { dir } => {
                 print!("{}", crate::backend::summary::markdown(&dir)?);
+                Ok(())
+            }
+            LabSub::JunitSummary { dir } => {
+                print!("{}", report::junit_markdown(&dir)?);
                 Ok(())
             }
             LabSub::Run(args) => {
@@ -424,8 +435,29 @@ impl RunReport {
 /// Runs one lab from nothing: fresh cluster, acts 1-8 with reference inputs, grades, artifacts,
 /// teardown (unless `retain`).
 pub fn run_lab(opts: &RunOptions) -> Result<RunReport> {
-    let name = format!("lab{}", lab_name(opts.lab));
     let artifacts = artifacts_dir(&opts.run_id, opts.lab);
+    let result = run_lab_inner(opts, &artifacts);
+    // The pages people read, whatever happened (a lab that failed early gets a failing junit case).
+    let pages = report::write_acts(&artifacts, result.as_ref())
+        .and_then(|()| report::write_lab_pages(&artifacts, opts.lab))
+        .and_then(|_| report::write_run_files(artifacts.parent().unwrap_or(&artifacts)));
+    match &pages {
+        Ok(()) => eprintln!(
+            "report of lab {}: {} (run index and junit.xml beside it: {})",
+            lab_name(opts.lab),
+            artifacts.join("report.html").display(),
+            artifacts.parent().unwrap_or(&artifacts).display()
+        ),
+        Err(e) => eprintln!("writing the report pages failed: {e:#}"),
+    }
+    let report = result?;
+    pages?;
+    Ok(report)
+}
+
+fn run_lab_inner(opts: &RunOptions, artifacts: &Path) -> Result<RunReport> {
+    let name = format!("lab{}", lab_name(opts.lab));
+    let artifacts = artifacts.to_path_buf();
     std::fs::create_dir_all(&artifacts)
         .with_context(|| format!("creating {}", artifacts.display()))?;
     let step = Step::start("building kca-webhook-lab");

@@ -1,0 +1,335 @@
+//! `kca-webhook-lab explain`: what an API answer means, by the same classifier the graders use
+//! ([`crate::classify::classify`] with [`crate::probe::MARKERS`]), so what `explain` says is what
+//! `grade` says.
+//!
+//! Three inputs are understood ([`parse_answer`]):
+//! - a `Status` object as JSON (`{"kind":"Status","code":500,"reason":"InternalError","message":…}`);
+//! - a request record from evidence (`{"http_status":…,"reason":…,"message":…,"get":{…},"dry_run":…}`),
+//!   also reached by `--evidence FILE --path JSON_POINTER` ([`answer_at`]);
+//! - kubectl's text, e.g. `Error from server (InternalError): error when creating "pod.yaml":
+//!   Internal error occurred: failed calling webhook …` (the reason in parentheses gives the HTTP
+//!   status: kubectl prints the `Status.reason`, not the code; the mapping is the API server's
+//!   `StatusReason` → code table, k8s.io/apimachinery `metav1.StatusReason*`).
+//!
+//! Without a follow-up GET (pasted text, a `Status`) a success is never called `stored`: the
+//! classifier needs the GET to find the object with a UID, and `explain` says so.
+
+use serde_json::Value;
+
+use crate::classify::classify;
+use crate::error::LabError;
+use crate::evidence::{GetResult, Lab, Outcome};
+use crate::messages::Lang;
+
+/// One API answer as the classifier takes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    /// HTTP status code (201 on success).
+    pub http_status: u16,
+    /// `Status.reason` (`None` when absent or empty in the text).
+    pub reason: Option<String>,
+    /// `Status.message`, or the pasted text.
+    pub message: Option<String>,
+    /// The follow-up GET, when known (evidence only).
+    pub get: Option<GetResult>,
+    /// Whether the request was a server-side dry-run (false when unknown).
+    pub dry_run: bool,
+    /// The outcome the evidence recorded, when the answer comes from evidence.
+    pub recorded: Option<String>,
+}
+
+/// The HTTP status of a `Status.reason` as kubectl prints it (`Error from server (Reason)`), from
+/// k8s.io/apimachinery's `StatusReason` constants; `None` for a reason without a fixed code.
+pub fn code_of_reason(reason: &str) -> Option<u16> {
+    Some(match reason {
+        "BadRequest" => 400,
+        "Unauthorized" => 401,
+        "Forbidden" => 403,
+        "NotFound" => 404,
+        "MethodNotAllowed" => 405,
+        "NotAcceptable" => 406,
+        "AlreadyExists" | "Conflict" => 409,
+        "Gone" => 410,
+        "RequestEntityTooLarge" => 413,
+        "UnsupportedMediaType" => 415,
+        "Invalid" => 422,
+        "TooManyRequests" => 429,
+        "InternalError" => 500,
+        "ServiceUnavailable" => 503,
+        "Timeout" => 504,
+        _ => return None,
+    })
+}
+
+/// Parses pasted text: JSON (`Status` or a request record) or kubectl's error text.
+///
+/// Errors: empty input ([`LabError::Usage`]).
+pub fn parse_answer(text: &str) -> Result<Answer, LabError> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(LabError::Usage(
+            "explain: nothing to explain (paste an API error as an argument or on stdin, or give --evidence FILE --path POINTER)".into(),
+        ));
+    }
+    if let Ok(v) = serde_json::from_str::<Value>(text)
+        && v.is_object()
+    {
+        return from_json(&v, "<stdin>");
+    }
+    // kubectl: `Error from server (Reason): …`; a deny without a reason (code 0 raised to 400)
+    // prints `Error from server: …`.
+    let (code, reason) = if let Some(rest) = text.split("Error from server (").nth(1)
+        && let Some(end) = rest.find(')')
+    {
+        let reason = &rest[..end];
+        (code_of_reason(reason), Some(reason.to_owned()))
+    } else {
+        (None, None)
+    };
+    let code = code.unwrap_or_else(|| {
+        if text.contains("denied the request") {
+            400
+        } else if text.contains("Internal error occurred") {
+            500
+        } else if text.contains("already exists") {
+            409
+        } else if !text.contains("Error")
+            && (text.ends_with(" created") || text.contains(" created (server dry run)"))
+        {
+            201
+        } else {
+            500
+        }
+    });
+    let dry_run = text.contains("(server dry run)");
+    Ok(Answer {
+        http_status: code,
+        reason,
+        message: (code >= 300).then(|| text.to_owned()),
+        get: None,
+        dry_run,
+        recorded: None,
+    })
+}
+
+fn from_json(v: &Value, origin: &str) -> Result<Answer, LabError> {
+    if v.get("http_status").is_some() {
+        let get = v
+            .get("get")
+            .filter(|g| g.is_object())
+            .map(|g| serde_json::from_value::<GetResult>(g.clone()))
+            .transpose()
+            .map_err(|e| LabError::Usage(format!("{origin}: get: expected a GET result ({e})")))?;
+        let code = v["http_status"].as_u64().ok_or_else(|| {
+            LabError::Usage(format!(
+                "{origin}: http_status: expected a number, found {}",
+                v["http_status"]
+            ))
+        })?;
+        return Ok(Answer {
+            http_status: u16::try_from(code).unwrap_or(0),
+            reason: v["reason"].as_str().map(str::to_owned),
+            message: v["message"].as_str().map(str::to_owned),
+            get,
+            dry_run: v["dry_run"].as_bool().unwrap_or(false),
+            recorded: v["outcome"].as_str().map(str::to_owned),
+        });
+    }
+    if v["kind"] == "Status" {
+        let code = v["code"].as_u64().unwrap_or(0);
+        return Ok(Answer {
+            // A deny's code 0 is raised to 400 by the API server (kubernetes.md §1a).
+            http_status: if code == 0 {
+                400
+            } else {
+                u16::try_from(code).unwrap_or(0)
+            },
+            reason: v["reason"]
+                .as_str()
+                .filter(|r| !r.is_empty())
+                .map(str::to_owned),
+            message: v["message"].as_str().map(str::to_owned),
+            get: None,
+            dry_run: false,
+            recorded: None,
+        });
+    }
+    Err(LabError::Usage(format!(
+        "{origin}: expected a Status object or a request record (with http_status), found an object with keys {:?}",
+        v.as_object()
+            .map(|m| m.keys().cloned().collect::<Vec<_>>())
+            .unwrap_or_default()
+    )))
+}
+
+/// The request record at `pointer` (RFC 6901, e.g. `/facts/target_bad`; a dotted
+/// `facts.target_bad` or `facts.after_resume.0` is accepted too) in the evidence file `path`.
+///
+/// Errors: unreadable file or not JSON ([`LabError::Usage`] naming the file), nothing at the
+/// pointer, or not a request record there (naming the file, the path, expected and found).
+pub fn answer_at(path: &std::path::Path, pointer: &str) -> Result<Answer, LabError> {
+    let text = std::fs::read_to_string(path).map_err(LabError::io(path))?;
+    let v: Value = serde_json::from_str(&text)
+        .map_err(|e| LabError::Usage(format!("{}: not JSON: {e}", path.display())))?;
+    let ptr = if pointer.starts_with('/') || pointer.is_empty() {
+        pointer.to_owned()
+    } else {
+        format!("/{}", pointer.replace('.', "/"))
+    };
+    let at = v
+        .pointer(&ptr)
+        .ok_or_else(|| LabError::Usage(format!("{}: {ptr}: nothing there", path.display())))?;
+    from_json(at, &format!("{} {ptr}", path.display()))
+}
+
+/// Which classifier rule decided (the numbers of [`crate::classify::classify`]'s doc).
+fn rule(a: &Answer, o: Outcome) -> (u8, &'static str) {
+    let msg = a.message.as_deref().unwrap_or("");
+    match o {
+        Outcome::Stored | Outcome::DryRunAdmitted => (1, "2xx + follow-up GET"),
+        Outcome::AlreadyExists => (2, "409 / AlreadyExists"),
+        Outcome::ExplicitDeny => (
+            3,
+            "4xx `admission webhook \"…\" denied the request` + the policy's marker",
+        ),
+        Outcome::WebhookTimeout
+        | Outcome::ConnectionRefused
+        | Outcome::DnsError
+        | Outcome::NoEndpoints => (4, "`failed calling webhook` + its cause"),
+        Outcome::OtherError if (200..300).contains(&a.http_status) => {
+            (1, "2xx that the follow-up GET does not confirm")
+        }
+        Outcome::OtherError if msg.contains("denied the request") => {
+            (3, "a deny without the policy's marker")
+        }
+        Outcome::OtherError if msg.contains("failed calling webhook") => {
+            (4, "`failed calling webhook` with another cause")
+        }
+        Outcome::OtherError => (5, "anything else"),
+    }
+}
+
+/// What `outcome` means in `lab`, in `lang`.
+pub fn meaning(lab: Lab, o: Outcome, lang: Lang) -> &'static str {
+    let (ja, en) = match (o, lab) {
+        (Outcome::Stored, _) => (
+            "リクエストは受け入れられ、GETでUID付きのオブジェクトが確認されました (stored)。違反するPodなら、webhookが判定していないことを意味します (ラボA: 登録が消えた、ラボB: failurePolicy Ignore で呼び出しが失敗した)。",
+            "The request was admitted and the GET found the object with a UID (stored). For a violating pod this means no webhook decided (lab A: the registration was gone; lab B: the call failed under failurePolicy Ignore).",
+        ),
+        (Outcome::ExplicitDeny, _) => (
+            "ポリシーのwebhookが応答して拒否しました。webhookが登録され、動いている証拠です。",
+            "The policy's webhook answered and denied: evidence that it is registered and working.",
+        ),
+        (Outcome::WebhookTimeout, Lab::B) => (
+            "webhookの呼び出しが timeoutSeconds で打ち切られました。ラボBでは凍結したプロセスが応答しないためで、failurePolicy Fail なので拒否されました (ポリシーの判定ではありません)。",
+            "The webhook call was cut off at timeoutSeconds. In lab B the frozen process cannot answer; under failurePolicy Fail the request is rejected (not a policy decision).",
+        ),
+        (Outcome::WebhookTimeout, Lab::A) => (
+            "webhookの呼び出しが timeoutSeconds で打ち切られました。ラボAでは登録が残っているのにコントローラーが応答しない状態を示し、想定の経過 (登録が消える) とは違います。",
+            "The webhook call was cut off at timeoutSeconds. In lab A this means the registration was still there while the controller did not answer, which is not the expected path (the registration disappears).",
+        ),
+        (Outcome::ConnectionRefused | Outcome::NoEndpoints | Outcome::DnsError, _) => (
+            "webhookを呼べませんでした (接続拒否・エンドポイントなし・DNS)。登録は残っているのにサービスの先にPodがいない状態です。failurePolicy Fail なら拒否されます。",
+            "The webhook could not be called (refused, no endpoints, DNS): the registration is there but nothing serves behind the service. Under failurePolicy Fail the request is rejected.",
+        ),
+        (Outcome::AlreadyExists, _) => (
+            "同じ名前のオブジェクトがすでにあります。ポリシーの判定ではありません。毎回新しい名前を使ってください。",
+            "An object with that name already exists. This is never a policy decision; use a fresh name every time.",
+        ),
+        (Outcome::DryRunAdmitted, _) => (
+            "サーバー側 dry-run がアドミッションを通過し、保存はされていません (GETで見つからない)。",
+            "The server-side dry-run passed admission and nothing was stored (the GET finds nothing).",
+        ),
+        (Outcome::OtherError, _) => (
+            "ラボの判定に数えない応答です (他のwebhookの拒否、目印のない拒否、GETで確認できない成功、その他のエラー)。生の応答をそのまま記録してください。",
+            "An answer the lab does not count (another webhook's deny, a deny without the policy's marker, a success the GET does not confirm, any other error). Keep the raw answer verbatim.",
+        ),
+    };
+    match lang {
+        Lang::Ja => ja,
+        Lang::En => en,
+    }
+}
+
+/// The classification of an answer and its explanation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Explanation {
+    /// The classifier's outcome.
+    pub outcome: Outcome,
+    /// The rule number (1-5) and its short name.
+    pub rule: (u8, &'static str),
+    /// Lines to print.
+    pub lines: Vec<String>,
+}
+
+/// Classifies `a` with the graders' classifier and explains it for `lab` in `lang`.
+pub fn explain(a: &Answer, lab: Lab, lang: Lang) -> Explanation {
+    let missing_get = GetResult {
+        exists: false,
+        uid: None,
+        phase: None,
+        at: String::new(),
+    };
+    let get = a.get.as_ref().unwrap_or(&missing_get);
+    let outcome = classify(
+        a.http_status,
+        a.reason.as_deref(),
+        a.message.as_deref(),
+        get,
+        a.dry_run,
+        crate::probe::MARKERS,
+    );
+    let rule = rule(a, outcome);
+    let en = lang == Lang::En;
+    let mut lines = vec![
+        format!("outcome: {}", outcome.as_str()),
+        format!(
+            "{}: {} ({}) · HTTP {}{}",
+            if en { "rule" } else { "判定規則" },
+            rule.0,
+            rule.1,
+            a.http_status,
+            a.reason
+                .as_deref()
+                .map(|r| format!(" {r}"))
+                .unwrap_or_default()
+        ),
+        format!(
+            "{} {}: {}",
+            if en { "lab" } else { "ラボ" },
+            match lab {
+                Lab::A => "a",
+                Lab::B => "b",
+            },
+            meaning(lab, outcome, lang)
+        ),
+    ];
+    if a.get.is_none() && (200..300).contains(&a.http_status) && !a.dry_run {
+        lines.push(
+            if en {
+                "note: a 2xx alone is not `stored`: a follow-up GET must find the object with its UID (an act records it; pasted text has none)"
+            } else {
+                "注意: 2xx だけでは stored ではありません。続くGETでUID付きのオブジェクトが見つかる必要があります (actは記録します。貼り付けたテキストにはありません)"
+            }
+            .to_owned(),
+        );
+    }
+    if let Some(r) = &a.recorded
+        && r != outcome.as_str()
+    {
+        lines.push(format!(
+            "{}: {r} ≠ {}",
+            if en {
+                "the evidence recorded another outcome (grade reports outcome-contradicts-answer)"
+            } else {
+                "証拠に記録された結果が違います (grade は outcome-contradicts-answer を報告します)"
+            },
+            outcome.as_str()
+        ));
+    }
+    Explanation {
+        outcome,
+        rule,
+        lines,
+    }
+}

@@ -1,0 +1,121 @@
+//! JUnit XML of a lab run (for CI), built with `quick-junit`: one test suite per lab, one test case
+//! per act (`lab b act 5`) and one per grade (`lab b grade 5`).
+//!
+//! An act's case fails when the act failed (`act_errors`, the runner's error text) or its evidence
+//! is `interrupted`; it is skipped when no evidence exists (an earlier act failed); its time is the
+//! act's own `finished_at - started_at` from the evidence (seconds in the XML). A grade's case fails
+//! with one line per finding (`[code] file path: meaning (detail)`, English) and records the number
+//! of checks as assertions.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use quick_junit::{NonSuccessKind, TestCase, TestCaseStatus, TestSuite};
+
+use crate::evidence::Lab;
+use crate::grade::{Findings, GradeInput};
+use crate::messages::Lang;
+
+fn lab_letter(lab: Lab) -> &'static str {
+    match lab {
+        Lab::A => "a",
+        Lab::B => "b",
+    }
+}
+
+fn failure(message: String, description: Option<String>) -> TestCaseStatus {
+    let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+    s.set_message(message);
+    if let Some(d) = description {
+        s.set_description(d);
+    }
+    s
+}
+
+/// The test suite `lab-<a|b>` of one lab run: acts 1-8 then grades 1-8 (pure).
+///
+/// `act_errors`: act number → the error the runner saw (an act that failed before writing
+/// evidence); key 0 is the lab's setup (e.g. `cluster up`) and adds a failing `lab X setup` case. `grades`: [`crate::grade::grade_all`] of the same work directory.
+pub fn suite(
+    lab: Lab,
+    input: &GradeInput,
+    grades: &[Findings],
+    act_errors: &BTreeMap<u8, String>,
+) -> TestSuite {
+    let l = lab_letter(lab);
+    let mut suite = TestSuite::new(format!("lab-{l}"));
+    if let Some(e) = act_errors.get(&0) {
+        let mut case = TestCase::new(
+            format!("lab {l} setup"),
+            failure("the lab did not get to its acts".into(), Some(e.clone())),
+        );
+        case.set_classname(format!("kca-webhook-lab.lab-{l}"));
+        suite.add_test_case(case);
+    }
+    for act in 1..=crate::workdir::LAST_ACT {
+        let doc = input.evidence.get(&act);
+        let value = doc.and_then(|d| d.as_ref().ok()).map(|d| &d.value);
+        let status = if let Some(e) = act_errors.get(&act) {
+            failure(format!("act {act} failed"), Some(e.clone()))
+        } else {
+            match (doc, value) {
+                (None, _) => {
+                    let mut s = TestCaseStatus::skipped();
+                    s.set_message("no evidence: the act did not run");
+                    s
+                }
+                (Some(Err(e)), _) => failure("evidence unreadable".into(), Some(e.clone())),
+                (_, Some(v)) if v["status"] == "completed" => TestCaseStatus::success(),
+                (_, Some(v)) => failure(
+                    format!("act {act} {}", v["status"].as_str().unwrap_or("?")),
+                    v["interruption"].as_str().map(str::to_owned),
+                ),
+                (Some(Ok(_)), None) => unreachable!("a parsed document has a value"),
+            }
+        };
+        let mut case = TestCase::new(format!("lab {l} act {act}"), status);
+        case.set_classname(format!("kca-webhook-lab.lab-{l}.acts"));
+        if let Some(v) = value {
+            let t = |k: &str| {
+                v[k].as_str()
+                    .and_then(crate::facts::parse_rfc3339)
+                    .map(|t| t.timestamp_millis())
+            };
+            if let (Some(a), Some(b)) = (t("started_at"), t("finished_at"))
+                && b >= a
+            {
+                case.set_time(Duration::from_millis((b - a) as u64));
+            }
+        }
+        suite.add_test_case(case);
+    }
+    for act in 1..=crate::workdir::LAST_ACT {
+        let g = grades.iter().find(|g| g.act == act);
+        let status = match g {
+            None => {
+                let mut s = TestCaseStatus::skipped();
+                s.set_message("not graded");
+                s
+            }
+            Some(g) if g.passed() => TestCaseStatus::success(),
+            Some(g) if g.findings.is_empty() => failure("no check ran".into(), None),
+            Some(g) => failure(
+                format!("{} finding(s)", g.findings.len()),
+                Some(
+                    g.findings
+                        .iter()
+                        .map(|f| f.message(Lang::En))
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                ),
+            ),
+        };
+        let mut case = TestCase::new(format!("lab {l} grade {act}"), status);
+        case.set_classname(format!("kca-webhook-lab.lab-{l}.grades"));
+        if let Some(g) = g {
+            case.set_assertions(g.checks as usize);
+        }
+        suite.add_test_case(case);
+    }
+    suite
+}

@@ -1,0 +1,612 @@
+//! The one-page lab record: a self-contained HTML file (no scripts, no network, no external
+//! fonts; it opens from a USB stick years later) rendered as a pure function of (inputs,
+//! evidence, grades): [`render`].
+//!
+//! The page shows, in Japanese or English: per act the status, the grade verdict and every finding
+//! (code, file, JSON path, message), the canonical digests of inputs and evidence; the fault
+//! timeline as inline SVG ([`timeline`]); the key facts table ([`key_facts`], the nightly summary's
+//! columns); the four observations (policy exists / webhook registered / webhook answers / existing
+//! pod same UID) per phase; and every evidence file verbatim in a collapsed `<details>`.
+//!
+//! Every value from the evidence is untrusted text: the page is built with `maud`, which escapes
+//! every interpolated string; nothing from the evidence is ever inserted unescaped.
+//!
+//! `kca-webhook-lab report` writes it on the student's VM; `cargo xtask lab run` writes it per lab
+//! as `target/lab-artifacts/<run-id>/<lab>/report.html` with an index per run ([`index`]).
+
+pub mod junit;
+pub(crate) mod text;
+pub mod timeline;
+
+use maud::{DOCTYPE, Markup, PreEscaped, html};
+use serde_json::Value;
+
+use crate::evidence::Lab;
+use crate::grade::{Findings, GradeInput};
+use crate::messages::{Lang, Text};
+use text as tx;
+
+const CSS: &str = r#"
+body{font-family:system-ui,-apple-system,"Segoe UI","Noto Sans JP","Hiragino Sans",sans-serif;margin:1.5em auto;max-width:1180px;color:#1d1d1f;padding:0 1em}
+h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.8em;border-bottom:1px solid #ccc}h3{font-size:1.05em}
+table{border-collapse:collapse;margin:.5em 0;width:100%}th,td{border:1px solid #ccc;padding:.25em .5em;text-align:left;vertical-align:top;font-size:.9em}
+th{background:#f2f2f2}code,.mono{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-size:.85em;word-break:break-all}
+.pass{color:#1b5e20;font-weight:bold}.fail{color:#b71c1c;font-weight:bold}.none{color:#777}
+.yes{background:#e8f5e9}.no{background:#ffebee}.unk{background:#fafafa;color:#777}
+pre{background:#f7f7f7;border:1px solid #ddd;padding:.5em;overflow:auto;max-height:40em;font-size:.8em}
+details{margin:.3em 0}summary{cursor:pointer}
+svg.timeline{max-width:100%;height:auto;font-size:11px;font-family:system-ui,sans-serif;background:#fff;border:1px solid #ddd}
+.tick{stroke:#e3e3e3}.ticklabel{fill:#666}.vline{stroke:#444;stroke-dasharray:4 3;fill:#444}
+.deadline{stroke:#b71c1c;fill:#b71c1c}.window{fill:#9e9e9e;fill-opacity:.45}
+.step{fill:#37474f}.missing{fill:#b71c1c}.rowlabel{fill:#333}.barlabel{fill:#333}
+.o-deny{fill:#2e7d32}.o-timeout{fill:#ef6c00}.o-stored{fill:#1565c0}.o-dryrun{fill:#6a1b9a}.o-callfail{fill:#c62828}.o-other{fill:#757575}
+.legend span{display:inline-block;margin-right:1em}.legend i{display:inline-block;width:1em;height:.8em;margin-right:.3em}
+.legend .o-deny{background:#2e7d32}.legend .o-timeout{background:#ef6c00}.legend .o-stored{background:#1565c0}.legend .o-dryrun{background:#6a1b9a}.legend .o-callfail{background:#c62828}.legend .o-other{background:#757575}
+"#;
+
+/// `a` or `b`.
+fn lab_letter(lab: Lab) -> &'static str {
+    match lab {
+        Lab::A => "a",
+        Lab::B => "b",
+    }
+}
+
+/// The `facts` of act `act`'s evidence, when it parsed (else JSON null).
+fn facts(input: &GradeInput, act: u8) -> &Value {
+    static NULL: Value = Value::Null;
+    input
+        .evidence
+        .get(&act)
+        .and_then(|d| d.as_ref().ok())
+        .map(|d| &d.value["facts"])
+        .unwrap_or(&NULL)
+}
+
+/// Headers of the key facts columns, the nightly summary's (`cargo xtask lab summary`).
+pub const KEY_FACT_HEADERS: [&str; 3] = [
+    "scale-down (A) / Fail freeze (B)",
+    "lease takeover (A) / Ignore freeze (B)",
+    "first explicit deny after recovery",
+];
+
+fn s<'a>(v: &'a Value, ptr: &str) -> Option<&'a str> {
+    v.pointer(ptr).and_then(Value::as_str)
+}
+
+fn secs(ms: Option<i64>) -> String {
+    ms.map(|m| format!("{:.1} s", m as f64 / 1000.0))
+        .unwrap_or_else(|| "—".into())
+}
+
+/// `outcome (elapsed)` of the request record at `ptr`.
+fn request(v: &Value, ptr: &str) -> String {
+    match v.pointer(ptr) {
+        Some(r) => format!(
+            "{} ({})",
+            r["outcome"].as_str().unwrap_or("?"),
+            secs(r["elapsed_ms"].as_i64())
+        ),
+        None => "—".into(),
+    }
+}
+
+/// The key facts of one lab run from its acts 5 and 6 `facts` (JSON null when absent), one string
+/// per [`KEY_FACT_HEADERS`] column. Lab A: whether the registration was kept or absent after the
+/// scale-down and the violating request's outcome, the Lease taken after restore, the first explicit
+/// deny after restore; lab B: the target requests' outcomes and latencies under the Fail and the
+/// Ignore freezes, the first explicit deny after each resume. Durations in seconds, 0.1 s.
+pub fn key_facts(lab: Lab, f5: &Value, f6: &Value) -> [String; 3] {
+    match lab {
+        Lab::A => {
+            let reg = match f5.get("policy_webhook_present").and_then(Value::as_bool) {
+                Some(true) => "kept",
+                Some(false) => "absent",
+                None => "—",
+            };
+            let restored = s(f6, "/replicas_restored/at");
+            let deny = s(f6, "/first_explicit_deny/at");
+            let between = (|| {
+                let f = crate::facts::parse_rfc3339(restored?)?;
+                let t = crate::facts::parse_rfc3339(deny?)?;
+                Some((t - f).num_milliseconds())
+            })();
+            [
+                format!(
+                    "registration after scale-down: {reg}; violating request {}",
+                    request(f5, "/target_bad")
+                ),
+                format!(
+                    "lease taken {} after restore",
+                    secs(f6.get("lease_after_restore_ms").and_then(Value::as_i64))
+                ),
+                format!("first deny {} after restore", secs(between)),
+            ]
+        }
+        Lab::B => [
+            format!(
+                "Fail: good {}, bad {}",
+                request(f5, "/target_good"),
+                request(f5, "/target_bad")
+            ),
+            format!(
+                "Ignore: good {}, bad {}",
+                request(f6, "/target_good"),
+                request(f6, "/target_bad")
+            ),
+            format!(
+                "first deny {} / {} after resume",
+                secs(f5.get("first_deny_after_resume_ms").and_then(Value::as_i64)),
+                secs(f6.get("first_deny_after_resume_ms").and_then(Value::as_i64))
+            ),
+        ],
+    }
+}
+
+/// One of the four observations in one phase.
+#[derive(Debug, Clone, PartialEq)]
+enum Obs {
+    Yes(String),
+    No(String),
+    NotObserved,
+}
+
+fn obs_cell(o: &Obs) -> Markup {
+    match o {
+        Obs::Yes(d) => html! { td class="yes" { "✓ " span class="mono" { (d) } } },
+        Obs::No(d) => html! { td class="no" { "✗ " span class="mono" { (d) } } },
+        Obs::NotObserved => html! { td class="unk" { "—" } },
+    }
+}
+
+/// "existing pod, same UID": exists, act 3's UID, `Running`.
+fn existing(obs: &Value, reference: Option<&str>) -> Obs {
+    if !obs.is_object() {
+        return Obs::NotObserved;
+    }
+    let uid = obs["uid"].as_str();
+    let phase = obs["phase"].as_str().unwrap_or("?");
+    let d = format!("uid {} · {phase}", uid.unwrap_or("—"));
+    if obs["exists"] == true && uid.is_some() && uid == reference && phase == "Running" {
+        Obs::Yes(d)
+    } else if obs["exists"] != true {
+        Obs::No("gone".into())
+    } else {
+        Obs::No(d)
+    }
+}
+
+/// "webhook answers": the violating request's outcome is `explicit-deny`.
+fn answers(r: &Value) -> Obs {
+    match r["outcome"].as_str() {
+        None => Obs::NotObserved,
+        Some(o) => {
+            let d = format!("{} → {o}", r["name"].as_str().unwrap_or("?"));
+            if o == "explicit-deny" {
+                Obs::Yes(d)
+            } else {
+                Obs::No(d)
+            }
+        }
+    }
+}
+
+fn flag(b: Option<bool>, yes: String, no: String) -> Obs {
+    match b {
+        Some(true) => Obs::Yes(yes),
+        Some(false) => Obs::No(no),
+        None => Obs::NotObserved,
+    }
+}
+
+fn uid_obs(uid: Option<&str>) -> Obs {
+    match uid {
+        Some(u) => Obs::Yes(format!("uid {u}")),
+        None => Obs::NotObserved,
+    }
+}
+
+/// The four observations per phase: `(phase, [policy, registered, answers, existing])`.
+fn observations(lab: Lab, input: &GradeInput) -> Vec<(Text, [Obs; 4])> {
+    let f2 = facts(input, 2);
+    let f3 = facts(input, 3);
+    let f5 = facts(input, 5);
+    let f6 = facts(input, 6);
+    let f7 = facts(input, 7);
+    let reference = s(f3, "/existing/uid");
+    let hook = |f: &Value, ptr: &str| {
+        s(f, ptr).map(|n| format!("{n} ({})", s(f, "/webhook/failure_policy").unwrap_or("?")))
+    };
+    let baseline = [
+        uid_obs(s(f2, "/policy/metadata/uid")),
+        match hook(f2, "/webhook/name") {
+            Some(h) => Obs::Yes(h),
+            None => Obs::NotObserved,
+        },
+        answers(&f3["bad"]),
+        match reference {
+            Some(u) => Obs::Yes(format!(
+                "uid {u} · {}",
+                s(f3, "/existing/phase").unwrap_or("?")
+            )),
+            None => Obs::NotObserved,
+        },
+    ];
+    match lab {
+        Lab::B => {
+            let during = |f: &Value| {
+                flag(
+                    f["registration_present_during_freeze"].as_bool(),
+                    format!(
+                        "{} ({})",
+                        s(f, "/registration_snapshot/name").unwrap_or("?"),
+                        s(f, "/registration_snapshot/failurePolicy").unwrap_or("?")
+                    ),
+                    "absent".into(),
+                )
+            };
+            let same_policy = match (s(f6, "/policy/metadata/uid"), s(f6, "/policy_uid_before")) {
+                (Some(now), Some(before)) if now == before => Obs::Yes(format!("uid {now}")),
+                (Some(now), _) => Obs::No(format!(
+                    "uid {now} (before: {})",
+                    s(f6, "/policy_uid_before").unwrap_or("?")
+                )),
+                _ => Obs::NotObserved,
+            };
+            vec![
+                (tx::PHASE_BASELINE, baseline),
+                (
+                    tx::PHASE_FAIL,
+                    [
+                        Obs::NotObserved,
+                        during(f5),
+                        answers(&f5["target_bad"]),
+                        existing(&f5["existing"], reference),
+                    ],
+                ),
+                (
+                    tx::PHASE_IGNORE,
+                    [
+                        same_policy,
+                        during(f6),
+                        answers(&f6["target_bad"]),
+                        existing(&f6["existing"], reference),
+                    ],
+                ),
+                (
+                    tx::PHASE_RECOVERED_B,
+                    [
+                        uid_obs(s(f7, "/policy_uid")),
+                        match hook(f7, "/webhook/name") {
+                            Some(h) => Obs::Yes(h),
+                            None => Obs::NotObserved,
+                        },
+                        answers(&f7["healthy_bad"]),
+                        existing(&f7["existing"], reference),
+                    ],
+                ),
+            ]
+        }
+        Lab::A => {
+            let policy5 = match f5["policy"]["exists"].as_bool() {
+                Some(true) => Obs::Yes(format!("uid {}", s(f5, "/policy/uid").unwrap_or("?"))),
+                Some(false) => Obs::No("gone".into()),
+                None => Obs::NotObserved,
+            };
+            let registered6 = match s(f6, "/webhook_registered/status") {
+                Some("confirmed") => Obs::Yes(format!(
+                    "{} at {}",
+                    s(f6, "/webhook/name").unwrap_or("?"),
+                    s(f6, "/webhook_registered/at").unwrap_or("?")
+                )),
+                Some(_) => Obs::No(format!(
+                    "not confirmed: {}",
+                    s(f6, "/webhook_registered/last_seen").unwrap_or("?")
+                )),
+                None => Obs::NotObserved,
+            };
+            let answers6 = f6["deny_probes"]
+                .as_array()
+                .and_then(|p| p.last())
+                .map(answers)
+                .unwrap_or(Obs::NotObserved);
+            vec![
+                (tx::PHASE_BASELINE, baseline),
+                (
+                    tx::PHASE_SCALED,
+                    [
+                        policy5,
+                        flag(
+                            f5["policy_webhook_present"].as_bool(),
+                            "present".into(),
+                            format!(
+                                "absent (list read {})",
+                                s(f5, "/registrations_checked_at").unwrap_or("?")
+                            ),
+                        ),
+                        answers(&f5["target_bad"]),
+                        existing(&f5["existing"], reference),
+                    ],
+                ),
+                (
+                    tx::PHASE_RECOVERY_A,
+                    [
+                        Obs::NotObserved,
+                        registered6,
+                        answers6,
+                        existing(&f6["existing"], reference),
+                    ],
+                ),
+                (
+                    tx::PHASE_DRY_RUN,
+                    [
+                        Obs::NotObserved,
+                        match s(f7, "/webhook_name") {
+                            Some(n) => Obs::Yes(format!(
+                                "{n} (sideEffects {})",
+                                s(f7, "/side_effects").unwrap_or("?")
+                            )),
+                            None => Obs::NotObserved,
+                        },
+                        answers(&f7["bad"]),
+                        Obs::NotObserved,
+                    ],
+                ),
+            ]
+        }
+    }
+}
+
+/// Splits a finding's subject (`evidence/05.json facts.target_good`) into file and JSON path.
+fn split_subject(subject: &str) -> (&str, &str) {
+    match subject.split_once(' ') {
+        Some((f, p)) => (f, p),
+        None => (subject, ""),
+    }
+}
+
+fn verdict(g: Option<&Findings>, lang: Lang) -> Markup {
+    match g {
+        Some(g) if g.passed() => html! {
+            span class="pass" { (tx::PASS.get(lang)) } " (" (g.checks) " " (tx::CHECKS.get(lang)) ")"
+        },
+        Some(g) => html! {
+            span class="fail" { (g.findings.len()) " " (tx::FINDINGS.get(lang)) } " (" (g.checks) " " (tx::CHECKS.get(lang)) ")"
+        },
+        None => html! { span class="none" { "—" } },
+    }
+}
+
+fn legend(lang: Lang) -> Markup {
+    html! {
+        p class="legend" {
+            (tx::LEGEND.get(lang)) ": "
+            @for o in timeline::LEGEND {
+                span { i class=(timeline::outcome_class(o)) {} (o) }
+            }
+            span { i style="background:#9e9e9e" {} (tx::FREEZE_WINDOW.get(lang)) }
+        }
+    }
+}
+
+/// Renders the lab record page of `lab` in `lang` from the work directory as read by
+/// [`GradeInput::load`] and the grades of [`crate::grade::grade_all`] (pure; deterministic: the
+/// same arguments give the same bytes, no clock is read). Acts without evidence are shown as such.
+pub fn render(lab: Lab, input: &GradeInput, grades: &[Findings], lang: Lang) -> String {
+    let title = match lab {
+        Lab::A => tx::TITLE_A,
+        Lab::B => tx::TITLE_B,
+    }
+    .get(lang);
+    let lang_attr = match lang {
+        Lang::Ja => "ja",
+        Lang::En => "en",
+    };
+    let passed = grades.iter().filter(|g| g.passed()).count();
+    let f5 = facts(input, 5);
+    let f6 = facts(input, 6);
+    let kf = key_facts(lab, f5, f6);
+    let page = html! {
+        (DOCTYPE)
+        html lang=(lang_attr) {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) }
+                style { (PreEscaped(CSS)) }
+            }
+            body data-lab=(lab_letter(lab)) {
+                h1 { (title) }
+                p { (tx::INTRO.get(lang)) }
+                p { (tx::GRADES_PASS.get(lang)) ": "
+                    span class=(if passed == 8 { "pass" } else { "fail" }) data-grades-passed=(passed) { (passed) " / 8" } }
+
+                h2 { (tx::ACTS.get(lang)) }
+                table {
+                    tr { th { (tx::ACT.get(lang)) } th { (tx::STATUS.get(lang)) } th { (tx::TIME.get(lang)) }
+                         th { (tx::VERDICT.get(lang)) } th { (tx::DIGESTS.get(lang)) } }
+                    @for act in 1..=crate::workdir::LAST_ACT {
+                        @let g = grades.iter().find(|g| g.act == act);
+                        tr data-act=(act) {
+                            td { (act) }
+                            @match input.evidence.get(&act) {
+                                None => { td class="none" { (tx::MISSING.get(lang)) } td {} }
+                                Some(Err(e)) => { td class="fail" { (tx::UNREADABLE.get(lang)) ": " (e) } td {} }
+                                Some(Ok(doc)) => {
+                                    td { (doc.value["status"].as_str().unwrap_or("?"))
+                                         @if let Some(i) = doc.value["interruption"].as_str() { br; span class="fail" { (i) } } }
+                                    td class="mono" { (doc.value["started_at"].as_str().unwrap_or("?")) br; (doc.value["finished_at"].as_str().unwrap_or("?")) }
+                                }
+                            }
+                            td { (verdict(g, lang)) }
+                            td class="mono" {
+                                @if let Some(Ok(doc)) = input.evidence.get(&act) {
+                                    "evidence/" (format!("{act:02}")) ".json " (doc.digest)
+                                    @if let Some(m) = doc.value["inputs"].as_object() {
+                                        @for (file, d) in m { br; (file) " " (d.as_str().unwrap_or("?")) }
+                                    }
+                                }
+                            }
+                        }
+                        @if let Some(g) = g && !g.findings.is_empty() {
+                            tr { td {} td colspan="4" {
+                                table class="findings" {
+                                    tr { th { (tx::CODE.get(lang)) } th { (tx::FILE.get(lang)) } th { (tx::PATH.get(lang)) } th { (tx::MESSAGE.get(lang)) } }
+                                    @for f in &g.findings {
+                                        @let (file, path) = split_subject(&f.subject);
+                                        tr data-finding=(f.code.as_str()) {
+                                            td class="mono" { (f.code.as_str()) } td class="mono" { (file) } td class="mono" { (path) }
+                                            td { (crate::messages::code_text(f.code).get(lang)) br; span class="mono" { (f.detail) } }
+                                        }
+                                    }
+                                }
+                            } }
+                        }
+                    }
+                }
+                h3 { (tx::INPUTS.get(lang)) }
+                table {
+                    @for (file, v) in &input.inputs {
+                        tr { td class="mono" { (file.file_name()) }
+                             td class="mono" { @match v { Ok(v) => (crate::digest::digest_value(v)), Err(e) => span class="fail" { (e) } } } }
+                    }
+                }
+
+                h2 { (tx::TIMELINE.get(lang)) }
+                (legend(lang))
+                @match lab {
+                    Lab::B => {
+                        p { (tx::TIMELINE_B.get(lang)) }
+                        @for (act, head) in [(5u8, tx::FAIL_FREEZE), (6, tx::IGNORE_FREEZE)] {
+                            h3 { (head.get(lang)) }
+                            @match timeline::freeze(facts(input, act), lang) {
+                                Some(svg) => div class="chart" data-timeline=(act) { (svg) },
+                                None => p class="none" { (tx::NO_FREEZE.get(lang)) },
+                            }
+                        }
+                    }
+                    Lab::A => {
+                        p { (tx::TIMELINE_A.get(lang)) }
+                        h3 { (tx::SCALE_RECOVERY.get(lang)) }
+                        @match timeline::scale(f5, f6, lang) {
+                            Some(svg) => div class="chart" data-timeline="5-6" { (svg) },
+                            None => p class="none" { (tx::NO_SCALE.get(lang)) },
+                        }
+                    }
+                }
+
+                h2 { (tx::KEY_FACTS.get(lang)) }
+                table {
+                    tr { @for h in KEY_FACT_HEADERS { th { (h) } } }
+                    tr { @for c in &kf { td class="mono" { (c) } } }
+                }
+
+                h2 { (tx::OBSERVATIONS.get(lang)) }
+                p { (tx::OBSERVATIONS_NOTE.get(lang)) }
+                table {
+                    tr { th { (tx::PHASE.get(lang)) } th { (tx::OBS_POLICY.get(lang)) } th { (tx::OBS_REGISTERED.get(lang)) }
+                         th { (tx::OBS_ANSWERS.get(lang)) } th { (tx::OBS_EXISTING.get(lang)) } }
+                    @for (phase, cells) in observations(lab, input) {
+                        tr { th { (phase.get(lang)) } @for c in &cells { (obs_cell(c)) } }
+                    }
+                }
+
+                h2 { (tx::RAW.get(lang)) }
+                @for (act, doc) in &input.evidence {
+                    details data-raw=(act) {
+                        summary class="mono" { "evidence/" (format!("{act:02}")) ".json"
+                            @if let Ok(d) = doc { " · " (d.digest) } }
+                        pre { @match doc {
+                            Ok(d) => (serde_json::to_string_pretty(&d.value).unwrap_or_default()),
+                            Err(e) => (e),
+                        } }
+                    }
+                }
+                @for (file, v) in &input.inputs {
+                    details {
+                        summary class="mono" { (file.file_name()) }
+                        pre { @match v {
+                            Ok(v) => (serde_json::to_string_pretty(v).unwrap_or_default()),
+                            Err(e) => (e),
+                        } }
+                    }
+                }
+            }
+        }
+    };
+    page.into_string()
+}
+
+/// One lab's line in a run's index page.
+#[derive(Debug, Clone)]
+pub struct IndexEntry {
+    /// The lab.
+    pub lab: Lab,
+    /// Relative link to its report (e.g. `b/report.html`).
+    pub href: String,
+    /// Acts whose grade passes (of 8).
+    pub grades_passed: usize,
+    /// The key facts ([`key_facts`]).
+    pub key_facts: [String; 3],
+    /// Extra links (e.g. `b/diagnostics/`), with their text.
+    pub links: Vec<(String, String)>,
+}
+
+/// The index page of one run (`target/lab-artifacts/<run-id>/index.html`): one row per lab with its
+/// grade count, key facts and a link to its report. English (maintainers' page).
+pub fn index(run_id: &str, entries: &[IndexEntry]) -> String {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head { meta charset="utf-8"; title { "lab run " (run_id) } style { (PreEscaped(CSS)) } }
+            body {
+                h1 { "lab run " (run_id) }
+                table {
+                    tr { th { "lab" } th { "grades" } @for h in KEY_FACT_HEADERS { th { (h) } } th { "files" } }
+                    @for e in entries {
+                        tr data-lab=(lab_letter(e.lab)) {
+                            td { a href=(e.href) { "lab " (lab_letter(e.lab)) } }
+                            td class=(if e.grades_passed == 8 { "pass" } else { "fail" }) { (e.grades_passed) " / 8" }
+                            @for c in &e.key_facts { td class="mono" { (c) } }
+                            td { @for (href, text) in &e.links { a href=(href) { (text) } " " } }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    .into_string()
+}
+
+/// Writes `bytes` to `path` atomically (a temporary file in the same directory, then a rename), so
+/// a reader never sees half a page. Errors: [`crate::error::LabError::Io`] naming the path.
+pub fn write_file(path: &std::path::Path, bytes: &[u8]) -> Result<(), crate::error::LabError> {
+    use crate::error::LabError;
+    use std::io::Write;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir).map_err(LabError::io(&dir))?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".report-")
+        .suffix(".tmp")
+        .tempfile_in(&dir)
+        .map_err(LabError::io(&dir))?;
+    tmp.write_all(bytes).map_err(LabError::io(tmp.path()))?;
+    // A page to share: readable by others like any file the user writes (tempfile makes it 0600).
+    let mut p = perms(tmp.path())?;
+    std::os::unix::fs::PermissionsExt::set_mode(&mut p, 0o644);
+    std::fs::set_permissions(tmp.path(), p).map_err(LabError::io(tmp.path()))?;
+    tmp.persist(path).map_err(|e| LabError::Io {
+        path: path.to_path_buf(),
+        source: e.error,
+    })?;
+    Ok(())
+}
+
+fn perms(p: &std::path::Path) -> Result<std::fs::Permissions, crate::error::LabError> {
+    Ok(std::fs::metadata(p)
+        .map_err(crate::error::LabError::io(p))?
+        .permissions())
+}

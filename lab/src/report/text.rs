@@ -1,0 +1,101 @@
+//! The report page's own words, Japanese and English (the rest of the student-facing text is in
+//! [`crate::messages`]; values from the evidence are never translated).
+
+use crate::messages::Text;
+
+const fn t(ja: &'static str, en: &'static str) -> Text {
+    Text { ja, en }
+}
+
+pub(crate) const TITLE_A: Text = t(
+    "ラボA 記録: アドミッションコントローラーを0にスケール",
+    "Lab A record: the admission controller scaled to 0",
+);
+pub(crate) const TITLE_B: Text = t(
+    "ラボB 記録: アドミッションコントローラーのプロセスを凍結",
+    "Lab B record: the admission controller process frozen",
+);
+pub(crate) const INTRO: Text = t(
+    "このページは保存された入力・証拠・採点結果だけから作られています (クラスターには接続しません)。生の証拠は末尾に折りたたんで埋め込まれています。",
+    "This page is made only from the saved inputs, evidence and grades (no cluster access). The raw evidence is embedded, collapsed, at the end.",
+);
+pub(crate) const GRADES_PASS: Text = t("採点に合格したact", "acts whose grade passes");
+pub(crate) const ACTS: Text = t("actごとの状態と採点", "Acts: status and grade");
+pub(crate) const ACT: Text = t("act", "act");
+pub(crate) const STATUS: Text = t("状態", "status");
+pub(crate) const TIME: Text = t("時刻 (UTC)", "time (UTC)");
+pub(crate) const VERDICT: Text = t("採点", "grade");
+pub(crate) const DIGESTS: Text = t("正規ダイジェスト", "canonical digests");
+pub(crate) const PASS: Text = t("合格", "pass");
+pub(crate) const FINDINGS: Text = t("指摘", "finding(s)");
+pub(crate) const CHECKS: Text = t("項目を確認", "checks");
+pub(crate) const MISSING: Text = t("証拠なし", "no evidence");
+pub(crate) const UNREADABLE: Text = t("読めない証拠", "unreadable evidence");
+pub(crate) const CODE: Text = t("コード", "code");
+pub(crate) const FILE: Text = t("ファイル", "file");
+pub(crate) const PATH: Text = t("JSONパス", "JSON path");
+pub(crate) const MESSAGE: Text = t("内容", "message");
+pub(crate) const INPUTS: Text = t("入力ファイル", "Input files");
+pub(crate) const TIMELINE: Text = t("障害のタイムライン", "Fault timeline");
+pub(crate) const TIMELINE_B: Text = t(
+    "各リクエストは送信から応答までの棒で、色は結果を表します。灰色の帯は凍結 (pidfd 経由の SIGSTOP から SIGCONT まで) です。",
+    "Each request is a bar from sent to answered, coloured by its outcome. The grey band is the freeze (SIGSTOP through a pidfd until SIGCONT).",
+);
+pub(crate) const TIMELINE_A: Text = t(
+    "各時刻は復元 (replicas を元に戻した時刻) からの経過で示します。リクエストは送信から応答までの棒です。",
+    "Each step is shown with its time since the restore (replicas set back). Requests are bars from sent to answered.",
+);
+pub(crate) const FAIL_FREEZE: Text = t(
+    "act 5: failurePolicy Fail で凍結",
+    "act 5: freeze under failurePolicy Fail",
+);
+pub(crate) const IGNORE_FREEZE: Text = t(
+    "act 6: failurePolicy Ignore で凍結",
+    "act 6: freeze under failurePolicy Ignore",
+);
+pub(crate) const SCALE_RECOVERY: Text = t(
+    "act 5-6: 0へのスケールと復旧",
+    "acts 5-6: scale to 0 and recovery",
+);
+pub(crate) const NO_FREEZE: Text = t(
+    "この act の凍結は記録されていません",
+    "no freeze recorded for this act",
+);
+pub(crate) const NO_SCALE: Text = t(
+    "スケールダウンは記録されていません",
+    "no scale-down recorded",
+);
+pub(crate) const FREEZE_WINDOW: Text = t("凍結", "freeze");
+pub(crate) const WATCHDOG_ARMED: Text = t("watchdog 準備完了", "watchdog armed");
+pub(crate) const AFTER_RESUME: Text = t("再開後", "after resume");
+pub(crate) const FIRST_DENY: Text = t("再開後の最初の拒否", "first deny after resume");
+pub(crate) const SINCE_RESTORE: Text = t("復元から", "since restore");
+pub(crate) const NOT_CONFIRMED: Text = t("未確認", "not confirmed");
+pub(crate) const WATCHER_DEADLINE: Text = t("watcher の期限", "watcher deadline");
+pub(crate) const LEGEND: Text = t("凡例", "legend");
+pub(crate) const KEY_FACTS: Text = t("主な事実", "Key facts");
+pub(crate) const OBSERVATIONS: Text = t("4つの観測 (段階ごと)", "The four observations, per phase");
+pub(crate) const OBSERVATIONS_NOTE: Text = t(
+    "この4つは別々の観測です。1つから他を推測しないでください。— はその段階で観測していないことを示します。",
+    "These are four separate observations; none implies another. — means not observed in that phase.",
+);
+pub(crate) const PHASE: Text = t("段階", "phase");
+pub(crate) const OBS_POLICY: Text = t("ポリシーが存在する", "policy exists");
+pub(crate) const OBS_REGISTERED: Text = t("webhook が登録されている", "webhook registered");
+pub(crate) const OBS_ANSWERS: Text = t(
+    "webhook が応答する (明示的な拒否)",
+    "webhook answers (explicit deny)",
+);
+pub(crate) const OBS_EXISTING: Text = t("既存のPodが同じUIDのまま", "existing pod, same UID");
+pub(crate) const PHASE_BASELINE: Text = t("正常時 (act 2-3)", "healthy (acts 2-3)");
+pub(crate) const PHASE_FAIL: Text = t("Fail で凍結中 (act 5)", "frozen, Fail (act 5)");
+pub(crate) const PHASE_IGNORE: Text = t("Ignore で凍結中 (act 6)", "frozen, Ignore (act 6)");
+pub(crate) const PHASE_RECOVERED_B: Text = t("復旧後 (act 7)", "recovered (act 7)");
+pub(crate) const PHASE_SCALED: Text = t("0にスケール後 (act 5)", "scaled to 0 (act 5)");
+pub(crate) const PHASE_RECOVERY_A: Text = t("復旧 (act 6)", "recovery (act 6)");
+pub(crate) const PHASE_DRY_RUN: Text =
+    t("サーバー側 dry-run (act 7)", "server-side dry-run (act 7)");
+pub(crate) const RAW: Text = t(
+    "生の証拠 (そのまま、折りたたみ)",
+    "Raw evidence (verbatim, collapsed)",
+);

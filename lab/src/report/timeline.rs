@@ -1,0 +1,450 @@
+//! The fault timeline as inline SVG, drawn only from evidence timestamps (RFC 3339 UTC, ms).
+//!
+//! Marks carry data attributes so a browser test can count them: every request bar has
+//! `data-request="<name>"` and `data-outcome="<outcome>"`, a freeze window `data-window="freeze"`,
+//! each lab A step `data-step="<key>"`. A request appears once even when the facts hold it twice
+//! (lab B's `first_explicit_deny` is also the last entry of `after_resume`).
+
+use maud::{Markup, html};
+use serde_json::Value;
+
+use super::text as tx;
+use crate::messages::Lang;
+
+/// Milliseconds since the Unix epoch of an RFC 3339 timestamp at `ptr` in `v`.
+pub(crate) fn ms_at(v: &Value, ptr: &str) -> Option<i64> {
+    v.pointer(ptr)
+        .and_then(Value::as_str)
+        .and_then(crate::facts::parse_rfc3339)
+        .map(|t| t.timestamp_millis())
+}
+
+/// CSS class of a request bar by outcome (colours are in the page's style sheet).
+pub(crate) fn outcome_class(outcome: &str) -> &'static str {
+    match outcome {
+        "explicit-deny" => "o-deny",
+        "webhook-timeout" => "o-timeout",
+        "stored" => "o-stored",
+        "dry-run-admitted" => "o-dryrun",
+        "connection-refused" | "dns-error" | "no-endpoints" => "o-callfail",
+        _ => "o-other",
+    }
+}
+
+/// Every outcome with its class, for the legend.
+pub(crate) const LEGEND: &[&str] = &[
+    "explicit-deny",
+    "webhook-timeout",
+    "stored",
+    "dry-run-admitted",
+    "connection-refused",
+    "other-error",
+];
+
+enum Mark {
+    /// A request: bar from `sent_at` to `answered_at`.
+    Request {
+        from: i64,
+        to: i64,
+        name: String,
+        outcome: String,
+        elapsed_ms: Option<u64>,
+        note: Option<String>,
+    },
+    /// The freeze window.
+    Window { from: i64, to: i64, note: String },
+    /// One instant (a lab A step, the watchdog arming).
+    Step {
+        at: i64,
+        key: &'static str,
+        note: String,
+    },
+    /// A step that was not seen (its wait ran out).
+    Missing { key: &'static str, note: String },
+}
+
+struct Row {
+    label: String,
+    mark: Mark,
+}
+
+struct VLine {
+    at: i64,
+    label: String,
+    class: &'static str,
+}
+
+struct Chart {
+    origin: i64,
+    rows: Vec<Row>,
+    vlines: Vec<VLine>,
+}
+
+const LEFT: f64 = 360.0;
+const PLOT: f64 = 500.0;
+const RIGHT: f64 = 320.0;
+const ROW_H: f64 = 22.0;
+const TOP: f64 = 38.0;
+
+fn request_row(label: String, r: &Value, note: Option<String>) -> Option<Row> {
+    let from = ms_at(r, "/sent_at")?;
+    let to = ms_at(r, "/answered_at")?;
+    let name = r["name"].as_str().unwrap_or("?");
+    Some(Row {
+        label: format!("{label}: {name}"),
+        mark: Mark::Request {
+            from,
+            to,
+            name: r["name"].as_str().unwrap_or("?").to_owned(),
+            outcome: r["outcome"].as_str().unwrap_or("?").to_owned(),
+            elapsed_ms: r["elapsed_ms"].as_u64(),
+            note,
+        },
+    })
+}
+
+fn secs_signed(ms: i64) -> String {
+    format!("{:+.1} s", ms as f64 / 1000.0)
+}
+
+impl Chart {
+    fn span(&self) -> Option<(i64, i64)> {
+        let mut ts: Vec<i64> = Vec::new();
+        for r in &self.rows {
+            match r.mark {
+                Mark::Request { from, to, .. } | Mark::Window { from, to, .. } => {
+                    ts.push(from);
+                    ts.push(to)
+                }
+                Mark::Step { at, .. } => ts.push(at),
+                Mark::Missing { .. } => {}
+            }
+        }
+        ts.extend(self.vlines.iter().map(|v| v.at));
+        let lo = *ts.iter().min()?;
+        let hi = *ts.iter().max()?;
+        let pad = ((hi - lo) / 30).max(200);
+        Some((lo - pad, hi + pad))
+    }
+
+    fn render(&self) -> Markup {
+        let Some((t0, t1)) = self.span() else {
+            return html! {};
+        };
+        let x = |t: i64| LEFT + (t - t0) as f64 * PLOT / (t1 - t0) as f64;
+        let height = TOP + ROW_H * self.rows.len() as f64 + 30.0;
+        let width = LEFT + PLOT + RIGHT;
+        // Axis ticks relative to the origin: the smallest step giving at most 12 ticks.
+        let span = t1 - t0;
+        let step = [500i64, 1000, 2000, 5000, 10000, 20000, 30000, 60000]
+            .into_iter()
+            .find(|s| span / s <= 12)
+            .unwrap_or(120_000);
+        let first = (t0 - self.origin).div_euclid(step) * step + step;
+        let ticks: Vec<i64> = (0..)
+            .map(|k| self.origin + first + k * step)
+            .take_while(|t| *t <= t1)
+            .collect();
+        let axis_y = TOP + ROW_H * self.rows.len() as f64 + 6.0;
+        html! {
+            svg xmlns="http://www.w3.org/2000/svg" class="timeline" role="img"
+                viewBox=(format!("0 0 {width} {height}")) width=(width) height=(height) {
+                @for t in &ticks {
+                    line class="tick" x1=(fmt(x(*t))) x2=(fmt(x(*t))) y1=(fmt(TOP - 4.0)) y2=(fmt(axis_y)) {}
+                    text class="ticklabel" x=(fmt(x(*t))) y=(fmt(axis_y + 14.0)) text-anchor="middle" { (secs_signed(t - self.origin)) }
+                }
+                @for (i, v) in self.vlines.iter().enumerate() {
+                    // Labels alternate between two heights so close lines stay readable.
+                    @let ly = TOP - 16.0 - 12.0 * (i % 2) as f64;
+                    line class=(v.class) x1=(fmt(x(v.at))) x2=(fmt(x(v.at))) y1=(fmt(ly + 2.0)) y2=(fmt(axis_y)) {}
+                    text class=(v.class) x=(fmt(x(v.at) + 3.0)) y=(fmt(ly)) { (v.label) }
+                }
+                @for (i, r) in self.rows.iter().enumerate() {
+                    @let y = TOP + ROW_H * i as f64;
+                    text class="rowlabel" x="4" y=(fmt(y + 14.0)) { (r.label) }
+                    @match &r.mark {
+                        Mark::Request { from, to, name, outcome, elapsed_ms, note } => {
+                            @let x0 = x(*from);
+                            @let w = (x(*to) - x0).max(2.0);
+                            rect class=(format!("bar {}", outcome_class(outcome))) data-request=(name) data-outcome=(outcome)
+                                x=(fmt(x0)) y=(fmt(y + 4.0)) width=(fmt(w)) height="13" {
+                                title { (name) " · " (outcome) " · " (elapsed_ms.map(|m| format!("{m} ms")).unwrap_or_default()) }
+                            }
+                            text class="barlabel" x=(fmt(x0 + w + 4.0)) y=(fmt(y + 14.0)) {
+                                (outcome) " · " (elapsed_ms.map(|m| format!("{m} ms")).unwrap_or_else(|| "? ms".into()))
+                                @if let Some(n) = note { " · " (n) }
+                            }
+                        }
+                        Mark::Window { from, to, note } => {
+                            rect class="window" data-window="freeze" x=(fmt(x(*from))) y=(fmt(y + 2.0))
+                                width=(fmt((x(*to) - x(*from)).max(2.0))) height="17" {}
+                            text class="barlabel" x=(fmt(x(*to) + 4.0)) y=(fmt(y + 14.0)) { (note) }
+                        }
+                        Mark::Step { at, key, note } => {
+                            circle class="step" data-step=(key) cx=(fmt(x(*at))) cy=(fmt(y + 10.5)) r="5" {}
+                            text class="barlabel" x=(fmt(x(*at) + 9.0)) y=(fmt(y + 14.0)) { (note) }
+                        }
+                        Mark::Missing { key, note } => {
+                            text class="missing" data-step=(key) x=(fmt(LEFT)) y=(fmt(y + 14.0)) { (note) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn fmt(v: f64) -> String {
+    format!("{v:.1}")
+}
+
+/// Lab B: the freeze of act `act` (5: Fail, 6: Ignore). `None` when no freeze is recorded.
+pub(crate) fn freeze(facts: &Value, lang: Lang) -> Option<Markup> {
+    let frozen = ms_at(facts, "/freeze/frozen_at")?;
+    let resumed = ms_at(facts, "/freeze/resumed_at")?;
+    let resumer = facts
+        .pointer("/freeze/resumed_by")
+        .and_then(Value::as_str)
+        .unwrap_or("?");
+    let mut rows = Vec::new();
+    if let Some(armed) = ms_at(facts, "/freeze/watchdog_armed_at") {
+        rows.push(Row {
+            label: tx::WATCHDOG_ARMED.get(lang).to_owned(),
+            mark: Mark::Step {
+                at: armed,
+                key: "watchdog-armed",
+                note: format!("pid {}", facts["freeze"]["watchdog_pid"]),
+            },
+        });
+    }
+    rows.push(Row {
+        label: tx::FREEZE_WINDOW.get(lang).to_owned(),
+        mark: Mark::Window {
+            from: frozen,
+            to: resumed,
+            note: format!(
+                "SIGSTOP (pidfd) → SIGCONT ({resumer}) · {} ms",
+                resumed - frozen
+            ),
+        },
+    });
+    for (key, label) in [
+        ("healthy_bad", "healthy, bad"),
+        ("target_good", "target, good"),
+        ("target_bad", "target, bad"),
+        ("control", "control, bad"),
+    ] {
+        if let Some(r) = facts.get(key)
+            && let Some(row) = request_row(label.to_owned(), r, None)
+        {
+            rows.push(row);
+        }
+    }
+    let first_deny_name = facts
+        .pointer("/first_explicit_deny/name")
+        .and_then(Value::as_str);
+    let mut seen_first = false;
+    for (i, r) in facts["after_resume"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let is_first = r["name"].as_str() == first_deny_name && first_deny_name.is_some();
+        seen_first |= is_first;
+        let note = is_first.then(|| first_deny_note(facts, resumed, r, lang));
+        if let Some(row) = request_row(
+            format!("{} #{}", tx::AFTER_RESUME.get(lang), i + 1),
+            r,
+            note,
+        ) {
+            rows.push(row);
+        }
+    }
+    if !seen_first
+        && let Some(r) = facts.get("first_explicit_deny").filter(|r| r.is_object())
+        && let Some(row) = request_row(
+            tx::FIRST_DENY.get(lang).to_owned(),
+            r,
+            Some(first_deny_note(facts, resumed, r, lang)),
+        )
+    {
+        rows.push(row);
+    }
+    let chart = Chart {
+        origin: frozen,
+        rows,
+        vlines: vec![
+            VLine {
+                at: frozen,
+                label: "SIGSTOP".into(),
+                class: "vline",
+            },
+            VLine {
+                at: resumed,
+                label: "SIGCONT".into(),
+                class: "vline",
+            },
+        ],
+    };
+    Some(chart.render())
+}
+
+fn first_deny_note(facts: &Value, resumed: i64, r: &Value, lang: Lang) -> String {
+    let ms = facts["first_deny_after_resume_ms"]
+        .as_i64()
+        .or_else(|| ms_at(r, "/answered_at").map(|a| a - resumed));
+    match ms {
+        Some(ms) => format!("{} +{ms} ms", tx::FIRST_DENY.get(lang)),
+        None => tx::FIRST_DENY.get(lang).to_owned(),
+    }
+}
+
+/// Lab A: scale to 0 (act 5) and the recovery timeline (act 6). `None` when act 5 recorded no
+/// scale-down.
+pub(crate) fn scale(f5: &Value, f6: &Value, lang: Lang) -> Option<Markup> {
+    let scaled = ms_at(f5, "/scaled_at")?;
+    let restore = ms_at(f6, "/replicas_restored/at");
+    let origin = restore.unwrap_or(scaled);
+    let since = |t: i64| {
+        if restore.is_some() {
+            format!(
+                "{} {}",
+                secs_signed(t - origin),
+                tx::SINCE_RESTORE.get(lang)
+            )
+        } else {
+            String::new()
+        }
+    };
+    let mut rows = Vec::new();
+    let step = |rows: &mut Vec<Row>, key: &'static str, label: &str, at: Option<i64>| {
+        if let Some(at) = at {
+            rows.push(Row {
+                label: label.to_owned(),
+                mark: Mark::Step {
+                    at,
+                    key,
+                    note: since(at),
+                },
+            });
+        }
+    };
+    step(
+        &mut rows,
+        "watcher-armed",
+        "watcher armed",
+        ms_at(f5, "/watcher/armed_at"),
+    );
+    step(&mut rows, "scaled", "scale to 0", Some(scaled));
+    step(
+        &mut rows,
+        "pods-gone",
+        "pods gone",
+        ms_at(f5, "/pods_gone_at"),
+    );
+    let reg = match f5["policy_webhook_present"].as_bool() {
+        Some(false) => "registration absent",
+        Some(true) => "registration still present",
+        None => "registration ?",
+    };
+    step(
+        &mut rows,
+        "registration-checked",
+        reg,
+        ms_at(f5, "/registrations_checked_at"),
+    );
+    for (key, label) in [
+        ("target_bad", "target, bad (scaled)"),
+        ("control", "control, bad"),
+    ] {
+        if let Some(r) = f5.get(key)
+            && let Some(row) = request_row(label.to_owned(), r, None)
+        {
+            rows.push(row);
+        }
+    }
+    let by = f6["restored_by"].as_str().unwrap_or("?");
+    for (key, ptr, label) in [
+        (
+            "replicas-restored",
+            "/replicas_restored",
+            format!("restore (by {by})"),
+        ),
+        ("pod-created", "/pod_created", "new pod created".to_owned()),
+        ("pod-running", "/pod_running", "new pod Running".to_owned()),
+        (
+            "lease-acquired",
+            "/lease_acquired",
+            "Lease acquired".to_owned(),
+        ),
+        (
+            "webhook-registered",
+            "/webhook_registered",
+            "webhook registered".to_owned(),
+        ),
+        (
+            "first-deny",
+            "/first_explicit_deny",
+            "first explicit deny".to_owned(),
+        ),
+    ] {
+        let Some(s) = f6.pointer(ptr).filter(|s| s.is_object()) else {
+            continue;
+        };
+        if s["status"] == "confirmed"
+            && let Some(at) = ms_at(s, "/at")
+        {
+            step(&mut rows, key, &label, Some(at));
+        } else {
+            rows.push(Row {
+                label,
+                mark: Mark::Missing {
+                    key,
+                    note: format!(
+                        "{}: {}",
+                        tx::NOT_CONFIRMED.get(lang),
+                        s["last_seen"].as_str().unwrap_or("?")
+                    ),
+                },
+            });
+        }
+    }
+    for (i, r) in f6["deny_probes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        if let Some(row) = request_row(format!("dry-run probe #{}", i + 1), r, None) {
+            rows.push(row);
+        }
+    }
+    let mut vlines = Vec::new();
+    if let Some(d) = ms_at(f5, "/watcher/deadline_at") {
+        vlines.push(VLine {
+            at: d,
+            label: format!(
+                "{} {} s",
+                tx::WATCHER_DEADLINE.get(lang),
+                f5["watcher"]["restore_after_sec"]
+            ),
+            class: "vline deadline",
+        });
+    }
+    if let Some(r) = restore {
+        vlines.push(VLine {
+            at: r,
+            label: "restore".into(),
+            class: "vline",
+        });
+    }
+    Some(
+        Chart {
+            origin,
+            rows,
+            vlines,
+        }
+        .render(),
+    )
+}

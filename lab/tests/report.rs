@@ -1,0 +1,370 @@
+//! The lab record page (`lab::report::render`) and the JUnit suite on fixture evidence:
+//! golden files (`fixtures/report/*.html`; `UPDATE_GOLDEN=1` rewrites them), escaping of untrusted
+//! evidence text, and one test that loads the pages in real headless Chromium (Debian's
+//! `chromium`, installed by `ci/prereqs.sh`; `KCA_CHROMIUM` names another browser binary) and
+//! checks that the page has no script errors and that the timeline has one mark per recorded request.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use lab::evidence::Lab;
+use lab::grade::{self, GradeInput};
+use lab::messages::Lang;
+use lab::workdir::Workdir;
+use serde_json::{Value, json};
+
+const RECORDED_B: &str = "recorded/b-20261129T153816Z";
+
+fn fixture(rel: &str) -> PathBuf {
+    common::fixtures_dir().join(rel)
+}
+
+fn page(dir: &Path, lab: Lab, lang: Lang) -> String {
+    let input = GradeInput::load(&Workdir::new(dir), lab);
+    let grades = grade::grade_all(lab, &input);
+    lab::report::render(lab, &input, &grades, lang)
+}
+
+/// Requests recorded in the evidence the timelines cover, found by walking the facts (any object
+/// with `name`, `sent_at`, `answered_at` and `outcome`), independently of the renderer: lab B acts
+/// 5-6, lab A acts 5-6.
+fn recorded_requests(dir: &Path) -> BTreeSet<String> {
+    fn walk(v: &Value, out: &mut BTreeSet<String>) {
+        match v {
+            Value::Object(m) => {
+                if m.contains_key("sent_at")
+                    && m.contains_key("answered_at")
+                    && m.contains_key("outcome")
+                    && let Some(n) = m.get("name").and_then(Value::as_str)
+                {
+                    out.insert(n.to_owned());
+                }
+                m.values().for_each(|x| walk(x, out));
+            }
+            Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    let mut out = BTreeSet::new();
+    for act in [5, 6] {
+        let text = std::fs::read_to_string(dir.join(format!("evidence/{act:02}.json"))).unwrap();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        walk(&v["facts"], &mut out);
+    }
+    out
+}
+
+/// Values of attribute `attr` in `html` (`attr="value"`), in order.
+fn attr_values(html: &str, attr: &str) -> Vec<String> {
+    let key = format!(" {attr}=\"");
+    html.match_indices(&key)
+        .map(|(i, _)| {
+            let rest = &html[i + key.len()..];
+            rest[..rest.find('"').unwrap()].to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn golden_pages() {
+    let cases = [
+        (RECORDED_B, Lab::B, Lang::En, "b-recorded.en.html"),
+        (RECORDED_B, Lab::B, Lang::Ja, "b-recorded.ja.html"),
+        ("a/pass", Lab::A, Lang::En, "a-pass.en.html"),
+        ("a/pass", Lab::A, Lang::Ja, "a-pass.ja.html"),
+    ];
+    let update = std::env::var_os("UPDATE_GOLDEN").is_some();
+    let mut stale = Vec::new();
+    for (dir, lab, lang, golden) in cases {
+        let html = page(&fixture(dir), lab, lang);
+        let path = fixture("report").join(golden);
+        if update {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, &html).unwrap();
+        } else {
+            let want = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_GOLDEN=1 writes it)", path.display()));
+            if want != html {
+                stale.push(golden);
+            }
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "pages differ from their golden files: {stale:?}; look at the diff, then UPDATE_GOLDEN=1 cargo test -p lab --test report"
+    );
+}
+
+#[test]
+fn pages_show_grades_findings_digests_and_observations() {
+    let dir = fixture(RECORDED_B);
+    let en = page(&dir, Lab::B, Lang::En);
+    assert!(en.contains(r#"data-grades-passed="8""#));
+    assert!(en.starts_with("<!DOCTYPE html><html lang=\"en\""));
+    let ja = page(&dir, Lab::B, Lang::Ja);
+    assert!(ja.starts_with("<!DOCTYPE html><html lang=\"ja\""));
+    assert!(ja.contains("4つの観測"));
+    // Every evidence file's canonical digest and the raw text are on the page.
+    let input = GradeInput::load(&Workdir::new(&dir), Lab::B);
+    for (act, d) in input.digests() {
+        assert!(en.contains(&d), "digest of act {act}");
+    }
+    assert_eq!(attr_values(&en, "data-raw").len(), 8);
+    // The four observations in four phases: the Fail freeze's violating request did not get an
+    // answer from the webhook (webhook-timeout), while the pod kept its UID.
+    assert!(
+        en.contains("kca-b5-frozen-bad-154012-dfa63b → webhook-timeout"),
+        "{en}"
+    );
+    // A grader's findings appear with code, file, JSON path.
+    let files = common::read_tree(&dir);
+    let tmp = tempfile::tempdir().unwrap();
+    let mut broken = files.clone();
+    broken.get_mut("evidence/05.json").unwrap()["facts"]["target_bad"]["elapsed_ms"] = json!(200);
+    common::write_tree(tmp.path(), &broken);
+    let html = page(tmp.path(), Lab::B, Lang::En);
+    // Act 5's grade fails, and act 8's too (the report's digest of 05.json no longer matches).
+    assert!(
+        html.contains(r#"data-grades-passed="6""#),
+        "{}",
+        attr_values(&html, "data-grades-passed")[0]
+    );
+    let codes = attr_values(&html, "data-finding");
+    assert!(codes.contains(&"timeout-too-fast".to_owned()), "{codes:?}");
+    assert!(
+        html.contains(
+            "<td class=\"mono\">evidence/05.json</td><td class=\"mono\">facts.target_bad"
+        ),
+        "finding without file and path"
+    );
+}
+
+#[test]
+fn untrusted_evidence_text_is_escaped() {
+    let dir = fixture(RECORDED_B);
+    let mut files = common::read_tree(&dir);
+    let evil = r#"</pre></details><script>alert(1)</script><img src=x onerror=alert(2)>"#;
+    {
+        let f = &mut files.get_mut("evidence/05.json").unwrap()["facts"];
+        f["target_bad"]["message"] = json!(evil);
+        f["target_bad"]["name"] = json!(format!("x\"><script>alert(3)</script>"));
+        f["target_bad"]["outcome"] = json!("<b>stored</b>");
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    common::write_tree(tmp.path(), &files);
+    let html = page(tmp.path(), Lab::B, Lang::En);
+    assert!(!html.contains("<script"), "unescaped script");
+    assert!(!html.contains("<img"), "unescaped img");
+    assert!(!html.contains("<b>stored"), "unescaped outcome");
+    assert!(
+        html.contains("&lt;script&gt;alert(1)"),
+        "the text itself is kept"
+    );
+}
+
+#[test]
+fn pages_are_self_contained() {
+    for (dir, lab) in [(RECORDED_B, Lab::B), ("a/pass", Lab::A)] {
+        let html = page(&fixture(dir), lab, Lang::En);
+        // Nothing is fetched: no script, no external style sheet, font or image, no link out of
+        // the page (URLs in the evidence are text, escaped, never attributes).
+        for needle in [
+            "<script", "<link", "<img", "<iframe", "src=", "href=", "@import", "url(",
+        ] {
+            assert_eq!(html.matches(needle).count(), 0, "{dir}: {needle}");
+        }
+    }
+}
+
+#[test]
+fn timeline_has_one_mark_per_recorded_request() {
+    for (dir, lab) in [(RECORDED_B, Lab::B), ("b/pass", Lab::B), ("a/pass", Lab::A)] {
+        let dir = fixture(dir);
+        let html = page(&dir, lab, Lang::En);
+        let marks = attr_values(&html, "data-request");
+        let unique: BTreeSet<String> = marks.iter().cloned().collect();
+        assert_eq!(
+            marks.len(),
+            unique.len(),
+            "{}: a request drawn twice",
+            dir.display()
+        );
+        assert_eq!(unique, recorded_requests(&dir), "{}", dir.display());
+    }
+}
+
+#[test]
+fn junit_suite_has_a_case_per_act_and_grade() {
+    let dir = fixture(RECORDED_B);
+    let input = GradeInput::load(&Workdir::new(&dir), Lab::B);
+    let grades = grade::grade_all(Lab::B, &input);
+    let mut errors = BTreeMap::new();
+    let suite = lab::report::junit::suite(Lab::B, &input, &grades, &errors);
+    let mut report = quick_junit::Report::new("run");
+    report.add_test_suite(suite);
+    let xml = report.to_string().unwrap();
+    assert_eq!(xml.matches("<testcase ").count(), 16, "{xml}");
+    assert!(!xml.contains("<failure"), "{xml}");
+    // act 5 took finished_at - started_at = 20.086 s.
+    assert!(
+        xml.contains(
+            r#"<testcase name="lab b act 5" classname="kca-webhook-lab.lab-b.acts" time="20.086""#
+        ),
+        "{xml}"
+    );
+    // A failed act and a finding become failures; an act without evidence is skipped.
+    let mut files = common::read_tree(&dir);
+    files.get_mut("evidence/05.json").unwrap()["facts"]["target_bad"]["elapsed_ms"] = json!(200);
+    files.remove("evidence/08.json");
+    let tmp = tempfile::tempdir().unwrap();
+    common::write_tree(tmp.path(), &files);
+    let input = GradeInput::load(&Workdir::new(tmp.path()), Lab::B);
+    let grades = grade::grade_all(Lab::B, &input);
+    errors.insert(8, "waiting for the report: bound ran out".to_owned());
+    let mut report = quick_junit::Report::new("run");
+    report.add_test_suite(lab::report::junit::suite(Lab::B, &input, &grades, &errors));
+    let xml = report.to_string().unwrap();
+    assert!(xml.contains("timeout-too-fast"), "{xml}");
+    assert!(
+        xml.contains("waiting for the report: bound ran out"),
+        "{xml}"
+    );
+    assert_eq!(
+        xml.matches("<failure").count(),
+        3,
+        "act 8, grade 5, grade 8: {xml}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// In a real browser.
+
+fn chromium() -> PathBuf {
+    if let Some(p) = std::env::var_os("KCA_CHROMIUM") {
+        return PathBuf::from(p);
+    }
+    for name in ["chromium", "chromium-browser", "google-chrome"] {
+        if let Ok(out) = Command::new("sh")
+            .args(["-c", &format!("command -v {name}")])
+            .output()
+            && out.status.success()
+        {
+            return PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        }
+    }
+    panic!(
+        "no headless browser: install Debian's chromium (sudo bash ci/prereqs.sh) or set KCA_CHROMIUM"
+    );
+}
+
+/// Loads `file` in headless Chromium; returns the DOM after load and the console errors
+/// (`Uncaught …` and `console.error` lines Chromium logs with `--enable-logging=stderr`).
+fn load_in_browser(file: &Path) -> (String, Vec<String>) {
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=2000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", file.display()))
+        .output()
+        .expect("running chromium");
+    assert!(
+        out.status.success(),
+        "chromium: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let errors = stderr
+        .lines()
+        .filter(|l| l.contains("CONSOLE") && (l.contains("Uncaught") || l.contains("ERROR")))
+        .map(str::to_owned)
+        .collect();
+    (String::from_utf8_lossy(&out.stdout).into_owned(), errors)
+}
+
+#[test]
+fn pages_render_in_headless_chromium() {
+    let tmp = tempfile::tempdir().unwrap();
+    // The detector works: a page with a throwing script reports the error.
+    let bad = tmp.path().join("bad.html");
+    std::fs::write(
+        &bad,
+        "<!DOCTYPE html><html><body><script>throw new Error('kca-probe')</script></body></html>",
+    )
+    .unwrap();
+    let (_, errors) = load_in_browser(&bad);
+    assert!(
+        errors.iter().any(|e| e.contains("kca-probe")),
+        "the console error detector saw nothing: {errors:?}"
+    );
+
+    for (dir, lab, lang) in [
+        (RECORDED_B, Lab::B, Lang::En),
+        (RECORDED_B, Lab::B, Lang::Ja),
+        ("a/pass", Lab::A, Lang::En),
+    ] {
+        let dir = fixture(dir);
+        let file = tmp.path().join(format!(
+            "{}-{lang:?}.html",
+            dir.file_name().unwrap().to_string_lossy()
+        ));
+        std::fs::write(&file, page(&dir, lab, lang)).unwrap();
+        let (dom, errors) = load_in_browser(&file);
+        assert!(errors.is_empty(), "{}: {errors:?}", file.display());
+        // The DOM the browser built (not our text): the marks are SVG elements inside the timeline.
+        let svgs: Vec<&str> = dom
+            .split("<svg")
+            .skip(1)
+            .map(|s| &s[..s.find("</svg>").unwrap()])
+            .collect();
+        let in_svg: BTreeSet<String> = svgs
+            .iter()
+            .flat_map(|s| attr_values(s, "data-request"))
+            .collect();
+        let marks: usize = svgs
+            .iter()
+            .map(|s| attr_values(s, "data-request").len())
+            .sum();
+        let want = recorded_requests(&dir);
+        assert_eq!(marks, want.len(), "{}", file.display());
+        assert_eq!(in_svg, want, "{}", file.display());
+        match lab {
+            Lab::B => assert_eq!(
+                svgs.iter()
+                    .map(|s| s.matches("data-window=\"freeze\"").count())
+                    .sum::<usize>(),
+                2
+            ),
+            Lab::A => {
+                let steps: BTreeSet<String> = svgs
+                    .iter()
+                    .flat_map(|s| attr_values(s, "data-step"))
+                    .collect();
+                for k in [
+                    "scaled",
+                    "pods-gone",
+                    "registration-checked",
+                    "replicas-restored",
+                    "pod-running",
+                    "lease-acquired",
+                    "webhook-registered",
+                    "first-deny",
+                ] {
+                    assert!(steps.contains(k), "step {k} missing: {steps:?}");
+                }
+                assert!(svgs[0].contains("watcher deadline 55 s"));
+            }
+        }
+    }
+}
