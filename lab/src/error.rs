@@ -108,6 +108,26 @@ pub enum LabError {
         /// Why.
         reason: String,
     },
+    /// A lock is held by another process (another act in the same work directory, or another
+    /// attempt's healer on the same fault target); nothing was done.
+    #[error("{what} is in use by {holder}")]
+    Busy {
+        /// The lock, e.g. `the work directory /root/kca-webhook (/root/kca-webhook/.lock)`.
+        what: String,
+        /// Who holds it (pid, start ticks, what, since, attempt), as its lock file says.
+        holder: String,
+    },
+    /// The act was interrupted by a signal (SIGINT, SIGTERM, SIGHUP); the fault was healed and the
+    /// raw data seen so far was kept as `interrupted` evidence. Exit code 130.
+    #[error("interrupted by {signal} during act {act}; {healed}")]
+    Interrupted {
+        /// The signal's name.
+        signal: String,
+        /// The act.
+        act: u8,
+        /// What was done to undo the fault.
+        healed: String,
+    },
     /// A bounded wait ran out; `last_state` says what was last seen.
     #[error("waited {waited_ms} ms for {what}; last state: {last_state}")]
     WaitTimedOut {
@@ -162,10 +182,12 @@ impl LabError {
         }
     }
 
-    /// Process exit code for this error: 2 for input and usage errors, 1 for everything else.
+    /// Process exit code for this error: 2 for input and usage errors, 130 for an interruption by a
+    /// signal (the shell's 128 + SIGINT), 1 for everything else.
     pub fn exit_code(&self) -> i32 {
         match self {
             LabError::InputInvalid { .. } | LabError::InputMissing { .. } | LabError::Usage(_) => 2,
+            LabError::Interrupted { .. } => 130,
             _ => 1,
         }
     }

@@ -28,4 +28,5 @@ pub mod messages;
 pub mod pidmap;
 pub mod probe;
 pub mod report;
+pub mod signals;
 pub mod workdir;

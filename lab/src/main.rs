@@ -95,9 +95,12 @@ enum Command {
         #[arg(long, requires = "evidence")]
         path: Option<String>,
     },
-    /// Internal: the detached freeze watchdog.
+    /// Heal every unfinished fault attempt of the work directory (resume a process still stopped,
+    /// restore replicas still at 0) and print what was done.
+    Heal,
+    /// Internal: the detached freeze healer.
     #[command(hide = true)]
-    WatchdogFreeze {
+    HealerFreeze {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
@@ -112,7 +115,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match &cli.command {
-        Command::WatchdogFreeze { args } => return code(lab::faults::freeze::watchdog_main(args)),
+        Command::HealerFreeze { args } => return code(lab::faults::freeze::healer_main(args)),
         Command::WatcherScale { args } => return code(lab::faults::scale::watcher_main(args)),
         _ => {}
     }
@@ -139,7 +142,9 @@ fn run(cli: &Cli) -> Result<i32, LabError> {
     let workdir = Workdir::new(&cli.workdir);
     let lab = cli.lab.unwrap_or_else(|| lab_of(&workdir));
     match &cli.command {
-        Command::Inspect | Command::Act { .. } => cluster_command(cli, lab, &workdir),
+        Command::Inspect | Command::Act { .. } | Command::Heal => {
+            cluster_command(cli, lab, &workdir)
+        }
         Command::Grade { which } => {
             let input = GradeInput::load(&workdir, lab);
             let results = match which.as_str() {
@@ -216,7 +221,7 @@ fn run(cli: &Cli) -> Result<i32, LabError> {
             }
             Ok(0)
         }
-        Command::WatchdogFreeze { .. } | Command::WatcherScale { .. } => Ok(2),
+        Command::HealerFreeze { .. } | Command::WatcherScale { .. } => Ok(2),
     }
 }
 
@@ -333,8 +338,15 @@ fn cluster_command(cli: &Cli, lab: Lab, workdir: &Workdir) -> Result<i32, LabErr
         .build()
         .map_err(LabError::io("tokio runtime"))?;
     match &cli.command {
+        Command::Heal => {
+            let summary = rt.block_on(until_signal(lab::labs::heal(&env), 0))?;
+            let text = serde_json::to_string_pretty(&summary)
+                .map_err(|e| LabError::Usage(e.to_string()))?;
+            println!("{text}");
+            Ok(if summary.errors.is_empty() { 0 } else { 1 })
+        }
         Command::Act { n } => {
-            let summary = rt.block_on(lab::labs::run_act(lab, *n, &env))?;
+            let summary = rt.block_on(until_signal(lab::labs::run_act(lab, *n, &env), *n))?;
             for line in &summary.lines {
                 println!("{line}");
             }
@@ -354,11 +366,41 @@ fn cluster_command(cli: &Cli, lab: Lab, workdir: &Workdir) -> Result<i32, LabErr
             Ok(0)
         }
         _ => {
-            let report = rt.block_on(lab::labs::inspect(lab, &env))?;
+            let report = rt.block_on(until_signal(lab::labs::inspect(lab, &env), 0))?;
             let text = serde_json::to_string_pretty(&report)
                 .map_err(|e| LabError::Usage(e.to_string()))?;
             println!("{text}");
             Ok(0)
+        }
+    }
+}
+
+/// Runs a command's future under the process-wide signal handler (SIGINT, SIGTERM, SIGHUP;
+/// [`lab::signals`]). When a signal arrives while a fault is live (the act holds a
+/// [`lab::signals::Guard`]), the act undoes it and writes `interrupted` evidence itself: it is
+/// given up to 30 s for that. Otherwise the command stops at once. Either way the exit code is 130.
+async fn until_signal<T>(
+    fut: impl std::future::Future<Output = Result<T, LabError>>,
+    act: u8,
+) -> Result<T, LabError> {
+    lab::signals::install();
+    let mut fut = std::pin::pin!(fut);
+    tokio::select! {
+        r = &mut fut => r,
+        s = lab::signals::received() => {
+            let interrupted = || LabError::Interrupted {
+                signal: s.into(),
+                act,
+                healed: "no fault was live".into(),
+            };
+            if lab::signals::guarded() {
+                match tokio::time::timeout(std::time::Duration::from_secs(30), &mut fut).await {
+                    Ok(Ok(_)) | Err(_) => Err(interrupted()),
+                    Ok(Err(e)) => Err(e),
+                }
+            } else {
+                Err(interrupted())
+            }
         }
     }
 }

@@ -342,6 +342,19 @@ pub fn error_text(lang: Lang, e: &LabError) -> String {
                 "{what} を {waited_ms} ms 待ちましたが確認できませんでした。最後の状態: {last_state}"
             )
         }
+        (Lang::Ja, LabError::Busy { what, holder }) => {
+            format!("{what} は使用中です ({holder})。その処理が終わってから実行してください")
+        }
+        (
+            Lang::Ja,
+            LabError::Interrupted {
+                signal,
+                act,
+                healed,
+            },
+        ) => format!(
+            "act {act} は {signal} で中断されました。障害は元に戻しました ({healed})。ここまでの記録は interrupted として残しています"
+        ),
         (Lang::Ja, LabError::NotAvailable { what }) => format!("まだ利用できません: {what}"),
         (Lang::Ja, LabError::Usage(d)) => format!("使い方が正しくありません: {d}"),
         (Lang::Ja, LabError::Io { path, source }) => format!("{}: {source}", path.display()),

@@ -349,12 +349,12 @@ fn internal_subcommands_are_hidden() {
     let help = text(&out.stdout);
     assert!(
         help.contains("grade")
-            && !help.contains("watchdog-freeze")
+            && !help.contains("healer-freeze")
             && !help.contains("watcher-scale"),
         "{help}"
     );
     // Reached (not a clap usage error) and refusing empty arguments.
-    for sub in ["watchdog-freeze", "watcher-scale"] {
+    for sub in ["healer-freeze", "watcher-scale"] {
         let out = run(tmp.path(), &[sub]);
         assert_ne!(out.status.code(), Some(0), "{sub}");
         assert!(

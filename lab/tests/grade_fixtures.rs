@@ -283,8 +283,10 @@ fn lab_a_deny_from_another_webhook_is_flagged() {
     let (_tmp, gi) = workdir_with(Lab::A, &overlay);
     let f = grade::grade(Lab::A, 7, &gi);
     assert!(
-        f.findings.iter().any(|x| x.code == grade::Code::DenyOtherWebhook
-            && x.subject == "evidence/07.json facts.bad"),
+        f.findings
+            .iter()
+            .any(|x| x.code == grade::Code::DenyOtherWebhook
+                && x.subject == "evidence/07.json facts.bad"),
         "{}",
         lab::messages::findings(Lang::En, &f)
     );

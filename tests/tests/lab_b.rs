@@ -7,7 +7,7 @@
 //! about (timeouts, stored or not, the surviving pod) and that its grade passes.
 //!
 //! The last test kills a runner with SIGKILL in the middle of a freeze of Kyverno's real process
-//! and checks that the watchdog resumes it within `resume_after_sec` + 1 s. The runner is this
+//! and checks that the healer resumes it within `resume_after_sec` + 1 s. The runner is this
 //! binary re-executed with `KCA_TEST_LAB_B_RUNNER` set.
 
 use std::io::{BufRead, BufReader};
@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use lab::evidence::{ActStatus, Lab, Outcome};
 use lab::facts::b::{Act5Facts, Act6Facts, Act7Facts, FreezeRun};
 use lab::facts::{Act3Facts, Act8Facts};
-use lab::faults::freeze::{self, FreezeFiles, FreezeTarget};
+use lab::faults::freeze::{self, FreezeTarget};
 use libtest_mimic::{Arguments, Failed, Trial};
 use tests::LabCluster;
 use tests::acts::{ensure, existing_survives, expect};
@@ -265,7 +265,7 @@ fn grade_all(run: &LabRun) -> Result<(), Failed> {
 }
 
 /// Runner mode: `KUBECONFIG CRI FAULT_DIR RESUME_AFTER`: checks the lab mark, finds Kyverno's
-/// admission process, freezes it (watchdog armed), prints `frozen PID STARTTIME`, then sleeps until
+/// admission process, freezes it (healer started), prints `frozen PID STARTTIME`, then sleeps until
 /// killed.
 fn runner(spec: &str) -> i32 {
     let parts: Vec<&str> = spec.split_whitespace().collect();
@@ -311,11 +311,7 @@ fn runner(spec: &str) -> i32 {
             return 1;
         }
     };
-    match freeze::freeze(
-        &program,
-        &FreezeFiles::new(Path::new(dir), "sigkill-freeze"),
-        &target,
-    ) {
+    match freeze::freeze(&program, Path::new(dir), &target) {
         Ok(fz) => {
             println!("frozen {} {}", target.pid, target.starttime);
             std::thread::sleep(Duration::from_secs(600));
@@ -394,7 +390,7 @@ fn sigkill_runner(run: &LabRun) -> Result<(), Failed> {
     }
     if resumed_after < Duration::from_secs(resume_after) - Duration::from_millis(500) {
         return Err(
-            format!("resumed after {resumed_after:?}, before the watchdog's deadline").into(),
+            format!("resumed after {resumed_after:?}, before the healer's deadline").into(),
         );
     }
     // The lab is healthy again: a violating dry-run is explicitly denied (bounded wait).
@@ -415,6 +411,6 @@ fn sigkill_runner(run: &LabRun) -> Result<(), Failed> {
     expect(
         last,
         Outcome::ExplicitDeny,
-        "dry-run violating request after the watchdog's resume",
+        "dry-run violating request after the healer's resume",
     )
 }

@@ -1,62 +1,85 @@
 //! The freeze fault: stop exactly one process (Kyverno's admission controller) with SIGSTOP sent
-//! through a pidfd, and make sure it is resumed with SIGCONT at a deadline whatever happens to the
-//! runner.
+//! through a pidfd, and resume it with SIGCONT at a deadline whatever happens to the runner.
 //!
-//! **Safety protocol** (`../shared/design/architecture.md`, "Faults, safely"):
+//! **Safety protocol** (`../shared/design/architecture.md`, "Faults, safely"; the attempt's
+//! vocabulary is in [`super::attempt`]):
 //! 1. The caller has checked the lab mark and the plan's node/deployment UIDs, and found the
-//!    process through CRI (container ID, pod UID, PID) and `/proc` (start time).
-//! 2. [`PinnedProcess::open`]: `pidfd_open(pid)`, then the start time is read again and must be
-//!    the expected one. From then on signals go through the pidfd only, so they can never reach a
-//!    process that reused the PID (`pidfd_send_signal` answers `ESRCH` once the process is gone).
-//! 3. A fault ledger entry ([`FreezeLedger`], a JSON file) is written before anything is signalled.
-//! 4. The watchdog is started as an independent detached process (new session and process group,
-//!    stdio to a log file): `kca-webhook-lab watchdog-freeze PID STARTTIME RESUME_AFTER_SEC LEDGER`.
-//!    It opens its **own** pidfd, re-checks the start time, answers "ready" by writing its report
-//!    file ([`WatchdogReport`], `status: ready`), sleeps until `ready_at + RESUME_AFTER_SEC`, then
-//!    sends SIGCONT through its pidfd, checks `/proc/PID/stat` is no longer `T` and records who
-//!    resumed and when. Nothing the runner does (exit, panic, SIGKILL) stops it.
-//! 5. Only after the ready answer does the runner send SIGSTOP through its pidfd and confirm the
-//!    state `T`. The runner also resumes on its own exit paths ([`Freeze`]'s `Drop`, errors,
-//!    Ctrl-C); every resume is recorded with who sent it.
+//!    process through CRI (container ID, pod UID, PID) and `/proc` (start ticks).
+//! 2. [`PinnedProcess::open`]: `pidfd_open(pid)`, then the start ticks are read again and must be
+//!    the expected ones; `/proc/PID/cgroup` must name the CRI container id
+//!    ([`super::attempt::require_cgroup_names`]). From then on signals go through a pidfd only.
+//! 3. The runner writes the attempt's `plan.json` and `ledger.json` (`armed`) in
+//!    `<workdir>/faults/<attempt id>/`, then starts the **healer**, a detached process
+//!    (`kca-webhook-lab healer-freeze --attempt-dir DIR`: own session and process group,
+//!    stdin a pipe from the runner, stdout/stderr `/dev/null`, its log in `DIR/healer.log`).
+//! 4. The healer blocks SIGTERM/SIGHUP/SIGINT (read through a signalfd), lowers its
+//!    `oom_score_adj`, opens its **own** pidfd, re-checks start ticks and cgroup, takes the target
+//!    lock (`container-<id>`; refused with the holder when another attempt's healer lives), and
+//!    answers `ready` in `DIR/healer.json`.
+//! 5. The runner asks for the freeze (`stop` on the pipe). The **healer** sends SIGSTOP, confirms
+//!    `T`, records `frozen`, and sleeps on the monotonic clock until `stop + resume_after_sec`.
+//!    SIGSTOP and SIGCONT come from the same single-threaded process, so they can never be
+//!    reordered, however late the runner is. If the pipe closes before `stop` (the runner died),
+//!    nothing is signalled.
+//! 6. At the deadline, on SIGTERM/SIGHUP/SIGINT, or on `resume` from the runner, the healer sends
+//!    SIGCONT and reads `/proc/PID/stat` until the state is no longer `T` (bounded by
+//!    [`RESUME_BOUND`], SIGCONT re-sent every 100 ms), records what it saw (`resumed`,
+//!    `process-gone`, or `still-stopped`), releases the target lock and exits. It resumes first and
+//!    writes after: a record it cannot write (disk full) never delays the SIGCONT.
+//! 7. The runner waits for the healer's `resumed` and then reads the state itself; if it is still
+//!    `T` it resumes through its own pidfd. It also resumes on its own exit paths ([`Freeze`]'s
+//!    `Drop`, errors, signals). A later command heals what both left ([`super::heal`]).
 //!
-//! Files, next to each other: `<faults dir>/<name>.json` (the runner's ledger),
-//! `<name>.watchdog.json` (the watchdog's report), `<name>.watchdog.log` (its stdout/stderr).
+//! Files of one attempt: `plan.json` ([`FreezePlan`], runner), `ledger.json` ([`FreezeLedger`],
+//! runner), `healer.json` ([`HealerReport`], healer), `healer.log` (healer), `heal.json` (a later
+//! command's heal). No two processes write the same file.
 
-use std::os::fd::OwnedFd;
+use std::io::{BufRead, Write as _};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, PidfdFlags, Signal, pidfd_open, pidfd_send_signal};
 use serde::{Deserialize, Serialize};
 
 use crate::error::LabError;
+use crate::faults::attempt::{
+    self, AttemptId, FaultKind, Hardening, HealerLog, ProcessRef, now_rfc3339, read_json,
+    write_json_atomic,
+};
 
-/// Name of the hidden subcommand that runs the watchdog.
-pub const WATCHDOG_SUBCOMMAND: &str = "watchdog-freeze";
-/// Environment variable naming the `kca-webhook-lab` binary to re-exec for the watchdog
+/// Name of the hidden subcommand that runs the freeze healer.
+pub const HEALER_SUBCOMMAND: &str = "healer-freeze";
+/// Environment variable naming the `kca-webhook-lab` binary to re-exec for the healers
 /// (set by `xtask` and the tests, whose own executable is not the lab tool).
 pub const LAB_BIN_ENV: &str = "KCA_WEBHOOK_LAB_BIN";
 /// The lab tool's binary name.
 pub const LAB_BIN_NAME: &str = "kca-webhook-lab";
-/// Bound on waiting for the watchdog's ready answer.
-pub const WATCHDOG_READY_BOUND: Duration = Duration::from_secs(10);
-/// Bound on waiting for `/proc/PID/stat` to show the expected state after a signal.
+/// Bound on waiting for the healer's `ready` answer.
+pub const HEALER_READY_BOUND: Duration = Duration::from_secs(10);
+/// Bound on the healer waiting for the runner's `stop` after `ready`.
+pub const STOP_REQUEST_BOUND: Duration = Duration::from_secs(30);
+/// Bound on waiting for `/proc/PID/stat` to show `T` after SIGSTOP.
 pub const STATE_BOUND: Duration = Duration::from_secs(2);
+/// Bound on reading the state after SIGCONT until it is no longer `T` (SIGCONT re-sent every
+/// 100 ms meanwhile).
+pub const RESUME_BOUND: Duration = Duration::from_secs(2);
 
 /// Who sent the SIGCONT that resumed the process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ResumedBy {
-    /// The detached watchdog, at its deadline.
-    Watchdog,
-    /// The runner, on its normal path (the watchdog did not resume within its bound).
+    /// The detached healer (at its deadline, on a signal, or asked by the runner).
+    Healer,
+    /// The runner, on its normal path (the healer's resume was not seen in time, or the state was
+    /// still `T` after it).
     Runner,
-    /// The runner, on an error or interruption path (error, panic, Ctrl-C, SIGTERM).
+    /// The runner, on an error or interruption path (error, panic, SIGINT/SIGTERM/SIGHUP).
     RunnerExit,
-    /// A later run of the tool that found the fault unfinished in the ledger.
-    LaterRun,
+    /// A later command (`heal`, `inspect`, `act`) that found the attempt unfinished.
+    LaterCommand,
 }
 
 /// A process's `/proc/PID/stat` fields the freeze relies on.
@@ -68,7 +91,7 @@ pub struct ProcStat {
     pub starttime: u64,
 }
 
-/// Reads `/proc/PID/stat` (state and start time). `None` when there is no such process.
+/// Reads `/proc/PID/stat` (state and start ticks). `None` when there is no such process.
 pub fn read_stat(pid: i32) -> Result<Option<ProcStat>, LabError> {
     let proc_path = PathBuf::from(format!("/proc/{pid}/stat"));
     let process = match procfs::process::Process::new(pid) {
@@ -101,7 +124,7 @@ pub fn state_if_same(pid: i32, starttime: u64) -> Result<Option<char>, LabError>
         .map(|s| s.state))
 }
 
-/// A process pinned by a pidfd whose start time was re-checked after opening it.
+/// A process pinned by a pidfd whose start ticks were re-checked after opening it.
 #[derive(Debug)]
 pub struct PinnedProcess {
     pid: i32,
@@ -110,10 +133,10 @@ pub struct PinnedProcess {
 }
 
 impl PinnedProcess {
-    /// `pidfd_open(pid)`, then re-reads `/proc/PID/stat` and requires `starttime` to equal
+    /// `pidfd_open(pid)`, then re-reads `/proc/PID/stat` and requires the start ticks to equal
     /// `expected_starttime` (the value read when the process was found).
     ///
-    /// Errors: [`LabError::FaultRefused`] when the process is gone, or its start time differs
+    /// Errors: [`LabError::FaultRefused`] when the process is gone, or its start ticks differ
     /// (the PID now names another process).
     pub fn open(pid: i32, expected_starttime: u64) -> Result<PinnedProcess, LabError> {
         let rpid = Pid::from_raw(pid).ok_or_else(|| LabError::FaultRefused {
@@ -145,7 +168,7 @@ impl PinnedProcess {
         self.pid
     }
 
-    /// The pinned process's start time (clock ticks since boot).
+    /// The pinned process's start ticks.
     pub fn starttime(&self) -> u64 {
         self.starttime
     }
@@ -181,141 +204,230 @@ impl PinnedProcess {
             std::thread::sleep(Duration::from_millis(10));
         }
     }
+
+    /// Sends SIGCONT and reads the state until it is no longer `T`, re-sending SIGCONT every
+    /// 100 ms, bounded by `bound`. Never fails: a `/proc` read error counts as "unknown" and the
+    /// loop goes on. Returns what it saw.
+    pub fn resume_until_running(&self, bound: Duration) -> ResumeCheck {
+        let start = Instant::now();
+        let mut check = ResumeCheck {
+            state_before: self.state().ok().flatten(),
+            sent_at: now_rfc3339(),
+            signal_result: String::new(),
+            signals_sent: 0,
+            state_after: None,
+            gone: false,
+            checked_ms: 0,
+        };
+        let mut last_sent = None::<Instant>;
+        loop {
+            if last_sent.is_none_or(|t| t.elapsed() >= Duration::from_millis(100)) {
+                let r = self.signal(Signal::CONT);
+                check.signals_sent += 1;
+                if check.signal_result.is_empty() {
+                    check.signal_result = match &r {
+                        Ok(()) => "ok".into(),
+                        Err(e) => e.to_string(),
+                    };
+                }
+                last_sent = Some(Instant::now());
+            }
+            match self.state() {
+                Ok(None) => {
+                    check.gone = true;
+                    check.state_after = None;
+                    break;
+                }
+                Ok(Some(s)) => {
+                    check.state_after = Some(s);
+                    if s != 'T' && s != 't' {
+                        break;
+                    }
+                }
+                Err(_) => {}
+            }
+            if start.elapsed() >= bound {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        check.checked_ms = start.elapsed().as_millis() as u64;
+        check
+    }
 }
 
-/// The runner's fault ledger entry for one freeze (`<faults dir>/<name>.json`), written before the
-/// first signal and updated at each step. A later run reads it to heal an unfinished fault.
+/// What one resume saw: SIGCONT sent (and re-sent), the state read until no longer `T`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResumeCheck {
+    /// State letter just before the first SIGCONT (`T`: the freeze was still on).
+    pub state_before: Option<char>,
+    /// When the first SIGCONT was sent, RFC 3339 UTC (ms).
+    pub sent_at: String,
+    /// The first `pidfd_send_signal` result, `ok` or the error.
+    pub signal_result: String,
+    /// How many SIGCONTs were sent.
+    pub signals_sent: u32,
+    /// The last state read (`None` with `gone`).
+    pub state_after: Option<char>,
+    /// Whether the process was gone.
+    pub gone: bool,
+    /// How long the state was read, ms.
+    pub checked_ms: u64,
+}
+
+impl ResumeCheck {
+    /// Whether the process is running again (or gone): the freeze is over.
+    pub fn ended(&self) -> bool {
+        self.gone || !matches!(self.state_after, Some('T') | Some('t'))
+    }
+}
+
+/// What to freeze and for how long.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FreezeTarget {
+    /// The act planning the fault.
+    pub act: u8,
+    /// CRI container ID (must appear in `/proc/PID/cgroup`).
+    pub container_id: String,
+    /// Pod UID.
+    pub pod_uid: String,
+    /// Host PID.
+    pub pid: i32,
+    /// Start ticks read when the process was found.
+    pub starttime: u64,
+    /// The healer resumes this many seconds after the SIGSTOP.
+    pub resume_after_sec: u64,
+}
+
+/// `plan.json`: the attempt as the runner planned it, written before the healer starts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct FreezeLedger {
-    /// Always `freeze-one-controller-process`.
-    pub action: String,
-    /// The act that planned the fault (5 or 6).
+pub struct FreezePlan {
+    /// The attempt.
+    pub attempt: AttemptId,
+    /// The act (5 or 6).
     pub act: u8,
-    /// `armed` (ledger written, nothing signalled yet), `frozen`, `resumed`, or `aborted`
-    /// (refused before any SIGSTOP).
-    pub status: String,
     /// CRI container ID of the target.
     pub container_id: String,
     /// Pod UID of the target.
     pub pod_uid: String,
-    /// Host PID of the target.
-    pub pid: i32,
-    /// Its start time, clock ticks since boot (`/proc/PID/stat` field 22).
-    pub pid_starttime: u64,
-    /// The watchdog's deadline after its ready answer, seconds.
+    /// The target process.
+    pub target: ProcessRef,
+    /// Seconds from SIGSTOP to the healer's SIGCONT.
     pub resume_after_sec: u64,
-    /// When the ledger entry was first written, RFC 3339 UTC (ms).
+    /// The runner.
+    pub runner: ProcessRef,
+    /// When the plan was written, RFC 3339 UTC (ms).
     pub created_at: String,
-    /// PID of the watchdog process (the runner started it).
-    pub watchdog_pid: Option<u32>,
-    /// The watchdog's report file.
-    pub watchdog_report: PathBuf,
-    /// The watchdog's log file.
-    pub watchdog_log: PathBuf,
-    /// When the watchdog answered ready, RFC 3339 UTC (ms).
-    pub watchdog_ready_at: Option<String>,
-    /// When the watchdog will send SIGCONT, RFC 3339 UTC (ms).
-    pub watchdog_deadline_at: Option<String>,
-    /// When SIGSTOP was sent, RFC 3339 UTC (ms).
+}
+
+/// `ledger.json`: the runner's record of the attempt, rewritten at each step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FreezeLedger {
+    /// The attempt.
+    pub attempt: AttemptId,
+    /// `armed` (plan written, nothing signalled), `frozen` (the healer confirmed `T`), `resumed`,
+    /// or `aborted` (refused before any SIGSTOP).
+    pub status: String,
+    /// The healer, once started.
+    pub healer: Option<ProcessRef>,
+    /// When the healer answered ready, RFC 3339 UTC (ms).
+    pub healer_ready_at: Option<String>,
+    /// When the healer sent SIGSTOP, RFC 3339 UTC (ms).
     pub stop_sent_at: Option<String>,
-    /// When the state `T` was confirmed, RFC 3339 UTC (ms).
+    /// When the healer confirmed `T`, RFC 3339 UTC (ms).
     pub frozen_at: Option<String>,
+    /// When the healer will send SIGCONT, RFC 3339 UTC (ms).
+    pub deadline_at: Option<String>,
     /// When the resuming SIGCONT was sent, RFC 3339 UTC (ms).
     pub resumed_at: Option<String>,
     /// Who sent it.
     pub resumed_by: Option<ResumedBy>,
-    /// State letter seen after the resume (`None` with `process_gone_after_resume`).
+    /// State letter the runner read after the resume (`None` with `process_gone_after_resume`).
     pub state_after_resume: Option<char>,
     /// Whether the process was gone when the resume was checked.
     pub process_gone_after_resume: bool,
-    /// Why the runner resumed on an exit path, or why the freeze was aborted.
+    /// Why the runner resumed on an exit path, why the freeze was aborted, or a record that could
+    /// not be written.
     pub note: Option<String>,
 }
 
-impl FreezeLedger {
-    /// Reads a ledger file.
-    pub fn read(path: &Path) -> Result<FreezeLedger, LabError> {
-        read_json(path)
-    }
-
-    fn write(&self, path: &Path) -> Result<(), LabError> {
-        write_json_atomic(path, self)
-    }
-}
-
-/// The watchdog's report (`<name>.watchdog.json`), written only by the watchdog.
+/// `healer.json`: the healer's record, written only by the healer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct WatchdogReport {
-    /// `ready` (pidfd held, waiting), `resumed` (SIGCONT sent at the deadline), `process-gone`
-    /// (the process had exited by the deadline), or `refused` (start time did not match: no pidfd kept).
+pub struct HealerReport {
+    /// `ready` (pidfd and target lock held, waiting for `stop`), `frozen`, `resumed`,
+    /// `process-gone`, `still-stopped` (SIGCONT did not take within [`RESUME_BOUND`]), `refused`
+    /// (identity, cgroup or target lock), or `aborted` (no `stop` came: nothing was signalled).
     pub status: String,
-    /// The watchdog's own PID.
-    pub watchdog_pid: u32,
-    /// Target PID.
-    pub pid: i32,
-    /// Target start time it checked (clock ticks since boot).
-    pub pid_starttime: u64,
+    /// The attempt.
+    pub attempt: AttemptId,
+    /// The healer itself.
+    pub healer: ProcessRef,
+    /// The target process.
+    pub target: ProcessRef,
+    /// What the healer did to protect itself.
+    pub hardening: Hardening,
     /// When it answered ready, RFC 3339 UTC (ms).
     pub ready_at: Option<String>,
-    /// Its deadline (`ready_at + resume_after_sec`), RFC 3339 UTC (ms).
+    /// When it sent SIGSTOP, RFC 3339 UTC (ms).
+    pub stop_sent_at: Option<String>,
+    /// When it confirmed `T`, RFC 3339 UTC (ms).
+    pub frozen_at: Option<String>,
+    /// `stop_sent_at + resume_after_sec`, RFC 3339 UTC (ms); the wait itself is monotonic.
     pub deadline_at: Option<String>,
-    /// When it sent SIGCONT, RFC 3339 UTC (ms).
-    pub resume_sent_at: Option<String>,
-    /// State letter just before SIGCONT (`T` means the freeze was still on and the watchdog ended it).
-    pub state_before_resume: Option<char>,
-    /// State letter after SIGCONT (must not be `T`).
-    pub state_after_resume: Option<char>,
-    /// The `pidfd_send_signal` result, `ok` or the error.
-    pub signal_result: Option<String>,
-    /// Details of a refusal or error.
+    /// Why it resumed: `deadline`, `SIGTERM`, `SIGHUP`, `SIGINT` or `runner-request`.
+    pub woke_by: Option<String>,
+    /// The resume as seen.
+    pub resume: Option<ResumeCheck>,
+    /// How late the SIGCONT was after the deadline, ms (negative: early, on request or signal).
+    pub resume_late_ms: Option<i64>,
+    /// Details of a refusal, an abort, or records that could not be written.
     pub note: Option<String>,
 }
 
-/// Everything about one resume, as the runner records it in the act's facts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ResumeRecord {
-    /// Who resumed the process.
-    pub resumed_by: ResumedBy,
-    /// When SIGCONT was sent, RFC 3339 UTC (ms).
-    pub resumed_at: String,
-    /// State letter seen after the resume (`None`: the process was gone).
-    pub state_after: Option<char>,
-    /// The watchdog's report as last read (absent if it could not be read).
-    pub watchdog: Option<WatchdogReport>,
-}
-
-/// Paths of one freeze's files, derived from the ledger path `<dir>/<name>.json`.
+/// Paths of one attempt's files.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FreezeFiles {
-    /// The runner's ledger.
-    pub ledger: PathBuf,
-    /// The watchdog's report.
-    pub report: PathBuf,
-    /// The watchdog's stdout/stderr.
-    pub log: PathBuf,
+pub struct AttemptFiles {
+    /// `<faults>/<attempt id>/`.
+    pub dir: PathBuf,
 }
 
-impl FreezeFiles {
-    /// `<dir>/<name>.json`, `<dir>/<name>.watchdog.json`, `<dir>/<name>.watchdog.log`.
-    pub fn new(dir: &Path, name: &str) -> FreezeFiles {
-        FreezeFiles::for_ledger(&dir.join(format!("{name}.json")))
-    }
-
-    /// The files belonging to ledger `ledger` (which ends in `.json`).
-    pub fn for_ledger(ledger: &Path) -> FreezeFiles {
-        let stem = ledger.to_string_lossy();
-        let base = stem.strip_suffix(".json").unwrap_or(&stem).to_owned();
-        FreezeFiles {
-            ledger: ledger.to_path_buf(),
-            report: PathBuf::from(format!("{base}.watchdog.json")),
-            log: PathBuf::from(format!("{base}.watchdog.log")),
+impl AttemptFiles {
+    /// The files of `attempt` under `faults_root`.
+    pub fn new(faults_root: &Path, attempt: &AttemptId) -> AttemptFiles {
+        AttemptFiles {
+            dir: faults_root.join(&attempt.0),
         }
     }
+    /// `plan.json`.
+    pub fn plan(&self) -> PathBuf {
+        self.dir.join("plan.json")
+    }
+    /// `ledger.json`.
+    pub fn ledger(&self) -> PathBuf {
+        self.dir.join("ledger.json")
+    }
+    /// `healer.json`.
+    pub fn report(&self) -> PathBuf {
+        self.dir.join("healer.json")
+    }
+    /// `healer.log`.
+    pub fn log(&self) -> PathBuf {
+        self.dir.join("healer.log")
+    }
+    /// `heal.json`.
+    pub fn heal(&self) -> PathBuf {
+        self.dir.join("heal.json")
+    }
+    /// The healer's report now (`None`: not written or unreadable).
+    pub fn read_report(&self) -> Option<HealerReport> {
+        read_json(&self.report()).ok()
+    }
 }
 
-/// Where the `kca-webhook-lab` binary is, for re-executing it as the watchdog:
+/// Where the `kca-webhook-lab` binary is, for re-executing it as a healer:
 /// `$KCA_WEBHOOK_LAB_BIN` when set; else the current executable when it is `kca-webhook-lab`;
 /// else a `kca-webhook-lab` next to the current executable or one directory up (a test binary in
 /// `target/debug/deps/` finds `target/debug/kca-webhook-lab`).
@@ -351,155 +463,10 @@ pub fn lab_program() -> Result<PathBuf, LabError> {
     }
     Err(LabError::NotAvailable {
         what: format!(
-            "the {LAB_BIN_NAME} binary for the watchdog (set {LAB_BIN_ENV}; looked at {})",
+            "the {LAB_BIN_NAME} binary for the healer (set {LAB_BIN_ENV}; looked at {})",
             looked.join(", ")
         ),
     })
-}
-
-/// A watchdog process the runner started and whose ready answer it received.
-#[derive(Debug)]
-pub struct Watchdog {
-    child: Child,
-    files: FreezeFiles,
-    ready: WatchdogReport,
-}
-
-impl Watchdog {
-    /// Starts `program watchdog-freeze PID STARTTIME RESUME_AFTER_SEC LEDGER` detached (new session
-    /// and process group via `setsid`, stdin from /dev/null, stdout/stderr appended to the log
-    /// file) and waits up to [`WATCHDOG_READY_BOUND`] for its report to say `ready`.
-    ///
-    /// Errors: [`LabError::FaultRefused`] when it refuses (start time mismatch) or exits or stays
-    /// silent; the text includes the tail of its log.
-    pub fn start(
-        program: &Path,
-        files: &FreezeFiles,
-        pid: i32,
-        starttime: u64,
-        resume_after_sec: u64,
-    ) -> Result<Watchdog, LabError> {
-        if let Some(dir) = files.ledger.parent() {
-            std::fs::create_dir_all(dir).map_err(LabError::io(dir))?;
-        }
-        // A stale report from an earlier attempt must not be taken for this watchdog's answer.
-        match std::fs::remove_file(&files.report) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => {
-                return Err(LabError::Io {
-                    path: files.report.clone(),
-                    source: e,
-                });
-            }
-        }
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&files.log)
-            .map_err(LabError::io(&files.log))?;
-        let log2 = log.try_clone().map_err(LabError::io(&files.log))?;
-        let mut cmd = Command::new(program);
-        cmd.arg(WATCHDOG_SUBCOMMAND)
-            .arg(pid.to_string())
-            .arg(starttime.to_string())
-            .arg(resume_after_sec.to_string())
-            .arg(&files.ledger)
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(log2);
-        // SAFETY: setsid(2) is async-signal-safe; nothing else runs between fork and exec.
-        unsafe {
-            cmd.pre_exec(|| {
-                rustix::process::setsid()
-                    .map(|_| ())
-                    .map_err(std::io::Error::from)
-            });
-        }
-        let mut child = cmd.spawn().map_err(|e| LabError::FaultRefused {
-            reason: format!("starting the watchdog {}: {e}", program.display()),
-        })?;
-        let start = Instant::now();
-        loop {
-            if let Ok(report) = read_json::<WatchdogReport>(&files.report) {
-                match report.status.as_str() {
-                    "ready" => {
-                        return Ok(Watchdog {
-                            child,
-                            files: files.clone(),
-                            ready: report,
-                        });
-                    }
-                    _ => {
-                        let _ = child.wait();
-                        return Err(LabError::FaultRefused {
-                            reason: format!(
-                                "the watchdog answered {} ({}); log {}: {}",
-                                report.status,
-                                report.note.unwrap_or_default(),
-                                files.log.display(),
-                                log_tail(&files.log)
-                            ),
-                        });
-                    }
-                }
-            }
-            if let Ok(Some(status)) = child.try_wait() {
-                return Err(LabError::FaultRefused {
-                    reason: format!(
-                        "the watchdog exited ({status}) before answering ready; log {}: {}",
-                        files.log.display(),
-                        log_tail(&files.log)
-                    ),
-                });
-            }
-            if start.elapsed() >= WATCHDOG_READY_BOUND {
-                // We started it, so we may end it (by its own PID, through the Child handle).
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(LabError::WaitTimedOut {
-                    what: "the freeze watchdog's ready answer".into(),
-                    waited_ms: start.elapsed().as_millis() as u64,
-                    last_state: format!(
-                        "no report at {}; log: {}",
-                        files.report.display(),
-                        log_tail(&files.log)
-                    ),
-                });
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// The watchdog's PID.
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// Its ready answer.
-    pub fn ready(&self) -> &WatchdogReport {
-        &self.ready
-    }
-
-    /// Its report as it is now (`None` when unreadable).
-    pub fn report(&self) -> Option<WatchdogReport> {
-        read_json(&self.files.report).ok()
-    }
-
-    /// Reaps the watchdog if it has exited (it exits right after resuming); waits at most `bound`.
-    /// Returns whether it has exited.
-    pub fn reap(&mut self, bound: Duration) -> bool {
-        let start = Instant::now();
-        loop {
-            match self.child.try_wait() {
-                Ok(Some(_)) => return true,
-                Ok(None) if start.elapsed() < bound => {
-                    std::thread::sleep(Duration::from_millis(20))
-                }
-                _ => return false,
-            }
-        }
-    }
 }
 
 fn log_tail(path: &Path) -> String {
@@ -508,143 +475,278 @@ fn log_tail(path: &Path) -> String {
     lines[lines.len().saturating_sub(5)..].join(" | ")
 }
 
-/// What to freeze and for how long.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FreezeTarget {
-    /// The act planning the fault.
-    pub act: u8,
-    /// CRI container ID.
-    pub container_id: String,
-    /// Pod UID.
-    pub pod_uid: String,
-    /// Host PID.
-    pub pid: i32,
-    /// Start time read when the process was found (clock ticks since boot).
-    pub starttime: u64,
-    /// The watchdog resumes this many seconds after its ready answer.
-    pub resume_after_sec: u64,
+/// Everything about one resume, as the runner records it in the act's facts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResumeRecord {
+    /// Who resumed the process.
+    pub resumed_by: ResumedBy,
+    /// When SIGCONT was sent, RFC 3339 UTC (ms).
+    pub resumed_at: String,
+    /// State letter the runner read after the resume (`None`: the process was gone).
+    pub state_after: Option<char>,
+    /// The healer's report as last read (absent if it could not be read).
+    pub healer: Option<HealerReport>,
+    /// A ledger write that failed after the resume (the resume itself was done first).
+    pub record_error: Option<String>,
 }
 
-/// A freeze in progress: the pinned process, its watchdog and the ledger. Dropping it while the
-/// process is still stopped resumes it (recorded as [`ResumedBy::RunnerExit`]).
+/// A freeze in progress: the runner's pidfd, its healer (and the pipe to it) and the ledger.
+/// Dropping it while not resumed resumes the process ([`ResumedBy::RunnerExit`]).
 #[derive(Debug)]
 pub struct Freeze {
+    plan: FreezePlan,
     pinned: PinnedProcess,
-    watchdog: Watchdog,
-    files: FreezeFiles,
+    files: AttemptFiles,
     ledger: FreezeLedger,
+    healer: Child,
+    to_healer: Option<ChildStdin>,
+    deadline: Instant,
     resumed: bool,
 }
 
-/// Puts one process in the stopped state following the safety protocol (module docs): pidfd and
-/// start-time re-check, ledger entry, watchdog ready, then SIGSTOP and confirmation of `T`.
+/// Starts one freeze attempt following the safety protocol (module docs) and returns once the
+/// healer has confirmed the state `T`.
 ///
-/// Errors: [`LabError::FaultRefused`] when the identity check fails, the watchdog does not answer
-/// ready, or the state `T` is not confirmed within [`STATE_BOUND`] (then the process is resumed
-/// before returning). Nothing is signalled before the ledger and the watchdog are in place.
+/// Errors: [`LabError::FaultRefused`] when the identity or cgroup check fails, or the healer
+/// refuses or does not answer; [`LabError::Busy`] (inside the refusal text) when another attempt's
+/// healer holds the target; [`LabError::WaitTimedOut`] when the healer stays silent. Nothing is
+/// signalled before the plan, the ledger and the healer are in place.
 pub fn freeze(
     program: &Path,
-    files: &FreezeFiles,
+    faults_root: &Path,
     target: &FreezeTarget,
 ) -> Result<Freeze, LabError> {
     let pinned = PinnedProcess::open(target.pid, target.starttime)?;
-    if let Some(existing) = FreezeLedger::read(&files.ledger)
-        .ok()
-        .filter(|l| l.status == "frozen")
-    {
-        return Err(LabError::FaultRefused {
-            reason: format!(
-                "{} records an unfinished freeze of pid {}; it must be healed first",
-                files.ledger.display(),
-                existing.pid
-            ),
-        });
-    }
-    let mut ledger = FreezeLedger {
-        action: "freeze-one-controller-process".into(),
+    attempt::require_cgroup_names(target.pid, &target.container_id)?;
+    let attempt_id = AttemptId::new(FaultKind::Freeze, target.act);
+    let faults_root = std::path::absolute(faults_root).map_err(LabError::io(faults_root))?;
+    let files = AttemptFiles::new(&faults_root, &attempt_id);
+    std::fs::create_dir_all(&files.dir).map_err(LabError::io(&files.dir))?;
+    let plan = FreezePlan {
+        attempt: attempt_id.clone(),
         act: target.act,
-        status: "armed".into(),
         container_id: target.container_id.clone(),
         pod_uid: target.pod_uid.clone(),
-        pid: target.pid,
-        pid_starttime: target.starttime,
+        target: ProcessRef {
+            pid: target.pid,
+            start_ticks: target.starttime,
+        },
         resume_after_sec: target.resume_after_sec,
+        runner: ProcessRef::myself(),
         created_at: now_rfc3339(),
-        watchdog_pid: None,
-        watchdog_report: files.report.clone(),
-        watchdog_log: files.log.clone(),
-        watchdog_ready_at: None,
-        watchdog_deadline_at: None,
+    };
+    write_json_atomic(&files.plan(), &plan)?;
+    let mut ledger = FreezeLedger {
+        attempt: attempt_id,
+        status: "armed".into(),
+        healer: None,
+        healer_ready_at: None,
         stop_sent_at: None,
         frozen_at: None,
+        deadline_at: None,
         resumed_at: None,
         resumed_by: None,
         state_after_resume: None,
         process_gone_after_resume: false,
         note: None,
     };
-    ledger.write(&files.ledger)?;
-    let watchdog = match Watchdog::start(
-        program,
-        files,
-        target.pid,
-        target.starttime,
-        target.resume_after_sec,
-    ) {
-        Ok(w) => w,
-        Err(e) => {
-            ledger.status = "aborted".into();
-            ledger.note = Some(e.to_string());
-            ledger.write(&files.ledger)?;
-            return Err(e);
-        }
+    write_json_atomic(&files.ledger(), &ledger)?;
+    let abort = |ledger: &mut FreezeLedger, e: LabError| {
+        ledger.status = "aborted".into();
+        ledger.note = Some(e.to_string());
+        let _ = write_json_atomic(&files.ledger(), ledger);
+        e
     };
-    ledger.watchdog_pid = Some(watchdog.pid());
-    ledger.watchdog_ready_at = watchdog.ready().ready_at.clone();
-    ledger.watchdog_deadline_at = watchdog.ready().deadline_at.clone();
-    ledger.write(&files.ledger)?;
-
-    ledger.stop_sent_at = Some(now_rfc3339());
-    ledger.status = "frozen".into();
-    ledger.write(&files.ledger)?;
-    let mut freeze = Freeze {
+    let (mut child, ready) = match start_healer(program, &files) {
+        Ok(x) => x,
+        Err(e) => return Err(abort(&mut ledger, e)),
+    };
+    ledger.healer = Some(ready.healer);
+    ledger.healer_ready_at = ready.ready_at.clone();
+    if let Err(e) = write_json_atomic(&files.ledger(), &ledger) {
+        // Nothing is stopped yet: closing the pipe makes the healer abort.
+        drop(child.stdin.take());
+        let _ = child.wait();
+        return Err(abort(&mut ledger, e));
+    }
+    let mut to_healer = child.stdin.take();
+    let asked = to_healer
+        .as_mut()
+        .map(|p| p.write_all(b"stop\n").and_then(|()| p.flush()));
+    if !matches!(asked, Some(Ok(()))) {
+        drop(to_healer);
+        let _ = child.wait();
+        return Err(abort(
+            &mut ledger,
+            LabError::FaultRefused {
+                reason: format!("asking the healer to stop the process: {asked:?}"),
+            },
+        ));
+    }
+    // The healer sends SIGSTOP and confirms T; wait for its record (bounded).
+    let t0 = Instant::now();
+    let bound = STATE_BOUND + Duration::from_secs(3);
+    let report = loop {
+        match files.read_report() {
+            Some(r) if r.status == "ready" => {}
+            Some(r) => break r,
+            None => {}
+        }
+        if t0.elapsed() >= bound {
+            // Ask it to resume whatever it did, then give up.
+            let mut fz = Freeze {
+                deadline: Instant::now(),
+                plan,
+                pinned,
+                files: files.clone(),
+                ledger,
+                healer: child,
+                to_healer,
+                resumed: false,
+            };
+            let _ = fz.resume(
+                ResumedBy::RunnerExit,
+                Some("the healer did not confirm the freeze in time".into()),
+            );
+            return Err(LabError::WaitTimedOut {
+                what: "the freeze healer's `frozen` record".into(),
+                waited_ms: t0.elapsed().as_millis() as u64,
+                last_state: format!(
+                    "{:?}; log {}: {}",
+                    files.read_report().map(|r| r.status),
+                    files.log().display(),
+                    log_tail(&files.log())
+                ),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let stop_instant = Instant::now();
+    let mut fz = Freeze {
+        deadline: stop_instant + Duration::from_secs(target.resume_after_sec),
+        plan,
         pinned,
-        watchdog,
         files: files.clone(),
         ledger,
+        healer: child,
+        to_healer,
         resumed: false,
     };
-    freeze.pinned.signal(Signal::STOP)?;
-    let (state, ok) = freeze.pinned.wait_state(STATE_BOUND, |s| s == Some('T'))?;
-    if !ok {
+    if report.status != "frozen" {
         let e = LabError::FaultRefused {
             reason: format!(
-                "process {} did not reach state T after SIGSTOP (state {state:?})",
-                target.pid
+                "the healer answered {} ({}); log {}: {}",
+                report.status,
+                report.note.clone().unwrap_or_default(),
+                files.log().display(),
+                log_tail(&files.log())
             ),
         };
-        freeze.resume(ResumedBy::RunnerExit, Some(e.to_string()))?;
+        let _ = fz.resume(ResumedBy::RunnerExit, Some(e.to_string()));
         return Err(e);
     }
-    freeze.ledger.frozen_at = Some(now_rfc3339());
-    freeze.ledger.write(&freeze.files.ledger)?;
-    Ok(freeze)
+    fz.ledger.status = "frozen".into();
+    fz.ledger.stop_sent_at = report.stop_sent_at.clone();
+    fz.ledger.frozen_at = report.frozen_at.clone();
+    fz.ledger.deadline_at = report.deadline_at.clone();
+    if let Err(e) = write_json_atomic(&fz.files.ledger(), &fz.ledger) {
+        let _ = fz.resume(ResumedBy::RunnerExit, Some(e.to_string()));
+        return Err(e);
+    }
+    Ok(fz)
+}
+
+/// Starts the healer and waits (bounded by [`HEALER_READY_BOUND`]) for its `ready`.
+fn start_healer(program: &Path, files: &AttemptFiles) -> Result<(Child, HealerReport), LabError> {
+    let mut cmd = Command::new(program);
+    cmd.arg(HEALER_SUBCOMMAND)
+        .arg("--attempt-dir")
+        .arg(&files.dir)
+        .current_dir("/")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // SAFETY: setsid(2) is async-signal-safe; nothing else runs between fork and exec. The healer
+    // leads its own session and process group: signals to the runner's group or terminal (Ctrl-C,
+    // a dropped ssh session's SIGHUP) never reach it.
+    unsafe {
+        cmd.pre_exec(|| {
+            rustix::process::setsid()
+                .map(|_| ())
+                .map_err(std::io::Error::from)
+        });
+    }
+    let mut child = cmd.spawn().map_err(|e| LabError::FaultRefused {
+        reason: format!("starting the healer {}: {e}", program.display()),
+    })?;
+    let start = Instant::now();
+    loop {
+        if let Some(report) = files.read_report() {
+            if report.status == "ready" {
+                return Ok((child, report));
+            }
+            let _ = child.wait();
+            return Err(LabError::FaultRefused {
+                reason: format!(
+                    "the healer answered {} ({}); log {}: {}",
+                    report.status,
+                    report.note.unwrap_or_default(),
+                    files.log().display(),
+                    log_tail(&files.log())
+                ),
+            });
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(LabError::FaultRefused {
+                reason: format!(
+                    "the healer exited ({status}) before answering ready; log {}: {}",
+                    files.log().display(),
+                    log_tail(&files.log())
+                ),
+            });
+        }
+        if start.elapsed() >= HEALER_READY_BOUND {
+            // Ours and not armed: end it through its Child handle (its own PID), never by name.
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(LabError::WaitTimedOut {
+                what: "the freeze healer's ready answer".into(),
+                waited_ms: start.elapsed().as_millis() as u64,
+                last_state: format!(
+                    "no report at {}; log: {}",
+                    files.report().display(),
+                    log_tail(&files.log())
+                ),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 impl Freeze {
-    /// The ledger as last written.
+    /// The ledger as last written (or as it would have been written).
     pub fn ledger(&self) -> &FreezeLedger {
         &self.ledger
     }
 
-    /// The files of this freeze.
-    pub fn files(&self) -> &FreezeFiles {
+    /// The plan.
+    pub fn plan(&self) -> &FreezePlan {
+        &self.plan
+    }
+
+    /// The attempt's files.
+    pub fn files(&self) -> &AttemptFiles {
         &self.files
     }
 
     /// The pinned process.
     pub fn process(&self) -> &PinnedProcess {
         &self.pinned
+    }
+
+    /// The healer's PID.
+    pub fn healer_pid(&self) -> u32 {
+        self.healer.id()
     }
 
     /// The pinned process's state now (`None`: gone).
@@ -657,65 +759,74 @@ impl Freeze {
         self.resumed
     }
 
-    /// Waits for the watchdog to resume the process: polls its report until `resumed` or
-    /// `process-gone`, bounded by the deadline plus `grace`. If the bound runs out, the runner
-    /// resumes the process itself ([`ResumedBy::Runner`]). `progress` is called about once a
-    /// second with the seconds left until the watchdog's deadline.
-    pub async fn wait_for_watchdog(
+    /// Waits for the healer's resume: polls its report until `resumed`, `process-gone` or
+    /// `still-stopped`, bounded by the deadline plus `grace`; then reads the state itself and, if
+    /// it is still `T` (or the bound ran out), resumes through its own pidfd
+    /// ([`ResumedBy::Runner`]). `progress` is called about once a second with the seconds left
+    /// until the deadline.
+    pub async fn wait_for_resume(
         &mut self,
         grace: Duration,
         mut progress: impl FnMut(i64),
     ) -> Result<ResumeRecord, LabError> {
-        let deadline = self
-            .watchdog
-            .ready()
-            .deadline_at
-            .as_deref()
-            .and_then(|d| chrono::DateTime::parse_from_rfc3339(d).ok())
-            .map(|d| d.with_timezone(&chrono::Utc))
-            .unwrap_or_else(chrono::Utc::now);
-        let bound = deadline + chrono::Duration::from_std(grace).unwrap_or_default();
+        let bound = self.deadline + grace;
         let mut last_tick = Instant::now() - Duration::from_secs(1);
         loop {
-            if let Some(report) = self
-                .watchdog
-                .report()
-                .filter(|r| r.status == "resumed" || r.status == "process-gone")
-            {
-                let state_after = self.pinned.state()?;
+            if let Some(report) = self.files.read_report().filter(|r| {
+                matches!(
+                    r.status.as_str(),
+                    "resumed" | "process-gone" | "still-stopped"
+                )
+            }) {
+                let state_after = self.pinned.state().ok().flatten();
+                if matches!(state_after, Some('T') | Some('t')) {
+                    return self.resume(
+                        ResumedBy::Runner,
+                        Some(format!(
+                            "the healer reported {} but the state was still {state_after:?}",
+                            report.status
+                        )),
+                    );
+                }
                 self.resumed = true;
                 self.ledger.status = "resumed".into();
-                self.ledger.resumed_by = Some(ResumedBy::Watchdog);
-                self.ledger.resumed_at = report.resume_sent_at.clone();
-                self.ledger.state_after_resume = state_after.or(report.state_after_resume);
+                self.ledger.resumed_by = Some(ResumedBy::Healer);
+                self.ledger.resumed_at = report.resume.as_ref().map(|c| c.sent_at.clone());
+                self.ledger.state_after_resume = state_after;
                 self.ledger.process_gone_after_resume = state_after.is_none();
-                self.ledger.write(&self.files.ledger)?;
-                self.watchdog.reap(Duration::from_secs(2));
+                let record_error = write_json_atomic(&self.files.ledger(), &self.ledger)
+                    .err()
+                    .map(|e| e.to_string());
+                self.reap(Duration::from_secs(2));
                 return Ok(ResumeRecord {
-                    resumed_by: ResumedBy::Watchdog,
-                    resumed_at: report.resume_sent_at.clone().unwrap_or_default(),
+                    resumed_by: ResumedBy::Healer,
+                    resumed_at: self.ledger.resumed_at.clone().unwrap_or_default(),
                     state_after,
-                    watchdog: Some(report),
+                    healer: Some(report),
+                    record_error,
                 });
             }
-            let now = chrono::Utc::now();
+            let now = Instant::now();
             if now >= bound {
                 let note = format!(
-                    "the watchdog had not reported a resume {} ms after its deadline",
-                    (now - deadline).num_milliseconds()
+                    "the healer had not reported a resume {} ms after its deadline",
+                    (now - self.deadline).as_millis()
                 );
                 return self.resume(ResumedBy::Runner, Some(note));
             }
             if last_tick.elapsed() >= Duration::from_secs(1) {
                 last_tick = Instant::now();
-                progress((deadline - now).num_seconds());
+                let left = self.deadline.saturating_duration_since(now).as_secs() as i64;
+                progress(left);
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 
-    /// Resumes the process now (SIGCONT through the runner's pidfd), checks the state and records
-    /// who did it. Idempotent: a second call returns the first record's data.
+    /// Resumes the process now: asks the healer (`resume` on its pipe), sends SIGCONT through the
+    /// runner's own pidfd and reads the state until it is no longer `T` (bounded); records who did
+    /// it. The resume comes first; a ledger write that fails is reported in the record, not as an
+    /// error. Idempotent: a second call returns the first record's data.
     pub fn resume(
         &mut self,
         by: ResumedBy,
@@ -726,32 +837,51 @@ impl Freeze {
                 resumed_by: self.ledger.resumed_by.unwrap_or(by),
                 resumed_at: self.ledger.resumed_at.clone().unwrap_or_default(),
                 state_after: self.ledger.state_after_resume,
-                watchdog: self.watchdog.report(),
+                healer: self.files.read_report(),
+                record_error: None,
             });
         }
-        let at = now_rfc3339();
-        let sent = self.pinned.signal(Signal::CONT);
-        let (state_after, _) = self.pinned.wait_state(STATE_BOUND, |s| s != Some('T'))?;
+        if let Some(p) = self.to_healer.as_mut() {
+            let _ = p.write_all(b"resume\n").and_then(|()| p.flush());
+        }
+        let check = self.pinned.resume_until_running(RESUME_BOUND);
         self.resumed = true;
         self.ledger.status = "resumed".into();
         self.ledger.resumed_by = Some(by);
-        self.ledger.resumed_at = Some(at.clone());
-        self.ledger.state_after_resume = state_after;
-        self.ledger.process_gone_after_resume = state_after.is_none();
-        self.ledger.note = match (note, &sent) {
-            (n, Ok(())) => n,
-            (n, Err(e)) => Some(format!(
+        self.ledger.resumed_at = Some(check.sent_at.clone());
+        self.ledger.state_after_resume = check.state_after;
+        self.ledger.process_gone_after_resume = check.gone;
+        self.ledger.note = match (note, check.signal_result.as_str()) {
+            (n, "ok") => n,
+            (n, e) => Some(format!(
                 "{}SIGCONT: {e}",
                 n.map(|n| format!("{n}; ")).unwrap_or_default()
             )),
         };
-        self.ledger.write(&self.files.ledger)?;
+        let record_error = write_json_atomic(&self.files.ledger(), &self.ledger)
+            .err()
+            .map(|e| e.to_string());
         Ok(ResumeRecord {
             resumed_by: by,
-            resumed_at: at,
-            state_after,
-            watchdog: self.watchdog.report(),
+            resumed_at: check.sent_at,
+            state_after: check.state_after,
+            healer: self.files.read_report(),
+            record_error,
         })
+    }
+
+    /// Reaps the healer if it has exited; waits at most `bound`. Returns whether it has exited.
+    pub fn reap(&mut self, bound: Duration) -> bool {
+        let start = Instant::now();
+        loop {
+            match self.healer.try_wait() {
+                Ok(Some(_)) => return true,
+                Ok(None) if start.elapsed() < bound => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                _ => return false,
+            }
+        }
     }
 }
 
@@ -763,237 +893,318 @@ impl Drop for Freeze {
                 Some("the runner left the freeze on an error path".into()),
             );
         }
-        // Reap the watchdog if it is already done, so no zombie stays behind; otherwise it lives on
-        // (detached) and resumes at its deadline, which is harmless once the process runs.
-        self.watchdog.reap(Duration::ZERO);
+        // Closing the pipe: a healer that has resumed exits; reap it if it already has.
+        drop(self.to_healer.take());
+        self.reap(Duration::from_millis(500));
     }
 }
 
-/// Finds ledgers under `dir` whose freeze is unfinished (`frozen` with no resume) and resumes the
-/// process if it is still the same one and still stopped (through a fresh pidfd; never by bare
-/// PID). Returns the ledgers it looked at that needed healing, updated.
-pub fn heal_unfinished(dir: &Path) -> Result<Vec<FreezeLedger>, LabError> {
-    let mut healed = Vec::new();
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(healed),
-        Err(e) => {
-            return Err(LabError::Io {
-                path: dir.to_path_buf(),
-                source: e,
-            });
-        }
-    };
-    let mut paths: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-            name.ends_with(".json") && !name.ends_with(".watchdog.json")
-        })
-        .collect();
-    paths.sort();
-    for path in paths {
-        let Ok(mut ledger) = FreezeLedger::read(&path) else {
-            continue;
-        };
-        if ledger.status != "frozen" {
-            continue;
-        }
-        // The watchdog may have resumed it already: its report says so.
-        let files = FreezeFiles::for_ledger(&path);
-        if let Some(r) = read_json::<WatchdogReport>(&files.report)
-            .ok()
-            .filter(|r| r.status == "resumed")
-        {
-            ledger.status = "resumed".into();
-            ledger.resumed_by = Some(ResumedBy::Watchdog);
-            ledger.resumed_at = r.resume_sent_at.clone();
-            ledger.state_after_resume = r.state_after_resume;
-        } else {
-            match PinnedProcess::open(ledger.pid, ledger.pid_starttime) {
-                Ok(p) => {
-                    let at = now_rfc3339();
-                    let sent = p.signal(Signal::CONT);
-                    let (state, _) = p.wait_state(STATE_BOUND, |s| s != Some('T'))?;
-                    ledger.status = "resumed".into();
-                    ledger.resumed_by = Some(ResumedBy::LaterRun);
-                    ledger.resumed_at = Some(at);
-                    ledger.state_after_resume = state;
-                    ledger.process_gone_after_resume = state.is_none();
-                    ledger.note = sent.err().map(|e| e.to_string());
-                }
-                Err(_) => {
-                    ledger.status = "resumed".into();
-                    ledger.process_gone_after_resume = true;
-                    ledger.note = Some("the process was gone when a later run looked".into());
-                }
-            }
-        }
-        ledger.write(&path)?;
-        healed.push(ledger);
-    }
-    Ok(healed)
-}
+// ---------------------------------------------------------------------------------------------
+// The healer process.
 
-/// Entry point of the detached freeze watchdog (`kca-webhook-lab watchdog-freeze PID STARTTIME
-/// RESUME_AFTER_SEC LEDGER`). `args` are the arguments after the subcommand name (a leading
-/// `watchdog-freeze` is accepted and skipped). Returns the exit code: 0 after a resume or when
-/// the process was already gone, 2 for bad arguments, 3 when it refused (identity mismatch),
-/// 1 for other errors.
-pub fn watchdog_main(args: &[String]) -> i32 {
+/// Entry point of the detached freeze healer (`kca-webhook-lab healer-freeze --attempt-dir DIR`).
+/// `args` are the arguments after the subcommand name (a leading `healer-freeze` is skipped).
+/// Returns the exit code: 0 after a resume, when the process was gone, or when no freeze was
+/// asked for; 1 when the state stayed `T`; 2 for bad arguments; 3 when it refused.
+///
+/// It never prints (stdout/stderr may be closed or full): its log is `DIR/healer.log`.
+pub fn healer_main(args: &[String]) -> i32 {
     let args = match args.first() {
-        Some(a) if a == WATCHDOG_SUBCOMMAND => &args[1..],
+        Some(a) if a == HEALER_SUBCOMMAND => &args[1..],
         _ => args,
     };
-    let [pid, starttime, resume_after, ledger] = args else {
-        eprintln!(
-            "usage: {LAB_BIN_NAME} {WATCHDOG_SUBCOMMAND} PID STARTTIME RESUME_AFTER_SEC LEDGER"
-        );
-        return 2;
-    };
-    let (Ok(pid), Ok(starttime), Ok(resume_after)) = (
-        pid.parse::<i32>(),
-        starttime.parse::<u64>(),
-        resume_after.parse::<u64>(),
-    ) else {
-        eprintln!(
-            "watchdog-freeze: PID, STARTTIME and RESUME_AFTER_SEC must be integers, got {args:?}"
-        );
-        return 2;
-    };
-    let files = FreezeFiles::for_ledger(Path::new(ledger));
-    match run_watchdog(&files, pid, starttime, Duration::from_secs(resume_after)) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("{} watchdog-freeze: {e}", now_rfc3339());
-            1
+    let dir = match args {
+        [flag, dir] if flag == "--attempt-dir" => PathBuf::from(dir),
+        _ => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "usage: {LAB_BIN_NAME} {HEALER_SUBCOMMAND} --attempt-dir DIR (found {args:?})"
+            );
+            return 2;
         }
+    };
+    let files = AttemptFiles { dir };
+    // Block the signals that end a process politely; they are read through a signalfd below, so
+    // SIGTERM/SIGHUP/SIGINT resume first and then exit.
+    let mut mask = nix::sys::signal::SigSet::empty();
+    for s in [
+        nix::sys::signal::Signal::SIGTERM,
+        nix::sys::signal::Signal::SIGHUP,
+        nix::sys::signal::Signal::SIGINT,
+    ] {
+        mask.add(s);
+    }
+    let _ = mask.thread_block();
+    let sigfd = nix::sys::signalfd::SignalFd::with_flags(
+        &mask,
+        nix::sys::signalfd::SfdFlags::SFD_NONBLOCK | nix::sys::signalfd::SfdFlags::SFD_CLOEXEC,
+    )
+    .ok();
+    let mut log = HealerLog::open(&files.log());
+    let hardening = attempt::harden();
+    run_healer(&files, &mut log, hardening, sigfd.as_ref())
+}
+
+enum Wake {
+    Line(String),
+    Eof,
+    Signal(String),
+    Timeout,
+}
+
+/// Waits for a line on stdin or a signal, at most `timeout` (stdin ignored when `stdin_open` is
+/// false).
+fn wait_event(
+    stdin: &mut std::io::StdinLock<'_>,
+    stdin_open: bool,
+    sigfd: Option<&nix::sys::signalfd::SignalFd>,
+    timeout: Duration,
+) -> Wake {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    let stdin_fd = std::io::stdin();
+    let mut fds = Vec::new();
+    if let Some(s) = sigfd {
+        fds.push(PollFd::new(s.as_fd(), PollFlags::POLLIN));
+    }
+    let stdin_index = fds.len();
+    if stdin_open {
+        fds.push(PollFd::new(stdin_fd.as_fd(), PollFlags::POLLIN));
+    }
+    let ms = timeout.as_millis().min(60_000) as u32;
+    let t = PollTimeout::try_from(ms).unwrap_or(PollTimeout::NONE);
+    match poll(&mut fds, t) {
+        Ok(0) => Wake::Timeout,
+        Ok(_) => {
+            if sigfd.is_some()
+                && fds[0]
+                    .revents()
+                    .is_some_and(|r| r.contains(PollFlags::POLLIN))
+            {
+                let name = sigfd
+                    .and_then(|s| s.read_signal().ok().flatten())
+                    .and_then(|i| nix::sys::signal::Signal::try_from(i.ssi_signo as i32).ok())
+                    .map(|s| s.as_str().to_string())
+                    .unwrap_or_else(|| "a signal".into());
+                return Wake::Signal(name);
+            }
+            if stdin_open
+                && fds[stdin_index].revents().is_some_and(|r| {
+                    r.intersects(PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR)
+                })
+            {
+                let mut line = String::new();
+                return match stdin.read_line(&mut line) {
+                    Ok(0) | Err(_) => Wake::Eof,
+                    Ok(_) => Wake::Line(line.trim().to_string()),
+                };
+            }
+            Wake::Timeout
+        }
+        Err(_) => Wake::Timeout,
     }
 }
 
-fn run_watchdog(
-    files: &FreezeFiles,
-    pid: i32,
-    starttime: u64,
-    resume_after: Duration,
-) -> Result<i32, LabError> {
-    let me = std::process::id();
-    let mut report = WatchdogReport {
-        status: "refused".into(),
-        watchdog_pid: me,
-        pid,
-        pid_starttime: starttime,
-        ready_at: None,
-        deadline_at: None,
-        resume_sent_at: None,
-        state_before_resume: None,
-        state_after_resume: None,
-        signal_result: None,
-        note: None,
-    };
-    eprintln!(
-        "{} watchdog-freeze {me}: pid {pid} starttime {starttime} resume after {resume_after:?}",
-        now_rfc3339()
-    );
-    let pinned = match PinnedProcess::open(pid, starttime) {
+fn run_healer(
+    files: &AttemptFiles,
+    log: &mut HealerLog,
+    hardening: Hardening,
+    sigfd: Option<&nix::sys::signalfd::SignalFd>,
+) -> i32 {
+    const WHO: &str = "healer-freeze";
+    let plan: FreezePlan = match read_json(&files.plan()) {
         Ok(p) => p,
         Err(e) => {
-            report.note = Some(e.to_string());
-            write_json_atomic(&files.report, &report)?;
-            eprintln!("{} refused: {e}", now_rfc3339());
-            return Ok(3);
+            log.line(WHO, format!("refusing: {e}"));
+            return 3;
         }
     };
-    let ready = chrono::Utc::now();
-    let ready_mono = Instant::now();
-    report.status = "ready".into();
-    report.ready_at = Some(fmt_time(ready));
-    report.deadline_at = Some(fmt_time(
-        ready + chrono::Duration::from_std(resume_after).unwrap_or_default(),
-    ));
-    write_json_atomic(&files.report, &report)?;
-    eprintln!(
-        "{} ready; deadline {}",
-        now_rfc3339(),
-        report.deadline_at.as_deref().unwrap_or("")
-    );
-
-    // Sleep on the monotonic clock until the deadline. The runner's fate does not matter here.
-    while let Some(left) = resume_after
-        .checked_sub(ready_mono.elapsed())
-        .filter(|d| !d.is_zero())
-    {
-        std::thread::sleep(left.min(Duration::from_millis(200)));
-    }
-
-    report.state_before_resume = pinned.state()?;
-    report.resume_sent_at = Some(now_rfc3339());
-    let sent = pinned.signal(Signal::CONT);
-    report.signal_result = Some(match &sent {
-        Ok(()) => "ok".into(),
-        Err(e) => e.to_string(),
-    });
-    let (after, _) = pinned.wait_state(STATE_BOUND, |s| s != Some('T'))?;
-    report.state_after_resume = after;
-    report.status = if after.is_none() {
-        "process-gone".into()
-    } else {
-        "resumed".into()
+    let mut report = HealerReport {
+        status: "refused".into(),
+        attempt: plan.attempt.clone(),
+        healer: ProcessRef::myself(),
+        target: plan.target,
+        hardening,
+        ready_at: None,
+        stop_sent_at: None,
+        frozen_at: None,
+        deadline_at: None,
+        woke_by: None,
+        resume: None,
+        resume_late_ms: None,
+        note: None,
     };
-    if after == Some('T') {
-        report.note = Some("state still T after SIGCONT".into());
-    }
-    write_json_atomic(&files.report, &report)?;
-    eprintln!(
-        "{} SIGCONT sent ({}); state before {:?}, after {:?}",
-        report.resume_sent_at.as_deref().unwrap_or(""),
-        report.signal_result.as_deref().unwrap_or(""),
-        report.state_before_resume,
-        report.state_after_resume
+    let mut record_failures: Vec<String> = Vec::new();
+    let mut save = |report: &mut HealerReport, log: &mut HealerLog| {
+        if !record_failures.is_empty() {
+            report.note = Some(format!(
+                "{}earlier records could not be written: {}",
+                report
+                    .note
+                    .as_deref()
+                    .map(|n| format!("{n}; "))
+                    .unwrap_or_default(),
+                record_failures.join("; ")
+            ));
+        }
+        if let Err(e) = write_json_atomic(&files.report(), report) {
+            log.line(WHO, format!("could not write {}: {e}", report.status));
+            record_failures.push(format!("{}: {e}", report.status));
+        }
+    };
+    log.line(
+        WHO,
+        format!(
+            "attempt {}: pid {} start ticks {} resume after {} s; hardening {:?}",
+            plan.attempt,
+            plan.target.pid,
+            plan.target.start_ticks,
+            plan.resume_after_sec,
+            report.hardening
+        ),
     );
-    Ok(if after == Some('T') { 1 } else { 0 })
-}
+    let refuse = |report: &mut HealerReport, log: &mut HealerLog, why: String| {
+        log.line(WHO, format!("refusing: {why}"));
+        report.status = "refused".into();
+        report.note = Some(why);
+        let _ = write_json_atomic(&files.report(), report);
+        3
+    };
+    let pinned = match PinnedProcess::open(plan.target.pid, plan.target.start_ticks) {
+        Ok(p) => p,
+        Err(e) => return refuse(&mut report, log, e.to_string()),
+    };
+    if let Err(e) = attempt::require_cgroup_names(plan.target.pid, &plan.container_id) {
+        return refuse(&mut report, log, e.to_string());
+    }
+    let _target_lock = match attempt::lock_target(
+        &format!("container-{}", plan.container_id),
+        &plan.attempt,
+        "the freeze healer",
+    ) {
+        Ok(l) => l,
+        Err(e) => return refuse(&mut report, log, e.to_string()),
+    };
+    report.status = "ready".into();
+    report.ready_at = Some(now_rfc3339());
+    if let Err(e) = write_json_atomic(&files.report(), &report) {
+        // The runner cannot see a ready answer it cannot read: nothing will be asked of us.
+        log.line(WHO, format!("writing ready: {e}"));
+        return 3;
+    }
+    log.line(WHO, "ready; waiting for the runner's stop");
 
-/// Now, RFC 3339 UTC with milliseconds.
-pub fn now_rfc3339() -> String {
-    fmt_time(chrono::Utc::now())
-}
+    let stdin = std::io::stdin();
+    let mut stdin = stdin.lock();
+    let asked = Instant::now();
+    loop {
+        let left = STOP_REQUEST_BOUND.saturating_sub(asked.elapsed());
+        match wait_event(&mut stdin, true, sigfd, left) {
+            Wake::Line(l) if l == "stop" => break,
+            Wake::Line(_) => continue,
+            other => {
+                let why = match other {
+                    Wake::Eof => "the runner closed the pipe before asking for the freeze".into(),
+                    Wake::Signal(s) => format!("{s} before the freeze was asked for"),
+                    _ if left.is_zero() => {
+                        format!("no stop request within {} s", STOP_REQUEST_BOUND.as_secs())
+                    }
+                    _ => continue,
+                };
+                log.line(WHO, format!("aborted: {why}; nothing was signalled"));
+                report.status = "aborted".into();
+                report.note = Some(why);
+                save(&mut report, log);
+                return 0;
+            }
+        }
+    }
 
-fn fmt_time(t: chrono::DateTime<chrono::Utc>) -> String {
-    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-}
+    // The freeze: SIGSTOP, confirm T, and only then the deadline starts.
+    report.stop_sent_at = Some(now_rfc3339());
+    let stop_instant = Instant::now();
+    let deadline = stop_instant + Duration::from_secs(plan.resume_after_sec);
+    let deadline_wall = chrono::Utc::now()
+        + chrono::Duration::from_std(Duration::from_secs(plan.resume_after_sec))
+            .unwrap_or_default();
+    report.deadline_at = Some(deadline_wall.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
+    let sent = pinned.signal(Signal::STOP);
+    let stopped = sent.is_ok()
+        && matches!(
+            pinned.wait_state(STATE_BOUND, |s| matches!(s, Some('T') | Some('t'))),
+            Ok((_, true))
+        );
+    if !stopped {
+        let check = pinned.resume_until_running(RESUME_BOUND);
+        let why = format!(
+            "the state did not become T after SIGSTOP ({sent:?}); resumed: {:?}",
+            check.state_after
+        );
+        log.line(WHO, &why);
+        report.status = "refused".into();
+        report.resume = Some(check);
+        report.note = Some(why);
+        save(&mut report, log);
+        return 3;
+    }
+    report.status = "frozen".into();
+    report.frozen_at = Some(now_rfc3339());
+    save(&mut report, log);
+    log.line(
+        WHO,
+        format!(
+            "frozen; resuming at {}",
+            report.deadline_at.as_deref().unwrap_or("")
+        ),
+    );
 
-fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, LabError> {
-    let text = std::fs::read_to_string(path).map_err(LabError::io(path))?;
-    serde_json::from_str(&text).map_err(|e| LabError::Io {
-        path: path.to_path_buf(),
-        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
-    })
-}
-
-/// Writes `value` as pretty JSON to `path` atomically (temporary file in the same directory,
-/// fsync, rename), so a reader never sees half a file.
-fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), LabError> {
-    use std::io::Write;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(LabError::io(dir))?;
-    let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| LabError::Io {
-        path: path.to_path_buf(),
-        source: std::io::Error::other(e),
-    })?;
-    bytes.push(b'\n');
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".fault-")
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(LabError::io(dir))?;
-    tmp.write_all(&bytes).map_err(LabError::io(tmp.path()))?;
-    tmp.as_file().sync_all().map_err(LabError::io(tmp.path()))?;
-    tmp.persist(path).map_err(|e| LabError::Io {
-        path: path.to_path_buf(),
-        source: e.error,
-    })?;
-    Ok(())
+    // Wait on the monotonic clock; the runner's fate does not matter. A `resume` from the runner
+    // or a polite signal ends the freeze early.
+    let mut stdin_open = true;
+    let woke_by = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break "deadline".to_string();
+        }
+        match wait_event(&mut stdin, stdin_open, sigfd, left) {
+            Wake::Line(l) if l == "resume" => break "runner-request".into(),
+            Wake::Line(_) => {}
+            Wake::Eof => {
+                // The runner is gone or done: the freeze lasts until the deadline anyway.
+                stdin_open = false;
+            }
+            Wake::Signal(s) => break s,
+            Wake::Timeout => {}
+        }
+    };
+    // Resume first, record after.
+    let check = pinned.resume_until_running(RESUME_BOUND);
+    let late = Instant::now()
+        .saturating_duration_since(deadline)
+        .as_millis() as i64
+        - deadline
+            .saturating_duration_since(Instant::now())
+            .as_millis() as i64;
+    report.woke_by = Some(woke_by.clone());
+    report.resume_late_ms = Some(late);
+    report.status = if check.gone {
+        "process-gone".into()
+    } else if check.ended() {
+        "resumed".into()
+    } else {
+        "still-stopped".into()
+    };
+    let code = if check.ended() { 0 } else { 1 };
+    report.resume = Some(check);
+    save(&mut report, log);
+    log.line(
+        WHO,
+        format!(
+            "woke by {woke_by}: {} ({:?})",
+            report.status,
+            report.resume.as_ref().map(|c| c.state_after)
+        ),
+    );
+    code
 }
 
 #[cfg(test)]
@@ -1026,9 +1237,10 @@ mod tests {
         let (state, ok) = p.wait_state(STATE_BOUND, |s| s == Some('T')).unwrap();
         assert!(ok, "state after SIGSTOP: {state:?}");
         assert_eq!(read_stat(s.pid()).unwrap().unwrap().state, 'T');
-        p.signal(Signal::CONT).unwrap();
-        let (state, ok) = p.wait_state(STATE_BOUND, |s| s != Some('T')).unwrap();
-        assert!(ok, "state after SIGCONT: {state:?}");
+        let check = p.resume_until_running(RESUME_BOUND);
+        assert_eq!(check.state_before, Some('T'));
+        assert!(check.ended(), "{check:?}");
+        assert_eq!(check.signal_result, "ok");
         assert_ne!(read_stat(s.pid()).unwrap().unwrap().state, 'T');
     }
 
@@ -1054,107 +1266,33 @@ mod tests {
             "{err}"
         );
         assert_eq!(p.state().unwrap(), None);
+        let check = p.resume_until_running(Duration::from_millis(50));
+        assert!(check.gone && check.ended(), "{check:?}");
     }
 
     #[test]
-    fn watchdog_args_are_checked() {
-        assert_eq!(watchdog_main(&["1".into()]), 2);
-        assert_eq!(
-            watchdog_main(&["x".into(), "1".into(), "1".into(), "/tmp/l.json".into()]),
-            2
-        );
+    fn healer_args_are_checked() {
+        assert_eq!(healer_main(&["1".into()]), 2);
+        assert_eq!(healer_main(&["--attempt-dir".into()]), 2);
     }
 
     #[test]
-    fn watchdog_refuses_a_mismatched_start_time_and_signals_nothing() {
+    fn a_freeze_is_refused_when_the_cgroup_does_not_name_the_container() {
         let s = Sleeper::start();
         let st = read_stat(s.pid()).unwrap().unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let files = FreezeFiles::new(dir.path(), "05-freeze");
-        let code = watchdog_main(&[
-            WATCHDOG_SUBCOMMAND.into(),
-            s.pid().to_string(),
-            (st.starttime + 7).to_string(),
-            "1".into(),
-            files.ledger.display().to_string(),
-        ]);
-        assert_eq!(code, 3);
-        let r: WatchdogReport = read_json(&files.report).unwrap();
-        assert_eq!(r.status, "refused");
-        assert!(r.resume_sent_at.is_none());
-    }
-
-    #[test]
-    fn watchdog_in_process_resumes_a_stopped_process_at_its_deadline() {
-        let s = Sleeper::start();
-        let st = read_stat(s.pid()).unwrap().unwrap();
-        let p = PinnedProcess::open(s.pid(), st.starttime).unwrap();
-        p.signal(Signal::STOP).unwrap();
-        assert!(p.wait_state(STATE_BOUND, |s| s == Some('T')).unwrap().1);
-        let dir = tempfile::tempdir().unwrap();
-        let files = FreezeFiles::new(dir.path(), "05-freeze");
-        let t0 = Instant::now();
-        let code = run_watchdog(&files, s.pid(), st.starttime, Duration::from_secs(1)).unwrap();
-        let took = t0.elapsed();
-        assert_eq!(code, 0);
-        assert!(
-            took >= Duration::from_secs(1),
-            "resumed before its deadline: {took:?}"
-        );
-        let r: WatchdogReport = read_json(&files.report).unwrap();
-        assert_eq!(r.status, "resumed");
-        assert_eq!(r.state_before_resume, Some('T'));
-        assert_ne!(r.state_after_resume, Some('T'));
-        assert_ne!(read_stat(s.pid()).unwrap().unwrap().state, 'T');
-    }
-
-    #[test]
-    fn heal_resumes_an_unfinished_freeze_found_in_the_ledger() {
-        let s = Sleeper::start();
-        let st = read_stat(s.pid()).unwrap().unwrap();
-        let p = PinnedProcess::open(s.pid(), st.starttime).unwrap();
-        p.signal(Signal::STOP).unwrap();
-        assert!(p.wait_state(STATE_BOUND, |s| s == Some('T')).unwrap().1);
-        let dir = tempfile::tempdir().unwrap();
-        let files = FreezeFiles::new(dir.path(), "05-freeze");
-        let ledger = FreezeLedger {
-            action: "freeze-one-controller-process".into(),
+        let target = FreezeTarget {
             act: 5,
-            status: "frozen".into(),
-            container_id: "c".into(),
+            container_id: "0123456789abcdef-not-this-process".into(),
             pod_uid: "u".into(),
             pid: s.pid(),
-            pid_starttime: st.starttime,
-            resume_after_sec: 20,
-            created_at: now_rfc3339(),
-            watchdog_pid: None,
-            watchdog_report: files.report.clone(),
-            watchdog_log: files.log.clone(),
-            watchdog_ready_at: None,
-            watchdog_deadline_at: None,
-            stop_sent_at: None,
-            frozen_at: None,
-            resumed_at: None,
-            resumed_by: None,
-            state_after_resume: None,
-            process_gone_after_resume: false,
-            note: None,
+            starttime: st.starttime,
+            resume_after_sec: 1,
         };
-        ledger.write(&files.ledger).unwrap();
-        let healed = heal_unfinished(dir.path()).unwrap();
-        assert_eq!(healed.len(), 1);
-        assert_eq!(healed[0].resumed_by, Some(ResumedBy::LaterRun));
+        let err = freeze(Path::new("/nonexistent"), dir.path(), &target).unwrap_err();
+        assert!(err.to_string().contains("does not name container"), "{err}");
         assert_ne!(read_stat(s.pid()).unwrap().unwrap().state, 'T');
-        assert_eq!(FreezeLedger::read(&files.ledger).unwrap().status, "resumed");
-        // A second look finds nothing left to heal.
-        assert!(heal_unfinished(dir.path()).unwrap().is_empty());
-    }
-
-    #[test]
-    fn files_derive_from_the_ledger_name() {
-        let f = FreezeFiles::new(Path::new("/w/faults"), "06-freeze");
-        assert_eq!(f.ledger, PathBuf::from("/w/faults/06-freeze.json"));
-        assert_eq!(f.report, PathBuf::from("/w/faults/06-freeze.watchdog.json"));
-        assert_eq!(f.log, PathBuf::from("/w/faults/06-freeze.watchdog.log"));
+        // Nothing was planned: the refusal comes before any file.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 }

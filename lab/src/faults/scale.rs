@@ -101,6 +101,9 @@ pub struct WatcherPlan {
     pub restore_after_sec: u64,
     /// When the plan was written, RFC 3339 UTC (ms).
     pub created_at: String,
+    /// The runner (act 5) that planned the attempt (absent in plans written before attempts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner: Option<crate::faults::attempt::ProcessRef>,
 }
 
 /// The watcher's ready answer: one JSON line on its stdout, then stdout is closed.
@@ -193,6 +196,9 @@ pub enum LedgerEvent {
     Restored,
     /// A restore attempt failed; the watcher remains the safety net.
     RestoreFailed,
+    /// Act 5 completed with the replicas still at 0: the fault is handed over to act 6 (or the
+    /// watcher at its deadline); a later heal leaves it alone while the watcher lives.
+    HandedOver,
 }
 
 /// One ledger entry.
@@ -415,13 +421,16 @@ pub async fn read_scale(client: &Client, plan: &WatcherPlan) -> Result<Option<Sc
     }
 }
 
-/// Sets `spec.replicas` through the scale subresource with optimistic concurrency (the scale's
-/// `resourceVersion` and the planned UID are checked; a 409 Conflict is retried a few times).
+/// Sets `spec.replicas` from `from` to `replicas` through the scale subresource with optimistic
+/// concurrency (the scale's `resourceVersion` and the planned UID are checked). A 409 Conflict is
+/// retried a few times, and each retry decides again: when the re-read scale is no longer at
+/// `from` (someone else changed it meanwhile), nothing is written ([`LabError::ClusterMismatch`]).
 /// Returns the scale object the API server answered with.
 async fn put_replicas(
     client: &Client,
     plan: &WatcherPlan,
     mut current: Scale,
+    from: i32,
     replicas: i32,
 ) -> Result<Scale> {
     let api: Api<Deployment> = Api::namespaced(client.clone(), &plan.namespace);
@@ -439,6 +448,17 @@ async fn put_replicas(
                     .uid
                     .clone()
                     .unwrap_or_else(|| "<none>".into()),
+            });
+        }
+        let now = current.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
+        if now != from {
+            return Err(LabError::ClusterMismatch {
+                what: format!(
+                    "spec.replicas of deployment {}/{} (changed by someone else before {action})",
+                    plan.namespace, plan.deployment
+                ),
+                expected: from.to_string(),
+                found: now.to_string(),
             });
         }
         let mut next = current.clone();
@@ -485,7 +505,8 @@ pub async fn restore_replicas(client: &Client, plan: &WatcherPlan) -> Result<Res
             at: now_rfc3339(),
         }),
         RestoreDecision::Restore => {
-            let answer = put_replicas(client, plan, scale, plan.original_replicas).await?;
+            let answer =
+                put_replicas(client, plan, scale, FAULT_REPLICAS, plan.original_replicas).await?;
             Ok(RestoreOutcome::Restored {
                 at: now_rfc3339(),
                 raw: serde_json::to_value(&answer).unwrap_or(serde_json::Value::Null),
@@ -548,7 +569,8 @@ impl ScaleFault {
         restore_after_sec: u64,
     ) -> Result<(ScaleFault, WatcherReady)> {
         let now = Utc::now();
-        let fault_id = format!("scale-{}", now.format("%Y%m%dT%H%M%S%.3fZ"));
+        let fault_id =
+            crate::faults::attempt::AttemptId::new(crate::faults::attempt::FaultKind::Scale, 5).0;
         // Absolute: the watcher runs with `/` as its working directory.
         let workdir = std::path::absolute(workdir).map_err(LabError::io(workdir))?;
         let root = faults_root(&workdir);
@@ -566,6 +588,7 @@ impl ScaleFault {
             original_replicas,
             restore_after_sec,
             created_at: rfc3339(now),
+            runner: Some(crate::faults::attempt::ProcessRef::myself()),
         };
         write_json_atomic(&dir.plan(), &plan)?;
         let mut fault = ScaleFault {
@@ -755,7 +778,7 @@ impl ScaleFault {
             serde_json::json!({"replicas_before": before, "replicas": FAULT_REPLICAS}),
         )?;
         let sent_at = now_rfc3339();
-        let answer = put_replicas(&self.client, &plan, scale, FAULT_REPLICAS).await?;
+        let answer = put_replicas(&self.client, &plan, scale, before, FAULT_REPLICAS).await?;
         let answered_at = now_rfc3339();
         let raw = serde_json::to_value(&answer).unwrap_or_default();
         self.record(LedgerEvent::ScaledDown, None, raw.clone())?;
@@ -767,11 +790,13 @@ impl ScaleFault {
         })
     }
 
-    /// Restores the original replicas as `by` (see [`restore_replicas`]), with `restoring` written
-    /// to the ledger before the request and `restored` (or `restore-failed`) after it.
+    /// Restores the original replicas as `by` (see [`restore_replicas`]), then records
+    /// `restored` (or `restore-failed`) in the ledger. The restore comes first: a ledger that
+    /// cannot be written (disk full) never blocks it; the write error is then returned after the
+    /// restore was done, with the outcome in its text.
     pub async fn restore(&mut self, by: Restorer) -> Result<RestoreOutcome> {
-        self.record(LedgerEvent::Restoring, Some(by), serde_json::Value::Null)?;
-        match restore_replicas(&self.client, &self.plan).await {
+        let result = restore_replicas(&self.client, &self.plan).await;
+        match result {
             Ok(outcome) => {
                 let event = match outcome {
                     RestoreOutcome::Restored { .. } | RestoreOutcome::AlreadyRestored { .. } => {
@@ -779,11 +804,18 @@ impl ScaleFault {
                     }
                     _ => LedgerEvent::RestoreFailed,
                 };
-                self.record(
+                if let Err(e) = self.record(
                     event,
                     Some(by),
                     serde_json::to_value(&outcome).unwrap_or_default(),
-                )?;
+                ) {
+                    return Err(LabError::Io {
+                        path: self.dir.ledger(),
+                        source: std::io::Error::other(format!(
+                            "the replicas were handled ({outcome:?}) but the ledger could not be written: {e}"
+                        )),
+                    });
+                }
                 Ok(outcome)
             }
             Err(e) => {
@@ -795,6 +827,12 @@ impl ScaleFault {
                 Err(e)
             }
         }
+    }
+
+    /// Records that act 5 completed with the fault still on (`handed-over`); see
+    /// [`LedgerEvent::HandedOver`].
+    pub fn hand_over(&mut self) -> Result<()> {
+        self.record(LedgerEvent::HandedOver, None, serde_json::Value::Null)
     }
 
     /// Who really restored the replicas and when, as far as the ledger and `watcher.json` say:
@@ -818,6 +856,11 @@ impl ScaleFault {
             && let Some(at) = w.restored_at
         {
             return Ok(Some((Restorer::Watcher, at)));
+        }
+        if let Some(h) = crate::faults::heal::read_heal(&self.dir.0)
+            && let Some(RestoreOutcome::Restored { at, .. }) = h.restore
+        {
+            return Ok(Some((Restorer::Healer, at)));
         }
         Ok(None)
     }
@@ -875,22 +918,6 @@ pub fn unfinished_faults(workdir: &Path) -> Result<Vec<Unfinished>> {
     Ok(out)
 }
 
-/// Heals every unfinished scale-down fault of the work directory: restores the planned replicas
-/// (as [`Restorer::Healer`]) where the Deployment is still at the fault's value. Returns what was
-/// done per fault directory. A restore is safe to repeat, so a still-waiting watcher does no harm.
-pub async fn heal_unfinished(
-    client: &Client,
-    workdir: &Path,
-) -> Result<Vec<(PathBuf, RestoreOutcome)>> {
-    let mut done = Vec::new();
-    for u in unfinished_faults(workdir)? {
-        let mut fault = ScaleFault::open(client.clone(), &u.dir)?;
-        let outcome = fault.restore(Restorer::Healer).await?;
-        done.push((u.dir, outcome));
-    }
-    Ok(done)
-}
-
 fn log_tail(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
@@ -900,8 +927,11 @@ fn log_tail(path: &Path) -> String {
 // ---------------------------------------------------------------------------------------------
 // The watcher process.
 
+/// One line on stderr (the watcher's log file). Never panics: a write error (disk full, closed
+/// file) is ignored, so logging can never stop a restore.
 fn log(msg: impl AsRef<str>) {
-    eprintln!(
+    let _ = writeln!(
+        std::io::stderr(),
         "{} watcher-scale[{}]: {}",
         now_rfc3339(),
         std::process::id(),
@@ -963,6 +993,8 @@ pub fn watcher_main(args: &[String]) -> i32 {
             return 1;
         }
     };
+    let hardening = crate::faults::attempt::harden();
+    log(format!("hardening {hardening:?}"));
     rt.block_on(watch(dir))
 }
 
@@ -1060,9 +1092,20 @@ async fn watch(dir: FaultDir) -> i32 {
             ),
         );
     }
+    // One attempt per Deployment at a time: the target lock is held until this watcher exits, so
+    // no later attempt can scale it to 0 while this watcher could still restore.
+    let _target_lock = match crate::faults::attempt::lock_target(
+        &format!("deployment-{}", plan.deployment_uid),
+        &crate::faults::attempt::AttemptId(plan.fault_id.clone()),
+        "the scale-down recovery watcher",
+    ) {
+        Ok(l) => l,
+        Err(e) => return refuse(&mut record, e.to_string()),
+    };
     let mut sigterm =
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
     let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok();
+    let mut sighup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
     let armed = Utc::now();
     let wait = Duration::from_secs(plan.restore_after_sec);
     let deadline_instant = tokio::time::Instant::now() + wait;
@@ -1094,6 +1137,7 @@ async fn watch(dir: FaultDir) -> i32 {
             _ = tokio::time::sleep_until(deadline_instant) => break "deadline",
             _ = async { match sigterm.as_mut() { Some(s) => { s.recv().await; } None => std::future::pending().await } } => break "SIGTERM",
             _ = async { match sigint.as_mut() { Some(s) => { s.recv().await; } None => std::future::pending().await } } => break "SIGINT",
+            _ = async { match sighup.as_mut() { Some(s) => { s.recv().await; } None => std::future::pending().await } } => break "SIGHUP",
             _ = tokio::time::sleep(Duration::from_secs(1)) => {
                 if runner_recorded_restore(&dir) {
                     break "runner-restored";
@@ -1101,7 +1145,6 @@ async fn watch(dir: FaultDir) -> i32 {
             }
         }
     };
-    log(format!("woke by {woke_by}"));
     record.woke_by = Some(woke_by.to_string());
 
     let give_up = tokio::time::Instant::now() + WATCHER_RETRY_BOUND;
@@ -1153,7 +1196,7 @@ async fn watch(dir: FaultDir) -> i32 {
     };
     record.finished_at = Some(now_rfc3339());
     log(format!(
-        "finished: {:?} (replicas seen {:?}, restored at {:?})",
+        "woke by {woke_by}; finished: {:?} (replicas seen {:?}, restored at {:?})",
         record.action, record.replicas_seen, record.restored_at
     ));
     if let Err(e) = write_json_atomic(&dir.watcher(), &record) {
@@ -1179,6 +1222,7 @@ mod tests {
             original_replicas: 1,
             restore_after_sec: 55,
             created_at: "2026-11-29T00:00:00.000Z".into(),
+            runner: None,
         }
     }
 

@@ -315,11 +315,13 @@ async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     let f2: Act2Facts = read_facts(&env.workdir, 2)?;
     let f3: Act3Facts = read_facts(&env.workdir, 3)?;
     let kubeconfig = watcher_kubeconfig(&cl)?;
+    // Every command healed first (`run_act`): what is left unfinished is owned by a live watcher
+    // of a completed act 5, so act 6 (which records the recovery) is the act that can run.
     let unfinished = scale::unfinished_faults(env.workdir.root())?;
     if !unfinished.is_empty() {
         return Err(LabError::FaultRefused {
             reason: format!(
-                "an earlier scale-down is not recorded as restored ({}); run `act 6` or check the deployment's replicas",
+                "an earlier scale-down is still owned by its recovery watcher ({}); act 6 restores it and records the recovery",
                 unfinished
                     .iter()
                     .map(|u| u.dir.display().to_string())
@@ -377,12 +379,20 @@ async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     );
     let result = match common::or_signal(body).await {
         Ok(r) => r,
-        Err(sig) => Err(LabError::FaultRefused {
-            reason: format!("interrupted by {sig}"),
+        Err(sig) => Err(LabError::Interrupted {
+            signal: sig.into(),
+            act: 5,
+            healed: "the runner restored the replicas (see the evidence's runner-restore)".into(),
         }),
     };
     match result {
-        Ok((facts, lines)) => rec.complete(facts, lines),
+        Ok((facts, lines)) => {
+            // The fault stays on for act 6: a later heal leaves it to act 6 and the watcher.
+            if let Err(e) = fault.hand_over() {
+                rec.raw("hand-over-record-error", e.to_string());
+            }
+            rec.complete(facts, lines)
+        }
         Err(e) => {
             // The runner's own exit path: restore now (the watcher stays armed as the safety net).
             if fault
@@ -732,8 +742,11 @@ async fn act6(env: &Env) -> Result<ActSummary, LabError> {
     );
     let result = match common::or_signal(body).await {
         Ok(r) => r,
-        Err(sig) => Err(LabError::FaultRefused {
-            reason: format!("interrupted by {sig}"),
+        Err(sig) => Err(LabError::Interrupted {
+            signal: sig.into(),
+            act: 6,
+            healed: "the runner restored the replicas (see the evidence's runner-restore-on-exit)"
+                .into(),
         }),
     };
     // Whatever happened, the fault must not outlive the act (the watcher is the safety net too).

@@ -1,5 +1,5 @@
 //! Lab B, acts 4-8: freeze the one Kyverno admission-controller process (SIGSTOP through a
-//! pidfd, resumed by an independent watchdog), compare failurePolicy Fail and Ignore, confirm
+//! pidfd, resumed by an independent healer), compare failurePolicy Fail and Ignore, confirm
 //! recovery by a deny, and check the student's report.
 //!
 //! What is relied on (and observed, never assumed): during a freeze the API server's call to the
@@ -20,7 +20,7 @@ use crate::facts::b::{
     Act4Facts, Act5Facts, Act6Facts, Act7Facts, FreezeRun, FreezeWindow, ProcessIdentity, Resumer,
 };
 use crate::facts::{self, Act2Facts, Act3Facts, Act8Facts, PodObservation, ReportCheck};
-use crate::faults::freeze::{self, FreezeFiles, FreezeTarget, ResumedBy};
+use crate::faults::freeze::{self, AttemptFiles, FreezeTarget, ResumedBy};
 use crate::inputs;
 use crate::labs::common::{
     self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Env, TARGET_NAMESPACE, Ui, describe, finish,
@@ -36,7 +36,7 @@ pub const ACT6_RESUME_AFTER_SEC: u64 = 10;
 /// Bound on waiting for the first explicit deny after a resume (Kyverno may restart: kubelet's
 /// back-off, container start, leader election, cache sync).
 pub const DENY_AFTER_RESUME_BOUND: Duration = Duration::from_secs(180);
-/// How long after the watchdog's deadline the runner waits for its report before resuming itself.
+/// How long after the healer's deadline the runner waits for its report before resuming itself.
 pub const WATCHDOG_GRACE: Duration = Duration::from_secs(3);
 /// The controller's main container name in its pod.
 const CONTAINER: &str = "kyverno";
@@ -55,9 +55,26 @@ pub async fn run(act: u8, env: &Env) -> Result<ActSummary, LabError> {
     }
 }
 
-/// Where fault ledgers live in the work directory.
+/// Where fault attempts live in the work directory.
 pub fn faults_dir(workdir: &Workdir) -> PathBuf {
-    workdir.root().join("faults")
+    crate::faults::attempt::faults_root(workdir.root())
+}
+
+/// The newest freeze attempt of act `act` started by this process (its id ends with our pid).
+fn own_attempt(env: &Env, act: u8) -> Option<AttemptFiles> {
+    let prefix = format!("freeze-{act:02}-");
+    let suffix = format!("-{}", std::process::id());
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(faults_dir(&env.workdir))
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(&suffix))
+        })
+        .collect();
+    dirs.sort();
+    dirs.pop().map(|dir| AttemptFiles { dir })
 }
 
 /// The admission controller process as found now: the pod (API), the container (CRI) and the
@@ -230,7 +247,7 @@ async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     let mark = check_fault_preconditions(&cluster, &plan).await?;
     let act3: Act3Facts = read_facts(&env.workdir, 3)?;
     let act4: Act4Facts = read_facts(&env.workdir, 4)?;
-    let healed = freeze::heal_unfinished(&faults_dir(&env.workdir))?;
+    let healed = crate::faults::heal::recent();
     let mut cri = env.cri().await?;
     let inv = investigate(&cluster, &mut cri).await?;
     if inv.identity != act4.identity {
@@ -281,7 +298,7 @@ async fn act5(env: &Env) -> Result<ActSummary, LabError> {
 }
 
 /// Turns the outcome of a freeze run (maybe cut short by a signal) into facts or partial facts,
-/// adding the ledger and the watchdog's report to the raw data.
+/// adding the ledger and the healer's report to the raw data.
 fn settle(
     env: &Env,
     spec: &FreezeSpec<'_>,
@@ -289,29 +306,30 @@ fn settle(
     partial: serde_json::Value,
     rec: &mut ActRecorder,
 ) -> Result<FreezeRun, (serde_json::Value, LabError)> {
-    let files = FreezeFiles::new(
-        &faults_dir(&env.workdir),
-        &format!("{:02}-freeze", spec.act),
-    );
-    if let Ok(l) = freeze::FreezeLedger::read(&files.ledger) {
-        rec.raw("fault-ledger", &l);
-    }
-    if let Ok(text) = std::fs::read_to_string(&files.report) {
-        rec.raw(
-            "watchdog-report",
-            serde_json::from_str::<serde_json::Value>(&text).unwrap_or(text.into()),
-        );
+    // This runner's attempt (its id ends with this process's pid), if it got that far.
+    if let Some(files) = own_attempt(env, spec.act) {
+        for (what, path) in [
+            ("fault-plan", files.plan()),
+            ("fault-ledger", files.ledger()),
+            ("healer-report", files.report()),
+        ] {
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                rec.raw(
+                    what,
+                    serde_json::from_str::<serde_json::Value>(&text).unwrap_or(text.into()),
+                );
+            }
+        }
     }
     match outcome {
         Ok(Ok(run)) => Ok(run),
         Ok(Err(e)) => Err((partial, e)),
         Err(signal) => Err((
             partial,
-            LabError::FaultRefused {
-                reason: format!(
-                    "{signal} received during act {}; the process was resumed by the runner",
-                    spec.act
-                ),
+            LabError::Interrupted {
+                signal: signal.into(),
+                act: spec.act,
+                healed: "the process was resumed by the runner (SIGCONT through its pidfd)".into(),
             },
         )),
     }
@@ -346,10 +364,6 @@ async fn freeze_run(
     {
         rec.raw("leader-lease-before", &lease);
     }
-    let files = FreezeFiles::new(
-        &faults_dir(&env.workdir),
-        &format!("{:02}-freeze", spec.act),
-    );
     let program = freeze::lab_program()?;
     let target = FreezeTarget {
         act: spec.act,
@@ -361,15 +375,15 @@ async fn freeze_run(
     };
     ui.step(
         &format!(
-            "watchdog を起動し ({} 秒後に再開)、pid {} を pidfd 経由で SIGSTOP します",
+            "healer を起動し、pid {} を pidfd 経由で SIGSTOP させます ({} 秒後に再開)",
             spec.resume_after_sec, target.pid
         ),
         &format!(
-            "arming the watchdog (resumes after {} s), then SIGSTOP to pid {} through a pidfd",
-            spec.resume_after_sec, target.pid
+            "starting the healer, which sends SIGSTOP to pid {} through a pidfd and resumes it after {} s",
+            target.pid, spec.resume_after_sec
         ),
     );
-    let mut fz = freeze::freeze(&program, &files, &target)?;
+    let mut fz = freeze::freeze(&program, &faults_dir(&env.workdir), &target)?;
     let ledger = fz.ledger().clone();
     rec.raw("fault-ledger-frozen", &ledger);
     ui.step(
@@ -432,13 +446,13 @@ async fn freeze_run(
     });
     rec.save_progress(partial.clone())?;
 
-    // Resume: the watchdog's job at its deadline.
+    // Resume: the healer's job at its deadline.
     let resume = fz
-        .wait_for_watchdog(WATCHDOG_GRACE, |left| {
+        .wait_for_resume(WATCHDOG_GRACE, |left| {
             if left >= 0 {
                 ui.progress(
-                    &format!("watchdog の再開まで残り {left} 秒"),
-                    &format!("{left} s until the watchdog resumes the process"),
+                    &format!("healer の再開まで残り {left} 秒"),
+                    &format!("{left} s until the healer resumes the process"),
                     spec.resume_after_sec.saturating_sub(left as u64),
                     spec.resume_after_sec,
                 );
@@ -532,14 +546,14 @@ async fn freeze_run(
     }
     let window = FreezeWindow {
         identity: inv.identity.clone(),
-        watchdog_pid: ledger.watchdog_pid,
-        watchdog_armed_at: ledger.watchdog_ready_at.clone().unwrap_or_default(),
+        watchdog_pid: ledger.healer.map(|h| h.pid as u32),
+        watchdog_armed_at: ledger.healer_ready_at.clone().unwrap_or_default(),
         resume_after_sec: spec.resume_after_sec as u32,
         frozen_at: ledger.frozen_at.clone().unwrap_or_default(),
         state_during: state_during.map(String::from),
         resumed_at: resume.resumed_at.clone(),
         resumed_by: match resume.resumed_by {
-            ResumedBy::Watchdog => Resumer::Watchdog,
+            ResumedBy::Healer => Resumer::Watchdog,
             _ => Resumer::Runner,
         },
         state_after: resume
@@ -581,10 +595,10 @@ async fn api_restart_count(cluster: &Cluster, pod_uid: &str) -> Result<Option<u3
 
 fn resumed_by_word(by: ResumedBy) -> &'static str {
     match by {
-        ResumedBy::Watchdog => "watchdog",
+        ResumedBy::Healer => "healer",
         ResumedBy::Runner => "runner",
         ResumedBy::RunnerExit => "runner (exit path)",
-        ResumedBy::LaterRun => "a later run",
+        ResumedBy::LaterCommand => "a later command",
     }
 }
 
@@ -655,7 +669,7 @@ async fn act6(env: &Env) -> Result<ActSummary, LabError> {
             found: live_uid.to_owned(),
         });
     }
-    let healed = freeze::heal_unfinished(&faults_dir(&env.workdir))?;
+    let healed = crate::faults::heal::recent();
     let mut cri = env.cri().await?;
     let mut rec = ActRecorder::begin(&env.workdir, Lab::B, 6)?;
     rec.input(&loaded);

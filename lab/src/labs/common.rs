@@ -442,17 +442,21 @@ pub fn describe(ui: &Ui, label: &str, r: &RequestRecord) -> String {
     )
 }
 
-/// Runs `fut` unless SIGINT (Ctrl-C) or SIGTERM arrives first; then drops `fut` (whose guards
-/// run then, e.g. a freeze resumes) and returns the signal's name.
+/// Runs `fut` unless a SIGINT, SIGTERM or SIGHUP arrives first (the process-wide handler of
+/// [`crate::signals`]); then returns the signal's name and `fut` is dropped (a live [`Freeze`]
+/// resumes in its `Drop`). While it runs, the caller is marked as handling signals itself
+/// ([`crate::signals::Guard`]), so the command's outer handler lets it finish its undo.
+///
+/// [`Freeze`]: crate::faults::freeze::Freeze
 pub async fn or_signal<T>(fut: impl Future<Output = T>) -> Result<T, &'static str> {
-    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(_) => return Ok(fut.await),
-    };
+    let _guard = crate::signals::Guard::new();
+    crate::signals::install();
+    if let Some(s) = crate::signals::pending() {
+        return Err(s);
+    }
     tokio::select! {
         v = fut => Ok(v),
-        _ = tokio::signal::ctrl_c() => Err("SIGINT"),
-        _ = term.recv() => Err("SIGTERM"),
+        s = crate::signals::received() => Err(s),
     }
 }
 

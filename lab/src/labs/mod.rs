@@ -15,24 +15,64 @@ pub use common::{ActSummary, Env, InspectReport, Ui};
 
 use crate::error::LabError;
 use crate::evidence::Lab;
+use crate::faults::{attempt, heal};
 use crate::inputs::{self, Context, InputFile};
 use crate::workdir::Workdir;
 
-/// `inspect`: the live values a student needs to write the inputs, and each act's status.
+/// `inspect`: heals first (see [`heal_first`]), then reports the live values a student needs to
+/// write the inputs, and each act's status.
 pub async fn inspect(lab: Lab, env: &Env) -> Result<InspectReport, LabError> {
+    let _lock = attempt::lock_workdir(env.workdir.root(), "inspect")?;
+    heal_first(env, "inspect").await;
     common::inspect(lab, env).await
 }
 
-/// Runs act `act` (1-8) of `lab`.
+/// `heal`: takes the work-dir lock and heals every unfinished fault attempt ([`heal`]).
 ///
-/// Before anything else (before the cluster is reached) the act's own input files are read with the
-/// one reader and checked offline ([`precheck_inputs`]), so a malformed file is refused with its
-/// file and JSON path whatever the state of the cluster; the act then checks them again against
-/// the live cluster and the evidence.
+/// Errors: [`LabError::Busy`] when another command holds the work directory.
+pub async fn heal(env: &Env) -> Result<heal::HealSummary, LabError> {
+    let _lock = attempt::lock_workdir(env.workdir.root(), "heal")?;
+    Ok(heal_first(env, "heal").await)
+}
+
+/// Every command heals first: unfinished attempts of the work directory are healed
+/// ([`heal::heal_workdir`]) and each line is shown to the student. The cluster is reached only when
+/// attempts exist. The caller holds the work-dir lock.
+pub async fn heal_first(env: &Env, command: &str) -> heal::HealSummary {
+    let any = heal::attempts(env.workdir.root()).map_or(true, |a| !a.is_empty());
+    if !any {
+        return heal::HealSummary::default();
+    }
+    let client = match env.cluster().await {
+        Ok(c) => Some(c.client()),
+        Err(_) => None,
+    };
+    let summary = heal::heal_workdir(env.workdir.root(), client.as_ref(), command).await;
+    for line in summary.lines() {
+        env.ui.step(
+            &format!("以前の障害の後始末: {line}"),
+            &format!("healing earlier faults: {line}"),
+        );
+    }
+    heal::remember(&summary);
+    summary
+}
+
+/// Runs act `act` (1-8) of `lab` holding the work-dir lock for the whole act, after healing
+/// first ([`heal_first`]).
+///
+/// After the heal (which reaches the cluster only when unfinished fault attempts exist) and before
+/// anything else, the act's own input files are read with the one reader and checked offline
+/// ([`precheck_inputs`]), so a malformed file is refused with its file and JSON path whatever the
+/// state of the cluster; the act then checks them again against the live cluster and the evidence.
 ///
 /// Errors: [`LabError::Usage`] for an act outside 1-8; [`LabError::InputMissing`] /
-/// [`LabError::InputInvalid`] from the pre-check; the act's own errors otherwise.
+/// [`LabError::InputInvalid`] from the pre-check; [`LabError::Busy`] when another command holds
+/// the work directory; the act's own errors otherwise.
 pub async fn run_act(lab: Lab, act: u8, env: &Env) -> Result<ActSummary, LabError> {
+    let what = format!("act {act}");
+    let _lock = attempt::lock_workdir(env.workdir.root(), &what)?;
+    heal_first(env, &what).await;
     precheck_inputs(lab, act, &env.workdir)?;
     match (lab, act) {
         (_, 1) => common::act1(lab, env).await,

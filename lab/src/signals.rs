@@ -1,0 +1,98 @@
+//! One process-wide handler for SIGINT, SIGTERM and SIGHUP, shared by the lab tool, `cargo xtask
+//! lab run` and the test fixture.
+//!
+//! The first call of [`install`] starts a thread that reads the three signals (`signal-hook`) and
+//! publishes the last one received on a `tokio::sync::watch` channel. From then on the signals no
+//! longer end the process by themselves: whoever runs work checks [`pending`] or awaits
+//! [`received`], undoes what it must (heal the fault, write `interrupted` evidence, tear the
+//! cluster down) and exits with 130. Nothing is swallowed: a signal stays pending for every later
+//! check in the process (tokio's `ctrl_c()` used to consume SIGINT once and ignore it afterwards).
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tokio::sync::watch;
+
+static CHANNEL: OnceLock<watch::Sender<Option<i32>>> = OnceLock::new();
+static GUARDED: AtomicUsize = AtomicUsize::new(0);
+
+/// Installs the handler once (idempotent) and returns a receiver of the last signal number.
+pub fn install() -> watch::Receiver<Option<i32>> {
+    CHANNEL
+        .get_or_init(|| {
+            let (tx, _) = watch::channel(None);
+            use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+            if let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
+            {
+                let _ = std::thread::Builder::new()
+                    .name("kca-signals".into())
+                    .spawn(move || {
+                        for s in signals.forever() {
+                            if let Some(tx) = CHANNEL.get() {
+                                tx.send_replace(Some(s));
+                            }
+                        }
+                    });
+            }
+            tx
+        })
+        .subscribe()
+}
+
+/// The name of the signal received, if one was (after [`install`]).
+pub fn pending() -> Option<&'static str> {
+    CHANNEL.get().and_then(|tx| (*tx.borrow()).map(name))
+}
+
+/// Waits until a signal is received (installs the handler if needed); returns its name.
+pub async fn received() -> &'static str {
+    let mut rx = install();
+    loop {
+        if let Some(s) = *rx.borrow_and_update() {
+            return name(s);
+        }
+        if rx.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+/// `SIGINT`, `SIGTERM`, `SIGHUP` or `signal N`.
+pub fn name(signal: i32) -> &'static str {
+    match signal {
+        signal_hook::consts::SIGINT => "SIGINT",
+        signal_hook::consts::SIGTERM => "SIGTERM",
+        signal_hook::consts::SIGHUP => "SIGHUP",
+        _ => "a signal",
+    }
+}
+
+/// While a [`Guard`] lives, the code holding it handles signals itself (a fault is live and must
+/// be undone before the process goes); [`guarded`] tells the caller to let it finish.
+#[derive(Debug)]
+pub struct Guard(());
+
+impl Guard {
+    /// Marks a section that handles signals itself.
+    pub fn new() -> Guard {
+        GUARDED.fetch_add(1, Ordering::SeqCst);
+        Guard(())
+    }
+}
+
+impl Default for Guard {
+    fn default() -> Self {
+        Guard::new()
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        GUARDED.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Whether a section that handles signals itself is running.
+pub fn guarded() -> bool {
+    GUARDED.load(Ordering::SeqCst) > 0
+}

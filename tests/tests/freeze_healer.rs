@@ -1,0 +1,758 @@
+//! The freeze attempt's table, on real processes without a cluster: a `sleep` we start is the
+//! freeze target (the row is about the healer's logic, not Kyverno). Each row is
+//! (what is killed or stalled, at which point) → (time until the target runs again, the healer's
+//! record, the target's state after). Timings are printed as figures (`row …: healed after N ms`);
+//! the bounds asserted are the issue's: resumed ≤ resume_after_sec + 0.5 s while the healer lives,
+//! and by the next command (`kca-webhook-lab heal`) when it does not.
+//!
+//! The runner is this test binary re-executed with `KCA_TEST_FREEZE_RUNNER` set (custom harness):
+//! it calls `lab::faults::freeze::freeze` like act 5 does, prints `frozen <attempt dir>`, then
+//! either holds the freeze (`hold`) or waits for the resume under the lab's signal handler
+//! (`wait`, like act 5's `or_signal`) and prints `resumed <resumed_by> <state>`.
+//!
+//! The target's "container id" is a component of the `sleep`'s own cgroup path (the freeze
+//! requires `/proc/PID/cgroup` to name it). Target locks go to a private directory
+//! (`KCA_LAB_LOCK_DIR`).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use lab::faults::attempt::ProcessRef;
+use lab::faults::freeze::{self, AttemptFiles, FreezeTarget, HealerReport, ResumedBy};
+use lab::faults::heal::HealRecord;
+use libtest_mimic::{Arguments, Failed, Trial};
+
+const RUNNER_ENV: &str = "KCA_TEST_FREEZE_RUNNER";
+/// The bound on a resume after the deadline while the healer lives.
+const LATE_BOUND: Duration = Duration::from_millis(500);
+
+fn main() {
+    if let Ok(spec) = std::env::var(RUNNER_ENV) {
+        std::process::exit(runner(&spec));
+    }
+    let locks =
+        std::env::temp_dir().join(format!("kca-freeze-healer-locks-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&locks);
+    // SAFETY: set before any thread is started; the healers inherit it.
+    unsafe { std::env::set_var(lab::faults::attempt::LOCK_DIR_ENV, &locks) };
+    let mut args = Arguments::from_args();
+    args.test_threads = Some(1);
+    let trials = vec![
+        Trial::test(
+            "runner_sigkilled_mid_fault_healer_resumes_at_deadline",
+            || runner_killed_mid_fault("SIGKILL"),
+        ),
+        Trial::test(
+            "runner_sigstopped_past_the_deadline_cannot_reorder_stop_and_cont",
+            runner_stopped_past_deadline,
+        ),
+        Trial::test("runner_sigterm_mid_fault_resumes_at_once", || {
+            runner_signalled("TERM")
+        }),
+        Trial::test("runner_sighup_mid_fault_resumes_at_once", || {
+            runner_signalled("HUP")
+        }),
+        Trial::test("runner_sigint_mid_fault_resumes_at_once", || {
+            runner_signalled("INT")
+        }),
+        Trial::test("healer_sigterm_mid_fault_resumes_at_once", || {
+            healer_signalled("TERM")
+        }),
+        Trial::test("healer_sighup_mid_fault_resumes_at_once", || {
+            healer_signalled("HUP")
+        }),
+        Trial::test("healer_sigint_mid_fault_resumes_at_once", || {
+            healer_signalled("INT")
+        }),
+        Trial::test(
+            "runner_gone_between_ready_and_fault_nothing_is_signalled",
+            runner_gone_before_stop,
+        ),
+        Trial::test(
+            "healer_and_runner_sigkilled_mid_fault_then_heal_resumes",
+            healer_killed_then_heal,
+        ),
+        Trial::test(
+            "two_attempts_at_once_the_second_is_refused_naming_the_holder",
+            two_attempts,
+        ),
+        Trial::test(
+            "stale_healer_blocks_the_next_attempt_until_heal_stands_it_down",
+            stale_healer,
+        ),
+        Trial::test("disk_full_mid_fault_never_delays_the_resume", disk_full),
+        Trial::test(
+            "a_second_act_in_the_same_workdir_is_refused",
+            workdir_lock_between_processes,
+        ),
+    ];
+    let conclusion = libtest_mimic::run(&args, trials);
+    let _ = std::fs::remove_dir_all(&locks);
+    conclusion.exit();
+}
+
+/// Runner mode: `PID TICKS CONTAINER RESUME_AFTER FAULTS_ROOT MODE`.
+fn runner(spec: &str) -> i32 {
+    let parts: Vec<&str> = spec.split_whitespace().collect();
+    let [pid, ticks, container, after, root, mode] = parts[..] else {
+        eprintln!("runner: bad spec {spec:?}");
+        return 2;
+    };
+    let target = FreezeTarget {
+        act: 5,
+        container_id: container.into(),
+        pod_uid: "test".into(),
+        pid: pid.parse().unwrap_or(0),
+        starttime: ticks.parse().unwrap_or(0),
+        resume_after_sec: after.parse().unwrap_or(0),
+    };
+    let program = match freeze::lab_program() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("runner: {e}");
+            return 1;
+        }
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    // The lab's process-wide handler, installed before the fault as in the lab tool.
+    lab::signals::install();
+    let mut fz = match freeze::freeze(&program, Path::new(root), &target) {
+        Ok(fz) => fz,
+        Err(e) => {
+            println!("refused {e}");
+            return 1;
+        }
+    };
+    println!("frozen {}", fz.files().dir.display());
+    if mode == "hold" {
+        std::thread::sleep(Duration::from_secs(600));
+        return 0;
+    }
+    let out = rt.block_on(lab::labs::common::or_signal(
+        fz.wait_for_resume(Duration::from_secs(3), |_| {}),
+    ));
+    match out {
+        Ok(Ok(rec)) => {
+            println!(
+                "resumed {:?} {:?}",
+                rec.resumed_by,
+                rec.state_after.unwrap_or('-')
+            );
+            0
+        }
+        Ok(Err(e)) => {
+            println!("error {e}");
+            1
+        }
+        Err(sig) => {
+            drop(fz); // the exit path resumes, as act 5's does
+            println!("interrupted {sig}");
+            130
+        }
+    }
+}
+
+struct Sleeper(Child);
+impl Sleeper {
+    fn start() -> Sleeper {
+        Sleeper(
+            Command::new("sleep")
+                .arg("300")
+                .spawn()
+                .expect("spawning sleep"),
+        )
+    }
+    fn pid(&self) -> i32 {
+        self.0.id() as i32
+    }
+    fn ticks(&self) -> u64 {
+        freeze::read_stat(self.pid()).unwrap().unwrap().starttime
+    }
+    fn state(&self) -> char {
+        freeze::read_stat(self.pid())
+            .unwrap()
+            .map(|s| s.state)
+            .unwrap_or('?')
+    }
+    /// A component of its cgroup path: what the freeze requires `/proc/PID/cgroup` to name.
+    fn container(&self) -> Result<String, Failed> {
+        let text = std::fs::read_to_string(format!("/proc/{}/cgroup", self.pid()))?;
+        text.lines()
+            .filter_map(|l| l.rsplit('/').next())
+            .filter(|p| p.len() >= 6)
+            .max_by_key(|p| p.len())
+            .map(str::to_owned)
+            .ok_or_else(|| {
+                Failed::from(format!(
+                    "this test needs the sleep in a named cgroup; /proc/PID/cgroup says {text:?}"
+                ))
+            })
+    }
+    /// Waits (bounded) until it is no longer stopped; returns how long that took.
+    fn wait_running(&self, bound: Duration) -> Result<Duration, Failed> {
+        let t0 = Instant::now();
+        while self.state() == 'T' {
+            if t0.elapsed() > bound {
+                return Err(format!("still stopped after {:?}", t0.elapsed()).into());
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Ok(t0.elapsed())
+    }
+}
+impl Drop for Sleeper {
+    fn drop(&mut self) {
+        // Our own child, ended through its handle (SIGKILL ends it even when stopped).
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The lab binary, built once per test process.
+fn lab_bin() -> Result<PathBuf, Failed> {
+    static BIN: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| xtask::lab_run::ensure_lab_binary().map_err(|e| format!("{e:#}")))
+        .clone()
+        .map_err(Failed::from)
+}
+
+fn workdir() -> Result<PathBuf, Failed> {
+    let base = xtask::cluster::config::repo_root()
+        .join("target")
+        .join("freeze-tests");
+    std::fs::create_dir_all(&base)?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let dir = base.join(format!("{}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+/// A runner child and its stdout lines.
+struct Runner {
+    child: Child,
+    lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
+}
+
+impl Runner {
+    fn start(s: &Sleeper, resume_after: u64, work: &Path, mode: &str) -> Result<Runner, Failed> {
+        let mut child = Command::new(std::env::current_exe()?)
+            .env(
+                RUNNER_ENV,
+                format!(
+                    "{} {} {} {resume_after} {} {mode}",
+                    s.pid(),
+                    s.ticks(),
+                    s.container()?,
+                    work.join("faults").display()
+                ),
+            )
+            .stdout(Stdio::piped())
+            .spawn()?;
+        let lines = BufReader::new(child.stdout.take().ok_or("runner stdout")?).lines();
+        Ok(Runner { child, lines })
+    }
+    fn line(&mut self) -> Result<String, Failed> {
+        Ok(self.lines.next().ok_or("runner said nothing")??)
+    }
+    /// Reads `frozen DIR`; returns the attempt's files.
+    fn frozen(&mut self) -> Result<AttemptFiles, Failed> {
+        let line = self.line()?;
+        let dir = line
+            .strip_prefix("frozen ")
+            .ok_or_else(|| format!("runner said {line:?}, not frozen"))?;
+        Ok(AttemptFiles {
+            dir: PathBuf::from(dir),
+        })
+    }
+    fn signal(&self, sig: &str) -> Result<(), Failed> {
+        // Our own child, by the PID of its handle.
+        let st = Command::new("kill")
+            .arg(format!("-{sig}"))
+            .arg(self.child.id().to_string())
+            .status()?;
+        if !st.success() {
+            return Err(format!("kill -{sig} runner failed").into());
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Runner {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn report(files: &AttemptFiles) -> Result<HealerReport, Failed> {
+    files
+        .read_report()
+        .ok_or_else(|| format!("no healer report in {}", files.dir.display()).into())
+}
+
+/// Waits (bounded) for the healer's final record.
+fn final_report(files: &AttemptFiles, bound: Duration) -> Result<HealerReport, Failed> {
+    let t0 = Instant::now();
+    loop {
+        if let Some(r) = files
+            .read_report()
+            .filter(|r| r.status != "ready" && r.status != "frozen")
+        {
+            return Ok(r);
+        }
+        if t0.elapsed() > bound {
+            return Err(format!(
+                "no final healer record in {}: {:?}",
+                files.dir.display(),
+                files.read_report().map(|r| r.status)
+            )
+            .into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Sends `sig` to the healer named in the record, through a pidfd (start ticks re-checked).
+fn signal_healer(r: &HealerReport, sig: rustix::process::Signal) -> Result<(), Failed> {
+    if !r.healer.signal(sig)? {
+        return Err("the healer was already gone".into());
+    }
+    Ok(())
+}
+
+fn wait_gone(p: &ProcessRef, bound: Duration) -> Result<(), Failed> {
+    let t0 = Instant::now();
+    while p.is_alive() {
+        if t0.elapsed() > bound {
+            return Err(format!("pid {} still alive after {bound:?}", p.pid).into());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Ok(())
+}
+
+fn figure(row: &str, what: &str, d: Duration) {
+    eprintln!("    row {row}: {what} {} ms", d.as_millis());
+}
+
+fn runner_killed_mid_fault(_sig: &str) -> Result<(), Failed> {
+    lab_bin()?;
+    let after = 2;
+    let s = Sleeper::start();
+    let work = workdir()?;
+    let mut r = Runner::start(&s, after, &work, "hold")?;
+    let files = r.frozen()?;
+    let frozen = Instant::now();
+    if s.state() != 'T' {
+        return Err(format!("state {} after frozen, expected T", s.state()).into());
+    }
+    r.child.kill()?;
+    r.child.wait()?;
+    if s.state() != 'T' {
+        return Err(
+            "the freeze ended when the runner died; it must last until the deadline".into(),
+        );
+    }
+    s.wait_running(Duration::from_secs(after) + Duration::from_secs(3))?;
+    let healed = frozen.elapsed();
+    figure("runner-sigkill", "target running again after", healed);
+    if healed > Duration::from_secs(after) + LATE_BOUND {
+        return Err(format!("resumed {healed:?} after frozen; bound {after} s + 0.5 s").into());
+    }
+    let rep = final_report(&files, Duration::from_secs(2))?;
+    if rep.status != "resumed" || rep.woke_by.as_deref() != Some("deadline") {
+        return Err(format!("healer record: {rep:?}").into());
+    }
+    let check = rep.resume.as_ref().ok_or("no resume in the record")?;
+    if check.state_before != Some('T') || !check.ended() {
+        return Err(format!("resume check: {check:?}").into());
+    }
+    if rep.resume_late_ms.unwrap_or(i64::MAX) > LATE_BOUND.as_millis() as i64 {
+        return Err(format!("late by {:?} ms", rep.resume_late_ms).into());
+    }
+    Ok(())
+}
+
+fn runner_stopped_past_deadline() -> Result<(), Failed> {
+    lab_bin()?;
+    let after = 1;
+    let s = Sleeper::start();
+    let work = workdir()?;
+    let mut r = Runner::start(&s, after, &work, "wait")?;
+    let files = r.frozen()?;
+    let frozen = Instant::now();
+    // Stall the runner (as Ctrl-Z or a stuck fsync would) well past the deadline.
+    r.signal("STOP")?;
+    let d = s.wait_running(Duration::from_secs(after) + Duration::from_secs(3))?;
+    figure(
+        "runner-sigstop-past-deadline",
+        "target running again after",
+        frozen.elapsed(),
+    );
+    if d > Duration::from_secs(after) + LATE_BOUND {
+        return Err(format!("resumed after {d:?}").into());
+    }
+    std::thread::sleep(Duration::from_secs(after + 2));
+    if s.state() == 'T' {
+        return Err("the target is stopped again while the runner is stalled".into());
+    }
+    r.signal("CONT")?;
+    let line = r.line()?;
+    if !line.starts_with("resumed Healer") || line.ends_with("'T'") {
+        return Err(format!("runner after the stall said {line:?}").into());
+    }
+    if s.state() == 'T' {
+        return Err("the target is stopped after the runner continued".into());
+    }
+    let rep = report(&files)?;
+    if rep.status != "resumed" {
+        return Err(format!("healer record: {rep:?}").into());
+    }
+    Ok(())
+}
+
+fn runner_signalled(sig: &str) -> Result<(), Failed> {
+    lab_bin()?;
+    let after = 20;
+    let s = Sleeper::start();
+    let work = workdir()?;
+    let mut r = Runner::start(&s, after, &work, "wait")?;
+    let files = r.frozen()?;
+    std::thread::sleep(Duration::from_millis(300));
+    let t0 = Instant::now();
+    r.signal(sig)?;
+    let d = s.wait_running(Duration::from_secs(3))?;
+    figure(
+        &format!("runner-sig{}", sig.to_lowercase()),
+        "target running again after the signal",
+        d,
+    );
+    let line = r.line()?;
+    if line != format!("interrupted SIG{sig}") {
+        return Err(format!("runner said {line:?}").into());
+    }
+    let status = r.child.wait()?;
+    if status.code() != Some(130) {
+        return Err(format!("runner exit {status}, expected 130").into());
+    }
+    if t0.elapsed() > Duration::from_secs(3) {
+        return Err(format!("runner took {:?} to heal and exit", t0.elapsed()).into());
+    }
+    let ledger: freeze::FreezeLedger = lab::faults::attempt::read_json(&files.ledger())?;
+    if ledger.resumed_by != Some(ResumedBy::RunnerExit) || ledger.state_after_resume == Some('T') {
+        return Err(format!("ledger: {ledger:?}").into());
+    }
+    // The healer was asked to resume too and finishes early instead of at its 20 s deadline.
+    let rep = final_report(&files, Duration::from_secs(3))?;
+    if rep.woke_by.as_deref() != Some("runner-request") {
+        return Err(format!("healer record: {rep:?}").into());
+    }
+    Ok(())
+}
+
+fn healer_signalled(sig: &str) -> Result<(), Failed> {
+    lab_bin()?;
+    let after = 20;
+    let s = Sleeper::start();
+    let work = workdir()?;
+    let mut r = Runner::start(&s, after, &work, "hold")?;
+    let files = r.frozen()?;
+    r.child.kill()?;
+    r.child.wait()?;
+    let rep = report(&files)?;
+    let signal = match sig {
+        "TERM" => rustix::process::Signal::TERM,
+        "HUP" => rustix::process::Signal::HUP,
+        _ => rustix::process::Signal::INT,
+    };
+    let t0 = Instant::now();
+    signal_healer(&rep, signal)?;
+    let d = s.wait_running(Duration::from_secs(3))?;
+    figure(
+        &format!("healer-sig{}", sig.to_lowercase()),
+        "target running again after the signal",
+        d,
+    );
+    let rep = final_report(&files, Duration::from_secs(3))?;
+    if rep.status != "resumed" || rep.woke_by.as_deref() != Some(&format!("SIG{sig}")) {
+        return Err(format!("healer record: {rep:?}").into());
+    }
+    wait_gone(&rep.healer, Duration::from_secs(3))?;
+    if t0.elapsed() > Duration::from_secs(3) {
+        return Err(format!("healer took {:?}", t0.elapsed()).into());
+    }
+    Ok(())
+}
+
+fn runner_gone_before_stop() -> Result<(), Failed> {
+    // The runner's side of the protocol by hand: plan, healer, ready — then the runner is gone
+    // (its pipe closes) before it asks for the stop.
+    let program = lab_bin()?;
+    let s = Sleeper::start();
+    let work = workdir()?;
+    let attempt = lab::faults::attempt::AttemptId::new(lab::faults::attempt::FaultKind::Freeze, 5);
+    let files = AttemptFiles::new(&work.join("faults"), &attempt);
+    std::fs::create_dir_all(&files.dir)?;
+    let plan = freeze::FreezePlan {
+        attempt,
+        act: 5,
+        container_id: s.container()?,
+        pod_uid: "test".into(),
+        target: ProcessRef {
+            pid: s.pid(),
+            start_ticks: s.ticks(),
+        },
+        resume_after_sec: 1,
+        runner: ProcessRef::myself(),
+        created_at: lab::faults::attempt::now_rfc3339(),
+    };
+    lab::faults::attempt::write_json_atomic(&files.plan(), &plan)?;
+    let mut healer = Command::new(&program)
+        .arg(freeze::HEALER_SUBCOMMAND)
+        .arg("--attempt-dir")
+        .arg(&files.dir)
+        .stdin(Stdio::piped())
+        .spawn()?;
+    let t0 = Instant::now();
+    while files.read_report().is_none_or(|r| r.status != "ready") {
+        if t0.elapsed() > Duration::from_secs(10) {
+            let _ = healer.kill();
+            return Err("no ready answer".into());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    drop(healer.stdin.take());
+    let status = healer.wait()?;
+    let rep = report(&files)?;
+    if rep.status != "aborted" || rep.stop_sent_at.is_some() || !status.success() {
+        return Err(format!("healer ({status}) record: {rep:?}").into());
+    }
+    if s.state() == 'T' {
+        return Err("the target was stopped although no stop was asked for".into());
+    }
+    Ok(())
+}
+
+fn heal_command(work: &Path) -> Result<(std::process::ExitStatus, String), Failed> {
+    let out = Command::new(lab_bin()?)
+        .args(["--lang", "en", "--workdir"])
+        .arg(work)
+        .arg("heal")
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .output()?;
+    Ok((
+        out.status,
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    ))
+}
+
+fn healer_killed_then_heal() -> Result<(), Failed> {
+    lab_bin()?;
+    let s = Sleeper::start();
+    let work = workdir()?;
+    let mut r = Runner::start(&s, 20, &work, "hold")?;
+    let files = r.frozen()?;
+    let rep = report(&files)?;
+    r.child.kill()?;
+    r.child.wait()?;
+    signal_healer(&rep, rustix::process::Signal::KILL)?;
+    wait_gone(&rep.healer, Duration::from_secs(3))?;
+    std::thread::sleep(Duration::from_millis(300));
+    if s.state() != 'T' {
+        return Err(format!(
+            "expected the orphaned freeze to stay T, found {}",
+            s.state()
+        )
+        .into());
+    }
+    let t0 = Instant::now();
+    let (status, text) = heal_command(&work)?;
+    let d = s.wait_running(Duration::from_millis(100))?;
+    figure(
+        "healer-sigkill-then-heal",
+        "heal command took",
+        t0.elapsed() + d,
+    );
+    if !status.success() {
+        return Err(format!("heal exited {status}: {text}").into());
+    }
+    let rec: HealRecord = lab::faults::attempt::read_json(&files.heal())?;
+    if rec.action != "resumed"
+        || rec.resume.as_ref().map(|c| c.state_before) != Some(Some('T'))
+        || rec.command != "heal"
+    {
+        return Err(format!("heal.json: {rec:?}").into());
+    }
+    // A second heal has nothing left to do for it.
+    let (_, text2) = heal_command(&work)?;
+    if text2.contains("\"action\": \"resumed\"") {
+        return Err(format!("second heal acted again: {text2}").into());
+    }
+    Ok(())
+}
+
+fn two_attempts() -> Result<(), Failed> {
+    lab_bin()?;
+    let s = Sleeper::start();
+    let (w1, w2) = (workdir()?, workdir()?);
+    let mut r1 = Runner::start(&s, 3, &w1, "wait")?;
+    let files1 = r1.frozen()?;
+    let frozen = Instant::now();
+    let mut r2 = Runner::start(&s, 3, &w2, "wait")?;
+    let line = r2.line()?;
+    let rep1 = report(&files1)?;
+    if !line.starts_with("refused")
+        || !line.contains(&format!("pid {}", rep1.healer.pid))
+        || !line.contains(&rep1.attempt.0)
+    {
+        return Err(format!("second attempt said {line:?}; holder {:?}", rep1.healer).into());
+    }
+    if s.state() != 'T' {
+        return Err("the second attempt disturbed the first one's freeze".into());
+    }
+    let line1 = r1.line()?;
+    let held = frozen.elapsed();
+    figure("two-attempts", "first freeze lasted", held);
+    if !line1.starts_with("resumed Healer") || held < Duration::from_millis(2900) {
+        return Err(format!("first runner said {line1:?} after {held:?}").into());
+    }
+    Ok(())
+}
+
+fn stale_healer() -> Result<(), Failed> {
+    lab_bin()?;
+    let s = Sleeper::start();
+    let work = workdir()?;
+    let mut r1 = Runner::start(&s, 20, &work, "hold")?;
+    let files1 = r1.frozen()?;
+    r1.child.kill()?;
+    r1.child.wait()?;
+    // The next attempt on the same target while attempt 1's healer lives: refused, so that
+    // healer can never SIGCONT in the middle of attempt 2.
+    let mut r2 = Runner::start(&s, 1, &work, "wait")?;
+    let line = r2.line()?;
+    if !line.starts_with("refused") || !line.contains("in use by") {
+        return Err(format!("attempt 2 said {line:?}").into());
+    }
+    drop(r2);
+    // The next command heals first: resumes and stands the stale healer down.
+    let (status, text) = heal_command(&work)?;
+    if !status.success() {
+        return Err(format!("heal: {status} {text}").into());
+    }
+    let rec: HealRecord = lab::faults::attempt::read_json(&files1.heal())?;
+    if rec.action != "resumed"
+        || rec
+            .healer_signalled
+            .as_deref()
+            .is_none_or(|h| !h.contains("exited"))
+    {
+        return Err(format!("heal.json: {rec:?}").into());
+    }
+    let rep1 = final_report(&files1, Duration::from_secs(2))?;
+    if rep1.woke_by.as_deref() != Some("SIGTERM") {
+        return Err(format!("stale healer record: {rep1:?}").into());
+    }
+    // Now attempt 2 runs its full freeze, undisturbed.
+    let mut r3 = Runner::start(&s, 1, &work, "wait")?;
+    r3.frozen()?;
+    let line = r3.line()?;
+    if !line.starts_with("resumed Healer") {
+        return Err(format!("attempt 3 said {line:?}").into());
+    }
+    Ok(())
+}
+
+/// A tmpfs we mount for the row and always unmount.
+struct SmallTmpfs(PathBuf);
+impl SmallTmpfs {
+    fn mount(dir: &Path) -> Result<SmallTmpfs, Failed> {
+        std::fs::create_dir_all(dir)?;
+        nix::mount::mount(
+            Some("tmpfs"),
+            dir,
+            Some("tmpfs"),
+            nix::mount::MsFlags::MS_NOSUID | nix::mount::MsFlags::MS_NODEV,
+            Some("size=512k,mode=0700"),
+        )
+        .map_err(|e| format!("mounting a tmpfs on {}: {e}", dir.display()))?;
+        Ok(SmallTmpfs(dir.to_path_buf()))
+    }
+    fn fill(&self) {
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::File::create(self.0.join("fill")) {
+            let block = vec![0u8; 64 * 1024];
+            while f.write_all(&block).is_ok() {}
+        }
+    }
+}
+impl Drop for SmallTmpfs {
+    fn drop(&mut self) {
+        let _ = nix::mount::umount2(&self.0, nix::mount::MntFlags::MNT_DETACH);
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+fn disk_full() -> Result<(), Failed> {
+    lab_bin()?;
+    let s = Sleeper::start();
+    let base = workdir()?;
+    let fs = SmallTmpfs::mount(&base.join("tmpfs"))?;
+    let work = fs.0.join("w");
+    std::fs::create_dir_all(&work)?;
+    let mut r = Runner::start(&s, 2, &work, "hold")?;
+    let files = r.frozen()?;
+    let frozen = Instant::now();
+    r.child.kill()?;
+    r.child.wait()?;
+    fs.fill();
+    s.wait_running(Duration::from_secs(5))?;
+    figure("disk-full", "target running again after", frozen.elapsed());
+    if frozen.elapsed() > Duration::from_secs(2) + LATE_BOUND {
+        return Err(format!("resumed late: {:?}", frozen.elapsed()).into());
+    }
+    // The healer's final record could not be written: the file still says frozen.
+    std::thread::sleep(Duration::from_millis(500));
+    let rep = report(&files)?;
+    if rep.status != "frozen" {
+        return Err(format!("expected the record write to fail on the full disk: {rep:?}").into());
+    }
+    wait_gone(&rep.healer, Duration::from_secs(3))?;
+    // The next command says what it found and that heal.json could not be written.
+    let (status, text) = heal_command(&work)?;
+    if status.success() || !text.contains("heal.json could not be written") {
+        return Err(format!("heal on a full disk: {status} {text}").into());
+    }
+    Ok(())
+}
+
+fn workdir_lock_between_processes() -> Result<(), Failed> {
+    let work = workdir()?;
+    let lock = lab::faults::attempt::lock_workdir(&work, "act 5")?;
+    let (status, text) = heal_command(&work)?;
+    drop(lock);
+    if status.success()
+        || !text.contains("in use by")
+        || !text.contains(&format!("pid {}", std::process::id()))
+        || !text.contains("act 5")
+    {
+        return Err(format!("heal while an act holds the work dir: {status} {text}").into());
+    }
+    let (status, text) = heal_command(&work)?;
+    if !status.success() {
+        return Err(format!("heal after release: {status} {text}").into());
+    }
+    Ok(())
+}
