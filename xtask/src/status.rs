@@ -2,25 +2,109 @@
 //!
 //! A [`Step`] prints its start, and prints `✗` if dropped without [`Step::ok`],
 //! so an early `?` return is visible. Output goes to stderr.
+//!
+//! A step that runs longer than [`SPINNER_AFTER`] shows a progress line on a terminal (indicatif:
+//! spinner, elapsed time, and when this machine has run the same step before, its typical time
+//! and an ETA). Typical times are measured: each successful step's duration is kept in
+//! `~/.cache/kca-webhook-lab/step-times.json` (step message → seconds of the last 5 runs; the
+//! median is shown). Off a terminal nothing extra is printed.
 
-use std::time::Instant;
+use std::collections::BTreeMap;
+use std::io::IsTerminal as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// How long a step runs before its progress line appears.
+pub const SPINNER_AFTER: Duration = Duration::from_secs(2);
+/// How many past durations per step are kept.
+const KEEP: usize = 5;
 
 /// One visible step of a long task.
 pub struct Step {
     msg: String,
     started: Instant,
     done: bool,
+    stop: Arc<AtomicBool>,
+    spinner: Option<std::thread::JoinHandle<()>>,
+}
+
+/// `~/.cache/kca-webhook-lab/step-times.json`.
+fn times_path() -> Option<PathBuf> {
+    dirs::cache_dir().map(|d| d.join("kca-webhook-lab").join("step-times.json"))
+}
+
+fn read_times() -> BTreeMap<String, Vec<f64>> {
+    times_path()
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default()
+}
+
+/// The median of the measured durations of step `msg`, seconds.
+pub fn typical_secs(msg: &str) -> Option<f64> {
+    let mut v = read_times().remove(msg)?;
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    Some(v[v.len() / 2])
+}
+
+/// Records a measured duration of step `msg` (best effort: a cache that cannot be written only
+/// loses the ETA next time).
+fn record(msg: &str, secs: f64) {
+    let Some(path) = times_path() else { return };
+    let mut all = read_times();
+    let v = all.entry(msg.to_owned()).or_default();
+    v.push(secs);
+    if v.len() > KEEP {
+        v.drain(..v.len() - KEEP);
+    }
+    if let Some(d) = path.parent() {
+        let _ = std::fs::create_dir_all(d);
+    }
+    if let Ok(text) = serde_json::to_string_pretty(&all) {
+        let _ = std::fs::write(path, text);
+    }
+}
+
+/// The progress line's text after `elapsed` with a `typical` time: `typical 95s, ETA 40s` (or
+/// `typical 95s, over by 5s`).
+pub fn eta_text(elapsed: Duration, typical: Option<f64>) -> String {
+    match typical {
+        None => String::new(),
+        Some(t) => {
+            let e = elapsed.as_secs_f64();
+            if e <= t {
+                format!(" · typical {t:.0}s, ETA {:.0}s", t - e)
+            } else {
+                format!(" · typical {t:.0}s, over by {:.0}s", e - t)
+            }
+        }
+    }
 }
 
 impl Step {
-    /// Prints `• {msg} ...` to stderr and starts the clock.
+    /// Prints `• {msg} ...` to stderr and starts the clock (and, on a terminal, a progress line
+    /// after [`SPINNER_AFTER`]).
     pub fn start(msg: impl Into<String>) -> Step {
         let msg = msg.into();
         eprintln!(" • {msg} ...");
+        let stop = Arc::new(AtomicBool::new(false));
+        let spinner = std::io::stderr().is_terminal().then(|| {
+            let (msg, stop) = (msg.clone(), stop.clone());
+            std::thread::spawn(move || spin(&msg, &stop))
+        });
         Step {
             msg,
             started: Instant::now(),
             done: false,
+            stop,
+            spinner,
         }
     }
 
@@ -29,17 +113,75 @@ impl Step {
         self.started.elapsed().as_secs_f64()
     }
 
-    /// Marks the step as successful: prints `✓ {msg} ({elapsed}s)`.
+    fn end_spinner(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(h) = self.spinner.take() {
+            let _ = h.join();
+        }
+    }
+
+    /// Marks the step as successful: prints `✓ {msg} ({elapsed}s)` and records the duration as
+    /// this step's typical time.
     pub fn ok(mut self) {
         self.done = true;
-        eprintln!(" ✓ {} ({:.1}s)", self.msg, self.elapsed_secs());
+        self.end_spinner();
+        let secs = self.elapsed_secs();
+        record(&self.msg, secs);
+        eprintln!(" ✓ {} ({secs:.1}s)", self.msg);
     }
+}
+
+/// The progress line of one step: waits [`SPINNER_AFTER`], then ticks until `stop`.
+fn spin(msg: &str, stop: &AtomicBool) {
+    let started = Instant::now();
+    while started.elapsed() < SPINNER_AFTER {
+        if stop.load(Ordering::SeqCst) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let typical = typical_secs(msg);
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template("   {spinner} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    while !stop.load(Ordering::SeqCst) {
+        let e = started.elapsed();
+        bar.set_message(format!(
+            "{msg}: {:.0}s{}",
+            e.as_secs_f64(),
+            eta_text(e, typical)
+        ));
+        bar.tick();
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    bar.finish_and_clear();
 }
 
 impl Drop for Step {
     fn drop(&mut self) {
         if !self.done {
+            self.end_spinner();
             eprintln!(" ✗ {} ({:.1}s)", self.msg, self.elapsed_secs());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eta_from_the_typical_time() {
+        assert_eq!(eta_text(Duration::from_secs(10), None), "");
+        assert_eq!(
+            eta_text(Duration::from_secs(10), Some(95.0)),
+            " · typical 95s, ETA 85s"
+        );
+        assert_eq!(
+            eta_text(Duration::from_secs(100), Some(95.0)),
+            " · typical 95s, over by 5s"
+        );
     }
 }
