@@ -536,15 +536,6 @@ impl<'a> G<'a> {
         }
     }
 
-    /// The raw JSON of a student input, if present and readable.
-    pub(crate) fn input_value(&self, file: InputFile) -> Option<serde_json::Value> {
-        self.input
-            .inputs
-            .get(&file)
-            .and_then(|v| v.as_ref().ok())
-            .cloned()
-    }
-
     /// The raw JSON of a student input that a check of this act compares against (flags
     /// input-missing / input-invalid when it is absent or not I-JSON, so the comparison is never
     /// skipped silently).
