@@ -291,3 +291,39 @@ fn lab_a_deny_from_another_webhook_is_flagged() {
         lab::messages::findings(Lang::En, &f)
     );
 }
+
+/// Lab A: the Lease must be taken within the act's recovery wait after the restore
+/// (`grade::bounds::RECOVERY_MS`); a takeover recorded 200 s later is outside the window.
+#[test]
+fn lab_a_lease_takeover_outside_the_recovery_window_is_flagged() {
+    let pass = common::read_tree(&common::fixtures_dir().join("a").join("pass"));
+    let mut e6 = pass["evidence/06.json"].clone();
+    let shift = |v: &mut serde_json::Value| {
+        let t = lab::facts::parse_rfc3339(v.as_str().unwrap()).unwrap();
+        *v = serde_json::json!(lab::facts::format_rfc3339(
+            t + chrono::Duration::milliseconds(200_000)
+        ));
+    };
+    for step in [
+        "lease_acquired",
+        "webhook_registered",
+        "first_explicit_deny",
+    ] {
+        shift(&mut e6["facts"][step]["at"]);
+    }
+    for k in ["lease_after_restore_ms", "leader_takeover_ms"] {
+        let ms = e6["facts"][k].as_u64().unwrap();
+        e6["facts"][k] = serde_json::json!(ms + 200_000);
+    }
+    let overlay = BTreeMap::from([("evidence/06.json".to_string(), e6)]);
+    let (_tmp, gi) = workdir_with(Lab::A, &overlay);
+    let f = grade::grade(Lab::A, 6, &gi);
+    assert!(
+        f.findings
+            .iter()
+            .any(|x| x.code == grade::Code::OutsideWindow
+                && x.subject == "evidence/06.json facts.lease_after_restore_ms"),
+        "{}",
+        lab::messages::findings(Lang::En, &f)
+    );
+}

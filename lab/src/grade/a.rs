@@ -303,7 +303,7 @@ fn act6(g: &mut G) {
         let measured = (l - r).num_milliseconds();
         let recorded = f.leader_takeover_ms.map(|m| m as i64);
         g.check(
-            recorded.is_some_and(|m| (m - measured).abs() <= 2),
+            recorded.is_some_and(|m| (m - measured).abs() <= super::bounds::DERIVED_MS_TOLERANCE),
             Code::TimesInconsistent,
             format!("{s}.leader_takeover_ms"),
             || format!("recorded {recorded:?}, timestamps give {measured} ms"),
@@ -316,10 +316,18 @@ fn act6(g: &mut G) {
     {
         let measured = (l - r).num_milliseconds();
         g.check(
-            (measured - ms as i64).abs() <= 2,
+            (measured - ms as i64).abs() <= super::bounds::DERIVED_MS_TOLERANCE,
             Code::TimesInconsistent,
             format!("{s}.lease_after_restore_ms"),
             || format!("recorded {ms}, timestamps give {measured} ms"),
+        );
+        // The Lease is taken after the restore and within the act's recovery wait.
+        let hi = super::bounds::RECOVERY_MS as i64;
+        g.check(
+            (0..=hi).contains(&measured),
+            Code::OutsideWindow,
+            format!("{s}.lease_after_restore_ms"),
+            || format!("Lease taken {measured} ms after the restore; the act waits [0, {hi}] ms (bounds::RECOVERY_MS)"),
         );
     }
     if let Some(p) = &f.existing

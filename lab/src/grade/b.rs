@@ -419,7 +419,7 @@ fn freeze_run(
             _ => None,
         };
         g.check(
-            measured.is_some_and(|m| (m - ms as i64).abs() <= 2),
+            measured.is_some_and(|m| (m - ms as i64).abs() <= bounds::DERIVED_MS_TOLERANCE),
             Code::TimesInconsistent,
             format!("{s}.first_deny_after_resume_ms"),
             || format!("recorded {ms}, timestamps give {measured:?}"),

@@ -9,7 +9,8 @@
 //! | a Fail-freeze `webhook-timeout`, or an Ignore-freeze request admitted after the failed call (`elapsed_ms`) | `T·1000 − CLOCK_SKEW_MS` | `T·1000 + TIMEOUT_LATE_MS` | lab B acts 5, 6 |
 //! | watchdog resume (`resumed_at − watchdog_armed_at`), when the watchdog resumed | `R·1000 − CLOCK_SKEW_MS` | `R·1000 + WATCHDOG_LATE_MS` | lab B acts 5, 6 |
 //! | first explicit deny after resume (`answered_at − resumed_at`) | `0` | `DENY_AFTER_RESUME_MS` | lab B acts 5, 6 |
-//! | lab A recovery: pod created ≤ Lease acquired ≤ webhook registered ≤ first deny | order, `0` | `RECOVERY_MS` | lab A act 6 |
+//! | lab A Lease takeover (`lease_acquired − replicas_restored`; each recovery step after the previous) | `0` (order) | `RECOVERY_MS` | lab A act 6 |
+//! | a recorded duration vs the difference of its two recorded timestamps | `−DERIVED_MS_TOLERANCE` | `+DERIVED_MS_TOLERANCE` | lab B acts 5, 6; lab A act 6 |
 //!
 //! `T` is the live registration's `timeoutSeconds` (act 2 / act 6's webhook, the snapshot read
 //! during the freeze, and the `timeout=` of the failed call's URL must all agree); `R` is the
@@ -37,6 +38,15 @@ pub const WATCHDOG_LATE_MS: u64 = crate::labs::b::WATCHDOG_GRACE.as_millis() as 
 /// Upper bound on the first explicit deny after resume, milliseconds: the act's own bounded wait
 /// ([`crate::labs::b::DENY_AFTER_RESUME_BOUND`]); a later deny cannot have been observed by it.
 pub const DENY_AFTER_RESUME_MS: u64 = crate::labs::b::DENY_AFTER_RESUME_BOUND.as_millis() as u64;
+
+/// Upper bound on lab A's recovery, milliseconds from the restore: the act's own bounded wait
+/// ([`crate::labs::a::RECOVERY_BOUND`]); a step later than that cannot have been observed by it.
+pub const RECOVERY_MS: u64 = crate::labs::a::RECOVERY_BOUND.as_millis() as u64;
+
+/// How far a recorded `*_ms` duration may differ from the difference of the two timestamps it
+/// was computed from, milliseconds: both are whole ms, recorded from the same instants, so
+/// only rounding separates them.
+pub const DERIVED_MS_TOLERANCE: i64 = 2;
 
 /// The window `[lo, hi)` (ms) a call timed out by a `timeoutSeconds = t` registration is answered in.
 pub fn timeout_window_ms(t: u32) -> (u64, u64) {
