@@ -403,6 +403,27 @@ impl Cluster {
     }
 }
 
+impl Cluster {
+    /// Sends `GET path` (e.g. `/metrics`) with this client's credential and returns the HTTP
+    /// status and the body as text, whatever the status (a 403 from RBAC is an answer, not an
+    /// error).
+    ///
+    /// Errors: only when no HTTP answer came ([`LabError::ClusterUnreachable`] / [`LabError::Kube`]).
+    pub async fn get_text_raw(&self, path: &str) -> Result<(u16, String), LabError> {
+        let req = http::Request::get(path)
+            .body(Vec::new())
+            .map_err(|e| LabError::Kube(format!("building GET {path}: {e}")))?;
+        let resp = self
+            .client
+            .send(req.map(kube::client::Body::from))
+            .await
+            .map_err(kube_err)?;
+        let status = resp.status().as_u16();
+        let bytes = resp.into_body().collect_bytes().await.map_err(kube_err)?;
+        Ok((status, String::from_utf8_lossy(&bytes).into_owned()))
+    }
+}
+
 fn raw_answer(http_status: u16, bytes: &[u8], sent_at: String, t0: Instant) -> RawAnswer {
     let elapsed_ms = t0.elapsed().as_millis() as u64;
     let answered_at = now_rfc3339();

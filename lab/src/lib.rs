@@ -25,6 +25,7 @@ pub mod inputs;
 pub mod json;
 pub mod labs;
 pub mod messages;
+pub mod metrics;
 pub mod pidmap;
 pub mod probe;
 pub mod report;

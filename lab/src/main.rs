@@ -48,7 +48,12 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Show the live values the inputs need (node UID, namespace UIDs, deployment UID) and each act's status.
-    Inspect,
+    Inspect {
+        /// Print the API server's admission webhook counters for the lab's webhooks instead
+        /// (`/metrics`: rejections, fail-open, requests, latency count/sum).
+        #[arg(long)]
+        metrics: bool,
+    },
     /// Run act N (1-8) against the cluster.
     Act {
         /// Act number, 1 to 8.
@@ -142,7 +147,7 @@ fn run(cli: &Cli) -> Result<i32, LabError> {
     let workdir = Workdir::new(&cli.workdir);
     let lab = cli.lab.unwrap_or_else(|| lab_of(&workdir));
     match &cli.command {
-        Command::Inspect | Command::Act { .. } | Command::Heal => {
+        Command::Inspect { .. } | Command::Act { .. } | Command::Heal => {
             cluster_command(cli, lab, &workdir)
         }
         Command::Grade { which } => {
@@ -364,6 +369,24 @@ fn cluster_command(cli: &Cli, lab: Lab, workdir: &Workdir) -> Result<i32, LabErr
                 });
             }
             Ok(0)
+        }
+        Command::Inspect { metrics: true } => {
+            let cluster = rt.block_on(env.cluster())?;
+            match rt.block_on(lab::metrics::current(&cluster, lab::cluster::POLICY_NAME)) {
+                Ok(series) => {
+                    println!("{}", messages::metrics_header(cli.lang, series.len()));
+                    for (metric, labels, value) in series {
+                        let labels: Vec<String> =
+                            labels.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
+                        println!("{metric}{{{}}} {value}", labels.join(","));
+                    }
+                    Ok(0)
+                }
+                Err(u) => {
+                    eprintln!("{}", messages::metrics_unavailable(cli.lang, &u.reason));
+                    Ok(1)
+                }
+            }
         }
         _ => {
             let report = rt.block_on(until_signal(lab::labs::inspect(lab, &env), 0))?;

@@ -187,6 +187,14 @@ pub fn code_text(code: Code) -> Text {
             "レポートの記述が証拠と一致しません",
             "a report claim contradicts the evidence",
         ),
+        Code::MetricsContradicted => t(
+            "API サーバーの admission webhook メトリクスがリクエストの結果と一致しません",
+            "the API server's admission webhook metrics contradict the request outcomes",
+        ),
+        Code::MetricsNotObserved => t(
+            "API サーバーの admission webhook メトリクスは観測されていません（この照合は未確認です）",
+            "the API server's admission webhook metrics were not observed (these cross-checks were not made)",
+        ),
     }
 }
 
@@ -230,6 +238,13 @@ pub fn findings(lang: Lang, f: &Findings) -> String {
     };
     for x in &f.findings {
         out.push_str("\n  ");
+        out.push_str(&finding(lang, x));
+    }
+    for x in &f.notes {
+        out.push_str(match lang {
+            Lang::Ja => "\n  注記 ",
+            Lang::En => "\n  note ",
+        });
         out.push_str(&finding(lang, x));
     }
     out
@@ -385,6 +400,24 @@ pub fn check_ok(lang: Lang, file: &str, offline: bool) -> String {
     }
 }
 
+/// `inspect --metrics`: the header line, or the line when no series of the lab's webhooks exists.
+pub fn metrics_header(lang: Lang, count: usize) -> String {
+    match (lang, count) {
+        (Lang::Ja, 0) => "ラボの webhook の admission webhook メトリクスはまだありません（まだ一度も呼ばれていません）".into(),
+        (Lang::En, 0) => "no admission webhook series for the lab's webhooks yet (never called so far)".into(),
+        (Lang::Ja, n) => format!("API サーバーの admission webhook カウンタ（ラボの webhook、{n} 系列、API サーバー起動からの累積）:"),
+        (Lang::En, n) => format!("the API server's admission webhook counters (the lab's webhooks, {n} series, cumulative since the API server started):"),
+    }
+}
+
+/// `inspect --metrics` when `/metrics` could not be read.
+pub fn metrics_unavailable(lang: Lang, reason: &str) -> String {
+    match lang {
+        Lang::Ja => format!("API サーバーの /metrics を読めませんでした: {reason}"),
+        Lang::En => format!("could not read the API server's /metrics: {reason}"),
+    }
+}
+
 /// Label before the error text on stderr.
 pub fn error_prefix(lang: Lang) -> &'static str {
     t("エラー", "error").get(lang)
@@ -437,6 +470,8 @@ mod tests {
             TimelineOrder,
             NotConfirmed,
             ReportContradicted,
+            MetricsContradicted,
+            MetricsNotObserved,
         ] {
             let x = code_text(c);
             assert!(

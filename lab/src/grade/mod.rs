@@ -41,6 +41,7 @@
 pub mod a;
 pub mod b;
 pub mod bounds;
+pub mod metrics;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -142,6 +143,12 @@ pub enum Code {
     NotConfirmed,
     /// A report claim is not what the evidence shows.
     ReportContradicted,
+    /// The API server's admission webhook metrics disagree with the act's request outcomes (the
+    /// finding names both records); see [`metrics`].
+    MetricsContradicted,
+    /// The API server's admission webhook metrics were not observed for this act (the evidence
+    /// predates them, or `/metrics` could not be read): reported as a note, not a failure.
+    MetricsNotObserved,
 }
 
 impl Code {
@@ -187,6 +194,8 @@ impl Code {
             Code::TimelineOrder => "timeline-order",
             Code::NotConfirmed => "not-confirmed",
             Code::ReportContradicted => "report-contradicted",
+            Code::MetricsContradicted => "metrics-contradicted",
+            Code::MetricsNotObserved => "metrics-not-observed",
         }
     }
 }
@@ -220,6 +229,10 @@ pub struct Findings {
     pub checks: u32,
     /// The problems found; empty when the act passes.
     pub findings: Vec<Finding>,
+    /// Checks that could not be made, reported but not failing the act (e.g.
+    /// [`Code::MetricsNotObserved`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<Finding>,
 }
 
 impl Findings {
@@ -298,7 +311,7 @@ impl GradeInput {
 /// Grades act `act` (1-8) of `lab`. Pure: reads only `input`.
 pub fn grade(lab: Lab, act: u8, input: &GradeInput) -> Findings {
     let mut g = G::new(lab, act, input);
-    if g.evidence(act).is_some() {
+    if let Some(ev) = g.evidence(act) {
         match (lab, act) {
             (_, 1) => act1(&mut g),
             (_, 2) => act2(&mut g),
@@ -308,6 +321,7 @@ pub fn grade(lab: Lab, act: u8, input: &GradeInput) -> Findings {
             _ => {}
         }
         g.names_unique();
+        metrics::grade(&mut g, &ev);
     }
     g.finish()
 }
@@ -329,6 +343,7 @@ pub(crate) struct G<'a> {
     input: &'a GradeInput,
     checks: u32,
     findings: Vec<Finding>,
+    notes: Vec<Finding>,
     reported: BTreeSet<(Code, String)>,
 }
 
@@ -344,6 +359,7 @@ impl<'a> G<'a> {
             input,
             checks: 0,
             findings: Vec::new(),
+            notes: Vec::new(),
             reported: BTreeSet::new(),
         }
     }
@@ -354,6 +370,7 @@ impl<'a> G<'a> {
             act: self.act,
             checks: self.checks,
             findings: self.findings,
+            notes: self.notes,
         }
     }
 

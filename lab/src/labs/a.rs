@@ -391,6 +391,8 @@ async fn act5(env: &Env) -> Result<ActSummary, LabError> {
             if let Err(e) = fault.hand_over() {
                 rec.raw("hand-over-record-error", e.to_string());
             }
+            let mut facts = to_value(&facts)?;
+            crate::metrics::carry(&partial, &mut facts);
             rec.complete(facts, lines)
         }
         Err(e) => {
@@ -563,6 +565,7 @@ async fn act5_body(
         "ラベルなし Pod を作成します (対象 namespace)",
         "creating an unlabelled pod (target namespace)",
     );
+    let window = crate::metrics::Window::begin(cl).await;
     let target_bad =
         probe::send_pod(cl, "a5-target-bad", TARGET_NAMESPACE, PodKind::Bad, false).await?;
     rec.request("target-bad", &target_bad);
@@ -583,6 +586,8 @@ async fn act5_body(
         &describe(ui, "  control", &control),
     );
     partial["control"] = to_value(&control)?;
+    let admission = window.end(cl).await;
+    admission.attach(partial);
     rec.save_progress(partial.clone())?;
     // The existing pod of act 3.
     let existing = probe::observe_pod(cl, &f3.existing.namespace, &f3.existing.name).await?;
@@ -760,7 +765,11 @@ async fn act6(env: &Env) -> Result<ActSummary, LabError> {
     rec.raw("fault-ledger", fault.ledger());
     rec.raw("watcher-record", fault.dir().read_watcher().ok().flatten());
     match result {
-        Ok((facts, lines)) => rec.complete(facts, lines),
+        Ok((facts, lines)) => {
+            let mut facts = to_value(&facts)?;
+            crate::metrics::carry(&partial, &mut facts);
+            rec.complete(facts, lines)
+        }
         Err(e) => {
             rec.interrupt(partial, e.to_string())?;
             Err(e)
@@ -881,6 +890,7 @@ async fn act6_body(
     let mut webhook = None;
     let mut probes: Vec<RequestRecord> = Vec::new();
     let mut last_tick = 0;
+    let window = crate::metrics::Window::begin(cl).await;
     loop {
         // New controller pod: one that act 4 did not see.
         let pods = cl.admission_pods().await?;
@@ -1004,6 +1014,8 @@ async fn act6_body(
         }
         tokio::time::sleep(RECOVERY_INTERVAL).await;
     }
+    let admission = window.end(cl).await;
+    admission.attach(partial);
     for r in &probes {
         rec.request("deny-probe-dry-run", r);
     }
@@ -1200,6 +1212,7 @@ async fn act7_body(cl: &Cluster, ui: &Ui, rec: &mut ActRecorder) -> ActResult {
         "サーバー側 dry-run でラベル付き Pod を送ります (dryRun=All)",
         "sending a labelled pod as a server-side dry-run (dryRun=All)",
     );
+    let window = crate::metrics::Window::begin(cl).await;
     let good = probe::send_pod(cl, "a7-good", TARGET_NAMESPACE, PodKind::Good, true)
         .await
         .map_err(fail)?;
@@ -1216,6 +1229,7 @@ async fn act7_body(cl: &Cluster, ui: &Ui, rec: &mut ActRecorder) -> ActResult {
         .await
         .map_err(fail)?;
     rec.request("bad-dry-run", &bad);
+    let admission = window.end(cl).await;
     ui.say(
         &describe(ui, "  bad (dry-run)", &bad),
         &describe(ui, "  bad (dry-run)", &bad),
@@ -1241,8 +1255,11 @@ async fn act7_body(cl: &Cluster, ui: &Ui, rec: &mut ActRecorder) -> ActResult {
             "webhook {} sideEffects {}",
             facts.webhook_name, facts.side_effects
         ),
+        crate::metrics::summary_line(&admission),
     ];
-    Ok((to_value(&facts).map_err(fail)?, lines))
+    let mut facts = to_value(&facts).map_err(fail)?;
+    admission.attach(&mut facts);
+    Ok((facts, lines))
 }
 
 // ---------------------------------------------------------------------------------------------

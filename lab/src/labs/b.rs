@@ -277,6 +277,7 @@ async fn act5(env: &Env) -> Result<ActSummary, LabError> {
         tag: "b5",
     };
     let mut partial = serde_json::Value::Null;
+    let window = crate::metrics::Window::begin(&cluster).await;
     let outcome = common::or_signal(freeze_run(
         env,
         &cluster,
@@ -287,13 +288,20 @@ async fn act5(env: &Env) -> Result<ActSummary, LabError> {
         &mut partial,
     ))
     .await;
+    let admission = window.end(&cluster).await;
     let result = settle(env, &spec, outcome, partial, &mut rec);
     match result {
         Ok(run) => {
-            let lines = run_lines(&ui, &run);
-            rec.complete(run, lines)
+            let mut lines = run_lines(&ui, &run);
+            lines.push(crate::metrics::summary_line(&admission));
+            let mut facts = to_value(&run)?;
+            admission.attach(&mut facts);
+            rec.complete(facts, lines)
         }
-        Err((facts, e)) => finish(rec, Err((facts, e))),
+        Err((mut facts, e)) => {
+            admission.attach(&mut facts);
+            finish(rec, Err((facts, e)))
+        }
     }
 }
 
@@ -728,6 +736,7 @@ async fn act6(env: &Env) -> Result<ActSummary, LabError> {
         ),
     );
 
+    let window = crate::metrics::Window::begin(&cluster).await;
     ui.step(
         "Ignore でも健全な webhook の拒否は拒否: 違反 Pod を送ります",
         "under Ignore a healthy webhook still denies: sending a violating pod",
@@ -793,6 +802,7 @@ async fn act6(env: &Env) -> Result<ActSummary, LabError> {
         &mut run_partial,
     ))
     .await;
+    let admission = window.end(&cluster).await;
     match settle(env, &spec, outcome, run_partial.clone(), &mut rec) {
         Ok(run) => {
             let mut lines = vec![
@@ -804,6 +814,7 @@ async fn act6(env: &Env) -> Result<ActSummary, LabError> {
                 describe(&ui, "healthy bad (Ignore)", &healthy_bad),
             ];
             lines.extend(run_lines(&ui, &run));
+            lines.push(crate::metrics::summary_line(&admission));
             let facts = Act6Facts {
                 policy_uid_before,
                 policy: stored,
@@ -811,10 +822,13 @@ async fn act6(env: &Env) -> Result<ActSummary, LabError> {
                 healthy_bad,
                 run,
             };
+            let mut facts = to_value(&facts)?;
+            admission.attach(&mut facts);
             rec.complete(facts, lines)
         }
         Err((p, e)) => {
             partial["run"] = p;
+            admission.attach(&mut partial);
             finish(rec, Err((partial, e)))
         }
     }
@@ -850,11 +864,13 @@ async fn act7(env: &Env) -> Result<ActSummary, LabError> {
             "新しい名前の違反 Pod を送ります",
             "sending a new-named violating pod",
         );
+        let window = crate::metrics::Window::begin(&cluster).await;
         let healthy_bad =
             probe::send_pod(&cluster, "b7-bad", TARGET_NAMESPACE, PodKind::Bad, false)
                 .await
                 .map_err(fail)?;
         rec.request("healthy-bad", &healthy_bad);
+        let admission = window.end(&cluster).await;
         let existing = probe::observe_pod(&cluster, &act3.existing.namespace, &act3.existing.name)
             .await
             .map_err(fail)?;
@@ -868,6 +884,7 @@ async fn act7(env: &Env) -> Result<ActSummary, LabError> {
                 existing.phase.as_deref().unwrap_or("?"),
                 act3.existing.uid.as_deref().unwrap_or("?")
             ),
+            crate::metrics::summary_line(&admission),
         ];
         let facts = Act7Facts {
             policy_uid,
@@ -875,7 +892,9 @@ async fn act7(env: &Env) -> Result<ActSummary, LabError> {
             healthy_bad,
             existing,
         };
-        Ok((to_value(&facts).map_err(fail)?, lines))
+        let mut facts = to_value(&facts).map_err(fail)?;
+        admission.attach(&mut facts);
+        Ok((facts, lines))
     }
     .await;
     finish(rec, result)

@@ -758,6 +758,7 @@ async fn act3_body(
         Lab::B => "b3",
     };
     let fail = |e: LabError| (serde_json::Value::Null, e);
+    let window = crate::metrics::Window::begin(cluster).await;
     ui.step(
         "ラベル付き Pod を作成します (対象 namespace)",
         "creating a labelled pod (target namespace)",
@@ -791,7 +792,9 @@ async fn act3_body(
     .map_err(fail)?;
     rec.request("bad", &bad);
     ui.say(&describe(ui, "  bad", &bad), &describe(ui, "  bad", &bad));
-    let partial = serde_json::json!({"good": good, "bad": bad});
+    let admission = window.end(cluster).await;
+    let mut partial = serde_json::json!({"good": good, "bad": bad});
+    admission.attach(&mut partial);
     rec.save_progress(partial.clone())
         .map_err(|e| (partial.clone(), e))?;
     ui.step(
@@ -828,6 +831,9 @@ async fn act3_body(
             facts.existing.uid.as_deref().unwrap_or("?"),
             facts.existing.phase.as_deref().unwrap_or("?")
         ),
+        crate::metrics::summary_line(&admission),
     ];
-    Ok((to_value(&facts).map_err(fail)?, lines))
+    let mut facts = to_value(&facts).map_err(fail)?;
+    admission.attach(&mut facts);
+    Ok((facts, lines))
 }
