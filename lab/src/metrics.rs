@@ -164,7 +164,7 @@ pub fn deltas(before: &[String], after: &[String]) -> Vec<SeriesDelta> {
             let before = b.get(&k).copied().unwrap_or(0.0);
             let after = a.get(&k).copied().unwrap_or(0.0);
             let delta = after - before;
-            (delta != 0.0).then(|| SeriesDelta {
+            (delta != 0.0).then_some(SeriesDelta {
                 metric: k.0,
                 labels: k.1,
                 before,
@@ -379,10 +379,7 @@ apiserver_request_total{{code="201",resource="pods",verb="POST"}} 12
             2.0
         );
         assert_eq!(sum_delta(&d, REQUEST_TOTAL, FAIL, &[]), 2.0);
-        assert_eq!(
-            sum_delta(&d, &format!("{DURATION}_count"), FAIL, &[]),
-            2.0
-        );
+        assert_eq!(sum_delta(&d, &format!("{DURATION}_count"), FAIL, &[]), 2.0);
         // _sum did not change: not listed.
         assert!(d.iter().all(|s| s.metric != format!("{DURATION}_sum")));
         let from_nothing = deltas(&[], &after);

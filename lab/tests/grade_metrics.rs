@@ -74,7 +74,9 @@ fn text(samples: &[S]) -> String {
             out.push_str(&format!("{m}{{{}}} {}\n", labels.join(","), s.2));
         }
     }
-    out.push_str("# TYPE apiserver_request_total counter\napiserver_request_total{code=\"201\"} 9\n");
+    out.push_str(
+        "# TYPE apiserver_request_total counter\napiserver_request_total{code=\"201\"} 9\n",
+    );
     out
 }
 
@@ -165,9 +167,7 @@ fn tree(lab: Lab) -> BTreeMap<String, Value> {
 }
 
 fn facts(files: &mut BTreeMap<String, Value>, act: u8) -> &mut Value {
-    &mut files
-        .get_mut(&format!("evidence/{act:02}.json"))
-        .unwrap()["facts"]
+    &mut files.get_mut(&format!("evidence/{act:02}.json")).unwrap()["facts"]
 }
 
 fn grade_tree(lab: Lab, act: u8, files: &BTreeMap<String, Value>) -> Findings {
@@ -210,7 +210,9 @@ fn consistent_metrics_pass_every_rule_in_both_labs() {
                 bare.checks
             );
             assert!(
-                bare.notes.iter().any(|n| n.code == Code::MetricsNotObserved),
+                bare.notes
+                    .iter()
+                    .any(|n| n.code == Code::MetricsNotObserved),
                 "{lab:?} act {act}"
             );
         }

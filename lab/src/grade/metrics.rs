@@ -33,7 +33,7 @@ use std::collections::BTreeMap;
 use super::{Code, Finding, G, ev_name};
 use crate::evidence::{Evidence, Lab, Outcome, RequestRecord};
 use crate::metrics::{
-    self, AdmissionMetrics, FAIL_OPEN_COUNT, FACTS_KEY, REJECTION_COUNT, REQUEST_TOTAL, sum_delta,
+    self, AdmissionMetrics, FACTS_KEY, FAIL_OPEN_COUNT, REJECTION_COUNT, REQUEST_TOTAL, sum_delta,
 };
 
 /// The acts whose evidence must carry admission metrics.
@@ -94,7 +94,12 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
         reset.is_empty(),
         Code::MetricsContradicted,
         format!("{subject}.deltas"),
-        || format!("counters went down (API server restarted?): {}", reset.join("; ")),
+        || {
+            format!(
+                "counters went down (API server restarted?): {}",
+                reset.join("; ")
+            )
+        },
     );
 
     let Some(hook) = policy_webhook(g, ev) else {
@@ -267,11 +272,12 @@ fn requests_of(ev: &Evidence) -> BTreeMap<String, RequestRecord> {
 fn collect(v: &serde_json::Value, out: &mut BTreeMap<String, RequestRecord>) {
     match v {
         serde_json::Value::Object(o) => {
-            if o.contains_key("outcome") && o.contains_key("raw_response") {
-                if let Ok(r) = serde_json::from_value::<RequestRecord>(v.clone()) {
-                    out.entry(r.name.clone()).or_insert(r);
-                    return;
-                }
+            if o.contains_key("outcome")
+                && o.contains_key("raw_response")
+                && let Ok(r) = serde_json::from_value::<RequestRecord>(v.clone())
+            {
+                out.entry(r.name.clone()).or_insert(r);
+                return;
             }
             for (k, x) in o {
                 if k != FACTS_KEY {
