@@ -32,12 +32,13 @@ fn main() {
     if let Ok(spec) = std::env::var(RUNNER_ENV) {
         std::process::exit(runner(&spec));
     }
+    // Parsed first: a bad argument exits here, before anything is created.
+    let mut args = Arguments::from_args();
     let locks =
         std::env::temp_dir().join(format!("kca-freeze-healer-locks-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&locks);
     // SAFETY: set before any thread is started; the healers inherit it.
     unsafe { std::env::set_var(lab::faults::attempt::LOCK_DIR_ENV, &locks) };
-    let mut args = Arguments::from_args();
     args.test_threads = Some(1);
     let trials = vec![
         Trial::test(
