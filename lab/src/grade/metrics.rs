@@ -11,7 +11,8 @@
 //! 1. the recorded `deltas` are the ones the recorded raw lines give (re-parsed here), and no
 //!    counter went down (a reset means the API server restarted inside the window);
 //! 2. `rejection_count{name=H, error_type="calling_webhook_error"}` moved by the number of
-//!    `webhook-timeout` requests (failurePolicy Fail: each failed call is one rejection);
+//!    requests whose answer says calling `H` failed (timeout, no endpoints, refused: under
+//!    failurePolicy Fail each failed call is one rejection; under Ignore none is rejected);
 //! 3. `fail_open_count{name=H}` moved by the number of target-namespace requests `stored` while `H`
 //!    is an Ignore webhook (the lab sends no healthy labelled pod under Ignore, so every such pod
 //!    was admitted without the webhook's verdict), and by 0 under Fail;
@@ -160,8 +161,15 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
         }
     }
 
-    // Rule 2: timeouts under Fail are calling_webhook_error rejections.
-    let timeouts = names(&|r| r.outcome == Outcome::WebhookTimeout);
+    // Rule 2: failed calls to H under Fail are calling_webhook_error rejections: every request
+    // whose verbatim answer says calling H failed (a timeout, and equally no endpoints or a
+    // refused connection, e.g. lab A act 6's probes while Kyverno's new pod is not yet Ready).
+    let call_failures = names(&|r| {
+        r.message
+            .as_deref()
+            .and_then(crate::classify::parse_call_failure)
+            .is_some_and(|c| c.webhook == hook)
+    });
     let found = sum_delta(
         &deltas,
         REJECTION_COUNT,
@@ -173,7 +181,7 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
         "calling-webhook-error",
         format!("{REJECTION_COUNT}{{name={hook},error_type=calling_webhook_error}}"),
         found,
-        timeouts,
+        call_failures,
     );
 
     // Rule 3: stored target requests under Ignore failed open.
