@@ -10,6 +10,7 @@ use lab::workdir::Workdir;
 use serde_json::{Value, json};
 
 const RUN_B: &str = "recorded/b-20261129T153816Z";
+const RUN_A: &str = "recorded/a-20261130T194643Z";
 
 fn load(
     mutate: impl FnOnce(&mut std::collections::BTreeMap<String, Value>),
@@ -26,6 +27,24 @@ fn load(
 fn recorded_lab_b_passes_every_act() {
     let (_tmp, gi) = load(|_| {});
     for f in grade::grade_all(Lab::B, &gi) {
+        assert!(f.passed(), "{}", lab::messages::findings(Lang::En, &f));
+    }
+}
+
+#[test]
+fn recorded_lab_a_passes_every_act_including_failed_calls_during_recovery() {
+    let files = common::read_tree(&common::fixtures_dir().join(RUN_A));
+    // The point of this run: act 6 has answers naming a failed call to the policy's webhook,
+    // other than timeouts, and the API server's calling_webhook_error count moved for them.
+    let ev6 = files["evidence/06.json"].to_string();
+    assert!(
+        ev6.contains("failed calling webhook") && ev6.contains("calling_webhook_error"),
+        "the fixture must keep act 6's failed calls during recovery"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    common::write_tree(tmp.path(), &files);
+    let gi = GradeInput::load(&Workdir::new(tmp.path()), Lab::A);
+    for f in grade::grade_all(Lab::A, &gi) {
         assert!(f.passed(), "{}", lab::messages::findings(Lang::En, &f));
     }
 }
