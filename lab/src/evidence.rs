@@ -5,7 +5,7 @@
 //! facts: {...}, raw: [...]}`. Timestamps are RFC 3339 UTC with milliseconds;
 //! durations are integers in milliseconds and their field names end in `_ms`.
 //!
-//! **Raw first:** every API answer is kept verbatim in [`RequestRecord::raw_status`]
+//! **Raw first:** every API answer is kept verbatim in [`RequestRecord::raw_response`]
 //! (or in `raw`) and classified afterwards; `stored` is never inferred from a 201 alone:
 //! the follow-up GET ([`GetResult`]) must find the object and record its UID.
 

@@ -7,7 +7,7 @@
 //!
 //! Pure parts (no I/O with the cluster): [`json`] (the one reader of input and evidence files),
 //! [`digest`], [`inputs`], [`evidence`],
-//! [`classify`], [`grade`], [`messages`], [`report`] (the HTML record, JUnit). Edge parts: [`workdir`] (files),
+//! [`classify`], [`rules`] (what acts and graders share), [`grade`], [`messages`], [`report`] (the HTML record, JUnit). Edge parts: [`workdir`] (files),
 //! [`cluster`] (the only code that talks to the API server), [`cri`] (the node's
 //! container runtime), [`probe`], [`faults`] and the acts in [`labs`].
 
@@ -29,5 +29,6 @@ pub mod metrics;
 pub mod pidmap;
 pub mod probe;
 pub mod report;
+pub mod rules;
 pub mod signals;
 pub mod workdir;

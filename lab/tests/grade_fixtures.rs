@@ -204,11 +204,7 @@ fn a_controller_restart_after_the_freeze_is_recorded_not_flagged() {
     e5["facts"]["restart_count_after"] = serde_json::json!(before + 1);
     e5["facts"]["identity_after"] = restarted.clone();
     // Act 6 freezes the restarted process and sees no further restart.
-    let run6 = if e6["facts"].get("run").is_some() {
-        &mut e6["facts"]["run"]
-    } else {
-        &mut e6["facts"]
-    };
+    let run6 = &mut e6["facts"];
     run6["freeze"]["identity"] = restarted.clone();
     run6["restart_count_before"] = serde_json::json!(before + 1);
     run6["restart_count_after"] = serde_json::json!(before + 1);
@@ -225,11 +221,7 @@ fn a_controller_restart_after_the_freeze_is_recorded_not_flagged() {
     // The same evidence with act 6 freezing act 4's old process again is flagged.
     let mut e6_old = overlay["evidence/06.json"].clone();
     let old = pass["evidence/05.json"]["facts"]["freeze"]["identity"].clone();
-    if e6_old["facts"].get("run").is_some() {
-        e6_old["facts"]["run"]["freeze"]["identity"] = old;
-    } else {
-        e6_old["facts"]["freeze"]["identity"] = old;
-    }
+    e6_old["facts"]["freeze"]["identity"] = old;
     let mut overlay_old = overlay.clone();
     overlay_old.insert("evidence/06.json".to_string(), e6_old);
     let (_tmp, gi) = workdir_with(Lab::B, &overlay_old);

@@ -45,7 +45,7 @@ pub struct HostSnapshot {
     pub links: BTreeSet<String>,
     /// Host iptables rules (nft and legacy), without counters.
     pub iptables: BTreeSet<String>,
-    /// Which [`WATCHED_PATHS`] exist.
+    /// Which of the watched paths (`WATCHED_PATHS`) exist.
     pub paths: BTreeSet<String>,
     /// Every file and directory under [`TREES`] (`path mode`), same filesystem, depth ≤ 6.
     pub trees: BTreeSet<String>,

@@ -324,10 +324,10 @@ pub fn ordered_step(
     r
 }
 
-/// Assertions shared by both labs' ordered act tests. Each returns a `Failed` that says what was
-/// expected and what was observed.
 pub mod host;
 
+/// Assertions shared by both labs' ordered act tests. Each returns a `Failed` that says what was
+/// expected and what was observed.
 pub mod acts {
     use lab::evidence::{Lab, Outcome, RequestRecord};
     use lab::facts::{Act3Facts, PodObservation};

@@ -113,8 +113,45 @@ macro_rules! facts {
     };
 }
 
+/// What act 4 must leave as it found it: the admission controller Deployment's resourceVersion
+/// and generation, its pods' UIDs and restart counts, and the leader Lease's holder (the Lease's
+/// own resourceVersion moves with every renewal, so only the holder is compared).
+fn admission_state(run: &LabRun) -> Result<serde_json::Value, Failed> {
+    run.block_on(async {
+        let cl = run.env.cluster().await?;
+        let dep = cl.admission_deployment().await?;
+        let pods = cl.admission_pods().await?;
+        let lease = cl
+            .lease(lab::cluster::KYVERNO_NAMESPACE, lab::cluster::LEADER_LEASE)
+            .await?;
+        Ok::<_, lab::error::LabError>(serde_json::json!({
+            "deployment": [dep.metadata.resource_version, dep.metadata.generation],
+            "pods": pods.iter().map(|p| {
+                let restarts: Vec<i32> = p.status.iter()
+                    .flat_map(|s| s.container_statuses.iter().flatten())
+                    .map(|c| c.restart_count).collect();
+                (p.metadata.uid.clone(), restarts)
+            }).collect::<Vec<_>>(),
+            "lease_holder": lease.and_then(|l| l.spec).and_then(|s| s.holder_identity),
+        }))
+    })
+    .map_err(|e| Failed::from(format!("reading the admission controller's state: {e}")))
+}
+
 fn act_test(run: &LabRun, act: u8) -> Result<(), Failed> {
+    let before = if act == 4 {
+        Some(admission_state(run)?)
+    } else {
+        None
+    };
     let summary = run.act(act).map_err(|e| Failed::from(format!("{e:#}")))?;
+    if let Some(before) = before {
+        let after = admission_state(run)?;
+        ensure(
+            before == after,
+            &format!("act 4 changes nothing: before {before}, after {after}"),
+        )?;
+    }
     for l in &summary.lines {
         eprintln!("    {l}");
     }

@@ -427,13 +427,32 @@ impl AttemptFiles {
     }
 }
 
-/// Where the `kca-webhook-lab` binary is, for re-executing it as a healer:
-/// `$KCA_WEBHOOK_LAB_BIN` when set; else the current executable when it is `kca-webhook-lab`;
+static LAB_PROGRAM: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Names the `kca-webhook-lab` binary for [`lab_program`] in this process (xtask and the tests,
+/// whose own executable is not the lab tool). The first call wins; later calls are ignored.
+/// Unlike setting [`LAB_BIN_ENV`], this is safe while other threads run (`std::env::set_var`
+/// is not: Rust 2024 marks it `unsafe` for that reason).
+pub fn set_lab_program(path: PathBuf) {
+    let _ = LAB_PROGRAM.set(path);
+}
+
+/// Where the `kca-webhook-lab` binary is, for re-executing it as a healer: the path given to
+/// [`set_lab_program`]; else `$KCA_WEBHOOK_LAB_BIN` when set; else the current executable when it is `kca-webhook-lab`;
 /// else a `kca-webhook-lab` next to the current executable or one directory up (a test binary in
 /// `target/debug/deps/` finds `target/debug/kca-webhook-lab`).
 ///
 /// Errors: [`LabError::NotAvailable`] naming the places looked at.
 pub fn lab_program() -> Result<PathBuf, LabError> {
+    if let Some(p) = LAB_PROGRAM.get() {
+        return if p.is_file() {
+            Ok(p.clone())
+        } else {
+            Err(LabError::NotAvailable {
+                what: format!("the lab program {} is not a file", p.display()),
+            })
+        };
+    }
     if let Some(p) = std::env::var_os(LAB_BIN_ENV).filter(|v| !v.is_empty()) {
         let p = PathBuf::from(p);
         return if p.is_file() {

@@ -19,7 +19,7 @@
 //!    (`woke_by: runner-restored`, normally `already-restored`). It then exits.
 //! 2. **The runner** restores on its own exit paths too, and records itself as the restorer.
 //! 3. **The fault ledger** `DIR/ledger.json`, written by the runner *before* each action, so a later
-//!    run sees an unfinished fault ([`unfinished_faults`]) and heals it ([`heal_unfinished`]).
+//!    run sees an unfinished fault ([`unfinished_faults`]) and heals it ([`crate::faults::heal::heal_workdir`]).
 //!
 //! A fault directory is `<workdir>/faults/<fault_id>/` with `plan.json` (runner, before arming),
 //! `ledger.json` (runner), `watcher.json` (watcher) and `watcher.log` (watcher's stderr). The runner
@@ -71,7 +71,7 @@ pub enum Restorer {
     Runner,
     /// The independent recovery watcher, at its deadline or on SIGTERM/SIGINT.
     Watcher,
-    /// A later run healing an unfinished fault ([`heal_unfinished`]).
+    /// A later run healing an unfinished fault ([`crate::faults::heal::heal_workdir`]).
     Healer,
 }
 

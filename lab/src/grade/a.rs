@@ -502,7 +502,7 @@ fn act8(g: &mut G) {
     // The claims are compared even when the report's digests are off (both are findings).
     g.input::<inputs::ReportA>(&ctx);
     // Each claim of the report must be what the evidence shows, decided by the one rule act 8
-    // also uses (`labs::a::evidence_words`: all six recovery steps in order, the dry-run echo,
+    // also uses (`rules::a::evidence_words`: all six recovery steps in order, the dry-run echo,
     // the policy UID, …), so the act and its grader cannot disagree.
     let report = g.required_input_value(crate::inputs::InputFile::ReportA);
     let (Some(report), Some(f2), Some(f3), Some(f5), Some(f6), Some(f7)) = (
@@ -515,7 +515,7 @@ fn act8(g: &mut G) {
     ) else {
         return;
     };
-    for (field, expected) in crate::labs::a::evidence_words(&f2, &f3, &f5, &f6, &f7) {
+    for (field, expected) in crate::rules::a::evidence_words(&f2, &f3, &f5, &f6, &f7) {
         super::report_claim(g, &report, field, &expected);
     }
 }

@@ -584,7 +584,7 @@ fn act8(g: &mut G) {
     }
     g.input::<inputs::ReportB>(&ctx);
     // Each claim of the report must be what the evidence shows, decided by the one rule act 8
-    // also uses (`labs::b::report_expectations`), so the act and its grader cannot disagree.
+    // also uses (`rules::b::report_expectations`), so the act and its grader cannot disagree.
     let report = g.required_input_value(InputFile::ReportB);
     let (Some(report), Some(a3), Some(a5), Some(a6), Some(a7)) = (
         report,
@@ -595,7 +595,7 @@ fn act8(g: &mut G) {
     ) else {
         return;
     };
-    for (field, expected) in crate::labs::b::report_expectations(&a3, &a5, &a6, &a7) {
+    for (field, expected) in crate::rules::b::report_expectations(&a3, &a5, &a6, &a7) {
         super::report_claim(g, &report, field, &expected);
     }
 }

@@ -31,17 +31,17 @@ pub const CLOCK_SKEW_MS: u64 = 50;
 pub const TIMEOUT_LATE_MS: u64 = 1000;
 
 /// How long after its deadline the watchdog's SIGCONT may be recorded, milliseconds: the runner
-/// waits [`crate::labs::b::WATCHDOG_GRACE`] for the watchdog's report before it resumes the process
+/// waits [`crate::rules::b::WATCHDOG_GRACE`] for the watchdog's report before it resumes the process
 /// itself, so a later resume contradicts the fault plan.
-pub const WATCHDOG_LATE_MS: u64 = crate::labs::b::WATCHDOG_GRACE.as_millis() as u64;
+pub const WATCHDOG_LATE_MS: u64 = crate::rules::b::WATCHDOG_GRACE.as_millis() as u64;
 
 /// Upper bound on the first explicit deny after resume, milliseconds: the act's own bounded wait
-/// ([`crate::labs::b::DENY_AFTER_RESUME_BOUND`]); a later deny cannot have been observed by it.
-pub const DENY_AFTER_RESUME_MS: u64 = crate::labs::b::DENY_AFTER_RESUME_BOUND.as_millis() as u64;
+/// ([`crate::rules::b::DENY_AFTER_RESUME_BOUND`]); a later deny cannot have been observed by it.
+pub const DENY_AFTER_RESUME_MS: u64 = crate::rules::b::DENY_AFTER_RESUME_BOUND.as_millis() as u64;
 
 /// Upper bound on lab A's recovery, milliseconds from the restore: the act's own bounded wait
-/// ([`crate::labs::a::RECOVERY_BOUND`]); a step later than that cannot have been observed by it.
-pub const RECOVERY_MS: u64 = crate::labs::a::RECOVERY_BOUND.as_millis() as u64;
+/// ([`crate::rules::a::RECOVERY_BOUND`]); a step later than that cannot have been observed by it.
+pub const RECOVERY_MS: u64 = crate::rules::a::RECOVERY_BOUND.as_millis() as u64;
 
 /// How far a recorded `*_ms` duration may differ from the difference of the two timestamps it
 /// was computed from, milliseconds: both are whole ms, recorded from the same instants, so

@@ -40,7 +40,7 @@ use crate::metrics::{
 /// The acts whose evidence must carry admission metrics.
 pub const ACTS: &[u8] = &[3, 5, 6, 7];
 /// The target namespace (inside the policy's namespaceSelector).
-const TARGET: &str = crate::labs::common::TARGET_NAMESPACE;
+const TARGET: &str = crate::rules::common::TARGET_NAMESPACE;
 
 /// Runs the rules on `ev` (the evidence of `g.act`).
 pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {

@@ -36,7 +36,7 @@
 //! | A | 5 | registration list, policy UID, target/control requests, existing pod | act 2, act 3 | (see [`a`]) |
 //! | A | 6 | six recovery steps in order; Lease holder = the new pod (not an act 4 pod); deny probes' webhook | each other; act 4; act 2's webhook | timeline-order, value-mismatch, deny-other-webhook |
 //! | A | 7 | dry-run echo and GET; the deny's webhook | the request; act 2's webhook | raw-mismatch, deny-other-webhook |
-//! | A, B | 8 | each word of `report.json` | the acts' own rule (`labs::b::report_expectations`, `labs::a::evidence_words`) | report-contradicted, digest-mismatch |
+//! | A, B | 8 | each word of `report.json` | the acts' own rule (`rules::b::report_expectations`, `rules::a::evidence_words`) | report-contradicted, digest-mismatch |
 
 pub mod a;
 pub mod b;
@@ -1182,7 +1182,7 @@ pub(crate) fn baseline_uid(g: &mut G) -> Option<String> {
 }
 
 /// Checks one claim of `report.json` (`$.<field>`, a string) against the word the lab's report
-/// rule derives from the evidence (`labs::b::report_expectations`, `labs::a::evidence_words`,
+/// rule derives from the evidence (`rules::b::report_expectations`, `rules::a::evidence_words`,
 /// the same functions act 8 records its checks with). Flags report-contradicted.
 pub(crate) fn report_claim(g: &mut G, report: &serde_json::Value, field: &str, expected: &str) {
     let found = report.get(field);

@@ -40,6 +40,8 @@ use crate::labs::common::{
 };
 use crate::probe::{self, PodKind};
 
+pub use crate::rules::a::{RECOVERY_BOUND, evidence_words, timeline_in_order};
+
 /// Lab A's lab value.
 const LAB: Lab = Lab::A;
 /// What identifies the lab policy's webhook in a webhook name (Kyverno names it
@@ -48,8 +50,6 @@ pub const POLICY_WEBHOOK_MARK: &str = cluster::POLICY_NAME;
 /// Bound on waiting for the controller's pods to be gone after the scale to 0 (the chart sets no
 /// `terminationGracePeriodSeconds`, so Kubernetes' 30 s default applies; kyverno.md §7).
 pub const PODS_GONE_BOUND: Duration = Duration::from_secs(120);
-/// Bound on the whole recovery timeline of act 6 (a trial took about 32 s to the first deny).
-pub const RECOVERY_BOUND: Duration = Duration::from_secs(180);
 /// Interval between two rounds of recovery observations (pods, Lease, registration, dry-run probe).
 pub const RECOVERY_INTERVAL: Duration = Duration::from_millis(500);
 
@@ -1142,33 +1142,6 @@ async fn act6_body(
     Ok((facts, lines))
 }
 
-/// Whether the six timeline steps are all confirmed and in order (each at or after the previous):
-/// replicas restored ≤ pod created ≤ Running ≤ Lease ≤ registration ≤ first explicit deny.
-pub fn timeline_in_order(f: &Act6Facts) -> bool {
-    let steps = [
-        &f.replicas_restored,
-        &f.pod_created,
-        &f.pod_running,
-        &f.lease_acquired,
-        &f.webhook_registered,
-        &f.first_explicit_deny,
-    ];
-    let mut prev = None;
-    for s in steps {
-        if s.status != StepStatus::Confirmed {
-            return false;
-        }
-        let Some(t) = s.at.as_deref().and_then(facts::parse_rfc3339) else {
-            return false;
-        };
-        if prev.is_some_and(|p| t < p) {
-            return false;
-        }
-        prev = Some(t);
-    }
-    true
-}
-
 // ---------------------------------------------------------------------------------------------
 // Act 7
 
@@ -1264,111 +1237,6 @@ async fn act7_body(cl: &Cluster, ui: &Ui, rec: &mut ActRecorder) -> ActResult {
 
 // ---------------------------------------------------------------------------------------------
 // Act 8
-
-/// What the evidence supports for each word of lab A's `report.json` (pure).
-///
-/// - `scale_down`: `registration-absent` when act 5 found no webhook for the policy, else
-///   `registration-kept`.
-/// - `policy`: `present` when act 5's GET found the policy with act 2's UID, else `absent`.
-/// - `request`: `admitted-without-webhook` when the registration was absent and act 5's violating
-///   request was `stored`; `rejected-webhook-unreachable` when it was kept and the request failed
-///   calling the webhook; otherwise the request's outcome.
-/// - `recovery`: `lease-then-registration-then-deny` when all six act-6 steps are confirmed and in
-///   order ([`timeline_in_order`]), else `not-confirmed`.
-/// - `dry_run`: `validated-not-stored` when act 7's good dry-run was admitted (kind Pod, same
-///   name/namespace/labels) and not found by GET, and the bad one was an explicit deny; else
-///   `not-shown`.
-/// - `existing`: `same-uid-running` when act 5's and act 6's reads of act 3's pod show the same UID
-///   and `Running`; else `not-same-uid-running`.
-pub fn evidence_words(
-    f2: &Act2Facts,
-    f3: &Act3Facts,
-    f5: &Act5Facts,
-    f6: &Act6Facts,
-    f7: &Act7Facts,
-) -> BTreeMap<&'static str, String> {
-    let mut w = BTreeMap::new();
-    w.insert(
-        "scale_down",
-        if f5.policy_webhook_present {
-            "registration-kept"
-        } else {
-            "registration-absent"
-        }
-        .to_owned(),
-    );
-    let uid2 = f2.policy.pointer("/metadata/uid").and_then(|u| u.as_str());
-    w.insert(
-        "policy",
-        if f5.policy.exists && f5.policy.uid.is_some() && f5.policy.uid.as_deref() == uid2 {
-            "present"
-        } else {
-            "absent"
-        }
-        .to_owned(),
-    );
-    let request = match (f5.policy_webhook_present, f5.target_bad.outcome) {
-        (false, Outcome::Stored) if f5.target_bad.get.uid.is_some() => {
-            "admitted-without-webhook".to_owned()
-        }
-        (
-            true,
-            Outcome::ConnectionRefused
-            | Outcome::NoEndpoints
-            | Outcome::WebhookTimeout
-            | Outcome::DnsError,
-        ) => "rejected-webhook-unreachable".to_owned(),
-        (_, o) => o.as_str().to_owned(),
-    };
-    w.insert("request", request);
-    w.insert(
-        "recovery",
-        if timeline_in_order(f6) {
-            "lease-then-registration-then-deny"
-        } else {
-            "not-confirmed"
-        }
-        .to_owned(),
-    );
-    let echo_ok = f7.good_response.kind == "Pod"
-        && f7.good_response.name == f7.good.name
-        && f7.good_response.namespace == f7.good.namespace
-        && f7.good_response.labels == f7.good.labels;
-    let dry = f7.good.dry_run
-        && f7.bad.dry_run
-        && f7.good.outcome == Outcome::DryRunAdmitted
-        && !f7.good.get.exists
-        && echo_ok
-        && f7.bad.outcome == Outcome::ExplicitDeny
-        && !f7.bad.get.exists;
-    w.insert(
-        "dry_run",
-        if dry {
-            "validated-not-stored"
-        } else {
-            "not-shown"
-        }
-        .to_owned(),
-    );
-    let same = |p: Option<&PodObservation>| {
-        p.is_some_and(|p| {
-            p.exists
-                && p.uid.is_some()
-                && p.uid == f3.existing.uid
-                && p.phase.as_deref() == Some("Running")
-        })
-    };
-    w.insert(
-        "existing",
-        if same(Some(&f5.existing)) && same(f6.existing.as_ref()) {
-            "same-uid-running"
-        } else {
-            "not-same-uid-running"
-        }
-        .to_owned(),
-    );
-    w
-}
 
 async fn act8(env: &Env) -> Result<ActSummary, LabError> {
     let ui = env.ui;

@@ -15,7 +15,7 @@ use std::time::Duration;
 use crate::cluster::{self, Cluster};
 use crate::cri::CriClient;
 use crate::error::LabError;
-use crate::evidence::{Lab, Outcome, RequestRecord};
+use crate::evidence::{Lab, Outcome};
 use crate::facts::b::{
     Act4Facts, Act5Facts, Act6Facts, Act7Facts, FreezeRun, FreezeWindow, ProcessIdentity, Resumer,
 };
@@ -30,14 +30,11 @@ use crate::labs::common::{
 use crate::probe::{self, PodKind};
 use crate::workdir::Workdir;
 
+pub use crate::rules::b::{DENY_AFTER_RESUME_BOUND, WATCHDOG_GRACE, report_expectations};
+
 /// The short freeze of act 6, seconds: long enough for requests to run into the 3 s timeout,
 /// shorter than Kyverno's 10 s lease renew deadline.
 pub const ACT6_RESUME_AFTER_SEC: u64 = 10;
-/// Bound on waiting for the first explicit deny after a resume (Kyverno may restart: kubelet's
-/// back-off, container start, leader election, cache sync).
-pub const DENY_AFTER_RESUME_BOUND: Duration = Duration::from_secs(180);
-/// How long after the healer's deadline the runner waits for its report before resuming itself.
-pub const WATCHDOG_GRACE: Duration = Duration::from_secs(3);
 /// The controller's main container name in its pod.
 const CONTAINER: &str = "kyverno";
 
@@ -898,59 +895,6 @@ async fn act7(env: &Env) -> Result<ActSummary, LabError> {
     }
     .await;
     finish(rec, result)
-}
-
-/// What the evidence supports for each conclusion of the report (lab B), as the word the report
-/// should hold, or a description of what the evidence shows instead.
-pub fn report_expectations(
-    act3: &Act3Facts,
-    act5: &Act5Facts,
-    act6: &Act6Facts,
-    act7: &Act7Facts,
-) -> Vec<(&'static str, String)> {
-    let outcome = |r: &RequestRecord| r.outcome.as_str().to_owned();
-    let fail = if act5.target_good.outcome == Outcome::WebhookTimeout
-        && act5.target_bad.outcome == Outcome::WebhookTimeout
-    {
-        "matching-requests-timeout".to_owned()
-    } else {
-        format!(
-            "target-good:{},target-bad:{}",
-            outcome(&act5.target_good),
-            outcome(&act5.target_bad)
-        )
-    };
-    let ignore = if act6.run.target_bad.outcome == Outcome::Stored {
-        "unvalidated-request-stored".to_owned()
-    } else {
-        format!("target-bad:{}", outcome(&act6.run.target_bad))
-    };
-    let healthy_ignore = outcome(&act6.healthy_bad);
-    let control = if act5.control.outcome == Outcome::Stored {
-        "outside-selector".to_owned()
-    } else {
-        format!("control:{}", outcome(&act5.control))
-    };
-    let same = act7.existing.exists
-        && act7.existing.uid.is_some()
-        && act7.existing.uid == act3.existing.uid
-        && act7.existing.phase.as_deref() == Some("Running");
-    let existing = if same {
-        "same-uid-running".to_owned()
-    } else {
-        format!(
-            "uid:{},phase:{}",
-            act7.existing.uid.as_deref().unwrap_or("none"),
-            act7.existing.phase.as_deref().unwrap_or("none")
-        )
-    };
-    vec![
-        ("fail", fail),
-        ("ignore", ignore),
-        ("healthy_ignore", healthy_ignore),
-        ("control", control),
-        ("existing", existing),
-    ]
 }
 
 /// Act 8: the report checked against the evidence.

@@ -22,10 +22,8 @@ use crate::inputs::{self, Context, InputFile, StudentInput};
 use crate::probe::{self, PodKind};
 use crate::workdir::{LoadedInput, Workdir};
 
-/// Namespace inside the policy's selector.
-pub const TARGET_NAMESPACE: &str = "kca-webhook-target";
-/// Namespace outside it.
-pub const CONTROL_NAMESPACE: &str = "kca-webhook-control";
+pub use crate::rules::common::{CONTROL_NAMESPACE, TARGET_NAMESPACE};
+
 /// Bound on waiting for a webhook registration to appear or change.
 pub const REGISTRATION_BOUND: Duration = Duration::from_secs(90);
 /// Bound on waiting for the webhook to answer with an explicit deny in a healthy state.

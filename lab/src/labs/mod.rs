@@ -27,7 +27,7 @@ pub async fn inspect(lab: Lab, env: &Env) -> Result<InspectReport, LabError> {
     common::inspect(lab, env).await
 }
 
-/// `heal`: takes the work-dir lock and heals every unfinished fault attempt ([`heal`]).
+/// `heal`: takes the work-dir lock and heals every unfinished fault attempt ([`crate::faults::heal::heal_workdir`]).
 ///
 /// Errors: [`LabError::Busy`] when another command holds the work directory.
 pub async fn heal(env: &Env) -> Result<heal::HealSummary, LabError> {

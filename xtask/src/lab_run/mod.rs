@@ -187,8 +187,7 @@ pub fn ensure_lab_binary() -> Result<PathBuf> {
         .unwrap_or_else(|| root.join("target"));
     let bin = target.join("debug").join(lab::faults::freeze::LAB_BIN_NAME);
     anyhow::ensure!(bin.is_file(), "{} missing after the build", bin.display());
-    // SAFETY: set once, before any thread of ours reads the environment concurrently.
-    unsafe { std::env::set_var(lab::faults::freeze::LAB_BIN_ENV, &bin) };
+    lab::faults::freeze::set_lab_program(bin.clone());
     Ok(bin)
 }
 

@@ -526,12 +526,22 @@ mod tests {
     }
 
     #[test]
-    fn a_successful_build_returns_its_time() {
+    fn a_successful_build_returns_its_time_and_logs_its_output() {
         let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("x.log");
         let mut cmd = Command::new("sh");
-        cmd.args(["-c", "echo a/b >&2; echo c/d >&2"]);
-        let secs = run_build(&cmd, "x", "y", &tmp.path().join("x.log")).unwrap();
-        assert!(secs >= 0.0);
+        // The build lasts at least 0.3 s, so the time it returns cannot be below that (a lower
+        // bound only: no upper bound is asserted on a shared machine).
+        cmd.args(["-c", "echo a/b >&2; sleep 0.3; echo c/d >&2; echo out"]);
+        let secs = run_build(&cmd, "x", "y", &log).unwrap();
+        assert!(secs >= 0.3, "a 0.3 s build reported {secs} s");
+        let logged = fs::read_to_string(&log).unwrap();
+        for line in ["a/b", "c/d", "out"] {
+            assert!(
+                logged.lines().any(|l| l == line),
+                "{line} missing from {logged}"
+            );
+        }
     }
 
     #[test]

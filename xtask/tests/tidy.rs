@@ -1,0 +1,213 @@
+//! Conventions that stay true (rust-analyzer's `tidy` tests are the model): each test reads the
+//! source tree and fails naming the file and the rule it breaks.
+//!
+//! - every Rust source file is named in ARCHITECTURE.md's code map, and every `*.rs` file the
+//!   document names exists (so the map a newcomer reads first matches the tree);
+//! - the graders (`lab/src/grade/`) never reach the cluster, the node or the network, and never
+//!   start a process: `grade` is a pure function of (inputs, evidence), read from files only by
+//!   `GradeInput::load` through `Workdir`.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// The workspace root (this crate is `xtask/`).
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask has a parent directory")
+        .to_path_buf()
+}
+
+/// Every `*.rs` file under `dir` (relative to the root), skipping `fixtures` directories (data,
+/// not code) and build output.
+fn rust_files(dir: &str) -> Vec<PathBuf> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let path = e.path();
+            let name = e.file_name();
+            if path.is_dir() {
+                if name != "fixtures" && name != "target" {
+                    walk(root, &path, out);
+                }
+            } else if path.extension().is_some_and(|x| x == "rs") {
+                out.push(path.strip_prefix(root).unwrap().to_path_buf());
+            }
+        }
+    }
+    let root = root();
+    let mut out = Vec::new();
+    walk(&root, &root.join(dir), &mut out);
+    out.sort();
+    out
+}
+
+/// The sources the code map covers.
+const MAPPED: &[&str] = &[
+    "lab/src",
+    "lab/tests",
+    "xtask/src",
+    "xtask/tests",
+    "tests/src",
+    "tests/tests",
+];
+
+/// The name under which a file appears in ARCHITECTURE.md: `dir/` for a `mod.rs`, else its
+/// file name. `tests.rs` (a module's unit tests beside it) is named with its directory,
+/// `dir/tests.rs`.
+fn map_name(path: &Path) -> String {
+    let file = path.file_name().unwrap().to_string_lossy().into_owned();
+    let dir = path
+        .parent()
+        .and_then(Path::file_name)
+        .map(|d| d.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match file.as_str() {
+        "mod.rs" => format!("{dir}/"),
+        "tests.rs" => format!("{dir}/tests.rs"),
+        _ => file,
+    }
+}
+
+fn architecture() -> String {
+    std::fs::read_to_string(root().join("ARCHITECTURE.md")).expect("reading ARCHITECTURE.md")
+}
+
+/// The code map names every source file.
+fn unmapped(doc: &str, files: &[PathBuf]) -> Vec<String> {
+    files
+        .iter()
+        .filter(|f| !doc.contains(&format!("`{}`", map_name(f))) && !doc.contains(&map_name(f)))
+        .map(|f| format!("{} (as `{}`)", f.display(), map_name(f)))
+        .collect()
+}
+
+/// Every `*.rs` name between backticks in the document is the end of some source file's path.
+fn stale(doc: &str, files: &[PathBuf]) -> Vec<String> {
+    let paths: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    let mut named = BTreeSet::new();
+    for chunk in doc.split('`').skip(1).step_by(2) {
+        for word in chunk.split([' ', ',', '(', ')']) {
+            if word.ends_with(".rs") && !word.contains('*') && !word.contains('<') {
+                named.insert(word.trim_start_matches("./").to_owned());
+            }
+        }
+    }
+    named
+        .into_iter()
+        .filter(|n| {
+            !paths
+                .iter()
+                .any(|p| p == n || p.ends_with(&format!("/{n}")))
+        })
+        .collect()
+}
+
+#[test]
+fn every_source_file_is_in_the_architecture_code_map() {
+    let files: Vec<PathBuf> = MAPPED.iter().flat_map(|d| rust_files(d)).collect();
+    assert!(files.len() > 50, "found only {} source files", files.len());
+    let missing = unmapped(&architecture(), &files);
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md's code map does not name these files (add a line saying what each is):\n  {}",
+        missing.join("\n  ")
+    );
+}
+
+#[test]
+fn every_file_the_architecture_names_exists() {
+    let mut files: Vec<PathBuf> = MAPPED.iter().flat_map(|d| rust_files(d)).collect();
+    files.extend(rust_files("ci"));
+    let gone = stale(&architecture(), &files);
+    assert!(
+        gone.is_empty(),
+        "ARCHITECTURE.md names files that do not exist: {gone:?}"
+    );
+}
+
+/// What a grader must not use, with why.
+const GRADER_FORBIDDEN: &[(&str, &str)] = &[
+    (
+        "std::fs",
+        "reads and writes files (only GradeInput::load reads, through Workdir)",
+    ),
+    ("std::process", "starts processes"),
+    ("std::net", "opens sockets"),
+    ("tokio", "runs async I/O"),
+    ("kube", "talks to the API server"),
+    ("crate::cluster", "talks to the API server"),
+    ("crate::cri", "talks to the node's container runtime"),
+    ("crate::faults", "makes and heals faults"),
+    ("crate::labs", "runs acts"),
+    ("crate::metrics::read", "reads /metrics from the API server"),
+];
+
+/// Lines of the files under `dir` that use a forbidden path (comments and docs skipped).
+fn impure(files: &[(PathBuf, String)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (path, text) in files {
+        for (n, line) in text.lines().enumerate() {
+            let code = line.trim_start();
+            if code.starts_with("//") {
+                continue;
+            }
+            for (needle, why) in GRADER_FORBIDDEN {
+                let hit = code.match_indices(needle).any(|(i, _)| {
+                    let before = code[..i].chars().next_back();
+                    let after = code[i + needle.len()..].chars().next();
+                    !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+                        && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+                });
+                if hit {
+                    out.push(format!("{}:{}: `{needle}` {why}", path.display(), n + 1));
+                }
+            }
+        }
+        if path.file_name().is_some_and(|f| f != "mod.rs") && text.contains("Workdir") {
+            out.push(format!(
+                "{}: uses Workdir (only grade/mod.rs's GradeInput::load reads files)",
+                path.display()
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn graders_never_reach_the_cluster_or_start_processes() {
+    let files: Vec<(PathBuf, String)> = rust_files("lab/src/grade")
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(root().join(&p)).unwrap();
+            (p, text)
+        })
+        .collect();
+    assert!(files.len() >= 4, "grade/ has only {} files", files.len());
+    let bad = impure(&files);
+    assert!(
+        bad.is_empty(),
+        "graders are pure functions of (inputs, evidence):\n  {}",
+        bad.join("\n  ")
+    );
+}
+
+#[test]
+fn the_rules_themselves_catch_what_they_are_for() {
+    // The checks above on small inputs, so a rule that can no longer fail is seen here.
+    let files = vec![
+        PathBuf::from("lab/src/a.rs"),
+        PathBuf::from("lab/src/x/mod.rs"),
+    ];
+    assert_eq!(unmapped("`a.rs` and `x/`", &files), Vec::<String>::new());
+    assert_eq!(unmapped("`a.rs`", &files).len(), 1);
+    assert_eq!(stale("see `a.rs`, `gone.rs`", &files), vec!["gone.rs"]);
+    let g = |s: &str| impure(&[(PathBuf::from("lab/src/grade/b.rs"), s.to_owned())]);
+    assert_eq!(g("use std::fs;").len(), 1);
+    assert_eq!(g("let c = kube::Client::try_default();").len(), 1);
+    assert!(g("// std::fs in a comment").is_empty());
+    assert!(g("let kubelet = 1; let tokio_like = 2;").is_empty());
+    assert_eq!(g("fn f(w: &Workdir) {}").len(), 1);
+}
