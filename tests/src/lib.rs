@@ -330,9 +330,80 @@ pub mod host;
 /// expected and what was observed.
 pub mod acts {
     use lab::evidence::{Lab, Outcome, RequestRecord};
-    use lab::facts::{Act3Facts, PodObservation};
+    use lab::facts::{Act1Facts, Act2Facts, Act3Facts, PodObservation};
     use libtest_mimic::Failed;
     use xtask::lab_run::LabRun;
+
+    /// Act 1 (both labs) against the cluster read again by the test: the node's and both lab
+    /// namespaces' UIDs in the facts are the live ones, and the lab mark was found (the test
+    /// clusters carry it).
+    pub fn act1_matches_the_live_cluster(run: &LabRun, f: &Act1Facts) -> Result<(), Failed> {
+        let (node, uids) = run
+            .block_on(async {
+                let cl = run.env.cluster().await?;
+                let node = cl.node().await?;
+                let uids = cl
+                    .namespace_uids(&[
+                        lab::rules::common::TARGET_NAMESPACE,
+                        lab::rules::common::CONTROL_NAMESPACE,
+                    ])
+                    .await?;
+                Ok::<_, lab::error::LabError>((node, uids))
+            })
+            .map_err(|e| Failed::from(format!("act 1: reading the live cluster: {e}")))?;
+        ensure(
+            f.node.uid == node.uid,
+            &format!("act 1: node uid {} is the live {}", f.node.uid, node.uid),
+        )?;
+        for (name, live) in &uids {
+            let recorded = f.namespaces.get(name);
+            ensure(
+                live.is_some() && recorded == live.as_ref(),
+                &format!("act 1: namespace {name} uid {recorded:?} is the live {live:?}"),
+            )?;
+        }
+        ensure(
+            f.lab_mark.is_some(),
+            "act 1: the lab mark is found on a lab cluster",
+        )
+    }
+
+    /// Act 2 (both labs): the policy's webhook is registered as the spec asks (failurePolicy
+    /// `Fail`, timeoutSeconds 3), and the registration the act recorded is in the live
+    /// ValidatingWebhookConfigurations read again by the test.
+    pub fn act2_registers_the_fail_webhook(run: &LabRun, f: &Act2Facts) -> Result<(), Failed> {
+        ensure(
+            f.webhook.failure_policy == "Fail" && f.webhook.timeout_seconds == 3,
+            &format!(
+                "act 2: failurePolicy Fail, timeoutSeconds 3; recorded {} {}",
+                f.webhook.failure_policy, f.webhook.timeout_seconds
+            ),
+        )?;
+        ensure(
+            f.policy
+                .pointer("/metadata/uid")
+                .and_then(|u| u.as_str())
+                .is_some(),
+            "act 2: the stored policy has a UID",
+        )?;
+        let live = run
+            .webhook_snapshot()
+            .map_err(|e| Failed::from(format!("act 2: {e:#}")))?;
+        let found = live.as_array().into_iter().flatten().any(|cfg| {
+            cfg.pointer("/metadata/name").and_then(|n| n.as_str()) == Some(&f.webhook.configuration)
+                && cfg["webhooks"].as_array().into_iter().flatten().any(|w| {
+                    w["name"].as_str() == Some(&f.webhook.name)
+                        && w["failurePolicy"].as_str() == Some("Fail")
+                })
+        });
+        ensure(
+            found,
+            &format!(
+                "act 2: webhook {} in configuration {} is live with failurePolicy Fail",
+                f.webhook.name, f.webhook.configuration
+            ),
+        )
+    }
 
     /// The request's classified outcome is `want`; otherwise the raw status, message and elapsed ms.
     pub fn expect(r: &RequestRecord, want: Outcome, label: &str) -> Result<(), Failed> {

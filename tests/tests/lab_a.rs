@@ -24,7 +24,10 @@ use lab::facts::a::{Act4Facts, Act5Facts, Act6Facts, Act7Facts, StepStatus};
 use lab::facts::{Act2Facts, Act3Facts, Act8Facts};
 use libtest_mimic::{Arguments, Failed, Trial};
 use tests::LabCluster;
-use tests::acts::{ensure, existing_survives, expect};
+use tests::acts::{
+    act1_matches_the_live_cluster, act2_registers_the_fail_webhook, ensure, existing_survives,
+    expect,
+};
 use xtask::lab_run::LabRun;
 
 const CLUSTER_NAME: &str = "test-lab-a";
@@ -61,6 +64,18 @@ fn main() {
     }));
     let conclusion = libtest_mimic::run(&args, trials);
     let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
+    // Keep what was observed, passed or failed: inputs, evidence, fault files, grades, webhooks,
+    // component logs (beside the work dir, which is already outside the cluster's state dir).
+    if let (Some(run), Some(c)) = (&s.run, &s.cluster)
+        && let Some(dir) = run.workdir().root().parent()
+    {
+        let saved = xtask::lab_run::save_artifacts(run, dir)
+            .and_then(|_| xtask::lab_run::collect_cluster_logs(&c.state_dir(), dir));
+        match saved {
+            Ok(()) => eprintln!("lab a test artifacts: {}", dir.display()),
+            Err(e) => eprintln!("saving artifacts to {} failed: {e:#}", dir.display()),
+        }
+    }
     s.run = None;
     if let Some(c) = s.cluster.take()
         && let Err(e) = c.down()
@@ -159,6 +174,8 @@ fn act_test(run: &LabRun, act: u8) -> Result<(), Failed> {
         return Err(format!("act {act} ended {:?}", summary.status).into());
     }
     match act {
+        1 => act1_matches_the_live_cluster(run, &facts!(run, 1)?)?,
+        2 => act2_registers_the_fail_webhook(run, &facts!(run, 2)?)?,
         3 => {
             let f: Act3Facts = facts!(run, 3)?;
             expect(&f.good, Outcome::Stored, "act 3 good")?;
@@ -234,7 +251,7 @@ fn act_test(run: &LabRun, act: u8) -> Result<(), Failed> {
                 &format!("every report check agrees: {bad:?}"),
             )?;
         }
-        _ => {}
+        _ => return Err(format!("act {act} has no checks in this test").into()),
     }
     let g = run.grade(act);
     if !g.passed() {

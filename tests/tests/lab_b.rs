@@ -17,12 +17,15 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use lab::evidence::{ActStatus, Lab, Outcome};
-use lab::facts::b::{Act5Facts, Act6Facts, Act7Facts, FreezeRun};
-use lab::facts::{Act3Facts, Act8Facts};
+use lab::facts::b::{Act4Facts, Act5Facts, Act6Facts, Act7Facts, FreezeRun};
+use lab::facts::{Act1Facts, Act2Facts, Act3Facts, Act8Facts};
 use lab::faults::freeze::{self, FreezeTarget};
 use libtest_mimic::{Arguments, Failed, Trial};
 use tests::LabCluster;
-use tests::acts::{ensure, existing_survives, expect};
+use tests::acts::{
+    act1_matches_the_live_cluster, act2_registers_the_fail_webhook, ensure, existing_survives,
+    expect,
+};
 use xtask::lab_run::LabRun;
 
 const RUNNER_ENV: &str = "KCA_TEST_LAB_B_RUNNER";
@@ -124,6 +127,52 @@ fn setup() -> anyhow::Result<(LabCluster, LabRun)> {
     Ok((cluster, run))
 }
 
+/// Act 4 against the node read again by the test (procfs, not the lab's own reader): the pod is
+/// the live admission controller pod, the process's `/proc/<pid>/stat` start time is the one
+/// recorded, it is not stopped, and its cgroup names the recorded CRI container.
+fn investigation_names_the_live_process(run: &LabRun, f: &Act4Facts) -> Result<(), Failed> {
+    let pods = run
+        .block_on(async { run.env.cluster().await?.admission_pods().await })
+        .map_err(|e| Failed::from(format!("act 4: listing the admission pods: {e}")))?;
+    ensure(
+        pods.iter().any(|p| {
+            p.metadata.name.as_deref() == Some(&f.pod_name)
+                && p.metadata.uid.as_deref() == Some(&f.identity.pod_uid)
+        }),
+        &format!(
+            "act 4: pod {} ({}) is a live admission controller pod",
+            f.pod_name, f.identity.pod_uid
+        ),
+    )?;
+    let proc = procfs::process::Process::new(f.identity.pid as i32)
+        .map_err(|e| Failed::from(format!("act 4: /proc/{}: {e}", f.identity.pid)))?;
+    let stat = proc
+        .stat()
+        .map_err(|e| Failed::from(format!("act 4: /proc/{}/stat: {e}", f.identity.pid)))?;
+    ensure(
+        stat.starttime == f.identity.pid_start_time_ticks,
+        &format!(
+            "act 4: pid {} start time {} is the recorded {}",
+            f.identity.pid, stat.starttime, f.identity.pid_start_time_ticks
+        ),
+    )?;
+    ensure(
+        stat.state != 'T' && f.process_state != "T",
+        &format!(
+            "act 4: not stopped (live {}, recorded {})",
+            stat.state, f.process_state
+        ),
+    )?;
+    let cgroup = std::fs::read_to_string(format!("/proc/{}/cgroup", f.identity.pid))?;
+    ensure(
+        cgroup.contains(&f.identity.container_id),
+        &format!(
+            "act 4: /proc/{}/cgroup names container {}",
+            f.identity.pid, f.identity.container_id
+        ),
+    )
+}
+
 fn act_test(run: &LabRun, act: u8) -> Result<(), Failed> {
     let summary = run.act(act).map_err(|e| Failed::from(format!("{e:#}")))?;
     for l in &summary.lines {
@@ -135,6 +184,12 @@ fn act_test(run: &LabRun, act: u8) -> Result<(), Failed> {
     let ev = run.workdir().read_evidence(act)?;
     let facts = ev.evidence.facts.clone();
     match act {
+        1 => act1_matches_the_live_cluster(run, &serde_json::from_value::<Act1Facts>(facts)?)?,
+        2 => act2_registers_the_fail_webhook(run, &serde_json::from_value::<Act2Facts>(facts)?)?,
+        4 => {
+            let f: Act4Facts = serde_json::from_value(facts)?;
+            investigation_names_the_live_process(run, &f)?;
+        }
         3 => {
             let f: Act3Facts = serde_json::from_value(facts)?;
             expect(&f.good, Outcome::Stored, "act 3 good")?;
@@ -184,7 +239,7 @@ fn act_test(run: &LabRun, act: u8) -> Result<(), Failed> {
                 &format!("every report check agrees: {bad:?}"),
             )?;
         }
-        _ => {}
+        _ => return Err(format!("act {act} has no checks in this test").into()),
     }
     let g = run.grade(act);
     if !g.passed() {
