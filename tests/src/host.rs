@@ -102,22 +102,29 @@ fn run_dir_entries() -> BTreeSet<String> {
     out
 }
 
-fn lines(cmd: &str, args: &[&str]) -> BTreeSet<String> {
-    Command::new(cmd)
+/// The output lines of a probe command. A probe that cannot run or exits non-zero is an error,
+/// never an empty set (an empty set would compare equal before and after and hide a leftover).
+fn lines(cmd: &str, args: &[&str]) -> Result<BTreeSet<String>> {
+    let o = Command::new(cmd)
         .args(args)
         .output()
-        .map(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
+        .with_context(|| format!("running the host probe {cmd} {}", args.join(" ")))?;
+    anyhow::ensure!(
+        o.status.success(),
+        "the host probe {cmd} {} failed ({}): {}",
+        args.join(" "),
+        o.status,
+        String::from_utf8_lossy(&o.stderr).trim()
+    );
+    Ok(String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect())
 }
 
 /// Takes the snapshot.
 pub fn snapshot() -> Result<HostSnapshot> {
-    let links = lines("ip", &["-o", "link", "show"])
+    let links = lines("ip", &["-o", "link", "show"])?
         .into_iter()
         .filter_map(|l| {
             l.split(':')
@@ -128,7 +135,7 @@ pub fn snapshot() -> Result<HostSnapshot> {
     // Host iptables, both backends, without counters; lines that could only come from a cluster.
     let mut iptables = BTreeSet::new();
     for bin in ["iptables-nft-save", "iptables-legacy-save"] {
-        for l in lines(bin, &[]) {
+        for l in lines(bin, &[])? {
             if l.starts_with('#') || l.starts_with('*') || l == "COMMIT" {
                 continue;
             }
@@ -158,7 +165,7 @@ pub fn snapshot() -> Result<HostSnapshot> {
         }
     }
     Ok(HostSnapshot {
-        netns: lines("ip", &["netns", "list"]),
+        netns: lines("ip", &["netns", "list"])?,
         links,
         iptables,
         paths,

@@ -1,8 +1,11 @@
 //! `down` leaves nothing behind: after a fresh cluster with Kyverno running is torn down, no
 //! process of the cluster, no mount under its state dir, no cgroup, no network namespace, no veth,
 //! no host iptables rule mentioning its addresses, no new or removed file or directory outside the
-//! state dir, and no changed host sysctl remain ([`tests::host`]). Before `down`, the same probes
-//! must see the cluster (so none of them is vacuous).
+//! state dir, and no changed host sysctl remain ([`tests::host`]). Before `down`, the probes
+//! must see the cluster (mounts, cgroups, processes, netns, the veth in the link probe, the netns
+//! in the `/run` probe, the node's secrets in the permission walk), so none of them is vacuous;
+//! the host iptables probe cannot see the node (its rules live in the node's own netns), so its
+//! commands must at least succeed: a probe that fails is an error, never an empty set.
 //!
 //! While the cluster runs (issue 13): kubelet's host sysctls are already back to the host's values;
 //! the state dir is 0700 and keys, kine's database and `cluster.json` are 0600; and `down` leaves
@@ -128,6 +131,20 @@ fn cluster_down_leaves_nothing() -> Result<()> {
     ensure!(
         during.netns.iter().any(|n| n.starts_with(&rec.netns)),
         "ip netns list lacks {}",
+        rec.netns
+    );
+    ensure!(
+        during.links.contains(&rec.net.host_veth()),
+        "the link probe does not see the host veth {} while up (saw {:?}): it is blind",
+        rec.net.host_veth(),
+        during.links
+    );
+    ensure!(
+        during
+            .run_dirs
+            .iter()
+            .any(|d| d.ends_with(&format!("/run/netns/{}", rec.netns))),
+        "the /run probe does not see /run/netns/{} while up: it is blind",
         rec.netns
     );
 
