@@ -126,13 +126,26 @@ pub fn host_pid(container_id: &str, container_pid: i32) -> Result<Mapped, LabErr
     }
 }
 
-/// The host PID for a PID reported by the node's CRI: `cri_pid` itself when
-/// [`NODE_CONTAINER_ENV`] is unset (embedded, k3s on the host), else [`host_pid`] in that
-/// container.
+static NODE_CONTAINER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Names, for this process, the container the node runs in (xtask's k3s backend); the first call
+/// wins. Safe while other threads run, unlike setting [`NODE_CONTAINER_ENV`] (`set_var`).
+pub fn set_node_container(container_id: &str) {
+    let _ = NODE_CONTAINER.set(container_id.to_owned());
+}
+
+/// The host PID for a PID reported by the node's CRI: `cri_pid` itself when no node container
+/// is named (embedded, k3s on the host), else [`host_pid`] in the container named by
+/// [`set_node_container`] or, failing that, by [`NODE_CONTAINER_ENV`].
 pub fn cri_pid_to_host(cri_pid: i32) -> Result<i32, LabError> {
-    match std::env::var(NODE_CONTAINER_ENV) {
-        Ok(id) if !id.is_empty() => host_pid(&id, cri_pid).map(|m| m.host_pid),
-        _ => Ok(cri_pid),
+    let id = NODE_CONTAINER
+        .get()
+        .cloned()
+        .or_else(|| std::env::var(NODE_CONTAINER_ENV).ok())
+        .filter(|id| !id.is_empty());
+    match id {
+        Some(id) => host_pid(&id, cri_pid).map(|m| m.host_pid),
+        None => Ok(cri_pid),
     }
 }
 

@@ -14,7 +14,7 @@
 //!    testcontainers-rs-modules-community#200);
 //! 4. the CRI endpoint: the container's containerd socket through its init's root,
 //!    `/proc/<host pid of the container's PID 1>/root/run/k3s/containerd/containerd.sock`, the host
-//!    PID found with [`lab::pidmap::host_pid`]; [`lab::pidmap::NODE_CONTAINER_ENV`] is set to the
+//!    PID found with [`lab::pidmap::host_pid`]; [`lab::pidmap::set_node_container`] is given the
 //!    container ID so that the freeze maps CRI's in-container PIDs to host PIDs;
 //! 5. the built images imported with the container's `ctr` into `k8s.io` (as the embedded backend
 //!    does), then the kubeconfig backend's checks and Kyverno install with `--install-kyverno
@@ -105,8 +105,12 @@ pub fn docker_host() -> String {
 /// Errors: no engine (the message says that the k3s backend needs a running Docker engine, that
 /// the docker CLI alone is not one, and where it looked).
 pub fn docker_engine() -> Result<String> {
+    docker_engine_at(&docker_host())
+}
+
+/// [`docker_engine`] at `host` (`unix://PATH` or `tcp://ADDR`), without reading the environment.
+pub fn docker_engine_at(host: &str) -> Result<String> {
     use std::io::{Read, Write};
-    let host = docker_host();
     let timeout = Duration::from_secs(5);
     let req = b"GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n";
     let answer = (|| -> std::io::Result<String> {
@@ -380,9 +384,7 @@ fn finish(
         "/proc/{}/root{CRI_SOCKET_IN_CONTAINER}",
         init.host_pid
     ));
-    // SAFETY: set before the lab's threads start reading the environment; the freeze watchdog
-    // (a child process) inherits it.
-    unsafe { std::env::set_var(lab::pidmap::NODE_CONTAINER_ENV, &running.container_id) };
+    lab::pidmap::set_node_container(&running.container_id);
     for (reference, file) in refs {
         let step = Step::start(format!("importing {reference} into the k3s container"));
         let path = format!("{IMAGES_IN_CONTAINER}/{file}");
@@ -495,17 +497,16 @@ mod tests {
     }
 
     #[test]
-    fn no_engine_stops_at_once_and_says_so() {
+    fn no_engine_is_an_error_that_says_what_is_missing() {
         // A socket path where nothing listens: the same answer as on this machine, where only the
         // docker CLI is installed.
         let dir = tempfile::tempdir().unwrap();
         let sock = dir.path().join("docker.sock");
-        // SAFETY: test-local variable, read only by docker_engine on this thread.
-        unsafe { std::env::set_var("DOCKER_HOST", format!("unix://{}", sock.display())) };
-        let t = std::time::Instant::now();
-        let e = docker_engine().unwrap_err().to_string();
-        unsafe { std::env::remove_var("DOCKER_HOST") };
-        assert!(t.elapsed() < Duration::from_secs(6));
+        // The host is passed, not set in the environment (other tests of this binary read it
+        // on other threads).
+        let e = docker_engine_at(&format!("unix://{}", sock.display()))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("no Docker engine answers") && e.contains("docker CLI alone"),
             "{e}"
