@@ -26,6 +26,23 @@ pub enum Lab {
     B,
 }
 
+impl Lab {
+    /// The lab's one-letter wire name, `a` or `b`: the same in evidence (`lab`), directory names
+    /// (`fixtures/<lab>`, `lab-artifacts/<run>/<lab>`), `--lab` and messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lab::A => "a",
+            Lab::B => "b",
+        }
+    }
+}
+
+impl std::fmt::Display for Lab {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// State of one act's evidence file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

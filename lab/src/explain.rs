@@ -297,10 +297,7 @@ pub fn explain(a: &Answer, lab: Lab, lang: Lang) -> Explanation {
         format!(
             "{} {}: {}",
             if en { "lab" } else { "ラボ" },
-            match lab {
-                Lab::A => "a",
-                Lab::B => "b",
-            },
+            lab,
             meaning(lab, outcome, lang)
         ),
     ];

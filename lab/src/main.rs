@@ -237,18 +237,11 @@ fn out(line: &str) {
     let _ = writeln!(stdout, "{line}");
 }
 
-fn lab_name(lab: Lab) -> &'static str {
-    match lab {
-        Lab::A => "a",
-        Lab::B => "b",
-    }
-}
-
 fn unknown_input(lab: Lab, name: &str) -> LabError {
     let names: Vec<_> = InputFile::all(lab).iter().map(|f| f.file_name()).collect();
     LabError::Usage(format!(
         "{name:?} is not an input of lab {}; inputs: {}",
-        lab_name(lab),
+        lab.as_str(),
         names.join(", ")
     ))
 }

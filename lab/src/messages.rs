@@ -211,10 +211,7 @@ pub fn finding(lang: Lang, f: &Finding) -> String {
 
 /// The summary and lines of one act's grade.
 pub fn findings(lang: Lang, f: &Findings) -> String {
-    let lab = match f.lab {
-        crate::evidence::Lab::A => "a",
-        crate::evidence::Lab::B => "b",
-    };
+    let lab = f.lab;
     let mut out = if f.passed() {
         match lang {
             Lang::Ja => format!("lab {lab} act {}: 合格（{} 項目を確認）", f.act, f.checks),

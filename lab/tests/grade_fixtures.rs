@@ -10,17 +10,10 @@ use lab::grade::{self, GradeInput};
 use lab::messages::Lang;
 use lab::workdir::Workdir;
 
-fn lab_dir(lab: Lab) -> &'static str {
-    match lab {
-        Lab::A => "a",
-        Lab::B => "b",
-    }
-}
-
 #[test]
 fn fixtures_are_up_to_date() {
     for lab in [Lab::A, Lab::B] {
-        let dir = common::fixtures_dir().join(lab_dir(lab));
+        let dir = common::fixtures_dir().join(lab.as_str());
         let generated = common::fixtures::generate(lab);
         let on_disk = common::read_tree(&dir);
         let missing: Vec<_> = generated
@@ -47,7 +40,7 @@ fn fixtures_are_up_to_date() {
         assert!(
             !stale,
             "fixtures/{} out of date ({}; UPDATE_FIXTURES=1 cargo test -p lab --test grade_fixtures rewrites, then run it again): missing {missing:?}, extra {extra:?}, differ {differ:?}",
-            lab_dir(lab),
+            lab.as_str(),
             if update {
                 "rewritten now"
             } else {
@@ -62,7 +55,7 @@ fn workdir_with(
     lab: Lab,
     overlay: &BTreeMap<String, serde_json::Value>,
 ) -> (tempfile::TempDir, GradeInput) {
-    let base = common::read_tree(&common::fixtures_dir().join(lab_dir(lab)).join("pass"));
+    let base = common::read_tree(&common::fixtures_dir().join(lab.as_str()).join("pass"));
     let mut files = base;
     for (k, v) in overlay {
         if k != "case.json" {
@@ -83,13 +76,13 @@ fn every_act_passes_on_the_passing_fixture() {
             assert!(
                 f.passed(),
                 "lab {} {}",
-                lab_dir(lab),
+                lab.as_str(),
                 lab::messages::findings(Lang::En, &f)
             );
             assert!(
                 f.checks >= 5,
                 "lab {} act {}: only {} checks",
-                lab_dir(lab),
+                lab.as_str(),
                 f.act,
                 f.checks
             );
@@ -100,7 +93,7 @@ fn every_act_passes_on_the_passing_fixture() {
 #[test]
 fn every_flagged_case_is_reported_with_its_code() {
     for lab in [Lab::A, Lab::B] {
-        let root = common::fixtures_dir().join(lab_dir(lab)).join("flagged");
+        let root = common::fixtures_dir().join(lab.as_str()).join("flagged");
         let mut cases: Vec<_> = std::fs::read_dir(&root)
             .unwrap()
             .map(|e| e.unwrap().path())
@@ -109,7 +102,7 @@ fn every_flagged_case_is_reported_with_its_code() {
         assert!(
             cases.len() >= 15,
             "lab {}: {} cases",
-            lab_dir(lab),
+            lab.as_str(),
             cases.len()
         );
         let mut acts_covered = std::collections::BTreeSet::new();
@@ -124,7 +117,7 @@ fn every_flagged_case_is_reported_with_its_code() {
             assert!(
                 codes.contains(&expect),
                 "lab {} case {}: expected {expect}, got {codes:?}\n{}",
-                lab_dir(lab),
+                lab.as_str(),
                 case.display(),
                 lab::messages::findings(Lang::En, &f)
             );
@@ -135,7 +128,7 @@ fn every_flagged_case_is_reported_with_its_code() {
             acts_covered.into_iter().collect::<Vec<_>>(),
             (1..=8).collect::<Vec<_>>(),
             "lab {}",
-            lab_dir(lab)
+            lab.as_str()
         );
     }
 }
@@ -163,7 +156,7 @@ fn the_required_kinds_of_bad_evidence_are_all_covered() {
             required.push("timeout-too-fast");
         }
         for r in required {
-            assert!(codes.contains(r), "lab {} lacks a {r} case", lab_dir(lab));
+            assert!(codes.contains(r), "lab {} lacks a {r} case", lab.as_str());
         }
     }
 }

@@ -16,13 +16,6 @@ use crate::evidence::Lab;
 use crate::grade::{Findings, GradeInput};
 use crate::messages::Lang;
 
-fn lab_letter(lab: Lab) -> &'static str {
-    match lab {
-        Lab::A => "a",
-        Lab::B => "b",
-    }
-}
-
 fn failure(message: String, description: Option<String>) -> TestCaseStatus {
     let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
     s.set_message(message);
@@ -42,7 +35,7 @@ pub fn suite(
     grades: &[Findings],
     act_errors: &BTreeMap<u8, String>,
 ) -> TestSuite {
-    let l = lab_letter(lab);
+    let l = lab.as_str();
     let mut suite = TestSuite::new(format!("lab-{l}"));
     if let Some(e) = act_errors.get(&0) {
         let mut case = TestCase::new(

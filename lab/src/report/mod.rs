@@ -44,14 +44,6 @@ svg.timeline{max-width:100%;height:auto;font-size:11px;font-family:system-ui,san
 .legend .o-deny{background:#2e7d32}.legend .o-timeout{background:#ef6c00}.legend .o-stored{background:#1565c0}.legend .o-dryrun{background:#6a1b9a}.legend .o-callfail{background:#c62828}.legend .o-other{background:#757575}
 "#;
 
-/// `a` or `b`.
-fn lab_letter(lab: Lab) -> &'static str {
-    match lab {
-        Lab::A => "a",
-        Lab::B => "b",
-    }
-}
-
 /// The `facts` of act `act`'s evidence, when it parsed (else JSON null).
 fn facts(input: &GradeInput, act: u8) -> &Value {
     static NULL: Value = Value::Null;
@@ -415,7 +407,7 @@ pub fn render(lab: Lab, input: &GradeInput, grades: &[Findings], lang: Lang) -> 
                 title { (title) }
                 style { (PreEscaped(CSS)) }
             }
-            body data-lab=(lab_letter(lab)) {
+            body data-lab=(lab.as_str()) {
                 h1 { (title) }
                 p { (tx::INTRO.get(lang)) }
                 p { (tx::GRADES_PASS.get(lang)) ": "
@@ -564,8 +556,8 @@ pub fn index(run_id: &str, entries: &[IndexEntry]) -> String {
                 table {
                     tr { th { "lab" } th { "grades" } @for h in KEY_FACT_HEADERS { th { (h) } } th { "files" } }
                     @for e in entries {
-                        tr data-lab=(lab_letter(e.lab)) {
-                            td { a href=(e.href) { "lab " (lab_letter(e.lab)) } }
+                        tr data-lab=(e.lab.as_str()) {
+                            td { a href=(e.href) { "lab " (e.lab.as_str()) } }
                             td class=(if e.grades_passed == 8 { "pass" } else { "fail" }) { (e.grades_passed) " / 8" }
                             @for c in &e.key_facts { td class="mono" { (c) } }
                             td { @for (href, text) in &e.links { a href=(href) { (text) } " " } }

@@ -129,10 +129,7 @@ impl LabCmd {
 
 /// `a` or `b`.
 pub fn lab_name(lab: Lab) -> &'static str {
-    match lab {
-        Lab::A => "a",
-        Lab::B => "b",
-    }
+    lab.as_str()
 }
 
 /// A run id: the UTC time, e.g. `20261129T151500Z`.
