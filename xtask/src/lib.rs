@@ -10,8 +10,10 @@
 //!   network namespace (`up`, `down`, `status`) and a test fixture.
 //! - [`backend`]: where a lab run's cluster comes from: embedded, an existing cluster
 //!   (kubeconfig), or k3s in Docker.
+//! - [`bench`]: `cargo xtask bench`, the labs N times against their floors.
 
 pub mod backend;
+pub mod bench;
 pub mod cluster;
 pub mod lab_run;
 pub mod status;

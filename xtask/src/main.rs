@@ -18,6 +18,9 @@ enum Cmd {
     Cluster(xtask::cluster::ClusterCmd),
     /// The labs end to end on fresh clusters: `lab run [--lab a|b]`.
     Lab(xtask::lab_run::LabCmd),
+    /// Run the labs N times and write a table of every phase against its floor
+    /// (`target/bench/<run-id>.{json,md}`).
+    Bench(xtask::bench::BenchCmd),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -26,5 +29,6 @@ fn main() -> anyhow::Result<()> {
         Cmd::Upstream(cmd) => cmd.run(),
         Cmd::Cluster(cmd) => cmd.run(),
         Cmd::Lab(cmd) => cmd.run(),
+        Cmd::Bench(cmd) => cmd.run(),
     }
 }

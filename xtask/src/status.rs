@@ -8,11 +8,17 @@
 //! and an ETA). Typical times are measured: each successful step's duration is kept in
 //! `~/.cache/kca-webhook-lab/step-times.json` (step message → seconds of the last 5 runs; the
 //! median is shown). Off a terminal nothing extra is printed.
+//!
+//! The same steps are the timing source of `cargo xtask bench`: while [`start_recording`] is on,
+//! every step that ends (ok or not) is kept as a [`Span`] (message, UTC start and end), and
+//! [`record_span`] adds a span measured elsewhere (e.g. a pod's own start from its conditions).
+//! [`take_recording`] returns them and stops recording.
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -23,10 +29,68 @@ pub const SPINNER_AFTER: Duration = Duration::from_secs(2);
 /// How many past durations per step are kept.
 const KEEP: usize = 5;
 
+/// One timed span: a [`Step`] (or one added by [`record_span`]), UTC times.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Span {
+    /// The step's message, as printed.
+    pub msg: String,
+    /// When it started (UTC).
+    pub start: chrono::DateTime<chrono::Utc>,
+    /// When it ended (UTC).
+    pub end: chrono::DateTime<chrono::Utc>,
+    /// Whether it ended with [`Step::ok`] (false: dropped, e.g. by an early error).
+    pub ok: bool,
+}
+
+impl Span {
+    /// Duration in milliseconds (0 if `end` precedes `start`).
+    pub fn ms(&self) -> u64 {
+        (self.end - self.start).num_milliseconds().max(0) as u64
+    }
+}
+
+/// The spans kept while recording (None: not recording).
+static RECORDING: Mutex<Option<Vec<Span>>> = Mutex::new(None);
+
+/// Starts keeping every ending step as a [`Span`] (process-wide; drops what was kept before).
+pub fn start_recording() {
+    if let Ok(mut r) = RECORDING.lock() {
+        *r = Some(Vec::new());
+    }
+}
+
+/// The spans kept since [`start_recording`], in the order they ended; stops recording.
+pub fn take_recording() -> Vec<Span> {
+    RECORDING
+        .lock()
+        .ok()
+        .and_then(|mut r| r.take())
+        .unwrap_or_default()
+}
+
+/// Adds a span measured elsewhere (only while recording): `msg` from `start` to `end` (UTC).
+pub fn record_span(
+    msg: impl Into<String>,
+    start: chrono::DateTime<chrono::Utc>,
+    end: chrono::DateTime<chrono::Utc>,
+) {
+    if let Ok(mut r) = RECORDING.lock()
+        && let Some(v) = r.as_mut()
+    {
+        v.push(Span {
+            msg: msg.into(),
+            start,
+            end,
+            ok: true,
+        });
+    }
+}
+
 /// One visible step of a long task.
 pub struct Step {
     msg: String,
     started: Instant,
+    started_utc: chrono::DateTime<chrono::Utc>,
     done: bool,
     stop: Arc<AtomicBool>,
     spinner: Option<std::thread::JoinHandle<()>>,
@@ -102,6 +166,7 @@ impl Step {
         Step {
             msg,
             started: Instant::now(),
+            started_utc: chrono::Utc::now(),
             done: false,
             stop,
             spinner,
@@ -120,12 +185,27 @@ impl Step {
         }
     }
 
+    /// Keeps this step as a [`Span`] when recording.
+    fn keep(&self, ok: bool) {
+        if let Ok(mut r) = RECORDING.lock()
+            && let Some(v) = r.as_mut()
+        {
+            v.push(Span {
+                msg: self.msg.clone(),
+                start: self.started_utc,
+                end: chrono::Utc::now(),
+                ok,
+            });
+        }
+    }
+
     /// Marks the step as successful: prints `✓ {msg} ({elapsed}s)` and records the duration as
     /// this step's typical time.
     pub fn ok(mut self) {
         self.done = true;
         self.end_spinner();
         let secs = self.elapsed_secs();
+        self.keep(true);
         record(&self.msg, secs);
         eprintln!(" ✓ {} ({secs:.1}s)", self.msg);
     }
@@ -163,6 +243,7 @@ impl Drop for Step {
     fn drop(&mut self) {
         if !self.done {
             self.end_spinner();
+            self.keep(false);
             eprintln!(" ✗ {} ({:.1}s)", self.msg, self.elapsed_secs());
         }
     }

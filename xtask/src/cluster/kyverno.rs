@@ -174,6 +174,57 @@ async fn deployments_ready(kc: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Adds the admission controller pod's own start to the bench's recording
+/// ([`crate::bench::KYVERNO_START_SPAN`]): its `creationTimestamp` → its `Ready` condition's
+/// `lastTransitionTime` (both 1 s resolution, from the API server). Best effort: a failed read
+/// only prints a note.
+pub fn record_admission_start(kubeconfig: &Path) {
+    let kc = kubeconfig.to_path_buf();
+    let got = block_on(async move {
+        let c = client(&kc).await?;
+        let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(c, NAMESPACE);
+        let list = pods
+            .list(&ListParams::default().labels(lab::cluster::ADMISSION_POD_SELECTOR))
+            .await
+            .context("listing the admission controller pods")?;
+        let pod = list
+            .items
+            .into_iter()
+            .next()
+            .context("no admission controller pod")?;
+        let created = pod
+            .metadata
+            .creation_timestamp
+            .context("no creationTimestamp")?
+            .0
+            .as_millisecond();
+        let ready = pod
+            .status
+            .and_then(|s| s.conditions)
+            .unwrap_or_default()
+            .into_iter()
+            .find(|c| c.type_ == "Ready" && c.status == "True")
+            .and_then(|c| c.last_transition_time)
+            .context("no Ready=True condition")?
+            .0
+            .as_millisecond();
+        let utc = |ms: i64| {
+            chrono::DateTime::from_timestamp_millis(ms).context("a timestamp out of range")
+        };
+        anyhow::Ok((utc(created)?, utc(ready)?))
+    });
+    match got.and_then(|r| r) {
+        Ok((a, b)) => {
+            eprintln!(
+                "   Kyverno's admission controller pod: created → Ready {:.0}s (its conditions)",
+                (b - a).num_milliseconds() as f64 / 1000.0
+            );
+            crate::status::record_span(crate::bench::KYVERNO_START_SPAN, a, b);
+        }
+        Err(e) => eprintln!("   note: Kyverno's admission controller start not read: {e:#}"),
+    }
+}
+
 /// Evidence that Kyverno's admission webhook answers: the webhook configurations exist, `kyverno-svc`
 /// has a ready endpoint, and a server dry-run create of a ValidatingPolicy whose CEL expression
 /// does not compile is denied by Kyverno's policy webhook (an explicit answer, not a timeout).

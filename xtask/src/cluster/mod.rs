@@ -870,6 +870,7 @@ fn bring_up(
         record
             .timings_ms
             .insert("kyverno_answering_ms".into(), ms(started));
+        kyverno::record_admission_start(&rt.user_kubeconfig());
         let step = Step::start("creating the lab namespaces and the lab mark");
         let (name, node) = (rt.name.clone(), rt.node_name.clone());
         let user = rt.user_kubeconfig();

@@ -434,9 +434,15 @@ pub fn run_lab(opts: &RunOptions) -> Result<RunReport> {
     let artifacts = artifacts_dir(&opts.run_id, opts.lab);
     let result = run_lab_inner(opts, &artifacts);
     // The pages people read, whatever happened (a lab that failed early gets a failing junit case).
+    let step = Step::start("writing the report pages");
     let pages = report::write_acts(&artifacts, result.as_ref())
         .and_then(|()| report::write_lab_pages(&artifacts, opts.lab))
         .and_then(|_| report::write_run_files(artifacts.parent().unwrap_or(&artifacts)));
+    if pages.is_ok() {
+        step.ok();
+    } else {
+        drop(step);
+    }
     match &pages {
         Ok(()) => eprintln!(
             "report of lab {}: {} (run index and junit.xml beside it: {})",
@@ -474,7 +480,9 @@ fn run_lab_inner(opts: &RunOptions, artifacts: &Path) -> Result<RunReport> {
         &cluster.cri_endpoint(),
         &artifacts,
     );
+    let step = Step::start("collecting the cluster's logs");
     let collected = collect_cluster_logs(cluster.state_dir(), &artifacts);
+    step.ok();
     if opts.retain {
         eprintln!(
             "cluster {name} retained: kubeconfig {}, cri {}",
@@ -567,7 +575,9 @@ fn drive(lab: Lab, kubeconfig: &Path, cri_endpoint: &str, artifacts: &Path) -> R
             }
         }
     }
+    let step = Step::start("grading and collecting the artifacts");
     let grades = save_artifacts(&run, artifacts)?;
+    step.ok();
     Ok(RunReport {
         lab,
         acts,

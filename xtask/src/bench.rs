@@ -1,0 +1,791 @@
+//! `cargo xtask bench [--runs N] [--lab a|b|both]`: runs the labs N times (each on a fresh
+//! embedded cluster, exactly as `cargo xtask lab run` does) and writes
+//! `target/bench/<run-id>.json` and `target/bench/<run-id>.md` (also printed): every phase, its
+//! median and max over the runs, and its ratio to its floor.
+//!
+//! # Where the figures come from
+//!
+//! - **Phases** are the [`Step`](crate::status::Step)s the run prints (the same timing source as
+//!   the progress lines and `step-times.json`), recorded with [`status::start_recording`]: the
+//!   build check (`building kca-webhook-lab`), each cluster-up step, each act, artifact
+//!   collection, the report pages, teardown. A step inside another is shown indented under it.
+//!   **Gaps** are the time between two top-level steps of a lab run (and before the first and
+//!   after the last), i.e. what no step accounts for.
+//! - **Fault windows** come from each run's evidence: lab B acts 5 and 6 `facts.freeze`
+//!   (`frozen_at` → `resumed_at`; floor: the planned `resume_after_sec`); lab A act 5
+//!   `facts.scaled_at` → act 6 `facts.replicas_restored.at` (scaled to 0; no floor: the lab
+//!   decides it), and act 6's recovery `facts.lease_after_restore_ms` (restore → Kyverno's new
+//!   Lease holder; Kyverno's own, so it is its own floor).
+//! - **Floors**: lab B act 5/6 → the planned freeze; lab A act 6 → its recorded
+//!   `lease_after_restore_ms`; cluster up → Kyverno's own start, the admission controller pod's
+//!   `creationTimestamp` → its `Ready` condition's `lastTransitionTime` (1 s resolution; a span
+//!   added by `cluster::up`); the lab's total → the sum of those. `ratio` = median / median floor.
+//!
+//! The machine load (`/proc/loadavg`) is kept before and after every lab run. No figure here is
+//! asserted anywhere: timings are recorded, not tested.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use chrono::{DateTime, Utc};
+use lab::evidence::Lab;
+use serde::{Deserialize, Serialize};
+
+use crate::lab_run::{RunOptions, artifacts_dir, lab_name, run_id, run_lab};
+use crate::status::{self, Span};
+
+/// The message prefix of the span `cluster::up` adds for Kyverno's own start.
+pub const KYVERNO_START_SPAN: &str =
+    "Kyverno's own start (admission controller pod created → Ready, from its conditions)";
+
+/// Which labs a bench runs.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LabChoice {
+    /// Lab A only.
+    A,
+    /// Lab B only.
+    B,
+    /// A then B, as `cargo xtask lab run` does.
+    Both,
+}
+
+/// `cargo xtask bench`
+#[derive(clap::Args, Debug)]
+pub struct BenchCmd {
+    /// How many times to run the labs.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Which labs.
+    #[arg(long, value_enum, default_value = "both")]
+    lab: LabChoice,
+}
+
+/// `/proc/loadavg`'s three averages (1, 5, 15 min).
+pub type Load = [f64; 3];
+
+/// A fault window read from the evidence.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Window {
+    /// e.g. `fault window: act 5 freeze (frozen → resumed)`.
+    pub name: String,
+    /// Its measured length, milliseconds.
+    pub ms: u64,
+    /// Its floor, milliseconds (None: no floor).
+    pub floor_ms: Option<u64>,
+    /// The act whose duration has the same floor (None: none).
+    pub act_floor_for: Option<u8>,
+    /// The evidence fields it was read from.
+    pub source: String,
+}
+
+/// One lab run of a bench.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LabSample {
+    /// `a` or `b`.
+    pub lab: String,
+    /// Run index (0-based).
+    pub run: usize,
+    /// The cluster name (`lab<a|b>`), replaced by `{cluster}` in phase names.
+    pub cluster: String,
+    /// Every act completed and graded pass.
+    pub passed: bool,
+    /// The run's error, if it failed.
+    pub error: Option<String>,
+    /// UTC start and end of the lab run.
+    pub started_at: DateTime<Utc>,
+    /// UTC end.
+    pub finished_at: DateTime<Utc>,
+    /// `/proc/loadavg` before and after.
+    pub load_before: Load,
+    /// `/proc/loadavg` after.
+    pub load_after: Load,
+    /// The recorded steps.
+    pub spans: Vec<Span>,
+    /// Fault windows from the evidence.
+    pub windows: Vec<Window>,
+    /// Where the run's artifacts are.
+    pub artifacts: PathBuf,
+}
+
+/// One measured phase of one sample.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Phase {
+    /// Normalised name (indented by depth).
+    pub name: String,
+    /// Milliseconds.
+    pub ms: u64,
+    /// Floor, milliseconds.
+    pub floor_ms: Option<u64>,
+}
+
+/// A phase over all runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    /// `a`, `b` or `both`.
+    pub lab: String,
+    /// Phase name.
+    pub phase: String,
+    /// Every run's figure, milliseconds.
+    pub ms: Vec<u64>,
+    /// Median, milliseconds.
+    pub median_ms: u64,
+    /// Max, milliseconds.
+    pub max_ms: u64,
+    /// Median floor, milliseconds.
+    pub floor_ms: Option<u64>,
+    /// median / floor.
+    pub ratio: Option<f64>,
+}
+
+/// The whole bench record (`target/bench/<run-id>.json`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BenchRecord {
+    /// The bench's run id (UTC).
+    pub run_id: String,
+    /// Runs asked for.
+    pub runs: usize,
+    /// `nproc`.
+    pub cpus: usize,
+    /// Every lab run.
+    pub samples: Vec<LabSample>,
+    /// The table.
+    pub rows: Vec<Row>,
+}
+
+/// The median of `v` (mean of the middle two for an even count, rounded down); None if empty.
+pub fn median(v: &[u64]) -> Option<u64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut s = v.to_vec();
+    s.sort_unstable();
+    let n = s.len();
+    Some(if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2
+    })
+}
+
+/// `median / floor`, None without a floor or with a zero floor.
+pub fn ratio(median_ms: u64, floor_ms: Option<u64>) -> Option<f64> {
+    floor_ms
+        .filter(|f| *f > 0)
+        .map(|f| median_ms as f64 / f as f64)
+}
+
+/// A step message as a phase name: the cluster name becomes `{cluster}`, a trailing ` (…)`,
+/// the bound in `waiting ≤ 180s for …` and file paths (`/a/b…`, not `/readyz`) are dropped.
+pub fn normalise(msg: &str, cluster: &str) -> String {
+    let mut s = msg.replace(&format!("kca-{cluster}"), "kca-{cluster}");
+    s = s
+        .split_whitespace()
+        .filter(|w| !(w.starts_with('/') && w[1..].contains('/')))
+        .collect::<Vec<_>>()
+        .join(" ");
+    s = s.replace(&format!(" {cluster}"), " {cluster}");
+    if s.ends_with(')')
+        && let Some(i) = s.find(" (")
+    {
+        s.truncate(i);
+    }
+    if let Some(rest) = s.strip_prefix("waiting ≤ ")
+        && let Some(i) = rest.find("s for ")
+    {
+        s = format!("waiting for {}", &rest[i + 6..]);
+    }
+    s
+}
+
+/// How many other spans contain span `i` (same or wider on both ends; ties broken by order).
+fn depth(spans: &[Span], i: usize) -> usize {
+    let s = &spans[i];
+    spans
+        .iter()
+        .enumerate()
+        .filter(|(j, o)| {
+            *j != i
+                && o.start <= s.start
+                && s.end <= o.end
+                && (o.start < s.start || s.end < o.end || *j > i)
+        })
+        .count()
+}
+
+/// The phases of one lab run: every span (indented by depth; a span that ended in an error is
+/// marked `✗`), the gaps between top-level spans, the fault windows, the floors, and the total.
+pub fn phases(sample: &LabSample) -> Vec<Phase> {
+    let mut spans = sample.spans.clone();
+    spans.sort_by_key(|s| (s.start, std::cmp::Reverse(s.end)));
+    let kyverno_start = spans
+        .iter()
+        .find(|s| s.msg == KYVERNO_START_SPAN)
+        .map(Span::ms);
+    let act_floor = |act: u8| {
+        sample
+            .windows
+            .iter()
+            .find(|w| w.act_floor_for == Some(act))
+            .and_then(|w| w.floor_ms)
+    };
+    let lab = &sample.lab;
+    let mut out = Vec::new();
+    let mut top: Vec<&Span> = Vec::new();
+    for (i, s) in spans.iter().enumerate() {
+        if s.msg == KYVERNO_START_SPAN {
+            continue;
+        }
+        let d = depth(&spans, i);
+        if d == 0 {
+            top.push(s);
+        }
+        let name = normalise(&s.msg, &sample.cluster);
+        let floor_ms = if name.starts_with("bringing up a fresh cluster") {
+            kyverno_start
+        } else {
+            name.strip_prefix(&format!("lab {lab} act "))
+                .and_then(|a| a.parse::<u8>().ok())
+                .and_then(act_floor)
+        };
+        out.push(Phase {
+            name: format!("{}{name}{}", "· ".repeat(d), if s.ok { "" } else { " ✗" }),
+            ms: s.ms(),
+            floor_ms,
+        });
+    }
+    // The time no top-level step accounts for.
+    let mut gaps = Vec::new();
+    let mut prev: (&str, DateTime<Utc>) = ("start", sample.started_at);
+    for s in &top {
+        let g = (s.start - prev.1).num_milliseconds().max(0) as u64;
+        gaps.push(Phase {
+            name: format!(
+                "gap: {} → {}",
+                short(prev.0, &sample.cluster),
+                short(&s.msg, &sample.cluster)
+            ),
+            ms: g,
+            floor_ms: None,
+        });
+        if s.end > prev.1 {
+            prev = (&s.msg, s.end);
+        }
+    }
+    gaps.push(Phase {
+        name: format!("gap: {} → end", short(prev.0, &sample.cluster)),
+        ms: (sample.finished_at - prev.1).num_milliseconds().max(0) as u64,
+        floor_ms: None,
+    });
+    out.extend(gaps);
+    if let Some(k) = kyverno_start {
+        out.push(Phase {
+            name: "Kyverno's own start (admission controller pod created → Ready)".into(),
+            ms: k,
+            floor_ms: None,
+        });
+    }
+    for w in &sample.windows {
+        out.push(Phase {
+            name: w.name.clone(),
+            ms: w.ms,
+            floor_ms: w.floor_ms,
+        });
+    }
+    let floors: Vec<u64> = sample
+        .windows
+        .iter()
+        .filter(|w| w.act_floor_for.is_some())
+        .filter_map(|w| w.floor_ms)
+        .chain(kyverno_start)
+        .collect();
+    out.push(Phase {
+        name: "total (lab run wall time)".into(),
+        ms: (sample.finished_at - sample.started_at)
+            .num_milliseconds()
+            .max(0) as u64,
+        floor_ms: (!floors.is_empty()).then(|| floors.iter().sum()),
+    });
+    out
+}
+
+fn short(msg: &str, cluster: &str) -> String {
+    normalise(msg, cluster)
+}
+
+/// The table rows of `samples`: phases grouped by (lab, name) in order of first appearance, and
+/// a `both` total per run index when both labs ran in it.
+pub fn rows(samples: &[LabSample]) -> Vec<Row> {
+    let mut order: Vec<(String, String)> = Vec::new();
+    let mut figures: BTreeMap<(String, String), (Vec<u64>, Vec<u64>)> = BTreeMap::new();
+    for s in samples {
+        for p in phases(s) {
+            let key = (s.lab.clone(), p.name.clone());
+            if !figures.contains_key(&key) {
+                order.push(key.clone());
+            }
+            let e = figures.entry(key).or_default();
+            e.0.push(p.ms);
+            e.1.extend(p.floor_ms);
+        }
+    }
+    // Both labs in one run: from the first lab's start to the last lab's end.
+    let mut by_run: BTreeMap<usize, Vec<&LabSample>> = BTreeMap::new();
+    for s in samples {
+        by_run.entry(s.run).or_default().push(s);
+    }
+    let mut both = Vec::new();
+    for v in by_run.values() {
+        if v.len() == 2 && v[0].lab != v[1].lab {
+            let start = v.iter().map(|s| s.started_at).min();
+            let end = v.iter().map(|s| s.finished_at).max();
+            if let (Some(a), Some(b)) = (start, end) {
+                both.push((b - a).num_milliseconds().max(0) as u64);
+            }
+        }
+    }
+    let mut out: Vec<Row> = order
+        .into_iter()
+        .map(|key| {
+            let (ms, floors) = figures.remove(&key).unwrap_or_default();
+            let median_ms = median(&ms).unwrap_or(0);
+            let floor_ms = median(&floors);
+            Row {
+                lab: key.0,
+                phase: key.1,
+                max_ms: ms.iter().copied().max().unwrap_or(0),
+                ratio: ratio(median_ms, floor_ms),
+                median_ms,
+                floor_ms,
+                ms,
+            }
+        })
+        .collect();
+    if !both.is_empty() {
+        let median_ms = median(&both).unwrap_or(0);
+        out.push(Row {
+            lab: "both".into(),
+            phase: "both labs, a then b (wall time)".into(),
+            max_ms: both.iter().copied().max().unwrap_or(0),
+            median_ms,
+            floor_ms: None,
+            ratio: None,
+            ms: both,
+        });
+    }
+    out
+}
+
+fn secs(ms: u64) -> String {
+    format!("{:.1}", ms as f64 / 1000.0)
+}
+
+/// The Markdown table of `rows` under a header naming the run id, N, the machine and its load.
+pub fn markdown(rec: &BenchRecord) -> String {
+    let mut s = String::new();
+    let passed = rec.samples.iter().filter(|x| x.passed).count();
+    let loads: Vec<f64> = rec
+        .samples
+        .iter()
+        .flat_map(|x| [x.load_before[0], x.load_after[0]])
+        .collect();
+    let (lo, hi) = loads
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(*x), b.max(*x)));
+    s.push_str(&format!(
+        "Bench `{}`: N = {} run(s), {} lab run(s), {} passed every act and grade; {} CPUs; 1-min load average {:.2}–{:.2} (before/after each lab run).\n\n",
+        rec.run_id,
+        rec.runs,
+        rec.samples.len(),
+        passed,
+        rec.cpus,
+        if loads.is_empty() { 0.0 } else { lo },
+        if loads.is_empty() { 0.0 } else { hi },
+    ));
+    s.push_str("| lab | phase | n | median s | max s | floor s | ratio |\n");
+    s.push_str("|---|---|---:|---:|---:|---:|---:|\n");
+    for r in &rec.rows {
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} |\n",
+            r.lab,
+            r.phase.replace('|', "\\|"),
+            r.ms.len(),
+            secs(r.median_ms),
+            secs(r.max_ms),
+            r.floor_ms.map(secs).unwrap_or_default(),
+            r.ratio.map(|x| format!("{x:.2}")).unwrap_or_default(),
+        ));
+    }
+    s
+}
+
+fn ts(v: &serde_json::Value, ptr: &str) -> Option<DateTime<Utc>> {
+    v.pointer(ptr)
+        .and_then(|x| x.as_str())
+        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+        .map(|t| t.with_timezone(&Utc))
+}
+
+fn read_evidence(dir: &Path, act: u8) -> Option<serde_json::Value> {
+    let text = std::fs::read_to_string(dir.join(format!("{act:02}.json"))).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// The fault windows of a lab run from its evidence directory (see the module docs); windows
+/// whose evidence is missing are left out.
+pub fn fault_windows(lab: Lab, evidence: &Path) -> Vec<Window> {
+    let mut out = Vec::new();
+    match lab {
+        Lab::B => {
+            for act in [5u8, 6] {
+                let Some(e) = read_evidence(evidence, act) else {
+                    continue;
+                };
+                if let (Some(a), Some(b)) = (
+                    ts(&e, "/facts/freeze/frozen_at"),
+                    ts(&e, "/facts/freeze/resumed_at"),
+                ) {
+                    out.push(Window {
+                        name: format!("fault window: act {act} freeze (frozen → resumed)"),
+                        ms: (b - a).num_milliseconds().max(0) as u64,
+                        floor_ms: e
+                            .pointer("/facts/freeze/resume_after_sec")
+                            .and_then(|v| v.as_u64())
+                            .map(|s| s * 1000),
+                        act_floor_for: Some(act),
+                        source: format!(
+                            "evidence/{act:02}.json facts.freeze.frozen_at, resumed_at, resume_after_sec"
+                        ),
+                    });
+                }
+            }
+        }
+        Lab::A => {
+            let five = read_evidence(evidence, 5);
+            let six = read_evidence(evidence, 6);
+            if let (Some(a), Some(b)) = (
+                five.as_ref().and_then(|e| ts(e, "/facts/scaled_at")),
+                six.as_ref()
+                    .and_then(|e| ts(e, "/facts/replicas_restored/at")),
+            ) {
+                out.push(Window {
+                    name: "fault window: acts 5–6 scaled to 0 (scaled → restored)".into(),
+                    ms: (b - a).num_milliseconds().max(0) as u64,
+                    floor_ms: None,
+                    act_floor_for: None,
+                    source: "evidence/05.json facts.scaled_at → evidence/06.json facts.replicas_restored.at".into(),
+                });
+            }
+            if let Some(l) = six
+                .as_ref()
+                .and_then(|e| e.pointer("/facts/lease_after_restore_ms"))
+                .and_then(|v| v.as_u64())
+            {
+                out.push(Window {
+                    name: "fault window: act 6 recovery (restored → new Lease holder)".into(),
+                    ms: l,
+                    floor_ms: Some(l),
+                    act_floor_for: Some(6),
+                    source: "evidence/06.json facts.lease_after_restore_ms".into(),
+                });
+            }
+        }
+    }
+    out
+}
+
+fn loadavg() -> Load {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|t| {
+            let v: Vec<f64> = t
+                .split_whitespace()
+                .take(3)
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            [
+                v.first().copied().unwrap_or(0.0),
+                v.get(1).copied().unwrap_or(0.0),
+                v.get(2).copied().unwrap_or(0.0),
+            ]
+        })
+        .unwrap_or([0.0; 3])
+}
+
+impl BenchCmd {
+    /// Runs the bench and writes its record and table.
+    pub fn run(self) -> Result<()> {
+        anyhow::ensure!(self.runs >= 1, "--runs must be at least 1");
+        let labs = match self.lab {
+            LabChoice::A => vec![Lab::A],
+            LabChoice::B => vec![Lab::B],
+            LabChoice::Both => vec![Lab::A, Lab::B],
+        };
+        let id = run_id();
+        let dir = crate::cluster::config::repo_root()
+            .join("target")
+            .join("bench");
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let mut samples = Vec::new();
+        for run in 0..self.runs {
+            for &lab in &labs {
+                eprintln!(
+                    "bench {id}: run {}/{} lab {}",
+                    run + 1,
+                    self.runs,
+                    lab_name(lab)
+                );
+                let opts = RunOptions {
+                    run_id: format!("bench-{id}-{run}"),
+                    ..RunOptions::new(lab)
+                };
+                let load_before = loadavg();
+                status::start_recording();
+                let started_at = Utc::now();
+                let result = run_lab(&opts);
+                let finished_at = Utc::now();
+                let spans = status::take_recording();
+                let artifacts = artifacts_dir(&opts.run_id, lab);
+                let (passed, error) = match &result {
+                    Ok(r) => (r.passed(), None),
+                    Err(e) => (false, Some(format!("{e:#}"))),
+                };
+                samples.push(LabSample {
+                    lab: lab_name(lab).into(),
+                    run,
+                    cluster: format!("lab{}", lab_name(lab)),
+                    passed,
+                    error,
+                    started_at,
+                    finished_at,
+                    load_before,
+                    load_after: loadavg(),
+                    spans,
+                    windows: fault_windows(lab, &artifacts.join("evidence")),
+                    artifacts,
+                });
+            }
+        }
+        let mut rec = BenchRecord {
+            run_id: id.clone(),
+            runs: self.runs,
+            cpus: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(0),
+            rows: Vec::new(),
+            samples,
+        };
+        rec.rows = rows(&rec.samples);
+        let json = dir.join(format!("{id}.json"));
+        std::fs::write(&json, serde_json::to_string_pretty(&rec)?)
+            .with_context(|| format!("writing {}", json.display()))?;
+        let md = markdown(&rec);
+        let mdp = dir.join(format!("{id}.md"));
+        std::fs::write(&mdp, &md).with_context(|| format!("writing {}", mdp.display()))?;
+        println!("{md}");
+        eprintln!("bench record: {} and {}", json.display(), mdp.display());
+        let failed = rec.samples.iter().filter(|s| !s.passed).count();
+        anyhow::ensure!(
+            failed == 0,
+            "{failed} of {} lab runs did not pass (their figures are in the record)",
+            rec.samples.len()
+        );
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: f64) -> DateTime<Utc> {
+        DateTime::from_timestamp_millis(1_700_000_000_000 + (s * 1000.0) as i64).unwrap()
+    }
+
+    fn span(msg: &str, a: f64, b: f64) -> Span {
+        Span {
+            msg: msg.into(),
+            start: t(a),
+            end: t(b),
+            ok: true,
+        }
+    }
+
+    fn sample(
+        lab: &str,
+        run: usize,
+        spans: Vec<Span>,
+        windows: Vec<Window>,
+        end: f64,
+    ) -> LabSample {
+        LabSample {
+            lab: lab.into(),
+            run,
+            cluster: format!("lab{lab}"),
+            passed: true,
+            error: None,
+            started_at: t(0.0),
+            finished_at: t(end),
+            load_before: [1.0, 1.0, 1.0],
+            load_after: [2.0, 1.0, 1.0],
+            spans,
+            windows,
+            artifacts: PathBuf::new(),
+        }
+    }
+
+    #[test]
+    fn median_of_odd_even_and_empty() {
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[7]), Some(7));
+        assert_eq!(median(&[30, 10, 20]), Some(20));
+        assert_eq!(median(&[40, 10, 30, 20]), Some(25));
+        assert_eq!(median(&[1, 2]), Some(1));
+    }
+
+    #[test]
+    fn ratio_needs_a_positive_floor() {
+        assert_eq!(ratio(30_000, Some(20_000)), Some(1.5));
+        assert_eq!(ratio(30_000, Some(0)), None);
+        assert_eq!(ratio(30_000, None), None);
+    }
+
+    #[test]
+    fn names_are_normalised() {
+        assert_eq!(
+            normalise(
+                "creating network namespace kca-laba (10.44.0.0/30, node IP 10.44.0.2)",
+                "laba"
+            ),
+            "creating network namespace kca-{cluster}"
+        );
+        assert_eq!(
+            normalise("waiting ≤ 180s for kube-apiserver /readyz", "laba"),
+            "waiting for kube-apiserver /readyz"
+        );
+        assert_eq!(
+            normalise("helm install kyverno /root/.cache/x/chart", "laba"),
+            "helm install kyverno"
+        );
+        assert_eq!(
+            normalise("bringing up a fresh cluster laba", "laba"),
+            "bringing up a fresh cluster {cluster}"
+        );
+        assert_eq!(
+            normalise("waiting ≤ 180s for node kca-laba Ready", "laba"),
+            "waiting for node kca-{cluster} Ready"
+        );
+    }
+
+    /// Nesting, gaps, floors from windows and Kyverno's start, and the totals.
+    #[test]
+    fn phases_gaps_and_floors() {
+        let spans = vec![
+            span("building kca-webhook-lab", 0.0, 1.0),
+            span("bringing up a fresh cluster labb", 1.5, 21.5),
+            span("starting kine", 2.0, 2.1),
+            span(KYVERNO_START_SPAN, 10.0, 18.0),
+            span("lab b act 5", 22.0, 47.0),
+            Span {
+                ok: false,
+                ..span("lab b act 6", 47.0, 60.0)
+            },
+        ];
+        let windows = vec![Window {
+            name: "fault window: act 5 freeze (frozen → resumed)".into(),
+            ms: 20_100,
+            floor_ms: Some(20_000),
+            act_floor_for: Some(5),
+            source: String::new(),
+        }];
+        let p = phases(&sample("b", 0, spans, windows, 61.0));
+        let get = |n: &str| {
+            p.iter()
+                .find(|x| x.name == n)
+                .unwrap_or_else(|| panic!("no phase {n} in {p:#?}"))
+                .clone()
+        };
+        assert_eq!(get("building kca-webhook-lab").ms, 1000);
+        let up = get("bringing up a fresh cluster {cluster}");
+        assert_eq!((up.ms, up.floor_ms), (20_000, Some(8_000)));
+        assert_eq!(get("· starting kine").ms, 100);
+        assert_eq!(get("lab b act 5").floor_ms, Some(20_000));
+        assert_eq!(get("lab b act 6 ✗").ms, 13_000);
+        assert_eq!(get("gap: start → building kca-webhook-lab").ms, 0);
+        assert_eq!(
+            get("gap: building kca-webhook-lab → bringing up a fresh cluster {cluster}").ms,
+            500
+        );
+        assert_eq!(
+            get("gap: bringing up a fresh cluster {cluster} → lab b act 5").ms,
+            500
+        );
+        assert_eq!(get("gap: lab b act 6 → end").ms, 1000);
+        assert_eq!(
+            get("Kyverno's own start (admission controller pod created → Ready)").ms,
+            8_000
+        );
+        let total = get("total (lab run wall time)");
+        assert_eq!((total.ms, total.floor_ms), (61_000, Some(28_000)));
+        // The inner span is not a top-level one: no gap names it.
+        assert!(
+            !p.iter()
+                .any(|x| x.name.contains("gap") && x.name.contains("kine"))
+        );
+    }
+
+    #[test]
+    fn rows_take_median_max_ratio_and_both() {
+        let mk = |lab: &str, run: usize, act_s: f64, floor: u64, end: f64| {
+            let w = Window {
+                name: "w".into(),
+                ms: floor,
+                floor_ms: Some(floor),
+                act_floor_for: Some(6),
+                source: String::new(),
+            };
+            let mut s = sample(
+                lab,
+                run,
+                vec![span(&format!("lab {lab} act 6"), 0.0, act_s)],
+                vec![w],
+                end,
+            );
+            if lab == "b" {
+                s.started_at = t(100.0);
+                s.finished_at = t(100.0 + end);
+            }
+            s
+        };
+        let samples = vec![
+            mk("a", 0, 30.0, 20_000, 40.0),
+            mk("b", 0, 12.0, 10_000, 20.0),
+            mk("a", 1, 40.0, 20_000, 50.0),
+            mk("a", 2, 35.0, 30_000, 45.0),
+        ];
+        let r = rows(&samples);
+        let act = r
+            .iter()
+            .find(|x| x.lab == "a" && x.phase == "lab a act 6")
+            .unwrap();
+        assert_eq!(act.ms, vec![30_000, 40_000, 35_000]);
+        assert_eq!((act.median_ms, act.max_ms), (35_000, 40_000));
+        assert_eq!(act.floor_ms, Some(20_000));
+        assert_eq!(act.ratio, Some(1.75));
+        // Only run 0 had both labs: from a's start (0 s) to b's end (120 s).
+        let both = r.iter().find(|x| x.lab == "both").unwrap();
+        assert_eq!(both.ms, vec![120_000]);
+        let md = markdown(&BenchRecord {
+            run_id: "x".into(),
+            runs: 3,
+            cpus: 2,
+            samples,
+            rows: r,
+        });
+        assert!(
+            md.contains("| a | lab a act 6 | 3 | 35.0 | 40.0 | 20.0 | 1.75 |"),
+            "{md}"
+        );
+        assert!(md.contains("1-min load average 1.00–2.00"), "{md}");
+    }
+}
