@@ -15,7 +15,10 @@
 //!   (`frozen_at` → `resumed_at`; floor: the planned `resume_after_sec`); lab A act 5
 //!   `facts.scaled_at` → act 6 `facts.replicas_restored.at` (scaled to 0; no floor: the lab
 //!   decides it), and act 6's recovery `facts.lease_after_restore_ms` (restore → Kyverno's new
-//!   Lease holder; Kyverno's own, so it is its own floor).
+//!   Lease holder; Kyverno's own, so it is its own floor). Also kept as **fault facts** (figures
+//!   without a floor, to see how much room the graded bounds leave): lab B's slowest target
+//!   request minus `timeoutSeconds` (`grade::bounds` allows < 1 s) and the first explicit deny
+//!   after resume.
 //! - **Floors**: lab B act 5/6 → the planned freeze; lab A act 6 → its recorded
 //!   `lease_after_restore_ms`; cluster up → Kyverno's own start, the admission controller pod's
 //!   `creationTimestamp` → its `Ready` condition's `lastTransitionTime` (1 s resolution; a span
@@ -38,6 +41,10 @@ use crate::status::{self, Span};
 /// The message prefix of the span `cluster::up` adds for Kyverno's own start.
 pub const KYVERNO_START_SPAN: &str =
     "Kyverno's own start (admission controller pod created → Ready, from its conditions)";
+
+/// A gap between two top-level steps gets its own row from this length (ms); all gaps are
+/// summed in one row.
+pub const GAP_SHOWN_MS: u64 = 100;
 
 /// Which labs a bench runs.
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -254,7 +261,8 @@ pub fn phases(sample: &LabSample) -> Vec<Phase> {
             floor_ms,
         });
     }
-    // The time no top-level step accounts for.
+    // The time no top-level step accounts for: each gap of at least [`GAP_SHOWN_MS`] by name,
+    // and their sum.
     let mut gaps = Vec::new();
     let mut prev: (&str, DateTime<Utc>) = ("start", sample.started_at);
     for s in &top {
@@ -277,7 +285,13 @@ pub fn phases(sample: &LabSample) -> Vec<Phase> {
         ms: (sample.finished_at - prev.1).num_milliseconds().max(0) as u64,
         floor_ms: None,
     });
-    out.extend(gaps);
+    let sum = gaps.iter().map(|g| g.ms).sum();
+    out.extend(gaps.into_iter().filter(|g| g.ms >= GAP_SHOWN_MS));
+    out.push(Phase {
+        name: "gaps between top-level steps (sum)".into(),
+        ms: sum,
+        floor_ms: None,
+    });
     if let Some(k) = kyverno_start {
         out.push(Phase {
             name: "Kyverno's own start (admission controller pod created → Ready)".into(),
@@ -456,6 +470,39 @@ pub fn fault_windows(lab: Lab, evidence: &Path) -> Vec<Window> {
                         source: format!(
                             "evidence/{act:02}.json facts.freeze.frozen_at, resumed_at, resume_after_sec"
                         ),
+                    });
+                }
+                let t = e.pointer("/facts/timeout_seconds").and_then(|v| v.as_u64());
+                let elapsed = ["target_good", "target_bad"]
+                    .iter()
+                    .filter_map(|k| {
+                        e.pointer(&format!("/facts/{k}/elapsed_ms"))
+                            .and_then(|v| v.as_u64())
+                    })
+                    .max();
+                if let (Some(t), Some(el)) = (t, elapsed) {
+                    out.push(Window {
+                        name: format!(
+                            "fault fact: act {act} slowest target request − timeoutSeconds (graded bound < 1 s)"
+                        ),
+                        ms: el.saturating_sub(t * 1000),
+                        floor_ms: None,
+                        act_floor_for: None,
+                        source: format!(
+                            "evidence/{act:02}.json facts.target_good/target_bad.elapsed_ms, timeout_seconds"
+                        ),
+                    });
+                }
+                if let Some(d) = e
+                    .pointer("/facts/first_deny_after_resume_ms")
+                    .and_then(|v| v.as_u64())
+                {
+                    out.push(Window {
+                        name: format!("fault fact: act {act} first explicit deny after resume"),
+                        ms: d,
+                        floor_ms: None,
+                        act_floor_for: None,
+                        source: format!("evidence/{act:02}.json facts.first_deny_after_resume_ms"),
                     });
                 }
             }
@@ -711,7 +758,13 @@ mod tests {
         assert_eq!(get("· starting kine").ms, 100);
         assert_eq!(get("lab b act 5").floor_ms, Some(20_000));
         assert_eq!(get("lab b act 6 ✗").ms, 13_000);
-        assert_eq!(get("gap: start → building kca-webhook-lab").ms, 0);
+        // Gaps under 100 ms only count in the sum.
+        assert!(
+            !p.iter()
+                .any(|x| x.name == "gap: start → building kca-webhook-lab")
+        );
+        assert!(!p.iter().any(|x| x.name == "gap: lab b act 5 → lab b act 6"));
+        assert_eq!(get("gaps between top-level steps (sum)").ms, 2000);
         assert_eq!(
             get("gap: building kca-webhook-lab → bringing up a fresh cluster {cluster}").ms,
             500
@@ -787,5 +840,46 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("1-min load average 1.00–2.00"), "{md}");
+    }
+
+    /// The windows, floors and facts are read from the evidence fields the module docs name.
+    #[test]
+    fn windows_from_evidence() {
+        let dir = tempfile::tempdir().unwrap();
+        let five = serde_json::json!({"facts": {
+            "freeze": {"frozen_at": "2026-11-30T20:00:30.561Z", "resumed_at": "2026-11-30T20:00:50.564Z", "resume_after_sec": 20},
+            "timeout_seconds": 3,
+            "target_good": {"elapsed_ms": 3006},
+            "target_bad": {"elapsed_ms": 3049},
+            "first_deny_after_resume_ms": 27
+        }});
+        std::fs::write(dir.path().join("05.json"), five.to_string()).unwrap();
+        let w = fault_windows(Lab::B, dir.path());
+        assert_eq!(w.len(), 3, "{w:#?}");
+        assert_eq!(
+            (w[0].ms, w[0].floor_ms, w[0].act_floor_for),
+            (20_003, Some(20_000), Some(5))
+        );
+        assert_eq!((w[1].ms, w[1].floor_ms), (49, None));
+        assert_eq!(w[2].ms, 27);
+
+        let a = tempfile::tempdir().unwrap();
+        std::fs::write(
+            a.path().join("05.json"),
+            r#"{"facts": {"scaled_at": "2026-11-30T19:59:21.500Z"}}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            a.path().join("06.json"),
+            r#"{"facts": {"replicas_restored": {"at": "2026-11-30T19:59:23.568Z"}, "lease_after_restore_ms": 32385}}"#,
+        )
+        .unwrap();
+        let w = fault_windows(Lab::A, a.path());
+        assert_eq!(w.len(), 2, "{w:#?}");
+        assert_eq!((w[0].ms, w[0].floor_ms), (2068, None));
+        assert_eq!(
+            (w[1].ms, w[1].floor_ms, w[1].act_floor_for),
+            (32_385, Some(32_385), Some(6))
+        );
     }
 }

@@ -746,140 +746,152 @@ fn bring_up(
 
     let bound = opts.ready_timeout;
     let tick = Duration::from_millis(500);
+    /// Poll interval of the waits on the critical path (apiserver, node).
+    const FAST_TICK: Duration = Duration::from_millis(200);
     let netns_name = rt.netns.clone();
 
+    // What does not depend on the API server starts beside it: containerd and the image import
+    // run on their own thread while kube-apiserver starts; Helm installs Kyverno on another as
+    // soon as the API server answers, while kubelet starts. kubelet itself waits for the import
+    // (a sandbox created before its image is there would be pulled, fail and back off).
     start(rt, record, daemons::kine::daemon(rt))?;
-    wait_probe(
-        record,
-        "kine (127.0.0.1:2379 in the node namespace)",
-        bound,
-        tick,
-        || {
-            netns::in_netns(&netns_name, || {
-                ready::tcp(&format!("127.0.0.1:{}", config::KINE_PORT))
-            })
-        },
-    )?;
+    start(rt, record, daemons::containerd::daemon(rt))?;
+    let ctr = rt.bin("ctr");
+    let sock = rt.containerd_socket();
+    let early = record.clone();
+    std::thread::scope(|scope| -> Result<()> {
+        let import = scope.spawn(|| -> Result<u64> {
+            wait_probe(
+                &early,
+                "containerd's CRI socket (ctr version)",
+                bound,
+                tick,
+                || {
+                    let out = std::process::Command::new(&ctr)
+                        .arg("-a")
+                        .arg(&sock)
+                        .arg("version")
+                        .output()
+                        .context("running ctr version")?;
+                    if !out.status.success() {
+                        bail!(
+                            "ctr version: {}",
+                            String::from_utf8_lossy(&out.stderr).trim()
+                        );
+                    }
+                    Ok(())
+                },
+            )?;
+            kyverno::import_images(rt, &inputs.images)?;
+            Ok(ms(started))
+        });
+        wait_probe(
+            record,
+            "kine (127.0.0.1:2379 in the node namespace)",
+            bound,
+            tick,
+            || {
+                netns::in_netns(&netns_name, || {
+                    ready::tcp(&format!("127.0.0.1:{}", config::KINE_PORT))
+                })
+            },
+        )?;
 
-    start(rt, record, daemons::apiserver::daemon(rt))?;
-    let admin = rt.kubeconfig("admin");
-    wait_probe(
-        record,
-        "kube-apiserver /readyz",
-        bound,
-        Duration::from_secs(1),
-        || {
+        start(rt, record, daemons::apiserver::daemon(rt))?;
+        let admin = rt.kubeconfig("admin");
+        wait_probe(record, "kube-apiserver /readyz", bound, FAST_TICK, || {
             ready::block_on(async {
                 let c = ready::client(&admin).await?;
                 ready::get_text(&c, "/readyz").await
             })?
             .map(|_| ())
-        },
-    )?;
-    record
-        .timings_ms
-        .insert("apiserver_ready_ms".into(), ms(started));
-
-    start(rt, record, daemons::controller_manager::daemon(rt))?;
-    start(rt, record, daemons::scheduler::daemon(rt))?;
-    start(rt, record, daemons::containerd::daemon(rt))?;
-    let ctr = rt.bin("ctr");
-    let sock = rt.containerd_socket();
-    wait_probe(
-        record,
-        "containerd's CRI socket (ctr version)",
-        bound,
-        tick,
-        || {
-            let out = std::process::Command::new(&ctr)
-                .arg("-a")
-                .arg(&sock)
-                .arg("version")
-                .output()
-                .context("running ctr version")?;
-            if !out.status.success() {
-                bail!(
-                    "ctr version: {}",
-                    String::from_utf8_lossy(&out.stderr).trim()
-                );
-            }
-            Ok(())
-        },
-    )?;
-    kyverno::import_images(rt, &inputs.images)?;
-    record
-        .timings_ms
-        .insert("images_imported_ms".into(), ms(started));
-
-    // kubelet writes host sysctls when it starts (`sysctl` module docs): record them first.
-    record.host_sysctls = sysctl::record()?;
-    record.save()?;
-    start(rt, record, daemons::kubelet::daemon(rt))?;
-    start(rt, record, daemons::kube_proxy::daemon(rt))?;
-    let node_name = rt.node_name.clone();
-    let uid = wait_probe(
-        record,
-        &format!("node {} Ready", rt.node_name),
-        bound,
-        Duration::from_secs(1),
-        || {
-            ready::block_on(async {
-                let c = ready::client(&admin).await?;
-                let node = Api::<Node>::all(c)
-                    .get(&node_name)
-                    .await
-                    .with_context(|| format!("GET node {node_name}"))?;
-                let ready = node
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.conditions.as_ref())
-                    .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
-                    .map(|c| (c.status.clone(), c.message.clone().unwrap_or_default()));
-                match ready {
-                    Some((s, _)) if s == "True" => Ok(node.metadata.uid.unwrap_or_default()),
-                    Some((s, m)) => bail!("Ready={s}: {m}"),
-                    None => bail!("no Ready condition yet"),
-                }
-            })?
-        },
-    )?;
-    record.node_uid = Some(uid.clone());
-    record
-        .timings_ms
-        .insert("node_ready_ms".into(), ms(started));
-    record.save()?;
-    restore_sysctls_after_kubelet_start(record, started)?;
-    record.save()?;
-    wait_probe(
-        record,
-        "kube-proxy healthz (127.0.0.1:10256 in the node namespace)",
-        bound,
-        tick,
-        || netns::in_netns(&netns_name, || ready::tcp("127.0.0.1:10256")),
-    )?;
-
-    if opts.kyverno {
-        let chart = inputs
-            .chart_dir
-            .as_ref()
-            .context("no Kyverno chart given (Inputs::chart_dir)")?;
-        kyverno::helm_install(rt, chart)?;
-        let rec2 = record.clone();
-        let answer = kyverno::wait_ready(rt, opts.kyverno_timeout, move || all_alive(&rec2))?;
-        eprintln!("   Kyverno answered: {answer}");
+        })?;
         record
             .timings_ms
-            .insert("kyverno_answering_ms".into(), ms(started));
-        kyverno::record_admission_start(&rt.user_kubeconfig());
-        let step = Step::start("creating the lab namespaces and the lab mark");
-        let (name, node) = (rt.name.clone(), rt.node_name.clone());
-        let user = rt.user_kubeconfig();
-        ready::block_on(async {
-            let c = ready::client(&user).await?;
-            mark::apply(c, &name, &node, &uid).await
-        })??;
-        step.ok();
-    }
+            .insert("apiserver_ready_ms".into(), ms(started));
+
+        start(rt, record, daemons::controller_manager::daemon(rt))?;
+        start(rt, record, daemons::scheduler::daemon(rt))?;
+        let helm = match (opts.kyverno, inputs.chart_dir.as_ref()) {
+            (false, _) => None,
+            (true, None) => bail!("no Kyverno chart given (Inputs::chart_dir)"),
+            (true, Some(chart)) => Some(scope.spawn(move || kyverno::helm_install(rt, chart))),
+        };
+        let imported = import
+            .join()
+            .map_err(|_| anyhow::anyhow!("the image import thread panicked"))??;
+        record
+            .timings_ms
+            .insert("images_imported_ms".into(), imported);
+
+        // kubelet writes host sysctls when it starts (`sysctl` module docs): record them first.
+        record.host_sysctls = sysctl::record()?;
+        record.save()?;
+        start(rt, record, daemons::kubelet::daemon(rt))?;
+        start(rt, record, daemons::kube_proxy::daemon(rt))?;
+        let node_name = rt.node_name.clone();
+        let uid = wait_probe(
+            record,
+            &format!("node {} Ready", rt.node_name),
+            bound,
+            FAST_TICK,
+            || {
+                ready::block_on(async {
+                    let c = ready::client(&admin).await?;
+                    let node = Api::<Node>::all(c)
+                        .get(&node_name)
+                        .await
+                        .with_context(|| format!("GET node {node_name}"))?;
+                    let ready = node
+                        .status
+                        .as_ref()
+                        .and_then(|s| s.conditions.as_ref())
+                        .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
+                        .map(|c| (c.status.clone(), c.message.clone().unwrap_or_default()));
+                    match ready {
+                        Some((s, _)) if s == "True" => Ok(node.metadata.uid.unwrap_or_default()),
+                        Some((s, m)) => bail!("Ready={s}: {m}"),
+                        None => bail!("no Ready condition yet"),
+                    }
+                })?
+            },
+        )?;
+        record.node_uid = Some(uid.clone());
+        record
+            .timings_ms
+            .insert("node_ready_ms".into(), ms(started));
+        record.save()?;
+        restore_sysctls_after_kubelet_start(record, started)?;
+        record.save()?;
+        wait_probe(
+            record,
+            "kube-proxy healthz (127.0.0.1:10256 in the node namespace)",
+            bound,
+            tick,
+            || netns::in_netns(&netns_name, || ready::tcp("127.0.0.1:10256")),
+        )?;
+
+        if let Some(helm) = helm {
+            helm.join()
+                .map_err(|_| anyhow::anyhow!("the helm install thread panicked"))??;
+            let rec2 = record.clone();
+            let answer = kyverno::wait_ready(rt, opts.kyverno_timeout, move || all_alive(&rec2))?;
+            eprintln!("   Kyverno answered: {answer}");
+            record
+                .timings_ms
+                .insert("kyverno_answering_ms".into(), ms(started));
+            kyverno::record_admission_start(&rt.user_kubeconfig());
+            let step = Step::start("creating the lab namespaces and the lab mark");
+            let (name, node) = (rt.name.clone(), rt.node_name.clone());
+            let user = rt.user_kubeconfig();
+            ready::block_on(async {
+                let c = ready::client(&user).await?;
+                mark::apply(c, &name, &node, &uid).await
+            })??;
+            step.ok();
+        }
+        Ok(())
+    })?;
     record.timings_ms.insert("up_ms".into(), ms(started));
     record.save()?;
     eprintln!(
