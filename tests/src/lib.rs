@@ -180,7 +180,7 @@ pub fn with_cluster<T>(name: &str, f: impl FnOnce(&LabCluster) -> Result<T>) -> 
     }
 }
 
-/// Builds the lab binary (`cargo build -p lab --bin kca-webhook-lab`) and returns its path.
+/// Builds the lab binary (`cargo build -p xtask -p lab --bin kca-webhook-lab`) and returns its path.
 pub fn ensure_lab_binary() -> Result<PathBuf> {
     xtask::lab_run::ensure_lab_binary()
 }
