@@ -424,6 +424,116 @@ impl Cluster {
     }
 }
 
+/// Read-only lists for the failure diagnostics ([`crate::diagnostics`]); each is one API call.
+impl Cluster {
+    /// Every core/v1 Event of `namespace`, as stored (unsorted).
+    pub async fn events(
+        &self,
+        namespace: &str,
+    ) -> Result<Vec<k8s_openapi::api::core::v1::Event>, LabError> {
+        Ok(
+            Api::<k8s_openapi::api::core::v1::Event>::namespaced(self.client.clone(), namespace)
+                .list(&ListParams::default())
+                .await
+                .map_err(kube_err)?
+                .items,
+        )
+    }
+
+    /// Every pod of `namespace`, sorted by name.
+    pub async fn pods(&self, namespace: &str) -> Result<Vec<Pod>, LabError> {
+        let mut pods = Api::<Pod>::namespaced(self.client.clone(), namespace)
+            .list(&ListParams::default())
+            .await
+            .map_err(kube_err)?
+            .items;
+        pods.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        Ok(pods)
+    }
+
+    /// Every Deployment of `namespace`, sorted by name.
+    pub async fn deployments(&self, namespace: &str) -> Result<Vec<Deployment>, LabError> {
+        let mut items = Api::<Deployment>::namespaced(self.client.clone(), namespace)
+            .list(&ListParams::default())
+            .await
+            .map_err(kube_err)?
+            .items;
+        items.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        Ok(items)
+    }
+
+    /// The last `tail_lines` lines of one container's log (`GET …/pods/NAME/log?container=C
+    /// &tailLines=N[&previous=true]`; `previous`: the container's previous instance, which the
+    /// API server has only after a restart).
+    pub async fn pod_log_tail(
+        &self,
+        namespace: &str,
+        pod: &str,
+        container: &str,
+        tail_lines: i64,
+        previous: bool,
+    ) -> Result<String, LabError> {
+        Api::<Pod>::namespaced(self.client.clone(), namespace)
+            .logs(
+                pod,
+                &kube::api::LogParams {
+                    container: Some(container.to_owned()),
+                    tail_lines: Some(tail_lines),
+                    previous,
+                    timestamps: true,
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(kube_err)
+    }
+
+    /// Every MutatingWebhookConfiguration, as stored, sorted by name.
+    pub async fn mutating_webhook_configurations(
+        &self,
+    ) -> Result<
+        Vec<k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration>,
+        LabError,
+    > {
+        let mut items = Api::<
+            k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration,
+        >::all(self.client.clone())
+        .list(&ListParams::default())
+        .await
+        .map_err(kube_err)?
+        .items;
+        items.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        Ok(items)
+    }
+
+    /// The EndpointSlices of Service `namespace/service` (label `kubernetes.io/service-name`).
+    pub async fn endpoint_slices(
+        &self,
+        namespace: &str,
+        service: &str,
+    ) -> Result<Vec<k8s_openapi::api::discovery::v1::EndpointSlice>, LabError> {
+        Ok(
+            Api::<k8s_openapi::api::discovery::v1::EndpointSlice>::namespaced(
+                self.client.clone(),
+                namespace,
+            )
+            .list(&ListParams::default().labels(&format!("kubernetes.io/service-name={service}")))
+            .await
+            .map_err(kube_err)?
+            .items,
+        )
+    }
+
+    /// Every Node, as stored.
+    pub async fn nodes(&self) -> Result<Vec<Node>, LabError> {
+        Ok(Api::<Node>::all(self.client.clone())
+            .list(&ListParams::default())
+            .await
+            .map_err(kube_err)?
+            .items)
+    }
+}
+
 fn raw_answer(http_status: u16, bytes: &[u8], sent_at: String, t0: Instant) -> RawAnswer {
     let elapsed_ms = t0.elapsed().as_millis() as u64;
     let answered_at = now_rfc3339();

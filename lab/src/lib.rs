@@ -14,6 +14,7 @@
 pub mod classify;
 pub mod cluster;
 pub mod cri;
+pub mod diagnostics;
 pub mod digest;
 pub mod error;
 pub mod evidence;

@@ -201,7 +201,17 @@ fn run(cli: &Cli) -> Result<i32, LabError> {
                 .unwrap_or_else(|| workdir.root().join("report.html"));
             let input = GradeInput::load(&workdir, lab);
             let grades = grade::grade_all(lab, &input);
-            let page = lab::report::render(lab, &input, &grades, cli.lang);
+            // The newest diagnostics a failed act left (`<workdir>/diagnostics/act-NN/`).
+            let diag = lab::diagnostics::latest_in_workdir(workdir.root()).map(|(d, s)| {
+                let txt = d.join("summary.txt");
+                let base = path.parent().unwrap_or(std::path::Path::new(""));
+                let href = txt.strip_prefix(base).unwrap_or(&txt).display().to_string();
+                (s, href)
+            });
+            let link = diag
+                .as_ref()
+                .map(|(summary, href)| lab::report::DiagnosticsLink { summary, href });
+            let page = lab::report::render_with_diagnostics(lab, &input, &grades, cli.lang, link);
             lab::report::write_file(&path, page.as_bytes())?;
             out(&path.display().to_string());
             Ok(0)
@@ -344,7 +354,15 @@ fn cluster_command(cli: &Cli, lab: Lab, workdir: &Workdir) -> Result<i32, LabErr
             Ok(if summary.errors.is_empty() { 0 } else { 1 })
         }
         Command::Act { n } => {
-            let summary = rt.block_on(until_signal(lab::labs::run_act(lab, *n, &env), *n))?;
+            let summary = match rt.block_on(until_signal(lab::labs::run_act(lab, *n, &env), *n)) {
+                Ok(s) => s,
+                Err(e) => {
+                    if lab::diagnostics::worth_collecting(&e) {
+                        act_diagnostics(cli, &rt, lab, *n, &e);
+                    }
+                    return Err(e);
+                }
+            };
             for line in &summary.lines {
                 println!("{line}");
             }
@@ -388,6 +406,26 @@ fn cluster_command(cli: &Cli, lab: Lab, workdir: &Workdir) -> Result<i32, LabErr
             println!("{text}");
             Ok(0)
         }
+    }
+}
+
+/// After an act failed on the cluster: collects its diagnostics into `<workdir>/diagnostics/act-NN/`
+/// and prints the three most telling lines and the directory on stderr (the act's own error is
+/// printed after, by `main`).
+fn act_diagnostics(cli: &Cli, rt: &tokio::runtime::Runtime, lab: Lab, act: u8, e: &LabError) {
+    let dir = lab::diagnostics::act_dir(&cli.workdir, act);
+    let req = lab::diagnostics::act_request(lab, act, e, dir.clone(), None);
+    let summary = rt.block_on(lab::diagnostics::collect(cli.kubeconfig.as_deref(), &req));
+    eprintln!("{}", messages::diagnostics_header(cli.lang));
+    for l in &summary.telling {
+        eprintln!("  {l}");
+    }
+    eprintln!("{}", messages::diagnostics_written(cli.lang, &dir));
+    if !summary.collector_failures.is_empty() {
+        eprintln!(
+            "{}",
+            messages::diagnostics_incomplete(cli.lang, summary.collector_failures.len())
+        );
     }
 }
 

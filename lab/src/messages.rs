@@ -420,6 +420,40 @@ pub fn error_prefix(lang: Lang) -> &'static str {
     t("エラー", "error").get(lang)
 }
 
+/// Printed when an act failed on the cluster, before the three lines of its diagnostics
+/// ([`crate::diagnostics::telling_lines`]; they stay in the words of the cluster).
+pub fn diagnostics_header(lang: Lang) -> &'static str {
+    t(
+        "クラスター上で失敗しました。手がかりになりそうな行:",
+        "the act failed on the cluster; the most telling lines:",
+    )
+    .get(lang)
+}
+
+/// Where the diagnostics of a failed act were written.
+pub fn diagnostics_written(lang: Lang, dir: &std::path::Path) -> String {
+    match lang {
+        Lang::Ja => format!(
+            "診断情報 (イベント、Kyverno のログと再起動回数、Webhook 設定、ノードの状態) を保存しました: {}",
+            dir.display()
+        ),
+        Lang::En => format!(
+            "diagnostics (events, Kyverno's logs and restart counts, webhook configurations, node conditions) saved in {}",
+            dir.display()
+        ),
+    }
+}
+
+/// Some diagnostics could not be collected (the act's own error is printed as well).
+pub fn diagnostics_incomplete(lang: Lang, count: usize) -> String {
+    match lang {
+        Lang::Ja => {
+            format!("診断情報の一部 ({count} 件) は集められませんでした (summary.txt を参照)")
+        }
+        Lang::En => format!("{count} diagnostics steps failed (see summary.txt)"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -78,7 +78,13 @@ impl LabCluster {
                 _lock: lock,
             });
         }
-        let cluster = Cluster::up(opts.clone())
+        // A failed `up` leaves its diagnostics (and the daemons' log tails) beside the lab runs'.
+        let diag = xtask::cluster::config::repo_root()
+            .join("target/lab-artifacts")
+            .join(format!("test-{}", xtask::lab_run::run_id()))
+            .join(format!("cluster-{}", opts.name))
+            .join("diagnostics");
+        let cluster = xtask::lab_run::diagnostics::up_with_diagnostics(opts.clone(), &diag)
             .with_context(|| format!("bringing up cluster {}", opts.name))?;
         Ok(LabCluster {
             cluster: Some(cluster),

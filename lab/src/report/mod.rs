@@ -385,6 +385,28 @@ fn legend(lang: Lang) -> Markup {
 /// [`GradeInput::load`] and the grades of [`crate::grade::grade_all`] (pure; deterministic: the
 /// same arguments give the same bytes, no clock is read). Acts without evidence are shown as such.
 pub fn render(lab: Lab, input: &GradeInput, grades: &[Findings], lang: Lang) -> String {
+    render_with_diagnostics(lab, input, grades, lang, None)
+}
+
+/// A failure's diagnostics as the report page shows them: the summary
+/// ([`crate::diagnostics::Summary`]) and the link to the rest (relative to the page, or absolute).
+#[derive(Debug, Clone, Copy)]
+pub struct DiagnosticsLink<'a> {
+    /// The summary.
+    pub summary: &'a crate::diagnostics::Summary,
+    /// Where the rest is (e.g. `diagnostics/summary.txt`).
+    pub href: &'a str,
+}
+
+/// [`render`] with the diagnostics of a failure shown under the grade count (`None`: same bytes as
+/// [`render`]). Pure.
+pub fn render_with_diagnostics(
+    lab: Lab,
+    input: &GradeInput,
+    grades: &[Findings],
+    lang: Lang,
+    diagnostics: Option<DiagnosticsLink<'_>>,
+) -> String {
     let title = match lab {
         Lab::A => tx::TITLE_A,
         Lab::B => tx::TITLE_B,
@@ -412,6 +434,13 @@ pub fn render(lab: Lab, input: &GradeInput, grades: &[Findings], lang: Lang) -> 
                 p { (tx::INTRO.get(lang)) }
                 p { (tx::GRADES_PASS.get(lang)) ": "
                     span class=(if passed == 8 { "pass" } else { "fail" }) data-grades-passed=(passed) { (passed) " / 8" } }
+                @if let Some(d) = diagnostics {
+                    section data-diagnostics=(d.summary.failed_step) {
+                        h2 class="fail" { (tx::DIAGNOSTICS.get(lang)) ": " (d.summary.failed_step) }
+                        ul { @for l in &d.summary.telling { li class="mono" data-telling { (l) } } }
+                        p { (tx::DIAGNOSTICS_NOTE.get(lang)) " " a href=(d.href) class="mono" { (d.href) } }
+                    }
+                }
 
                 h2 { (tx::ACTS.get(lang)) }
                 table {

@@ -20,6 +20,11 @@ pub(crate) const INTRO: Text = t(
     "This page is made only from the saved inputs, evidence and grades (no cluster access). The raw evidence is embedded, collapsed, at the end.",
 );
 pub(crate) const GRADES_PASS: Text = t("採点に合格したact", "acts whose grade passes");
+pub(crate) const DIAGNOSTICS: Text = t("失敗時の診断情報", "Diagnostics of the failure");
+pub(crate) const DIAGNOSTICS_NOTE: Text = t(
+    "失敗の直後にクラスターから集めた情報のうち、手がかりになりそうな行です。残り (イベント、Kyverno のログと再起動回数、Webhook 設定、ノードの状態) はこちら:",
+    "The most telling lines of what was collected from the cluster right after the failure. The rest (events, Kyverno's logs and restart counts, webhook configurations, node conditions):",
+);
 pub(crate) const ACTS: Text = t("actごとの状態と採点", "Acts: status and grade");
 pub(crate) const ACT: Text = t("act", "act");
 pub(crate) const STATUS: Text = t("状態", "status");

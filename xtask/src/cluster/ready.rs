@@ -3,15 +3,15 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow};
 
 use crate::status::Step;
 
 /// Polls `probe` every `interval` until it returns Ok, for at most `timeout`.
 ///
 /// Prints `• waiting ≤ {timeout}s for {what} ...`, a progress line with the last error every 15 s,
-/// and `✓ … (elapsed)` at the end. On timeout the error names what was waited for, the bound and
-/// the last probe error. `alive` is checked before each probe (e.g. "the daemon still runs"), so a
+/// and `✓ … (elapsed)` at the end. On timeout the error is a [`lab::error::LabError::WaitTimedOut`]
+/// naming what was waited for, the bound, the time waited and the last probe error. `alive` is checked before each probe (e.g. "the daemon still runs"), so a
 /// crashed daemon fails the wait at once with its reason.
 pub fn wait<T>(
     what: &str,
@@ -34,10 +34,14 @@ pub fn wait<T>(
             Err(e) => last = e,
         }
         if start.elapsed() >= timeout {
-            bail!(
-                "{what} not ready after {}s; last probe error: {last:#}",
-                timeout.as_secs()
-            );
+            // The lab crate's wait error, so the failure diagnostics read the last state
+            // (`lab::diagnostics::wait_state_in`).
+            return Err(lab::error::LabError::WaitTimedOut {
+                what: format!("{what} (bound {} s)", timeout.as_secs()),
+                waited_ms: start.elapsed().as_millis() as u64,
+                last_state: format!("last probe error: {last:#}"),
+            }
+            .into());
         }
         if last_report.elapsed() >= Duration::from_secs(15) {
             eprintln!(

@@ -12,6 +12,7 @@
 
 pub mod a;
 pub mod b;
+pub mod diagnostics;
 pub mod report;
 
 use std::path::{Path, PathBuf};
@@ -227,6 +228,9 @@ pub struct LabRun {
     /// Environment passed to the acts.
     pub env: Env,
     rt: tokio::runtime::Runtime,
+    /// Where a failed act's diagnostics go (`None`: `<workdir>/diagnostics/act-NN/`) and the
+    /// embedded cluster's daemon log directory to tail ([`LabRun::set_diagnostics`]).
+    diagnostics: (Option<PathBuf>, Option<PathBuf>),
 }
 
 impl LabRun {
@@ -253,6 +257,7 @@ impl LabRun {
                 },
             },
             rt,
+            diagnostics: (None, None),
         })
     }
 
@@ -274,12 +279,46 @@ impl LabRun {
             .with_context(|| format!("writing the reference inputs of act {act}"))
     }
 
-    /// Writes act `act`'s inputs, then runs it.
+    /// Failed acts' diagnostics go to `dir` (instead of `<workdir>/diagnostics/act-NN/`), with
+    /// the tails of the daemon logs in `daemon_logs` (an embedded cluster's `<state dir>/logs`).
+    pub fn set_diagnostics(&mut self, dir: PathBuf, daemon_logs: Option<PathBuf>) {
+        self.diagnostics = (Some(dir), daemon_logs);
+    }
+
+    /// Writes act `act`'s inputs, then runs it. When the act fails on the cluster
+    /// ([`lab::diagnostics::worth_collecting`]) its diagnostics are collected and printed
+    /// ([`diagnostics`]) and the error names their directory.
     pub fn act(&self, act: u8) -> Result<ActSummary> {
         self.write_inputs(act)?;
-        self.rt
+        let what = format!("lab {} act {act}", lab_name(self.lab));
+        match self
+            .rt
             .block_on(lab::labs::run_act(self.lab, act, &self.env))
-            .with_context(|| format!("lab {} act {act}", lab_name(self.lab)))
+        {
+            Ok(s) => Ok(s),
+            Err(e) if lab::diagnostics::worth_collecting(&e) => {
+                let dir = self
+                    .diagnostics
+                    .0
+                    .clone()
+                    .unwrap_or_else(|| lab::diagnostics::act_dir(self.env.workdir.root(), act));
+                let req = lab::diagnostics::act_request(
+                    self.lab,
+                    act,
+                    &e,
+                    dir.clone(),
+                    self.diagnostics.1.clone(),
+                );
+                let summary = self.rt.block_on(lab::diagnostics::collect(
+                    self.env.kubeconfig.as_deref(),
+                    &req,
+                ));
+                diagnostics::print(&summary, &dir);
+                Err(anyhow::Error::from(e)
+                    .context(format!("{what} (diagnostics: {})", dir.display())))
+            }
+            Err(e) => Err(anyhow::Error::from(e).context(what)),
+        }
     }
 
     /// Grades act `act` from the work directory (pure; no cluster).
@@ -389,6 +428,8 @@ pub struct RunReport {
     pub grades: Vec<Findings>,
     /// Where the artifacts are.
     pub artifacts: PathBuf,
+    /// The diagnostics directory, when a failure left one (`<artifacts>/diagnostics/`).
+    pub diagnostics: Option<PathBuf>,
 }
 
 impl RunReport {
@@ -428,6 +469,15 @@ impl RunReport {
                     .map(|f| format!("\n      {} {}: {}", f.code.as_str(), f.subject, f.detail))
                     .collect::<String>()
             ));
+        }
+        if let Some(d) = &self.diagnostics {
+            if let Some(sum) = lab::diagnostics::read_summary(d) {
+                s.push_str(&format!("  diagnostics of {}:\n", sum.failed_step));
+                for l in &sum.telling {
+                    s.push_str(&format!("      {l}\n"));
+                }
+            }
+            s.push_str(&format!("  diagnostics: {}\n", d.display()));
         }
         s.push_str(&format!("  artifacts: {}\n", self.artifacts.display()));
         s
@@ -477,14 +527,15 @@ fn run_lab_inner(opts: &RunOptions, artifacts: &Path) -> Result<RunReport> {
     let up = crate::cluster::UpOptions::new(&name);
     let _lock = ClusterLock::acquire(&up.state_root)?;
     let step = Step::start(format!("bringing up a fresh cluster {name}"));
-    let cluster =
-        crate::cluster::Cluster::up(up).with_context(|| format!("bringing up cluster {name}"))?;
+    let cluster = diagnostics::up_with_diagnostics(up, &diagnostics::dir(&artifacts))
+        .with_context(|| format!("bringing up cluster {name}"))?;
     step.ok();
     let result = drive(
         opts.lab,
         &cluster.kubeconfig(),
         &cluster.cri_endpoint(),
         &artifacts,
+        Some(cluster.state_dir().join("logs")),
     );
     let step = Step::start("collecting the cluster's logs");
     let collected = collect_cluster_logs(cluster.state_dir(), &artifacts);
@@ -529,6 +580,7 @@ fn run_lab_on_backend(opts: &RunOptions, name: &str, artifacts: &Path) -> Result
         &handle.kubeconfig,
         &handle.cri_endpoint,
         artifacts,
+        None,
     );
     let collected = handle.write_logs().and_then(|()| {
         match handle.logs_dir.as_deref().and_then(Path::parent) {
@@ -551,13 +603,40 @@ fn run_lab_on_backend(opts: &RunOptions, name: &str, artifacts: &Path) -> Result
     Ok(report)
 }
 
-fn drive(lab: Lab, kubeconfig: &Path, cri_endpoint: &str, artifacts: &Path) -> Result<RunReport> {
+fn drive(
+    lab: Lab,
+    kubeconfig: &Path,
+    cri_endpoint: &str,
+    artifacts: &Path,
+    daemon_logs: Option<PathBuf>,
+) -> Result<RunReport> {
+    drive_with(
+        lab,
+        kubeconfig,
+        cri_endpoint,
+        artifacts,
+        daemon_logs,
+        &|_, _| Ok(()),
+    )
+}
+
+/// [`drive`] with `before_act(run, act)` called before each act (a test's forced failure, e.g.
+/// scaling the admission controller to 0 before act 2); an error from it fails that act.
+pub fn drive_with(
+    lab: Lab,
+    kubeconfig: &Path,
+    cri_endpoint: &str,
+    artifacts: &Path,
+    daemon_logs: Option<PathBuf>,
+    before_act: &dyn Fn(&LabRun, u8) -> Result<()>,
+) -> Result<RunReport> {
     let workdir = artifacts.join("workdir");
-    let run = LabRun::new(lab, &workdir, kubeconfig, cri_endpoint)?;
+    let mut run = LabRun::new(lab, &workdir, kubeconfig, cri_endpoint)?;
+    run.set_diagnostics(diagnostics::dir(artifacts), daemon_logs);
     let mut acts = Vec::new();
     for act in 1..=8u8 {
         let step = Step::start(format!("lab {} act {act}", lab_name(lab)));
-        let r = run.act(act);
+        let r = before_act(&run, act).and_then(|()| run.act(act));
         if let Ok(snap) = run.webhook_snapshot() {
             let _ = write_json(
                 &artifacts
@@ -584,11 +663,16 @@ fn drive(lab: Lab, kubeconfig: &Path, cri_endpoint: &str, artifacts: &Path) -> R
     let step = Step::start("grading and collecting the artifacts");
     let grades = save_artifacts(&run, artifacts)?;
     step.ok();
+    let diag = diagnostics::dir(artifacts);
     Ok(RunReport {
         lab,
         acts,
         grades,
         artifacts: artifacts.to_path_buf(),
+        diagnostics: diag
+            .join(lab::diagnostics::SUMMARY_FILE)
+            .is_file()
+            .then_some(diag),
     })
 }
 

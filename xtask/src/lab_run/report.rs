@@ -84,8 +84,21 @@ fn labs_in(run_dir: &Path) -> Vec<Lab> {
 pub fn write_lab_pages(lab_dir: &Path, lab: Lab) -> Result<usize> {
     let input = GradeInput::load(&Workdir::new(lab_dir.join("workdir")), lab);
     let grades = grade::grade_all(lab, &input);
+    // A failure's diagnostics: the lab run's `diagnostics/`, else the newest a failed act left in
+    // the work directory (`workdir/diagnostics/act-NN/`).
+    let diag = lab::diagnostics::read_summary(&lab_dir.join("diagnostics"))
+        .map(|s| (s, "diagnostics/summary.txt".to_owned()))
+        .or_else(|| {
+            lab::diagnostics::latest_in_workdir(&lab_dir.join("workdir")).map(|(d, s)| {
+                let rel = d.strip_prefix(lab_dir).unwrap_or(&d).join("summary.txt");
+                (s, rel.display().to_string())
+            })
+        });
     for (lang, name) in [(Lang::En, "report.html"), (Lang::Ja, "report.ja.html")] {
-        let page = lab::report::render(lab, &input, &grades, lang);
+        let link = diag
+            .as_ref()
+            .map(|(summary, href)| lab::report::DiagnosticsLink { summary, href });
+        let page = lab::report::render_with_diagnostics(lab, &input, &grades, lang, link);
         lab::report::write_file(&lab_dir.join(name), page.as_bytes())?;
     }
     Ok(grades.iter().filter(|g| g.passed()).count())

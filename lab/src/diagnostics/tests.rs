@@ -1,0 +1,168 @@
+//! The picker ([`telling_lines`]) on recorded observations (`lab/tests/fixtures/diagnostics/`,
+//! each an `observations.json` a real failure wrote) and on small variants of them.
+
+use super::*;
+
+fn recorded(name: &str) -> Observations {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/diagnostics")
+        .join(name);
+    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+#[test]
+fn scaled_to_zero_before_act_2_names_the_wait_replicas_0_no_endpoints_and_no_registration() {
+    let o = recorded("scaled-to-zero-act-2.json");
+    let lines = telling_lines(&o);
+    assert!((2..=3).contains(&lines.len()), "{lines:#?}");
+    assert!(
+        lines[0].starts_with("lab a act 2 failed: waited 90 s for webhook vpol.validate.kyverno.svc-fail-finegrained-kca-webhook-label; last state: no webhook"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1]
+            .contains("kyverno/kyverno-admission-controller: replicas 0 (ready 0, available 0)"),
+        "{}",
+        lines[1]
+    );
+    assert!(
+        lines[1].contains("kyverno-svc: no ready endpoints"),
+        "{}",
+        lines[1]
+    );
+    assert!(lines[1].contains("registration absent"), "{}", lines[1]);
+}
+
+#[test]
+fn a_healthy_controller_gives_its_place_to_the_newest_warning_and_the_last_error_line() {
+    let mut o = recorded("scaled-to-zero-act-2.json");
+    o.controller = Some(ControllerState {
+        deployment: Some(Replicas {
+            spec: 1,
+            ready: 1,
+            available: 1,
+        }),
+        pods: vec![PodState {
+            name: "kyverno-admission-controller-6d9f-abcde".into(),
+            phase: "Running".into(),
+            terminating: false,
+            containers: vec![ContainerState {
+                name: "kyverno".into(),
+                restarts: 0,
+                ready: true,
+                last_terminated: None,
+            }],
+        }],
+        ready_endpoints: Some(1),
+        lab_webhooks: Some(vec![
+            "vpol.validate.kyverno.svc-fail-finegrained-kca-webhook-label".into(),
+        ]),
+    });
+    let warn = |time: &str, reason: &str| EventRow {
+        time: time.into(),
+        type_: "Warning".into(),
+        namespace: "kyverno".into(),
+        object: "Pod/kyverno-admission-controller-6d9f-abcde".into(),
+        reason: reason.into(),
+        message: format!("{reason} message"),
+        count: 1,
+    };
+    // Out of time order on purpose: the newest by time wins, not the last in the list.
+    o.events.push(warn("2026-11-30T21:00:05.000Z", "Unhealthy"));
+    o.events.push(warn("2026-11-30T21:00:01.000Z", "BackOff"));
+    o.admission_log = vec![
+        "2026-11-30T21:00:00.100Z E1130 21:00:00.100000       1 controller.go:42] \"failed to sync\" err=\"first\"".into(),
+        "2026-11-30T21:00:00.200Z 2026-11-30T21:00:00Z\tERROR\twebhooks\tserver/server.go:99\tfailed to reconcile\t{\"error\": \"second\"}".into(),
+        "2026-11-30T21:00:00.300Z I1130 21:00:00.300000       1 controller.go:50] \"all fine\"".into(),
+    ];
+    let lines = telling_lines(&o);
+    assert_eq!(lines.len(), 3, "{lines:#?}");
+    assert!(lines[1].contains("Unhealthy"), "{}", lines[1]);
+    assert!(lines[2].contains("failed to reconcile"), "{}", lines[2]);
+}
+
+#[test]
+fn without_a_wait_the_first_line_is_the_error_and_restarts_are_abnormal() {
+    let o = Observations {
+        failed_step: "lab b act 5".into(),
+        error: "kubernetes api: pods is forbidden (403 Forbidden)\nsecond line".into(),
+        controller: Some(ControllerState {
+            deployment: Some(Replicas {
+                spec: 1,
+                ready: 1,
+                available: 1,
+            }),
+            pods: vec![PodState {
+                name: "p".into(),
+                phase: "Running".into(),
+                terminating: false,
+                containers: vec![ContainerState {
+                    name: "kyverno".into(),
+                    restarts: 2,
+                    ready: true,
+                    last_terminated: Some("OOMKilled".into()),
+                }],
+            }],
+            ready_endpoints: Some(1),
+            lab_webhooks: None,
+        }),
+        ..Default::default()
+    };
+    let lines = telling_lines(&o);
+    assert_eq!(
+        lines,
+        vec![
+            "lab b act 5 failed: kubernetes api: pods is forbidden (403 Forbidden)".to_owned(),
+            "kyverno/kyverno-admission-controller: replicas 1 (ready 1, available 1); p/kyverno restarted 2× (last: OOMKilled); kyverno-svc: 1 ready endpoints".to_owned(),
+        ]
+    );
+}
+
+#[test]
+fn error_lines_are_recognised_in_each_logger_format_and_info_is_not() {
+    for l in [
+        "2026-11-30T21:00:00.123456789Z E1130 21:00:00.123456       1 x.go:1] \"boom\"",
+        "E1130 21:00:00.123456       1 x.go:1] \"boom\"",
+        "2026-11-30T21:00:00Z\tERROR\tsetup\tboom",
+        "{\"level\":\"error\",\"msg\":\"boom\"}",
+        "time=2026-11-30T21:00:00Z level=error msg=boom",
+    ] {
+        assert!(is_error_line(l), "{l}");
+    }
+    for l in [
+        "2026-11-30T21:00:00.123456789Z I1130 21:00:00.123456       1 x.go:1] \"error budget fine\"",
+        "{\"level\":\"info\",\"msg\":\"no error\"}",
+        "Everything is fine",
+        "E11",
+    ] {
+        assert!(!is_error_line(l), "{l}");
+    }
+}
+
+#[test]
+fn wait_state_is_found_through_an_anyhow_context_chain() {
+    let e = anyhow::Error::from(LabError::WaitTimedOut {
+        what: "webhook w".into(),
+        waited_ms: 90_000,
+        last_state: "no webhook w".into(),
+    })
+    .context("lab a act 2");
+    let w = wait_state_in(e.chain()).expect("the wait state is in the chain");
+    assert_eq!(w.last_state, "no webhook w");
+    assert!(wait_state_in(anyhow::anyhow!("plain").chain()).is_none());
+}
+
+#[test]
+fn tail_file_keeps_the_last_lines() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("x.log");
+    std::fs::write(
+        &p,
+        (1..=500).map(|i| format!("line {i}\n")).collect::<String>(),
+    )
+    .unwrap();
+    let t = tail_file(&p, 3).unwrap();
+    assert_eq!(t, "line 498\nline 499\nline 500\n");
+}

@@ -1,0 +1,200 @@
+//! A forced failure on a real cluster leaves diagnostics that name the real cause (issue 14 item 3).
+//!
+//! On a fresh embedded cluster, lab A is driven by the same code as `cargo xtask lab run`
+//! (`xtask::lab_run::drive_with`); before act 2 the test scales Kyverno's admission controller to 0
+//! (on the lab-marked cluster only, and waits until its pods are gone). Act 2 then cannot see its
+//! policy's webhook registered and fails; the test asserts that
+//! `<artifacts>/diagnostics/` holds the summary, events, Kyverno's controller state and pods,
+//! webhook configurations, node conditions and the daemons' log tails; that they name the cause
+//! (replicas 0, no ready endpoints behind `kyverno-svc`, registration absent); that the error and
+//! the run summary print the directory; and that `report.html` shows the three lines. The
+//! replicas are put back to 1 afterwards (then the cluster is torn down).
+//!
+//! The collection time is printed and appended to `<state root>/figures.jsonl`, not asserted.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail, ensure};
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::api::{Api, Patch, PatchParams};
+use lab::evidence::Lab;
+use xtask::lab_run::{self, LabRun};
+
+const CLUSTER_NAME: &str = "test-diag";
+/// Bound of the wait until the admission controller's pods are gone after the scale to 0.
+const PODS_GONE_BOUND: Duration = Duration::from_secs(120);
+
+fn scale(run: &LabRun, replicas: i32) -> Result<()> {
+    run.block_on(async {
+        let cl = run.env.cluster().await?;
+        // Faults only on a lab-marked cluster.
+        cl.lab_mark().await?;
+        let api: Api<Deployment> = Api::namespaced(cl.client(), lab::cluster::KYVERNO_NAMESPACE);
+        api.patch(
+            lab::cluster::ADMISSION_DEPLOYMENT,
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"spec": {"replicas": replicas}})),
+        )
+        .await
+        .context("patching the admission controller's replicas")?;
+        if replicas == 0 {
+            let t0 = Instant::now();
+            loop {
+                let pods = cl.admission_pods().await?;
+                if pods.is_empty() {
+                    break;
+                }
+                if t0.elapsed() >= PODS_GONE_BOUND {
+                    bail!(
+                        "waited {} s for the admission controller's pods to be gone; last seen: {:?}",
+                        PODS_GONE_BOUND.as_secs(),
+                        pods.iter().map(|p| p.metadata.name.clone()).collect::<Vec<_>>()
+                    );
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+        anyhow::Ok(())
+    })
+}
+
+fn main() -> Result<()> {
+    xtask::lab_run::ensure_lab_binary()?;
+    tests::with_cluster(CLUSTER_NAME, |c| {
+        let artifacts = lab_run::artifacts_dir(&format!("test-diag-{}", lab_run::run_id()), Lab::A);
+        let t0 = Instant::now();
+        let report = lab_run::drive_with(
+            Lab::A,
+            &c.kubeconfig(),
+            &c.cri_endpoint(),
+            &artifacts,
+            Some(c.state_dir().join("logs")),
+            &|run, act| if act == 2 { scale(run, 0) } else { Ok(()) },
+        )?;
+        let took = t0.elapsed().as_secs_f64();
+        // Self-healing: the controller is put back whatever the assertions say.
+        let healed = {
+            let run = LabRun::new(
+                Lab::A,
+                &artifacts.join("heal-workdir"),
+                &c.kubeconfig(),
+                &c.cri_endpoint(),
+            )?;
+            scale(&run, 1)
+        };
+        let checked = check(&report, &artifacts);
+        eprintln!("{}", report.summary());
+        tests::record_figure(
+            &xtask::cluster::config::default_state_root(),
+            serde_json::json!({"test": "diagnostics", "acts_and_collection_s": took}),
+        )?;
+        healed?;
+        checked
+    })
+}
+
+fn check(report: &lab_run::RunReport, artifacts: &std::path::Path) -> Result<()> {
+    let diag = artifacts.join("diagnostics");
+    // Act 1 passed, act 2 failed and its error names the directory.
+    ensure!(
+        report.acts.len() == 2 && report.acts[0].1.is_ok(),
+        "expected act 1 ok and act 2 failed, got {:?}",
+        report.acts
+    );
+    let err = report.acts[1].1.as_ref().err().context("act 2 must fail")?;
+    ensure!(
+        err.contains(&format!("(diagnostics: {})", diag.display())),
+        "the act's error names the diagnostics directory: {err}"
+    );
+    ensure!(
+        report.diagnostics.as_deref() == Some(diag.as_path()),
+        "RunReport.diagnostics = {:?}",
+        report.diagnostics
+    );
+    ensure!(
+        report
+            .summary()
+            .contains(&format!("diagnostics: {}", diag.display())),
+        "the run summary prints where the diagnostics are"
+    );
+    for f in [
+        "summary.json",
+        "summary.txt",
+        "observations.json",
+        "events.json",
+        "events.txt",
+        "kyverno-controller.json",
+        "kyverno-pods.json",
+        "kyverno-deployments.json",
+        "kyverno-svc-endpointslices.json",
+        "webhooks.json",
+        "nodes.json",
+        "nodes.txt",
+        "daemons/kube-apiserver.log",
+        "daemons/kubelet.log",
+    ] {
+        let p = diag.join(f);
+        ensure!(
+            p.is_file() && p.metadata()?.len() > 0,
+            "{} missing or empty",
+            p.display()
+        );
+    }
+    let summary = lab::diagnostics::read_summary(&diag).context("summary.json")?;
+    eprintln!("summary: {summary:#?}");
+    ensure!(
+        summary.failed_step == "lab a act 2",
+        "failed step {}",
+        summary.failed_step
+    );
+    ensure!(
+        summary.collector_failures.is_empty(),
+        "collection steps failed: {:?}",
+        summary.collector_failures
+    );
+    ensure!(
+        summary.telling.len() >= 2,
+        "at least two telling lines: {:?}",
+        summary.telling
+    );
+    let all = summary.telling.join("\n");
+    for cause in [
+        "replicas 0 (ready 0",
+        "kyverno-svc: no ready endpoints",
+        "registration absent",
+    ] {
+        ensure!(
+            all.contains(cause),
+            "the telling lines name {cause:?}: {all}"
+        );
+    }
+    // The controller state file says the same, as data.
+    let ctl: lab::diagnostics::ControllerState = serde_json::from_str(&std::fs::read_to_string(
+        diag.join("kyverno-controller.json"),
+    )?)?;
+    ensure!(
+        ctl.deployment.as_ref().map(|d| d.spec) == Some(0)
+            && ctl.pods.is_empty()
+            && ctl.ready_endpoints == Some(0)
+            && ctl.lab_webhooks.as_deref() == Some(&[][..]),
+        "kyverno-controller.json: {ctl:?}"
+    );
+    // The Deployment controller's own account of the scale to 0 is among the events.
+    let events = std::fs::read_to_string(diag.join("events.txt"))?;
+    ensure!(
+        events.lines().any(|l| l.contains("ScalingReplicaSet")
+            && l.contains("kyverno-admission-controller")
+            && l.contains("to 0")),
+        "events.txt shows the scale-down:\n{events}"
+    );
+    // The report page shows the diagnostics.
+    lab_run::report::write_lab_pages(artifacts, Lab::A)?;
+    let page = std::fs::read_to_string(artifacts.join("report.html"))?;
+    ensure!(
+        page.contains("data-diagnostics=\"lab a act 2\"")
+            && page.contains("href=\"diagnostics/summary.txt\"")
+            && page.contains("registration absent"),
+        "report.html shows the diagnostics"
+    );
+    Ok(())
+}
