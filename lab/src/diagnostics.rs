@@ -78,15 +78,15 @@ pub fn wait_state_in<'a>(
 }
 
 /// Whether an act's error is a failure on the cluster worth diagnostics (a wait ran out, the API
-/// or the CRI refused, the cluster differs from the evidence, a fault was refused, the cluster is
-/// unreachable); input, usage, lock and evidence-file errors and interruptions are not.
+/// or the CRI refused, the cluster differs from the evidence, a fault was refused); input, usage,
+/// lock and evidence-file errors, interruptions and an unreachable cluster (nothing to read there;
+/// the student tool then writes nothing) are not.
 pub fn worth_collecting(err: &LabError) -> bool {
     matches!(
         err,
         LabError::WaitTimedOut { .. }
             | LabError::Kube(_)
             | LabError::Cri { .. }
-            | LabError::ClusterUnreachable { .. }
             | LabError::ClusterMismatch { .. }
             | LabError::FaultRefused { .. }
     )

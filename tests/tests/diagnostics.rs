@@ -72,6 +72,8 @@ fn main() -> Result<()> {
             &|run, act| if act == 2 { scale(run, 0) } else { Ok(()) },
         )?;
         let took = t0.elapsed().as_secs_f64();
+        // The student tool on the same failed cluster (before the heal).
+        let student = student_act_2(&c.kubeconfig(), &artifacts);
         // Self-healing: the controller is put back whatever the assertions say.
         let healed = {
             let run = LabRun::new(
@@ -89,8 +91,58 @@ fn main() -> Result<()> {
             serde_json::json!({"test": "diagnostics", "acts_and_collection_s": took}),
         )?;
         healed?;
-        checked
+        checked?;
+        student
     })
+}
+
+/// Runs the student tool's `act 2` (`--lang en`) in a fresh work
+/// directory holding lab A's act-1 evidence and inputs: the policy exists already from the failed
+/// run and the controller is at 0, so the act fails on the cluster; it must print the three lines
+/// and the directory, and write `<workdir>/diagnostics/act-02/`.
+fn student_act_2(kubeconfig: &std::path::Path, artifacts: &std::path::Path) -> Result<()> {
+    let bin = xtask::lab_run::ensure_lab_binary()?;
+    // English only: each run waits out act 2's registration bound again (the Japanese words are
+    // the same code path with the other text of `lab::messages`).
+    for (lang, header) in [(
+        "en",
+        "the act failed on the cluster; the most telling lines:",
+    )] {
+        let wd = artifacts.join(format!("student-{lang}"));
+        std::fs::create_dir_all(wd.join("evidence"))?;
+        let src = artifacts.join("workdir");
+        std::fs::copy(src.join("evidence/01.json"), wd.join("evidence/01.json"))?;
+        for f in ["scope.json", "policy.json"] {
+            std::fs::copy(src.join(f), wd.join(f))?;
+        }
+        let out = std::process::Command::new(&bin)
+            .args(["--lab", "a", "--lang", lang, "--kubeconfig"])
+            .arg(kubeconfig)
+            .arg("--workdir")
+            .arg(&wd)
+            .args(["act", "2"])
+            .output()?;
+        let err = String::from_utf8_lossy(&out.stderr);
+        eprintln!("student act 2 ({lang}):\n{err}");
+        ensure!(out.status.code() == Some(1), "exit {:?}", out.status.code());
+        let dir = wd.join("diagnostics/act-02");
+        ensure!(err.contains(header), "header in {lang}");
+        ensure!(
+            err.contains(&dir.display().to_string()),
+            "the directory is printed"
+        );
+        ensure!(
+            err.contains("replicas 0 (ready 0"),
+            "the controller line is printed"
+        );
+        let s = lab::diagnostics::read_summary(&dir).context("student summary.json")?;
+        ensure!(
+            s.failed_step == "lab a act 2" && s.collector_failures.is_empty(),
+            "{s:?}"
+        );
+        ensure!(dir.join("events.txt").is_file() && dir.join("webhooks.json").is_file());
+    }
+    Ok(())
 }
 
 fn check(report: &lab_run::RunReport, artifacts: &std::path::Path) -> Result<()> {

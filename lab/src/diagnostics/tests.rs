@@ -166,3 +166,65 @@ fn tail_file_keeps_the_last_lines() {
     let t = tail_file(&p, 3).unwrap();
     assert_eq!(t, "line 498\nline 499\nline 500\n");
 }
+
+#[test]
+fn the_report_page_shows_the_lines_escaped_and_links_the_rest_only_when_given() {
+    let d = tempfile::tempdir().unwrap();
+    let input = crate::grade::GradeInput::load(
+        &crate::workdir::Workdir::new(d.path()),
+        crate::evidence::Lab::A,
+    );
+    let grades = crate::grade::grade_all(crate::evidence::Lab::A, &input);
+    let lang = crate::messages::Lang::En;
+    let plain = crate::report::render(crate::evidence::Lab::A, &input, &grades, lang);
+    assert_eq!(
+        plain,
+        crate::report::render_with_diagnostics(
+            crate::evidence::Lab::A,
+            &input,
+            &grades,
+            lang,
+            None
+        )
+    );
+    assert!(!plain.contains("data-diagnostics"));
+    let summary = Summary {
+        failed_step: "lab a act 2".into(),
+        telling: vec!["<script>x</script> replicas 0".into()],
+        ..Default::default()
+    };
+    let page = crate::report::render_with_diagnostics(
+        crate::evidence::Lab::A,
+        &input,
+        &grades,
+        lang,
+        Some(crate::report::DiagnosticsLink {
+            summary: &summary,
+            href: "diagnostics/summary.txt",
+        }),
+    );
+    assert!(page.contains("data-diagnostics=\"lab a act 2\""));
+    assert!(page.contains("&lt;script&gt;x&lt;/script&gt; replicas 0"));
+    assert!(!page.contains("<script>x"));
+    assert!(page.contains("href=\"diagnostics/summary.txt\""));
+}
+
+#[test]
+fn the_students_words_exist_in_both_languages_and_name_the_directory() {
+    use crate::messages::{self, Lang};
+    assert_ne!(
+        messages::diagnostics_header(Lang::Ja),
+        messages::diagnostics_header(Lang::En)
+    );
+    let dir = Path::new("/root/kca-webhook/diagnostics/act-02");
+    for lang in [Lang::Ja, Lang::En] {
+        assert!(
+            messages::diagnostics_written(lang, dir)
+                .contains("/root/kca-webhook/diagnostics/act-02")
+        );
+    }
+    assert_eq!(
+        act_dir(Path::new("/w"), 2),
+        Path::new("/w/diagnostics/act-02")
+    );
+}

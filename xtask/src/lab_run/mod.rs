@@ -296,7 +296,11 @@ impl LabRun {
             .block_on(lab::labs::run_act(self.lab, act, &self.env))
         {
             Ok(s) => Ok(s),
-            Err(e) if lab::diagnostics::worth_collecting(&e) => {
+            // An unreachable API server too: the daemons' log tails say why.
+            Err(e)
+                if lab::diagnostics::worth_collecting(&e)
+                    || matches!(e, lab::error::LabError::ClusterUnreachable { .. }) =>
+            {
                 let dir = self
                     .diagnostics
                     .0
