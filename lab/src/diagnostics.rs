@@ -346,10 +346,31 @@ pub fn controller_line(c: &ControllerState) -> Option<String> {
     abnormal.then(|| parts.join("; "))
 }
 
+/// Kubelet's `MissingClusterDNS` Warning: repeated for every pod of a node whose kubelet has no
+/// cluster DNS (the embedded node's configuration; kubelet `pkg/kubelet/network/dns`), so a
+/// standing condition rather than news.
+const STANDING_WARNINGS: &[&str] = &["MissingClusterDNS"];
+
+/// How telling a Warning is: about the admission controller or outside `kyverno` (the lab
+/// namespaces) ranks above the other Kyverno controllers; a standing condition
+/// ([`STANDING_WARNINGS`]) ranks below everything.
+fn warning_rank(e: &EventRow) -> u8 {
+    if STANDING_WARNINGS.contains(&e.reason.as_str()) {
+        0
+    } else if e.namespace != cluster::KYVERNO_NAMESPACE
+        || e.object.contains(cluster::ADMISSION_DEPLOYMENT)
+    {
+        2
+    } else {
+        1
+    }
+}
+
 /// The three most telling lines of a failure, in this order of preference:
 /// 1. the last state of the wait that ran out, else the error's first line;
 /// 2. the admission controller when something about it is abnormal ([`controller_line`]);
-/// 3. the newest `Warning` Event;
+/// 3. the newest `Warning` Event of the highest rank ([`warning_rank`]: the admission controller's
+///    and the lab namespaces' first, standing conditions last);
 /// 4. the admission controller's last error log line ([`is_error_line`]).
 ///
 /// At most three lines; fewer when less was seen. Pure.
@@ -376,10 +397,10 @@ pub fn telling_lines(o: &Observations) -> Vec<String> {
         .events
         .iter()
         .filter(|e| e.type_ == "Warning")
-        .max_by(|a, b| a.time.cmp(&b.time))
+        .max_by_key(|e| (warning_rank(e), &e.time))
     {
         lines.push(format!(
-            "newest Warning event {} {}/{} {}: {}",
+            "Warning event {} {}/{} {}: {}",
             e.time, e.namespace, e.object, e.reason, e.message
         ));
     }

@@ -1,5 +1,7 @@
 //! The picker ([`telling_lines`]) on recorded observations (`lab/tests/fixtures/diagnostics/`,
-//! each an `observations.json` a real failure wrote) and on small variants of them.
+//! each an `observations.json` a real failure wrote: `scaled-to-zero-act-2.json` is
+//! `tests/tests/diagnostics.rs`'s run of 2026-11-30T21:19Z on the embedded cluster, verbatim) and
+//! on small variants of them.
 
 use super::*;
 
@@ -15,7 +17,7 @@ fn recorded(name: &str) -> Observations {
 fn scaled_to_zero_before_act_2_names_the_wait_replicas_0_no_endpoints_and_no_registration() {
     let o = recorded("scaled-to-zero-act-2.json");
     let lines = telling_lines(&o);
-    assert!((2..=3).contains(&lines.len()), "{lines:#?}");
+    assert_eq!(lines.len(), 3, "{lines:#?}");
     assert!(
         lines[0].starts_with("lab a act 2 failed: waited 90 s for webhook vpol.validate.kyverno.svc-fail-finegrained-kca-webhook-label; last state: no webhook"),
         "{}",
@@ -33,6 +35,13 @@ fn scaled_to_zero_before_act_2_names_the_wait_replicas_0_no_endpoints_and_no_reg
         lines[1]
     );
     assert!(lines[1].contains("registration absent"), "{}", lines[1]);
+    // The recording's newest Warnings are kubelet's standing MissingClusterDNS notes; the
+    // admission controller's own Warning is the one shown.
+    assert!(
+        lines[2].contains("Pod/kyverno-admission-controller-") && lines[2].contains("Unhealthy"),
+        "{}",
+        lines[2]
+    );
 }
 
 #[test]
@@ -70,8 +79,8 @@ fn a_healthy_controller_gives_its_place_to_the_newest_warning_and_the_last_error
         count: 1,
     };
     // Out of time order on purpose: the newest by time wins, not the last in the list.
-    o.events.push(warn("2026-11-30T21:00:05.000Z", "Unhealthy"));
-    o.events.push(warn("2026-11-30T21:00:01.000Z", "BackOff"));
+    o.events.push(warn("2026-11-30T21:30:05.000Z", "Unhealthy"));
+    o.events.push(warn("2026-11-30T21:30:01.000Z", "BackOff"));
     o.admission_log = vec![
         "2026-11-30T21:00:00.100Z E1130 21:00:00.100000       1 controller.go:42] \"failed to sync\" err=\"first\"".into(),
         "2026-11-30T21:00:00.200Z 2026-11-30T21:00:00Z\tERROR\twebhooks\tserver/server.go:99\tfailed to reconcile\t{\"error\": \"second\"}".into(),
@@ -79,7 +88,11 @@ fn a_healthy_controller_gives_its_place_to_the_newest_warning_and_the_last_error
     ];
     let lines = telling_lines(&o);
     assert_eq!(lines.len(), 3, "{lines:#?}");
-    assert!(lines[1].contains("Unhealthy"), "{}", lines[1]);
+    assert!(
+        lines[1].contains("2026-11-30T21:30:05.000Z") && lines[1].contains("Unhealthy message"),
+        "{}",
+        lines[1]
+    );
     assert!(lines[2].contains("failed to reconcile"), "{}", lines[2]);
 }
 
