@@ -11,6 +11,7 @@
 //! [`cluster`] (the only code that talks to the API server), [`cri`] (the node's
 //! container runtime), [`probe`], [`faults`] and the acts in [`labs`].
 
+pub mod audit;
 pub mod classify;
 pub mod cluster;
 pub mod cri;

@@ -41,6 +41,11 @@ struct Cli {
     /// The node's CRI socket (default: k3s's containerd socket).
     #[arg(long, global = true)]
     cri_endpoint: Option<PathBuf>,
+    /// The API server's audit log (JSON lines), read by acts 3, 5, 6, 7 to record the audit
+    /// events of their own requests; only the embedded backend has one. Without it the evidence
+    /// says audit was not configured.
+    #[arg(long, global = true, env = lab::audit::ENV_VAR)]
+    audit_log: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -335,6 +340,7 @@ fn cluster_command(cli: &Cli, lab: Lab, workdir: &Workdir) -> Result<i32, LabErr
         workdir: workdir.clone(),
         kubeconfig: cli.kubeconfig.clone(),
         cri_endpoint: cli.cri_endpoint.clone(),
+        audit: lab::audit::AuditSource::from_option(cli.audit_log.clone()),
         ui: lab::labs::Ui {
             en: cli.lang == Lang::En,
             quiet: false,

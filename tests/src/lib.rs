@@ -118,6 +118,14 @@ impl LabCluster {
             None => self.cluster().cri_endpoint(),
         }
     }
+    /// Where the acts read the API server's audit log: the embedded node's
+    /// `<state>/audit/audit.log`; none on the kubeconfig and k3s backends.
+    pub fn audit(&self) -> lab::audit::AuditSource {
+        match &self.other {
+            Some(_) => lab::audit::AuditSource::NotConfigured,
+            None => lab::audit::AuditSource::Log(self.cluster().audit_log()),
+        }
+    }
     /// Node name.
     pub fn node_name(&self) -> String {
         match &self.other {

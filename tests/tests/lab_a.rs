@@ -103,12 +103,13 @@ fn setup() -> anyhow::Result<(LabCluster, LabRun)> {
     let workdir =
         xtask::lab_run::artifacts_dir(&format!("test-{}", xtask::lab_run::run_id()), Lab::A)
             .join("workdir");
-    let run = LabRun::new(
+    let mut run = LabRun::new(
         Lab::A,
         &workdir,
         &cluster.kubeconfig(),
         &cluster.cri_endpoint(),
     )?;
+    run.env.audit = cluster.audit();
     eprintln!(
         "    cluster {CLUSTER_NAME} up in {:.0}s; workdir {}",
         cluster.up_secs(),

@@ -113,12 +113,13 @@ fn setup() -> anyhow::Result<(LabCluster, LabRun)> {
     xtask::lab_run::ensure_lab_binary()?;
     let cluster = LabCluster::fresh(CLUSTER_NAME)?;
     let workdir = artifacts().join("workdir");
-    let run = LabRun::new(
+    let mut run = LabRun::new(
         Lab::B,
         &workdir,
         &cluster.kubeconfig(),
         &cluster.cri_endpoint(),
     )?;
+    run.env.audit = cluster.audit();
     eprintln!(
         "    cluster {CLUSTER_NAME} up in {:.0}s; workdir {}",
         cluster.up_secs(),

@@ -330,7 +330,7 @@ async fn act5(env: &Env) -> Result<ActSummary, LabError> {
             ),
         });
     }
-    let mut rec = ActRecorder::begin(&env.workdir, LAB, 5)?;
+    let mut rec = ActRecorder::begin(&env.workdir, LAB, 5)?.with_audit(&env.audit);
     rec.input(&loaded);
     rec.raw("lab-mark", &mark);
 
@@ -733,7 +733,7 @@ async fn act6(env: &Env) -> Result<ActSummary, LabError> {
     let f5: Act5Facts = read_facts(&env.workdir, 5)?;
     let dir = fault_dir_of(env, &f5)?;
     let mut fault = ScaleFault::open(cl.client(), &dir)?;
-    let mut rec = ActRecorder::begin(&env.workdir, LAB, 6)?;
+    let mut rec = ActRecorder::begin(&env.workdir, LAB, 6)?.with_audit(&env.audit);
     let mut partial = serde_json::Value::Null;
     let body = act6_body(
         &cl,
@@ -1148,7 +1148,7 @@ async fn act6_body(
 async fn act7(env: &Env) -> Result<ActSummary, LabError> {
     require_completed(&env.workdir, LAB, 1..=6)?;
     let cl = env.cluster().await?;
-    let mut rec = ActRecorder::begin(&env.workdir, LAB, 7)?;
+    let mut rec = ActRecorder::begin(&env.workdir, LAB, 7)?.with_audit(&env.audit);
     let result = act7_body(&cl, &env.ui, &mut rec).await;
     finish(rec, result)
 }

@@ -261,7 +261,7 @@ async fn act5(env: &Env) -> Result<ActSummary, LabError> {
         });
     }
     let webhook_name = cluster::fine_grained_webhook_name("Fail", cluster::POLICY_NAME);
-    let mut rec = ActRecorder::begin(&env.workdir, Lab::B, 5)?;
+    let mut rec = ActRecorder::begin(&env.workdir, Lab::B, 5)?.with_audit(&env.audit);
     rec.input(&loaded);
     rec.raw("lab-mark", &mark);
     rec.raw("healed-earlier-faults", &healed);
@@ -676,7 +676,7 @@ async fn act6(env: &Env) -> Result<ActSummary, LabError> {
     }
     let healed = crate::faults::heal::recent();
     let mut cri = env.cri().await?;
-    let mut rec = ActRecorder::begin(&env.workdir, Lab::B, 6)?;
+    let mut rec = ActRecorder::begin(&env.workdir, Lab::B, 6)?.with_audit(&env.audit);
     rec.input(&loaded);
     rec.input(&plan_loaded);
     rec.raw("lab-mark", &mark);
@@ -839,7 +839,7 @@ async fn act7(env: &Env) -> Result<ActSummary, LabError> {
     let ctx = live_context(&cluster, &env.workdir).await?;
     let (_r, loaded) = read_input::<inputs::Recovery>(&env.workdir, &ctx)?;
     let act3: Act3Facts = read_facts(&env.workdir, 3)?;
-    let mut rec = ActRecorder::begin(&env.workdir, Lab::B, 7)?;
+    let mut rec = ActRecorder::begin(&env.workdir, Lab::B, 7)?.with_audit(&env.audit);
     rec.input(&loaded);
     let fail = |e: LabError| (serde_json::Value::Null, e);
     let result = async {

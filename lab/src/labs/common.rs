@@ -77,6 +77,9 @@ pub struct Env {
     pub kubeconfig: Option<PathBuf>,
     /// `--cri-endpoint` (`None`: k3s's containerd socket when present).
     pub cri_endpoint: Option<PathBuf>,
+    /// The API server's audit log (`--audit-log` / `KCA_AUDIT_LOG`; the embedded backend's
+    /// `<state>/audit/audit.log`), or [`crate::audit::AuditSource::NotConfigured`].
+    pub audit: crate::audit::AuditSource,
     /// Output language and verbosity.
     pub ui: Ui,
 }
@@ -128,6 +131,7 @@ pub struct ActRecorder {
     started_at: String,
     inputs: BTreeMap<String, String>,
     raw: Vec<serde_json::Value>,
+    audit: Option<crate::audit::Cursor>,
 }
 
 impl ActRecorder {
@@ -142,6 +146,7 @@ impl ActRecorder {
             started_at: facts::now_rfc3339(),
             inputs: BTreeMap::new(),
             raw: Vec::new(),
+            audit: None,
         })
     }
 
@@ -149,6 +154,30 @@ impl ActRecorder {
     pub fn input(&mut self, loaded: &LoadedInput) {
         self.inputs
             .insert(loaded.file.file_name().to_owned(), loaded.digest.clone());
+    }
+
+    /// Opens the act's audit window now ([`crate::audit::Cursor::begin`]): when the act writes
+    /// its final evidence (completed or interrupted) the audit events of every request it
+    /// recorded are put under `facts.admission_audit` (or a raw `admission-audit` entry when the
+    /// partial facts are not an object). Acts 3, 5, 6 and 7 of both labs call it before their
+    /// first request.
+    pub fn with_audit(mut self, source: &crate::audit::AuditSource) -> ActRecorder {
+        self.audit = Some(crate::audit::Cursor::begin(source));
+        self
+    }
+
+    /// Records the audit events of the act's requests into `facts` ([`Self::with_audit`]);
+    /// returns the summary line, or `None` without an audit window.
+    fn finish_audit(&mut self, facts: &mut serde_json::Value) -> Option<String> {
+        let cursor = self.audit.take()?;
+        let raw = serde_json::Value::Array(self.raw.clone());
+        let audit = cursor.finish(&[facts, &raw]);
+        if facts.is_object() {
+            audit.attach(facts);
+        } else {
+            self.raw(crate::audit::FACTS_KEY, &audit);
+        }
+        Some(crate::audit::summary_line(&audit))
     }
 
     /// Appends raw material: `{"what": what, "at": now, "data": data}`.
@@ -194,11 +223,14 @@ impl ActRecorder {
 
     /// Writes the final `completed` evidence.
     pub fn complete(
-        self,
+        mut self,
         facts: impl Serialize,
-        lines: Vec<String>,
+        mut lines: Vec<String>,
     ) -> Result<ActSummary, LabError> {
-        let facts = to_value(&facts)?;
+        let mut facts = to_value(&facts)?;
+        if let Some(line) = self.finish_audit(&mut facts) {
+            lines.push(line);
+        }
         let path =
             self.workdir
                 .write_evidence(&self.evidence(ActStatus::Completed, facts, None))?;
@@ -212,7 +244,12 @@ impl ActRecorder {
     }
 
     /// Writes the final `interrupted` evidence with `why` and the partial `facts`.
-    pub fn interrupt(self, facts: serde_json::Value, why: String) -> Result<PathBuf, LabError> {
+    pub fn interrupt(
+        mut self,
+        mut facts: serde_json::Value,
+        why: String,
+    ) -> Result<PathBuf, LabError> {
+        self.finish_audit(&mut facts);
         self.workdir
             .write_evidence(&self.evidence(ActStatus::Interrupted, facts, Some(why)))
     }
@@ -740,7 +777,7 @@ pub fn finish(
 pub async fn act3(lab: Lab, env: &Env) -> Result<ActSummary, LabError> {
     require_completed(&env.workdir, lab, 1..=2)?;
     let cluster = env.cluster().await?;
-    let mut rec = ActRecorder::begin(&env.workdir, lab, 3)?;
+    let mut rec = ActRecorder::begin(&env.workdir, lab, 3)?.with_audit(&env.audit);
     let result = act3_body(&cluster, &env.ui, lab, &mut rec).await;
     finish(rec, result)
 }

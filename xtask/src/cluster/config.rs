@@ -22,6 +22,8 @@ pub const PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.10.1";
 pub const APISERVER_PORT: u16 = 6443;
 /// kine's etcd-protocol listen port on the node namespace's loopback.
 pub const KINE_PORT: u16 = 2379;
+/// The API server's audit log, relative to the state dir ([`Runtime::audit_log`]).
+pub const AUDIT_LOG: &str = "audit/audit.log";
 /// Default cluster name of `cargo xtask cluster up`.
 pub const DEFAULT_NAME: &str = "kca";
 
@@ -183,6 +185,19 @@ impl Runtime {
     /// The user's kubeconfig (cluster-admin, server = node IP); printed by `status`.
     pub fn user_kubeconfig(&self) -> PathBuf {
         self.path("kubeconfig.yaml")
+    }
+    /// The API server's audit directory (`<state>/audit`, `0700`): its policy and its log.
+    pub fn audit_dir(&self) -> PathBuf {
+        self.path("audit")
+    }
+    /// The API server's audit policy (`audit.k8s.io/v1` Policy, written at `up`).
+    pub fn audit_policy(&self) -> PathBuf {
+        self.audit_dir().join("policy.yaml")
+    }
+    /// The API server's audit log (JSON lines, `0600`; `--audit-log-path`), removed with the
+    /// state dir.
+    pub fn audit_log(&self) -> PathBuf {
+        self.path(AUDIT_LOG)
     }
     /// Log file of a daemon.
     pub fn log(&self, daemon: &str) -> PathBuf {

@@ -242,6 +242,11 @@ impl Cluster {
     pub fn state_dir(&self) -> &Path {
         &self.record.state_dir
     }
+    /// The API server's audit log (`<state>/audit/audit.log`, JSON lines, `0600`), which the lab
+    /// reads through [`lab::audit::AuditSource::Log`]; removed with the state dir.
+    pub fn audit_log(&self) -> PathBuf {
+        self.record.state_dir.join(config::AUDIT_LOG)
+    }
     /// Cluster name.
     pub fn name(&self) -> &str {
         &self.record.name
@@ -797,6 +802,7 @@ fn bring_up(
             },
         )?;
 
+        daemons::apiserver::write_audit_files(rt)?;
         start(rt, record, daemons::apiserver::daemon(rt))?;
         let admin = rt.kubeconfig("admin");
         wait_probe(record, "kube-apiserver /readyz", bound, FAST_TICK, || {

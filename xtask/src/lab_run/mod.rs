@@ -251,6 +251,7 @@ impl LabRun {
                 workdir: Workdir::new(workdir),
                 kubeconfig: Some(kubeconfig.to_path_buf()),
                 cri_endpoint: Some(PathBuf::from(endpoint)),
+                audit: lab::audit::AuditSource::NotConfigured,
                 ui: Ui {
                     en: true,
                     quiet: false,
@@ -538,6 +539,7 @@ fn run_lab_inner(opts: &RunOptions, artifacts: &Path) -> Result<RunReport> {
         opts.lab,
         &cluster.kubeconfig(),
         &cluster.cri_endpoint(),
+        lab::audit::AuditSource::Log(cluster.audit_log()),
         &artifacts,
         Some(cluster.state_dir().join("logs")),
     );
@@ -579,10 +581,12 @@ fn run_lab_on_backend(opts: &RunOptions, name: &str, artifacts: &Path) -> Result
         .with_context(|| format!("{} backend", opts.backend.name()))?;
     step.ok();
     crate::backend::write_facts(&artifacts.join("backend.json"), &handle.facts)?;
+    // No audit log on these backends: the evidence says `not-configured`.
     let result = drive(
         opts.lab,
         &handle.kubeconfig,
         &handle.cri_endpoint,
+        lab::audit::AuditSource::NotConfigured,
         artifacts,
         None,
     );
@@ -611,6 +615,7 @@ fn drive(
     lab: Lab,
     kubeconfig: &Path,
     cri_endpoint: &str,
+    audit: lab::audit::AuditSource,
     artifacts: &Path,
     daemon_logs: Option<PathBuf>,
 ) -> Result<RunReport> {
@@ -618,6 +623,7 @@ fn drive(
         lab,
         kubeconfig,
         cri_endpoint,
+        audit,
         artifacts,
         daemon_logs,
         &|_, _| Ok(()),
@@ -626,16 +632,21 @@ fn drive(
 
 /// [`drive`] with `before_act(run, act)` called before each act (a test's forced failure, e.g.
 /// scaling the admission controller to 0 before act 2); an error from it fails that act.
+/// `audit` is where the acts read the API server's audit log (the embedded node's; else
+/// [`lab::audit::AuditSource::NotConfigured`]).
+#[allow(clippy::too_many_arguments)]
 pub fn drive_with(
     lab: Lab,
     kubeconfig: &Path,
     cri_endpoint: &str,
+    audit: lab::audit::AuditSource,
     artifacts: &Path,
     daemon_logs: Option<PathBuf>,
     before_act: &dyn Fn(&LabRun, u8) -> Result<()>,
 ) -> Result<RunReport> {
     let workdir = artifacts.join("workdir");
     let mut run = LabRun::new(lab, &workdir, kubeconfig, cri_endpoint)?;
+    run.env.audit = audit;
     run.set_diagnostics(diagnostics::dir(artifacts), daemon_logs);
     let mut acts = Vec::new();
     for act in 1..=8u8 {
@@ -715,6 +726,16 @@ fn copy_workdir(root: &Path, artifacts: &Path) -> Result<()> {
 
 /// Copies a cluster's component logs (`<state dir>/logs/`) to `<artifacts>/logs/`.
 pub fn collect_cluster_logs(state_dir: &Path, artifacts: &Path) -> Result<()> {
+    // The API server's audit log (embedded node; `0600`, the copy keeps the mode).
+    let audit = state_dir.join(crate::cluster::config::AUDIT_LOG);
+    if audit.is_file() {
+        std::fs::create_dir_all(artifacts.join("logs"))?;
+        std::fs::copy(
+            &audit,
+            artifacts.join("logs").join("kube-apiserver-audit.log"),
+        )
+        .with_context(|| format!("copying {}", audit.display()))?;
+    }
     let logs = state_dir.join("logs");
     if logs.is_dir() {
         for entry in

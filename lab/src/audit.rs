@@ -1,0 +1,593 @@
+//! The API server's audit log, held beside each request an act sends: the audit events of the
+//! act's own requests, verbatim (raw JSON lines) plus a parsed view.
+//!
+//! **Where the log comes from.** Only the embedded backend configures one: xtask starts
+//! kube-apiserver with `--audit-policy-file`, `--audit-log-path=<state>/audit/audit.log`
+//! (`0600`), `--audit-log-format=json`, `--audit-log-mode=blocking` and a bounded size
+//! (`xtask::cluster::daemons::apiserver`). The lab learns the path one way: [`AuditSource`] in
+//! [`crate::labs::Env`] (`--audit-log PATH`, env [`ENV_VAR`]); xtask's `LabRun` and the test
+//! fixture set it for the embedded backend, never for the kubeconfig and k3s backends. Without it
+//! the record says `not-configured`; a log that cannot be read says `read-error` with the error.
+//!
+//! **Matching.** An event belongs to a request when its `objectRef` names the request's pod
+//! (`resource` `pods`, namespace, name: names are fresh per request), its `verb` is `create`
+//! and its `requestReceivedTimestamp` lies in `[sent_at - 2 s, answered_at + 2 s]`
+//! ([`CLOCK_SLACK_MS`]; the API server and the tool share the host clock on the embedded node).
+//! The stage to hold is `ResponseComplete` (or `Panic`); after the act's last answer the log is
+//! polled, bounded by [`WAIT_BOUND`], until every request has one (the audit filter writes the
+//! final stage after the handler returns, so it may land just after the client read the answer).
+//!
+//! **What the events say** (kube-apiserver v1.35, `../shared/research/kubernetes.md` §1 (a), (c)):
+//! `responseStatus.code` is the HTTP status the client got; a validating webhook that failed
+//! open under failurePolicy Ignore leaves the annotation
+//! `failed-open.validating.webhook.admission.k8s.io/round_<r>_index_<i>` = the webhook's name
+//! ([`FAILED_OPEN_PREFIX`]); a webhook's own `auditAnnotations` appear as `<webhook name>/<key>`.
+//! The graders hold these against the outcomes ([`crate::grade::audit`]).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::evidence::RequestRecord;
+use crate::facts::now_rfc3339;
+
+/// The key under an act's `facts` that holds its [`AdmissionAudit`].
+pub const FACTS_KEY: &str = "admission_audit";
+/// The environment variable naming the audit log (same as `--audit-log`).
+pub const ENV_VAR: &str = "KCA_AUDIT_LOG";
+/// Annotation key prefix of a validating webhook that failed open (kube-apiserver
+/// `pkg/admission/plugin/webhook/validating/dispatcher.go`, `ValidatingAuditAnnotationFailedOpenKeyPrefix`).
+pub const FAILED_OPEN_PREFIX: &str = "failed-open.validating.webhook.admission.k8s.io/";
+/// How long to wait after an act's last answer for every request's final audit event.
+pub const WAIT_BOUND: Duration = Duration::from_secs(10);
+/// Slack on each side of a request's `[sent_at, answered_at]` when matching an event's
+/// `requestReceivedTimestamp`, milliseconds.
+pub const CLOCK_SLACK_MS: i64 = 2000;
+/// The final stages (the one to hold).
+pub const FINAL_STAGES: &[&str] = &["ResponseComplete", "Panic"];
+
+/// Where the acts read the API server's audit log from.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum AuditSource {
+    /// No audit log is known (the kubeconfig and k3s backends; a student's VM).
+    #[default]
+    NotConfigured,
+    /// The API server's audit log (JSON lines), e.g. `<state>/audit/audit.log` of the embedded node.
+    Log(PathBuf),
+}
+
+impl AuditSource {
+    /// From `--audit-log` / [`ENV_VAR`]: a path, or nothing.
+    pub fn from_option(path: Option<PathBuf>) -> AuditSource {
+        match path {
+            Some(p) if !p.as_os_str().is_empty() => AuditSource::Log(p),
+            _ => AuditSource::NotConfigured,
+        }
+    }
+}
+
+/// Whether the act's audit events could be observed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AuditStatus {
+    /// The log was read; each request has its events (or says why not).
+    Observed,
+    /// No audit log was configured for this backend.
+    NotConfigured,
+    /// The log could not be read (the error is in `reason`).
+    ReadError,
+}
+
+/// The parsed view of one audit event line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventView {
+    /// Index of the verbatim line in [`RequestAudit::lines`].
+    pub line: usize,
+    /// `auditID`.
+    pub audit_id: String,
+    /// `stage` (`ResponseComplete`, `Panic`, …).
+    pub stage: String,
+    /// `verb` (`create`).
+    pub verb: String,
+    /// `requestURI` (a dry-run carries `dryRun=All`).
+    pub request_uri: String,
+    /// `responseStatus.code`: the HTTP status the client got.
+    pub code: Option<u16>,
+    /// `requestReceivedTimestamp` (RFC 3339, µs, UTC).
+    pub received: Option<String>,
+    /// `stageTimestamp`.
+    pub stage_timestamp: Option<String>,
+    /// `annotations` (authorization, pod security, `failed-open…`, a webhook's own).
+    pub annotations: BTreeMap<String, String>,
+}
+
+impl EventView {
+    /// Whether this is a final stage ([`FINAL_STAGES`]).
+    pub fn is_final(&self) -> bool {
+        FINAL_STAGES.contains(&self.stage.as_str())
+    }
+
+    /// The `failed-open.validating…` annotations: (key, webhook name).
+    pub fn failed_open(&self) -> Vec<(&str, &str)> {
+        self.annotations
+            .iter()
+            .filter(|(k, _)| k.starts_with(FAILED_OPEN_PREFIX))
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect()
+    }
+}
+
+/// The audit events of one request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestAudit {
+    /// The request's object name (as in its [`RequestRecord`]).
+    pub name: String,
+    /// Its namespace.
+    pub namespace: String,
+    /// The request's `sent_at`.
+    pub sent_at: String,
+    /// The request's `answered_at`.
+    pub answered_at: String,
+    /// The matching audit lines, verbatim, in log order.
+    pub lines: Vec<String>,
+    /// The parsed view of [`Self::lines`] ([`parse_line`]).
+    pub events: Vec<EventView>,
+    /// Why no final event is there (what was waited for, how long, the last stage seen);
+    /// `None` when one is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing: Option<String>,
+}
+
+impl RequestAudit {
+    /// The last final-stage event ([`FINAL_STAGES`]), the one the graders hold.
+    pub fn final_event(&self) -> Option<&EventView> {
+        self.events.iter().rev().find(|e| e.is_final())
+    }
+}
+
+/// The audit record of one act.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AdmissionAudit {
+    /// What was read.
+    pub source: String,
+    /// Observed, not configured, or a read error.
+    pub status: AuditStatus,
+    /// Why not observed (absent when observed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The log's path, when one was configured.
+    pub log: Option<String>,
+    /// Byte offset of the log where the act's window began.
+    pub offset: Option<u64>,
+    /// When the window began and ended, RFC 3339 UTC (ms).
+    pub window: (String, String),
+    /// How long the final events were waited for after the last answer, ms.
+    pub waited_ms: u64,
+    /// One entry per request of the act, by name.
+    pub requests: Vec<RequestAudit>,
+}
+
+impl AdmissionAudit {
+    /// Puts this record under [`FACTS_KEY`] of `facts` when `facts` is a JSON object.
+    pub fn attach(&self, facts: &mut serde_json::Value) {
+        if let (Some(obj), Ok(v)) = (facts.as_object_mut(), serde_json::to_value(self)) {
+            obj.insert(FACTS_KEY.to_owned(), v);
+        }
+    }
+
+    /// The entry of request `name`.
+    pub fn request(&self, name: &str) -> Option<&RequestAudit> {
+        self.requests.iter().find(|r| r.name == name)
+    }
+}
+
+/// Copies [`FACTS_KEY`] from `from` into `to` when both are objects.
+pub fn carry(from: &serde_json::Value, to: &mut serde_json::Value) {
+    if let (Some(m), Some(obj)) = (from.get(FACTS_KEY), to.as_object_mut()) {
+        obj.insert(FACTS_KEY.to_owned(), m.clone());
+    }
+}
+
+/// Parses one audit line into its view (`line` is its index). Pure.
+///
+/// Errors: the line is not a JSON object (the serde error).
+pub fn parse_line(line: usize, text: &str) -> Result<EventView, String> {
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let s = |p: &str| v.pointer(p).and_then(|x| x.as_str()).map(str::to_owned);
+    if !v.is_object() {
+        return Err("not a JSON object".into());
+    }
+    Ok(EventView {
+        line,
+        audit_id: s("/auditID").unwrap_or_default(),
+        stage: s("/stage").unwrap_or_default(),
+        verb: s("/verb").unwrap_or_default(),
+        request_uri: s("/requestURI").unwrap_or_default(),
+        code: v
+            .pointer("/responseStatus/code")
+            .and_then(serde_json::Value::as_u64)
+            .and_then(|c| u16::try_from(c).ok()),
+        received: s("/requestReceivedTimestamp"),
+        stage_timestamp: s("/stageTimestamp"),
+        annotations: v
+            .get("annotations")
+            .and_then(|a| a.as_object())
+            .map(|o| {
+                o.iter()
+                    .map(|(k, x)| (k.clone(), x.as_str().unwrap_or_default().to_owned()))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    })
+}
+
+fn ms_of(t: &str) -> Option<i64> {
+    chrono::DateTime::parse_from_rfc3339(t)
+        .ok()
+        .map(|d| d.timestamp_millis())
+}
+
+/// Whether audit line `text` is an event of request `r` ([module docs](self): objectRef pod
+/// name + namespace, verb `create`, received inside the request's window ± [`CLOCK_SLACK_MS`]).
+/// Pure.
+pub fn matches(r: &RequestRecord, text: &str) -> bool {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(text) else {
+        return false;
+    };
+    let s = |p: &str| v.pointer(p).and_then(|x| x.as_str());
+    if s("/objectRef/resource") != Some("pods")
+        || s("/objectRef/namespace") != Some(r.namespace.as_str())
+        || s("/objectRef/name") != Some(r.name.as_str())
+        || s("/verb") != Some("create")
+    {
+        return false;
+    }
+    match (
+        s("/requestReceivedTimestamp").and_then(ms_of),
+        ms_of(&r.sent_at),
+        ms_of(&r.answered_at),
+    ) {
+        (Some(at), Some(from), Some(to)) => {
+            at >= from - CLOCK_SLACK_MS && at <= to + CLOCK_SLACK_MS
+        }
+        _ => false,
+    }
+}
+
+/// The events of request `r` among `lines` (complete lines of the log). Pure.
+pub fn request_audit(r: &RequestRecord, lines: &[String]) -> RequestAudit {
+    let lines: Vec<String> = lines.iter().filter(|l| matches(r, l)).cloned().collect();
+    let events = lines
+        .iter()
+        .enumerate()
+        .filter_map(|(i, l)| parse_line(i, l).ok())
+        .collect();
+    RequestAudit {
+        name: r.name.clone(),
+        namespace: r.namespace.clone(),
+        sent_at: r.sent_at.clone(),
+        answered_at: r.answered_at.clone(),
+        lines,
+        events,
+        missing: None,
+    }
+}
+
+/// Every [`RequestRecord`] under `roots` (at any depth; the metrics and audit records skipped),
+/// once per name, sorted by name.
+pub fn request_records(roots: &[&serde_json::Value]) -> BTreeMap<String, RequestRecord> {
+    fn collect(v: &serde_json::Value, out: &mut BTreeMap<String, RequestRecord>) {
+        match v {
+            serde_json::Value::Object(o) => {
+                if o.contains_key("outcome")
+                    && o.contains_key("raw_response")
+                    && let Ok(r) = serde_json::from_value::<RequestRecord>(v.clone())
+                {
+                    out.entry(r.name.clone()).or_insert(r);
+                    return;
+                }
+                for (k, x) in o {
+                    if k != FACTS_KEY && k != crate::metrics::FACTS_KEY {
+                        collect(x, out);
+                    }
+                }
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| collect(x, out)),
+            _ => {}
+        }
+    }
+    let mut out = BTreeMap::new();
+    for r in roots {
+        collect(r, &mut out);
+    }
+    out
+}
+
+/// An act's audit window: [`Cursor::begin`] before its first request, [`Cursor::finish`] when the
+/// act writes its evidence.
+#[derive(Debug)]
+pub struct Cursor {
+    source: AuditSource,
+    at: String,
+    start: Result<u64, String>,
+}
+
+impl Cursor {
+    /// Notes where the log ends now (its size), so only later lines are read.
+    pub fn begin(source: &AuditSource) -> Cursor {
+        let start = match source {
+            AuditSource::NotConfigured => Err(String::new()),
+            AuditSource::Log(p) => std::fs::metadata(p)
+                .map(|m| m.len())
+                .map_err(|e| format!("reading the audit log {}: {e}", p.display())),
+        };
+        Cursor {
+            source: source.clone(),
+            at: now_rfc3339(),
+            start,
+        }
+    }
+
+    /// Reads the log from the window's start and records the events of every request under
+    /// `roots` (the act's facts and raw entries), polling every 200 ms up to [`WAIT_BOUND`] until
+    /// each request has a final event (this blocks the calling thread for that long at most; it
+    /// runs once, when the act writes its evidence). Never fails: a read error is recorded as
+    /// [`AuditStatus::ReadError`].
+    pub fn finish(&self, roots: &[&serde_json::Value]) -> AdmissionAudit {
+        let requests = request_records(roots);
+        let mut out = AdmissionAudit {
+            source: String::new(),
+            status: AuditStatus::Observed,
+            reason: None,
+            log: None,
+            offset: None,
+            window: (self.at.clone(), String::new()),
+            waited_ms: 0,
+            requests: Vec::new(),
+        };
+        let path = match &self.source {
+            AuditSource::NotConfigured => {
+                out.source = "none".into();
+                out.status = AuditStatus::NotConfigured;
+                out.reason = Some(format!(
+                    "no audit log configured (--audit-log / {ENV_VAR}): only the embedded backend's API server writes one"
+                ));
+                out.window.1 = now_rfc3339();
+                return out;
+            }
+            AuditSource::Log(p) => p.clone(),
+        };
+        out.source = format!(
+            "kube-apiserver audit log (--audit-log-path) {}",
+            path.display()
+        );
+        out.log = Some(path.display().to_string());
+        let offset = match &self.start {
+            Ok(o) => *o,
+            Err(e) => {
+                out.status = AuditStatus::ReadError;
+                out.reason = Some(e.clone());
+                out.window.1 = now_rfc3339();
+                return out;
+            }
+        };
+        out.offset = Some(offset);
+        let started = Instant::now();
+        let mut audits;
+        loop {
+            let lines = match read_from(&path, offset) {
+                Ok(l) => l,
+                Err(e) => {
+                    out.status = AuditStatus::ReadError;
+                    out.reason = Some(e);
+                    out.window.1 = now_rfc3339();
+                    return out;
+                }
+            };
+            audits = requests
+                .values()
+                .map(|r| request_audit(r, &lines))
+                .collect::<Vec<_>>();
+            let done = audits.iter().all(|a| a.final_event().is_some());
+            if done || started.elapsed() >= WAIT_BOUND {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        out.waited_ms = started.elapsed().as_millis() as u64;
+        for a in &mut audits {
+            if a.final_event().is_none() {
+                a.missing = Some(format!(
+                    "no ResponseComplete/Panic event for pod {}/{} (verb create, received {} .. {} ± {CLOCK_SLACK_MS} ms) after waiting {} ms; stages seen: [{}]",
+                    a.namespace,
+                    a.name,
+                    a.sent_at,
+                    a.answered_at,
+                    out.waited_ms,
+                    a.events
+                        .iter()
+                        .map(|e| e.stage.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        }
+        out.requests = audits;
+        out.window.1 = now_rfc3339();
+        out
+    }
+}
+
+/// The complete lines of `path` from byte `offset` (a shorter file means it was rotated: read
+/// from its start).
+fn read_from(path: &std::path::Path, offset: u64) -> Result<Vec<String>, String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let err = |e: std::io::Error| format!("reading the audit log {}: {e}", path.display());
+    let mut f = std::fs::File::open(path).map_err(err)?;
+    let len = f.metadata().map_err(err)?.len();
+    let from = if len < offset { 0 } else { offset };
+    f.seek(SeekFrom::Start(from)).map_err(err)?;
+    let mut buf = Vec::new();
+    f.read_to_end(&mut buf).map_err(err)?;
+    let text = String::from_utf8_lossy(&buf);
+    let complete = match text.rfind('\n') {
+        Some(i) => &text[..i],
+        None => "",
+    };
+    Ok(complete
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_owned)
+        .collect())
+}
+
+/// One short line per request for an act's summary and the report: `name code [annotations]`
+/// (the `authorization.k8s.io/*` ones left out), or why audit was not observed.
+pub fn summary_line(a: &AdmissionAudit) -> String {
+    if a.status != AuditStatus::Observed {
+        return format!(
+            "audit not observed ({}): {}",
+            match a.status {
+                AuditStatus::NotConfigured => "not-configured",
+                _ => "read-error",
+            },
+            a.reason.as_deref().unwrap_or("")
+        );
+    }
+    let parts: Vec<String> = a.requests.iter().map(request_summary).collect();
+    format!("audit: {}", parts.join("; "))
+}
+
+/// `name code [key=value, …]` of one request's final event (authorization annotations left out),
+/// or `name: no final event`.
+pub fn request_summary(r: &RequestAudit) -> String {
+    match r.final_event() {
+        Some(e) => {
+            let ann: Vec<String> = e
+                .annotations
+                .iter()
+                .filter(|(k, _)| !k.starts_with("authorization.k8s.io/"))
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            format!(
+                "{} {} {}",
+                r.name,
+                e.code.map_or("?".into(), |c| c.to_string()),
+                if ann.is_empty() {
+                    String::new()
+                } else {
+                    format!("[{}]", ann.join(", "))
+                }
+            )
+            .trim_end()
+            .to_owned()
+        }
+        None => format!("{}: no final audit event", r.name),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(name: &str) -> RequestRecord {
+        serde_json::from_value(serde_json::json!({
+            "name": name, "namespace": "kca-webhook-target", "labels": {}, "dry_run": false,
+            "sent_at": "2026-11-30T21:00:00.000Z", "answered_at": "2026-11-30T21:00:03.010Z",
+            "elapsed_ms": 3010, "http_status": 201, "reason": null, "message": null,
+            "outcome": "stored",
+            "get": {"exists": true, "uid": "u", "phase": "Pending", "at": "2026-11-30T21:00:03.100Z"},
+            "raw_response": {}
+        }))
+        .unwrap()
+    }
+
+    fn line(name: &str, stage: &str, received: &str, ann: serde_json::Value) -> String {
+        serde_json::json!({
+            "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Metadata",
+            "auditID": format!("id-{name}"), "stage": stage,
+            "requestURI": "/api/v1/namespaces/kca-webhook-target/pods", "verb": "create",
+            "objectRef": {"resource": "pods", "namespace": "kca-webhook-target", "name": name, "apiVersion": "v1"},
+            "responseStatus": {"metadata": {}, "code": 201},
+            "requestReceivedTimestamp": received, "stageTimestamp": received,
+            "annotations": ann
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn matches_by_name_namespace_verb_and_window() {
+        let r = record("b6-frozen-good");
+        let ok = line(
+            "b6-frozen-good",
+            "ResponseComplete",
+            "2026-11-30T21:00:00.012345Z",
+            serde_json::json!({"failed-open.validating.webhook.admission.k8s.io/round_0_index_0": "vpol.x"}),
+        );
+        assert!(matches(&r, &ok));
+        assert!(!matches(&r, &ok.replace("b6-frozen-good", "b6-frozen-bad")));
+        assert!(!matches(&r, &ok.replace("\"create\"", "\"get\"")));
+        // Received 3 s before the request was sent: another request of the same name.
+        let early = line(
+            "b6-frozen-good",
+            "ResponseComplete",
+            "2026-11-30T20:59:57.000000Z",
+            serde_json::json!({}),
+        );
+        assert!(!matches(&r, &early));
+        let a = request_audit(&r, &[early, ok, "not json".into()]);
+        assert_eq!(a.lines.len(), 1);
+        let e = a.final_event().unwrap();
+        assert_eq!(e.code, Some(201));
+        assert_eq!(
+            e.failed_open(),
+            vec![(
+                "failed-open.validating.webhook.admission.k8s.io/round_0_index_0",
+                "vpol.x"
+            )]
+        );
+        assert!(request_summary(&a).contains("failed-open"));
+    }
+
+    #[test]
+    fn not_configured_and_unreadable_logs_say_why() {
+        let facts = serde_json::json!({"good": record("x")});
+        let a = Cursor::begin(&AuditSource::NotConfigured).finish(&[&facts]);
+        assert_eq!(a.status, AuditStatus::NotConfigured);
+        assert!(summary_line(&a).contains("not-configured"));
+        let gone = AuditSource::Log("/nonexistent/kca/audit.log".into());
+        let a = Cursor::begin(&gone).finish(&[&facts]);
+        assert_eq!(a.status, AuditStatus::ReadError);
+        assert!(a.reason.unwrap().contains("/nonexistent/kca/audit.log"));
+    }
+
+    #[test]
+    fn reads_only_lines_after_the_window_began_and_waits_for_the_final_stage() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("audit.log");
+        let r = record("b6-frozen-good");
+        let old = line(
+            "b6-frozen-good",
+            "ResponseComplete",
+            "2026-11-30T21:00:00.5Z",
+            serde_json::json!({"old": "1"}),
+        );
+        std::fs::write(&p, format!("{old}\n")).unwrap();
+        let cur = Cursor::begin(&AuditSource::Log(p.clone()));
+        let new = line(
+            "b6-frozen-good",
+            "ResponseComplete",
+            "2026-11-30T21:00:01Z",
+            serde_json::json!({"new": "1"}),
+        );
+        std::fs::write(&p, format!("{old}\n{new}\n")).unwrap();
+        let facts = serde_json::json!({"run": {"good": r}});
+        let a = cur.finish(&[&facts]);
+        assert_eq!(a.status, AuditStatus::Observed);
+        assert_eq!(a.requests.len(), 1);
+        assert_eq!(a.requests[0].lines, vec![new]);
+        assert!(a.requests[0].missing.is_none());
+    }
+}
