@@ -95,6 +95,10 @@ pub struct EventView {
     pub request_uri: String,
     /// `responseStatus.code`: the HTTP status the client got.
     pub code: Option<u16>,
+    /// `responseStatus.message` (present on failures: the deny's or the call failure's text,
+    /// as the client got it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
     /// `requestReceivedTimestamp` (RFC 3339, µs, UTC).
     pub received: Option<String>,
     /// `stageTimestamp`.
@@ -209,6 +213,7 @@ pub fn parse_line(line: usize, text: &str) -> Result<EventView, String> {
             .pointer("/responseStatus/code")
             .and_then(serde_json::Value::as_u64)
             .and_then(|c| u16::try_from(c).ok()),
+        message: s("/responseStatus/message"),
         received: s("/requestReceivedTimestamp"),
         stage_timestamp: s("/stageTimestamp"),
         annotations: v
@@ -443,8 +448,8 @@ fn read_from(path: &std::path::Path, offset: u64) -> Result<Vec<String>, String>
         .collect())
 }
 
-/// One short line per request for an act's summary and the report: `name code [annotations]`
-/// (the `authorization.k8s.io/*` ones left out), or why audit was not observed.
+/// One short line for an act's summary: [`request_summary`] of each request, or why audit was
+/// not observed.
 pub fn summary_line(a: &AdmissionAudit) -> String {
     if a.status != AuditStatus::Observed {
         return format!(
@@ -460,15 +465,25 @@ pub fn summary_line(a: &AdmissionAudit) -> String {
     format!("audit: {}", parts.join("; "))
 }
 
-/// `name code [key=value, …]` of one request's final event (authorization annotations left out),
-/// or `name: no final event`.
+/// Whether annotation `key` goes into the short view ([`request_summary`]): not the
+/// `authorization.k8s.io/*` and `pod-security.kubernetes.io/*` ones every event carries, and of
+/// the `apiserver.latency.k8s.io/*` ones (written for slow requests) only `validating-webhook`.
+pub fn short_annotation(key: &str) -> bool {
+    !(key.starts_with("authorization.k8s.io/")
+        || key.starts_with("pod-security.kubernetes.io/")
+        || (key.starts_with("apiserver.latency.k8s.io/")
+            && key != "apiserver.latency.k8s.io/validating-webhook"))
+}
+
+/// `name code [key=value, …]` of one request's final event ([`short_annotation`]s only), or
+/// `name: no final audit event`.
 pub fn request_summary(r: &RequestAudit) -> String {
     match r.final_event() {
         Some(e) => {
             let ann: Vec<String> = e
                 .annotations
                 .iter()
-                .filter(|(k, _)| !k.starts_with("authorization.k8s.io/"))
+                .filter(|(k, _)| short_annotation(k))
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect();
             format!(

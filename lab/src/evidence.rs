@@ -14,6 +14,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// Version of the evidence file format; bump it when a field changes meaning.
+///
+/// Added keys that older evidence lacks do not bump it: `facts.admission_metrics`
+/// ([`crate::metrics`]) and `facts.admission_audit` ([`crate::audit`]) of acts 3, 5, 6, 7; evidence
+/// without them still grades, with a `metrics-not-observed` / `audit-not-observed` note.
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// Which lab an evidence file or input belongs to.

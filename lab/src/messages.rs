@@ -195,6 +195,14 @@ pub fn code_text(code: Code) -> Text {
             "API サーバーの admission webhook メトリクスは観測されていません（この照合は未確認です）",
             "the API server's admission webhook metrics were not observed (these cross-checks were not made)",
         ),
+        Code::AuditContradicted => t(
+            "API サーバーの監査ログ (audit) のイベントがリクエストの記録と一致しません",
+            "the API server's audit event contradicts the request's record",
+        ),
+        Code::AuditNotObserved => t(
+            "API サーバーの監査ログ (audit) は観測されていません（この照合は未確認です）",
+            "audit not observed: the API server's audit events were not read (these cross-checks were not made)",
+        ),
     }
 }
 
@@ -503,6 +511,8 @@ mod tests {
             ReportContradicted,
             MetricsContradicted,
             MetricsNotObserved,
+            AuditContradicted,
+            AuditNotObserved,
         ] {
             let x = code_text(c);
             assert!(

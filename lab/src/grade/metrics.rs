@@ -240,7 +240,7 @@ fn note(g: &mut G<'_>, subject: String, detail: String) {
 }
 
 /// The policy's webhook for this act: `facts.webhook.name`, `facts.webhook_name`, else act 2's.
-fn policy_webhook(g: &G<'_>, ev: &Evidence) -> Option<String> {
+pub(crate) fn policy_webhook(g: &G<'_>, ev: &Evidence) -> Option<String> {
     let own = ev
         .facts
         .pointer("/webhook/name")

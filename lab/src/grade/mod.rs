@@ -36,9 +36,12 @@
 //! | A | 5 | registration list, policy UID, target/control requests, existing pod | act 2, act 3 | (see [`a`]) |
 //! | A | 6 | six recovery steps in order; Lease holder = the new pod (not an act 4 pod); deny probes' webhook | each other; act 4; act 2's webhook | timeline-order, value-mismatch, deny-other-webhook |
 //! | A | 7 | dry-run echo and GET; the deny's webhook | the request; act 2's webhook | raw-mismatch, deny-other-webhook |
+//! | A, B | 3, 5, 6, 7 | admission webhook metric deltas ([`metrics`]) | the act's outcomes: call failures = `calling_webhook_error` rejections, Ignore stores = fail-open counts, denies = `no_error` 400, one call per target request, lab A act 5 no call | metrics-contradicted (note: metrics-not-observed) |
+//! | A, B | 3, 5, 6, 7 | each request's audit event ([`audit`]): raw lines, final stage, `responseStatus.code`, `failed-open…` annotation | the request's HTTP status and outcome: Fail timeout = 5xx not stored not failed open; Ignore store in the target namespace = failed-open naming the webhook (else none); deny = its 4xx; lab A act 5 = stored, no failed-open | raw-mismatch, observation-missing, audit-contradicted (note: audit-not-observed) |
 //! | A, B | 8 | each word of `report.json` | the acts' own rule (`rules::b::report_expectations`, `rules::a::evidence_words`) | report-contradicted, digest-mismatch |
 
 pub mod a;
+pub mod audit;
 pub mod b;
 pub mod bounds;
 pub mod metrics;
@@ -149,6 +152,12 @@ pub enum Code {
     /// The API server's admission webhook metrics were not observed for this act (the evidence
     /// predates them, or `/metrics` could not be read): reported as a note, not a failure.
     MetricsNotObserved,
+    /// The API server's audit event of a request disagrees with the act's record of it (the
+    /// finding names both: the request and the event's `auditID` and JSON path); see [`audit`].
+    AuditContradicted,
+    /// The API server's audit events were not observed for this act (`not-configured` on a
+    /// backend without an audit log, a read error, or evidence that predates them): a note.
+    AuditNotObserved,
 }
 
 impl Code {
@@ -196,6 +205,8 @@ impl Code {
             Code::ReportContradicted => "report-contradicted",
             Code::MetricsContradicted => "metrics-contradicted",
             Code::MetricsNotObserved => "metrics-not-observed",
+            Code::AuditContradicted => "audit-contradicted",
+            Code::AuditNotObserved => "audit-not-observed",
         }
     }
 }
@@ -322,6 +333,7 @@ pub fn grade(lab: Lab, act: u8, input: &GradeInput) -> Findings {
         }
         g.names_unique();
         metrics::grade(&mut g, &ev);
+        audit::grade(&mut g, &ev);
     }
     g.finish()
 }

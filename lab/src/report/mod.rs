@@ -349,6 +349,22 @@ fn observations(lab: Lab, input: &GradeInput) -> Vec<(Text, [Obs; 4])> {
     }
 }
 
+/// The audit record of act `act` (`facts.admission_audit`), short: one line per request
+/// ([`crate::audit::request_summary`]), or why audit was not observed; `None` when the act has
+/// no audit record (acts 1, 2, 4, 8, or evidence that predates audit).
+fn act_audit(input: &GradeInput, act: u8) -> Option<Result<Vec<String>, String>> {
+    let v = facts(input, act).get(crate::audit::FACTS_KEY)?;
+    let a: crate::audit::AdmissionAudit = serde_json::from_value(v.clone()).ok()?;
+    Some(if a.status == crate::audit::AuditStatus::Observed {
+        Ok(a.requests
+            .iter()
+            .map(crate::audit::request_summary)
+            .collect())
+    } else {
+        Err(crate::audit::summary_line(&a))
+    })
+}
+
 /// Splits a finding's subject (`evidence/05.json facts.target_good`) into file and JSON path.
 fn split_subject(subject: &str) -> (&str, &str) {
     match subject.split_once(' ') {
@@ -468,6 +484,15 @@ pub fn render_with_diagnostics(
                                     }
                                 }
                             }
+                        }
+                        @if let Some(a) = act_audit(input, act) {
+                            tr data-audit=(act) { td {} td colspan="4" {
+                                (tx::AUDIT.get(lang)) ": "
+                                @match &a {
+                                    Ok(lines) => { @for l in lines { br; span class="mono" { (l) } } }
+                                    Err(why) => { span class="none" { (tx::AUDIT_NOT_OBSERVED.get(lang)) } " " span class="mono" { (why) } }
+                                }
+                            } }
                         }
                         @if let Some(g) = g && !g.findings.is_empty() {
                             tr { td {} td colspan="4" {

@@ -31,6 +31,11 @@ pub(crate) const STATUS: Text = t("状態", "status");
 pub(crate) const TIME: Text = t("時刻 (UTC)", "time (UTC)");
 pub(crate) const VERDICT: Text = t("採点", "grade");
 pub(crate) const DIGESTS: Text = t("正規ダイジェスト", "canonical digests");
+pub(crate) const AUDIT: Text = t(
+    "API サーバーの監査ログ (各リクエストの最終イベント: コードと注釈)",
+    "API server audit log (each request's final event: code and annotations)",
+);
+pub(crate) const AUDIT_NOT_OBSERVED: Text = t("監査ログは観測されていません", "audit not observed");
 pub(crate) const PASS: Text = t("合格", "pass");
 pub(crate) const FINDINGS: Text = t("指摘", "finding(s)");
 pub(crate) const CHECKS: Text = t("項目を確認", "checks");

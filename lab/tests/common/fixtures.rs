@@ -285,6 +285,87 @@ fn stored_policy(failure_policy: &str) -> Value {
     p
 }
 
+/// One audit event line as kube-apiserver v1.35.8 writes it at level Metadata for a pod create
+/// (`audit.k8s.io/v1` Event, JSON; the shape of a real embedded-node line of 2026-11-30: user
+/// `kca-admin` with its credential id, no userAgent, `requestURI` `…/pods?` or `…/pods?&dryRun=All`),
+/// for request `r`: `responseStatus` = the HTTP status (and on failure the Status message),
+/// `annotations` = the authorizer's decision, the pod-security policy, plus `extra`.
+pub fn audit_line(r: &RequestRecord, n: usize, extra: &[(&str, &str)]) -> String {
+    let mut ann = json!({
+        "authorization.k8s.io/decision": "allow",
+        "authorization.k8s.io/reason": "",
+        "pod-security.kubernetes.io/enforce-policy": "privileged:latest"
+    });
+    for (k, v) in extra {
+        ann[*k] = json!(v);
+    }
+    let mut status = json!({"metadata": {}, "code": r.http_status});
+    if r.http_status >= 300 {
+        status["status"] = json!("Failure");
+        status["message"] = json!(r.message.clone().unwrap_or_default());
+        if let Some(reason) = &r.reason {
+            status["reason"] = json!(reason);
+        }
+    }
+    let received = facts::parse_rfc3339(&r.sent_at).unwrap() + chrono::Duration::milliseconds(1);
+    let done = facts::parse_rfc3339(&r.answered_at).unwrap();
+    let us = |t: chrono::DateTime<chrono::Utc>| t.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string();
+    let dry = if r.dry_run { "&dryRun=All" } else { "" };
+    json!({
+        "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Metadata",
+        "auditID": format!("{:08x}-aaaa-4bbb-8ccc-{:012x}", n, n),
+        "stage": "ResponseComplete",
+        "requestURI": format!("/api/v1/namespaces/{}/pods?{dry}", r.namespace),
+        "verb": "create",
+        "user": {"username": "kca-admin", "groups": ["system:masters", "system:authenticated"],
+            "extra": {"authentication.kubernetes.io/credential-id": ["X509SHA256=77a91375ccfb505ffacfc235f66206a3f1253c983335abac0062f9dd1decef4d"]}},
+        "sourceIPs": ["10.44.0.1"],
+        "objectRef": {"resource": "pods", "namespace": r.namespace, "name": r.name, "apiVersion": "v1"},
+        "responseStatus": status,
+        "requestReceivedTimestamp": us(received),
+        "stageTimestamp": us(done),
+        "annotations": ann
+    })
+    .to_string()
+}
+
+/// The audit record of an act as the embedded node's log would give it for the act's requests:
+/// lab B act 6's target-namespace pods stored under Ignore failed open (annotation naming the
+/// Ignore webhook); every other request has just its code.
+fn audit_record(lab: Lab, act: u8, facts: &Value, start: i64, end: i64) -> Value {
+    let requests = lab::audit::request_records(&[facts]);
+    let mut lines = Vec::new();
+    for (n, r) in requests.values().enumerate() {
+        let open = lab == Lab::B
+            && act == 6
+            && r.namespace == TARGET
+            && r.outcome == lab::evidence::Outcome::Stored;
+        let extra: &[(&str, &str)] = if open {
+            &[(
+                "failed-open.validating.webhook.admission.k8s.io/round_0_index_0",
+                IGNORE_HOOK,
+            )]
+        } else {
+            &[]
+        };
+        lines.push(audit_line(r, act as usize * 100 + n, extra));
+    }
+    let record = lab::audit::AdmissionAudit {
+        source: "kube-apiserver audit log (--audit-log-path) /var/lib/kca/audit/audit.log".into(),
+        status: lab::audit::AuditStatus::Observed,
+        reason: None,
+        log: Some("/var/lib/kca/audit/audit.log".into()),
+        offset: Some(4096),
+        window: (ts(start), ts(end)),
+        waited_ms: 0,
+        requests: requests
+            .values()
+            .map(|r| lab::audit::request_audit(r, &lines))
+            .collect(),
+    };
+    serde_json::to_value(record).unwrap()
+}
+
 fn evidence(
     lab: Lab,
     act: u8,
@@ -294,6 +375,11 @@ fn evidence(
     facts: impl serde::Serialize,
     raw: Vec<Value>,
 ) -> Value {
+    let mut facts = serde_json::to_value(facts).unwrap();
+    if lab::grade::audit::ACTS.contains(&act) {
+        let a = audit_record(lab, act, &facts, start, end);
+        facts[lab::audit::FACTS_KEY] = a;
+    }
     let ev = Evidence {
         schema_version: SCHEMA_VERSION,
         lab,
@@ -305,7 +391,7 @@ fn evidence(
             .iter()
             .map(|(n, v)| ((*n).to_owned(), digest_value(v)))
             .collect(),
-        facts: serde_json::to_value(facts).unwrap(),
+        facts,
         raw,
         interruption: None,
     };
@@ -1043,6 +1129,24 @@ fn answered_fast(r: &mut Value) {
     ));
 }
 
+/// Edits the audit event of the request at `ptr` (a JSON pointer under act `act`'s facts, e.g.
+/// `/target_bad`): the verbatim line and its parsed view together, so only the claim changes.
+fn edit_audit(files: &mut BTreeMap<String, Value>, act: u8, ptr: &str, edit: fn(&mut Value)) {
+    let facts = facts_mut(files, act);
+    let name = facts.pointer(ptr).unwrap()["name"].clone();
+    let reqs = facts[lab::audit::FACTS_KEY]["requests"]
+        .as_array_mut()
+        .unwrap();
+    let r = reqs.iter_mut().find(|r| r["name"] == name).unwrap();
+    let mut ev: Value = serde_json::from_str(r["lines"][0].as_str().unwrap()).unwrap();
+    edit(&mut ev);
+    let line = ev.to_string();
+    r["events"][0] = serde_json::to_value(lab::audit::parse_line(0, &line).unwrap()).unwrap();
+    r["lines"][0] = json!(line);
+}
+
+const FAILED_OPEN_0: &str = "failed-open.validating.webhook.admission.k8s.io/round_0_index_0";
+
 /// Cases shared by both labs (acts 1-3).
 fn shared_cases() -> Vec<Case> {
     vec![
@@ -1148,6 +1252,55 @@ fn shared_cases() -> Vec<Case> {
 pub fn lab_b_cases() -> Vec<Case> {
     let mut v = shared_cases();
     v.extend([
+        Case {
+            name: "act3-audit-view-not-from-lines",
+            act: 3,
+            expect: "raw-mismatch",
+            why: "the parsed audit view says code 403 for the denied pod, its verbatim line says 400",
+            mutate: |f| {
+                let a = &mut facts_mut(f, 3)[lab::audit::FACTS_KEY];
+                for r in a["requests"].as_array_mut().unwrap() {
+                    r["events"][0]["code"] = json!(403);
+                }
+            },
+        },
+        Case {
+            name: "act5-audit-timeout-stored",
+            act: 5,
+            expect: "audit-contradicted",
+            why: "a webhook-timeout under Fail whose audit event says 201 (the API server stored it)",
+            mutate: |f| edit_audit(f, 5, "/target_bad", |e| e["responseStatus"] = json!({"metadata": {}, "code": 201})),
+        },
+        Case {
+            name: "act5-audit-no-final-event",
+            act: 5,
+            expect: "observation-missing",
+            why: "the frozen request's only audit event is ResponseStarted, no ResponseComplete",
+            mutate: |f| edit_audit(f, 5, "/target_good", |e| e["stage"] = json!("ResponseStarted")),
+        },
+        Case {
+            name: "act6-audit-stored-without-failed-open",
+            act: 6,
+            expect: "audit-contradicted",
+            why: "a pod stored under Ignore during the freeze whose audit event has no failed-open annotation",
+            mutate: |f| edit_audit(f, 6, "/target_good", |e| {
+                e["annotations"].as_object_mut().unwrap().remove(FAILED_OPEN_0);
+            }),
+        },
+        Case {
+            name: "act6-audit-failed-open-other-webhook",
+            act: 6,
+            expect: "audit-contradicted",
+            why: "the failed-open annotation names the Fail webhook, not the act's Ignore webhook",
+            mutate: |f| edit_audit(f, 6, "/target_bad", |e| e["annotations"][FAILED_OPEN_0] = json!(FAIL_HOOK)),
+        },
+        Case {
+            name: "act7-audit-deny-code-differs",
+            act: 7,
+            expect: "audit-contradicted",
+            why: "the explicit deny's audit event says 500, the client got 400",
+            mutate: |f| edit_audit(f, 7, "/healthy_bad", |e| e["responseStatus"]["code"] = json!(500)),
+        },
         Case {
             name: "act4-plan-digest-mismatch",
             act: 4,
@@ -1305,6 +1458,20 @@ pub fn lab_b_cases() -> Vec<Case> {
 pub fn lab_a_cases() -> Vec<Case> {
     let mut v = shared_cases();
     v.extend([
+        Case {
+            name: "act5-audit-failed-open-while-unregistered",
+            act: 5,
+            expect: "audit-contradicted",
+            why: "the violating pod admitted with no registration carries a failed-open annotation (it would have been a failed call, not an absent webhook)",
+            mutate: |f| edit_audit(f, 5, "/target_bad", |e| e["annotations"][FAILED_OPEN_0] = json!(FAIL_HOOK)),
+        },
+        Case {
+            name: "act7-audit-dry-run-deny-code-differs",
+            act: 7,
+            expect: "audit-contradicted",
+            why: "the dry-run deny's audit event says 201, the client got 400",
+            mutate: |f| edit_audit(f, 7, "/bad", |e| e["responseStatus"] = json!({"metadata": {}, "code": 201})),
+        },
         Case {
             name: "act4-plan-digest-mismatch",
             act: 4,

@@ -77,8 +77,8 @@ pub fn audit_policy() -> serde_json::Value {
                 "level": "Metadata",
                 "resources": [{"group": "", "resources": ["pods"]}],
                 "namespaces": [
-                    lab::labs::common::TARGET_NAMESPACE,
-                    lab::labs::common::CONTROL_NAMESPACE
+                    lab::rules::common::TARGET_NAMESPACE,
+                    lab::rules::common::CONTROL_NAMESPACE
                 ]
             },
             {
