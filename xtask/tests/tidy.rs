@@ -143,7 +143,10 @@ const GRADER_FORBIDDEN: &[(&str, &str)] = &[
     ("crate::faults", "makes and heals faults"),
     ("crate::labs", "runs acts"),
     ("crate::metrics::read", "reads /metrics from the API server"),
-    ("Cursor", "reads the API server's audit log (crate::audit::Cursor)"),
+    (
+        "Cursor",
+        "reads the API server's audit log (crate::audit::Cursor)",
+    ),
 ];
 
 /// Lines of the files under `dir` that use a forbidden path (comments and docs skipped).
