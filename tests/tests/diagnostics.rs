@@ -67,7 +67,7 @@ fn main() -> Result<()> {
             Lab::A,
             &c.kubeconfig(),
             &c.cri_endpoint(),
-            lab::audit::AuditSource::Log(c.audit_log()),
+            c.audit(),
             &artifacts,
             Some(c.state_dir().join("logs")),
             &|run, act| if act == 2 { scale(run, 0) } else { Ok(()) },
