@@ -10,6 +10,10 @@
 //! the run summary print the directory; and that `report.html` shows the three lines. The
 //! replicas are put back to 1 afterwards (then the cluster is torn down).
 //!
+//! Then `cluster up` with its Kyverno wait bounded at 3 s: the wait's error is returned with the
+//! diagnostics directory, which holds the wait's last state and the daemons' log tails, and the
+//! half-started cluster is torn down.
+//!
 //! The collection time is printed and appended to `<state root>/figures.jsonl`, not asserted.
 
 use std::time::{Duration, Instant};
@@ -60,6 +64,60 @@ fn scale(run: &LabRun, replicas: i32) -> Result<()> {
 
 fn main() -> Result<()> {
     xtask::lab_run::ensure_lab_binary()?;
+    act_2_fails_on_a_cluster_scaled_to_0()?;
+    cluster_up_fails_in_its_kyverno_wait()
+}
+
+/// `cluster up` whose Kyverno wait is bounded at 3 s (the admission controller cannot be Ready by
+/// then): the error is the wait's, the diagnostics of the half-started cluster are saved (its API
+/// objects and its daemons' log tails) and the cluster is torn down.
+fn cluster_up_fails_in_its_kyverno_wait() -> Result<()> {
+    let name = "test-diag-up";
+    let mut opts = xtask::cluster::UpOptions::new(name);
+    opts.kyverno_timeout = Duration::from_secs(3);
+    let state_root = opts.state_root.clone();
+    let _lock = lab_run::ClusterLock::acquire(&state_root)?;
+    let diag = lab_run::artifacts_dir(&format!("test-diag-up-{}", lab_run::run_id()), Lab::A)
+        .join("diagnostics");
+    let err = match lab_run::diagnostics::up_with_diagnostics(opts, &diag) {
+        Ok(c) => {
+            c.down()?;
+            bail!(
+                "cluster up with a 3 s Kyverno bound succeeded: the forced failure did not happen"
+            );
+        }
+        Err(e) => format!("{e:#}"),
+    };
+    eprintln!("cluster up failed as forced: {err}");
+    ensure!(
+        err.contains(&format!("diagnostics: {}", diag.display())),
+        "the error names the diagnostics directory: {err}"
+    );
+    ensure!(
+        xtask::cluster::Cluster::load(name, &state_root)?.is_none(),
+        "the half-started cluster {name} was torn down"
+    );
+    let summary = lab::diagnostics::read_summary(&diag).context("summary.json of cluster up")?;
+    eprintln!("summary: {summary:#?}");
+    let wait = summary.wait.as_ref().context("the wait's last state")?;
+    ensure!(
+        summary.failed_step == "cluster up"
+            && wait.what.contains("Kyverno's admission controller")
+            && summary.telling[0].contains("last state"),
+        "{summary:?}"
+    );
+    for f in [
+        "events.txt",
+        "kyverno-pods.json",
+        "daemons/kube-apiserver.log",
+        "daemons/kubelet.log",
+    ] {
+        ensure!(diag.join(f).is_file(), "{f} missing in {}", diag.display());
+    }
+    Ok(())
+}
+
+fn act_2_fails_on_a_cluster_scaled_to_0() -> Result<()> {
     tests::with_cluster(CLUSTER_NAME, |c| {
         let artifacts = lab_run::artifacts_dir(&format!("test-diag-{}", lab_run::run_id()), Lab::A);
         let t0 = Instant::now();
