@@ -102,3 +102,33 @@ pub fn tcp(addr: &str) -> Result<()> {
         .with_context(|| format!("connecting to {addr}"))?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wait_that_runs_out_carries_its_last_state_for_the_diagnostics() {
+        let mut n = 0;
+        let e = wait(
+            "the thing",
+            Duration::from_millis(50),
+            Duration::from_millis(10),
+            || Ok(()),
+            || -> Result<()> {
+                n += 1;
+                Err(anyhow!("probe {n} saw 0/1 ready"))
+            },
+        )
+        .unwrap_err()
+        .context("bringing up cluster x");
+        let w = lab::diagnostics::wait_state_in(e.chain()).expect("a WaitTimedOut in the chain");
+        assert_eq!(w.what, "the thing (bound 0 s)");
+        assert!(w.waited_ms >= 50, "{w:?}");
+        assert!(
+            w.last_state.starts_with("last probe error: probe ")
+                && w.last_state.ends_with(" saw 0/1 ready"),
+            "{w:?}"
+        );
+    }
+}
