@@ -435,32 +435,5 @@ fn act_diagnostics(cli: &Cli, rt: &tokio::runtime::Runtime, lab: Lab, act: u8, e
     }
 }
 
-/// Runs a command's future under the process-wide signal handler (SIGINT, SIGTERM, SIGHUP;
-/// [`lab::signals`]). When a signal arrives while a fault is live (the act holds a
-/// [`lab::signals::Guard`]), the act undoes it and writes `interrupted` evidence itself: it is
-/// given up to 30 s for that. Otherwise the command stops at once. Either way the exit code is 130.
-async fn until_signal<T>(
-    fut: impl std::future::Future<Output = Result<T, LabError>>,
-    act: u8,
-) -> Result<T, LabError> {
-    lab::signals::install();
-    let mut fut = std::pin::pin!(fut);
-    tokio::select! {
-        r = &mut fut => r,
-        s = lab::signals::received() => {
-            let interrupted = || LabError::Interrupted {
-                signal: s.into(),
-                act,
-                healed: "no fault was live".into(),
-            };
-            if lab::signals::guarded() {
-                match tokio::time::timeout(std::time::Duration::from_secs(30), &mut fut).await {
-                    Ok(Ok(_)) | Err(_) => Err(interrupted()),
-                    Ok(Err(e)) => Err(e),
-                }
-            } else {
-                Err(interrupted())
-            }
-        }
-    }
-}
+// The lab tool's commands run under the process-wide signal handler (lab::signals::until_signal).
+use lab::signals::until_signal;

@@ -13,6 +13,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokio::sync::watch;
 
+use crate::error::LabError;
+
 static CHANNEL: OnceLock<watch::Sender<Option<i32>>> = OnceLock::new();
 static GUARDED: AtomicUsize = AtomicUsize::new(0);
 
@@ -56,6 +58,43 @@ pub async fn received() -> &'static str {
         }
     }
 }
+
+/// Runs a command's future under the process-wide handler ([`install`]): when SIGINT, SIGTERM or
+/// SIGHUP arrives while a fault is live (the act holds a [`Guard`]), the act undoes it and writes
+/// `interrupted` evidence itself, and is given up to [`UNDO_BOUND`] for that; otherwise the future
+/// is dropped at once. Either way the result is [`LabError::Interrupted`] (exit code 130) naming
+/// the signal and `act` (0 for a command that is not an act), unless the act's own error (which
+/// already says what was healed) came first. Used by the lab tool and `cargo xtask lab run`.
+pub async fn until_signal<T>(
+    fut: impl std::future::Future<Output = Result<T, LabError>>,
+    act: u8,
+) -> Result<T, LabError> {
+    install();
+    let mut fut = std::pin::pin!(fut);
+    tokio::select! {
+        // A signal already pending wins: the command does not start.
+        biased;
+        s = received() => {
+            let interrupted = || LabError::Interrupted {
+                signal: s.into(),
+                act,
+                healed: "no fault was live".into(),
+            };
+            if guarded() {
+                match tokio::time::timeout(UNDO_BOUND, &mut fut).await {
+                    Ok(Ok(_)) | Err(_) => Err(interrupted()),
+                    Ok(Err(e)) => Err(e),
+                }
+            } else {
+                Err(interrupted())
+            }
+        }
+        r = &mut fut => r,
+    }
+}
+
+/// How long [`until_signal`] lets a guarded act undo its fault after a signal: 30 s.
+pub const UNDO_BOUND: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// `SIGINT`, `SIGTERM`, `SIGHUP` or `signal N`.
 pub fn name(signal: i32) -> &'static str {

@@ -9,6 +9,12 @@
 //!   [`with_cluster`] runs a closure and always tears down, then re-raises a panic.
 //! - Without root or off Linux, `fresh` fails with a message naming what is missing: cluster tests
 //!   never skip silently.
+//! - SIGINT, SIGTERM or SIGHUP to the test process (Ctrl-C, a killed CI job, a dropped ssh
+//!   session) no longer leaves the cluster behind: the first fixture installs the lab's
+//!   process-wide handler ([`lab::signals`]) and a thread that, on a signal, tears down every
+//!   embedded cluster this process brought up and has not torn down yet, then exits with 130. A
+//!   `Cluster::up` in progress stops at its next wait and tears down what it started first (the
+//!   thread waits for it), as does a teardown in progress.
 //!
 //! - The backend comes from one environment variable, `KCA_CLUSTER` (`embedded`, the default;
 //!   `kubeconfig` with `KCA_KUBECONFIG`, `KCA_CRI_ENDPOINT`, `KCA_INSTALL_KYVERNO=1`,
@@ -21,6 +27,7 @@
 //! (`unix://…`), [`LabCluster::node_name`], [`LabCluster::node_uid`], [`LabCluster::state_dir`].
 
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -33,6 +40,50 @@ pub fn lock_path(state_root: &Path) -> PathBuf {
 
 /// The exclusive cluster lock (held until dropped): the one `cargo xtask lab run` takes.
 pub use xtask::lab_run::ClusterLock;
+
+/// The embedded clusters of this process that are up (name, state root), guarded by the one mutex
+/// that `up`, teardown and the signal thread take, so the signal thread never races them.
+static LIVE: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
+
+/// Starts (once per process) the thread that, on SIGINT, SIGTERM or SIGHUP, tears down every
+/// cluster in [`LIVE`] and exits with 130 (see the module docs).
+fn guard_signals() {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(|| {
+        lab::signals::install();
+        let spawned = std::thread::Builder::new()
+            .name("kca-fixture-signals".into())
+            .spawn(|| {
+                let signal = match tokio::runtime::Builder::new_current_thread().build() {
+                    Ok(rt) => rt.block_on(lab::signals::received()),
+                    Err(e) => {
+                        eprintln!("   the fixture's signal thread has no runtime ({e}): signals are only seen by acts");
+                        return;
+                    }
+                };
+                eprintln!(" • {signal}: tearing down this test process's clusters, then exit 130");
+                let live = LIVE.lock().unwrap_or_else(PoisonError::into_inner);
+                for (name, root) in live.iter() {
+                    match xtask::cluster::down_by_name(name, root) {
+                        Ok(_) => eprintln!("   cluster {name} torn down"),
+                        Err(e) => eprintln!("   teardown of cluster {name} failed: {e:#}"),
+                    }
+                }
+                std::process::exit(130);
+            });
+        if let Err(e) = spawned {
+            eprintln!("   could not start the fixture's signal thread: {e}");
+        }
+    });
+}
+
+/// Tears `c` down holding [`LIVE`]'s mutex and removes it from the list.
+fn down_registered(c: Cluster) -> Result<teardown::Report> {
+    let mut live = LIVE.lock().unwrap_or_else(PoisonError::into_inner);
+    let r = c.down();
+    live.retain(|(name, _)| name != c.name());
+    r
+}
 
 /// A fresh embedded cluster owned by one test; torn down on drop.
 #[derive(Debug)]
@@ -84,8 +135,20 @@ impl LabCluster {
             .join(format!("test-{}", xtask::lab_run::run_id()))
             .join(format!("cluster-{}", opts.name))
             .join("diagnostics");
-        let cluster = xtask::lab_run::diagnostics::up_with_diagnostics(opts.clone(), &diag)
-            .with_context(|| format!("bringing up cluster {}", opts.name))?;
+        guard_signals();
+        let cluster = {
+            // Held through `up`: a signal now waits until `up` returns (it stops at its next wait
+            // and tears down what it started), then finds the cluster here.
+            let mut live = LIVE.lock().unwrap_or_else(PoisonError::into_inner);
+            let cluster = xtask::lab_run::diagnostics::up_with_diagnostics(opts.clone(), &diag)
+                .with_context(|| format!("bringing up cluster {}", opts.name))?;
+            let root = cluster
+                .state_dir()
+                .parent()
+                .map_or_else(|| opts.state_root.clone(), Path::to_path_buf);
+            live.push((cluster.name().to_owned(), root));
+            cluster
+        };
         Ok(LabCluster {
             cluster: Some(cluster),
             other: None,
@@ -160,7 +223,7 @@ impl LabCluster {
             return Ok(teardown::Report::default());
         }
         let c = self.cluster.take().expect("cluster present until down");
-        c.down()
+        down_registered(c)
     }
 }
 
@@ -173,9 +236,10 @@ impl Drop for LabCluster {
             }
         }
         if let Some(c) = self.cluster.take() {
-            eprintln!(" • tearing down cluster {} (fixture drop)", c.name());
-            if let Err(e) = c.down() {
-                eprintln!("   teardown of cluster {} failed: {e:#}", c.name());
+            let name = c.name().to_owned();
+            eprintln!(" • tearing down cluster {name} (fixture drop)");
+            if let Err(e) = down_registered(c) {
+                eprintln!("   teardown of cluster {name} failed: {e:#}");
             }
         }
     }

@@ -13,6 +13,9 @@ use crate::status::Step;
 /// and `✓ … (elapsed)` at the end. On timeout the error is a [`lab::error::LabError::WaitTimedOut`]
 /// naming what was waited for, the bound, the time waited and the last probe error. `alive` is checked before each probe (e.g. "the daemon still runs"), so a
 /// crashed daemon fails the wait at once with its reason.
+/// A SIGINT, SIGTERM or SIGHUP received after `cargo xtask lab run` installed the process-wide
+/// handler ([`lab::signals`]) fails the wait within one `interval`, so `Cluster::up` stops and
+/// tears down what it started.
 pub fn wait<T>(
     what: &str,
     timeout: Duration,
@@ -25,6 +28,9 @@ pub fn wait<T>(
     let mut last = anyhow!("no probe ran");
     let mut last_report = Instant::now();
     loop {
+        if let Some(signal) = lab::signals::pending() {
+            anyhow::bail!("interrupted by {signal} while waiting for {what}");
+        }
         alive().with_context(|| format!("while waiting for {what}"))?;
         match probe() {
             Ok(v) => {

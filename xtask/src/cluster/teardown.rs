@@ -12,6 +12,7 @@
 //! Only what the record names is touched: processes by PID + start time (and nothing at all for
 //! a record of another boot), shims by their exact `-address` ([`is_shim_of`]).
 
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -157,7 +158,10 @@ fn kill_strays(report: &mut Report, rec: &ClusterRecord) {
 fn crictl_remove_pods(report: &mut Report, rec: &ClusterRecord) {
     let crictl = rec.bin_dir.join("crictl");
     let endpoint = format!("unix://{}", rec.cri_socket().display());
+    // Its own process group: a second Ctrl-C at the terminal during teardown reaches the
+    // foreground group only, so it cannot kill crictl half-way (issue 12).
     let out = Command::new(&crictl)
+        .process_group(0)
         .args([
             "--runtime-endpoint",
             &endpoint,

@@ -70,6 +70,10 @@ struct RunArgs {
     /// Keep the cluster running afterwards (for debugging); `cargo xtask cluster down --name N` ends it.
     #[arg(long)]
     retain: bool,
+    /// The run id naming `target/lab-artifacts/<run-id>/` (default: the UTC time,
+    /// `20261129T151500Z`); letters, digits, `-` and `_` only.
+    #[arg(long, value_parser = parse_run_id)]
+    run_id: Option<String>,
     /// Where the cluster comes from (`--cluster embedded|kubeconfig|k3s` and their flags).
     #[command(flatten)]
     backend: crate::backend::BackendArgs,
@@ -88,6 +92,10 @@ impl LabCmd {
                 Ok(())
             }
             LabSub::Run(args) => {
+                // From here on SIGINT, SIGTERM and SIGHUP no longer end the process: they stop the
+                // run at the next act (or the running act, healing its fault), then the work dir is
+                // healed, artifacts collected, the cluster torn down, and the process exits 130.
+                lab::signals::install();
                 let backend = args.backend.backend()?;
                 backend.preflight()?;
                 let labs = match args.lab {
@@ -97,9 +105,12 @@ impl LabCmd {
                     ),
                     None => vec![Lab::A, Lab::B],
                 };
-                let run_id = run_id();
+                let run_id = args.run_id.clone().unwrap_or_else(run_id);
                 let mut failed = Vec::new();
                 for lab in labs {
+                    if let Some(signal) = lab::signals::pending() {
+                        exit_interrupted(signal, &format!("before lab {}", lab_name(lab)));
+                    }
                     let opts = RunOptions {
                         run_id: run_id.clone(),
                         retain: args.retain,
@@ -109,12 +120,25 @@ impl LabCmd {
                     match run_lab(&opts) {
                         Ok(report) => {
                             eprintln!("{}", report.summary());
+                            if let Some(i) = &report.interrupted {
+                                exit_interrupted(&i.signal, &i.describe(&report.artifacts));
+                            }
                             if !report.passed() {
                                 failed.push(lab_name(lab));
                             }
                         }
                         Err(e) => {
                             eprintln!("lab {}: {e:#}", lab_name(lab));
+                            if let Some(signal) = lab::signals::pending() {
+                                exit_interrupted(
+                                    signal,
+                                    &format!(
+                                        "lab {} stopped before its acts ran (what was started was torn down; artifacts in {})",
+                                        lab_name(lab),
+                                        artifacts_dir(&run_id, lab).display()
+                                    ),
+                                );
+                            }
                             failed.push(lab_name(lab));
                         }
                     }
@@ -125,6 +149,28 @@ impl LabCmd {
                 Ok(())
             }
         }
+    }
+}
+
+/// Prints what an interrupted `lab run` did and exits with 130 (128 + SIGINT, the shell's
+/// convention, whatever the signal; as the lab tool does).
+fn exit_interrupted(signal: &str, what: &str) -> ! {
+    eprintln!("interrupted by {signal}: {what}; exit 130");
+    std::process::exit(130)
+}
+
+/// Parses `--run-id`: non-empty, at most 64 of `[A-Za-z0-9_-]` (it names a directory).
+fn parse_run_id(s: &str) -> std::result::Result<String, String> {
+    if !s.is_empty()
+        && s.len() <= 64
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        Ok(s.to_owned())
+    } else {
+        Err(format!(
+            "expected 1-64 letters, digits, '-' or '_', found {s:?}"
+        ))
     }
 }
 
@@ -157,6 +203,17 @@ pub fn artifacts_dir(run_id: &str, lab: Lab) -> PathBuf {
 /// `cargo xtask` rebuild ring, rustls, kube and everything above them, every time (about 100 s
 /// a warm run, issue 16).
 pub fn ensure_lab_binary() -> Result<PathBuf> {
+    let bin = build_bin("lab", lab::faults::freeze::LAB_BIN_NAME)?;
+    lab::faults::freeze::set_lab_program(bin.clone());
+    Ok(bin)
+}
+
+/// Builds binary `bin` of package `package` (`cargo build -p PACKAGE --bin BIN`, dev profile)
+/// without the variables cargo sets for the program it runs ([`CARGO_RUN_VARS`], see
+/// [`ensure_lab_binary`]) and returns `<target dir>/debug/<bin>`.
+///
+/// Errors: cargo cannot be started, the build fails, or the binary is missing after it.
+pub fn build_bin(package: &str, bin: &str) -> Result<PathBuf> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let root = crate::cluster::config::repo_root();
     let mut cmd = std::process::Command::new(cargo);
@@ -164,15 +221,11 @@ pub fn ensure_lab_binary() -> Result<PathBuf> {
     // selected the binary links against the dependencies `cargo xtask` has just built; `-p lab`
     // alone resolves other features and compiled the whole dependency graph a second time on a
     // fresh target dir (252.8 s here, 2026-11-30; 10.4 s with `-p xtask`).
-    cmd.args([
-        "build",
-        "-p",
-        "xtask",
-        "-p",
-        "lab",
-        "--bin",
-        lab::faults::freeze::LAB_BIN_NAME,
-    ]);
+    cmd.args(["build", "-p", "xtask"]);
+    if package != "xtask" {
+        cmd.args(["-p", package]);
+    }
+    cmd.args(["--bin", bin]);
     for (name, _) in std::env::vars_os() {
         if name.to_str().is_some_and(is_cargo_run_var) {
             cmd.env_remove(&name);
@@ -181,18 +234,17 @@ pub fn ensure_lab_binary() -> Result<PathBuf> {
     let status = cmd
         .current_dir(&root)
         .status()
-        .context("running cargo build -p xtask -p lab --bin kca-webhook-lab")?;
+        .with_context(|| format!("running cargo build -p xtask -p {package} --bin {bin}"))?;
     anyhow::ensure!(
         status.success(),
-        "cargo build -p xtask -p lab --bin kca-webhook-lab failed ({status})"
+        "cargo build -p xtask -p {package} --bin {bin} failed ({status})"
     );
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"));
-    let bin = target.join("debug").join(lab::faults::freeze::LAB_BIN_NAME);
-    anyhow::ensure!(bin.is_file(), "{} missing after the build", bin.display());
-    lab::faults::freeze::set_lab_program(bin.clone());
-    Ok(bin)
+    let path = target.join("debug").join(bin);
+    anyhow::ensure!(path.is_file(), "{} missing after the build", path.display());
+    Ok(path)
 }
 
 /// Variables cargo sets for a program it runs (`cargo run`, test binaries), by name or prefix
@@ -286,21 +338,25 @@ impl LabRun {
         self.diagnostics = (Some(dir), daemon_logs);
     }
 
-    /// Writes act `act`'s inputs, then runs it. When the act fails on the cluster
-    /// ([`lab::diagnostics::worth_collecting`]) its diagnostics are collected and printed
-    /// ([`diagnostics`]) and the error names their directory.
+    /// Writes act `act`'s inputs, then runs it under the process-wide signal handler
+    /// ([`lab::signals::until_signal`]): a SIGINT, SIGTERM or SIGHUP makes it return
+    /// [`lab::error::LabError::Interrupted`] (an act with a live fault first undoes it and writes
+    /// `interrupted` evidence), as the lab tool's `act N` does. When the act fails on the
+    /// cluster otherwise ([`lab::diagnostics::worth_collecting`]) its diagnostics are collected
+    /// and printed ([`diagnostics`]) and the error names their directory.
     pub fn act(&self, act: u8) -> Result<ActSummary> {
         self.write_inputs(act)?;
         let what = format!("lab {} act {act}", lab_name(self.lab));
-        match self
-            .rt
-            .block_on(lab::labs::run_act(self.lab, act, &self.env))
-        {
+        match self.rt.block_on(lab::signals::until_signal(
+            lab::labs::run_act(self.lab, act, &self.env),
+            act,
+        )) {
             Ok(s) => Ok(s),
             // An unreachable API server too: the daemons' log tails say why.
             Err(e)
-                if lab::diagnostics::worth_collecting(&e)
-                    || matches!(e, lab::error::LabError::ClusterUnreachable { .. }) =>
+                if !matches!(e, lab::error::LabError::Interrupted { .. })
+                    && (lab::diagnostics::worth_collecting(&e)
+                        || matches!(e, lab::error::LabError::ClusterUnreachable { .. })) =>
             {
                 let dir = self
                     .diagnostics
@@ -324,6 +380,17 @@ impl LabRun {
             }
             Err(e) => Err(anyhow::Error::from(e).context(what)),
         }
+    }
+
+    /// `kca-webhook-lab heal`: heals every unfinished fault attempt of the work directory
+    /// ([`lab::labs::heal`], the same code the lab tool runs) and returns what it did, one line
+    /// per attempt. Not cut short by signals (it is what runs after one).
+    pub fn heal(&self) -> Result<Vec<String>> {
+        let summary = self
+            .rt
+            .block_on(lab::labs::heal(&self.env))
+            .context("heal")?;
+        Ok(summary.lines())
     }
 
     /// Grades act `act` from the work directory (pure; no cluster).
@@ -435,6 +502,42 @@ pub struct RunReport {
     pub artifacts: PathBuf,
     /// The diagnostics directory, when a failure left one (`<artifacts>/diagnostics/`).
     pub diagnostics: Option<PathBuf>,
+    /// Set when a SIGINT, SIGTERM or SIGHUP stopped the run.
+    pub interrupted: Option<Interruption>,
+}
+
+/// How a signal stopped a lab run, and what was done about it.
+#[derive(Debug, Clone)]
+pub struct Interruption {
+    /// `SIGINT`, `SIGTERM` or `SIGHUP`.
+    pub signal: String,
+    /// The act that was running or about to run.
+    pub act: u8,
+    /// Whether the act had started (it then returned `Interrupted`).
+    pub during_act: bool,
+    /// What the work-dir heal did (`kca-webhook-lab heal`'s lines), or why it failed.
+    pub healed: Vec<String>,
+}
+
+impl Interruption {
+    /// One line for the person who pressed Ctrl-C.
+    pub fn describe(&self, artifacts: &Path) -> String {
+        format!(
+            "act {} {}; work dir healed: {}; artifacts collected in {}; cluster torn down unless --retain",
+            self.act,
+            if self.during_act {
+                "was interrupted"
+            } else {
+                "was not started"
+            },
+            if self.healed.is_empty() {
+                "nothing left to heal".to_owned()
+            } else {
+                self.healed.join(" | ")
+            },
+            artifacts.display()
+        )
+    }
 }
 
 impl RunReport {
@@ -526,11 +629,13 @@ fn run_lab_inner(opts: &RunOptions, artifacts: &Path) -> Result<RunReport> {
     let step = Step::start("building kca-webhook-lab");
     ensure_lab_binary()?;
     step.ok();
+    bail_if_interrupted("after building kca-webhook-lab")?;
     if opts.backend != crate::backend::Backend::Embedded {
         return run_lab_on_backend(opts, &name, &artifacts);
     }
     let up = crate::cluster::UpOptions::new(&name);
     let _lock = ClusterLock::acquire(&up.state_root)?;
+    bail_if_interrupted("after taking the cluster lock")?;
     let step = Step::start(format!("bringing up a fresh cluster {name}"));
     let cluster = diagnostics::up_with_diagnostics(up, &diagnostics::dir(&artifacts))
         .with_context(|| format!("bringing up cluster {name}"))?;
@@ -611,6 +716,17 @@ fn run_lab_on_backend(opts: &RunOptions, name: &str, artifacts: &Path) -> Result
     Ok(report)
 }
 
+/// Errors when a SIGINT, SIGTERM or SIGHUP is pending ([`lab::signals::pending`]).
+fn bail_if_interrupted(when: &str) -> Result<()> {
+    match lab::signals::pending() {
+        Some(signal) => bail!("interrupted by {signal} {when}"),
+        None => Ok(()),
+    }
+}
+
+/// Runs acts 1-8 in order, stopping at the first that fails or at a signal (checked before each
+/// act, and inside it by [`LabRun::act`]); after a signal the work dir is healed
+/// ([`LabRun::heal`]). Then grades and copies the work dir's files ([`save_artifacts`]).
 fn drive(
     lab: Lab,
     kubeconfig: &Path,
@@ -649,7 +765,17 @@ pub fn drive_with(
     run.env.audit = audit;
     run.set_diagnostics(diagnostics::dir(artifacts), daemon_logs);
     let mut acts = Vec::new();
+    let mut interrupted = None;
     for act in 1..=8u8 {
+        if let Some(signal) = lab::signals::pending() {
+            interrupted = Some(Interruption {
+                signal: signal.to_owned(),
+                act,
+                during_act: false,
+                healed: vec![],
+            });
+            break;
+        }
         let step = Step::start(format!("lab {} act {act}", lab_name(lab)));
         let r = before_act(&run, act).and_then(|()| run.act(act));
         if let Ok(snap) = run.webhook_snapshot() {
@@ -671,7 +797,34 @@ pub fn drive_with(
             Err(e) => {
                 eprintln!("      {e:#}");
                 acts.push((act, Err(format!("{e:#}"))));
+                if let Some(signal) = lab::signals::pending() {
+                    interrupted = Some(Interruption {
+                        signal: signal.to_owned(),
+                        act,
+                        during_act: true,
+                        healed: vec![],
+                    });
+                }
                 break;
+            }
+        }
+    }
+    if let Some(i) = &mut interrupted {
+        let step = Step::start(format!(
+            "interrupted by {}: healing the work dir (kca-webhook-lab heal)",
+            i.signal
+        ));
+        match run.heal() {
+            Ok(lines) => {
+                for l in &lines {
+                    eprintln!("      {l}");
+                }
+                i.healed = lines;
+                step.ok();
+            }
+            Err(e) => {
+                eprintln!("      {e:#}");
+                i.healed = vec![format!("heal failed: {e:#}")];
             }
         }
     }
@@ -688,6 +841,7 @@ pub fn drive_with(
             .join(lab::diagnostics::SUMMARY_FILE)
             .is_file()
             .then_some(diag),
+        interrupted,
     })
 }
 
@@ -808,8 +962,24 @@ fn flock_exclusive(path: &Path) -> Result<std::fs::File> {
             "waiting for the cluster lock {} (another cluster runs)",
             path.display()
         ));
-        flock(&file, FlockOperation::LockExclusive)
-            .with_context(|| format!("locking {}", path.display()))?;
+        // Polled rather than blocking, so a SIGINT/SIGTERM/SIGHUP (once `lab run` installed the
+        // handler) ends the wait; no bound otherwise: another cluster may run for many minutes.
+        loop {
+            match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+                Ok(()) => break,
+                Err(rustix::io::Errno::WOULDBLOCK) => {}
+                Err(e) => {
+                    return Err(e).with_context(|| format!("locking {}", path.display()));
+                }
+            }
+            if let Some(signal) = lab::signals::pending() {
+                bail!(
+                    "interrupted by {signal} while waiting for the cluster lock {}",
+                    path.display()
+                );
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
         step.ok();
     }
     Ok(file)

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The fault-attempt table, N times (issue 12): runs the freeze healer's rows
+# (`cargo test -p tests --test freeze_healer`, no cluster) and lab A's rows on a real
+# embedded cluster (`--test lab_a_fault_rows`, one cluster per run) N times and prints, per
+# row, how many of N held, plus every `figure:` line's values per row.
+#
+#   ci/fault-table.sh [--runs N]        (default 10; not part of `cargo test`)
+#
+# Environment:
+#   FAULT_TABLE_LOCK=FILE  wrap each cluster run in `flock FILE` (a shared machine's own
+#                          convention; the fixture takes the project's machine lock itself)
+#   FAULT_TABLE_OUT=DIR    where the logs go (default target/fault-table/<UTC time>)
+#
+# A row that is missing from a run's output (the test binary crashed, the cluster did not come
+# up) counts as not held in that run. Exit status: 0 when every row held every time, else 1.
+set -euo pipefail
+
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+
+runs=10
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --runs) runs="${2:-}"; shift 2 || { echo "--runs needs a value" >&2; exit 2; } ;;
+    --runs=*) runs="${1#*=}"; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "unknown argument: $1 (expected --runs N)" >&2; exit 2 ;;
+  esac
+done
+case "$runs" in
+  ''|*[!0-9]*|0) echo "--runs: expected a positive integer, found '$runs'" >&2; exit 2 ;;
+esac
+
+cd "$(dirname "$0")/.."
+out="${FAULT_TABLE_OUT:-target/fault-table/$(date -u +%Y%m%dT%H%M%SZ)}"
+mkdir -p "$out"
+tests=(freeze_healer lab_a_fault_rows)
+
+echo "building the rows' test binaries" >&2
+cargo test -q -p tests --no-run $(printf -- '--test %s ' "${tests[@]}") >"$out/build.log" 2>&1 || {
+  tail -20 "$out/build.log" >&2; exit 1; }
+
+: >"$out/results.tsv"
+: >"$out/figures.tsv"
+for i in $(seq 1 "$runs"); do
+  for t in "${tests[@]}"; do
+    lock=()
+    if [ "$t" = lab_a_fault_rows ] && [ -n "${FAULT_TABLE_LOCK:-}" ]; then
+      lock=(flock "$FAULT_TABLE_LOCK")
+    fi
+    log="$out/$t.$i.log"
+    start=$(date +%s)
+    "${lock[@]}" cargo test -q -p tests --test "$t" >"$log" 2>&1 || true
+    echo "run $i/$runs $t: $(( $(date +%s) - start )) s, $(grep -c -E '^test .* \.\.\. ok$' "$log" || true) rows ok, log $log" >&2
+    # "test NAME ... ok" / "test NAME ... FAILED"
+    sed -n -E "s/^test (.*) \.\.\. (ok|FAILED)$/$i\t$t\t\1\t\2/p" "$log" >>"$out/results.tsv"
+    # Every test's harness announces its rows first (`--list`), so a crashed run still counts.
+    cargo test -q -p tests --test "$t" -- --list 2>/dev/null \
+      | sed -n -E "s/^(.*): test$/$i\t$t\t\1\tlisted/p" >>"$out/results.tsv"
+    grep -E 'figure:|    row .*: ' "$log" | sed -E "s/^ +//; s/^/$i\t$t\t/" >>"$out/figures.tsv" || true
+  done
+done
+
+echo
+echo "## Fault-attempt rows, $runs run(s), $(date -u +%Y-%m-%d) ($out)"
+echo
+echo "| test | row | held |"
+echo "|---|---|---|"
+table=$(awk -F'\t' -v runs="$runs" '
+  $4 == "listed" { rows[$2 "\t" $3] = 1; next }
+  $4 == "ok" { ok[$2 "\t" $3]++ }
+  END {
+    for (k in rows) {
+      split(k, p, "\t")
+      printf "| %s | %s | %d/%d |\n", p[1], p[2], ok[k] + 0, runs
+    }
+  }' "$out/results.tsv" | sort)
+echo "$table"
+status=0
+if [ -z "$table" ] || echo "$table" | grep -qv "| $runs/$runs |$"; then status=1; fi
+echo
+echo "Figures (every run): $out/figures.tsv"
+awk -F'\t' '
+  match($3, /[0-9]+ ms/) {
+    v = substr($3, RSTART, RLENGTH - 3) + 0
+    key = $2 ": " substr($3, 1, RSTART - 1) "N ms" substr($3, RSTART + RLENGTH)
+    if (!(key in n) || v < lo[key]) lo[key] = v
+    if (!(key in n) || v > hi[key]) hi[key] = v
+    n[key]++
+  }
+  END { for (k in n) printf "  %s: N = %d-%d ms (%d values)\n", k, lo[k], hi[k], n[k] }
+' "$out/figures.tsv" | sort
+exit "$status"

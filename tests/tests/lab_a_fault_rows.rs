@@ -1,0 +1,629 @@
+//! Lab A's fault-attempt rows (issue 12) on one real embedded cluster shared by the rows:
+//!
+//! - `watcher_sigkilled_mid_fault_then_inspect_heals_and_act_6_runs`: acts 1-5 of lab A run as
+//!   `cargo xtask lab run` runs them (act 5 leaves the admission controller at 0 replicas and hands
+//!   the fault to act 6); the recovery watcher is SIGKILLed before its deadline; then the student's
+//!   `kca-webhook-lab inspect` heals first: the replicas are back to the original 1, the attempt's
+//!   `heal.json` records `restored` with the API answer, and act 6 then completes.
+//! - `runner_sigstopped_past_the_deadline_watcher_restores_runner_records_it`: a runner (this
+//!   binary re-executed, using `ScaleFault` as act 5 does) scales to 0 and is SIGSTOPped; the
+//!   watcher restores by itself within 56 s of arming; continued, the runner's restore finds the
+//!   replicas already restored, records it in its ledger, and names the watcher as the restorer.
+//! - `disk_full_mid_fault_restore_not_blocked_record_failure_said`: the work dir is a 512 KiB
+//!   tmpfs the test mounts on a directory it made (unmounted after, also on failure); it is filled
+//!   after the scale-down; the runner's restore still restores, and its error says the ledger
+//!   could not be written; the watcher, SIGTERMed, exits without panicking on the full disk; once
+//!   space is freed, `kca-webhook-lab heal` finds the replicas restored and records it.
+//!
+//! Timings (time until healed) are printed as `figure:` lines; the issue's bounds are asserted
+//! (watcher restore ≤ 56 s after arming; the heal by the next command).
+//!
+//! Custom harness; rows run in this order on one cluster (`test_threads = 1`), torn down at the end.
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::Mutex;
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, bail, ensure};
+use lab::evidence::{ActStatus, Lab};
+use lab::faults::attempt::ProcessRef;
+use lab::faults::scale::{
+    self, FaultDir, LedgerEvent, RestoreOutcome, Restorer, ScaleFault, WatcherAction,
+};
+use libtest_mimic::{Arguments, Failed, Trial};
+use tests::LabCluster;
+use xtask::lab_run::LabRun;
+
+const CLUSTER_NAME: &str = "a-rows";
+const RESTORE_AFTER_SEC: u64 = 55;
+/// The issue's bound: replicas restored within 56 s of arming while the watcher lives.
+const RESTORE_BOUND: Duration = Duration::from_secs(56);
+
+static CLUSTER: Mutex<Option<LabCluster>> = Mutex::new(None);
+
+/// One row: runs on the shared cluster.
+type Row = fn(&LabCluster) -> Result<()>;
+
+fn main() {
+    let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).map(String::as_str) == Some("--scale-runner") {
+        std::process::exit(runner_main(&argv[2..]));
+    }
+    let mut args = Arguments::from_args();
+    args.test_threads = Some(1);
+    let rows: [(&str, Row); 3] = [
+        (
+            "watcher_sigkilled_mid_fault_then_inspect_heals_and_act_6_runs",
+            watcher_killed_then_inspect,
+        ),
+        (
+            "runner_sigstopped_past_the_deadline_watcher_restores_runner_records_it",
+            runner_stopped_past_deadline,
+        ),
+        (
+            "disk_full_mid_fault_restore_not_blocked_record_failure_said",
+            disk_full,
+        ),
+    ];
+    let trials = rows
+        .into_iter()
+        .map(|(name, row)| {
+            Trial::test(name, move || {
+                with_shared(row).map_err(|e| Failed::from(format!("{e:#}")))
+            })
+        })
+        .collect();
+    let conclusion = libtest_mimic::run(&args, trials);
+    let cluster = CLUSTER.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if let Some(c) = cluster
+        && let Err(e) = c.down()
+    {
+        eprintln!("teardown of {CLUSTER_NAME} failed: {e:#}");
+        std::process::exit(101);
+    }
+    conclusion.exit();
+}
+
+/// Runs `row` on the shared cluster, bringing it up on first use.
+fn with_shared(row: Row) -> Result<()> {
+    let mut guard = CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
+    if guard.is_none() {
+        xtask::lab_run::ensure_lab_binary()?;
+        let c = LabCluster::fresh(CLUSTER_NAME)?;
+        eprintln!("    cluster {CLUSTER_NAME} up in {:.0}s", c.up_secs());
+        *guard = Some(c);
+    }
+    row(guard.as_ref().expect("set above"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The runner: this binary with `--scale-runner KUBECONFIG WORKDIR DEPLOYMENT_UID`.
+
+/// Arms the watcher (55 s) and scales to 0 as act 5 does, prints `scaled-down {json}`, then for
+/// each stdin line `restore` restores as the runner and prints `restore-ok {outcome}` or
+/// `restore-err {text}`, then `restored-by {json}`. Exits at the end of stdin.
+fn runner_main(args: &[String]) -> i32 {
+    let [kubeconfig, workdir, uid] = args else {
+        eprintln!("usage: --scale-runner KUBECONFIG WORKDIR DEPLOYMENT_UID");
+        return 2;
+    };
+    let rt = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("runner: tokio: {e}");
+            return 1;
+        }
+    };
+    let result: Result<()> = rt.block_on(async {
+        let client = scale::client_from_kubeconfig(Path::new(kubeconfig))
+            .await
+            .map_err(anyhow::Error::msg)?;
+        let (mut fault, ready) = ScaleFault::arm(
+            client,
+            Path::new(workdir),
+            Path::new(kubeconfig),
+            uid,
+            1,
+            RESTORE_AFTER_SEC,
+        )
+        .await
+        .context("arming the recovery watcher")?;
+        let down = fault.scale_down().await.context("scaling to 0")?;
+        println!(
+            "scaled-down {}",
+            serde_json::json!({
+                "fault_dir": fault.dir().0,
+                "watcher_pid": ready.pid,
+                "armed_at": ready.armed_at,
+                "scaled_at": down.answered_at,
+            })
+        );
+        for line in std::io::stdin().lines() {
+            if line? != "restore" {
+                continue;
+            }
+            match fault.restore(Restorer::Runner).await {
+                Ok(o) => println!("restore-ok {}", serde_json::to_string(&o)?),
+                Err(e) => println!("restore-err {e}"),
+            }
+            let by = fault.restored_by().map_err(anyhow::Error::msg)?;
+            println!("restored-by {}", serde_json::to_string(&by)?);
+        }
+        Ok(())
+    });
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("runner: {e:#}");
+            1
+        }
+    }
+}
+
+/// A running runner: its stdin, its stdout lines, killed (SIGKILL through its handle) and reaped
+/// when dropped still running.
+struct Runner {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+}
+
+impl Runner {
+    fn start(cluster: &LabCluster, workdir: &Path, uid: &str) -> Result<Runner> {
+        let mut child = Command::new(std::env::current_exe()?)
+            .arg("--scale-runner")
+            .arg(cluster.kubeconfig())
+            .arg(workdir)
+            .arg(uid)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("starting the runner")?;
+        let stdout = child.stdout.take().context("runner stdout")?;
+        let stdin = child.stdin.take();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Runner {
+            child,
+            stdin,
+            lines,
+        })
+    }
+
+    /// The next line starting with `prefix` (its rest), within `bound`.
+    fn expect(&self, prefix: &str, bound: Duration) -> Result<String> {
+        let t0 = Instant::now();
+        loop {
+            let left = bound.saturating_sub(t0.elapsed());
+            match self.lines.recv_timeout(left) {
+                Ok(l) => {
+                    if let Some(rest) = l.strip_prefix(prefix) {
+                        return Ok(rest.trim_start().to_owned());
+                    }
+                }
+                Err(_) => bail!("the runner said no `{prefix}` line within {bound:?}"),
+            }
+        }
+    }
+
+    fn send(&mut self, line: &str) -> Result<()> {
+        let stdin = self.stdin.as_mut().context("runner stdin closed")?;
+        writeln!(stdin, "{line}")?;
+        stdin.flush()?;
+        Ok(())
+    }
+
+    /// SIGSTOP / SIGCONT through a pidfd (our unreaped child: its PID is still its own).
+    fn signal(&self, sig: rustix::process::Signal) -> Result<()> {
+        let p = ProcessRef::of(self.child.id() as i32).context("runner has no /proc entry")?;
+        ensure!(p.signal(sig)?, "the runner was already gone");
+        Ok(())
+    }
+
+    /// Closes stdin and waits (bounded) for the exit status.
+    fn finish(mut self, bound: Duration) -> Result<std::process::ExitStatus> {
+        drop(self.stdin.take());
+        let t0 = Instant::now();
+        loop {
+            if let Some(st) = self.child.try_wait()? {
+                return Ok(st);
+            }
+            if t0.elapsed() > bound {
+                bail!("the runner did not exit within {bound:?} after its stdin closed");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Runner {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cluster helpers.
+
+struct Api {
+    rt: tokio::runtime::Runtime,
+    deployments: kube::Api<k8s_openapi::api::apps::v1::Deployment>,
+}
+
+impl Api {
+    fn new(cluster: &LabCluster) -> Result<Api> {
+        let rt = tokio::runtime::Runtime::new()?;
+        let client = rt
+            .block_on(scale::client_from_kubeconfig(&cluster.kubeconfig()))
+            .map_err(anyhow::Error::msg)?;
+        Ok(Api {
+            rt,
+            deployments: kube::Api::namespaced(client, scale::NAMESPACE),
+        })
+    }
+
+    /// `spec.replicas` of the admission controller's scale (autoscaling/v1 omits 0).
+    fn replicas(&self) -> Result<i32> {
+        let s = self
+            .rt
+            .block_on(self.deployments.get_scale(scale::DEPLOYMENT))?;
+        Ok(s.spec.and_then(|s| s.replicas).unwrap_or(0))
+    }
+
+    fn uid(&self) -> Result<String> {
+        let d = self.rt.block_on(self.deployments.get(scale::DEPLOYMENT))?;
+        d.metadata.uid.context("deployment without uid")
+    }
+
+    /// Polls until the replicas are `want`; returns when that was seen.
+    fn wait_replicas(&self, want: i32, bound: Duration) -> Result<Instant> {
+        let t0 = Instant::now();
+        loop {
+            let r = self.replicas()?;
+            if r == want {
+                return Ok(Instant::now());
+            }
+            if t0.elapsed() > bound {
+                bail!("replicas {r}, not {want}, after {bound:?}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+fn scratch(name: &str) -> Result<PathBuf> {
+    let dir = xtask::cluster::config::default_state_root().join(format!(
+        "{CLUSTER_NAME}-{name}-{}",
+        chrono::Utc::now().format("%Y%m%dT%H%M%S%3fZ")
+    ));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(dir)
+}
+
+/// The watcher's record once it finished (not `waiting`), within `bound`.
+fn watcher_final(dir: &FaultDir, bound: Duration) -> Result<scale::WatcherRecord> {
+    let t0 = Instant::now();
+    loop {
+        if let Some(w) = dir.read_watcher()?
+            && w.action != WatcherAction::Waiting
+        {
+            return Ok(w);
+        }
+        if t0.elapsed() > bound {
+            bail!("the watcher wrote no final record within {bound:?}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn watcher_ref(dir: &FaultDir) -> Result<ProcessRef> {
+    let w = dir.read_watcher()?.context("no watcher.json")?;
+    Ok(ProcessRef {
+        pid: w.pid as i32,
+        start_ticks: w
+            .pid_start_ticks
+            .context("watcher.json without start ticks")?,
+    })
+}
+
+fn wait_gone(p: &ProcessRef, bound: Duration) -> Result<()> {
+    let t0 = Instant::now();
+    while p.is_alive() {
+        if t0.elapsed() > bound {
+            bail!("pid {} still alive after {bound:?}", p.pid);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+fn figure(row: &str, what: &str, d: Duration) {
+    eprintln!("    figure: row {row}: {what} {} ms", d.as_millis());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rows.
+
+fn watcher_killed_then_inspect(cluster: &LabCluster) -> Result<()> {
+    let api = Api::new(cluster)?;
+    let workdir =
+        xtask::lab_run::artifacts_dir(&format!("test-a-rows-{}", xtask::lab_run::run_id()), Lab::A)
+            .join("workdir");
+    let run = LabRun::new(
+        Lab::A,
+        &workdir,
+        &cluster.kubeconfig(),
+        &cluster.cri_endpoint(),
+    )?;
+    for act in 1..=5 {
+        let s = run.act(act)?;
+        ensure!(s.status == ActStatus::Completed, "act {act} {:?}", s.status);
+    }
+    let f5: lab::facts::a::Act5Facts =
+        serde_json::from_value(run.workdir().read_evidence(5)?.evidence.facts)?;
+    let dir = FaultDir(PathBuf::from(
+        f5.watcher
+            .fault_dir
+            .clone()
+            .context("act 5 names no fault dir")?,
+    ));
+    ensure!(api.replicas()? == 0, "act 5 should hand over at 0 replicas");
+    let deadline = lab::facts::parse_rfc3339(f5.watcher.deadline_at.as_deref().unwrap_or_default())
+        .context("watcher deadline")?;
+    let left = (deadline - chrono::Utc::now()).to_std().unwrap_or_default();
+    ensure!(
+        left > Duration::from_secs(10),
+        "acts 1-5 left only {left:?} before the watcher's deadline: the row needs the fault live"
+    );
+    // SIGKILL the watcher (pidfd, start ticks re-checked) mid-fault.
+    let watcher = watcher_ref(&dir)?;
+    ensure!(
+        watcher.signal(rustix::process::Signal::KILL)?,
+        "watcher already gone"
+    );
+    let killed = Instant::now();
+    wait_gone(&watcher, Duration::from_secs(5))?;
+    ensure!(
+        api.replicas()? == 0,
+        "nothing may restore before the next command"
+    );
+    // The student's next command: inspect.
+    let out = Command::new(xtask::lab_run::ensure_lab_binary()?)
+        .args(["--lang", "en", "--lab", "a", "--workdir"])
+        .arg(&workdir)
+        .arg("--kubeconfig")
+        .arg(cluster.kubeconfig())
+        .arg("--cri-endpoint")
+        .arg(cluster.cri_endpoint().trim_start_matches("unix://"))
+        .arg("inspect")
+        .output()?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    ensure!(
+        out.status.success(),
+        "inspect failed: {}\n{text}",
+        out.status
+    );
+    let restored = api.wait_replicas(1, Duration::from_secs(5))?;
+    figure(
+        "watcher-sigkill",
+        "replicas 1 again after the kill",
+        restored - killed,
+    );
+    let heal = lab::faults::heal::read_heal(&dir.0).context("no heal.json in the attempt")?;
+    ensure!(
+        heal.action == "restored" && heal.command == "inspect",
+        "heal.json should record inspect's restore: {heal:?}"
+    );
+    ensure!(
+        matches!(heal.restore, Some(RestoreOutcome::Restored { .. })),
+        "heal.json should keep the API's answer: {:?}",
+        heal.restore
+    );
+    ensure!(
+        text.contains("healing earlier faults"),
+        "inspect should say it healed:\n{text}"
+    );
+    // Act 6 is then allowed and completes.
+    let s6 = run.act(6)?;
+    ensure!(s6.status == ActStatus::Completed, "act 6 {:?}", s6.status);
+    Ok(())
+}
+
+fn runner_stopped_past_deadline(cluster: &LabCluster) -> Result<()> {
+    let api = Api::new(cluster)?;
+    ensure!(api.replicas()? == 1, "row needs 1 replica to start");
+    let work = scratch("sigstop")?;
+    let mut r = Runner::start(cluster, &work, &api.uid()?)?;
+    let info: serde_json::Value =
+        serde_json::from_str(&r.expect("scaled-down", Duration::from_secs(90))?)?;
+    r.signal(rustix::process::Signal::STOP)?;
+    let armed_at = lab::facts::parse_rfc3339(info["armed_at"].as_str().unwrap_or_default())
+        .context("armed_at")?;
+    let dir = FaultDir(PathBuf::from(
+        info["fault_dir"].as_str().context("fault_dir")?,
+    ));
+    api.wait_replicas(1, Duration::from_secs(90))?;
+    let seen = chrono::Utc::now();
+    let w = watcher_final(&dir, Duration::from_secs(10))?;
+    ensure!(
+        w.action == WatcherAction::Restored && w.woke_by.as_deref() == Some("deadline"),
+        "the watcher should restore at its deadline: {w:?}"
+    );
+    let restored_at = lab::facts::parse_rfc3339(w.restored_at.as_deref().unwrap_or_default())
+        .context("watcher restored_at")?;
+    let after = (restored_at - armed_at).to_std().unwrap_or_default();
+    figure("runner-sigstop", "watcher restored after arming", after);
+    ensure!(
+        after <= RESTORE_BOUND,
+        "restored {after:?} after arming (> 56 s)"
+    );
+    ensure!(
+        (seen - armed_at).to_std().unwrap_or_default() <= RESTORE_BOUND + Duration::from_secs(1),
+        "the API showed the restore only at {seen}"
+    );
+    // The runner, continued, records what it finds.
+    r.signal(rustix::process::Signal::CONT)?;
+    r.send("restore")?;
+    let ok = r.expect("restore-", Duration::from_secs(30))?;
+    ensure!(
+        ok.starts_with("ok ") && ok.contains("already-restored"),
+        "the continued runner should find the replicas already restored: {ok}"
+    );
+    let by = r.expect("restored-by", Duration::from_secs(5))?;
+    ensure!(
+        by.contains("watcher"),
+        "restored by the watcher, runner says {by}"
+    );
+    let st = r.finish(Duration::from_secs(10))?;
+    ensure!(st.success(), "runner exit {st}");
+    let ledger = dir.read_ledger()?;
+    let last = ledger
+        .last(LedgerEvent::Restored)
+        .context("the runner's ledger has no restored entry")?;
+    ensure!(
+        last.by == Some(Restorer::Runner)
+            && last.detail.get("result").and_then(|v| v.as_str()) == Some("already-restored"),
+        "ledger's restored entry: {last:?}"
+    );
+    ensure!(api.replicas()? == 1, "replicas changed after the row");
+    Ok(())
+}
+
+/// A 512 KiB tmpfs mounted on a directory this test made; unmounted and removed when dropped.
+struct SmallTmpfs(PathBuf);
+
+impl SmallTmpfs {
+    fn mount(dir: &Path) -> Result<SmallTmpfs> {
+        std::fs::create_dir(dir).with_context(|| format!("creating {}", dir.display()))?;
+        if let Err(e) = nix::mount::mount(
+            Some("tmpfs"),
+            dir,
+            Some("tmpfs"),
+            nix::mount::MsFlags::MS_NOSUID | nix::mount::MsFlags::MS_NODEV,
+            Some("size=512k,mode=0700"),
+        ) {
+            let _ = std::fs::remove_dir(dir);
+            bail!("mounting a tmpfs on {}: {e}", dir.display());
+        }
+        Ok(SmallTmpfs(dir.to_path_buf()))
+    }
+
+    fn fill(&self) -> Result<()> {
+        let mut f = std::fs::File::create(self.0.join("fill"))?;
+        let block = vec![0u8; 64 * 1024];
+        while f.write_all(&block).is_ok() {}
+        ensure!(
+            std::fs::write(self.0.join("probe"), b"x").is_err(),
+            "the tmpfs is not full"
+        );
+        Ok(())
+    }
+
+    fn free(&self) -> Result<()> {
+        std::fs::remove_file(self.0.join("fill"))?;
+        Ok(())
+    }
+}
+
+impl Drop for SmallTmpfs {
+    fn drop(&mut self) {
+        if let Err(e) = nix::mount::umount2(&self.0, nix::mount::MntFlags::MNT_DETACH) {
+            eprintln!("   unmounting {} failed: {e}", self.0.display());
+        }
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+fn disk_full(cluster: &LabCluster) -> Result<()> {
+    let api = Api::new(cluster)?;
+    ensure!(api.replicas()? == 1, "row needs 1 replica to start");
+    let base = scratch("diskfull")?;
+    let fs = SmallTmpfs::mount(&base.join("tmpfs"))?;
+    let work = fs.0.join("w");
+    std::fs::create_dir(&work)?;
+    let mut r = Runner::start(cluster, &work, &api.uid()?)?;
+    let info: serde_json::Value =
+        serde_json::from_str(&r.expect("scaled-down", Duration::from_secs(90))?)?;
+    let dir = FaultDir(PathBuf::from(
+        info["fault_dir"].as_str().context("fault_dir")?,
+    ));
+    let watcher = watcher_ref(&dir)?;
+    ensure!(api.replicas()? == 0, "scaled to 0");
+    fs.fill()?;
+    let t0 = Instant::now();
+    r.send("restore")?;
+    let said = r.expect("restore-", Duration::from_secs(30))?;
+    let restored = api.wait_replicas(1, Duration::from_secs(10))?;
+    figure(
+        "disk-full",
+        "replicas 1 again after the runner's restore",
+        restored - t0,
+    );
+    ensure!(
+        said.starts_with("err ")
+            && said.contains("could not be written")
+            && said.contains("Restored"),
+        "the runner should restore, then say its ledger could not be written: {said}"
+    );
+    let st = r.finish(Duration::from_secs(10))?;
+    ensure!(st.success(), "runner exit {st}");
+    // The watcher on the full disk: SIGTERM heals first (already restored) and it exits.
+    ensure!(
+        watcher.signal(rustix::process::Signal::TERM)?,
+        "the watcher was gone before its deadline"
+    );
+    wait_gone(&watcher, Duration::from_secs(15))?;
+    let log = std::fs::read_to_string(dir.watcher_log()).unwrap_or_default();
+    ensure!(!log.contains("panicked"), "the watcher panicked:\n{log}");
+    ensure!(
+        api.replicas()? == 1,
+        "replicas changed after the watcher's exit"
+    );
+    // Space back: the next command records what it found.
+    fs.free()?;
+    let out = Command::new(xtask::lab_run::ensure_lab_binary()?)
+        .args(["--lang", "en", "--lab", "a", "--workdir"])
+        .arg(&work)
+        .arg("--kubeconfig")
+        .arg(cluster.kubeconfig())
+        .arg("--cri-endpoint")
+        .arg(cluster.cri_endpoint().trim_start_matches("unix://"))
+        .arg("heal")
+        .output()?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    ensure!(
+        out.status.success(),
+        "heal after freeing space: {}\n{text}",
+        out.status
+    );
+    let heal = lab::faults::heal::read_heal(&dir.0).context("no heal.json")?;
+    ensure!(
+        heal.action == "already-restored",
+        "heal should find the replicas already restored: {heal:?}"
+    );
+    drop(fs);
+    let _ = std::fs::remove_dir(&base);
+    Ok(())
+}

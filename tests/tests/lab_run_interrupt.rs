@@ -1,0 +1,349 @@
+//! `cargo xtask lab run` on Ctrl-C (issue 12): a real `target/debug/xtask lab run --lab b` on a
+//! real embedded cluster gets SIGINT while act 5's freeze of Kyverno is live, then SIGTERM while
+//! it tears the cluster down. Asserted: exit code 130; the freeze healer's record says resumed and
+//! the Kyverno process was no longer stopped (`T`) when it looked; act 5's evidence is
+//! `interrupted` with its raw data; the artifacts (evidence, fault ledgers, component logs,
+//! grades, report pages) are there; the cluster is gone (none of its recorded processes or strays
+//! alive, no network namespace, no state record). Time from SIGINT to resumed and to exit are
+//! printed as figures, not asserted.
+//!
+//! Custom harness (`harness = false`). The child takes the machine-wide cluster lock itself, so
+//! this test does not take it (run it under `flock /work/cluster.lock` as every cluster test).
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, bail, ensure};
+use lab::evidence::Evidence;
+use lab::faults::attempt::ProcessRef;
+use lab::faults::freeze::{FreezeLedger, HealerReport, state_if_same};
+use libtest_mimic::{Arguments, Failed, Trial};
+use xtask::cluster::record::ClusterRecord;
+
+/// Bound on the run reaching act 5's live freeze: cluster lock, `up` (32-51 s measured), acts 1-4.
+const FROZEN_BOUND: Duration = Duration::from_secs(12 * 60);
+/// Bound on the run exiting after SIGINT: act 5's undo (≤ 30 s), heal, artifacts, teardown.
+const EXIT_BOUND: Duration = Duration::from_secs(5 * 60);
+/// Bound on the run starting its teardown after SIGINT.
+const TEARDOWN_BOUND: Duration = Duration::from_secs(3 * 60);
+
+fn main() {
+    let args = Arguments::from_args();
+    let trials = vec![Trial::test(
+        "sigint_mid_freeze_then_sigterm_in_teardown_heals_collects_tears_down_exits_130",
+        || interrupt_test().map_err(|e| Failed::from(format!("{e:#}"))),
+    )];
+    libtest_mimic::run(&args, trials).exit();
+}
+
+/// The child `xtask lab run` and its log; killed (SIGKILL through its handle) and reaped if the
+/// test fails before it exited, so no run is left behind; its cluster is then torn down by name.
+struct Run {
+    child: Option<Child>,
+    log: PathBuf,
+    state_root: PathBuf,
+}
+
+impl Run {
+    fn tail(&self) -> String {
+        let mut s = String::new();
+        if let Ok(mut f) = std::fs::File::open(&self.log) {
+            let _ = f.read_to_string(&mut s);
+        }
+        let lines: Vec<&str> = s.lines().collect();
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    }
+
+    fn exited(&mut self) -> Result<Option<std::process::ExitStatus>> {
+        match &mut self.child {
+            Some(c) => Ok(c.try_wait()?),
+            None => bail!("child already reaped"),
+        }
+    }
+
+    /// SIGINT/SIGTERM through a pidfd; the child is not reaped yet, so its PID is still its own.
+    fn signal(&self, sig: rustix::process::Signal) -> Result<()> {
+        let c = self.child.as_ref().context("child already reaped")?;
+        let p = ProcessRef::of(c.id() as i32).context("the child has no /proc entry")?;
+        ensure!(p.signal(sig)?, "the child was already gone");
+        Ok(())
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take()
+            && matches!(c.try_wait(), Ok(None))
+        {
+            eprintln!("   killing the unfinished lab run and tearing its cluster down");
+            let _ = c.kill();
+            let _ = c.wait();
+            if let Err(e) = xtask::cluster::down_by_name("labb", &self.state_root) {
+                eprintln!("   teardown of labb failed: {e:#}");
+            }
+        }
+    }
+}
+
+/// The one attempt directory of act 5 (`freeze-5-…`) under the work dir, once it exists.
+fn act5_attempt(workdir: &Path) -> Option<PathBuf> {
+    let dir = workdir.join("faults");
+    std::fs::read_dir(dir).ok()?.flatten().find_map(|e| {
+        let name = e.file_name();
+        name.to_str()
+            .is_some_and(|n| n.starts_with("freeze-5-"))
+            .then(|| e.path())
+    })
+}
+
+fn read<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+}
+
+fn interrupt_test() -> Result<()> {
+    xtask::cluster::host::require_root().context("this test runs a real cluster")?;
+    let xtask_bin = xtask::lab_run::build_bin("xtask", "xtask")?;
+    let run_id = format!(
+        "interrupt-{}",
+        chrono::Utc::now()
+            .format("%Y%m%dT%H%M%S%.3fZ")
+            .to_string()
+            .replace('.', "")
+    );
+    let artifacts = xtask::lab_run::artifacts_dir(&run_id, lab::evidence::Lab::B);
+    let run_dir = artifacts
+        .parent()
+        .context("artifacts parent")?
+        .to_path_buf();
+    std::fs::create_dir_all(&run_dir)?;
+    let log = run_dir.join("xtask.log");
+    let state_root = xtask::cluster::UpOptions::new("labb").state_root;
+    let logfile = std::fs::File::create(&log)?;
+    let child = Command::new(&xtask_bin)
+        .args(["lab", "run", "--lab", "b", "--run-id", &run_id])
+        .current_dir(xtask::cluster::config::repo_root())
+        .stdin(Stdio::null())
+        .stdout(logfile.try_clone()?)
+        .stderr(logfile)
+        .spawn()
+        .with_context(|| format!("starting {}", xtask_bin.display()))?;
+    let mut run = Run {
+        child: Some(child),
+        log: log.clone(),
+        state_root: state_root.clone(),
+    };
+    eprintln!("   lab run {run_id} started; log {}", log.display());
+
+    // 1. Wait until act 5's freeze is live: its ledger says frozen and the target is in `T`.
+    let workdir = artifacts.join("workdir");
+    let t0 = Instant::now();
+    let (attempt, report) = loop {
+        if let Some(st) = run.exited()? {
+            bail!(
+                "the lab run exited ({st}) before act 5 froze Kyverno:\n{}",
+                run.tail()
+            );
+        }
+        if let Some(dir) = act5_attempt(&workdir)
+            && let Ok(ledger) = read::<FreezeLedger>(&dir.join("ledger.json"))
+            && ledger.status == "frozen"
+            && let Ok(rep) = read::<HealerReport>(&dir.join("healer.json"))
+            && rep.status == "frozen"
+        {
+            break (dir, rep);
+        }
+        if t0.elapsed() > FROZEN_BOUND {
+            bail!(
+                "act 5's freeze not live after {FROZEN_BOUND:?} (attempt dir {:?}):\n{}",
+                act5_attempt(&workdir),
+                run.tail()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let target = report.target;
+    let state = state_if_same(target.pid, target.start_ticks)?;
+    ensure!(
+        state == Some('T'),
+        "Kyverno (pid {}) should be stopped now, state {state:?}",
+        target.pid
+    );
+    // The cluster as recorded while it runs: every process it started.
+    let record = ClusterRecord::load(&state_root.join("labb"))?
+        .context("no cluster.json for labb while the lab runs")?;
+    let recorded: Vec<_> = record
+        .processes
+        .iter()
+        .filter(|p| p.alive())
+        .cloned()
+        .collect();
+    ensure!(!recorded.is_empty(), "no live process in labb's record");
+
+    // 2. SIGINT mid-freeze.
+    let t_sig = Instant::now();
+    run.signal(rustix::process::Signal::INT)?;
+    let resumed_after = loop {
+        match state_if_same(target.pid, target.start_ticks)? {
+            Some('T') | Some('t') if t_sig.elapsed() < Duration::from_secs(35) => {}
+            Some('T') | Some('t') => bail!("Kyverno still stopped 35 s after SIGINT"),
+            _ => break t_sig.elapsed(),
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    eprintln!(
+        "   figure: Kyverno no longer stopped {} ms after SIGINT",
+        resumed_after.as_millis()
+    );
+
+    // 3. A second signal during teardown.
+    let t1 = Instant::now();
+    loop {
+        if run.exited()?.is_some() {
+            bail!(
+                "the lab run exited before its teardown was seen:\n{}",
+                run.tail()
+            );
+        }
+        let mut text = String::new();
+        std::fs::File::open(&log)?.read_to_string(&mut text)?;
+        if text.contains("tearing down cluster labb") {
+            break;
+        }
+        if t1.elapsed() > TEARDOWN_BOUND {
+            bail!(
+                "no teardown {TEARDOWN_BOUND:?} after SIGINT:\n{}",
+                run.tail()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    run.signal(rustix::process::Signal::TERM)?;
+    let status = loop {
+        if let Some(st) = run.exited()? {
+            break st;
+        }
+        if t_sig.elapsed() > EXIT_BOUND {
+            bail!(
+                "the lab run still runs {EXIT_BOUND:?} after SIGINT:\n{}",
+                run.tail()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    eprintln!(
+        "   figure: lab run exited {} ms after SIGINT ({status})",
+        t_sig.elapsed().as_millis()
+    );
+    let tail = run.tail();
+    run.child = None;
+    ensure!(
+        status.code() == Some(130),
+        "exit code 130 expected, got {status}:\n{tail}"
+    );
+
+    // 4. The healer resumed Kyverno and saw it no longer stopped.
+    let healer: HealerReport = read(&attempt.join("healer.json"))?;
+    ensure!(
+        healer.status == "resumed",
+        "healer.json status resumed expected, got {:?} (note {:?})",
+        healer.status,
+        healer.note
+    );
+    let check = healer
+        .resume
+        .as_ref()
+        .context("healer.json has no resume check")?;
+    ensure!(
+        check.ended() && !check.gone,
+        "the healer's resume check should see the process running, saw {check:?}"
+    );
+    let ledger: FreezeLedger = read(&attempt.join("ledger.json"))?;
+    ensure!(
+        ledger.status == "resumed" && ledger.resumed_at.is_some(),
+        "ledger.json should record the resume: {ledger:?}"
+    );
+    ensure!(
+        !matches!(ledger.state_after_resume, Some('T') | Some('t')),
+        "the runner read the state after the resume as stopped: {ledger:?}"
+    );
+
+    // 5. Act 5's evidence: interrupted, naming the signal, with its raw data.
+    let ev: Evidence = read(&workdir.join("evidence").join("05.json"))?;
+    ensure!(
+        ev.status == lab::evidence::ActStatus::Interrupted,
+        "evidence/05.json status interrupted expected, got {:?}",
+        ev.status
+    );
+    let why = ev.interruption.clone().unwrap_or_default();
+    ensure!(
+        why.contains("SIGINT"),
+        "interruption should name SIGINT: {why:?}"
+    );
+    ensure!(!ev.raw.is_empty(), "evidence/05.json keeps no raw data");
+    ensure!(!ev.facts.is_null(), "evidence/05.json keeps no facts");
+    ensure!(
+        !workdir.join("evidence").join("06.json").exists(),
+        "act 6 ran after the interrupt"
+    );
+
+    // 6. Artifacts.
+    for f in [
+        "evidence/05.json",
+        "grades.json",
+        "acts.json",
+        "report.html",
+        "report.ja.html",
+    ] {
+        ensure!(
+            artifacts.join(f).is_file(),
+            "artifact {f} missing in {}",
+            artifacts.display()
+        );
+    }
+    let name = attempt.file_name().context("attempt name")?;
+    ensure!(
+        artifacts
+            .join("faults")
+            .join(name)
+            .join("healer.json")
+            .is_file(),
+        "fault ledgers not collected"
+    );
+    let logs = std::fs::read_dir(artifacts.join("logs"))
+        .context("no logs/ in the artifacts")?
+        .count();
+    ensure!(logs > 0, "no component log collected");
+    ensure!(run_dir.join("junit.xml").is_file(), "junit.xml missing");
+
+    // 7. The cluster is gone.
+    let alive: Vec<_> = recorded
+        .iter()
+        .filter(|p| p.alive())
+        .map(|p| &p.name)
+        .collect();
+    ensure!(alive.is_empty(), "processes of labb still alive: {alive:?}");
+    let strays = xtask::cluster::teardown::stray_pids(&record);
+    ensure!(strays.is_empty(), "stray processes of labb: {strays:?}");
+    ensure!(
+        !xtask::cluster::netns::exists(&record.netns),
+        "network namespace {} still exists",
+        record.netns
+    );
+    ensure!(
+        ClusterRecord::load(&state_root.join("labb"))?.is_none(),
+        "labb's cluster.json still there"
+    );
+    ensure!(
+        state_if_same(target.pid, target.start_ticks)?.is_none(),
+        "the Kyverno process outlived the teardown"
+    );
+    ensure!(
+        tail.contains("interrupted by SIGINT"),
+        "the run should say it was interrupted:\n{tail}"
+    );
+    Ok(())
+}
