@@ -4,7 +4,8 @@
 # embedded cluster (`--test lab_a_fault_rows`, one cluster per run) N times and prints, per
 # row, how many of N held, plus every `figure:` line's values per row.
 #
-#   ci/fault-table.sh [--runs N]        (default 10; not part of `cargo test`)
+#   ci/fault-table.sh [--runs N] [--only freeze_healer|lab_a_fault_rows]
+#                                       (N default 10; not part of `cargo test`)
 #
 # Environment:
 #   FAULT_TABLE_LOCK=FILE  wrap each cluster run in `flock FILE` (a shared machine's own
@@ -15,15 +16,21 @@
 # up) counts as not held in that run. Exit status: 0 when every row held every time, else 1.
 set -euo pipefail
 
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
 
 runs=10
+tests=(freeze_healer lab_a_fault_rows)
 while [ $# -gt 0 ]; do
   case "$1" in
+    --only)
+      case "${2:-}" in
+        freeze_healer|lab_a_fault_rows) tests=("$2"); shift 2 ;;
+        *) echo "--only: expected freeze_healer or lab_a_fault_rows, found '${2:-}'" >&2; exit 2 ;;
+      esac ;;
     --runs) runs="${2:-}"; shift 2 || { echo "--runs needs a value" >&2; exit 2; } ;;
     --runs=*) runs="${1#*=}"; shift ;;
     -h|--help) usage; exit 0 ;;
-    *) echo "unknown argument: $1 (expected --runs N)" >&2; exit 2 ;;
+    *) echo "unknown argument: $1 (expected --runs N, --only TEST)" >&2; exit 2 ;;
   esac
 done
 case "$runs" in
@@ -33,7 +40,6 @@ esac
 cd "$(dirname "$0")/.."
 out="${FAULT_TABLE_OUT:-target/fault-table/$(date -u +%Y%m%dT%H%M%SZ)}"
 mkdir -p "$out"
-tests=(freeze_healer lab_a_fault_rows)
 
 echo "building the rows' test binaries" >&2
 cargo test -q -p tests --no-run $(printf -- '--test %s ' "${tests[@]}") >"$out/build.log" 2>&1 || {

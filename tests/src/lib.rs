@@ -140,8 +140,26 @@ impl LabCluster {
             // Held through `up`: a signal now waits until `up` returns (it stops at its next wait
             // and tears down what it started), then finds the cluster here.
             let mut live = LIVE.lock().unwrap_or_else(PoisonError::into_inner);
-            let cluster = xtask::lab_run::diagnostics::up_with_diagnostics(opts.clone(), &diag)
-                .with_context(|| format!("bringing up cluster {}", opts.name))?;
+            let cluster =
+                match xtask::lab_run::diagnostics::up_with_diagnostics(opts.clone(), &diag) {
+                    Ok(c) => c,
+                    Err(e) if lab::signals::pending().is_some() => {
+                        // `up` stopped for the signal and tore down what it started; the signal
+                        // thread tears down the process's other clusters and exits 130: wait for it
+                        // rather than return an error that could end the process first.
+                        eprintln!("   bringing up cluster {} stopped: {e:#}", opts.name);
+                        drop(live);
+                        // Bounded, in case that thread could not start: then the error is returned.
+                        std::thread::sleep(Duration::from_secs(300));
+                        return Err(e).with_context(|| {
+                            format!("bringing up cluster {} (interrupted)", opts.name)
+                        });
+                    }
+                    Err(e) => {
+                        return Err(e)
+                            .with_context(|| format!("bringing up cluster {}", opts.name));
+                    }
+                };
             let root = cluster
                 .state_dir()
                 .parent()

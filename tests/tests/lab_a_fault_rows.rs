@@ -351,6 +351,34 @@ fn wait_gone(p: &ProcessRef, bound: Duration) -> Result<()> {
     Ok(())
 }
 
+/// Runs `kca-webhook-lab --lang en --lab a --workdir WORKDIR --kubeconfig … --cri-endpoint …
+/// ARGS` as a student would; returns its status and stdout + stderr.
+fn lab_command(
+    cluster: &LabCluster,
+    workdir: &Path,
+    args: &[&str],
+) -> Result<(std::process::ExitStatus, String)> {
+    let out = Command::new(xtask::lab_run::ensure_lab_binary()?)
+        .args(["--lang", "en", "--lab", "a", "--workdir"])
+        .arg(workdir)
+        .arg("--kubeconfig")
+        .arg(cluster.kubeconfig())
+        .arg("--cri-endpoint")
+        .arg(cluster.cri_endpoint().trim_start_matches("unix://"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("running kca-webhook-lab {}", args.join(" ")))?;
+    Ok((
+        out.status,
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    ))
+}
+
 fn figure(row: &str, what: &str, d: Duration) {
     eprintln!("    figure: row {row}: {what} {} ms", d.as_millis());
 }
@@ -369,10 +397,15 @@ fn watcher_killed_then_inspect(cluster: &LabCluster) -> Result<()> {
         &cluster.kubeconfig(),
         &cluster.cri_endpoint(),
     )?;
-    for act in 1..=5 {
+    for act in 1..=4 {
         let s = run.act(act)?;
         ensure!(s.status == ActStatus::Completed, "act {act} {:?}", s.status);
     }
+    // Act 5 as the student runs it: its own process, which exits when the act completes (a heal
+    // leaves alone an attempt whose runner still lives).
+    run.write_inputs(5)?;
+    let (status, text) = lab_command(cluster, &workdir, &["act", "5"])?;
+    ensure!(status.success(), "act 5 failed: {status}\n{text}");
     let f5: lab::facts::a::Act5Facts =
         serde_json::from_value(run.workdir().read_evidence(5)?.evidence.facts)?;
     let dir = FaultDir(PathBuf::from(
@@ -402,25 +435,8 @@ fn watcher_killed_then_inspect(cluster: &LabCluster) -> Result<()> {
         "nothing may restore before the next command"
     );
     // The student's next command: inspect.
-    let out = Command::new(xtask::lab_run::ensure_lab_binary()?)
-        .args(["--lang", "en", "--lab", "a", "--workdir"])
-        .arg(&workdir)
-        .arg("--kubeconfig")
-        .arg(cluster.kubeconfig())
-        .arg("--cri-endpoint")
-        .arg(cluster.cri_endpoint().trim_start_matches("unix://"))
-        .arg("inspect")
-        .output()?;
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    ensure!(
-        out.status.success(),
-        "inspect failed: {}\n{text}",
-        out.status
-    );
+    let (status, text) = lab_command(cluster, &workdir, &["inspect"])?;
+    ensure!(status.success(), "inspect failed: {status}\n{text}");
     let restored = api.wait_replicas(1, Duration::from_secs(5))?;
     figure(
         "watcher-sigkill",
@@ -599,24 +615,10 @@ fn disk_full(cluster: &LabCluster) -> Result<()> {
     );
     // Space back: the next command records what it found.
     fs.free()?;
-    let out = Command::new(xtask::lab_run::ensure_lab_binary()?)
-        .args(["--lang", "en", "--lab", "a", "--workdir"])
-        .arg(&work)
-        .arg("--kubeconfig")
-        .arg(cluster.kubeconfig())
-        .arg("--cri-endpoint")
-        .arg(cluster.cri_endpoint().trim_start_matches("unix://"))
-        .arg("heal")
-        .output()?;
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (status, text) = lab_command(cluster, &work, &["heal"])?;
     ensure!(
-        out.status.success(),
-        "heal after freeing space: {}\n{text}",
-        out.status
+        status.success(),
+        "heal after freeing space: {status}\n{text}"
     );
     let heal = lab::faults::heal::read_heal(&dir.0).context("no heal.json")?;
     ensure!(

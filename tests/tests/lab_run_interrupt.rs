@@ -29,13 +29,174 @@ const EXIT_BOUND: Duration = Duration::from_secs(5 * 60);
 /// Bound on the run starting its teardown after SIGINT.
 const TEARDOWN_BOUND: Duration = Duration::from_secs(3 * 60);
 
+/// The fixture child's cluster name.
+const FIXTURE_CLUSTER: &str = "sigfix";
+
 fn main() {
-    let args = Arguments::from_args();
-    let trials = vec![Trial::test(
-        "sigint_mid_freeze_then_sigterm_in_teardown_heals_collects_tears_down_exits_130",
-        || interrupt_test().map_err(|e| Failed::from(format!("{e:#}"))),
-    )];
+    let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).map(String::as_str) == Some("--fixture-child") {
+        std::process::exit(fixture_child());
+    }
+    let mut args = Arguments::from_args();
+    args.test_threads = Some(1);
+    let trials = vec![
+        Trial::test(
+            "sigint_mid_freeze_then_sigterm_in_teardown_heals_collects_tears_down_exits_130",
+            || interrupt_test().map_err(|e| Failed::from(format!("{e:#}"))),
+        ),
+        Trial::test(
+            "lab_run_sigint_during_cluster_up_tears_down_exits_130",
+            || lab_run_during_up_test().map_err(|e| Failed::from(format!("{e:#}"))),
+        ),
+        Trial::test(
+            "fixture_sigterm_during_cluster_up_tears_down_exits_130",
+            || {
+                fixture_test(rustix::process::Signal::TERM, "waiting ≤")
+                    .map_err(|e| Failed::from(format!("{e:#}")))
+            },
+        ),
+        Trial::test(
+            "fixture_sighup_with_the_cluster_up_tears_down_exits_130",
+            || {
+                fixture_test(rustix::process::Signal::HUP, "fixture-up")
+                    .map_err(|e| Failed::from(format!("{e:#}")))
+            },
+        ),
+    ];
     libtest_mimic::run(&args, trials).exit();
+}
+
+/// Child mode: a test holding the cluster fixture; prints `fixture-up` and waits (≤ 10 min).
+fn fixture_child() -> i32 {
+    match tests::LabCluster::fresh(FIXTURE_CLUSTER) {
+        Ok(c) => {
+            eprintln!("fixture-up");
+            std::thread::sleep(Duration::from_secs(600));
+            drop(c);
+            0
+        }
+        Err(e) => {
+            eprintln!("fixture failed: {e:#}");
+            1
+        }
+    }
+}
+
+/// Starts the fixture child, sends `sig` once its log shows `when`, and requires exit 130 and
+/// nothing of its cluster left (recorded processes, strays, network namespace, record).
+fn fixture_test(sig: rustix::process::Signal, when: &str) -> Result<()> {
+    let mut cmd = Command::new(std::env::current_exe()?);
+    cmd.arg("--fixture-child");
+    signal_child_test(cmd, FIXTURE_CLUSTER, sig, when)
+}
+
+/// `xtask lab run --lab b` gets SIGINT during `cluster up` (its first bounded wait): `up` stops
+/// and tears down what it started; exit 130, nothing of cluster `labb` left.
+fn lab_run_during_up_test() -> Result<()> {
+    let xtask_bin = xtask::lab_run::build_bin("xtask", "xtask")?;
+    let mut cmd = Command::new(xtask_bin);
+    cmd.args(["lab", "run", "--lab", "b", "--run-id"])
+        .arg(format!(
+            "interrupt-up-{}",
+            chrono::Utc::now().format("%Y%m%dT%H%M%S%3fZ")
+        ))
+        .current_dir(xtask::cluster::config::repo_root());
+    signal_child_test(cmd, "labb", rustix::process::Signal::INT, "waiting ≤")
+}
+
+/// Starts `cmd` (which brings cluster `cluster` up under the default state root), sends `sig`
+/// once its log shows `when`, and requires exit 130 and nothing of the cluster left (recorded
+/// processes, strays, network namespace, record).
+fn signal_child_test(
+    mut cmd: Command,
+    cluster: &'static str,
+    sig: rustix::process::Signal,
+    when: &str,
+) -> Result<()> {
+    xtask::cluster::host::require_root().context("this test runs a real cluster")?;
+    let state_root = xtask::cluster::UpOptions::new(cluster).state_root;
+    let dir = xtask::cluster::config::default_state_root().join(format!(
+        "signal-{cluster}-{}",
+        chrono::Utc::now().format("%Y%m%dT%H%M%S%3fZ")
+    ));
+    std::fs::create_dir_all(&dir)?;
+    let log = dir.join("child.log");
+    let logfile = std::fs::File::create(&log)?;
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(logfile.try_clone()?)
+        .stderr(logfile)
+        .spawn()?;
+    let mut run = Run {
+        child: Some(child),
+        log: log.clone(),
+        state_root: state_root.clone(),
+        cluster,
+    };
+    let t0 = Instant::now();
+    loop {
+        if run.exited()?.is_some() {
+            bail!("the child exited before `{when}`:\n{}", run.tail());
+        }
+        if std::fs::read_to_string(&log)?.contains(when) {
+            break;
+        }
+        if t0.elapsed() > FROZEN_BOUND {
+            bail!(
+                "no `{when}` in the child's log after {FROZEN_BOUND:?}:\n{}",
+                run.tail()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let record = ClusterRecord::load(&state_root.join(cluster))?
+        .context("no cluster.json while the cluster comes up")?;
+    let t_sig = Instant::now();
+    run.signal(sig)?;
+    let status = loop {
+        if let Some(st) = run.exited()? {
+            break st;
+        }
+        if t_sig.elapsed() > EXIT_BOUND {
+            bail!(
+                "the child still runs {EXIT_BOUND:?} after {sig:?}:\n{}",
+                run.tail()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    eprintln!(
+        "   figure: {cluster}: the child exited {} ms after {sig:?} at `{when}` ({status})",
+        t_sig.elapsed().as_millis()
+    );
+    let tail = run.tail();
+    run.child = None;
+    ensure!(
+        status.code() == Some(130),
+        "exit 130 expected, got {status}:\n{tail}"
+    );
+    let alive: Vec<_> = record
+        .processes
+        .iter()
+        .filter(|p| p.alive())
+        .map(|p| &p.name)
+        .collect();
+    ensure!(
+        alive.is_empty(),
+        "processes of {cluster} still alive: {alive:?}"
+    );
+    let strays = xtask::cluster::teardown::stray_pids(&record);
+    ensure!(strays.is_empty(), "stray processes: {strays:?}");
+    ensure!(
+        !xtask::cluster::netns::exists(&record.netns),
+        "network namespace {} still exists",
+        record.netns
+    );
+    ensure!(
+        ClusterRecord::load(&state_root.join(cluster))?.is_none(),
+        "{cluster}'s cluster.json still there:\n{tail}"
+    );
+    Ok(())
 }
 
 /// The child `xtask lab run` and its log; killed (SIGKILL through its handle) and reaped if the
@@ -44,6 +205,7 @@ struct Run {
     child: Option<Child>,
     log: PathBuf,
     state_root: PathBuf,
+    cluster: &'static str,
 }
 
 impl Run {
@@ -77,23 +239,24 @@ impl Drop for Run {
         if let Some(mut c) = self.child.take()
             && matches!(c.try_wait(), Ok(None))
         {
-            eprintln!("   killing the unfinished lab run and tearing its cluster down");
+            eprintln!("   killing the unfinished child and tearing its cluster down");
             let _ = c.kill();
             let _ = c.wait();
-            if let Err(e) = xtask::cluster::down_by_name("labb", &self.state_root) {
-                eprintln!("   teardown of labb failed: {e:#}");
+            let _lock = xtask::lab_run::ClusterLock::acquire(&self.state_root);
+            if let Err(e) = xtask::cluster::down_by_name(self.cluster, &self.state_root) {
+                eprintln!("   teardown of {} failed: {e:#}", self.cluster);
             }
         }
     }
 }
 
-/// The one attempt directory of act 5 (`freeze-5-…`) under the work dir, once it exists.
+/// The one attempt directory of act 5 (`freeze-05-…`) under the work dir, once it exists.
 fn act5_attempt(workdir: &Path) -> Option<PathBuf> {
     let dir = workdir.join("faults");
     std::fs::read_dir(dir).ok()?.flatten().find_map(|e| {
         let name = e.file_name();
         name.to_str()
-            .is_some_and(|n| n.starts_with("freeze-5-"))
+            .is_some_and(|n| n.starts_with("freeze-05-"))
             .then(|| e.path())
     })
 }
@@ -135,6 +298,7 @@ fn interrupt_test() -> Result<()> {
         child: Some(child),
         log: log.clone(),
         state_root: state_root.clone(),
+        cluster: "labb",
     };
     eprintln!("   lab run {run_id} started; log {}", log.display());
 
