@@ -53,16 +53,17 @@ for i in $(seq 1 "$runs"); do
     if [ "$t" = lab_a_fault_rows ] && [ -n "${FAULT_TABLE_LOCK:-}" ]; then
       lock=(flock "$FAULT_TABLE_LOCK")
     fi
-    log="$out/$t.$i.log"
+    log="$out/$t.$i"
     start=$(date +%s)
-    "${lock[@]}" cargo test -q -p tests --test "$t" >"$log" 2>&1 || true
-    echo "run $i/$runs $t: $(( $(date +%s) - start )) s, $(grep -c -E '^test .* \.\.\. ok$' "$log" || true) rows ok, log $log" >&2
+    # The harness's verdicts go to stdout, the rows' own lines (figures) and cargo's to stderr.
+    "${lock[@]}" cargo test -q -p tests --test "$t" >"$log.out" 2>"$log.err" || true
+    echo "run $i/$runs $t: $(( $(date +%s) - start )) s, $(grep -c -E '^test .* \.\.\. ok$' "$log.out" || true) rows ok, logs $log.out $log.err" >&2
     # "test NAME ... ok" / "test NAME ... FAILED"
-    sed -n -E "s/^test (.*) \.\.\. (ok|FAILED)$/$i\t$t\t\1\t\2/p" "$log" >>"$out/results.tsv"
+    sed -n -E "s/^test (.*[^ ]) +\.\.\. (ok|FAILED)$/$i\t$t\t\1\t\2/p" "$log.out" >>"$out/results.tsv"
     # Every test's harness announces its rows first (`--list`), so a crashed run still counts.
     cargo test -q -p tests --test "$t" -- --list 2>/dev/null \
       | sed -n -E "s/^(.*): test$/$i\t$t\t\1\tlisted/p" >>"$out/results.tsv"
-    grep -E 'figure:|    row .*: ' "$log" | sed -E "s/^ +//; s/^/$i\t$t\t/" >>"$out/figures.tsv" || true
+    grep -E 'figure:|    row .*: ' "$log.err" | sed -E "s/^ +//; s/^/$i\t$t\t/" >>"$out/figures.tsv" || true
   done
 done
 
