@@ -193,9 +193,9 @@ pub fn artifacts_dir(run_id: &str, lab: Lab) -> PathBuf {
         .join(lab_name(lab))
 }
 
-/// Builds `kca-webhook-lab` (`cargo build -p xtask -p lab --bin kca-webhook-lab`), sets
-/// `KCA_WEBHOOK_LAB_BIN` to it (the freeze watchdog and the scale watcher re-execute it) and
-/// returns its path.
+/// Builds `kca-webhook-lab` (`cargo build -p xtask -p lab --bin kca-webhook-lab` through [`build_bin`]),
+/// registers it for this process (`lab::faults::freeze::set_lab_program`: the freeze healer and
+/// the scale watcher re-execute it) and returns its path.
 ///
 /// The nested cargo runs without the variables cargo sets for the program it runs
 /// ([`CARGO_RUN_VARS`]): `ring`'s build script declares `rerun-if-env-changed=CARGO_MANIFEST_DIR`,
