@@ -447,8 +447,19 @@ fn interrupt_test() -> Result<()> {
         why.contains("SIGINT"),
         "interruption should name SIGINT: {why:?}"
     );
-    ensure!(!ev.raw.is_empty(), "evidence/05.json keeps no raw data");
-    ensure!(!ev.facts.is_null(), "evidence/05.json keeps no facts");
+    // The raw data so far, verbatim, including the attempt's plan, ledger and healer record
+    // (`facts` are the observations made before the signal: none when it came at once).
+    let kept: Vec<&str> = ev
+        .raw
+        .iter()
+        .filter_map(|r| r.get("what").and_then(|w| w.as_str()))
+        .collect();
+    for what in ["fault-plan", "fault-ledger", "healer-report"] {
+        ensure!(
+            kept.contains(&what),
+            "evidence/05.json's raw data lacks {what}: {kept:?}"
+        );
+    }
     ensure!(
         !workdir.join("evidence").join("06.json").exists(),
         "act 6 ran after the interrupt"
