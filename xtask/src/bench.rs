@@ -66,6 +66,10 @@ pub struct BenchCmd {
     /// Which labs.
     #[arg(long, value_enum, default_value = "both")]
     lab: LabChoice,
+    /// Run nothing: read a bench record (`target/bench/<id>.json`), recompute its table and
+    /// print it (also rewriting the record's rows and its `.md` beside it).
+    #[arg(long, value_name = "JSON")]
+    render: Option<PathBuf>,
 }
 
 /// `/proc/loadavg`'s three averages (1, 5, 15 min).
@@ -205,19 +209,18 @@ pub fn normalise(msg: &str, cluster: &str) -> String {
     s
 }
 
-/// How many other spans contain span `i` (same or wider on both ends; ties broken by order).
+/// 0 for a top-level span, 1 for a span inside another (same or wider on both ends; ties broken
+/// by order). Only two levels: `up` runs steps on several threads at once, so a span inside two
+/// others need not be a child of either.
 fn depth(spans: &[Span], i: usize) -> usize {
     let s = &spans[i];
-    spans
-        .iter()
-        .enumerate()
-        .filter(|(j, o)| {
-            *j != i
-                && o.start <= s.start
-                && s.end <= o.end
-                && (o.start < s.start || s.end < o.end || *j > i)
-        })
-        .count()
+    let inside = spans.iter().enumerate().any(|(j, o)| {
+        j != i
+            && o.start <= s.start
+            && s.end <= o.end
+            && (o.start < s.start || s.end < o.end || j < i)
+    });
+    usize::from(inside)
 }
 
 /// The phases of one lab run: every span (indented by depth; a span that ended in an error is
@@ -541,6 +544,26 @@ pub fn fault_windows(lab: Lab, evidence: &Path) -> Vec<Window> {
     out
 }
 
+/// `--render`: the table of an existing record, recomputed from its samples.
+fn render(path: &Path) -> Result<()> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut rec: BenchRecord = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{}: not a bench record (expected the JSON `cargo xtask bench` writes)",
+            path.display()
+        )
+    })?;
+    rec.rows = rows(&rec.samples);
+    std::fs::write(path, serde_json::to_string_pretty(&rec)?)
+        .with_context(|| format!("writing {}", path.display()))?;
+    let md = markdown(&rec);
+    let mdp = path.with_extension("md");
+    std::fs::write(&mdp, &md).with_context(|| format!("writing {}", mdp.display()))?;
+    println!("{md}");
+    Ok(())
+}
+
 fn loadavg() -> Load {
     std::fs::read_to_string("/proc/loadavg")
         .ok()
@@ -562,6 +585,9 @@ fn loadavg() -> Load {
 impl BenchCmd {
     /// Runs the bench and writes its record and table.
     pub fn run(self) -> Result<()> {
+        if let Some(path) = &self.render {
+            return render(path);
+        }
         anyhow::ensure!(self.runs >= 1, "--runs must be at least 1");
         let labs = match self.lab {
             LabChoice::A => vec![Lab::A],
@@ -731,6 +757,9 @@ mod tests {
             span("building kca-webhook-lab", 0.0, 1.0),
             span("bringing up a fresh cluster labb", 1.5, 21.5),
             span("starting kine", 2.0, 2.1),
+            // Another thread's step running meanwhile: what starts inside it is still one level in.
+            span("importing 6 images", 2.0, 12.0),
+            span("starting kube-apiserver", 2.5, 2.6),
             span(KYVERNO_START_SPAN, 10.0, 18.0),
             span("lab b act 5", 22.0, 47.0),
             Span {
@@ -756,6 +785,8 @@ mod tests {
         let up = get("bringing up a fresh cluster {cluster}");
         assert_eq!((up.ms, up.floor_ms), (20_000, Some(8_000)));
         assert_eq!(get("· starting kine").ms, 100);
+        assert_eq!(get("· importing 6 images").ms, 10_000);
+        assert_eq!(get("· starting kube-apiserver").ms, 100);
         assert_eq!(get("lab b act 5").floor_ms, Some(20_000));
         assert_eq!(get("lab b act 6 ✗").ms, 13_000);
         // Gaps under 100 ms only count in the sum.
