@@ -10,7 +10,9 @@
 //!    same act sequencing, inputs, grades and artifacts as `cargo xtask lab run`): every act
 //!    completes, every grade passes, the lab's facts hold, and `backend.json` records the versions
 //!    and that the backend installed Kyverno and put the mark;
-//! 4. the cluster is torn down (also when an assertion fails).
+//! 4. acts 3, 5, 6, 7 record audit as `not-configured` (this backend has no audit log) and their
+//!    grades carry an `audit-not-observed` note, not a failure;
+//! 5. the cluster is torn down (also when an assertion fails).
 
 use std::time::Instant;
 
@@ -195,6 +197,28 @@ fn through_kubeconfig_backend(lab: Lab, name: &str) -> Result<()> {
             );
         }
     }
+    // No audit log on this backend: acts 3, 5, 6, 7 record `not-configured` and grading notes
+    // `audit-not-observed` (reported, not a pass of the audit checks, not a failure).
+    for &act in lab::grade::audit::ACTS {
+        let f = facts(&report.artifacts, act)?;
+        let a = &f[lab::audit::FACTS_KEY];
+        assert_eq!(a["status"], "not-configured", "act {act}: {a}");
+        let g = report
+            .grades
+            .iter()
+            .find(|g| g.act == act)
+            .context("the act's grade")?;
+        assert!(
+            g.notes
+                .iter()
+                .any(|n| n.code == lab::grade::Code::AuditNotObserved),
+            "act {act}: {:?}",
+            g.notes
+        );
+    }
+    eprintln!(
+        "   audit through the kubeconfig backend: not-configured in acts 3, 5, 6, 7; grade notes audit-not-observed"
+    );
     drop(guard);
     Ok(())
 }

@@ -8,7 +8,8 @@
 //! `../shared/research/kubernetes.md` §1 (a)-(c)); each is one claim, named in the finding's
 //! subject:
 //!
-//! 1. `raw`: the parsed `events` are what the recorded verbatim `lines` give, and every line is
+//! 1. `raw`: the parsed `events` agree with what the recorded verbatim `lines` give (every field a
+//!    recorded view holds has the re-parsed value; rules 2-7 read the re-parsed view), every line is
 //!    an event of its request (pod name, namespace, verb `create`, received inside the request's
 //!    window) — [`Code::RawMismatch`];
 //! 2. `final-event`: every request of the act has a `ResponseComplete` (or `Panic`) event —
@@ -120,8 +121,14 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
             .filter(|(_, l)| !audit::matches(r, l))
             .map(|(k, _)| k)
             .collect();
+        let agrees = ra.events.len() == reparsed.len()
+            && ra
+                .events
+                .iter()
+                .zip(&reparsed)
+                .all(|(x, y)| view_agrees(x, y));
         g.check(
-            reparsed == ra.events && foreign.is_empty(),
+            agrees && foreign.is_empty(),
             Code::RawMismatch,
             format!("{at} raw"),
             || {
@@ -246,6 +253,21 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
         format!("{subject} raw"),
         || format!("audit entries for requests the act did not record: {extra:?}"),
     );
+}
+
+/// Whether a recorded parsed view agrees with the one re-parsed from its line: every field it
+/// holds has the re-parsed value (a view written by an earlier version of the tool may hold fewer
+/// fields, e.g. no `message`; the rules read the re-parsed view anyway).
+fn view_agrees(recorded: &audit::EventView, reparsed: &audit::EventView) -> bool {
+    match (
+        serde_json::to_value(recorded),
+        serde_json::to_value(reparsed),
+    ) {
+        (Ok(serde_json::Value::Object(r)), Ok(serde_json::Value::Object(p))) => {
+            r.iter().all(|(k, v)| p.get(k) == Some(v))
+        }
+        _ => false,
+    }
 }
 
 fn note(g: &mut G<'_>, subject: String, detail: String) {
