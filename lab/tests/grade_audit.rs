@@ -278,3 +278,82 @@ fn the_recorded_runs_predate_audit_and_get_notes_not_failures() {
         }
     }
 }
+
+const RUN_AUDIT: &str = "recorded/b-20261130T210502Z";
+const IGNORE: &str = "vpol.validate.kyverno.svc-ignore-finegrained-kca-webhook-label";
+
+/// The recorded real lab B run with audit (see its README): every act passes with no audit note,
+/// act 5's frozen requests are 500 without failed-open, act 6's are 201 with the failed-open
+/// annotation naming the Ignore webhook — as the real log wrote them.
+#[test]
+fn the_recorded_audit_run_passes_and_shows_the_failed_open_annotations() {
+    let files = common::read_tree(&common::fixtures_dir().join(RUN_AUDIT));
+    let tmp = tempfile::tempdir().unwrap();
+    common::write_tree(tmp.path(), &files);
+    let gi = GradeInput::load(&Workdir::new(tmp.path()), Lab::B);
+    for f in grade::grade_all(Lab::B, &gi) {
+        assert!(f.passed(), "{}", lab::messages::findings(Lang::En, &f));
+        assert!(
+            !f.notes.iter().any(|n| n.code == Code::AuditNotObserved),
+            "act {}: {:?}",
+            f.act,
+            f.notes
+        );
+    }
+    let record = |act: u8| -> lab::audit::AdmissionAudit {
+        serde_json::from_value(
+            files[&format!("evidence/{act:02}.json")]["facts"][FACTS_KEY].clone(),
+        )
+        .unwrap()
+    };
+    let final_of = |a: &lab::audit::AdmissionAudit, part: &str| -> lab::audit::EventView {
+        let r = a.requests.iter().find(|r| r.name.contains(part)).unwrap();
+        lab::audit::parse_line(0, r.lines.last().unwrap()).unwrap()
+    };
+    let (five, six) = (record(5), record(6));
+    for part in ["-frozen-good-", "-frozen-bad-"] {
+        let e = final_of(&five, part);
+        assert_eq!((e.stage.as_str(), e.code), ("ResponseComplete", Some(500)));
+        assert!(e.failed_open().is_empty());
+        let e = final_of(&six, part);
+        assert_eq!(e.code, Some(201));
+        assert_eq!(
+            e.failed_open(),
+            vec![(
+                "failed-open.validating.webhook.admission.k8s.io/round_0_index_0",
+                IGNORE
+            )]
+        );
+    }
+}
+
+#[test]
+fn the_recorded_audit_run_without_a_failed_open_annotation_is_flagged() {
+    let mut files = common::read_tree(&common::fixtures_dir().join(RUN_AUDIT));
+    let a = &mut files.get_mut("evidence/06.json").unwrap()["facts"][FACTS_KEY];
+    let r = a["requests"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|r| r["name"].as_str().unwrap().contains("-frozen-good-"))
+        .unwrap();
+    let mut ev: Value = serde_json::from_str(r["lines"][0].as_str().unwrap()).unwrap();
+    ev["annotations"]
+        .as_object_mut()
+        .unwrap()
+        .retain(|k, _| !k.starts_with("failed-open."));
+    let line = ev.to_string();
+    r["events"][0] = serde_json::to_value(lab::audit::parse_line(0, &line).unwrap()).unwrap();
+    r["lines"][0] = json!(line);
+    let f = grade_tree(Lab::B, 6, &files);
+    let hit = f
+        .findings
+        .iter()
+        .find(|x| x.code == Code::AuditContradicted && x.subject.ends_with(" failed-open"));
+    let hit = hit.unwrap_or_else(|| panic!("{}", lab::messages::findings(Lang::En, &f)));
+    assert!(
+        hit.detail.contains("-frozen-good-") && hit.detail.contains("stored"),
+        "{}",
+        hit.detail
+    );
+}
