@@ -341,6 +341,11 @@ impl Cursor {
     /// runs once, when the act writes its evidence). Never fails: a read error is recorded as
     /// [`AuditStatus::ReadError`].
     pub fn finish(&self, roots: &[&serde_json::Value]) -> AdmissionAudit {
+        self.finish_within(roots, WAIT_BOUND)
+    }
+
+    /// [`Cursor::finish`] with another bound on the wait for the final events.
+    pub fn finish_within(&self, roots: &[&serde_json::Value], bound: Duration) -> AdmissionAudit {
         let requests = request_records(roots);
         let mut out = AdmissionAudit {
             source: String::new(),
@@ -396,7 +401,7 @@ impl Cursor {
                 .map(|r| request_audit(r, &lines))
                 .collect::<Vec<_>>();
             let done = audits.iter().all(|a| a.final_event().is_some());
-            if done || started.elapsed() >= WAIT_BOUND {
+            if done || started.elapsed() >= bound {
                 break;
             }
             std::thread::sleep(Duration::from_millis(200));
@@ -604,5 +609,38 @@ mod tests {
         assert_eq!(a.requests.len(), 1);
         assert_eq!(a.requests[0].lines, vec![new]);
         assert!(a.requests[0].missing.is_none());
+    }
+
+    #[test]
+    fn a_missing_final_event_says_what_was_waited_for_and_the_stages_seen() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("audit.log");
+        std::fs::write(&p, "").unwrap();
+        let cur = Cursor::begin(&AuditSource::Log(p.clone()));
+        let started = line(
+            "b6-frozen-good",
+            "ResponseStarted",
+            "2026-11-30T21:00:01Z",
+            serde_json::json!({}),
+        );
+        // The last line is incomplete (no newline yet): not read.
+        let partial = line(
+            "b6-frozen-good",
+            "ResponseComplete",
+            "2026-11-30T21:00:01Z",
+            serde_json::json!({}),
+        );
+        std::fs::write(&p, format!("{started}\n{}", &partial[..40])).unwrap();
+        let facts = serde_json::json!({"good": record("b6-frozen-good")});
+        let a = cur.finish_within(&[&facts], Duration::from_millis(300));
+        assert_eq!(a.status, AuditStatus::Observed);
+        assert!(a.waited_ms >= 300, "{}", a.waited_ms);
+        let why = a.requests[0].missing.as_deref().unwrap();
+        assert!(
+            why.contains("kca-webhook-target/b6-frozen-good")
+                && why.contains("stages seen: [ResponseStarted]"),
+            "{why}"
+        );
+        assert!(request_summary(&a.requests[0]).contains("no final audit event"));
     }
 }
