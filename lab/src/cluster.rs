@@ -18,6 +18,7 @@ use k8s_openapi::api::admissionregistration::v1::{
     ValidatingWebhook, ValidatingWebhookConfiguration,
 };
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::autoscaling::v1::Scale;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
@@ -109,6 +110,15 @@ pub struct RawAnswer {
     pub elapsed_ms: u64,
 }
 
+/// The answer to [`Cluster::replace_deployment_scale`].
+#[derive(Debug, Clone)]
+pub enum ScaleWrite {
+    /// Written: the scale object the API server answered with.
+    Written(Box<Scale>),
+    /// 409 Conflict: the scale changed since it was read; nothing was written.
+    Conflict,
+}
+
 /// A client of one cluster.
 #[derive(Clone)]
 pub struct Cluster {
@@ -157,11 +167,6 @@ impl Cluster {
             client,
             kubeconfig: path,
         })
-    }
-
-    /// The kube-rs client (for callers that need an API this module does not wrap).
-    pub fn client(&self) -> Client {
-        self.client.clone()
     }
 
     /// The kubeconfig in use (`None`: kube-rs's inference).
@@ -328,6 +333,62 @@ impl Cluster {
             .await
             .map_err(kube_err)?;
         to_json(&stored)
+    }
+
+    /// The scale subresource of Deployment `namespace/name`
+    /// (`GET …/deployments/NAME/scale`); `None` when the Deployment is not found (404).
+    pub async fn deployment_scale(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Scale>, LabError> {
+        match Api::<Deployment>::namespaced(self.client.clone(), namespace)
+            .get_scale(name)
+            .await
+        {
+            Ok(s) => Ok(Some(s)),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),
+            Err(e) => Err(LabError::Kube(format!(
+                "reading the scale of {namespace}/{name}: {}",
+                kube_err(e)
+            ))),
+        }
+    }
+
+    /// Replaces the scale subresource of Deployment `namespace/name` with `scale`
+    /// (`PUT …/deployments/NAME/scale`; optimistic concurrency: `scale.metadata.resourceVersion`
+    /// must be the live one). A 409 Conflict is [`ScaleWrite::Conflict`], for the caller to
+    /// re-read and decide again; other errors are [`LabError::Kube`].
+    pub async fn replace_deployment_scale(
+        &self,
+        namespace: &str,
+        name: &str,
+        scale: &Scale,
+    ) -> Result<ScaleWrite, LabError> {
+        match Api::<Deployment>::namespaced(self.client.clone(), namespace)
+            .replace_scale(name, &PostParams::default(), scale)
+            .await
+        {
+            Ok(s) => Ok(ScaleWrite::Written(Box::new(s))),
+            Err(kube::Error::Api(s)) if s.code == 409 => Ok(ScaleWrite::Conflict),
+            Err(e) => Err(kube_err(e)),
+        }
+    }
+
+    /// `GET /apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations`: the List
+    /// object exactly as the API server returned it (parsed JSON of its body).
+    pub async fn webhook_configurations_raw(&self) -> Result<serde_json::Value, LabError> {
+        let req = kube::core::Request::new(
+            "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+        )
+        .list(&ListParams::default())
+        .map_err(|e| LabError::Kube(format!("building the request: {e}")))?;
+        let text = self.client.request_text(req).await.map_err(kube_err)?;
+        serde_json::from_str(&text).map_err(|e| {
+            LabError::Kube(format!(
+                "validatingwebhookconfigurations list is not JSON: {e}"
+            ))
+        })
     }
 
     /// Every ValidatingWebhookConfiguration, as stored (raw JSON list items), sorted by name.

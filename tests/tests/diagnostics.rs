@@ -33,7 +33,10 @@ fn scale(run: &LabRun, replicas: i32) -> Result<()> {
         let cl = run.env.cluster().await?;
         // Faults only on a lab-marked cluster.
         cl.lab_mark().await?;
-        let api: Api<Deployment> = Api::namespaced(cl.client(), lab::cluster::KYVERNO_NAMESPACE);
+        // The test injects the failure with its own client, not through the lab's code.
+        let kubeconfig = run.env.kubeconfig.clone().context("the run has a kubeconfig")?;
+        let client = xtask::cluster::ready::client(&kubeconfig).await?;
+        let api: Api<Deployment> = Api::namespaced(client, lab::cluster::KYVERNO_NAMESPACE);
         api.patch(
             lab::cluster::ADMISSION_DEPLOYMENT,
             &PatchParams::default(),

@@ -48,9 +48,9 @@ fn runner_main(args: &[String]) -> i32 {
         }
     };
     let result: Result<()> = rt.block_on(async {
-        let client = scale::client_from_kubeconfig(Path::new(kubeconfig))
+        let client = lab::cluster::Cluster::connect(Some(Path::new(kubeconfig)))
             .await
-            .map_err(anyhow::Error::msg)?;
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
         let (mut fault, ready) = ScaleFault::arm(
             client,
             Path::new(workdir),
@@ -96,9 +96,8 @@ fn sigkill_test() -> Result<()> {
     std::fs::create_dir_all(&workdir).with_context(|| format!("creating {}", workdir.display()))?;
 
     let rt = tokio::runtime::Runtime::new().context("starting tokio")?;
-    let client = rt
-        .block_on(scale::client_from_kubeconfig(&kubeconfig))
-        .map_err(anyhow::Error::msg)?;
+    // The test observes the Deployment with its own client, not through the lab's code.
+    let client = rt.block_on(xtask::cluster::ready::client(&kubeconfig))?;
     let deployments: kube::Api<k8s_openapi::api::apps::v1::Deployment> =
         kube::Api::namespaced(client.clone(), scale::NAMESPACE);
     let dep = rt

@@ -3,6 +3,8 @@
 //!
 //! - every Rust source file is named in ARCHITECTURE.md's code map, and every `*.rs` file the
 //!   document names exists (so the map a newcomer reads first matches the tree);
+//! - in the lab crate, only `lab/src/cluster.rs` talks to the API server (no other module names
+//!   `kube` or builds its own requests), so every request the tool sends is in one file;
 //! - the graders (`lab/src/grade/`) never reach the cluster, the node or the network, and never
 //!   start a process: `grade` is a pure function of (inputs, evidence), read from files only by
 //!   `GradeInput::load` through `Workdir`.
@@ -198,6 +200,56 @@ fn graders_never_reach_the_cluster_or_start_processes() {
     );
 }
 
+/// Lines outside `lab/src/cluster.rs` that reach the API server by themselves.
+fn api_clients(files: &[(PathBuf, String)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (path, text) in files {
+        if path.ends_with("lab/src/cluster.rs") {
+            continue;
+        }
+        for (n, line) in text.lines().enumerate() {
+            let code = line.trim_start();
+            if code.starts_with("//") {
+                continue;
+            }
+            let uses_kube = code.match_indices("kube").any(|(i, _)| {
+                let before = code[..i].chars().next_back();
+                let after = &code[i + 4..];
+                !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '-')
+                    && (after.starts_with("::")
+                        || after.starts_with(';')
+                        || after.starts_with(" as"))
+            });
+            if uses_kube || code.contains("hyper::") || code.contains("reqwest") {
+                out.push(format!("{}:{}: {}", path.display(), n + 1, code.trim()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn only_cluster_rs_talks_to_the_api_server() {
+    let files: Vec<(PathBuf, String)> = rust_files("lab/src")
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(root().join(&p)).unwrap();
+            (p, text)
+        })
+        .collect();
+    assert!(
+        files.iter().any(|(p, t)| p.ends_with("lab/src/cluster.rs")
+            && !api_clients(&[(PathBuf::from("x.rs"), t.clone())]).is_empty()),
+        "lab/src/cluster.rs no longer uses kube: the rule checks nothing"
+    );
+    let bad = api_clients(&files);
+    assert!(
+        bad.is_empty(),
+        "only lab/src/cluster.rs talks to the API server (add a method there):\n  {}",
+        bad.join("\n  ")
+    );
+}
+
 #[test]
 fn the_rules_themselves_catch_what_they_are_for() {
     // The checks above on small inputs, so a rule that can no longer fail is seen here.
@@ -214,4 +266,10 @@ fn the_rules_themselves_catch_what_they_are_for() {
     assert!(g("// std::fs in a comment").is_empty());
     assert!(g("let kubelet = 1; let tokio_like = 2;").is_empty());
     assert_eq!(g("fn f(w: &Workdir) {}").len(), 1);
+    let k = |s: &str| api_clients(&[(PathBuf::from("lab/src/faults/scale.rs"), s.to_owned())]);
+    assert_eq!(k("use kube::{Api, Client};").len(), 1);
+    assert_eq!(k("let c: kube::Client = todo!();").len(), 1);
+    assert!(k("// kube::Api in a comment").is_empty());
+    assert!(k("let kubeconfig = kubelet_kube_dir;").is_empty());
+    assert!(k("use crate::cluster::Cluster;").is_empty());
 }

@@ -121,12 +121,12 @@ pub fn attempts(workdir: &Path) -> Result<Vec<(FaultKind, PathBuf)>, LabError> {
     Ok(out)
 }
 
-/// Heals every unfinished attempt of `workdir` (module docs). `client` reaches the cluster for
+/// Heals every unfinished attempt of `workdir` (module docs). `cluster` reaches the cluster for
 /// scale attempts (`None`: they are reported as errors when one needs a restore). `command`
 /// names the caller in the records.
 pub async fn heal_workdir(
     workdir: &Path,
-    client: Option<&kube::Client>,
+    cluster: Option<&crate::cluster::Cluster>,
     command: &str,
 ) -> HealSummary {
     let mut summary = HealSummary::default();
@@ -143,7 +143,7 @@ pub async fn heal_workdir(
         }
         let result = match kind {
             FaultKind::Freeze => heal_freeze(&dir, command),
-            FaultKind::Scale => heal_scale(&dir, client, command).await,
+            FaultKind::Scale => heal_scale(&dir, cluster, command).await,
         };
         match result {
             Ok(Settled::Live(why)) => summary.live.push(format!("{}: {why}", dir.display())),
@@ -266,7 +266,7 @@ fn heal_freeze(dir: &Path, command: &str) -> Result<Settled, LabError> {
 
 async fn heal_scale(
     dir: &Path,
-    client: Option<&kube::Client>,
+    cluster: Option<&crate::cluster::Cluster>,
     command: &str,
 ) -> Result<Settled, LabError> {
     let fd = scale::FaultDir(dir.to_path_buf());
@@ -338,14 +338,14 @@ async fn heal_scale(
                 .unwrap_or("?")
         )));
     }
-    let Some(client) = client else {
+    let Some(cluster) = cluster else {
         return Err(LabError::NotAvailable {
             what: format!(
                 "the cluster, to restore the replicas of attempt {attempt} (still unfinished)"
             ),
         });
     };
-    let outcome = scale::restore_replicas(client, &plan).await?;
+    let outcome = scale::restore_replicas(cluster, &plan).await?;
     let mut rec = record(
         attempt,
         FaultKind::Scale,

@@ -33,11 +33,9 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use crate::cluster::{Cluster, ScaleWrite};
 use chrono::{DateTime, SecondsFormat, Utc};
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v1::Scale;
-use kube::api::PostParams;
-use kube::{Api, Client};
 use serde::{Deserialize, Serialize};
 
 use crate::error::LabError;
@@ -395,30 +393,11 @@ pub fn faults_root(workdir: &Path) -> PathBuf {
     workdir.join("faults")
 }
 
-fn kube_err(action: impl Into<String>) -> impl FnOnce(kube::Error) -> LabError {
-    let action = action.into();
-    move |source| LabError::Kube(format!("{action}: {source}"))
-}
-
-fn is_not_found(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == 404)
-}
-
-fn is_conflict(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == 409)
-}
-
 /// Reads the scale subresource of the planned Deployment (`None` when it is not found).
-pub async fn read_scale(client: &Client, plan: &WatcherPlan) -> Result<Option<Scale>> {
-    let api: Api<Deployment> = Api::namespaced(client.clone(), &plan.namespace);
-    match api.get_scale(&plan.deployment).await {
-        Ok(s) => Ok(Some(s)),
-        Err(e) if is_not_found(&e) => Ok(None),
-        Err(e) => Err(kube_err(format!(
-            "reading the scale of {}/{}",
-            plan.namespace, plan.deployment
-        ))(e)),
-    }
+pub async fn read_scale(cluster: &Cluster, plan: &WatcherPlan) -> Result<Option<Scale>> {
+    cluster
+        .deployment_scale(&plan.namespace, &plan.deployment)
+        .await
 }
 
 /// Sets `spec.replicas` from `from` to `replicas` through the scale subresource with optimistic
@@ -427,13 +406,12 @@ pub async fn read_scale(client: &Client, plan: &WatcherPlan) -> Result<Option<Sc
 /// `from` (someone else changed it meanwhile), nothing is written ([`LabError::ClusterMismatch`]).
 /// Returns the scale object the API server answered with.
 async fn put_replicas(
-    client: &Client,
+    cluster: &Cluster,
     plan: &WatcherPlan,
     mut current: Scale,
     from: i32,
     replicas: i32,
 ) -> Result<Scale> {
-    let api: Api<Deployment> = Api::namespaced(client.clone(), &plan.namespace);
     let action = format!(
         "setting {}/{} to {replicas} replicas through the scale subresource",
         plan.namespace, plan.deployment
@@ -463,18 +441,25 @@ async fn put_replicas(
         }
         let mut next = current.clone();
         next.spec.get_or_insert_with(Default::default).replicas = Some(replicas);
-        match api
-            .replace_scale(&plan.deployment, &PostParams::default(), &next)
+        match cluster
+            .replace_deployment_scale(&plan.namespace, &plan.deployment, &next)
             .await
+            .map_err(|e| LabError::Kube(format!("{action}: {e}")))?
         {
-            Ok(s) => return Ok(s),
-            Err(e) if is_conflict(&e) => {
-                current = api
-                    .get_scale(&plan.deployment)
-                    .await
-                    .map_err(kube_err(action.clone()))?;
+            ScaleWrite::Written(s) => return Ok(*s),
+            ScaleWrite::Conflict => {
+                current =
+                    read_scale(cluster, plan)
+                        .await?
+                        .ok_or_else(|| LabError::ClusterMismatch {
+                            what: format!(
+                                "deployment {}/{} ({action})",
+                                plan.namespace, plan.deployment
+                            ),
+                            expected: "present".into(),
+                            found: "absent".into(),
+                        })?;
             }
-            Err(e) => return Err(kube_err(action)(e)),
         }
     }
     Err(LabError::Kube(format!(
@@ -484,8 +469,8 @@ async fn put_replicas(
 
 /// Restores the planned original replicas if (and only if) the planned Deployment is at the
 /// fault's value; see [`decide_restore`]. Used by the runner, the watcher and the healer alike.
-pub async fn restore_replicas(client: &Client, plan: &WatcherPlan) -> Result<RestoreOutcome> {
-    let Some(scale) = read_scale(client, plan).await? else {
+pub async fn restore_replicas(cluster: &Cluster, plan: &WatcherPlan) -> Result<RestoreOutcome> {
+    let Some(scale) = read_scale(cluster, plan).await? else {
         return Ok(RestoreOutcome::DeploymentChanged {
             uid: None,
             at: now_rfc3339(),
@@ -506,23 +491,13 @@ pub async fn restore_replicas(client: &Client, plan: &WatcherPlan) -> Result<Res
         }),
         RestoreDecision::Restore => {
             let answer =
-                put_replicas(client, plan, scale, FAULT_REPLICAS, plan.original_replicas).await?;
+                put_replicas(cluster, plan, scale, FAULT_REPLICAS, plan.original_replicas).await?;
             Ok(RestoreOutcome::Restored {
                 at: now_rfc3339(),
                 raw: serde_json::to_value(&answer).unwrap_or(serde_json::Value::Null),
             })
         }
     }
-}
-
-/// Builds a client from a kubeconfig file (the current context).
-pub async fn client_from_kubeconfig(path: &Path) -> std::result::Result<Client, String> {
-    let kc = kube::config::Kubeconfig::read_from(path)
-        .map_err(|e| format!("reading kubeconfig {}: {e}", path.display()))?;
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-        .await
-        .map_err(|e| format!("loading kubeconfig {}: {e}", path.display()))?;
-    Client::try_from(cfg).map_err(|e| format!("building a client from {}: {e}", path.display()))
 }
 
 /// The record of the runner's scale to 0.
@@ -547,7 +522,7 @@ pub struct ScaleFault {
     dir: FaultDir,
     plan: WatcherPlan,
     ledger: Ledger,
-    client: Client,
+    cluster: Cluster,
 }
 
 impl ScaleFault {
@@ -561,7 +536,7 @@ impl ScaleFault {
     ///
     /// The caller has already checked the lab mark and the student's plan against the cluster.
     pub async fn arm(
-        client: Client,
+        cluster: Cluster,
         workdir: &Path,
         kubeconfig: &Path,
         deployment_uid: &str,
@@ -600,7 +575,7 @@ impl ScaleFault {
                 fault: FAULT_KIND.to_string(),
                 entries: Vec::new(),
             },
-            client,
+            cluster,
         };
         fault.record(LedgerEvent::Planned, None, serde_json::Value::Null)?;
         let ready = fault.spawn_watcher().await?;
@@ -613,7 +588,7 @@ impl ScaleFault {
     }
 
     /// Reopens a fault directory written by an earlier process.
-    pub fn open(client: Client, dir: &Path) -> Result<ScaleFault> {
+    pub fn open(cluster: Cluster, dir: &Path) -> Result<ScaleFault> {
         let dir = FaultDir(dir.to_path_buf());
         let plan = read_json(&dir.plan())?;
         let ledger = dir.read_ledger()?;
@@ -621,7 +596,7 @@ impl ScaleFault {
             dir,
             plan,
             ledger,
-            client,
+            cluster,
         })
     }
 
@@ -754,7 +729,7 @@ impl ScaleFault {
         }
         let plan = self.plan.clone();
         let scale =
-            read_scale(&self.client, &plan)
+            read_scale(&self.cluster, &plan)
                 .await?
                 .ok_or_else(|| LabError::ClusterMismatch {
                     what: format!("deployment {}/{}", plan.namespace, plan.deployment),
@@ -778,7 +753,7 @@ impl ScaleFault {
             serde_json::json!({"replicas_before": before, "replicas": FAULT_REPLICAS}),
         )?;
         let sent_at = now_rfc3339();
-        let answer = put_replicas(&self.client, &plan, scale, before, FAULT_REPLICAS).await?;
+        let answer = put_replicas(&self.cluster, &plan, scale, before, FAULT_REPLICAS).await?;
         let answered_at = now_rfc3339();
         let raw = serde_json::to_value(&answer).unwrap_or_default();
         self.record(LedgerEvent::ScaledDown, None, raw.clone())?;
@@ -795,7 +770,7 @@ impl ScaleFault {
     /// cannot be written (disk full) never blocks it; the write error is then returned after the
     /// restore was done, with the outcome in its text.
     pub async fn restore(&mut self, by: Restorer) -> Result<RestoreOutcome> {
-        let result = restore_replicas(&self.client, &self.plan).await;
+        let result = restore_replicas(&self.cluster, &self.plan).await;
         match result {
             Ok(outcome) => {
                 let event = match outcome {
@@ -1051,9 +1026,9 @@ async fn watch(dir: FaultDir) -> i32 {
         answer_ready(&refusal(error));
         3
     };
-    let client = match client_from_kubeconfig(&plan.kubeconfig).await {
+    let client = match Cluster::connect(Some(&plan.kubeconfig)).await {
         Ok(c) => c,
-        Err(e) => return refuse(&mut record, e),
+        Err(e) => return refuse(&mut record, e.to_string()),
     };
     // Cross-check the plan with the live Deployment before anything is scaled.
     let scale = match read_scale(&client, &plan).await {

@@ -20,7 +20,6 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::ListParams;
 
 use crate::cluster::{self, Cluster};
 use crate::error::LabError;
@@ -124,24 +123,10 @@ fn lease_facts(l: Option<&Lease>) -> LeaseFacts {
     }
 }
 
-/// `GET /apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations`: the List object
-/// exactly as the API server returned it (parsed JSON of its body).
+/// The ValidatingWebhookConfigurationList exactly as the API server returned it
+/// ([`Cluster::webhook_configurations_raw`]).
 pub async fn webhook_configurations_raw(cl: &Cluster) -> Result<serde_json::Value, LabError> {
-    let req = kube::core::Request::new(
-        "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
-    )
-    .list(&ListParams::default())
-    .map_err(|e| LabError::Kube(format!("building the request: {e}")))?;
-    let text = cl
-        .client()
-        .request_text(req)
-        .await
-        .map_err(cluster::kube_err)?;
-    serde_json::from_str(&text).map_err(|e| {
-        LabError::Kube(format!(
-            "validatingwebhookconfigurations list is not JSON: {e}"
-        ))
-    })
+    cl.webhook_configurations_raw().await
 }
 
 /// The names of every webhook in a raw ValidatingWebhookConfigurationList, as
@@ -339,7 +324,7 @@ async fn act5(env: &Env) -> Result<ActSummary, LabError> {
         "arming the recovery watcher (an independent process that restores the replicas after 55 s)",
     );
     let (mut fault, ready) = ScaleFault::arm(
-        cl.client(),
+        cl.clone(),
         env.workdir.root(),
         &kubeconfig,
         ctx.deployment_uid.as_deref().unwrap_or_default(),
@@ -732,7 +717,7 @@ async fn act6(env: &Env) -> Result<ActSummary, LabError> {
     let f4: Act4Facts = read_facts(&env.workdir, 4)?;
     let f5: Act5Facts = read_facts(&env.workdir, 5)?;
     let dir = fault_dir_of(env, &f5)?;
-    let mut fault = ScaleFault::open(cl.client(), &dir)?;
+    let mut fault = ScaleFault::open(cl.clone(), &dir)?;
     let mut rec = ActRecorder::begin(&env.workdir, LAB, 6)?.with_audit(&env.audit);
     let mut partial = serde_json::Value::Null;
     let body = act6_body(

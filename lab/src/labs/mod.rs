@@ -43,11 +43,8 @@ pub async fn heal_first(env: &Env, command: &str) -> heal::HealSummary {
     if !any {
         return heal::HealSummary::default();
     }
-    let client = match env.cluster().await {
-        Ok(c) => Some(c.client()),
-        Err(_) => None,
-    };
-    let summary = heal::heal_workdir(env.workdir.root(), client.as_ref(), command).await;
+    let cluster = env.cluster().await.ok();
+    let summary = heal::heal_workdir(env.workdir.root(), cluster.as_ref(), command).await;
     for line in summary.lines() {
         env.ui.step(
             &format!("以前の障害の後始末: {line}"),
