@@ -66,9 +66,14 @@ fn s<'a>(v: &'a Value, ptr: &str) -> Option<&'a str> {
     v.pointer(ptr).and_then(Value::as_str)
 }
 
+/// A duration for people: `30 ms` below one second (a deny 30 ms after resume is not `0.0 s`),
+/// else seconds with one decimal (`32.1 s`); `—` when absent.
 fn secs(ms: Option<i64>) -> String {
-    ms.map(|m| format!("{:.1} s", m as f64 / 1000.0))
-        .unwrap_or_else(|| "—".into())
+    match ms {
+        Some(m) if m.abs() < 1000 => format!("{m} ms"),
+        Some(m) => format!("{:.1} s", m as f64 / 1000.0),
+        None => "—".into(),
+    }
 }
 
 /// `outcome (elapsed)` of the request record at `ptr`.

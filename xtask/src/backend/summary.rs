@@ -56,7 +56,13 @@ fn s<'a>(v: &'a Value, ptr: &str) -> Option<&'a str> {
 
 /// The row of one lab run: `[run, lab, backend, kubernetes, kyverno, fact columns…, grades]`.
 fn row(root: &Path, run: &Path) -> Vec<String> {
-    let name = run.strip_prefix(root).unwrap_or(run).display().to_string();
+    // `<run-id>/<lab>`: when `root` is one run's directory, its own name is the run id.
+    let base = if run.parent() == Some(root) {
+        root.parent().unwrap_or(root)
+    } else {
+        root
+    };
+    let name = run.strip_prefix(base).unwrap_or(run).display().to_string();
     let backend: Value = std::fs::read_to_string(run.join("backend.json"))
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
@@ -182,7 +188,7 @@ mod tests {
         );
         assert!(
             lines[2].contains(
-                "registration after scale-down: absent; violating request stored (0.0 s)"
+                "registration after scale-down: absent; violating request stored (40 ms)"
             ),
             "{md}"
         );
@@ -205,7 +211,7 @@ mod tests {
             "{md}"
         );
         assert!(
-            lines[3].contains("first deny 1.5 s / 0.8 s after resume"),
+            lines[3].contains("first deny 1.5 s / 800 ms after resume"),
             "{md}"
         );
         assert!(lines[3].contains("no grades.json"), "{md}");
@@ -215,6 +221,14 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .contains("no lab run")
+        );
+        // Given one run's directory, the run column still names the run: `<run-id>/<lab>`.
+        let one = markdown(&d.path().join("lab-b/20261129T000000Z")).unwrap();
+        assert!(
+            one.lines()
+                .nth(2)
+                .is_some_and(|l| l.starts_with("| 20261129T000000Z/b | b |")),
+            "{one}"
         );
     }
 }
