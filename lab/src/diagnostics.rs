@@ -353,7 +353,7 @@ const STANDING_WARNINGS: &[&str] = &["MissingClusterDNS"];
 
 /// How telling a Warning is: about the admission controller or outside `kyverno` (the lab
 /// namespaces) ranks above the other Kyverno controllers; a standing condition
-/// ([`STANDING_WARNINGS`]) ranks below everything.
+/// ([`STANDING_WARNINGS`]) is 0, never picked.
 fn warning_rank(e: &EventRow) -> u8 {
     if STANDING_WARNINGS.contains(&e.reason.as_str()) {
         0
@@ -370,7 +370,8 @@ fn warning_rank(e: &EventRow) -> u8 {
 /// 1. the last state of the wait that ran out, else the error's first line;
 /// 2. the admission controller when something about it is abnormal ([`controller_line`]);
 /// 3. the newest `Warning` Event of the highest rank ([`warning_rank`]: the admission controller's
-///    and the lab namespaces' first, standing conditions last);
+///    and the lab namespaces' first; standing conditions are never shown, they stay in
+///    `events.txt`);
 /// 4. the admission controller's last error log line ([`is_error_line`]).
 ///
 /// At most three lines; fewer when less was seen. Pure.
@@ -396,7 +397,7 @@ pub fn telling_lines(o: &Observations) -> Vec<String> {
     if let Some(e) = o
         .events
         .iter()
-        .filter(|e| e.type_ == "Warning")
+        .filter(|e| e.type_ == "Warning" && warning_rank(e) > 0)
         .max_by_key(|e| (warning_rank(e), &e.time))
     {
         lines.push(format!(

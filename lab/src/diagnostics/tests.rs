@@ -266,3 +266,19 @@ fn the_students_words_exist_in_both_languages_and_name_the_directory() {
         Path::new("/w/diagnostics/act-02")
     );
 }
+
+#[test]
+fn standing_warnings_alone_give_no_warning_line_and_leave_room_for_the_log() {
+    let mut o = recorded("scaled-to-zero-act-2.json");
+    o.events
+        .retain(|e| e.type_ != "Warning" || e.reason == "MissingClusterDNS");
+    assert!(o.events.iter().any(|e| e.reason == "MissingClusterDNS"));
+    o.admission_log = vec!["2026-11-30T21:00:00Z\tERROR\tsetup\tboom".into()];
+    let lines = telling_lines(&o);
+    assert_eq!(lines.len(), 3, "{lines:#?}");
+    assert!(
+        lines.iter().all(|l| !l.contains("MissingClusterDNS")),
+        "{lines:#?}"
+    );
+    assert!(lines[2].contains("boom"), "{lines:#?}");
+}
