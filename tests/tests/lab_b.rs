@@ -65,6 +65,10 @@ fn main() {
         step(&st, "grade all", grade_all)
     }));
     let st = state.clone();
+    trials.push(Trial::test("the_run_keeps_kyverno_s_own_logs", move || {
+        step(&st, "kyverno logs", kyverno_logs_kept)
+    }));
+    let st = state.clone();
     trials.push(Trial::test(
         "sigkill_of_the_runner_mid_freeze_still_resumes_kyverno",
         move || step(&st, "sigkill", sigkill_runner),
@@ -171,6 +175,32 @@ fn investigation_names_the_live_process(run: &LabRun, f: &Act4Facts) -> Result<(
             "act 4: /proc/{}/cgroup names container {}",
             f.identity.pid, f.identity.container_id
         ),
+    )
+}
+
+/// The artifacts keep Kyverno's own logs (`kyverno-logs/`, written by `save_artifacts`): after
+/// the acts, the admission controller's log is there and not empty.
+fn kyverno_logs_kept(run: &LabRun) -> Result<(), Failed> {
+    let dir = tempfile::tempdir()?;
+    let (written, failed) = run
+        .save_kyverno_logs(dir.path())
+        .map_err(|e| Failed::from(format!("{e:#}")))?;
+    ensure(
+        failed.is_empty(),
+        &format!("unreadable Kyverno logs: {failed:?}"),
+    )?;
+    let admission = written
+        .iter()
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("kyverno-admission-controller-"))
+        })
+        .ok_or_else(|| format!("no admission controller log among {written:?}"))?;
+    let text = std::fs::read_to_string(admission)?;
+    ensure(
+        text.lines().count() > 10,
+        &format!("{} has {} lines", admission.display(), text.lines().count()),
     )
 }
 

@@ -451,6 +451,61 @@ impl LabRun {
         Ok(ctx)
     }
 
+    /// Writes the logs of every pod in the `kyverno` namespace into `dir` as
+    /// `<pod>.<container>[.previous].log` (the last [`KYVERNO_LOG_LINES`] lines with the API
+    /// server's timestamps; `.previous` for a container that restarted, which is how a freeze
+    /// that got the controller killed shows). Returns the files written; a log that cannot be
+    /// read is skipped and named in the returned error list.
+    pub fn save_kyverno_logs(&self, dir: &Path) -> Result<(Vec<PathBuf>, Vec<String>)> {
+        let env = &self.env;
+        self.rt.block_on(async {
+            let cl = env.cluster().await?;
+            let pods = cl.pods(lab::cluster::KYVERNO_NAMESPACE).await?;
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            let (mut written, mut failed) = (Vec::new(), Vec::new());
+            for p in &pods {
+                let name = p.metadata.name.clone().unwrap_or_default();
+                let statuses = p
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.container_statuses.clone())
+                    .unwrap_or_default();
+                for c in statuses {
+                    let runs: &[bool] = if c.restart_count > 0 {
+                        &[false, true]
+                    } else {
+                        &[false]
+                    };
+                    for &previous in runs {
+                        let file = dir.join(format!(
+                            "{name}.{}{}.log",
+                            c.name,
+                            if previous { ".previous" } else { "" }
+                        ));
+                        match cl
+                            .pod_log_tail(
+                                lab::cluster::KYVERNO_NAMESPACE,
+                                &name,
+                                &c.name,
+                                KYVERNO_LOG_LINES,
+                                previous,
+                            )
+                            .await
+                        {
+                            Ok(text) => {
+                                std::fs::write(&file, text)
+                                    .with_context(|| format!("writing {}", file.display()))?;
+                                written.push(file);
+                            }
+                            Err(e) => failed.push(format!("{}: {e}", file.display())),
+                        }
+                    }
+                }
+            }
+            Ok((written, failed))
+        })
+    }
+
     /// A snapshot of every ValidatingWebhookConfiguration, verbatim, as a JSON list.
     pub fn webhook_snapshot(&self) -> Result<serde_json::Value> {
         let env = &self.env;
@@ -931,9 +986,21 @@ pub fn save_artifacts(run: &LabRun, artifacts: &Path) -> Result<Vec<Findings>> {
     if let Ok(snap) = run.webhook_snapshot() {
         write_json(&artifacts.join("webhooks").join("final.json"), &snap)?;
     }
+    // Kyverno's own account of the run, whether or not it went well.
+    match run.save_kyverno_logs(&artifacts.join("kyverno-logs")) {
+        Ok((_, failed)) => {
+            for f in failed {
+                eprintln!("      a Kyverno log could not be read: {f}");
+            }
+        }
+        Err(e) => eprintln!("      Kyverno's logs were not saved: {e:#}"),
+    }
     copy_workdir(run.workdir().root(), artifacts)?;
     Ok(grades)
 }
+
+/// How many of each Kyverno container's last log lines a lab run keeps (`kyverno-logs/`).
+pub const KYVERNO_LOG_LINES: i64 = 20_000;
 
 /// The machine-wide cluster lock file: every checkout's `cluster up`/`down`, `lab run` and test
 /// fixture takes it, so two checkouts never start or tear down clusters at the same time.
