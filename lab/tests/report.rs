@@ -372,3 +372,33 @@ fn pages_render_in_headless_chromium() {
         }
     }
 }
+
+#[test]
+fn each_request_sending_act_shows_its_admission_webhook_counters() {
+    // The real lab B run: act 5 (Fail, frozen) made the API server count two calling_webhook_error
+    // rejections on the policy's Fail webhook; act 6 (Ignore, frozen) two fail-open admissions.
+    let html = page(&fixture("recorded/b-20261130T210502Z"), Lab::B, Lang::En);
+    assert_eq!(attr_values(&html, "data-metrics"), ["3", "5", "6", "7"]);
+    let row = |act: &str| {
+        let start = html.find(&format!("data-metrics=\"{act}\"")).unwrap();
+        let end = html[start..].find("</tr>").unwrap();
+        html[start..start + end].to_owned()
+    };
+    assert!(
+        row("5").contains(
+            "rejection_count{error_type=calling_webhook_error,name=vpol.validate.kyverno.svc-fail-finegrained-kca-webhook-label,operation=CREATE,rejection_code=503,type=validating} +2"
+        ),
+        "{}",
+        row("5")
+    );
+    assert!(
+        row("6").contains(
+            "fail_open_count{name=vpol.validate.kyverno.svc-ignore-finegrained-kca-webhook-label,type=validating} +2"
+        ),
+        "{}",
+        row("6")
+    );
+    // Evidence recorded before the tool read /metrics shows no such row.
+    let old = page(&fixture(RECORDED_B), Lab::B, Lang::En);
+    assert!(attr_values(&old, "data-metrics").is_empty());
+}

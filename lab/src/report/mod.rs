@@ -354,6 +354,15 @@ fn observations(lab: Lab, input: &GradeInput) -> Vec<(Text, [Obs; 4])> {
     }
 }
 
+/// The API server's admission webhook counters of act `act` (`facts.admission_metrics`), short:
+/// the one line of [`crate::metrics::summary_line`] (each changed series with its delta, or why
+/// `/metrics` was not read); `None` when the act has no metrics record.
+fn act_metrics(input: &GradeInput, act: u8) -> Option<String> {
+    let v = facts(input, act).get(crate::metrics::FACTS_KEY)?;
+    let m: crate::metrics::AdmissionMetrics = serde_json::from_value(v.clone()).ok()?;
+    Some(crate::metrics::summary_line(&m))
+}
+
 /// The audit record of act `act` (`facts.admission_audit`), short: one line per request
 /// ([`crate::audit::request_summary`]), or why audit was not observed; `None` when the act has
 /// no audit record (acts 1, 2, 4, 8, or evidence that predates audit).
@@ -489,6 +498,11 @@ pub fn render_with_diagnostics(
                                     }
                                 }
                             }
+                        }
+                        @if let Some(m) = act_metrics(input, act) {
+                            tr data-metrics=(act) { td {} td colspan="4" {
+                                (tx::METRICS.get(lang)) ": " span class="mono" { (m) }
+                            } }
                         }
                         @if let Some(a) = act_audit(input, act) {
                             tr data-audit=(act) { td {} td colspan="4" {

@@ -31,6 +31,10 @@ pub(crate) const STATUS: Text = t("状態", "status");
 pub(crate) const TIME: Text = t("時刻 (UTC)", "time (UTC)");
 pub(crate) const VERDICT: Text = t("採点", "grade");
 pub(crate) const DIGESTS: Text = t("正規ダイジェスト", "canonical digests");
+pub(crate) const METRICS: Text = t(
+    "API サーバーの admission webhook カウンタ (この幕での増分)",
+    "the API server's admission webhook counters (change during this act)",
+);
 pub(crate) const AUDIT: Text = t(
     "API サーバーの監査ログ (各リクエストの最終イベント: コードと注釈)",
     "API server audit log (each request's final event: code and annotations)",
