@@ -282,13 +282,49 @@ async fn scenario(c: &LabCluster) -> Result<()> {
     Ok(())
 }
 
+/// A second `up` of the running cluster's name through the lab run's path
+/// (`up_with_diagnostics`) is refused, and the refusal tears nothing down: the running cluster
+/// is another process's (here the fixture's), not this `up`'s (rule: delete only what we made).
+fn refused_up_leaves_the_running_cluster(
+    cluster: &LabCluster,
+    rt: &tokio::runtime::Runtime,
+) -> Result<()> {
+    let created = cluster.cluster().record().created_at.clone();
+    let diag = tempfile::tempdir()?;
+    let mut opts = xtask::cluster::UpOptions::new("smoke");
+    opts.state_root = default_state_root();
+    let second = xtask::lab_run::diagnostics::up_with_diagnostics(opts, diag.path());
+    ensure!(
+        second.is_err(),
+        "a second up of the running cluster smoke was not refused"
+    );
+    let again = xtask::cluster::Cluster::load("smoke", &default_state_root())?
+        .context("the record of smoke is gone after the refused up")?;
+    ensure!(
+        again.record().created_at == created,
+        "the record of smoke changed: created {created}, now {}",
+        again.record().created_at
+    );
+    let client = rt.block_on(xtask::cluster::ready::client(&cluster.kubeconfig()))?;
+    let version = rt
+        .block_on(client.apiserver_version())
+        .context("the API server of smoke no longer answers after the refused up")?;
+    eprintln!(
+        "   refused up left smoke running (API server {})",
+        version.git_version
+    );
+    Ok(())
+}
+
 #[test]
 fn cluster_smoke() -> Result<()> {
     let root = default_state_root();
     let sampler = MemorySampler::start(&root.join("smoke"), Duration::from_secs(1));
     let cluster = LabCluster::fresh("smoke")?;
     let rt = tokio::runtime::Runtime::new().context("starting tokio")?;
-    let result = rt.block_on(scenario(&cluster));
+    let result = rt
+        .block_on(scenario(&cluster))
+        .and_then(|()| refused_up_leaves_the_running_cluster(&cluster, &rt));
     let (peak, procs) = sampler.finish();
     let timings = cluster.cluster().record().timings_ms.clone();
     let up_secs = cluster.up_secs();

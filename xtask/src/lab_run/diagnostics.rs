@@ -70,6 +70,12 @@ pub fn collect_for(
 pub fn up_with_diagnostics(opts: UpOptions, diag_dir: &Path) -> Result<Cluster> {
     let retain = opts.retain_on_failure;
     let (name, state_root) = (opts.name.clone(), opts.state_root.clone());
+    // The record of a cluster of that name before `up` (another process's running cluster, which
+    // `up` refuses): not this `up`'s, so never torn down below (rule: delete only what we made).
+    let before = Cluster::load(&name, &state_root)
+        .ok()
+        .flatten()
+        .map(|c| c.record().created_at.clone());
     let err = match Cluster::up(UpOptions {
         retain_on_failure: true,
         ..opts
@@ -104,7 +110,8 @@ pub fn up_with_diagnostics(opts: UpOptions, diag_dir: &Path) -> Result<Cluster> 
             }
         }
     }
-    if !retain && let Some(c) = cluster {
+    let started_by_this_up = |c: &Cluster| before.as_ref() != Some(&c.record().created_at);
+    if !retain && let Some(c) = cluster.filter(started_by_this_up) {
         eprintln!("   tearing down the half-started cluster {name}");
         if let Err(e) = c.down() {
             eprintln!("   teardown of {name} failed: {e:#}");
