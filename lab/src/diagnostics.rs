@@ -369,7 +369,7 @@ fn warning_rank(e: &EventRow) -> u8 {
 /// The three most telling lines of a failure, in this order of preference:
 /// 1. the last state of the wait that ran out, else the error's first line;
 /// 2. the admission controller when something about it is abnormal ([`controller_line`]);
-/// 3. the newest `Warning` Event of the highest rank ([`warning_rank`]: the admission controller's
+/// 3. the newest `Warning` Event of the highest rank (`warning_rank`: the admission controller's
 ///    and the lab namespaces' first; standing conditions are never shown, they stay in
 ///    `events.txt`);
 /// 4. the admission controller's last error log line ([`is_error_line`]).
