@@ -10,7 +10,7 @@
 //!   network namespace (`up`, `down`, `status`) and a test fixture.
 //! - [`backend`]: where a lab run's cluster comes from: embedded, an existing cluster
 //!   (kubeconfig), or k3s in Docker.
-//! - [`bench`]: `cargo xtask bench`, the labs N times against their floors.
+//! - [`bench`](mod@bench): `cargo xtask bench`, the labs N times against their floors.
 
 pub mod backend;
 pub mod bench;

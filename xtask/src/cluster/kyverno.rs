@@ -303,7 +303,7 @@ async fn webhook_answers(kc: &Path) -> Result<String> {
 }
 
 /// Waits (bounded) until Kyverno's admission controller is Ready and its webhook answers
-/// ([`admission_ready`]; polled every 0.5 s). Returns Kyverno's deny message for the probe.
+/// (`admission_ready`; polled every 0.5 s). Returns Kyverno's deny message for the probe.
 pub fn wait_ready(
     rt: &Runtime,
     timeout: Duration,

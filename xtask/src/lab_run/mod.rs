@@ -801,7 +801,7 @@ fn drive(
     )
 }
 
-/// [`drive`] with `before_act(run, act)` called before each act (a test's forced failure, e.g.
+/// `drive` (the acts of a lab run) with `before_act(run, act)` called before each act (a test's forced failure, e.g.
 /// scaling the admission controller to 0 before act 2); an error from it fails that act.
 /// `audit` is where the acts read the API server's audit log (the embedded node's; else
 /// [`lab::audit::AuditSource::NotConfigured`]).
