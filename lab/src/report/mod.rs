@@ -30,7 +30,7 @@ const CSS: &str = r#"
 body{font-family:system-ui,-apple-system,"Segoe UI","Noto Sans JP","Hiragino Sans",sans-serif;margin:1.5em auto;max-width:1180px;color:#1d1d1f;padding:0 1em}
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.8em;border-bottom:1px solid #ccc}h3{font-size:1.05em}
 table{border-collapse:collapse;margin:.5em 0;width:100%}th,td{border:1px solid #ccc;padding:.25em .5em;text-align:left;vertical-align:top;font-size:.9em}
-th{background:#f2f2f2}code,.mono{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-size:.85em;word-break:break-all}
+th{background:#f2f2f2}code,.mono{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-size:.85em;word-break:break-all}.ts{white-space:nowrap;word-break:normal}
 .pass{color:#1b5e20;font-weight:bold}.fail{color:#b71c1c;font-weight:bold}.none{color:#777}
 .yes{background:#e8f5e9}.no{background:#ffebee}.unk{background:#fafafa;color:#777}
 pre{background:#f7f7f7;border:1px solid #ddd;padding:.5em;overflow:auto;max-height:40em;font-size:.8em}
@@ -486,7 +486,7 @@ pub fn render_with_diagnostics(
                                 Some(Ok(doc)) => {
                                     td { (doc.value["status"].as_str().unwrap_or("?"))
                                          @if let Some(i) = doc.value["interruption"].as_str() { br; span class="fail" { (i) } } }
-                                    td class="mono" { (doc.value["started_at"].as_str().unwrap_or("?")) br; (doc.value["finished_at"].as_str().unwrap_or("?")) }
+                                    td class="mono ts" { (doc.value["started_at"].as_str().unwrap_or("?")) br; (doc.value["finished_at"].as_str().unwrap_or("?")) }
                                 }
                             }
                             td { (verdict(g, lang)) }
