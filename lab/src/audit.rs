@@ -280,36 +280,6 @@ pub fn request_audit(r: &RequestRecord, lines: &[String]) -> RequestAudit {
     }
 }
 
-/// Every [`RequestRecord`] under `roots` (at any depth; the metrics and audit records skipped),
-/// once per name, sorted by name.
-pub fn request_records(roots: &[&serde_json::Value]) -> BTreeMap<String, RequestRecord> {
-    fn collect(v: &serde_json::Value, out: &mut BTreeMap<String, RequestRecord>) {
-        match v {
-            serde_json::Value::Object(o) => {
-                if o.contains_key("outcome")
-                    && o.contains_key("raw_response")
-                    && let Ok(r) = serde_json::from_value::<RequestRecord>(v.clone())
-                {
-                    out.entry(r.name.clone()).or_insert(r);
-                    return;
-                }
-                for (k, x) in o {
-                    if k != FACTS_KEY && k != crate::metrics::FACTS_KEY {
-                        collect(x, out);
-                    }
-                }
-            }
-            serde_json::Value::Array(a) => a.iter().for_each(|x| collect(x, out)),
-            _ => {}
-        }
-    }
-    let mut out = BTreeMap::new();
-    for r in roots {
-        collect(r, &mut out);
-    }
-    out
-}
-
 /// An act's audit window: [`Cursor::begin`] before its first request, [`Cursor::finish`] when the
 /// act writes its evidence.
 #[derive(Debug)]
@@ -346,7 +316,7 @@ impl Cursor {
 
     /// [`Cursor::finish`] with another bound on the wait for the final events.
     pub fn finish_within(&self, roots: &[&serde_json::Value], bound: Duration) -> AdmissionAudit {
-        let requests = request_records(roots);
+        let requests = crate::evidence::request_records(roots);
         let mut out = AdmissionAudit {
             source: String::new(),
             status: AuditStatus::Observed,

@@ -175,3 +175,33 @@ pub struct RequestRecord {
     /// The raw response body (the created object, or the `Status` object), verbatim.
     pub raw_response: serde_json::Value,
 }
+
+/// Every [`RequestRecord`] under `roots` (at any depth; the metrics and audit records skipped),
+/// once per name, sorted by name.
+pub fn request_records(roots: &[&serde_json::Value]) -> BTreeMap<String, RequestRecord> {
+    fn collect(v: &serde_json::Value, out: &mut BTreeMap<String, RequestRecord>) {
+        match v {
+            serde_json::Value::Object(o) => {
+                if o.contains_key("outcome")
+                    && o.contains_key("raw_response")
+                    && let Ok(r) = serde_json::from_value::<RequestRecord>(v.clone())
+                {
+                    out.entry(r.name.clone()).or_insert(r);
+                    return;
+                }
+                for (k, x) in o {
+                    if k != crate::audit::FACTS_KEY && k != crate::metrics::FACTS_KEY {
+                        collect(x, out);
+                    }
+                }
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| collect(x, out)),
+            _ => {}
+        }
+    }
+    let mut out = BTreeMap::new();
+    for r in roots {
+        collect(r, &mut out);
+    }
+    out
+}

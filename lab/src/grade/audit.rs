@@ -89,7 +89,8 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
         return;
     }
     let hook = super::metrics::policy_webhook(g, ev);
-    let requests = audit::request_records(&[&ev.facts, &serde_json::Value::Array(ev.raw.clone())]);
+    let requests =
+        crate::evidence::request_records(&[&ev.facts, &serde_json::Value::Array(ev.raw.clone())]);
 
     for (name, r) in &requests {
         let Some((i, ra)) = a.requests.iter().enumerate().find(|(_, x)| &x.name == name) else {

@@ -261,39 +261,17 @@ pub(crate) fn policy_webhook(g: &G<'_>, ev: &Evidence) -> Option<String> {
 }
 
 /// Every request record of the act: in `facts` (at any depth) and in `raw` `request:*` entries,
-/// by name.
+/// by name ([`crate::evidence::request_records`]).
 fn requests_of(ev: &Evidence) -> BTreeMap<String, RequestRecord> {
-    let mut out = BTreeMap::new();
-    collect(&ev.facts, &mut out);
+    let mut roots = vec![&ev.facts];
     for r in &ev.raw {
         let is_request = r
             .get("what")
             .and_then(serde_json::Value::as_str)
             .is_some_and(|w| w.starts_with("request:"));
         if is_request && let Some(d) = r.get("data") {
-            collect(d, &mut out);
+            roots.push(d);
         }
     }
-    out
-}
-
-fn collect(v: &serde_json::Value, out: &mut BTreeMap<String, RequestRecord>) {
-    match v {
-        serde_json::Value::Object(o) => {
-            if o.contains_key("outcome")
-                && o.contains_key("raw_response")
-                && let Ok(r) = serde_json::from_value::<RequestRecord>(v.clone())
-            {
-                out.entry(r.name.clone()).or_insert(r);
-                return;
-            }
-            for (k, x) in o {
-                if k != FACTS_KEY {
-                    collect(x, out);
-                }
-            }
-        }
-        serde_json::Value::Array(a) => a.iter().for_each(|x| collect(x, out)),
-        _ => {}
-    }
+    crate::evidence::request_records(&roots)
 }

@@ -333,7 +333,7 @@ pub fn audit_line(r: &RequestRecord, n: usize, extra: &[(&str, &str)]) -> String
 /// lab B act 6's target-namespace pods stored under Ignore failed open (annotation naming the
 /// Ignore webhook); every other request has just its code.
 fn audit_record(lab: Lab, act: u8, facts: &Value, start: i64, end: i64) -> Value {
-    let requests = lab::audit::request_records(&[facts]);
+    let requests = lab::evidence::request_records(&[facts]);
     let mut lines = Vec::new();
     for (n, r) in requests.values().enumerate() {
         let open = lab == Lab::B
