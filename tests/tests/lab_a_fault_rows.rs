@@ -30,9 +30,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, bail, ensure};
 use lab::evidence::{ActStatus, Lab};
 use lab::faults::attempt::ProcessRef;
-use lab::faults::scale::{
-    self, FaultDir, LedgerEvent, RestoreOutcome, Restorer, ScaleFault, WatcherAction,
-};
+use lab::faults::scale::{self, FaultDir, LedgerEvent, RestoreOutcome, Restorer, WatcherAction};
 use libtest_mimic::{Arguments, Failed, Trial};
 use tests::LabCluster;
 use xtask::lab_run::LabRun;
@@ -119,41 +117,7 @@ fn with_shared(row: Row) -> Result<()> {
 /// each stdin line `restore` restores as the runner and prints `restore-ok {outcome}` or
 /// `restore-err {text}`, then `restored-by {json}`. Exits at the end of stdin.
 fn runner_main(args: &[String]) -> i32 {
-    let [kubeconfig, workdir, uid] = args else {
-        eprintln!("usage: --scale-runner KUBECONFIG WORKDIR DEPLOYMENT_UID");
-        return 2;
-    };
-    let rt = match tokio::runtime::Runtime::new() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("runner: tokio: {e}");
-            return 1;
-        }
-    };
-    let result: Result<()> = rt.block_on(async {
-        let client = lab::cluster::Cluster::connect(Some(Path::new(kubeconfig)))
-            .await
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        let (mut fault, ready) = ScaleFault::arm(
-            client,
-            Path::new(workdir),
-            Path::new(kubeconfig),
-            uid,
-            1,
-            RESTORE_AFTER_SEC,
-        )
-        .await
-        .context("arming the recovery watcher")?;
-        let down = fault.scale_down().await.context("scaling to 0")?;
-        println!(
-            "scaled-down {}",
-            serde_json::json!({
-                "fault_dir": fault.dir().0,
-                "watcher_pid": ready.pid,
-                "armed_at": ready.armed_at,
-                "scaled_at": down.answered_at,
-            })
-        );
+    tests::scale_runner_main(args, RESTORE_AFTER_SEC, |mut fault| async move {
         for line in std::io::stdin().lines() {
             if line? != "restore" {
                 continue;
@@ -166,14 +130,7 @@ fn runner_main(args: &[String]) -> i32 {
             println!("restored-by {}", serde_json::to_string(&by)?);
         }
         Ok(())
-    });
-    match result {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("runner: {e:#}");
-            1
-        }
-    }
+    })
 }
 
 /// A running runner: its stdin, its stdout lines, killed (SIGKILL through its handle) and reaped

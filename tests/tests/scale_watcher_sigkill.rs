@@ -9,12 +9,12 @@
 //! waits to be killed.
 
 use std::io::{BufRead as _, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail, ensure};
-use lab::faults::scale::{self, ScaleFault, WatcherAction};
+use lab::faults::scale::{self, WatcherAction};
 use libtest_mimic::{Arguments, Failed, Trial};
 
 const RESTORE_AFTER_SEC: u64 = 55;
@@ -36,52 +36,10 @@ fn main() {
 
 /// The runner mode: arm, scale down, say so, then wait (at most 10 minutes) to be killed.
 fn runner_main(args: &[String]) -> i32 {
-    let [kubeconfig, workdir, uid] = args else {
-        eprintln!("usage: --scale-runner KUBECONFIG WORKDIR DEPLOYMENT_UID");
-        return 2;
-    };
-    let rt = match tokio::runtime::Runtime::new() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("runner: tokio: {e}");
-            return 1;
-        }
-    };
-    let result: Result<()> = rt.block_on(async {
-        let client = lab::cluster::Cluster::connect(Some(Path::new(kubeconfig)))
-            .await
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        let (mut fault, ready) = ScaleFault::arm(
-            client,
-            Path::new(workdir),
-            Path::new(kubeconfig),
-            uid,
-            1,
-            RESTORE_AFTER_SEC,
-        )
-        .await
-        .context("arming the recovery watcher")?;
-        let down = fault.scale_down().await.context("scaling to 0")?;
-        println!(
-            "scaled-down {}",
-            serde_json::json!({
-                "fault_dir": fault.dir().0,
-                "watcher_pid": ready.pid,
-                "armed_at": ready.armed_at,
-                "deadline_at": ready.deadline_at,
-                "scaled_at": down.answered_at,
-            })
-        );
+    tests::scale_runner_main(args, RESTORE_AFTER_SEC, |_fault| async {
         tokio::time::sleep(Duration::from_secs(600)).await;
         Ok(())
-    });
-    match result {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("runner: {e:#}");
-            1
-        }
-    }
+    })
 }
 
 fn sigkill_test() -> Result<()> {
