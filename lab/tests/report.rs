@@ -17,6 +17,8 @@ use lab::workdir::Workdir;
 use serde_json::{Value, json};
 
 const RECORDED_B: &str = "recorded/b-20261129T153816Z";
+/// A real lab A run whose act 6 recorded 58 dry-run probes (56 admitted, 1 no-endpoints, 1 deny).
+const RECORDED_A: &str = "recorded/a-20261130T194643Z";
 
 fn fixture(rel: &str) -> PathBuf {
     common::fixtures_dir().join(rel)
@@ -185,7 +187,12 @@ fn pages_are_self_contained() {
 
 #[test]
 fn timeline_has_one_mark_per_recorded_request() {
-    for (dir, lab) in [(RECORDED_B, Lab::B), ("b/pass", Lab::B), ("a/pass", Lab::A)] {
+    for (dir, lab) in [
+        (RECORDED_B, Lab::B),
+        ("b/pass", Lab::B),
+        ("a/pass", Lab::A),
+        (RECORDED_A, Lab::A),
+    ] {
         let dir = fixture(dir);
         let html = page(&dir, lab, Lang::En);
         let marks = attr_values(&html, "data-request");
@@ -401,4 +408,39 @@ fn each_request_sending_act_shows_its_admission_webhook_counters() {
     // Evidence recorded before the tool read /metrics shows no such row.
     let old = page(&fixture(RECORDED_B), Lab::B, Lang::En);
     assert!(attr_values(&old, "data-metrics").is_empty());
+}
+
+/// A reader meets the key facts before the details, and lab A's recovery probes take one chart
+/// row per run of equal outcomes (the recorded run: 56 admitted, 1 no-endpoints, 1 deny → three
+/// rows, not 58), each bar still drawn.
+#[test]
+fn key_facts_come_first_and_probe_runs_share_a_row() {
+    let html = page(&fixture(RECORDED_A), Lab::A, Lang::En);
+    let key = html.find("Key facts").expect("a key facts heading");
+    let acts = html
+        .find("Acts: status and grade")
+        .expect("an acts heading");
+    let chart = html.find("data-timeline").expect("a timeline");
+    assert!(
+        key < acts && key < chart,
+        "key facts at {key}, acts at {acts}, chart at {chart}"
+    );
+    let probe_rows: Vec<&str> = html
+        .match_indices(">dry-run probes #")
+        .map(|(i, _)| &html[i + 1..i + 40])
+        .map(|s| s.split(['<', ':']).next().unwrap_or(s))
+        .collect();
+    assert_eq!(
+        probe_rows,
+        [
+            "dry-run probes #1–#56",
+            "dry-run probes #57",
+            "dry-run probes #58"
+        ],
+        "probe rows of the recorded lab A run"
+    );
+    assert!(
+        html.contains("dry-run-admitted ×56 · "),
+        "the run's label counts its bars"
+    );
 }

@@ -472,6 +472,12 @@ pub fn render_with_diagnostics(
                     }
                 }
 
+                h2 { (tx::KEY_FACTS.get(lang)) }
+                table {
+                    tr { @for h in KEY_FACT_HEADERS { th { (h) } } }
+                    tr { @for c in &kf { td class="mono" { (c) } } }
+                }
+
                 h2 { (tx::ACTS.get(lang)) }
                 table {
                     tr { th { (tx::ACT.get(lang)) } th { (tx::STATUS.get(lang)) } th { (tx::TIME.get(lang)) }
@@ -558,12 +564,6 @@ pub fn render_with_diagnostics(
                             None => p class="none" { (tx::NO_SCALE.get(lang)) },
                         }
                     }
-                }
-
-                h2 { (tx::KEY_FACTS.get(lang)) }
-                table {
-                    tr { @for h in KEY_FACT_HEADERS { th { (h) } } }
-                    tr { @for c in &kf { td class="mono" { (c) } } }
                 }
 
                 h2 { (tx::OBSERVATIONS.get(lang)) }

@@ -3,7 +3,8 @@
 //! Marks carry data attributes so a browser test can count them: every request bar has
 //! `data-request="<name>"` and `data-outcome="<outcome>"`, a freeze window `data-window="freeze"`,
 //! each lab A step `data-step="<key>"`. A request appears once even when the facts hold it twice
-//! (lab B's `first_explicit_deny` is also the last entry of `after_resume`).
+//! (lab B's `first_explicit_deny` is also the last entry of `after_resume`). Lab A's recovery probes
+//! are drawn one row per run of equal outcomes (every bar kept), so the chart stays a page long.
 
 use maud::{Markup, html};
 use serde_json::Value;
@@ -51,6 +52,9 @@ enum Mark {
         elapsed_ms: Option<u64>,
         note: Option<String>,
     },
+    /// Several requests of one outcome drawn on one row (lab A's run of dry-run probes): every
+    /// request keeps its own bar (and `data-request`), the label after the last bar counts them.
+    Requests { bars: Vec<Bar>, outcome: String },
     /// The freeze window.
     Window { from: i64, to: i64, note: String },
     /// One instant (a lab A step, the watchdog arming).
@@ -66,6 +70,14 @@ enum Mark {
 struct Row {
     label: String,
     mark: Mark,
+}
+
+/// One request's bar inside [`Mark::Requests`].
+struct Bar {
+    from: i64,
+    to: i64,
+    name: String,
+    elapsed_ms: Option<u64>,
 }
 
 struct VLine {
@@ -115,6 +127,9 @@ impl Chart {
                 Mark::Request { from, to, .. } | Mark::Window { from, to, .. } => {
                     ts.push(from);
                     ts.push(to)
+                }
+                Mark::Requests { ref bars, .. } => {
+                    ts.extend(bars.iter().flat_map(|b| [b.from, b.to]))
                 }
                 Mark::Step { at, .. } => ts.push(at),
                 Mark::Missing { .. } => {}
@@ -175,6 +190,19 @@ impl Chart {
                                 @if let Some(n) = note { " · " (n) }
                             }
                         }
+                        Mark::Requests { bars, outcome } => {
+                            @for b in bars {
+                                rect class=(format!("bar {}", outcome_class(outcome))) data-request=(b.name) data-outcome=(outcome)
+                                    x=(fmt(x(b.from))) y=(fmt(y + 4.0)) width=(fmt((x(b.to) - x(b.from)).max(2.0))) height="13" {
+                                    title { (b.name) " · " (outcome) " · " (b.elapsed_ms.map(|m| format!("{m} ms")).unwrap_or_default()) }
+                                }
+                            }
+                            @if let Some(last) = bars.last() {
+                                text class="barlabel" x=(fmt((x(last.to)).max(x(last.from) + 2.0) + 4.0)) y=(fmt(y + 14.0)) {
+                                    (outcome) " ×" (bars.len()) " · " (elapsed_range(bars))
+                                }
+                            }
+                        }
                         Mark::Window { from, to, note } => {
                             rect class="window" data-window="freeze" x=(fmt(x(*from))) y=(fmt(y + 2.0))
                                 width=(fmt((x(*to) - x(*from)).max(2.0))) height="17" {}
@@ -192,6 +220,61 @@ impl Chart {
             }
         }
     }
+}
+
+/// `min–max ms` of the bars' elapsed times (`? ms` when none recorded one).
+fn elapsed_range(bars: &[Bar]) -> String {
+    let ms: Vec<u64> = bars.iter().filter_map(|b| b.elapsed_ms).collect();
+    match (ms.iter().min(), ms.iter().max()) {
+        (Some(lo), Some(hi)) if lo == hi => format!("{lo} ms"),
+        (Some(lo), Some(hi)) => format!("{lo}–{hi} ms"),
+        _ => "? ms".into(),
+    }
+}
+
+/// Rows for a series of requests: each run of consecutive requests with the same outcome becomes
+/// one row labelled `{label} #first–#last` (a run of one keeps its own row and label `#n`), so a
+/// recovery with sixty admitted probes and one deny reads as two rows, not sixty-one.
+fn request_runs(label: &str, requests: &[Value]) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let mut i = 0;
+    while i < requests.len() {
+        let outcome = requests[i]["outcome"].as_str().unwrap_or("?");
+        let mut j = i + 1;
+        while j < requests.len() && requests[j]["outcome"].as_str().unwrap_or("?") == outcome {
+            j += 1;
+        }
+        if j - i == 1 {
+            rows.extend(request_row(
+                format!("{label} #{}", i + 1),
+                &requests[i],
+                None,
+            ));
+        } else {
+            let bars: Vec<Bar> = requests[i..j]
+                .iter()
+                .filter_map(|r| {
+                    Some(Bar {
+                        from: ms_at(r, "/sent_at")?,
+                        to: ms_at(r, "/answered_at")?,
+                        name: r["name"].as_str().unwrap_or("?").to_owned(),
+                        elapsed_ms: r["elapsed_ms"].as_u64(),
+                    })
+                })
+                .collect();
+            if !bars.is_empty() {
+                rows.push(Row {
+                    label: format!("{label} #{}–#{}", i + 1, j),
+                    mark: Mark::Requests {
+                        bars,
+                        outcome: outcome.to_owned(),
+                    },
+                });
+            }
+        }
+        i = j;
+    }
+    rows
 }
 
 fn fmt(v: f64) -> String {
@@ -410,15 +493,8 @@ pub(crate) fn scale(f5: &Value, f6: &Value, lang: Lang) -> Option<Markup> {
             });
         }
     }
-    for (i, r) in f6["deny_probes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
-        if let Some(row) = request_row(format!("dry-run probe #{}", i + 1), r, None) {
-            rows.push(row);
-        }
+    if let Some(probes) = f6["deny_probes"].as_array() {
+        rows.extend(request_runs("dry-run probes", probes));
     }
     let mut vlines = Vec::new();
     if let Some(d) = ms_at(f5, "/watcher/deadline_at") {
