@@ -99,7 +99,7 @@ pub fn audit_policy() -> serde_json::Value {
     })
 }
 
-/// Writes the audit policy and creates the empty audit log (`0600`) in `<state>/audit` (`0700`)
+/// Writes the audit policy (`0600`) and creates the empty audit log (`0600`) in `<state>/audit` (`0700`)
 /// before kube-apiserver starts, so the log never exists with a wider mode. Both go with the
 /// state dir at `down`.
 pub fn write_audit_files(rt: &Runtime) -> Result<()> {
@@ -113,7 +113,14 @@ pub fn write_audit_files(rt: &Runtime) -> Result<()> {
         .with_context(|| format!("chmod 0700 {}", dir.display()))?;
     let yaml = serde_yaml_ng::to_string(&audit_policy()).context("rendering the audit policy")?;
     let policy = rt.audit_policy();
-    std::fs::write(&policy, yaml).with_context(|| format!("writing {}", policy.display()))?;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&policy)
+        .and_then(|mut f| f.write_all(yaml.as_bytes()))
+        .with_context(|| format!("writing {}", policy.display()))?;
     let log = rt.audit_log();
     let mut f = std::fs::OpenOptions::new()
         .create(true)
@@ -183,6 +190,7 @@ mod tests {
             |p: std::path::PathBuf| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(rt.audit_dir()), 0o700);
         assert_eq!(mode(rt.audit_log()), 0o600);
+        assert_eq!(mode(rt.audit_policy()), 0o600);
         assert_eq!(std::fs::metadata(rt.audit_log()).unwrap().len(), 0);
     }
 }
