@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The fault-attempt table, N times (issue 12): runs the freeze healer's rows
 # (`cargo test -p tests --test freeze_healer`, no cluster) and lab A's rows on a real
-# embedded cluster (`--test lab_a_fault_rows`, one cluster per run) N times and prints, per
-# row, how many of N held, plus every `figure:` line's values per row.
+# embedded cluster (`--test lab_a -- fault_row`: only the `fault_row_*` rows of the lab A
+# binary, one cluster per run) N times and prints, per row, how many of N held, plus every
+# `figure:` line's values per row.
 #
-#   ci/fault-table.sh [--runs N] [--only freeze_healer|lab_a_fault_rows]
+#   ci/fault-table.sh [--runs N] [--only freeze_healer|lab_a]
 #                                       (N default 10; not part of `cargo test`)
 #
 # Environment:
@@ -19,13 +20,20 @@ set -euo pipefail
 usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
 
 runs=10
-tests=(freeze_healer lab_a_fault_rows)
+tests=(freeze_healer lab_a)
+# The libtest filter a test binary runs with here (empty: every row of the binary).
+filter_of() {
+  case "$1" in
+    lab_a) echo fault_row ;;
+    *) echo "" ;;
+  esac
+}
 while [ $# -gt 0 ]; do
   case "$1" in
     --only)
       case "${2:-}" in
-        freeze_healer|lab_a_fault_rows) tests=("$2"); shift 2 ;;
-        *) echo "--only: expected freeze_healer or lab_a_fault_rows, found '${2:-}'" >&2; exit 2 ;;
+        freeze_healer|lab_a) tests=("$2"); shift 2 ;;
+        *) echo "--only: expected freeze_healer or lab_a, found '${2:-}'" >&2; exit 2 ;;
       esac ;;
     --runs) runs="${2:-}"; shift 2 || { echo "--runs needs a value" >&2; exit 2; } ;;
     --runs=*) runs="${1#*=}"; shift ;;
@@ -50,18 +58,19 @@ cargo test -q -p tests --no-run $(printf -- '--test %s ' "${tests[@]}") >"$out/b
 for i in $(seq 1 "$runs"); do
   for t in "${tests[@]}"; do
     lock=()
-    if [ "$t" = lab_a_fault_rows ] && [ -n "${FAULT_TABLE_LOCK:-}" ]; then
+    if [ "$t" != freeze_healer ] && [ -n "${FAULT_TABLE_LOCK:-}" ]; then
       lock=(flock "$FAULT_TABLE_LOCK")
     fi
+    read -r -a filter <<<"$(filter_of "$t")"
     log="$out/$t.$i"
     start=$(date +%s)
     # The harness's verdicts go to stdout, the rows' own lines (figures) and cargo's to stderr.
-    "${lock[@]}" cargo test -q -p tests --test "$t" >"$log.out" 2>"$log.err" || true
+    "${lock[@]}" cargo test -q -p tests --test "$t" -- "${filter[@]}" >"$log.out" 2>"$log.err" || true
     echo "run $i/$runs $t: $(( $(date +%s) - start )) s, $(grep -c -E '^test .* \.\.\. ok$' "$log.out" || true) rows ok, logs $log.out $log.err" >&2
     # "test NAME ... ok" / "test NAME ... FAILED"
     sed -n -E "s/^test (.*[^ ]) +\.\.\. (ok|FAILED)$/$i\t$t\t\1\t\2/p" "$log.out" >>"$out/results.tsv"
     # Every test's harness announces its rows first (`--list`), so a crashed run still counts.
-    cargo test -q -p tests --test "$t" -- --list 2>/dev/null \
+    cargo test -q -p tests --test "$t" -- --list "${filter[@]}" 2>/dev/null \
       | sed -n -E "s/^(.*): test$/$i\t$t\t\1\tlisted/p" >>"$out/results.tsv"
     grep -E 'figure:|    row .*: ' "$log.err" | sed -E "s/^ +//; s/^/$i\t$t\t/" >>"$out/figures.tsv" || true
   done

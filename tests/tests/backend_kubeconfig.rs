@@ -1,9 +1,17 @@
-//! Both labs through the `kubeconfig` backend, against an "existing" cluster: an embedded cluster
+//! A lab through the `kubeconfig` backend, against an "existing" cluster: an embedded cluster
 //! started on its own (`xtask::cluster::Cluster::up` with `kyverno: false`, the library behind
 //! `cargo xtask cluster up --no-kyverno`), so it has no Kyverno, no lab namespaces and no lab mark
 //! when the backend first sees it — as a student's fresh k3s VM.
 //!
-//! For each lab, on its own fresh cluster (held under the cluster lock):
+//! Lab B only (issue 16: one cluster, not one per lab). What the backend adds to the lab code is
+//! the same for both labs (the version checks, Kyverno's install, the mark and namespaces,
+//! `backend.json`, the kubeconfig and CRI endpoint it hands over, no audit log), and lab B uses
+//! every one of them: its act 4 finds Kyverno's process through the CRI endpoint the backend
+//! resolved and acts 5 and 6 freeze it, and it has the four audit acts (3, 5, 6, 7). Lab A's acts
+//! are the same code on every backend and run end to end on the embedded one (`lab_a.rs`); lab A
+//! through this backend runs in the nightly workflow (k3s through the `kubeconfig` backend).
+//!
+//! On its own fresh cluster (held under the cluster lock):
 //! 1. the lab mark is absent, so the lab would refuse every fault;
 //! 2. the backend without `--install-kyverno` refuses (Kyverno absent) and changes nothing;
 //! 3. `xtask::lab_run::run_lab` with `--cluster kubeconfig --install-kyverno --mark-as-lab` (the
@@ -226,9 +234,4 @@ fn through_kubeconfig_backend(lab: Lab, name: &str) -> Result<()> {
 #[test]
 fn lab_b_through_the_kubeconfig_backend() -> Result<()> {
     through_kubeconfig_backend(Lab::B, "kcfg-b")
-}
-
-#[test]
-fn lab_a_through_the_kubeconfig_backend() -> Result<()> {
-    through_kubeconfig_backend(Lab::A, "kcfg-a")
 }

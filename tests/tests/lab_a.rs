@@ -1,46 +1,142 @@
-//! Lab A end to end on a fresh embedded cluster: one test per act, in order, on one cluster.
+//! Lab A's cluster tests, on ONE fresh embedded cluster shared by every row (issue 16: this binary
+//! replaces four that each started a cluster: `lab_a`, `cluster_smoke`, `lab_a_fault_rows` and
+//! `scale_watcher_sigkill`). Custom harness (libtest-mimic, `test_threads = 1`): the rows run in
+//! this fixed order, each starting from the state the previous one left, and the cluster is torn
+//! down at the end, also when a row fails or panics; SIGINT/SIGTERM/SIGHUP tear it down through the
+//! fixture (`tests::LabCluster`).
 //!
-//! The cluster comes from the same code as `cargo xtask cluster up` (`tests::LabCluster`), the
-//! reference inputs and the acts from the same code as `cargo xtask lab run`
-//! (`xtask::lab_run::LabRun`). An act that fails makes every later act FAIL with "not run: act N
-//! failed" (never pass, never silently skip). Each act's test asserts the facts the lab is about
-//! and that its grade passes:
-//! - act 5: on Kyverno v1.19.1 scaling the admission controller to 0 removes the policy's webhook
-//!   registration (recorded as `registration-absent`), the violating request in the target
-//!   namespace is stored, the control request is stored, the policy keeps its UID, the act-3 pod
-//!   survives;
-//! - act 6: the six recovery steps are all confirmed, each with its own timestamp, in order; the
-//!   pod admitted during the scale-down is still there; the dry-run probes stored nothing;
-//! - act 7: a server-side dry-run is validated (good admitted and echoed, bad explicitly denied)
-//!   and stores nothing.
+//! 1. `smoke_…` (`lab_a/smoke.rs`): lab B's policy registers Kyverno's webhook and the admission
+//!    chain stores or denies pods, through the test's own client; the policy and pods are deleted
+//!    again and their registration is gone before lab A starts. Then a second `up` of the running
+//!    cluster is refused and tears nothing down.
+//! 2. `act_1_…` to `act_8_…`, `grade_all_passes`: lab A end to end with the reference inputs and
+//!    acts of `cargo xtask lab run` (`xtask::lab_run::LabRun`). An act that fails makes every later
+//!    act FAIL with "not run: act N failed" (never pass, never silently skip). Each act's test
+//!    asserts the facts the lab is about and that its grade passes:
+//!    - act 5: on Kyverno v1.19.1 scaling the admission controller to 0 removes the policy's
+//!      webhook registration (recorded as `registration-absent`), the violating request in the
+//!      target namespace is stored, the control request is stored, the policy keeps its UID, the
+//!      act-3 pod survives;
+//!    - act 6: the six recovery steps are all confirmed, each with its own timestamp, in order; the
+//!      pod admitted during the scale-down is still there; the dry-run probes stored nothing; the
+//!      runner restored and the watcher found it `already-restored`;
+//!    - act 7: a server-side dry-run is validated (good admitted and echoed, bad explicitly denied)
+//!      and stores nothing.
 //!
-//! Timings (recovery timestamps, leader takeover) are printed and appended to
-//! `<state root>/figures.jsonl`, not asserted.
+//!    When act 4 passes, its work dir (acts 1-4) is copied for row 3.
+//! 3. `fault_row_…` (`lab_a/fault_rows.rs`, issue 12's lab A rows): watcher SIGKILLed mid-fault then
+//!    `inspect` heals (on the copy of acts 1-4: act 5 and act 6 again, so acts 1-4 are not run
+//!    twice), runner SIGSTOPped past the deadline, disk full. Each starts and ends at 1 replica; a
+//!    row that fails has the replicas put back to 1 by the test (said on stderr) so the next row
+//!    can run. `cargo test -p tests --test lab_a -- fault_row` runs only these (then the watcher
+//!    row runs acts 1-4 itself); `ci/fault-table.sh` does that N times.
+//!
+//! At the end: lab A's artifacts are saved, the cluster is torn down, and one figure (up time, the
+//! stack's peak memory over the whole binary, down time) goes to `<state root>/figures.jsonl` next
+//! to the recovery timeline's; figures are printed, never asserted.
 
-use std::sync::{Arc, Mutex};
+#[path = "lab_a/fault_rows.rs"]
+mod fault_rows;
+#[path = "lab_a/smoke.rs"]
+mod smoke;
+
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use lab::evidence::{ActStatus, Lab, Outcome};
 use lab::facts::a::{Act4Facts, Act5Facts, Act6Facts, Act7Facts, StepStatus};
 use lab::facts::{Act2Facts, Act3Facts, Act8Facts};
 use libtest_mimic::{Arguments, Failed, Trial};
-use tests::LabCluster;
 use tests::acts::{
     act1_matches_the_live_cluster, act2_registers_the_fail_webhook, ensure, existing_survives,
     expect,
 };
+use tests::{LabCluster, MemorySampler};
 use xtask::lab_run::LabRun;
 
-const CLUSTER_NAME: &str = "test-lab-a";
+const CLUSTER_NAME: &str = "test-a-shared";
 
-type State = tests::OrderedLab;
+/// Everything the rows share, behind one mutex (the rows run one at a time).
+struct State {
+    /// The cluster, once up.
+    cluster: Option<LabCluster>,
+    /// Set when bringing the cluster up failed: every row then fails with it.
+    setup_failed: Option<String>,
+    /// Samples the stack's memory from before `up` to the teardown (embedded backend).
+    sampler: Option<MemorySampler>,
+    /// Lab A's run (acts 1-8), made on the first act.
+    run: Option<LabRun>,
+    /// The first lab A step that failed; later acts are not run.
+    lab_failed: Option<String>,
+    /// The copy of lab A's work dir taken when act 4 passed (for the watcher-SIGKILL row).
+    after_act_4: Option<PathBuf>,
+}
 
-type Shared = Arc<Mutex<State>>;
+static STATE: Mutex<State> = Mutex::new(State {
+    cluster: None,
+    setup_failed: None,
+    sampler: None,
+    run: None,
+    lab_failed: None,
+    after_act_4: None,
+});
+
+fn state() -> MutexGuard<'static, State> {
+    STATE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// `target/lab-artifacts/test-<run id>/a/` (one run id per test process).
+fn artifacts() -> PathBuf {
+    xtask::lab_run::artifacts_dir(run_id(), Lab::A)
+}
+
+fn run_id() -> &'static str {
+    static RUN_ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    RUN_ID.get_or_init(|| format!("test-{}", xtask::lab_run::run_id()))
+}
+
+/// The work dir of the watcher-SIGKILL row: `target/lab-artifacts/test-<run id>-rows/a/workdir`.
+fn rows_workdir() -> PathBuf {
+    xtask::lab_run::artifacts_dir(&format!("{}-rows", run_id()), Lab::A).join("workdir")
+}
 
 fn main() {
+    let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).map(String::as_str) == Some(fault_rows::RUNNER_FLAG) {
+        std::process::exit(fault_rows::runner_main(&argv[2..]));
+    }
     let mut args = Arguments::from_args();
     args.test_threads = Some(1);
-    let state: Shared = Arc::default();
-    let mut trials = Vec::new();
+    let mut trials = vec![
+        Trial::test(
+            "smoke_policy_registers_the_webhook_and_pods_are_stored_or_denied",
+            || {
+                row(|c| {
+                    let rt = tokio::runtime::Runtime::new()?;
+                    let r = rt.block_on(smoke::scenario(c));
+                    // Whatever the scenario got to: lab A's act 2 needs the policy gone.
+                    let cleaned = rt.block_on(smoke::cleanup(c));
+                    match (r, cleaned) {
+                        (Ok(()), c) => c,
+                        (Err(e), Ok(())) => Err(e),
+                        (Err(e), Err(c)) => {
+                            Err(e.context(format!("and the cleanup failed: {c:#}")))
+                        }
+                    }
+                })
+            },
+        ),
+        Trial::test(
+            "smoke_a_second_up_of_the_running_cluster_is_refused_and_tears_nothing_down",
+            || {
+                row(|c| {
+                    let rt = tokio::runtime::Runtime::new()?;
+                    smoke::refused_up_leaves_the_running_cluster(c, &rt)
+                })
+            },
+        ),
+    ];
     let names = [
         "act_1_scope_matches_the_live_cluster",
         "act_2_policy_registers_a_fail_webhook",
@@ -53,56 +149,195 @@ fn main() {
     ];
     for (i, name) in names.iter().enumerate() {
         let act = i as u8 + 1;
-        let st = state.clone();
         trials.push(Trial::test(*name, move || {
-            step(&st, &format!("act {act}"), |run| act_test(run, act))
+            step(&format!("act {act}"), |run| act_test(run, act))
         }));
     }
-    let st = state.clone();
-    trials.push(Trial::test("grade_all_passes", move || {
-        step(&st, "grade all", grade_all)
+    trials.push(Trial::test("grade_all_passes", || {
+        step("grade all", grade_all)
     }));
+    trials.push(Trial::test(
+        "fault_row_watcher_sigkilled_mid_fault_then_inspect_heals_and_act_6_runs",
+        || {
+            let acts = {
+                let s = state();
+                match (&s.after_act_4, &s.lab_failed) {
+                    (Some(w), _) => Ok(fault_rows::Acts1To4::Copied(w.clone())),
+                    (None, Some(f)) => Err(Failed::from(format!(
+                        "not run: lab A's {f} failed before act 4's work dir existed"
+                    ))),
+                    (None, None) => Ok(fault_rows::Acts1To4::RunHere(rows_workdir())),
+                }
+            }?;
+            row(move |c| fault_rows::watcher_killed_then_inspect(c, acts))
+        },
+    ));
+    trials.push(Trial::test(
+        "fault_row_runner_sigstopped_past_the_deadline_watcher_restores_runner_records_it",
+        || row(fault_rows::runner_stopped_past_deadline),
+    ));
+    trials.push(Trial::test(
+        "fault_row_disk_full_mid_fault_restore_not_blocked_record_failure_said",
+        || row(fault_rows::disk_full),
+    ));
     let conclusion = libtest_mimic::run(&args, trials);
-    let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
-    // Keep what was observed, passed or failed: inputs, evidence, fault files, grades, webhooks,
+    let mut s = state();
+    // Keep what lab A observed, passed or failed: inputs, evidence, fault files, grades, webhooks,
     // component logs (beside the work dir, which is already outside the cluster's state dir).
-    if let (Some(run), Some(c)) = (&s.run, &s.cluster)
-        && let Some(dir) = run.workdir().root().parent()
-    {
-        let saved = xtask::lab_run::save_artifacts(run, dir)
-            .and_then(|_| xtask::lab_run::collect_cluster_logs(&c.state_dir(), dir));
+    if let (Some(run), Some(c)) = (&s.run, &s.cluster) {
+        let dir = artifacts();
+        let saved = xtask::lab_run::save_artifacts(run, &dir)
+            .and_then(|_| xtask::lab_run::collect_cluster_logs(&c.state_dir(), &dir));
         match saved {
             Ok(()) => eprintln!("lab a test artifacts: {}", dir.display()),
             Err(e) => eprintln!("saving artifacts to {} failed: {e:#}", dir.display()),
         }
     }
     s.run = None;
-    if let Some(c) = s.cluster.take()
-        && let Err(e) = c.down()
-    {
-        eprintln!("teardown of {CLUSTER_NAME} failed: {e:#}");
-        std::process::exit(101);
+    let peak = s.sampler.take().map(MemorySampler::finish);
+    if let Some(c) = s.cluster.take() {
+        let embedded = figures_before_down(&c);
+        let up_secs = c.up_secs();
+        let t = Instant::now();
+        let down = c.down();
+        let down_secs = t.elapsed().as_secs_f64();
+        if let Some(timings) = embedded {
+            let (peak, procs) = peak.unwrap_or((0, 0));
+            let _ = tests::record_figure(
+                &xtask::cluster::config::default_state_root(),
+                serde_json::json!({
+                    "test": "lab_a",
+                    "at": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                    "up_secs": up_secs,
+                    "timings_ms": timings,
+                    "peak_rss_bytes": peak,
+                    "peak_rss_processes": procs,
+                    "down_secs": down_secs,
+                }),
+            );
+        }
+        if let Err(e) = down {
+            eprintln!("teardown of {CLUSTER_NAME} failed: {e:#}");
+            std::process::exit(101);
+        }
     }
     drop(s);
     conclusion.exit();
 }
 
-/// Runs one ordered step (see [`tests::ordered_step`]), setting the cluster up on first use.
-fn step(
-    state: &Shared,
+/// The embedded cluster's recorded `up` step timings (None on another backend).
+fn figures_before_down(c: &LabCluster) -> Option<serde_json::Value> {
+    let embedded =
+        xtask::backend::Backend::from_env().is_ok_and(|b| b == xtask::backend::Backend::Embedded);
+    embedded.then(|| serde_json::json!(c.cluster().record().timings_ms))
+}
+
+/// The shared cluster, brought up on first use (with the memory sampler started before `up`).
+fn cluster(s: &mut State) -> Result<&LabCluster, Failed> {
+    if let Some(e) = &s.setup_failed {
+        return Err(format!("not run: the cluster did not come up: {e}").into());
+    }
+    if s.cluster.is_none() {
+        let up = xtask::lab_run::ensure_lab_binary().and_then(|_| {
+            let root = xtask::cluster::config::default_state_root();
+            s.sampler = Some(MemorySampler::start(
+                &root.join(CLUSTER_NAME),
+                Duration::from_secs(1),
+            ));
+            LabCluster::fresh(CLUSTER_NAME)
+        });
+        match up {
+            Ok(c) => {
+                eprintln!("    cluster {CLUSTER_NAME} up in {:.0}s", c.up_secs());
+                s.cluster = Some(c);
+            }
+            Err(e) => {
+                s.setup_failed = Some(format!("{e:#}"));
+                return Err(format!("{e:#}").into());
+            }
+        }
+    }
+    Ok(s.cluster.as_ref().expect("set above"))
+}
+
+/// `f`'s panic as a failure.
+fn no_panic<T>(f: impl FnOnce() -> Result<T, Failed>) -> Result<T, Failed> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => Err(Failed::from(format!(
+            "panicked: {}",
+            p.downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default()
+        ))),
+    }
+}
+
+/// After a failed step: the admission controller back to 1 replica when it is not (the test's own
+/// cleanup, said on stderr, never counted as a heal), so the next row can start.
+fn reset_after_failure(c: &LabCluster) {
+    match fault_rows::Api::new(c).and_then(|api| api.reset_replicas()) {
+        Ok(Some(r)) => eprintln!("    step failed with {r} replicas left: reset to 1 by the test"),
+        Ok(None) => {}
+        Err(e) => eprintln!("    could not reset the replicas after a failed step: {e:#}"),
+    }
+}
+
+/// Runs one row that needs only the cluster; a failure resets the replicas.
+fn row(f: impl FnOnce(&LabCluster) -> anyhow::Result<()>) -> Result<(), Failed> {
+    let mut s = state();
+    let c = cluster(&mut s)?;
+    let r = no_panic(|| f(c).map_err(|e| Failed::from(format!("{e:#}"))));
+    if r.is_err() {
+        reset_after_failure(c);
+    }
+    r
+}
+
+/// Runs one ordered lab A step: refuses with "not run: X failed earlier" when an earlier step
+/// failed, makes the run on first use, turns a panic into a failure, records a failure so that the
+/// later steps refuse too, and copies the work dir for the fault rows once act 4 passed.
+fn step(what: &str, f: impl FnOnce(&LabRun) -> Result<(), Failed>) -> Result<(), Failed> {
+    let mut guard = state();
+    let s = &mut *guard;
+    if let Some(first) = &s.lab_failed {
+        return Err(format!("not run: {first} failed earlier").into());
+    }
+    let r = step_in(s, what, f);
+    if r.is_err() {
+        s.lab_failed = Some(what.to_owned());
+        if let Some(c) = &s.cluster {
+            reset_after_failure(c);
+        }
+    }
+    r
+}
+
+fn step_in(
+    s: &mut State,
     what: &str,
     f: impl FnOnce(&LabRun) -> Result<(), Failed>,
 ) -> Result<(), Failed> {
-    tests::ordered_step(state, what, setup, f)
+    cluster(s)?;
+    if s.run.is_none() {
+        let c = s.cluster.as_ref().expect("up above");
+        s.run = Some(new_run(c).map_err(|e| Failed::from(format!("{e:#}")))?);
+    }
+    let run = s.run.as_ref().expect("set above");
+    no_panic(|| f(run))?;
+    if what == "act 4" {
+        let to = rows_workdir();
+        fault_rows::copy_workdir(run.workdir().root(), &to)
+            .map_err(|e| Failed::from(format!("copying the work dir after act 4: {e:#}")))?;
+        s.after_act_4 = Some(to);
+    }
+    Ok(())
 }
 
-fn setup() -> anyhow::Result<(LabCluster, LabRun)> {
-    xtask::lab_run::ensure_lab_binary()?;
-    let cluster = LabCluster::fresh(CLUSTER_NAME)?;
+fn new_run(cluster: &LabCluster) -> anyhow::Result<LabRun> {
     // Outside the cluster's state directory, so the evidence outlives the teardown.
-    let workdir =
-        xtask::lab_run::artifacts_dir(&format!("test-{}", xtask::lab_run::run_id()), Lab::A)
-            .join("workdir");
+    let workdir = artifacts().join("workdir");
     let mut run = LabRun::new(
         Lab::A,
         &workdir,
@@ -110,12 +345,8 @@ fn setup() -> anyhow::Result<(LabCluster, LabRun)> {
         &cluster.cri_endpoint(),
     )?;
     run.env.audit = cluster.audit();
-    eprintln!(
-        "    cluster {CLUSTER_NAME} up in {:.0}s; workdir {}",
-        cluster.up_secs(),
-        workdir.display()
-    );
-    Ok((cluster, run))
+    eprintln!("    lab a workdir {}", workdir.display());
+    Ok(run)
 }
 
 fn facts_of(run: &LabRun, act: u8) -> Result<serde_json::Value, Failed> {

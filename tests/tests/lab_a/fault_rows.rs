@@ -1,29 +1,30 @@
-//! Lab A's fault-attempt rows (issue 12) on one real embedded cluster shared by the rows:
+//! Lab A's fault-attempt rows (issue 12) on the shared lab A cluster (`lab_a.rs`; formerly the
+//! `lab_a_fault_rows` binary with a cluster of its own, and `scale_watcher_sigkill` with another):
 //!
-//! - `watcher_sigkilled_mid_fault_then_inspect_heals_and_act_6_runs`: acts 1-5 of lab A run as
-//!   `cargo xtask lab run` runs them (act 5 leaves the admission controller at 0 replicas and hands
-//!   the fault to act 6); the recovery watcher is SIGKILLed before its deadline; then the student's
-//!   `kca-webhook-lab inspect` heals first: the replicas are back to the original 1, the attempt's
-//!   `heal.json` records `restored` with the API answer, and act 6 then completes.
-//! - `runner_sigstopped_past_the_deadline_watcher_restores_runner_records_it`: a runner (this
-//!   binary re-executed, using `ScaleFault` as act 5 does) scales to 0 and is SIGSTOPped; the
-//!   watcher restores by itself within 56 s of arming; continued, the runner's restore finds the
-//!   replicas already restored, records it in its ledger, and names the watcher as the restorer.
-//! - `disk_full_mid_fault_restore_not_blocked_record_failure_said`: the work dir is a 512 KiB
-//!   tmpfs the test mounts on a directory it made (unmounted after, also on failure); it is filled
-//!   after the scale-down; the runner's restore still restores, and its error says the ledger
-//!   could not be written; the watcher, SIGTERMed, exits without panicking on the full disk; once
-//!   space is freed, `kca-webhook-lab heal` finds the replicas restored and records it.
+//! - `watcher_killed_then_inspect`: a work dir holding lab A's acts 1-4 (a copy of the lab A
+//!   run's, taken when its act 4 passed; the row runs acts 1-4 itself when those acts were filtered
+//!   out); act 5 as the student runs it (its own `kca-webhook-lab act 5` process, which exits and
+//!   hands the fault to act 6, leaving the admission controller at 0 replicas); the recovery
+//!   watcher, still alive after its runner exited, is SIGKILLed before its deadline; then the
+//!   student's `kca-webhook-lab inspect` heals first: the replicas are back to the original 1, the
+//!   attempt's `heal.json` records `restored` with the API answer, and act 6 then completes.
+//! - `runner_stopped_past_deadline`: a runner (this binary re-executed, using `ScaleFault` as act 5
+//!   does) scales to 0 and is SIGSTOPped; the watcher alone restores within 56 s of arming (the
+//!   runner's ledger has no restore then); continued, the runner's restore finds the replicas
+//!   already restored, records it in its ledger, and names the watcher as the restorer.
+//! - `disk_full`: the work dir is a 512 KiB tmpfs the test mounts on a directory it made
+//!   (unmounted after, also on failure); it is filled after the scale-down; the runner's restore
+//!   still restores, and its error says the ledger could not be written; the watcher, SIGTERMed,
+//!   exits without panicking on the full disk; once space is freed, `kca-webhook-lab heal` finds
+//!   the replicas restored and records it.
 //!
-//! Timings (time until healed) are printed as `figure:` lines; the issue's bounds are asserted
-//! (watcher restore ≤ 56 s after arming; the heal by the next command).
-//!
-//! Custom harness; rows run in this order on one cluster (`test_threads = 1`), torn down at the end.
+//! Each row starts at 1 replica and leaves 1 replica. Timings (time until healed) are printed as
+//! `figure:` lines; the issue's bounds are asserted (watcher restore ≤ 56 s after arming; the heal
+//! by the next command).
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::Mutex;
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
@@ -31,92 +32,25 @@ use anyhow::{Context as _, Result, bail, ensure};
 use lab::evidence::{ActStatus, Lab};
 use lab::faults::attempt::ProcessRef;
 use lab::faults::scale::{self, FaultDir, LedgerEvent, RestoreOutcome, Restorer, WatcherAction};
-use libtest_mimic::{Arguments, Failed, Trial};
 use tests::LabCluster;
 use xtask::lab_run::LabRun;
 
-const CLUSTER_NAME: &str = "a-rows";
+/// The runner mode's first argument (`--scale-runner KUBECONFIG WORKDIR DEPLOYMENT_UID`).
+pub const RUNNER_FLAG: &str = "--scale-runner";
 const RESTORE_AFTER_SEC: u64 = 55;
 /// The issue's bound: replicas restored within 56 s of arming while the watcher lives.
 const RESTORE_BOUND: Duration = Duration::from_secs(56);
-
-static CLUSTER: Mutex<Option<LabCluster>> = Mutex::new(None);
-
-/// One row: runs on the shared cluster.
-type Row = fn(&LabCluster) -> Result<()>;
-
-fn main() {
-    let argv: Vec<String> = std::env::args().collect();
-    if argv.get(1).map(String::as_str) == Some("--scale-runner") {
-        std::process::exit(runner_main(&argv[2..]));
-    }
-    let mut args = Arguments::from_args();
-    args.test_threads = Some(1);
-    let rows: [(&str, Row); 3] = [
-        (
-            "watcher_sigkilled_mid_fault_then_inspect_heals_and_act_6_runs",
-            watcher_killed_then_inspect,
-        ),
-        (
-            "runner_sigstopped_past_the_deadline_watcher_restores_runner_records_it",
-            runner_stopped_past_deadline,
-        ),
-        (
-            "disk_full_mid_fault_restore_not_blocked_record_failure_said",
-            disk_full,
-        ),
-    ];
-    let trials = rows
-        .into_iter()
-        .map(|(name, row)| {
-            Trial::test(name, move || {
-                with_shared(row).map_err(|e| Failed::from(format!("{e:#}")))
-            })
-        })
-        .collect();
-    let conclusion = libtest_mimic::run(&args, trials);
-    let cluster = CLUSTER.lock().unwrap_or_else(|p| p.into_inner()).take();
-    if let Some(c) = cluster
-        && let Err(e) = c.down()
-    {
-        eprintln!("teardown of {CLUSTER_NAME} failed: {e:#}");
-        std::process::exit(101);
-    }
-    conclusion.exit();
-}
-
-/// Runs `row` on the shared cluster, bringing it up on first use.
-fn with_shared(row: Row) -> Result<()> {
-    let mut guard = CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
-    if guard.is_none() {
-        xtask::lab_run::ensure_lab_binary()?;
-        let c = LabCluster::fresh(CLUSTER_NAME)?;
-        eprintln!("    cluster {CLUSTER_NAME} up in {:.0}s", c.up_secs());
-        *guard = Some(c);
-    }
-    let cluster = guard.as_ref().expect("set above");
-    let result = row(cluster);
-    if result.is_err() {
-        // A failed row must not fail the next ones: put the replicas back to 1 (the test's own
-        // cleanup, said here, never counted as a heal).
-        match Api::new(cluster).and_then(|api| api.reset_replicas()) {
-            Ok(Some(r)) => {
-                eprintln!("    row failed with {r} replicas left: reset to 1 by the test")
-            }
-            Ok(None) => {}
-            Err(e) => eprintln!("    could not reset the replicas after a failed row: {e:#}"),
-        }
-    }
-    result
-}
+/// Prefix of the scratch directories the rows make under the state root.
+const SCRATCH_PREFIX: &str = "a-rows";
 
 // ---------------------------------------------------------------------------------------------
 // The runner: this binary with `--scale-runner KUBECONFIG WORKDIR DEPLOYMENT_UID`.
 
 /// Arms the watcher (55 s) and scales to 0 as act 5 does, prints `scaled-down {json}`, then for
 /// each stdin line `restore` restores as the runner and prints `restore-ok {outcome}` or
-/// `restore-err {text}`, then `restored-by {json}`. Exits at the end of stdin.
-fn runner_main(args: &[String]) -> i32 {
+/// `restore-err {text}`, then `restored-by {json}`. Exits at the end of stdin. Returns the exit
+/// code.
+pub fn runner_main(args: &[String]) -> i32 {
     tests::scale_runner_main(args, RESTORE_AFTER_SEC, |mut fault| async move {
         for line in std::io::stdin().lines() {
             if line? != "restore" {
@@ -144,7 +78,7 @@ struct Runner {
 impl Runner {
     fn start(cluster: &LabCluster, workdir: &Path, uid: &str) -> Result<Runner> {
         let mut child = Command::new(std::env::current_exe()?)
-            .arg("--scale-runner")
+            .arg(RUNNER_FLAG)
             .arg(cluster.kubeconfig())
             .arg(workdir)
             .arg(uid)
@@ -229,13 +163,15 @@ impl Drop for Runner {
 // ---------------------------------------------------------------------------------------------
 // Cluster helpers.
 
-struct Api {
+/// The test's own view of the admission controller Deployment (its own client, not the lab's).
+pub struct Api {
     rt: tokio::runtime::Runtime,
     deployments: kube::Api<k8s_openapi::api::apps::v1::Deployment>,
 }
 
 impl Api {
-    fn new(cluster: &LabCluster) -> Result<Api> {
+    /// A client from the cluster's kubeconfig.
+    pub fn new(cluster: &LabCluster) -> Result<Api> {
         let rt = tokio::runtime::Runtime::new()?;
         // The test observes with its own client, not through the lab's code.
         let client = rt.block_on(xtask::cluster::ready::client(&cluster.kubeconfig()))?;
@@ -254,7 +190,7 @@ impl Api {
     }
 
     /// Sets the replicas back to 1 when they are not; returns what they were then.
-    fn reset_replicas(&self) -> Result<Option<i32>> {
+    pub fn reset_replicas(&self) -> Result<Option<i32>> {
         let r = self.replicas()?;
         if r == 1 {
             return Ok(None);
@@ -291,7 +227,7 @@ impl Api {
 
 fn scratch(name: &str) -> Result<PathBuf> {
     let dir = xtask::cluster::config::default_state_root().join(format!(
-        "{CLUSTER_NAME}-{name}-{}",
+        "{SCRATCH_PREFIX}-{name}-{}",
         chrono::Utc::now().format("%Y%m%dT%H%M%S%3fZ")
     ));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -370,20 +306,55 @@ fn figure(row: &str, what: &str, d: Duration) {
 // ---------------------------------------------------------------------------------------------
 // Rows.
 
-fn watcher_killed_then_inspect(cluster: &LabCluster) -> Result<()> {
+/// Where lab A's acts 1-4 come from for [`watcher_killed_then_inspect`].
+pub enum Acts1To4 {
+    /// A copy of the lab A run's work dir made right after its act 4 passed.
+    Copied(PathBuf),
+    /// Not run in this process (filtered out): the row runs them itself in `workdir`.
+    RunHere(PathBuf),
+}
+
+/// Copies the work dir `from` (inputs, evidence) into `to` (created; must not exist), leaving
+/// out the work-dir lock file. Errors name the file.
+pub fn copy_workdir(from: &Path, to: &Path) -> Result<()> {
+    ensure!(!to.exists(), "{} exists already", to.display());
+    for entry in walkdir::WalkDir::new(from) {
+        let entry = entry?;
+        let rel = entry.path().strip_prefix(from)?;
+        if rel.as_os_str() == lab::faults::attempt::WORKDIR_LOCK {
+            continue;
+        }
+        let dest = to.join(rel);
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&dest)
+                .with_context(|| format!("creating {}", dest.display()))?;
+        } else if entry.file_type().is_file() {
+            std::fs::copy(entry.path(), &dest).with_context(|| {
+                format!("copying {} to {}", entry.path().display(), dest.display())
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// The watcher-SIGKILL row (see the module docs).
+pub fn watcher_killed_then_inspect(cluster: &LabCluster, acts: Acts1To4) -> Result<()> {
     let api = Api::new(cluster)?;
-    let workdir =
-        xtask::lab_run::artifacts_dir(&format!("test-a-rows-{}", xtask::lab_run::run_id()), Lab::A)
-            .join("workdir");
+    ensure!(api.replicas()? == 1, "row needs 1 replica to start");
+    let workdir = match &acts {
+        Acts1To4::Copied(w) | Acts1To4::RunHere(w) => w.clone(),
+    };
     let run = LabRun::new(
         Lab::A,
         &workdir,
         &cluster.kubeconfig(),
         &cluster.cri_endpoint(),
     )?;
-    for act in 1..=4 {
-        let s = run.act(act)?;
-        ensure!(s.status == ActStatus::Completed, "act {act} {:?}", s.status);
+    if let Acts1To4::RunHere(_) = acts {
+        for act in 1..=4 {
+            let s = run.act(act)?;
+            ensure!(s.status == ActStatus::Completed, "act {act} {:?}", s.status);
+        }
     }
     // Act 5 as the student runs it: its own process, which exits when the act completes (a heal
     // leaves alone an attempt whose runner still lives).
@@ -447,7 +418,8 @@ fn watcher_killed_then_inspect(cluster: &LabCluster) -> Result<()> {
     Ok(())
 }
 
-fn runner_stopped_past_deadline(cluster: &LabCluster) -> Result<()> {
+/// The runner-SIGSTOP row (see the module docs).
+pub fn runner_stopped_past_deadline(cluster: &LabCluster) -> Result<()> {
     let api = Api::new(cluster)?;
     ensure!(api.replicas()? == 1, "row needs 1 replica to start");
     let work = scratch("sigstop")?;
@@ -455,6 +427,11 @@ fn runner_stopped_past_deadline(cluster: &LabCluster) -> Result<()> {
     let info: serde_json::Value =
         serde_json::from_str(&r.expect("scaled-down", Duration::from_secs(90))?)?;
     r.signal(rustix::process::Signal::STOP)?;
+    // autoscaling/v1 omits `replicas: 0`; `replicas()` reads that as 0.
+    ensure!(
+        api.replicas()? == 0,
+        "after the scale-down the replicas should be 0"
+    );
     let armed_at = lab::facts::parse_rfc3339(info["armed_at"].as_str().unwrap_or_default())
         .context("armed_at")?;
     let dir = FaultDir(PathBuf::from(
@@ -478,6 +455,11 @@ fn runner_stopped_past_deadline(cluster: &LabCluster) -> Result<()> {
     ensure!(
         (seen - armed_at).to_std().unwrap_or_default() <= RESTORE_BOUND + Duration::from_secs(1),
         "the API showed the restore only at {seen}"
+    );
+    // The restore was the watcher's alone: the stopped runner's ledger records none yet.
+    ensure!(
+        dir.read_ledger()?.last(LedgerEvent::Restored).is_none(),
+        "the stopped runner cannot have restored anything, but its ledger says it did"
     );
     // The runner, continued, records what it finds.
     r.signal(rustix::process::Signal::CONT)?;
@@ -552,7 +534,8 @@ impl Drop for SmallTmpfs {
     }
 }
 
-fn disk_full(cluster: &LabCluster) -> Result<()> {
+/// The disk-full row (see the module docs).
+pub fn disk_full(cluster: &LabCluster) -> Result<()> {
     let api = Api::new(cluster)?;
     ensure!(api.replicas()? == 1, "row needs 1 replica to start");
     let base = scratch("diskfull")?;

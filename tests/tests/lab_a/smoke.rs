@@ -1,7 +1,10 @@
-//! Smoke test of the embedded backend on a fresh cluster: lab B's ValidatingPolicy (labs.md act 2)
-//! registers Kyverno's fine-grained webhook, and the real admission chain stores or denies pods as
-//! Kyverno v1.19.1 decides. Also records the measured figures (up time, Kyverno answering time,
-//! peak memory of the whole stack, down time) in `<state root>/figures.jsonl`.
+//! The smoke rows of the shared lab A cluster (`lab_a.rs`; formerly the `cluster_smoke` binary on
+//! a cluster of its own): lab B's ValidatingPolicy (labs.md act 2, the same object as lab A's act
+//! 2) registers Kyverno's fine-grained webhook, and the real admission chain stores or denies pods
+//! as Kyverno v1.19.1 decides, all seen through the test's own kube client (not the lab's code).
+//! The row then deletes its policy and pods and waits until the registration is gone, so lab A's
+//! act 2 starts from a cluster without the policy. A second `up` of the running cluster is refused
+//! and tears nothing down.
 //!
 //! Needs Linux and root; fails (never skips) otherwise.
 
@@ -15,12 +18,15 @@ use kube::api::{Api, DeleteParams, PostParams};
 use kube::core::{DynamicObject, GroupVersionKind};
 use kube::discovery::ApiResource;
 use serde_json::json;
-use tests::{LabCluster, MemorySampler, record_figure};
+use tests::LabCluster;
 use xtask::cluster::config::{PAUSE_IMAGE, default_state_root};
 use xtask::cluster::mark::{CONTROL_NAMESPACE, TARGET_NAMESPACE};
 
+/// The webhook Kyverno registers for the policy (failurePolicy Fail).
 const WEBHOOK: &str = "vpol.validate.kyverno.svc-fail-finegrained-kca-webhook-label";
+/// The configuration Kyverno puts it in.
 const WEBHOOK_CFG: &str = "kyverno-resource-validating-webhook-cfg";
+/// The policy's marker in a deny.
 const MESSAGE: &str = "KCA_ENVIRONMENT_REQUIRED";
 
 /// Lab B's policy, act 2 of `labs.md`.
@@ -88,7 +94,8 @@ where
     )
 }
 
-async fn scenario(c: &LabCluster) -> Result<()> {
+/// The policy, its registration, and a stored / denied / stored pod (see the module docs).
+pub async fn scenario(c: &LabCluster) -> Result<()> {
     let client = xtask::cluster::ready::client(&c.kubeconfig()).await?;
 
     // The policy.
@@ -272,77 +279,96 @@ async fn scenario(c: &LabCluster) -> Result<()> {
     );
     eprintln!("   control pod stored, uid {:?}", got.metadata.uid);
 
-    // Clean up the pods (not required: the cluster goes away), so teardown timing sees the usual state.
-    let _ = target
-        .delete("kca-smoke-labelled", &DeleteParams::default())
-        .await;
-    let _ = control
-        .delete("kca-smoke-control", &DeleteParams::default())
-        .await;
     Ok(())
+}
+
+/// Puts the cluster back as lab A's act 1 expects it, whatever [`scenario`] got to: deletes the
+/// smoke pods and the policy, then waits (bounded) until the policy, the pods and the policy's
+/// webhook registration are gone. Errors name what was still there.
+pub async fn cleanup(c: &LabCluster) -> Result<()> {
+    let client = xtask::cluster::ready::client(&c.kubeconfig()).await?;
+    let gvk = GroupVersionKind::gvk("policies.kyverno.io", "v1", "ValidatingPolicy");
+    let ar = ApiResource::from_gvk_with_plural(&gvk, "validatingpolicies");
+    let vpols: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+    let target: Api<Pod> = Api::namespaced(client.clone(), TARGET_NAMESPACE);
+    let control: Api<Pod> = Api::namespaced(client.clone(), CONTROL_NAMESPACE);
+    let vwc: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    // 404 is fine: the scenario may have stopped before making it.
+    let _ = vpols
+        .delete("kca-webhook-label", &DeleteParams::default())
+        .await;
+    for (api, name) in [
+        (&target, "kca-smoke-labelled"),
+        (&target, "kca-smoke-unlabelled"),
+        (&control, "kca-smoke-control"),
+    ] {
+        let _ = api.delete(name, &DeleteParams::default()).await;
+    }
+    wait_for(
+        "the smoke's policy, pods and webhook registration gone",
+        Duration::from_secs(90),
+        || {
+            let (vpols, target, control, vwc) =
+                (vpols.clone(), target.clone(), control.clone(), vwc.clone());
+            async move {
+                let mut left = Vec::new();
+                if vpols.get_opt("kca-webhook-label").await?.is_some() {
+                    left.push("policy kca-webhook-label".to_owned());
+                }
+                for (api, name) in [
+                    (&target, "kca-smoke-labelled"),
+                    (&target, "kca-smoke-unlabelled"),
+                    (&control, "kca-smoke-control"),
+                ] {
+                    if api.get_opt(name).await?.is_some() {
+                        left.push(format!("pod {name}"));
+                    }
+                }
+                if let Some(cfg) = vwc.get_opt(WEBHOOK_CFG).await?
+                    && cfg.webhooks.iter().flatten().any(|w| w.name == WEBHOOK)
+                {
+                    left.push(format!("webhook {WEBHOOK}"));
+                }
+                ensure!(left.is_empty(), "still there: {}", left.join(", "));
+                Ok(())
+            }
+        },
+    )
+    .await
 }
 
 /// A second `up` of the running cluster's name through the lab run's path
 /// (`up_with_diagnostics`) is refused, and the refusal tears nothing down: the running cluster
 /// is another process's (here the fixture's), not this `up`'s (rule: delete only what we made).
-fn refused_up_leaves_the_running_cluster(
+/// Embedded backend only (it reads the cluster's record).
+pub fn refused_up_leaves_the_running_cluster(
     cluster: &LabCluster,
     rt: &tokio::runtime::Runtime,
 ) -> Result<()> {
+    let name = cluster.cluster().name().to_owned();
     let created = cluster.cluster().record().created_at.clone();
     let diag = tempfile::tempdir()?;
-    let mut opts = xtask::cluster::UpOptions::new("smoke");
+    let mut opts = xtask::cluster::UpOptions::new(&name);
     opts.state_root = default_state_root();
     let second = xtask::lab_run::diagnostics::up_with_diagnostics(opts, diag.path());
     ensure!(
         second.is_err(),
-        "a second up of the running cluster smoke was not refused"
+        "a second up of the running cluster {name} was not refused"
     );
-    let again = xtask::cluster::Cluster::load("smoke", &default_state_root())?
-        .context("the record of smoke is gone after the refused up")?;
+    let again = xtask::cluster::Cluster::load(&name, &default_state_root())?
+        .with_context(|| format!("the record of {name} is gone after the refused up"))?;
     ensure!(
         again.record().created_at == created,
-        "the record of smoke changed: created {created}, now {}",
+        "the record of {name} changed: created {created}, now {}",
         again.record().created_at
     );
     let client = rt.block_on(xtask::cluster::ready::client(&cluster.kubeconfig()))?;
-    let version = rt
-        .block_on(client.apiserver_version())
-        .context("the API server of smoke no longer answers after the refused up")?;
+    let version = rt.block_on(client.apiserver_version()).with_context(|| {
+        format!("the API server of {name} no longer answers after the refused up")
+    })?;
     eprintln!(
-        "   refused up left smoke running (API server {})",
+        "   refused up left {name} running (API server {})",
         version.git_version
     );
     Ok(())
-}
-
-#[test]
-fn cluster_smoke() -> Result<()> {
-    let root = default_state_root();
-    let sampler = MemorySampler::start(&root.join("smoke"), Duration::from_secs(1));
-    let cluster = LabCluster::fresh("smoke")?;
-    let rt = tokio::runtime::Runtime::new().context("starting tokio")?;
-    let result = rt
-        .block_on(scenario(&cluster))
-        .and_then(|()| refused_up_leaves_the_running_cluster(&cluster, &rt));
-    let (peak, procs) = sampler.finish();
-    let timings = cluster.cluster().record().timings_ms.clone();
-    let up_secs = cluster.up_secs();
-    let t = Instant::now();
-    let down = cluster.down();
-    let down_secs = t.elapsed().as_secs_f64();
-    record_figure(
-        &root,
-        json!({
-            "test": "cluster_smoke",
-            "at": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-            "up_secs": up_secs,
-            "timings_ms": timings,
-            "peak_rss_bytes": peak,
-            "peak_rss_processes": procs,
-            "down_secs": down_secs,
-        }),
-    )?;
-    result?;
-    down.map(|_| ())
 }
