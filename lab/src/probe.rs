@@ -16,8 +16,7 @@ use crate::facts::PodObservation;
 
 /// The image of every probe pod (Kubernetes' own pause image; the node's sandbox image).
 pub const PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.10.1";
-/// Label key the lab's policy requires (`'environment' in object.metadata.?labels…`).
-pub const GOOD_LABEL: (&str, &str) = ("environment", "lab");
+pub use crate::rules::common::GOOD_LABEL;
 /// What makes a deny the lab policy's verdict (Kyverno: `Policy kca-webhook-label failed:
 /// KCA_ENVIRONMENT_REQUIRED`).
 pub const MARKERS: &crate::classify::PolicyVerdict<'static> = &crate::classify::LAB_POLICY;

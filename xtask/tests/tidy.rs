@@ -5,7 +5,10 @@
 //!   document names exists (so the map a newcomer reads first matches the tree);
 //! - in the lab crate, only `lab/src/cluster.rs` talks to the API server (no other module names
 //!   `kube` or builds its own requests), so every request the tool sends is in one file;
-//! - the graders (`lab/src/grade/`) never reach the cluster, the node or the network, and never
+//! - the pure core (`core/`, crate `lab-core`) depends, even transitively, on neither the kube
+//!   client nor tokio (nor any HTTP or gRPC stack): the compiler then keeps cluster I/O out of
+//!   evidence, facts, inputs, classify, graders, report and messages;
+//! - the graders (`core/src/grade/`) never reach the cluster, the node or the network, and never
 //!   start a process: `grade` is a pure function of (inputs, evidence), read from files only by
 //!   `GradeInput::load` through `Workdir`.
 
@@ -48,6 +51,7 @@ fn rust_files(dir: &str) -> Vec<PathBuf> {
 
 /// The sources the code map covers.
 const MAPPED: &[&str] = &[
+    "core/src",
     "lab/src",
     "lab/tests",
     "xtask/src",
@@ -184,7 +188,7 @@ fn impure(files: &[(PathBuf, String)]) -> Vec<String> {
 
 #[test]
 fn graders_never_reach_the_cluster_or_start_processes() {
-    let files: Vec<(PathBuf, String)> = rust_files("lab/src/grade")
+    let files: Vec<(PathBuf, String)> = rust_files("core/src/grade")
         .into_iter()
         .map(|p| {
             let text = std::fs::read_to_string(root().join(&p)).unwrap();
@@ -197,6 +201,105 @@ fn graders_never_reach_the_cluster_or_start_processes() {
         bad.is_empty(),
         "graders are pure functions of (inputs, evidence):\n  {}",
         bad.join("\n  ")
+    );
+}
+
+/// Packages the pure core must never depend on, even through another crate: the kube client and
+/// its types' async stack, tokio, and HTTP/gRPC clients.
+const CORE_FORBIDDEN: &[&str] = &[
+    "kube",
+    "kube-client",
+    "kube-core",
+    "kube-runtime",
+    "tokio",
+    "hyper",
+    "hyper-util",
+    "tonic",
+    "tower",
+    "reqwest",
+    "k8s-cri",
+];
+
+/// The packages `package` depends on through normal (not dev or build) dependencies, transitively,
+/// from `cargo metadata`'s resolve graph (`{"packages":[{"id","name"}],"resolve":{"nodes":[{"id",
+/// "deps":[{"pkg","dep_kinds":[{"kind"}]}]}]}}`).
+fn normal_dependencies(metadata: &serde_json::Value, package: &str) -> BTreeSet<String> {
+    let name_of = |id: &str| {
+        metadata["packages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|p| p["id"] == id)
+            .and_then(|p| p["name"].as_str())
+            .unwrap_or(id)
+            .to_owned()
+    };
+    let nodes = metadata["resolve"]["nodes"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let start = metadata["packages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|p| p["name"] == package)
+        .and_then(|p| p["id"].as_str())
+        .unwrap_or_else(|| panic!("cargo metadata lists no package {package}"))
+        .to_owned();
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![start];
+    while let Some(id) = todo.pop() {
+        let Some(node) = nodes.iter().find(|n| n["id"] == id.as_str()) else {
+            continue;
+        };
+        for d in node["deps"].as_array().into_iter().flatten() {
+            let normal = d["dep_kinds"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|k| k["kind"].is_null());
+            if let Some(pkg) = d["pkg"].as_str()
+                && normal
+                && seen.insert(name_of(pkg))
+            {
+                todo.push(pkg.to_owned());
+            }
+        }
+    }
+    seen
+}
+
+#[test]
+fn the_pure_core_depends_on_neither_kube_nor_tokio() {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["metadata", "--format-version", "1", "--offline"])
+        .current_dir(root())
+        .output()
+        .expect("running cargo metadata");
+    assert!(
+        out.status.success(),
+        "cargo metadata: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let metadata: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let core = normal_dependencies(&metadata, "lab-core");
+    assert!(
+        core.contains("serde_json"),
+        "lab-core's dependencies were not found: the rule checks nothing ({core:?})"
+    );
+    let lab = normal_dependencies(&metadata, "lab");
+    assert!(
+        lab.contains("tokio") && lab.contains("kube"),
+        "the graph walk misses lab's own kube/tokio: the rule checks nothing"
+    );
+    let bad: Vec<&&str> = CORE_FORBIDDEN
+        .iter()
+        .filter(|f| core.contains(**f))
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "lab-core (core/Cargo.toml) must stay free of cluster I/O, but depends on {bad:?}; \
+         put the code that needs them in the lab crate"
     );
 }
 
@@ -260,7 +363,7 @@ fn the_rules_themselves_catch_what_they_are_for() {
     assert_eq!(unmapped("`a.rs` and `x/`", &files), Vec::<String>::new());
     assert_eq!(unmapped("`a.rs`", &files).len(), 1);
     assert_eq!(stale("see `a.rs`, `gone.rs`", &files), vec!["gone.rs"]);
-    let g = |s: &str| impure(&[(PathBuf::from("lab/src/grade/b.rs"), s.to_owned())]);
+    let g = |s: &str| impure(&[(PathBuf::from("core/src/grade/b.rs"), s.to_owned())]);
     assert_eq!(g("use std::fs;").len(), 1);
     assert_eq!(g("let c = kube::Client::try_default();").len(), 1);
     assert!(g("// std::fs in a comment").is_empty());

@@ -59,7 +59,7 @@ use crate::messages::Lang;
 use crate::workdir::Workdir;
 
 /// What makes a deny the lab policy's verdict (the same the probes classify with).
-pub const MARKERS: &crate::classify::PolicyVerdict<'static> = crate::probe::MARKERS;
+pub const MARKERS: &crate::classify::PolicyVerdict<'static> = &crate::classify::LAB_POLICY;
 
 /// The kind of a finding; its wire name is kebab-case (e.g. `timeout-too-fast`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -920,7 +920,7 @@ pub(crate) fn abbreviate(v: &serde_json::Value) -> String {
 
 /// Whether a pod record carries the policy's required label.
 pub(crate) fn has_env_label(r: &RequestRecord) -> bool {
-    r.labels.contains_key(crate::probe::GOOD_LABEL.0)
+    r.labels.contains_key(crate::rules::common::GOOD_LABEL.0)
 }
 
 // ---------------------------------------------------------------------------------------------

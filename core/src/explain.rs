@@ -1,5 +1,5 @@
 //! `kca-webhook-lab explain`: what an API answer means, by the same classifier the graders use
-//! ([`crate::classify::classify`] with [`crate::probe::MARKERS`]), so what `explain` says is what
+//! ([`crate::classify::classify`] with [`crate::classify::LAB_POLICY`] (the probes' markers)), so what `explain` says is what
 //! `grade` says.
 //!
 //! Three inputs are understood ([`parse_answer`]):
@@ -277,7 +277,7 @@ pub fn explain(a: &Answer, lab: Lab, lang: Lang) -> Explanation {
         a.message.as_deref(),
         get,
         a.dry_run,
-        crate::probe::MARKERS,
+        &crate::classify::LAB_POLICY,
     );
     let rule = rule(a, outcome);
     let en = lang == Lang::En;

@@ -5,7 +5,7 @@
 //! kube-apiserver with `--audit-policy-file`, `--audit-log-path=<state>/audit/audit.log`
 //! (`0600`), `--audit-log-format=json`, `--audit-log-mode=blocking` and a bounded size
 //! (`xtask::cluster::daemons::apiserver`). The lab learns the path one way: [`AuditSource`] in
-//! [`crate::labs::Env`] (`--audit-log PATH`, env [`ENV_VAR`]); xtask's `LabRun` and the test
+//! `lab::labs::Env` (`--audit-log PATH`, env [`ENV_VAR`]); xtask's `LabRun` and the test
 //! fixture set it for the embedded backend, never for the kubeconfig and k3s backends. Without it
 //! the record says `not-configured`; a log that cannot be read says `read-error` with the error.
 //!

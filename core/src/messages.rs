@@ -429,7 +429,7 @@ pub fn error_prefix(lang: Lang) -> &'static str {
 }
 
 /// Printed when an act failed on the cluster, before the three lines of its diagnostics
-/// ([`crate::diagnostics::telling_lines`]; they stay in the words of the cluster).
+/// (`lab::diagnostics::telling_lines`; they stay in the words of the cluster).
 pub fn diagnostics_header(lang: Lang) -> &'static str {
     t(
         "クラスター上で失敗しました。手がかりになりそうな行:",

@@ -8,6 +8,9 @@
 
 /// Both labs.
 pub mod common {
+    /// Label key and value the lab's policy requires (`'environment' in object.metadata.?labels…`):
+    /// probes carry it when they must be admitted, graders read it to tell good from bad requests.
+    pub const GOOD_LABEL: (&str, &str) = ("environment", "lab");
     /// Namespace inside the policy's selector.
     pub const TARGET_NAMESPACE: &str = "kca-webhook-target";
 

@@ -1,0 +1,31 @@
+//! kca-webhook-lab's pure core: everything that reads, checks and explains evidence without
+//! talking to a cluster. It depends on neither the kube client nor tokio (see `Cargo.toml`), so
+//! the compiler keeps cluster I/O out; file reads and writes of the work dir ([`workdir`]) and the
+//! audit log reader ([`audit::Cursor`]) are the only I/O.
+//!
+//! - [`json`]: the one reader of input and evidence files; [`digest`]: canonical digests.
+//! - [`inputs`] (and their schemas), [`evidence`], [`facts`]: the formats.
+//! - [`classify`]: an API answer → outcome; [`explain`]: the same, in words.
+//! - [`rules`]: what acts and graders share; [`grade`]: the graders.
+//! - [`metrics`], [`audit`]: the API server's own account of each webhook call, parsed.
+//! - [`diagnostics`]: the failure summary's format; [`report`]: the HTML record, JUnit.
+//! - [`messages`]: the student-facing words (ja/en); [`error`]: the one error type.
+//!
+//! The `lab` crate re-exports every module under the same name (`lab::grade`, `lab::evidence`, …).
+
+pub mod audit;
+pub mod classify;
+pub mod diagnostics;
+pub mod digest;
+pub mod error;
+pub mod evidence;
+pub mod explain;
+pub mod facts;
+pub mod grade;
+pub mod inputs;
+pub mod json;
+pub mod messages;
+pub mod metrics;
+pub mod report;
+pub mod rules;
+pub mod workdir;
