@@ -232,13 +232,11 @@ impl Cluster {
 
     /// The admission controller's pods ([`ADMISSION_POD_SELECTOR`] in `kyverno`), sorted by name.
     pub async fn admission_pods(&self) -> Result<Vec<Pod>, LabError> {
-        let mut pods = Api::<Pod>::namespaced(self.client.clone(), KYVERNO_NAMESPACE)
-            .list(&ListParams::default().labels(ADMISSION_POD_SELECTOR))
-            .await
-            .map_err(kube_err)?
-            .items;
-        pods.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-        Ok(pods)
+        sorted_by_name(
+            Api::<Pod>::namespaced(self.client.clone(), KYVERNO_NAMESPACE),
+            &ListParams::default().labels(ADMISSION_POD_SELECTOR),
+        )
+        .await
     }
 
     /// A Lease (`None`: not found).
@@ -395,13 +393,11 @@ impl Cluster {
     pub async fn webhook_configurations(
         &self,
     ) -> Result<Vec<ValidatingWebhookConfiguration>, LabError> {
-        let mut items = Api::<ValidatingWebhookConfiguration>::all(self.client.clone())
-            .list(&ListParams::default())
-            .await
-            .map_err(kube_err)?
-            .items;
-        items.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-        Ok(items)
+        sorted_by_name(
+            Api::<ValidatingWebhookConfiguration>::all(self.client.clone()),
+            &ListParams::default(),
+        )
+        .await
     }
 
     /// The webhook named `webhook` in any ValidatingWebhookConfiguration: (configuration, webhook).
@@ -503,24 +499,20 @@ impl Cluster {
 
     /// Every pod of `namespace`, sorted by name.
     pub async fn pods(&self, namespace: &str) -> Result<Vec<Pod>, LabError> {
-        let mut pods = Api::<Pod>::namespaced(self.client.clone(), namespace)
-            .list(&ListParams::default())
-            .await
-            .map_err(kube_err)?
-            .items;
-        pods.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-        Ok(pods)
+        sorted_by_name(
+            Api::<Pod>::namespaced(self.client.clone(), namespace),
+            &ListParams::default(),
+        )
+        .await
     }
 
     /// Every Deployment of `namespace`, sorted by name.
     pub async fn deployments(&self, namespace: &str) -> Result<Vec<Deployment>, LabError> {
-        let mut items = Api::<Deployment>::namespaced(self.client.clone(), namespace)
-            .list(&ListParams::default())
-            .await
-            .map_err(kube_err)?
-            .items;
-        items.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-        Ok(items)
+        sorted_by_name(
+            Api::<Deployment>::namespaced(self.client.clone(), namespace),
+            &ListParams::default(),
+        )
+        .await
     }
 
     /// The last `tail_lines` lines of one container's log (`GET …/pods/NAME/log?container=C
@@ -556,15 +548,13 @@ impl Cluster {
         Vec<k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration>,
         LabError,
     > {
-        let mut items = Api::<
-            k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration,
-        >::all(self.client.clone())
-        .list(&ListParams::default())
+        sorted_by_name(
+            Api::<k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration>::all(
+                self.client.clone(),
+            ),
+            &ListParams::default(),
+        )
         .await
-        .map_err(kube_err)?
-        .items;
-        items.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-        Ok(items)
     }
 
     /// The EndpointSlices of Service `namespace/service` (label `kubernetes.io/service-name`).
@@ -671,6 +661,17 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         cur = c.source();
     }
     s
+}
+
+/// LIST through `api` with `params`, the items sorted by `metadata.name` (a stable order for
+/// evidence and diagnostics files).
+async fn sorted_by_name<K>(api: Api<K>, params: &ListParams) -> Result<Vec<K>, LabError>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let mut items = api.list(params).await.map_err(kube_err)?.items;
+    items.sort_by(|a, b| a.meta().name.cmp(&b.meta().name));
+    Ok(items)
 }
 
 #[cfg(test)]
