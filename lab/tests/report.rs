@@ -425,6 +425,20 @@ fn key_facts_come_first_and_probe_runs_share_a_row() {
         key < acts && key < chart,
         "key facts at {key}, acts at {acts}, chart at {chart}"
     );
+    // The lab's own headers, not the nightly summary's combined "(A) / (B)" ones.
+    assert!(
+        html.contains("<th>Lease takeover</th>"),
+        "lab A's key facts headers"
+    );
+    assert!(
+        !html[key..acts].contains("(B)"),
+        "lab B words on lab A's key facts"
+    );
+    let b = page(&fixture(RECORDED_B), Lab::B, Lang::Ja);
+    assert!(
+        b.contains("<th>凍結中 (failurePolicy Fail)</th>"),
+        "lab B's key facts headers in Japanese"
+    );
     let probe_rows: Vec<&str> = html
         .match_indices(">dry-run probes #")
         .map(|(i, _)| &html[i + 1..i + 40])

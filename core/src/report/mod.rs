@@ -474,7 +474,7 @@ pub fn render_with_diagnostics(
 
                 h2 { (tx::KEY_FACTS.get(lang)) }
                 table {
-                    tr { @for h in KEY_FACT_HEADERS { th { (h) } } }
+                    tr { @for h in match lab { Lab::A => &tx::KEY_FACT_HEADERS_A, Lab::B => &tx::KEY_FACT_HEADERS_B } { th { (h.get(lang)) } } }
                     tr { @for c in &kf { td class="mono" { (c) } } }
                 }
 

@@ -113,3 +113,28 @@ pub(crate) const RAW: Text = t(
     "生の証拠 (そのまま、折りたたみ)",
     "Raw evidence (verbatim, collapsed)",
 );
+/// Lab A's key facts column headers (the page of one lab; the nightly summary and the index page
+/// keep the combined English headers of `KEY_FACT_HEADERS`).
+pub(crate) const KEY_FACT_HEADERS_A: [Text; 3] = [
+    t("スケールダウン中", "during the scale-down"),
+    t("Lease の引き継ぎ", "Lease takeover"),
+    t(
+        "復旧後の最初の明示的な拒否",
+        "first explicit deny after recovery",
+    ),
+];
+/// Lab B's key facts column headers.
+pub(crate) const KEY_FACT_HEADERS_B: [Text; 3] = [
+    t(
+        "凍結中 (failurePolicy Fail)",
+        "freeze under failurePolicy Fail",
+    ),
+    t(
+        "凍結中 (failurePolicy Ignore)",
+        "freeze under failurePolicy Ignore",
+    ),
+    t(
+        "再開後の最初の明示的な拒否",
+        "first explicit deny after resume",
+    ),
+];
