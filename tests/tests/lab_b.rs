@@ -6,9 +6,12 @@
 //! failed" (never pass, never silently skip). Each act's test also asserts the facts the lab is
 //! about (timeouts, stored or not, the surviving pod) and that its grade passes.
 //!
-//! The last test kills a runner with SIGKILL in the middle of a freeze of Kyverno's real process
+//! Then a test kills a runner with SIGKILL in the middle of a freeze of Kyverno's real process
 //! and checks that the healer resumes it within `resume_after_sec` + 1 s. The runner is this
 //! binary re-executed with `KCA_TEST_LAB_B_RUNNER` set.
+//!
+//! Last come issue 12's fault-attempt rows on the same cluster ([`rows`]), each with the real
+//! `kca-webhook-lab act 5` process freezing the real Kyverno in a work directory of its own.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -34,6 +37,9 @@ const CLUSTER_NAME: &str = "test-lab-b";
 type State = tests::OrderedLab;
 
 type Shared = Arc<Mutex<State>>;
+
+#[path = "lab_b/rows.rs"]
+mod rows;
 
 fn main() {
     if let Ok(spec) = std::env::var(RUNNER_ENV) {
@@ -73,6 +79,10 @@ fn main() {
         "sigkill_of_the_runner_mid_freeze_still_resumes_kyverno",
         move || step(&st, "sigkill", sigkill_runner),
     ));
+    for (name, f) in rows::ROWS {
+        let st = state.clone();
+        trials.push(Trial::test(name, move || rows::row_step(&st, name, f)));
+    }
     let conclusion = libtest_mimic::run(&args, trials);
     let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
     // Keep what was observed: inputs, evidence, fault files, grades, webhooks, component logs.

@@ -1,0 +1,595 @@
+//! Issue 12's lab B fault-attempt rows on the real embedded cluster of `lab_b`, after its acts
+//! (one cluster for the whole binary). Each row runs the real `kca-webhook-lab act 5` process, as
+//! a student does, in a work directory of its own: a copy of the lab's work directory with the
+//! input files and the evidence of acts 1-4 only (act 5's preconditions), under
+//! `<artifacts>/rows/<row>/`. Act 5 freezes the real Kyverno admission controller for its fixed
+//! `resume_after_sec` = 20 (`freeze-plan.json`, `inputs::TwentySeconds`; design/labs.md act 4).
+//!
+//! Act 6 left the lab's policy at failurePolicy Ignore; before a row the test puts the work
+//! directory's `policy.json` (act 2's, failurePolicy Fail) back on the same policy and waits for
+//! Kyverno's Fail webhook, so act 5's precondition holds again (the test's own set-up, said in the
+//! output, never counted as a result).
+//!
+//! - `healer_and_runner_sigkilled_mid_freeze_then_inspect_resumes_kyverno`: the healer
+//!   (SIGKILL through a pidfd, start ticks re-checked) and then act 5's runner (our child) die
+//!   mid-freeze; Kyverno is still `T`; the student's `inspect` heals first: right after it returns
+//!   the pinned process (the plan's PID + start ticks) is not `T`, the attempt's `heal.json`
+//!   records `resumed` by `inspect` with the state before `T`, and a dry-run violating request is
+//!   then explicitly denied.
+//! - `two_act_5_in_one_workdir_second_refused_first_undisturbed`: a second `act 5` in the same
+//!   work directory while the first one's freeze is live is refused naming the holder (the first
+//!   one's pid, `act 5`); the first freeze lasts to its deadline (healer woke by `deadline`), no
+//!   heal touched it, and its evidence is `completed`, not `interrupted`.
+//! - `runner_sigstopped_past_the_deadline_healer_resumes_on_time`: act 5's runner is SIGSTOPped
+//!   once its frozen requests are answered (its `05.partial.json` exists) and kept stopped past the
+//!   deadline; the healer's own record shows the SIGCONT ≤ `resume_after_sec` + 0.5 s after its
+//!   SIGSTOP, Kyverno runs again while the runner is still stopped; continued, the runner records
+//!   the healer's resume (ledger `resumed_by` healer, state after not `T`), completes, and
+//!   Kyverno is not `T` after it (no SIGSTOP landed after the SIGCONT).
+//!
+//! A row that fails kills its own runner (through its handle) and runs `kca-webhook-lab heal` in
+//! its work directory, so Kyverno is never left stopped for the next row. Timings are printed as
+//! `figure:` lines (records, not asserts); the bounds of issue 12 are asserted.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, bail, ensure};
+use lab::evidence::{ActStatus, Outcome};
+use lab::facts::b::{Act5Facts, Resumer};
+use lab::faults::attempt::{ProcessRef, read_json};
+use lab::faults::freeze::{self, AttemptFiles, FreezeLedger, FreezePlan, HealerReport, ResumedBy};
+use lab::workdir::Workdir;
+use libtest_mimic::Failed;
+use xtask::lab_run::LabRun;
+
+use super::Shared;
+
+/// One row: runs with the lab's finished run (its cluster and work directory).
+pub type Row = fn(&LabRun) -> Result<()>;
+
+/// The rows, in the order they run.
+pub const ROWS: [(&str, Row); 3] = [
+    (
+        "healer_and_runner_sigkilled_mid_freeze_then_inspect_resumes_kyverno",
+        healer_killed_then_inspect,
+    ),
+    (
+        "two_act_5_in_one_workdir_second_refused_first_undisturbed",
+        two_acts_at_once,
+    ),
+    (
+        "runner_sigstopped_past_the_deadline_healer_resumes_on_time",
+        runner_stopped_past_deadline,
+    ),
+];
+
+/// act 5's freeze (`freeze-plan.json` `resume_after_sec`, fixed at 20 by the input's schema).
+const RESUME_AFTER_SEC: u64 = 20;
+/// Issue 12's bound while the healer lives: resumed ≤ `resume_after_sec` + 0.5 s.
+const RESUME_SLACK: Duration = Duration::from_millis(500);
+/// Bound on act 5 reaching its freeze (heal first, checks, investigation, healer ready, SIGSTOP).
+const FROZEN_BOUND: Duration = Duration::from_secs(60);
+/// Bound on a whole act 5 (20 s freeze, the frozen requests, the deny after resume).
+const ACT_BOUND: Duration = Duration::from_secs(150);
+
+/// Runs one row after the acts: refused when an act failed (or the acts did not run in this
+/// process); a failed row does not stop the next rows (each cleans up after itself).
+pub fn row_step(state: &Shared, name: &str, row: Row) -> Result<(), Failed> {
+    let s = state.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(first) = &s.failed {
+        return Err(format!("not run: {first} failed earlier").into());
+    }
+    let Some(run) = s.run.as_ref() else {
+        return Err("not run: the rows need the lab's acts 1-8 run first in this process".into());
+    };
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| row(run))) {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(format!("{name}: {e:#}").into()),
+        Err(_) => Err(format!("{name}: panicked").into()),
+    }
+}
+
+fn figure(row: &str, what: &str, d: Duration) {
+    eprintln!("    figure: row {row}: {what} {} ms", d.as_millis());
+}
+
+/// A row's work directory and its runners; when dropped without [`RowDir::done`] (the row
+/// failed), kills the runners still running (our children, by their handles) and runs
+/// `kca-webhook-lab heal` there so no freeze outlives the row.
+struct RowDir<'a> {
+    run: &'a LabRun,
+    dir: PathBuf,
+    logs: PathBuf,
+    runners: Vec<Child>,
+    done: bool,
+}
+
+impl<'a> RowDir<'a> {
+    /// `<artifacts>/rows/<name>/workdir`: the lab's input files (`*.json` at the work directory's
+    /// top) and `evidence/01-04.json`, nothing else.
+    fn new(run: &'a LabRun, name: &str) -> Result<RowDir<'a>> {
+        let base = run.workdir().root().parent().context("workdir parent")?;
+        let root = base.join("rows").join(name);
+        let dir = root.join("workdir");
+        ensure!(!dir.exists(), "{} exists already", dir.display());
+        std::fs::create_dir_all(dir.join("evidence"))?;
+        for e in std::fs::read_dir(run.workdir().root())? {
+            let p = e?.path();
+            if p.is_file() && p.extension().is_some_and(|x| x == "json") {
+                std::fs::copy(&p, dir.join(p.file_name().context("name")?))?;
+            }
+        }
+        for act in 1..=4u8 {
+            std::fs::copy(
+                run.workdir().evidence_path(act),
+                Workdir::new(&dir).evidence_path(act),
+            )?;
+        }
+        eprintln!("    row work dir {}", dir.display());
+        Ok(RowDir {
+            run,
+            dir,
+            logs: root,
+            runners: Vec::new(),
+            done: false,
+        })
+    }
+
+    fn workdir(&self) -> Workdir {
+        Workdir::new(&self.dir)
+    }
+
+    /// `kca-webhook-lab --lang en --lab b --workdir DIR --kubeconfig … --cri-endpoint … ARGS`.
+    fn command(&self, args: &[&str]) -> Result<Command> {
+        let env = &self.run.env;
+        let mut c = Command::new(xtask::lab_run::ensure_lab_binary()?);
+        c.args(["--lang", "en", "--lab", "b", "--workdir"])
+            .arg(&self.dir)
+            .arg("--kubeconfig")
+            .arg(env.kubeconfig.as_ref().context("kubeconfig")?)
+            .arg("--cri-endpoint")
+            .arg(env.cri_endpoint.as_ref().context("cri endpoint")?)
+            .args(args)
+            .stdin(Stdio::null());
+        Ok(c)
+    }
+
+    /// Runs a command to its end; its status and stdout + stderr.
+    fn output(&self, args: &[&str]) -> Result<(ExitStatus, String)> {
+        let out = self
+            .command(args)?
+            .output()
+            .with_context(|| format!("running kca-webhook-lab {}", args.join(" ")))?;
+        Ok((
+            out.status,
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        ))
+    }
+
+    /// Starts `act 5` in the background, its output in `<row>/act5-N.log`; returns its index.
+    fn spawn_act5(&mut self) -> Result<usize> {
+        let n = self.runners.len();
+        let log = std::fs::File::create(self.logs.join(format!("act5-{n}.log")))?;
+        let child = self
+            .command(&["act", "5"])?
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .context("starting act 5")?;
+        self.runners.push(child);
+        Ok(n)
+    }
+
+    fn runner_pid(&self, i: usize) -> u32 {
+        self.runners[i].id()
+    }
+
+    fn log(&self, i: usize) -> String {
+        std::fs::read_to_string(self.logs.join(format!("act5-{i}.log"))).unwrap_or_default()
+    }
+
+    /// Waits (bounded) for runner `i` to exit; its status.
+    fn wait_runner(&mut self, i: usize, bound: Duration) -> Result<ExitStatus> {
+        let t0 = Instant::now();
+        loop {
+            if let Some(st) = self.runners[i].try_wait()? {
+                return Ok(st);
+            }
+            if t0.elapsed() > bound {
+                bail!(
+                    "act 5 (pid {}) still running after {bound:?}; its output:\n{}",
+                    self.runner_pid(i),
+                    self.log(i)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The attempt directory act 5's runner `i` made (`faults/freeze-05-…-<runner pid>`) once its
+    /// healer recorded `frozen`, within [`FROZEN_BOUND`].
+    fn frozen_attempt(&mut self, i: usize) -> Result<(AttemptFiles, HealerReport)> {
+        let suffix = format!("-{}", self.runner_pid(i));
+        let faults = self.dir.join("faults");
+        let t0 = Instant::now();
+        let mut last = String::from("no attempt directory");
+        loop {
+            let found = std::fs::read_dir(&faults).ok().and_then(|rd| {
+                rd.filter_map(|e| e.ok().map(|e| e.path())).find(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("freeze-05-") && n.ends_with(&suffix))
+                })
+            });
+            if let Some(dir) = found {
+                let files = AttemptFiles { dir };
+                match files.read_report() {
+                    Some(r) if r.status == "frozen" => return Ok((files, r)),
+                    Some(r) => last = format!("healer.json status {}", r.status),
+                    None => last = "no healer.json yet".into(),
+                }
+            }
+            if let Some(st) = self.runners[i].try_wait()? {
+                bail!(
+                    "act 5 exited ({st}) before its freeze ({last}); its output:\n{}",
+                    self.log(i)
+                );
+            }
+            if t0.elapsed() > FROZEN_BOUND {
+                bail!("act 5 did not freeze within {FROZEN_BOUND:?} ({last})");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The row passed: nothing to clean up.
+    fn done(mut self) {
+        self.done = true;
+    }
+}
+
+impl Drop for RowDir<'_> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        for c in &mut self.runners {
+            if matches!(c.try_wait(), Ok(None)) {
+                // A stopped runner must be able to die: SIGKILL works on a stopped process.
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+        match self.output(&["heal"]) {
+            Ok((st, text)) => eprintln!("    row cleanup: kca-webhook-lab heal ({st}):\n{text}"),
+            Err(e) => eprintln!("    row cleanup: kca-webhook-lab heal could not run: {e:#}"),
+        }
+    }
+}
+
+/// The act 2 policy (failurePolicy Fail) back on the lab's policy when Kyverno's Fail webhook is
+/// not registered (act 6 switched it to Ignore); waits (bounded) for the Fail webhook.
+fn ensure_fail_webhook(run: &LabRun) -> Result<()> {
+    let name = lab::cluster::fine_grained_webhook_name("Fail", lab::cluster::POLICY_NAME);
+    let policy: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.workdir().root().join("policy.json"))?)?;
+    run.block_on(async {
+        let cluster = run.env.cluster().await?;
+        let is_fail = |w: &Option<(_, k8s_openapi::api::admissionregistration::v1::ValidatingWebhook)>| {
+            w.as_ref()
+                .is_some_and(|(_, wh)| wh.failure_policy.as_deref() == Some("Fail"))
+        };
+        if is_fail(&cluster.find_webhook(&name).await?) {
+            return Ok(());
+        }
+        eprintln!("    set-up: the lab's policy back to act 2's policy.json (failurePolicy Fail)");
+        cluster.replace_policy_spec(&policy).await?;
+        let t0 = Instant::now();
+        loop {
+            let seen = cluster.find_webhook(&name).await?;
+            if is_fail(&seen) {
+                eprintln!("    set-up: {name} registered after {:?}", t0.elapsed());
+                return Ok(());
+            }
+            if t0.elapsed() > Duration::from_secs(60) {
+                bail!(
+                    "Kyverno did not register {name} with failurePolicy Fail within 60 s (last: {:?})",
+                    seen.map(|(_, wh)| wh.failure_policy)
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    })
+}
+
+/// Kyverno's pinned process (the plan's PID + start ticks): its state, `None` when gone.
+fn state(plan: &FreezePlan) -> Option<char> {
+    freeze::state_if_same(plan.target.pid, plan.target.start_ticks)
+        .ok()
+        .flatten()
+}
+
+fn plan_of(files: &AttemptFiles) -> Result<FreezePlan> {
+    Ok(read_json(&files.plan())?)
+}
+
+fn at(t: Option<&str>, what: &str) -> Result<chrono::DateTime<chrono::Utc>> {
+    lab::facts::parse_rfc3339(t.unwrap_or_default()).with_context(|| format!("{what}: {t:?}"))
+}
+
+/// SIGCONT − SIGSTOP as the healer recorded them; requires it within the issue's bound and the
+/// healer woke by its deadline.
+fn healer_resume_on_time(r: &HealerReport, row: &str) -> Result<Duration> {
+    ensure!(
+        r.status == "resumed" && r.woke_by.as_deref() == Some("deadline"),
+        "the healer should resume at its deadline: status {} woke by {:?}",
+        r.status,
+        r.woke_by
+    );
+    let stop = at(r.stop_sent_at.as_deref(), "healer stop_sent_at")?;
+    let cont = at(
+        r.resume.as_ref().map(|c| c.sent_at.as_str()),
+        "healer resume.sent_at",
+    )?;
+    let held = (cont - stop).to_std().context("SIGCONT before SIGSTOP")?;
+    figure(row, "SIGSTOP → SIGCONT by the healer", held);
+    let bound = Duration::from_secs(RESUME_AFTER_SEC) + RESUME_SLACK;
+    ensure!(
+        held <= bound,
+        "the healer resumed {held:?} after its SIGSTOP (bound {bound:?})"
+    );
+    ensure!(
+        held + Duration::from_millis(50) >= Duration::from_secs(RESUME_AFTER_SEC),
+        "the healer resumed {held:?} after its SIGSTOP, before its {RESUME_AFTER_SEC} s deadline"
+    );
+    let late = r.resume_late_ms.context("no resume_late_ms")?;
+    ensure!(
+        late <= RESUME_SLACK.as_millis() as i64,
+        "resume_late_ms {late} > {}",
+        RESUME_SLACK.as_millis()
+    );
+    Ok(held)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rows.
+
+fn healer_killed_then_inspect(run: &LabRun) -> Result<()> {
+    const ROW: &str = "healer-sigkill";
+    ensure_fail_webhook(run)?;
+    let mut rd = RowDir::new(run, ROW)?;
+    let i = rd.spawn_act5()?;
+    let (files, report) = rd.frozen_attempt(i)?;
+    let plan = plan_of(&files)?;
+    ensure!(
+        state(&plan) == Some('T'),
+        "Kyverno should be stopped: {:?}",
+        state(&plan)
+    );
+    // The healer first (pidfd, start ticks re-checked), then act 5's runner (our child).
+    let healer = report.healer;
+    ensure!(
+        healer.signal(rustix::process::Signal::KILL)?,
+        "the healer was already gone"
+    );
+    let t0 = Instant::now();
+    while healer.is_alive() {
+        ensure!(
+            t0.elapsed() < Duration::from_secs(5),
+            "healer pid {} alive 5 s after SIGKILL",
+            healer.pid
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    rd.runners[i].kill()?;
+    rd.runners[i].wait()?;
+    let killed = Instant::now();
+    let stopped_for = at(report.stop_sent_at.as_deref(), "stop_sent_at")?;
+    ensure!(
+        state(&plan) == Some('T'),
+        "nothing may resume Kyverno before the next command (state {:?})",
+        state(&plan)
+    );
+    // The student's next command.
+    let (st, text) = rd.output(&["inspect"])?;
+    let after_inspect = state(&plan);
+    let returned = Instant::now();
+    ensure!(st.success(), "inspect failed ({st}):\n{text}");
+    figure(
+        ROW,
+        "inspect (heal first) after the kills",
+        returned - killed,
+    );
+    ensure!(
+        matches!(after_inspect, Some(s) if s != 'T' && s != 't'),
+        "Kyverno's pinned process (pid {} start ticks {}) right after inspect: {after_inspect:?}",
+        plan.target.pid,
+        plan.target.start_ticks
+    );
+    let frozen_ms = (chrono::Utc::now() - stopped_for).num_milliseconds();
+    eprintln!("    Kyverno stopped {frozen_ms} ms in all (healer deadline {RESUME_AFTER_SEC} s)");
+    let heal = lab::faults::heal::read_heal(&files.dir).context("no heal.json in the attempt")?;
+    ensure!(
+        heal.action == "resumed" && heal.command == "inspect",
+        "heal.json should record inspect's resume: {heal:?}"
+    );
+    ensure!(
+        heal.resume.as_ref().and_then(|c| c.state_before) == Some('T'),
+        "heal.json should keep the state before (T): {:?}",
+        heal.resume
+    );
+    ensure!(
+        text.contains("healing earlier faults"),
+        "inspect should say it healed:\n{text}"
+    );
+    // The webhook works again: a dry-run violating request is explicitly denied.
+    let t1 = Instant::now();
+    let probes = run.block_on(async {
+        let cluster = run.env.cluster().await?;
+        lab::labs::common::until_explicit_deny(
+            &cluster,
+            "row-healer-sigkill",
+            "kca-webhook-target",
+            true,
+            Duration::from_secs(60),
+            |r, s| eprintln!("    after inspect ({s}s): {}", r.outcome.as_str()),
+        )
+        .await
+    })?;
+    let last = probes.last().context("no probe sent")?;
+    ensure!(
+        last.outcome == Outcome::ExplicitDeny,
+        "dry-run violating request after inspect: {}",
+        last.outcome.as_str()
+    );
+    figure(ROW, "explicit deny after inspect", t1.elapsed());
+    rd.done();
+    Ok(())
+}
+
+fn two_acts_at_once(run: &LabRun) -> Result<()> {
+    const ROW: &str = "two-acts";
+    ensure_fail_webhook(run)?;
+    let mut rd = RowDir::new(run, ROW)?;
+    let first = rd.spawn_act5()?;
+    let (files, _) = rd.frozen_attempt(first)?;
+    let plan = plan_of(&files)?;
+    let first_pid = rd.runner_pid(first);
+    // The second act 5 in the same work directory, while the first one's freeze is live.
+    let t0 = Instant::now();
+    let (st, text) = rd.output(&["act", "5"])?;
+    figure(ROW, "second act 5 refused after", t0.elapsed());
+    ensure!(!st.success(), "the second act 5 should be refused:\n{text}");
+    ensure!(
+        text.contains("is in use by")
+            && text.contains(&format!("pid {first_pid} "))
+            && text.contains("running act 5"),
+        "the refusal should name the holder (pid {first_pid}, act 5):\n{text}"
+    );
+    // It changed nothing of the first attempt.
+    let report = files.read_report().context("healer.json")?;
+    ensure!(
+        report.status == "frozen" && state(&plan) == Some('T'),
+        "the first freeze should still be on: healer {} state {:?}",
+        report.status,
+        state(&plan)
+    );
+    ensure!(
+        !files.heal().exists(),
+        "nothing may heal the first, live attempt"
+    );
+    let attempts = std::fs::read_dir(rd.dir.join("faults"))?.count();
+    ensure!(attempts == 1, "{attempts} attempt directories, expected 1");
+    // The first runs to its end.
+    let st = rd.wait_runner(first, ACT_BOUND)?;
+    ensure!(st.success(), "the first act 5 ({st}):\n{}", rd.log(first));
+    let report = files.read_report().context("healer.json")?;
+    healer_resume_on_time(&report, ROW)?;
+    let ev = rd.workdir().read_evidence(5)?;
+    ensure!(
+        ev.evidence.status == ActStatus::Completed,
+        "the first act 5's evidence is {:?}, not completed",
+        ev.evidence.status
+    );
+    let f: Act5Facts = serde_json::from_value(ev.evidence.facts)?;
+    ensure!(
+        f.freeze.resumed_by == Resumer::Watchdog && f.freeze.state_after != "T",
+        "the first act 5's facts: resumed by {:?}, state after {}",
+        f.freeze.resumed_by,
+        f.freeze.state_after
+    );
+    ensure!(
+        state(&plan).is_some_and(|s| s != 'T'),
+        "Kyverno after: {:?}",
+        state(&plan)
+    );
+    rd.done();
+    Ok(())
+}
+
+fn runner_stopped_past_deadline(run: &LabRun) -> Result<()> {
+    const ROW: &str = "runner-sigstop";
+    ensure_fail_webhook(run)?;
+    let mut rd = RowDir::new(run, ROW)?;
+    let i = rd.spawn_act5()?;
+    let (files, _) = rd.frozen_attempt(i)?;
+    let plan = plan_of(&files)?;
+    // Stop the runner once its frozen requests are answered (it saved its progress), so the lab's
+    // facts are the usual ones; it stays stopped past the healer's deadline.
+    let partial = rd.workdir().partial_path(5);
+    let t0 = Instant::now();
+    while !partial.exists() {
+        ensure!(
+            t0.elapsed() < Duration::from_secs(15),
+            "act 5 saved no progress ({}) within 15 s",
+            partial.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let runner = ProcessRef::of(rd.runner_pid(i) as i32).context("runner gone")?;
+    ensure!(runner.signal(rustix::process::Signal::STOP)?, "runner gone");
+    // The healer resumes by itself, the runner still stopped.
+    let t1 = Instant::now();
+    let report = loop {
+        if let Some(r) = files.read_report().filter(|r| r.status != "frozen") {
+            break r;
+        }
+        ensure!(
+            t1.elapsed() < Duration::from_secs(RESUME_AFTER_SEC + 5),
+            "the healer did not resume within {} s of the runner's SIGSTOP",
+            RESUME_AFTER_SEC + 5
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let running = state(&plan);
+    let runner_state = freeze::state_if_same(runner.pid, runner.start_ticks)?;
+    healer_resume_on_time(&report, ROW)?;
+    ensure!(
+        matches!(running, Some(s) if s != 'T' && s != 't'),
+        "Kyverno after the healer's resume: {running:?}"
+    );
+    ensure!(
+        runner_state == Some('T'),
+        "the runner should still be stopped at the healer's resume: {runner_state:?}"
+    );
+    // Past the deadline, then continue the runner.
+    std::thread::sleep(Duration::from_millis(500));
+    ensure!(runner.signal(rustix::process::Signal::CONT)?, "runner gone");
+    let st = rd.wait_runner(i, ACT_BOUND)?;
+    ensure!(st.success(), "act 5 after SIGCONT ({st}):\n{}", rd.log(i));
+    let after = state(&plan);
+    ensure!(
+        matches!(after, Some(s) if s != 'T' && s != 't'),
+        "Kyverno after the continued runner ended: {after:?} (a SIGSTOP after the SIGCONT?)"
+    );
+    let ledger: FreezeLedger = read_json(&files.ledger())?;
+    ensure!(
+        ledger.status == "resumed"
+            && ledger.resumed_by == Some(ResumedBy::Healer)
+            && ledger
+                .state_after_resume
+                .is_some_and(|s| s != 'T' && s != 't'),
+        "the continued runner's ledger should record the healer's resume: {ledger:?}"
+    );
+    let ev = rd.workdir().read_evidence(5)?;
+    ensure!(
+        ev.evidence.status == ActStatus::Completed,
+        "act 5's evidence is {:?}",
+        ev.evidence.status
+    );
+    let f: Act5Facts = serde_json::from_value(ev.evidence.facts)?;
+    ensure!(
+        f.freeze.resumed_by == Resumer::Watchdog && f.freeze.state_after != "T",
+        "act 5's facts: resumed by {:?}, state after {}",
+        f.freeze.resumed_by,
+        f.freeze.state_after
+    );
+    rd.done();
+    Ok(())
+}
