@@ -475,6 +475,7 @@ fn sigkill_runner(run: &LabRun) -> Result<(), Failed> {
         std::thread::sleep(Duration::from_millis(10));
     }
     let resumed_after = frozen.elapsed();
+    rows::freeze_ended();
     eprintln!(
         "    runner SIGKILLed {killed_at:?} into the freeze; Kyverno resumed {resumed_after:?} after it (resume_after_sec {resume_after}), state now {:?}",
         state()

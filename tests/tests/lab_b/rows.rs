@@ -1,8 +1,10 @@
-//! Issue 12's lab B fault-attempt rows on the real embedded cluster of `lab_b`, after its acts
-//! (one cluster for the whole binary). Each row runs the real `kca-webhook-lab act 5` process, as
+//! Issue 12's lab B fault-attempt rows (`fault_row_*`) on the real embedded cluster of `lab_b`,
+//! after its acts (one cluster for the whole binary; with `-- fault_row` only acts 1-4 and the
+//! rows run). Each row runs the real `kca-webhook-lab act 5` process, as
 //! a student does, in a work directory of its own: a copy of the lab's work directory with the
-//! input files and the evidence of acts 1-4 only (act 5's preconditions), under
-//! `<artifacts>/rows/<row>/`. Act 5 freezes the real Kyverno admission controller for its fixed
+//! input files and the evidence of acts 1-3 only, under `<artifacts>/rows/<row>/`, where the row
+//! runs `act 4` first (the investigation pins the admission controller process as it is now:
+//! Kyverno may have restarted since the lab's act 4) and then `act 5`. Act 5 freezes the real Kyverno admission controller for its fixed
 //! `resume_after_sec` = 20 (`freeze-plan.json`, `inputs::TwentySeconds`; design/labs.md act 4).
 //!
 //! Act 6 left the lab's policy at failurePolicy Ignore; before a row the test puts the work
@@ -10,22 +12,28 @@
 //! Kyverno's Fail webhook, so act 5's precondition holds again (the test's own set-up, said in the
 //! output, never counted as a result).
 //!
-//! - `healer_and_runner_sigkilled_mid_freeze_then_inspect_resumes_kyverno`: the healer
+//! - `fault_row_healer_and_runner_sigkilled_mid_freeze_then_inspect_resumes_kyverno`: the healer
 //!   (SIGKILL through a pidfd, start ticks re-checked) and then act 5's runner (our child) die
 //!   mid-freeze; Kyverno is still `T`; the student's `inspect` heals first: right after it returns
 //!   the pinned process (the plan's PID + start ticks) is not `T`, the attempt's `heal.json`
 //!   records `resumed` by `inspect` with the state before `T`, and a dry-run violating request is
 //!   then explicitly denied.
-//! - `two_act_5_in_one_workdir_second_refused_first_undisturbed`: a second `act 5` in the same
+//! - `fault_row_two_act_5_in_one_workdir_second_refused_first_undisturbed`: a second `act 5` in the same
 //!   work directory while the first one's freeze is live is refused naming the holder (the first
 //!   one's pid, `act 5`); the first freeze lasts to its deadline (healer woke by `deadline`), no
 //!   heal touched it, and its evidence is `completed`, not `interrupted`.
-//! - `runner_sigstopped_past_the_deadline_healer_resumes_on_time`: act 5's runner is SIGSTOPped
+//! - `fault_row_runner_sigstopped_past_the_deadline_healer_resumes_on_time`: act 5's runner is SIGSTOPped
 //!   once its frozen requests are answered (its `05.partial.json` exists) and kept stopped past the
 //!   deadline; the healer's own record shows the SIGCONT ≤ `resume_after_sec` + 0.5 s after its
 //!   SIGSTOP, Kyverno runs again while the runner is still stopped; continued, the runner records
 //!   the healer's resume (ledger `resumed_by` healer, state after not `T`), completes, and
 //!   Kyverno is not `T` after it (no SIGSTOP landed after the SIGCONT).
+//!
+//! Kyverno's liveness probe (chart default: every 30 s, timeout 5 s, failureThreshold 2) fails
+//! during a freeze; two freezes in a row can fail it twice and kubelet restarts the container
+//! (seen here: act 6's 10 s freeze then the SIGKILL row's 20 s freeze). So a row starts its
+//! freeze only [`LIVENESS_GAP`] after the previous freeze ended (one probe passes in between), and
+//! only once a dry-run violating request is explicitly denied (the webhook answers).
 //!
 //! A row that fails kills its own runner (through its handle) and runs `kca-webhook-lab heal` in
 //! its work directory, so Kyverno is never left stopped for the next row. Timings are printed as
@@ -52,15 +60,15 @@ pub type Row = fn(&LabRun) -> Result<()>;
 /// The rows, in the order they run.
 pub const ROWS: [(&str, Row); 3] = [
     (
-        "healer_and_runner_sigkilled_mid_freeze_then_inspect_resumes_kyverno",
+        "fault_row_healer_and_runner_sigkilled_mid_freeze_then_inspect_resumes_kyverno",
         healer_killed_then_inspect,
     ),
     (
-        "two_act_5_in_one_workdir_second_refused_first_undisturbed",
+        "fault_row_two_act_5_in_one_workdir_second_refused_first_undisturbed",
         two_acts_at_once,
     ),
     (
-        "runner_sigstopped_past_the_deadline_healer_resumes_on_time",
+        "fault_row_runner_sigstopped_past_the_deadline_healer_resumes_on_time",
         runner_stopped_past_deadline,
     ),
 ];
@@ -73,17 +81,83 @@ const RESUME_SLACK: Duration = Duration::from_millis(500);
 const FROZEN_BOUND: Duration = Duration::from_secs(60);
 /// Bound on a whole act 5 (20 s freeze, the frozen requests, the deny after resume).
 const ACT_BOUND: Duration = Duration::from_secs(150);
+/// Time without a freeze before the next one: Kyverno's liveness `periodSeconds` 30 plus 5 s, so
+/// one probe passes between two freezes and its failure count goes back to 0.
+pub const LIVENESS_GAP: Duration = Duration::from_secs(35);
 
-/// Runs one row after the acts: refused when an act failed (or the acts did not run in this
-/// process); a failed row does not stop the next rows (each cleans up after itself).
+static LAST_FREEZE_END: std::sync::Mutex<Option<Instant>> = std::sync::Mutex::new(None);
+
+/// Notes that a freeze of Kyverno just ended (the rows wait [`LIVENESS_GAP`] after it).
+pub fn freeze_ended() {
+    *LAST_FREEZE_END.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+}
+
+/// Waits until [`LIVENESS_GAP`] has passed since the last freeze ended (none: no wait), then until
+/// a dry-run violating request is explicitly denied (bounded, 120 s).
+fn before_freeze(run: &LabRun) -> Result<()> {
+    let last = *LAST_FREEZE_END.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(t) = last {
+        let left = LIVENESS_GAP.saturating_sub(t.elapsed());
+        if !left.is_zero() {
+            eprintln!(
+                "    set-up: waiting {left:?} so that one liveness probe of Kyverno passes between two freezes"
+            );
+            std::thread::sleep(left);
+        }
+    }
+    let t0 = Instant::now();
+    let probes = run.block_on(async {
+        let cluster = run.env.cluster().await?;
+        lab::labs::common::until_explicit_deny(
+            &cluster,
+            "row-before",
+            "kca-webhook-target",
+            true,
+            Duration::from_secs(120),
+            |_, _| {},
+        )
+        .await
+    })?;
+    let last = probes.last().context("no probe sent")?;
+    ensure!(
+        last.outcome == Outcome::ExplicitDeny,
+        "set-up: the webhook does not deny a dry-run violating request ({}, {} probes in {:?})",
+        last.outcome.as_str(),
+        probes.len(),
+        t0.elapsed()
+    );
+    Ok(())
+}
+
+/// Runs one row after the acts: refused when an act failed; a failed row does not stop the next
+/// rows (each cleans up after itself). When the acts were filtered out (`-- fault_row`, as
+/// `ci/fault-table.sh` runs the rows), the first row brings the cluster up and runs acts 1-4 (the
+/// preconditions of act 5) itself.
 pub fn row_step(state: &Shared, name: &str, row: Row) -> Result<(), Failed> {
-    let s = state.lock().unwrap_or_else(|p| p.into_inner());
+    let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(first) = &s.failed {
         return Err(format!("not run: {first} failed earlier").into());
     }
-    let Some(run) = s.run.as_ref() else {
-        return Err("not run: the rows need the lab's acts 1-8 run first in this process".into());
-    };
+    if s.run.is_none() {
+        let prepared = super::setup().and_then(|(c, r)| {
+            s.cluster = Some(c);
+            for act in 1..=4 {
+                let summary = r.act(act)?;
+                ensure!(
+                    summary.status == ActStatus::Completed,
+                    "act {act} ended {:?}",
+                    summary.status
+                );
+            }
+            s.run = Some(r);
+            Ok(())
+        });
+        if let Err(e) = prepared {
+            s.failed = Some("the rows' acts 1-4".into());
+            return Err(format!("{e:#}").into());
+        }
+    }
+    let run = s.run.as_ref().expect("set above");
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| row(run))) {
         Ok(Ok(())) => Ok(()),
         Ok(Err(e)) => Err(format!("{name}: {e:#}").into()),
@@ -108,7 +182,7 @@ struct RowDir<'a> {
 
 impl<'a> RowDir<'a> {
     /// `<artifacts>/rows/<name>/workdir`: the lab's input files (`*.json` at the work directory's
-    /// top) and `evidence/01-04.json`, nothing else.
+    /// top) and `evidence/01-03.json`, nothing else; then `act 4` there.
     fn new(run: &'a LabRun, name: &str) -> Result<RowDir<'a>> {
         let base = run.workdir().root().parent().context("workdir parent")?;
         let root = base.join("rows").join(name);
@@ -121,20 +195,23 @@ impl<'a> RowDir<'a> {
                 std::fs::copy(&p, dir.join(p.file_name().context("name")?))?;
             }
         }
-        for act in 1..=4u8 {
+        for act in 1..=3u8 {
             std::fs::copy(
                 run.workdir().evidence_path(act),
                 Workdir::new(&dir).evidence_path(act),
             )?;
         }
         eprintln!("    row work dir {}", dir.display());
-        Ok(RowDir {
+        let rd = RowDir {
             run,
             dir,
             logs: root,
             runners: Vec::new(),
             done: false,
-        })
+        };
+        let (st, text) = rd.output(&["act", "4"])?;
+        ensure!(st.success(), "act 4 in the row's work dir ({st}):\n{text}");
+        Ok(rd)
     }
 
     fn workdir(&self) -> Workdir {
@@ -248,7 +325,7 @@ impl<'a> RowDir<'a> {
         }
     }
 
-    /// The row passed: nothing to clean up.
+    /// The row passed: nothing to clean up (dropping notes the end of its freeze).
     fn done(mut self) {
         self.done = true;
     }
@@ -256,6 +333,7 @@ impl<'a> RowDir<'a> {
 
 impl Drop for RowDir<'_> {
     fn drop(&mut self) {
+        freeze_ended();
         if self.done {
             return;
         }
@@ -363,6 +441,7 @@ fn healer_resume_on_time(r: &HealerReport, row: &str) -> Result<Duration> {
 fn healer_killed_then_inspect(run: &LabRun) -> Result<()> {
     const ROW: &str = "healer-sigkill";
     ensure_fail_webhook(run)?;
+    before_freeze(run)?;
     let mut rd = RowDir::new(run, ROW)?;
     let i = rd.spawn_act5()?;
     let (files, report) = rd.frozen_attempt(i)?;
@@ -456,6 +535,7 @@ fn healer_killed_then_inspect(run: &LabRun) -> Result<()> {
 fn two_acts_at_once(run: &LabRun) -> Result<()> {
     const ROW: &str = "two-acts";
     ensure_fail_webhook(run)?;
+    before_freeze(run)?;
     let mut rd = RowDir::new(run, ROW)?;
     let first = rd.spawn_act5()?;
     let (files, _) = rd.frozen_attempt(first)?;
@@ -516,6 +596,7 @@ fn two_acts_at_once(run: &LabRun) -> Result<()> {
 fn runner_stopped_past_deadline(run: &LabRun) -> Result<()> {
     const ROW: &str = "runner-sigstop";
     ensure_fail_webhook(run)?;
+    before_freeze(run)?;
     let mut rd = RowDir::new(run, ROW)?;
     let i = rd.spawn_act5()?;
     let (files, _) = rd.frozen_attempt(i)?;

@@ -155,12 +155,69 @@ fn kill_strays(report: &mut Report, rec: &ClusterRecord) {
     ));
 }
 
-fn crictl_remove_pods(report: &mut Report, rec: &ClusterRecord) {
+/// What to do after one `crictl rmp -fa` ([`rmp_next`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RmpNext {
+    /// Every pod sandbox was removed; `n` lines of removed sandboxes.
+    Done(usize),
+    /// containerd refused for a passing state (a container still starting, running or being
+    /// removed): stop the pods and containers, then `rmp` again.
+    StopThenRetry(String),
+    /// Retrying cannot help (containerd unreachable, an unknown error): go on with the
+    /// process-level teardown, which ends the cluster's shims and removes their sockets.
+    GiveUp(String),
+}
+
+/// containerd's CRI refusals that pass once the container's state moves on
+/// (`internal/cri/server/container_remove.go` `setContainerRemoving`: "container is in starting
+/// state, can't be removed", "container is still running, to stop first", "container is already in
+/// removing state"; `sandbox_remove.go`: "failed to forcibly stop sandbox").
+const RMP_PASSING: &[&str] = &[
+    "in starting state",
+    "can't be removed",
+    "still running",
+    "already in removing state",
+    "failed to forcibly stop sandbox",
+    "DeadlineExceeded",
+    "context deadline exceeded",
+];
+
+/// Decides from one `crictl rmp -fa` run (its exit status and its stdout + stderr) whether the
+/// sandboxes are gone, worth stopping and removing again, or not (pure: the retry decision).
+pub fn rmp_next(success: bool, output: &str) -> RmpNext {
+    let text = output.trim();
+    if success {
+        return RmpNext::Done(text.lines().filter(|l| !l.trim().is_empty()).count());
+    }
+    let line = text
+        .lines()
+        .find(|l| RMP_PASSING.iter().any(|p| l.contains(p)))
+        .map(str::trim);
+    match line {
+        Some(l) => RmpNext::StopThenRetry(l.to_owned()),
+        None => RmpNext::GiveUp(if text.is_empty() {
+            "crictl failed without output".to_owned()
+        } else {
+            text.to_owned()
+        }),
+    }
+}
+
+/// How many `crictl rmp -fa` runs teardown makes at most (each after stopping pods and
+/// containers), and the pause between them; with crictl's own 30 s `--timeout` per call the step
+/// is bounded.
+pub const RMP_TRIES: usize = 4;
+/// Pause before another `crictl rmp -fa`.
+pub const RMP_PAUSE: Duration = Duration::from_secs(2);
+
+/// Runs `crictl --runtime-endpoint … ARGS` on the cluster's containerd; exit success and
+/// stdout + stderr.
+fn crictl(rec: &ClusterRecord, args: &[&str]) -> Result<(bool, String)> {
     let crictl = rec.bin_dir.join("crictl");
     let endpoint = format!("unix://{}", rec.cri_socket().display());
     // Its own process group: a second Ctrl-C at the terminal during teardown reaches the
     // foreground group only, so it cannot kill crictl half-way (issue 12).
-    let out = Command::new(&crictl)
+    let o = Command::new(&crictl)
         .process_group(0)
         .args([
             "--runtime-endpoint",
@@ -169,29 +226,144 @@ fn crictl_remove_pods(report: &mut Report, rec: &ClusterRecord) {
             &endpoint,
             "--timeout",
             "30s",
-            "rmp",
-            "-fa",
         ])
-        .output();
-    match out {
-        Ok(o) if o.status.success() => {
-            let n = String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .filter(|l| !l.trim().is_empty())
-                .count();
-            report.note(format!(
-                "removed {n} pod sandboxes through CRI (crictl rmp -fa)"
-            ));
-        }
-        Ok(o) => report.fail(anyhow::anyhow!(
-            "crictl rmp -fa failed: {}{}",
+        .args(args)
+        .output()
+        .with_context(|| format!("running {}", crictl.display()))?;
+    Ok((
+        o.status.success(),
+        format!(
+            "{}{}",
             String::from_utf8_lossy(&o.stdout),
             String::from_utf8_lossy(&o.stderr)
-        )),
-        Err(e) => {
-            report.fail(anyhow::Error::from(e).context(format!("running {}", crictl.display())))
+        ),
+    ))
+}
+
+/// Stops every pod sandbox and container through CRI (`crictl stop --timeout 0`, `crictl stopp`),
+/// best effort: what fails here is retried by the next `rmp` or ended by the process-level
+/// teardown.
+fn crictl_stop_all(rec: &ClusterRecord) -> String {
+    let ids = |args: &[&str]| -> Vec<String> {
+        crictl(rec, args)
+            .ok()
+            .filter(|(ok, _)| *ok)
+            .map(|(_, out)| {
+                out.split_whitespace()
+                    .filter(|w| w.chars().all(|c| c.is_ascii_hexdigit()))
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let containers = ids(&["ps", "-aq"]);
+    let pods = ids(&["pods", "-q"]);
+    let mut said = Vec::new();
+    if !containers.is_empty() {
+        let mut args = vec!["stop", "--timeout", "0"];
+        args.extend(containers.iter().map(String::as_str));
+        let r = crictl(rec, &args).map(|(ok, _)| ok).unwrap_or(false);
+        said.push(format!(
+            "stop {} containers: {}",
+            containers.len(),
+            ok_word(r)
+        ));
+    }
+    if !pods.is_empty() {
+        let mut args = vec!["stopp"];
+        args.extend(pods.iter().map(String::as_str));
+        let r = crictl(rec, &args).map(|(ok, _)| ok).unwrap_or(false);
+        said.push(format!("stopp {} pods: {}", pods.len(), ok_word(r)));
+    }
+    said.join(", ")
+}
+
+fn ok_word(ok: bool) -> &'static str {
+    if ok { "ok" } else { "failed" }
+}
+
+/// Removes every pod sandbox through CRI (`crictl rmp -fa`). A refusal for a passing state (e.g.
+/// "container is in starting state, can't be removed") stops the pods and containers and tries
+/// again, at most [`RMP_TRIES`] times; when it still refuses (or containerd cannot be reached) this
+/// is a note, not an error: the process-level teardown that follows ends the cluster's shims
+/// (by pidfd, [`kill_strays`]) and removes their sockets ([`remove_shim_sockets`]), and reports an
+/// error itself if anything is left.
+fn crictl_remove_pods(report: &mut Report, rec: &ClusterRecord) {
+    for attempt in 1..=RMP_TRIES {
+        let (ok, out) = match crictl(rec, &["rmp", "-fa"]) {
+            Ok(x) => x,
+            Err(e) => {
+                report.fail(e);
+                return;
+            }
+        };
+        match rmp_next(ok, &out) {
+            RmpNext::Done(n) => {
+                report.note(format!(
+                    "removed {n} pod sandboxes through CRI (crictl rmp -fa{})",
+                    if attempt > 1 {
+                        format!(", try {attempt}")
+                    } else {
+                        String::new()
+                    }
+                ));
+                return;
+            }
+            RmpNext::StopThenRetry(why) if attempt < RMP_TRIES => {
+                let stopped = crictl_stop_all(rec);
+                report.note(format!(
+                    "crictl rmp -fa refused ({why}); stopped through CRI ({stopped}), trying again in {} s",
+                    RMP_PAUSE.as_secs()
+                ));
+                std::thread::sleep(RMP_PAUSE);
+            }
+            RmpNext::StopThenRetry(why) | RmpNext::GiveUp(why) => {
+                report.note(format!(
+                    "crictl rmp -fa did not remove every pod sandbox (try {attempt}: {why}); the shims are ended by the process-level teardown below"
+                ));
+                return;
+            }
         }
     }
+}
+
+/// The socket containerd gives the shim of task `id` in namespace `ns` when it listens on
+/// `containerd_socket`: `/run/containerd/s/<hex sha256 of "<containerd_socket>/<ns>/<id>">`
+/// (containerd v2 `pkg/shim.SocketAddress`, socket root `defaults.DefaultStateDir`
+/// `/run/containerd`; the same path plus `/debug` for a debug shim). Checked against a live
+/// shim's socket on this machine (2026-12-01).
+pub fn shim_socket_for(containerd_socket: &Path, ns: &str, id: &str, debug: bool) -> PathBuf {
+    use sha2::Digest as _;
+    let mut p = containerd_socket.join(ns).join(id);
+    if debug {
+        p = p.join("debug");
+    }
+    let d = sha2::Sha256::digest(p.as_os_str().as_encoded_bytes());
+    Path::new("/run/containerd/s").join(hex::encode(d))
+}
+
+/// `(namespace, id)` of a shim's command line (`-namespace NS -id ID`).
+pub fn shim_task(argv: &[String]) -> Option<(String, String)> {
+    let arg = |name: &str| {
+        argv.windows(2)
+            .find(|w| w[0] == format!("-{name}") || w[0] == format!("--{name}"))
+            .map(|w| w[1].clone())
+    };
+    Some((arg("namespace")?, arg("id")?))
+}
+
+/// `(namespace, id)` of the cluster's live shims ([`is_shim_of`] its containerd socket).
+fn live_shim_tasks(rec: &ClusterRecord) -> Vec<(String, String)> {
+    let socket = rec.cri_socket();
+    let Ok(procs) = procfs::process::all_processes() else {
+        return Vec::new();
+    };
+    procs
+        .flatten()
+        .filter_map(|p| p.cmdline().ok())
+        .filter(|argv| is_shim_of(argv, &socket))
+        .filter_map(|argv| shim_task(&argv))
+        .collect()
 }
 
 /// Shim socket paths of the cluster's tasks: containerd keeps them outside our state dir, at
@@ -225,9 +397,38 @@ pub fn shim_sockets(state_dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Removes the shim sockets of the cluster's tasks that remain after their shims were killed.
-fn remove_shim_sockets(report: &mut Report, rec: &ClusterRecord) {
-    for sock in shim_sockets(&rec.state_dir) {
+/// `(namespace, id)` of every task directory containerd keeps under the state dir
+/// (`containerd/state/io.containerd.runtime.v2.task/<ns>/<id>`).
+pub fn task_dirs(state_dir: &Path) -> Vec<(String, String)> {
+    let root = state_dir.join("containerd/state/io.containerd.runtime.v2.task");
+    let mut out = Vec::new();
+    for ns in std::fs::read_dir(&root).into_iter().flatten().flatten() {
+        for t in std::fs::read_dir(ns.path()).into_iter().flatten().flatten() {
+            out.push((
+                ns.file_name().to_string_lossy().into_owned(),
+                t.file_name().to_string_lossy().into_owned(),
+            ));
+        }
+    }
+    out
+}
+
+/// Removes the shim sockets of the cluster's tasks that remain after their shims were killed:
+/// the addresses the task bundles name ([`shim_sockets`]) and the ones containerd derives from
+/// our containerd socket for each task seen (`tasks`: live shims' `-namespace`/`-id` taken before
+/// they were ended, and the task directories; [`shim_socket_for`]) — a shim whose sandbox never
+/// finished starting has a socket but maybe no `bootstrap.json` yet.
+fn remove_shim_sockets(report: &mut Report, rec: &ClusterRecord, tasks: &[(String, String)]) {
+    let socket = rec.cri_socket();
+    let mut socks = shim_sockets(&rec.state_dir);
+    for (ns, id) in tasks.iter().chain(task_dirs(&rec.state_dir).iter()) {
+        for debug in [false, true] {
+            socks.push(shim_socket_for(&socket, ns, id, debug));
+        }
+    }
+    socks.sort();
+    socks.dedup();
+    for sock in socks {
         if sock.starts_with("/run/containerd/s") && sock.exists() {
             match std::fs::remove_file(&sock) {
                 Ok(()) => report.note(format!("removed shim socket {}", sock.display())),
@@ -630,9 +831,12 @@ pub fn down(rec: &ClusterRecord) -> Report {
         stop_one(&mut report, p, grace);
     }
     restore_sysctls(&mut report, rec);
+    // The shims' tasks, read before anything ends them (their sockets are derived from these).
+    let mut tasks = live_shim_tasks(rec);
     if by_name(rec, "containerd").any(|p| p.alive()) {
         crictl_remove_pods(&mut report, rec);
     }
+    tasks.extend(live_shim_tasks(rec));
     kill_strays(&mut report, rec);
     for name in [
         "kube-proxy",
@@ -662,7 +866,7 @@ pub fn down(rec: &ClusterRecord) -> Report {
         stop_one(&mut report, p, grace);
     }
     kill_strays(&mut report, rec);
-    remove_shim_sockets(&mut report, rec);
+    remove_shim_sockets(&mut report, rec, &tasks);
     let foreign = foreign_mounts(&mounts(), &rec.state_dir);
     if foreign.is_empty() {
         unmount_all(&mut report, &rec.state_dir);
@@ -785,6 +989,86 @@ mod tests {
             left,
             ["kca-state-dir.json", "logs", "logs/a.log", "logs/b.log"]
         );
+    }
+
+    #[test]
+    fn rmp_is_retried_only_for_a_passing_refusal() {
+        // crictl's lines on success: one per removed sandbox.
+        assert_eq!(
+            rmp_next(true, "Stopped sandbox 9d56df\nRemoved sandbox 9d56df\n"),
+            RmpNext::Done(2)
+        );
+        assert_eq!(rmp_next(true, ""), RmpNext::Done(0));
+        // The refusal seen on 2026-11-30 (containerd's setContainerRemoving).
+        let starting = "Stopped sandbox 220a6f\ntime=\"2026-11-30T22:20:01Z\" level=fatal msg=\"removing the pod sandbox \\\"220a6f\\\": rpc error: code = Unknown desc = failed to remove container \\\"91deca\\\": container is in starting state, can't be removed\"\n";
+        match rmp_next(false, starting) {
+            RmpNext::StopThenRetry(line) => {
+                assert!(line.contains("in starting state"), "{line}");
+                assert!(!line.contains("Stopped sandbox"), "{line}");
+            }
+            other => panic!("{other:?}"),
+        }
+        for passing in [
+            "desc = container is still running, to stop first",
+            "desc = container is already in removing state",
+            "desc = failed to forcibly stop sandbox \"x\": context deadline exceeded",
+            "rpc error: code = DeadlineExceeded desc = context deadline exceeded",
+        ] {
+            assert!(
+                matches!(rmp_next(false, passing), RmpNext::StopThenRetry(_)),
+                "{passing}"
+            );
+        }
+        // Retrying cannot help: containerd is gone, or an error we do not know.
+        for hopeless in [
+            "validate service connection: validate CRI v1 runtime API for endpoint \"unix:///x/containerd.sock\": rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing: dial unix /x/containerd.sock: connect: no such file or directory\"",
+            "rpc error: code = Unknown desc = something else",
+        ] {
+            assert!(
+                matches!(rmp_next(false, hopeless), RmpNext::GiveUp(t) if t == hopeless),
+                "{hopeless}"
+            );
+        }
+        assert_eq!(
+            rmp_next(false, "  "),
+            RmpNext::GiveUp("crictl failed without output".into())
+        );
+    }
+
+    #[test]
+    fn shim_sockets_are_derived_like_containerd() {
+        // A live shim on this machine (2026-12-01): `-namespace k8s.io -id 9d56df… -address
+        // /work/wt-xtk/target/lab/xtk/containerd/containerd.sock` listened on this socket.
+        let sock = Path::new("/work/wt-xtk/target/lab/xtk/containerd/containerd.sock");
+        assert_eq!(
+            shim_socket_for(
+                sock,
+                "k8s.io",
+                "9d56df645a779b71e8ff1c6eb947ddc27538cc324af57d9213961abb44ee1210",
+                false
+            ),
+            Path::new(
+                "/run/containerd/s/df02d5320b164c4c7320f4dd885df52c34591e8095a08bfb0aef22a26e60d8b0"
+            )
+        );
+        assert_ne!(
+            shim_socket_for(sock, "k8s.io", "9d56df", true),
+            shim_socket_for(sock, "k8s.io", "9d56df", false)
+        );
+        let argv: Vec<String> = [
+            "/b/containerd-shim-runc-v2",
+            "-namespace",
+            "k8s.io",
+            "-id",
+            "abc",
+            "-address",
+            "/r/lab/containerd/containerd.sock",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(shim_task(&argv), Some(("k8s.io".into(), "abc".into())));
+        assert_eq!(shim_task(&argv[..3]), None);
     }
 
     #[test]
