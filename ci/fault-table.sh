@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The fault-attempt table, N times (issue 12): runs the freeze healer's rows
-# (`cargo test -p tests --test freeze_healer`, no cluster) and lab A's rows on a real
+# (`cargo test -p tests --test freeze_healer`, no cluster), lab A's rows on a real
 # embedded cluster (`--test lab_a -- fault_row`: only the `fault_row_*` rows of the lab A
-# binary, one cluster per run) N times and prints, per row, how many of N held, plus every
-# `figure:` line's values per row.
+# binary, one cluster per run) and lab B's (`--test lab_b -- fault_row`: acts 1-4, then only
+# the `fault_row_*` rows, one cluster per run) N times and prints, per row, how many of N held,
+# plus every `figure:` line's values per row.
 #
-#   ci/fault-table.sh [--runs N] [--only freeze_healer|lab_a]
+#   ci/fault-table.sh [--runs N] [--only freeze_healer|lab_a|lab_b]
 #                                       (N default 10; not part of `cargo test`)
 #
 # Environment:
@@ -17,14 +18,14 @@
 # up) counts as not held in that run. Exit status: 0 when every row held every time, else 1.
 set -euo pipefail
 
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
 
 runs=10
-tests=(freeze_healer lab_a)
+tests=(freeze_healer lab_a lab_b)
 # The libtest filter a test binary runs with here (empty: every row of the binary).
 filter_of() {
   case "$1" in
-    lab_a) echo fault_row ;;
+    lab_a|lab_b) echo fault_row ;;
     *) echo "" ;;
   esac
 }
@@ -32,8 +33,8 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --only)
       case "${2:-}" in
-        freeze_healer|lab_a) tests=("$2"); shift 2 ;;
-        *) echo "--only: expected freeze_healer or lab_a, found '${2:-}'" >&2; exit 2 ;;
+        freeze_healer|lab_a|lab_b) tests=("$2"); shift 2 ;;
+        *) echo "--only: expected freeze_healer, lab_a or lab_b, found '${2:-}'" >&2; exit 2 ;;
       esac ;;
     --runs) runs="${2:-}"; shift 2 || { echo "--runs needs a value" >&2; exit 2; } ;;
     --runs=*) runs="${1#*=}"; shift ;;

@@ -169,6 +169,17 @@ fn figure(row: &str, what: &str, d: Duration) {
     eprintln!("    figure: row {row}: {what} {} ms", d.as_millis());
 }
 
+/// The `kca-webhook-lab` binary, built once per test process (so the rows' figures never include
+/// a `cargo build`).
+fn lab_binary() -> Result<PathBuf> {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    if let Some(b) = BIN.get() {
+        return Ok(b.clone());
+    }
+    let b = xtask::lab_run::ensure_lab_binary()?;
+    Ok(BIN.get_or_init(|| b).clone())
+}
+
 /// A row's work directory and its runners; when dropped without [`RowDir::done`] (the row
 /// failed), kills the runners still running (our children, by their handles) and runs
 /// `kca-webhook-lab heal` there so no freeze outlives the row.
@@ -221,7 +232,7 @@ impl<'a> RowDir<'a> {
     /// `kca-webhook-lab --lang en --lab b --workdir DIR --kubeconfig … --cri-endpoint … ARGS`.
     fn command(&self, args: &[&str]) -> Result<Command> {
         let env = &self.run.env;
-        let mut c = Command::new(xtask::lab_run::ensure_lab_binary()?);
+        let mut c = Command::new(lab_binary()?);
         c.args(["--lang", "en", "--lab", "b", "--workdir"])
             .arg(&self.dir)
             .arg("--kubeconfig")
