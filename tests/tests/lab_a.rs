@@ -30,13 +30,20 @@
 //!    row that fails has the replicas put back to 1 by the test (said on stderr) so the next row
 //!    can run. `cargo test -p tests --test lab_a -- fault_row` runs only these (then the watcher
 //!    row runs acts 1-4 itself); `ci/fault-table.sh` does that N times.
+//! 4. `diagnostics_…` (`lab_a/forced_failure.rs`, formerly half of the `diagnostics` binary):
+//!    lab A's artifacts are saved first, then lab A's policy is deleted and lab A is driven again
+//!    in a work dir of its own with the admission controller scaled to 0 before act 2: act 2 fails
+//!    and leaves diagnostics naming the cause; the replicas are put back to 1.
 //!
-//! At the end: lab A's artifacts are saved, the cluster is torn down, and one figure (up time, the
+//! At the end: lab A's artifacts are saved (unless row 4 did), the cluster's logs are collected,
+//! the cluster is torn down, and one figure (up time, the
 //! stack's peak memory over the whole binary, down time) goes to `<state root>/figures.jsonl` next
 //! to the recovery timeline's; figures are printed, never asserted.
 
 #[path = "lab_a/fault_rows.rs"]
 mod fault_rows;
+#[path = "lab_a/forced_failure.rs"]
+mod forced_failure;
 #[path = "lab_a/smoke.rs"]
 mod smoke;
 
@@ -71,6 +78,8 @@ struct State {
     lab_failed: Option<String>,
     /// The copy of lab A's work dir taken when act 4 passed (for the watcher-SIGKILL row).
     after_act_4: Option<PathBuf>,
+    /// Lab A's artifacts were saved (before the diagnostics row changes the cluster).
+    saved: bool,
 }
 
 static STATE: Mutex<State> = Mutex::new(State {
@@ -80,6 +89,7 @@ static STATE: Mutex<State> = Mutex::new(State {
     run: None,
     lab_failed: None,
     after_act_4: None,
+    saved: false,
 });
 
 fn state() -> MutexGuard<'static, State> {
@@ -180,17 +190,24 @@ fn main() {
         "fault_row_disk_full_mid_fault_restore_not_blocked_record_failure_said",
         || row(fault_rows::disk_full),
     ));
+    trials.push(Trial::test(
+        "diagnostics_act_2_on_a_controller_scaled_to_0_leaves_diagnostics_naming_the_cause",
+        || {
+            save_lab_a_artifacts(&mut state());
+            row(forced_failure::act_2_fails_on_a_cluster_scaled_to_0)
+        },
+    ));
     let conclusion = libtest_mimic::run(&args, trials);
     let mut s = state();
-    // Keep what lab A observed, passed or failed: inputs, evidence, fault files, grades, webhooks,
-    // component logs (beside the work dir, which is already outside the cluster's state dir).
-    if let (Some(run), Some(c)) = (&s.run, &s.cluster) {
+    save_lab_a_artifacts(&mut s);
+    // The daemons' logs (and the audit log) of the whole binary, beside lab A's artifacts.
+    if let (Some(_), Some(c)) = (&s.run, &s.cluster) {
         let dir = artifacts();
-        let saved = xtask::lab_run::save_artifacts(run, &dir)
-            .and_then(|_| xtask::lab_run::collect_cluster_logs(&c.state_dir(), &dir));
-        match saved {
-            Ok(()) => eprintln!("lab a test artifacts: {}", dir.display()),
-            Err(e) => eprintln!("saving artifacts to {} failed: {e:#}", dir.display()),
+        if let Err(e) = xtask::lab_run::collect_cluster_logs(&c.state_dir(), &dir) {
+            eprintln!(
+                "collecting the cluster's logs to {} failed: {e:#}",
+                dir.display()
+            );
         }
     }
     s.run = None;
@@ -223,6 +240,22 @@ fn main() {
     }
     drop(s);
     conclusion.exit();
+}
+
+/// Keeps what lab A observed, passed or failed, once: inputs, evidence, fault files, grades, the
+/// webhooks, Kyverno's logs (beside the work dir, which is already outside the cluster's state dir).
+fn save_lab_a_artifacts(s: &mut State) {
+    if s.saved {
+        return;
+    }
+    if let Some(run) = &s.run {
+        let dir = artifacts();
+        match xtask::lab_run::save_artifacts(run, &dir) {
+            Ok(_) => eprintln!("lab a test artifacts: {}", dir.display()),
+            Err(e) => eprintln!("saving artifacts to {} failed: {e:#}", dir.display()),
+        }
+        s.saved = true;
+    }
 }
 
 /// The embedded cluster's recorded `up` step timings (None on another backend).

@@ -286,40 +286,47 @@ pub async fn scenario(c: &LabCluster) -> Result<()> {
 /// smoke pods and the policy, then waits (bounded) until the policy, the pods and the policy's
 /// webhook registration are gone. Errors name what was still there.
 pub async fn cleanup(c: &LabCluster) -> Result<()> {
+    delete_policy_and_wait(
+        c,
+        &[
+            (TARGET_NAMESPACE, "kca-smoke-labelled"),
+            (TARGET_NAMESPACE, "kca-smoke-unlabelled"),
+            (CONTROL_NAMESPACE, "kca-smoke-control"),
+        ],
+    )
+    .await
+}
+
+/// Deletes the ValidatingPolicy `kca-webhook-label` (both labs' policy) and the pods `pods`
+/// (namespace, name), then waits (bounded, 90 s) until they and the policy's webhook
+/// registration are gone. A 404 on delete is fine; errors name what was still there.
+pub async fn delete_policy_and_wait(c: &LabCluster, pods: &[(&str, &str)]) -> Result<()> {
     let client = xtask::cluster::ready::client(&c.kubeconfig()).await?;
     let gvk = GroupVersionKind::gvk("policies.kyverno.io", "v1", "ValidatingPolicy");
     let ar = ApiResource::from_gvk_with_plural(&gvk, "validatingpolicies");
     let vpols: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
-    let target: Api<Pod> = Api::namespaced(client.clone(), TARGET_NAMESPACE);
-    let control: Api<Pod> = Api::namespaced(client.clone(), CONTROL_NAMESPACE);
     let vwc: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
-    // 404 is fine: the scenario may have stopped before making it.
+    let pod_apis: Vec<(Api<Pod>, String)> = pods
+        .iter()
+        .map(|(ns, name)| (Api::namespaced(client.clone(), ns), (*name).to_owned()))
+        .collect();
     let _ = vpols
         .delete("kca-webhook-label", &DeleteParams::default())
         .await;
-    for (api, name) in [
-        (&target, "kca-smoke-labelled"),
-        (&target, "kca-smoke-unlabelled"),
-        (&control, "kca-smoke-control"),
-    ] {
+    for (api, name) in &pod_apis {
         let _ = api.delete(name, &DeleteParams::default()).await;
     }
     wait_for(
-        "the smoke's policy, pods and webhook registration gone",
+        "the policy kca-webhook-label, its webhook registration and the pods gone",
         Duration::from_secs(90),
         || {
-            let (vpols, target, control, vwc) =
-                (vpols.clone(), target.clone(), control.clone(), vwc.clone());
+            let (vpols, vwc, pod_apis) = (vpols.clone(), vwc.clone(), pod_apis.clone());
             async move {
                 let mut left = Vec::new();
                 if vpols.get_opt("kca-webhook-label").await?.is_some() {
                     left.push("policy kca-webhook-label".to_owned());
                 }
-                for (api, name) in [
-                    (&target, "kca-smoke-labelled"),
-                    (&target, "kca-smoke-unlabelled"),
-                    (&control, "kca-smoke-control"),
-                ] {
+                for (api, name) in &pod_apis {
                     if api.get_opt(name).await?.is_some() {
                         left.push(format!("pod {name}"));
                     }
