@@ -63,24 +63,12 @@ impl InputFile {
         }
     }
 
-    /// The lab's input files in act order.
-    pub fn all(lab: Lab) -> &'static [InputFile] {
-        match lab {
-            Lab::A => &[
-                InputFile::Scope,
-                InputFile::Policy,
-                InputFile::ScalePlan,
-                InputFile::ReportA,
-            ],
-            Lab::B => &[
-                InputFile::Scope,
-                InputFile::Policy,
-                InputFile::FreezePlan,
-                InputFile::PolicyIgnore,
-                InputFile::Recovery,
-                InputFile::ReportB,
-            ],
-        }
+    /// The lab's input files in act order (each act's [`crate::acts::ActSpec::inputs`]).
+    pub fn all(lab: Lab) -> Vec<InputFile> {
+        crate::acts::of(lab)
+            .iter()
+            .flat_map(|s| s.inputs.iter().copied())
+            .collect()
     }
 
     /// The input of `lab` whose file name (or name without `.json`) is `name`; `None` if the lab has
@@ -89,21 +77,17 @@ impl InputFile {
         let base = std::path::Path::new(name).file_name()?.to_str()?;
         let base = base.strip_suffix(".json").unwrap_or(base);
         InputFile::all(lab)
-            .iter()
-            .copied()
+            .into_iter()
             .find(|f| f.file_name().strip_suffix(".json") == Some(base))
     }
 
-    /// The act that reads this input.
+    /// The act that reads this input (from the registry, [`crate::acts`]; an input both labs read
+    /// is read by the same act in both).
     pub fn act(self) -> u8 {
-        match self {
-            InputFile::Scope => 1,
-            InputFile::Policy => 2,
-            InputFile::FreezePlan | InputFile::ScalePlan => 4,
-            InputFile::PolicyIgnore => 6,
-            InputFile::Recovery => 7,
-            InputFile::ReportA | InputFile::ReportB => 8,
-        }
+        [Lab::B, Lab::A]
+            .into_iter()
+            .find_map(|lab| crate::acts::reading(lab, self))
+            .expect("every input file is read by an act of the registry")
     }
 }
 
@@ -1006,10 +990,9 @@ impl StudentInput for ReportA {
 /// checks. Errors: [`LabError::InputInvalid`] with every issue found.
 pub fn parse<T: StudentInput>(value: &serde_json::Value, ctx: &Context) -> Result<T, LabError> {
     // serde's derived structs also accept a JSON array (fields by position); the course's files are
-    // objects, so the kinds of containers are checked first against the reference document.
-    if let Some(template) = shape_template(T::FILE)
-        && let Some((path, expected, found)) = container_mismatch(&template, value, "$")
-    {
+    // objects, so the kinds of containers are checked first against the file's JSON Schema.
+    let schema = schema(T::FILE);
+    if let Some((path, expected, found)) = container_mismatch(&schema, &schema, value, "$") {
         return Err(vec![issue(T::FILE, &path, expected, found)].into());
     }
     let typed: T = match serde_path_to_error::deserialize(value) {
@@ -1093,186 +1076,47 @@ pub fn schema(file: InputFile) -> serde_json::Value {
     v
 }
 
-/// The reference (correct) content of `file`, for `cargo xtask lab run` and tests.
-///
-/// Values that depend on the cluster or the evidence come from `ctx`; `None` when `ctx` lacks one
-/// the file needs (`node_uid`, `namespaces`, `deployment_uid`, `policy_uid`, evidence digests).
-/// Lab A's `report.json` depends on what act 5 observed: use [`reference_report_a`].
-pub fn reference(file: InputFile, ctx: &Context) -> Option<serde_json::Value> {
-    let digest = |act: u8| ctx.evidence_digests.get(&act).cloned().map(Sha256Hex);
-    let node_uid = || ctx.node_uid.clone().map(Uid);
-    let deployment_uid = || ctx.deployment_uid.clone().map(Uid);
-    let v = match file {
-        InputFile::Scope => {
-            let ns = ctx.namespaces.as_ref()?;
-            serde_json::to_value(Scope {
-                target: TargetNamespace,
-                control: ControlNamespace,
-                node_uid: node_uid()?,
-                namespaces: ScopeNamespaces {
-                    target: Uid(ns.get(TargetNamespace::VALUE)?.clone()),
-                    control: Uid(ns.get(ControlNamespace::VALUE)?.clone()),
-                },
-            })
-        }
-        InputFile::Policy => serde_json::to_value(reference_policy(FailPolicy)),
-        InputFile::PolicyIgnore => serde_json::to_value(reference_policy(IgnorePolicy)),
-        InputFile::FreezePlan => serde_json::to_value(FreezePlan {
-            action: FreezeAction,
-            node_uid: node_uid()?,
-            deployment_uid: deployment_uid()?,
-            resume_after_sec: TwentySeconds,
-            signal_identity: PidfdIdentity,
-            preserve_webhook: TrueValue,
-            evidence_sha256: digest(3)?,
-        }),
-        InputFile::Recovery => serde_json::to_value(Recovery {
-            mode: IgnorePolicy,
-            healthy_bad: ExplicitDenyWord,
-            existing: SameUidRunning,
-            policy_uid: Uid(ctx.policy_uid.clone()?),
-            ignore_evidence_sha256: digest(6)?,
-        }),
-        InputFile::ReportB => serde_json::to_value(ReportB {
-            fail: MatchingRequestsTimeout,
-            ignore: UnvalidatedRequestStored,
-            healthy_ignore: ExplicitDenyWord,
-            control: OutsideSelector,
-            existing: SameUidRunning,
-            fail_evidence_sha256: digest(5)?,
-            ignore_evidence_sha256: digest(6)?,
-            recovery_evidence_sha256: digest(7)?,
-        }),
-        InputFile::ScalePlan => serde_json::to_value(ScalePlan {
-            action: ScaleAction,
-            node_uid: node_uid()?,
-            deployment_uid: deployment_uid()?,
-            original_replicas: OneReplica,
-            restore_after_sec: FiftyFiveSeconds,
-            evidence_sha256: digest(3)?,
-        }),
-        InputFile::ReportA => return None,
-    };
-    v.ok()
-}
-
-/// The reference lab A `report.json`, given what act 5 observed (`registration_kept`: the policy's
-/// webhook was still registered after the scale-down) and the digests of 05/06/07 in `ctx`.
-pub fn reference_report_a(ctx: &Context, registration_kept: bool) -> Option<serde_json::Value> {
-    let digest = |act: u8| ctx.evidence_digests.get(&act).cloned().map(Sha256Hex);
-    let (scale_down, request) = if registration_kept {
-        (
-            ScaleDownResult::RegistrationKept,
-            ScaleRequestResult::RejectedWebhookUnreachable,
-        )
-    } else {
-        (
-            ScaleDownResult::RegistrationAbsent,
-            ScaleRequestResult::AdmittedWithoutWebhook,
-        )
-    };
-    serde_json::to_value(ReportA {
-        scale_down,
-        policy: PresentWord,
-        request,
-        recovery: LeaseRegistrationDeny,
-        dry_run: ValidatedNotStored,
-        existing: SameUidRunning,
-        scale_evidence_sha256: digest(5)?,
-        recovery_evidence_sha256: digest(6)?,
-        dry_run_evidence_sha256: digest(7)?,
-    })
-    .ok()
-}
-
-fn reference_policy<F: FailurePolicyConst>(failure_policy: F) -> ValidatingPolicy<F> {
-    ValidatingPolicy {
-        api_version: PolicyApiVersion,
-        kind: PolicyKind,
-        metadata: PolicyMetadata { name: PolicyName },
-        spec: PolicySpec {
-            validation_actions: (DenyAction,),
-            failure_policy,
-            webhook_configuration: WebhookConfiguration {
-                timeout_seconds: TimeoutThree,
-            },
-            evaluation: Evaluation {
-                background: Background {
-                    enabled: FalseValue,
-                },
-            },
-            match_constraints: MatchConstraints {
-                namespace_selector: NamespaceSelector {
-                    match_labels: TargetMatchLabels {
-                        name: TargetNamespace,
-                    },
-                },
-                resource_rules: (ResourceRule {
-                    api_groups: (CoreGroup,),
-                    api_versions: (V1,),
-                    operations: (CreateOperation,),
-                    resources: (PodsResource,),
-                },),
-            },
-            validations: (Validation {
-                expression: LabelExpression,
-                message: RequiredMessage,
-            },),
-        },
-    }
-}
-
-/// The reference document of `file` with placeholder UIDs and digests (its shape is what counts).
-fn shape_template(file: InputFile) -> Option<serde_json::Value> {
-    let uid = "00000000-0000-4000-8000-000000000000".to_owned();
-    let ctx = Context {
-        node_uid: Some(uid.clone()),
-        namespaces: Some(
-            [
-                (TargetNamespace::VALUE.to_owned(), uid.clone()),
-                (ControlNamespace::VALUE.to_owned(), uid.clone()),
-            ]
-            .into(),
-        ),
-        deployment_uid: Some(uid.clone()),
-        policy_uid: Some(uid),
-        evidence_digests: (1..=8).map(|a| (a, "0".repeat(64))).collect(),
-        policy: None,
-    };
-    match file {
-        InputFile::ReportA => reference_report_a(&ctx, false),
-        f => reference(f, &ctx),
-    }
-}
-
-/// First place where `found` has an array where `template` has an object or the reverse
-/// (members missing from either side are left to the typed check).
+/// First place where `found` has an array where the schema `node` (of the document `root`, whose
+/// `#/$defs/…` references it follows) wants an object, or the reverse (members missing from
+/// either side, and scalars, are left to the typed check).
 fn container_mismatch(
-    template: &serde_json::Value,
+    root: &serde_json::Value,
+    node: &serde_json::Value,
     found: &serde_json::Value,
     path: &str,
 ) -> Option<(String, String, String)> {
     use serde_json::Value;
-    let kind = |v: &Value| match v {
-        Value::Object(_) => "a JSON object",
-        Value::Array(_) => "a JSON array",
-        _ => "a value",
+    let node = match node.get("$ref").and_then(Value::as_str) {
+        Some(r) => r
+            .strip_prefix("#/$defs/")
+            .and_then(|name| root.get("$defs")?.get(name))
+            .unwrap_or(node),
+        None => node,
     };
-    match (template, found) {
-        (Value::Object(t), Value::Object(f)) => t.iter().find_map(|(k, tv)| {
-            f.get(k)
-                .and_then(|fv| container_mismatch(tv, fv, &push_key(path, k)))
+    match (node.get("type").and_then(Value::as_str), found) {
+        (Some("object"), Value::Object(f)) => {
+            let props = node.get("properties").and_then(Value::as_object);
+            let extra = node.get("additionalProperties").filter(|v| v.is_object());
+            f.iter().find_map(|(k, fv)| {
+                let sub = props.and_then(|p| p.get(k)).or(extra)?;
+                container_mismatch(root, sub, fv, &push_key(path, k))
+            })
+        }
+        (Some("array"), Value::Array(f)) => f.iter().enumerate().find_map(|(i, fv)| {
+            let sub = node
+                .get("prefixItems")
+                .and_then(|p| p.get(i))
+                .or_else(|| node.get("items").filter(|v| v.is_object()))?;
+            container_mismatch(root, sub, fv, &format!("{path}[{i}]"))
         }),
-        (Value::Array(t), Value::Array(f)) => match t.first() {
-            Some(tv) => f
-                .iter()
-                .enumerate()
-                .find_map(|(i, fv)| container_mismatch(tv, fv, &format!("{path}[{i}]"))),
-            None => None,
-        },
-        (Value::Object(_) | Value::Array(_), other) => Some((
+        (Some("object"), other) => Some((
             path.to_owned(),
-            kind(template).to_owned(),
+            "a JSON object".to_owned(),
+            abbreviate(other),
+        )),
+        (Some("array"), other) => Some((
+            path.to_owned(),
+            "a JSON array".to_owned(),
             abbreviate(other),
         )),
         _ => None,

@@ -6,6 +6,7 @@
 //! - [`json`]: the one reader of input and evidence files; [`digest`]: canonical digests.
 //! - [`inputs`] (and their schemas), [`evidence`], [`facts`]: the formats.
 //! - [`classify`]: an API answer → outcome; [`explain`]: the same, in words.
+//! - [`acts`]: the acts registry (every act of both labs, its inputs, grader, test name).
 //! - [`rules`]: what acts and graders share; [`grade`]: the graders.
 //! - [`metrics`], [`audit`]: the API server's own account of each webhook call, parsed.
 //! - [`diagnostics`]: the failure summary's format; [`report`]: the HTML record, JUnit.
@@ -13,6 +14,12 @@
 //!
 //! The `lab` crate re-exports every module under the same name (`lab::grade`, `lab::evidence`, …).
 
+// The unit tests include xtask's answer keys (`xtask/src/lab_run/reference.rs`), written against
+// `lab::…` paths (the `lab` crate re-exports this one's modules under the same names).
+#[cfg(test)]
+extern crate self as lab;
+
+pub mod acts;
 pub mod audit;
 pub mod classify;
 pub mod diagnostics;

@@ -33,8 +33,6 @@ use crate::inputs::InputFile;
 pub const DEFAULT_WORKDIR: &str = "/root/kca-webhook";
 /// Environment variable that overrides the default work directory (`--workdir` wins over it).
 pub const WORKDIR_ENV: &str = "KCA_WEBHOOK_DIR";
-/// Highest act number of both labs.
-pub const LAST_ACT: u8 = 8;
 
 /// A student input file read from the work directory, with its canonical digest.
 #[derive(Debug, Clone)]
@@ -144,9 +142,9 @@ impl Workdir {
     /// - `NN.json` exists → [`LabError::EvidenceExists`] with its status.
     /// - Only `NN.partial.json` exists (a runner died mid-act) → it is finalised as `NN.json` with
     ///   status `interrupted` (partial raw data kept), then [`LabError::EvidenceExists`].
-    /// - `act` outside 1..=8 → [`LabError::Usage`].
+    /// - an act `lab` does not have ([`crate::acts`]) → [`LabError::Usage`].
     pub fn check_can_run(&self, lab: Lab, act: u8) -> Result<(), LabError> {
-        check_act(act)?;
+        crate::acts::check(lab, act)?;
         let path = self.evidence_path(act);
         if path.exists() {
             let status = self
@@ -189,7 +187,7 @@ impl Workdir {
     /// Saves a running act's progress to `NN.partial.json` (atomically replaced on each call).
     /// The saved copy's status is always `interrupted`: if the runner dies, that is what it is.
     pub fn save_progress(&self, evidence: &Evidence) -> Result<PathBuf, LabError> {
-        check_act(evidence.act)?;
+        crate::acts::check(evidence.lab, evidence.act)?;
         let mut ev = evidence.clone();
         ev.status = ActStatus::Interrupted;
         if ev.interruption.is_none() {
@@ -204,7 +202,7 @@ impl Workdir {
     /// `NN.partial.json`. Never replaces an existing `NN.json`: that is
     /// [`LabError::EvidenceExists`]. Creates `evidence/` if needed.
     pub fn write_evidence(&self, evidence: &Evidence) -> Result<PathBuf, LabError> {
-        check_act(evidence.act)?;
+        crate::acts::check(evidence.lab, evidence.act)?;
         if evidence.status == ActStatus::Interrupted && evidence.interruption.is_none() {
             return Err(LabError::EvidenceInvalid {
                 path: self.evidence_path(evidence.act),
@@ -306,16 +304,6 @@ impl Workdir {
 /// JSON path, expected and found.
 pub fn read_json_input(path: &Path, name: &str) -> Result<serde_json::Value, LabError> {
     crate::json::read_input(path, name)
-}
-
-fn check_act(act: u8) -> Result<(), LabError> {
-    if (1..=LAST_ACT).contains(&act) {
-        Ok(())
-    } else {
-        Err(LabError::Usage(format!(
-            "act must be 1 to {LAST_ACT}, got {act}"
-        )))
-    }
 }
 
 fn to_bytes(ev: &Evidence) -> Result<Vec<u8>, LabError> {

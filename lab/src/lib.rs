@@ -14,7 +14,7 @@
 //! (the reads; their pure halves are in the core), [`probe`], [`faults`] and the acts in [`labs`].
 
 pub use lab_core::{
-    audit, classify, digest, error, evidence, explain, facts, grade, inputs, json, messages,
+    acts, audit, classify, digest, error, evidence, explain, facts, grade, inputs, json, messages,
     report, rules, workdir,
 };
 

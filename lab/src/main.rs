@@ -59,15 +59,15 @@ enum Command {
         #[arg(long)]
         metrics: bool,
     },
-    /// Run act N (1-8) against the cluster.
+    /// Run act N against the cluster (the lab's acts are listed in `lab::acts`).
     Act {
-        /// Act number, 1 to 8.
-        #[arg(value_parser = clap::value_parser!(u8).range(1..=8))]
+        /// Act number, 1 to the lab's last act.
+        #[arg(value_parser = act_number)]
         n: u8,
     },
-    /// Grade act N (1-8) or `all` from the inputs and the saved evidence (no cluster access).
+    /// Grade act N or `all` from the inputs and the saved evidence (no cluster access).
     Grade {
-        /// `1`..`8` or `all`.
+        /// An act number or `all`.
         which: String,
     },
     /// Print the canonical digest (SHA-256 of the RFC 8785 form) of a JSON file.
@@ -143,6 +143,16 @@ fn main() -> ExitCode {
     }
 }
 
+/// `act N`'s parser: an act number of some lab ([`lab::acts::max_count`]); `run_act` refuses one
+/// the chosen lab does not have.
+fn act_number(s: &str) -> Result<u8, String> {
+    let last = lab::acts::max_count();
+    match s.parse::<u8>() {
+        Ok(n) if (1..=last).contains(&n) => Ok(n),
+        _ => Err(format!("{s} is not in 1..={last}")),
+    }
+}
+
 fn code(c: i32) -> ExitCode {
     ExitCode::from(u8::try_from(c).unwrap_or(1))
 }
@@ -159,11 +169,12 @@ fn run(cli: &Cli) -> Result<i32, LabError> {
             let input = GradeInput::load(&workdir, lab);
             let results = match which.as_str() {
                 "all" => grade::grade_all(lab, &input),
-                n => match n.parse::<u8>() {
-                    Ok(act @ 1..=8) => vec![grade::grade(lab, act, &input)],
-                    _ => {
+                n => match n.parse::<u8>().ok().and_then(|a| lab::acts::spec(lab, a)) {
+                    Some(spec) => vec![grade::grade(lab, spec.number, &input)],
+                    None => {
                         return Err(LabError::Usage(format!(
-                            "grade takes 1 to 8 or all, got {n:?}"
+                            "grade takes 1 to {} or all, got {n:?}",
+                            lab::acts::count(lab)
                         )));
                     }
                 },
@@ -263,7 +274,7 @@ fn unknown_input(lab: Lab, name: &str) -> LabError {
 
 /// The lab recorded in the work directory's first readable evidence file, else lab B.
 fn lab_of(workdir: &Workdir) -> Lab {
-    (1..=lab::workdir::LAST_ACT)
+    (1..=lab::acts::max_count())
         .find_map(|act| workdir.read_evidence(act).ok().map(|l| l.evidence.lab))
         .unwrap_or(Lab::B)
 }
@@ -278,7 +289,7 @@ fn offline_context(
     file: &std::path::Path,
 ) -> (Context, bool) {
     let mut ctx = Context::default();
-    for act in 1..=lab::workdir::LAST_ACT {
+    for act in lab::acts::numbers(lab) {
         if let Ok(l) = workdir.read_evidence(act) {
             if l.evidence.lab != lab {
                 continue;
@@ -373,7 +384,7 @@ fn cluster_command(cli: &Cli, lab: Lab, workdir: &Workdir) -> Result<i32, LabErr
                 println!("{line}");
             }
             println!("{}", summary.evidence.display());
-            if *n == lab::workdir::LAST_ACT {
+            if lab::acts::is_last(lab, *n) {
                 // After the report, every act is graded again.
                 let results = grade::grade_all(lab, &GradeInput::load(workdir, lab));
                 for f in &results {

@@ -13,7 +13,7 @@ fn published_schemas_are_up_to_date() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas");
     let mut stale = Vec::new();
     for (lab, dir) in [(Lab::A, "a"), (Lab::B, "b")] {
-        for &file in InputFile::all(lab) {
+        for file in InputFile::all(lab) {
             let name = file.file_name().replace(".json", ".schema.json");
             let path = root.join(dir).join(&name);
             let text = format!("{}\n", serde_json::to_string_pretty(&schema(file)).unwrap());

@@ -10,7 +10,10 @@
 //!   evidence, facts, inputs, classify, graders, report and messages;
 //! - the graders (`core/src/grade/`) never reach the cluster, the node or the network, and never
 //!   start a process: `grade` is a pure function of (inputs, evidence), read from files only by
-//!   `GradeInput::load` through `Workdir`.
+//!   `GradeInput::load` through `Workdir`;
+//! - the number of acts and their ranges come from the acts registry (`lab/src/acts.rs`): no
+//!   literal act count or act range (`1..=8`, `4..=8`, `1..=7u8`, `LAST_ACT`, `len() == 8`,
+//!   `" / 8"`, `1 to 8`) anywhere else in code, so adding an act is one registry line.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -353,6 +356,112 @@ fn only_cluster_rs_talks_to_the_api_server() {
     );
 }
 
+/// Where a literal act count or act range may appear: the registry itself.
+const REGISTRY: &str = "lab/src/acts.rs";
+
+/// Lines (comments skipped) that spell the number of acts or a range of acts as literals: a range
+/// with literal bounds starting at act 1-4 and reaching act 5 or beyond (`1..=8`, `4..=8`,
+/// `3..=7u8`, `1..9`), `LAST_ACT`, a comparison with 8, `" / 8"`, `1 to 8`. Ranges that stop
+/// before act 5 (`for act in 1..=4`, the acts before a fault) are a test's own plan, not a count.
+fn act_counts(files: &[(PathBuf, String)]) -> Vec<String> {
+    fn number_before(s: &str) -> Option<u32> {
+        let digits: String = s
+            .chars()
+            .rev()
+            .take_while(char::is_ascii_digit)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        let before = s[..s.len() - digits.len()].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.') {
+            return None;
+        }
+        digits.parse().ok()
+    }
+    fn number_after(s: &str) -> Option<u32> {
+        let digits: String = s.chars().take_while(char::is_ascii_digit).collect();
+        let rest = &s[digits.len()..];
+        let rest = rest.strip_prefix("u8").unwrap_or(rest);
+        if rest
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.')
+        {
+            return None;
+        }
+        digits.parse().ok()
+    }
+    let mut out = Vec::new();
+    for (path, text) in files {
+        if path.ends_with(REGISTRY) {
+            continue;
+        }
+        for (n, line) in text.lines().enumerate() {
+            let code = line.trim_start();
+            if code.starts_with("//") {
+                continue;
+            }
+            let mut why = None;
+            for (i, _) in code.match_indices("..") {
+                let (inclusive, tail) = match code[i + 2..].strip_prefix('=') {
+                    Some(t) => (true, t),
+                    None => (false, &code[i + 2..]),
+                };
+                if let (Some(start), Some(end)) = (number_before(&code[..i]), number_after(tail)) {
+                    let last = if inclusive {
+                        end
+                    } else {
+                        end.saturating_sub(1)
+                    };
+                    if (1..=4).contains(&start) && last >= 5 && last <= 9 {
+                        why = Some("a literal act range");
+                    }
+                }
+            }
+            for needle in ["LAST_ACT", "== 8", "!= 8", "\" / 8\"", "1 to 8"] {
+                if code.contains(needle) {
+                    why = Some("a literal act count");
+                }
+            }
+            if let Some(why) = why {
+                out.push(format!(
+                    "{}:{}: {why}: {}",
+                    path.display(),
+                    n + 1,
+                    code.trim()
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn act_counts_and_ranges_come_from_the_registry() {
+    let mut files: Vec<(PathBuf, String)> = Vec::new();
+    for dir in MAPPED {
+        for p in rust_files(dir) {
+            if p.ends_with("xtask/tests/tidy.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(root().join(&p)).unwrap();
+            files.push((p, text));
+        }
+    }
+    assert!(
+        files.iter().any(|(p, _)| p.ends_with(REGISTRY)),
+        "{REGISTRY} is gone: the rule checks nothing"
+    );
+    let bad = act_counts(&files);
+    assert!(
+        bad.is_empty(),
+        "the acts registry ({REGISTRY}: lab::acts::count, numbers, spec) says how many acts a lab \
+         has; no literal count or range elsewhere:\n  {}",
+        bad.join("\n  ")
+    );
+}
+
 #[test]
 fn the_rules_themselves_catch_what_they_are_for() {
     // The checks above on small inputs, so a rule that can no longer fail is seen here.
@@ -375,4 +484,16 @@ fn the_rules_themselves_catch_what_they_are_for() {
     assert!(k("// kube::Api in a comment").is_empty());
     assert!(k("let kubeconfig = kubelet_kube_dir;").is_empty());
     assert!(k("use crate::cluster::Cluster;").is_empty());
+    let c = |s: &str| act_counts(&[(PathBuf::from("lab/src/main.rs"), s.to_owned())]);
+    assert_eq!(c("for act in 1..=8u8 {").len(), 1);
+    assert_eq!(c("(Lab::B, 4..=8) => b::run(act, env).await,").len(), 1);
+    assert_eq!(c("for act in 1..=7u8 {").len(), 1);
+    assert_eq!(c("for act in 1..9 {").len(), 1);
+    assert_eq!(c("if *n == lab::workdir::LAST_ACT {").len(), 1);
+    assert_eq!(c("self.acts.len() == 8").len(), 1);
+    assert!(c("for act in 1..=4 {").is_empty());
+    assert!(c("for act in lab::acts::numbers(lab) {").is_empty());
+    assert!(c("let x = &s[10..=18];").is_empty());
+    assert!(c("// acts 1..=8 in a comment").is_empty());
+    assert!(act_counts(&[(PathBuf::from(REGISTRY), "1..=8".to_owned())]).is_empty());
 }

@@ -42,13 +42,12 @@ use super::{Code, Finding, G, ev_name};
 use crate::audit::{self, AdmissionAudit, AuditStatus, FACTS_KEY};
 use crate::evidence::{Evidence, Lab, Outcome};
 
-/// The acts whose evidence carries audit events.
-pub const ACTS: &[u8] = &[3, 5, 6, 7];
 const TARGET: &str = crate::rules::common::TARGET_NAMESPACE;
 
 /// Runs the rules on `ev` (the evidence of `g.act`).
 pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
-    if !ACTS.contains(&g.act) {
+    // The acts whose evidence carries audit events: the registry's `audit` flag.
+    if !crate::acts::spec(g.lab, g.act).is_some_and(|s| s.audit) {
         return;
     }
     let file = ev_name(g.act);

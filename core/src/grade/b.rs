@@ -7,19 +7,7 @@ use crate::evidence::Outcome;
 use crate::facts::{self, b::*};
 use crate::inputs::{self, Context, InputFile};
 
-/// Dispatches acts 4-8 of lab B.
-pub(crate) fn grade(g: &mut G) {
-    match g.act {
-        4 => act4(g),
-        5 => act5(g),
-        6 => act6(g),
-        7 => act7(g),
-        8 => act8(g),
-        _ => {}
-    }
-}
-
-fn act4(g: &mut G) {
+pub(crate) fn act4(g: &mut G) {
     let Some(f) = g.facts::<Act4Facts>(4) else {
         return;
     };
@@ -438,7 +426,7 @@ fn freeze_run(
     }
 }
 
-fn act5(g: &mut G) {
+pub(crate) fn act5(g: &mut G) {
     let Some(f) = g.facts::<Act5Facts>(5) else {
         return;
     };
@@ -446,7 +434,7 @@ fn act5(g: &mut G) {
     freeze_run(g, 5, &f, false, hook.as_ref());
 }
 
-fn act6(g: &mut G) {
+pub(crate) fn act6(g: &mut G) {
     let Some(f) = g.facts::<Act6Facts>(6) else {
         return;
     };
@@ -513,7 +501,7 @@ fn act6(g: &mut G) {
     freeze_run(g, 6, &f.run, true, Some(&f.webhook));
 }
 
-fn act7(g: &mut G) {
+pub(crate) fn act7(g: &mut G) {
     let Some(f) = g.facts::<Act7Facts>(7) else {
         return;
     };
@@ -567,7 +555,7 @@ fn act7(g: &mut G) {
     }
 }
 
-fn act8(g: &mut G) {
+pub(crate) fn act8(g: &mut G) {
     act8_facts(g);
     let ctx = Context {
         evidence_digests: g

@@ -37,14 +37,13 @@ use crate::metrics::{
     self, AdmissionMetrics, FACTS_KEY, FAIL_OPEN_COUNT, REJECTION_COUNT, REQUEST_TOTAL, sum_delta,
 };
 
-/// The acts whose evidence must carry admission metrics.
-pub const ACTS: &[u8] = &[3, 5, 6, 7];
 /// The target namespace (inside the policy's namespaceSelector).
 const TARGET: &str = crate::rules::common::TARGET_NAMESPACE;
 
 /// Runs the rules on `ev` (the evidence of `g.act`).
 pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
-    if !ACTS.contains(&g.act) {
+    // The acts whose evidence must carry admission metrics: the registry's `metrics` flag.
+    if !crate::acts::spec(g.lab, g.act).is_some_and(|s| s.metrics) {
         return;
     }
     let subject = format!("{} facts.{FACTS_KEY}", ev_name(g.act));

@@ -234,7 +234,7 @@ impl Finding {
 pub struct Findings {
     /// The lab.
     pub lab: Lab,
-    /// The act (1-8).
+    /// The act ([`crate::acts`]).
     pub act: u8,
     /// How many checks ran (a pass with 0 checks would mean nothing was checked).
     pub checks: u32,
@@ -284,14 +284,14 @@ impl GradeInput {
     /// (file, JSON path, expected, found) for the graders to report.
     pub fn load(workdir: &Workdir, lab: Lab) -> GradeInput {
         let mut gi = GradeInput::default();
-        for &file in InputFile::all(lab) {
+        for file in InputFile::all(lab) {
             let path = workdir.input_path(file);
             if path.exists() {
                 let v = crate::json::read_input(&path, file.file_name()).map_err(|e| e.to_string());
                 gi.inputs.insert(file, v);
             }
         }
-        for act in 1..=crate::workdir::LAST_ACT {
+        for act in crate::acts::numbers(lab) {
             let path = workdir.evidence_path(act);
             if path.exists() {
                 let v = crate::json::read(&path)
@@ -319,17 +319,13 @@ impl GradeInput {
     }
 }
 
-/// Grades act `act` (1-8) of `lab`. Pure: reads only `input`.
+/// Grades act `act` of `lab` (an act the registry, [`crate::acts`], does not list has no checks
+/// beyond its evidence file). Pure: reads only `input`.
 pub fn grade(lab: Lab, act: u8, input: &GradeInput) -> Findings {
     let mut g = G::new(lab, act, input);
     if let Some(ev) = g.evidence(act) {
-        match (lab, act) {
-            (_, 1) => act1(&mut g),
-            (_, 2) => act2(&mut g),
-            (_, 3) => act3(&mut g),
-            (Lab::B, 4..=8) => b::grade(&mut g),
-            (Lab::A, 4..=8) => a::grade(&mut g),
-            _ => {}
+        if let Some(spec) = crate::acts::spec(lab, act) {
+            (spec.grade)(&mut g);
         }
         g.names_unique();
         metrics::grade(&mut g, &ev);
@@ -340,7 +336,7 @@ pub fn grade(lab: Lab, act: u8, input: &GradeInput) -> Findings {
 
 /// Grades every act of `lab` in order.
 pub fn grade_all(lab: Lab, input: &GradeInput) -> Vec<Findings> {
-    (1..=crate::workdir::LAST_ACT)
+    crate::acts::numbers(lab)
         .map(|act| grade(lab, act, input))
         .collect()
 }
@@ -926,7 +922,7 @@ pub(crate) fn has_env_label(r: &RequestRecord) -> bool {
 // ---------------------------------------------------------------------------------------------
 // Acts 1-3 (both labs).
 
-fn act1(g: &mut G) {
+pub(crate) fn act1(g: &mut G) {
     let Some(f) = g.facts::<facts::Act1Facts>(1) else {
         return;
     };
@@ -1113,7 +1109,7 @@ pub(crate) fn check_webhook(
     );
 }
 
-fn act2(g: &mut G) {
+pub(crate) fn act2(g: &mut G) {
     let Some(f) = g.facts::<facts::Act2Facts>(2) else {
         return;
     };
@@ -1145,7 +1141,7 @@ fn act2(g: &mut G) {
     check_webhook(g, "evidence/02.json facts.webhook", &f.webhook, "Fail");
 }
 
-fn act3(g: &mut G) {
+pub(crate) fn act3(g: &mut G) {
     let Some(f) = g.facts::<facts::Act3Facts>(3) else {
         return;
     };

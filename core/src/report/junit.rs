@@ -25,7 +25,7 @@ fn failure(message: String, description: Option<String>) -> TestCaseStatus {
     s
 }
 
-/// The test suite `lab-<a|b>` of one lab run: acts 1-8 then grades 1-8 (pure).
+/// The test suite `lab-<a|b>` of one lab run: every act then every grade ([`crate::acts`]) (pure).
 ///
 /// `act_errors`: act number → the error the runner saw (an act that failed before writing
 /// evidence); key 0 is the lab's setup (e.g. `cluster up`) and adds a failing `lab X setup` case. `grades`: [`crate::grade::grade_all`] of the same work directory.
@@ -45,7 +45,7 @@ pub fn suite(
         case.set_classname(format!("kca-webhook-lab.lab-{l}"));
         suite.add_test_case(case);
     }
-    for act in 1..=crate::workdir::LAST_ACT {
+    for act in crate::acts::numbers(lab) {
         let doc = input.evidence.get(&act);
         let value = doc.and_then(|d| d.as_ref().ok()).map(|d| &d.value);
         let status = if let Some(e) = act_errors.get(&act) {
@@ -82,7 +82,7 @@ pub fn suite(
         }
         suite.add_test_case(case);
     }
-    for act in 1..=crate::workdir::LAST_ACT {
+    for act in crate::acts::numbers(lab) {
         let g = grades.iter().find(|g| g.act == act);
         let status = match g {
             None => {

@@ -463,7 +463,7 @@ pub fn render_with_diagnostics(
                 h1 { (title) }
                 p { (tx::INTRO.get(lang)) }
                 p { (tx::GRADES_PASS.get(lang)) ": "
-                    span class=(if passed == 8 { "pass" } else { "fail" }) data-grades-passed=(passed) { (passed) " / 8" } }
+                    span class=(if passed == usize::from(crate::acts::count(lab)) { "pass" } else { "fail" }) data-grades-passed=(passed) { (passed) " / " (crate::acts::count(lab)) } }
                 @if let Some(d) = diagnostics {
                     section data-diagnostics=(d.summary.failed_step) {
                         h2 class="fail" { (tx::DIAGNOSTICS.get(lang)) ": " (d.summary.failed_step) }
@@ -482,7 +482,7 @@ pub fn render_with_diagnostics(
                 table {
                     tr { th { (tx::ACT.get(lang)) } th { (tx::STATUS.get(lang)) } th { (tx::TIME.get(lang)) }
                          th { (tx::VERDICT.get(lang)) } th { (tx::DIGESTS.get(lang)) } }
-                    @for act in 1..=crate::workdir::LAST_ACT {
+                    @for act in crate::acts::numbers(lab) {
                         @let g = grades.iter().find(|g| g.act == act);
                         tr data-act=(act) {
                             td { (act) }
@@ -609,7 +609,7 @@ pub struct IndexEntry {
     pub lab: Lab,
     /// Relative link to its report (e.g. `b/report.html`).
     pub href: String,
-    /// Acts whose grade passes (of 8).
+    /// Acts whose grade passes (of [`crate::acts::count`]).
     pub grades_passed: usize,
     /// The key facts ([`key_facts`]).
     pub key_facts: [String; 3],
@@ -631,7 +631,7 @@ pub fn index(run_id: &str, entries: &[IndexEntry]) -> String {
                     @for e in entries {
                         tr data-lab=(e.lab.as_str()) {
                             td { a href=(e.href) { "lab " (e.lab.as_str()) } }
-                            td class=(if e.grades_passed == 8 { "pass" } else { "fail" }) { (e.grades_passed) " / 8" }
+                            td class=(if e.grades_passed == usize::from(crate::acts::count(e.lab)) { "pass" } else { "fail" }) { (e.grades_passed) " / " (crate::acts::count(e.lab)) }
                             @for c in &e.key_facts { td class="mono" { (c) } }
                             td { @for (href, text) in &e.links { a href=(href) { (text) } " " } }
                         }

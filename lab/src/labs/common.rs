@@ -135,6 +135,11 @@ pub struct ActRecorder {
 }
 
 impl ActRecorder {
+    /// The act being recorded.
+    pub fn act(&self) -> u8 {
+        self.act
+    }
+
     /// Starts recording act `act` after [`Workdir::check_can_run`] (which refuses when the act
     /// already has evidence).
     pub fn begin(workdir: &Workdir, lab: Lab, act: u8) -> Result<ActRecorder, LabError> {
@@ -267,7 +272,7 @@ pub fn to_value(v: &impl Serialize) -> Result<serde_json::Value, LabError> {
 pub fn require_completed(
     workdir: &Workdir,
     lab: Lab,
-    acts: std::ops::RangeInclusive<u8>,
+    acts: impl IntoIterator<Item = u8>,
 ) -> Result<(), LabError> {
     for act in acts {
         let loaded = workdir.read_evidence(act)?;
@@ -321,7 +326,7 @@ pub async fn live_context(cluster: &Cluster, workdir: &Workdir) -> Result<Contex
         deployment_uid: deployment.metadata.uid,
         ..Context::default()
     };
-    for act in 1..=crate::workdir::LAST_ACT {
+    for act in 1..=crate::acts::max_count() {
         if workdir.evidence_path(act).exists() {
             let loaded = workdir.read_evidence(act)?;
             if act == 2 {
@@ -545,7 +550,7 @@ pub async fn inspect(lab: Lab, env: &Env) -> Result<InspectReport, LabError> {
     let lab_mark = cluster.lab_mark().await.is_ok();
     let mut acts = BTreeMap::new();
     let mut digests = BTreeMap::new();
-    for act in 1..=crate::workdir::LAST_ACT {
+    for act in crate::acts::numbers(lab) {
         let status = match env.workdir.evidence_status(act)? {
             Some(ActStatus::Completed) => "completed",
             Some(ActStatus::Interrupted) => "interrupted",
@@ -577,6 +582,13 @@ pub async fn inspect(lab: Lab, env: &Env) -> Result<InspectReport, LabError> {
         evidence_sha256: digests,
     })
 }
+
+/// The runners of acts 1-3, shared by both labs (see [`crate::labs::runner`]).
+pub(crate) static RUNNERS: &[(u8, super::Runner)] = &[
+    (1, |env, lab| Box::pin(act1(lab, env))),
+    (2, |env, lab| Box::pin(act2(lab, env))),
+    (3, |env, lab| Box::pin(act3(lab, env))),
+];
 
 /// Act 1: `scope.json` checked against the live cluster (names are not UIDs), then saved.
 pub async fn act1(lab: Lab, env: &Env) -> Result<ActSummary, LabError> {
@@ -637,7 +649,6 @@ pub async fn act1(lab: Lab, env: &Env) -> Result<ActSummary, LabError> {
 /// the webhook answers (a server dry-run violating pod is explicitly denied: nothing is stored).
 pub async fn act2(lab: Lab, env: &Env) -> Result<ActSummary, LabError> {
     let ui = env.ui;
-    require_completed(&env.workdir, lab, 1..=1)?;
     let cluster = env.cluster().await?;
     let ctx = live_context(&cluster, &env.workdir).await?;
     let (_policy, loaded) = read_input::<inputs::Policy>(&env.workdir, &ctx)?;
@@ -775,7 +786,6 @@ pub fn finish(
 /// Act 3: baseline in a healthy state: a labelled pod is stored and reaches `Running` (the
 /// existing pod later acts check), an unlabelled one is explicitly denied and not stored.
 pub async fn act3(lab: Lab, env: &Env) -> Result<ActSummary, LabError> {
-    require_completed(&env.workdir, lab, 1..=2)?;
     let cluster = env.cluster().await?;
     let mut rec = ActRecorder::begin(&env.workdir, lab, 3)?.with_audit(&env.audit);
     let result = act3_body(&cluster, &env.ui, lab, &mut rec).await;

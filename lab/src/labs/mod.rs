@@ -13,11 +13,38 @@ pub mod common;
 
 pub use common::{ActSummary, Env, InspectReport, Ui};
 
+use std::future::Future;
+use std::pin::Pin;
+
 use crate::error::LabError;
 use crate::evidence::Lab;
 use crate::faults::{attempt, heal};
-use crate::inputs::{self, Context, InputFile};
+use crate::inputs::{self, Context};
 use crate::workdir::Workdir;
+
+/// The future an act's runner returns (acts run on the caller's runtime with `block_on`, so it
+/// need not be `Send`).
+pub type ActFuture<'a> = Pin<Box<dyn Future<Output = Result<ActSummary, LabError>> + 'a>>;
+
+/// Runs one act of a lab against the cluster reached through `env` ([`run_act`] takes the
+/// work-dir lock, heals and checks the act's inputs and earlier acts first).
+pub type Runner = for<'a> fn(&'a Env, Lab) -> ActFuture<'a>;
+
+/// The runner of act `act` of `lab`: acts 1-3 in [`common::RUNNERS`], the lab's own in
+/// [`a::RUNNERS`] / [`b::RUNNERS`], each beside its body; `None` when there is none (the
+/// registry, [`crate::acts`], lists the acts; `every_registry_act_has_one_runner` keeps the two
+/// in step).
+pub fn runner(lab: Lab, act: u8) -> Option<Runner> {
+    let own: &[(u8, Runner)] = match lab {
+        Lab::A => a::RUNNERS,
+        Lab::B => b::RUNNERS,
+    };
+    common::RUNNERS
+        .iter()
+        .chain(own)
+        .find(|(n, _)| *n == act)
+        .map(|(_, r)| *r)
+}
 
 /// `inspect`: heals first (see [`heal_first`]), then reports the live values a student needs to
 /// write the inputs, and each act's status.
@@ -55,7 +82,7 @@ pub async fn heal_first(env: &Env, command: &str) -> heal::HealSummary {
     summary
 }
 
-/// Runs act `act` (1-8) of `lab` holding the work-dir lock for the whole act, after healing
+/// Runs act `act` of `lab` (its runner in the registry, [`crate::acts`]) holding the work-dir lock for the whole act, after healing
 /// first ([`heal_first`]).
 ///
 /// After the heal (which reaches the cluster only when unfinished fault attempts exist) and before
@@ -63,34 +90,60 @@ pub async fn heal_first(env: &Env, command: &str) -> heal::HealSummary {
 /// ([`precheck_inputs`]), so a malformed file is refused with its file and JSON path whatever the
 /// state of the cluster; the act then checks them again against the live cluster and the evidence.
 ///
-/// Errors: [`LabError::Usage`] for an act outside 1-8; [`LabError::InputMissing`] /
+/// Then every earlier act must have completed evidence of the same lab
+/// ([`common::require_completed`]) before the act's runner starts.
+///
+/// Errors: [`LabError::Usage`] for an act the lab does not have; [`LabError::InputMissing`] /
 /// [`LabError::InputInvalid`] from the pre-check; [`LabError::Busy`] when another command holds
 /// the work directory; the act's own errors otherwise.
 pub async fn run_act(lab: Lab, act: u8, env: &Env) -> Result<ActSummary, LabError> {
+    crate::acts::check(lab, act)?;
+    let run = runner(lab, act).ok_or_else(|| {
+        LabError::Usage(format!("act {act} of lab {} has no runner", lab.as_str()))
+    })?;
     let what = format!("act {act}");
     let _lock = attempt::lock_workdir(env.workdir.root(), &what)?;
     heal_first(env, &what).await;
     precheck_inputs(lab, act, &env.workdir)?;
-    match (lab, act) {
-        (_, 1) => common::act1(lab, env).await,
-        (_, 2) => common::act2(lab, env).await,
-        (_, 3) => common::act3(lab, env).await,
-        (Lab::B, 4..=8) => b::run(act, env).await,
-        (Lab::A, 4..=8) => a::run(act, env).await,
-        _ => Err(LabError::Usage(format!("act must be 1 to 8, got {act}"))),
-    }
+    // Every earlier act of the registry must have completed evidence of this lab.
+    common::require_completed(
+        &env.workdir,
+        lab,
+        crate::acts::numbers(lab).filter(|&a| a < act),
+    )?;
+    run(env, lab).await
 }
 
-/// Reads each input file that act `act` of `lab` takes ([`InputFile::act`]) with the one reader
+/// Reads each input file that act `act` of `lab` takes ([`crate::acts::ActSpec::inputs`]) with the one reader
 /// ([`crate::json`]) and validates its shape and fixed values offline ([`Context::default`], as
 /// `check FILE` does without evidence). No I/O besides reading those files; nothing is written.
 ///
 /// Errors: [`LabError::InputMissing`], [`LabError::Io`], [`LabError::InputInvalid`] (file, JSON
 /// path, expected, found).
 pub fn precheck_inputs(lab: Lab, act: u8, workdir: &Workdir) -> Result<(), LabError> {
-    for &file in InputFile::all(lab).iter().filter(|f| f.act() == act) {
+    let files = crate::acts::spec(lab, act).map_or(&[][..], |s| s.inputs);
+    for &file in files {
         let loaded = workdir.read_input(file)?;
         inputs::validate(file, &loaded.value, &Context::default())?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_registry_act_has_one_runner() {
+        for lab in [Lab::A, Lab::B] {
+            let own: &[(u8, Runner)] = match lab {
+                Lab::A => a::RUNNERS,
+                Lab::B => b::RUNNERS,
+            };
+            let mut numbers: Vec<u8> = common::RUNNERS.iter().chain(own).map(|(n, _)| *n).collect();
+            numbers.sort();
+            let registry: Vec<u8> = crate::acts::numbers(lab).collect();
+            assert_eq!(numbers, registry, "lab {}: runners vs the acts registry", lab.as_str());
+        }
+    }
 }

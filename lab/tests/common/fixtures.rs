@@ -1,6 +1,6 @@
 //! Generator of the grading fixtures under `lab/tests/fixtures/{a,b}/`.
 //!
-//! `pass/` is a complete work directory (inputs + evidence/01..08.json) whose evidence has the
+//! `pass/` is a complete work directory (inputs + one `evidence/NN.json` per act of `lab::acts`) whose evidence has the
 //! shapes real acts record: API answers with the exact message texts of kube-apiserver v1.35 and
 //! Kyverno v1.19 (`../shared/research/kubernetes.md` §1, `kyverno.md` §4), follow-up GETs, and
 //! digests that chain (freeze-plan.json holds the digest of 03.json, and so on). These are
@@ -18,7 +18,7 @@ use lab::classify::classify;
 use lab::digest::digest_value;
 use lab::evidence::{ActStatus, Evidence, GetResult, Lab, RequestRecord, SCHEMA_VERSION};
 use lab::facts::{self, a, b};
-use lab::inputs::{self, Context, InputFile};
+use lab::inputs::{Context, InputFile};
 use serde_json::{Value, json};
 
 pub const NODE_UID: &str = "6a1f0c2e-8b3d-4e5f-9a7b-1c2d3e4f5a6b";
@@ -273,7 +273,7 @@ fn stored_policy(failure_policy: &str) -> Value {
     } else {
         InputFile::PolicyIgnore
     };
-    let mut p = inputs::reference(file, &Context::default()).unwrap();
+    let mut p = super::reference::value(file, &Context::default()).unwrap();
     p["metadata"] = json!({
         "name": "kca-webhook-label", "uid": POLICY_UID, "generation": if failure_policy == "Fail" { 1 } else { 2 },
         "resourceVersion": "1200", "creationTimestamp": "2026-11-29T10:01:00Z"
@@ -376,7 +376,7 @@ fn evidence(
     raw: Vec<Value>,
 ) -> Value {
     let mut facts = serde_json::to_value(facts).unwrap();
-    if lab::grade::audit::ACTS.contains(&act) {
+    if lab::acts::spec(lab, act).is_some_and(|s| s.audit) {
         let a = audit_record(lab, act, &facts, start, end);
         facts[lab::audit::FACTS_KEY] = a;
     }
@@ -429,7 +429,7 @@ impl Tree {
             policy_uid: Some(POLICY_UID.into()),
             ..Default::default()
         };
-        for act in 1..=8u8 {
+        for act in lab::acts::numbers(self.lab) {
             if let Some(v) = self.files.get(&format!("evidence/{act:02}.json")) {
                 ctx.evidence_digests.insert(act, digest_value(v));
             }
@@ -443,7 +443,7 @@ fn acts_1_to_3(t: &mut Tree) {
     let lab = t.lab;
     let scope = t.put(
         InputFile::Scope,
-        inputs::reference(InputFile::Scope, &t.ctx()).unwrap(),
+        super::reference::value(InputFile::Scope, &t.ctx()).unwrap(),
     );
     let a1 = facts::Act1Facts {
         node: facts::NodeFacts {
@@ -480,7 +480,7 @@ fn acts_1_to_3(t: &mut Tree) {
 
     let policy = t.put(
         InputFile::Policy,
-        inputs::reference(InputFile::Policy, &t.ctx()).unwrap(),
+        super::reference::value(InputFile::Policy, &t.ctx()).unwrap(),
     );
     let w = webhook("Fail", 61_000);
     let a2 = facts::Act2Facts {
@@ -665,7 +665,7 @@ pub fn lab_b_pass() -> BTreeMap<String, Value> {
     acts_1_to_3(&mut t);
     let plan = t.put(
         InputFile::FreezePlan,
-        inputs::reference(InputFile::FreezePlan, &t.ctx()).unwrap(),
+        super::reference::value(InputFile::FreezePlan, &t.ctx()).unwrap(),
     );
     let a4 = b::Act4Facts {
         node_uid: NODE_UID.into(),
@@ -708,7 +708,7 @@ pub fn lab_b_pass() -> BTreeMap<String, Value> {
 
     let ignore = t.put(
         InputFile::PolicyIgnore,
-        inputs::reference(InputFile::PolicyIgnore, &t.ctx()).unwrap(),
+        super::reference::value(InputFile::PolicyIgnore, &t.ctx()).unwrap(),
     );
     let healthy_bad = request(
         "kca-ignore-healthy-bad-f60001",
@@ -743,7 +743,7 @@ pub fn lab_b_pass() -> BTreeMap<String, Value> {
 
     let recovery = t.put(
         InputFile::Recovery,
-        inputs::reference(InputFile::Recovery, &t.ctx()).unwrap(),
+        super::reference::value(InputFile::Recovery, &t.ctx()).unwrap(),
     );
     let healthy_bad = request(
         "kca-recovery-bad-f70001",
@@ -776,7 +776,7 @@ pub fn lab_b_pass() -> BTreeMap<String, Value> {
 
     let report = t.put(
         InputFile::ReportB,
-        inputs::reference(InputFile::ReportB, &t.ctx()).unwrap(),
+        super::reference::value(InputFile::ReportB, &t.ctx()).unwrap(),
     );
     let a8 = act8_facts(&t, &report);
     t.put_ev(
@@ -837,7 +837,7 @@ pub fn lab_a_pass() -> BTreeMap<String, Value> {
     acts_1_to_3(&mut t);
     let plan = t.put(
         InputFile::ScalePlan,
-        inputs::reference(InputFile::ScalePlan, &t.ctx()).unwrap(),
+        super::reference::value(InputFile::ScalePlan, &t.ctx()).unwrap(),
     );
     let deployment = a::DeploymentFacts {
         namespace: "kyverno".into(),
@@ -1042,7 +1042,7 @@ pub fn lab_a_pass() -> BTreeMap<String, Value> {
 
     let report = t.put(
         InputFile::ReportA,
-        inputs::reference_report_a(&t.ctx(), false).unwrap(),
+        super::reference::report_a(&t.ctx(), false).unwrap(),
     );
     let a8 = act8_facts(&t, &report);
     t.put_ev(
@@ -1583,6 +1583,21 @@ pub fn generate(lab: Lab) -> BTreeMap<String, Value> {
         Lab::A => (lab_a_pass(), lab_a_cases()),
         Lab::B => (lab_b_pass(), lab_b_cases()),
     };
+    // One passing evidence file per act of the registry: a new act needs its fixture here.
+    let evidence: Vec<String> = pass
+        .keys()
+        .filter(|k| k.starts_with("evidence/"))
+        .cloned()
+        .collect();
+    let expected: Vec<String> = lab::acts::numbers(lab)
+        .map(|a| format!("evidence/{a:02}.json"))
+        .collect();
+    assert_eq!(
+        evidence,
+        expected,
+        "lab {}: pass/ evidence vs the acts registry",
+        lab.as_str()
+    );
     let mut out = BTreeMap::new();
     for (k, v) in &pass {
         out.insert(format!("pass/{k}"), v.clone());

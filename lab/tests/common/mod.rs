@@ -3,6 +3,9 @@
 #![allow(dead_code)]
 
 pub mod fixtures;
+/// The answer keys (xtask's: the student binary ships none).
+#[path = "../../../xtask/src/lab_run/reference.rs"]
+pub mod reference;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

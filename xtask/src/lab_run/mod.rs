@@ -1,18 +1,17 @@
 //! `cargo xtask lab run [--lab a|b]`: reproduces a lab from nothing on a fresh embedded cluster.
 //!
 //! For each lab: bring a fresh cluster up (`xtask::cluster`), write the reference student inputs
-//! the way a student would (from `inspect` and from the digests of earlier evidence), run acts
-//! 1-8 in order with the lab crate's own code, grade every act, copy inputs, evidence, fault
+//! the way a student would (from `inspect` and from the digests of earlier evidence), run every act
+//! of the registry ([`lab::acts`]) in order with the lab crate's own code, grade every act, copy inputs, evidence, fault
 //! ledgers, component logs and webhook snapshots to `target/lab-artifacts/<run-id>/<lab>/`, tear
 //! the cluster down, and print where the artifacts are.
 //!
-//! The reference inputs of each lab come from a [`InputWriter`] ([`b::write_inputs`],
-//! [`a::write_inputs`]): given the act about to run, it writes the files that act reads.
+//! The reference inputs (the answer keys, [`reference`]) are written by [`LabRun::write_inputs`]:
+//! given the act about to run, it writes the files the registry says that act reads.
 //! The tests in `tests/` drive the same [`LabRun`] one act at a time.
 
-pub mod a;
-pub mod b;
 pub mod diagnostics;
+pub mod reference;
 pub mod report;
 
 use std::path::{Path, PathBuf};
@@ -20,22 +19,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use lab::evidence::Lab;
 use lab::grade::{self, Findings, GradeInput};
+use lab::inputs::InputFile;
 use lab::labs::{ActSummary, Env, InspectReport, Ui};
 use lab::workdir::Workdir;
 
 use crate::status::Step;
-
-/// Writes the reference inputs act `act` reads (nothing for acts that read none) and returns the
-/// paths written. Inputs are only ever written before the act that first reads them.
-pub type InputWriter = fn(run: &LabRun, act: u8) -> Result<Vec<PathBuf>>;
-
-/// The input writer of `lab`.
-pub fn input_writer(lab: Lab) -> InputWriter {
-    match lab {
-        Lab::A => a::write_inputs,
-        Lab::B => b::write_inputs,
-    }
-}
 
 /// `cargo xtask lab …`
 #[derive(clap::Args, Debug)]
@@ -326,10 +314,49 @@ impl LabRun {
             .context("inspect")
     }
 
-    /// Writes the reference inputs act `act` reads (see [`InputWriter`]).
+    /// Writes the reference inputs act `act` reads ([`lab::acts::ActSpec::inputs`]; nothing for
+    /// acts that read none) the way a student writes them, and returns the paths written: values
+    /// from `inspect` and the digests of earlier evidence ([`LabRun::student_context`]), lab A's
+    /// `report.json` from what act 5 observed (the `scale_down`/`request` words follow act 5's
+    /// registration: `registration-absent` on Kyverno v1.19.1, but another version may keep it, and
+    /// the report must say what was seen). Inputs are only ever written before the act that reads
+    /// them.
     pub fn write_inputs(&self, act: u8) -> Result<Vec<PathBuf>> {
-        input_writer(self.lab)(self, act)
+        self.write_reference_inputs(act)
             .with_context(|| format!("writing the reference inputs of act {act}"))
+    }
+
+    fn write_reference_inputs(&self, act: u8) -> Result<Vec<PathBuf>> {
+        let files = lab::acts::spec(self.lab, act).map_or(&[][..], |s| s.inputs);
+        if files.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ctx = self.student_context()?;
+        let mut written = Vec::new();
+        for &file in files {
+            let value = match file {
+                InputFile::ReportA => {
+                    let five = self
+                        .workdir()
+                        .read_evidence(5)
+                        .context("report.json quotes act 5's evidence")?;
+                    let f5: lab::facts::a::Act5Facts =
+                        serde_json::from_value(five.evidence.facts.clone()).with_context(|| {
+                            format!("reading the facts of {}", five.path.display())
+                        })?;
+                    reference::report_a(&ctx, f5.policy_webhook_present)
+                }
+                _ => reference::value(file, &ctx),
+            }
+            .with_context(|| {
+                format!(
+                    "the values {} needs are not known yet (inspect or earlier evidence)",
+                    file.file_name()
+                )
+            })?;
+            written.push(self.write_input(file, &value)?);
+        }
+        Ok(written)
     }
 
     /// Failed acts' diagnostics go to `dir` (instead of `<workdir>/diagnostics/act-NN/`), with
@@ -598,12 +625,13 @@ impl Interruption {
 impl RunReport {
     /// Every act completed and every grade passed.
     pub fn passed(&self) -> bool {
-        self.acts.len() == 8
+        let count = usize::from(lab::acts::count(self.lab));
+        self.acts.len() == count
             && self.acts.iter().all(|(_, r)| {
                 r.as_ref()
                     .is_ok_and(|s| s.status == lab::evidence::ActStatus::Completed)
             })
-            && self.grades.len() == 8
+            && self.grades.len() == count
             && self.grades.iter().all(Findings::passed)
     }
 
@@ -821,7 +849,7 @@ pub fn drive_with(
     run.set_diagnostics(diagnostics::dir(artifacts), daemon_logs);
     let mut acts = Vec::new();
     let mut interrupted = None;
-    for act in 1..=8u8 {
+    for act in lab::acts::numbers(lab) {
         if let Some(signal) = lab::signals::pending() {
             interrupted = Some(Interruption {
                 signal: signal.to_owned(),
