@@ -414,7 +414,7 @@ fn act_counts(files: &[(PathBuf, String)]) -> Vec<String> {
                     } else {
                         end.saturating_sub(1)
                     };
-                    if (1..=4).contains(&start) && last >= 5 && last <= 9 {
+                    if (1..=4).contains(&start) && (5..=9).contains(&last) {
                         why = Some("a literal act range");
                     }
                 }

@@ -270,13 +270,15 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     let mut partial = serde_json::Value::Null;
     let window = crate::metrics::Window::begin(&cluster).await;
     let outcome = common::or_signal(freeze_run(
-        env,
-        &cluster,
-        &mut cri,
+        FreezeAct {
+            env,
+            cluster: &cluster,
+            cri: &mut cri,
+            rec: &mut rec,
+            partial: &mut partial,
+        },
         &inv,
         &spec,
-        &mut rec,
-        &mut partial,
     ))
     .await;
     let admission = window.end(&cluster).await;
@@ -334,17 +336,30 @@ fn settle(
     }
 }
 
+/// What an act that freezes works with (acts 5 and 6): its environment (work dir, output), the
+/// cluster, the node's CRI, the evidence recorder, and the partial facts kept if the act is
+/// interrupted.
+struct FreezeAct<'a> {
+    env: &'a Env,
+    cluster: &'a Cluster,
+    cri: &'a mut CriClient,
+    rec: &'a mut ActRecorder,
+    partial: &'a mut serde_json::Value,
+}
+
 /// The freeze and everything observed around it (acts 5 and 6).
-#[allow(clippy::too_many_arguments)]
 async fn freeze_run(
-    env: &Env,
-    cluster: &Cluster,
-    cri: &mut CriClient,
+    cx: FreezeAct<'_>,
     inv: &Investigation,
     spec: &FreezeSpec<'_>,
-    rec: &mut ActRecorder,
-    partial: &mut serde_json::Value,
 ) -> Result<FreezeRun, LabError> {
+    let FreezeAct {
+        env,
+        cluster,
+        cri,
+        rec,
+        partial,
+    } = cx;
     let ui = env.ui;
     let tag = spec.tag;
     // The registration must be there before the freeze (this lab preserves it).
@@ -783,13 +798,15 @@ pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
     };
     let mut run_partial = serde_json::Value::Null;
     let outcome = common::or_signal(freeze_run(
-        env,
-        &cluster,
-        &mut cri,
+        FreezeAct {
+            env,
+            cluster: &cluster,
+            cri: &mut cri,
+            rec: &mut rec,
+            partial: &mut run_partial,
+        },
         &inv,
         &spec,
-        &mut rec,
-        &mut run_partial,
     ))
     .await;
     let admission = window.end(&cluster).await;

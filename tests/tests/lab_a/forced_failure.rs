@@ -78,12 +78,14 @@ pub fn act_2_fails_on_a_cluster_scaled_to_0(c: &LabCluster) -> Result<()> {
     let forced_from = chrono::Utc::now() - chrono::Duration::seconds(1);
     let t0 = Instant::now();
     let report = lab_run::drive_with(
-        Lab::A,
-        &c.kubeconfig(),
-        &c.cri_endpoint(),
-        c.audit(),
-        &artifacts,
-        Some(c.state_dir().join("logs")),
+        lab_run::Drive {
+            lab: Lab::A,
+            kubeconfig: &c.kubeconfig(),
+            cri_endpoint: &c.cri_endpoint(),
+            audit: c.audit(),
+            artifacts: &artifacts,
+            daemon_logs: Some(c.state_dir().join("logs")),
+        },
         &|run, act| if act == 2 { scale(run, 0) } else { Ok(()) },
     )?;
     let took = t0.elapsed().as_secs_f64();

@@ -6,7 +6,7 @@
 //! ledgers, component logs and webhook snapshots to `target/lab-artifacts/<run-id>/<lab>/`, tear
 //! the cluster down, and print where the artifacts are.
 //!
-//! The reference inputs (the answer keys, [`reference`]) are written by [`LabRun::write_inputs`]:
+//! The reference inputs (the answer keys, [`mod@reference`]) are written by [`LabRun::write_inputs`]:
 //! given the act about to run, it writes the files the registry says that act reads.
 //! The tests in `tests/` drive the same [`LabRun`] one act at a time.
 
@@ -723,14 +723,14 @@ fn run_lab_inner(opts: &RunOptions, artifacts: &Path) -> Result<RunReport> {
     let cluster = diagnostics::up_with_diagnostics(up, &diagnostics::dir(&artifacts))
         .with_context(|| format!("bringing up cluster {name}"))?;
     step.ok();
-    let result = drive(
-        opts.lab,
-        &cluster.kubeconfig(),
-        &cluster.cri_endpoint(),
-        lab::audit::AuditSource::Log(cluster.audit_log()),
-        &artifacts,
-        Some(cluster.state_dir().join("logs")),
-    );
+    let result = drive(Drive {
+        lab: opts.lab,
+        kubeconfig: &cluster.kubeconfig(),
+        cri_endpoint: &cluster.cri_endpoint(),
+        audit: lab::audit::AuditSource::Log(cluster.audit_log()),
+        artifacts: &artifacts,
+        daemon_logs: Some(cluster.state_dir().join("logs")),
+    });
     let step = Step::start("collecting the cluster's logs");
     let collected = collect_cluster_logs(cluster.state_dir(), &artifacts);
     step.ok();
@@ -770,14 +770,14 @@ fn run_lab_on_backend(opts: &RunOptions, name: &str, artifacts: &Path) -> Result
     step.ok();
     crate::backend::write_facts(&artifacts.join("backend.json"), &handle.facts)?;
     // No audit log on these backends: the evidence says `not-configured`.
-    let result = drive(
-        opts.lab,
-        &handle.kubeconfig,
-        &handle.cri_endpoint,
-        lab::audit::AuditSource::NotConfigured,
+    let result = drive(Drive {
+        lab: opts.lab,
+        kubeconfig: &handle.kubeconfig,
+        cri_endpoint: &handle.cri_endpoint,
+        audit: lab::audit::AuditSource::NotConfigured,
         artifacts,
-        None,
-    );
+        daemon_logs: None,
+    });
     let collected = handle.write_logs().and_then(|()| {
         match handle.logs_dir.as_deref().and_then(Path::parent) {
             Some(state) => collect_cluster_logs(state, artifacts),
@@ -807,42 +807,45 @@ fn bail_if_interrupted(when: &str) -> Result<()> {
     }
 }
 
-/// Runs acts 1-8 in order, stopping at the first that fails or at a signal (checked before each
+/// Where one lab's acts run: the lab, the cluster's two handles, its audit log, where the artifacts
+/// go, and the daemon logs diagnostics quote.
+pub struct Drive<'a> {
+    /// The lab.
+    pub lab: Lab,
+    /// The cluster's kubeconfig.
+    pub kubeconfig: &'a Path,
+    /// The node's CRI endpoint (a socket path).
+    pub cri_endpoint: &'a str,
+    /// Where the acts read the API server's audit log (the embedded node's; else
+    /// [`lab::audit::AuditSource::NotConfigured`]).
+    pub audit: lab::audit::AuditSource,
+    /// `target/lab-artifacts/<run-id>/<lab>/` (the work dir is its `workdir/`).
+    pub artifacts: &'a Path,
+    /// An embedded cluster's `<state dir>/logs` (tails quoted by diagnostics), else `None`.
+    pub daemon_logs: Option<PathBuf>,
+}
+
+/// Runs every act of the registry in order, stopping at the first that fails or at a signal (checked before each
 /// act, and inside it by [`LabRun::act`]); after a signal the work dir is healed
 /// ([`LabRun::heal`]). Then grades and copies the work dir's files ([`save_artifacts`]).
-fn drive(
-    lab: Lab,
-    kubeconfig: &Path,
-    cri_endpoint: &str,
-    audit: lab::audit::AuditSource,
-    artifacts: &Path,
-    daemon_logs: Option<PathBuf>,
+fn drive(d: Drive<'_>) -> Result<RunReport> {
+    drive_with(d, &|_, _| Ok(()))
+}
+
+/// `drive` (the acts of a lab run) with `before_act(run, act)` called before each act (a test's forced failure, e.g.
+/// scaling the admission controller to 0 before act 2); an error from it fails that act.
+pub fn drive_with(
+    d: Drive<'_>,
+    before_act: &dyn Fn(&LabRun, u8) -> Result<()>,
 ) -> Result<RunReport> {
-    drive_with(
+    let Drive {
         lab,
         kubeconfig,
         cri_endpoint,
         audit,
         artifacts,
         daemon_logs,
-        &|_, _| Ok(()),
-    )
-}
-
-/// `drive` (the acts of a lab run) with `before_act(run, act)` called before each act (a test's forced failure, e.g.
-/// scaling the admission controller to 0 before act 2); an error from it fails that act.
-/// `audit` is where the acts read the API server's audit log (the embedded node's; else
-/// [`lab::audit::AuditSource::NotConfigured`]).
-#[allow(clippy::too_many_arguments)]
-pub fn drive_with(
-    lab: Lab,
-    kubeconfig: &Path,
-    cri_endpoint: &str,
-    audit: lab::audit::AuditSource,
-    artifacts: &Path,
-    daemon_logs: Option<PathBuf>,
-    before_act: &dyn Fn(&LabRun, u8) -> Result<()>,
-) -> Result<RunReport> {
+    } = d;
     let workdir = artifacts.join("workdir");
     let mut run = LabRun::new(lab, &workdir, kubeconfig, cri_endpoint)?;
     run.env.audit = audit;
