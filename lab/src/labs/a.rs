@@ -64,6 +64,17 @@ pub(crate) static RUNNERS: &[(u8, super::Runner)] = &[
 
 type ActResult = Result<(serde_json::Value, Vec<String>), (serde_json::Value, LabError)>;
 
+/// What an act with a live scale-down works with (acts 5 and 6): the cluster, the student's
+/// output, the fault (its plan, ledger and watcher), the evidence recorder, and the partial facts
+/// kept if the act is interrupted.
+struct ScaleAct<'a> {
+    cl: &'a Cluster,
+    ui: &'a Ui,
+    fault: &'a mut ScaleFault,
+    rec: &'a mut ActRecorder,
+    partial: &'a mut serde_json::Value,
+}
+
 fn ts<T: serde::Serialize>(x: &Option<T>) -> Option<String> {
     x.as_ref()
         .and_then(|v| serde_json::to_value(v).ok())
@@ -347,11 +358,13 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     );
     let mut partial = serde_json::json!({"watcher": watcher});
     let body = act5_body(
-        &cl,
-        &ui,
-        &mut fault,
-        &mut rec,
-        &mut partial,
+        ScaleAct {
+            cl: &cl,
+            ui: &ui,
+            fault: &mut fault,
+            rec: &mut rec,
+            partial: &mut partial,
+        },
         watcher,
         &f2,
         &f3,
@@ -393,17 +406,19 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn act5_body(
-    cl: &Cluster,
-    ui: &Ui,
-    fault: &mut ScaleFault,
-    rec: &mut ActRecorder,
-    partial: &mut serde_json::Value,
+    cx: ScaleAct<'_>,
     watcher: WatcherFacts,
     f2: &Act2Facts,
     f3: &Act3Facts,
 ) -> Result<(Act5Facts, Vec<String>), LabError> {
+    let ScaleAct {
+        cl,
+        ui,
+        fault,
+        rec,
+        partial,
+    } = cx;
     ui.step(
         &format!(
             "{} を 0 レプリカにスケールします",
@@ -714,11 +729,13 @@ pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
     let mut rec = ActRecorder::begin(&env.workdir, LAB, 6)?.with_audit(&env.audit);
     let mut partial = serde_json::Value::Null;
     let body = act6_body(
-        &cl,
-        &env.ui,
-        &mut fault,
-        &mut rec,
-        &mut partial,
+        ScaleAct {
+            cl: &cl,
+            ui: &env.ui,
+            fault: &mut fault,
+            rec: &mut rec,
+            partial: &mut partial,
+        },
         &f3,
         &f4,
         &f5,
@@ -755,17 +772,23 @@ pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Act 6's recovery timeline, in three named phases: [`restore_replicas`] (step 1, the runner
+/// restores unless the watcher already did), [`observe_recovery`] (steps 2-6 in rounds until all
+/// are confirmed or [`RECOVERY_BOUND`] runs out), then what admission left behind (act 5's admitted
+/// pod, act 3's pod) and the summary lines ([`act6_lines`]).
 async fn act6_body(
-    cl: &Cluster,
-    ui: &Ui,
-    fault: &mut ScaleFault,
-    rec: &mut ActRecorder,
-    partial: &mut serde_json::Value,
+    cx: ScaleAct<'_>,
     f3: &Act3Facts,
     f4: &Act4Facts,
     f5: &Act5Facts,
 ) -> Result<(Act6Facts, Vec<String>), LabError> {
+    let ScaleAct {
+        cl,
+        ui,
+        fault,
+        rec,
+        partial,
+    } = cx;
     let t0 = Instant::now();
     let old_uids: BTreeSet<String> = f4.pods.iter().filter_map(|p| p.uid.clone()).collect();
     let previous_lease = cl
@@ -777,7 +800,62 @@ async fn act6_body(
         .and_then(|l| l.spec.as_ref())
         .and_then(|s| s.holder_identity.clone());
 
-    // Step 1: replicas restored. The runner restores now unless the watcher already did.
+    let (restored, restored_by, outcome) = restore_replicas(ui, fault, rec, t0).await?;
+    *partial = serde_json::json!({"replicas_restored": restored.at, "restored_by": restored_by});
+    rec.save_progress(partial.clone())?;
+
+    let seen = observe_recovery(cl, ui, rec, partial, &old_uids, t0).await?;
+
+    // Admission does not remove existing objects: act 5's admitted pod and act 3's pod.
+    let admitted = probe::observe_pod(cl, &f5.target_bad.namespace, &f5.target_bad.name).await?;
+    rec.raw("admitted-during-scale-down", &admitted);
+    let existing = probe::observe_pod(cl, &f3.existing.namespace, &f3.existing.name).await?;
+    rec.raw("existing", &existing);
+
+    let step_restored = restored.step(t0);
+    let step_running = seen.running.step(t0);
+    let step_lease = seen.lease.step(t0);
+    let facts = Act6Facts {
+        leader_takeover_ms: ms_between(step_running.at.as_deref(), step_lease.at.as_deref()),
+        lease_after_restore_ms: ms_between(step_restored.at.as_deref(), step_lease.at.as_deref()),
+        replicas_restored: step_restored,
+        restored_by,
+        pod_created: seen.created.step(t0),
+        new_pod: seen.new_pod,
+        pod_running: step_running,
+        previous_lease_holder,
+        lease_acquired: step_lease,
+        lease_holder: seen.lease_holder,
+        webhook_registered: seen.registered.step(t0),
+        webhook: seen.webhook,
+        first_explicit_deny: seen.denied.step(t0),
+        deny_probes: seen.probes,
+        admitted_during_scale_down: Some(admitted),
+        existing: Some(existing),
+    };
+    // When act 6 itself restored the replicas, the first check's window starts at that restore.
+    let restored_by_act6 = matches!(outcome, RestoreOutcome::Restored { .. });
+    let lines = act6_lines(
+        ui,
+        &facts,
+        f5,
+        seen.lease_acquire_time.as_deref(),
+        restored_by_act6,
+    );
+    Ok((facts, lines))
+}
+
+/// Act 6, step 1: the runner restores the original replicas unless the watcher (or someone else)
+/// already did. Returns the step's track, who restored, and the fault's restore outcome.
+///
+/// Errors: [`LabError::FaultRefused`] when someone else set another replica count (left alone);
+/// [`LabError::ClusterMismatch`] when the Deployment is no longer the planned one (UID).
+async fn restore_replicas(
+    ui: &Ui,
+    fault: &mut ScaleFault,
+    rec: &mut ActRecorder,
+    t0: Instant,
+) -> Result<(Track, Option<Restorer>, RestoreOutcome), LabError> {
     ui.step(
         "元のレプリカ数に戻します",
         "restoring the original replicas",
@@ -846,123 +924,83 @@ async fn act6_body(
             }
         ),
     );
-    *partial = serde_json::json!({"replicas_restored": restored.at, "restored_by": restored_by});
-    rec.save_progress(partial.clone())?;
+    Ok((restored, restored_by, outcome))
+}
 
-    // Steps 2-6, observed in rounds until all are confirmed or the bound runs out.
+/// What act 6 saw of steps 2-6 ([`observe_recovery`]).
+#[derive(Default)]
+struct RecoverySeen {
+    created: Track,
+    running: Track,
+    lease: Track,
+    registered: Track,
+    denied: Track,
+    new_pod: Option<PodObservation>,
+    lease_holder: Option<String>,
+    /// The Lease's own `acquireTime` (written by the new leader) when it was first seen held.
+    lease_acquire_time: Option<String>,
+    webhook: Option<WebhookFacts>,
+    probes: Vec<RequestRecord>,
+}
+
+impl RecoverySeen {
+    fn all_done(&self) -> bool {
+        self.created.done()
+            && self.running.done()
+            && self.lease.done()
+            && self.registered.done()
+            && self.denied.done()
+    }
+}
+
+/// Act 6, steps 2-6: a new controller pod (one act 4 did not see) created and Running, the leader
+/// Lease held by it, the policy's webhook registered again, the first explicit deny (a server-side
+/// dry-run probe, nothing stored), observed in rounds every [`RECOVERY_INTERVAL`] until all are
+/// confirmed or [`RECOVERY_BOUND`] runs out (a step not reached is `not-confirmed` with the last
+/// state seen). The API server's admission metrics around the rounds go to `partial`; the probes
+/// are recorded as requests.
+async fn observe_recovery(
+    cl: &Cluster,
+    ui: &Ui,
+    rec: &mut ActRecorder,
+    partial: &mut serde_json::Value,
+    old_uids: &BTreeSet<String>,
+    t0: Instant,
+) -> Result<RecoverySeen, LabError> {
     ui.step(
         "復旧の経過を観測します (新しい Pod, Running, Lease, webhook 登録, 最初の明示的拒否)",
         "observing the recovery (new pod, Running, Lease, webhook registration, first explicit deny)",
     );
-    let (mut created, mut running, mut lease, mut registered, mut denied) = (
-        Track::default(),
-        Track::default(),
-        Track::default(),
-        Track::default(),
-        Track::default(),
-    );
-    let mut new_pod: Option<PodObservation> = None;
-    let mut lease_holder = None;
-    // The Lease's own `acquireTime` (written by the new leader) when it was first seen held.
-    let mut lease_acquire_time: Option<String> = None;
-    let mut webhook = None;
-    let mut probes: Vec<RequestRecord> = Vec::new();
+    let mut seen = RecoverySeen::default();
     let mut last_tick = 0;
     let window = crate::metrics::Window::begin(cl).await;
     loop {
-        // New controller pod: one that act 4 did not see.
-        let pods = cl.admission_pods().await?;
-        let mut fresh: Vec<&Pod> = pods
-            .iter()
-            .filter(|p| {
-                p.metadata
-                    .uid
-                    .as_ref()
-                    .is_some_and(|u| !old_uids.contains(u))
-            })
-            .collect();
-        fresh.sort_by_key(|p| p.metadata.creation_timestamp.as_ref().map(|t| t.0));
-        if let Some(p) = fresh.last() {
-            let obs = pod_observation(p);
-            created.confirm(obs.at.clone(), t0);
-            if obs.phase.as_deref() == Some("Running") {
-                running.confirm(obs.at.clone(), t0);
-            } else {
-                running.seen(format!(
-                    "pod {} phase {}",
-                    obs.name,
-                    obs.phase.as_deref().unwrap_or("?")
-                ));
-            }
-            if new_pod.as_ref().map(|n| &n.uid) != Some(&obs.uid) {
-                rec.raw("new-pod", p);
-            }
-            new_pod = Some(obs);
-        } else {
-            let state = if pods.is_empty() {
-                "no controller pod".to_owned()
-            } else {
-                format!(
-                    "only pods act 4 saw: {}",
-                    pods.iter()
-                        .filter_map(|p| p.metadata.name.clone())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            };
-            created.seen(state.clone());
-            running.seen(state);
-        }
-        // Leader Lease held by the new pod (Kyverno's identity is the pod name; kyverno.md §6).
-        let l = cl
-            .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
-            .await?;
-        let holder = l
-            .as_ref()
-            .and_then(|l| l.spec.as_ref())
-            .and_then(|s| s.holder_identity.clone());
-        match (&new_pod, &holder) {
-            (Some(p), Some(h)) if !p.name.is_empty() && h.starts_with(&p.name) => {
-                if !lease.done() {
-                    rec.raw("lease-acquired", &l);
-                    lease_acquire_time = lease_facts(l.as_ref()).acquire_time;
-                }
-                lease.confirm(facts::now_rfc3339(), t0);
-                lease_holder = Some(h.clone());
-            }
-            _ => {
-                let lf = lease_facts(l.as_ref());
-                lease.seen(format!(
-                    "holder {} renewTime {}",
-                    lf.holder.as_deref().unwrap_or("-"),
-                    lf.renew_time.as_deref().unwrap_or("-")
-                ));
-            }
-        }
+        observe_new_pod(cl, rec, &mut seen, old_uids, t0).await?;
+        observe_lease(cl, rec, &mut seen, t0).await?;
         // The policy's webhook registered again.
-        if !registered.done() {
+        if !seen.registered.done() {
             match policy_webhook(cl).await? {
                 Some(wh) => {
-                    registered.confirm(wh.observed_at.clone(), t0);
-                    webhook = Some(wh);
+                    seen.registered.confirm(wh.observed_at.clone(), t0);
+                    seen.webhook = Some(wh);
                 }
-                None => registered
+                None => seen
+                    .registered
                     .seen("no webhook for the policy in any ValidatingWebhookConfiguration".into()),
             }
         }
         // First explicit deny, probed with a server-side dry-run (nothing is stored).
-        if !denied.done() {
+        if !seen.denied.done() {
             let r = probe::send_pod(cl, "a6-probe", TARGET_NAMESPACE, PodKind::Bad, true).await?;
             if r.outcome == Outcome::ExplicitDeny {
-                denied.confirm(r.answered_at.clone(), t0);
+                seen.denied.confirm(r.answered_at.clone(), t0);
             } else {
-                denied.seen(format!("probe {}: {}", r.name, r.outcome.as_str()));
+                seen.denied
+                    .seen(format!("probe {}: {}", r.name, r.outcome.as_str()));
             }
-            probes.push(r);
+            seen.probes.push(r);
         }
-        let all =
-            created.done() && running.done() && lease.done() && registered.done() && denied.done();
-        if all || t0.elapsed() >= RECOVERY_BOUND {
+        if seen.all_done() || t0.elapsed() >= RECOVERY_BOUND {
             break;
         }
         let secs = t0.elapsed().as_secs();
@@ -972,19 +1010,19 @@ async fn act6_body(
             ui.progress(
                 &format!(
                     "Pod作成{} Running{} Lease{} 登録{} 拒否{}",
-                    mark(&created),
-                    mark(&running),
-                    mark(&lease),
-                    mark(&registered),
-                    mark(&denied)
+                    mark(&seen.created),
+                    mark(&seen.running),
+                    mark(&seen.lease),
+                    mark(&seen.registered),
+                    mark(&seen.denied)
                 ),
                 &format!(
                     "pod created{} running{} lease{} registered{} deny{}",
-                    mark(&created),
-                    mark(&running),
-                    mark(&lease),
-                    mark(&registered),
-                    mark(&denied)
+                    mark(&seen.created),
+                    mark(&seen.running),
+                    mark(&seen.lease),
+                    mark(&seen.registered),
+                    mark(&seen.denied)
                 ),
                 secs,
                 RECOVERY_BOUND.as_secs(),
@@ -994,37 +1032,110 @@ async fn act6_body(
     }
     let admission = window.end(cl).await;
     admission.attach(partial);
-    for r in &probes {
+    for r in &seen.probes {
         rec.request("deny-probe-dry-run", r);
     }
+    Ok(seen)
+}
 
-    // Admission does not remove existing objects: act 5's admitted pod and act 3's pod.
-    let admitted = probe::observe_pod(cl, &f5.target_bad.namespace, &f5.target_bad.name).await?;
-    rec.raw("admitted-during-scale-down", &admitted);
-    let existing = probe::observe_pod(cl, &f3.existing.namespace, &f3.existing.name).await?;
-    rec.raw("existing", &existing);
+/// One round of steps 2-3: the newest controller pod act 4 did not see, created and Running.
+async fn observe_new_pod(
+    cl: &Cluster,
+    rec: &mut ActRecorder,
+    seen: &mut RecoverySeen,
+    old_uids: &BTreeSet<String>,
+    t0: Instant,
+) -> Result<(), LabError> {
+    let pods = cl.admission_pods().await?;
+    let mut fresh: Vec<&Pod> = pods
+        .iter()
+        .filter(|p| {
+            p.metadata
+                .uid
+                .as_ref()
+                .is_some_and(|u| !old_uids.contains(u))
+        })
+        .collect();
+    fresh.sort_by_key(|p| p.metadata.creation_timestamp.as_ref().map(|t| t.0));
+    if let Some(p) = fresh.last() {
+        let obs = pod_observation(p);
+        seen.created.confirm(obs.at.clone(), t0);
+        if obs.phase.as_deref() == Some("Running") {
+            seen.running.confirm(obs.at.clone(), t0);
+        } else {
+            seen.running.seen(format!(
+                "pod {} phase {}",
+                obs.name,
+                obs.phase.as_deref().unwrap_or("?")
+            ));
+        }
+        if seen.new_pod.as_ref().map(|n| &n.uid) != Some(&obs.uid) {
+            rec.raw("new-pod", p);
+        }
+        seen.new_pod = Some(obs);
+    } else {
+        let state = if pods.is_empty() {
+            "no controller pod".to_owned()
+        } else {
+            format!(
+                "only pods act 4 saw: {}",
+                pods.iter()
+                    .filter_map(|p| p.metadata.name.clone())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        seen.created.seen(state.clone());
+        seen.running.seen(state);
+    }
+    Ok(())
+}
 
-    let step_restored = restored.step(t0);
-    let step_running = running.step(t0);
-    let step_lease = lease.step(t0);
-    let facts = Act6Facts {
-        leader_takeover_ms: ms_between(step_running.at.as_deref(), step_lease.at.as_deref()),
-        lease_after_restore_ms: ms_between(step_restored.at.as_deref(), step_lease.at.as_deref()),
-        replicas_restored: step_restored,
-        restored_by,
-        pod_created: created.step(t0),
-        new_pod,
-        pod_running: step_running,
-        previous_lease_holder,
-        lease_acquired: step_lease,
-        lease_holder,
-        webhook_registered: registered.step(t0),
-        webhook,
-        first_explicit_deny: denied.step(t0),
-        deny_probes: probes,
-        admitted_during_scale_down: Some(admitted),
-        existing: Some(existing),
-    };
+/// One round of step 4: the leader Lease held by the new pod (Kyverno's identity is the pod name;
+/// kyverno.md §6).
+async fn observe_lease(
+    cl: &Cluster,
+    rec: &mut ActRecorder,
+    seen: &mut RecoverySeen,
+    t0: Instant,
+) -> Result<(), LabError> {
+    let l = cl
+        .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
+        .await?;
+    let holder = l
+        .as_ref()
+        .and_then(|l| l.spec.as_ref())
+        .and_then(|s| s.holder_identity.clone());
+    match (&seen.new_pod, &holder) {
+        (Some(p), Some(h)) if !p.name.is_empty() && h.starts_with(&p.name) => {
+            if !seen.lease.done() {
+                rec.raw("lease-acquired", &l);
+                seen.lease_acquire_time = lease_facts(l.as_ref()).acquire_time;
+            }
+            seen.lease.confirm(facts::now_rfc3339(), t0);
+            seen.lease_holder = Some(h.clone());
+        }
+        _ => {
+            let lf = lease_facts(l.as_ref());
+            seen.lease.seen(format!(
+                "holder {} renewTime {}",
+                lf.holder.as_deref().unwrap_or("-"),
+                lf.renew_time.as_deref().unwrap_or("-")
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Act 6's summary lines: each step's time (or `not-confirmed` with the last state seen), who
+/// restored, the leader takeover, and the pod admitted during the scale-down.
+fn act6_lines(
+    ui: &Ui,
+    facts: &Act6Facts,
+    f5: &Act5Facts,
+    lease_acquire_time: Option<&str>,
+    restored_by_act6: bool,
+) -> Vec<String> {
     let show = |label: &str, s: &TimelineStep| match s.status {
         StepStatus::Confirmed => match &s.last_seen {
             Some(before) => format!(
@@ -1055,7 +1166,7 @@ async fn act6_body(
             "{} (holder {}, the Lease's acquireTime {})",
             show("lease acquired", &facts.lease_acquired),
             facts.lease_holder.as_deref().unwrap_or("-"),
-            lease_acquire_time.as_deref().unwrap_or("-")
+            lease_acquire_time.unwrap_or("-")
         ),
         show("webhook registered", &facts.webhook_registered),
         format!(
@@ -1104,7 +1215,7 @@ async fn act6_body(
     .collect();
     let mut lines = lines;
     // When act 6 itself restored the replicas, the first check's window starts at that restore.
-    if !first_check.is_empty() && !matches!(outcome, RestoreOutcome::Restored { .. }) {
+    if !first_check.is_empty() && !restored_by_act6 {
         lines.push(if ui.en {
             format!(
                 "already reached at act 6's first check (their time is that check's, not the event's): {}",
@@ -1117,7 +1228,7 @@ async fn act6_body(
             )
         });
     }
-    Ok((facts, lines))
+    lines
 }
 
 // ---------------------------------------------------------------------------------------------
