@@ -11,7 +11,7 @@
 //! - the graders (`core/src/grade/`) never reach the cluster, the node or the network, and never
 //!   start a process: `grade` is a pure function of (inputs, evidence), read from files only by
 //!   `GradeInput::load` through `Workdir`;
-//! - the number of acts and their ranges come from the acts registry (`lab/src/acts.rs`): no
+//! - the number of acts and their ranges come from the acts registry (`core/src/acts.rs`): no
 //!   literal act count or act range (`1..=8`, `4..=8`, `1..=7u8`, `LAST_ACT`, `len() == 8`,
 //!   `" / 8"`, `1 to 8`) anywhere else in code, so adding an act is one registry line.
 
@@ -357,7 +357,7 @@ fn only_cluster_rs_talks_to_the_api_server() {
 }
 
 /// Where a literal act count or act range may appear: the registry itself.
-const REGISTRY: &str = "lab/src/acts.rs";
+const REGISTRY: &str = "core/src/acts.rs";
 
 /// Lines (comments skipped) that spell the number of acts or a range of acts as literals: a range
 /// with literal bounds starting at act 1-4 and reaching act 5 or beyond (`1..=8`, `4..=8`,

@@ -30,8 +30,8 @@ pub type ActFuture<'a> = Pin<Box<dyn Future<Output = Result<ActSummary, LabError
 /// work-dir lock, heals and checks the act's inputs and earlier acts first).
 pub type Runner = for<'a> fn(&'a Env, Lab) -> ActFuture<'a>;
 
-/// The runner of act `act` of `lab`: acts 1-3 in [`common::RUNNERS`], the lab's own in
-/// [`a::RUNNERS`] / [`b::RUNNERS`], each beside its body; `None` when there is none (the
+/// The runner of act `act` of `lab`: acts 1-3 in `common::RUNNERS`, the lab's own in
+/// `a::RUNNERS` / `b::RUNNERS`, each beside its body; `None` when there is none (the
 /// registry, [`crate::acts`], lists the acts; `every_registry_act_has_one_runner` keeps the two
 /// in step).
 pub fn runner(lab: Lab, act: u8) -> Option<Runner> {
@@ -143,7 +143,12 @@ mod tests {
             let mut numbers: Vec<u8> = common::RUNNERS.iter().chain(own).map(|(n, _)| *n).collect();
             numbers.sort();
             let registry: Vec<u8> = crate::acts::numbers(lab).collect();
-            assert_eq!(numbers, registry, "lab {}: runners vs the acts registry", lab.as_str());
+            assert_eq!(
+                numbers,
+                registry,
+                "lab {}: runners vs the acts registry",
+                lab.as_str()
+            );
         }
     }
 }
