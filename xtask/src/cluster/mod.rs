@@ -38,8 +38,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use k8s_openapi::api::core::v1::Node;
-use kube::api::Api;
 
 use crate::status::Step;
 use config::{ClusterConfig, Runtime};
@@ -664,13 +662,94 @@ fn all_alive(record: &ClusterRecord) -> Result<()> {
     Ok(())
 }
 
-fn start(rt: &Runtime, record: &mut ClusterRecord, spec: daemons::DaemonSpec) -> Result<()> {
-    let step = Step::start(format!("starting {}", spec.name));
-    let p = process::spawn(&spec, &rt.netns)?;
-    record.processes.push(p);
-    record.save()?;
-    step.ok();
-    Ok(())
+/// A readiness thread: the probe's value and when it passed (milliseconds since `up` began).
+type ReadyThread<'scope> = std::thread::ScopedJoinHandle<'scope, Result<(String, u64)>>;
+
+/// Starts the registry's daemons ([`daemons::REGISTRY`]) on one `std::thread::scope`: each
+/// daemon waits for its [`daemons::Daemon::after`] gates (joining their readiness threads), runs
+/// its `before_start`, is spawned and recorded, and its readiness probe (if any) is polled on a
+/// thread of its own from then on, so what does not depend on it starts beside it.
+struct Starter<'scope, 'env> {
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    rt: &'env Runtime,
+    inputs: &'env Inputs,
+    bound: Duration,
+    started: Instant,
+    /// Readiness threads not joined yet: name → (daemon, thread giving the probe's value and
+    /// the milliseconds since `up` began when it was ready).
+    pending: Vec<(&'static daemons::Daemon, ReadyThread<'scope>)>,
+    /// Daemons whose readiness was collected.
+    ready: Vec<&'static str>,
+}
+
+impl<'scope, 'env> Starter<'scope, 'env> {
+    /// Starts `d` once its gates hold.
+    fn start(&mut self, record: &mut ClusterRecord, d: &'static daemons::Daemon) -> Result<()> {
+        for gate in d.after {
+            self.wait_ready(record, gate)?;
+        }
+        if let Some(hook) = d.before_start {
+            hook(self.rt, record).with_context(|| format!("before starting {}", d.name))?;
+        }
+        let spec = (d.spec)(self.rt);
+        let step = Step::start(format!("starting {}", spec.name));
+        let p = process::spawn(&spec, &self.rt.netns)?;
+        record.processes.push(p);
+        record.save()?;
+        step.ok();
+        let Some(r) = d.ready else {
+            return Ok(());
+        };
+        // The daemons started so far must stay alive while it is probed.
+        let alive = record.clone();
+        let (rt, inputs, bound, started) = (self.rt, self.inputs, self.bound, self.started);
+        let handle = self.scope.spawn(move || -> Result<(String, u64)> {
+            let value = wait_probe(&alive, &(r.what)(rt), bound, r.tick, || (r.probe)(rt))?;
+            if let Some(then) = r.then {
+                then(rt, inputs)?;
+            }
+            Ok((value, ms(started)))
+        });
+        self.pending.push((d, handle));
+        Ok(())
+    }
+
+    /// Whether `name`'s readiness was collected.
+    fn is_ready(&self, name: &str) -> bool {
+        self.ready.contains(&name)
+    }
+
+    /// Joins `name`'s readiness thread (if not yet), records its timing and runs its `on_ready`.
+    fn wait_ready(&mut self, record: &mut ClusterRecord, name: &str) -> Result<()> {
+        let Some(i) = self.pending.iter().position(|(d, _)| d.name == name) else {
+            if self.is_ready(name) {
+                return Ok(());
+            }
+            bail!("{name} is waited for, but it was not started with a readiness probe");
+        };
+        let (d, handle) = self.pending.remove(i);
+        let (value, at_ms) = handle
+            .join()
+            .map_err(|_| anyhow::anyhow!("the readiness thread of {name} panicked"))??;
+        let r = d.ready.expect("a pending daemon has a readiness probe");
+        if let Some(key) = r.timing {
+            record.timings_ms.insert(key.into(), at_ms);
+        }
+        if let Some(on_ready) = r.on_ready {
+            on_ready(record, &value, self.started)?;
+        }
+        self.ready.push(d.name);
+        Ok(())
+    }
+
+    /// Collects every readiness not collected yet, in start order.
+    fn all_ready(&mut self, record: &mut ClusterRecord) -> Result<()> {
+        while let Some((d, _)) = self.pending.first() {
+            let name = d.name;
+            self.wait_ready(record, name)?;
+        }
+        Ok(())
+    }
 }
 
 fn bring_up(
@@ -680,18 +759,7 @@ fn bring_up(
     opts: &UpOptions,
     started: Instant,
 ) -> Result<()> {
-    for prog in [
-        "kine",
-        "kube-apiserver",
-        "kube-controller-manager",
-        "kube-scheduler",
-        "kubelet",
-        "kube-proxy",
-        "containerd",
-        "containerd-shim-runc-v2",
-        "ctr",
-        "runc",
-    ] {
+    for prog in daemons::programs() {
         let p = rt.bin(prog);
         if !p.is_file() {
             bail!("missing upstream program {}", p.display());
@@ -749,135 +817,35 @@ fn bring_up(
     host::prepare_cgroups(&rt.cgroup_root)?;
     step.ok();
 
-    let bound = opts.ready_timeout;
-    let tick = Duration::from_millis(500);
-    /// Poll interval of the waits on the critical path (apiserver, node).
-    const FAST_TICK: Duration = Duration::from_millis(200);
-    let netns_name = rt.netns.clone();
-
-    // What does not depend on the API server starts beside it: containerd and the image import
-    // run on their own thread while kube-apiserver starts; Helm installs Kyverno on another as
-    // soon as the API server answers, while kubelet starts. kubelet itself waits for the import
-    // (a sandbox created before its image is there would be pulled, fail and back off).
-    start(rt, record, daemons::kine::daemon(rt))?;
-    start(rt, record, daemons::containerd::daemon(rt))?;
-    let ctr = rt.bin("ctr");
-    let sock = rt.containerd_socket();
-    let early = record.clone();
+    // The registry in start order; each daemon's readiness is polled on its own thread, so what
+    // does not depend on the API server (containerd and the image import) starts beside it, and
+    // Helm installs Kyverno as soon as the API server answers, while kubelet waits for the import.
     std::thread::scope(|scope| -> Result<()> {
-        let import = scope.spawn(|| -> Result<u64> {
-            wait_probe(
-                &early,
-                "containerd's CRI socket (ctr version)",
-                bound,
-                tick,
-                || {
-                    let out = std::process::Command::new(&ctr)
-                        .arg("-a")
-                        .arg(&sock)
-                        .arg("version")
-                        .output()
-                        .context("running ctr version")?;
-                    if !out.status.success() {
-                        bail!(
-                            "ctr version: {}",
-                            String::from_utf8_lossy(&out.stderr).trim()
-                        );
-                    }
-                    Ok(())
-                },
-            )?;
-            kyverno::import_images(rt, &inputs.images)?;
-            Ok(ms(started))
-        });
-        wait_probe(
-            record,
-            "kine (127.0.0.1:2379 in the node namespace)",
-            bound,
-            tick,
-            || {
-                netns::in_netns(&netns_name, || {
-                    ready::tcp(&format!("127.0.0.1:{}", config::KINE_PORT))
-                })
-            },
-        )?;
-
-        daemons::apiserver::write_audit_files(rt)?;
-        start(rt, record, daemons::apiserver::daemon(rt))?;
-        let admin = rt.kubeconfig("admin");
-        wait_probe(record, "kube-apiserver /readyz", bound, FAST_TICK, || {
-            ready::block_on(async {
-                let c = ready::client(&admin).await?;
-                ready::get_text(&c, "/readyz").await
-            })?
-            .map(|_| ())
-        })?;
-        record
-            .timings_ms
-            .insert("apiserver_ready_ms".into(), ms(started));
-
-        start(rt, record, daemons::controller_manager::daemon(rt))?;
-        start(rt, record, daemons::scheduler::daemon(rt))?;
-        let helm = match (opts.kyverno, inputs.chart_dir.as_ref()) {
-            (false, _) => None,
-            (true, None) => bail!("no Kyverno chart given (Inputs::chart_dir)"),
-            (true, Some(chart)) => Some(scope.spawn(move || kyverno::helm_install(rt, chart))),
+        let mut run = Starter {
+            scope,
+            rt,
+            inputs,
+            bound: opts.ready_timeout,
+            started,
+            pending: Vec::new(),
+            ready: Vec::new(),
         };
-        let imported = import
-            .join()
-            .map_err(|_| anyhow::anyhow!("the image import thread panicked"))??;
-        record
-            .timings_ms
-            .insert("images_imported_ms".into(), imported);
-
-        // kubelet writes host sysctls when it starts (`sysctl` module docs): record them first.
-        record.host_sysctls = sysctl::record()?;
-        record.save()?;
-        start(rt, record, daemons::kubelet::daemon(rt))?;
-        start(rt, record, daemons::kube_proxy::daemon(rt))?;
-        let node_name = rt.node_name.clone();
-        let uid = wait_probe(
-            record,
-            &format!("node {} Ready", rt.node_name),
-            bound,
-            FAST_TICK,
-            || {
-                ready::block_on(async {
-                    let c = ready::client(&admin).await?;
-                    let node = Api::<Node>::all(c)
-                        .get(&node_name)
-                        .await
-                        .with_context(|| format!("GET node {node_name}"))?;
-                    let ready = node
-                        .status
-                        .as_ref()
-                        .and_then(|s| s.conditions.as_ref())
-                        .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
-                        .map(|c| (c.status.clone(), c.message.clone().unwrap_or_default()));
-                    match ready {
-                        Some((s, _)) if s == "True" => Ok(node.metadata.uid.unwrap_or_default()),
-                        Some((s, m)) => bail!("Ready={s}: {m}"),
-                        None => bail!("no Ready condition yet"),
+        let mut helm = None;
+        for d in daemons::REGISTRY {
+            run.start(record, d)?;
+            if helm.is_none() && run.is_ready(daemons::apiserver::DAEMON.name) {
+                helm = Some(match (opts.kyverno, inputs.chart_dir.as_ref()) {
+                    (false, _) => None,
+                    (true, None) => bail!("no Kyverno chart given (Inputs::chart_dir)"),
+                    (true, Some(chart)) => {
+                        Some(scope.spawn(move || kyverno::helm_install(rt, chart)))
                     }
-                })?
-            },
-        )?;
-        record.node_uid = Some(uid.clone());
-        record
-            .timings_ms
-            .insert("node_ready_ms".into(), ms(started));
-        record.save()?;
-        restore_sysctls_after_kubelet_start(record, started)?;
-        record.save()?;
-        wait_probe(
-            record,
-            "kube-proxy healthz (127.0.0.1:10256 in the node namespace)",
-            bound,
-            tick,
-            || netns::in_netns(&netns_name, || ready::tcp("127.0.0.1:10256")),
-        )?;
+                });
+            }
+        }
+        run.all_ready(record)?;
 
-        if let Some(helm) = helm {
+        if let Some(helm) = helm.flatten() {
             helm.join()
                 .map_err(|_| anyhow::anyhow!("the helm install thread panicked"))??;
             let rec2 = record.clone();
@@ -890,6 +858,7 @@ fn bring_up(
             let step = Step::start("creating the lab namespaces and the lab mark");
             let (name, node) = (rt.name.clone(), rt.node_name.clone());
             let user = rt.user_kubeconfig();
+            let uid = record.node_uid.clone().unwrap_or_default();
             ready::block_on(async {
                 let c = ready::client(&user).await?;
                 mark::apply(c, &name, &node, &uid).await
@@ -916,7 +885,10 @@ fn bring_up(
 ///
 /// Adds `kubelet_sysctls_seen_ms` (when kubelet's values were seen, only if it changed any) and
 /// `host_sysctls_restored_ms` to the record's timings.
-fn restore_sysctls_after_kubelet_start(record: &mut ClusterRecord, started: Instant) -> Result<()> {
+pub(crate) fn restore_sysctls_after_kubelet_start(
+    record: &mut ClusterRecord,
+    started: Instant,
+) -> Result<()> {
     let pending = |saved: &[sysctl::SavedSysctl]| -> Vec<String> {
         saved
             .iter()

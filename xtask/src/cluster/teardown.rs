@@ -1,8 +1,9 @@
 //! `down`: stop everything the cluster started and remove what it left on the host; idempotent,
 //! keeps going after errors and reports them all.
 //!
-//! Order (`../shared/research/embedded-node.md`, "Tearing down without leftovers"): kubelet first
-//! (it would restart containers), then the host sysctls it set are put back ([`super::sysctl`]),
+//! Order (`../shared/research/embedded-node.md`, "Tearing down without leftovers"; the daemons'
+//! order is the registry's, [`super::daemons::stop_order`]): kubelet first (it would restart
+//! containers), then the host sysctls it set are put back ([`super::sysctl`]),
 //! pod sandboxes through CRI, any container or shim still in the cluster's cgroups, kube-proxy
 //! and containerd, the control plane and kine; then kubelet's mounts (deepest first; none at all
 //! when a mount there is not the node's, [`foreign_mounts`]), the cgroups `up` recorded making
@@ -746,7 +747,11 @@ fn other_kubelet_alive(rec: &ClusterRecord) -> bool {
     rd.flatten()
         .filter(|e| e.path() != rec.state_dir)
         .filter_map(|e| ClusterRecord::load(&e.path()).ok().flatten())
-        .any(|r| r.processes.iter().any(|p| p.name == "kubelet" && p.alive()))
+        .any(|r| {
+            r.processes
+                .iter()
+                .any(|p| p.name == super::daemons::kubelet::DAEMON.name && p.alive())
+        })
 }
 
 /// Removes the fixed host paths `up` saw created ([`super::record::HOST_PATHS`]): kubelet's
@@ -827,42 +832,38 @@ pub fn down(rec: &ClusterRecord) -> Report {
     ) -> impl Iterator<Item = &'a ProcRecord> + 'a {
         rec.processes.iter().filter(move |p| p.name == n)
     }
-    for p in by_name(rec, "kubelet") {
-        stop_one(&mut report, p, grace);
+    // The registry's stop order (`daemons::Daemon::stop_order`): kubelet before the pods go.
+    let order = super::daemons::stop_order();
+    let (first, rest) = order.split_at(
+        order
+            .iter()
+            .position(|d| d.stop_order >= super::daemons::STOP_BEFORE_PODS)
+            .unwrap_or(order.len()),
+    );
+    for d in first {
+        for p in by_name(rec, d.name) {
+            stop_one(&mut report, p, grace);
+        }
     }
     restore_sysctls(&mut report, rec);
     // The shims' tasks, read before anything ends them (their sockets are derived from these).
     let mut tasks = live_shim_tasks(rec);
-    if by_name(rec, "containerd").any(|p| p.alive()) {
+    if by_name(rec, super::daemons::containerd::DAEMON.name).any(|p| p.alive()) {
         crictl_remove_pods(&mut report, rec);
     }
     tasks.extend(live_shim_tasks(rec));
     kill_strays(&mut report, rec);
-    for name in [
-        "kube-proxy",
-        "containerd",
-        "kube-scheduler",
-        "kube-controller-manager",
-        "kube-apiserver",
-        "kine",
-    ] {
-        for p in by_name(rec, name) {
+    for d in rest {
+        for p in by_name(rec, d.name) {
             stop_one(&mut report, p, grace);
         }
     }
-    // Anything recorded under another name (should not happen), last.
-    for p in rec.processes.iter().filter(|p| {
-        ![
-            "kubelet",
-            "kube-proxy",
-            "containerd",
-            "kube-scheduler",
-            "kube-controller-manager",
-            "kube-apiserver",
-            "kine",
-        ]
-        .contains(&p.name.as_str())
-    }) {
+    // Anything recorded under another name (a record written by another version), last.
+    for p in rec
+        .processes
+        .iter()
+        .filter(|p| super::daemons::by_name(&p.name).is_none())
+    {
         stop_one(&mut report, p, grace);
     }
     kill_strays(&mut report, rec);

@@ -5,8 +5,37 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 
 use anyhow::{Context, Result};
 
-use super::{Args, DaemonSpec, p, spec};
+use super::{Args, Daemon, DaemonSpec, FAST_TICK, Readiness, p, spec};
 use crate::cluster::config::{APISERVER_PORT, KINE_PORT, Runtime, SERVICE_CIDR};
+use crate::cluster::ready;
+
+/// kube-apiserver in the registry: starts once kine answers, after its audit files are written;
+/// ready when `/readyz` answers 200 (Helm starts then, beside kubelet).
+pub const DAEMON: Daemon = Daemon {
+    name: "kube-apiserver",
+    programs: &["kube-apiserver"],
+    spec: daemon,
+    after: &["kine"],
+    before_start: Some(|rt, _| write_audit_files(rt)),
+    ready: Some(Readiness {
+        what: |_| "kube-apiserver /readyz".into(),
+        probe: readyz,
+        tick: FAST_TICK,
+        then: None,
+        timing: Some("apiserver_ready_ms"),
+        on_ready: None,
+    }),
+    stop_order: 50,
+};
+
+/// GET `/readyz` with the admin kubeconfig; its body when it answers 200.
+fn readyz(rt: &Runtime) -> Result<String> {
+    let admin = rt.kubeconfig("admin");
+    ready::block_on(async {
+        let c = ready::client(&admin).await?;
+        ready::get_text(&c, "/readyz").await
+    })?
+}
 
 /// `--audit-log-maxsize`: megabytes before the log is rotated (bounded; a lab run writes well
 /// under 1 MB at Metadata level).

@@ -1,10 +1,49 @@
 //! containerd with its own root, state and socket under the state dir; its CRI config and the CNI network.
 
+use anyhow::{Context, Result, bail};
 use serde_json::json;
 
-use super::{Args, DaemonSpec, p, spec};
+use super::{Args, Daemon, DaemonSpec, Readiness, TICK, p, spec};
 use crate::cluster::config::{NODE_POD_CIDR, PAUSE_IMAGE, Runtime};
 use crate::cluster::host::HostFacts;
+
+/// containerd in the registry: starts at once beside kine; ready when `ctr version` answers on
+/// its socket and every image is imported (so kubelet, which waits for it, never creates a
+/// sandbox whose image is missing: it would be pulled, fail and back off). Stops after
+/// kube-proxy, once teardown removed the pods through CRI.
+pub const DAEMON: Daemon = Daemon {
+    name: "containerd",
+    programs: &["containerd", "containerd-shim-runc-v2", "ctr", "runc"],
+    spec: daemon,
+    after: &[],
+    before_start: None,
+    ready: Some(Readiness {
+        what: |_| "containerd's CRI socket (ctr version)".into(),
+        probe: ctr_version,
+        tick: TICK,
+        then: Some(|rt, inputs| crate::cluster::kyverno::import_images(rt, &inputs.images)),
+        timing: Some("images_imported_ms"),
+        on_ready: None,
+    }),
+    stop_order: 20,
+};
+
+/// `ctr -a <socket> version`: containerd answers on its socket.
+fn ctr_version(rt: &Runtime) -> Result<String> {
+    let out = std::process::Command::new(rt.bin("ctr"))
+        .arg("-a")
+        .arg(rt.containerd_socket())
+        .arg("version")
+        .output()
+        .context("running ctr version")?;
+    if !out.status.success() {
+        bail!(
+            "ctr version: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::new())
+}
 
 /// containerd's flags: everything else is in the config file.
 pub fn args(rt: &Runtime) -> Args {

@@ -1,7 +1,18 @@
 //! kube-controller-manager: allocates the node's pod CIDR, signs service-account tokens' root CA.
 
-use super::{Args, DaemonSpec, p, spec};
+use super::{Args, Daemon, DaemonSpec, p, spec};
 use crate::cluster::config::{POD_CIDR, Runtime, SERVICE_CIDR};
+
+/// kube-controller-manager in the registry: starts once the API server answers; no probe.
+pub const DAEMON: Daemon = Daemon {
+    name: "kube-controller-manager",
+    programs: &["kube-controller-manager"],
+    spec: daemon,
+    after: &["kube-apiserver"],
+    before_start: None,
+    ready: None,
+    stop_order: 40,
+};
 
 /// kube-controller-manager's flags (v1.35.8).
 pub fn args(rt: &Runtime) -> Args {

@@ -1,7 +1,34 @@
 //! kine: the etcd API over SQLite (k3s's default datastore), on the node namespace's loopback.
 
-use super::{Args, DaemonSpec, p, spec};
+use anyhow::Result;
+
+use super::{Args, Daemon, DaemonSpec, Readiness, TICK, p, spec};
 use crate::cluster::config::{KINE_PORT, Runtime};
+use crate::cluster::{netns, ready};
+
+/// kine in the registry: first to start, last to stop; ready when its port accepts a connection.
+pub const DAEMON: Daemon = Daemon {
+    name: "kine",
+    programs: &["kine"],
+    spec: daemon,
+    after: &[],
+    before_start: None,
+    ready: Some(Readiness {
+        what: |_| format!("kine (127.0.0.1:{KINE_PORT} in the node namespace)"),
+        probe: listening,
+        tick: TICK,
+        then: None,
+        timing: None,
+        on_ready: None,
+    }),
+    stop_order: 60,
+};
+
+/// A TCP connect to kine's port inside the node's network namespace.
+fn listening(rt: &Runtime) -> Result<String> {
+    netns::in_netns(&rt.netns, || ready::tcp(&format!("127.0.0.1:{KINE_PORT}")))?;
+    Ok(String::new())
+}
 
 /// kine's flags (`pkg/app/app.go`, kine v0.17.5).
 pub fn args(rt: &Runtime) -> Args {

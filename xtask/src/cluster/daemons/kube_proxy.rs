@@ -1,7 +1,38 @@
 //! kube-proxy in iptables mode, inside the node's network namespace.
 
-use super::{Args, DaemonSpec, p, spec};
+use anyhow::Result;
+
+use super::{Args, Daemon, DaemonSpec, Readiness, TICK, p, spec};
 use crate::cluster::config::{POD_CIDR, Runtime};
+use crate::cluster::{netns, ready};
+
+/// kube-proxy's health endpoint (`healthz-bind-address`), inside the node's network namespace.
+const HEALTHZ: &str = "127.0.0.1:10256";
+
+/// kube-proxy in the registry: starts after kubelet (registry order) once the API server
+/// answers; ready when its healthz port accepts a connection.
+pub const DAEMON: Daemon = Daemon {
+    name: "kube-proxy",
+    programs: &["kube-proxy"],
+    spec: daemon,
+    after: &["kube-apiserver"],
+    before_start: None,
+    ready: Some(Readiness {
+        what: |_| format!("kube-proxy healthz ({HEALTHZ} in the node namespace)"),
+        probe: healthz,
+        tick: TICK,
+        then: None,
+        timing: None,
+        on_ready: None,
+    }),
+    stop_order: 10,
+};
+
+/// A TCP connect to kube-proxy's healthz port inside the node's network namespace.
+fn healthz(rt: &Runtime) -> Result<String> {
+    netns::in_netns(&rt.netns, || ready::tcp(HEALTHZ))?;
+    Ok(String::new())
+}
 
 /// kube-proxy's flags (v1.35.8).
 pub fn args(rt: &Runtime) -> Args {
@@ -16,7 +47,7 @@ pub fn args(rt: &Runtime) -> Args {
         ("conntrack-tcp-timeout-established", "0s".into()),
         ("conntrack-tcp-timeout-close-wait", "0s".into()),
         ("metrics-bind-address", "127.0.0.1:10249".into()),
-        ("healthz-bind-address", "127.0.0.1:10256".into()),
+        ("healthz-bind-address", HEALTHZ.into()),
         ("profiling", "false".into()),
     ])
 }

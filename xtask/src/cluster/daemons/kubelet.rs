@@ -1,10 +1,76 @@
 //! kubelet: a KubeletConfiguration file plus the few flags that have no config field.
 
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use k8s_openapi::api::core::v1::Node;
+use kube::api::Api;
 use serde_json::json;
 
-use super::{Args, DaemonSpec, p, spec};
+use super::{Args, Daemon, DaemonSpec, FAST_TICK, Readiness, STOP_BEFORE_PODS, p, spec};
 use crate::cluster::config::Runtime;
 use crate::cluster::host::HostFacts;
+use crate::cluster::record::ClusterRecord;
+use crate::cluster::{ready, sysctl};
+
+/// kubelet in the registry: starts once the API server answers and containerd is ready (its
+/// images imported); ready when its Node is `Ready` (the probe's value is the Node's UID). The
+/// host sysctls it writes at its start are recorded before and put back once it is ready
+/// ([`crate::cluster::sysctl`]). Stops first: it would restart containers.
+pub const DAEMON: Daemon = Daemon {
+    name: "kubelet",
+    programs: &["kubelet"],
+    spec: daemon,
+    after: &["kube-apiserver", "containerd"],
+    before_start: Some(record_host_sysctls),
+    ready: Some(Readiness {
+        what: |rt| format!("node {} Ready", rt.node_name),
+        probe: node_ready,
+        tick: FAST_TICK,
+        then: None,
+        timing: Some("node_ready_ms"),
+        on_ready: Some(node_is_ready),
+    }),
+    stop_order: STOP_BEFORE_PODS - 10,
+};
+
+/// kubelet writes host sysctls when it starts (`sysctl` module docs): record them first.
+fn record_host_sysctls(_: &Runtime, record: &mut ClusterRecord) -> Result<()> {
+    record.host_sysctls = sysctl::record()?;
+    record.save()
+}
+
+/// GET the Node: Ok(its UID) when its `Ready` condition is `True`, else the condition seen.
+fn node_ready(rt: &Runtime) -> Result<String> {
+    let admin = rt.kubeconfig("admin");
+    let node_name = rt.node_name.clone();
+    ready::block_on(async {
+        let c = ready::client(&admin).await?;
+        let node = Api::<Node>::all(c)
+            .get(&node_name)
+            .await
+            .with_context(|| format!("GET node {node_name}"))?;
+        let ready = node
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
+            .map(|c| (c.status.clone(), c.message.clone().unwrap_or_default()));
+        match ready {
+            Some((s, _)) if s == "True" => Ok(node.metadata.uid.unwrap_or_default()),
+            Some((s, m)) => bail!("Ready={s}: {m}"),
+            None => bail!("no Ready condition yet"),
+        }
+    })?
+}
+
+/// The Node's UID into the record, then the host sysctls kubelet wrote put back.
+fn node_is_ready(record: &mut ClusterRecord, uid: &str, started: Instant) -> Result<()> {
+    record.node_uid = Some(uid.to_string());
+    record.save()?;
+    crate::cluster::restore_sysctls_after_kubelet_start(record, started)?;
+    record.save()
+}
 
 /// kubelet's flags (v1.35.8).
 pub fn args(rt: &Runtime) -> Args {

@@ -1,7 +1,18 @@
 //! kube-scheduler.
 
-use super::{Args, DaemonSpec, p, spec};
+use super::{Args, Daemon, DaemonSpec, p, spec};
 use crate::cluster::config::Runtime;
+
+/// kube-scheduler in the registry: starts once the API server answers; no readiness probe.
+pub const DAEMON: Daemon = Daemon {
+    name: "kube-scheduler",
+    programs: &["kube-scheduler"],
+    spec: daemon,
+    after: &["kube-apiserver"],
+    before_start: None,
+    ready: None,
+    stop_order: 30,
+};
 
 /// kube-scheduler's flags (v1.35.8).
 pub fn args(rt: &Runtime) -> Args {
