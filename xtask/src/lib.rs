@@ -15,6 +15,7 @@
 pub mod backend;
 pub mod bench;
 pub mod cluster;
+pub mod command;
 pub mod lab_run;
 pub mod status;
 pub mod upstream;

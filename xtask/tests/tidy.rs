@@ -13,7 +13,10 @@
 //!   `GradeInput::load` through `Workdir`;
 //! - the number of acts and their ranges come from the acts registry (`core/src/acts.rs`): no
 //!   literal act count or act range (`1..=8`, `4..=8`, `1..=7u8`, `LAST_ACT`, `len() == 8`,
-//!   `" / 8"`, `1 to 8`) anywhere else in code, so adding an act is one registry line.
+//!   `" / 8"`, `1 to 8`) anywhere else in code, so adding an act is one registry line;
+//! - xtask runs external commands only through `xtask::command` (one error type with the
+//!   pasteable command, exit status and output tail), except the daemons it supervises and the
+//!   streamed `go build`.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -496,4 +499,81 @@ fn the_rules_themselves_catch_what_they_are_for() {
     assert!(c("let x = &s[10..=18];").is_empty());
     assert!(c("// acts 1..=8 in a comment").is_empty());
     assert!(act_counts(&[(PathBuf::from(REGISTRY), "1..=8".to_owned())]).is_empty());
+}
+
+/// The methods that run a process and wait for it (std's `Command::output`/`status`, xshell's
+/// `Cmd::read`/`read_stderr`) or start one (`spawn()`, no arguments: a thread's `spawn(f)` has).
+const RUNS_A_PROCESS: &[&str] = &[
+    ".output()",
+    ".status()",
+    ".read()",
+    ".read_stderr()",
+    ".spawn()",
+];
+
+/// Where a process may be run or started directly: the one helper, the daemons `cluster up`
+/// supervises, and `go build`'s streamed progress.
+const MAY_RUN_PROCESSES: &[&str] = &[
+    "xtask/src/command.rs",
+    "xtask/src/cluster/process.rs",
+    "xtask/src/upstream/go.rs",
+];
+
+/// Lines of xtask that run an external command without `xtask::command` (comments skipped).
+fn bare_commands(files: &[(PathBuf, String)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (path, text) in files {
+        if MAY_RUN_PROCESSES.iter().any(|a| path.ends_with(a)) {
+            continue;
+        }
+        for (n, line) in text.lines().enumerate() {
+            let code = line.trim_start();
+            if code.starts_with("//") {
+                continue;
+            }
+            if let Some(m) = RUNS_A_PROCESS.iter().find(|m| code.contains(*m)) {
+                out.push(format!(
+                    "{}:{}: `{m}`: {}",
+                    path.display(),
+                    n + 1,
+                    code.trim()
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn xtask_runs_external_commands_only_through_its_command_helper() {
+    let files: Vec<(PathBuf, String)> = rust_files("xtask/src")
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(root().join(&p)).unwrap();
+            (p, text)
+        })
+        .collect();
+    assert!(
+        files
+            .iter()
+            .any(|(p, t)| p.ends_with("xtask/src/command.rs") && t.contains(".output()")),
+        "xtask/src/command.rs no longer runs commands: the rule checks nothing"
+    );
+    let bad = bare_commands(&files);
+    assert!(
+        bad.is_empty(),
+        "run external commands through xtask::command::{{run, run_unchecked, run_inherited}} \
+         (it prints the pasteable command, exit status and output tail on failure):\n  {}",
+        bad.join("\n  ")
+    );
+    let b = |s: &str| bare_commands(&[(PathBuf::from("xtask/src/cluster/x.rs"), s.to_owned())]);
+    assert_eq!(
+        b("let o = Command::new(\"ip\").arg(\"a\").output()?;").len(),
+        1
+    );
+    assert_eq!(b("        .status()").len(), 1);
+    assert_eq!(b("let v = cmd!(sh, \"go version\").read()?;").len(), 1);
+    assert!(b("// .output() in a comment").is_empty());
+    assert!(b("let h = scope.spawn(|| 1); let s = out.status;").is_empty());
+    assert!(b("crate::command::run(cmd)?;").is_empty());
 }

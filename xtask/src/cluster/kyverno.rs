@@ -11,6 +11,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, ListParams, PostParams};
 use kube::core::{DynamicObject, GroupVersionKind};
 use kube::discovery::ApiResource;
+use xshell::cmd;
 
 use super::config::Runtime;
 use super::ready::{block_on, client, wait};
@@ -49,31 +50,10 @@ pub struct ImageInput {
     pub path: PathBuf,
 }
 
-fn run(cmd: &mut Command, what: &str) -> Result<String> {
-    let out = cmd
-        .output()
-        .with_context(|| format!("{what}: running {cmd:?}"))?;
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    if !out.status.success() {
-        let tail: Vec<&str> = text
-            .lines()
-            .rev()
-            .take(40)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect();
-        bail!(
-            "{what} failed ({}): {cmd:?}\n{}",
-            out.status,
-            tail.join("\n")
-        );
-    }
-    Ok(text)
+/// Runs `cmd` ([`crate::command::run`]); its stdout and stderr when it succeeds.
+fn run(cmd: impl Into<Command>, what: &str) -> Result<String> {
+    let out = crate::command::run(cmd).with_context(|| what.to_string())?;
+    Ok(out.text())
 }
 
 /// Imports every image into containerd's `k8s.io` namespace with the built `ctr`, all at once
@@ -88,12 +68,10 @@ pub fn import_images(rt: &Runtime, images: &[ImageInput]) -> Result<()> {
             .map(|img| {
                 let sock = &sock;
                 scope.spawn(move || {
+                    let (ctr, path) = (rt.bin("ctr"), &img.path);
+                    let sh = crate::command::shell()?;
                     run(
-                        Command::new(rt.bin("ctr"))
-                            .arg("-a")
-                            .arg(sock)
-                            .args(["-n", "k8s.io", "images", "import"])
-                            .arg(&img.path),
+                        cmd!(sh, "{ctr} -a {sock} -n k8s.io images import {path}"),
                         &format!("importing {} from {}", img.reference, img.path.display()),
                     )
                 })
@@ -105,11 +83,10 @@ pub fn import_images(rt: &Runtime, images: &[ImageInput]) -> Result<()> {
         }
         Ok(())
     })?;
+    let ctr = rt.bin("ctr");
+    let sh = crate::command::shell()?;
     let list = run(
-        Command::new(rt.bin("ctr"))
-            .arg("-a")
-            .arg(&sock)
-            .args(["-n", "k8s.io", "images", "ls", "-q"]),
+        cmd!(sh, "{ctr} -a {sock} -n k8s.io images ls -q"),
         "listing images",
     )?;
     for img in images {
@@ -158,8 +135,8 @@ pub fn helm_install_at(
     for (k, v, _) in HELM_VALUE_OVERRIDES {
         cmd.arg("--set").arg(format!("{k}={v}"));
     }
-    eprintln!("   running {cmd:?}");
-    run(&mut cmd, "helm install")?;
+    eprintln!("   running {}", crate::command::pretty(&cmd));
+    run(cmd, "helm install")?;
     step.ok();
     Ok(())
 }

@@ -605,12 +605,11 @@ fn refuse_foreign(ns: &str, state_dir: &Path) -> Result<()> {
     if !netns::exists(ns) {
         return Ok(());
     }
-    let out = std::process::Command::new("ip")
-        .args(["netns", "pids", ns])
-        .output()
-        .with_context(|| format!("running ip netns pids {ns}"))?;
+    let sh = crate::command::shell()?;
+    let out = crate::command::run(xshell::cmd!(sh, "ip netns pids {ns}"))?;
     let mine = state_dir.display().to_string();
-    let foreign: Vec<String> = String::from_utf8_lossy(&out.stdout)
+    let foreign: Vec<String> = out
+        .stdout
         .split_whitespace()
         .filter_map(|p| p.parse::<i32>().ok())
         .filter_map(|pid| {

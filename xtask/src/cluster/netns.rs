@@ -4,13 +4,14 @@ use std::collections::BTreeSet;
 use std::fs::File;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 use nix::sched::{CloneFlags, setns};
 
 use super::config::{NODE_IFACE, NodeNet, Runtime, SERVICE_CIDR, VETH_SUPERNET};
 use super::record::ClusterRecord;
+use crate::command;
+use xshell::cmd;
 
 /// Inode of the network namespace bound at `/run/netns/<name>` (the nsfs inode: it identifies
 /// the namespace, not the name), or None when there is none.
@@ -38,19 +39,10 @@ pub fn exists(name: &str) -> bool {
     netns_path(name).exists()
 }
 
-/// Runs `ip <args>`, failing with its output.
+/// Runs `ip <args>` ([`crate::command::run`]), failing with its output.
 pub fn ip(args: &[&str]) -> Result<()> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .with_context(|| format!("running ip {}", args.join(" ")))?;
-    if !out.status.success() {
-        bail!(
-            "ip {} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
+    let sh = command::shell()?;
+    command::run(cmd!(sh, "ip {args...}"))?;
     Ok(())
 }
 
@@ -73,11 +65,8 @@ pub fn in_netns<T: Send, F: FnOnce() -> Result<T> + Send>(name: &str, f: F) -> R
 
 /// Indices of the 10.44.0.0/16 /30 blocks in use by any host address (another cluster's veth or anything else).
 pub fn used_indices() -> Result<BTreeSet<u32>> {
-    let out = Command::new("ip")
-        .args(["-o", "-4", "addr", "show"])
-        .output()
-        .context("running ip -o -4 addr show")?;
-    let text = String::from_utf8_lossy(&out.stdout);
+    let sh = command::shell()?;
+    let text = command::run(cmd!(sh, "ip -o -4 addr show"))?.stdout;
     let mut used = BTreeSet::new();
     for word in text.split_whitespace() {
         if let Some((addr, _)) = word.split_once('/')

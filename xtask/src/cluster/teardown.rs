@@ -218,8 +218,8 @@ fn crictl(rec: &ClusterRecord, args: &[&str]) -> Result<(bool, String)> {
     let endpoint = format!("unix://{}", rec.cri_socket().display());
     // Its own process group: a second Ctrl-C at the terminal during teardown reaches the
     // foreground group only, so it cannot kill crictl half-way (issue 12).
-    let o = Command::new(&crictl)
-        .process_group(0)
+    let mut cmd = Command::new(&crictl);
+    cmd.process_group(0)
         .args([
             "--runtime-endpoint",
             &endpoint,
@@ -228,17 +228,10 @@ fn crictl(rec: &ClusterRecord, args: &[&str]) -> Result<(bool, String)> {
             "--timeout",
             "30s",
         ])
-        .args(args)
-        .output()
-        .with_context(|| format!("running {}", crictl.display()))?;
-    Ok((
-        o.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        ),
-    ))
+        .args(args);
+    // Unchecked: a refusal's wording decides what happens next (`rmp_next`).
+    let o = crate::command::run_unchecked(cmd)?;
+    Ok((o.status.success(), o.text()))
 }
 
 /// Stops every pod sandbox and container through CRI (`crictl stop --timeout 0`, `crictl stopp`),

@@ -219,14 +219,9 @@ pub fn build_bin(package: &str, bin: &str) -> Result<PathBuf> {
             cmd.env_remove(&name);
         }
     }
-    let status = cmd
-        .current_dir(&root)
-        .status()
-        .with_context(|| format!("running cargo build -p xtask -p {package} --bin {bin}"))?;
-    anyhow::ensure!(
-        status.success(),
-        "cargo build -p xtask -p {package} --bin {bin} failed ({status})"
-    );
+    cmd.current_dir(&root);
+    crate::command::run_inherited(cmd)
+        .with_context(|| format!("building {bin} of package {package}"))?;
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"));

@@ -16,7 +16,7 @@ use anyhow::Context as _;
 use serde_yaml_ng::Value;
 
 use super::cache::{Cache, CacheKey};
-use super::go::{GoEnv, module_dirs, pretty_command};
+use super::go::{GoEnv, module_dirs};
 use crate::status::Step;
 
 /// The chart version the assembly expects (`Chart.yaml` `version`).
@@ -345,17 +345,7 @@ fn helm_template(helm: &Path, chart: &Path, home: &Path) -> anyhow::Result<()> {
     ] {
         cmd.env(var, home.join(sub));
     }
-    let out = cmd
-        .output()
-        .with_context(|| format!("running {}", pretty_command(&cmd)))?;
-    if !out.status.success() {
-        anyhow::bail!(
-            "the assembled chart does not render ({}): {}\n{}",
-            out.status,
-            pretty_command(&cmd),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
+    crate::command::run(cmd).context("the assembled chart does not render")?;
     Ok(())
 }
 

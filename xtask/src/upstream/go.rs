@@ -14,6 +14,8 @@ use super::cache::{Cache, CacheKey};
 use super::components::Family;
 use super::prereq::Tools;
 use super::progress::{self, Task};
+use crate::command::{self, pretty as pretty_command};
+use xshell::cmd;
 
 /// `GOFLAGS` of every build: paths trimmed so binaries do not depend on
 /// where the module cache is.
@@ -63,14 +65,11 @@ impl GoEnv {
     /// # Errors
     /// A tool cannot be run.
     pub fn detect(tools: &Tools) -> anyhow::Result<GoEnv> {
-        let go_version = first_line(
-            Command::new(&tools.go)
-                .arg("version")
-                .env("GOTOOLCHAIN", "local"),
-        )?;
-        let cc_version = first_line(Command::new(&tools.gcc).arg("--version"))?;
-        let seccomp_version =
-            first_line(Command::new(&tools.pkg_config).args(["--modversion", "libseccomp"]))?;
+        let sh = command::shell()?;
+        let (go, gcc, pkg_config) = (&tools.go, &tools.gcc, &tools.pkg_config);
+        let go_version = first_line(cmd!(sh, "{go} version").env("GOTOOLCHAIN", "local"))?;
+        let cc_version = first_line(cmd!(sh, "{gcc} --version"))?;
+        let seccomp_version = first_line(cmd!(sh, "{pkg_config} --modversion libseccomp"))?;
         Ok(GoEnv {
             tools: tools.clone(),
             go_version,
@@ -97,60 +96,10 @@ impl GoEnv {
     }
 }
 
-fn first_line(cmd: &mut Command) -> anyhow::Result<String> {
-    let out = cmd
-        .output()
-        .with_context(|| format!("running {}", pretty_command(cmd)))?;
-    if !out.status.success() {
-        anyhow::bail!(
-            "{} failed ({}): {}",
-            pretty_command(cmd),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_string())
-}
-
-/// A command as a line one can paste into a shell: `cd DIR && VAR=… prog args…`
-/// (only the variables the command sets are shown).
-pub fn pretty_command(cmd: &Command) -> String {
-    let mut out = String::new();
-    if let Some(dir) = cmd.get_current_dir() {
-        out.push_str(&format!("cd {} && ", shell_quote(&dir.to_string_lossy())));
-    }
-    for (k, v) in cmd.get_envs() {
-        if let Some(v) = v {
-            out.push_str(&format!(
-                "{}={} ",
-                k.to_string_lossy(),
-                shell_quote(&v.to_string_lossy())
-            ));
-        }
-    }
-    out.push_str(&shell_quote(&cmd.get_program().to_string_lossy()));
-    for a in cmd.get_args() {
-        out.push(' ');
-        out.push_str(&shell_quote(&a.to_string_lossy()));
-    }
-    out
-}
-
-/// Quotes `s` for a POSIX shell when it holds anything but safe characters.
-pub fn shell_quote(s: &str) -> String {
-    let safe = !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b));
-    if safe {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
+/// The first line of what `cmd` prints ([`command::run`]).
+fn first_line(cmd: impl Into<Command>) -> anyhow::Result<String> {
+    let out = command::run(cmd)?;
+    Ok(out.stdout.lines().next().unwrap_or("").trim().to_string())
 }
 
 /// A module as `go mod download -json` describes it.
@@ -182,24 +131,24 @@ pub fn module_dirs(
 ) -> anyhow::Result<Vec<ModuleInfo>> {
     let mut cmd = env.go(wrapper, "0");
     cmd.args(["mod", "download", "-json"]).args(modules);
-    let out = cmd
-        .output()
-        .with_context(|| format!("running {}", pretty_command(&cmd)))?;
-    let infos: Vec<ModuleInfo> = serde_json::Deserializer::from_slice(&out.stdout)
+    let shown = pretty_command(&cmd);
+    // Unchecked: on failure go still prints each module's JSON, whose `Error` says which failed.
+    let out = command::run_unchecked(cmd)?;
+    let cmd = shown;
+    let infos: Vec<ModuleInfo> = serde_json::Deserializer::from_str(&out.stdout)
         .into_iter::<ModuleInfo>()
         .collect::<Result<_, _>>()
-        .with_context(|| format!("reading the JSON of {}", pretty_command(&cmd)))?;
+        .with_context(|| format!("reading the JSON of {cmd}"))?;
     if !out.status.success() || infos.iter().any(|i| i.error.is_some()) {
         let errs: Vec<String> = infos
             .iter()
             .filter_map(|i| i.error.as_ref().map(|e| format!("{}: {e}", i.path)))
             .collect();
         anyhow::bail!(
-            "{} failed ({}): {} {}",
-            pretty_command(&cmd),
+            "{cmd} failed ({}): {} {}",
             out.status,
             errs.join("; "),
-            String::from_utf8_lossy(&out.stderr).trim()
+            out.stderr.trim()
         );
     }
     for m in modules {
@@ -207,10 +156,7 @@ pub fn module_dirs(
             .iter()
             .any(|i| i.path == *m && !i.dir.as_os_str().is_empty())
         {
-            anyhow::bail!(
-                "{} did not report a directory for {m}",
-                pretty_command(&cmd)
-            );
+            anyhow::bail!("{cmd} did not report a directory for {m}");
         }
     }
     Ok(infos)
@@ -232,19 +178,9 @@ pub fn module_versions(
     let mut cmd = env.go(wrapper, "0");
     cmd.args(["list", "-m", "-f", "{{.Path}} {{.Version}}"])
         .args(modules);
-    let out = cmd
-        .output()
-        .with_context(|| format!("running {}", pretty_command(&cmd)))?;
-    if !out.status.success() {
-        anyhow::bail!(
-            "{} failed ({}): {}",
-            pretty_command(&cmd),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
+    let out = command::run(cmd)?;
     let mut map = BTreeMap::new();
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
+    for line in out.stdout.lines() {
         let mut parts = line.split_whitespace();
         if let (Some(p), Some(v)) = (parts.next(), parts.next()) {
             map.insert(p.to_string(), v.to_string());
@@ -542,18 +478,5 @@ mod tests {
                 "{line} missing from {logged}"
             );
         }
-    }
-
-    #[test]
-    fn commands_render_pasteable() {
-        let mut c = Command::new("go");
-        c.current_dir("/tmp/w")
-            .env("CGO_ENABLED", "0")
-            .env_remove("GOOS");
-        c.args(["build", "-ldflags", "-s -w -X a.b=it's"]);
-        assert_eq!(
-            pretty_command(&c),
-            r"cd /tmp/w && CGO_ENABLED=0 go build -ldflags '-s -w -X a.b=it'\''s'"
-        );
     }
 }

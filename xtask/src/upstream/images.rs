@@ -40,7 +40,7 @@ use sha2::{Digest as _, Sha256};
 
 use super::ImageArchive;
 use super::cache::{Cache, CacheKey};
-use super::go::{BuiltFamily, GoEnv, module_dirs, pretty_command};
+use super::go::{BuiltFamily, GoEnv, module_dirs};
 use super::prereq::CA_BUNDLE;
 use crate::status::Step;
 
@@ -115,18 +115,7 @@ pub fn ensure_pause(cache: &Cache, env: &GoEnv) -> anyhow::Result<PauseBinary> {
     cmd.current_dir(staging.path())
         .args(flags)
         .args(["-o", "pause", "pause.c"]);
-    let out = cmd
-        .output()
-        .with_context(|| format!("running {}", pretty_command(&cmd)))?;
-    if !out.status.success() {
-        anyhow::bail!(
-            "building pause failed ({})\n  command: {}\n  output:\n{}{}",
-            out.status,
-            pretty_command(&cmd),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    crate::command::run(cmd).context("building pause")?;
     fs::remove_file(staging.path().join("pause.c")).context("removing the pause.c copy")?;
     staging.commit(&dest)?;
     step.ok();

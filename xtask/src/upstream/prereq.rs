@@ -4,10 +4,11 @@
 //! install.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use anyhow::Context as _;
+use xshell::cmd;
 
+use crate::command;
 use crate::status::Step;
 
 /// The programs the builds run, found on `PATH`.
@@ -58,10 +59,8 @@ const REQUIREMENTS: &[Requirement] = &[
         debian_package: "libseccomp-dev",
         needed_for: "runc built with the seccomp tag",
         present: || {
-            Command::new("pkg-config")
-                .args(["--exists", "libseccomp"])
-                .status()
-                .is_ok_and(|s| s.success())
+            command::shell()
+                .is_ok_and(|sh| command::run(cmd!(sh, "pkg-config --exists libseccomp")).is_ok())
         },
     },
     Requirement {
@@ -102,10 +101,13 @@ fn is_executable(p: &Path) -> bool {
 }
 
 fn static_libc_present() -> bool {
-    let Ok(out) = Command::new("gcc").arg("-print-file-name=libc.a").output() else {
+    let Ok(sh) = command::shell() else {
         return false;
     };
-    let p = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let Ok(out) = command::run_unchecked(cmd!(sh, "gcc -print-file-name=libc.a")) else {
+        return false;
+    };
+    let p = out.stdout.trim().to_string();
     // gcc prints the bare name back when it does not find the file.
     Path::new(&p).is_absolute() && Path::new(&p).is_file()
 }
@@ -178,12 +180,11 @@ pub fn check(install: bool) -> anyhow::Result<Tools> {
         "go is not installed (not on PATH nor /usr/local/go/bin): install Go from https://go.dev/dl \
          (Debian's golang package is too old for these modules)",
     )?;
-    let out = Command::new(&go)
-        .arg("version")
-        .env("GOTOOLCHAIN", "local")
-        .output()
-        .with_context(|| format!("running {} version", go.display()))?;
-    let version_text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let sh = command::shell()?;
+    let version_text = command::run(cmd!(sh, "{go} version").env("GOTOOLCHAIN", "local"))?
+        .stdout
+        .trim()
+        .to_string();
     let have = go_version_word(&version_text)
         .and_then(parse_go_version)
         .with_context(|| format!("cannot read the Go version from `{version_text}`"))?;
@@ -256,14 +257,8 @@ pub fn check(install: bool) -> anyhow::Result<Tools> {
 }
 
 fn run_apt(args: &[&str]) -> anyhow::Result<()> {
-    let status = Command::new("apt-get")
-        .args(args)
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .status()
-        .with_context(|| format!("running apt-get {}", args.join(" ")))?;
-    if !status.success() {
-        anyhow::bail!("apt-get {} failed ({status})", args.join(" "));
-    }
+    let sh = command::shell()?;
+    command::run_inherited(cmd!(sh, "apt-get {args...}").env("DEBIAN_FRONTEND", "noninteractive"))?;
     Ok(())
 }
 

@@ -1,6 +1,6 @@
 //! containerd with its own root, state and socket under the state dir; its CRI config and the CNI network.
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 use serde_json::json;
 
 use super::{Args, Daemon, DaemonSpec, Readiness, TICK, p, spec};
@@ -30,18 +30,9 @@ pub const DAEMON: Daemon = Daemon {
 
 /// `ctr -a <socket> version`: containerd answers on its socket.
 fn ctr_version(rt: &Runtime) -> Result<String> {
-    let out = std::process::Command::new(rt.bin("ctr"))
-        .arg("-a")
-        .arg(rt.containerd_socket())
-        .arg("version")
-        .output()
-        .context("running ctr version")?;
-    if !out.status.success() {
-        bail!(
-            "ctr version: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
+    let (ctr, sock) = (rt.bin("ctr"), rt.containerd_socket());
+    let sh = crate::command::shell()?;
+    crate::command::run(xshell::cmd!(sh, "{ctr} -a {sock} version"))?;
     Ok(String::new())
 }
 
