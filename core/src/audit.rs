@@ -32,6 +32,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::evidence::RequestRecord;
 use crate::facts::now_rfc3339;
+use crate::wait::{Check, Wait, WaitError};
 
 /// The key under an act's `facts` that holds its [`AdmissionAudit`].
 pub const FACTS_KEY: &str = "admission_audit";
@@ -355,27 +356,38 @@ impl Cursor {
         };
         out.offset = Some(offset);
         let started = Instant::now();
-        let mut audits;
-        loop {
-            let lines = match read_from(&path, offset) {
-                Ok(l) => l,
-                Err(e) => {
-                    out.status = AuditStatus::ReadError;
-                    out.reason = Some(e);
-                    out.window.1 = now_rfc3339();
-                    return out;
-                }
-            };
-            audits = requests
-                .values()
-                .map(|r| request_audit(r, &lines))
-                .collect::<Vec<_>>();
-            let done = audits.iter().all(|a| a.final_event().is_some());
-            if done || started.elapsed() >= bound {
-                break;
+        // Until every request's final event is in the log, or the bound: either way the events
+        // seen are kept (a missing one is said below), only a read error ends it without them.
+        let seen = Wait::new(
+            "every request's final audit event",
+            bound,
+            Duration::from_millis(200),
+        )
+        .blocking(
+            || {
+                let lines = read_from(&path, offset)?;
+                let audits = requests
+                    .values()
+                    .map(|r| request_audit(r, &lines))
+                    .collect::<Vec<_>>();
+                Ok(if audits.iter().all(|a| a.final_event().is_some()) {
+                    Check::Done(audits)
+                } else {
+                    Check::NotYet(audits)
+                })
+            },
+            |_, _| {},
+        );
+        let mut audits = match seen {
+            Ok(a) => a,
+            Err(WaitError::TimedOut(t)) => t.last,
+            Err(WaitError::Failed(e)) => {
+                out.status = AuditStatus::ReadError;
+                out.reason = Some(e);
+                out.window.1 = now_rfc3339();
+                return out;
             }
-            std::thread::sleep(Duration::from_millis(200));
-        }
+        };
         out.waited_ms = started.elapsed().as_millis() as u64;
         for a in &mut audits {
             if a.final_event().is_none() {

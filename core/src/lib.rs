@@ -35,4 +35,5 @@ pub mod messages;
 pub mod metrics;
 pub mod report;
 pub mod rules;
+pub mod wait;
 pub mod workdir;

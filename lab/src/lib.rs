@@ -15,7 +15,7 @@
 
 pub use lab_core::{
     acts, audit, classify, digest, error, evidence, explain, facts, grade, inputs, json, messages,
-    report, rules, workdir,
+    report, rules, wait, workdir,
 };
 
 pub mod cluster;

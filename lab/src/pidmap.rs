@@ -154,9 +154,10 @@ mod tests {
     //! On a real nested PID namespace made here with util-linux `unshare` (needs root: a PID
     //! namespace and a cgroup of our own stand in for the container).
     use super::*;
+    use crate::wait::{Check, Wait};
     use std::io::{BufRead, BufReader};
     use std::process::{Child, Command, Stdio};
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     /// A cgroup standing in for a container's: created, and removed with its processes at drop.
     struct Fixture {
@@ -216,14 +217,25 @@ mod tests {
                 }
             }
             // Let the doubly nested sleep exist before scanning.
-            let t = Instant::now();
-            while t.elapsed() < Duration::from_secs(5) {
-                let n = std::fs::read_to_string(cgroup.join("cgroup.procs")).unwrap_or_default();
-                if n.lines().count() >= 4 {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
+            let _ = Wait::new(
+                "four processes in the test cgroup",
+                Duration::from_secs(5),
+                Duration::from_millis(20),
+            )
+            .blocking(
+                || -> Result<Check<(), usize>, std::convert::Infallible> {
+                    let n = std::fs::read_to_string(cgroup.join("cgroup.procs"))
+                        .unwrap_or_default()
+                        .lines()
+                        .count();
+                    Ok(if n >= 4 {
+                        Check::Done(())
+                    } else {
+                        Check::NotYet(n)
+                    })
+                },
+                |_, _| {},
+            );
             Fixture {
                 child,
                 cgroup,
@@ -239,11 +251,20 @@ mod tests {
             // unshare --kill-child: killing our child kills the namespace's init, which ends the namespace.
             let _ = self.child.kill();
             let _ = self.child.wait();
-            let t = Instant::now();
-            while std::fs::remove_dir(&self.cgroup).is_err() && t.elapsed() < Duration::from_secs(5)
-            {
-                std::thread::sleep(Duration::from_millis(20));
-            }
+            let _ = Wait::new(
+                "the test cgroup to be removable",
+                Duration::from_secs(5),
+                Duration::from_millis(20),
+            )
+            .blocking(
+                || -> Result<Check<(), String>, std::convert::Infallible> {
+                    Ok(match std::fs::remove_dir(&self.cgroup) {
+                        Ok(()) => Check::Done(()),
+                        Err(e) => Check::NotYet(e.to_string()),
+                    })
+                },
+                |_, _| {},
+            );
         }
     }
 

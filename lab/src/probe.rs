@@ -6,13 +6,14 @@
 //! `environment: lab` that the lab's policy requires; "bad" pods carry no labels at all.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::classify::classify;
 use crate::cluster::{Cluster, RawAnswer, now_rfc3339};
 use crate::error::LabError;
 use crate::evidence::{GetResult, RequestRecord};
 use crate::facts::PodObservation;
+use crate::wait::{Check, Wait, WaitError};
 
 /// The image of every probe pod (Kubernetes' own pause image; the node's sandbox image).
 pub const PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.10.1";
@@ -240,19 +241,35 @@ pub async fn wait_running(
     bound: Duration,
     mut progress: impl FnMut(u64, Option<&str>),
 ) -> Result<PodObservation, LabError> {
-    let t0 = Instant::now();
     let mut last_tick = 0;
-    loop {
-        let obs = observe_pod(cluster, namespace, name).await?;
-        if !obs.exists || obs.phase.as_deref() == Some("Running") || t0.elapsed() >= bound {
-            return Ok(obs);
-        }
-        let secs = t0.elapsed().as_secs();
-        if secs > last_tick {
-            last_tick = secs;
-            progress(secs, obs.phase.as_deref());
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
+    let seen = Wait::new(
+        format!("pod {namespace}/{name} Running"),
+        bound,
+        Duration::from_millis(500),
+    )
+    .run(
+        || async {
+            let obs = observe_pod(cluster, namespace, name).await?;
+            Ok::<_, LabError>(if !obs.exists || obs.phase.as_deref() == Some("Running") {
+                Check::Done(obs)
+            } else {
+                Check::NotYet(obs)
+            })
+        },
+        |obs: &PodObservation, elapsed| {
+            let secs = elapsed.as_secs();
+            if secs > last_tick {
+                last_tick = secs;
+                progress(secs, obs.phase.as_deref());
+            }
+        },
+        tokio::time::sleep,
+    )
+    .await;
+    match seen {
+        Ok(obs) => Ok(obs),
+        Err(WaitError::TimedOut(t)) => Ok(t.last),
+        Err(WaitError::Failed(e)) => Err(e),
     }
 }
 

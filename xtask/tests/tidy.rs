@@ -226,74 +226,39 @@ const CORE_FORBIDDEN: &[&str] = &[
     "k8s-cri",
 ];
 
-/// The packages `package` depends on through normal (not dev or build) dependencies, transitively,
-/// from `cargo metadata`'s resolve graph (`{"packages":[{"id","name"}],"resolve":{"nodes":[{"id",
-/// "deps":[{"pkg","dep_kinds":[{"kind"}]}]}]}}`).
-fn normal_dependencies(metadata: &serde_json::Value, package: &str) -> BTreeSet<String> {
-    let name_of = |id: &str| {
-        metadata["packages"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|p| p["id"] == id)
-            .and_then(|p| p["name"].as_str())
-            .unwrap_or(id)
-            .to_owned()
-    };
-    let nodes = metadata["resolve"]["nodes"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let start = metadata["packages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|p| p["name"] == package)
-        .and_then(|p| p["id"].as_str())
-        .unwrap_or_else(|| panic!("cargo metadata lists no package {package}"))
-        .to_owned();
-    let mut seen = BTreeSet::new();
-    let mut todo = vec![start];
-    while let Some(id) = todo.pop() {
-        let Some(node) = nodes.iter().find(|n| n["id"] == id.as_str()) else {
-            continue;
-        };
-        for d in node["deps"].as_array().into_iter().flatten() {
-            let normal = d["dep_kinds"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|k| k["kind"].is_null());
-            if let Some(pkg) = d["pkg"].as_str()
-                && normal
-                && seen.insert(name_of(pkg))
-            {
-                todo.push(pkg.to_owned());
-            }
-        }
-    }
-    seen
+/// The packages `package` depends on through normal (not dev or build) dependencies,
+/// transitively, with the features `package` itself selects: `cargo tree -p PACKAGE -e normal`
+/// (cargo's per-package feature resolution). `cargo metadata`'s resolve graph would unify the
+/// features of the whole workspace and show, e.g., `backon`'s optional tokio that only kube-runtime
+/// asks for.
+fn normal_dependencies(package: &str) -> BTreeSet<String> {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["tree", "-p", package, "-e", "normal", "--prefix", "none", "--offline"])
+        .args(["--format", "{p}"])
+        .current_dir(root())
+        .output()
+        .expect("running cargo tree");
+    assert!(
+        out.status.success(),
+        "cargo tree -p {package}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
 }
 
 #[test]
 fn the_pure_core_depends_on_neither_kube_nor_tokio() {
-    let out = std::process::Command::new(env!("CARGO"))
-        .args(["metadata", "--format-version", "1", "--offline"])
-        .current_dir(root())
-        .output()
-        .expect("running cargo metadata");
-    assert!(
-        out.status.success(),
-        "cargo metadata: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let metadata: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let core = normal_dependencies(&metadata, "lab-core");
+    let core = normal_dependencies("lab-core");
     assert!(
         core.contains("serde_json"),
         "lab-core's dependencies were not found: the rule checks nothing ({core:?})"
     );
-    let lab = normal_dependencies(&metadata, "lab");
+    let lab = normal_dependencies("lab");
     assert!(
         lab.contains("tokio") && lab.contains("kube"),
         "the graph walk misses lab's own kube/tokio: the rule checks nothing"

@@ -49,6 +49,7 @@ use crate::faults::attempt::{
     self, AttemptId, FaultKind, Hardening, HealerLog, ProcessRef, now_rfc3339, read_json,
     write_json_atomic,
 };
+use crate::wait::{Check, TimedOut, Wait, WaitError};
 
 /// Name of the hidden subcommand that runs the freeze healer.
 pub const HEALER_SUBCOMMAND: &str = "healer-freeze";
@@ -192,16 +193,21 @@ impl PinnedProcess {
         bound: Duration,
         want: impl Fn(Option<char>) -> bool,
     ) -> Result<(Option<char>, bool), LabError> {
-        let start = Instant::now();
-        loop {
-            let s = self.state()?;
-            if want(s) {
-                return Ok((s, true));
-            }
-            if start.elapsed() >= bound {
-                return Ok((s, false));
-            }
-            std::thread::sleep(Duration::from_millis(10));
+        let seen = Wait::new("a process state", bound, Duration::from_millis(10)).blocking(
+            || {
+                let s = self.state()?;
+                Ok(if want(s) {
+                    Check::Done(s)
+                } else {
+                    Check::NotYet(s)
+                })
+            },
+            |_, _| {},
+        );
+        match seen {
+            Ok(s) => Ok((s, true)),
+            Err(WaitError::TimedOut(t)) => Ok((t.last, false)),
+            Err(WaitError::Failed(e)) => Err(e),
         }
     }
 
@@ -603,15 +609,25 @@ pub fn freeze(
         ));
     }
     // The healer sends SIGSTOP and confirms T; wait for its record (bounded).
-    let t0 = Instant::now();
-    let bound = STATE_BOUND + Duration::from_secs(3);
-    let report = loop {
-        match files.read_report() {
-            Some(r) if r.status == "ready" => {}
-            Some(r) => break r,
-            None => {}
-        }
-        if t0.elapsed() >= bound {
+    let frozen = Wait::new(
+        "the freeze healer's `frozen` record",
+        STATE_BOUND + Duration::from_secs(3),
+        Duration::from_millis(10),
+    )
+    .blocking(
+        || -> Result<Check<HealerReport, Option<String>>, std::convert::Infallible> {
+            Ok(match files.read_report() {
+                Some(r) if r.status == "ready" => Check::NotYet(Some(r.status)),
+                Some(r) => Check::Done(r),
+                None => Check::NotYet(None),
+            })
+        },
+        |_, _| {},
+    );
+    let report = match frozen {
+        Ok(r) => r,
+        Err(WaitError::Failed(never)) => match never {},
+        Err(WaitError::TimedOut(t)) => {
             // Ask it to resume whatever it did, then give up.
             let mut fz = Freeze {
                 deadline: Instant::now(),
@@ -627,18 +643,19 @@ pub fn freeze(
                 ResumedBy::RunnerExit,
                 Some("the healer did not confirm the freeze in time".into()),
             );
-            return Err(LabError::WaitTimedOut {
-                what: "the freeze healer's `frozen` record".into(),
-                waited_ms: t0.elapsed().as_millis() as u64,
-                last_state: format!(
+            return Err(TimedOut {
+                last: format!(
                     "{:?}; log {}: {}",
-                    files.read_report().map(|r| r.status),
+                    t.last,
                     files.log().display(),
                     log_tail(&files.log())
                 ),
-            });
+                what: t.what,
+                bound: t.bound,
+                waited: t.waited,
+            }
+            .into());
         }
-        std::thread::sleep(Duration::from_millis(10));
     };
     let stop_instant = Instant::now();
     let mut fz = Freeze {
@@ -698,47 +715,54 @@ fn start_healer(program: &Path, files: &AttemptFiles) -> Result<(Child, HealerRe
     let mut child = cmd.spawn().map_err(|e| LabError::FaultRefused {
         reason: format!("starting the healer {}: {e}", program.display()),
     })?;
-    let start = Instant::now();
-    loop {
-        if let Some(report) = files.read_report() {
-            if report.status == "ready" {
-                return Ok((child, report));
+    let wait = Wait::new(
+        "the freeze healer's ready answer",
+        HEALER_READY_BOUND,
+        Duration::from_millis(10),
+    );
+    let answered = wait.blocking(
+        || -> Result<Check<HealerReport, String>, LabError> {
+            if let Some(report) = files.read_report() {
+                if report.status == "ready" {
+                    return Ok(Check::Done(report));
+                }
+                let _ = child.wait();
+                return Err(LabError::FaultRefused {
+                    reason: format!(
+                        "the healer answered {} ({}); log {}: {}",
+                        report.status,
+                        report.note.unwrap_or_default(),
+                        files.log().display(),
+                        log_tail(&files.log())
+                    ),
+                });
             }
-            let _ = child.wait();
-            return Err(LabError::FaultRefused {
-                reason: format!(
-                    "the healer answered {} ({}); log {}: {}",
-                    report.status,
-                    report.note.unwrap_or_default(),
-                    files.log().display(),
-                    log_tail(&files.log())
-                ),
-            });
-        }
-        if let Ok(Some(status)) = child.try_wait() {
-            return Err(LabError::FaultRefused {
-                reason: format!(
-                    "the healer exited ({status}) before answering ready; log {}: {}",
-                    files.log().display(),
-                    log_tail(&files.log())
-                ),
-            });
-        }
-        if start.elapsed() >= HEALER_READY_BOUND {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Err(LabError::FaultRefused {
+                    reason: format!(
+                        "the healer exited ({status}) before answering ready; log {}: {}",
+                        files.log().display(),
+                        log_tail(&files.log())
+                    ),
+                });
+            }
+            Ok(Check::NotYet(format!(
+                "no report at {}",
+                files.report().display()
+            )))
+        },
+        |_, _| {},
+    );
+    match answered {
+        Ok(report) => Ok((child, report)),
+        Err(WaitError::Failed(e)) => Err(e),
+        Err(WaitError::TimedOut(mut t)) => {
             // Ours and not armed: end it through its Child handle (its own PID), never by name.
             let _ = child.kill();
             let _ = child.wait();
-            return Err(LabError::WaitTimedOut {
-                what: "the freeze healer's ready answer".into(),
-                waited_ms: start.elapsed().as_millis() as u64,
-                last_state: format!(
-                    "no report at {}; log: {}",
-                    files.report().display(),
-                    log_tail(&files.log())
-                ),
-            });
+            t.last = format!("{}; log: {}", t.last, log_tail(&files.log()));
+            Err(t.into())
         }
-        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
@@ -788,15 +812,39 @@ impl Freeze {
         grace: Duration,
         mut progress: impl FnMut(i64),
     ) -> Result<ResumeRecord, LabError> {
-        let bound = self.deadline + grace;
+        let bound = (self.deadline + grace).saturating_duration_since(Instant::now());
         let mut last_tick = Instant::now() - Duration::from_secs(1);
-        loop {
-            if let Some(report) = self.files.read_report().filter(|r| {
-                matches!(
-                    r.status.as_str(),
-                    "resumed" | "process-gone" | "still-stopped"
-                )
-            }) {
+        let deadline = self.deadline;
+        let files = self.files.clone();
+        let reported = Wait::new("the healer's resume", bound, Duration::from_millis(20))
+            .run(
+                || {
+                    let report = files.read_report();
+                    async move {
+                        Ok::<_, std::convert::Infallible>(
+                            match report.filter(|r| {
+                                matches!(
+                                    r.status.as_str(),
+                                    "resumed" | "process-gone" | "still-stopped"
+                                )
+                            }) {
+                                Some(r) => Check::Done(r),
+                                None => Check::NotYet(()),
+                            },
+                        )
+                    }
+                },
+                |_, _| {
+                    if last_tick.elapsed() >= Duration::from_secs(1) {
+                        last_tick = Instant::now();
+                        progress(deadline.saturating_duration_since(last_tick).as_secs() as i64);
+                    }
+                },
+                tokio::time::sleep,
+            )
+            .await;
+        match reported {
+            Ok(report) => {
                 let state_after = self.pinned.state().ok().flatten();
                 if matches!(state_after, Some('T') | Some('t')) {
                     return self.resume(
@@ -817,28 +865,24 @@ impl Freeze {
                     .err()
                     .map(|e| e.to_string());
                 self.reap(Duration::from_secs(2));
-                return Ok(ResumeRecord {
+                Ok(ResumeRecord {
                     resumed_by: ResumedBy::Healer,
                     resumed_at: self.ledger.resumed_at.clone().unwrap_or_default(),
                     state_after,
                     healer: Some(report),
                     record_error,
-                });
+                })
             }
-            let now = Instant::now();
-            if now >= bound {
+            Err(WaitError::TimedOut(_)) => {
                 let note = format!(
                     "the healer had not reported a resume {} ms after its deadline",
-                    (now - self.deadline).as_millis()
+                    Instant::now()
+                        .saturating_duration_since(self.deadline)
+                        .as_millis()
                 );
-                return self.resume(ResumedBy::Runner, Some(note));
+                self.resume(ResumedBy::Runner, Some(note))
             }
-            if last_tick.elapsed() >= Duration::from_secs(1) {
-                last_tick = Instant::now();
-                let left = self.deadline.saturating_duration_since(now).as_secs() as i64;
-                progress(left);
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            Err(WaitError::Failed(never)) => match never {},
         }
     }
 
@@ -891,16 +935,17 @@ impl Freeze {
 
     /// Reaps the healer if it has exited; waits at most `bound`. Returns whether it has exited.
     pub fn reap(&mut self, bound: Duration) -> bool {
-        let start = Instant::now();
-        loop {
-            match self.healer.try_wait() {
-                Ok(Some(_)) => return true,
-                Ok(None) if start.elapsed() < bound => {
-                    std::thread::sleep(Duration::from_millis(20))
-                }
-                _ => return false,
-            }
-        }
+        let healer = &mut self.healer;
+        Wait::new("the healer to exit", bound, Duration::from_millis(20))
+            .blocking(
+                || match healer.try_wait() {
+                    Ok(Some(_)) => Ok(Check::Done(())),
+                    Ok(None) => Ok(Check::NotYet(())),
+                    Err(e) => Err(e),
+                },
+                |_, _| {},
+            )
+            .is_ok()
     }
 }
 

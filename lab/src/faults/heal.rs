@@ -20,7 +20,7 @@
 //! returned summary (the fault is undone all the same).
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -32,6 +32,7 @@ use crate::faults::freeze::{
     AttemptFiles, FreezePlan, HealerReport, PinnedProcess, RESUME_BOUND, ResumeCheck,
 };
 use crate::faults::scale;
+use crate::wait::{Check, Wait, WaitError};
 
 /// Bound on waiting for a signalled healer to exit.
 pub const HEALER_EXIT_BOUND: Duration = Duration::from_secs(3);
@@ -192,14 +193,25 @@ fn stand_down(healer: &ProcessRef) -> String {
     }
     match healer.signal(rustix::process::Signal::TERM) {
         Ok(true) => {
-            let t0 = Instant::now();
-            while healer.is_alive() && t0.elapsed() < HEALER_EXIT_BOUND {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            if healer.is_alive() {
+            let exited = Wait::new(
+                "the healer to exit",
+                HEALER_EXIT_BOUND,
+                Duration::from_millis(10),
+            )
+            .blocking(
+                || -> Result<Check<(), ()>, std::convert::Infallible> {
+                    Ok(if healer.is_alive() {
+                        Check::NotYet(())
+                    } else {
+                        Check::Done(())
+                    })
+                },
+                |_, _| {},
+            );
+            if let Err(WaitError::TimedOut(t)) = exited {
                 format!(
                     "sigterm-sent, still-running after {} ms",
-                    t0.elapsed().as_millis()
+                    t.waited.as_millis()
                 )
             } else {
                 "sigterm-sent, exited".into()

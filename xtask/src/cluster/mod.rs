@@ -899,25 +899,39 @@ pub(crate) fn restore_sysctls_after_kubelet_start(
             })
             .collect()
     };
-    let t = Instant::now();
-    loop {
-        let left = pending(&record.host_sysctls);
-        if left.is_empty() {
+    let seen = lab::wait::Wait::new(
+        "kubelet's host sysctls",
+        Duration::from_secs(60),
+        Duration::from_millis(200),
+    )
+    .blocking(
+        || -> Result<lab::wait::Check<(), Vec<String>>, std::convert::Infallible> {
+            let left = pending(&record.host_sysctls);
+            Ok(if left.is_empty() {
+                lab::wait::Check::Done(())
+            } else {
+                lab::wait::Check::NotYet(left)
+            })
+        },
+        |_, _| {},
+    );
+    match seen {
+        Ok(()) => {
             if record.host_sysctls.iter().any(|s| s.before != s.node_value) {
                 record
                     .timings_ms
                     .insert("kubelet_sysctls_seen_ms".into(), ms(started));
             }
-            break;
         }
-        if t.elapsed() > Duration::from_secs(60) {
+        Err(lab::wait::WaitError::TimedOut(t)) => {
             eprintln!(
-                "   warning: kubelet has not written these host sysctls 60s after the node became Ready: {}; `down` restores what it finds changed",
-                left.join(", ")
+                "   warning: kubelet has not written these host sysctls {}s after the node became Ready: {}; `down` restores what it finds changed",
+                t.bound.as_secs(),
+                t.last.join(", ")
             );
             return Ok(());
         }
-        std::thread::sleep(Duration::from_millis(200));
+        Err(lab::wait::WaitError::Failed(never)) => match never {},
     }
     let mut errors = Vec::new();
     for r in sysctl::restore(&record.host_sysctls) {

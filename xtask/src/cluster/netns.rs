@@ -149,13 +149,24 @@ pub fn delete(
             );
         }
     }
-    // The host side of the veth goes away with its peer, asynchronously: wait a moment for it.
-    for _ in 0..30 {
-        if ifindex(host_veth).is_none() || ifindex(host_veth) != veth_ifindex {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    // The host side of the veth goes away with its peer, asynchronously: wait a moment for it
+    // (when it stays, it is deleted below).
+    let _ = lab::wait::Wait::new(
+        format!("veth {host_veth} to go with its peer"),
+        std::time::Duration::from_secs(3),
+        std::time::Duration::from_millis(100),
+    )
+    .blocking(
+        || -> Result<lab::wait::Check<(), Option<u32>>, std::convert::Infallible> {
+            let now = ifindex(host_veth);
+            Ok(if now.is_none() || now != veth_ifindex {
+                lab::wait::Check::Done(())
+            } else {
+                lab::wait::Check::NotYet(now)
+            })
+        },
+        |_, _| {},
+    );
     match ifindex(host_veth) {
         None => {}
         Some(i) if Some(i) == veth_ifindex => match ip(&["link", "delete", host_veth]) {

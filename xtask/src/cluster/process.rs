@@ -5,7 +5,7 @@ use std::fs::{File, OpenOptions};
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use nix::sched::{CloneFlags, setns};
@@ -150,28 +150,45 @@ pub fn stop(rec: &ProcRecord, grace: Duration) -> Result<Stopped> {
     }
     pidfd_send_signal(&fd, Signal::TERM)
         .with_context(|| format!("sending SIGTERM to {} (pid {})", rec.name, rec.pid))?;
-    let deadline = Instant::now() + grace;
-    while Instant::now() < deadline {
-        reap(rec.pid);
-        if !rec.alive() {
-            return Ok(Stopped::Terminated);
-        }
-        std::thread::sleep(Duration::from_millis(100));
+    if gone_within(rec, "SIGTERM", grace, Duration::from_millis(100)).is_ok() {
+        return Ok(Stopped::Terminated);
     }
     let _ = pidfd_send_signal(&fd, Signal::KILL);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        reap(rec.pid);
-        if !rec.alive() {
-            return Ok(Stopped::Killed);
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    bail!(
-        "{} (pid {}) is still running 10s after SIGKILL",
-        rec.name,
-        rec.pid
+    gone_within(
+        rec,
+        "SIGKILL",
+        Duration::from_secs(10),
+        Duration::from_millis(50),
+    )?;
+    Ok(Stopped::Killed)
+}
+
+/// Waits (reaping it if it is our child) until the recorded process has ended after `signal`.
+///
+/// # Errors
+/// [`lab::error::LabError::WaitTimedOut`] naming the process, the signal and its last state.
+fn gone_within(rec: &ProcRecord, signal: &str, bound: Duration, tick: Duration) -> Result<()> {
+    let w = lab::wait::Wait::new(
+        format!("{} (pid {}) to end after {signal}", rec.name, rec.pid),
+        bound,
+        tick,
+    );
+    w.blocking(
+        || -> Result<lab::wait::Check<(), String>, std::convert::Infallible> {
+            reap(rec.pid);
+            Ok(match proc_stat(rec.pid) {
+                Some((state, st)) if st == rec.start_time && state != 'Z' => {
+                    lab::wait::Check::NotYet(format!("still running, state {state}"))
+                }
+                _ => lab::wait::Check::Done(()),
+            })
+        },
+        |_, _| {},
     )
+    .map_err(|e| match e {
+        lab::wait::WaitError::TimedOut(t) => lab::error::LabError::from(t).into(),
+        lab::wait::WaitError::Failed(never) => match never {},
+    })
 }
 
 /// Last `n` lines of a log file (for error messages).

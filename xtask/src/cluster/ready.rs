@@ -1,18 +1,21 @@
-//! Bounded waits that show progress and keep the last probe error (k3s's `WaitForAPIServerReady`).
+//! Bounded waits that show progress and keep the last probe error (k3s's `WaitForAPIServerReady`),
+//! on the one wait helper [`lab::wait`].
 
 use std::future::Future;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow};
+use lab::wait::{Check, Wait, WaitError};
 
 use crate::status::Step;
 
-/// Polls `probe` every `interval` until it returns Ok, for at most `timeout`.
+/// Polls `probe` every `interval` until it returns Ok, for at most `timeout` ([`lab::wait::Wait`]).
 ///
 /// Prints `• waiting ≤ {timeout}s for {what} ...`, a progress line with the last error every 15 s,
 /// and `✓ … (elapsed)` at the end. On timeout the error is a [`lab::error::LabError::WaitTimedOut`]
-/// naming what was waited for, the bound, the time waited and the last probe error. `alive` is checked before each probe (e.g. "the daemon still runs"), so a
-/// crashed daemon fails the wait at once with its reason.
+/// naming what was waited for, the bound, the time waited and the last probe error. `alive` is
+/// checked before each probe (e.g. "the daemon still runs"), so a crashed daemon fails the wait at
+/// once with its reason.
 /// A SIGINT, SIGTERM or SIGHUP received after `cargo xtask lab run` installed the process-wide
 /// handler ([`lab::signals`]) fails the wait within one `interval`, so `Cluster::up` stops and
 /// tears down what it started.
@@ -24,39 +27,43 @@ pub fn wait<T>(
     mut probe: impl FnMut() -> Result<T>,
 ) -> Result<T> {
     let step = Step::start(format!("waiting ≤ {}s for {what}", timeout.as_secs()));
-    let start = Instant::now();
-    let mut last = anyhow!("no probe ran");
     let mut last_report = Instant::now();
-    loop {
-        if let Some(signal) = lab::signals::pending() {
-            anyhow::bail!("interrupted by {signal} while waiting for {what}");
-        }
-        alive().with_context(|| format!("while waiting for {what}"))?;
-        match probe() {
-            Ok(v) => {
-                step.ok();
-                return Ok(v);
+    let w = Wait::new(
+        format!("{what} (bound {} s)", timeout.as_secs()),
+        timeout,
+        interval,
+    );
+    let r = w.blocking(
+        || -> Result<Check<T, String>> {
+            if let Some(signal) = lab::signals::pending() {
+                anyhow::bail!("interrupted by {signal} while waiting for {what}");
             }
-            Err(e) => last = e,
-        }
-        if start.elapsed() >= timeout {
-            // The lab crate's wait error, so the failure diagnostics read the last state
-            // (`lab::diagnostics::wait_state_in`).
-            return Err(lab::error::LabError::WaitTimedOut {
-                what: format!("{what} (bound {} s)", timeout.as_secs()),
-                waited_ms: start.elapsed().as_millis() as u64,
-                last_state: format!("last probe error: {last:#}"),
+            alive().with_context(|| format!("while waiting for {what}"))?;
+            Ok(match probe() {
+                Ok(v) => Check::Done(v),
+                Err(e) => Check::NotYet(format!("last probe error: {e:#}")),
+            })
+        },
+        |last, waited| {
+            if last_report.elapsed() >= Duration::from_secs(15) {
+                eprintln!(
+                    "   … still waiting for {what} ({}s): {}",
+                    waited.as_secs(),
+                    last.trim_start_matches("last probe error: ")
+                );
+                last_report = Instant::now();
             }
-            .into());
+        },
+    );
+    match r {
+        Ok(v) => {
+            step.ok();
+            Ok(v)
         }
-        if last_report.elapsed() >= Duration::from_secs(15) {
-            eprintln!(
-                "   … still waiting for {what} ({}s): {last:#}",
-                start.elapsed().as_secs()
-            );
-            last_report = Instant::now();
-        }
-        std::thread::sleep(interval);
+        // The lab crate's wait error, so the failure diagnostics read the last state
+        // (`lab::diagnostics::wait_state_in`).
+        Err(WaitError::TimedOut(t)) => Err(lab::error::LabError::from(t).into()),
+        Err(WaitError::Failed(e)) => Err(e),
     }
 }
 

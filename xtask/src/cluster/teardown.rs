@@ -687,20 +687,26 @@ fn remove_cgroup_tree(dir: &Path) -> Result<usize> {
         }
     }
     // A cgroup may stay busy for a moment after its last task exited.
-    let mut last = None;
-    for _ in 0..50 {
-        match std::fs::remove_dir(dir) {
-            Ok(()) => return Ok(n + 1),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(n),
-            Err(e) => last = Some(e),
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    Err(anyhow::anyhow!(
-        "removing cgroup {}: {}",
-        dir.display(),
-        last.map(|e| e.to_string()).unwrap_or_default()
-    ))
+    let w = lab::wait::Wait::new(
+        format!("cgroup {} to be removable", dir.display()),
+        Duration::from_secs(5),
+        Duration::from_millis(100),
+    );
+    w.blocking(
+        || -> Result<lab::wait::Check<usize, String>, std::convert::Infallible> {
+            Ok(match std::fs::remove_dir(dir) {
+                Ok(()) => lab::wait::Check::Done(n + 1),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => lab::wait::Check::Done(n),
+                Err(e) => lab::wait::Check::NotYet(format!("rmdir: {e}")),
+            })
+        },
+        |_, _| {},
+    )
+    .map_err(|e| match e {
+        lab::wait::WaitError::TimedOut(t) => anyhow::Error::from(lab::error::LabError::from(t))
+            .context(format!("removing cgroup {}", dir.display())),
+        lab::wait::WaitError::Failed(never) => match never {},
+    })
 }
 
 /// Removes the cgroup trees `up` recorded making ([`ClusterRecord::cgroups_created`]).
