@@ -233,7 +233,16 @@ const CORE_FORBIDDEN: &[&str] = &[
 /// asks for.
 fn normal_dependencies(package: &str) -> BTreeSet<String> {
     let out = std::process::Command::new(env!("CARGO"))
-        .args(["tree", "-p", package, "-e", "normal", "--prefix", "none", "--offline"])
+        .args([
+            "tree",
+            "-p",
+            package,
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+            "--offline",
+        ])
         .args(["--format", "{p}"])
         .current_dir(root())
         .output()

@@ -20,6 +20,7 @@ use crate::facts::{
 };
 use crate::inputs::{self, Context, InputFile, StudentInput};
 use crate::probe::{self, PodKind};
+use crate::wait::{Check, Wait, WaitError};
 use crate::workdir::{LoadedInput, Workdir};
 
 pub use crate::rules::common::{CONTROL_NAMESPACE, TARGET_NAMESPACE};
@@ -397,13 +398,12 @@ pub async fn wait_for_webhook(
     bound: Duration,
     ok: impl Fn(&ValidatingWebhook) -> bool,
 ) -> Result<(ValidatingWebhookConfiguration, ValidatingWebhook), LabError> {
-    let t0 = Instant::now();
     let mut last_tick = 0;
-    loop {
+    let check = || async {
         let configs = cluster.webhook_configurations().await?;
         let found = cluster::find_webhook_in(&configs, name);
         let last_state = match &found {
-            Some((_, wh)) if ok(wh) => return Ok(found.expect("matched above")),
+            Some((_, wh)) if ok(wh) => return Ok(Check::Done(found.expect("matched above"))),
             Some((c, wh)) => format!(
                 "{name} in {} with failurePolicy {:?}, timeoutSeconds {:?}",
                 c.metadata.name.as_deref().unwrap_or(""),
@@ -419,25 +419,27 @@ pub async fn wait_for_webhook(
                     .join(", ")
             ),
         };
-        let secs = t0.elapsed().as_secs();
-        if t0.elapsed() >= bound {
-            return Err(LabError::WaitTimedOut {
-                what: format!("webhook {name}"),
-                waited_ms: t0.elapsed().as_millis() as u64,
-                last_state,
-            });
-        }
-        if secs > last_tick {
-            last_tick = secs;
-            ui.progress(
-                &format!("webhook {name} の登録を待っています"),
-                &format!("waiting for webhook {name} to be registered"),
-                secs,
-                bound.as_secs(),
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+        Ok::<_, LabError>(Check::NotYet(last_state))
+    };
+    Wait::new(format!("webhook {name}"), bound, Duration::from_millis(500))
+        .run(
+            check,
+            |_, elapsed| {
+                let secs = elapsed.as_secs();
+                if secs > last_tick {
+                    last_tick = secs;
+                    ui.progress(
+                        &format!("webhook {name} の登録を待っています"),
+                        &format!("waiting for webhook {name} to be registered"),
+                        secs,
+                        bound.as_secs(),
+                    );
+                }
+            },
+            tokio::time::sleep,
+        )
+        .await
+        .map_err(LabError::from)
 }
 
 /// Sends violating (unlabelled) pod creates in `namespace` one after another (1 s apart) until one
@@ -449,19 +451,36 @@ pub async fn until_explicit_deny(
     namespace: &str,
     dry_run: bool,
     bound: Duration,
-    mut on_request: impl FnMut(&RequestRecord, u64),
+    on_request: impl FnMut(&RequestRecord, u64),
 ) -> Result<Vec<RequestRecord>, LabError> {
     let t0 = Instant::now();
-    let mut all = Vec::new();
-    loop {
-        let r = probe::send_pod(cluster, purpose, namespace, PodKind::Bad, dry_run).await?;
-        let denied = r.outcome == Outcome::ExplicitDeny;
-        on_request(&r, t0.elapsed().as_secs());
-        all.push(r);
-        if denied || t0.elapsed() >= bound {
-            return Ok(all);
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
+    let all = std::cell::RefCell::new(Vec::new());
+    let on_request = std::cell::RefCell::new(on_request);
+    let sent = Wait::new(
+        format!("an explicit deny in {namespace}"),
+        bound,
+        Duration::from_secs(1),
+    )
+    .run(
+        || async {
+            let r = probe::send_pod(cluster, purpose, namespace, PodKind::Bad, dry_run).await?;
+            let denied = r.outcome == Outcome::ExplicitDeny;
+            (on_request.borrow_mut())(&r, t0.elapsed().as_secs());
+            all.borrow_mut().push(r);
+            Ok::<_, LabError>(if denied {
+                Check::Done(())
+            } else {
+                Check::NotYet(())
+            })
+        },
+        |_, _| {},
+        tokio::time::sleep,
+    )
+    .await;
+    match sent {
+        // Denied, or the bound ran out: either way every request sent is the answer.
+        Ok(()) | Err(WaitError::TimedOut(_)) => Ok(all.into_inner()),
+        Err(WaitError::Failed(e)) => Err(e),
     }
 }
 
