@@ -114,46 +114,64 @@ pub fn stray_pids(rec: &ClusterRecord) -> Vec<(i32, String)> {
     out
 }
 
+/// Kills (SIGKILL through a pidfd, start time re-checked) every process of the cluster we did not
+/// start directly ([`stray_pids`]) until none is left, bounded by 5 s ([`lab::wait::Wait`]).
 fn kill_strays(report: &mut Report, rec: &ClusterRecord) {
-    for round in 0..50 {
-        let strays = stray_pids(rec);
-        if strays.is_empty() {
-            return;
-        }
-        for (pid, cmd) in &strays {
-            let Some((_, st)) = proc_stat(*pid) else {
-                continue;
-            };
-            let pr = ProcRecord {
-                name: "stray".into(),
-                pid: *pid,
-                start_time: st,
-                log: String::new(),
-                argv: vec![],
-            };
-            if round == 0 {
-                report.note(format!(
-                    "killing leftover process {pid}: {}",
-                    cmd.chars().take(120).collect::<String>()
-                ));
+    let mut notes = Vec::new();
+    let gone = lab::wait::Wait::new(
+        "the cluster's leftover processes to end",
+        Duration::from_secs(5),
+        Duration::from_millis(100),
+    )
+    .blocking(
+        || -> Result<lab::wait::Check<(), Vec<(i32, String)>>, std::convert::Infallible> {
+            let strays = stray_pids(rec);
+            if strays.is_empty() {
+                return Ok(lab::wait::Check::Done(()));
             }
-            let Some(p) = rustix::process::Pid::from_raw(*pid) else {
-                continue;
-            };
-            // The pidfd pins the process; the start-time check after opening it makes sure it is
-            // still the one found above.
-            if let Ok(fd) = rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty())
-                && pr.alive()
-            {
-                let _ = rustix::process::pidfd_send_signal(&fd, rustix::process::Signal::KILL);
+            let first = notes.is_empty();
+            for (pid, cmd) in &strays {
+                let Some((_, st)) = proc_stat(*pid) else {
+                    continue;
+                };
+                let pr = ProcRecord {
+                    name: "stray".into(),
+                    pid: *pid,
+                    start_time: st,
+                    log: String::new(),
+                    argv: vec![],
+                };
+                if first {
+                    notes.push(format!(
+                        "killing leftover process {pid}: {}",
+                        cmd.chars().take(120).collect::<String>()
+                    ));
+                }
+                let Some(p) = rustix::process::Pid::from_raw(*pid) else {
+                    continue;
+                };
+                // The pidfd pins the process; the start-time check after opening it makes sure
+                // it is still the one found above.
+                if let Ok(fd) = rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty())
+                    && pr.alive()
+                {
+                    let _ = rustix::process::pidfd_send_signal(&fd, rustix::process::Signal::KILL);
+                }
             }
-        }
-        std::thread::sleep(Duration::from_millis(100));
+            Ok(lab::wait::Check::NotYet(strays))
+        },
+        |_, _| {},
+    );
+    for n in notes {
+        report.note(n);
     }
-    report.fail(anyhow::anyhow!(
-        "processes of the cluster still running: {:?}",
-        stray_pids(rec)
-    ));
+    if let Err(lab::wait::WaitError::TimedOut(t)) = gone {
+        report.fail(anyhow::anyhow!(
+            "processes of the cluster still running {} ms after SIGKILL: {:?}",
+            t.waited.as_millis(),
+            t.last
+        ));
+    }
 }
 
 /// What to do after one `crictl rmp -fa` ([`rmp_next`]).
