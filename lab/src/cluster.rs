@@ -255,6 +255,29 @@ impl Cluster {
             .map_err(kube_err)
     }
 
+    /// Watches pod `namespace/name` until `cond` holds for it (`None`: the pod does not exist),
+    /// with kube-runtime's `await_condition` (a watch on its name, each event checked), and
+    /// returns the pod at that moment. Not bounded itself: the caller bounds it
+    /// ([`crate::probe::wait_running`]).
+    ///
+    /// Errors: the watch fails ([`LabError::Kube`]).
+    pub async fn await_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        cond: impl Fn(Option<&Pod>) -> bool,
+    ) -> Result<Option<Pod>, LabError> {
+        let api = Api::<Pod>::namespaced(self.client.clone(), namespace);
+        kube::runtime::wait::await_condition(api, name, cond)
+            .await
+            .map_err(|e| {
+                LabError::Kube(format!(
+                    "watching pod {namespace}/{name}: {}",
+                    error_chain(&e)
+                ))
+            })
+    }
+
     /// Checks the lab mark (ConfigMap `kube-system/kca-webhook-lab` with `mark` =
     /// [`MARK_VALUE`]) and returns it.
     ///

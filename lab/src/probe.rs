@@ -13,7 +13,6 @@ use crate::cluster::{Cluster, RawAnswer, now_rfc3339};
 use crate::error::LabError;
 use crate::evidence::{GetResult, RequestRecord};
 use crate::facts::PodObservation;
-use crate::wait::{Check, Wait, WaitError};
 
 /// The image of every probe pod (Kubernetes' own pause image; the node's sandbox image).
 pub const PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.10.1";
@@ -231,9 +230,11 @@ pub async fn observe_pod(
     })
 }
 
-/// Waits until pod `name` is `Running` (polling every 500 ms, bounded by `bound`), calling
-/// `progress(elapsed_secs, phase)` about once a second. Returns the last observation, whatever
-/// its phase: the caller decides (a bound that runs out is not an error here).
+/// Waits until pod `name` is `Running` or gone, bounded by `bound`, through a watch on it
+/// (kube-runtime's `await_condition`, [`Cluster::await_pod`]: an object condition, so no polling),
+/// calling `progress(elapsed_secs, phase)` about once a second with the phase the watch saw last.
+/// Returns the observation at the end (one GET: Running, gone, or the last state when the bound
+/// ran out), whatever its phase: the caller decides (a bound that runs out is not an error here).
 pub async fn wait_running(
     cluster: &Cluster,
     namespace: &str,
@@ -241,36 +242,34 @@ pub async fn wait_running(
     bound: Duration,
     mut progress: impl FnMut(u64, Option<&str>),
 ) -> Result<PodObservation, LabError> {
-    let mut last_tick = 0;
-    let seen = Wait::new(
-        format!("pod {namespace}/{name} Running"),
-        bound,
-        Duration::from_millis(500),
-    )
-    .run(
-        || async {
-            let obs = observe_pod(cluster, namespace, name).await?;
-            Ok::<_, LabError>(if !obs.exists || obs.phase.as_deref() == Some("Running") {
-                Check::Done(obs)
-            } else {
-                Check::NotYet(obs)
-            })
-        },
-        |obs: &PodObservation, elapsed| {
-            let secs = elapsed.as_secs();
-            if secs > last_tick {
-                last_tick = secs;
-                progress(secs, obs.phase.as_deref());
+    let t0 = std::time::Instant::now();
+    // The phase of the last event the watch saw, for the progress line.
+    let phase = std::sync::Mutex::new(None::<String>);
+    let phase_of = |p: &k8s_openapi::api::core::v1::Pod| p.status.as_ref()?.phase.clone();
+    let watch = cluster.await_pod(namespace, name, |p| {
+        let seen = p.and_then(phase_of);
+        let done = p.is_none() || seen.as_deref() == Some("Running");
+        *phase.lock().unwrap_or_else(|e| e.into_inner()) = seen;
+        done
+    });
+    let mut watch = std::pin::pin!(watch);
+    let mut deadline = std::pin::pin!(tokio::time::sleep(bound));
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.tick().await; // the first tick is immediate
+    loop {
+        tokio::select! {
+            r = &mut watch => {
+                r?;
+                break;
             }
-        },
-        tokio::time::sleep,
-    )
-    .await;
-    match seen {
-        Ok(obs) => Ok(obs),
-        Err(WaitError::TimedOut(t)) => Ok(t.last),
-        Err(WaitError::Failed(e)) => Err(e),
+            _ = &mut deadline => break,
+            _ = tick.tick() => {
+                let seen = phase.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                progress(t0.elapsed().as_secs(), seen.as_deref());
+            }
+        }
     }
+    observe_pod(cluster, namespace, name).await
 }
 
 #[cfg(test)]
