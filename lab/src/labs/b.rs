@@ -28,6 +28,7 @@ use crate::labs::common::{
     webhook_facts,
 };
 use crate::probe::{self, PodKind};
+use crate::wait::{Check, Wait, WaitError};
 use crate::workdir::Workdir;
 
 pub use crate::rules::b::{DENY_AFTER_RESUME_BOUND, WATCHDOG_GRACE, report_expectations};
@@ -528,14 +529,29 @@ async fn freeze_run(
         probe::observe_pod(cluster, &spec.existing.namespace, &spec.existing.name).await?;
     // The container as it is now (CRI), retried briefly: a restarted container may still be
     // starting. The restart count comes from the API (the pod of act 4, or its successor).
-    let mut after = investigate(cluster, cri).await;
-    for _ in 0..5 {
-        if after.is_ok() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        after = investigate(cluster, cri).await;
-    }
+    let cri = tokio::sync::Mutex::new(cri);
+    let after = Wait::new(
+        "the admission controller's container through CRI",
+        Duration::from_secs(5),
+        Duration::from_secs(1),
+    )
+    .run(
+        || async {
+            let mut cri = cri.lock().await;
+            Ok::<_, std::convert::Infallible>(match investigate(cluster, &mut cri).await {
+                Ok(a) => Check::Done(a),
+                Err(e) => Check::NotYet(e),
+            })
+        },
+        |_, _| {},
+        tokio::time::sleep,
+    )
+    .await
+    .map_err(|e| match e {
+        // The last error: what the record keeps when the container never answered.
+        WaitError::TimedOut(t) => t.last,
+        WaitError::Failed(never) => match never {},
+    });
     let identity_after = match &after {
         Ok(a) => {
             rec.raw("cri-container-after", &a.container);
