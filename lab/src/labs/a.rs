@@ -38,6 +38,7 @@ use crate::labs::common::{
     live_context, read_facts, read_input, to_value, webhook_facts,
 };
 use crate::probe::{self, PodKind};
+use crate::wait::{Check, TimedOut, Wait, WaitError};
 
 pub use crate::rules::a::{RECOVERY_BOUND, evidence_words, timeline_in_order};
 
@@ -432,12 +433,11 @@ async fn act5_body(
     rec.save_progress(partial.clone())?;
 
     // Wait (bounded) until no controller pod is left.
-    let t0 = Instant::now();
     let mut last_tick = 0;
-    let pods_gone_at = loop {
+    let check = || async {
         let pods = cl.admission_pods().await?;
         if pods.is_empty() {
-            break facts::now_rfc3339();
+            return Ok::<_, LabError>(Check::Done(facts::now_rfc3339()));
         }
         let state = pods
             .iter()
@@ -458,25 +458,44 @@ async fn act5_body(
             })
             .collect::<Vec<_>>()
             .join(", ");
-        if t0.elapsed() >= PODS_GONE_BOUND {
-            rec.raw("pods-left", &pods);
-            return Err(LabError::WaitTimedOut {
-                what: "the admission controller's pods to be gone".into(),
-                waited_ms: t0.elapsed().as_millis() as u64,
-                last_state: state,
-            });
+        Ok(Check::NotYet((pods, state)))
+    };
+    let gone = Wait::new(
+        "the admission controller's pods to be gone",
+        PODS_GONE_BOUND,
+        Duration::from_millis(250),
+    )
+    .run(
+        check,
+        |(_, state): &(Vec<_>, String), elapsed| {
+            let secs = elapsed.as_secs();
+            if secs > last_tick {
+                last_tick = secs;
+                ui.progress(
+                    &format!("Pod の終了を待っています: {state}"),
+                    &format!("waiting for the pods to be gone: {state}"),
+                    secs,
+                    PODS_GONE_BOUND.as_secs(),
+                );
+            }
+        },
+        tokio::time::sleep,
+    )
+    .await;
+    let pods_gone_at = match gone {
+        Ok(at) => at,
+        Err(WaitError::TimedOut(t)) => {
+            let (pods, state) = &t.last;
+            rec.raw("pods-left", pods);
+            return Err(TimedOut {
+                last: state.clone(),
+                what: t.what,
+                bound: t.bound,
+                waited: t.waited,
+            }
+            .into());
         }
-        let secs = t0.elapsed().as_secs();
-        if secs > last_tick {
-            last_tick = secs;
-            ui.progress(
-                &format!("Pod の終了を待っています: {state}"),
-                &format!("waiting for the pods to be gone: {state}"),
-                secs,
-                PODS_GONE_BOUND.as_secs(),
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
+        Err(WaitError::Failed(e)) => return Err(e),
     };
     ui.say(
         &format!("  Pod はすべて消えました ({pods_gone_at})"),
