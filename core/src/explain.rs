@@ -209,46 +209,9 @@ fn rule(a: &Answer, o: Outcome) -> (u8, &'static str) {
     }
 }
 
-/// What `outcome` means in `lab`, in `lang`.
+/// What `outcome` means in `lab`, in `lang` (the words are in [`crate::messages::explain`]).
 pub fn meaning(lab: Lab, o: Outcome, lang: Lang) -> &'static str {
-    let (ja, en) = match (o, lab) {
-        (Outcome::Stored, _) => (
-            "リクエストは受け入れられ、GETでUID付きのオブジェクトが確認されました (stored)。違反するPodなら、webhookが判定していないことを意味します (ラボA: 登録が消えた、ラボB: failurePolicy Ignore で呼び出しが失敗した)。",
-            "The request was admitted and the GET found the object with a UID (stored). For a violating pod this means no webhook decided (lab A: the registration was gone; lab B: the call failed under failurePolicy Ignore).",
-        ),
-        (Outcome::ExplicitDeny, _) => (
-            "ポリシーのwebhookが応答して拒否しました。webhookが登録され、動いている証拠です。",
-            "The policy's webhook answered and denied: evidence that it is registered and working.",
-        ),
-        (Outcome::WebhookTimeout, Lab::B) => (
-            "webhookの呼び出しが timeoutSeconds で打ち切られました。ラボBでは凍結したプロセスが応答しないためで、failurePolicy Fail なので拒否されました (ポリシーの判定ではありません)。",
-            "The webhook call was cut off at timeoutSeconds. In lab B the frozen process cannot answer; under failurePolicy Fail the request is rejected (not a policy decision).",
-        ),
-        (Outcome::WebhookTimeout, Lab::A) => (
-            "webhookの呼び出しが timeoutSeconds で打ち切られました。ラボAでは登録が残っているのにコントローラーが応答しない状態を示し、想定の経過 (登録が消える) とは違います。",
-            "The webhook call was cut off at timeoutSeconds. In lab A this means the registration was still there while the controller did not answer, which is not the expected path (the registration disappears).",
-        ),
-        (Outcome::ConnectionRefused | Outcome::NoEndpoints | Outcome::DnsError, _) => (
-            "webhookを呼べませんでした (接続拒否・エンドポイントなし・DNS)。登録は残っているのにサービスの先にPodがいない状態です。failurePolicy Fail なら拒否されます。",
-            "The webhook could not be called (refused, no endpoints, DNS): the registration is there but nothing serves behind the service. Under failurePolicy Fail the request is rejected.",
-        ),
-        (Outcome::AlreadyExists, _) => (
-            "同じ名前のオブジェクトがすでにあります。ポリシーの判定ではありません。毎回新しい名前を使ってください。",
-            "An object with that name already exists. This is never a policy decision; use a fresh name every time.",
-        ),
-        (Outcome::DryRunAdmitted, _) => (
-            "サーバー側 dry-run がアドミッションを通過し、保存はされていません (GETで見つからない)。",
-            "The server-side dry-run passed admission and nothing was stored (the GET finds nothing).",
-        ),
-        (Outcome::OtherError, _) => (
-            "ラボの判定に数えない応答です (他のwebhookの拒否、目印のない拒否、GETで確認できない成功、その他のエラー)。生の応答をそのまま記録してください。",
-            "An answer the lab does not count (another webhook's deny, a deny without the policy's marker, a success the GET does not confirm, any other error). Keep the raw answer verbatim.",
-        ),
-    };
-    match lang {
-        Lang::Ja => ja,
-        Lang::En => en,
-    }
+    crate::messages::explain::meaning(lab, o).get(lang)
 }
 
 /// The classification of an answer and its explanation.
@@ -280,12 +243,12 @@ pub fn explain(a: &Answer, lab: Lab, lang: Lang) -> Explanation {
         &crate::classify::LAB_POLICY,
     );
     let rule = rule(a, outcome);
-    let en = lang == Lang::En;
+    let words = |t: crate::messages::Text| t.get(lang);
     let mut lines = vec![
         format!("outcome: {}", outcome.as_str()),
         format!(
             "{}: {} ({}) · HTTP {}{}",
-            if en { "rule" } else { "判定規則" },
+            words(crate::messages::explain::RULE),
             rule.0,
             rule.1,
             a.http_status,
@@ -296,31 +259,20 @@ pub fn explain(a: &Answer, lab: Lab, lang: Lang) -> Explanation {
         ),
         format!(
             "{} {}: {}",
-            if en { "lab" } else { "ラボ" },
+            words(crate::messages::explain::LAB),
             lab,
             meaning(lab, outcome, lang)
         ),
     ];
     if a.get.is_none() && (200..300).contains(&a.http_status) && !a.dry_run {
-        lines.push(
-            if en {
-                "note: a 2xx alone is not `stored`: a follow-up GET must find the object with its UID (an act records it; pasted text has none)"
-            } else {
-                "注意: 2xx だけでは stored ではありません。続くGETでUID付きのオブジェクトが見つかる必要があります (actは記録します。貼り付けたテキストにはありません)"
-            }
-            .to_owned(),
-        );
+        lines.push(words(crate::messages::explain::NOTE_2XX).to_owned());
     }
     if let Some(r) = &a.recorded
         && r != outcome.as_str()
     {
         lines.push(format!(
             "{}: {r} ≠ {}",
-            if en {
-                "the evidence recorded another outcome (grade reports outcome-contradicts-answer)"
-            } else {
-                "証拠に記録された結果が違います (grade は outcome-contradicts-answer を報告します)"
-            },
+            words(crate::messages::explain::RECORDED_OTHER),
             outcome.as_str()
         ));
     }

@@ -172,9 +172,10 @@ fn run(cli: &Cli) -> Result<i32, LabError> {
                 n => match n.parse::<u8>().ok().and_then(|a| lab::acts::spec(lab, a)) {
                     Some(spec) => vec![grade::grade(lab, spec.number, &input)],
                     None => {
-                        return Err(LabError::Usage(format!(
-                            "grade takes 1 to {} or all, got {n:?}",
-                            lab::acts::count(lab)
+                        return Err(LabError::Usage(messages::grade_usage(
+                            cli.lang,
+                            lab::acts::count(lab),
+                            n,
                         )));
                     }
                 },
@@ -196,7 +197,8 @@ fn run(cli: &Cli) -> Result<i32, LabError> {
             Ok(0)
         }
         Command::Schema { name } => {
-            let file = InputFile::from_name(lab, name).ok_or_else(|| unknown_input(lab, name))?;
+            let file = InputFile::from_name(lab, name)
+                .ok_or_else(|| unknown_input(cli.lang, lab, name))?;
             let text = serde_json::to_string_pretty(&inputs::schema(file))
                 .map_err(|e| LabError::Usage(e.to_string()))?;
             out(&text);
@@ -204,7 +206,8 @@ fn run(cli: &Cli) -> Result<i32, LabError> {
         }
         Command::Check { file } => {
             let name = file.to_string_lossy();
-            let kind = InputFile::from_name(lab, &name).ok_or_else(|| unknown_input(lab, &name))?;
+            let kind = InputFile::from_name(lab, &name)
+                .ok_or_else(|| unknown_input(cli.lang, lab, &name))?;
             let value = read_json_input(file, kind.file_name())?;
             let (ctx, complete) = offline_context(&workdir, lab, kind, file);
             inputs::validate(kind, &value, &ctx)?;
@@ -263,12 +266,13 @@ fn out(line: &str) {
     let _ = writeln!(stdout, "{line}");
 }
 
-fn unknown_input(lab: Lab, name: &str) -> LabError {
+fn unknown_input(lang: Lang, lab: Lab, name: &str) -> LabError {
     let names: Vec<_> = InputFile::all(lab).iter().map(|f| f.file_name()).collect();
-    LabError::Usage(format!(
-        "{name:?} is not an input of lab {}; inputs: {}",
+    LabError::Usage(messages::unknown_input(
+        lang,
+        name,
         lab.as_str(),
-        names.join(", ")
+        &names.join(", "),
     ))
 }
 

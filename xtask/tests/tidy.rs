@@ -16,7 +16,10 @@
 //!   `" / 8"`, `1 to 8`) anywhere else in code, so adding an act is one registry line;
 //! - xtask runs external commands only through `xtask::command` (one error type with the
 //!   pasteable command, exit status and output tail), except the daemons it supervises and the
-//!   streamed `go build`.
+//!   streamed `go build`;
+//! - the student tool's words live in one place: no Japanese literal in `lab/src` outside
+//!   `messages.rs`, the report page's `report/text.rs` and the registry's act titles (`acts.rs`);
+//!   comments and unit tests are not words.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -439,6 +442,63 @@ fn act_counts_and_ranges_come_from_the_registry() {
     );
 }
 
+/// Where Japanese text may be written: the tool's messages, the report page's words, the act
+/// titles of the registry.
+const WORDS: &[&str] = &["lab/src/messages.rs", "lab/src/report/text.rs", REGISTRY];
+
+/// Japanese text: kana, CJK ideographs, the ideographic comma and full stop.
+fn is_japanese(c: char) -> bool {
+    matches!(c, '\u{3040}'..='\u{30ff}' | '\u{4e00}'..='\u{9fff}' | '\u{3000}'..='\u{303f}' | '\u{ff00}'..='\u{ffef}')
+}
+
+/// Lines (comments and everything from `#[cfg(test)]` on skipped) with a Japanese literal outside
+/// [`WORDS`].
+fn stray_words(files: &[(PathBuf, String)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (path, text) in files {
+        if WORDS.iter().any(|w| path.ends_with(w)) {
+            continue;
+        }
+        for (n, line) in text.lines().enumerate() {
+            let code = line.trim_start();
+            if code.starts_with("#[cfg(test)]") {
+                break;
+            }
+            if code.starts_with("//") {
+                continue;
+            }
+            let code = code.split(" // ").next().unwrap_or(code);
+            if code.chars().any(is_japanese) {
+                out.push(format!("{}:{}: {}", path.display(), n + 1, code.trim()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn student_words_live_in_messages() {
+    let files: Vec<(PathBuf, String)> = rust_files("lab/src")
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(root().join(&p)).unwrap();
+            (p, text)
+        })
+        .collect();
+    assert!(
+        files
+            .iter()
+            .any(|(p, t)| p.ends_with("lab/src/messages.rs") && t.chars().any(is_japanese)),
+        "lab/src/messages.rs holds no Japanese: the rule checks nothing"
+    );
+    let bad = stray_words(&files);
+    assert!(
+        bad.is_empty(),
+        "student-facing words go to lab/src/messages.rs, in both languages:\n  {}",
+        bad.join("\n  ")
+    );
+}
+
 #[test]
 fn the_rules_themselves_catch_what_they_are_for() {
     // The checks above on small inputs, so a rule that can no longer fail is seen here.
@@ -473,6 +533,33 @@ fn the_rules_themselves_catch_what_they_are_for() {
     assert!(c("let x = &s[10..=18];").is_empty());
     assert!(c("// acts 1..=8 in a comment").is_empty());
     assert!(act_counts(&[(PathBuf::from(REGISTRY), "1..=8".to_owned())]).is_empty());
+    let w = |p: &str, s: &str| stray_words(&[(PathBuf::from(p), s.to_owned())]);
+    assert_eq!(
+        w(
+            "lab/src/labs/a.rs",
+            r#"ui.step("停止しました", "stopped");"#
+        )
+        .len(),
+        1
+    );
+    assert_eq!(
+        w(
+            "lab/src/explain.rs",
+            "if en { \"rule\" } else { \"判定規則\" },"
+        )
+        .len(),
+        1
+    );
+    assert!(w("lab/src/messages.rs", r#"t("停止しました", "stopped")"#).is_empty());
+    assert!(w("lab/src/labs/a.rs", "// 停止 in a comment").is_empty());
+    assert!(
+        w(
+            "lab/src/digest.rs",
+            "#[cfg(test)]\nmod tests { const X: &str = \"名前\"; }"
+        )
+        .is_empty()
+    );
+    assert!(w("lab/src/labs/a.rs", r#"ui.step(m::FROZEN);"#).is_empty());
 }
 
 /// The methods that run a process and wait for it (std's `Command::output`/`status`, xshell's

@@ -80,7 +80,7 @@ pub(crate) const NO_SCALE: Text = t(
     "no scale-down recorded",
 );
 pub(crate) const FREEZE_WINDOW: Text = t("凍結", "freeze");
-pub(crate) const WATCHDOG_ARMED: Text = t("watchdog 準備完了", "watchdog armed");
+pub(crate) const HEALER_ARMED: Text = t("healer 準備完了", "healer armed");
 pub(crate) const AFTER_RESUME: Text = t("再開後", "after resume");
 pub(crate) const FIRST_DENY: Text = t("再開後の最初の拒否", "first deny after resume");
 pub(crate) const SINCE_RESTORE: Text = t("復元から", "since restore");

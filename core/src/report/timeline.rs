@@ -57,7 +57,7 @@ enum Mark {
     Requests { bars: Vec<Bar>, outcome: String },
     /// The freeze window.
     Window { from: i64, to: i64, note: String },
-    /// One instant (a lab A step, the watchdog arming).
+    /// One instant (a lab A step, the freeze healer arming).
     Step {
         at: i64,
         key: &'static str,
@@ -292,7 +292,7 @@ pub(crate) fn freeze(facts: &Value, lang: Lang) -> Option<Markup> {
     let mut rows = Vec::new();
     if let Some(armed) = ms_at(facts, "/freeze/watchdog_armed_at") {
         rows.push(Row {
-            label: tx::WATCHDOG_ARMED.get(lang).to_owned(),
+            label: tx::HEALER_ARMED.get(lang).to_owned(),
             mark: Mark::Step {
                 at: armed,
                 key: "watchdog-armed",

@@ -34,9 +34,11 @@ use crate::facts::{
 use crate::faults::scale::{self, RestoreOutcome, ScaleFault};
 use crate::inputs;
 use crate::labs::common::{
-    self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Env, TARGET_NAMESPACE, Ui, describe, finish,
-    live_context, read_facts, read_input, to_value, webhook_facts,
+    self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Env, TARGET_NAMESPACE, Ui, describe,
+    describe_indented, finish, live_context, read_facts, read_input, to_value, webhook_facts,
 };
+use crate::messages::act as m;
+use crate::messages::{Lang, Text};
 use crate::probe::{self, PodKind};
 use crate::wait::{Check, TimedOut, Wait, WaitError};
 
@@ -241,10 +243,7 @@ pub(crate) async fn act4(env: &Env) -> Result<ActSummary, LabError> {
 
 async fn act4_body(cl: &Cluster, ui: &Ui, rec: &mut ActRecorder, node_uid: String) -> ActResult {
     let fail = |e: LabError| (serde_json::Value::Null, e);
-    ui.step(
-        "admission controller の Deployment, Pod, リーダー Lease を調べます (何も変更しません)",
-        "investigating the admission controller's deployment, pods and leader Lease (nothing is changed)",
-    );
+    ui.step(m::INVESTIGATING_DEPLOYMENT);
     let dep = cl.admission_deployment().await.map_err(fail)?;
     rec.raw("deployment", &dep);
     let pods = cl.admission_pods().await.map_err(fail)?;
@@ -261,34 +260,33 @@ async fn act4_body(cl: &Cluster, ui: &Ui, rec: &mut ActRecorder, node_uid: Strin
         lease: lease_facts(lease.as_ref()),
         investigated_at: facts::now_rfc3339(),
     };
-    let mut lines = vec![format!(
-        "deployment {}/{} uid {} replicas {} ready {}",
-        facts.deployment.namespace,
-        facts.deployment.name,
-        facts.deployment.uid,
+    let mut lines = vec![ui.text(m::deployment(
+        &facts.deployment.namespace,
+        &facts.deployment.name,
+        &facts.deployment.uid,
         facts.deployment.replicas,
-        facts.deployment.ready_replicas
-    )];
+        facts.deployment.ready_replicas,
+    ))];
     for p in &facts.pods {
-        lines.push(format!(
-            "pod {} uid {} phase {}",
-            p.name,
+        lines.push(ui.text(m::pod(
+            &p.name,
             p.uid.as_deref().unwrap_or("?"),
-            p.phase.as_deref().unwrap_or("?")
-        ));
+            p.phase.as_deref().unwrap_or("?"),
+        )));
     }
-    lines.push(format!(
-        "lease {}/{} holder {} renewTime {} leaseDurationSeconds {}",
-        facts.lease.namespace,
-        facts.lease.name,
-        facts.lease.holder.as_deref().unwrap_or("-"),
-        facts.lease.renew_time.as_deref().unwrap_or("-"),
-        facts
-            .lease
-            .lease_duration_seconds
-            .map(|v| v.to_string())
-            .unwrap_or_else(|| "-".into())
-    ));
+    lines.push(
+        ui.text(m::lease(
+            &facts.lease.namespace,
+            &facts.lease.name,
+            facts.lease.holder.as_deref().unwrap_or("-"),
+            facts.lease.renew_time.as_deref().unwrap_or("-"),
+            &facts
+                .lease
+                .lease_duration_seconds
+                .map(|v| v.to_string())
+                .unwrap_or_else(|| "-".into()),
+        )),
+    );
     Ok((to_value(&facts).map_err(fail)?, lines))
 }
 
@@ -325,10 +323,7 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     rec.input(&loaded);
     rec.raw("lab-mark", &mark);
 
-    ui.step(
-        "復旧ウォッチャーを起動します (55 秒後に元のレプリカ数へ戻す独立プロセス)",
-        "arming the recovery watcher (an independent process that restores the replicas after 55 s)",
-    );
+    ui.step(m::ARMING_WATCHER);
     let (mut fault, ready) = ScaleFault::arm(
         cl.clone(),
         env.workdir.root(),
@@ -347,16 +342,11 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
         deadline_at: Some(ready.deadline_at.clone()),
         fault_dir: Some(fault.dir().0.display().to_string()),
     };
-    ui.say(
-        &format!(
-            "  ウォッチャー pid {} 準備完了 {}, 復旧予定 {}",
-            ready.pid, ready.armed_at, ready.deadline_at
-        ),
-        &format!(
-            "  watcher pid {} ready at {}, restores at {}",
-            ready.pid, ready.armed_at, ready.deadline_at
-        ),
-    );
+    ui.say(m::watcher_ready(
+        ready.pid,
+        &ready.armed_at,
+        &ready.deadline_at,
+    ));
     let mut partial = serde_json::json!({"watcher": watcher});
     let body = act5_body(
         ScaleAct {
@@ -420,13 +410,7 @@ async fn act5_body(
         rec,
         partial,
     } = cx;
-    ui.step(
-        &format!(
-            "{} を 0 レプリカにスケールします",
-            cluster::ADMISSION_DEPLOYMENT
-        ),
-        &format!("scaling {} to 0 replicas", cluster::ADMISSION_DEPLOYMENT),
-    );
+    ui.step(m::scaling_to_zero(cluster::ADMISSION_DEPLOYMENT));
     let down = fault.scale_down().await?;
     rec.raw("scale-down", &down);
     partial["scaled_at"] = down.answered_at.clone().into();
@@ -471,12 +455,7 @@ async fn act5_body(
             let secs = elapsed.as_secs();
             if secs > last_tick {
                 last_tick = secs;
-                ui.progress(
-                    &format!("Pod の終了を待っています: {state}"),
-                    &format!("waiting for the pods to be gone: {state}"),
-                    secs,
-                    PODS_GONE_BOUND.as_secs(),
-                );
+                ui.progress(m::waiting_pods_gone(state), secs, PODS_GONE_BOUND.as_secs());
             }
         },
         tokio::time::sleep,
@@ -497,10 +476,7 @@ async fn act5_body(
         }
         Err(WaitError::Failed(e)) => return Err(e),
     };
-    ui.say(
-        &format!("  Pod はすべて消えました ({pods_gone_at})"),
-        &format!("  no controller pod left ({pods_gone_at})"),
-    );
+    ui.say(m::pods_gone(&pods_gone_at));
     partial["pods_gone_at"] = pods_gone_at.clone().into();
 
     // The policy object.
@@ -530,74 +506,31 @@ async fn act5_body(
     partial["policy_webhook_present"] = present.into();
     partial["registrations_checked_at"] = registrations_checked_at.clone().into();
     rec.save_progress(partial.clone())?;
-    ui.say(
-        &format!(
-            "  ポリシー: {} (uid {}、幕 2 と{})",
-            if policy.exists {
-                "存在する"
-            } else {
-                "存在しない"
-            },
-            policy.uid.as_deref().unwrap_or("-"),
-            if policy.uid.as_deref() == Some(policy_uid_2) {
-                "同じ"
-            } else {
-                "異なる"
-            }
-        ),
-        &format!(
-            "  policy: {} (uid {}, {} act 2's)",
-            if policy.exists { "exists" } else { "absent" },
-            policy.uid.as_deref().unwrap_or("-"),
-            if policy.uid.as_deref() == Some(policy_uid_2) {
-                "same as"
-            } else {
-                "differs from"
-            }
-        ),
-    );
-    ui.say(
-        &format!(
-            "  ポリシーの webhook 登録: {} (webhook 一覧: {})",
-            if present {
-                "残っている"
-            } else {
-                "消えた"
-            },
-            webhook_names(&configs).join(", ")
-        ),
-        &format!(
-            "  the policy's webhook registration: {} (webhooks: {})",
-            if present { "kept" } else { "absent" },
-            webhook_names(&configs).join(", ")
-        ),
-    );
+    ui.say(m::policy_now(
+        ui.lang(),
+        policy.exists,
+        policy.uid.as_deref().unwrap_or("-"),
+        policy.uid.as_deref() == Some(policy_uid_2),
+    ));
+    ui.say(m::registration_now(
+        ui.lang(),
+        present,
+        &webhook_names(&configs).join(", "),
+    ));
 
     // A fresh violating request in the target namespace and one in the control namespace.
-    ui.step(
-        "ラベルなし Pod を作成します (対象 namespace)",
-        "creating an unlabelled pod (target namespace)",
-    );
+    ui.step(m::CREATING_BAD_TARGET);
     let window = crate::metrics::Window::begin(cl).await;
     let target_bad =
         probe::send_pod(cl, "a5-target-bad", TARGET_NAMESPACE, PodKind::Bad, false).await?;
     rec.request("target-bad", &target_bad);
-    ui.say(
-        &describe(ui, "  target bad", &target_bad),
-        &describe(ui, "  target bad", &target_bad),
-    );
+    ui.say(describe_indented(ui, m::req::TARGET_BAD, &target_bad));
     partial["target_bad"] = to_value(&target_bad)?;
     rec.save_progress(partial.clone())?;
-    ui.step(
-        "ラベルなし Pod を作成します (対照 namespace)",
-        "creating an unlabelled pod (control namespace)",
-    );
+    ui.step(m::CREATING_BAD_CONTROL);
     let control = probe::send_pod(cl, "a5-control", CONTROL_NAMESPACE, PodKind::Bad, false).await?;
     rec.request("control", &control);
-    ui.say(
-        &describe(ui, "  control", &control),
-        &describe(ui, "  control", &control),
-    );
+    ui.say(describe_indented(ui, m::req::CONTROL, &control));
     partial["control"] = to_value(&control)?;
     let admission = window.end(cl).await;
     admission.attach(partial);
@@ -619,44 +552,32 @@ async fn act5_body(
         existing,
     };
     let lines = vec![
-        format!(
-            "scaled to 0 at {}, pods gone at {}",
-            facts.scaled_at,
-            facts.pods_gone_at.as_deref().unwrap_or("-")
-        ),
-        format!(
-            "policy exists {} uid {}",
+        ui.text(m::scaled(
+            &facts.scaled_at,
+            facts.pods_gone_at.as_deref().unwrap_or("-"),
+        )),
+        ui.text(m::policy_exists(
             facts.policy.exists,
-            facts.policy.uid.as_deref().unwrap_or("-")
-        ),
-        format!(
-            "policy webhook registered: {} ({})",
+            facts.policy.uid.as_deref().unwrap_or("-"),
+        )),
+        ui.text(m::policy_webhook_registered(
             facts.policy_webhook_present,
             if facts.policy_webhook_present {
                 "registration-kept"
             } else {
                 "registration-absent"
-            }
-        ),
-        describe(ui, "target bad", &facts.target_bad),
-        describe(ui, "control", &facts.control),
-        format!(
-            "existing {} uid {} phase {}",
-            facts.existing.name,
+            },
+        )),
+        describe(ui, m::req::TARGET_BAD, &facts.target_bad),
+        describe(ui, m::req::CONTROL, &facts.control),
+        ui.text(m::existing(
+            &facts.existing.name,
             facts.existing.uid.as_deref().unwrap_or("-"),
-            facts.existing.phase.as_deref().unwrap_or("-")
-        ),
-        if ui.en {
-            format!(
-                "the deployment stays at 0 replicas: act 6 restores it and records the recovery; otherwise the watcher restores it at {}",
-                facts.watcher.deadline_at.as_deref().unwrap_or("-")
-            )
-        } else {
-            format!(
-                "Deployment は 0 レプリカのままです: 幕 6 が復旧させて経過を記録します。実行しなければウォッチャーが {} に戻します",
-                facts.watcher.deadline_at.as_deref().unwrap_or("-")
-            )
-        },
+            facts.existing.phase.as_deref().unwrap_or("-"),
+        )),
+        ui.text(m::stays_at_zero(
+            facts.watcher.deadline_at.as_deref().unwrap_or("-"),
+        )),
     ];
     Ok((facts, lines))
 }
@@ -875,10 +796,7 @@ async fn restore_replicas(
     rec: &mut ActRecorder,
     t0: Instant,
 ) -> Result<(Track, Option<Restorer>, RestoreOutcome), LabError> {
-    ui.step(
-        "元のレプリカ数に戻します",
-        "restoring the original replicas",
-    );
+    ui.step(m::RESTORING_REPLICAS);
     let mut restored = Track::default();
     let outcome = fault.restore(scale::Restorer::Runner).await?;
     rec.raw("restore", &outcome);
@@ -923,26 +841,11 @@ async fn restore_replicas(
             });
         }
     };
-    ui.say(
-        &format!(
-            "  レプリカ復旧 {} ({})",
-            restored.at.as_deref().unwrap_or("-"),
-            match restored_by {
-                Some(Restorer::Runner) => "ランナー",
-                Some(Restorer::Watcher) => "ウォッチャー",
-                None => "不明",
-            }
-        ),
-        &format!(
-            "  replicas restored at {} (by {})",
-            restored.at.as_deref().unwrap_or("-"),
-            match restored_by {
-                Some(Restorer::Runner) => "runner",
-                Some(Restorer::Watcher) => "watcher",
-                None => "unknown",
-            }
-        ),
-    );
+    ui.say(m::replicas_restored(
+        restored.at.as_deref().unwrap_or("-"),
+        m::restorer(Lang::Ja, restored_by),
+        m::restorer(Lang::En, restored_by),
+    ));
     Ok((restored, restored_by, outcome))
 }
 
@@ -986,10 +889,7 @@ async fn observe_recovery(
     old_uids: &BTreeSet<String>,
     t0: Instant,
 ) -> Result<RecoverySeen, LabError> {
-    ui.step(
-        "復旧の経過を観測します (新しい Pod, Running, Lease, webhook 登録, 最初の明示的拒否)",
-        "observing the recovery (new pod, Running, Lease, webhook registration, first explicit deny)",
-    );
+    ui.step(m::OBSERVING_RECOVERY);
     let mut seen = RecoverySeen::default();
     let mut last_tick = 0;
     let window = crate::metrics::Window::begin(cl).await;
@@ -1027,21 +927,12 @@ async fn observe_recovery(
             last_tick = secs;
             let mark = |t: &Track| if t.done() { "✓" } else { "…" };
             ui.progress(
-                &format!(
-                    "Pod作成{} Running{} Lease{} 登録{} 拒否{}",
+                m::recovery_progress(
                     mark(&seen.created),
                     mark(&seen.running),
                     mark(&seen.lease),
                     mark(&seen.registered),
-                    mark(&seen.denied)
-                ),
-                &format!(
-                    "pod created{} running{} lease{} registered{} deny{}",
-                    mark(&seen.created),
-                    mark(&seen.running),
-                    mark(&seen.lease),
-                    mark(&seen.registered),
-                    mark(&seen.denied)
+                    mark(&seen.denied),
                 ),
                 secs,
                 RECOVERY_BOUND.as_secs(),
@@ -1155,68 +1046,50 @@ fn act6_lines(
     lease_acquire_time: Option<&str>,
     restored_by_act6: bool,
 ) -> Vec<String> {
-    let show = |label: &str, s: &TimelineStep| match s.status {
-        StepStatus::Confirmed => match &s.last_seen {
-            Some(before) => format!(
-                "{label}: {} (last check before: {before})",
-                s.at.as_deref().unwrap_or("-")
-            ),
-            None => format!("{label}: {}", s.at.as_deref().unwrap_or("-")),
-        },
-        StepStatus::NotConfirmed => format!(
-            "{label}: not-confirmed after {} ms (last seen: {})",
+    let lang = ui.lang();
+    let show = |label: Text, s: &TimelineStep| match s.status {
+        StepStatus::Confirmed => m::step_confirmed(
+            lang,
+            label,
+            s.at.as_deref().unwrap_or("-"),
+            s.last_seen.as_deref(),
+        ),
+        StepStatus::NotConfirmed => m::step_not_confirmed(
+            lang,
+            label,
             s.waited_ms,
-            s.last_seen.as_deref().unwrap_or("-")
+            s.last_seen.as_deref().unwrap_or("-"),
         ),
     };
-    let lines = vec![
-        format!(
-            "{} (by {})",
-            show("replicas restored", &facts.replicas_restored),
-            match facts.restored_by {
-                Some(Restorer::Runner) => "runner",
-                Some(Restorer::Watcher) => "watcher",
-                None => "unknown",
-            }
-        ),
-        show("new pod created", &facts.pod_created),
-        show("pod running", &facts.pod_running),
-        format!(
-            "{} (holder {}, the Lease's acquireTime {})",
-            show("lease acquired", &facts.lease_acquired),
+    let ms = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_else(|| "-".into());
+    let admitted = facts.admitted_during_scale_down.as_ref();
+    let mut lines = vec![
+        ui.text(m::by(
+            &show(m::step::REPLICAS_RESTORED, &facts.replicas_restored),
+            m::restorer(Lang::Ja, facts.restored_by),
+            m::restorer(Lang::En, facts.restored_by),
+        )),
+        show(m::step::POD_CREATED, &facts.pod_created),
+        show(m::step::POD_RUNNING, &facts.pod_running),
+        ui.text(m::lease_holder(
+            &show(m::step::LEASE_ACQUIRED, &facts.lease_acquired),
             facts.lease_holder.as_deref().unwrap_or("-"),
-            lease_acquire_time.unwrap_or("-")
-        ),
-        show("webhook registered", &facts.webhook_registered),
-        format!(
-            "{} ({} dry-run probes)",
-            show("first explicit deny", &facts.first_explicit_deny),
-            facts.deny_probes.len()
-        ),
-        format!(
-            "leader takeover {} ms after Running, {} ms after the restore",
-            facts
-                .leader_takeover_ms
-                .map(|v| v.to_string())
-                .unwrap_or_else(|| "-".into()),
-            facts
-                .lease_after_restore_ms
-                .map(|v| v.to_string())
-                .unwrap_or_else(|| "-".into())
-        ),
-        format!(
-            "pod admitted during the scale-down {}: exists {} uid {}",
-            f5.target_bad.name,
-            facts
-                .admitted_during_scale_down
-                .as_ref()
-                .is_some_and(|p| p.exists),
-            facts
-                .admitted_during_scale_down
-                .as_ref()
-                .and_then(|p| p.uid.as_deref())
-                .unwrap_or("-")
-        ),
+            lease_acquire_time.unwrap_or("-"),
+        )),
+        show(m::step::WEBHOOK_REGISTERED, &facts.webhook_registered),
+        ui.text(m::probes(
+            &show(m::step::FIRST_DENY, &facts.first_explicit_deny),
+            facts.deny_probes.len(),
+        )),
+        ui.text(m::takeover(
+            &ms(facts.leader_takeover_ms),
+            &ms(facts.lease_after_restore_ms),
+        )),
+        ui.text(m::admitted_pod(
+            &f5.target_bad.name,
+            admitted.is_some_and(|p| p.exists),
+            admitted.and_then(|p| p.uid.as_deref()).unwrap_or("-"),
+        )),
     ];
     // A step already reached at the first check has no earlier check: when the replicas were
     // restored before act 6 started (by the watcher), its time is when act 6 first looked, not
@@ -1232,20 +1105,9 @@ fn act6_lines(
     .filter(|(_, s)| s.status == StepStatus::Confirmed && s.last_seen.is_none())
     .map(|(n, _)| *n)
     .collect();
-    let mut lines = lines;
     // When act 6 itself restored the replicas, the first check's window starts at that restore.
     if !first_check.is_empty() && !restored_by_act6 {
-        lines.push(if ui.en {
-            format!(
-                "already reached at act 6's first check (their time is that check's, not the event's): {}",
-                first_check.join(", ")
-            )
-        } else {
-            format!(
-                "幕 6 の最初の確認で既に成立していた段階 (時刻はその確認時刻で、事象の時刻ではありません): {}",
-                first_check.join(", ")
-            )
-        });
+        lines.push(ui.text(m::already_reached(&first_check.join(", "))));
     }
     lines
 }
@@ -1288,32 +1150,20 @@ async fn act7_body(cl: &Cluster, ui: &Ui, rec: &mut ActRecorder) -> ActResult {
         })
     })?;
     rec.raw("webhook", &wh);
-    ui.step(
-        "サーバー側 dry-run でラベル付き Pod を送ります (dryRun=All)",
-        "sending a labelled pod as a server-side dry-run (dryRun=All)",
-    );
+    ui.step(m::DRY_RUN_GOOD);
     let window = crate::metrics::Window::begin(cl).await;
     let good = probe::send_pod(cl, "a7-good", TARGET_NAMESPACE, PodKind::Good, true)
         .await
         .map_err(fail)?;
     rec.request("good-dry-run", &good);
-    ui.say(
-        &describe(ui, "  good (dry-run)", &good),
-        &describe(ui, "  good (dry-run)", &good),
-    );
-    ui.step(
-        "サーバー側 dry-run でラベルなし Pod を送ります (dryRun=All)",
-        "sending an unlabelled pod as a server-side dry-run (dryRun=All)",
-    );
+    ui.say(describe_indented(ui, m::req::GOOD_DRY_RUN, &good));
+    ui.step(m::DRY_RUN_BAD);
     let bad = probe::send_pod(cl, "a7-bad", TARGET_NAMESPACE, PodKind::Bad, true)
         .await
         .map_err(fail)?;
     rec.request("bad-dry-run", &bad);
     let admission = window.end(cl).await;
-    ui.say(
-        &describe(ui, "  bad (dry-run)", &bad),
-        &describe(ui, "  bad (dry-run)", &bad),
-    );
+    ui.say(describe_indented(ui, m::req::BAD_DRY_RUN, &bad));
     let facts = Act7Facts {
         good_response: dry_run_echo(&good.raw_response),
         good,
@@ -1322,19 +1172,15 @@ async fn act7_body(cl: &Cluster, ui: &Ui, rec: &mut ActRecorder) -> ActResult {
         webhook_name: wh.name.clone(),
     };
     let lines = vec![
-        describe(ui, "good (dry-run)", &facts.good),
-        format!(
-            "good response: kind {} name {} namespace {} labels {:?}",
-            facts.good_response.kind,
-            facts.good_response.name,
-            facts.good_response.namespace,
-            facts.good_response.labels
-        ),
-        describe(ui, "bad (dry-run)", &facts.bad),
-        format!(
-            "webhook {} sideEffects {}",
-            facts.webhook_name, facts.side_effects
-        ),
+        describe(ui, m::req::GOOD_DRY_RUN, &facts.good),
+        ui.text(m::good_response(
+            &facts.good_response.kind,
+            &facts.good_response.name,
+            &facts.good_response.namespace,
+            &format!("{:?}", facts.good_response.labels),
+        )),
+        describe(ui, m::req::BAD_DRY_RUN, &facts.bad),
+        ui.text(m::side_effects(&facts.webhook_name, &facts.side_effects)),
         crate::metrics::summary_line(&admission),
     ];
     let mut facts = to_value(&facts).map_err(fail)?;
@@ -1408,21 +1254,16 @@ pub(crate) async fn act8(env: &Env) -> Result<ActSummary, LabError> {
         .checks
         .iter()
         .map(|c| {
-            format!(
-                "{} {}: report {} / evidence {}",
+            ui.text(m::report_check(
                 if c.agrees { "✓" } else { "✗" },
-                c.field,
-                c.report,
-                c.evidence
-            )
+                &c.field,
+                &c.report.to_string(),
+                &c.evidence.to_string(),
+            ))
         })
         .collect();
     let disagree = facts.checks.iter().filter(|c| !c.agrees).count();
-    lines.push(if ui.en {
-        format!("{disagree} field(s) of report.json disagree with the evidence")
-    } else {
-        format!("report.json のうち証拠と食い違う項目: {disagree}")
-    });
+    lines.push(ui.text(m::report_disagrees(disagree)));
     rec.complete(facts, lines)
 }
 

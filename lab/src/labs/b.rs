@@ -23,10 +23,11 @@ use crate::facts::{self, Act2Facts, Act3Facts, Act8Facts, PodObservation, Report
 use crate::faults::freeze::{self, AttemptFiles, FreezeTarget, ResumedBy};
 use crate::inputs;
 use crate::labs::common::{
-    self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Env, TARGET_NAMESPACE, Ui, describe, finish,
-    live_context, read_facts, read_input, to_value, until_explicit_deny, wait_for_webhook,
-    webhook_facts,
+    self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Env, TARGET_NAMESPACE, Ui, describe,
+    describe_indented, finish, live_context, read_facts, read_input, to_value, until_explicit_deny,
+    wait_for_webhook, webhook_facts,
 };
+use crate::messages::act as m;
 use crate::probe::{self, PodKind};
 use crate::wait::{Check, Wait, WaitError};
 use crate::workdir::Workdir;
@@ -185,10 +186,7 @@ pub(crate) async fn act4(env: &Env) -> Result<ActSummary, LabError> {
     let mut cri = env.cri().await?;
     let mut rec = ActRecorder::begin(&env.workdir, Lab::B, 4)?;
     rec.input(&loaded);
-    ui.step(
-        "admission controller のプロセスを調べます (CRI, /proc)",
-        "investigating the admission controller process (CRI, /proc)",
-    );
+    ui.step(m::INVESTIGATING_PROCESS);
     let inv = investigate(&cluster, &mut cri).await?;
     rec.raw("cri-container", &inv.container);
     rec.raw("cri-runtime", cri.runtime_version().await.ok());
@@ -208,15 +206,14 @@ pub(crate) async fn act4(env: &Env) -> Result<ActSummary, LabError> {
         investigated_at: facts::now_rfc3339(),
     };
     let lines = vec![
-        format!("pod {} uid {}", facts.pod_name, facts.identity.pod_uid),
-        format!("container {}", facts.identity.container_id),
-        format!(
-            "pid {} starttime {} state {} restarts {}",
+        ui.text(m::pod_uid(&facts.pod_name, &facts.identity.pod_uid)),
+        ui.text(m::container(&facts.identity.container_id)),
+        ui.text(m::process(
             facts.identity.pid,
             facts.identity.pid_start_time_ticks,
-            facts.process_state,
-            facts.restart_count
-        ),
+            &facts.process_state,
+            facts.restart_count,
+        )),
     ];
     rec.complete(facts, lines)
 }
@@ -388,35 +385,14 @@ async fn freeze_run(
         starttime: inv.identity.pid_start_time_ticks,
         resume_after_sec: spec.resume_after_sec,
     };
-    ui.step(
-        &format!(
-            "healer を起動し、pid {} を pidfd 経由で SIGSTOP させます ({} 秒後に再開)",
-            spec.resume_after_sec, target.pid
-        ),
-        &format!(
-            "starting the healer, which sends SIGSTOP to pid {} through a pidfd and resumes it after {} s",
-            target.pid, spec.resume_after_sec
-        ),
-    );
+    ui.step(m::starting_healer(target.pid, spec.resume_after_sec));
     let mut fz = freeze::freeze(&program, &faults_dir(&env.workdir), &target)?;
     let ledger = fz.ledger().clone();
     rec.raw("fault-ledger-frozen", &ledger);
-    ui.step(
-        &format!(
-            "停止しました (state T, {})",
-            ledger.frozen_at.as_deref().unwrap_or("")
-        ),
-        &format!(
-            "frozen (state T, {})",
-            ledger.frozen_at.as_deref().unwrap_or("")
-        ),
-    );
+    ui.step(m::frozen(ledger.frozen_at.as_deref().unwrap_or("")));
 
     // During the freeze: the registration, then three requests at once.
-    ui.step(
-        "停止中: 登録の確認と、対象 (ラベルあり/なし) と対照の Pod 作成",
-        "during the freeze: registration check, target (labelled/unlabelled) and control pod creates",
-    );
+    ui.step(m::DURING_FREEZE);
     let (p_good, p_bad, p_control) = (
         format!("{tag}-frozen-good"),
         format!("{tag}-frozen-bad"),
@@ -436,12 +412,11 @@ async fn freeze_run(
     rec.request("frozen-target-bad", &bad);
     rec.request("frozen-control", &control);
     for (label, r) in [
-        ("  target good", &good),
-        ("  target bad", &bad),
-        ("  control", &control),
+        (m::req::TARGET_GOOD_FROZEN, &good),
+        (m::req::TARGET_BAD_FROZEN, &bad),
+        (m::req::CONTROL_FROZEN, &control),
     ] {
-        let line = describe(&ui, label, r);
-        ui.say(&line, &line);
+        ui.say(describe_indented(&ui, label, r));
     }
     let registration_snapshot = registration
         .as_ref()
@@ -466,8 +441,7 @@ async fn freeze_run(
         .wait_for_resume(WATCHDOG_GRACE, |left| {
             if left >= 0 {
                 ui.progress(
-                    &format!("healer の再開まで残り {left} 秒"),
-                    &format!("{left} s until the healer resumes the process"),
+                    m::until_resume(left),
                     spec.resume_after_sec.saturating_sub(left as u64),
                     spec.resume_after_sec,
                 );
@@ -477,26 +451,14 @@ async fn freeze_run(
     let ledger = fz.ledger().clone();
     drop(fz);
     rec.raw("fault-ledger-resumed", &ledger);
-    ui.step(
-        &format!(
-            "再開しました: {} が {} に SIGCONT (state {:?})",
-            resumed_by_word(resume.resumed_by),
-            resume.resumed_at,
-            resume.state_after
-        ),
-        &format!(
-            "resumed: SIGCONT by {} at {} (state {:?})",
-            resumed_by_word(resume.resumed_by),
-            resume.resumed_at,
-            resume.state_after
-        ),
-    );
+    ui.step(m::resumed(
+        m::resumer(ui.lang(), resume.resumed_by),
+        &resume.resumed_at,
+        &format!("{:?}", resume.state_after),
+    ));
 
     // After resume: new violating requests until the first explicit deny, every outcome kept.
-    ui.step(
-        "再開後: 新しい違反リクエストが明示的に拒否されるまで待ちます",
-        "after resume: new violating requests until the first explicit deny",
-    );
+    ui.step(m::AFTER_RESUME);
     let after_resume = until_explicit_deny(
         cluster,
         &format!("{tag}-after"),
@@ -505,8 +467,7 @@ async fn freeze_run(
         DENY_AFTER_RESUME_BOUND,
         |r, s| {
             ui.progress(
-                &describe(&ui, "violating request", r),
-                &describe(&ui, "violating request", r),
+                describe(&ui, m::req::VIOLATING, r),
                 s,
                 DENY_AFTER_RESUME_BOUND.as_secs(),
             )
@@ -623,49 +584,38 @@ async fn api_restart_count(cluster: &Cluster, pod_uid: &str) -> Result<Option<u3
         .map(|c| c.restart_count.max(0) as u32))
 }
 
-fn resumed_by_word(by: ResumedBy) -> &'static str {
-    match by {
-        ResumedBy::Healer => "healer",
-        ResumedBy::Runner => "runner",
-        ResumedBy::RunnerExit => "runner (exit path)",
-        ResumedBy::LaterCommand => "a later command",
-    }
-}
-
 fn run_lines(ui: &Ui, run: &FreezeRun) -> Vec<String> {
     let mut lines = vec![
-        format!(
-            "frozen {} → resumed {} by {:?} (state after {})",
-            run.freeze.frozen_at,
-            run.freeze.resumed_at,
-            run.freeze.resumed_by,
-            run.freeze.state_after
-        ),
-        format!(
-            "registration present during the freeze: {}",
-            run.registration_present_during_freeze
-        ),
-        describe(ui, "target good (frozen)", &run.target_good),
-        describe(ui, "target bad (frozen)", &run.target_bad),
-        describe(ui, "control (frozen)", &run.control),
+        ui.text(m::freeze_window(
+            &run.freeze.frozen_at,
+            &run.freeze.resumed_at,
+            &format!("{:?}", run.freeze.resumed_by),
+            &run.freeze.state_after,
+        )),
+        ui.text(m::registration_during_freeze(
+            run.registration_present_during_freeze,
+        )),
+        describe(ui, m::req::TARGET_GOOD_FROZEN, &run.target_good),
+        describe(ui, m::req::TARGET_BAD_FROZEN, &run.target_bad),
+        describe(ui, m::req::CONTROL_FROZEN, &run.control),
     ];
     for r in &run.after_resume {
-        lines.push(describe(ui, "after resume", r));
+        lines.push(describe(ui, m::req::AFTER_RESUME, r));
     }
-    lines.push(format!(
-        "first explicit deny {} ms after resume; restarts {} → {}",
-        run.first_deny_after_resume_ms
-            .map(|m| m.to_string())
-            .unwrap_or_else(|| "-".into()),
-        run.restart_count_before,
-        run.restart_count_after
-    ));
-    lines.push(format!(
-        "existing {} uid {} phase {}",
-        run.existing.name,
+    lines.push(
+        ui.text(m::first_deny_after_resume(
+            &run.first_deny_after_resume_ms
+                .map(|ms| ms.to_string())
+                .unwrap_or_else(|| "-".into()),
+            run.restart_count_before,
+            run.restart_count_after,
+        )),
+    );
+    lines.push(ui.text(m::existing(
+        &run.existing.name,
         run.existing.uid.as_deref().unwrap_or("?"),
-        run.existing.phase.as_deref().unwrap_or("?")
-    ));
+        run.existing.phase.as_deref().unwrap_or("?"),
+    )));
     lines
 }
 
@@ -707,10 +657,7 @@ pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
     rec.raw("healed-earlier-faults", &healed);
     rec.raw("policy-before", &live);
 
-    ui.step(
-        "同じポリシー (同じ UID) を failurePolicy Ignore に更新します",
-        "updating the same policy (same UID) to failurePolicy Ignore",
-    );
+    ui.step(m::UPDATING_TO_IGNORE);
     let mut partial = serde_json::json!({"policy_uid_before": policy_uid_before});
     let stored = match cluster.replace_policy_spec(&loaded.value).await {
         Ok(s) => s,
@@ -746,22 +693,14 @@ pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
     rec.raw("webhook-configuration-ignore", &cfg);
     let webhook = webhook_facts(&cfg, &wh);
     partial["webhook"] = to_value(&webhook)?;
-    ui.step(
-        &format!(
-            "webhook {} (failurePolicy {}, timeoutSeconds {})",
-            webhook.name, webhook.failure_policy, webhook.timeout_seconds
-        ),
-        &format!(
-            "webhook {} (failurePolicy {}, timeoutSeconds {})",
-            webhook.name, webhook.failure_policy, webhook.timeout_seconds
-        ),
-    );
+    ui.step(m::webhook_registered(
+        &webhook.name,
+        &webhook.failure_policy,
+        &webhook.timeout_seconds.to_string(),
+    ));
 
     let window = crate::metrics::Window::begin(&cluster).await;
-    ui.step(
-        "Ignore でも健全な webhook の拒否は拒否: 違反 Pod を送ります",
-        "under Ignore a healthy webhook still denies: sending a violating pod",
-    );
+    ui.step(m::HEALTHY_DENY_IGNORE);
     let healthy = match until_explicit_deny(
         &cluster,
         "b6-healthy-bad",
@@ -770,8 +709,7 @@ pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
         common::ANSWER_BOUND,
         |r, s| {
             ui.progress(
-                &describe(&ui, "violating request", r),
-                &describe(&ui, "violating request", r),
+                describe(&ui, m::req::VIOLATING, r),
                 s,
                 common::ANSWER_BOUND.as_secs(),
             )
@@ -829,12 +767,12 @@ pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
     match settle(env, &spec, outcome, run_partial.clone(), &mut rec) {
         Ok(run) => {
             let mut lines = vec![
-                format!("policy uid {} (unchanged)", stored_uid),
-                format!(
-                    "webhook {} failurePolicy {}",
-                    webhook.name, webhook.failure_policy
-                ),
-                describe(&ui, "healthy bad (Ignore)", &healthy_bad),
+                ui.text(m::policy_unchanged(stored_uid)),
+                ui.text(m::webhook_failure_policy(
+                    &webhook.name,
+                    &webhook.failure_policy,
+                )),
+                describe(&ui, m::req::HEALTHY_BAD_IGNORE, &healthy_bad),
             ];
             lines.extend(run_lines(&ui, &run));
             lines.push(crate::metrics::summary_line(&admission));
@@ -882,10 +820,7 @@ pub(crate) async fn act7(env: &Env) -> Result<ActSummary, LabError> {
             .map_err(fail)?;
         rec.raw("webhook-configuration", &cfg);
         let webhook = webhook_facts(&cfg, &wh);
-        ui.step(
-            "新しい名前の違反 Pod を送ります",
-            "sending a new-named violating pod",
-        );
+        ui.step(m::SENDING_NEW_VIOLATING);
         let window = crate::metrics::Window::begin(&cluster).await;
         let healthy_bad =
             probe::send_pod(&cluster, "b7-bad", TARGET_NAMESPACE, PodKind::Bad, false)
@@ -897,15 +832,14 @@ pub(crate) async fn act7(env: &Env) -> Result<ActSummary, LabError> {
             .await
             .map_err(fail)?;
         let lines = vec![
-            format!("policy uid {policy_uid}"),
-            describe(&ui, "violating request", &healthy_bad),
-            format!(
-                "existing {} uid {} phase {} (act 3 uid {})",
-                existing.name,
+            ui.text(m::policy_uid(&policy_uid)),
+            describe(&ui, m::req::VIOLATING, &healthy_bad),
+            ui.text(m::existing_vs_act3(
+                &existing.name,
                 existing.uid.as_deref().unwrap_or("?"),
                 existing.phase.as_deref().unwrap_or("?"),
-                act3.existing.uid.as_deref().unwrap_or("?")
-            ),
+                act3.existing.uid.as_deref().unwrap_or("?"),
+            )),
             crate::metrics::summary_line(&admission),
         ];
         let facts = Act7Facts {
@@ -973,16 +907,16 @@ pub(crate) async fn act8(env: &Env) -> Result<ActSummary, LabError> {
             evidence: evidence.into(),
         });
     }
+    let ui = env.ui;
     let lines = checks
         .iter()
         .map(|c| {
-            format!(
-                "{} {}: report {} / evidence {}",
+            ui.text(m::report_check(
                 if c.agrees { "✓" } else { "✗" },
-                c.field,
-                c.report,
-                c.evidence
-            )
+                &c.field,
+                &c.report.to_string(),
+                &c.evidence.to_string(),
+            ))
         })
         .collect();
     let facts = Act8Facts {

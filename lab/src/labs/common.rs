@@ -19,6 +19,8 @@ use crate::facts::{
     self, Act1Facts, Act2Facts, Act3Facts, NodeFacts, ObjectRef, ServiceRef, WebhookFacts,
 };
 use crate::inputs::{self, Context, InputFile, StudentInput};
+use crate::messages::act as m;
+use crate::messages::{Lang, Line, Text};
 use crate::probe::{self, PodKind};
 use crate::wait::{Check, Wait, WaitError};
 use crate::workdir::{LoadedInput, Workdir};
@@ -43,27 +45,35 @@ pub struct Ui {
 }
 
 impl Ui {
-    /// Prints one line: `ja` or `en` by language.
-    pub fn say(&self, ja: &str, en: &str) {
+    /// The language of the output.
+    pub fn lang(&self) -> Lang {
+        if self.en { Lang::En } else { Lang::Ja }
+    }
+
+    /// `line` in the output's language (the words are in [`crate::messages`]).
+    pub fn text(&self, line: impl Into<Line>) -> String {
+        let line = line.into();
+        line.get(self.lang()).to_owned()
+    }
+
+    /// Prints one line.
+    pub fn say(&self, line: impl Into<Line>) {
         if !self.quiet {
-            eprintln!("{}", if self.en { en } else { ja });
+            eprintln!("{}", self.text(line));
         }
     }
 
     /// Prints a step line ` • …`.
-    pub fn step(&self, ja: &str, en: &str) {
+    pub fn step(&self, line: impl Into<Line>) {
         if !self.quiet {
-            eprintln!(" • {}", if self.en { en } else { ja });
+            eprintln!(" • {}", self.text(line));
         }
     }
 
     /// Prints a progress line `   … (12s/90s)`.
-    pub fn progress(&self, ja: &str, en: &str, elapsed_s: u64, bound_s: u64) {
+    pub fn progress(&self, line: impl Into<Line>, elapsed_s: u64, bound_s: u64) {
         if !self.quiet {
-            eprintln!(
-                "   {} ({elapsed_s}s/{bound_s}s)",
-                if self.en { en } else { ja }
-            );
+            eprintln!("   {} ({elapsed_s}s/{bound_s}s)", self.text(line));
         }
     }
 }
@@ -428,12 +438,7 @@ pub async fn wait_for_webhook(
                 let secs = elapsed.as_secs();
                 if secs > last_tick {
                     last_tick = secs;
-                    ui.progress(
-                        &format!("webhook {name} の登録を待っています"),
-                        &format!("waiting for webhook {name} to be registered"),
-                        secs,
-                        bound.as_secs(),
-                    );
+                    ui.progress(m::waiting_for_webhook(name), secs, bound.as_secs());
                 }
             },
             tokio::time::sleep,
@@ -484,21 +489,22 @@ pub async fn until_explicit_deny(
     }
 }
 
-/// One line describing a request's outcome for the student.
-pub fn describe(ui: &Ui, label: &str, r: &RequestRecord) -> String {
-    let stored = if r.get.exists {
-        format!("GET: uid {}", r.get.uid.as_deref().unwrap_or("?"))
-    } else if ui.en {
-        "GET: not found".to_owned()
-    } else {
-        "GET: 存在しない".to_owned()
-    };
-    format!(
-        "{label}: {} (HTTP {}, {} ms; {stored})",
+/// One line describing a request's outcome for the student, in the output's language
+/// ([`crate::messages::act::request`]; `label` from [`crate::messages::act::req`]).
+pub fn describe(ui: &Ui, label: Text, r: &RequestRecord) -> String {
+    m::request(
+        ui.lang(),
+        label,
         r.outcome.as_str(),
         r.http_status,
-        r.elapsed_ms
+        r.elapsed_ms,
+        r.get.exists.then(|| r.get.uid.as_deref().unwrap_or("?")),
     )
+}
+
+/// [`describe`] indented under a step line.
+pub fn describe_indented(ui: &Ui, label: Text, r: &RequestRecord) -> String {
+    format!("  {}", describe(ui, label, r))
 }
 
 /// Runs `fut` unless a SIGINT, SIGTERM or SIGHUP arrives first (the process-wide handler of
@@ -617,10 +623,7 @@ pub async fn act1(lab: Lab, env: &Env) -> Result<ActSummary, LabError> {
     let (_scope, loaded) = read_input::<inputs::Scope>(&env.workdir, &ctx)?;
     let mut rec = ActRecorder::begin(&env.workdir, lab, 1)?;
     rec.input(&loaded);
-    ui.step(
-        "scope.json を実クラスタと照合しました",
-        "scope.json matches the live cluster",
-    );
+    ui.step(m::SCOPE_MATCHES);
     let node = cluster.node().await?;
     let dep = cluster.admission_deployment().await?;
     let mark = cluster.lab_mark().await;
@@ -650,16 +653,12 @@ pub async fn act1(lab: Lab, env: &Env) -> Result<ActSummary, LabError> {
         }),
         checked_at: facts::now_rfc3339(),
     };
-    let mut lines = vec![format!("node {} uid {}", facts.node.name, facts.node.uid)];
+    let mut lines = vec![ui.text(m::node(&facts.node.name, &facts.node.uid))];
     for (n, u) in &facts.namespaces {
-        lines.push(format!("namespace {n} uid {u}"));
+        lines.push(ui.text(m::namespace(n, u)));
     }
     if facts.lab_mark.is_none() {
-        lines.push(if ui.en {
-            "no lab mark on this cluster: acts 5 and 6 will refuse to inject a fault".into()
-        } else {
-            "このクラスタには実習環境の印がありません: act 5 と 6 は障害を注入しません".into()
-        });
+        lines.push(ui.text(m::NO_LAB_MARK));
     }
     rec.complete(facts, lines)
 }
@@ -685,10 +684,7 @@ async fn act2_body(
 ) -> Result<(serde_json::Value, Vec<String>), (serde_json::Value, LabError)> {
     let name = cluster::POLICY_NAME;
     let fail = |e: LabError| (serde_json::Value::Null, e);
-    ui.step(
-        "ValidatingPolicy を適用します",
-        "applying the ValidatingPolicy",
-    );
+    ui.step(m::APPLYING_POLICY);
     let existing = cluster.policy(name).await.map_err(fail)?;
     let stored = match existing {
         None => cluster.create_policy(&loaded.value).await.map_err(fail)?,
@@ -716,16 +712,11 @@ async fn act2_body(
     .map_err(|e| (serde_json::json!({"policy": stored}), e))?;
     rec.raw("webhook-configuration", &cfg);
     let webhook = webhook_facts(&cfg, &wh);
-    ui.step(
-        &format!(
-            "webhook {} が登録されました (failurePolicy {}, timeoutSeconds {})",
-            webhook.name, webhook.failure_policy, webhook.timeout_seconds
-        ),
-        &format!(
-            "webhook {} registered (failurePolicy {}, timeoutSeconds {})",
-            webhook.name, webhook.failure_policy, webhook.timeout_seconds
-        ),
-    );
+    ui.step(m::webhook_registered(
+        &webhook.name,
+        &webhook.failure_policy,
+        &webhook.timeout_seconds.to_string(),
+    ));
     // The registration exists; wait until the webhook answers for this policy. Server dry-run:
     // nothing is stored, whatever the answer.
     let mut probes = Vec::new();
@@ -737,8 +728,7 @@ async fn act2_body(
         ANSWER_BOUND,
         |r, s| {
             ui.progress(
-                &format!("webhook の応答を確認中: {}", r.outcome.as_str()),
-                &format!("checking the webhook answers: {}", r.outcome.as_str()),
+                m::checking_answers(r.outcome.as_str()),
                 s,
                 ANSWER_BOUND.as_secs(),
             );
@@ -771,18 +761,16 @@ async fn act2_body(
         ));
     }
     let lines = vec![
-        format!(
-            "policy uid {}",
+        ui.text(m::policy_uid(
             policy
                 .pointer("/metadata/uid")
                 .and_then(|v| v.as_str())
-                .unwrap_or("?")
-        ),
-        format!(
-            "webhook {} in {}",
-            webhook_name,
-            cfg.metadata.name.as_deref().unwrap_or("")
-        ),
+                .unwrap_or("?"),
+        )),
+        ui.text(m::webhook_in(
+            &webhook_name,
+            cfg.metadata.name.as_deref().unwrap_or(""),
+        )),
     ];
     Ok((facts, lines))
 }
@@ -823,10 +811,7 @@ async fn act3_body(
     };
     let fail = |e: LabError| (serde_json::Value::Null, e);
     let window = crate::metrics::Window::begin(cluster).await;
-    ui.step(
-        "ラベル付き Pod を作成します (対象 namespace)",
-        "creating a labelled pod (target namespace)",
-    );
+    ui.step(m::CREATING_GOOD_TARGET);
     let good = probe::send_pod(
         cluster,
         &format!("{tag}-good"),
@@ -837,14 +822,8 @@ async fn act3_body(
     .await
     .map_err(fail)?;
     rec.request("good", &good);
-    ui.say(
-        &describe(ui, "  good", &good),
-        &describe(ui, "  good", &good),
-    );
-    ui.step(
-        "ラベルなし Pod を作成します (対象 namespace)",
-        "creating an unlabelled pod (target namespace)",
-    );
+    ui.say(describe_indented(ui, m::req::GOOD, &good));
+    ui.step(m::CREATING_BAD_TARGET);
     let bad = probe::send_pod(
         cluster,
         &format!("{tag}-bad"),
@@ -855,29 +834,19 @@ async fn act3_body(
     .await
     .map_err(fail)?;
     rec.request("bad", &bad);
-    ui.say(&describe(ui, "  bad", &bad), &describe(ui, "  bad", &bad));
+    ui.say(describe_indented(ui, m::req::BAD, &bad));
     let admission = window.end(cluster).await;
     let mut partial = serde_json::json!({"good": good, "bad": bad});
     admission.attach(&mut partial);
     rec.save_progress(partial.clone())
         .map_err(|e| (partial.clone(), e))?;
-    ui.step(
-        "ラベル付き Pod が Running になるのを待っています",
-        "waiting for the labelled pod to be Running",
-    );
+    ui.step(m::WAITING_RUNNING);
     let existing = probe::wait_running(
         cluster,
         TARGET_NAMESPACE,
         &good.name,
         RUNNING_BOUND,
-        |s, phase| {
-            ui.progress(
-                &format!("phase {}", phase.unwrap_or("?")),
-                &format!("phase {}", phase.unwrap_or("?")),
-                s,
-                RUNNING_BOUND.as_secs(),
-            )
-        },
+        |s, phase| ui.progress(m::phase(phase.unwrap_or("?")), s, RUNNING_BOUND.as_secs()),
     )
     .await
     .map_err(|e| (partial.clone(), e))?;
@@ -887,14 +856,13 @@ async fn act3_body(
         existing,
     };
     let lines = vec![
-        describe(ui, "good", &facts.good),
-        describe(ui, "bad", &facts.bad),
-        format!(
-            "existing {} uid {} phase {}",
-            facts.existing.name,
+        describe(ui, m::req::GOOD, &facts.good),
+        describe(ui, m::req::BAD, &facts.bad),
+        ui.text(m::existing(
+            &facts.existing.name,
             facts.existing.uid.as_deref().unwrap_or("?"),
-            facts.existing.phase.as_deref().unwrap_or("?")
-        ),
+            facts.existing.phase.as_deref().unwrap_or("?"),
+        )),
         crate::metrics::summary_line(&admission),
     ];
     let mut facts = to_value(&facts).map_err(fail)?;

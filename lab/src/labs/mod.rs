@@ -73,10 +73,7 @@ pub async fn heal_first(env: &Env, command: &str) -> heal::HealSummary {
     let cluster = env.cluster().await.ok();
     let summary = heal::heal_workdir(env.workdir.root(), cluster.as_ref(), command).await;
     for line in summary.lines() {
-        env.ui.step(
-            &format!("以前の障害の後始末: {line}"),
-            &format!("healing earlier faults: {line}"),
-        );
+        env.ui.step(crate::messages::act::healing_earlier(&line));
     }
     heal::remember(&summary);
     summary
