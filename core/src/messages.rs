@@ -564,10 +564,10 @@ mod tests {
 
 // ---------------------------------------------------------------------------------------------
 // The acts' words (`labs/`): the progress lines printed while an act runs and the summary lines it
-// ends with ([`crate::labs::ActSummary::lines`]). Values (names, UIDs, times, outcomes, field
+// ends with (`lab::labs::ActSummary::lines`). Values (names, UIDs, times, outcomes, field
 // names) are not translated: they are the words of the cluster and the evidence.
 
-/// A line in both languages, already formatted; [`crate::labs::Ui`] prints the one of its
+/// A line in both languages, already formatted; `lab::labs::Ui` prints the one of its
 /// language.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Line {
@@ -786,18 +786,17 @@ pub mod act {
         "再開後: 新しい違反リクエストが明示的に拒否されるまで待ちます",
         "after resume: new violating requests until the first explicit deny",
     );
-    /// Who resumed the process, as the summary says it.
-    pub fn resumer(lang: Lang, by: crate::faults::freeze::ResumedBy) -> &'static str {
-        use crate::faults::freeze::ResumedBy;
-        match (by, lang) {
-            (ResumedBy::Healer, _) => "healer",
-            (ResumedBy::Runner, Lang::En) => "runner",
-            (ResumedBy::Runner, Lang::Ja) => "ランナー",
-            (ResumedBy::RunnerExit, Lang::En) => "runner (exit path)",
-            (ResumedBy::RunnerExit, Lang::Ja) => "ランナー (終了時)",
-            (ResumedBy::LaterCommand, Lang::En) => "a later command",
-            (ResumedBy::LaterCommand, Lang::Ja) => "後のコマンド",
-        }
+    /// Who resumed the frozen process, as the summary says it (`lab`'s `ResumedBy`).
+    pub mod resumer {
+        use super::{Text, t};
+        /// The detached freeze healer.
+        pub const HEALER: Text = t("healer", "healer");
+        /// The act's runner.
+        pub const RUNNER: Text = t("ランナー", "runner");
+        /// The runner on its way out (an error or a signal).
+        pub const RUNNER_EXIT: Text = t("ランナー (終了時)", "runner (exit path)");
+        /// A later command's heal.
+        pub const LATER_COMMAND: Text = t("後のコマンド", "a later command");
     }
     line!(
         /// Freeze summary: the window.

@@ -17,8 +17,9 @@
 //! - xtask runs external commands only through `xtask::command` (one error type with the
 //!   pasteable command, exit status and output tail), except the daemons it supervises and the
 //!   streamed `go build`;
-//! - the student tool's words live in one place: no Japanese literal in `lab/src` outside
-//!   `messages.rs`, the report page's `report/text.rs` and the registry's act titles (`acts.rs`);
+//! - the student tool's words live in one place: no Japanese literal in `lab/src` or `core/src`
+//!   outside `messages.rs`, the report page's `report/text.rs` and the registry's act titles
+//!   (`acts.rs`);
 //!   comments and unit tests are not words.
 
 use std::collections::BTreeSet;
@@ -444,7 +445,7 @@ fn act_counts_and_ranges_come_from_the_registry() {
 
 /// Where Japanese text may be written: the tool's messages, the report page's words, the act
 /// titles of the registry.
-const WORDS: &[&str] = &["lab/src/messages.rs", "lab/src/report/text.rs", REGISTRY];
+const WORDS: &[&str] = &["core/src/messages.rs", "core/src/report/text.rs", REGISTRY];
 
 /// Japanese text: kana, CJK ideographs, the ideographic comma and full stop.
 fn is_japanese(c: char) -> bool {
@@ -478,8 +479,9 @@ fn stray_words(files: &[(PathBuf, String)]) -> Vec<String> {
 
 #[test]
 fn student_words_live_in_messages() {
-    let files: Vec<(PathBuf, String)> = rust_files("lab/src")
-        .into_iter()
+    let files: Vec<(PathBuf, String)> = ["lab/src", "core/src"]
+        .iter()
+        .flat_map(|d| rust_files(d))
         .map(|p| {
             let text = std::fs::read_to_string(root().join(&p)).unwrap();
             (p, text)
@@ -488,13 +490,14 @@ fn student_words_live_in_messages() {
     assert!(
         files
             .iter()
-            .any(|(p, t)| p.ends_with("lab/src/messages.rs") && t.chars().any(is_japanese)),
-        "lab/src/messages.rs holds no Japanese: the rule checks nothing"
+            .any(|(p, t)| p.ends_with(WORDS[0]) && t.chars().any(is_japanese)),
+        "{} holds no Japanese: the rule checks nothing",
+        WORDS[0]
     );
     let bad = stray_words(&files);
     assert!(
         bad.is_empty(),
-        "student-facing words go to lab/src/messages.rs, in both languages:\n  {}",
+        "student-facing words go to core/src/messages.rs, in both languages:\n  {}",
         bad.join("\n  ")
     );
 }
@@ -550,7 +553,7 @@ fn the_rules_themselves_catch_what_they_are_for() {
         .len(),
         1
     );
-    assert!(w("lab/src/messages.rs", r#"t("停止しました", "stopped")"#).is_empty());
+    assert!(w("core/src/messages.rs", r#"t("停止しました", "stopped")"#).is_empty());
     assert!(w("lab/src/labs/a.rs", "// 停止 in a comment").is_empty());
     assert!(
         w(

@@ -451,8 +451,14 @@ async fn freeze_run(
     let ledger = fz.ledger().clone();
     drop(fz);
     rec.raw("fault-ledger-resumed", &ledger);
+    let by = match resume.resumed_by {
+        ResumedBy::Healer => m::resumer::HEALER,
+        ResumedBy::Runner => m::resumer::RUNNER,
+        ResumedBy::RunnerExit => m::resumer::RUNNER_EXIT,
+        ResumedBy::LaterCommand => m::resumer::LATER_COMMAND,
+    };
     ui.step(m::resumed(
-        m::resumer(ui.lang(), resume.resumed_by),
+        by.get(ui.lang()),
         &resume.resumed_at,
         &format!("{:?}", resume.state_after),
     ));
