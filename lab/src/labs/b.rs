@@ -595,7 +595,11 @@ fn run_lines(ui: &Ui, run: &FreezeRun) -> Vec<String> {
         ui.text(m::freeze_window(
             &run.freeze.frozen_at,
             &run.freeze.resumed_at,
-            &format!("{:?}", run.freeze.resumed_by),
+            match run.freeze.resumed_by {
+                Resumer::Watchdog => m::resumer::HEALER,
+                Resumer::Runner => m::resumer::RUNNER,
+            }
+            .get(ui.lang()),
             &run.freeze.state_after,
         )),
         ui.text(m::registration_during_freeze(
