@@ -7,6 +7,7 @@
 //! - [`inputs`] (and their schemas), [`evidence`], [`facts`]: the formats.
 //! - [`classify`]: an API answer → outcome; [`explain`]: the same, in words.
 //! - [`acts`]: the acts registry (every act of both labs, its inputs, grader, test name).
+//! - [`wait`]: the one bounded poll (backon), keeping the last state seen for its timeout error.
 //! - [`rules`]: what acts and graders share; [`grade`]: the graders.
 //! - [`metrics`], [`audit`]: the API server's own account of each webhook call, parsed.
 //! - [`diagnostics`]: the failure summary's format; [`report`]: the HTML record, JUnit.

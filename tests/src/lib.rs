@@ -1,4 +1,5 @@
-//! Test harness: a fresh embedded cluster per test that is always torn down, one cluster at a time.
+//! Test harness: embedded clusters that are always torn down, one cluster at a time; a test binary
+//! shares one cluster among its rows in order (`lab_a`, `lab_b`) unless a fresh node is what it tests.
 //!
 //! - [`LabCluster::fresh`] takes the cross-process cluster lock (`<state root>/.cluster.lock`,
 //!   flock: on a 2-core machine only one cluster runs at a time, so CPU contention never turns a
