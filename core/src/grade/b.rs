@@ -557,19 +557,7 @@ pub(crate) fn act7(g: &mut G) {
 
 pub(crate) fn act8(g: &mut G) {
     act8_facts(g);
-    let ctx = Context {
-        evidence_digests: g
-            .digests()
-            .into_iter()
-            .filter(|(a, _)| (5..=7).contains(a))
-            .collect(),
-        ..Default::default()
-    };
-    for a in 5..=7 {
-        if !ctx.evidence_digests.contains_key(&a) {
-            g.evidence(a);
-        }
-    }
+    let ctx = g.report_context(5..=7);
     g.input::<inputs::ReportB>(&ctx);
     // Each claim of the report must be what the evidence shows, decided by the one rule act 8
     // also uses (`rules::b::report_expectations`), so the act and its grader cannot disagree.

@@ -585,6 +585,26 @@ impl<'a> G<'a> {
         self.input.digests()
     }
 
+    /// The input context of a lab report (act 8): the canonical digests of the evidence of `acts`
+    /// (the report must quote them); an act of `acts` without readable evidence is reported
+    /// through [`G::evidence`] (missing or unreadable), once.
+    pub(crate) fn report_context(&mut self, acts: std::ops::RangeInclusive<u8>) -> Context {
+        let ctx = Context {
+            evidence_digests: self
+                .digests()
+                .into_iter()
+                .filter(|(a, _)| acts.contains(a))
+                .collect(),
+            ..Default::default()
+        };
+        for a in acts {
+            if !ctx.evidence_digests.contains_key(&a) {
+                self.evidence(a);
+            }
+        }
+        ctx
+    }
+
     /// Checks `a <= b` for two timestamps (flags times-inconsistent). Returns whether both parse and hold.
     pub(crate) fn times_ordered(&mut self, subject: &str, a: &str, b: &str) -> bool {
         let (ta, tb) = (facts::parse_rfc3339(a), facts::parse_rfc3339(b));
