@@ -59,6 +59,15 @@ fn rust_files(dir: &str) -> Vec<PathBuf> {
     out
 }
 
+/// The lines of `text` a rule reads: (0-based line number, the line without its indentation),
+/// comment and doc lines left out.
+fn code_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines()
+        .enumerate()
+        .map(|(n, line)| (n, line.trim_start()))
+        .filter(|(_, code)| !code.starts_with("//"))
+}
+
 /// The sources the code map covers.
 const MAPPED: &[&str] = &[
     "core/src",
@@ -169,11 +178,7 @@ const GRADER_FORBIDDEN: &[(&str, &str)] = &[
 fn impure(files: &[(PathBuf, String)]) -> Vec<String> {
     let mut out = Vec::new();
     for (path, text) in files {
-        for (n, line) in text.lines().enumerate() {
-            let code = line.trim_start();
-            if code.starts_with("//") {
-                continue;
-            }
+        for (n, code) in code_lines(text) {
             for (needle, why) in GRADER_FORBIDDEN {
                 let hit = code.match_indices(needle).any(|(i, _)| {
                     let before = code[..i].chars().next_back();
@@ -294,11 +299,7 @@ fn api_clients(files: &[(PathBuf, String)]) -> Vec<String> {
         if path.ends_with("lab/src/cluster.rs") {
             continue;
         }
-        for (n, line) in text.lines().enumerate() {
-            let code = line.trim_start();
-            if code.starts_with("//") {
-                continue;
-            }
+        for (n, code) in code_lines(text) {
             let uses_kube = code.match_indices("kube").any(|(i, _)| {
                 let before = code[..i].chars().next_back();
                 let after = &code[i + 4..];
@@ -378,11 +379,7 @@ fn act_counts(files: &[(PathBuf, String)]) -> Vec<String> {
         if path.ends_with(REGISTRY) {
             continue;
         }
-        for (n, line) in text.lines().enumerate() {
-            let code = line.trim_start();
-            if code.starts_with("//") {
-                continue;
-            }
+        for (n, code) in code_lines(text) {
             let mut why = None;
             for (i, _) in code.match_indices("..") {
                 let (inclusive, tail) = match code[i + 2..].strip_prefix('=') {
@@ -460,13 +457,9 @@ fn stray_words(files: &[(PathBuf, String)]) -> Vec<String> {
         if WORDS.iter().any(|w| path.ends_with(w)) {
             continue;
         }
-        for (n, line) in text.lines().enumerate() {
-            let code = line.trim_start();
+        for (n, code) in code_lines(text) {
             if code.starts_with("#[cfg(test)]") {
                 break;
-            }
-            if code.starts_with("//") {
-                continue;
             }
             let code = code.split(" // ").next().unwrap_or(code);
             if code.chars().any(is_japanese) {
@@ -590,11 +583,7 @@ fn bare_commands(files: &[(PathBuf, String)]) -> Vec<String> {
         if MAY_RUN_PROCESSES.iter().any(|a| path.ends_with(a)) {
             continue;
         }
-        for (n, line) in text.lines().enumerate() {
-            let code = line.trim_start();
-            if code.starts_with("//") {
-                continue;
-            }
+        for (n, code) in code_lines(text) {
             if let Some(m) = RUNS_A_PROCESS.iter().find(|m| code.contains(*m)) {
                 out.push(format!(
                     "{}:{}: `{m}`: {}",
