@@ -277,9 +277,54 @@ pub fn with_cluster<T>(name: &str, f: impl FnOnce(&LabCluster) -> Result<T>) -> 
     }
 }
 
-/// Builds the lab binary (`cargo build -p xtask -p lab --bin kca-webhook-lab`) and returns its path.
+/// Builds the lab binary (`cargo build -p xtask -p lab --bin kca-webhook-lab`) once per test
+/// process (so timed rows never include a `cargo build`) and returns its path.
 pub fn ensure_lab_binary() -> Result<PathBuf> {
-    xtask::lab_run::ensure_lab_binary()
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    if let Some(b) = BIN.get() {
+        return Ok(b.clone());
+    }
+    let b = xtask::lab_run::ensure_lab_binary()?;
+    Ok(BIN.get_or_init(|| b).clone())
+}
+
+/// The student tool as a student runs it against a test cluster:
+/// `kca-webhook-lab --lang en --lab LAB --workdir WORKDIR --kubeconfig KUBECONFIG --cri-endpoint
+/// CRI_ENDPOINT ARGS`, stdin closed. Errors: the lab binary cannot be built.
+pub fn student_command(
+    lab: lab::evidence::Lab,
+    workdir: &Path,
+    kubeconfig: &Path,
+    cri_endpoint: &Path,
+    args: &[&str],
+) -> Result<std::process::Command> {
+    let mut c = std::process::Command::new(ensure_lab_binary()?);
+    c.args(["--lang", "en", "--lab", lab.as_str(), "--workdir"])
+        .arg(workdir)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .arg("--cri-endpoint")
+        .arg(cri_endpoint)
+        .args(args)
+        .stdin(std::process::Stdio::null());
+    Ok(c)
+}
+
+/// Runs `cmd` to its end; its exit status and its stdout followed by its stderr. `what` names it
+/// in the error when it cannot be started.
+pub fn run_to_end(
+    mut cmd: std::process::Command,
+    what: &str,
+) -> Result<(std::process::ExitStatus, String)> {
+    let out = cmd.output().with_context(|| format!("running {what}"))?;
+    Ok((
+        out.status,
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    ))
 }
 
 /// Samples the resident memory of a cluster's whole stack (its recorded daemons, containerd shims

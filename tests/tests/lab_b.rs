@@ -115,7 +115,7 @@ fn artifacts() -> PathBuf {
 }
 
 fn setup() -> anyhow::Result<(LabCluster, LabRun)> {
-    xtask::lab_run::ensure_lab_binary()?;
+    tests::ensure_lab_binary()?;
     let cluster = LabCluster::fresh(CLUSTER_NAME)?;
     let workdir = artifacts().join("workdir");
     let mut run = LabRun::new(

@@ -278,25 +278,14 @@ fn lab_command(
     workdir: &Path,
     args: &[&str],
 ) -> Result<(std::process::ExitStatus, String)> {
-    let out = Command::new(xtask::lab_run::ensure_lab_binary()?)
-        .args(["--lang", "en", "--lab", "a", "--workdir"])
-        .arg(workdir)
-        .arg("--kubeconfig")
-        .arg(cluster.kubeconfig())
-        .arg("--cri-endpoint")
-        .arg(cluster.cri_endpoint().trim_start_matches("unix://"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .with_context(|| format!("running kca-webhook-lab {}", args.join(" ")))?;
-    Ok((
-        out.status,
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    ))
+    let cmd = tests::student_command(
+        Lab::A,
+        workdir,
+        &cluster.kubeconfig(),
+        Path::new(cluster.cri_endpoint().trim_start_matches("unix://")),
+        args,
+    )?;
+    tests::run_to_end(cmd, &format!("kca-webhook-lab {}", args.join(" ")))
 }
 
 fn figure(row: &str, what: &str, d: Duration) {

@@ -40,11 +40,11 @@
 //! `figure:` lines (records, not asserts); the bounds of issue 12 are asserted.
 
 use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail, ensure};
-use lab::evidence::{ActStatus, Outcome};
+use lab::evidence::{ActStatus, Lab, Outcome};
 use lab::facts::b::{Act5Facts, Resumer};
 use lab::faults::attempt::{ProcessRef, read_json};
 use lab::faults::freeze::{self, AttemptFiles, FreezeLedger, FreezePlan, HealerReport, ResumedBy};
@@ -169,17 +169,6 @@ fn figure(row: &str, what: &str, d: Duration) {
     eprintln!("    figure: row {row}: {what} {} ms", d.as_millis());
 }
 
-/// The `kca-webhook-lab` binary, built once per test process (so the rows' figures never include
-/// a `cargo build`).
-fn lab_binary() -> Result<PathBuf> {
-    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    if let Some(b) = BIN.get() {
-        return Ok(b.clone());
-    }
-    let b = xtask::lab_run::ensure_lab_binary()?;
-    Ok(BIN.get_or_init(|| b).clone())
-}
-
 /// A row's work directory and its runners; when dropped without [`RowDir::done`] (the row
 /// failed), kills the runners still running (our children, by their handles) and runs
 /// `kca-webhook-lab heal` there so no freeze outlives the row.
@@ -232,32 +221,21 @@ impl<'a> RowDir<'a> {
     /// `kca-webhook-lab --lang en --lab b --workdir DIR --kubeconfig … --cri-endpoint … ARGS`.
     fn command(&self, args: &[&str]) -> Result<Command> {
         let env = &self.run.env;
-        let mut c = Command::new(lab_binary()?);
-        c.args(["--lang", "en", "--lab", "b", "--workdir"])
-            .arg(&self.dir)
-            .arg("--kubeconfig")
-            .arg(env.kubeconfig.as_ref().context("kubeconfig")?)
-            .arg("--cri-endpoint")
-            .arg(env.cri_endpoint.as_ref().context("cri endpoint")?)
-            .args(args)
-            .stdin(Stdio::null());
-        Ok(c)
+        tests::student_command(
+            Lab::B,
+            &self.dir,
+            env.kubeconfig.as_ref().context("kubeconfig")?,
+            env.cri_endpoint.as_ref().context("cri endpoint")?,
+            args,
+        )
     }
 
     /// Runs a command to its end; its status and stdout + stderr.
     fn output(&self, args: &[&str]) -> Result<(ExitStatus, String)> {
-        let out = self
-            .command(args)?
-            .output()
-            .with_context(|| format!("running kca-webhook-lab {}", args.join(" ")))?;
-        Ok((
-            out.status,
-            format!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ),
-        ))
+        tests::run_to_end(
+            self.command(args)?,
+            &format!("kca-webhook-lab {}", args.join(" ")),
+        )
     }
 
     /// Starts `act 5` in the background, its output in `<row>/act5-N.log`; returns its index.
