@@ -475,6 +475,27 @@ pub mod a {
         pub waited_ms: u64,
     }
 
+    impl TimelineStep {
+        /// When the step was seen (`at`, parsed); `None` when not confirmed or unparsable.
+        pub fn seen_at(&self) -> Option<chrono::DateTime<chrono::Utc>> {
+            match self.status {
+                StepStatus::Confirmed => self.at.as_deref().and_then(super::parse_rfc3339),
+                StepStatus::NotConfirmed => None,
+            }
+        }
+
+        /// The last check that did not yet see the step: the RFC 3339 time that `last_seen`
+        /// begins with (act 6 writes `"<time> <state>"`). `None` when the step was already
+        /// there at the first check (no earlier check) or `last_seen` does not begin with a time.
+        ///
+        /// A confirmed step was polled, so it happened in `(last_check_before, at]`: `at` is when
+        /// a check first saw it, not when it happened.
+        pub fn last_check_before(&self) -> Option<chrono::DateTime<chrono::Utc>> {
+            let first = self.last_seen.as_deref()?.split_whitespace().next()?;
+            super::parse_rfc3339(first)
+        }
+    }
+
     /// Who restored the replicas.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
     #[serde(rename_all = "lowercase")]

@@ -24,16 +24,88 @@ pub mod a {
     use std::time::Duration;
 
     use crate::evidence::Outcome;
-    use crate::facts::a::{Act5Facts, Act6Facts, Act7Facts, StepStatus};
+    use crate::facts::a::{Act5Facts, Act6Facts, Act7Facts, TimelineStep};
     use crate::facts::{self, Act2Facts, Act3Facts, PodObservation};
 
     /// Bound on the whole recovery timeline of act 6 (a trial took about 32 s to the first deny).
     pub const RECOVERY_BOUND: Duration = Duration::from_secs(180);
 
-    /// Whether the six timeline steps are all confirmed and in order (each at or after the previous):
-    /// replicas restored ≤ pod created ≤ Running ≤ Lease ≤ registration ≤ first explicit deny.
+    /// The orders of act 6's recovery that must hold because one step causes the next, as
+    /// `(earlier, later)` field names of [`Act6Facts`], with the steps themselves:
+    /// - the replicas come back before a new pod is created;
+    /// - a pod exists before it runs and before it can hold the Lease (Kyverno's identity is
+    ///   the pod name);
+    /// - only the leader registers the webhook (Kyverno's webhook controller runs in the leader);
+    /// - only a registered webhook denies.
+    ///
+    /// Phase `Running` and the Lease are not ordered: the kubelet reports the phase on its own
+    /// schedule, so the API server may show the Lease taken before the pod's phase says Running.
+    pub fn recovery_order(
+        f: &Act6Facts,
+    ) -> [(&'static str, &TimelineStep, &'static str, &TimelineStep); 5] {
+        [
+            (
+                "replicas_restored",
+                &f.replicas_restored,
+                "pod_created",
+                &f.pod_created,
+            ),
+            ("pod_created", &f.pod_created, "pod_running", &f.pod_running),
+            (
+                "pod_created",
+                &f.pod_created,
+                "lease_acquired",
+                &f.lease_acquired,
+            ),
+            (
+                "lease_acquired",
+                &f.lease_acquired,
+                "webhook_registered",
+                &f.webhook_registered,
+            ),
+            (
+                "webhook_registered",
+                &f.webhook_registered,
+                "first_explicit_deny",
+                &f.first_explicit_deny,
+            ),
+        ]
+    }
+
+    /// Whether the evidence contradicts "`earlier` happened no later than `later`", for two
+    /// confirmed steps observed by polling. Each step happened in `(last check before, at]`
+    /// ([`TimelineStep::last_check_before`]); a step already there at the first check has no
+    /// earlier check, and `at` stands for both ends.
+    ///
+    /// The order is contradicted only when `later` was seen before the last check that did not
+    /// see `earlier` yet: then `later` happened while `earlier` had not. Two polled steps may be
+    /// *seen* in the other order when both changed between two checks (a trial: the first deny
+    /// seen 0.52 s before the poll saw the registration, whose last check without it came 76 ms
+    /// before that deny), and that is no contradiction.
+    ///
+    /// Returns the reason when contradicted; `None` when consistent or when a step is not
+    /// confirmed (not-confirmed is its own finding).
+    pub fn order_contradiction(earlier: &TimelineStep, later: &TimelineStep) -> Option<String> {
+        let (e_at, l_at) = (earlier.seen_at()?, later.seen_at()?);
+        let e_from = earlier.last_check_before().unwrap_or(e_at);
+        (l_at < e_from).then(|| match earlier.last_check_before() {
+            Some(_) => format!(
+                "seen at {} while a later check ({}) did not see the step it follows yet",
+                facts::format_rfc3339(l_at),
+                facts::format_rfc3339(e_from)
+            ),
+            None => format!(
+                "seen at {}, before the step it follows was first seen ({}, at the first check)",
+                facts::format_rfc3339(l_at),
+                facts::format_rfc3339(e_from)
+            ),
+        })
+    }
+
+    /// Whether the six timeline steps are all confirmed and no order of [`recovery_order`] is
+    /// contradicted ([`order_contradiction`]): the report's `lease-then-registration-then-deny`.
     pub fn timeline_in_order(f: &Act6Facts) -> bool {
-        let steps = [
+        let all = [
             &f.replicas_restored,
             &f.pod_created,
             &f.pod_running,
@@ -41,20 +113,10 @@ pub mod a {
             &f.webhook_registered,
             &f.first_explicit_deny,
         ];
-        let mut prev = None;
-        for s in steps {
-            if s.status != StepStatus::Confirmed {
-                return false;
-            }
-            let Some(t) = s.at.as_deref().and_then(facts::parse_rfc3339) else {
-                return false;
-            };
-            if prev.is_some_and(|p| t < p) {
-                return false;
-            }
-            prev = Some(t);
-        }
-        true
+        all.iter().all(|s| s.seen_at().is_some())
+            && recovery_order(f)
+                .iter()
+                .all(|(_, a, _, b)| order_contradiction(a, b).is_none())
     }
 
     /// What the evidence supports for each word of lab A's `report.json` (pure).
@@ -65,8 +127,8 @@ pub mod a {
     /// - `request`: `admitted-without-webhook` when the registration was absent and act 5's violating
     ///   request was `stored`; `rejected-webhook-unreachable` when it was kept and the request failed
     ///   calling the webhook; otherwise the request's outcome.
-    /// - `recovery`: `lease-then-registration-then-deny` when all six act-6 steps are confirmed and in
-    ///   order ([`timeline_in_order`]), else `not-confirmed`.
+    /// - `recovery`: `lease-then-registration-then-deny` when all six act-6 steps are confirmed and
+    ///   no causal order is contradicted ([`timeline_in_order`]), else `not-confirmed`.
     /// - `dry_run`: `validated-not-stored` when act 7's good dry-run was admitted (kind Pod, same
     ///   name/namespace/labels) and not found by GET, and the bad one was an explicit deny; else
     ///   `not-shown`.
@@ -229,5 +291,104 @@ pub mod b {
             ("control", control),
             ("existing", existing),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::a::{order_contradiction, recovery_order, timeline_in_order};
+    use crate::facts::a::{Act6Facts, Restorer, StepStatus, TimelineStep};
+
+    /// A confirmed step seen at `at`, with the last check that did not see it (if any).
+    fn seen(at: &str, last_check: Option<&str>) -> TimelineStep {
+        TimelineStep {
+            status: StepStatus::Confirmed,
+            at: Some(at.into()),
+            last_seen: last_check.map(|t| format!("{t} not yet")),
+            waited_ms: 0,
+        }
+    }
+
+    fn timeline(steps: [TimelineStep; 6]) -> Act6Facts {
+        let [restored, created, running, lease, registered, denied] = steps;
+        Act6Facts {
+            replicas_restored: restored,
+            restored_by: Some(Restorer::Runner),
+            pod_created: created,
+            new_pod: None,
+            pod_running: running,
+            previous_lease_holder: None,
+            lease_acquired: lease,
+            lease_holder: None,
+            webhook_registered: registered,
+            webhook: None,
+            first_explicit_deny: denied,
+            deny_probes: vec![],
+            leader_takeover_ms: None,
+            lease_after_restore_ms: None,
+            admitted_during_scale_down: None,
+            existing: None,
+        }
+    }
+
+    /// Act 6 of CI's run of 2026-12-01 (lab_a, 02:48 UTC): the deny probe answered 76 ms after
+    /// the last check without the registration and 520 ms before the next check saw it.
+    fn ci_run_2026_12_01() -> Act6Facts {
+        timeline([
+            seen("2026-12-01T02:48:22.776Z", None),
+            seen("2026-12-01T02:48:22.988Z", None),
+            seen("2026-12-01T02:48:41.532Z", Some("2026-12-01T02:48:41.018Z")),
+            seen("2026-12-01T02:48:56.006Z", Some("2026-12-01T02:48:55.477Z")),
+            seen("2026-12-01T02:48:56.615Z", Some("2026-12-01T02:48:56.019Z")),
+            seen("2026-12-01T02:48:56.095Z", Some("2026-12-01T02:48:55.486Z")),
+        ])
+    }
+
+    #[test]
+    fn a_deny_seen_before_the_poll_saw_the_registration_is_consistent_inside_its_window() {
+        let f = ci_run_2026_12_01();
+        assert_eq!(
+            order_contradiction(&f.webhook_registered, &f.first_explicit_deny),
+            None
+        );
+        assert!(timeline_in_order(&f));
+    }
+
+    #[test]
+    fn a_step_seen_before_the_last_check_without_its_cause_contradicts_the_order() {
+        let mut f = ci_run_2026_12_01();
+        // The registration's last check without it moves after the deny was seen.
+        f.webhook_registered = seen("2026-12-01T02:48:56.615Z", Some("2026-12-01T02:48:56.200Z"));
+        let why = order_contradiction(&f.webhook_registered, &f.first_explicit_deny)
+            .expect("deny seen while the registration was still absent");
+        assert!(
+            why.contains("02:48:56.095Z") && why.contains("02:48:56.200Z"),
+            "{why}"
+        );
+        assert!(!timeline_in_order(&f));
+    }
+
+    #[test]
+    fn a_step_first_seen_at_the_first_check_bounds_its_followers_by_that_time() {
+        let mut f = ci_run_2026_12_01();
+        // Created at the first check (no earlier check), then a Running seen before it.
+        f.pod_running = seen("2026-12-01T02:48:22.900Z", None);
+        assert!(order_contradiction(&f.pod_created, &f.pod_running).is_some());
+        assert!(!timeline_in_order(&f));
+    }
+
+    #[test]
+    fn running_and_the_lease_are_not_ordered_but_every_step_must_be_confirmed() {
+        let mut f = ci_run_2026_12_01();
+        // The Lease taken before the kubelet reported Running: no cause between them.
+        f.pod_running = seen("2026-12-01T02:48:57.000Z", Some("2026-12-01T02:48:56.500Z"));
+        assert!(
+            recovery_order(&f)
+                .iter()
+                .all(|(a, _, b, _)| !(*a == "pod_running" && *b == "lease_acquired"))
+        );
+        assert!(timeline_in_order(&f));
+        f.lease_acquired.status = StepStatus::NotConfirmed;
+        assert!(!timeline_in_order(&f));
     }
 }

@@ -235,22 +235,28 @@ fn a_controller_restart_after_the_freeze_is_recorded_not_flagged() {
     );
 }
 
+/// Moves `v` (an RFC 3339 time) by `ms` milliseconds.
+fn shifted(v: &serde_json::Value, ms: i64) -> String {
+    lab::facts::format_rfc3339(
+        lab::facts::parse_rfc3339(v.as_str().unwrap()).unwrap()
+            + chrono::Duration::milliseconds(ms),
+    )
+}
+
 /// One rule per claim: act 8's grader decides `report.json`'s words with the same function as
-/// act 8 (lab A: `labs::a::evidence_words`, all six recovery steps in order). A pod that became
-/// `Running` only after the Lease was taken breaks the six-step order while lease → registration
-/// → deny still holds; the report's `lease-then-registration-then-deny` is then contradicted.
+/// act 8 (lab A: `labs::a::evidence_words`, the causal orders of `rules::a::recovery_order`). A
+/// deny seen while a later check still found no registration breaks registration → deny; act 6's
+/// grader flags the time and act 8's the report's `lease-then-registration-then-deny`.
 #[test]
-fn lab_a_report_recovery_needs_all_six_steps_in_order() {
+fn lab_a_report_recovery_needs_registration_before_deny() {
     let pass = common::read_tree(&common::fixtures_dir().join("a").join("pass"));
     let mut e6 = pass["evidence/06.json"].clone();
-    let lease = e6["facts"]["lease_acquired"]["at"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let later = lab::facts::format_rfc3339(
-        lab::facts::parse_rfc3339(&lease).unwrap() + chrono::Duration::milliseconds(500),
-    );
-    e6["facts"]["pod_running"]["at"] = serde_json::json!(later);
+    let deny = e6["facts"]["first_explicit_deny"]["at"].clone();
+    e6["facts"]["webhook_registered"]["at"] = serde_json::json!(shifted(&deny, 900));
+    e6["facts"]["webhook_registered"]["last_seen"] = serde_json::json!(format!(
+        "{} no webhook for the policy in any ValidatingWebhookConfiguration",
+        shifted(&deny, 400)
+    ));
     let overlay = BTreeMap::from([("evidence/06.json".to_string(), e6)]);
     let (_tmp, gi) = workdir_with(Lab::A, &overlay);
     let f = grade::grade(Lab::A, 8, &gi);
@@ -262,6 +268,49 @@ fn lab_a_report_recovery_needs_all_six_steps_in_order() {
         "{}",
         lab::messages::findings(Lang::En, &f)
     );
+    let f = grade::grade(Lab::A, 6, &gi);
+    assert!(
+        f.findings
+            .iter()
+            .any(|x| x.code == grade::Code::TimesInconsistent
+                && x.subject.contains("first_explicit_deny")),
+        "{}",
+        lab::messages::findings(Lang::En, &f)
+    );
+}
+
+/// Polled steps may be *seen* out of order when both changed between two checks: CI's run of
+/// 2026-12-01 saw the first deny 520 ms before its poll saw the registration, whose last check
+/// without it came 76 ms before the deny. That evidence is consistent; acts 6 and 8 pass.
+#[test]
+fn lab_a_deny_seen_before_the_polled_registration_inside_its_window_passes() {
+    let pass = common::read_tree(&common::fixtures_dir().join("a").join("pass"));
+    let mut e6 = pass["evidence/06.json"].clone();
+    let deny = e6["facts"]["first_explicit_deny"]["at"].clone();
+    e6["facts"]["webhook_registered"]["at"] = serde_json::json!(shifted(&deny, 520));
+    e6["facts"]["webhook_registered"]["last_seen"] = serde_json::json!(format!(
+        "{} no webhook for the policy in any ValidatingWebhookConfiguration",
+        shifted(&deny, -76)
+    ));
+    // The report cites act 6's evidence by its canonical digest: cite the changed file.
+    let mut report = pass["report.json"].clone();
+    report["recovery_evidence_sha256"] = serde_json::json!(lab::digest::digest_value(&e6));
+    let mut e8 = pass["evidence/08.json"].clone();
+    e8["inputs"]["report.json"] = serde_json::json!(lab::digest::digest_value(&report));
+    let overlay = BTreeMap::from([
+        ("evidence/06.json".to_string(), e6),
+        ("report.json".to_string(), report),
+        ("evidence/08.json".to_string(), e8),
+    ]);
+    let (_tmp, gi) = workdir_with(Lab::A, &overlay);
+    for act in [6, 8] {
+        let f = grade::grade(Lab::A, act, &gi);
+        assert!(
+            f.passed(),
+            "act {act}: {}",
+            lab::messages::findings(Lang::En, &f)
+        );
+    }
 }
 
 /// Lab A: the dry-run deny of act 7 must come from the policy's webhook act 2 recorded; the same

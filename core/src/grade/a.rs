@@ -4,6 +4,7 @@ use super::{Code, G, act8_facts, baseline_uid, has_env_label, policy_uid};
 use crate::evidence::{Outcome, RequestRecord};
 use crate::facts::{self, a::*};
 use crate::inputs::{self, Context};
+use crate::rules;
 
 pub(crate) fn act4(g: &mut G) {
     let Some(f) = g.facts::<Act4Facts>(4) else {
@@ -239,26 +240,16 @@ pub(crate) fn act6(g: &mut G) {
         &format!("{s}.first_explicit_deny"),
         &f.first_explicit_deny,
     );
-    // Only the orders that must hold: the replicas come back before a pod is created, which
-    // exists before it runs and before it can hold the Lease; only the leader registers the
-    // webhook, and only a registered webhook denies. (Phase Running and the Lease are observed by
-    // polling and may be seen in either order.)
-    let order = [
-        ("replicas_restored", &restored, "pod_created", &created),
-        ("pod_created", &created, "pod_running", &running),
-        ("pod_created", &created, "lease_acquired", &lease),
-        ("lease_acquired", &lease, "webhook_registered", &registered),
-        (
-            "webhook_registered",
-            &registered,
-            "first_explicit_deny",
-            &denied,
-        ),
-    ];
-    for (na, a, nb, b) in order {
-        if let (Some(a), Some(b)) = (a, b) {
-            g.times_ordered(&format!("{s}.{nb}.at (after {na})"), a, b);
-        }
+    // Only the orders that must hold (`rules::a::recovery_order`), judged on each step's polling
+    // window, not on the two times at which the polls happened to see them.
+    for (na, a, nb, b) in rules::a::recovery_order(&f) {
+        let why = rules::a::order_contradiction(a, b);
+        g.check(
+            why.is_none(),
+            Code::TimesInconsistent,
+            format!("{s}.{nb}.at (after {na})"),
+            || why.unwrap_or_default(),
+        );
     }
     // The new pod holds the Lease; it is not one of the pods act 4 recorded.
     if let Some(p) = &f.new_pod {
@@ -478,7 +469,7 @@ pub(crate) fn act8(g: &mut G) {
     // The claims are compared even when the report's digests are off (both are findings).
     g.input::<inputs::ReportA>(&ctx);
     // Each claim of the report must be what the evidence shows, decided by the one rule act 8
-    // also uses (`rules::a::evidence_words`: all six recovery steps in order, the dry-run echo,
+    // also uses (`rules::a::evidence_words`: all six recovery steps confirmed, no cause seen after its effect, the dry-run echo,
     // the policy UID, …), so the act and its grader cannot disagree.
     let report = g.required_input_value(crate::inputs::InputFile::ReportA);
     let (Some(report), Some(f2), Some(f3), Some(f5), Some(f6), Some(f7)) = (

@@ -807,18 +807,21 @@ async fn restore_replicas(
         }
         RestoreOutcome::AlreadyRestored { at } => match fault.restored_by()? {
             Some((who, when)) => {
+                // Restored before act 6 looked: `at` is the restorer's own record, and there was
+                // no check without it (no `last_seen`).
                 restored.confirm(when, t0);
-                restored.seen(format!("already restored when act 6 started ({at})"));
                 Some(match who {
                     scale::Restorer::Watcher => Restorer::Watcher,
                     scale::Restorer::Runner | scale::Restorer::Healer => Restorer::Runner,
                 })
             }
             None => {
-                restored.seen(format!(
-                    "replicas already at the original value at {at}, restored by someone outside the lab tool"
-                ));
                 restored.confirm(at.clone(), t0);
+                // A note, not a check without the step: it does not begin with a time, so it
+                // is no `last_check_before` (the step happened at or before `at`).
+                restored.last_seen = Some(format!(
+                    "restored by someone outside the lab tool: replicas already at the original value at {at}"
+                ));
                 None
             }
         },
@@ -1332,7 +1335,7 @@ mod tests {
     }
 
     #[test]
-    fn timeline_order_needs_all_six_confirmed_and_non_decreasing() {
+    fn timeline_order_needs_all_six_confirmed_and_no_cause_seen_after_its_effect() {
         let ok = timeline([
             Some("2026-11-29T15:00:00.000Z"),
             Some("2026-11-29T15:00:00.200Z"),
