@@ -719,9 +719,77 @@ pub trait StudentInput: Sized + Serialize + DeserializeOwned + JsonSchema {
     /// Which file this type is.
     const FILE: InputFile;
 
+    /// The fields of this file that must equal what the context knows, as `(JSON path, what)`;
+    /// none by default.
+    fn bindings(&self) -> Vec<(&'static str, Bound<'_>)> {
+        Vec::new()
+    }
+
     /// Checks values against the context (cluster and evidence); pushes one issue per mismatch.
-    /// Entries missing from the context are not checked.
-    fn check_context(&self, raw: &serde_json::Value, ctx: &Context, issues: &mut Vec<InputIssue>);
+    /// Entries missing from the context are not checked. By default: the [`Self::bindings`].
+    fn check_context(&self, _raw: &serde_json::Value, ctx: &Context, issues: &mut Vec<InputIssue>) {
+        check_bindings(Self::FILE, &self.bindings(), ctx, issues);
+    }
+}
+
+/// What a field of a student's input is bound to (see [`StudentInput::bindings`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Bound<'a> {
+    /// The live node's UID ([`Context::node_uid`]).
+    NodeUid(&'a str),
+    /// The live UID of deployment kyverno-admission-controller ([`Context::deployment_uid`]).
+    DeploymentUid(&'a str),
+    /// Act 2's policy UID, `facts.policy.metadata.uid` of `evidence/02.json`
+    /// ([`Context::policy_uid`]).
+    PolicyUid(&'a str),
+    /// The canonical digest of `evidence/NN.json` for act `NN` ([`Context::evidence_digests`]).
+    Digest(u8, &'a Sha256Hex),
+}
+
+/// Checks each `(path, bound)` against the context: one issue per mismatch, naming what the
+/// value must be; a bound the context does not know is not checked.
+fn check_bindings(
+    file: InputFile,
+    bindings: &[(&'static str, Bound<'_>)],
+    ctx: &Context,
+    issues: &mut Vec<InputIssue>,
+) {
+    for (path, bound) in bindings {
+        match *bound {
+            Bound::NodeUid(found) => check_eq(
+                file,
+                issues,
+                path,
+                "live node uid",
+                ctx.node_uid.as_ref(),
+                found,
+            ),
+            Bound::DeploymentUid(found) => check_eq(
+                file,
+                issues,
+                path,
+                "live uid of deployment kyverno-admission-controller",
+                ctx.deployment_uid.as_ref(),
+                found,
+            ),
+            Bound::PolicyUid(found) => check_eq(
+                file,
+                issues,
+                path,
+                "facts.policy.metadata.uid of evidence/02.json",
+                ctx.policy_uid.as_ref(),
+                found,
+            ),
+            Bound::Digest(act, found) => check_eq(
+                file,
+                issues,
+                path,
+                &format!("canonical digest of evidence/{act:02}.json"),
+                ctx.evidence_digests.get(&act),
+                found.as_str(),
+            ),
+        }
+    }
 }
 
 fn issue(
@@ -758,36 +826,15 @@ fn check_eq(
     }
 }
 
-fn check_digest(
-    file: InputFile,
-    issues: &mut Vec<InputIssue>,
-    path: &str,
-    ctx: &Context,
-    act: u8,
-    found: &Sha256Hex,
-) {
-    let what = format!("canonical digest of evidence/{act:02}.json");
-    check_eq(
-        file,
-        issues,
-        path,
-        &what,
-        ctx.evidence_digests.get(&act),
-        found.as_str(),
-    );
-}
-
 impl StudentInput for Scope {
     const FILE: InputFile = InputFile::Scope;
     fn check_context(&self, _: &serde_json::Value, ctx: &Context, issues: &mut Vec<InputIssue>) {
         let f = Self::FILE;
-        check_eq(
+        check_bindings(
             f,
+            &[("$.node_uid", Bound::NodeUid(self.node_uid.as_str()))],
+            ctx,
             issues,
-            "$.node_uid",
-            "live node uid",
-            ctx.node_uid.as_ref(),
-            self.node_uid.as_str(),
         );
         if let Some(live) = &ctx.namespaces {
             for (name, uid) in [
@@ -814,7 +861,6 @@ impl StudentInput for Scope {
 
 impl StudentInput for Policy {
     const FILE: InputFile = InputFile::Policy;
-    fn check_context(&self, _: &serde_json::Value, _: &Context, _: &mut Vec<InputIssue>) {}
 }
 
 impl StudentInput for PolicyIgnore {
@@ -841,148 +887,82 @@ impl StudentInput for PolicyIgnore {
 
 impl StudentInput for FreezePlan {
     const FILE: InputFile = InputFile::FreezePlan;
-    fn check_context(&self, _: &serde_json::Value, ctx: &Context, issues: &mut Vec<InputIssue>) {
-        let f = Self::FILE;
-        check_eq(
-            f,
-            issues,
-            "$.node_uid",
-            "live node uid",
-            ctx.node_uid.as_ref(),
-            self.node_uid.as_str(),
-        );
-        check_eq(
-            f,
-            issues,
-            "$.deployment_uid",
-            "live uid of deployment kyverno-admission-controller",
-            ctx.deployment_uid.as_ref(),
-            self.deployment_uid.as_str(),
-        );
-        check_digest(
-            f,
-            issues,
-            "$.evidence_sha256",
-            ctx,
-            3,
-            &self.evidence_sha256,
-        );
+    fn bindings(&self) -> Vec<(&'static str, Bound<'_>)> {
+        vec![
+            ("$.node_uid", Bound::NodeUid(self.node_uid.as_str())),
+            (
+                "$.deployment_uid",
+                Bound::DeploymentUid(self.deployment_uid.as_str()),
+            ),
+            ("$.evidence_sha256", Bound::Digest(3, &self.evidence_sha256)),
+        ]
     }
 }
 
 impl StudentInput for Recovery {
     const FILE: InputFile = InputFile::Recovery;
-    fn check_context(&self, _: &serde_json::Value, ctx: &Context, issues: &mut Vec<InputIssue>) {
-        let f = Self::FILE;
-        check_eq(
-            f,
-            issues,
-            "$.policy_uid",
-            "facts.policy.metadata.uid of evidence/02.json",
-            ctx.policy_uid.as_ref(),
-            self.policy_uid.as_str(),
-        );
-        check_digest(
-            f,
-            issues,
-            "$.ignore_evidence_sha256",
-            ctx,
-            6,
-            &self.ignore_evidence_sha256,
-        );
+    fn bindings(&self) -> Vec<(&'static str, Bound<'_>)> {
+        vec![
+            ("$.policy_uid", Bound::PolicyUid(self.policy_uid.as_str())),
+            (
+                "$.ignore_evidence_sha256",
+                Bound::Digest(6, &self.ignore_evidence_sha256),
+            ),
+        ]
     }
 }
 
 impl StudentInput for ReportB {
     const FILE: InputFile = InputFile::ReportB;
-    fn check_context(&self, _: &serde_json::Value, ctx: &Context, issues: &mut Vec<InputIssue>) {
-        let f = Self::FILE;
-        check_digest(
-            f,
-            issues,
-            "$.fail_evidence_sha256",
-            ctx,
-            5,
-            &self.fail_evidence_sha256,
-        );
-        check_digest(
-            f,
-            issues,
-            "$.ignore_evidence_sha256",
-            ctx,
-            6,
-            &self.ignore_evidence_sha256,
-        );
-        check_digest(
-            f,
-            issues,
-            "$.recovery_evidence_sha256",
-            ctx,
-            7,
-            &self.recovery_evidence_sha256,
-        );
+    fn bindings(&self) -> Vec<(&'static str, Bound<'_>)> {
+        vec![
+            (
+                "$.fail_evidence_sha256",
+                Bound::Digest(5, &self.fail_evidence_sha256),
+            ),
+            (
+                "$.ignore_evidence_sha256",
+                Bound::Digest(6, &self.ignore_evidence_sha256),
+            ),
+            (
+                "$.recovery_evidence_sha256",
+                Bound::Digest(7, &self.recovery_evidence_sha256),
+            ),
+        ]
     }
 }
 
 impl StudentInput for ScalePlan {
     const FILE: InputFile = InputFile::ScalePlan;
-    fn check_context(&self, _: &serde_json::Value, ctx: &Context, issues: &mut Vec<InputIssue>) {
-        let f = Self::FILE;
-        check_eq(
-            f,
-            issues,
-            "$.node_uid",
-            "live node uid",
-            ctx.node_uid.as_ref(),
-            self.node_uid.as_str(),
-        );
-        check_eq(
-            f,
-            issues,
-            "$.deployment_uid",
-            "live uid of deployment kyverno-admission-controller",
-            ctx.deployment_uid.as_ref(),
-            self.deployment_uid.as_str(),
-        );
-        check_digest(
-            f,
-            issues,
-            "$.evidence_sha256",
-            ctx,
-            3,
-            &self.evidence_sha256,
-        );
+    fn bindings(&self) -> Vec<(&'static str, Bound<'_>)> {
+        vec![
+            ("$.node_uid", Bound::NodeUid(self.node_uid.as_str())),
+            (
+                "$.deployment_uid",
+                Bound::DeploymentUid(self.deployment_uid.as_str()),
+            ),
+            ("$.evidence_sha256", Bound::Digest(3, &self.evidence_sha256)),
+        ]
     }
 }
 
 impl StudentInput for ReportA {
     const FILE: InputFile = InputFile::ReportA;
-    fn check_context(&self, _: &serde_json::Value, ctx: &Context, issues: &mut Vec<InputIssue>) {
-        let f = Self::FILE;
-        check_digest(
-            f,
-            issues,
-            "$.scale_evidence_sha256",
-            ctx,
-            5,
-            &self.scale_evidence_sha256,
-        );
-        check_digest(
-            f,
-            issues,
-            "$.recovery_evidence_sha256",
-            ctx,
-            6,
-            &self.recovery_evidence_sha256,
-        );
-        check_digest(
-            f,
-            issues,
-            "$.dry_run_evidence_sha256",
-            ctx,
-            7,
-            &self.dry_run_evidence_sha256,
-        );
+    fn bindings(&self) -> Vec<(&'static str, Bound<'_>)> {
+        vec![
+            (
+                "$.scale_evidence_sha256",
+                Bound::Digest(5, &self.scale_evidence_sha256),
+            ),
+            (
+                "$.recovery_evidence_sha256",
+                Bound::Digest(6, &self.recovery_evidence_sha256),
+            ),
+            (
+                "$.dry_run_evidence_sha256",
+                Bound::Digest(7, &self.dry_run_evidence_sha256),
+            ),
+        ]
     }
 }
 
