@@ -322,7 +322,7 @@ fn grade_exit_codes() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
     assert_eq!(
         text(&out.stdout).matches(": pass (").count(),
-        8,
+        usize::from(lab::acts::count(lab::evidence::Lab::A)),
         "{}",
         text(&out.stdout)
     );
@@ -338,8 +338,9 @@ fn grade_exit_codes() {
         "{}",
         text(&out.stdout)
     );
-    let out = run(tmp.path(), &["grade", "9"]);
-    assert_eq!(out.status.code(), Some(2));
+    let beyond = (lab::acts::count(lab::evidence::Lab::A) + 1).to_string();
+    let out = run(tmp.path(), &["grade", &beyond]);
+    assert_eq!(out.status.code(), Some(2), "grade {beyond}");
 }
 
 #[test]
@@ -630,7 +631,7 @@ fn spellings() -> Vec<Spelling> {
 
 /// A copy of the recorded lab B run (files byte for byte).
 fn recorded_copy() -> tempfile::TempDir {
-    let src = common::fixtures_dir().join(RECORDED_B);
+    let src = common::recorded::Recording::open(RECORDED_B).dir;
     let tmp = tempfile::tempdir().unwrap();
     for (rel, _) in snapshot(&src) {
         let (from, to) = (src.join(&rel), tmp.path().join(&rel));
@@ -645,6 +646,7 @@ fn recorded_copy() -> tempfile::TempDir {
 
 #[test]
 fn check_act_grade_and_digest_agree_on_every_spelling() {
+    let rec = common::recorded::Recording::open(RECORDED_B);
     for s in spellings() {
         let ctx = s.name;
         let tmp = recorded_copy();
@@ -694,8 +696,25 @@ fn check_act_grade_and_digest_agree_on_every_spelling() {
                     );
                     assert!(text(&c.stdout).contains(&format!("{base}: valid")), "{ctx}");
                 }
-                assert_eq!(grade.status.code(), Some(0), "{ctx}: grade:\n{graded}");
-                assert_eq!(graded.matches(": pass (").count(), 8, "{ctx}:\n{graded}");
+                // The recording's acts pass; an act the registry has after them is not run yet
+                // in it (grade_recorded.rs states the rule), and `grade all` then exits 1.
+                let all = rec.uncovered().is_empty();
+                assert_eq!(
+                    grade.status.code(),
+                    Some(if all { 0 } else { 1 }),
+                    "{ctx}: grade:\n{graded}"
+                );
+                for act in &rec.acts {
+                    assert!(
+                        graded.contains(&format!("lab b act {act}: pass (")),
+                        "{ctx}: act {act}:\n{graded}"
+                    );
+                }
+                assert_eq!(
+                    graded.matches(": pass (").count(),
+                    rec.acts.len(),
+                    "{ctx}:\n{graded}"
+                );
                 // The act got past its inputs and evidence and stopped at the cluster.
                 assert_eq!(acted.status.code(), Some(1), "{ctx}: act {act}: {act_err}");
                 assert!(

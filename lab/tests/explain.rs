@@ -9,9 +9,7 @@ mod common;
 use lab::classify::classify;
 use lab::evidence::{GetResult, Lab, Outcome};
 use lab::explain::{answer_at, explain, parse_answer};
-use lab::grade::{self, GradeInput};
 use lab::messages::Lang;
-use lab::workdir::Workdir;
 use serde_json::{Value, json};
 
 const HOOK: &str = "vpol.validate.kyverno.svc-fail-finegrained-kca-webhook-label";
@@ -124,14 +122,14 @@ fn explain_names_the_rule_and_the_lab_meaning() {
 
 #[test]
 fn explain_on_recorded_evidence_agrees_with_grade() {
-    let dir = common::fixtures_dir().join("recorded/b-20261129T153816Z");
-    let gi = GradeInput::load(&Workdir::new(&dir), Lab::B);
-    assert!(grade::grade_all(Lab::B, &gi).iter().all(|f| f.passed()));
+    let rec = common::recorded::Recording::open("recorded/b-20261129T153816Z");
+    let dir = rec.dir.clone();
+    assert!(rec.grade(&rec.grade_input()).iter().all(|f| f.passed()));
     let mut n = 0;
     // The acts that send requests (those whose evidence keeps their audit events).
     for act in lab::acts::of(Lab::B)
         .iter()
-        .filter(|s| s.audit)
+        .filter(|s| s.audit && rec.acts.contains(&s.number))
         .map(|s| s.number)
     {
         let path = dir.join(format!("evidence/{act:02}.json"));

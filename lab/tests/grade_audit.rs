@@ -271,11 +271,10 @@ fn the_recorded_runs_predate_audit_and_get_notes_not_failures() {
         (Lab::B, "b-20261129T153816Z"),
         (Lab::A, "a-20261130T194643Z"),
     ] {
-        let files = common::read_tree(&common::fixtures_dir().join("recorded").join(run));
-        let tmp = tempfile::tempdir().unwrap();
-        common::write_tree(tmp.path(), &files);
-        let gi = GradeInput::load(&Workdir::new(tmp.path()), lab);
-        for f in grade::grade_all(lab, &gi) {
+        let rec = common::recorded::Recording::open(&format!("recorded/{run}"));
+        assert_eq!(rec.lab, lab, "{run}");
+        let (_tmp, gi) = rec.copy_with(|_| {});
+        for f in rec.grade(&gi) {
             assert!(f.passed(), "{}", lab::messages::findings(Lang::En, &f));
             let noted = f.notes.iter().any(|n| n.code == Code::AuditNotObserved);
             assert_eq!(
@@ -296,11 +295,10 @@ const IGNORE: &str = "vpol.validate.kyverno.svc-ignore-finegrained-kca-webhook-l
 /// annotation naming the Ignore webhook — as the real log wrote them.
 #[test]
 fn the_recorded_audit_run_passes_and_shows_the_failed_open_annotations() {
-    let files = common::read_tree(&common::fixtures_dir().join(RUN_AUDIT));
-    let tmp = tempfile::tempdir().unwrap();
-    common::write_tree(tmp.path(), &files);
-    let gi = GradeInput::load(&Workdir::new(tmp.path()), Lab::B);
-    for f in grade::grade_all(Lab::B, &gi) {
+    let rec = common::recorded::Recording::open(RUN_AUDIT);
+    let files = rec.files();
+    let (_tmp, gi) = rec.copy_with(|_| {});
+    for f in rec.grade(&gi) {
         assert!(f.passed(), "{}", lab::messages::findings(Lang::En, &f));
         assert!(
             !f.notes.iter().any(|n| n.code == Code::AuditNotObserved),

@@ -391,11 +391,9 @@ fn unreadable_metrics_are_a_note_with_the_reason_not_a_silent_pass() {
 
 #[test]
 fn the_recorded_run_predates_metrics_and_gets_notes_not_failures() {
-    let files = common::read_tree(&common::fixtures_dir().join("recorded/b-20261129T153816Z"));
-    let tmp = tempfile::tempdir().unwrap();
-    common::write_tree(tmp.path(), &files);
-    let gi = GradeInput::load(&Workdir::new(tmp.path()), Lab::B);
-    for f in grade::grade_all(Lab::B, &gi) {
+    let rec = common::recorded::Recording::open("recorded/b-20261129T153816Z");
+    let (_tmp, gi) = rec.copy_with(|_| {});
+    for f in rec.grade(&gi) {
         assert!(f.passed(), "{}", lab::messages::findings(Lang::En, &f));
         let noted = f.notes.iter().any(|n| n.code == Code::MetricsNotObserved);
         assert_eq!(

@@ -1,8 +1,11 @@
 //! Graders on evidence recorded by a real lab run (`fixtures/recorded/`, see its README): every act
-//! passes as recorded, and the kinds of tampering the graders exist for are caught in it too.
+//! a recording has passes as recorded, and the kinds of tampering the graders exist for are caught
+//! in it too. The acts of the registry a recording does not have (added after it was recorded) are
+//! the generated fixture's: [`recordings_cover_acts_1_to_k_and_the_generated_fixture_the_rest`].
 
 mod common;
 
+use common::recorded::Recording;
 use lab::evidence::Lab;
 use lab::grade::{self, Code, GradeInput};
 use lab::messages::Lang;
@@ -15,25 +18,82 @@ const RUN_A: &str = "recorded/a-20261130T194643Z";
 fn load(
     mutate: impl FnOnce(&mut std::collections::BTreeMap<String, Value>),
 ) -> (tempfile::TempDir, GradeInput) {
-    let mut files = common::read_tree(&common::fixtures_dir().join(RUN_B));
-    mutate(&mut files);
-    let tmp = tempfile::tempdir().unwrap();
-    common::write_tree(tmp.path(), &files);
-    let gi = GradeInput::load(&Workdir::new(tmp.path()), Lab::B);
-    (tmp, gi)
+    Recording::open(RUN_B).copy_with(mutate)
+}
+
+/// The rule for recordings: a recording holds acts 1..=K (its evidence files say which), the tests
+/// of a recording grade and render those, and every act of the registry after K is covered by
+/// the generated fixture (`fixtures/<lab>/pass/`, where it must pass). On the recording itself
+/// the tool says such an act was not run yet (`evidence-missing`, "run the act first"), never
+/// pass. Prints what each recording does not cover.
+#[test]
+fn recordings_cover_acts_1_to_k_and_the_generated_fixture_the_rest() {
+    let recordings = Recording::all();
+    assert!(recordings.len() >= 3, "{recordings:?}");
+    for rec in &recordings {
+        let uncovered = rec.uncovered();
+        println!(
+            "{}: lab {}, acts 1..={} of {}; not covered (the generated fixture's): {uncovered:?}",
+            rec.name(),
+            rec.lab,
+            rec.acts.len(),
+            lab::acts::count(rec.lab)
+        );
+        let pass_dir = common::fixtures_dir().join(rec.lab.as_str()).join("pass");
+        let pass = GradeInput::load(&Workdir::new(&pass_dir), rec.lab);
+        let on_recording = grade::grade_all(rec.lab, &rec.grade_input());
+        for act in uncovered {
+            let f = grade::grade(rec.lab, act, &pass);
+            assert!(
+                f.passed(),
+                "act {act}, not in {}, must pass in the generated fixture: {}",
+                rec.name(),
+                lab::messages::findings(Lang::En, &f)
+            );
+            let f = &on_recording[usize::from(act) - 1];
+            assert_eq!(f.act, act);
+            assert!(
+                f.has(Code::EvidenceMissing) && !f.passed(),
+                "{}: act {act} must be not run yet: {}",
+                rec.name(),
+                lab::messages::findings(Lang::En, f)
+            );
+        }
+    }
+    // What the tool says on a work directory without its last act (a student who has not run it
+    // yet, as on a recording older than the registry): that act alone, as not run yet.
+    for lab in [Lab::A, Lab::B] {
+        let mut files = common::read_tree(&common::fixtures_dir().join(lab.as_str()).join("pass"));
+        let last = lab::acts::count(lab);
+        assert!(files.remove(&format!("evidence/{last:02}.json")).is_some());
+        let tmp = tempfile::tempdir().unwrap();
+        common::write_tree(tmp.path(), &files);
+        let gi = GradeInput::load(&Workdir::new(tmp.path()), lab);
+        for f in grade::grade_all(lab, &gi) {
+            if f.act == last {
+                let missing: Vec<_> = f.findings.iter().map(|x| x.code).collect();
+                assert_eq!(missing, [Code::EvidenceMissing], "lab {lab} act {last}");
+                assert_eq!(f.findings[0].detail, "run the act first");
+            } else {
+                assert!(f.passed(), "{}", lab::messages::findings(Lang::En, &f));
+            }
+        }
+    }
 }
 
 #[test]
 fn recorded_lab_b_passes_every_act() {
+    let rec = Recording::open(RUN_B);
     let (_tmp, gi) = load(|_| {});
-    for f in grade::grade_all(Lab::B, &gi) {
+    for f in rec.grade(&gi) {
         assert!(f.passed(), "{}", lab::messages::findings(Lang::En, &f));
     }
 }
 
 #[test]
 fn recorded_lab_a_passes_every_act_including_failed_calls_during_recovery() {
-    let files = common::read_tree(&common::fixtures_dir().join(RUN_A));
+    let rec = Recording::open(RUN_A);
+    let files = rec.files();
     // The point of this run: act 6 has answers naming a failed call to the policy's webhook,
     // other than timeouts, and the API server's calling_webhook_error count moved for them.
     let ev6 = files["evidence/06.json"].to_string();
@@ -41,10 +101,8 @@ fn recorded_lab_a_passes_every_act_including_failed_calls_during_recovery() {
         ev6.contains("failed calling webhook") && ev6.contains("calling_webhook_error"),
         "the fixture must keep act 6's failed calls during recovery"
     );
-    let tmp = tempfile::tempdir().unwrap();
-    common::write_tree(tmp.path(), &files);
-    let gi = GradeInput::load(&Workdir::new(tmp.path()), Lab::A);
-    for f in grade::grade_all(Lab::A, &gi) {
+    let (_tmp, gi) = rec.copy_with(|_| {});
+    for f in rec.grade(&gi) {
         assert!(f.passed(), "{}", lab::messages::findings(Lang::En, &f));
     }
 }
@@ -53,7 +111,7 @@ fn recorded_lab_a_passes_every_act_including_failed_calls_during_recovery() {
 fn recorded_timeouts_took_at_least_timeout_seconds() {
     // The observation itself, from the real run: both target requests under Fail timed out after
     // at least timeoutSeconds (3 s) and were not stored; the control request was stored.
-    let files = common::read_tree(&common::fixtures_dir().join(RUN_B));
+    let files = Recording::open(RUN_B).files();
     let f5 = &files["evidence/05.json"]["facts"];
     let (lo, hi) = grade::bounds::timeout_window_ms(3);
     for k in ["target_good", "target_bad"] {
@@ -123,7 +181,7 @@ fn tampering_with_the_recorded_run_is_caught() {
 
 /// The issue 11 cases (`fixtures/recorded-cases/`, each a few files changed in the recorded run
 /// to a shape public bug reports show) are flagged by the act's grader and by `grade all`, with
-/// findings naming the evidence file; the unchanged run passes (`recorded_lab_b_passes_every_act`).
+/// findings naming the evidence file (among the acts the run has); the unchanged run passes (`recorded_lab_b_passes_every_act`).
 #[test]
 fn issue_11_cases_on_the_recorded_run_are_flagged() {
     let root = common::fixtures_dir().join("recorded-cases");
@@ -160,7 +218,10 @@ fn issue_11_cases_on_the_recorded_run_are_flagged() {
             );
         }
         assert!(
-            grade::grade_all(Lab::B, &gi).iter().any(|f| !f.passed()),
+            Recording::open(RUN_B)
+                .grade(&gi)
+                .iter()
+                .any(|f| !f.passed()),
             "{}",
             case.display()
         );

@@ -3,6 +3,7 @@
 //! evidence text, and one test that loads the pages in real headless Chromium (Debian's
 //! `chromium`, installed by `ci/prereqs.sh`; `KCA_CHROMIUM` names another browser binary) and
 //! checks that the page has no script errors and that the timeline has one mark per recorded request.
+//! A recorded run's page shows the acts the recording has (`common/recorded.rs`).
 
 mod common;
 
@@ -10,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::recorded::Recording;
 use lab::evidence::Lab;
 use lab::grade::{self, GradeInput};
 use lab::messages::Lang;
@@ -24,10 +26,29 @@ fn fixture(rel: &str) -> PathBuf {
     common::fixtures_dir().join(rel)
 }
 
+/// The tool's page of the work directory `dir`: every act of the registry.
 fn page(dir: &Path, lab: Lab, lang: Lang) -> String {
     let input = GradeInput::load(&Workdir::new(dir), lab);
     let grades = grade::grade_all(lab, &input);
     lab::report::render(lab, &input, &grades, lang)
+}
+
+/// The page of recording `rec` read from `dir` (the recording itself or a changed copy of it):
+/// the acts the recording has.
+fn recorded_page(rec: &Recording, dir: &Path, lang: Lang) -> String {
+    let input = GradeInput::load(&Workdir::new(dir), rec.lab);
+    lab::report::render(rec.lab, &input, &rec.grade(&input), lang)
+}
+
+/// The page of the fixture `rel`: a recording's acts, or every act for a generated fixture.
+fn fixture_page(rel: &str, lab: Lab, lang: Lang) -> String {
+    if rel.starts_with("recorded/") {
+        let rec = Recording::open(rel);
+        assert_eq!(rec.lab, lab, "{rel}");
+        recorded_page(&rec, &rec.dir, lang)
+    } else {
+        page(&fixture(rel), lab, lang)
+    }
 }
 
 /// Requests recorded in the evidence the timelines cover, found by walking the facts (any object
@@ -81,7 +102,7 @@ fn golden_pages() {
     let update = std::env::var_os("UPDATE_GOLDEN").is_some();
     let mut stale = Vec::new();
     for (dir, lab, lang, golden) in cases {
-        let html = page(&fixture(dir), lab, lang);
+        let html = fixture_page(dir, lab, lang);
         let path = fixture("report").join(golden);
         if std::fs::read_to_string(&path).ok().as_deref() != Some(html.as_str()) {
             stale.push(golden);
@@ -106,11 +127,13 @@ fn golden_pages() {
 
 #[test]
 fn pages_show_grades_findings_digests_and_observations() {
-    let dir = fixture(RECORDED_B);
-    let en = page(&dir, Lab::B, Lang::En);
-    assert!(en.contains(r#"data-grades-passed="8""#));
+    let rec = Recording::open(RECORDED_B);
+    let dir = rec.dir.clone();
+    let k = rec.acts.len();
+    let en = recorded_page(&rec, &dir, Lang::En);
+    assert!(en.contains(&format!(r#"data-grades-passed="{k}""#)));
     assert!(en.starts_with("<!DOCTYPE html><html lang=\"en\""));
-    let ja = page(&dir, Lab::B, Lang::Ja);
+    let ja = recorded_page(&rec, &dir, Lang::Ja);
     assert!(ja.starts_with("<!DOCTYPE html><html lang=\"ja\""));
     assert!(ja.contains("4つの観測"));
     // Every evidence file's canonical digest and the raw text are on the page.
@@ -118,7 +141,7 @@ fn pages_show_grades_findings_digests_and_observations() {
     for (act, d) in input.digests() {
         assert!(en.contains(&d), "digest of act {act}");
     }
-    assert_eq!(attr_values(&en, "data-raw").len(), 8);
+    assert_eq!(attr_values(&en, "data-raw").len(), k);
     // The four observations in four phases: the Fail freeze's violating request did not get an
     // answer from the webhook (webhook-timeout), while the pod kept its UID.
     assert!(
@@ -131,10 +154,10 @@ fn pages_show_grades_findings_digests_and_observations() {
     let mut broken = files.clone();
     broken.get_mut("evidence/05.json").unwrap()["facts"]["target_bad"]["elapsed_ms"] = json!(200);
     common::write_tree(tmp.path(), &broken);
-    let html = page(tmp.path(), Lab::B, Lang::En);
+    let html = recorded_page(&rec, tmp.path(), Lang::En);
     // Act 5's grade fails, and act 8's too (the report's digest of 05.json no longer matches).
     assert!(
-        html.contains(r#"data-grades-passed="6""#),
+        html.contains(&format!(r#"data-grades-passed="{}""#, k - 2)),
         "{}",
         attr_values(&html, "data-grades-passed")[0]
     );
@@ -150,8 +173,8 @@ fn pages_show_grades_findings_digests_and_observations() {
 
 #[test]
 fn untrusted_evidence_text_is_escaped() {
-    let dir = fixture(RECORDED_B);
-    let mut files = common::read_tree(&dir);
+    let rec = Recording::open(RECORDED_B);
+    let mut files = rec.files();
     let evil = r#"</pre></details><script>alert(1)</script><img src=x onerror=alert(2)>"#;
     {
         let f = &mut files.get_mut("evidence/05.json").unwrap()["facts"];
@@ -161,7 +184,7 @@ fn untrusted_evidence_text_is_escaped() {
     }
     let tmp = tempfile::tempdir().unwrap();
     common::write_tree(tmp.path(), &files);
-    let html = page(tmp.path(), Lab::B, Lang::En);
+    let html = recorded_page(&rec, tmp.path(), Lang::En);
     assert!(!html.contains("<script"), "unescaped script");
     assert!(!html.contains("<img"), "unescaped img");
     assert!(!html.contains("<b>stored"), "unescaped outcome");
@@ -174,7 +197,7 @@ fn untrusted_evidence_text_is_escaped() {
 #[test]
 fn pages_are_self_contained() {
     for (dir, lab) in [(RECORDED_B, Lab::B), ("a/pass", Lab::A)] {
-        let html = page(&fixture(dir), lab, Lang::En);
+        let html = fixture_page(dir, lab, Lang::En);
         // Nothing is fetched: no script, no external style sheet, font or image, no link out of
         // the page (URLs in the evidence are text, escaped, never attributes).
         for needle in [
@@ -193,8 +216,8 @@ fn timeline_has_one_mark_per_recorded_request() {
         ("a/pass", Lab::A),
         (RECORDED_A, Lab::A),
     ] {
+        let html = fixture_page(dir, lab, Lang::En);
         let dir = fixture(dir);
-        let html = page(&dir, lab, Lang::En);
         let marks = attr_values(&html, "data-request");
         let unique: BTreeSet<String> = marks.iter().cloned().collect();
         assert_eq!(
@@ -209,15 +232,19 @@ fn timeline_has_one_mark_per_recorded_request() {
 
 #[test]
 fn junit_suite_has_a_case_per_act_and_grade() {
-    let dir = fixture(RECORDED_B);
-    let input = GradeInput::load(&Workdir::new(&dir), Lab::B);
-    let grades = grade::grade_all(Lab::B, &input);
+    let rec = Recording::open(RECORDED_B);
+    let input = rec.grade_input();
+    let grades = rec.grade(&input);
     let mut errors = BTreeMap::new();
     let suite = lab::report::junit::suite(Lab::B, &input, &grades, &errors);
     let mut report = quick_junit::Report::new("run");
     report.add_test_suite(suite);
     let xml = report.to_string().unwrap();
-    assert_eq!(xml.matches("<testcase ").count(), 16, "{xml}");
+    assert_eq!(
+        xml.matches("<testcase ").count(),
+        2 * rec.acts.len(),
+        "{xml}"
+    );
     assert!(!xml.contains("<failure"), "{xml}");
     // act 5 took finished_at - started_at = 20.086 s.
     assert!(
@@ -227,13 +254,12 @@ fn junit_suite_has_a_case_per_act_and_grade() {
         "{xml}"
     );
     // A failed act and a finding become failures; an act without evidence is skipped.
-    let mut files = common::read_tree(&dir);
-    files.get_mut("evidence/05.json").unwrap()["facts"]["target_bad"]["elapsed_ms"] = json!(200);
-    files.remove("evidence/08.json");
-    let tmp = tempfile::tempdir().unwrap();
-    common::write_tree(tmp.path(), &files);
-    let input = GradeInput::load(&Workdir::new(tmp.path()), Lab::B);
-    let grades = grade::grade_all(Lab::B, &input);
+    let (_tmp, input) = rec.copy_with(|files| {
+        files.get_mut("evidence/05.json").unwrap()["facts"]["target_bad"]["elapsed_ms"] =
+            json!(200);
+        files.remove("evidence/08.json");
+    });
+    let grades = rec.grade(&input);
     errors.insert(8, "waiting for the report: bound ran out".to_owned());
     let mut report = quick_junit::Report::new("run");
     report.add_test_suite(lab::report::junit::suite(Lab::B, &input, &grades, &errors));
@@ -325,12 +351,13 @@ fn pages_render_in_headless_chromium() {
         (RECORDED_B, Lab::B, Lang::Ja),
         ("a/pass", Lab::A, Lang::En),
     ] {
+        let html = fixture_page(dir, lab, lang);
         let dir = fixture(dir);
         let file = tmp.path().join(format!(
             "{}-{lang:?}.html",
             dir.file_name().unwrap().to_string_lossy()
         ));
-        std::fs::write(&file, page(&dir, lab, lang)).unwrap();
+        std::fs::write(&file, html).unwrap();
         let (dom, errors) = load_in_browser(&file);
         assert!(errors.is_empty(), "{}: {errors:?}", file.display());
         // The DOM the browser built (not our text): the marks are SVG elements inside the timeline.
@@ -384,7 +411,7 @@ fn pages_render_in_headless_chromium() {
 fn each_request_sending_act_shows_its_admission_webhook_counters() {
     // The real lab B run: act 5 (Fail, frozen) made the API server count two calling_webhook_error
     // rejections on the policy's Fail webhook; act 6 (Ignore, frozen) two fail-open admissions.
-    let html = page(&fixture("recorded/b-20261130T210502Z"), Lab::B, Lang::En);
+    let html = fixture_page("recorded/b-20261130T210502Z", Lab::B, Lang::En);
     assert_eq!(attr_values(&html, "data-metrics"), ["3", "5", "6", "7"]);
     let row = |act: &str| {
         let start = html.find(&format!("data-metrics=\"{act}\"")).unwrap();
@@ -406,7 +433,7 @@ fn each_request_sending_act_shows_its_admission_webhook_counters() {
         row("6")
     );
     // Evidence recorded before the tool read /metrics shows no such row.
-    let old = page(&fixture(RECORDED_B), Lab::B, Lang::En);
+    let old = fixture_page(RECORDED_B, Lab::B, Lang::En);
     assert!(attr_values(&old, "data-metrics").is_empty());
 }
 
@@ -415,7 +442,7 @@ fn each_request_sending_act_shows_its_admission_webhook_counters() {
 /// rows, not 58), each bar still drawn.
 #[test]
 fn key_facts_come_first_and_probe_runs_share_a_row() {
-    let html = page(&fixture(RECORDED_A), Lab::A, Lang::En);
+    let html = fixture_page(RECORDED_A, Lab::A, Lang::En);
     let key = html.find("Key facts").expect("a key facts heading");
     let acts = html
         .find("Acts: status and grade")
@@ -434,7 +461,7 @@ fn key_facts_come_first_and_probe_runs_share_a_row() {
         !html[key..acts].contains("(B)"),
         "lab B words on lab A's key facts"
     );
-    let b = page(&fixture(RECORDED_B), Lab::B, Lang::Ja);
+    let b = fixture_page(RECORDED_B, Lab::B, Lang::Ja);
     assert!(
         b.contains("<th>凍結中 (failurePolicy Fail)</th>"),
         "lab B's key facts headers in Japanese"

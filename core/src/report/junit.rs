@@ -25,10 +25,14 @@ fn failure(message: String, description: Option<String>) -> TestCaseStatus {
     s
 }
 
-/// The test suite `lab-<a|b>` of one lab run: every act then every grade ([`crate::acts`]) (pure).
+/// The test suite `lab-<a|b>` of one lab run: a case per act of `grades`, then a case per grade,
+/// in `grades`' order (pure).
 ///
+/// `grades`: the tool passes [`crate::grade::grade_all`] of the work directory, so every act of
+/// the registry ([`crate::acts`]) has its two cases (an act not run yet: skipped, and its grade
+/// fails with `evidence-missing`); a test of a recording passes the grades of the acts it has.
 /// `act_errors`: act number → the error the runner saw (an act that failed before writing
-/// evidence); key 0 is the lab's setup (e.g. `cluster up`) and adds a failing `lab X setup` case. `grades`: [`crate::grade::grade_all`] of the same work directory.
+/// evidence); key 0 is the lab's setup (e.g. `cluster up`) and adds a failing `lab X setup` case.
 pub fn suite(
     lab: Lab,
     input: &GradeInput,
@@ -45,7 +49,7 @@ pub fn suite(
         case.set_classname(format!("kca-webhook-lab.lab-{l}"));
         suite.add_test_case(case);
     }
-    for act in crate::acts::numbers(lab) {
+    for act in grades.iter().map(|g| g.act) {
         let doc = input.evidence.get(&act);
         let value = doc.and_then(|d| d.as_ref().ok()).map(|d| &d.value);
         let status = if let Some(e) = act_errors.get(&act) {
@@ -82,17 +86,12 @@ pub fn suite(
         }
         suite.add_test_case(case);
     }
-    for act in crate::acts::numbers(lab) {
-        let g = grades.iter().find(|g| g.act == act);
+    for g in grades {
+        let act = g.act;
         let status = match g {
-            None => {
-                let mut s = TestCaseStatus::skipped();
-                s.set_message("not graded");
-                s
-            }
-            Some(g) if g.passed() => TestCaseStatus::success(),
-            Some(g) if g.findings.is_empty() => failure("no check ran".into(), None),
-            Some(g) => failure(
+            g if g.passed() => TestCaseStatus::success(),
+            g if g.findings.is_empty() => failure("no check ran".into(), None),
+            g => failure(
                 format!("{} finding(s)", g.findings.len()),
                 Some(
                     g.findings
@@ -105,9 +104,7 @@ pub fn suite(
         };
         let mut case = TestCase::new(format!("lab {l} grade {act}"), status);
         case.set_classname(format!("kca-webhook-lab.lab-{l}.grades"));
-        if let Some(g) = g {
-            case.set_assertions(g.checks as usize);
-        }
+        case.set_assertions(g.checks as usize);
         suite.add_test_case(case);
     }
     suite

@@ -387,15 +387,15 @@ fn split_subject(subject: &str) -> (&str, &str) {
     }
 }
 
-fn verdict(g: Option<&Findings>, lang: Lang) -> Markup {
-    match g {
-        Some(g) if g.passed() => html! {
+fn verdict(g: &Findings, lang: Lang) -> Markup {
+    if g.passed() {
+        html! {
             span class="pass" { (tx::PASS.get(lang)) } " (" (g.checks) " " (tx::CHECKS.get(lang)) ")"
-        },
-        Some(g) => html! {
+        }
+    } else {
+        html! {
             span class="fail" { (g.findings.len()) " " (tx::FINDINGS.get(lang)) } " (" (g.checks) " " (tx::CHECKS.get(lang)) ")"
-        },
-        None => html! { span class="none" { "—" } },
+        }
     }
 }
 
@@ -412,8 +412,13 @@ fn legend(lang: Lang) -> Markup {
 }
 
 /// Renders the lab record page of `lab` in `lang` from the work directory as read by
-/// [`GradeInput::load`] and the grades of [`crate::grade::grade_all`] (pure; deterministic: the
-/// same arguments give the same bytes, no clock is read). Acts without evidence are shown as such.
+/// [`GradeInput::load`] and `grades` (pure; deterministic: the same arguments give the same bytes,
+/// no clock is read).
+///
+/// The page has one row per act of `grades`, in their order, and counts "passed / `grades.len()`":
+/// the tool passes [`crate::grade::grade_all`], so every act of the registry ([`crate::acts`]) is
+/// on it and an act not run yet shows "no evidence" with its `evidence-missing` finding; a test of
+/// a recording passes the grades of the acts the recording has (`lab/tests/common/recorded.rs`).
 pub fn render(lab: Lab, input: &GradeInput, grades: &[Findings], lang: Lang) -> String {
     render_with_diagnostics(lab, input, grades, lang, None)
 }
@@ -447,6 +452,7 @@ pub fn render_with_diagnostics(
         Lang::En => "en",
     };
     let passed = grades.iter().filter(|g| g.passed()).count();
+    let all_passed = !grades.is_empty() && passed == grades.len();
     let f5 = facts(input, 5);
     let f6 = facts(input, 6);
     let kf = key_facts(lab, f5, f6);
@@ -463,7 +469,7 @@ pub fn render_with_diagnostics(
                 h1 { (title) }
                 p { (tx::INTRO.get(lang)) }
                 p { (tx::GRADES_PASS.get(lang)) ": "
-                    span class=(if passed == usize::from(crate::acts::count(lab)) { "pass" } else { "fail" }) data-grades-passed=(passed) { (passed) " / " (crate::acts::count(lab)) } }
+                    span class=(if all_passed { "pass" } else { "fail" }) data-grades-passed=(passed) { (passed) " / " (grades.len()) } }
                 @if let Some(d) = diagnostics {
                     section data-diagnostics=(d.summary.failed_step) {
                         h2 class="fail" { (tx::DIAGNOSTICS.get(lang)) ": " (d.summary.failed_step) }
@@ -482,8 +488,8 @@ pub fn render_with_diagnostics(
                 table {
                     tr { th { (tx::ACT.get(lang)) } th { (tx::STATUS.get(lang)) } th { (tx::TIME.get(lang)) }
                          th { (tx::VERDICT.get(lang)) } th { (tx::DIGESTS.get(lang)) } }
-                    @for act in crate::acts::numbers(lab) {
-                        @let g = grades.iter().find(|g| g.act == act);
+                    @for g in grades {
+                        @let act = g.act;
                         tr data-act=(act) {
                             td { (act) }
                             @match input.evidence.get(&act) {
@@ -519,7 +525,7 @@ pub fn render_with_diagnostics(
                                 }
                             } }
                         }
-                        @if let Some(g) = g && !g.findings.is_empty() {
+                        @if !g.findings.is_empty() {
                             tr { td {} td colspan="4" {
                                 table class="findings" {
                                     tr { th { (tx::CODE.get(lang)) } th { (tx::FILE.get(lang)) } th { (tx::PATH.get(lang)) } th { (tx::MESSAGE.get(lang)) } }

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod fixtures;
+pub mod recorded;
 /// The answer keys (xtask's: the student binary ships none).
 #[path = "../../../xtask/src/lab_run/reference.rs"]
 pub mod reference;
