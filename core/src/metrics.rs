@@ -248,11 +248,13 @@ pub fn carry(from: &serde_json::Value, to: &mut serde_json::Value) {
     }
 }
 
-/// One line for an act's summary: the non-zero counter deltas (`_sum` left out) as
-/// `metric{name=…,…} +N`, or why they were not observed.
-pub fn summary_line(m: &AdmissionMetrics) -> String {
+/// One line for an act's summary, in both languages (words in [`crate::messages::act`]): the
+/// non-zero counter deltas (`_sum` left out) as `metric{name=…,…} +N`, or why they were not
+/// observed.
+pub fn summary_line(m: &AdmissionMetrics) -> crate::messages::Line {
+    use crate::messages::act as words;
     if let Some(u) = &m.unavailable {
-        return format!("admission webhook metrics not observed: {}", u.reason);
+        return words::metrics_not_observed(&u.reason);
     }
     let parts: Vec<String> = m
         .deltas
@@ -265,9 +267,9 @@ pub fn summary_line(m: &AdmissionMetrics) -> String {
         })
         .collect();
     if parts.is_empty() {
-        "admission webhook metrics: no change".to_owned()
+        words::METRICS_NO_CHANGE.into()
     } else {
-        format!("admission webhook metrics: {}", parts.join("; "))
+        words::metrics_changed(&parts.join("; "))
     }
 }
 
@@ -349,5 +351,45 @@ apiserver_request_total{{code="201",resource="pods",verb="POST"}} 12
         let mut null = serde_json::Value::Null;
         m.attach(&mut null);
         assert!(null.is_null());
+    }
+
+    #[test]
+    fn the_summary_line_follows_the_language_and_keeps_series_verbatim() {
+        use crate::messages::Lang;
+        let read = |n| MetricsRead {
+            at: "t".into(),
+            lines: admission_lines(&text(n, n)),
+        };
+        let moved = summary_line(&AdmissionMetrics::from_reads(Ok(read(0)), Ok(read(2))));
+        let series = format!(
+            "rejection_count{{error_type=calling_webhook_error,name={FAIL},operation=CREATE,rejection_code=503,type=validating}} +2"
+        );
+        for lang in [Lang::Ja, Lang::En] {
+            assert!(moved.get(lang).contains(&series), "{lang:?}: {moved:?}");
+        }
+        assert!(
+            moved.en.starts_with("admission webhook metrics: "),
+            "{moved:?}"
+        );
+        assert!(
+            moved.ja.starts_with("admission webhook メトリクス: "),
+            "{moved:?}"
+        );
+        let still = summary_line(&AdmissionMetrics::from_reads(Ok(read(1)), Ok(read(1))));
+        assert_ne!(still.ja, still.en);
+        let denied = Unavailable {
+            at: "t".into(),
+            http_status: Some(403),
+            reason: "GET /metrics answered 403".into(),
+        };
+        let gone = summary_line(&AdmissionMetrics::from_reads(Ok(read(0)), Err(denied)));
+        assert!(
+            gone.ja.contains("観測できません") && gone.ja.contains("403"),
+            "{gone:?}"
+        );
+        assert!(
+            gone.en.contains("not observed") && gone.en.contains("403"),
+            "{gone:?}"
+        );
     }
 }

@@ -61,9 +61,24 @@ use crate::workdir::Workdir;
 /// What makes a deny the lab policy's verdict (the same the probes classify with).
 pub const MARKERS: &crate::classify::PolicyVerdict<'static> = &crate::classify::LAB_POLICY;
 
-/// The kind of a finding; its wire name is kebab-case (e.g. `timeout-too-fast`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+/// The kind of a finding; its wire name is kebab-case (e.g. `timeout-too-fast`), the same for
+/// serde and [`Code::as_str`] (strum's `IntoStaticStr`); `Code::iter()` (strum's `EnumIter`) lists
+/// every code, so no list of codes is kept by hand (`messages::code_text` is an exhaustive match).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    strum::IntoStaticStr,
+    strum::EnumIter,
+)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum Code {
     /// An evidence file the act needs does not exist.
     EvidenceMissing,
@@ -163,51 +178,7 @@ pub enum Code {
 impl Code {
     /// The wire name, e.g. `timeout-too-fast`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Code::EvidenceMissing => "evidence-missing",
-            Code::EvidenceInvalid => "evidence-invalid",
-            Code::EvidenceInterrupted => "evidence-interrupted",
-            Code::FactsInvalid => "facts-invalid",
-            Code::InputMissing => "input-missing",
-            Code::InputInvalid => "input-invalid",
-            Code::InputChanged => "input-changed",
-            Code::OutcomeUnexpected => "outcome-unexpected",
-            Code::OutcomeContradictsAnswer => "outcome-contradicts-answer",
-            Code::StoredWithoutUid => "stored-without-uid",
-            Code::DenyWithoutMarker => "deny-without-marker",
-            Code::AlreadyExistsCountedAsDeny => "already-exists-counted-as-deny",
-            Code::RejectedButStored => "rejected-but-stored",
-            Code::TimeoutTooFast => "timeout-too-fast",
-            Code::TimeoutTooSlow => "timeout-too-slow",
-            Code::CallFailureOtherWebhook => "call-failure-other-webhook",
-            Code::CallTimeoutMismatch => "call-timeout-mismatch",
-            Code::DenyOtherWebhook => "deny-other-webhook",
-            Code::DenyIsEvaluationError => "deny-is-evaluation-error",
-            Code::RegistrationScope => "registration-scope",
-            Code::RegistrationChanged => "registration-changed",
-            Code::ObservationMissing => "observation-missing",
-            Code::TimesInconsistent => "times-inconsistent",
-            Code::RawMismatch => "raw-mismatch",
-            Code::PodReplaced => "pod-replaced",
-            Code::PodNotRunning => "pod-not-running",
-            Code::NameReused => "name-reused",
-            Code::DigestMismatch => "digest-mismatch",
-            Code::UidMismatch => "uid-mismatch",
-            Code::ValueMismatch => "value-mismatch",
-            Code::OutsideWindow => "outside-window",
-            Code::RegistrationMissing => "registration-missing",
-            Code::RegistrationClaimContradicted => "registration-claim-contradicted",
-            Code::IdentityChanged => "identity-changed",
-            Code::RestartContradicted => "restart-contradicted",
-            Code::ProcessStillStopped => "process-still-stopped",
-            Code::TimelineOrder => "timeline-order",
-            Code::NotConfirmed => "not-confirmed",
-            Code::ReportContradicted => "report-contradicted",
-            Code::MetricsContradicted => "metrics-contradicted",
-            Code::MetricsNotObserved => "metrics-not-observed",
-            Code::AuditContradicted => "audit-contradicted",
-            Code::AuditNotObserved => "audit-not-observed",
-        }
+        self.into()
     }
 }
 

@@ -357,10 +357,10 @@ fn observations(lab: Lab, input: &GradeInput) -> Vec<(Text, [Obs; 4])> {
 /// The API server's admission webhook counters of act `act` (`facts.admission_metrics`), short:
 /// the one line of [`crate::metrics::summary_line`] (each changed series with its delta, or why
 /// `/metrics` was not read); `None` when the act has no metrics record.
-fn act_metrics(input: &GradeInput, act: u8) -> Option<String> {
+fn act_metrics(input: &GradeInput, act: u8, lang: Lang) -> Option<String> {
     let v = facts(input, act).get(crate::metrics::FACTS_KEY)?;
     let m: crate::metrics::AdmissionMetrics = serde_json::from_value(v.clone()).ok()?;
-    Some(crate::metrics::summary_line(&m))
+    Some(crate::metrics::summary_line(&m).get(lang).to_owned())
 }
 
 /// The audit record of act `act` (`facts.admission_audit`), short: one line per request
@@ -511,7 +511,7 @@ pub fn render_with_diagnostics(
                                 }
                             }
                         }
-                        @if let Some(m) = act_metrics(input, act) {
+                        @if let Some(m) = act_metrics(input, act, lang) {
                             tr data-metrics=(act) { td {} td colspan="4" {
                                 (tx::METRICS.get(lang)) ": " span class="mono" { (m) }
                             } }

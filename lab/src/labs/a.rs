@@ -1184,7 +1184,7 @@ async fn act7_body(cl: &Cluster, ui: &Ui, rec: &mut ActRecorder) -> ActResult {
         )),
         describe(ui, m::req::BAD_DRY_RUN, &facts.bad),
         ui.text(m::side_effects(&facts.webhook_name, &facts.side_effects)),
-        crate::metrics::summary_line(&admission),
+        ui.text(crate::metrics::summary_line(&admission)),
     ];
     let mut facts = to_value(&facts).map_err(fail)?;
     admission.attach(&mut facts);

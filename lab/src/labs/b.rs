@@ -284,7 +284,7 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     match result {
         Ok(run) => {
             let mut lines = run_lines(&ui, &run);
-            lines.push(crate::metrics::summary_line(&admission));
+            lines.push(ui.text(crate::metrics::summary_line(&admission)));
             let mut facts = to_value(&run)?;
             admission.attach(&mut facts);
             rec.complete(facts, lines)
@@ -785,7 +785,7 @@ pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
                 describe(&ui, m::req::HEALTHY_BAD_IGNORE, &healthy_bad),
             ];
             lines.extend(run_lines(&ui, &run));
-            lines.push(crate::metrics::summary_line(&admission));
+            lines.push(ui.text(crate::metrics::summary_line(&admission)));
             let facts = Act6Facts {
                 policy_uid_before,
                 policy: stored,
@@ -850,7 +850,7 @@ pub(crate) async fn act7(env: &Env) -> Result<ActSummary, LabError> {
                 existing.phase.as_deref().unwrap_or("?"),
                 act3.existing.uid.as_deref().unwrap_or("?"),
             )),
-            crate::metrics::summary_line(&admission),
+            ui.text(crate::metrics::summary_line(&admission)),
         ];
         let facts = Act7Facts {
             policy_uid,

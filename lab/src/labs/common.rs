@@ -863,7 +863,7 @@ async fn act3_body(
             facts.existing.uid.as_deref().unwrap_or("?"),
             facts.existing.phase.as_deref().unwrap_or("?"),
         )),
-        crate::metrics::summary_line(&admission),
+        ui.text(crate::metrics::summary_line(&admission)),
     ];
     let mut facts = to_value(&facts).map_err(fail)?;
     admission.attach(&mut facts);
