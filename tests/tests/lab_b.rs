@@ -424,6 +424,10 @@ fn runner(spec: &str) -> i32 {
 }
 
 fn sigkill_runner(run: &LabRun) -> Result<(), Failed> {
+    // Act 6's 10 s freeze ended a few seconds ago: without a gap, Kyverno's liveness probe can
+    // fail once in each freeze and kubelet kills the container mid-row (the row then sees the
+    // pinned process gone, not resumed).
+    rows::before_freeze(run).map_err(|e| format!("{e:#}"))?;
     let resume_after = 20u64;
     let dir: PathBuf = run.workdir().root().join("faults-sigkill-test");
     std::fs::create_dir_all(&dir)?;
@@ -478,6 +482,12 @@ fn sigkill_runner(run: &LabRun) -> Result<(), Failed> {
     }
     let resumed_after = frozen.elapsed();
     rows::freeze_ended();
+    if state().is_none() {
+        return Err(format!(
+            "Kyverno's pinned process (pid {pid}, start {start}) is gone {resumed_after:?} into the freeze: killed, not resumed (kubelet's liveness restart?)"
+        )
+        .into());
+    }
     eprintln!(
         "    runner SIGKILLed {killed_at:?} into the freeze; Kyverno resumed {resumed_after:?} after it (resume_after_sec {resume_after}), state now {:?}",
         state()

@@ -94,7 +94,7 @@ pub fn freeze_ended() {
 
 /// Waits until [`LIVENESS_GAP`] has passed since the last freeze ended (none: no wait), then until
 /// a dry-run violating request is explicitly denied (bounded, 120 s).
-fn before_freeze(run: &LabRun) -> Result<()> {
+pub fn before_freeze(run: &LabRun) -> Result<()> {
     let last = *LAST_FREEZE_END.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(t) = last {
         let left = LIVENESS_GAP.saturating_sub(t.elapsed());
