@@ -643,6 +643,25 @@ pub mod acts {
         )
     }
 
+    /// Act `act` passes its grader on the evidence the run saved; the error names every finding
+    /// (code, subject, detail) and the number of checks.
+    pub fn graded(run: &LabRun, act: u8) -> Result<(), Failed> {
+        let g = run.grade(act);
+        if g.passed() {
+            return Ok(());
+        }
+        Err(format!(
+            "grade {act}: {} checks, findings: {}",
+            g.checks,
+            g.findings
+                .iter()
+                .map(|f| format!("{} {}: {}", f.code.as_str(), f.subject, f.detail))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )
+        .into())
+    }
+
     /// Every act of `lab` passes its grader on the saved evidence.
     pub fn grade_all(run: &LabRun, lab: Lab) -> Result<(), Failed> {
         let input = lab::grade::GradeInput::load(run.workdir(), lab);
