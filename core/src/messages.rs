@@ -729,6 +729,15 @@ pub mod act {
 
     // Lab B acts 5-6: the freeze.
     line!(
+        /// Waiting before a freeze so that Kyverno's liveness probe passes once between two
+        /// freezes (`rules::b::liveness_wait`).
+        liveness_gap(previous_sec: u64, since_sec: u64, wait_sec: u64) =>
+        "直前の停止 ({previous_sec} 秒) の再開から {since_sec} 秒しか経っていません。kubelet の liveness probe が 2 回続けて失敗すると Kyverno が再起動されるため、probe が 1 回通るまで {wait_sec} 秒待ってから停止します",
+        "the previous freeze ({previous_sec} s) ended only {since_sec} s ago; two failed liveness probes in a row make kubelet restart Kyverno, so this waits {wait_sec} s for one probe to pass before freezing");
+    line!(
+        /// Seconds left of that wait.
+        liveness_gap_left(left: u64) => "停止まで残り {left} 秒", "{left} s until the freeze");
+    line!(
         /// Starting the freeze healer.
         starting_healer(pid: i32, resume_after_sec: u64) =>
         "healer を起動し、pid {pid} を pidfd 経由で SIGSTOP させます ({resume_after_sec} 秒後に再開)",

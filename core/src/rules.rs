@@ -240,6 +240,38 @@ pub mod b {
     /// How long after the healer's deadline the runner waits for its report before resuming itself.
     pub const WATCHDOG_GRACE: Duration = Duration::from_secs(3);
 
+    /// Period of the admission controller's liveness probe as Kyverno's chart v1.19.1 sets it
+    /// (`/health/liveness`, period 30 s, timeout 5 s, failureThreshold 2; research/kyverno.md §8).
+    pub const LIVENESS_PERIOD: Duration = Duration::from_secs(30);
+    /// The probe's timeout: a probe fails when the process stays frozen for this long after it
+    /// starts (the TCP connection is accepted by the kernel; the TLS handshake never answers).
+    pub const LIVENESS_TIMEOUT: Duration = Duration::from_secs(5);
+    /// Allowance for kubelet's probe timing, the clocks, and the healer's start before SIGSTOP.
+    pub const LIVENESS_SLACK: Duration = Duration::from_secs(2);
+
+    /// How long to wait before freezing the process again for `next`, when its previous freeze
+    /// lasted `previous` and ended `since` ago, so that kubelet cannot see two liveness probes in
+    /// a row fail (failureThreshold 2) and kill the container in the middle of the next freeze.
+    ///
+    /// With the previous freeze `[-L1, 0]` and the next `[G, G + L2]`, probes `P` apart with
+    /// timeout `T` fail twice in a row only when one fails inside each freeze: when `L1 ≥ T`,
+    /// `L2 ≥ T` and `P + T − L1 − L2 ≤ G ≤ P − T`. Each bound gets [`LIVENESS_SLACK`]. Returns
+    /// zero outside that range (the lab's own act 5 → act 6, G < 1 s, 20 s + 10 s: safe), else the
+    /// time until `G` passes its upper end (about 27 s after the previous resume).
+    pub fn liveness_wait(previous: Duration, since: Duration, next: Duration) -> Duration {
+        let (p, t, s) = (LIVENESS_PERIOD, LIVENESS_TIMEOUT, LIVENESS_SLACK);
+        if previous + s < t || next + s < t {
+            return Duration::ZERO;
+        }
+        let low = (p + t).saturating_sub(previous + next + s);
+        let high = p - t + s;
+        if since < low || since > high {
+            Duration::ZERO
+        } else {
+            high - since + Duration::from_millis(100)
+        }
+    }
+
     /// What the evidence supports for each conclusion of the report (lab B), as the word the report
     /// should hold, or a description of what the evidence shows instead.
     pub fn report_expectations(
@@ -291,6 +323,41 @@ pub mod b {
             ("control", control),
             ("existing", existing),
         ]
+    }
+}
+
+#[cfg(test)]
+mod liveness_tests {
+    use super::b::liveness_wait;
+    use std::time::Duration;
+
+    const fn s(secs: u64) -> Duration {
+        Duration::from_secs(secs)
+    }
+
+    #[test]
+    fn the_labs_own_act_5_then_act_6_needs_no_wait() {
+        // Recorded runs: act 6's freeze started 0.36 s and 0.74 s after act 5's resume.
+        assert_eq!(
+            liveness_wait(s(20), Duration::from_millis(740), s(10)),
+            Duration::ZERO
+        );
+    }
+
+    #[test]
+    fn a_freeze_started_inside_the_risky_gap_waits_until_past_it() {
+        // A student runs act 6 ten seconds after act 5: a probe can fail in each freeze.
+        let w = liveness_wait(s(20), s(10), s(10));
+        assert!(w > s(16) && w < s(18), "{w:?}");
+        // Act 5 again right after act 5 (20 s + 20 s): risky from the first second.
+        assert!(liveness_wait(s(20), s(1), s(20)) > Duration::ZERO);
+        // Past the upper end (a probe has passed in between): no wait.
+        assert_eq!(liveness_wait(s(20), s(28), s(20)), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_freeze_shorter_than_the_probe_timeout_cannot_fail_a_probe() {
+        assert_eq!(liveness_wait(s(2), s(10), s(20)), Duration::ZERO);
     }
 }
 

@@ -72,6 +72,98 @@ fn own_attempt(env: &Env, act: u8) -> Option<AttemptFiles> {
     dirs.pop().map(|dir| AttemptFiles { dir })
 }
 
+/// The newest ended freeze of the process `(pid, start_ticks)` among the attempts under
+/// `faults`: `(attempt directory, how long it lasted, when it ended)`, from each attempt's
+/// `plan.json` (the target), `ledger.json` (`stop_sent_at`, `resumed_at`) or else the healer's
+/// report (`resume.sent_at`). Attempts that cannot be read are skipped.
+fn previous_freeze(
+    faults: &std::path::Path,
+    pid: i32,
+    start_ticks: u64,
+) -> Option<(PathBuf, Duration, chrono::DateTime<chrono::Utc>)> {
+    let entries = std::fs::read_dir(faults).ok()?;
+    entries
+        .filter_map(|e| e.ok().map(|e| AttemptFiles { dir: e.path() }))
+        .filter_map(|files| {
+            let plan: freeze::FreezePlan = crate::faults::attempt::read_json(&files.plan()).ok()?;
+            if plan.target.pid != pid || plan.target.start_ticks != start_ticks {
+                return None;
+            }
+            let ledger: Option<freeze::FreezeLedger> =
+                crate::faults::attempt::read_json(&files.ledger()).ok();
+            let report = files.read_report();
+            let stopped = ledger
+                .as_ref()
+                .and_then(|l| l.stop_sent_at.clone())
+                .or_else(|| report.as_ref().and_then(|r| r.stop_sent_at.clone()))?;
+            let resumed = ledger
+                .as_ref()
+                .and_then(|l| l.resumed_at.clone())
+                .or_else(|| {
+                    report
+                        .as_ref()
+                        .and_then(|r| r.resume.as_ref())
+                        .map(|c| c.sent_at.clone())
+                })?;
+            let (from, to) = (
+                facts::parse_rfc3339(&stopped)?,
+                facts::parse_rfc3339(&resumed)?,
+            );
+            Some((files.dir, (to - from).to_std().ok()?, to))
+        })
+        .max_by_key(|(_, _, ended)| *ended)
+}
+
+/// Before freezing `(pid, start_ticks)` for `next_sec`: when its previous freeze in this work
+/// directory ended so recently that one liveness probe could fail in each freeze
+/// ([`crate::rules::b::liveness_wait`]), waits until it cannot, with progress, and records the
+/// wait as `liveness-gap` (nothing recorded when no wait is needed). A student who runs act 6 a
+/// few seconds after act 5 would otherwise see kubelet kill Kyverno in the middle of the freeze.
+async fn liveness_gap(
+    ui: &Ui,
+    rec: &mut ActRecorder,
+    faults: &std::path::Path,
+    pid: i32,
+    start_ticks: u64,
+    next_sec: u64,
+) {
+    let Some((dir, lasted, ended)) = previous_freeze(faults, pid, start_ticks) else {
+        return;
+    };
+    let since = (chrono::Utc::now() - ended).to_std().unwrap_or_default();
+    let wait = crate::rules::b::liveness_wait(lasted, since, Duration::from_secs(next_sec));
+    if wait.is_zero() {
+        return;
+    }
+    ui.step(m::liveness_gap(
+        lasted.as_secs(),
+        since.as_secs(),
+        wait.as_secs() + 1,
+    ));
+    rec.raw(
+        "liveness-gap",
+        serde_json::json!({
+            "previous_attempt": dir.display().to_string(),
+            "previous_freeze_ms": lasted.as_millis() as u64,
+            "since_previous_resume_ms": since.as_millis() as u64,
+            "next_freeze_sec": next_sec,
+            "waited_ms": wait.as_millis() as u64,
+            "rule": "rules::b::liveness_wait (Kyverno chart liveness probe: period 30 s, timeout 5 s, failureThreshold 2)",
+        }),
+    );
+    let t0 = tokio::time::Instant::now();
+    let total = wait.as_secs() + 1;
+    while t0.elapsed() < wait {
+        let left = wait.saturating_sub(t0.elapsed());
+        ui.progress(
+            m::liveness_gap_left(left.as_secs() + 1),
+            total - left.as_secs() - 1,
+            total,
+        );
+        tokio::time::sleep(left.min(Duration::from_secs(1))).await;
+    }
+}
+
 /// The admission controller process as found now: the pod (API), the container (CRI) and the
 /// process (`/proc`).
 #[derive(Debug, Clone, PartialEq)]
@@ -377,6 +469,15 @@ async fn freeze_run(
         rec.raw("leader-lease-before", &lease);
     }
     let program = freeze::lab_program()?;
+    liveness_gap(
+        &ui,
+        rec,
+        &faults_dir(&env.workdir),
+        inv.identity.pid as i32,
+        inv.identity.pid_start_time_ticks,
+        spec.resume_after_sec,
+    )
+    .await;
     let target = FreezeTarget {
         act: spec.act,
         container_id: inv.identity.container_id.clone(),
@@ -939,6 +1040,65 @@ pub(crate) async fn act8(env: &Env) -> Result<ActSummary, LabError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Writes one freeze attempt's plan and ledger under `faults`.
+    fn attempt(faults: &std::path::Path, id: &str, pid: i32, stopped: &str, resumed: Option<&str>) {
+        let dir = faults.join(id);
+        std::fs::create_dir_all(&dir).unwrap();
+        let me = serde_json::json!({"pid": 1, "start_ticks": 1});
+        let plan = serde_json::json!({
+            "attempt": id, "act": 5, "container_id": "c", "pod_uid": "u",
+            "target": {"pid": pid, "start_ticks": 42}, "resume_after_sec": 20,
+            "runner": me, "created_at": stopped,
+        });
+        let ledger = serde_json::json!({
+            "attempt": id, "status": if resumed.is_some() { "resumed" } else { "frozen" },
+            "healer": me, "healer_ready_at": stopped, "stop_sent_at": stopped,
+            "frozen_at": stopped, "deadline_at": null, "resumed_at": resumed,
+            "resumed_by": null, "state_after_resume": null,
+            "process_gone_after_resume": false, "note": null,
+        });
+        let files = AttemptFiles { dir };
+        std::fs::write(files.plan(), plan.to_string()).unwrap();
+        std::fs::write(files.ledger(), ledger.to_string()).unwrap();
+    }
+
+    #[test]
+    fn the_previous_freeze_is_the_newest_ended_one_of_the_same_process() {
+        let tmp = tempfile::tempdir().unwrap();
+        let f = tmp.path();
+        attempt(
+            f,
+            "freeze-05-a",
+            7,
+            "2026-12-01T04:00:00.000Z",
+            Some("2026-12-01T04:00:20.000Z"),
+        );
+        attempt(
+            f,
+            "freeze-06-b",
+            7,
+            "2026-12-01T04:00:21.000Z",
+            Some("2026-12-01T04:00:31.000Z"),
+        );
+        // Another process (pid 8) and a freeze that has not ended: not it.
+        attempt(
+            f,
+            "freeze-05-c",
+            8,
+            "2026-12-01T04:01:00.000Z",
+            Some("2026-12-01T04:01:20.000Z"),
+        );
+        attempt(f, "freeze-05-d", 7, "2026-12-01T04:02:00.000Z", None);
+        let (dir, lasted, ended) = previous_freeze(f, 7, 42).unwrap();
+        assert!(dir.ends_with("freeze-06-b"), "{dir:?}");
+        assert_eq!(lasted, Duration::from_secs(10));
+        assert_eq!(facts::format_rfc3339(ended), "2026-12-01T04:00:31.000Z");
+        assert!(
+            previous_freeze(f, 7, 43).is_none(),
+            "another start time is another process"
+        );
+    }
 
     fn facts<T: serde::de::DeserializeOwned>(text: &str) -> T {
         let ev: serde_json::Value = serde_json::from_str(text).unwrap();
