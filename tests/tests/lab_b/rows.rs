@@ -58,7 +58,7 @@ use super::Shared;
 pub type Row = fn(&LabRun) -> Result<()>;
 
 /// The rows, in the order they run.
-pub const ROWS: [(&str, Row); 3] = [
+pub const ROWS: [(&str, Row); 4] = [
     (
         "fault_row_healer_and_runner_sigkilled_mid_freeze_then_inspect_resumes_kyverno",
         healer_killed_then_inspect,
@@ -70,6 +70,10 @@ pub const ROWS: [(&str, Row); 3] = [
     (
         "fault_row_runner_sigstopped_past_the_deadline_healer_resumes_on_time",
         runner_stopped_past_deadline,
+    ),
+    (
+        "fault_row_act_6_soon_after_act_5_waits_for_the_liveness_gap",
+        act6_soon_after_act5,
     ),
 ];
 
@@ -86,6 +90,9 @@ const ACT_BOUND: Duration = Duration::from_secs(150);
 pub const LIVENESS_GAP: Duration = Duration::from_secs(35);
 
 static LAST_FREEZE_END: std::sync::Mutex<Option<Instant>> = std::sync::Mutex::new(None);
+
+/// The runner-SIGSTOP row's work dir once its act 5 completed (the next row runs act 6 there).
+static COMPLETED_ACT5: std::sync::Mutex<Option<PathBuf>> = std::sync::Mutex::new(None);
 
 /// Notes that a freeze of Kyverno just ended (the rows wait [`LIVENESS_GAP`] after it).
 pub fn freeze_ended() {
@@ -212,6 +219,19 @@ impl<'a> RowDir<'a> {
         let (st, text) = rd.output(&["act", "4"])?;
         ensure!(st.success(), "act 4 in the row's work dir ({st}):\n{text}");
         Ok(rd)
+    }
+
+    /// An earlier row's work dir `dir` (`<row>/workdir`), as it was left.
+    fn reuse(run: &'a LabRun, dir: PathBuf) -> Result<RowDir<'a>> {
+        let logs = dir.parent().context("row dir")?.to_path_buf();
+        ensure!(dir.is_dir(), "{} is gone", dir.display());
+        Ok(RowDir {
+            run,
+            dir,
+            logs,
+            runners: Vec::new(),
+            done: false,
+        })
     }
 
     fn workdir(&self) -> Workdir {
@@ -659,6 +679,74 @@ fn runner_stopped_past_deadline(run: &LabRun) -> Result<()> {
         "act 5's facts: resumed by {:?}, state after {}",
         f.freeze.resumed_by,
         f.freeze.state_after
+    );
+    *COMPLETED_ACT5.lock().unwrap_or_else(|p| p.into_inner()) = Some(rd.dir.clone());
+    rd.done();
+    Ok(())
+}
+
+/// A student starts act 6 a few seconds after act 5 ended: one liveness probe of Kyverno could
+/// fail in each freeze (`rules::b::liveness_wait`), so act 6 waits before its freeze and records
+/// `liveness-gap`; Kyverno's process is the same one afterwards (kubelet did not restart it) and
+/// act 6 passes its grader. Runs in the runner-SIGSTOP row's work dir, 8 s after its resume.
+fn act6_soon_after_act5(run: &LabRun) -> Result<()> {
+    const ROW: &str = "act6-liveness-gap";
+    let dir = COMPLETED_ACT5
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone()
+        .context("needs the runner-SIGSTOP row's completed act 5 (it failed or did not run)")?;
+    let rd = RowDir::reuse(run, dir)?;
+    // Act 6's inputs: copied with the others when the acts ran in the lab's work dir; written
+    // for it when only the rows run (`-- fault_row`: acts 1-4).
+    let spec = lab::acts::spec(Lab::B, 6).context("act 6 in the registry")?;
+    if spec
+        .inputs
+        .iter()
+        .any(|f| !rd.dir.join(f.file_name()).exists())
+    {
+        for p in run.write_inputs(6)? {
+            std::fs::copy(&p, rd.dir.join(p.file_name().context("input name")?))?;
+        }
+    }
+    let f5: Act5Facts = serde_json::from_value(rd.workdir().read_evidence(5)?.evidence.facts)?;
+    let resumed = at(Some(&f5.freeze.resumed_at), "act 5 resumed_at")?;
+    let start = resumed + chrono::Duration::seconds(8);
+    let left = (start - chrono::Utc::now()).to_std().unwrap_or_default();
+    eprintln!("    act 6 starts {left:?} from now, 8 s after act 5's resume");
+    std::thread::sleep(left);
+    let (st, text) = rd.output(&["act", "6"])?;
+    freeze_ended();
+    ensure!(st.success(), "act 6 ({st}):\n{text}");
+    let ev = rd.workdir().read_evidence(6)?;
+    let gap = ev
+        .evidence
+        .raw
+        .iter()
+        .find(|r| r["what"] == "liveness-gap")
+        .with_context(|| format!("act 6 recorded no liveness-gap wait; its output:\n{text}"))?;
+    let waited = Duration::from_millis(gap["data"]["waited_ms"].as_u64().context("waited_ms")?);
+    figure(ROW, "act 6 waited before its freeze", waited);
+    ensure!(
+        waited > Duration::from_secs(5) && waited < Duration::from_secs(27),
+        "a start 8 s after a 20 s freeze waits until about 27 s after it: {gap}"
+    );
+    let pid = f5.freeze.identity.pid as i32;
+    let ticks = f5.freeze.identity.pid_start_time_ticks;
+    let now = freeze::state_if_same(pid, ticks)?;
+    ensure!(
+        matches!(now, Some(s) if s != 'T' && s != 't'),
+        "act 5's Kyverno process (pid {pid}) after act 6: {now:?} (None: restarted)"
+    );
+    let g = lab::grade::grade(
+        Lab::B,
+        6,
+        &lab::grade::GradeInput::load(&rd.workdir(), Lab::B),
+    );
+    ensure!(
+        g.passed(),
+        "{}",
+        lab::messages::findings(lab::messages::Lang::En, &g)
     );
     rd.done();
     Ok(())
