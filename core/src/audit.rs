@@ -435,21 +435,22 @@ fn read_from(path: &std::path::Path, offset: u64) -> Result<Vec<String>, String>
         .collect())
 }
 
-/// One short line for an act's summary: [`request_summary`] of each request, or why audit was
-/// not observed.
-pub fn summary_line(a: &AdmissionAudit) -> String {
+/// One short line for an act's summary, in both languages (words in
+/// [`crate::messages::act`]): [`request_summary`] of each request, or why audit was not observed
+/// (`not-configured` or `read-error`, verbatim).
+pub fn summary_line(a: &AdmissionAudit) -> crate::messages::Line {
+    use crate::messages::act as words;
     if a.status != AuditStatus::Observed {
-        return format!(
-            "audit not observed ({}): {}",
+        return words::audit_not_observed(
             match a.status {
                 AuditStatus::NotConfigured => "not-configured",
                 _ => "read-error",
             },
-            a.reason.as_deref().unwrap_or("")
+            a.reason.as_deref().unwrap_or(""),
         );
     }
     let parts: Vec<String> = a.requests.iter().map(request_summary).collect();
-    format!("audit: {}", parts.join("; "))
+    words::audit_observed(&parts.join("; "))
 }
 
 /// Whether annotation `key` goes into the short view ([`request_summary`]): not the
@@ -558,7 +559,12 @@ mod tests {
         let facts = serde_json::json!({"good": record("x")});
         let a = Cursor::begin(&AuditSource::NotConfigured).finish(&[&facts]);
         assert_eq!(a.status, AuditStatus::NotConfigured);
-        assert!(summary_line(&a).contains("not-configured"));
+        let line = summary_line(&a);
+        assert!(
+            line.get(crate::messages::Lang::En)
+                .contains("not-configured")
+        );
+        assert!(line.get(crate::messages::Lang::Ja).contains("監査ログ"));
         let gone = AuditSource::Log("/nonexistent/kca/audit.log".into());
         let a = Cursor::begin(&gone).finish(&[&facts]);
         assert_eq!(a.status, AuditStatus::ReadError);

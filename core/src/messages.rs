@@ -1053,6 +1053,14 @@ pub mod act {
         "admission webhook metrics: no change",
     );
     line!(
+        /// The audit events of the act's requests (`name code [annotations]; …`, verbatim).
+        audit_observed(requests: &str) => "監査ログ: {requests}", "audit: {requests}");
+    line!(
+        /// The audit log was not read for the act (`not-configured` or `read-error`, verbatim).
+        audit_not_observed(status: &str, reason: &str) =>
+        "監査ログは観測できませんでした ({status}): {reason}",
+        "audit not observed ({status}): {reason}");
+    line!(
         /// `/metrics` could not be read for the act.
         metrics_not_observed(reason: &str) =>
         "admission webhook メトリクスは観測できませんでした: {reason}",

@@ -366,7 +366,7 @@ fn act_metrics(input: &GradeInput, act: u8, lang: Lang) -> Option<String> {
 /// The audit record of act `act` (`facts.admission_audit`), short: one line per request
 /// ([`crate::audit::request_summary`]), or why audit was not observed; `None` when the act has
 /// no audit record (acts 1, 2, 4, 8, or evidence that predates audit).
-fn act_audit(input: &GradeInput, act: u8) -> Option<Result<Vec<String>, String>> {
+fn act_audit(input: &GradeInput, act: u8, lang: Lang) -> Option<Result<Vec<String>, String>> {
     let v = facts(input, act).get(crate::audit::FACTS_KEY)?;
     let a: crate::audit::AdmissionAudit = serde_json::from_value(v.clone()).ok()?;
     Some(if a.status == crate::audit::AuditStatus::Observed {
@@ -375,7 +375,7 @@ fn act_audit(input: &GradeInput, act: u8) -> Option<Result<Vec<String>, String>>
             .map(crate::audit::request_summary)
             .collect())
     } else {
-        Err(crate::audit::summary_line(&a))
+        Err(crate::audit::summary_line(&a).get(lang).to_owned())
     })
 }
 
@@ -516,7 +516,7 @@ pub fn render_with_diagnostics(
                                 (tx::METRICS.get(lang)) ": " span class="mono" { (m) }
                             } }
                         }
-                        @if let Some(a) = act_audit(input, act) {
+                        @if let Some(a) = act_audit(input, act, lang) {
                             tr data-audit=(act) { td {} td colspan="4" {
                                 (tx::AUDIT.get(lang)) ": "
                                 @match &a {

@@ -319,7 +319,7 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
             ),
         });
     }
-    let mut rec = ActRecorder::begin(&env.workdir, LAB, 5)?.with_audit(&env.audit);
+    let mut rec = ActRecorder::begin(&env.workdir, LAB, 5)?.with_audit(env);
     rec.input(&loaded);
     rec.raw("lab-mark", &mark);
 
@@ -666,7 +666,7 @@ pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
     let f5: Act5Facts = read_facts(&env.workdir, 5)?;
     let dir = fault_dir_of(env, &f5)?;
     let mut fault = ScaleFault::open(cl.clone(), &dir)?;
-    let mut rec = ActRecorder::begin(&env.workdir, LAB, 6)?.with_audit(&env.audit);
+    let mut rec = ActRecorder::begin(&env.workdir, LAB, 6)?.with_audit(env);
     let mut partial = serde_json::Value::Null;
     let body = act6_body(
         ScaleAct {
@@ -1120,7 +1120,7 @@ fn act6_lines(
 
 pub(crate) async fn act7(env: &Env) -> Result<ActSummary, LabError> {
     let cl = env.cluster().await?;
-    let mut rec = ActRecorder::begin(&env.workdir, LAB, 7)?.with_audit(&env.audit);
+    let mut rec = ActRecorder::begin(&env.workdir, LAB, 7)?.with_audit(env);
     let result = act7_body(&cl, &env.ui, &mut rec).await;
     finish(rec, result)
 }

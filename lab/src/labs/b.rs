@@ -345,7 +345,7 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
         });
     }
     let webhook_name = cluster::fine_grained_webhook_name("Fail", cluster::POLICY_NAME);
-    let mut rec = ActRecorder::begin(&env.workdir, Lab::B, 5)?.with_audit(&env.audit);
+    let mut rec = ActRecorder::begin(&env.workdir, Lab::B, 5)?.with_audit(env);
     rec.input(&loaded);
     rec.raw("lab-mark", &mark);
     rec.raw("healed-earlier-faults", &healed);
@@ -761,7 +761,7 @@ pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
     }
     let healed = crate::faults::heal::recent();
     let mut cri = env.cri().await?;
-    let mut rec = ActRecorder::begin(&env.workdir, Lab::B, 6)?.with_audit(&env.audit);
+    let mut rec = ActRecorder::begin(&env.workdir, Lab::B, 6)?.with_audit(env);
     rec.input(&loaded);
     rec.input(&plan_loaded);
     rec.raw("lab-mark", &mark);
@@ -913,7 +913,7 @@ pub(crate) async fn act7(env: &Env) -> Result<ActSummary, LabError> {
     let ctx = live_context(&cluster, &env.workdir).await?;
     let (_r, loaded) = read_input::<inputs::Recovery>(&env.workdir, &ctx)?;
     let act3: Act3Facts = read_facts(&env.workdir, 3)?;
-    let mut rec = ActRecorder::begin(&env.workdir, Lab::B, 7)?.with_audit(&env.audit);
+    let mut rec = ActRecorder::begin(&env.workdir, Lab::B, 7)?.with_audit(env);
     rec.input(&loaded);
     let fail = |e: LabError| (serde_json::Value::Null, e);
     let result = async {

@@ -143,6 +143,8 @@ pub struct ActRecorder {
     inputs: BTreeMap<String, String>,
     raw: Vec<serde_json::Value>,
     audit: Option<crate::audit::Cursor>,
+    /// The language of the audit summary line ([`Self::with_audit`]).
+    lang: crate::messages::Lang,
 }
 
 impl ActRecorder {
@@ -163,6 +165,7 @@ impl ActRecorder {
             inputs: BTreeMap::new(),
             raw: Vec::new(),
             audit: None,
+            lang: crate::messages::Lang::Ja,
         })
     }
 
@@ -177,8 +180,9 @@ impl ActRecorder {
     /// recorded are put under `facts.admission_audit` (or a raw `admission-audit` entry when the
     /// partial facts are not an object). Acts 3, 5, 6 and 7 of both labs call it before their
     /// first request.
-    pub fn with_audit(mut self, source: &crate::audit::AuditSource) -> ActRecorder {
-        self.audit = Some(crate::audit::Cursor::begin(source));
+    pub fn with_audit(mut self, env: &Env) -> ActRecorder {
+        self.audit = Some(crate::audit::Cursor::begin(&env.audit));
+        self.lang = env.ui.lang();
         self
     }
 
@@ -193,7 +197,7 @@ impl ActRecorder {
         } else {
             self.raw(crate::audit::FACTS_KEY, &audit);
         }
-        Some(crate::audit::summary_line(&audit))
+        Some(crate::audit::summary_line(&audit).get(self.lang).to_owned())
     }
 
     /// Appends raw material: `{"what": what, "at": now, "data": data}`.
@@ -794,7 +798,7 @@ pub fn finish(
 /// existing pod later acts check), an unlabelled one is explicitly denied and not stored.
 pub async fn act3(lab: Lab, env: &Env) -> Result<ActSummary, LabError> {
     let cluster = env.cluster().await?;
-    let mut rec = ActRecorder::begin(&env.workdir, lab, 3)?.with_audit(&env.audit);
+    let mut rec = ActRecorder::begin(&env.workdir, lab, 3)?.with_audit(env);
     let result = act3_body(&cluster, &env.ui, lab, &mut rec).await;
     finish(rec, result)
 }
