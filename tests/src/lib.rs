@@ -468,63 +468,6 @@ pub fn ordered_step(
 
 pub mod host;
 
-/// The scale-down runner both lab A fault tests start as a child (`--scale-runner KUBECONFIG
-/// WORKDIR DEPLOYMENT_UID`): it arms the recovery watcher (`restore_after_sec`) and scales to 0
-/// as act 5 does, prints `scaled-down {fault_dir, watcher_pid, armed_at, deadline_at,
-/// scaled_at}`, then runs `then` with the armed fault. Returns the process's exit code (2: bad
-/// arguments, 1: an error, printed on stderr).
-pub fn scale_runner_main<F, Fut>(args: &[String], restore_after_sec: u64, then: F) -> i32
-where
-    F: FnOnce(lab::faults::scale::ScaleFault) -> Fut,
-    Fut: std::future::Future<Output = Result<()>>,
-{
-    let [kubeconfig, workdir, uid] = args else {
-        eprintln!("usage: --scale-runner KUBECONFIG WORKDIR DEPLOYMENT_UID");
-        return 2;
-    };
-    let rt = match tokio::runtime::Runtime::new() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("runner: tokio: {e}");
-            return 1;
-        }
-    };
-    let result: Result<()> = rt.block_on(async {
-        let cluster = lab::cluster::Cluster::connect(Some(Path::new(kubeconfig)))
-            .await
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        let (mut fault, ready) = lab::faults::scale::ScaleFault::arm(
-            cluster,
-            Path::new(workdir),
-            Path::new(kubeconfig),
-            uid,
-            1,
-            restore_after_sec,
-        )
-        .await
-        .context("arming the recovery watcher")?;
-        let down = fault.scale_down().await.context("scaling to 0")?;
-        println!(
-            "scaled-down {}",
-            serde_json::json!({
-                "fault_dir": fault.dir().0,
-                "watcher_pid": ready.pid,
-                "armed_at": ready.armed_at,
-                "deadline_at": ready.deadline_at,
-                "scaled_at": down.answered_at,
-            })
-        );
-        then(fault).await
-    });
-    match result {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("runner: {e:#}");
-            1
-        }
-    }
-}
-
 /// Assertions shared by both labs' ordered act tests. Each returns a `Failed` that says what was
 /// expected and what was observed.
 pub mod acts {

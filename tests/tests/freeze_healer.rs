@@ -160,10 +160,17 @@ fn runner(spec: &str) -> i32 {
 
 struct Sleeper(Child);
 impl Sleeper {
+    /// `sleep 300` in a process group of its own: when the group this test runs in becomes
+    /// orphaned (the shell that started `ci/fault-table.sh` in the background exits), the kernel
+    /// sends SIGHUP and SIGCONT to every member of a group with a stopped member, which would
+    /// end a freeze before its healer does (seen once, 2026-12-01 03:42:56 UTC: the healer found
+    /// the target already `S` at its deadline).
     fn start() -> Sleeper {
+        use std::os::unix::process::CommandExt as _;
         Sleeper(
             Command::new("sleep")
                 .arg("300")
+                .process_group(0)
                 .spawn()
                 .expect("spawning sleep"),
         )

@@ -24,9 +24,11 @@
 //!      and stores nothing.
 //!
 //!    When act 4 passes, its work dir (acts 1-4) is copied for row 3.
-//! 3. `fault_row_…` (`lab_a/fault_rows.rs`, issue 12's lab A rows): watcher SIGKILLed mid-fault then
-//!    `inspect` heals (on the copy of acts 1-4: act 5 and act 6 again, so acts 1-4 are not run
-//!    twice), runner SIGSTOPped past the deadline, disk full. Each starts and ends at 1 replica; a
+//! 3. `fault_row_…` (`lab_a/fault_rows.rs`, issue 12's lab A rows, each driving the real
+//!    `kca-webhook-lab` processes): watcher SIGKILLed mid-fault then `inspect` heals (on the copy
+//!    of acts 1-4: act 5 and act 6 again, so acts 1-4 are not run twice), act 5 SIGSTOPped past the
+//!    deadline, disk full (the last two in work dirs of their own with acts 1-3 copied from that
+//!    copy and act 4 run again). Each starts and ends at 1 replica; a
 //!    row that fails has the replicas put back to 1 by the test (said on stderr) so the next row
 //!    can run. `cargo test -p tests --test lab_a -- fault_row` runs only these (then the watcher
 //!    row runs acts 1-4 itself); `ci/fault-table.sh` does that N times.
@@ -106,16 +108,27 @@ fn run_id() -> &'static str {
     RUN_ID.get_or_init(|| format!("test-{}", xtask::lab_run::run_id()))
 }
 
-/// The work dir of the watcher-SIGKILL row: `target/lab-artifacts/test-<run id>-rows/a/workdir`.
+/// The work dir of the watcher-SIGKILL row, which the other fault rows copy acts 1-3 from (their
+/// own work dirs are beside it): `target/lab-artifacts/test-<run id>-rows/a/workdir`.
 fn rows_workdir() -> PathBuf {
     xtask::lab_run::artifacts_dir(&format!("{}-rows", run_id()), Lab::A).join("workdir")
 }
 
-fn main() {
-    let argv: Vec<String> = std::env::args().collect();
-    if argv.get(1).map(String::as_str) == Some(fault_rows::RUNNER_FLAG) {
-        std::process::exit(fault_rows::runner_main(&argv[2..]));
+/// The work dir the fault rows start from, and whether it is the copy taken when the lab's act 4
+/// passed (else the rows run the acts they need there themselves: the lab's acts were filtered
+/// out). Errors: lab A failed before its act 4.
+fn rows_source() -> Result<(PathBuf, bool), Failed> {
+    let s = state();
+    match (&s.after_act_4, &s.lab_failed) {
+        (Some(w), _) => Ok((w.clone(), true)),
+        (None, Some(f)) => Err(Failed::from(format!(
+            "not run: lab A's {f} failed before act 4's work dir existed"
+        ))),
+        (None, None) => Ok((rows_workdir(), false)),
     }
+}
+
+fn main() {
     let mut args = Arguments::from_args();
     args.test_threads = Some(1);
     let mut trials = vec![
@@ -160,26 +173,26 @@ fn main() {
     trials.push(Trial::test(
         "fault_row_watcher_sigkilled_mid_fault_then_inspect_heals_and_act_6_runs",
         || {
-            let acts = {
-                let s = state();
-                match (&s.after_act_4, &s.lab_failed) {
-                    (Some(w), _) => Ok(fault_rows::Acts1To4::Copied(w.clone())),
-                    (None, Some(f)) => Err(Failed::from(format!(
-                        "not run: lab A's {f} failed before act 4's work dir existed"
-                    ))),
-                    (None, None) => Ok(fault_rows::Acts1To4::RunHere(rows_workdir())),
-                }
-            }?;
+            let acts = match rows_source()? {
+                (w, true) => fault_rows::Acts1To4::Copied(w),
+                (w, false) => fault_rows::Acts1To4::RunHere(w),
+            };
             row(move |c| fault_rows::watcher_killed_then_inspect(c, acts))
         },
     ));
     trials.push(Trial::test(
         "fault_row_runner_sigstopped_past_the_deadline_watcher_restores_runner_records_it",
-        || row(fault_rows::runner_stopped_past_deadline),
+        || {
+            let (source, _) = rows_source()?;
+            row(move |c| fault_rows::runner_stopped_past_deadline(c, &source))
+        },
     ));
     trials.push(Trial::test(
         "fault_row_disk_full_mid_fault_restore_not_blocked_record_failure_said",
-        || row(fault_rows::disk_full),
+        || {
+            let (source, _) = rows_source()?;
+            row(move |c| fault_rows::disk_full(c, &source))
+        },
     ));
     trials.push(Trial::test(
         "diagnostics_act_2_on_a_controller_scaled_to_0_leaves_diagnostics_naming_the_cause",

@@ -416,12 +416,39 @@ async fn act5_body(
     partial["scaled_at"] = down.answered_at.clone().into();
     rec.save_progress(partial.clone())?;
 
-    // Wait (bounded) until no controller pod is left.
+    // Wait (bounded) until no controller pod is left. Pods while the replicas are no longer 0
+    // are not going away: the fault is over (the recovery watcher restores at its deadline, e.g.
+    // when this act was stopped past it), so the wait ends at once with what was seen.
     let mut last_tick = 0;
+    let plan = fault.plan().clone();
+    let watcher_record = fault.dir().clone();
     let check = || async {
         let pods = cl.admission_pods().await?;
         if pods.is_empty() {
             return Ok::<_, LabError>(Check::Done(facts::now_rfc3339()));
+        }
+        let replicas = scale::read_scale(cl, &plan)
+            .await?
+            .and_then(|s| s.spec)
+            .and_then(|s| s.replicas)
+            .unwrap_or(0);
+        if replicas != scale::FAULT_REPLICAS {
+            let by = match watcher_record.read_watcher() {
+                Ok(Some(w)) if w.restored_at.is_some() => format!(
+                    "restored by the recovery watcher at {} (its deadline {})",
+                    w.restored_at.as_deref().unwrap_or("-"),
+                    w.deadline_at
+                ),
+                _ => "not restored by this lab's recovery watcher".to_owned(),
+            };
+            return Err(LabError::ClusterMismatch {
+                what: format!(
+                    "spec.replicas of deployment {}/{} while act 5 waited for its pods to be gone",
+                    plan.namespace, plan.deployment
+                ),
+                expected: format!("{} (act 5's scale-down)", scale::FAULT_REPLICAS),
+                found: format!("{replicas}, {by}; the scale-down is over before act 5 observed it"),
+            });
         }
         let state = pods
             .iter()

@@ -264,6 +264,10 @@ impl ActRecorder {
     }
 
     /// Writes the final `interrupted` evidence with `why` and the partial `facts`.
+    ///
+    /// Errors: the evidence could not be written (e.g. a full disk); a [`LabError::Io`] then ends
+    /// with `why`, so the act's own error (which may say that a fault was undone) still reaches
+    /// the student.
     pub fn interrupt(
         mut self,
         mut facts: serde_json::Value,
@@ -271,7 +275,17 @@ impl ActRecorder {
     ) -> Result<PathBuf, LabError> {
         self.finish_audit(&mut facts);
         self.workdir
-            .write_evidence(&self.evidence(ActStatus::Interrupted, facts, Some(why)))
+            .write_evidence(&self.evidence(ActStatus::Interrupted, facts, Some(why.clone())))
+            .map_err(|e| match e {
+                LabError::Io { path, source } => LabError::Io {
+                    path,
+                    source: std::io::Error::new(
+                        source.kind(),
+                        format!("{source}; the act had stopped with: {why}"),
+                    ),
+                },
+                other => other,
+            })
     }
 }
 

@@ -1,5 +1,7 @@
 //! Lab A's fault-attempt rows (issue 12) on the shared lab A cluster (`lab_a.rs`; formerly the
-//! `lab_a_fault_rows` binary with a cluster of its own, and `scale_watcher_sigkill` with another):
+//! `lab_a_fault_rows` binary with a cluster of its own, and `scale_watcher_sigkill` with another).
+//! Every row drives the real `kca-webhook-lab` processes a student runs (`act 4`, `act 5`,
+//! `act 6`, `inspect`, `heal`), never a harness of its own around the fault code:
 //!
 //! - `watcher_killed_then_inspect`: a work dir holding lab A's acts 1-4 (a copy of the lab A
 //!   run's, taken when its act 4 passed; the row runs acts 1-4 itself when those acts were filtered
@@ -8,157 +10,47 @@
 //!   watcher, still alive after its runner exited, is SIGKILLed before its deadline; then the
 //!   student's `kca-webhook-lab inspect` heals first: the replicas are back to the original 1, the
 //!   attempt's `heal.json` records `restored` with the API answer, and act 6 then completes.
-//! - `runner_stopped_past_deadline`: a runner (this binary re-executed, using `ScaleFault` as act 5
-//!   does) scales to 0 and is SIGSTOPped; the watcher alone restores within 56 s of arming (the
-//!   runner's ledger has no restore then); continued, the runner's restore finds the replicas
-//!   already restored, records it in its ledger, and names the watcher as the restorer.
-//! - `disk_full`: the work dir is a 512 KiB tmpfs the test mounts on a directory it made
-//!   (unmounted after, also on failure); it is filled after the scale-down; the runner's restore
-//!   still restores, and its error says the ledger could not be written; the watcher, SIGTERMed,
-//!   exits without panicking on the full disk; once space is freed, `kca-webhook-lab heal` finds
-//!   the replicas restored and records it.
+//! - `runner_stopped_past_deadline`: in a row work dir of its own ([`RowDir`]), the real
+//!   `kca-webhook-lab act 5` is SIGSTOPped right after its scale-down (its first saved progress),
+//!   while it waits for the controller's pods to be gone, and kept stopped: the watcher alone
+//!   restores within 56 s of arming (the ledger has no restore then, the runner is still `T`);
+//!   continued 0.5 s later, act 5 sees the replicas are no longer 0, stops at once (no second
+//!   scale-down), its own restore finds the replicas already restored and records that in the
+//!   ledger, and its `interrupted` evidence names the watcher as the restorer.
+//! - `disk_full`: the row work dir is on a 1 MiB tmpfs the test mounts on a directory it made
+//!   (unmounted and removed after, also on failure); `act 4` and `act 5` run there (act 5 hands the
+//!   fault over at 0 replicas), then the tmpfs is filled and the student's `act 6` runs: it
+//!   restores the replicas (before the watcher's deadline: the watcher is still waiting), then
+//!   fails saying the ledger could not be written; the watcher, SIGTERMed, exits without
+//!   panicking on the full disk; once space is freed, `kca-webhook-lab heal` finds the replicas
+//!   restored and records it.
 //!
 //! Each row starts at 1 replica and leaves 1 replica. Timings (time until healed) are printed as
 //! `figure:` lines; the issue's bounds are asserted (watcher restore ≤ 56 s after arming; the heal
 //! by the next command).
 
-use std::io::{BufRead as _, BufReader, Write as _};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::Receiver;
+use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail, ensure};
 use lab::evidence::{ActStatus, Lab};
 use lab::faults::attempt::ProcessRef;
 use lab::faults::scale::{self, FaultDir, LedgerEvent, RestoreOutcome, Restorer, WatcherAction};
+use lab::workdir::Workdir;
 use tests::LabCluster;
 use xtask::lab_run::LabRun;
 
-/// The runner mode's first argument (`--scale-runner KUBECONFIG WORKDIR DEPLOYMENT_UID`).
-pub const RUNNER_FLAG: &str = "--scale-runner";
-const RESTORE_AFTER_SEC: u64 = 55;
 /// The issue's bound: replicas restored within 56 s of arming while the watcher lives.
 const RESTORE_BOUND: Duration = Duration::from_secs(56);
-/// Prefix of the scratch directories the rows make under the state root.
-const SCRATCH_PREFIX: &str = "a-rows";
-
-// ---------------------------------------------------------------------------------------------
-// The runner: this binary with `--scale-runner KUBECONFIG WORKDIR DEPLOYMENT_UID`.
-
-/// Arms the watcher (55 s) and scales to 0 as act 5 does, prints `scaled-down {json}`, then for
-/// each stdin line `restore` restores as the runner and prints `restore-ok {outcome}` or
-/// `restore-err {text}`, then `restored-by {json}`. Exits at the end of stdin. Returns the exit
-/// code.
-pub fn runner_main(args: &[String]) -> i32 {
-    tests::scale_runner_main(args, RESTORE_AFTER_SEC, |mut fault| async move {
-        for line in std::io::stdin().lines() {
-            if line? != "restore" {
-                continue;
-            }
-            match fault.restore(Restorer::Runner).await {
-                Ok(o) => println!("restore-ok {}", serde_json::to_string(&o)?),
-                Err(e) => println!("restore-err {e}"),
-            }
-            let by = fault.restored_by().map_err(anyhow::Error::msg)?;
-            println!("restored-by {}", serde_json::to_string(&by)?);
-        }
-        Ok(())
-    })
-}
-
-/// A running runner: its stdin, its stdout lines, killed (SIGKILL through its handle) and reaped
-/// when dropped still running.
-struct Runner {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<String>,
-}
-
-impl Runner {
-    fn start(cluster: &LabCluster, workdir: &Path, uid: &str) -> Result<Runner> {
-        let mut child = Command::new(std::env::current_exe()?)
-            .arg(RUNNER_FLAG)
-            .arg(cluster.kubeconfig())
-            .arg(workdir)
-            .arg(uid)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .context("starting the runner")?;
-        let stdout = child.stdout.take().context("runner stdout")?;
-        let stdin = child.stdin.take();
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Ok(Runner {
-            child,
-            stdin,
-            lines,
-        })
-    }
-
-    /// The next line starting with `prefix` (its rest), within `bound`.
-    fn expect(&self, prefix: &str, bound: Duration) -> Result<String> {
-        let t0 = Instant::now();
-        loop {
-            let left = bound.saturating_sub(t0.elapsed());
-            match self.lines.recv_timeout(left) {
-                Ok(l) => {
-                    if let Some(rest) = l.strip_prefix(prefix) {
-                        return Ok(rest.trim_start().to_owned());
-                    }
-                }
-                Err(_) => bail!("the runner said no `{prefix}` line within {bound:?}"),
-            }
-        }
-    }
-
-    fn send(&mut self, line: &str) -> Result<()> {
-        let stdin = self.stdin.as_mut().context("runner stdin closed")?;
-        writeln!(stdin, "{line}")?;
-        stdin.flush()?;
-        Ok(())
-    }
-
-    /// SIGSTOP / SIGCONT through a pidfd (our unreaped child: its PID is still its own).
-    fn signal(&self, sig: rustix::process::Signal) -> Result<()> {
-        let p = ProcessRef::of(self.child.id() as i32).context("runner has no /proc entry")?;
-        ensure!(p.signal(sig)?, "the runner was already gone");
-        Ok(())
-    }
-
-    /// Closes stdin and waits (bounded) for the exit status.
-    fn finish(mut self, bound: Duration) -> Result<std::process::ExitStatus> {
-        drop(self.stdin.take());
-        let t0 = Instant::now();
-        loop {
-            if let Some(st) = self.child.try_wait()? {
-                return Ok(st);
-            }
-            if t0.elapsed() > bound {
-                bail!("the runner did not exit within {bound:?} after its stdin closed");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Runner {
-    fn drop(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
+/// The disk-full row's tmpfs (mount option, and in words): room for lab A's inputs and acts 1-5's
+/// evidence (about 0.3 MB with act 5's progress files), nothing more.
+const TMPFS_SIZE_OPTION: &str = "size=1m,mode=0700";
+/// Bound on act 5 reaching its scale-down (heal first, checks, watcher ready, scale).
+const SCALED_BOUND: Duration = Duration::from_secs(90);
+/// Bound on a whole act (5 or 6) once continued or started.
+const ACT_BOUND: Duration = Duration::from_secs(150);
 
 // ---------------------------------------------------------------------------------------------
 // Cluster helpers.
@@ -204,11 +96,6 @@ impl Api {
         Ok(Some(r))
     }
 
-    fn uid(&self) -> Result<String> {
-        let d = self.rt.block_on(self.deployments.get(scale::DEPLOYMENT))?;
-        d.metadata.uid.context("deployment without uid")
-    }
-
     /// Polls until the replicas are `want`; returns when that was seen.
     fn wait_replicas(&self, want: i32, bound: Duration) -> Result<Instant> {
         let t0 = Instant::now();
@@ -223,15 +110,6 @@ impl Api {
             std::thread::sleep(Duration::from_millis(100));
         }
     }
-}
-
-fn scratch(name: &str) -> Result<PathBuf> {
-    let dir = xtask::cluster::config::default_state_root().join(format!(
-        "{SCRATCH_PREFIX}-{name}-{}",
-        chrono::Utc::now().format("%Y%m%dT%H%M%S%3fZ")
-    ));
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    Ok(dir)
 }
 
 /// The watcher's record once it finished (not `waiting`), within `bound`.
@@ -295,6 +173,172 @@ fn figure(row: &str, what: &str, d: Duration) {
 // ---------------------------------------------------------------------------------------------
 // Rows.
 
+/// Runs lab A's acts `1..=upto` that have no evidence yet in `dir` (in this process, as `cargo
+/// xtask lab run` does), so the rows can start when the lab's own acts were filtered out.
+pub fn ensure_acts(cluster: &LabCluster, dir: &Path, upto: u8) -> Result<()> {
+    let run = LabRun::new(Lab::A, dir, &cluster.kubeconfig(), &cluster.cri_endpoint())?;
+    for act in 1..=upto {
+        if run.workdir().evidence_path(act).exists() {
+            continue;
+        }
+        let s = run.act(act)?;
+        ensure!(s.status == ActStatus::Completed, "act {act} {:?}", s.status);
+    }
+    Ok(())
+}
+
+/// One row's own work directory and the `act 5` it runs in the background. Made from `source`
+/// (a work dir holding lab A's acts 1-3): the input files (`*.json` at its top) and
+/// `evidence/01-03.json` are copied, then `act 4` runs there as a student runs it (the
+/// investigation pins the admission controller as it is now: an earlier row's restore replaced
+/// its pod). When dropped without [`RowDir::done`] (the row failed), kills its `act 5` if still
+/// running (our child, by its handle; SIGKILL also ends a stopped process) and runs
+/// `kca-webhook-lab heal` there, so no scale-down outlives the row.
+struct RowDir<'a> {
+    cluster: &'a LabCluster,
+    run: LabRun,
+    dir: PathBuf,
+    logs: PathBuf,
+    act5: Option<Child>,
+    done: bool,
+}
+
+impl<'a> RowDir<'a> {
+    /// The row's work dir `dir` (must not exist), its act logs in `logs` (created).
+    fn new(cluster: &'a LabCluster, source: &Path, logs: &Path, dir: &Path) -> Result<RowDir<'a>> {
+        ensure!(!dir.exists(), "{} exists already", dir.display());
+        std::fs::create_dir_all(logs).with_context(|| format!("creating {}", logs.display()))?;
+        std::fs::create_dir_all(dir.join("evidence"))
+            .with_context(|| format!("creating {}", dir.display()))?;
+        for e in std::fs::read_dir(source)? {
+            let p = e?.path();
+            if p.is_file() && p.extension().is_some_and(|x| x == "json") {
+                std::fs::copy(&p, dir.join(p.file_name().context("name")?))
+                    .with_context(|| format!("copying {}", p.display()))?;
+            }
+        }
+        for act in 1..=3u8 {
+            let from = Workdir::new(source).evidence_path(act);
+            std::fs::copy(&from, Workdir::new(dir).evidence_path(act))
+                .with_context(|| format!("copying {}", from.display()))?;
+        }
+        eprintln!("    row work dir {}", dir.display());
+        let run = LabRun::new(Lab::A, dir, &cluster.kubeconfig(), &cluster.cri_endpoint())?;
+        let rd = RowDir {
+            cluster,
+            run,
+            dir: dir.to_path_buf(),
+            logs: logs.to_path_buf(),
+            act5: None,
+            done: false,
+        };
+        rd.run.write_inputs(4)?;
+        let (st, text) = rd.output(&["act", "4"])?;
+        ensure!(st.success(), "act 4 in the row's work dir ({st}):\n{text}");
+        rd.run.write_inputs(5)?;
+        Ok(rd)
+    }
+
+    fn workdir(&self) -> &Workdir {
+        self.run.workdir()
+    }
+
+    /// Runs `kca-webhook-lab ARGS` in the row's work dir to its end: status, stdout + stderr.
+    fn output(&self, args: &[&str]) -> Result<(ExitStatus, String)> {
+        lab_command(self.cluster, &self.dir, args)
+    }
+
+    /// Starts `act 5` in the background, its output in `<logs>/act5.log`.
+    fn spawn_act5(&mut self) -> Result<u32> {
+        let log = std::fs::File::create(self.logs.join("act5.log"))?;
+        let child = tests::student_command(
+            Lab::A,
+            &self.dir,
+            &self.cluster.kubeconfig(),
+            Path::new(self.cluster.cri_endpoint().trim_start_matches("unix://")),
+            &["act", "5"],
+        )?
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .spawn()
+        .context("starting act 5")?;
+        let pid = child.id();
+        self.act5 = Some(child);
+        Ok(pid)
+    }
+
+    fn act5_log(&self) -> String {
+        std::fs::read_to_string(self.logs.join("act5.log")).unwrap_or_default()
+    }
+
+    /// Whether the background `act 5` has exited (its status then).
+    fn act5_exited(&mut self) -> Result<Option<ExitStatus>> {
+        Ok(self.act5.as_mut().context("no act 5 started")?.try_wait()?)
+    }
+
+    /// Waits (bounded) for the background `act 5` to exit; its status.
+    fn wait_act5(&mut self, bound: Duration) -> Result<ExitStatus> {
+        let t0 = Instant::now();
+        loop {
+            if let Some(st) = self.act5_exited()? {
+                return Ok(st);
+            }
+            if t0.elapsed() > bound {
+                bail!(
+                    "act 5 still running after {bound:?}; its output:\n{}",
+                    self.act5_log()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The row passed: nothing to clean up.
+    fn done(mut self) {
+        self.done = true;
+    }
+}
+
+impl Drop for RowDir<'_> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        if let Some(c) = &mut self.act5
+            && matches!(c.try_wait(), Ok(None))
+        {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        match self.output(&["heal"]) {
+            Ok((st, text)) => eprintln!("    row cleanup: kca-webhook-lab heal ({st}):\n{text}"),
+            Err(e) => eprintln!("    row cleanup: kca-webhook-lab heal could not run: {e:#}"),
+        }
+    }
+}
+
+/// `<parent of source>/<row>`: where a row keeps its work dir and logs, beside the source work dir
+/// (both under the test's artifacts).
+fn row_base(source: &Path, row: &str) -> Result<PathBuf> {
+    Ok(source
+        .parent()
+        .context("the source work dir has no parent")?
+        .join(row))
+}
+
+/// Act 5's facts (typed) from its final or partial evidence file `path`.
+fn act5_facts_at(path: &Path) -> Result<serde_json::Value> {
+    let v: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(path).with_context(|| format!("reading {}", path.display()))?,
+    )
+    .with_context(|| format!("parsing {}", path.display()))?;
+    Ok(v["facts"].clone())
+}
+
+fn at(t: Option<&str>, what: &str) -> Result<chrono::DateTime<chrono::Utc>> {
+    lab::facts::parse_rfc3339(t.unwrap_or_default()).with_context(|| format!("{what}: {t:?}"))
+}
+
 /// Where lab A's acts 1-4 come from for [`watcher_killed_then_inspect`].
 pub enum Acts1To4 {
     /// A copy of the lab A run's work dir made right after its act 4 passed.
@@ -340,10 +384,7 @@ pub fn watcher_killed_then_inspect(cluster: &LabCluster, acts: Acts1To4) -> Resu
         &cluster.cri_endpoint(),
     )?;
     if let Acts1To4::RunHere(_) = acts {
-        for act in 1..=4 {
-            let s = run.act(act)?;
-            ensure!(s.status == ActStatus::Completed, "act {act} {:?}", s.status);
-        }
+        ensure_acts(cluster, &workdir, 4)?;
     }
     // Act 5 as the student runs it: its own process, which exits when the act completes (a heal
     // leaves alone an attempt whose runner still lives).
@@ -408,24 +449,50 @@ pub fn watcher_killed_then_inspect(cluster: &LabCluster, acts: Acts1To4) -> Resu
 }
 
 /// The runner-SIGSTOP row (see the module docs).
-pub fn runner_stopped_past_deadline(cluster: &LabCluster) -> Result<()> {
+pub fn runner_stopped_past_deadline(cluster: &LabCluster, source: &Path) -> Result<()> {
+    const ROW: &str = "runner-sigstop";
     let api = Api::new(cluster)?;
     ensure!(api.replicas()? == 1, "row needs 1 replica to start");
-    let work = scratch("sigstop")?;
-    let mut r = Runner::start(cluster, &work, &api.uid()?)?;
-    let info: serde_json::Value =
-        serde_json::from_str(&r.expect("scaled-down", Duration::from_secs(90))?)?;
-    r.signal(rustix::process::Signal::STOP)?;
-    // autoscaling/v1 omits `replicas: 0`; `replicas()` reads that as 0.
+    ensure_acts(cluster, source, 3)?;
+    let base = row_base(source, ROW)?;
+    let mut rd = RowDir::new(cluster, source, &base, &base.join("workdir"))?;
+    let pid = rd.spawn_act5()?;
+    // Act 5 saves its first progress right after the API server accepted the scale to 0; it then
+    // waits for the controller's pods to be gone (about a second). Stop it there.
+    let partial = rd.workdir().partial_path(5);
+    let t0 = Instant::now();
+    while !partial.exists() {
+        if let Some(st) = rd.act5_exited()? {
+            bail!(
+                "act 5 exited ({st}) before its scale-down:\n{}",
+                rd.act5_log()
+            );
+        }
+        ensure!(
+            t0.elapsed() < SCALED_BOUND,
+            "act 5 saved no progress ({}) within {SCALED_BOUND:?}",
+            partial.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let runner = ProcessRef::of(pid as i32).context("act 5 gone")?;
+    ensure!(runner.signal(rustix::process::Signal::STOP)?, "act 5 gone");
+    let facts = act5_facts_at(&partial)?;
+    ensure!(
+        facts.get("scaled_at").is_some() && facts.get("policy").is_none(),
+        "act 5 should be stopped between its scale-down and its pods gone; its progress: {facts}"
+    );
     ensure!(
         api.replicas()? == 0,
         "after the scale-down the replicas should be 0"
     );
-    let armed_at = lab::facts::parse_rfc3339(info["armed_at"].as_str().unwrap_or_default())
-        .context("armed_at")?;
+    let armed_at = at(facts["watcher"]["armed_at"].as_str(), "watcher.armed_at")?;
     let dir = FaultDir(PathBuf::from(
-        info["fault_dir"].as_str().context("fault_dir")?,
+        facts["watcher"]["fault_dir"]
+            .as_str()
+            .context("watcher.fault_dir")?,
     ));
+    // The watcher alone restores, the runner still stopped.
     api.wait_replicas(1, Duration::from_secs(90))?;
     let seen = chrono::Utc::now();
     let w = watcher_final(&dir, Duration::from_secs(10))?;
@@ -433,10 +500,9 @@ pub fn runner_stopped_past_deadline(cluster: &LabCluster) -> Result<()> {
         w.action == WatcherAction::Restored && w.woke_by.as_deref() == Some("deadline"),
         "the watcher should restore at its deadline: {w:?}"
     );
-    let restored_at = lab::facts::parse_rfc3339(w.restored_at.as_deref().unwrap_or_default())
-        .context("watcher restored_at")?;
+    let restored_at = at(w.restored_at.as_deref(), "watcher restored_at")?;
     let after = (restored_at - armed_at).to_std().unwrap_or_default();
-    figure("runner-sigstop", "watcher restored after arming", after);
+    figure(ROW, "watcher restored after arming", after);
     ensure!(
         after <= RESTORE_BOUND,
         "restored {after:?} after arming (> 56 s)"
@@ -450,22 +516,39 @@ pub fn runner_stopped_past_deadline(cluster: &LabCluster) -> Result<()> {
         dir.read_ledger()?.last(LedgerEvent::Restored).is_none(),
         "the stopped runner cannot have restored anything, but its ledger says it did"
     );
-    // The runner, continued, records what it finds.
-    r.signal(rustix::process::Signal::CONT)?;
-    r.send("restore")?;
-    let ok = r.expect("restore-", Duration::from_secs(30))?;
+    let state = lab::faults::freeze::state_if_same(runner.pid, runner.start_ticks)?;
     ensure!(
-        ok.starts_with("ok ") && ok.contains("already-restored"),
-        "the continued runner should find the replicas already restored: {ok}"
+        state == Some('T'),
+        "act 5 should still be stopped at the watcher's restore: {state:?}"
     );
-    let by = r.expect("restored-by", Duration::from_secs(5))?;
+    // Past the deadline, then continue the runner: it sees the scale-down is over and stops.
+    std::thread::sleep(Duration::from_millis(500));
+    ensure!(runner.signal(rustix::process::Signal::CONT)?, "act 5 gone");
+    let st = rd.wait_act5(ACT_BOUND)?;
+    let log = rd.act5_log();
     ensure!(
-        by.contains("watcher"),
-        "restored by the watcher, runner says {by}"
+        !st.success(),
+        "act 5 continued after its fault was over should not complete:\n{log}"
     );
-    let st = r.finish(Duration::from_secs(10))?;
-    ensure!(st.success(), "runner exit {st}");
+    ensure!(
+        log.contains("while act 5 waited for its pods to be gone")
+            && log.contains("restored by the recovery watcher"),
+        "act 5 should say the watcher restored the replicas while it waited:\n{log}"
+    );
+    ensure!(
+        api.replicas()? == 1,
+        "the continued act 5 changed the replicas"
+    );
     let ledger = dir.read_ledger()?;
+    ensure!(
+        ledger
+            .entries
+            .iter()
+            .filter(|e| e.event == LedgerEvent::ScalingDown)
+            .count()
+            == 1,
+        "one scale-down only: {ledger:?}"
+    );
     let last = ledger
         .last(LedgerEvent::Restored)
         .context("the runner's ledger has no restored entry")?;
@@ -474,11 +557,34 @@ pub fn runner_stopped_past_deadline(cluster: &LabCluster) -> Result<()> {
             && last.detail.get("result").and_then(|v| v.as_str()) == Some("already-restored"),
         "ledger's restored entry: {last:?}"
     );
+    let ev = rd.workdir().read_evidence(5)?;
+    ensure!(
+        ev.evidence.status == ActStatus::Interrupted,
+        "act 5's evidence is {:?}, not interrupted",
+        ev.evidence.status
+    );
+    let why = ev.evidence.interruption.clone().unwrap_or_default();
+    ensure!(
+        why.contains("restored by the recovery watcher"),
+        "act 5's evidence should name the watcher as the restorer: {why}"
+    );
+    let restore = ev
+        .evidence
+        .raw
+        .iter()
+        .find(|r| r["what"] == "runner-restore")
+        .context("act 5's evidence has no runner-restore")?;
+    ensure!(
+        restore["data"]["Ok"]["result"] == "already-restored",
+        "act 5's own restore should find the replicas already restored: {restore}"
+    );
     ensure!(api.replicas()? == 1, "replicas changed after the row");
+    rd.done();
     Ok(())
 }
 
-/// A 512 KiB tmpfs mounted on a directory this test made; unmounted and removed when dropped.
+/// A [`TMPFS_SIZE`] tmpfs mounted on a directory this test made; unmounted and removed when
+/// dropped (a failing row included).
 struct SmallTmpfs(PathBuf);
 
 impl SmallTmpfs {
@@ -489,7 +595,7 @@ impl SmallTmpfs {
             dir,
             Some("tmpfs"),
             nix::mount::MsFlags::MS_NOSUID | nix::mount::MsFlags::MS_NODEV,
-            Some("size=512k,mode=0700"),
+            Some(TMPFS_SIZE_OPTION),
         ) {
             let _ = std::fs::remove_dir(dir);
             bail!("mounting a tmpfs on {}: {e}", dir.display());
@@ -524,39 +630,61 @@ impl Drop for SmallTmpfs {
 }
 
 /// The disk-full row (see the module docs).
-pub fn disk_full(cluster: &LabCluster) -> Result<()> {
+pub fn disk_full(cluster: &LabCluster, source: &Path) -> Result<()> {
+    const ROW: &str = "disk-full";
     let api = Api::new(cluster)?;
     ensure!(api.replicas()? == 1, "row needs 1 replica to start");
-    let base = scratch("diskfull")?;
+    ensure_acts(cluster, source, 3)?;
+    let base = row_base(source, ROW)?;
+    std::fs::create_dir_all(&base).with_context(|| format!("creating {}", base.display()))?;
+    // Declared before the row's work dir: dropped (unmounted) after it, also on failure.
     let fs = SmallTmpfs::mount(&base.join("tmpfs"))?;
-    let work = fs.0.join("w");
-    std::fs::create_dir(&work)?;
-    let mut r = Runner::start(cluster, &work, &api.uid()?)?;
-    let info: serde_json::Value =
-        serde_json::from_str(&r.expect("scaled-down", Duration::from_secs(90))?)?;
+    let rd = RowDir::new(cluster, source, &base, &fs.0.join("w"))?;
+    let (st, text) = rd.output(&["act", "5"])?;
+    ensure!(st.success(), "act 5 failed: {st}\n{text}");
+    let f5: lab::facts::a::Act5Facts =
+        serde_json::from_value(rd.workdir().read_evidence(5)?.evidence.facts)?;
     let dir = FaultDir(PathBuf::from(
-        info["fault_dir"].as_str().context("fault_dir")?,
+        f5.watcher
+            .fault_dir
+            .clone()
+            .context("act 5 names no fault dir")?,
     ));
+    ensure!(api.replicas()? == 0, "act 5 should hand over at 0 replicas");
+    let deadline = at(f5.watcher.deadline_at.as_deref(), "watcher deadline")?;
+    let left = (deadline - chrono::Utc::now()).to_std().unwrap_or_default();
+    ensure!(
+        left > Duration::from_secs(10),
+        "act 5 left only {left:?} before the watcher's deadline: the row needs the fault live"
+    );
     let watcher = watcher_ref(&dir)?;
-    ensure!(api.replicas()? == 0, "scaled to 0");
     fs.fill()?;
+    // The student's act 6 on the full disk: its restore comes first.
     let t0 = Instant::now();
-    r.send("restore")?;
-    let said = r.expect("restore-", Duration::from_secs(30))?;
-    let restored = api.wait_replicas(1, Duration::from_secs(10))?;
+    let (st, text) = rd.output(&["act", "6"])?;
+    let took = t0.elapsed();
+    let replicas = api.replicas()?;
+    let w = dir.read_watcher()?.context("no watcher.json")?;
+    let watcher_alive = watcher.is_alive();
     figure(
-        "disk-full",
-        "replicas 1 again after the runner's restore",
-        restored - t0,
+        ROW,
+        "act 6 on the full disk returned, replicas restored, after",
+        took,
     );
     ensure!(
-        said.starts_with("err ")
-            && said.contains("could not be written")
-            && said.contains("Restored"),
-        "the runner should restore, then say its ledger could not be written: {said}"
+        replicas == 1,
+        "act 6 should have restored the replicas before it returned: {replicas}\n{text}"
     );
-    let st = r.finish(Duration::from_secs(10))?;
-    ensure!(st.success(), "runner exit {st}");
+    ensure!(
+        watcher_alive && w.action == WatcherAction::Waiting,
+        "the restore must be act 6's: the watcher should still be waiting (alive {watcher_alive}, {:?})",
+        w.action
+    );
+    ensure!(!st.success(), "act 6 on a full disk should fail:\n{text}");
+    ensure!(
+        text.contains("could not be written") && text.contains("Restored"),
+        "act 6 should restore, then say its ledger could not be written:\n{text}"
+    );
     // The watcher on the full disk: SIGTERM heals first (already restored) and it exits.
     ensure!(
         watcher.signal(rustix::process::Signal::TERM)?,
@@ -571,7 +699,7 @@ pub fn disk_full(cluster: &LabCluster) -> Result<()> {
     );
     // Space back: the next command records what it found.
     fs.free()?;
-    let (status, text) = lab_command(cluster, &work, &["heal"])?;
+    let (status, text) = rd.output(&["heal"])?;
     ensure!(
         status.success(),
         "heal after freeing space: {status}\n{text}"
@@ -581,7 +709,7 @@ pub fn disk_full(cluster: &LabCluster) -> Result<()> {
         heal.action == "already-restored",
         "heal should find the replicas already restored: {heal:?}"
     );
+    rd.done();
     drop(fs);
-    let _ = std::fs::remove_dir(&base);
     Ok(())
 }
