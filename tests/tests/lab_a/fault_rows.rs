@@ -671,6 +671,11 @@ pub fn disk_full(cluster: &LabCluster, source: &Path) -> Result<()> {
         "act 6 on the full disk returned, replicas restored, after",
         took,
     );
+    let tail: Vec<&str> = text.lines().rev().take(2).collect();
+    eprintln!(
+        "    act 6 on the full disk ({st}), last lines: {}",
+        tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+    );
     ensure!(
         replicas == 1,
         "act 6 should have restored the replicas before it returned: {replicas}\n{text}"
