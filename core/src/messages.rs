@@ -330,8 +330,14 @@ pub fn error_text(lang: Lang, e: &LabError) -> String {
         (Lang::Ja, LabError::EvidenceInvalid { path, detail }) => {
             format!("証拠ファイルとして読めません: {}: {detail}", path.display())
         }
-        (Lang::Ja, LabError::ClusterUnreachable { detail, .. }) => {
-            format!("クラスタに接続できません: {detail}")
+        (Lang::Ja, LabError::ClusterUnreachable { kubeconfig, detail }) => {
+            format!(
+                "クラスタに接続できません (kubeconfig {}): {detail}",
+                kubeconfig
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_else(|| "既定の探索".to_owned())
+            )
         }
         (Lang::Ja, LabError::Kube(d)) => format!("Kubernetes APIのエラー: {d}"),
         (Lang::Ja, LabError::Cri { endpoint, detail }) => {
@@ -379,6 +385,20 @@ pub fn error_text(lang: Lang, e: &LabError) -> String {
         (Lang::Ja, LabError::Usage(d)) => format!("使い方が正しくありません: {d}"),
         (Lang::Ja, LabError::Io { path, source }) => format!("{}: {source}", path.display()),
         (Lang::En, other) => other.to_string(),
+    }
+}
+
+/// `report` on a work directory that does not exist (nothing is created).
+pub fn workdir_missing(lang: Lang, path: &std::path::Path) -> String {
+    match lang {
+        Lang::Ja => format!(
+            "作業ディレクトリ {} がありません。何も書き込んでいません（--workdir または KCA_WEBHOOK_DIR を確認してください）",
+            path.display()
+        ),
+        Lang::En => format!(
+            "the work directory {} does not exist; nothing was written (check --workdir or KCA_WEBHOOK_DIR)",
+            path.display()
+        ),
     }
 }
 

@@ -215,6 +215,14 @@ fn run(cli: &Cli) -> Result<i32, LabError> {
             Ok(0)
         }
         Command::Report { out: path } => {
+            // A report of a work directory that does not exist is a wrong --workdir: refuse,
+            // creating nothing.
+            if !workdir.root().exists() {
+                return Err(LabError::Usage(messages::workdir_missing(
+                    cli.lang,
+                    workdir.root(),
+                )));
+            }
             let path = path
                 .clone()
                 .unwrap_or_else(|| workdir.root().join("report.html"));

@@ -290,6 +290,16 @@ pub fn lock_workdir(workdir: &Path, what: &str) -> Result<Lock, LabError> {
     )
 }
 
+/// Takes the work-dir lock like [`lock_workdir`], but only when the work directory exists: `None`
+/// when it does not (nothing in it to protect, nothing to heal), so a command that only reads
+/// (`inspect`, `heal`) never creates the directory. A command that fails creates nothing.
+pub fn lock_workdir_if_exists(workdir: &Path, what: &str) -> Result<Option<Lock>, LabError> {
+    match std::fs::symlink_metadata(workdir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        _ => lock_workdir(workdir, what).map(Some),
+    }
+}
+
 /// The directory of target locks: `$KCA_LAB_LOCK_DIR`, else `/run/lock`.
 pub fn lock_dir() -> PathBuf {
     std::env::var_os(LOCK_DIR_ENV)

@@ -47,18 +47,21 @@ pub fn runner(lab: Lab, act: u8) -> Option<Runner> {
 }
 
 /// `inspect`: heals first (see [`heal_first`]), then reports the live values a student needs to
-/// write the inputs, and each act's status.
+/// write the inputs, and each act's status. A work directory that does not exist is not created
+/// ([`attempt::lock_workdir_if_exists`]).
 pub async fn inspect(lab: Lab, env: &Env) -> Result<InspectReport, LabError> {
-    let _lock = attempt::lock_workdir(env.workdir.root(), "inspect")?;
+    let _lock = attempt::lock_workdir_if_exists(env.workdir.root(), "inspect")?;
     heal_first(env, "inspect").await;
     common::inspect(lab, env).await
 }
 
 /// `heal`: takes the work-dir lock and heals every unfinished fault attempt ([`crate::faults::heal::heal_workdir`]).
 ///
+/// A work directory that does not exist has nothing to heal and is not created.
+///
 /// Errors: [`LabError::Busy`] when another command holds the work directory.
 pub async fn heal(env: &Env) -> Result<heal::HealSummary, LabError> {
-    let _lock = attempt::lock_workdir(env.workdir.root(), "heal")?;
+    let _lock = attempt::lock_workdir_if_exists(env.workdir.root(), "heal")?;
     Ok(heal_first(env, "heal").await)
 }
 
@@ -99,6 +102,17 @@ pub async fn run_act(lab: Lab, act: u8, env: &Env) -> Result<ActSummary, LabErro
         LabError::Usage(format!("act {act} of lab {} has no runner", lab.as_str()))
     })?;
     let what = format!("act {act}");
+    if !env.workdir.root().exists() {
+        // No work directory: nothing to heal, and the act cannot have its inputs or earlier
+        // evidence (act 1 reads scope.json; an act without inputs needs act 1 done). Refuse
+        // before the lock, which would create the directory: a failing command creates nothing.
+        precheck_inputs(lab, act, &env.workdir)?;
+        common::require_completed(
+            &env.workdir,
+            lab,
+            crate::acts::numbers(lab).filter(|&a| a < act),
+        )?;
+    }
     let _lock = attempt::lock_workdir(env.workdir.root(), &what)?;
     heal_first(env, &what).await;
     precheck_inputs(lab, act, &env.workdir)?;
