@@ -91,6 +91,65 @@ impl InputFile {
     }
 }
 
+/// Where the value of a bound field comes from (see [`InputFile::bound_fields`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// The live node's UID (`inspect`: `vm.node_uid`).
+    NodeUid,
+    /// The live UID of this namespace (`inspect`: `namespaces`).
+    NamespaceUid(&'static str),
+    /// The live UID of Deployment `kyverno/kyverno-admission-controller` (`inspect`:
+    /// `controller.deployment_uid`).
+    DeploymentUid,
+    /// `facts.policy.metadata.uid` of `evidence/02.json`.
+    PolicyUid,
+    /// The canonical digest of `evidence/NN.json` for this act (`digest`; `inspect`:
+    /// `evidence_sha256`).
+    Digest(u8),
+}
+
+impl InputFile {
+    /// The fields of this file bound to the live cluster or to the evidence, as `(JSON path,
+    /// source)`, in document order: what a student copies in from `inspect`, `digest` or an
+    /// evidence file. The same paths as the validation's bindings (a unit test holds them
+    /// together). `policy-ignore.json` is bound to `policy.json` as a whole, not field by field.
+    pub fn bound_fields(self) -> &'static [(&'static str, Source)] {
+        match self {
+            InputFile::Scope => &[
+                ("$.node_uid", Source::NodeUid),
+                (
+                    "$.namespaces[\"kca-webhook-target\"]",
+                    Source::NamespaceUid(TargetNamespace::VALUE),
+                ),
+                (
+                    "$.namespaces[\"kca-webhook-control\"]",
+                    Source::NamespaceUid(ControlNamespace::VALUE),
+                ),
+            ],
+            InputFile::Policy | InputFile::PolicyIgnore => &[],
+            InputFile::FreezePlan | InputFile::ScalePlan => &[
+                ("$.node_uid", Source::NodeUid),
+                ("$.deployment_uid", Source::DeploymentUid),
+                ("$.evidence_sha256", Source::Digest(3)),
+            ],
+            InputFile::Recovery => &[
+                ("$.policy_uid", Source::PolicyUid),
+                ("$.ignore_evidence_sha256", Source::Digest(6)),
+            ],
+            InputFile::ReportB => &[
+                ("$.fail_evidence_sha256", Source::Digest(5)),
+                ("$.ignore_evidence_sha256", Source::Digest(6)),
+                ("$.recovery_evidence_sha256", Source::Digest(7)),
+            ],
+            InputFile::ReportA => &[
+                ("$.scale_evidence_sha256", Source::Digest(5)),
+                ("$.recovery_evidence_sha256", Source::Digest(6)),
+                ("$.dry_run_evidence_sha256", Source::Digest(7)),
+            ],
+        }
+    }
+}
+
 /// Expected values that depend on the cluster or on evidence. A `None` (or missing map entry)
 /// skips that check; [`Context::default`] is the offline context of `check FILE`.
 #[derive(Debug, Clone, Default)]

@@ -388,6 +388,104 @@ pub fn error_text(lang: Lang, e: &LabError) -> String {
     }
 }
 
+/// What to do next when an input file is missing (printed after the error line): which act reads
+/// it, where it goes (`workdir`), `kca-webhook-lab schema NAME` for its JSON Schema, and each
+/// field bound to the cluster or the evidence with where its value comes from
+/// ([`crate::inputs::InputFile::bound_fields`]). `also_tried`: another path that was looked at
+/// (`check NAME` looks in the current directory, then in the work directory).
+pub fn input_missing_hint(
+    lang: Lang,
+    file: crate::inputs::InputFile,
+    workdir: &std::path::Path,
+    also_tried: Option<&std::path::Path>,
+) -> String {
+    use crate::inputs::{InputFile, Source};
+    let name = file.file_name();
+    let stem = name.strip_suffix(".json").unwrap_or(name);
+    let act = file.act();
+    let en = lang == Lang::En;
+    let mut out = Vec::new();
+    if let Some(p) = also_tried {
+        out.push(if en {
+            format!("  also looked for {}: not there either", p.display())
+        } else {
+            format!("  {} も探しましたが、ありません", p.display())
+        });
+    }
+    out.push(if en {
+        format!(
+            "  next: act {act} reads {name} from the work directory {}; write it there",
+            workdir.display()
+        )
+    } else {
+        format!(
+            "  次にすること: act {act} は作業ディレクトリ {} の {name} を読みます。そこに作ってください",
+            workdir.display()
+        )
+    });
+    out.push(if en {
+        format!("  its JSON Schema (fields, fixed values): kca-webhook-lab schema {stem}")
+    } else {
+        format!("  形式（JSON Schema: フィールドと固定値）: kca-webhook-lab schema {stem}")
+    });
+    let fields = file.bound_fields();
+    if !fields.is_empty() {
+        out.push(
+            t(
+                "  クラスタや証拠に結びついた値（ほかの値はスキーマで決まっています）:",
+                "  values bound to the cluster or the evidence (the schema fixes the others):",
+            )
+            .get(lang)
+            .to_owned(),
+        );
+    }
+    for (path, source) in fields {
+        let from = match (source, en) {
+            (Source::NodeUid, false) => "ノードの UID（kca-webhook-lab inspect の vm.node_uid）".to_owned(),
+            (Source::NodeUid, true) => "the node's UID (kca-webhook-lab inspect: vm.node_uid)".to_owned(),
+            (Source::NamespaceUid(ns), false) => {
+                format!("ネームスペース {ns} の UID（inspect の namespaces）")
+            }
+            (Source::NamespaceUid(ns), true) => {
+                format!("the UID of namespace {ns} (inspect: namespaces)")
+            }
+            (Source::DeploymentUid, false) => "Deployment kyverno/kyverno-admission-controller の UID（inspect の controller.deployment_uid）".to_owned(),
+            (Source::DeploymentUid, true) => "the UID of Deployment kyverno/kyverno-admission-controller (inspect: controller.deployment_uid)".to_owned(),
+            (Source::PolicyUid, false) => {
+                "evidence/02.json の facts.policy.metadata.uid".to_owned()
+            }
+            (Source::PolicyUid, true) => {
+                "facts.policy.metadata.uid of evidence/02.json".to_owned()
+            }
+            (Source::Digest(n), false) => format!(
+                "evidence/{n:02}.json の正規ダイジェスト（kca-webhook-lab digest {}、または inspect の evidence_sha256）",
+                workdir.join(format!("evidence/{n:02}.json")).display()
+            ),
+            (Source::Digest(n), true) => format!(
+                "the canonical digest of evidence/{n:02}.json (kca-webhook-lab digest {}, or inspect: evidence_sha256)",
+                workdir.join(format!("evidence/{n:02}.json")).display()
+            ),
+        };
+        out.push(format!("    {path}: {from}"));
+    }
+    if file == InputFile::PolicyIgnore {
+        out.push(
+            t(
+                "  policy.json と同じ内容で、spec.failurePolicy だけを Ignore にします",
+                "  the same as policy.json except spec.failurePolicy, which is Ignore",
+            )
+            .get(lang)
+            .to_owned(),
+        );
+    }
+    out.push(if en {
+        format!("  then check it offline: kca-webhook-lab check {name}")
+    } else {
+        format!("  書いたらオフラインで確かめられます: kca-webhook-lab check {name}")
+    });
+    out.join("\n")
+}
+
 /// `report` on a work directory that does not exist (nothing is created).
 pub fn workdir_missing(lang: Lang, path: &std::path::Path) -> String {
     match lang {

@@ -82,7 +82,9 @@ enum Command {
     },
     /// Validate one input file offline (shape, fixed values, and what the saved evidence allows).
     Check {
-        /// The input file; its name says which input it is.
+        /// The input file; its name says which input it is. Read relative to the current
+        /// directory; a bare name (`policy.json`, `policy`) not found there is read from the work
+        /// directory.
         file: PathBuf,
     },
     /// Write the one-page lab record (self-contained HTML: acts, grades, fault timeline, raw
@@ -133,11 +135,21 @@ fn main() -> ExitCode {
     match run(&cli) {
         Ok(c) => code(c),
         Err(e) => {
+            // A missing file is named by its full path.
+            let e = match e {
+                LabError::InputMissing { path } => LabError::InputMissing {
+                    path: std::path::absolute(&path).unwrap_or(path),
+                },
+                e => e,
+            };
             eprintln!(
                 "{}: {}",
                 messages::error_prefix(lang),
                 messages::error_text(lang, &e)
             );
+            if let Some(hint) = missing_input_hint(&cli, &e) {
+                eprintln!("{hint}");
+            }
             code(e.exit_code())
         }
     }
@@ -208,6 +220,7 @@ fn run(cli: &Cli) -> Result<i32, LabError> {
             let name = file.to_string_lossy();
             let kind = InputFile::from_name(lab, &name)
                 .ok_or_else(|| unknown_input(cli.lang, lab, &name))?;
+            let file = &check_path(file, &workdir, kind);
             let value = read_json_input(file, kind.file_name())?;
             let (ctx, complete) = offline_context(&workdir, lab, kind, file);
             inputs::validate(kind, &value, &ctx)?;
@@ -265,6 +278,50 @@ fn run(cli: &Cli) -> Result<i32, LabError> {
         }
         Command::HealerFreeze { .. } | Command::WatcherScale { .. } => Ok(2),
     }
+}
+
+/// The file `check FILE` reads: `FILE` as given (relative to the current directory); when that does
+/// not exist and `FILE` is a bare name (`policy.json`, `policy`), the work directory's input of
+/// that name (`<workdir>/policy.json`).
+fn check_path(file: &std::path::Path, workdir: &Workdir, kind: InputFile) -> PathBuf {
+    if !file.exists() && is_bare_name(file) {
+        let in_workdir = workdir.input_path(kind);
+        if in_workdir.exists() {
+            return in_workdir;
+        }
+    }
+    file.to_path_buf()
+}
+
+fn is_bare_name(file: &std::path::Path) -> bool {
+    file.components().count() == 1
+        && matches!(
+            file.components().next(),
+            Some(std::path::Component::Normal(_))
+        )
+}
+
+/// After `act N` or `check FILE` failed on a missing input file: what to do next
+/// ([`messages::input_missing_hint`]); `None` for any other error or command.
+fn missing_input_hint(cli: &Cli, e: &LabError) -> Option<String> {
+    let LabError::InputMissing { path } = e else {
+        return None;
+    };
+    let workdir = Workdir::new(std::path::absolute(&cli.workdir).unwrap_or(cli.workdir.clone()));
+    let lab = cli.lab.unwrap_or_else(|| lab_of(&workdir));
+    let file = InputFile::from_name(lab, &path.to_string_lossy())?;
+    let also_tried = match &cli.command {
+        Command::Act { .. } => None,
+        Command::Check { file: given } if is_bare_name(given) => Some(workdir.input_path(file)),
+        Command::Check { .. } => None,
+        _ => return None,
+    };
+    Some(messages::input_missing_hint(
+        cli.lang,
+        file,
+        workdir.root(),
+        also_tried.as_deref(),
+    ))
 }
 
 /// Prints one line on stdout; a closed pipe (`| head`) is not an error.

@@ -445,3 +445,45 @@ fn schemas_are_closed_and_carry_constants() {
         "{report}"
     );
 }
+
+/// `InputFile::bound_fields` (what the missing-input hint lists) names exactly the fields the
+/// validation binds: a context in which every live value and digest differs from the reference
+/// file's flags those paths and no other, each naming the same source.
+#[test]
+fn bound_fields_are_the_validated_bindings() {
+    let other = |s: &str| s.replace(|c: char| c.is_ascii_hexdigit(), "0");
+    for file in all() {
+        let v = reference_of(file);
+        let mut ctx = full_ctx();
+        ctx.node_uid = ctx.node_uid.map(|u| other(&u));
+        ctx.deployment_uid = ctx.deployment_uid.map(|u| other(&u));
+        ctx.policy_uid = ctx.policy_uid.map(|u| other(&u));
+        ctx.namespaces = ctx
+            .namespaces
+            .map(|m| m.into_iter().map(|(k, u)| (k, other(&u))).collect());
+        for d in ctx.evidence_digests.values_mut() {
+            *d = "f".repeat(64);
+        }
+        let issues = match validate(file, &v, &ctx) {
+            Err(LabError::InputInvalid { issues }) => issues,
+            Ok(_) => Vec::new(),
+            Err(e) => panic!("{file:?}: {e}"),
+        };
+        let flagged: Vec<&str> = issues.iter().map(|i| i.json_path.as_str()).collect();
+        let listed: Vec<&str> = file.bound_fields().iter().map(|(p, _)| *p).collect();
+        assert_eq!(flagged, listed, "{file:?}");
+        for ((_, source), issue) in file.bound_fields().iter().zip(&issues) {
+            let says = match source {
+                Source::NodeUid => "live node uid".to_owned(),
+                Source::NamespaceUid(ns) => format!("live uid of namespace {ns}"),
+                Source::DeploymentUid => "deployment kyverno-admission-controller".to_owned(),
+                Source::PolicyUid => "evidence/02.json".to_owned(),
+                Source::Digest(act) => format!("evidence/{act:02}.json"),
+            };
+            assert!(
+                issue.expected.contains(&says),
+                "{file:?}: {issue:?} vs {says}"
+            );
+        }
+    }
+}
