@@ -11,7 +11,7 @@
 //! `lab/src/labs/a.rs` or `b.rs`, listed in that file's `RUNNERS`), its facts type (`facts.rs`), its grader (`grade/a.rs` or
 //! `grade/b.rs`) and its fixture (`lab/tests/common/fixtures.rs`); nothing else names act
 //! numbers or counts (`xtask/tests/tidy.rs` fails on a literal act count or range elsewhere).
-//! The act numbers are the spec's (`../shared/design/labs.md`, "Lab B" and "Lab A" tables).
+//! The act numbers are the spec's (`docs/labs.md`, "Lab B" and "Lab A" tables).
 
 use crate::error::LabError;
 use crate::evidence::Lab;

@@ -1,6 +1,6 @@
 //! The evidence model shared by acts (which write it) and graders (which read it).
 //!
-//! Shape of `evidence/NN.json` (see `../shared/design/labs.md`, "Environment contract"):
+//! Shape of `evidence/NN.json` (see `docs/labs.md`, "Environment contract"):
 //! `{schema_version, lab, act, status, started_at, finished_at, inputs: {file: digest},
 //! facts: {...}, raw: [...]}`. Timestamps are RFC 3339 UTC with milliseconds;
 //! durations are integers in milliseconds and their field names end in `_ms`.
@@ -86,7 +86,7 @@ pub struct Evidence {
 
 /// Outcome of one request, classified from the raw API answer plus the follow-up GET.
 ///
-/// The strings are the ones in `../shared/design/labs.md` ("Request outcomes").
+/// The strings are the ones in `docs/labs.md` ("Request outcomes").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Outcome {

@@ -1,7 +1,7 @@
 //! Typed student input files of both labs, strict validation, and their JSON Schemas.
 //!
 //! Every file is a Rust type with `deny_unknown_fields` at every level ("no unnecessary fields");
-//! every value the course fixes (`../shared/design/labs.md`) is a constant type that accepts exactly
+//! every value the course fixes (`docs/labs.md`) is a constant type that accepts exactly
 //! that value and shows up in the JSON Schema as `const`. Values that depend on the cluster
 //! (node, namespace and deployment UIDs) or on evidence (`*_evidence_sha256`, `policy_uid`) are
 //! checked for their shape offline, and for their value when a [`Context`] holds the expected value:

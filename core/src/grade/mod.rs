@@ -13,7 +13,7 @@
 //!
 //! # Cross-checks: each observation held against the claim and the earlier acts
 //!
-//! In `../shared/design/labs.md` terms. Every request is also re-classified from its verbatim
+//! In `docs/labs.md` terms. Every request is also re-classified from its verbatim
 //! answer ([`crate::classify::classify`]) and a recorded outcome that differs is flagged, so
 //! evidence classified by an older, buggy classifier is caught. A missing observation the act
 //! could have made is a finding (`observation-missing`, `facts-invalid`, `not-confirmed`).

@@ -1,7 +1,7 @@
 //! Lab A, acts 4-8: graceful scale-down of the Kyverno admission controller, the webhook
 //! registration that disappears with it, the recovery timeline, server-side dry-run, and the report.
 //!
-//! What is observed, never assumed (`../shared/design/labs.md`, "Lab A"):
+//! What is observed, never assumed (`docs/labs.md`, "Lab A"):
 //! - act 5: after `kyverno-admission-controller` is scaled to 0 and its pods are gone, whether the
 //!   policy's webhook is still in the ValidatingWebhookConfigurations (on Kyverno v1.19.1 the
 //!   stopping controller deletes them because the Deployment has 0 replicas:

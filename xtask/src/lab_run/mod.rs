@@ -95,6 +95,7 @@ impl LabCmd {
                 };
                 let run_id = args.run_id.clone().unwrap_or_else(run_id);
                 let mut failed = Vec::new();
+                let mut outcomes = Vec::new();
                 for lab in labs {
                     if let Some(signal) = lab::signals::pending() {
                         exit_interrupted(signal, &format!("before lab {}", lab_name(lab)));
@@ -108,6 +109,7 @@ impl LabCmd {
                     match run_lab(&opts) {
                         Ok(report) => {
                             eprintln!("{}", report.summary());
+                            outcomes.push(LabOutcome::of(&report));
                             if let Some(i) = &report.interrupted {
                                 exit_interrupted(&i.signal, &i.describe(&report.artifacts));
                             }
@@ -128,9 +130,15 @@ impl LabCmd {
                                 );
                             }
                             failed.push(lab_name(lab));
+                            outcomes.push(LabOutcome { lab, counts: None });
                         }
                     }
                 }
+                let index = artifacts_dir(&run_id, Lab::A)
+                    .parent()
+                    .map(|d| d.join("index.html"))
+                    .unwrap_or_default();
+                eprintln!("{}", verdict_line(&run_id, &outcomes, &index));
                 if !failed.is_empty() {
                     bail!("lab run {run_id}: failed: {}", failed.join(", "));
                 }
@@ -138,6 +146,72 @@ impl LabCmd {
             }
         }
     }
+}
+
+/// One lab's result in the run's last line ([`verdict_line`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabOutcome {
+    /// The lab.
+    pub lab: Lab,
+    /// `(acts completed, grades passed)`, each out of the lab's act count; `None` when the lab
+    /// stopped before its acts (its error is printed above).
+    pub counts: Option<(usize, usize)>,
+}
+
+impl LabOutcome {
+    /// Counts a finished lab run: acts whose evidence is `completed`, grades that pass.
+    pub fn of(report: &RunReport) -> LabOutcome {
+        let completed = report
+            .acts
+            .iter()
+            .filter(|(_, r)| {
+                r.as_ref()
+                    .is_ok_and(|s| s.status == lab::evidence::ActStatus::Completed)
+            })
+            .count();
+        let passed = report.grades.iter().filter(|g| g.passed()).count();
+        LabOutcome {
+            lab: report.lab,
+            counts: Some((completed, passed)),
+        }
+    }
+
+    fn passed(&self) -> bool {
+        let n = usize::from(lab::acts::count(self.lab));
+        self.counts == Some((n, n))
+    }
+}
+
+/// The last line of `lab run`: `PASS` or `FAIL`, each lab's acts completed and grades passed out
+/// of its act count, and the run's `index.html` (or that it was not written).
+pub fn verdict_line(run_id: &str, outcomes: &[LabOutcome], index: &Path) -> String {
+    let all = !outcomes.is_empty() && outcomes.iter().all(LabOutcome::passed);
+    let labs: Vec<String> = outcomes
+        .iter()
+        .map(|o| {
+            let n = lab::acts::count(o.lab);
+            match o.counts {
+                Some((acts, grades)) => format!(
+                    "lab {}: {acts}/{n} acts completed, {grades}/{n} grades pass",
+                    lab_name(o.lab)
+                ),
+                None => format!(
+                    "lab {}: stopped before its acts (error above)",
+                    lab_name(o.lab)
+                ),
+            }
+        })
+        .collect();
+    let page = if index.is_file() {
+        index.display().to_string()
+    } else {
+        format!("{} (not written)", index.display())
+    };
+    format!(
+        "lab run {run_id}: {} — {}; report: {page}",
+        if all { "PASS" } else { "FAIL" },
+        labs.join("; ")
+    )
 }
 
 /// Prints what an interrupted `lab run` did and exits with 130 (128 + SIGINT, the shell's
@@ -1123,5 +1197,76 @@ mod cargo_env_tests {
                 "{v} is the user's setting and is kept"
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod verdict_tests {
+    use super::{LabOutcome, verdict_line};
+    use lab::evidence::Lab;
+
+    #[test]
+    fn the_last_line_counts_each_lab_and_names_the_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = dir.path().join("index.html");
+        let n = usize::from(lab::acts::count(Lab::A));
+        let m = usize::from(lab::acts::count(Lab::B));
+        let all = [
+            LabOutcome {
+                lab: Lab::A,
+                counts: Some((n, n)),
+            },
+            LabOutcome {
+                lab: Lab::B,
+                counts: Some((m, m)),
+            },
+        ];
+        let line = verdict_line("r1", &all, &index);
+        assert_eq!(
+            line,
+            format!(
+                "lab run r1: PASS — lab a: {n}/{n} acts completed, {n}/{n} grades pass; lab b: {m}/{m} acts completed, {m}/{m} grades pass; report: {} (not written)",
+                index.display()
+            )
+        );
+        std::fs::write(&index, "<html>").unwrap();
+        let line = verdict_line("r1", &all, &index);
+        assert!(line.starts_with("lab run r1: PASS — "), "{line}");
+        assert!(
+            line.ends_with(&format!("report: {}", index.display())),
+            "{line}"
+        );
+        // One act short, one grade short, a lab that never ran its acts: FAIL.
+        for bad in [
+            LabOutcome {
+                lab: Lab::B,
+                counts: Some((m - 1, m - 1)),
+            },
+            LabOutcome {
+                lab: Lab::B,
+                counts: Some((m, m - 1)),
+            },
+            LabOutcome {
+                lab: Lab::B,
+                counts: None,
+            },
+        ] {
+            let line = verdict_line("r1", &[all[0].clone(), bad.clone()], &index);
+            assert!(line.starts_with("lab run r1: FAIL — "), "{bad:?}: {line}");
+        }
+        assert!(
+            verdict_line(
+                "r1",
+                &[
+                    all[0].clone(),
+                    LabOutcome {
+                        lab: Lab::B,
+                        counts: None
+                    }
+                ],
+                &index
+            )
+            .contains("lab b: stopped before its acts (error above)")
+        );
     }
 }

@@ -99,7 +99,7 @@ pub fn report_a(ctx: &Context, registration_kept: bool) -> Option<serde_json::Va
     .ok()
 }
 
-/// The course's ValidatingPolicy (`../shared/design/labs.md`, act 2) with `failure_policy`.
+/// The course's ValidatingPolicy (`docs/labs.md`, act 2) with `failure_policy`.
 pub fn policy<F: FailurePolicyConst>(failure_policy: F) -> ValidatingPolicy<F> {
     ValidatingPolicy {
         api_version: PolicyApiVersion,
