@@ -183,29 +183,23 @@ pub fn answer_at(path: &std::path::Path, pointer: &str) -> Result<Answer, LabErr
 }
 
 /// Which classifier rule decided (the numbers of [`crate::classify::classify`]'s doc).
-fn rule(a: &Answer, o: Outcome) -> (u8, &'static str) {
+fn rule(a: &Answer, o: Outcome) -> (u8, crate::messages::Text) {
+    use crate::messages::explain as m;
     let msg = a.message.as_deref().unwrap_or("");
     match o {
-        Outcome::Stored | Outcome::DryRunAdmitted => (1, "2xx + follow-up GET"),
-        Outcome::AlreadyExists => (2, "409 / AlreadyExists"),
-        Outcome::ExplicitDeny => (
-            3,
-            "4xx `admission webhook \"…\" denied the request` + the policy's marker",
-        ),
+        Outcome::Stored | Outcome::DryRunAdmitted => (1, m::RULE_2XX_GET),
+        Outcome::AlreadyExists => (2, m::RULE_CONFLICT),
+        Outcome::ExplicitDeny => (3, m::RULE_DENY),
         Outcome::WebhookTimeout
         | Outcome::ConnectionRefused
         | Outcome::DnsError
-        | Outcome::NoEndpoints => (4, "`failed calling webhook` + its cause"),
-        Outcome::OtherError if (200..300).contains(&a.http_status) => {
-            (1, "2xx that the follow-up GET does not confirm")
-        }
-        Outcome::OtherError if msg.contains("denied the request") => {
-            (3, "a deny without the policy's marker")
-        }
+        | Outcome::NoEndpoints => (4, m::RULE_CALL_FAILED),
+        Outcome::OtherError if (200..300).contains(&a.http_status) => (1, m::RULE_2XX_UNCONFIRMED),
+        Outcome::OtherError if msg.contains("denied the request") => (3, m::RULE_DENY_UNMARKED),
         Outcome::OtherError if msg.contains("failed calling webhook") => {
-            (4, "`failed calling webhook` with another cause")
+            (4, m::RULE_CALL_FAILED_OTHER)
         }
-        Outcome::OtherError => (5, "anything else"),
+        Outcome::OtherError => (5, m::RULE_OTHER),
     }
 }
 
@@ -219,7 +213,7 @@ pub fn meaning(lab: Lab, o: Outcome, lang: Lang) -> &'static str {
 pub struct Explanation {
     /// The classifier's outcome.
     pub outcome: Outcome,
-    /// The rule number (1-5) and its short name.
+    /// The rule number (1-5) and its short name (English; the lines carry it in their language).
     pub rule: (u8, &'static str),
     /// Lines to print.
     pub lines: Vec<String>,
@@ -242,15 +236,20 @@ pub fn explain(a: &Answer, lab: Lab, lang: Lang) -> Explanation {
         a.dry_run,
         &crate::classify::LAB_POLICY,
     );
-    let rule = rule(a, outcome);
+    let (rule_n, rule_name) = rule(a, outcome);
+    let rule = (rule_n, rule_name.en);
     let words = |t: crate::messages::Text| t.get(lang);
     let mut lines = vec![
-        format!("outcome: {}", outcome.as_str()),
+        format!(
+            "{}: {}",
+            words(crate::messages::explain::OUTCOME),
+            outcome.as_str()
+        ),
         format!(
             "{}: {} ({}) · HTTP {}{}",
             words(crate::messages::explain::RULE),
-            rule.0,
-            rule.1,
+            rule_n,
+            rule_name.get(lang),
             a.http_status,
             a.reason
                 .as_deref()

@@ -43,7 +43,10 @@ const fn t(ja: &'static str, en: &'static str) -> Text {
 /// What a finding code means, in both languages.
 pub fn code_text(code: Code) -> Text {
     match code {
-        Code::EvidenceMissing => t("証拠ファイルがありません", "evidence file missing"),
+        Code::EvidenceMissing => t(
+            "証拠ファイルがありません（先に act を実行してください）",
+            "evidence file missing (run the act first)",
+        ),
         Code::EvidenceInvalid => t("証拠ファイルとして読めません", "not a valid evidence file"),
         Code::EvidenceInterrupted => t(
             "このactは中断されました。結果は不確かです。生データをダウンロードし、新しいラボで再現してください",
@@ -53,7 +56,10 @@ pub fn code_text(code: Code) -> Text {
             "facts が空か、このactの形ではありません",
             "facts is empty or not this act's shape",
         ),
-        Code::InputMissing => t("入力ファイルがありません", "input file missing"),
+        Code::InputMissing => t(
+            "入力ファイルがありません（先に作業ディレクトリに書いてください）",
+            "input file missing (write it in the work directory first)",
+        ),
         Code::InputInvalid => t("入力ファイルが正しくありません", "input file invalid"),
         Code::InputChanged => t(
             "actが記録した後で入力ファイルが変更されています",
@@ -208,13 +214,17 @@ pub fn code_text(code: Code) -> Text {
 
 /// One finding as a line: `[code] subject: meaning (detail)`.
 pub fn finding(lang: Lang, f: &Finding) -> String {
-    format!(
-        "[{}] {}: {} ({})",
+    let line = format!(
+        "[{}] {}: {}",
         f.code.as_str(),
         f.subject,
-        code_text(f.code).get(lang),
-        f.detail
-    )
+        code_text(f.code).get(lang)
+    );
+    if f.detail.is_empty() {
+        line
+    } else {
+        format!("{line} ({})", f.detail)
+    }
 }
 
 /// The summary and lines of one act's grade.
@@ -1190,8 +1200,41 @@ pub mod explain {
     use super::{Text, t};
     use crate::evidence::{Lab, Outcome};
 
+    /// Label of the classifier's outcome line (the outcome itself is the evidence's word).
+    pub const OUTCOME: Text = t("判定結果", "outcome");
     /// Label of the classifier's rule line.
     pub const RULE: Text = t("判定規則", "rule");
+    /// Rule 1: a 2xx confirmed by the follow-up GET.
+    pub const RULE_2XX_GET: Text = t("2xx + 続く GET", "2xx + follow-up GET");
+    /// Rule 1 when the GET does not confirm.
+    pub const RULE_2XX_UNCONFIRMED: Text = t(
+        "続く GET で確認できない 2xx",
+        "2xx that the follow-up GET does not confirm",
+    );
+    /// Rule 2.
+    pub const RULE_CONFLICT: Text = t("409 / AlreadyExists", "409 / AlreadyExists");
+    /// Rule 3: the policy's deny.
+    pub const RULE_DENY: Text = t(
+        "4xx `admission webhook \"…\" denied the request` + ポリシーのマーカー",
+        "4xx `admission webhook \"…\" denied the request` + the policy's marker",
+    );
+    /// Rule 3 without the marker.
+    pub const RULE_DENY_UNMARKED: Text = t(
+        "ポリシーのマーカーがない拒否",
+        "a deny without the policy's marker",
+    );
+    /// Rule 4: a webhook call failure with a known cause.
+    pub const RULE_CALL_FAILED: Text = t(
+        "`failed calling webhook` + その原因",
+        "`failed calling webhook` + its cause",
+    );
+    /// Rule 4 with another cause.
+    pub const RULE_CALL_FAILED_OTHER: Text = t(
+        "別の原因の `failed calling webhook`",
+        "`failed calling webhook` with another cause",
+    );
+    /// Rule 5.
+    pub const RULE_OTHER: Text = t("上の規則のどれにも当たらないもの", "anything else");
     /// Label of the lab's meaning line.
     pub const LAB: Text = t("ラボ", "lab");
     /// A pasted 2xx without the follow-up GET.

@@ -108,6 +108,24 @@ fn explain_names_the_rule_and_the_lab_meaning() {
     assert!(e.lines[2].contains("frozen process"), "{:?}", e.lines);
     let ja = explain(&a, Lab::B, Lang::Ja);
     assert!(ja.lines[2].contains("凍結"), "{:?}", ja.lines);
+    // Japanese labels and rule names; the outcome stays the evidence's word.
+    assert_eq!(ja.lines[0], "判定結果: webhook-timeout", "{:?}", ja.lines);
+    assert!(
+        ja.lines[1].starts_with("判定規則: 4 (`failed calling webhook` + その原因)"),
+        "{:?}",
+        ja.lines
+    );
+    let other = explain(
+        &parse_answer("Error from server: something odd").unwrap(),
+        Lab::B,
+        Lang::Ja,
+    );
+    assert_eq!(other.rule, (5, "anything else"));
+    assert!(
+        other.lines[1].starts_with("判定規則: 5 (上の規則のどれにも当たらないもの)"),
+        "{:?}",
+        other.lines
+    );
     // A pasted success is not `stored` without the GET, and explain says why.
     let ok = parse_answer("pod/kca-x created").unwrap();
     let e = explain(&ok, Lab::A, Lang::En);

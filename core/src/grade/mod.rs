@@ -189,7 +189,8 @@ pub struct Finding {
     pub code: Code,
     /// Where: a file or a facts path, e.g. `evidence/05.json facts.target_good`.
     pub subject: String,
-    /// Language-neutral particulars (values, expected/found).
+    /// Language-neutral particulars (values, expected/found); empty when the code's text says it
+    /// all (what to do is in the code's text, [`crate::messages::code_text`]).
     pub detail: String,
 }
 
@@ -404,7 +405,7 @@ impl<'a> G<'a> {
         self.checks += 1;
         let doc = match self.input.evidence.get(&act) {
             None => {
-                self.flag(Code::EvidenceMissing, name, "run the act first");
+                self.flag(Code::EvidenceMissing, name, "");
                 return None;
             }
             Some(Err(e)) => {
@@ -495,7 +496,7 @@ impl<'a> G<'a> {
         self.checks += 1;
         let value = match self.input.inputs.get(&T::FILE) {
             None => {
-                self.flag(Code::InputMissing, name, "write it first");
+                self.flag(Code::InputMissing, name, "");
                 return None;
             }
             Some(Err(e)) => {
@@ -540,7 +541,7 @@ impl<'a> G<'a> {
         self.checks += 1;
         match self.input.inputs.get(&file) {
             None => {
-                self.flag(Code::InputMissing, name, "write it first");
+                self.flag(Code::InputMissing, name, "");
                 None
             }
             Some(Err(e)) => {
