@@ -46,6 +46,13 @@ struct Cli {
     /// says audit was not configured.
     #[arg(long, global = true, env = lab::audit::ENV_VAR)]
     audit_log: Option<PathBuf>,
+    /// Seconds act 2 (and lab B's act 6) wait for Kyverno to register the policy's webhook
+    /// before the act fails with diagnostics: raise it on a slow machine, lower it to fail sooner
+    /// when Kyverno's admission controller is known to be down.
+    #[arg(long, global = true, env = "KCA_REGISTRATION_BOUND", value_name = "SECONDS",
+          default_value_t = lab::labs::common::REGISTRATION_BOUND.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    registration_bound: u64,
     #[command(subcommand)]
     command: Command,
 }
@@ -425,6 +432,7 @@ fn cluster_command(cli: &Cli, lab: Lab, workdir: &Workdir) -> Result<i32, LabErr
             en: cli.lang == Lang::En,
             quiet: false,
         },
+        registration_bound: std::time::Duration::from_secs(cli.registration_bound),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

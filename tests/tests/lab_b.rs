@@ -458,7 +458,7 @@ fn sigkill_runner(run: &LabRun) -> Result<(), Failed> {
         std::thread::sleep(Duration::from_millis(10));
     }
     let resumed_after = frozen.elapsed();
-    rows::freeze_ended();
+    rows::freeze_ended(run);
     if state().is_none() {
         return Err(format!(
             "Kyverno's pinned process (pid {pid}, start {start}) is gone {resumed_after:?} into the freeze: killed, not resumed (kubelet's liveness restart?)"

@@ -793,7 +793,7 @@ pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
         &cluster,
         &ui,
         &ignore_name,
-        common::REGISTRATION_BOUND,
+        env.registration_bound,
         |wh| wh.failure_policy.as_deref() == Some("Ignore"),
     )
     .await

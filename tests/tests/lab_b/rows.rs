@@ -32,8 +32,12 @@
 //! Kyverno's liveness probe (chart default: every 30 s, timeout 5 s, failureThreshold 2) fails
 //! during a freeze; two freezes in a row can fail it twice and kubelet restarts the container
 //! (seen here: act 6's 10 s freeze then the SIGKILL row's 20 s freeze). So a row starts its
-//! freeze only [`LIVENESS_GAP`] after the previous freeze ended (one probe passes in between), and
-//! only once a dry-run violating request is explicitly denied (the webhook answers).
+//! freeze only once kubelet has counted a successful liveness probe of the admission controller
+//! since the previous freeze ended (a success resets the failure count; kubelet's
+//! `prober_probe_total{probe_type="Liveness",result="successful"}` on its `/metrics/probes`, read
+//! through the API server's node proxy: [`liveness_successes`]), at most [`LIVENESS_BOUND`] — in
+//! place of a fixed 35 s gap, the probe comes 0-30 s after the freeze — and only once a dry-run
+//! violating request is explicitly denied (the webhook answers).
 //!
 //! A row that fails kills its own runner (through its handle) and runs `kca-webhook-lab heal` in
 //! its work directory, so Kyverno is never left stopped for the next row. Timings are printed as
@@ -85,32 +89,97 @@ const RESUME_SLACK: Duration = Duration::from_millis(500);
 const FROZEN_BOUND: Duration = Duration::from_secs(60);
 /// Bound on a whole act 5 (20 s freeze, the frozen requests, the deny after resume).
 const ACT_BOUND: Duration = Duration::from_secs(150);
-/// Time without a freeze before the next one: Kyverno's liveness `periodSeconds` 30 plus 5 s, so
-/// one probe passes between two freezes and its failure count goes back to 0.
-pub const LIVENESS_GAP: Duration = Duration::from_secs(35);
+/// Bound on waiting for one successful liveness probe of Kyverno after a freeze ended: the chart's
+/// `periodSeconds` 30 twice, plus its `timeoutSeconds` 5 and 10 s of slack.
+pub const LIVENESS_BOUND: Duration = Duration::from_secs(75);
 
-static LAST_FREEZE_END: std::sync::Mutex<Option<Instant>> = std::sync::Mutex::new(None);
+/// Kubelet's successful liveness probes of the admission controller's `kyverno` container, per pod
+/// UID, when the last freeze ended (`None`: they could not be read then).
+type Successes = std::collections::BTreeMap<String, f64>;
 
 /// The runner-SIGSTOP row's work dir once its act 5 completed (the next row runs act 6 there).
 static COMPLETED_ACT5: std::sync::Mutex<Option<PathBuf>> = std::sync::Mutex::new(None);
 
-/// Notes that a freeze of Kyverno just ended (the rows wait [`LIVENESS_GAP`] after it).
-pub fn freeze_ended() {
-    *LAST_FREEZE_END.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+/// The last freeze's end: when, and [`liveness_successes`] right after it.
+static LAST_FREEZE_END: std::sync::Mutex<Option<(Instant, Option<Successes>)>> =
+    std::sync::Mutex::new(None);
+
+/// Kubelet's count of successful liveness probes of Kyverno's admission controller (container
+/// `kyverno` of the pods `kyverno-admission-controller-*` in namespace `kyverno`), per pod UID:
+/// `prober_probe_total{probe_type="Liveness",result="successful"}` from kubelet's
+/// `/metrics/probes` (kubelet `pkg/kubelet/prober/prober_manager.go`, `ProberResults`), read
+/// through `GET /api/v1/nodes/<node>/proxy/metrics/probes`.
+///
+/// Errors: the node or the endpoint cannot be read, or it answers other than 200.
+pub fn liveness_successes(run: &LabRun) -> Result<Successes> {
+    run.block_on(async {
+        let cluster = run.env.cluster().await?;
+        let node = cluster.node().await?.name;
+        let path = format!("/api/v1/nodes/{node}/proxy/metrics/probes");
+        let (status, body) = cluster.get_text_raw(&path).await?;
+        ensure!(status == 200, "GET {path}: HTTP {status}: {body}");
+        let lines: Vec<String> = body.lines().map(str::to_owned).collect();
+        let mut out = Successes::new();
+        for ((metric, labels), v) in lab::metrics::parse(&lines) {
+            let l = |k: &str| labels.get(k).map(String::as_str).unwrap_or_default();
+            if metric == "prober_probe_total"
+                && l("probe_type") == "Liveness"
+                && l("result") == "successful"
+                && l("namespace") == lab::cluster::KYVERNO_NAMESPACE
+                && l("container") == "kyverno"
+                && l("pod").starts_with(lab::cluster::ADMISSION_DEPLOYMENT)
+            {
+                *out.entry(l("pod_uid").to_owned()).or_default() += v;
+            }
+        }
+        Ok(out)
+    })
 }
 
-/// Waits until [`LIVENESS_GAP`] has passed since the last freeze ended (none: no wait), then until
-/// a dry-run violating request is explicitly denied (bounded, 120 s).
-pub fn before_freeze(run: &LabRun) -> Result<()> {
-    let last = *LAST_FREEZE_END.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(t) = last {
-        let left = LIVENESS_GAP.saturating_sub(t.elapsed());
-        if !left.is_zero() {
-            eprintln!(
-                "    set-up: waiting {left:?} so that one liveness probe of Kyverno passes between two freezes"
-            );
-            std::thread::sleep(left);
+/// Notes that a freeze of Kyverno just ended, with kubelet's liveness successes now (the next row
+/// waits for one more: [`before_freeze`]).
+pub fn freeze_ended(run: &LabRun) {
+    let successes = liveness_successes(run)
+        .inspect_err(|e| eprintln!("    set-up: liveness successes after the freeze unread: {e:#}"))
+        .ok();
+    *LAST_FREEZE_END.lock().unwrap_or_else(|p| p.into_inner()) = Some((Instant::now(), successes));
+}
+
+/// After a freeze (none yet: no wait), waits until kubelet has counted one more successful
+/// liveness probe of Kyverno's admission controller than right after that freeze (or, when those
+/// were not read, than now), bounded by [`LIVENESS_BOUND`]; then until a dry-run violating request
+/// is explicitly denied (bounded, 120 s).
+fn before_freeze(run: &LabRun) -> Result<()> {
+    let last = LAST_FREEZE_END
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take();
+    if let Some((ended, after_freeze)) = last {
+        let base = match after_freeze {
+            Some(b) => b,
+            None => liveness_successes(run)?,
+        };
+        let t0 = Instant::now();
+        loop {
+            let now = liveness_successes(run)?;
+            if now
+                .iter()
+                .any(|(uid, n)| *n > base.get(uid).copied().unwrap_or(0.0))
+            {
+                break;
+            }
+            if t0.elapsed() >= LIVENESS_BOUND {
+                bail!(
+                    "set-up: waited {LIVENESS_BOUND:?} for kubelet to count a successful liveness probe of Kyverno since the last freeze; successes per pod UID then {base:?}, last seen {now:?}"
+                );
+            }
+            std::thread::sleep(Duration::from_millis(500));
         }
+        eprintln!(
+            "    set-up: a liveness probe of Kyverno passed since the last freeze ({:?} after it ended; waited {:?} here)",
+            ended.elapsed(),
+            t0.elapsed()
+        );
     }
     let t0 = Instant::now();
     let probes = run.block_on(async {
@@ -342,7 +411,7 @@ impl<'a> RowDir<'a> {
 
 impl Drop for RowDir<'_> {
     fn drop(&mut self) {
-        freeze_ended();
+        freeze_ended(self.run);
         if self.done {
             return;
         }
@@ -716,7 +785,7 @@ fn act6_soon_after_act5(run: &LabRun) -> Result<()> {
     eprintln!("    act 6 starts {left:?} from now, 8 s after act 5's resume");
     std::thread::sleep(left);
     let (st, text) = rd.output(&["act", "6"])?;
-    freeze_ended();
+    freeze_ended(run);
     ensure!(st.success(), "act 6 ({st}):\n{text}");
     let ev = rd.workdir().read_evidence(6)?;
     let gap = ev

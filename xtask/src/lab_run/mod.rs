@@ -365,6 +365,7 @@ impl LabRun {
                     en: true,
                     quiet: false,
                 },
+                registration_bound: lab::labs::common::REGISTRATION_BOUND,
             },
             rt,
             diagnostics: (None, None),
@@ -799,6 +800,7 @@ fn run_lab_inner(opts: &RunOptions, artifacts: &Path) -> Result<RunReport> {
         audit: lab::audit::AuditSource::Log(cluster.audit_log()),
         artifacts: &artifacts,
         daemon_logs: Some(cluster.state_dir().join("logs")),
+        registration_bound: lab::labs::common::REGISTRATION_BOUND,
     });
     let step = Step::start("collecting the cluster's logs");
     let collected = collect_cluster_logs(cluster.state_dir(), &artifacts);
@@ -846,6 +848,7 @@ fn run_lab_on_backend(opts: &RunOptions, name: &str, artifacts: &Path) -> Result
         audit: lab::audit::AuditSource::NotConfigured,
         artifacts,
         daemon_logs: None,
+        registration_bound: lab::labs::common::REGISTRATION_BOUND,
     });
     let collected = handle.write_logs().and_then(|()| {
         match handle.logs_dir.as_deref().and_then(Path::parent) {
@@ -892,6 +895,10 @@ pub struct Drive<'a> {
     pub artifacts: &'a Path,
     /// An embedded cluster's `<state dir>/logs` (tails quoted by diagnostics), else `None`.
     pub daemon_logs: Option<PathBuf>,
+    /// The acts' [`lab::labs::Env::registration_bound`] (the student tool's
+    /// `--registration-bound`); `cargo xtask lab run` keeps the default
+    /// [`lab::labs::common::REGISTRATION_BOUND`].
+    pub registration_bound: std::time::Duration,
 }
 
 /// Runs every act of the registry in order, stopping at the first that fails or at a signal (checked before each
@@ -914,10 +921,12 @@ pub fn drive_with(
         audit,
         artifacts,
         daemon_logs,
+        registration_bound,
     } = d;
     let workdir = artifacts.join("workdir");
     let mut run = LabRun::new(lab, &workdir, kubeconfig, cri_endpoint)?;
     run.env.audit = audit;
+    run.env.registration_bound = registration_bound;
     run.set_diagnostics(diagnostics::dir(artifacts), daemon_logs);
     let mut acts = Vec::new();
     let mut interrupted = None;
