@@ -18,6 +18,7 @@ fn run(workdir: &Path, args: &[&str]) -> Output {
         .args(args)
         .env_remove("KCA_WEBHOOK_DIR")
         .env_remove("KCA_WEBHOOK_LAB")
+        .env_remove("KCA_REGISTRATION_BOUND")
         .output()
         .expect("running kca-webhook-lab")
 }
@@ -341,6 +342,24 @@ fn grade_exit_codes() {
     let beyond = (lab::acts::count(lab::evidence::Lab::A) + 1).to_string();
     let out = run(tmp.path(), &["grade", &beyond]);
     assert_eq!(out.status.code(), Some(2), "grade {beyond}");
+}
+
+#[test]
+fn registration_bound_is_an_option_in_whole_seconds_from_1_to_3600() {
+    let tmp = tempfile::tempdir().unwrap();
+    let help = text(&run(tmp.path(), &["--help"]).stdout);
+    assert!(
+        help.contains("--registration-bound <SECONDS>") && help.contains("[default: 90]"),
+        "{help}"
+    );
+    for bad in ["0", "3601", "1.5", "ten"] {
+        let out = run(tmp.path(), &["--registration-bound", bad, "schema", "policy"]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
+        assert!(err.contains("--registration-bound"), "{bad}: {err}");
+    }
+    let out = run(tmp.path(), &["--registration-bound", "15", "schema", "policy"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 }
 
 #[test]

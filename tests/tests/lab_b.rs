@@ -206,7 +206,12 @@ fn kyverno_logs_kept(run: &LabRun) -> Result<(), Failed> {
 }
 
 fn act_test(run: &LabRun, act: u8) -> Result<(), Failed> {
-    let summary = run.act(act).map_err(|e| Failed::from(format!("{e:#}")))?;
+    let summary = run.act(act);
+    if act == 6 {
+        // Act 6's freeze is over: the SIGKILL row's freeze waits for a liveness success after it.
+        rows::freeze_ended(run);
+    }
+    let summary = summary.map_err(|e| Failed::from(format!("{e:#}")))?;
     for l in &summary.lines {
         eprintln!("    {l}");
     }
@@ -406,6 +411,10 @@ fn sigkill_runner(run: &LabRun) -> Result<(), Failed> {
     // pinned process gone, not resumed).
     rows::before_freeze(run).map_err(|e| format!("{e:#}"))?;
     let resume_after = 20u64;
+    // Acts 5 and 6 froze Kyverno just before: without a liveness success in between, this third
+    // freeze fails the probe again and kubelet restarts Kyverno (seen: a restart 4 s after this
+    // freeze ended, when the row started right after act 8).
+    rows::before_freeze(run).map_err(|e| Failed::from(format!("{e:#}")))?;
     let dir: PathBuf = run.workdir().root().join("faults-sigkill-test");
     std::fs::create_dir_all(&dir)?;
     let kubeconfig = run.env.kubeconfig.clone().ok_or("kubeconfig")?;

@@ -31,7 +31,8 @@
 //!
 //! Kyverno's liveness probe (chart default: every 30 s, timeout 5 s, failureThreshold 2) fails
 //! during a freeze; two freezes in a row can fail it twice and kubelet restarts the container
-//! (seen here: act 6's 10 s freeze then the SIGKILL row's 20 s freeze). So a row starts its
+//! (seen here: act 6's 10 s freeze then the SIGKILL row's 20 s freeze). So a row (and the SIGKILL
+//! row of `lab_b.rs`, after act 6) starts its
 //! freeze only once kubelet has counted a successful liveness probe of the admission controller
 //! since the previous freeze ended (a success resets the failure count; kubelet's
 //! `prober_probe_total{probe_type="Liveness",result="successful"}` on its `/metrics/probes`, read
@@ -149,7 +150,7 @@ pub fn freeze_ended(run: &LabRun) {
 /// liveness probe of Kyverno's admission controller than right after that freeze (or, when those
 /// were not read, than now), bounded by [`LIVENESS_BOUND`]; then until a dry-run violating request
 /// is explicitly denied (bounded, 120 s).
-fn before_freeze(run: &LabRun) -> Result<()> {
+pub fn before_freeze(run: &LabRun) -> Result<()> {
     let last = LAST_FREEZE_END
         .lock()
         .unwrap_or_else(|p| p.into_inner())
