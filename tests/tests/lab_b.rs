@@ -408,13 +408,10 @@ fn runner(spec: &str) -> i32 {
 fn sigkill_runner(run: &LabRun) -> Result<(), Failed> {
     // Act 6's 10 s freeze ended a few seconds ago: without a gap, Kyverno's liveness probe can
     // fail once in each freeze and kubelet kills the container mid-row (the row then sees the
-    // pinned process gone, not resumed).
+    // pinned process gone, not resumed; seen: a restart 4 s after this freeze ended). Act 6's
+    // test noted the end of its freeze (`rows::freeze_ended`).
     rows::before_freeze(run).map_err(|e| format!("{e:#}"))?;
     let resume_after = 20u64;
-    // Acts 5 and 6 froze Kyverno just before: without a liveness success in between, this third
-    // freeze fails the probe again and kubelet restarts Kyverno (seen: a restart 4 s after this
-    // freeze ended, when the row started right after act 8).
-    rows::before_freeze(run).map_err(|e| Failed::from(format!("{e:#}")))?;
     let dir: PathBuf = run.workdir().root().join("faults-sigkill-test");
     std::fs::create_dir_all(&dir)?;
     let kubeconfig = run.env.kubeconfig.clone().ok_or("kubeconfig")?;
