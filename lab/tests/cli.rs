@@ -353,12 +353,18 @@ fn registration_bound_is_an_option_in_whole_seconds_from_1_to_3600() {
         "{help}"
     );
     for bad in ["0", "3601", "1.5", "ten"] {
-        let out = run(tmp.path(), &["--registration-bound", bad, "schema", "policy"]);
+        let out = run(
+            tmp.path(),
+            &["--registration-bound", bad, "schema", "policy"],
+        );
         let err = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
         assert!(err.contains("--registration-bound"), "{bad}: {err}");
     }
-    let out = run(tmp.path(), &["--registration-bound", "15", "schema", "policy"]);
+    let out = run(
+        tmp.path(),
+        &["--registration-bound", "15", "schema", "policy"],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 }
 

@@ -789,18 +789,15 @@ pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
         return finish(rec, Err((partial, e)));
     }
     let ignore_name = cluster::fine_grained_webhook_name("Ignore", cluster::POLICY_NAME);
-    let (cfg, wh) = match wait_for_webhook(
-        &cluster,
-        &ui,
-        &ignore_name,
-        env.registration_bound,
-        |wh| wh.failure_policy.as_deref() == Some("Ignore"),
-    )
-    .await
-    {
-        Ok(x) => x,
-        Err(e) => return finish(rec, Err((partial, e))),
-    };
+    let (cfg, wh) =
+        match wait_for_webhook(&cluster, &ui, &ignore_name, env.registration_bound, |wh| {
+            wh.failure_policy.as_deref() == Some("Ignore")
+        })
+        .await
+        {
+            Ok(x) => x,
+            Err(e) => return finish(rec, Err((partial, e))),
+        };
     rec.raw("webhook-configuration-ignore", &cfg);
     let webhook = webhook_facts(&cfg, &wh);
     partial["webhook"] = to_value(&webhook)?;

@@ -184,7 +184,10 @@ fn student_act_2(kubeconfig: &std::path::Path, artifacts: &std::path::Path) -> R
 /// The wait that ran out is act 2's registration wait (`webhook …`, last state: no such webhook),
 /// and it lasted at least [`REGISTRATION_BOUND`] and less than the default bound.
 fn registration_wait_ran_out(s: &lab::diagnostics::Summary) -> Result<()> {
-    let w = s.wait.as_ref().context("summary.json names the wait that ran out")?;
+    let w = s
+        .wait
+        .as_ref()
+        .context("summary.json names the wait that ran out")?;
     ensure!(
         w.what.starts_with("webhook ") && w.last_state.starts_with("no webhook "),
         "the registration wait ran out: {w:?}"
