@@ -308,12 +308,9 @@ async fn heal_scale(
         })
     });
     let watcher_alive = watcher_ref.as_ref().is_some_and(ProcessRef::is_alive);
-    let watcher_done = watcher.as_ref().is_some_and(|w| {
-        matches!(
-            w.action,
-            scale::WatcherAction::Restored | scale::WatcherAction::AlreadyRestored
-        )
-    });
+    // The watcher's finish covers the fault only when it came after the last scale-down: a
+    // runner stopped past the deadline may scale down after the watcher found nothing to do.
+    let watcher_done = scale::watcher_finished_after_scale_down(&ledger, watcher.as_ref());
     if ledger.last(scale::LedgerEvent::ScalingDown).is_none() {
         let mut rec = record(attempt, FaultKind::Scale, command, "nothing-scaled");
         if let Some(h) = watcher_ref.filter(|_| watcher_alive) {

@@ -517,6 +517,11 @@ pub struct ScaleDownRecord {
 ///
 /// Life: [`ScaleFault::arm`] (plan, ledger, watcher ready) → [`ScaleFault::scale_down`] →
 /// [`ScaleFault::restore`] (or the watcher at its deadline). A later process reopens it with
+/// Least time the watcher must have left when the runner scales down
+/// ([`ScaleFault::scale_down`]); the scale-down normally follows the arming within a second, with
+/// 55 s left.
+pub const MIN_WATCHER_TIME_LEFT: std::time::Duration = std::time::Duration::from_secs(20);
+
 /// [`ScaleFault::open`].
 pub struct ScaleFault {
     dir: FaultDir,
@@ -747,6 +752,7 @@ impl ScaleFault {
                 found: before.to_string(),
             });
         }
+        self.check_watcher_waiting()?;
         self.record(
             LedgerEvent::ScalingDown,
             None,
@@ -762,6 +768,31 @@ impl ScaleFault {
             answered_at,
             replicas_before: before,
             raw,
+        })
+    }
+
+    /// Refuses the scale-down unless this fault's watcher is still `waiting`, alive (pid and start
+    /// ticks) and at least [`MIN_WATCHER_TIME_LEFT`] before its deadline. A runner stopped between
+    /// arming and the scale-down (Ctrl-Z, SIGSTOP) and continued after the deadline would
+    /// otherwise scale to 0 after the watcher has checked, found the replicas intact and exited:
+    /// a fault with no healer.
+    ///
+    /// Errors: [`LabError::FaultRefused`] naming what was found (nothing is changed).
+    fn check_watcher_waiting(&self) -> Result<()> {
+        let w = self.dir().read_watcher()?;
+        let alive = w.as_ref().is_some_and(|w| {
+            w.pid_start_ticks.is_some_and(|t| {
+                crate::faults::attempt::ProcessRef {
+                    pid: w.pid as i32,
+                    start_ticks: t,
+                }
+                .is_alive()
+            })
+        });
+        watcher_can_heal(w.as_ref(), alive, chrono::Utc::now()).map_err(|why| {
+            LabError::FaultRefused {
+                reason: format!("{why}; nothing was scaled (run the act again)"),
+            }
         })
     }
 
@@ -852,6 +883,67 @@ pub struct Unfinished {
     pub watcher: Option<WatcherRecord>,
 }
 
+/// Whether the watcher can still heal a scale-down made `now` (pure half of
+/// [`ScaleFault::scale_down`]'s check): its record is `waiting`, the process is `alive` (pid and
+/// start ticks, read by the caller), and at least [`MIN_WATCHER_TIME_LEFT`] is left before its
+/// deadline. `Err` says what was found.
+pub fn watcher_can_heal(
+    w: Option<&WatcherRecord>,
+    alive: bool,
+    now: chrono::DateTime<Utc>,
+) -> std::result::Result<(), String> {
+    let w = w.ok_or("the recovery watcher wrote no record")?;
+    if w.action != WatcherAction::Waiting {
+        return Err(format!(
+            "the recovery watcher has already finished ({:?})",
+            w.action
+        ));
+    }
+    if !alive {
+        return Err(format!(
+            "the recovery watcher (pid {}) is not running",
+            w.pid
+        ));
+    }
+    let left = crate::facts::parse_rfc3339(&w.deadline_at)
+        .and_then(|d| (d - now).to_std().ok())
+        .unwrap_or_default();
+    if left < MIN_WATCHER_TIME_LEFT {
+        return Err(format!(
+            "only {left:?} left before the recovery watcher's deadline {} (at least {MIN_WATCHER_TIME_LEFT:?} needed)",
+            w.deadline_at
+        ));
+    }
+    Ok(())
+}
+
+/// Whether the watcher's record says the fault is over: it `restored` the replicas or found
+/// them `already-restored`, at or after the ledger's last `scaling-down`. A watcher that finished
+/// before the scale-down (its runner was stopped past the deadline, then continued) does not cover
+/// it. `restored_at`, else `checked_at`, is when it finished; without a scale-down, any finish.
+pub fn watcher_finished_after_scale_down(ledger: &Ledger, watcher: Option<&WatcherRecord>) -> bool {
+    let Some(w) = watcher else { return false };
+    if !matches!(
+        w.action,
+        WatcherAction::Restored | WatcherAction::AlreadyRestored
+    ) {
+        return false;
+    }
+    let scaled = ledger
+        .last(LedgerEvent::ScalingDown)
+        .and_then(|e| crate::facts::parse_rfc3339(&e.at));
+    let finished = w
+        .restored_at
+        .as_deref()
+        .or(w.checked_at.as_deref())
+        .and_then(crate::facts::parse_rfc3339);
+    match (scaled, finished) {
+        (None, _) => true,
+        (Some(s), Some(f)) => f >= s,
+        (Some(_), None) => false,
+    }
+}
+
 /// Lists unfinished scale-down faults under `<workdir>/faults/` (oldest first). A missing
 /// `faults` directory means none. A fault whose watcher recorded its own restore is finished.
 pub fn unfinished_faults(workdir: &Path) -> Result<Vec<Unfinished>> {
@@ -876,13 +968,7 @@ pub fn unfinished_faults(workdir: &Path) -> Result<Vec<Unfinished>> {
         let fd = FaultDir(dir.clone());
         let ledger = fd.read_ledger()?;
         let watcher = fd.read_watcher()?;
-        let watcher_done = watcher.as_ref().is_some_and(|w| {
-            matches!(
-                w.action,
-                WatcherAction::Restored | WatcherAction::AlreadyRestored
-            )
-        });
-        if ledger.is_unfinished() && !watcher_done {
+        if ledger.is_unfinished() && !watcher_finished_after_scale_down(&ledger, watcher.as_ref()) {
             out.push(Unfinished {
                 dir,
                 ledger,
@@ -1305,6 +1391,60 @@ mod tests {
         assert!(
             unfinished_faults(wd.path()).expect("list").is_empty(),
             "the watcher restored it"
+        );
+        // A watcher that found nothing to do before a late scale-down does not cover it.
+        w.action = WatcherAction::AlreadyRestored;
+        w.restored_at = None;
+        w.checked_at = Some("2026-11-29T00:00:00.000Z".into());
+        write_json_atomic(&dir.watcher(), &w).expect("watcher");
+        assert_eq!(
+            unfinished_faults(wd.path()).expect("list").len(),
+            1,
+            "the scale-down came after the watcher's check"
+        );
+    }
+
+    #[test]
+    fn a_scale_down_needs_a_waiting_live_watcher_with_time_left() {
+        let now = crate::facts::parse_rfc3339("2026-12-01T05:00:00.000Z").unwrap();
+        let w = WatcherRecord {
+            schema_version: SCHEMA_VERSION,
+            fault_id: "f".into(),
+            pid: 4242,
+            pid_start_ticks: Some(1),
+            armed_at: "2026-12-01T04:59:59.000Z".into(),
+            deadline_at: "2026-12-01T05:00:54.000Z".into(),
+            observed_replicas: Some(1),
+            action: WatcherAction::Waiting,
+            woke_by: None,
+            checked_at: None,
+            replicas_seen: None,
+            restored_at: None,
+            error: None,
+            finished_at: None,
+        };
+        assert_eq!(watcher_can_heal(Some(&w), true, now), Ok(()));
+        assert!(watcher_can_heal(None, true, now).is_err());
+        assert!(
+            watcher_can_heal(Some(&w), false, now)
+                .unwrap_err()
+                .contains("not running")
+        );
+        // The runner was stopped until 10 s before the deadline.
+        let late = now + chrono::Duration::seconds(44);
+        assert!(
+            watcher_can_heal(Some(&w), true, late)
+                .unwrap_err()
+                .contains("left before")
+        );
+        let done = WatcherRecord {
+            action: WatcherAction::AlreadyRestored,
+            ..w
+        };
+        assert!(
+            watcher_can_heal(Some(&done), true, now)
+                .unwrap_err()
+                .contains("finished")
         );
     }
 
