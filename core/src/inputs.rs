@@ -111,8 +111,7 @@ pub enum Source {
 impl InputFile {
     /// The fields of this file bound to the live cluster or to the evidence, as `(JSON path,
     /// source)`, in document order: what a student copies in from `inspect`, `digest` or an
-    /// evidence file. The same paths as the validation's bindings (a unit test holds them
-    /// together). `policy-ignore.json` is bound to `policy.json` as a whole, not field by field.
+    /// evidence file. The validation checks exactly these ([`check_bound_fields`]). `policy-ignore.json` is bound to `policy.json` as a whole, not field by field.
     pub fn bound_fields(self) -> &'static [(&'static str, Source)] {
         match self {
             InputFile::Scope => &[
@@ -778,76 +777,59 @@ pub trait StudentInput: Sized + Serialize + DeserializeOwned + JsonSchema {
     /// Which file this type is.
     const FILE: InputFile;
 
-    /// The fields of this file that must equal what the context knows, as `(JSON path, what)`;
-    /// none by default.
-    fn bindings(&self) -> Vec<(&'static str, Bound<'_>)> {
-        Vec::new()
-    }
-
     /// Checks values against the context (cluster and evidence); pushes one issue per mismatch.
-    /// Entries missing from the context are not checked. By default: the [`Self::bindings`].
-    fn check_context(&self, _raw: &serde_json::Value, ctx: &Context, issues: &mut Vec<InputIssue>) {
-        check_bindings(Self::FILE, &self.bindings(), ctx, issues);
+    /// Entries missing from the context are not checked. By default: the file's
+    /// [`InputFile::bound_fields`], read from `raw` ([`check_bound_fields`]).
+    fn check_context(&self, raw: &serde_json::Value, ctx: &Context, issues: &mut Vec<InputIssue>) {
+        check_bound_fields(Self::FILE, raw, ctx, issues);
     }
 }
 
-/// What a field of a student's input is bound to (see [`StudentInput::bindings`]).
-#[derive(Debug, Clone, Copy)]
-pub enum Bound<'a> {
-    /// The live node's UID ([`Context::node_uid`]).
-    NodeUid(&'a str),
-    /// The live UID of deployment kyverno-admission-controller ([`Context::deployment_uid`]).
-    DeploymentUid(&'a str),
-    /// Act 2's policy UID, `facts.policy.metadata.uid` of `evidence/02.json`
-    /// ([`Context::policy_uid`]).
-    PolicyUid(&'a str),
-    /// The canonical digest of `evidence/NN.json` for act `NN` ([`Context::evidence_digests`]).
-    Digest(u8, &'a Sha256Hex),
-}
-
-/// Checks each `(path, bound)` against the context: one issue per mismatch, naming what the
-/// value must be; a bound the context does not know is not checked.
-fn check_bindings(
+/// Checks each of `file`'s bound fields ([`InputFile::bound_fields`]) in `raw` against the
+/// context: one issue per mismatch, naming what the value must be; a source the context does not
+/// know is not checked, and a namespace the live cluster does not have is its own issue.
+fn check_bound_fields(
     file: InputFile,
-    bindings: &[(&'static str, Bound<'_>)],
+    raw: &serde_json::Value,
     ctx: &Context,
     issues: &mut Vec<InputIssue>,
 ) {
-    for (path, bound) in bindings {
-        match *bound {
-            Bound::NodeUid(found) => check_eq(
-                file,
-                issues,
-                path,
-                "live node uid",
-                ctx.node_uid.as_ref(),
-                found,
-            ),
-            Bound::DeploymentUid(found) => check_eq(
-                file,
-                issues,
-                path,
-                "live uid of deployment kyverno-admission-controller",
+    for &(path, source) in file.bound_fields() {
+        // The shape was checked before (schema, then serde): a bound field is a string.
+        let Some(found) = crate::json::value_at(raw, path).and_then(|v| v.as_str()) else {
+            continue;
+        };
+        let (what, expected) = match source {
+            Source::NodeUid => ("live node uid".to_owned(), ctx.node_uid.as_ref()),
+            Source::NamespaceUid(ns) => match &ctx.namespaces {
+                Some(live) if !live.contains_key(ns) => {
+                    issues.push(issue(
+                        file,
+                        path,
+                        format!("a namespace {ns} on the cluster"),
+                        "none",
+                    ));
+                    continue;
+                }
+                live => (
+                    format!("live uid of namespace {ns}"),
+                    live.as_ref().and_then(|m| m.get(ns)),
+                ),
+            },
+            Source::DeploymentUid => (
+                "live uid of deployment kyverno-admission-controller".to_owned(),
                 ctx.deployment_uid.as_ref(),
-                found,
             ),
-            Bound::PolicyUid(found) => check_eq(
-                file,
-                issues,
-                path,
-                "facts.policy.metadata.uid of evidence/02.json",
+            Source::PolicyUid => (
+                "facts.policy.metadata.uid of evidence/02.json".to_owned(),
                 ctx.policy_uid.as_ref(),
-                found,
             ),
-            Bound::Digest(act, found) => check_eq(
-                file,
-                issues,
-                path,
-                &format!("canonical digest of evidence/{act:02}.json"),
+            Source::Digest(act) => (
+                format!("canonical digest of evidence/{act:02}.json"),
                 ctx.evidence_digests.get(&act),
-                found.as_str(),
             ),
-        }
+        };
+        check_eq(file, issues, path, &what, expected, found);
     }
 }
 
@@ -887,35 +869,6 @@ fn check_eq(
 
 impl StudentInput for Scope {
     const FILE: InputFile = InputFile::Scope;
-    fn check_context(&self, _: &serde_json::Value, ctx: &Context, issues: &mut Vec<InputIssue>) {
-        let f = Self::FILE;
-        check_bindings(
-            f,
-            &[("$.node_uid", Bound::NodeUid(self.node_uid.as_str()))],
-            ctx,
-            issues,
-        );
-        if let Some(live) = &ctx.namespaces {
-            for (name, uid) in [
-                (TargetNamespace::VALUE, &self.namespaces.target),
-                (ControlNamespace::VALUE, &self.namespaces.control),
-            ] {
-                let path = format!("$.namespaces[\"{name}\"]");
-                let what = format!("live uid of namespace {name}");
-                match live.get(name) {
-                    Some(expected) => {
-                        check_eq(f, issues, &path, &what, Some(expected), uid.as_str())
-                    }
-                    None => issues.push(issue(
-                        f,
-                        &path,
-                        format!("a namespace {name} on the cluster"),
-                        "none",
-                    )),
-                }
-            }
-        }
-    }
 }
 
 impl StudentInput for Policy {
@@ -946,83 +899,22 @@ impl StudentInput for PolicyIgnore {
 
 impl StudentInput for FreezePlan {
     const FILE: InputFile = InputFile::FreezePlan;
-    fn bindings(&self) -> Vec<(&'static str, Bound<'_>)> {
-        vec![
-            ("$.node_uid", Bound::NodeUid(self.node_uid.as_str())),
-            (
-                "$.deployment_uid",
-                Bound::DeploymentUid(self.deployment_uid.as_str()),
-            ),
-            ("$.evidence_sha256", Bound::Digest(3, &self.evidence_sha256)),
-        ]
-    }
 }
 
 impl StudentInput for Recovery {
     const FILE: InputFile = InputFile::Recovery;
-    fn bindings(&self) -> Vec<(&'static str, Bound<'_>)> {
-        vec![
-            ("$.policy_uid", Bound::PolicyUid(self.policy_uid.as_str())),
-            (
-                "$.ignore_evidence_sha256",
-                Bound::Digest(6, &self.ignore_evidence_sha256),
-            ),
-        ]
-    }
 }
 
 impl StudentInput for ReportB {
     const FILE: InputFile = InputFile::ReportB;
-    fn bindings(&self) -> Vec<(&'static str, Bound<'_>)> {
-        vec![
-            (
-                "$.fail_evidence_sha256",
-                Bound::Digest(5, &self.fail_evidence_sha256),
-            ),
-            (
-                "$.ignore_evidence_sha256",
-                Bound::Digest(6, &self.ignore_evidence_sha256),
-            ),
-            (
-                "$.recovery_evidence_sha256",
-                Bound::Digest(7, &self.recovery_evidence_sha256),
-            ),
-        ]
-    }
 }
 
 impl StudentInput for ScalePlan {
     const FILE: InputFile = InputFile::ScalePlan;
-    fn bindings(&self) -> Vec<(&'static str, Bound<'_>)> {
-        vec![
-            ("$.node_uid", Bound::NodeUid(self.node_uid.as_str())),
-            (
-                "$.deployment_uid",
-                Bound::DeploymentUid(self.deployment_uid.as_str()),
-            ),
-            ("$.evidence_sha256", Bound::Digest(3, &self.evidence_sha256)),
-        ]
-    }
 }
 
 impl StudentInput for ReportA {
     const FILE: InputFile = InputFile::ReportA;
-    fn bindings(&self) -> Vec<(&'static str, Bound<'_>)> {
-        vec![
-            (
-                "$.scale_evidence_sha256",
-                Bound::Digest(5, &self.scale_evidence_sha256),
-            ),
-            (
-                "$.recovery_evidence_sha256",
-                Bound::Digest(6, &self.recovery_evidence_sha256),
-            ),
-            (
-                "$.dry_run_evidence_sha256",
-                Bound::Digest(7, &self.dry_run_evidence_sha256),
-            ),
-        ]
-    }
 }
 
 /// Parses and validates one input of type `T` from its JSON: shape, constants, then the context

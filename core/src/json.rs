@@ -429,6 +429,30 @@ pub fn push_key(base: &str, key: &str) -> String {
     }
 }
 
+/// The value at `path` in `value`, for the member paths [`push_key`] writes (`$.a`,
+/// `$.a["kca-webhook-target"]`, `$.a.b`); `None` when a member is missing or the path has another
+/// form (array indices are not read).
+pub fn value_at<'a>(value: &'a Value, path: &str) -> Option<&'a Value> {
+    let mut rest = path.strip_prefix('$')?;
+    let mut v = value;
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('.') {
+            let end = r.find(['.', '[']).unwrap_or(r.len());
+            v = v.get(&r[..end])?;
+            rest = &r[end..];
+        } else {
+            let r = rest.strip_prefix('[')?;
+            // A quoted member name: the JSON string up to its closing quote, then `]`.
+            let mut de = serde_json::Deserializer::from_str(r).into_iter::<String>();
+            let key = de.next()?.ok()?;
+            let r = r[de.byte_offset()..].strip_prefix(']')?;
+            v = v.get(key.as_str())?;
+            rest = r;
+        }
+    }
+    Some(v)
+}
+
 /// A `serde_path_to_error` path in `$.a.b[0]` notation.
 pub fn json_path(p: &serde_path_to_error::Path) -> String {
     use serde_path_to_error::Segment;

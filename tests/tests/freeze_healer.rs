@@ -550,20 +550,12 @@ fn runner_gone_before_stop() -> Result<(), Failed> {
 }
 
 fn heal_command(work: &Path) -> Result<(std::process::ExitStatus, String), Failed> {
-    let out = Command::new(lab_bin()?)
-        .args(["--lang", "en", "--workdir"])
+    let mut cmd = Command::new(lab_bin()?);
+    cmd.args(["--lang", "en", "--workdir"])
         .arg(work)
         .arg("heal")
-        .env("KUBECONFIG", "/nonexistent/kubeconfig")
-        .output()?;
-    Ok((
-        out.status,
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    ))
+        .env("KUBECONFIG", "/nonexistent/kubeconfig");
+    tests::run_to_end(cmd, "kca-webhook-lab heal").map_err(|e| format!("{e:#}").into())
 }
 
 fn healer_killed_then_heal() -> Result<(), Failed> {

@@ -470,16 +470,20 @@ fn stray_words(files: &[(PathBuf, String)]) -> Vec<String> {
     out
 }
 
-#[test]
-fn student_words_live_in_messages() {
-    let files: Vec<(PathBuf, String)> = ["lab/src", "core/src"]
-        .iter()
-        .flat_map(|d| rust_files(d))
+/// Each file (repo-relative) with its text.
+fn with_text(files: impl IntoIterator<Item = PathBuf>) -> Vec<(PathBuf, String)> {
+    files
+        .into_iter()
         .map(|p| {
             let text = std::fs::read_to_string(root().join(&p)).unwrap();
             (p, text)
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn student_words_live_in_messages() {
+    let files = with_text(["lab/src", "core/src"].iter().flat_map(|d| rust_files(d)));
     assert!(
         files
             .iter()
@@ -599,13 +603,7 @@ fn bare_commands(files: &[(PathBuf, String)]) -> Vec<String> {
 
 #[test]
 fn xtask_runs_external_commands_only_through_its_command_helper() {
-    let files: Vec<(PathBuf, String)> = rust_files("xtask/src")
-        .into_iter()
-        .map(|p| {
-            let text = std::fs::read_to_string(root().join(&p)).unwrap();
-            (p, text)
-        })
-        .collect();
+    let files = with_text(rust_files("xtask/src"));
     assert!(
         files
             .iter()

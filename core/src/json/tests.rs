@@ -160,3 +160,17 @@ fn read_input_and_read_evidence_name_file_and_path() {
         Err(LabError::EvidenceMissing { .. })
     ));
 }
+
+#[test]
+fn value_at_reads_the_paths_push_key_writes() {
+    let v = serde_json::json!({"a": {"kca-webhook-target": "u1", "b": {"c": 3}}, "d": "x"});
+    let target = push_key(&push_key("$", "a"), "kca-webhook-target");
+    assert_eq!(target, "$.a[\"kca-webhook-target\"]");
+    assert_eq!(value_at(&v, &target), Some(&serde_json::json!("u1")));
+    assert_eq!(value_at(&v, "$.a.b.c"), Some(&serde_json::json!(3)));
+    assert_eq!(value_at(&v, "$.d"), Some(&serde_json::json!("x")));
+    assert_eq!(value_at(&v, "$"), Some(&v));
+    assert_eq!(value_at(&v, "$.missing"), None);
+    assert_eq!(value_at(&v, "$.a[\"nope\"]"), None);
+    assert_eq!(value_at(&v, "a"), None, "not a path");
+}

@@ -1318,6 +1318,26 @@ mod tests {
         }
     }
 
+    /// A watcher's record while it waits (pid, start ticks, armed and deadline times).
+    fn waiting_watcher(pid: u32, ticks: Option<u64>, armed: &str, deadline: &str) -> WatcherRecord {
+        WatcherRecord {
+            schema_version: SCHEMA_VERSION,
+            fault_id: "f".into(),
+            pid,
+            pid_start_ticks: ticks,
+            armed_at: armed.into(),
+            deadline_at: deadline.into(),
+            observed_replicas: Some(1),
+            action: WatcherAction::Waiting,
+            woke_by: None,
+            checked_at: None,
+            replicas_seen: None,
+            restored_at: None,
+            error: None,
+            finished_at: None,
+        }
+    }
+
     #[test]
     fn ledger_is_unfinished_between_scale_down_and_restore() {
         let mut l = Ledger {
@@ -1363,22 +1383,7 @@ mod tests {
         let found = unfinished_faults(wd.path()).expect("list");
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].dir, dir.0);
-        let mut w = WatcherRecord {
-            schema_version: SCHEMA_VERSION,
-            fault_id: "f".into(),
-            pid: 1,
-            pid_start_ticks: None,
-            armed_at: now_rfc3339(),
-            deadline_at: now_rfc3339(),
-            observed_replicas: Some(1),
-            action: WatcherAction::Waiting,
-            woke_by: None,
-            checked_at: None,
-            replicas_seen: None,
-            restored_at: None,
-            error: None,
-            finished_at: None,
-        };
+        let mut w = waiting_watcher(1, None, &now_rfc3339(), &now_rfc3339());
         write_json_atomic(&dir.watcher(), &w).expect("watcher");
         assert_eq!(
             unfinished_faults(wd.path()).expect("list").len(),
@@ -1407,22 +1412,12 @@ mod tests {
     #[test]
     fn a_scale_down_needs_a_waiting_live_watcher_with_time_left() {
         let now = crate::facts::parse_rfc3339("2026-12-01T05:00:00.000Z").unwrap();
-        let w = WatcherRecord {
-            schema_version: SCHEMA_VERSION,
-            fault_id: "f".into(),
-            pid: 4242,
-            pid_start_ticks: Some(1),
-            armed_at: "2026-12-01T04:59:59.000Z".into(),
-            deadline_at: "2026-12-01T05:00:54.000Z".into(),
-            observed_replicas: Some(1),
-            action: WatcherAction::Waiting,
-            woke_by: None,
-            checked_at: None,
-            replicas_seen: None,
-            restored_at: None,
-            error: None,
-            finished_at: None,
-        };
+        let w = waiting_watcher(
+            4242,
+            Some(1),
+            "2026-12-01T04:59:59.000Z",
+            "2026-12-01T05:00:54.000Z",
+        );
         assert_eq!(watcher_can_heal(Some(&w), true, now), Ok(()));
         assert!(watcher_can_heal(None, true, now).is_err());
         assert!(

@@ -102,26 +102,24 @@ pub async fn run_act(lab: Lab, act: u8, env: &Env) -> Result<ActSummary, LabErro
         LabError::Usage(format!("act {act} of lab {} has no runner", lab.as_str()))
     })?;
     let what = format!("act {act}");
-    if !env.workdir.root().exists() {
-        // No work directory: nothing to heal, and the act cannot have its inputs or earlier
-        // evidence (act 1 reads scope.json; an act without inputs needs act 1 done). Refuse
-        // before the lock, which would create the directory: a failing command creates nothing.
+    // Its inputs, and completed evidence of this lab for every earlier act of the registry.
+    let can_start = || {
         precheck_inputs(lab, act, &env.workdir)?;
         common::require_completed(
             &env.workdir,
             lab,
             crate::acts::numbers(lab).filter(|&a| a < act),
-        )?;
+        )
+    };
+    if !env.workdir.root().exists() {
+        // No work directory: nothing to heal, and the act cannot have its inputs or earlier
+        // evidence (act 1 reads scope.json; an act without inputs needs act 1 done). Refuse
+        // before the lock, which would create the directory: a failing command creates nothing.
+        can_start()?;
     }
     let _lock = attempt::lock_workdir(env.workdir.root(), &what)?;
     heal_first(env, &what).await;
-    precheck_inputs(lab, act, &env.workdir)?;
-    // Every earlier act of the registry must have completed evidence of this lab.
-    common::require_completed(
-        &env.workdir,
-        lab,
-        crate::acts::numbers(lab).filter(|&a| a < act),
-    )?;
+    can_start()?;
     run(env, lab).await
 }
 
