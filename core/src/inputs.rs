@@ -111,7 +111,9 @@ pub enum Source {
 impl InputFile {
     /// The fields of this file bound to the live cluster or to the evidence, as `(JSON path,
     /// source)`, in document order: what a student copies in from `inspect`, `digest` or an
-    /// evidence file. The validation checks exactly these ([`check_bound_fields`]). `policy-ignore.json` is bound to `policy.json` as a whole, not field by field.
+    /// evidence file. The validation checks exactly these
+    /// (`check_bound_fields`). `policy-ignore.json` is bound to `policy.json` as a whole, not field by
+    /// field.
     pub fn bound_fields(self) -> &'static [(&'static str, Source)] {
         match self {
             InputFile::Scope => &[
@@ -779,7 +781,7 @@ pub trait StudentInput: Sized + Serialize + DeserializeOwned + JsonSchema {
 
     /// Checks values against the context (cluster and evidence); pushes one issue per mismatch.
     /// Entries missing from the context are not checked. By default: the file's
-    /// [`InputFile::bound_fields`], read from `raw` ([`check_bound_fields`]).
+    /// [`InputFile::bound_fields`], read from `raw` (`check_bound_fields`).
     fn check_context(&self, raw: &serde_json::Value, ctx: &Context, issues: &mut Vec<InputIssue>) {
         check_bound_fields(Self::FILE, raw, ctx, issues);
     }
