@@ -9,8 +9,10 @@
 //! the live cluster's values and the evidence digests.
 //!
 //! Every problem is reported as an [`InputIssue`]: file, JSON path (`$.spec.validations[0].message`),
-//! expected, found. Deserialisation problems come with their path from `serde_path_to_error`; the
-//! first one stops parsing (serde reads one document at a time), context checks report all.
+//! expected, found, and every problem of a file at once: the raw JSON is checked against the
+//! file's JSON Schema first (`shape`, with the `jsonschema` crate: every missing or unknown member,
+//! wrong value and wrong length), then against the context; serde, which stops at its first error,
+//! only builds the typed value of a file that passed both.
 //!
 //! The values validated here come from the one reader, [`crate::json`], which has already refused
 //! what is not I-JSON (duplicate member names, inexact integers, a BOM, trailing data, …) and
@@ -282,6 +284,11 @@ macro_rules! patterned {
         pub struct $name(pub String);
 
         impl $name {
+            /// What the value is, in words (the expected text of a wrong value).
+            pub const WHAT: &'static str = $what;
+            /// The JSON Schema `pattern` of the value (the same set as the check).
+            pub const PATTERN: &'static str = $pattern;
+
             /// The value as a string slice.
             pub fn as_str(&self) -> &str {
                 &self.0
@@ -779,10 +786,11 @@ pub trait StudentInput: Sized + Serialize + DeserializeOwned + JsonSchema {
     /// Which file this type is.
     const FILE: InputFile;
 
-    /// Checks values against the context (cluster and evidence); pushes one issue per mismatch.
-    /// Entries missing from the context are not checked. By default: the file's
+    /// Checks values of the raw file against the context (cluster and evidence); pushes one issue
+    /// per mismatch. Entries missing from the context, and values of the wrong shape, are not
+    /// checked (the shape check names those). By default: the file's
     /// [`InputFile::bound_fields`], read from `raw` (`check_bound_fields`).
-    fn check_context(&self, raw: &serde_json::Value, ctx: &Context, issues: &mut Vec<InputIssue>) {
+    fn check_context(raw: &serde_json::Value, ctx: &Context, issues: &mut Vec<InputIssue>) {
         check_bound_fields(Self::FILE, raw, ctx, issues);
     }
 }
@@ -879,7 +887,7 @@ impl StudentInput for Policy {
 
 impl StudentInput for PolicyIgnore {
     const FILE: InputFile = InputFile::PolicyIgnore;
-    fn check_context(&self, raw: &serde_json::Value, ctx: &Context, issues: &mut Vec<InputIssue>) {
+    fn check_context(raw: &serde_json::Value, ctx: &Context, issues: &mut Vec<InputIssue>) {
         let Some(policy) = &ctx.policy else { return };
         let strip = |v: &serde_json::Value| {
             let mut v = v.clone();
@@ -919,26 +927,37 @@ impl StudentInput for ReportA {
     const FILE: InputFile = InputFile::ReportA;
 }
 
-/// Parses and validates one input of type `T` from its JSON: shape, constants, then the context
-/// checks. Errors: [`LabError::InputInvalid`] with every issue found.
+/// Parses and validates one input of type `T` from its JSON, reporting every problem of the file
+/// at once: first its shape against the file's JSON Schema ([`schema`]: members, fixed values,
+/// patterns, JSON types, array lengths; every failing place, see `shape`), then the context checks
+/// ([`StudentInput::check_context`]) on the places the shape check did not already flag.
+///
+/// Errors: [`LabError::InputInvalid`] with every issue found (shape issues in schema order, then
+/// context issues).
 pub fn parse<T: StudentInput>(value: &serde_json::Value, ctx: &Context) -> Result<T, LabError> {
-    // serde's derived structs also accept a JSON array (fields by position); the course's files are
-    // objects, so the kinds of containers are checked first against the file's JSON Schema.
-    let schema = schema(T::FILE);
-    if let Some((path, expected, found)) = container_mismatch(&schema, &schema, value, "$") {
-        return Err(vec![issue(T::FILE, &path, expected, found)].into());
-    }
-    let typed: T = match serde_path_to_error::deserialize(value) {
-        Ok(t) => t,
-        Err(e) => return Err(vec![deserialize_issue(T::FILE, &e)].into()),
+    let mut issues = shape::issues(T::FILE, &schema(T::FILE), value);
+    let mut context = Vec::new();
+    T::check_context(value, ctx, &mut context);
+    // A place whose shape is wrong is named once, by the shape check.
+    let flagged = |p: &str| {
+        issues.iter().any(|i: &InputIssue| {
+            let q = i.json_path.as_str();
+            [(p, q), (q, p)].iter().any(|(a, b)| {
+                a == b || (a.starts_with(b) && matches!(a.as_bytes()[b.len()], b'.' | b'['))
+            })
+        })
     };
-    let mut issues = Vec::new();
-    typed.check_context(value, ctx, &mut issues);
-    if issues.is_empty() {
-        Ok(typed)
-    } else {
-        Err(issues.into())
+    let context: Vec<InputIssue> = context
+        .into_iter()
+        .filter(|c| !flagged(&c.json_path))
+        .collect();
+    issues.extend(context);
+    if !issues.is_empty() {
+        return Err(issues.into());
     }
+    // The schema and the types accept the same files (`shape_and_types_agree` in the unit tests);
+    // should they ever differ, serde's first error is still reported, never a silent pass.
+    serde_path_to_error::deserialize(value).map_err(|e| vec![deserialize_issue(T::FILE, &e)].into())
 }
 
 /// Any validated student input.
@@ -1009,53 +1028,7 @@ pub fn schema(file: InputFile) -> serde_json::Value {
     v
 }
 
-/// First place where `found` has an array where the schema `node` (of the document `root`, whose
-/// `#/$defs/…` references it follows) wants an object, or the reverse (members missing from
-/// either side, and scalars, are left to the typed check).
-fn container_mismatch(
-    root: &serde_json::Value,
-    node: &serde_json::Value,
-    found: &serde_json::Value,
-    path: &str,
-) -> Option<(String, String, String)> {
-    use serde_json::Value;
-    let node = match node.get("$ref").and_then(Value::as_str) {
-        Some(r) => r
-            .strip_prefix("#/$defs/")
-            .and_then(|name| root.get("$defs")?.get(name))
-            .unwrap_or(node),
-        None => node,
-    };
-    match (node.get("type").and_then(Value::as_str), found) {
-        (Some("object"), Value::Object(f)) => {
-            let props = node.get("properties").and_then(Value::as_object);
-            let extra = node.get("additionalProperties").filter(|v| v.is_object());
-            f.iter().find_map(|(k, fv)| {
-                let sub = props.and_then(|p| p.get(k)).or(extra)?;
-                container_mismatch(root, sub, fv, &push_key(path, k))
-            })
-        }
-        (Some("array"), Value::Array(f)) => f.iter().enumerate().find_map(|(i, fv)| {
-            let sub = node
-                .get("prefixItems")
-                .and_then(|p| p.get(i))
-                .or_else(|| node.get("items").filter(|v| v.is_object()))?;
-            container_mismatch(root, sub, fv, &format!("{path}[{i}]"))
-        }),
-        (Some("object"), other) => Some((
-            path.to_owned(),
-            "a JSON object".to_owned(),
-            abbreviate(other),
-        )),
-        (Some("array"), other) => Some((
-            path.to_owned(),
-            "a JSON array".to_owned(),
-            abbreviate(other),
-        )),
-        _ => None,
-    }
-}
-
+/// `v` as JSON text, cut after 60 characters (`…`).
 fn abbreviate(v: &serde_json::Value) -> String {
     let s = v.to_string();
     if s.chars().count() > 60 {
@@ -1156,6 +1129,8 @@ fn first_difference(
         _ => Some((path.to_owned(), expected.to_string(), found.to_string())),
     }
 }
+
+mod shape;
 
 #[cfg(test)]
 mod tests;

@@ -278,7 +278,10 @@ fn status_word(lang: Lang, s: ActStatus) -> &'static str {
 pub fn error_text(lang: Lang, e: &LabError) -> String {
     match (lang, e) {
         (Lang::Ja, LabError::InputInvalid { issues }) => {
-            let mut s = String::from("入力ファイルが正しくありません。何も書き込んでいません:");
+            let mut s = format!(
+                "入力ファイルが正しくありません（問題 {} 件、すべて表示）。何も書き込んでいません:",
+                issues.len()
+            );
             for i in issues {
                 s.push_str(&format!(
                     "\n  {}: {}: 期待値 {}, 実際 {}",
@@ -288,7 +291,15 @@ pub fn error_text(lang: Lang, e: &LabError) -> String {
             s
         }
         (Lang::En, LabError::InputInvalid { issues }) => {
-            let mut s = String::from("invalid input; nothing was written:");
+            let mut s = format!(
+                "invalid input ({} {}, all listed); nothing was written:",
+                issues.len(),
+                if issues.len() == 1 {
+                    "problem"
+                } else {
+                    "problems"
+                }
+            );
             for i in issues {
                 s.push_str(&format!(
                     "\n  {}: {}: expected {}, found {}",

@@ -204,6 +204,93 @@ fn malformed_inputs_are_reported_and_nothing_is_written() {
     }
 }
 
+/// A file with several problems: `check` (both languages) and the act that reads it list every
+/// one, each with file, JSON path, expected and found, in one answer, and write nothing.
+#[test]
+fn every_problem_of_a_file_is_listed_at_once_and_nothing_is_written() {
+    let mut plan = reference(lab::inputs::InputFile::FreezePlan);
+    let obj = plan.as_object_mut().unwrap();
+    obj.remove("action");
+    obj.remove("signal_identity");
+    obj.insert("resume_after_sec".into(), json!("20"));
+    obj.insert("node_uid".into(), json!("kca-lab-node"));
+    obj.insert("comment".into(), json!("mine"));
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("freeze-plan.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&plan).unwrap()).unwrap();
+    std::fs::create_dir(tmp.path().join("evidence")).unwrap();
+    let before = snapshot(tmp.path());
+    let lines = [
+        "freeze-plan.json: $.action: expected field \"action\", found nothing",
+        "freeze-plan.json: $.node_uid: expected a UID (8-4-4-4-12 lowercase hex, as in metadata.uid), found \"kca-lab-node\"",
+        "freeze-plan.json: $.resume_after_sec: expected 20, found \"20\"",
+        "freeze-plan.json: $.signal_identity: expected field \"signal_identity\", found nothing",
+        "freeze-plan.json: $.comment: expected no field \"comment\" (allowed: ",
+    ];
+    let en = run(
+        tmp.path(),
+        &[
+            "--lab",
+            "b",
+            "--lang",
+            "en",
+            "check",
+            path.to_str().unwrap(),
+        ],
+    );
+    let err = text(&en.stderr);
+    assert_eq!(en.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("invalid input (5 problems, all listed); nothing was written:"),
+        "{err}"
+    );
+    let listed: Vec<&str> = err
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("freeze-plan.json: "))
+        .collect();
+    assert_eq!(listed.len(), lines.len(), "{err}");
+    for (got, want) in listed.iter().zip(lines) {
+        let want = want.strip_prefix("freeze-plan.json: ").unwrap();
+        assert!(got.starts_with(want), "{got:?} is not {want:?}:\n{err}");
+    }
+    let ja = run(tmp.path(), &["--lab", "b", "check", path.to_str().unwrap()]);
+    let err = text(&ja.stderr);
+    assert_eq!(ja.status.code(), Some(2), "{err}");
+    assert!(err.contains("問題 5 件"), "{err}");
+    for p in [
+        "$.action",
+        "$.node_uid",
+        "$.resume_after_sec",
+        "$.signal_identity",
+        "$.comment",
+    ] {
+        assert!(
+            err.contains(&format!("freeze-plan.json: {p}: 期待値 ")),
+            "{p}: {err}"
+        );
+    }
+    // The act that reads the file (4) lists the same problems, before reaching the cluster.
+    let act = run(
+        tmp.path(),
+        &[
+            "--lab",
+            "b",
+            "--lang",
+            "en",
+            "--kubeconfig",
+            "/nonexistent/kubeconfig",
+            "act",
+            "4",
+        ],
+    );
+    let act_err = text(&act.stderr);
+    assert_eq!(act.status.code(), Some(2), "{act_err}");
+    for want in lines {
+        assert!(act_err.contains(want), "{want}: {act_err}");
+    }
+    assert_eq!(snapshot(tmp.path()), before, "the work directory changed");
+}
+
 #[test]
 fn act_without_a_cluster_fails_and_writes_nothing() {
     let tmp = tempfile::tempdir().unwrap();

@@ -51,6 +51,13 @@ fn only_issue(r: Result<AnyInput, LabError>) -> InputIssue {
     }
 }
 
+fn all_issues(r: Result<AnyInput, LabError>) -> Vec<InputIssue> {
+    match r {
+        Err(LabError::InputInvalid { issues }) => issues,
+        other => panic!("expected input issues, got {other:?}"),
+    }
+}
+
 fn set(v: &mut Value, pointer: &str, new: Value) {
     *v.pointer_mut(pointer)
         .unwrap_or_else(|| panic!("{pointer}")) = new;
@@ -251,12 +258,26 @@ fn scope_names_are_not_uids() {
     assert!(i.expected.starts_with("a UID"), "{i:?}");
     assert_eq!(i.found, "\"kca-webhook-target\"");
 
-    // namespaces keyed by UID instead of name.
+    // namespaces keyed by UID instead of name: both names missing, both UIDs unknown members.
     let mut v = reference_of(InputFile::Scope);
     v["namespaces"] = json!({ NS_T: "kca-webhook-target", NS_C: "kca-webhook-control" });
-    let i = only_issue(validate(InputFile::Scope, &v, &Context::default()));
-    assert!(i.json_path.starts_with("$.namespaces["), "{i:?}");
-    assert!(i.found.starts_with("field \""), "{i:?}");
+    let issues = all_issues(validate(InputFile::Scope, &v, &Context::default()));
+    let seen: Vec<(&str, &str)> = issues
+        .iter()
+        .map(|i| (i.json_path.as_str(), i.found.as_str()))
+        .collect();
+    let t = format!("$.namespaces[\"{NS_T}\"]");
+    let c = format!("$.namespaces[\"{NS_C}\"]");
+    let (ft, fc) = (format!("field {NS_T:?}"), format!("field {NS_C:?}"));
+    assert_eq!(
+        seen,
+        [
+            ("$.namespaces[\"kca-webhook-target\"]", "nothing"),
+            ("$.namespaces[\"kca-webhook-control\"]", "nothing"),
+            (t.as_str(), ft.as_str()),
+            (c.as_str(), fc.as_str()),
+        ]
+    );
 }
 
 #[test]
@@ -486,4 +507,191 @@ fn bound_fields_are_the_validated_bindings() {
             );
         }
     }
+}
+
+/// A file with many problems at many depths gets every one of them in one answer (a student fixes
+/// them in one round), each with its JSON path, expected and found, in the order the schema
+/// declares the fields; serde alone stops at the first.
+#[test]
+fn every_problem_of_a_file_is_reported_at_once() {
+    let mut v = reference_of(InputFile::Policy);
+    v.as_object_mut().unwrap().remove("kind");
+    v["metadata"]["labels"] = json!({});
+    let spec = v["spec"].as_object_mut().unwrap();
+    spec.remove("evaluation");
+    spec.insert("failurePolicy".into(), json!("Ignore"));
+    spec.insert("validationActions".into(), json!(["Deny", "Audit"]));
+    set(
+        &mut v,
+        "/spec/webhookConfiguration/timeoutSeconds",
+        json!("3"),
+    );
+    set(
+        &mut v,
+        "/spec/matchConstraints/resourceRules/0/operations",
+        json!([]),
+    );
+    set(&mut v, "/spec/validations/0", json!(["x", "y"]));
+    let issues = all_issues(validate(InputFile::Policy, &v, &Context::default()));
+    let seen: Vec<[&str; 3]> = issues
+        .iter()
+        .map(|i| [i.json_path.as_str(), i.expected.as_str(), i.found.as_str()])
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ["$.kind", "field \"kind\"", "nothing"],
+            [
+                "$.metadata.labels",
+                "no field \"labels\" (allowed: \"name\")",
+                "field \"labels\""
+            ],
+            [
+                "$.spec.validationActions",
+                "exactly 1 element",
+                "2 elements"
+            ],
+            ["$.spec.failurePolicy", "\"Fail\"", "\"Ignore\""],
+            ["$.spec.webhookConfiguration.timeoutSeconds", "3", "\"3\""],
+            ["$.spec.evaluation", "field \"evaluation\"", "nothing"],
+            [
+                "$.spec.matchConstraints.resourceRules[0].operations",
+                "exactly 1 element",
+                "0 elements"
+            ],
+            ["$.spec.validations[0]", "a JSON object", "[\"x\",\"y\"]"],
+        ],
+        "{issues:#?}"
+    );
+    assert!(issues.iter().all(|i| i.file == "policy.json"));
+}
+
+/// Shape and context problems come in the same answer; a value whose shape is wrong is named once
+/// (by the shape check), not a second time as a wrong live value.
+#[test]
+fn shape_and_context_problems_together_each_place_once() {
+    let mut v = reference_of(InputFile::FreezePlan);
+    v.as_object_mut().unwrap().remove("action");
+    set(
+        &mut v,
+        "/deployment_uid",
+        json!("kyverno-admission-controller"),
+    );
+    let mut ctx = full_ctx();
+    ctx.node_uid = Some(DEPLOY.into());
+    let issues = all_issues(validate(InputFile::FreezePlan, &v, &ctx));
+    let paths: Vec<&str> = issues.iter().map(|i| i.json_path.as_str()).collect();
+    assert_eq!(
+        paths,
+        ["$.action", "$.deployment_uid", "$.node_uid"],
+        "{issues:#?}"
+    );
+    assert!(issues[1].expected.starts_with("a UID"), "{issues:#?}");
+    assert!(issues[2].expected.contains("live node uid"), "{issues:#?}");
+}
+
+/// Every schema the tool publishes is a valid JSON Schema (the shape check compiles them).
+#[test]
+fn schemas_are_valid_json_schemas() {
+    for file in all() {
+        let s = schema(file);
+        assert!(jsonschema::meta::is_valid(&s), "{file:?}");
+        jsonschema::validator_for(&s).unwrap_or_else(|e| panic!("{file:?}: {e}"));
+    }
+}
+
+/// Wrong versions of each reference file: every member removed, every value replaced by values of
+/// other kinds, an unknown member added to every object.
+fn mutations(v: &Value) -> Vec<Value> {
+    fn pointers(v: &Value, at: String, out: &mut Vec<String>) {
+        out.push(at.clone());
+        match v {
+            Value::Object(m) => m.iter().for_each(|(k, c)| {
+                pointers(
+                    c,
+                    format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")),
+                    out,
+                )
+            }),
+            Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .for_each(|(i, c)| pointers(c, format!("{at}/{i}"), out)),
+            _ => {}
+        }
+    }
+    let mut at = Vec::new();
+    pointers(v, String::new(), &mut at);
+    let mut out = Vec::new();
+    for p in &at {
+        for other in [
+            json!("x"),
+            json!(3),
+            json!(20.5),
+            json!(true),
+            json!(null),
+            json!([]),
+            json!({}),
+            json!(["x"]),
+            json!([{}]),
+            json!("0b6f3c9e-2d4a-4f7e-9c1a-5e8d7b6a4c3F"),
+        ] {
+            let mut m = v.clone();
+            *m.pointer_mut(p).unwrap() = other;
+            out.push(m);
+        }
+        let mut m = v.clone();
+        if let Some((parent, last)) = p.rsplit_once('/') {
+            match m.pointer_mut(parent).unwrap() {
+                Value::Object(o) => {
+                    o.remove(&last.replace("~1", "/").replace("~0", "~"));
+                }
+                Value::Array(a) => {
+                    a.remove(last.parse::<usize>().unwrap());
+                }
+                _ => unreachable!(),
+            }
+            out.push(m);
+        }
+        let mut m = v.clone();
+        if let Some(o) = m.pointer_mut(p).unwrap().as_object_mut() {
+            o.insert("extra".into(), json!(1));
+            out.push(m);
+        }
+    }
+    out
+}
+
+/// The shape check (JSON Schema) and the types (serde) accept exactly the same files: over every
+/// mutation of every reference file, the schema finds a problem exactly when serde refuses the
+/// file. So reporting the schema's problems loses none of serde's, and serde's own error, kept as
+/// a backstop in `parse`, is never the only one.
+#[test]
+fn shape_and_types_agree() {
+    fn typed(file: InputFile, v: &Value) -> bool {
+        match file {
+            InputFile::Scope => serde_json::from_value::<Scope>(v.clone()).is_ok(),
+            InputFile::Policy => serde_json::from_value::<Policy>(v.clone()).is_ok(),
+            InputFile::FreezePlan => serde_json::from_value::<FreezePlan>(v.clone()).is_ok(),
+            InputFile::PolicyIgnore => serde_json::from_value::<PolicyIgnore>(v.clone()).is_ok(),
+            InputFile::Recovery => serde_json::from_value::<Recovery>(v.clone()).is_ok(),
+            InputFile::ReportB => serde_json::from_value::<ReportB>(v.clone()).is_ok(),
+            InputFile::ScalePlan => serde_json::from_value::<ScalePlan>(v.clone()).is_ok(),
+            InputFile::ReportA => serde_json::from_value::<ReportA>(v.clone()).is_ok(),
+        }
+    }
+    let mut checked = 0;
+    for file in all() {
+        let s = schema(file);
+        for m in mutations(&reference_of(file)) {
+            let problems = shape::issues(file, &s, &m);
+            assert_eq!(
+                problems.is_empty(),
+                typed(file, &m),
+                "{file:?}: schema says {problems:?} for {m}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 1000, "only {checked} mutations");
 }
