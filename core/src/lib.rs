@@ -8,7 +8,8 @@
 //! - [`classify`]: an API answer → outcome; [`explain`]: the same, in words.
 //! - [`acts`]: the acts registry (every act of both labs, its inputs, grader, test name).
 //! - [`wait`]: the one bounded poll (backon), keeping the last state seen for its timeout error.
-//! - [`rules`]: what acts and graders share; [`grade`]: the graders.
+//! - [`rules`]: what acts and graders share; [`grade`]: the graders; [`admission`]: which
+//!   requests a webhook registration is called for (the API server's matching rules).
 //! - [`metrics`], [`audit`]: the API server's own account of each webhook call, parsed.
 //! - [`diagnostics`]: the failure summary's format; [`report`]: the HTML record, JUnit.
 //! - [`messages`]: the student-facing words (ja/en); [`error`]: the one error type.
@@ -21,6 +22,7 @@
 extern crate self as lab;
 
 pub mod acts;
+pub mod admission;
 pub mod audit;
 pub mod classify;
 pub mod diagnostics;

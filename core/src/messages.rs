@@ -114,8 +114,8 @@ pub fn code_text(code: Code) -> Text {
             "the deny is Kyverno's evaluation error, not the policy's verdict",
         ),
         Code::RegistrationScope => t(
-            "登録の objectSelector または matchConditions により、対象の Pod が webhook を通らない場合があります",
-            "the registration's objectSelector or matchConditions let matching pods skip the webhook",
+            "webhook 登録の適用範囲がポリシーと違います (対象の Pod が webhook を通らない、またはポリシーの対象外のリクエストも webhook を通る)",
+            "the registration's scope is not the policy's: matching pods can skip the webhook, or requests the policy leaves out go through it",
         ),
         Code::RegistrationChanged => t(
             "障害中に読んだ webhook 登録が、前の幕で記録した登録と異なります",

@@ -237,6 +237,88 @@ fn issue_11_cases_on_the_recorded_run_are_flagged() {
     }
 }
 
+/// The kind of the `b2-object-selector` case, whole: a registration that does not guard the
+/// lab's pods as taught, by the API server's matching rules (`lab::admission`), wherever a
+/// registration is recorded (act 2's, the snapshot read during act 5's freeze, act 6's Ignore
+/// one, act 7's). Each mutation of the real run is flagged `registration-scope`; the unchanged
+/// run passes (`recorded_lab_b_passes_every_act`).
+#[test]
+fn a_registration_that_does_not_guard_the_target_pods_is_flagged_wherever_recorded() {
+    type Mutation = fn(&mut Value);
+    // (what, the mutation of a registration in facts' snake_case, the same in the raw camelCase)
+    let cases: [(&str, Mutation, Mutation); 7] = [
+        (
+            "the pod rule is for every operation",
+            |w| w["rules"][0]["operations"] = json!(["*"]),
+            |w| w["rules"][0]["operations"] = json!(["*"]),
+        ),
+        (
+            "the pod rule is cluster-scoped",
+            |w| w["rules"][0]["scope"] = json!("Cluster"),
+            |w| w["rules"][0]["scope"] = json!("Cluster"),
+        ),
+        (
+            "the pod rule is for UPDATE only",
+            |w| w["rules"][0]["operations"] = json!(["UPDATE"]),
+            |w| w["rules"][0]["operations"] = json!(["UPDATE"]),
+        ),
+        (
+            "the pod rule is for a subresource only",
+            |w| w["rules"][0]["resources"] = json!(["pods/ephemeralcontainers"]),
+            |w| w["rules"][0]["resources"] = json!(["pods/ephemeralcontainers"]),
+        ),
+        (
+            "the namespaceSelector leaves the target namespace out",
+            |w| {
+                w["namespace_selector"]["matchExpressions"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(json!({"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kca-webhook-target"]}))
+            },
+            |w| {
+                w["namespaceSelector"]["matchExpressions"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(json!({"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kca-webhook-target"]}))
+            },
+        ),
+        (
+            "the namespaceSelector needs a label the namespace does not have",
+            |w| {
+                w["namespace_selector"]["matchExpressions"] =
+                    json!([{"key": "kca-guarded", "operator": "Exists"}])
+            },
+            |w| {
+                w["namespaceSelector"]["matchExpressions"] =
+                    json!([{"key": "kca-guarded", "operator": "Exists"}])
+            },
+        ),
+        (
+            "the namespaceSelector also selects the control namespace",
+            |w| w["namespace_selector"] = json!({"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["kca-webhook-target", "kca-webhook-control"]}]}),
+            |w| w["namespaceSelector"] = json!({"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["kca-webhook-target", "kca-webhook-control"]}]}),
+        ),
+    ];
+    for (what, snake, camel) in cases {
+        for (act, field) in [(2, "webhook"), (6, "webhook"), (7, "webhook")] {
+            let (_tmp, gi) = load(|f| snake(&mut facts(f, act)[field]));
+            let g = grade::grade(Lab::B, act, &gi);
+            assert!(
+                g.has(Code::RegistrationScope),
+                "act {act} {field}, {what}: {}",
+                lab::messages::findings(Lang::En, &g)
+            );
+        }
+        let (_tmp, gi) = load(|f| camel(&mut facts(f, 5)["registration_snapshot"]));
+        let g = grade::grade(Lab::B, 5, &gi);
+        assert!(
+            g.has(Code::RegistrationScope),
+            "act 5 registration_snapshot, {what}: {}",
+            lab::messages::findings(Lang::En, &g)
+        );
+    }
+}
+
 /// Kind 1 of issue 11: each observation is held against the claim and the earlier act it
 /// depends on (the table in `lab/src/grade/mod.rs`); one mutation of the real run per
 /// cross-check, each flagged with its own code.

@@ -191,28 +191,11 @@ fn freeze_run(
     let snap = &run.registration_snapshot;
     if !snap.is_null() {
         let snap_hook = snapshot_webhook(snap);
-        g.check(
-            super::scope_is_open(
-                snap.get("objectSelector")
-                    .unwrap_or(&serde_json::Value::Null),
-                snap.get("matchConditions")
-                    .unwrap_or(&serde_json::Value::Null),
-            ),
-            Code::RegistrationScope,
-            format!("{s}.registration_snapshot"),
-            || {
-                format!(
-                    "objectSelector {} / matchConditions {} let matching pods skip the webhook",
-                    super::abbreviate(
-                        snap.get("objectSelector")
-                            .unwrap_or(&serde_json::Value::Null)
-                    ),
-                    super::abbreviate(
-                        snap.get("matchConditions")
-                            .unwrap_or(&serde_json::Value::Null)
-                    )
-                )
-            },
+        super::registration_scope(
+            g,
+            &format!("{s}.registration_snapshot"),
+            snap_hook.0.unwrap_or(""),
+            &super::Scope::of_raw(snap),
         );
         if let Some(h) = hook {
             let recorded = (
@@ -541,7 +524,12 @@ pub(crate) fn act7(g: &mut G) {
         &has_env_label(&f.healthy_bad),
     );
     g.named_webhook(&format!("{s}.healthy_bad"), &f.healthy_bad, &f.webhook);
-    super::registration_scope(g, &format!("{s}.webhook"), &f.webhook);
+    super::registration_scope(
+        g,
+        &format!("{s}.webhook"),
+        &f.webhook.name,
+        &super::Scope::of_facts(&f.webhook),
+    );
     if let Some(a6) = g.facts::<Act6Facts>(6) {
         g.expect_eq(
             Code::RegistrationChanged,

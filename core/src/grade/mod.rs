@@ -21,7 +21,7 @@
 //! | lab | act | observation | held against | code |
 //! |---|---|---|---|---|
 //! | A, B | 1 | live node / namespace UIDs, lab mark | `scope.json` | uid-mismatch, value-mismatch |
-//! | A, B | 2 | the stored policy (UID) and its live registration | `policy.json` (failurePolicy, `timeoutSeconds`); scope: empty objectSelector, no matchConditions | value-mismatch, registration-scope |
+//! | A, B | 2 | the stored policy (UID) and its live registration | `policy.json` (failurePolicy, `timeoutSeconds`); scope: empty objectSelector, no matchConditions, called for a pod CREATE in the target namespace and not in the control one (`admission::webhook_match`) | value-mismatch, registration-scope |
 //! | A, B | 3 | the deny's webhook and verdict; the good pod's UID | act 2's webhook name; `Policy kca-webhook-label failed: KCA_ENVIRONMENT_REQUIRED` | deny-other-webhook, deny-is-evaluation-error, deny-without-marker |
 //! | B | 4 | node / Deployment UID, process identity, state not `T` | act 1; `freeze-plan.json` | uid-mismatch, process-still-stopped |
 //! | B | 5, 6 | the registration read during the freeze | act 2's (act 6: act 6's) name, failurePolicy, timeoutSeconds, path, namespaceSelector; scope; `timeout_seconds` | registration-changed, registration-scope, registration-claim-contradicted |
@@ -995,21 +995,111 @@ pub(crate) fn scope_is_open(
     empty_selector && no_conditions
 }
 
-/// Flags a registration whose scope lets matching pods skip the call ([`scope_is_open`]).
-pub(crate) fn registration_scope(g: &mut G, subject: &str, w: &facts::WebhookFacts) {
+/// A webhook registration's scope fields, verbatim: from act 2/6/7's [`facts::WebhookFacts`]
+/// or from a raw `webhooks[]` entry read during a freeze (camelCase).
+pub(crate) struct Scope<'a> {
+    pub object_selector: &'a serde_json::Value,
+    pub match_conditions: &'a serde_json::Value,
+    pub rules: &'a serde_json::Value,
+    pub namespace_selector: &'a serde_json::Value,
+}
+
+impl<'a> Scope<'a> {
+    pub(crate) fn of_facts(w: &'a facts::WebhookFacts) -> Scope<'a> {
+        Scope {
+            object_selector: &w.object_selector,
+            match_conditions: &w.match_conditions,
+            rules: &w.rules,
+            namespace_selector: &w.namespace_selector,
+        }
+    }
+
+    /// From a raw `webhooks[]` entry; absent fields read as `null`.
+    pub(crate) fn of_raw(v: &'a serde_json::Value) -> Scope<'a> {
+        const NULL: &serde_json::Value = &serde_json::Value::Null;
+        let f = |k: &str| v.get(k).unwrap_or(NULL);
+        Scope {
+            object_selector: f("objectSelector"),
+            match_conditions: f("matchConditions"),
+            rules: f("rules"),
+            namespace_selector: f("namespaceSelector"),
+        }
+    }
+}
+
+/// Flags a registration whose scope does not guard the lab's pods as taught, all under
+/// [`Code::RegistrationScope`]:
+/// - its `objectSelector` / `matchConditions` let matching pods skip the call
+///   ([`scope_is_open`]);
+/// - by the API server's matching rules ([`crate::admission::webhook_match`]) it is not called
+///   for `CREATE` of a v1 pod in the target namespace (a rule for other operations, resources or
+///   scope; a namespaceSelector that does not select it);
+/// - or it is also called for requests the policy leaves out: pods in the control namespace
+///   (act 5/6's requests there must be stored without a call), or other operations on pods in
+///   the target namespace (`policy.json` matches `CREATE` only, and Kyverno registers the
+///   policy's `resourceRules`).
+pub(crate) fn registration_scope(g: &mut G, subject: &str, name: &str, w: &Scope<'_>) {
+    use crate::admission::{Match, Request, webhook_match};
+    use crate::rules::common::{CONTROL_NAMESPACE, TARGET_NAMESPACE};
     g.check(
-        scope_is_open(&w.object_selector, &w.match_conditions),
+        scope_is_open(w.object_selector, w.match_conditions),
         Code::RegistrationScope,
         format!("{subject}.object_selector/match_conditions"),
         || {
             format!(
-                "objectSelector {} and matchConditions {} let matching pods skip webhook {:?}; the lab's registration has an empty objectSelector and no matchConditions",
-                abbreviate(&w.object_selector),
-                abbreviate(&w.match_conditions),
-                w.name
+                "objectSelector {} and matchConditions {} let matching pods skip webhook {name:?}; the lab's registration has an empty objectSelector and no matchConditions",
+                abbreviate(w.object_selector),
+                abbreviate(w.match_conditions),
             )
         },
     );
+    let target = webhook_match(
+        w.rules,
+        w.namespace_selector,
+        &Request::create_pod(TARGET_NAMESPACE),
+    );
+    g.check(
+        target == Match::Called,
+        Code::RegistrationScope,
+        format!("{subject}.rules/namespace_selector"),
+        || match &target {
+            Match::NotCalled(why) | Match::Unreadable(why) => format!(
+                "webhook {name:?} is not called for CREATE of a v1 pod in {TARGET_NAMESPACE}: {why} (rules {}, namespaceSelector {})",
+                abbreviate(w.rules),
+                abbreviate(w.namespace_selector)
+            ),
+            Match::Called => String::new(),
+        },
+    );
+    let left_out = [
+        Request::create_pod(CONTROL_NAMESPACE),
+        Request::pod("UPDATE", TARGET_NAMESPACE),
+        Request::pod("DELETE", TARGET_NAMESPACE),
+        Request::pod("CONNECT", TARGET_NAMESPACE),
+    ];
+    for req in left_out {
+        let m = webhook_match(w.rules, w.namespace_selector, &req);
+        let ns = req
+            .namespace_labels
+            .values()
+            .next()
+            .cloned()
+            .unwrap_or_default();
+        g.check(
+            matches!(m, Match::NotCalled(_)),
+            Code::RegistrationScope,
+            format!("{subject}.rules/namespace_selector"),
+            || match &m {
+                Match::Unreadable(why) => format!("webhook {name:?}: {why}"),
+                _ => format!(
+                    "webhook {name:?} is also called for {} of a pod in {ns}, which the policy leaves out (rules {}, namespaceSelector {})",
+                    req.operation,
+                    abbreviate(w.rules),
+                    abbreviate(w.namespace_selector)
+                ),
+            },
+        );
+    }
 }
 
 /// Checks a registered webhook against what the policy asks for.
@@ -1042,41 +1132,7 @@ pub(crate) fn check_webhook(
             )
         },
     );
-    registration_scope(g, subject, w);
-    let sel = w
-        .namespace_selector
-        .pointer("/matchLabels/kubernetes.io~1metadata.name")
-        .and_then(|v| v.as_str());
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{subject}.namespace_selector.matchLabels"),
-        Some("kca-webhook-target"),
-        sel,
-    );
-    let rules_ok = w.rules.as_array().is_some_and(|rules| {
-        rules.iter().any(|r| {
-            let has = |k: &str, v: &str| {
-                r.get(k)
-                    .and_then(|a| a.as_array())
-                    .is_some_and(|a| a.iter().any(|x| x == v))
-            };
-            has("operations", "CREATE")
-                && has("resources", "pods")
-                && has("apiVersions", "v1")
-                && has("apiGroups", "")
-        })
-    });
-    g.check(
-        rules_ok,
-        Code::ValueMismatch,
-        format!("{subject}.rules"),
-        || {
-            format!(
-                "expected a rule for CREATE of v1 pods, found {}",
-                abbreviate(&w.rules)
-            )
-        },
-    );
+    registration_scope(g, subject, &w.name, &Scope::of_facts(w));
     g.check(
         matches!(w.side_effects.as_str(), "None" | "NoneOnDryRun"),
         Code::ValueMismatch,
