@@ -154,6 +154,32 @@ fn go_duration_seconds(s: &str) -> Option<u32> {
     Some(min * 60 + sec)
 }
 
+/// The `(reason, message)` a record keeps from an answer's verbatim body, by one rule for the
+/// probe that records and the grader that re-reads the record: a `Status` body (`kind: Status`,
+/// metav1.Status) gives its `reason` (an empty one is none: a webhook deny has an empty reason,
+/// `../shared/research/kubernetes.md` §1) and its `message`; another body of a refusal
+/// (a proxy's text) is the message itself; a success has neither.
+pub fn answer_fields(
+    http_status: u16,
+    body: &serde_json::Value,
+) -> (Option<String>, Option<String>) {
+    if body.get("kind").and_then(|k| k.as_str()) == Some("Status") {
+        (
+            body.get("reason")
+                .and_then(|v| v.as_str())
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned),
+            body.get("message")
+                .and_then(|v| v.as_str())
+                .map(str::to_owned),
+        )
+    } else if !(200..300).contains(&http_status) {
+        (None, body.as_str().map(str::to_owned))
+    } else {
+        (None, None)
+    }
+}
+
 /// Classifies one API answer plus its follow-up GET into an [`Outcome`].
 ///
 /// - `http_status`, `reason`, `message`: the answer verbatim (`reason`/`message` from the `Status` body

@@ -839,19 +839,7 @@ fn check_bound_fields(
                 ctx.evidence_digests.get(&act),
             ),
         };
-        if let Some(expected) = expected
-            && expected != found
-        {
-            issues.push(InputIssue {
-                mismatch: Some(source),
-                ..issue(
-                    file,
-                    path,
-                    format!("{expected:?} ({what})"),
-                    format!("{found:?}"),
-                )
-            });
-        }
+        check_eq(file, issues, path, &what, expected, found);
     }
 }
 
@@ -866,7 +854,26 @@ fn issue(
         json_path: path.to_owned(),
         expected: expected.into(),
         found: found.into(),
-        mismatch: None,
+    }
+}
+
+fn check_eq(
+    file: InputFile,
+    issues: &mut Vec<InputIssue>,
+    path: &str,
+    what: &str,
+    expected: Option<&String>,
+    found: &str,
+) {
+    if let Some(expected) = expected
+        && expected != found
+    {
+        issues.push(issue(
+            file,
+            path,
+            format!("{expected:?} ({what})"),
+            format!("{found:?}"),
+        ));
     }
 }
 

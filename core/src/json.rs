@@ -65,7 +65,6 @@ impl JsonProblem {
             json_path: self.json_path.clone(),
             expected: self.expected.clone(),
             found: self.found.clone(),
-            mismatch: None,
         }
     }
 }

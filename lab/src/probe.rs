@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::classify::classify;
+use crate::classify::{answer_fields, classify};
 use crate::cluster::{Cluster, RawAnswer, now_rfc3339};
 use crate::error::LabError;
 use crate::evidence::{GetResult, RequestRecord};
@@ -113,27 +113,7 @@ pub fn record(
     answer: RawAnswer,
     get: GetResult,
 ) -> RequestRecord {
-    let is_status = answer.body.get("kind").and_then(|k| k.as_str()) == Some("Status");
-    let (reason, message) = if is_status {
-        (
-            answer
-                .body
-                .get("reason")
-                .and_then(|v| v.as_str())
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned),
-            answer
-                .body
-                .get("message")
-                .and_then(|v| v.as_str())
-                .map(str::to_owned),
-        )
-    } else if !(200..300).contains(&answer.http_status) {
-        // Not a Status (e.g. a proxy's text): keep the text as the message.
-        (None, answer.body.as_str().map(str::to_owned))
-    } else {
-        (None, None)
-    };
+    let (reason, message) = answer_fields(answer.http_status, &answer.body);
     let outcome = classify(
         answer.http_status,
         reason.as_deref(),

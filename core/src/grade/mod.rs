@@ -38,6 +38,7 @@
 //! | A | 7 | dry-run echo and GET; the deny's webhook | the request; act 2's webhook | raw-mismatch, deny-other-webhook |
 //! | A, B | 3, 5, 6, 7 | admission webhook metric deltas ([`metrics`]) | the act's outcomes: call failures = `calling_webhook_error` rejections, Ignore stores = fail-open counts, denies = `no_error` 400, one call per target request, lab A act 5 no call | metrics-contradicted (note: metrics-not-observed) |
 //! | A, B | 3, 5, 6, 7 | each request's audit event ([`audit`]): raw lines, final stage, `responseStatus.code`, `failed-open…` annotation | the request's HTTP status and outcome: Fail timeout = 5xx not stored not failed open; Ignore store in the target namespace = failed-open naming the webhook (else none); deny = its 4xx; lab A act 5 = stored, no failed-open | raw-mismatch, observation-missing, audit-contradicted (note: audit-not-observed) |
+//! | A, B | every request | its raw answer and GET: the outcome, reason, message, code and `status: Failure` re-derived from the verbatim body (`classify::answer_fields`, `classify`); `sent_at ≤ answered_at ≤ get.at`, `elapsed_ms` | the record's own fields | outcome-contradicts-answer, raw-mismatch, times-inconsistent, stored-without-uid, rejected-but-stored |
 //! | A, B | 8 | each word of `report.json` | the acts' own rule (`rules::b::report_expectations`, `rules::a::evidence_words`) | report-contradicted, digest-mismatch |
 
 pub mod a;
@@ -509,12 +510,14 @@ impl<'a> G<'a> {
             Ok(t) => Some(t),
             Err(crate::error::LabError::InputInvalid { issues }) => {
                 for i in issues {
-                    // Only a well-formed value that differs from the live one or the evidence's
-                    // is a mismatch; a missing, unknown or malformed field is invalid input.
-                    let code = match i.mismatch {
-                        Some(inputs::Source::Digest(_)) => Code::DigestMismatch,
-                        Some(_) => Code::UidMismatch,
-                        None => Code::InputInvalid,
+                    let code = if i.json_path.ends_with("sha256")
+                        && i.expected.contains("digest of evidence")
+                    {
+                        Code::DigestMismatch
+                    } else if i.expected.contains("uid") && !i.expected.starts_with("a UID") {
+                        Code::UidMismatch
+                    } else {
+                        Code::InputInvalid
                     };
                     self.flag(
                         code,
@@ -700,6 +703,21 @@ impl<'a> G<'a> {
                 )
             },
         );
+        // The GET that says stored or not stored must come after the answer: a GET answered
+        // before the create was answered can miss an object stored later (rule: never infer
+        // "stored" or "not stored" without a GET after the answer).
+        let g_at = facts::parse_rfc3339(&r.get.at);
+        self.check(
+            matches!((g_at, a), (Some(g), Some(a)) if g >= a),
+            Code::TimesInconsistent,
+            format!("{subject}.get.at"),
+            || {
+                format!(
+                    "the GET was answered at {:?}, the request at {:?}: the GET must follow the answer",
+                    r.get.at, r.answered_at
+                )
+            },
+        );
         // A request that was not admitted must not exist afterwards; a dry-run never stores.
         let admitted = matches!(r.outcome, Outcome::Stored);
         if !admitted {
@@ -720,11 +738,18 @@ impl<'a> G<'a> {
                 || raw.pointer("/metadata/uid").and_then(|v| v.as_str()) == r.get.uid.as_deref();
             name_ok && uid_ok
         } else {
-            raw.get("message").and_then(|v| v.as_str()) == r.message.as_deref()
+            // A refusal's body is a `Status` with `status: Failure` (metav1.Status); its reason
+            // and message (read as the probe reads them), and its code, are the record's.
+            crate::classify::answer_fields(r.http_status, raw)
+                == (r.reason.clone(), r.message.clone())
                 && raw
                     .get("code")
                     .and_then(|v| v.as_u64())
                     .is_none_or(|c| c == u64::from(r.http_status))
+                && raw
+                    .get("status")
+                    .and_then(|v| v.as_str())
+                    .is_none_or(|s| s == "Failure")
         };
         self.check(raw_ok, Code::RawMismatch, subject, || {
             format!(
