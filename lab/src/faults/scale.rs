@@ -9,17 +9,30 @@
 //! Healing, in three layers (`../shared/design/architecture.md`, "Faults, safely"):
 //!
 //! 1. **The recovery watcher**, an independent detached process (`kca-webhook-lab watcher-scale
-//!    --fault-dir DIR`, its own session and process group, stdin closed, log in `DIR/watcher.log`).
-//!    It is armed *before* the scale: it reads the kubeconfig, checks the live Deployment against
-//!    the plan (same UID, `spec.replicas` equal to the planned original replicas), answers ready on
-//!    a pipe the runner waits for with a bound, sleeps until `armed_at + restore_after_sec`, then
-//!    restores the original replicas through the scale subresource unless they are already
-//!    restored, and writes what it did to `DIR/watcher.json`. SIGTERM or SIGINT make it restore at
-//!    once; a restore recorded by the runner in the ledger makes it check the live scale at once
-//!    (`woke_by: runner-restored`, normally `already-restored`). It then exits.
+//!    --fault-dir DIR`, its own session and process group, stdin and stdout pipes to the runner,
+//!    log in `DIR/watcher.log`). It is armed *before* the scale: it reads the kubeconfig, checks
+//!    the live Deployment against the plan (same UID, `spec.replicas` equal to the planned original
+//!    replicas), takes the target lock, answers ready (one JSON line on stdout) and keeps its
+//!    deadline `armed_at + restore_after_sec` on the monotonic clock.
+//!    **The watcher owns the whole fault**: the scale to 0 is its own, done when the runner asks
+//!    for it (one [`SCALE_DOWN_REQUEST`] line on its stdin) and only while it can still heal it
+//!    ([`decide_scale_down`]: one per attempt, at least [`MIN_WATCHER_TIME_LEFT`] before its
+//!    deadline). It records `scaling-down` in `DIR/watcher.json` before the request to the API
+//!    server and the answer verbatim after ([`WatcherScaleDown`]), and answers the runner with that
+//!    record (one JSON line). The scale-down and the restore come from the same single-threaded
+//!    process in that order, so no scale-down can ever follow the watcher's last look: a runner
+//!    stopped (Ctrl-Z, SIGSTOP, a stalled disk) before its request and continued after the
+//!    deadline finds the watcher gone (EPIPE/EOF: nothing is scaled) or is refused.
+//!    At its deadline it restores the original replicas through the scale subresource unless
+//!    they are already restored, and writes what it did to `DIR/watcher.json`. SIGTERM, SIGINT or
+//!    SIGHUP make it restore at once; a restore recorded by the runner in the ledger makes it check
+//!    the live scale at once (`woke_by: runner-restored`, normally `already-restored`); its stdin
+//!    closed before any request (the runner is gone: nothing can be scaled in this attempt) makes
+//!    it check at once too (`woke_by: runner-closed`). It then exits.
 //! 2. **The runner** restores on its own exit paths too, and records itself as the restorer.
-//! 3. **The fault ledger** `DIR/ledger.json`, written by the runner *before* each action, so a later
-//!    run sees an unfinished fault ([`unfinished_faults`]) and heals it ([`crate::faults::heal::heal_workdir`]).
+//! 3. **The fault ledger** `DIR/ledger.json`, written by the runner *before* each action
+//!    (`scaling-down` before it sends the request), so a later run sees an unfinished fault
+//!    ([`unfinished_faults`]) and heals it ([`crate::faults::heal::heal_workdir`]).
 //!
 //! A fault directory is `<workdir>/faults/<fault_id>/` with `plan.json` (runner, before arming),
 //! `ledger.json` (runner), `watcher.json` (watcher) and `watcher.log` (watcher's stderr). The runner
@@ -54,6 +67,15 @@ pub const WATCHER_SUBCOMMAND: &str = "watcher-scale";
 pub const READY_BOUND: Duration = Duration::from_secs(30);
 /// After its deadline, how long the watcher keeps retrying an unreachable API server.
 pub const WATCHER_RETRY_BOUND: Duration = Duration::from_secs(60);
+/// The runner's request line (on the watcher's stdin) asking the watcher to scale to 0.
+pub const SCALE_DOWN_REQUEST: &str = "scale-down";
+/// How long the runner waits for the watcher's answer to [`SCALE_DOWN_REQUEST`] (a read of the
+/// scale, a record write and the scale request, conflicts retried).
+pub const SCALE_DOWN_ANSWER_BOUND: Duration = Duration::from_secs(30);
+/// Least time the watcher must have left before its deadline to accept the scale-down
+/// ([`decide_scale_down`]), so that act 5 can observe the fault before the restore; the request
+/// normally follows the arming within a second, with 55 s left.
+pub const MIN_WATCHER_TIME_LEFT: Duration = Duration::from_secs(20);
 
 /// Version of the files in a fault directory.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -162,7 +184,9 @@ pub struct WatcherRecord {
     pub observed_replicas: Option<i32>,
     /// What it did ([`WatcherAction::Waiting`] until it finishes).
     pub action: WatcherAction,
-    /// Why it woke up: `deadline` or the signal's name.
+    /// Why it woke up: `deadline`, the signal's name (`SIGTERM`, `SIGINT`, `SIGHUP`),
+    /// `runner-restored` (the ledger records a restore) or `runner-closed` (its stdin closed before
+    /// any scale-down request).
     pub woke_by: Option<String>,
     /// When it read the scale at its deadline, RFC 3339 UTC (ms).
     pub checked_at: Option<String>,
@@ -174,6 +198,75 @@ pub struct WatcherRecord {
     pub error: Option<String>,
     /// When the watcher finished, RFC 3339 UTC (ms).
     pub finished_at: Option<String>,
+    /// The scale-down the watcher did (or refused) on the runner's request; absent when none was
+    /// asked for (and in records written before the watcher owned the scale-down).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale_down: Option<WatcherScaleDown>,
+}
+
+/// Where the watcher's scale-down stands ([`WatcherScaleDown::status`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ScaleDownStatus {
+    /// Recorded before the request to the API server is sent (the live scale was checked).
+    ScalingDown,
+    /// The API server accepted the scale to 0; `raw` is its answer.
+    ScaledDown,
+    /// Not done: too late, a second request, or the live Deployment did not match the plan.
+    /// Nothing was scaled.
+    Refused,
+    /// The request to the API server failed (`error`); it may or may not have been applied, so
+    /// the restore at the deadline still looks.
+    Failed,
+}
+
+/// The watcher's record of the scale-down it was asked for: in `watcher.json` (`scale_down`) and,
+/// as one JSON line on its stdout, its answer to the runner's [`SCALE_DOWN_REQUEST`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WatcherScaleDown {
+    /// Where it stands.
+    pub status: ScaleDownStatus,
+    /// When the watcher read the request, RFC 3339 UTC (ms).
+    pub requested_at: String,
+    /// Time left before the watcher's deadline when it read the request, ms (monotonic clock).
+    pub time_left_ms: u64,
+    /// `spec.replicas` read before the request (absent when refused before reading).
+    pub replicas_before: Option<i32>,
+    /// When the scale request was sent, RFC 3339 UTC (ms).
+    pub sent_at: Option<String>,
+    /// When the API server answered it, RFC 3339 UTC (ms).
+    pub answered_at: Option<String>,
+    /// The scale object the API server returned, verbatim (`null` unless `scaled-down`).
+    #[serde(default)]
+    pub raw: serde_json::Value,
+    /// Why it was refused or failed, verbatim.
+    pub error: Option<String>,
+}
+
+/// The watcher's pure decision on a [`SCALE_DOWN_REQUEST`]: accepted only when no scale-down was
+/// asked for before in this attempt (`earlier`) and at least [`MIN_WATCHER_TIME_LEFT`] is `left`
+/// before its deadline. Because the watcher itself then scales and only afterwards waits for its
+/// deadline, an accepted scale-down is always followed by the watcher's restore.
+/// `Err` says why it is refused (nothing is scaled).
+pub fn decide_scale_down(
+    left: Duration,
+    earlier: Option<&WatcherScaleDown>,
+) -> std::result::Result<(), String> {
+    if let Some(e) = earlier {
+        return Err(format!(
+            "one scale-down per attempt: one was asked for at {} ({:?})",
+            e.requested_at, e.status
+        ));
+    }
+    if left < MIN_WATCHER_TIME_LEFT {
+        return Err(format!(
+            "only {} ms left before the recovery watcher's deadline (at least {} s needed)",
+            left.as_millis(),
+            MIN_WATCHER_TIME_LEFT.as_secs()
+        ));
+    }
+    Ok(())
 }
 
 /// Events of the runner's ledger, in the order they normally happen.
@@ -500,7 +593,8 @@ pub async fn restore_replicas(cluster: &Cluster, plan: &WatcherPlan) -> Result<R
     }
 }
 
-/// The record of the runner's scale to 0.
+/// The record of act 5's scale to 0 (its `scale-down` raw evidence), made from the watcher's
+/// answer ([`WatcherScaleDown`] with status `scaled-down`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScaleDownRecord {
     /// When the request was sent, RFC 3339 UTC (ms).
@@ -515,26 +609,27 @@ pub struct ScaleDownRecord {
 
 /// One armed scale-down fault, held by the runner.
 ///
-/// Life: [`ScaleFault::arm`] (plan, ledger, watcher ready) → [`ScaleFault::scale_down`] →
-/// [`ScaleFault::restore`] (or the watcher at its deadline). A later process reopens it with
-/// Least time the watcher must have left when the runner scales down
-/// ([`ScaleFault::scale_down`]); the scale-down normally follows the arming within a second, with
-/// 55 s left.
-pub const MIN_WATCHER_TIME_LEFT: std::time::Duration = std::time::Duration::from_secs(20);
-
-/// [`ScaleFault::open`].
+/// Life: [`ScaleFault::arm`] (plan, ledger, watcher ready) → [`ScaleFault::scale_down`] (the
+/// runner's request; the watcher scales) → [`ScaleFault::restore`] (or the watcher at its
+/// deadline). A later process reopens it with [`ScaleFault::open`] (without the pipes: it can
+/// restore, never scale down).
 pub struct ScaleFault {
     dir: FaultDir,
     plan: WatcherPlan,
     ledger: Ledger,
     cluster: Cluster,
+    /// The watcher's stdin (requests), only in the process that armed it.
+    to_watcher: Option<tokio::process::ChildStdin>,
+    /// The watcher's stdout (answers), only in the process that armed it.
+    from_watcher: Option<tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>>,
 }
 
 impl ScaleFault {
     /// Arms the recovery watcher for a scale-down of `namespace/deployment`:
     /// creates `<workdir>/faults/<fault_id>/`, writes `plan.json` and a `planned` ledger entry,
     /// spawns `kca-webhook-lab watcher-scale --fault-dir DIR` detached (`setsid`: own session and
-    /// process group; stdin `/dev/null`, stderr `DIR/watcher.log`), and waits at most
+    /// process group; stdin and stdout pipes kept by the returned fault for the scale-down request
+    /// and its answer, stderr `DIR/watcher.log`), and waits at most
     /// [`READY_BOUND`] for its ready answer. The watcher checks the live Deployment against the
     /// plan (UID, `spec.replicas == original_replicas`) before answering; a refusal is an error and
     /// nothing is scaled.
@@ -581,6 +676,8 @@ impl ScaleFault {
                 entries: Vec::new(),
             },
             cluster,
+            to_watcher: None,
+            from_watcher: None,
         };
         fault.record(LedgerEvent::Planned, None, serde_json::Value::Null)?;
         let ready = fault.spawn_watcher().await?;
@@ -602,6 +699,8 @@ impl ScaleFault {
             plan,
             ledger,
             cluster,
+            to_watcher: None,
+            from_watcher: None,
         })
     }
 
@@ -649,7 +748,7 @@ impl ScaleFault {
             .arg("--fault-dir")
             .arg(&self.dir.0)
             .current_dir("/")
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log))
             .kill_on_drop(false);
@@ -715,6 +814,8 @@ impl ScaleFault {
                 ready.error.as_deref().unwrap_or("no reason given")
             )));
         }
+        self.to_watcher = child.stdin.take();
+        self.from_watcher = Some(lines);
         // Reap the watcher when it exits if this process still lives then; if not, init does.
         tokio::spawn(async move {
             let _ = child.wait().await;
@@ -722,78 +823,116 @@ impl ScaleFault {
         Ok(ready)
     }
 
-    /// Scales the Deployment to [`FAULT_REPLICAS`] through the scale subresource. Writes a
-    /// `scaling-down` ledger entry before the request and `scaled-down` after it. Refuses unless
-    /// the watcher answered ready and the live scale is the planned Deployment (same UID) at the
-    /// planned original replicas.
+    /// Asks the recovery watcher to scale the Deployment to [`FAULT_REPLICAS`] (module docs): writes
+    /// a `scaling-down` ledger entry, sends [`SCALE_DOWN_REQUEST`] on the watcher's stdin, waits at
+    /// most [`SCALE_DOWN_ANSWER_BOUND`] for its answer ([`WatcherScaleDown`]) and records
+    /// `scaled-down` with that answer verbatim. The watcher checks the live scale (planned UID, the
+    /// planned original replicas) and its time left ([`decide_scale_down`]) before it scales.
+    ///
+    /// Errors: [`LabError::FaultRefused`] when the watcher is not armed by this process, has exited
+    /// (EPIPE, or its stdout closed without an answer) or refused (nothing scaled);
+    /// [`LabError::WaitTimedOut`] without an answer in time; [`LabError::Kube`] when the watcher's
+    /// request to the API server failed. After any error the caller restores (the ledger says a
+    /// scale-down may have happened).
     pub async fn scale_down(&mut self) -> Result<ScaleDownRecord> {
+        use tokio::io::AsyncWriteExt as _;
         if self.ledger.last(LedgerEvent::WatcherArmed).is_none() {
             return Err(LabError::FaultRefused {
                 reason: "the recovery watcher is not armed".into(),
             });
         }
-        let plan = self.plan.clone();
-        let scale =
-            read_scale(&self.cluster, &plan)
-                .await?
-                .ok_or_else(|| LabError::ClusterMismatch {
-                    what: format!("deployment {}/{}", plan.namespace, plan.deployment),
-                    expected: format!("uid {}", plan.deployment_uid),
-                    found: "no such deployment".into(),
-                })?;
-        let before = scale.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
-        if before != plan.original_replicas {
-            return Err(LabError::ClusterMismatch {
-                what: format!(
-                    "spec.replicas of deployment {}/{}",
-                    plan.namespace, plan.deployment
-                ),
-                expected: plan.original_replicas.to_string(),
-                found: before.to_string(),
+        let (Some(mut to), Some(mut from)) = (self.to_watcher.take(), self.from_watcher.take())
+        else {
+            return Err(LabError::FaultRefused {
+                reason: "this process did not arm the recovery watcher (no request pipe); nothing was scaled".into(),
             });
-        }
-        self.check_watcher_waiting()?;
+        };
         self.record(
             LedgerEvent::ScalingDown,
             None,
-            serde_json::json!({"replicas_before": before, "replicas": FAULT_REPLICAS}),
+            serde_json::json!({"replicas": FAULT_REPLICAS, "request": SCALE_DOWN_REQUEST}),
         )?;
-        let sent_at = now_rfc3339();
-        let answer = put_replicas(&self.cluster, &plan, scale, before, FAULT_REPLICAS).await?;
-        let answered_at = now_rfc3339();
-        let raw = serde_json::to_value(&answer).unwrap_or_default();
-        self.record(LedgerEvent::ScaledDown, None, raw.clone())?;
-        Ok(ScaleDownRecord {
-            sent_at,
-            answered_at,
-            replicas_before: before,
-            raw,
-        })
-    }
-
-    /// Refuses the scale-down unless this fault's watcher is still `waiting`, alive (pid and start
-    /// ticks) and at least [`MIN_WATCHER_TIME_LEFT`] before its deadline. A runner stopped between
-    /// arming and the scale-down (Ctrl-Z, SIGSTOP) and continued after the deadline would
-    /// otherwise scale to 0 after the watcher has checked, found the replicas intact and exited:
-    /// a fault with no healer.
-    ///
-    /// Errors: [`LabError::FaultRefused`] naming what was found (nothing is changed).
-    fn check_watcher_waiting(&self) -> Result<()> {
-        let w = self.dir().read_watcher()?;
-        let alive = w.as_ref().is_some_and(|w| {
-            w.pid_start_ticks.is_some_and(|t| {
-                crate::faults::attempt::ProcessRef {
-                    pid: w.pid as i32,
-                    start_ticks: t,
-                }
-                .is_alive()
-            })
-        });
-        watcher_can_heal(w.as_ref(), alive, chrono::Utc::now()).map_err(|why| {
-            LabError::FaultRefused {
-                reason: format!("{why}; nothing was scaled (run the act again)"),
+        let watcher_state = |dir: &FaultDir| match dir.read_watcher() {
+            Ok(Some(w)) => format!(
+                "its record: {:?}, woke by {}, finished at {}",
+                w.action,
+                w.woke_by.as_deref().unwrap_or("-"),
+                w.finished_at.as_deref().unwrap_or("-")
+            ),
+            Ok(None) => "it wrote no record".into(),
+            Err(e) => format!("its record is unreadable: {e}"),
+        };
+        let sent = async {
+            to.write_all(format!("{SCALE_DOWN_REQUEST}\n").as_bytes())
+                .await?;
+            to.flush().await
+        }
+        .await;
+        if let Err(e) = sent {
+            return Err(LabError::FaultRefused {
+                reason: format!(
+                    "the scale-down request could not reach the recovery watcher ({e}): it has exited ({}); nothing was scaled (run the act again)",
+                    watcher_state(&self.dir)
+                ),
+            });
+        }
+        // The pipe stays open until this fault is dropped: the watcher reads its closing as the
+        // runner gone only before a request.
+        self.to_watcher = Some(to);
+        let line = match tokio::time::timeout(SCALE_DOWN_ANSWER_BOUND, from.next_line()).await {
+            Err(_) => {
+                return Err(LabError::WaitTimedOut {
+                    what: "the recovery watcher's answer to the scale-down request".into(),
+                    waited_ms: SCALE_DOWN_ANSWER_BOUND.as_millis() as u64,
+                    last_state: format!("no answer; {}", watcher_state(&self.dir)),
+                });
             }
-        })
+            Ok(Err(e)) => {
+                return Err(LabError::FaultRefused {
+                    reason: format!("reading the recovery watcher's answer: {e}"),
+                });
+            }
+            Ok(Ok(None)) => {
+                return Err(LabError::FaultRefused {
+                    reason: format!(
+                        "the recovery watcher exited without answering the scale-down request ({})",
+                        watcher_state(&self.dir)
+                    ),
+                });
+            }
+            Ok(Ok(Some(line))) => line,
+        };
+        let answer: WatcherScaleDown =
+            serde_json::from_str(&line).map_err(|e| LabError::FaultRefused {
+                reason: format!("unreadable answer of the recovery watcher {line:?}: {e}"),
+            })?;
+        let error = answer.error.clone().unwrap_or_else(|| "no reason given".into());
+        match (answer.status, answer.sent_at.clone(), answer.answered_at.clone(), answer.replicas_before) {
+            (ScaleDownStatus::ScaledDown, Some(sent_at), Some(answered_at), Some(before)) => {
+                self.record(
+                    LedgerEvent::ScaledDown,
+                    None,
+                    serde_json::to_value(&answer).unwrap_or_default(),
+                )?;
+                Ok(ScaleDownRecord {
+                    sent_at,
+                    answered_at,
+                    replicas_before: before,
+                    raw: answer.raw,
+                })
+            }
+            (ScaleDownStatus::Refused, ..) => Err(LabError::FaultRefused {
+                reason: format!(
+                    "the recovery watcher refused the scale-down: {error}; nothing was scaled (run the act again)"
+                ),
+            }),
+            (ScaleDownStatus::Failed, ..) => Err(LabError::Kube(format!(
+                "the recovery watcher's scale-down failed: {error}"
+            ))),
+            _ => Err(LabError::FaultRefused {
+                reason: format!("unexpected answer of the recovery watcher: {line}"),
+            }),
+        }
     }
 
     /// Restores the original replicas as `by` (see [`restore_replicas`]), then records
@@ -881,40 +1020,6 @@ pub struct Unfinished {
     pub ledger: Ledger,
     /// Its watcher record, if the watcher wrote one.
     pub watcher: Option<WatcherRecord>,
-}
-
-/// Whether the watcher can still heal a scale-down made `now` (pure half of
-/// [`ScaleFault::scale_down`]'s check): its record is `waiting`, the process is `alive` (pid and
-/// start ticks, read by the caller), and at least [`MIN_WATCHER_TIME_LEFT`] is left before its
-/// deadline. `Err` says what was found.
-pub fn watcher_can_heal(
-    w: Option<&WatcherRecord>,
-    alive: bool,
-    now: chrono::DateTime<Utc>,
-) -> std::result::Result<(), String> {
-    let w = w.ok_or("the recovery watcher wrote no record")?;
-    if w.action != WatcherAction::Waiting {
-        return Err(format!(
-            "the recovery watcher has already finished ({:?})",
-            w.action
-        ));
-    }
-    if !alive {
-        return Err(format!(
-            "the recovery watcher (pid {}) is not running",
-            w.pid
-        ));
-    }
-    let left = crate::facts::parse_rfc3339(&w.deadline_at)
-        .and_then(|d| (d - now).to_std().ok())
-        .unwrap_or_default();
-    if left < MIN_WATCHER_TIME_LEFT {
-        return Err(format!(
-            "only {left:?} left before the recovery watcher's deadline {} (at least {MIN_WATCHER_TIME_LEFT:?} needed)",
-            w.deadline_at
-        ));
-    }
-    Ok(())
 }
 
 /// Whether the watcher's record says the fault is over: it `restored` the replicas or found
@@ -1013,25 +1118,136 @@ fn own_start_ticks() -> Option<u64> {
         .map(|s| s.starttime)
 }
 
-/// Writes the ready answer on stdout, then points stdout at `/dev/null` so that a runner that
-/// has gone away can never make a later write fail.
-fn answer_ready(ready: &WatcherReady) {
-    let line = serde_json::to_string(ready).unwrap_or_else(|_| "{\"ok\":false}".into());
+/// Writes one answer line (JSON) on stdout, the pipe the runner reads. A write error (the runner
+/// has gone away: EPIPE, SIGPIPE being ignored) is ignored; it never stops a restore.
+fn answer<T: Serialize>(value: &T) {
+    let line = serde_json::to_string(value).unwrap_or_else(|_| "{\"ok\":false}".into());
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{line}");
     let _ = out.flush();
-    drop(out);
-    if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
-        let _ = nix::unistd::dup2_stdout(&null);
+}
+
+/// Writes the ready answer on stdout (see [`answer`]).
+fn answer_ready(ready: &WatcherReady) {
+    answer(ready);
+}
+
+/// The runner's request pipe: stdin, which must be a pipe, registered with tokio (non-blocking).
+fn request_pipe() -> std::io::Result<tokio::net::unix::pipe::Receiver> {
+    use std::os::fd::AsFd as _;
+    let fd = std::io::stdin().as_fd().try_clone_to_owned()?;
+    tokio::net::unix::pipe::Receiver::from_owned_fd(fd)
+}
+
+/// Serves the runner's [`SCALE_DOWN_REQUEST`] (module docs): decides with the time left before
+/// `deadline` ([`decide_scale_down`]), checks the live scale against the plan, records
+/// `scaling-down` in `watcher.json` (nothing is scaled when that record cannot be written), scales
+/// to [`FAULT_REPLICAS`] and records the API server's answer verbatim. Returns the record, which is
+/// also the answer to the runner. A second request is refused without touching the first's record.
+async fn serve_scale_down(
+    client: &Cluster,
+    plan: &WatcherPlan,
+    dir: &FaultDir,
+    record: &mut WatcherRecord,
+    deadline: tokio::time::Instant,
+) -> WatcherScaleDown {
+    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+    let mut sd = WatcherScaleDown {
+        status: ScaleDownStatus::Refused,
+        requested_at: now_rfc3339(),
+        time_left_ms: left.as_millis() as u64,
+        replicas_before: None,
+        sent_at: None,
+        answered_at: None,
+        raw: serde_json::Value::Null,
+        error: None,
+    };
+    if let Err(why) = decide_scale_down(left, record.scale_down.as_ref()) {
+        log(format!("scale-down refused: {why}"));
+        sd.error = Some(why);
+        if record.scale_down.is_none() {
+            record.scale_down = Some(sd.clone());
+            let _ = write_json_atomic(&dir.watcher(), record);
+        }
+        return sd;
     }
+    let refuse = |record: &mut WatcherRecord, mut sd: WatcherScaleDown, why: String| {
+        log(format!("scale-down refused: {why}"));
+        sd.status = ScaleDownStatus::Refused;
+        sd.error = Some(why);
+        record.scale_down = Some(sd.clone());
+        let _ = write_json_atomic(&dir.watcher(), record);
+        sd
+    };
+    let scale = match read_scale(client, plan).await {
+        Ok(Some(s)) => s,
+        Ok(None) => {
+            let why = format!("deployment {}/{} not found", plan.namespace, plan.deployment);
+            return refuse(record, sd, why);
+        }
+        Err(e) => return refuse(record, sd, e.to_string()),
+    };
+    let before = scale.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
+    sd.replicas_before = Some(before);
+    if scale.metadata.uid.as_deref() != Some(plan.deployment_uid.as_str())
+        || before != plan.original_replicas
+    {
+        let why = format!(
+            "deployment {}/{} has uid {} and spec.replicas {before}; the plan says uid {} and original_replicas {}",
+            plan.namespace,
+            plan.deployment,
+            scale.metadata.uid.as_deref().unwrap_or("<none>"),
+            plan.deployment_uid,
+            plan.original_replicas
+        );
+        return refuse(record, sd, why);
+    }
+    // Before the request: a later reader knows a scale-down may have been sent.
+    sd.status = ScaleDownStatus::ScalingDown;
+    record.scale_down = Some(sd.clone());
+    if let Err(e) = write_json_atomic(&dir.watcher(), record) {
+        return refuse(
+            record,
+            sd,
+            format!("the scaling-down record could not be written: {e}"),
+        );
+    }
+    sd.sent_at = Some(now_rfc3339());
+    let result = put_replicas(client, plan, scale, before, FAULT_REPLICAS).await;
+    sd.answered_at = Some(now_rfc3339());
+    match result {
+        Ok(answer) => {
+            sd.status = ScaleDownStatus::ScaledDown;
+            sd.raw = serde_json::to_value(&answer).unwrap_or_default();
+            log(format!(
+                "scaled to {FAULT_REPLICAS} at {} ({} ms before the deadline)",
+                sd.answered_at.as_deref().unwrap_or("-"),
+                sd.time_left_ms
+            ));
+        }
+        Err(e) => {
+            sd.status = ScaleDownStatus::Failed;
+            sd.error = Some(e.to_string());
+            log(format!("scale-down failed: {e}"));
+        }
+    }
+    record.scale_down = Some(sd.clone());
+    if let Err(e) = write_json_atomic(&dir.watcher(), record) {
+        // The answer still reaches the runner (its ledger keeps it); the restore is unaffected.
+        log(format!("writing the scale-down record: {e}"));
+    }
+    sd
 }
 
 /// Entry point of the detached recovery watcher (`kca-webhook-lab watcher-scale --fault-dir DIR`).
 ///
 /// Reads `DIR/plan.json`, checks the live Deployment against it, answers ready (one JSON line of
-/// [`WatcherReady`] on stdout), sleeps until `armed_at + restore_after_sec` (or until SIGTERM /
-/// SIGINT, or until the runner's ledger records a restore), restores the original replicas with [`restore_replicas`] (retrying an unreachable API
-/// server for at most [`WATCHER_RETRY_BOUND`]) and writes `DIR/watcher.json`. Logs go to stderr.
+/// [`WatcherReady`] on stdout), then until `armed_at + restore_after_sec` serves the runner's
+/// [`SCALE_DOWN_REQUEST`] on stdin ([`serve_scale_down`]; answer: one JSON line of
+/// [`WatcherScaleDown`]); at the deadline, on SIGTERM / SIGINT / SIGHUP, when the runner's ledger
+/// records a restore, or when stdin closes before any request, it restores the original replicas
+/// with [`restore_replicas`] (retrying an unreachable API server for at most
+/// [`WATCHER_RETRY_BOUND`]) and writes `DIR/watcher.json`. Logs go to stderr.
 /// Returns the exit code: 0 restored or already restored, 1 failed, 2 bad arguments, 3 refused.
 pub fn watcher_main(args: &[String]) -> i32 {
     let dir = match args {
@@ -1071,6 +1287,7 @@ fn refusal(error: String) -> WatcherReady {
 }
 
 async fn watch(dir: FaultDir) -> i32 {
+    use tokio::io::AsyncBufReadExt as _;
     let plan: WatcherPlan = match read_json(&dir.plan()) {
         Ok(p) => p,
         Err(e) => {
@@ -1103,6 +1320,7 @@ async fn watch(dir: FaultDir) -> i32 {
         restored_at: None,
         error: None,
         finished_at: None,
+        scale_down: None,
     };
     let refuse = |record: &mut WatcherRecord, error: String| {
         log(format!("refusing: {error}"));
@@ -1167,6 +1385,16 @@ async fn watch(dir: FaultDir) -> i32 {
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
     let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok();
     let mut sighup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+    let mut requests = match request_pipe() {
+        Ok(r) => Some(tokio::io::BufReader::new(r).lines()),
+        Err(e) => {
+            return refuse(
+                &mut record,
+                format!("stdin is not the runner's request pipe: {e}"),
+            );
+        }
+    };
+    let mut asked = false;
     let armed = Utc::now();
     let wait = Duration::from_secs(plan.restore_after_sec);
     let deadline_instant = tokio::time::Instant::now() + wait;
@@ -1190,12 +1418,31 @@ async fn watch(dir: FaultDir) -> i32 {
         record.armed_at, record.deadline_at
     ));
 
-    // Besides the deadline and the signals, the watcher looks at the runner's ledger once a second:
-    // when the runner has recorded the replicas restored, the watcher checks the live scale at once
-    // (it never takes the ledger's word for it) and finishes, instead of outliving the lab run.
+    // Besides the deadline and the signals, the watcher serves the runner's scale-down request,
+    // and looks at the runner's ledger once a second: when the runner has recorded the replicas
+    // restored, the watcher checks the live scale at once (it never takes the ledger's word for
+    // it) and finishes, instead of outliving the lab run. Its stdin closed before any request
+    // means the runner is gone and nothing can be scaled in this attempt: it checks and finishes.
+    // A signal arriving while it serves the request is kept by its stream and ends the next turn.
     let woke_by = loop {
         tokio::select! {
             _ = tokio::time::sleep_until(deadline_instant) => break "deadline",
+            line = async { match requests.as_mut() { Some(r) => r.next_line().await, None => std::future::pending().await } } => {
+                match line {
+                    Ok(Some(l)) if l.trim() == SCALE_DOWN_REQUEST => {
+                        asked = true;
+                        let sd = serve_scale_down(&client, &plan, &dir, &mut record, deadline_instant).await;
+                        answer(&sd);
+                    }
+                    Ok(Some(l)) => log(format!("ignoring the line {l:?} on stdin")),
+                    Ok(None) | Err(_) => {
+                        requests = None;
+                        if !asked {
+                            break "runner-closed";
+                        }
+                    }
+                }
+            }
             _ = async { match sigterm.as_mut() { Some(s) => { s.recv().await; } None => std::future::pending().await } } => break "SIGTERM",
             _ = async { match sigint.as_mut() { Some(s) => { s.recv().await; } None => std::future::pending().await } } => break "SIGINT",
             _ = async { match sighup.as_mut() { Some(s) => { s.recv().await; } None => std::future::pending().await } } => break "SIGHUP",
@@ -1335,6 +1582,7 @@ mod tests {
             restored_at: None,
             error: None,
             finished_at: None,
+            scale_down: None,
         }
     }
 
@@ -1410,37 +1658,39 @@ mod tests {
     }
 
     #[test]
-    fn a_scale_down_needs_a_waiting_live_watcher_with_time_left() {
-        let now = crate::facts::parse_rfc3339("2026-12-01T05:00:00.000Z").unwrap();
-        let w = waiting_watcher(
-            4242,
-            Some(1),
-            "2026-12-01T04:59:59.000Z",
-            "2026-12-01T05:00:54.000Z",
-        );
-        assert_eq!(watcher_can_heal(Some(&w), true, now), Ok(()));
-        assert!(watcher_can_heal(None, true, now).is_err());
+    fn a_scale_down_is_accepted_once_and_only_with_time_left() {
+        assert_eq!(decide_scale_down(Duration::from_secs(55), None), Ok(()));
+        assert_eq!(decide_scale_down(MIN_WATCHER_TIME_LEFT, None), Ok(()));
+        // The runner was stopped until 10 s before the deadline, or past it.
+        let late = decide_scale_down(Duration::from_secs(10), None).unwrap_err();
+        assert!(late.contains("10000 ms left"), "{late}");
+        assert!(decide_scale_down(Duration::ZERO, None).is_err());
         assert!(
-            watcher_can_heal(Some(&w), false, now)
-                .unwrap_err()
-                .contains("not running")
+            decide_scale_down(MIN_WATCHER_TIME_LEFT - Duration::from_millis(1), None).is_err()
         );
-        // The runner was stopped until 10 s before the deadline.
-        let late = now + chrono::Duration::seconds(44);
-        assert!(
-            watcher_can_heal(Some(&w), true, late)
-                .unwrap_err()
-                .contains("left before")
-        );
-        let done = WatcherRecord {
-            action: WatcherAction::AlreadyRestored,
-            ..w
+        // A second request in one attempt, whatever the first became.
+        let first = WatcherScaleDown {
+            status: ScaleDownStatus::Refused,
+            requested_at: "2026-12-01T05:00:00.000Z".into(),
+            time_left_ms: 54_000,
+            replicas_before: None,
+            sent_at: None,
+            answered_at: None,
+            raw: serde_json::Value::Null,
+            error: Some("x".into()),
         };
-        assert!(
-            watcher_can_heal(Some(&done), true, now)
-                .unwrap_err()
-                .contains("finished")
-        );
+        let again = decide_scale_down(Duration::from_secs(50), Some(&first)).unwrap_err();
+        assert!(again.contains("one scale-down per attempt"), "{again}");
+    }
+
+    #[test]
+    fn a_watcher_record_without_scale_down_still_reads() {
+        // watcher.json written before the watcher owned the scale-down has no `scale_down`.
+        let mut v = serde_json::to_value(waiting_watcher(1, Some(2), "a", "b")).expect("json");
+        assert!(v.get("scale_down").is_none(), "absent when none: {v}");
+        v.as_object_mut().expect("object").remove("scale_down");
+        let w: WatcherRecord = serde_json::from_value(v).expect("old record");
+        assert_eq!(w.scale_down, None);
     }
 
     #[test]
