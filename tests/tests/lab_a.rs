@@ -188,6 +188,13 @@ fn main() {
         },
     ));
     trials.push(Trial::test(
+        "fault_row_runner_sigstopped_before_its_request_past_the_deadline_nothing_scaled",
+        || {
+            let (source, _) = rows_source()?;
+            row(move |c| fault_rows::runner_stopped_before_request(c, &source))
+        },
+    ));
+    trials.push(Trial::test(
         "fault_row_disk_full_mid_fault_restore_not_blocked_record_failure_said",
         || {
             let (source, _) = rows_source()?;

@@ -621,7 +621,41 @@ pub struct ScaleFault {
     /// The watcher's stdin (requests), only in the process that armed it.
     to_watcher: Option<tokio::process::ChildStdin>,
     /// The watcher's stdout (answers), only in the process that armed it.
-    from_watcher: Option<tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>>,
+    from_watcher: Option<Answers>,
+}
+
+/// The watcher's stdout as the runner reads it (one JSON line per answer).
+type Answers = tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>;
+
+/// How long the runner's last look at the watcher's pipe may take once its bound ran out.
+const LAST_LOOK: Duration = Duration::from_secs(1);
+
+/// Reads the watcher's next answer line, waiting at most `bound`. When the bound runs out, looks
+/// once more: a runner stopped meanwhile (Ctrl-Z, SIGSTOP) past the bound is woken by its timer
+/// before its event loop has seen the pipe, so the kernel is asked directly (`poll(2)`, no wait)
+/// and, when the pipe is readable or closed, the line (or EOF) is read within [`LAST_LOOK`].
+/// `Ok(None)`: EOF (the watcher closed stdout or exited). `Err(None)`: nothing within the bound.
+async fn next_answer(
+    lines: &mut Answers,
+    bound: Duration,
+) -> std::result::Result<Option<String>, Option<std::io::Error>> {
+    use std::os::fd::AsFd as _;
+    if let Ok(r) = tokio::time::timeout(bound, lines.next_line()).await {
+        return r.map_err(Some);
+    }
+    let ready = {
+        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        let fd = lines.get_ref().get_ref().as_fd();
+        let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+        poll(&mut fds, PollTimeout::ZERO).is_ok_and(|n| n > 0)
+    };
+    if !ready {
+        return Err(None);
+    }
+    match tokio::time::timeout(LAST_LOOK, lines.next_line()).await {
+        Ok(r) => r.map_err(Some),
+        Err(_) => Err(None),
+    }
 }
 
 impl ScaleFault {
@@ -780,8 +814,8 @@ impl ScaleFault {
             .take()
             .ok_or_else(|| not_ready("no stdout pipe".into()))?;
         let mut lines = tokio::io::BufReader::new(stdout).lines();
-        let line = match tokio::time::timeout(READY_BOUND, lines.next_line()).await {
-            Err(_) => {
+        let line = match next_answer(&mut lines, READY_BOUND).await {
+            Err(None) => {
                 // The watcher is ours and not armed: end it by its PID handle (the Child), never by name.
                 let _ = child.start_kill();
                 return Err(LabError::WaitTimedOut {
@@ -794,8 +828,8 @@ impl ScaleFault {
                     ),
                 });
             }
-            Ok(Err(e)) => return Err(not_ready(format!("reading its ready answer: {e}"))),
-            Ok(Ok(None)) => {
+            Err(Some(e)) => return Err(not_ready(format!("reading its ready answer: {e}"))),
+            Ok(None) => {
                 let status = child
                     .wait()
                     .await
@@ -803,7 +837,7 @@ impl ScaleFault {
                     .unwrap_or_default();
                 return Err(not_ready(format!("it exited before answering ({status})")));
             }
-            Ok(Ok(Some(line))) => line,
+            Ok(Some(line)) => line,
         };
         let ready: WatcherReady = serde_json::from_str(&line)
             .map_err(|e| not_ready(format!("unreadable ready answer {line:?}: {e}")))?;
@@ -879,20 +913,20 @@ impl ScaleFault {
         // The pipe stays open until this fault is dropped: the watcher reads its closing as the
         // runner gone only before a request.
         self.to_watcher = Some(to);
-        let line = match tokio::time::timeout(SCALE_DOWN_ANSWER_BOUND, from.next_line()).await {
-            Err(_) => {
+        let line = match next_answer(&mut from, SCALE_DOWN_ANSWER_BOUND).await {
+            Err(None) => {
                 return Err(LabError::WaitTimedOut {
                     what: "the recovery watcher's answer to the scale-down request".into(),
                     waited_ms: SCALE_DOWN_ANSWER_BOUND.as_millis() as u64,
                     last_state: format!("no answer; {}", watcher_state(&self.dir)),
                 });
             }
-            Ok(Err(e)) => {
+            Err(Some(e)) => {
                 return Err(LabError::FaultRefused {
                     reason: format!("reading the recovery watcher's answer: {e}"),
                 });
             }
-            Ok(Ok(None)) => {
+            Ok(None) => {
                 return Err(LabError::FaultRefused {
                     reason: format!(
                         "the recovery watcher exited without answering the scale-down request ({})",
@@ -900,14 +934,22 @@ impl ScaleFault {
                     ),
                 });
             }
-            Ok(Ok(Some(line))) => line,
+            Ok(Some(line)) => line,
         };
         let answer: WatcherScaleDown =
             serde_json::from_str(&line).map_err(|e| LabError::FaultRefused {
                 reason: format!("unreadable answer of the recovery watcher {line:?}: {e}"),
             })?;
-        let error = answer.error.clone().unwrap_or_else(|| "no reason given".into());
-        match (answer.status, answer.sent_at.clone(), answer.answered_at.clone(), answer.replicas_before) {
+        let error = answer
+            .error
+            .clone()
+            .unwrap_or_else(|| "no reason given".into());
+        match (
+            answer.status,
+            answer.sent_at.clone(),
+            answer.answered_at.clone(),
+            answer.replicas_before,
+        ) {
             (ScaleDownStatus::ScaledDown, Some(sent_at), Some(answered_at), Some(before)) => {
                 self.record(
                     LedgerEvent::ScaledDown,
@@ -1182,7 +1224,10 @@ async fn serve_scale_down(
     let scale = match read_scale(client, plan).await {
         Ok(Some(s)) => s,
         Ok(None) => {
-            let why = format!("deployment {}/{} not found", plan.namespace, plan.deployment);
+            let why = format!(
+                "deployment {}/{} not found",
+                plan.namespace, plan.deployment
+            );
             return refuse(record, sd, why);
         }
         Err(e) => return refuse(record, sd, e.to_string()),
@@ -1665,9 +1710,7 @@ mod tests {
         let late = decide_scale_down(Duration::from_secs(10), None).unwrap_err();
         assert!(late.contains("10000 ms left"), "{late}");
         assert!(decide_scale_down(Duration::ZERO, None).is_err());
-        assert!(
-            decide_scale_down(MIN_WATCHER_TIME_LEFT - Duration::from_millis(1), None).is_err()
-        );
+        assert!(decide_scale_down(MIN_WATCHER_TIME_LEFT - Duration::from_millis(1), None).is_err());
         // A second request in one attempt, whatever the first became.
         let first = WatcherScaleDown {
             status: ScaleDownStatus::Refused,

@@ -17,6 +17,15 @@
 //!   continued 0.5 s later, act 5 sees the replicas are no longer 0, stops at once (no second
 //!   scale-down), its own restore finds the replicas already restored and records that in the
 //!   ledger, and its `interrupted` evidence names the watcher as the restorer.
+//! - `runner_stopped_before_request`: in a row work dir of its own, the real `act 5` is started
+//!   with its watcher program behind a gate ([`WatcherGate`], a shell script named by
+//!   `KCA_WEBHOOK_LAB_BIN`), SIGSTOPped while it waits for the watcher's ready answer, i.e. before
+//!   its scale-down request, and kept stopped past the watcher's deadline: the watcher (which now
+//!   owns the scale-down) arms, is asked nothing, finds 1 replica at its deadline and exits; the
+//!   replicas, sampled every 0.5 s, never leave 1. Continued, act 5 reads the ready answer, writes
+//!   `scaling-down`, and its request meets the exited watcher (EPIPE): it fails saying nothing was
+//!   scaled, its own restore finds the replicas already restored, the ledger has no `scaled-down`,
+//!   its `interrupted` evidence no `scale-down`, and the replicas are 1.
 //! - `disk_full`: the row work dir is on a 1 MiB tmpfs the test mounts on a directory it made
 //!   (unmounted and removed after, also on failure); `act 4` and `act 5` run there (act 5 hands the
 //!   fault over at 0 replicas), then the tmpfs is filled and the student's `act 6` runs: it
@@ -30,6 +39,7 @@
 //! by the next command).
 
 use std::io::Write as _;
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
@@ -250,18 +260,27 @@ impl<'a> RowDir<'a> {
 
     /// Starts `act 5` in the background, its output in `<logs>/act5.log`.
     fn spawn_act5(&mut self) -> Result<u32> {
+        self.spawn_act5_env(&[])
+    }
+
+    /// [`RowDir::spawn_act5`] with extra environment variables.
+    fn spawn_act5_env(&mut self, env: &[(&str, &std::ffi::OsStr)]) -> Result<u32> {
         let log = std::fs::File::create(self.logs.join("act5.log"))?;
-        let child = tests::student_command(
+        let mut cmd = tests::student_command(
             Lab::A,
             &self.dir,
             &self.cluster.kubeconfig(),
             Path::new(self.cluster.cri_endpoint().trim_start_matches("unix://")),
             &["act", "5"],
-        )?
-        .stdout(log.try_clone()?)
-        .stderr(log)
-        .spawn()
-        .context("starting act 5")?;
+        )?;
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let child = cmd
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .context("starting act 5")?;
         let pid = child.id();
         self.act5 = Some(child);
         Ok(pid)
@@ -578,6 +597,214 @@ pub fn runner_stopped_past_deadline(cluster: &LabCluster, source: &Path) -> Resu
         restore["data"]["Ok"]["result"] == "already-restored",
         "act 5's own restore should find the replicas already restored: {restore}"
     );
+    ensure!(api.replicas()? == 1, "replicas changed after the row");
+    rd.done();
+    Ok(())
+}
+
+/// A gate in front of the recovery watcher, so the test can stop act 5's runner at a known point
+/// before its scale-down request (the product has no hook for it): act 5 is started with
+/// `KCA_WEBHOOK_LAB_BIN` naming a shell script the test wrote, which act 5 runs as its watcher
+/// program. The script creates `started`, waits for a line on the FIFO `go`, then `exec`s the real
+/// `kca-webhook-lab` with the watcher's arguments, keeping its pipes to the runner. Between
+/// `started` and `go` the runner is waiting for the watcher's ready answer.
+struct WatcherGate {
+    dir: PathBuf,
+}
+
+impl WatcherGate {
+    /// Writes the script and the FIFO into `dir` (created).
+    fn new(dir: &Path) -> Result<WatcherGate> {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let gate = WatcherGate {
+            dir: dir.to_path_buf(),
+        };
+        nix::unistd::mkfifo(&gate.dir.join("go"), nix::sys::stat::Mode::S_IRWXU)
+            .with_context(|| format!("mkfifo {}", gate.dir.join("go").display()))?;
+        let quote = |p: &Path| format!("'{}'", p.display().to_string().replace('\'', "'\\''"));
+        let script = format!(
+            "#!/bin/sh\n# lab_a fault row gate: say the watcher starts, wait for the test's go, run it.\n: > {started}\nread line < {go}\nexec {bin} \"$@\"\n",
+            started = quote(&gate.dir.join("started")),
+            go = quote(&gate.dir.join("go")),
+            bin = quote(&tests::ensure_lab_binary()?),
+        );
+        let path = gate.script();
+        std::fs::write(&path, script).with_context(|| format!("writing {}", path.display()))?;
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
+        Ok(gate)
+    }
+
+    fn script(&self) -> PathBuf {
+        self.dir.join("watcher-gate.sh")
+    }
+
+    /// Waits (bounded) until the script runs; `exited` says whether act 5 has ended meanwhile.
+    fn wait_started(
+        &self,
+        bound: Duration,
+        mut exited: impl FnMut() -> Result<Option<ExitStatus>>,
+    ) -> Result<()> {
+        let t0 = Instant::now();
+        while !self.dir.join("started").exists() {
+            if let Some(st) = exited()? {
+                bail!("act 5 exited ({st}) before it started its watcher");
+            }
+            ensure!(
+                t0.elapsed() < bound,
+                "act 5 started no watcher (no {}) within {bound:?}",
+                self.dir.join("started").display()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    }
+
+    /// Lets the script run the real watcher (bounded: the script must be reading the FIFO).
+    fn go(&self) -> Result<()> {
+        let path = self.dir.join("go");
+        let t0 = Instant::now();
+        let mut f = loop {
+            // Non-blocking: ENXIO while the script has not opened the FIFO for reading yet.
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(nix::libc::O_NONBLOCK)
+                .open(&path)
+            {
+                Ok(f) => break f,
+                Err(e) => {
+                    ensure!(
+                        t0.elapsed() < Duration::from_secs(10),
+                        "the gate script did not open {} for reading within 10 s: {e}",
+                        path.display()
+                    );
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+        };
+        f.write_all(b"go\n")
+            .with_context(|| format!("writing to {}", path.display()))?;
+        Ok(())
+    }
+}
+
+/// The attempt directory `faults/scale-*` that appears in `workdir` (bounded).
+fn wait_fault_dir(workdir: &Path, bound: Duration) -> Result<FaultDir> {
+    let root = scale::faults_root(workdir);
+    let t0 = Instant::now();
+    loop {
+        if let Ok(entries) = std::fs::read_dir(&root) {
+            for e in entries.flatten() {
+                let p = e.path();
+                if p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("scale-"))
+                {
+                    return Ok(FaultDir(p));
+                }
+            }
+        }
+        ensure!(
+            t0.elapsed() < bound,
+            "no scale attempt under {} within {bound:?}",
+            root.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The runner-stopped-before-its-request row (issue 12's last race, see the module docs).
+pub fn runner_stopped_before_request(cluster: &LabCluster, source: &Path) -> Result<()> {
+    const ROW: &str = "runner-stopped-before-request";
+    let api = Api::new(cluster)?;
+    ensure!(api.replicas()? == 1, "row needs 1 replica to start");
+    ensure_acts(cluster, source, 3)?;
+    let base = row_base(source, ROW)?;
+    let mut rd = RowDir::new(cluster, source, &base, &base.join("workdir"))?;
+    let gate = WatcherGate::new(&base.join("gate"))?;
+    let pid =
+        rd.spawn_act5_env(&[(lab::faults::freeze::LAB_BIN_ENV, gate.script().as_os_str())])?;
+    gate.wait_started(SCALED_BOUND, || rd.act5_exited())?;
+    // The runner waits for its watcher's ready answer: stop it there, then let the watcher arm.
+    let runner = ProcessRef::of(pid as i32).context("act 5 gone")?;
+    ensure!(runner.signal(rustix::process::Signal::STOP)?, "act 5 gone");
+    let stopped = Instant::now();
+    gate.go()?;
+    let dir = wait_fault_dir(rd.workdir().root(), Duration::from_secs(10))?;
+    // The watcher arms, waits for a request that does not come, and at its deadline finds the
+    // replicas as they were; sampled meanwhile, they never leave 1.
+    let t0 = Instant::now();
+    let w = loop {
+        ensure!(
+            api.replicas()? == 1,
+            "the replicas left 1 while the runner was stopped before its request"
+        );
+        if let Some(w) = dir.read_watcher()?
+            && !matches!(w.action, WatcherAction::Waiting)
+        {
+            break w;
+        }
+        ensure!(
+            t0.elapsed() < Duration::from_secs(90),
+            "the watcher did not finish within 90 s"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    ensure!(
+        w.action == WatcherAction::AlreadyRestored
+            && w.woke_by.as_deref() == Some("deadline")
+            && w.scale_down.is_none(),
+        "the watcher should find nothing to do at its deadline, no scale-down asked: {w:?}"
+    );
+    wait_gone(&watcher_ref(&dir)?, Duration::from_secs(10))?;
+    let state = lab::faults::freeze::state_if_same(runner.pid, runner.start_ticks)?;
+    ensure!(
+        state == Some('T'),
+        "act 5 should still be stopped after its watcher's deadline: {state:?}"
+    );
+    ensure!(runner.signal(rustix::process::Signal::CONT)?, "act 5 gone");
+    figure(ROW, "runner stopped for", stopped.elapsed());
+    let st = rd.wait_act5(ACT_BOUND)?;
+    let log = rd.act5_log();
+    ensure!(
+        !st.success(),
+        "act 5 continued after its watcher's deadline should not complete:\n{log}"
+    );
+    ensure!(
+        log.contains("could not reach the recovery watcher") && log.contains("nothing was scaled"),
+        "act 5 should say its request found the watcher gone and nothing was scaled:\n{log}"
+    );
+    ensure!(
+        api.replicas()? == 1,
+        "the continued act 5 changed the replicas"
+    );
+    let ledger = dir.read_ledger()?;
+    ensure!(
+        ledger.last(LedgerEvent::WatcherArmed).is_some()
+            && ledger.last(LedgerEvent::ScalingDown).is_some()
+            && ledger.last(LedgerEvent::ScaledDown).is_none(),
+        "the ledger should show the request (scaling-down) and no scale-down: {ledger:?}"
+    );
+    let last = ledger
+        .last(LedgerEvent::Restored)
+        .context("the runner's ledger has no restored entry")?;
+    ensure!(
+        last.by == Some(Restorer::Runner)
+            && last.detail.get("result").and_then(|v| v.as_str()) == Some("already-restored"),
+        "the runner's own restore should find nothing to restore: {last:?}"
+    );
+    let ev = rd.workdir().read_evidence(5)?;
+    ensure!(
+        ev.evidence.status == ActStatus::Interrupted,
+        "act 5's evidence is {:?}, not interrupted",
+        ev.evidence.status
+    );
+    ensure!(
+        !ev.evidence.raw.iter().any(|r| r["what"] == "scale-down"),
+        "act 5's evidence must not record a scale-down"
+    );
+    // The next command finds nothing to heal.
+    let (status, text) = rd.output(&["heal"])?;
+    ensure!(status.success(), "heal after the row: {status}\n{text}");
     ensure!(api.replicas()? == 1, "replicas changed after the row");
     rd.done();
     Ok(())
