@@ -1288,7 +1288,7 @@ async fn serve_scale_down(
 ///
 /// Reads `DIR/plan.json`, checks the live Deployment against it, answers ready (one JSON line of
 /// [`WatcherReady`] on stdout), then until `armed_at + restore_after_sec` serves the runner's
-/// [`SCALE_DOWN_REQUEST`] on stdin ([`serve_scale_down`]; answer: one JSON line of
+/// [`SCALE_DOWN_REQUEST`] on stdin (`serve_scale_down`; answer: one JSON line of
 /// [`WatcherScaleDown`]); at the deadline, on SIGTERM / SIGINT / SIGHUP, when the runner's ledger
 /// records a restore, or when stdin closes before any request, it restores the original replicas
 /// with [`restore_replicas`] (retrying an unreachable API server for at most
