@@ -12,10 +12,16 @@
 //!   never skip silently.
 //! - SIGINT, SIGTERM or SIGHUP to the test process (Ctrl-C, a killed CI job, a dropped ssh
 //!   session) no longer leaves the cluster behind: the first fixture installs the lab's
-//!   process-wide handler ([`lab::signals`]) and a thread that, on a signal, tears down every
-//!   embedded cluster this process brought up and has not torn down yet, then exits with 130. A
-//!   `Cluster::up` in progress stops at its next wait and tears down what it started first (the
-//!   thread waits for it), as does a teardown in progress.
+//!   process-wide handler ([`lab::signals`]) and a thread that, on a signal, does what
+//!   `cargo xtask lab run` does for every cluster this process holds, whatever its backend (one
+//!   registry, [`LIVE`]): it lets an act with a live fault undo it first (≤ 35 s, while a
+//!   [`lab::signals::Guard`] is held), copies the cluster's component logs to
+//!   `target/lab-artifacts/test-<run id>/cluster-<name>/logs/`, ends the cluster as its
+//!   backend's teardown does (embedded: torn down; k3s: the container removed; kubeconfig: the
+//!   existing cluster left running, and said so), then exits with 130. A `Cluster::up` or a
+//!   backend's acquire in progress stops at its next wait and ends what it started first (the
+//!   thread waits for it, as registration happens under the registry's mutex), as does a
+//!   teardown in progress.
 //!
 //! - The backend comes from one environment variable, `KCA_CLUSTER` (`embedded`, the default;
 //!   `kubeconfig` with `KCA_KUBECONFIG`, `KCA_CRI_ENDPOINT`, `KCA_INSTALL_KYVERNO=1`,
@@ -42,12 +48,36 @@ pub fn lock_path(state_root: &Path) -> PathBuf {
 /// The exclusive cluster lock (held until dropped): the one `cargo xtask lab run` takes.
 pub use xtask::lab_run::ClusterLock;
 
-/// The embedded clusters of this process that are up (name, state root), guarded by the one mutex
-/// that `up`, teardown and the signal thread take, so the signal thread never races them.
-static LIVE: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
+/// One cluster of this process that is up, as the signal thread ends it.
+enum Live {
+    /// An embedded cluster, ended by name (the fixture keeps its [`Cluster`] handle).
+    Embedded {
+        name: String,
+        /// Its state root (the cluster's state dir is `<root>/<name>`).
+        root: PathBuf,
+        /// `target/lab-artifacts/test-<run id>/cluster-<name>/`.
+        artifacts: PathBuf,
+    },
+    /// A kubeconfig or k3s backend's handle, owned here so that the signal thread can end it;
+    /// the fixture refers to it by `id`.
+    Backend {
+        id: u64,
+        handle: xtask::backend::ClusterHandle,
+        /// As for `Embedded`.
+        artifacts: PathBuf,
+    },
+}
 
-/// Starts (once per process) the thread that, on SIGINT, SIGTERM or SIGHUP, tears down every
-/// cluster in [`LIVE`] and exits with 130 (see the module docs).
+/// Every cluster of this process that is up, of every backend, guarded by the one mutex that
+/// `up`/acquire, teardown and the signal thread take, so the signal thread never races them.
+static LIVE: Mutex<Vec<Live>> = Mutex::new(Vec::new());
+
+/// How long the signal thread lets an act with a live fault undo it before it ends the clusters:
+/// [`lab::signals::UNDO_BOUND`] (the acts' own bound) and 5 s to write the evidence.
+const UNDO_WAIT: Duration = Duration::from_secs(lab::signals::UNDO_BOUND.as_secs() + 5);
+
+/// Starts (once per process) the thread that, on SIGINT, SIGTERM or SIGHUP, ends every cluster
+/// in [`LIVE`] ([`end_on_signal`]) and exits with 130 (see the module docs).
 fn guard_signals() {
     static STARTED: std::sync::Once = std::sync::Once::new();
     STARTED.call_once(|| {
@@ -62,13 +92,22 @@ fn guard_signals() {
                         return;
                     }
                 };
-                eprintln!(" • {signal}: tearing down this test process's clusters, then exit 130");
-                let live = LIVE.lock().unwrap_or_else(PoisonError::into_inner);
-                for (name, root) in live.iter() {
-                    match xtask::cluster::down_by_name(name, root) {
-                        Ok(_) => eprintln!("   cluster {name} torn down"),
-                        Err(e) => eprintln!("   teardown of cluster {name} failed: {e:#}"),
+                eprintln!(
+                    " • {signal}: collecting logs and ending this test process's clusters, then exit 130"
+                );
+                let t = Instant::now();
+                if lab::signals::guarded() {
+                    eprintln!("   waiting ≤ {UNDO_WAIT:?} for the act with a live fault to undo it");
+                    while lab::signals::guarded() && t.elapsed() < UNDO_WAIT {
+                        std::thread::sleep(Duration::from_millis(20));
                     }
+                    if lab::signals::guarded() {
+                        eprintln!("   the act still holds its fault after {UNDO_WAIT:?}: its detached healer undoes it");
+                    }
+                }
+                let mut live = LIVE.lock().unwrap_or_else(PoisonError::into_inner);
+                for entry in live.drain(..) {
+                    end_on_signal(entry);
                 }
                 std::process::exit(130);
             });
@@ -78,20 +117,122 @@ fn guard_signals() {
     });
 }
 
-/// Tears `c` down holding [`LIVE`]'s mutex and removes it from the list.
+/// What the signal thread does for one cluster: collect its logs, then end it as its backend's
+/// teardown does; every step says what it did on stderr (errors too: the others still run).
+fn end_on_signal(entry: Live) {
+    match entry {
+        Live::Embedded {
+            name,
+            root,
+            artifacts,
+        } => {
+            match xtask::lab_run::collect_cluster_logs(&root.join(&name), &artifacts) {
+                Ok(()) => eprintln!(
+                    "   logs of cluster {name} collected in {}",
+                    artifacts.join("logs").display()
+                ),
+                Err(e) => eprintln!("   collecting the logs of cluster {name} failed: {e:#}"),
+            }
+            match xtask::cluster::down_by_name(&name, &root) {
+                Ok(_) => eprintln!("   cluster {name} torn down"),
+                Err(e) => eprintln!("   teardown of cluster {name} failed: {e:#}"),
+            }
+        }
+        Live::Backend {
+            handle, artifacts, ..
+        } => {
+            let (backend, name) = (handle.backend, handle.name.clone());
+            match handle.collect_logs(&artifacts) {
+                Ok(true) => eprintln!(
+                    "   logs of the {backend} backend's cluster {name} collected in {}",
+                    artifacts.join("logs").display()
+                ),
+                Ok(false) => eprintln!(
+                    "   the {backend} backend's cluster {name} has no logs of ours to collect"
+                ),
+                Err(e) => eprintln!(
+                    "   collecting the logs of the {backend} backend's cluster {name} failed: {e:#}"
+                ),
+            }
+            let owns = handle.owns_cluster();
+            match handle.teardown() {
+                Ok(()) if owns => eprintln!("   the {backend} backend's cluster {name} ended"),
+                Ok(()) => eprintln!(
+                    "   the {backend} backend's cluster {name} left running (not ours to end)"
+                ),
+                Err(e) => {
+                    eprintln!("   ending the {backend} backend's cluster {name} failed: {e:#}")
+                }
+            }
+        }
+    }
+}
+
+/// Tears `c` down holding [`LIVE`]'s mutex and removes it from the registry.
 fn down_registered(c: Cluster) -> Result<teardown::Report> {
     let mut live = LIVE.lock().unwrap_or_else(PoisonError::into_inner);
     let r = c.down();
-    live.retain(|(name, _)| name != c.name());
+    live.retain(|l| !matches!(l, Live::Embedded { name, .. } if name == c.name()));
     r
+}
+
+/// Takes the backend handle `id` out of [`LIVE`] and ends it (its teardown) holding the mutex;
+/// `Ok` when the signal thread already took it.
+fn end_registered(id: u64) -> Result<()> {
+    let mut live = LIVE.lock().unwrap_or_else(PoisonError::into_inner);
+    let at = live
+        .iter()
+        .position(|l| matches!(l, Live::Backend { id: i, .. } if *i == id));
+    match at.map(|i| live.remove(i)) {
+        Some(Live::Backend { handle, .. }) => handle.teardown(),
+        _ => Ok(()),
+    }
+}
+
+/// `target/lab-artifacts/test-<run id>/cluster-<name>/`: where the fixture leaves a cluster's
+/// diagnostics (a failed `up`) and, on a signal, its component logs.
+fn fixture_artifacts(name: &str) -> PathBuf {
+    xtask::cluster::config::repo_root()
+        .join("target/lab-artifacts")
+        .join(format!("test-{}", xtask::lab_run::run_id()))
+        .join(format!("cluster-{name}"))
+}
+
+/// After `up` or a backend's acquire failed with a signal pending: that step ended what it
+/// started, and the signal thread ends the process's other clusters and exits 130; wait for it
+/// (`live` released first) rather than return an error that could end the process first.
+/// Bounded, in case that thread could not start: then the error is returned.
+fn wait_for_signal_thread(
+    live: std::sync::MutexGuard<'_, Vec<Live>>,
+    e: anyhow::Error,
+    what: &str,
+) -> anyhow::Error {
+    eprintln!("   {what} stopped: {e:#}");
+    drop(live);
+    std::thread::sleep(Duration::from_secs(300));
+    e.context(format!("{what} (interrupted)"))
+}
+
+/// The plain facts of a non-embedded backend's cluster that [`LabCluster`] hands out (the
+/// handle itself lives in [`LIVE`]).
+#[derive(Debug)]
+struct Other {
+    /// Key of the handle in [`LIVE`].
+    id: u64,
+    backend: &'static str,
+    name: String,
+    kubeconfig: PathBuf,
+    cri_endpoint: String,
+    node_name: String,
+    node_uid: String,
 }
 
 /// A fresh embedded cluster owned by one test; torn down on drop.
 #[derive(Debug)]
 pub struct LabCluster {
     cluster: Option<Cluster>,
-    /// The cluster of a non-embedded backend (`KCA_CLUSTER`).
-    other: Option<xtask::backend::ClusterHandle>,
+    /// The cluster of a non-embedded backend (`KCA_CLUSTER`); its handle is in [`LIVE`].
+    other: Option<Other>,
     up_secs: f64,
     _lock: ClusterLock,
 }
@@ -115,28 +256,65 @@ impl LabCluster {
 
     /// [`LabCluster::fresh_with`] for a caller that already holds the cluster lock (e.g. to
     /// snapshot the host before any cluster of the suite exists); the fixture keeps the lock.
+    /// The backend is [`xtask::backend::Backend::from_env`]'s.
     pub fn fresh_locked(opts: UpOptions, lock: ClusterLock) -> Result<LabCluster> {
+        Self::fresh_on(xtask::backend::Backend::from_env()?, opts, lock)
+    }
+
+    /// [`LabCluster::fresh_locked`] on the backend given rather than `KCA_CLUSTER`'s: embedded, a
+    /// fresh cluster from `opts`; otherwise the backend's [`xtask::backend::Backend::acquire`]
+    /// named `opts.name` (only the name of `opts` is used). Either way the cluster is registered
+    /// for the signal thread before this returns.
+    ///
+    /// # Errors
+    /// Not root; the backend's acquire or `up` failed (what they started is ended first).
+    pub fn fresh_on(
+        backend: xtask::backend::Backend,
+        opts: UpOptions,
+        lock: ClusterLock,
+    ) -> Result<LabCluster> {
         xtask::cluster::host::require_root().context("cluster tests need a real cluster")?;
         let t = Instant::now();
-        let backend = xtask::backend::Backend::from_env()?;
+        let artifacts = fixture_artifacts(&opts.name);
+        guard_signals();
         if backend != xtask::backend::Backend::Embedded {
-            let handle = backend
-                .acquire(&opts.name)
-                .with_context(|| format!("{} backend (KCA_CLUSTER)", backend.name()))?;
+            static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            // Held through the acquire, as through `up` below.
+            let mut live = LIVE.lock().unwrap_or_else(PoisonError::into_inner);
+            let handle = match backend.acquire(&opts.name) {
+                Ok(h) => h,
+                Err(e) if lab::signals::pending().is_some() => {
+                    let what = format!("the {} backend's acquire of {}", backend.name(), opts.name);
+                    return Err(wait_for_signal_thread(live, e, &what));
+                }
+                Err(e) => {
+                    return Err(e)
+                        .with_context(|| format!("{} backend (KCA_CLUSTER)", backend.name()));
+                }
+            };
+            let other = Other {
+                id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+                backend: handle.backend,
+                name: handle.name.clone(),
+                kubeconfig: handle.kubeconfig.clone(),
+                cri_endpoint: handle.cri_endpoint.clone(),
+                node_name: handle.node_name.clone(),
+                node_uid: handle.node_uid.clone(),
+            };
+            live.push(Live::Backend {
+                id: other.id,
+                handle,
+                artifacts,
+            });
             return Ok(LabCluster {
                 cluster: None,
-                other: Some(handle),
+                other: Some(other),
                 up_secs: t.elapsed().as_secs_f64(),
                 _lock: lock,
             });
         }
         // A failed `up` leaves its diagnostics (and the daemons' log tails) beside the lab runs'.
-        let diag = xtask::cluster::config::repo_root()
-            .join("target/lab-artifacts")
-            .join(format!("test-{}", xtask::lab_run::run_id()))
-            .join(format!("cluster-{}", opts.name))
-            .join("diagnostics");
-        guard_signals();
+        let diag = artifacts.join("diagnostics");
         let cluster = {
             // Held through `up`: a signal now waits until `up` returns (it stops at its next wait
             // and tears down what it started), then finds the cluster here.
@@ -145,16 +323,8 @@ impl LabCluster {
                 match xtask::lab_run::diagnostics::up_with_diagnostics(opts.clone(), &diag) {
                     Ok(c) => c,
                     Err(e) if lab::signals::pending().is_some() => {
-                        // `up` stopped for the signal and tore down what it started; the signal
-                        // thread tears down the process's other clusters and exits 130: wait for it
-                        // rather than return an error that could end the process first.
-                        eprintln!("   bringing up cluster {} stopped: {e:#}", opts.name);
-                        drop(live);
-                        // Bounded, in case that thread could not start: then the error is returned.
-                        std::thread::sleep(Duration::from_secs(300));
-                        return Err(e).with_context(|| {
-                            format!("bringing up cluster {} (interrupted)", opts.name)
-                        });
+                        let what = format!("bringing up cluster {}", opts.name);
+                        return Err(wait_for_signal_thread(live, e, &what));
                     }
                     Err(e) => {
                         return Err(e)
@@ -165,7 +335,11 @@ impl LabCluster {
                 .state_dir()
                 .parent()
                 .map_or_else(|| opts.state_root.clone(), Path::to_path_buf);
-            live.push((cluster.name().to_owned(), root));
+            live.push(Live::Embedded {
+                name: cluster.name().to_owned(),
+                root,
+                artifacts,
+            });
             cluster
         };
         Ok(LabCluster {
@@ -235,10 +409,11 @@ impl LabCluster {
         self.up_secs
     }
 
-    /// Tears down now; the error lists every step that failed.
+    /// Tears down now (another backend: its teardown; an existing cluster is left running); the
+    /// error lists every step that failed.
     pub fn down(mut self) -> Result<teardown::Report> {
-        if let Some(h) = self.other.take() {
-            h.teardown()?;
+        if let Some(o) = self.other.take() {
+            end_registered(o.id)?;
             return Ok(teardown::Report::default());
         }
         let c = self.cluster.take().expect("cluster present until down");
@@ -248,11 +423,13 @@ impl LabCluster {
 
 impl Drop for LabCluster {
     fn drop(&mut self) {
-        if let Some(h) = self.other.take() {
-            let backend = h.backend;
-            if let Err(e) = h.teardown() {
-                eprintln!("   teardown of the {backend} backend's cluster failed: {e:#}");
-            }
+        if let Some(o) = self.other.take()
+            && let Err(e) = end_registered(o.id)
+        {
+            eprintln!(
+                "   teardown of the {} backend's cluster failed: {e:#}",
+                o.backend
+            );
         }
         if let Some(c) = self.cluster.take() {
             let name = c.name().to_owned();

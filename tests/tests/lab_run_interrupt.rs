@@ -7,6 +7,15 @@
 //! alive, no network namespace, no state record). Time from SIGINT to resumed and to exit are
 //! printed as figures, not asserted.
 //!
+//! The test fixture's rows (a child test process holding `tests::LabCluster`): SIGTERM during
+//! `up` and SIGHUP with the embedded cluster up end in exit 130 with nothing of the cluster left
+//! and, for the cluster that was up, its component logs collected; SIGTERM with the fixture on the
+//! `kubeconfig` backend ends in exit 130 with the existing cluster (an embedded cluster the child
+//! started on its own first, as `cargo xtask cluster up` would) still running, the same processes,
+//! node and Kyverno answering, and the child saying it left it running; the test then tears it
+//! down. The k3s backend's path (its container removed on a signal) needs Docker and is not run
+//! here.
+//!
 //! Custom harness (`harness = false`). The child takes the machine-wide cluster lock itself, so
 //! this test does not take it (run it under `flock /work/cluster.lock` as every cluster test).
 
@@ -31,11 +40,16 @@ const TEARDOWN_BOUND: Duration = Duration::from_secs(3 * 60);
 
 /// The fixture child's cluster name.
 const FIXTURE_CLUSTER: &str = "sigfix";
+/// The existing cluster the kubeconfig fixture child starts on its own.
+const EXISTING_CLUSTER: &str = "sigkcfg";
 
 fn main() {
     let argv: Vec<String> = std::env::args().collect();
     if argv.get(1).map(String::as_str) == Some("--fixture-child") {
         std::process::exit(fixture_child());
+    }
+    if argv.get(1).map(String::as_str) == Some("--fixture-kubeconfig-child") {
+        std::process::exit(fixture_kubeconfig_child());
     }
     let mut args = Arguments::from_args();
     args.test_threads = Some(1);
@@ -56,11 +70,15 @@ fn main() {
             },
         ),
         Trial::test(
-            "fixture_sighup_with_the_cluster_up_tears_down_exits_130",
+            "fixture_sighup_with_the_cluster_up_collects_logs_tears_down_exits_130",
             || {
                 fixture_test(rustix::process::Signal::HUP, "fixture-up")
                     .map_err(|e| Failed::from(format!("{e:#}")))
             },
+        ),
+        Trial::test(
+            "fixture_on_kubeconfig_backend_sigterm_leaves_the_existing_cluster_running_exits_130",
+            || fixture_kubeconfig_test().map_err(|e| Failed::from(format!("{e:#}"))),
         ),
     ];
     libtest_mimic::run(&args, trials).exit();
@@ -82,12 +100,155 @@ fn fixture_child() -> i32 {
     }
 }
 
+/// Child mode: starts cluster [`EXISTING_CLUSTER`] on its own (not through the fixture, as
+/// `cargo xtask cluster up` would), then holds the fixture on the `kubeconfig` backend over it;
+/// prints `fixture-up` and waits (≤ 10 min). The existing cluster is left for the test to end.
+fn fixture_kubeconfig_child() -> i32 {
+    let held = (|| -> Result<tests::LabCluster> {
+        let up = xtask::cluster::UpOptions::new(EXISTING_CLUSTER);
+        let lock = xtask::lab_run::ClusterLock::acquire(&up.state_root)?;
+        let existing = xtask::cluster::Cluster::up(up.clone())
+            .context("starting the existing cluster on its own")?;
+        eprintln!("existing-up");
+        let cri = existing.cri_endpoint();
+        let opts = xtask::backend::kubeconfig::Options::resolve(
+            Some(&existing.kubeconfig()),
+            Some(Path::new(&cri)),
+            false,
+            false,
+            false,
+        )?;
+        tests::LabCluster::fresh_on(xtask::backend::Backend::Kubeconfig(opts), up, lock)
+    })();
+    match held {
+        Ok(c) => {
+            eprintln!("fixture-up");
+            std::thread::sleep(Duration::from_secs(600));
+            drop(c);
+            0
+        }
+        Err(e) => {
+            eprintln!("fixture failed: {e:#}");
+            1
+        }
+    }
+}
+
 /// Starts the fixture child, sends `sig` once its log shows `when`, and requires exit 130 and
-/// nothing of its cluster left (recorded processes, strays, network namespace, record).
+/// nothing of its cluster left (recorded processes, strays, network namespace, record); when the
+/// cluster was up (`when` is `fixture-up`), also its component logs collected where the child says.
 fn fixture_test(sig: rustix::process::Signal, when: &str) -> Result<()> {
     let mut cmd = Command::new(std::env::current_exe()?);
     cmd.arg("--fixture-child");
-    signal_child_test(cmd, FIXTURE_CLUSTER, sig, when)
+    let log = signal_child_test(cmd, FIXTURE_CLUSTER, sig, when)?;
+    if when == "fixture-up" {
+        let prefix = format!("logs of cluster {FIXTURE_CLUSTER} collected in ");
+        let dir = log
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(&prefix))
+            .with_context(|| format!("the child did not say `{prefix}…`:\n{}", last_lines(&log)))?;
+        let logs: Vec<String> = std::fs::read_dir(dir)
+            .with_context(|| format!("reading the collected logs {dir}"))?
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        ensure!(
+            logs.iter().any(|f| f.starts_with("kube-apiserver")),
+            "no kube-apiserver log among the collected logs in {dir}: {logs:?}"
+        );
+        eprintln!("   collected on {sig:?}: {} logs in {dir}", logs.len());
+    }
+    Ok(())
+}
+
+/// Tears cluster `0` down under the cluster lock when dropped (the existing cluster the
+/// kubeconfig row's child leaves running), also when the test fails.
+struct DownAfter(&'static str, PathBuf);
+
+impl Drop for DownAfter {
+    fn drop(&mut self) {
+        if ClusterRecord::load(&self.1.join(self.0)).is_ok_and(|r| r.is_some()) {
+            eprintln!("   tearing down the existing cluster {}", self.0);
+            let _lock = xtask::lab_run::ClusterLock::acquire(&self.1);
+            if let Err(e) = xtask::cluster::down_by_name(self.0, &self.1) {
+                eprintln!("   teardown of {} failed: {e:#}", self.0);
+            }
+        }
+    }
+}
+
+/// The fixture on the kubeconfig backend gets SIGTERM: exit 130, the child says the existing
+/// cluster is left running, and it is: the same processes alive (PID + start time), the same
+/// node, the network namespace there, and the kubeconfig backend acquires it again (Kubernetes
+/// and Kyverno pinned, Kyverno's webhook answering). Then the test tears it down and requires
+/// nothing of it left.
+fn fixture_kubeconfig_test() -> Result<()> {
+    xtask::cluster::host::require_root().context("this test runs a real cluster")?;
+    let state_root = xtask::cluster::UpOptions::new(EXISTING_CLUSTER).state_root;
+    let _down = DownAfter(EXISTING_CLUSTER, state_root.clone());
+    let mut cmd = Command::new(std::env::current_exe()?);
+    cmd.arg("--fixture-kubeconfig-child");
+    let sig = rustix::process::Signal::TERM;
+    let (status, log, record) =
+        signal_child(cmd, EXISTING_CLUSTER, sig, "fixture-up", &state_root)?;
+    let tail = last_lines(&log);
+    ensure!(
+        status.code() == Some(130),
+        "exit 130 expected, got {status}:\n{tail}"
+    );
+    let said = format!("the kubeconfig backend's cluster {EXISTING_CLUSTER} left running");
+    ensure!(
+        log.contains(&said),
+        "the child should say `{said}`:\n{tail}"
+    );
+
+    // Still up: nothing ended, nothing restarted.
+    let lock = xtask::lab_run::ClusterLock::acquire(&state_root)?;
+    let dead: Vec<_> = record
+        .processes
+        .iter()
+        .filter(|p| !p.alive())
+        .map(|p| &p.name)
+        .collect();
+    ensure!(
+        dead.is_empty(),
+        "processes of the existing cluster ended by the signal:{dead:?}\n{tail}"
+    );
+    let status = xtask::cluster::Cluster::status(EXISTING_CLUSTER, &state_root)?;
+    ensure!(
+        status.state == "running" && status.netns_exists && status.node_uid == record.node_uid,
+        "the existing cluster should run on, as before: {status:?}"
+    );
+    let existing = xtask::cluster::Cluster::load(EXISTING_CLUSTER, &state_root)?
+        .context("the existing cluster's record is gone")?;
+    let cri = existing.cri_endpoint();
+    let opts = xtask::backend::kubeconfig::Options::resolve(
+        Some(&existing.kubeconfig()),
+        Some(Path::new(&cri)),
+        false,
+        false,
+        false,
+    )?;
+    let t = Instant::now();
+    let again = xtask::backend::Backend::Kubeconfig(opts)
+        .acquire(EXISTING_CLUSTER)
+        .context("acquiring the existing cluster again after the signal")?;
+    eprintln!(
+        "   figure: the existing cluster acquired again (Kyverno answering) {} ms after the check began",
+        t.elapsed().as_millis()
+    );
+    ensure!(
+        Some(&again.node_uid) == record.node_uid.as_ref(),
+        "acquired again, node uid {} should be {:?}",
+        again.node_uid,
+        record.node_uid
+    );
+    again.teardown()?;
+
+    // The test ends it, and nothing of it is left.
+    existing.down()?;
+    drop(lock);
+    ensure_gone(&record, &state_root, EXISTING_CLUSTER, &tail)
 }
 
 /// `xtask lab run --lab b` gets SIGINT during `cluster up` (its first bounded wait): `up` stops
@@ -101,20 +262,40 @@ fn lab_run_during_up_test() -> Result<()> {
             chrono::Utc::now().format("%Y%m%dT%H%M%S%3fZ")
         ))
         .current_dir(xtask::cluster::config::repo_root());
-    signal_child_test(cmd, "labb", rustix::process::Signal::INT, "waiting ≤")
+    signal_child_test(cmd, "labb", rustix::process::Signal::INT, "waiting ≤").map(drop)
 }
 
 /// Starts `cmd` (which brings cluster `cluster` up under the default state root), sends `sig`
 /// once its log shows `when`, and requires exit 130 and nothing of the cluster left (recorded
-/// processes, strays, network namespace, record).
+/// processes, strays, network namespace, record). Returns the child's whole log.
 fn signal_child_test(
+    cmd: Command,
+    cluster: &'static str,
+    sig: rustix::process::Signal,
+    when: &str,
+) -> Result<String> {
+    xtask::cluster::host::require_root().context("this test runs a real cluster")?;
+    let state_root = xtask::cluster::UpOptions::new(cluster).state_root;
+    let (status, log, record) = signal_child(cmd, cluster, sig, when, &state_root)?;
+    let tail = last_lines(&log);
+    ensure!(
+        status.code() == Some(130),
+        "exit 130 expected, got {status}:\n{tail}"
+    );
+    ensure_gone(&record, &state_root, cluster, &tail)?;
+    Ok(log)
+}
+
+/// Starts `cmd` (which brings cluster `cluster` up under `state_root`), sends `sig` once its log
+/// shows `when` and waits (≤ [`EXIT_BOUND`]) until it exits. Returns its exit status, its whole
+/// log and the cluster's record as it was when the signal was sent.
+fn signal_child(
     mut cmd: Command,
     cluster: &'static str,
     sig: rustix::process::Signal,
     when: &str,
-) -> Result<()> {
-    xtask::cluster::host::require_root().context("this test runs a real cluster")?;
-    let state_root = xtask::cluster::UpOptions::new(cluster).state_root;
+    state_root: &Path,
+) -> Result<(std::process::ExitStatus, String, ClusterRecord)> {
     let dir = xtask::cluster::config::default_state_root().join(format!(
         "signal-{cluster}-{}",
         chrono::Utc::now().format("%Y%m%dT%H%M%S%3fZ")
@@ -130,7 +311,7 @@ fn signal_child_test(
     let mut run = Run {
         child: Some(child),
         log: log.clone(),
-        state_root: state_root.clone(),
+        state_root: state_root.to_path_buf(),
         cluster,
     };
     let t0 = Instant::now();
@@ -169,12 +350,20 @@ fn signal_child_test(
         "   figure: {cluster}: the child exited {} ms after {sig:?} at `{when}` ({status})",
         t_sig.elapsed().as_millis()
     );
-    let tail = run.tail();
+    let log = std::fs::read_to_string(&run.log)?;
     run.child = None;
-    ensure!(
-        status.code() == Some(130),
-        "exit 130 expected, got {status}:\n{tail}"
-    );
+    Ok((status, log, record))
+}
+
+/// The last 40 lines of `log` (for error messages).
+fn last_lines(log: &str) -> String {
+    let lines: Vec<&str> = log.lines().collect();
+    lines[lines.len().saturating_sub(40)..].join("\n")
+}
+
+/// Nothing of `cluster` is left: none of its recorded processes or strays alive, no network
+/// namespace, no state record.
+fn ensure_gone(record: &ClusterRecord, state_root: &Path, cluster: &str, tail: &str) -> Result<()> {
     let alive: Vec<_> = record
         .processes
         .iter()
@@ -185,7 +374,7 @@ fn signal_child_test(
         alive.is_empty(),
         "processes of {cluster} still alive: {alive:?}"
     );
-    let strays = xtask::cluster::teardown::stray_pids(&record);
+    let strays = xtask::cluster::teardown::stray_pids(record);
     ensure!(strays.is_empty(), "stray processes: {strays:?}");
     ensure!(
         !xtask::cluster::netns::exists(&record.netns),

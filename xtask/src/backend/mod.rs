@@ -310,6 +310,29 @@ impl ClusterHandle {
         }
     }
 
+    /// Whether [`ClusterHandle::teardown`] ends the cluster: `true` for the embedded cluster and
+    /// the k3s container this handle started, `false` for the kubeconfig backend's existing
+    /// cluster (never torn down).
+    pub fn owns_cluster(&self) -> bool {
+        !matches!(self.owned, Owned::Nothing)
+    }
+
+    /// Copies the cluster's component logs into `<artifacts>/logs/` before a teardown: writes
+    /// what the backend keeps in memory first ([`ClusterHandle::write_logs`], k3s), then the
+    /// files of [`ClusterHandle::logs_dir`] and, on the embedded node, the API server's audit log
+    /// ([`crate::lab_run::collect_cluster_logs`]). Returns whether there were logs to collect
+    /// (`false` on the kubeconfig backend: it has no logs of the existing cluster). Used by
+    /// `cargo xtask lab run` and by the test fixture's signal thread.
+    ///
+    /// Errors: writing or copying a log (naming the file).
+    pub fn collect_logs(&self, artifacts: &Path) -> Result<bool> {
+        self.write_logs()?;
+        match self.logs_dir.as_deref().and_then(Path::parent) {
+            Some(state) => crate::lab_run::collect_cluster_logs(state, artifacts).map(|()| true),
+            None => Ok(false),
+        }
+    }
+
     /// Keeps the cluster running and says how to end it later.
     pub fn retain(self) {
         match self.owned {

@@ -850,12 +850,7 @@ fn run_lab_on_backend(opts: &RunOptions, name: &str, artifacts: &Path) -> Result
         daemon_logs: None,
         registration_bound: lab::labs::common::REGISTRATION_BOUND,
     });
-    let collected = handle.write_logs().and_then(|()| {
-        match handle.logs_dir.as_deref().and_then(Path::parent) {
-            Some(state) => collect_cluster_logs(state, artifacts),
-            None => Ok(()),
-        }
-    });
+    let collected = handle.collect_logs(artifacts);
     if opts.retain {
         handle.retain();
     } else {
