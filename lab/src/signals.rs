@@ -65,11 +65,21 @@ pub async fn received() -> &'static str {
 /// is dropped at once. Either way the result is [`LabError::Interrupted`] (exit code 130) naming
 /// the signal and `act` (0 for a command that is not an act), unless the act's own error (which
 /// already says what was healed) came first. Used by the lab tool and `cargo xtask lab run`.
+///
+/// An act's fault section stays guarded until the act ends, not only while it waits in
+/// [`crate::labs::common::or_signal`] ([`keep_until_act_ends`]): the signal can land during a poll
+/// of the act, after this function looked for it, so that the act sees it first, leaves
+/// `or_signal` and yields in its exit path (the undo, the evidence) before this function sees the
+/// signal; the act is then still guarded and is given its [`UNDO_BOUND`] (issue 12; the race was
+/// seen in `lab_run_interrupt` on 2026-12-01 and is reproduced by
+/// `lab/tests/signal_after_or_signal.rs`).
 pub async fn until_signal<T>(
     fut: impl std::future::Future<Output = Result<T, LabError>>,
     act: u8,
 ) -> Result<T, LabError> {
     install();
+    // The guards the act hands over are dropped with this scope: when the act ends or is dropped.
+    let fut = KEPT.scope(std::cell::RefCell::new(Vec::new()), fut);
     let mut fut = std::pin::pin!(fut);
     tokio::select! {
         // A signal already pending wins: the command does not start.
@@ -129,6 +139,19 @@ impl Drop for Guard {
     fn drop(&mut self) {
         GUARDED.fetch_sub(1, Ordering::SeqCst);
     }
+}
+
+tokio::task_local! {
+    /// The guards handed over by the act that [`until_signal`] runs ([`keep_until_act_ends`]).
+    static KEPT: std::cell::RefCell<Vec<Guard>>;
+}
+
+/// Keeps `guard` until the act that [`until_signal`] runs ends (completes or is dropped), so that
+/// the act's exit path after its fault section stays guarded; outside `until_signal` the guard is
+/// dropped at once.
+pub fn keep_until_act_ends(guard: Guard) {
+    // On `Err` (no `until_signal` scope) the closure, and the guard in it, are dropped.
+    let _ = KEPT.try_with(move |kept| kept.borrow_mut().push(guard));
 }
 
 /// Whether a section that handles signals itself is running.

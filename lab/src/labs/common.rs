@@ -536,19 +536,23 @@ pub fn describe_indented(ui: &Ui, label: Text, r: &RequestRecord) -> String {
 /// Runs `fut` unless a SIGINT, SIGTERM or SIGHUP arrives first (the process-wide handler of
 /// [`crate::signals`]); then returns the signal's name and `fut` is dropped (a live [`Freeze`]
 /// resumes in its `Drop`). While it runs, the caller is marked as handling signals itself
-/// ([`crate::signals::Guard`]), so the command's outer handler lets it finish its undo.
+/// ([`crate::signals::Guard`]), so the command's outer handler lets it finish its undo; the mark
+/// stays until the act ends ([`crate::signals::keep_until_act_ends`]), so the act's exit path
+/// after this (the undo, the evidence) is never cut short either.
 ///
 /// [`Freeze`]: crate::faults::freeze::Freeze
 pub async fn or_signal<T>(fut: impl Future<Output = T>) -> Result<T, &'static str> {
-    let _guard = crate::signals::Guard::new();
+    let guard = crate::signals::Guard::new();
     crate::signals::install();
-    if let Some(s) = crate::signals::pending() {
-        return Err(s);
-    }
-    tokio::select! {
-        v = fut => Ok(v),
-        s = crate::signals::received() => Err(s),
-    }
+    let r = match crate::signals::pending() {
+        Some(s) => Err(s),
+        None => tokio::select! {
+            v = fut => Ok(v),
+            s = crate::signals::received() => Err(s),
+        },
+    };
+    crate::signals::keep_until_act_ends(guard);
+    r
 }
 
 /// `inspect`'s report (printed as JSON on stdout).
