@@ -198,6 +198,16 @@ fn tampering_with_the_recorded_run_is_caught() {
             ));
         });
     }
+    // The process after the fault in the same container as the frozen one must be the frozen
+    // process (acts 5 and 6).
+    for act in [5, 6] {
+        flagged(act, Code::IdentityChanged, |f| {
+            facts(f, act)["identity_after"]["pid"] = json!(9999)
+        });
+        flagged(act, Code::IdentityChanged, |f| {
+            facts(f, act)["identity_after"]["pid_start_time_ticks"] = json!(1)
+        });
+    }
     // ... a refusal whose Status body says Success, or another reason than the record's.
     flagged(3, Code::RawMismatch, |f| {
         facts(f, 3)["bad"]["raw_response"]["status"] = json!("Success")

@@ -380,6 +380,23 @@ fn freeze_run(
                 )
             },
         );
+        // The same container is the same process: the frozen process is the container's main
+        // process, which cannot be replaced without the container ending (kubelet then starts a
+        // new container, with a new ID). So the same container ID with another PID, start time
+        // or pod contradicts itself.
+        g.check(
+            new_container || after == &w.identity,
+            Code::IdentityChanged,
+            format!("{s}.identity_after"),
+            || {
+                format!(
+                    "container {} is the frozen one, but the process after the fault is {} (frozen: {})",
+                    after.container_id,
+                    super::abbreviate(&serde_json::to_value(after).unwrap_or_default()),
+                    super::abbreviate(&serde_json::to_value(&w.identity).unwrap_or_default())
+                )
+            },
+        );
     }
     if let (Some(ms), Some(d)) = (run.first_deny_after_resume_ms, &run.first_explicit_deny) {
         let measured = match (
