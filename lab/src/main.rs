@@ -11,7 +11,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use lab::error::LabError;
 use lab::evidence::Lab;
@@ -132,7 +132,9 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // `--help` speaks the language the messages will (`messages::localize_help`).
+    let help = messages::localize_help(Cli::command(), help_lang(std::env::args_os().skip(1)));
+    let cli = Cli::from_arg_matches(&help.get_matches()).unwrap_or_else(|e| e.exit());
     match &cli.command {
         Command::HealerFreeze { args } => return code(lab::faults::freeze::healer_main(args)),
         Command::WatcherScale { args } => return code(lab::faults::scale::watcher_main(args)),
@@ -160,6 +162,16 @@ fn main() -> ExitCode {
             code(e.exit_code())
         }
     }
+}
+
+/// The language `--lang` asks for among the command-line arguments (`--lang en`, `--lang=en`),
+/// read before clap parses them so that `--help` can follow it; Japanese unless `en` is given.
+fn help_lang(args: impl Iterator<Item = std::ffi::OsString>) -> Lang {
+    let args: Vec<String> = args.map(|a| a.to_string_lossy().into_owned()).collect();
+    let en = args.iter().enumerate().any(|(i, a)| {
+        a == "--lang=en" || (a == "--lang" && args.get(i + 1).is_some_and(|v| v == "en"))
+    });
+    if en { Lang::En } else { Lang::Ja }
 }
 
 /// `act N`'s parser: an act number of some lab ([`lab::acts::max_count`]); `run_act` refuses one
@@ -525,3 +537,31 @@ fn act_diagnostics(cli: &Cli, rt: &tokio::runtime::Runtime, lab: Lab, act: u8, e
 
 // The lab tool's commands run under the process-wide signal handler (lab::signals::until_signal).
 use lab::signals::until_signal;
+
+#[cfg(test)]
+mod help_tests {
+    use super::*;
+
+    /// Every visible command and argument of the tool has its Japanese `--help` text: a command or
+    /// option added without one is named here.
+    #[test]
+    fn every_command_and_argument_has_japanese_help() {
+        assert_eq!(
+            messages::help_untranslated(Cli::command()),
+            Vec::<String>::new()
+        );
+        // The check sees the tool's commands and arguments (it cannot pass on an empty walk).
+        let mut all = Cli::command();
+        all.build();
+        assert!(all.get_subcommands().any(|s| s.get_name() == "check"));
+    }
+
+    #[test]
+    fn help_follows_lang() {
+        let lang = |args: &[&str]| help_lang(args.iter().map(std::ffi::OsString::from));
+        assert_eq!(lang(&["--help"]), Lang::Ja);
+        assert_eq!(lang(&["--lang", "en", "--help"]), Lang::En);
+        assert_eq!(lang(&["check", "--help", "--lang=en"]), Lang::En);
+        assert_eq!(lang(&["--lang", "ja", "act", "-h"]), Lang::Ja);
+    }
+}

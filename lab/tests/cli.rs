@@ -455,6 +455,62 @@ fn registration_bound_is_an_option_in_whole_seconds_from_1_to_3600() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 }
 
+/// `--help` speaks Japanese by default and English with `--lang en`, for the tool and for a
+/// command, long and short.
+#[test]
+fn help_follows_lang() {
+    let tmp = tempfile::tempdir().unwrap();
+    let help = |args: &[&str]| {
+        let out = run(tmp.path(), args);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        text(&out.stdout)
+    };
+    let ja = help(&["--help"]);
+    for want in [
+        "使い方: kca-webhook-lab",
+        "コマンド:",
+        "オプション:",
+        "入力ファイルを 1 つ、オフラインで検証します",
+        "メッセージの言語",
+        "ヘルプを表示します",
+    ] {
+        assert!(ja.contains(want), "{want}: {ja}");
+    }
+    assert!(!ja.contains("Validate one input file offline"), "{ja}");
+    for args in [
+        &["check", "--help"][..],
+        &["check", "-h"],
+        &["help", "check"],
+    ] {
+        let ja = help(args);
+        assert!(
+            ja.contains("引数:") && ja.contains("名前でどの入力かが決まります"),
+            "{args:?}: {ja}"
+        );
+        assert!(
+            ja.contains("作業ディレクトリ (入力ファイルと evidence/)"),
+            "{ja}"
+        );
+    }
+    for args in [
+        &["--lang", "en", "--help"][..],
+        &["--lang=en", "check", "--help"],
+        &["check", "-h", "--lang", "en"],
+    ] {
+        let en = help(args);
+        assert!(en.contains("Usage: kca-webhook-lab"), "{args:?}: {en}");
+        assert!(
+            en.contains("Validate one input file offline") && !en.contains("使い方"),
+            "{args:?}: {en}"
+        );
+    }
+}
+
 #[test]
 fn internal_subcommands_are_hidden() {
     let tmp = tempfile::tempdir().unwrap();
