@@ -742,7 +742,7 @@ const HELP_JA: &[(&str, &str, &str)] = &[
 ];
 
 /// The student tool's `--help` in `lang`: for [`Lang::En`] `cmd` as it is (its doc comments); for
-/// [`Lang::Ja`] every description from [`HELP_JA`], clap's headings and usage line in Japanese, and
+/// [`Lang::Ja`] every description from `HELP_JA`, clap's headings and usage line in Japanese, and
 /// the possible values written into the help of the arguments that have them. `cmd` is built
 /// first (`Command::build`: global arguments propagated, the help flags and the `help` subcommand
 /// added), so those are translated too. What clap adds in brackets (`[default: …]`, `[env: …]`)
