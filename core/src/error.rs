@@ -20,6 +20,12 @@ pub struct InputIssue {
     pub expected: String,
     /// What the file holds there, e.g. `"KCA_ENV"` or `field "foo"` or `nothing`.
     pub found: String,
+    /// For a well-formed value that is not the live cluster's or the evidence's (the bound-field
+    /// checks of [`crate::inputs`]): where the right value comes from. `None` for every other
+    /// problem (a malformed file, a wrong fixed value). The graders tell a UID or digest mismatch
+    /// from an invalid input by it.
+    #[serde(skip)]
+    pub mismatch: Option<crate::inputs::Source>,
 }
 
 impl std::fmt::Display for InputIssue {
@@ -178,6 +184,7 @@ impl LabError {
                 json_path: json_path.into(),
                 expected: expected.into(),
                 found: found.into(),
+                mismatch: None,
             }],
         }
     }

@@ -839,7 +839,19 @@ fn check_bound_fields(
                 ctx.evidence_digests.get(&act),
             ),
         };
-        check_eq(file, issues, path, &what, expected, found);
+        if let Some(expected) = expected
+            && expected != found
+        {
+            issues.push(InputIssue {
+                mismatch: Some(source),
+                ..issue(
+                    file,
+                    path,
+                    format!("{expected:?} ({what})"),
+                    format!("{found:?}"),
+                )
+            });
+        }
     }
 }
 
@@ -854,26 +866,7 @@ fn issue(
         json_path: path.to_owned(),
         expected: expected.into(),
         found: found.into(),
-    }
-}
-
-fn check_eq(
-    file: InputFile,
-    issues: &mut Vec<InputIssue>,
-    path: &str,
-    what: &str,
-    expected: Option<&String>,
-    found: &str,
-) {
-    if let Some(expected) = expected
-        && expected != found
-    {
-        issues.push(issue(
-            file,
-            path,
-            format!("{expected:?} ({what})"),
-            format!("{found:?}"),
-        ));
+        mismatch: None,
     }
 }
 

@@ -65,6 +65,7 @@ impl JsonProblem {
             json_path: self.json_path.clone(),
             expected: self.expected.clone(),
             found: self.found.clone(),
+            mismatch: None,
         }
     }
 }

@@ -406,3 +406,35 @@ fn observations_beside_claims_are_cross_checked() {
         facts(f, 7)["policy_uid"] = json!("00000000-0000-4000-8000-00000000cafe")
     });
 }
+
+/// A bound field of the wrong shape, or an unknown member whose "allowed" list names `node_uid`,
+/// is an input-invalid finding, not a UID or digest mismatch: those codes are for a well-formed
+/// value that is not the live one or the evidence's.
+#[test]
+fn a_wrong_shape_is_input_invalid_not_a_mismatch() {
+    let (_tmp, gi) = load(|f| {
+        let plan = f
+            .get_mut("freeze-plan.json")
+            .unwrap()
+            .as_object_mut()
+            .unwrap();
+        plan.remove("node_uid");
+        plan.insert("comment".into(), json!("x"));
+        plan.insert("evidence_sha256".into(), json!("ABC"));
+    });
+    let f = grade::grade(Lab::B, 4, &gi);
+    let text = lab::messages::findings(Lang::En, &f);
+    assert!(f.has(Code::InputInvalid), "{text}");
+    assert!(
+        !f.has(Code::UidMismatch) && !f.has(Code::DigestMismatch),
+        "{text}"
+    );
+    // A well-formed value that is not the live one still is a mismatch.
+    flagged(4, Code::UidMismatch, |f| {
+        f.get_mut("freeze-plan.json").unwrap()["node_uid"] =
+            json!("00000000-0000-4000-8000-00000000cafe")
+    });
+    flagged(4, Code::DigestMismatch, |f| {
+        f.get_mut("freeze-plan.json").unwrap()["evidence_sha256"] = json!("f".repeat(64))
+    });
+}

@@ -510,14 +510,12 @@ impl<'a> G<'a> {
             Ok(t) => Some(t),
             Err(crate::error::LabError::InputInvalid { issues }) => {
                 for i in issues {
-                    let code = if i.json_path.ends_with("sha256")
-                        && i.expected.contains("digest of evidence")
-                    {
-                        Code::DigestMismatch
-                    } else if i.expected.contains("uid") && !i.expected.starts_with("a UID") {
-                        Code::UidMismatch
-                    } else {
-                        Code::InputInvalid
+                    // Only a well-formed value that differs from the live one or the evidence's
+                    // is a mismatch; a missing, unknown or malformed field is invalid input.
+                    let code = match i.mismatch {
+                        Some(inputs::Source::Digest(_)) => Code::DigestMismatch,
+                        Some(_) => Code::UidMismatch,
+                        None => Code::InputInvalid,
                     };
                     self.flag(
                         code,
