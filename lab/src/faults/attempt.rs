@@ -364,7 +364,7 @@ pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), Lab
     Ok(())
 }
 
-/// Reads one JSON file of an attempt.
+/// Reads one JSON file of an attempt or a fault directory (a plan, ledger, record).
 pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, LabError> {
     let bytes = std::fs::read(path).map_err(LabError::io(path))?;
     serde_json::from_slice(&bytes).map_err(|e| LabError::Io {

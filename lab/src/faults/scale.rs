@@ -436,14 +436,8 @@ pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     Ok(())
 }
 
-/// Reads one JSON file of a fault directory.
-pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
-    let bytes = std::fs::read(path).map_err(LabError::io(path))?;
-    serde_json::from_slice(&bytes).map_err(|e| LabError::Io {
-        path: path.to_path_buf(),
-        source: std::io::Error::new(std::io::ErrorKind::InvalidData, format!("parsing: {e}")),
-    })
-}
+/// Reads one JSON file of a fault directory: the attempts' one reader.
+pub use crate::faults::attempt::read_json;
 
 /// Paths inside one fault directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
