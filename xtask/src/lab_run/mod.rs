@@ -727,7 +727,7 @@ impl RunReport {
                 g.checks,
                 g.findings
                     .iter()
-                    .map(|f| format!("\n      {} {}: {}", f.code.as_str(), f.subject, f.detail))
+                    .map(|f| format!("\n      {}", f.message(lab::messages::Lang::En)))
                     .collect::<String>()
             ));
         }
@@ -1201,6 +1201,58 @@ mod cargo_env_tests {
                 "{v} is the user's setting and is kept"
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod summary_tests {
+    use super::RunReport;
+    use lab::evidence::Lab;
+    use lab::grade::{Code, Finding, Findings};
+
+    /// A finding without particulars (`evidence-missing`) says what its code means, and the one with
+    /// particulars keeps them: no line ends in an empty detail.
+    #[test]
+    fn each_finding_says_what_its_code_means() {
+        let finding = |code, detail: &str| Finding {
+            code,
+            subject: "evidence/05.json".into(),
+            detail: detail.into(),
+        };
+        let report = RunReport {
+            lab: Lab::B,
+            acts: Vec::new(),
+            grades: vec![Findings {
+                lab: Lab::B,
+                act: 5,
+                checks: 2,
+                findings: vec![
+                    finding(Code::EvidenceMissing, ""),
+                    finding(Code::InputInvalid, "expected 20, found \"20\""),
+                ],
+                notes: Vec::new(),
+            }],
+            artifacts: "/tmp/a".into(),
+            diagnostics: None,
+            interrupted: None,
+        };
+        let s = report.summary();
+        assert!(
+            s.contains(
+                "\n      [evidence-missing] evidence/05.json: evidence file missing (run the act first)\n"
+            ),
+            "{s}"
+        );
+        assert!(
+            s.contains(
+                "[input-invalid] evidence/05.json: input file invalid (expected 20, found \"20\")"
+            ),
+            "{s}"
+        );
+        assert!(
+            s.lines().all(|l| !l.ends_with(": ") && !l.ends_with("()")),
+            "{s}"
+        );
     }
 }
 
