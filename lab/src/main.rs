@@ -141,7 +141,9 @@ fn main() -> ExitCode {
         _ => {}
     }
     let lang = cli.lang;
-    match run(&cli) {
+    let workdir = Workdir::new(&cli.workdir);
+    let lab = cli.lab.unwrap_or_else(|| lab_of(&workdir));
+    match run(&cli, &workdir, lab) {
         Ok(c) => code(c),
         Err(e) => {
             // A missing file is named by its full path.
@@ -156,7 +158,7 @@ fn main() -> ExitCode {
                 messages::error_prefix(lang),
                 messages::error_text(lang, &e)
             );
-            if let Some(hint) = missing_input_hint(&cli, &e) {
+            if let Some(hint) = missing_input_hint(&cli, &workdir, lab, &e) {
                 eprintln!("{hint}");
             }
             code(e.exit_code())
@@ -188,16 +190,15 @@ fn code(c: i32) -> ExitCode {
     ExitCode::from(u8::try_from(c).unwrap_or(1))
 }
 
-/// Runs one command; returns the exit code (0 ok, 1 findings).
-fn run(cli: &Cli) -> Result<i32, LabError> {
-    let workdir = Workdir::new(&cli.workdir);
-    let lab = cli.lab.unwrap_or_else(|| lab_of(&workdir));
+/// Runs one command in `workdir` for `lab` (`--lab`, else [`lab_of`]); returns the exit code (0 ok,
+/// 1 findings).
+fn run(cli: &Cli, workdir: &Workdir, lab: Lab) -> Result<i32, LabError> {
     match &cli.command {
         Command::Inspect { .. } | Command::Act { .. } | Command::Heal => {
-            cluster_command(cli, lab, &workdir)
+            cluster_command(cli, lab, workdir)
         }
         Command::Grade { which } => {
-            let input = GradeInput::load(&workdir, lab);
+            let input = GradeInput::load(workdir, lab);
             let results = match which.as_str() {
                 "all" => grade::grade_all(lab, &input),
                 n => match n.parse::<u8>().ok().and_then(|a| lab::acts::spec(lab, a)) {
@@ -239,9 +240,9 @@ fn run(cli: &Cli) -> Result<i32, LabError> {
             let name = file.to_string_lossy();
             let kind = InputFile::from_name(lab, &name)
                 .ok_or_else(|| unknown_input(cli.lang, lab, &name))?;
-            let file = &check_path(file, &workdir, kind);
+            let file = &check_path(file, workdir, kind);
             let value = read_json_input(file, kind.file_name())?;
-            let (ctx, complete) = offline_context(&workdir, lab, kind, file);
+            let (ctx, complete) = offline_context(workdir, lab, kind, file);
             inputs::validate(kind, &value, &ctx)?;
             out(&messages::check_ok(cli.lang, kind.file_name(), !complete));
             Ok(0)
@@ -258,7 +259,7 @@ fn run(cli: &Cli) -> Result<i32, LabError> {
             let path = path
                 .clone()
                 .unwrap_or_else(|| workdir.root().join("report.html"));
-            let input = GradeInput::load(&workdir, lab);
+            let input = GradeInput::load(workdir, lab);
             let grades = grade::grade_all(lab, &input);
             // The newest diagnostics a failed act left (`<workdir>/diagnostics/act-NN/`).
             let diag = lab::diagnostics::latest_in_workdir(workdir.root()).map(|(d, s)| {
@@ -321,13 +322,12 @@ fn is_bare_name(file: &std::path::Path) -> bool {
 }
 
 /// After `act N` or `check FILE` failed on a missing input file: what to do next
-/// ([`messages::input_missing_hint`]); `None` for any other error or command.
-fn missing_input_hint(cli: &Cli, e: &LabError) -> Option<String> {
+/// ([`messages::input_missing_hint`]), for the `workdir` and `lab` the command ran with (paths
+/// shown absolute); `None` for any other error or command.
+fn missing_input_hint(cli: &Cli, workdir: &Workdir, lab: Lab, e: &LabError) -> Option<String> {
     let LabError::InputMissing { path } = e else {
         return None;
     };
-    let workdir = Workdir::new(std::path::absolute(&cli.workdir).unwrap_or(cli.workdir.clone()));
-    let lab = cli.lab.unwrap_or_else(|| lab_of(&workdir));
     let file = InputFile::from_name(lab, &path.to_string_lossy())?;
     let also_tried = match &cli.command {
         Command::Act { .. } => None,
@@ -335,11 +335,12 @@ fn missing_input_hint(cli: &Cli, e: &LabError) -> Option<String> {
         Command::Check { .. } => None,
         _ => return None,
     };
+    let absolute = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_owned());
     Some(messages::input_missing_hint(
         cli.lang,
         file,
-        workdir.root(),
-        also_tried.as_deref(),
+        &absolute(workdir.root()),
+        also_tried.as_deref().map(absolute).as_deref(),
     ))
 }
 

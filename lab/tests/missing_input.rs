@@ -84,6 +84,31 @@ fn act_without_its_input_says_what_to_write() {
             }
         }
     }
+    // A relative --workdir: the hint names the full paths too.
+    let out = run(
+        tmp.path(),
+        Path::new("wd"),
+        &["--lab", "b", "--lang", "en", "act", "1"],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("from the work directory {};", wd.display())),
+        "{err}"
+    );
+    let out = run(
+        tmp.path(),
+        Path::new("wd"),
+        &["--lab", "b", "--lang", "en", "check", "scope"],
+    );
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "also looked for {}: ",
+            wd.join("scope.json").display()
+        )),
+        "{err}"
+    );
     // Nothing was written.
     assert_eq!(std::fs::read_dir(&wd).unwrap().count(), 0);
 }
