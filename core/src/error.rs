@@ -26,6 +26,11 @@ pub struct InputIssue {
     /// from an invalid input by it.
     #[serde(skip)]
     pub mismatch: Option<crate::inputs::Source>,
+    /// `expected` and `found` in Japanese ([`crate::messages::said`]), when the check that found
+    /// the problem words it in both languages; `None` shows the English ones in Japanese output too
+    /// (e.g. the reader's RFC texts).
+    #[serde(skip)]
+    pub ja: Option<(String, String)>,
 }
 
 impl std::fmt::Display for InputIssue {
@@ -185,6 +190,7 @@ impl LabError {
                 expected: expected.into(),
                 found: found.into(),
                 mismatch: None,
+                ja: None,
             }],
         }
     }

@@ -29,6 +29,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::error::{InputIssue, LabError};
 use crate::evidence::Lab;
 use crate::json::{json_path, push_key};
+use crate::messages::{Words, said};
 
 /// One kind of student input file. `report.json` differs between the labs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -809,52 +810,41 @@ fn check_bound_fields(
         let Some(found) = crate::json::value_at(raw, path).and_then(|v| v.as_str()) else {
             continue;
         };
-        let (what, expected) = match source {
-            Source::NodeUid => ("live node uid".to_owned(), ctx.node_uid.as_ref()),
+        let expected = match source {
+            Source::NodeUid => ctx.node_uid.as_ref(),
             Source::NamespaceUid(ns) => match &ctx.namespaces {
                 Some(live) if !live.contains_key(ns) => {
-                    issues.push(issue(
+                    issues.push(said_issue(
                         file,
                         path,
-                        format!("a namespace {ns} on the cluster"),
-                        "none",
+                        said::namespace_on_cluster(ns),
+                        said::none(),
                     ));
                     continue;
                 }
-                live => (
-                    format!("live uid of namespace {ns}"),
-                    live.as_ref().and_then(|m| m.get(ns)),
-                ),
+                live => live.as_ref().and_then(|m| m.get(ns)),
             },
-            Source::DeploymentUid => (
-                "live uid of deployment kyverno-admission-controller".to_owned(),
-                ctx.deployment_uid.as_ref(),
-            ),
-            Source::PolicyUid => (
-                "facts.policy.metadata.uid of evidence/02.json".to_owned(),
-                ctx.policy_uid.as_ref(),
-            ),
-            Source::Digest(act) => (
-                format!("canonical digest of evidence/{act:02}.json"),
-                ctx.evidence_digests.get(&act),
-            ),
+            Source::DeploymentUid => ctx.deployment_uid.as_ref(),
+            Source::PolicyUid => ctx.policy_uid.as_ref(),
+            Source::Digest(act) => ctx.evidence_digests.get(&act),
         };
         if let Some(expected) = expected
             && expected != found
         {
             issues.push(InputIssue {
                 mismatch: Some(source),
-                ..issue(
+                ..said_issue(
                     file,
                     path,
-                    format!("{expected:?} ({what})"),
-                    format!("{found:?}"),
+                    said::bound(expected, source),
+                    said::json(format!("{found:?}")),
                 )
             });
         }
     }
 }
 
+/// An issue worded in English only (the serde backstop).
 fn issue(
     file: InputFile,
     path: &str,
@@ -867,6 +857,15 @@ fn issue(
         expected: expected.into(),
         found: found.into(),
         mismatch: None,
+        ja: None,
+    }
+}
+
+/// An issue worded in both languages ([`said`]).
+fn said_issue(file: InputFile, path: &str, expected: Words, found: Words) -> InputIssue {
+    InputIssue {
+        ja: Some((expected.ja, found.ja)),
+        ..issue(file, path, expected.en, found.en)
     }
 }
 
@@ -890,11 +889,11 @@ impl StudentInput for PolicyIgnore {
             v
         };
         if let Some((path, expected, found)) = first_difference(&strip(policy), &strip(raw), "$") {
-            issues.push(issue(
+            issues.push(said_issue(
                 Self::FILE,
                 &path,
-                format!("{expected} (as in policy.json; only spec.failurePolicy may differ)"),
-                found,
+                said::as_in_policy(&expected),
+                said::json(found),
             ));
         }
     }

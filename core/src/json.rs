@@ -66,6 +66,7 @@ impl JsonProblem {
             expected: self.expected.clone(),
             found: self.found.clone(),
             mismatch: None,
+            ja: None,
         }
     }
 }

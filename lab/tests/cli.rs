@@ -257,17 +257,15 @@ fn every_problem_of_a_file_is_listed_at_once_and_nothing_is_written() {
     let err = text(&ja.stderr);
     assert_eq!(ja.status.code(), Some(2), "{err}");
     assert!(err.contains("問題 5 件"), "{err}");
-    for p in [
-        "$.action",
-        "$.node_uid",
-        "$.resume_after_sec",
-        "$.signal_identity",
-        "$.comment",
+    // Each problem in Japanese words (values, paths and field names as written).
+    for want in [
+        "freeze-plan.json: $.action: 期待値 フィールド \"action\", 実際 なし",
+        "freeze-plan.json: $.node_uid: 期待値 UID (metadata.uid と同じ、8-4-4-4-12 桁の小文字 16 進数), 実際 \"kca-lab-node\"",
+        "freeze-plan.json: $.resume_after_sec: 期待値 20, 実際 \"20\"",
+        "freeze-plan.json: $.signal_identity: 期待値 フィールド \"signal_identity\", 実際 なし",
+        "freeze-plan.json: $.comment: 期待値 フィールド \"comment\" がないこと (使えるフィールド: \"action\", ",
     ] {
-        assert!(
-            err.contains(&format!("freeze-plan.json: {p}: 期待値 ")),
-            "{p}: {err}"
-        );
+        assert!(err.contains(want), "{want}: {err}");
     }
     // The act that reads the file (4) lists the same problems, before reaching the cluster.
     let act = run(

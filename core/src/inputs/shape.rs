@@ -18,9 +18,10 @@ use std::collections::BTreeMap;
 use jsonschema::error::ValidationErrorKind;
 use serde_json::Value;
 
-use super::{InputFile, Sha256Hex, Uid, abbreviate, issue};
+use super::{InputFile, Sha256Hex, Uid, abbreviate, said_issue};
 use crate::error::InputIssue;
 use crate::json::push_key;
+use crate::messages::{Words, said};
 
 /// Every problem of `value` against `schema` (the JSON Schema of `file`), one per JSON path, in
 /// schema order; empty when `value` has the schema's shape.
@@ -39,22 +40,18 @@ pub(super) fn issues(file: InputFile, schema: &Value, value: &Value) -> Vec<Inpu
             .rsplit_once('/')
             .and_then(|(parent, _)| schema.pointer(parent))
             .unwrap_or(schema);
-        let found_here = || abbreviate(error.instance());
-        let mut add = |segments: Segments, expected: String, found: String| {
+        let found_here = || said::json(abbreviate(error.instance()));
+        let mut add = |segments: Segments, expected: Words, found: Words| {
             let rank = rank(schema, &segments.0);
             let path = segments.json_path();
             by_path
                 .entry(rank)
-                .or_insert_with(|| issue(file, &path, expected, found));
+                .or_insert_with(|| said_issue(file, &path, expected, found));
         };
         match error.kind() {
             ValidationErrorKind::Required { property } => {
                 let name = property.as_str().unwrap_or_default();
-                add(
-                    at.member(name),
-                    format!("field {name:?}"),
-                    "nothing".to_owned(),
-                );
+                add(at.member(name), said::field(name), said::nothing());
             }
             ValidationErrorKind::AdditionalProperties { unexpected } => {
                 let allowed = node
@@ -71,14 +68,14 @@ pub(super) fn issues(file: InputFile, schema: &Value, value: &Value) -> Vec<Inpu
                 for name in unexpected {
                     add(
                         at.member(name),
-                        format!("no field {name:?} (allowed: {allowed})"),
-                        format!("field {name:?}"),
+                        said::no_field(name, &allowed),
+                        said::field(name),
                     );
                 }
             }
             ValidationErrorKind::MinItems { .. } | ValidationErrorKind::MaxItems { .. } => {
                 let count = error.instance().as_array().map_or(0, Vec::len);
-                add(at, length_expected(node), elements(count as u64));
+                add(at, length_expected(node), said::elements(count as u64));
             }
             _ => add(at, value_expected(node), found_here()),
         }
@@ -88,58 +85,32 @@ pub(super) fn issues(file: InputFile, schema: &Value, value: &Value) -> Vec<Inpu
 
 /// What the schema object `node` wants for one value: its `const` (as JSON), its `enum`, what its
 /// `pattern` means, else its JSON type.
-fn value_expected(node: &Value) -> String {
+fn value_expected(node: &Value) -> Words {
     if let Some(c) = node.get("const") {
-        return c.to_string();
+        return said::json(c.to_string());
     }
     if let Some(words) = node.get("enum").and_then(Value::as_array) {
         let words: Vec<String> = words.iter().map(Value::to_string).collect();
-        return format!("one of {}", words.join(", "));
+        return said::one_of(&words.join(", "));
     }
     if let Some(pattern) = node.get("pattern").and_then(Value::as_str) {
-        return [
-            (Uid::PATTERN, Uid::WHAT),
-            (Sha256Hex::PATTERN, Sha256Hex::WHAT),
-        ]
-        .into_iter()
-        .find(|(p, _)| *p == pattern)
-        .map_or_else(
-            || format!("a string matching {pattern}"),
-            |(_, w)| w.to_owned(),
-        );
+        return if pattern == Uid::PATTERN {
+            said::uid()
+        } else if pattern == Sha256Hex::PATTERN {
+            said::digest()
+        } else {
+            said::matching(pattern)
+        };
     }
-    match node.get("type").and_then(Value::as_str) {
-        Some("object") => "a JSON object",
-        Some("array") => "a JSON array",
-        Some("string") => "a string",
-        Some("integer") => "an integer",
-        Some("number") => "a number",
-        Some("boolean") => "true or false",
-        Some("null") => "null",
-        _ => "a valid value",
-    }
-    .to_owned()
+    said::json_type(node.get("type").and_then(Value::as_str))
 }
 
 /// What an array's `minItems`/`maxItems` allow: `exactly 1 element`, `at least 1 element`, ….
-fn length_expected(node: &Value) -> String {
-    let min = node.get("minItems").and_then(Value::as_u64);
-    let max = node.get("maxItems").and_then(Value::as_u64);
-    match (min, max) {
-        (Some(a), Some(b)) if a == b => format!("exactly {}", elements(a)),
-        (Some(a), Some(b)) => format!("{a} to {}", elements(b)),
-        (Some(a), None) => format!("at least {}", elements(a)),
-        (None, Some(b)) => format!("at most {}", elements(b)),
-        (None, None) => "another number of elements".to_owned(),
-    }
-}
-
-fn elements(n: u64) -> String {
-    if n == 1 {
-        "1 element".to_owned()
-    } else {
-        format!("{n} elements")
-    }
+fn length_expected(node: &Value) -> Words {
+    said::length(
+        node.get("minItems").and_then(Value::as_u64),
+        node.get("maxItems").and_then(Value::as_u64),
+    )
 }
 
 /// One step into a JSON document.
