@@ -438,3 +438,48 @@ fn a_wrong_shape_is_input_invalid_not_a_mismatch() {
         f.get_mut("freeze-plan.json").unwrap()["evidence_sha256"] = json!("f".repeat(64))
     });
 }
+
+/// Lab A act 5, on its recorded run: the violating request shows "no webhook to fail" only
+/// inside the fault, so it must be sent after the registration list it rests on was read and
+/// answered before the recovery watcher's deadline; that deadline is the watcher's arming time +
+/// `restore_after_sec`. Each mutation is flagged; the unchanged run passes
+/// (`recorded_lab_a_passes_every_act_including_failed_calls_during_recovery`).
+#[test]
+fn lab_a_act_5_request_is_held_to_the_fault_window() {
+    let flagged_a = |code: Code, mutate: &dyn Fn(&mut Value)| {
+        let (_tmp, gi) = Recording::open(RUN_A).copy_with(|f| mutate(facts(f, 5)));
+        let g = grade::grade(Lab::A, 5, &gi);
+        assert!(
+            g.has(code),
+            "expected {code:?}: {}",
+            lab::messages::findings(Lang::En, &g)
+        );
+    };
+    let shift = |t: &Value, ms: i64| {
+        let t = lab::facts::parse_rfc3339(t.as_str().unwrap()).unwrap();
+        json!(lab::facts::format_rfc3339(
+            t + chrono::Duration::milliseconds(ms)
+        ))
+    };
+    // The request (and its GET) moved past the watcher's deadline, durations kept.
+    flagged_a(Code::OutsideWindow, &|f| {
+        let late = 1000 + {
+            let d = lab::facts::parse_rfc3339(f["watcher"]["deadline_at"].as_str().unwrap());
+            let s = lab::facts::parse_rfc3339(f["target_bad"]["sent_at"].as_str().unwrap());
+            (d.unwrap() - s.unwrap()).num_milliseconds()
+        };
+        let r = &mut f["target_bad"];
+        for k in ["sent_at", "answered_at"] {
+            r[k] = shift(&r[k], late);
+        }
+        r["get"]["at"] = shift(&r["get"]["at"], late);
+    });
+    // The registration list read after the request was sent.
+    flagged_a(Code::TimesInconsistent, &|f| {
+        f["registrations_checked_at"] = shift(&f["target_bad"]["sent_at"], 5)
+    });
+    // A deadline that is not armed_at + restore_after_sec.
+    flagged_a(Code::TimesInconsistent, &|f| {
+        f["watcher"]["deadline_at"] = shift(&f["watcher"]["armed_at"], 30_000)
+    });
+}

@@ -106,6 +106,27 @@ pub(crate) fn act5(g: &mut G) {
         &1u32,
         &f.watcher.original_replicas,
     );
+    // The watcher's deadline is its arming time + restore_after_sec (it computes one from the
+    // other), to the millisecond.
+    let armed = facts::parse_rfc3339(&f.watcher.armed_at);
+    let deadline = f
+        .watcher
+        .deadline_at
+        .as_deref()
+        .and_then(facts::parse_rfc3339);
+    g.check(
+        matches!((armed, deadline), (Some(a), Some(d))
+            if ((d - a).num_milliseconds() - i64::from(f.watcher.restore_after_sec) * 1000).abs()
+                <= super::bounds::DERIVED_MS_TOLERANCE),
+        Code::TimesInconsistent,
+        format!("{s}.watcher.deadline_at"),
+        || {
+            format!(
+                "armed at {:?} with restore_after_sec {}, deadline {:?}",
+                f.watcher.armed_at, f.watcher.restore_after_sec, f.watcher.deadline_at
+            )
+        },
+    );
     let gone = match &f.pods_gone_at {
         Some(t) => {
             g.times_ordered(&format!("{s}.pods_gone_at"), &f.scaled_at, t);
@@ -182,6 +203,30 @@ pub(crate) fn act5(g: &mut G) {
         &has_env_label(&f.target_bad),
     );
     g.times_ordered(&sub, &gone, &f.target_bad.sent_at);
+    // What the request shows holds only inside the fault: sent after the registration list that
+    // its expected outcome rests on was read, answered before the watcher's deadline (when it
+    // restores the replicas, unless act 6 did sooner: act 5 hands the fault over at 0 replicas).
+    g.times_ordered(
+        &format!("{sub}.sent_at"),
+        &f.registrations_checked_at,
+        &f.target_bad.sent_at,
+    );
+    if let Some(deadline) = &f.watcher.deadline_at {
+        g.check(
+            matches!(
+                (facts::parse_rfc3339(&f.target_bad.answered_at), facts::parse_rfc3339(deadline)),
+                (Some(a), Some(d)) if a <= d
+            ),
+            Code::OutsideWindow,
+            format!("{sub}.answered_at"),
+            || {
+                format!(
+                    "answered at {:?}, after the recovery watcher's deadline {deadline:?} (the replicas may have been restored by then)",
+                    f.target_bad.answered_at
+                )
+            },
+        );
+    }
     let sub = format!("{s}.control");
     g.request(&sub, &f.control, &[Outcome::Stored]);
     g.expect_eq(

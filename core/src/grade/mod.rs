@@ -33,7 +33,7 @@
 //! | B | 5, 6, 7 | existing pod | act 3's UID, `Running` | pod-replaced, pod-not-running |
 //! | B | 6, 7 | policy UID; Ignore registration (path, timeout, scope); healthy deny's webhook | act 2's UID and path; act 6's webhook | uid-mismatch, registration-changed, registration-scope, deny-other-webhook |
 //! | A | 4 | Lease holder | one of the recorded controller pods | value-mismatch |
-//! | A | 5 | registration list, policy UID, target/control requests, existing pod | act 2, act 3 | (see [`a`]) |
+//! | A | 5 | registration list, policy UID, target/control requests, existing pod; the violating request inside the fault (sent after the list was read, answered before the watcher's deadline = armed + `restore_after_sec`) | act 2, act 3; the watcher | (see [`a`]), times-inconsistent, outside-window |
 //! | A | 6 | six recovery steps confirmed, none seen before the last check without its cause (`rules::a::recovery_order`); Lease holder = the new pod (not an act 4 pod); deny probes' webhook | each other; act 4; act 2's webhook | timeline-order, value-mismatch, deny-other-webhook |
 //! | A | 7 | dry-run echo and GET; the deny's webhook | the request; act 2's webhook | raw-mismatch, deny-other-webhook |
 //! | A, B | 3, 5, 6, 7 | admission webhook metric deltas ([`metrics`]) | the act's outcomes: call failures = `calling_webhook_error` rejections, Ignore stores = fail-open counts, denies = `no_error` 400, one call per target request, lab A act 5 no call | metrics-contradicted (note: metrics-not-observed) |
