@@ -471,7 +471,10 @@ pub mod a {
         pub at: Option<String>,
         /// The last state seen while waiting (always set when not confirmed).
         pub last_seen: Option<String>,
-        /// How long the wait took, milliseconds.
+        /// Milliseconds from the instant act 6's recovery wait began (the same instant for every
+        /// step) to when the step was recorded: for a confirmed step, `at − waited_ms` is that
+        /// instant (within `grade::bounds::STEP_START_SPREAD_MS`), except for `replicas_restored`
+        /// found already restored, whose `at` is the restorer's own record.
         pub waited_ms: u64,
     }
 

@@ -288,6 +288,11 @@ fn lab_a_deny_seen_before_the_polled_registration_inside_its_window_passes() {
     let mut e6 = pass["evidence/06.json"].clone();
     let deny = e6["facts"]["first_explicit_deny"]["at"].clone();
     e6["facts"]["webhook_registered"]["at"] = serde_json::json!(shifted(&deny, 520));
+    // Its wait counted from the same instant as every step's (grade::bounds::STEP_START_SPREAD_MS).
+    let deny_waited = e6["facts"]["first_explicit_deny"]["waited_ms"]
+        .as_u64()
+        .unwrap();
+    e6["facts"]["webhook_registered"]["waited_ms"] = serde_json::json!(deny_waited + 520);
     e6["facts"]["webhook_registered"]["last_seen"] = serde_json::json!(format!(
         "{} no webhook for the policy in any ValidatingWebhookConfiguration",
         shifted(&deny, -76)

@@ -483,3 +483,34 @@ fn lab_a_act_5_request_is_held_to_the_fault_window() {
         f["watcher"]["deadline_at"] = shift(&f["watcher"]["armed_at"], 30_000)
     });
 }
+
+/// Lab A act 6, on its recorded run: claims beside the timeline are held against it. The
+/// watcher restores only at its deadline; every step's wait began at one instant
+/// (`at − waited_ms`); the new pod, read after it was seen Running, exists and is not Pending.
+#[test]
+fn lab_a_act_6_claims_are_held_against_the_timeline() {
+    let flagged_a = |code: Code, subject: &str, mutate: &dyn Fn(&mut Value)| {
+        let (_tmp, gi) = Recording::open(RUN_A).copy_with(|f| mutate(facts(f, 6)));
+        let g = grade::grade(Lab::A, 6, &gi);
+        assert!(
+            g.findings
+                .iter()
+                .any(|x| x.code == code && x.subject.contains(subject)),
+            "expected {code:?} on {subject}: {}",
+            lab::messages::findings(Lang::En, &g)
+        );
+    };
+    // The recording's act 6 restored the replicas itself, 54 s before the watcher's deadline.
+    flagged_a(Code::TimesInconsistent, "restored_by", &|f| {
+        f["restored_by"] = json!("watcher")
+    });
+    flagged_a(Code::TimesInconsistent, "pod_running.waited_ms", &|f| {
+        f["pod_running"]["waited_ms"] = json!(100)
+    });
+    flagged_a(Code::ValueMismatch, "new_pod.phase", &|f| {
+        f["new_pod"]["phase"] = json!("Pending")
+    });
+    flagged_a(Code::ValueMismatch, "new_pod.exists", &|f| {
+        f["new_pod"]["exists"] = json!(false)
+    });
+}

@@ -276,6 +276,65 @@ pub(crate) fn act6(g: &mut G) {
             || "who restored the replicas is not recorded".into(),
         );
     }
+    // The watcher restores only at its deadline (act 5's watcher.deadline_at); a restore seen
+    // before it was not the watcher's. The step is seen at or after the restore itself.
+    if let (Some(facts::a::Restorer::Watcher), Some(seen)) =
+        (f.restored_by, f.replicas_restored.seen_at())
+        && let Some(deadline) = g
+            .facts::<Act5Facts>(5)
+            .and_then(|a5| a5.watcher.deadline_at)
+            .as_deref()
+            .and_then(facts::parse_rfc3339)
+    {
+        g.check(
+            seen + chrono::Duration::milliseconds(super::bounds::CLOCK_SKEW_MS as i64) >= deadline,
+            Code::TimesInconsistent,
+            format!("{s}.restored_by"),
+            || {
+                format!(
+                    "restored by the watcher, but the replicas were seen restored at {:?}, before its deadline {}",
+                    f.replicas_restored.at,
+                    facts::format_rfc3339(deadline)
+                )
+            },
+        );
+    }
+    // Every confirmed step's wait began at the same instant (bounds::STEP_START_SPREAD_MS);
+    // not replicas_restored, whose `at` is the restorer's own record when the replicas were
+    // already restored before act 6 began (e.g. by the watcher at its deadline).
+    let starts: Vec<(&str, chrono::DateTime<chrono::Utc>)> = [
+        ("pod_created", &f.pod_created),
+        ("pod_running", &f.pod_running),
+        ("lease_acquired", &f.lease_acquired),
+        ("webhook_registered", &f.webhook_registered),
+        ("first_explicit_deny", &f.first_explicit_deny),
+    ]
+    .into_iter()
+    .filter_map(|(n, st)| {
+        st.seen_at()
+            .map(|t| (n, t - chrono::Duration::milliseconds(st.waited_ms as i64)))
+    })
+    .collect();
+    if let (Some(lo), Some(hi)) = (
+        starts.iter().min_by_key(|(_, t)| *t),
+        starts.iter().max_by_key(|(_, t)| *t),
+    ) {
+        g.check(
+            (hi.1 - lo.1).num_milliseconds() <= super::bounds::STEP_START_SPREAD_MS,
+            Code::TimesInconsistent,
+            format!("{s}.{}.waited_ms/{}.waited_ms", lo.0, hi.0),
+            || {
+                format!(
+                    "at − waited_ms gives the wait's start {} for {} but {} for {} (at most {} ms apart)",
+                    facts::format_rfc3339(hi.1),
+                    hi.0,
+                    facts::format_rfc3339(lo.1),
+                    lo.0,
+                    super::bounds::STEP_START_SPREAD_MS
+                )
+            },
+        );
+    }
     let created = step(g, &format!("{s}.pod_created"), &f.pod_created);
     let running = step(g, &format!("{s}.pod_running"), &f.pod_running);
     let lease = step(g, &format!("{s}.lease_acquired"), &f.lease_acquired);
@@ -298,6 +357,35 @@ pub(crate) fn act6(g: &mut G) {
     }
     // The new pod holds the Lease; it is not one of the pods act 4 recorded.
     if let Some(p) = &f.new_pod {
+        // Read after the pod was seen Running (and holding the Lease): it exists, and a pod's
+        // phase never goes back to Pending (Pending → Running → Succeeded/Failed).
+        let read_after = |t: &Option<String>| {
+            matches!(
+                (t.as_deref().and_then(facts::parse_rfc3339), facts::parse_rfc3339(&p.at)),
+                (Some(t), Some(at)) if at >= t
+            )
+        };
+        if read_after(&running) || read_after(&lease) {
+            g.check(
+                p.exists,
+                Code::ValueMismatch,
+                format!("{s}.new_pod.exists"),
+                || format!("the new pod {} was not found at {}, after it was seen Running or holding the Lease", p.name, p.at),
+            );
+        }
+        if read_after(&running) {
+            g.check(
+                p.exists && p.phase.as_deref() != Some("Pending"),
+                Code::ValueMismatch,
+                format!("{s}.new_pod.phase"),
+                || {
+                    format!(
+                        "phase {:?} at {}, after pod_running was confirmed at {:?}",
+                        p.phase, p.at, running
+                    )
+                },
+            );
+        }
         if lease.is_some() {
             g.expect_eq(
                 Code::ValueMismatch,

@@ -48,6 +48,12 @@ pub const RECOVERY_MS: u64 = crate::rules::a::RECOVERY_BOUND.as_millis() as u64;
 /// only rounding separates them.
 pub const DERIVED_MS_TOLERANCE: i64 = 2;
 
+/// How far apart the starts of lab A act 6's recovery steps may be, milliseconds: every step's
+/// `at − waited_ms` is the one instant its wait began, except that `at` is the time of the
+/// observation and `waited_ms` is read when the act records it, an API call or two later (a
+/// few ms; on a loaded machine more, never seconds).
+pub const STEP_START_SPREAD_MS: i64 = 1000;
+
 /// The window `[lo, hi)` (ms) a call timed out by a `timeoutSeconds = t` registration is answered in.
 pub fn timeout_window_ms(t: u32) -> (u64, u64) {
     let t = u64::from(t) * 1000;

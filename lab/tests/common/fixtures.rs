@@ -938,12 +938,13 @@ pub fn lab_a_pass() -> BTreeMap<String, Value> {
         ),
     );
 
-    // Act 6: the watcher restores at 295 s (55 s after the scale).
-    let confirmed = |at: i64, waited: u64| a::TimelineStep {
+    // Act 6: the watcher restores at 295 s (55 s after the scale). Every step's `waited_ms` counts
+    // from the one instant act 6's recovery wait began (248.51 s), as the act records it.
+    let confirmed = |at: i64| a::TimelineStep {
         status: a::StepStatus::Confirmed,
         at: Some(ts(at)),
         last_seen: None,
-        waited_ms: waited,
+        waited_ms: (at - 248_510) as u64,
     };
     let probe1 = request(
         "kca-recover-bad-a60001",
@@ -964,9 +965,9 @@ pub fn lab_a_pass() -> BTreeMap<String, Value> {
         Answer::Deny(FAIL_HOOK),
     );
     let a6 = a::Act6Facts {
-        replicas_restored: confirmed(295_010, 47_000),
+        replicas_restored: confirmed(295_010),
         restored_by: Some(a::Restorer::Watcher),
-        pod_created: confirmed(295_400, 390),
+        pod_created: confirmed(295_400),
         new_pod: Some(pod_obs(
             NEW_CTRL_POD,
             "kyverno",
@@ -974,13 +975,13 @@ pub fn lab_a_pass() -> BTreeMap<String, Value> {
             "Running",
             303_000,
         )),
-        pod_running: confirmed(298_000, 2_600),
+        pod_running: confirmed(298_000),
         previous_lease_holder: Some(CTRL_POD.into()),
-        lease_acquired: confirmed(309_500, 11_500),
+        lease_acquired: confirmed(309_500),
         lease_holder: Some(NEW_CTRL_POD.into()),
-        webhook_registered: confirmed(311_000, 1_500),
+        webhook_registered: confirmed(311_000),
         webhook: Some(webhook("Fail", 311_000)),
-        first_explicit_deny: confirmed(318_061, 7_061),
+        first_explicit_deny: confirmed(318_061),
         deny_probes: vec![probe1.clone(), probe2.clone()],
         leader_takeover_ms: Some(11_500),
         lease_after_restore_ms: Some(309_500 - 295_010),
