@@ -484,6 +484,26 @@ fn lab_a_act_5_request_is_held_to_the_fault_window() {
     });
 }
 
+/// Lab A act 7: a server-side dry-run's 201 answer carries the uid the API server gave the object
+/// (then not persisted); an echo without one is not the API server's answer.
+#[test]
+fn lab_a_act_7_dry_run_answer_without_a_uid_is_flagged() {
+    let (_tmp, gi) = Recording::open(RUN_A).copy_with(|f| {
+        facts(f, 7)["good"]["raw_response"]["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("uid");
+    });
+    let g = grade::grade(Lab::A, 7, &gi);
+    assert!(
+        g.findings
+            .iter()
+            .any(|x| x.code == Code::RawMismatch && x.subject.ends_with("facts.good")),
+        "{}",
+        lab::messages::findings(Lang::En, &g)
+    );
+}
+
 /// Lab A act 6, on its recorded run: claims beside the timeline are held against it. The
 /// watcher restores only at its deadline; every step's wait began at one instant
 /// (`at − waited_ms`); the new pod, read after it was seen Running, exists and is not Pending.

@@ -732,8 +732,14 @@ impl<'a> G<'a> {
         let raw_ok = if (200..300).contains(&r.http_status) {
             let name_ok =
                 raw.pointer("/metadata/name").and_then(|v| v.as_str()) == Some(r.name.as_str());
-            let uid_ok = !admitted
-                || raw.pointer("/metadata/uid").and_then(|v| v.as_str()) == r.get.uid.as_deref();
+            // Every created object the API server answers with has a uid, a server-side
+            // dry-run's too (assigned before admission, then not persisted; kubernetes.md
+            // "dry-run"); a stored one's is the uid its GET found.
+            let raw_uid = raw
+                .pointer("/metadata/uid")
+                .and_then(|v| v.as_str())
+                .filter(|u| !u.is_empty());
+            let uid_ok = raw_uid.is_some() && (!admitted || raw_uid == r.get.uid.as_deref());
             name_ok && uid_ok
         } else {
             // A refusal's body is a `Status` with `status: Failure` (metav1.Status); its reason
