@@ -402,9 +402,7 @@ pub fn error_text(lang: Lang, e: &LabError) -> String {
                 act,
                 healed,
             },
-        ) => format!(
-            "act {act} は {signal} で中断されました。障害は元に戻しました ({healed})。ここまでの記録は interrupted として残しています"
-        ),
+        ) => format!("act {act} は {signal} で中断されました: {healed}"),
         (Lang::Ja, LabError::NotAvailable { what }) => format!("まだ利用できません: {what}"),
         (Lang::Ja, LabError::Usage(d)) => format!("使い方が正しくありません: {d}"),
         (Lang::Ja, LabError::Io { path, source }) => format!("{}: {source}", path.display()),

@@ -85,18 +85,24 @@ pub async fn until_signal<T>(
         // A signal already pending wins: the command does not start.
         biased;
         s = received() => {
-            let interrupted = || LabError::Interrupted {
+            let interrupted = |healed: &str| LabError::Interrupted {
                 signal: s.into(),
                 act,
-                healed: "no fault was live".into(),
+                healed: healed.into(),
             };
             if guarded() {
                 match tokio::time::timeout(UNDO_BOUND, &mut fut).await {
-                    Ok(Ok(_)) | Err(_) => Err(interrupted()),
+                    Ok(Ok(_)) => Err(interrupted(
+                        "a fault was live; the act finished it and its evidence before stopping",
+                    )),
+                    Err(_) => Err(interrupted(&format!(
+                        "a fault was live and the act did not finish within {} s; `kca-webhook-lab heal` undoes what is left (the fault's healer also does at its deadline)",
+                        UNDO_BOUND.as_secs()
+                    ))),
                     Ok(Err(e)) => Err(e),
                 }
             } else {
-                Err(interrupted())
+                Err(interrupted("no fault was live; the act stopped where it was"))
             }
         }
         r = &mut fut => r,
