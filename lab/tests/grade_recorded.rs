@@ -505,7 +505,7 @@ fn lab_a_act_7_dry_run_answer_without_a_uid_is_flagged() {
 }
 
 /// Lab A act 6, on its recorded run: claims beside the timeline are held against it. The
-/// watcher restores only at its deadline; every step's wait began at one instant
+/// restore comes after act 5's scale-down; every step's wait began at one instant
 /// (`at − waited_ms`); the new pod, read after it was seen Running, exists and is not Pending.
 #[test]
 fn lab_a_act_6_claims_are_held_against_the_timeline() {
@@ -520,9 +520,9 @@ fn lab_a_act_6_claims_are_held_against_the_timeline() {
             lab::messages::findings(Lang::En, &g)
         );
     };
-    // The recording's act 6 restored the replicas itself, 54 s before the watcher's deadline.
-    flagged_a(Code::TimesInconsistent, "restored_by", &|f| {
-        f["restored_by"] = json!("watcher")
+    // A restore seen before act 5's scale-down.
+    flagged_a(Code::TimesInconsistent, "replicas_restored.at", &|f| {
+        f["replicas_restored"]["at"] = json!("2026-11-30T19:48:19.000Z")
     });
     flagged_a(Code::TimesInconsistent, "pod_running.waited_ms", &|f| {
         f["pod_running"]["waited_ms"] = json!(100)

@@ -276,25 +276,23 @@ pub(crate) fn act6(g: &mut G) {
             || "who restored the replicas is not recorded".into(),
         );
     }
-    // The watcher restores only at its deadline (act 5's watcher.deadline_at); a restore seen
-    // before it was not the watcher's. The step is seen at or after the restore itself.
-    if let (Some(facts::a::Restorer::Watcher), Some(seen)) =
-        (f.restored_by, f.replicas_restored.seen_at())
-        && let Some(deadline) = g
-            .facts::<Act5Facts>(5)
-            .and_then(|a5| a5.watcher.deadline_at)
-            .as_deref()
-            .and_then(facts::parse_rfc3339)
-    {
+    // The replicas were restored after act 5 scaled them down, whoever restored them (the
+    // watcher restores at its deadline, or at once on SIGTERM/SIGINT/SIGHUP; the runner or
+    // `heal` when they run), and the step is seen at or after the restore itself.
+    if let (Some(seen), Some(scaled)) = (
+        f.replicas_restored.seen_at(),
+        g.facts::<Act5Facts>(5)
+            .and_then(|a5| facts::parse_rfc3339(&a5.scaled_at)),
+    ) {
         g.check(
-            seen + chrono::Duration::milliseconds(super::bounds::CLOCK_SKEW_MS as i64) >= deadline,
+            seen >= scaled,
             Code::TimesInconsistent,
-            format!("{s}.restored_by"),
+            format!("{s}.replicas_restored.at"),
             || {
                 format!(
-                    "restored by the watcher, but the replicas were seen restored at {:?}, before its deadline {}",
+                    "the replicas were seen restored at {:?}, before act 5 scaled them down at {}",
                     f.replicas_restored.at,
-                    facts::format_rfc3339(deadline)
+                    facts::format_rfc3339(scaled)
                 )
             },
         );
