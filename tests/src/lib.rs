@@ -14,7 +14,7 @@
 //!   session) no longer leaves the cluster behind: the first fixture installs the lab's
 //!   process-wide handler ([`lab::signals`]) and a thread that, on a signal, does what
 //!   `cargo xtask lab run` does for every cluster this process holds, whatever its backend (one
-//!   registry, [`LIVE`]): it lets an act with a live fault undo it first (≤ 35 s, while a
+//!   registry, `LIVE`): it lets an act with a live fault undo it first (≤ 35 s, while a
 //!   [`lab::signals::Guard`] is held), copies the cluster's component logs to
 //!   `target/lab-artifacts/test-<run id>/cluster-<name>/logs/`, ends the cluster as its
 //!   backend's teardown does (embedded: torn down; k3s: the container removed; kubeconfig: the
