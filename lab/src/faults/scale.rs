@@ -621,15 +621,32 @@ pub struct ScaleFault {
 /// The watcher's stdout as the runner reads it (one JSON line per answer).
 type Answers = tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>;
 
-/// Reads the watcher's next answer line, waiting at most `bound`. `Ok(None)`: EOF (the watcher
-/// closed stdout or exited). `Err(None)`: nothing within the bound. A runner stopped (Ctrl-Z,
-/// SIGSTOP) past the bound while the answer came was seen to read it all the same (the lab_a row
-/// `fault_row_runner_sigstopped_before_its_request_…`: stopped 55 s in the 30 s ready wait).
+/// How long the runner's last look at the watcher's pipe may take once its bound ran out.
+const LAST_LOOK: Duration = Duration::from_secs(1);
+
+/// Reads the watcher's next answer line, waiting at most `bound`. When the bound runs out, looks
+/// once more: a runner stopped meanwhile (Ctrl-Z, SIGSTOP) past the bound is woken by its timer
+/// before its event loop has seen the pipe, so the kernel is asked directly (`poll(2)`, no wait)
+/// and, when the pipe is readable or closed, the line (or EOF) is read within [`LAST_LOOK`].
+/// `Ok(None)`: EOF (the watcher closed stdout or exited). `Err(None)`: nothing within the bound.
 async fn next_answer(
     lines: &mut Answers,
     bound: Duration,
 ) -> std::result::Result<Option<String>, Option<std::io::Error>> {
-    match tokio::time::timeout(bound, lines.next_line()).await {
+    use std::os::fd::AsFd as _;
+    if let Ok(r) = tokio::time::timeout(bound, lines.next_line()).await {
+        return r.map_err(Some);
+    }
+    let ready = {
+        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        let fd = lines.get_ref().get_ref().as_fd();
+        let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+        poll(&mut fds, PollTimeout::ZERO).is_ok_and(|n| n > 0)
+    };
+    if !ready {
+        return Err(None);
+    }
+    match tokio::time::timeout(LAST_LOOK, lines.next_line()).await {
         Ok(r) => r.map_err(Some),
         Err(_) => Err(None),
     }
