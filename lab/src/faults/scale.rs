@@ -629,6 +629,11 @@ const LAST_LOOK: Duration = Duration::from_secs(1);
 /// before its event loop has seen the pipe, so the kernel is asked directly (`poll(2)`, no wait)
 /// and, when the pipe is readable or closed, the line (or EOF) is read within [`LAST_LOOK`].
 /// `Ok(None)`: EOF (the watcher closed stdout or exited). `Err(None)`: nothing within the bound.
+///
+/// Needed: without the last look, the lab_a row `fault_row_runner_sigstopped_before_its_request_…`
+/// (act 5 stopped 55 s inside its 30 s ready wait) held 9 of 10 times on 2026-12-01 (10:05 UTC,
+/// run 6): the continued runner reported "no answer" although the watcher's ready line was in the
+/// pipe (nothing was scaled; the message was wrong, not the safety).
 async fn next_answer(
     lines: &mut Answers,
     bound: Duration,
