@@ -157,6 +157,20 @@ fn facts(files: &mut std::collections::BTreeMap<String, Value>, act: u8) -> &mut
     &mut files.get_mut(&format!("evidence/{act:02}.json")).unwrap()["facts"]
 }
 
+/// Lab A's recorded run with act `act`'s facts changed by `mutate`: act `act`'s grade flags
+/// `code` on a subject containing `subject`.
+fn flagged_lab_a(act: u8, code: Code, subject: &str, mutate: &dyn Fn(&mut Value)) {
+    let (_tmp, gi) = Recording::open(RUN_A).copy_with(|f| mutate(facts(f, act)));
+    let g = grade::grade(Lab::A, act, &gi);
+    assert!(
+        g.findings
+            .iter()
+            .any(|x| x.code == code && x.subject.contains(subject)),
+        "expected {code:?} on {subject}: {}",
+        lab::messages::findings(Lang::En, &g)
+    );
+}
+
 #[test]
 fn tampering_with_the_recorded_run_is_caught() {
     flagged(5, Code::TimeoutTooFast, |f| {
@@ -446,15 +460,6 @@ fn a_wrong_shape_is_input_invalid_not_a_mismatch() {
 /// (`recorded_lab_a_passes_every_act_including_failed_calls_during_recovery`).
 #[test]
 fn lab_a_act_5_request_is_held_to_the_fault_window() {
-    let flagged_a = |code: Code, mutate: &dyn Fn(&mut Value)| {
-        let (_tmp, gi) = Recording::open(RUN_A).copy_with(|f| mutate(facts(f, 5)));
-        let g = grade::grade(Lab::A, 5, &gi);
-        assert!(
-            g.has(code),
-            "expected {code:?}: {}",
-            lab::messages::findings(Lang::En, &g)
-        );
-    };
     let shift = |t: &Value, ms: i64| {
         let t = lab::facts::parse_rfc3339(t.as_str().unwrap()).unwrap();
         json!(lab::facts::format_rfc3339(
@@ -462,7 +467,7 @@ fn lab_a_act_5_request_is_held_to_the_fault_window() {
         ))
     };
     // The request (and its GET) moved past the watcher's deadline, durations kept.
-    flagged_a(Code::OutsideWindow, &|f| {
+    flagged_lab_a(5, Code::OutsideWindow, "target_bad.answered_at", &|f| {
         let late = 1000 + {
             let d = lab::facts::parse_rfc3339(f["watcher"]["deadline_at"].as_str().unwrap());
             let s = lab::facts::parse_rfc3339(f["target_bad"]["sent_at"].as_str().unwrap());
@@ -475,11 +480,11 @@ fn lab_a_act_5_request_is_held_to_the_fault_window() {
         r["get"]["at"] = shift(&r["get"]["at"], late);
     });
     // The registration list read after the request was sent.
-    flagged_a(Code::TimesInconsistent, &|f| {
+    flagged_lab_a(5, Code::TimesInconsistent, "target_bad.sent_at", &|f| {
         f["registrations_checked_at"] = shift(&f["target_bad"]["sent_at"], 5)
     });
     // A deadline that is not armed_at + restore_after_sec.
-    flagged_a(Code::TimesInconsistent, &|f| {
+    flagged_lab_a(5, Code::TimesInconsistent, "watcher.deadline_at", &|f| {
         f["watcher"]["deadline_at"] = shift(&f["watcher"]["armed_at"], 30_000)
     });
 }
@@ -509,28 +514,17 @@ fn lab_a_act_7_dry_run_answer_without_a_uid_is_flagged() {
 /// (`at − waited_ms`); the new pod, read after it was seen Running, exists and is not Pending.
 #[test]
 fn lab_a_act_6_claims_are_held_against_the_timeline() {
-    let flagged_a = |code: Code, subject: &str, mutate: &dyn Fn(&mut Value)| {
-        let (_tmp, gi) = Recording::open(RUN_A).copy_with(|f| mutate(facts(f, 6)));
-        let g = grade::grade(Lab::A, 6, &gi);
-        assert!(
-            g.findings
-                .iter()
-                .any(|x| x.code == code && x.subject.contains(subject)),
-            "expected {code:?} on {subject}: {}",
-            lab::messages::findings(Lang::En, &g)
-        );
-    };
     // A restore seen before act 5's scale-down.
-    flagged_a(Code::TimesInconsistent, "replicas_restored.at", &|f| {
+    flagged_lab_a(6, Code::TimesInconsistent, "replicas_restored.at", &|f| {
         f["replicas_restored"]["at"] = json!("2026-11-30T19:48:19.000Z")
     });
-    flagged_a(Code::TimesInconsistent, "pod_running.waited_ms", &|f| {
+    flagged_lab_a(6, Code::TimesInconsistent, "pod_running.waited_ms", &|f| {
         f["pod_running"]["waited_ms"] = json!(100)
     });
-    flagged_a(Code::ValueMismatch, "new_pod.phase", &|f| {
+    flagged_lab_a(6, Code::ValueMismatch, "new_pod.phase", &|f| {
         f["new_pod"]["phase"] = json!("Pending")
     });
-    flagged_a(Code::ValueMismatch, "new_pod.exists", &|f| {
+    flagged_lab_a(6, Code::ValueMismatch, "new_pod.exists", &|f| {
         f["new_pod"]["exists"] = json!(false)
     });
 }
