@@ -49,6 +49,51 @@ pub const CLOCK_SLACK_MS: i64 = 2000;
 /// The final stages (the one to hold).
 pub const FINAL_STAGES: &[&str] = &["ResponseComplete", "Panic"];
 
+/// Audit annotation with the API server's own timing of the validating webhook calls of a
+/// request (a Go `time.Duration` string, e.g. `3.000599063s`, `11.402ms`): written by the
+/// latency tracker (kubernetes PR #115802) only when the request itself took longer than
+/// [`LATENCY_ANNOTATION_THRESHOLD_MS`]; absent on older API servers.
+pub const VALIDATING_WEBHOOK_LATENCY: &str = "apiserver.latency.k8s.io/validating-webhook";
+/// The API server writes `apiserver.latency.k8s.io/*` annotations only for a request whose
+/// `stageTimestamp − requestReceivedTimestamp` exceeds this, milliseconds (k8s.io/apiserver
+/// `pkg/endpoints/filters/audit.go`, `writeLatencyToAnnotation`: 500 ms, the threshold of the
+/// handlers' traces).
+pub const LATENCY_ANNOTATION_THRESHOLD_MS: f64 = 500.0;
+
+/// Milliseconds of a Go `time.Duration` string as `Duration.String()` writes it (`0s`,
+/// `850ns`, `167.389µs`, `11.402ms`, `3.000599063s`, `1m2.5s`, `1h0m0s`); `None` for any other
+/// text. Pure.
+pub fn go_duration_ms(s: &str) -> Option<f64> {
+    let mut rest = s.strip_prefix('-').unwrap_or(s);
+    if rest.is_empty() {
+        return None;
+    }
+    let mut total = 0.0;
+    while !rest.is_empty() {
+        let end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let n: f64 = rest[..end].parse().ok()?;
+        rest = &rest[end..];
+        let (unit, len) = [
+            ("ns", 1e-6),
+            ("us", 1e-3),
+            ("\u{b5}s", 1e-3),
+            ("\u{3bc}s", 1e-3),
+            ("ms", 1.0),
+            ("s", 1e3),
+            ("m", 6e4),
+            ("h", 3.6e6),
+        ]
+        .iter()
+        .find(|(u, _)| rest.starts_with(u))
+        .map(|(u, f)| (*f, u.len()))?;
+        total += n * unit;
+        rest = &rest[len..];
+    }
+    Some(if s.starts_with('-') { -total } else { total })
+}
+
 /// Where the acts read the API server's audit log from.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum AuditSource {
@@ -112,6 +157,25 @@ impl EventView {
     /// Whether this is a final stage ([`FINAL_STAGES`]).
     pub fn is_final(&self) -> bool {
         FINAL_STAGES.contains(&self.stage.as_str())
+    }
+
+    /// The API server's own timing of the request's validating webhook calls, milliseconds
+    /// ([`VALIDATING_WEBHOOK_LATENCY`]): `None` when absent, `Some(None)` when unparsable.
+    pub fn validating_webhook_ms(&self) -> Option<Option<f64>> {
+        self.annotations
+            .get(VALIDATING_WEBHOOK_LATENCY)
+            .map(|v| go_duration_ms(v))
+    }
+
+    /// `stageTimestamp − requestReceivedTimestamp`, milliseconds (how long the API server held
+    /// the request), when both parse.
+    pub fn span_ms(&self) -> Option<f64> {
+        let t = |s: &Option<String>| {
+            s.as_deref()
+                .and_then(|x| chrono::DateTime::parse_from_rfc3339(x).ok())
+        };
+        let (a, b) = (t(&self.received)?, t(&self.stage_timestamp)?);
+        Some((b - a).num_microseconds()? as f64 / 1000.0)
     }
 
     /// The `failed-open.validating…` annotations: (key, webhook name).
@@ -494,6 +558,21 @@ pub fn request_summary(r: &RequestAudit) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn go_durations_read_as_milliseconds() {
+        let ms = |s: &str| go_duration_ms(s);
+        assert_eq!(ms("3.000599063s"), Some(3000.599063));
+        assert_eq!(ms("11.402ms"), Some(11.402));
+        assert!((ms("167.389\u{b5}s").unwrap() - 0.167389).abs() < 1e-9);
+        assert_eq!(ms("850ns"), Some(0.00085));
+        assert_eq!(ms("1m2.5s"), Some(62_500.0));
+        assert_eq!(ms("1h0m0s"), Some(3_600_000.0));
+        assert_eq!(ms("0s"), Some(0.0));
+        for bad in ["", "3", "3 s", "s", "3x", "1.2.3s"] {
+            assert_eq!(ms(bad), None, "{bad:?}");
+        }
+    }
 
     fn record(name: &str) -> RequestRecord {
         serde_json::from_value(serde_json::json!({

@@ -21,6 +21,25 @@ use crate::evidence::{GetResult, Outcome};
 const DENIED: &str = "denied the request";
 const CALLING: &str = "failed calling webhook";
 
+/// The HTTP statuses an explicit deny is answered with: the one table the classifier
+/// ([`classify`]), the audit rule (`grade::audit`, the final event's `responseStatus.code`) and
+/// the metrics rule (`grade::metrics`, `rejection_count{error_type="no_error",
+/// rejection_code=<status>}`) read, so an outcome has one meaning across them.
+///
+/// - 400: the long-standing form: the webhook's `status.code` 0 raised to 400, empty reason
+///   (k8s.io/apiserver `pkg/admission/plugin/webhook/errors/statuserror.go` `ToStatusErr`);
+/// - 403: the newer form, `Forbidden` with the resource prefix `pods "x" is forbidden: `.
+///
+/// The API server counts the rejection under the code it answers with (the dispatcher's
+/// `ObserveWebhookRejection(…, int(err.Status().Code))`), so the metric's `rejection_code` label
+/// is the record's `http_status`.
+pub const EXPLICIT_DENY_STATUSES: &[u16] = &[400, 403];
+
+/// Whether `http_status` is one an explicit deny is answered with ([`EXPLICIT_DENY_STATUSES`]).
+pub fn is_explicit_deny_status(http_status: u16) -> bool {
+    EXPLICIT_DENY_STATUSES.contains(&http_status)
+}
+
 /// What makes a deny the lab policy's own verdict: Kyverno's per-policy failure text
 /// `Policy <policy> failed: <message>` (kyverno.md §4, `pkg/webhooks/resource/vpol/handler.go`).
 /// Kyverno's evaluation-error form `Policy <policy> error: …` (kyverno#8916) is not a verdict.
@@ -193,7 +212,7 @@ pub fn answer_fields(
 ///    dry-run → `dry-run-admitted` only if the GET found nothing. Anything else contradicts
 ///    itself and is `other-error` (the raw answer says more).
 /// 2. 409 or reason `AlreadyExists` → `already-exists` (never a policy decision).
-/// 3. 4xx with `admission webhook "…" denied the request: <verdict>` → `explicit-deny` only if
+/// 3. a status of [`EXPLICIT_DENY_STATUSES`] with `admission webhook "…" denied the request: <verdict>` → `explicit-deny` only if
 ///    the verdict carries the policy's verdict text `Policy <policy> failed: <message>`; an
 ///    evaluation error (`Policy <policy> error: …`), another policy's or another webhook's deny
 ///    is `other-error`. Which webhook denied is checked by the grader against the registration.
@@ -222,7 +241,7 @@ pub fn classify(
         return Outcome::AlreadyExists;
     }
     let msg = message.unwrap_or("");
-    if (400..500).contains(&http_status)
+    if is_explicit_deny_status(http_status)
         && let Some(deny) = parse_deny(msg)
     {
         let verdict = !policy.policy.is_empty()
@@ -301,6 +320,9 @@ mod tests {
     #[case::deny_403(403, Some("Forbidden"), format!("pods \"bad-7f3a\" is forbidden: admission webhook \"{HOOK}\" denied the request: Policy kca-webhook-label failed: KCA_ENVIRONMENT_REQUIRED"), Outcome::ExplicitDeny)]
     // Aggregated webhook name, marker only in the text.
     #[case::deny_aggregated(400, None, "admission webhook \"vpol.validate.kyverno.svc-fail\" denied the request: Policy kca-webhook-label failed: KCA_ENVIRONMENT_REQUIRED".to_owned(), Outcome::ExplicitDeny)]
+    // A deny answered with a status outside EXPLICIT_DENY_STATUSES (a webhook's own code) is
+    // not what the audit and metrics rules count as an explicit deny: one table decides.
+    #[case::deny_422(422, None, format!("admission webhook \"{HOOK}\" denied the request: Policy kca-webhook-label failed: KCA_ENVIRONMENT_REQUIRED"), Outcome::OtherError)]
     // A deny by some other webhook, without the policy's marker, is not this policy's deny.
     #[case::deny_without_marker(400, None, "admission webhook \"other.example.com\" denied the request: image not allowed".to_owned(), Outcome::OtherError)]
     // The marker only in the webhook name part does not count.

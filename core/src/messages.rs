@@ -205,6 +205,10 @@ pub fn code_text(code: Code) -> Text {
             "API サーバーの監査ログ (audit) のイベントがリクエストの記録と一致しません",
             "the API server's audit event contradicts the request's record",
         ),
+        Code::TimingNotObserved => t(
+            "API サーバー自身による webhook 呼び出し時間（監査ログの latency 注釈、または admission duration メトリクス）は観測されていません（この照合は未確認です）",
+            "timing not observed: the API server's own timing of the webhook calls (the audit latency annotation or the admission duration metrics) is absent (this cross-check was not made)",
+        ),
         Code::AuditNotObserved => t(
             "API サーバーの監査ログ (audit) は観測されていません（この照合は未確認です）",
             "audit not observed: the API server's audit events were not read (these cross-checks were not made)",

@@ -5,8 +5,8 @@
 //! namespace `apiserver`, subsystem `admission`; `../shared/research/kubernetes.md` §1 (e)):
 //! - `apiserver_admission_webhook_rejection_count{name,type,operation,error_type,rejection_code}`:
 //!   `error_type="calling_webhook_error"` (code 503 for a transport error such as a timeout) when a
-//!   call fails under failurePolicy Fail; `error_type="no_error"`, `rejection_code="400"` for an
-//!   explicit deny;
+//!   call fails under failurePolicy Fail; `error_type="no_error"`, `rejection_code` the deny's HTTP
+//!   status (400 or 403, [`crate::classify::EXPLICIT_DENY_STATUSES`]) for an explicit deny;
 //! - `apiserver_admission_webhook_fail_open_count{name,type}`: a failed call admitted under Ignore;
 //! - `apiserver_admission_webhook_request_total{name,type,operation,code,rejected}`: every call;
 //! - `apiserver_admission_webhook_admission_duration_seconds` (histogram; only its `_sum` and

@@ -288,6 +288,11 @@ fn lab_a_deny_seen_before_the_polled_registration_inside_its_window_passes() {
     let mut e6 = pass["evidence/06.json"].clone();
     let deny = e6["facts"]["first_explicit_deny"]["at"].clone();
     e6["facts"]["webhook_registered"]["at"] = serde_json::json!(shifted(&deny, 520));
+    // The step is confirmed with the registration's own read time (`labs::a`), and the act
+    // finishes after its last observation.
+    e6["facts"]["webhook"]["observed_at"] = serde_json::json!(shifted(&deny, 520));
+    let finished = e6["finished_at"].clone();
+    e6["finished_at"] = serde_json::json!(shifted(&finished, 1000));
     // Its wait counted from the same instant as every step's (grade::bounds::STEP_START_SPREAD_MS).
     let deny_waited = e6["facts"]["first_explicit_deny"]["waited_ms"]
         .as_u64()

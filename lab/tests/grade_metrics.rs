@@ -60,6 +60,60 @@ fn calls(hook: &str, code: &str, rejected: bool, v: f64) -> S {
     )
 }
 
+/// The admission duration histogram's `_count` and `_sum` of `hook` (seconds).
+fn duration(hook: &str, count: f64, sum: f64) -> [S; 2] {
+    let labels = || {
+        vec![
+            ("name", hook.to_owned()),
+            ("operation", "CREATE".into()),
+            ("type", "validating".into()),
+        ]
+    };
+    [
+        (
+            "apiserver_admission_webhook_admission_duration_seconds_count",
+            labels(),
+            count,
+        ),
+        (
+            "apiserver_admission_webhook_admission_duration_seconds_sum",
+            labels(),
+            sum,
+        ),
+    ]
+}
+
+/// What the histogram of the policy's webhook adds for an act's requests in the `pass/`
+/// fixture: one observation per call (every target-namespace request, but lab A act 6's dry-runs
+/// admitted before the registration and lab A act 5's, which called nothing), each taking the
+/// request's `elapsed_ms` less 2 ms (the recorded run: a 3004 ms request, a 3000.6 ms call).
+fn durations(lab: Lab, act: u8, facts: &Value) -> Vec<S> {
+    let hook = if lab == Lab::B && act >= 6 {
+        IGNORE
+    } else {
+        FAIL
+    };
+    let calls: Vec<lab::evidence::RequestRecord> = lab::evidence::request_records(&[facts])
+        .into_values()
+        .filter(|r| r.namespace == "kca-webhook-target")
+        .filter(|r| !(lab == Lab::A && act == 5))
+        .filter(|r| {
+            !(lab == Lab::A && act == 6 && r.outcome == lab::evidence::Outcome::DryRunAdmitted)
+        })
+        .collect();
+    let sum: f64 = calls
+        .iter()
+        .map(|r| (r.elapsed_ms.max(3) - 2) as f64 / 1000.0)
+        .sum();
+    let mut out = duration(FAIL, 4.0, 0.02).to_vec();
+    if hook == FAIL {
+        out = duration(FAIL, 4.0 + calls.len() as f64, 0.02 + sum).to_vec();
+    } else {
+        out.extend(duration(IGNORE, calls.len() as f64, sum));
+    }
+    out
+}
+
 /// `/metrics` text as the API server serves it (HELP/TYPE lines, label order as served).
 fn text(samples: &[S]) -> String {
     let mut by_metric: BTreeMap<&str, Vec<&S>> = BTreeMap::new();
@@ -161,7 +215,36 @@ fn tree(lab: Lab) -> BTreeMap<String, Value> {
     };
     let mut files = common::read_tree(&common::fixtures_dir().join(dir));
     for act in metric_acts(lab) {
-        facts(&mut files, act)[metrics::FACTS_KEY] = consistent(lab, act);
+        let mut m = consistent(lab, act);
+        // The histogram beside the counters: before the act, the base's 4 calls of 5 ms each.
+        let before = metrics::admission_lines(&text(
+            &[base(), duration(FAIL, 4.0, 0.02).to_vec()].concat(),
+        ));
+        let after_samples: Vec<S> = {
+            let f = facts(&mut files, act).clone();
+            durations(lab, act, &f)
+        };
+        let mut after_lines: Vec<String> = m["after"]["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l.as_str().unwrap().to_owned())
+            .collect();
+        after_lines.extend(metrics::admission_lines(&text(&after_samples)));
+        m["before"]["lines"] = json!(
+            [
+                serde_json::from_value::<Vec<String>>(m["before"]["lines"].clone()).unwrap(),
+                before
+            ]
+            .concat()
+        );
+        m["after"]["lines"] = json!(after_lines);
+        m["deltas"] = serde_json::to_value(metrics::deltas(
+            &serde_json::from_value::<Vec<String>>(m["before"]["lines"].clone()).unwrap(),
+            &after_lines,
+        ))
+        .unwrap();
+        facts(&mut files, act)[metrics::FACTS_KEY] = m;
     }
     files
 }

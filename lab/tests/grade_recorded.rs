@@ -231,11 +231,12 @@ fn tampering_with_the_recorded_run_is_caught() {
     });
 }
 
-/// The issue 11 cases (`fixtures/recorded-cases/`, each a few files changed in the recorded run
-/// to a shape public bug reports show) are flagged by the act's grader and by `grade all`, with
-/// findings naming the evidence file (among the acts the run has); the unchanged run passes (`recorded_lab_b_passes_every_act`).
+/// The grader cases (`fixtures/recorded-cases/`, each a few files changed in a recorded run to a
+/// shape public bug reports show: issue 11's and issue 24's) are flagged by the act's grader and
+/// by `grade all`, with findings naming the evidence file and JSON path (among the acts the run
+/// has); the unchanged runs pass (`recorded_lab_b_passes_every_act`, `grade_audit.rs`).
 #[test]
-fn issue_11_cases_on_the_recorded_run_are_flagged() {
+fn recorded_cases_are_flagged() {
     let root = common::fixtures_dir().join("recorded-cases");
     let mut cases: Vec<_> = std::fs::read_dir(&root)
         .unwrap()
@@ -243,19 +244,21 @@ fn issue_11_cases_on_the_recorded_run_are_flagged() {
         .filter(|p| p.is_dir())
         .collect();
     cases.sort();
-    assert!(cases.len() >= 4, "{cases:?}");
+    assert!(cases.len() >= 6, "{cases:?}");
     for case in cases {
         let overlay = common::read_tree(&case);
         let meta = overlay["case.json"].clone();
         let act = meta["act"].as_u64().unwrap() as u8;
-        let (_tmp, gi) = load(|files| {
+        let base = meta["base"].as_str().unwrap_or(RUN_B);
+        let rec = Recording::open(base);
+        let (_tmp, gi) = rec.copy_with(|files| {
             for (k, v) in &overlay {
                 if k != "case.json" {
                     files.insert(k.clone(), v.clone());
                 }
             }
         });
-        let f = grade::grade(Lab::B, act, &gi);
+        let f = grade::grade(rec.lab, act, &gi);
         let text = lab::messages::findings(Lang::En, &f);
         for code in meta["expect"].as_array().unwrap() {
             let code = code.as_str().unwrap();
@@ -269,11 +272,18 @@ fn issue_11_cases_on_the_recorded_run_are_flagged() {
                 case.display()
             );
         }
+        if let Some(subject) = meta["subject"].as_str() {
+            let code = meta["expect"][0].as_str().unwrap();
+            assert!(
+                f.findings
+                    .iter()
+                    .any(|x| x.code.as_str() == code && x.subject == subject),
+                "{}: expected {code} on {subject}\n{text}",
+                case.display()
+            );
+        }
         assert!(
-            Recording::open(RUN_B)
-                .grade(&gi)
-                .iter()
-                .any(|f| !f.passed()),
+            rec.grade(&gi).iter().any(|f| !f.passed()),
             "{}",
             case.display()
         );

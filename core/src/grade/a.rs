@@ -1,6 +1,6 @@
 //! Lab A graders, acts 4-8 (graceful scale-down: the webhook registration may disappear).
 
-use super::{Code, G, act8_facts, baseline_uid, has_env_label, policy_uid};
+use super::{Code, G, act8_facts, has_env_label, policy_uid};
 use crate::evidence::{Outcome, RequestRecord};
 use crate::facts::{self, a::*};
 use crate::inputs::{self, Context};
@@ -75,6 +75,82 @@ fn list_has_webhook(list: &serde_json::Value, name: &str) -> Option<bool> {
                     .any(|w| w.get("name").and_then(|n| n.as_str()) == Some(name))
             })
     }))
+}
+
+/// Where the raw list of webhook configurations holds the policy's webhook (the registration
+/// stayed), that entry is act 2's registration: the same failurePolicy, timeoutSeconds, client
+/// config (service namespace, name, path, port), selectors, rules and sideEffects, read verbatim
+/// (camelCase). Flags [`Code::RegistrationChanged`].
+fn listed_policy_webhook_equals_act2(
+    g: &mut G,
+    s: &str,
+    list: &serde_json::Value,
+    a2: &facts::WebhookFacts,
+) {
+    let entries = list
+        .get("items")
+        .and_then(|i| i.as_array())
+        .into_iter()
+        .flatten()
+        .flat_map(|cfg| {
+            cfg.get("webhooks")
+                .and_then(|w| w.as_array())
+                .into_iter()
+                .flatten()
+        })
+        .filter(|w| w.get("name").and_then(|n| n.as_str()) == Some(a2.name.as_str()));
+    const NULL: &serde_json::Value = &serde_json::Value::Null;
+    for w in entries {
+        let f = |k: &str| w.get(k).unwrap_or(NULL);
+        let service = w.pointer("/clientConfig/service").map(|x| {
+            (
+                x.get("namespace").and_then(|v| v.as_str()),
+                x.get("name").and_then(|v| v.as_str()),
+                x.get("path").and_then(|v| v.as_str()),
+                x.get("port").and_then(|v| v.as_i64()),
+            )
+        });
+        let listed = (
+            f("failurePolicy").as_str(),
+            f("timeoutSeconds").as_u64(),
+            service,
+            f("namespaceSelector"),
+            f("rules"),
+            f("sideEffects").as_str(),
+        );
+        let recorded = (
+            Some(a2.failure_policy.as_str()),
+            Some(u64::from(a2.timeout_seconds)),
+            a2.service.as_ref().map(|x| {
+                (
+                    Some(x.namespace.as_str()),
+                    Some(x.name.as_str()),
+                    x.path.as_deref(),
+                    Some(i64::from(x.port)),
+                )
+            }),
+            &a2.namespace_selector,
+            &a2.rules,
+            Some(a2.side_effects.as_str()),
+        );
+        g.check(
+            listed == recorded,
+            Code::RegistrationChanged,
+            format!("{s}.webhook_configurations"),
+            || {
+                format!(
+                    "the listed webhook {:?} is {listed:?}; act 2 recorded {recorded:?}",
+                    a2.name
+                )
+            },
+        );
+        super::registration_scope(
+            g,
+            &format!("{s}.webhook_configurations"),
+            &a2.name,
+            &super::Scope::of_raw(w),
+        );
+    }
 }
 
 const CALL_FAILURES: [Outcome; 4] = [
@@ -177,6 +253,9 @@ pub(crate) fn act5(g: &mut G) {
             },
         );
     }
+    if let Some(a2) = &a2 {
+        listed_policy_webhook_equals_act2(g, s, &f.webhook_configurations, &a2.webhook);
+    }
     g.times_ordered(
         &format!("{s}.registrations_checked_at"),
         &gone,
@@ -235,9 +314,7 @@ pub(crate) fn act5(g: &mut G) {
         "kca-webhook-control",
         f.control.namespace.as_str(),
     );
-    if let Some(uid) = baseline_uid(g) {
-        g.existing(&format!("{s}.existing"), &f.existing, &uid);
-    }
+    super::existing_pod_survives(g, &format!("{s}.existing"), &f.existing);
 }
 
 fn step(g: &mut G, subject: &str, st: &TimelineStep) -> Option<String> {
@@ -262,11 +339,45 @@ fn step(g: &mut G, subject: &str, st: &TimelineStep) -> Option<String> {
     }
 }
 
+/// Lab A act 6, rule by rule (each a function named after what it holds; the row "A 6" of the
+/// table in [`super`]).
 pub(crate) fn act6(g: &mut G) {
     let Some(f) = g.facts::<Act6Facts>(6) else {
         return;
     };
     let s = "evidence/06.json facts";
+    let restored = replicas_restored_after_the_scale_down(g, s, &f);
+    recovery_steps_waited_from_one_start(g, s, &f);
+    let created = step(g, &format!("{s}.pod_created"), &f.pod_created);
+    let running = step(g, &format!("{s}.pod_running"), &f.pod_running);
+    let lease = step(g, &format!("{s}.lease_acquired"), &f.lease_acquired);
+    let registered = step(g, &format!("{s}.webhook_registered"), &f.webhook_registered);
+    let denied = step(
+        g,
+        &format!("{s}.first_explicit_deny"),
+        &f.first_explicit_deny,
+    );
+    recovery_order_holds(g, s, &f);
+    new_pod_holds_the_lease(g, s, &f, created.is_some(), &running, &lease);
+    recovery_durations_are_their_timestamps(g, s, &f, &restored, &running, &lease);
+    if let Some(p) = &f.existing {
+        super::existing_pod_survives(g, &format!("{s}.existing"), p);
+    }
+    if registered.is_some() {
+        registration_after_recovery_equals_act2(g, s, &f);
+    }
+    probes_are_violating_dry_runs_to_the_policy_webhook(g, s, &f);
+    no_probe_admitted_after_a_call(g, s, &f);
+    if let Some(d) = &denied {
+        first_deny_is_the_last_probe(g, s, &f, d);
+    }
+}
+
+/// The replicas were restored (confirmed, who restored recorded) after act 5 scaled them down,
+/// whoever restored them (the watcher restores at its deadline, or at once on
+/// SIGTERM/SIGINT/SIGHUP; the runner or `heal` when they run), and the step is seen at or after
+/// the restore itself. Returns the restore's time when confirmed.
+fn replicas_restored_after_the_scale_down(g: &mut G, s: &str, f: &Act6Facts) -> Option<String> {
     let restored = step(g, &format!("{s}.replicas_restored"), &f.replicas_restored);
     if restored.is_some() {
         g.check(
@@ -276,9 +387,6 @@ pub(crate) fn act6(g: &mut G) {
             || "who restored the replicas is not recorded".into(),
         );
     }
-    // The replicas were restored after act 5 scaled them down, whoever restored them (the
-    // watcher restores at its deadline, or at once on SIGTERM/SIGINT/SIGHUP; the runner or
-    // `heal` when they run), and the step is seen at or after the restore itself.
     if let (Some(seen), Some(scaled)) = (
         f.replicas_restored.seen_at(),
         g.facts::<Act5Facts>(5)
@@ -297,9 +405,14 @@ pub(crate) fn act6(g: &mut G) {
             },
         );
     }
-    // Every confirmed step's wait began at the same instant (bounds::STEP_START_SPREAD_MS);
-    // not replicas_restored, whose `at` is the restorer's own record when the replicas were
-    // already restored before act 6 began (e.g. by the watcher at its deadline).
+    restored
+}
+
+/// Every confirmed step's wait began at the same instant, `at − waited_ms`
+/// ([`super::bounds::STEP_START_SPREAD_MS`]); not replicas_restored, whose `at` is the restorer's
+/// own record when the replicas were already restored before act 6 began (e.g. by the watcher at
+/// its deadline).
+fn recovery_steps_waited_from_one_start(g: &mut G, s: &str, f: &Act6Facts) {
     let starts: Vec<(&str, chrono::DateTime<chrono::Utc>)> = [
         ("pod_created", &f.pod_created),
         ("pod_running", &f.pod_running),
@@ -333,18 +446,12 @@ pub(crate) fn act6(g: &mut G) {
             },
         );
     }
-    let created = step(g, &format!("{s}.pod_created"), &f.pod_created);
-    let running = step(g, &format!("{s}.pod_running"), &f.pod_running);
-    let lease = step(g, &format!("{s}.lease_acquired"), &f.lease_acquired);
-    let registered = step(g, &format!("{s}.webhook_registered"), &f.webhook_registered);
-    let denied = step(
-        g,
-        &format!("{s}.first_explicit_deny"),
-        &f.first_explicit_deny,
-    );
-    // Only the orders that must hold (`rules::a::recovery_order`), judged on each step's polling
-    // window, not on the two times at which the polls happened to see them.
-    for (na, a, nb, b) in rules::a::recovery_order(&f) {
+}
+
+/// Only the orders that must hold (`rules::a::recovery_order`), judged on each step's polling
+/// window, not on the two times at which the polls happened to see them.
+fn recovery_order_holds(g: &mut G, s: &str, f: &Act6Facts) {
+    for (na, a, nb, b) in rules::a::recovery_order(f) {
         let why = rules::a::order_contradiction(a, b);
         g.check(
             why.is_none(),
@@ -353,59 +460,84 @@ pub(crate) fn act6(g: &mut G) {
             || why.unwrap_or_default(),
         );
     }
-    // The new pod holds the Lease; it is not one of the pods act 4 recorded.
-    if let Some(p) = &f.new_pod {
-        // Read after the pod was seen Running (and holding the Lease): it exists, and a pod's
-        // phase never goes back to Pending (Pending → Running → Succeeded/Failed).
-        let read_after = |t: &Option<String>| {
-            matches!(
-                (t.as_deref().and_then(facts::parse_rfc3339), facts::parse_rfc3339(&p.at)),
-                (Some(t), Some(at)) if at >= t
-            )
-        };
-        if read_after(&running) || read_after(&lease) {
-            g.check(
-                p.exists,
-                Code::ValueMismatch,
-                format!("{s}.new_pod.exists"),
-                || format!("the new pod {} was not found at {}, after it was seen Running or holding the Lease", p.name, p.at),
-            );
+}
+
+/// The new pod holds the Lease; it is not one of the pods act 4 recorded; read after it was
+/// seen Running (and holding the Lease) it exists, and a pod's phase never goes back to Pending
+/// (Pending → Running → Succeeded/Failed).
+fn new_pod_holds_the_lease(
+    g: &mut G,
+    s: &str,
+    f: &Act6Facts,
+    created: bool,
+    running: &Option<String>,
+    lease: &Option<String>,
+) {
+    let Some(p) = &f.new_pod else {
+        if created {
+            g.check(false, Code::FactsInvalid, format!("{s}.new_pod"), || {
+                "pod_created is confirmed but new_pod is missing".into()
+            });
         }
-        if read_after(&running) {
-            g.check(
-                p.exists && p.phase.as_deref() != Some("Pending"),
-                Code::ValueMismatch,
-                format!("{s}.new_pod.phase"),
-                || {
-                    format!(
-                        "phase {:?} at {}, after pod_running was confirmed at {:?}",
-                        p.phase, p.at, running
-                    )
-                },
-            );
-        }
-        if lease.is_some() {
-            g.expect_eq(
-                Code::ValueMismatch,
-                format!("{s}.lease_holder"),
-                Some(p.name.as_str()),
-                f.lease_holder.as_deref(),
-            );
-        }
-        if let Some(a4) = g.facts::<Act4Facts>(4) {
-            let old = a4.pods.iter().any(|o| o.uid.is_some() && o.uid == p.uid);
-            g.check(
-                !old,
-                Code::ValueMismatch,
-                format!("{s}.new_pod.uid"),
-                || "the new pod has an old pod's UID".into(),
-            );
-        }
-    } else if created.is_some() {
-        g.check(false, Code::FactsInvalid, format!("{s}.new_pod"), || {
-            "pod_created is confirmed but new_pod is missing".into()
-        });
+        return;
+    };
+    let read_after = |t: &Option<String>| {
+        matches!(
+            (t.as_deref().and_then(facts::parse_rfc3339), facts::parse_rfc3339(&p.at)),
+            (Some(t), Some(at)) if at >= t
+        )
+    };
+    if read_after(running) || read_after(lease) {
+        g.check(
+            p.exists,
+            Code::ValueMismatch,
+            format!("{s}.new_pod.exists"),
+            || format!("the new pod {} was not found at {}, after it was seen Running or holding the Lease", p.name, p.at),
+        );
     }
+    if read_after(running) {
+        g.check(
+            p.exists && p.phase.as_deref() != Some("Pending"),
+            Code::ValueMismatch,
+            format!("{s}.new_pod.phase"),
+            || {
+                format!(
+                    "phase {:?} at {}, after pod_running was confirmed at {:?}",
+                    p.phase, p.at, running
+                )
+            },
+        );
+    }
+    if lease.is_some() {
+        g.expect_eq(
+            Code::ValueMismatch,
+            format!("{s}.lease_holder"),
+            Some(p.name.as_str()),
+            f.lease_holder.as_deref(),
+        );
+    }
+    if let Some(a4) = g.facts::<Act4Facts>(4) {
+        let old = a4.pods.iter().any(|o| o.uid.is_some() && o.uid == p.uid);
+        g.check(
+            !old,
+            Code::ValueMismatch,
+            format!("{s}.new_pod.uid"),
+            || "the new pod has an old pod's UID".into(),
+        );
+    }
+}
+
+/// `leader_takeover_ms` and `lease_after_restore_ms` are the differences of their timestamps
+/// ([`super::bounds::DERIVED_MS_TOLERANCE`]); the Lease is taken after the restore and within the
+/// act's recovery wait ([`super::bounds::RECOVERY_MS`]).
+fn recovery_durations_are_their_timestamps(
+    g: &mut G,
+    s: &str,
+    f: &Act6Facts,
+    restored: &Option<String>,
+    running: &Option<String>,
+    lease: &Option<String>,
+) {
     if let (Some(r), Some(l)) = (
         running.as_deref().and_then(facts::parse_rfc3339),
         lease.as_deref().and_then(facts::parse_rfc3339),
@@ -431,7 +563,6 @@ pub(crate) fn act6(g: &mut G) {
             format!("{s}.lease_after_restore_ms"),
             || format!("recorded {ms}, timestamps give {measured} ms"),
         );
-        // The Lease is taken after the restore and within the act's recovery wait.
         let hi = super::bounds::RECOVERY_MS as i64;
         g.check(
             (0..=hi).contains(&measured),
@@ -440,40 +571,52 @@ pub(crate) fn act6(g: &mut G) {
             || format!("Lease taken {measured} ms after the restore; the act waits [0, {hi}] ms (bounds::RECOVERY_MS)"),
         );
     }
-    if let Some(p) = &f.existing
-        && let Some(uid) = baseline_uid(g)
-    {
-        g.existing(&format!("{s}.existing"), p, &uid);
-    }
-    if registered.is_some() {
-        match (&f.webhook, g.facts::<facts::Act2Facts>(2)) {
-            (Some(w), Some(a2)) => {
-                g.expect_eq(
-                    Code::ValueMismatch,
-                    format!("{s}.webhook.name"),
-                    a2.webhook.name.as_str(),
-                    w.name.as_str(),
-                );
-            }
-            (None, _) => {
-                g.check(
-                    false,
-                    Code::RegistrationMissing,
-                    format!("{s}.webhook"),
-                    || "registered, but no registration recorded".into(),
-                );
-            }
-            _ => {}
+}
+
+/// The registration read after the recovery is act 2's (Kyverno registers the same policy's
+/// webhook again; the configuration object may be a new one, so its UID is not compared), read
+/// when the step `webhook_registered` saw it.
+fn registration_after_recovery_equals_act2(g: &mut G, s: &str, f: &Act6Facts) {
+    match (&f.webhook, g.facts::<facts::Act2Facts>(2)) {
+        (Some(w), Some(a2)) => {
+            super::registration_equals(
+                g,
+                &format!("{s}.webhook"),
+                w,
+                &a2.webhook,
+                super::SameRegistration::NewConfigurationObject,
+            );
+            g.expect_eq(
+                Code::TimesInconsistent,
+                format!("{s}.webhook.observed_at"),
+                f.webhook_registered.at.as_deref(),
+                Some(w.observed_at.as_str()),
+            );
         }
+        (None, _) => {
+            g.check(
+                false,
+                Code::RegistrationMissing,
+                format!("{s}.webhook"),
+                || "registered, but no registration recorded".into(),
+            );
+        }
+        _ => {}
     }
-    // Probes are server dry-runs; the last is the deny when confirmed. A deny or call failure
-    // must name the policy's own webhook as act 2 recorded it (Kyverno re-registers the same one).
+}
+
+/// Every probe is a server dry-run of a violating pod (no label, the target namespace) whose
+/// record agrees with itself ([`G::request`]) and whose deny or call failure names the policy's
+/// own webhook as act 2 recorded it (Kyverno re-registers the same one); the probes follow one
+/// another (each sent after the previous was answered).
+fn probes_are_violating_dry_runs_to_the_policy_webhook(g: &mut G, s: &str, f: &Act6Facts) {
     let hook = g.facts::<facts::Act2Facts>(2).map(|a2| a2.webhook);
+    let mut previous: Option<&RequestRecord> = None;
     for (i, r) in f.deny_probes.iter().enumerate() {
-        if let Some(h) = &hook {
-            g.named_webhook(&format!("{s}.deny_probes[{i}]"), r, h);
-        }
         let sub = format!("{s}.deny_probes[{i}]");
+        if let Some(h) = &hook {
+            g.named_webhook(&sub, r, h);
+        }
         g.request(
             &sub,
             r,
@@ -493,21 +636,57 @@ pub(crate) fn act6(g: &mut G) {
             &true,
             &r.dry_run,
         );
-    }
-    if let Some(d) = &denied {
-        let last = f.deny_probes.last();
-        g.check(
-            last.is_some_and(|r| r.outcome == Outcome::ExplicitDeny && &r.answered_at == d),
+        g.expect_eq(
             Code::ValueMismatch,
-            format!("{s}.first_explicit_deny"),
-            || {
-                format!(
-                    "confirmed at {d}, but the last probe is {:?}",
-                    last.map(|r| (r.outcome.as_str(), r.answered_at.as_str()))
-                )
-            },
+            format!("{sub}.namespace"),
+            crate::rules::common::TARGET_NAMESPACE,
+            r.namespace.as_str(),
         );
+        g.expect_eq(
+            Code::ValueMismatch,
+            format!("{sub}.labels"),
+            &false,
+            &has_env_label(r),
+        );
+        if let Some(p) = previous {
+            g.times_ordered(&format!("{sub}.sent_at"), &p.answered_at, &r.sent_at);
+        }
+        previous = Some(r);
     }
+}
+
+/// Once a probe's answer shows the API server called the policy's webhook (a deny or a failed
+/// call), the registration is in force: the Fail registration is never removed again in act 6,
+/// so no later violating probe is admitted ([`super::violating_pod_never_admitted_under_fail`]).
+fn no_probe_admitted_after_a_call(g: &mut G, s: &str, f: &Act6Facts) {
+    let first_call = f.deny_probes.iter().position(|r| {
+        r.outcome == Outcome::ExplicitDeny
+            || r.message
+                .as_deref()
+                .and_then(crate::classify::parse_call_failure)
+                .is_some()
+    });
+    if let Some(k) = first_call {
+        for (i, r) in f.deny_probes.iter().enumerate().skip(k) {
+            super::violating_pod_never_admitted_under_fail(g, &format!("{s}.deny_probes[{i}]"), r);
+        }
+    }
+}
+
+/// The step `first_explicit_deny` is the last probe, an explicit deny answered at that time.
+fn first_deny_is_the_last_probe(g: &mut G, s: &str, f: &Act6Facts, d: &str) {
+    let last = f.deny_probes.last();
+    g.check(
+        last.is_some_and(|r| r.outcome == Outcome::ExplicitDeny && r.answered_at == d),
+        Code::ValueMismatch,
+        format!("{s}.first_explicit_deny"),
+        || {
+            format!(
+                "confirmed at {d}, but the last probe is {:?}",
+                last.map(|r| (r.outcome.as_str(), r.answered_at.as_str()))
+            )
+        },
+    );
 }
 
 fn dry_run_request(g: &mut G, sub: &str, r: &RequestRecord, expect: Outcome) {
@@ -590,6 +769,13 @@ pub(crate) fn act7(g: &mut G) {
             format!("{s}.webhook_name"),
             a2.webhook.name.as_str(),
             f.webhook_name.as_str(),
+        );
+        // The sideEffects the dry-run relied on are the registration's (act 2's).
+        g.expect_eq(
+            Code::RegistrationChanged,
+            format!("{s}.side_effects"),
+            a2.webhook.side_effects.as_str(),
+            f.side_effects.as_str(),
         );
     }
 }

@@ -11,7 +11,8 @@
 //! 1. `raw`: the parsed `events` agree with what the recorded verbatim `lines` give (every field a
 //!    recorded view holds has the re-parsed value; rules 2-7 read the re-parsed view), every line is
 //!    an event of its request (pod name, namespace, verb `create`, received inside the request's
-//!    window) — [`Code::RawMismatch`];
+//!    window), and the entry's namespace, `sent_at` and `answered_at` are the record's —
+//!    [`Code::RawMismatch`];
 //! 2. `final-event`: every request of the act has a `ResponseComplete` (or `Panic`) event —
 //!    [`Code::ObservationMissing`], naming what the act waited for;
 //! 3. `response-code`: the final event's `responseStatus.code` is the HTTP status the tool got;
@@ -25,13 +26,19 @@
 //!    `failed-open.validating.webhook.admission.k8s.io/round_<r>_index_<i>` are exactly the
 //!    target-namespace requests `stored` while `H` is an Ignore webhook, and the annotation names
 //!    `H` (lab B act 6's frozen requests);
-//! 6. `explicit-deny`: an `explicit-deny` request's final event has the deny's code and no
+//! 6. `explicit-deny`: an `explicit-deny` request's final event has the deny's code (one of
+//!    [`crate::classify::EXPLICIT_DENY_STATUSES`]) and no
 //!    failed-open annotation (the webhook answered; it did not fail);
 //! 7. `admitted-without-webhook` (lab A act 5, registration absent): the stored violating request
 //!    has no failed-open annotation — it was admitted because no webhook matched, not because a
 //!    call failed (the metrics rule `no-call-while-unregistered` shows no call to `H` at all).
 //!
-//! Rules 3-7 report [`Code::AuditContradicted`], naming both records (the evidence's request
+//! 8. `webhook-latency`: the API server's own timing of the call (the event's span and
+//!    `apiserver.latency.k8s.io/validating-webhook`) agrees with the record's `elapsed_ms`: inside
+//!    the request, `timeoutSeconds` for a timed-out call, less for a denied one (bounds in
+//!    [`super::bounds`]); absent on a long request that called the webhook: a note.
+//!
+//! Rules 3-8 report [`Code::AuditContradicted`], naming both records (the evidence's request
 //! path and the audit event's `auditID` and JSON path). Evidence without `admission_audit`
 //! (recorded before audit existed), `not-configured` (a backend without an audit log) and
 //! `read-error` get a [`Code::AuditNotObserved`] note: reported, never a silent pass, not failing.
@@ -88,6 +95,7 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
         return;
     }
     let hook = super::metrics::policy_webhook(g, ev);
+    let timeout_seconds = super::metrics::policy_timeout_seconds(g, ev);
     let requests =
         crate::evidence::request_records(&[&ev.facts, &serde_json::Value::Array(ev.raw.clone())]);
 
@@ -127,15 +135,21 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
                 .iter()
                 .zip(&reparsed)
                 .all(|(x, y)| view_agrees(x, y));
+        // The entry is keyed to the request it is matched to: its namespace and window are the
+        // record's own.
+        let keyed = (&ra.namespace, &ra.sent_at, &ra.answered_at)
+            == (&r.namespace, &r.sent_at, &r.answered_at);
         g.check(
-            agrees && foreign.is_empty(),
+            agrees && foreign.is_empty() && keyed,
             Code::RawMismatch,
             format!("{at} raw"),
             || {
                 format!(
-                    "recorded {} events, the recorded lines give {}; lines not of request {name}: {foreign:?}",
+                    "recorded {} events, the recorded lines give {}; lines not of request {name}: {foreign:?}; entry namespace/sent_at/answered_at {:?} vs the record's {:?}",
                     ra.events.len(),
-                    reparsed.len()
+                    reparsed.len(),
+                    (&ra.namespace, &ra.sent_at, &ra.answered_at),
+                    (&r.namespace, &r.sent_at, &r.answered_at)
                 )
             },
         );
@@ -218,7 +232,7 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
                 "explicit-deny",
                 g,
                 e.code == Some(r.http_status)
-                    && (400..500).contains(&r.http_status)
+                    && crate::classify::is_explicit_deny_status(r.http_status)
                     && failed_open.is_empty(),
             );
         }
@@ -238,6 +252,20 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
                 r.outcome == Outcome::Stored && failed_open.is_empty() && e.code == Some(201),
             );
         }
+        // Rule 8: the API server's own timing of the call is a second witness of the record's.
+        let witness = CallWitness {
+            at: &at,
+            both: format!("{request} vs {event}"),
+            timeout_seconds,
+            timed_out: r.outcome == Outcome::WebhookTimeout
+                || (!failed_open.is_empty()
+                    && timeout_seconds
+                        .is_some_and(|t| r.elapsed_ms >= super::bounds::timeout_window_ms(t).0)),
+            called: call_failed
+                || !failed_open.is_empty()
+                || matches!(r.outcome, Outcome::WebhookTimeout | Outcome::ExplicitDeny),
+        };
+        webhook_call_timing_agrees(g, &witness, r, e);
     }
     // Entries for requests the act did not record are not evidence of anything: flag them.
     let known: BTreeSet<&String> = requests.keys().collect();
@@ -252,6 +280,116 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
         Code::RawMismatch,
         format!("{subject} raw"),
         || format!("audit entries for requests the act did not record: {extra:?}"),
+    );
+}
+
+/// What rule 8 needs to know of one request beside its record and final event.
+struct CallWitness<'s> {
+    /// `evidence/NN.json facts.admission_audit.requests[i]`.
+    at: &'s str,
+    /// Both records named, for the finding.
+    both: String,
+    /// The registration's `timeoutSeconds` for the act, when known.
+    timeout_seconds: Option<u32>,
+    /// The record says the call to `H` ran into its deadline: a `webhook-timeout`, or a request
+    /// failed open under Ignore after waiting the timeout.
+    timed_out: bool,
+    /// The record says `H` was called (a deny, a failed call, failed open).
+    called: bool,
+}
+
+/// Rule 8 (`webhook-latency`): the API server's own timing of the request is held against the
+/// record's `elapsed_ms` ([`super::bounds`]): the event's span (`stageTimestamp −
+/// requestReceivedTimestamp`) and the validating webhook latency annotation
+/// ([`audit::VALIDATING_WEBHOOK_LATENCY`]) lie inside the request the tool timed; a timed-out
+/// call took `timeoutSeconds` by both ([`super::bounds::timeout_window_ms`]); a denied call took
+/// less than `timeoutSeconds` ([`super::bounds::deny_call_max_ms`]). A request that called the
+/// webhook and lasted longer than [`audit::LATENCY_ANNOTATION_THRESHOLD_MS`] without the
+/// annotation (an API server older than the latency tracker) gets a [`Code::TimingNotObserved`]
+/// note: the witness is absent, which is said, never passed silently.
+fn webhook_call_timing_agrees(
+    g: &mut G<'_>,
+    w: &CallWitness<'_>,
+    r: &crate::evidence::RequestRecord,
+    e: &audit::EventView,
+) {
+    use super::bounds::{call_inside_request_ms, deny_call_max_ms, timeout_window_ms};
+    let subject = format!("{} webhook-latency", w.at);
+    let inside = call_inside_request_ms(r.elapsed_ms);
+    let window = w.timeout_seconds.map(timeout_window_ms);
+    let in_window = |ms: f64| window.is_some_and(|(lo, hi)| ms >= lo as f64 && ms < hi as f64);
+    let span = e.span_ms();
+    let mut problems = Vec::new();
+    match span {
+        Some(span) => {
+            if span > inside {
+                problems.push(format!(
+                    "the API server held the request {span:.1} ms, longer than the tool's elapsed_ms {} + {} ms",
+                    r.elapsed_ms,
+                    super::bounds::CLOCK_SKEW_MS
+                ));
+            }
+            if w.timed_out && !in_window(span) {
+                problems.push(format!(
+                    "the API server held the timed-out request {span:.1} ms; timeoutSeconds {:?} gives {window:?} ms",
+                    w.timeout_seconds
+                ));
+            }
+        }
+        None => problems.push("the event has no requestReceivedTimestamp/stageTimestamp".into()),
+    }
+    match e.validating_webhook_ms() {
+        Some(Some(ms)) => {
+            if ms > inside || span.is_some_and(|sp| ms > sp + super::bounds::CLOCK_SKEW_MS as f64) {
+                problems.push(format!(
+                    "{} says the webhook call took {ms:.3} ms, longer than the request (elapsed_ms {}, the event's span {span:?})",
+                    audit::VALIDATING_WEBHOOK_LATENCY,
+                    r.elapsed_ms
+                ));
+            }
+            if w.timed_out && !in_window(ms) {
+                problems.push(format!(
+                    "{} says the timed-out call took {ms:.3} ms; a call that ran into timeoutSeconds {:?} took {window:?} ms",
+                    audit::VALIDATING_WEBHOOK_LATENCY,
+                    w.timeout_seconds
+                ));
+            }
+            if r.outcome == Outcome::ExplicitDeny
+                && let Some(t) = w.timeout_seconds
+                && ms >= deny_call_max_ms(t)
+            {
+                problems.push(format!(
+                    "{} says the denied call took {ms:.3} ms; a call of timeoutSeconds {t} that long fails instead of denying",
+                    audit::VALIDATING_WEBHOOK_LATENCY
+                ));
+            }
+        }
+        Some(None) => problems.push(format!(
+            "{} is not a Go duration: {:?}",
+            audit::VALIDATING_WEBHOOK_LATENCY,
+            e.annotations.get(audit::VALIDATING_WEBHOOK_LATENCY)
+        )),
+        None => {
+            if w.called && span.is_some_and(|sp| sp > audit::LATENCY_ANNOTATION_THRESHOLD_MS) {
+                g.checks += 1;
+                g.notes.push(Finding {
+                    code: Code::TimingNotObserved,
+                    subject: subject.clone(),
+                    detail: 
+                    format!(
+                        "the API server's timing of the webhook call was not observed: no {} on a request it held {:.1} ms (an API server without the latency tracker); the event's span was held instead",
+                        audit::VALIDATING_WEBHOOK_LATENCY,
+                        span.unwrap_or_default()
+                    ),
+                });
+            }
+        }
+    }
+    g.check(
+        problems.is_empty(),
+        Code::AuditContradicted,
+        subject,
+        || format!("{}: {}", w.both, problems.join("; ")),
     );
 }
 

@@ -1,8 +1,6 @@
 //! Lab B graders, acts 4-8 (freeze the controller process; failurePolicy Fail vs Ignore).
 
-use super::{
-    Code, G, act8_facts, baseline_uid, bounds, check_webhook, ev_name, has_env_label, policy_uid,
-};
+use super::{Code, G, act8_facts, bounds, check_webhook, ev_name, has_env_label, policy_uid};
 use crate::evidence::Outcome;
 use crate::facts::{self, b::*};
 use crate::inputs::{self, Context, InputFile};
@@ -69,8 +67,10 @@ pub(crate) fn act4(g: &mut G) {
     );
 }
 
-/// Checks one freeze run. `ignore`: failurePolicy Ignore (target requests are stored after the
-/// timeout) instead of Fail (they time out).
+/// Checks one freeze run, rule by rule (each a function named after what it holds; the rows
+/// "B 5, 6" of the table in [`super`]). `ignore`: failurePolicy Ignore (target requests are
+/// stored after the timeout) instead of Fail (they time out); `hook`: the registration the act
+/// relies on (act 2's for act 5, act 6's own for act 6).
 fn freeze_run(
     g: &mut G,
     act: u8,
@@ -79,10 +79,21 @@ fn freeze_run(
     hook: Option<&facts::WebhookFacts>,
 ) {
     let s = format!("{} facts", ev_name(act));
-    let w = &run.freeze;
-    // Act 5 freezes the process act 4 identified. Act 6 freezes the process found after act 5:
-    // Kyverno may have restarted after the first freeze (a 20 s stop outlasts its 12 s leader
-    // Lease), which is observed and recorded, not a defect.
+    frozen_process_is_the_identified_one(g, &s, act, &run.freeze);
+    freeze_window_is_the_planned_one(g, &s, act, &run.freeze);
+    process_stopped_only_during_freeze(g, &s, &run.freeze);
+    registration_during_freeze_is_the_recorded_one(g, &s, run, hook);
+    requests_during_freeze_show_the_failure_policy(g, &s, run, ignore, hook);
+    requests_after_resume_end_in_the_first_deny(g, &s, run, ignore, hook);
+    super::existing_pod_survives(g, &format!("{s}.existing"), &run.existing);
+    restart_count_agrees_with_the_container(g, &s, run);
+    first_deny_after_resume_is_timed_from_the_resume(g, &s, run);
+}
+
+/// Act 5 freezes the process act 4 identified. Act 6 freezes the process found after act 5:
+/// Kyverno may have restarted after the first freeze (a 20 s stop outlasts its 12 s leader
+/// Lease), which is observed and recorded, not a defect.
+fn frozen_process_is_the_identified_one(g: &mut G, s: &str, act: u8, w: &FreezeWindow) {
     let expected_identity = if act == 6 {
         g.facts::<Act5Facts>(5)
             .and_then(|a5| a5.identity_after)
@@ -98,6 +109,13 @@ fn freeze_run(
             &w.identity,
         );
     }
+}
+
+/// The freeze's times are ordered (armed ≤ frozen ≤ resumed), act 5 froze for the planned 20 s,
+/// and the watchdog resumed at its deadline, `watchdog_armed_at + resume_after_sec`
+/// ([`bounds::watchdog_window_ms`]): not before (a shorter freeze than planned), not after the
+/// runner's grace. A resume by the runner itself only has the upper bound.
+fn freeze_window_is_the_planned_one(g: &mut G, s: &str, act: u8, w: &FreezeWindow) {
     g.times_ordered(
         &format!("{s}.freeze.watchdog_armed_at"),
         &w.watchdog_armed_at,
@@ -116,9 +134,6 @@ fn freeze_run(
             &w.resume_after_sec,
         );
     }
-    // The watchdog resumes at its deadline, `watchdog_armed_at + resume_after_sec`
-    // (bounds::watchdog_window_ms): not before (a shorter freeze than planned), not after the
-    // runner's grace. A resume by the runner itself only has the upper bound.
     if let (Some(armed), Some(r)) = (
         facts::parse_rfc3339(&w.watchdog_armed_at),
         facts::parse_rfc3339(&w.resumed_at),
@@ -142,8 +157,11 @@ fn freeze_run(
             },
         );
     }
-    // The process state read during the freeze is the observation that the process was stopped
-    // (T during, not T after): missing is a finding, not a pass.
+}
+
+/// The process state read during the freeze is the observation that the process was stopped
+/// (`T` during, not `T` after): missing is a finding, not a pass.
+fn process_stopped_only_during_freeze(g: &mut G, s: &str, w: &FreezeWindow) {
     match &w.state_during {
         Some(st) => {
             g.expect_eq(
@@ -168,6 +186,18 @@ fn freeze_run(
         format!("{s}.freeze.state_after"),
         || format!("state after resume is {:?}", w.state_after),
     );
+}
+
+/// The registration read during the fault is present, its claim agrees with the snapshot, its
+/// scope guards the lab's pods, and it is the one the earlier act recorded (act 2 for act 5, act
+/// 6's own after the switch): same webhook, failure policy, timeout, path and namespaceSelector;
+/// `timeout_seconds` (T, never a constant) is the snapshot's and the recorded registration's.
+fn registration_during_freeze_is_the_recorded_one(
+    g: &mut G,
+    s: &str,
+    run: &FreezeRun,
+    hook: Option<&facts::WebhookFacts>,
+) {
     g.check(
         run.registration_present_during_freeze,
         Code::RegistrationMissing,
@@ -186,8 +216,6 @@ fn freeze_run(
             )
         },
     );
-    // The registration read during the fault must be the one the earlier act recorded (act 2
-    // for act 5, act 6's own after the switch): same webhook, same timeout, same scope.
     let snap = &run.registration_snapshot;
     if !snap.is_null() {
         let snap_hook = snapshot_webhook(snap);
@@ -232,8 +260,6 @@ fn freeze_run(
             },
         );
     }
-    // T: the live registration's timeoutSeconds (checked above against the snapshot and the
-    // earlier act's registration), never a constant.
     if let Some(h) = hook {
         g.expect_eq(
             Code::RegistrationChanged,
@@ -242,8 +268,21 @@ fn freeze_run(
             &run.timeout_seconds,
         );
     }
+}
+
+/// During the freeze the target requests (a labelled and a violating pod, in the target
+/// namespace) show the failure policy: time out after T under Fail, stored after waiting T under
+/// Ignore, naming the registration's webhook; the control request is stored; all are sent and
+/// answered inside the freeze.
+fn requests_during_freeze_show_the_failure_policy(
+    g: &mut G,
+    s: &str,
+    run: &FreezeRun,
+    ignore: bool,
+    hook: Option<&facts::WebhookFacts>,
+) {
+    let w = &run.freeze;
     let t = run.timeout_seconds;
-    // Requests during the freeze.
     let target_expect = if ignore {
         Outcome::Stored
     } else {
@@ -255,6 +294,9 @@ fn freeze_run(
     ] {
         let sub = format!("{s}.{name}");
         g.request_timed(&sub, r, &[target_expect], t, ignore);
+        if !ignore {
+            super::violating_pod_never_admitted_under_fail(g, &sub, r);
+        }
         if let Some(h) = hook {
             g.named_webhook(&sub, r, h);
         }
@@ -294,7 +336,21 @@ fn freeze_run(
         &w.frozen_at,
         &w.resumed_at,
     );
-    // After resume: intermediate outcomes, then the first explicit deny.
+}
+
+/// After the resume the act sends violating pods until the first explicit deny: intermediate
+/// outcomes while Kyverno recovers, each sent after the resume and naming the registration's
+/// webhook; under Fail none is admitted (the act's own rule,
+/// [`super::violating_pod_never_admitted_under_fail`], whatever the metrics say); the last one is
+/// the first explicit deny, itself a violating pod.
+fn requests_after_resume_end_in_the_first_deny(
+    g: &mut G,
+    s: &str,
+    run: &FreezeRun,
+    ignore: bool,
+    hook: Option<&facts::WebhookFacts>,
+) {
+    let w = &run.freeze;
     for (i, r) in run.after_resume.iter().enumerate() {
         let sub = format!("{s}.after_resume[{i}]");
         g.request(
@@ -310,6 +366,9 @@ fn freeze_run(
                 Outcome::OtherError,
             ],
         );
+        if !ignore {
+            super::violating_pod_never_admitted_under_fail(g, &sub, r);
+        }
         g.times_ordered(&sub, &w.resumed_at, &r.sent_at);
         if let Some(h) = hook {
             g.named_webhook(&sub, r, h);
@@ -346,12 +405,16 @@ fn freeze_run(
             );
         }
     }
-    if let Some(uid) = baseline_uid(g) {
-        g.existing(&format!("{s}.existing"), &run.existing, &uid);
-    }
-    // Whether the controller restarted is an observation, recorded either way; what must hold
-    // is that the count never goes down and that it agrees with the container seen after the
-    // fault (kubelet starts a new container, with a new ID, for every restart).
+}
+
+/// Whether the controller restarted is an observation, recorded either way; what must hold is
+/// that the count never goes down and that it agrees with the container seen after the fault
+/// (kubelet starts a new container, with a new ID, for every restart). The same container is
+/// the same process: the frozen process is the container's main process, which cannot be
+/// replaced without the container ending, so the same container ID with another PID, start
+/// time or pod contradicts itself.
+fn restart_count_agrees_with_the_container(g: &mut G, s: &str, run: &FreezeRun) {
+    let w = &run.freeze;
     g.check(
         run.restart_count_after >= run.restart_count_before,
         Code::RestartContradicted,
@@ -380,10 +443,6 @@ fn freeze_run(
                 )
             },
         );
-        // The same container is the same process: the frozen process is the container's main
-        // process, which cannot be replaced without the container ending (kubelet then starts a
-        // new container, with a new ID). So the same container ID with another PID, start time
-        // or pod contradicts itself.
         g.check(
             new_container || after == &w.identity,
             Code::IdentityChanged,
@@ -398,6 +457,13 @@ fn freeze_run(
             },
         );
     }
+}
+
+/// `first_deny_after_resume_ms` is the difference of its two timestamps
+/// ([`bounds::DERIVED_MS_TOLERANCE`]) and inside the act's bounded wait
+/// ([`bounds::DENY_AFTER_RESUME_MS`]).
+fn first_deny_after_resume_is_timed_from_the_resume(g: &mut G, s: &str, run: &FreezeRun) {
+    let w = &run.freeze;
     if let (Some(ms), Some(d)) = (run.first_deny_after_resume_ms, &run.first_explicit_deny) {
         let measured = match (
             facts::parse_rfc3339(&w.resumed_at),
@@ -482,20 +548,14 @@ pub(crate) fn act6(g: &mut G) {
         &f.run.freeze.frozen_at,
     );
     g.named_webhook(&format!("{s}.healthy_bad"), &f.healthy_bad, &f.webhook);
-    // The Ignore registration is the same policy's webhook: same path and scope as act 2's.
+    // The Ignore registration is the same policy's webhook as act 2's, switched to Ignore.
     if let Some(a2) = g.facts::<facts::Act2Facts>(2) {
-        let path = |w: &facts::WebhookFacts| w.service.as_ref().and_then(|x| x.path.clone());
-        g.expect_eq(
-            Code::RegistrationChanged,
-            format!("{s}.webhook.service.path"),
-            path(&a2.webhook),
-            path(&f.webhook),
-        );
-        g.expect_eq(
-            Code::RegistrationChanged,
-            format!("{s}.webhook.timeout_seconds"),
-            a2.webhook.timeout_seconds,
-            f.webhook.timeout_seconds,
+        super::registration_equals(
+            g,
+            &format!("{s}.webhook"),
+            &f.webhook,
+            &a2.webhook,
+            super::SameRegistration::SwitchedToIgnore,
         );
     }
     freeze_run(g, 6, &f.run, true, Some(&f.webhook));
@@ -547,17 +607,17 @@ pub(crate) fn act7(g: &mut G) {
         &f.webhook.name,
         &super::Scope::of_facts(&f.webhook),
     );
+    // After the recovery the registration is act 6's Ignore one, unchanged.
     if let Some(a6) = g.facts::<Act6Facts>(6) {
-        g.expect_eq(
-            Code::RegistrationChanged,
-            format!("{s}.webhook.name"),
-            a6.webhook.name.as_str(),
-            f.webhook.name.as_str(),
+        super::registration_equals(
+            g,
+            &format!("{s}.webhook"),
+            &f.webhook,
+            &a6.webhook,
+            super::SameRegistration::Identical,
         );
     }
-    if let Some(uid) = baseline_uid(g) {
-        g.existing(&format!("{s}.existing"), &f.existing, &uid);
-    }
+    super::existing_pod_survives(g, &format!("{s}.existing"), &f.existing);
 }
 
 pub(crate) fn act8(g: &mut G) {

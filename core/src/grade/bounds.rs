@@ -10,6 +10,9 @@
 //! | watchdog resume (`resumed_at − watchdog_armed_at`), when the watchdog resumed | `R·1000 − CLOCK_SKEW_MS` | `R·1000 + WATCHDOG_LATE_MS` | lab B acts 5, 6 |
 //! | first explicit deny after resume (`answered_at − resumed_at`) | `0` | `DENY_AFTER_RESUME_MS` | lab B acts 5, 6 |
 //! | lab A Lease takeover (`lease_acquired − replicas_restored`; each recovery step after the previous) | `0` (order) | `RECOVERY_MS` | lab A act 6 |
+//! | the API server's own time of a webhook call (audit `apiserver.latency.k8s.io/validating-webhook`; metrics `admission_duration_seconds`) of a timed-out call | `T·1000 − CLOCK_SKEW_MS` | `T·1000 + TIMEOUT_LATE_MS` | every act with audit/metrics |
+//! | … of any call, and the audit event's own span (`stageTimestamp − requestReceivedTimestamp`) | `0` | the record's `elapsed_ms + CLOCK_SKEW_MS` ([`call_inside_request_ms`]) | every act with audit/metrics |
+//! | … of an explicit deny's call | `0` | `T·1000` exclusive ([`deny_call_max_ms`]) | every act with audit/metrics |
 //! | a recorded duration vs the difference of its two recorded timestamps | `−DERIVED_MS_TOLERANCE` | `+DERIVED_MS_TOLERANCE` | lab B acts 5, 6; lab A act 6 |
 //!
 //! `T` is the live registration's `timeoutSeconds` (act 2 / act 6's webhook, the snapshot read
@@ -53,6 +56,25 @@ pub const DERIVED_MS_TOLERANCE: i64 = 2;
 /// observation and `waited_ms` is read when the act records it, an API call or two later (a
 /// few ms; on a loaded machine more, never seconds).
 pub const STEP_START_SPREAD_MS: i64 = 1000;
+
+/// The most a webhook call may take by the API server's own clock (the audit latency annotation,
+/// the audit event's span, the metrics' duration), milliseconds, given the tool's `elapsed_ms`
+/// for the request: the call happens inside the request the tool timed, and the API server and
+/// the tool read the same host clock (the embedded node, the only backend with an audit log), so
+/// only [`CLOCK_SKEW_MS`] of granularity separates the two.
+pub fn call_inside_request_ms(elapsed_ms: u64) -> f64 {
+    (elapsed_ms + CLOCK_SKEW_MS) as f64
+}
+
+/// The bound (exclusive, ms) on the API server's time of a call the webhook answered with a
+/// deny, for a `timeoutSeconds = t` registration. Why `T·1000`: the webhook client's context
+/// ends at `timeoutSeconds` (k8s.io/apiserver `pkg/util/webhook`), so a call that took that long
+/// fails with `context deadline exceeded` instead of carrying the webhook's verdict. A healthy
+/// Kyverno answers in milliseconds (the recorded runs: a deny's request took 7-17 ms in all,
+/// and its latency is below the 500 ms threshold of the audit annotation), far inside the bound.
+pub fn deny_call_max_ms(t: u32) -> f64 {
+    f64::from(t) * 1000.0
+}
 
 /// The window `[lo, hi)` (ms) a call timed out by a `timeoutSeconds = t` registration is answered in.
 pub fn timeout_window_ms(t: u32) -> (u64, u64) {

@@ -16,13 +16,19 @@
 //! 3. `fail_open_count{name=H}` moved by the number of target-namespace requests `stored` while `H`
 //!    is an Ignore webhook (the lab sends no healthy labelled pod under Ignore, so every such pod
 //!    was admitted without the webhook's verdict), and by 0 under Fail;
-//! 4. `rejection_count{name=H, error_type="no_error", rejection_code="400"}` moved by the number of
-//!    `explicit-deny` requests;
+//! 4. for each status `c` of [`crate::classify::EXPLICIT_DENY_STATUSES`],
+//!    `rejection_count{name=H, error_type="no_error", rejection_code=c}` moved by the number of
+//!    `explicit-deny` requests answered with `c`, and no other `no_error` rejection of `H` moved;
 //! 5. `request_total{name=H}` moved by the number of target-namespace requests (the control
 //!    namespace is outside the namespaceSelector) — except lab A act 6, whose early probes may
 //!    precede the registration, and lab A act 5:
 //! 6. lab A act 5 with the registration absent: no series of `H` moved at all (no call: the
-//!    request was admitted without a webhook, not failed open).
+//!    request was admitted without a webhook, not failed open);
+//! 7. `call-duration`: `admission_duration_seconds{name=H}` — its count moved as
+//!    `request_total`, its sum holds the API server's time of the calls against the records'
+//!    (`timeoutSeconds` per timed-out call at least; at most the requests' `elapsed_ms`, where
+//!    rule 5 applies; bounds in [`super::bounds`]); the histogram not served for `H`: a
+//!    [`Code::TimingNotObserved`] note.
 //!
 //! Evidence without `admission_metrics` (recorded before these checks existed) and evidence whose
 //! `/metrics` read failed (`unavailable`, with the reason) get a [`Code::MetricsNotObserved`]
@@ -199,24 +205,25 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
         failed_open,
     );
 
-    // Rule 4: explicit denies are no_error 400 rejections.
-    let denies = names(&|r| r.outcome == Outcome::ExplicitDeny);
-    let found = sum_delta(
-        &deltas,
-        REJECTION_COUNT,
-        &hook,
-        &[("error_type", "no_error"), ("rejection_code", "400")],
-    );
-    agree(
+    // Rule 4: explicit denies are no_error rejections under the code the request was answered
+    // with (`classify::EXPLICIT_DENY_STATUSES`, the one table of what a deny is).
+    explicit_denies_are_no_error_rejections(g, &subject, &deltas, &hook, &requests);
+
+    // Rule 7: the API server's own time of the calls is a second witness of the records'.
+    let calls_are_the_target_requests = g.lab == Lab::B || g.act == 3 || g.act == 7;
+    call_durations_agree(
         g,
-        "explicit-deny",
-        format!("{REJECTION_COUNT}{{name={hook},error_type=no_error,rejection_code=400}}"),
-        found,
-        denies,
+        &subject,
+        &after.lines,
+        &deltas,
+        &hook,
+        &requests,
+        policy_timeout_seconds(g, ev),
+        calls_are_the_target_requests,
     );
 
     // Rule 5: one call per target request.
-    if g.lab == Lab::B || g.act == 3 || g.act == 7 {
+    if calls_are_the_target_requests {
         let target = names(&|r| r.namespace == TARGET);
         let found = sum_delta(&deltas, REQUEST_TOTAL, &hook, &[]);
         agree(
@@ -226,6 +233,149 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
             found,
             target,
         );
+    }
+}
+
+/// Rule 4: every `explicit-deny` request is one `no_error` rejection of `hook` under its own
+/// HTTP status, and `no_error` rejections of `hook` moved for nothing else.
+fn explicit_denies_are_no_error_rejections(
+    g: &mut G<'_>,
+    subject: &str,
+    deltas: &[metrics::SeriesDelta],
+    hook: &str,
+    requests: &BTreeMap<String, RequestRecord>,
+) {
+    let denies: Vec<&RequestRecord> = requests
+        .values()
+        .filter(|r| r.outcome == Outcome::ExplicitDeny)
+        .collect();
+    let mut codes: Vec<u16> = crate::classify::EXPLICIT_DENY_STATUSES.to_vec();
+    codes.extend(denies.iter().map(|r| r.http_status));
+    codes.sort_unstable();
+    codes.dedup();
+    for code in codes {
+        let reqs: Vec<String> = denies
+            .iter()
+            .filter(|r| r.http_status == code)
+            .map(|r| format!("{} ({}) HTTP {code}", r.name, r.outcome.as_str()))
+            .collect();
+        let label = code.to_string();
+        let found = sum_delta(
+            deltas,
+            REJECTION_COUNT,
+            hook,
+            &[("error_type", "no_error"), ("rejection_code", &label)],
+        );
+        g.check(
+            found == reqs.len() as f64,
+            Code::MetricsContradicted,
+            format!("{subject} explicit-deny"),
+            || {
+                format!(
+                    "metrics: {REJECTION_COUNT}{{name={hook},error_type=no_error,rejection_code={code}}} moved by {found}; explicit denies answered {code}: {} [{}]",
+                    reqs.len(),
+                    reqs.join(", ")
+                )
+            },
+        );
+    }
+    let all = sum_delta(deltas, REJECTION_COUNT, hook, &[("error_type", "no_error")]);
+    g.check(
+        all == denies.len() as f64,
+        Code::MetricsContradicted,
+        format!("{subject} explicit-deny"),
+        || {
+            format!(
+                "metrics: {REJECTION_COUNT}{{name={hook},error_type=no_error}} moved by {all} in all; explicit denies: {}",
+                denies.len()
+            )
+        },
+    );
+}
+
+/// Rule 7 (`call-duration`): the API server's admission duration histogram of `hook`
+/// (`admission_duration_seconds_{count,sum}`, observed once per call with `request_total`, by
+/// the dispatcher's `ObserveWebhook`) is held against the records: its count moved as
+/// `request_total` did; its sum is at least `timeoutSeconds` (less [`super::bounds::CLOCK_SKEW_MS`])
+/// per call the records say timed out (a `webhook-timeout`, or a target request stored under
+/// Ignore after waiting the timeout); and, where every call of the window is one of the act's
+/// target requests (`calls_are_the_target_requests`, as rule 5), at most the sum of their
+/// `elapsed_ms` ([`super::bounds::call_inside_request_ms`] each).
+fn call_durations_agree(
+    g: &mut G<'_>,
+    subject: &str,
+    after: &[String],
+    deltas: &[metrics::SeriesDelta],
+    hook: &str,
+    requests: &BTreeMap<String, RequestRecord>,
+    timeout_seconds: Option<u32>,
+    calls_are_the_target_requests: bool,
+) {
+    use super::bounds::{call_inside_request_ms, timeout_window_ms};
+    let count_metric = format!("{}_count", metrics::DURATION);
+    let served = metrics::parse(after)
+        .keys()
+        .any(|(m, l)| *m == count_metric && l.get("name").map(String::as_str) == Some(hook));
+    if !served {
+        // The witness is absent (an API server that did not serve the histogram for H): said.
+        g.checks += 1;
+        g.notes.push(Finding {
+            code: Code::TimingNotObserved,
+            subject: format!("{subject} call-duration"),
+            detail: format!(
+                "{count_metric}{{name={hook}}} is not in the read after the act: the API server's own time of the calls was not observed"
+            ),
+        });
+        return;
+    }
+    let count = sum_delta(deltas, &count_metric, hook, &[]);
+    let sum_ms = 1000.0 * sum_delta(deltas, &format!("{}_sum", metrics::DURATION), hook, &[]);
+    let calls = sum_delta(deltas, REQUEST_TOTAL, hook, &[]);
+    let subject = format!("{subject} call-duration");
+    g.check(count == calls, Code::MetricsContradicted, subject.clone(), || {
+        format!(
+            "metrics: {}_count{{name={hook}}} moved by {count}, {REQUEST_TOTAL}{{name={hook}}} by {calls}: every call is observed by both",
+            metrics::DURATION
+        )
+    });
+    let ignore = hook.contains("-ignore-");
+    let lo = timeout_seconds.map_or(0, |t| timeout_window_ms(t).0);
+    let timed_out: Vec<&RequestRecord> = requests
+        .values()
+        .filter(|r| {
+            r.outcome == Outcome::WebhookTimeout
+                || (ignore
+                    && r.namespace == TARGET
+                    && r.outcome == Outcome::Stored
+                    && timeout_seconds.is_some()
+                    && r.elapsed_ms >= lo)
+        })
+        .collect();
+    let floor = timed_out.len() as f64 * lo as f64;
+    g.check(sum_ms >= floor, Code::MetricsContradicted, subject.clone(), || {
+        format!(
+            "metrics: {}_sum{{name={hook}}} moved by {sum_ms:.1} ms; the records say {} calls ran into timeoutSeconds {timeout_seconds:?} ({}), at least {floor} ms",
+            metrics::DURATION,
+            timed_out.len(),
+            timed_out.iter().map(|r| r.name.as_str()).collect::<Vec<_>>().join(", ")
+        )
+    });
+    if calls_are_the_target_requests {
+        let target: Vec<&RequestRecord> = requests
+            .values()
+            .filter(|r| r.namespace == TARGET)
+            .collect();
+        let ceiling: f64 = target
+            .iter()
+            .map(|r| call_inside_request_ms(r.elapsed_ms))
+            .sum();
+        g.check(sum_ms <= ceiling, Code::MetricsContradicted, subject, || {
+            format!(
+                "metrics: {}_sum{{name={hook}}} moved by {sum_ms:.1} ms, more than the {} target requests lasted by the tool's clock ({ceiling} ms with the skew)",
+                metrics::DURATION,
+                target.len()
+            )
+        });
     }
 }
 
@@ -257,6 +407,28 @@ pub(crate) fn policy_webhook(g: &G<'_>, ev: &Evidence) -> Option<String> {
         .pointer("/facts/webhook/name")?
         .as_str()
         .map(str::to_owned)
+}
+
+/// The `timeoutSeconds` of the policy's registration for this act: `facts.timeout_seconds` (lab
+/// B's freeze runs), `facts.webhook.timeout_seconds`, else act 2's.
+pub(crate) fn policy_timeout_seconds(g: &G<'_>, ev: &Evidence) -> Option<u32> {
+    let read = |v: &serde_json::Value| v.as_u64().and_then(|t| u32::try_from(t).ok());
+    if let Some(t) = ev
+        .facts
+        .get("timeout_seconds")
+        .or_else(|| ev.facts.pointer("/webhook/timeout_seconds"))
+        .and_then(read)
+    {
+        return Some(t);
+    }
+    g.input
+        .evidence
+        .get(&2)?
+        .as_ref()
+        .ok()?
+        .value
+        .pointer("/facts/webhook/timeout_seconds")
+        .and_then(read)
 }
 
 /// Every request record of the act: in `facts` (at any depth) and in `raw` `request:*` entries,

@@ -39,6 +39,14 @@
 //! | A, B | 3, 5, 6, 7 | admission webhook metric deltas ([`metrics`]) | the act's outcomes: call failures = `calling_webhook_error` rejections, Ignore stores = fail-open counts, denies = `no_error` 400, one call per target request, lab A act 5 no call | metrics-contradicted (note: metrics-not-observed) |
 //! | A, B | 3, 5, 6, 7 | each request's audit event ([`audit`]): raw lines, final stage, `responseStatus.code`, `failed-open…` annotation | the request's HTTP status and outcome: Fail timeout = 5xx not stored not failed open; Ignore store in the target namespace = failed-open naming the webhook (else none); deny = its 4xx; lab A act 5 = stored, no failed-open | raw-mismatch, observation-missing, audit-contradicted (note: audit-not-observed) |
 //! | A, B | every request | its raw answer and GET: the outcome, reason, message, code and `status: Failure` re-derived from the verbatim body (`classify::answer_fields`, `classify`); `sent_at ≤ answered_at ≤ get.at`, `elapsed_ms` | the record's own fields | outcome-contradicts-answer, raw-mismatch, times-inconsistent, stored-without-uid, rejected-but-stored |
+//! | A, B | every act | every observation time of `facts` (`observations_inside_the_act`) | the act's `[started_at, finished_at]` | times-inconsistent |
+//! | A, B | 5, 6, 7 | the existing pod (`existing_pod_survives`) | act 3's name, namespace, UID, restart count (never lower), `Running` | pod-replaced, pod-not-running, restart-contradicted |
+//! | A, B | 3; B 5; A 6 | a violating pod while the Fail registration is in force (`violating_pod_never_admitted_under_fail`; lab A act 6 from the first probe that called the webhook, `no_probe_admitted_after_a_call`) | the act's rule: never admitted, whatever the metrics say | outcome-unexpected |
+//! | A | 5 | the policy's webhook in the raw list, when listed (`listed_policy_webhook_equals_act2`) | act 2's registration | registration-changed, registration-scope |
+//! | A | 6 | the registration after recovery (`registration_after_recovery_equals_act2`); the probes (`probes_are_violating_dry_runs_to_the_policy_webhook`, `first_deny_is_the_last_probe`) | act 2's, but the configuration object's UID; a violating dry-run each, one after the other, the last the deny | registration-changed, value-mismatch, times-inconsistent |
+//! | B | 6, 7 | the Ignore registration (`registration_equals`) | act 2's switched to Ignore; act 7: act 6's, unchanged | registration-changed |
+//! | A, B | every request | the record against itself (`G::request`: `raw_answer_is_the_records_object`, `get_agrees_with_itself`) | the raw answer's kind, namespace, labels, causes and named pod; a GET's uid and phase vs `exists` | raw-mismatch |
+//! | A, B | 3, 5, 6, 7 | the API server's timing of each call: audit span and `apiserver.latency.k8s.io/validating-webhook` (`audit::webhook_call_timing_agrees`); `admission_duration_seconds` (`metrics::call_durations_agree`) | the record's `elapsed_ms`; `timeoutSeconds` for a timeout, less for a deny ([`bounds`]); absent: a note | audit-contradicted, metrics-contradicted |
 //! | A, B | 8 | each word of `report.json` | the acts' own rule (`rules::b::report_expectations`, `rules::a::evidence_words`) | report-contradicted, digest-mismatch |
 
 pub mod a;
@@ -46,6 +54,7 @@ pub mod audit;
 pub mod b;
 pub mod bounds;
 pub mod metrics;
+pub mod unheld;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -171,6 +180,10 @@ pub enum Code {
     /// The API server's audit event of a request disagrees with the act's record of it (the
     /// finding names both: the request and the event's `auditID` and JSON path); see [`audit`].
     AuditContradicted,
+    /// The API server's own timing of a webhook call (the audit latency annotation) was not
+    /// observed on a request that called the webhook and lasted long enough to carry it (an API
+    /// server without the latency tracker): a note; the audit event's own span is held instead.
+    TimingNotObserved,
     /// The API server's audit events were not observed for this act (`not-configured` on a
     /// backend without an audit log, a read error, or evidence that predates them): a note.
     AuditNotObserved,
@@ -301,6 +314,7 @@ pub fn grade(lab: Lab, act: u8, input: &GradeInput) -> Findings {
             (spec.grade)(&mut g);
         }
         g.names_unique();
+        observations_inside_the_act(&mut g, &ev);
         metrics::grade(&mut g, &ev);
         audit::grade(&mut g, &ev);
     }
@@ -761,6 +775,108 @@ impl<'a> G<'a> {
                 abbreviate(raw)
             )
         });
+        self.raw_answer_is_the_records_object(subject, r);
+        self.get_agrees_with_itself(subject, r);
+    }
+
+    /// Part of the record-against-itself rule: the verbatim answer is the API server's
+    /// answer about the record's object. A 2xx body is a `v1` `Pod` in the record's namespace
+    /// with the record's labels; a refusal's body, when an object, is a `v1` `Status` whose
+    /// `details.causes` (an `InternalError`'s cause) is its message after `Internal error
+    /// occurred: `, and whose `pods "<name>" is forbidden` prefix, when present, names the
+    /// record's pod. Flags [`Code::RawMismatch`].
+    fn raw_answer_is_the_records_object(&mut self, subject: &str, r: &RequestRecord) {
+        let raw = &r.raw_response;
+        let s = |p: &str| raw.pointer(p).and_then(|v| v.as_str());
+        let mut problems = Vec::new();
+        if (200..300).contains(&r.http_status) {
+            if (s("/apiVersion"), s("/kind")) != (Some("v1"), Some("Pod")) {
+                problems.push(format!(
+                    "a 2xx body is a v1 Pod, found {:?} {:?}",
+                    s("/apiVersion"),
+                    s("/kind")
+                ));
+            }
+            if s("/metadata/namespace") != Some(r.namespace.as_str()) {
+                problems.push(format!(
+                    "metadata.namespace {:?}, the record's namespace {:?}",
+                    s("/metadata/namespace"),
+                    r.namespace
+                ));
+            }
+            let labels: BTreeMap<String, String> = raw
+                .pointer("/metadata/labels")
+                .and_then(|l| serde_json::from_value(l.clone()).ok())
+                .unwrap_or_default();
+            if labels != r.labels {
+                problems.push(format!(
+                    "metadata.labels {labels:?}, the record's labels {:?}",
+                    r.labels
+                ));
+            }
+        } else if raw.is_object() {
+            if (s("/apiVersion"), s("/kind")) != (Some("v1"), Some("Status")) {
+                problems.push(format!(
+                    "a refusal's body is a v1 Status, found {:?} {:?}",
+                    s("/apiVersion"),
+                    s("/kind")
+                ));
+            }
+            let causes: Vec<&str> = raw
+                .pointer("/details/causes")
+                .and_then(|c| c.as_array())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|c| c.get("message").and_then(|m| m.as_str()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            if s("/reason") == Some("InternalError")
+                && !causes.is_empty()
+                && r.message.as_deref()
+                    != Some(format!("Internal error occurred: {}", causes.join(", ")).as_str())
+            {
+                problems.push(format!(
+                    "details.causes {causes:?} are not the message {:?}",
+                    r.message
+                ));
+            }
+            if let Some(named) = r
+                .message
+                .as_deref()
+                .and_then(|m| m.strip_prefix("pods \""))
+                .and_then(|m| m.split_once("\" is forbidden"))
+                .map(|(n, _)| n)
+                && named != r.name
+            {
+                problems.push(format!(
+                    "the message names pod {named:?}, the record {:?}",
+                    r.name
+                ));
+            }
+        }
+        self.check(
+            problems.is_empty(),
+            Code::RawMismatch,
+            format!("{subject}.raw_response"),
+            || problems.join("; "),
+        );
+    }
+
+    /// Part of the record-against-itself rule: a GET that found the object carries its UID and
+    /// phase (the API server sets `Pending` on create); one that did not carries neither.
+    /// Flags [`Code::RawMismatch`].
+    fn get_agrees_with_itself(&mut self, subject: &str, r: &RequestRecord) {
+        let g = &r.get;
+        let ok = if g.exists {
+            g.uid.as_deref().is_some_and(is_uid)
+                && g.phase.as_deref().is_some_and(|p| !p.is_empty())
+        } else {
+            g.uid.is_none() && g.phase.is_none()
+        };
+        self.check(ok, Code::RawMismatch, format!("{subject}.get"), || {
+            format!("exists={}, uid={:?}, phase={:?}", g.exists, g.uid, g.phase)
+        });
     }
 
     /// As [`Self::request`], and a `webhook-timeout` (or a request admitted after a failed call
@@ -902,6 +1018,98 @@ impl<'a> G<'a> {
     }
 }
 
+/// The keys under which an act's `facts` record when the act itself observed something (a
+/// request sent or answered, a GET, a read of the registration, the node, a Lease, a process).
+const OBSERVATION_TIMES: &[&str] = &[
+    "sent_at",
+    "answered_at",
+    "at",
+    "observed_at",
+    "checked_at",
+    "investigated_at",
+    "watchdog_armed_at",
+    "frozen_at",
+    "resumed_at",
+    "registration_checked_at",
+    "registrations_checked_at",
+    "scaled_at",
+    "pods_gone_at",
+    "armed_at",
+];
+
+/// Subtrees of `facts` whose times are not the act's observations: verbatim API objects
+/// (their own timestamps: creation, Lease renewals), and the audit and metrics records (held by
+/// their own rules, [`audit`], [`metrics`]).
+const NOT_OBSERVATION_SUBTREES: &[&str] = &[
+    "raw_response",
+    "policy",
+    "registration_snapshot",
+    "webhook_configurations",
+    "admission_audit",
+    "admission_metrics",
+];
+
+/// Every observation time of the act's `facts` ([`OBSERVATION_TIMES`], outside
+/// [`NOT_OBSERVATION_SUBTREES`]) lies inside the act, `[started_at, finished_at]` of its
+/// evidence (± [`bounds::CLOCK_SKEW_MS`]): the act observed it while it ran. One exception:
+/// lab A act 6's `replicas_restored.at`, the restorer's own record of the restore, which may
+/// predate act 6 (the watcher restores at its deadline whether or not act 6 runs). Flags
+/// [`Code::TimesInconsistent`] on the field's path.
+fn observations_inside_the_act(g: &mut G, ev: &Evidence) {
+    let (Some(start), Some(end)) = (
+        facts::parse_rfc3339(&ev.started_at),
+        facts::parse_rfc3339(&ev.finished_at),
+    ) else {
+        return; // G::evidence flagged the act's own times
+    };
+    let skew = chrono::Duration::milliseconds(bounds::CLOCK_SKEW_MS as i64);
+    let mut found = Vec::new();
+    observation_times(&ev.facts, "facts", &mut found);
+    for (path, t) in found {
+        if g.lab == Lab::A && g.act == 6 && path == "facts.replicas_restored.at" {
+            continue;
+        }
+        let at = facts::parse_rfc3339(&t);
+        g.check(
+            at.is_some_and(|x| x >= start - skew && x <= end + skew),
+            Code::TimesInconsistent,
+            format!("{} {path}", ev_name(g.act)),
+            || {
+                format!(
+                    "{t:?} is not inside the act ({} .. {})",
+                    ev.started_at, ev.finished_at
+                )
+            },
+        );
+    }
+}
+
+/// Collects (path, time) of every [`OBSERVATION_TIMES`] string under `v`.
+fn observation_times(v: &serde_json::Value, path: &str, out: &mut Vec<(String, String)>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                if NOT_OBSERVATION_SUBTREES.contains(&k.as_str()) {
+                    continue;
+                }
+                let p = format!("{path}.{k}");
+                match x {
+                    serde_json::Value::String(t) if OBSERVATION_TIMES.contains(&k.as_str()) => {
+                        out.push((p, t.clone()))
+                    }
+                    _ => observation_times(x, &p, out),
+                }
+            }
+        }
+        serde_json::Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                observation_times(x, &format!("{path}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Collects (name, sent_at) of every request record inside `v`.
 fn request_keys(v: &serde_json::Value, out: &mut Vec<(String, String)>) {
     match v {
@@ -936,6 +1144,33 @@ pub(crate) fn abbreviate(v: &serde_json::Value) -> String {
 /// Whether a pod record carries the policy's required label.
 pub(crate) fn has_env_label(r: &RequestRecord) -> bool {
     r.labels.contains_key(crate::rules::common::GOOD_LABEL.0)
+}
+
+/// The act's own rule for a violating pod under failurePolicy Fail (`docs/labs.md`: acts 3, 5,
+/// 7): while the policy's Fail registration is in force, a pod without the policy's label in the
+/// target namespace is never admitted, whatever state the webhook is in: a healthy webhook
+/// denies it and a failed call rejects it. So such a request recorded `stored` (or
+/// `dry-run-admitted`) contradicts the act itself, and is flagged here, not only by the metrics
+/// or audit rules (a second witness that may be absent, e.g. `/metrics` refused). Flags
+/// [`Code::OutcomeUnexpected`] on `subject`. Requests with the label or in another namespace
+/// are not this rule's.
+pub(crate) fn violating_pod_never_admitted_under_fail(g: &mut G, subject: &str, r: &RequestRecord) {
+    if has_env_label(r) || r.namespace != crate::rules::common::TARGET_NAMESPACE {
+        return;
+    }
+    g.check(
+        !matches!(r.outcome, Outcome::Stored | Outcome::DryRunAdmitted),
+        Code::OutcomeUnexpected,
+        subject,
+        || {
+            format!(
+                "a pod without the {:?} label in {} was {} while the policy's failurePolicy Fail registration was in force: it is denied (healthy webhook) or rejected (failed call), never admitted",
+                crate::rules::common::GOOD_LABEL.0,
+                r.namespace,
+                r.outcome.as_str()
+            )
+        },
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1129,6 +1364,67 @@ pub(crate) fn registration_scope(g: &mut G, subject: &str, name: &str, w: &Scope
     }
 }
 
+/// How a registration read later relates to the one it is held against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SameRegistration {
+    /// The same configuration object, unchanged (lab B act 7 vs act 6): its UID too.
+    Identical,
+    /// The same webhook registered again, possibly in a new configuration object (lab A act 6
+    /// vs act 2: Kyverno re-registers after its recovery), so the object's UID is not compared.
+    NewConfigurationObject,
+    /// The same policy's webhook switched to failurePolicy Ignore (lab B act 6 vs act 2):
+    /// Kyverno's fine-grained name `vpol.validate.kyverno.svc-{fail,ignore}-finegrained-<policy>`
+    /// (kyverno.md §3) follows the policy, everything else stays.
+    SwitchedToIgnore,
+}
+
+/// Holds a registration read later (`found`) against the one an earlier act recorded
+/// (`earlier`): every field of the webhook (configuration, name, client config, failurePolicy,
+/// timeoutSeconds, selectors, match conditions, rules, sideEffects, matchPolicy) is the same,
+/// but for what `how` allows to differ. Flags [`Code::RegistrationChanged`] on
+/// `<subject>.<field>`.
+pub(crate) fn registration_equals(
+    g: &mut G,
+    subject: &str,
+    found: &facts::WebhookFacts,
+    earlier: &facts::WebhookFacts,
+    how: SameRegistration,
+) {
+    let mut expected = earlier.clone();
+    expected.observed_at = found.observed_at.clone();
+    match how {
+        SameRegistration::Identical => {}
+        SameRegistration::NewConfigurationObject => {
+            expected.configuration_uid = found.configuration_uid.clone();
+        }
+        SameRegistration::SwitchedToIgnore => {
+            expected.failure_policy = "Ignore".into();
+            expected.name = earlier.name.replacen("-fail-", "-ignore-", 1);
+        }
+    }
+    let (Ok(serde_json::Value::Object(e)), Ok(serde_json::Value::Object(f))) =
+        (serde_json::to_value(&expected), serde_json::to_value(found))
+    else {
+        return;
+    };
+    let keys: BTreeSet<&String> = e.keys().chain(f.keys()).collect();
+    for k in keys {
+        let (x, y) = (e.get(k), f.get(k));
+        g.check(
+            x == y,
+            Code::RegistrationChanged,
+            format!("{subject}.{k}"),
+            || {
+                format!(
+                    "expected {} (the earlier act's registration), found {}",
+                    x.map_or("nothing".into(), abbreviate),
+                    y.map_or("nothing".into(), abbreviate)
+                )
+            },
+        );
+    }
+}
+
 /// Checks a registered webhook against what the policy asks for.
 pub(crate) fn check_webhook(
     g: &mut G,
@@ -1223,6 +1519,7 @@ pub(crate) fn act3(g: &mut G) {
     let s = "evidence/03.json facts";
     g.request(&format!("{s}.good"), &f.good, &[Outcome::Stored]);
     g.request(&format!("{s}.bad"), &f.bad, &[Outcome::ExplicitDeny]);
+    violating_pod_never_admitted_under_fail(g, &format!("{s}.bad"), &f.bad);
     // The deny must come from the registration act 2 recorded.
     if let Some(a2) = g.facts::<facts::Act2Facts>(2) {
         g.named_webhook(&format!("{s}.bad"), &f.bad, &a2.webhook);
@@ -1258,10 +1555,36 @@ pub(crate) fn act3(g: &mut G) {
     }
 }
 
-/// Act 3's existing pod UID (for later acts), flagging when act 3's evidence is unusable.
-pub(crate) fn baseline_uid(g: &mut G) -> Option<String> {
-    let f = g.facts::<facts::Act3Facts>(3)?;
-    f.existing.uid.clone()
+/// The existing pod a later act observed is act 3's, alive: the same name, namespace and UID
+/// (a new pod with the same name is not survival), `Running`, its restart count never lower
+/// than act 3's (kubelet's count only grows), and read after act 3 read it. Flags when act 3's
+/// evidence is unusable (through [`G::facts`]).
+pub(crate) fn existing_pod_survives(g: &mut G, subject: &str, pod: &PodObservation) {
+    let Some(a3) = g.facts::<facts::Act3Facts>(3) else {
+        return;
+    };
+    let base = &a3.existing;
+    g.expect_eq(
+        Code::PodReplaced,
+        format!("{subject}.name"),
+        (&base.name, &base.namespace),
+        (&pod.name, &pod.namespace),
+    );
+    if let Some(uid) = &base.uid {
+        g.existing(subject, pod, uid);
+    }
+    g.check(
+        pod.restart_count.unwrap_or(0) >= base.restart_count.unwrap_or(0),
+        Code::RestartContradicted,
+        format!("{subject}.restart_count"),
+        || {
+            format!(
+                "act 3 recorded {:?}, now {:?}: a restart count never goes down",
+                base.restart_count, pod.restart_count
+            )
+        },
+    );
+    g.times_ordered(&format!("{subject}.at"), &base.at, &pod.at);
 }
 
 /// Checks one claim of `report.json` (`$.<field>`, a string) against the word the lab's report

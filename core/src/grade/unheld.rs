@@ -1,0 +1,134 @@
+//! The documented boundary of what the graders promise: the few `facts` fields no grader rule
+//! holds, each with the sentence that says why it cannot contradict anything.
+//!
+//! Every other leaf of every act's `facts` is held by some rule: the mutation test
+//! (`lab/tests/grade_mutation.rs`) changes each leaf of each recorded run and generated passing
+//! fixture one at a time (a number scaled or shifted, a string swapped for a sibling value or
+//! emptied, a timestamp moved 40 s, a boolean flipped, a list item dropped) and requires the
+//! act's grader to flag the mutant unless its path matches an entry here. Keep this list short:
+//! an entry is a promise *not* made.
+//!
+//! Paths are `facts.`-rooted, object keys joined by `.`, array items written `[]`; in a pattern
+//! `*` is one segment and `**` any number (zero or more) of segments.
+
+/// One field the graders do not hold, and why it cannot contradict anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unheld {
+    /// The path pattern ([module docs](self)).
+    pub path: &'static str,
+    /// Why no observation can contradict it (one sentence).
+    pub why: &'static str,
+}
+
+/// The fields no grader rule holds.
+pub const UNHELD: &[Unheld] = &[
+    Unheld {
+        path: "**.raw_response.metadata.managedFields.**",
+        why: "the API server's field-ownership bookkeeping (server-side apply) of the echoed object; admission never reads it and no other observation records it",
+    },
+    Unheld {
+        path: "**.raw_response.spec.**",
+        why: "the API's echo of the pod spec the tool sent (image, ports, defaults); the lab's policy and every rule decide on the labels and namespace only",
+    },
+    Unheld {
+        path: "**.raw_response.status.*.**",
+        why: "the status of a pod just created (phase Pending, qosClass) as echoed in the create answer; the follow-up GET is the observation of the pod, and this echo is older than it",
+    },
+    Unheld {
+        path: "**.raw_response.metadata.resourceVersion",
+        why: "an opaque version string clients must not interpret (Kubernetes API conventions), so no value of it can contradict another observation",
+    },
+    Unheld {
+        path: "**.raw_response.metadata.generation",
+        why: "the spec generation of a pod just created (always 1 for a new object); no rule reads it and no other observation records it",
+    },
+    Unheld {
+        path: "policy.status.**",
+        why: "Kyverno's readiness conditions of the stored policy, written by its controller after the fact; the act observes the registration itself instead",
+    },
+    Unheld {
+        path: "policy.metadata.managedFields.**",
+        why: "the API server's field-ownership bookkeeping of the stored policy; no rule of admission reads it",
+    },
+];
+
+/// Whether the normalized path `path` (`facts.`-rooted) matches the pattern `pattern` ([module
+/// docs](self)). Pure.
+pub fn matches(pattern: &str, path: &str) -> bool {
+    let p: Vec<&str> = pattern.split('.').collect();
+    let s: Vec<&str> = segments(path);
+    fn go(p: &[&str], s: &[&str]) -> bool {
+        match p.split_first() {
+            None => s.is_empty(),
+            Some((&"**", rest)) => (0..=s.len()).any(|k| go(rest, &s[k..])),
+            Some((seg, rest)) => {
+                s.first().is_some_and(|x| *seg == "*" || x == seg) && go(rest, &s[1..])
+            }
+        }
+    }
+    go(&p, &s)
+}
+
+/// The segments of a normalized path after its `facts.` root, array items as `[]` segments.
+fn segments(path: &str) -> Vec<&str> {
+    let path = path.strip_prefix("facts.").unwrap_or(path);
+    let mut out = Vec::new();
+    for part in path.split('.') {
+        let (key, mut rest) = match part.find("[]") {
+            Some(i) => (&part[..i], &part[i..]),
+            None => (part, ""),
+        };
+        if !key.is_empty() {
+            out.push(key);
+        }
+        while let Some(r) = rest.strip_prefix("[]") {
+            out.push("[]");
+            rest = r;
+        }
+    }
+    out
+}
+
+/// The first entry of [`UNHELD`] that `path` matches.
+pub fn unheld(path: &str) -> Option<&'static Unheld> {
+    UNHELD.iter().find(|u| matches(u.path, path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_match_by_segment() {
+        assert!(matches(
+            "**.raw_response.spec.**",
+            "facts.deny_probes[].raw_response.spec.containers[].image"
+        ));
+        assert!(matches(
+            "**.raw_response.status.*.**",
+            "facts.good.raw_response.status.phase"
+        ));
+        // A refusal's `status: Failure` is held (raw-mismatch), not covered.
+        assert!(!matches(
+            "**.raw_response.status.*.**",
+            "facts.bad.raw_response.status"
+        ));
+        assert!(matches(
+            "policy.status.**",
+            "facts.policy.status.conditions[].type"
+        ));
+        assert!(!matches(
+            "policy.status.**",
+            "facts.policy.spec.failurePolicy"
+        ));
+        assert!(matches("*.uid", "facts.existing.uid"));
+        assert!(!matches("*.uid", "facts.existing.get.uid"));
+    }
+
+    #[test]
+    fn every_entry_says_why_in_a_sentence() {
+        for u in UNHELD {
+            assert!(u.why.len() > 40 && !u.why.ends_with('.'), "{u:?}");
+        }
+    }
+}
