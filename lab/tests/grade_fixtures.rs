@@ -307,6 +307,15 @@ fn lab_a_deny_seen_before_the_polled_registration_inside_its_window_passes() {
     report["recovery_evidence_sha256"] = serde_json::json!(lab::digest::digest_value(&e6));
     let mut e8 = pass["evidence/08.json"].clone();
     e8["inputs"]["report.json"] = serde_json::json!(lab::digest::digest_value(&report));
+    // ... and act 8 recorded the digest it compared (its checks and evidence_digests).
+    let d6 = serde_json::json!(lab::digest::digest_value(&e6));
+    e8["facts"]["evidence_digests"]["06"] = d6.clone();
+    for c in e8["facts"]["checks"].as_array_mut().unwrap() {
+        if c["field"] == "recovery_evidence_sha256" {
+            c["report"] = d6.clone();
+            c["evidence"] = d6.clone();
+        }
+    }
     let overlay = BTreeMap::from([
         ("evidence/06.json".to_string(), e6),
         ("report.json".to_string(), report),

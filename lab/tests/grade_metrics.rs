@@ -96,7 +96,7 @@ fn durations(lab: Lab, act: u8, facts: &Value) -> Vec<S> {
     let calls: Vec<lab::evidence::RequestRecord> = lab::evidence::request_records(&[facts])
         .into_values()
         .filter(|r| r.namespace == "kca-webhook-target")
-        .filter(|r| !(lab == Lab::A && act == 5))
+        .filter(|_| !(lab == Lab::A && act == 5))
         .filter(|r| {
             !(lab == Lab::A && act == 6 && r.outcome == lab::evidence::Outcome::DryRunAdmitted)
         })

@@ -267,6 +267,24 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
         };
         webhook_call_timing_agrees(g, &witness, r, e);
     }
+    // The window read is the act's: it began before the first request was sent and ended after
+    // the last answer.
+    let t = |s: &str| crate::facts::parse_rfc3339(s);
+    let first_sent = requests.values().filter_map(|r| t(&r.sent_at)).min();
+    let last_answered = requests.values().filter_map(|r| t(&r.answered_at)).max();
+    let skew = chrono::Duration::milliseconds(super::bounds::CLOCK_SKEW_MS as i64);
+    let inside = |x: chrono::DateTime<chrono::Utc>| matches!((t(&ev.started_at), t(&ev.finished_at)), (Some(s), Some(e)) if x >= s - skew && x <= e + skew);
+    let framed = match (t(&a.window.0), t(&a.window.1), first_sent, last_answered) {
+        (Some(b), Some(e), Some(s), Some(l)) => b <= s && e >= l && inside(b) && inside(e),
+        (Some(b), Some(e), None, None) => b <= e && inside(b) && inside(e),
+        _ => false,
+    };
+    g.check(framed, Code::RawMismatch, format!("{subject}.window"), || {
+        format!(
+            "window {:?}; the act's requests were sent from {first_sent:?} and answered until {last_answered:?}",
+            a.window
+        )
+    });
     // Entries for requests the act did not record are not evidence of anything: flag them.
     let known: BTreeSet<&String> = requests.keys().collect();
     let extra: Vec<&str> = a
@@ -375,7 +393,7 @@ fn webhook_call_timing_agrees(
                 g.notes.push(Finding {
                     code: Code::TimingNotObserved,
                     subject: subject.clone(),
-                    detail: 
+                    detail:
                     format!(
                         "the API server's timing of the webhook call was not observed: no {} on a request it held {:.1} ms (an API server without the latency tracker); the event's span was held instead",
                         audit::VALIDATING_WEBHOOK_LATENCY,

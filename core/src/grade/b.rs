@@ -226,27 +226,64 @@ fn registration_during_freeze_is_the_recorded_one(
             &super::Scope::of_raw(snap),
         );
         if let Some(h) = hook {
+            const NULL: &serde_json::Value = &serde_json::Value::Null;
+            let raw = |k: &str| snap.get(k).unwrap_or(NULL);
             let recorded = (
-                h.name.as_str(),
-                h.failure_policy.as_str(),
-                Some(h.timeout_seconds),
-                h.service.as_ref().and_then(|x| x.path.as_deref()),
-                &h.namespace_selector,
+                (
+                    h.name.as_str(),
+                    h.failure_policy.as_str(),
+                    Some(h.timeout_seconds),
+                ),
+                h.service.as_ref().map(|x| {
+                    (
+                        Some(x.namespace.as_str()),
+                        Some(x.name.as_str()),
+                        x.path.as_deref(),
+                        Some(i64::from(x.port)),
+                    )
+                }),
+                (
+                    &h.namespace_selector,
+                    &h.object_selector,
+                    &h.match_conditions,
+                    &h.rules,
+                ),
+                (Some(h.side_effects.as_str()), h.match_policy.as_deref()),
             );
             let during = (
-                snap_hook.0.unwrap_or(""),
-                snap_hook.1.unwrap_or(""),
-                snap_hook.2,
-                snap_hook.3,
-                snap.get("namespaceSelector")
-                    .unwrap_or(&serde_json::Value::Null),
+                (
+                    snap_hook.0.unwrap_or(""),
+                    snap_hook.1.unwrap_or(""),
+                    snap_hook.2,
+                ),
+                snap.pointer("/clientConfig/service").map(|x| {
+                    (
+                        x.get("namespace").and_then(|v| v.as_str()),
+                        x.get("name").and_then(|v| v.as_str()),
+                        x.get("path").and_then(|v| v.as_str()),
+                        x.get("port").and_then(|v| v.as_i64()),
+                    )
+                }),
+                (
+                    raw("namespaceSelector"),
+                    raw("objectSelector"),
+                    raw("matchConditions"),
+                    raw("rules"),
+                ),
+                (raw("sideEffects").as_str(), raw("matchPolicy").as_str()),
             );
-            g.check(recorded == during, Code::RegistrationChanged, format!("{s}.registration_snapshot"), || {
-                format!(
-                    "during the freeze: name {:?}, failurePolicy {:?}, timeoutSeconds {:?}, path {:?}; recorded before: name {:?}, failurePolicy {:?}, timeoutSeconds {}, path {:?}",
-                    during.0, during.1, during.2, during.3, h.name, h.failure_policy, h.timeout_seconds, recorded.3
-                )
-            });
+            g.check(
+                recorded == during,
+                Code::RegistrationChanged,
+                format!("{s}.registration_snapshot"),
+                || {
+                    format!(
+                        "during the freeze: {}; recorded before: {}",
+                        super::abbreviate(snap),
+                        super::abbreviate(&serde_json::to_value(h).unwrap_or_default())
+                    )
+                },
+            );
         }
         g.check(
             snap_hook.2 == Some(run.timeout_seconds),
@@ -312,6 +349,12 @@ fn requests_during_freeze_show_the_failure_policy(
             &label,
             &has_env_label(r),
         );
+        g.expect_eq(
+            Code::ValueMismatch,
+            format!("{sub}.dry_run"),
+            &false,
+            &r.dry_run,
+        );
         g.within(&sub, "sent_at", &r.sent_at, &w.frozen_at, &w.resumed_at);
         g.within(
             &sub,
@@ -369,6 +412,7 @@ fn requests_after_resume_end_in_the_first_deny(
         if !ignore {
             super::violating_pod_never_admitted_under_fail(g, &sub, r);
         }
+        violating_pod_in_the_target_namespace(g, &sub, r);
         g.times_ordered(&sub, &w.resumed_at, &r.sent_at);
         if let Some(h) = hook {
             g.named_webhook(&sub, r, h);
@@ -378,6 +422,7 @@ fn requests_after_resume_end_in_the_first_deny(
         Some(d) => {
             let sub = format!("{s}.first_explicit_deny");
             g.request(&sub, d, &[Outcome::ExplicitDeny]);
+            violating_pod_in_the_target_namespace(g, &sub, d);
             if let Some(h) = hook {
                 g.named_webhook(&sub, d, h);
             }
@@ -405,6 +450,29 @@ fn requests_after_resume_end_in_the_first_deny(
             );
         }
     }
+}
+
+/// A request the act sends to see the policy's verdict is a real (not dry-run) create of a pod
+/// without the policy's label in the target namespace (`docs/labs.md`, lab B).
+fn violating_pod_in_the_target_namespace(g: &mut G, sub: &str, r: &crate::evidence::RequestRecord) {
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{sub}.namespace"),
+        crate::rules::common::TARGET_NAMESPACE,
+        r.namespace.as_str(),
+    );
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{sub}.labels"),
+        &false,
+        &has_env_label(r),
+    );
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{sub}.dry_run"),
+        &false,
+        &r.dry_run,
+    );
 }
 
 /// Whether the controller restarted is an observation, recorded either way; what must hold is
@@ -537,11 +605,18 @@ pub(crate) fn act6(g: &mut G) {
         fp,
     );
     check_webhook(g, &format!("{s}.webhook"), &f.webhook, "Ignore");
+    super::stored_policy_is_the_applied_input(
+        g,
+        &format!("{s}.policy"),
+        &f.policy,
+        InputFile::PolicyIgnore,
+    );
     g.request(
         &format!("{s}.healthy_bad"),
         &f.healthy_bad,
         &[Outcome::ExplicitDeny],
     );
+    violating_pod_in_the_target_namespace(g, &format!("{s}.healthy_bad"), &f.healthy_bad);
     g.times_ordered(
         &format!("{s}.healthy_bad"),
         &f.healthy_bad.answered_at,
@@ -594,12 +669,7 @@ pub(crate) fn act7(g: &mut G) {
         &f.healthy_bad,
         &[Outcome::ExplicitDeny],
     );
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{s}.healthy_bad.labels"),
-        &false,
-        &has_env_label(&f.healthy_bad),
-    );
+    violating_pod_in_the_target_namespace(g, &format!("{s}.healthy_bad"), &f.healthy_bad);
     g.named_webhook(&format!("{s}.healthy_bad"), &f.healthy_bad, &f.webhook);
     super::registration_scope(
         g,

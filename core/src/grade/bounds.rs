@@ -13,6 +13,7 @@
 //! | the API server's own time of a webhook call (audit `apiserver.latency.k8s.io/validating-webhook`; metrics `admission_duration_seconds`) of a timed-out call | `T·1000 − CLOCK_SKEW_MS` | `T·1000 + TIMEOUT_LATE_MS` | every act with audit/metrics |
 //! | … of any call, and the audit event's own span (`stageTimestamp − requestReceivedTimestamp`) | `0` | the record's `elapsed_ms + CLOCK_SKEW_MS` ([`call_inside_request_ms`]) | every act with audit/metrics |
 //! | … of an explicit deny's call | `0` | `T·1000` exclusive ([`deny_call_max_ms`]) | every act with audit/metrics |
+//! | a request's follow-up GET (`get.at − answered_at`) | `0` | `GET_AFTER_ANSWER_MS` | every request |
 //! | a recorded duration vs the difference of its two recorded timestamps | `−DERIVED_MS_TOLERANCE` | `+DERIVED_MS_TOLERANCE` | lab B acts 5, 6; lab A act 6 |
 //!
 //! `T` is the live registration's `timeoutSeconds` (act 2 / act 6's webhook, the snapshot read
@@ -22,6 +23,12 @@
 /// Clock granularity between two timestamps taken by different clocks or processes (the API
 /// server's deadline vs the client's wall-clock ms timestamps), milliseconds.
 pub const CLOCK_SKEW_MS: u64 = 50;
+
+/// How long after a request's answer its follow-up GET may be answered, milliseconds: the GET
+/// is the probe's next API call, made at once (the recorded runs: at most 17 ms); 5 s leaves a
+/// loaded machine a wide margin, while a GET made later is not the observation of this answer
+/// (the object may have been created or deleted in between).
+pub const GET_AFTER_ANSWER_MS: i64 = 5000;
 
 /// How far past `timeoutSeconds` a timed-out call may be answered, milliseconds (exclusive).
 ///

@@ -108,6 +108,7 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
         },
     );
 
+    reads_frame_the_requests(g, &subject, &m, &requests_of(ev), ev);
     let Some(hook) = policy_webhook(g, ev) else {
         g.check(false, Code::FactsInvalid, subject, || {
             "no webhook name for the policy in this act's facts or act 2's".into()
@@ -234,6 +235,64 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
             target,
         );
     }
+}
+
+/// Rule 1 (continued): the record is what its two reads give: `webhooks_seen` are the `name`
+/// labels of both reads, each read's lines are the admission lines of themselves
+/// ([`metrics::admission_lines`]: nothing else kept, nothing altered into another family), the
+/// first read was answered before the act's first request was sent and the second after its
+/// last answer, both inside the act (the deltas cover exactly the act's requests). Flags [`Code::RawMismatch`].
+fn reads_frame_the_requests(
+    g: &mut G<'_>,
+    subject: &str,
+    m: &AdmissionMetrics,
+    requests: &BTreeMap<String, RequestRecord>,
+    ev: &Evidence,
+) {
+    let (Some(before), Some(after)) = (&m.before, &m.after) else {
+        return;
+    };
+    let names: Vec<String> = metrics::webhook_names(&before.lines)
+        .union(&metrics::webhook_names(&after.lines))
+        .cloned()
+        .collect();
+    g.check(
+        names == m.webhooks_seen,
+        Code::RawMismatch,
+        format!("{subject}.webhooks_seen"),
+        || format!("recorded {:?}, the reads name {names:?}", m.webhooks_seen),
+    );
+    for (which, read) in [("before", before), ("after", after)] {
+        let kept = metrics::admission_lines(&read.lines.join("\n"));
+        g.check(
+            kept == read.lines,
+            Code::RawMismatch,
+            format!("{subject}.{which}.lines"),
+            || {
+                format!(
+                    "{} lines recorded, {} of them admission lines as served",
+                    read.lines.len(),
+                    kept.len()
+                )
+            },
+        );
+    }
+    let t = |s: &str| crate::facts::parse_rfc3339(s);
+    let first_sent = requests.values().filter_map(|r| t(&r.sent_at)).min();
+    let last_answered = requests.values().filter_map(|r| t(&r.answered_at)).max();
+    let skew = chrono::Duration::milliseconds(super::bounds::CLOCK_SKEW_MS as i64);
+    let inside = |x: chrono::DateTime<chrono::Utc>| matches!((t(&ev.started_at), t(&ev.finished_at)), (Some(s), Some(e)) if x >= s - skew && x <= e + skew);
+    let framed = match (t(&before.at), t(&after.at), first_sent, last_answered) {
+        (Some(b), Some(a), Some(s), Some(l)) => b <= s && a >= l && inside(b) && inside(a),
+        (Some(b), Some(a), None, None) => b <= a && inside(b) && inside(a),
+        _ => false,
+    };
+    g.check(framed, Code::RawMismatch, format!("{subject}.before.at/after.at"), || {
+        format!(
+            "read before at {:?}, after at {:?}; the act's requests were sent from {first_sent:?} and answered until {last_answered:?}",
+            before.at, after.at
+        )
+    });
 }
 
 /// Rule 4: every `explicit-deny` request is one `no_error` rejection of `hook` under its own

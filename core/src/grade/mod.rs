@@ -340,6 +340,8 @@ pub(crate) struct G<'a> {
     findings: Vec<Finding>,
     notes: Vec<Finding>,
     reported: BTreeSet<(Code, String)>,
+    /// Evidence already deserialized by [`G::evidence`] (the checks still run on every call).
+    parsed: BTreeMap<u8, Result<Evidence, String>>,
 }
 
 pub(crate) fn ev_name(act: u8) -> String {
@@ -356,6 +358,7 @@ impl<'a> G<'a> {
             findings: Vec::new(),
             notes: Vec::new(),
             reported: BTreeSet::new(),
+            parsed: BTreeMap::new(),
         }
     }
 
@@ -429,10 +432,17 @@ impl<'a> G<'a> {
             }
             Some(Ok(doc)) => doc,
         };
-        let ev: Evidence = match serde_json::from_value(doc.value.clone()) {
+        let parsed = self
+            .parsed
+            .entry(act)
+            .or_insert_with(|| {
+                serde_json::from_value::<Evidence>(doc.value.clone()).map_err(|e| e.to_string())
+            })
+            .clone();
+        let ev: Evidence = match parsed {
             Ok(ev) => ev,
             Err(e) => {
-                self.flag(Code::EvidenceInvalid, name, e.to_string());
+                self.flag(Code::EvidenceInvalid, name, e);
                 return None;
             }
         };
@@ -730,6 +740,20 @@ impl<'a> G<'a> {
                 )
             },
         );
+        // ... and at once: the GET is the probe's next API call ([`bounds::GET_AFTER_ANSWER_MS`]).
+        self.check(
+            matches!((g_at, a), (Some(g), Some(a)) if (g - a).num_milliseconds() <= bounds::GET_AFTER_ANSWER_MS),
+            Code::TimesInconsistent,
+            format!("{subject}.get.at"),
+            || {
+                format!(
+                    "the GET was answered at {:?}, more than {} ms after the request's answer at {:?}",
+                    r.get.at,
+                    bounds::GET_AFTER_ANSWER_MS,
+                    r.answered_at
+                )
+            },
+        );
         // A request that was not admitted must not exist afterwards; a dry-run never stores.
         let admitted = matches!(r.outcome, Outcome::Stored);
         if !admitted {
@@ -754,7 +778,12 @@ impl<'a> G<'a> {
                 .and_then(|v| v.as_str())
                 .filter(|u| !u.is_empty());
             let uid_ok = raw_uid.is_some() && (!admitted || raw_uid == r.get.uid.as_deref());
-            name_ok && uid_ok
+            // A create is answered 201 Created, a server-side dry-run too; a success carries no
+            // Status reason or message (`classify::answer_fields`).
+            let created = r.http_status == 201
+                && crate::classify::answer_fields(r.http_status, raw)
+                    == (r.reason.clone(), r.message.clone());
+            name_ok && uid_ok && created
         } else {
             // A refusal's body is a `Status` with `status: Failure` (metav1.Status); its reason
             // and message (read as the probe reads them), and its code, are the record's.
@@ -1480,6 +1509,67 @@ pub(crate) fn check_webhook(
     );
 }
 
+/// Whether every leaf of `asked` is in `stored` with the same value (objects: each key of
+/// `asked` compared recursively; arrays: the same length, item by item): what the API server
+/// stores is the applied object plus defaults, never other values.
+fn applied_within(asked: &serde_json::Value, stored: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (asked, stored) {
+        (Value::Object(a), Value::Object(s)) => a
+            .iter()
+            .all(|(k, v)| s.get(k).is_some_and(|x| applied_within(v, x))),
+        (Value::Array(a), Value::Array(s)) => {
+            a.len() == s.len() && a.iter().zip(s).all(|(x, y)| applied_within(x, y))
+        }
+        _ => asked == stored,
+    }
+}
+
+/// The stored policy an act recorded is the student's input as applied: its `apiVersion`,
+/// `kind`, `metadata.name` and every leaf of its `spec` have the input's values (the API server
+/// adds defaults, never changes what was applied). Flags [`Code::ValueMismatch`].
+pub(crate) fn stored_policy_is_the_applied_input(
+    g: &mut G,
+    subject: &str,
+    stored: &serde_json::Value,
+    input: InputFile,
+) {
+    let Some(asked) = g.required_input_value(input) else {
+        return;
+    };
+    for key in ["apiVersion", "kind"] {
+        g.expect_eq(
+            Code::ValueMismatch,
+            format!("{subject}.{key}"),
+            asked.get(key),
+            stored.get(key),
+        );
+    }
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{subject}.metadata.name"),
+        asked.pointer("/metadata/name"),
+        stored.pointer("/metadata/name"),
+    );
+    let (a, s) = (
+        asked.get("spec").unwrap_or(&serde_json::Value::Null),
+        stored.get("spec").unwrap_or(&serde_json::Value::Null),
+    );
+    g.check(
+        applied_within(a, s),
+        Code::ValueMismatch,
+        format!("{subject}.spec"),
+        || {
+            format!(
+                "the stored spec {} is not {}'s spec {} (plus defaults)",
+                abbreviate(s),
+                input.file_name(),
+                abbreviate(a)
+            )
+        },
+    );
+}
+
 pub(crate) fn act2(g: &mut G) {
     let Some(f) = g.facts::<facts::Act2Facts>(2) else {
         return;
@@ -1510,6 +1600,12 @@ pub(crate) fn act2(g: &mut G) {
         fp,
     );
     check_webhook(g, "evidence/02.json facts.webhook", &f.webhook, "Fail");
+    stored_policy_is_the_applied_input(
+        g,
+        "evidence/02.json facts.policy",
+        &f.policy,
+        InputFile::Policy,
+    );
 }
 
 pub(crate) fn act3(g: &mut G) {
@@ -1622,6 +1718,48 @@ pub(crate) fn act8_facts(g: &mut G) {
             Code::ReportContradicted,
             format!("evidence/08.json facts.checks[{}]", c.field),
             || format!("report {} vs evidence {}", c.report, c.evidence),
+        );
+    }
+    act8_records_what_it_compared(g, &f);
+}
+
+/// Act 8's record of its comparison is the comparison itself: each check's `report` is the
+/// value `report.json` holds for its field (and `agrees` says whether it is the `evidence`
+/// value), and `evidence_digests` are the canonical digests of the evidence files as they are.
+/// Flags [`Code::ReportContradicted`] and [`Code::DigestMismatch`].
+fn act8_records_what_it_compared(g: &mut G, f: &facts::Act8Facts) {
+    let file = match g.lab {
+        Lab::A => InputFile::ReportA,
+        Lab::B => InputFile::ReportB,
+    };
+    if let Some(report) = g.required_input_value(file) {
+        for c in &f.checks {
+            let in_report = report
+                .get(&c.field)
+                .cloned()
+                .unwrap_or(serde_json::Value::Null);
+            g.check(
+                in_report == c.report && c.agrees == (c.report == c.evidence),
+                Code::ReportContradicted,
+                format!("evidence/08.json facts.checks[{}].report", c.field),
+                || {
+                    format!(
+                        "recorded report {} (agrees {}), report.json has {in_report}; evidence {}",
+                        c.report, c.agrees, c.evidence
+                    )
+                },
+            );
+        }
+    }
+    let now = g.digests();
+    for (k, d) in &f.evidence_digests {
+        let act = k.parse::<u8>().ok();
+        let current = act.and_then(|a| now.get(&a));
+        g.check(
+            current == Some(d),
+            Code::DigestMismatch,
+            format!("evidence/08.json facts.evidence_digests.{k}"),
+            || format!("recorded {d}, the file's canonical digest is {current:?}"),
         );
     }
 }

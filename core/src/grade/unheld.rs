@@ -35,12 +35,40 @@ pub const UNHELD: &[Unheld] = &[
         why: "the status of a pod just created (phase Pending, qosClass) as echoed in the create answer; the follow-up GET is the observation of the pod, and this echo is older than it",
     },
     Unheld {
+        path: "**.raw_response.metadata.creationTimestamp",
+        why: "stamped by the API server's clock at one-second resolution, which is not the tool's clock on every backend (kubeconfig), so held against sent_at/answered_at it would flag an honest cluster with a skewed clock; the GET and the answer's uid are the observation",
+    },
+    Unheld {
         path: "**.raw_response.metadata.resourceVersion",
         why: "an opaque version string clients must not interpret (Kubernetes API conventions), so no value of it can contradict another observation",
     },
     Unheld {
         path: "**.raw_response.metadata.generation",
         why: "the spec generation of a pod just created (always 1 for a new object); no rule reads it and no other observation records it",
+    },
+    Unheld {
+        path: "policy.metadata.resourceVersion",
+        why: "an opaque version string clients must not interpret (Kubernetes API conventions), so no value of it can contradict another observation",
+    },
+    Unheld {
+        path: "policy.metadata.generation",
+        why: "the stored policy's spec generation, Kyverno's and the API server's bookkeeping; the spec itself is held against the input",
+    },
+    Unheld {
+        path: "policy.metadata.creationTimestamp",
+        why: "stamped by the API server's clock, not the tool's on every backend; the policy's identity is its uid, which is held across acts",
+    },
+    Unheld {
+        path: "*.watchdog_pid",
+        why: "the PID of the tool's own watchdog process, the tool's plumbing (it is addressed through a pidfd), not an observation of the cluster",
+    },
+    Unheld {
+        path: "watcher.pid",
+        why: "the PID of the tool's own recovery watcher, the tool's plumbing, not an observation of the cluster",
+    },
+    Unheld {
+        path: "watcher.fault_dir",
+        why: "the directory of the tool's own fault ledger on this machine, a pointer for heal, not an observation of the cluster",
     },
     Unheld {
         path: "policy.status.**",
@@ -50,12 +78,40 @@ pub const UNHELD: &[Unheld] = &[
         path: "policy.metadata.managedFields.**",
         why: "the API server's field-ownership bookkeeping of the stored policy; no rule of admission reads it",
     },
+    Unheld {
+        path: "registration_snapshot.clientConfig.caBundle",
+        why: "the CA bundle the API server verifies the webhook's certificate with, which Kyverno rotates; a wrong one shows only as failed calls, and those are the requests' own records",
+    },
+    Unheld {
+        path: "registration_snapshot.admissionReviewVersions.**",
+        why: "the AdmissionReview versions the API server may send; no observation records which one it sent",
+    },
+    Unheld {
+        path: "webhook_configurations.**",
+        why: "the raw list lab A act 5 read; the act's claim from it (whether the policy's webhook is listed, and then that entry) is held, while the other entries are other Kyverno components' webhooks (cleanup, TTL) that no request of the lab calls",
+    },
+    Unheld {
+        path: "*.source",
+        why: "the text saying what was read (the audit log's path, `GET /metrics` with the act's credential), a description rather than an observation",
+    },
+    Unheld {
+        path: "admission_audit.log",
+        why: "the audit log's path on the node, a pointer to where the lines came from; the lines themselves are held",
+    },
+    Unheld {
+        path: "admission_audit.offset",
+        why: "the log's byte size when the act began, where reading started; no other observation records the log's size",
+    },
+    Unheld {
+        path: "admission_audit.waited_ms",
+        why: "how long the tool polled the log for final events, a bound of the tool that observes nothing of the cluster",
+    },
 ];
 
 /// Whether the normalized path `path` (`facts.`-rooted) matches the pattern `pattern` ([module
 /// docs](self)). Pure.
 pub fn matches(pattern: &str, path: &str) -> bool {
-    let p: Vec<&str> = pattern.split('.').collect();
+    let p: Vec<&str> = segments(pattern);
     let s: Vec<&str> = segments(path);
     fn go(p: &[&str], s: &[&str]) -> bool {
         match p.split_first() {
