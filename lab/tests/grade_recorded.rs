@@ -538,3 +538,96 @@ fn lab_a_act_6_claims_are_held_against_the_timeline() {
         f["new_pod"]["exists"] = json!(false)
     });
 }
+
+/// One meaning of an explicit deny (`classify::EXPLICIT_DENY_STATUSES`): the real lab B run's act
+/// 3 deny rewritten consistently to the newer 403 `Forbidden` form (the answer, its audit event,
+/// and the API server's rejection counted under `rejection_code="403"`) passes the classifier,
+/// the audit rule and the metrics rule alike; the same deny left counted under 400 in the
+/// metrics is flagged by the metrics rule.
+#[test]
+fn a_consistent_403_deny_is_an_explicit_deny_for_every_rule() {
+    const HOOK: &str = "vpol.validate.kyverno.svc-fail-finegrained-kca-webhook-label";
+    let to_403 = |f: &mut std::collections::BTreeMap<String, Value>, count_as_403: bool| {
+        let facts = facts(f, 3);
+        let bad = &mut facts["bad"];
+        let name = bad["name"].as_str().unwrap().to_owned();
+        let message = format!(
+            "pods \"{name}\" is forbidden: {}",
+            bad["message"].as_str().unwrap()
+        );
+        bad["http_status"] = json!(403);
+        bad["reason"] = json!("Forbidden");
+        bad["message"] = json!(message);
+        bad["raw_response"]["code"] = json!(403);
+        bad["raw_response"]["reason"] = json!("Forbidden");
+        bad["raw_response"]["message"] = json!(message);
+        for entry in facts["admission_audit"]["requests"].as_array_mut().unwrap() {
+            if entry["name"] != json!(name) {
+                continue;
+            }
+            let lines: Vec<String> = entry["lines"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|l| {
+                    let mut e: Value = serde_json::from_str(l.as_str().unwrap()).unwrap();
+                    e["responseStatus"]["code"] = json!(403);
+                    e["responseStatus"]["reason"] = json!("Forbidden");
+                    e["responseStatus"]["message"] = json!(message);
+                    e.to_string()
+                })
+                .collect();
+            let events: Vec<_> = lines
+                .iter()
+                .enumerate()
+                .map(|(i, l)| lab::audit::parse_line(i, l).unwrap())
+                .collect();
+            entry["lines"] = json!(lines);
+            entry["events"] = serde_json::to_value(events).unwrap();
+        }
+        // The API server counts the one deny of the act under the code it answered with.
+        let m = &mut facts["admission_metrics"];
+        let before: Vec<String> = serde_json::from_value(m["before"]["lines"].clone()).unwrap();
+        let mut after: Vec<String> = serde_json::from_value(m["after"]["lines"].clone()).unwrap();
+        if count_as_403 {
+            for (series, code) in [
+                (
+                    "apiserver_admission_webhook_rejection_count{error_type=\"no_error\"",
+                    "rejection_code=\"400\"",
+                ),
+                (
+                    "apiserver_admission_webhook_request_total{code=\"400\"",
+                    "code=\"400\"",
+                ),
+            ] {
+                let i = after
+                    .iter()
+                    .position(|l| l.starts_with(series) && l.contains(HOOK) && l.contains(code))
+                    .unwrap();
+                let line = after[i].clone();
+                let (head, value) = line.rsplit_once(' ').unwrap();
+                let v: f64 = value.parse().unwrap();
+                after[i] = format!("{head} {}", v - 1.0);
+                after.push(format!(
+                    "{} 1",
+                    head.replace(code, &code.replace("400", "403"))
+                ));
+            }
+        }
+        m["after"]["lines"] = json!(after);
+        m["deltas"] = serde_json::to_value(lab::metrics::deltas(&before, &after)).unwrap();
+    };
+    let rec = Recording::open("recorded/b-20261130T210502Z");
+    let (_tmp, gi) = rec.copy_with(|f| to_403(f, true));
+    let g = grade::grade(Lab::B, 3, &gi);
+    assert!(g.passed(), "{}", lab::messages::findings(Lang::En, &g));
+    let (_tmp, gi) = rec.copy_with(|f| to_403(f, false));
+    let g = grade::grade(Lab::B, 3, &gi);
+    assert!(
+        g.findings
+            .iter()
+            .any(|x| x.code == Code::MetricsContradicted && x.subject.ends_with("explicit-deny")),
+        "{}",
+        lab::messages::findings(Lang::En, &g)
+    );
+}

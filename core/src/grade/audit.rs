@@ -336,6 +336,13 @@ fn webhook_call_timing_agrees(
     let inside = call_inside_request_ms(r.elapsed_ms);
     let window = w.timeout_seconds.map(timeout_window_ms);
     let in_window = |ms: f64| window.is_some_and(|(lo, hi)| ms >= lo as f64 && ms < hi as f64);
+    let bounds = window.map_or(
+        "no bounds (timeoutSeconds unknown)".to_owned(),
+        |(lo, hi)| format!("[{lo}, {hi}) ms (grade::bounds::timeout_window_ms)"),
+    );
+    let t = w
+        .timeout_seconds
+        .map_or("unknown".to_owned(), |t| t.to_string());
     let span = e.span_ms();
     let mut problems = Vec::new();
     match span {
@@ -349,8 +356,7 @@ fn webhook_call_timing_agrees(
             }
             if w.timed_out && !in_window(span) {
                 problems.push(format!(
-                    "the API server held the timed-out request {span:.1} ms; timeoutSeconds {:?} gives {window:?} ms",
-                    w.timeout_seconds
+                    "the API server held the timed-out request {span:.1} ms; timeoutSeconds {t} gives {bounds}"
                 ));
             }
         }
@@ -367,9 +373,8 @@ fn webhook_call_timing_agrees(
             }
             if w.timed_out && !in_window(ms) {
                 problems.push(format!(
-                    "{} says the timed-out call took {ms:.3} ms; a call that ran into timeoutSeconds {:?} took {window:?} ms",
-                    audit::VALIDATING_WEBHOOK_LATENCY,
-                    w.timeout_seconds
+                    "{} says the timed-out call took {ms:.3} ms; a call that ran into timeoutSeconds {t} takes {bounds}",
+                    audit::VALIDATING_WEBHOOK_LATENCY
                 ));
             }
             if r.outcome == Outcome::ExplicitDeny
