@@ -211,20 +211,10 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
     explicit_denies_are_no_error_rejections(g, &subject, &deltas, &hook, &requests);
 
     // Rule 7: the API server's own time of the calls is a second witness of the records'.
-    let calls_are_the_target_requests = g.lab == Lab::B || g.act == 3 || g.act == 7;
-    call_durations_agree(
-        g,
-        &subject,
-        &after.lines,
-        &deltas,
-        &hook,
-        &requests,
-        policy_timeout_seconds(g, ev),
-        calls_are_the_target_requests,
-    );
+    call_durations_agree(g, &subject, &after.lines, &deltas, &hook, &requests, ev);
 
     // Rule 5: one call per target request.
-    if calls_are_the_target_requests {
+    if calls_are_the_target_requests(g) {
         let target = names(&|r| r.namespace == TARGET);
         let found = sum_delta(&deltas, REQUEST_TOTAL, &hook, &[]);
         agree(
@@ -367,9 +357,10 @@ fn call_durations_agree(
     deltas: &[metrics::SeriesDelta],
     hook: &str,
     requests: &BTreeMap<String, RequestRecord>,
-    timeout_seconds: Option<u32>,
-    calls_are_the_target_requests: bool,
+    ev: &Evidence,
 ) {
+    let timeout_seconds = policy_timeout_seconds(g, ev);
+    let calls_are_the_target_requests = calls_are_the_target_requests(g);
     use super::bounds::{call_inside_request_ms, timeout_window_ms};
     let count_metric = format!("{}_count", metrics::DURATION);
     let served = metrics::parse(after)
@@ -436,6 +427,13 @@ fn call_durations_agree(
             )
         });
     }
+}
+
+/// Whether every call to the policy's webhook in the act's metrics window is one of its
+/// target-namespace requests (rules 5 and 7): every act but lab A act 6 (probes may precede the
+/// registration) and lab A act 5 (no call).
+fn calls_are_the_target_requests(g: &G<'_>) -> bool {
+    g.lab == Lab::B || g.act == 3 || g.act == 7
 }
 
 fn note(g: &mut G<'_>, subject: String, detail: String) {
