@@ -244,6 +244,10 @@ fn tree(lab: Lab) -> BTreeMap<String, Value> {
             &after_lines,
         ))
         .unwrap();
+        // Read when the act began and when it ended, as the act reads them.
+        let ev = &files[&format!("evidence/{act:02}.json")];
+        m["before"]["at"] = ev["started_at"].clone();
+        m["after"]["at"] = ev["finished_at"].clone();
         facts(&mut files, act)[metrics::FACTS_KEY] = m;
     }
     files
