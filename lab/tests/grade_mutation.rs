@@ -332,7 +332,6 @@ const NOT_YET_HELD: &[&str] = &[
     "bad.name",
     "bad.sent_at",
     "control.get.phase",
-    "existing.namespace",
     "good.get.at",
     "good.get.phase",
     "good.raw_response.metadata.uid",

@@ -1640,12 +1640,14 @@ pub(crate) fn act3(g: &mut G) {
             &r.dry_run,
         );
     }
+    // The existing pod is the good pod, read after it was stored.
     g.expect_eq(
         Code::ValueMismatch,
         format!("{s}.existing.name"),
-        f.good.name.as_str(),
-        f.existing.name.as_str(),
+        (f.good.name.as_str(), f.good.namespace.as_str()),
+        (f.existing.name.as_str(), f.existing.namespace.as_str()),
     );
+    g.times_ordered(&format!("{s}.existing.at"), &f.good.get.at, &f.existing.at);
     if let Some(uid) = f.good.get.uid.clone() {
         g.existing(&format!("{s}.existing"), &f.existing, &uid);
     }
