@@ -13,6 +13,8 @@
 //!
 //! Without a follow-up GET (pasted text, a `Status`) a success is never called `stored`: the
 //! classifier needs the GET to find the object with a UID, and `explain` says so.
+//!
+//! `lab/tests/explain.rs` holds the classifier's table cases and fails when either drifts.
 
 use serde_json::Value;
 
