@@ -5,7 +5,7 @@
 //! - act 5: after `kyverno-admission-controller` is scaled to 0 and its pods are gone, whether the
 //!   policy's webhook is still in the ValidatingWebhookConfigurations (on Kyverno v1.19.1 the
 //!   stopping controller deletes them because the Deployment has 0 replicas:
-//!   `pkg/webhooks/server.go` `cleanup`, `../shared/research/kyverno.md` §7), and what happens to a
+//!   `pkg/webhooks/server.go` `cleanup`, `pkg/utils/runtime/utils.go` `IsGoingDown`), and what happens to a
 //!   violating request then;
 //! - act 6: when each recovery step happens (replicas, new pod, Running, Lease, registration,
 //!   first explicit deny), each with its own timestamp, a bound that runs out being `not-confirmed`;
