@@ -353,7 +353,7 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     rec.raw("cri-container-before", &inv.container);
     let spec = FreezeSpec {
         act: 5,
-        resume_after_sec: u64::from(inputs::TwentySeconds::VALUE),
+        resume_after_sec: u64::from(inputs::ResumeAfterSec::VALUE),
         webhook_name,
         existing: &act3.existing,
         tag: "b5",
