@@ -140,7 +140,8 @@ fn from_json(v: &Value, origin: &str) -> Result<Answer, LabError> {
     if v["kind"] == "Status" {
         let code = v["code"].as_u64().unwrap_or(0);
         return Ok(Answer {
-            // A deny's code 0 is raised to 400 by the API server (kubernetes.md §1a).
+            // A deny's code 0 is raised to 400 by the API server (k8s.io/apiserver
+            // `pkg/admission/plugin/webhook/errors/statuserror.go`, `ToStatusErr`).
             http_status: if code == 0 {
                 400
             } else {
