@@ -22,6 +22,8 @@
 //! - xtask runs external commands only through `xtask::command` (one error type with the
 //!   pasteable command, exit status and output tail), except the daemons it supervises and the
 //!   streamed `go build`;
+//! - each crate's modules import only from their own layer or a lower one (ARCHITECTURE.md,
+//!   "Layers"), but a listed few that point up today;
 //! - the student tool's words live in one place: no Japanese literal in `lab/src` or `core/src`
 //!   outside `messages.rs`, the report page's `report/text.rs` and the registry's act titles
 //!   (`acts.rs`);
@@ -875,4 +877,140 @@ fn no_committed_file_cites_notes_a_clone_does_not_have() {
     );
     assert!(s("docs/labs.md", "(`../research/anchors-3.md` §3.2)").is_empty());
     assert!(s("core/src/classify.rs", &cite).is_empty());
+}
+
+/// Each crate's layers, top first, as ARCHITECTURE.md's "Layers" states them: a module (a file or
+/// folder right under `src/`) may import (`crate::m`) only from its own layer or a lower one. A
+/// module not named here is not checked (a new one gets its place here and in ARCHITECTURE.md);
+/// names the crate only re-exports (the core's modules inside `lab`) count as the lowest layer.
+const LAYERS: &[(&str, &[&[&str]])] = &[
+    (
+        "core/src",
+        &[
+            &["report", "explain"],
+            &["grade"],
+            &["audit", "metrics", "classify", "admission", "rules"],
+            &["acts", "inputs", "workdir"],
+            &["evidence", "facts", "json", "digest", "wait", "diagnostics"],
+            &["messages"],
+            &["error"],
+        ],
+    ),
+    (
+        "lab/src",
+        &[
+            &["main"],
+            &["labs", "diagnostics"],
+            &["faults", "probe", "metrics"],
+            &["cluster", "cri", "pidmap", "signals"],
+        ],
+    ),
+    (
+        "xtask/src",
+        &[
+            &["main"],
+            &["bench"],
+            &["lab_run"],
+            &["backend"],
+            &["cluster"],
+            &["upstream"],
+            &["command", "status"],
+        ],
+    ),
+];
+
+/// Imports that point up today, each `file -> module`. The first is the acts registry's price
+/// (it holds each act's grader, and the graders ask it for an act's flags) and stays; the rest
+/// are issue 26's to remove once the graders', faults' and host work has landed. Shrink this
+/// list; never grow it.
+const UPWARD_FOR_NOW: &[&str] = &[
+    "core/src/acts.rs -> grade",
+    "core/src/messages.rs -> evidence",
+    "core/src/messages.rs -> facts",
+    "core/src/messages.rs -> grade",
+    "core/src/messages.rs -> inputs",
+    "core/src/error.rs -> evidence",
+    "core/src/error.rs -> inputs",
+    "core/src/evidence.rs -> audit",
+    "core/src/evidence.rs -> metrics",
+    "xtask/src/cluster/mod.rs -> lab_run",
+    "xtask/src/backend/mod.rs -> lab_run",
+];
+
+/// The layer (0 = top) of module `m` in `layers`, if it is named there.
+fn layer_of(layers: &[&[&str]], m: &str) -> Option<usize> {
+    layers.iter().position(|l| l.contains(&m))
+}
+
+/// The upward imports of one crate's files, as `file -> module` (comment lines skipped).
+fn upward_imports(src: &str, layers: &[&[&str]], files: &[(PathBuf, String)]) -> Vec<String> {
+    let mut out = BTreeSet::new();
+    for (path, text) in files {
+        let Ok(rel) = path.strip_prefix(src) else {
+            continue;
+        };
+        let first = rel.iter().next().unwrap().to_string_lossy();
+        let own = first.trim_end_matches(".rs");
+        let Some(mine) = layer_of(layers, own) else {
+            continue;
+        };
+        for (_, code) in code_lines(text) {
+            for (i, _) in code.match_indices("crate::") {
+                let name: String = code[i + "crate::".len()..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if layer_of(layers, &name).is_some_and(|theirs| theirs < mine) {
+                    out.insert(format!("{} -> {name}", path.display()));
+                }
+            }
+        }
+    }
+    out.into_iter().collect()
+}
+
+#[test]
+fn modules_import_only_from_their_layer_or_below() {
+    let mut found = Vec::new();
+    for (src, layers) in LAYERS {
+        let files = with_text(rust_files(src));
+        for name in layers.iter().flat_map(|l| l.iter()) {
+            let exists = files.iter().any(|(p, _)| {
+                p.starts_with(format!("{src}/{name}")) || p.ends_with(format!("{src}/{name}.rs"))
+            });
+            assert!(exists, "LAYERS names `{src}/{name}`, which does not exist");
+        }
+        found.extend(upward_imports(src, layers, &files));
+    }
+    let new: Vec<&String> = found
+        .iter()
+        .filter(|f| !UPWARD_FOR_NOW.contains(&f.as_str()))
+        .collect();
+    assert!(
+        new.is_empty(),
+        "these imports point up (ARCHITECTURE.md, \"Layers\"): move the item down, or the module \
+         up:\n  {}",
+        new.iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join("\n  ")
+    );
+    let gone: Vec<&&str> = UPWARD_FOR_NOW
+        .iter()
+        .filter(|a| !found.iter().any(|f| f == *a))
+        .collect();
+    assert!(
+        gone.is_empty(),
+        "these imports no longer point up: take them off UPWARD_FOR_NOW: {gone:?}"
+    );
+    let l: &[&[&str]] = &[&["top"], &["low"]];
+    let up = |p: &str, t: &str| upward_imports("x/src", l, &[(PathBuf::from(p), t.to_owned())]);
+    assert_eq!(
+        up("x/src/low.rs", "use crate::top::A;"),
+        vec!["x/src/low.rs -> top"]
+    );
+    assert_eq!(up("x/src/low/m.rs", "let a = crate::top::f();").len(), 1);
+    assert!(up("x/src/top.rs", "use crate::low::A;").is_empty());
+    assert!(up("x/src/low.rs", "/// see [`crate::top`]").is_empty());
+    assert!(up("x/src/other.rs", "use crate::top::A;").is_empty());
 }
