@@ -756,7 +756,6 @@ const CITES_SHARED_NOTES_FOR_NOW: &[&str] = &[
     "core/src/rules.rs",
     "lab/src/faults/freeze.rs",
     "lab/src/faults/scale.rs",
-    "lab/tests/fixtures/recorded-cases/README.md",
 ];
 
 /// What a clone of the repository does not have: the team's notes beside it (spelled in two parts

@@ -1403,7 +1403,7 @@ pub(crate) enum SameRegistration {
     NewConfigurationObject,
     /// The same policy's webhook switched to failurePolicy Ignore (lab B act 6 vs act 2):
     /// Kyverno's fine-grained name `vpol.validate.kyverno.svc-{fail,ignore}-finegrained-<policy>`
-    /// (kyverno.md §3) follows the policy, everything else stays.
+    /// (as the recorded runs show for acts 2 and 6) follows the policy, everything else stays.
     SwitchedToIgnore,
 }
 
