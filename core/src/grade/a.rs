@@ -34,6 +34,38 @@ pub(crate) fn act4(g: &mut G) {
             a1.controller_deployment.uid.as_str(),
             f.deployment.uid.as_str(),
         );
+        // The Deployment, its pods and its Lease are act 1's controller's: its name and
+        // namespace, pods named `<deployment>-<replicaset hash>-<suffix>`.
+        let d = &a1.controller_deployment;
+        g.expect_eq(
+            Code::ValueMismatch,
+            format!("{s}.deployment.name"),
+            (d.namespace.as_deref(), d.name.as_str()),
+            (
+                Some(f.deployment.namespace.as_str()),
+                f.deployment.name.as_str(),
+            ),
+        );
+        for (i, p) in f.pods.iter().enumerate() {
+            g.check(
+                Some(p.namespace.as_str()) == d.namespace.as_deref()
+                    && p.name.starts_with(&format!("{}-", d.name)),
+                Code::ValueMismatch,
+                format!("{s}.pods[{i}].name"),
+                || {
+                    format!(
+                        "pod {}/{} is not a pod of Deployment {:?}/{}",
+                        p.namespace, p.name, d.namespace, d.name
+                    )
+                },
+            );
+        }
+        g.expect_eq(
+            Code::ValueMismatch,
+            format!("{s}.lease.namespace"),
+            d.namespace.as_deref(),
+            Some(f.lease.namespace.as_str()),
+        );
     }
     g.expect_eq(
         Code::ValueMismatch,

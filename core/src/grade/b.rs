@@ -33,6 +33,21 @@ pub(crate) fn act4(g: &mut G) {
             a1.controller_deployment.uid.as_str(),
             f.deployment_uid.as_str(),
         );
+        // The frozen process's pod is one of act 1's Deployment's pods: in its namespace,
+        // named `<deployment>-<replicaset hash>-<suffix>`.
+        let d = &a1.controller_deployment;
+        g.check(
+            Some(f.pod_namespace.as_str()) == d.namespace.as_deref()
+                && f.pod_name.starts_with(&format!("{}-", d.name)),
+            Code::ValueMismatch,
+            format!("{s}.pod_name"),
+            || {
+                format!(
+                    "pod {}/{} is not a pod of act 1's Deployment {:?}/{}",
+                    f.pod_namespace, f.pod_name, d.namespace, d.name
+                )
+            },
+        );
     }
     let id = &f.identity;
     g.check(
