@@ -392,7 +392,10 @@ mod liveness_tests {
         assert!(w > s(22) && w < s(24), "{w:?}");
         // Act 6 right after act 5: act 5's own failure (≈ 10 s before its resume) leaves the next
         // probe after act 6's 10 s freeze: no wait (as `liveness_wait` found).
-        assert_eq!(liveness_failure_wait(Duration::from_millis(10_400), s(10)), Duration::ZERO);
+        assert_eq!(
+            liveness_failure_wait(Duration::from_millis(10_400), s(10)),
+            Duration::ZERO
+        );
         // The same failure and act 5 again (20 s): the next probe can fall in it.
         assert!(liveness_failure_wait(Duration::from_millis(10_400), s(20)) > s(26));
         // A failure whose next probe is over: nothing to wait for.

@@ -314,6 +314,12 @@ fn a_daemon_that_exited_puts_its_own_last_error_line_on_the_first_line() {
         daemon_error_line(fatal),
         Some("F1201 00:00:00.000000 1 main.go:1] boom")
     );
-    assert_eq!(daemon_error_line("waited 90 s for x:\nE1201 not a log tail"), None);
-    assert_eq!(daemon_error_line("x exited; last lines of /l:\nI1201 fine"), None);
+    assert_eq!(
+        daemon_error_line("waited 90 s for x:\nE1201 not a log tail"),
+        None
+    );
+    assert_eq!(
+        daemon_error_line("x exited; last lines of /l:\nI1201 fine"),
+        None
+    );
 }

@@ -170,7 +170,9 @@ async fn liveness_gap(
                 return;
             }
         };
-        let since = (chrono::Utc::now() - failure.0).to_std().unwrap_or_default();
+        let since = (chrono::Utc::now() - failure.0)
+            .to_std()
+            .unwrap_or_default();
         let wait = crate::rules::b::liveness_failure_wait(since, next);
         if wait.is_zero() {
             return;

@@ -220,8 +220,7 @@ impl V2Facts {
         Ok(V2Facts {
             controllers: words(&read("cgroup.controllers")?),
             subtree_control: words(&read("cgroup.subtree_control")?),
-            systemd: std::path::Path::new("/run/systemd/system").is_dir()
-                && on_path("systemd-run"),
+            systemd: std::path::Path::new("/run/systemd/system").is_dir() && on_path("systemd-run"),
             namespace_root_busy: busy,
         })
     }
@@ -232,7 +231,8 @@ fn on_path(prog: &str) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::env::var_os("PATH").is_some_and(|p| {
         std::env::split_paths(&p).any(|d| {
-            std::fs::metadata(d.join(prog)).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            std::fs::metadata(d.join(prog))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })
     })
 }
@@ -350,7 +350,10 @@ pub fn put_back(
             "{} left enabled in {}: cgroups appeared there since `up` ({})",
             extra.join(" "),
             before.cgroup.display(),
-            new.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+            new.iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     Ok(extra)
@@ -443,14 +446,22 @@ pub fn cgroup_line(v1: bool, facts: Option<&V2Facts>, plan: Option<&V2Plan>) -> 
 }
 
 /// Writes `+controller` into `<cgroup>/cgroup.subtree_control` unless it is there; records it.
-fn enable_in(cgroup: &std::path::Path, controller: &str, done: &mut Vec<EnabledController>) -> Result<()> {
+fn enable_in(
+    cgroup: &std::path::Path,
+    controller: &str,
+    done: &mut Vec<EnabledController>,
+) -> Result<()> {
     let file = cgroup.join("cgroup.subtree_control");
-    let now = std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    let now =
+        std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
     if words(&now).iter().any(|c| c == controller) {
         return Ok(());
     }
     std::fs::write(&file, format!("+{controller}")).with_context(|| {
-        format!("enabling the {controller} controller: writing +{controller} to {}", file.display())
+        format!(
+            "enabling the {controller} controller: writing +{controller} to {}",
+            file.display()
+        )
     })?;
     done.push(EnabledController {
         cgroup: cgroup.to_path_buf(),
@@ -463,7 +474,10 @@ fn enable_in(cgroup: &std::path::Path, controller: &str, done: &mut Vec<EnabledC
 fn unit_property(unit: &str, prop: &str) -> Result<String> {
     let mut cmd = std::process::Command::new("systemctl");
     cmd.args(["show", "-p", prop, "--value", unit]);
-    Ok(crate::command::run_unchecked(cmd)?.text().trim().to_string())
+    Ok(crate::command::run_unchecked(cmd)?
+        .text()
+        .trim()
+        .to_string())
 }
 
 /// Whether unit `unit` is loaded (`LoadState` other than `not-found`).
@@ -475,7 +489,12 @@ pub fn unit_exists(unit: &str) -> Result<bool> {
 /// process, `sleep infinity`, into `<unit>/holder` so the unit's cgroup may enable controllers)
 /// and writes what must be written by hand; or writes the missing controllers into the root.
 /// Every change is put into `changes` as it is made (the caller saves the record after each).
-pub fn apply_v2(name: &str, plan: &V2Plan, changes: &mut CgroupChanges, save: &mut dyn FnMut(&CgroupChanges) -> Result<()>) -> Result<()> {
+pub fn apply_v2(
+    name: &str,
+    plan: &V2Plan,
+    changes: &mut CgroupChanges,
+    save: &mut dyn FnMut(&CgroupChanges) -> Result<()>,
+) -> Result<()> {
     let root = std::path::Path::new(CGROUP2_MOUNT);
     changes.parents_before = vec![ParentBefore::read(root)?];
     if let V2Plan::Delegate { .. } = plan {
@@ -495,7 +514,9 @@ pub fn apply_v2(name: &str, plan: &V2Plan, changes: &mut CgroupChanges, save: &m
             }
             Ok(())
         }
-        V2Plan::Delegate { needed, by_hand, .. } => {
+        V2Plan::Delegate {
+            needed, by_hand, ..
+        } => {
             changes.plan = "delegate".into();
             let unit = delegate_unit(name);
             if unit_exists(&unit)? {
@@ -512,12 +533,15 @@ pub fn apply_v2(name: &str, plan: &V2Plan, changes: &mut CgroupChanges, save: &m
                 &format!("--unit={unit}"),
                 &format!("--slice={DELEGATE_SLICE}"),
                 "--property=Delegate=yes",
-                &format!("--description=kca-webhook-lab cluster {name}: kubelet's delegated cgroup root"),
+                &format!(
+                    "--description=kca-webhook-lab cluster {name}: kubelet's delegated cgroup root"
+                ),
                 "--",
                 "sleep",
                 "infinity",
             ]);
-            crate::command::run(cmd).with_context(|| format!("starting the transient unit {unit} (Delegate=yes)"))?;
+            crate::command::run(cmd)
+                .with_context(|| format!("starting the transient unit {unit} (Delegate=yes)"))?;
             changes.unit_invocation = Some(unit_property(&unit, "InvocationID")?);
             let cg = unit_property(&unit, "ControlGroup")?;
             let expected = format!("/{DELEGATE_SLICE}/{unit}");
@@ -530,7 +554,8 @@ pub fn apply_v2(name: &str, plan: &V2Plan, changes: &mut CgroupChanges, save: &m
             // The unit's process leaves the unit's own cgroup for a leaf, so the unit's cgroup
             // may give its children controllers.
             let holder = unit_dir.join("holder");
-            std::fs::create_dir_all(&holder).with_context(|| format!("creating {}", holder.display()))?;
+            std::fs::create_dir_all(&holder)
+                .with_context(|| format!("creating {}", holder.display()))?;
             let procs = std::fs::read_to_string(unit_dir.join("cgroup.procs"))
                 .with_context(|| format!("reading {}/cgroup.procs", unit_dir.display()))?;
             for pid in procs.split_whitespace() {
@@ -550,8 +575,9 @@ pub fn apply_v2(name: &str, plan: &V2Plan, changes: &mut CgroupChanges, save: &m
             }
             // The delegated unit's own subtree: ours.
             let have = words(
-                &std::fs::read_to_string(unit_dir.join("cgroup.controllers"))
-                    .with_context(|| format!("reading {}/cgroup.controllers", unit_dir.display()))?,
+                &std::fs::read_to_string(unit_dir.join("cgroup.controllers")).with_context(
+                    || format!("reading {}/cgroup.controllers", unit_dir.display()),
+                )?,
             );
             let missing: Vec<&String> = needed.iter().filter(|c| !have.contains(c)).collect();
             if !missing.is_empty() {
@@ -590,7 +616,9 @@ pub fn stop_delegate_unit(changes: &CgroupChanges) -> Result<Option<String>> {
     let mut cmd = std::process::Command::new("systemctl");
     cmd.args(["stop", unit]);
     crate::command::run(cmd).with_context(|| format!("stopping {unit}"))?;
-    Ok(Some(format!("stopped systemd unit {unit} (its cgroup went with it)")))
+    Ok(Some(format!(
+        "stopped systemd unit {unit} (its cgroup went with it)"
+    )))
 }
 
 #[cfg(test)]
@@ -651,7 +679,10 @@ mod tests {
             }
         );
         assert_eq!(
-            cgroup_root_for("labb", Some(&plan_v2(&facts(DEBIAN12, "memory pids", true, false)))),
+            cgroup_root_for(
+                "labb",
+                Some(&plan_v2(&facts(DEBIAN12, "memory pids", true, false)))
+            ),
             "/system.slice/kca-node-labb.service/node"
         );
     }
@@ -666,7 +697,10 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // systemd inside such a container cannot delegate either.
-        assert!(matches!(plan_v2(&facts(DEBIAN12, "", true, true)), V2Plan::Refuse(_)));
+        assert!(matches!(
+            plan_v2(&facts(DEBIAN12, "", true, true)),
+            V2Plan::Refuse(_)
+        ));
         // Nothing to write: no refusal.
         assert_eq!(
             plan_v2(&facts("cpu memory pids", "cpu memory pids", false, true)),
@@ -715,7 +749,11 @@ mod tests {
             &words("docker init.scope system.slice user.slice"),
             false,
         );
-        assert!(r.as_ref().is_err_and(|e| e.contains("docker") && e.contains("hugetlb")), "{r:?}");
+        assert!(
+            r.as_ref()
+                .is_err_and(|e| e.contains("docker") && e.contains("hugetlb")),
+            "{r:?}"
+        );
         // Nothing new enabled: nothing to do, whatever the children.
         assert_eq!(
             put_back(&before, &words("memory pids"), &words("docker"), false),
@@ -731,7 +769,10 @@ mod tests {
             line,
             "v2, controllers: cpuset cpu io memory hugetlb pids rdma misc (root's subtree_control: memory pids); enabling in the root: cpu cpuset hugetlb"
         );
-        assert_eq!(cgroup_line(true, None, None), "v1 (kubelet failCgroupV1: false)");
+        assert_eq!(
+            cgroup_line(true, None, None),
+            "v1 (kubelet failCgroupV1: false)"
+        );
         assert_eq!(cgroup_root_for("x", None), "/kca-x");
     }
 }

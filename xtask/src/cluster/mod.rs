@@ -819,7 +819,11 @@ fn bring_up(
         } else {
             "missing (containerd restrict_oom_score_adj = true)"
         },
-        host::cgroup_line(host.cgroup_v1, cgroups.facts.as_ref(), cgroups.plan.as_ref())
+        host::cgroup_line(
+            host.cgroup_v1,
+            cgroups.facts.as_ref(),
+            cgroups.plan.as_ref()
+        )
     );
     // kubelet's cgroup root and its controllers, before anything else is made.
     record.cgroup_changes = Some(host::CgroupChanges {
@@ -829,7 +833,10 @@ fn bring_up(
     });
     record.save()?;
     if let Some(plan) = &cgroups.plan {
-        let step = Step::start(format!("giving kubelet's cgroup root {} its controllers", rt.cgroup_root));
+        let step = Step::start(format!(
+            "giving kubelet's cgroup root {} its controllers",
+            rt.cgroup_root
+        ));
         let mut changes = record.cgroup_changes.clone().unwrap_or_default();
         let mut save = |c: &host::CgroupChanges| -> Result<()> {
             record.cgroup_changes = Some(c.clone());

@@ -168,7 +168,10 @@ mod tests {
             progress_line("connecting to 10.44.0.2:6443: refused\ncaused by x"),
             "connecting to 10.44.0.2:6443: refused"
         );
-        assert_eq!(progress_line(&"x".repeat(500)).chars().count(), PROGRESS_LINE_CHARS + 1);
+        assert_eq!(
+            progress_line(&"x".repeat(500)).chars().count(),
+            PROGRESS_LINE_CHARS + 1
+        );
     }
 
     #[test]

@@ -83,7 +83,10 @@ pub fn wait_child(
 ) -> Result<ExitStatus> {
     let t0 = Instant::now();
     loop {
-        if let Some(st) = child.try_wait().with_context(|| format!("waiting for {what}"))? {
+        if let Some(st) = child
+            .try_wait()
+            .with_context(|| format!("waiting for {what}"))?
+        {
             return Ok(st);
         }
         if t0.elapsed() > bound {

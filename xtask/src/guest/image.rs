@@ -78,15 +78,28 @@ pub fn build(s: &Spec) -> Result<Image> {
         ));
         let mut cmd = std::process::Command::new("cp");
         cmd.arg("-a").arg(base).arg(&rootfs);
-        run_logged(cmd, &s.work.join("cp.log"), "cp -a", Duration::from_secs(600))?;
+        run_logged(
+            cmd,
+            &s.work.join("cp.log"),
+            "cp -a",
+            Duration::from_secs(600),
+        )?;
         step.ok();
     } else {
         debootstrap(s, &rootfs)?;
         if let Some(base) = s.base {
-            let step = Step::start(format!("keeping the debootstrapped base in {}", base.display()));
+            let step = Step::start(format!(
+                "keeping the debootstrapped base in {}",
+                base.display()
+            ));
             let mut cmd = std::process::Command::new("cp");
             cmd.arg("-a").arg(&rootfs).arg(base);
-            run_logged(cmd, &s.work.join("cp.log"), "cp -a", Duration::from_secs(600))?;
+            run_logged(
+                cmd,
+                &s.work.join("cp.log"),
+                "cp -a",
+                Duration::from_secs(600),
+            )?;
             step.ok();
         }
     }
@@ -109,7 +122,12 @@ fn debootstrap(s: &Spec, rootfs: &Path) -> Result<()> {
     ])
     .arg(rootfs)
     .arg(mirror());
-    run_logged(cmd, &s.work.join("debootstrap.log"), "debootstrap", Duration::from_secs(900))?;
+    run_logged(
+        cmd,
+        &s.work.join("debootstrap.log"),
+        "debootstrap",
+        Duration::from_secs(900),
+    )?;
     // debootstrap unmounts what it mounted when it succeeds; nothing may stay mounted there.
     let left = mounts_under(s.work);
     if !left.is_empty() {
@@ -126,15 +144,21 @@ fn debootstrap(s: &Spec, rootfs: &Path) -> Result<()> {
 /// Configures the root file system, copies everything in, makes the disk image.
 fn finish(s: &Spec, rootfs: &Path) -> Result<Image> {
     let rootfs = rootfs.to_path_buf();
-    let step = Step::start("configuring the guest and copying the checkout, binaries and upstream cache");
+    let step =
+        Step::start("configuring the guest and copying the checkout, binaries and upstream cache");
     configure(&rootfs, s)?;
     copy_checkout(s.repo, &rootfs)?;
-    let debug = rootfs.join(s.repo.strip_prefix("/").unwrap_or(s.repo)).join("target/debug");
+    let debug = rootfs
+        .join(s.repo.strip_prefix("/").unwrap_or(s.repo))
+        .join("target/debug");
     mkdir(&debug)?;
     copy_file(s.xtask, &debug.join("xtask"))?;
     copy_file(s.lab, &debug.join("kca-webhook-lab"))?;
     if let Some(a) = s.artifacts {
-        copy_upstream(a, &rootfs.join(super::GUEST_UPSTREAM.trim_start_matches('/')))?;
+        copy_upstream(
+            a,
+            &rootfs.join(super::GUEST_UPSTREAM.trim_start_matches('/')),
+        )?;
     }
     step.ok();
 
@@ -146,7 +170,10 @@ fn finish(s: &Spec, rootfs: &Path) -> Result<Image> {
     };
     copy_file(&kernel, &image.kernel)?;
     copy_file(&initrd, &image.initrd)?;
-    let step = Step::start(format!("mkfs.ext4 -d: the disk image {}", image.disk.display()));
+    let step = Step::start(format!(
+        "mkfs.ext4 -d: the disk image {}",
+        image.disk.display()
+    ));
     std::fs::File::create(&image.disk)
         .and_then(|f| f.set_len(DISK_BYTES))
         .with_context(|| format!("creating {}", image.disk.display()))?;
@@ -154,7 +181,12 @@ fn finish(s: &Spec, rootfs: &Path) -> Result<Image> {
     cmd.args(["-q", "-F", "-L", "root", "-d"])
         .arg(&rootfs)
         .arg(&image.disk);
-    run_logged(cmd, &s.work.join("mkfs.log"), "mkfs.ext4", Duration::from_secs(900))?;
+    run_logged(
+        cmd,
+        &s.work.join("mkfs.log"),
+        "mkfs.ext4",
+        Duration::from_secs(900),
+    )?;
     step.ok();
     // The image holds it all now; the tree goes at once (2.5 GB).
     remove_tree(&rootfs)?;

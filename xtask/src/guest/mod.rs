@@ -136,19 +136,13 @@ pub const WATCHED_PATHS: &[&str] = &[
 ];
 
 fn check_tools() -> Result<()> {
-    let missing: Vec<&str> = [
-        "debootstrap",
-        "qemu-system-x86_64",
-        "mkfs.ext4",
-        "debugfs",
-    ]
-    .into_iter()
-    .filter(|t| {
-        !std::env::var_os("PATH").is_some_and(|p| {
-            std::env::split_paths(&p).any(|d| d.join(t).is_file())
+    let missing: Vec<&str> = ["debootstrap", "qemu-system-x86_64", "mkfs.ext4", "debugfs"]
+        .into_iter()
+        .filter(|t| {
+            !std::env::var_os("PATH")
+                .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(t).is_file()))
         })
-    })
-    .collect();
+        .collect();
     if !missing.is_empty() {
         bail!(
             "missing on this host: {}; install them with `apt-get install qemu-system-x86 qemu-utils debootstrap e2fsprogs`",
@@ -168,9 +162,10 @@ pub fn run(a: &RunArgs) -> Result<()> {
         Path::new("/sys/module/kvm_pvm").exists(),
     )?;
     let repo = crate::cluster::config::repo_root();
-    let run_id = a.run_id.clone().unwrap_or_else(|| {
-        format!("guest-{}", chrono::Utc::now().format("%Y%m%dT%H%M%SZ"))
-    });
+    let run_id = a
+        .run_id
+        .clone()
+        .unwrap_or_else(|| format!("guest-{}", chrono::Utc::now().format("%Y%m%dT%H%M%SZ")));
     anyhow::ensure!(
         !run_id.is_empty()
             && run_id
@@ -201,8 +196,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
     };
     let lines = step_lines(&a.steps, &repo.join("target/debug/xtask"))?;
     std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
-    std::fs::create_dir_all(&results)
-        .with_context(|| format!("creating {}", results.display()))?;
+    std::fs::create_dir_all(&results).with_context(|| format!("creating {}", results.display()))?;
     eprintln!(
         " • guest {run_id}: {} with {} CPUs, {} MiB; steps:\n{}",
         accel.describe(),
@@ -329,7 +323,11 @@ mod tests {
     fn steps_become_guest_command_lines() {
         let x = Path::new("/r/target/debug/xtask");
         let l = step_lines(
-            &["up".into(), "lab-b".into(), "exec:cat /proc/1/cgroup".into()],
+            &[
+                "up".into(),
+                "lab-b".into(),
+                "exec:cat /proc/1/cgroup".into(),
+            ],
             x,
         )
         .unwrap();
@@ -351,7 +349,10 @@ mod tests {
     fn env_sh_points_xtask_at_the_copied_upstream_cache() {
         let e = env_sh(Path::new("/work/wt/x"));
         assert!(e.contains("export REPO=/work/wt/x\n"), "{e}");
-        assert!(e.contains("KCA_UPSTREAM_BIN=/opt/kca-upstream/bin\n"), "{e}");
+        assert!(
+            e.contains("KCA_UPSTREAM_BIN=/opt/kca-upstream/bin\n"),
+            "{e}"
+        );
         assert!(e.contains("export CARGO=/bin/true\n"), "{e}");
         assert!(e.contains("vm.overcommit_memory"), "{e}");
     }
