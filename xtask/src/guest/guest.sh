@@ -61,8 +61,9 @@ while IFS= read -r step; do
     secs=$(( $(date +%s) - t0 ))
     log "step $n: rc=$rc in ${secs}s"
     printf '%s\t%s\t%s\t%s\n' "$n" "$rc" "$secs" "$step" >> "$OUT/steps.tsv"
-    echo "$(date -u +%H:%M:%S) after step $n" > "$OUT/snapshot-after-step-$n.txt"
-    snapshot >> "$OUT/snapshot-after-step-$n.txt"
+    snapshot > "$OUT/snapshot-after-step-$n.txt"
+    log "step $n: snapshot difference from before the first step:"
+    diff "$OUT/snapshot-before.txt" "$OUT/snapshot-after-step-$n.txt" | head -60
 done < "$G/steps"
 snapshot > "$OUT/snapshot-after.txt"
 diff "$OUT/snapshot-before.txt" "$OUT/snapshot-after.txt" > "$OUT/snapshot.diff"
