@@ -39,10 +39,10 @@ snapshot() {
 }
 
 log "booted: kernel $(uname -r), $(stat -fc %T /sys/fs/cgroup), root cgroup.controllers: $(cat /sys/fs/cgroup/cgroup.controllers), subtree_control: $(cat /sys/fs/cgroup/cgroup.subtree_control), systemd $(systemctl --version | head -1 | cut -d' ' -f2), $(nproc) CPUs, $(free -m | awk '/Mem:/ {print $2}') MiB"
-# Boot jobs still running (e2scrub_reap, …) would show in the snapshots: wait (≤ 300 s) until the
-# only jobs left are this runner's own and the targets waiting for it.
-for i in $(seq 300); do
-    systemctl list-jobs --no-legend | grep -v -E 'kca-guest|multi-user.target|graphical.target' | grep -q . || break
+# Boot jobs still running (e2scrub_reap, …) would show in the snapshots: wait (≤ 120 s) until no
+# job but this runner's own is running (the rest wait for it: multi-user.target, utmp's runlevel).
+for i in $(seq 120); do
+    systemctl list-jobs --no-legend | awk '$4 == "running"' | grep -v kca-guest | grep -q . || break
     sleep 1
 done
 log "boot settled ($(systemctl list-jobs --no-legend | wc -l) jobs left)"
