@@ -193,7 +193,7 @@ async fn liveness_gap(
     }
 }
 
-/// How many times [`liveness_gap`] waits for a probe to pass after a recorded failure before it
+/// How many times `liveness_gap` waits for a probe to pass after a recorded failure before it
 /// freezes anyway (a container whose probes keep failing is restarted by kubelet whatever the lab
 /// does; the freeze's identity checks then refuse the new process).
 pub const LIVENESS_FAILURE_ROUNDS: usize = 3;
