@@ -161,18 +161,30 @@ pub struct UpOptions {
 }
 
 impl UpOptions {
-    /// Defaults for cluster `name`.
+    /// Defaults for cluster `name`; both bounds multiplied by [`wait_scale`].
     pub fn new(name: &str) -> UpOptions {
+        let scale = wait_scale();
         UpOptions {
             name: name.to_string(),
             state_root: config::default_state_root(),
             inputs: None,
             kyverno: true,
             retain_on_failure: false,
-            ready_timeout: Duration::from_secs(180),
-            kyverno_timeout: Duration::from_secs(420),
+            ready_timeout: Duration::from_secs(180) * scale,
+            kyverno_timeout: Duration::from_secs(420) * scale,
         }
     }
+}
+
+/// `$KCA_WAIT_SCALE` (a whole number 1..=10, default 1): how many times longer `up`'s readiness
+/// bounds are. Only for a node under software emulation (`cargo xtask guest` sets 3: a TCG guest
+/// on a loaded host took longer than 180 s for kube-apiserver's `/readyz`, docs/host.md).
+pub fn wait_scale() -> u32 {
+    std::env::var("KCA_WAIT_SCALE")
+        .ok()
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .filter(|n| (1..=10).contains(n))
+        .unwrap_or(1)
 }
 
 /// A running cluster (handle over its state record).

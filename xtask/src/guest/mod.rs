@@ -307,6 +307,7 @@ pub fn env_sh(repo: &Path) -> String {
          export KCA_UPSTREAM_IMAGES={GUEST_UPSTREAM}/images\n\
          export KCA_UPSTREAM_CHART={GUEST_UPSTREAM}/chart\n\
          export CARGO=/bin/true\n\
+         export KCA_WAIT_SCALE=3\n\
          export WATCHED_PATHS={}\n\
          export WATCHED_SYSCTLS={}\n",
         q(&repo.display().to_string()),
