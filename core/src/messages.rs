@@ -1305,6 +1305,12 @@ pub mod act {
         "直前の停止 ({previous_sec} 秒) の再開から {since_sec} 秒しか経っていません。kubelet の liveness probe が 2 回続けて失敗すると Kyverno が再起動されるため、probe が 1 回通るまで {wait_sec} 秒待ってから停止します",
         "the previous freeze ({previous_sec} s) ended only {since_sec} s ago; two failed liveness probes in a row make kubelet restart Kyverno, so this waits {wait_sec} s for one probe to pass before freezing");
     line!(
+        /// Waiting because kubelet recorded a liveness probe failure `since_sec` ago
+        /// (`rules::b::liveness_failure_wait`).
+        liveness_failure_gap(since_sec: u64, wait_sec: u64) =>
+        "kubelet が {since_sec} 秒前に Kyverno の liveness probe の失敗を記録しています (Event Unhealthy)。次の probe が停止中に失敗すると 2 回続けての失敗で Kyverno が再起動されるため、次の probe が通るまで {wait_sec} 秒待ってから停止します",
+        "kubelet recorded a failed liveness probe of Kyverno {since_sec} s ago (Event Unhealthy); if the next probe failed during the freeze, two failures in a row would make kubelet restart Kyverno, so this waits {wait_sec} s for that probe to pass before freezing");
+    line!(
         /// Seconds left of that wait.
         liveness_gap_left(left: u64) => "停止まで残り {left} 秒", "{left} s until the freeze");
     line!(

@@ -272,6 +272,34 @@ pub mod b {
         }
     }
 
+    /// How long to wait before freezing the process for `next`, when kubelet recorded a liveness
+    /// probe failure of its pod `since` ago, so that the probe after that failure cannot fall in
+    /// the freeze (which would make two failures in a row, failureThreshold 2, and a restart in
+    /// the middle of it).
+    ///
+    /// What is derivable: kubelet records every liveness failure as a Warning Event `Unhealthy`
+    /// (`Liveness probe failed: …` / `… errored …`, `pkg/kubelet/prober/prober.go`) at most
+    /// [`LIVENESS_TIMEOUT`] after that probe started, and nothing for a success. The next probe
+    /// starts one [`LIVENESS_PERIOD`] after the failed one did, so in `[P − T − since, P − since]`
+    /// from now, and ends by `P + T − since`. If the freeze `[0, next]` can overlap that window
+    /// (each bound with [`LIVENESS_SLACK`]), this waits until the window is over: the probe then
+    /// ran unfrozen, and it passed unless a newer failure Event shows (the caller reads the Events
+    /// again). A failure older than `P + T + slack` gives zero: its next probe is over. Unlike
+    /// [`liveness_wait`] this sees failures no freeze caused (a slow start-up under load).
+    pub fn liveness_failure_wait(since: Duration, next: Duration) -> Duration {
+        let (p, t, s) = (LIVENESS_PERIOD, LIVENESS_TIMEOUT, LIVENESS_SLACK);
+        let window_end = p + t + s;
+        if since >= window_end {
+            return Duration::ZERO;
+        }
+        let window_start = (p - t).saturating_sub(since + s);
+        if next < window_start {
+            Duration::ZERO
+        } else {
+            window_end - since + Duration::from_millis(100)
+        }
+    }
+
     /// What the evidence supports for each conclusion of the report (lab B), as the word the report
     /// should hold, or a description of what the evidence shows instead.
     pub fn report_expectations(
@@ -353,6 +381,26 @@ mod liveness_tests {
         assert!(liveness_wait(s(20), s(1), s(20)) > Duration::ZERO);
         // Past the upper end (a probe has passed in between): no wait.
         assert_eq!(liveness_wait(s(20), s(28), s(20)), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_liveness_failure_before_the_freeze_waits_for_the_next_probe() {
+        use super::b::liveness_failure_wait;
+        // Research trial (TCG): a probe failed during Kyverno's slow start-up, act 5 froze it
+        // 14 s later for 20 s: the next probe fell in the freeze and kubelet restarted Kyverno.
+        let w = liveness_failure_wait(s(14), s(20));
+        assert!(w > s(22) && w < s(24), "{w:?}");
+        // Act 6 right after act 5: act 5's own failure (≈ 10 s before its resume) leaves the next
+        // probe after act 6's 10 s freeze: no wait (as `liveness_wait` found).
+        assert_eq!(
+            liveness_failure_wait(Duration::from_millis(10_400), s(10)),
+            Duration::ZERO
+        );
+        // The same failure and act 5 again (20 s): the next probe can fall in it.
+        assert!(liveness_failure_wait(Duration::from_millis(10_400), s(20)) > s(26));
+        // A failure whose next probe is over: nothing to wait for.
+        assert_eq!(liveness_failure_wait(s(37), s(20)), Duration::ZERO);
+        assert!(liveness_failure_wait(s(36), s(20)) > Duration::ZERO);
     }
 
     #[test]

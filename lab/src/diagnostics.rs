@@ -239,6 +239,25 @@ pub fn is_error_line(line: &str) -> bool {
         || body.contains("level=error")
 }
 
+/// When an error's first line hands over to a daemon's log (`… exited; last lines of
+/// <log>:`, the embedded cluster's wait on a daemon that died), that log's last error line in
+/// the lines that follow: klog `E`/`F` (`E1201 14:24:14.783584 630 run.go:72] …`), or what
+/// [`is_error_line`] counts as one. `None` otherwise.
+pub fn daemon_error_line(error: &str) -> Option<&str> {
+    let mut lines = error.lines();
+    let first = lines.next()?;
+    if !first.trim_end().ends_with(':') || !first.contains("last lines of") {
+        return None;
+    }
+    lines.map(str::trim).rev().find(|l| {
+        let fatal = l.len() > 5
+            && l.starts_with('F')
+            && l[1..5].bytes().all(|b| b.is_ascii_digit())
+            && l.as_bytes()[5] == b' ';
+        fatal || is_error_line(l) || l.contains("level=fatal")
+    })
+}
+
 /// The admission controller line, when something about it is abnormal: Deployment absent, fewer
 /// ready than wanted (0 wanted included), no ready endpoint behind `kyverno-svc`, a container that
 /// restarted, or none of the lab's webhooks registered while some are expected.
@@ -349,11 +368,19 @@ pub fn telling_lines(o: &Observations) -> Vec<String> {
             w.what,
             w.last_state
         ),
-        None => format!(
-            "{} failed: {}",
-            o.failed_step,
-            o.error.lines().next().unwrap_or("")
-        ),
+        None => match daemon_error_line(&o.error) {
+            Some(cause) => format!(
+                "{} failed: {} {}",
+                o.failed_step,
+                o.error.lines().next().unwrap_or("").trim_end(),
+                cause
+            ),
+            None => format!(
+                "{} failed: {}",
+                o.failed_step,
+                o.error.lines().next().unwrap_or("")
+            ),
+        },
     });
     if let Some(l) = o.controller.as_ref().and_then(controller_line) {
         lines.push(l);

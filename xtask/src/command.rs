@@ -125,6 +125,38 @@ fn capture(cmd: &mut Command) -> Result<Output, RunError> {
     })
 }
 
+/// Starts `cmd` in its own process group, stdin from /dev/null, stdout and stderr appended to
+/// `log`, and returns the child for the caller to wait for under its own bound (the long runs of
+/// `cargo xtask guest`: debootstrap, qemu). The child is the caller's to end: `Child::kill`
+/// signals exactly this unreaped child.
+///
+/// # Errors
+/// [`RunError`]: `log` cannot be opened or the command cannot be started.
+pub fn spawn_logged(
+    cmd: impl Into<Command>,
+    log: &std::path::Path,
+) -> Result<std::process::Child, RunError> {
+    use std::os::unix::process::CommandExt;
+    let mut cmd: Command = cmd.into();
+    let fail = |cmd: &Command, e: std::io::Error| RunError {
+        command: pretty(cmd),
+        status: None,
+        spawn_error: Some(e),
+        output_tail: String::new(),
+    };
+    let out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .map_err(|e| fail(&cmd, e))?;
+    let err = out.try_clone().map_err(|e| fail(&cmd, e))?;
+    cmd.process_group(0)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err);
+    cmd.spawn().map_err(|e| fail(&cmd, e))
+}
+
 /// Runs `cmd` with the terminal's stdin, stdout and stderr (its output is already on screen, so
 /// the error carries none); a non-zero exit is an error.
 ///

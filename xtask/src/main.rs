@@ -21,6 +21,9 @@ enum Cmd {
     /// Run the labs N times and write a table of every phase against its floor
     /// (`target/bench/<run-id>.{json,md}`).
     Bench(xtask::bench::BenchCmd),
+    /// A Debian 12 cgroup v2 guest under qemu running `cluster up` / `lab run` inside
+    /// (docs/host.md): `guest run [--step up|lab-a|lab-b|exec:CMD]…`.
+    Guest(xtask::guest::GuestCmd),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -30,5 +33,6 @@ fn main() -> anyhow::Result<()> {
         Cmd::Cluster(cmd) => cmd.run(),
         Cmd::Lab(cmd) => cmd.run(),
         Cmd::Bench(cmd) => cmd.run(),
+        Cmd::Guest(cmd) => cmd.run(),
     }
 }

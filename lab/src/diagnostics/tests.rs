@@ -282,3 +282,44 @@ fn standing_warnings_alone_give_no_warning_line_and_leave_room_for_the_log() {
     );
     assert!(lines[2].contains("boom"), "{lines:#?}");
 }
+
+/// The error of `up` when kubelet exits at once on a cgroup v2 host without its controllers (the
+/// research trial's run 3, 2026-12-01, verbatim but for the checkout path).
+const KUBELET_EXITED: &str = "while waiting for node kca-labb Ready: kubelet (pid 630) exited; last lines of /w/target/lab/labb/logs/kubelet.log:
+I1201 14:24:14.700101     630 server.go:1418] \"Using cgroup driver setting received from the CRI runtime\" cgroupDriver=\"cgroupfs\"
+E1201 14:24:14.783584     630 run.go:72] \"command failed\" err=\"failed to run Kubelet: invalid configuration: cgroup [\\\"kca-labb\\\"] has some missing controllers: cpu, cpuset, hugetlb\"
+I1201 14:24:14.790000     630 server.go:900] \"shutting down\"";
+
+#[test]
+fn a_daemon_that_exited_puts_its_own_last_error_line_on_the_first_line() {
+    let o = Observations {
+        failed_step: "cluster up".into(),
+        error: KUBELET_EXITED.into(),
+        ..Default::default()
+    };
+    let lines = telling_lines(&o);
+    assert!(
+        lines[0].starts_with("cluster up failed: while waiting for node kca-labb Ready: kubelet (pid 630) exited; last lines of /w/target/lab/labb/logs/kubelet.log: E1201 14:24:14.783584"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[0].ends_with("has some missing controllers: cpu, cpuset, hugetlb\""),
+        "{}",
+        lines[0]
+    );
+    // A fatal klog line counts too; an error that does not hand over to a log is left as it is.
+    let fatal = "x exited; last lines of /l:\nF1201 00:00:00.000000 1 main.go:1] boom\nI1201 ok";
+    assert_eq!(
+        daemon_error_line(fatal),
+        Some("F1201 00:00:00.000000 1 main.go:1] boom")
+    );
+    assert_eq!(
+        daemon_error_line("waited 90 s for x:\nE1201 not a log tail"),
+        None
+    );
+    assert_eq!(
+        daemon_error_line("x exited; last lines of /l:\nI1201 fine"),
+        None
+    );
+}

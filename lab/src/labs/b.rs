@@ -115,43 +115,115 @@ fn previous_freeze(
         .max_by_key(|(_, _, ended)| *ended)
 }
 
-/// Before freezing `(pid, start_ticks)` for `next_sec`: when its previous freeze in this work
-/// directory ended so recently that one liveness probe could fail in each freeze
-/// ([`crate::rules::b::liveness_wait`]), waits until it cannot, with progress, and records the
-/// wait as `liveness-gap` (nothing recorded when no wait is needed). A student who runs act 6 a
-/// few seconds after act 5 would otherwise see kubelet kill Kyverno in the middle of the freeze.
+/// Before freezing `(pid, start_ticks)` of pod `pod_name` for `next_sec`, waits (with progress)
+/// until no liveness probe can fail twice in a row across the freeze, from two facts:
+/// - its previous freeze in this work directory ended so recently that one probe could fail in
+///   each freeze ([`crate::rules::b::liveness_wait`]), recorded as `liveness-gap`;
+/// - kubelet recorded a liveness failure of the pod (Event `Unhealthy`, "Liveness probe …") whose
+///   next probe could fall in the freeze ([`crate::rules::b::liveness_failure_wait`]: e.g. a slow
+///   start-up under load), recorded as `liveness-failure-gap`; the Events are read again after
+///   each such wait (at most [`LIVENESS_FAILURE_ROUNDS`] waits), as a newer failure restarts it.
+///
+/// Nothing is recorded when no wait is needed. A student who runs act 6 a few seconds after act
+/// 5 would otherwise see kubelet kill Kyverno in the middle of the freeze.
 async fn liveness_gap(
     ui: &Ui,
     rec: &mut ActRecorder,
+    cluster: &Cluster,
+    pod_name: &str,
     faults: &std::path::Path,
-    pid: i32,
-    start_ticks: u64,
+    (pid, start_ticks): (i32, u64),
     next_sec: u64,
 ) {
-    let Some((dir, lasted, ended)) = previous_freeze(faults, pid, start_ticks) else {
-        return;
-    };
-    let since = (chrono::Utc::now() - ended).to_std().unwrap_or_default();
-    let wait = crate::rules::b::liveness_wait(lasted, since, Duration::from_secs(next_sec));
-    if wait.is_zero() {
-        return;
+    let next = Duration::from_secs(next_sec);
+    if let Some((dir, lasted, ended)) = previous_freeze(faults, pid, start_ticks) {
+        let since = (chrono::Utc::now() - ended).to_std().unwrap_or_default();
+        let wait = crate::rules::b::liveness_wait(lasted, since, next);
+        if !wait.is_zero() {
+            ui.step(m::liveness_gap(
+                lasted.as_secs(),
+                since.as_secs(),
+                wait.as_secs() + 1,
+            ));
+            rec.raw(
+                "liveness-gap",
+                serde_json::json!({
+                    "previous_attempt": dir.display().to_string(),
+                    "previous_freeze_ms": lasted.as_millis() as u64,
+                    "since_previous_resume_ms": since.as_millis() as u64,
+                    "next_freeze_sec": next_sec,
+                    "waited_ms": wait.as_millis() as u64,
+                    "rule": "rules::b::liveness_wait (Kyverno chart liveness probe: period 30 s, timeout 5 s, failureThreshold 2)",
+                }),
+            );
+            count_down(ui, wait).await;
+        }
     }
-    ui.step(m::liveness_gap(
-        lasted.as_secs(),
-        since.as_secs(),
-        wait.as_secs() + 1,
-    ));
-    rec.raw(
-        "liveness-gap",
-        serde_json::json!({
-            "previous_attempt": dir.display().to_string(),
-            "previous_freeze_ms": lasted.as_millis() as u64,
-            "since_previous_resume_ms": since.as_millis() as u64,
-            "next_freeze_sec": next_sec,
-            "waited_ms": wait.as_millis() as u64,
-            "rule": "rules::b::liveness_wait (Kyverno chart liveness probe: period 30 s, timeout 5 s, failureThreshold 2)",
-        }),
-    );
+    for _ in 0..LIVENESS_FAILURE_ROUNDS {
+        let failure = match last_liveness_failure(cluster, pod_name).await {
+            Ok(Some(f)) => f,
+            Ok(None) => return,
+            Err(e) => {
+                rec.raw(
+                    "liveness-failure-events",
+                    serde_json::json!({ "error": e.to_string() }),
+                );
+                return;
+            }
+        };
+        let since = (chrono::Utc::now() - failure.0)
+            .to_std()
+            .unwrap_or_default();
+        let wait = crate::rules::b::liveness_failure_wait(since, next);
+        if wait.is_zero() {
+            return;
+        }
+        ui.step(m::liveness_failure_gap(since.as_secs(), wait.as_secs() + 1));
+        rec.raw(
+            "liveness-failure-gap",
+            serde_json::json!({
+                "event_time": failure.0.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                "event_message": failure.1,
+                "since_failure_ms": since.as_millis() as u64,
+                "next_freeze_sec": next_sec,
+                "waited_ms": wait.as_millis() as u64,
+                "rule": "rules::b::liveness_failure_wait (Kyverno chart liveness probe: period 30 s, timeout 5 s, failureThreshold 2)",
+            }),
+        );
+        count_down(ui, wait).await;
+    }
+}
+
+/// How many times `liveness_gap` waits for a probe to pass after a recorded failure before it
+/// freezes anyway (a container whose probes keep failing is restarted by kubelet whatever the lab
+/// does; the freeze's identity checks then refuse the new process).
+pub const LIVENESS_FAILURE_ROUNDS: usize = 3;
+
+/// The newest liveness failure kubelet recorded for pod `pod_name` in Kyverno's namespace: the
+/// Event's newest time ([`crate::diagnostics::event_row`]) and its message.
+async fn last_liveness_failure(
+    cluster: &Cluster,
+    pod_name: &str,
+) -> Result<Option<(chrono::DateTime<chrono::Utc>, String)>, LabError> {
+    let events = cluster.events(cluster::KYVERNO_NAMESPACE).await?;
+    Ok(events
+        .iter()
+        .filter(|e| {
+            e.involved_object.name.as_deref() == Some(pod_name)
+                && e.reason.as_deref() == Some("Unhealthy")
+                && e.message
+                    .as_deref()
+                    .is_some_and(|m| m.starts_with("Liveness probe"))
+        })
+        .filter_map(|e| {
+            let row = crate::diagnostics::event_row(e);
+            Some((facts::parse_rfc3339(&row.time)?, row.message))
+        })
+        .max_by_key(|(t, _)| *t))
+}
+
+/// Sleeps `wait` with a progress line counting down to the freeze.
+async fn count_down(ui: &Ui, wait: Duration) {
     let t0 = tokio::time::Instant::now();
     let total = wait.as_secs() + 1;
     while t0.elapsed() < wait {
@@ -473,9 +545,10 @@ async fn freeze_run(
     liveness_gap(
         &ui,
         rec,
+        cluster,
+        &inv.pod_name,
         &faults_dir(&env.workdir),
-        inv.identity.pid as i32,
-        inv.identity.pid_start_time_ticks,
+        (inv.identity.pid as i32, inv.identity.pid_start_time_ticks),
         spec.resume_after_sec,
     )
     .await;

@@ -161,18 +161,30 @@ pub struct UpOptions {
 }
 
 impl UpOptions {
-    /// Defaults for cluster `name`.
+    /// Defaults for cluster `name`; both bounds multiplied by [`wait_scale`].
     pub fn new(name: &str) -> UpOptions {
+        let scale = wait_scale();
         UpOptions {
             name: name.to_string(),
             state_root: config::default_state_root(),
             inputs: None,
             kyverno: true,
             retain_on_failure: false,
-            ready_timeout: Duration::from_secs(180),
-            kyverno_timeout: Duration::from_secs(420),
+            ready_timeout: Duration::from_secs(180) * scale,
+            kyverno_timeout: Duration::from_secs(420) * scale,
         }
     }
+}
+
+/// `$KCA_WAIT_SCALE` (a whole number 1..=10, default 1): how many times longer `up`'s readiness
+/// bounds are. Only for a node under software emulation (`cargo xtask guest` sets 3: a TCG guest
+/// on a loaded host took longer than 180 s for kube-apiserver's `/readyz`, docs/host.md).
+pub fn wait_scale() -> u32 {
+    std::env::var("KCA_WAIT_SCALE")
+        .ok()
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .filter(|n| (1..=10).contains(n))
+        .unwrap_or(1)
 }
 
 /// A running cluster (handle over its state record).
@@ -284,6 +296,12 @@ impl Cluster {
     pub fn up(opts: UpOptions) -> Result<Cluster> {
         host::require_root()?;
         config::validate_name(&opts.name)?;
+        // The host's cgroup layout decides first: a host that cannot give kubelet its cgroup
+        // controllers fails here, before any build, namespace or daemon.
+        let cgroups = CgroupDecision::detect()?;
+        if let Some(host::V2Plan::Refuse(why)) = &cgroups.plan {
+            bail!("cgroup v2 host: {why}");
+        }
         let inputs = match opts.inputs.clone() {
             Some(i) => i,
             None => Inputs::resolve()?,
@@ -306,11 +324,12 @@ impl Cluster {
         let mut used = netns::used_indices()?;
         used.extend(other_clusters_indices(&cfg.state_root, &cfg.name));
         let net = netns::pick_free(&used)?;
-        let rt = Runtime::new(&cfg, net);
+        let mut rt = Runtime::new(&cfg, net);
+        rt.cgroup_root = host::cgroup_root_for(&cfg.name, cgroups.plan.as_ref());
         let mut record = ClusterRecord::new(&rt);
         inherit_host_paths(&mut record, &cfg.state_root);
         record.save()?;
-        match bring_up(&rt, &mut record, &inputs, &opts, started) {
+        match bring_up(&rt, &mut record, &inputs, &opts, &cgroups, started) {
             Ok(()) => Ok(Cluster { record }),
             Err(e) => {
                 if opts.retain_on_failure {
@@ -751,11 +770,45 @@ impl<'scope, 'env> Starter<'scope, 'env> {
     }
 }
 
+/// The host's cgroup version and, on v2, its facts and the plan for kubelet's controllers
+/// ([`host::plan_v2`]); made at the start of `up`.
+#[derive(Debug, Clone)]
+pub struct CgroupDecision {
+    /// Host facts (capabilities, cgroup v1 or v2).
+    pub host: HostFacts,
+    /// v2 only: what the plan was made from.
+    pub facts: Option<host::V2Facts>,
+    /// v2 only: how kubelet's cgroup root gets its controllers.
+    pub plan: Option<host::V2Plan>,
+}
+
+impl CgroupDecision {
+    /// Reads the host ([`HostFacts::detect`], [`host::V2Facts::detect`]) and decides.
+    pub fn detect() -> Result<CgroupDecision> {
+        let host = HostFacts::detect()?;
+        if host.cgroup_v1 {
+            return Ok(CgroupDecision {
+                host,
+                facts: None,
+                plan: None,
+            });
+        }
+        let facts = host::V2Facts::detect()?;
+        let plan = host::plan_v2(&facts);
+        Ok(CgroupDecision {
+            host,
+            facts: Some(facts),
+            plan: Some(plan),
+        })
+    }
+}
+
 fn bring_up(
     rt: &Runtime,
     record: &mut ClusterRecord,
     inputs: &Inputs,
     opts: &UpOptions,
+    cgroups: &CgroupDecision,
     started: Instant,
 ) -> Result<()> {
     for prog in daemons::programs() {
@@ -770,7 +823,7 @@ fn bring_up(
             bail!("missing CNI plugin {}", p.display());
         }
     }
-    let host = HostFacts::detect()?;
+    let host = cgroups.host;
     eprintln!(
         " • host: CAP_SYS_RESOURCE {}, cgroup {}",
         if host.cap_sys_resource {
@@ -778,12 +831,32 @@ fn bring_up(
         } else {
             "missing (containerd restrict_oom_score_adj = true)"
         },
-        if host.cgroup_v1 {
-            "v1 (kubelet failCgroupV1: false)"
-        } else {
-            "v2"
-        }
+        host::cgroup_line(
+            host.cgroup_v1,
+            cgroups.facts.as_ref(),
+            cgroups.plan.as_ref()
+        )
     );
+    // kubelet's cgroup root and its controllers, before anything else is made.
+    record.cgroup_changes = Some(host::CgroupChanges {
+        version: if host.cgroup_v1 { "v1" } else { "v2" }.into(),
+        facts: cgroups.facts.clone(),
+        ..Default::default()
+    });
+    record.save()?;
+    if let Some(plan) = &cgroups.plan {
+        let step = Step::start(format!(
+            "giving kubelet's cgroup root {} its controllers",
+            rt.cgroup_root
+        ));
+        let mut changes = record.cgroup_changes.clone().unwrap_or_default();
+        let mut save = |c: &host::CgroupChanges| -> Result<()> {
+            record.cgroup_changes = Some(c.clone());
+            record.save()
+        };
+        host::apply_v2(&rt.name, plan, &mut changes, &mut save)?;
+        step.ok();
+    }
 
     let step = Step::start(format!(
         "creating network namespace {} ({}, node IP {})",

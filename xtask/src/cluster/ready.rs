@@ -49,7 +49,7 @@ pub fn wait<T>(
                 eprintln!(
                     "   … still waiting for {what} ({}s): {}",
                     waited.as_secs(),
-                    last.trim_start_matches("last probe error: ")
+                    progress_line(last.trim_start_matches("last probe error: "))
                 );
                 last_report = Instant::now();
             }
@@ -64,6 +64,37 @@ pub fn wait<T>(
         // (`lab::diagnostics::wait_state_in`).
         Err(WaitError::TimedOut(t)) => Err(lab::error::LabError::from(t).into()),
         Err(WaitError::Failed(e)) => Err(e),
+    }
+}
+
+/// The longest progress line's error part, in characters.
+pub const PROGRESS_LINE_CHARS: usize = 200;
+
+/// One line for a probe error in a progress line (pure): when it carries a health body that
+/// lists checks (kube-apiserver's `/readyz`: `[+]name ok` / `[-]name failed: …` lines, printed
+/// once per error layer), the failing checks' names, once each; else its first line. At most
+/// [`PROGRESS_LINE_CHARS`] characters.
+pub fn progress_line(error: &str) -> String {
+    let mut failing: Vec<&str> = Vec::new();
+    for l in error.lines() {
+        // A check line may sit after a prefix (`…(Status { … message: "[+]ping ok`).
+        if let Some(i) = l.find("[-]") {
+            let name = l[i + 3..].split_whitespace().next().unwrap_or("");
+            if !name.is_empty() && !failing.contains(&name) {
+                failing.push(name);
+            }
+        }
+    }
+    let line = if failing.is_empty() {
+        error.lines().next().unwrap_or("").trim().to_string()
+    } else {
+        format!("failing checks: {}", failing.join(", "))
+    };
+    if line.chars().count() > PROGRESS_LINE_CHARS {
+        let cut: String = line.chars().take(PROGRESS_LINE_CHARS).collect();
+        format!("{cut}…")
+    } else {
+        line
     }
 }
 
@@ -119,6 +150,29 @@ pub fn tcp(addr: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_readyz_body_becomes_one_line_naming_the_failing_checks() {
+        // The shape seen under emulation (research trial): kube's error text, then the body
+        // again; ~70 lines in all.
+        let body = "[+]ping ok\n[+]log ok\n[+]etcd ok\n[-]poststarthook/rbac/bootstrap-roles failed: reason withheld\n[+]poststarthook/start-apiextensions-informers ok\n[-]poststarthook/scheduling/bootstrap-system-priority-classes failed: reason withheld\nreadyz check failed";
+        let e = format!(
+            "GET /readyz: Failed to parse error data (Status {{ message: \"{body}\" }}): {body}"
+        );
+        assert!(e.lines().count() > 10);
+        assert_eq!(
+            progress_line(&e),
+            "failing checks: poststarthook/rbac/bootstrap-roles, poststarthook/scheduling/bootstrap-system-priority-classes"
+        );
+        assert_eq!(
+            progress_line("connecting to 10.44.0.2:6443: refused\ncaused by x"),
+            "connecting to 10.44.0.2:6443: refused"
+        );
+        assert_eq!(
+            progress_line(&"x".repeat(500)).chars().count(),
+            PROGRESS_LINE_CHARS + 1
+        );
+    }
 
     #[test]
     fn a_wait_that_runs_out_carries_its_last_state_for_the_diagnostics() {

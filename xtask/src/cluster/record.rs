@@ -78,6 +78,11 @@ pub struct ClusterRecord {
     /// cgroup directories (`<hierarchy>/kca-<name>`) that `up` created; `down` removes only these.
     #[serde(default)]
     pub cgroups_created: Vec<PathBuf>,
+    /// The host's cgroup layout as `up` found it and what `up` changed there (v2: the root's
+    /// controllers, the delegated unit, every controller enabled by hand); `down` stops the unit
+    /// and reports what stays ([`super::host::CgroupChanges`], docs/host.md).
+    #[serde(default)]
+    pub cgroup_changes: Option<super::host::CgroupChanges>,
 }
 
 /// The current boot's id (`/proc/sys/kernel/random/boot_id`, trimmed).
@@ -167,6 +172,7 @@ impl ClusterRecord {
             netns_inode: None,
             host_veth_ifindex: None,
             cgroups_created: Vec::new(),
+            cgroup_changes: None,
             host_paths_created: HOST_PATHS
                 .iter()
                 .map(PathBuf::from)

@@ -201,12 +201,22 @@ const RMP_PASSING: &[&str] = &[
     "context deadline exceeded",
 ];
 
+/// How many pod sandboxes one `crictl rmp` output says it removed: its `Removed sandbox <id>`
+/// lines (crictl `cmd/crictl/sandbox.go`), not its `Stopped sandbox` lines nor its warnings
+/// (e.g. a missing `/etc/crictl.yaml`).
+pub fn removed_sandboxes(output: &str) -> usize {
+    output
+        .lines()
+        .filter(|l| l.trim_start().starts_with("Removed sandbox "))
+        .count()
+}
+
 /// Decides from one `crictl rmp -fa` run (its exit status and its stdout + stderr) whether the
 /// sandboxes are gone, worth stopping and removing again, or not (pure: the retry decision).
 pub fn rmp_next(success: bool, output: &str) -> RmpNext {
     let text = output.trim();
     if success {
-        return RmpNext::Done(text.lines().filter(|l| !l.trim().is_empty()).count());
+        return RmpNext::Done(removed_sandboxes(text));
     }
     let line = text
         .lines()
@@ -737,6 +747,23 @@ fn remove_cgroups(report: &mut Report, rec: &ClusterRecord) {
     }
 }
 
+/// On cgroup v2: stops the delegated unit `up` started ([`super::host::stop_delegate_unit`]),
+/// then puts the parents' `cgroup.subtree_control` back where that is safe
+/// ([`super::host::put_back_parents`]; what stays and why: docs/cgroup.md).
+fn cgroup_host_changes(report: &mut Report, rec: &ClusterRecord) {
+    let Some(changes) = &rec.cgroup_changes else {
+        return;
+    };
+    match super::host::stop_delegate_unit(changes) {
+        Ok(Some(done)) => report.note(done),
+        Ok(None) => {}
+        Err(e) => report.fail(e),
+    }
+    for line in super::host::put_back_parents(changes) {
+        report.note(line);
+    }
+}
+
 /// kubelet's symlinks in `/var/log/containers` that point into `state_dir` (kubelet hard-codes that
 /// directory; `podLogsDir` only moves the targets).
 pub fn container_log_links(state_dir: &Path) -> Vec<PathBuf> {
@@ -901,6 +928,7 @@ pub fn down(rec: &ClusterRecord) -> Report {
         ));
     }
     remove_cgroups(&mut report, rec);
+    cgroup_host_changes(&mut report, rec);
     for link in container_log_links(&rec.state_dir) {
         match std::fs::remove_file(&link) {
             Ok(()) => report.note(format!("removed {}", link.display())),
@@ -1014,7 +1042,15 @@ mod tests {
         // crictl's lines on success: one per removed sandbox.
         assert_eq!(
             rmp_next(true, "Stopped sandbox 9d56df\nRemoved sandbox 9d56df\n"),
-            RmpNext::Done(2)
+            RmpNext::Done(1)
+        );
+        // crictl's warnings (no /etc/crictl.yaml) on a containerd without pods are no sandbox.
+        assert_eq!(
+            rmp_next(
+                true,
+                "time=\"2026-12-01T14:05:01Z\" level=warning msg=\"Config \\\"/etc/crictl.yaml\\\" does not exist, trying next: \\\"/usr/bin/crictl.yaml\\\"\"\ntime=\"2026-12-01T14:05:01Z\" level=warning msg=\"runtime connect using default endpoints\"\n"
+            ),
+            RmpNext::Done(0)
         );
         assert_eq!(rmp_next(true, ""), RmpNext::Done(0));
         // The refusal seen on 2026-11-30 (containerd's setContainerRemoving).
