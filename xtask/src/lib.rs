@@ -11,11 +11,13 @@
 //! - [`backend`]: where a lab run's cluster comes from: embedded, an existing cluster
 //!   (kubeconfig), or k3s in Docker.
 //! - [`bench`](mod@bench): `cargo xtask bench`, the labs N times against their floors.
+//! - [`dist`]: `cargo xtask dist`, the student tool as a static release binary with checksums.
 
 pub mod backend;
 pub mod bench;
 pub mod cluster;
 pub mod command;
+pub mod dist;
 pub mod lab_run;
 pub mod status;
 pub mod upstream;

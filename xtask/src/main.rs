@@ -21,6 +21,9 @@ enum Cmd {
     /// Run the labs N times and write a table of every phase against its floor
     /// (`target/bench/<run-id>.{json,md}`).
     Bench(xtask::bench::BenchCmd),
+    /// Build the student tool for release: optimised, statically linked, with SHA256SUMS, and
+    /// check it runs without a C library (`target/dist/`).
+    Dist(xtask::dist::DistCmd),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -30,5 +33,6 @@ fn main() -> anyhow::Result<()> {
         Cmd::Cluster(cmd) => cmd.run(),
         Cmd::Lab(cmd) => cmd.run(),
         Cmd::Bench(cmd) => cmd.run(),
+        Cmd::Dist(cmd) => cmd.run(),
     }
 }
