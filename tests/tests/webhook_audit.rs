@@ -42,11 +42,14 @@ const REGISTRATION_BOUND: Duration = Duration::from_secs(180);
 
 type Shared = Arc<Mutex<tests::OrderedLab>>;
 
+/// One ordered step on the shared cluster.
+type Step = fn(&LabRun) -> Result<(), Failed>;
+
 fn main() {
     let mut args = Arguments::from_args();
     args.test_threads = Some(1);
     let state: Shared = Arc::default();
-    let steps: [(&'static str, fn(&LabRun) -> Result<(), Failed>); 4] = [
+    let steps: [(&'static str, Step); 4] = [
         ("audit_before_the_lab_registers_its_webhook", before_act2),
         ("audit_after_act_2_shows_the_lab_webhook", after_act2),
         ("audit_with_the_controller_scaled_to_0", scaled_to_zero),

@@ -180,10 +180,13 @@ fn commit(root: &Path) -> Result<String> {
     Ok(format!("{}{dirty}", head.stdout.trim()))
 }
 
+/// A target not built, and why.
+type NotBuilt = (String, String);
+
 /// Linux targets to build: the host always; another `*-linux-gnu` target when its standard
 /// library is installed in the active toolchain. Returns (targets, [(target, why not built)]);
 /// aarch64 is always named, built or not.
-fn buildable_targets(host: &str) -> Result<(Vec<String>, Vec<(String, String)>)> {
+fn buildable_targets(host: &str) -> Result<(Vec<String>, Vec<NotBuilt>)> {
     ensure!(
         host.ends_with("-unknown-linux-gnu"),
         "dist builds Linux binaries on a Linux host; this host is {host}"
