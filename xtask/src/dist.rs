@@ -25,7 +25,8 @@
 //! # What the check runs (unless `--no-check`)
 //!
 //! In a fresh directory holding only the binary, a recorded work dir
-//! (`lab/tests/fixtures/recorded/b-20261130T210502Z`) and, for the name lookup, `/etc/hosts`:
+//! (`lab/tests/fixtures/recorded/b-20261130T210502Z`), `/dev/random` and `/dev/urandom`
+//! ([`random_devices`] says why) and, for the name lookup, `/etc/hosts`:
 //! `chroot DIR /kca-webhook-lab --version` (the commit and the pinned versions must show),
 //! `chroot DIR /kca-webhook-lab --lang en --workdir /wd grade all` (every act passes), and
 //! `inspect` against a kubeconfig naming `localhost` (the listener must see the connection; with
@@ -308,7 +309,8 @@ fn write_sums(path: &Path, artifacts: &[Artifact]) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }
 
-/// Runs `binary` inside a root filesystem holding only it, a recorded work dir and `/etc/hosts`
+/// Runs `binary` inside a root filesystem holding only it, a recorded work dir, the two random
+/// devices and `/etc/hosts`
 /// (module docs): `--version`, `grade all`, and a name lookup of `localhost` with its negative
 /// control. Prints each command and its output.
 fn check_without_libc(root: &Path, binary: &Path, commit: &str) -> Result<()> {
@@ -319,6 +321,7 @@ fn check_without_libc(root: &Path, binary: &Path, commit: &str) -> Result<()> {
     let fs = dir.path();
     std::fs::copy(binary, fs.join("kca-webhook-lab")).context("copying the binary")?;
     copy_tree(&root.join(RECORDED_WORKDIR), &fs.join("wd"))?;
+    random_devices(fs)?;
     println!("  check in {} (only: {})", fs.display(), listing(fs)?);
 
     let version = in_root(fs, &["--version"])?;
@@ -361,6 +364,31 @@ fn check_without_libc(root: &Path, binary: &Path, commit: &str) -> Result<()> {
             .trim()
     );
     println!("  ✓ static binary runs without a C library: --version, grade all, name lookup");
+    Ok(())
+}
+
+/// `/dev/random` and `/dev/urandom` (character devices 1:8 and 1:9) in `fs`: the binary's hash
+/// maps seed themselves through getrandom 0.3, whose Linux backend finds libc's `getrandom` with
+/// `dlsym`, which a static binary does not have, so it falls back to polling `/dev/random` and
+/// reading `/dev/urandom` (getrandom 0.3.4 `backends/linux_android_with_fallback.rs`). Every real
+/// root filesystem has them; an empty chroot does not (measured: `grade all` panics there with
+/// `getrandom::fill() failed … NotFound`).
+fn random_devices(fs: &Path) -> Result<()> {
+    std::fs::create_dir(fs.join("dev")).context("creating dev/")?;
+    for (name, minor) in [("random", "8"), ("urandom", "9")] {
+        let path = fs.join("dev").join(name);
+        command::run(tool(
+            "mknod",
+            [
+                OsStr::new("-m"),
+                OsStr::new("666"),
+                path.as_os_str(),
+                OsStr::new("c"),
+                OsStr::new("1"),
+                OsStr::new(minor),
+            ],
+        ))?;
+    }
     Ok(())
 }
 
