@@ -416,9 +416,15 @@ fn lookup_localhost(fs: &Path) -> Result<(bool, String)> {
     let listener = TcpListener::bind("127.0.0.1:0").context("binding a loopback listener")?;
     listener.set_nonblocking(true)?;
     let port = listener.local_addr()?.port();
+    // A CA of its own, as every real kubeconfig has: without one the client loads the system's
+    // roots, which a root filesystem without /etc/ssl does not have (measured: "No CA
+    // certificates were loaded from the system", before any connection).
+    let ca = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()])
+        .context("making a CA certificate")?;
+    std::fs::write(fs.join("ca.crt"), ca.cert.pem()).context("writing ca.crt")?;
     let kubeconfig = format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: \
-         https://localhost:{port}\n    insecure-skip-tls-verify: true\nusers:\n- name: u\n  user:\n    \
+         https://localhost:{port}\n    certificate-authority: /ca.crt\nusers:\n- name: u\n  user:\n    \
          token: not-a-token\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\n\
          current-context: c\n"
     );
