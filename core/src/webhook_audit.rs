@@ -20,7 +20,7 @@
 //!   leader election), and any namespaced request in `kube-system` — by the rules and the
 //!   namespaceSelector ([`crate::admission::webhook_match`]); an objectSelector or
 //!   matchConditions may still spare some objects, so "intercepts" means "is called for some".
-//! - the worst-case time a matching request waits for webhooks ([`worst_wait`]): over the
+//! - the worst-case time a matching request waits for webhooks (`WebhookRow::worst_wait`): over the
 //!   requests this webhook's rules name, in every namespace there is now (or cluster scoped),
 //!   the chain of every webhook called for the same request. The API server calls mutating
 //!   webhooks one after another and validating webhooks in parallel

@@ -26,7 +26,8 @@
 //!
 //! In a fresh directory holding only the binary, a recorded work dir
 //! (`lab/tests/fixtures/recorded/b-20261130T210502Z`), `/dev/random` and `/dev/urandom`
-//! ([`random_devices`] says why) and, for the name lookup, `/etc/hosts`:
+//! (getrandom falls back to them in a static binary: `docs/dist.md`) and, for the name lookup,
+//! `/etc/hosts` and a CA certificate:
 //! `chroot DIR /kca-webhook-lab --version` (the commit and the pinned versions must show),
 //! `chroot DIR /kca-webhook-lab --lang en --workdir /wd grade all` (every act passes), and
 //! `inspect` against a kubeconfig naming `localhost` (the listener must see the connection; with
