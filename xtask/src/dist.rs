@@ -59,8 +59,9 @@ const RUN_BOUND: Duration = Duration::from_secs(60);
 /// `cargo xtask dist`
 #[derive(clap::Args, Debug)]
 pub struct DistCmd {
-    /// Where the binaries and SHA256SUMS go (relative to the workspace root).
-    #[arg(long, default_value = "target/dist")]
+    /// Where the binaries and SHA256SUMS go (relative to the workspace root; not `target/dist`,
+    /// which is cargo's directory of the `dist` profile's host artifacts).
+    #[arg(long, default_value = "target/dist-files")]
     out: PathBuf,
     /// Build and checksum only: skip the runs inside a root filesystem without a C library.
     #[arg(long)]

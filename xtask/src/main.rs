@@ -22,7 +22,7 @@ enum Cmd {
     /// (`target/bench/<run-id>.{json,md}`).
     Bench(xtask::bench::BenchCmd),
     /// Build the student tool for release: optimised, statically linked, with SHA256SUMS, and
-    /// check it runs without a C library (`target/dist/`).
+    /// check it runs without a C library (`target/dist-files/`).
     Dist(xtask::dist::DistCmd),
 }
 
