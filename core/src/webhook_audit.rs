@@ -480,6 +480,59 @@ struct Tuple {
     cluster: bool,
 }
 
+/// Built-in resources that are cluster scoped (Kubernetes v1.35's API, and Kyverno's cluster-wide
+/// policy kinds). A rule's `scope: "*"` names a resource in its own scope only: a listed resource
+/// here is taken as cluster scoped, any other named resource as namespaced, and `*` as both
+/// (the audit reads no API discovery).
+pub const CLUSTER_SCOPED: &[&str] = &[
+    "nodes",
+    "namespaces",
+    "persistentvolumes",
+    "certificatesigningrequests",
+    "clusterroles",
+    "clusterrolebindings",
+    "customresourcedefinitions",
+    "apiservices",
+    "validatingwebhookconfigurations",
+    "mutatingwebhookconfigurations",
+    "validatingadmissionpolicies",
+    "validatingadmissionpolicybindings",
+    "mutatingadmissionpolicies",
+    "mutatingadmissionpolicybindings",
+    "storageclasses",
+    "csidrivers",
+    "csinodes",
+    "volumeattachments",
+    "priorityclasses",
+    "runtimeclasses",
+    "ingressclasses",
+    "flowschemas",
+    "prioritylevelconfigurations",
+    "ipaddresses",
+    "servicecidrs",
+    "deviceclasses",
+    "clusterpolicies",
+    "clustercleanuppolicies",
+    "validatingpolicies",
+    "mutatingpolicies",
+    "generatingpolicies",
+    "imagevalidatingpolicies",
+    "clusterpolicyreports",
+];
+
+/// (namespaced, cluster) scopes a rule of `scope` allows for `resource`.
+fn scopes(scope: &str, resource: &str) -> (bool, bool) {
+    let base = resource.split('/').next().unwrap_or(resource);
+    let (n, c) = match (scope, base) {
+        ("Namespaced", _) => (true, false),
+        ("Cluster", _) => (false, true),
+        (_, "*") => (true, true),
+        (_, r) if CLUSTER_SCOPED.contains(&r) => (false, true),
+        _ => (true, false),
+    };
+    (n, c)
+}
+
 /// Every tuple the `rules` array names (the product of each rule's lists).
 fn rule_tuples(rules: &Value) -> Vec<Tuple> {
     let list = |r: &Value, k: &str| -> Vec<String> {
@@ -500,13 +553,14 @@ fn rule_tuples(rules: &Value) -> Vec<Tuple> {
             for group in list(r, "apiGroups") {
                 for version in list(r, "apiVersions") {
                     for resource in list(r, "resources") {
+                        let (namespaced, cluster) = scopes(scope, &resource);
                         out.push(Tuple {
                             operation: operation.clone(),
                             group: group.clone(),
                             version: version.clone(),
                             resource,
-                            namespaced: scope != "Cluster",
-                            cluster: scope != "Namespaced",
+                            namespaced,
+                            cluster,
                         });
                     }
                 }
@@ -975,6 +1029,32 @@ mod tests {
         // Mutating first, in the order the API server calls them.
         let names: Vec<&str> = r.webhooks.iter().map(|w| w.webhook.as_str()).collect();
         assert_eq!(names[..2], ["m1", "m2"]);
+    }
+
+    /// Seen on the embedded cluster: a `scope: "*"` pod rule was taken for cluster-scoped pods too
+    /// (where no namespaceSelector applies), so a webhook selecting no namespace looked called.
+    #[test]
+    fn a_resource_is_waited_for_in_its_own_scope_only() {
+        let mut w = lab_webhook();
+        w["failurePolicy"] = json!("Ignore");
+        w["namespaceSelector"] = json!({"matchLabels": {"no": "such-namespace"}});
+        let r = audit(&snapshot(vec![config("c", vec![w])], vec![], &[true]));
+        assert_eq!(
+            r.webhooks[0].worst_wait, None,
+            "{:?}",
+            r.webhooks[0].worst_wait
+        );
+        let mut nodes = lab_webhook();
+        nodes["rules"] = json!([{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["nodes"], "scope": "*"}]);
+        let r = audit(&snapshot(vec![config("c", vec![nodes])], vec![], &[true]));
+        assert_eq!(
+            r.webhooks[0]
+                .worst_wait
+                .as_ref()
+                .map(|w| w.request.as_str()),
+            Some("CREATE v1/nodes (cluster scoped)")
+        );
+        assert!(!r.webhooks[0].intercepts.kube_system);
     }
 
     #[test]
