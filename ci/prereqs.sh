@@ -4,6 +4,9 @@
 # says what is missing. `cargo xtask upstream build` checks the same list again itself.
 set -euo pipefail
 pkgs=(gcc pkg-config libseccomp-dev protobuf-compiler iptables conntrack iproute2 util-linux shellcheck)
+# A Japanese font (and fontconfig's fc-list) for the report page test's Japanese pages, which
+# would otherwise render as boxes; file and binutils (readelf) for `cargo xtask dist`'s checks.
+pkgs+=(fonts-noto-cjk fontconfig file binutils)
 # Headless Chromium for the report page test (lab/tests/report.rs). On Debian only: Ubuntu's
 # `chromium` is a snap wrapper, and GitHub's Ubuntu runners already have google-chrome (the test
 # also takes KCA_CHROMIUM=/path/to/browser).

@@ -112,6 +112,11 @@ pub fn webhook_match(rules: &Value, namespace_selector: &Value, req: &Request<'_
             }
         ));
     }
+    // A cluster-scoped object other than a Namespace is never exempted by the namespaceSelector
+    // (apiserver `predicates/namespace/matcher.go`, `MatchNamespaceSelector`).
+    if !req.namespaced && req.resource != "namespaces" {
+        return Match::Called;
+    }
     match selects(namespace_selector, &req.namespace_labels) {
         Err(e) => Match::Unreadable(format!("namespaceSelector: {e}")),
         Ok(true) => Match::Called,
@@ -141,9 +146,9 @@ struct Requirement {
     values: Option<Vec<String>>,
 }
 
-/// Whether `selector` (verbatim; `null` or `{}` selects everything) selects `labels`; an
-/// unknown operator or a malformed selector is an error naming it.
-fn selects(selector: &Value, labels: &BTreeMap<String, String>) -> Result<bool, String> {
+/// Whether `selector` (a metav1 LabelSelector verbatim; `null` or `{}` selects everything)
+/// selects `labels`; an unknown operator or a malformed selector is an error naming it.
+pub fn selects(selector: &Value, labels: &BTreeMap<String, String>) -> Result<bool, String> {
     if selector.is_null() {
         return Ok(true);
     }
@@ -314,6 +319,34 @@ mod tests {
         }
         assert!(matches!(
             webhook_match(&json!([]), &Value::Null, &target()),
+            Match::NotCalled(_)
+        ));
+    }
+
+    #[test]
+    fn the_namespace_selector_never_exempts_a_cluster_scoped_object() {
+        let nodes = json!([{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["nodes"]}]);
+        let node = Request {
+            operation: "CREATE",
+            group: "",
+            version: "v1",
+            resource: "nodes",
+            namespaced: false,
+            namespace_labels: BTreeMap::new(),
+        };
+        assert_eq!(
+            webhook_match(&nodes, &kyverno_selector(), &node),
+            Match::Called
+        );
+        // A Namespace object is matched against its own labels.
+        let ns_rule = json!([{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["namespaces"]}]);
+        let ns = Request {
+            resource: "namespaces",
+            namespace_labels: namespace_labels("other"),
+            ..node
+        };
+        assert!(matches!(
+            webhook_match(&ns_rule, &kyverno_selector(), &ns),
             Match::NotCalled(_)
         ));
     }

@@ -13,6 +13,7 @@
 //! - [`metrics`], [`audit`]: the API server's own account of each webhook call, parsed.
 //! - [`diagnostics`]: the failure summary's format; [`report`]: the HTML record, JUnit.
 //! - [`messages`]: the student-facing words (ja/en); [`error`]: the one error type.
+//! - [`webhook_audit`]: `audit`'s judging of a cluster's webhook registrations.
 //!
 //! The `lab` crate re-exports every module under the same name (`lab::grade`, `lab::evidence`, …).
 
@@ -39,4 +40,5 @@ pub mod metrics;
 pub mod report;
 pub mod rules;
 pub mod wait;
+pub mod webhook_audit;
 pub mod workdir;

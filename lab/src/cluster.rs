@@ -169,6 +169,80 @@ impl Cluster {
         })
     }
 
+    /// Builds a client the way kubectl finds one (`audit`, also as a kubectl plugin):
+    /// `kubeconfig` when given, else `KUBECONFIG` / `~/.kube/config` / in-cluster (kube-rs's
+    /// inference), else k3s's [`K3S_KUBECONFIG`]; `context` instead of the current context.
+    /// Checks that the API server answers (`/version`).
+    ///
+    /// Errors: [`LabError::ClusterUnreachable`] naming the kubeconfig.
+    pub async fn connect_as_kubectl(
+        kubeconfig: Option<&Path>,
+        context: Option<&str>,
+    ) -> Result<Cluster, LabError> {
+        let options = KubeConfigOptions {
+            context: context.map(str::to_owned),
+            ..Default::default()
+        };
+        let unreachable = |path: Option<PathBuf>, detail: String| LabError::ClusterUnreachable {
+            kubeconfig: path,
+            detail,
+        };
+        let (config, path) = match kubeconfig {
+            Some(p) => config_from_file(p.to_path_buf(), &options).await?,
+            None => match Config::from_kubeconfig(&options).await {
+                Ok(c) => (c, None),
+                Err(inferred) => {
+                    let k3s = PathBuf::from(K3S_KUBECONFIG);
+                    if k3s.exists() {
+                        config_from_file(k3s, &options).await?
+                    } else {
+                        match Config::incluster() {
+                            Ok(c) => (c, None),
+                            Err(_) => {
+                                return Err(unreachable(
+                                    None,
+                                    format!("finding a kubeconfig: {inferred}"),
+                                ));
+                            }
+                        }
+                    }
+                }
+            },
+        };
+        let client = Client::try_from(config)
+            .map_err(|e| unreachable(path.clone(), format!("building the client: {e}")))?;
+        client
+            .apiserver_version()
+            .await
+            .map_err(|e| unreachable(path.clone(), error_chain(&e)))?;
+        Ok(Cluster {
+            client,
+            kubeconfig: path,
+        })
+    }
+
+    /// `GET path` as a LIST (with `labelSelector` when given): the List object exactly as the API
+    /// server returned it (its body parsed as JSON). Read-only.
+    ///
+    /// Errors: [`LabError::Kube`] with the server's answer (e.g. 403 for a LIST the credentials
+    /// may not do), [`LabError::ClusterUnreachable`].
+    pub async fn list_raw(
+        &self,
+        path: &str,
+        label_selector: Option<&str>,
+    ) -> Result<serde_json::Value, LabError> {
+        let mut params = ListParams::default();
+        if let Some(l) = label_selector {
+            params = params.labels(l);
+        }
+        let req = kube::core::Request::new(path)
+            .list(&params)
+            .map_err(|e| LabError::Kube(format!("building the request: {e}")))?;
+        let text = self.client.request_text(req).await.map_err(kube_err)?;
+        serde_json::from_str(&text)
+            .map_err(|e| LabError::Kube(format!("GET {path}: the answer is not JSON: {e}")))
+    }
+
     /// The kubeconfig in use (`None`: kube-rs's inference).
     pub fn kubeconfig(&self) -> Option<&Path> {
         self.kubeconfig.as_deref()
@@ -660,6 +734,24 @@ pub fn to_json<T: Serialize>(obj: &T) -> Result<serde_json::Value, LabError> {
 fn from_json<T: serde::de::DeserializeOwned>(v: &serde_json::Value) -> Result<T, LabError> {
     serde_json::from_value(v.clone())
         .map_err(|e| LabError::Kube(format!("decoding an object: {e}")))
+}
+
+/// A client configuration from the kubeconfig file `path` with `options`: (config, the path).
+/// Errors: [`LabError::ClusterUnreachable`] naming the file.
+async fn config_from_file(
+    path: PathBuf,
+    options: &KubeConfigOptions,
+) -> Result<(Config, Option<PathBuf>), LabError> {
+    let unreachable = |detail: String| LabError::ClusterUnreachable {
+        kubeconfig: Some(path.clone()),
+        detail,
+    };
+    let kc = Kubeconfig::read_from(&path)
+        .map_err(|e| unreachable(format!("reading kubeconfig: {e}")))?;
+    let config = Config::from_custom_kubeconfig(kc, options)
+        .await
+        .map_err(|e| unreachable(format!("loading kubeconfig: {e}")))?;
+    Ok((config, Some(path)))
 }
 
 /// Maps a kube-rs error: transport failures become [`LabError::ClusterUnreachable`], API errors

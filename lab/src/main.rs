@@ -3,9 +3,11 @@
 //! ```text
 //! kca-webhook-lab [--lab a|b] [--workdir DIR] [--lang ja|en] [--kubeconfig PATH] [--cri-endpoint PATH]
 //!     inspect | act N | grade N | grade all | report [--out FILE] | explain [TEXT] | digest PATH | schema NAME | check FILE
+//!     | audit [-o table|json|yaml] [--context NAME]
 //! ```
 //!
-//! Exit codes: 0 success; 1 findings or a failed act; 2 usage or input errors (nothing written).
+//! Exit codes: 0 success; 1 findings or a failed act; 2 usage or input errors (nothing written);
+//! `audit`: 0 no finding, 3 findings, 1 error.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -20,10 +22,25 @@ use lab::inputs::{self, Context, InputFile};
 use lab::messages::{self, Lang};
 use lab::workdir::{Workdir, read_json_input};
 
+/// `--version`: the version, the commit it was built from (given by `cargo xtask dist`; `unknown`
+/// in a development build), the Kubernetes and Kyverno versions the labs were made for (the
+/// upstream wrapper modules' go.mod, `lab/build.rs`) and the target with its linking.
+const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    "\ncommit: ",
+    env!("KCA_COMMIT"),
+    "\nkubernetes: ",
+    env!("KCA_KUBERNETES_VERSION"),
+    "\nkyverno: ",
+    env!("KCA_KYVERNO_VERSION"),
+    "\ntarget: ",
+    env!("KCA_TARGET"),
+);
+
 /// Observe what a policy engine's admission webhook does when it freezes (lab b) or disappears
 /// (lab a).
 #[derive(Debug, Parser)]
-#[command(name = "kca-webhook-lab", version)]
+#[command(name = "kca-webhook-lab", version, long_version = LONG_VERSION)]
 struct Cli {
     /// Which lab (`a`: scale-down, `b`: freeze). Default: the lab of the work directory's
     /// evidence, else `b`.
@@ -114,6 +131,21 @@ enum Command {
         #[arg(long, requires = "evidence")]
         path: Option<String>,
     },
+    /// Audit every admission webhook registration of any cluster, read-only: failurePolicy,
+    /// timeoutSeconds, selectors, matchConditions, sideEffects, rules, ready endpoints now, what
+    /// it intercepts (kube-system, Nodes, Leases, CSRs), the worst-case wait of a request, and
+    /// the labs' traps. Exit codes: 0 no finding, 3 findings, 1 error.
+    Audit {
+        /// Output format: a table, or the JSON/YAML whose schema `--schema` prints.
+        #[arg(short = 'o', long, value_enum, default_value = "table")]
+        output: lab::audit_cmd::Output,
+        /// The kubeconfig context to use (default: its current-context).
+        #[arg(long)]
+        context: Option<String>,
+        /// Print the JSON Schema of `-o json`/`-o yaml` and read no cluster.
+        #[arg(long)]
+        schema: bool,
+    },
     /// Heal every unfinished fault attempt of the work directory (resume a process still stopped,
     /// restore replicas still at 0) and print what was done.
     Heal,
@@ -133,7 +165,7 @@ enum Command {
 
 fn main() -> ExitCode {
     // `--help` speaks the language the messages will (`messages::localize_help`).
-    let help = messages::localize_help(Cli::command(), help_lang(std::env::args_os().skip(1)));
+    let help = messages::localize_help(command(), help_lang(std::env::args_os().skip(1)));
     let cli = Cli::from_arg_matches(&help.get_matches()).unwrap_or_else(|e| e.exit());
     match &cli.command {
         Command::HealerFreeze { args } => return code(lab::faults::freeze::healer_main(args)),
@@ -163,6 +195,25 @@ fn main() -> ExitCode {
             }
             code(e.exit_code())
         }
+    }
+}
+
+/// The name a kubectl plugin's file has (krew: `kubectl-<name>`, `_` for `-`).
+const KUBECTL_PLUGIN_FILE: &str = "kubectl-kca_webhook_lab";
+
+/// The CLI; run as the kubectl plugin (`kubectl kca-webhook-lab …`, the file
+/// [`KUBECTL_PLUGIN_FILE`]) its usage lines say so, as krew asks.
+fn command() -> clap::Command {
+    let as_plugin = std::env::args_os()
+        .next()
+        .map(PathBuf::from)
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .is_some_and(|n| n == KUBECTL_PLUGIN_FILE);
+    let cmd = Cli::command();
+    if as_plugin {
+        cmd.bin_name("kubectl kca-webhook-lab")
+    } else {
+        cmd
     }
 }
 
@@ -295,6 +346,28 @@ fn run(cli: &Cli, workdir: &Workdir, lab: Lab) -> Result<i32, LabError> {
                 out(&line);
             }
             Ok(0)
+        }
+        Command::Audit {
+            output,
+            context,
+            schema,
+        } => {
+            if *schema {
+                let text = serde_json::to_string_pretty(&lab::webhook_audit::schema())
+                    .map_err(|e| LabError::Usage(e.to_string()))?;
+                out(&text);
+                return Ok(0);
+            }
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(LabError::io("tokio runtime"))?;
+            rt.block_on(lab::audit_cmd::run(
+                cli.kubeconfig.as_deref(),
+                context.as_deref(),
+                *output,
+                cli.lang,
+            ))
         }
         Command::HealerFreeze { .. } | Command::WatcherScale { .. } => Ok(2),
     }

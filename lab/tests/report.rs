@@ -201,9 +201,24 @@ fn pages_are_self_contained() {
         // Nothing is fetched: no script, no external style sheet, font or image, no link out of
         // the page (URLs in the evidence are text, escaped, never attributes).
         for needle in [
-            "<script", "<link", "<img", "<iframe", "src=", "href=", "@import", "url(",
+            "<script", "<link", "<img", "<iframe", "src=", "@import", "url(",
         ] {
             assert_eq!(html.matches(needle).count(), 0, "{dir}: {needle}");
+        }
+        // Links stay on the page: each goes to an anchor the page has (the condition table's
+        // links to the raw evidence).
+        let hrefs = attr_values(&html, "href");
+        assert!(
+            !hrefs.is_empty(),
+            "{dir}: the condition table links its evidence"
+        );
+        let ids = attr_values(&html, "id");
+        for h in &hrefs {
+            assert!(
+                h.strip_prefix('#')
+                    .is_some_and(|id| ids.iter().any(|i| i == id)),
+                "{dir}: link {h} leaves the page or has no anchor"
+            );
         }
     }
 }
@@ -415,19 +430,31 @@ fn each_request_sending_act_shows_its_admission_webhook_counters() {
     assert_eq!(attr_values(&html, "data-metrics"), ["3", "5", "6", "7"]);
     let row = |act: &str| {
         let start = html.find(&format!("data-metrics=\"{act}\"")).unwrap();
-        let end = html[start..].find("</tr>").unwrap();
+        let end = html[start..].find("</table>").unwrap();
         html[start..start + end].to_owned()
     };
+    // A small table: webhook × counter × change (the webhook in its own column, not a label).
+    let counter = |act: &str, webhook: &str, counter: &str, change: &str| {
+        row(act).contains(&format!(
+            "<tr data-counter=\"{counter}\"><td class=\"mono\">{webhook}</td><td class=\"mono\">{counter}</td><td class=\"mono\">{change}</td></tr>"
+        ))
+    };
     assert!(
-        row("5").contains(
-            "rejection_count{error_type=calling_webhook_error,name=vpol.validate.kyverno.svc-fail-finegrained-kca-webhook-label,operation=CREATE,rejection_code=503,type=validating} +2"
+        counter(
+            "5",
+            "vpol.validate.kyverno.svc-fail-finegrained-kca-webhook-label",
+            "rejection_count{error_type=calling_webhook_error,operation=CREATE,rejection_code=503,type=validating}",
+            "+2"
         ),
         "{}",
         row("5")
     );
     assert!(
-        row("6").contains(
-            "fail_open_count{name=vpol.validate.kyverno.svc-ignore-finegrained-kca-webhook-label,type=validating} +2"
+        counter(
+            "6",
+            "vpol.validate.kyverno.svc-ignore-finegrained-kca-webhook-label",
+            "fail_open_count{type=validating}",
+            "+2"
         ),
         "{}",
         row("6")
@@ -437,20 +464,24 @@ fn each_request_sending_act_shows_its_admission_webhook_counters() {
     assert!(attr_values(&old, "data-metrics").is_empty());
 }
 
-/// A reader meets the key facts before the details, and lab A's recovery probes take one chart
-/// row per run of equal outcomes (the recorded run: 56 admitted, 1 no-endpoints, 1 deny → three
-/// rows, not 58), each bar still drawn.
+/// A reader meets what was observed first: the condition table, then the fault timeline, then
+/// the acts (key facts after them); and lab A's recovery probes take one chart row per run of
+/// equal outcomes (the recorded run: 56 admitted, 1 no-endpoints, 1 deny → three rows, not 58),
+/// each bar still drawn.
 #[test]
-fn key_facts_come_first_and_probe_runs_share_a_row() {
+fn observations_come_first_and_probe_runs_share_a_row() {
     let html = fixture_page(RECORDED_A, Lab::A, Lang::En);
-    let key = html.find("Key facts").expect("a key facts heading");
+    let conditions = html
+        .find("What was observed, per condition")
+        .expect("a condition table heading");
+    let chart = html.find("data-timeline").expect("a timeline");
     let acts = html
         .find("Acts: status and grade")
         .expect("an acts heading");
-    let chart = html.find("data-timeline").expect("a timeline");
+    let key = html.find("Key facts").expect("a key facts heading");
     assert!(
-        key < acts && key < chart,
-        "key facts at {key}, acts at {acts}, chart at {chart}"
+        conditions < chart && chart < acts && acts < key,
+        "conditions at {conditions}, chart at {chart}, acts at {acts}, key facts at {key}"
     );
     // The lab's own headers, not the nightly summary's combined "(A) / (B)" ones.
     assert!(
@@ -458,7 +489,11 @@ fn key_facts_come_first_and_probe_runs_share_a_row() {
         "lab A's key facts headers"
     );
     assert!(
-        !html[key..acts].contains("(B)"),
+        !html[key..]
+            .split("<h2>")
+            .next()
+            .unwrap_or("")
+            .contains("(B)"),
         "lab B words on lab A's key facts"
     );
     let b = fixture_page(RECORDED_B, Lab::B, Lang::Ja);
@@ -484,4 +519,190 @@ fn key_facts_come_first_and_probe_runs_share_a_row() {
         html.contains("dry-run-admitted ×56 · "),
         "the run's label counts its bars"
     );
+}
+
+/// The condition table of a recorded run holds what the evidence observed, cell by cell (outcome,
+/// time to answer, link to the evidence's JSON path), and follows the evidence when it changes.
+#[test]
+fn the_condition_table_is_filled_with_what_was_observed() {
+    let cell = |html: &str, key: &str| -> String {
+        let start = html
+            .find(&format!("data-cell=\"{key}\""))
+            .unwrap_or_else(|| panic!("no cell {key}"));
+        let end = html[start..].find("</td>").unwrap();
+        html[start..start + end].to_owned()
+    };
+    let b = fixture_page("recorded/b-20261130T210502Z", Lab::B, Lang::En);
+    // Act 5, frozen under Fail: both target requests timed out after timeoutSeconds (3 s), the
+    // control request was stored.
+    let bad = cell(&b, "05:facts.target_bad");
+    assert!(
+        bad.contains(">webhook-timeout</span> · 3.0 s")
+            && bad.contains("href=\"#evidence-05\"")
+            && bad.contains("evidence/05.json facts.target_bad"),
+        "{bad}"
+    );
+    assert!(cell(&b, "05:facts.control").contains(">stored</span> · 11 ms"));
+    // Act 6, frozen under Ignore: the unlabelled pod was stored after the timeout.
+    assert!(cell(&b, "06:facts.target_bad").contains(">stored</span> · 3.1 s"));
+    assert!(cell(&b, "07:facts.healthy_bad").contains(">explicit-deny</span>"));
+    assert_eq!(attr_values(&b, "data-condition").len(), 7);
+    // Lab A: scaled to 0, the violating pod was stored; the recovery's first deny is probe #58.
+    let a = fixture_page(RECORDED_A, Lab::A, Lang::En);
+    assert!(cell(&a, "05:facts.target_bad").contains(">stored</span>"));
+    assert!(
+        cell(&a, "06:facts.deny_probes[57]").contains(">explicit-deny</span>"),
+        "{a}"
+    );
+    assert!(cell(&a, "07:facts.good").contains(">dry-run-admitted</span>"));
+    // The cell follows the evidence.
+    let rec = Recording::open("recorded/b-20261130T210502Z");
+    let mut files = rec.files();
+    files.get_mut("evidence/05.json").unwrap()["facts"]["control"]["outcome"] =
+        json!("explicit-deny");
+    let tmp = tempfile::tempdir().unwrap();
+    common::write_tree(tmp.path(), &files);
+    let changed = recorded_page(&rec, tmp.path(), Lang::En);
+    assert!(cell(&changed, "05:facts.control").contains(">explicit-deny</span>"));
+}
+
+/// Words that may stay in Latin letters on the Japanese page: field terms the course uses in
+/// Japanese too, the evidence's outcome names, units, signal and product names.
+const LATIN_ON_JA: &[&str] = &[
+    "act",
+    "webhook",
+    "failurePolicy",
+    "Fail",
+    "Ignore",
+    "pidfd",
+    "healer",
+    "watcher",
+    "SIGSTOP",
+    "SIGCONT",
+    "Lease",
+    "Pod",
+    "Running",
+    "uid",
+    "UID",
+    "JSON",
+    "Kyverno",
+    "API",
+    "ms",
+    "s",
+    "UTC",
+    "sideEffects",
+    "stored",
+    "dry",
+    "run",
+    "HTML",
+    "SHA",
+    "evidence",
+    "json",
+    "pid",
+    "admission",
+    "replicas",
+    "A",
+    "B",
+];
+
+/// Latin-letter words of `dom`'s visible text that are not values (no digit, `-`, `.`, `/`,
+/// `_`, `:`, `=` or brace in the token) and not in [`LATIN_ON_JA`]: text inside `<style>`,
+/// `<pre>`, `<summary>` and elements of class `mono` (values verbatim) is left out.
+fn english_words(dom: &str) -> BTreeSet<String> {
+    let mut text = String::new();
+    let mut skip: Vec<String> = Vec::new();
+    let mut rest = dom;
+    while let Some(lt) = rest.find('<') {
+        if skip.is_empty() {
+            text.push_str(&rest[..lt]);
+            text.push(' ');
+        }
+        let gt = rest[lt..]
+            .find('>')
+            .map(|g| lt + g)
+            .unwrap_or(rest.len() - 1);
+        let tag = &rest[lt + 1..gt];
+        let name: String = tag
+            .trim_start_matches('/')
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect();
+        if tag.starts_with('/') {
+            if skip.last() == Some(&name) {
+                skip.pop();
+            }
+        } else if !skip.is_empty() && !tag.ends_with('/') {
+            if skip.last() == Some(&name) {
+                skip.push(name);
+            }
+        } else if matches!(name.as_str(), "style" | "pre" | "summary" | "title")
+            || tag.contains("class=\"mono")
+            || tag.contains(" mono\"")
+        {
+            skip.push(name);
+        }
+        rest = &rest[gt + 1..];
+    }
+    text.split(|c: char| c.is_whitespace() || !c.is_ascii())
+        .filter(|tok| {
+            !tok.chars()
+                .any(|c| c.is_ascii_digit() || "-./_:={}#@".contains(c))
+        })
+        .map(|tok| tok.trim_matches(|c: char| !c.is_ascii_alphabetic()))
+        .filter(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphabetic()))
+        .filter(|w| !LATIN_ON_JA.contains(w))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_english_word_detector_sees_words_and_skips_values() {
+    let found = english_words(
+        "<p>完了 completed <span class=\"mono\">not a word</span> kca-b5-bad <b>frozen</b></p><pre>raw</pre>",
+    );
+    assert_eq!(
+        found,
+        BTreeSet::from(["completed".to_owned(), "frozen".to_owned()])
+    );
+}
+
+/// The Japanese pages, as Chromium builds them with a Japanese font installed
+/// (`fonts-noto-cjk`, `ci/prereqs.sh`): every word outside values is Japanese (or a field term,
+/// [`LATIN_ON_JA`]), from the condition table to the timeline's row labels and bands.
+#[test]
+fn japanese_pages_are_japanese_in_headless_chromium() {
+    let fonts = Command::new("fc-list")
+        .args([":lang=ja", "family"])
+        .output()
+        .expect("running fc-list (fontconfig)");
+    let families = String::from_utf8_lossy(&fonts.stdout).into_owned();
+    assert!(
+        !families.trim().is_empty(),
+        "no Japanese font: the page renders as boxes; install fonts-noto-cjk (sudo bash ci/prereqs.sh)"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    for (dir, lab) in [
+        ("recorded/b-20261130T210502Z", Lab::B),
+        (RECORDED_A, Lab::A),
+        ("a/pass", Lab::A),
+    ] {
+        let file = tmp.path().join(format!("{}.ja.html", lab.as_str()));
+        std::fs::write(&file, fixture_page(dir, lab, Lang::Ja)).unwrap();
+        let (dom, errors) = load_in_browser(&file);
+        assert!(errors.is_empty(), "{dir}: {errors:?}");
+        assert!(dom.contains("条件ごとに観測した結果"), "{dir}");
+        let words = english_words(&dom);
+        assert!(
+            words.is_empty(),
+            "{dir}: English words on the Japanese page: {words:?}"
+        );
+        // The English page of the same run does have them (the check can fail).
+        let en = tmp.path().join(format!("{}.en.html", lab.as_str()));
+        std::fs::write(&en, fixture_page(dir, lab, Lang::En)).unwrap();
+        let (dom, _) = load_in_browser(&en);
+        assert!(
+            english_words(&dom).len() > 20,
+            "{dir}: the detector sees English"
+        );
+    }
 }

@@ -12,11 +12,13 @@
 //!   (kubeconfig), or k3s in Docker.
 //! - [`bench`](mod@bench): `cargo xtask bench`, the labs N times against their floors.
 //! - [`guest`]: `cargo xtask guest run`, the node in a Debian 12 cgroup v2 guest under qemu.
+//! - [`dist`]: `cargo xtask dist`, the student tool as a static release binary with checksums.
 
 pub mod backend;
 pub mod bench;
 pub mod cluster;
 pub mod command;
+pub mod dist;
 pub mod guest;
 pub mod lab_run;
 pub mod status;

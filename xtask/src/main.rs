@@ -22,8 +22,11 @@ enum Cmd {
     /// (`target/bench/<run-id>.{json,md}`).
     Bench(xtask::bench::BenchCmd),
     /// A Debian 12 cgroup v2 guest under qemu running `cluster up` / `lab run` inside
-    /// (docs/host.md): `guest run [--step up|lab-a|lab-b|exec:CMD]…`.
+    /// (docs/cgroup.md): `guest run [--step up|lab-a|lab-b|exec:CMD]…`.
     Guest(xtask::guest::GuestCmd),
+    /// Build the student tool for release: optimised, statically linked, with SHA256SUMS, and
+    /// check it runs without a C library (`target/dist-files/`).
+    Dist(xtask::dist::DistCmd),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -34,5 +37,6 @@ fn main() -> anyhow::Result<()> {
         Cmd::Lab(cmd) => cmd.run(),
         Cmd::Bench(cmd) => cmd.run(),
         Cmd::Guest(cmd) => cmd.run(),
+        Cmd::Dist(cmd) => cmd.run(),
     }
 }

@@ -40,6 +40,9 @@ svg.timeline{max-width:100%;height:auto;font-size:11px;font-family:system-ui,san
 .deadline{stroke:#b71c1c;fill:#b71c1c}.window{fill:#9e9e9e;fill-opacity:.45}
 .step{fill:#37474f}.missing{fill:#b71c1c}.rowlabel{fill:#333}.barlabel{fill:#333}
 .o-deny{fill:#2e7d32}.o-timeout{fill:#ef6c00}.o-stored{fill:#1565c0}.o-dryrun{fill:#6a1b9a}.o-callfail{fill:#c62828}.o-other{fill:#757575}
+.badge{display:inline-block;width:.8em;height:.8em;margin-right:.3em;vertical-align:baseline}
+.badge.o-deny{background:#2e7d32}.badge.o-timeout{background:#ef6c00}.badge.o-stored{background:#1565c0}.badge.o-dryrun{background:#6a1b9a}.badge.o-callfail{background:#c62828}.badge.o-other{background:#757575}
+table.metrics{width:auto}
 .legend span{display:inline-block;margin-right:1em}.legend i{display:inline-block;width:1em;height:.8em;margin-right:.3em}
 .legend .o-deny{background:#2e7d32}.legend .o-timeout{background:#ef6c00}.legend .o-stored{background:#1565c0}.legend .o-dryrun{background:#6a1b9a}.legend .o-callfail{background:#c62828}.legend .o-other{background:#757575}
 "#;
@@ -94,11 +97,17 @@ fn request(v: &Value, ptr: &str) -> String {
 /// deny after restore; lab B: the target requests' outcomes and latencies under the Fail and the
 /// Ignore freezes, the first explicit deny after each resume. Durations in seconds, 0.1 s.
 pub fn key_facts(lab: Lab, f5: &Value, f6: &Value) -> [String; 3] {
+    key_facts_in(lab, f5, f6, Lang::En)
+}
+
+/// [`key_facts`] in `lang` (the page's words; values as the evidence writes them).
+fn key_facts_in(lab: Lab, f5: &Value, f6: &Value, lang: Lang) -> [String; 3] {
+    let w = |t: Text| t.get(lang);
     match lab {
         Lab::A => {
             let reg = match f5.get("policy_webhook_present").and_then(Value::as_bool) {
-                Some(true) => "kept",
-                Some(false) => "absent",
+                Some(true) => w(tx::KF_KEPT),
+                Some(false) => w(tx::ABSENT),
                 None => "—",
             };
             let restored = s(f6, "/replicas_restored/at");
@@ -110,31 +119,46 @@ pub fn key_facts(lab: Lab, f5: &Value, f6: &Value) -> [String; 3] {
             })();
             [
                 format!(
-                    "registration after scale-down: {reg}; violating request {}",
+                    "{}: {reg}; {} {}",
+                    w(tx::KF_REGISTRATION),
+                    w(tx::KF_VIOLATING),
                     request(f5, "/target_bad")
                 ),
                 format!(
-                    "lease taken {} after restore",
-                    secs(f6.get("lease_after_restore_ms").and_then(Value::as_i64))
+                    "{} {} {}",
+                    w(tx::KF_LEASE),
+                    secs(f6.get("lease_after_restore_ms").and_then(Value::as_i64)),
+                    w(tx::KF_AFTER_RESTORE)
                 ),
-                format!("first deny {} after restore", secs(between)),
+                format!(
+                    "{} {} {}",
+                    w(tx::KF_FIRST_DENY_RESTORE),
+                    secs(between),
+                    w(tx::KF_AFTER_RESTORE)
+                ),
             ]
         }
         Lab::B => [
             format!(
-                "Fail: good {}, bad {}",
+                "Fail: {} {}, {} {}",
+                w(tx::KF_GOOD),
                 request(f5, "/target_good"),
+                w(tx::KF_BAD),
                 request(f5, "/target_bad")
             ),
             format!(
-                "Ignore: good {}, bad {}",
+                "Ignore: {} {}, {} {}",
+                w(tx::KF_GOOD),
                 request(f6, "/target_good"),
+                w(tx::KF_BAD),
                 request(f6, "/target_bad")
             ),
             format!(
-                "first deny {} / {} after resume",
+                "{} {} / {} {}",
+                w(tx::KF_FIRST_DENY_RESUME),
                 secs(f5.get("first_deny_after_resume_ms").and_then(Value::as_i64)),
-                secs(f6.get("first_deny_after_resume_ms").and_then(Value::as_i64))
+                secs(f6.get("first_deny_after_resume_ms").and_then(Value::as_i64)),
+                w(tx::KF_AFTER_RESUME)
             ),
         ],
     }
@@ -157,7 +181,7 @@ fn obs_cell(o: &Obs) -> Markup {
 }
 
 /// "existing pod, same UID": exists, act 3's UID, `Running`.
-fn existing(obs: &Value, reference: Option<&str>) -> Obs {
+fn existing(obs: &Value, reference: Option<&str>, lang: Lang) -> Obs {
     if !obs.is_object() {
         return Obs::NotObserved;
     }
@@ -167,7 +191,7 @@ fn existing(obs: &Value, reference: Option<&str>) -> Obs {
     if obs["exists"] == true && uid.is_some() && uid == reference && phase == "Running" {
         Obs::Yes(d)
     } else if obs["exists"] != true {
-        Obs::No("gone".into())
+        Obs::No(tx::GONE.get(lang).into())
     } else {
         Obs::No(d)
     }
@@ -204,7 +228,8 @@ fn uid_obs(uid: Option<&str>) -> Obs {
 }
 
 /// The four observations per phase: `(phase, [policy, registered, answers, existing])`.
-fn observations(lab: Lab, input: &GradeInput) -> Vec<(Text, [Obs; 4])> {
+fn observations(lab: Lab, input: &GradeInput, lang: Lang) -> Vec<(Text, [Obs; 4])> {
+    let w = |t: Text| t.get(lang);
     let f2 = facts(input, 2);
     let f3 = facts(input, 3);
     let f5 = facts(input, 5);
@@ -239,13 +264,14 @@ fn observations(lab: Lab, input: &GradeInput) -> Vec<(Text, [Obs; 4])> {
                         s(f, "/registration_snapshot/name").unwrap_or("?"),
                         s(f, "/registration_snapshot/failurePolicy").unwrap_or("?")
                     ),
-                    "absent".into(),
+                    w(tx::ABSENT).into(),
                 )
             };
             let same_policy = match (s(f6, "/policy/metadata/uid"), s(f6, "/policy_uid_before")) {
                 (Some(now), Some(before)) if now == before => Obs::Yes(format!("uid {now}")),
                 (Some(now), _) => Obs::No(format!(
-                    "uid {now} (before: {})",
+                    "uid {now} ({}: {})",
+                    w(tx::BEFORE),
                     s(f6, "/policy_uid_before").unwrap_or("?")
                 )),
                 _ => Obs::NotObserved,
@@ -258,7 +284,7 @@ fn observations(lab: Lab, input: &GradeInput) -> Vec<(Text, [Obs; 4])> {
                         Obs::NotObserved,
                         during(f5),
                         answers(&f5["target_bad"]),
-                        existing(&f5["existing"], reference),
+                        existing(&f5["existing"], reference, lang),
                     ],
                 ),
                 (
@@ -267,7 +293,7 @@ fn observations(lab: Lab, input: &GradeInput) -> Vec<(Text, [Obs; 4])> {
                         same_policy,
                         during(f6),
                         answers(&f6["target_bad"]),
-                        existing(&f6["existing"], reference),
+                        existing(&f6["existing"], reference, lang),
                     ],
                 ),
                 (
@@ -279,7 +305,7 @@ fn observations(lab: Lab, input: &GradeInput) -> Vec<(Text, [Obs; 4])> {
                             None => Obs::NotObserved,
                         },
                         answers(&f7["healthy_bad"]),
-                        existing(&f7["existing"], reference),
+                        existing(&f7["existing"], reference, lang),
                     ],
                 ),
             ]
@@ -287,17 +313,19 @@ fn observations(lab: Lab, input: &GradeInput) -> Vec<(Text, [Obs; 4])> {
         Lab::A => {
             let policy5 = match f5["policy"]["exists"].as_bool() {
                 Some(true) => Obs::Yes(format!("uid {}", s(f5, "/policy/uid").unwrap_or("?"))),
-                Some(false) => Obs::No("gone".into()),
+                Some(false) => Obs::No(w(tx::GONE).into()),
                 None => Obs::NotObserved,
             };
             let registered6 = match s(f6, "/webhook_registered/status") {
                 Some("confirmed") => Obs::Yes(format!(
-                    "{} at {}",
+                    "{} ({} {})",
                     s(f6, "/webhook/name").unwrap_or("?"),
+                    w(tx::AT),
                     s(f6, "/webhook_registered/at").unwrap_or("?")
                 )),
                 Some(_) => Obs::No(format!(
-                    "not confirmed: {}",
+                    "{}: {}",
+                    w(tx::NOT_CONFIRMED),
                     s(f6, "/webhook_registered/last_seen").unwrap_or("?")
                 )),
                 None => Obs::NotObserved,
@@ -315,14 +343,16 @@ fn observations(lab: Lab, input: &GradeInput) -> Vec<(Text, [Obs; 4])> {
                         policy5,
                         flag(
                             f5["policy_webhook_present"].as_bool(),
-                            "present".into(),
+                            w(tx::PRESENT).into(),
                             format!(
-                                "absent (list read {})",
+                                "{} ({} {})",
+                                w(tx::ABSENT),
+                                w(tx::LIST_READ),
                                 s(f5, "/registrations_checked_at").unwrap_or("?")
                             ),
                         ),
                         answers(&f5["target_bad"]),
-                        existing(&f5["existing"], reference),
+                        existing(&f5["existing"], reference, lang),
                     ],
                 ),
                 (
@@ -331,7 +361,7 @@ fn observations(lab: Lab, input: &GradeInput) -> Vec<(Text, [Obs; 4])> {
                         Obs::NotObserved,
                         registered6,
                         answers6,
-                        existing(&f6["existing"], reference),
+                        existing(&f6["existing"], reference, lang),
                     ],
                 ),
                 (
@@ -354,13 +384,156 @@ fn observations(lab: Lab, input: &GradeInput) -> Vec<(Text, [Obs; 4])> {
     }
 }
 
-/// The API server's admission webhook counters of act `act` (`facts.admission_metrics`), short:
-/// the one line of [`crate::metrics::summary_line`] (each changed series with its delta, or why
-/// `/metrics` was not read); `None` when the act has no metrics record.
-fn act_metrics(input: &GradeInput, act: u8, lang: Lang) -> Option<String> {
+/// One cell of the condition table: the request recorded at `path` (a JSON pointer into
+/// `facts`) of act `act`, when there is one.
+struct Cell<'a> {
+    act: u8,
+    path: String,
+    request: &'a Value,
+}
+
+/// The request at `ptr` in act `act`'s facts, as a [`Cell`] (`None` when it was not recorded).
+fn cell<'a>(input: &'a GradeInput, act: u8, ptr: &str) -> Option<Cell<'a>> {
+    let r = facts(input, act)
+        .pointer(ptr)
+        .filter(|r| r["outcome"].is_string())?;
+    Some(Cell {
+        act,
+        path: json_path(ptr),
+        request: r,
+    })
+}
+
+/// A JSON pointer into `facts` as the page writes JSON paths: `/deny_probes/57` →
+/// `facts.deny_probes[57]`.
+fn json_path(ptr: &str) -> String {
+    let mut out = "facts".to_owned();
+    for seg in ptr.split('/').skip(1) {
+        if !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit()) {
+            out.push_str(&format!("[{seg}]"));
+        } else {
+            out.push('.');
+            out.push_str(seg);
+        }
+    }
+    out
+}
+
+/// The lab's condition table (the course's summary: condition × target good / target bad /
+/// control), each cell the request observed under that condition. Lab B: healthy (act 3), frozen
+/// under Fail (act 5), the first deny after its resume, healthy and frozen under Ignore (act 6),
+/// its first deny after resume, recovered (act 7). Lab A: healthy (act 3), scaled to 0 (act 5),
+/// the first explicit deny of the recovery (act 6: the first `explicit-deny` of its probes),
+/// server-side dry-run (act 7).
+fn conditions(lab: Lab, input: &GradeInput) -> Vec<(Text, [Option<Cell<'_>>; 3])> {
+    let c = |act: u8, ptr: &str| cell(input, act, ptr);
+    match lab {
+        Lab::B => vec![
+            (tx::COND_HEALTHY_FAIL, [c(3, "/good"), c(3, "/bad"), None]),
+            (
+                tx::COND_FROZEN_FAIL,
+                [c(5, "/target_good"), c(5, "/target_bad"), c(5, "/control")],
+            ),
+            (
+                tx::COND_RESUMED_FAIL,
+                [None, c(5, "/first_explicit_deny"), None],
+            ),
+            (tx::COND_HEALTHY_IGNORE, [None, c(6, "/healthy_bad"), None]),
+            (
+                tx::COND_FROZEN_IGNORE,
+                [c(6, "/target_good"), c(6, "/target_bad"), c(6, "/control")],
+            ),
+            (
+                tx::COND_RESUMED_IGNORE,
+                [None, c(6, "/first_explicit_deny"), None],
+            ),
+            (tx::COND_RECOVERED, [None, c(7, "/healthy_bad"), None]),
+        ],
+        Lab::A => {
+            let first_deny = facts(input, 6)["deny_probes"]
+                .as_array()
+                .and_then(|p| p.iter().position(|r| r["outcome"] == "explicit-deny"))
+                .and_then(|i| c(6, &format!("/deny_probes/{i}")));
+            vec![
+                (tx::COND_HEALTHY, [c(3, "/good"), c(3, "/bad"), None]),
+                (
+                    tx::COND_SCALED,
+                    [None, c(5, "/target_bad"), c(5, "/control")],
+                ),
+                (tx::COND_RECOVERY_DENY, [None, first_deny, None]),
+                (tx::COND_DRY_RUN, [c(7, "/good"), c(7, "/bad"), None]),
+            ]
+        }
+    }
+}
+
+/// The anchor of act `act`'s raw evidence on the page.
+fn evidence_anchor(act: u8) -> String {
+    format!("evidence-{act:02}")
+}
+
+fn condition_cell(c: &Option<Cell<'_>>) -> Markup {
+    match c {
+        None => html! { td class="unk" { "—" } },
+        Some(c) => {
+            let outcome = c.request["outcome"].as_str().unwrap_or("?");
+            html! {
+                td data-cell=(format!("{:02}:{}", c.act, c.path)) {
+                    span class=(format!("badge {}", timeline::outcome_class(outcome))) {}
+                    span class="mono" { (outcome) } " · " (secs(c.request["elapsed_ms"].as_i64()))
+                    br;
+                    a class="mono" href=(format!("#{}", evidence_anchor(c.act))) {
+                        "evidence/" (format!("{:02}", c.act)) ".json " (c.path)
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The API server's admission webhook counters of act `act` (`facts.admission_metrics`) as a
+/// table: webhook × counter (the metric without its `apiserver_admission_webhook_` prefix and
+/// with its other labels) × change (`_sum` in seconds); `None` when the act has no metrics record.
+fn act_metrics(input: &GradeInput, act: u8, lang: Lang) -> Option<Markup> {
     let v = facts(input, act).get(crate::metrics::FACTS_KEY)?;
     let m: crate::metrics::AdmissionMetrics = serde_json::from_value(v.clone()).ok()?;
-    Some(crate::metrics::summary_line(&m).get(lang).to_owned())
+    if let Some(u) = &m.unavailable {
+        return Some(html! {
+            span class="none" { (tx::METRICS_NOT_OBSERVED.get(lang)) } " " span class="mono" { (u.reason) }
+        });
+    }
+    if m.deltas.is_empty() {
+        return Some(html! { span class="none" { (tx::METRICS_NO_CHANGE.get(lang)) } });
+    }
+    let mut rows: Vec<(String, String, String)> = m
+        .deltas
+        .iter()
+        .map(|d| {
+            let webhook = d.labels.get("name").cloned().unwrap_or_default();
+            let labels: Vec<String> = d
+                .labels
+                .iter()
+                .filter(|(k, _)| *k != "name")
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            let short = d.metric.trim_start_matches("apiserver_admission_webhook_");
+            let change = if d.metric.ends_with("_sum") {
+                format!("{:+.3} s", d.delta)
+            } else {
+                format!("{:+}", d.delta)
+            };
+            (webhook, format!("{short}{{{}}}", labels.join(",")), change)
+        })
+        .collect();
+    rows.sort();
+    Some(html! {
+        table class="metrics" {
+            tr { th { "webhook" } th { (tx::COUNTER.get(lang)) } th { (tx::CHANGE.get(lang)) } }
+            @for (w, c, d) in &rows {
+                tr data-counter=(c) { td class="mono" { (w) } td class="mono" { (c) } td class="mono" { (d) } }
+            }
+        }
+    })
 }
 
 /// The audit record of act `act` (`facts.admission_audit`), short: one line per request
@@ -377,6 +550,15 @@ fn act_audit(input: &GradeInput, act: u8, lang: Lang) -> Option<Result<Vec<Strin
     } else {
         Err(crate::audit::summary_line(&a).get(lang).to_owned())
     })
+}
+
+/// An act's status (`completed`, `interrupted`) in words; another value as written.
+fn status_word(status: &str, lang: Lang) -> &str {
+    match status {
+        "completed" => tx::COMPLETED.get(lang),
+        "interrupted" => tx::INTERRUPTED.get(lang),
+        other => other,
+    }
 }
 
 /// Splits a finding's subject (`evidence/05.json facts.target_good`) into file and JSON path.
@@ -455,7 +637,7 @@ pub fn render_with_diagnostics(
     let all_passed = !grades.is_empty() && passed == grades.len();
     let f5 = facts(input, 5);
     let f6 = facts(input, 6);
-    let kf = key_facts(lab, f5, f6);
+    let kf = key_facts_in(lab, f5, f6, lang);
     let page = html! {
         (DOCTYPE)
         html lang=(lang_attr) {
@@ -478,10 +660,37 @@ pub fn render_with_diagnostics(
                     }
                 }
 
-                h2 { (tx::KEY_FACTS.get(lang)) }
-                table {
-                    tr { @for h in match lab { Lab::A => &tx::KEY_FACT_HEADERS_A, Lab::B => &tx::KEY_FACT_HEADERS_B } { th { (h.get(lang)) } } }
-                    tr { @for c in &kf { td class="mono" { (c) } } }
+                h2 { (tx::CONDITIONS.get(lang)) }
+                p { (tx::CONDITIONS_NOTE.get(lang)) }
+                table class="conditions" {
+                    tr { th { (tx::CONDITION.get(lang)) } th { (tx::COL_TARGET_GOOD.get(lang)) }
+                         th { (tx::COL_TARGET_BAD.get(lang)) } th { (tx::COL_CONTROL.get(lang)) } }
+                    @for (i, (condition, cells)) in conditions(lab, input).into_iter().enumerate() {
+                        tr data-condition=(i + 1) { th { (condition.get(lang)) } @for c in &cells { (condition_cell(c)) } }
+                    }
+                }
+
+                h2 { (tx::TIMELINE.get(lang)) }
+                (legend(lang))
+                @match lab {
+                    Lab::B => {
+                        p { (tx::TIMELINE_B.get(lang)) }
+                        @for (act, head) in [(5u8, tx::FAIL_FREEZE), (6, tx::IGNORE_FREEZE)] {
+                            h3 { (head.get(lang)) }
+                            @match timeline::freeze(facts(input, act), lang) {
+                                Some(svg) => div class="chart" data-timeline=(act) { (svg) },
+                                None => p class="none" { (tx::NO_FREEZE.get(lang)) },
+                            }
+                        }
+                    }
+                    Lab::A => {
+                        p { (tx::TIMELINE_A.get(lang)) }
+                        h3 { (tx::SCALE_RECOVERY.get(lang)) }
+                        @match timeline::scale(f5, f6, lang) {
+                            Some(svg) => div class="chart" data-timeline="5-6" { (svg) },
+                            None => p class="none" { (tx::NO_SCALE.get(lang)) },
+                        }
+                    }
                 }
 
                 h2 { (tx::ACTS.get(lang)) }
@@ -496,7 +705,7 @@ pub fn render_with_diagnostics(
                                 None => { td class="none" { (tx::MISSING.get(lang)) } td {} }
                                 Some(Err(e)) => { td class="fail" { (tx::UNREADABLE.get(lang)) ": " (e) } td {} }
                                 Some(Ok(doc)) => {
-                                    td { (doc.value["status"].as_str().unwrap_or("?"))
+                                    td { (status_word(doc.value["status"].as_str().unwrap_or("?"), lang))
                                          @if let Some(i) = doc.value["interruption"].as_str() { br; span class="fail" { (i) } } }
                                     td class="mono ts" { (doc.value["started_at"].as_str().unwrap_or("?")) br; (doc.value["finished_at"].as_str().unwrap_or("?")) }
                                 }
@@ -513,7 +722,7 @@ pub fn render_with_diagnostics(
                         }
                         @if let Some(m) = act_metrics(input, act, lang) {
                             tr data-metrics=(act) { td {} td colspan="4" {
-                                (tx::METRICS.get(lang)) ": " span class="mono" { (m) }
+                                (tx::METRICS.get(lang)) (m)
                             } }
                         }
                         @if let Some(a) = act_audit(input, act, lang) {
@@ -549,27 +758,10 @@ pub fn render_with_diagnostics(
                     }
                 }
 
-                h2 { (tx::TIMELINE.get(lang)) }
-                (legend(lang))
-                @match lab {
-                    Lab::B => {
-                        p { (tx::TIMELINE_B.get(lang)) }
-                        @for (act, head) in [(5u8, tx::FAIL_FREEZE), (6, tx::IGNORE_FREEZE)] {
-                            h3 { (head.get(lang)) }
-                            @match timeline::freeze(facts(input, act), lang) {
-                                Some(svg) => div class="chart" data-timeline=(act) { (svg) },
-                                None => p class="none" { (tx::NO_FREEZE.get(lang)) },
-                            }
-                        }
-                    }
-                    Lab::A => {
-                        p { (tx::TIMELINE_A.get(lang)) }
-                        h3 { (tx::SCALE_RECOVERY.get(lang)) }
-                        @match timeline::scale(f5, f6, lang) {
-                            Some(svg) => div class="chart" data-timeline="5-6" { (svg) },
-                            None => p class="none" { (tx::NO_SCALE.get(lang)) },
-                        }
-                    }
+                h2 { (tx::KEY_FACTS.get(lang)) }
+                table {
+                    tr { @for h in match lab { Lab::A => &tx::KEY_FACT_HEADERS_A, Lab::B => &tx::KEY_FACT_HEADERS_B } { th { (h.get(lang)) } } }
+                    tr { @for c in &kf { td class="mono" { (c) } } }
                 }
 
                 h2 { (tx::OBSERVATIONS.get(lang)) }
@@ -577,14 +769,14 @@ pub fn render_with_diagnostics(
                 table {
                     tr { th { (tx::PHASE.get(lang)) } th { (tx::OBS_POLICY.get(lang)) } th { (tx::OBS_REGISTERED.get(lang)) }
                          th { (tx::OBS_ANSWERS.get(lang)) } th { (tx::OBS_EXISTING.get(lang)) } }
-                    @for (phase, cells) in observations(lab, input) {
+                    @for (phase, cells) in observations(lab, input, lang) {
                         tr { th { (phase.get(lang)) } @for c in &cells { (obs_cell(c)) } }
                     }
                 }
 
                 h2 { (tx::RAW.get(lang)) }
                 @for (act, doc) in &input.evidence {
-                    details data-raw=(act) {
+                    details data-raw=(act) id=(evidence_anchor(*act)) {
                         summary class="mono" { "evidence/" (format!("{act:02}")) ".json"
                             @if let Ok(d) = doc { " · " (d.digest) } }
                         pre { @match doc {

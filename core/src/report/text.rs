@@ -1,7 +1,7 @@
 //! The report page's own words, Japanese and English (the rest of the student-facing text is in
 //! [`crate::messages`]; values from the evidence are never translated).
 
-use crate::messages::Text;
+pub(crate) use crate::messages::Text;
 
 const fn t(ja: &'static str, en: &'static str) -> Text {
     Text { ja, en }
@@ -138,3 +138,128 @@ pub(crate) const KEY_FACT_HEADERS_B: [Text; 3] = [
         "first explicit deny after resume",
     ),
 ];
+
+// The condition table (the page's first section).
+pub(crate) const CONDITIONS: Text = t("条件ごとに観測した結果", "What was observed, per condition");
+pub(crate) const CONDITIONS_NOTE: Text = t(
+    "各欄は、その条件で送ったリクエストの結果 (API の応答を分類したもの)、応答までの時間、証拠の場所です。— はその条件では送っていないことを示します。",
+    "Each cell is the outcome of the request sent under that condition (the API's answer, classified), the time to its answer, and where the evidence is. — means no such request under that condition.",
+);
+pub(crate) const CONDITION: Text = t("条件", "condition");
+pub(crate) const COL_TARGET_GOOD: Text = t(
+    "対象の名前空間・ラベルあり",
+    "target namespace, labelled (good)",
+);
+pub(crate) const COL_TARGET_BAD: Text = t(
+    "対象の名前空間・ラベルなし",
+    "target namespace, unlabelled (bad)",
+);
+pub(crate) const COL_CONTROL: Text = t(
+    "対照 (対象外の名前空間)・ラベルなし",
+    "control namespace, unlabelled",
+);
+pub(crate) const COND_HEALTHY_FAIL: Text = t(
+    "正常時、failurePolicy Fail (act 3)",
+    "healthy, failurePolicy Fail (act 3)",
+);
+pub(crate) const COND_FROZEN_FAIL: Text = t(
+    "凍結中、failurePolicy Fail (act 5)",
+    "frozen, failurePolicy Fail (act 5)",
+);
+pub(crate) const COND_RESUMED_FAIL: Text = t(
+    "再開後の最初の拒否、Fail (act 5)",
+    "first deny after resume, Fail (act 5)",
+);
+pub(crate) const COND_HEALTHY_IGNORE: Text = t(
+    "正常時、failurePolicy Ignore (act 6)",
+    "healthy, failurePolicy Ignore (act 6)",
+);
+pub(crate) const COND_FROZEN_IGNORE: Text = t(
+    "凍結中、failurePolicy Ignore (act 6)",
+    "frozen, failurePolicy Ignore (act 6)",
+);
+pub(crate) const COND_RESUMED_IGNORE: Text = t(
+    "再開後の最初の拒否、Ignore (act 6)",
+    "first deny after resume, Ignore (act 6)",
+);
+pub(crate) const COND_RECOVERED: Text = t("復旧後 (act 7)", "recovered (act 7)");
+pub(crate) const COND_HEALTHY: Text = t("正常時 (act 3)", "healthy (act 3)");
+pub(crate) const COND_SCALED: Text = t("0 にスケールした後 (act 5)", "scaled to 0 (act 5)");
+pub(crate) const COND_RECOVERY_DENY: Text = t(
+    "復旧中の最初の明示的な拒否 (act 6)",
+    "recovery: first explicit deny (act 6)",
+);
+pub(crate) const COND_DRY_RUN: Text =
+    t("サーバー側 dry-run (act 7)", "server-side dry-run (act 7)");
+
+// The API server's counters, as a table.
+pub(crate) const COUNTER: Text = t("カウンタ", "counter");
+pub(crate) const CHANGE: Text = t("変化", "change");
+pub(crate) const METRICS_NOT_OBSERVED: Text =
+    t("カウンタは読めませんでした", "the counters were not read");
+pub(crate) const METRICS_NO_CHANGE: Text = t("変化なし", "no change");
+
+// Act statuses.
+pub(crate) const COMPLETED: Text = t("完了", "completed");
+pub(crate) const INTERRUPTED: Text = t("中断", "interrupted");
+
+// The timeline's row labels and notes.
+pub(crate) const ROW_HEALTHY_BAD: Text = t("正常時・ラベルなし", "healthy, bad");
+pub(crate) const ROW_TARGET_GOOD: Text = t("対象・ラベルあり", "target, good");
+pub(crate) const ROW_TARGET_BAD: Text = t("対象・ラベルなし", "target, bad");
+pub(crate) const ROW_CONTROL: Text = t("対照・ラベルなし", "control, bad");
+pub(crate) const ROW_TARGET_BAD_SCALED: Text =
+    t("対象・ラベルなし (0 にスケール中)", "target, bad (scaled)");
+pub(crate) const VIA_PIDFD: Text = t("pidfd 経由", "pidfd");
+pub(crate) const WATCHER_ARMED: Text = t("watcher 準備完了", "watcher armed");
+pub(crate) const SCALED_TO_0: Text = t("0 にスケール", "scale to 0");
+pub(crate) const PODS_GONE: Text = t("Pod がなくなった", "pods gone");
+pub(crate) const REGISTRATION_ABSENT: Text = t("webhook 登録なし", "registration absent");
+pub(crate) const REGISTRATION_PRESENT: Text =
+    t("webhook 登録がまだある", "registration still present");
+pub(crate) const REGISTRATION_UNKNOWN: Text = t("webhook 登録 ?", "registration ?");
+pub(crate) const RESTORE: Text = t("復元", "restore");
+pub(crate) const RESTORED_BY: Text = t("復元した者", "by");
+pub(crate) const NEW_POD_CREATED: Text = t("新しい Pod が作られた", "new pod created");
+pub(crate) const NEW_POD_RUNNING: Text = t("新しい Pod が Running", "new pod Running");
+pub(crate) const LEASE_ACQUIRED: Text = t("Lease を取得", "Lease acquired");
+pub(crate) const WEBHOOK_REGISTERED: Text = t("webhook 登録", "webhook registered");
+pub(crate) const FIRST_EXPLICIT_DENY: Text = t("最初の明示的な拒否", "first explicit deny");
+pub(crate) const PROBES: Text = t("dry-run プローブ", "dry-run probes");
+
+// The four observations' cells.
+pub(crate) const ABSENT: Text = t("なし", "absent");
+pub(crate) const GONE: Text = t("消えた", "gone");
+pub(crate) const PRESENT: Text = t("あり", "present");
+pub(crate) const LIST_READ: Text = t("一覧を読んだ時刻", "list read");
+pub(crate) const AT: Text = t("時刻", "at");
+pub(crate) const BEFORE: Text = t("以前", "before");
+
+// The key facts' words.
+pub(crate) const KF_REGISTRATION: Text = t(
+    "スケールダウン後の webhook 登録",
+    "registration after scale-down",
+);
+pub(crate) const KF_KEPT: Text = t("あり", "kept");
+pub(crate) const KF_VIOLATING: Text = t("違反リクエスト", "violating request");
+pub(crate) const KF_LEASE: Text = t("Lease 取得: 復元から", "lease taken");
+pub(crate) const KF_AFTER_RESTORE: Text = t("後", "after restore");
+pub(crate) const KF_FIRST_DENY_RESTORE: Text = t("最初の拒否: 復元から", "first deny");
+pub(crate) const KF_FIRST_DENY_RESUME: Text = t("最初の拒否: 再開から", "first deny");
+pub(crate) const KF_AFTER_RESUME: Text = t("後", "after resume");
+pub(crate) const KF_GOOD: Text = t("ラベルあり", "good");
+pub(crate) const KF_BAD: Text = t("ラベルなし", "bad");
+
+/// Who resumed a process or restored replicas, as the evidence names them (`watchdog` and
+/// `healer` are the healer; `runner`, `runner-exit`, `later-command`, `watcher`), in words;
+/// `None` for a name not known here (shown as written).
+pub(crate) fn actor(name: &str) -> Option<Text> {
+    Some(match name {
+        "watchdog" | "healer" => t("healer", "healer"),
+        "watcher" => t("watcher", "watcher"),
+        "runner" => t("act のプロセス", "runner"),
+        "runner-exit" => t("act のプロセスの終了処理", "runner (exit path)"),
+        "later-command" => t("後のコマンド", "a later command"),
+        _ => return None,
+    })
+}

@@ -289,6 +289,7 @@ pub(crate) fn freeze(facts: &Value, lang: Lang) -> Option<Markup> {
         .pointer("/freeze/resumed_by")
         .and_then(Value::as_str)
         .unwrap_or("?");
+    let resumer = tx::actor(resumer).map_or(resumer, |t| t.get(lang));
     let mut rows = Vec::new();
     if let Some(armed) = ms_at(facts, "/freeze/watchdog_armed_at") {
         rows.push(Row {
@@ -306,19 +307,20 @@ pub(crate) fn freeze(facts: &Value, lang: Lang) -> Option<Markup> {
             from: frozen,
             to: resumed,
             note: format!(
-                "SIGSTOP (pidfd) → SIGCONT ({resumer}) · {} ms",
+                "SIGSTOP ({}) → SIGCONT ({resumer}) · {} ms",
+                tx::VIA_PIDFD.get(lang),
                 resumed - frozen
             ),
         },
     });
     for (key, label) in [
-        ("healthy_bad", "healthy, bad"),
-        ("target_good", "target, good"),
-        ("target_bad", "target, bad"),
-        ("control", "control, bad"),
+        ("healthy_bad", tx::ROW_HEALTHY_BAD),
+        ("target_good", tx::ROW_TARGET_GOOD),
+        ("target_bad", tx::ROW_TARGET_BAD),
+        ("control", tx::ROW_CONTROL),
     ] {
         if let Some(r) = facts.get(key)
-            && let Some(row) = request_row(label.to_owned(), r, None)
+            && let Some(row) = request_row(label.get(lang).to_owned(), r, None)
         {
             rows.push(row);
         }
@@ -413,23 +415,24 @@ pub(crate) fn scale(f5: &Value, f6: &Value, lang: Lang) -> Option<Markup> {
             });
         }
     };
+    let w = |t: tx::Text| t.get(lang);
     step(
         &mut rows,
         "watcher-armed",
-        "watcher armed",
+        w(tx::WATCHER_ARMED),
         ms_at(f5, "/watcher/armed_at"),
     );
-    step(&mut rows, "scaled", "scale to 0", Some(scaled));
+    step(&mut rows, "scaled", w(tx::SCALED_TO_0), Some(scaled));
     step(
         &mut rows,
         "pods-gone",
-        "pods gone",
+        w(tx::PODS_GONE),
         ms_at(f5, "/pods_gone_at"),
     );
     let reg = match f5["policy_webhook_present"].as_bool() {
-        Some(false) => "registration absent",
-        Some(true) => "registration still present",
-        None => "registration ?",
+        Some(false) => w(tx::REGISTRATION_ABSENT),
+        Some(true) => w(tx::REGISTRATION_PRESENT),
+        None => w(tx::REGISTRATION_UNKNOWN),
     };
     step(
         &mut rows,
@@ -438,38 +441,47 @@ pub(crate) fn scale(f5: &Value, f6: &Value, lang: Lang) -> Option<Markup> {
         ms_at(f5, "/registrations_checked_at"),
     );
     for (key, label) in [
-        ("target_bad", "target, bad (scaled)"),
-        ("control", "control, bad"),
+        ("target_bad", tx::ROW_TARGET_BAD_SCALED),
+        ("control", tx::ROW_CONTROL),
     ] {
         if let Some(r) = f5.get(key)
-            && let Some(row) = request_row(label.to_owned(), r, None)
+            && let Some(row) = request_row(label.get(lang).to_owned(), r, None)
         {
             rows.push(row);
         }
     }
     let by = f6["restored_by"].as_str().unwrap_or("?");
+    let by = tx::actor(by).map_or(by, |t| t.get(lang));
     for (key, ptr, label) in [
         (
             "replicas-restored",
             "/replicas_restored",
-            format!("restore (by {by})"),
+            format!("{} ({}: {by})", w(tx::RESTORE), w(tx::RESTORED_BY)),
         ),
-        ("pod-created", "/pod_created", "new pod created".to_owned()),
-        ("pod-running", "/pod_running", "new pod Running".to_owned()),
+        (
+            "pod-created",
+            "/pod_created",
+            w(tx::NEW_POD_CREATED).to_owned(),
+        ),
+        (
+            "pod-running",
+            "/pod_running",
+            w(tx::NEW_POD_RUNNING).to_owned(),
+        ),
         (
             "lease-acquired",
             "/lease_acquired",
-            "Lease acquired".to_owned(),
+            w(tx::LEASE_ACQUIRED).to_owned(),
         ),
         (
             "webhook-registered",
             "/webhook_registered",
-            "webhook registered".to_owned(),
+            w(tx::WEBHOOK_REGISTERED).to_owned(),
         ),
         (
             "first-deny",
             "/first_explicit_deny",
-            "first explicit deny".to_owned(),
+            w(tx::FIRST_EXPLICIT_DENY).to_owned(),
         ),
     ] {
         let Some(s) = f6.pointer(ptr).filter(|s| s.is_object()) else {
@@ -494,7 +506,7 @@ pub(crate) fn scale(f5: &Value, f6: &Value, lang: Lang) -> Option<Markup> {
         }
     }
     if let Some(probes) = f6["deny_probes"].as_array() {
-        rows.extend(request_runs("dry-run probes", probes));
+        rows.extend(request_runs(w(tx::PROBES), probes));
     }
     let mut vlines = Vec::new();
     if let Some(d) = ms_at(f5, "/watcher/deadline_at") {
@@ -511,7 +523,7 @@ pub(crate) fn scale(f5: &Value, f6: &Value, lang: Lang) -> Option<Markup> {
     if let Some(r) = restore {
         vlines.push(VLine {
             at: r,
-            label: "restore".into(),
+            label: w(tx::RESTORE).into(),
             class: "vline",
         });
     }

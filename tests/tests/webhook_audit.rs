@@ -1,0 +1,426 @@
+//! `kca-webhook-lab audit` on a fresh embedded cluster (real kube-apiserver, real Kyverno), one
+//! cluster for every step, in order, each running the real binary (`audit -o json`, and the
+//! table in both languages) against the cluster's kubeconfig:
+//!
+//! 1. before lab B's act 2: Kyverno's own registrations, not the lab's webhook;
+//! 2. after acts 1 and 2: the lab's webhook (`…-finegrained-kca-webhook-label`) with failurePolicy
+//!    Fail, timeoutSeconds 3, ready endpoints behind `kyverno/kyverno-svc`, intercepting none of
+//!    kube-system, Nodes, Leases, CSRs, a worst-case wait of at least its 3 s, no finding on it;
+//! 3. the admission controller scaled to 0 (the test scales it and always restores it): Kyverno
+//!    removes its registrations, and the audit shows the lab's webhook absent (a Fail webhook
+//!    still registered with 0 ready endpoints on the way is `fail-no-ready-endpoints`, noted when
+//!    seen); after the restore the webhook comes back with ready endpoints;
+//! 4. a ValidatingWebhookConfiguration the test breaks on purpose (a Fail webhook on Nodes and
+//!    CSRs behind a Service that does not exist; an Ignore webhook with a 30 s timeout and an
+//!    opt-out objectSelector, selecting no namespace there is): exactly the four findings on it,
+//!    exit code 3; deleted, none of them is left.
+//!
+//! Every exit code is checked against the findings (0 none, 3 some).
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use lab::evidence::Lab;
+use lab::webhook_audit::{AuditReport, Backend, FindingCode, WebhookRow};
+use libtest_mimic::{Arguments, Failed, Trial};
+use serde_json::json;
+use tests::LabCluster;
+use tests::acts::ensure;
+use xtask::lab_run::LabRun;
+
+const CLUSTER_NAME: &str = "test-audit";
+/// The lab's webhook, as Kyverno 1.19 names it for the policy under Fail.
+const LAB_WEBHOOK: &str = "vpol.validate.kyverno.svc-fail-finegrained-kca-webhook-label";
+/// The configuration the test breaks on purpose.
+const BROKEN: &str = "kca-audit-broken";
+/// How long Kyverno may take to remove or restore its registrations.
+const REGISTRATION_BOUND: Duration = Duration::from_secs(180);
+
+type Shared = Arc<Mutex<tests::OrderedLab>>;
+
+/// One ordered step on the shared cluster.
+type Step = fn(&LabRun) -> Result<(), Failed>;
+
+fn main() {
+    let mut args = Arguments::from_args();
+    args.test_threads = Some(1);
+    let state: Shared = Arc::default();
+    let steps: [(&'static str, Step); 4] = [
+        ("audit_before_the_lab_registers_its_webhook", before_act2),
+        ("audit_after_act_2_shows_the_lab_webhook", after_act2),
+        ("audit_with_the_controller_scaled_to_0", scaled_to_zero),
+        (
+            "audit_finds_a_registration_broken_on_purpose",
+            broken_on_purpose,
+        ),
+    ];
+    let trials = steps
+        .into_iter()
+        .map(|(name, f)| {
+            let st = state.clone();
+            Trial::test(name, move || tests::ordered_step(&st, name, setup, f))
+        })
+        .collect();
+    let conclusion = libtest_mimic::run(&args, trials);
+    let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
+    s.run = None;
+    if let Some(c) = s.cluster.take()
+        && let Err(e) = c.down()
+    {
+        eprintln!("teardown of {CLUSTER_NAME} failed: {e:#}");
+        std::process::exit(101);
+    }
+    drop(s);
+    conclusion.exit();
+}
+
+fn setup() -> anyhow::Result<(LabCluster, LabRun)> {
+    tests::ensure_lab_binary()?;
+    let cluster = LabCluster::fresh(CLUSTER_NAME)?;
+    let workdir = tempfile::Builder::new()
+        .prefix("audit-workdir-")
+        .tempdir()?
+        .keep();
+    let mut run = LabRun::new(
+        Lab::B,
+        &workdir,
+        &cluster.kubeconfig(),
+        &cluster.cri_endpoint(),
+    )?;
+    run.env.audit = cluster.audit();
+    Ok((cluster, run))
+}
+
+/// The kubeconfig the run uses.
+fn kubeconfig(run: &LabRun) -> PathBuf {
+    run.env
+        .kubeconfig
+        .clone()
+        .expect("the lab run has a kubeconfig")
+}
+
+/// Runs `kca-webhook-lab [--lang en] audit ARGS` against the cluster: (exit code, stdout, stderr).
+fn audit_cli(run: &LabRun, lang_en: bool, args: &[&str]) -> Result<(i32, String, String), Failed> {
+    let mut c = std::process::Command::new(tests::ensure_lab_binary()?);
+    if lang_en {
+        c.args(["--lang", "en"]);
+    }
+    c.arg("--kubeconfig")
+        .arg(kubeconfig(run))
+        .arg("audit")
+        .args(args)
+        .stdin(std::process::Stdio::null());
+    let out = c.output()?;
+    Ok((
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    ))
+}
+
+/// `audit -o json`, parsed; its exit code must say whether there are findings.
+fn audit_json(run: &LabRun) -> Result<AuditReport, Failed> {
+    let (code, out, err) = audit_cli(run, true, &["-o", "json"])?;
+    let report: AuditReport = serde_json::from_str(&out)
+        .map_err(|e| format!("audit -o json (exit {code}) is not the report: {e}\n{out}{err}"))?;
+    let want = if report.findings.is_empty() { 0 } else { 3 };
+    ensure(
+        code == want,
+        &format!(
+            "audit exits {want} for {} findings (exit {code}; stderr {err})",
+            report.findings.len()
+        ),
+    )?;
+    Ok(report)
+}
+
+fn lab_webhook(report: &AuditReport) -> Option<&WebhookRow> {
+    report.webhooks.iter().find(|w| w.webhook == LAB_WEBHOOK)
+}
+
+fn ready(w: &WebhookRow) -> Option<u64> {
+    match &w.backend {
+        Backend::Service {
+            ready_endpoints, ..
+        } => *ready_endpoints,
+        _ => None,
+    }
+}
+
+fn before_act2(run: &LabRun) -> Result<(), Failed> {
+    let report = audit_json(run)?;
+    ensure(
+        lab_webhook(&report).is_none(),
+        "before act 2 the lab's webhook is not registered",
+    )?;
+    ensure(
+        report
+            .webhooks
+            .iter()
+            .any(|w| w.configuration.starts_with("kyverno-")),
+        &format!(
+            "Kyverno's own registrations are listed: {:?}",
+            names(&report)
+        ),
+    )?;
+    eprintln!(
+        "    before act 2: {} webhooks, findings {:?}",
+        report.webhooks.len(),
+        codes(&report, None)
+    );
+    Ok(())
+}
+
+fn after_act2(run: &LabRun) -> Result<(), Failed> {
+    for act in [1, 2] {
+        run.act(act).map_err(|e| format!("act {act}: {e:#}"))?;
+    }
+    let report = audit_json(run)?;
+    let w = lab_webhook(&report)
+        .ok_or_else(|| format!("after act 2, {LAB_WEBHOOK} is listed: {:?}", names(&report)))?;
+    ensure(
+        w.failure_policy == "Fail" && w.timeout_seconds == 3,
+        &format!(
+            "Fail, 3 s (seen {} {}s)",
+            w.failure_policy, w.timeout_seconds
+        ),
+    )?;
+    ensure(
+        ready(w).is_some_and(|n| n >= 1),
+        &format!("ready endpoints behind kyverno-svc (seen {:?})", w.backend),
+    )?;
+    ensure(
+        !w.intercepts.kube_system && !w.intercepts.bootstrap(),
+        &format!("intercepts nothing restart-critical: {:?}", w.intercepts),
+    )?;
+    let wait = w
+        .worst_wait
+        .as_ref()
+        .ok_or("the lab's webhook is called for some request")?;
+    ensure(
+        wait.seconds >= 3 && wait.request.contains("kca-webhook-target"),
+        &format!("worst wait ≥ 3 s in the target namespace: {wait:?}"),
+    )?;
+    ensure(
+        !report.findings.iter().any(|f| f.webhook == LAB_WEBHOOK),
+        &format!(
+            "no finding on the healthy lab webhook: {:?}",
+            report.findings
+        ),
+    )?;
+    // The table, in both languages, names it with its facts.
+    let (_, en, _) = audit_cli(run, true, &[])?;
+    ensure(
+        en.contains(LAB_WEBHOOK) && en.contains("WORST-WAIT") && en.contains("3s"),
+        &format!("the English table lists the webhook:\n{en}"),
+    )?;
+    let (_, ja, _) = audit_cli(run, false, &[])?;
+    ensure(
+        ja.contains(LAB_WEBHOOK) && ja.contains("最悪の待ち時間"),
+        &format!("the Japanese table lists the webhook:\n{ja}"),
+    )?;
+    eprintln!("    after act 2 (table, en):\n{en}");
+    Ok(())
+}
+
+/// Scales the admission controller to `replicas` (the Deployment's scale subresource).
+fn scale(run: &LabRun, replicas: i32) -> Result<(), Failed> {
+    run.block_on(async {
+        let client = xtask::cluster::ready::client(&kubeconfig(run)).await?;
+        Api::<Deployment>::namespaced(client, lab::cluster::KYVERNO_NAMESPACE)
+            .patch_scale(
+                lab::cluster::ADMISSION_DEPLOYMENT,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"replicas": replicas}})),
+            )
+            .await?;
+        anyhow::Ok(())
+    })
+    .map_err(|e| {
+        Failed::from(format!(
+            "scaling the admission controller to {replicas}: {e:#}"
+        ))
+    })
+}
+
+/// Audits every 2 s until `done` holds, up to [`REGISTRATION_BOUND`]; every report seen is given
+/// to `seen`. Returns the report that held.
+fn audit_until(
+    run: &LabRun,
+    what: &str,
+    mut seen: impl FnMut(&AuditReport),
+    done: impl Fn(&AuditReport) -> bool,
+) -> Result<AuditReport, Failed> {
+    let t0 = Instant::now();
+    loop {
+        let r = audit_json(run)?;
+        seen(&r);
+        if done(&r) {
+            eprintln!("    {what}: after {:.1} s", t0.elapsed().as_secs_f64());
+            return Ok(r);
+        }
+        if t0.elapsed() > REGISTRATION_BOUND {
+            return Err(format!(
+                "waited {} s for {what}; last audit: {:?}",
+                REGISTRATION_BOUND.as_secs(),
+                names(&r)
+            )
+            .into());
+        }
+        std::thread::sleep(Duration::from_secs(2));
+    }
+}
+
+fn scaled_to_zero(run: &LabRun) -> Result<(), Failed> {
+    scale(run, 0)?;
+    let mut no_endpoints_seen = false;
+    let gone = audit_until(
+        run,
+        "the lab's webhook absent with the controller at 0",
+        |r| {
+            no_endpoints_seen |= r
+                .findings
+                .iter()
+                .any(|f| f.webhook == LAB_WEBHOOK && f.code == FindingCode::FailNoReadyEndpoints)
+        },
+        |r| lab_webhook(r).is_none(),
+    );
+    // Restore whatever happened above.
+    let restored = scale(run, 1).and_then(|()| {
+        audit_until(
+            run,
+            "the lab's webhook back with ready endpoints",
+            |_| {},
+            |r| lab_webhook(r).and_then(ready).is_some_and(|n| n >= 1),
+        )
+    });
+    let gone = gone?;
+    restored?;
+    eprintln!(
+        "    at 0 replicas: {} webhooks ({:?}); a Fail webhook with 0 ready endpoints seen on the way: {no_endpoints_seen}",
+        gone.webhooks.len(),
+        names(&gone)
+    );
+    Ok(())
+}
+
+/// The configuration broken on purpose (module docs).
+fn broken_configuration() -> ValidatingWebhookConfiguration {
+    serde_json::from_value(json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": BROKEN, "labels": {"kca-webhook-lab/test": "audit"}},
+        "webhooks": [
+            {
+                "name": "fail-on-nodes.audit.kca.test",
+                "failurePolicy": "Fail",
+                "timeoutSeconds": 5,
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+                "clientConfig": {"service": {"namespace": "default", "name": "kca-audit-missing", "port": 443}},
+                // CREATE only: the node is registered already and no CSR is made during the test,
+                // so nothing of the cluster's own is refused meanwhile.
+                "rules": [
+                    {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["nodes"]},
+                    {"apiGroups": ["certificates.k8s.io"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["certificatesigningrequests"]}
+                ]
+            },
+            {
+                "name": "ignore-slow.audit.kca.test",
+                "failurePolicy": "Ignore",
+                "timeoutSeconds": 30,
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+                "clientConfig": {"service": {"namespace": "default", "name": "kca-audit-missing", "port": 443}},
+                "namespaceSelector": {"matchLabels": {"kca-webhook-lab/audit": "no-such-namespace"}},
+                "objectSelector": {"matchExpressions": [{"key": "kca-webhook-lab/skip", "operator": "DoesNotExist"}]},
+                "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}]
+            }
+        ]
+    }))
+    .expect("a valid ValidatingWebhookConfiguration")
+}
+
+fn broken_on_purpose(run: &LabRun) -> Result<(), Failed> {
+    let api = |run: &LabRun| {
+        run.block_on(async {
+            let client = xtask::cluster::ready::client(&kubeconfig(run)).await?;
+            anyhow::Ok(Api::<ValidatingWebhookConfiguration>::all(client))
+        })
+    };
+    let vwc = api(run).map_err(|e| format!("{e:#}"))?;
+    run.block_on(vwc.create(&PostParams::default(), &broken_configuration()))
+        .map_err(|e| format!("creating {BROKEN}: {e}"))?;
+    let seen = audit_json(run);
+    let (_, table, _) = audit_cli(run, true, &[]).unwrap_or_default();
+    let deleted = run
+        .block_on(vwc.delete(BROKEN, &DeleteParams::default()))
+        .map_err(|e| format!("deleting {BROKEN}: {e}"));
+    let report = seen?;
+    deleted?;
+    let found = codes(&report, Some(BROKEN));
+    let want = vec![
+        (
+            "fail-on-nodes.audit.kca.test".to_owned(),
+            FindingCode::FailNoReadyEndpoints,
+        ),
+        (
+            "fail-on-nodes.audit.kca.test".to_owned(),
+            FindingCode::FailOnBootstrapResources,
+        ),
+        (
+            "ignore-slow.audit.kca.test".to_owned(),
+            FindingCode::IgnoreLongTimeout,
+        ),
+        (
+            "ignore-slow.audit.kca.test".to_owned(),
+            FindingCode::OptOutObjectSelector,
+        ),
+    ];
+    ensure(
+        found == want,
+        &format!("the broken configuration's findings: want {want:?}, found {found:?}"),
+    )?;
+    let nodes = report
+        .webhooks
+        .iter()
+        .find(|w| w.webhook == "fail-on-nodes.audit.kca.test")
+        .ok_or("the broken webhook is listed")?;
+    ensure(
+        nodes.intercepts.nodes && nodes.intercepts.csrs && !nodes.intercepts.leases,
+        &format!("intercepts Nodes and CSRs only: {:?}", nodes.intercepts),
+    )?;
+    ensure(
+        ready(nodes) == Some(0),
+        &format!(
+            "0 ready endpoints behind a missing Service: {:?}",
+            nodes.backend
+        ),
+    )?;
+    eprintln!("    broken on purpose (table, en):\n{table}");
+    let after = audit_json(run)?;
+    ensure(
+        codes(&after, Some(BROKEN)).is_empty(),
+        "deleted, its findings are gone",
+    )
+}
+
+fn names(r: &AuditReport) -> Vec<String> {
+    r.webhooks
+        .iter()
+        .map(|w| format!("{}/{}", w.configuration, w.webhook))
+        .collect()
+}
+
+/// (webhook, code) of the findings, of configuration `config` only when given.
+fn codes(r: &AuditReport, config: Option<&str>) -> Vec<(String, FindingCode)> {
+    r.findings
+        .iter()
+        .filter(|f| config.is_none_or(|c| f.configuration == c))
+        .map(|f| (f.webhook.clone(), f.code))
+        .collect()
+}
