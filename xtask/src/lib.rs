@@ -11,11 +11,14 @@
 //! - [`backend`]: where a lab run's cluster comes from: embedded, an existing cluster
 //!   (kubeconfig), or k3s in Docker.
 //! - [`bench`](mod@bench): `cargo xtask bench`, the labs N times against their floors.
+//! - [`matrix`]: `cargo xtask matrix`, both labs on Kubernetes × Kyverno cells and the drift
+//!   table of the taught facts.
 
 pub mod backend;
 pub mod bench;
 pub mod cluster;
 pub mod command;
 pub mod lab_run;
+pub mod matrix;
 pub mod status;
 pub mod upstream;

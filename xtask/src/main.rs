@@ -21,6 +21,8 @@ enum Cmd {
     /// Run the labs N times and write a table of every phase against its floor
     /// (`target/bench/<run-id>.{json,md}`).
     Bench(xtask::bench::BenchCmd),
+    /// Both labs on each Kubernetes × Kyverno cell and the drift table of the taught facts.
+    Matrix(xtask::matrix::MatrixCmd),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -30,5 +32,6 @@ fn main() -> anyhow::Result<()> {
         Cmd::Cluster(cmd) => cmd.run(),
         Cmd::Lab(cmd) => cmd.run(),
         Cmd::Bench(cmd) => cmd.run(),
+        Cmd::Matrix(cmd) => cmd.run(),
     }
 }
