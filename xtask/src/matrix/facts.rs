@@ -76,14 +76,14 @@ fn s<'a>(v: &'a Value, ptr: &str) -> &'a str {
     v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
 }
 
-/// `outcome` and whether the separate GET found it: `webhook-timeout/not stored`.
+/// `outcome` and whether the separate GET by name found it: `webhook-timeout (GET: not found)`.
 fn request_word(r: &Value) -> String {
-    let stored = match r.pointer("/get/exists").and_then(Value::as_bool) {
-        Some(true) => "stored",
-        Some(false) => "not stored",
-        None => "GET missing",
+    let found = match r.pointer("/get/exists").and_then(Value::as_bool) {
+        Some(true) => "found",
+        Some(false) => "not found",
+        None => "not made",
     };
-    format!("{}/{stored}", s(r, "/outcome"))
+    format!("{} (GET: {found})", s(r, "/outcome"))
 }
 
 /// The distinct words of several requests, joined (`a` when all agree, `a | b` otherwise).

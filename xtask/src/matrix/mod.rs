@@ -237,7 +237,16 @@ fn finish(dir: &Path, runs: &[CellRun], baseline: Option<&Path>, write_docs: boo
     }
     let t = table::build(&inputs);
     write_json(&dir.join("matrix.json"), &t)?;
-    let md = t.markdown();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let md = format!(
+        "Measured by `cargo xtask {}` ({}, artifacts `target/lab-artifacts/{}`).\n\n{}",
+        args.join(" "),
+        chrono::Utc::now().format("%Y-%m-%d %H:%M UTC"),
+        dir.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        t.markdown()
+    );
     std::fs::write(dir.join("matrix.md"), &md)
         .with_context(|| format!("writing {}", dir.join("matrix.md").display()))?;
     std::fs::write(
@@ -298,7 +307,21 @@ fn load_cell(
         running: String::new(),
         a: None,
         b: None,
-        artifacts: dir.join("index.html").display().to_string(),
+        // Relative when the run sits beside the matrix directory (so the page works from an
+        // uploaded artifact), else absolute.
+        artifacts: match dir.file_name() {
+            Some(n)
+                if dir.parent()
+                    == Some(
+                        &crate::cluster::config::repo_root()
+                            .join("target")
+                            .join("lab-artifacts"),
+                    ) =>
+            {
+                format!("../{}/index.html", n.to_string_lossy())
+            }
+            _ => dir.join("index.html").display().to_string(),
+        },
     };
     for name in labs {
         let lab = if name == "a" { Lab::A } else { Lab::B };
@@ -436,21 +459,21 @@ mod tests {
                 .observed
                 .value
                 .as_deref(),
-            Some("webhook-timeout/not stored")
+            Some("webhook-timeout (GET: not found)")
         );
         assert_eq!(
             value(&t, "b.fail-freeze.control", 0)
                 .observed
                 .value
                 .as_deref(),
-            Some("stored/stored")
+            Some("stored (GET: found)")
         );
         assert_eq!(
             value(&t, "b.ignore-freeze.target", 0)
                 .observed
                 .value
                 .as_deref(),
-            Some("stored/stored after the timeout")
+            Some("stored (GET: found) after the timeout")
         );
         assert_eq!(
             value(&t, "b.timeout.elapsed", 0).observed.value.as_deref(),
@@ -476,7 +499,7 @@ mod tests {
                 .observed
                 .value
                 .as_deref(),
-            Some("stored/stored, webhook not called")
+            Some("stored (GET: found), webhook not called")
         );
         assert_eq!(
             value(&t, "a.recovery.order", 0).observed.value.as_deref(),
@@ -484,7 +507,7 @@ mod tests {
         );
         assert_eq!(
             value(&t, "a.dry-run", 0).observed.value.as_deref(),
-            Some("good: dry-run-admitted/not stored · bad: explicit-deny")
+            Some("good: dry-run-admitted (GET: not found) · bad: explicit-deny")
         );
         assert!(
             t.columns[0].findings.is_empty(),

@@ -228,8 +228,13 @@ fn mark(d: Drift) -> &'static str {
     }
 }
 
+/// A table cell's text: `|` escaped, no line breaks, `<`/`>` as entities (a Markdown renderer
+/// drops unknown tags such as `<webhook>`).
 fn md_escape(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+    s.replace('|', "\\|")
+        .replace('\n', " ")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 impl Table {
