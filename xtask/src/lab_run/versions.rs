@@ -111,10 +111,16 @@ mod tests {
 
     #[test]
     fn support_is_labelled_from_kyvernos_stated_range() {
-        assert_eq!(support_json(&Versions::pinned()), serde_json::json!({"supported": true}));
+        assert_eq!(
+            support_json(&Versions::pinned()),
+            serde_json::json!({"supported": true})
+        );
         let out = support_json(&Versions::new("v1.36.3", "v1.19.1").unwrap());
         assert_eq!(out["supported"], false);
         assert_eq!(out["range"], "v1.33–v1.35");
-        assert!(out["source"].as_str().unwrap().contains("endoflife.date"), "{out}");
+        assert!(
+            out["source"].as_str().unwrap().contains("endoflife.date"),
+            "{out}"
+        );
     }
 }

@@ -93,7 +93,8 @@ pub const KUBERNETES_MINORS: &[KubernetesMinor] = &[
     KubernetesMinor {
         minor: 34,
         flags: &[],
-        note: "same daemon flags as v1.35 (docs/matrix.md records the run)",
+        note: "every flag the daemons pass is in v1.34.4's `--help` (kube-apiserver, \
+               kube-controller-manager, kube-scheduler, kubelet, kube-proxy; checked 2026-12-01)",
     },
     KubernetesMinor {
         minor: 35,
@@ -104,8 +105,7 @@ pub const KUBERNETES_MINORS: &[KubernetesMinor] = &[
         minor: 36,
         flags: &[],
         note: "every flag the daemons pass is in v1.36.3's `--help` (kube-apiserver, \
-               kube-controller-manager, kube-scheduler, kubelet, kube-proxy; checked 2026-12-01); \
-               docs/matrix.md records the run",
+               kube-controller-manager, kube-scheduler, kubelet, kube-proxy; checked 2026-12-01)",
     },
 ];
 
