@@ -221,12 +221,7 @@ impl MatrixCmd {
 fn finish(dir: &Path, runs: &[CellRun], baseline: Option<&Path>, write_docs: bool) -> Result<()> {
     let mut inputs = Vec::new();
     if let Some(b) = baseline {
-        inputs.push(load_cell(
-            &Versions::pinned(),
-            b,
-            &["a".into(), "b".into()],
-            &Default::default(),
-        )?);
+        inputs.push(load_baseline(b)?);
     }
     for r in runs {
         let mut c = load_cell(&r.versions, &r.dir, &r.labs, &r.errors)?;
@@ -289,6 +284,54 @@ pub fn write_docs_table(path: &Path, table: &str) -> Result<()> {
     };
     let out = format!("{}{DOCS_BEGIN}\n{table}{}", &text[..b], &text[e..]);
     std::fs::write(path, out).with_context(|| format!("writing {}", path.display()))
+}
+
+/// The pinned column from `--baseline DIR`: `DIR/a` and `DIR/b` (a run directory), or else the
+/// newest `DIR/a-*` and `DIR/b-*` (the recorded runs, `lab/tests/fixtures/recorded`).
+///
+/// # Errors
+/// Neither layout, or unreadable evidence.
+fn load_baseline(dir: &Path) -> Result<CellInput> {
+    let mut cell = CellInput {
+        versions: Versions::pinned(),
+        running: format!("baseline {}", dir.display()),
+        a: None,
+        b: None,
+        artifacts: dir.display().to_string(),
+    };
+    for (name, lab) in [("a", Lab::A), ("b", Lab::B)] {
+        let lab_dir = baseline_lab_dir(dir, name).with_context(|| {
+            format!(
+                "--baseline {}: no {name}/ and no {name}-* directory",
+                dir.display()
+            )
+        })?;
+        let result = load_lab(lab, &lab_dir)?;
+        cell.running = format!("{} · lab {name}: {}", cell.running, lab_dir.display());
+        match lab {
+            Lab::A => cell.a = Some(result),
+            Lab::B => cell.b = Some(result),
+        }
+    }
+    Ok(cell)
+}
+
+/// `dir/<name>` if it is a directory, else the last (newest by its UTC suffix) `dir/<name>-*`.
+fn baseline_lab_dir(dir: &Path, name: &str) -> Option<PathBuf> {
+    if dir.join(name).is_dir() {
+        return Some(dir.join(name));
+    }
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.is_dir()
+                && p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(&format!("{name}-")))
+        })
+        .collect();
+    found.sort();
+    found.pop()
 }
 
 /// One cell's [`CellInput`] from a run directory (`<dir>/<lab>/workdir/evidence`,
@@ -599,6 +642,19 @@ mod tests {
                 .any(|l| l.contains("run failed: lab b: act 6: no evidence")),
             "{f:?}"
         );
+    }
+
+    #[test]
+    fn the_recorded_runs_serve_as_a_baseline() {
+        let dir = crate::cluster::config::repo_root().join("lab/tests/fixtures/recorded");
+        assert_eq!(
+            baseline_lab_dir(&dir, "b"),
+            Some(recorded("b-20261130T210502Z"))
+        );
+        let c = load_baseline(&dir).unwrap();
+        assert!(c.versions.is_pinned());
+        assert_eq!(c.a.unwrap().evidence.len(), 8);
+        assert!(load_baseline(&dir.join("nothing-here")).is_err());
     }
 
     #[test]
