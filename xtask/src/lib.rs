@@ -13,6 +13,8 @@
 //! - [`bench`](mod@bench): `cargo xtask bench`, the labs N times against their floors.
 //! - [`guest`]: `cargo xtask guest run`, the node in a Debian 12 cgroup v2 guest under qemu.
 //! - [`dist`]: `cargo xtask dist`, the student tool as a static release binary with checksums.
+//! - [`matrix`]: `cargo xtask matrix`, both labs on Kubernetes × Kyverno cells and the drift
+//!   table of the taught facts.
 
 pub mod backend;
 pub mod bench;
@@ -21,5 +23,6 @@ pub mod command;
 pub mod dist;
 pub mod guest;
 pub mod lab_run;
+pub mod matrix;
 pub mod status;
 pub mod upstream;

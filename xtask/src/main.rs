@@ -27,6 +27,8 @@ enum Cmd {
     /// Build the student tool for release: optimised, statically linked, with SHA256SUMS, and
     /// check it runs without a C library (`target/dist-files/`).
     Dist(xtask::dist::DistCmd),
+    /// Both labs on each Kubernetes × Kyverno cell and the drift table of the taught facts.
+    Matrix(xtask::matrix::MatrixCmd),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -38,5 +40,6 @@ fn main() -> anyhow::Result<()> {
         Cmd::Bench(cmd) => cmd.run(),
         Cmd::Guest(cmd) => cmd.run(),
         Cmd::Dist(cmd) => cmd.run(),
+        Cmd::Matrix(cmd) => cmd.run(),
     }
 }

@@ -149,6 +149,10 @@ pub struct Runtime {
     pub cni_bin_dir: PathBuf,
     /// cgroup parent of kubelet's `kubepods` hierarchy (`/kca-<name>`), in every cgroup v1 controller.
     pub cgroup_root: String,
+    /// Daemon flags the running Kubernetes minor handles differently from the pinned one (the
+    /// row of `xtask::upstream::versions::KUBERNETES_MINORS`; empty for the pinned minor),
+    /// applied by [`super::daemons::spec`].
+    pub flag_changes: &'static [crate::upstream::versions::FlagChange],
 }
 
 impl Runtime {
@@ -163,6 +167,7 @@ impl Runtime {
             bin_dir: cfg.bin_dir.clone(),
             cni_bin_dir: cfg.cni_bin_dir.clone(),
             cgroup_root: format!("/kca-{}", cfg.name),
+            flag_changes: &[],
         }
     }
 

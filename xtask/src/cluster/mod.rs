@@ -108,18 +108,38 @@ impl Inputs {
     }
 
     /// [`Inputs::from_env`] if `KCA_UPSTREAM_BIN` is set, else the upstream build cache
-    /// (`xtask::upstream::ensure_built`, which builds what is missing).
+    /// (`xtask::upstream::ensure_built`, which builds what is missing) for the pinned pair.
     pub fn resolve() -> Result<Inputs> {
+        Self::resolve_versions(&crate::upstream::Versions::pinned())
+    }
+
+    /// As [`Inputs::resolve`], for the Kubernetes × Kyverno pair `versions` (`KCA_UPSTREAM_BIN`
+    /// is refused with another pair: the prebuilt binaries' versions are not known).
+    pub fn resolve_versions(versions: &crate::upstream::Versions) -> Result<Inputs> {
         if let Some(i) = Self::from_env()? {
+            if !versions.is_pinned() {
+                bail!(
+                    "KCA_UPSTREAM_BIN is set (prebuilt binaries of unknown versions) and {} was asked for; unset it to build that pair",
+                    versions.label()
+                );
+            }
             return Ok(i);
         }
-        upstream_inputs()
+        upstream_inputs(versions)
     }
 }
 
-fn upstream_inputs() -> Result<Inputs> {
-    let a = crate::upstream::ensure_built(&crate::upstream::BuildOptions::default())
-        .context("building the upstream programs, images and chart")?;
+fn upstream_inputs(versions: &crate::upstream::Versions) -> Result<Inputs> {
+    let a = crate::upstream::ensure_built(&crate::upstream::BuildOptions {
+        versions: versions.clone(),
+        ..Default::default()
+    })
+    .with_context(|| {
+        format!(
+            "building the upstream programs, images and chart ({})",
+            versions.label()
+        )
+    })?;
     Ok(Inputs::from(a))
 }
 
@@ -158,6 +178,9 @@ pub struct UpOptions {
     pub ready_timeout: Duration,
     /// Bound of each Kyverno wait (default 420 s).
     pub kyverno_timeout: Duration,
+    /// Which Kubernetes and Kyverno to build and run when `inputs` is None (default: the pinned
+    /// pair).
+    pub versions: crate::upstream::Versions,
 }
 
 impl UpOptions {
@@ -172,6 +195,7 @@ impl UpOptions {
             retain_on_failure: false,
             ready_timeout: Duration::from_secs(180) * scale,
             kyverno_timeout: Duration::from_secs(420) * scale,
+            versions: crate::upstream::Versions::pinned(),
         }
     }
 }
@@ -304,7 +328,7 @@ impl Cluster {
         }
         let inputs = match opts.inputs.clone() {
             Some(i) => i,
-            None => Inputs::resolve()?,
+            None => Inputs::resolve_versions(&opts.versions)?,
         };
         std::fs::create_dir_all(&opts.state_root)
             .with_context(|| format!("creating {}", opts.state_root.display()))?;
@@ -326,6 +350,7 @@ impl Cluster {
         let net = netns::pick_free(&used)?;
         let mut rt = Runtime::new(&cfg, net);
         rt.cgroup_root = host::cgroup_root_for(&cfg.name, cgroups.plan.as_ref());
+        rt.flag_changes = opts.versions.flag_changes()?;
         let mut record = ClusterRecord::new(&rt);
         inherit_host_paths(&mut record, &cfg.state_root);
         record.save()?;
@@ -1061,6 +1086,9 @@ enum Sub {
         /// Stop after the node is Ready (no Kyverno, no lab environment).
         #[arg(long)]
         no_kyverno: bool,
+        /// Which Kubernetes and Kyverno (default: the pinned pair).
+        #[command(flatten)]
+        versions: crate::upstream::VersionArgs,
     },
     /// Stop everything and remove every leftover (works after a crash).
     Down {
@@ -1088,10 +1116,12 @@ impl ClusterCmd {
                 name,
                 retain,
                 no_kyverno,
+                versions,
             } => {
                 let mut opts = UpOptions::new(&name);
                 opts.retain_on_failure = retain;
                 opts.kyverno = !no_kyverno;
+                opts.versions = versions.resolve()?;
                 let _lock = crate::lab_run::ClusterLock::acquire(&root)?;
                 let c = Cluster::up(opts)?;
                 println!("kubeconfig: {}", c.kubeconfig().display());

@@ -27,6 +27,7 @@
 pub mod diagnostics;
 pub mod reference;
 pub mod report;
+pub mod versions;
 
 use std::path::{Path, PathBuf};
 
@@ -79,6 +80,9 @@ struct RunArgs {
     /// Where the cluster comes from (`--cluster embedded|kubeconfig|k3s` and their flags).
     #[command(flatten)]
     backend: crate::backend::BackendArgs,
+    /// Embedded backend: which Kubernetes and Kyverno to build and run (default: the pinned pair).
+    #[command(flatten)]
+    versions: crate::upstream::VersionArgs,
 }
 
 impl LabCmd {
@@ -99,6 +103,13 @@ impl LabCmd {
                 // healed, artifacts collected, the cluster torn down, and the process exits 130.
                 lab::signals::install();
                 let backend = args.backend.backend()?;
+                if args.versions.given() && backend != crate::backend::Backend::Embedded {
+                    bail!(
+                        "--kubernetes/--kyverno choose what the embedded backend builds; the {} backend runs the versions its cluster has (see --allow-other-versions)",
+                        backend.name()
+                    );
+                }
+                let versions = args.versions.resolve()?;
                 backend.preflight()?;
                 let labs = match args.lab {
                     Some(l) => vec![l],
@@ -118,6 +129,7 @@ impl LabCmd {
                         run_id: run_id.clone(),
                         retain: args.retain,
                         backend: backend.clone(),
+                        versions: versions.clone(),
                         ..RunOptions::new(lab)
                     };
                     match run_lab(&opts) {
@@ -641,6 +653,9 @@ pub struct RunOptions {
     pub retain: bool,
     /// Where the cluster comes from (default [`crate::backend::Backend::Embedded`]).
     pub backend: crate::backend::Backend,
+    /// Embedded backend: the Kubernetes × Kyverno pair to build and run (default the pinned
+    /// pair); the versions found running go to `<artifacts>/versions.json` ([`versions::record`]).
+    pub versions: crate::upstream::Versions,
 }
 
 impl RunOptions {
@@ -651,6 +666,7 @@ impl RunOptions {
             run_id: run_id(),
             retain: false,
             backend: crate::backend::Backend::Embedded,
+            versions: crate::upstream::Versions::pinned(),
         }
     }
 }
@@ -800,21 +816,26 @@ fn run_lab_inner(opts: &RunOptions, artifacts: &Path) -> Result<RunReport> {
     if opts.backend != crate::backend::Backend::Embedded {
         return run_lab_on_backend(opts, &name, &artifacts);
     }
-    let up = crate::cluster::UpOptions::new(&name);
+    let mut up = crate::cluster::UpOptions::new(&name);
+    up.versions = opts.versions.clone();
     let _lock = ClusterLock::acquire(&up.state_root)?;
     bail_if_interrupted("after taking the cluster lock")?;
     let step = Step::start(format!("bringing up a fresh cluster {name}"));
     let cluster = diagnostics::up_with_diagnostics(up, &diagnostics::dir(&artifacts))
         .with_context(|| format!("bringing up cluster {name}"))?;
     step.ok();
-    let result = drive(Drive {
-        lab: opts.lab,
-        kubeconfig: &cluster.kubeconfig(),
-        cri_endpoint: &cluster.cri_endpoint(),
-        audit: lab::audit::AuditSource::Log(cluster.audit_log()),
-        artifacts: &artifacts,
-        daemon_logs: Some(cluster.state_dir().join("logs")),
-        registration_bound: lab::labs::common::REGISTRATION_BOUND,
+    // What runs, from the live cluster (run metadata; a failure to read it is a failed run).
+    let recorded = versions::record(&cluster.kubeconfig(), &opts.versions, &artifacts);
+    let result = recorded.and_then(|_| {
+        drive(Drive {
+            lab: opts.lab,
+            kubeconfig: &cluster.kubeconfig(),
+            cri_endpoint: &cluster.cri_endpoint(),
+            audit: lab::audit::AuditSource::Log(cluster.audit_log()),
+            artifacts: &artifacts,
+            daemon_logs: Some(cluster.state_dir().join("logs")),
+            registration_bound: lab::labs::common::REGISTRATION_BOUND,
+        })
     });
     let step = Step::start("collecting the cluster's logs");
     let collected = collect_cluster_logs(cluster.state_dir(), &artifacts);

@@ -281,9 +281,40 @@ pub fn print_status(root: &Path) -> anyhow::Result<()> {
         .collect();
     entries.sort();
     for e in entries {
-        println!("  {:>10}  {}", human_size(dir_size(&e)), e.display());
+        let what = entry_version(&e)
+            .map(|v| format!("  ({v})"))
+            .unwrap_or_default();
+        println!("  {:>10}  {}{what}", human_size(dir_size(&e)), e.display());
     }
     Ok(())
+}
+
+/// What version an entry holds, from its record: a family's `build.json` (`module version`), a
+/// chart's `assembly.json` (`kyverno chart X, appVersion Y`), or a generated wrapper's `go.mod`
+/// (`require` line); `None` for entries without one (images, pause, bin dirs).
+pub fn entry_version(entry: &Path) -> Option<String> {
+    let json = |f: &str| -> Option<serde_json::Value> {
+        serde_json::from_slice(&fs::read(entry.join(f)).ok()?).ok()
+    };
+    if let Some(b) = json("build.json") {
+        let module = b["module"].as_str()?;
+        return Some(format!(
+            "{module} {}",
+            b["versions"][module].as_str().unwrap_or("?")
+        ));
+    }
+    if let Some(a) = json("assembly.json") {
+        return Some(format!(
+            "kyverno chart {}, appVersion {}",
+            a["chart_version"].as_str().unwrap_or("?"),
+            a["chart_app_version"].as_str().unwrap_or("?")
+        ));
+    }
+    let go_mod = fs::read_to_string(entry.join("go.mod")).ok()?;
+    go_mod
+        .lines()
+        .find_map(|l| l.strip_prefix("require ").filter(|r| !r.starts_with('(')))
+        .map(|r| format!("wrapper for {r}"))
 }
 
 /// Total size in bytes of the regular files under `path` (symlinks not followed).
@@ -385,6 +416,34 @@ mod tests {
         std::mem::forget(s);
         cache.clear_tmp().unwrap();
         assert!(!cache.root().join(".tmp").exists());
+    }
+
+    #[test]
+    fn entries_name_their_versions() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fam = tmp.path().join("kubernetes-0123");
+        fs::create_dir(&fam).unwrap();
+        write_file(
+            &fam.join("build.json"),
+            br#"{"module":"k8s.io/kubernetes","versions":{"k8s.io/kubernetes":"v1.36.3"}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            entry_version(&fam).as_deref(),
+            Some("k8s.io/kubernetes v1.36.3")
+        );
+        let w = tmp.path().join("wrapper-kyverno-v1.18.2-0123");
+        fs::create_dir(&w).unwrap();
+        write_file(
+            &w.join("go.mod"),
+            b"module x\n\ngo 1.26.6\n\nrequire github.com/kyverno/kyverno v1.18.2\n",
+        )
+        .unwrap();
+        assert_eq!(
+            entry_version(&w).as_deref(),
+            Some("wrapper for github.com/kyverno/kyverno v1.18.2")
+        );
+        assert_eq!(entry_version(tmp.path()), None);
     }
 
     #[test]

@@ -17,11 +17,13 @@ use serde_yaml_ng::Value;
 
 use super::cache::{Cache, CacheKey};
 use super::go::{GoEnv, module_dirs};
+use super::versions::KyvernoRelease;
 use crate::status::Step;
 
-/// The chart version the assembly expects (`Chart.yaml` `version`).
+/// The chart version of the pinned Kyverno (`Chart.yaml` `version`); another release's is in
+/// [`super::versions::KYVERNO_RELEASES`].
 pub const CHART_VERSION: &str = "3.9.1";
-/// The app version the assembly expects (`Chart.yaml` `appVersion`).
+/// The app version of the pinned Kyverno (`Chart.yaml` `appVersion`).
 pub const CHART_APP_VERSION: &str = "v1.19.1";
 
 /// A dependency chart taken from a Go module.
@@ -99,10 +101,15 @@ pub const CHART_CHANGES: &[ChartChange] = &[
 ///
 /// # Errors
 /// A module or chart file is missing, the chart's version is not
-/// [`CHART_VERSION`]/[`CHART_APP_VERSION`], a dropped dependency is enabled by
+/// `release`'s chart version / Kyverno version, a dropped dependency is enabled by
 /// default, a dependency is missing from `charts/`, or `helm template` fails.
-pub fn ensure_chart(cache: &Cache, env: &GoEnv, helm: &Path) -> anyhow::Result<PathBuf> {
-    let wrapper = super::wrappers_dir().join("kyverno");
+pub fn ensure_chart(
+    cache: &Cache,
+    env: &GoEnv,
+    helm: &Path,
+    wrapper: &Path,
+    release: &KyvernoRelease,
+) -> anyhow::Result<PathBuf> {
     let mut key = CacheKey::new("chart/v1");
     key.file("go.mod", &wrapper.join("go.mod"))?
         .file("go.sum", &wrapper.join("go.sum"))?;
@@ -116,11 +123,12 @@ pub fn ensure_chart(cache: &Cache, env: &GoEnv, helm: &Path) -> anyhow::Result<P
         return Ok(chart_dir);
     }
     let step = Step::start(format!(
-        "Assembling the Kyverno chart {CHART_VERSION} from the Go modules"
+        "Assembling the Kyverno chart {} from the Go modules",
+        release.chart_version
     ));
     let mut modules = vec![super::components::KYVERNO];
     modules.extend(MODULE_CHARTS.iter().map(|c| c.module));
-    let infos = module_dirs(env, &wrapper, &modules)?;
+    let infos = module_dirs(env, wrapper, &modules)?;
     let dir_of = |m: &str| {
         infos
             .iter()
@@ -160,7 +168,7 @@ pub fn ensure_chart(cache: &Cache, env: &GoEnv, helm: &Path) -> anyhow::Result<P
     let chart_path = out.join("Chart.yaml");
     let original = fs::read_to_string(&chart_path)
         .with_context(|| format!("reading {}", chart_path.display()))?;
-    let assembled = assemble_chart_yaml(&original, &values)
+    let assembled = assemble_chart_yaml(&original, &values, release.chart_version, release.version)
         .with_context(|| format!("assembling {}", chart_path.display()))?;
     super::cache::write_file(&chart_path, assembled.as_bytes())?;
     let missing = missing_dependencies(&out)?;
@@ -178,8 +186,8 @@ pub fn ensure_chart(cache: &Cache, env: &GoEnv, helm: &Path) -> anyhow::Result<P
         "kyverno_module": super::components::KYVERNO,
         "kyverno_module_version": kyverno_version,
         "chart_source": "charts/kyverno",
-        "chart_version": CHART_VERSION,
-        "chart_app_version": CHART_APP_VERSION,
+        "chart_version": release.chart_version,
+        "chart_app_version": release.version,
         "subcharts": subcharts,
         "dropped_dependencies": DROPPED_DEPENDENCIES.iter().map(|(n, k)| serde_json::json!({"name": n, "disabled_by": k})).collect::<Vec<_>>(),
         "changes": CHART_CHANGES.iter().map(|c| serde_json::json!({"file": c.file, "change": c.change})).collect::<Vec<_>>(),
@@ -199,13 +207,18 @@ pub fn ensure_chart(cache: &Cache, env: &GoEnv, helm: &Path) -> anyhow::Result<P
 /// Unexpected version or appVersion, a dropped dependency enabled by default
 /// or absent, or a result that does not parse to the original minus the
 /// dropped dependencies.
-pub fn assemble_chart_yaml(original: &str, values: &Value) -> anyhow::Result<String> {
+pub fn assemble_chart_yaml(
+    original: &str,
+    values: &Value,
+    chart_version: &str,
+    app_version_expected: &str,
+) -> anyhow::Result<String> {
     let before: Value = serde_yaml_ng::from_str(original).context("parsing Chart.yaml")?;
     let version = yaml_string(&before, "version");
     let app_version = yaml_string(&before, "appVersion");
-    if version != CHART_VERSION || app_version != CHART_APP_VERSION {
+    if version != chart_version || app_version != app_version_expected {
         anyhow::bail!(
-            "Chart.yaml: expected version {CHART_VERSION} / appVersion {CHART_APP_VERSION}, \
+            "Chart.yaml: expected version {chart_version} / appVersion {app_version_expected}, \
              found {version} / {app_version}"
         );
     }
@@ -452,7 +465,8 @@ dependencies:
 
     #[test]
     fn reports_server_is_dropped_and_nothing_else_changes() {
-        let out = assemble_chart_yaml(CHART, &values(false)).unwrap();
+        let out =
+            assemble_chart_yaml(CHART, &values(false), CHART_VERSION, CHART_APP_VERSION).unwrap();
         assert_eq!(
             dep_names(&out),
             ["grafana", "crds", "kyverno-api", "openreports"]
@@ -464,10 +478,11 @@ dependencies:
 
     #[test]
     fn reports_server_enabled_by_default_is_refused() {
-        let err = assemble_chart_yaml(CHART, &values(true)).unwrap_err();
+        let err = assemble_chart_yaml(CHART, &values(true), CHART_VERSION, CHART_APP_VERSION)
+            .unwrap_err();
         assert!(err.to_string().contains("reportsServer.enabled"), "{err}");
         let none: Value = serde_yaml_ng::from_str("other: 1\n").unwrap();
-        assert!(assemble_chart_yaml(CHART, &none).is_err());
+        assert!(assemble_chart_yaml(CHART, &none, CHART_VERSION, CHART_APP_VERSION).is_err());
     }
 
     #[test]
@@ -476,7 +491,8 @@ dependencies:
             "version: 3.9.1  # VERSION\nappVersion",
             "version: 3.9.0\nappVersion",
         );
-        let err = assemble_chart_yaml(&other, &values(false)).unwrap_err();
+        let err = assemble_chart_yaml(&other, &values(false), CHART_VERSION, CHART_APP_VERSION)
+            .unwrap_err();
         assert!(err.to_string().contains("found 3.9.0 / v1.19.1"), "{err}");
     }
 
@@ -497,7 +513,7 @@ dependencies:
         let chart = tmp.path();
         fs::write(
             chart.join("Chart.yaml"),
-            assemble_chart_yaml(CHART, &values(false)).unwrap(),
+            assemble_chart_yaml(CHART, &values(false), CHART_VERSION, CHART_APP_VERSION).unwrap(),
         )
         .unwrap();
         for name in ["grafana", "crds", "kyverno-api"] {

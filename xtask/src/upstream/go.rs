@@ -240,7 +240,9 @@ pub fn family_key(env: &GoEnv, family: &Family, plan: &FamilyPlan) -> anyhow::Re
 }
 
 /// Makes sure the family's binaries are in the cache, building them (one
-/// `go build` per program, with a progress line each) if not.
+/// `go build` per program, with a progress line each) if not, from the wrapper
+/// module in `wrapper` (the committed `xtask/upstream/<family>/` or one made by
+/// [`super::wrapper::ensure_wrapper`]).
 ///
 /// # Errors
 /// A failed `go build` names the program, the full command, the log file and
@@ -249,8 +251,9 @@ pub fn ensure_family(
     cache: &Cache,
     env: &GoEnv,
     family: &'static Family,
+    wrapper: &Path,
 ) -> anyhow::Result<BuiltFamily> {
-    let wrapper = super::wrappers_dir().join(family.name);
+    let wrapper = wrapper.to_path_buf();
     let mut modules = family.stamp_modules();
     if !modules.contains(&family.module) {
         modules.push(family.module);
@@ -300,7 +303,8 @@ pub fn ensure_family(
             Some(v) => format!("{} {v}", family.module),
             None => family.module.to_string(),
         };
-        let seconds = run_build(&cmd, prog.name, &detail, &log)?;
+        let total = package_count(env, &plan.wrapper, family, prog.package);
+        let seconds = run_build(&cmd, prog.name, &detail, &log, total)?;
         let size = fs::metadata(&out)
             .with_context(|| format!("go build of {} wrote no {}", prog.name, out.display()))?
             .len();
@@ -336,7 +340,13 @@ pub fn ensure_family(
 
 /// Runs one `go build -v`, showing its progress, logging all output to `log`.
 /// Returns the elapsed seconds.
-fn run_build(cmd: &Command, name: &str, detail: &str, log: &Path) -> anyhow::Result<f64> {
+fn run_build(
+    cmd: &Command,
+    name: &str,
+    detail: &str,
+    log: &Path,
+    total: usize,
+) -> anyhow::Result<f64> {
     let mut cmd_run = clone_command(cmd);
     let mut log_file =
         fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
@@ -349,6 +359,7 @@ fn run_build(cmd: &Command, name: &str, detail: &str, log: &Path) -> anyhow::Res
         .stdout(Stdio::from(stdout_log))
         .stderr(Stdio::piped());
     let task = Task::start(name, detail);
+    task.set_total(total);
     let mut child = cmd_run
         .spawn()
         .with_context(|| format!("starting {}", pretty_command(cmd)))?;
@@ -383,6 +394,22 @@ fn run_build(cmd: &Command, name: &str, detail: &str, log: &Path) -> anyhow::Res
     }
     task.ok("");
     Ok(seconds)
+}
+
+/// The number of packages in `package`'s build graph (`go list -deps`, with the family's tags and
+/// `CGO_ENABLED`), for the progress line's ETA; 0 when `go list` fails (the build then shows no
+/// ETA and reports its own error).
+fn package_count(env: &GoEnv, wrapper: &Path, family: &Family, package: &str) -> usize {
+    let mut cmd = env.go(wrapper, family.cgo_enabled());
+    cmd.args(["list", "-deps"]);
+    if !family.tags.is_empty() {
+        cmd.args(["-tags", &family.tags_arg()]);
+    }
+    cmd.arg(package);
+    match command::run(cmd) {
+        Ok(out) => out.stdout.lines().filter(|l| !l.trim().is_empty()).count(),
+        Err(_) => 0,
+    }
 }
 
 /// `go build -v` prints each package it compiles as a bare import path; any
@@ -435,7 +462,7 @@ mod tests {
             "echo k8s.io/api/core/v1 >&2; echo '# k8s.io/kubernetes/cmd/kube-apiserver' >&2; \
              echo './main.go:12:2: undefined: foo' >&2; exit 1",
         ]);
-        let err = run_build(&cmd, "kube-apiserver", "k8s.io/kubernetes v1.35.8", &log)
+        let err = run_build(&cmd, "kube-apiserver", "k8s.io/kubernetes v1.35.8", &log, 0)
             .unwrap_err()
             .to_string();
         assert!(
@@ -469,7 +496,7 @@ mod tests {
         // The build lasts at least 0.3 s, so the time it returns cannot be below that (a lower
         // bound only: no upper bound is asserted on a shared machine).
         cmd.args(["-c", "echo a/b >&2; sleep 0.3; echo c/d >&2; echo out"]);
-        let secs = run_build(&cmd, "x", "y", &log).unwrap();
+        let secs = run_build(&cmd, "x", "y", &log, 2).unwrap();
         assert!(secs >= 0.3, "a 0.3 s build reported {secs} s");
         let logged = fs::read_to_string(&log).unwrap();
         for line in ["a/b", "c/d", "out"] {

@@ -57,7 +57,8 @@ pub const PAUSE_VERSION_DEFINE: &str = "v3.10.1-v1.35.8";
 /// Kyverno's registry as the chart renders it (`image.defaultRegistry`).
 pub const KYVERNO_REGISTRY: &str = "reg.kyverno.io";
 
-/// Kyverno's image tag: the chart's appVersion.
+/// Kyverno's image tag of the pinned pair: the chart's appVersion (another Kyverno release tags
+/// its images with its own version, [`ensure_images`]).
 pub const KYVERNO_TAG: &str = "v1.19.1";
 
 /// Kyverno's images: (repository under [`KYVERNO_REGISTRY`], binary name),
@@ -135,6 +136,7 @@ pub fn ensure_images(
     cache: &Cache,
     pause: &PauseBinary,
     kyverno: &BuiltFamily,
+    kyverno_tag: &str,
 ) -> anyhow::Result<Vec<ImageArchive>> {
     let ca = fs::read(CA_BUNDLE).with_context(|| format!("reading {CA_BUNDLE}"))?;
     let mut key = CacheKey::new("images/v1");
@@ -153,7 +155,10 @@ pub fn ensure_images(
     let mut specs = vec![("pause.tar".to_string(), pause_spec(&pause.path))];
     for (repo, binary) in KYVERNO_IMAGES {
         let file = format!("{}.tar", repo.rsplit('/').next().unwrap_or(repo));
-        specs.push((file, ko_spec(repo, binary, &kyverno.dir.join(binary), &ca)));
+        specs.push((
+            file,
+            ko_spec(repo, binary, kyverno_tag, &kyverno.dir.join(binary), &ca),
+        ));
     }
     let mut images = Vec::new();
     for (file, spec) in &specs {
@@ -291,8 +296,14 @@ const PASSWD: &str = "root:x:0:0:root:/root:/sbin/nologin\n\
 /// `/etc/group` to match [`PASSWD`].
 const GROUP: &str = "root:x:0:\nnobody:x:65534:\nnonroot:x:65532:\n";
 
-/// The ko layout of one Kyverno image.
-pub fn ko_spec(repo: &str, binary_name: &str, binary: &Path, ca_bundle: &[u8]) -> ImageSpec {
+/// The ko layout of one Kyverno image, tagged `tag` (the chart's appVersion, e.g. `v1.19.1`).
+pub fn ko_spec(
+    repo: &str,
+    binary_name: &str,
+    tag: &str,
+    binary: &Path,
+    ca_bundle: &[u8],
+) -> ImageSpec {
     let app = format!("/ko-app/{binary_name}");
     let dir = |path: &str, mode: u32| Entry::Dir {
         path: path.into(),
@@ -304,7 +315,7 @@ pub fn ko_spec(repo: &str, binary_name: &str, binary: &Path, ca_bundle: &[u8]) -
         source: Source::Bytes(bytes.to_vec()),
     };
     ImageSpec {
-        reference: format!("{KYVERNO_REGISTRY}/{repo}:{KYVERNO_TAG}"),
+        reference: format!("{KYVERNO_REGISTRY}/{repo}:{tag}"),
         entries: vec![
             dir("etc", 0o755),
             file("etc/group", 0o644, GROUP.as_bytes()),
@@ -671,7 +682,13 @@ mod tests {
     fn same_inputs_give_same_digests_and_bytes() {
         let tmp = tempfile::tempdir().unwrap();
         let bin = fake_kyverno(tmp.path());
-        let spec = ko_spec("kyverno/kyverno", "kyverno", &bin, b"CA BUNDLE\n");
+        let spec = ko_spec(
+            "kyverno/kyverno",
+            "kyverno",
+            KYVERNO_TAG,
+            &bin,
+            b"CA BUNDLE\n",
+        );
         let a = write_layout_archive(&spec, &tmp.path().join("a.tar")).unwrap();
         let b = write_layout_archive(&spec, &tmp.path().join("b.tar")).unwrap();
         assert_eq!(a, b);
@@ -691,7 +708,13 @@ mod tests {
     fn layout_blobs_match_their_digests_and_sizes() {
         let tmp = tempfile::tempdir().unwrap();
         let bin = fake_kyverno(tmp.path());
-        let spec = ko_spec("kyverno/kyvernopre", "kyverno-init", &bin, b"CA\n");
+        let spec = ko_spec(
+            "kyverno/kyvernopre",
+            "kyverno-init",
+            KYVERNO_TAG,
+            &bin,
+            b"CA\n",
+        );
         let out = tmp.path().join("img.tar");
         let w = write_layout_archive(&spec, &out).unwrap();
         let files = read_archive(&out);
@@ -752,7 +775,7 @@ mod tests {
     fn ko_layer_file_list_modes_and_owners() {
         let tmp = tempfile::tempdir().unwrap();
         let bin = fake_kyverno(tmp.path());
-        let spec = ko_spec("kyverno/kyverno", "kyverno", &bin, b"CA\n");
+        let spec = ko_spec("kyverno/kyverno", "kyverno", KYVERNO_TAG, &bin, b"CA\n");
         let (_, _, _) = write_layer(&spec.entries, &tmp.path().join("l.tgz")).unwrap();
         let mut a = tar::Archive::new(GzDecoder::new(
             fs::File::open(tmp.path().join("l.tgz")).unwrap(),
@@ -815,7 +838,7 @@ mod tests {
     fn kyverno_references_are_the_charts() {
         let refs: Vec<String> = KYVERNO_IMAGES
             .iter()
-            .map(|(repo, bin)| ko_spec(repo, bin, Path::new("/x"), b"").reference)
+            .map(|(repo, bin)| ko_spec(repo, bin, KYVERNO_TAG, Path::new("/x"), b"").reference)
             .collect();
         assert_eq!(refs[0], "reg.kyverno.io/kyverno/kyverno:v1.19.1");
         assert_eq!(refs[1], "reg.kyverno.io/kyverno/kyvernopre:v1.19.1");

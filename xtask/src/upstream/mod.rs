@@ -39,12 +39,15 @@ pub mod go;
 pub mod images;
 pub mod prereq;
 pub mod progress;
+pub mod versions;
+pub mod wrapper;
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
 pub use chart::CHART_CHANGES;
+pub use versions::Versions;
 
 /// Environment variable that overrides the cache directory.
 pub const CACHE_ENV: &str = "KCA_UPSTREAM_CACHE";
@@ -88,6 +91,8 @@ pub struct Artifacts {
     pub chart_dir: PathBuf,
     /// The cache root these paths live under.
     pub cache_dir: PathBuf,
+    /// The Kubernetes × Kyverno pair these artifacts were built for.
+    pub versions: Versions,
 }
 
 impl Artifacts {
@@ -124,6 +129,9 @@ pub struct BuildOptions {
     /// Never run `apt-get`: only report missing prerequisites. (By default,
     /// when running as root on Debian, missing packages are installed.)
     pub no_install: bool,
+    /// Which Kubernetes and Kyverno (default: the pinned pair, from the committed wrappers;
+    /// another version's wrapper is made by [`wrapper::ensure_wrapper`]).
+    pub versions: Versions,
 }
 
 /// The cache directory: `$KCA_UPSTREAM_CACHE` if set and non-empty, else
@@ -180,22 +188,41 @@ pub fn ensure_built(opts: &BuildOptions) -> anyhow::Result<Artifacts> {
     cache.clear_tmp()?;
 
     let env = go::GoEnv::detect(&tools)?;
-    let mut built = Vec::new();
-    for family in components::FAMILIES {
-        built.push(go::ensure_family(&cache, &env, family)?);
+    let versions = &opts.versions;
+    let kyverno_release = versions.kyverno_release()?;
+    versions.kubernetes_minor()?;
+    if !versions.is_pinned() {
+        eprintln!(
+            " • building {} (the pinned pair is {}); other families use their committed wrappers",
+            versions.label(),
+            Versions::pinned().label()
+        );
     }
+    let mut built = Vec::new();
+    let mut kyverno_wrapper = wrappers_dir().join("kyverno");
+    for family in components::FAMILIES {
+        let version = versions
+            .of_family(family.name)
+            .filter(|_| !versions.family_is_pinned(family.name));
+        let wrapper = wrapper::ensure_wrapper(&cache, &env, family, version)?;
+        if family.name == "kyverno" {
+            kyverno_wrapper = wrapper.clone();
+        }
+        built.push(go::ensure_family(&cache, &env, family, &wrapper)?);
+    }
+    // The sandbox image is the same for every cell: pause from the pinned Kubernetes module.
     let pause = images::ensure_pause(&cache, &env)?;
     let kyverno = built
         .iter()
         .find(|b| b.family.name == "kyverno")
         .context("internal: the kyverno family is missing from the table")?;
-    let images = images::ensure_images(&cache, &pause, kyverno)?;
+    let images = images::ensure_images(&cache, &pause, kyverno, &versions.kyverno)?;
     let helm = built
         .iter()
         .find(|b| b.family.name == "helm")
         .map(|b| b.dir.join("helm"))
         .context("internal: the helm family is missing from the table")?;
-    let chart_dir = chart::ensure_chart(&cache, &env, &helm)?;
+    let chart_dir = chart::ensure_chart(&cache, &env, &helm, &kyverno_wrapper, kyverno_release)?;
     let (bin_dir, cni_bin_dir) = cache::ensure_bin_dir(&cache, &built)?;
     Ok(Artifacts {
         bin_dir,
@@ -203,7 +230,41 @@ pub fn ensure_built(opts: &BuildOptions) -> anyhow::Result<Artifacts> {
         images,
         chart_dir,
         cache_dir,
+        versions: versions.clone(),
     })
+}
+
+/// `--kubernetes vX.Y.Z --kyverno vX.Y.Z`: the pair to build or run (flattened into `upstream
+/// build`, `cluster up` and `lab run`). Each defaults to the pinned version.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct VersionArgs {
+    /// Kubernetes release (`k8s.io/kubernetes` module version), e.g. v1.36.3; default the pinned
+    /// v1.35.8. Its minor needs a row in `KUBERNETES_MINORS` (xtask/src/upstream/versions.rs).
+    #[arg(long, value_name = "vX.Y.Z")]
+    pub kubernetes: Option<String>,
+    /// Kyverno release (`github.com/kyverno/kyverno` module version), e.g. v1.18.2; default the
+    /// pinned v1.19.1. Needs a row in `KYVERNO_RELEASES` (xtask/src/upstream/versions.rs).
+    #[arg(long, value_name = "vX.Y.Z")]
+    pub kyverno: Option<String>,
+}
+
+impl VersionArgs {
+    /// The pair named, each defaulting to the pinned version, checked against the tables.
+    ///
+    /// # Errors
+    /// As [`Versions::new`].
+    pub fn resolve(&self) -> anyhow::Result<Versions> {
+        let p = Versions::pinned();
+        Versions::new(
+            self.kubernetes.as_deref().unwrap_or(&p.kubernetes),
+            self.kyverno.as_deref().unwrap_or(&p.kyverno),
+        )
+    }
+
+    /// Whether either flag was given.
+    pub fn given(&self) -> bool {
+        self.kubernetes.is_some() || self.kyverno.is_some()
+    }
 }
 
 /// `cargo xtask upstream …`: build the upstream programs, images and chart.
@@ -225,6 +286,9 @@ enum UpstreamSub {
         /// Only report missing prerequisites; never run apt-get.
         #[arg(long)]
         no_install: bool,
+        /// Which Kubernetes and Kyverno to build (default: the pinned pair).
+        #[command(flatten)]
+        versions: VersionArgs,
     },
     /// Print the cache directory, its entries and their sizes; builds nothing.
     Status {
@@ -243,12 +307,15 @@ impl UpstreamCmd {
             UpstreamSub::Build {
                 cache_dir,
                 no_install,
+                versions,
             } => {
                 let started = std::time::Instant::now();
                 let a = ensure_built(&BuildOptions {
                     cache_dir,
                     no_install,
+                    versions: versions.resolve()?,
                 })?;
+                println!("versions  {}", a.versions.label());
                 println!("cache     {}", a.cache_dir.display());
                 println!("bin       {}", a.bin_dir.display());
                 println!("cni bin   {}", a.cni_bin_dir.display());

@@ -17,6 +17,33 @@ const HEARTBEAT: Duration = Duration::from_secs(30);
 struct Shared {
     compiled: usize,
     last: String,
+    /// Packages in the program's build graph (`go list -deps`), 0 when unknown.
+    total: usize,
+}
+
+/// `n/N packages, ETA ~Ms` from the packages compiled so far and the elapsed time: the rate so
+/// far times the packages left. An upper bound: packages Go finds in its build cache are never
+/// printed by `go build -v`, so they count as left until the build ends. Without a total (0) or
+/// before the first package, no ETA.
+pub fn eta_text(compiled: usize, total: usize, elapsed_secs: f64) -> String {
+    if total == 0 {
+        return format!("{compiled} packages compiled");
+    }
+    if compiled == 0 || compiled >= total {
+        return format!("{compiled}/{total} packages");
+    }
+    let left = (total - compiled) as f64 * elapsed_secs / compiled as f64;
+    format!("{compiled}/{total} packages, ETA ≤ {}", human_secs(left))
+}
+
+/// `75` → `1m15s`, `40` → `40s`.
+fn human_secs(s: f64) -> String {
+    let s = s.round() as u64;
+    if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
 }
 
 /// The progress of one task (building one program). Dropped without
@@ -64,13 +91,14 @@ impl Task {
             task.stop = Some(tx);
             task.heartbeat = Some(thread::spawn(move || {
                 while let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(HEARTBEAT) {
-                    let (n, last) = match shared.lock() {
-                        Ok(s) => (s.compiled, s.last.clone()),
-                        Err(_) => (0, String::new()),
+                    let (n, total, last) = match shared.lock() {
+                        Ok(s) => (s.compiled, s.total, s.last.clone()),
+                        Err(_) => (0, 0, String::new()),
                     };
+                    let secs = started.elapsed().as_secs_f64();
                     eprintln!(
-                        "   … still building {name}: {:.0}s, {n} packages compiled, last {last}",
-                        started.elapsed().as_secs_f64()
+                        "   … still building {name}: {secs:.0}s, {}, last {last}",
+                        eta_text(n, total, secs)
                     );
                 }
             }));
@@ -78,19 +106,29 @@ impl Task {
         task
     }
 
+    /// Sets the number of packages in the program's build graph (for the ETA).
+    pub fn set_total(&self, total: usize) {
+        if let Ok(mut s) = self.shared.lock() {
+            s.total = total;
+        }
+    }
+
     /// Records a package Go reported compiling (`go build -v` prints one
     /// import path per line).
     pub fn compiled(&self, package: &str) {
-        let n = match self.shared.lock() {
+        let (n, total) = match self.shared.lock() {
             Ok(mut s) => {
                 s.compiled += 1;
                 s.last = package.to_string();
-                s.compiled
+                (s.compiled, s.total)
             }
-            Err(_) => 0,
+            Err(_) => (0, 0),
         };
         if let Some(bar) = &self.bar {
-            bar.set_message(format!("{n} packages compiled, {package}"));
+            bar.set_message(format!(
+                "{}, {package}",
+                eta_text(n, total, self.elapsed_secs())
+            ));
         }
     }
 
@@ -142,4 +180,18 @@ impl Drop for Task {
 /// Prints a one-line note for something already in the cache.
 pub fn cached(name: &str, path: &std::path::Path) {
     eprintln!(" ✓ {name} (cached: {})", path.display());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eta_is_the_rate_so_far_times_what_is_left() {
+        assert_eq!(eta_text(100, 400, 60.0), "100/400 packages, ETA ≤ 3m00s");
+        assert_eq!(eta_text(300, 400, 60.0), "300/400 packages, ETA ≤ 20s");
+        assert_eq!(eta_text(0, 400, 5.0), "0/400 packages");
+        assert_eq!(eta_text(400, 400, 5.0), "400/400 packages");
+        assert_eq!(eta_text(7, 0, 5.0), "7 packages compiled");
+    }
 }

@@ -151,12 +151,15 @@ pub fn daemon_path(rt: &Runtime) -> String {
     )
 }
 
-/// Builds the spec of one daemon from its argument map.
+/// Builds the spec of one daemon from its argument map, with the running Kubernetes minor's
+/// flag changes applied ([`Runtime::flag_changes`]).
 pub fn spec(rt: &Runtime, name: &'static str, program: &str, args: &Args) -> DaemonSpec {
+    let mut args = args.clone();
+    crate::upstream::versions::apply_flag_changes(name, rt.flag_changes, &mut args);
     DaemonSpec {
         name,
         binary: rt.bin(program),
-        args: render(args),
+        args: render(&args),
         env: vec![("PATH".into(), daemon_path(rt))],
         log: rt.log(name),
         umask: None,
