@@ -256,6 +256,8 @@ fn run(cli: &Cli, workdir: &Workdir, lab: Lab) -> Result<i32, LabError> {
                     workdir.root(),
                 )));
             }
+            // The report is written into the work directory by default: only one root trusts.
+            workdir.check_trusted()?;
             let path = path
                 .clone()
                 .unwrap_or_else(|| workdir.root().join("report.html"));

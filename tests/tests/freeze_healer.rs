@@ -19,9 +19,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use lab::faults::attempt::ProcessRef;
 use lab::faults::freeze::{self, AttemptFiles, FreezeTarget, HealerReport, ResumedBy};
 use lab::faults::heal::HealRecord;
+use lab::faults::process::ProcessRef;
 use libtest_mimic::{Arguments, Failed, Trial};
 
 const RUNNER_ENV: &str = "KCA_TEST_FREEZE_RUNNER";
@@ -141,7 +141,7 @@ fn runner(spec: &str) -> i32 {
         starttime: ticks.parse().unwrap_or(0),
         resume_after_sec: after.parse().unwrap_or(0),
     };
-    let program = match freeze::lab_program() {
+    let program = match lab::faults::attempt::lab_program() {
         Ok(p) => p,
         Err(e) => {
             eprintln!("runner: {e}");
@@ -211,10 +211,13 @@ impl Sleeper {
         self.0.id() as i32
     }
     fn ticks(&self) -> u64 {
-        freeze::read_stat(self.pid()).unwrap().unwrap().starttime
+        lab::faults::process::read_stat(self.pid())
+            .unwrap()
+            .unwrap()
+            .starttime
     }
     fn state(&self) -> char {
-        freeze::read_stat(self.pid())
+        lab::faults::process::read_stat(self.pid())
             .unwrap()
             .map(|s| s.state)
             .unwrap_or('?')
@@ -486,7 +489,7 @@ fn runner_signalled(sig: &str) -> Result<(), Failed> {
     if t0.elapsed() > Duration::from_secs(3) {
         return Err(format!("runner took {:?} to heal and exit", t0.elapsed()).into());
     }
-    let ledger: freeze::FreezeLedger = lab::faults::attempt::read_json(&files.ledger())?;
+    let ledger: freeze::FreezeLedger = lab::faults::records::read_json(&files.ledger())?;
     if ledger.resumed_by != Some(ResumedBy::RunnerExit) || ledger.state_after_resume == Some('T') {
         return Err(format!("ledger: {ledger:?}").into());
     }
@@ -552,9 +555,9 @@ fn runner_gone_before_stop() -> Result<(), Failed> {
         },
         resume_after_sec: 1,
         runner: ProcessRef::myself(),
-        created_at: lab::faults::attempt::now_rfc3339(),
+        created_at: lab::faults::records::now_rfc3339(),
     };
-    lab::faults::attempt::write_json_atomic(&files.plan(), &plan)?;
+    lab::faults::records::write_json_atomic(&files.plan(), &plan)?;
     let mut healer = Command::new(&program)
         .arg(freeze::HEALER_SUBCOMMAND)
         .arg("--attempt-dir")
@@ -620,7 +623,7 @@ fn healer_killed_then_heal() -> Result<(), Failed> {
     if !status.success() {
         return Err(format!("heal exited {status}: {text}").into());
     }
-    let rec: HealRecord = lab::faults::attempt::read_json(&files.heal())?;
+    let rec: HealRecord = lab::faults::records::read_json(&files.heal())?;
     if rec.action != "resumed"
         || rec.resume.as_ref().map(|c| c.state_before) != Some(Some('T'))
         || rec.command != "heal"
@@ -684,7 +687,7 @@ fn stale_healer() -> Result<(), Failed> {
     if !status.success() {
         return Err(format!("heal: {status} {text}").into());
     }
-    let rec: HealRecord = lab::faults::attempt::read_json(&files1.heal())?;
+    let rec: HealRecord = lab::faults::records::read_json(&files1.heal())?;
     if rec.action != "resumed"
         || rec
             .healer_signalled
@@ -806,7 +809,8 @@ fn craft_freeze_attempt(
     container: &str,
     healer: Option<(ProcessRef, &str)>,
 ) -> Result<AttemptFiles, Failed> {
-    let attempt = lab::faults::attempt::AttemptId(format!("freeze-05-20260101T000000.000Z-{suffix}"));
+    let attempt =
+        lab::faults::attempt::AttemptId(format!("freeze-05-20260101T000000.000Z-{suffix}"));
     let files = AttemptFiles::new(&work.join("faults"), &attempt);
     std::fs::create_dir_all(&files.dir)?;
     let plan = freeze::FreezePlan {
@@ -879,7 +883,7 @@ fn no_heal_record(files: &AttemptFiles) -> Result<(), Failed> {
 fn crafted_files_in_a_workdir_owned_by_nobody_are_refused() -> Result<(), Failed> {
     lab_bin()?;
     let (victim, stopped) = (Sleeper::start(), Sleeper::start());
-    let pinned = freeze::PinnedProcess::open(stopped.pid(), stopped.ticks())?;
+    let pinned = lab::faults::process::PinnedProcess::open(stopped.pid(), stopped.ticks())?;
     pinned.signal(rustix::process::Signal::STOP)?;
     pinned.wait_state(Duration::from_secs(2), |s| s == Some('T'))?;
     let work = workdir()?;
@@ -887,15 +891,28 @@ fn crafted_files_in_a_workdir_owned_by_nobody_are_refused() -> Result<(), Failed
         pid: 999_998,
         start_ticks: 1,
     };
-    let a1 = craft_freeze_attempt(&work, "1", gone, "anything", Some((process_ref(&victim), "resumed")))?;
-    let a2 = craft_freeze_attempt(&work, "2", process_ref(&stopped), "/", Some((gone, "frozen")))?;
+    let a1 = craft_freeze_attempt(
+        &work,
+        "1",
+        gone,
+        "anything",
+        Some((process_ref(&victim), "resumed")),
+    )?;
+    let a2 = craft_freeze_attempt(
+        &work,
+        "2",
+        process_ref(&stopped),
+        "/",
+        Some((gone, "frozen")),
+    )?;
     chown_tree(&work, NOBODY)?;
     let (status, text) = heal_command(&work)?;
     std::thread::sleep(Duration::from_millis(300));
     let victim_state = victim.state();
     let stopped_state = stopped.state();
     pinned.signal(rustix::process::Signal::CONT)?;
-    if status.success() || !text.contains(&work.display().to_string()) || !text.contains("owned by") {
+    if status.success() || !text.contains(&work.display().to_string()) || !text.contains("owned by")
+    {
         return Err(format!("heal in a nobody-owned work dir: {status} {text}").into());
     }
     if victim_state == '?' || stopped_state != 'T' {
@@ -956,7 +973,7 @@ fn a_writable_or_symlinked_faults_dir_is_refused() -> Result<(), Failed> {
 fn a_record_naming_a_process_that_is_not_its_healer_gets_no_signal() -> Result<(), Failed> {
     lab_bin()?;
     let (victim, stopped) = (Sleeper::start(), Sleeper::start());
-    let pinned = freeze::PinnedProcess::open(stopped.pid(), stopped.ticks())?;
+    let pinned = lab::faults::process::PinnedProcess::open(stopped.pid(), stopped.ticks())?;
     pinned.signal(rustix::process::Signal::STOP)?;
     pinned.wait_state(Duration::from_secs(2), |s| s == Some('T'))?;
     let work = workdir()?;
@@ -964,8 +981,20 @@ fn a_record_naming_a_process_that_is_not_its_healer_gets_no_signal() -> Result<(
         pid: 999_998,
         start_ticks: 1,
     };
-    let a1 = craft_freeze_attempt(&work, "1", gone, "anything", Some((process_ref(&victim), "resumed")))?;
-    let a2 = craft_freeze_attempt(&work, "2", process_ref(&stopped), "/", Some((gone, "frozen")))?;
+    let a1 = craft_freeze_attempt(
+        &work,
+        "1",
+        gone,
+        "anything",
+        Some((process_ref(&victim), "resumed")),
+    )?;
+    let a2 = craft_freeze_attempt(
+        &work,
+        "2",
+        process_ref(&stopped),
+        "/",
+        Some((gone, "frozen")),
+    )?;
     let (status, text) = heal_command(&work)?;
     std::thread::sleep(Duration::from_millis(300));
     let victim_state = victim.state();
@@ -975,13 +1004,20 @@ fn a_record_naming_a_process_that_is_not_its_healer_gets_no_signal() -> Result<(
         return Err(format!("the heal killed a sleep named as healer: {status} {text}").into());
     }
     if stopped_state != 'T' {
-        return Err(format!("the heal resumed a process whose cgroup does not name the container exactly: {text}").into());
+        return Err(format!(
+            "the heal resumed a process whose cgroup does not name the container exactly: {text}"
+        )
+        .into());
     }
-    let r1: HealRecord = lab::faults::attempt::read_json(&a1.heal())?;
-    if r1.healer_signalled.as_deref().is_none_or(|h| !h.contains("not its healer")) {
+    let r1: HealRecord = lab::faults::records::read_json(&a1.heal())?;
+    if r1
+        .healer_signalled
+        .as_deref()
+        .is_none_or(|h| !h.contains("not its healer"))
+    {
         return Err(format!("heal.json of attempt 1: {r1:?}").into());
     }
-    let r2: HealRecord = lab::faults::attempt::read_json(&a2.heal())?;
+    let r2: HealRecord = lab::faults::records::read_json(&a2.heal())?;
     if r2.action != "refused" {
         return Err(format!("heal.json of attempt 2: {r2:?}").into());
     }
@@ -1014,8 +1050,13 @@ fn a_heal_in_one_workdir_leaves_another_workdirs_freeze_alone() -> Result<(), Fa
     if state != 'T' {
         return Err(format!("W1's heal ended W2's live freeze: {status} {text}").into());
     }
-    let rec: HealRecord = lab::faults::attempt::read_json(&files1.heal())?;
-    if rec.action != "left-alone" || rec.note.as_deref().is_none_or(|n| !n.contains(&rep2.attempt.0)) {
+    let rec: HealRecord = lab::faults::records::read_json(&files1.heal())?;
+    if rec.action != "left-alone"
+        || rec
+            .note
+            .as_deref()
+            .is_none_or(|n| !n.contains(&rep2.attempt.0))
+    {
         return Err(format!("W1's heal.json: {rec:?}").into());
     }
     Ok(())
@@ -1046,7 +1087,7 @@ fn a_stopped_healer_is_continued_and_stood_down() -> Result<(), Failed> {
     if s.state() == 'T' {
         return Err("the target is still stopped after the heal".into());
     }
-    let rec: HealRecord = lab::faults::attempt::read_json(&files1.heal())?;
+    let rec: HealRecord = lab::faults::records::read_json(&files1.heal())?;
     if rec.action != "resumed" {
         return Err(format!("heal.json: {rec:?}").into());
     }
@@ -1125,7 +1166,9 @@ fn a_scale_attempt_is_not_closed_from_its_ledger_alone() -> Result<(), Failed> {
     if let Ok(text_rec) = std::fs::read_to_string(dir.join("heal.json"))
         && text_rec.contains("already-restored")
     {
-        return Err(format!("closed as already-restored without a live read: {text_rec} ({text})").into());
+        return Err(
+            format!("closed as already-restored without a live read: {text_rec} ({text})").into(),
+        );
     }
     Ok(())
 }

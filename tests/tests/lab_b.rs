@@ -384,7 +384,7 @@ fn runner(spec: &str) -> i32 {
         starttime: inv.identity.pid_start_time_ticks,
         resume_after_sec: after.parse().unwrap_or(20),
     };
-    let program = match freeze::lab_program() {
+    let program = match lab::faults::attempt::lab_program() {
         Ok(p) => p,
         Err(e) => {
             eprintln!("runner: {e}");

@@ -52,6 +52,9 @@ use k8s_openapi::api::autoscaling::v1::Scale;
 use serde::{Deserialize, Serialize};
 
 use crate::error::LabError;
+use crate::faults::attempt::log_tail;
+use crate::faults::process::ProcessRef;
+use crate::faults::records::{now_rfc3339, read_json, write_json_atomic};
 
 /// Namespace of the Kyverno admission controller (chart 3.9.1 installed with `-n kyverno`).
 pub const NAMESPACE: &str = "kyverno";
@@ -123,7 +126,27 @@ pub struct WatcherPlan {
     pub created_at: String,
     /// The runner (act 5) that planned the attempt (absent in plans written before attempts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub runner: Option<crate::faults::attempt::ProcessRef>,
+    pub runner: Option<ProcessRef>,
+}
+
+impl WatcherPlan {
+    /// Requires the plan to name the lab's Deployment ([`NAMESPACE`]/[`DEPLOYMENT`]): the
+    /// Deployment the tool scales is the lab's constant, never one a file names (requests always
+    /// go to the constants; this refuses a plan that says otherwise).
+    ///
+    /// Errors: [`LabError::FaultRefused`] naming what the plan says.
+    pub fn check_target(&self) -> Result<()> {
+        if self.namespace == NAMESPACE && self.deployment == DEPLOYMENT {
+            Ok(())
+        } else {
+            Err(LabError::FaultRefused {
+                reason: format!(
+                    "the plan names deployment {}/{}; the lab scales only {NAMESPACE}/{DEPLOYMENT}",
+                    self.namespace, self.deployment
+                ),
+            })
+        }
+    }
 }
 
 /// The watcher's ready answer: one JSON line on its stdout, then stdout is closed.
@@ -410,34 +433,9 @@ pub fn decide_restore(
     }
 }
 
-/// The current time, RFC 3339 UTC with milliseconds.
-pub fn now_rfc3339() -> String {
-    Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true)
-}
-
 fn rfc3339(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
-
-/// Writes `value` as pretty JSON to `path` atomically (temporary file in the same directory,
-/// fsync, rename).
-pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<()> {
-    let io = |source| LabError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
-    let bytes = serde_json::to_vec_pretty(value).map_err(|e| io(std::io::Error::other(e)))?;
-    tmp.write_all(&bytes).map_err(io)?;
-    tmp.write_all(b"\n").map_err(io)?;
-    tmp.as_file().sync_all().map_err(io)?;
-    tmp.persist(path).map_err(|e| io(e.error))?;
-    Ok(())
-}
-
-/// Reads one JSON file of a fault directory: the attempts' one reader.
-pub use crate::faults::attempt::read_json;
 
 /// Paths inside one fault directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -480,11 +478,10 @@ pub fn faults_root(workdir: &Path) -> PathBuf {
     workdir.join("faults")
 }
 
-/// Reads the scale subresource of the planned Deployment (`None` when it is not found).
-pub async fn read_scale(cluster: &Cluster, plan: &WatcherPlan) -> Result<Option<Scale>> {
-    cluster
-        .deployment_scale(&plan.namespace, &plan.deployment)
-        .await
+/// Reads the scale subresource of the lab's Deployment ([`NAMESPACE`]/[`DEPLOYMENT`]; `None`
+/// when it is not found).
+pub async fn read_scale(cluster: &Cluster) -> Result<Option<Scale>> {
+    cluster.deployment_scale(NAMESPACE, DEPLOYMENT).await
 }
 
 /// Sets `spec.replicas` from `from` to `replicas` through the scale subresource with optimistic
@@ -498,7 +495,7 @@ async fn put_replicas(
     mut current: Scale,
     from: i32,
     replicas: i32,
-) -> Result<Scale> {
+) -> Result<Option<Scale>> {
     let action = format!(
         "setting {}/{} to {replicas} replicas through the scale subresource",
         plan.namespace, plan.deployment
@@ -516,6 +513,11 @@ async fn put_replicas(
             });
         }
         let now = current.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
+        if now == replicas && now != from {
+            // Someone else (the healer's restore meeting act 6's, with a 409 between) already
+            // set the value this write was for.
+            return Ok(None);
+        }
         if now != from {
             return Err(LabError::ClusterMismatch {
                 what: format!(
@@ -529,23 +531,22 @@ async fn put_replicas(
         let mut next = current.clone();
         next.spec.get_or_insert_with(Default::default).replicas = Some(replicas);
         match cluster
-            .replace_deployment_scale(&plan.namespace, &plan.deployment, &next)
+            .replace_deployment_scale(NAMESPACE, DEPLOYMENT, &next)
             .await
             .map_err(|e| LabError::Kube(format!("{action}: {e}")))?
         {
-            ScaleWrite::Written(s) => return Ok(*s),
+            ScaleWrite::Written(s) => return Ok(Some(*s)),
             ScaleWrite::Conflict => {
-                current =
-                    read_scale(cluster, plan)
-                        .await?
-                        .ok_or_else(|| LabError::ClusterMismatch {
-                            what: format!(
-                                "deployment {}/{} ({action})",
-                                plan.namespace, plan.deployment
-                            ),
-                            expected: "present".into(),
-                            found: "absent".into(),
-                        })?;
+                current = read_scale(cluster)
+                    .await?
+                    .ok_or_else(|| LabError::ClusterMismatch {
+                        what: format!(
+                            "deployment {}/{} ({action})",
+                            plan.namespace, plan.deployment
+                        ),
+                        expected: "present".into(),
+                        found: "absent".into(),
+                    })?;
             }
         }
     }
@@ -557,7 +558,7 @@ async fn put_replicas(
 /// Restores the planned original replicas if (and only if) the planned Deployment is at the
 /// fault's value; see [`decide_restore`]. Used by the runner, the watcher and the healer alike.
 pub async fn restore_replicas(cluster: &Cluster, plan: &WatcherPlan) -> Result<RestoreOutcome> {
-    let Some(scale) = read_scale(cluster, plan).await? else {
+    let Some(scale) = read_scale(cluster).await? else {
         return Ok(RestoreOutcome::DeploymentChanged {
             uid: None,
             at: now_rfc3339(),
@@ -577,12 +578,15 @@ pub async fn restore_replicas(cluster: &Cluster, plan: &WatcherPlan) -> Result<R
             at: now_rfc3339(),
         }),
         RestoreDecision::Restore => {
-            let answer =
-                put_replicas(cluster, plan, scale, FAULT_REPLICAS, plan.original_replicas).await?;
-            Ok(RestoreOutcome::Restored {
-                at: now_rfc3339(),
-                raw: serde_json::to_value(&answer).unwrap_or(serde_json::Value::Null),
-            })
+            match put_replicas(cluster, plan, scale, FAULT_REPLICAS, plan.original_replicas).await?
+            {
+                Some(answer) => Ok(RestoreOutcome::Restored {
+                    at: now_rfc3339(),
+                    raw: serde_json::to_value(&answer).unwrap_or(serde_json::Value::Null),
+                }),
+                // A 409 and a re-read that found the original replicas: restored by another.
+                None => Ok(RestoreOutcome::AlreadyRestored { at: now_rfc3339() }),
+            }
         }
     }
 }
@@ -696,7 +700,7 @@ impl ScaleFault {
             original_replicas,
             restore_after_sec,
             created_at: rfc3339(now),
-            runner: Some(crate::faults::attempt::ProcessRef::myself()),
+            runner: Some(ProcessRef::myself()),
         };
         write_json_atomic(&dir.plan(), &plan)?;
         let mut fault = ScaleFault {
@@ -725,7 +729,8 @@ impl ScaleFault {
     /// Reopens a fault directory written by an earlier process.
     pub fn open(cluster: Cluster, dir: &Path) -> Result<ScaleFault> {
         let dir = FaultDir(dir.to_path_buf());
-        let plan = read_json(&dir.plan())?;
+        let plan: WatcherPlan = read_json(&dir.plan())?;
+        plan.check_target()?;
         let ledger = dir.read_ledger()?;
         Ok(ScaleFault {
             dir,
@@ -769,7 +774,7 @@ impl ScaleFault {
 
     async fn spawn_watcher(&mut self) -> Result<WatcherReady> {
         use tokio::io::AsyncBufReadExt as _;
-        let bin = crate::faults::freeze::lab_program()?;
+        let bin = crate::faults::attempt::lab_program()?;
         let log_path = self.dir.watcher_log();
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -1043,8 +1048,11 @@ impl ScaleFault {
         {
             return Ok(Some((Restorer::Watcher, at)));
         }
-        if let Some(h) = crate::faults::heal::read_heal(&self.dir.0)
-            && let Some(RestoreOutcome::Restored { at, .. }) = h.restore
+        // A later command's heal (`heal.json`, its `restore` member: a [`RestoreOutcome`]).
+        if let Ok(h) = read_json::<serde_json::Value>(&self.dir.0.join("heal.json"))
+            && let Some(Ok(RestoreOutcome::Restored { at, .. })) = h
+                .get("restore")
+                .map(|r| serde_json::from_value::<RestoreOutcome>(r.clone()))
         {
             return Ok(Some((Restorer::Healer, at)));
         }
@@ -1123,12 +1131,6 @@ pub fn unfinished_faults(workdir: &Path) -> Result<Vec<Unfinished>> {
         }
     }
     Ok(out)
-}
-
-fn log_tail(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(5)..].join(" | ")
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1220,7 +1222,7 @@ async fn serve_scale_down(
         let _ = write_json_atomic(&dir.watcher(), record);
         sd
     };
-    let scale = match read_scale(client, plan).await {
+    let scale = match read_scale(client).await {
         Ok(Some(s)) => s,
         Ok(None) => {
             let why = format!(
@@ -1257,7 +1259,15 @@ async fn serve_scale_down(
         );
     }
     sd.sent_at = Some(now_rfc3339());
-    let result = put_replicas(client, plan, scale, before, FAULT_REPLICAS).await;
+    let result = put_replicas(client, plan, scale, before, FAULT_REPLICAS)
+        .await
+        .and_then(|answer| {
+            answer.ok_or_else(|| LabError::ClusterMismatch {
+                what: format!("spec.replicas of deployment {NAMESPACE}/{DEPLOYMENT} (scaled to {FAULT_REPLICAS} by someone else)"),
+                expected: before.to_string(),
+                found: FAULT_REPLICAS.to_string(),
+            })
+        });
     sd.answered_at = Some(now_rfc3339());
     match result {
         Ok(answer) => {
@@ -1332,7 +1342,10 @@ fn refusal(error: String) -> WatcherReady {
 
 async fn watch(dir: FaultDir) -> i32 {
     use tokio::io::AsyncBufReadExt as _;
-    let plan: WatcherPlan = match read_json(&dir.plan()) {
+    let plan: WatcherPlan = match read_json(&dir.plan()).and_then(|p: WatcherPlan| {
+        p.check_target()?;
+        Ok(p)
+    }) {
         Ok(p) => p,
         Err(e) => {
             log(format!("refusing: {e}"));
@@ -1379,7 +1392,7 @@ async fn watch(dir: FaultDir) -> i32 {
         Err(e) => return refuse(&mut record, e.to_string()),
     };
     // Cross-check the plan with the live Deployment before anything is scaled.
-    let scale = match read_scale(&client, &plan).await {
+    let scale = match read_scale(&client).await {
         Ok(Some(s)) => s,
         Ok(None) => {
             return refuse(
@@ -1502,7 +1515,7 @@ async fn watch(dir: FaultDir) -> i32 {
     let give_up = tokio::time::Instant::now() + WATCHER_RETRY_BOUND;
     let code = loop {
         record.checked_at = Some(now_rfc3339());
-        match read_scale(&client, &plan).await {
+        match read_scale(&client).await {
             Ok(scale) => {
                 record.replicas_seen = scale
                     .as_ref()

@@ -427,7 +427,7 @@ async fn act5_body(
         if pods.is_empty() {
             return Ok::<_, LabError>(Check::Done(facts::now_rfc3339()));
         }
-        let replicas = scale::read_scale(cl, &plan)
+        let replicas = scale::read_scale(cl)
             .await?
             .and_then(|s| s.spec)
             .and_then(|s| s.replicas)

@@ -22,6 +22,7 @@
 
 pub mod config;
 pub mod daemons;
+pub mod foreign;
 pub mod host;
 pub mod kubeconfig;
 pub mod kyverno;
@@ -283,6 +284,7 @@ impl Cluster {
     /// cluster is torn down unless `retain_on_failure`.
     pub fn up(opts: UpOptions) -> Result<Cluster> {
         host::require_root()?;
+        foreign::refuse_foreign(&opts.state_root)?;
         config::validate_name(&opts.name)?;
         let inputs = match opts.inputs.clone() {
             Some(i) => i,
