@@ -123,9 +123,9 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// Internal: the detached scale-down recovery watcher.
+    /// Internal: the detached scale healer (restores the replicas).
     #[command(hide = true)]
-    WatcherScale {
+    HealerScale {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
@@ -137,7 +137,7 @@ fn main() -> ExitCode {
     let cli = Cli::from_arg_matches(&help.get_matches()).unwrap_or_else(|e| e.exit());
     match &cli.command {
         Command::HealerFreeze { args } => return code(lab::faults::freeze::healer_main(args)),
-        Command::WatcherScale { args } => return code(lab::faults::scale::watcher_main(args)),
+        Command::HealerScale { args } => return code(lab::faults::scale::watcher_main(args)),
         _ => {}
     }
     let lang = cli.lang;
@@ -298,7 +298,7 @@ fn run(cli: &Cli, workdir: &Workdir, lab: Lab) -> Result<i32, LabError> {
             }
             Ok(0)
         }
-        Command::HealerFreeze { .. } | Command::WatcherScale { .. } => Ok(2),
+        Command::HealerFreeze { .. } | Command::HealerScale { .. } => Ok(2),
     }
 }
 

@@ -347,6 +347,9 @@ pub fn ask_target(
 pub const LAB_BIN_ENV: &str = "KCA_WEBHOOK_LAB_BIN";
 /// The lab tool's binary name.
 pub const LAB_BIN_NAME: &str = "kca-webhook-lab";
+/// The flag naming a healer's attempt directory (`<lab> healer-freeze|healer-scale --attempt-dir
+/// DIR`).
+pub const ATTEMPT_DIR_FLAG: &str = "--attempt-dir";
 
 static LAB_PROGRAM: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
 

@@ -12,7 +12,7 @@
 //!   whose recorded runner is still alive is left alone anyway.
 //! - A **healer** is signalled only once proven to be this attempt's helper
 //!   ([`super::process::prove_healer`]: the lab binary running `healer-freeze --attempt-dir DIR` /
-//!   `watcher-scale --fault-dir DIR` for this directory); it is stood down with SIGTERM + SIGCONT
+//!   `healer-scale --attempt-dir DIR` for this directory); it is stood down with SIGTERM + SIGCONT
 //!   and killed after a bound ([`super::process::stand_down`]), so a stopped healer releases its
 //!   target lock too. A process that is not proven is named in the record and never signalled.
 //! - **Freeze attempt** (`freeze-*`): when a SIGSTOP was recorded and the pinned target (PID +
@@ -254,13 +254,15 @@ fn dir_attempt(dir: &Path) -> String {
 fn healer_of(
     candidate: Option<ProcessRef>,
     subcommand: &str,
-    flag: &str,
     dir: &Path,
     rec: &mut HealRecord,
 ) -> Option<PinnedProcess> {
     let h = candidate.filter(ProcessRef::is_alive)?;
     rec.healer = Some(h);
-    match prove_healer(&h, subcommand, flag, dir) {
+    let proven = attempt::lab_program()
+        .map_err(|e| e.to_string())
+        .and_then(|lab| prove_healer(&h, &lab, subcommand, attempt::ATTEMPT_DIR_FLAG, dir));
+    match proven {
         Ok(p) => Some(p),
         Err(why) => {
             rec.healer_signalled = Some(format!("not its healer, not signalled: {why}"));
@@ -300,7 +302,7 @@ fn heal_freeze(dir: &Path, command: &str) -> Result<Settled, NotSettled> {
         .as_ref()
         .map(|r| r.healer)
         .or_else(|| ledger.as_ref().and_then(|l| l.healer));
-    let healer = healer_of(candidate, HEALER_SUBCOMMAND, "--attempt-dir", dir, &mut rec);
+    let healer = healer_of(candidate, HEALER_SUBCOMMAND, dir, &mut rec);
     if !stop_sent {
         rec.action = "nothing-signalled".into();
         rec.note = Some(format!(
@@ -408,13 +410,7 @@ async fn heal_scale(
             start_ticks: t,
         })
     });
-    let healer = healer_of(
-        candidate,
-        scale::WATCHER_SUBCOMMAND,
-        "--fault-dir",
-        dir,
-        &mut rec,
-    );
+    let healer = healer_of(candidate, scale::HEALER_SUBCOMMAND, dir, &mut rec);
     let asked_down = ledger
         .as_ref()
         .is_some_and(|l| l.last(scale::LedgerEvent::ScalingDown).is_some())

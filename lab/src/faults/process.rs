@@ -330,22 +330,16 @@ pub fn require_container(pid: i32, container_id: &str) -> Result<(), LabError> {
     }
 }
 
-/// The lab binary as this process would start a healer ([`crate::faults::attempt::lab_program`]),
-/// canonical.
-fn lab_binary() -> Result<PathBuf, String> {
-    let p = crate::faults::attempt::lab_program().map_err(|e| e.to_string())?;
-    std::fs::canonicalize(&p).map_err(|e| format!("{}: {e}", p.display()))
-}
-
 /// Proves that the live process `p` is this attempt's healer before anything signals it: it is
-/// the lab binary (`/proc/PID/exe` is [`crate::faults::attempt::lab_program`], same path — a
-/// rebuilt binary shows ` (deleted)` — or same inode) running `<lab> <subcommand> <flag> <dir>`
+/// the lab binary `lab` (`/proc/PID/exe` is the same path — a rebuilt binary shows
+/// ` (deleted)` — or the same inode) running `<lab> <subcommand> <flag> <dir>`
 /// where `<dir>` is `attempt_dir` (same directory inode; a relative one is taken from the
 /// process's cwd). Returns the process pinned by a pidfd (start ticks re-checked).
 ///
 /// Errors: why it is not (gone, another binary, another subcommand or directory), in words.
 pub fn prove_healer(
     p: &ProcessRef,
+    lab: &Path,
     subcommand: &str,
     flag: &str,
     attempt_dir: &Path,
@@ -353,7 +347,7 @@ pub fn prove_healer(
     let pinned = PinnedProcess::open(p.pid, p.start_ticks).map_err(|e| e.to_string())?;
     let exe_link = format!("/proc/{}/exe", p.pid);
     let exe = std::fs::read_link(&exe_link).map_err(|e| format!("{exe_link}: {e}"))?;
-    let lab = lab_binary()?;
+    let lab = std::fs::canonicalize(lab).map_err(|e| format!("{}: {e}", lab.display()))?;
     let exe_text = exe.to_string_lossy();
     let same_path =
         exe_text.strip_suffix(" (deleted)").unwrap_or(&exe_text) == lab.to_string_lossy();
@@ -497,12 +491,10 @@ mod tests {
             .unwrap();
         let p = ProcessRef::of(sleep.id() as i32).unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let err = prove_healer(&p, "healer-freeze", "--attempt-dir", dir.path()).unwrap_err();
+        let lab = std::env::current_exe().unwrap();
+        let err = prove_healer(&p, &lab, "healer-freeze", "--attempt-dir", dir.path()).unwrap_err();
         let _ = sleep.kill();
         let _ = sleep.wait();
-        assert!(
-            err.contains("not the lab binary") || err.contains("lab binary"),
-            "{err}"
-        );
+        assert!(err.contains("not the lab binary"), "{err}");
     }
 }

@@ -8,8 +8,8 @@
 //!
 //! Healing, in three layers (`../shared/design/architecture.md`, "Faults, safely"):
 //!
-//! 1. **The recovery watcher**, an independent detached process (`kca-webhook-lab watcher-scale
-//!    --fault-dir DIR`, its own session and process group, stdin and stdout pipes to the runner,
+//! 1. **The recovery watcher**, an independent detached process (`kca-webhook-lab healer-scale
+//!    --attempt-dir DIR`, its own session and process group, stdin and stdout pipes to the runner,
 //!    log in `DIR/watcher.log`). It is armed *before* the scale: it reads the kubeconfig, checks
 //!    the live Deployment against the plan (same UID, `spec.replicas` equal to the planned original
 //!    replicas), takes the target lock, answers ready (one JSON line on stdout) and keeps its
@@ -65,7 +65,7 @@ pub const FAULT_KIND: &str = "scale-controller-to-zero";
 /// Replicas the fault scales the Deployment to.
 pub const FAULT_REPLICAS: i32 = 0;
 /// The hidden subcommand of `kca-webhook-lab` that runs [`watcher_main`].
-pub const WATCHER_SUBCOMMAND: &str = "watcher-scale";
+pub const HEALER_SUBCOMMAND: &str = "healer-scale";
 /// How long the runner waits for the watcher's ready answer.
 pub const READY_BOUND: Duration = Duration::from_secs(30);
 /// After its deadline, how long the watcher keeps retrying an unreachable API server.
@@ -473,11 +473,6 @@ impl FaultDir {
     }
 }
 
-/// The directory under a work directory that holds all fault directories.
-pub fn faults_root(workdir: &Path) -> PathBuf {
-    workdir.join("faults")
-}
-
 /// Reads the scale subresource of the lab's Deployment ([`NAMESPACE`]/[`DEPLOYMENT`]; `None`
 /// when it is not found).
 pub async fn read_scale(cluster: &Cluster) -> Result<Option<Scale>> {
@@ -664,7 +659,7 @@ async fn next_answer(
 impl ScaleFault {
     /// Arms the recovery watcher for a scale-down of `namespace/deployment`:
     /// creates `<workdir>/faults/<fault_id>/`, writes `plan.json` and a `planned` ledger entry,
-    /// spawns `kca-webhook-lab watcher-scale --fault-dir DIR` detached (`setsid`: own session and
+    /// spawns `kca-webhook-lab healer-scale --attempt-dir DIR` detached (`setsid`: own session and
     /// process group; stdin and stdout pipes kept by the returned fault for the scale-down request
     /// and its answer, stderr `DIR/watcher.log`), and waits at most
     /// [`READY_BOUND`] for its ready answer. The watcher checks the live Deployment against the
@@ -685,7 +680,7 @@ impl ScaleFault {
             crate::faults::attempt::AttemptId::new(crate::faults::attempt::FaultKind::Scale, 5).0;
         // Absolute: the watcher runs with `/` as its working directory.
         let workdir = std::path::absolute(workdir).map_err(LabError::io(workdir))?;
-        let root = faults_root(&workdir);
+        let root = crate::faults::attempt::faults_root(&workdir);
         let dir = FaultDir(root.join(&fault_id));
         std::fs::create_dir_all(&dir.0).map_err(LabError::io(&dir.0))?;
         let kubeconfig = std::path::absolute(kubeconfig).map_err(LabError::io(kubeconfig))?;
@@ -782,8 +777,8 @@ impl ScaleFault {
             .open(&log_path)
             .map_err(LabError::io(&log_path))?;
         let mut cmd = tokio::process::Command::new(&bin);
-        cmd.arg(WATCHER_SUBCOMMAND)
-            .arg("--fault-dir")
+        cmd.arg(HEALER_SUBCOMMAND)
+            .arg(crate::faults::attempt::ATTEMPT_DIR_FLAG)
             .arg(&self.dir.0)
             .current_dir("/")
             .stdin(Stdio::piped())
@@ -809,7 +804,7 @@ impl ScaleFault {
         };
         let mut child = cmd.spawn().map_err(|e| {
             not_ready(format!(
-                "spawning {} {WATCHER_SUBCOMMAND}: {e}",
+                "spawning {} {HEALER_SUBCOMMAND}: {e}",
                 bin.display()
             ))
         })?;
@@ -1101,7 +1096,7 @@ pub fn watcher_finished_after_scale_down(ledger: &Ledger, watcher: Option<&Watch
 /// Lists unfinished scale-down faults under `<workdir>/faults/` (oldest first). A missing
 /// `faults` directory means none. A fault whose watcher recorded its own restore is finished.
 pub fn unfinished_faults(workdir: &Path) -> Result<Vec<Unfinished>> {
-    let root = faults_root(workdir);
+    let root = crate::faults::attempt::faults_root(workdir);
     let entries = match std::fs::read_dir(&root) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -1114,6 +1109,8 @@ pub fn unfinished_faults(workdir: &Path) -> Result<Vec<Unfinished>> {
                 .and_then(|n| n.to_str())
                 .is_some_and(|n| n.starts_with("scale-"))
                 && p.join("ledger.json").is_file()
+                // Closed by a later command's heal (after a live read of the Deployment).
+                && std::fs::symlink_metadata(p.join("heal.json")).is_err()
         })
         .collect();
     dirs.sort();
@@ -1141,7 +1138,7 @@ pub fn unfinished_faults(workdir: &Path) -> Result<Vec<Unfinished>> {
 fn log(msg: impl AsRef<str>) {
     let _ = writeln!(
         std::io::stderr(),
-        "{} watcher-scale[{}]: {}",
+        "{} healer-scale[{}]: {}",
         now_rfc3339(),
         std::process::id(),
         msg.as_ref()
@@ -1293,7 +1290,7 @@ async fn serve_scale_down(
     sd
 }
 
-/// Entry point of the detached recovery watcher (`kca-webhook-lab watcher-scale --fault-dir DIR`).
+/// Entry point of the detached recovery watcher (`kca-webhook-lab healer-scale --attempt-dir DIR`).
 ///
 /// Reads `DIR/plan.json`, checks the live Deployment against it, answers ready (one JSON line of
 /// [`WatcherReady`] on stdout), then until `armed_at + restore_after_sec` serves the runner's
@@ -1305,10 +1302,12 @@ async fn serve_scale_down(
 /// Returns the exit code: 0 restored or already restored, 1 failed, 2 bad arguments, 3 refused.
 pub fn watcher_main(args: &[String]) -> i32 {
     let dir = match args {
-        [flag, dir] if flag == "--fault-dir" => FaultDir(PathBuf::from(dir)),
+        [flag, dir] if flag == crate::faults::attempt::ATTEMPT_DIR_FLAG => {
+            FaultDir(PathBuf::from(dir))
+        }
         _ => {
             eprintln!(
-                "usage: kca-webhook-lab {WATCHER_SUBCOMMAND} --fault-dir DIR (found {args:?})"
+                "usage: kca-webhook-lab {HEALER_SUBCOMMAND} --attempt-dir DIR (found {args:?})"
             );
             return 2;
         }
@@ -1672,7 +1671,9 @@ mod tests {
                 .expect("no faults dir")
                 .is_empty()
         );
-        let dir = FaultDir(faults_root(wd.path()).join("scale-20261129T000000.000Z"));
+        let dir = FaultDir(
+            crate::faults::attempt::faults_root(wd.path()).join("scale-20261129T000000.000Z"),
+        );
         std::fs::create_dir_all(&dir.0).expect("mkdir");
         write_json_atomic(&dir.plan(), &plan()).expect("plan");
         let ledger = Ledger {

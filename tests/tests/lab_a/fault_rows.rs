@@ -689,7 +689,7 @@ impl WatcherGate {
 
 /// The attempt directory `faults/scale-*` that appears in `workdir` (bounded).
 fn wait_fault_dir(workdir: &Path, bound: Duration) -> Result<FaultDir> {
-    let root = scale::faults_root(workdir);
+    let root = lab::faults::attempt::faults_root(workdir);
     let t0 = Instant::now();
     loop {
         if let Ok(entries) = std::fs::read_dir(&root) {
