@@ -440,7 +440,11 @@ fn sigkill_runner(run: &LabRun) -> Result<(), Failed> {
             return Err(format!("runner said {line:?}").into());
         }
     };
-    let state = || lab::faults::process::state_if_same(pid, start).ok().flatten();
+    let state = || {
+        lab::faults::process::state_if_same(pid, start)
+            .ok()
+            .flatten()
+    };
     if state() != Some('T') {
         return Err(format!(
             "Kyverno's process state after the runner's SIGSTOP: {:?}",
