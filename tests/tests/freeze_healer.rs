@@ -120,6 +120,10 @@ fn main() {
             "digest_reads_only_bounded_regular_files",
             digest_reads_only_bounded_regular_files,
         ),
+        Trial::test(
+            "cluster_up_refuses_a_kubelet_no_record_owns",
+            cluster_up_refuses_a_kubelet_no_record_owns,
+        ),
     ];
     let conclusion = libtest_mimic::run(&args, trials);
     let _ = std::fs::remove_dir_all(&locks);
@@ -1221,4 +1225,36 @@ fn digest_reads_only_bounded_regular_files() -> Result<(), Failed> {
         }
     }
     Ok(())
+}
+
+/// `cluster up` refuses, naming it, a kubelet that no cluster record owns
+/// (`xtask::cluster::foreign`, called first in `Cluster::up`): a copy of `sleep` named `kubelet`
+/// runs in this mount namespace while the state root records no cluster.
+fn cluster_up_refuses_a_kubelet_no_record_owns() -> Result<(), Failed> {
+    let base = workdir()?;
+    let fake = base.join("kubelet");
+    std::fs::copy("/bin/sleep", &fake)?;
+    let mut child = Command::new(&fake).arg("30").spawn()?;
+    let pid = child.id() as i32;
+    let t0 = Instant::now();
+    while std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .map_or(true, |c| c.trim() != "kubelet")
+    {
+        if t0.elapsed() > Duration::from_secs(2) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let state_root = base.join("state");
+    std::fs::create_dir_all(&state_root)?;
+    let result = xtask::cluster::foreign::refuse_foreign(&state_root).map_err(|e| format!("{e:#}"));
+    // Our own child, by its handle.
+    let _ = child.kill();
+    let _ = child.wait();
+    match result {
+        Err(e) if e.contains(&format!("pid {pid} kubelet")) => Ok(()),
+        other => {
+            Err(format!("a foreign kubelet (pid {pid}) was not refused by name: {other:?}").into())
+        }
+    }
 }
