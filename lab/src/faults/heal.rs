@@ -453,6 +453,23 @@ async fn heal_scale(
             ),
         }));
     };
+    // The Deployment's target lock: held by another attempt's healer, the replicas are that
+    // attempt's to restore (another work dir's live scale-down is never cut short from here).
+    let key = format!("deployment-{}", plan.deployment_uid);
+    let _lock = match attempt::ask_target(&key, &attempt, "the heal").map_err(Open)? {
+        Ok(lock) => Some(lock),
+        Err(held) if held.holder.as_ref().and_then(|h| h.attempt.as_ref()) == Some(&attempt) => {
+            None
+        }
+        Err(held) => {
+            rec.action = "left-alone".into();
+            rec.note = Some(format!(
+                "the deployment's lock is held by {}: that attempt's healer restores it",
+                held.text
+            ));
+            return Ok(Settled::Done(Box::new(rec)));
+        }
+    };
     let outcome = scale::restore_replicas(cluster, &plan)
         .await
         .map_err(Open)?;

@@ -1432,7 +1432,7 @@ async fn watch(dir: FaultDir) -> i32 {
     let _target_lock = match crate::faults::attempt::lock_target(
         &format!("deployment-{}", plan.deployment_uid),
         &crate::faults::attempt::AttemptId(plan.fault_id.clone()),
-        "the scale-down recovery watcher",
+        "the scale healer",
     ) {
         Ok(l) => l,
         Err(e) => return refuse(&mut record, e.to_string()),
