@@ -7,7 +7,7 @@
 //!   e.g. `freeze-05-20261130T174500.123Z-4242`. Its files live in `<workdir>/faults/<attempt id>/`.
 //! - **runner**: the `act N` process that asks for the fault.
 //! - **healer**: the detached process that owns the fault's undoing (the freeze healer sends
-//!   SIGSTOP *and* SIGCONT; the scale healer, the "recovery watcher", restores the replicas).
+//!   SIGSTOP *and* SIGCONT; the scale healer, the "healer", restores the replicas).
 //! - **heal**: undoing an unfinished attempt's fault from a later command (`heal`, `inspect`,
 //!   every `act`), recorded in the attempt's `heal.json`.
 //! - **start ticks**: a process's start time, clock ticks since boot (`/proc/PID/stat` field 22);
