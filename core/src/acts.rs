@@ -19,11 +19,23 @@ use crate::grade::{self, G};
 use crate::inputs::InputFile;
 use crate::messages::Text;
 
+/// What an act is for in its lab.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// An act that sets up, observes or disturbs the cluster; its evidence is graded on its own.
+    Observe,
+    /// The lab's report: the student's conclusions, tied to the evidence by digests. After it every
+    /// act of the lab is graded again (`act N` prints every finding). One per lab, its last act.
+    Report,
+}
+
 /// One act of one lab: everything about it that is not its body.
 #[derive(Clone, Copy)]
 pub struct ActSpec {
     /// The act number (1-based, the `NN` of `evidence/NN.json`).
     pub number: u8,
+    /// What the act is for: [`Role::Report`] for the lab's report, else [`Role::Observe`].
+    pub role: Role,
     /// Short title in both languages (progress lines, reports).
     pub title: Text,
     /// The student input files the act reads (written first by `cargo xtask lab run`).
@@ -44,6 +56,7 @@ impl std::fmt::Debug for ActSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ActSpec")
             .field("number", &self.number)
+            .field("role", &self.role)
             .field("title", &self.title.en)
             .field("inputs", &self.inputs)
             .field("test_name", &self.test_name)
@@ -61,6 +74,7 @@ macro_rules! shared_acts {
         [
             ActSpec {
                 number: 1,
+                role: Role::Observe,
                 title: t("スコープの確認", "scope"),
                 inputs: &[InputFile::Scope],
                 metrics: false,
@@ -70,6 +84,7 @@ macro_rules! shared_acts {
             },
             ActSpec {
                 number: 2,
+                role: Role::Observe,
                 title: t("ポリシーの適用", "policy"),
                 inputs: &[InputFile::Policy],
                 metrics: false,
@@ -79,6 +94,7 @@ macro_rules! shared_acts {
             },
             ActSpec {
                 number: 3,
+                role: Role::Observe,
                 title: t("正常時の基準", "healthy baseline"),
                 inputs: &[],
                 metrics: true,
@@ -101,6 +117,7 @@ pub static LAB_B: &[ActSpec] = &[
     SHARED_B[2],
     ActSpec {
         number: 4,
+        role: Role::Observe,
         title: t("プロセスの調査", "investigation"),
         inputs: &[InputFile::FreezePlan],
         metrics: false,
@@ -110,6 +127,7 @@ pub static LAB_B: &[ActSpec] = &[
     },
     ActSpec {
         number: 5,
+        role: Role::Observe,
         title: t("Fail での凍結", "freeze under Fail"),
         inputs: &[],
         metrics: true,
@@ -119,6 +137,7 @@ pub static LAB_B: &[ActSpec] = &[
     },
     ActSpec {
         number: 6,
+        role: Role::Observe,
         title: t("Ignore での凍結", "freeze under Ignore"),
         inputs: &[InputFile::PolicyIgnore],
         metrics: true,
@@ -128,6 +147,7 @@ pub static LAB_B: &[ActSpec] = &[
     },
     ActSpec {
         number: 7,
+        role: Role::Observe,
         title: t("回復の確認", "recovery"),
         inputs: &[InputFile::Recovery],
         metrics: true,
@@ -137,6 +157,7 @@ pub static LAB_B: &[ActSpec] = &[
     },
     ActSpec {
         number: 8,
+        role: Role::Report,
         title: t("報告", "report"),
         inputs: &[InputFile::ReportB],
         metrics: false,
@@ -153,6 +174,7 @@ pub static LAB_A: &[ActSpec] = &[
     SHARED_A[2],
     ActSpec {
         number: 4,
+        role: Role::Observe,
         title: t("Deployment の調査", "investigation"),
         inputs: &[InputFile::ScalePlan],
         metrics: false,
@@ -162,6 +184,7 @@ pub static LAB_A: &[ActSpec] = &[
     },
     ActSpec {
         number: 5,
+        role: Role::Observe,
         title: t("0 レプリカへのスケール", "scale to zero"),
         inputs: &[],
         metrics: true,
@@ -171,6 +194,7 @@ pub static LAB_A: &[ActSpec] = &[
     },
     ActSpec {
         number: 6,
+        role: Role::Observe,
         title: t("回復の時系列", "recovery timeline"),
         inputs: &[],
         metrics: true,
@@ -180,6 +204,7 @@ pub static LAB_A: &[ActSpec] = &[
     },
     ActSpec {
         number: 7,
+        role: Role::Observe,
         title: t("サーバー側 dry-run", "server-side dry-run"),
         inputs: &[],
         metrics: true,
@@ -189,6 +214,7 @@ pub static LAB_A: &[ActSpec] = &[
     },
     ActSpec {
         number: 8,
+        role: Role::Report,
         title: t("報告", "report"),
         inputs: &[InputFile::ReportA],
         metrics: false,
@@ -227,9 +253,10 @@ pub fn numbers(lab: Lab) -> impl Iterator<Item = u8> {
     of(lab).iter().map(|s| s.number)
 }
 
-/// Whether `act` is the last act of `lab` (the report: after it every act is graded again).
+/// Whether `act` is the report of `lab` ([`Role::Report`]; after it every act is graded again).
+/// The registry's own test keeps the report the lab's last act.
 pub fn is_last(lab: Lab, act: u8) -> bool {
-    act == count(lab)
+    spec(lab, act).is_some_and(|s| s.role == Role::Report)
 }
 
 /// The act that reads `file` in `lab`, if any.
@@ -287,5 +314,19 @@ mod tests {
         }
         assert!(check(Lab::B, count(Lab::B) + 1).is_err());
         assert!(check(Lab::B, 0).is_err());
+    }
+
+    #[test]
+    fn every_lab_has_one_report_and_it_is_the_last_act() {
+        for lab in [Lab::A, Lab::B] {
+            let reports: Vec<u8> = of(lab)
+                .iter()
+                .filter(|s| s.role == Role::Report)
+                .map(|s| s.number)
+                .collect();
+            assert_eq!(reports, vec![count(lab)], "lab {}", lab.as_str());
+            assert!(is_last(lab, count(lab)) && !is_last(lab, 1));
+            assert!(!is_last(lab, count(lab) + 1));
+        }
     }
 }

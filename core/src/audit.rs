@@ -17,7 +17,8 @@
 //! polled, bounded by [`WAIT_BOUND`], until every request has one (the audit filter writes the
 //! final stage after the handler returns, so it may land just after the client read the answer).
 //!
-//! **What the events say** (kube-apiserver v1.35, `../shared/research/kubernetes.md` §1 (a), (c)):
+//! **What the events say** (k8s.io/apiserver v0.35
+//! `pkg/admission/plugin/webhook/validating/dispatcher.go`):
 //! `responseStatus.code` is the HTTP status the client got; a validating webhook that failed
 //! open under failurePolicy Ignore leaves the annotation
 //! `failed-open.validating.webhook.admission.k8s.io/round_<r>_index_<i>` = the webhook's name

@@ -13,6 +13,8 @@
 //!
 //! Without a follow-up GET (pasted text, a `Status`) a success is never called `stored`: the
 //! classifier needs the GET to find the object with a UID, and `explain` says so.
+//!
+//! `lab/tests/explain.rs` holds the classifier's table cases and fails when either drifts.
 
 use serde_json::Value;
 
@@ -138,7 +140,8 @@ fn from_json(v: &Value, origin: &str) -> Result<Answer, LabError> {
     if v["kind"] == "Status" {
         let code = v["code"].as_u64().unwrap_or(0);
         return Ok(Answer {
-            // A deny's code 0 is raised to 400 by the API server (kubernetes.md §1a).
+            // A deny's code 0 is raised to 400 by the API server (k8s.io/apiserver
+            // `pkg/admission/plugin/webhook/errors/statuserror.go`, `ToStatusErr`).
             http_status: if code == 0 {
                 400
             } else {

@@ -111,7 +111,8 @@ pub struct ServiceRef {
 }
 
 /// One webhook of a ValidatingWebhookConfiguration as the API server stores it (observed, never
-/// inferred from the policy). Source of the expected shape: kyverno.md §3 (fine-grained webhook
+/// inferred from the policy). Source of the expected shape: kyverno v1.19.1
+/// `pkg/controllers/webhook/validating.go` (fine-grained webhook
 /// `vpol.validate.kyverno.svc-{fail,ignore}-finegrained-<policy>`, path `/vpol/<policy>`,
 /// `sideEffects: NoneOnDryRun`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -359,7 +360,7 @@ pub mod a {
         pub ready_replicas: u32,
     }
 
-    /// The leader-election Lease (`kyverno/kyverno`, kyverno.md §6).
+    /// The leader-election Lease (`kyverno/kyverno`; kyverno v1.19.1 `cmd/kyverno/main.go`).
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
     pub struct LeaseFacts {
         /// Lease namespace.

@@ -587,8 +587,8 @@ constant!(
     FreezeAction: &'static str = "freeze-one-controller-process"
 );
 constant!(
-    /// 20 (seconds).
-    TwentySeconds: u32 = 20
+    /// `resume_after_sec` of `freeze-plan.json`: the freeze's planned length, 20 (seconds).
+    ResumeAfterSec: u32 = 20
 );
 constant!(
     /// `pidfd`.
@@ -607,7 +607,7 @@ pub struct FreezePlan {
     /// The live UID of the `kyverno-admission-controller` Deployment.
     pub deployment_uid: Uid,
     /// The watchdog resumes the process after this many seconds (20).
-    pub resume_after_sec: TwentySeconds,
+    pub resume_after_sec: ResumeAfterSec,
     /// The process is signalled through a pidfd, never by bare PID.
     pub signal_identity: PidfdIdentity,
     /// The webhook registration is kept (no scale-down).
@@ -692,12 +692,14 @@ constant!(
     ScaleAction: &'static str = "scale-controller-to-zero"
 );
 constant!(
-    /// 1 replica.
-    OneReplica: u32 = 1
+    /// `original_replicas` of `scale-plan.json`: the admission controller's replicas before the
+    /// scale-down, 1.
+    OriginalReplicas: u32 = 1
 );
 constant!(
-    /// 55 (seconds).
-    FiftyFiveSeconds: u32 = 55
+    /// `restore_after_sec` of `scale-plan.json`: when the watcher restores the replicas, 55 (seconds
+    /// after arming).
+    RestoreAfterSec: u32 = 55
 );
 
 /// `scale-plan.json` (lab A, act 4): the plan the scale-down of act 5 follows.
@@ -712,9 +714,9 @@ pub struct ScalePlan {
     /// The live UID of the `kyverno-admission-controller` Deployment.
     pub deployment_uid: Uid,
     /// Replicas the watcher restores (1).
-    pub original_replicas: OneReplica,
+    pub original_replicas: OriginalReplicas,
     /// The watcher restores them after this many seconds (55).
-    pub restore_after_sec: FiftyFiveSeconds,
+    pub restore_after_sec: RestoreAfterSec,
     /// Canonical digest of `evidence/03.json`.
     pub evidence_sha256: Sha256Hex,
 }

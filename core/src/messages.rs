@@ -2,6 +2,22 @@
 //!
 //! Values inside messages (paths, UIDs, outcomes, JSON) are not translated: they are the words the
 //! evidence and the inputs use.
+//!
+//! What lives here: errors ([`error_text`]), findings ([`code_text`], an exhaustive match whose
+//! test walks `Code::iter()`), the words of input problems ([`said`], kept on each `InputIssue` in
+//! both languages), `explain`'s words ([`explain`]), the acts' progress and summary lines ([`act`]:
+//! one [`Line`] per line, built by the `line!` macro; `labs::Ui` prints it in the chosen language),
+//! and the Japanese `--help` ([`localize_help`]: a table over the clap command built in
+//! `lab/src/main.rs`, which reads `--lang` before clap parses; a unit test names any command or
+//! argument without a Japanese text). No Japanese literal elsewhere in the tool's code but the
+//! report page's `report/text.rs` and the registry's act titles (`xtask/tests/tidy.rs`).
+//!
+//! Terms, one spelling: the lab B **healer** (the detached freeze healer; the evidence's older
+//! field names `watchdog_pid`, `watchdog_armed_at`, `resumed_by: watchdog` stay: they are the
+//! evidence format, which the recorded fixtures pin), the lab A **watcher** (the scale-down recovery
+//! watcher), the **start time** of a process (`/proc/<pid>/stat` field 22, clock ticks;
+//! `pid_start_time_ticks` in evidence). Raw entry names (`lease-before` in lab A act 6,
+//! `leader-lease-before` in lab B) are evidence too and stay as recorded.
 
 use crate::error::LabError;
 use crate::evidence::ActStatus;

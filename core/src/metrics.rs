@@ -2,7 +2,7 @@
 //! act's first request and after its last, kept as raw text lines plus parsed deltas.
 //!
 //! Series kept (kube-apiserver `staging/src/k8s.io/apiserver/pkg/admission/metrics/metrics.go`,
-//! namespace `apiserver`, subsystem `admission`; `../shared/research/kubernetes.md` §1 (e)):
+//! namespace `apiserver`, subsystem `admission`; fail-open counting in the validating `dispatcher.go`):
 //! - `apiserver_admission_webhook_rejection_count{name,type,operation,error_type,rejection_code}`:
 //!   `error_type="calling_webhook_error"` (code 503 for a transport error such as a timeout) when a
 //!   call fails under failurePolicy Fail; `error_type="no_error"`, `rejection_code="400"` for an

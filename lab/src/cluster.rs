@@ -636,8 +636,8 @@ pub fn find_webhook_in(
 }
 
 /// The fine-grained webhook name Kyverno 1.19 registers for a ValidatingPolicy with
-/// `webhookConfiguration.timeoutSeconds` set (kyverno `pkg/controllers/webhook`,
-/// `../shared/research/kyverno.md` §3): `vpol.validate.kyverno.svc-{fail|ignore}-finegrained-<policy>`.
+/// `webhookConfiguration.timeoutSeconds` set (kyverno v1.19.1 `pkg/controllers/webhook/validating.go`,
+/// `buildWebhookRules`): `vpol.validate.kyverno.svc-{fail|ignore}-finegrained-<policy>`.
 pub fn fine_grained_webhook_name(failure_policy: &str, policy: &str) -> String {
     let mode = if failure_policy.eq_ignore_ascii_case("ignore") {
         "ignore"

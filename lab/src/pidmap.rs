@@ -4,8 +4,8 @@
 //! On the embedded backend and on k3s installed on a host, containerd runs in the host's PID
 //! namespace, so the PID that CRI reports (`info.pid`) is a host PID. With k3s inside a Docker
 //! container (the `k3s` backend), containerd runs in the container's PID namespace and reports PIDs
-//! of that namespace (`../shared/research/ecosystem.md` §2, "PID-namespace caveat"). This module
-//! maps such a PID to the host PID by reading the host's `/proc`:
+//! of that namespace (proc(5): `/proc/<pid>/status` `NSpid` lists a process's PID in each nested
+//! PID namespace). This module maps such a PID to the host PID by reading the host's `/proc`:
 //!
 //! - `/proc/<pid>/cgroup` names the container's cgroup (Docker puts the container ID in the path
 //!   of every process of the container and of every cgroup nested under it, e.g.

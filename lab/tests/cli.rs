@@ -575,7 +575,7 @@ fn spellings() -> Vec<Spelling> {
     const TIMEOUT: &str = "\"timeoutSeconds\": 3\n";
     const MESSAGE: &str = "\"message\": \"KCA_ENVIRONMENT_REQUIRED\"";
     vec![
-        // ../shared/cases/graders/chk-dup-key-policy: failurePolicy written twice (this edit gives
+        // The graders' review case `chk-dup-key-policy`: failurePolicy written twice (this edit gives
         // that case's policy.json byte for byte).
         Spelling {
             name: "duplicate failurePolicy",

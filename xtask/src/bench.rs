@@ -35,12 +35,9 @@ use chrono::{DateTime, Utc};
 use lab::evidence::Lab;
 use serde::{Deserialize, Serialize};
 
+use crate::cluster::kyverno::KYVERNO_START_SPAN;
 use crate::lab_run::{RunOptions, artifacts_dir, lab_name, run_id, run_lab};
 use crate::status::{self, Span};
-
-/// The message prefix of the span `cluster::up` adds for Kyverno's own start.
-pub const KYVERNO_START_SPAN: &str =
-    "Kyverno's own start (admission controller pod created → Ready, from its conditions)";
 
 /// A gap between two top-level steps gets its own row from this length (ms); all gaps are
 /// summed in one row.

@@ -5,7 +5,7 @@
 //! - act 5: after `kyverno-admission-controller` is scaled to 0 and its pods are gone, whether the
 //!   policy's webhook is still in the ValidatingWebhookConfigurations (on Kyverno v1.19.1 the
 //!   stopping controller deletes them because the Deployment has 0 replicas:
-//!   `pkg/webhooks/server.go` `cleanup`, `../shared/research/kyverno.md` §7), and what happens to a
+//!   `pkg/webhooks/server.go` `cleanup`, `pkg/utils/runtime/utils.go` `IsGoingDown`), and what happens to a
 //!   violating request then;
 //! - act 6: when each recovery step happens (replicas, new pod, Running, Lease, registration,
 //!   first explicit deny), each with its own timestamp, a bound that runs out being `not-confirmed`;
@@ -47,10 +47,12 @@ pub use crate::rules::a::{RECOVERY_BOUND, evidence_words, timeline_in_order};
 /// Lab A's lab value.
 const LAB: Lab = Lab::A;
 /// What identifies the lab policy's webhook in a webhook name (Kyverno names it
-/// `vpol.validate.kyverno.svc-{fail,ignore}[-finegrained]-<policy>`; kyverno.md §3).
+/// `vpol.validate.kyverno.svc-{fail,ignore}[-finegrained]-<policy>`; kyverno v1.19.1
+/// `pkg/controllers/webhook/validating.go`).
 pub const POLICY_WEBHOOK_MARK: &str = cluster::POLICY_NAME;
 /// Bound on waiting for the controller's pods to be gone after the scale to 0 (the chart sets no
-/// `terminationGracePeriodSeconds`, so Kubernetes' 30 s default applies; kyverno.md §7).
+/// `terminationGracePeriodSeconds`, so Kubernetes' 30 s default applies; kyverno's
+/// `charts/kyverno/values.yaml`).
 pub const PODS_GONE_BOUND: Duration = Duration::from_secs(120);
 /// Interval between two rounds of recovery observations (pods, Lease, registration, dry-run probe).
 pub const RECOVERY_INTERVAL: Duration = Duration::from_millis(500);
@@ -216,7 +218,7 @@ pub(crate) async fn act4(env: &Env) -> Result<ActSummary, LabError> {
     let (plan, loaded) = read_input::<inputs::ScalePlan>(&env.workdir, &ctx)?;
     let dep = cl.admission_deployment().await?;
     let live_replicas = dep.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
-    let planned = inputs::OneReplica::VALUE as i32;
+    let planned = inputs::OriginalReplicas::VALUE as i32;
     if live_replicas != planned {
         return Err(LabError::ClusterMismatch {
             what: format!(
@@ -329,16 +331,16 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
         env.workdir.root(),
         &kubeconfig,
         ctx.deployment_uid.as_deref().unwrap_or_default(),
-        inputs::OneReplica::VALUE as i32,
-        inputs::FiftyFiveSeconds::VALUE as u64,
+        inputs::OriginalReplicas::VALUE as i32,
+        inputs::RestoreAfterSec::VALUE as u64,
     )
     .await?;
     rec.raw("watcher-ready", &ready);
     let watcher = WatcherFacts {
         pid: Some(ready.pid),
         armed_at: ready.armed_at.clone(),
-        restore_after_sec: inputs::FiftyFiveSeconds::VALUE,
-        original_replicas: inputs::OneReplica::VALUE,
+        restore_after_sec: inputs::RestoreAfterSec::VALUE,
+        original_replicas: inputs::OriginalReplicas::VALUE,
         deadline_at: Some(ready.deadline_at.clone()),
         fault_dir: Some(fault.dir().0.display().to_string()),
     };
@@ -1032,7 +1034,7 @@ async fn observe_new_pod(
 }
 
 /// One round of step 4: the leader Lease held by the new pod (Kyverno's identity is the pod name;
-/// kyverno.md §6).
+/// kyverno v1.19.1 `cmd/kyverno/main.go`, leader election).
 async fn observe_lease(
     cl: &Cluster,
     rec: &mut ActRecorder,

@@ -4,10 +4,11 @@
 //!
 //! What is relied on (and observed, never assumed): during a freeze the API server's call to the
 //! webhook runs into `timeoutSeconds` (3 s) — Fail rejects the request with `context deadline
-//! exceeded`, Ignore admits it (`../shared/research/kubernetes.md` §1-2). After a 20 s freeze
-//! Kyverno may have lost its 12 s leader Lease and exit, and the kubelet restarts it
-//! (`kyverno.md` §6): the acts wait, bounded and with progress, for the first explicit deny and
-//! keep every intermediate outcome and the container's restart count.
+//! exceeded`, Ignore admits it (k8s.io/apiserver v0.35
+//! `pkg/admission/plugin/webhook/validating/dispatcher.go`, `callHook`). After a 20 s freeze
+//! Kyverno may have lost its 12 s leader Lease and exit, and the kubelet restarts it (kyverno
+//! v1.19.1 `cmd/kyverno/main.go`, leader election): the acts wait, bounded and with progress, for
+//! the first explicit deny and keep every intermediate outcome and the container's restart count.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -354,7 +355,7 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     rec.raw("cri-container-before", &inv.container);
     let spec = FreezeSpec {
         act: 5,
-        resume_after_sec: u64::from(inputs::TwentySeconds::VALUE),
+        resume_after_sec: u64::from(inputs::ResumeAfterSec::VALUE),
         webhook_name,
         existing: &act3.existing,
         tag: "b5",

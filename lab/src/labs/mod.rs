@@ -6,6 +6,11 @@
 //! against the live cluster and the evidence) and writes nothing when a check fails; once it has
 //! touched the cluster, it always leaves evidence: `completed`, or `interrupted` with the raw data
 //! seen so far.
+//!
+//! Each file lists its acts' runners in `RUNNERS`; [`runner`] finds one for `run_act` (a unit test
+//! keeps them in step with the registry). Acts with a live fault take a context (`ScaleAct`,
+//! `FreezeAct`: the cluster, output, fault, recorder, partial facts) instead of long argument
+//! lists; lab A's act 6 is named phases (`restore_replicas`, `observe_recovery`, `act6_lines`).
 
 pub mod a;
 pub mod b;

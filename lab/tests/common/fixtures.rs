@@ -2,7 +2,8 @@
 //!
 //! `pass/` is a complete work directory (inputs + one `evidence/NN.json` per act of `lab::acts`) whose evidence has the
 //! shapes real acts record: API answers with the exact message texts of kube-apiserver v1.35 and
-//! Kyverno v1.19 (`../shared/research/kubernetes.md` §1, `kyverno.md` §4), follow-up GETs, and
+//! Kyverno v1.19 (k8s.io/apiserver v0.35 `pkg/admission/plugin/webhook/errors/statuserror.go` and
+//! `pkg/util/webhook/error.go`; kyverno `pkg/webhooks/resource/vpol/handler.go`), follow-up GETs, and
 //! digests that chain (freeze-plan.json holds the digest of 03.json, and so on). These are
 //! synthetic fixtures for the pure graders, not recordings of a cluster run.
 //!

@@ -5,7 +5,7 @@
 //! input files and the evidence of acts 1-3 only, under `<artifacts>/rows/<row>/`, where the row
 //! runs `act 4` first (the investigation pins the admission controller process as it is now:
 //! Kyverno may have restarted since the lab's act 4) and then `act 5`. Act 5 freezes the real Kyverno admission controller for its fixed
-//! `resume_after_sec` = 20 (`freeze-plan.json`, `inputs::TwentySeconds`; design/labs.md act 4).
+//! `resume_after_sec` = 20 (`freeze-plan.json`, `inputs::ResumeAfterSec`; `docs/labs.md` act 4).
 //!
 //! Act 6 left the lab's policy at failurePolicy Ignore; before a row the test puts the work
 //! directory's `policy.json` (act 2's, failurePolicy Fail) back on the same policy and waits for

@@ -1,6 +1,6 @@
 //! Cluster backends: where a lab run gets its cluster from. One lab code path for all of them: the
 //! labs need a kubeconfig and the node's CRI endpoint, nothing else
-//! (`../shared/design/architecture.md`, "Cluster backends").
+//! (`docs/backends.md`).
 //!
 //! | backend | what | needs |
 //! |---|---|---|

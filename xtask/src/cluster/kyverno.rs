@@ -168,8 +168,13 @@ async fn admission_ready(kc: &Path) -> Result<String> {
     webhook_answers(kc).await
 }
 
+/// The message of the span [`record_admission_start`] adds for Kyverno's own start (the bench
+/// reads it as the floor of `cluster up`).
+pub const KYVERNO_START_SPAN: &str =
+    "Kyverno's own start (admission controller pod created → Ready, from its conditions)";
+
 /// Adds the admission controller pod's own start to the bench's recording
-/// ([`crate::bench::KYVERNO_START_SPAN`]): its `creationTimestamp` → its `Ready` condition's
+/// ([`KYVERNO_START_SPAN`]): its `creationTimestamp` → its `Ready` condition's
 /// `lastTransitionTime` (both 1 s resolution, from the API server). Best effort: a failed read
 /// only prints a note.
 pub fn record_admission_start(kubeconfig: &Path) {
@@ -213,7 +218,7 @@ pub fn record_admission_start(kubeconfig: &Path) {
                 "   Kyverno's admission controller pod: created → Ready {:.0}s (its conditions)",
                 (b - a).num_milliseconds() as f64 / 1000.0
             );
-            crate::status::record_span(crate::bench::KYVERNO_START_SPAN, a, b);
+            crate::status::record_span(KYVERNO_START_SPAN, a, b);
         }
         Err(e) => eprintln!("   note: Kyverno's admission controller start not read: {e:#}"),
     }

@@ -96,7 +96,7 @@ fn write_sysctl(key: &str, value: &str) -> Result<()> {
 
 /// Creates the namespace, the veth pair (host `kca-h<i>` with `.1/30`, node `eth0` with `.2/30`),
 /// brings up loopback, routes the service CIDR to `eth0` (so the apiserver's packets to a ClusterIP
-/// reach kube-proxy's DNAT; `../shared/research/embedded-node.md`, pitfall 5) and sets the
+/// reach kube-proxy's DNAT; `docs/embedded-node.md`, pitfall 5) and sets the
 /// namespace's forwarding and bridge-netfilter sysctls. The namespace's inode and the host veth's
 /// ifindex go into `record` (saved) as soon as each exists: `down` deletes only those.
 pub fn create(rt: &Runtime, record: &mut ClusterRecord) -> Result<()> {

@@ -47,7 +47,7 @@ impl ProcRecord {
 /// Starts `spec` detached: a new session (own process group, no controlling terminal), stdin from
 /// /dev/null, stdout and stderr appended to its log, inside network namespace `netns` (setns of
 /// CLONE_NEWNET only, never `ip netns exec`, which would also remount /sys and hide the cgroup
-/// hierarchy from kubelet: `../shared/research/embedded-node.md`, pitfall 1).
+/// hierarchy from kubelet: `docs/embedded-node.md`, pitfall 1; ip-netns(8)).
 ///
 /// Prints the command line first. No PR_SET_PDEATHSIG: the daemons outlive `cluster up`, and a
 /// fixture stops them explicitly.

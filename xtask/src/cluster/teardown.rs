@@ -1,7 +1,7 @@
 //! `down`: stop everything the cluster started and remove what it left on the host; idempotent,
 //! keeps going after errors and reports them all.
 //!
-//! Order (`../shared/research/embedded-node.md`, "Tearing down without leftovers"; the daemons'
+//! Order (`docs/embedded-node.md`, "Tearing down without leftovers"; the daemons'
 //! order is the registry's, [`super::daemons::stop_order`]): kubelet first (it would restart
 //! containers), then the host sysctls it set are put back ([`super::sysctl`]),
 //! pod sandboxes through CRI, any container or shim still in the cluster's cgroups, kube-proxy

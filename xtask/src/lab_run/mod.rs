@@ -9,6 +9,20 @@
 //! The reference inputs (the answer keys, [`mod@reference`]) are written by [`LabRun::write_inputs`]:
 //! given the act about to run, it writes the files the registry says that act reads.
 //! The tests in `tests/` drive the same [`LabRun`] one act at a time.
+//!
+//! The run's last line is [`verdict_line`]: PASS/FAIL, each lab's acts completed and grades passed
+//! out of its act count, and the run's `index.html`. A failed act ([`LabRun::act`]), wait or
+//! `cluster up` (`up_with_diagnostics`, also used by the test fixture) leaves
+//! `<artifacts>/diagnostics/` ([`diagnostics`]); `drive_with` takes a `before_act` hook (the
+//! forced act failure of `tests/tests/lab_a/forced_failure.rs`).
+//!
+//! Signals: `lab run` installs the lab's one handler (`lab::signals`) first. SIGINT, SIGTERM or
+//! SIGHUP then fails the cluster-lock wait and `Cluster::up`'s next bounded wait (`up` tears down
+//! what it started), stops before the next act, or makes the running act return `Interrupted`
+//! (`signals::until_signal`; an act with a live fault undoes it first); then the work dir is
+//! healed (`labs::heal`), artifacts and report pages written, the cluster torn down, one line says
+//! what was done, exit 130. Teardown never checks signals and runs crictl in its own process
+//! group, so a second Ctrl-C cannot cut it short.
 
 pub mod diagnostics;
 pub mod reference;

@@ -1,4 +1,9 @@
 //! kube-apiserver, advertising the node IP, with an audit log of the lab's requests.
+//!
+//! The audit log is `<state>/audit/audit.log` (`0600`, JSON lines, `blocking` mode, 16 MB × 1
+//! backup) under the policy `<state>/audit/policy.yaml` ([`audit_policy`]: the lab namespaces'
+//! pods, ValidatingPolicies and webhook configurations at Metadata, the rest None). Both go with
+//! the state dir; `cargo xtask lab run` copies the log to `<artifacts>/logs/kube-apiserver-audit.log`.
 
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};

@@ -64,7 +64,7 @@ fn q(s: String) -> String {
 ///   bin dir with its state root under the state dir, cgroupfs;
 /// - `restrict_oom_score_adj = true` when the host lacks CAP_SYS_RESOURCE: otherwise runc fails
 ///   every sandbox with `can't get final child's PID from pipe: EOF`
-///   (`../shared/research/embedded-node.md`, pitfall 3).
+///   (`docs/embedded-node.md`, pitfall 3; containerd `docs/cri/config.md`).
 pub fn config_toml(rt: &Runtime, host: &HostFacts) -> String {
     let d = |rel: &str| q(p(rt.path(rel)));
     format!(

@@ -93,7 +93,7 @@ pub fn daemon(rt: &Runtime) -> DaemonSpec {
 /// - `cgroupDriver: cgroupfs` (no systemd here), `cgroupRoot: /kca-<name>` so two clusters' kubelets
 ///   never manage each other's pod cgroups;
 /// - `failCgroupV1: false` only when the host is on cgroup v1: kubelet 1.35 refuses v1 otherwise
-///   (`../shared/research/embedded-node.md`, pitfall 2);
+///   (`docs/embedded-node.md`, pitfall 2; KubeletConfiguration v1beta1 `failCgroupV1`);
 /// - webhook authentication and authorization, client CA = the cluster CA;
 /// - eviction thresholds relaxed and image GC effectively off: the node shares a busy disk and
 ///   its images cannot be pulled again;
