@@ -754,8 +754,6 @@ const CITES_SHARED_NOTES_FOR_NOW: &[&str] = &[
     "core/src/grade/metrics.rs",
     "core/src/grade/mod.rs",
     "core/src/rules.rs",
-    "lab/src/faults/freeze.rs",
-    "lab/src/faults/scale.rs",
     "lab/tests/fixtures/recorded-cases/README.md",
 ];
 

@@ -1,7 +1,7 @@
 //! The freeze fault: stop exactly one process (Kyverno's admission controller) with SIGSTOP sent
 //! through a pidfd, and resume it with SIGCONT at a deadline whatever happens to the runner.
 //!
-//! **Safety protocol** (`../shared/design/architecture.md`, "Faults, safely"; the attempt's
+//! **Safety protocol** (`docs/faults.md`; the attempt's
 //! vocabulary is in [`super::attempt`]):
 //! 1. The caller has checked the lab mark and the plan's node/deployment UIDs, and found the
 //!    process through CRI (container ID, pod UID, PID) and `/proc` (start ticks).

@@ -4,9 +4,9 @@
 //! scaled to 0 replicas through the scale subresource. On Kyverno v1.19.1 a controller that stops
 //! while its Deployment has `spec.replicas == 0` deletes every webhook configuration labelled
 //! `webhook.kyverno.io/managed-by` (`pkg/webhooks/server.go` `cleanup`, `pkg/utils/runtime`
-//! `IsGoingDown`; `../shared/research/kyverno.md` §7), so the lab observes the registration vanish.
+//! `IsGoingDown`), so the lab observes the registration vanish.
 //!
-//! Healing, in three layers (`../shared/design/architecture.md`, "Faults, safely"):
+//! Healing, in three layers (`docs/faults.md`):
 //!
 //! 1. **The healer**, an independent detached process (`kca-webhook-lab healer-scale
 //!    --attempt-dir DIR`, its own session and process group, stdin and stdout pipes to the runner,
