@@ -128,6 +128,16 @@ pub enum LabError {
         /// Who holds it (pid, start ticks, what, since, attempt), as its lock file says.
         holder: String,
     },
+    /// A directory the tool would write below (the work directory, its `faults/`, `evidence/`,
+    /// `diagnostics/`) is not one this process can trust ([`crate::files::untrusted_dir`]):
+    /// nothing was read from it or written to it.
+    #[error("{}: refusing to use this directory: {why}; nothing was written", .path.display())]
+    UntrustedDir {
+        /// The directory.
+        path: PathBuf,
+        /// Why it is not trusted (symlink, owner, mode).
+        why: String,
+    },
     /// The act was interrupted by a signal (SIGINT, SIGTERM, SIGHUP); the fault was healed and the
     /// raw data seen so far was kept as `interrupted` evidence. Exit code 130.
     #[error("interrupted by {signal} during act {act}; {healed}")]

@@ -171,8 +171,9 @@ fn from_json(v: &Value, origin: &str) -> Result<Answer, LabError> {
 /// Errors: unreadable file or not JSON ([`LabError::Usage`] naming the file), nothing at the
 /// pointer, or not a request record there (naming the file, the path, expected and found).
 pub fn answer_at(path: &std::path::Path, pointer: &str) -> Result<Answer, LabError> {
-    let text = std::fs::read_to_string(path).map_err(LabError::io(path))?;
-    let v: Value = serde_json::from_str(&text)
+    let text =
+        crate::files::read_regular(path, crate::files::JSON_BOUND).map_err(LabError::io(path))?;
+    let v: Value = serde_json::from_slice(&text)
         .map_err(|e| LabError::Usage(format!("{}: not JSON: {e}", path.display())))?;
     let ptr = if pointer.starts_with('/') || pointer.is_empty() {
         pointer.to_owned()

@@ -153,12 +153,14 @@ pub enum ReadError {
     Invalid(JsonProblem),
 }
 
-/// Reads the file at `path` and parses it with [`parse`].
+/// Reads the regular file at `path` (at most [`crate::files::JSON_BOUND`] bytes; a FIFO, device
+/// or directory is refused, [`crate::files::read_regular`]) and parses it with [`parse`].
 pub fn read(path: &Path) -> Result<Value, ReadError> {
-    let bytes = std::fs::read(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => ReadError::NotFound,
-        _ => ReadError::Io(e),
-    })?;
+    let bytes =
+        crate::files::read_regular(path, crate::files::JSON_BOUND).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => ReadError::NotFound,
+            _ => ReadError::Io(e),
+        })?;
     parse(&bytes).map_err(ReadError::Invalid)
 }
 

@@ -3,7 +3,8 @@
 //! the compiler keeps cluster I/O out; file reads and writes of the work dir ([`workdir`]) and the
 //! audit log reader ([`audit::Cursor`]) are the only I/O.
 //!
-//! - [`json`]: the one reader of input and evidence files; [`digest`]: canonical digests.
+//! - [`json`]: the one reader of input and evidence files; [`digest`]: canonical digests;
+//!   [`files`]: bounded reads of regular files only, and the directories root may trust.
 //! - [`inputs`] (and their schemas), [`evidence`], [`facts`]: the formats.
 //! - [`classify`]: an API answer → outcome; [`explain`]: the same, in words.
 //! - [`acts`]: the acts registry (every act of both labs, its inputs, grader, test name).
@@ -32,6 +33,7 @@ pub mod error;
 pub mod evidence;
 pub mod explain;
 pub mod facts;
+pub mod files;
 pub mod grade;
 pub mod inputs;
 pub mod json;

@@ -423,6 +423,10 @@ pub fn error_text(lang: Lang, e: &LabError) -> String {
                 healed,
             },
         ) => format!("act {act} は {signal} で中断されました: {healed}"),
+        (Lang::Ja, LabError::UntrustedDir { path, why }) => format!(
+            "{}: このディレクトリは使えません（{why}）。何も書き込んでいません",
+            path.display()
+        ),
         (Lang::Ja, LabError::NotAvailable { what }) => format!("まだ利用できません: {what}"),
         (Lang::Ja, LabError::Usage(d)) => format!("使い方が正しくありません: {d}"),
         (Lang::Ja, LabError::Io { path, source }) => format!("{}: {source}", path.display()),

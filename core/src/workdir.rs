@@ -90,6 +90,31 @@ impl Workdir {
         &self.root
     }
 
+    /// The directories below which the tool writes: the root and its `faults/`, `evidence/` and
+    /// `diagnostics/`.
+    pub fn own_dirs(&self) -> [PathBuf; 4] {
+        [
+            self.root.clone(),
+            self.root.join("faults"),
+            self.evidence_dir(),
+            self.root.join("diagnostics"),
+        ]
+    }
+
+    /// Requires the work directory and each of [`Self::own_dirs`] that exists to be a directory
+    /// this process can trust ([`crate::files::untrusted_dir`]: not a symlink, owned by the
+    /// effective user, not group/other-writable). The tool runs as root: files below a directory
+    /// another user controls could steer it (`docs/faults.md`, "Ownership").
+    ///
+    /// Errors: [`LabError::UntrustedDir`] naming the first directory refused and why.
+    pub fn check_trusted(&self) -> Result<(), LabError> {
+        for dir in self.own_dirs() {
+            crate::files::check_trusted_dir(&dir)
+                .map_err(|why| LabError::UntrustedDir { path: dir, why })?;
+        }
+        Ok(())
+    }
+
     /// Path of a student input file, e.g. `<root>/policy.json`.
     pub fn input_path(&self, file: InputFile) -> PathBuf {
         self.root.join(file.file_name())

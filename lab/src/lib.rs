@@ -9,14 +9,14 @@
 //! under their own names: [`json`] (the one reader of input and evidence files), [`digest`],
 //! [`inputs`], [`evidence`], [`facts`], [`classify`], [`explain`], [`admission`], [`rules`] (what acts and
 //! graders share), [`grade`], [`messages`], [`report`] (the HTML record, JUnit), [`audit`],
-//! [`error`], [`workdir`] (files). Edge parts, here: [`cluster`] (the only code that talks to
+//! [`error`], [`workdir`] and [`files`] (bounded reads, trusted directories). Edge parts, here: [`cluster`] (the only code that talks to
 //! the API server), [`cri`] (the node's container runtime), [`metrics`] and [`diagnostics`]
 //! (the reads; their pure halves are in the core), [`probe`], [`faults`] and the acts in [`labs`];
 //! [`audit_cmd`] is `audit` (reads every webhook registration; the judging is [`webhook_audit`]).
 
 pub use lab_core::{
-    acts, admission, audit, classify, digest, error, evidence, explain, facts, grade, inputs, json,
-    messages, report, rules, wait, webhook_audit, workdir,
+    acts, admission, audit, classify, digest, error, evidence, explain, facts, files, grade,
+    inputs, json, messages, report, rules, wait, webhook_audit, workdir,
 };
 
 pub mod audit_cmd;

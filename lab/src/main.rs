@@ -155,9 +155,9 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// Internal: the detached scale-down recovery watcher.
+    /// Internal: the detached scale healer (restores the replicas).
     #[command(hide = true)]
-    WatcherScale {
+    HealerScale {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
@@ -169,7 +169,7 @@ fn main() -> ExitCode {
     let cli = Cli::from_arg_matches(&help.get_matches()).unwrap_or_else(|e| e.exit());
     match &cli.command {
         Command::HealerFreeze { args } => return code(lab::faults::freeze::healer_main(args)),
-        Command::WatcherScale { args } => return code(lab::faults::scale::watcher_main(args)),
+        Command::HealerScale { args } => return code(lab::faults::scale::watcher_main(args)),
         _ => {}
     }
     let lang = cli.lang;
@@ -307,6 +307,8 @@ fn run(cli: &Cli, workdir: &Workdir, lab: Lab) -> Result<i32, LabError> {
                     workdir.root(),
                 )));
             }
+            // The report is written into the work directory by default: only one root trusts.
+            workdir.check_trusted()?;
             let path = path
                 .clone()
                 .unwrap_or_else(|| workdir.root().join("report.html"));
@@ -369,7 +371,7 @@ fn run(cli: &Cli, workdir: &Workdir, lab: Lab) -> Result<i32, LabError> {
                 cli.lang,
             ))
         }
-        Command::HealerFreeze { .. } | Command::WatcherScale { .. } => Ok(2),
+        Command::HealerFreeze { .. } | Command::HealerScale { .. } => Ok(2),
     }
 }
 

@@ -515,13 +515,11 @@ fn internal_subcommands_are_hidden() {
     let out = run(tmp.path(), &["--help"]);
     let help = text(&out.stdout);
     assert!(
-        help.contains("grade")
-            && !help.contains("healer-freeze")
-            && !help.contains("watcher-scale"),
+        help.contains("grade") && !help.contains("healer-freeze") && !help.contains("healer-scale"),
         "{help}"
     );
     // Reached (not a clap usage error) and refusing empty arguments.
-    for sub in ["healer-freeze", "watcher-scale"] {
+    for sub in ["healer-freeze", "healer-scale"] {
         let out = run(tmp.path(), &[sub]);
         assert_ne!(out.status.code(), Some(0), "{sub}");
         assert!(

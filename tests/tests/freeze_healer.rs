@@ -19,9 +19,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use lab::faults::attempt::ProcessRef;
 use lab::faults::freeze::{self, AttemptFiles, FreezeTarget, HealerReport, ResumedBy};
 use lab::faults::heal::HealRecord;
+use lab::faults::process::ProcessRef;
 use libtest_mimic::{Arguments, Failed, Trial};
 
 const RUNNER_ENV: &str = "KCA_TEST_FREEZE_RUNNER";
@@ -88,6 +88,42 @@ fn main() {
             "a_second_act_in_the_same_workdir_is_refused",
             workdir_lock_between_processes,
         ),
+        Trial::test(
+            "crafted_files_in_a_workdir_owned_by_nobody_are_refused",
+            crafted_files_in_a_workdir_owned_by_nobody_are_refused,
+        ),
+        Trial::test(
+            "a_writable_or_symlinked_faults_dir_is_refused",
+            a_writable_or_symlinked_faults_dir_is_refused,
+        ),
+        Trial::test(
+            "a_record_naming_a_process_that_is_not_its_healer_gets_no_signal",
+            a_record_naming_a_process_that_is_not_its_healer_gets_no_signal,
+        ),
+        Trial::test(
+            "a_heal_in_one_workdir_leaves_another_workdirs_freeze_alone",
+            a_heal_in_one_workdir_leaves_another_workdirs_freeze_alone,
+        ),
+        Trial::test(
+            "a_stopped_healer_is_continued_and_stood_down",
+            a_stopped_healer_is_continued_and_stood_down,
+        ),
+        Trial::test(
+            "a_broken_attempt_dir_is_set_aside_once",
+            a_broken_attempt_dir_is_set_aside_once,
+        ),
+        Trial::test(
+            "a_scale_attempt_is_not_closed_from_its_ledger_alone",
+            a_scale_attempt_is_not_closed_from_its_ledger_alone,
+        ),
+        Trial::test(
+            "digest_reads_only_bounded_regular_files",
+            digest_reads_only_bounded_regular_files,
+        ),
+        Trial::test(
+            "cluster_up_refuses_a_kubelet_no_record_owns",
+            cluster_up_refuses_a_kubelet_no_record_owns,
+        ),
     ];
     let conclusion = libtest_mimic::run(&args, trials);
     let _ = std::fs::remove_dir_all(&locks);
@@ -109,7 +145,7 @@ fn runner(spec: &str) -> i32 {
         starttime: ticks.parse().unwrap_or(0),
         resume_after_sec: after.parse().unwrap_or(0),
     };
-    let program = match freeze::lab_program() {
+    let program = match lab::faults::attempt::lab_program() {
         Ok(p) => p,
         Err(e) => {
             eprintln!("runner: {e}");
@@ -179,10 +215,13 @@ impl Sleeper {
         self.0.id() as i32
     }
     fn ticks(&self) -> u64 {
-        freeze::read_stat(self.pid()).unwrap().unwrap().starttime
+        lab::faults::process::read_stat(self.pid())
+            .unwrap()
+            .unwrap()
+            .starttime
     }
     fn state(&self) -> char {
-        freeze::read_stat(self.pid())
+        lab::faults::process::read_stat(self.pid())
             .unwrap()
             .map(|s| s.state)
             .unwrap_or('?')
@@ -454,7 +493,7 @@ fn runner_signalled(sig: &str) -> Result<(), Failed> {
     if t0.elapsed() > Duration::from_secs(3) {
         return Err(format!("runner took {:?} to heal and exit", t0.elapsed()).into());
     }
-    let ledger: freeze::FreezeLedger = lab::faults::attempt::read_json(&files.ledger())?;
+    let ledger: freeze::FreezeLedger = lab::faults::records::read_json(&files.ledger())?;
     if ledger.resumed_by != Some(ResumedBy::RunnerExit) || ledger.state_after_resume == Some('T') {
         return Err(format!("ledger: {ledger:?}").into());
     }
@@ -520,9 +559,9 @@ fn runner_gone_before_stop() -> Result<(), Failed> {
         },
         resume_after_sec: 1,
         runner: ProcessRef::myself(),
-        created_at: lab::faults::attempt::now_rfc3339(),
+        created_at: lab::faults::records::now_rfc3339(),
     };
-    lab::faults::attempt::write_json_atomic(&files.plan(), &plan)?;
+    lab::faults::records::write_json_atomic(&files.plan(), &plan)?;
     let mut healer = Command::new(&program)
         .arg(freeze::HEALER_SUBCOMMAND)
         .arg("--attempt-dir")
@@ -588,7 +627,7 @@ fn healer_killed_then_heal() -> Result<(), Failed> {
     if !status.success() {
         return Err(format!("heal exited {status}: {text}").into());
     }
-    let rec: HealRecord = lab::faults::attempt::read_json(&files.heal())?;
+    let rec: HealRecord = lab::faults::records::read_json(&files.heal())?;
     if rec.action != "resumed"
         || rec.resume.as_ref().map(|c| c.state_before) != Some(Some('T'))
         || rec.command != "heal"
@@ -652,7 +691,7 @@ fn stale_healer() -> Result<(), Failed> {
     if !status.success() {
         return Err(format!("heal: {status} {text}").into());
     }
-    let rec: HealRecord = lab::faults::attempt::read_json(&files1.heal())?;
+    let rec: HealRecord = lab::faults::records::read_json(&files1.heal())?;
     if rec.action != "resumed"
         || rec
             .healer_signalled
@@ -755,4 +794,467 @@ fn workdir_lock_between_processes() -> Result<(), Failed> {
         return Err(format!("heal after release: {status} {text}").into());
     }
     Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The heal acts only on what it can prove it owns (issue 25). Each row crafts the files a user
+// other than root could leave (or a stale record could hold) and runs the real `heal` as root.
+
+/// The uid/gid of `nobody` (the attacker in these rows).
+const NOBODY: u32 = 65534;
+
+/// A freeze attempt's files written by hand: `plan.json` naming `target` (with `container`) and,
+/// when `healer` is given, a `healer.json` whose status is `status` with a SIGSTOP recorded and
+/// that process named as the healer.
+fn craft_freeze_attempt(
+    work: &Path,
+    suffix: &str,
+    target: ProcessRef,
+    container: &str,
+    healer: Option<(ProcessRef, &str)>,
+) -> Result<AttemptFiles, Failed> {
+    let attempt =
+        lab::faults::attempt::AttemptId(format!("freeze-05-20260101T000000.000Z-{suffix}"));
+    let files = AttemptFiles::new(&work.join("faults"), &attempt);
+    std::fs::create_dir_all(&files.dir)?;
+    let plan = freeze::FreezePlan {
+        attempt: attempt.clone(),
+        act: 5,
+        container_id: container.into(),
+        pod_uid: "x".into(),
+        target,
+        resume_after_sec: 20,
+        runner: ProcessRef {
+            pid: 999_999,
+            start_ticks: 1,
+        },
+        created_at: "2026-01-01T00:00:00.000Z".into(),
+    };
+    std::fs::write(files.plan(), serde_json::to_vec_pretty(&plan)?)?;
+    if let Some((h, status)) = healer {
+        let rep = HealerReport {
+            status: status.into(),
+            attempt,
+            healer: h,
+            target,
+            hardening: Default::default(),
+            ready_at: Some("2026-01-01T00:00:00.000Z".into()),
+            stop_sent_at: Some("2026-01-01T00:00:00.000Z".into()),
+            frozen_at: Some("2026-01-01T00:00:00.000Z".into()),
+            deadline_at: Some("2026-01-01T00:00:20.000Z".into()),
+            woke_by: None,
+            resume: None,
+            resume_late_ms: None,
+            note: None,
+        };
+        std::fs::write(files.report(), serde_json::to_vec_pretty(&rep)?)?;
+    }
+    Ok(files)
+}
+
+fn process_ref(s: &Sleeper) -> ProcessRef {
+    ProcessRef {
+        pid: s.pid(),
+        start_ticks: s.ticks(),
+    }
+}
+
+fn chown_tree(dir: &Path, uid: u32) -> Result<(), Failed> {
+    for e in walkdir::WalkDir::new(dir) {
+        let e = e.map_err(|e| format!("{e}"))?;
+        std::os::unix::fs::lchown(e.path(), Some(uid), Some(uid))?;
+    }
+    Ok(())
+}
+
+/// Asserts that the heal left `files` without a `heal.json`.
+fn no_heal_record(files: &AttemptFiles) -> Result<(), Failed> {
+    if files.heal().exists() {
+        return Err(format!(
+            "heal.json was written in {}: {}",
+            files.dir.display(),
+            std::fs::read_to_string(files.heal()).unwrap_or_default()
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// Proof 1 (reliability-proofs-3 §1): a work dir owned by `nobody` with crafted attempt files
+/// naming a root `sleep` as "healer" (SIGTERM variant) and a stopped root `sleep` under
+/// `container_id "/"` (SIGCONT variant). The heal refuses the work dir, naming it, and writes and
+/// signals nothing.
+fn crafted_files_in_a_workdir_owned_by_nobody_are_refused() -> Result<(), Failed> {
+    lab_bin()?;
+    let (victim, stopped) = (Sleeper::start(), Sleeper::start());
+    let pinned = lab::faults::process::PinnedProcess::open(stopped.pid(), stopped.ticks())?;
+    pinned.signal(rustix::process::Signal::STOP)?;
+    pinned.wait_state(Duration::from_secs(2), |s| s == Some('T'))?;
+    let work = workdir()?;
+    let gone = ProcessRef {
+        pid: 999_998,
+        start_ticks: 1,
+    };
+    let a1 = craft_freeze_attempt(
+        &work,
+        "1",
+        gone,
+        "anything",
+        Some((process_ref(&victim), "resumed")),
+    )?;
+    let a2 = craft_freeze_attempt(
+        &work,
+        "2",
+        process_ref(&stopped),
+        "/",
+        Some((gone, "frozen")),
+    )?;
+    chown_tree(&work, NOBODY)?;
+    let (status, text) = heal_command(&work)?;
+    std::thread::sleep(Duration::from_millis(300));
+    let victim_state = victim.state();
+    let stopped_state = stopped.state();
+    pinned.signal(rustix::process::Signal::CONT)?;
+    if status.success() || !text.contains(&work.display().to_string()) || !text.contains("owned by")
+    {
+        return Err(format!("heal in a nobody-owned work dir: {status} {text}").into());
+    }
+    if victim_state == '?' || stopped_state != 'T' {
+        return Err(format!(
+            "root's heal signalled a process named by nobody's files: victim {victim_state}, stopped one now {stopped_state}"
+        )
+        .into());
+    }
+    no_heal_record(&a1)?;
+    no_heal_record(&a2)
+}
+
+/// A work dir that is root's but whose `faults/` is other-writable, or a symlink: refused
+/// naming it, and nothing is written where the link points.
+fn a_writable_or_symlinked_faults_dir_is_refused() -> Result<(), Failed> {
+    use std::os::unix::fs::PermissionsExt as _;
+    lab_bin()?;
+    let gone = ProcessRef {
+        pid: 999_998,
+        start_ticks: 1,
+    };
+    // Other-writable faults/.
+    let work = workdir()?;
+    let a = craft_freeze_attempt(&work, "1", gone, "anything", None)?;
+    std::fs::set_permissions(work.join("faults"), std::fs::Permissions::from_mode(0o777))?;
+    let (status, text) = heal_command(&work)?;
+    if status.success() || !text.contains(&work.join("faults").display().to_string()) {
+        return Err(format!("heal with faults/ mode 0777: {status} {text}").into());
+    }
+    no_heal_record(&a)?;
+    // Symlinked faults/ pointing at a root-owned directory holding an attempt.
+    let work = workdir()?;
+    let elsewhere = workdir()?;
+    let b = craft_freeze_attempt(&elsewhere, "2", gone, "anything", None)?;
+    std::os::unix::fs::symlink(elsewhere.join("faults"), work.join("faults"))?;
+    let (status, text) = heal_command(&work)?;
+    if status.success() || !text.contains("symlink") {
+        return Err(format!("heal with a symlinked faults/: {status} {text}").into());
+    }
+    no_heal_record(&b)?;
+    // And a group-writable work dir itself.
+    let work = workdir()?;
+    std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o775))?;
+    let (status, text) = heal_command(&work)?;
+    if status.success() || !text.contains("writable") {
+        return Err(format!("heal in a group-writable work dir: {status} {text}").into());
+    }
+    if work.join(lab::faults::attempt::WORKDIR_LOCK).exists() {
+        return Err("the lock file was created in a refused work dir".into());
+    }
+    Ok(())
+}
+
+/// In a work dir root can trust, a record naming a process that is not this attempt's healer
+/// (a stale or corrupted `healer.json`, a reused PID) gets no signal: a healer is the lab binary
+/// running this attempt's helper for this attempt's dir. A target is matched by the exact
+/// container id: `"/"` names nothing.
+fn a_record_naming_a_process_that_is_not_its_healer_gets_no_signal() -> Result<(), Failed> {
+    lab_bin()?;
+    let (victim, stopped) = (Sleeper::start(), Sleeper::start());
+    let pinned = lab::faults::process::PinnedProcess::open(stopped.pid(), stopped.ticks())?;
+    pinned.signal(rustix::process::Signal::STOP)?;
+    pinned.wait_state(Duration::from_secs(2), |s| s == Some('T'))?;
+    let work = workdir()?;
+    let gone = ProcessRef {
+        pid: 999_998,
+        start_ticks: 1,
+    };
+    let a1 = craft_freeze_attempt(
+        &work,
+        "1",
+        gone,
+        "anything",
+        Some((process_ref(&victim), "resumed")),
+    )?;
+    let a2 = craft_freeze_attempt(
+        &work,
+        "2",
+        process_ref(&stopped),
+        "/",
+        Some((gone, "frozen")),
+    )?;
+    let (status, text) = heal_command(&work)?;
+    std::thread::sleep(Duration::from_millis(300));
+    let victim_state = victim.state();
+    let stopped_state = stopped.state();
+    pinned.signal(rustix::process::Signal::CONT)?;
+    if victim_state == '?' {
+        return Err(format!("the heal killed a sleep named as healer: {status} {text}").into());
+    }
+    if stopped_state != 'T' {
+        return Err(format!(
+            "the heal resumed a process whose cgroup does not name the container exactly: {text}"
+        )
+        .into());
+    }
+    let r1: HealRecord = lab::faults::records::read_json(&a1.heal())?;
+    if r1
+        .healer_signalled
+        .as_deref()
+        .is_none_or(|h| !h.contains("not its healer"))
+    {
+        return Err(format!("heal.json of attempt 1: {r1:?}").into());
+    }
+    let r2: HealRecord = lab::faults::records::read_json(&a2.heal())?;
+    if r2.action != "refused" {
+        return Err(format!("heal.json of attempt 2: {r2:?}").into());
+    }
+    Ok(())
+}
+
+/// Proof 2: W1's finished attempt and W2's live 20 s freeze of the same process. The heal in W1
+/// asks the target lock, finds W2's attempt holding it, leaves the target alone and says whose.
+fn a_heal_in_one_workdir_leaves_another_workdirs_freeze_alone() -> Result<(), Failed> {
+    lab_bin()?;
+    let s = Sleeper::start();
+    let (w1, w2) = (workdir()?, workdir()?);
+    let mut r1 = Runner::start(&s, 1, &w1, "wait")?;
+    let files1 = r1.frozen()?;
+    let line = r1.line()?;
+    if !line.starts_with("resumed Healer") {
+        return Err(format!("attempt 1 said {line:?}").into());
+    }
+    r1.child.wait()?;
+    let rep1 = final_report(&files1, Duration::from_secs(2))?;
+    wait_gone(&rep1.healer, Duration::from_secs(3))?;
+    let mut r2 = Runner::start(&s, 20, &w2, "hold")?;
+    let files2 = r2.frozen()?;
+    let rep2 = report(&files2)?;
+    let (status, text) = heal_command(&w1)?;
+    let state = s.state();
+    // Clean-up: attempt 2's healer resumes on SIGTERM.
+    let _ = rep2.healer.signal(rustix::process::Signal::TERM);
+    s.wait_running(Duration::from_secs(3))?;
+    if state != 'T' {
+        return Err(format!("W1's heal ended W2's live freeze: {status} {text}").into());
+    }
+    let rec: HealRecord = lab::faults::records::read_json(&files1.heal())?;
+    if rec.action != "left-alone"
+        || rec
+            .note
+            .as_deref()
+            .is_none_or(|n| !n.contains(&rep2.attempt.0))
+    {
+        return Err(format!("W1's heal.json: {rec:?}").into());
+    }
+    Ok(())
+}
+
+/// Proof 3: a healer SIGSTOPped mid-freeze (its runner gone). The heal continues it, stands it
+/// down (killed after a bound if it must be) so its target lock is released, and the next attempt
+/// on the same process runs.
+fn a_stopped_healer_is_continued_and_stood_down() -> Result<(), Failed> {
+    lab_bin()?;
+    let s = Sleeper::start();
+    let work = workdir()?;
+    let mut r1 = Runner::start(&s, 20, &work, "hold")?;
+    let files1 = r1.frozen()?;
+    r1.child.kill()?;
+    r1.child.wait()?;
+    let rep1 = report(&files1)?;
+    signal_healer(&rep1, rustix::process::Signal::STOP)?;
+    let (status, text) = heal_command(&work)?;
+    if !status.success() {
+        return Err(format!("heal: {status} {text}").into());
+    }
+    let alive = rep1.healer.is_alive();
+    if alive {
+        let _ = rep1.healer.signal(rustix::process::Signal::CONT);
+        return Err(format!("the stopped healer still lives after the heal: {text}").into());
+    }
+    if s.state() == 'T' {
+        return Err("the target is still stopped after the heal".into());
+    }
+    let rec: HealRecord = lab::faults::records::read_json(&files1.heal())?;
+    if rec.action != "resumed" {
+        return Err(format!("heal.json: {rec:?}").into());
+    }
+    let mut r2 = Runner::start(&s, 1, &work, "wait")?;
+    r2.frozen()?;
+    let line = r2.line()?;
+    if !line.starts_with("resumed Healer") {
+        return Err(format!("the next attempt said {line:?}").into());
+    }
+    Ok(())
+}
+
+/// Proof 4: an attempt dir without `plan.json` (a runner killed between `mkdir` and the plan
+/// write) is set aside with one message; `heal` succeeds, and says nothing of it the next time.
+fn a_broken_attempt_dir_is_set_aside_once() -> Result<(), Failed> {
+    lab_bin()?;
+    let work = workdir()?;
+    let dir = work.join("faults/freeze-05-20260101T000000.000Z-1");
+    std::fs::create_dir_all(&dir)?;
+    let (status, text) = heal_command(&work)?;
+    if !status.success() || !text.contains("set aside") {
+        return Err(format!("first heal: {status} {text}").into());
+    }
+    let (status, text2) = heal_command(&work)?;
+    if !status.success() || text2.contains("freeze-05-20260101T000000.000Z-1") {
+        return Err(format!("second heal: {status} {text2}").into());
+    }
+    Ok(())
+}
+
+/// A scale attempt whose ledger says restored is not closed from the ledger alone: without a live
+/// read of the Deployment (no cluster here) the heal writes no `already-restored`.
+fn a_scale_attempt_is_not_closed_from_its_ledger_alone() -> Result<(), Failed> {
+    use lab::faults::scale::{Ledger, LedgerEntry, LedgerEvent, Restorer, WatcherPlan};
+    lab_bin()?;
+    let work = workdir()?;
+    let id = "scale-05-20260101T000000.000Z-1";
+    let dir = work.join("faults").join(id);
+    std::fs::create_dir_all(&dir)?;
+    let plan = WatcherPlan {
+        schema_version: 1,
+        fault_id: id.into(),
+        fault: lab::faults::scale::FAULT_KIND.into(),
+        kubeconfig: "/nonexistent/kubeconfig".into(),
+        namespace: lab::faults::scale::NAMESPACE.into(),
+        deployment: lab::faults::scale::DEPLOYMENT.into(),
+        deployment_uid: "11111111-1111-1111-1111-111111111111".into(),
+        original_replicas: 1,
+        restore_after_sec: 55,
+        created_at: "2026-01-01T00:00:00.000Z".into(),
+        runner: Some(ProcessRef {
+            pid: 999_999,
+            start_ticks: 1,
+        }),
+    };
+    std::fs::write(dir.join("plan.json"), serde_json::to_vec_pretty(&plan)?)?;
+    let entry = |event, by| LedgerEntry {
+        at: "2026-01-01T00:00:01.000Z".into(),
+        event,
+        by,
+        detail: serde_json::Value::Null,
+    };
+    let ledger = Ledger {
+        schema_version: 1,
+        fault_id: id.into(),
+        fault: lab::faults::scale::FAULT_KIND.into(),
+        entries: vec![
+            entry(LedgerEvent::Planned, None),
+            entry(LedgerEvent::ScalingDown, None),
+            entry(LedgerEvent::ScaledDown, None),
+            entry(LedgerEvent::Restored, Some(Restorer::Runner)),
+        ],
+    };
+    std::fs::write(dir.join("ledger.json"), serde_json::to_vec_pretty(&ledger)?)?;
+    let (_, text) = heal_command(&work)?;
+    if let Ok(text_rec) = std::fs::read_to_string(dir.join("heal.json"))
+        && text_rec.contains("already-restored")
+    {
+        return Err(
+            format!("closed as already-restored without a live read: {text_rec} ({text})").into(),
+        );
+    }
+    Ok(())
+}
+
+/// Runs `cmd` with at most `bound`; kills it (our own child, by its handle) when it runs out.
+fn run_bounded(mut cmd: Command, bound: Duration) -> Result<(Option<i32>, String), Failed> {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+    let t0 = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait()? {
+            let out = child.wait_with_output()?;
+            return Ok((
+                st.code(),
+                format!(
+                    "{}{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                ),
+            ));
+        }
+        if t0.elapsed() > bound {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok((None, format!("still running after {bound:?}: killed")));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Proof 5: `digest` of a device, a FIFO, a directory and a file above the bound is refused at
+/// once, naming the file (no unbounded read as root).
+fn digest_reads_only_bounded_regular_files() -> Result<(), Failed> {
+    let bin = lab_bin()?;
+    let work = workdir()?;
+    let fifo = work.join("fifo.json");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600))?;
+    // A valid JSON array of 10 million zeros (20 MB): above the bound, parsed fine without one.
+    let big = work.join("big.json");
+    let mut text = String::with_capacity(20 << 20);
+    text.push('[');
+    text.push_str(&"0,".repeat(10_000_000));
+    text.push_str("0]");
+    std::fs::write(&big, text)?;
+    for path in [&fifo, &work, &big, Path::new("/dev/zero")] {
+        let mut cmd = Command::new(&bin);
+        cmd.args(["--lang", "en", "digest"]).arg(path);
+        let (code, text) = run_bounded(cmd, Duration::from_secs(10))?;
+        if code.is_none_or(|c| c == 0) || !text.contains(&path.display().to_string()) {
+            return Err(format!("digest {}: exit {code:?}: {text}", path.display()).into());
+        }
+    }
+    Ok(())
+}
+
+/// `cluster up` refuses, naming it, a kubelet that no cluster record owns
+/// (`xtask::cluster::foreign`, called first in `Cluster::up`): a copy of `sleep` named `kubelet`
+/// runs in this mount namespace while the state root records no cluster.
+fn cluster_up_refuses_a_kubelet_no_record_owns() -> Result<(), Failed> {
+    let base = workdir()?;
+    let fake = base.join("kubelet");
+    std::fs::copy("/bin/sleep", &fake)?;
+    let mut child = Command::new(&fake).arg("30").spawn()?;
+    let pid = child.id() as i32;
+    let t0 = Instant::now();
+    while std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .map_or(true, |c| c.trim() != "kubelet")
+    {
+        if t0.elapsed() > Duration::from_secs(2) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let state_root = base.join("state");
+    std::fs::create_dir_all(&state_root)?;
+    let result = xtask::cluster::foreign::refuse_foreign(&state_root).map_err(|e| format!("{e:#}"));
+    // Our own child, by its handle.
+    let _ = child.kill();
+    let _ = child.wait();
+    match result {
+        Err(e) if e.contains(&format!("pid {pid} kubelet")) => Ok(()),
+        other => {
+            Err(format!("a foreign kubelet (pid {pid}) was not refused by name: {other:?}").into())
+        }
+    }
 }

@@ -384,7 +384,7 @@ fn runner(spec: &str) -> i32 {
         starttime: inv.identity.pid_start_time_ticks,
         resume_after_sec: after.parse().unwrap_or(20),
     };
-    let program = match freeze::lab_program() {
+    let program = match lab::faults::attempt::lab_program() {
         Ok(p) => p,
         Err(e) => {
             eprintln!("runner: {e}");
@@ -440,7 +440,11 @@ fn sigkill_runner(run: &LabRun) -> Result<(), Failed> {
             return Err(format!("runner said {line:?}").into());
         }
     };
-    let state = || freeze::state_if_same(pid, start).ok().flatten();
+    let state = || {
+        lab::faults::process::state_if_same(pid, start)
+            .ok()
+            .flatten()
+    };
     if state() != Some('T') {
         return Err(format!(
             "Kyverno's process state after the runner's SIGSTOP: {:?}",

@@ -26,8 +26,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail, ensure};
 use lab::evidence::Evidence;
-use lab::faults::attempt::ProcessRef;
-use lab::faults::freeze::{FreezeLedger, HealerReport, state_if_same};
+use lab::faults::freeze::{FreezeLedger, HealerReport};
+use lab::faults::process::ProcessRef;
+use lab::faults::process::state_if_same;
 use libtest_mimic::{Arguments, Failed, Trial};
 use xtask::cluster::record::ClusterRecord;
 

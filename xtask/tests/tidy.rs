@@ -754,8 +754,6 @@ const CITES_SHARED_NOTES_FOR_NOW: &[&str] = &[
     "core/src/grade/metrics.rs",
     "core/src/grade/mod.rs",
     "core/src/rules.rs",
-    "lab/src/faults/freeze.rs",
-    "lab/src/faults/scale.rs",
 ];
 
 /// What a clone of the repository does not have: the team's notes beside it (spelled in two parts

@@ -1,13 +1,13 @@
 //! The freeze fault: stop exactly one process (Kyverno's admission controller) with SIGSTOP sent
 //! through a pidfd, and resume it with SIGCONT at a deadline whatever happens to the runner.
 //!
-//! **Safety protocol** (`../shared/design/architecture.md`, "Faults, safely"; the attempt's
+//! **Safety protocol** (`docs/faults.md`; the attempt's
 //! vocabulary is in [`super::attempt`]):
 //! 1. The caller has checked the lab mark and the plan's node/deployment UIDs, and found the
 //!    process through CRI (container ID, pod UID, PID) and `/proc` (start ticks).
 //! 2. [`PinnedProcess::open`]: `pidfd_open(pid)`, then the start ticks are read again and must be
 //!    the expected ones; `/proc/PID/cgroup` must name the CRI container id
-//!    ([`super::attempt::require_cgroup_names`]). From then on signals go through a pidfd only.
+//!    ([`super::process::require_container`], exactly). From then on signals go through a pidfd only.
 //! 3. The runner writes the attempt's `plan.json` and `ledger.json` (`armed`) in
 //!    `<workdir>/faults/<attempt id>/`, then starts the **healer**, a detached process
 //!    (`kca-webhook-lab healer-freeze --attempt-dir DIR`: own session and process group,
@@ -35,29 +35,23 @@
 //! command's heal). No two processes write the same file.
 
 use std::io::{BufRead, Write as _};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::AsFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use rustix::process::{Pid, PidfdFlags, Signal, pidfd_open, pidfd_send_signal};
+use rustix::process::Signal;
 use serde::{Deserialize, Serialize};
 
 use crate::error::LabError;
-use crate::faults::attempt::{
-    self, AttemptId, FaultKind, Hardening, HealerLog, ProcessRef, now_rfc3339, read_json,
-    write_json_atomic,
-};
+use crate::faults::attempt::{self, AttemptId, FaultKind, Hardening, LAB_BIN_NAME, log_tail};
+use crate::faults::process::{PinnedProcess, ProcessRef, ResumeCheck, require_container};
+use crate::faults::records::{HealerLog, now_rfc3339, read_json, write_json_atomic};
 use crate::wait::{Check, TimedOut, Wait, WaitError};
 
 /// Name of the hidden subcommand that runs the freeze healer.
 pub const HEALER_SUBCOMMAND: &str = "healer-freeze";
-/// Environment variable naming the `kca-webhook-lab` binary to re-exec for the healers
-/// (set by `xtask` and the tests, whose own executable is not the lab tool).
-pub const LAB_BIN_ENV: &str = "KCA_WEBHOOK_LAB_BIN";
-/// The lab tool's binary name.
-pub const LAB_BIN_NAME: &str = "kca-webhook-lab";
 /// Bound on waiting for the healer's `ready` answer.
 pub const HEALER_READY_BOUND: Duration = Duration::from_secs(10);
 /// Bound on the healer waiting for the runner's `stop` after `ready`.
@@ -81,211 +75,6 @@ pub enum ResumedBy {
     RunnerExit,
     /// A later command (`heal`, `inspect`, `act`) that found the attempt unfinished.
     LaterCommand,
-}
-
-/// A process's `/proc/PID/stat` fields the freeze relies on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProcStat {
-    /// State letter (`R`, `S`, `D`, `T` stopped, `t`, `Z`, …), field 3.
-    pub state: char,
-    /// Start time in clock ticks since boot, field 22 (`procfs` `Stat::starttime`).
-    pub starttime: u64,
-}
-
-/// Reads `/proc/PID/stat` (state and start ticks). `None` when there is no such process.
-pub fn read_stat(pid: i32) -> Result<Option<ProcStat>, LabError> {
-    let proc_path = PathBuf::from(format!("/proc/{pid}/stat"));
-    let process = match procfs::process::Process::new(pid) {
-        Ok(p) => p,
-        Err(procfs::ProcError::NotFound(_)) => return Ok(None),
-        Err(e) => return Err(fault_io(&proc_path, e)),
-    };
-    match process.stat() {
-        Ok(s) => Ok(Some(ProcStat {
-            state: s.state,
-            starttime: s.starttime,
-        })),
-        Err(procfs::ProcError::NotFound(_)) => Ok(None),
-        Err(e) => Err(fault_io(&proc_path, e)),
-    }
-}
-
-fn fault_io(path: &Path, e: procfs::ProcError) -> LabError {
-    LabError::Io {
-        path: path.to_path_buf(),
-        source: std::io::Error::other(e.to_string()),
-    }
-}
-
-/// The state letter of the process `pid` **if** it is still the process started at `starttime`;
-/// `None` when it is gone (exited, or the PID now belongs to another process).
-pub fn state_if_same(pid: i32, starttime: u64) -> Result<Option<char>, LabError> {
-    Ok(read_stat(pid)?
-        .filter(|s| s.starttime == starttime)
-        .map(|s| s.state))
-}
-
-/// A process pinned by a pidfd whose start ticks were re-checked after opening it.
-#[derive(Debug)]
-pub struct PinnedProcess {
-    pid: i32,
-    starttime: u64,
-    fd: OwnedFd,
-}
-
-impl PinnedProcess {
-    /// `pidfd_open(pid)`, then re-reads `/proc/PID/stat` and requires the start ticks to equal
-    /// `expected_starttime` (the value read when the process was found).
-    ///
-    /// Errors: [`LabError::FaultRefused`] when the process is gone, or its start ticks differ
-    /// (the PID now names another process).
-    pub fn open(pid: i32, expected_starttime: u64) -> Result<PinnedProcess, LabError> {
-        let rpid = Pid::from_raw(pid).ok_or_else(|| LabError::FaultRefused {
-            reason: format!("pid {pid} is not a valid process id"),
-        })?;
-        let fd = pidfd_open(rpid, PidfdFlags::empty()).map_err(|e| LabError::FaultRefused {
-            reason: format!("pidfd_open({pid}): {e}"),
-        })?;
-        match read_stat(pid)? {
-            None => Err(LabError::FaultRefused {
-                reason: format!("process {pid} is gone"),
-            }),
-            Some(s) if s.starttime != expected_starttime => Err(LabError::FaultRefused {
-                reason: format!(
-                    "process {pid} start time is {} clock ticks, expected {expected_starttime}: the pid names another process",
-                    s.starttime
-                ),
-            }),
-            Some(_) => Ok(PinnedProcess {
-                pid,
-                starttime: expected_starttime,
-                fd,
-            }),
-        }
-    }
-
-    /// The pinned PID.
-    pub fn pid(&self) -> i32 {
-        self.pid
-    }
-
-    /// The pinned process's start ticks.
-    pub fn starttime(&self) -> u64 {
-        self.starttime
-    }
-
-    /// Sends `signal` through the pidfd. `ESRCH` (the process is gone) is an error naming it.
-    pub fn signal(&self, signal: Signal) -> Result<(), LabError> {
-        pidfd_send_signal(&self.fd, signal).map_err(|e| LabError::FaultRefused {
-            reason: format!("pidfd_send_signal({}, {signal:?}): {e}", self.pid),
-        })
-    }
-
-    /// The current state letter, or `None` when the pinned process is gone.
-    pub fn state(&self) -> Result<Option<char>, LabError> {
-        state_if_same(self.pid, self.starttime)
-    }
-
-    /// Waits (bounded by `bound`, polling every 10 ms) until `want(state)` holds; returns the last
-    /// state seen (`None`: gone) and whether `want` held.
-    pub fn wait_state(
-        &self,
-        bound: Duration,
-        want: impl Fn(Option<char>) -> bool,
-    ) -> Result<(Option<char>, bool), LabError> {
-        let seen = Wait::new("a process state", bound, Duration::from_millis(10)).blocking(
-            || {
-                let s = self.state()?;
-                Ok(if want(s) {
-                    Check::Done(s)
-                } else {
-                    Check::NotYet(s)
-                })
-            },
-            |_, _| {},
-        );
-        match seen {
-            Ok(s) => Ok((s, true)),
-            Err(WaitError::TimedOut(t)) => Ok((t.last, false)),
-            Err(WaitError::Failed(e)) => Err(e),
-        }
-    }
-
-    /// Sends SIGCONT and reads the state until it is no longer `T`, re-sending SIGCONT every
-    /// 100 ms, bounded by `bound`. Never fails: a `/proc` read error counts as "unknown" and the
-    /// loop goes on. Returns what it saw.
-    pub fn resume_until_running(&self, bound: Duration) -> ResumeCheck {
-        let start = Instant::now();
-        let mut check = ResumeCheck {
-            state_before: self.state().ok().flatten(),
-            sent_at: now_rfc3339(),
-            signal_result: String::new(),
-            signals_sent: 0,
-            state_after: None,
-            gone: false,
-            checked_ms: 0,
-        };
-        let mut last_sent = None::<Instant>;
-        loop {
-            if last_sent.is_none_or(|t| t.elapsed() >= Duration::from_millis(100)) {
-                let r = self.signal(Signal::CONT);
-                check.signals_sent += 1;
-                if check.signal_result.is_empty() {
-                    check.signal_result = match &r {
-                        Ok(()) => "ok".into(),
-                        Err(e) => e.to_string(),
-                    };
-                }
-                last_sent = Some(Instant::now());
-            }
-            match self.state() {
-                Ok(None) => {
-                    check.gone = true;
-                    check.state_after = None;
-                    break;
-                }
-                Ok(Some(s)) => {
-                    check.state_after = Some(s);
-                    if s != 'T' && s != 't' {
-                        break;
-                    }
-                }
-                Err(_) => {}
-            }
-            if start.elapsed() >= bound {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        check.checked_ms = start.elapsed().as_millis() as u64;
-        check
-    }
-}
-
-/// What one resume saw: SIGCONT sent (and re-sent), the state read until no longer `T`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ResumeCheck {
-    /// State letter just before the first SIGCONT (`T`: the freeze was still on).
-    pub state_before: Option<char>,
-    /// When the first SIGCONT was sent, RFC 3339 UTC (ms).
-    pub sent_at: String,
-    /// The first `pidfd_send_signal` result, `ok` or the error.
-    pub signal_result: String,
-    /// How many SIGCONTs were sent.
-    pub signals_sent: u32,
-    /// The last state read (`None` with `gone`).
-    pub state_after: Option<char>,
-    /// Whether the process was gone.
-    pub gone: bool,
-    /// How long the state was read, ms.
-    pub checked_ms: u64,
-}
-
-impl ResumeCheck {
-    /// Whether the process is running again (or gone): the freeze is over.
-    pub fn ended(&self) -> bool {
-        self.gone || !matches!(self.state_after, Some('T') | Some('t'))
-    }
 }
 
 /// What to freeze and for how long.
@@ -433,73 +222,6 @@ impl AttemptFiles {
     }
 }
 
-static LAB_PROGRAM: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-
-/// Names the `kca-webhook-lab` binary for [`lab_program`] in this process (xtask and the tests,
-/// whose own executable is not the lab tool). The first call wins; later calls are ignored.
-/// Unlike setting [`LAB_BIN_ENV`], this is safe while other threads run (`std::env::set_var`
-/// is not: Rust 2024 marks it `unsafe` for that reason).
-pub fn set_lab_program(path: PathBuf) {
-    let _ = LAB_PROGRAM.set(path);
-}
-
-/// Where the `kca-webhook-lab` binary is, for re-executing it as a healer: the path given to
-/// [`set_lab_program`]; else `$KCA_WEBHOOK_LAB_BIN` when set; else the current executable when it is `kca-webhook-lab`;
-/// else a `kca-webhook-lab` next to the current executable or one directory up (a test binary in
-/// `target/debug/deps/` finds `target/debug/kca-webhook-lab`).
-///
-/// Errors: [`LabError::NotAvailable`] naming the places looked at.
-pub fn lab_program() -> Result<PathBuf, LabError> {
-    if let Some(p) = LAB_PROGRAM.get() {
-        return if p.is_file() {
-            Ok(p.clone())
-        } else {
-            Err(LabError::NotAvailable {
-                what: format!("the lab program {} is not a file", p.display()),
-            })
-        };
-    }
-    if let Some(p) = std::env::var_os(LAB_BIN_ENV).filter(|v| !v.is_empty()) {
-        let p = PathBuf::from(p);
-        return if p.is_file() {
-            Ok(p)
-        } else {
-            Err(LabError::NotAvailable {
-                what: format!("{LAB_BIN_ENV}={} is not a file", p.display()),
-            })
-        };
-    }
-    let exe = std::env::current_exe().map_err(LabError::io("/proc/self/exe"))?;
-    if exe.file_name().and_then(|n| n.to_str()) == Some(LAB_BIN_NAME) {
-        return Ok(exe);
-    }
-    let mut looked = Vec::new();
-    for dir in exe
-        .parent()
-        .into_iter()
-        .flat_map(|d| [Some(d), d.parent()])
-        .flatten()
-    {
-        let candidate = dir.join(LAB_BIN_NAME);
-        if candidate.is_file() {
-            return Ok(candidate);
-        }
-        looked.push(candidate.display().to_string());
-    }
-    Err(LabError::NotAvailable {
-        what: format!(
-            "the {LAB_BIN_NAME} binary for the healer (set {LAB_BIN_ENV}; looked at {})",
-            looked.join(", ")
-        ),
-    })
-}
-
-fn log_tail(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(5)..].join(" | ")
-}
-
 /// Everything about one resume, as the runner records it in the act's facts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResumeRecord {
@@ -542,7 +264,7 @@ pub fn freeze(
     target: &FreezeTarget,
 ) -> Result<Freeze, LabError> {
     let pinned = PinnedProcess::open(target.pid, target.starttime)?;
-    attempt::require_cgroup_names(target.pid, &target.container_id)?;
+    require_container(target.pid, &target.container_id)?;
     let attempt_id = AttemptId::new(FaultKind::Freeze, target.act);
     let faults_root = std::path::absolute(faults_root).map_err(LabError::io(faults_root))?;
     let files = AttemptFiles::new(&faults_root, &attempt_id);
@@ -1137,7 +859,7 @@ fn run_healer(
         Ok(p) => p,
         Err(e) => return refuse(&mut report, log, e.to_string()),
     };
-    if let Err(e) = attempt::require_cgroup_names(plan.target.pid, &plan.container_id) {
+    if let Err(e) = require_container(plan.target.pid, &plan.container_id) {
         return refuse(&mut report, log, e.to_string());
     }
     let _target_lock = match attempt::lock_target(
@@ -1274,6 +996,7 @@ fn run_healer(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::faults::process::read_stat;
 
     struct Sleeper(Child);
     impl Sleeper {

@@ -1,41 +1,53 @@
-//! Heal-on-start: every command that touches the cluster (`heal`, `inspect`, every `act`) first
+//! The heal: every command that touches the cluster (`heal`, `inspect`, every `act`) first
 //! looks for unfinished fault attempts in the work directory and undoes them, and records what it
 //! did in the attempt's own `heal.json` ([`HealRecord`]) — the attempt's evidence of how it ended.
 //!
-//! The caller holds the work-dir lock ([`super::attempt::lock_workdir`]), so no runner of this
-//! work directory is alive; an attempt whose recorded runner is still alive is left alone anyway.
+//! The heal acts only on what it can prove it owns (`docs/faults.md`, "Ownership"):
 //!
-//! - **Freeze attempt** (`freeze-*`): if the healer's record shows a SIGSTOP was sent and the
-//!   pinned process (PID + start ticks, cgroup naming the container) is still in `T`, it is
-//!   resumed through a fresh pidfd (SIGCONT re-sent until the state is no longer `T`, bounded).
-//!   A healer that still lives is then sent SIGTERM through a pidfd (it resumes — a no-op now —
-//!   and exits, releasing the target lock).
-//! - **Scale attempt** (`scale-*`): if the ledger shows a scale-down without a recorded restore and
-//!   the recovery watcher did not restore, the replicas are restored when the planned Deployment
-//!   (same UID) is still at 0 ([`super::scale::restore_replicas`]). Left alone: an attempt whose
-//!   act 5 completed and handed the fault over to act 6 while its watcher still lives (the watcher
-//!   or act 6 ends it, and act 6 measures the recovery).
+//! - The work directory and its `faults/` are trusted ([`crate::workdir::Workdir::check_trusted`]:
+//!   real directories of the effective user, writable by no one else); so is each attempt
+//!   directory; records are read bounded and without following symlinks
+//!   ([`crate::faults::records::read_json`]). The caller holds the work-dir lock
+//!   ([`super::attempt::lock_workdir`]), so no runner of this work directory is alive; an attempt
+//!   whose recorded runner is still alive is left alone anyway.
+//! - A **healer** is signalled only once proven to be this attempt's helper
+//!   ([`super::process::prove_healer`]: the lab binary running `healer-freeze --attempt-dir DIR` /
+//!   `healer-scale --attempt-dir DIR` for this directory); it is stood down with SIGTERM + SIGCONT
+//!   and killed after a bound ([`super::process::stand_down`]), so a stopped healer releases its
+//!   target lock too. A process that is not proven is named in the record and never signalled.
+//! - **Freeze attempt** (`freeze-*`): when a SIGSTOP was recorded and the pinned target (PID +
+//!   start ticks, its cgroup naming the plan's container id exactly) is still `T`, the heal asks
+//!   the target lock: free, or held by this attempt's own healer → resumed through a fresh pidfd;
+//!   held by another attempt → left alone (`left-alone`, the note says whose: that attempt's healer
+//!   resumes it at its deadline).
+//! - **Scale attempt** (`scale-*`): the plan must name the lab's Deployment
+//!   ([`super::scale::WatcherPlan::check_target`]). A live proven healer of an attempt handed over
+//!   to act 6 is left alone; otherwise the healer is stood down first and the attempt is closed
+//!   only on a live read of the Deployment (same UID; replicas restored from 0 or found at the
+//!   original) — never from the ledger alone. Without a cluster it stays open (an error). An
+//!   attempt that never asked for a scale-down (no `scaling-down` in the ledger, no scale-down in
+//!   the healer's record) is closed as `nothing-scaled`.
+//! - A **broken attempt directory** (its `plan.json` missing, unreadable, or naming another
+//!   attempt) is set aside: `heal.json` records `set-aside` with the error, once; it blocks
+//!   nothing else.
 //!
 //! The heal acts first and writes after; a `heal.json` that cannot be written is reported in the
 //! returned summary (the fault is undone all the same).
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::LabError;
-use crate::faults::attempt::{
-    self, AttemptId, FaultKind, ProcessRef, now_rfc3339, read_json, write_json_atomic,
-};
+use crate::faults::attempt::{self, AttemptId, FaultKind};
 use crate::faults::freeze::{
-    AttemptFiles, FreezePlan, HealerReport, PinnedProcess, RESUME_BOUND, ResumeCheck,
+    AttemptFiles, FreezeLedger, FreezePlan, HEALER_SUBCOMMAND, HealerReport, RESUME_BOUND,
 };
+use crate::faults::process::{
+    PinnedProcess, ProcessRef, ResumeCheck, prove_healer, require_container, stand_down,
+};
+use crate::faults::records::{now_rfc3339, read_json, write_json_atomic};
 use crate::faults::scale;
-use crate::wait::{Check, Wait, WaitError};
-
-/// Bound on waiting for a signalled healer to exit.
-pub const HEALER_EXIT_BOUND: Duration = Duration::from_secs(3);
 
 /// `heal.json`: what a later command did with one attempt.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -102,7 +114,8 @@ impl HealSummary {
     }
 }
 
-/// The attempt directories under `<workdir>/faults/` (sorted), with their kind.
+/// The attempt directories under `<workdir>/faults/` (sorted), with their kind. Only real
+/// directories count (a symlink named like an attempt is not followed).
 pub fn attempts(workdir: &Path) -> Result<Vec<(FaultKind, PathBuf)>, LabError> {
     let root = attempt::faults_root(workdir);
     let entries = match std::fs::read_dir(&root) {
@@ -111,11 +124,11 @@ pub fn attempts(workdir: &Path) -> Result<Vec<(FaultKind, PathBuf)>, LabError> {
         Err(source) => return Err(LabError::Io { path: root, source }),
     };
     let mut out: Vec<(FaultKind, PathBuf)> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_dir())
-        .filter_map(|p| {
-            let name = p.file_name()?.to_str()?.to_owned();
-            AttemptId(name).kind().map(|k| (k, p))
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| {
+            let name = e.file_name().to_str()?.to_owned();
+            AttemptId(name).kind().map(|k| (k, e.path()))
         })
         .collect();
     out.sort_by(|a, b| a.1.cmp(&b.1));
@@ -123,14 +136,19 @@ pub fn attempts(workdir: &Path) -> Result<Vec<(FaultKind, PathBuf)>, LabError> {
 }
 
 /// Heals every unfinished attempt of `workdir` (module docs). `cluster` reaches the cluster for
-/// scale attempts (`None`: they are reported as errors when one needs a restore). `command`
-/// names the caller in the records.
+/// scale attempts (`None`: they stay open and are reported as errors). `command` names the
+/// caller in the records. A work directory this process cannot trust is not looked into (one
+/// error, nothing signalled or written).
 pub async fn heal_workdir(
     workdir: &Path,
     cluster: Option<&crate::cluster::Cluster>,
     command: &str,
 ) -> HealSummary {
     let mut summary = HealSummary::default();
+    if let Err(e) = crate::workdir::Workdir::new(workdir).check_trusted() {
+        summary.errors.push(e.to_string());
+        return summary;
+    }
     let list = match attempts(workdir) {
         Ok(l) => l,
         Err(e) => {
@@ -139,16 +157,34 @@ pub async fn heal_workdir(
         }
     };
     for (kind, dir) in list {
-        if dir.join("heal.json").exists() {
+        if let Err(why) = crate::files::check_trusted_dir(&dir) {
+            summary.errors.push(
+                LabError::UntrustedDir {
+                    path: dir.clone(),
+                    why,
+                }
+                .to_string(),
+            );
+            continue;
+        }
+        if std::fs::symlink_metadata(dir.join("heal.json")).is_ok() {
             continue;
         }
         let result = match kind {
             FaultKind::Freeze => heal_freeze(&dir, command),
             FaultKind::Scale => heal_scale(&dir, cluster, command).await,
         };
-        match result {
-            Ok(Settled::Live(why)) => summary.live.push(format!("{}: {why}", dir.display())),
-            Ok(Settled::Done(rec)) => {
+        let settled = match result {
+            Ok(s) => s,
+            Err(Broken(e)) => Settled::Done(Box::new(set_aside(&dir, kind, command, e))),
+            Err(Open(e)) => {
+                summary.errors.push(format!("{}: {e}", dir.display()));
+                continue;
+            }
+        };
+        match settled {
+            Settled::Live(why) => summary.live.push(format!("{}: {why}", dir.display())),
+            Settled::Done(rec) => {
                 // Act first (done above), record after.
                 if let Err(e) = write_json_atomic(&dir.join("heal.json"), &rec) {
                     summary.errors.push(format!(
@@ -158,7 +194,6 @@ pub async fn heal_workdir(
                 }
                 summary.healed.push(*rec);
             }
-            Err(e) => summary.errors.push(format!("{}: {e}", dir.display())),
         }
     }
     summary
@@ -168,6 +203,15 @@ enum Settled {
     Live(String),
     Done(Box<HealRecord>),
 }
+
+/// Why an attempt was not settled: its directory is broken (set aside), or it stays open.
+enum NotSettled {
+    /// The attempt's own files are missing or unreadable: set aside once.
+    Broken(LabError),
+    /// Something outside the attempt (the cluster) is needed: it stays open, reported.
+    Open(LabError),
+}
+use NotSettled::{Broken, Open};
 
 fn record(attempt: AttemptId, kind: FaultKind, command: &str, action: &str) -> HealRecord {
     HealRecord {
@@ -185,48 +229,63 @@ fn record(attempt: AttemptId, kind: FaultKind, command: &str, action: &str) -> H
     }
 }
 
-/// Sends SIGTERM to a live healer through a pidfd (start ticks re-checked) and waits, bounded,
-/// until it has exited.
-fn stand_down(healer: &ProcessRef) -> String {
-    if !healer.is_alive() {
-        return "gone".into();
-    }
-    match healer.signal(rustix::process::Signal::TERM) {
-        Ok(true) => {
-            let exited = Wait::new(
-                "the healer to exit",
-                HEALER_EXIT_BOUND,
-                Duration::from_millis(10),
-            )
-            .blocking(
-                || -> Result<Check<(), ()>, std::convert::Infallible> {
-                    Ok(if healer.is_alive() {
-                        Check::NotYet(())
-                    } else {
-                        Check::Done(())
-                    })
-                },
-                |_, _| {},
-            );
-            if let Err(WaitError::TimedOut(t)) = exited {
-                format!(
-                    "sigterm-sent, still-running after {} ms",
-                    t.waited.as_millis()
-                )
-            } else {
-                "sigterm-sent, exited".into()
-            }
+/// The record of a broken attempt directory: `set-aside`, with the error.
+fn set_aside(dir: &Path, kind: FaultKind, command: &str, e: LabError) -> HealRecord {
+    let id = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut rec = record(AttemptId(id), kind, command, "set-aside");
+    rec.note = Some(format!(
+        "set aside: the attempt's files cannot be read, so nothing of it was signalled or scaled: {e}"
+    ));
+    rec
+}
+
+/// The attempt id a directory stands for (its name).
+fn dir_attempt(dir: &Path) -> String {
+    dir.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The healer `candidate` (from the attempt's records) when it still lives: proven to be this
+/// attempt's helper (pinned), or the record's words on why it is not and was left alone.
+fn healer_of(
+    candidate: Option<ProcessRef>,
+    subcommand: &str,
+    dir: &Path,
+    rec: &mut HealRecord,
+) -> Option<PinnedProcess> {
+    let h = candidate.filter(ProcessRef::is_alive)?;
+    rec.healer = Some(h);
+    let proven = attempt::lab_program()
+        .map_err(|e| e.to_string())
+        .and_then(|lab| prove_healer(&h, &lab, subcommand, attempt::ATTEMPT_DIR_FLAG, dir));
+    match proven {
+        Ok(p) => Some(p),
+        Err(why) => {
+            rec.healer_signalled = Some(format!("not its healer, not signalled: {why}"));
+            None
         }
-        Ok(false) => "gone".into(),
-        Err(e) => format!("sigterm failed: {e}"),
     }
 }
 
-fn heal_freeze(dir: &Path, command: &str) -> Result<Settled, LabError> {
+fn heal_freeze(dir: &Path, command: &str) -> Result<Settled, NotSettled> {
     let files = AttemptFiles {
         dir: dir.to_path_buf(),
     };
-    let plan: FreezePlan = read_json(&files.plan())?;
+    let plan: FreezePlan = read_json(&files.plan()).map_err(Broken)?;
+    if plan.attempt.0 != dir_attempt(dir) {
+        return Err(Broken(LabError::FaultRefused {
+            reason: format!(
+                "{} names attempt {}, its directory is {}",
+                files.plan().display(),
+                plan.attempt,
+                dir_attempt(dir)
+            ),
+        }));
+    }
     let me = ProcessRef::myself();
     if plan.runner != me && plan.runner.is_alive() {
         return Ok(Settled::Live(format!(
@@ -235,12 +294,15 @@ fn heal_freeze(dir: &Path, command: &str) -> Result<Settled, LabError> {
         )));
     }
     let report: Option<HealerReport> = files.read_report();
+    let ledger: Option<FreezeLedger> = read_json(&files.ledger()).ok();
     let mut rec = record(plan.attempt.clone(), FaultKind::Freeze, command, "");
-    let stop_sent = report.as_ref().is_some_and(|r| r.stop_sent_at.is_some());
-    let healer = report
+    let stop_sent = report.as_ref().is_some_and(|r| r.stop_sent_at.is_some())
+        || ledger.as_ref().is_some_and(|l| l.stop_sent_at.is_some());
+    let candidate = report
         .as_ref()
         .map(|r| r.healer)
-        .filter(ProcessRef::is_alive);
+        .or_else(|| ledger.as_ref().and_then(|l| l.healer));
+    let healer = healer_of(candidate, HEALER_SUBCOMMAND, dir, &mut rec);
     if !stop_sent {
         rec.action = "nothing-signalled".into();
         rec.note = Some(format!(
@@ -248,41 +310,85 @@ fn heal_freeze(dir: &Path, command: &str) -> Result<Settled, LabError> {
             report.as_ref().map(|r| r.status.as_str())
         ));
     } else {
-        match PinnedProcess::open(plan.target.pid, plan.target.start_ticks) {
-            Err(_) => rec.action = "process-gone".into(),
-            Ok(pinned) => {
-                if let Err(e) = attempt::require_cgroup_names(plan.target.pid, &plan.container_id) {
-                    rec.action = "refused".into();
-                    rec.note = Some(e.to_string());
-                } else if matches!(pinned.state(), Ok(Some('T')) | Ok(Some('t'))) {
-                    let check = pinned.resume_until_running(RESUME_BOUND);
-                    rec.action = if check.ended() {
-                        "resumed"
-                    } else {
-                        "still-stopped"
-                    }
-                    .into();
-                    rec.resume = Some(check);
-                } else {
-                    rec.action = "already-running".into();
-                }
-            }
-        }
+        resume_if_ours(&plan, healer.as_ref(), &mut rec);
     }
     if let Some(h) = healer {
-        rec.healer = Some(h);
         rec.healer_signalled = Some(stand_down(&h));
     }
     Ok(Settled::Done(Box::new(rec)))
+}
+
+/// The freeze's target: resumed only when it is the pinned process in the plan's container, still
+/// stopped, and its target lock is free or held by this attempt's own (proven) healer.
+fn resume_if_ours(plan: &FreezePlan, healer: Option<&PinnedProcess>, rec: &mut HealRecord) {
+    let pinned = match PinnedProcess::open(plan.target.pid, plan.target.start_ticks) {
+        Ok(p) => p,
+        Err(_) => {
+            rec.action = "process-gone".into();
+            return;
+        }
+    };
+    if let Err(e) = require_container(plan.target.pid, &plan.container_id) {
+        rec.action = "refused".into();
+        rec.note = Some(e.to_string());
+        return;
+    }
+    if !matches!(pinned.state(), Ok(Some('T')) | Ok(Some('t'))) {
+        rec.action = "already-running".into();
+        return;
+    }
+    let key = format!("container-{}", plan.container_id);
+    let _lock = match attempt::ask_target(&key, &plan.attempt, "the heal") {
+        Ok(Ok(lock)) => Some(lock),
+        Ok(Err(held)) => {
+            let ours = held.holder.as_ref().is_some_and(|h| {
+                h.attempt.as_ref() == Some(&plan.attempt)
+                    && healer.is_none_or(|p| p.pid() == h.process.pid)
+            });
+            if !ours {
+                rec.action = "left-alone".into();
+                rec.note = Some(format!(
+                    "the target is stopped but its lock is held by {}: that attempt's healer resumes it",
+                    held.text
+                ));
+                return;
+            }
+            None
+        }
+        Err(e) => {
+            rec.action = "refused".into();
+            rec.note = Some(format!("asking the target lock: {e}"));
+            return;
+        }
+    };
+    let check: ResumeCheck = pinned.resume_until_running(RESUME_BOUND);
+    rec.action = if check.ended() {
+        "resumed"
+    } else {
+        "still-stopped"
+    }
+    .into();
+    rec.resume = Some(check);
 }
 
 async fn heal_scale(
     dir: &Path,
     cluster: Option<&crate::cluster::Cluster>,
     command: &str,
-) -> Result<Settled, LabError> {
+) -> Result<Settled, NotSettled> {
     let fd = scale::FaultDir(dir.to_path_buf());
-    let plan: scale::WatcherPlan = read_json(&fd.plan())?;
+    let plan: scale::WatcherPlan = read_json(&fd.plan()).map_err(Broken)?;
+    plan.check_target().map_err(Broken)?;
+    if plan.fault_id != dir_attempt(dir) {
+        return Err(Broken(LabError::FaultRefused {
+            reason: format!(
+                "{} names attempt {}, its directory is {}",
+                fd.plan().display(),
+                plan.fault_id,
+                dir_attempt(dir)
+            ),
+        }));
+    }
     let attempt = AttemptId(plan.fault_id.clone());
     let me = ProcessRef::myself();
     if let Some(r) = plan.runner
@@ -291,86 +397,90 @@ async fn heal_scale(
     {
         return Ok(Settled::Live(format!("its runner pid {} is alive", r.pid)));
     }
+    let mut rec = record(attempt.clone(), FaultKind::Scale, command, "");
     let ledger = match fd.read_ledger() {
-        Ok(l) => l,
-        Err(_) if !fd.ledger().exists() => {
-            let mut rec = record(attempt, FaultKind::Scale, command, "nothing-scaled");
-            rec.note = Some("no ledger: the runner stopped before any scale-down".into());
-            return Ok(Settled::Done(Box::new(rec)));
-        }
-        Err(e) => return Err(e),
+        Ok(l) => Some(l),
+        Err(_) if std::fs::symlink_metadata(fd.ledger()).is_err() => None,
+        Err(e) => return Err(Broken(e)),
     };
-    let watcher = fd.read_watcher()?;
-    let watcher_ref = watcher.as_ref().and_then(|w| {
+    let watcher = fd.read_watcher().ok().flatten();
+    let candidate = watcher.as_ref().and_then(|w| {
         w.pid_start_ticks.map(|t| ProcessRef {
             pid: w.pid as i32,
             start_ticks: t,
         })
     });
-    let watcher_alive = watcher_ref.as_ref().is_some_and(ProcessRef::is_alive);
-    // The watcher's finish covers the fault only when it came after the last scale-down: a
-    // runner stopped past the deadline may scale down after the watcher found nothing to do.
-    let watcher_done = scale::watcher_finished_after_scale_down(&ledger, watcher.as_ref());
-    if ledger.last(scale::LedgerEvent::ScalingDown).is_none() {
-        let mut rec = record(attempt, FaultKind::Scale, command, "nothing-scaled");
-        if let Some(h) = watcher_ref.filter(|_| watcher_alive) {
-            rec.healer = Some(h);
-            rec.healer_signalled = Some(stand_down(&h));
-        }
-        return Ok(Settled::Done(Box::new(rec)));
-    }
-    if !ledger.is_unfinished() || watcher_done {
-        if watcher_alive {
-            return Ok(Settled::Live(
-                "restored; its watcher is finishing".to_string(),
-            ));
-        }
-        let mut rec = record(attempt, FaultKind::Scale, command, "already-restored");
-        rec.note = Some(
-            if watcher_done {
-                "the watcher restored it"
-            } else {
-                "the runner recorded the restore"
-            }
-            .into(),
-        );
-        return Ok(Settled::Done(Box::new(rec)));
-    }
-    let handed_over = ledger.last(scale::LedgerEvent::HandedOver).is_some();
-    if handed_over && watcher_alive {
+    let healer = healer_of(candidate, scale::HEALER_SUBCOMMAND, dir, &mut rec);
+    let asked_down = ledger
+        .as_ref()
+        .is_some_and(|l| l.last(scale::LedgerEvent::ScalingDown).is_some())
+        || watcher.as_ref().is_some_and(|w| w.scale_down.is_some());
+    let handed_over = ledger
+        .as_ref()
+        .is_some_and(|l| l.last(scale::LedgerEvent::HandedOver).is_some());
+    if let Some(h) = &healer
+        && handed_over
+    {
         return Ok(Settled::Live(format!(
-            "act 5 completed and handed the fault to act 6; its watcher (pid {}) restores at {}",
-            watcher.as_ref().map(|w| w.pid).unwrap_or_default(),
+            "act 5 completed and handed the fault to act 6; its healer (pid {}) restores at {}",
+            h.pid(),
             watcher
                 .as_ref()
                 .map(|w| w.deadline_at.as_str())
                 .unwrap_or("?")
         )));
     }
-    let Some(cluster) = cluster else {
-        return Err(LabError::NotAvailable {
-            what: format!(
-                "the cluster, to restore the replicas of attempt {attempt} (still unfinished)"
-            ),
-        });
-    };
-    let outcome = scale::restore_replicas(cluster, &plan).await?;
-    let mut rec = record(
-        attempt,
-        FaultKind::Scale,
-        command,
-        match &outcome {
-            scale::RestoreOutcome::Restored { .. } => "restored",
-            scale::RestoreOutcome::AlreadyRestored { .. } => "already-restored",
-            scale::RestoreOutcome::LeftAlone { .. } => "left-alone",
-            scale::RestoreOutcome::DeploymentChanged { .. } => "deployment-changed",
-        },
-    );
-    rec.restore = Some(outcome);
-    if let Some(h) = watcher_ref.filter(|_| watcher_alive) {
-        rec.healer = Some(h);
-        rec.healer_signalled = Some(stand_down(&h));
+    // The healer stands down first (it restores on SIGTERM): the attempt is closed after it
+    // exited, on a live read.
+    if let Some(h) = &healer {
+        rec.healer_signalled = Some(stand_down(h));
     }
+    if !asked_down {
+        rec.action = "nothing-scaled".into();
+        rec.note = Some(if ledger.is_none() {
+            "no ledger: the runner stopped before any scale-down".into()
+        } else {
+            "no scale-down was asked for in this attempt".into()
+        });
+        return Ok(Settled::Done(Box::new(rec)));
+    }
+    let Some(cluster) = cluster else {
+        return Err(Open(LabError::NotAvailable {
+            what: format!(
+                "the cluster, to read deployment {}/{} before closing attempt {attempt} (a scale-down was asked for; it stays open)",
+                scale::NAMESPACE,
+                scale::DEPLOYMENT
+            ),
+        }));
+    };
+    // The Deployment's target lock: held by another attempt's healer, the replicas are that
+    // attempt's to restore (another work dir's live scale-down is never cut short from here).
+    let key = format!("deployment-{}", plan.deployment_uid);
+    let _lock = match attempt::ask_target(&key, &attempt, "the heal").map_err(Open)? {
+        Ok(lock) => Some(lock),
+        Err(held) if held.holder.as_ref().and_then(|h| h.attempt.as_ref()) == Some(&attempt) => {
+            None
+        }
+        Err(held) => {
+            rec.action = "left-alone".into();
+            rec.note = Some(format!(
+                "the deployment's lock is held by {}: that attempt's healer restores it",
+                held.text
+            ));
+            return Ok(Settled::Done(Box::new(rec)));
+        }
+    };
+    let outcome = scale::restore_replicas(cluster, &plan)
+        .await
+        .map_err(Open)?;
+    rec.action = match &outcome {
+        scale::RestoreOutcome::Restored { .. } => "restored",
+        scale::RestoreOutcome::AlreadyRestored { .. } => "already-restored",
+        scale::RestoreOutcome::LeftAlone { .. } => "left-alone",
+        scale::RestoreOutcome::DeploymentChanged { .. } => "deployment-changed",
+    }
+    .into();
+    rec.restore = Some(outcome);
     Ok(Settled::Done(Box::new(rec)))
 }
 

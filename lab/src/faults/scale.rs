@@ -1,28 +1,28 @@
-//! The scale-down fault of lab A and its recovery watcher.
+//! The scale-down fault of lab A and its healer.
 //!
 //! The fault: the admission controller Deployment (`kyverno/kyverno-admission-controller`) is
 //! scaled to 0 replicas through the scale subresource. On Kyverno v1.19.1 a controller that stops
 //! while its Deployment has `spec.replicas == 0` deletes every webhook configuration labelled
 //! `webhook.kyverno.io/managed-by` (`pkg/webhooks/server.go` `cleanup`, `pkg/utils/runtime`
-//! `IsGoingDown`; `../shared/research/kyverno.md` §7), so the lab observes the registration vanish.
+//! `IsGoingDown`), so the lab observes the registration vanish.
 //!
-//! Healing, in three layers (`../shared/design/architecture.md`, "Faults, safely"):
+//! Healing, in three layers (`docs/faults.md`):
 //!
-//! 1. **The recovery watcher**, an independent detached process (`kca-webhook-lab watcher-scale
-//!    --fault-dir DIR`, its own session and process group, stdin and stdout pipes to the runner,
+//! 1. **The healer**, an independent detached process (`kca-webhook-lab healer-scale
+//!    --attempt-dir DIR`, its own session and process group, stdin and stdout pipes to the runner,
 //!    log in `DIR/watcher.log`). It is armed *before* the scale: it reads the kubeconfig, checks
 //!    the live Deployment against the plan (same UID, `spec.replicas` equal to the planned original
 //!    replicas), takes the target lock, answers ready (one JSON line on stdout) and keeps its
 //!    deadline `armed_at + restore_after_sec` on the monotonic clock.
-//!    **The watcher owns the whole fault**: the scale to 0 is its own, done when the runner asks
+//!    **The healer owns the whole fault**: the scale to 0 is its own, done when the runner asks
 //!    for it (one [`SCALE_DOWN_REQUEST`] line on its stdin) and only while it can still heal it
 //!    ([`decide_scale_down`]: one per attempt, at least [`MIN_WATCHER_TIME_LEFT`] before its
 //!    deadline). It records `scaling-down` in `DIR/watcher.json` before the request to the API
 //!    server and the answer verbatim after ([`WatcherScaleDown`]), and answers the runner with that
 //!    record (one JSON line). The scale-down and the restore come from the same single-threaded
-//!    process in that order, so no scale-down can ever follow the watcher's last look: a runner
+//!    process in that order, so no scale-down can ever follow the healer's last look: a runner
 //!    stopped (Ctrl-Z, SIGSTOP, a stalled disk) before its request and continued after the
-//!    deadline finds the watcher gone (EPIPE/EOF: nothing is scaled) or is refused.
+//!    deadline finds the healer gone (EPIPE/EOF: nothing is scaled) or is refused.
 //!    At its deadline it restores the original replicas through the scale subresource unless
 //!    they are already restored, and writes what it did to `DIR/watcher.json`. SIGTERM, SIGINT or
 //!    SIGHUP make it restore at once; a restore recorded by the runner in the ledger makes it check
@@ -35,8 +35,8 @@
 //!    ([`unfinished_faults`]) and heals it ([`crate::faults::heal::heal_workdir`]).
 //!
 //! A fault directory is `<workdir>/faults/<fault_id>/` with `plan.json` (runner, before arming),
-//! `ledger.json` (runner), `watcher.json` (watcher) and `watcher.log` (watcher's stderr). The runner
-//! and the watcher never write the same file.
+//! `ledger.json` (runner), `watcher.json` (watcher) and `watcher.log` (healer's stderr). The runner
+//! and the healer never write the same file.
 //!
 //! Timestamps are RFC 3339 UTC with milliseconds; durations are seconds where the name ends in
 //! `_sec` and milliseconds where it ends in `_ms`.
@@ -52,6 +52,9 @@ use k8s_openapi::api::autoscaling::v1::Scale;
 use serde::{Deserialize, Serialize};
 
 use crate::error::LabError;
+use crate::faults::attempt::log_tail;
+use crate::faults::process::ProcessRef;
+use crate::faults::records::{now_rfc3339, read_json, write_json_atomic};
 
 /// Namespace of the Kyverno admission controller (chart 3.9.1 installed with `-n kyverno`).
 pub const NAMESPACE: &str = "kyverno";
@@ -62,17 +65,17 @@ pub const FAULT_KIND: &str = "scale-controller-to-zero";
 /// Replicas the fault scales the Deployment to.
 pub const FAULT_REPLICAS: i32 = 0;
 /// The hidden subcommand of `kca-webhook-lab` that runs [`watcher_main`].
-pub const WATCHER_SUBCOMMAND: &str = "watcher-scale";
-/// How long the runner waits for the watcher's ready answer.
+pub const HEALER_SUBCOMMAND: &str = "healer-scale";
+/// How long the runner waits for the healer's ready answer.
 pub const READY_BOUND: Duration = Duration::from_secs(30);
-/// After its deadline, how long the watcher keeps retrying an unreachable API server.
+/// After its deadline, how long the healer keeps retrying an unreachable API server.
 pub const WATCHER_RETRY_BOUND: Duration = Duration::from_secs(60);
-/// The runner's request line (on the watcher's stdin) asking the watcher to scale to 0.
+/// The runner's request line (on the healer's stdin) asking the healer to scale to 0.
 pub const SCALE_DOWN_REQUEST: &str = "scale-down";
-/// How long the runner waits for the watcher's answer to [`SCALE_DOWN_REQUEST`] (a read of the
+/// How long the runner waits for the healer's answer to [`SCALE_DOWN_REQUEST`] (a read of the
 /// scale, a record write and the scale request, conflicts retried).
 pub const SCALE_DOWN_ANSWER_BOUND: Duration = Duration::from_secs(30);
-/// Least time the watcher must have left before its deadline to accept the scale-down
+/// Least time the healer must have left before its deadline to accept the scale-down
 /// ([`decide_scale_down`]), so that act 5 can observe the fault before the restore; the request
 /// normally follows the arming within a second, with 55 s left.
 pub const MIN_WATCHER_TIME_LEFT: Duration = Duration::from_secs(20);
@@ -89,14 +92,14 @@ pub type Result<T, E = LabError> = std::result::Result<T, E>;
 pub enum Restorer {
     /// The lab runner (`act`), after its observations or on an exit path.
     Runner,
-    /// The independent recovery watcher, at its deadline or on SIGTERM/SIGINT.
+    /// The independent healer, at its deadline or on SIGTERM/SIGINT.
     Watcher,
     /// A later run healing an unfinished fault ([`crate::faults::heal::heal_workdir`]).
     Healer,
 }
 
-/// What the watcher (or anyone restoring) is told, written by the runner to `plan.json`
-/// before the watcher is spawned.
+/// What the healer (or anyone restoring) is told, written by the runner to `plan.json`
+/// before the healer is spawned.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WatcherPlan {
@@ -106,7 +109,7 @@ pub struct WatcherPlan {
     pub fault_id: String,
     /// Always [`FAULT_KIND`].
     pub fault: String,
-    /// Absolute path of the kubeconfig the watcher uses.
+    /// Absolute path of the kubeconfig the healer uses.
     pub kubeconfig: PathBuf,
     /// Namespace of the Deployment ([`NAMESPACE`]).
     pub namespace: String,
@@ -115,23 +118,43 @@ pub struct WatcherPlan {
     /// `metadata.uid` of the Deployment (from the student's `scale-plan.json`).
     pub deployment_uid: String,
     /// Replicas to restore (from the student's `scale-plan.json`, checked against the live
-    /// Deployment by the watcher before it answers ready).
+    /// Deployment by the healer before it answers ready).
     pub original_replicas: i32,
-    /// Seconds from the watcher's ready answer to its restore (55 in lab A).
+    /// Seconds from the healer's ready answer to its restore (55 in lab A).
     pub restore_after_sec: u64,
     /// When the plan was written, RFC 3339 UTC (ms).
     pub created_at: String,
     /// The runner (act 5) that planned the attempt (absent in plans written before attempts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub runner: Option<crate::faults::attempt::ProcessRef>,
+    pub runner: Option<ProcessRef>,
 }
 
-/// The watcher's ready answer: one JSON line on its stdout, then stdout is closed.
+impl WatcherPlan {
+    /// Requires the plan to name the lab's Deployment ([`NAMESPACE`]/[`DEPLOYMENT`]): the
+    /// Deployment the tool scales is the lab's constant, never one a file names (requests always
+    /// go to the constants; this refuses a plan that says otherwise).
+    ///
+    /// Errors: [`LabError::FaultRefused`] naming what the plan says.
+    pub fn check_target(&self) -> Result<()> {
+        if self.namespace == NAMESPACE && self.deployment == DEPLOYMENT {
+            Ok(())
+        } else {
+            Err(LabError::FaultRefused {
+                reason: format!(
+                    "the plan names deployment {}/{}; the lab scales only {NAMESPACE}/{DEPLOYMENT}",
+                    self.namespace, self.deployment
+                ),
+            })
+        }
+    }
+}
+
+/// The healer's ready answer: one JSON line on its stdout, then stdout is closed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WatcherReady {
-    /// Whether the watcher is armed; when false, `error` says why and it has exited.
+    /// Whether the healer is armed; when false, `error` says why and it has exited.
     pub ok: bool,
-    /// The watcher's PID.
+    /// The healer's PID.
     pub pid: u32,
     /// When it armed, RFC 3339 UTC (ms); empty when not armed.
     pub armed_at: String,
@@ -143,7 +166,7 @@ pub struct WatcherReady {
     pub error: Option<String>,
 }
 
-/// What the watcher decided at its deadline.
+/// What the healer decided at its deadline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum WatcherAction {
@@ -151,19 +174,19 @@ pub enum WatcherAction {
     Waiting,
     /// The Deployment did not match the plan before arming; nothing was armed.
     Refused,
-    /// The replicas were at the fault's value; the watcher set them back.
+    /// The replicas were at the fault's value; the healer set them back.
     Restored,
     /// The replicas were already the original ones (restored by someone else).
     AlreadyRestored,
-    /// The replicas had another value set by someone else; the watcher left them alone.
+    /// The replicas had another value set by someone else; the healer left them alone.
     LeftAlone,
-    /// The Deployment was gone or had another UID; the watcher touched nothing.
+    /// The Deployment was gone or had another UID; the healer touched nothing.
     DeploymentChanged,
     /// The API server could not be reached within [`WATCHER_RETRY_BOUND`] after the deadline.
     Failed,
 }
 
-/// `watcher.json`: what the watcher armed and what it did, written only by the watcher.
+/// `watcher.json`: what the healer armed and what it did, written only by the healer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WatcherRecord {
@@ -171,9 +194,9 @@ pub struct WatcherRecord {
     pub schema_version: u32,
     /// Same as the plan's.
     pub fault_id: String,
-    /// The watcher's PID.
+    /// The healer's PID.
     pub pid: u32,
-    /// The watcher's start time in clock ticks since boot (`/proc/<pid>/stat` field 22), so a
+    /// The healer's start time in clock ticks since boot (`/proc/<pid>/stat` field 22), so a
     /// reader can tell this process from a later one with the same PID.
     pub pid_start_ticks: Option<u64>,
     /// When it armed, RFC 3339 UTC (ms).
@@ -196,15 +219,15 @@ pub struct WatcherRecord {
     pub restored_at: Option<String>,
     /// The last error, verbatim, when it failed or retried.
     pub error: Option<String>,
-    /// When the watcher finished, RFC 3339 UTC (ms).
+    /// When the healer finished, RFC 3339 UTC (ms).
     pub finished_at: Option<String>,
-    /// The scale-down the watcher did (or refused) on the runner's request; absent when none was
-    /// asked for (and in records written before the watcher owned the scale-down).
+    /// The scale-down the healer did (or refused) on the runner's request; absent when none was
+    /// asked for (and in records written before the healer owned the scale-down).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scale_down: Option<WatcherScaleDown>,
 }
 
-/// Where the watcher's scale-down stands ([`WatcherScaleDown::status`]).
+/// Where the healer's scale-down stands ([`WatcherScaleDown::status`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ScaleDownStatus {
@@ -220,16 +243,16 @@ pub enum ScaleDownStatus {
     Failed,
 }
 
-/// The watcher's record of the scale-down it was asked for: in `watcher.json` (`scale_down`) and,
+/// The healer's record of the scale-down it was asked for: in `watcher.json` (`scale_down`) and,
 /// as one JSON line on its stdout, its answer to the runner's [`SCALE_DOWN_REQUEST`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WatcherScaleDown {
     /// Where it stands.
     pub status: ScaleDownStatus,
-    /// When the watcher read the request, RFC 3339 UTC (ms).
+    /// When the healer read the request, RFC 3339 UTC (ms).
     pub requested_at: String,
-    /// Time left before the watcher's deadline when it read the request, ms (monotonic clock).
+    /// Time left before the healer's deadline when it read the request, ms (monotonic clock).
     pub time_left_ms: u64,
     /// `spec.replicas` read before the request (absent when refused before reading).
     pub replicas_before: Option<i32>,
@@ -244,10 +267,10 @@ pub struct WatcherScaleDown {
     pub error: Option<String>,
 }
 
-/// The watcher's pure decision on a [`SCALE_DOWN_REQUEST`]: accepted only when no scale-down was
+/// The healer's pure decision on a [`SCALE_DOWN_REQUEST`]: accepted only when no scale-down was
 /// asked for before in this attempt (`earlier`) and at least [`MIN_WATCHER_TIME_LEFT`] is `left`
-/// before its deadline. Because the watcher itself then scales and only afterwards waits for its
-/// deadline, an accepted scale-down is always followed by the watcher's restore.
+/// before its deadline. Because the healer itself then scales and only afterwards waits for its
+/// deadline, an accepted scale-down is always followed by the healer's restore.
 /// `Err` says why it is refused (nothing is scaled).
 pub fn decide_scale_down(
     left: Duration,
@@ -273,9 +296,9 @@ pub fn decide_scale_down(
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum LedgerEvent {
-    /// `plan.json` written; the watcher is about to be spawned.
+    /// `plan.json` written; the healer is about to be spawned.
     Planned,
-    /// The watcher answered ready.
+    /// The healer answered ready.
     WatcherArmed,
     /// About to scale the Deployment to 0 (written before the request).
     ScalingDown,
@@ -285,10 +308,10 @@ pub enum LedgerEvent {
     Restoring,
     /// The replicas are the original ones again (restored now or found restored).
     Restored,
-    /// A restore attempt failed; the watcher remains the safety net.
+    /// A restore attempt failed; the healer remains the safety net.
     RestoreFailed,
     /// Act 5 completed with the replicas still at 0: the fault is handed over to act 6 (or the
-    /// watcher at its deadline); a later heal leaves it alone while the watcher lives.
+    /// watcher at its deadline); a later heal leaves it alone while the healer lives.
     HandedOver,
 }
 
@@ -410,34 +433,9 @@ pub fn decide_restore(
     }
 }
 
-/// The current time, RFC 3339 UTC with milliseconds.
-pub fn now_rfc3339() -> String {
-    Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true)
-}
-
 fn rfc3339(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
-
-/// Writes `value` as pretty JSON to `path` atomically (temporary file in the same directory,
-/// fsync, rename).
-pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<()> {
-    let io = |source| LabError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
-    let bytes = serde_json::to_vec_pretty(value).map_err(|e| io(std::io::Error::other(e)))?;
-    tmp.write_all(&bytes).map_err(io)?;
-    tmp.write_all(b"\n").map_err(io)?;
-    tmp.as_file().sync_all().map_err(io)?;
-    tmp.persist(path).map_err(|e| io(e.error))?;
-    Ok(())
-}
-
-/// Reads one JSON file of a fault directory: the attempts' one reader.
-pub use crate::faults::attempt::read_json;
 
 /// Paths inside one fault directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -460,7 +458,7 @@ impl FaultDir {
     pub fn watcher_log(&self) -> PathBuf {
         self.0.join("watcher.log")
     }
-    /// Reads `watcher.json`, `None` when the watcher has not written it.
+    /// Reads `watcher.json`, `None` when the healer has not written it.
     pub fn read_watcher(&self) -> Result<Option<WatcherRecord>> {
         let p = self.watcher();
         if p.exists() {
@@ -475,16 +473,10 @@ impl FaultDir {
     }
 }
 
-/// The directory under a work directory that holds all fault directories.
-pub fn faults_root(workdir: &Path) -> PathBuf {
-    workdir.join("faults")
-}
-
-/// Reads the scale subresource of the planned Deployment (`None` when it is not found).
-pub async fn read_scale(cluster: &Cluster, plan: &WatcherPlan) -> Result<Option<Scale>> {
-    cluster
-        .deployment_scale(&plan.namespace, &plan.deployment)
-        .await
+/// Reads the scale subresource of the lab's Deployment ([`NAMESPACE`]/[`DEPLOYMENT`]; `None`
+/// when it is not found).
+pub async fn read_scale(cluster: &Cluster) -> Result<Option<Scale>> {
+    cluster.deployment_scale(NAMESPACE, DEPLOYMENT).await
 }
 
 /// Sets `spec.replicas` from `from` to `replicas` through the scale subresource with optimistic
@@ -498,7 +490,7 @@ async fn put_replicas(
     mut current: Scale,
     from: i32,
     replicas: i32,
-) -> Result<Scale> {
+) -> Result<Option<Scale>> {
     let action = format!(
         "setting {}/{} to {replicas} replicas through the scale subresource",
         plan.namespace, plan.deployment
@@ -516,6 +508,11 @@ async fn put_replicas(
             });
         }
         let now = current.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
+        if now == replicas && now != from {
+            // Someone else (the healer's restore meeting act 6's, with a 409 between) already
+            // set the value this write was for.
+            return Ok(None);
+        }
         if now != from {
             return Err(LabError::ClusterMismatch {
                 what: format!(
@@ -529,23 +526,22 @@ async fn put_replicas(
         let mut next = current.clone();
         next.spec.get_or_insert_with(Default::default).replicas = Some(replicas);
         match cluster
-            .replace_deployment_scale(&plan.namespace, &plan.deployment, &next)
+            .replace_deployment_scale(NAMESPACE, DEPLOYMENT, &next)
             .await
             .map_err(|e| LabError::Kube(format!("{action}: {e}")))?
         {
-            ScaleWrite::Written(s) => return Ok(*s),
+            ScaleWrite::Written(s) => return Ok(Some(*s)),
             ScaleWrite::Conflict => {
-                current =
-                    read_scale(cluster, plan)
-                        .await?
-                        .ok_or_else(|| LabError::ClusterMismatch {
-                            what: format!(
-                                "deployment {}/{} ({action})",
-                                plan.namespace, plan.deployment
-                            ),
-                            expected: "present".into(),
-                            found: "absent".into(),
-                        })?;
+                current = read_scale(cluster)
+                    .await?
+                    .ok_or_else(|| LabError::ClusterMismatch {
+                        what: format!(
+                            "deployment {}/{} ({action})",
+                            plan.namespace, plan.deployment
+                        ),
+                        expected: "present".into(),
+                        found: "absent".into(),
+                    })?;
             }
         }
     }
@@ -555,9 +551,9 @@ async fn put_replicas(
 }
 
 /// Restores the planned original replicas if (and only if) the planned Deployment is at the
-/// fault's value; see [`decide_restore`]. Used by the runner, the watcher and the healer alike.
+/// fault's value; see [`decide_restore`]. Used by the runner, the healer and the healer alike.
 pub async fn restore_replicas(cluster: &Cluster, plan: &WatcherPlan) -> Result<RestoreOutcome> {
-    let Some(scale) = read_scale(cluster, plan).await? else {
+    let Some(scale) = read_scale(cluster).await? else {
         return Ok(RestoreOutcome::DeploymentChanged {
             uid: None,
             at: now_rfc3339(),
@@ -577,17 +573,20 @@ pub async fn restore_replicas(cluster: &Cluster, plan: &WatcherPlan) -> Result<R
             at: now_rfc3339(),
         }),
         RestoreDecision::Restore => {
-            let answer =
-                put_replicas(cluster, plan, scale, FAULT_REPLICAS, plan.original_replicas).await?;
-            Ok(RestoreOutcome::Restored {
-                at: now_rfc3339(),
-                raw: serde_json::to_value(&answer).unwrap_or(serde_json::Value::Null),
-            })
+            match put_replicas(cluster, plan, scale, FAULT_REPLICAS, plan.original_replicas).await?
+            {
+                Some(answer) => Ok(RestoreOutcome::Restored {
+                    at: now_rfc3339(),
+                    raw: serde_json::to_value(&answer).unwrap_or(serde_json::Value::Null),
+                }),
+                // A 409 and a re-read that found the original replicas: restored by another.
+                None => Ok(RestoreOutcome::AlreadyRestored { at: now_rfc3339() }),
+            }
         }
     }
 }
 
-/// The record of act 5's scale to 0 (its `scale-down` raw evidence), made from the watcher's
+/// The record of act 5's scale to 0 (its `scale-down` raw evidence), made from the healer's
 /// answer ([`WatcherScaleDown`] with status `scaled-down`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScaleDownRecord {
@@ -604,7 +603,7 @@ pub struct ScaleDownRecord {
 /// One armed scale-down fault, held by the runner.
 ///
 /// Life: [`ScaleFault::arm`] (plan, ledger, watcher ready) → [`ScaleFault::scale_down`] (the
-/// runner's request; the watcher scales) → [`ScaleFault::restore`] (or the watcher at its
+/// runner's request; the healer scales) → [`ScaleFault::restore`] (or the healer at its
 /// deadline). A later process reopens it with [`ScaleFault::open`] (without the pipes: it can
 /// restore, never scale down).
 pub struct ScaleFault {
@@ -612,27 +611,27 @@ pub struct ScaleFault {
     plan: WatcherPlan,
     ledger: Ledger,
     cluster: Cluster,
-    /// The watcher's stdin (requests), only in the process that armed it.
+    /// The healer's stdin (requests), only in the process that armed it.
     to_watcher: Option<tokio::process::ChildStdin>,
-    /// The watcher's stdout (answers), only in the process that armed it.
+    /// The healer's stdout (answers), only in the process that armed it.
     from_watcher: Option<Answers>,
 }
 
-/// The watcher's stdout as the runner reads it (one JSON line per answer).
+/// The healer's stdout as the runner reads it (one JSON line per answer).
 type Answers = tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>;
 
-/// How long the runner's last look at the watcher's pipe may take once its bound ran out.
+/// How long the runner's last look at the healer's pipe may take once its bound ran out.
 const LAST_LOOK: Duration = Duration::from_secs(1);
 
-/// Reads the watcher's next answer line, waiting at most `bound`. When the bound runs out, looks
+/// Reads the healer's next answer line, waiting at most `bound`. When the bound runs out, looks
 /// once more: a runner stopped meanwhile (Ctrl-Z, SIGSTOP) past the bound is woken by its timer
 /// before its event loop has seen the pipe, so the kernel is asked directly (`poll(2)`, no wait)
 /// and, when the pipe is readable or closed, the line (or EOF) is read within [`LAST_LOOK`].
-/// `Ok(None)`: EOF (the watcher closed stdout or exited). `Err(None)`: nothing within the bound.
+/// `Ok(None)`: EOF (the healer closed stdout or exited). `Err(None)`: nothing within the bound.
 ///
 /// Needed: without the last look, the lab_a row `fault_row_runner_sigstopped_before_its_request_…`
 /// (act 5 stopped 55 s inside its 30 s ready wait) held 9 of 10 times on 2026-12-01 (10:05 UTC,
-/// run 6): the continued runner reported "no answer" although the watcher's ready line was in the
+/// run 6): the continued runner reported "no answer" although the healer's ready line was in the
 /// pipe (nothing was scaled; the message was wrong, not the safety).
 async fn next_answer(
     lines: &mut Answers,
@@ -658,12 +657,12 @@ async fn next_answer(
 }
 
 impl ScaleFault {
-    /// Arms the recovery watcher for a scale-down of `namespace/deployment`:
+    /// Arms the healer for a scale-down of `namespace/deployment`:
     /// creates `<workdir>/faults/<fault_id>/`, writes `plan.json` and a `planned` ledger entry,
-    /// spawns `kca-webhook-lab watcher-scale --fault-dir DIR` detached (`setsid`: own session and
+    /// spawns `kca-webhook-lab healer-scale --attempt-dir DIR` detached (`setsid`: own session and
     /// process group; stdin and stdout pipes kept by the returned fault for the scale-down request
     /// and its answer, stderr `DIR/watcher.log`), and waits at most
-    /// [`READY_BOUND`] for its ready answer. The watcher checks the live Deployment against the
+    /// [`READY_BOUND`] for its ready answer. The healer checks the live Deployment against the
     /// plan (UID, `spec.replicas == original_replicas`) before answering; a refusal is an error and
     /// nothing is scaled.
     ///
@@ -679,9 +678,9 @@ impl ScaleFault {
         let now = Utc::now();
         let fault_id =
             crate::faults::attempt::AttemptId::new(crate::faults::attempt::FaultKind::Scale, 5).0;
-        // Absolute: the watcher runs with `/` as its working directory.
+        // Absolute: the healer runs with `/` as its working directory.
         let workdir = std::path::absolute(workdir).map_err(LabError::io(workdir))?;
-        let root = faults_root(&workdir);
+        let root = crate::faults::attempt::faults_root(&workdir);
         let dir = FaultDir(root.join(&fault_id));
         std::fs::create_dir_all(&dir.0).map_err(LabError::io(&dir.0))?;
         let kubeconfig = std::path::absolute(kubeconfig).map_err(LabError::io(kubeconfig))?;
@@ -696,7 +695,7 @@ impl ScaleFault {
             original_replicas,
             restore_after_sec,
             created_at: rfc3339(now),
-            runner: Some(crate::faults::attempt::ProcessRef::myself()),
+            runner: Some(ProcessRef::myself()),
         };
         write_json_atomic(&dir.plan(), &plan)?;
         let mut fault = ScaleFault {
@@ -725,7 +724,8 @@ impl ScaleFault {
     /// Reopens a fault directory written by an earlier process.
     pub fn open(cluster: Cluster, dir: &Path) -> Result<ScaleFault> {
         let dir = FaultDir(dir.to_path_buf());
-        let plan = read_json(&dir.plan())?;
+        let plan: WatcherPlan = read_json(&dir.plan())?;
+        plan.check_target()?;
         let ledger = dir.read_ledger()?;
         Ok(ScaleFault {
             dir,
@@ -769,7 +769,7 @@ impl ScaleFault {
 
     async fn spawn_watcher(&mut self) -> Result<WatcherReady> {
         use tokio::io::AsyncBufReadExt as _;
-        let bin = crate::faults::freeze::lab_program()?;
+        let bin = crate::faults::attempt::lab_program()?;
         let log_path = self.dir.watcher_log();
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -777,8 +777,8 @@ impl ScaleFault {
             .open(&log_path)
             .map_err(LabError::io(&log_path))?;
         let mut cmd = tokio::process::Command::new(&bin);
-        cmd.arg(WATCHER_SUBCOMMAND)
-            .arg("--fault-dir")
+        cmd.arg(HEALER_SUBCOMMAND)
+            .arg(crate::faults::attempt::ATTEMPT_DIR_FLAG)
             .arg(&self.dir.0)
             .current_dir("/")
             .stdin(Stdio::piped())
@@ -786,7 +786,7 @@ impl ScaleFault {
             .stderr(Stdio::from(log))
             .kill_on_drop(false);
         // SAFETY: setsid(2) is async-signal-safe and touches no memory of the parent; it makes
-        // the watcher a session and process-group leader of its own, so signals to the runner's
+        // the healer a session and process-group leader of its own, so signals to the runner's
         // group or terminal never reach it.
         unsafe {
             cmd.pre_exec(|| {
@@ -804,7 +804,7 @@ impl ScaleFault {
         };
         let mut child = cmd.spawn().map_err(|e| {
             not_ready(format!(
-                "spawning {} {WATCHER_SUBCOMMAND}: {e}",
+                "spawning {} {HEALER_SUBCOMMAND}: {e}",
                 bin.display()
             ))
         })?;
@@ -815,7 +815,7 @@ impl ScaleFault {
         let mut lines = tokio::io::BufReader::new(stdout).lines();
         let line = match next_answer(&mut lines, READY_BOUND).await {
             Err(None) => {
-                // The watcher is ours and not armed: end it by its PID handle (the Child), never by name.
+                // The healer is ours and not armed: end it by its PID handle (the Child), never by name.
                 let _ = child.start_kill();
                 return Err(LabError::WaitTimedOut {
                     what: "the recovery watcher's ready answer".into(),
@@ -849,22 +849,22 @@ impl ScaleFault {
         }
         self.to_watcher = child.stdin.take();
         self.from_watcher = Some(lines);
-        // Reap the watcher when it exits if this process still lives then; if not, init does.
+        // Reap the healer when it exits if this process still lives then; if not, init does.
         tokio::spawn(async move {
             let _ = child.wait().await;
         });
         Ok(ready)
     }
 
-    /// Asks the recovery watcher to scale the Deployment to [`FAULT_REPLICAS`] (module docs): writes
-    /// a `scaling-down` ledger entry, sends [`SCALE_DOWN_REQUEST`] on the watcher's stdin, waits at
+    /// Asks the healer to scale the Deployment to [`FAULT_REPLICAS`] (module docs): writes
+    /// a `scaling-down` ledger entry, sends [`SCALE_DOWN_REQUEST`] on the healer's stdin, waits at
     /// most [`SCALE_DOWN_ANSWER_BOUND`] for its answer ([`WatcherScaleDown`]) and records
-    /// `scaled-down` with that answer verbatim. The watcher checks the live scale (planned UID, the
+    /// `scaled-down` with that answer verbatim. The healer checks the live scale (planned UID, the
     /// planned original replicas) and its time left ([`decide_scale_down`]) before it scales.
     ///
-    /// Errors: [`LabError::FaultRefused`] when the watcher is not armed by this process, has exited
+    /// Errors: [`LabError::FaultRefused`] when the healer is not armed by this process, has exited
     /// (EPIPE, or its stdout closed without an answer) or refused (nothing scaled);
-    /// [`LabError::WaitTimedOut`] without an answer in time; [`LabError::Kube`] when the watcher's
+    /// [`LabError::WaitTimedOut`] without an answer in time; [`LabError::Kube`] when the healer's
     /// request to the API server failed. After any error the caller restores (the ledger says a
     /// scale-down may have happened).
     pub async fn scale_down(&mut self) -> Result<ScaleDownRecord> {
@@ -909,7 +909,7 @@ impl ScaleFault {
                 ),
             });
         }
-        // The pipe stays open until this fault is dropped: the watcher reads its closing as the
+        // The pipe stays open until this fault is dropped: the healer reads its closing as the
         // runner gone only before a request.
         self.to_watcher = Some(to);
         let line = match next_answer(&mut from, SCALE_DOWN_ANSWER_BOUND).await {
@@ -1022,7 +1022,7 @@ impl ScaleFault {
     }
 
     /// Who really restored the replicas and when, as far as the ledger and `watcher.json` say:
-    /// the runner's own `Restored` outcome if it set them, else the watcher's if it did.
+    /// the runner's own `Restored` outcome if it set them, else the healer's if it did.
     pub fn restored_by(&self) -> Result<Option<(Restorer, String)>> {
         for e in self.ledger.entries.iter().rev() {
             if e.event == LedgerEvent::Restored
@@ -1043,8 +1043,11 @@ impl ScaleFault {
         {
             return Ok(Some((Restorer::Watcher, at)));
         }
-        if let Some(h) = crate::faults::heal::read_heal(&self.dir.0)
-            && let Some(RestoreOutcome::Restored { at, .. }) = h.restore
+        // A later command's heal (`heal.json`, its `restore` member: a [`RestoreOutcome`]).
+        if let Ok(h) = read_json::<serde_json::Value>(&self.dir.0.join("heal.json"))
+            && let Some(Ok(RestoreOutcome::Restored { at, .. })) = h
+                .get("restore")
+                .map(|r| serde_json::from_value::<RestoreOutcome>(r.clone()))
         {
             return Ok(Some((Restorer::Healer, at)));
         }
@@ -1059,11 +1062,11 @@ pub struct Unfinished {
     pub dir: PathBuf,
     /// Its ledger.
     pub ledger: Ledger,
-    /// Its watcher record, if the watcher wrote one.
+    /// Its watcher record, if the healer wrote one.
     pub watcher: Option<WatcherRecord>,
 }
 
-/// Whether the watcher's record says the fault is over: it `restored` the replicas or found
+/// Whether the healer's record says the fault is over: it `restored` the replicas or found
 /// them `already-restored`, at or after the ledger's last `scaling-down`. A watcher that finished
 /// before the scale-down (its runner was stopped past the deadline, then continued) does not cover
 /// it. `restored_at`, else `checked_at`, is when it finished; without a scale-down, any finish.
@@ -1093,7 +1096,7 @@ pub fn watcher_finished_after_scale_down(ledger: &Ledger, watcher: Option<&Watch
 /// Lists unfinished scale-down faults under `<workdir>/faults/` (oldest first). A missing
 /// `faults` directory means none. A fault whose watcher recorded its own restore is finished.
 pub fn unfinished_faults(workdir: &Path) -> Result<Vec<Unfinished>> {
-    let root = faults_root(workdir);
+    let root = crate::faults::attempt::faults_root(workdir);
     let entries = match std::fs::read_dir(&root) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -1106,6 +1109,8 @@ pub fn unfinished_faults(workdir: &Path) -> Result<Vec<Unfinished>> {
                 .and_then(|n| n.to_str())
                 .is_some_and(|n| n.starts_with("scale-"))
                 && p.join("ledger.json").is_file()
+                // Closed by a later command's heal (after a live read of the Deployment).
+                && std::fs::symlink_metadata(p.join("heal.json")).is_err()
         })
         .collect();
     dirs.sort();
@@ -1125,21 +1130,15 @@ pub fn unfinished_faults(workdir: &Path) -> Result<Vec<Unfinished>> {
     Ok(out)
 }
 
-fn log_tail(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(5)..].join(" | ")
-}
-
 // ---------------------------------------------------------------------------------------------
-// The watcher process.
+// The healer process.
 
-/// One line on stderr (the watcher's log file). Never panics: a write error (disk full, closed
+/// One line on stderr (the healer's log file). Never panics: a write error (disk full, closed
 /// file) is ignored, so logging can never stop a restore.
 fn log(msg: impl AsRef<str>) {
     let _ = writeln!(
         std::io::stderr(),
-        "{} watcher-scale[{}]: {}",
+        "{} healer-scale[{}]: {}",
         now_rfc3339(),
         std::process::id(),
         msg.as_ref()
@@ -1150,13 +1149,6 @@ fn log(msg: impl AsRef<str>) {
 fn runner_recorded_restore(dir: &FaultDir) -> bool {
     dir.read_ledger()
         .is_ok_and(|l| l.last(LedgerEvent::ScalingDown).is_some() && !l.is_unfinished())
-}
-
-fn own_start_ticks() -> Option<u64> {
-    procfs::process::Process::myself()
-        .ok()
-        .and_then(|p| p.stat().ok())
-        .map(|s| s.starttime)
 }
 
 /// Writes one answer line (JSON) on stdout, the pipe the runner reads. A write error (the runner
@@ -1220,7 +1212,7 @@ async fn serve_scale_down(
         let _ = write_json_atomic(&dir.watcher(), record);
         sd
     };
-    let scale = match read_scale(client, plan).await {
+    let scale = match read_scale(client).await {
         Ok(Some(s)) => s,
         Ok(None) => {
             let why = format!(
@@ -1257,7 +1249,15 @@ async fn serve_scale_down(
         );
     }
     sd.sent_at = Some(now_rfc3339());
-    let result = put_replicas(client, plan, scale, before, FAULT_REPLICAS).await;
+    let result = put_replicas(client, plan, scale, before, FAULT_REPLICAS)
+        .await
+        .and_then(|answer| {
+            answer.ok_or_else(|| LabError::ClusterMismatch {
+                what: format!("spec.replicas of deployment {NAMESPACE}/{DEPLOYMENT} (scaled to {FAULT_REPLICAS} by someone else)"),
+                expected: before.to_string(),
+                found: FAULT_REPLICAS.to_string(),
+            })
+        });
     sd.answered_at = Some(now_rfc3339());
     match result {
         Ok(answer) => {
@@ -1283,7 +1283,7 @@ async fn serve_scale_down(
     sd
 }
 
-/// Entry point of the detached recovery watcher (`kca-webhook-lab watcher-scale --fault-dir DIR`).
+/// Entry point of the detached healer (`kca-webhook-lab healer-scale --attempt-dir DIR`).
 ///
 /// Reads `DIR/plan.json`, checks the live Deployment against it, answers ready (one JSON line of
 /// [`WatcherReady`] on stdout), then until `armed_at + restore_after_sec` serves the runner's
@@ -1295,10 +1295,12 @@ async fn serve_scale_down(
 /// Returns the exit code: 0 restored or already restored, 1 failed, 2 bad arguments, 3 refused.
 pub fn watcher_main(args: &[String]) -> i32 {
     let dir = match args {
-        [flag, dir] if flag == "--fault-dir" => FaultDir(PathBuf::from(dir)),
+        [flag, dir] if flag == crate::faults::attempt::ATTEMPT_DIR_FLAG => {
+            FaultDir(PathBuf::from(dir))
+        }
         _ => {
             eprintln!(
-                "usage: kca-webhook-lab {WATCHER_SUBCOMMAND} --fault-dir DIR (found {args:?})"
+                "usage: kca-webhook-lab {HEALER_SUBCOMMAND} --attempt-dir DIR (found {args:?})"
             );
             return 2;
         }
@@ -1332,7 +1334,10 @@ fn refusal(error: String) -> WatcherReady {
 
 async fn watch(dir: FaultDir) -> i32 {
     use tokio::io::AsyncBufReadExt as _;
-    let plan: WatcherPlan = match read_json(&dir.plan()) {
+    let plan: WatcherPlan = match read_json(&dir.plan()).and_then(|p: WatcherPlan| {
+        p.check_target()?;
+        Ok(p)
+    }) {
         Ok(p) => p,
         Err(e) => {
             log(format!("refusing: {e}"));
@@ -1353,7 +1358,7 @@ async fn watch(dir: FaultDir) -> i32 {
         schema_version: SCHEMA_VERSION,
         fault_id: plan.fault_id.clone(),
         pid: std::process::id(),
-        pid_start_ticks: own_start_ticks(),
+        pid_start_ticks: Some(ProcessRef::myself().start_ticks).filter(|t| *t != 0),
         armed_at: String::new(),
         deadline_at: String::new(),
         observed_replicas: None,
@@ -1379,7 +1384,7 @@ async fn watch(dir: FaultDir) -> i32 {
         Err(e) => return refuse(&mut record, e.to_string()),
     };
     // Cross-check the plan with the live Deployment before anything is scaled.
-    let scale = match read_scale(&client, &plan).await {
+    let scale = match read_scale(&client).await {
         Ok(Some(s)) => s,
         Ok(None) => {
             return refuse(
@@ -1420,7 +1425,7 @@ async fn watch(dir: FaultDir) -> i32 {
     let _target_lock = match crate::faults::attempt::lock_target(
         &format!("deployment-{}", plan.deployment_uid),
         &crate::faults::attempt::AttemptId(plan.fault_id.clone()),
-        "the scale-down recovery watcher",
+        "the scale healer",
     ) {
         Ok(l) => l,
         Err(e) => return refuse(&mut record, e.to_string()),
@@ -1462,9 +1467,9 @@ async fn watch(dir: FaultDir) -> i32 {
         record.armed_at, record.deadline_at
     ));
 
-    // Besides the deadline and the signals, the watcher serves the runner's scale-down request,
+    // Besides the deadline and the signals, the healer serves the runner's scale-down request,
     // and looks at the runner's ledger once a second: when the runner has recorded the replicas
-    // restored, the watcher checks the live scale at once (it never takes the ledger's word for
+    // restored, the healer checks the live scale at once (it never takes the ledger's word for
     // it) and finishes, instead of outliving the lab run. Its stdin closed before any request
     // means the runner is gone and nothing can be scaled in this attempt: it checks and finishes.
     // A signal arriving while it serves the request is kept by its stream and ends the next turn.
@@ -1502,7 +1507,7 @@ async fn watch(dir: FaultDir) -> i32 {
     let give_up = tokio::time::Instant::now() + WATCHER_RETRY_BOUND;
     let code = loop {
         record.checked_at = Some(now_rfc3339());
-        match read_scale(&client, &plan).await {
+        match read_scale(&client).await {
             Ok(scale) => {
                 record.replicas_seen = scale
                     .as_ref()
@@ -1609,7 +1614,7 @@ mod tests {
         }
     }
 
-    /// A watcher's record while it waits (pid, start ticks, armed and deadline times).
+    /// A healer's record while it waits (pid, start ticks, armed and deadline times).
     fn waiting_watcher(pid: u32, ticks: Option<u64>, armed: &str, deadline: &str) -> WatcherRecord {
         WatcherRecord {
             schema_version: SCHEMA_VERSION,
@@ -1659,7 +1664,9 @@ mod tests {
                 .expect("no faults dir")
                 .is_empty()
         );
-        let dir = FaultDir(faults_root(wd.path()).join("scale-20261129T000000.000Z"));
+        let dir = FaultDir(
+            crate::faults::attempt::faults_root(wd.path()).join("scale-20261129T000000.000Z"),
+        );
         std::fs::create_dir_all(&dir.0).expect("mkdir");
         write_json_atomic(&dir.plan(), &plan()).expect("plan");
         let ledger = Ledger {
@@ -1727,7 +1734,7 @@ mod tests {
 
     #[test]
     fn a_watcher_record_without_scale_down_still_reads() {
-        // watcher.json written before the watcher owned the scale-down has no `scale_down`.
+        // watcher.json written before the healer owned the scale-down has no `scale_down`.
         let mut v = serde_json::to_value(waiting_watcher(1, Some(2), "a", "b")).expect("json");
         assert!(v.get("scale_down").is_none(), "absent when none: {v}");
         v.as_object_mut().expect("object").remove("scale_down");

@@ -429,7 +429,7 @@ async fn act5_body(
         if pods.is_empty() {
             return Ok::<_, LabError>(Check::Done(facts::now_rfc3339()));
         }
-        let replicas = scale::read_scale(cl, &plan)
+        let replicas = scale::read_scale(cl)
             .await?
             .and_then(|s| s.spec)
             .and_then(|s| s.replicas)
@@ -671,7 +671,7 @@ fn fault_dir_of(env: &Env, f5: &Act5Facts) -> Result<PathBuf, LabError> {
     if let Some(d) = &f5.watcher.fault_dir {
         return Ok(PathBuf::from(d));
     }
-    let root = scale::faults_root(env.workdir.root());
+    let root = crate::faults::attempt::faults_root(env.workdir.root());
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
         .map_err(LabError::io(&root))?
         .filter_map(|e| e.ok().map(|e| e.path()))

@@ -86,12 +86,12 @@ fn previous_freeze(
     entries
         .filter_map(|e| e.ok().map(|e| AttemptFiles { dir: e.path() }))
         .filter_map(|files| {
-            let plan: freeze::FreezePlan = crate::faults::attempt::read_json(&files.plan()).ok()?;
+            let plan: freeze::FreezePlan = crate::faults::records::read_json(&files.plan()).ok()?;
             if plan.target.pid != pid || plan.target.start_ticks != start_ticks {
                 return None;
             }
             let ledger: Option<freeze::FreezeLedger> =
-                crate::faults::attempt::read_json(&files.ledger()).ok();
+                crate::faults::records::read_json(&files.ledger()).ok();
             let report = files.read_report();
             let stopped = ledger
                 .as_ref()
@@ -297,8 +297,10 @@ pub async fn investigate(
             });
         }
     }
-    let stat = freeze::read_stat(container.pid)?.ok_or_else(|| LabError::FaultRefused {
-        reason: format!("process {} reported by CRI is gone", container.pid),
+    let stat = crate::faults::process::read_stat(container.pid)?.ok_or_else(|| {
+        LabError::FaultRefused {
+            reason: format!("process {} reported by CRI is gone", container.pid),
+        }
     })?;
     Ok(Investigation {
         pod_name: pod.metadata.name.clone().unwrap_or_default(),
@@ -541,7 +543,7 @@ async fn freeze_run(
     {
         rec.raw("leader-lease-before", &lease);
     }
-    let program = freeze::lab_program()?;
+    let program = crate::faults::attempt::lab_program()?;
     liveness_gap(
         &ui,
         rec,

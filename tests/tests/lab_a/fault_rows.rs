@@ -46,7 +46,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail, ensure};
 use lab::evidence::{ActStatus, Lab};
-use lab::faults::attempt::ProcessRef;
+use lab::faults::process::ProcessRef;
 use lab::faults::scale::{self, FaultDir, LedgerEvent, RestoreOutcome, Restorer, WatcherAction};
 use lab::workdir::Workdir;
 use tests::LabCluster;
@@ -535,7 +535,7 @@ pub fn runner_stopped_past_deadline(cluster: &LabCluster, source: &Path) -> Resu
         dir.read_ledger()?.last(LedgerEvent::Restored).is_none(),
         "the stopped runner cannot have restored anything, but its ledger says it did"
     );
-    let state = lab::faults::freeze::state_if_same(runner.pid, runner.start_ticks)?;
+    let state = lab::faults::process::state_if_same(runner.pid, runner.start_ticks)?;
     ensure!(
         state == Some('T'),
         "act 5 should still be stopped at the watcher's restore: {state:?}"
@@ -689,7 +689,7 @@ impl WatcherGate {
 
 /// The attempt directory `faults/scale-*` that appears in `workdir` (bounded).
 fn wait_fault_dir(workdir: &Path, bound: Duration) -> Result<FaultDir> {
-    let root = scale::faults_root(workdir);
+    let root = lab::faults::attempt::faults_root(workdir);
     let t0 = Instant::now();
     loop {
         if let Ok(entries) = std::fs::read_dir(&root) {
@@ -722,7 +722,7 @@ pub fn runner_stopped_before_request(cluster: &LabCluster, source: &Path) -> Res
     let mut rd = RowDir::new(cluster, source, &base, &base.join("workdir"))?;
     let gate = WatcherGate::new(&base.join("gate"))?;
     let pid =
-        rd.spawn_act5_env(&[(lab::faults::freeze::LAB_BIN_ENV, gate.script().as_os_str())])?;
+        rd.spawn_act5_env(&[(lab::faults::attempt::LAB_BIN_ENV, gate.script().as_os_str())])?;
     gate.wait_started(SCALED_BOUND, || rd.act5_exited())?;
     // The runner waits for its watcher's ready answer: stop it there, then let the watcher arm.
     let runner = ProcessRef::of(pid as i32).context("act 5 gone")?;
@@ -756,7 +756,7 @@ pub fn runner_stopped_before_request(cluster: &LabCluster, source: &Path) -> Res
         "the watcher should find nothing to do at its deadline, no scale-down asked: {w:?}"
     );
     wait_gone(&watcher_ref(&dir)?, Duration::from_secs(10))?;
-    let state = lab::faults::freeze::state_if_same(runner.pid, runner.start_ticks)?;
+    let state = lab::faults::process::state_if_same(runner.pid, runner.start_ticks)?;
     ensure!(
         state == Some('T'),
         "act 5 should still be stopped after its watcher's deadline: {state:?}"

@@ -51,8 +51,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, bail, ensure};
 use lab::evidence::{ActStatus, Lab, Outcome};
 use lab::facts::b::{Act5Facts, Resumer};
-use lab::faults::attempt::{ProcessRef, read_json};
-use lab::faults::freeze::{self, AttemptFiles, FreezeLedger, FreezePlan, HealerReport, ResumedBy};
+use lab::faults::freeze::{AttemptFiles, FreezeLedger, FreezePlan, HealerReport, ResumedBy};
+use lab::faults::process::ProcessRef;
+use lab::faults::records::read_json;
 use lab::workdir::Workdir;
 use libtest_mimic::Failed;
 use xtask::lab_run::LabRun;
@@ -467,7 +468,7 @@ fn ensure_fail_webhook(run: &LabRun) -> Result<()> {
 
 /// Kyverno's pinned process (the plan's PID + start ticks): its state, `None` when gone.
 fn state(plan: &FreezePlan) -> Option<char> {
-    freeze::state_if_same(plan.target.pid, plan.target.start_ticks)
+    lab::faults::process::state_if_same(plan.target.pid, plan.target.start_ticks)
         .ok()
         .flatten()
 }
@@ -708,7 +709,7 @@ fn runner_stopped_past_deadline(run: &LabRun) -> Result<()> {
         std::thread::sleep(Duration::from_millis(10));
     };
     let running = state(&plan);
-    let runner_state = freeze::state_if_same(runner.pid, runner.start_ticks)?;
+    let runner_state = lab::faults::process::state_if_same(runner.pid, runner.start_ticks)?;
     healer_resume_on_time(&report, ROW)?;
     ensure!(
         matches!(running, Some(s) if s != 'T' && s != 't'),
@@ -803,7 +804,7 @@ fn act6_soon_after_act5(run: &LabRun) -> Result<()> {
     );
     let pid = f5.freeze.identity.pid as i32;
     let ticks = f5.freeze.identity.pid_start_time_ticks;
-    let now = freeze::state_if_same(pid, ticks)?;
+    let now = lab::faults::process::state_if_same(pid, ticks)?;
     ensure!(
         matches!(now, Some(s) if s != 'T' && s != 't'),
         "act 5's Kyverno process (pid {pid}) after act 6: {now:?} (None: restarted)"

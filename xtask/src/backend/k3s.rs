@@ -6,9 +6,13 @@
 //!    `unix:///var/run/docker.sock`) within 5 s, else it stops at once and says so ([`docker_engine`]);
 //!    root is required (the freeze opens a pidfd on a host process, and the CRI socket is reached
 //!    through `/proc/<pid>/root`);
-//! 2. the container ([`container_request`]): privileged, host user namespace, conf mount
+//! 2. the container ([`container_request`]): privileged, host user namespace, the API port
+//!    published on `127.0.0.1` only ([`publish_api_on_loopback`]; never on every interface),
+//!    conf mount
 //!    (`/etc/rancher/k3s` → `<state>/conf`, k3s writes `k3s.yaml` there), the built Kyverno images
 //!    mounted read-only at `/kca-images`, traefik and metrics-server disabled, 180 s startup bound;
+//!    The state directory is `0700` and the kubeconfig `0600` ([`make_private_dir`],
+//!    [`write_private`]): it is cluster-admin of a privileged container, i.e. root on this host;
 //! 3. the kubeconfig from the conf mount with its server rewritten to
 //!    `https://127.0.0.1:<mapped 6443>` (the container's own address is not reachable everywhere;
 //!    testcontainers-rs-modules-community#200);
@@ -27,6 +31,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use testcontainers::bollard::models::{HostConfig, PortBinding};
 use testcontainers::core::{ExecCommand, Mount};
 use testcontainers::runners::AsyncRunner;
 use testcontainers::{ContainerAsync, ContainerRequest, ImageExt};
@@ -89,6 +94,53 @@ pub fn container_request(
         ))
         .with_label("kca-webhook-lab/run", name)
         .with_startup_timeout(STARTUP_TIMEOUT)
+        .with_host_config_modifier(publish_api_on_loopback)
+}
+
+/// The address the API port is published on: loopback only.
+pub const API_HOST_IP: &str = "127.0.0.1";
+
+/// Publishes the container's API port (6443/tcp) on [`API_HOST_IP`] only, on a host port Docker
+/// picks (`-p 127.0.0.1::6443`), and nothing else: testcontainers otherwise publishes every
+/// exposed port on all interfaces, which would offer a privileged cluster's API to the network.
+pub fn publish_api_on_loopback(host: &mut HostConfig) {
+    host.publish_all_ports = Some(false);
+    let mut bindings = std::collections::HashMap::new();
+    bindings.insert(
+        KUBE_SECURE_PORT.to_string(),
+        Some(vec![PortBinding {
+            host_ip: Some(API_HOST_IP.into()),
+            host_port: Some(String::new()),
+        }]),
+    );
+    host.port_bindings = Some(bindings);
+}
+
+/// Creates `dir` (and parents) and makes it `0700`: the backend's state (its kubeconfig is
+/// cluster-admin of a privileged container) is root's alone.
+pub fn make_private_dir(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+        .with_context(|| format!("making {} 0700", dir.display()))
+}
+
+/// Writes `bytes` to `path` as a `0600` file (created so, and set so when it existed).
+pub fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    f.set_permissions(std::fs::Permissions::from_mode(0o600))
+        .with_context(|| format!("making {} 0600", path.display()))?;
+    f.write_all(bytes)
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 /// Where the Docker engine should answer: `DOCKER_HOST` or `unix:///var/run/docker.sock`.
@@ -305,10 +357,11 @@ pub fn acquire(opts: &Options, name: &str) -> Result<ClusterHandle> {
     let inputs =
         crate::cluster::Inputs::resolve().context("the built Helm, chart and Kyverno images")?;
     let state = super::state_dir(&format!("k3s-{name}"))?;
+    make_private_dir(&state)?;
     let conf = state.join("conf");
     let images = state.join("images");
     for d in [&conf, &images] {
-        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+        make_private_dir(d)?;
     }
     // A crashed earlier run's values first, then this run's, before k3s's kubelet starts.
     if let Ok(text) = std::fs::read_to_string(sysctls_file(&state)) {
@@ -375,8 +428,7 @@ fn finish(
     let raw = std::fs::read_to_string(running.state.join("conf/k3s.yaml"))
         .with_context(|| format!("reading {}", running.state.join("conf/k3s.yaml").display()))?;
     let kubeconfig = running.state.join("kubeconfig.yaml");
-    std::fs::write(&kubeconfig, rewrite_server(&raw, port)?)
-        .with_context(|| format!("writing {}", kubeconfig.display()))?;
+    write_private(&kubeconfig, rewrite_server(&raw, port)?.as_bytes())?;
     let init = lab::pidmap::host_pid(&running.container_id, 1)
         .map_err(|e| anyhow::anyhow!("{e}"))
         .context("finding the k3s container's init process on the host")?;
@@ -431,6 +483,51 @@ fn finish(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_api_port_is_published_on_loopback_only() {
+        let opts = Options {
+            tag: K3S_TAG.into(),
+            allow_other_versions: false,
+        };
+        let req = container_request(&opts, "t", Path::new("/c"), Path::new("/i"));
+        let modify = req
+            .host_config_modifier()
+            .expect("the request publishes its port itself");
+        let mut host = HostConfig {
+            publish_all_ports: Some(true),
+            ..Default::default()
+        };
+        modify(&mut host);
+        assert_eq!(host.publish_all_ports, Some(false));
+        let bindings = host.port_bindings.expect("port bindings");
+        assert_eq!(bindings.len(), 1, "{bindings:?}");
+        let b = bindings
+            .get("6443/tcp")
+            .cloned()
+            .flatten()
+            .expect("6443/tcp bound");
+        assert_eq!(b.len(), 1);
+        assert_eq!(b[0].host_ip.as_deref(), Some("127.0.0.1"));
+    }
+
+    #[test]
+    fn the_state_dir_is_0700_and_the_kubeconfig_0600() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let tmp = tempfile::tempdir().unwrap();
+        let state = tmp.path().join("k3s-t");
+        std::fs::create_dir_all(&state).unwrap();
+        std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o755)).unwrap();
+        make_private_dir(&state).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&state), 0o700);
+        let kc = state.join("kubeconfig.yaml");
+        std::fs::write(&kc, "old").unwrap();
+        std::fs::set_permissions(&kc, std::fs::Permissions::from_mode(0o644)).unwrap();
+        write_private(&kc, b"apiVersion: v1").unwrap();
+        assert_eq!(mode(&kc), 0o600);
+        assert_eq!(std::fs::read_to_string(&kc).unwrap(), "apiVersion: v1");
+    }
 
     #[test]
     fn container_settings() {

@@ -22,6 +22,7 @@
 
 pub mod config;
 pub mod daemons;
+pub mod foreign;
 pub mod host;
 pub mod kubeconfig;
 pub mod kyverno;
@@ -319,6 +320,7 @@ impl Cluster {
     /// cluster is torn down unless `retain_on_failure`.
     pub fn up(opts: UpOptions) -> Result<Cluster> {
         host::require_root()?;
+        foreign::refuse_foreign(&opts.state_root)?;
         config::validate_name(&opts.name)?;
         // The host's cgroup layout decides first: a host that cannot give kubelet its cgroup
         // controllers fails here, before any build, namespace or daemon.

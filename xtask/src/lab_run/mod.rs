@@ -282,7 +282,7 @@ pub fn artifacts_dir(run_id: &str, lab: Lab) -> PathBuf {
 }
 
 /// Builds `kca-webhook-lab` (`cargo build -p xtask -p lab --bin kca-webhook-lab` through [`build_bin`]),
-/// registers it for this process (`lab::faults::freeze::set_lab_program`: the freeze healer and
+/// registers it for this process (`lab::faults::attempt::set_lab_program`: the freeze healer and
 /// the scale watcher re-execute it) and returns its path.
 ///
 /// The nested cargo runs without the variables cargo sets for the program it runs
@@ -291,8 +291,8 @@ pub fn artifacts_dir(run_id: &str, lab: Lab) -> PathBuf {
 /// `cargo xtask` rebuild ring, rustls, kube and everything above them, every time (about 100 s
 /// a warm run, issue 16).
 pub fn ensure_lab_binary() -> Result<PathBuf> {
-    let bin = build_bin("lab", lab::faults::freeze::LAB_BIN_NAME)?;
-    lab::faults::freeze::set_lab_program(bin.clone());
+    let bin = build_bin("lab", lab::faults::attempt::LAB_BIN_NAME)?;
+    lab::faults::attempt::set_lab_program(bin.clone());
     Ok(bin)
 }
 
