@@ -21,10 +21,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-/// The Kubernetes version the labs are pinned to (`gitVersion` of `/version`, k3s adds `+k3s1`).
-pub const PINNED_KUBERNETES: &str = "v1.35.8";
-/// The Kyverno version the labs are pinned to (the admission controller image's tag).
-pub const PINNED_KYVERNO: &str = "v1.19.1";
+/// The pinned pair, defined where the builds are (the lowest layer that needs it).
+pub use crate::upstream::versions::{PINNED_KUBERNETES, PINNED_KYVERNO};
 
 /// Environment variable choosing the test harness's backend: `embedded` (default), `kubeconfig`
 /// or `k3s`.

@@ -1,7 +1,7 @@
 //! Which Kubernetes and Kyverno the embedded backend builds, and the one table of what differs
 //! between the versions it knows. Pure data and pure functions (no I/O).
 //!
-//! The pinned pair ([`crate::backend::PINNED_KUBERNETES`] × [`crate::backend::PINNED_KYVERNO`])
+//! The pinned pair ([`PINNED_KUBERNETES`] × [`PINNED_KYVERNO`])
 //! builds from the wrapper modules committed under `xtask/upstream/`; any other version gets its
 //! wrapper made from the pinned one ([`super::wrapper`]). What a version changes beyond its module
 //! (the chart's version, Kyverno's stated support range, daemon flags) is a row of
@@ -10,7 +10,10 @@
 
 use anyhow::{Context as _, bail};
 
-use crate::backend::{PINNED_KUBERNETES, PINNED_KYVERNO};
+/// The Kubernetes version the labs are pinned to (`gitVersion` of `/version`, k3s adds `+k3s1`).
+pub const PINNED_KUBERNETES: &str = "v1.35.8";
+/// The Kyverno version the labs are pinned to (the admission controller image's tag).
+pub const PINNED_KYVERNO: &str = "v1.19.1";
 
 /// A release number `vMAJOR.MINOR.PATCH` (no pre-release, no build suffix).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
