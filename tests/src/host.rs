@@ -14,27 +14,9 @@ use xtask::cluster::host::cgroup_mounts;
 use xtask::cluster::netns;
 use xtask::cluster::record::ClusterRecord;
 use xtask::cluster::teardown::{cgroup_dirs, container_log_links, mounts_under, stray_pids};
-
-/// Paths where Kubernetes node programs put files by default; none may appear because of a cluster.
-const WATCHED_PATHS: &[&str] = &[
-    "/var/lib/kubelet",
-    "/var/log/pods",
-    "/var/log/containers",
-    "/run/containerd",
-    "/var/run/containerd",
-    "/var/lib/containerd",
-    "/var/lib/cni",
-    "/etc/cni",
-    "/opt/cni",
-    "/opt/containerd",
-    "/var/run/nri",
-    "/etc/nri",
-    "/etc/kubernetes",
-    "/var/run/kubernetes",
-    "/root/.kube",
-    "/root/.cache/helm",
-    "/root/.config/helm",
-];
+// Paths where Kubernetes node programs put files by default; none may appear because of a
+// cluster (one list, shared with the cgroup v2 guest's snapshot).
+use xtask::guest::WATCHED_PATHS;
 
 /// What the host looks like outside the state dir.
 #[derive(Debug, Clone, PartialEq, Eq)]

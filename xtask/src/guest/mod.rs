@@ -113,8 +113,8 @@ pub fn step_lines(steps: &[String], xtask: &Path) -> Result<Vec<String>> {
     Ok(out)
 }
 
-/// Paths where Kubernetes node programs put files by default (the host tests' list,
-/// `tests/src/host.rs`), compared by the guest's snapshot.
+/// Paths where Kubernetes node programs put files by default: the one list that the host tests
+/// (`tests/src/host.rs`) and the guest's snapshot compare; none may appear because of a cluster.
 pub const WATCHED_PATHS: &[&str] = &[
     "/var/lib/kubelet",
     "/var/log/pods",
