@@ -259,8 +259,7 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
             timeout_seconds,
             timed_out: r.outcome == Outcome::WebhookTimeout
                 || (!failed_open.is_empty()
-                    && timeout_seconds
-                        .is_some_and(|t| r.elapsed_ms >= super::bounds::timeout_window_ms(t).0)),
+                    && timeout_seconds.is_some_and(|t| timeout_inside_freeze(ev, r, t))),
             called: call_failed
                 || !failed_open.is_empty()
                 || matches!(r.outcome, Outcome::WebhookTimeout | Outcome::ExplicitDeny),
@@ -301,6 +300,36 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
     );
 }
 
+/// Whether a request that failed open can only have timed out: it was sent while the target was
+/// frozen and its whole `timeoutSeconds` lay inside the freeze (`facts.freeze.frozen_at` ..
+/// `resumed_at`), so the stopped process could not answer or refuse. A request failed open
+/// outside that span (e.g. after the resume, while a restarted container refuses connections)
+/// may have failed fast: the 201 answer does not say which, and the tool's `elapsed_ms` cannot
+/// decide it on a slow host (seen in a cgroup v2 guest under emulation: elapsed ≥ 3 s, the API
+/// server's webhook latency 2 ms).
+pub(super) fn timeout_inside_freeze(
+    ev: &Evidence,
+    r: &crate::evidence::RequestRecord,
+    t: u32,
+) -> bool {
+    let at = |k: &str| {
+        ev.facts
+            .pointer(&format!("/freeze/{k}"))
+            .and_then(|v| v.as_str())
+            .and_then(crate::facts::parse_rfc3339)
+    };
+    match (
+        at("frozen_at"),
+        at("resumed_at"),
+        crate::facts::parse_rfc3339(&r.sent_at),
+    ) {
+        (Some(frozen), Some(resumed), Some(sent)) => {
+            sent >= frozen && sent + chrono::Duration::seconds(i64::from(t)) <= resumed
+        }
+        _ => false,
+    }
+}
+
 /// What rule 8 needs to know of one request beside its record and final event.
 struct CallWitness<'s> {
     /// `evidence/NN.json facts.admission_audit.requests[i]`.
@@ -309,8 +338,8 @@ struct CallWitness<'s> {
     both: String,
     /// The registration's `timeoutSeconds` for the act, when known.
     timeout_seconds: Option<u32>,
-    /// The record says the call to `H` ran into its deadline: a `webhook-timeout`, or a request
-    /// failed open under Ignore after waiting the timeout.
+    /// The call to `H` ran into its deadline: a `webhook-timeout`, or a request failed open
+    /// under Ignore whose whole timeout lay inside the freeze ([`timeout_inside_freeze`]).
     timed_out: bool,
     /// The record says `H` was called (a deny, a failed call, failed open).
     called: bool,
@@ -438,4 +467,54 @@ fn note(g: &mut G<'_>, subject: String, detail: String) {
         subject,
         detail,
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::timeout_inside_freeze;
+    use crate::evidence::{Evidence, RequestRecord};
+
+    /// Act 6 of the recorded real lab B run (freeze 21:14:36.278Z → 21:14:46.272Z, timeout 3 s).
+    fn act6() -> Evidence {
+        serde_json::from_str(include_str!(
+            "../../../lab/tests/fixtures/recorded/b-20261130T210502Z/evidence/06.json"
+        ))
+        .expect("the recorded act 6 evidence parses")
+    }
+
+    fn record(ev: &Evidence, pointer: &str) -> RequestRecord {
+        serde_json::from_value(ev.facts.pointer(pointer).expect(pointer).clone())
+            .expect("a request record")
+    }
+
+    #[test]
+    fn a_request_whose_whole_timeout_lies_inside_the_freeze_can_only_have_timed_out() {
+        let ev = act6();
+        assert!(timeout_inside_freeze(&ev, &record(&ev, "/target_good"), 3));
+        assert!(timeout_inside_freeze(&ev, &record(&ev, "/target_bad"), 3));
+    }
+
+    #[test]
+    fn a_request_failed_open_after_the_resume_or_near_it_may_have_failed_fast() {
+        let ev = act6();
+        // Sent after the resume (the polls until the first deny): a restarted container refuses
+        // at once, and Ignore stores the pod in milliseconds (seen in a cgroup v2 guest).
+        assert!(!timeout_inside_freeze(
+            &ev,
+            &record(&ev, "/after_resume/0"),
+            3
+        ));
+        // Sent inside the freeze, but its timeout would end after the resume: not decided.
+        let mut late = record(&ev, "/target_good");
+        late.sent_at = "2026-11-30T21:14:44.000Z".into();
+        assert!(!timeout_inside_freeze(&ev, &late, 3));
+        // Without the freeze's times nothing is inferred.
+        let mut bare = ev.clone();
+        bare.facts = serde_json::json!({});
+        assert!(!timeout_inside_freeze(
+            &bare,
+            &record(&ev, "/target_good"),
+            3
+        ));
+    }
 }

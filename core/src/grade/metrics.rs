@@ -397,8 +397,8 @@ fn call_durations_agree(
                 || (ignore
                     && r.namespace == TARGET
                     && r.outcome == Outcome::Stored
-                    && timeout_seconds.is_some()
-                    && r.elapsed_ms >= lo)
+                    && timeout_seconds
+                        .is_some_and(|t| super::audit::timeout_inside_freeze(ev, r, t)))
         })
         .collect();
     let floor = timed_out.len() as f64 * lo as f64;
