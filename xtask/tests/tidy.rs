@@ -877,9 +877,12 @@ fn no_committed_file_cites_notes_a_clone_does_not_have() {
 }
 
 /// Each crate's layers, top first, as ARCHITECTURE.md's "Layers" states them: a module (a file or
-/// folder right under `src/`) may import (`crate::m`) only from its own layer or a lower one. A
-/// module not named here is not checked (a new one gets its place here and in ARCHITECTURE.md);
-/// names the crate only re-exports (the core's modules inside `lab`) count as the lowest layer.
+/// folder right under `src/`) may import (`crate::m`, `super::m`) only from its own layer or a
+/// lower one. A folder's entry (`xtask/src/cluster`) orders the files and folders right inside it
+/// the same way (the folder's `mod.rs` is its face and is not ordered: its children may use its
+/// items). A module not named here is not checked (a new one gets its place here and in
+/// ARCHITECTURE.md); names the crate only re-exports (the core's modules inside `lab`) count as
+/// the lowest layer.
 const LAYERS: &[(&str, &[&[&str]])] = &[
     (
         "core/src",
@@ -906,14 +909,38 @@ const LAYERS: &[(&str, &[&[&str]])] = &[
         "xtask/src",
         &[
             &["main"],
-            &["bench"],
+            &["bench", "matrix", "guest", "dist"],
             &["lab_run"],
             &["backend"],
             &["cluster"],
             &["upstream"],
+            &["lock"],
             &["command", "status"],
         ],
     ),
+    (
+        "xtask/src/cluster",
+        &[
+            &["teardown"],
+            &["process"],
+            &["daemons", "foreign", "kyverno", "kubeconfig", "pki", "mark"],
+            &["netns"],
+            &["record"],
+            &["config", "host", "sysctl", "ready"],
+        ],
+    ),
+    (
+        "xtask/src/upstream",
+        &[
+            &["chart", "images", "wrapper"],
+            &["go"],
+            &["prereq", "cache", "progress", "versions"],
+            &["components"],
+        ],
+    ),
+    ("xtask/src/backend", &[&["k3s"], &["kubeconfig", "summary"]]),
+    ("xtask/src/guest", &[&["boot"], &["image"]]),
+    ("xtask/src/matrix", &[&["table"], &["facts"]]),
 ];
 
 /// Imports that point up today, each `file -> module`. The first is the acts registry's price
@@ -930,8 +957,6 @@ const UPWARD_FOR_NOW: &[&str] = &[
     "core/src/error.rs -> inputs",
     "core/src/evidence.rs -> audit",
     "core/src/evidence.rs -> metrics",
-    "xtask/src/cluster/mod.rs -> lab_run",
-    "xtask/src/backend/mod.rs -> lab_run",
 ];
 
 /// The layer (0 = top) of module `m` in `layers`, if it is named there.
@@ -939,27 +964,163 @@ fn layer_of(layers: &[&[&str]], m: &str) -> Option<usize> {
     layers.iter().position(|l| l.contains(&m))
 }
 
-/// The upward imports of one crate's files, as `file -> module` (comment lines skipped).
+/// The crate's source root (`…/src`) of a `LAYERS` entry and the module path of the folder it
+/// orders inside that crate (empty for the crate itself).
+fn crate_and_folder(src: &str) -> (&str, Vec<&str>) {
+    let at = src.find("/src").map_or(src.len(), |i| i + "/src".len());
+    let folder = src[at..].split('/').filter(|s| !s.is_empty()).collect();
+    (&src[..at], folder)
+}
+
+/// The module path of a file relative to its crate's `src/` (`cluster/daemons/kubelet.rs` →
+/// `cluster::daemons::kubelet`; a `mod.rs` names its folder; the crate roots `lib.rs` and
+/// `main.rs` are the modules `lib` and `main`, as the layer tables name them).
+fn module_path(rel: &Path) -> Vec<String> {
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|p| p.to_string_lossy().trim_end_matches(".rs").to_owned())
+        .collect();
+    if parts.len() > 1 && parts.last().is_some_and(|l| l == "mod") {
+        parts.pop();
+    }
+    parts
+}
+
+/// The code a layer rule reads: comment lines left out, and the unit tests (a `#[cfg(test)]`
+/// followed by an inline `mod … {`, up to its closing brace) skipped.
+fn layer_code(text: &str) -> String {
+    let lines: Vec<&str> = code_lines(text).map(|(_, l)| l).collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let test_mod = lines[i] == "#[cfg(test)]"
+            && lines
+                .get(i + 1)
+                .is_some_and(|l| l.starts_with("mod ") && l.ends_with('{'));
+        if !test_mod {
+            out.push(lines[i]);
+            i += 1;
+            continue;
+        }
+        let mut depth = 0i64;
+        for line in &lines[i + 1..] {
+            i += 1;
+            depth += line.matches('{').count() as i64 - line.matches('}').count() as i64;
+            if depth <= 0 {
+                break;
+            }
+        }
+        i += 1;
+    }
+    out.join("\n")
+}
+
+/// The leading identifier of `s`.
+fn ident(s: &str) -> &str {
+    let n = s
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(s.len());
+    &s[..n]
+}
+
+/// The items of a `{…}` use group, split at its top-level commas (`a::{b, c}, d` → `a::{b, c}`,
+/// `d`); `group` starts after the `{`.
+fn group_items(group: &str) -> Vec<&str> {
+    let (mut depth, mut from, mut out) = (0usize, 0usize, Vec::new());
+    for (i, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                out.push(&group[from..i]);
+                return out;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(&group[from..i]);
+                from = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&group[from..]);
+    out
+}
+
+/// Every path `code` (of module `me`) names through `crate::` or `super::`, made absolute below
+/// the crate: `crate::a::B` → `a::B`; in `x/y.rs`, `super::z::C` → `x::z::C`; a use group gives
+/// one path per item (`use super::{a, b::C}` → `x::a`, `x::b::C`).
+fn imported_paths(me: &[String], code: &str) -> Vec<Vec<String>> {
+    fn walk(mut path: Vec<String>, rest: &str, out: &mut Vec<Vec<String>>) {
+        let rest = rest.trim_start();
+        if let Some(group) = rest.strip_prefix('{') {
+            for item in group_items(group) {
+                walk(path.clone(), item, out);
+            }
+            return;
+        }
+        let name = ident(rest);
+        if name.is_empty() || name == "self" {
+            out.push(path);
+            return;
+        }
+        path.push(name.to_owned());
+        match rest[name.len()..].strip_prefix("::") {
+            Some(r) => walk(path, r, out),
+            None => out.push(path),
+        }
+    }
+    let mut out = Vec::new();
+    let bytes = code.as_bytes();
+    for (start, _) in code.char_indices() {
+        let before = start.checked_sub(1).map(|i| bytes[i]);
+        if before.is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b':') {
+            continue;
+        }
+        let mut rest = &code[start..];
+        let base = if let Some(r) = rest.strip_prefix("crate::") {
+            rest = r;
+            Vec::new()
+        } else {
+            let mut supers = 0;
+            while let Some(r) = rest.strip_prefix("super::") {
+                rest = r;
+                supers += 1;
+            }
+            if supers == 0 {
+                continue;
+            }
+            me[..me.len().saturating_sub(supers)].to_vec()
+        };
+        walk(base, rest, &mut out);
+    }
+    out
+}
+
+/// The upward imports inside one `LAYERS` entry, as `file -> module` (comment lines and unit
+/// tests skipped).
 fn upward_imports(src: &str, layers: &[&[&str]], files: &[(PathBuf, String)]) -> Vec<String> {
+    let (krate, folder) = crate_and_folder(src);
     let mut out = BTreeSet::new();
     for (path, text) in files {
-        let Ok(rel) = path.strip_prefix(src) else {
+        let Ok(rel) = path.strip_prefix(krate) else {
             continue;
         };
-        let first = rel.iter().next().unwrap().to_string_lossy();
-        let own = first.trim_end_matches(".rs");
-        let Some(mine) = layer_of(layers, own) else {
+        let me = module_path(rel);
+        let inside = me.len() > folder.len() && me.iter().zip(&folder).all(|(a, b)| a == b);
+        let Some(mine) = inside
+            .then(|| layer_of(layers, &me[folder.len()]))
+            .flatten()
+        else {
             continue;
         };
-        for (_, code) in code_lines(text) {
-            for (i, _) in code.match_indices("crate::") {
-                let name: String = code[i + "crate::".len()..]
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                    .collect();
-                if layer_of(layers, &name).is_some_and(|theirs| theirs < mine) {
-                    out.insert(format!("{} -> {name}", path.display()));
-                }
+        for p in imported_paths(&me, &layer_code(text)) {
+            let under = p.len() > folder.len() && p.iter().zip(&folder).all(|(a, b)| a == b);
+            if !under {
+                continue;
+            }
+            let name = &p[folder.len()];
+            if layer_of(layers, name).is_some_and(|theirs| theirs < mine) {
+                out.insert(format!("{} -> {name}", path.display()));
             }
         }
     }
@@ -1010,4 +1171,37 @@ fn modules_import_only_from_their_layer_or_below() {
     assert!(up("x/src/top.rs", "use crate::low::A;").is_empty());
     assert!(up("x/src/low.rs", "/// see [`crate::top`]").is_empty());
     assert!(up("x/src/other.rs", "use crate::top::A;").is_empty());
+    let inner =
+        |p: &str, t: &str| upward_imports("x/src/f", l, &[(PathBuf::from(p), t.to_owned())]);
+    assert_eq!(
+        inner("x/src/f/low.rs", "use super::top::A;"),
+        vec!["x/src/f/low.rs -> top"]
+    );
+    assert_eq!(
+        inner("x/src/f/low/m.rs", "use crate::f::{low, top};").len(),
+        1
+    );
+    assert_eq!(
+        inner(
+            "x/src/f/low/m.rs",
+            "use super::super::{low::X, top::{A, B}};"
+        )
+        .len(),
+        1
+    );
+    assert_eq!(
+        inner("x/src/f/low.rs", "use super::{\n    top::A,\n};").len(),
+        1
+    );
+    assert!(inner("x/src/f/low.rs", "use super::lowish::A;").is_empty());
+    assert!(inner("x/src/f/mod.rs", "use top::A;").is_empty());
+    assert!(inner("x/src/f/top.rs", "use super::low::A;").is_empty());
+    assert!(inner("x/src/f/low.rs", "use crate::top::A;").is_empty());
+    assert!(
+        inner(
+            "x/src/f/low.rs",
+            "#[cfg(test)]\nmod tests {\n    use super::super::top::A;\n}"
+        )
+        .is_empty()
+    );
 }

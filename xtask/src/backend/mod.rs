@@ -318,7 +318,7 @@ impl ClusterHandle {
     /// Copies the cluster's component logs into `<artifacts>/logs/` before a teardown: writes
     /// what the backend keeps in memory first ([`ClusterHandle::write_logs`], k3s), then the
     /// files of [`ClusterHandle::logs_dir`] and, on the embedded node, the API server's audit log
-    /// ([`crate::lab_run::collect_cluster_logs`]). Returns whether there were logs to collect
+    /// ([`collect_cluster_logs`]). Returns whether there were logs to collect
     /// (`false` on the kubeconfig backend: it has no logs of the existing cluster). Used by
     /// `cargo xtask lab run` and by the test fixture's signal thread.
     ///
@@ -326,7 +326,7 @@ impl ClusterHandle {
     pub fn collect_logs(&self, artifacts: &Path) -> Result<bool> {
         self.write_logs()?;
         match self.logs_dir.as_deref().and_then(Path::parent) {
-            Some(state) => crate::lab_run::collect_cluster_logs(state, artifacts).map(|()| true),
+            Some(state) => collect_cluster_logs(state, artifacts).map(|()| true),
             None => Ok(false),
         }
     }
@@ -381,6 +381,43 @@ pub fn write_facts(path: &Path, facts: &serde_json::Value) -> Result<()> {
     }
     std::fs::write(path, serde_json::to_string_pretty(facts)?)
         .with_context(|| format!("writing {}", path.display()))
+}
+
+/// Copies a cluster's component logs (`<state dir>/logs/`) to `<artifacts>/logs/`.
+pub fn collect_cluster_logs(state_dir: &Path, artifacts: &Path) -> Result<()> {
+    // The API server's audit log (embedded node; `0600`, the copy keeps the mode).
+    let audit = state_dir.join(crate::cluster::config::AUDIT_LOG);
+    if audit.is_file() {
+        std::fs::create_dir_all(artifacts.join("logs"))?;
+        std::fs::copy(
+            &audit,
+            artifacts.join("logs").join("kube-apiserver-audit.log"),
+        )
+        .with_context(|| format!("copying {}", audit.display()))?;
+    }
+    let logs = state_dir.join("logs");
+    if logs.is_dir() {
+        for entry in
+            std::fs::read_dir(&logs).with_context(|| format!("reading {}", logs.display()))?
+        {
+            let p = entry?.path();
+            if p.is_file() {
+                copy_into(&p, &artifacts.join("logs"))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Copies `file` into `dir` (created when absent), keeping its name.
+///
+/// Errors: creating `dir` or copying (naming both).
+pub fn copy_into(file: &Path, dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let name = file.file_name().context("a file name")?;
+    std::fs::copy(file, dir.join(name))
+        .with_context(|| format!("copying {} to {}", file.display(), dir.display()))?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -710,6 +710,20 @@ fn all_alive(record: &ClusterRecord) -> Result<()> {
 /// A readiness thread: the probe's value and when it passed (milliseconds since `up` began).
 type ReadyThread<'scope> = std::thread::ScopedJoinHandle<'scope, Result<(String, u64)>>;
 
+/// A step of `up` that runs on a daemon's readiness thread once its probe passed, as part of that
+/// daemon being ready: the daemons gated on it wait for the step too.
+type ReadyStep = fn(&Runtime, &Inputs) -> Result<()>;
+
+/// `up`'s steps that belong to a daemon's readiness, `(daemon, step)`: once containerd answers,
+/// [`import_images`], so kubelet (gated on containerd) never creates a sandbox whose image is
+/// missing, and the import runs beside the API server's start.
+const READY_STEPS: &[(&str, ReadyStep)] = &[(daemons::containerd::DAEMON.name, import_images)];
+
+/// Imports every image of [`Inputs::images`] into containerd ([`kyverno::import_images`]).
+fn import_images(rt: &Runtime, inputs: &Inputs) -> Result<()> {
+    kyverno::import_images(rt, &inputs.images)
+}
+
 /// Starts the registry's daemons ([`daemons::REGISTRY`]) on one `std::thread::scope`: each
 /// daemon waits for its [`daemons::Daemon::after`] gates (joining their readiness threads), runs
 /// its `before_start`, is spawned and recorded, and its readiness probe (if any) is polled on a
@@ -750,8 +764,8 @@ impl<'scope, 'env> Starter<'scope, 'env> {
         let (rt, inputs, bound, started) = (self.rt, self.inputs, self.bound, self.started);
         let handle = self.scope.spawn(move || -> Result<(String, u64)> {
             let value = wait_probe(&alive, &(r.what)(rt), bound, r.tick, || (r.probe)(rt))?;
-            if let Some(then) = r.then {
-                then(rt, inputs)?;
+            for (_, step) in READY_STEPS.iter().filter(|(name, _)| *name == d.name) {
+                step(rt, inputs)?;
             }
             Ok((value, ms(started)))
         });
@@ -977,87 +991,6 @@ fn bring_up(
     Ok(())
 }
 
-/// Once kubelet has written its host sysctls (every recorded value it changes reads kubelet's
-/// value; bounded by 60 s), puts the host's values back: kubelet reads them only at its start
-/// (`sysctl` module docs). When the wait runs out the values are left to `down`, and a warning
-/// names the values last seen.
-///
-/// Adds `kubelet_sysctls_seen_ms` (when kubelet's values were seen, only if it changed any) and
-/// `host_sysctls_restored_ms` to the record's timings.
-pub(crate) fn restore_sysctls_after_kubelet_start(
-    record: &mut ClusterRecord,
-    started: Instant,
-) -> Result<()> {
-    let pending = |saved: &[sysctl::SavedSysctl]| -> Vec<String> {
-        saved
-            .iter()
-            .filter(|s| s.before != s.node_value)
-            .filter_map(|s| {
-                let now = sysctl::read(&s.key).ok().flatten().unwrap_or_default();
-                (now != s.node_value)
-                    .then(|| format!("{}={} (kubelet sets {})", s.key, now, s.node_value))
-            })
-            .collect()
-    };
-    let seen = lab::wait::Wait::new(
-        "kubelet's host sysctls",
-        Duration::from_secs(60),
-        Duration::from_millis(200),
-    )
-    .blocking(
-        || -> Result<lab::wait::Check<(), Vec<String>>, std::convert::Infallible> {
-            let left = pending(&record.host_sysctls);
-            Ok(if left.is_empty() {
-                lab::wait::Check::Done(())
-            } else {
-                lab::wait::Check::NotYet(left)
-            })
-        },
-        |_, _| {},
-    );
-    match seen {
-        Ok(()) => {
-            if record.host_sysctls.iter().any(|s| s.before != s.node_value) {
-                record
-                    .timings_ms
-                    .insert("kubelet_sysctls_seen_ms".into(), ms(started));
-            }
-        }
-        Err(lab::wait::WaitError::TimedOut(t)) => {
-            eprintln!(
-                "   warning: kubelet has not written these host sysctls {}s after the node became Ready: {}; `down` restores what it finds changed",
-                t.bound.as_secs(),
-                t.last.join(", ")
-            );
-            return Ok(());
-        }
-        Err(lab::wait::WaitError::Failed(never)) => match never {},
-    }
-    let mut errors = Vec::new();
-    for r in sysctl::restore(&record.host_sysctls) {
-        match r {
-            Ok(sysctl::Restored::PutBack { key, from, to }) => {
-                eprintln!("   host sysctl {key}: kubelet set {from}, put back {to}")
-            }
-            Ok(sysctl::Restored::LeftAlone { key, now }) => eprintln!(
-                "   host sysctl {key} is {now}, neither the recorded value nor kubelet's: left alone"
-            ),
-            Ok(sysctl::Restored::Unchanged) => {}
-            Err(e) => errors.push(format!("{e:#}")),
-        }
-    }
-    if !errors.is_empty() {
-        bail!(
-            "restoring host sysctls after kubelet's start: {}",
-            errors.join("; ")
-        );
-    }
-    record
-        .timings_ms
-        .insert("host_sysctls_restored_ms".into(), ms(started));
-    Ok(())
-}
-
 fn wait_probe<T>(
     record: &ClusterRecord,
     what: &str,
@@ -1124,14 +1057,14 @@ impl ClusterCmd {
                 opts.retain_on_failure = retain;
                 opts.kyverno = !no_kyverno;
                 opts.versions = versions.resolve()?;
-                let _lock = crate::lab_run::ClusterLock::acquire(&root)?;
+                let _lock = crate::lock::ClusterLock::acquire(&root)?;
                 let c = Cluster::up(opts)?;
                 println!("kubeconfig: {}", c.kubeconfig().display());
                 println!("cri_endpoint: {}", c.cri_endpoint());
                 Ok(())
             }
             Sub::Down { name } => {
-                let _lock = crate::lab_run::ClusterLock::acquire(&root)?;
+                let _lock = crate::lock::ClusterLock::acquire(&root)?;
                 let t = Instant::now();
                 match down_by_name(&name, &root)? {
                     Some(r) => eprintln!(

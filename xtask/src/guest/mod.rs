@@ -219,7 +219,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
             base: a.keep_base.then_some(base.as_path()),
         })?;
         let _lock =
-            crate::lab_run::ClusterLock::acquire(&crate::cluster::config::default_state_root())?;
+            crate::lock::ClusterLock::acquire(&crate::cluster::config::default_state_root())?;
         let outcome = boot::run(&boot::Boot {
             image: &img,
             accel,

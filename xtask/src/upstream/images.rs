@@ -39,8 +39,8 @@ use oci_spec::image::{
 use sha2::{Digest as _, Sha256};
 
 use super::ImageArchive;
-use super::cache::{Cache, CacheKey};
-use super::go::{BuiltFamily, GoEnv, module_dirs};
+use super::cache::{BuiltFamily, Cache, CacheKey};
+use super::go::{GoEnv, module_dirs};
 use super::prereq::CA_BUNDLE;
 use crate::status::Step;
 
