@@ -922,7 +922,7 @@ const LAYERS: &[(&str, &[&[&str]])] = &[
         "xtask/src/cluster",
         &[
             &["teardown"],
-            &["process"],
+            &["process", "preflight"],
             &["daemons", "foreign", "kyverno", "kubeconfig", "pki", "mark"],
             &["netns"],
             &["record"],

@@ -29,6 +29,7 @@ pub mod kyverno;
 pub mod mark;
 pub mod netns;
 pub mod pki;
+pub mod preflight;
 pub mod process;
 pub mod ready;
 pub mod record;
@@ -844,6 +845,9 @@ impl CgroupDecision {
     }
 }
 
+/// `up`'s steps once the state dir and record exist, in order: [`preflight::check`] (nothing is
+/// created or started before it passes), kubelet's cgroup root, the network namespace, the
+/// node's files, then the daemons with Helm and Kyverno ([`start_node`]).
 fn bring_up(
     rt: &Runtime,
     record: &mut ClusterRecord,
@@ -852,18 +856,32 @@ fn bring_up(
     cgroups: &CgroupDecision,
     started: Instant,
 ) -> Result<()> {
-    for prog in daemons::programs() {
-        let p = rt.bin(prog);
-        if !p.is_file() {
-            bail!("missing upstream program {}", p.display());
-        }
-    }
-    for prog in ["bridge", "host-local", "loopback", "portmap"] {
-        let p = rt.cni_bin_dir.join(prog);
-        if !p.is_file() {
-            bail!("missing CNI plugin {}", p.display());
-        }
-    }
+    preflight::check(rt, &cgroups.host)?;
+    say_host(cgroups);
+    give_cgroup_root_controllers(rt, record, cgroups)?;
+    let step = Step::start(format!(
+        "creating network namespace {} ({}, node IP {})",
+        rt.netns,
+        rt.net.cidr(),
+        rt.net.node_ip()
+    ));
+    netns::create(rt, record)?;
+    step.ok();
+    write_node_files(rt, record, &cgroups.host)?;
+    start_node(rt, record, inputs, opts, started)?;
+    record.timings_ms.insert("up_ms".into(), ms(started));
+    record.save()?;
+    eprintln!(
+        " ✓ cluster {} up in {:.1}s: kubeconfig {}",
+        rt.name,
+        started.elapsed().as_secs_f64(),
+        rt.user_kubeconfig().display()
+    );
+    Ok(())
+}
+
+/// Prints the host facts `up` adapts to (CAP_SYS_RESOURCE, the cgroup layout and plan).
+fn say_host(cgroups: &CgroupDecision) {
     let host = cgroups.host;
     eprintln!(
         " • host: CAP_SYS_RESOURCE {}, cgroup {}",
@@ -878,9 +896,18 @@ fn bring_up(
             cgroups.plan.as_ref()
         )
     );
+}
+
+/// Records the cgroup version and facts, then (cgroup v2) gives kubelet's cgroup root its
+/// controllers by the plan ([`host::apply_v2`]), saving the record after each change.
+fn give_cgroup_root_controllers(
+    rt: &Runtime,
+    record: &mut ClusterRecord,
+    cgroups: &CgroupDecision,
+) -> Result<()> {
     // kubelet's cgroup root and its controllers, before anything else is made.
     record.cgroup_changes = Some(host::CgroupChanges {
-        version: if host.cgroup_v1 { "v1" } else { "v2" }.into(),
+        version: if cgroups.host.cgroup_v1 { "v1" } else { "v2" }.into(),
         facts: cgroups.facts.clone(),
         ..Default::default()
     });
@@ -898,26 +925,23 @@ fn bring_up(
         host::apply_v2(&rt.name, plan, &mut changes, &mut save)?;
         step.ok();
     }
+    Ok(())
+}
 
-    let step = Step::start(format!(
-        "creating network namespace {} ({}, node IP {})",
-        rt.netns,
-        rt.net.cidr(),
-        rt.net.node_ip()
-    ));
-    netns::create(rt, record)?;
-    step.ok();
+/// Writes the node's PKI, kubeconfigs, containerd, CNI and kubelet configs and its directories,
+/// then records and makes the cgroups the node needs.
+fn write_node_files(rt: &Runtime, record: &mut ClusterRecord, host: &HostFacts) -> Result<()> {
     let step = Step::start("generating PKI and kubeconfigs");
     pki::generate(rt)?;
     kubeconfig::write_all(rt)?;
     write(
         &rt.path("containerd/config.toml"),
-        &daemons::containerd::config_toml(rt, &host),
+        &daemons::containerd::config_toml(rt, host),
     )?;
     let conflist = serde_json::to_string_pretty(&daemons::containerd::cni_conflist(rt))
         .context("rendering the CNI config")?;
     write(&rt.cni_conf_dir().join("10-kca.conflist"), &conflist)?;
-    let kcfg = serde_yaml_ng::to_string(&daemons::kubelet::config(rt, &host))
+    let kcfg = serde_yaml_ng::to_string(&daemons::kubelet::config(rt, host))
         .context("rendering the kubelet config")?;
     write(&rt.path("kubelet-config.yaml"), &kcfg)?;
     for d in ["kine", "kubelet", "pod-logs", "cni/ipam", "runc"] {
@@ -929,10 +953,20 @@ fn bring_up(
     record.save()?;
     host::prepare_cgroups(&rt.cgroup_root)?;
     step.ok();
+    Ok(())
+}
 
-    // The registry in start order; each daemon's readiness is polled on its own thread, so what
-    // does not depend on the API server (containerd and the image import) starts beside it, and
-    // Helm installs Kyverno as soon as the API server answers, while kubelet waits for the import.
+/// Starts the registry in start order, each daemon's readiness polled on its own thread, so what
+/// does not depend on the API server (containerd and the image import) starts beside it, and
+/// Helm installs Kyverno as soon as the API server answers, while kubelet waits for the import;
+/// then, with Kyverno, [`kyverno_answers`].
+fn start_node(
+    rt: &Runtime,
+    record: &mut ClusterRecord,
+    inputs: &Inputs,
+    opts: &UpOptions,
+    started: Instant,
+) -> Result<()> {
     std::thread::scope(|scope| -> Result<()> {
         let mut run = Starter {
             scope,
@@ -957,37 +991,39 @@ fn bring_up(
             }
         }
         run.all_ready(record)?;
-
         if let Some(helm) = helm.flatten() {
             helm.join()
                 .map_err(|_| anyhow::anyhow!("the helm install thread panicked"))??;
-            let rec2 = record.clone();
-            let answer = kyverno::wait_ready(rt, opts.kyverno_timeout, move || all_alive(&rec2))?;
-            eprintln!("   Kyverno answered: {answer}");
-            record
-                .timings_ms
-                .insert("kyverno_answering_ms".into(), ms(started));
-            kyverno::record_admission_start(&rt.user_kubeconfig());
-            let step = Step::start("creating the lab namespaces and the lab mark");
-            let (name, node) = (rt.name.clone(), rt.node_name.clone());
-            let user = rt.user_kubeconfig();
-            let uid = record.node_uid.clone().unwrap_or_default();
-            ready::block_on(async {
-                let c = ready::client(&user).await?;
-                mark::apply(c, &name, &node, &uid).await
-            })??;
-            step.ok();
+            kyverno_answers(rt, record, opts, started)?;
         }
         Ok(())
-    })?;
-    record.timings_ms.insert("up_ms".into(), ms(started));
-    record.save()?;
-    eprintln!(
-        " ✓ cluster {} up in {:.1}s: kubeconfig {}",
-        rt.name,
-        started.elapsed().as_secs_f64(),
-        rt.user_kubeconfig().display()
-    );
+    })
+}
+
+/// Once Helm installed Kyverno: waits until its webhook answers (every daemon alive meanwhile),
+/// records when, and creates the lab namespaces and the lab mark.
+fn kyverno_answers(
+    rt: &Runtime,
+    record: &mut ClusterRecord,
+    opts: &UpOptions,
+    started: Instant,
+) -> Result<()> {
+    let rec2 = record.clone();
+    let answer = kyverno::wait_ready(rt, opts.kyverno_timeout, move || all_alive(&rec2))?;
+    eprintln!("   Kyverno answered: {answer}");
+    record
+        .timings_ms
+        .insert("kyverno_answering_ms".into(), ms(started));
+    kyverno::record_admission_start(&rt.user_kubeconfig());
+    let step = Step::start("creating the lab namespaces and the lab mark");
+    let (name, node) = (rt.name.clone(), rt.node_name.clone());
+    let user = rt.user_kubeconfig();
+    let uid = record.node_uid.clone().unwrap_or_default();
+    ready::block_on(async {
+        let c = ready::client(&user).await?;
+        mark::apply(c, &name, &node, &uid).await
+    })??;
+    step.ok();
     Ok(())
 }
 
