@@ -914,7 +914,7 @@ const LAYERS: &[(&str, &[&[&str]])] = &[
             &["backend"],
             &["cluster"],
             &["upstream"],
-            &["lock"],
+            &["lock", "flags"],
             &["command", "status"],
         ],
     ),

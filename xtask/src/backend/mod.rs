@@ -21,6 +21,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
+pub use crate::flags::{BackendArgs, BackendKind};
+
 /// The pinned pair, defined where the builds are (the lowest layer that needs it).
 pub use crate::upstream::versions::{PINNED_KUBERNETES, PINNED_KYVERNO};
 
@@ -51,44 +53,6 @@ pub enum Backend {
     Kubeconfig(kubeconfig::Options),
     /// k3s in Docker ([`k3s::Options`]).
     K3s(k3s::Options),
-}
-
-/// `--cluster` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum BackendKind {
-    /// Fresh embedded cluster (default).
-    Embedded,
-    /// Existing cluster through `--kubeconfig` / `--cri-endpoint`.
-    Kubeconfig,
-    /// k3s in Docker (testcontainers).
-    K3s,
-}
-
-/// The backend flags of `cargo xtask lab run` (flattened into its arguments).
-#[derive(clap::Args, Debug, Clone)]
-pub struct BackendArgs {
-    /// Where the cluster comes from.
-    #[arg(long = "cluster", value_enum, default_value = "embedded")]
-    pub kind: BackendKind,
-    /// kubeconfig backend: the existing cluster's kubeconfig (default: /etc/rancher/k3s/k3s.yaml when present).
-    #[arg(long)]
-    pub kubeconfig: Option<PathBuf>,
-    /// kubeconfig backend: the node's CRI endpoint (default: /run/k3s/containerd/containerd.sock when present).
-    #[arg(long)]
-    pub cri_endpoint: Option<PathBuf>,
-    /// kubeconfig backend: install Kyverno from the assembled chart with the built Helm when it is absent.
-    #[arg(long)]
-    pub install_kyverno: bool,
-    /// kubeconfig backend: put the lab mark on the cluster (faults are refused on a cluster without it).
-    #[arg(long)]
-    pub mark_as_lab: bool,
-    /// kubeconfig/k3s backends: accept Kubernetes/Kyverno versions other than the pinned
-    /// v1.35.8/v1.19.1 (the versions found are recorded in backend.json).
-    #[arg(long)]
-    pub allow_other_versions: bool,
-    /// k3s backend: the rancher/k3s image tag.
-    #[arg(long, default_value = k3s::K3S_TAG)]
-    pub k3s_tag: String,
 }
 
 impl BackendArgs {

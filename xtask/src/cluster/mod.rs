@@ -41,6 +41,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
+use crate::flags::{ClusterCmd, ClusterSub as Sub};
 use crate::status::Step;
 use config::{ClusterConfig, Runtime};
 use host::HostFacts;
@@ -1035,47 +1036,6 @@ fn wait_probe<T>(
     probe: impl FnMut() -> Result<T>,
 ) -> Result<T> {
     ready::wait(what, bound, tick, || all_alive(record), probe)
-}
-
-/// `cargo xtask cluster …`
-#[derive(clap::Args, Debug)]
-pub struct ClusterCmd {
-    #[command(subcommand)]
-    cmd: Sub,
-}
-
-#[derive(clap::Subcommand, Debug)]
-enum Sub {
-    /// Bring a fresh cluster up (Kyverno answering, lab namespaces and mark in place).
-    Up {
-        /// Cluster name.
-        #[arg(long, default_value = config::DEFAULT_NAME)]
-        name: String,
-        /// Keep a half-started cluster when `up` fails (for debugging).
-        #[arg(long)]
-        retain: bool,
-        /// Stop after the node is Ready (no Kyverno, no lab environment).
-        #[arg(long)]
-        no_kyverno: bool,
-        /// Which Kubernetes and Kyverno (default: the pinned pair).
-        #[command(flatten)]
-        versions: crate::upstream::VersionArgs,
-    },
-    /// Stop everything and remove every leftover (works after a crash).
-    Down {
-        /// Cluster name.
-        #[arg(long, default_value = config::DEFAULT_NAME)]
-        name: String,
-    },
-    /// Show the cluster's state, kubeconfig, CRI endpoint, node.
-    Status {
-        /// Cluster name.
-        #[arg(long, default_value = config::DEFAULT_NAME)]
-        name: String,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
 }
 
 impl ClusterCmd {

@@ -39,57 +39,13 @@ use lab::labs::{ActSummary, Env, InspectReport, Ui};
 use lab::workdir::Workdir;
 
 use crate::backend::copy_into;
+use crate::flags::{LabCmd, LabSub};
 use crate::status::Step;
 
 /// Log collection, re-exported under the path the cluster tests name.
 pub use crate::backend::collect_cluster_logs;
 /// The machine lock, re-exported under the path the cluster tests name.
 pub use crate::lock::ClusterLock;
-
-/// `cargo xtask lab …`
-#[derive(clap::Args, Debug)]
-pub struct LabCmd {
-    #[command(subcommand)]
-    cmd: LabSub,
-}
-
-#[derive(clap::Subcommand, Debug)]
-enum LabSub {
-    /// Run a lab (or both, each on its own fresh cluster) end to end and collect artifacts.
-    Run(RunArgs),
-    /// Print a Markdown table of the key facts of the lab runs under an artifacts directory
-    /// (the nightly job summary).
-    Summary {
-        /// A directory holding `<run-id>/<lab>/` or `<lab>/` artifact directories (searched recursively).
-        dir: PathBuf,
-    },
-    /// Print a Markdown summary of every junit.xml under an artifacts directory (the nightly job
-    /// summary): counts per file and each failing test case.
-    JunitSummary {
-        /// A directory holding `<run-id>/junit.xml` files (searched recursively).
-        dir: PathBuf,
-    },
-}
-
-#[derive(clap::Args, Debug)]
-struct RunArgs {
-    /// Which lab (default: both, a then b).
-    #[arg(long, value_enum)]
-    lab: Option<Lab>,
-    /// Keep the cluster running afterwards (for debugging); `cargo xtask cluster down --name N` ends it.
-    #[arg(long)]
-    retain: bool,
-    /// The run id naming `target/lab-artifacts/<run-id>/` (default: the UTC time,
-    /// `20261129T151500Z`); letters, digits, `-` and `_` only.
-    #[arg(long, value_parser = parse_run_id)]
-    run_id: Option<String>,
-    /// Where the cluster comes from (`--cluster embedded|kubeconfig|k3s` and their flags).
-    #[command(flatten)]
-    backend: crate::backend::BackendArgs,
-    /// Embedded backend: which Kubernetes and Kyverno to build and run (default: the pinned pair).
-    #[command(flatten)]
-    versions: crate::upstream::VersionArgs,
-}
 
 impl LabCmd {
     /// Runs the subcommand.
@@ -251,21 +207,6 @@ pub fn verdict_line(run_id: &str, outcomes: &[LabOutcome], index: &Path) -> Stri
 fn exit_interrupted(signal: &str, what: &str) -> ! {
     eprintln!("interrupted by {signal}: {what}; exit 130");
     std::process::exit(130)
-}
-
-/// Parses `--run-id`: non-empty, at most 64 of `[A-Za-z0-9_-]` (it names a directory).
-fn parse_run_id(s: &str) -> std::result::Result<String, String> {
-    if !s.is_empty()
-        && s.len() <= 64
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    {
-        Ok(s.to_owned())
-    } else {
-        Err(format!(
-            "expected 1-64 letters, digits, '-' or '_', found {s:?}"
-        ))
-    }
 }
 
 /// `a` or `b`.
