@@ -10,7 +10,7 @@
 //! these functions. The daemons `cluster up` starts and supervises are spawned by
 //! `cluster::process::spawn`, and `go build` streams its progress (`upstream::go`), so those two
 //! spawn children themselves. `xtask/tests/tidy.rs` keeps every other `.output()` / `.status()`
-//! in this file.
+//! in this file. A long child started by [`spawn_logged`] is waited for by [`wait_child`], bounded.
 
 use std::fmt;
 use std::process::{Child, Command, ExitStatus, Stdio};
