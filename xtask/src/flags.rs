@@ -55,6 +55,8 @@ pub struct UpstreamCmd {
 }
 
 /// The subcommands of `cargo xtask upstream`.
+// The field docs are `--help` text, shown as written: `<user cache dir>` is no HTML tag.
+#[allow(rustdoc::invalid_html_tags)]
 #[derive(clap::Subcommand, Debug)]
 pub enum UpstreamSub {
     /// Build every program, image and the chart that the cache lacks (a warm
