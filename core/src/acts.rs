@@ -17,7 +17,7 @@ use crate::error::LabError;
 use crate::evidence::Lab;
 use crate::grade::{self, G};
 use crate::inputs::InputFile;
-use crate::messages::Text;
+use crate::text::Text;
 
 /// What an act is for in its lab.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

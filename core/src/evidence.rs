@@ -13,15 +13,27 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+/// The state of one act's evidence file; defined beside [`crate::error::LabError`], which names it.
+pub use crate::error::ActStatus;
+
 /// Version of the evidence file format; bump it when a field changes meaning.
 ///
 /// Added keys that older evidence lacks do not bump it: `facts.admission_metrics`
-/// ([`crate::metrics`]) and `facts.admission_audit` ([`crate::audit`]) of acts 3, 5, 6, 7; evidence
+/// ([`METRICS_KEY`]) and `facts.admission_audit` ([`AUDIT_KEY`]) of acts 3, 5, 6, 7; evidence
 /// without them still grades, with a `metrics-not-observed` / `audit-not-observed` note.
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// The key under an act's `facts` that holds the API server's audit events of the act's requests
+/// (`audit::AdmissionAudit`, which re-exports it as `audit::FACTS_KEY`).
+pub const AUDIT_KEY: &str = "admission_audit";
+
+/// The key under an act's `facts` that holds the API server's admission metrics around the act
+/// (`metrics::AdmissionMetrics`, which re-exports it as `metrics::FACTS_KEY`).
+pub const METRICS_KEY: &str = "admission_metrics";
+
 /// Which lab an evidence file or input belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Lab {
     /// Lab A: graceful scale-down, the webhook registration disappears.
@@ -45,16 +57,6 @@ impl std::fmt::Display for Lab {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
-}
-
-/// State of one act's evidence file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ActStatus {
-    /// The act ran to its end; the file is final and never rewritten.
-    Completed,
-    /// The act stopped part-way (error, signal, bound ran out); `raw` holds what was seen.
-    Interrupted,
 }
 
 /// One `evidence/NN.json` file.
@@ -98,7 +100,7 @@ pub enum Outcome {
     WebhookTimeout,
     /// Calling the webhook failed with `connection refused`, or an egress proxy (k3s's tunnel
     /// server) could not dial the webhook's endpoint (`proxy error from … while dialing …, code
-    /// 502|503`, see [`crate::classify`]).
+    /// 502|503`, see `classify`).
     ConnectionRefused,
     /// Calling the webhook failed on a DNS lookup (`no such host`).
     DnsError,
@@ -190,7 +192,7 @@ pub fn request_records(roots: &[&serde_json::Value]) -> BTreeMap<String, Request
                     return;
                 }
                 for (k, x) in o {
-                    if k != crate::audit::FACTS_KEY && k != crate::metrics::FACTS_KEY {
+                    if k != AUDIT_KEY && k != METRICS_KEY {
                         collect(x, out);
                     }
                 }

@@ -29,7 +29,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::error::{InputIssue, LabError};
 use crate::evidence::Lab;
 use crate::json::{json_path, push_key};
-use crate::messages::{Words, said};
+use crate::messages::said;
+use crate::text::Words;
 
 /// One kind of student input file. `report.json` differs between the labs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -94,22 +95,8 @@ impl InputFile {
     }
 }
 
-/// Where the value of a bound field comes from (see [`InputFile::bound_fields`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
-    /// The live node's UID (`inspect`: `vm.node_uid`).
-    NodeUid,
-    /// The live UID of this namespace (`inspect`: `namespaces`).
-    NamespaceUid(&'static str),
-    /// The live UID of Deployment `kyverno/kyverno-admission-controller` (`inspect`:
-    /// `controller.deployment_uid`).
-    DeploymentUid,
-    /// `facts.policy.metadata.uid` of `evidence/02.json`.
-    PolicyUid,
-    /// The canonical digest of `evidence/NN.json` for this act (`digest`; `inspect`:
-    /// `evidence_sha256`).
-    Digest(u8),
-}
+/// Where the value of a bound field comes from; defined beside [`InputIssue`], which carries it.
+pub use crate::error::Source;
 
 impl InputFile {
     /// The fields of this file bound to the live cluster or to the evidence, as `(JSON path,

@@ -41,6 +41,7 @@ pub mod messages;
 pub mod metrics;
 pub mod report;
 pub mod rules;
+pub mod text;
 pub mod wait;
 pub mod webhook_audit;
 pub mod workdir;

@@ -16,7 +16,7 @@
 
 pub use lab_core::{
     acts, admission, audit, classify, digest, error, evidence, explain, facts, files, grade,
-    inputs, json, messages, report, rules, wait, webhook_audit, workdir,
+    inputs, json, messages, report, rules, text, wait, webhook_audit, workdir,
 };
 
 pub mod audit_cmd;
@@ -24,6 +24,7 @@ pub mod cluster;
 pub mod cri;
 pub mod diagnostics;
 pub mod faults;
+pub mod help;
 pub mod labs;
 pub mod metrics;
 pub mod pidmap;

@@ -165,7 +165,7 @@ enum Command {
 
 fn main() -> ExitCode {
     // `--help` speaks the language the messages will (`messages::localize_help`).
-    let help = messages::localize_help(command(), help_lang(std::env::args_os().skip(1)));
+    let help = lab::help::localize_help(command(), help_lang(std::env::args_os().skip(1)));
     let cli = Cli::from_arg_matches(&help.get_matches()).unwrap_or_else(|e| e.exit());
     match &cli.command {
         Command::HealerFreeze { args } => return code(lab::faults::freeze::healer_main(args)),
@@ -623,7 +623,7 @@ mod help_tests {
     #[test]
     fn every_command_and_argument_has_japanese_help() {
         assert_eq!(
-            messages::help_untranslated(Cli::command()),
+            lab::help::help_untranslated(Cli::command()),
             Vec::<String>::new()
         );
         // The check sees the tool's commands and arguments (it cannot pass on an empty walk).

@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use crate::evidence::Lab;
 use crate::grade::{Findings, GradeInput};
-use crate::messages::{Lang, Text};
+use crate::text::{Lang, Text};
 use text as tx;
 
 const CSS: &str = r#"
@@ -742,7 +742,7 @@ pub fn render_with_diagnostics(
                                         @let (file, path) = split_subject(&f.subject);
                                         tr data-finding=(f.code.as_str()) {
                                             td class="mono" { (f.code.as_str()) } td class="mono" { (file) } td class="mono" { (path) }
-                                            td { (crate::messages::code_text(f.code).get(lang)) br; span class="mono" { (f.detail) } }
+                                            td { (crate::messages::codes::code_text(f.code).get(lang)) br; span class="mono" { (f.detail) } }
                                         }
                                     }
                                 }

@@ -1,7 +1,7 @@
 //! The report page's own words, Japanese and English (the rest of the student-facing text is in
 //! [`crate::messages`]; values from the evidence are never translated).
 
-pub(crate) use crate::messages::Text;
+pub(crate) use crate::text::Text;
 
 const fn t(ja: &'static str, en: &'static str) -> Text {
     Text { ja, en }

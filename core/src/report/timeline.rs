@@ -10,7 +10,7 @@ use maud::{Markup, html};
 use serde_json::Value;
 
 use super::text as tx;
-use crate::messages::Lang;
+use crate::text::Lang;
 
 /// Milliseconds since the Unix epoch of an RFC 3339 timestamp at `ptr` in `v`.
 pub(crate) fn ms_at(v: &Value, ptr: &str) -> Option<i64> {
