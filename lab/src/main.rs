@@ -549,7 +549,7 @@ fn cluster_command(cli: &Cli, lab: Lab, workdir: &Workdir) -> Result<i32, LabErr
                 println!("{line}");
             }
             println!("{}", summary.evidence.display());
-            if lab::acts::is_last(lab, *n) {
+            if lab::acts::is_report(lab, *n) {
                 // After the report, every act is graded again.
                 let results = grade::grade_all(lab, &GradeInput::load(workdir, lab));
                 for f in &results {
