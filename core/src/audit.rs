@@ -640,10 +640,7 @@ mod tests {
         let a = Cursor::begin(&AuditSource::NotConfigured).finish(&[&facts]);
         assert_eq!(a.status, AuditStatus::NotConfigured);
         let line = summary_line(&a);
-        assert!(
-            line.get(crate::text::Lang::En)
-                .contains("not-configured")
-        );
+        assert!(line.get(crate::text::Lang::En).contains("not-configured"));
         assert!(line.get(crate::text::Lang::Ja).contains("監査ログ"));
         let gone = AuditSource::Log("/nonexistent/kca/audit.log".into());
         let a = Cursor::begin(&gone).finish(&[&facts]);

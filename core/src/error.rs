@@ -39,7 +39,6 @@ pub enum Source {
     Digest(u8),
 }
 
-
 /// One problem found in a student input file: which file, where, what was expected, what was found.
 ///
 /// `json_path` uses the `$.a.b[0].c` notation (`$` is the document root).

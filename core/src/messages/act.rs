@@ -3,8 +3,6 @@
 //! macro, which `labs::Ui` prints in the chosen language. Values (names, UIDs, times, outcomes,
 //! field names) are not translated: they are the words of the cluster and the evidence.
 
-
-
 use crate::text::{Lang, Line, Text, line, t};
 
 /// Labels of the requests an act describes ([`request`]).

@@ -1,7 +1,7 @@
 //! The words of `explain` ([`crate::explain`]).
 
-use crate::text::{Text, t};
 use crate::evidence::{Lab, Outcome};
+use crate::text::{Text, t};
 
 /// Label of the classifier's outcome line (the outcome itself is the evidence's word).
 pub const OUTCOME: Text = t("判定結果", "outcome");

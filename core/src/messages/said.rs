@@ -1,8 +1,8 @@
 //! The words of input problems (`inputs`: the shape check against the JSON Schema and the
 //! bound-field checks), kept on each `InputIssue` in both languages.
 
-use crate::text::Words;
 use crate::error::Source;
+use crate::text::Words;
 
 fn w(ja: String, en: String) -> Words {
     Words { ja, en }
