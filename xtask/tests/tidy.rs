@@ -496,7 +496,10 @@ fn is_japanese(c: char) -> bool {
 fn stray_words(files: &[(PathBuf, String)]) -> Vec<String> {
     let mut out = Vec::new();
     for (path, text) in files {
-        if WORDS.iter().any(|w| path.starts_with(w) || path.ends_with(w)) {
+        if WORDS
+            .iter()
+            .any(|w| path.starts_with(w) || path.ends_with(w))
+        {
             continue;
         }
         for (n, code) in code_lines(text) {
@@ -608,7 +611,13 @@ fn the_rules_themselves_catch_what_they_are_for() {
         .len(),
         1
     );
-    assert!(w("core/src/messages/act.rs", r#"t("停止しました", "stopped")"#).is_empty());
+    assert!(
+        w(
+            "core/src/messages/act.rs",
+            r#"t("停止しました", "stopped")"#
+        )
+        .is_empty()
+    );
     assert!(w("lab/src/labs/a.rs", "// 停止 in a comment").is_empty());
     assert!(
         w(
@@ -900,7 +909,14 @@ const LAYERS: &[(&str, &[&[&str]])] = &[
                 "messages/webhook_audit",
             ],
             &["grade"],
-            &["audit", "metrics", "classify", "rules", "webhook_audit", "workdir"],
+            &[
+                "audit",
+                "metrics",
+                "classify",
+                "rules",
+                "webhook_audit",
+                "workdir",
+            ],
             &["acts"],
             &["inputs", "messages/act"],
             &["facts", "digest", "messages/said"],
@@ -974,7 +990,10 @@ fn upward_imports(src: &str, layers: &[&[&str]], files: &[(PathBuf, String)]) ->
         if rel.ends_with("tests.rs") {
             continue;
         }
-        let parts: Vec<String> = rel.iter().map(|c| c.to_string_lossy().into_owned()).collect();
+        let parts: Vec<String> = rel
+            .iter()
+            .map(|c| c.to_string_lossy().into_owned())
+            .collect();
         let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
         let own = module_of(layers, &parts);
         let Some(mine) = layer_of(layers, &own) else {
@@ -1061,5 +1080,11 @@ fn modules_import_only_from_their_layer_or_below() {
     assert!(up("x/src/mid.rs", "use crate::w::lo::f;").is_empty());
     assert!(up("x/src/w/hi.rs", "use crate::mid::A;").is_empty());
     assert!(up("x/src/w/lo/tests.rs", "use crate::mid::A;").is_empty());
-    assert!(up("x/src/w/lo.rs", "#[cfg(test)]\nmod tests { use crate::mid::A; }").is_empty());
+    assert!(
+        up(
+            "x/src/w/lo.rs",
+            "#[cfg(test)]\nmod tests { use crate::mid::A; }"
+        )
+        .is_empty()
+    );
 }
