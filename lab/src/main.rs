@@ -164,7 +164,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    // `--help` speaks the language the messages will (`messages::localize_help`).
+    // `--help` speaks the language the messages will (`lab::help::localize_help`).
     let help = lab::help::localize_help(command(), help_lang(std::env::args_os().skip(1)));
     let cli = Cli::from_arg_matches(&help.get_matches()).unwrap_or_else(|e| e.exit());
     match &cli.command {
