@@ -378,7 +378,11 @@ fn load_cell(
             cell.running = running_line(&lab_dir.join(crate::lab_run::versions::VERSIONS_FILE));
         }
         let (note, mismatch) = evidence_versions(&result.evidence, versions);
-        cell.running = format!("{} · lab {name}'s acts: {note}", cell.running);
+        cell.running = format!(
+            "{} · lab {name}'s acts: {}",
+            cell.running,
+            same_as_run(&note, &cell.running)
+        );
         if let Some(m) = mismatch {
             result.failure = Some(match result.failure.take() {
                 Some(f) => format!("{f}; {m}"),
@@ -458,6 +462,20 @@ fn evidence_versions(evidence: &Evidence, asked: &Versions) -> (String, Option<S
         note
     };
     (note, (!wrong.is_empty()).then(|| wrong.join("; ")))
+}
+
+/// `note` ([`evidence_versions`]) shortened to `the same (acts 1–8)` when every act ran what the
+/// run's `versions.json` line (`kube-apiserver <git> · <image> · <chart>`, [`running_line`]) says.
+fn same_as_run(note: &str, running: &str) -> String {
+    match (
+        note.rsplit_once(" (acts "),
+        running.strip_prefix("kube-apiserver "),
+    ) {
+        (Some((triple, acts)), Some(run)) if !triple.contains(';') && run.starts_with(triple) => {
+            format!("the same (acts {acts}")
+        }
+        _ => note.to_owned(),
+    }
 }
 
 /// `1–8` for consecutive acts, else `1, 3, 5`.
@@ -694,6 +712,36 @@ mod tests {
     }
 
     #[test]
+    fn latency_annotations_missing_as_on_v1_34_are_a_change_not_a_failure() {
+        let pinned = table::build(&[pinned_cell()]);
+        let seen = value(&pinned, "b.latency.audit", 0).observed.value.clone();
+        assert!(
+            seen.as_deref()
+                .is_some_and(|v| v.contains("validating-webhook") && v.contains("total")),
+            "the recorded v1.35.8 run carries them: {seen:?}"
+        );
+        let mut other = pinned_cell();
+        other.versions = Versions::new("v1.34.4", "v1.19.1").unwrap();
+        let b = other.b.as_mut().unwrap();
+        let reqs = b.evidence.get_mut(&6).unwrap()["facts"]["admission_audit"]["requests"]
+            .as_array_mut()
+            .unwrap();
+        for r in reqs {
+            for e in r["events"].as_array_mut().unwrap() {
+                if let Some(a) = e["annotations"].as_object_mut() {
+                    a.retain(|k, _| !k.starts_with("apiserver.latency.k8s.io/"));
+                }
+            }
+        }
+        let t = table::build(&[pinned_cell(), other]);
+        let v = value(&t, "b.latency.audit", 1);
+        assert_eq!(v.observed.value.as_deref(), Some("absent"));
+        assert_eq!(v.drift, Drift::Changed);
+        assert_eq!(value(&t, "b.fail-open.audit", 1).drift, Drift::Same);
+        assert!(table::failures(&t).is_empty(), "{:?}", table::failures(&t));
+    }
+
+    #[test]
     fn a_failed_run_fails_the_matrix_and_says_which() {
         let mut other = pinned_cell();
         other.versions = Versions::new("v1.36.3", "v1.19.1").unwrap();
@@ -797,6 +845,13 @@ mod tests {
             !wrong.contains("act 7"),
             "an old act without the field is no mismatch: {wrong}"
         );
+
+        let run = format!("kube-apiserver v1.36.3 · {img} · kyverno-3.9.1");
+        let one = format!("v1.36.3 · {img} · kyverno-3.9.1 (acts 1–{last})");
+        assert_eq!(same_as_run(&one, &run), format!("the same (acts 1–{last})"));
+        assert_eq!(same_as_run(&note, &run), note, "two groups are spelled out");
+        let other_run = run.replace("v1.36.3", "v1.35.8");
+        assert_eq!(same_as_run(&one, &other_run), one);
 
         let other = "reg.kyverno.io/kyverno/kyverno:v1.18.2";
         let ev: Evidence = [(1, act_with("v1.36.3", other))].into();
