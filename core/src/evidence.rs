@@ -2,8 +2,9 @@
 //!
 //! Shape of `evidence/NN.json` (see `docs/labs.md`, "Environment contract"):
 //! `{schema_version, lab, act, status, started_at, finished_at, inputs: {file: digest},
-//! facts: {...}, raw: [...]}`. Timestamps are RFC 3339 UTC with milliseconds;
-//! durations are integers in milliseconds and their field names end in `_ms`.
+//! facts: {...}, raw: [...], versions?}` (`versions`: [`RunningVersions`], added later, optional).
+//! Timestamps are RFC 3339 UTC with milliseconds; durations are integers in milliseconds and
+//! their field names end in `_ms`.
 //!
 //! **Raw first:** every API answer is kept verbatim in [`RequestRecord::raw_response`]
 //! (or in `raw`) and classified afterwards; `stored` is never inferred from a 201 alone:
@@ -84,6 +85,38 @@ pub struct Evidence {
     /// Why the act was interrupted (absent when completed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interruption: Option<String>,
+    /// The versions the act ran on, read just before it started (absent in evidence written
+    /// before this field existed; such evidence still reads and grades the same).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub versions: Option<RunningVersions>,
+}
+
+/// What an act ran on, read from the live cluster just before the act started: one `GET
+/// /version` and one GET of the Kyverno admission controller's Deployment. Outside `facts`: no
+/// grader reads it; `cargo xtask matrix` compares it across a run's acts and cells (`docs/matrix.md`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunningVersions {
+    /// The API server's `/version` answer verbatim (`gitVersion`, `goVersion`, …); `null` when
+    /// it could not be read (see `errors`).
+    pub apiserver_version: serde_json::Value,
+    /// The image of container `kyverno` of Deployment `kyverno/kyverno-admission-controller`
+    /// as stored (`null`: no such Deployment or container).
+    pub kyverno_image: Option<String>,
+    /// That Deployment's `helm.sh/chart` label, e.g. `kyverno-3.9.1` (`null`: absent).
+    pub kyverno_chart: Option<String>,
+    /// When the Deployment's answer arrived, RFC 3339 UTC (ms).
+    pub read_at: String,
+    /// Why a read failed, verbatim (absent when both answered).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+}
+
+impl RunningVersions {
+    /// The API server's `gitVersion` (e.g. `v1.35.8`), when `/version` answered with one.
+    pub fn git_version(&self) -> Option<&str> {
+        self.apiserver_version.get("gitVersion")?.as_str()
+    }
 }
 
 /// Outcome of one request, classified from the raw API answer plus the follow-up GET.
@@ -206,4 +239,43 @@ pub fn request_records(roots: &[&serde_json::Value]) -> BTreeMap<String, Request
         collect(r, &mut out);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn minimal() -> serde_json::Value {
+        serde_json::json!({
+            "schema_version": 1, "lab": "b", "act": 1, "status": "completed",
+            "started_at": "2026-12-01T18:00:00.000Z", "finished_at": "2026-12-01T18:00:01.000Z",
+            "inputs": {}, "facts": {}, "raw": []
+        })
+    }
+
+    #[test]
+    fn evidence_without_versions_reads_as_before() {
+        let ev: Evidence = serde_json::from_value(minimal()).unwrap();
+        assert_eq!(ev.versions, None);
+        assert_eq!(serde_json::to_value(&ev).unwrap(), minimal());
+    }
+
+    #[test]
+    fn running_versions_round_trip_and_refuse_unknown_keys() {
+        let mut doc = minimal();
+        doc["versions"] = serde_json::json!({
+            "apiserver_version": {"gitVersion": "v1.34.4", "major": "1", "minor": "34"},
+            "kyverno_image": "reg.kyverno.io/kyverno/kyverno:v1.18.2",
+            "kyverno_chart": "kyverno-3.8.2",
+            "read_at": "2026-12-01T18:00:00.000Z"
+        });
+        let ev: Evidence = serde_json::from_value(doc.clone()).unwrap();
+        let v = ev.versions.as_ref().unwrap();
+        assert_eq!(v.git_version(), Some("v1.34.4"));
+        assert_eq!(v.kyverno_chart.as_deref(), Some("kyverno-3.8.2"));
+        assert_eq!(serde_json::to_value(&ev).unwrap(), doc);
+        doc["versions"]["kyverno_version"] = serde_json::json!("v1.18.2");
+        let err = serde_json::from_value::<Evidence>(doc).unwrap_err();
+        assert!(err.to_string().contains("kyverno_version"), "{err}");
+    }
 }
