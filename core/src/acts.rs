@@ -17,7 +17,7 @@ use crate::error::LabError;
 use crate::evidence::Lab;
 use crate::grade::{self, G};
 use crate::inputs::InputFile;
-use crate::text::Text;
+use crate::text::{Text, t};
 
 /// What an act is for in its lab.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,10 +62,6 @@ impl std::fmt::Debug for ActSpec {
             .field("test_name", &self.test_name)
             .finish_non_exhaustive()
     }
-}
-
-const fn t(ja: &'static str, en: &'static str) -> Text {
-    Text { ja, en }
 }
 
 /// Acts 1-3, the same in both labs (`lab/src/labs/common.rs`); only the test names differ.

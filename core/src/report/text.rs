@@ -2,10 +2,7 @@
 //! [`crate::messages`]; values from the evidence are never translated).
 
 pub(crate) use crate::text::Text;
-
-const fn t(ja: &'static str, en: &'static str) -> Text {
-    Text { ja, en }
-}
+use crate::text::t;
 
 pub(crate) const TITLE_A: Text = t(
     "ラボA 記録: アドミッションコントローラーを0にスケール",
