@@ -164,8 +164,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    // `--help` speaks the language the messages will (`messages::localize_help`).
-    let help = messages::localize_help(command(), help_lang(std::env::args_os().skip(1)));
+    // `--help` speaks the language the messages will (`lab::help::localize_help`).
+    let help = lab::help::localize_help(command(), help_lang(std::env::args_os().skip(1)));
     let cli = Cli::from_arg_matches(&help.get_matches()).unwrap_or_else(|e| e.exit());
     match &cli.command {
         Command::HealerFreeze { args } => return code(lab::faults::freeze::healer_main(args)),
@@ -594,7 +594,7 @@ fn cluster_command(cli: &Cli, lab: Lab, workdir: &Workdir) -> Result<i32, LabErr
                 println!("{line}");
             }
             println!("{}", summary.evidence.display());
-            if lab::acts::is_last(lab, *n) {
+            if lab::acts::is_report(lab, *n) {
                 // After the report, every act is graded again.
                 let results = grade::grade_all(lab, &GradeInput::load(workdir, lab));
                 for f in &results {
@@ -668,7 +668,7 @@ mod help_tests {
     #[test]
     fn every_command_and_argument_has_japanese_help() {
         assert_eq!(
-            messages::help_untranslated(Cli::command()),
+            lab::help::help_untranslated(Cli::command()),
             Vec::<String>::new()
         );
         // The check sees the tool's commands and arguments (it cannot pass on an empty walk).
