@@ -23,7 +23,8 @@
 //!   pasteable command, exit status and output tail), except the daemons it supervises and the
 //!   streamed `go build`;
 //! - each crate's modules import only from their own layer or a lower one (ARCHITECTURE.md,
-//!   "Layers"), but a listed few that point up today;
+//!   "Layers"), and so do the files inside xtask's folders, but a listed few that point up today
+//!   (xtask: none, so xtask has no import circle);
 //! - the student tool's words live in one place: no Japanese literal in `lab/src` or `core/src`
 //!   outside `messages/`, `lab/src/help.rs`, the report page's `report/text.rs` and the registry's act titles
 //!   (`acts.rs`);
