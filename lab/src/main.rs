@@ -288,6 +288,16 @@ fn run(cli: &Cli, workdir: &Workdir, lab: Lab) -> Result<i32, LabError> {
 
 /// `grade N` / `grade all`: prints each act's findings; 1 when any act did not pass.
 fn grade_command(lang: Lang, workdir: &Workdir, lab: Lab, which: &str) -> Result<i32, LabError> {
+    // A mistyped `--workdir` is said as such, not as eight missing evidence files.
+    if !workdir.root().is_dir() {
+        return Err(LabError::Io {
+            path: workdir.root().to_path_buf(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "no such work directory (--workdir or KCA_WEBHOOK_DIR)",
+            ),
+        });
+    }
     let input = GradeInput::load(workdir, lab);
     let results = match which {
         "all" => grade::grade_all(lab, &input),

@@ -947,3 +947,21 @@ fn check_act_grade_and_digest_agree_on_every_spelling() {
         );
     }
 }
+
+#[test]
+fn grading_a_work_dir_that_does_not_exist_names_it_and_creates_nothing() {
+    let parent = tempfile::tempdir().expect("temp dir");
+    let missing = parent.path().join("no-such-workdir");
+    let o = run(&missing, &["--lang", "en", "grade", "all"]);
+    let err = text(&o.stderr);
+    assert!(!o.status.success(), "exit status {:?}", o.status);
+    assert!(
+        err.contains(&missing.display().to_string()) && err.contains("no such work directory"),
+        "stderr: {err}"
+    );
+    assert!(
+        !err.contains("evidence/01.json"),
+        "the missing work dir is reported as such, not as missing evidence: {err}"
+    );
+    assert!(!missing.exists(), "grade created the work dir");
+}

@@ -243,8 +243,8 @@ pub fn ensure_lab_binary() -> Result<PathBuf> {
     Ok(bin)
 }
 
-/// Builds binary `bin` of package `package` (`cargo build -p PACKAGE --bin BIN`, dev profile)
-/// without the variables cargo sets for the program it runs ([`CARGO_RUN_VARS`], see
+/// Builds binary `bin` of package `package` (`cargo build --bin BIN` from the workspace root, dev
+/// profile) without the variables cargo sets for the program it runs ([`CARGO_RUN_VARS`], see
 /// [`ensure_lab_binary`]) and returns `<target dir>/debug/<bin>`.
 ///
 /// Errors: cargo cannot be started, the build fails, or the binary is missing after it.
@@ -252,15 +252,12 @@ pub fn build_bin(package: &str, bin: &str) -> Result<PathBuf> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let root = crate::cluster::config::repo_root();
     let mut cmd = std::process::Command::new(cargo);
-    // `-p xtask` too: cargo resolves features over the packages selected, so with xtask
-    // selected the binary links against the dependencies `cargo xtask` has just built; `-p lab`
-    // alone resolves other features and compiled the whole dependency graph a second time on a
-    // fresh target dir (252.8 s here, 2026-11-30; 10.4 s with `-p xtask`).
-    cmd.args(["build", "-p", "xtask"]);
-    if package != "xtask" {
-        cmd.args(["-p", package]);
-    }
-    cmd.args(["--bin", bin]);
+    // No `-p`: cargo resolves dependency features over the packages a command selects, and with
+    // none named it selects the whole workspace, as the `cargo xtask` and `cargo lab` aliases do
+    // (`.cargo/config.toml`). So all three link the same dependency builds; `-p lab` alone
+    // resolved other features and compiled the whole dependency graph a second time (252.8 s on
+    // a fresh target dir, 2026-11-30).
+    cmd.args(["build", "--bin", bin]);
     for (name, _) in std::env::vars_os() {
         if name.to_str().is_some_and(is_cargo_run_var) {
             cmd.env_remove(&name);
