@@ -77,11 +77,15 @@ fn read_holder(file: &std::fs::File) -> String {
 fn flock_exclusive(path: &Path) -> Result<std::fs::File> {
     use rustix::fs::{FlockOperation, flock};
     use std::io::IsTerminal;
+    use std::os::unix::fs::OpenOptionsExt;
+    // Never through a symlink: the state root's lock lies in a checkout another user may own,
+    // and the holder line below writes into the file.
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .read(true)
         .write(true)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
         .open(path)
         .with_context(|| format!("opening {}", path.display()))?;
     if flock(&file, FlockOperation::NonBlockingLockExclusive).is_err() {
@@ -132,7 +136,9 @@ fn flock_exclusive(path: &Path) -> Result<std::fs::File> {
         }
         step.ok();
     }
-    write_holder(&file);
+    if file.metadata().is_ok_and(|m| m.is_file()) {
+        write_holder(&file);
+    }
     Ok(file)
 }
 
@@ -166,6 +172,20 @@ mod tests {
             "{line}"
         );
         drop(held);
+    }
+
+    #[test]
+    fn a_symlinked_lock_file_is_refused_and_its_target_left_alone() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let target = dir.path().join("precious");
+        std::fs::write(&target, "keep me").expect("write");
+        let link = dir.path().join("lock");
+        std::os::unix::fs::symlink(&target, &link).expect("symlink");
+        assert!(
+            flock_exclusive(&link).is_err(),
+            "a symlinked lock file was opened"
+        );
+        assert_eq!(std::fs::read_to_string(&target).expect("read"), "keep me");
     }
 
     #[test]
