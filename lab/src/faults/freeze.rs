@@ -36,18 +36,20 @@
 
 use std::io::{BufRead, Write as _};
 use std::os::fd::AsFd;
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Stdio};
 use std::time::{Duration, Instant};
 
 use rustix::process::Signal;
 use serde::{Deserialize, Serialize};
 
 use crate::error::LabError;
-use crate::faults::attempt::{self, AttemptId, FaultKind, Hardening, LAB_BIN_NAME, log_tail};
+pub use crate::faults::attempt::AttemptFiles;
+use crate::faults::attempt::{self, AttemptId, FaultKind};
+use crate::faults::healer::{self, Hardening, HealerLog, log_tail};
 use crate::faults::process::{PinnedProcess, ProcessRef, ResumeCheck, require_container};
-use crate::faults::records::{HealerLog, now_rfc3339, read_json, write_json_atomic};
+pub use crate::faults::records::UndoneBy;
+use crate::faults::records::{now_rfc3339, read_json, rfc3339, write_json_atomic};
 use crate::wait::{Check, TimedOut, Wait, WaitError};
 
 /// Name of the hidden subcommand that runs the freeze healer.
@@ -61,21 +63,6 @@ pub const STATE_BOUND: Duration = Duration::from_secs(2);
 /// Bound on reading the state after SIGCONT until it is no longer `T` (SIGCONT re-sent every
 /// 100 ms meanwhile).
 pub const RESUME_BOUND: Duration = Duration::from_secs(2);
-
-/// Who sent the SIGCONT that resumed the process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ResumedBy {
-    /// The detached healer (at its deadline, on a signal, or asked by the runner).
-    Healer,
-    /// The runner, on its normal path (the healer's resume was not seen in time, or the state was
-    /// still `T` after it).
-    Runner,
-    /// The runner, on an error or interruption path (error, panic, SIGINT/SIGTERM/SIGHUP).
-    RunnerExit,
-    /// A later command (`heal`, `inspect`, `act`) that found the attempt unfinished.
-    LaterCommand,
-}
 
 /// What to freeze and for how long.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,7 +125,7 @@ pub struct FreezeLedger {
     /// When the resuming SIGCONT was sent, RFC 3339 UTC (ms).
     pub resumed_at: Option<String>,
     /// Who sent it.
-    pub resumed_by: Option<ResumedBy>,
+    pub resumed_by: Option<UndoneBy>,
     /// State letter the runner read after the resume (`None` with `process_gone_after_resume`).
     pub state_after_resume: Option<char>,
     /// Whether the process was gone when the resume was checked.
@@ -182,41 +169,8 @@ pub struct HealerReport {
     pub note: Option<String>,
 }
 
-/// Paths of one attempt's files.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AttemptFiles {
-    /// `<faults>/<attempt id>/`.
-    pub dir: PathBuf,
-}
-
 impl AttemptFiles {
-    /// The files of `attempt` under `faults_root`.
-    pub fn new(faults_root: &Path, attempt: &AttemptId) -> AttemptFiles {
-        AttemptFiles {
-            dir: faults_root.join(&attempt.0),
-        }
-    }
-    /// `plan.json`.
-    pub fn plan(&self) -> PathBuf {
-        self.dir.join("plan.json")
-    }
-    /// `ledger.json`.
-    pub fn ledger(&self) -> PathBuf {
-        self.dir.join("ledger.json")
-    }
-    /// `healer.json`.
-    pub fn report(&self) -> PathBuf {
-        self.dir.join("healer.json")
-    }
-    /// `healer.log`.
-    pub fn log(&self) -> PathBuf {
-        self.dir.join("healer.log")
-    }
-    /// `heal.json`.
-    pub fn heal(&self) -> PathBuf {
-        self.dir.join("heal.json")
-    }
-    /// The healer's report now (`None`: not written or unreadable).
+    /// The freeze healer's report now (`None`: not written or unreadable).
     pub fn read_report(&self) -> Option<HealerReport> {
         read_json(&self.report()).ok()
     }
@@ -226,7 +180,7 @@ impl AttemptFiles {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResumeRecord {
     /// Who resumed the process.
-    pub resumed_by: ResumedBy,
+    pub resumed_by: UndoneBy,
     /// When SIGCONT was sent, RFC 3339 UTC (ms).
     pub resumed_at: String,
     /// State letter the runner read after the resume (`None`: the process was gone).
@@ -238,7 +192,7 @@ pub struct ResumeRecord {
 }
 
 /// A freeze in progress: the runner's pidfd, its healer (and the pipe to it) and the ledger.
-/// Dropping it while not resumed resumes the process ([`ResumedBy::RunnerExit`]).
+/// Dropping it while not resumed resumes the process ([`UndoneBy::RunnerExit`]).
 #[derive(Debug)]
 pub struct Freeze {
     plan: FreezePlan,
@@ -266,9 +220,7 @@ pub fn freeze(
     let pinned = PinnedProcess::open(target.pid, target.starttime)?;
     require_container(target.pid, &target.container_id)?;
     let attempt_id = AttemptId::new(FaultKind::Freeze, target.act);
-    let faults_root = std::path::absolute(faults_root).map_err(LabError::io(faults_root))?;
-    let files = AttemptFiles::new(&faults_root, &attempt_id);
-    std::fs::create_dir_all(&files.dir).map_err(LabError::io(&files.dir))?;
+    let files = AttemptFiles::create(faults_root, &attempt_id)?;
     let plan = FreezePlan {
         attempt: attempt_id.clone(),
         act: target.act,
@@ -362,7 +314,7 @@ pub fn freeze(
                 resumed: false,
             };
             let _ = fz.resume(
-                ResumedBy::RunnerExit,
+                UndoneBy::RunnerExit,
                 Some("the healer did not confirm the freeze in time".into()),
             );
             return Err(TimedOut {
@@ -400,7 +352,7 @@ pub fn freeze(
                 log_tail(&files.log())
             ),
         };
-        let _ = fz.resume(ResumedBy::RunnerExit, Some(e.to_string()));
+        let _ = fz.resume(UndoneBy::RunnerExit, Some(e.to_string()));
         return Err(e);
     }
     fz.ledger.status = "frozen".into();
@@ -408,7 +360,7 @@ pub fn freeze(
     fz.ledger.frozen_at = report.frozen_at.clone();
     fz.ledger.deadline_at = report.deadline_at.clone();
     if let Err(e) = write_json_atomic(&fz.files.ledger(), &fz.ledger) {
-        let _ = fz.resume(ResumedBy::RunnerExit, Some(e.to_string()));
+        let _ = fz.resume(UndoneBy::RunnerExit, Some(e.to_string()));
         return Err(e);
     }
     Ok(fz)
@@ -416,24 +368,13 @@ pub fn freeze(
 
 /// Starts the healer and waits (bounded by [`HEALER_READY_BOUND`]) for its `ready`.
 fn start_healer(program: &Path, files: &AttemptFiles) -> Result<(Child, HealerReport), LabError> {
-    let mut cmd = Command::new(program);
-    cmd.arg(HEALER_SUBCOMMAND)
-        .arg("--attempt-dir")
-        .arg(&files.dir)
-        .current_dir("/")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    // SAFETY: setsid(2) is async-signal-safe; nothing else runs between fork and exec. The healer
-    // leads its own session and process group: signals to the runner's group or terminal (Ctrl-C,
-    // a dropped ssh session's SIGHUP) never reach it.
-    unsafe {
-        cmd.pre_exec(|| {
-            rustix::process::setsid()
-                .map(|_| ())
-                .map_err(std::io::Error::from)
-        });
-    }
+    let mut cmd = healer::command(
+        program,
+        HEALER_SUBCOMMAND,
+        &files.dir,
+        Stdio::null(),
+        Stdio::null(),
+    );
     let mut child = cmd.spawn().map_err(|e| LabError::FaultRefused {
         reason: format!("starting the healer {}: {e}", program.display()),
     })?;
@@ -527,7 +468,7 @@ impl Freeze {
     /// Waits for the healer's resume: polls its report until `resumed`, `process-gone` or
     /// `still-stopped`, bounded by the deadline plus `grace`; then reads the state itself and, if
     /// it is still `T` (or the bound ran out), resumes through its own pidfd
-    /// ([`ResumedBy::Runner`]). `progress` is called about once a second with the seconds left
+    /// ([`UndoneBy::Runner`]). `progress` is called about once a second with the seconds left
     /// until the deadline.
     pub async fn wait_for_resume(
         &mut self,
@@ -570,7 +511,7 @@ impl Freeze {
                 let state_after = self.pinned.state().ok().flatten();
                 if matches!(state_after, Some('T') | Some('t')) {
                     return self.resume(
-                        ResumedBy::Runner,
+                        UndoneBy::Runner,
                         Some(format!(
                             "the healer reported {} but the state was still {state_after:?}",
                             report.status
@@ -579,7 +520,7 @@ impl Freeze {
                 }
                 self.resumed = true;
                 self.ledger.status = "resumed".into();
-                self.ledger.resumed_by = Some(ResumedBy::Healer);
+                self.ledger.resumed_by = Some(UndoneBy::Healer);
                 self.ledger.resumed_at = report.resume.as_ref().map(|c| c.sent_at.clone());
                 self.ledger.state_after_resume = state_after;
                 self.ledger.process_gone_after_resume = state_after.is_none();
@@ -588,7 +529,7 @@ impl Freeze {
                     .map(|e| e.to_string());
                 self.reap(Duration::from_secs(2));
                 Ok(ResumeRecord {
-                    resumed_by: ResumedBy::Healer,
+                    resumed_by: UndoneBy::Healer,
                     resumed_at: self.ledger.resumed_at.clone().unwrap_or_default(),
                     state_after,
                     healer: Some(report),
@@ -602,7 +543,7 @@ impl Freeze {
                         .saturating_duration_since(self.deadline)
                         .as_millis()
                 );
-                self.resume(ResumedBy::Runner, Some(note))
+                self.resume(UndoneBy::Runner, Some(note))
             }
             Err(WaitError::Failed(never)) => match never {},
         }
@@ -612,11 +553,7 @@ impl Freeze {
     /// runner's own pidfd and reads the state until it is no longer `T` (bounded); records who did
     /// it. The resume comes first; a ledger write that fails is reported in the record, not as an
     /// error. Idempotent: a second call returns the first record's data.
-    pub fn resume(
-        &mut self,
-        by: ResumedBy,
-        note: Option<String>,
-    ) -> Result<ResumeRecord, LabError> {
+    pub fn resume(&mut self, by: UndoneBy, note: Option<String>) -> Result<ResumeRecord, LabError> {
         if self.resumed {
             return Ok(ResumeRecord {
                 resumed_by: self.ledger.resumed_by.unwrap_or(by),
@@ -675,7 +612,7 @@ impl Drop for Freeze {
     fn drop(&mut self) {
         if !self.resumed {
             let _ = self.resume(
-                ResumedBy::RunnerExit,
+                UndoneBy::RunnerExit,
                 Some("the runner left the freeze on an error path".into()),
             );
         }
@@ -695,17 +632,10 @@ impl Drop for Freeze {
 ///
 /// It never prints (stdout/stderr may be closed or full): its log is `DIR/healer.log`.
 pub fn healer_main(args: &[String]) -> i32 {
-    let args = match args.first() {
-        Some(a) if a == HEALER_SUBCOMMAND => &args[1..],
-        _ => args,
-    };
-    let dir = match args {
-        [flag, dir] if flag == "--attempt-dir" => PathBuf::from(dir),
-        _ => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "usage: {LAB_BIN_NAME} {HEALER_SUBCOMMAND} --attempt-dir DIR (found {args:?})"
-            );
+    let dir = match healer::attempt_dir_arg(HEALER_SUBCOMMAND, args) {
+        Ok(d) => d,
+        Err(usage) => {
+            let _ = writeln!(std::io::stderr(), "{usage}");
             return 2;
         }
     };
@@ -727,7 +657,7 @@ pub fn healer_main(args: &[String]) -> i32 {
     )
     .ok();
     let mut log = HealerLog::open(&files.log());
-    let hardening = attempt::harden();
+    let hardening = healer::harden();
     run_healer(&files, &mut log, hardening, sigfd.as_ref())
 }
 
@@ -912,7 +842,7 @@ fn run_healer(
     let deadline_wall = chrono::Utc::now()
         + chrono::Duration::from_std(Duration::from_secs(plan.resume_after_sec))
             .unwrap_or_default();
-    report.deadline_at = Some(deadline_wall.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
+    report.deadline_at = Some(rfc3339(deadline_wall));
     let sent = pinned.signal(Signal::STOP);
     let stopped = sent.is_ok()
         && matches!(
@@ -997,6 +927,7 @@ fn run_healer(
 mod tests {
     use super::*;
     use crate::faults::process::read_stat;
+    use std::process::Command;
 
     struct Sleeper(Child);
     impl Sleeper {

@@ -21,7 +21,7 @@
 //!   held by another attempt → left alone (`left-alone`, the note says whose: that attempt's healer
 //!   resumes it at its deadline).
 //! - **Scale attempt** (`scale-*`): the plan must name the lab's Deployment
-//!   ([`super::scale::WatcherPlan::check_target`]). A live proven healer of an attempt handed over
+//!   ([`super::scale::ScalePlan::check_target`]). A live proven healer of an attempt handed over
 //!   to act 6 is left alone; otherwise the healer is stood down first and the attempt is closed
 //!   only on a live read of the Deployment (same UID; replicas restored from 0 or found at the
 //!   original) — never from the ledger alone. Without a cluster it stays open (an error). An
@@ -39,9 +39,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::LabError;
+use crate::faults::attempt::AttemptFiles;
 use crate::faults::attempt::{self, AttemptId, FaultKind};
 use crate::faults::freeze::{
-    AttemptFiles, FreezeLedger, FreezePlan, HEALER_SUBCOMMAND, HealerReport, RESUME_BOUND,
+    FreezeLedger, FreezePlan, HEALER_SUBCOMMAND, HealerReport, RESUME_BOUND,
 };
 use crate::faults::process::{
     PinnedProcess, ProcessRef, ResumeCheck, prove_healer, require_container, stand_down,
@@ -376,8 +377,10 @@ async fn heal_scale(
     cluster: Option<&crate::cluster::Cluster>,
     command: &str,
 ) -> Result<Settled, NotSettled> {
-    let fd = scale::FaultDir(dir.to_path_buf());
-    let plan: scale::WatcherPlan = read_json(&fd.plan()).map_err(Broken)?;
+    let fd = AttemptFiles {
+        dir: dir.to_path_buf(),
+    };
+    let plan: scale::ScalePlan = read_json(&fd.plan()).map_err(Broken)?;
     plan.check_target().map_err(Broken)?;
     if plan.fault_id != dir_attempt(dir) {
         return Err(Broken(LabError::FaultRefused {
@@ -398,13 +401,13 @@ async fn heal_scale(
         return Ok(Settled::Live(format!("its runner pid {} is alive", r.pid)));
     }
     let mut rec = record(attempt.clone(), FaultKind::Scale, command, "");
-    let ledger = match fd.read_ledger() {
+    let ledger = match fd.read_scale_ledger() {
         Ok(l) => Some(l),
         Err(_) if std::fs::symlink_metadata(fd.ledger()).is_err() => None,
         Err(e) => return Err(Broken(e)),
     };
-    let watcher = fd.read_watcher().ok().flatten();
-    let candidate = watcher.as_ref().and_then(|w| {
+    let report = fd.read_scale_report().ok().flatten();
+    let candidate = report.as_ref().and_then(|w| {
         w.pid_start_ticks.map(|t| ProcessRef {
             pid: w.pid as i32,
             start_ticks: t,
@@ -414,7 +417,7 @@ async fn heal_scale(
     let asked_down = ledger
         .as_ref()
         .is_some_and(|l| l.last(scale::LedgerEvent::ScalingDown).is_some())
-        || watcher.as_ref().is_some_and(|w| w.scale_down.is_some());
+        || report.as_ref().is_some_and(|w| w.scale_down.is_some());
     let handed_over = ledger
         .as_ref()
         .is_some_and(|l| l.last(scale::LedgerEvent::HandedOver).is_some());
@@ -424,7 +427,7 @@ async fn heal_scale(
         return Ok(Settled::Live(format!(
             "act 5 completed and handed the fault to act 6; its healer (pid {}) restores at {}",
             h.pid(),
-            watcher
+            report
                 .as_ref()
                 .map(|w| w.deadline_at.as_str())
                 .unwrap_or("?")

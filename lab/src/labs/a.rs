@@ -11,7 +11,7 @@
 //!   first explicit deny), each with its own timestamp, a bound that runs out being `not-confirmed`;
 //! - act 7: that a server-side dry-run (`dryRun=All`) is validated by the webhook and stores nothing.
 //!
-//! The fault and its recovery watcher are in [`crate::faults::scale`].
+//! The fault and its healer are in [`crate::faults::scale`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -70,7 +70,7 @@ pub(crate) static RUNNERS: &[(u8, super::Runner)] = &[
 type ActResult = Result<(serde_json::Value, Vec<String>), (serde_json::Value, LabError)>;
 
 /// What an act with a live scale-down works with (acts 5 and 6): the cluster, the student's
-/// output, the fault (its plan, ledger and watcher), the evidence recorder, and the partial facts
+/// output, the fault (its plan, ledger and healer), the evidence recorder, and the partial facts
 /// kept if the act is interrupted.
 struct ScaleAct<'a> {
     cl: &'a Cluster,
@@ -192,9 +192,9 @@ async fn policy_webhook(cl: &Cluster) -> Result<Option<WebhookFacts>, LabError> 
     Ok(None)
 }
 
-/// The kubeconfig file the recovery watcher reads: the one the runner uses, else `$KUBECONFIG`'s
+/// The kubeconfig file the healer reads: the one the runner uses, else `$KUBECONFIG`'s
 /// first entry, else `~/.kube/config`.
-fn watcher_kubeconfig(cl: &Cluster) -> Result<PathBuf, LabError> {
+fn healer_kubeconfig(cl: &Cluster) -> Result<PathBuf, LabError> {
     if let Some(p) = cl.kubeconfig() {
         return Ok(p.to_path_buf());
     }
@@ -205,7 +205,7 @@ fn watcher_kubeconfig(cl: &Cluster) -> Result<PathBuf, LabError> {
         .map(|h| PathBuf::from(h).join(".kube/config"))
         .filter(|p| p.is_file());
     env_first.or(home).ok_or_else(|| LabError::FaultRefused {
-        reason: "the recovery watcher needs a kubeconfig file; pass --kubeconfig".into(),
+        reason: "the healer needs a kubeconfig file; pass --kubeconfig".into(),
     })
 }
 
@@ -305,14 +305,14 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     let mark = cl.lab_mark().await?;
     let f2: Act2Facts = read_facts(&env.workdir, 2)?;
     let f3: Act3Facts = read_facts(&env.workdir, 3)?;
-    let kubeconfig = watcher_kubeconfig(&cl)?;
-    // Every command healed first (`run_act`): what is left unfinished is owned by a live watcher
+    let kubeconfig = healer_kubeconfig(&cl)?;
+    // Every command healed first (`run_act`): what is left unfinished is owned by a live healer
     // of a completed act 5, so act 6 (which records the recovery) is the act that can run.
     let unfinished = scale::unfinished_faults(env.workdir.root())?;
     if !unfinished.is_empty() {
         return Err(LabError::FaultRefused {
             reason: format!(
-                "an earlier scale-down is still owned by its recovery watcher ({}); act 6 restores it and records the recovery",
+                "an earlier scale-down is still owned by its healer ({}); act 6 restores it and records the recovery",
                 unfinished
                     .iter()
                     .map(|u| u.dir.display().to_string())
@@ -335,6 +335,7 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
         inputs::RestoreAfterSec::VALUE as u64,
     )
     .await?;
+    // Evidence labels keep the recorded format's words (`watcher-ready`, facts `watcher`).
     rec.raw("watcher-ready", &ready);
     let watcher = WatcherFacts {
         pid: Some(ready.pid),
@@ -342,7 +343,7 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
         restore_after_sec: inputs::RestoreAfterSec::VALUE,
         original_replicas: inputs::OriginalReplicas::VALUE,
         deadline_at: Some(ready.deadline_at.clone()),
-        fault_dir: Some(fault.dir().0.display().to_string()),
+        fault_dir: Some(fault.files().dir.display().to_string()),
     };
     ui.say(m::watcher_ready(
         ready.pid,
@@ -372,7 +373,7 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     };
     match result {
         Ok((facts, lines)) => {
-            // The fault stays on for act 6: a later heal leaves it to act 6 and the watcher.
+            // The fault stays on for act 6: a later heal leaves it to act 6 and the healer.
             if let Err(e) = fault.hand_over() {
                 rec.raw("hand-over-record-error", e.to_string());
             }
@@ -381,13 +382,13 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
             rec.complete(facts, lines)
         }
         Err(e) => {
-            // The runner's own exit path: restore now (the watcher stays armed as the safety net).
+            // The runner's own exit path: restore now (the healer stays armed as the safety net).
             if fault
                 .ledger()
                 .last(scale::LedgerEvent::ScalingDown)
                 .is_some()
             {
-                let restored = fault.restore(scale::Restorer::Runner).await;
+                let restored = fault.restore(scale::UndoneBy::Runner).await;
                 rec.raw(
                     "runner-restore",
                     restored.as_ref().map_err(|e| e.to_string()),
@@ -419,11 +420,11 @@ async fn act5_body(
     rec.save_progress(partial.clone())?;
 
     // Wait (bounded) until no controller pod is left. Pods while the replicas are no longer 0
-    // are not going away: the fault is over (the recovery watcher restores at its deadline, e.g.
+    // are not going away: the fault is over (the healer restores at its deadline, e.g.
     // when this act was stopped past it), so the wait ends at once with what was seen.
     let mut last_tick = 0;
     let plan = fault.plan().clone();
-    let watcher_record = fault.dir().clone();
+    let healer_files = fault.files().clone();
     let check = || async {
         let pods = cl.admission_pods().await?;
         if pods.is_empty() {
@@ -435,13 +436,13 @@ async fn act5_body(
             .and_then(|s| s.replicas)
             .unwrap_or(0);
         if replicas != scale::FAULT_REPLICAS {
-            let by = match watcher_record.read_watcher() {
+            let by = match healer_files.read_scale_report() {
                 Ok(Some(w)) if w.restored_at.is_some() => format!(
-                    "restored by the recovery watcher at {} (its deadline {})",
+                    "restored by the healer at {} (its deadline {})",
                     w.restored_at.as_deref().unwrap_or("-"),
                     w.deadline_at
                 ),
-                _ => "not restored by this lab's recovery watcher".to_owned(),
+                _ => "not restored by this lab's healer".to_owned(),
             };
             return Err(LabError::ClusterMismatch {
                 what: format!(
@@ -718,16 +719,19 @@ pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
                 .into(),
         }),
     };
-    // Whatever happened, the fault must not outlive the act (the watcher is the safety net too).
+    // Whatever happened, the fault must not outlive the act (the healer is the safety net too).
     if result.is_err() {
-        let restored = fault.restore(scale::Restorer::Runner).await;
+        let restored = fault.restore(scale::UndoneBy::Runner).await;
         rec.raw(
             "runner-restore-on-exit",
             restored.as_ref().map_err(|e| e.to_string()),
         );
     }
     rec.raw("fault-ledger", fault.ledger());
-    rec.raw("watcher-record", fault.dir().read_watcher().ok().flatten());
+    rec.raw(
+        "watcher-record",
+        fault.files().read_scale_report().ok().flatten(),
+    );
     match result {
         Ok((facts, lines)) => {
             let mut facts = to_value(&facts)?;
@@ -742,7 +746,7 @@ pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
 }
 
 /// Act 6's recovery timeline, in three named phases: [`restore_replicas`] (step 1, the runner
-/// restores unless the watcher already did), [`observe_recovery`] (steps 2-6 in rounds until all
+/// restores unless the healer already did), [`observe_recovery`] (steps 2-6 in rounds until all
 /// are confirmed or [`RECOVERY_BOUND`] runs out), then what admission left behind (act 5's admitted
 /// pod, act 3's pod) and the summary lines ([`act6_lines`]).
 async fn act6_body(
@@ -814,7 +818,7 @@ async fn act6_body(
     Ok((facts, lines))
 }
 
-/// Act 6, step 1: the runner restores the original replicas unless the watcher (or someone else)
+/// Act 6, step 1: the runner restores the original replicas unless the healer (or someone else)
 /// already did. Returns the step's track, who restored, and the fault's restore outcome.
 ///
 /// Errors: [`LabError::FaultRefused`] when someone else set another replica count (left alone);
@@ -827,7 +831,7 @@ async fn restore_replicas(
 ) -> Result<(Track, Option<Restorer>, RestoreOutcome), LabError> {
     ui.step(m::RESTORING_REPLICAS);
     let mut restored = Track::default();
-    let outcome = fault.restore(scale::Restorer::Runner).await?;
+    let outcome = fault.restore(scale::UndoneBy::Runner).await?;
     rec.raw("restore", &outcome);
     let restored_by = match &outcome {
         RestoreOutcome::Restored { at, .. } => {
@@ -840,8 +844,10 @@ async fn restore_replicas(
                 // no check without it (no `last_seen`).
                 restored.confirm(when, t0);
                 Some(match who {
-                    scale::Restorer::Watcher => Restorer::Watcher,
-                    scale::Restorer::Runner | scale::Restorer::Healer => Restorer::Runner,
+                    scale::UndoneBy::Healer => Restorer::Watcher,
+                    scale::UndoneBy::Runner
+                    | scale::UndoneBy::RunnerExit
+                    | scale::UndoneBy::LaterCommand => Restorer::Runner,
                 })
             }
             None => {
@@ -1124,7 +1130,7 @@ fn act6_lines(
         )),
     ];
     // A step already reached at the first check has no earlier check: when the replicas were
-    // restored before act 6 started (by the watcher), its time is when act 6 first looked, not
+    // restored before act 6 started (by the healer), its time is when act 6 first looked, not
     // when it happened.
     let first_check: Vec<&str> = [
         ("pod_created", &facts.pod_created),

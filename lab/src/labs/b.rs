@@ -21,7 +21,7 @@ use crate::facts::b::{
     Act4Facts, Act5Facts, Act6Facts, Act7Facts, FreezeRun, FreezeWindow, ProcessIdentity, Resumer,
 };
 use crate::facts::{self, Act2Facts, Act3Facts, Act8Facts, PodObservation, ReportCheck};
-use crate::faults::freeze::{self, AttemptFiles, FreezeTarget, ResumedBy};
+use crate::faults::freeze::{self, AttemptFiles, FreezeTarget, UndoneBy};
 use crate::inputs;
 use crate::labs::common::{
     self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Env, TARGET_NAMESPACE, Ui, describe,
@@ -629,10 +629,10 @@ async fn freeze_run(
     drop(fz);
     rec.raw("fault-ledger-resumed", &ledger);
     let by = match resume.resumed_by {
-        ResumedBy::Healer => m::resumer::HEALER,
-        ResumedBy::Runner => m::resumer::RUNNER,
-        ResumedBy::RunnerExit => m::resumer::RUNNER_EXIT,
-        ResumedBy::LaterCommand => m::resumer::LATER_COMMAND,
+        UndoneBy::Healer => m::resumer::HEALER,
+        UndoneBy::Runner => m::resumer::RUNNER,
+        UndoneBy::RunnerExit => m::resumer::RUNNER_EXIT,
+        UndoneBy::LaterCommand => m::resumer::LATER_COMMAND,
     };
     ui.step(m::resumed(
         by.get(ui.lang()),
@@ -727,7 +727,7 @@ async fn freeze_run(
         state_during: state_during.map(String::from),
         resumed_at: resume.resumed_at.clone(),
         resumed_by: match resume.resumed_by {
-            ResumedBy::Healer => Resumer::Watchdog,
+            UndoneBy::Healer => Resumer::Watchdog,
             _ => Resumer::Runner,
         },
         state_after: resume
