@@ -448,6 +448,54 @@ pub async fn read_scale(cluster: &Cluster) -> Result<Option<Scale>> {
     cluster.deployment_scale(NAMESPACE, DEPLOYMENT).await
 }
 
+/// What a write of `spec.replicas` does with the scale it has just read ([`decide_write`]).
+#[derive(Debug)]
+pub enum WriteStep {
+    /// Write: our Deployment, still at `from`.
+    Write,
+    /// Nothing to write: someone else already set the value this write was for (after a 409, the
+    /// healer's restore meeting act 6's): the restore counts as already restored.
+    AlreadySet,
+    /// Not ours (other UID), or changed by someone else to another value: nothing is written.
+    Refuse(LabError),
+}
+
+/// The pure decision of one write from `from` to `replicas` on the scale `current` just read
+/// (the first read, or the re-read after a 409 Conflict); `action` names the write in errors.
+pub fn decide_write(
+    plan: &ScalePlan,
+    current: &Scale,
+    from: i32,
+    replicas: i32,
+    action: &str,
+) -> WriteStep {
+    if current.metadata.uid.as_deref() != Some(plan.deployment_uid.as_str()) {
+        return WriteStep::Refuse(LabError::ClusterMismatch {
+            what: format!("uid of deployment {NAMESPACE}/{DEPLOYMENT}"),
+            expected: plan.deployment_uid.clone(),
+            found: current
+                .metadata
+                .uid
+                .clone()
+                .unwrap_or_else(|| "<none>".into()),
+        });
+    }
+    let now = current.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
+    if now == replicas && now != from {
+        return WriteStep::AlreadySet;
+    }
+    if now != from {
+        return WriteStep::Refuse(LabError::ClusterMismatch {
+            what: format!(
+                "spec.replicas of deployment {NAMESPACE}/{DEPLOYMENT} (changed by someone else before {action})"
+            ),
+            expected: from.to_string(),
+            found: now.to_string(),
+        });
+    }
+    WriteStep::Write
+}
+
 /// Sets `spec.replicas` from `from` to `replicas` through the scale subresource with optimistic
 /// concurrency (the scale's `resourceVersion` and the planned UID are checked). A 409 Conflict is
 /// retried a few times, and each retry decides again: when the re-read scale is no longer at
@@ -465,32 +513,10 @@ async fn put_replicas(
         plan.namespace, plan.deployment
     );
     for _ in 0..5 {
-        if current.metadata.uid.as_deref() != Some(plan.deployment_uid.as_str()) {
-            return Err(LabError::ClusterMismatch {
-                what: format!("uid of deployment {}/{}", plan.namespace, plan.deployment),
-                expected: plan.deployment_uid.clone(),
-                found: current
-                    .metadata
-                    .uid
-                    .clone()
-                    .unwrap_or_else(|| "<none>".into()),
-            });
-        }
-        let now = current.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
-        if now == replicas && now != from {
-            // Someone else (the healer's restore meeting act 6's, with a 409 between) already
-            // set the value this write was for.
-            return Ok(None);
-        }
-        if now != from {
-            return Err(LabError::ClusterMismatch {
-                what: format!(
-                    "spec.replicas of deployment {}/{} (changed by someone else before {action})",
-                    plan.namespace, plan.deployment
-                ),
-                expected: from.to_string(),
-                found: now.to_string(),
-            });
+        match decide_write(plan, &current, from, replicas, &action) {
+            WriteStep::Write => {}
+            WriteStep::AlreadySet => return Ok(None),
+            WriteStep::Refuse(e) => return Err(e),
         }
         let mut next = current.clone();
         next.spec.get_or_insert_with(Default::default).replicas = Some(replicas);
@@ -541,17 +567,22 @@ pub async fn restore_replicas(cluster: &Cluster, plan: &ScalePlan) -> Result<Res
             replicas,
             at: now_rfc3339(),
         }),
-        RestoreDecision::Restore => {
-            match put_replicas(cluster, plan, scale, FAULT_REPLICAS, plan.original_replicas).await?
-            {
-                Some(answer) => Ok(RestoreOutcome::Restored {
-                    at: now_rfc3339(),
-                    raw: serde_json::to_value(&answer).unwrap_or(serde_json::Value::Null),
-                }),
-                // A 409 and a re-read that found the original replicas: restored by another.
-                None => Ok(RestoreOutcome::AlreadyRestored { at: now_rfc3339() }),
-            }
-        }
+        RestoreDecision::Restore => Ok(restore_written(
+            put_replicas(cluster, plan, scale, FAULT_REPLICAS, plan.original_replicas).await?,
+        )),
+    }
+}
+
+/// The outcome of a restore write ([`put_replicas`]): the API server's answer is `restored`;
+/// no write (a 409 and a re-read that found the original replicas: the healer's restore met
+/// act 6's, or the other way round) is `already-restored`, never an error.
+pub fn restore_written(answer: Option<Scale>) -> RestoreOutcome {
+    match answer {
+        Some(answer) => RestoreOutcome::Restored {
+            at: now_rfc3339(),
+            raw: serde_json::to_value(&answer).unwrap_or(serde_json::Value::Null),
+        },
+        None => RestoreOutcome::AlreadyRestored { at: now_rfc3339() },
     }
 }
 
@@ -622,6 +653,55 @@ async fn next_answer(
     match tokio::time::timeout(LAST_LOOK, lines.next_line()).await {
         Ok(r) => r.map_err(Some),
         Err(_) => Err(None),
+    }
+}
+
+/// The scale healer's report in words, for an error of the runner (what became of it).
+fn healer_state(files: &AttemptFiles) -> String {
+    match files.read_scale_report() {
+        Ok(Some(w)) => format!(
+            "its record: {:?}, woke by {}, finished at {}",
+            w.action,
+            w.woke_by.as_deref().unwrap_or("-"),
+            w.finished_at.as_deref().unwrap_or("-")
+        ),
+        Ok(None) => "it wrote no record".into(),
+        Err(e) => format!("its record is unreadable: {e}"),
+    }
+}
+
+/// The runner's reading of the healer's answer to [`SCALE_DOWN_REQUEST`]: the record of a
+/// `scaled-down` answer, or the error a refusal, a failure or an odd answer is.
+fn scale_down_record(answer: &HealerScaleDown, line: &str) -> Result<ScaleDownRecord> {
+    let error = answer
+        .error
+        .clone()
+        .unwrap_or_else(|| "no reason given".into());
+    match (
+        answer.status,
+        answer.sent_at.clone(),
+        answer.answered_at.clone(),
+        answer.replicas_before,
+    ) {
+        (ScaleDownStatus::ScaledDown, Some(sent_at), Some(answered_at), Some(before)) => {
+            Ok(ScaleDownRecord {
+                sent_at,
+                answered_at,
+                replicas_before: before,
+                raw: answer.raw.clone(),
+            })
+        }
+        (ScaleDownStatus::Refused, ..) => Err(LabError::FaultRefused {
+            reason: format!(
+                "the healer refused the scale-down: {error}; nothing was scaled (run the act again)"
+            ),
+        }),
+        (ScaleDownStatus::Failed, ..) => Err(LabError::Kube(format!(
+            "the healer's scale-down failed: {error}"
+        ))),
+        _ => Err(LabError::FaultRefused {
+            reason: format!("unexpected answer of the healer: {line}"),
+        }),
     }
 }
 
@@ -838,16 +918,6 @@ impl ScaleFault {
             None,
             serde_json::json!({"replicas": FAULT_REPLICAS, "request": SCALE_DOWN_REQUEST}),
         )?;
-        let healer_state = |dir: &AttemptFiles| match dir.read_scale_report() {
-            Ok(Some(w)) => format!(
-                "its record: {:?}, woke by {}, finished at {}",
-                w.action,
-                w.woke_by.as_deref().unwrap_or("-"),
-                w.finished_at.as_deref().unwrap_or("-")
-            ),
-            Ok(None) => "it wrote no record".into(),
-            Err(e) => format!("its record is unreadable: {e}"),
-        };
         let sent = async {
             to.write_all(format!("{SCALE_DOWN_REQUEST}\n").as_bytes())
                 .await?;
@@ -892,41 +962,13 @@ impl ScaleFault {
             serde_json::from_str(&line).map_err(|e| LabError::FaultRefused {
                 reason: format!("unreadable answer of the healer {line:?}: {e}"),
             })?;
-        let error = answer
-            .error
-            .clone()
-            .unwrap_or_else(|| "no reason given".into());
-        match (
-            answer.status,
-            answer.sent_at.clone(),
-            answer.answered_at.clone(),
-            answer.replicas_before,
-        ) {
-            (ScaleDownStatus::ScaledDown, Some(sent_at), Some(answered_at), Some(before)) => {
-                self.record(
-                    LedgerEvent::ScaledDown,
-                    None,
-                    serde_json::to_value(&answer).unwrap_or_default(),
-                )?;
-                Ok(ScaleDownRecord {
-                    sent_at,
-                    answered_at,
-                    replicas_before: before,
-                    raw: answer.raw,
-                })
-            }
-            (ScaleDownStatus::Refused, ..) => Err(LabError::FaultRefused {
-                reason: format!(
-                    "the healer refused the scale-down: {error}; nothing was scaled (run the act again)"
-                ),
-            }),
-            (ScaleDownStatus::Failed, ..) => Err(LabError::Kube(format!(
-                "the healer's scale-down failed: {error}"
-            ))),
-            _ => Err(LabError::FaultRefused {
-                reason: format!("unexpected answer of the healer: {line}"),
-            }),
-        }
+        let record = scale_down_record(&answer, &line)?;
+        self.record(
+            LedgerEvent::ScaledDown,
+            None,
+            serde_json::to_value(&answer).unwrap_or_default(),
+        )?;
+        Ok(record)
     }
 
     /// Restores the original replicas as `by` (see [`restore_replicas`]), then records
@@ -1125,6 +1167,44 @@ fn request_pipe() -> std::io::Result<tokio::net::unix::pipe::Receiver> {
     tokio::net::unix::pipe::Receiver::from_owned_fd(fd)
 }
 
+/// The lab's Deployment read live for the healer's scale-down: it must have the planned UID and
+/// `spec.replicas` at the planned original. `Err` is the replicas seen (when read) and why not.
+async fn live_at_original(
+    client: &Cluster,
+    plan: &ScalePlan,
+) -> std::result::Result<Scale, (Option<i32>, String)> {
+    let scale = match read_scale(client).await {
+        Ok(Some(s)) => s,
+        Ok(None) => {
+            return Err((
+                None,
+                format!(
+                    "deployment {}/{} not found",
+                    plan.namespace, plan.deployment
+                ),
+            ));
+        }
+        Err(e) => return Err((None, e.to_string())),
+    };
+    let before = scale.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
+    if scale.metadata.uid.as_deref() != Some(plan.deployment_uid.as_str())
+        || before != plan.original_replicas
+    {
+        return Err((
+            Some(before),
+            format!(
+                "deployment {}/{} has uid {} and spec.replicas {before}; the plan says uid {} and original_replicas {}",
+                plan.namespace,
+                plan.deployment,
+                scale.metadata.uid.as_deref().unwrap_or("<none>"),
+                plan.deployment_uid,
+                plan.original_replicas
+            ),
+        ));
+    }
+    Ok(scale)
+}
+
 /// Serves the runner's [`SCALE_DOWN_REQUEST`] (module docs): decides with the time left before
 /// `deadline` ([`decide_scale_down`]), checks the live scale against the plan, records
 /// `scaling-down` in `healer.json` (nothing is scaled when that record cannot be written), scales
@@ -1165,32 +1245,15 @@ async fn serve_scale_down(
         let _ = write_json_atomic(&dir.report(), record);
         sd
     };
-    let scale = match read_scale(client).await {
-        Ok(Some(s)) => s,
-        Ok(None) => {
-            let why = format!(
-                "deployment {}/{} not found",
-                plan.namespace, plan.deployment
-            );
+    let scale = match live_at_original(client, plan).await {
+        Ok(scale) => scale,
+        Err((before, why)) => {
+            sd.replicas_before = before;
             return refuse(record, sd, why);
         }
-        Err(e) => return refuse(record, sd, e.to_string()),
     };
     let before = scale.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
     sd.replicas_before = Some(before);
-    if scale.metadata.uid.as_deref() != Some(plan.deployment_uid.as_str())
-        || before != plan.original_replicas
-    {
-        let why = format!(
-            "deployment {}/{} has uid {} and spec.replicas {before}; the plan says uid {} and original_replicas {}",
-            plan.namespace,
-            plan.deployment,
-            scale.metadata.uid.as_deref().unwrap_or("<none>"),
-            plan.deployment_uid,
-            plan.original_replicas
-        );
-        return refuse(record, sd, why);
-    }
     // Before the request: a later reader knows a scale-down may have been sent.
     sd.status = ScaleDownStatus::ScalingDown;
     record.scale_down = Some(sd.clone());
@@ -1595,6 +1658,69 @@ fn record_outcome(record: &mut HealerReport, outcome: RestoreOutcome) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn scale_at(uid: &str, replicas: i32) -> Scale {
+        let mut s = Scale::default();
+        s.metadata.uid = Some(uid.into());
+        s.spec = Some(k8s_openapi::api::autoscaling::v1::ScaleSpec {
+            replicas: Some(replicas),
+        });
+        s
+    }
+
+    #[test]
+    fn a_restore_meeting_another_restore_after_a_409_is_already_restored() {
+        // Act 6's restore and the healer's race: one write wins, the other gets 409 Conflict and
+        // re-reads the scale at the original replicas. That loser writes nothing and counts the
+        // replicas as already restored (it was `interrupted` before).
+        let p = plan();
+        let reread = scale_at("uid-1", p.original_replicas);
+        let step = decide_write(
+            &p,
+            &reread,
+            FAULT_REPLICAS,
+            p.original_replicas,
+            "restoring",
+        );
+        assert!(matches!(step, WriteStep::AlreadySet), "{step:?}");
+        assert!(matches!(
+            restore_written(None),
+            RestoreOutcome::AlreadyRestored { .. }
+        ));
+        // Still at the fault's value after the 409: written again.
+        let step = decide_write(&p, &scale_at("uid-1", 0), FAULT_REPLICAS, 1, "restoring");
+        assert!(matches!(step, WriteStep::Write), "{step:?}");
+        // Changed by someone else to a third value, or another Deployment: nothing written.
+        for other in [scale_at("uid-1", 3), scale_at("uid-2", 0)] {
+            let step = decide_write(&p, &other, FAULT_REPLICAS, 1, "restoring");
+            assert!(matches!(step, WriteStep::Refuse(_)), "{step:?}");
+        }
+    }
+
+    #[test]
+    fn the_healer_refuses_a_plan_naming_another_deployment() {
+        for (ns, name) in [
+            ("default", DEPLOYMENT),
+            (NAMESPACE, "victim"),
+            ("kube-system", "coredns"),
+        ] {
+            let wd = tempfile::tempdir().expect("tempdir");
+            let files = AttemptFiles {
+                dir: wd.path().to_path_buf(),
+            };
+            let mut p = plan();
+            p.namespace = ns.into();
+            p.deployment = name.into();
+            write_json_atomic(&files.plan(), &p).expect("plan");
+            let err = read_plan(&files).expect_err("a plan naming another deployment");
+            let text = err.to_string();
+            assert!(
+                text.contains(&format!("{ns}/{name}"))
+                    && text.contains(&format!("{NAMESPACE}/{DEPLOYMENT}")),
+                "{text}"
+            );
+        }
+    }
 
     fn plan() -> ScalePlan {
         ScalePlan {
