@@ -295,6 +295,26 @@ async fn act4_body(cl: &Cluster, ui: &Ui, rec: &mut ActRecorder, node_uid: Strin
 // ---------------------------------------------------------------------------------------------
 // Act 5
 
+/// Refuses act 5 while an earlier scale-down of this work dir is unfinished.
+fn refuse_unfinished(env: &Env) -> Result<(), LabError> {
+    let unfinished = scale::unfinished_faults(env.workdir.root())?;
+    if unfinished.is_empty() {
+        return Ok(());
+    }
+    Err(LabError::FaultRefused {
+        reason: format!(
+            "an earlier scale-down is still owned by its healer ({}); act 6 restores it and records the recovery",
+            unfinished
+                .iter()
+                .map(|u| u.dir.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    })
+}
+
+/// Act 5: the healer armed, the admission controller scaled to 0 by it, and what the cluster
+/// does meanwhile (pods, policy, registration, requests); the fault is handed over to act 6.
 pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     let ui = env.ui;
     let cl = env.cluster().await?;
@@ -308,19 +328,7 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     let kubeconfig = healer_kubeconfig(&cl)?;
     // Every command healed first (`run_act`): what is left unfinished is owned by a live healer
     // of a completed act 5, so act 6 (which records the recovery) is the act that can run.
-    let unfinished = scale::unfinished_faults(env.workdir.root())?;
-    if !unfinished.is_empty() {
-        return Err(LabError::FaultRefused {
-            reason: format!(
-                "an earlier scale-down is still owned by its healer ({}); act 6 restores it and records the recovery",
-                unfinished
-                    .iter()
-                    .map(|u| u.dir.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        });
-    }
+    refuse_unfinished(env)?;
     let mut rec = ActRecorder::begin(&env.workdir, LAB, 5)?.with_audit(env);
     rec.input(&loaded);
     rec.raw("lab-mark", &mark);
@@ -419,9 +427,43 @@ async fn act5_body(
     partial["scaled_at"] = down.answered_at.clone().into();
     rec.save_progress(partial.clone())?;
 
-    // Wait (bounded) until no controller pod is left. Pods while the replicas are no longer 0
-    // are not going away: the fault is over (the healer restores at its deadline, e.g.
-    // when this act was stopped past it), so the wait ends at once with what was seen.
+    let pods_gone_at = wait_pods_gone(cl, ui, fault, rec).await?;
+    ui.say(m::pods_gone(&pods_gone_at));
+    partial["pods_gone_at"] = pods_gone_at.clone().into();
+
+    let (policy, configs, present, registrations_checked_at) =
+        observe_registration(cl, ui, rec, partial, f2).await?;
+
+    let (target_bad, control) = send_bad_requests(cl, ui, rec, partial).await?;
+    // The existing pod of act 3.
+    let existing = probe::observe_pod(cl, &f3.existing.namespace, &f3.existing.name).await?;
+    rec.raw("existing", &existing);
+
+    let facts = Act5Facts {
+        watcher,
+        scaled_at: down.answered_at.clone(),
+        pods_gone_at: Some(pods_gone_at),
+        policy,
+        webhook_configurations: configs,
+        policy_webhook_present: present,
+        registrations_checked_at,
+        target_bad,
+        control,
+        existing,
+    };
+    let lines = act5_lines(ui, &facts);
+    Ok((facts, lines))
+}
+
+/// Act 5: waits (bounded) until no controller pod is left; returns when. Pods while the
+/// replicas are no longer 0 are not going away: the fault is over (the healer restores at its
+/// deadline, e.g. when this act was stopped past it), so the wait ends at once with what was seen.
+async fn wait_pods_gone(
+    cl: &Cluster,
+    ui: &Ui,
+    fault: &ScaleFault,
+    rec: &mut ActRecorder,
+) -> Result<String, LabError> {
     let mut last_tick = 0;
     let plan = fault.plan().clone();
     let healer_files = fault.files().clone();
@@ -506,10 +548,18 @@ async fn act5_body(
         }
         Err(WaitError::Failed(e)) => return Err(e),
     };
-    ui.say(m::pods_gone(&pods_gone_at));
-    partial["pods_gone_at"] = pods_gone_at.clone().into();
+    Ok(pods_gone_at)
+}
 
-    // The policy object.
+/// Act 5: the policy object and the full list of ValidatingWebhookConfigurations, raw; returns
+/// the policy's presence, the list, whether the policy's webhook is in it and when it was read.
+async fn observe_registration(
+    cl: &Cluster,
+    ui: &Ui,
+    rec: &mut ActRecorder,
+    partial: &mut serde_json::Value,
+    f2: &Act2Facts,
+) -> Result<(PolicyPresence, serde_json::Value, bool, String), LabError> {
     let policy = cl.policy(cluster::POLICY_NAME).await?;
     rec.raw("policy", &policy);
     let policy = PolicyPresence {
@@ -548,7 +598,17 @@ async fn act5_body(
         &webhook_names(&configs).join(", "),
     ));
 
-    // A fresh violating request in the target namespace and one in the control namespace.
+    Ok((policy, configs, present, registrations_checked_at))
+}
+
+/// Act 5: a fresh violating request in the target namespace and one in the control namespace
+/// (the admission metrics window around them is kept in `partial`).
+async fn send_bad_requests(
+    cl: &Cluster,
+    ui: &Ui,
+    rec: &mut ActRecorder,
+    partial: &mut serde_json::Value,
+) -> Result<(RequestRecord, RequestRecord), LabError> {
     ui.step(m::CREATING_BAD_TARGET);
     let window = crate::metrics::Window::begin(cl).await;
     let target_bad =
@@ -565,23 +625,12 @@ async fn act5_body(
     let admission = window.end(cl).await;
     admission.attach(partial);
     rec.save_progress(partial.clone())?;
-    // The existing pod of act 3.
-    let existing = probe::observe_pod(cl, &f3.existing.namespace, &f3.existing.name).await?;
-    rec.raw("existing", &existing);
+    Ok((target_bad, control))
+}
 
-    let facts = Act5Facts {
-        watcher,
-        scaled_at: down.answered_at.clone(),
-        pods_gone_at: Some(pods_gone_at),
-        policy,
-        webhook_configurations: configs,
-        policy_webhook_present: present,
-        registrations_checked_at,
-        target_bad,
-        control,
-        existing,
-    };
-    let lines = vec![
+/// Act 5's summary lines.
+fn act5_lines(ui: &Ui, facts: &Act5Facts) -> Vec<String> {
+    vec![
         ui.text(m::scaled(
             &facts.scaled_at,
             facts.pods_gone_at.as_deref().unwrap_or("-"),
@@ -608,8 +657,7 @@ async fn act5_body(
         ui.text(m::stays_at_zero(
             facts.watcher.deadline_at.as_deref().unwrap_or("-"),
         )),
-    ];
-    Ok((facts, lines))
+    ]
 }
 
 // ---------------------------------------------------------------------------------------------
