@@ -70,8 +70,9 @@ pub const SUMMARY_FILE: &str = "summary.json";
 
 /// Reads `<dir>/summary.json` (`None`: absent or unreadable).
 pub fn read_summary(dir: &Path) -> Option<Summary> {
-    let text = std::fs::read_to_string(dir.join(SUMMARY_FILE)).ok()?;
-    serde_json::from_str(&text).ok()
+    // Bounded, a regular file only, without following a symlink.
+    let bytes = crate::files::read_regular_in(dir, SUMMARY_FILE, crate::files::JSON_BOUND).ok()?;
+    serde_json::from_slice(&bytes).ok()
 }
 
 /// The newest `<workdir>/diagnostics/act-NN/` that holds a summary (highest act number).

@@ -141,14 +141,17 @@ pub fn harden() -> Hardening {
         }
     }
     Hardening {
-        oom_score_adj: std::fs::read_to_string("/proc/self/oom_score_adj")
-            .ok()
-            .and_then(|t| t.trim().parse().ok()),
+        oom_score_adj: proc_text("/proc/self/oom_score_adj").and_then(|t| t.trim().parse().ok()),
         session: nix::unistd::getsid(None).ok().map(|p| p.as_raw()),
-        cgroup: std::fs::read_to_string("/proc/self/cgroup")
-            .ok()
-            .map(|t| t.trim().replace('\n', "; ")),
+        cgroup: proc_text("/proc/self/cgroup").map(|t| t.trim().replace('\n', "; ")),
     }
+}
+
+/// A `/proc` file's text, read bounded ([`crate::files::PROC_BOUND`], a regular file only).
+fn proc_text(path: &str) -> Option<String> {
+    crate::files::read_regular(Path::new(path), crate::files::PROC_BOUND)
+        .ok()
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
 }
 
 #[cfg(test)]

@@ -476,12 +476,15 @@ fn settle(
 ) -> Result<FreezeRun, (serde_json::Value, LabError)> {
     // This runner's attempt (its id ends with this process's pid), if it got that far.
     if let Some(files) = own_attempt(env, spec.act) {
-        for (what, path) in [
-            ("fault-plan", files.plan()),
-            ("fault-ledger", files.ledger()),
-            ("healer-report", files.report()),
+        for (what, name) in [
+            ("fault-plan", "plan.json"),
+            ("fault-ledger", "ledger.json"),
+            ("healer-report", "healer.json"),
         ] {
-            if let Ok(text) = std::fs::read_to_string(&path) {
+            // Bounded, without following a symlink, relative to the attempt's directory.
+            let bound = crate::files::RECORD_BOUND;
+            if let Ok(bytes) = crate::files::read_regular_in(&files.dir, name, bound) {
+                let text = String::from_utf8_lossy(&bytes).into_owned();
                 rec.raw(
                     what,
                     serde_json::from_str::<serde_json::Value>(&text).unwrap_or(text.into()),
