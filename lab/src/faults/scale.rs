@@ -1698,6 +1698,39 @@ mod tests {
     }
 
     #[test]
+    fn records_written_before_the_one_vocabulary_still_read() {
+        // A scale attempt made before the healer had one name: `watcher.json`, the ledger's
+        // `watcher-armed` and `by: watcher`.
+        let wd = tempfile::tempdir().expect("tempdir");
+        let files = AttemptFiles {
+            dir: wd.path().to_path_buf(),
+        };
+        assert_eq!(files.read_scale_report().expect("none yet"), None);
+        let report = waiting_healer(7, Some(8), "a", "b");
+        write_json_atomic(&wd.path().join("watcher.json"), &report).expect("watcher.json");
+        assert_eq!(files.report_to_read(), wd.path().join("watcher.json"));
+        assert_eq!(files.read_scale_report().expect("read"), Some(report));
+        let ledger = serde_json::json!({
+            "schema_version": SCHEMA_VERSION, "fault_id": "scale-x", "fault": FAULT_KIND,
+            "entries": [
+                {"at": "a", "event": "watcher-armed"},
+                {"at": "b", "event": "restored", "by": "watcher"}
+            ]
+        });
+        std::fs::write(files.ledger(), ledger.to_string()).expect("ledger");
+        let ledger = files.read_scale_ledger().expect("an old ledger reads");
+        assert_eq!(ledger.entries[0].event, LedgerEvent::HealerArmed);
+        assert_eq!(ledger.entries[1].by, Some(UndoneBy::Healer));
+        // Written today: the new names.
+        let v = serde_json::to_value(&ledger.entries[0]).expect("json");
+        assert_eq!(v["event"], "healer-armed");
+        assert_eq!(
+            serde_json::to_value(UndoneBy::Healer).expect("json"),
+            "healer"
+        );
+    }
+
+    #[test]
     fn the_healer_refuses_a_plan_naming_another_deployment() {
         for (ns, name) in [
             ("default", DEPLOYMENT),
