@@ -573,7 +573,7 @@ pub async fn restore_replicas(cluster: &Cluster, plan: &ScalePlan) -> Result<Res
     }
 }
 
-/// The outcome of a restore write ([`put_replicas`]): the API server's answer is `restored`;
+/// The outcome of a restore write (`put_replicas`): the API server's answer is `restored`;
 /// no write (a 409 and a re-read that found the original replicas: the healer's restore met
 /// act 6's, or the other way round) is `already-restored`, never an error.
 pub fn restore_written(answer: Option<Scale>) -> RestoreOutcome {
