@@ -13,15 +13,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::LabError;
 
-/// Now, RFC 3339 UTC with milliseconds.
-pub fn now_rfc3339() -> String {
-    rfc3339(chrono::Utc::now())
-}
+/// Now, RFC 3339 UTC with milliseconds: the evidence's one clock ([`crate::facts::now_rfc3339`]).
+pub use crate::facts::now_rfc3339;
 
-/// `t` as RFC 3339 UTC with milliseconds (the one clock format of every record).
-pub fn rfc3339(t: chrono::DateTime<chrono::Utc>) -> String {
-    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-}
+/// `t` as RFC 3339 UTC with milliseconds: the evidence's one format
+/// ([`crate::facts::format_rfc3339`]).
+pub use crate::facts::format_rfc3339 as rfc3339;
 
 /// Who undid a fault (resumed the frozen process, restored the replicas), in both faults' records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -139,12 +139,12 @@ fn watcher_final(dir: &AttemptFiles, bound: Duration) -> Result<scale::HealerRep
 }
 
 fn watcher_ref(dir: &AttemptFiles) -> Result<ProcessRef> {
-    let w = dir.read_scale_report()?.context("no watcher.json")?;
+    let w = dir.read_scale_report()?.context("no healer.json")?;
     Ok(ProcessRef {
         pid: w.pid as i32,
         start_ticks: w
             .pid_start_ticks
-            .context("watcher.json without start ticks")?,
+            .context("healer.json without start ticks")?,
     })
 }
 
@@ -557,8 +557,8 @@ pub fn runner_stopped_past_deadline(cluster: &LabCluster, source: &Path) -> Resu
     );
     ensure!(
         log.contains("while act 5 waited for its pods to be gone")
-            && log.contains("restored by the recovery watcher"),
-        "act 5 should say the watcher restored the replicas while it waited:\n{log}"
+            && log.contains("restored by the healer"),
+        "act 5 should say the healer restored the replicas while it waited:\n{log}"
     );
     ensure!(
         api.replicas()? == 1,
@@ -590,8 +590,8 @@ pub fn runner_stopped_past_deadline(cluster: &LabCluster, source: &Path) -> Resu
     );
     let why = ev.evidence.interruption.clone().unwrap_or_default();
     ensure!(
-        why.contains("restored by the recovery watcher"),
-        "act 5's evidence should name the watcher as the restorer: {why}"
+        why.contains("restored by the healer"),
+        "act 5's evidence should name the healer as the restorer: {why}"
     );
     let restore = ev
         .evidence
@@ -608,7 +608,7 @@ pub fn runner_stopped_past_deadline(cluster: &LabCluster, source: &Path) -> Resu
     Ok(())
 }
 
-/// A gate in front of the recovery watcher, so the test can stop act 5's runner at a known point
+/// A gate in front of the healer, so the test can stop act 5's runner at a known point
 /// before its scale-down request (the product has no hook for it): act 5 is started with
 /// `KCA_WEBHOOK_LAB_BIN` naming a shell script the test wrote, which act 5 runs as its watcher
 /// program. The script creates `started`, waits for a line on the FIFO `go`, then `exec`s the real
@@ -776,8 +776,8 @@ pub fn runner_stopped_before_request(cluster: &LabCluster, source: &Path) -> Res
         "act 5 continued after its watcher's deadline should not complete:\n{log}"
     );
     ensure!(
-        log.contains("could not reach the recovery watcher") && log.contains("nothing was scaled"),
-        "act 5 should say its request found the watcher gone and nothing was scaled:\n{log}"
+        log.contains("could not reach the healer") && log.contains("nothing was scaled"),
+        "act 5 should say its request found the healer gone and nothing was scaled:\n{log}"
     );
     ensure!(
         api.replicas()? == 1,
@@ -899,7 +899,7 @@ pub fn disk_full(cluster: &LabCluster, source: &Path) -> Result<()> {
     let (st, text) = rd.output(&["act", "6"])?;
     let took = t0.elapsed();
     let replicas = api.replicas()?;
-    let w = dir.read_scale_report()?.context("no watcher.json")?;
+    let w = dir.read_scale_report()?.context("no healer.json")?;
     let watcher_alive = watcher.is_alive();
     figure(
         ROW,
