@@ -480,14 +480,10 @@ impl Cursor {
 /// The complete lines of `path` from byte `offset` (a shorter file means it was rotated: read
 /// from its start).
 fn read_from(path: &std::path::Path, offset: u64) -> Result<Vec<String>, String> {
-    use std::io::{Read, Seek, SeekFrom};
     let err = |e: std::io::Error| format!("reading the audit log {}: {e}", path.display());
-    let mut f = std::fs::File::open(path).map_err(err)?;
-    let len = f.metadata().map_err(err)?.len();
-    let from = if len < offset { 0 } else { offset };
-    f.seek(SeekFrom::Start(from)).map_err(err)?;
-    let mut buf = Vec::new();
-    f.read_to_end(&mut buf).map_err(err)?;
+    // A regular file only, at most AUDIT_LOG_BOUND bytes after the offset.
+    let buf = crate::files::read_regular_from(path, offset, crate::files::AUDIT_LOG_BOUND)
+        .map_err(err)?;
     let text = String::from_utf8_lossy(&buf);
     let complete = match text.rfind('\n') {
         Some(i) => &text[..i],

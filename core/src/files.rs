@@ -94,6 +94,40 @@ pub fn read_regular(path: &Path, bound: u64) -> std::io::Result<Vec<u8>> {
     read_open(file, bound)
 }
 
+/// Bound on the part of the cluster's audit log one act reads (from the offset it noted when it
+/// began): 256 MiB. An act's window holds a few MB of events on the embedded cluster.
+pub const AUDIT_LOG_BOUND: u64 = 256 << 20;
+
+/// Reads the regular file at `path` from byte `offset` to its end, at most `bound` bytes (the
+/// cluster's audit log, which grows while the lab runs: what a reader sees is what was there when
+/// it looked). A file shorter than `offset` (rotated) is read from its start.
+///
+/// Errors: as [`read_regular`]; `InvalidInput` when more than `bound` bytes follow `offset`.
+pub fn read_regular_from(path: &Path, offset: u64, bound: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::{Seek, SeekFrom};
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((OFlags::NONBLOCK | OFlags::NOCTTY).bits() as i32)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.file_type().is_file() {
+        return Err(refused(format!(
+            "{}, not a regular file: only regular files are read",
+            kind_of(&meta)
+        )));
+    }
+    let from = if meta.len() < offset { 0 } else { offset };
+    file.seek(SeekFrom::Start(from))?;
+    let mut bytes = Vec::new();
+    file.take(bound + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > bound {
+        return Err(refused(format!(
+            "more than {bound} bytes after offset {from}, more than one act's window may have"
+        )));
+    }
+    Ok(bytes)
+}
+
 /// Reads the regular file `name` inside the directory `dir` without following a symlink at
 /// either: `dir` is opened with `O_DIRECTORY | O_NOFOLLOW` and the file relative to that
 /// directory fd with `O_NOFOLLOW | O_NONBLOCK`, at most `bound` bytes. For files in a directory
@@ -196,6 +230,22 @@ mod tests {
         assert_eq!(read_regular_in(dir.path(), "a.json", 2).unwrap(), b"{}");
         let e = read_regular(&p, 1).unwrap_err();
         assert!(e.to_string().contains("more than the 1 bytes"), "{e}");
+    }
+
+    #[test]
+    fn a_log_is_read_from_its_offset_bounded_and_only_when_regular() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("audit.log");
+        std::fs::write(&p, b"old\nnew\n").unwrap();
+        assert_eq!(read_regular_from(&p, 4, 16).unwrap(), b"new\n");
+        // Shorter than the offset: rotated, read from the start.
+        assert_eq!(read_regular_from(&p, 100, 16).unwrap(), b"old\nnew\n");
+        let e = read_regular_from(&p, 0, 4).unwrap_err();
+        assert!(e.to_string().contains("more than 4 bytes"), "{e}");
+        for p in [Path::new("/dev/zero"), dir.path()] {
+            let e = read_regular_from(p, 0, AUDIT_LOG_BOUND).unwrap_err();
+            assert!(e.to_string().contains("not a regular file"), "{e}");
+        }
     }
 
     #[test]

@@ -757,10 +757,8 @@ pub fn fine_grained_webhook_name(failure_policy: &str, policy: &str) -> String {
     format!("vpol.validate.kyverno.svc-{mode}-finegrained-{policy}")
 }
 
-/// Now, RFC 3339 UTC with milliseconds.
-pub fn now_rfc3339() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-}
+/// Now, RFC 3339 UTC with milliseconds: the evidence's one clock.
+pub use crate::facts::now_rfc3339;
 
 /// Serialises a kube object as JSON.
 pub fn to_json<T: Serialize>(obj: &T) -> Result<serde_json::Value, LabError> {

@@ -169,7 +169,7 @@ fn main() -> ExitCode {
     let cli = Cli::from_arg_matches(&help.get_matches()).unwrap_or_else(|e| e.exit());
     match &cli.command {
         Command::HealerFreeze { args } => return code(lab::faults::freeze::healer_main(args)),
-        Command::HealerScale { args } => return code(lab::faults::scale::watcher_main(args)),
+        Command::HealerScale { args } => return code(lab::faults::scale::healer_main(args)),
         _ => {}
     }
     let lang = cli.lang;

@@ -64,9 +64,13 @@ fn scan() -> Result<Vec<(i32, Vec<i32>, String)>, LabError> {
         let pid = p.pid();
         let Ok(status) = p.status() else { continue };
         let Some(nspid) = status.nspid else { continue };
-        let Ok(cgroup) = std::fs::read_to_string(format!("/proc/{pid}/cgroup")) else {
+        let path = format!("/proc/{pid}/cgroup");
+        let Ok(cgroup) =
+            crate::files::read_regular(std::path::Path::new(&path), crate::files::PROC_BOUND)
+        else {
             continue;
         };
+        let cgroup = String::from_utf8_lossy(&cgroup).into_owned();
         out.push((pid, nspid, cgroup));
     }
     Ok(out)

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use lab::faults::freeze::{self, AttemptFiles, FreezeTarget, HealerReport, ResumedBy};
+use lab::faults::freeze::{self, AttemptFiles, FreezeTarget, HealerReport, UndoneBy};
 use lab::faults::heal::HealRecord;
 use lab::faults::process::ProcessRef;
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -494,7 +494,7 @@ fn runner_signalled(sig: &str) -> Result<(), Failed> {
         return Err(format!("runner took {:?} to heal and exit", t0.elapsed()).into());
     }
     let ledger: freeze::FreezeLedger = lab::faults::records::read_json(&files.ledger())?;
-    if ledger.resumed_by != Some(ResumedBy::RunnerExit) || ledger.state_after_resume == Some('T') {
+    if ledger.resumed_by != Some(UndoneBy::RunnerExit) || ledger.state_after_resume == Some('T') {
         return Err(format!("ledger: {ledger:?}").into());
     }
     // The healer was asked to resume too and finishes early instead of at its 20 s deadline.
@@ -1125,13 +1125,13 @@ fn a_broken_attempt_dir_is_set_aside_once() -> Result<(), Failed> {
 /// A scale attempt whose ledger says restored is not closed from the ledger alone: without a live
 /// read of the Deployment (no cluster here) the heal writes no `already-restored`.
 fn a_scale_attempt_is_not_closed_from_its_ledger_alone() -> Result<(), Failed> {
-    use lab::faults::scale::{Ledger, LedgerEntry, LedgerEvent, Restorer, WatcherPlan};
+    use lab::faults::scale::{Ledger, LedgerEntry, LedgerEvent, ScalePlan, UndoneBy};
     lab_bin()?;
     let work = workdir()?;
     let id = "scale-05-20260101T000000.000Z-1";
     let dir = work.join("faults").join(id);
     std::fs::create_dir_all(&dir)?;
-    let plan = WatcherPlan {
+    let plan = ScalePlan {
         schema_version: 1,
         fault_id: id.into(),
         fault: lab::faults::scale::FAULT_KIND.into(),
@@ -1162,7 +1162,7 @@ fn a_scale_attempt_is_not_closed_from_its_ledger_alone() -> Result<(), Failed> {
             entry(LedgerEvent::Planned, None),
             entry(LedgerEvent::ScalingDown, None),
             entry(LedgerEvent::ScaledDown, None),
-            entry(LedgerEvent::Restored, Some(Restorer::Runner)),
+            entry(LedgerEvent::Restored, Some(UndoneBy::Runner)),
         ],
     };
     std::fs::write(dir.join("ledger.json"), serde_json::to_vec_pretty(&ledger)?)?;

@@ -580,12 +580,13 @@ fn act5_facts(run: &LabRun) -> Result<(), Failed> {
     )?;
     existing_survives(run, &f.existing)?;
     // The fault's ledger and the watcher's record are on disk.
-    let dir =
-        lab::faults::scale::FaultDir(f.watcher.fault_dir.clone().ok_or("no fault_dir")?.into());
-    let ledger = dir.read_ledger()?;
+    let dir = lab::faults::scale::AttemptFiles {
+        dir: f.watcher.fault_dir.clone().ok_or("no fault_dir")?.into(),
+    };
+    let ledger = dir.read_scale_ledger()?;
     ensure(
         ledger
-            .last(lab::faults::scale::LedgerEvent::WatcherArmed)
+            .last(lab::faults::scale::LedgerEvent::HealerArmed)
             .is_some()
             && ledger
                 .last(lab::faults::scale::LedgerEvent::ScaledDown)
@@ -668,12 +669,13 @@ fn act6_facts(run: &LabRun) -> Result<(), Failed> {
     existing_survives(run, f.existing.as_ref().ok_or("existing pod not read")?)?;
     // The runner restored: the watcher sees that in the ledger, checks the live scale and
     // finishes (already restored) instead of waiting for its deadline.
-    let dir =
-        lab::faults::scale::FaultDir(f5.watcher.fault_dir.clone().ok_or("no fault_dir")?.into());
+    let dir = lab::faults::scale::AttemptFiles {
+        dir: f5.watcher.fault_dir.clone().ok_or("no fault_dir")?.into(),
+    };
     let mut watcher = None;
     for _ in 0..100 {
-        if let Some(w) = dir.read_watcher()?
-            && w.action != lab::faults::scale::WatcherAction::Waiting
+        if let Some(w) = dir.read_scale_report()?
+            && w.action != lab::faults::scale::HealerAction::Waiting
         {
             watcher = Some(w);
             break;
@@ -687,7 +689,7 @@ fn act6_facts(run: &LabRun) -> Result<(), Failed> {
     );
     if f.restored_by == Some(lab::facts::a::Restorer::Runner) {
         ensure(
-            watcher.action == lab::faults::scale::WatcherAction::AlreadyRestored,
+            watcher.action == lab::faults::scale::HealerAction::AlreadyRestored,
             &format!(
                 "the watcher found the runner's restore, recorded {:?}",
                 watcher.action

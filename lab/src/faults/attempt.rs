@@ -104,6 +104,83 @@ pub fn faults_root(workdir: &Path) -> PathBuf {
     workdir.join("faults")
 }
 
+/// The files of one attempt, `<workdir>/faults/<attempt id>/`, the same names for both faults:
+/// `plan.json` (runner, before the healer starts), `ledger.json` (runner), `healer.json` (the
+/// healer's report, written only by the healer), `healer.log` (the healer's log) and `heal.json`
+/// (a later command's heal). No two processes write the same file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptFiles {
+    /// `<faults>/<attempt id>/`.
+    pub dir: PathBuf,
+}
+
+impl AttemptFiles {
+    /// The files of `attempt` under `faults_root`.
+    pub fn new(faults_root: &Path, attempt: &AttemptId) -> AttemptFiles {
+        AttemptFiles {
+            dir: faults_root.join(&attempt.0),
+        }
+    }
+    /// Makes a new attempt's directory under `faults_root` (made absolute: the healer runs with
+    /// `/` as its working directory), `0700` like any directory it has to create on the way.
+    ///
+    /// Errors: [`LabError::Io`] naming the directory (it exists already, or cannot be made).
+    pub fn create(faults_root: &Path, attempt: &AttemptId) -> Result<AttemptFiles, LabError> {
+        let root = std::path::absolute(faults_root).map_err(LabError::io(faults_root))?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&root)
+            .map_err(LabError::io(&root))?;
+        let files = AttemptFiles::new(&root, attempt);
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&files.dir)
+            .map_err(LabError::io(&files.dir))?;
+        Ok(files)
+    }
+    /// `plan.json`.
+    pub fn plan(&self) -> PathBuf {
+        self.dir.join("plan.json")
+    }
+    /// `ledger.json`.
+    pub fn ledger(&self) -> PathBuf {
+        self.dir.join("ledger.json")
+    }
+    /// `healer.json`, the healer's report. Scale attempts made before the one vocabulary named
+    /// it `watcher.json`; [`AttemptFiles::report_to_read`] finds either.
+    pub fn report(&self) -> PathBuf {
+        self.dir.join("healer.json")
+    }
+    /// The healer's report to read: `healer.json`, else the `watcher.json` of a scale attempt made
+    /// before the one vocabulary (so a later heal still proves and stands down its healer).
+    pub fn report_to_read(&self) -> PathBuf {
+        let legacy = self.dir.join("watcher.json");
+        if std::fs::symlink_metadata(self.report()).is_err()
+            && std::fs::symlink_metadata(&legacy).is_ok()
+        {
+            legacy
+        } else {
+            self.report()
+        }
+    }
+    /// `healer.log`.
+    pub fn log(&self) -> PathBuf {
+        self.dir.join("healer.log")
+    }
+    /// `heal.json`.
+    pub fn heal(&self) -> PathBuf {
+        self.dir.join("heal.json")
+    }
+    /// The attempt id the directory stands for (its name).
+    pub fn attempt_name(&self) -> String {
+        self.dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+}
+
 /// Who holds a lock, as written in the lock file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Holder {
@@ -410,52 +487,6 @@ pub fn lab_program() -> Result<PathBuf, LabError> {
             looked.join(", ")
         ),
     })
-}
-
-/// The last 5 lines of a helper's log (`healer.log`, `watcher.log`) for an error message: at most
-/// the last 64 KiB are read; empty when it cannot be read.
-pub fn log_tail(path: &Path) -> String {
-    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
-        return String::new();
-    };
-    let bytes = crate::files::read_regular_in(dir, name, 16 * crate::files::RECORD_BOUND)
-        .unwrap_or_default();
-    let tail = &bytes[bytes.len().saturating_sub(64 << 10)..];
-    let text = String::from_utf8_lossy(tail);
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(5)..].join(" | ")
-}
-
-/// What a healer did to protect itself at start (recorded in its report).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
-pub struct Hardening {
-    /// `/proc/self/oom_score_adj` after lowering it as far as allowed.
-    pub oom_score_adj: Option<i32>,
-    /// Session id after `setsid` (equal to the healer's pid: it leads its own session and group).
-    pub session: Option<i32>,
-    /// The healer's cgroup lines (`/proc/self/cgroup`); it stays in the runner's cgroup (leaving
-    /// it would mean creating a cgroup on the host, which the lab does not do).
-    pub cgroup: Option<String>,
-}
-
-/// Lowers this process's `oom_score_adj` as far as the kernel allows (-1000 needs
-/// CAP_SYS_RESOURCE; without it the value cannot go below the current one) and reports the
-/// session and cgroup.
-pub fn harden() -> Hardening {
-    for v in [-1000, -999, -500, 0] {
-        if std::fs::write("/proc/self/oom_score_adj", v.to_string()).is_ok() {
-            break;
-        }
-    }
-    Hardening {
-        oom_score_adj: std::fs::read_to_string("/proc/self/oom_score_adj")
-            .ok()
-            .and_then(|t| t.trim().parse().ok()),
-        session: nix::unistd::getsid(None).ok().map(|p| p.as_raw()),
-        cgroup: std::fs::read_to_string("/proc/self/cgroup")
-            .ok()
-            .map(|t| t.trim().replace('\n', "; ")),
-    }
 }
 
 #[cfg(test)]

@@ -36,18 +36,20 @@
 
 use std::io::{BufRead, Write as _};
 use std::os::fd::AsFd;
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Stdio};
 use std::time::{Duration, Instant};
 
 use rustix::process::Signal;
 use serde::{Deserialize, Serialize};
 
 use crate::error::LabError;
-use crate::faults::attempt::{self, AttemptId, FaultKind, Hardening, LAB_BIN_NAME, log_tail};
+pub use crate::faults::attempt::AttemptFiles;
+use crate::faults::attempt::{self, AttemptId, FaultKind};
+use crate::faults::healer::{self, Hardening, HealerLog, log_tail};
 use crate::faults::process::{PinnedProcess, ProcessRef, ResumeCheck, require_container};
-use crate::faults::records::{HealerLog, now_rfc3339, read_json, write_json_atomic};
+pub use crate::faults::records::UndoneBy;
+use crate::faults::records::{now_rfc3339, read_json, rfc3339, write_json_atomic};
 use crate::wait::{Check, TimedOut, Wait, WaitError};
 
 /// Name of the hidden subcommand that runs the freeze healer.
@@ -61,21 +63,6 @@ pub const STATE_BOUND: Duration = Duration::from_secs(2);
 /// Bound on reading the state after SIGCONT until it is no longer `T` (SIGCONT re-sent every
 /// 100 ms meanwhile).
 pub const RESUME_BOUND: Duration = Duration::from_secs(2);
-
-/// Who sent the SIGCONT that resumed the process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ResumedBy {
-    /// The detached healer (at its deadline, on a signal, or asked by the runner).
-    Healer,
-    /// The runner, on its normal path (the healer's resume was not seen in time, or the state was
-    /// still `T` after it).
-    Runner,
-    /// The runner, on an error or interruption path (error, panic, SIGINT/SIGTERM/SIGHUP).
-    RunnerExit,
-    /// A later command (`heal`, `inspect`, `act`) that found the attempt unfinished.
-    LaterCommand,
-}
 
 /// What to freeze and for how long.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,7 +125,7 @@ pub struct FreezeLedger {
     /// When the resuming SIGCONT was sent, RFC 3339 UTC (ms).
     pub resumed_at: Option<String>,
     /// Who sent it.
-    pub resumed_by: Option<ResumedBy>,
+    pub resumed_by: Option<UndoneBy>,
     /// State letter the runner read after the resume (`None` with `process_gone_after_resume`).
     pub state_after_resume: Option<char>,
     /// Whether the process was gone when the resume was checked.
@@ -182,41 +169,8 @@ pub struct HealerReport {
     pub note: Option<String>,
 }
 
-/// Paths of one attempt's files.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AttemptFiles {
-    /// `<faults>/<attempt id>/`.
-    pub dir: PathBuf,
-}
-
 impl AttemptFiles {
-    /// The files of `attempt` under `faults_root`.
-    pub fn new(faults_root: &Path, attempt: &AttemptId) -> AttemptFiles {
-        AttemptFiles {
-            dir: faults_root.join(&attempt.0),
-        }
-    }
-    /// `plan.json`.
-    pub fn plan(&self) -> PathBuf {
-        self.dir.join("plan.json")
-    }
-    /// `ledger.json`.
-    pub fn ledger(&self) -> PathBuf {
-        self.dir.join("ledger.json")
-    }
-    /// `healer.json`.
-    pub fn report(&self) -> PathBuf {
-        self.dir.join("healer.json")
-    }
-    /// `healer.log`.
-    pub fn log(&self) -> PathBuf {
-        self.dir.join("healer.log")
-    }
-    /// `heal.json`.
-    pub fn heal(&self) -> PathBuf {
-        self.dir.join("heal.json")
-    }
-    /// The healer's report now (`None`: not written or unreadable).
+    /// The freeze healer's report now (`None`: not written or unreadable).
     pub fn read_report(&self) -> Option<HealerReport> {
         read_json(&self.report()).ok()
     }
@@ -226,7 +180,7 @@ impl AttemptFiles {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResumeRecord {
     /// Who resumed the process.
-    pub resumed_by: ResumedBy,
+    pub resumed_by: UndoneBy,
     /// When SIGCONT was sent, RFC 3339 UTC (ms).
     pub resumed_at: String,
     /// State letter the runner read after the resume (`None`: the process was gone).
@@ -238,7 +192,7 @@ pub struct ResumeRecord {
 }
 
 /// A freeze in progress: the runner's pidfd, its healer (and the pipe to it) and the ledger.
-/// Dropping it while not resumed resumes the process ([`ResumedBy::RunnerExit`]).
+/// Dropping it while not resumed resumes the process ([`UndoneBy::RunnerExit`]).
 #[derive(Debug)]
 pub struct Freeze {
     plan: FreezePlan,
@@ -266,38 +220,8 @@ pub fn freeze(
     let pinned = PinnedProcess::open(target.pid, target.starttime)?;
     require_container(target.pid, &target.container_id)?;
     let attempt_id = AttemptId::new(FaultKind::Freeze, target.act);
-    let faults_root = std::path::absolute(faults_root).map_err(LabError::io(faults_root))?;
-    let files = AttemptFiles::new(&faults_root, &attempt_id);
-    std::fs::create_dir_all(&files.dir).map_err(LabError::io(&files.dir))?;
-    let plan = FreezePlan {
-        attempt: attempt_id.clone(),
-        act: target.act,
-        container_id: target.container_id.clone(),
-        pod_uid: target.pod_uid.clone(),
-        target: ProcessRef {
-            pid: target.pid,
-            start_ticks: target.starttime,
-        },
-        resume_after_sec: target.resume_after_sec,
-        runner: ProcessRef::myself(),
-        created_at: now_rfc3339(),
-    };
-    write_json_atomic(&files.plan(), &plan)?;
-    let mut ledger = FreezeLedger {
-        attempt: attempt_id,
-        status: "armed".into(),
-        healer: None,
-        healer_ready_at: None,
-        stop_sent_at: None,
-        frozen_at: None,
-        deadline_at: None,
-        resumed_at: None,
-        resumed_by: None,
-        state_after_resume: None,
-        process_gone_after_resume: false,
-        note: None,
-    };
-    write_json_atomic(&files.ledger(), &ledger)?;
+    let files = AttemptFiles::create(faults_root, &attempt_id)?;
+    let (plan, mut ledger) = write_plan_and_ledger(&files, attempt_id, target)?;
     let abort = |ledger: &mut FreezeLedger, e: LabError| {
         ledger.status = "aborted".into();
         ledger.note = Some(e.to_string());
@@ -317,20 +241,92 @@ pub fn freeze(
         return Err(abort(&mut ledger, e));
     }
     let mut to_healer = child.stdin.take();
-    let asked = to_healer
-        .as_mut()
-        .map(|p| p.write_all(b"stop\n").and_then(|()| p.flush()));
-    if !matches!(asked, Some(Ok(()))) {
+    if let Err(e) = ask(&mut to_healer, "stop") {
         drop(to_healer);
         let _ = child.wait();
         return Err(abort(
             &mut ledger,
             LabError::FaultRefused {
-                reason: format!("asking the healer to stop the process: {asked:?}"),
+                reason: format!("asking the healer to stop the process: {e}"),
             },
         ));
     }
-    // The healer sends SIGSTOP and confirms T; wait for its record (bounded).
+    let frozen = wait_frozen(&files);
+    let mut fz = Freeze {
+        deadline: Instant::now() + Duration::from_secs(target.resume_after_sec),
+        plan,
+        pinned,
+        files: files.clone(),
+        ledger,
+        healer: child,
+        to_healer,
+        resumed: false,
+    };
+    let report = match frozen {
+        Ok(r) => r,
+        Err(t) => {
+            // Ask it to resume whatever it did, then give up.
+            let _ = fz.resume(
+                UndoneBy::RunnerExit,
+                Some("the healer did not confirm the freeze in time".into()),
+            );
+            return Err(t.into());
+        }
+    };
+    fz.record_frozen(report)?;
+    Ok(fz)
+}
+
+/// Writes the attempt's `plan.json` and its `armed` `ledger.json` (before the healer starts).
+fn write_plan_and_ledger(
+    files: &AttemptFiles,
+    attempt: AttemptId,
+    target: &FreezeTarget,
+) -> Result<(FreezePlan, FreezeLedger), LabError> {
+    let plan = FreezePlan {
+        attempt: attempt.clone(),
+        act: target.act,
+        container_id: target.container_id.clone(),
+        pod_uid: target.pod_uid.clone(),
+        target: ProcessRef {
+            pid: target.pid,
+            start_ticks: target.starttime,
+        },
+        resume_after_sec: target.resume_after_sec,
+        runner: ProcessRef::myself(),
+        created_at: now_rfc3339(),
+    };
+    write_json_atomic(&files.plan(), &plan)?;
+    let ledger = FreezeLedger {
+        attempt,
+        status: "armed".into(),
+        healer: None,
+        healer_ready_at: None,
+        stop_sent_at: None,
+        frozen_at: None,
+        deadline_at: None,
+        resumed_at: None,
+        resumed_by: None,
+        state_after_resume: None,
+        process_gone_after_resume: false,
+        note: None,
+    };
+    write_json_atomic(&files.ledger(), &ledger)?;
+    Ok((plan, ledger))
+}
+
+/// Writes one request line (`stop`, `resume`) on the healer's stdin.
+fn ask(to_healer: &mut Option<ChildStdin>, line: &str) -> std::io::Result<()> {
+    let p = to_healer
+        .as_mut()
+        .ok_or_else(|| std::io::Error::other("no pipe to the healer"))?;
+    p.write_all(format!("{line}\n").as_bytes())?;
+    p.flush()
+}
+
+/// Waits (bounded) for the healer's record after `stop`: anything but `ready` (normally
+/// `frozen`). The timeout names the healer's log.
+fn wait_frozen(files: &AttemptFiles) -> Result<HealerReport, TimedOut<String>> {
     let frozen = Wait::new(
         "the freeze healer's `frozen` record",
         STATE_BOUND + Duration::from_secs(3),
@@ -346,94 +342,32 @@ pub fn freeze(
         },
         |_, _| {},
     );
-    let report = match frozen {
-        Ok(r) => r,
+    match frozen {
+        Ok(r) => Ok(r),
         Err(WaitError::Failed(never)) => match never {},
-        Err(WaitError::TimedOut(t)) => {
-            // Ask it to resume whatever it did, then give up.
-            let mut fz = Freeze {
-                deadline: Instant::now(),
-                plan,
-                pinned,
-                files: files.clone(),
-                ledger,
-                healer: child,
-                to_healer,
-                resumed: false,
-            };
-            let _ = fz.resume(
-                ResumedBy::RunnerExit,
-                Some("the healer did not confirm the freeze in time".into()),
-            );
-            return Err(TimedOut {
-                last: format!(
-                    "{:?}; log {}: {}",
-                    t.last,
-                    files.log().display(),
-                    log_tail(&files.log())
-                ),
-                what: t.what,
-                bound: t.bound,
-                waited: t.waited,
-            }
-            .into());
-        }
-    };
-    let stop_instant = Instant::now();
-    let mut fz = Freeze {
-        deadline: stop_instant + Duration::from_secs(target.resume_after_sec),
-        plan,
-        pinned,
-        files: files.clone(),
-        ledger,
-        healer: child,
-        to_healer,
-        resumed: false,
-    };
-    if report.status != "frozen" {
-        let e = LabError::FaultRefused {
-            reason: format!(
-                "the healer answered {} ({}); log {}: {}",
-                report.status,
-                report.note.clone().unwrap_or_default(),
+        Err(WaitError::TimedOut(t)) => Err(TimedOut {
+            last: format!(
+                "{:?}; log {}: {}",
+                t.last,
                 files.log().display(),
                 log_tail(&files.log())
             ),
-        };
-        let _ = fz.resume(ResumedBy::RunnerExit, Some(e.to_string()));
-        return Err(e);
+            what: t.what,
+            bound: t.bound,
+            waited: t.waited,
+        }),
     }
-    fz.ledger.status = "frozen".into();
-    fz.ledger.stop_sent_at = report.stop_sent_at.clone();
-    fz.ledger.frozen_at = report.frozen_at.clone();
-    fz.ledger.deadline_at = report.deadline_at.clone();
-    if let Err(e) = write_json_atomic(&fz.files.ledger(), &fz.ledger) {
-        let _ = fz.resume(ResumedBy::RunnerExit, Some(e.to_string()));
-        return Err(e);
-    }
-    Ok(fz)
 }
 
 /// Starts the healer and waits (bounded by [`HEALER_READY_BOUND`]) for its `ready`.
 fn start_healer(program: &Path, files: &AttemptFiles) -> Result<(Child, HealerReport), LabError> {
-    let mut cmd = Command::new(program);
-    cmd.arg(HEALER_SUBCOMMAND)
-        .arg("--attempt-dir")
-        .arg(&files.dir)
-        .current_dir("/")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    // SAFETY: setsid(2) is async-signal-safe; nothing else runs between fork and exec. The healer
-    // leads its own session and process group: signals to the runner's group or terminal (Ctrl-C,
-    // a dropped ssh session's SIGHUP) never reach it.
-    unsafe {
-        cmd.pre_exec(|| {
-            rustix::process::setsid()
-                .map(|_| ())
-                .map_err(std::io::Error::from)
-        });
-    }
+    let mut cmd = healer::command(
+        program,
+        HEALER_SUBCOMMAND,
+        &files.dir,
+        Stdio::null(),
+        Stdio::null(),
+    );
     let mut child = cmd.spawn().map_err(|e| LabError::FaultRefused {
         reason: format!("starting the healer {}: {e}", program.display()),
     })?;
@@ -489,6 +423,35 @@ fn start_healer(program: &Path, files: &AttemptFiles) -> Result<(Child, HealerRe
 }
 
 impl Freeze {
+    /// Takes the healer's answer to `stop`: `frozen` is recorded in the ledger (`stop_sent_at`,
+    /// `frozen_at`, `deadline_at`); anything else, or a ledger that cannot be written, resumes at
+    /// once and is the error.
+    fn record_frozen(&mut self, report: HealerReport) -> Result<(), LabError> {
+        if report.status != "frozen" {
+            let log = self.files.log();
+            let e = LabError::FaultRefused {
+                reason: format!(
+                    "the healer answered {} ({}); log {}: {}",
+                    report.status,
+                    report.note.clone().unwrap_or_default(),
+                    log.display(),
+                    log_tail(&log)
+                ),
+            };
+            let _ = self.resume(UndoneBy::RunnerExit, Some(e.to_string()));
+            return Err(e);
+        }
+        self.ledger.status = "frozen".into();
+        self.ledger.stop_sent_at = report.stop_sent_at.clone();
+        self.ledger.frozen_at = report.frozen_at.clone();
+        self.ledger.deadline_at = report.deadline_at.clone();
+        if let Err(e) = write_json_atomic(&self.files.ledger(), &self.ledger) {
+            let _ = self.resume(UndoneBy::RunnerExit, Some(e.to_string()));
+            return Err(e);
+        }
+        Ok(())
+    }
+
     /// The ledger as last written (or as it would have been written).
     pub fn ledger(&self) -> &FreezeLedger {
         &self.ledger
@@ -527,7 +490,7 @@ impl Freeze {
     /// Waits for the healer's resume: polls its report until `resumed`, `process-gone` or
     /// `still-stopped`, bounded by the deadline plus `grace`; then reads the state itself and, if
     /// it is still `T` (or the bound ran out), resumes through its own pidfd
-    /// ([`ResumedBy::Runner`]). `progress` is called about once a second with the seconds left
+    /// ([`UndoneBy::Runner`]). `progress` is called about once a second with the seconds left
     /// until the deadline.
     pub async fn wait_for_resume(
         &mut self,
@@ -570,7 +533,7 @@ impl Freeze {
                 let state_after = self.pinned.state().ok().flatten();
                 if matches!(state_after, Some('T') | Some('t')) {
                     return self.resume(
-                        ResumedBy::Runner,
+                        UndoneBy::Runner,
                         Some(format!(
                             "the healer reported {} but the state was still {state_after:?}",
                             report.status
@@ -579,7 +542,7 @@ impl Freeze {
                 }
                 self.resumed = true;
                 self.ledger.status = "resumed".into();
-                self.ledger.resumed_by = Some(ResumedBy::Healer);
+                self.ledger.resumed_by = Some(UndoneBy::Healer);
                 self.ledger.resumed_at = report.resume.as_ref().map(|c| c.sent_at.clone());
                 self.ledger.state_after_resume = state_after;
                 self.ledger.process_gone_after_resume = state_after.is_none();
@@ -588,7 +551,7 @@ impl Freeze {
                     .map(|e| e.to_string());
                 self.reap(Duration::from_secs(2));
                 Ok(ResumeRecord {
-                    resumed_by: ResumedBy::Healer,
+                    resumed_by: UndoneBy::Healer,
                     resumed_at: self.ledger.resumed_at.clone().unwrap_or_default(),
                     state_after,
                     healer: Some(report),
@@ -602,7 +565,7 @@ impl Freeze {
                         .saturating_duration_since(self.deadline)
                         .as_millis()
                 );
-                self.resume(ResumedBy::Runner, Some(note))
+                self.resume(UndoneBy::Runner, Some(note))
             }
             Err(WaitError::Failed(never)) => match never {},
         }
@@ -612,11 +575,7 @@ impl Freeze {
     /// runner's own pidfd and reads the state until it is no longer `T` (bounded); records who did
     /// it. The resume comes first; a ledger write that fails is reported in the record, not as an
     /// error. Idempotent: a second call returns the first record's data.
-    pub fn resume(
-        &mut self,
-        by: ResumedBy,
-        note: Option<String>,
-    ) -> Result<ResumeRecord, LabError> {
+    pub fn resume(&mut self, by: UndoneBy, note: Option<String>) -> Result<ResumeRecord, LabError> {
         if self.resumed {
             return Ok(ResumeRecord {
                 resumed_by: self.ledger.resumed_by.unwrap_or(by),
@@ -626,9 +585,7 @@ impl Freeze {
                 record_error: None,
             });
         }
-        if let Some(p) = self.to_healer.as_mut() {
-            let _ = p.write_all(b"resume\n").and_then(|()| p.flush());
-        }
+        let _ = ask(&mut self.to_healer, "resume");
         let check = self.pinned.resume_until_running(RESUME_BOUND);
         self.resumed = true;
         self.ledger.status = "resumed".into();
@@ -675,7 +632,7 @@ impl Drop for Freeze {
     fn drop(&mut self) {
         if !self.resumed {
             let _ = self.resume(
-                ResumedBy::RunnerExit,
+                UndoneBy::RunnerExit,
                 Some("the runner left the freeze on an error path".into()),
             );
         }
@@ -695,17 +652,10 @@ impl Drop for Freeze {
 ///
 /// It never prints (stdout/stderr may be closed or full): its log is `DIR/healer.log`.
 pub fn healer_main(args: &[String]) -> i32 {
-    let args = match args.first() {
-        Some(a) if a == HEALER_SUBCOMMAND => &args[1..],
-        _ => args,
-    };
-    let dir = match args {
-        [flag, dir] if flag == "--attempt-dir" => PathBuf::from(dir),
-        _ => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "usage: {LAB_BIN_NAME} {HEALER_SUBCOMMAND} --attempt-dir DIR (found {args:?})"
-            );
+    let dir = match healer::attempt_dir_arg(HEALER_SUBCOMMAND, args) {
+        Ok(d) => d,
+        Err(usage) => {
+            let _ = writeln!(std::io::stderr(), "{usage}");
             return 2;
         }
     };
@@ -727,7 +677,7 @@ pub fn healer_main(args: &[String]) -> i32 {
     )
     .ok();
     let mut log = HealerLog::open(&files.log());
-    let hardening = attempt::harden();
+    let hardening = healer::harden();
     run_healer(&files, &mut log, hardening, sigfd.as_ref())
 }
 
@@ -790,38 +740,20 @@ fn wait_event(
     }
 }
 
-fn run_healer(
-    files: &AttemptFiles,
-    log: &mut HealerLog,
-    hardening: Hardening,
-    sigfd: Option<&nix::sys::signalfd::SignalFd>,
-) -> i32 {
-    const WHO: &str = "healer-freeze";
-    let plan: FreezePlan = match read_json(&files.plan()) {
-        Ok(p) => p,
-        Err(e) => {
-            log.line(WHO, format!("refusing: {e}"));
-            return 3;
-        }
-    };
-    let mut report = HealerReport {
-        status: "refused".into(),
-        attempt: plan.attempt.clone(),
-        healer: ProcessRef::myself(),
-        target: plan.target,
-        hardening,
-        ready_at: None,
-        stop_sent_at: None,
-        frozen_at: None,
-        deadline_at: None,
-        woke_by: None,
-        resume: None,
-        resume_late_ms: None,
-        note: None,
-    };
-    let mut record_failures: Vec<String> = Vec::new();
-    let mut save = |report: &mut HealerReport, log: &mut HealerLog| {
-        if !record_failures.is_empty() {
+/// The freeze healer's name in its log.
+const WHO: &str = "healer-freeze";
+
+/// The freeze healer's writes of its report: each failure is kept and named in the next write
+/// that succeeds (a full disk never delays a signal).
+struct ReportWriter<'a> {
+    files: &'a AttemptFiles,
+    failures: Vec<String>,
+}
+
+impl ReportWriter<'_> {
+    /// Writes `report`, noting earlier failures in it.
+    fn save(&mut self, report: &mut HealerReport, log: &mut HealerLog) {
+        if !self.failures.is_empty() {
             report.note = Some(format!(
                 "{}earlier records could not be written: {}",
                 report
@@ -829,13 +761,67 @@ fn run_healer(
                     .as_deref()
                     .map(|n| format!("{n}; "))
                     .unwrap_or_default(),
-                record_failures.join("; ")
+                self.failures.join("; ")
             ));
         }
-        if let Err(e) = write_json_atomic(&files.report(), report) {
+        if let Err(e) = write_json_atomic(&self.files.report(), report) {
             log.line(WHO, format!("could not write {}: {e}", report.status));
-            record_failures.push(format!("{}: {e}", report.status));
+            self.failures.push(format!("{}: {e}", report.status));
         }
+    }
+
+    /// Records a refusal (`refused`, why) and returns the healer's exit code 3.
+    fn refuse(&mut self, report: &mut HealerReport, log: &mut HealerLog, why: String) -> i32 {
+        log.line(WHO, format!("refusing: {why}"));
+        report.status = "refused".into();
+        report.note = Some(why);
+        let _ = write_json_atomic(&self.files.report(), report);
+        3
+    }
+}
+
+impl HealerReport {
+    /// The report of the healer of `plan` before it is ready: `refused` until it is.
+    fn refused(plan: &FreezePlan, hardening: Hardening) -> HealerReport {
+        HealerReport {
+            status: "refused".into(),
+            attempt: plan.attempt.clone(),
+            healer: ProcessRef::myself(),
+            target: plan.target,
+            hardening,
+            ready_at: None,
+            stop_sent_at: None,
+            frozen_at: None,
+            deadline_at: None,
+            woke_by: None,
+            resume: None,
+            resume_late_ms: None,
+            note: None,
+        }
+    }
+}
+
+/// The freeze healer's life (see [`healer_main`]), in named steps: read the plan, pin the target
+/// and take its lock ([`pin_target`]), answer ready, wait for the runner's `stop`
+/// ([`wait_for_stop`]), freeze ([`stop_and_confirm`]), wait for the deadline, a request or a
+/// signal ([`wait_for_resume_time`]), resume and record ([`resume_and_record`]).
+fn run_healer(
+    files: &AttemptFiles,
+    log: &mut HealerLog,
+    hardening: Hardening,
+    sigfd: Option<&nix::sys::signalfd::SignalFd>,
+) -> i32 {
+    let plan: FreezePlan = match read_json(&files.plan()) {
+        Ok(p) => p,
+        Err(e) => {
+            log.line(WHO, format!("refusing: {e}"));
+            return 3;
+        }
+    };
+    let mut report = HealerReport::refused(&plan, hardening);
+    let mut writer = ReportWriter {
+        files,
+        failures: Vec::new(),
     };
     log.line(
         WHO,
@@ -848,27 +834,9 @@ fn run_healer(
             report.hardening
         ),
     );
-    let refuse = |report: &mut HealerReport, log: &mut HealerLog, why: String| {
-        log.line(WHO, format!("refusing: {why}"));
-        report.status = "refused".into();
-        report.note = Some(why);
-        let _ = write_json_atomic(&files.report(), report);
-        3
-    };
-    let pinned = match PinnedProcess::open(plan.target.pid, plan.target.start_ticks) {
-        Ok(p) => p,
-        Err(e) => return refuse(&mut report, log, e.to_string()),
-    };
-    if let Err(e) = require_container(plan.target.pid, &plan.container_id) {
-        return refuse(&mut report, log, e.to_string());
-    }
-    let _target_lock = match attempt::lock_target(
-        &format!("container-{}", plan.container_id),
-        &plan.attempt,
-        "the freeze healer",
-    ) {
-        Ok(l) => l,
-        Err(e) => return refuse(&mut report, log, e.to_string()),
+    let (pinned, _target_lock) = match pin_target(&plan) {
+        Ok(x) => x,
+        Err(why) => return writer.refuse(&mut report, log, why),
     };
     report.status = "ready".into();
     report.ready_at = Some(now_rfc3339());
@@ -878,63 +846,28 @@ fn run_healer(
         return 3;
     }
     log.line(WHO, "ready; waiting for the runner's stop");
-
     let stdin = std::io::stdin();
     let mut stdin = stdin.lock();
-    let asked = Instant::now();
-    loop {
-        let left = STOP_REQUEST_BOUND.saturating_sub(asked.elapsed());
-        match wait_event(&mut stdin, true, sigfd, left) {
-            Wake::Line(l) if l == "stop" => break,
-            Wake::Line(_) => continue,
-            other => {
-                let why = match other {
-                    Wake::Eof => "the runner closed the pipe before asking for the freeze".into(),
-                    Wake::Signal(s) => format!("{s} before the freeze was asked for"),
-                    _ if left.is_zero() => {
-                        format!("no stop request within {} s", STOP_REQUEST_BOUND.as_secs())
-                    }
-                    _ => continue,
-                };
-                log.line(WHO, format!("aborted: {why}; nothing was signalled"));
-                report.status = "aborted".into();
-                report.note = Some(why);
-                save(&mut report, log);
-                return 0;
-            }
-        }
-    }
-
-    // The freeze: SIGSTOP, confirm T, and only then the deadline starts.
-    report.stop_sent_at = Some(now_rfc3339());
-    let stop_instant = Instant::now();
-    let deadline = stop_instant + Duration::from_secs(plan.resume_after_sec);
-    let deadline_wall = chrono::Utc::now()
-        + chrono::Duration::from_std(Duration::from_secs(plan.resume_after_sec))
-            .unwrap_or_default();
-    report.deadline_at = Some(deadline_wall.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
-    let sent = pinned.signal(Signal::STOP);
-    let stopped = sent.is_ok()
-        && matches!(
-            pinned.wait_state(STATE_BOUND, |s| matches!(s, Some('T') | Some('t'))),
-            Ok((_, true))
-        );
-    if !stopped {
-        let check = pinned.resume_until_running(RESUME_BOUND);
-        let why = format!(
-            "the state did not become T after SIGSTOP ({sent:?}); resumed: {:?}",
-            check.state_after
-        );
-        log.line(WHO, &why);
-        report.status = "refused".into();
-        report.resume = Some(check);
+    if let Err(why) = wait_for_stop(&mut stdin, sigfd) {
+        log.line(WHO, format!("aborted: {why}; nothing was signalled"));
+        report.status = "aborted".into();
         report.note = Some(why);
-        save(&mut report, log);
-        return 3;
+        writer.save(&mut report, log);
+        return 0;
     }
+    let deadline = match stop_and_confirm(&pinned, &plan, &mut report) {
+        Ok(d) => d,
+        Err(why) => {
+            log.line(WHO, &why);
+            report.status = "refused".into();
+            report.note = Some(why);
+            writer.save(&mut report, log);
+            return 3;
+        }
+    };
     report.status = "frozen".into();
     report.frozen_at = Some(now_rfc3339());
-    save(&mut report, log);
+    writer.save(&mut report, log);
     log.line(
         WHO,
         format!(
@@ -942,35 +875,134 @@ fn run_healer(
             report.deadline_at.as_deref().unwrap_or("")
         ),
     );
+    let woke_by = wait_for_resume_time(&mut stdin, sigfd, deadline);
+    let code = resume_and_record(&pinned, deadline, woke_by, &mut report);
+    writer.save(&mut report, log);
+    log.line(
+        WHO,
+        format!(
+            "woke by {}: {} ({:?})",
+            report.woke_by.as_deref().unwrap_or("-"),
+            report.status,
+            report.resume.as_ref().map(|c| c.state_after)
+        ),
+    );
+    code
+}
 
-    // Wait on the monotonic clock; the runner's fate does not matter. A `resume` from the runner
-    // or a polite signal ends the freeze early.
+/// The healer's own pin on the target: a pidfd re-checked against the start ticks, the cgroup
+/// naming the plan's container exactly, and the target lock (`container-<id>`), held until the
+/// healer exits. `Err` says why it refuses.
+fn pin_target(plan: &FreezePlan) -> Result<(PinnedProcess, attempt::Lock), String> {
+    let pinned =
+        PinnedProcess::open(plan.target.pid, plan.target.start_ticks).map_err(|e| e.to_string())?;
+    require_container(plan.target.pid, &plan.container_id).map_err(|e| e.to_string())?;
+    let lock = attempt::lock_target(
+        &format!("container-{}", plan.container_id),
+        &plan.attempt,
+        "the freeze healer",
+    )
+    .map_err(|e| e.to_string())?;
+    Ok((pinned, lock))
+}
+
+/// Waits (bounded by [`STOP_REQUEST_BOUND`]) for the runner's `stop` line. `Err` says why no
+/// freeze was asked for (the pipe closed, a signal, the bound): nothing is signalled then.
+fn wait_for_stop(
+    stdin: &mut std::io::StdinLock<'_>,
+    sigfd: Option<&nix::sys::signalfd::SignalFd>,
+) -> Result<(), String> {
+    let asked = Instant::now();
+    loop {
+        let left = STOP_REQUEST_BOUND.saturating_sub(asked.elapsed());
+        match wait_event(stdin, true, sigfd, left) {
+            Wake::Line(l) if l == "stop" => return Ok(()),
+            Wake::Line(_) => continue,
+            Wake::Eof => {
+                return Err("the runner closed the pipe before asking for the freeze".into());
+            }
+            Wake::Signal(s) => return Err(format!("{s} before the freeze was asked for")),
+            Wake::Timeout if left.is_zero() => {
+                return Err(format!(
+                    "no stop request within {} s",
+                    STOP_REQUEST_BOUND.as_secs()
+                ));
+            }
+            Wake::Timeout => continue,
+        }
+    }
+}
+
+/// The freeze: SIGSTOP through the pidfd, the state confirmed `T` within [`STATE_BOUND`];
+/// records `stop_sent_at` and `deadline_at` and returns the deadline (`stop + resume_after_sec`)
+/// on the monotonic clock. When the state does not become `T`, the process is resumed at once
+/// (recorded) and `Err` says why.
+fn stop_and_confirm(
+    pinned: &PinnedProcess,
+    plan: &FreezePlan,
+    report: &mut HealerReport,
+) -> Result<Instant, String> {
+    report.stop_sent_at = Some(now_rfc3339());
+    let after = Duration::from_secs(plan.resume_after_sec);
+    let deadline = Instant::now() + after;
+    report.deadline_at = Some(rfc3339(
+        chrono::Utc::now() + chrono::Duration::from_std(after).unwrap_or_default(),
+    ));
+    let sent = pinned.signal(Signal::STOP);
+    let stopped = sent.is_ok()
+        && matches!(
+            pinned.wait_state(STATE_BOUND, |s| matches!(s, Some('T') | Some('t'))),
+            Ok((_, true))
+        );
+    if stopped {
+        return Ok(deadline);
+    }
+    let check = pinned.resume_until_running(RESUME_BOUND);
+    let why = format!(
+        "the state did not become T after SIGSTOP ({sent:?}); resumed: {:?}",
+        check.state_after
+    );
+    report.resume = Some(check);
+    Err(why)
+}
+
+/// Waits on the monotonic clock until `deadline`; the runner's fate does not matter (its pipe
+/// closing only stops the healer reading it). A `resume` from the runner or a polite signal ends
+/// the freeze early. Returns why it woke: `deadline`, `runner-request` or the signal's name.
+fn wait_for_resume_time(
+    stdin: &mut std::io::StdinLock<'_>,
+    sigfd: Option<&nix::sys::signalfd::SignalFd>,
+    deadline: Instant,
+) -> String {
     let mut stdin_open = true;
-    let woke_by = loop {
+    loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            break "deadline".to_string();
+            return "deadline".into();
         }
-        match wait_event(&mut stdin, stdin_open, sigfd, left) {
-            Wake::Line(l) if l == "resume" => break "runner-request".into(),
-            Wake::Line(_) => {}
-            Wake::Eof => {
-                // The runner is gone or done: the freeze lasts until the deadline anyway.
-                stdin_open = false;
-            }
-            Wake::Signal(s) => break s,
-            Wake::Timeout => {}
+        match wait_event(stdin, stdin_open, sigfd, left) {
+            Wake::Line(l) if l == "resume" => return "runner-request".into(),
+            Wake::Line(_) | Wake::Timeout => {}
+            Wake::Eof => stdin_open = false,
+            Wake::Signal(s) => return s,
         }
-    };
-    // Resume first, record after.
+    }
+}
+
+/// Resumes first and records after: SIGCONT until the state is no longer `T` (bounded by
+/// [`RESUME_BOUND`]), then `woke_by`, how late the SIGCONT was and the status (`resumed`,
+/// `process-gone`, `still-stopped`) in the report. Returns the exit code (0 ended, 1 still `T`).
+fn resume_and_record(
+    pinned: &PinnedProcess,
+    deadline: Instant,
+    woke_by: String,
+    report: &mut HealerReport,
+) -> i32 {
     let check = pinned.resume_until_running(RESUME_BOUND);
-    let late = Instant::now()
-        .saturating_duration_since(deadline)
-        .as_millis() as i64
-        - deadline
-            .saturating_duration_since(Instant::now())
-            .as_millis() as i64;
-    report.woke_by = Some(woke_by.clone());
+    let now = Instant::now();
+    let late = now.saturating_duration_since(deadline).as_millis() as i64
+        - deadline.saturating_duration_since(now).as_millis() as i64;
+    report.woke_by = Some(woke_by);
     report.resume_late_ms = Some(late);
     report.status = if check.gone {
         "process-gone".into()
@@ -981,15 +1013,6 @@ fn run_healer(
     };
     let code = if check.ended() { 0 } else { 1 };
     report.resume = Some(check);
-    save(&mut report, log);
-    log.line(
-        WHO,
-        format!(
-            "woke by {woke_by}: {} ({:?})",
-            report.status,
-            report.resume.as_ref().map(|c| c.state_after)
-        ),
-    );
     code
 }
 
@@ -997,6 +1020,7 @@ fn run_healer(
 mod tests {
     use super::*;
     use crate::faults::process::read_stat;
+    use std::process::Command;
 
     struct Sleeper(Child);
     impl Sleeper {

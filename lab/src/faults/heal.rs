@@ -21,7 +21,7 @@
 //!   held by another attempt → left alone (`left-alone`, the note says whose: that attempt's healer
 //!   resumes it at its deadline).
 //! - **Scale attempt** (`scale-*`): the plan must name the lab's Deployment
-//!   ([`super::scale::WatcherPlan::check_target`]). A live proven healer of an attempt handed over
+//!   ([`super::scale::ScalePlan::check_target`]). A live proven healer of an attempt handed over
 //!   to act 6 is left alone; otherwise the healer is stood down first and the attempt is closed
 //!   only on a live read of the Deployment (same UID; replicas restored from 0 or found at the
 //!   original) — never from the ledger alone. Without a cluster it stays open (an error). An
@@ -39,9 +39,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::LabError;
+use crate::faults::attempt::AttemptFiles;
 use crate::faults::attempt::{self, AttemptId, FaultKind};
 use crate::faults::freeze::{
-    AttemptFiles, FreezeLedger, FreezePlan, HEALER_SUBCOMMAND, HealerReport, RESUME_BOUND,
+    FreezeLedger, FreezePlan, HEALER_SUBCOMMAND, HealerReport, RESUME_BOUND,
 };
 use crate::faults::process::{
     PinnedProcess, ProcessRef, ResumeCheck, prove_healer, require_container, stand_down,
@@ -376,19 +377,10 @@ async fn heal_scale(
     cluster: Option<&crate::cluster::Cluster>,
     command: &str,
 ) -> Result<Settled, NotSettled> {
-    let fd = scale::FaultDir(dir.to_path_buf());
-    let plan: scale::WatcherPlan = read_json(&fd.plan()).map_err(Broken)?;
-    plan.check_target().map_err(Broken)?;
-    if plan.fault_id != dir_attempt(dir) {
-        return Err(Broken(LabError::FaultRefused {
-            reason: format!(
-                "{} names attempt {}, its directory is {}",
-                fd.plan().display(),
-                plan.fault_id,
-                dir_attempt(dir)
-            ),
-        }));
-    }
+    let fd = AttemptFiles {
+        dir: dir.to_path_buf(),
+    };
+    let plan = read_scale_plan(&fd)?;
     let attempt = AttemptId(plan.fault_id.clone());
     let me = ProcessRef::myself();
     if let Some(r) = plan.runner
@@ -398,13 +390,13 @@ async fn heal_scale(
         return Ok(Settled::Live(format!("its runner pid {} is alive", r.pid)));
     }
     let mut rec = record(attempt.clone(), FaultKind::Scale, command, "");
-    let ledger = match fd.read_ledger() {
+    let ledger = match fd.read_scale_ledger() {
         Ok(l) => Some(l),
         Err(_) if std::fs::symlink_metadata(fd.ledger()).is_err() => None,
         Err(e) => return Err(Broken(e)),
     };
-    let watcher = fd.read_watcher().ok().flatten();
-    let candidate = watcher.as_ref().and_then(|w| {
+    let report = fd.read_scale_report().ok().flatten();
+    let candidate = report.as_ref().and_then(|w| {
         w.pid_start_ticks.map(|t| ProcessRef {
             pid: w.pid as i32,
             start_ticks: t,
@@ -414,7 +406,7 @@ async fn heal_scale(
     let asked_down = ledger
         .as_ref()
         .is_some_and(|l| l.last(scale::LedgerEvent::ScalingDown).is_some())
-        || watcher.as_ref().is_some_and(|w| w.scale_down.is_some());
+        || report.as_ref().is_some_and(|w| w.scale_down.is_some());
     let handed_over = ledger
         .as_ref()
         .is_some_and(|l| l.last(scale::LedgerEvent::HandedOver).is_some());
@@ -424,7 +416,7 @@ async fn heal_scale(
         return Ok(Settled::Live(format!(
             "act 5 completed and handed the fault to act 6; its healer (pid {}) restores at {}",
             h.pid(),
-            watcher
+            report
                 .as_ref()
                 .map(|w| w.deadline_at.as_str())
                 .unwrap_or("?")
@@ -444,17 +436,39 @@ async fn heal_scale(
         });
         return Ok(Settled::Done(Box::new(rec)));
     }
-    let Some(cluster) = cluster else {
-        return Err(Open(LabError::NotAvailable {
-            what: format!(
-                "the cluster, to read deployment {}/{} before closing attempt {attempt} (a scale-down was asked for; it stays open)",
-                scale::NAMESPACE,
-                scale::DEPLOYMENT
+    close_on_live_read(cluster, &plan, rec).await
+}
+
+/// A scale attempt's plan, read bounded and required to name the lab's Deployment
+/// ([`scale::ScalePlan::check_target`]) and this directory's attempt; otherwise the directory is
+/// broken (set aside: nothing is scaled from a plan that names anything else).
+fn read_scale_plan(fd: &AttemptFiles) -> Result<scale::ScalePlan, NotSettled> {
+    let plan: scale::ScalePlan = read_json(&fd.plan()).map_err(Broken)?;
+    plan.check_target().map_err(Broken)?;
+    if plan.fault_id != fd.attempt_name() {
+        return Err(Broken(LabError::FaultRefused {
+            reason: format!(
+                "{} names attempt {}, its directory is {}",
+                fd.plan().display(),
+                plan.fault_id,
+                fd.attempt_name()
             ),
         }));
-    };
-    // The Deployment's target lock: held by another attempt's healer, the replicas are that
-    // attempt's to restore (another work dir's live scale-down is never cut short from here).
+    }
+    Ok(plan)
+}
+
+/// Closes a scale attempt whose scale-down was asked for, on a live read only: first the
+/// Deployment's target lock is asked — held by another attempt's healer, the replicas are that
+/// attempt's to restore (`left-alone`; another work dir's live scale-down is never cut short from
+/// here, and no cluster is needed to say so); then the lab's Deployment is read and restored when
+/// it is at the fault's value ([`scale::restore_replicas`]). Without a cluster it stays open.
+async fn close_on_live_read(
+    cluster: Option<&crate::cluster::Cluster>,
+    plan: &scale::ScalePlan,
+    mut rec: HealRecord,
+) -> Result<Settled, NotSettled> {
+    let attempt = rec.attempt.clone();
     let key = format!("deployment-{}", plan.deployment_uid);
     let _lock = match attempt::ask_target(&key, &attempt, "the heal").map_err(Open)? {
         Ok(lock) => Some(lock),
@@ -470,9 +484,16 @@ async fn heal_scale(
             return Ok(Settled::Done(Box::new(rec)));
         }
     };
-    let outcome = scale::restore_replicas(cluster, &plan)
-        .await
-        .map_err(Open)?;
+    let Some(cluster) = cluster else {
+        return Err(Open(LabError::NotAvailable {
+            what: format!(
+                "the cluster, to read deployment {}/{} before closing attempt {attempt} (a scale-down was asked for; it stays open)",
+                scale::NAMESPACE,
+                scale::DEPLOYMENT
+            ),
+        }));
+    };
+    let outcome = scale::restore_replicas(cluster, plan).await.map_err(Open)?;
     rec.action = match &outcome {
         scale::RestoreOutcome::Restored { .. } => "restored",
         scale::RestoreOutcome::AlreadyRestored { .. } => "already-restored",
@@ -501,4 +522,115 @@ pub fn remember(summary: &HealSummary) {
 /// What this process healed before its act (for the act's raw evidence).
 pub fn recent() -> Vec<HealRecord> {
     RECENT.lock().map(|r| r.clone()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::faults::scale::{
+        DEPLOYMENT, FAULT_KIND, Ledger, LedgerEntry, LedgerEvent, NAMESPACE, SCHEMA_VERSION,
+        ScalePlan,
+    };
+
+    /// A scale attempt in a fresh work dir whose ledger says a scale-down was asked for, its
+    /// runner and healer gone; `edit` changes the plan before it is written.
+    fn scale_attempt(uid: &str, edit: impl FnOnce(&mut ScalePlan)) -> (tempfile::TempDir, PathBuf) {
+        let wd = tempfile::tempdir().expect("tempdir");
+        let id = AttemptId::new(FaultKind::Scale, 5);
+        let files = AttemptFiles::create(&attempt::faults_root(wd.path()), &id).expect("attempt");
+        let mut plan = ScalePlan {
+            schema_version: SCHEMA_VERSION,
+            fault_id: id.0.clone(),
+            fault: FAULT_KIND.into(),
+            kubeconfig: "/nonexistent/kubeconfig".into(),
+            namespace: NAMESPACE.into(),
+            deployment: DEPLOYMENT.into(),
+            deployment_uid: uid.into(),
+            original_replicas: 1,
+            restore_after_sec: 55,
+            created_at: now_rfc3339(),
+            runner: None,
+        };
+        edit(&mut plan);
+        write_json_atomic(&files.plan(), &plan).expect("plan");
+        let ledger = Ledger {
+            schema_version: SCHEMA_VERSION,
+            fault_id: id.0,
+            fault: FAULT_KIND.into(),
+            entries: vec![LedgerEntry {
+                at: now_rfc3339(),
+                event: LedgerEvent::ScalingDown,
+                by: None,
+                detail: serde_json::Value::Null,
+            }],
+        };
+        write_json_atomic(&files.ledger(), &ledger).expect("ledger");
+        (wd, files.dir)
+    }
+
+    fn heal_without_cluster(workdir: &Path) -> HealSummary {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+            .block_on(heal_workdir(workdir, None, "heal"))
+    }
+
+    fn unique_uid() -> String {
+        format!(
+            "uid-heal-test-{}-{}",
+            std::process::id(),
+            chrono::Utc::now().timestamp_nanos_opt().unwrap_or_default()
+        )
+    }
+
+    #[test]
+    fn a_scale_plan_naming_another_deployment_is_set_aside_not_obeyed() {
+        for (ns, name) in [("default", DEPLOYMENT), (NAMESPACE, "victim")] {
+            let (wd, dir) = scale_attempt(&unique_uid(), |p| {
+                p.namespace = ns.into();
+                p.deployment = name.into();
+            });
+            let summary = heal_without_cluster(wd.path());
+            assert!(summary.errors.is_empty(), "{:?}", summary.errors);
+            assert_eq!(summary.healed.len(), 1, "{summary:?}");
+            let rec = &summary.healed[0];
+            assert_eq!(rec.action, "set-aside", "{rec:?}");
+            let note = rec.note.as_deref().unwrap_or_default();
+            assert!(note.contains(&format!("{ns}/{name}")), "{note}");
+            assert_eq!(read_heal(&dir).map(|r| r.action), Some("set-aside".into()));
+            assert!(rec.restore.is_none() && rec.healer_signalled.is_none());
+        }
+    }
+
+    #[test]
+    fn a_scale_heal_leaves_a_deployment_locked_by_another_attempt_alone() {
+        let uid = unique_uid();
+        let (wd, dir) = scale_attempt(&uid, |_| {});
+        // Another attempt's healer holds the Deployment's target lock (a separate open file: flock
+        // refuses it to this process's heal as to any other).
+        let other = AttemptId::new(FaultKind::Scale, 5);
+        let held = attempt::lock_target(&format!("deployment-{uid}"), &other, "the scale healer")
+            .expect("target lock");
+        let summary = heal_without_cluster(wd.path());
+        assert!(summary.errors.is_empty(), "{:?}", summary.errors);
+        assert_eq!(summary.healed.len(), 1, "{summary:?}");
+        let rec = &summary.healed[0];
+        assert_eq!(rec.action, "left-alone", "{rec:?}");
+        let note = rec.note.as_deref().unwrap_or_default();
+        assert!(note.contains(&other.0) && note.contains("lock"), "{note}");
+        assert!(rec.restore.is_none(), "{rec:?}");
+        assert_eq!(read_heal(&dir).map(|r| r.action), Some("left-alone".into()));
+        drop(held);
+        // The lock released and no cluster: the attempt is not closed from its files alone.
+        let (wd2, dir2) = scale_attempt(&unique_uid(), |_| {});
+        let summary = heal_without_cluster(wd2.path());
+        assert!(summary.healed.is_empty(), "{summary:?}");
+        assert!(
+            summary.errors.iter().any(|e| e.contains("stays open")),
+            "{:?}",
+            summary.errors
+        );
+        assert!(read_heal(&dir2).is_none());
+    }
 }

@@ -1,21 +1,39 @@
 //! The attempt's records and their one writer and reader, shared by both faults: JSON files
 //! written atomically (temporary file in the same directory, fsync, rename, fsync of the
 //! directory) and read bounded ([`crate::files::RECORD_BOUND`]) without following a symlink
-//! (relative to the attempt directory's fd, [`crate::files::read_regular_in`]); the helper's
-//! best-effort log ([`HealerLog`]); and the one clock format (RFC 3339 UTC, ms).
+//! (relative to the attempt directory's fd, [`crate::files::read_regular_in`]); the attempt's
+//! who undid a fault ([`UndoneBy`]);
+//! and the one clock format (RFC 3339 UTC, ms: [`now_rfc3339`], [`rfc3339`]).
 
 use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::LabError;
 
-/// Now, RFC 3339 UTC with milliseconds.
-pub fn now_rfc3339() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+/// Now, RFC 3339 UTC with milliseconds: the evidence's one clock ([`crate::facts::now_rfc3339`]).
+pub use crate::facts::now_rfc3339;
+
+/// `t` as RFC 3339 UTC with milliseconds: the evidence's one format
+/// ([`crate::facts::format_rfc3339`]).
+pub use crate::facts::format_rfc3339 as rfc3339;
+
+/// Who undid a fault (resumed the frozen process, restored the replicas), in both faults' records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UndoneBy {
+    /// The attempt's detached healer (at its deadline, on a signal, or asked by the runner).
+    /// Scale ledgers written before the one vocabulary say `watcher`.
+    #[serde(alias = "watcher")]
+    Healer,
+    /// The runner, on its normal path.
+    Runner,
+    /// The runner, on an error or interruption path (error, panic, SIGINT/SIGTERM/SIGHUP).
+    RunnerExit,
+    /// A later command (`heal`, `inspect`, `act`) that found the attempt unfinished.
+    LaterCommand,
 }
 
 /// Writes `value` as pretty JSON to `path` atomically (temporary file in the same directory,
@@ -38,6 +56,7 @@ pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), Lab
         path: path.to_path_buf(),
         source: e.error,
     })?;
+    // The rename is durable once the directory is (best-effort: the file is in place already).
     if let Ok(d) = File::open(dir) {
         let _ = d.sync_all();
     }
@@ -73,37 +92,4 @@ pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, LabEr
         path: path.to_path_buf(),
         source: std::io::Error::new(std::io::ErrorKind::InvalidData, format!("parsing: {e}")),
     })
-}
-
-/// A healer's log: lines appended to a file opened without following symlinks. Every write is
-/// best-effort (a full disk or a closed file never stops a heal; nothing is printed on stdio).
-#[derive(Debug)]
-pub struct HealerLog(Option<File>);
-
-impl HealerLog {
-    /// Opens (creates) `path` for appending; on failure the log is silent.
-    pub fn open(path: &Path) -> HealerLog {
-        HealerLog(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .mode(0o600)
-                .custom_flags(nix::libc::O_NOFOLLOW)
-                .open(path)
-                .ok(),
-        )
-    }
-
-    /// Appends `<now> <who>[<pid>]: msg`, ignoring any error.
-    pub fn line(&mut self, who: &str, msg: impl AsRef<str>) {
-        if let Some(f) = self.0.as_mut() {
-            let _ = writeln!(
-                f,
-                "{} {who}[{}]: {}",
-                now_rfc3339(),
-                std::process::id(),
-                msg.as_ref()
-            );
-        }
-    }
 }

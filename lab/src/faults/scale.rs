@@ -10,21 +10,21 @@
 //!
 //! 1. **The healer**, an independent detached process (`kca-webhook-lab healer-scale
 //!    --attempt-dir DIR`, its own session and process group, stdin and stdout pipes to the runner,
-//!    log in `DIR/watcher.log`). It is armed *before* the scale: it reads the kubeconfig, checks
+//!    log in `DIR/healer.log`). It is armed *before* the scale: it reads the kubeconfig, checks
 //!    the live Deployment against the plan (same UID, `spec.replicas` equal to the planned original
 //!    replicas), takes the target lock, answers ready (one JSON line on stdout) and keeps its
 //!    deadline `armed_at + restore_after_sec` on the monotonic clock.
 //!    **The healer owns the whole fault**: the scale to 0 is its own, done when the runner asks
 //!    for it (one [`SCALE_DOWN_REQUEST`] line on its stdin) and only while it can still heal it
-//!    ([`decide_scale_down`]: one per attempt, at least [`MIN_WATCHER_TIME_LEFT`] before its
-//!    deadline). It records `scaling-down` in `DIR/watcher.json` before the request to the API
-//!    server and the answer verbatim after ([`WatcherScaleDown`]), and answers the runner with that
+//!    ([`decide_scale_down`]: one per attempt, at least [`MIN_HEALER_TIME_LEFT`] before its
+//!    deadline). It records `scaling-down` in `DIR/healer.json` before the request to the API
+//!    server and the answer verbatim after ([`HealerScaleDown`]), and answers the runner with that
 //!    record (one JSON line). The scale-down and the restore come from the same single-threaded
 //!    process in that order, so no scale-down can ever follow the healer's last look: a runner
 //!    stopped (Ctrl-Z, SIGSTOP, a stalled disk) before its request and continued after the
 //!    deadline finds the healer gone (EPIPE/EOF: nothing is scaled) or is refused.
 //!    At its deadline it restores the original replicas through the scale subresource unless
-//!    they are already restored, and writes what it did to `DIR/watcher.json`. SIGTERM, SIGINT or
+//!    they are already restored, and writes what it did to `DIR/healer.json`. SIGTERM, SIGINT or
 //!    SIGHUP make it restore at once; a restore recorded by the runner in the ledger makes it check
 //!    the live scale at once (`woke_by: runner-restored`, normally `already-restored`); its stdin
 //!    closed before any request (the runner is gone: nothing can be scaled in this attempt) makes
@@ -35,7 +35,7 @@
 //!    ([`unfinished_faults`]) and heals it ([`crate::faults::heal::heal_workdir`]).
 //!
 //! A fault directory is `<workdir>/faults/<fault_id>/` with `plan.json` (runner, before arming),
-//! `ledger.json` (runner), `watcher.json` (watcher) and `watcher.log` (healer's stderr). The runner
+//! `ledger.json` (runner), `healer.json` (healer) and `healer.log` (the healer's stderr). The runner
 //! and the healer never write the same file.
 //!
 //! Timestamps are RFC 3339 UTC with milliseconds; durations are seconds where the name ends in
@@ -47,14 +47,17 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use crate::cluster::{Cluster, ScaleWrite};
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::Utc;
 use k8s_openapi::api::autoscaling::v1::Scale;
 use serde::{Deserialize, Serialize};
 
 use crate::error::LabError;
-use crate::faults::attempt::log_tail;
+pub use crate::faults::attempt::AttemptFiles;
+use crate::faults::attempt::{self, AttemptId, FaultKind};
+use crate::faults::healer::{self, log_tail};
 use crate::faults::process::ProcessRef;
-use crate::faults::records::{now_rfc3339, read_json, write_json_atomic};
+pub use crate::faults::records::UndoneBy;
+use crate::faults::records::{now_rfc3339, read_json, rfc3339, write_json_atomic};
 
 /// Namespace of the Kyverno admission controller (chart 3.9.1 installed with `-n kyverno`).
 pub const NAMESPACE: &str = "kyverno";
@@ -64,12 +67,12 @@ pub const DEPLOYMENT: &str = "kyverno-admission-controller";
 pub const FAULT_KIND: &str = "scale-controller-to-zero";
 /// Replicas the fault scales the Deployment to.
 pub const FAULT_REPLICAS: i32 = 0;
-/// The hidden subcommand of `kca-webhook-lab` that runs [`watcher_main`].
+/// The hidden subcommand of `kca-webhook-lab` that runs [`healer_main`].
 pub const HEALER_SUBCOMMAND: &str = "healer-scale";
 /// How long the runner waits for the healer's ready answer.
 pub const READY_BOUND: Duration = Duration::from_secs(30);
 /// After its deadline, how long the healer keeps retrying an unreachable API server.
-pub const WATCHER_RETRY_BOUND: Duration = Duration::from_secs(60);
+pub const HEALER_RETRY_BOUND: Duration = Duration::from_secs(60);
 /// The runner's request line (on the healer's stdin) asking the healer to scale to 0.
 pub const SCALE_DOWN_REQUEST: &str = "scale-down";
 /// How long the runner waits for the healer's answer to [`SCALE_DOWN_REQUEST`] (a read of the
@@ -78,7 +81,7 @@ pub const SCALE_DOWN_ANSWER_BOUND: Duration = Duration::from_secs(30);
 /// Least time the healer must have left before its deadline to accept the scale-down
 /// ([`decide_scale_down`]), so that act 5 can observe the fault before the restore; the request
 /// normally follows the arming within a second, with 55 s left.
-pub const MIN_WATCHER_TIME_LEFT: Duration = Duration::from_secs(20);
+pub const MIN_HEALER_TIME_LEFT: Duration = Duration::from_secs(20);
 
 /// Version of the files in a fault directory.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -86,23 +89,11 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// Result alias of this module (errors are the crate's [`LabError`]).
 pub type Result<T, E = LabError> = std::result::Result<T, E>;
 
-/// Who restored the replicas.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Restorer {
-    /// The lab runner (`act`), after its observations or on an exit path.
-    Runner,
-    /// The independent healer, at its deadline or on SIGTERM/SIGINT.
-    Watcher,
-    /// A later run healing an unfinished fault ([`crate::faults::heal::heal_workdir`]).
-    Healer,
-}
-
 /// What the healer (or anyone restoring) is told, written by the runner to `plan.json`
 /// before the healer is spawned.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct WatcherPlan {
+pub struct ScalePlan {
     /// [`SCHEMA_VERSION`].
     pub schema_version: u32,
     /// Directory name under `<workdir>/faults/`, e.g. `scale-20261129T143000123Z`.
@@ -129,7 +120,7 @@ pub struct WatcherPlan {
     pub runner: Option<ProcessRef>,
 }
 
-impl WatcherPlan {
+impl ScalePlan {
     /// Requires the plan to name the lab's Deployment ([`NAMESPACE`]/[`DEPLOYMENT`]): the
     /// Deployment the tool scales is the lab's constant, never one a file names (requests always
     /// go to the constants; this refuses a plan that says otherwise).
@@ -151,7 +142,7 @@ impl WatcherPlan {
 
 /// The healer's ready answer: one JSON line on its stdout, then stdout is closed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WatcherReady {
+pub struct HealerReady {
     /// Whether the healer is armed; when false, `error` says why and it has exited.
     pub ok: bool,
     /// The healer's PID.
@@ -169,7 +160,7 @@ pub struct WatcherReady {
 /// What the healer decided at its deadline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum WatcherAction {
+pub enum HealerAction {
     /// Armed and waiting (the file is rewritten when it finishes).
     Waiting,
     /// The Deployment did not match the plan before arming; nothing was armed.
@@ -182,14 +173,14 @@ pub enum WatcherAction {
     LeftAlone,
     /// The Deployment was gone or had another UID; the healer touched nothing.
     DeploymentChanged,
-    /// The API server could not be reached within [`WATCHER_RETRY_BOUND`] after the deadline.
+    /// The API server could not be reached within [`HEALER_RETRY_BOUND`] after the deadline.
     Failed,
 }
 
-/// `watcher.json`: what the healer armed and what it did, written only by the healer.
+/// `healer.json`: what the healer armed and what it did, written only by the healer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct WatcherRecord {
+pub struct HealerReport {
     /// [`SCHEMA_VERSION`].
     pub schema_version: u32,
     /// Same as the plan's.
@@ -205,8 +196,8 @@ pub struct WatcherRecord {
     pub deadline_at: String,
     /// `spec.replicas` of the live Deployment when arming.
     pub observed_replicas: Option<i32>,
-    /// What it did ([`WatcherAction::Waiting`] until it finishes).
-    pub action: WatcherAction,
+    /// What it did ([`HealerAction::Waiting`] until it finishes).
+    pub action: HealerAction,
     /// Why it woke up: `deadline`, the signal's name (`SIGTERM`, `SIGINT`, `SIGHUP`),
     /// `runner-restored` (the ledger records a restore) or `runner-closed` (its stdin closed before
     /// any scale-down request).
@@ -224,10 +215,10 @@ pub struct WatcherRecord {
     /// The scale-down the healer did (or refused) on the runner's request; absent when none was
     /// asked for (and in records written before the healer owned the scale-down).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scale_down: Option<WatcherScaleDown>,
+    pub scale_down: Option<HealerScaleDown>,
 }
 
-/// Where the healer's scale-down stands ([`WatcherScaleDown::status`]).
+/// Where the healer's scale-down stands ([`HealerScaleDown::status`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ScaleDownStatus {
@@ -243,11 +234,11 @@ pub enum ScaleDownStatus {
     Failed,
 }
 
-/// The healer's record of the scale-down it was asked for: in `watcher.json` (`scale_down`) and,
+/// The healer's record of the scale-down it was asked for: in `healer.json` (`scale_down`) and,
 /// as one JSON line on its stdout, its answer to the runner's [`SCALE_DOWN_REQUEST`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct WatcherScaleDown {
+pub struct HealerScaleDown {
     /// Where it stands.
     pub status: ScaleDownStatus,
     /// When the healer read the request, RFC 3339 UTC (ms).
@@ -268,13 +259,13 @@ pub struct WatcherScaleDown {
 }
 
 /// The healer's pure decision on a [`SCALE_DOWN_REQUEST`]: accepted only when no scale-down was
-/// asked for before in this attempt (`earlier`) and at least [`MIN_WATCHER_TIME_LEFT`] is `left`
+/// asked for before in this attempt (`earlier`) and at least [`MIN_HEALER_TIME_LEFT`] is `left`
 /// before its deadline. Because the healer itself then scales and only afterwards waits for its
 /// deadline, an accepted scale-down is always followed by the healer's restore.
 /// `Err` says why it is refused (nothing is scaled).
 pub fn decide_scale_down(
     left: Duration,
-    earlier: Option<&WatcherScaleDown>,
+    earlier: Option<&HealerScaleDown>,
 ) -> std::result::Result<(), String> {
     if let Some(e) = earlier {
         return Err(format!(
@@ -282,11 +273,11 @@ pub fn decide_scale_down(
             e.requested_at, e.status
         ));
     }
-    if left < MIN_WATCHER_TIME_LEFT {
+    if left < MIN_HEALER_TIME_LEFT {
         return Err(format!(
-            "only {} ms left before the recovery watcher's deadline (at least {} s needed)",
+            "only {} ms left before the healer's deadline (at least {} s needed)",
             left.as_millis(),
-            MIN_WATCHER_TIME_LEFT.as_secs()
+            MIN_HEALER_TIME_LEFT.as_secs()
         ));
     }
     Ok(())
@@ -298,8 +289,9 @@ pub fn decide_scale_down(
 pub enum LedgerEvent {
     /// `plan.json` written; the healer is about to be spawned.
     Planned,
-    /// The healer answered ready.
-    WatcherArmed,
+    /// The healer answered ready (`watcher-armed` in ledgers written before the one vocabulary).
+    #[serde(alias = "watcher-armed")]
+    HealerArmed,
     /// About to scale the Deployment to 0 (written before the request).
     ScalingDown,
     /// The API server accepted the scale to 0.
@@ -311,7 +303,7 @@ pub enum LedgerEvent {
     /// A restore attempt failed; the healer remains the safety net.
     RestoreFailed,
     /// Act 5 completed with the replicas still at 0: the fault is handed over to act 6 (or the
-    /// watcher at its deadline); a later heal leaves it alone while the healer lives.
+    /// healer at its deadline); a later heal leaves it alone while the healer lives.
     HandedOver,
 }
 
@@ -325,7 +317,7 @@ pub struct LedgerEntry {
     pub event: LedgerEvent,
     /// Who acted, for restore events.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub by: Option<Restorer>,
+    pub by: Option<UndoneBy>,
     /// Details (PID, raw scale answer, error text).
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub detail: serde_json::Value,
@@ -418,7 +410,7 @@ pub enum RestoreDecision {
 /// Pure decision of a restorer from the live scale: restore only our Deployment (same UID) and
 /// only from the value the fault set ([`FAULT_REPLICAS`]).
 pub fn decide_restore(
-    plan: &WatcherPlan,
+    plan: &ScalePlan,
     live_uid: Option<&str>,
     live_replicas: i32,
 ) -> RestoreDecision {
@@ -433,42 +425,19 @@ pub fn decide_restore(
     }
 }
 
-fn rfc3339(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Millis, true)
-}
-
-/// Paths inside one fault directory.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FaultDir(pub PathBuf);
-
-impl FaultDir {
-    /// `plan.json`.
-    pub fn plan(&self) -> PathBuf {
-        self.0.join("plan.json")
-    }
-    /// `ledger.json`.
-    pub fn ledger(&self) -> PathBuf {
-        self.0.join("ledger.json")
-    }
-    /// `watcher.json`.
-    pub fn watcher(&self) -> PathBuf {
-        self.0.join("watcher.json")
-    }
-    /// `watcher.log`.
-    pub fn watcher_log(&self) -> PathBuf {
-        self.0.join("watcher.log")
-    }
-    /// Reads `watcher.json`, `None` when the healer has not written it.
-    pub fn read_watcher(&self) -> Result<Option<WatcherRecord>> {
-        let p = self.watcher();
-        if p.exists() {
+impl AttemptFiles {
+    /// Reads the scale healer's report (`healer.json`, or `watcher.json` of an attempt made
+    /// before the one vocabulary); `None` when the healer has not written it.
+    pub fn read_scale_report(&self) -> Result<Option<HealerReport>> {
+        let p = self.report_to_read();
+        if std::fs::symlink_metadata(&p).is_ok() {
             read_json(&p).map(Some)
         } else {
             Ok(None)
         }
     }
-    /// Reads `ledger.json`.
-    pub fn read_ledger(&self) -> Result<Ledger> {
+    /// Reads the scale attempt's `ledger.json`.
+    pub fn read_scale_ledger(&self) -> Result<Ledger> {
         read_json(&self.ledger())
     }
 }
@@ -479,6 +448,54 @@ pub async fn read_scale(cluster: &Cluster) -> Result<Option<Scale>> {
     cluster.deployment_scale(NAMESPACE, DEPLOYMENT).await
 }
 
+/// What a write of `spec.replicas` does with the scale it has just read ([`decide_write`]).
+#[derive(Debug)]
+pub enum WriteStep {
+    /// Write: our Deployment, still at `from`.
+    Write,
+    /// Nothing to write: someone else already set the value this write was for (after a 409, the
+    /// healer's restore meeting act 6's): the restore counts as already restored.
+    AlreadySet,
+    /// Not ours (other UID), or changed by someone else to another value: nothing is written.
+    Refuse(LabError),
+}
+
+/// The pure decision of one write from `from` to `replicas` on the scale `current` just read
+/// (the first read, or the re-read after a 409 Conflict); `action` names the write in errors.
+pub fn decide_write(
+    plan: &ScalePlan,
+    current: &Scale,
+    from: i32,
+    replicas: i32,
+    action: &str,
+) -> WriteStep {
+    if current.metadata.uid.as_deref() != Some(plan.deployment_uid.as_str()) {
+        return WriteStep::Refuse(LabError::ClusterMismatch {
+            what: format!("uid of deployment {NAMESPACE}/{DEPLOYMENT}"),
+            expected: plan.deployment_uid.clone(),
+            found: current
+                .metadata
+                .uid
+                .clone()
+                .unwrap_or_else(|| "<none>".into()),
+        });
+    }
+    let now = current.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
+    if now == replicas && now != from {
+        return WriteStep::AlreadySet;
+    }
+    if now != from {
+        return WriteStep::Refuse(LabError::ClusterMismatch {
+            what: format!(
+                "spec.replicas of deployment {NAMESPACE}/{DEPLOYMENT} (changed by someone else before {action})"
+            ),
+            expected: from.to_string(),
+            found: now.to_string(),
+        });
+    }
+    WriteStep::Write
+}
+
 /// Sets `spec.replicas` from `from` to `replicas` through the scale subresource with optimistic
 /// concurrency (the scale's `resourceVersion` and the planned UID are checked). A 409 Conflict is
 /// retried a few times, and each retry decides again: when the re-read scale is no longer at
@@ -486,7 +503,7 @@ pub async fn read_scale(cluster: &Cluster) -> Result<Option<Scale>> {
 /// Returns the scale object the API server answered with.
 async fn put_replicas(
     cluster: &Cluster,
-    plan: &WatcherPlan,
+    plan: &ScalePlan,
     mut current: Scale,
     from: i32,
     replicas: i32,
@@ -496,32 +513,10 @@ async fn put_replicas(
         plan.namespace, plan.deployment
     );
     for _ in 0..5 {
-        if current.metadata.uid.as_deref() != Some(plan.deployment_uid.as_str()) {
-            return Err(LabError::ClusterMismatch {
-                what: format!("uid of deployment {}/{}", plan.namespace, plan.deployment),
-                expected: plan.deployment_uid.clone(),
-                found: current
-                    .metadata
-                    .uid
-                    .clone()
-                    .unwrap_or_else(|| "<none>".into()),
-            });
-        }
-        let now = current.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
-        if now == replicas && now != from {
-            // Someone else (the healer's restore meeting act 6's, with a 409 between) already
-            // set the value this write was for.
-            return Ok(None);
-        }
-        if now != from {
-            return Err(LabError::ClusterMismatch {
-                what: format!(
-                    "spec.replicas of deployment {}/{} (changed by someone else before {action})",
-                    plan.namespace, plan.deployment
-                ),
-                expected: from.to_string(),
-                found: now.to_string(),
-            });
+        match decide_write(plan, &current, from, replicas, &action) {
+            WriteStep::Write => {}
+            WriteStep::AlreadySet => return Ok(None),
+            WriteStep::Refuse(e) => return Err(e),
         }
         let mut next = current.clone();
         next.spec.get_or_insert_with(Default::default).replicas = Some(replicas);
@@ -552,7 +547,7 @@ async fn put_replicas(
 
 /// Restores the planned original replicas if (and only if) the planned Deployment is at the
 /// fault's value; see [`decide_restore`]. Used by the runner, the healer and the healer alike.
-pub async fn restore_replicas(cluster: &Cluster, plan: &WatcherPlan) -> Result<RestoreOutcome> {
+pub async fn restore_replicas(cluster: &Cluster, plan: &ScalePlan) -> Result<RestoreOutcome> {
     let Some(scale) = read_scale(cluster).await? else {
         return Ok(RestoreOutcome::DeploymentChanged {
             uid: None,
@@ -572,22 +567,27 @@ pub async fn restore_replicas(cluster: &Cluster, plan: &WatcherPlan) -> Result<R
             replicas,
             at: now_rfc3339(),
         }),
-        RestoreDecision::Restore => {
-            match put_replicas(cluster, plan, scale, FAULT_REPLICAS, plan.original_replicas).await?
-            {
-                Some(answer) => Ok(RestoreOutcome::Restored {
-                    at: now_rfc3339(),
-                    raw: serde_json::to_value(&answer).unwrap_or(serde_json::Value::Null),
-                }),
-                // A 409 and a re-read that found the original replicas: restored by another.
-                None => Ok(RestoreOutcome::AlreadyRestored { at: now_rfc3339() }),
-            }
-        }
+        RestoreDecision::Restore => Ok(restore_written(
+            put_replicas(cluster, plan, scale, FAULT_REPLICAS, plan.original_replicas).await?,
+        )),
+    }
+}
+
+/// The outcome of a restore write (`put_replicas`): the API server's answer is `restored`;
+/// no write (a 409 and a re-read that found the original replicas: the healer's restore met
+/// act 6's, or the other way round) is `already-restored`, never an error.
+pub fn restore_written(answer: Option<Scale>) -> RestoreOutcome {
+    match answer {
+        Some(answer) => RestoreOutcome::Restored {
+            at: now_rfc3339(),
+            raw: serde_json::to_value(&answer).unwrap_or(serde_json::Value::Null),
+        },
+        None => RestoreOutcome::AlreadyRestored { at: now_rfc3339() },
     }
 }
 
 /// The record of act 5's scale to 0 (its `scale-down` raw evidence), made from the healer's
-/// answer ([`WatcherScaleDown`] with status `scaled-down`).
+/// answer ([`HealerScaleDown`] with status `scaled-down`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScaleDownRecord {
     /// When the request was sent, RFC 3339 UTC (ms).
@@ -602,19 +602,19 @@ pub struct ScaleDownRecord {
 
 /// One armed scale-down fault, held by the runner.
 ///
-/// Life: [`ScaleFault::arm`] (plan, ledger, watcher ready) → [`ScaleFault::scale_down`] (the
+/// Life: [`ScaleFault::arm`] (plan, ledger, healer ready) → [`ScaleFault::scale_down`] (the
 /// runner's request; the healer scales) → [`ScaleFault::restore`] (or the healer at its
 /// deadline). A later process reopens it with [`ScaleFault::open`] (without the pipes: it can
 /// restore, never scale down).
 pub struct ScaleFault {
-    dir: FaultDir,
-    plan: WatcherPlan,
+    files: AttemptFiles,
+    plan: ScalePlan,
     ledger: Ledger,
     cluster: Cluster,
     /// The healer's stdin (requests), only in the process that armed it.
-    to_watcher: Option<tokio::process::ChildStdin>,
+    to_healer: Option<tokio::process::ChildStdin>,
     /// The healer's stdout (answers), only in the process that armed it.
-    from_watcher: Option<Answers>,
+    from_healer: Option<Answers>,
 }
 
 /// The healer's stdout as the runner reads it (one JSON line per answer).
@@ -656,12 +656,61 @@ async fn next_answer(
     }
 }
 
+/// The scale healer's report in words, for an error of the runner (what became of it).
+fn healer_state(files: &AttemptFiles) -> String {
+    match files.read_scale_report() {
+        Ok(Some(w)) => format!(
+            "its record: {:?}, woke by {}, finished at {}",
+            w.action,
+            w.woke_by.as_deref().unwrap_or("-"),
+            w.finished_at.as_deref().unwrap_or("-")
+        ),
+        Ok(None) => "it wrote no record".into(),
+        Err(e) => format!("its record is unreadable: {e}"),
+    }
+}
+
+/// The runner's reading of the healer's answer to [`SCALE_DOWN_REQUEST`]: the record of a
+/// `scaled-down` answer, or the error a refusal, a failure or an odd answer is.
+fn scale_down_record(answer: &HealerScaleDown, line: &str) -> Result<ScaleDownRecord> {
+    let error = answer
+        .error
+        .clone()
+        .unwrap_or_else(|| "no reason given".into());
+    match (
+        answer.status,
+        answer.sent_at.clone(),
+        answer.answered_at.clone(),
+        answer.replicas_before,
+    ) {
+        (ScaleDownStatus::ScaledDown, Some(sent_at), Some(answered_at), Some(before)) => {
+            Ok(ScaleDownRecord {
+                sent_at,
+                answered_at,
+                replicas_before: before,
+                raw: answer.raw.clone(),
+            })
+        }
+        (ScaleDownStatus::Refused, ..) => Err(LabError::FaultRefused {
+            reason: format!(
+                "the healer refused the scale-down: {error}; nothing was scaled (run the act again)"
+            ),
+        }),
+        (ScaleDownStatus::Failed, ..) => Err(LabError::Kube(format!(
+            "the healer's scale-down failed: {error}"
+        ))),
+        _ => Err(LabError::FaultRefused {
+            reason: format!("unexpected answer of the healer: {line}"),
+        }),
+    }
+}
+
 impl ScaleFault {
     /// Arms the healer for a scale-down of `namespace/deployment`:
     /// creates `<workdir>/faults/<fault_id>/`, writes `plan.json` and a `planned` ledger entry,
     /// spawns `kca-webhook-lab healer-scale --attempt-dir DIR` detached (`setsid`: own session and
     /// process group; stdin and stdout pipes kept by the returned fault for the scale-down request
-    /// and its answer, stderr `DIR/watcher.log`), and waits at most
+    /// and its answer, stderr `DIR/healer.log`), and waits at most
     /// [`READY_BOUND`] for its ready answer. The healer checks the live Deployment against the
     /// plan (UID, `spec.replicas == original_replicas`) before answering; a refusal is an error and
     /// nothing is scaled.
@@ -674,17 +723,13 @@ impl ScaleFault {
         deployment_uid: &str,
         original_replicas: i32,
         restore_after_sec: u64,
-    ) -> Result<(ScaleFault, WatcherReady)> {
+    ) -> Result<(ScaleFault, HealerReady)> {
         let now = Utc::now();
-        let fault_id =
-            crate::faults::attempt::AttemptId::new(crate::faults::attempt::FaultKind::Scale, 5).0;
-        // Absolute: the healer runs with `/` as its working directory.
-        let workdir = std::path::absolute(workdir).map_err(LabError::io(workdir))?;
-        let root = crate::faults::attempt::faults_root(&workdir);
-        let dir = FaultDir(root.join(&fault_id));
-        std::fs::create_dir_all(&dir.0).map_err(LabError::io(&dir.0))?;
+        let attempt = AttemptId::new(FaultKind::Scale, 5);
+        let fault_id = attempt.0.clone();
+        let files = AttemptFiles::create(&attempt::faults_root(workdir), &attempt)?;
         let kubeconfig = std::path::absolute(kubeconfig).map_err(LabError::io(kubeconfig))?;
-        let plan = WatcherPlan {
+        let plan = ScalePlan {
             schema_version: SCHEMA_VERSION,
             fault_id: fault_id.clone(),
             fault: FAULT_KIND.to_string(),
@@ -697,9 +742,9 @@ impl ScaleFault {
             created_at: rfc3339(now),
             runner: Some(ProcessRef::myself()),
         };
-        write_json_atomic(&dir.plan(), &plan)?;
+        write_json_atomic(&files.plan(), &plan)?;
         let mut fault = ScaleFault {
-            dir,
+            files,
             plan,
             ledger: Ledger {
                 schema_version: SCHEMA_VERSION,
@@ -708,13 +753,13 @@ impl ScaleFault {
                 entries: Vec::new(),
             },
             cluster,
-            to_watcher: None,
-            from_watcher: None,
+            to_healer: None,
+            from_healer: None,
         };
         fault.record(LedgerEvent::Planned, None, serde_json::Value::Null)?;
-        let ready = fault.spawn_watcher().await?;
+        let ready = fault.spawn_healer().await?;
         fault.record(
-            LedgerEvent::WatcherArmed,
+            LedgerEvent::HealerArmed,
             None,
             serde_json::to_value(&ready).unwrap_or_default(),
         )?;
@@ -723,28 +768,30 @@ impl ScaleFault {
 
     /// Reopens a fault directory written by an earlier process.
     pub fn open(cluster: Cluster, dir: &Path) -> Result<ScaleFault> {
-        let dir = FaultDir(dir.to_path_buf());
-        let plan: WatcherPlan = read_json(&dir.plan())?;
+        let files = AttemptFiles {
+            dir: dir.to_path_buf(),
+        };
+        let plan: ScalePlan = read_json(&files.plan())?;
         plan.check_target()?;
-        let ledger = dir.read_ledger()?;
+        let ledger = files.read_scale_ledger()?;
         Ok(ScaleFault {
-            dir,
+            files,
             plan,
             ledger,
             cluster,
-            to_watcher: None,
-            from_watcher: None,
+            to_healer: None,
+            from_healer: None,
         })
     }
 
     /// The plan.
-    pub fn plan(&self) -> &WatcherPlan {
+    pub fn plan(&self) -> &ScalePlan {
         &self.plan
     }
 
-    /// The fault directory.
-    pub fn dir(&self) -> &FaultDir {
-        &self.dir
+    /// The attempt's files.
+    pub fn files(&self) -> &AttemptFiles {
+        &self.files
     }
 
     /// The ledger as written so far.
@@ -755,7 +802,7 @@ impl ScaleFault {
     fn record(
         &mut self,
         event: LedgerEvent,
-        by: Option<Restorer>,
+        by: Option<UndoneBy>,
         detail: serde_json::Value,
     ) -> Result<()> {
         self.ledger.entries.push(LedgerEntry {
@@ -764,40 +811,25 @@ impl ScaleFault {
             by,
             detail,
         });
-        write_json_atomic(&self.dir.ledger(), &self.ledger)
+        write_json_atomic(&self.files.ledger(), &self.ledger)
     }
 
-    async fn spawn_watcher(&mut self) -> Result<WatcherReady> {
+    async fn spawn_healer(&mut self) -> Result<HealerReady> {
         use tokio::io::AsyncBufReadExt as _;
-        let bin = crate::faults::attempt::lab_program()?;
-        let log_path = self.dir.watcher_log();
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log_path)
-            .map_err(LabError::io(&log_path))?;
-        let mut cmd = tokio::process::Command::new(&bin);
-        cmd.arg(HEALER_SUBCOMMAND)
-            .arg(crate::faults::attempt::ATTEMPT_DIR_FLAG)
-            .arg(&self.dir.0)
-            .current_dir("/")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::from(log))
-            .kill_on_drop(false);
-        // SAFETY: setsid(2) is async-signal-safe and touches no memory of the parent; it makes
-        // the healer a session and process-group leader of its own, so signals to the runner's
-        // group or terminal never reach it.
-        unsafe {
-            cmd.pre_exec(|| {
-                rustix::process::setsid()
-                    .map(|_| ())
-                    .map_err(std::io::Error::from)
-            });
-        }
+        let bin = attempt::lab_program()?;
+        let log_path = self.files.log();
+        let log = healer::log_file(&log_path).map_err(LabError::io(&log_path))?;
+        let mut cmd = tokio::process::Command::from(healer::command(
+            &bin,
+            HEALER_SUBCOMMAND,
+            &self.files.dir,
+            Stdio::piped(),
+            Stdio::from(log),
+        ));
+        cmd.kill_on_drop(false);
         let not_ready = |reason: String| LabError::FaultRefused {
             reason: format!(
-                "recovery watcher not ready: {reason}; log {}: {}",
+                "healer not ready: {reason}; log {}: {}",
                 log_path.display(),
                 log_tail(&log_path)
             ),
@@ -818,7 +850,7 @@ impl ScaleFault {
                 // The healer is ours and not armed: end it by its PID handle (the Child), never by name.
                 let _ = child.start_kill();
                 return Err(LabError::WaitTimedOut {
-                    what: "the recovery watcher's ready answer".into(),
+                    what: "the healer's ready answer".into(),
                     waited_ms: READY_BOUND.as_millis() as u64,
                     last_state: format!(
                         "no answer; log {}: {}",
@@ -838,7 +870,7 @@ impl ScaleFault {
             }
             Ok(Some(line)) => line,
         };
-        let ready: WatcherReady = serde_json::from_str(&line)
+        let ready: HealerReady = serde_json::from_str(&line)
             .map_err(|e| not_ready(format!("unreadable ready answer {line:?}: {e}")))?;
         if !ready.ok {
             let _ = child.wait().await;
@@ -847,8 +879,8 @@ impl ScaleFault {
                 ready.error.as_deref().unwrap_or("no reason given")
             )));
         }
-        self.to_watcher = child.stdin.take();
-        self.from_watcher = Some(lines);
+        self.to_healer = child.stdin.take();
+        self.from_healer = Some(lines);
         // Reap the healer when it exits if this process still lives then; if not, init does.
         tokio::spawn(async move {
             let _ = child.wait().await;
@@ -858,7 +890,7 @@ impl ScaleFault {
 
     /// Asks the healer to scale the Deployment to [`FAULT_REPLICAS`] (module docs): writes
     /// a `scaling-down` ledger entry, sends [`SCALE_DOWN_REQUEST`] on the healer's stdin, waits at
-    /// most [`SCALE_DOWN_ANSWER_BOUND`] for its answer ([`WatcherScaleDown`]) and records
+    /// most [`SCALE_DOWN_ANSWER_BOUND`] for its answer ([`HealerScaleDown`]) and records
     /// `scaled-down` with that answer verbatim. The healer checks the live scale (planned UID, the
     /// planned original replicas) and its time left ([`decide_scale_down`]) before it scales.
     ///
@@ -869,15 +901,16 @@ impl ScaleFault {
     /// scale-down may have happened).
     pub async fn scale_down(&mut self) -> Result<ScaleDownRecord> {
         use tokio::io::AsyncWriteExt as _;
-        if self.ledger.last(LedgerEvent::WatcherArmed).is_none() {
+        if self.ledger.last(LedgerEvent::HealerArmed).is_none() {
             return Err(LabError::FaultRefused {
-                reason: "the recovery watcher is not armed".into(),
+                reason: "the healer is not armed".into(),
             });
         }
-        let (Some(mut to), Some(mut from)) = (self.to_watcher.take(), self.from_watcher.take())
+        let (Some(mut to), Some(mut from)) = (self.to_healer.take(), self.from_healer.take())
         else {
             return Err(LabError::FaultRefused {
-                reason: "this process did not arm the recovery watcher (no request pipe); nothing was scaled".into(),
+                reason: "this process did not arm the healer (no request pipe); nothing was scaled"
+                    .into(),
             });
         };
         self.record(
@@ -885,16 +918,6 @@ impl ScaleFault {
             None,
             serde_json::json!({"replicas": FAULT_REPLICAS, "request": SCALE_DOWN_REQUEST}),
         )?;
-        let watcher_state = |dir: &FaultDir| match dir.read_watcher() {
-            Ok(Some(w)) => format!(
-                "its record: {:?}, woke by {}, finished at {}",
-                w.action,
-                w.woke_by.as_deref().unwrap_or("-"),
-                w.finished_at.as_deref().unwrap_or("-")
-            ),
-            Ok(None) => "it wrote no record".into(),
-            Err(e) => format!("its record is unreadable: {e}"),
-        };
         let sent = async {
             to.write_all(format!("{SCALE_DOWN_REQUEST}\n").as_bytes())
                 .await?;
@@ -904,83 +927,55 @@ impl ScaleFault {
         if let Err(e) = sent {
             return Err(LabError::FaultRefused {
                 reason: format!(
-                    "the scale-down request could not reach the recovery watcher ({e}): it has exited ({}); nothing was scaled (run the act again)",
-                    watcher_state(&self.dir)
+                    "the scale-down request could not reach the healer ({e}): it has exited ({}); nothing was scaled (run the act again)",
+                    healer_state(&self.files)
                 ),
             });
         }
         // The pipe stays open until this fault is dropped: the healer reads its closing as the
         // runner gone only before a request.
-        self.to_watcher = Some(to);
+        self.to_healer = Some(to);
         let line = match next_answer(&mut from, SCALE_DOWN_ANSWER_BOUND).await {
             Err(None) => {
                 return Err(LabError::WaitTimedOut {
-                    what: "the recovery watcher's answer to the scale-down request".into(),
+                    what: "the healer's answer to the scale-down request".into(),
                     waited_ms: SCALE_DOWN_ANSWER_BOUND.as_millis() as u64,
-                    last_state: format!("no answer; {}", watcher_state(&self.dir)),
+                    last_state: format!("no answer; {}", healer_state(&self.files)),
                 });
             }
             Err(Some(e)) => {
                 return Err(LabError::FaultRefused {
-                    reason: format!("reading the recovery watcher's answer: {e}"),
+                    reason: format!("reading the healer's answer: {e}"),
                 });
             }
             Ok(None) => {
                 return Err(LabError::FaultRefused {
                     reason: format!(
-                        "the recovery watcher exited without answering the scale-down request ({})",
-                        watcher_state(&self.dir)
+                        "the healer exited without answering the scale-down request ({})",
+                        healer_state(&self.files)
                     ),
                 });
             }
             Ok(Some(line)) => line,
         };
-        let answer: WatcherScaleDown =
+        let answer: HealerScaleDown =
             serde_json::from_str(&line).map_err(|e| LabError::FaultRefused {
-                reason: format!("unreadable answer of the recovery watcher {line:?}: {e}"),
+                reason: format!("unreadable answer of the healer {line:?}: {e}"),
             })?;
-        let error = answer
-            .error
-            .clone()
-            .unwrap_or_else(|| "no reason given".into());
-        match (
-            answer.status,
-            answer.sent_at.clone(),
-            answer.answered_at.clone(),
-            answer.replicas_before,
-        ) {
-            (ScaleDownStatus::ScaledDown, Some(sent_at), Some(answered_at), Some(before)) => {
-                self.record(
-                    LedgerEvent::ScaledDown,
-                    None,
-                    serde_json::to_value(&answer).unwrap_or_default(),
-                )?;
-                Ok(ScaleDownRecord {
-                    sent_at,
-                    answered_at,
-                    replicas_before: before,
-                    raw: answer.raw,
-                })
-            }
-            (ScaleDownStatus::Refused, ..) => Err(LabError::FaultRefused {
-                reason: format!(
-                    "the recovery watcher refused the scale-down: {error}; nothing was scaled (run the act again)"
-                ),
-            }),
-            (ScaleDownStatus::Failed, ..) => Err(LabError::Kube(format!(
-                "the recovery watcher's scale-down failed: {error}"
-            ))),
-            _ => Err(LabError::FaultRefused {
-                reason: format!("unexpected answer of the recovery watcher: {line}"),
-            }),
-        }
+        let record = scale_down_record(&answer, &line)?;
+        self.record(
+            LedgerEvent::ScaledDown,
+            None,
+            serde_json::to_value(&answer).unwrap_or_default(),
+        )?;
+        Ok(record)
     }
 
     /// Restores the original replicas as `by` (see [`restore_replicas`]), then records
     /// `restored` (or `restore-failed`) in the ledger. The restore comes first: a ledger that
     /// cannot be written (disk full) never blocks it; the write error is then returned after the
     /// restore was done, with the outcome in its text.
-    pub async fn restore(&mut self, by: Restorer) -> Result<RestoreOutcome> {
+    pub async fn restore(&mut self, by: UndoneBy) -> Result<RestoreOutcome> {
         let result = restore_replicas(&self.cluster, &self.plan).await;
         match result {
             Ok(outcome) => {
@@ -996,7 +991,7 @@ impl ScaleFault {
                     serde_json::to_value(&outcome).unwrap_or_default(),
                 ) {
                     return Err(LabError::Io {
-                        path: self.dir.ledger(),
+                        path: self.files.ledger(),
                         source: std::io::Error::other(format!(
                             "the replicas were handled ({outcome:?}) but the ledger could not be written: {e}"
                         )),
@@ -1021,9 +1016,9 @@ impl ScaleFault {
         self.record(LedgerEvent::HandedOver, None, serde_json::Value::Null)
     }
 
-    /// Who really restored the replicas and when, as far as the ledger and `watcher.json` say:
+    /// Who really restored the replicas and when, as far as the ledger and `healer.json` say:
     /// the runner's own `Restored` outcome if it set them, else the healer's if it did.
-    pub fn restored_by(&self) -> Result<Option<(Restorer, String)>> {
+    pub fn restored_by(&self) -> Result<Option<(UndoneBy, String)>> {
         for e in self.ledger.entries.iter().rev() {
             if e.event == LedgerEvent::Restored
                 && e.detail.get("result").and_then(|r| r.as_str()) == Some("restored")
@@ -1034,22 +1029,22 @@ impl ScaleFault {
                     .and_then(|a| a.as_str())
                     .unwrap_or(&e.at)
                     .to_string();
-                return Ok(Some((e.by.unwrap_or(Restorer::Runner), at)));
+                return Ok(Some((e.by.unwrap_or(UndoneBy::Runner), at)));
             }
         }
-        if let Some(w) = self.dir.read_watcher()?
-            && w.action == WatcherAction::Restored
+        if let Some(w) = self.files.read_scale_report()?
+            && w.action == HealerAction::Restored
             && let Some(at) = w.restored_at
         {
-            return Ok(Some((Restorer::Watcher, at)));
+            return Ok(Some((UndoneBy::Healer, at)));
         }
         // A later command's heal (`heal.json`, its `restore` member: a [`RestoreOutcome`]).
-        if let Ok(h) = read_json::<serde_json::Value>(&self.dir.0.join("heal.json"))
+        if let Ok(h) = read_json::<serde_json::Value>(&self.files.dir.join("heal.json"))
             && let Some(Ok(RestoreOutcome::Restored { at, .. })) = h
                 .get("restore")
                 .map(|r| serde_json::from_value::<RestoreOutcome>(r.clone()))
         {
-            return Ok(Some((Restorer::Healer, at)));
+            return Ok(Some((UndoneBy::LaterCommand, at)));
         }
         Ok(None)
     }
@@ -1062,19 +1057,19 @@ pub struct Unfinished {
     pub dir: PathBuf,
     /// Its ledger.
     pub ledger: Ledger,
-    /// Its watcher record, if the healer wrote one.
-    pub watcher: Option<WatcherRecord>,
+    /// Its healer's report, if the healer wrote one.
+    pub healer: Option<HealerReport>,
 }
 
 /// Whether the healer's record says the fault is over: it `restored` the replicas or found
-/// them `already-restored`, at or after the ledger's last `scaling-down`. A watcher that finished
+/// them `already-restored`, at or after the ledger's last `scaling-down`. A healer that finished
 /// before the scale-down (its runner was stopped past the deadline, then continued) does not cover
 /// it. `restored_at`, else `checked_at`, is when it finished; without a scale-down, any finish.
-pub fn watcher_finished_after_scale_down(ledger: &Ledger, watcher: Option<&WatcherRecord>) -> bool {
-    let Some(w) = watcher else { return false };
+pub fn healer_finished_after_scale_down(ledger: &Ledger, healer: Option<&HealerReport>) -> bool {
+    let Some(w) = healer else { return false };
     if !matches!(
         w.action,
-        WatcherAction::Restored | WatcherAction::AlreadyRestored
+        HealerAction::Restored | HealerAction::AlreadyRestored
     ) {
         return false;
     }
@@ -1094,9 +1089,9 @@ pub fn watcher_finished_after_scale_down(ledger: &Ledger, watcher: Option<&Watch
 }
 
 /// Lists unfinished scale-down faults under `<workdir>/faults/` (oldest first). A missing
-/// `faults` directory means none. A fault whose watcher recorded its own restore is finished.
+/// `faults` directory means none. A fault whose healer recorded its own restore is finished.
 pub fn unfinished_faults(workdir: &Path) -> Result<Vec<Unfinished>> {
-    let root = crate::faults::attempt::faults_root(workdir);
+    let root = attempt::faults_root(workdir);
     let entries = match std::fs::read_dir(&root) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -1116,14 +1111,14 @@ pub fn unfinished_faults(workdir: &Path) -> Result<Vec<Unfinished>> {
     dirs.sort();
     let mut out = Vec::new();
     for dir in dirs {
-        let fd = FaultDir(dir.clone());
-        let ledger = fd.read_ledger()?;
-        let watcher = fd.read_watcher()?;
-        if ledger.is_unfinished() && !watcher_finished_after_scale_down(&ledger, watcher.as_ref()) {
+        let fd = AttemptFiles { dir: dir.clone() };
+        let ledger = fd.read_scale_ledger()?;
+        let healer = fd.read_scale_report()?;
+        if ledger.is_unfinished() && !healer_finished_after_scale_down(&ledger, healer.as_ref()) {
             out.push(Unfinished {
                 dir,
                 ledger,
-                watcher,
+                healer,
             });
         }
     }
@@ -1146,8 +1141,8 @@ fn log(msg: impl AsRef<str>) {
 }
 
 /// Whether the runner's ledger records a restore after its scale-down.
-fn runner_recorded_restore(dir: &FaultDir) -> bool {
-    dir.read_ledger()
+fn runner_recorded_restore(dir: &AttemptFiles) -> bool {
+    dir.read_scale_ledger()
         .is_ok_and(|l| l.last(LedgerEvent::ScalingDown).is_some() && !l.is_unfinished())
 }
 
@@ -1161,7 +1156,7 @@ fn answer<T: Serialize>(value: &T) {
 }
 
 /// Writes the ready answer on stdout (see [`answer`]).
-fn answer_ready(ready: &WatcherReady) {
+fn answer_ready(ready: &HealerReady) {
     answer(ready);
 }
 
@@ -1172,20 +1167,58 @@ fn request_pipe() -> std::io::Result<tokio::net::unix::pipe::Receiver> {
     tokio::net::unix::pipe::Receiver::from_owned_fd(fd)
 }
 
+/// The lab's Deployment read live for the healer's scale-down: it must have the planned UID and
+/// `spec.replicas` at the planned original. `Err` is the replicas seen (when read) and why not.
+async fn live_at_original(
+    client: &Cluster,
+    plan: &ScalePlan,
+) -> std::result::Result<Scale, (Option<i32>, String)> {
+    let scale = match read_scale(client).await {
+        Ok(Some(s)) => s,
+        Ok(None) => {
+            return Err((
+                None,
+                format!(
+                    "deployment {}/{} not found",
+                    plan.namespace, plan.deployment
+                ),
+            ));
+        }
+        Err(e) => return Err((None, e.to_string())),
+    };
+    let before = scale.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
+    if scale.metadata.uid.as_deref() != Some(plan.deployment_uid.as_str())
+        || before != plan.original_replicas
+    {
+        return Err((
+            Some(before),
+            format!(
+                "deployment {}/{} has uid {} and spec.replicas {before}; the plan says uid {} and original_replicas {}",
+                plan.namespace,
+                plan.deployment,
+                scale.metadata.uid.as_deref().unwrap_or("<none>"),
+                plan.deployment_uid,
+                plan.original_replicas
+            ),
+        ));
+    }
+    Ok(scale)
+}
+
 /// Serves the runner's [`SCALE_DOWN_REQUEST`] (module docs): decides with the time left before
 /// `deadline` ([`decide_scale_down`]), checks the live scale against the plan, records
-/// `scaling-down` in `watcher.json` (nothing is scaled when that record cannot be written), scales
+/// `scaling-down` in `healer.json` (nothing is scaled when that record cannot be written), scales
 /// to [`FAULT_REPLICAS`] and records the API server's answer verbatim. Returns the record, which is
 /// also the answer to the runner. A second request is refused without touching the first's record.
 async fn serve_scale_down(
     client: &Cluster,
-    plan: &WatcherPlan,
-    dir: &FaultDir,
-    record: &mut WatcherRecord,
+    plan: &ScalePlan,
+    dir: &AttemptFiles,
+    record: &mut HealerReport,
     deadline: tokio::time::Instant,
-) -> WatcherScaleDown {
+) -> HealerScaleDown {
     let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-    let mut sd = WatcherScaleDown {
+    let mut sd = HealerScaleDown {
         status: ScaleDownStatus::Refused,
         requested_at: now_rfc3339(),
         time_left_ms: left.as_millis() as u64,
@@ -1200,48 +1233,31 @@ async fn serve_scale_down(
         sd.error = Some(why);
         if record.scale_down.is_none() {
             record.scale_down = Some(sd.clone());
-            let _ = write_json_atomic(&dir.watcher(), record);
+            let _ = write_json_atomic(&dir.report(), record);
         }
         return sd;
     }
-    let refuse = |record: &mut WatcherRecord, mut sd: WatcherScaleDown, why: String| {
+    let refuse = |record: &mut HealerReport, mut sd: HealerScaleDown, why: String| {
         log(format!("scale-down refused: {why}"));
         sd.status = ScaleDownStatus::Refused;
         sd.error = Some(why);
         record.scale_down = Some(sd.clone());
-        let _ = write_json_atomic(&dir.watcher(), record);
+        let _ = write_json_atomic(&dir.report(), record);
         sd
     };
-    let scale = match read_scale(client).await {
-        Ok(Some(s)) => s,
-        Ok(None) => {
-            let why = format!(
-                "deployment {}/{} not found",
-                plan.namespace, plan.deployment
-            );
+    let scale = match live_at_original(client, plan).await {
+        Ok(scale) => scale,
+        Err((before, why)) => {
+            sd.replicas_before = before;
             return refuse(record, sd, why);
         }
-        Err(e) => return refuse(record, sd, e.to_string()),
     };
     let before = scale.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
     sd.replicas_before = Some(before);
-    if scale.metadata.uid.as_deref() != Some(plan.deployment_uid.as_str())
-        || before != plan.original_replicas
-    {
-        let why = format!(
-            "deployment {}/{} has uid {} and spec.replicas {before}; the plan says uid {} and original_replicas {}",
-            plan.namespace,
-            plan.deployment,
-            scale.metadata.uid.as_deref().unwrap_or("<none>"),
-            plan.deployment_uid,
-            plan.original_replicas
-        );
-        return refuse(record, sd, why);
-    }
     // Before the request: a later reader knows a scale-down may have been sent.
     sd.status = ScaleDownStatus::ScalingDown;
     record.scale_down = Some(sd.clone());
-    if let Err(e) = write_json_atomic(&dir.watcher(), record) {
+    if let Err(e) = write_json_atomic(&dir.report(), record) {
         return refuse(
             record,
             sd,
@@ -1276,7 +1292,7 @@ async fn serve_scale_down(
         }
     }
     record.scale_down = Some(sd.clone());
-    if let Err(e) = write_json_atomic(&dir.watcher(), record) {
+    if let Err(e) = write_json_atomic(&dir.report(), record) {
         // The answer still reaches the runner (its ledger keeps it); the restore is unaffected.
         log(format!("writing the scale-down record: {e}"));
     }
@@ -1286,22 +1302,18 @@ async fn serve_scale_down(
 /// Entry point of the detached healer (`kca-webhook-lab healer-scale --attempt-dir DIR`).
 ///
 /// Reads `DIR/plan.json`, checks the live Deployment against it, answers ready (one JSON line of
-/// [`WatcherReady`] on stdout), then until `armed_at + restore_after_sec` serves the runner's
+/// [`HealerReady`] on stdout), then until `armed_at + restore_after_sec` serves the runner's
 /// [`SCALE_DOWN_REQUEST`] on stdin (`serve_scale_down`; answer: one JSON line of
-/// [`WatcherScaleDown`]); at the deadline, on SIGTERM / SIGINT / SIGHUP, when the runner's ledger
+/// [`HealerScaleDown`]); at the deadline, on SIGTERM / SIGINT / SIGHUP, when the runner's ledger
 /// records a restore, or when stdin closes before any request, it restores the original replicas
 /// with [`restore_replicas`] (retrying an unreachable API server for at most
-/// [`WATCHER_RETRY_BOUND`]) and writes `DIR/watcher.json`. Logs go to stderr.
+/// [`HEALER_RETRY_BOUND`]) and writes `DIR/healer.json`. Logs go to stderr.
 /// Returns the exit code: 0 restored or already restored, 1 failed, 2 bad arguments, 3 refused.
-pub fn watcher_main(args: &[String]) -> i32 {
-    let dir = match args {
-        [flag, dir] if flag == crate::faults::attempt::ATTEMPT_DIR_FLAG => {
-            FaultDir(PathBuf::from(dir))
-        }
-        _ => {
-            eprintln!(
-                "usage: kca-webhook-lab {HEALER_SUBCOMMAND} --attempt-dir DIR (found {args:?})"
-            );
+pub fn healer_main(args: &[String]) -> i32 {
+    let dir = match healer::attempt_dir_arg(HEALER_SUBCOMMAND, args) {
+        Ok(dir) => AttemptFiles { dir },
+        Err(usage) => {
+            eprintln!("{usage}");
             return 2;
         }
     };
@@ -1316,13 +1328,13 @@ pub fn watcher_main(args: &[String]) -> i32 {
             return 1;
         }
     };
-    let hardening = crate::faults::attempt::harden();
+    let hardening = healer::harden();
     log(format!("hardening {hardening:?}"));
     rt.block_on(watch(dir))
 }
 
-fn refusal(error: String) -> WatcherReady {
-    WatcherReady {
+fn refusal(error: String) -> HealerReady {
+    HealerReady {
         ok: false,
         pid: std::process::id(),
         armed_at: String::new(),
@@ -1332,12 +1344,11 @@ fn refusal(error: String) -> WatcherReady {
     }
 }
 
-async fn watch(dir: FaultDir) -> i32 {
-    use tokio::io::AsyncBufReadExt as _;
-    let plan: WatcherPlan = match read_json(&dir.plan()).and_then(|p: WatcherPlan| {
-        p.check_target()?;
-        Ok(p)
-    }) {
+/// The scale healer's life (see [`healer_main`]), in named steps: read the plan, check the live
+/// Deployment, take the target lock, arm (record + ready answer), wait for its wake-up while
+/// serving the runner's request, restore, record.
+async fn watch(dir: AttemptFiles) -> i32 {
+    let plan = match read_plan(&dir) {
         Ok(p) => p,
         Err(e) => {
             log(format!("refusing: {e}"));
@@ -1354,28 +1365,12 @@ async fn watch(dir: FaultDir) -> i32 {
         plan.original_replicas,
         plan.restore_after_sec
     ));
-    let mut record = WatcherRecord {
-        schema_version: SCHEMA_VERSION,
-        fault_id: plan.fault_id.clone(),
-        pid: std::process::id(),
-        pid_start_ticks: Some(ProcessRef::myself().start_ticks).filter(|t| *t != 0),
-        armed_at: String::new(),
-        deadline_at: String::new(),
-        observed_replicas: None,
-        action: WatcherAction::Refused,
-        woke_by: None,
-        checked_at: None,
-        replicas_seen: None,
-        restored_at: None,
-        error: None,
-        finished_at: None,
-        scale_down: None,
-    };
-    let refuse = |record: &mut WatcherRecord, error: String| {
+    let mut record = HealerReport::refused(&plan);
+    let refuse = |record: &mut HealerReport, error: String| {
         log(format!("refusing: {error}"));
         record.error = Some(error.clone());
         record.finished_at = Some(now_rfc3339());
-        let _ = write_json_atomic(&dir.watcher(), record);
+        let _ = write_json_atomic(&dir.report(), record);
         answer_ready(&refusal(error));
         3
     };
@@ -1383,59 +1378,22 @@ async fn watch(dir: FaultDir) -> i32 {
         Ok(c) => c,
         Err(e) => return refuse(&mut record, e.to_string()),
     };
-    // Cross-check the plan with the live Deployment before anything is scaled.
-    let scale = match read_scale(&client).await {
-        Ok(Some(s)) => s,
-        Ok(None) => {
-            return refuse(
-                &mut record,
-                format!(
-                    "deployment {}/{} not found",
-                    plan.namespace, plan.deployment
-                ),
-            );
-        }
-        Err(e) => return refuse(&mut record, e.to_string()),
+    let live_replicas = match check_live_deployment(&client, &plan, &mut record).await {
+        Ok(r) => r,
+        Err(why) => return refuse(&mut record, why),
     };
-    let live_replicas = scale.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
-    record.observed_replicas = Some(live_replicas);
-    if scale.metadata.uid.as_deref() != Some(plan.deployment_uid.as_str()) {
-        return refuse(
-            &mut record,
-            format!(
-                "deployment {}/{} has uid {}, the plan says {}",
-                plan.namespace,
-                plan.deployment,
-                scale.metadata.uid.as_deref().unwrap_or("<none>"),
-                plan.deployment_uid
-            ),
-        );
-    }
-    if live_replicas != plan.original_replicas {
-        return refuse(
-            &mut record,
-            format!(
-                "deployment {}/{} has spec.replicas {live_replicas}, the plan says original_replicas {}",
-                plan.namespace, plan.deployment, plan.original_replicas
-            ),
-        );
-    }
-    // One attempt per Deployment at a time: the target lock is held until this watcher exits, so
-    // no later attempt can scale it to 0 while this watcher could still restore.
-    let _target_lock = match crate::faults::attempt::lock_target(
+    // One attempt per Deployment at a time: the target lock is held until this healer exits, so
+    // no later attempt can scale it to 0 while this healer could still restore.
+    let _target_lock = match attempt::lock_target(
         &format!("deployment-{}", plan.deployment_uid),
-        &crate::faults::attempt::AttemptId(plan.fault_id.clone()),
+        &AttemptId(plan.fault_id.clone()),
         "the scale healer",
     ) {
         Ok(l) => l,
         Err(e) => return refuse(&mut record, e.to_string()),
     };
-    let mut sigterm =
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok();
-    let mut sighup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
-    let mut requests = match request_pipe() {
-        Ok(r) => Some(tokio::io::BufReader::new(r).lines()),
+    let mut wake = match Wakers::new() {
+        Ok(w) => w,
         Err(e) => {
             return refuse(
                 &mut record,
@@ -1443,18 +1401,11 @@ async fn watch(dir: FaultDir) -> i32 {
             );
         }
     };
-    let mut asked = false;
-    let armed = Utc::now();
-    let wait = Duration::from_secs(plan.restore_after_sec);
-    let deadline_instant = tokio::time::Instant::now() + wait;
-    let deadline = armed + chrono::Duration::from_std(wait).unwrap_or_default();
-    record.armed_at = rfc3339(armed);
-    record.deadline_at = rfc3339(deadline);
-    record.action = WatcherAction::Waiting;
-    if let Err(e) = write_json_atomic(&dir.watcher(), &record) {
+    let deadline = arm(&mut record, plan.restore_after_sec);
+    if let Err(e) = write_json_atomic(&dir.report(), &record) {
         return refuse(&mut record, e.to_string());
     }
-    answer_ready(&WatcherReady {
+    answer_ready(&HealerReady {
         ok: true,
         pid: record.pid,
         armed_at: record.armed_at.clone(),
@@ -1466,48 +1417,194 @@ async fn watch(dir: FaultDir) -> i32 {
         "armed at {}, restoring at {}",
         record.armed_at, record.deadline_at
     ));
+    let woke_by = wake
+        .until_wake(&client, &plan, &dir, &mut record, deadline)
+        .await;
+    record.woke_by = Some(woke_by.to_string());
+    let code = restore_at_wake(&client, &plan, &mut record).await;
+    record.finished_at = Some(now_rfc3339());
+    log(format!(
+        "woke by {woke_by}; finished: {:?} (replicas seen {:?}, restored at {:?})",
+        record.action, record.replicas_seen, record.restored_at
+    ));
+    if let Err(e) = write_json_atomic(&dir.report(), &record) {
+        log(format!("writing the record: {e}"));
+        return 1;
+    }
+    code
+}
 
-    // Besides the deadline and the signals, the healer serves the runner's scale-down request,
-    // and looks at the runner's ledger once a second: when the runner has recorded the replicas
-    // restored, the healer checks the live scale at once (it never takes the ledger's word for
-    // it) and finishes, instead of outliving the lab run. Its stdin closed before any request
-    // means the runner is gone and nothing can be scaled in this attempt: it checks and finishes.
-    // A signal arriving while it serves the request is kept by its stream and ends the next turn.
-    let woke_by = loop {
-        tokio::select! {
-            _ = tokio::time::sleep_until(deadline_instant) => break "deadline",
-            line = async { match requests.as_mut() { Some(r) => r.next_line().await, None => std::future::pending().await } } => {
-                match line {
+/// The healer's plan: `plan.json`, required to name the lab's Deployment.
+fn read_plan(dir: &AttemptFiles) -> Result<ScalePlan> {
+    let plan: ScalePlan = read_json(&dir.plan())?;
+    plan.check_target()?;
+    Ok(plan)
+}
+
+impl HealerReport {
+    /// The report of a healer of `plan` that has not armed (yet): `refused` until it does.
+    fn refused(plan: &ScalePlan) -> HealerReport {
+        HealerReport {
+            schema_version: SCHEMA_VERSION,
+            fault_id: plan.fault_id.clone(),
+            pid: std::process::id(),
+            pid_start_ticks: Some(ProcessRef::myself().start_ticks).filter(|t| *t != 0),
+            armed_at: String::new(),
+            deadline_at: String::new(),
+            observed_replicas: None,
+            action: HealerAction::Refused,
+            woke_by: None,
+            checked_at: None,
+            replicas_seen: None,
+            restored_at: None,
+            error: None,
+            finished_at: None,
+            scale_down: None,
+        }
+    }
+}
+
+/// Cross-checks the plan with the live Deployment before anything is scaled: found, the planned
+/// UID, `spec.replicas` at the planned original. Returns the live replicas (also recorded);
+/// `Err` says why the healer refuses.
+async fn check_live_deployment(
+    client: &Cluster,
+    plan: &ScalePlan,
+    record: &mut HealerReport,
+) -> std::result::Result<i32, String> {
+    let scale = match read_scale(client).await {
+        Ok(Some(s)) => s,
+        Ok(None) => {
+            return Err(format!(
+                "deployment {}/{} not found",
+                plan.namespace, plan.deployment
+            ));
+        }
+        Err(e) => return Err(e.to_string()),
+    };
+    let live_replicas = scale.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
+    record.observed_replicas = Some(live_replicas);
+    if scale.metadata.uid.as_deref() != Some(plan.deployment_uid.as_str()) {
+        return Err(format!(
+            "deployment {}/{} has uid {}, the plan says {}",
+            plan.namespace,
+            plan.deployment,
+            scale.metadata.uid.as_deref().unwrap_or("<none>"),
+            plan.deployment_uid
+        ));
+    }
+    if live_replicas != plan.original_replicas {
+        return Err(format!(
+            "deployment {}/{} has spec.replicas {live_replicas}, the plan says original_replicas {}",
+            plan.namespace, plan.deployment, plan.original_replicas
+        ));
+    }
+    Ok(live_replicas)
+}
+
+/// Arms the record now (`waiting`, `armed_at`, `deadline_at = armed_at + restore_after_sec`) and
+/// returns the deadline on the monotonic clock.
+fn arm(record: &mut HealerReport, restore_after_sec: u64) -> tokio::time::Instant {
+    let armed = Utc::now();
+    let wait = Duration::from_secs(restore_after_sec);
+    let deadline = tokio::time::Instant::now() + wait;
+    record.armed_at = rfc3339(armed);
+    record.deadline_at = rfc3339(armed + chrono::Duration::from_std(wait).unwrap_or_default());
+    record.action = HealerAction::Waiting;
+    deadline
+}
+
+/// What wakes the scale healer besides its deadline: SIGTERM/SIGINT/SIGHUP and the runner's
+/// request pipe (its stdin).
+struct Wakers {
+    sigterm: Option<tokio::signal::unix::Signal>,
+    sigint: Option<tokio::signal::unix::Signal>,
+    sighup: Option<tokio::signal::unix::Signal>,
+    requests: Option<tokio::io::Lines<tokio::io::BufReader<tokio::net::unix::pipe::Receiver>>>,
+}
+
+/// The next signal of an optional stream (never, when there is none).
+async fn next_signal(s: &mut Option<tokio::signal::unix::Signal>) {
+    match s.as_mut() {
+        Some(s) => {
+            s.recv().await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
+impl Wakers {
+    /// The signal streams and the request pipe; `Err` when stdin is not a pipe.
+    fn new() -> std::io::Result<Wakers> {
+        use tokio::io::AsyncBufReadExt as _;
+        use tokio::signal::unix::{SignalKind, signal};
+        let requests = tokio::io::BufReader::new(request_pipe()?).lines();
+        Ok(Wakers {
+            sigterm: signal(SignalKind::terminate()).ok(),
+            sigint: signal(SignalKind::interrupt()).ok(),
+            sighup: signal(SignalKind::hangup()).ok(),
+            requests: Some(requests),
+        })
+    }
+
+    /// Waits until the healer must restore, and says why: `deadline`, a signal's name,
+    /// `runner-restored` (the runner's ledger records a restore: the healer checks the live scale
+    /// at once, it never takes the ledger's word for it) or `runner-closed` (stdin closed before
+    /// any request: the runner is gone and nothing can be scaled in this attempt). Meanwhile it
+    /// serves the runner's scale-down request. A signal arriving while it serves the request is
+    /// kept by its stream and ends the next turn.
+    async fn until_wake(
+        &mut self,
+        client: &Cluster,
+        plan: &ScalePlan,
+        dir: &AttemptFiles,
+        record: &mut HealerReport,
+        deadline: tokio::time::Instant,
+    ) -> &'static str {
+        let mut asked = false;
+        loop {
+            let next_line = async {
+                match self.requests.as_mut() {
+                    Some(r) => r.next_line().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = tokio::time::sleep_until(deadline) => return "deadline",
+                line = next_line => match line {
                     Ok(Some(l)) if l.trim() == SCALE_DOWN_REQUEST => {
                         asked = true;
-                        let sd = serve_scale_down(&client, &plan, &dir, &mut record, deadline_instant).await;
-                        answer(&sd);
+                        answer(&serve_scale_down(client, plan, dir, record, deadline).await);
                     }
                     Ok(Some(l)) => log(format!("ignoring the line {l:?} on stdin")),
                     Ok(None) | Err(_) => {
-                        requests = None;
+                        self.requests = None;
                         if !asked {
-                            break "runner-closed";
+                            return "runner-closed";
                         }
+                    }
+                },
+                _ = next_signal(&mut self.sigterm) => return "SIGTERM",
+                _ = next_signal(&mut self.sigint) => return "SIGINT",
+                _ = next_signal(&mut self.sighup) => return "SIGHUP",
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {
+                    if runner_recorded_restore(dir) {
+                        return "runner-restored";
                     }
                 }
             }
-            _ = async { match sigterm.as_mut() { Some(s) => { s.recv().await; } None => std::future::pending().await } } => break "SIGTERM",
-            _ = async { match sigint.as_mut() { Some(s) => { s.recv().await; } None => std::future::pending().await } } => break "SIGINT",
-            _ = async { match sighup.as_mut() { Some(s) => { s.recv().await; } None => std::future::pending().await } } => break "SIGHUP",
-            _ = tokio::time::sleep(Duration::from_secs(1)) => {
-                if runner_recorded_restore(&dir) {
-                    break "runner-restored";
-                }
-            }
         }
-    };
-    record.woke_by = Some(woke_by.to_string());
+    }
+}
 
-    let give_up = tokio::time::Instant::now() + WATCHER_RETRY_BOUND;
-    let code = loop {
+/// The healer's restore once woken: [`restore_replicas`] on a live read, retried every second
+/// while the API server cannot be reached, for at most [`HEALER_RETRY_BOUND`]. Records what it
+/// found and did; returns the exit code (0 settled, 1 failed).
+async fn restore_at_wake(client: &Cluster, plan: &ScalePlan, record: &mut HealerReport) -> i32 {
+    let give_up = tokio::time::Instant::now() + HEALER_RETRY_BOUND;
+    loop {
         record.checked_at = Some(now_rfc3339());
-        match read_scale(&client).await {
+        match read_scale(client).await {
             Ok(scale) => {
                 record.replicas_seen = scale
                     .as_ref()
@@ -1515,60 +1612,151 @@ async fn watch(dir: FaultDir) -> i32 {
             }
             Err(e) => record.error = Some(e.to_string()),
         }
-        match restore_replicas(&client, &plan).await {
+        match restore_replicas(client, plan).await {
             Ok(outcome) => {
                 record.error = None;
-                match outcome {
-                    RestoreOutcome::Restored { at, .. } => {
-                        record.action = WatcherAction::Restored;
-                        record.restored_at = Some(at);
-                    }
-                    RestoreOutcome::AlreadyRestored { .. } => {
-                        record.action = WatcherAction::AlreadyRestored;
-                    }
-                    RestoreOutcome::LeftAlone { replicas, .. } => {
-                        record.action = WatcherAction::LeftAlone;
-                        record.replicas_seen = Some(replicas);
-                    }
-                    RestoreOutcome::DeploymentChanged { uid, .. } => {
-                        record.action = WatcherAction::DeploymentChanged;
-                        record.error = Some(format!(
-                            "deployment uid now {}",
-                            uid.as_deref().unwrap_or("<not found>")
-                        ));
-                    }
-                }
-                break 0;
+                record_outcome(record, outcome);
+                return 0;
             }
             Err(e) => {
                 log(format!("restore attempt failed: {e}"));
                 record.error = Some(e.to_string());
                 if tokio::time::Instant::now() >= give_up {
-                    record.action = WatcherAction::Failed;
-                    break 1;
+                    record.action = HealerAction::Failed;
+                    return 1;
                 }
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         }
-    };
-    record.finished_at = Some(now_rfc3339());
-    log(format!(
-        "woke by {woke_by}; finished: {:?} (replicas seen {:?}, restored at {:?})",
-        record.action, record.replicas_seen, record.restored_at
-    ));
-    if let Err(e) = write_json_atomic(&dir.watcher(), &record) {
-        log(format!("writing the record: {e}"));
-        return 1;
     }
-    code
+}
+
+/// The healer's record of a restore outcome.
+fn record_outcome(record: &mut HealerReport, outcome: RestoreOutcome) {
+    match outcome {
+        RestoreOutcome::Restored { at, .. } => {
+            record.action = HealerAction::Restored;
+            record.restored_at = Some(at);
+        }
+        RestoreOutcome::AlreadyRestored { .. } => {
+            record.action = HealerAction::AlreadyRestored;
+        }
+        RestoreOutcome::LeftAlone { replicas, .. } => {
+            record.action = HealerAction::LeftAlone;
+            record.replicas_seen = Some(replicas);
+        }
+        RestoreOutcome::DeploymentChanged { uid, .. } => {
+            record.action = HealerAction::DeploymentChanged;
+            record.error = Some(format!(
+                "deployment uid now {}",
+                uid.as_deref().unwrap_or("<not found>")
+            ));
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn plan() -> WatcherPlan {
-        WatcherPlan {
+    fn scale_at(uid: &str, replicas: i32) -> Scale {
+        let mut s = Scale::default();
+        s.metadata.uid = Some(uid.into());
+        s.spec = Some(k8s_openapi::api::autoscaling::v1::ScaleSpec {
+            replicas: Some(replicas),
+        });
+        s
+    }
+
+    #[test]
+    fn a_restore_meeting_another_restore_after_a_409_is_already_restored() {
+        // Act 6's restore and the healer's race: one write wins, the other gets 409 Conflict and
+        // re-reads the scale at the original replicas. That loser writes nothing and counts the
+        // replicas as already restored (it was `interrupted` before).
+        let p = plan();
+        let reread = scale_at("uid-1", p.original_replicas);
+        let step = decide_write(
+            &p,
+            &reread,
+            FAULT_REPLICAS,
+            p.original_replicas,
+            "restoring",
+        );
+        assert!(matches!(step, WriteStep::AlreadySet), "{step:?}");
+        assert!(matches!(
+            restore_written(None),
+            RestoreOutcome::AlreadyRestored { .. }
+        ));
+        // Still at the fault's value after the 409: written again.
+        let step = decide_write(&p, &scale_at("uid-1", 0), FAULT_REPLICAS, 1, "restoring");
+        assert!(matches!(step, WriteStep::Write), "{step:?}");
+        // Changed by someone else to a third value, or another Deployment: nothing written.
+        for other in [scale_at("uid-1", 3), scale_at("uid-2", 0)] {
+            let step = decide_write(&p, &other, FAULT_REPLICAS, 1, "restoring");
+            assert!(matches!(step, WriteStep::Refuse(_)), "{step:?}");
+        }
+    }
+
+    #[test]
+    fn records_written_before_the_one_vocabulary_still_read() {
+        // A scale attempt made before the healer had one name: `watcher.json`, the ledger's
+        // `watcher-armed` and `by: watcher`.
+        let wd = tempfile::tempdir().expect("tempdir");
+        let files = AttemptFiles {
+            dir: wd.path().to_path_buf(),
+        };
+        assert_eq!(files.read_scale_report().expect("none yet"), None);
+        let report = waiting_healer(7, Some(8), "a", "b");
+        write_json_atomic(&wd.path().join("watcher.json"), &report).expect("watcher.json");
+        assert_eq!(files.report_to_read(), wd.path().join("watcher.json"));
+        assert_eq!(files.read_scale_report().expect("read"), Some(report));
+        let ledger = serde_json::json!({
+            "schema_version": SCHEMA_VERSION, "fault_id": "scale-x", "fault": FAULT_KIND,
+            "entries": [
+                {"at": "a", "event": "watcher-armed"},
+                {"at": "b", "event": "restored", "by": "watcher"}
+            ]
+        });
+        std::fs::write(files.ledger(), ledger.to_string()).expect("ledger");
+        let ledger = files.read_scale_ledger().expect("an old ledger reads");
+        assert_eq!(ledger.entries[0].event, LedgerEvent::HealerArmed);
+        assert_eq!(ledger.entries[1].by, Some(UndoneBy::Healer));
+        // Written today: the new names.
+        let v = serde_json::to_value(&ledger.entries[0]).expect("json");
+        assert_eq!(v["event"], "healer-armed");
+        assert_eq!(
+            serde_json::to_value(UndoneBy::Healer).expect("json"),
+            "healer"
+        );
+    }
+
+    #[test]
+    fn the_healer_refuses_a_plan_naming_another_deployment() {
+        for (ns, name) in [
+            ("default", DEPLOYMENT),
+            (NAMESPACE, "victim"),
+            ("kube-system", "coredns"),
+        ] {
+            let wd = tempfile::tempdir().expect("tempdir");
+            let files = AttemptFiles {
+                dir: wd.path().to_path_buf(),
+            };
+            let mut p = plan();
+            p.namespace = ns.into();
+            p.deployment = name.into();
+            write_json_atomic(&files.plan(), &p).expect("plan");
+            let err = read_plan(&files).expect_err("a plan naming another deployment");
+            let text = err.to_string();
+            assert!(
+                text.contains(&format!("{ns}/{name}"))
+                    && text.contains(&format!("{NAMESPACE}/{DEPLOYMENT}")),
+                "{text}"
+            );
+        }
+    }
+
+    fn plan() -> ScalePlan {
+        ScalePlan {
             schema_version: SCHEMA_VERSION,
             fault_id: "scale-20261129T000000.000Z".into(),
             fault: FAULT_KIND.into(),
@@ -1615,8 +1803,8 @@ mod tests {
     }
 
     /// A healer's record while it waits (pid, start ticks, armed and deadline times).
-    fn waiting_watcher(pid: u32, ticks: Option<u64>, armed: &str, deadline: &str) -> WatcherRecord {
-        WatcherRecord {
+    fn waiting_healer(pid: u32, ticks: Option<u64>, armed: &str, deadline: &str) -> HealerReport {
+        HealerReport {
             schema_version: SCHEMA_VERSION,
             fault_id: "f".into(),
             pid,
@@ -1624,7 +1812,7 @@ mod tests {
             armed_at: armed.into(),
             deadline_at: deadline.into(),
             observed_replicas: Some(1),
-            action: WatcherAction::Waiting,
+            action: HealerAction::Waiting,
             woke_by: None,
             checked_at: None,
             replicas_seen: None,
@@ -1641,10 +1829,7 @@ mod tests {
             schema_version: SCHEMA_VERSION,
             fault_id: "f".into(),
             fault: FAULT_KIND.into(),
-            entries: vec![
-                entry(LedgerEvent::Planned),
-                entry(LedgerEvent::WatcherArmed),
-            ],
+            entries: vec![entry(LedgerEvent::Planned), entry(LedgerEvent::HealerArmed)],
         };
         assert!(!l.is_unfinished(), "nothing acted on yet");
         l.entries.push(entry(LedgerEvent::ScalingDown));
@@ -1657,17 +1842,17 @@ mod tests {
     }
 
     #[test]
-    fn unfinished_faults_reads_fault_dirs_and_honours_the_watcher_record() {
+    fn unfinished_faults_reads_fault_dirs_and_honours_the_healer_report() {
         let wd = tempfile::tempdir().expect("tempdir");
         assert!(
             unfinished_faults(wd.path())
                 .expect("no faults dir")
                 .is_empty()
         );
-        let dir = FaultDir(
-            crate::faults::attempt::faults_root(wd.path()).join("scale-20261129T000000.000Z"),
-        );
-        std::fs::create_dir_all(&dir.0).expect("mkdir");
+        let dir = AttemptFiles {
+            dir: crate::faults::attempt::faults_root(wd.path()).join("scale-20261129T000000.000Z"),
+        };
+        std::fs::create_dir_all(&dir.dir).expect("mkdir");
         write_json_atomic(&dir.plan(), &plan()).expect("plan");
         let ledger = Ledger {
             schema_version: SCHEMA_VERSION,
@@ -1681,44 +1866,44 @@ mod tests {
         write_json_atomic(&dir.ledger(), &ledger).expect("ledger");
         let found = unfinished_faults(wd.path()).expect("list");
         assert_eq!(found.len(), 1);
-        assert_eq!(found[0].dir, dir.0);
-        let mut w = waiting_watcher(1, None, &now_rfc3339(), &now_rfc3339());
-        write_json_atomic(&dir.watcher(), &w).expect("watcher");
+        assert_eq!(found[0].dir, dir.dir);
+        let mut w = waiting_healer(1, None, &now_rfc3339(), &now_rfc3339());
+        write_json_atomic(&dir.report(), &w).expect("healer.json");
         assert_eq!(
             unfinished_faults(wd.path()).expect("list").len(),
             1,
-            "waiting watcher"
+            "waiting healer"
         );
-        w.action = WatcherAction::Restored;
+        w.action = HealerAction::Restored;
         w.restored_at = Some(now_rfc3339());
-        write_json_atomic(&dir.watcher(), &w).expect("watcher");
+        write_json_atomic(&dir.report(), &w).expect("healer.json");
         assert!(
             unfinished_faults(wd.path()).expect("list").is_empty(),
-            "the watcher restored it"
+            "the healer restored it"
         );
-        // A watcher that found nothing to do before a late scale-down does not cover it.
-        w.action = WatcherAction::AlreadyRestored;
+        // A healer that found nothing to do before a late scale-down does not cover it.
+        w.action = HealerAction::AlreadyRestored;
         w.restored_at = None;
         w.checked_at = Some("2026-11-29T00:00:00.000Z".into());
-        write_json_atomic(&dir.watcher(), &w).expect("watcher");
+        write_json_atomic(&dir.report(), &w).expect("healer.json");
         assert_eq!(
             unfinished_faults(wd.path()).expect("list").len(),
             1,
-            "the scale-down came after the watcher's check"
+            "the scale-down came after the healer's check"
         );
     }
 
     #[test]
     fn a_scale_down_is_accepted_once_and_only_with_time_left() {
         assert_eq!(decide_scale_down(Duration::from_secs(55), None), Ok(()));
-        assert_eq!(decide_scale_down(MIN_WATCHER_TIME_LEFT, None), Ok(()));
+        assert_eq!(decide_scale_down(MIN_HEALER_TIME_LEFT, None), Ok(()));
         // The runner was stopped until 10 s before the deadline, or past it.
         let late = decide_scale_down(Duration::from_secs(10), None).unwrap_err();
         assert!(late.contains("10000 ms left"), "{late}");
         assert!(decide_scale_down(Duration::ZERO, None).is_err());
-        assert!(decide_scale_down(MIN_WATCHER_TIME_LEFT - Duration::from_millis(1), None).is_err());
+        assert!(decide_scale_down(MIN_HEALER_TIME_LEFT - Duration::from_millis(1), None).is_err());
         // A second request in one attempt, whatever the first became.
-        let first = WatcherScaleDown {
+        let first = HealerScaleDown {
             status: ScaleDownStatus::Refused,
             requested_at: "2026-12-01T05:00:00.000Z".into(),
             time_left_ms: 54_000,
@@ -1733,29 +1918,29 @@ mod tests {
     }
 
     #[test]
-    fn a_watcher_record_without_scale_down_still_reads() {
-        // watcher.json written before the healer owned the scale-down has no `scale_down`.
-        let mut v = serde_json::to_value(waiting_watcher(1, Some(2), "a", "b")).expect("json");
+    fn a_healer_report_without_scale_down_still_reads() {
+        // A report written before the healer owned the scale-down has no `scale_down`.
+        let mut v = serde_json::to_value(waiting_healer(1, Some(2), "a", "b")).expect("json");
         assert!(v.get("scale_down").is_none(), "absent when none: {v}");
         v.as_object_mut().expect("object").remove("scale_down");
-        let w: WatcherRecord = serde_json::from_value(v).expect("old record");
+        let w: HealerReport = serde_json::from_value(v).expect("old record");
         assert_eq!(w.scale_down, None);
     }
 
     #[test]
-    fn watcher_main_rejects_bad_arguments() {
-        assert_eq!(watcher_main(&["--nope".into()]), 2);
-        assert_eq!(watcher_main(&[]), 2);
+    fn healer_main_rejects_bad_arguments() {
+        assert_eq!(healer_main(&["--nope".into()]), 2);
+        assert_eq!(healer_main(&[]), 2);
     }
 
     #[test]
     fn plan_round_trips_and_rejects_unknown_fields() {
         let p = plan();
         let v = serde_json::to_value(&p).expect("to json");
-        let back: WatcherPlan = serde_json::from_value(v.clone()).expect("from json");
+        let back: ScalePlan = serde_json::from_value(v.clone()).expect("from json");
         assert_eq!(back, p);
         let mut bad = v;
         bad["extra"] = serde_json::json!(1);
-        assert!(serde_json::from_value::<WatcherPlan>(bad).is_err());
+        assert!(serde_json::from_value::<ScalePlan>(bad).is_err());
     }
 }

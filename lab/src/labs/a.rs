@@ -11,7 +11,7 @@
 //!   first explicit deny), each with its own timestamp, a bound that runs out being `not-confirmed`;
 //! - act 7: that a server-side dry-run (`dryRun=All`) is validated by the webhook and stores nothing.
 //!
-//! The fault and its recovery watcher are in [`crate::faults::scale`].
+//! The fault and its healer are in [`crate::faults::scale`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -70,7 +70,7 @@ pub(crate) static RUNNERS: &[(u8, super::Runner)] = &[
 type ActResult = Result<(serde_json::Value, Vec<String>), (serde_json::Value, LabError)>;
 
 /// What an act with a live scale-down works with (acts 5 and 6): the cluster, the student's
-/// output, the fault (its plan, ledger and watcher), the evidence recorder, and the partial facts
+/// output, the fault (its plan, ledger and healer), the evidence recorder, and the partial facts
 /// kept if the act is interrupted.
 struct ScaleAct<'a> {
     cl: &'a Cluster,
@@ -192,11 +192,11 @@ async fn policy_webhook(cl: &Cluster) -> Result<Option<WebhookFacts>, LabError> 
     Ok(None)
 }
 
-/// The kubeconfig file the recovery watcher reads: the one the runner uses
+/// The kubeconfig file the healer reads: the one the runner uses
 /// ([`cluster::resolve_kubeconfig`]), never another.
-fn watcher_kubeconfig(cl: &Cluster) -> Result<PathBuf, LabError> {
+fn healer_kubeconfig(cl: &Cluster) -> Result<PathBuf, LabError> {
     cl.kubeconfig().map(std::path::Path::to_path_buf).ok_or_else(|| LabError::FaultRefused {
-        reason: "the recovery watcher needs one kubeconfig file (KUBECONFIG names several, or none exists); pass --kubeconfig".into(),
+        reason: "the healer needs one kubeconfig file (KUBECONFIG names several, or none exists); pass --kubeconfig".into(),
     })
 }
 
@@ -286,6 +286,26 @@ async fn act4_body(cl: &Cluster, ui: &Ui, rec: &mut ActRecorder, node_uid: Strin
 // ---------------------------------------------------------------------------------------------
 // Act 5
 
+/// Refuses act 5 while an earlier scale-down of this work dir is unfinished.
+fn refuse_unfinished(env: &Env) -> Result<(), LabError> {
+    let unfinished = scale::unfinished_faults(env.workdir.root())?;
+    if unfinished.is_empty() {
+        return Ok(());
+    }
+    Err(LabError::FaultRefused {
+        reason: format!(
+            "an earlier scale-down is still owned by its healer ({}); act 6 restores it and records the recovery",
+            unfinished
+                .iter()
+                .map(|u| u.dir.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    })
+}
+
+/// Act 5: the healer armed, the admission controller scaled to 0 by it, and what the cluster
+/// does meanwhile (pods, policy, registration, requests); the fault is handed over to act 6.
 pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     let ui = env.ui;
     let cl = env.cluster().await?;
@@ -296,22 +316,10 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     let mark = cl.lab_mark().await?;
     let f2: Act2Facts = read_facts(&env.workdir, 2)?;
     let f3: Act3Facts = read_facts(&env.workdir, 3)?;
-    let kubeconfig = watcher_kubeconfig(&cl)?;
-    // Every command healed first (`run_act`): what is left unfinished is owned by a live watcher
+    let kubeconfig = healer_kubeconfig(&cl)?;
+    // Every command healed first (`run_act`): what is left unfinished is owned by a live healer
     // of a completed act 5, so act 6 (which records the recovery) is the act that can run.
-    let unfinished = scale::unfinished_faults(env.workdir.root())?;
-    if !unfinished.is_empty() {
-        return Err(LabError::FaultRefused {
-            reason: format!(
-                "an earlier scale-down is still owned by its recovery watcher ({}); act 6 restores it and records the recovery",
-                unfinished
-                    .iter()
-                    .map(|u| u.dir.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        });
-    }
+    refuse_unfinished(env)?;
     let mut rec = ActRecorder::begin(&env.workdir, LAB, 5)?.with_audit(env);
     rec.input(&loaded);
     rec.raw("lab-mark", &mark);
@@ -326,6 +334,7 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
         inputs::RestoreAfterSec::VALUE as u64,
     )
     .await?;
+    // Evidence labels keep the recorded format's words (`watcher-ready`, facts `watcher`).
     rec.raw("watcher-ready", &ready);
     let watcher = WatcherFacts {
         pid: Some(ready.pid),
@@ -333,7 +342,7 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
         restore_after_sec: inputs::RestoreAfterSec::VALUE,
         original_replicas: inputs::OriginalReplicas::VALUE,
         deadline_at: Some(ready.deadline_at.clone()),
-        fault_dir: Some(fault.dir().0.display().to_string()),
+        fault_dir: Some(fault.files().dir.display().to_string()),
     };
     ui.say(m::watcher_ready(
         ready.pid,
@@ -363,7 +372,7 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     };
     match result {
         Ok((facts, lines)) => {
-            // The fault stays on for act 6: a later heal leaves it to act 6 and the watcher.
+            // The fault stays on for act 6: a later heal leaves it to act 6 and the healer.
             if let Err(e) = fault.hand_over() {
                 rec.raw("hand-over-record-error", e.to_string());
             }
@@ -372,13 +381,13 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
             rec.complete(facts, lines)
         }
         Err(e) => {
-            // The runner's own exit path: restore now (the watcher stays armed as the safety net).
+            // The runner's own exit path: restore now (the healer stays armed as the safety net).
             if fault
                 .ledger()
                 .last(scale::LedgerEvent::ScalingDown)
                 .is_some()
             {
-                let restored = fault.restore(scale::Restorer::Runner).await;
+                let restored = fault.restore(scale::UndoneBy::Runner).await;
                 rec.raw(
                     "runner-restore",
                     restored.as_ref().map_err(|e| e.to_string()),
@@ -409,12 +418,46 @@ async fn act5_body(
     partial["scaled_at"] = down.answered_at.clone().into();
     rec.save_progress(partial.clone())?;
 
-    // Wait (bounded) until no controller pod is left. Pods while the replicas are no longer 0
-    // are not going away: the fault is over (the recovery watcher restores at its deadline, e.g.
-    // when this act was stopped past it), so the wait ends at once with what was seen.
+    let pods_gone_at = wait_pods_gone(cl, ui, fault, rec).await?;
+    ui.say(m::pods_gone(&pods_gone_at));
+    partial["pods_gone_at"] = pods_gone_at.clone().into();
+
+    let (policy, configs, present, registrations_checked_at) =
+        observe_registration(cl, ui, rec, partial, f2).await?;
+
+    let (target_bad, control) = send_bad_requests(cl, ui, rec, partial).await?;
+    // The existing pod of act 3.
+    let existing = probe::observe_pod(cl, &f3.existing.namespace, &f3.existing.name).await?;
+    rec.raw("existing", &existing);
+
+    let facts = Act5Facts {
+        watcher,
+        scaled_at: down.answered_at.clone(),
+        pods_gone_at: Some(pods_gone_at),
+        policy,
+        webhook_configurations: configs,
+        policy_webhook_present: present,
+        registrations_checked_at,
+        target_bad,
+        control,
+        existing,
+    };
+    let lines = act5_lines(ui, &facts);
+    Ok((facts, lines))
+}
+
+/// Act 5: waits (bounded) until no controller pod is left; returns when. Pods while the
+/// replicas are no longer 0 are not going away: the fault is over (the healer restores at its
+/// deadline, e.g. when this act was stopped past it), so the wait ends at once with what was seen.
+async fn wait_pods_gone(
+    cl: &Cluster,
+    ui: &Ui,
+    fault: &ScaleFault,
+    rec: &mut ActRecorder,
+) -> Result<String, LabError> {
     let mut last_tick = 0;
     let plan = fault.plan().clone();
-    let watcher_record = fault.dir().clone();
+    let healer_files = fault.files().clone();
     let check = || async {
         let pods = cl.admission_pods().await?;
         if pods.is_empty() {
@@ -426,13 +469,13 @@ async fn act5_body(
             .and_then(|s| s.replicas)
             .unwrap_or(0);
         if replicas != scale::FAULT_REPLICAS {
-            let by = match watcher_record.read_watcher() {
+            let by = match healer_files.read_scale_report() {
                 Ok(Some(w)) if w.restored_at.is_some() => format!(
-                    "restored by the recovery watcher at {} (its deadline {})",
+                    "restored by the healer at {} (its deadline {})",
                     w.restored_at.as_deref().unwrap_or("-"),
                     w.deadline_at
                 ),
-                _ => "not restored by this lab's recovery watcher".to_owned(),
+                _ => "not restored by this lab's healer".to_owned(),
             };
             return Err(LabError::ClusterMismatch {
                 what: format!(
@@ -496,10 +539,18 @@ async fn act5_body(
         }
         Err(WaitError::Failed(e)) => return Err(e),
     };
-    ui.say(m::pods_gone(&pods_gone_at));
-    partial["pods_gone_at"] = pods_gone_at.clone().into();
+    Ok(pods_gone_at)
+}
 
-    // The policy object.
+/// Act 5: the policy object and the full list of ValidatingWebhookConfigurations, raw; returns
+/// the policy's presence, the list, whether the policy's webhook is in it and when it was read.
+async fn observe_registration(
+    cl: &Cluster,
+    ui: &Ui,
+    rec: &mut ActRecorder,
+    partial: &mut serde_json::Value,
+    f2: &Act2Facts,
+) -> Result<(PolicyPresence, serde_json::Value, bool, String), LabError> {
     let policy = cl.policy(cluster::POLICY_NAME).await?;
     rec.raw("policy", &policy);
     let policy = PolicyPresence {
@@ -538,7 +589,17 @@ async fn act5_body(
         &webhook_names(&configs).join(", "),
     ));
 
-    // A fresh violating request in the target namespace and one in the control namespace.
+    Ok((policy, configs, present, registrations_checked_at))
+}
+
+/// Act 5: a fresh violating request in the target namespace and one in the control namespace
+/// (the admission metrics window around them is kept in `partial`).
+async fn send_bad_requests(
+    cl: &Cluster,
+    ui: &Ui,
+    rec: &mut ActRecorder,
+    partial: &mut serde_json::Value,
+) -> Result<(RequestRecord, RequestRecord), LabError> {
     ui.step(m::CREATING_BAD_TARGET);
     let window = crate::metrics::Window::begin(cl).await;
     let target_bad =
@@ -555,23 +616,12 @@ async fn act5_body(
     let admission = window.end(cl).await;
     admission.attach(partial);
     rec.save_progress(partial.clone())?;
-    // The existing pod of act 3.
-    let existing = probe::observe_pod(cl, &f3.existing.namespace, &f3.existing.name).await?;
-    rec.raw("existing", &existing);
+    Ok((target_bad, control))
+}
 
-    let facts = Act5Facts {
-        watcher,
-        scaled_at: down.answered_at.clone(),
-        pods_gone_at: Some(pods_gone_at),
-        policy,
-        webhook_configurations: configs,
-        policy_webhook_present: present,
-        registrations_checked_at,
-        target_bad,
-        control,
-        existing,
-    };
-    let lines = vec![
+/// Act 5's summary lines.
+fn act5_lines(ui: &Ui, facts: &Act5Facts) -> Vec<String> {
+    vec![
         ui.text(m::scaled(
             &facts.scaled_at,
             facts.pods_gone_at.as_deref().unwrap_or("-"),
@@ -598,8 +648,7 @@ async fn act5_body(
         ui.text(m::stays_at_zero(
             facts.watcher.deadline_at.as_deref().unwrap_or("-"),
         )),
-    ];
-    Ok((facts, lines))
+    ]
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -709,16 +758,19 @@ pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
                 .into(),
         }),
     };
-    // Whatever happened, the fault must not outlive the act (the watcher is the safety net too).
+    // Whatever happened, the fault must not outlive the act (the healer is the safety net too).
     if result.is_err() {
-        let restored = fault.restore(scale::Restorer::Runner).await;
+        let restored = fault.restore(scale::UndoneBy::Runner).await;
         rec.raw(
             "runner-restore-on-exit",
             restored.as_ref().map_err(|e| e.to_string()),
         );
     }
     rec.raw("fault-ledger", fault.ledger());
-    rec.raw("watcher-record", fault.dir().read_watcher().ok().flatten());
+    rec.raw(
+        "watcher-record",
+        fault.files().read_scale_report().ok().flatten(),
+    );
     match result {
         Ok((facts, lines)) => {
             let mut facts = to_value(&facts)?;
@@ -733,7 +785,7 @@ pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
 }
 
 /// Act 6's recovery timeline, in three named phases: [`restore_replicas`] (step 1, the runner
-/// restores unless the watcher already did), [`observe_recovery`] (steps 2-6 in rounds until all
+/// restores unless the healer already did), [`observe_recovery`] (steps 2-6 in rounds until all
 /// are confirmed or [`RECOVERY_BOUND`] runs out), then what admission left behind (act 5's admitted
 /// pod, act 3's pod) and the summary lines ([`act6_lines`]).
 async fn act6_body(
@@ -805,7 +857,7 @@ async fn act6_body(
     Ok((facts, lines))
 }
 
-/// Act 6, step 1: the runner restores the original replicas unless the watcher (or someone else)
+/// Act 6, step 1: the runner restores the original replicas unless the healer (or someone else)
 /// already did. Returns the step's track, who restored, and the fault's restore outcome.
 ///
 /// Errors: [`LabError::FaultRefused`] when someone else set another replica count (left alone);
@@ -818,7 +870,7 @@ async fn restore_replicas(
 ) -> Result<(Track, Option<Restorer>, RestoreOutcome), LabError> {
     ui.step(m::RESTORING_REPLICAS);
     let mut restored = Track::default();
-    let outcome = fault.restore(scale::Restorer::Runner).await?;
+    let outcome = fault.restore(scale::UndoneBy::Runner).await?;
     rec.raw("restore", &outcome);
     let restored_by = match &outcome {
         RestoreOutcome::Restored { at, .. } => {
@@ -831,8 +883,10 @@ async fn restore_replicas(
                 // no check without it (no `last_seen`).
                 restored.confirm(when, t0);
                 Some(match who {
-                    scale::Restorer::Watcher => Restorer::Watcher,
-                    scale::Restorer::Runner | scale::Restorer::Healer => Restorer::Runner,
+                    scale::UndoneBy::Healer => Restorer::Watcher,
+                    scale::UndoneBy::Runner
+                    | scale::UndoneBy::RunnerExit
+                    | scale::UndoneBy::LaterCommand => Restorer::Runner,
                 })
             }
             None => {
@@ -1115,7 +1169,7 @@ fn act6_lines(
         )),
     ];
     // A step already reached at the first check has no earlier check: when the replicas were
-    // restored before act 6 started (by the watcher), its time is when act 6 first looked, not
+    // restored before act 6 started (by the healer), its time is when act 6 first looked, not
     // when it happened.
     let first_check: Vec<&str> = [
         ("pod_created", &facts.pod_created),

@@ -16,12 +16,14 @@ use std::time::Duration;
 use crate::cluster::{self, Cluster};
 use crate::cri::CriClient;
 use crate::error::LabError;
-use crate::evidence::{Lab, Outcome};
+use crate::evidence::{Lab, Outcome, RequestRecord};
 use crate::facts::b::{
     Act4Facts, Act5Facts, Act6Facts, Act7Facts, FreezeRun, FreezeWindow, ProcessIdentity, Resumer,
 };
-use crate::facts::{self, Act2Facts, Act3Facts, Act8Facts, PodObservation, ReportCheck};
-use crate::faults::freeze::{self, AttemptFiles, FreezeTarget, ResumedBy};
+use crate::facts::{
+    self, Act2Facts, Act3Facts, Act8Facts, PodObservation, ReportCheck, WebhookFacts,
+};
+use crate::faults::freeze::{self, AttemptFiles, FreezeTarget, UndoneBy};
 use crate::inputs;
 use crate::labs::common::{
     self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Env, TARGET_NAMESPACE, Ui, describe,
@@ -474,12 +476,15 @@ fn settle(
 ) -> Result<FreezeRun, (serde_json::Value, LabError)> {
     // This runner's attempt (its id ends with this process's pid), if it got that far.
     if let Some(files) = own_attempt(env, spec.act) {
-        for (what, path) in [
-            ("fault-plan", files.plan()),
-            ("fault-ledger", files.ledger()),
-            ("healer-report", files.report()),
+        for (what, name) in [
+            ("fault-plan", "plan.json"),
+            ("fault-ledger", "ledger.json"),
+            ("healer-report", "healer.json"),
         ] {
-            if let Ok(text) = std::fs::read_to_string(&path) {
+            // Bounded, without following a symlink, relative to the attempt's directory.
+            let bound = crate::files::RECORD_BOUND;
+            if let Ok(bytes) = crate::files::read_regular_in(&files.dir, name, bound) {
+                let text = String::from_utf8_lossy(&bytes).into_owned();
                 rec.raw(
                     what,
                     serde_json::from_str::<serde_json::Value>(&text).unwrap_or(text.into()),
@@ -512,7 +517,10 @@ struct FreezeAct<'a> {
     partial: &'a mut serde_json::Value,
 }
 
-/// The freeze and everything observed around it (acts 5 and 6).
+/// The freeze and everything observed around it (acts 5 and 6), in named steps: the state before
+/// ([`before_freeze`]), the freeze ([`start_freeze`]), the requests during it
+/// ([`during_freeze`]), the healer's resume ([`await_resume`]), the requests after it
+/// ([`after_resume`]) and the container after it ([`container_after`]).
 async fn freeze_run(
     cx: FreezeAct<'_>,
     inv: &Investigation,
@@ -526,8 +534,70 @@ async fn freeze_run(
         partial,
     } = cx;
     let ui = env.ui;
-    let tag = spec.tag;
-    // The registration must be there before the freeze (this lab preserves it).
+    before_freeze(env, cluster, rec, inv, spec).await?;
+    let mut fz = start_freeze(env, rec, inv, spec)?;
+    let ledger = fz.ledger().clone();
+    let during = during_freeze(cluster, &ui, rec, spec, &fz).await?;
+    *partial = serde_json::json!({
+        "freeze": ledger,
+        "registration_present_during_freeze": during.registration_present,
+        "registration_snapshot": during.registration_snapshot,
+        "target_good": during.good, "target_bad": during.bad, "control": during.control,
+        "state_during": during.state.map(String::from),
+    });
+    rec.save_progress(partial.clone())?;
+    let resume = await_resume(&mut fz, &ui, spec).await?;
+    let ledger = fz.ledger().clone();
+    drop(fz);
+    rec.raw("fault-ledger-resumed", &ledger);
+    let after_resume = after_resume(cluster, &ui, rec, spec.tag).await?;
+    let first_explicit_deny = after_resume
+        .iter()
+        .find(|r| r.outcome == Outcome::ExplicitDeny)
+        .cloned();
+    let first_deny_after_resume_ms = first_explicit_deny.as_ref().and_then(|d| {
+        let a = facts::parse_rfc3339(&d.answered_at)?;
+        let r = facts::parse_rfc3339(&resume.resumed_at)?;
+        u64::try_from((a - r).num_milliseconds()).ok()
+    });
+    let existing =
+        probe::observe_pod(cluster, &spec.existing.namespace, &spec.existing.name).await?;
+    let (identity_after, restart_count_after) = container_after(cluster, cri, rec, inv).await?;
+    if let Some(lease) = cluster
+        .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
+        .await?
+    {
+        rec.raw("leader-lease-after", &lease);
+    }
+    Ok(FreezeRun {
+        freeze: freeze_window(inv, spec, &ledger, during.state, &resume),
+        registration_present_during_freeze: during.registration_present,
+        registration_snapshot: during.registration_snapshot,
+        registration_checked_at: during.registration_checked_at,
+        timeout_seconds: during.timeout_seconds,
+        target_good: during.good,
+        target_bad: during.bad,
+        control: during.control,
+        after_resume,
+        first_explicit_deny,
+        existing,
+        restart_count_before: inv.restart_count,
+        restart_count_after,
+        first_deny_after_resume_ms,
+        identity_after,
+    })
+}
+
+/// Before the freeze: the registration must be there (this lab preserves it), the leader Lease
+/// is kept, and the liveness gap is checked ([`liveness_gap`]).
+async fn before_freeze(
+    env: &Env,
+    cluster: &Cluster,
+    rec: &mut ActRecorder,
+    inv: &Investigation,
+    spec: &FreezeSpec<'_>,
+) -> Result<(), LabError> {
+    let ui = env.ui;
     let (cfg, _) = wait_for_webhook(
         cluster,
         &ui,
@@ -543,7 +613,6 @@ async fn freeze_run(
     {
         rec.raw("leader-lease-before", &lease);
     }
-    let program = crate::faults::attempt::lab_program()?;
     liveness_gap(
         &ui,
         rec,
@@ -554,6 +623,18 @@ async fn freeze_run(
         spec.resume_after_sec,
     )
     .await;
+    Ok(())
+}
+
+/// The freeze of act 4's process ([`freeze::freeze`]: plan, ledger, healer, SIGSTOP confirmed).
+fn start_freeze(
+    env: &Env,
+    rec: &mut ActRecorder,
+    inv: &Investigation,
+    spec: &FreezeSpec<'_>,
+) -> Result<freeze::Freeze, LabError> {
+    let ui = env.ui;
+    let program = crate::faults::attempt::lab_program()?;
     let target = FreezeTarget {
         act: spec.act,
         container_id: inv.identity.container_id.clone(),
@@ -563,13 +644,35 @@ async fn freeze_run(
         resume_after_sec: spec.resume_after_sec,
     };
     ui.step(m::starting_healer(target.pid, spec.resume_after_sec));
-    let mut fz = freeze::freeze(&program, &faults_dir(&env.workdir), &target)?;
-    let ledger = fz.ledger().clone();
-    rec.raw("fault-ledger-frozen", &ledger);
-    ui.step(m::frozen(ledger.frozen_at.as_deref().unwrap_or("")));
+    let fz = freeze::freeze(&program, &faults_dir(&env.workdir), &target)?;
+    rec.raw("fault-ledger-frozen", fz.ledger());
+    ui.step(m::frozen(fz.ledger().frozen_at.as_deref().unwrap_or("")));
+    Ok(fz)
+}
 
-    // During the freeze: the registration, then three requests at once.
+/// What was seen during the freeze.
+struct DuringFreeze {
+    registration_present: bool,
+    registration_snapshot: serde_json::Value,
+    registration_checked_at: String,
+    timeout_seconds: u32,
+    state: Option<char>,
+    good: RequestRecord,
+    bad: RequestRecord,
+    control: RequestRecord,
+}
+
+/// During the freeze: the registration, then three requests at once (target good, target bad,
+/// control), and the process state.
+async fn during_freeze(
+    cluster: &Cluster,
+    ui: &Ui,
+    rec: &mut ActRecorder,
+    spec: &FreezeSpec<'_>,
+    fz: &freeze::Freeze,
+) -> Result<DuringFreeze, LabError> {
     ui.step(m::DURING_FREEZE);
+    let tag = spec.tag;
     let (p_good, p_bad, p_control) = (
         format!("{tag}-frozen-good"),
         format!("{tag}-frozen-bad"),
@@ -582,7 +685,7 @@ async fn freeze_run(
         probe::send_pod(cluster, &p_control, CONTROL_NAMESPACE, PodKind::Bad, false),
     );
     let registration_checked_at = facts::now_rfc3339();
-    let state_during = fz.state()?;
+    let state = fz.state()?;
     let registration = registration?;
     let (good, bad, control) = (good?, bad?, control?);
     rec.request("frozen-target-good", &good);
@@ -593,27 +696,34 @@ async fn freeze_run(
         (m::req::TARGET_BAD_FROZEN, &bad),
         (m::req::CONTROL_FROZEN, &control),
     ] {
-        ui.say(describe_indented(&ui, label, r));
+        ui.say(describe_indented(ui, label, r));
     }
-    let registration_snapshot = registration
-        .as_ref()
-        .map(|(_, wh)| serde_json::to_value(wh).unwrap_or_default())
-        .unwrap_or(serde_json::Value::Null);
-    let timeout_seconds = registration
-        .as_ref()
-        .and_then(|(_, wh)| wh.timeout_seconds)
-        .unwrap_or(10)
-        .max(0) as u32;
-    *partial = serde_json::json!({
-        "freeze": ledger,
-        "registration_present_during_freeze": registration.is_some(),
-        "registration_snapshot": registration_snapshot,
-        "target_good": good, "target_bad": bad, "control": control,
-        "state_during": state_during.map(String::from),
-    });
-    rec.save_progress(partial.clone())?;
+    Ok(DuringFreeze {
+        registration_present: registration.is_some(),
+        registration_snapshot: registration
+            .as_ref()
+            .map(|(_, wh)| serde_json::to_value(wh).unwrap_or_default())
+            .unwrap_or(serde_json::Value::Null),
+        registration_checked_at,
+        timeout_seconds: registration
+            .as_ref()
+            .and_then(|(_, wh)| wh.timeout_seconds)
+            .unwrap_or(10)
+            .max(0) as u32,
+        state,
+        good,
+        bad,
+        control,
+    })
+}
 
-    // Resume: the healer's job at its deadline.
+/// The resume, the healer's job at its deadline ([`freeze::Freeze::wait_for_resume`]), with
+/// progress; says who resumed.
+async fn await_resume(
+    fz: &mut freeze::Freeze,
+    ui: &Ui,
+    spec: &FreezeSpec<'_>,
+) -> Result<freeze::ResumeRecord, LabError> {
     let resume = fz
         .wait_for_resume(WATCHDOG_GRACE, |left| {
             if left >= 0 {
@@ -625,22 +735,27 @@ async fn freeze_run(
             }
         })
         .await?;
-    let ledger = fz.ledger().clone();
-    drop(fz);
-    rec.raw("fault-ledger-resumed", &ledger);
     let by = match resume.resumed_by {
-        ResumedBy::Healer => m::resumer::HEALER,
-        ResumedBy::Runner => m::resumer::RUNNER,
-        ResumedBy::RunnerExit => m::resumer::RUNNER_EXIT,
-        ResumedBy::LaterCommand => m::resumer::LATER_COMMAND,
+        UndoneBy::Healer => m::resumer::HEALER,
+        UndoneBy::Runner => m::resumer::RUNNER,
+        UndoneBy::RunnerExit => m::resumer::RUNNER_EXIT,
+        UndoneBy::LaterCommand => m::resumer::LATER_COMMAND,
     };
     ui.step(m::resumed(
         by.get(ui.lang()),
         &resume.resumed_at,
         &format!("{:?}", resume.state_after),
     ));
+    Ok(resume)
+}
 
-    // After resume: new violating requests until the first explicit deny, every outcome kept.
+/// After the resume: new violating requests until the first explicit deny, every outcome kept.
+async fn after_resume(
+    cluster: &Cluster,
+    ui: &Ui,
+    rec: &mut ActRecorder,
+    tag: &str,
+) -> Result<Vec<RequestRecord>, LabError> {
     ui.step(m::AFTER_RESUME);
     let after_resume = until_explicit_deny(
         cluster,
@@ -650,7 +765,7 @@ async fn freeze_run(
         DENY_AFTER_RESUME_BOUND,
         |r, s| {
             ui.progress(
-                describe(&ui, m::req::VIOLATING, r),
+                describe(ui, m::req::VIOLATING, r),
                 s,
                 DENY_AFTER_RESUME_BOUND.as_secs(),
             )
@@ -660,19 +775,18 @@ async fn freeze_run(
     for r in &after_resume {
         rec.request("after-resume", r);
     }
-    let first_explicit_deny = after_resume
-        .iter()
-        .find(|r| r.outcome == Outcome::ExplicitDeny)
-        .cloned();
-    let first_deny_after_resume_ms = first_explicit_deny.as_ref().and_then(|d| {
-        let a = facts::parse_rfc3339(&d.answered_at)?;
-        let r = facts::parse_rfc3339(&resume.resumed_at)?;
-        u64::try_from((a - r).num_milliseconds()).ok()
-    });
-    let existing =
-        probe::observe_pod(cluster, &spec.existing.namespace, &spec.existing.name).await?;
-    // The container as it is now (CRI), retried briefly: a restarted container may still be
-    // starting. The restart count comes from the API (the pod of act 4, or its successor).
+    Ok(after_resume)
+}
+
+/// The container as it is after the resume (CRI), retried briefly: a restarted container may
+/// still be starting. The restart count comes from the API (the pod of act 4, or its successor)
+/// when CRI does not answer. Returns the identity after (`None`: not seen) and the restart count.
+async fn container_after(
+    cluster: &Cluster,
+    cri: &mut CriClient,
+    rec: &mut ActRecorder,
+    inv: &Investigation,
+) -> Result<(Option<ProcessIdentity>, u32), LabError> {
     let cri = tokio::sync::Mutex::new(cri);
     let after = Wait::new(
         "the admission controller's container through CRI",
@@ -696,29 +810,31 @@ async fn freeze_run(
         WaitError::TimedOut(t) => t.last,
         WaitError::Failed(never) => match never {},
     });
-    let identity_after = match &after {
+    match after {
         Ok(a) => {
             rec.raw("cri-container-after", &a.container);
-            Some(a.identity.clone())
+            Ok((Some(a.identity.clone()), a.restart_count))
         }
         Err(e) => {
             rec.raw("cri-container-after-error", e.to_string());
-            None
+            let count = api_restart_count(cluster, &inv.identity.pod_uid)
+                .await?
+                .unwrap_or(inv.restart_count);
+            Ok((None, count))
         }
-    };
-    let restart_count_after = match &after {
-        Ok(a) => a.restart_count,
-        Err(_) => api_restart_count(cluster, &inv.identity.pod_uid)
-            .await?
-            .unwrap_or(inv.restart_count),
-    };
-    if let Some(lease) = cluster
-        .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
-        .await?
-    {
-        rec.raw("leader-lease-after", &lease);
     }
-    let window = FreezeWindow {
+}
+
+/// The freeze window of the act's facts (evidence field names `watchdog_*` are the recorded
+/// format's words for the healer).
+fn freeze_window(
+    inv: &Investigation,
+    spec: &FreezeSpec<'_>,
+    ledger: &freeze::FreezeLedger,
+    state_during: Option<char>,
+    resume: &freeze::ResumeRecord,
+) -> FreezeWindow {
+    FreezeWindow {
         identity: inv.identity.clone(),
         watchdog_pid: ledger.healer.map(|h| h.pid as u32),
         watchdog_armed_at: ledger.healer_ready_at.clone().unwrap_or_default(),
@@ -727,31 +843,14 @@ async fn freeze_run(
         state_during: state_during.map(String::from),
         resumed_at: resume.resumed_at.clone(),
         resumed_by: match resume.resumed_by {
-            ResumedBy::Healer => Resumer::Watchdog,
+            UndoneBy::Healer => Resumer::Watchdog,
             _ => Resumer::Runner,
         },
         state_after: resume
             .state_after
             .map(String::from)
             .unwrap_or_else(|| "gone".into()),
-    };
-    Ok(FreezeRun {
-        freeze: window,
-        registration_present_during_freeze: registration.is_some(),
-        registration_snapshot,
-        registration_checked_at,
-        timeout_seconds,
-        target_good: good,
-        target_bad: bad,
-        control,
-        after_resume,
-        first_explicit_deny,
-        existing,
-        restart_count_before: inv.restart_count,
-        restart_count_after,
-        first_deny_after_resume_ms,
-        identity_after,
-    })
+    }
 }
 
 /// The `kyverno` container's restart count in the admission-controller pod with UID `pod_uid`,
@@ -806,6 +905,120 @@ fn run_lines(ui: &Ui, run: &FreezeRun) -> Vec<String> {
     lines
 }
 
+/// The string at JSON pointer `at` in `v` (empty when absent or not a string).
+fn json_str(v: &serde_json::Value, at: &str) -> String {
+    v.pointer(at)
+        .and_then(|v| v.as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The live ValidatingPolicy of the lab, required to have act 2's UID (act 6 updates it in place).
+async fn policy_with_uid(
+    cluster: &Cluster,
+    uid_before: &str,
+) -> Result<Option<serde_json::Value>, LabError> {
+    let live = cluster.policy(cluster::POLICY_NAME).await?;
+    let live_uid = live
+        .as_ref()
+        .and_then(|p| p.pointer("/metadata/uid"))
+        .and_then(|v| v.as_str())
+        .unwrap_or("");
+    if live_uid != uid_before {
+        return Err(LabError::ClusterMismatch {
+            what: format!("uid of ValidatingPolicy {}", cluster::POLICY_NAME),
+            expected: uid_before.to_owned(),
+            found: live_uid.to_owned(),
+        });
+    }
+    Ok(live)
+}
+
+/// Act 6, step 1: the policy updated to `failurePolicy: Ignore` in place (same UID), and its
+/// fine-grained Ignore webhook registered. Returns the stored policy, the webhook's name and
+/// facts; `partial` keeps what was seen.
+async fn update_to_ignore(
+    env: &Env,
+    cluster: &Cluster,
+    rec: &mut ActRecorder,
+    policy: &serde_json::Value,
+    uid_before: &str,
+    partial: &mut serde_json::Value,
+) -> Result<(serde_json::Value, String, WebhookFacts), LabError> {
+    let ui = env.ui;
+    ui.step(m::UPDATING_TO_IGNORE);
+    let stored = cluster.replace_policy_spec(policy).await?;
+    rec.raw("policy-stored", &stored);
+    partial["policy"] = stored.clone();
+    let stored_uid = stored
+        .pointer("/metadata/uid")
+        .and_then(|v| v.as_str())
+        .unwrap_or("");
+    if stored_uid != uid_before {
+        return Err(LabError::ClusterMismatch {
+            what: "policy uid after the update".into(),
+            expected: uid_before.to_owned(),
+            found: stored_uid.to_owned(),
+        });
+    }
+    let ignore_name = cluster::fine_grained_webhook_name("Ignore", cluster::POLICY_NAME);
+    let (cfg, wh) = wait_for_webhook(cluster, &ui, &ignore_name, env.registration_bound, |wh| {
+        wh.failure_policy.as_deref() == Some("Ignore")
+    })
+    .await?;
+    rec.raw("webhook-configuration-ignore", &cfg);
+    let webhook = webhook_facts(&cfg, &wh);
+    partial["webhook"] = to_value(&webhook)?;
+    ui.step(m::webhook_registered(
+        &webhook.name,
+        &webhook.failure_policy,
+        &webhook.timeout_seconds.to_string(),
+    ));
+    Ok((stored, ignore_name, webhook))
+}
+
+/// Act 6, step 2: with a healthy webhook under Ignore, violating requests until an explicit deny
+/// (every outcome kept). Returns the last one, the deny; none within the bound is an error.
+async fn healthy_deny_under_ignore(
+    cluster: &Cluster,
+    ui: &Ui,
+    rec: &mut ActRecorder,
+    partial: &mut serde_json::Value,
+) -> Result<RequestRecord, LabError> {
+    ui.step(m::HEALTHY_DENY_IGNORE);
+    let healthy = until_explicit_deny(
+        cluster,
+        "b6-healthy-bad",
+        TARGET_NAMESPACE,
+        false,
+        common::ANSWER_BOUND,
+        |r, s| {
+            ui.progress(
+                describe(ui, m::req::VIOLATING, r),
+                s,
+                common::ANSWER_BOUND.as_secs(),
+            )
+        },
+    )
+    .await?;
+    for r in &healthy {
+        rec.request("healthy-bad", r);
+    }
+    let healthy_bad = healthy
+        .last()
+        .cloned()
+        .expect("until_explicit_deny sends at least one request");
+    partial["healthy_bad"] = to_value(&healthy_bad)?;
+    if healthy_bad.outcome != Outcome::ExplicitDeny {
+        return Err(LabError::WaitTimedOut {
+            what: "an explicit deny under Ignore with a healthy webhook".into(),
+            waited_ms: common::ANSWER_BOUND.as_millis() as u64,
+            last_state: healthy_bad.outcome.as_str().into(),
+        });
+    }
+    Ok(healthy_bad)
+}
+
 /// Act 6: the same policy switched to failurePolicy Ignore; a healthy deny; a short freeze.
 pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
     let ui = env.ui;
@@ -816,25 +1029,8 @@ pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
     let mark = check_fault_preconditions(&cluster, &plan).await?;
     let act2: Act2Facts = read_facts(&env.workdir, 2)?;
     let act3: Act3Facts = read_facts(&env.workdir, 3)?;
-    let policy_uid_before = act2
-        .policy
-        .pointer("/metadata/uid")
-        .and_then(|v| v.as_str())
-        .unwrap_or_default()
-        .to_owned();
-    let live = cluster.policy(cluster::POLICY_NAME).await?;
-    let live_uid = live
-        .as_ref()
-        .and_then(|p| p.pointer("/metadata/uid"))
-        .and_then(|v| v.as_str())
-        .unwrap_or("");
-    if live_uid != policy_uid_before {
-        return Err(LabError::ClusterMismatch {
-            what: format!("uid of ValidatingPolicy {}", cluster::POLICY_NAME),
-            expected: policy_uid_before,
-            found: live_uid.to_owned(),
-        });
-    }
+    let policy_uid_before = json_str(&act2.policy, "/metadata/uid");
+    let live = policy_with_uid(&cluster, &policy_uid_before).await?;
     let healed = crate::faults::heal::recent();
     let mut cri = env.cri().await?;
     let mut rec = ActRecorder::begin(&env.workdir, Lab::B, 6)?.with_audit(env);
@@ -844,82 +1040,25 @@ pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
     rec.raw("healed-earlier-faults", &healed);
     rec.raw("policy-before", &live);
 
-    ui.step(m::UPDATING_TO_IGNORE);
     let mut partial = serde_json::json!({"policy_uid_before": policy_uid_before});
-    let stored = match cluster.replace_policy_spec(&loaded.value).await {
-        Ok(s) => s,
-        Err(e) => return finish(rec, Err((partial, e))),
-    };
-    rec.raw("policy-stored", &stored);
-    partial["policy"] = stored.clone();
-    let stored_uid = stored
-        .pointer("/metadata/uid")
-        .and_then(|v| v.as_str())
-        .unwrap_or("");
-    if stored_uid != policy_uid_before {
-        let e = LabError::ClusterMismatch {
-            what: "policy uid after the update".into(),
-            expected: policy_uid_before.clone(),
-            found: stored_uid.to_owned(),
-        };
-        return finish(rec, Err((partial, e)));
-    }
-    let ignore_name = cluster::fine_grained_webhook_name("Ignore", cluster::POLICY_NAME);
-    let (cfg, wh) =
-        match wait_for_webhook(&cluster, &ui, &ignore_name, env.registration_bound, |wh| {
-            wh.failure_policy.as_deref() == Some("Ignore")
-        })
-        .await
-        {
-            Ok(x) => x,
-            Err(e) => return finish(rec, Err((partial, e))),
-        };
-    rec.raw("webhook-configuration-ignore", &cfg);
-    let webhook = webhook_facts(&cfg, &wh);
-    partial["webhook"] = to_value(&webhook)?;
-    ui.step(m::webhook_registered(
-        &webhook.name,
-        &webhook.failure_policy,
-        &webhook.timeout_seconds.to_string(),
-    ));
-
-    let window = crate::metrics::Window::begin(&cluster).await;
-    ui.step(m::HEALTHY_DENY_IGNORE);
-    let healthy = match until_explicit_deny(
+    let (stored, ignore_name, webhook) = match update_to_ignore(
+        env,
         &cluster,
-        "b6-healthy-bad",
-        TARGET_NAMESPACE,
-        false,
-        common::ANSWER_BOUND,
-        |r, s| {
-            ui.progress(
-                describe(&ui, m::req::VIOLATING, r),
-                s,
-                common::ANSWER_BOUND.as_secs(),
-            )
-        },
+        &mut rec,
+        &loaded.value,
+        &policy_uid_before,
+        &mut partial,
     )
     .await
     {
+        Ok(x) => x,
+        Err(e) => return finish(rec, Err((partial, e))),
+    };
+    let window = crate::metrics::Window::begin(&cluster).await;
+    let healthy_bad = match healthy_deny_under_ignore(&cluster, &ui, &mut rec, &mut partial).await {
         Ok(h) => h,
         Err(e) => return finish(rec, Err((partial, e))),
     };
-    for r in &healthy {
-        rec.request("healthy-bad", r);
-    }
-    let healthy_bad = healthy
-        .last()
-        .cloned()
-        .expect("until_explicit_deny sends at least one request");
-    partial["healthy_bad"] = to_value(&healthy_bad)?;
-    if healthy_bad.outcome != Outcome::ExplicitDeny {
-        let e = LabError::WaitTimedOut {
-            what: "an explicit deny under Ignore with a healthy webhook".into(),
-            waited_ms: common::ANSWER_BOUND.as_millis() as u64,
-            last_state: healthy_bad.outcome.as_str().into(),
-        };
-        return finish(rec, Err((partial, e)));
-    }
     rec.save_progress(partial.clone())?;
 
     let inv = match investigate(&cluster, &mut cri).await {
@@ -951,7 +1090,7 @@ pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
     match settle(env, &spec, outcome, run_partial.clone(), &mut rec) {
         Ok(run) => {
             let mut lines = vec![
-                ui.text(m::policy_unchanged(stored_uid)),
+                ui.text(m::policy_unchanged(&json_str(&stored, "/metadata/uid"))),
                 ui.text(m::webhook_failure_policy(
                     &webhook.name,
                     &webhook.failure_policy,

@@ -47,7 +47,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, bail, ensure};
 use lab::evidence::{ActStatus, Lab};
 use lab::faults::process::ProcessRef;
-use lab::faults::scale::{self, FaultDir, LedgerEvent, RestoreOutcome, Restorer, WatcherAction};
+use lab::faults::scale::{self, AttemptFiles, HealerAction, LedgerEvent, RestoreOutcome, UndoneBy};
 use lab::workdir::Workdir;
 use tests::LabCluster;
 use xtask::lab_run::LabRun;
@@ -123,11 +123,11 @@ impl Api {
 }
 
 /// The watcher's record once it finished (not `waiting`), within `bound`.
-fn watcher_final(dir: &FaultDir, bound: Duration) -> Result<scale::WatcherRecord> {
+fn watcher_final(dir: &AttemptFiles, bound: Duration) -> Result<scale::HealerReport> {
     let t0 = Instant::now();
     loop {
-        if let Some(w) = dir.read_watcher()?
-            && w.action != WatcherAction::Waiting
+        if let Some(w) = dir.read_scale_report()?
+            && w.action != HealerAction::Waiting
         {
             return Ok(w);
         }
@@ -138,13 +138,13 @@ fn watcher_final(dir: &FaultDir, bound: Duration) -> Result<scale::WatcherRecord
     }
 }
 
-fn watcher_ref(dir: &FaultDir) -> Result<ProcessRef> {
-    let w = dir.read_watcher()?.context("no watcher.json")?;
+fn watcher_ref(dir: &AttemptFiles) -> Result<ProcessRef> {
+    let w = dir.read_scale_report()?.context("no healer.json")?;
     Ok(ProcessRef {
         pid: w.pid as i32,
         start_ticks: w
             .pid_start_ticks
-            .context("watcher.json without start ticks")?,
+            .context("healer.json without start ticks")?,
     })
 }
 
@@ -412,12 +412,14 @@ pub fn watcher_killed_then_inspect(cluster: &LabCluster, acts: Acts1To4) -> Resu
     ensure!(status.success(), "act 5 failed: {status}\n{text}");
     let f5: lab::facts::a::Act5Facts =
         serde_json::from_value(run.workdir().read_evidence(5)?.evidence.facts)?;
-    let dir = FaultDir(PathBuf::from(
-        f5.watcher
-            .fault_dir
-            .clone()
-            .context("act 5 names no fault dir")?,
-    ));
+    let dir = AttemptFiles {
+        dir: PathBuf::from(
+            f5.watcher
+                .fault_dir
+                .clone()
+                .context("act 5 names no fault dir")?,
+        ),
+    };
     ensure!(api.replicas()? == 0, "act 5 should hand over at 0 replicas");
     let deadline = lab::facts::parse_rfc3339(f5.watcher.deadline_at.as_deref().unwrap_or_default())
         .context("watcher deadline")?;
@@ -447,7 +449,7 @@ pub fn watcher_killed_then_inspect(cluster: &LabCluster, acts: Acts1To4) -> Resu
         "replicas 1 again after the kill",
         restored - killed,
     );
-    let heal = lab::faults::heal::read_heal(&dir.0).context("no heal.json in the attempt")?;
+    let heal = lab::faults::heal::read_heal(&dir.dir).context("no heal.json in the attempt")?;
     ensure!(
         heal.action == "restored" && heal.command == "inspect",
         "heal.json should record inspect's restore: {heal:?}"
@@ -506,17 +508,19 @@ pub fn runner_stopped_past_deadline(cluster: &LabCluster, source: &Path) -> Resu
         "after the scale-down the replicas should be 0"
     );
     let armed_at = at(facts["watcher"]["armed_at"].as_str(), "watcher.armed_at")?;
-    let dir = FaultDir(PathBuf::from(
-        facts["watcher"]["fault_dir"]
-            .as_str()
-            .context("watcher.fault_dir")?,
-    ));
+    let dir = AttemptFiles {
+        dir: PathBuf::from(
+            facts["watcher"]["fault_dir"]
+                .as_str()
+                .context("watcher.fault_dir")?,
+        ),
+    };
     // The watcher alone restores, the runner still stopped.
     api.wait_replicas(1, Duration::from_secs(90))?;
     let seen = chrono::Utc::now();
     let w = watcher_final(&dir, Duration::from_secs(10))?;
     ensure!(
-        w.action == WatcherAction::Restored && w.woke_by.as_deref() == Some("deadline"),
+        w.action == HealerAction::Restored && w.woke_by.as_deref() == Some("deadline"),
         "the watcher should restore at its deadline: {w:?}"
     );
     let restored_at = at(w.restored_at.as_deref(), "watcher restored_at")?;
@@ -532,7 +536,9 @@ pub fn runner_stopped_past_deadline(cluster: &LabCluster, source: &Path) -> Resu
     );
     // The restore was the watcher's alone: the stopped runner's ledger records none yet.
     ensure!(
-        dir.read_ledger()?.last(LedgerEvent::Restored).is_none(),
+        dir.read_scale_ledger()?
+            .last(LedgerEvent::Restored)
+            .is_none(),
         "the stopped runner cannot have restored anything, but its ledger says it did"
     );
     let state = lab::faults::process::state_if_same(runner.pid, runner.start_ticks)?;
@@ -551,14 +557,14 @@ pub fn runner_stopped_past_deadline(cluster: &LabCluster, source: &Path) -> Resu
     );
     ensure!(
         log.contains("while act 5 waited for its pods to be gone")
-            && log.contains("restored by the recovery watcher"),
-        "act 5 should say the watcher restored the replicas while it waited:\n{log}"
+            && log.contains("restored by the healer"),
+        "act 5 should say the healer restored the replicas while it waited:\n{log}"
     );
     ensure!(
         api.replicas()? == 1,
         "the continued act 5 changed the replicas"
     );
-    let ledger = dir.read_ledger()?;
+    let ledger = dir.read_scale_ledger()?;
     ensure!(
         ledger
             .entries
@@ -572,7 +578,7 @@ pub fn runner_stopped_past_deadline(cluster: &LabCluster, source: &Path) -> Resu
         .last(LedgerEvent::Restored)
         .context("the runner's ledger has no restored entry")?;
     ensure!(
-        last.by == Some(Restorer::Runner)
+        last.by == Some(UndoneBy::Runner)
             && last.detail.get("result").and_then(|v| v.as_str()) == Some("already-restored"),
         "ledger's restored entry: {last:?}"
     );
@@ -584,8 +590,8 @@ pub fn runner_stopped_past_deadline(cluster: &LabCluster, source: &Path) -> Resu
     );
     let why = ev.evidence.interruption.clone().unwrap_or_default();
     ensure!(
-        why.contains("restored by the recovery watcher"),
-        "act 5's evidence should name the watcher as the restorer: {why}"
+        why.contains("restored by the healer"),
+        "act 5's evidence should name the healer as the restorer: {why}"
     );
     let restore = ev
         .evidence
@@ -602,7 +608,7 @@ pub fn runner_stopped_past_deadline(cluster: &LabCluster, source: &Path) -> Resu
     Ok(())
 }
 
-/// A gate in front of the recovery watcher, so the test can stop act 5's runner at a known point
+/// A gate in front of the healer, so the test can stop act 5's runner at a known point
 /// before its scale-down request (the product has no hook for it): act 5 is started with
 /// `KCA_WEBHOOK_LAB_BIN` naming a shell script the test wrote, which act 5 runs as its watcher
 /// program. The script creates `started`, waits for a line on the FIFO `go`, then `exec`s the real
@@ -688,7 +694,7 @@ impl WatcherGate {
 }
 
 /// The attempt directory `faults/scale-*` that appears in `workdir` (bounded).
-fn wait_fault_dir(workdir: &Path, bound: Duration) -> Result<FaultDir> {
+fn wait_fault_dir(workdir: &Path, bound: Duration) -> Result<AttemptFiles> {
     let root = lab::faults::attempt::faults_root(workdir);
     let t0 = Instant::now();
     loop {
@@ -699,7 +705,7 @@ fn wait_fault_dir(workdir: &Path, bound: Duration) -> Result<FaultDir> {
                     .and_then(|n| n.to_str())
                     .is_some_and(|n| n.starts_with("scale-"))
                 {
-                    return Ok(FaultDir(p));
+                    return Ok(AttemptFiles { dir: p });
                 }
             }
         }
@@ -738,8 +744,8 @@ pub fn runner_stopped_before_request(cluster: &LabCluster, source: &Path) -> Res
             api.replicas()? == 1,
             "the replicas left 1 while the runner was stopped before its request"
         );
-        if let Some(w) = dir.read_watcher()?
-            && !matches!(w.action, WatcherAction::Waiting)
+        if let Some(w) = dir.read_scale_report()?
+            && !matches!(w.action, HealerAction::Waiting)
         {
             break w;
         }
@@ -750,7 +756,7 @@ pub fn runner_stopped_before_request(cluster: &LabCluster, source: &Path) -> Res
         std::thread::sleep(Duration::from_millis(500));
     };
     ensure!(
-        w.action == WatcherAction::AlreadyRestored
+        w.action == HealerAction::AlreadyRestored
             && w.woke_by.as_deref() == Some("deadline")
             && w.scale_down.is_none(),
         "the watcher should find nothing to do at its deadline, no scale-down asked: {w:?}"
@@ -770,16 +776,16 @@ pub fn runner_stopped_before_request(cluster: &LabCluster, source: &Path) -> Res
         "act 5 continued after its watcher's deadline should not complete:\n{log}"
     );
     ensure!(
-        log.contains("could not reach the recovery watcher") && log.contains("nothing was scaled"),
-        "act 5 should say its request found the watcher gone and nothing was scaled:\n{log}"
+        log.contains("could not reach the healer") && log.contains("nothing was scaled"),
+        "act 5 should say its request found the healer gone and nothing was scaled:\n{log}"
     );
     ensure!(
         api.replicas()? == 1,
         "the continued act 5 changed the replicas"
     );
-    let ledger = dir.read_ledger()?;
+    let ledger = dir.read_scale_ledger()?;
     ensure!(
-        ledger.last(LedgerEvent::WatcherArmed).is_some()
+        ledger.last(LedgerEvent::HealerArmed).is_some()
             && ledger.last(LedgerEvent::ScalingDown).is_some()
             && ledger.last(LedgerEvent::ScaledDown).is_none(),
         "the ledger should show the request (scaling-down) and no scale-down: {ledger:?}"
@@ -788,7 +794,7 @@ pub fn runner_stopped_before_request(cluster: &LabCluster, source: &Path) -> Res
         .last(LedgerEvent::Restored)
         .context("the runner's ledger has no restored entry")?;
     ensure!(
-        last.by == Some(Restorer::Runner)
+        last.by == Some(UndoneBy::Runner)
             && last.detail.get("result").and_then(|v| v.as_str()) == Some("already-restored"),
         "the runner's own restore should find nothing to restore: {last:?}"
     );
@@ -871,12 +877,14 @@ pub fn disk_full(cluster: &LabCluster, source: &Path) -> Result<()> {
     ensure!(st.success(), "act 5 failed: {st}\n{text}");
     let f5: lab::facts::a::Act5Facts =
         serde_json::from_value(rd.workdir().read_evidence(5)?.evidence.facts)?;
-    let dir = FaultDir(PathBuf::from(
-        f5.watcher
-            .fault_dir
-            .clone()
-            .context("act 5 names no fault dir")?,
-    ));
+    let dir = AttemptFiles {
+        dir: PathBuf::from(
+            f5.watcher
+                .fault_dir
+                .clone()
+                .context("act 5 names no fault dir")?,
+        ),
+    };
     ensure!(api.replicas()? == 0, "act 5 should hand over at 0 replicas");
     let deadline = at(f5.watcher.deadline_at.as_deref(), "watcher deadline")?;
     let left = (deadline - chrono::Utc::now()).to_std().unwrap_or_default();
@@ -891,7 +899,7 @@ pub fn disk_full(cluster: &LabCluster, source: &Path) -> Result<()> {
     let (st, text) = rd.output(&["act", "6"])?;
     let took = t0.elapsed();
     let replicas = api.replicas()?;
-    let w = dir.read_watcher()?.context("no watcher.json")?;
+    let w = dir.read_scale_report()?.context("no healer.json")?;
     let watcher_alive = watcher.is_alive();
     figure(
         ROW,
@@ -908,7 +916,7 @@ pub fn disk_full(cluster: &LabCluster, source: &Path) -> Result<()> {
         "act 6 should have restored the replicas before it returned: {replicas}\n{text}"
     );
     ensure!(
-        watcher_alive && w.action == WatcherAction::Waiting,
+        watcher_alive && w.action == HealerAction::Waiting,
         "the restore must be act 6's: the watcher should still be waiting (alive {watcher_alive}, {:?})",
         w.action
     );
@@ -923,7 +931,7 @@ pub fn disk_full(cluster: &LabCluster, source: &Path) -> Result<()> {
         "the watcher was gone before its deadline"
     );
     wait_gone(&watcher, Duration::from_secs(15))?;
-    let log = std::fs::read_to_string(dir.watcher_log()).unwrap_or_default();
+    let log = std::fs::read_to_string(dir.log()).unwrap_or_default();
     ensure!(!log.contains("panicked"), "the watcher panicked:\n{log}");
     ensure!(
         api.replicas()? == 1,
@@ -936,7 +944,7 @@ pub fn disk_full(cluster: &LabCluster, source: &Path) -> Result<()> {
         status.success(),
         "heal after freeing space: {status}\n{text}"
     );
-    let heal = lab::faults::heal::read_heal(&dir.0).context("no heal.json")?;
+    let heal = lab::faults::heal::read_heal(&dir.dir).context("no heal.json")?;
     ensure!(
         heal.action == "already-restored",
         "heal should find the replicas already restored: {heal:?}"

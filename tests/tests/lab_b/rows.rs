@@ -51,7 +51,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, bail, ensure};
 use lab::evidence::{ActStatus, Lab, Outcome};
 use lab::facts::b::{Act5Facts, Resumer};
-use lab::faults::freeze::{AttemptFiles, FreezeLedger, FreezePlan, HealerReport, ResumedBy};
+use lab::faults::freeze::{AttemptFiles, FreezeLedger, FreezePlan, HealerReport, UndoneBy};
 use lab::faults::process::ProcessRef;
 use lab::faults::records::read_json;
 use lab::workdir::Workdir;
@@ -732,7 +732,7 @@ fn runner_stopped_past_deadline(run: &LabRun) -> Result<()> {
     let ledger: FreezeLedger = read_json(&files.ledger())?;
     ensure!(
         ledger.status == "resumed"
-            && ledger.resumed_by == Some(ResumedBy::Healer)
+            && ledger.resumed_by == Some(UndoneBy::Healer)
             && ledger
                 .state_after_resume
                 .is_some_and(|s| s != 'T' && s != 't'),
