@@ -260,16 +260,16 @@ line!(
     "lease {namespace}/{name} holder {holder} renewTime {renew} leaseDurationSeconds {duration}");
 
 // Lab A act 5.
-/// Lab A act 5: arming the recovery watcher.
-pub const ARMING_WATCHER: Text = t(
-    "復旧ウォッチャーを起動します (55 秒後に元のレプリカ数へ戻す独立プロセス)",
-    "arming the recovery watcher (an independent process that restores the replicas after 55 s)",
+/// Lab A act 5: starting the scale healer.
+pub const STARTING_SCALE_HEALER: Text = t(
+    "healer を起動します (55 秒後に元のレプリカ数へ戻す独立プロセス)",
+    "starting the healer (an independent process that restores the replicas after 55 s)",
 );
 line!(
-    /// Lab A act 5: the watcher is ready.
-    watcher_ready(pid: u32, armed_at: &str, deadline_at: &str) =>
-    "  ウォッチャー pid {pid} 準備完了 {armed_at}, 復旧予定 {deadline_at}",
-    "  watcher pid {pid} ready at {armed_at}, restores at {deadline_at}");
+    /// Lab A act 5: the scale healer is ready.
+    scale_healer_ready(pid: u32, armed_at: &str, deadline_at: &str) =>
+    "  healer pid {pid} 準備完了 {armed_at}, 復旧予定 {deadline_at}",
+    "  healer pid {pid} ready at {armed_at}, restores at {deadline_at}");
 line!(
     /// Lab A act 5: scaling to 0.
     scaling_to_zero(deployment: &str) => "{deployment} を 0 レプリカにスケールします", "scaling {deployment} to 0 replicas");
@@ -335,8 +335,8 @@ line!(
 line!(
     /// Lab A act 5 summary: the fault stays on for act 6.
     stays_at_zero(deadline_at: &str) =>
-    "Deployment は 0 レプリカのままです: 幕 6 が復旧させて経過を記録します。実行しなければウォッチャーが {deadline_at} に戻します",
-    "the deployment stays at 0 replicas: act 6 restores it and records the recovery; otherwise the watcher restores it at {deadline_at}");
+    "Deployment は 0 レプリカのままです: 幕 6 が復旧させて経過を記録します。実行しなければ healer が {deadline_at} に戻します",
+    "the deployment stays at 0 replicas: act 6 restores it and records the recovery; otherwise the healer restores it at {deadline_at}");
 
 // Lab A act 6.
 /// Lab A act 6: step 1.
@@ -349,10 +349,10 @@ pub fn restorer(lang: Lang, by: Option<crate::facts::a::Restorer>) -> &'static s
     use crate::facts::a::Restorer;
     match (by, lang) {
         (Some(Restorer::Runner), Lang::Ja) => "ランナー",
-        (Some(Restorer::Watcher), Lang::Ja) => "ウォッチャー",
+        (Some(Restorer::Watcher), Lang::Ja) => "healer",
         (None, Lang::Ja) => "不明",
         (Some(Restorer::Runner), Lang::En) => "runner",
-        (Some(Restorer::Watcher), Lang::En) => "watcher",
+        (Some(Restorer::Watcher), Lang::En) => "healer",
         (None, Lang::En) => "unknown",
     }
 }

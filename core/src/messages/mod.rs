@@ -17,10 +17,10 @@
 //! Japanese literal elsewhere in the tool's code but the report page's `report/text.rs`, the
 //! registry's act titles and that help table (`xtask/tests/tidy.rs`).
 //!
-//! Terms, one spelling: the lab B **healer** (the detached freeze healer; the evidence's older
-//! field names `watchdog_pid`, `watchdog_armed_at`, `resumed_by: watchdog` stay: they are the
-//! evidence format, which the recorded fixtures pin), the lab A **watcher** (the scale-down recovery
-//! watcher), the **start time** of a process (`/proc/<pid>/stat` field 22, clock ticks;
+//! Terms, one spelling: the **healer** (the detached process that undoes a fault: lab B's freeze,
+//! lab A's scale-down; the evidence's older field names `watchdog_pid`, `watchdog_armed_at`,
+//! `resumed_by: watchdog` and lab A's `watcher` facts and `restored_by: watcher` stay: they are the
+//! evidence format, which the recorded fixtures pin), the **start time** of a process (`/proc/<pid>/stat` field 22, clock ticks;
 //! `pid_start_time_ticks` in evidence). Raw entry names (`lease-before` in lab A act 6,
 //! `leader-lease-before` in lab B) are evidence too and stay as recorded.
 

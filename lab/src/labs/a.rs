@@ -324,7 +324,7 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     rec.input(&loaded);
     rec.raw("lab-mark", &mark);
 
-    ui.step(m::ARMING_WATCHER);
+    ui.step(m::STARTING_SCALE_HEALER);
     let (mut fault, ready) = ScaleFault::arm(
         cl.clone(),
         env.workdir.root(),
@@ -344,7 +344,7 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
         deadline_at: Some(ready.deadline_at.clone()),
         fault_dir: Some(fault.files().dir.display().to_string()),
     };
-    ui.say(m::watcher_ready(
+    ui.say(m::scale_healer_ready(
         ready.pid,
         &ready.armed_at,
         &ready.deadline_at,
