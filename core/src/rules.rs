@@ -16,6 +16,16 @@ pub mod common {
 
     /// Namespace outside it.
     pub const CONTROL_NAMESPACE: &str = "kca-webhook-control";
+
+    /// Namespace of the Kyverno installation (the Helm chart's default release namespace).
+    pub const KYVERNO_NAMESPACE: &str = "kyverno";
+    /// Kyverno's admission controller Deployment, which the acts read by name (chart 3.x,
+    /// `charts/kyverno/templates/admission-controller/deployment.yaml` upstream).
+    pub const ADMISSION_DEPLOYMENT: &str = "kyverno-admission-controller";
+    /// Data key of the lab mark ConfigMap.
+    pub const MARK_KEY: &str = "mark";
+    /// The lab mark's value: a cluster without this exact ConfigMap value is never disturbed.
+    pub const MARK_VALUE: &str = "kca-webhook-lab/v1";
 }
 
 /// Lab A (scale-down).

@@ -80,6 +80,14 @@ pub(crate) fn act4(g: &mut G) {
         format!("{s}.process_state"),
         || "act 4 only investigates; the process was found stopped".into(),
     );
+    super::witness::process_state_is_a_proc_state(
+        g,
+        &format!("{s}.process_state"),
+        &f.process_state,
+    );
+    if let Some(ev) = g.evidence(4) {
+        super::witness::identity_is_the_cri_container(g, &ev, &f);
+    }
 }
 
 /// Checks one freeze run, rule by rule (each a function named after what it holds; the rows
@@ -200,6 +208,11 @@ fn process_stopped_only_during_freeze(g: &mut G, s: &str, w: &FreezeWindow) {
         Code::ProcessStillStopped,
         format!("{s}.freeze.state_after"),
         || format!("state after resume is {:?}", w.state_after),
+    );
+    super::witness::process_state_is_a_proc_state(
+        g,
+        &format!("{s}.freeze.state_after"),
+        &w.state_after,
     );
 }
 
@@ -626,6 +639,9 @@ pub(crate) fn act6(g: &mut G) {
         &f.policy,
         InputFile::PolicyIgnore,
     );
+    if let Some(ev) = g.evidence(6) {
+        super::witness::stored_policy_is_the_raw_read(g, &ev, &format!("{s}.policy"), &f.policy);
+    }
     g.request(
         &format!("{s}.healthy_bad"),
         &f.healthy_bad,

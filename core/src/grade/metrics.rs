@@ -78,6 +78,8 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
         return;
     };
     // Rule 1: raw first.
+    lines_are_an_exposition(g, &format!("{subject}.before.lines"), &before.lines);
+    lines_are_an_exposition(g, &format!("{subject}.after.lines"), &after.lines);
     let deltas = metrics::deltas(&before.lines, &after.lines);
     g.check(
         deltas == m.deltas,
@@ -434,6 +436,69 @@ fn call_durations_agree(
 /// registration) and lab A act 5 (no call).
 fn calls_are_the_target_requests(g: &G<'_>) -> bool {
     g.lab == Lab::B || g.act == 3 || g.act == 7
+}
+
+/// The family a line of the Prometheus text format belongs to, and its kind: `("HELP", f)`,
+/// `("TYPE", f)` or `("sample", f)` (a histogram's `_sum`/`_count`/`_bucket` samples are its
+/// family's).
+fn line_family(line: &str) -> Option<(&'static str, String)> {
+    if let Some(rest) = line.strip_prefix("# HELP ") {
+        return Some(("HELP", rest.split_whitespace().next()?.to_owned()));
+    }
+    if let Some(rest) = line.strip_prefix("# TYPE ") {
+        return Some(("TYPE", rest.split_whitespace().next()?.to_owned()));
+    }
+    let name = line.split(['{', ' ']).next().filter(|n| !n.is_empty())?;
+    let family = ["_sum", "_count", "_bucket"]
+        .iter()
+        .find_map(|s| {
+            name.strip_suffix(s)
+                .filter(|f| metrics::FAMILIES.contains(f))
+        })
+        .unwrap_or(name);
+    Some(("sample", family.to_owned()))
+}
+
+/// One read's lines are what the API server serves of the admission families: the Prometheus
+/// text exposition (prometheus `docs/instrumenting/exposition_formats.md`; client_golang writes
+/// a family only when it has samples): every family with samples has exactly one `# HELP` and
+/// one `# TYPE` line, both before its first sample, and no `# HELP`/`# TYPE` line stands for a
+/// family without samples or outside [`metrics::FAMILIES`]. Flags [`Code::RawMismatch`].
+fn lines_are_an_exposition(g: &mut G<'_>, subject: &str, lines: &[String]) {
+    let mut problems = Vec::new();
+    let mut meta: BTreeMap<(String, &str), usize> = BTreeMap::new();
+    let mut sampled: BTreeMap<String, usize> = BTreeMap::new();
+    for (i, l) in lines.iter().enumerate() {
+        match line_family(l) {
+            Some(("sample", f)) => {
+                sampled.entry(f).or_insert(i);
+            }
+            Some((kind, f)) => {
+                if !metrics::FAMILIES.contains(&f.as_str()) {
+                    problems.push(format!("line {i}: # {kind} of {f}, no admission family"));
+                }
+                if meta.insert((f.clone(), kind), i).is_some() {
+                    problems.push(format!("line {i}: a second # {kind} of {f}"));
+                }
+            }
+            None => problems.push(format!("line {i}: {l:?} is no exposition line")),
+        }
+    }
+    for (f, first) in &sampled {
+        for kind in ["HELP", "TYPE"] {
+            if !meta.get(&(f.clone(), kind)).is_some_and(|m| m < first) {
+                problems.push(format!("{f}: no # {kind} before its first sample"));
+            }
+        }
+    }
+    for (f, _) in meta.keys() {
+        if !sampled.contains_key(f) {
+            problems.push(format!("# HELP/# TYPE of {f} without samples"));
+        }
+    }
+    g.check(problems.is_empty(), Code::RawMismatch, subject, || {
+        problems.join("; ")
+    });
 }
 
 fn note(g: &mut G<'_>, subject: String, detail: String) {

@@ -55,6 +55,7 @@ pub mod b;
 pub mod bounds;
 pub mod metrics;
 pub mod unheld;
+mod witness;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -314,6 +315,7 @@ pub fn grade(lab: Lab, act: u8, input: &GradeInput) -> Findings {
             (spec.grade)(&mut g);
         }
         g.names_unique();
+        witness::one_uid_one_object(&mut g);
         observations_inside_the_act(&mut g, &ev);
         metrics::grade(&mut g, &ev);
         audit::grade(&mut g, &ev);
@@ -806,6 +808,8 @@ impl<'a> G<'a> {
         });
         self.raw_answer_is_the_records_object(subject, r);
         self.get_agrees_with_itself(subject, r);
+        witness::request_name_is_a_pod_name(self, subject, r);
+        witness::request_labels_are_the_tools_two_pods(self, subject, r);
     }
 
     /// Part of the record-against-itself rule: the verbatim answer is the API server's
@@ -860,10 +864,12 @@ impl<'a> G<'a> {
                         .collect()
                 })
                 .unwrap_or_default();
+            // The API server answers a failed webhook call with `NewInternalError(err)`, whose
+            // one cause is `err` (apimachinery `pkg/api/errors`): no cause is a changed answer.
             if s("/reason") == Some("InternalError")
-                && !causes.is_empty()
-                && r.message.as_deref()
-                    != Some(format!("Internal error occurred: {}", causes.join(", ")).as_str())
+                && (causes.is_empty()
+                    || r.message.as_deref()
+                        != Some(format!("Internal error occurred: {}", causes.join(", ")).as_str()))
             {
                 problems.push(format!(
                     "details.causes {causes:?} are not the message {:?}",
@@ -1001,6 +1007,7 @@ impl<'a> G<'a> {
 
     /// Checks the existing pod: same UID as act 3's and `Running`.
     pub(crate) fn existing(&mut self, subject: &str, pod: &PodObservation, baseline_uid: &str) {
+        witness::pod_observation_agrees_with_itself(self, subject, pod);
         self.check(
             pod.exists && pod.phase.as_deref() == Some("Running"),
             Code::PodNotRunning,
@@ -1119,6 +1126,11 @@ fn observation_times(v: &serde_json::Value, path: &str, out: &mut Vec<(String, S
         serde_json::Value::Object(m) => {
             for (k, x) in m {
                 if NOT_OBSERVATION_SUBTREES.contains(&k.as_str()) {
+                    // The tool's own read time of a verbatim object (`policy.at`) is an
+                    // observation of the act, unlike the object's timestamps.
+                    if let Some(t) = x.get("at").and_then(|t| t.as_str()) {
+                        out.push((format!("{path}.{k}.at"), t.to_owned()));
+                    }
                     continue;
                 }
                 let p = format!("{path}.{k}");
@@ -1248,6 +1260,16 @@ pub(crate) fn act1(g: &mut G) {
         "evidence/01.json facts.lab_mark",
         || "the cluster carries no lab mark: faults will be refused".to_owned(),
     );
+    g.check(
+        is_uid(&f.controller_deployment.uid),
+        Code::UidMismatch,
+        "evidence/01.json facts.controller_deployment.uid",
+        || format!("expected a UID, found {:?}", f.controller_deployment.uid),
+    );
+    if let Some(ev) = g.evidence(1) {
+        witness::lab_mark_is_the_marks_configmap(g, &ev, &f);
+    }
+    witness::controller_deployment_is_kyvernos_admission_controller(g, &f);
 }
 
 pub(crate) fn is_uid(s: &str) -> bool {
@@ -1600,6 +1622,17 @@ pub(crate) fn act2(g: &mut G) {
         fp,
     );
     check_webhook(g, "evidence/02.json facts.webhook", &f.webhook, "Fail");
+    if let Some(ev) = g.evidence(2) {
+        let s = "evidence/02.json facts.webhook";
+        if let Some(cfg) = witness::raw_record(&ev, "webhook-configuration") {
+            witness::registration_is_the_raw_configuration(g, s, cfg, &f.webhook);
+        } else {
+            g.check(false, Code::ObservationMissing, s, || {
+                "evidence/02.json has no raw record \"webhook-configuration\"".to_owned()
+            });
+        }
+        witness::stored_policy_is_the_raw_read(g, &ev, "evidence/02.json facts.policy", &f.policy);
+    }
     stored_policy_is_the_applied_input(
         g,
         "evidence/02.json facts.policy",
@@ -1648,9 +1681,19 @@ pub(crate) fn act3(g: &mut G) {
         (f.existing.name.as_str(), f.existing.namespace.as_str()),
     );
     g.times_ordered(&format!("{s}.existing.at"), &f.good.get.at, &f.existing.at);
+    act3_observations_in_sequence(g, s, &f);
     if let Some(uid) = f.good.get.uid.clone() {
         g.existing(&format!("{s}.existing"), &f.existing, &uid);
     }
+}
+
+/// Act 3 observes one thing after the other (`docs/labs.md` act 3): the good pod's create, its
+/// GET, then the violating pod's create and its GET, then the existing pod's read. So
+/// `good.get.at ≤ bad.sent_at` and `bad.get.at ≤ existing.at`: a time of one step that falls
+/// inside another step contradicts the act's order. Flags [`Code::TimesInconsistent`].
+fn act3_observations_in_sequence(g: &mut G, s: &str, f: &facts::Act3Facts) {
+    g.times_ordered(&format!("{s}.bad.sent_at"), &f.good.get.at, &f.bad.sent_at);
+    g.times_ordered(&format!("{s}.existing.at"), &f.bad.get.at, &f.existing.at);
 }
 
 /// The existing pod a later act observed is act 3's, alive: the same name, namespace and UID
@@ -1723,6 +1766,32 @@ pub(crate) fn act8_facts(g: &mut G) {
         );
     }
     act8_records_what_it_compared(g, &f);
+    act8_compared_every_report_field(g, &f);
+}
+
+/// Act 8 compared every claim of `report.json`: its checks name each of the report's fields
+/// once, and nothing else (a claim left out of the comparison is a claim nobody held). Flags
+/// [`Code::ReportContradicted`].
+fn act8_compared_every_report_field(g: &mut G, f: &facts::Act8Facts) {
+    let file = match g.lab {
+        Lab::A => InputFile::ReportA,
+        Lab::B => InputFile::ReportB,
+    };
+    let Some(report) = g.required_input_value(file) else {
+        return;
+    };
+    let in_report: BTreeSet<&str> = report
+        .as_object()
+        .map(|m| m.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    let compared: Vec<&str> = f.checks.iter().map(|c| c.field.as_str()).collect();
+    let once: BTreeSet<&str> = compared.iter().copied().collect();
+    g.check(
+        once == in_report && once.len() == compared.len(),
+        Code::ReportContradicted,
+        "evidence/08.json facts.checks",
+        || format!("compared {compared:?}; report.json holds {in_report:?}"),
+    );
 }
 
 /// Act 8's record of its comparison is the comparison itself: each check's `report` is the
