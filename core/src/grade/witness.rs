@@ -687,3 +687,455 @@ pub(crate) fn one_uid_one_object(g: &mut G) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Each rule of this module (and the rules issue 24 added beside the acts' graders) flags a
+    //! recorded real run with one observation changed, on the subject only that rule uses; the
+    //! unchanged run passes (`grade_recorded.rs`).
+
+    use serde_json::{Value, json};
+
+    use super::super::{Code, EvidenceDoc, Findings, GradeInput, grade};
+    use crate::evidence::Lab;
+    use crate::inputs::InputFile;
+
+    macro_rules! run {
+        ($dir:literal, [$($file:literal),*]) => {{
+            let mut files: Vec<(&str, &str)> = Vec::new();
+            for act in 1..=8u8 {
+                let text = match act {
+                    1 => include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/01.json")),
+                    2 => include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/02.json")),
+                    3 => include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/03.json")),
+                    4 => include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/04.json")),
+                    5 => include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/05.json")),
+                    6 => include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/06.json")),
+                    7 => include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/07.json")),
+                    _ => include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/08.json")),
+                };
+                files.push((["01", "02", "03", "04", "05", "06", "07", "08"][act as usize - 1], text));
+            }
+            $(files.push(($file, include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/", $file))));)*
+            files
+        }};
+    }
+
+    fn input(lab: Lab, files: Vec<(&str, &str)>) -> GradeInput {
+        let mut gi = GradeInput::default();
+        for (name, text) in files {
+            let value: Value = serde_json::from_str(text).unwrap();
+            if let Ok(act) = name.parse::<u8>() {
+                let digest = crate::digest::digest_value(&value);
+                gi.evidence.insert(act, Ok(EvidenceDoc { value, digest }));
+            } else {
+                gi.inputs
+                    .insert(InputFile::from_name(lab, name).unwrap(), Ok(value));
+            }
+        }
+        gi
+    }
+
+    fn lab_a() -> GradeInput {
+        input(
+            Lab::A,
+            run!(
+                "a-20261130T194643Z",
+                [
+                    "scope.json",
+                    "policy.json",
+                    "scale-plan.json",
+                    "report.json"
+                ]
+            ),
+        )
+    }
+
+    fn lab_b() -> GradeInput {
+        input(
+            Lab::B,
+            run!(
+                "b-20261130T210502Z",
+                [
+                    "scope.json",
+                    "policy.json",
+                    "freeze-plan.json",
+                    "policy-ignore.json",
+                    "recovery.json",
+                    "report.json"
+                ]
+            ),
+        )
+    }
+
+    /// Grades act `act` with `edit` applied to its evidence document.
+    fn graded(lab: Lab, mut gi: GradeInput, act: u8, edit: impl FnOnce(&mut Value)) -> Findings {
+        assert!(
+            grade(lab, act, &gi).passed(),
+            "lab {lab} act {act} passes unchanged"
+        );
+        let Some(Ok(doc)) = gi.evidence.get_mut(&act) else {
+            panic!("act {act}")
+        };
+        edit(&mut doc.value);
+        grade(lab, act, &gi)
+    }
+
+    fn set(pointer: &'static str, v: Value) -> impl FnOnce(&mut Value) {
+        move |doc| *doc.pointer_mut(pointer).expect(pointer) = v
+    }
+
+    fn flagged(f: &Findings, code: Code, subject: &str) -> bool {
+        f.findings
+            .iter()
+            .any(|x| x.code == code && x.subject == subject)
+    }
+
+    #[track_caller]
+    fn assert_flags(f: Findings, code: Code, subject: &str) {
+        assert!(
+            flagged(&f, code, subject),
+            "expected {code:?} on {subject:?}: {f:#?}"
+        );
+    }
+
+    #[test]
+    fn lab_mark_is_the_marks_configmap() {
+        let f = graded(
+            Lab::A,
+            lab_a(),
+            1,
+            set(
+                "/facts/lab_mark",
+                json!("ConfigMap kube-system/x mark=kca-webhook-lab/v1"),
+            ),
+        );
+        assert_flags(f, Code::RawMismatch, "evidence/01.json facts.lab_mark");
+        let f = graded(
+            Lab::B,
+            lab_b(),
+            1,
+            set("/facts/node/name", json!("another-node")),
+        );
+        assert_flags(f, Code::RawMismatch, "evidence/01.json facts.node");
+    }
+
+    #[test]
+    fn controller_deployment_is_kyvernos_admission_controller() {
+        let f = graded(
+            Lab::A,
+            lab_a(),
+            1,
+            set(
+                "/facts/controller_deployment/namespace",
+                json!("kca-webhook-target"),
+            ),
+        );
+        assert_flags(
+            f,
+            Code::ValueMismatch,
+            "evidence/01.json facts.controller_deployment",
+        );
+    }
+
+    #[test]
+    fn registration_and_policy_are_the_raw_reads() {
+        let f = graded(
+            Lab::B,
+            lab_b(),
+            2,
+            set("/facts/webhook/service/port", json!(8443)),
+        );
+        assert_flags(f, Code::RawMismatch, "evidence/02.json facts.webhook");
+        let f = graded(
+            Lab::B,
+            lab_b(),
+            2,
+            set("/facts/webhook/match_policy", json!("Exact")),
+        );
+        assert_flags(f, Code::RawMismatch, "evidence/02.json facts.webhook");
+        let f = graded(
+            Lab::A,
+            lab_a(),
+            2,
+            set(
+                "/facts/policy/spec/evaluation/background/enabled",
+                json!(true),
+            ),
+        );
+        assert_flags(f, Code::RawMismatch, "evidence/02.json facts.policy");
+    }
+
+    #[test]
+    fn investigation_is_the_raw_reads() {
+        let f = graded(
+            Lab::A,
+            lab_a(),
+            4,
+            set("/facts/lease/lease_transitions", json!(1)),
+        );
+        assert_flags(f, Code::RawMismatch, "evidence/04.json facts.lease");
+        let f = graded(
+            Lab::A,
+            lab_a(),
+            4,
+            set("/facts/deployment/ready_replicas", json!(2)),
+        );
+        assert_flags(f, Code::RawMismatch, "evidence/04.json facts.deployment");
+        let f = graded(
+            Lab::A,
+            lab_a(),
+            4,
+            set("/facts/pods/0/restart_count", json!(1)),
+        );
+        assert_flags(f, Code::RawMismatch, "evidence/04.json facts.pods[0]");
+    }
+
+    #[test]
+    fn identity_is_the_cri_container_and_states_are_proc_states() {
+        let f = graded(Lab::B, lab_b(), 4, set("/facts/identity/pid", json!(18290)));
+        assert_flags(f, Code::RawMismatch, "evidence/04.json facts");
+        let f = graded(
+            Lab::B,
+            lab_b(),
+            4,
+            set("/facts/process_state", json!("S-x")),
+        );
+        assert_flags(
+            f,
+            Code::ValueMismatch,
+            "evidence/04.json facts.process_state",
+        );
+        let f = graded(
+            Lab::B,
+            lab_b(),
+            5,
+            set("/facts/freeze/state_after", json!("")),
+        );
+        assert_flags(
+            f,
+            Code::ValueMismatch,
+            "evidence/05.json facts.freeze.state_after",
+        );
+    }
+
+    #[test]
+    fn one_uid_one_object() {
+        let gi = lab_a();
+        let other =
+            gi.evidence[&5].as_ref().unwrap().value["facts"]["target_bad"]["get"]["uid"].clone();
+        let f = graded(Lab::A, gi, 6, set("/facts/new_pod/uid", other));
+        assert_flags(f, Code::UidMismatch, "evidence/06.json facts.new_pod.uid");
+    }
+
+    #[test]
+    fn pod_observation_agrees_with_itself() {
+        let f = graded(Lab::A, lab_a(), 6, set("/facts/new_pod/phase", json!("")));
+        assert_flags(f, Code::RawMismatch, "evidence/06.json facts.new_pod");
+        let f = graded(
+            Lab::A,
+            lab_a(),
+            6,
+            set("/facts/admitted_during_scale_down/phase", json!("Pending")),
+        );
+        assert_flags(
+            f,
+            Code::RawMismatch,
+            "evidence/06.json facts.admitted_during_scale_down",
+        );
+        let f = graded(
+            Lab::A,
+            lab_a(),
+            6,
+            set("/facts/admitted_during_scale_down/exists", json!(false)),
+        );
+        assert_flags(
+            f,
+            Code::RawMismatch,
+            "evidence/06.json facts.admitted_during_scale_down",
+        );
+    }
+
+    #[test]
+    fn request_names_labels_and_causes_are_the_apis() {
+        let f = graded(
+            Lab::B,
+            lab_b(),
+            5,
+            set("/facts/target_good/name", json!("")),
+        );
+        assert_flags(
+            f,
+            Code::RawMismatch,
+            "evidence/05.json facts.target_good.name",
+        );
+        let f = graded(
+            Lab::B,
+            lab_b(),
+            5,
+            set("/facts/target_good/labels/environment", json!("lab-x")),
+        );
+        assert_flags(
+            f,
+            Code::ValueMismatch,
+            "evidence/05.json facts.target_good.labels",
+        );
+        let f = graded(Lab::B, lab_b(), 5, |doc: &mut Value| {
+            doc.pointer_mut("/facts/target_bad/raw_response/details/causes")
+                .unwrap()
+                .as_array_mut()
+                .unwrap()
+                .clear()
+        });
+        assert_flags(
+            f,
+            Code::RawMismatch,
+            "evidence/05.json facts.target_bad.raw_response",
+        );
+    }
+
+    #[test]
+    fn act3_observations_in_sequence_and_policy_read_time_inside_the_act() {
+        let gi = lab_a();
+        let good_sent = gi.evidence[&3].as_ref().unwrap().value["facts"]["good"]["sent_at"].clone();
+        let f = graded(Lab::A, gi, 3, set("/facts/bad/sent_at", good_sent));
+        assert_flags(
+            f,
+            Code::TimesInconsistent,
+            "evidence/03.json facts.bad.sent_at",
+        );
+        let f = graded(
+            Lab::A,
+            lab_a(),
+            5,
+            set("/facts/policy/at", json!("2026-11-30T19:48:18.653Z")),
+        );
+        assert_flags(
+            f,
+            Code::TimesInconsistent,
+            "evidence/05.json facts.policy.at",
+        );
+    }
+
+    #[test]
+    fn lab_a_act6_recovery_records_hold() {
+        let s = "evidence/06.json facts";
+        let f = graded(
+            Lab::A,
+            lab_a(),
+            6,
+            set(
+                "/facts/previous_lease_holder",
+                json!("kyverno-admission-controller-x"),
+            ),
+        );
+        assert_flags(f, Code::RawMismatch, &format!("{s}.previous_lease_holder"));
+        let f = graded(
+            Lab::A,
+            lab_a(),
+            6,
+            set(
+                "/facts/admitted_during_scale_down/name",
+                json!("kca-a3-bad-194818-800338"),
+            ),
+        );
+        assert_flags(
+            f,
+            Code::PodReplaced,
+            &format!("{s}.admitted_during_scale_down"),
+        );
+        let f = graded(
+            Lab::A,
+            lab_a(),
+            6,
+            set("/facts/new_pod/namespace", json!("kca-webhook-control")),
+        );
+        assert_flags(f, Code::ValueMismatch, &format!("{s}.new_pod"));
+        let f = graded(
+            Lab::A,
+            lab_a(),
+            6,
+            set(
+                "/facts/first_explicit_deny/last_seen",
+                json!(
+                    "2026-11-30T19:48:37.560Z pod kyverno-admission-controller-86cbbb5545-5vgcq phase Pending"
+                ),
+            ),
+        );
+        assert_flags(
+            f,
+            Code::ValueMismatch,
+            &format!("{s}.first_explicit_deny.last_seen"),
+        );
+        let f = graded(
+            Lab::A,
+            lab_a(),
+            6,
+            set("/facts/replicas_restored/waited_ms", json!(5015)),
+        );
+        assert_flags(
+            f,
+            Code::TimesInconsistent,
+            &format!("{s}.replicas_restored.waited_ms"),
+        );
+        let f = graded(Lab::A, lab_a(), 6, |doc: &mut Value| {
+            doc.pointer_mut("/facts/deny_probes")
+                .unwrap()
+                .as_array_mut()
+                .unwrap()
+                .remove(0);
+        });
+        assert_flags(f, Code::RawMismatch, &format!("{s}.deny_probes"));
+        let gi = lab_a();
+        let act2 = gi.evidence[&2].as_ref().unwrap().value["facts"]["webhook"]["configuration_uid"]
+            .clone();
+        let f = graded(Lab::A, gi, 6, set("/facts/webhook/configuration_uid", act2));
+        assert_flags(
+            f,
+            Code::UidMismatch,
+            &format!("{s}.webhook.configuration_uid"),
+        );
+    }
+
+    #[test]
+    fn metrics_lines_are_an_exposition_and_the_audit_window_opens_with_the_act() {
+        let f = graded(Lab::B, lab_b(), 3, |doc: &mut Value| {
+            doc.pointer_mut("/facts/admission_metrics/before/lines")
+                .unwrap()
+                .as_array_mut()
+                .unwrap()
+                .remove(0);
+        });
+        assert_flags(
+            f,
+            Code::RawMismatch,
+            "evidence/03.json facts.admission_metrics.before.lines",
+        );
+        let f = graded(
+            Lab::B,
+            lab_b(),
+            3,
+            set(
+                "/facts/admission_audit/window/0",
+                json!("2026-11-30T21:14:13.600Z"),
+            ),
+        );
+        assert_flags(
+            f,
+            Code::RawMismatch,
+            "evidence/03.json facts.admission_audit.window",
+        );
+    }
+
+    #[test]
+    fn act8_compares_every_report_field() {
+        let f = graded(Lab::B, lab_b(), 8, |doc: &mut Value| {
+            doc.pointer_mut("/facts/checks")
+                .unwrap()
+                .as_array_mut()
+                .unwrap()
+                .remove(0);
+        });
+        assert_flags(f, Code::ReportContradicted, "evidence/08.json facts.checks");
+    }
+}
