@@ -199,7 +199,7 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
             disagree("response-message", g, e.message == r.message);
         }
         let failed_open = e.failed_open();
-        let is_ignore = hook.as_deref().is_some_and(|h| h.contains("-ignore-"));
+        let is_ignore = super::metrics::policy_is_ignore(g, ev);
         // Rule 4: a failed call under Fail is a 5xx, not failed open, not stored.
         let call_failed = r
             .message

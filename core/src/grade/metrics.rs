@@ -193,7 +193,7 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
     );
 
     // Rule 3: stored target requests under Ignore failed open.
-    let ignore = hook.contains("-ignore-");
+    let ignore = policy_is_ignore(g, ev);
     let failed_open = if ignore {
         names(&|r| r.namespace == TARGET && r.outcome == Outcome::Stored)
     } else {
@@ -390,7 +390,7 @@ fn call_durations_agree(
             metrics::DURATION
         )
     });
-    let ignore = hook.contains("-ignore-");
+    let ignore = policy_is_ignore(g, ev);
     let lo = timeout_seconds.map_or(0, |t| timeout_window_ms(t).0);
     let timed_out: Vec<&RequestRecord> = requests
         .values()
@@ -529,6 +529,30 @@ pub(crate) fn policy_webhook(g: &G<'_>, ev: &Evidence) -> Option<String> {
         .pointer("/facts/webhook/name")?
         .as_str()
         .map(str::to_owned)
+}
+
+/// Whether the policy's registration for this act is failurePolicy `Ignore`, read from the live
+/// registration the evidence recorded (never from the webhook's name, whose form differs by
+/// Kyverno version): `facts.webhook.failure_policy`, the freeze's `registration_snapshot`, else
+/// act 2's.
+pub(crate) fn policy_is_ignore(g: &G<'_>, ev: &Evidence) -> bool {
+    let own = ev
+        .facts
+        .pointer("/webhook/failure_policy")
+        .or_else(|| ev.facts.pointer("/registration_snapshot/failurePolicy"))
+        .and_then(serde_json::Value::as_str);
+    let policy = own.map(str::to_owned).or_else(|| {
+        g.input
+            .evidence
+            .get(&2)?
+            .as_ref()
+            .ok()?
+            .value
+            .pointer("/facts/webhook/failure_policy")?
+            .as_str()
+            .map(str::to_owned)
+    });
+    policy.as_deref() == Some("Ignore")
 }
 
 /// The `timeoutSeconds` of the policy's registration for this act: `facts.timeout_seconds` (lab

@@ -1127,6 +1127,51 @@ mod tests {
         );
     }
 
+    /// What may differ by version is read from the live registration, never from a name's form:
+    /// Ignore from the recorded failurePolicy, the switched webhook's name from the registration
+    /// serving the same policy path; a changed path stays a finding.
+    #[test]
+    fn version_dependent_details_come_from_the_live_registration() {
+        use super::super::{G, SameRegistration, metrics::policy_is_ignore, registration_equals};
+        let gi = lab_b();
+        let ev = |act: u8| -> crate::evidence::Evidence {
+            serde_json::from_value(gi.evidence[&act].as_ref().unwrap().value.clone()).unwrap()
+        };
+        let g = G::new(Lab::B, 6, &gi);
+        assert!(!policy_is_ignore(&g, &ev(5)));
+        let mut e6 = ev(6);
+        e6.facts["webhook"]["name"] = json!("vpol.validate.kyverno.svc-renamed-in-another-version");
+        assert!(policy_is_ignore(&g, &e6));
+        let earlier: crate::facts::WebhookFacts =
+            serde_json::from_value(ev(2).facts["webhook"].clone()).unwrap();
+        let mut found = earlier.clone();
+        found.failure_policy = "Ignore".into();
+        found.name = "vpol.validate.kyverno.svc-renamed-in-another-version".into();
+        let mut g = G::new(Lab::B, 6, &gi);
+        registration_equals(
+            &mut g,
+            "s",
+            &found,
+            &earlier,
+            SameRegistration::SwitchedToIgnore,
+        );
+        assert!(g.findings.is_empty(), "{:?}", g.findings);
+        found.service.as_mut().unwrap().path = Some("/vpol/another-policy".into());
+        let mut g = G::new(Lab::B, 6, &gi);
+        registration_equals(
+            &mut g,
+            "s",
+            &found,
+            &earlier,
+            SameRegistration::SwitchedToIgnore,
+        );
+        let subjects: Vec<&str> = g.findings.iter().map(|f| f.subject.as_str()).collect();
+        assert!(
+            subjects.contains(&"s.name") && subjects.contains(&"s.service"),
+            "{subjects:?}"
+        );
+    }
+
     #[test]
     fn act8_compares_every_report_field() {
         let f = graded(Lab::B, lab_b(), 8, |doc: &mut Value| {
