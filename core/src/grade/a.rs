@@ -198,11 +198,36 @@ const CALL_FAILURES: [Outcome; 4] = [
     Outcome::DnsError,
 ];
 
+/// Lab A act 5, rule by rule (the row "A 5" of the table in [`super`]).
 pub(crate) fn act5(g: &mut G) {
     let Some(f) = g.facts::<Act5Facts>(5) else {
         return;
     };
     let s = "evidence/05.json facts";
+    watcher_armed_for_the_planned_restore(g, s, &f);
+    let gone = pods_gone_after_the_scale_down(g, s, &f);
+    policy_and_its_listed_registration_are_act2s(g, s, &f);
+    g.times_ordered(
+        &format!("{s}.registrations_checked_at"),
+        &gone,
+        &f.registrations_checked_at,
+    );
+    violating_request_inside_the_fault(g, s, &f, &gone);
+    let sub = format!("{s}.control");
+    g.request(&sub, &f.control, &[Outcome::Stored]);
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{sub}.namespace"),
+        "kca-webhook-control",
+        f.control.namespace.as_str(),
+    );
+    super::existing_pod_survives(g, &format!("{s}.existing"), &f.existing);
+}
+
+/// The recovery watcher was armed before the scale-down, for the planned restore (55 s, back
+/// to 1 replica), and its deadline is its arming time + `restore_after_sec` (it computes one
+/// from the other, [`super::bounds::DERIVED_MS_TOLERANCE`]).
+fn watcher_armed_for_the_planned_restore(g: &mut G, s: &str, f: &Act5Facts) {
     g.times_ordered(
         &format!("{s}.watcher.armed_at"),
         &f.watcher.armed_at,
@@ -241,7 +266,12 @@ pub(crate) fn act5(g: &mut G) {
             )
         },
     );
-    let gone = match &f.pods_gone_at {
+}
+
+/// The controller pods were seen gone after the scale-down; returns when (the scale-down's time
+/// when they were not seen gone, which is flagged [`Code::NotConfirmed`]).
+fn pods_gone_after_the_scale_down(g: &mut G, s: &str, f: &Act5Facts) -> String {
+    match &f.pods_gone_at {
         Some(t) => {
             g.times_ordered(&format!("{s}.pods_gone_at"), &f.scaled_at, t);
             t.clone()
@@ -255,7 +285,12 @@ pub(crate) fn act5(g: &mut G) {
             );
             f.scaled_at.clone()
         }
-    };
+    }
+}
+
+/// The policy object still exists with act 2's UID; the claim about the registration is what
+/// the raw list recorded with it shows, and the policy's webhook, when listed, is act 2's.
+fn policy_and_its_listed_registration_are_act2s(g: &mut G, s: &str, f: &Act5Facts) {
     // The policy object still exists with act 2's UID.
     let a2 = g.facts::<facts::Act2Facts>(2);
     g.check(
@@ -294,11 +329,12 @@ pub(crate) fn act5(g: &mut G) {
     if let Some(a2) = &a2 {
         listed_policy_webhook_equals_act2(g, s, &f.webhook_configurations, &a2.webhook);
     }
-    g.times_ordered(
-        &format!("{s}.registrations_checked_at"),
-        &gone,
-        &f.registrations_checked_at,
-    );
+}
+
+/// The violating request: admitted when no webhook is registered, a call failure when one is;
+/// in the target namespace, unlabelled, sent after the pods were gone and after the registration
+/// list its expected outcome rests on was read, answered before the watcher's deadline.
+fn violating_request_inside_the_fault(g: &mut G, s: &str, f: &Act5Facts, gone: &str) {
     // A violating request: admitted when no webhook is registered; a call failure when one is.
     let sub = format!("{s}.target_bad");
     let expect: &[Outcome] = if f.policy_webhook_present {
@@ -319,7 +355,7 @@ pub(crate) fn act5(g: &mut G) {
         &false,
         &has_env_label(&f.target_bad),
     );
-    g.times_ordered(&sub, &gone, &f.target_bad.sent_at);
+    g.times_ordered(&sub, gone, &f.target_bad.sent_at);
     // What the request shows holds only inside the fault: sent after the registration list that
     // its expected outcome rests on was read, answered before the watcher's deadline (when it
     // restores the replicas, unless act 6 did sooner: act 5 hands the fault over at 0 replicas).
@@ -344,15 +380,6 @@ pub(crate) fn act5(g: &mut G) {
             },
         );
     }
-    let sub = format!("{s}.control");
-    g.request(&sub, &f.control, &[Outcome::Stored]);
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{sub}.namespace"),
-        "kca-webhook-control",
-        f.control.namespace.as_str(),
-    );
-    super::existing_pod_survives(g, &format!("{s}.existing"), &f.existing);
 }
 
 fn step(g: &mut G, subject: &str, st: &TimelineStep) -> Option<String> {

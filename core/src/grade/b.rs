@@ -254,64 +254,7 @@ fn registration_during_freeze_is_the_recorded_one(
             &super::Scope::of_raw(snap),
         );
         if let Some(h) = hook {
-            const NULL: &serde_json::Value = &serde_json::Value::Null;
-            let raw = |k: &str| snap.get(k).unwrap_or(NULL);
-            let recorded = (
-                (
-                    h.name.as_str(),
-                    h.failure_policy.as_str(),
-                    Some(h.timeout_seconds),
-                ),
-                h.service.as_ref().map(|x| {
-                    (
-                        Some(x.namespace.as_str()),
-                        Some(x.name.as_str()),
-                        x.path.as_deref(),
-                        Some(i64::from(x.port)),
-                    )
-                }),
-                (
-                    &h.namespace_selector,
-                    &h.object_selector,
-                    &h.match_conditions,
-                    &h.rules,
-                ),
-                (Some(h.side_effects.as_str()), h.match_policy.as_deref()),
-            );
-            let during = (
-                (
-                    snap_hook.0.unwrap_or(""),
-                    snap_hook.1.unwrap_or(""),
-                    snap_hook.2,
-                ),
-                snap.pointer("/clientConfig/service").map(|x| {
-                    (
-                        x.get("namespace").and_then(|v| v.as_str()),
-                        x.get("name").and_then(|v| v.as_str()),
-                        x.get("path").and_then(|v| v.as_str()),
-                        x.get("port").and_then(|v| v.as_i64()),
-                    )
-                }),
-                (
-                    raw("namespaceSelector"),
-                    raw("objectSelector"),
-                    raw("matchConditions"),
-                    raw("rules"),
-                ),
-                (raw("sideEffects").as_str(), raw("matchPolicy").as_str()),
-            );
-            g.check(
-                recorded == during,
-                Code::RegistrationChanged,
-                format!("{s}.registration_snapshot"),
-                || {
-                    format!(
-                        "during the freeze: {}; recorded before: {}",
-                        super::abbreviate(snap),
-                        super::abbreviate(&serde_json::to_value(h).unwrap_or_default())
-                    )
-                },
-            );
+            snapshot_is_the_recorded_registration(g, s, snap, h);
         }
         g.check(
             snap_hook.2 == Some(run.timeout_seconds),
@@ -333,6 +276,76 @@ fn registration_during_freeze_is_the_recorded_one(
             &run.timeout_seconds,
         );
     }
+}
+
+/// The registration snapshot read during the freeze (raw, camelCase) is `h`, the registration
+/// the earlier act recorded: the same name, failure policy, timeout, client config, selectors,
+/// match conditions, rules, sideEffects and matchPolicy. Flags [`Code::RegistrationChanged`].
+fn snapshot_is_the_recorded_registration(
+    g: &mut G,
+    s: &str,
+    snap: &serde_json::Value,
+    h: &facts::WebhookFacts,
+) {
+    let snap_hook = snapshot_webhook(snap);
+    const NULL: &serde_json::Value = &serde_json::Value::Null;
+    let raw = |k: &str| snap.get(k).unwrap_or(NULL);
+    let recorded = (
+        (
+            h.name.as_str(),
+            h.failure_policy.as_str(),
+            Some(h.timeout_seconds),
+        ),
+        h.service.as_ref().map(|x| {
+            (
+                Some(x.namespace.as_str()),
+                Some(x.name.as_str()),
+                x.path.as_deref(),
+                Some(i64::from(x.port)),
+            )
+        }),
+        (
+            &h.namespace_selector,
+            &h.object_selector,
+            &h.match_conditions,
+            &h.rules,
+        ),
+        (Some(h.side_effects.as_str()), h.match_policy.as_deref()),
+    );
+    let during = (
+        (
+            snap_hook.0.unwrap_or(""),
+            snap_hook.1.unwrap_or(""),
+            snap_hook.2,
+        ),
+        snap.pointer("/clientConfig/service").map(|x| {
+            (
+                x.get("namespace").and_then(|v| v.as_str()),
+                x.get("name").and_then(|v| v.as_str()),
+                x.get("path").and_then(|v| v.as_str()),
+                x.get("port").and_then(|v| v.as_i64()),
+            )
+        }),
+        (
+            raw("namespaceSelector"),
+            raw("objectSelector"),
+            raw("matchConditions"),
+            raw("rules"),
+        ),
+        (raw("sideEffects").as_str(), raw("matchPolicy").as_str()),
+    );
+    g.check(
+        recorded == during,
+        Code::RegistrationChanged,
+        format!("{s}.registration_snapshot"),
+        || {
+            format!(
+                "during the freeze: {}; recorded before: {}",
+                super::abbreviate(snap),
+                super::abbreviate(&serde_json::to_value(h).unwrap_or_default())
+            )
+        },
+    );
 }
 
 /// During the freeze the target requests (a labelled and a violating pod, in the target

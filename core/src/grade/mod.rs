@@ -638,6 +638,20 @@ impl<'a> G<'a> {
     /// Checks one request record: the recorded outcome is what its raw answer says, it is one of
     /// `expect`, its times agree, a rejected request was not stored, the raw body agrees.
     pub(crate) fn request(&mut self, subject: &str, r: &RequestRecord, expect: &[Outcome]) {
+        self.outcome_is_the_answers(subject, r, expect);
+        self.request_times_agree(subject, r);
+        self.raw_answer_agrees_with_the_record(subject, r);
+        self.raw_answer_is_the_records_object(subject, r);
+        self.get_agrees_with_itself(subject, r);
+        witness::request_name_is_a_pod_name(self, subject, r);
+        witness::request_labels_are_the_tools_two_pods(self, subject, r);
+    }
+
+    /// Part of the record-against-itself rule: the recorded outcome is what the raw answer and
+    /// the GET say (re-derived with [`classify`], its special cases named: stored without a UID,
+    /// an AlreadyExists counted as a deny, Kyverno's evaluation error, a deny without the
+    /// policy's verdict), and it is one of `expect`.
+    fn outcome_is_the_answers(&mut self, subject: &str, r: &RequestRecord, expect: &[Outcome]) {
         let derived = classify(
             r.http_status,
             r.reason.as_deref(),
@@ -704,7 +718,12 @@ impl<'a> G<'a> {
                 format!("expected {}, found {}", e.join(" or "), r.outcome.as_str())
             },
         );
-        // Times.
+    }
+
+    /// Part of the record-against-itself rule: `sent_at ≤ answered_at` and their difference is
+    /// `elapsed_ms` ([`bounds::CLOCK_SKEW_MS`]); the GET follows the answer, at once
+    /// ([`bounds::GET_AFTER_ANSWER_MS`]). Flags [`Code::TimesInconsistent`].
+    fn request_times_agree(&mut self, subject: &str, r: &RequestRecord) {
         let (s, a) = (
             facts::parse_rfc3339(&r.sent_at),
             facts::parse_rfc3339(&r.answered_at),
@@ -756,6 +775,12 @@ impl<'a> G<'a> {
                 )
             },
         );
+    }
+
+    /// Part of the record-against-itself rule: a request not admitted (a dry-run too) does not
+    /// exist afterwards ([`Code::RejectedButStored`]), and the verbatim answer agrees with the
+    /// recorded name, UID, reason, message and code ([`Code::RawMismatch`]).
+    fn raw_answer_agrees_with_the_record(&mut self, subject: &str, r: &RequestRecord) {
         // A request that was not admitted must not exist afterwards; a dry-run never stores.
         let admitted = matches!(r.outcome, Outcome::Stored);
         if !admitted {
@@ -806,10 +831,6 @@ impl<'a> G<'a> {
                 abbreviate(raw)
             )
         });
-        self.raw_answer_is_the_records_object(subject, r);
-        self.get_agrees_with_itself(subject, r);
-        witness::request_name_is_a_pod_name(self, subject, r);
-        witness::request_labels_are_the_tools_two_pods(self, subject, r);
     }
 
     /// Part of the record-against-itself rule: the verbatim answer is the API server's
