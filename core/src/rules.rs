@@ -251,7 +251,8 @@ pub mod b {
     pub const WATCHDOG_GRACE: Duration = Duration::from_secs(3);
 
     /// Period of the admission controller's liveness probe as Kyverno's chart v1.19.1 sets it
-    /// (`/health/liveness`, period 30 s, timeout 5 s, failureThreshold 2; research/kyverno.md §8).
+    /// (`/health/liveness`, period 30 s, timeout 5 s, failureThreshold 2; chart 3.x
+    /// `charts/kyverno/values.yaml`, `admissionController.livenessProbe`).
     pub const LIVENESS_PERIOD: Duration = Duration::from_secs(30);
     /// The probe's timeout: a probe fails when the process stays frozen for this long after it
     /// starts (the TCP connection is accepted by the kernel; the TLS handshake never answers).

@@ -4,9 +4,9 @@
 //!
 //! Acts checked: 3, 5, 6 and 7 of both labs. `H` is the policy's webhook for the act (as in
 //! [`super::metrics`]). The act's requests are every request record in its `facts` and `raw`.
-//! Rules (kube-apiserver v1.35 audit and the validating webhook dispatcher;
-//! `../shared/research/kubernetes.md` §1 (a)-(c)); each is one claim, named in the finding's
-//! subject:
+//! Rules (kube-apiserver v1.35 audit and the validating webhook dispatcher, k8s.io/apiserver
+//! v0.35.0 `pkg/admission/plugin/webhook/validating/dispatcher.go` and `pkg/audit`; Kubernetes
+//! docs "Auditing"); each is one claim, named in the finding's subject:
 //!
 //! 1. `raw`: the parsed `events` agree with what the recorded verbatim `lines` give (every field a
 //!    recorded view holds has the re-parsed value; rules 2-7 read the re-parsed view), every line is

@@ -5,8 +5,8 @@
 //! webhook for the act: `facts.webhook.name`, else `facts.webhook_name`, else act 2's
 //! `facts.webhook.name`. The act's requests are every [`RequestRecord`] in its `facts` and every
 //! `request:*` entry of its `raw`, once per name. Rules (kube-apiserver
-//! `pkg/admission/metrics/metrics.go` and the validating dispatcher, v1.35;
-//! `../shared/research/kubernetes.md` §1 (a), (b), (e)):
+//! `pkg/admission/metrics/metrics.go` and the validating dispatcher
+//! `pkg/admission/plugin/webhook/validating/dispatcher.go`, k8s.io/apiserver v0.35.0):
 //!
 //! 1. the recorded `deltas` are the ones the recorded raw lines give (re-parsed here), and no
 //!    counter went down (a reset means the API server restarted inside the window);

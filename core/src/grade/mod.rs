@@ -1309,7 +1309,7 @@ pub(crate) fn policy_uid(f: &facts::Act2Facts) -> Option<String> {
 /// Whether a webhook's `objectSelector` / `matchConditions` let every pod through to the call:
 /// an empty selector (`{}` as the API server stores a nil one, or absent) and no match
 /// conditions (absent, null or `[]`). The lab's policy has neither an objectSelector nor
-/// matchConditions, and Kyverno adds none for it (kyverno.md §3; the recorded run's act 2:
+/// matchConditions, and Kyverno adds none for it (kyverno v1.19.1 `pkg/controllers/webhook`; the recorded run's act 2:
 /// `objectSelector: {}`, no `matchConditions`), so anything else is a registration that lets
 /// matching pods skip the webhook (e.g. an opt-out label, gatekeeper#2034), not the lab's.
 pub(crate) fn scope_is_open(
@@ -1516,7 +1516,8 @@ pub(crate) fn check_webhook(
         w.failure_policy.as_str(),
     );
     // T comes from the student's policy (`spec.webhookConfiguration.timeoutSeconds`, which makes
-    // Kyverno register a fine-grained webhook with that timeout, kyverno.md §3), never a constant.
+    // Kyverno register a fine-grained webhook with that timeout, kyverno v1.19.1
+    // `pkg/controllers/webhook`), never a constant.
     let planned = g.required_input_value(InputFile::Policy).and_then(|p| {
         p.pointer("/spec/webhookConfiguration/timeoutSeconds")
             .and_then(|v| v.as_u64())
@@ -1713,8 +1714,9 @@ pub(crate) fn act3(g: &mut G) {
     }
 }
 
-/// Act 3 observes one thing after the other (`docs/labs.md` act 3): the good pod's create, its
-/// GET, then the violating pod's create and its GET, then the existing pod's read. So
+/// Act 3 observes one thing after the other (the act in `lab/src/labs/common.rs`; act 3 of
+/// `docs/labs.md`): the good pod's create, its GET, then the violating pod's create and its GET,
+/// then the existing pod's read. So
 /// `good.get.at ≤ bad.sent_at` and `bad.get.at ≤ existing.at`: a time of one step that falls
 /// inside another step contradicts the act's order. Flags [`Code::TimesInconsistent`].
 fn act3_observations_in_sequence(g: &mut G, s: &str, f: &facts::Act3Facts) {

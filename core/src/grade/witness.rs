@@ -3,7 +3,7 @@
 //! to the facts derived from it), the objects other acts recorded (one UID names one object), and
 //! the shape every observation of a pod has. Each rule is one function named after what it holds.
 //!
-//! A raw record is `{"at", "what", "data"}` (`lab/src/evidence` recorder); `what` names the read
+//! A raw record is `{"at", "what", "data"}` (`ActRecorder::raw`, `lab/src/labs/common.rs`); `what` names the read
 //! (`lab-mark`, `webhook-configuration`, `policy-stored`, `deployment`, `pods`, `lease`,
 //! `cri-container`, `new-pod`, …). A fact whose raw record is missing is an
 //! [`Code::ObservationMissing`] (evidence is raw first: the fact must come with the answer it was
@@ -700,28 +700,30 @@ mod tests {
     use crate::evidence::Lab;
     use crate::inputs::InputFile;
 
+    /// The files of the recorded run `$dir`: its evidence (`"01"`..), then the named inputs.
     macro_rules! run {
         ($dir:literal, [$($file:literal),*]) => {{
-            let mut files: Vec<(&str, &str)> = Vec::new();
-            for act in 1..=8u8 {
-                let text = match act {
-                    1 => include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/01.json")),
-                    2 => include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/02.json")),
-                    3 => include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/03.json")),
-                    4 => include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/04.json")),
-                    5 => include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/05.json")),
-                    6 => include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/06.json")),
-                    7 => include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/07.json")),
-                    _ => include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/08.json")),
-                };
-                files.push((["01", "02", "03", "04", "05", "06", "07", "08"][act as usize - 1], text));
-            }
-            $(files.push(($file, include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/", $file))));)*
+            let evidence = [
+                include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/01.json")),
+                include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/02.json")),
+                include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/03.json")),
+                include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/04.json")),
+                include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/05.json")),
+                include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/06.json")),
+                include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/07.json")),
+                include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/08.json")),
+            ];
+            let mut files: Vec<(String, &str)> = evidence
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (format!("{:02}", i + 1), *t))
+                .collect();
+            $(files.push(($file.to_owned(), include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/", $file))));)*
             files
         }};
     }
 
-    fn input(lab: Lab, files: Vec<(&str, &str)>) -> GradeInput {
+    fn input(lab: Lab, files: Vec<(String, &str)>) -> GradeInput {
         let mut gi = GradeInput::default();
         for (name, text) in files {
             let value: Value = serde_json::from_str(text).unwrap();
@@ -730,7 +732,7 @@ mod tests {
                 gi.evidence.insert(act, Ok(EvidenceDoc { value, digest }));
             } else {
                 gi.inputs
-                    .insert(InputFile::from_name(lab, name).unwrap(), Ok(value));
+                    .insert(InputFile::from_name(lab, &name).unwrap(), Ok(value));
             }
         }
         gi
@@ -807,7 +809,7 @@ mod tests {
             1,
             set(
                 "/facts/lab_mark",
-                json!("ConfigMap kube-system/x mark=kca-webhook-lab/v1"),
+                json!("ConfigMap lab-system/x mark=kca-webhook-lab/v1"),
             ),
         );
         assert_flags(f, Code::RawMismatch, "evidence/01.json facts.lab_mark");
