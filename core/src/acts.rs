@@ -17,7 +17,7 @@ use crate::error::LabError;
 use crate::evidence::Lab;
 use crate::grade::{self, G};
 use crate::inputs::InputFile;
-use crate::messages::Text;
+use crate::text::{Text, t};
 
 /// What an act is for in its lab.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,10 +62,6 @@ impl std::fmt::Debug for ActSpec {
             .field("test_name", &self.test_name)
             .finish_non_exhaustive()
     }
-}
-
-const fn t(ja: &'static str, en: &'static str) -> Text {
-    Text { ja, en }
 }
 
 /// Acts 1-3, the same in both labs (`lab/src/labs/common.rs`); only the test names differ.
@@ -255,7 +251,7 @@ pub fn numbers(lab: Lab) -> impl Iterator<Item = u8> {
 
 /// Whether `act` is the report of `lab` ([`Role::Report`]; after it every act is graded again).
 /// The registry's own test keeps the report the lab's last act.
-pub fn is_last(lab: Lab, act: u8) -> bool {
+pub fn is_report(lab: Lab, act: u8) -> bool {
     spec(lab, act).is_some_and(|s| s.role == Role::Report)
 }
 
@@ -265,6 +261,37 @@ pub fn reading(lab: Lab, file: InputFile) -> Option<u8> {
         .iter()
         .find(|s| s.inputs.contains(&file))
         .map(|s| s.number)
+}
+
+/// The input files as the registry knows them (each is listed by the act that reads it); defined
+/// here, not in `inputs.rs`, so that the file formats need not know the acts.
+impl InputFile {
+    /// The lab's input files in act order (each act's [`ActSpec::inputs`]).
+    pub fn all(lab: Lab) -> Vec<InputFile> {
+        of(lab)
+            .iter()
+            .flat_map(|s| s.inputs.iter().copied())
+            .collect()
+    }
+
+    /// The input of `lab` whose file name (or name without `.json`) is `name`; `None` if the lab has
+    /// no such input. Only the final path component of `name` counts (`/w/policy.json` works).
+    pub fn from_name(lab: Lab, name: &str) -> Option<InputFile> {
+        let base = std::path::Path::new(name).file_name()?.to_str()?;
+        let base = base.strip_suffix(".json").unwrap_or(base);
+        InputFile::all(lab)
+            .into_iter()
+            .find(|f| f.file_name().strip_suffix(".json") == Some(base))
+    }
+
+    /// The act that reads this input (an input both labs read
+    /// is read by the same act in both).
+    pub fn act(self) -> u8 {
+        [Lab::B, Lab::A]
+            .into_iter()
+            .find_map(|lab| reading(lab, self))
+            .expect("every input file is read by an act of the registry")
+    }
 }
 
 /// Refuses an act number `lab` does not have.
@@ -325,8 +352,8 @@ mod tests {
                 .map(|s| s.number)
                 .collect();
             assert_eq!(reports, vec![count(lab)], "lab {}", lab.as_str());
-            assert!(is_last(lab, count(lab)) && !is_last(lab, 1));
-            assert!(!is_last(lab, count(lab) + 1));
+            assert!(is_report(lab, count(lab)) && !is_report(lab, 1));
+            assert!(!is_report(lab, count(lab) + 1));
         }
     }
 }

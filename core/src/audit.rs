@@ -36,7 +36,7 @@ use crate::facts::now_rfc3339;
 use crate::wait::{Check, Wait, WaitError};
 
 /// The key under an act's `facts` that holds its [`AdmissionAudit`].
-pub const FACTS_KEY: &str = "admission_audit";
+pub use crate::evidence::AUDIT_KEY as FACTS_KEY;
 /// The environment variable naming the audit log (same as `--audit-log`).
 pub const ENV_VAR: &str = "KCA_AUDIT_LOG";
 /// Annotation key prefix of a validating webhook that failed open (kube-apiserver
@@ -503,7 +503,7 @@ fn read_from(path: &std::path::Path, offset: u64) -> Result<Vec<String>, String>
 /// One short line for an act's summary, in both languages (words in
 /// [`crate::messages::act`]): [`request_summary`] of each request, or why audit was not observed
 /// (`not-configured` or `read-error`, verbatim).
-pub fn summary_line(a: &AdmissionAudit) -> crate::messages::Line {
+pub fn summary_line(a: &AdmissionAudit) -> crate::text::Line {
     use crate::messages::act as words;
     if a.status != AuditStatus::Observed {
         return words::audit_not_observed(
@@ -640,11 +640,8 @@ mod tests {
         let a = Cursor::begin(&AuditSource::NotConfigured).finish(&[&facts]);
         assert_eq!(a.status, AuditStatus::NotConfigured);
         let line = summary_line(&a);
-        assert!(
-            line.get(crate::messages::Lang::En)
-                .contains("not-configured")
-        );
-        assert!(line.get(crate::messages::Lang::Ja).contains("監査ログ"));
+        assert!(line.get(crate::text::Lang::En).contains("not-configured"));
+        assert!(line.get(crate::text::Lang::Ja).contains("監査ログ"));
         let gone = AuditSource::Log("/nonexistent/kca/audit.log".into());
         let a = Cursor::begin(&gone).finish(&[&facts]);
         assert_eq!(a.status, AuditStatus::ReadError);

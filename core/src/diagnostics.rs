@@ -68,10 +68,12 @@ pub struct Summary {
 /// The summary file's name in a diagnostics directory.
 pub const SUMMARY_FILE: &str = "summary.json";
 
-/// Reads `<dir>/summary.json` (`None`: absent or unreadable).
+/// Reads `<dir>/summary.json`, a regular file of at most [`crate::files::JSON_BOUND`] bytes, with
+/// no symlink followed at `dir` or the file ([`crate::files::read_regular_in`]); `None`: absent,
+/// refused or unreadable (the report then links no diagnostics).
 pub fn read_summary(dir: &Path) -> Option<Summary> {
-    let text = std::fs::read_to_string(dir.join(SUMMARY_FILE)).ok()?;
-    serde_json::from_str(&text).ok()
+    let bytes = crate::files::read_regular_in(dir, SUMMARY_FILE, crate::files::JSON_BOUND).ok()?;
+    serde_json::from_slice(&bytes).ok()
 }
 
 /// The newest `<workdir>/diagnostics/act-NN/` that holds a summary (highest act number).

@@ -1,16 +1,48 @@
 //! The lab crate's one error type, [`LabError`]; callers and tests match on its variants.
 //!
+//! The ground floor of the crate: it imports nothing of it, so every module may return a
+//! [`LabError`]. The two small enums its variants carry are defined here for that reason and
+//! re-exported where they belong: [`ActStatus`] (`evidence::ActStatus`) and [`Source`]
+//! (`inputs::Source`).
+//!
 //! Display texts are English, lowercase, without a trailing period (maintainers' logs);
-//! student-facing Japanese/English renderings live in [`crate::messages::error_text`].
+//! student-facing Japanese/English renderings live in `messages::errors::error_text`.
 
 use std::path::PathBuf;
 
-use crate::evidence::ActStatus;
+use serde::{Deserialize, Serialize};
+
+/// State of one act's evidence file (`status` of `evidence/NN.json`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ActStatus {
+    /// The act ran to its end; the file is final and never rewritten.
+    Completed,
+    /// The act stopped part-way (error, signal, bound ran out); `raw` holds what was seen.
+    Interrupted,
+}
+
+/// Where the value of a bound field comes from (see `inputs::InputFile::bound_fields`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// The live node's UID (`inspect`: `vm.node_uid`).
+    NodeUid,
+    /// The live UID of this namespace (`inspect`: `namespaces`).
+    NamespaceUid(&'static str),
+    /// The live UID of Deployment `kyverno/kyverno-admission-controller` (`inspect`:
+    /// `controller.deployment_uid`).
+    DeploymentUid,
+    /// `facts.policy.metadata.uid` of `evidence/02.json`.
+    PolicyUid,
+    /// The canonical digest of `evidence/NN.json` for this act (`digest`; `inspect`:
+    /// `evidence_sha256`).
+    Digest(u8),
+}
 
 /// One problem found in a student input file: which file, where, what was expected, what was found.
 ///
 /// `json_path` uses the `$.a.b[0].c` notation (`$` is the document root).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct InputIssue {
     /// The input file's name, e.g. `policy.json`.
     pub file: String,
@@ -21,12 +53,12 @@ pub struct InputIssue {
     /// What the file holds there, e.g. `"KCA_ENV"` or `field "foo"` or `nothing`.
     pub found: String,
     /// For a well-formed value that is not the live cluster's or the evidence's (the bound-field
-    /// checks of [`crate::inputs`]): where the right value comes from. `None` for every other
+    /// checks of `inputs`): where the right value comes from. `None` for every other
     /// problem (a malformed file, a wrong fixed value). The graders tell a UID or digest mismatch
     /// from an invalid input by it.
     #[serde(skip)]
-    pub mismatch: Option<crate::inputs::Source>,
-    /// `expected` and `found` in Japanese ([`crate::messages::said`]), when the check that found
+    pub mismatch: Option<Source>,
+    /// `expected` and `found` in Japanese (`messages::said`), when the check that found
     /// the problem words it in both languages; `None` shows the English ones in Japanese output too
     /// (e.g. the reader's RFC texts).
     #[serde(skip)]
@@ -129,7 +161,7 @@ pub enum LabError {
         holder: String,
     },
     /// A directory the tool would write below (the work directory, its `faults/`, `evidence/`,
-    /// `diagnostics/`) is not one this process can trust ([`crate::files::untrusted_dir`]):
+    /// `diagnostics/`) is not one this process can trust (`files::untrusted_dir`):
     /// nothing was read from it or written to it.
     #[error("{}: refusing to use this directory: {why}; nothing was written", .path.display())]
     UntrustedDir {

@@ -2,8 +2,9 @@
 //!
 //! Shape of `evidence/NN.json` (see `docs/labs.md`, "Environment contract"):
 //! `{schema_version, lab, act, status, started_at, finished_at, inputs: {file: digest},
-//! facts: {...}, raw: [...]}`. Timestamps are RFC 3339 UTC with milliseconds;
-//! durations are integers in milliseconds and their field names end in `_ms`.
+//! facts: {...}, raw: [...], versions?}` (`versions`: [`RunningVersions`], added later, optional).
+//! Timestamps are RFC 3339 UTC with milliseconds; durations are integers in milliseconds and
+//! their field names end in `_ms`.
 //!
 //! **Raw first:** every API answer is kept verbatim in [`RequestRecord::raw_response`]
 //! (or in `raw`) and classified afterwards; `stored` is never inferred from a 201 alone:
@@ -13,15 +14,27 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+/// The state of one act's evidence file; defined beside [`crate::error::LabError`], which names it.
+pub use crate::error::ActStatus;
+
 /// Version of the evidence file format; bump it when a field changes meaning.
 ///
 /// Added keys that older evidence lacks do not bump it: `facts.admission_metrics`
-/// ([`crate::metrics`]) and `facts.admission_audit` ([`crate::audit`]) of acts 3, 5, 6, 7; evidence
+/// ([`METRICS_KEY`]) and `facts.admission_audit` ([`AUDIT_KEY`]) of acts 3, 5, 6, 7; evidence
 /// without them still grades, with a `metrics-not-observed` / `audit-not-observed` note.
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// The key under an act's `facts` that holds the API server's audit events of the act's requests
+/// (`audit::AdmissionAudit`, which re-exports it as `audit::FACTS_KEY`).
+pub const AUDIT_KEY: &str = "admission_audit";
+
+/// The key under an act's `facts` that holds the API server's admission metrics around the act
+/// (`metrics::AdmissionMetrics`, which re-exports it as `metrics::FACTS_KEY`).
+pub const METRICS_KEY: &str = "admission_metrics";
+
 /// Which lab an evidence file or input belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Lab {
     /// Lab A: graceful scale-down, the webhook registration disappears.
@@ -45,16 +58,6 @@ impl std::fmt::Display for Lab {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
-}
-
-/// State of one act's evidence file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ActStatus {
-    /// The act ran to its end; the file is final and never rewritten.
-    Completed,
-    /// The act stopped part-way (error, signal, bound ran out); `raw` holds what was seen.
-    Interrupted,
 }
 
 /// One `evidence/NN.json` file.
@@ -82,6 +85,38 @@ pub struct Evidence {
     /// Why the act was interrupted (absent when completed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interruption: Option<String>,
+    /// The versions the act ran on, read just before it started (absent in evidence written
+    /// before this field existed; such evidence still reads and grades the same).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub versions: Option<RunningVersions>,
+}
+
+/// What an act ran on, read from the live cluster just before the act started: one `GET
+/// /version` and one GET of the Kyverno admission controller's Deployment. Outside `facts`: no
+/// grader reads it; `cargo xtask matrix` compares it across a run's acts and cells (`docs/matrix.md`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunningVersions {
+    /// The API server's `/version` answer verbatim (`gitVersion`, `goVersion`, …); `null` when
+    /// it could not be read (see `errors`).
+    pub apiserver_version: serde_json::Value,
+    /// The image of container `kyverno` of Deployment `kyverno/kyverno-admission-controller`
+    /// as stored (`null`: no such Deployment or container).
+    pub kyverno_image: Option<String>,
+    /// That Deployment's `helm.sh/chart` label, e.g. `kyverno-3.9.1` (`null`: absent).
+    pub kyverno_chart: Option<String>,
+    /// When the Deployment's answer arrived, RFC 3339 UTC (ms).
+    pub read_at: String,
+    /// Why a read failed, verbatim (absent when both answered).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+}
+
+impl RunningVersions {
+    /// The API server's `gitVersion` (e.g. `v1.35.8`), when `/version` answered with one.
+    pub fn git_version(&self) -> Option<&str> {
+        self.apiserver_version.get("gitVersion")?.as_str()
+    }
 }
 
 /// Outcome of one request, classified from the raw API answer plus the follow-up GET.
@@ -98,7 +133,7 @@ pub enum Outcome {
     WebhookTimeout,
     /// Calling the webhook failed with `connection refused`, or an egress proxy (k3s's tunnel
     /// server) could not dial the webhook's endpoint (`proxy error from … while dialing …, code
-    /// 502|503`, see [`crate::classify`]).
+    /// 502|503`, see `classify`).
     ConnectionRefused,
     /// Calling the webhook failed on a DNS lookup (`no such host`).
     DnsError,
@@ -190,7 +225,7 @@ pub fn request_records(roots: &[&serde_json::Value]) -> BTreeMap<String, Request
                     return;
                 }
                 for (k, x) in o {
-                    if k != crate::audit::FACTS_KEY && k != crate::metrics::FACTS_KEY {
+                    if k != AUDIT_KEY && k != METRICS_KEY {
                         collect(x, out);
                     }
                 }
@@ -204,4 +239,43 @@ pub fn request_records(roots: &[&serde_json::Value]) -> BTreeMap<String, Request
         collect(r, &mut out);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn minimal() -> serde_json::Value {
+        serde_json::json!({
+            "schema_version": 1, "lab": "b", "act": 1, "status": "completed",
+            "started_at": "2026-12-01T18:00:00.000Z", "finished_at": "2026-12-01T18:00:01.000Z",
+            "inputs": {}, "facts": {}, "raw": []
+        })
+    }
+
+    #[test]
+    fn evidence_without_versions_reads_as_before() {
+        let ev: Evidence = serde_json::from_value(minimal()).unwrap();
+        assert_eq!(ev.versions, None);
+        assert_eq!(serde_json::to_value(&ev).unwrap(), minimal());
+    }
+
+    #[test]
+    fn running_versions_round_trip_and_refuse_unknown_keys() {
+        let mut doc = minimal();
+        doc["versions"] = serde_json::json!({
+            "apiserver_version": {"gitVersion": "v1.34.4", "major": "1", "minor": "34"},
+            "kyverno_image": "reg.kyverno.io/kyverno/kyverno:v1.18.2",
+            "kyverno_chart": "kyverno-3.8.2",
+            "read_at": "2026-12-01T18:00:00.000Z"
+        });
+        let ev: Evidence = serde_json::from_value(doc.clone()).unwrap();
+        let v = ev.versions.as_ref().unwrap();
+        assert_eq!(v.git_version(), Some("v1.34.4"));
+        assert_eq!(v.kyverno_chart.as_deref(), Some("kyverno-3.8.2"));
+        assert_eq!(serde_json::to_value(&ev).unwrap(), doc);
+        doc["versions"]["kyverno_version"] = serde_json::json!("v1.18.2");
+        let err = serde_json::from_value::<Evidence>(doc).unwrap_err();
+        assert!(err.to_string().contains("kyverno_version"), "{err}");
+    }
 }

@@ -21,7 +21,7 @@ use serde_json::Value;
 use crate::classify::classify;
 use crate::error::LabError;
 use crate::evidence::{GetResult, Lab, Outcome};
-use crate::messages::Lang;
+use crate::text::Lang;
 
 /// One API answer as the classifier takes it.
 #[derive(Debug, Clone, PartialEq)]
@@ -187,7 +187,7 @@ pub fn answer_at(path: &std::path::Path, pointer: &str) -> Result<Answer, LabErr
 }
 
 /// Which classifier rule decided (the numbers of [`crate::classify::classify`]'s doc).
-fn rule(a: &Answer, o: Outcome) -> (u8, crate::messages::Text) {
+fn rule(a: &Answer, o: Outcome) -> (u8, crate::text::Text) {
     use crate::messages::explain as m;
     let msg = a.message.as_deref().unwrap_or("");
     match o {
@@ -242,7 +242,7 @@ pub fn explain(a: &Answer, lab: Lab, lang: Lang) -> Explanation {
     );
     let (rule_n, rule_name) = rule(a, outcome);
     let rule = (rule_n, rule_name.en);
-    let words = |t: crate::messages::Text| t.get(lang);
+    let words = |t: crate::text::Text| t.get(lang);
     let mut lines = vec![
         format!(
             "{}: {}",

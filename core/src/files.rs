@@ -7,6 +7,7 @@
 //!   ([`JSON_BOUND`] for inputs and evidence, [`RECORD_BOUND`] for fault records, [`PROC_BOUND`]
 //!   for `/proc` files). Anything else is refused with an [`std::io::Error`] of kind
 //!   `InvalidInput` saying what the file is; callers name the file.
+//!   A log's tail, the last bytes up to a bound, of a file opened the same way: [`read_tail_in`].
 //! - **Trusted directories** ([`check_trusted_dir`]): a directory the tool writes below (the work
 //!   directory and its `faults/`, `evidence/`, `diagnostics/`) must be a real directory (not a
 //!   symlink), owned by the effective user, and writable by nobody else (no group/other write
@@ -100,6 +101,12 @@ pub fn read_regular(path: &Path, bound: u64) -> std::io::Result<Vec<u8>> {
 ///
 /// Errors: as [`read_regular`]; `ELOOP` for a symlink.
 pub fn read_regular_in(dir: &Path, name: &str, bound: u64) -> std::io::Result<Vec<u8>> {
+    read_open(open_in(dir, name)?, bound)
+}
+
+/// Opens `name` inside `dir` for reading, following a symlink at neither (`O_DIRECTORY |
+/// O_NOFOLLOW` for `dir`, then `O_NOFOLLOW | O_NONBLOCK` relative to its fd).
+fn open_in(dir: &Path, name: &str) -> std::io::Result<File> {
     let dirfd = rustix::fs::open(
         dir,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
@@ -111,7 +118,29 @@ pub fn read_regular_in(dir: &Path, name: &str, bound: u64) -> std::io::Result<Ve
         OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
         rustix::fs::Mode::empty(),
     )?;
-    read_open(File::from(fd), bound)
+    Ok(File::from(fd))
+}
+
+/// Reads the last `bound` bytes (all of it when smaller) of the regular file `name` inside `dir`,
+/// opened as [`read_regular_in`] opens it: for a log of any length of which only the tail is
+/// wanted (the diagnostics' daemon logs).
+///
+/// Errors: as [`read_regular_in`]; `ELOOP` for a symlink, `InvalidInput` for a FIFO, device,
+/// socket or directory.
+pub fn read_tail_in(dir: &Path, name: &str, bound: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::{Seek, SeekFrom};
+    let mut file = open_in(dir, name)?;
+    let meta = file.metadata()?;
+    if !meta.file_type().is_file() {
+        return Err(refused(format!(
+            "{}, not a regular file: only regular files are read",
+            kind_of(&meta)
+        )));
+    }
+    file.seek(SeekFrom::Start(meta.len().saturating_sub(bound)))?;
+    let mut bytes = Vec::new();
+    file.take(bound).read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// Why the directory at `path` cannot be trusted by this process, or `None` when it can (or does

@@ -27,9 +27,9 @@ use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::{InputIssue, LabError};
-use crate::evidence::Lab;
 use crate::json::{json_path, push_key};
-use crate::messages::{Words, said};
+use crate::messages::said;
+use crate::text::Words;
 
 /// One kind of student input file. `report.json` differs between the labs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -65,51 +65,10 @@ impl InputFile {
             InputFile::ReportB | InputFile::ReportA => "report.json",
         }
     }
-
-    /// The lab's input files in act order (each act's [`crate::acts::ActSpec::inputs`]).
-    pub fn all(lab: Lab) -> Vec<InputFile> {
-        crate::acts::of(lab)
-            .iter()
-            .flat_map(|s| s.inputs.iter().copied())
-            .collect()
-    }
-
-    /// The input of `lab` whose file name (or name without `.json`) is `name`; `None` if the lab has
-    /// no such input. Only the final path component of `name` counts (`/w/policy.json` works).
-    pub fn from_name(lab: Lab, name: &str) -> Option<InputFile> {
-        let base = std::path::Path::new(name).file_name()?.to_str()?;
-        let base = base.strip_suffix(".json").unwrap_or(base);
-        InputFile::all(lab)
-            .into_iter()
-            .find(|f| f.file_name().strip_suffix(".json") == Some(base))
-    }
-
-    /// The act that reads this input (from the registry, [`crate::acts`]; an input both labs read
-    /// is read by the same act in both).
-    pub fn act(self) -> u8 {
-        [Lab::B, Lab::A]
-            .into_iter()
-            .find_map(|lab| crate::acts::reading(lab, self))
-            .expect("every input file is read by an act of the registry")
-    }
 }
 
-/// Where the value of a bound field comes from (see [`InputFile::bound_fields`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
-    /// The live node's UID (`inspect`: `vm.node_uid`).
-    NodeUid,
-    /// The live UID of this namespace (`inspect`: `namespaces`).
-    NamespaceUid(&'static str),
-    /// The live UID of Deployment `kyverno/kyverno-admission-controller` (`inspect`:
-    /// `controller.deployment_uid`).
-    DeploymentUid,
-    /// `facts.policy.metadata.uid` of `evidence/02.json`.
-    PolicyUid,
-    /// The canonical digest of `evidence/NN.json` for this act (`digest`; `inspect`:
-    /// `evidence_sha256`).
-    Digest(u8),
-}
+/// Where the value of a bound field comes from; defined beside [`InputIssue`], which carries it.
+pub use crate::error::Source;
 
 impl InputFile {
     /// The fields of this file bound to the live cluster or to the evidence, as `(JSON path,
@@ -413,24 +372,25 @@ constant!(
     IgnorePolicy: &'static str = "Ignore"
 );
 constant!(
-    /// `webhookConfiguration.timeoutSeconds` = 3 (seconds).
-    TimeoutThree: u32 = 3
+    /// `webhookConfiguration.timeoutSeconds`: how long the API server waits for the webhook call,
+    /// seconds (3).
+    WebhookTimeoutSec: u32 = 3
 );
 constant!(
-    /// `false`.
-    FalseValue: bool = false
+    /// `evaluation.background.enabled`: `false` (the policy judges admission requests only).
+    BackgroundDisabled: bool = false
 );
 constant!(
-    /// `true`.
-    TrueValue: bool = true
+    /// `preserve_webhook` of the freeze plan: `true` (the registration is kept; no scale-down).
+    WebhookPreserved: bool = true
 );
 constant!(
     /// `""`: the core API group.
     CoreGroup: &'static str = ""
 );
 constant!(
-    /// `v1`.
-    V1: &'static str = "v1"
+    /// `v1`: the API version of the pods the policy matches.
+    PodsApiVersion: &'static str = "v1"
 );
 constant!(
     /// `CREATE`.
@@ -509,7 +469,7 @@ pub struct PolicySpec<F: FailurePolicyConst> {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct WebhookConfiguration {
     /// How long the API server waits for the webhook call, seconds (3).
-    pub timeout_seconds: TimeoutThree,
+    pub timeout_seconds: WebhookTimeoutSec,
 }
 
 /// `spec.evaluation`.
@@ -525,7 +485,7 @@ pub struct Evaluation {
 #[serde(deny_unknown_fields)]
 pub struct Background {
     /// `false`.
-    pub enabled: FalseValue,
+    pub enabled: BackgroundDisabled,
 }
 
 /// `spec.matchConstraints`.
@@ -562,7 +522,7 @@ pub struct ResourceRule {
     /// `[""]`.
     pub api_groups: (CoreGroup,),
     /// `[v1]`.
-    pub api_versions: (V1,),
+    pub api_versions: (PodsApiVersion,),
     /// `[CREATE]`.
     pub operations: (CreateOperation,),
     /// `[pods]`.
@@ -611,7 +571,7 @@ pub struct FreezePlan {
     /// The process is signalled through a pidfd, never by bare PID.
     pub signal_identity: PidfdIdentity,
     /// The webhook registration is kept (no scale-down).
-    pub preserve_webhook: TrueValue,
+    pub preserve_webhook: WebhookPreserved,
     /// Canonical digest of `evidence/03.json`.
     pub evidence_sha256: Sha256Hex,
 }

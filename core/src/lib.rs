@@ -13,7 +13,8 @@
 //!   requests a webhook registration is called for (the API server's matching rules).
 //! - [`metrics`], [`audit`]: the API server's own account of each webhook call, parsed.
 //! - [`diagnostics`]: the failure summary's format; [`report`]: the HTML record, JUnit.
-//! - [`messages`]: the student-facing words (ja/en); [`error`]: the one error type.
+//! - [`messages`]: the student-facing words (ja/en), by topic, in the vocabulary of [`text`];
+//!   [`error`]: the one error type, the ground floor (ARCHITECTURE.md, "Layers").
 //! - [`webhook_audit`]: `audit`'s judging of a cluster's webhook registrations.
 //!
 //! The `lab` crate re-exports every module under the same name (`lab::grade`, `lab::evidence`, …).
@@ -41,6 +42,7 @@ pub mod messages;
 pub mod metrics;
 pub mod report;
 pub mod rules;
+pub mod text;
 pub mod wait;
 pub mod webhook_audit;
 pub mod workdir;

@@ -27,7 +27,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 /// The key under an act's `facts` that holds its [`AdmissionMetrics`].
-pub const FACTS_KEY: &str = "admission_metrics";
+pub use crate::evidence::METRICS_KEY as FACTS_KEY;
 /// The path read.
 pub const METRICS_PATH: &str = "/metrics";
 
@@ -251,7 +251,7 @@ pub fn carry(from: &serde_json::Value, to: &mut serde_json::Value) {
 /// One line for an act's summary, in both languages (words in [`crate::messages::act`]): the
 /// non-zero counter deltas (`_sum` left out) as `metric{name=…,…} +N`, or why they were not
 /// observed.
-pub fn summary_line(m: &AdmissionMetrics) -> crate::messages::Line {
+pub fn summary_line(m: &AdmissionMetrics) -> crate::text::Line {
     use crate::messages::act as words;
     if let Some(u) = &m.unavailable {
         return words::metrics_not_observed(&u.reason);
@@ -355,7 +355,7 @@ apiserver_request_total{{code="201",resource="pods",verb="POST"}} 12
 
     #[test]
     fn the_summary_line_follows_the_language_and_keeps_series_verbatim() {
-        use crate::messages::Lang;
+        use crate::text::Lang;
         let read = |n| MetricsRead {
             at: "t".into(),
             lines: admission_lines(&text(n, n)),

@@ -360,6 +360,7 @@ mod tests {
                 ActStatus::Interrupted => Some("test".into()),
                 ActStatus::Completed => None,
             },
+            versions: None,
         }
     }
 

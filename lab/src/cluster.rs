@@ -1,7 +1,8 @@
 //! The only module that talks to the Kubernetes API server (kube-rs).
 //!
 //! It finds the cluster the way a student's lab VM offers it (`--kubeconfig`, else k3s's
-//! `/etc/rancher/k3s/k3s.yaml` when it exists, else `KUBECONFIG` / `~/.kube/config`), and offers
+//! `/etc/rancher/k3s/k3s.yaml` when it exists, else `KUBECONFIG` / `~/.kube/config`: one file,
+//! [`resolve_kubeconfig`], which every helper is handed), and offers
 //! small typed helpers for what the acts read and change: the node, namespaces, the admission
 //! controller's Deployment, pods and Lease, the lab's ValidatingPolicy (as a `DynamicObject` of
 //! `policies.kyverno.io/v1`), ValidatingWebhookConfigurations, and the lab mark.
@@ -63,16 +64,51 @@ pub fn validating_policy_resource() -> ApiResource {
     }
 }
 
-/// The kubeconfig to use: `flag` when given, else [`K3S_KUBECONFIG`] when it exists, else `None`
-/// (kube-rs's own inference: `KUBECONFIG`, then `~/.kube/config`, then in-cluster).
+/// The one kubeconfig file the tool uses, and hands to every helper it starts (lab A's healer
+/// reads [`Cluster::kubeconfig`]), so the two never talk to different clusters: `flag` when
+/// given; else [`K3S_KUBECONFIG`] when it exists; else kubectl's file: the one file `KUBECONFIG`
+/// names, or `~/.kube/config` when `KUBECONFIG` is unset or empty. `None` when there is no single
+/// file: `KUBECONFIG` names several (kube-rs merges them, and no one file holds the merge), or
+/// none exists; then [`Cluster::connect`] uses kube-rs's own inference and a helper that needs a
+/// file is refused.
 pub fn resolve_kubeconfig(flag: Option<&Path>) -> Option<PathBuf> {
-    match flag {
-        Some(p) => Some(p.to_path_buf()),
-        None => {
-            let k3s = PathBuf::from(K3S_KUBECONFIG);
-            k3s.exists().then_some(k3s)
-        }
+    kubeconfig_file(
+        flag,
+        std::env::var_os("KUBECONFIG"),
+        std::env::var_os("HOME").map(PathBuf::from),
+        |p| p.is_file(),
+    )
+}
+
+/// [`resolve_kubeconfig`]'s decision, given `$KUBECONFIG`, `$HOME` and which paths are files
+/// (pure).
+fn kubeconfig_file(
+    flag: Option<&Path>,
+    env: Option<std::ffi::OsString>,
+    home: Option<PathBuf>,
+    is_file: impl Fn(&Path) -> bool,
+) -> Option<PathBuf> {
+    if let Some(p) = flag {
+        return Some(p.to_path_buf());
     }
+    let k3s = PathBuf::from(K3S_KUBECONFIG);
+    if is_file(&k3s) {
+        return Some(k3s);
+    }
+    let listed: Vec<PathBuf> = env
+        .filter(|v| !v.is_empty())
+        .map(|v| {
+            std::env::split_paths(&v)
+                .filter(|p| !p.as_os_str().is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
+    let file = match listed.as_slice() {
+        [] => home?.join(".kube/config"),
+        [one] => one.clone(),
+        _ => return None,
+    };
+    is_file(&file).then_some(file)
 }
 
 /// The cluster's single node.
@@ -839,5 +875,51 @@ mod tests {
             resolve_kubeconfig(Some(Path::new("/x/kc.yaml"))),
             Some(PathBuf::from("/x/kc.yaml"))
         );
+    }
+
+    #[test]
+    fn one_kubeconfig_file_or_none_when_kubeconfig_names_several() {
+        let files = |present: &'static [&'static str]| {
+            move |p: &Path| present.iter().any(|f| Path::new(f) == p)
+        };
+        let home = || Some(PathBuf::from("/root"));
+        let env = |v: &str| Some(std::ffi::OsString::from(v));
+        let no_k3s: &[&str] = &["/a/kc", "/b/kc", "/root/.kube/config"];
+        let with_k3s: &[&str] = &[K3S_KUBECONFIG, "/a/kc", "/b/kc", "/root/.kube/config"];
+        let found = |p: &str| Some(PathBuf::from(p));
+        // The flag first, then k3s's file when it exists, whatever KUBECONFIG says.
+        let flag = Some(Path::new("/x"));
+        assert_eq!(
+            kubeconfig_file(flag, env("/a/kc:/b/kc"), home(), files(with_k3s)),
+            found("/x")
+        );
+        assert_eq!(
+            kubeconfig_file(None, env("/a/kc"), home(), files(with_k3s)),
+            found(K3S_KUBECONFIG)
+        );
+        // KUBECONFIG's one file.
+        assert_eq!(
+            kubeconfig_file(None, env("/a/kc"), home(), files(no_k3s)),
+            found("/a/kc")
+        );
+        assert_eq!(
+            kubeconfig_file(None, env("/gone"), home(), files(no_k3s)),
+            None
+        );
+        // A merged KUBECONFIG has no one file: kube-rs merges, and a helper needs --kubeconfig.
+        assert_eq!(
+            kubeconfig_file(None, env("/a/kc:/b/kc"), home(), files(no_k3s)),
+            None
+        );
+        // Unset or empty: ~/.kube/config when it is a file.
+        assert_eq!(
+            kubeconfig_file(None, None, home(), files(no_k3s)),
+            found("/root/.kube/config")
+        );
+        assert_eq!(
+            kubeconfig_file(None, env(""), home(), files(no_k3s)),
+            found("/root/.kube/config")
+        );
+        assert_eq!(kubeconfig_file(None, None, home(), files(&[])), None);
     }
 }

@@ -574,9 +574,25 @@ pub async fn collect(kubeconfig: Option<&Path>, req: &Request) -> Summary {
     summary
 }
 
+/// The cluster's part of [`collect`], each a named step: Events, Kyverno's Deployments, pods and
+/// endpoints, the webhook configurations, the admission controller's logs, the Nodes.
 async fn collect_cluster(cl: &Cluster, req: &Request, w: &mut Writer, obs: &mut Observations) {
-    // Events of the lab namespaces and kyverno, oldest first.
-    let mut namespaces = req.namespaces.clone();
+    obs.events = collect_events(cl, &req.namespaces, w).await;
+    let (mut ctl, admission) = collect_kyverno(cl, w).await;
+    let lab_webhooks = collect_webhooks(cl, w).await;
+    if let Some(ctl) = &mut ctl {
+        ctl.lab_webhooks = lab_webhooks;
+        w.json("kyverno-controller.json", ctl);
+    }
+    obs.controller = ctl;
+    obs.admission_log = collect_admission_logs(cl, &admission, w).await;
+    collect_nodes(cl, w).await;
+}
+
+/// `events.json` (verbatim) and `events.txt` (the table) of the lab namespaces and `kyverno`,
+/// oldest first; returns their rows.
+async fn collect_events(cl: &Cluster, lab_namespaces: &[String], w: &mut Writer) -> Vec<EventRow> {
+    let mut namespaces = lab_namespaces.to_vec();
     namespaces.push(cluster::KYVERNO_NAMESPACE.into());
     let mut events: Vec<Event> = Vec::new();
     for ns in &namespaces {
@@ -604,9 +620,13 @@ async fn collect_cluster(cl: &Cluster, req: &Request, w: &mut Writer, obs: &mut 
         ));
     }
     w.write("events.txt", table.as_bytes());
-    obs.events = rows.into_iter().map(|r| r.0).collect();
+    rows.into_iter().map(|r| r.0).collect()
+}
 
-    // Kyverno: Deployments, pods (restart counts), the admission controller's endpoints.
+/// Kyverno's Deployments, pods (restart counts) and the admission controller's ready endpoints
+/// (`kyverno-deployments.json`, `kyverno-pods.json`, `kyverno-svc-endpointslices.json`). Returns
+/// the controller's state (None when its Deployments could not be listed) and its pods.
+async fn collect_kyverno(cl: &Cluster, w: &mut Writer) -> (Option<ControllerState>, Vec<Pod>) {
     let ns = cluster::KYVERNO_NAMESPACE;
     let mut ctl = ControllerState::default();
     let mut read_ctl = false;
@@ -651,8 +671,12 @@ async fn collect_cluster(cl: &Cluster, req: &Request, w: &mut Writer, obs: &mut 
         );
         w.json("kyverno-svc-endpointslices.json", &slices);
     }
+    (read_ctl.then_some(ctl), admission)
+}
 
-    // Webhook configurations, verbatim; the lab's registered webhooks.
+/// `webhooks.json`: every Validating- and MutatingWebhookConfiguration, verbatim; returns the
+/// lab's registered webhooks (None when the validating ones could not be listed).
+async fn collect_webhooks(cl: &Cluster, w: &mut Writer) -> Option<Vec<String>> {
     let validating = step(
         w,
         "listing ValidatingWebhookConfigurations",
@@ -665,26 +689,27 @@ async fn collect_cluster(cl: &Cluster, req: &Request, w: &mut Writer, obs: &mut 
         cl.mutating_webhook_configurations(),
     )
     .await;
-    if let Some(v) = &validating {
-        ctl.lab_webhooks = Some(
-            v.iter()
-                .flat_map(|c| c.webhooks.iter().flatten())
-                .map(|h| h.name.clone())
-                .filter(|n| n.ends_with(&format!("-finegrained-{}", cluster::POLICY_NAME)))
-                .collect(),
-        );
-    }
+    let lab_webhooks = validating.as_ref().map(|v| {
+        v.iter()
+            .flat_map(|c| c.webhooks.iter().flatten())
+            .map(|h| h.name.clone())
+            .filter(|n| n.ends_with(&format!("-finegrained-{}", cluster::POLICY_NAME)))
+            .collect()
+    });
     w.json(
         "webhooks.json",
         &serde_json::json!({"validating": validating, "mutating": mutating}),
     );
-    if read_ctl {
-        w.json("kyverno-controller.json", &ctl);
-        obs.controller = Some(ctl);
-    }
+    lab_webhooks
+}
 
-    // The admission controller's last log lines, per container, and the previous instance's.
-    for p in &admission {
+/// The last [`LOG_TAIL_LINES`] lines of each container of the admission controller's pods, and of
+/// the previous instance of a restarted one (`logs/<pod>.<container>[.previous].log`); returns
+/// every line read, in that order.
+async fn collect_admission_logs(cl: &Cluster, admission: &[Pod], w: &mut Writer) -> Vec<String> {
+    let ns = cluster::KYVERNO_NAMESPACE;
+    let mut lines = Vec::new();
+    for p in admission {
         let name = p.metadata.name.clone().unwrap_or_default();
         for c in pod_state(p).containers {
             let mut runs = vec![false];
@@ -710,60 +735,68 @@ async fn collect_cluster(cl: &Cluster, req: &Request, w: &mut Writer, obs: &mut 
                         if previous { ".previous" } else { "" }
                     );
                     w.write(&rel, text.as_bytes());
-                    obs.admission_log.extend(text.lines().map(str::to_owned));
+                    lines.extend(text.lines().map(str::to_owned));
                 }
             }
         }
     }
-
-    // Node conditions.
-    if let Some(nodes) = step(w, "listing Nodes", cl.nodes()).await {
-        let conds: Vec<serde_json::Value> = nodes
-            .iter()
-            .map(|n| {
-                serde_json::json!({
-                    "name": n.metadata.name,
-                    "conditions": n.status.as_ref().and_then(|s| s.conditions.clone()),
-                })
-            })
-            .collect();
-        let mut text = String::from("NODE\tTYPE\tSTATUS\tREASON\tLAST TRANSITION\tMESSAGE\n");
-        for n in &nodes {
-            for c in n
-                .status
-                .as_ref()
-                .and_then(|s| s.conditions.as_ref())
-                .into_iter()
-                .flatten()
-            {
-                text.push_str(&format!(
-                    "{}\t{}\t{}\t{}\t{}\t{}\n",
-                    n.metadata.name.as_deref().unwrap_or("?"),
-                    c.type_,
-                    c.status,
-                    c.reason.as_deref().unwrap_or(""),
-                    c.last_transition_time
-                        .as_ref()
-                        .map(|t| rfc3339(t.0))
-                        .unwrap_or_default(),
-                    c.message.as_deref().unwrap_or("")
-                ));
-            }
-        }
-        w.json("nodes.json", &conds);
-        w.write("nodes.txt", text.as_bytes());
-    }
+    lines
 }
 
-/// Copies the last [`DAEMON_TAIL_LINES`] lines of every regular file in `logs` to `daemons/`.
+/// `nodes.json` and `nodes.txt`: every Node's conditions.
+async fn collect_nodes(cl: &Cluster, w: &mut Writer) {
+    let Some(nodes) = step(w, "listing Nodes", cl.nodes()).await else {
+        return;
+    };
+    let conds: Vec<serde_json::Value> = nodes
+        .iter()
+        .map(|n| {
+            serde_json::json!({
+                "name": n.metadata.name,
+                "conditions": n.status.as_ref().and_then(|s| s.conditions.clone()),
+            })
+        })
+        .collect();
+    let mut text = String::from("NODE\tTYPE\tSTATUS\tREASON\tLAST TRANSITION\tMESSAGE\n");
+    for n in &nodes {
+        for c in n
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .into_iter()
+            .flatten()
+        {
+            text.push_str(&format!(
+                "{}\t{}\t{}\t{}\t{}\t{}\n",
+                n.metadata.name.as_deref().unwrap_or("?"),
+                c.type_,
+                c.status,
+                c.reason.as_deref().unwrap_or(""),
+                c.last_transition_time
+                    .as_ref()
+                    .map(|t| rfc3339(t.0))
+                    .unwrap_or_default(),
+                c.message.as_deref().unwrap_or("")
+            ));
+        }
+    }
+    w.json("nodes.json", &conds);
+    w.write("nodes.txt", text.as_bytes());
+}
+
+/// Copies the last [`DAEMON_TAIL_LINES`] lines of every file in `logs` to `daemons/`
+/// ([`tail_file`]; directories are passed over, and anything else but a regular file is a
+/// failure line naming it).
 fn tail_daemon_logs(logs: &Path, w: &mut Writer) {
     let entries = match std::fs::read_dir(logs) {
         Ok(e) => e,
         Err(e) => return w.fail(&format!("reading {}", logs.display()), e),
     };
+    // The entry's own type: a symlink to a directory is not passed over but refused.
     let mut files: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file())
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| !t.is_dir()))
+        .map(|e| e.path())
         .collect();
     files.sort();
     for f in files {
@@ -773,20 +806,33 @@ fn tail_daemon_logs(logs: &Path, w: &mut Writer) {
             .unwrap_or_default();
         match tail_file(&f, DAEMON_TAIL_LINES) {
             Ok(text) => w.write(&format!("daemons/{name}"), text.as_bytes()),
-            Err(e) => w.fail(&format!("reading {}", f.display()), e),
+            Err(e) => w.fail("tailing a daemon log", e),
         }
     }
 }
 
-/// The last `n` lines of a file, reading at most its last 1 MiB.
+/// How much of a daemon log's end [`tail_file`] reads: 1 MiB, far more than
+/// [`DAEMON_TAIL_LINES`] lines of any node daemon's log (klog lines are under 1 KiB but for the
+/// rare dump of a whole object).
+pub const DAEMON_TAIL_BYTES: u64 = 1 << 20;
+
+/// The last `n` lines of the regular file `path`, reading at most its last [`DAEMON_TAIL_BYTES`]
+/// (`lab_core::files::read_tail_in`: a symlink is not followed, a FIFO, device, socket or
+/// directory is refused).
+///
+/// Errors: the open's (`ELOOP` for a symlink, `NotFound`) or the refusal, with the file's path.
 pub fn tail_file(path: &Path, n: usize) -> std::io::Result<String> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut f = std::fs::File::open(path)?;
-    let len = f.metadata()?.len();
-    let from = len.saturating_sub(1 << 20);
-    f.seek(SeekFrom::Start(from))?;
-    let mut bytes = Vec::new();
-    f.read_to_end(&mut bytes)?;
+    let named =
+        |e: std::io::Error| std::io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| named(std::io::Error::from(std::io::ErrorKind::InvalidInput)))?;
+    let bytes = lab_core::files::read_tail_in(dir, name, DAEMON_TAIL_BYTES).map_err(named)?;
     let text = String::from_utf8_lossy(&bytes);
     let lines: Vec<&str> = text.lines().collect();
     let start = lines.len().saturating_sub(n);

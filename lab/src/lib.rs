@@ -8,15 +8,16 @@
 //! Pure parts live in the `lab-core` crate (no kube client, no tokio) and are re-exported here
 //! under their own names: [`json`] (the one reader of input and evidence files), [`digest`],
 //! [`inputs`], [`evidence`], [`facts`], [`classify`], [`explain`], [`admission`], [`rules`] (what acts and
-//! graders share), [`grade`], [`messages`], [`report`] (the HTML record, JUnit), [`audit`],
+//! graders share), [`grade`], [`text`] and [`messages`], [`report`] (the HTML record, JUnit), [`audit`],
 //! [`error`], [`workdir`] and [`files`] (bounded reads, trusted directories). Edge parts, here: [`cluster`] (the only code that talks to
 //! the API server), [`cri`] (the node's container runtime), [`metrics`] and [`diagnostics`]
 //! (the reads; their pure halves are in the core), [`probe`], [`faults`] and the acts in [`labs`];
-//! [`audit_cmd`] is `audit` (reads every webhook registration; the judging is [`webhook_audit`]).
+//! [`audit_cmd`] is `audit` (reads every webhook registration; the judging is [`webhook_audit`]);
+//! [`help`] is the student tool's Japanese `--help`.
 
 pub use lab_core::{
     acts, admission, audit, classify, digest, error, evidence, explain, facts, files, grade,
-    inputs, json, messages, report, rules, wait, webhook_audit, workdir,
+    inputs, json, messages, report, rules, text, wait, webhook_audit, workdir,
 };
 
 pub mod audit_cmd;
@@ -24,6 +25,7 @@ pub mod cluster;
 pub mod cri;
 pub mod diagnostics;
 pub mod faults;
+pub mod help;
 pub mod labs;
 pub mod metrics;
 pub mod pidmap;

@@ -164,8 +164,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    // `--help` speaks the language the messages will (`messages::localize_help`).
-    let help = messages::localize_help(command(), help_lang(std::env::args_os().skip(1)));
+    // `--help` speaks the language the messages will (`lab::help::localize_help`).
+    let help = lab::help::localize_help(command(), help_lang(std::env::args_os().skip(1)));
     let cli = Cli::from_arg_matches(&help.get_matches()).unwrap_or_else(|e| e.exit());
     match &cli.command {
         Command::HealerFreeze { args } => return code(lab::faults::freeze::healer_main(args)),
@@ -248,30 +248,7 @@ fn run(cli: &Cli, workdir: &Workdir, lab: Lab) -> Result<i32, LabError> {
         Command::Inspect { .. } | Command::Act { .. } | Command::Heal => {
             cluster_command(cli, lab, workdir)
         }
-        Command::Grade { which } => {
-            let input = GradeInput::load(workdir, lab);
-            let results = match which.as_str() {
-                "all" => grade::grade_all(lab, &input),
-                n => match n.parse::<u8>().ok().and_then(|a| lab::acts::spec(lab, a)) {
-                    Some(spec) => vec![grade::grade(lab, spec.number, &input)],
-                    None => {
-                        return Err(LabError::Usage(messages::grade_usage(
-                            cli.lang,
-                            lab::acts::count(lab),
-                            n,
-                        )));
-                    }
-                },
-            };
-            for f in &results {
-                out(&messages::findings(cli.lang, f));
-            }
-            Ok(if results.iter().all(|f| f.passed()) {
-                0
-            } else {
-                1
-            })
-        }
+        Command::Grade { which } => grade_command(cli.lang, workdir, lab, which),
         Command::Digest { path } => {
             out(&lab::digest::digest_file(path)?);
             if std::io::stderr().is_terminal() {
@@ -287,92 +264,160 @@ fn run(cli: &Cli, workdir: &Workdir, lab: Lab) -> Result<i32, LabError> {
             out(&text);
             Ok(0)
         }
-        Command::Check { file } => {
-            let name = file.to_string_lossy();
-            let kind = InputFile::from_name(lab, &name)
-                .ok_or_else(|| unknown_input(cli.lang, lab, &name))?;
-            let file = &check_path(file, workdir, kind);
-            let value = read_json_input(file, kind.file_name())?;
-            let (ctx, complete) = offline_context(workdir, lab, kind, file);
-            inputs::validate(kind, &value, &ctx)?;
-            out(&messages::check_ok(cli.lang, kind.file_name(), !complete));
-            Ok(0)
-        }
-        Command::Report { out: path } => {
-            // A report of a work directory that does not exist is a wrong --workdir: refuse,
-            // creating nothing.
-            if !workdir.root().exists() {
-                return Err(LabError::Usage(messages::workdir_missing(
-                    cli.lang,
-                    workdir.root(),
-                )));
-            }
-            // The report is written into the work directory by default: only one root trusts.
-            workdir.check_trusted()?;
-            let path = path
-                .clone()
-                .unwrap_or_else(|| workdir.root().join("report.html"));
-            let input = GradeInput::load(workdir, lab);
-            let grades = grade::grade_all(lab, &input);
-            // The newest diagnostics a failed act left (`<workdir>/diagnostics/act-NN/`).
-            let diag = lab::diagnostics::latest_in_workdir(workdir.root()).map(|(d, s)| {
-                let txt = d.join("summary.txt");
-                let base = path.parent().unwrap_or(std::path::Path::new(""));
-                let href = txt.strip_prefix(base).unwrap_or(&txt).display().to_string();
-                (s, href)
-            });
-            let link = diag
-                .as_ref()
-                .map(|(summary, href)| lab::report::DiagnosticsLink { summary, href });
-            let page = lab::report::render_with_diagnostics(lab, &input, &grades, cli.lang, link);
-            lab::report::write_file(&path, page.as_bytes())?;
-            out(&path.display().to_string());
-            Ok(0)
-        }
+        Command::Check { file } => check_command(cli.lang, workdir, lab, file),
+        Command::Report { out: path } => report_command(cli.lang, workdir, lab, path.as_deref()),
         Command::Explain {
             text,
             evidence,
             path,
-        } => {
-            let answer = match (evidence, path, text) {
-                (Some(e), Some(p), _) => lab::explain::answer_at(e, p)?,
-                (_, _, Some(t)) => lab::explain::parse_answer(t)?,
-                _ => {
-                    let mut t = String::new();
-                    std::io::Read::read_to_string(&mut std::io::stdin(), &mut t)
-                        .map_err(LabError::io("<stdin>"))?;
-                    lab::explain::parse_answer(&t)?
-                }
-            };
-            for line in lab::explain::explain(&answer, lab, cli.lang).lines {
-                out(&line);
-            }
-            Ok(0)
-        }
+        } => explain_command(
+            cli.lang,
+            lab,
+            text.as_deref(),
+            evidence.as_deref(),
+            path.as_deref(),
+        ),
         Command::Audit {
             output,
             context,
             schema,
-        } => {
-            if *schema {
-                let text = serde_json::to_string_pretty(&lab::webhook_audit::schema())
-                    .map_err(|e| LabError::Usage(e.to_string()))?;
-                out(&text);
-                return Ok(0);
-            }
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(LabError::io("tokio runtime"))?;
-            rt.block_on(lab::audit_cmd::run(
-                cli.kubeconfig.as_deref(),
-                context.as_deref(),
-                *output,
-                cli.lang,
-            ))
-        }
+        } => audit_command(cli, context.as_deref(), *output, *schema),
         Command::HealerFreeze { .. } | Command::HealerScale { .. } => Ok(2),
     }
+}
+
+/// `grade N` / `grade all`: prints each act's findings; 1 when any act did not pass.
+fn grade_command(lang: Lang, workdir: &Workdir, lab: Lab, which: &str) -> Result<i32, LabError> {
+    let input = GradeInput::load(workdir, lab);
+    let results = match which {
+        "all" => grade::grade_all(lab, &input),
+        n => match n.parse::<u8>().ok().and_then(|a| lab::acts::spec(lab, a)) {
+            Some(spec) => vec![grade::grade(lab, spec.number, &input)],
+            None => {
+                return Err(LabError::Usage(messages::grade_usage(
+                    lang,
+                    lab::acts::count(lab),
+                    n,
+                )));
+            }
+        },
+    };
+    for f in &results {
+        out(&messages::findings(lang, f));
+    }
+    Ok(if results.iter().all(|f| f.passed()) {
+        0
+    } else {
+        1
+    })
+}
+
+/// `check FILE`: validates one input file ([`check_path`]) against its schema and what the work
+/// dir's evidence already holds.
+fn check_command(
+    lang: Lang,
+    workdir: &Workdir,
+    lab: Lab,
+    file: &std::path::Path,
+) -> Result<i32, LabError> {
+    let name = file.to_string_lossy();
+    let kind = InputFile::from_name(lab, &name).ok_or_else(|| unknown_input(lang, lab, &name))?;
+    let file = &check_path(file, workdir, kind);
+    let value = read_json_input(file, kind.file_name())?;
+    let (ctx, complete) = offline_context(workdir, lab, kind, file);
+    inputs::validate(kind, &value, &ctx)?;
+    out(&messages::check_ok(lang, kind.file_name(), !complete));
+    Ok(0)
+}
+
+/// `report [--out FILE]`: grades every act and writes the one-page record (default
+/// `<workdir>/report.html`), linking the newest diagnostics a failed act left.
+fn report_command(
+    lang: Lang,
+    workdir: &Workdir,
+    lab: Lab,
+    path: Option<&std::path::Path>,
+) -> Result<i32, LabError> {
+    // A report of a work directory that does not exist is a wrong --workdir: refuse,
+    // creating nothing.
+    if !workdir.root().exists() {
+        return Err(LabError::Usage(messages::workdir_missing(
+            lang,
+            workdir.root(),
+        )));
+    }
+    // The report is written into the work directory by default: only one root trusts.
+    workdir.check_trusted()?;
+    let path = path
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_else(|| workdir.root().join("report.html"));
+    let input = GradeInput::load(workdir, lab);
+    let grades = grade::grade_all(lab, &input);
+    // The newest diagnostics a failed act left (`<workdir>/diagnostics/act-NN/`).
+    let diag = lab::diagnostics::latest_in_workdir(workdir.root()).map(|(d, s)| {
+        let txt = d.join("summary.txt");
+        let base = path.parent().unwrap_or(std::path::Path::new(""));
+        let href = txt.strip_prefix(base).unwrap_or(&txt).display().to_string();
+        (s, href)
+    });
+    let link = diag
+        .as_ref()
+        .map(|(summary, href)| lab::report::DiagnosticsLink { summary, href });
+    let page = lab::report::render_with_diagnostics(lab, &input, &grades, lang, link);
+    lab::report::write_file(&path, page.as_bytes())?;
+    out(&path.display().to_string());
+    Ok(0)
+}
+
+/// `explain [TEXT]` / `explain --evidence FILE --path P`: classifies a pasted API answer (from
+/// the argument, an evidence file or stdin) and prints what it means.
+fn explain_command(
+    lang: Lang,
+    lab: Lab,
+    text: Option<&str>,
+    evidence: Option<&std::path::Path>,
+    path: Option<&str>,
+) -> Result<i32, LabError> {
+    let answer = match (evidence, path, text) {
+        (Some(e), Some(p), _) => lab::explain::answer_at(e, p)?,
+        (_, _, Some(t)) => lab::explain::parse_answer(t)?,
+        _ => {
+            let mut t = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut t)
+                .map_err(LabError::io("<stdin>"))?;
+            lab::explain::parse_answer(&t)?
+        }
+    };
+    for line in lab::explain::explain(&answer, lab, lang).lines {
+        out(&line);
+    }
+    Ok(0)
+}
+
+/// `audit`: the webhook registrations' table (or `--schema`: its JSON Schema); exit 0, 3 with
+/// findings, 1 on error ([`lab::audit_cmd::run`]).
+fn audit_command(
+    cli: &Cli,
+    context: Option<&str>,
+    output: lab::audit_cmd::Output,
+    schema: bool,
+) -> Result<i32, LabError> {
+    if schema {
+        let text = serde_json::to_string_pretty(&lab::webhook_audit::schema())
+            .map_err(|e| LabError::Usage(e.to_string()))?;
+        out(&text);
+        return Ok(0);
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(LabError::io("tokio runtime"))?;
+    rt.block_on(lab::audit_cmd::run(
+        cli.kubeconfig.as_deref(),
+        context,
+        output,
+        cli.lang,
+    ))
 }
 
 /// The file `check FILE` reads: `FILE` as given (relative to the current directory); when that does
@@ -549,7 +594,7 @@ fn cluster_command(cli: &Cli, lab: Lab, workdir: &Workdir) -> Result<i32, LabErr
                 println!("{line}");
             }
             println!("{}", summary.evidence.display());
-            if lab::acts::is_last(lab, *n) {
+            if lab::acts::is_report(lab, *n) {
                 // After the report, every act is graded again.
                 let results = grade::grade_all(lab, &GradeInput::load(workdir, lab));
                 for f in &results {
@@ -623,7 +668,7 @@ mod help_tests {
     #[test]
     fn every_command_and_argument_has_japanese_help() {
         assert_eq!(
-            messages::help_untranslated(Cli::command()),
+            lab::help::help_untranslated(Cli::command()),
             Vec::<String>::new()
         );
         // The check sees the tool's commands and arguments (it cannot pass on an empty walk).

@@ -36,38 +36,13 @@ use lab::evidence::Lab;
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::kyverno::KYVERNO_START_SPAN;
+use crate::flags::{BenchCmd, LabChoice};
 use crate::lab_run::{RunOptions, artifacts_dir, lab_name, run_id, run_lab};
 use crate::status::{self, Span};
 
 /// A gap between two top-level steps gets its own row from this length (ms); all gaps are
 /// summed in one row.
 pub const GAP_SHOWN_MS: u64 = 100;
-
-/// Which labs a bench runs.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LabChoice {
-    /// Lab A only.
-    A,
-    /// Lab B only.
-    B,
-    /// A then B, as `cargo xtask lab run` does.
-    Both,
-}
-
-/// `cargo xtask bench`
-#[derive(clap::Args, Debug)]
-pub struct BenchCmd {
-    /// How many times to run the labs.
-    #[arg(long, default_value_t = 3)]
-    runs: usize,
-    /// Which labs.
-    #[arg(long, value_enum, default_value = "both")]
-    lab: LabChoice,
-    /// Run nothing: read a bench record (`target/bench/<id>.json`), recompute its table and
-    /// print it (also rewriting the record's rows and its `.md` beside it).
-    #[arg(long, value_name = "JSON")]
-    render: Option<PathBuf>,
-}
 
 /// `/proc/loadavg`'s three averages (1, 5, 15 min).
 pub type Load = [f64; 3];

@@ -10,10 +10,13 @@
 //! these functions. The daemons `cluster up` starts and supervises are spawned by
 //! `cluster::process::spawn`, and `go build` streams its progress (`upstream::go`), so those two
 //! spawn children themselves. `xtask/tests/tidy.rs` keeps every other `.output()` / `.status()`
-//! in this file.
+//! in this file. A long child started by [`spawn_logged`] is waited for by [`wait_child`], bounded.
 
 use std::fmt;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
 
 /// How many lines of output a [`RunError`] shows (the last ones).
 pub const OUTPUT_TAIL: usize = 40;
@@ -155,6 +158,37 @@ pub fn spawn_logged(
         .stdout(out)
         .stderr(err);
     cmd.spawn().map_err(|e| fail(&cmd, e))
+}
+
+/// Waits for `child` (one of ours, started by [`spawn_logged`]) to exit, polling
+/// every 500 ms and calling `tick` with the time waited; when `bound` runs out it kills exactly
+/// that child (unreaped, so its PID is still ours) and fails naming `what`.
+pub fn wait_child(
+    child: &mut Child,
+    what: &str,
+    bound: Duration,
+    mut tick: impl FnMut(Duration),
+) -> anyhow::Result<ExitStatus> {
+    let t0 = Instant::now();
+    loop {
+        if let Some(st) = child
+            .try_wait()
+            .with_context(|| format!("waiting for {what}"))?
+        {
+            return Ok(st);
+        }
+        if t0.elapsed() > bound {
+            let pid = child.id();
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!(
+                "waited {} s for {what}; it did not finish, so it was stopped (pid {pid})",
+                bound.as_secs()
+            );
+        }
+        tick(t0.elapsed());
+        std::thread::sleep(Duration::from_millis(500));
+    }
 }
 
 /// Runs `cmd` with the terminal's stdin, stdout and stderr (its output is already on screen, so

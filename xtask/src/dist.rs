@@ -46,6 +46,7 @@ use anyhow::{Context, Result, bail, ensure};
 use sha2::{Digest, Sha256};
 
 use crate::command;
+use crate::flags::DistCmd;
 
 /// The recorded work dir the check grades inside the root filesystem.
 pub const RECORDED_WORKDIR: &str = "lab/tests/fixtures/recorded/b-20261130T210502Z";
@@ -55,18 +56,6 @@ pub const PROFILE: &str = "dist";
 
 /// How long one run of the binary inside the root filesystem may take.
 const RUN_BOUND: Duration = Duration::from_secs(60);
-
-/// `cargo xtask dist`
-#[derive(clap::Args, Debug)]
-pub struct DistCmd {
-    /// Where the binaries and SHA256SUMS go (relative to the workspace root; not `target/dist`,
-    /// which is cargo's directory of the `dist` profile's host artifacts).
-    #[arg(long, default_value = "target/dist-files")]
-    out: PathBuf,
-    /// Build and checksum only: skip the runs inside a root filesystem without a C library.
-    #[arg(long)]
-    no_check: bool,
-}
 
 /// One built binary.
 #[derive(Debug, Clone)]

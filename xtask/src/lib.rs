@@ -13,6 +13,8 @@
 //! - [`bench`](mod@bench): `cargo xtask bench`, the labs N times against their floors.
 //! - [`guest`]: `cargo xtask guest run`, the node in a Debian 12 cgroup v2 guest under qemu.
 //! - [`dist`]: `cargo xtask dist`, the student tool as a static release binary with checksums.
+//! - [`flags`]: the command line, every subcommand's clap types.
+//! - [`lock`]: the machine lock, one cluster at a time on this machine.
 //! - [`matrix`]: `cargo xtask matrix`, both labs on Kubernetes × Kyverno cells and the drift
 //!   table of the taught facts.
 
@@ -21,8 +23,10 @@ pub mod bench;
 pub mod cluster;
 pub mod command;
 pub mod dist;
+pub mod flags;
 pub mod guest;
 pub mod lab_run;
+pub mod lock;
 pub mod matrix;
 pub mod status;
 pub mod upstream;

@@ -1,4 +1,5 @@
-//! `cargo xtask`: one CLI declaration, one `match`.
+//! `cargo xtask`: one CLI declaration (the subcommands' clap types are in `xtask::flags`), one
+//! `match`.
 
 use clap::{Parser, Subcommand};
 
@@ -13,20 +14,20 @@ struct Flags {
 #[derive(Subcommand, Debug)]
 enum Cmd {
     /// Build the upstream programs, images and chart into the machine-level cache.
-    Upstream(xtask::upstream::UpstreamCmd),
+    Upstream(xtask::flags::UpstreamCmd),
     /// The embedded single-node cluster: up, down, status.
-    Cluster(xtask::cluster::ClusterCmd),
+    Cluster(xtask::flags::ClusterCmd),
     /// The labs end to end on fresh clusters: `lab run [--lab a|b]`.
-    Lab(xtask::lab_run::LabCmd),
+    Lab(xtask::flags::LabCmd),
     /// Run the labs N times and write a table of every phase against its floor
     /// (`target/bench/<run-id>.{json,md}`).
-    Bench(xtask::bench::BenchCmd),
+    Bench(xtask::flags::BenchCmd),
     /// A Debian 12 cgroup v2 guest under qemu running `cluster up` / `lab run` inside
     /// (docs/cgroup.md): `guest run [--step up|lab-a|lab-b|exec:CMD]…`.
-    Guest(xtask::guest::GuestCmd),
+    Guest(xtask::flags::GuestCmd),
     /// Build the student tool for release: optimised, statically linked, with SHA256SUMS, and
     /// check it runs without a C library (`target/dist-files/`).
-    Dist(xtask::dist::DistCmd),
+    Dist(xtask::flags::DistCmd),
     /// Both labs on each Kubernetes × Kyverno cell and the drift table of the taught facts.
     Matrix(xtask::matrix::MatrixCmd),
 }

@@ -23,9 +23,10 @@
 //!   pasteable command, exit status and output tail), except the daemons it supervises and the
 //!   streamed `go build`;
 //! - each crate's modules import only from their own layer or a lower one (ARCHITECTURE.md,
-//!   "Layers"), but a listed few that point up today;
+//!   "Layers"), and so do the files inside xtask's folders, but a listed few that point up today
+//!   (xtask: none, so xtask has no import circle);
 //! - the student tool's words live in one place: no Japanese literal in `lab/src` or `core/src`
-//!   outside `messages.rs`, the report page's `report/text.rs` and the registry's act titles
+//!   outside `messages/`, `lab/src/help.rs`, the report page's `report/text.rs` and the registry's act titles
 //!   (`acts.rs`);
 //!   comments and unit tests are not words.
 
@@ -257,8 +258,11 @@ fn graders_never_reach_the_cluster_or_start_processes() {
 }
 
 /// Packages the pure core must never depend on, even through another crate: the kube client and
-/// its types' async stack, tokio, and HTTP/gRPC clients.
+/// its types' async stack, tokio, HTTP/gRPC clients, and clap (the command lines are `lab`'s and
+/// `xtask`'s; the core offers `ValueEnum` for `Lab` and `Lang` only behind its optional `clap`
+/// feature, which `cargo tree -p lab-core` leaves out).
 const CORE_FORBIDDEN: &[&str] = &[
+    "clap",
     "kube",
     "kube-client",
     "kube-core",
@@ -477,9 +481,14 @@ fn act_counts_and_ranges_come_from_the_registry() {
     );
 }
 
-/// Where Japanese text may be written: the tool's messages, the report page's words, the act
-/// titles of the registry.
-const WORDS: &[&str] = &["core/src/messages.rs", "core/src/report/text.rs", REGISTRY];
+/// Where Japanese text may be written: the tool's messages (a folder), the report page's words, the
+/// Japanese `--help` and the act titles of the registry.
+const WORDS: &[&str] = &[
+    "core/src/messages",
+    "core/src/report/text.rs",
+    "lab/src/help.rs",
+    REGISTRY,
+];
 
 /// Japanese text: kana, CJK ideographs, the ideographic comma and full stop.
 fn is_japanese(c: char) -> bool {
@@ -491,7 +500,10 @@ fn is_japanese(c: char) -> bool {
 fn stray_words(files: &[(PathBuf, String)]) -> Vec<String> {
     let mut out = Vec::new();
     for (path, text) in files {
-        if WORDS.iter().any(|w| path.ends_with(w)) {
+        if WORDS
+            .iter()
+            .any(|w| path.starts_with(w) || path.ends_with(w))
+        {
             continue;
         }
         for (n, code) in code_lines(text) {
@@ -524,14 +536,14 @@ fn student_words_live_in_messages() {
     assert!(
         files
             .iter()
-            .any(|(p, t)| p.ends_with(WORDS[0]) && t.chars().any(is_japanese)),
+            .any(|(p, t)| p.starts_with(WORDS[0]) && t.chars().any(is_japanese)),
         "{} holds no Japanese: the rule checks nothing",
         WORDS[0]
     );
     let bad = stray_words(&files);
     assert!(
         bad.is_empty(),
-        "student-facing words go to core/src/messages.rs, in both languages:\n  {}",
+        "student-facing words go to core/src/messages/, in both languages:\n  {}",
         bad.join("\n  ")
     );
 }
@@ -603,7 +615,13 @@ fn the_rules_themselves_catch_what_they_are_for() {
         .len(),
         1
     );
-    assert!(w("core/src/messages.rs", r#"t("停止しました", "stopped")"#).is_empty());
+    assert!(
+        w(
+            "core/src/messages/act.rs",
+            r#"t("停止しました", "stopped")"#
+        )
+        .is_empty()
+    );
     assert!(w("lab/src/labs/a.rs", "// 停止 in a comment").is_empty());
     assert!(
         w(
@@ -872,7 +890,10 @@ fn no_committed_file_cites_notes_a_clone_does_not_have() {
 }
 
 /// Each crate's layers, top first, as ARCHITECTURE.md's "Layers" states them: a module (a file or
-/// folder right under `src/`) may import (`crate::m`) only from its own layer or a lower one. A
+/// folder right under `src/`, or one file of a folder named here on its own, `messages/said`) may
+/// import (`crate::m`, `crate::m::f`, `super::m`) only from its own layer or a lower one. A
+/// folder's entry (`xtask/src/cluster`) orders the files and folders right inside it the same way
+/// (the folder's `mod.rs` is its face and is not ordered: its children may use its items). A
 /// module not named here is not checked (a new one gets its place here and in ARCHITECTURE.md);
 /// names the crate only re-exports (the core's modules inside `lab`) count as the lowest layer.
 const LAYERS: &[(&str, &[&[&str]])] = &[
@@ -880,18 +901,36 @@ const LAYERS: &[(&str, &[&[&str]])] = &[
         "core/src",
         &[
             &["report", "explain"],
+            &[
+                "messages",
+                "messages/codes",
+                "messages/commands",
+                "messages/errors",
+                "messages/explain",
+                "messages/webhook_audit",
+            ],
             &["grade"],
-            &["audit", "metrics", "classify", "admission", "rules"],
-            &["acts", "inputs", "workdir"],
-            &["evidence", "facts", "json", "digest", "wait", "diagnostics"],
-            &["messages"],
+            &[
+                "audit",
+                "metrics",
+                "classify",
+                "rules",
+                "webhook_audit",
+                "workdir",
+            ],
+            &["acts"],
+            &["inputs", "messages/act"],
+            &["facts", "digest", "messages/said"],
+            &["evidence", "json", "wait", "diagnostics"],
+            &["files", "admission"],
             &["error"],
+            &["text"],
         ],
     ),
     (
         "lab/src",
         &[
-            &["main"],
+            &["main", "help"],
             &["labs", "diagnostics"],
             &["faults", "probe", "metrics"],
             &["cluster", "cri", "pidmap", "signals"],
@@ -901,60 +940,272 @@ const LAYERS: &[(&str, &[&[&str]])] = &[
         "xtask/src",
         &[
             &["main"],
-            &["bench"],
+            &["bench", "matrix", "guest", "dist"],
             &["lab_run"],
             &["backend"],
             &["cluster"],
             &["upstream"],
+            &["lock", "flags"],
             &["command", "status"],
         ],
     ),
+    (
+        "xtask/src/cluster",
+        &[
+            &["teardown"],
+            &["process", "preflight"],
+            &["daemons", "foreign", "kyverno", "kubeconfig", "pki", "mark"],
+            &["netns"],
+            &["record"],
+            &["config", "host", "sysctl", "ready"],
+        ],
+    ),
+    (
+        "xtask/src/upstream",
+        &[
+            &["chart", "images", "wrapper"],
+            &["go"],
+            &["prereq", "cache", "progress", "versions"],
+            &["components"],
+        ],
+    ),
+    ("xtask/src/backend", &[&["k3s"], &["kubeconfig", "summary"]]),
+    ("xtask/src/guest", &[&["boot"], &["image"]]),
+    ("xtask/src/matrix", &[&["table"], &["facts"]]),
 ];
 
 /// Imports that point up today, each `file -> module`. The first is the acts registry's price
-/// (it holds each act's grader, and the graders ask it for an act's flags) and stays; the rest
-/// are issue 26's to remove once the graders', faults' and host work has landed. Shrink this
-/// list; never grow it.
+/// (it holds each act's grader, and the graders ask it for an act's flags) and stays until the
+/// graders keep their own table; the second is `Finding::message`, which asks the findings' table
+/// above the graders (gone once `Code`/`Finding` have a file of their own, below that table); the
+/// rest are gone. Shrink this list; never grow it.
 const UPWARD_FOR_NOW: &[&str] = &[
     "core/src/acts.rs -> grade",
-    "core/src/messages.rs -> evidence",
-    "core/src/messages.rs -> facts",
-    "core/src/messages.rs -> grade",
-    "core/src/messages.rs -> inputs",
-    "core/src/error.rs -> evidence",
-    "core/src/error.rs -> inputs",
-    "core/src/evidence.rs -> audit",
-    "core/src/evidence.rs -> metrics",
-    "xtask/src/cluster/mod.rs -> lab_run",
-    "xtask/src/backend/mod.rs -> lab_run",
+    "core/src/grade/mod.rs -> messages/codes",
 ];
-
 /// The layer (0 = top) of module `m` in `layers`, if it is named there.
 fn layer_of(layers: &[&[&str]], m: &str) -> Option<usize> {
     layers.iter().position(|l| l.contains(&m))
 }
 
-/// The upward imports of one crate's files, as `file -> module` (comment lines skipped).
+/// The module `parts` (an import's or a file's module path below the ordered folder) belong to in
+/// `layers`: `a/b` when the layers name that file of folder `a` on its own, else `a`.
+fn module_of(layers: &[&[&str]], parts: &[String]) -> String {
+    let first = parts[0].as_str();
+    if let Some(second) = parts.get(1) {
+        let sub = format!("{first}/{second}");
+        if layer_of(layers, &sub).is_some() {
+            return sub;
+        }
+    }
+    first.to_owned()
+}
+
+/// The crate's source root (`…/src`) of a `LAYERS` entry and the module path of the folder it
+/// orders inside that crate (empty for the crate itself).
+fn crate_and_folder(src: &str) -> (&str, Vec<&str>) {
+    let at = src.find("/src").map_or(src.len(), |i| i + "/src".len());
+    let folder = src[at..].split('/').filter(|s| !s.is_empty()).collect();
+    (&src[..at], folder)
+}
+
+/// The module path of a file relative to its crate's `src/` (`cluster/daemons/kubelet.rs` →
+/// `cluster::daemons::kubelet`; a `mod.rs` names its folder; the crate roots `lib.rs` and
+/// `main.rs` are the modules `lib` and `main`, as the layer tables name them).
+fn module_path(rel: &Path) -> Vec<String> {
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|p| p.to_string_lossy().trim_end_matches(".rs").to_owned())
+        .collect();
+    if parts.len() > 1 && parts.last().is_some_and(|l| l == "mod") {
+        parts.pop();
+    }
+    parts
+}
+
+/// The code a layer rule reads: comment lines left out, and the unit tests (a `#[cfg(test)]`
+/// followed by an inline `mod … {`, up to its closing brace) skipped.
+fn layer_code(text: &str) -> String {
+    let lines: Vec<&str> = code_lines(text).map(|(_, l)| l).collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let test_mod = lines[i] == "#[cfg(test)]"
+            && lines
+                .get(i + 1)
+                .is_some_and(|l| l.starts_with("mod ") && l.contains('{'));
+        if !test_mod {
+            out.push(lines[i]);
+            i += 1;
+            continue;
+        }
+        let mut depth = 0i64;
+        for line in &lines[i + 1..] {
+            i += 1;
+            depth += line.matches('{').count() as i64 - line.matches('}').count() as i64;
+            if depth <= 0 {
+                break;
+            }
+        }
+        i += 1;
+    }
+    out.join("\n")
+}
+
+/// The leading identifier of `s`.
+fn ident(s: &str) -> &str {
+    let n = s
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(s.len());
+    &s[..n]
+}
+
+/// The items of a `{…}` use group, split at its top-level commas (`a::{b, c}, d` → `a::{b, c}`,
+/// `d`); `group` starts after the `{`.
+fn group_items(group: &str) -> Vec<&str> {
+    let (mut depth, mut from, mut out) = (0usize, 0usize, Vec::new());
+    for (i, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                out.push(&group[from..i]);
+                return out;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(&group[from..i]);
+                from = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&group[from..]);
+    out
+}
+
+/// The inline modules of `code` (`mod m { … }` starting a line, `pub` or not), outer first: (the
+/// byte range of the block, `m`).
+fn inline_modules(code: &str) -> Vec<(usize, usize, String)> {
+    let mut out = Vec::new();
+    let mut offset = 0;
+    for line in code.split_inclusive('\n') {
+        let decl = line
+            .trim_start_matches("pub(crate) ")
+            .trim_start_matches("pub(super) ")
+            .trim_start_matches("pub ");
+        if let Some(rest) = decl.strip_prefix("mod ") {
+            let name = ident(rest);
+            if !name.is_empty() && rest[name.len()..].trim_start().starts_with('{') {
+                let open = offset + line.find('{').unwrap_or(0);
+                let mut depth = 0usize;
+                let mut end = code.len();
+                for (i, c) in code[open..].char_indices() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                end = open + i;
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                out.push((open, end, name.to_owned()));
+            }
+        }
+        offset += line.len();
+    }
+    out
+}
+
+/// Every path `code` (of module `me`) names through `crate::` or `super::`, made absolute below
+/// the crate: `crate::a::B` → `a::B`; in `x/y.rs`, `super::z::C` → `x::z::C`; a use group gives
+/// one path per item (`use super::{a, b::C}` → `x::a`, `x::b::C`).
+fn imported_paths(me: &[String], code: &str) -> Vec<Vec<String>> {
+    fn walk(mut path: Vec<String>, rest: &str, out: &mut Vec<Vec<String>>) {
+        let rest = rest.trim_start();
+        if let Some(group) = rest.strip_prefix('{') {
+            for item in group_items(group) {
+                walk(path.clone(), item, out);
+            }
+            return;
+        }
+        let name = ident(rest);
+        if name.is_empty() || name == "self" {
+            out.push(path);
+            return;
+        }
+        path.push(name.to_owned());
+        match rest[name.len()..].strip_prefix("::") {
+            Some(r) => walk(path, r, out),
+            None => out.push(path),
+        }
+    }
+    let inline = inline_modules(code);
+    let mut out = Vec::new();
+    let bytes = code.as_bytes();
+    for (start, _) in code.char_indices() {
+        let before = start.checked_sub(1).map(|i| bytes[i]);
+        if before.is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b':') {
+            continue;
+        }
+        let mut rest = &code[start..];
+        let base = if let Some(r) = rest.strip_prefix("crate::") {
+            rest = r;
+            Vec::new()
+        } else {
+            let mut supers = 0;
+            while let Some(r) = rest.strip_prefix("super::") {
+                rest = r;
+                supers += 1;
+            }
+            if supers == 0 {
+                continue;
+            }
+            // Inside an inline `mod m { … }`, `super` is the file's module (or an outer `m`).
+            let mut here = me.to_vec();
+            here.extend(
+                inline
+                    .iter()
+                    .filter(|(from, to, _)| (*from..*to).contains(&start))
+                    .map(|(_, _, m)| m.clone()),
+            );
+            here[..here.len().saturating_sub(supers)].to_vec()
+        };
+        walk(base, rest, &mut out);
+    }
+    out
+}
+
+/// The upward imports inside one `LAYERS` entry, as `file -> module` (comment lines and unit
+/// tests skipped: a `tests.rs` file, an inline `#[cfg(test)] mod`).
 fn upward_imports(src: &str, layers: &[&[&str]], files: &[(PathBuf, String)]) -> Vec<String> {
+    let (krate, folder) = crate_and_folder(src);
+    let below = |p: &[String]| {
+        (p.len() > folder.len() && p.iter().zip(&folder).all(|(a, b)| a == b))
+            .then(|| p[folder.len()..].to_vec())
+    };
     let mut out = BTreeSet::new();
     for (path, text) in files {
-        let Ok(rel) = path.strip_prefix(src) else {
+        let Ok(rel) = path.strip_prefix(krate) else {
             continue;
         };
-        let first = rel.iter().next().unwrap().to_string_lossy();
-        let own = first.trim_end_matches(".rs");
-        let Some(mine) = layer_of(layers, own) else {
+        if rel.ends_with("tests.rs") {
+            continue;
+        }
+        let me = module_path(rel);
+        let Some(mine) = below(&me).and_then(|m| layer_of(layers, &module_of(layers, &m))) else {
             continue;
         };
-        for (_, code) in code_lines(text) {
-            for (i, _) in code.match_indices("crate::") {
-                let name: String = code[i + "crate::".len()..]
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                    .collect();
-                if layer_of(layers, &name).is_some_and(|theirs| theirs < mine) {
-                    out.insert(format!("{} -> {name}", path.display()));
-                }
+        for p in imported_paths(&me, &layer_code(text)) {
+            let Some(theirs) = below(&p) else {
+                continue;
+            };
+            let name = module_of(layers, &theirs);
+            if layer_of(layers, &name).is_some_and(|t| t < mine) {
+                out.insert(format!("{} -> {name}", path.display()));
             }
         }
     }
@@ -1005,4 +1256,73 @@ fn modules_import_only_from_their_layer_or_below() {
     assert!(up("x/src/top.rs", "use crate::low::A;").is_empty());
     assert!(up("x/src/low.rs", "/// see [`crate::top`]").is_empty());
     assert!(up("x/src/other.rs", "use crate::top::A;").is_empty());
+    let inner =
+        |p: &str, t: &str| upward_imports("x/src/f", l, &[(PathBuf::from(p), t.to_owned())]);
+    assert_eq!(
+        inner("x/src/f/low.rs", "use super::top::A;"),
+        vec!["x/src/f/low.rs -> top"]
+    );
+    assert_eq!(
+        inner("x/src/f/low/m.rs", "use crate::f::{low, top};").len(),
+        1
+    );
+    assert_eq!(
+        inner(
+            "x/src/f/low/m.rs",
+            "use super::super::{low::X, top::{A, B}};"
+        )
+        .len(),
+        1
+    );
+    assert_eq!(
+        inner("x/src/f/low.rs", "use super::{\n    top::A,\n};").len(),
+        1
+    );
+    assert!(inner("x/src/f/low.rs", "use super::lowish::A;").is_empty());
+    assert!(
+        inner(
+            "x/src/f/low.rs",
+            "mod m {\n    use super::top_of_low::A;\n}\nuse super::low::B;"
+        )
+        .is_empty()
+    );
+    assert_eq!(
+        inner(
+            "x/src/f/low.rs",
+            "pub mod m {\n    use super::super::top::A;\n}"
+        )
+        .len(),
+        1
+    );
+    assert!(inner("x/src/f/mod.rs", "use top::A;").is_empty());
+    assert!(inner("x/src/f/top.rs", "use super::low::A;").is_empty());
+    assert!(inner("x/src/f/low.rs", "use crate::top::A;").is_empty());
+    assert!(
+        inner(
+            "x/src/f/low.rs",
+            "#[cfg(test)]\nmod tests {\n    use super::super::top::A;\n}"
+        )
+        .is_empty()
+    );
+    // One file of a folder may have a layer of its own (`messages/said` under `messages`).
+    let l: &[&[&str]] = &[&["w/hi"], &["mid"], &["w/lo"]];
+    let up = |p: &str, t: &str| upward_imports("x/src", l, &[(PathBuf::from(p), t.to_owned())]);
+    assert_eq!(
+        up("x/src/w/lo.rs", "use crate::mid::A;"),
+        vec!["x/src/w/lo.rs -> mid"]
+    );
+    assert_eq!(
+        up("x/src/mid.rs", "let w = crate::w::hi::f();"),
+        vec!["x/src/mid.rs -> w/hi"]
+    );
+    assert!(up("x/src/mid.rs", "use crate::w::lo::f;").is_empty());
+    assert!(up("x/src/w/hi.rs", "use crate::mid::A;").is_empty());
+    assert!(up("x/src/w/lo/tests.rs", "use crate::mid::A;").is_empty());
+    assert!(
+        up(
+            "x/src/w/lo.rs",
+            "#[cfg(test)]\nmod tests { use crate::mid::A; }"
+        )
+        .is_empty()
+    );
 }

@@ -70,7 +70,7 @@ use crate::classify::classify;
 use crate::evidence::{ActStatus, Evidence, Lab, Outcome, RequestRecord};
 use crate::facts::{self, PodObservation};
 use crate::inputs::{self, Context, InputFile, StudentInput};
-use crate::messages::Lang;
+use crate::text::Lang;
 use crate::workdir::Workdir;
 
 /// What makes a deny the lab policy's verdict (the same the probes classify with).
@@ -216,7 +216,7 @@ pub struct Finding {
 impl Finding {
     /// The finding as one line in `lang` (text from [`crate::messages`]).
     pub fn message(&self, lang: Lang) -> String {
-        crate::messages::finding(lang, self)
+        crate::messages::codes::finding(lang, self)
     }
 }
 

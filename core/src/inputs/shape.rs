@@ -21,7 +21,8 @@ use serde_json::Value;
 use super::{InputFile, Sha256Hex, Uid, abbreviate, said_issue};
 use crate::error::InputIssue;
 use crate::json::push_key;
-use crate::messages::{Words, said};
+use crate::messages::said;
+use crate::text::Words;
 
 /// Every problem of `value` against `schema` (the JSON Schema of `file`), one per JSON path, in
 /// schema order; empty when `value` has the schema's shape.
@@ -95,9 +96,9 @@ fn value_expected(node: &Value) -> Words {
     }
     if let Some(pattern) = node.get("pattern").and_then(Value::as_str) {
         return if pattern == Uid::PATTERN {
-            said::uid()
+            said::uid(Uid::WHAT)
         } else if pattern == Sha256Hex::PATTERN {
-            said::digest()
+            said::digest(Sha256Hex::WHAT)
         } else {
             said::matching(pattern)
         };

@@ -1,6 +1,7 @@
 //! Unit tests of strict input validation and the generated schemas.
 
 use super::*;
+use crate::evidence::Lab;
 use serde_json::{Value, json};
 
 /// The answer keys live in xtask (the student binary ships none); the tests read the same file.

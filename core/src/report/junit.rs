@@ -14,7 +14,7 @@ use quick_junit::{NonSuccessKind, TestCase, TestCaseStatus, TestSuite};
 
 use crate::evidence::Lab;
 use crate::grade::{Findings, GradeInput};
-use crate::messages::Lang;
+use crate::text::Lang;
 
 fn failure(message: String, description: Option<String>) -> TestCaseStatus {
     let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);

@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use crate::evidence::Lab;
 use crate::grade::{Findings, GradeInput};
-use crate::messages::{Lang, Text};
+use crate::text::{Lang, Text};
 use text as tx;
 
 const CSS: &str = r#"
@@ -229,159 +229,179 @@ fn uid_obs(uid: Option<&str>) -> Obs {
 
 /// The four observations per phase: `(phase, [policy, registered, answers, existing])`.
 fn observations(lab: Lab, input: &GradeInput, lang: Lang) -> Vec<(Text, [Obs; 4])> {
-    let w = |t: Text| t.get(lang);
-    let f2 = facts(input, 2);
-    let f3 = facts(input, 3);
-    let f5 = facts(input, 5);
-    let f6 = facts(input, 6);
-    let f7 = facts(input, 7);
-    let reference = s(f3, "/existing/uid");
-    let hook = |f: &Value, ptr: &str| {
-        s(f, ptr).map(|n| format!("{n} ({})", s(f, "/webhook/failure_policy").unwrap_or("?")))
-    };
-    let baseline = [
+    let mut rows = vec![(tx::PHASE_BASELINE, baseline_observations(input))];
+    rows.extend(match lab {
+        Lab::B => freeze_observations(input, lang),
+        Lab::A => scale_observations(input, lang),
+    });
+    rows
+}
+
+/// The existing pod's UID as act 3 recorded it: the later acts' existing pod is held against it.
+fn reference_uid(input: &GradeInput) -> Option<&str> {
+    s(facts(input, 3), "/existing/uid")
+}
+
+/// The policy's webhook named at `ptr` of `f`, with its failurePolicy.
+fn webhook_obs(f: &Value, ptr: &str) -> Obs {
+    match s(f, ptr) {
+        Some(n) => Obs::Yes(format!(
+            "{n} ({})",
+            s(f, "/webhook/failure_policy").unwrap_or("?")
+        )),
+        None => Obs::NotObserved,
+    }
+}
+
+/// The healthy baseline, the same in both labs: act 2's policy and webhook, act 3's answers and
+/// existing pod.
+fn baseline_observations(input: &GradeInput) -> [Obs; 4] {
+    let (f2, f3) = (facts(input, 2), facts(input, 3));
+    [
         uid_obs(s(f2, "/policy/metadata/uid")),
-        match hook(f2, "/webhook/name") {
-            Some(h) => Obs::Yes(h),
-            None => Obs::NotObserved,
-        },
+        webhook_obs(f2, "/webhook/name"),
         answers(&f3["bad"]),
-        match reference {
+        match reference_uid(input) {
             Some(u) => Obs::Yes(format!(
                 "uid {u} · {}",
                 s(f3, "/existing/phase").unwrap_or("?")
             )),
             None => Obs::NotObserved,
         },
-    ];
-    match lab {
-        Lab::B => {
-            let during = |f: &Value| {
+    ]
+}
+
+/// Lab B's phases after the baseline: the freeze under Fail (act 5), under Ignore (act 6), the
+/// recovery (act 7).
+fn freeze_observations(input: &GradeInput, lang: Lang) -> Vec<(Text, [Obs; 4])> {
+    let w = |t: Text| t.get(lang);
+    let (f5, f6, f7) = (facts(input, 5), facts(input, 6), facts(input, 7));
+    let reference = reference_uid(input);
+    let during = |f: &Value| {
+        flag(
+            f["registration_present_during_freeze"].as_bool(),
+            format!(
+                "{} ({})",
+                s(f, "/registration_snapshot/name").unwrap_or("?"),
+                s(f, "/registration_snapshot/failurePolicy").unwrap_or("?")
+            ),
+            w(tx::ABSENT).into(),
+        )
+    };
+    let same_policy = match (s(f6, "/policy/metadata/uid"), s(f6, "/policy_uid_before")) {
+        (Some(now), Some(before)) if now == before => Obs::Yes(format!("uid {now}")),
+        (Some(now), _) => Obs::No(format!(
+            "uid {now} ({}: {})",
+            w(tx::BEFORE),
+            s(f6, "/policy_uid_before").unwrap_or("?")
+        )),
+        _ => Obs::NotObserved,
+    };
+    vec![
+        (
+            tx::PHASE_FAIL,
+            [
+                Obs::NotObserved,
+                during(f5),
+                answers(&f5["target_bad"]),
+                existing(&f5["existing"], reference, lang),
+            ],
+        ),
+        (
+            tx::PHASE_IGNORE,
+            [
+                same_policy,
+                during(f6),
+                answers(&f6["target_bad"]),
+                existing(&f6["existing"], reference, lang),
+            ],
+        ),
+        (
+            tx::PHASE_RECOVERED_B,
+            [
+                uid_obs(s(f7, "/policy_uid")),
+                webhook_obs(f7, "/webhook/name"),
+                answers(&f7["healthy_bad"]),
+                existing(&f7["existing"], reference, lang),
+            ],
+        ),
+    ]
+}
+
+/// Lab A's phases after the baseline: scaled to zero (act 5), the recovery (act 6), the
+/// server-side dry-run (act 7).
+fn scale_observations(input: &GradeInput, lang: Lang) -> Vec<(Text, [Obs; 4])> {
+    let w = |t: Text| t.get(lang);
+    let (f5, f6, f7) = (facts(input, 5), facts(input, 6), facts(input, 7));
+    let reference = reference_uid(input);
+    let policy5 = match f5["policy"]["exists"].as_bool() {
+        Some(true) => Obs::Yes(format!("uid {}", s(f5, "/policy/uid").unwrap_or("?"))),
+        Some(false) => Obs::No(w(tx::GONE).into()),
+        None => Obs::NotObserved,
+    };
+    let registered6 = match s(f6, "/webhook_registered/status") {
+        Some("confirmed") => Obs::Yes(format!(
+            "{} ({} {})",
+            s(f6, "/webhook/name").unwrap_or("?"),
+            w(tx::AT),
+            s(f6, "/webhook_registered/at").unwrap_or("?")
+        )),
+        Some(_) => Obs::No(format!(
+            "{}: {}",
+            w(tx::NOT_CONFIRMED),
+            s(f6, "/webhook_registered/last_seen").unwrap_or("?")
+        )),
+        None => Obs::NotObserved,
+    };
+    let answers6 = f6["deny_probes"]
+        .as_array()
+        .and_then(|p| p.last())
+        .map(answers)
+        .unwrap_or(Obs::NotObserved);
+    vec![
+        (
+            tx::PHASE_SCALED,
+            [
+                policy5,
                 flag(
-                    f["registration_present_during_freeze"].as_bool(),
+                    f5["policy_webhook_present"].as_bool(),
+                    w(tx::PRESENT).into(),
                     format!(
-                        "{} ({})",
-                        s(f, "/registration_snapshot/name").unwrap_or("?"),
-                        s(f, "/registration_snapshot/failurePolicy").unwrap_or("?")
+                        "{} ({} {})",
+                        w(tx::ABSENT),
+                        w(tx::LIST_READ),
+                        s(f5, "/registrations_checked_at").unwrap_or("?")
                     ),
-                    w(tx::ABSENT).into(),
-                )
-            };
-            let same_policy = match (s(f6, "/policy/metadata/uid"), s(f6, "/policy_uid_before")) {
-                (Some(now), Some(before)) if now == before => Obs::Yes(format!("uid {now}")),
-                (Some(now), _) => Obs::No(format!(
-                    "uid {now} ({}: {})",
-                    w(tx::BEFORE),
-                    s(f6, "/policy_uid_before").unwrap_or("?")
-                )),
-                _ => Obs::NotObserved,
-            };
-            vec![
-                (tx::PHASE_BASELINE, baseline),
-                (
-                    tx::PHASE_FAIL,
-                    [
-                        Obs::NotObserved,
-                        during(f5),
-                        answers(&f5["target_bad"]),
-                        existing(&f5["existing"], reference, lang),
-                    ],
                 ),
-                (
-                    tx::PHASE_IGNORE,
-                    [
-                        same_policy,
-                        during(f6),
-                        answers(&f6["target_bad"]),
-                        existing(&f6["existing"], reference, lang),
-                    ],
-                ),
-                (
-                    tx::PHASE_RECOVERED_B,
-                    [
-                        uid_obs(s(f7, "/policy_uid")),
-                        match hook(f7, "/webhook/name") {
-                            Some(h) => Obs::Yes(h),
-                            None => Obs::NotObserved,
-                        },
-                        answers(&f7["healthy_bad"]),
-                        existing(&f7["existing"], reference, lang),
-                    ],
-                ),
-            ]
-        }
-        Lab::A => {
-            let policy5 = match f5["policy"]["exists"].as_bool() {
-                Some(true) => Obs::Yes(format!("uid {}", s(f5, "/policy/uid").unwrap_or("?"))),
-                Some(false) => Obs::No(w(tx::GONE).into()),
-                None => Obs::NotObserved,
-            };
-            let registered6 = match s(f6, "/webhook_registered/status") {
-                Some("confirmed") => Obs::Yes(format!(
-                    "{} ({} {})",
-                    s(f6, "/webhook/name").unwrap_or("?"),
-                    w(tx::AT),
-                    s(f6, "/webhook_registered/at").unwrap_or("?")
-                )),
-                Some(_) => Obs::No(format!(
-                    "{}: {}",
-                    w(tx::NOT_CONFIRMED),
-                    s(f6, "/webhook_registered/last_seen").unwrap_or("?")
-                )),
-                None => Obs::NotObserved,
-            };
-            let answers6 = f6["deny_probes"]
-                .as_array()
-                .and_then(|p| p.last())
-                .map(answers)
-                .unwrap_or(Obs::NotObserved);
-            vec![
-                (tx::PHASE_BASELINE, baseline),
-                (
-                    tx::PHASE_SCALED,
-                    [
-                        policy5,
-                        flag(
-                            f5["policy_webhook_present"].as_bool(),
-                            w(tx::PRESENT).into(),
-                            format!(
-                                "{} ({} {})",
-                                w(tx::ABSENT),
-                                w(tx::LIST_READ),
-                                s(f5, "/registrations_checked_at").unwrap_or("?")
-                            ),
-                        ),
-                        answers(&f5["target_bad"]),
-                        existing(&f5["existing"], reference, lang),
-                    ],
-                ),
-                (
-                    tx::PHASE_RECOVERY_A,
-                    [
-                        Obs::NotObserved,
-                        registered6,
-                        answers6,
-                        existing(&f6["existing"], reference, lang),
-                    ],
-                ),
-                (
-                    tx::PHASE_DRY_RUN,
-                    [
-                        Obs::NotObserved,
-                        match s(f7, "/webhook_name") {
-                            Some(n) => Obs::Yes(format!(
-                                "{n} (sideEffects {})",
-                                s(f7, "/side_effects").unwrap_or("?")
-                            )),
-                            None => Obs::NotObserved,
-                        },
-                        answers(&f7["bad"]),
-                        Obs::NotObserved,
-                    ],
-                ),
-            ]
-        }
-    }
+                answers(&f5["target_bad"]),
+                existing(&f5["existing"], reference, lang),
+            ],
+        ),
+        (
+            tx::PHASE_RECOVERY_A,
+            [
+                Obs::NotObserved,
+                registered6,
+                answers6,
+                existing(&f6["existing"], reference, lang),
+            ],
+        ),
+        (
+            tx::PHASE_DRY_RUN,
+            [
+                Obs::NotObserved,
+                match s(f7, "/webhook_name") {
+                    Some(n) => Obs::Yes(format!(
+                        "{n} (sideEffects {})",
+                        s(f7, "/side_effects").unwrap_or("?")
+                    )),
+                    None => Obs::NotObserved,
+                },
+                answers(&f7["bad"]),
+                Obs::NotObserved,
+            ],
+        ),
+    ]
 }
 
 /// One cell of the condition table: the request recorded at `path` (a JSON pointer into
@@ -616,7 +636,9 @@ pub struct DiagnosticsLink<'a> {
 }
 
 /// [`render`] with the diagnostics of a failure shown under the grade count (`None`: same bytes as
-/// [`render`]). Pure.
+/// [`render`]). Pure. The page's sections, in order: the grade count and diagnostics, the
+/// conditions table, the timeline, the acts, the inputs, the key facts, the observations, the raw
+/// files.
 pub fn render_with_diagnostics(
     lab: Lab,
     input: &GradeInput,
@@ -633,11 +655,6 @@ pub fn render_with_diagnostics(
         Lang::Ja => "ja",
         Lang::En => "en",
     };
-    let passed = grades.iter().filter(|g| g.passed()).count();
-    let all_passed = !grades.is_empty() && passed == grades.len();
-    let f5 = facts(input, 5);
-    let f6 = facts(input, 6);
-    let kf = key_facts_in(lab, f5, f6, lang);
     let page = html! {
         (DOCTYPE)
         html lang=(lang_attr) {
@@ -650,154 +667,210 @@ pub fn render_with_diagnostics(
             body data-lab=(lab.as_str()) {
                 h1 { (title) }
                 p { (tx::INTRO.get(lang)) }
-                p { (tx::GRADES_PASS.get(lang)) ": "
-                    span class=(if all_passed { "pass" } else { "fail" }) data-grades-passed=(passed) { (passed) " / " (grades.len()) } }
-                @if let Some(d) = diagnostics {
-                    section data-diagnostics=(d.summary.failed_step) {
-                        h2 class="fail" { (tx::DIAGNOSTICS.get(lang)) ": " (d.summary.failed_step) }
-                        ul { @for l in &d.summary.telling { li class="mono" data-telling { (l) } } }
-                        p { (tx::DIAGNOSTICS_NOTE.get(lang)) " " a href=(d.href) class="mono" { (d.href) } }
-                    }
-                }
-
-                h2 { (tx::CONDITIONS.get(lang)) }
-                p { (tx::CONDITIONS_NOTE.get(lang)) }
-                table class="conditions" {
-                    tr { th { (tx::CONDITION.get(lang)) } th { (tx::COL_TARGET_GOOD.get(lang)) }
-                         th { (tx::COL_TARGET_BAD.get(lang)) } th { (tx::COL_CONTROL.get(lang)) } }
-                    @for (i, (condition, cells)) in conditions(lab, input).into_iter().enumerate() {
-                        tr data-condition=(i + 1) { th { (condition.get(lang)) } @for c in &cells { (condition_cell(c)) } }
-                    }
-                }
-
-                h2 { (tx::TIMELINE.get(lang)) }
-                (legend(lang))
-                @match lab {
-                    Lab::B => {
-                        p { (tx::TIMELINE_B.get(lang)) }
-                        @for (act, head) in [(5u8, tx::FAIL_FREEZE), (6, tx::IGNORE_FREEZE)] {
-                            h3 { (head.get(lang)) }
-                            @match timeline::freeze(facts(input, act), lang) {
-                                Some(svg) => div class="chart" data-timeline=(act) { (svg) },
-                                None => p class="none" { (tx::NO_FREEZE.get(lang)) },
-                            }
-                        }
-                    }
-                    Lab::A => {
-                        p { (tx::TIMELINE_A.get(lang)) }
-                        h3 { (tx::SCALE_RECOVERY.get(lang)) }
-                        @match timeline::scale(f5, f6, lang) {
-                            Some(svg) => div class="chart" data-timeline="5-6" { (svg) },
-                            None => p class="none" { (tx::NO_SCALE.get(lang)) },
-                        }
-                    }
-                }
-
-                h2 { (tx::ACTS.get(lang)) }
-                table {
-                    tr { th { (tx::ACT.get(lang)) } th { (tx::STATUS.get(lang)) } th { (tx::TIME.get(lang)) }
-                         th { (tx::VERDICT.get(lang)) } th { (tx::DIGESTS.get(lang)) } }
-                    @for g in grades {
-                        @let act = g.act;
-                        tr data-act=(act) {
-                            td { (act) }
-                            @match input.evidence.get(&act) {
-                                None => { td class="none" { (tx::MISSING.get(lang)) } td {} }
-                                Some(Err(e)) => { td class="fail" { (tx::UNREADABLE.get(lang)) ": " (e) } td {} }
-                                Some(Ok(doc)) => {
-                                    td { (status_word(doc.value["status"].as_str().unwrap_or("?"), lang))
-                                         @if let Some(i) = doc.value["interruption"].as_str() { br; span class="fail" { (i) } } }
-                                    td class="mono ts" { (doc.value["started_at"].as_str().unwrap_or("?")) br; (doc.value["finished_at"].as_str().unwrap_or("?")) }
-                                }
-                            }
-                            td { (verdict(g, lang)) }
-                            td class="mono" {
-                                @if let Some(Ok(doc)) = input.evidence.get(&act) {
-                                    "evidence/" (format!("{act:02}")) ".json " (doc.digest)
-                                    @if let Some(m) = doc.value["inputs"].as_object() {
-                                        @for (file, d) in m { br; (file) " " (d.as_str().unwrap_or("?")) }
-                                    }
-                                }
-                            }
-                        }
-                        @if let Some(m) = act_metrics(input, act, lang) {
-                            tr data-metrics=(act) { td {} td colspan="4" {
-                                (tx::METRICS.get(lang)) (m)
-                            } }
-                        }
-                        @if let Some(a) = act_audit(input, act, lang) {
-                            tr data-audit=(act) { td {} td colspan="4" {
-                                (tx::AUDIT.get(lang)) ": "
-                                @match &a {
-                                    Ok(lines) => { @for l in lines { br; span class="mono" { (l) } } }
-                                    Err(why) => { span class="none" { (tx::AUDIT_NOT_OBSERVED.get(lang)) } " " span class="mono" { (why) } }
-                                }
-                            } }
-                        }
-                        @if !g.findings.is_empty() {
-                            tr { td {} td colspan="4" {
-                                table class="findings" {
-                                    tr { th { (tx::CODE.get(lang)) } th { (tx::FILE.get(lang)) } th { (tx::PATH.get(lang)) } th { (tx::MESSAGE.get(lang)) } }
-                                    @for f in &g.findings {
-                                        @let (file, path) = split_subject(&f.subject);
-                                        tr data-finding=(f.code.as_str()) {
-                                            td class="mono" { (f.code.as_str()) } td class="mono" { (file) } td class="mono" { (path) }
-                                            td { (crate::messages::code_text(f.code).get(lang)) br; span class="mono" { (f.detail) } }
-                                        }
-                                    }
-                                }
-                            } }
-                        }
-                    }
-                }
-                h3 { (tx::INPUTS.get(lang)) }
-                table {
-                    @for (file, v) in &input.inputs {
-                        tr { td class="mono" { (file.file_name()) }
-                             td class="mono" { @match v { Ok(v) => (crate::digest::digest_value(v)), Err(e) => span class="fail" { (e) } } } }
-                    }
-                }
-
-                h2 { (tx::KEY_FACTS.get(lang)) }
-                table {
-                    tr { @for h in match lab { Lab::A => &tx::KEY_FACT_HEADERS_A, Lab::B => &tx::KEY_FACT_HEADERS_B } { th { (h.get(lang)) } } }
-                    tr { @for c in &kf { td class="mono" { (c) } } }
-                }
-
-                h2 { (tx::OBSERVATIONS.get(lang)) }
-                p { (tx::OBSERVATIONS_NOTE.get(lang)) }
-                table {
-                    tr { th { (tx::PHASE.get(lang)) } th { (tx::OBS_POLICY.get(lang)) } th { (tx::OBS_REGISTERED.get(lang)) }
-                         th { (tx::OBS_ANSWERS.get(lang)) } th { (tx::OBS_EXISTING.get(lang)) } }
-                    @for (phase, cells) in observations(lab, input, lang) {
-                        tr { th { (phase.get(lang)) } @for c in &cells { (obs_cell(c)) } }
-                    }
-                }
-
-                h2 { (tx::RAW.get(lang)) }
-                @for (act, doc) in &input.evidence {
-                    details data-raw=(act) id=(evidence_anchor(*act)) {
-                        summary class="mono" { "evidence/" (format!("{act:02}")) ".json"
-                            @if let Ok(d) = doc { " · " (d.digest) } }
-                        pre { @match doc {
-                            Ok(d) => (serde_json::to_string_pretty(&d.value).unwrap_or_default()),
-                            Err(e) => (e),
-                        } }
-                    }
-                }
-                @for (file, v) in &input.inputs {
-                    details {
-                        summary class="mono" { (file.file_name()) }
-                        pre { @match v {
-                            Ok(v) => (serde_json::to_string_pretty(v).unwrap_or_default()),
-                            Err(e) => (e),
-                        } }
-                    }
-                }
+                (grade_count(grades, diagnostics, lang))
+                (conditions_section(lab, input, lang))
+                (timeline_section(lab, input, lang))
+                (acts_section(input, grades, lang))
+                (key_facts_section(lab, input, lang))
+                (observations_section(lab, input, lang))
+                (raw_section(input, lang))
             }
         }
     };
     page.into_string()
+}
+
+/// How many acts' grades pass, and a failure's diagnostics under it.
+fn grade_count(
+    grades: &[Findings],
+    diagnostics: Option<DiagnosticsLink<'_>>,
+    lang: Lang,
+) -> Markup {
+    let passed = grades.iter().filter(|g| g.passed()).count();
+    let all_passed = !grades.is_empty() && passed == grades.len();
+    html! {
+        p { (tx::GRADES_PASS.get(lang)) ": "
+            span class=(if all_passed { "pass" } else { "fail" }) data-grades-passed=(passed) { (passed) " / " (grades.len()) } }
+        @if let Some(d) = diagnostics {
+            section data-diagnostics=(d.summary.failed_step) {
+                h2 class="fail" { (tx::DIAGNOSTICS.get(lang)) ": " (d.summary.failed_step) }
+                ul { @for l in &d.summary.telling { li class="mono" data-telling { (l) } } }
+                p { (tx::DIAGNOSTICS_NOTE.get(lang)) " " a href=(d.href) class="mono" { (d.href) } }
+            }
+        }
+    }
+}
+
+/// The conditions table: each condition × the target's good and bad requests and the control's.
+fn conditions_section(lab: Lab, input: &GradeInput, lang: Lang) -> Markup {
+    html! {
+        h2 { (tx::CONDITIONS.get(lang)) }
+        p { (tx::CONDITIONS_NOTE.get(lang)) }
+        table class="conditions" {
+            tr { th { (tx::CONDITION.get(lang)) } th { (tx::COL_TARGET_GOOD.get(lang)) }
+                 th { (tx::COL_TARGET_BAD.get(lang)) } th { (tx::COL_CONTROL.get(lang)) } }
+            @for (i, (condition, cells)) in conditions(lab, input).into_iter().enumerate() {
+                tr data-condition=(i + 1) { th { (condition.get(lang)) } @for c in &cells { (condition_cell(c)) } }
+            }
+        }
+    }
+}
+
+/// The timeline charts: lab B's two freezes, lab A's scale-down and recovery.
+fn timeline_section(lab: Lab, input: &GradeInput, lang: Lang) -> Markup {
+    html! {
+        h2 { (tx::TIMELINE.get(lang)) }
+        (legend(lang))
+        @match lab {
+            Lab::B => {
+                p { (tx::TIMELINE_B.get(lang)) }
+                @for (act, head) in [(5u8, tx::FAIL_FREEZE), (6, tx::IGNORE_FREEZE)] {
+                    h3 { (head.get(lang)) }
+                    @match timeline::freeze(facts(input, act), lang) {
+                        Some(svg) => div class="chart" data-timeline=(act) { (svg) },
+                        None => p class="none" { (tx::NO_FREEZE.get(lang)) },
+                    }
+                }
+            }
+            Lab::A => {
+                p { (tx::TIMELINE_A.get(lang)) }
+                h3 { (tx::SCALE_RECOVERY.get(lang)) }
+                @match timeline::scale(facts(input, 5), facts(input, 6), lang) {
+                    Some(svg) => div class="chart" data-timeline="5-6" { (svg) },
+                    None => p class="none" { (tx::NO_SCALE.get(lang)) },
+                }
+            }
+        }
+    }
+}
+
+/// The acts table (one row per grade, with its metrics, audit and findings) and the inputs table.
+fn acts_section(input: &GradeInput, grades: &[Findings], lang: Lang) -> Markup {
+    html! {
+        h2 { (tx::ACTS.get(lang)) }
+        table {
+            tr { th { (tx::ACT.get(lang)) } th { (tx::STATUS.get(lang)) } th { (tx::TIME.get(lang)) }
+                 th { (tx::VERDICT.get(lang)) } th { (tx::DIGESTS.get(lang)) } }
+            @for g in grades { (act_rows(input, g, lang)) }
+        }
+        h3 { (tx::INPUTS.get(lang)) }
+        table {
+            @for (file, v) in &input.inputs {
+                tr { td class="mono" { (file.file_name()) }
+                     td class="mono" { @match v { Ok(v) => (crate::digest::digest_value(v)), Err(e) => span class="fail" { (e) } } } }
+            }
+        }
+    }
+}
+
+/// One act's rows of the acts table: status, time, verdict, digests; then its metrics, audit events
+/// and findings when it has them.
+fn act_rows(input: &GradeInput, g: &Findings, lang: Lang) -> Markup {
+    html! {
+        @let act = g.act;
+        tr data-act=(act) {
+            td { (act) }
+            @match input.evidence.get(&act) {
+                None => { td class="none" { (tx::MISSING.get(lang)) } td {} }
+                Some(Err(e)) => { td class="fail" { (tx::UNREADABLE.get(lang)) ": " (e) } td {} }
+                Some(Ok(doc)) => {
+                    td { (status_word(doc.value["status"].as_str().unwrap_or("?"), lang))
+                         @if let Some(i) = doc.value["interruption"].as_str() { br; span class="fail" { (i) } } }
+                    td class="mono ts" { (doc.value["started_at"].as_str().unwrap_or("?")) br; (doc.value["finished_at"].as_str().unwrap_or("?")) }
+                }
+            }
+            td { (verdict(g, lang)) }
+            td class="mono" {
+                @if let Some(Ok(doc)) = input.evidence.get(&act) {
+                    "evidence/" (format!("{act:02}")) ".json " (doc.digest)
+                    @if let Some(m) = doc.value["inputs"].as_object() {
+                        @for (file, d) in m { br; (file) " " (d.as_str().unwrap_or("?")) }
+                    }
+                }
+            }
+        }
+        @if let Some(m) = act_metrics(input, act, lang) {
+            tr data-metrics=(act) { td {} td colspan="4" {
+                (tx::METRICS.get(lang)) (m)
+            } }
+        }
+        @if let Some(a) = act_audit(input, act, lang) {
+            tr data-audit=(act) { td {} td colspan="4" {
+                (tx::AUDIT.get(lang)) ": "
+                @match &a {
+                    Ok(lines) => { @for l in lines { br; span class="mono" { (l) } } }
+                    Err(why) => { span class="none" { (tx::AUDIT_NOT_OBSERVED.get(lang)) } " " span class="mono" { (why) } }
+                }
+            } }
+        }
+        @if !g.findings.is_empty() {
+            tr { td {} td colspan="4" {
+                table class="findings" {
+                    tr { th { (tx::CODE.get(lang)) } th { (tx::FILE.get(lang)) } th { (tx::PATH.get(lang)) } th { (tx::MESSAGE.get(lang)) } }
+                    @for f in &g.findings {
+                        @let (file, path) = split_subject(&f.subject);
+                        tr data-finding=(f.code.as_str()) {
+                            td class="mono" { (f.code.as_str()) } td class="mono" { (file) } td class="mono" { (path) }
+                            td { (crate::messages::codes::code_text(f.code).get(lang)) br; span class="mono" { (f.detail) } }
+                        }
+                    }
+                }
+            } }
+        }
+    }
+}
+
+/// The key facts of the lab (the same three as the run's index page, [`key_facts`]).
+fn key_facts_section(lab: Lab, input: &GradeInput, lang: Lang) -> Markup {
+    let kf = key_facts_in(lab, facts(input, 5), facts(input, 6), lang);
+    html! {
+        h2 { (tx::KEY_FACTS.get(lang)) }
+        table {
+            tr { @for h in match lab { Lab::A => &tx::KEY_FACT_HEADERS_A, Lab::B => &tx::KEY_FACT_HEADERS_B } { th { (h.get(lang)) } } }
+            tr { @for c in &kf { td class="mono" { (c) } } }
+        }
+    }
+}
+
+/// The observations table: each phase × policy, registration, answers, existing pod.
+fn observations_section(lab: Lab, input: &GradeInput, lang: Lang) -> Markup {
+    html! {
+        h2 { (tx::OBSERVATIONS.get(lang)) }
+        p { (tx::OBSERVATIONS_NOTE.get(lang)) }
+        table {
+            tr { th { (tx::PHASE.get(lang)) } th { (tx::OBS_POLICY.get(lang)) } th { (tx::OBS_REGISTERED.get(lang)) }
+                 th { (tx::OBS_ANSWERS.get(lang)) } th { (tx::OBS_EXISTING.get(lang)) } }
+            @for (phase, cells) in observations(lab, input, lang) {
+                tr { th { (phase.get(lang)) } @for c in &cells { (obs_cell(c)) } }
+            }
+        }
+    }
+}
+
+/// Every evidence and input file, verbatim, folded.
+fn raw_section(input: &GradeInput, lang: Lang) -> Markup {
+    html! {
+        h2 { (tx::RAW.get(lang)) }
+        @for (act, doc) in &input.evidence {
+            details data-raw=(act) id=(evidence_anchor(*act)) {
+                summary class="mono" { "evidence/" (format!("{act:02}")) ".json"
+                    @if let Ok(d) = doc { " · " (d.digest) } }
+                pre { @match doc {
+                    Ok(d) => (serde_json::to_string_pretty(&d.value).unwrap_or_default()),
+                    Err(e) => (e),
+                } }
+            }
+        }
+        @for (file, v) in &input.inputs {
+            details {
+                summary class="mono" { (file.file_name()) }
+                pre { @match v {
+                    Ok(v) => (serde_json::to_string_pretty(v).unwrap_or_default()),
+                    Err(e) => (e),
+                } }
+            }
+        }
+    }
 }
 
 /// One lab's line in a run's index page.

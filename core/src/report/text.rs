@@ -1,11 +1,8 @@
 //! The report page's own words, Japanese and English (the rest of the student-facing text is in
 //! [`crate::messages`]; values from the evidence are never translated).
 
-pub(crate) use crate::messages::Text;
-
-const fn t(ja: &'static str, en: &'static str) -> Text {
-    Text { ja, en }
-}
+pub(crate) use crate::text::Text;
+use crate::text::t;
 
 pub(crate) const TITLE_A: Text = t(
     "ラボA 記録: アドミッションコントローラーを0にスケール",

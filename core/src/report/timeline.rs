@@ -10,7 +10,7 @@ use maud::{Markup, html};
 use serde_json::Value;
 
 use super::text as tx;
-use crate::messages::Lang;
+use crate::text::Lang;
 
 /// Milliseconds since the Unix epoch of an RFC 3339 timestamp at `ptr` in `v`.
 pub(crate) fn ms_at(v: &Value, ptr: &str) -> Option<i64> {
@@ -390,40 +390,66 @@ fn first_deny_note(facts: &Value, resumed: i64, r: &Value, lang: Lang) -> String
 pub(crate) fn scale(f5: &Value, f6: &Value, lang: Lang) -> Option<Markup> {
     let scaled = ms_at(f5, "/scaled_at")?;
     let restore = ms_at(f6, "/replicas_restored/at");
-    let origin = restore.unwrap_or(scaled);
-    let since = |t: i64| {
-        if restore.is_some() {
+    let steps = Steps {
+        origin: restore.unwrap_or(scaled),
+        restored: restore.is_some(),
+        lang,
+    };
+    let mut rows = scale_down_rows(f5, scaled, &steps);
+    rows.extend(recovery_rows(f6, &steps));
+    Some(
+        Chart {
+            origin: steps.origin,
+            rows,
+            vlines: scale_vlines(f5, restore, lang),
+        }
+        .render(),
+    )
+}
+
+/// Places lab A's steps on the chart: each at its time, noted with its time since the restore
+/// when the replicas were restored (`origin` is the restore then, else the scale-down).
+struct Steps {
+    origin: i64,
+    restored: bool,
+    lang: Lang,
+}
+
+impl Steps {
+    /// A step row `key` labelled `label` at `at`; nothing when the step has no time.
+    fn push(&self, rows: &mut Vec<Row>, key: &'static str, label: &str, at: Option<i64>) {
+        let Some(at) = at else {
+            return;
+        };
+        let note = if self.restored {
             format!(
                 "{} {}",
-                secs_signed(t - origin),
-                tx::SINCE_RESTORE.get(lang)
+                secs_signed(at - self.origin),
+                tx::SINCE_RESTORE.get(self.lang)
             )
         } else {
             String::new()
-        }
-    };
+        };
+        rows.push(Row {
+            label: label.to_owned(),
+            mark: Mark::Step { at, key, note },
+        });
+    }
+}
+
+/// Act 5's rows: the watcher armed, the scale-down, the pods gone, the registration checked, then
+/// the target's and the control's requests.
+fn scale_down_rows(f5: &Value, scaled: i64, steps: &Steps) -> Vec<Row> {
+    let w = |t: tx::Text| t.get(steps.lang);
     let mut rows = Vec::new();
-    let step = |rows: &mut Vec<Row>, key: &'static str, label: &str, at: Option<i64>| {
-        if let Some(at) = at {
-            rows.push(Row {
-                label: label.to_owned(),
-                mark: Mark::Step {
-                    at,
-                    key,
-                    note: since(at),
-                },
-            });
-        }
-    };
-    let w = |t: tx::Text| t.get(lang);
-    step(
+    steps.push(
         &mut rows,
         "watcher-armed",
         w(tx::WATCHER_ARMED),
         ms_at(f5, "/watcher/armed_at"),
     );
-    step(&mut rows, "scaled", w(tx::SCALED_TO_0), Some(scaled));
-    step(
+    steps.push(&mut rows, "scaled", w(tx::SCALED_TO_0), Some(scaled));
+    steps.push(
         &mut rows,
         "pods-gone",
         w(tx::PODS_GONE),
@@ -434,7 +460,7 @@ pub(crate) fn scale(f5: &Value, f6: &Value, lang: Lang) -> Option<Markup> {
         Some(true) => w(tx::REGISTRATION_PRESENT),
         None => w(tx::REGISTRATION_UNKNOWN),
     };
-    step(
+    steps.push(
         &mut rows,
         "registration-checked",
         reg,
@@ -445,11 +471,20 @@ pub(crate) fn scale(f5: &Value, f6: &Value, lang: Lang) -> Option<Markup> {
         ("control", tx::ROW_CONTROL),
     ] {
         if let Some(r) = f5.get(key)
-            && let Some(row) = request_row(label.get(lang).to_owned(), r, None)
+            && let Some(row) = request_row(label.get(steps.lang).to_owned(), r, None)
         {
             rows.push(row);
         }
     }
+    rows
+}
+
+/// Act 6's rows: each recovery step, confirmed at its time or missing with what was last seen,
+/// then the deny probes.
+fn recovery_rows(f6: &Value, steps: &Steps) -> Vec<Row> {
+    let lang = steps.lang;
+    let w = |t: tx::Text| t.get(lang);
+    let mut rows = Vec::new();
     let by = f6["restored_by"].as_str().unwrap_or("?");
     let by = tx::actor(by).map_or(by, |t| t.get(lang));
     for (key, ptr, label) in [
@@ -490,7 +525,7 @@ pub(crate) fn scale(f5: &Value, f6: &Value, lang: Lang) -> Option<Markup> {
         if s["status"] == "confirmed"
             && let Some(at) = ms_at(s, "/at")
         {
-            step(&mut rows, key, &label, Some(at));
+            steps.push(&mut rows, key, &label, Some(at));
         } else {
             rows.push(Row {
                 label,
@@ -508,6 +543,11 @@ pub(crate) fn scale(f5: &Value, f6: &Value, lang: Lang) -> Option<Markup> {
     if let Some(probes) = f6["deny_probes"].as_array() {
         rows.extend(request_runs(w(tx::PROBES), probes));
     }
+    rows
+}
+
+/// Lab A's vertical lines: the watcher's deadline and the restore.
+fn scale_vlines(f5: &Value, restore: Option<i64>, lang: Lang) -> Vec<VLine> {
     let mut vlines = Vec::new();
     if let Some(d) = ms_at(f5, "/watcher/deadline_at") {
         vlines.push(VLine {
@@ -523,16 +563,9 @@ pub(crate) fn scale(f5: &Value, f6: &Value, lang: Lang) -> Option<Markup> {
     if let Some(r) = restore {
         vlines.push(VLine {
             at: r,
-            label: w(tx::RESTORE).into(),
+            label: tx::RESTORE.get(lang).into(),
             class: "vline",
         });
     }
-    Some(
-        Chart {
-            origin,
-            rows,
-            vlines,
-        }
-        .render(),
-    )
+    vlines
 }

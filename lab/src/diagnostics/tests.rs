@@ -206,6 +206,41 @@ fn tail_file_keeps_the_last_lines() {
 }
 
 #[test]
+fn tail_file_reads_only_the_last_bytes_of_a_regular_file_and_refuses_the_rest_naming_it() {
+    let d = tempfile::tempdir().unwrap();
+    // Longer than the bound: only the end is read, and its last lines come back.
+    let big = d.path().join("big.log");
+    let line = format!("{}\n", "x".repeat(1023));
+    let mut text = line.repeat((DAEMON_TAIL_BYTES / 1024) as usize + 10);
+    text.push_str("the last line\n");
+    std::fs::write(&big, &text).unwrap();
+    assert_eq!(tail_file(&big, 1).unwrap(), "the last line\n");
+    let all = tail_file(&big, usize::MAX).unwrap();
+    assert!(all.len() as u64 <= DAEMON_TAIL_BYTES + 1, "{}", all.len());
+
+    let target = d.path().join("target.log");
+    std::fs::write(&target, "secret\n").unwrap();
+    let link = d.path().join("link.log");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let e = tail_file(&link, 3).unwrap_err().to_string();
+    assert!(e.contains("link.log"), "{e}");
+
+    let fifo = d.path().join("fifo.log");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let e = tail_file(&fifo, 3).unwrap_err().to_string();
+    assert!(e.contains("fifo.log") && e.contains("FIFO"), "{e}");
+    let e = tail_file(d.path(), 3).unwrap_err().to_string();
+    assert!(e.contains("directory"), "{e}");
+}
+
+#[test]
 fn the_report_page_shows_the_lines_escaped_and_links_the_rest_only_when_given() {
     let d = tempfile::tempdir().unwrap();
     let input = crate::grade::GradeInput::load(

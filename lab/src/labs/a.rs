@@ -192,20 +192,11 @@ async fn policy_webhook(cl: &Cluster) -> Result<Option<WebhookFacts>, LabError> 
     Ok(None)
 }
 
-/// The kubeconfig file the recovery watcher reads: the one the runner uses, else `$KUBECONFIG`'s
-/// first entry, else `~/.kube/config`.
+/// The kubeconfig file the recovery watcher reads: the one the runner uses
+/// ([`cluster::resolve_kubeconfig`]), never another.
 fn watcher_kubeconfig(cl: &Cluster) -> Result<PathBuf, LabError> {
-    if let Some(p) = cl.kubeconfig() {
-        return Ok(p.to_path_buf());
-    }
-    let env_first = std::env::var_os("KUBECONFIG")
-        .and_then(|v| std::env::split_paths(&v).next())
-        .filter(|p| p.is_file());
-    let home = std::env::var_os("HOME")
-        .map(|h| PathBuf::from(h).join(".kube/config"))
-        .filter(|p| p.is_file());
-    env_first.or(home).ok_or_else(|| LabError::FaultRefused {
-        reason: "the recovery watcher needs a kubeconfig file; pass --kubeconfig".into(),
+    cl.kubeconfig().map(std::path::Path::to_path_buf).ok_or_else(|| LabError::FaultRefused {
+        reason: "the recovery watcher needs one kubeconfig file (KUBECONFIG names several, or none exists); pass --kubeconfig".into(),
     })
 }
 

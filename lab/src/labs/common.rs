@@ -14,7 +14,9 @@ use serde::Serialize;
 use crate::cluster::{self, Cluster};
 use crate::cri::{self, CriClient};
 use crate::error::LabError;
-use crate::evidence::{ActStatus, Evidence, Lab, Outcome, RequestRecord, SCHEMA_VERSION};
+use crate::evidence::{
+    ActStatus, Evidence, Lab, Outcome, RequestRecord, RunningVersions, SCHEMA_VERSION,
+};
 use crate::facts::{
     self, Act1Facts, Act2Facts, Act3Facts, NodeFacts, ObjectRef, ServiceRef, WebhookFacts,
 };
@@ -153,6 +155,66 @@ pub struct ActRecorder {
     audit: Option<crate::audit::Cursor>,
     /// The language of the audit summary line ([`Self::with_audit`]).
     lang: crate::messages::Lang,
+    /// What the act runs on ([`with_running_versions`]), copied into every evidence write.
+    versions: Option<RunningVersions>,
+}
+
+tokio::task_local! {
+    /// The versions [`with_running_versions`] read for the act it runs.
+    static RUNNING: RunningVersions;
+}
+
+/// Reads what the cluster runs ([`read_running_versions`]) and runs `act` with it in scope, so
+/// that every evidence file the act writes ([`ActRecorder`]) carries it as `versions`.
+pub async fn with_running_versions<F: Future>(env: &Env, act: F) -> F::Output {
+    RUNNING.scope(read_running_versions(env).await, act).await
+}
+
+/// One `GET /version` (kept verbatim) and one GET of the admission controller's Deployment (its
+/// `kyverno` container's image and `helm.sh/chart` label). A failed read is kept in `errors`;
+/// the act then meets the same failure and says so itself.
+pub async fn read_running_versions(env: &Env) -> RunningVersions {
+    let mut errors = Vec::new();
+    let mut apiserver_version = serde_json::Value::Null;
+    let (mut kyverno_image, mut kyverno_chart) = (None, None);
+    match env.cluster().await {
+        Err(e) => errors.push(e.to_string()),
+        Ok(cluster) => {
+            match cluster.get_text_raw("/version").await {
+                Ok((200, text)) => match serde_json::from_str(&text) {
+                    Ok(v) => apiserver_version = v,
+                    Err(e) => errors.push(format!("GET /version: not JSON ({e}): {text}")),
+                },
+                Ok((status, text)) => errors.push(format!("GET /version: HTTP {status}: {text}")),
+                Err(e) => errors.push(format!("GET /version: {e}")),
+            }
+            match cluster.admission_deployment().await {
+                Ok(d) => {
+                    kyverno_image = d
+                        .spec
+                        .and_then(|s| s.template.spec)
+                        .and_then(|p| {
+                            p.containers
+                                .into_iter()
+                                .find(|c| c.name == cri::ADMISSION_CONTAINER)
+                        })
+                        .and_then(|c| c.image);
+                    kyverno_chart = d
+                        .metadata
+                        .labels
+                        .and_then(|mut l| l.remove("helm.sh/chart"));
+                }
+                Err(e) => errors.push(e.to_string()),
+            }
+        }
+    }
+    RunningVersions {
+        apiserver_version,
+        kyverno_image,
+        kyverno_chart,
+        read_at: facts::now_rfc3339(),
+        errors,
+    }
 }
 
 impl ActRecorder {
@@ -174,6 +236,7 @@ impl ActRecorder {
             raw: Vec::new(),
             audit: None,
             lang: crate::messages::Lang::Ja,
+            versions: RUNNING.try_with(Clone::clone).ok(),
         })
     }
 
@@ -238,6 +301,7 @@ impl ActRecorder {
             facts,
             raw: self.raw.clone(),
             interruption,
+            versions: self.versions.clone(),
         }
     }
 
@@ -899,4 +963,54 @@ async fn act3_body(
     let mut facts = to_value(&facts).map_err(fail)?;
     admission.attach(&mut facts);
     Ok((facts, lines))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn running() -> RunningVersions {
+        RunningVersions {
+            apiserver_version: serde_json::json!({"gitVersion": "v1.36.3", "major": "1"}),
+            kyverno_image: Some("reg.kyverno.io/kyverno/kyverno:v1.19.1".into()),
+            kyverno_chart: Some("kyverno-3.9.1".into()),
+            read_at: "2026-12-01T18:00:00.000Z".into(),
+            errors: vec![],
+        }
+    }
+
+    /// Completes act 1 with an empty fact set in a fresh work dir, inside `scope` or not, and
+    /// returns the evidence as read back.
+    fn act1_evidence(scoped: bool) -> Evidence {
+        let dir = tempfile::tempdir().unwrap();
+        let workdir = Workdir::new(dir.path());
+        let write = async {
+            let rec = ActRecorder::begin(&workdir, Lab::A, 1).unwrap();
+            rec.complete(serde_json::json!({}), vec![]).unwrap();
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        if scoped {
+            rt.block_on(RUNNING.scope(running(), write));
+        } else {
+            rt.block_on(write);
+        }
+        workdir.read_evidence(1).unwrap().evidence
+    }
+
+    #[test]
+    fn evidence_written_inside_an_acts_scope_carries_the_running_versions() {
+        let ev = act1_evidence(true);
+        assert_eq!(ev.versions, Some(running()));
+        assert_eq!(ev.versions.unwrap().git_version(), Some("v1.36.3"));
+    }
+
+    #[test]
+    fn evidence_written_outside_an_acts_scope_has_no_versions_field() {
+        let ev = act1_evidence(false);
+        assert_eq!(ev.versions, None);
+        let text = serde_json::to_string(&ev).unwrap();
+        assert!(!text.contains("\"versions\""), "{text}");
+    }
 }

@@ -96,7 +96,8 @@ pub async fn heal_first(env: &Env, command: &str) -> heal::HealSummary {
 /// state of the cluster; the act then checks them again against the live cluster and the evidence.
 ///
 /// Then every earlier act must have completed evidence of the same lab
-/// ([`common::require_completed`]) before the act's runner starts.
+/// ([`common::require_completed`]) before the act's runner starts, with the versions the cluster
+/// runs read once for its evidence ([`common::with_running_versions`]).
 ///
 /// Errors: [`LabError::Usage`] for an act the lab does not have; [`LabError::InputMissing`] /
 /// [`LabError::InputInvalid`] from the pre-check; [`LabError::Busy`] when another command holds
@@ -125,7 +126,7 @@ pub async fn run_act(lab: Lab, act: u8, env: &Env) -> Result<ActSummary, LabErro
     let _lock = attempt::lock_workdir(env.workdir.root(), &what)?;
     heal_first(env, &what).await;
     can_start()?;
-    run(env, lab).await
+    common::with_running_versions(env, run(env, lab)).await
 }
 
 /// Reads each input file that act `act` of `lab` takes ([`crate::acts::ActSpec::inputs`]) with the one reader

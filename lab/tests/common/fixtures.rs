@@ -418,6 +418,7 @@ fn evidence(
         facts,
         raw,
         interruption: None,
+        versions: None,
     };
     serde_json::to_value(ev).unwrap()
 }

@@ -40,9 +40,8 @@ use testcontainers_modules::k3s::{K3s, KUBE_SECURE_PORT};
 use super::{ClusterHandle, Owned};
 use crate::status::Step;
 
-/// The rancher/k3s image tag of Kubernetes v1.35.8 (k3s release `v1.35.8+k3s1`; Docker tags use
-/// `-` for `+`).
-pub const K3S_TAG: &str = "v1.35.8-k3s1";
+/// The rancher/k3s image tag of Kubernetes v1.35.8 (the `--k3s-tag` default).
+pub use crate::flags::K3S_TAG;
 /// Where the built images are mounted in the container.
 pub const IMAGES_IN_CONTAINER: &str = "/kca-images";
 /// k3s's containerd socket inside the container.

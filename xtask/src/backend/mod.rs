@@ -21,6 +21,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
+pub use crate::flags::{BackendArgs, BackendKind};
+
 /// The pinned pair, defined where the builds are (the lowest layer that needs it).
 pub use crate::upstream::versions::{PINNED_KUBERNETES, PINNED_KYVERNO};
 
@@ -51,44 +53,6 @@ pub enum Backend {
     Kubeconfig(kubeconfig::Options),
     /// k3s in Docker ([`k3s::Options`]).
     K3s(k3s::Options),
-}
-
-/// `--cluster` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum BackendKind {
-    /// Fresh embedded cluster (default).
-    Embedded,
-    /// Existing cluster through `--kubeconfig` / `--cri-endpoint`.
-    Kubeconfig,
-    /// k3s in Docker (testcontainers).
-    K3s,
-}
-
-/// The backend flags of `cargo xtask lab run` (flattened into its arguments).
-#[derive(clap::Args, Debug, Clone)]
-pub struct BackendArgs {
-    /// Where the cluster comes from.
-    #[arg(long = "cluster", value_enum, default_value = "embedded")]
-    pub kind: BackendKind,
-    /// kubeconfig backend: the existing cluster's kubeconfig (default: /etc/rancher/k3s/k3s.yaml when present).
-    #[arg(long)]
-    pub kubeconfig: Option<PathBuf>,
-    /// kubeconfig backend: the node's CRI endpoint (default: /run/k3s/containerd/containerd.sock when present).
-    #[arg(long)]
-    pub cri_endpoint: Option<PathBuf>,
-    /// kubeconfig backend: install Kyverno from the assembled chart with the built Helm when it is absent.
-    #[arg(long)]
-    pub install_kyverno: bool,
-    /// kubeconfig backend: put the lab mark on the cluster (faults are refused on a cluster without it).
-    #[arg(long)]
-    pub mark_as_lab: bool,
-    /// kubeconfig/k3s backends: accept Kubernetes/Kyverno versions other than the pinned
-    /// v1.35.8/v1.19.1 (the versions found are recorded in backend.json).
-    #[arg(long)]
-    pub allow_other_versions: bool,
-    /// k3s backend: the rancher/k3s image tag.
-    #[arg(long, default_value = k3s::K3S_TAG)]
-    pub k3s_tag: String,
 }
 
 impl BackendArgs {
@@ -318,7 +282,7 @@ impl ClusterHandle {
     /// Copies the cluster's component logs into `<artifacts>/logs/` before a teardown: writes
     /// what the backend keeps in memory first ([`ClusterHandle::write_logs`], k3s), then the
     /// files of [`ClusterHandle::logs_dir`] and, on the embedded node, the API server's audit log
-    /// ([`crate::lab_run::collect_cluster_logs`]). Returns whether there were logs to collect
+    /// ([`collect_cluster_logs`]). Returns whether there were logs to collect
     /// (`false` on the kubeconfig backend: it has no logs of the existing cluster). Used by
     /// `cargo xtask lab run` and by the test fixture's signal thread.
     ///
@@ -326,7 +290,7 @@ impl ClusterHandle {
     pub fn collect_logs(&self, artifacts: &Path) -> Result<bool> {
         self.write_logs()?;
         match self.logs_dir.as_deref().and_then(Path::parent) {
-            Some(state) => crate::lab_run::collect_cluster_logs(state, artifacts).map(|()| true),
+            Some(state) => collect_cluster_logs(state, artifacts).map(|()| true),
             None => Ok(false),
         }
     }
@@ -381,6 +345,43 @@ pub fn write_facts(path: &Path, facts: &serde_json::Value) -> Result<()> {
     }
     std::fs::write(path, serde_json::to_string_pretty(facts)?)
         .with_context(|| format!("writing {}", path.display()))
+}
+
+/// Copies a cluster's component logs (`<state dir>/logs/`) to `<artifacts>/logs/`.
+pub fn collect_cluster_logs(state_dir: &Path, artifacts: &Path) -> Result<()> {
+    // The API server's audit log (embedded node; `0600`, the copy keeps the mode).
+    let audit = state_dir.join(crate::cluster::config::AUDIT_LOG);
+    if audit.is_file() {
+        std::fs::create_dir_all(artifacts.join("logs"))?;
+        std::fs::copy(
+            &audit,
+            artifacts.join("logs").join("kube-apiserver-audit.log"),
+        )
+        .with_context(|| format!("copying {}", audit.display()))?;
+    }
+    let logs = state_dir.join("logs");
+    if logs.is_dir() {
+        for entry in
+            std::fs::read_dir(&logs).with_context(|| format!("reading {}", logs.display()))?
+        {
+            let p = entry?.path();
+            if p.is_file() {
+                copy_into(&p, &artifacts.join("logs"))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Copies `file` into `dir` (created when absent), keeping its name.
+///
+/// Errors: creating `dir` or copying (naming both).
+pub fn copy_into(file: &Path, dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let name = file.file_name().context("a file name")?;
+    std::fs::copy(file, dir.join(name))
+        .with_context(|| format!("copying {} to {}", file.display(), dir.display()))?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -24,8 +24,8 @@ pub const APISERVER_PORT: u16 = 6443;
 pub const KINE_PORT: u16 = 2379;
 /// The API server's audit log, relative to the state dir ([`Runtime::audit_log`]).
 pub const AUDIT_LOG: &str = "audit/audit.log";
-/// Default cluster name of `cargo xtask cluster up`.
-pub const DEFAULT_NAME: &str = "kca";
+/// Default cluster name of `cargo xtask cluster up` (its `--name` default).
+pub use crate::flags::DEFAULT_NAME;
 
 /// What the user asked for: the cluster's name, where state goes, which binaries to run.
 #[derive(Debug, Clone)]

@@ -69,7 +69,7 @@ pub fn find(state_root: &Path) -> Vec<Foreign> {
         if !is_daemon(&comm) || mount_ns(&name) != my_ns {
             continue;
         }
-        let Some((state, start)) = super::process::proc_stat(pid) else {
+        let Some((state, start)) = super::record::proc_stat(pid) else {
             continue;
         };
         if state == 'Z' || mine.contains(&(pid, start)) {

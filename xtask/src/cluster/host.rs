@@ -1,5 +1,7 @@
 //! Facts about the host the node runs on, read at `up`: capabilities, cgroup layout, root.
 
+use std::path::{Path, PathBuf};
+
 use anyhow::{Context, Result, bail};
 
 /// Host facts that change the node's configuration.
@@ -518,83 +520,101 @@ pub fn apply_v2(
             needed, by_hand, ..
         } => {
             changes.plan = "delegate".into();
-            let unit = delegate_unit(name);
-            if unit_exists(&unit)? {
-                bail!(
-                    "the systemd unit {unit} exists already and no record of this cluster names it: left alone; if it is a leftover of this checkout, `systemctl stop {unit}` and run `up` again"
-                );
-            }
-            changes.unit = Some(unit.clone());
-            save(changes)?;
-            let mut cmd = std::process::Command::new("systemd-run");
-            cmd.args([
-                "--quiet",
-                "--collect",
-                &format!("--unit={unit}"),
-                &format!("--slice={DELEGATE_SLICE}"),
-                "--property=Delegate=yes",
-                &format!(
-                    "--description=kca-webhook-lab cluster {name}: kubelet's delegated cgroup root"
-                ),
-                "--",
-                "sleep",
-                "infinity",
-            ]);
-            crate::command::run(cmd)
-                .with_context(|| format!("starting the transient unit {unit} (Delegate=yes)"))?;
-            changes.unit_invocation = Some(unit_property(&unit, "InvocationID")?);
-            let cg = unit_property(&unit, "ControlGroup")?;
-            let expected = format!("/{DELEGATE_SLICE}/{unit}");
-            let unit_dir = root.join(cg.trim_start_matches('/'));
-            changes.unit_cgroup = Some(unit_dir.clone());
-            save(changes)?;
-            if cg != expected {
-                bail!("systemd put {unit} in cgroup {cg:?}, not {expected}");
-            }
-            // The unit's process leaves the unit's own cgroup for a leaf, so the unit's cgroup
-            // may give its children controllers.
-            let holder = unit_dir.join("holder");
-            std::fs::create_dir_all(&holder)
-                .with_context(|| format!("creating {}", holder.display()))?;
-            let procs = std::fs::read_to_string(unit_dir.join("cgroup.procs"))
-                .with_context(|| format!("reading {}/cgroup.procs", unit_dir.display()))?;
-            for pid in procs.split_whitespace() {
-                std::fs::write(holder.join("cgroup.procs"), pid).with_context(|| {
-                    format!("moving pid {pid} of {unit} into {}", holder.display())
-                })?;
-            }
+            let unit_dir = start_delegate_unit(name, root, changes, save)?;
             // What systemd did not enable along the path (hugetlb always): by hand, top down.
-            let mut ancestors: Vec<std::path::PathBuf> = vec![root.to_path_buf()];
-            ancestors.push(root.join(DELEGATE_SLICE));
             for c in by_hand {
-                for a in &ancestors {
-                    let r = enable_in(a, c, &mut changes.enabled_by_hand);
+                for a in [root.to_path_buf(), root.join(DELEGATE_SLICE)] {
+                    let r = enable_in(&a, c, &mut changes.enabled_by_hand);
                     save(changes)?;
                     r?;
                 }
             }
-            // The delegated unit's own subtree: ours.
-            let have = words(
-                &std::fs::read_to_string(unit_dir.join("cgroup.controllers")).with_context(
-                    || format!("reading {}/cgroup.controllers", unit_dir.display()),
-                )?,
-            );
-            let missing: Vec<&String> = needed.iter().filter(|c| !have.contains(c)).collect();
-            if !missing.is_empty() {
-                bail!(
-                    "the delegated unit {unit}'s cgroup {} lacks the controllers {:?} after systemd's delegation and the writes by hand ({:?}): systemd did not enable them along the path",
-                    unit_dir.display(),
-                    missing,
-                    changes.enabled_by_hand
-                );
-            }
-            let file = unit_dir.join("cgroup.subtree_control");
-            let plus: Vec<String> = needed.iter().map(|c| format!("+{c}")).collect();
-            std::fs::write(&file, plus.join(" "))
-                .with_context(|| format!("writing {} to {}", plus.join(" "), file.display()))?;
-            Ok(())
+            give_unit_subtree(&unit_dir, needed, changes)
         }
     }
+}
+
+/// The delegate plan's first step: starts the transient unit `kca-<name>` (Delegate=yes) under
+/// [`DELEGATE_SLICE`], recording its name, invocation and cgroup as it goes, checks its cgroup
+/// is the expected one, and moves its process into `<unit>/holder`. Returns the unit's cgroup
+/// directory.
+///
+/// Errors: a unit of that name exists already (left alone), systemd-run fails, or systemd put the
+/// unit elsewhere.
+fn start_delegate_unit(
+    name: &str,
+    root: &Path,
+    changes: &mut CgroupChanges,
+    save: &mut dyn FnMut(&CgroupChanges) -> Result<()>,
+) -> Result<PathBuf> {
+    let unit = delegate_unit(name);
+    if unit_exists(&unit)? {
+        bail!(
+            "the systemd unit {unit} exists already and no record of this cluster names it: left alone; if it is a leftover of this checkout, `systemctl stop {unit}` and run `up` again"
+        );
+    }
+    changes.unit = Some(unit.clone());
+    save(changes)?;
+    let mut cmd = std::process::Command::new("systemd-run");
+    cmd.args([
+        "--quiet",
+        "--collect",
+        &format!("--unit={unit}"),
+        &format!("--slice={DELEGATE_SLICE}"),
+        "--property=Delegate=yes",
+        &format!("--description=kca-webhook-lab cluster {name}: kubelet's delegated cgroup root"),
+        "--",
+        "sleep",
+        "infinity",
+    ]);
+    crate::command::run(cmd)
+        .with_context(|| format!("starting the transient unit {unit} (Delegate=yes)"))?;
+    changes.unit_invocation = Some(unit_property(&unit, "InvocationID")?);
+    let cg = unit_property(&unit, "ControlGroup")?;
+    let expected = format!("/{DELEGATE_SLICE}/{unit}");
+    let unit_dir = root.join(cg.trim_start_matches('/'));
+    changes.unit_cgroup = Some(unit_dir.clone());
+    save(changes)?;
+    if cg != expected {
+        bail!("systemd put {unit} in cgroup {cg:?}, not {expected}");
+    }
+    // The unit's process leaves the unit's own cgroup for a leaf, so the unit's cgroup
+    // may give its children controllers.
+    let holder = unit_dir.join("holder");
+    std::fs::create_dir_all(&holder).with_context(|| format!("creating {}", holder.display()))?;
+    let procs = std::fs::read_to_string(unit_dir.join("cgroup.procs"))
+        .with_context(|| format!("reading {}/cgroup.procs", unit_dir.display()))?;
+    for pid in procs.split_whitespace() {
+        std::fs::write(holder.join("cgroup.procs"), pid)
+            .with_context(|| format!("moving pid {pid} of {unit} into {}", holder.display()))?;
+    }
+    Ok(unit_dir)
+}
+
+/// The delegate plan's last step: once the unit's cgroup `unit_dir` has every `needed`
+/// controller, enables them all for its subtree (ours: kubelet's cgroup root lives there).
+///
+/// Errors: a controller still missing (naming them and what was written by hand), or the write.
+fn give_unit_subtree(unit_dir: &Path, needed: &[String], changes: &CgroupChanges) -> Result<()> {
+    let have = words(
+        &std::fs::read_to_string(unit_dir.join("cgroup.controllers"))
+            .with_context(|| format!("reading {}/cgroup.controllers", unit_dir.display()))?,
+    );
+    let missing: Vec<&String> = needed.iter().filter(|c| !have.contains(c)).collect();
+    if !missing.is_empty() {
+        bail!(
+            "the delegated unit {}'s cgroup {} lacks the controllers {:?} after systemd's delegation and the writes by hand ({:?}): systemd did not enable them along the path",
+            changes.unit.as_deref().unwrap_or_default(),
+            unit_dir.display(),
+            missing,
+            changes.enabled_by_hand
+        );
+    }
+    let file = unit_dir.join("cgroup.subtree_control");
+    let plus: Vec<String> = needed.iter().map(|c| format!("+{c}")).collect();
+    std::fs::write(&file, plus.join(" "))
+        .with_context(|| format!("writing {} to {}", plus.join(" "), file.display()))?;
+    Ok(())
 }
 
 /// At `down`: stops the delegated unit when it is still the invocation `up` started (systemd

@@ -29,6 +29,7 @@ pub mod kyverno;
 pub mod mark;
 pub mod netns;
 pub mod pki;
+pub mod preflight;
 pub mod process;
 pub mod ready;
 pub mod record;
@@ -40,6 +41,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
+use crate::flags::{ClusterCmd, ClusterSub as Sub};
 use crate::status::Step;
 use config::{ClusterConfig, Runtime};
 use host::HostFacts;
@@ -710,6 +712,20 @@ fn all_alive(record: &ClusterRecord) -> Result<()> {
 /// A readiness thread: the probe's value and when it passed (milliseconds since `up` began).
 type ReadyThread<'scope> = std::thread::ScopedJoinHandle<'scope, Result<(String, u64)>>;
 
+/// A step of `up` that runs on a daemon's readiness thread once its probe passed, as part of that
+/// daemon being ready: the daemons gated on it wait for the step too.
+type ReadyStep = fn(&Runtime, &Inputs) -> Result<()>;
+
+/// `up`'s steps that belong to a daemon's readiness, `(daemon, step)`: once containerd answers,
+/// [`import_images`], so kubelet (gated on containerd) never creates a sandbox whose image is
+/// missing, and the import runs beside the API server's start.
+const READY_STEPS: &[(&str, ReadyStep)] = &[(daemons::containerd::DAEMON.name, import_images)];
+
+/// Imports every image of [`Inputs::images`] into containerd ([`kyverno::import_images`]).
+fn import_images(rt: &Runtime, inputs: &Inputs) -> Result<()> {
+    kyverno::import_images(rt, &inputs.images)
+}
+
 /// Starts the registry's daemons ([`daemons::REGISTRY`]) on one `std::thread::scope`: each
 /// daemon waits for its [`daemons::Daemon::after`] gates (joining their readiness threads), runs
 /// its `before_start`, is spawned and recorded, and its readiness probe (if any) is polled on a
@@ -750,8 +766,8 @@ impl<'scope, 'env> Starter<'scope, 'env> {
         let (rt, inputs, bound, started) = (self.rt, self.inputs, self.bound, self.started);
         let handle = self.scope.spawn(move || -> Result<(String, u64)> {
             let value = wait_probe(&alive, &(r.what)(rt), bound, r.tick, || (r.probe)(rt))?;
-            if let Some(then) = r.then {
-                then(rt, inputs)?;
+            for (_, step) in READY_STEPS.iter().filter(|(name, _)| *name == d.name) {
+                step(rt, inputs)?;
             }
             Ok((value, ms(started)))
         });
@@ -830,6 +846,9 @@ impl CgroupDecision {
     }
 }
 
+/// `up`'s steps once the state dir and record exist, in order: [`preflight::check`] (nothing is
+/// created or started before it passes), kubelet's cgroup root, the network namespace, the
+/// node's files, then the daemons with Helm and Kyverno ([`start_node`]).
 fn bring_up(
     rt: &Runtime,
     record: &mut ClusterRecord,
@@ -838,18 +857,32 @@ fn bring_up(
     cgroups: &CgroupDecision,
     started: Instant,
 ) -> Result<()> {
-    for prog in daemons::programs() {
-        let p = rt.bin(prog);
-        if !p.is_file() {
-            bail!("missing upstream program {}", p.display());
-        }
-    }
-    for prog in ["bridge", "host-local", "loopback", "portmap"] {
-        let p = rt.cni_bin_dir.join(prog);
-        if !p.is_file() {
-            bail!("missing CNI plugin {}", p.display());
-        }
-    }
+    preflight::check(rt, &cgroups.host)?;
+    say_host(cgroups);
+    give_cgroup_root_controllers(rt, record, cgroups)?;
+    let step = Step::start(format!(
+        "creating network namespace {} ({}, node IP {})",
+        rt.netns,
+        rt.net.cidr(),
+        rt.net.node_ip()
+    ));
+    netns::create(rt, record)?;
+    step.ok();
+    write_node_files(rt, record, &cgroups.host)?;
+    start_node(rt, record, inputs, opts, started)?;
+    record.timings_ms.insert("up_ms".into(), ms(started));
+    record.save()?;
+    eprintln!(
+        " ✓ cluster {} up in {:.1}s: kubeconfig {}",
+        rt.name,
+        started.elapsed().as_secs_f64(),
+        rt.user_kubeconfig().display()
+    );
+    Ok(())
+}
+
+/// Prints the host facts `up` adapts to (CAP_SYS_RESOURCE, the cgroup layout and plan).
+fn say_host(cgroups: &CgroupDecision) {
     let host = cgroups.host;
     eprintln!(
         " • host: CAP_SYS_RESOURCE {}, cgroup {}",
@@ -864,9 +897,18 @@ fn bring_up(
             cgroups.plan.as_ref()
         )
     );
+}
+
+/// Records the cgroup version and facts, then (cgroup v2) gives kubelet's cgroup root its
+/// controllers by the plan ([`host::apply_v2`]), saving the record after each change.
+fn give_cgroup_root_controllers(
+    rt: &Runtime,
+    record: &mut ClusterRecord,
+    cgroups: &CgroupDecision,
+) -> Result<()> {
     // kubelet's cgroup root and its controllers, before anything else is made.
     record.cgroup_changes = Some(host::CgroupChanges {
-        version: if host.cgroup_v1 { "v1" } else { "v2" }.into(),
+        version: if cgroups.host.cgroup_v1 { "v1" } else { "v2" }.into(),
         facts: cgroups.facts.clone(),
         ..Default::default()
     });
@@ -884,26 +926,23 @@ fn bring_up(
         host::apply_v2(&rt.name, plan, &mut changes, &mut save)?;
         step.ok();
     }
+    Ok(())
+}
 
-    let step = Step::start(format!(
-        "creating network namespace {} ({}, node IP {})",
-        rt.netns,
-        rt.net.cidr(),
-        rt.net.node_ip()
-    ));
-    netns::create(rt, record)?;
-    step.ok();
+/// Writes the node's PKI, kubeconfigs, containerd, CNI and kubelet configs and its directories,
+/// then records and makes the cgroups the node needs.
+fn write_node_files(rt: &Runtime, record: &mut ClusterRecord, host: &HostFacts) -> Result<()> {
     let step = Step::start("generating PKI and kubeconfigs");
     pki::generate(rt)?;
     kubeconfig::write_all(rt)?;
     write(
         &rt.path("containerd/config.toml"),
-        &daemons::containerd::config_toml(rt, &host),
+        &daemons::containerd::config_toml(rt, host),
     )?;
     let conflist = serde_json::to_string_pretty(&daemons::containerd::cni_conflist(rt))
         .context("rendering the CNI config")?;
     write(&rt.cni_conf_dir().join("10-kca.conflist"), &conflist)?;
-    let kcfg = serde_yaml_ng::to_string(&daemons::kubelet::config(rt, &host))
+    let kcfg = serde_yaml_ng::to_string(&daemons::kubelet::config(rt, host))
         .context("rendering the kubelet config")?;
     write(&rt.path("kubelet-config.yaml"), &kcfg)?;
     for d in ["kine", "kubelet", "pod-logs", "cni/ipam", "runc"] {
@@ -915,10 +954,20 @@ fn bring_up(
     record.save()?;
     host::prepare_cgroups(&rt.cgroup_root)?;
     step.ok();
+    Ok(())
+}
 
-    // The registry in start order; each daemon's readiness is polled on its own thread, so what
-    // does not depend on the API server (containerd and the image import) starts beside it, and
-    // Helm installs Kyverno as soon as the API server answers, while kubelet waits for the import.
+/// Starts the registry in start order, each daemon's readiness polled on its own thread, so what
+/// does not depend on the API server (containerd and the image import) starts beside it, and
+/// Helm installs Kyverno as soon as the API server answers, while kubelet waits for the import;
+/// then, with Kyverno, [`kyverno_answers`].
+fn start_node(
+    rt: &Runtime,
+    record: &mut ClusterRecord,
+    inputs: &Inputs,
+    opts: &UpOptions,
+    started: Instant,
+) -> Result<()> {
     std::thread::scope(|scope| -> Result<()> {
         let mut run = Starter {
             scope,
@@ -943,118 +992,39 @@ fn bring_up(
             }
         }
         run.all_ready(record)?;
-
         if let Some(helm) = helm.flatten() {
             helm.join()
                 .map_err(|_| anyhow::anyhow!("the helm install thread panicked"))??;
-            let rec2 = record.clone();
-            let answer = kyverno::wait_ready(rt, opts.kyverno_timeout, move || all_alive(&rec2))?;
-            eprintln!("   Kyverno answered: {answer}");
-            record
-                .timings_ms
-                .insert("kyverno_answering_ms".into(), ms(started));
-            kyverno::record_admission_start(&rt.user_kubeconfig());
-            let step = Step::start("creating the lab namespaces and the lab mark");
-            let (name, node) = (rt.name.clone(), rt.node_name.clone());
-            let user = rt.user_kubeconfig();
-            let uid = record.node_uid.clone().unwrap_or_default();
-            ready::block_on(async {
-                let c = ready::client(&user).await?;
-                mark::apply(c, &name, &node, &uid).await
-            })??;
-            step.ok();
+            kyverno_answers(rt, record, opts, started)?;
         }
         Ok(())
-    })?;
-    record.timings_ms.insert("up_ms".into(), ms(started));
-    record.save()?;
-    eprintln!(
-        " ✓ cluster {} up in {:.1}s: kubeconfig {}",
-        rt.name,
-        started.elapsed().as_secs_f64(),
-        rt.user_kubeconfig().display()
-    );
-    Ok(())
+    })
 }
 
-/// Once kubelet has written its host sysctls (every recorded value it changes reads kubelet's
-/// value; bounded by 60 s), puts the host's values back: kubelet reads them only at its start
-/// (`sysctl` module docs). When the wait runs out the values are left to `down`, and a warning
-/// names the values last seen.
-///
-/// Adds `kubelet_sysctls_seen_ms` (when kubelet's values were seen, only if it changed any) and
-/// `host_sysctls_restored_ms` to the record's timings.
-pub(crate) fn restore_sysctls_after_kubelet_start(
+/// Once Helm installed Kyverno: waits until its webhook answers (every daemon alive meanwhile),
+/// records when, and creates the lab namespaces and the lab mark.
+fn kyverno_answers(
+    rt: &Runtime,
     record: &mut ClusterRecord,
+    opts: &UpOptions,
     started: Instant,
 ) -> Result<()> {
-    let pending = |saved: &[sysctl::SavedSysctl]| -> Vec<String> {
-        saved
-            .iter()
-            .filter(|s| s.before != s.node_value)
-            .filter_map(|s| {
-                let now = sysctl::read(&s.key).ok().flatten().unwrap_or_default();
-                (now != s.node_value)
-                    .then(|| format!("{}={} (kubelet sets {})", s.key, now, s.node_value))
-            })
-            .collect()
-    };
-    let seen = lab::wait::Wait::new(
-        "kubelet's host sysctls",
-        Duration::from_secs(60),
-        Duration::from_millis(200),
-    )
-    .blocking(
-        || -> Result<lab::wait::Check<(), Vec<String>>, std::convert::Infallible> {
-            let left = pending(&record.host_sysctls);
-            Ok(if left.is_empty() {
-                lab::wait::Check::Done(())
-            } else {
-                lab::wait::Check::NotYet(left)
-            })
-        },
-        |_, _| {},
-    );
-    match seen {
-        Ok(()) => {
-            if record.host_sysctls.iter().any(|s| s.before != s.node_value) {
-                record
-                    .timings_ms
-                    .insert("kubelet_sysctls_seen_ms".into(), ms(started));
-            }
-        }
-        Err(lab::wait::WaitError::TimedOut(t)) => {
-            eprintln!(
-                "   warning: kubelet has not written these host sysctls {}s after the node became Ready: {}; `down` restores what it finds changed",
-                t.bound.as_secs(),
-                t.last.join(", ")
-            );
-            return Ok(());
-        }
-        Err(lab::wait::WaitError::Failed(never)) => match never {},
-    }
-    let mut errors = Vec::new();
-    for r in sysctl::restore(&record.host_sysctls) {
-        match r {
-            Ok(sysctl::Restored::PutBack { key, from, to }) => {
-                eprintln!("   host sysctl {key}: kubelet set {from}, put back {to}")
-            }
-            Ok(sysctl::Restored::LeftAlone { key, now }) => eprintln!(
-                "   host sysctl {key} is {now}, neither the recorded value nor kubelet's: left alone"
-            ),
-            Ok(sysctl::Restored::Unchanged) => {}
-            Err(e) => errors.push(format!("{e:#}")),
-        }
-    }
-    if !errors.is_empty() {
-        bail!(
-            "restoring host sysctls after kubelet's start: {}",
-            errors.join("; ")
-        );
-    }
+    let rec2 = record.clone();
+    let answer = kyverno::wait_ready(rt, opts.kyverno_timeout, move || all_alive(&rec2))?;
+    eprintln!("   Kyverno answered: {answer}");
     record
         .timings_ms
-        .insert("host_sysctls_restored_ms".into(), ms(started));
+        .insert("kyverno_answering_ms".into(), ms(started));
+    kyverno::record_admission_start(&rt.user_kubeconfig());
+    let step = Step::start("creating the lab namespaces and the lab mark");
+    let (name, node) = (rt.name.clone(), rt.node_name.clone());
+    let user = rt.user_kubeconfig();
+    let uid = record.node_uid.clone().unwrap_or_default();
+    ready::block_on(async {
+        let c = ready::client(&user).await?;
+        mark::apply(c, &name, &node, &uid).await
+    })??;
+    step.ok();
     Ok(())
 }
 
@@ -1066,47 +1036,6 @@ fn wait_probe<T>(
     probe: impl FnMut() -> Result<T>,
 ) -> Result<T> {
     ready::wait(what, bound, tick, || all_alive(record), probe)
-}
-
-/// `cargo xtask cluster …`
-#[derive(clap::Args, Debug)]
-pub struct ClusterCmd {
-    #[command(subcommand)]
-    cmd: Sub,
-}
-
-#[derive(clap::Subcommand, Debug)]
-enum Sub {
-    /// Bring a fresh cluster up (Kyverno answering, lab namespaces and mark in place).
-    Up {
-        /// Cluster name.
-        #[arg(long, default_value = config::DEFAULT_NAME)]
-        name: String,
-        /// Keep a half-started cluster when `up` fails (for debugging).
-        #[arg(long)]
-        retain: bool,
-        /// Stop after the node is Ready (no Kyverno, no lab environment).
-        #[arg(long)]
-        no_kyverno: bool,
-        /// Which Kubernetes and Kyverno (default: the pinned pair).
-        #[command(flatten)]
-        versions: crate::upstream::VersionArgs,
-    },
-    /// Stop everything and remove every leftover (works after a crash).
-    Down {
-        /// Cluster name.
-        #[arg(long, default_value = config::DEFAULT_NAME)]
-        name: String,
-    },
-    /// Show the cluster's state, kubeconfig, CRI endpoint, node.
-    Status {
-        /// Cluster name.
-        #[arg(long, default_value = config::DEFAULT_NAME)]
-        name: String,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
 }
 
 impl ClusterCmd {
@@ -1124,14 +1053,14 @@ impl ClusterCmd {
                 opts.retain_on_failure = retain;
                 opts.kyverno = !no_kyverno;
                 opts.versions = versions.resolve()?;
-                let _lock = crate::lab_run::ClusterLock::acquire(&root)?;
+                let _lock = crate::lock::ClusterLock::acquire(&root)?;
                 let c = Cluster::up(opts)?;
                 println!("kubeconfig: {}", c.kubeconfig().display());
                 println!("cri_endpoint: {}", c.cri_endpoint());
                 Ok(())
             }
             Sub::Down { name } => {
-                let _lock = crate::lab_run::ClusterLock::acquire(&root)?;
+                let _lock = crate::lock::ClusterLock::acquire(&root)?;
                 let t = Instant::now();
                 match down_by_name(&name, &root)? {
                     Some(r) => eprintln!(

@@ -10,39 +10,13 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use nix::sched::{CloneFlags, setns};
 use rustix::process::{Pid, PidfdFlags, Signal, pidfd_open, pidfd_send_signal};
-use serde::{Deserialize, Serialize};
 
 use super::daemons::DaemonSpec;
 use super::netns::netns_path;
 
-/// A started daemon, as recorded in `cluster.json`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct ProcRecord {
-    /// Daemon name (`kine`, `kube-apiserver`, …).
-    pub name: String,
-    /// Host PID.
-    pub pid: i32,
-    /// Start time from `/proc/<pid>/stat` (field 22, clock ticks since boot): with the PID it
-    /// identifies the process across PID reuse.
-    pub start_time: u64,
-    /// Log file (stdout and stderr).
-    pub log: String,
-    /// The full command line as started.
-    pub argv: Vec<String>,
-}
-
-/// `(state, start_time)` of a PID from `/proc/<pid>/stat`, or None when there is no such process.
-pub fn proc_stat(pid: i32) -> Option<(char, u64)> {
-    let stat = procfs::process::Process::new(pid).ok()?.stat().ok()?;
-    Some((stat.state, stat.starttime))
-}
-
-impl ProcRecord {
-    /// Whether the recorded process still runs (same PID, same start time, not a zombie).
-    pub fn alive(&self) -> bool {
-        matches!(proc_stat(self.pid), Some((state, st)) if st == self.start_time && state != 'Z')
-    }
-}
+/// The record of a started daemon and the `/proc` read that checks it, defined with
+/// `cluster.json` (the lower module) and named here too, where the tests look for them.
+pub use super::record::{ProcRecord, proc_stat};
 
 /// Starts `spec` detached: a new session (own process group, no controlling terminal), stdin from
 /// /dev/null, stdout and stderr appended to its log, inside network namespace `netns` (setns of

@@ -7,7 +7,6 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::config::{NodeNet, Runtime};
-use super::process::ProcRecord;
 use super::sysctl::SavedSysctl;
 
 /// Schema version of `cluster.json`.
@@ -241,5 +240,34 @@ impl ClusterRecord {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
         }
+    }
+}
+
+/// A started daemon, as recorded in `cluster.json`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ProcRecord {
+    /// Daemon name (`kine`, `kube-apiserver`, …).
+    pub name: String,
+    /// Host PID.
+    pub pid: i32,
+    /// Start time from `/proc/<pid>/stat` (field 22, clock ticks since boot): with the PID it
+    /// identifies the process across PID reuse.
+    pub start_time: u64,
+    /// Log file (stdout and stderr).
+    pub log: String,
+    /// The full command line as started.
+    pub argv: Vec<String>,
+}
+
+/// `(state, start_time)` of a PID from `/proc/<pid>/stat`, or None when there is no such process.
+pub fn proc_stat(pid: i32) -> Option<(char, u64)> {
+    let stat = procfs::process::Process::new(pid).ok()?.stat().ok()?;
+    Some((stat.state, stat.starttime))
+}
+
+impl ProcRecord {
+    /// Whether the recorded process still runs (same PID, same start time, not a zombie).
+    pub fn alive(&self) -> bool {
+        matches!(proc_stat(self.pid), Some((state, st)) if st == self.start_time && state != 'Z')
     }
 }

@@ -22,8 +22,8 @@ use anyhow::{Context, Result};
 
 use super::host::cgroup_mounts;
 use super::netns;
-use super::process::{ProcRecord, Stopped, proc_stat, stop};
-use super::record::ClusterRecord;
+use super::process::{Stopped, stop};
+use super::record::{ClusterRecord, ProcRecord, proc_stat};
 
 /// What `down` did and what failed.
 #[derive(Debug, Default)]

@@ -1,14 +1,15 @@
 //! Booting the guest: qemu with Debian's kernel on the guest's disk image, its serial console
-//! shown as progress, bounded; and [`wait_child`], the bounded wait every long guest step uses.
+//! shown as progress, bounded by [`crate::command::wait_child`] (the wait every long guest step uses).
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
-use std::process::{Child, ExitStatus};
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 
 use super::image::Image;
+use crate::command::wait_child;
 
 /// How qemu runs the guest's CPUs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,37 +71,6 @@ pub struct Outcome {
     pub elapsed: Duration,
     /// qemu's exit status.
     pub status: ExitStatus,
-}
-
-/// Waits for `child` (one of ours, started by [`crate::command::spawn_logged`]) to exit, polling
-/// every 500 ms and calling `tick` with the time waited; when `bound` runs out it kills exactly
-/// that child (unreaped, so its PID is still ours) and fails naming `what`.
-pub fn wait_child(
-    child: &mut Child,
-    what: &str,
-    bound: Duration,
-    mut tick: impl FnMut(Duration),
-) -> Result<ExitStatus> {
-    let t0 = Instant::now();
-    loop {
-        if let Some(st) = child
-            .try_wait()
-            .with_context(|| format!("waiting for {what}"))?
-        {
-            return Ok(st);
-        }
-        if t0.elapsed() > bound {
-            let pid = child.id();
-            let _ = child.kill();
-            let _ = child.wait();
-            bail!(
-                "waited {} s for {what}; it did not finish, so it was stopped (pid {pid})",
-                bound.as_secs()
-            );
-        }
-        tick(t0.elapsed());
-        std::thread::sleep(Duration::from_millis(500));
-    }
 }
 
 /// The qemu command line (pure).

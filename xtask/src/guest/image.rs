@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
-use super::boot::wait_child;
+use crate::command::wait_child;
 use crate::status::Step;
 
 /// Debian packages of the guest beyond `debootstrap --variant=minbase`: systemd as init, the

@@ -26,56 +26,11 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
+use crate::flags::{GuestCmd, GuestRunArgs as RunArgs, GuestSub as Sub};
 use crate::status::Step;
 
 /// The runner started inside the guest (`kca-guest.service`).
 pub const GUEST_SCRIPT: &str = include_str!("guest.sh");
-
-/// `cargo xtask guest …`
-#[derive(clap::Args, Debug)]
-pub struct GuestCmd {
-    #[command(subcommand)]
-    cmd: Sub,
-}
-
-#[derive(clap::Subcommand, Debug)]
-enum Sub {
-    /// Build a Debian 12 cgroup v2 guest, boot it, run the steps inside, bring the results back
-    /// to `target/guest-results/<run-id>/`, remove the guest.
-    Run(RunArgs),
-}
-
-/// Options of `guest run`.
-#[derive(clap::Args, Debug, Clone)]
-pub struct RunArgs {
-    /// What runs inside, in order: `up` (cluster up, status, down), `lab-a`, `lab-b`
-    /// (`lab run --lab X`), `exec:<shell command>` (run from the checkout).
-    #[arg(long = "step", default_values_t = ["lab-b".to_string(), "lab-a".to_string()])]
-    pub steps: Vec<String>,
-    /// `auto` (KVM when it can boot a stock kernel, else software emulation), `kvm`, `tcg`.
-    #[arg(long, default_value = "auto")]
-    pub accel: String,
-    /// Guest CPUs.
-    #[arg(long, default_value_t = 2)]
-    pub cpus: u32,
-    /// Guest memory in MiB.
-    #[arg(long, default_value_t = 8192)]
-    pub memory_mib: u32,
-    /// Bound of the whole guest run (boot, steps, power-off) in minutes.
-    #[arg(long, default_value_t = 90)]
-    pub bound_min: u64,
-    /// Keep `target/guest/<run-id>/` (root file system, disk image, kernel) afterwards.
-    #[arg(long)]
-    pub keep: bool,
-    /// Keep the debootstrapped base root file system in `target/guest/base-bookworm/` and use it
-    /// instead of debootstrap while it is there (`rm -r` it to start from Debian again).
-    #[arg(long)]
-    pub keep_base: bool,
-    /// Run id naming `target/guest/<run-id>` and `target/guest-results/<run-id>`
-    /// (default: `guest-<UTC time>`).
-    #[arg(long)]
-    pub run_id: Option<String>,
-}
 
 impl GuestCmd {
     /// Runs the subcommand.
@@ -219,7 +174,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
             base: a.keep_base.then_some(base.as_path()),
         })?;
         let _lock =
-            crate::lab_run::ClusterLock::acquire(&crate::cluster::config::default_state_root())?;
+            crate::lock::ClusterLock::acquire(&crate::cluster::config::default_state_root())?;
         let outcome = boot::run(&boot::Boot {
             image: &img,
             accel,

@@ -38,52 +38,14 @@ use lab::inputs::InputFile;
 use lab::labs::{ActSummary, Env, InspectReport, Ui};
 use lab::workdir::Workdir;
 
+use crate::backend::copy_into;
+use crate::flags::{LabCmd, LabSub};
 use crate::status::Step;
 
-/// `cargo xtask lab …`
-#[derive(clap::Args, Debug)]
-pub struct LabCmd {
-    #[command(subcommand)]
-    cmd: LabSub,
-}
-
-#[derive(clap::Subcommand, Debug)]
-enum LabSub {
-    /// Run a lab (or both, each on its own fresh cluster) end to end and collect artifacts.
-    Run(RunArgs),
-    /// Print a Markdown table of the key facts of the lab runs under an artifacts directory
-    /// (the nightly job summary).
-    Summary {
-        /// A directory holding `<run-id>/<lab>/` or `<lab>/` artifact directories (searched recursively).
-        dir: PathBuf,
-    },
-    /// Print a Markdown summary of every junit.xml under an artifacts directory (the nightly job
-    /// summary): counts per file and each failing test case.
-    JunitSummary {
-        /// A directory holding `<run-id>/junit.xml` files (searched recursively).
-        dir: PathBuf,
-    },
-}
-
-#[derive(clap::Args, Debug)]
-struct RunArgs {
-    /// Which lab (default: both, a then b).
-    #[arg(long, value_enum)]
-    lab: Option<Lab>,
-    /// Keep the cluster running afterwards (for debugging); `cargo xtask cluster down --name N` ends it.
-    #[arg(long)]
-    retain: bool,
-    /// The run id naming `target/lab-artifacts/<run-id>/` (default: the UTC time,
-    /// `20261129T151500Z`); letters, digits, `-` and `_` only.
-    #[arg(long, value_parser = parse_run_id)]
-    run_id: Option<String>,
-    /// Where the cluster comes from (`--cluster embedded|kubeconfig|k3s` and their flags).
-    #[command(flatten)]
-    backend: crate::backend::BackendArgs,
-    /// Embedded backend: which Kubernetes and Kyverno to build and run (default: the pinned pair).
-    #[command(flatten)]
-    versions: crate::upstream::VersionArgs,
-}
+/// Log collection, re-exported under the path the cluster tests name.
+pub use crate::backend::collect_cluster_logs;
+/// The machine lock, re-exported under the path the cluster tests name.
+pub use crate::lock::ClusterLock;
 
 impl LabCmd {
     /// Runs the subcommand.
@@ -245,21 +207,6 @@ pub fn verdict_line(run_id: &str, outcomes: &[LabOutcome], index: &Path) -> Stri
 fn exit_interrupted(signal: &str, what: &str) -> ! {
     eprintln!("interrupted by {signal}: {what}; exit 130");
     std::process::exit(130)
-}
-
-/// Parses `--run-id`: non-empty, at most 64 of `[A-Za-z0-9_-]` (it names a directory).
-fn parse_run_id(s: &str) -> std::result::Result<String, String> {
-    if !s.is_empty()
-        && s.len() <= 64
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    {
-        Ok(s.to_owned())
-    } else {
-        Err(format!(
-            "expected 1-64 letters, digits, '-' or '_', found {s:?}"
-        ))
-    }
 }
 
 /// `a` or `b`.
@@ -1072,40 +1019,6 @@ fn copy_workdir(root: &Path, artifacts: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Copies a cluster's component logs (`<state dir>/logs/`) to `<artifacts>/logs/`.
-pub fn collect_cluster_logs(state_dir: &Path, artifacts: &Path) -> Result<()> {
-    // The API server's audit log (embedded node; `0600`, the copy keeps the mode).
-    let audit = state_dir.join(crate::cluster::config::AUDIT_LOG);
-    if audit.is_file() {
-        std::fs::create_dir_all(artifacts.join("logs"))?;
-        std::fs::copy(
-            &audit,
-            artifacts.join("logs").join("kube-apiserver-audit.log"),
-        )
-        .with_context(|| format!("copying {}", audit.display()))?;
-    }
-    let logs = state_dir.join("logs");
-    if logs.is_dir() {
-        for entry in
-            std::fs::read_dir(&logs).with_context(|| format!("reading {}", logs.display()))?
-        {
-            let p = entry?.path();
-            if p.is_file() {
-                copy_into(&p, &artifacts.join("logs"))?;
-            }
-        }
-    }
-    Ok(())
-}
-
-fn copy_into(file: &Path, dir: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let name = file.file_name().context("a file name")?;
-    std::fs::copy(file, dir.join(name))
-        .with_context(|| format!("copying {} to {}", file.display(), dir.display()))?;
-    Ok(())
-}
-
 fn write_json(path: &Path, v: &serde_json::Value) -> Result<()> {
     if let Some(d) = path.parent() {
         std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
@@ -1140,70 +1053,6 @@ pub fn save_artifacts(run: &LabRun, artifacts: &Path) -> Result<Vec<Findings>> {
 
 /// How many of each Kyverno container's last log lines a lab run keeps (`kyverno-logs/`).
 pub const KYVERNO_LOG_LINES: i64 = 20_000;
-
-/// The machine-wide cluster lock file: every checkout's `cluster up`/`down`, `lab run` and test
-/// fixture takes it, so two checkouts never start or tear down clusters at the same time.
-pub const MACHINE_LOCK: &str = "/run/kca-webhook-lab.lock";
-
-/// Holds the cross-process cluster locks (flock): first the machine-wide [`MACHINE_LOCK`], then
-/// `<state root>/.cluster.lock` (the one older checkouts take): one cluster at a time on this
-/// machine. Taken by `cargo xtask cluster up|down`, `lab run` and the test fixture; never take it
-/// twice in one process (a second flock on a new open file blocks).
-#[derive(Debug)]
-pub struct ClusterLock {
-    _machine: std::fs::File,
-    _file: std::fs::File,
-}
-
-fn flock_exclusive(path: &Path) -> Result<std::fs::File> {
-    use rustix::fs::{FlockOperation, flock};
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)
-        .with_context(|| format!("opening {}", path.display()))?;
-    if flock(&file, FlockOperation::NonBlockingLockExclusive).is_err() {
-        let step = Step::start(format!(
-            "waiting for the cluster lock {} (another cluster runs)",
-            path.display()
-        ));
-        // Polled rather than blocking, so a SIGINT/SIGTERM/SIGHUP (once `lab run` installed the
-        // handler) ends the wait; no bound otherwise: another cluster may run for many minutes.
-        loop {
-            match flock(&file, FlockOperation::NonBlockingLockExclusive) {
-                Ok(()) => break,
-                Err(rustix::io::Errno::WOULDBLOCK) => {}
-                Err(e) => {
-                    return Err(e).with_context(|| format!("locking {}", path.display()));
-                }
-            }
-            if let Some(signal) = lab::signals::pending() {
-                bail!(
-                    "interrupted by {signal} while waiting for the cluster lock {}",
-                    path.display()
-                );
-            }
-            std::thread::sleep(std::time::Duration::from_millis(200));
-        }
-        step.ok();
-    }
-    Ok(file)
-}
-
-impl ClusterLock {
-    /// Blocks until this process holds both locks, saying what it waits for.
-    pub fn acquire(state_root: &Path) -> Result<ClusterLock> {
-        let machine = flock_exclusive(Path::new(MACHINE_LOCK))?;
-        std::fs::create_dir_all(state_root)
-            .with_context(|| format!("creating {}", state_root.display()))?;
-        let file = flock_exclusive(&state_root.join(".cluster.lock"))?;
-        Ok(ClusterLock {
-            _machine: machine,
-            _file: file,
-        })
-    }
-}
 
 #[cfg(test)]
 mod cargo_env_tests {

@@ -37,7 +37,7 @@ pub fn value(file: InputFile, ctx: &Context) -> Option<serde_json::Value> {
             deployment_uid: deployment_uid()?,
             resume_after_sec: ResumeAfterSec,
             signal_identity: PidfdIdentity,
-            preserve_webhook: TrueValue,
+            preserve_webhook: WebhookPreserved,
             evidence_sha256: digest(3)?,
         }),
         InputFile::Recovery => serde_json::to_value(Recovery {
@@ -109,11 +109,11 @@ pub fn policy<F: FailurePolicyConst>(failure_policy: F) -> ValidatingPolicy<F> {
             validation_actions: (DenyAction,),
             failure_policy,
             webhook_configuration: WebhookConfiguration {
-                timeout_seconds: TimeoutThree,
+                timeout_seconds: WebhookTimeoutSec,
             },
             evaluation: Evaluation {
                 background: Background {
-                    enabled: FalseValue,
+                    enabled: BackgroundDisabled,
                 },
             },
             match_constraints: MatchConstraints {
@@ -124,7 +124,7 @@ pub fn policy<F: FailurePolicyConst>(failure_policy: F) -> ValidatingPolicy<F> {
                 },
                 resource_rules: (ResourceRule {
                     api_groups: (CoreGroup,),
-                    api_versions: (V1,),
+                    api_versions: (PodsApiVersion,),
                     operations: (CreateOperation,),
                     resources: (PodsResource,),
                 },),

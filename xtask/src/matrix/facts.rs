@@ -341,6 +341,33 @@ fn b_fail_open_count(ev: &Evidence) -> Observed {
 /// Lab B act 6: the `failed-open.validating.webhook.admission.k8s.io/*` audit annotation on the
 /// frozen target requests (key, value with the webhook's name replaced, how many carried it).
 fn b_failed_open_annotation(ev: &Evidence) -> Observed {
+    frozen_annotations(ev, |webhook, key, value| {
+        key.strip_prefix("failed-open.validating.webhook.admission.k8s.io/")
+            .map(|rest| {
+                let v = value.as_str().unwrap_or("").replace(webhook, "<webhook>");
+                format!("{rest} = {v}")
+            })
+    })
+}
+
+/// Lab B act 6: the `apiserver.latency.k8s.io/*` audit annotations on the two frozen requests
+/// (the API server writes them on a request that took over 500 ms; their keys, the values are
+/// durations). Kubernetes v1.34.0–v1.34.x wrote none (kubernetes/kubernetes#135684, fixed by
+/// PR #135685 in v1.35).
+fn b_latency_annotation(ev: &Evidence) -> Observed {
+    frozen_annotations(ev, |_, key, _| {
+        key.strip_prefix("apiserver.latency.k8s.io/")
+            .map(str::to_owned)
+    })
+}
+
+/// Lab B act 6: what `pick(webhook name, key, value)` keeps of the audit annotations of the two
+/// frozen requests (`target_good`, `target_bad`), one word per request whose annotations it
+/// picked any from (sorted, joined with `, `); `absent` when none, not seen without an audit log.
+fn frozen_annotations(
+    ev: &Evidence,
+    pick: impl Fn(&str, &str, &Value) -> Option<String>,
+) -> Observed {
     let Some(f) = facts(ev, 6) else {
         return missing(6);
     };
@@ -367,17 +394,16 @@ fn b_failed_open_annotation(ev: &Evidence) -> Observed {
         if !frozen.contains(&s(r, "/name")) {
             continue;
         }
+        let mut words = Vec::new();
         for e in r.get("events").and_then(Value::as_array).unwrap_or(&empty) {
             if let Some(a) = e.get("annotations").and_then(Value::as_object) {
-                for (k, v) in a {
-                    if let Some(rest) =
-                        k.strip_prefix("failed-open.validating.webhook.admission.k8s.io/")
-                    {
-                        let v = v.as_str().unwrap_or("").replace(webhook, "<webhook>");
-                        found.push(format!("{rest} = {v}"));
-                    }
-                }
+                words.extend(a.iter().filter_map(|(k, v)| pick(webhook, k, v)));
             }
+        }
+        if !words.is_empty() {
+            words.sort();
+            words.dedup();
+            found.push(words.join(", "));
         }
     }
     Observed::seen(
@@ -616,6 +642,14 @@ pub const FACTS: &[Fact] = &[
         stated: false,
         compare: Compare::Exact,
         observe: b_failed_open_annotation,
+    },
+    Fact {
+        id: "b.latency.audit",
+        lab: "b",
+        title: "apiserver.latency.k8s.io audit annotations on the frozen requests",
+        stated: false,
+        compare: Compare::Exact,
+        observe: b_latency_annotation,
     },
     Fact {
         id: "a.scale-down.registration",

@@ -22,6 +22,7 @@ use anyhow::{Context, Result, bail};
 use lab::evidence::Lab;
 
 use crate::upstream::Versions;
+use facts::Evidence;
 use table::{CellInput, LabResult};
 
 /// Markers in `docs/matrix.md` between which `--write-docs` puts the measured table.
@@ -376,6 +377,18 @@ fn load_cell(
         if cell.running.is_empty() {
             cell.running = running_line(&lab_dir.join(crate::lab_run::versions::VERSIONS_FILE));
         }
+        let (note, mismatch) = evidence_versions(&result.evidence, versions);
+        cell.running = format!(
+            "{} · lab {name}'s acts: {}",
+            cell.running,
+            same_as_run(&note, &cell.running)
+        );
+        if let Some(m) = mismatch {
+            result.failure = Some(match result.failure.take() {
+                Some(f) => format!("{f}; {m}"),
+                None => m,
+            });
+        }
         match lab {
             Lab::A => cell.a = Some(result),
             Lab::B => cell.b = Some(result),
@@ -400,6 +413,82 @@ fn running_line(path: &Path) -> String {
             v["kyverno_chart"].as_str().unwrap_or("?")
         ),
         None => format!("not recorded ({} missing)", path.display()),
+    }
+}
+
+/// What each act's evidence says it ran on (its `versions`: `/version`'s `gitVersion`, the
+/// admission controller's image and chart), grouped: `v1.36.3 · <image> · <chart> (acts 1–8)`,
+/// one group per distinct triple, acts without the field as `not recorded (acts …)`. The second
+/// value says which acts ran another Kubernetes or Kyverno than `asked` (the image's tag), which
+/// makes the cell's run a failure: its facts would be another pair's.
+fn evidence_versions(evidence: &Evidence, asked: &Versions) -> (String, Option<String>) {
+    let mut groups: std::collections::BTreeMap<String, Vec<u8>> = Default::default();
+    let mut wrong = Vec::new();
+    for (act, v) in evidence {
+        let Some(r) = v.get("versions") else {
+            groups.entry("not recorded".into()).or_default().push(*act);
+            continue;
+        };
+        let git = r
+            .pointer("/apiserver_version/gitVersion")
+            .and_then(|x| x.as_str());
+        let image = r["kyverno_image"].as_str();
+        let chart = r["kyverno_chart"].as_str();
+        let key = format!(
+            "{} · {} · {}",
+            git.unwrap_or("?"),
+            image.unwrap_or("?"),
+            chart.unwrap_or("?")
+        );
+        groups.entry(key).or_default().push(*act);
+        let tag = image.and_then(|i| i.rsplit_once(':')).map(|(_, t)| t);
+        if git != Some(asked.kubernetes.as_str()) || tag != Some(asked.kyverno.as_str()) {
+            wrong.push(format!(
+                "act {act} ran kube-apiserver {} and Kyverno image {}, not the asked {}",
+                git.unwrap_or("?"),
+                image.unwrap_or("?"),
+                asked.label()
+            ));
+        }
+    }
+    let note = groups
+        .iter()
+        .map(|(k, acts)| format!("{k} (acts {})", acts_list(acts)))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let note = if note.is_empty() {
+        "no evidence".into()
+    } else {
+        note
+    };
+    (note, (!wrong.is_empty()).then(|| wrong.join("; ")))
+}
+
+/// `note` ([`evidence_versions`]) shortened to `the same (acts 1–8)` when every act ran what the
+/// run's `versions.json` line (`kube-apiserver <git> · <image> · <chart>`, [`running_line`]) says.
+fn same_as_run(note: &str, running: &str) -> String {
+    match (
+        note.rsplit_once(" (acts "),
+        running.strip_prefix("kube-apiserver "),
+    ) {
+        (Some((triple, acts)), Some(run)) if !triple.contains(';') && run.starts_with(triple) => {
+            format!("the same (acts {acts}")
+        }
+        _ => note.to_owned(),
+    }
+}
+
+/// `1–8` for consecutive acts, else `1, 3, 5`.
+fn acts_list(acts: &[u8]) -> String {
+    match (acts.first(), acts.last()) {
+        (Some(f), Some(l)) if acts.len() > 1 && usize::from(l - f) + 1 == acts.len() => {
+            format!("{f}–{l}")
+        }
+        _ => acts
+            .iter()
+            .map(u8::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
     }
 }
 
@@ -623,6 +712,36 @@ mod tests {
     }
 
     #[test]
+    fn latency_annotations_missing_as_on_v1_34_are_a_change_not_a_failure() {
+        let pinned = table::build(&[pinned_cell()]);
+        let seen = value(&pinned, "b.latency.audit", 0).observed.value.clone();
+        assert!(
+            seen.as_deref()
+                .is_some_and(|v| v.contains("validating-webhook") && v.contains("total")),
+            "the recorded v1.35.8 run carries them: {seen:?}"
+        );
+        let mut other = pinned_cell();
+        other.versions = Versions::new("v1.34.4", "v1.19.1").unwrap();
+        let b = other.b.as_mut().unwrap();
+        let reqs = b.evidence.get_mut(&6).unwrap()["facts"]["admission_audit"]["requests"]
+            .as_array_mut()
+            .unwrap();
+        for r in reqs {
+            for e in r["events"].as_array_mut().unwrap() {
+                if let Some(a) = e["annotations"].as_object_mut() {
+                    a.retain(|k, _| !k.starts_with("apiserver.latency.k8s.io/"));
+                }
+            }
+        }
+        let t = table::build(&[pinned_cell(), other]);
+        let v = value(&t, "b.latency.audit", 1);
+        assert_eq!(v.observed.value.as_deref(), Some("absent"));
+        assert_eq!(v.drift, Drift::Changed);
+        assert_eq!(value(&t, "b.fail-open.audit", 1).drift, Drift::Same);
+        assert!(table::failures(&t).is_empty(), "{:?}", table::failures(&t));
+    }
+
+    #[test]
     fn a_failed_run_fails_the_matrix_and_says_which() {
         let mut other = pinned_cell();
         other.versions = Versions::new("v1.36.3", "v1.19.1").unwrap();
@@ -682,5 +801,61 @@ mod tests {
         );
         std::fs::write(&p, "no markers").unwrap();
         assert!(write_docs_table(&p, "x").is_err());
+    }
+
+    fn act_with(git: &str, image: &str) -> serde_json::Value {
+        serde_json::json!({"versions": {
+            "apiserver_version": {"gitVersion": git},
+            "kyverno_image": image,
+            "kyverno_chart": "kyverno-3.9.1",
+            "read_at": "2026-12-01T18:00:00.000Z"
+        }})
+    }
+
+    #[test]
+    fn every_acts_versions_are_grouped_and_checked_against_the_asked_pair() {
+        let asked = Versions::new("v1.36.3", "v1.19.1").unwrap();
+        let img = "reg.kyverno.io/kyverno/kyverno:v1.19.1";
+        let mut ev: Evidence = lab::acts::numbers(Lab::B)
+            .map(|a| (a, act_with("v1.36.3", img)))
+            .collect();
+        let last = lab::acts::numbers(Lab::B).last().unwrap();
+        let (note, wrong) = evidence_versions(&ev, &asked);
+        assert_eq!(
+            note,
+            format!("v1.36.3 · {img} · kyverno-3.9.1 (acts 1–{last})")
+        );
+        assert_eq!(wrong, None);
+
+        ev.insert(4, act_with("v1.35.8", img));
+        ev.insert(7, serde_json::json!({"facts": {}}));
+        let (note, wrong) = evidence_versions(&ev, &asked);
+        assert!(
+            note.contains("v1.35.8 · ") && note.contains("(acts 4)"),
+            "{note}"
+        );
+        assert!(note.contains("(acts 1, 2, 3, 5, 6, 8)"), "{note}");
+        assert!(note.contains("not recorded (acts 7)"), "{note}");
+        let wrong = wrong.expect("act 4 ran another Kubernetes");
+        assert!(
+            wrong.starts_with("act 4 ran kube-apiserver v1.35.8"),
+            "{wrong}"
+        );
+        assert!(
+            !wrong.contains("act 7"),
+            "an old act without the field is no mismatch: {wrong}"
+        );
+
+        let run = format!("kube-apiserver v1.36.3 · {img} · kyverno-3.9.1");
+        let one = format!("v1.36.3 · {img} · kyverno-3.9.1 (acts 1–{last})");
+        assert_eq!(same_as_run(&one, &run), format!("the same (acts 1–{last})"));
+        assert_eq!(same_as_run(&note, &run), note, "two groups are spelled out");
+        let other_run = run.replace("v1.36.3", "v1.35.8");
+        assert_eq!(same_as_run(&one, &other_run), one);
+
+        let other = "reg.kyverno.io/kyverno/kyverno:v1.18.2";
+        let ev: Evidence = [(1, act_with("v1.36.3", other))].into();
+        let (_, wrong) = evidence_versions(&ev, &asked);
+        assert!(wrong.expect("another Kyverno").contains(other));
     }
 }

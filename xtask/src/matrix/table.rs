@@ -264,7 +264,10 @@ impl Table {
             line
         };
         out.push_str(&meta("Kyverno support", &|c| c.support.clone()));
-        out.push_str(&meta("running (versions.json)", &|c| c.running.clone()));
+        out.push_str(&meta(
+            "running (versions.json; each act's evidence)",
+            &|c| c.running.clone(),
+        ));
         out.push_str(&meta("runs", &|c| {
             if c.failures.is_empty() {
                 "completed".into()

@@ -7,7 +7,18 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use sha2::{Digest as _, Sha256};
 
-use super::go::BuiltFamily;
+use super::components::Family;
+
+/// A family whose binaries are in the cache.
+#[derive(Debug, Clone)]
+pub struct BuiltFamily {
+    /// The family.
+    pub family: &'static Family,
+    /// Its cache entry, holding one file per program.
+    pub dir: PathBuf,
+    /// The full cache key (64 hex digits).
+    pub key: String,
+}
 
 /// A cache key: SHA-256 over named fields, each written as
 /// `len(name) name len(value) value` (lengths as 8-byte little-endian), so

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use anyhow::Context as _;
 use serde::Deserialize;
 
-use super::cache::{Cache, CacheKey};
+use super::cache::{BuiltFamily, Cache, CacheKey};
 use super::components::Family;
 use super::prereq::Tools;
 use super::progress::{self, Task};
@@ -187,17 +187,6 @@ pub fn module_versions(
         }
     }
     Ok(map)
-}
-
-/// A family whose binaries are in the cache.
-#[derive(Debug, Clone)]
-pub struct BuiltFamily {
-    /// The family.
-    pub family: &'static Family,
-    /// Its cache entry, holding one file per program.
-    pub dir: PathBuf,
-    /// The full cache key (64 hex digits).
-    pub key: String,
 }
 
 /// Everything a family's build depends on, ready to hash and to run.

@@ -39,8 +39,8 @@ use oci_spec::image::{
 use sha2::{Digest as _, Sha256};
 
 use super::ImageArchive;
-use super::cache::{Cache, CacheKey};
-use super::go::{BuiltFamily, GoEnv, module_dirs};
+use super::cache::{BuiltFamily, Cache, CacheKey};
+use super::go::{GoEnv, module_dirs};
 use super::prereq::CA_BUNDLE;
 use crate::status::Step;
 
@@ -505,16 +505,56 @@ pub fn write_layout_archive(spec: &ImageSpec, out: &Path) -> anyhow::Result<Writ
     result
 }
 
+/// [`write_layout_archive`]'s steps: the layer, the config, manifest and index (each canonical
+/// JSON, named by its digest), then the archive of them all.
 fn write_layout_archive_inner(
     spec: &ImageSpec,
     out: &Path,
     layer_path: &Path,
 ) -> anyhow::Result<WrittenImage> {
-    let oci = |e: oci_spec::OciSpecError| {
-        anyhow::anyhow!("building the image config of {}: {e}", spec.reference)
-    };
     let (layer_digest, layer_size, diff_id) = write_layer(&spec.entries, layer_path)?;
+    let config_bytes = config_json(spec, &diff_id)?;
+    let config_digest = sha256_hex(&config_bytes);
+    let manifest_bytes = manifest_json(
+        spec,
+        (&config_digest, config_bytes.len() as u64),
+        (&layer_digest, layer_size),
+    )?;
+    let manifest_digest = sha256_hex(&manifest_bytes);
+    let index_bytes = index_json(spec, &manifest_digest, manifest_bytes.len() as u64)?;
+    let layout_bytes = br#"{"imageLayoutVersion":"1.0.0"}"#.to_vec();
 
+    let blob = |d: &str| format!("blobs/sha256/{}", d.trim_start_matches("sha256:"));
+    let mut files: Vec<(String, Source)> = vec![
+        (blob(&config_digest), Source::Bytes(config_bytes)),
+        (blob(&layer_digest), Source::Path(layer_path.to_path_buf())),
+        (
+            blob(&manifest_digest),
+            Source::Bytes(manifest_bytes.clone()),
+        ),
+    ];
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    files.push(("index.json".into(), Source::Bytes(index_bytes)));
+    files.push(("oci-layout".into(), Source::Bytes(layout_bytes)));
+    write_layout_tar(out, files)?;
+    Ok(WrittenImage {
+        manifest_digest,
+        manifest_size: manifest_bytes.len() as u64,
+        config_digest,
+        layer_digest,
+        layer_size,
+        diff_id,
+    })
+}
+
+/// The error of an `oci-spec` builder for `spec`'s image, naming its reference.
+fn oci_error(spec: &ImageSpec) -> impl Fn(oci_spec::OciSpecError) -> anyhow::Error + '_ {
+    move |e| anyhow::anyhow!("building the image config of {}: {e}", spec.reference)
+}
+
+/// The image config of `spec` with its one layer `diff_id`, as canonical JSON (RFC 8785).
+fn config_json(spec: &ImageSpec, diff_id: &str) -> anyhow::Result<Vec<u8>> {
+    let oci = oci_error(spec);
     let config = ImageConfigurationBuilder::default()
         .created(EPOCH_RFC3339)
         .architecture(host_arch()?)
@@ -525,47 +565,57 @@ fn write_layout_archive_inner(
                 .env(spec.env.clone())
                 .user(spec.user.clone())
                 .build()
-                .map_err(oci)?,
+                .map_err(&oci)?,
         )
         .rootfs(
             RootFsBuilder::default()
                 .typ("layers")
-                .diff_ids(vec![diff_id.clone()])
+                .diff_ids(vec![diff_id.to_owned()])
                 .build()
-                .map_err(oci)?,
+                .map_err(&oci)?,
         )
         .history(vec![
             HistoryBuilder::default()
                 .created(EPOCH_RFC3339)
                 .created_by(spec.created_by.clone())
                 .build()
-                .map_err(oci)?,
+                .map_err(&oci)?,
         ])
         .build()
-        .map_err(oci)?;
-    let config_bytes =
-        serde_json_canonicalizer::to_vec(&config).context("serialising the image config")?;
-    let config_digest = sha256_hex(&config_bytes);
+        .map_err(&oci)?;
+    serde_json_canonicalizer::to_vec(&config).context("serialising the image config")
+}
 
+/// The image manifest naming the config and the one gzip layer, each `(digest, size)`, as
+/// canonical JSON.
+fn manifest_json(
+    spec: &ImageSpec,
+    config: (&str, u64),
+    layer: (&str, u64),
+) -> anyhow::Result<Vec<u8>> {
     let manifest = ImageManifestBuilder::default()
         .schema_version(2u32)
         .media_type(MediaType::ImageManifest)
-        .config(descriptor(
-            MediaType::ImageConfig,
-            &config_digest,
-            config_bytes.len() as u64,
-        )?)
+        .config(descriptor(MediaType::ImageConfig, config.0, config.1)?)
         .layers(vec![descriptor(
             MediaType::ImageLayerGzip,
-            &layer_digest,
-            layer_size,
+            layer.0,
+            layer.1,
         )?])
         .build()
-        .map_err(oci)?;
-    let manifest_bytes =
-        serde_json_canonicalizer::to_vec(&manifest).context("serialising the manifest")?;
-    let manifest_digest = sha256_hex(&manifest_bytes);
+        .map_err(oci_error(spec))?;
+    serde_json_canonicalizer::to_vec(&manifest).context("serialising the manifest")
+}
 
+/// `index.json`: the one manifest, annotated with the full reference
+/// (`io.containerd.image.name`) and the tag (`org.opencontainers.image.ref.name`), as canonical
+/// JSON.
+fn index_json(
+    spec: &ImageSpec,
+    manifest_digest: &str,
+    manifest_size: u64,
+) -> anyhow::Result<Vec<u8>> {
+    let oci = oci_error(spec);
     let tag = spec
         .reference
         .rsplit_once(':')
@@ -585,39 +635,29 @@ fn write_layout_archive_inner(
                 .parse::<Digest>()
                 .with_context(|| format!("digest {manifest_digest}"))?,
         )
-        .size(manifest_bytes.len() as u64)
+        .size(manifest_size)
         .annotations(annotations)
         .build()
-        .map_err(oci)?;
+        .map_err(&oci)?;
     let index = ImageIndexBuilder::default()
         .schema_version(2u32)
         .media_type(MediaType::ImageIndex)
         .manifests(vec![manifest_desc])
         .build()
-        .map_err(oci)?;
-    let index_bytes = serde_json_canonicalizer::to_vec(&index).context("serialising index.json")?;
-    let layout_bytes = br#"{"imageLayoutVersion":"1.0.0"}"#.to_vec();
+        .map_err(&oci)?;
+    serde_json_canonicalizer::to_vec(&index).context("serialising index.json")
+}
 
+/// Writes the layout archive `out`: the `blobs/` and `blobs/sha256/` directories, then `files`
+/// in order (`0644`, the fixed header of [`header`]), synced.
+fn write_layout_tar(out: &Path, files: Vec<(String, Source)>) -> anyhow::Result<()> {
     let file = fs::File::create(out).with_context(|| format!("creating {}", out.display()))?;
     let mut tar = tar::Builder::new(io::BufWriter::new(file));
-    let blob = |d: &str| format!("blobs/sha256/{}", d.trim_start_matches("sha256:"));
-    let mut blobs: Vec<(String, Source)> = vec![
-        (blob(&config_digest), Source::Bytes(config_bytes)),
-        (blob(&layer_digest), Source::Path(layer_path.to_path_buf())),
-        (
-            blob(&manifest_digest),
-            Source::Bytes(manifest_bytes.clone()),
-        ),
-    ];
-    blobs.sort_by(|a, b| a.0.cmp(&b.0));
     for dir in ["blobs/", "blobs/sha256/"] {
         let mut h = header(tar::EntryType::Directory, 0o755, 0);
         tar.append_data(&mut h, dir, io::empty())
             .with_context(|| format!("writing {}", out.display()))?;
     }
-    let mut files = blobs;
-    files.push(("index.json".into(), Source::Bytes(index_bytes)));
-    files.push(("oci-layout".into(), Source::Bytes(layout_bytes)));
     for (name, source) in files {
         let (size, reader): (u64, Box<dyn io::Read>) = match source {
             Source::Bytes(b) => (b.len() as u64, Box::new(io::Cursor::new(b))),
@@ -643,15 +683,7 @@ fn write_layout_archive_inner(
         .map_err(|e| e.into_error())
         .with_context(|| format!("writing {}", out.display()))?;
     file.sync_all()
-        .with_context(|| format!("syncing {}", out.display()))?;
-    Ok(WrittenImage {
-        manifest_digest,
-        manifest_size: manifest_bytes.len() as u64,
-        config_digest,
-        layer_digest,
-        layer_size,
-        diff_id,
-    })
+        .with_context(|| format!("syncing {}", out.display()))
 }
 
 #[cfg(test)]

@@ -46,11 +46,14 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
+pub use crate::flags::VersionArgs;
+use crate::flags::{UpstreamCmd, UpstreamSub};
+
 pub use chart::CHART_CHANGES;
 pub use versions::Versions;
 
 /// Environment variable that overrides the cache directory.
-pub const CACHE_ENV: &str = "KCA_UPSTREAM_CACHE";
+pub use crate::flags::CACHE_ENV;
 
 /// What [`ensure_built`] produced: absolute paths inside the cache.
 ///
@@ -234,20 +237,6 @@ pub fn ensure_built(opts: &BuildOptions) -> anyhow::Result<Artifacts> {
     })
 }
 
-/// `--kubernetes vX.Y.Z --kyverno vX.Y.Z`: the pair to build or run (flattened into `upstream
-/// build`, `cluster up` and `lab run`). Each defaults to the pinned version.
-#[derive(clap::Args, Debug, Clone, Default)]
-pub struct VersionArgs {
-    /// Kubernetes release (`k8s.io/kubernetes` module version), e.g. v1.36.3; default the pinned
-    /// v1.35.8. Its minor needs a row in `KUBERNETES_MINORS` (xtask/src/upstream/versions.rs).
-    #[arg(long, value_name = "vX.Y.Z")]
-    pub kubernetes: Option<String>,
-    /// Kyverno release (`github.com/kyverno/kyverno` module version), e.g. v1.18.2; default the
-    /// pinned v1.19.1. Needs a row in `KYVERNO_RELEASES` (xtask/src/upstream/versions.rs).
-    #[arg(long, value_name = "vX.Y.Z")]
-    pub kyverno: Option<String>,
-}
-
 impl VersionArgs {
     /// The pair named, each defaulting to the pinned version, checked against the tables.
     ///
@@ -265,39 +254,6 @@ impl VersionArgs {
     pub fn given(&self) -> bool {
         self.kubernetes.is_some() || self.kyverno.is_some()
     }
-}
-
-/// `cargo xtask upstream …`: build the upstream programs, images and chart.
-#[derive(clap::Args, Debug)]
-pub struct UpstreamCmd {
-    #[command(subcommand)]
-    cmd: UpstreamSub,
-}
-
-#[derive(clap::Subcommand, Debug)]
-enum UpstreamSub {
-    /// Build every program, image and the chart that the cache lacks (a warm
-    /// cache builds nothing), then print where they are.
-    Build {
-        /// Cache directory (default: $KCA_UPSTREAM_CACHE or
-        /// <user cache dir>/kca-webhook-lab/upstream).
-        #[arg(long, env = CACHE_ENV)]
-        cache_dir: Option<PathBuf>,
-        /// Only report missing prerequisites; never run apt-get.
-        #[arg(long)]
-        no_install: bool,
-        /// Which Kubernetes and Kyverno to build (default: the pinned pair).
-        #[command(flatten)]
-        versions: VersionArgs,
-    },
-    /// Print the cache directory, its entries and their sizes; builds nothing.
-    Status {
-        /// Cache directory (default as for `build`).
-        #[arg(long, env = CACHE_ENV)]
-        cache_dir: Option<PathBuf>,
-    },
-    /// Print the chart changes the assembly makes (for the README).
-    ChartChanges,
 }
 
 impl UpstreamCmd {

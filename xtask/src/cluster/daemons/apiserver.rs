@@ -26,7 +26,6 @@ pub const DAEMON: Daemon = Daemon {
         what: |_| "kube-apiserver /readyz".into(),
         probe: readyz,
         tick: FAST_TICK,
-        then: None,
         timing: Some("apiserver_ready_ms"),
         on_ready: None,
     }),

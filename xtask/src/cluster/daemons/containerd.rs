@@ -8,9 +8,9 @@ use crate::cluster::config::{NODE_POD_CIDR, PAUSE_IMAGE, Runtime};
 use crate::cluster::host::HostFacts;
 
 /// containerd in the registry: starts at once beside kine; ready when `ctr version` answers on
-/// its socket and every image is imported (so kubelet, which waits for it, never creates a
-/// sandbox whose image is missing: it would be pulled, fail and back off). Stops after
-/// kube-proxy, once teardown removed the pods through CRI.
+/// its socket and `up`'s image import step that follows it (`cluster::READY_STEPS`) is done, so
+/// kubelet, which waits for it, never creates a sandbox whose image is missing (it would be
+/// pulled, fail and back off). Stops after kube-proxy, once teardown removed the pods through CRI.
 pub const DAEMON: Daemon = Daemon {
     name: "containerd",
     programs: &["containerd", "containerd-shim-runc-v2", "ctr", "runc"],
@@ -21,7 +21,6 @@ pub const DAEMON: Daemon = Daemon {
         what: |_| "containerd's CRI socket (ctr version)".into(),
         probe: ctr_version,
         tick: TICK,
-        then: Some(|rt, inputs| crate::cluster::kyverno::import_images(rt, &inputs.images)),
         timing: Some("images_imported_ms"),
         on_ready: None,
     }),

@@ -17,7 +17,6 @@ pub const DAEMON: Daemon = Daemon {
         what: |_| format!("kine (127.0.0.1:{KINE_PORT} in the node namespace)"),
         probe: listening,
         tick: TICK,
-        then: None,
         timing: None,
         on_ready: None,
     }),

@@ -21,7 +21,6 @@ pub const DAEMON: Daemon = Daemon {
         what: |_| format!("kube-proxy healthz ({HEALTHZ} in the node namespace)"),
         probe: healthz,
         tick: TICK,
-        then: None,
         timing: None,
         on_ready: None,
     }),

@@ -1,6 +1,6 @@
 //! kubelet: a KubeletConfiguration file plus the few flags that have no config field.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use k8s_openapi::api::core::v1::Node;
@@ -27,7 +27,6 @@ pub const DAEMON: Daemon = Daemon {
         what: |rt| format!("node {} Ready", rt.node_name),
         probe: node_ready,
         tick: FAST_TICK,
-        then: None,
         timing: Some("node_ready_ms"),
         on_ready: Some(node_is_ready),
     }),
@@ -68,8 +67,94 @@ fn node_ready(rt: &Runtime) -> Result<String> {
 fn node_is_ready(record: &mut ClusterRecord, uid: &str, started: Instant) -> Result<()> {
     record.node_uid = Some(uid.to_string());
     record.save()?;
-    crate::cluster::restore_sysctls_after_kubelet_start(record, started)?;
+    restore_sysctls_after_kubelet_start(record, started)?;
     record.save()
+}
+
+/// Once kubelet has written its host sysctls (every recorded value it changes reads kubelet's
+/// value; bounded by 60 s), puts the host's values back: kubelet reads them only at its start
+/// (`sysctl` module docs). When the wait runs out the values are left to `down`, and a warning
+/// names the values last seen.
+///
+/// Adds `kubelet_sysctls_seen_ms` (when kubelet's values were seen, only if it changed any) and
+/// `host_sysctls_restored_ms` to the record's timings.
+fn restore_sysctls_after_kubelet_start(
+    record: &mut ClusterRecord,
+    started: Instant,
+) -> Result<()> {
+    let pending = |saved: &[sysctl::SavedSysctl]| -> Vec<String> {
+        saved
+            .iter()
+            .filter(|s| s.before != s.node_value)
+            .filter_map(|s| {
+                let now = sysctl::read(&s.key).ok().flatten().unwrap_or_default();
+                (now != s.node_value)
+                    .then(|| format!("{}={} (kubelet sets {})", s.key, now, s.node_value))
+            })
+            .collect()
+    };
+    let seen = lab::wait::Wait::new(
+        "kubelet's host sysctls",
+        Duration::from_secs(60),
+        Duration::from_millis(200),
+    )
+    .blocking(
+        || -> Result<lab::wait::Check<(), Vec<String>>, std::convert::Infallible> {
+            let left = pending(&record.host_sysctls);
+            Ok(if left.is_empty() {
+                lab::wait::Check::Done(())
+            } else {
+                lab::wait::Check::NotYet(left)
+            })
+        },
+        |_, _| {},
+    );
+    match seen {
+        Ok(()) => {
+            if record.host_sysctls.iter().any(|s| s.before != s.node_value) {
+                record
+                    .timings_ms
+                    .insert("kubelet_sysctls_seen_ms".into(), since_ms(started));
+            }
+        }
+        Err(lab::wait::WaitError::TimedOut(t)) => {
+            eprintln!(
+                "   warning: kubelet has not written these host sysctls {}s after the node became Ready: {}; `down` restores what it finds changed",
+                t.bound.as_secs(),
+                t.last.join(", ")
+            );
+            return Ok(());
+        }
+        Err(lab::wait::WaitError::Failed(never)) => match never {},
+    }
+    let mut errors = Vec::new();
+    for r in sysctl::restore(&record.host_sysctls) {
+        match r {
+            Ok(sysctl::Restored::PutBack { key, from, to }) => {
+                eprintln!("   host sysctl {key}: kubelet set {from}, put back {to}")
+            }
+            Ok(sysctl::Restored::LeftAlone { key, now }) => eprintln!(
+                "   host sysctl {key} is {now}, neither the recorded value nor kubelet's: left alone"
+            ),
+            Ok(sysctl::Restored::Unchanged) => {}
+            Err(e) => errors.push(format!("{e:#}")),
+        }
+    }
+    if !errors.is_empty() {
+        bail!(
+            "restoring host sysctls after kubelet's start: {}",
+            errors.join("; ")
+        );
+    }
+    record
+        .timings_ms
+        .insert("host_sysctls_restored_ms".into(), since_ms(started));
+    Ok(())
+}
+
+/// Milliseconds since `started` (the record's timings).
+fn since_ms(started: Instant) -> u64 {
+    started.elapsed().as_millis() as u64
 }
 
 /// kubelet's flags (v1.35.8).

@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use super::Inputs;
 use super::config::Runtime;
 use super::record::ClusterRecord;
 
@@ -79,9 +78,6 @@ pub struct Readiness {
     pub probe: fn(&Runtime) -> Result<String>,
     /// Poll interval ([`FAST_TICK`] or [`TICK`]).
     pub tick: Duration,
-    /// Work on the same thread once the probe passed, part of "ready" (containerd: the image
-    /// import, so kubelet never creates a sandbox whose image is missing); None: nothing.
-    pub then: Option<fn(&Runtime, &Inputs) -> Result<()>>,
     /// The record timing (milliseconds since `up` began) set when it is ready, e.g.
     /// `apiserver_ready_ms`; None: not timed.
     pub timing: Option<&'static str>,

@@ -1,0 +1,215 @@
+//! The student tool's own lines around its commands (`lab/src/main.rs`): what to do when an input
+//! is missing, `check`, `digest`, `grade`, `inspect --metrics`, the error prefix and a failed act's
+//! diagnostics.
+
+use crate::text::{Lang, t};
+
+/// What to do next when an input file is missing (printed after the error line): which act reads
+/// it, where it goes (`workdir`), `kca-webhook-lab schema NAME` for its JSON Schema, and each
+/// field bound to the cluster or the evidence with where its value comes from
+/// ([`crate::inputs::InputFile::bound_fields`]). `also_tried`: another path that was looked at
+/// (`check NAME` looks in the current directory, then in the work directory).
+pub fn input_missing_hint(
+    lang: Lang,
+    file: crate::inputs::InputFile,
+    workdir: &std::path::Path,
+    also_tried: Option<&std::path::Path>,
+) -> String {
+    use crate::inputs::{InputFile, Source};
+    let name = file.file_name();
+    let stem = name.strip_suffix(".json").unwrap_or(name);
+    let act = file.act();
+    let en = lang == Lang::En;
+    let mut out = Vec::new();
+    if let Some(p) = also_tried {
+        out.push(if en {
+            format!("  also looked for {}: not there either", p.display())
+        } else {
+            format!("  {} も探しましたが、ありません", p.display())
+        });
+    }
+    out.push(if en {
+        format!(
+            "  next: act {act} reads {name} from the work directory {}; write it there",
+            workdir.display()
+        )
+    } else {
+        format!(
+            "  次にすること: act {act} は作業ディレクトリ {} の {name} を読みます。そこに作ってください",
+            workdir.display()
+        )
+    });
+    out.push(if en {
+        format!("  its JSON Schema (fields, fixed values): kca-webhook-lab schema {stem}")
+    } else {
+        format!("  形式（JSON Schema: フィールドと固定値）: kca-webhook-lab schema {stem}")
+    });
+    let fields = file.bound_fields();
+    if !fields.is_empty() {
+        out.push(
+            t(
+                "  クラスタや証拠に結びついた値（ほかの値はスキーマで決まっています）:",
+                "  values bound to the cluster or the evidence (the schema fixes the others):",
+            )
+            .get(lang)
+            .to_owned(),
+        );
+    }
+    for (path, source) in fields {
+        let from = match (source, en) {
+            (Source::NodeUid, false) => "ノードの UID（kca-webhook-lab inspect の vm.node_uid）".to_owned(),
+            (Source::NodeUid, true) => "the node's UID (kca-webhook-lab inspect: vm.node_uid)".to_owned(),
+            (Source::NamespaceUid(ns), false) => {
+                format!("ネームスペース {ns} の UID（inspect の namespaces）")
+            }
+            (Source::NamespaceUid(ns), true) => {
+                format!("the UID of namespace {ns} (inspect: namespaces)")
+            }
+            (Source::DeploymentUid, false) => "Deployment kyverno/kyverno-admission-controller の UID（inspect の controller.deployment_uid）".to_owned(),
+            (Source::DeploymentUid, true) => "the UID of Deployment kyverno/kyverno-admission-controller (inspect: controller.deployment_uid)".to_owned(),
+            (Source::PolicyUid, false) => {
+                "evidence/02.json の facts.policy.metadata.uid".to_owned()
+            }
+            (Source::PolicyUid, true) => {
+                "facts.policy.metadata.uid of evidence/02.json".to_owned()
+            }
+            (Source::Digest(n), false) => format!(
+                "evidence/{n:02}.json の正規ダイジェスト（kca-webhook-lab digest {}、または inspect の evidence_sha256）",
+                workdir.join(format!("evidence/{n:02}.json")).display()
+            ),
+            (Source::Digest(n), true) => format!(
+                "the canonical digest of evidence/{n:02}.json (kca-webhook-lab digest {}, or inspect: evidence_sha256)",
+                workdir.join(format!("evidence/{n:02}.json")).display()
+            ),
+        };
+        out.push(format!("    {path}: {from}"));
+    }
+    if file == InputFile::PolicyIgnore {
+        out.push(
+            t(
+                "  policy.json と同じ内容で、spec.failurePolicy だけを Ignore にします",
+                "  the same as policy.json except spec.failurePolicy, which is Ignore",
+            )
+            .get(lang)
+            .to_owned(),
+        );
+    }
+    out.push(if en {
+        format!("  then check it offline: kca-webhook-lab check {name}")
+    } else {
+        format!("  書いたらオフラインで確かめられます: kca-webhook-lab check {name}")
+    });
+    out.join("\n")
+}
+
+/// `report` on a work directory that does not exist (nothing is created).
+pub fn workdir_missing(lang: Lang, path: &std::path::Path) -> String {
+    match lang {
+        Lang::Ja => format!(
+            "作業ディレクトリ {} がありません。何も書き込んでいません（--workdir または KCA_WEBHOOK_DIR を確認してください）",
+            path.display()
+        ),
+        Lang::En => format!(
+            "the work directory {} does not exist; nothing was written (check --workdir or KCA_WEBHOOK_DIR)",
+            path.display()
+        ),
+    }
+}
+
+/// `digest PATH` prints the digest followed by this note on stderr.
+pub fn digest_note(lang: Lang) -> &'static str {
+    t(
+        "（RFC 8785 正規形のSHA-256です。ファイルのバイト列の sha256sum とは異なります）",
+        "(SHA-256 of the RFC 8785 canonical form; differs from sha256sum of the file's bytes)",
+    )
+    .get(lang)
+}
+
+/// `check FILE` success line.
+pub fn check_ok(lang: Lang, file: &str, offline: bool) -> String {
+    match (lang, offline) {
+        (Lang::Ja, true) => format!(
+            "{file}: 形式と固定値は正しいです（クラスタや証拠に依存する値は act の実行時に確認します）"
+        ),
+        (Lang::Ja, false) => format!("{file}: 正しいです"),
+        (Lang::En, true) => format!(
+            "{file}: shape and fixed values are valid (values that depend on the cluster or the evidence are checked when the act runs)"
+        ),
+        (Lang::En, false) => format!("{file}: valid"),
+    }
+}
+
+/// `inspect --metrics`: the header line, or the line when no series of the lab's webhooks exists.
+pub fn metrics_header(lang: Lang, count: usize) -> String {
+    match (lang, count) {
+        (Lang::Ja, 0) => "ラボの webhook の admission webhook メトリクスはまだありません（まだ一度も呼ばれていません）".into(),
+        (Lang::En, 0) => "no admission webhook series for the lab's webhooks yet (never called so far)".into(),
+        (Lang::Ja, n) => format!("API サーバーの admission webhook カウンタ（ラボの webhook、{n} 系列、API サーバー起動からの累積）:"),
+        (Lang::En, n) => format!("the API server's admission webhook counters (the lab's webhooks, {n} series, cumulative since the API server started):"),
+    }
+}
+
+/// `inspect --metrics` when `/metrics` could not be read.
+pub fn metrics_unavailable(lang: Lang, reason: &str) -> String {
+    match lang {
+        Lang::Ja => format!("API サーバーの /metrics を読めませんでした: {reason}"),
+        Lang::En => format!("could not read the API server's /metrics: {reason}"),
+    }
+}
+
+/// `grade N` with an act the lab does not have.
+pub fn grade_usage(lang: Lang, count: u8, got: &str) -> String {
+    match lang {
+        Lang::Ja => format!("grade には 1 から {count} の数字か all を指定します (指定: {got:?})"),
+        Lang::En => format!("grade takes 1 to {count} or all, got {got:?}"),
+    }
+}
+
+/// `schema NAME` / `check FILE` with a name that is not one of the lab's inputs.
+pub fn unknown_input(lang: Lang, name: &str, lab: &str, inputs: &str) -> String {
+    match lang {
+        Lang::Ja => {
+            format!("{name:?} はラボ {lab} の入力ファイルではありません。入力ファイル: {inputs}")
+        }
+        Lang::En => format!("{name:?} is not an input of lab {lab}; inputs: {inputs}"),
+    }
+}
+
+/// Label before the error text on stderr.
+pub fn error_prefix(lang: Lang) -> &'static str {
+    t("エラー", "error").get(lang)
+}
+
+/// Printed when an act failed on the cluster, before the three lines of its diagnostics
+/// (`lab::diagnostics::telling_lines`; they stay in the words of the cluster).
+pub fn diagnostics_header(lang: Lang) -> &'static str {
+    t(
+        "クラスター上で失敗しました。手がかりになりそうな行:",
+        "the act failed on the cluster; the most telling lines:",
+    )
+    .get(lang)
+}
+
+/// Where the diagnostics of a failed act were written.
+pub fn diagnostics_written(lang: Lang, dir: &std::path::Path) -> String {
+    match lang {
+        Lang::Ja => format!(
+            "診断情報 (イベント、Kyverno のログと再起動回数、Webhook 設定、ノードの状態) を保存しました: {}",
+            dir.display()
+        ),
+        Lang::En => format!(
+            "diagnostics (events, Kyverno's logs and restart counts, webhook configurations, node conditions) saved in {}",
+            dir.display()
+        ),
+    }
+}
+
+/// Some diagnostics could not be collected (the act's own error is printed as well).
+pub fn diagnostics_incomplete(lang: Lang, count: usize) -> String {
+    match lang {
+        Lang::Ja => {
+            format!("診断情報の一部 ({count} 件) は集められませんでした (summary.txt を参照)")
+        }
+        Lang::En => format!("{count} diagnostics steps failed (see summary.txt)"),
+    }
+}

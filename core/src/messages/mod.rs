@@ -1,0 +1,39 @@
+//! Every student-facing string of the tool, in Japanese (default) and English (`--lang en`), by
+//! topic; the vocabulary they are written in ([`Lang`], [`Text`], [`Line`], [`Words`]) is
+//! [`crate::text`].
+//!
+//! Values inside messages (paths, UIDs, outcomes, JSON) are not translated: they are the words the
+//! evidence and the inputs use.
+//!
+//! - [`said`]: the words of input problems (kept on each `InputIssue` in both languages);
+//! - [`act`]: the acts' progress and summary lines; [`explain`]: `explain`'s words;
+//!   [`webhook_audit`]: `audit`'s words;
+//! - [`codes`]: what each finding code means ([`code_text`], an exhaustive match whose test walks
+//!   `Code::iter()`) and a grade as lines; [`errors`]: a `LabError` as the student sees it;
+//! - [`commands`]: the student tool's own lines around its commands.
+//!
+//! Each table stands beside or above the types it renders (ARCHITECTURE.md, "Layers"). The
+//! Japanese `--help` is the `lab` crate's (`lab/src/help.rs`): clap stays out of the core. No
+//! Japanese literal elsewhere in the tool's code but the report page's `report/text.rs`, the
+//! registry's act titles and that help table (`xtask/tests/tidy.rs`).
+//!
+//! Terms, one spelling: the lab B **healer** (the detached freeze healer; the evidence's older
+//! field names `watchdog_pid`, `watchdog_armed_at`, `resumed_by: watchdog` stay: they are the
+//! evidence format, which the recorded fixtures pin), the lab A **watcher** (the scale-down recovery
+//! watcher), the **start time** of a process (`/proc/<pid>/stat` field 22, clock ticks;
+//! `pid_start_time_ticks` in evidence). Raw entry names (`lease-before` in lab A act 6,
+//! `leader-lease-before` in lab B) are evidence too and stay as recorded.
+
+pub mod act;
+pub mod codes;
+pub mod commands;
+pub mod errors;
+pub mod explain;
+pub mod said;
+pub mod webhook_audit;
+
+/// The vocabulary, also under its old path `messages::…` for the callers that still use it.
+pub use crate::text::{Lang, Line, Text, Words};
+pub use codes::{code_text, finding, findings};
+pub use commands::*;
+pub use errors::error_text;

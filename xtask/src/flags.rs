@@ -1,0 +1,299 @@
+//! xtask's command line: the clap types of every subcommand, in one file (rust-analyzer's
+//! `flags.rs` shape). The domain modules hold no clap attribute: each implements its command's
+//! `run` on these types (`impl flags::ClusterCmd` in `cluster/`), and `main.rs` holds the
+//! top-level `Cmd`. A ground-floor module: it names no other module of xtask, so the defaults the
+//! flags show (`--name`, `--k3s-tag`, the cache variable) are defined here and read from here.
+//! `matrix`'s flags are still in `matrix/mod.rs`.
+
+use std::path::PathBuf;
+
+/// Default cluster name of `cargo xtask cluster up|down|status` (`--name`).
+pub const DEFAULT_NAME: &str = "kca";
+
+/// Environment variable that overrides the upstream cache directory (`--cache-dir`).
+pub const CACHE_ENV: &str = "KCA_UPSTREAM_CACHE";
+
+/// The rancher/k3s image tag of Kubernetes v1.35.8 (k3s release `v1.35.8+k3s1`; Docker tags use
+/// `-` for `+`): the k3s backend's default (`--k3s-tag`).
+pub const K3S_TAG: &str = "v1.35.8-k3s1";
+
+/// Parses `--run-id`: non-empty, at most 64 of `[A-Za-z0-9_-]` (it names a directory).
+pub fn parse_run_id(s: &str) -> std::result::Result<String, String> {
+    if !s.is_empty()
+        && s.len() <= 64
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        Ok(s.to_owned())
+    } else {
+        Err(format!(
+            "expected 1-64 letters, digits, '-' or '_', found {s:?}"
+        ))
+    }
+}
+
+/// `--kubernetes vX.Y.Z --kyverno vX.Y.Z`: the pair to build or run (flattened into `upstream
+/// build`, `cluster up` and `lab run`). Each defaults to the pinned version.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct VersionArgs {
+    /// Kubernetes release (`k8s.io/kubernetes` module version), e.g. v1.36.3; default the pinned
+    /// v1.35.8. Its minor needs a row in `KUBERNETES_MINORS` (xtask/src/upstream/versions.rs).
+    #[arg(long, value_name = "vX.Y.Z")]
+    pub kubernetes: Option<String>,
+    /// Kyverno release (`github.com/kyverno/kyverno` module version), e.g. v1.18.2; default the
+    /// pinned v1.19.1. Needs a row in `KYVERNO_RELEASES` (xtask/src/upstream/versions.rs).
+    #[arg(long, value_name = "vX.Y.Z")]
+    pub kyverno: Option<String>,
+}
+
+/// `cargo xtask upstream …`: build the upstream programs, images and chart.
+#[derive(clap::Args, Debug)]
+pub struct UpstreamCmd {
+    /// Which `upstream` subcommand.
+    #[command(subcommand)]
+    pub cmd: UpstreamSub,
+}
+
+/// The subcommands of `cargo xtask upstream`.
+// The field docs are `--help` text, shown as written: `<user cache dir>` is no HTML tag.
+#[allow(rustdoc::invalid_html_tags)]
+#[derive(clap::Subcommand, Debug)]
+pub enum UpstreamSub {
+    /// Build every program, image and the chart that the cache lacks (a warm
+    /// cache builds nothing), then print where they are.
+    Build {
+        /// Cache directory (default: $KCA_UPSTREAM_CACHE or
+        /// <user cache dir>/kca-webhook-lab/upstream).
+        #[arg(long, env = CACHE_ENV)]
+        cache_dir: Option<PathBuf>,
+        /// Only report missing prerequisites; never run apt-get.
+        #[arg(long)]
+        no_install: bool,
+        /// Which Kubernetes and Kyverno to build (default: the pinned pair).
+        #[command(flatten)]
+        versions: VersionArgs,
+    },
+    /// Print the cache directory, its entries and their sizes; builds nothing.
+    Status {
+        /// Cache directory (default as for `build`).
+        #[arg(long, env = CACHE_ENV)]
+        cache_dir: Option<PathBuf>,
+    },
+    /// Print the chart changes the assembly makes (for the README).
+    ChartChanges,
+}
+
+/// `cargo xtask cluster …`
+#[derive(clap::Args, Debug)]
+pub struct ClusterCmd {
+    /// Which `cluster` subcommand.
+    #[command(subcommand)]
+    pub cmd: ClusterSub,
+}
+
+/// The subcommands of `cargo xtask cluster`.
+#[derive(clap::Subcommand, Debug)]
+pub enum ClusterSub {
+    /// Bring a fresh cluster up (Kyverno answering, lab namespaces and mark in place).
+    Up {
+        /// Cluster name.
+        #[arg(long, default_value = DEFAULT_NAME)]
+        name: String,
+        /// Keep a half-started cluster when `up` fails (for debugging).
+        #[arg(long)]
+        retain: bool,
+        /// Stop after the node is Ready (no Kyverno, no lab environment).
+        #[arg(long)]
+        no_kyverno: bool,
+        /// Which Kubernetes and Kyverno (default: the pinned pair).
+        #[command(flatten)]
+        versions: VersionArgs,
+    },
+    /// Stop everything and remove every leftover (works after a crash).
+    Down {
+        /// Cluster name.
+        #[arg(long, default_value = DEFAULT_NAME)]
+        name: String,
+    },
+    /// Show the cluster's state, kubeconfig, CRI endpoint, node.
+    Status {
+        /// Cluster name.
+        #[arg(long, default_value = DEFAULT_NAME)]
+        name: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `cargo xtask lab …`
+#[derive(clap::Args, Debug)]
+pub struct LabCmd {
+    /// Which `lab` subcommand.
+    #[command(subcommand)]
+    pub cmd: LabSub,
+}
+
+/// The subcommands of `cargo xtask lab`.
+#[derive(clap::Subcommand, Debug)]
+pub enum LabSub {
+    /// Run a lab (or both, each on its own fresh cluster) end to end and collect artifacts.
+    Run(LabRunArgs),
+    /// Print a Markdown table of the key facts of the lab runs under an artifacts directory
+    /// (the nightly job summary).
+    Summary {
+        /// A directory holding `<run-id>/<lab>/` or `<lab>/` artifact directories (searched recursively).
+        dir: PathBuf,
+    },
+    /// Print a Markdown summary of every junit.xml under an artifacts directory (the nightly job
+    /// summary): counts per file and each failing test case.
+    JunitSummary {
+        /// A directory holding `<run-id>/junit.xml` files (searched recursively).
+        dir: PathBuf,
+    },
+}
+
+/// Options of `lab run`.
+#[derive(clap::Args, Debug)]
+pub struct LabRunArgs {
+    /// Which lab (default: both, a then b).
+    #[arg(long, value_enum)]
+    pub lab: Option<lab::evidence::Lab>,
+    /// Keep the cluster running afterwards (for debugging); `cargo xtask cluster down --name N` ends it.
+    #[arg(long)]
+    pub retain: bool,
+    /// The run id naming `target/lab-artifacts/<run-id>/` (default: the UTC time,
+    /// `20261129T151500Z`); letters, digits, `-` and `_` only.
+    #[arg(long, value_parser = parse_run_id)]
+    pub run_id: Option<String>,
+    /// Where the cluster comes from (`--cluster embedded|kubeconfig|k3s` and their flags).
+    #[command(flatten)]
+    pub backend: BackendArgs,
+    /// Embedded backend: which Kubernetes and Kyverno to build and run (default: the pinned pair).
+    #[command(flatten)]
+    pub versions: VersionArgs,
+}
+
+/// `cargo xtask guest …`
+#[derive(clap::Args, Debug)]
+pub struct GuestCmd {
+    /// Which `guest` subcommand.
+    #[command(subcommand)]
+    pub cmd: GuestSub,
+}
+
+/// The subcommands of `cargo xtask guest`.
+#[derive(clap::Subcommand, Debug)]
+pub enum GuestSub {
+    /// Build a Debian 12 cgroup v2 guest, boot it, run the steps inside, bring the results back
+    /// to `target/guest-results/<run-id>/`, remove the guest.
+    Run(GuestRunArgs),
+}
+
+/// Options of `guest run`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct GuestRunArgs {
+    /// What runs inside, in order: `up` (cluster up, status, down), `lab-a`, `lab-b`
+    /// (`lab run --lab X`), `exec:<shell command>` (run from the checkout).
+    #[arg(long = "step", default_values_t = ["lab-b".to_string(), "lab-a".to_string()])]
+    pub steps: Vec<String>,
+    /// `auto` (KVM when it can boot a stock kernel, else software emulation), `kvm`, `tcg`.
+    #[arg(long, default_value = "auto")]
+    pub accel: String,
+    /// Guest CPUs.
+    #[arg(long, default_value_t = 2)]
+    pub cpus: u32,
+    /// Guest memory in MiB.
+    #[arg(long, default_value_t = 8192)]
+    pub memory_mib: u32,
+    /// Bound of the whole guest run (boot, steps, power-off) in minutes.
+    #[arg(long, default_value_t = 90)]
+    pub bound_min: u64,
+    /// Keep `target/guest/<run-id>/` (root file system, disk image, kernel) afterwards.
+    #[arg(long)]
+    pub keep: bool,
+    /// Keep the debootstrapped base root file system in `target/guest/base-bookworm/` and use it
+    /// instead of debootstrap while it is there (`rm -r` it to start from Debian again).
+    #[arg(long)]
+    pub keep_base: bool,
+    /// Run id naming `target/guest/<run-id>` and `target/guest-results/<run-id>`
+    /// (default: `guest-<UTC time>`).
+    #[arg(long)]
+    pub run_id: Option<String>,
+}
+
+/// Which labs a bench runs.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LabChoice {
+    /// Lab A only.
+    A,
+    /// Lab B only.
+    B,
+    /// A then B, as `cargo xtask lab run` does.
+    Both,
+}
+
+/// `cargo xtask bench`
+#[derive(clap::Args, Debug)]
+pub struct BenchCmd {
+    /// How many times to run the labs.
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    /// Which labs.
+    #[arg(long, value_enum, default_value = "both")]
+    pub lab: LabChoice,
+    /// Run nothing: read a bench record (`target/bench/<id>.json`), recompute its table and
+    /// print it (also rewriting the record's rows and its `.md` beside it).
+    #[arg(long, value_name = "JSON")]
+    pub render: Option<PathBuf>,
+}
+
+/// `cargo xtask dist`
+#[derive(clap::Args, Debug)]
+pub struct DistCmd {
+    /// Where the binaries and SHA256SUMS go (relative to the workspace root; not `target/dist`,
+    /// which is cargo's directory of the `dist` profile's host artifacts).
+    #[arg(long, default_value = "target/dist-files")]
+    pub out: PathBuf,
+    /// Build and checksum only: skip the runs inside a root filesystem without a C library.
+    #[arg(long)]
+    pub no_check: bool,
+}
+
+/// `--cluster` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BackendKind {
+    /// Fresh embedded cluster (default).
+    Embedded,
+    /// Existing cluster through `--kubeconfig` / `--cri-endpoint`.
+    Kubeconfig,
+    /// k3s in Docker (testcontainers).
+    K3s,
+}
+
+/// The backend flags of `cargo xtask lab run` (flattened into its arguments).
+#[derive(clap::Args, Debug, Clone)]
+pub struct BackendArgs {
+    /// Where the cluster comes from.
+    #[arg(long = "cluster", value_enum, default_value = "embedded")]
+    pub kind: BackendKind,
+    /// kubeconfig backend: the existing cluster's kubeconfig (default: /etc/rancher/k3s/k3s.yaml when present).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// kubeconfig backend: the node's CRI endpoint (default: /run/k3s/containerd/containerd.sock when present).
+    #[arg(long)]
+    pub cri_endpoint: Option<PathBuf>,
+    /// kubeconfig backend: install Kyverno from the assembled chart with the built Helm when it is absent.
+    #[arg(long)]
+    pub install_kyverno: bool,
+    /// kubeconfig backend: put the lab mark on the cluster (faults are refused on a cluster without it).
+    #[arg(long)]
+    pub mark_as_lab: bool,
+    /// kubeconfig/k3s backends: accept Kubernetes/Kyverno versions other than the pinned
+    /// v1.35.8/v1.19.1 (the versions found are recorded in backend.json).
+    #[arg(long)]
+    pub allow_other_versions: bool,
+    /// k3s backend: the rancher/k3s image tag.
+    #[arg(long, default_value = K3S_TAG)]
+    pub k3s_tag: String,
+}
