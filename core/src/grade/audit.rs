@@ -382,9 +382,12 @@ fn window_opens_with_the_act_and_frames_its_requests(
     let skew = chrono::Duration::milliseconds(super::bounds::CLOCK_SKEW_MS as i64);
     let inside = |x: chrono::DateTime<chrono::Utc>| matches!((t(&ev.started_at), t(&ev.finished_at)), (Some(s), Some(e)) if x >= s - skew && x <= e + skew);
     // The window opens as the act begins (the act's recorder is made `with_audit`, `lab/src/labs`),
-    // so its start is the evidence's `started_at`.
-    let opened_at_start =
-        |b: chrono::DateTime<chrono::Utc>| t(&ev.started_at).is_some_and(|s| (b - s).abs() <= skew);
+    // so its start is the evidence's `started_at` (`bounds::AUDIT_WINDOW_OPEN_MS`).
+    let opened_at_start = |b: chrono::DateTime<chrono::Utc>| {
+        t(&ev.started_at).is_some_and(|s| {
+            b >= s - skew && (b - s).num_milliseconds() <= super::bounds::AUDIT_WINDOW_OPEN_MS
+        })
+    };
     let framed = match (t(&a.window.0), t(&a.window.1), first_sent, last_answered) {
         (Some(b), Some(e), Some(s), Some(l)) => {
             b <= s && e >= l && inside(b) && inside(e) && opened_at_start(b)

@@ -1117,10 +1117,8 @@ mod tests {
             Lab::B,
             lab_b(),
             3,
-            set(
-                "/facts/admission_audit/window/0",
-                json!("2026-11-30T21:14:13.600Z"),
-            ),
+            // The act began 2 s before its audit window opened: not the act's window.
+            set("/started_at", json!("2026-11-30T21:14:11.400Z")),
         );
         assert_flags(
             f,
