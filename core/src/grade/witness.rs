@@ -506,8 +506,10 @@ pub(crate) fn process_state_is_a_proc_state(g: &mut G, subject: &str, state: &st
 }
 
 /// Lab B act 4's process identity is the CRI container it read (raw `cri-container`): the
-/// container's ID, name and PID, its pod's name, namespace and UID, and the restart count is the
-/// container's `attempt`. Flags [`Code::RawMismatch`] / [`Code::ObservationMissing`].
+/// container's ID, name and PID, its pod's name, namespace and UID, and the restart count (read
+/// from the pod's status) is the container's `attempt` (the kubelet creates a container with
+/// `attempt` = the restart count it then reports, `pkg/kubelet/kuberuntime`). Flags
+/// [`Code::RawMismatch`] / [`Code::ObservationMissing`].
 pub(crate) fn identity_is_the_cri_container(g: &mut G, ev: &Evidence, f: &facts::b::Act4Facts) {
     let s = "evidence/04.json facts";
     let Some(c) = required_raw(g, ev, "cri-container", &format!("{s}.identity")) else {
