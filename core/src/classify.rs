@@ -1,7 +1,9 @@
 //! Outcome classification of one API answer plus its follow-up GET (pure; no I/O).
 //!
-//! The message shapes come from the API server's own code (`../shared/research/kubernetes.md` §1,
-//! §3, k8s.io/apiserver v0.35.0) and Kyverno's deny text (`../shared/research/kyverno.md` §4):
+//! The message shapes come from the API server's own code (k8s.io/apiserver v0.35.0:
+//! `pkg/admission/plugin/webhook/validating/dispatcher.go`, `.../webhook/errors/statuserror.go`,
+//! `pkg/util/webhook/error.go` and `client.go`; k8s.io/apimachinery `pkg/api/errors/errors.go`)
+//! and Kyverno's deny text (kyverno v1.19.1 `pkg/webhooks/resource/vpol/handler.go`):
 //!
 //! | answer | shape |
 //! |---|---|
@@ -41,7 +43,7 @@ pub fn is_explicit_deny_status(http_status: u16) -> bool {
 }
 
 /// What makes a deny the lab policy's own verdict: Kyverno's per-policy failure text
-/// `Policy <policy> failed: <message>` (kyverno.md §4, `pkg/webhooks/resource/vpol/handler.go`).
+/// `Policy <policy> failed: <message>` (kyverno v1.19.1 `pkg/webhooks/resource/vpol/handler.go`).
 /// Kyverno's evaluation-error form `Policy <policy> error: …` (kyverno#8916) is not a verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PolicyVerdict<'a> {
@@ -176,7 +178,8 @@ fn go_duration_seconds(s: &str) -> Option<u32> {
 /// The `(reason, message)` a record keeps from an answer's verbatim body, by one rule for the
 /// probe that records and the grader that re-reads the record: a `Status` body (`kind: Status`,
 /// metav1.Status) gives its `reason` (an empty one is none: a webhook deny has an empty reason,
-/// `../shared/research/kubernetes.md` §1) and its `message`; another body of a refusal
+/// k8s.io/apiserver `pkg/admission/plugin/webhook/errors/statuserror.go`) and its `message`;
+/// another body of a refusal
 /// (a proxy's text) is the message itself; a success has neither.
 pub fn answer_fields(
     http_status: u16,
@@ -313,10 +316,10 @@ mod tests {
     }
 
     #[rstest]
-    // Deny, long-standing ToStatusErr: code 0 raised to 400, empty reason (kubernetes.md §1a, kyverno.md §4).
+    // Deny, long-standing ToStatusErr: code 0 raised to 400, empty reason (apiserver `webhook/errors/statuserror.go`; kyverno `vpol/handler.go`).
     #[case::deny_400(400, Some(""), format!("admission webhook \"{HOOK}\" denied the request: Policy kca-webhook-label failed: KCA_ENVIRONMENT_REQUIRED"), Outcome::ExplicitDeny)]
     #[case::deny_400_no_reason(400, None, format!("admission webhook \"{HOOK}\" denied the request: Policy kca-webhook-label failed: KCA_ENVIRONMENT_REQUIRED"), Outcome::ExplicitDeny)]
-    // Deny, newer ToStatusErr: 403 Forbidden with the resource prefix (kyverno.md §4).
+    // Deny, newer ToStatusErr: 403 Forbidden with the resource prefix (apiserver `ToStatusErr`).
     #[case::deny_403(403, Some("Forbidden"), format!("pods \"bad-7f3a\" is forbidden: admission webhook \"{HOOK}\" denied the request: Policy kca-webhook-label failed: KCA_ENVIRONMENT_REQUIRED"), Outcome::ExplicitDeny)]
     // Aggregated webhook name, marker only in the text.
     #[case::deny_aggregated(400, None, "admission webhook \"vpol.validate.kyverno.svc-fail\" denied the request: Policy kca-webhook-label failed: KCA_ENVIRONMENT_REQUIRED".to_owned(), Outcome::ExplicitDeny)]
@@ -327,7 +330,7 @@ mod tests {
     #[case::deny_without_marker(400, None, "admission webhook \"other.example.com\" denied the request: image not allowed".to_owned(), Outcome::OtherError)]
     // The marker only in the webhook name part does not count.
     #[case::marker_only_in_name(400, None, format!("admission webhook \"{HOOK}\" denied the request without explanation"), Outcome::OtherError)]
-    // Kyverno's evaluation-error form (kyverno.md §4, kyverno#8916): not the policy's verdict,
+    // Kyverno's evaluation-error form (kyverno `vpol/handler.go`, kyverno#8916): not the policy's verdict,
     // even from the policy's own webhook and naming the policy.
     #[case::evaluation_error(400, None, format!("admission webhook \"{HOOK}\" denied the request: Policy kca-webhook-label error: failed to evaluate validation expression: no such key: labels"), Outcome::OtherError)]
     #[case::evaluation_error_403(403, Some("Forbidden"), format!("pods \"bad-1\" is forbidden: admission webhook \"{HOOK}\" denied the request: Policy kca-webhook-label error: error: no such key: labels"), Outcome::OtherError)]
@@ -335,9 +338,9 @@ mod tests {
     #[case::other_policy(400, None, format!("admission webhook \"{HOOK}\" denied the request: Policy other-policy failed: KCA_ENVIRONMENT_REQUIRED"), Outcome::OtherError)]
     // The message alone, without Kyverno's per-policy form, is not the verdict.
     #[case::message_only(400, None, format!("admission webhook \"{HOOK}\" denied the request: KCA_ENVIRONMENT_REQUIRED"), Outcome::OtherError)]
-    // Aggregated webhook: several policies joined by `; ` (multierr, kyverno.md §4).
+    // Aggregated webhook: several policies joined by `; ` (multierr, kyverno `vpol/handler.go`).
     #[case::joined(400, None, "admission webhook \"vpol.validate.kyverno.svc-fail\" denied the request: Policy a failed: x; Policy kca-webhook-label failed: KCA_ENVIRONMENT_REQUIRED".to_owned(), Outcome::ExplicitDeny)]
-    // Timeout with failurePolicy Fail (kubernetes.md §1b).
+    // Timeout with failurePolicy Fail (apiserver `validating/dispatcher.go`, `util/webhook/error.go`).
     #[case::timeout(
         500,
         Some("InternalError"),
@@ -358,16 +361,16 @@ mod tests {
         call_failure("dial tcp 10.43.12.7:443: i/o timeout"),
         Outcome::WebhookTimeout
     )]
-    // Connection refused (kubernetes.md §1c).
+    // Connection refused (apiserver `util/webhook/error.go`).
     #[case::refused(
         500,
         Some("InternalError"),
         call_failure("dial tcp 10.43.12.7:443: connect: connection refused"),
         Outcome::ConnectionRefused
     )]
-    // DNS (kubernetes.md §1d).
+    // DNS (apiserver `util/webhook/client.go`).
     #[case::dns(500, Some("InternalError"), "Internal error occurred: failed calling webhook \"x.example\": failed to call webhook: Post \"https://hook.example.invalid:443/x?timeout=3s\": dial tcp: lookup hook.example.invalid on 10.0.0.10:53: no such host".to_owned(), Outcome::DnsError)]
-    // No endpoints (kubernetes.md §1d, endpoint routing).
+    // No endpoints (apiserver `util/proxy/proxy.go`, endpoint routing).
     #[case::no_endpoints(
         500,
         Some("InternalError"),
@@ -458,9 +461,9 @@ mod tests {
     #[case::k3s_eof(500, Some("InternalError"), call_failure("EOF"), Outcome::OtherError)]
     // 409 AlreadyExists is never a policy decision.
     #[case::already_exists(409, Some("AlreadyExists"), "pods \"good-1\" already exists".to_owned(), Outcome::AlreadyExists)]
-    // Request deadline, not the webhook's (kubernetes.md §1b, separate case).
+    // Request deadline, not the webhook's (apiserver `endpoints/filters/request_deadline.go`, separate case).
     #[case::request_timeout(504, Some("Timeout"), "Timeout: request did not complete within requested timeout".to_owned(), Outcome::OtherError)]
-    // Dry-run against a webhook with sideEffects Unknown/Some (kubernetes.md §3).
+    // Dry-run against a webhook with sideEffects Unknown/Some (apiserver `validating/dispatcher.go` and `webhook/errors/errors.go`, `NewDryRunUnsupportedErr`).
     #[case::dry_run_unsupported(400, Some("BadRequest"), format!("admission webhook \"{HOOK}\" does not support dry run"), Outcome::OtherError)]
     // A 500 that mentions the marker but is not a deny.
     #[case::internal_other(500, Some("InternalError"), "Internal error occurred: KCA_ENVIRONMENT_REQUIRED".to_owned(), Outcome::OtherError)]

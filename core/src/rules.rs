@@ -16,6 +16,16 @@ pub mod common {
 
     /// Namespace outside it.
     pub const CONTROL_NAMESPACE: &str = "kca-webhook-control";
+
+    /// Namespace of the Kyverno installation (the Helm chart's default release namespace).
+    pub const KYVERNO_NAMESPACE: &str = "kyverno";
+    /// Kyverno's admission controller Deployment, which the acts read by name (chart 3.x,
+    /// `charts/kyverno/templates/admission-controller/deployment.yaml` upstream).
+    pub const ADMISSION_DEPLOYMENT: &str = "kyverno-admission-controller";
+    /// Data key of the lab mark ConfigMap.
+    pub const MARK_KEY: &str = "mark";
+    /// The lab mark's value: a cluster without this exact ConfigMap value is never disturbed.
+    pub const MARK_VALUE: &str = "kca-webhook-lab/v1";
 }
 
 /// Lab A (scale-down).
@@ -241,7 +251,8 @@ pub mod b {
     pub const WATCHDOG_GRACE: Duration = Duration::from_secs(3);
 
     /// Period of the admission controller's liveness probe as Kyverno's chart v1.19.1 sets it
-    /// (`/health/liveness`, period 30 s, timeout 5 s, failureThreshold 2; research/kyverno.md §8).
+    /// (`/health/liveness`, period 30 s, timeout 5 s, failureThreshold 2; chart 3.x
+    /// `charts/kyverno/values.yaml`, `admissionController.livenessProbe`).
     pub const LIVENESS_PERIOD: Duration = Duration::from_secs(30);
     /// The probe's timeout: a probe fails when the process stays frozen for this long after it
     /// starts (the TCP connection is accepted by the kernel; the TLS handshake never answers).

@@ -116,16 +116,28 @@ fn durations(lab: Lab, act: u8, facts: &Value) -> Vec<S> {
 
 /// `/metrics` text as the API server serves it (HELP/TYPE lines, label order as served).
 fn text(samples: &[S]) -> String {
-    let mut by_metric: BTreeMap<&str, Vec<&S>> = BTreeMap::new();
+    // One family per histogram (`_sum`/`_count` under `admission_duration_seconds`), its HELP
+    // and TYPE once before its samples, as client_golang serves it.
+    let mut by_family: BTreeMap<&str, Vec<&S>> = BTreeMap::new();
     for s in samples {
-        by_metric.entry(s.0).or_default().push(s);
+        let family = ["_sum", "_count"]
+            .iter()
+            .find_map(|x| s.0.strip_suffix(x))
+            .filter(|f| metrics::FAMILIES.contains(f))
+            .unwrap_or(s.0);
+        by_family.entry(family).or_default().push(s);
     }
     let mut out = String::new();
-    for (m, ss) in by_metric {
-        out.push_str(&format!("# HELP {m} [ALPHA] fixture\n# TYPE {m} counter\n"));
+    for (f, ss) in by_family {
+        let kind = if ss.iter().any(|s| s.0 != f) {
+            "histogram"
+        } else {
+            "counter"
+        };
+        out.push_str(&format!("# HELP {f} [ALPHA] fixture\n# TYPE {f} {kind}\n"));
         for s in ss {
             let labels: Vec<String> = s.1.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
-            out.push_str(&format!("{m}{{{}}} {}\n", labels.join(","), s.2));
+            out.push_str(&format!("{}{{{}}} {}\n", s.0, labels.join(","), s.2));
         }
     }
     out.push_str(
@@ -155,8 +167,9 @@ fn base() -> Vec<S> {
     ]
 }
 
-/// What the API server counts for the `pass/` fixtures' requests, per act.
-fn consistent(lab: Lab, act: u8) -> Value {
+/// What the API server counts for the `pass/` fixtures' requests, per act: the samples before
+/// and after.
+fn consistent(lab: Lab, act: u8) -> (Vec<S>, Vec<S>) {
     let b = base();
     let plus = |extra: Vec<S>| {
         let mut v = base();
@@ -205,7 +218,7 @@ fn consistent(lab: Lab, act: u8) -> Value {
         ]),
         _ => unreachable!(),
     };
-    window(&b, &after)
+    (b, after)
 }
 
 fn tree(lab: Lab) -> BTreeMap<String, Value> {
@@ -215,35 +228,17 @@ fn tree(lab: Lab) -> BTreeMap<String, Value> {
     };
     let mut files = common::read_tree(&common::fixtures_dir().join(dir));
     for act in metric_acts(lab) {
-        let mut m = consistent(lab, act);
-        // The histogram beside the counters: before the act, the base's 4 calls of 5 ms each.
-        let before = metrics::admission_lines(&text(
-            &[base(), duration(FAIL, 4.0, 0.02).to_vec()].concat(),
-        ));
+        let (before, after) = consistent(lab, act);
+        // The histogram beside the counters, in the same exposition: before the act, the base's
+        // 4 calls of 5 ms each; after it, the act's calls added.
         let after_samples: Vec<S> = {
             let f = facts(&mut files, act).clone();
             durations(lab, act, &f)
         };
-        let mut after_lines: Vec<String> = m["after"]["lines"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|l| l.as_str().unwrap().to_owned())
-            .collect();
-        after_lines.extend(metrics::admission_lines(&text(&after_samples)));
-        m["before"]["lines"] = json!(
-            [
-                serde_json::from_value::<Vec<String>>(m["before"]["lines"].clone()).unwrap(),
-                before
-            ]
-            .concat()
+        let mut m = window(
+            &[before, duration(FAIL, 4.0, 0.02).to_vec()].concat(),
+            &[after, after_samples].concat(),
         );
-        m["after"]["lines"] = json!(after_lines);
-        m["deltas"] = serde_json::to_value(metrics::deltas(
-            &serde_json::from_value::<Vec<String>>(m["before"]["lines"].clone()).unwrap(),
-            &after_lines,
-        ))
-        .unwrap();
         // Read when the act began and when it ended, as the act reads them.
         let ev = &files[&format!("evidence/{act:02}.json")];
         m["before"]["at"] = ev["started_at"].clone();

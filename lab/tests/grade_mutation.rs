@@ -241,7 +241,6 @@ struct Tally {
     total: usize,
     killed: usize,
     allowed: usize,
-    open: usize,
 }
 
 impl Tally {
@@ -249,106 +248,8 @@ impl Tally {
         self.total += o.total;
         self.killed += o.killed;
         self.allowed += o.allowed;
-        self.open += o.open;
     }
 }
-
-/// Survivor families the graders do not hold YET: not a promise like [`unheld::UNHELD`], but
-/// the measured gap of issue 24 (open), listed so the test states it instead of hiding it. It
-/// may only shrink: an entry no survivor needs fails the test.
-const NOT_YET_HELD: &[&str] = &[
-    // act 1: the controller Deployment, node name and lab mark have no second observation in act 1.
-    "controller_deployment.name",
-    "controller_deployment.namespace",
-    "controller_deployment.uid",
-    "lab_mark",
-    "node.name",
-    // act 2/6/7: the registration's own fields beyond scope, failurePolicy and timeout (Kyverno's documented service, path, names) are not yet held against Kyverno's registration shape.
-    "webhook.configuration",
-    "webhook.configuration_uid",
-    "webhook.match_policy",
-    "webhook.name",
-    "webhook.namespace_selector.matchExpressions[]",
-    "webhook.namespace_selector.matchExpressions[].key",
-    "webhook.namespace_selector.matchExpressions[].operator",
-    "webhook.namespace_selector.matchExpressions[].values[]",
-    "webhook.rules[].apiGroups[]",
-    "webhook.rules[].apiVersions[]",
-    "webhook.rules[].resources[]",
-    "webhook.service.name",
-    "webhook.service.namespace",
-    "webhook.service.path",
-    "webhook.service.port",
-    // act 2: the stored policy's uid is only checked for shape in act 2; a defaulted spec field is not in the input.
-    "policy.at",
-    "policy.metadata.uid",
-    "policy.spec.evaluation.admission.enabled",
-    // act 4 (both labs): the process, pod, Deployment and Lease details have no second observation inside act 4.
-    "admitted_during_scale_down.restart_count",
-    "container_name",
-    "deployment.ready_replicas",
-    "existing.restart_count",
-    "identity.container_id",
-    "identity.pid",
-    "identity.pid_start_time_ticks",
-    "lease.acquire_time",
-    "lease.lease_duration_seconds",
-    "lease.lease_transitions",
-    "lease.name",
-    "lease.renew_time",
-    "new_pod.restart_count",
-    "pod_name",
-    "pods[].phase",
-    "pods[].restart_count",
-    "pods[].uid",
-    "process_state",
-    "restart_count",
-    // lab A act 6: the scale-down pod, the new pod's details, the previous holder and the steps' last_seen text.
-    "admitted_during_scale_down.exists",
-    "admitted_during_scale_down.name",
-    "admitted_during_scale_down.namespace",
-    "admitted_during_scale_down.phase",
-    "admitted_during_scale_down.uid",
-    "deny_probes[]",
-    "deny_probes[].raw_response.details.causes[]",
-    "deny_probes[].raw_response.metadata.uid",
-    "first_explicit_deny.last_seen",
-    "lease_acquired.last_seen",
-    "new_pod.namespace",
-    "new_pod.phase",
-    "new_pod.uid",
-    "pod_created.last_seen",
-    "pod_running.last_seen",
-    "previous_lease_holder",
-    "replicas_restored.waited_ms",
-    "webhook_registered.last_seen",
-    // requests: a refusal's details.causes beyond InternalError, a GET's phase, a name with no audit entry.
-    "after_resume[].raw_response.details.causes[]",
-    "bad.name",
-    "bad.sent_at",
-    "control.get.phase",
-    "good.get.at",
-    "good.get.phase",
-    "good.raw_response.metadata.uid",
-    "healthy_bad.name",
-    "target_bad.get.phase",
-    "target_bad.name",
-    "target_bad.raw_response.details.causes[]",
-    "target_good.get.phase",
-    "target_good.labels.environment",
-    "target_good.name",
-    "target_good.raw_response.details.causes[]",
-    // act 3/5: the existing pod's namespace, time and restart count in act 3 itself.
-    "existing.at",
-    // the metrics lines' HELP/TYPE text and the audit window's exact ends.
-    "admission_audit.window[]",
-    "admission_metrics.after.lines[]",
-    "admission_metrics.before.lines[]",
-    // act 8: a check dropped from the list.
-    "checks[]",
-    // lab B act 5/6: the state after resume when it is not T.
-    "freeze.state_after",
-];
 
 /// What one run's mutants gave.
 #[derive(Default)]
@@ -356,7 +257,6 @@ struct Outcome {
     rows: Vec<(u8, Tally, String)>,
     survivors: Vec<String>,
     unheld_needed: BTreeSet<&'static str>,
-    open_needed: BTreeSet<&'static str>,
 }
 
 fn run(mut subject: Subject) -> Outcome {
@@ -390,9 +290,6 @@ fn run(mut subject: Subject) -> Outcome {
             } else if let Some(u) = unheld::unheld(&m.path) {
                 tally.allowed += 1;
                 out.unheld_needed.insert(u.path);
-            } else if let Some(o) = NOT_YET_HELD.iter().find(|o| unheld::matches(o, &m.path)) {
-                tally.open += 1;
-                out.open_needed.insert(o);
             } else {
                 out.survivors.push(format!(
                     "{} act {act} {} {} -> {}",
@@ -446,16 +343,14 @@ fn every_observation_is_held_by_its_acts_grader() {
     let mut per: BTreeMap<String, Tally> = BTreeMap::new();
     let mut survivors = Vec::new();
     let mut unheld_needed = BTreeSet::new();
-    let mut open_needed = BTreeSet::new();
     for (lab, o) in labs.iter().zip(&outcomes) {
         for (act, t, name) in &o.rows {
             println!(
-                "{name:<28} lab {lab} act {act}: {:>4}/{:<4} killed ({:5.1} %), {} unheld, {} not yet held",
+                "{name:<28} lab {lab} act {act}: {:>4}/{:<4} killed ({:5.1} %), {} unheld",
                 t.killed,
                 t.total,
                 pct(t.killed, t.total),
-                t.allowed,
-                t.open
+                t.allowed
             );
             per.entry(format!("lab {lab} act {act}"))
                 .or_default()
@@ -464,33 +359,21 @@ fn every_observation_is_held_by_its_acts_grader() {
         }
         survivors.extend(o.survivors.iter().cloned());
         unheld_needed.extend(o.unheld_needed.iter().copied());
-        open_needed.extend(o.open_needed.iter().copied());
     }
     for (k, t) in &per {
         println!(
-            "kill rate {k}: {}/{} = {:.1} %; of the rest {} unheld by the allowlist, {} not yet held",
+            "kill rate {k}: {}/{} = {:.1} %; the rest, {}, unheld by the allowlist",
             t.killed,
             t.total,
             pct(t.killed, t.total),
-            t.allowed,
-            t.open
+            t.allowed
         );
     }
-    println!(
-        "allowlist: {} entries; not yet held: {} entries",
-        unheld::UNHELD.len(),
-        NOT_YET_HELD.len()
-    );
+    println!("allowlist: {} entries", unheld::UNHELD.len());
     let stale: Vec<&str> = unheld::UNHELD
         .iter()
         .map(|u| u.path)
         .filter(|p| !unheld_needed.contains(p))
-        .chain(
-            NOT_YET_HELD
-                .iter()
-                .copied()
-                .filter(|p| !open_needed.contains(p)),
-        )
         .collect();
     assert!(
         survivors.is_empty(),
@@ -500,6 +383,6 @@ fn every_observation_is_held_by_its_acts_grader() {
     );
     assert!(
         stale.is_empty(),
-        "allowlist or not-yet-held entries no surviving mutant needs (remove them): {stale:?}"
+        "allowlist entries no surviving mutant needs (remove them): {stale:?}"
     );
 }

@@ -94,6 +94,12 @@ pub(crate) fn act4(g: &mut G) {
         format!("{s}.lease.holder"),
         || format!("the Lease holder {holder:?} is none of the recorded pods"),
     );
+    for (i, p) in f.pods.iter().enumerate() {
+        super::witness::pod_observation_agrees_with_itself(g, &format!("{s}.pods[{i}]"), p);
+    }
+    if let Some(ev) = g.evidence(4) {
+        super::witness::investigation_is_the_raw_reads(g, &ev, &f);
+    }
 }
 
 /// Whether the raw ValidatingWebhookConfiguration list holds a webhook named `name`.
@@ -192,11 +198,36 @@ const CALL_FAILURES: [Outcome; 4] = [
     Outcome::DnsError,
 ];
 
+/// Lab A act 5, rule by rule (the row "A 5" of the table in [`super`]).
 pub(crate) fn act5(g: &mut G) {
     let Some(f) = g.facts::<Act5Facts>(5) else {
         return;
     };
     let s = "evidence/05.json facts";
+    watcher_armed_for_the_planned_restore(g, s, &f);
+    let gone = pods_gone_after_the_scale_down(g, s, &f);
+    policy_and_its_listed_registration_are_act2s(g, s, &f);
+    g.times_ordered(
+        &format!("{s}.registrations_checked_at"),
+        &gone,
+        &f.registrations_checked_at,
+    );
+    violating_request_inside_the_fault(g, s, &f, &gone);
+    let sub = format!("{s}.control");
+    g.request(&sub, &f.control, &[Outcome::Stored]);
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{sub}.namespace"),
+        "kca-webhook-control",
+        f.control.namespace.as_str(),
+    );
+    super::existing_pod_survives(g, &format!("{s}.existing"), &f.existing);
+}
+
+/// The recovery watcher was armed before the scale-down, for the planned restore (55 s, back
+/// to 1 replica), and its deadline is its arming time + `restore_after_sec` (it computes one
+/// from the other, [`super::bounds::DERIVED_MS_TOLERANCE`]).
+fn watcher_armed_for_the_planned_restore(g: &mut G, s: &str, f: &Act5Facts) {
     g.times_ordered(
         &format!("{s}.watcher.armed_at"),
         &f.watcher.armed_at,
@@ -235,7 +266,12 @@ pub(crate) fn act5(g: &mut G) {
             )
         },
     );
-    let gone = match &f.pods_gone_at {
+}
+
+/// The controller pods were seen gone after the scale-down; returns when (the scale-down's time
+/// when they were not seen gone, which is flagged [`Code::NotConfirmed`]).
+fn pods_gone_after_the_scale_down(g: &mut G, s: &str, f: &Act5Facts) -> String {
+    match &f.pods_gone_at {
         Some(t) => {
             g.times_ordered(&format!("{s}.pods_gone_at"), &f.scaled_at, t);
             t.clone()
@@ -249,7 +285,12 @@ pub(crate) fn act5(g: &mut G) {
             );
             f.scaled_at.clone()
         }
-    };
+    }
+}
+
+/// The policy object still exists with act 2's UID; the claim about the registration is what
+/// the raw list recorded with it shows, and the policy's webhook, when listed, is act 2's.
+fn policy_and_its_listed_registration_are_act2s(g: &mut G, s: &str, f: &Act5Facts) {
     // The policy object still exists with act 2's UID.
     let a2 = g.facts::<facts::Act2Facts>(2);
     g.check(
@@ -288,11 +329,12 @@ pub(crate) fn act5(g: &mut G) {
     if let Some(a2) = &a2 {
         listed_policy_webhook_equals_act2(g, s, &f.webhook_configurations, &a2.webhook);
     }
-    g.times_ordered(
-        &format!("{s}.registrations_checked_at"),
-        &gone,
-        &f.registrations_checked_at,
-    );
+}
+
+/// The violating request: admitted when no webhook is registered, a call failure when one is;
+/// in the target namespace, unlabelled, sent after the pods were gone and after the registration
+/// list its expected outcome rests on was read, answered before the watcher's deadline.
+fn violating_request_inside_the_fault(g: &mut G, s: &str, f: &Act5Facts, gone: &str) {
     // A violating request: admitted when no webhook is registered; a call failure when one is.
     let sub = format!("{s}.target_bad");
     let expect: &[Outcome] = if f.policy_webhook_present {
@@ -313,7 +355,7 @@ pub(crate) fn act5(g: &mut G) {
         &false,
         &has_env_label(&f.target_bad),
     );
-    g.times_ordered(&sub, &gone, &f.target_bad.sent_at);
+    g.times_ordered(&sub, gone, &f.target_bad.sent_at);
     // What the request shows holds only inside the fault: sent after the registration list that
     // its expected outcome rests on was read, answered before the watcher's deadline (when it
     // restores the replicas, unless act 6 did sooner: act 5 hands the fault over at 0 replicas).
@@ -338,15 +380,6 @@ pub(crate) fn act5(g: &mut G) {
             },
         );
     }
-    let sub = format!("{s}.control");
-    g.request(&sub, &f.control, &[Outcome::Stored]);
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{sub}.namespace"),
-        "kca-webhook-control",
-        f.control.namespace.as_str(),
-    );
-    super::existing_pod_survives(g, &format!("{s}.existing"), &f.existing);
 }
 
 fn step(g: &mut G, subject: &str, st: &TimelineStep) -> Option<String> {
@@ -395,6 +428,13 @@ pub(crate) fn act6(g: &mut G) {
     if let Some(p) = &f.existing {
         super::existing_pod_survives(g, &format!("{s}.existing"), p);
     }
+    act6_reads_are_its_raw_records(g, s, &f);
+    probes_are_the_raw_requests(g, s, &f);
+    deleted_configuration_never_returns(g, s, &f);
+    admitted_during_scale_down_is_act5s_stored_pod(g, s, &f);
+    new_pod_is_a_controller_pod(g, s, &f);
+    last_check_precedes_its_step(g, s, &f);
+    replicas_restored_recorded_first(g, s, &f);
     if registered.is_some() {
         registration_after_recovery_equals_act2(g, s, &f);
     }
@@ -402,6 +442,257 @@ pub(crate) fn act6(g: &mut G) {
     no_probe_admitted_after_a_call(g, s, &f);
     if let Some(d) = &denied {
         first_deny_is_the_last_probe(g, s, &f, d);
+    }
+}
+
+/// Act 6's reads are the objects it kept verbatim: the previous Lease holder is the
+/// `holderIdentity` of the Lease read before the restore (raw `lease-before`, `null` when there
+/// was none), and act 5's admitted pod and act 3's pod are their raw reads
+/// (`admitted-during-scale-down`, `existing`). Flags [`Code::RawMismatch`] /
+/// [`Code::ObservationMissing`].
+fn act6_reads_are_its_raw_records(g: &mut G, s: &str, f: &Act6Facts) {
+    let Some(ev) = g.evidence(6) else {
+        return;
+    };
+    let sub = format!("{s}.previous_lease_holder");
+    match super::witness::raw_record(&ev, "lease-before") {
+        Some(l) => {
+            let raw = l.pointer("/spec/holderIdentity").and_then(|h| h.as_str());
+            g.check(
+                raw == f.previous_lease_holder.as_deref(),
+                Code::RawMismatch,
+                sub,
+                || {
+                    format!(
+                        "recorded {:?}, the Lease read says {raw:?}",
+                        f.previous_lease_holder
+                    )
+                },
+            );
+        }
+        None => {
+            g.check(false, Code::ObservationMissing, sub, || {
+                "evidence/06.json has no raw record \"lease-before\"".into()
+            });
+        }
+    }
+    for (what, key, p) in [
+        (
+            "admitted-during-scale-down",
+            "admitted_during_scale_down",
+            &f.admitted_during_scale_down,
+        ),
+        ("existing", "existing", &f.existing),
+    ] {
+        if let Some(p) = p {
+            super::witness::pod_observation_is_its_raw_record(
+                g,
+                &ev,
+                what,
+                &format!("{s}.{key}"),
+                p,
+            );
+        }
+    }
+}
+
+/// The probes act 6 records are the requests it kept verbatim, one raw `request:*` record per
+/// probe (`request:deny-probe-dry-run`), the same names in the same order: a probe left out of
+/// the facts is one the raw records still hold. Flags [`Code::RawMismatch`].
+fn probes_are_the_raw_requests(g: &mut G, s: &str, f: &Act6Facts) {
+    let Some(ev) = g.evidence(6) else {
+        return;
+    };
+    let raw: Vec<&str> = ev
+        .raw
+        .iter()
+        .filter(|r| r.get("what").and_then(|w| w.as_str()) == Some("request:deny-probe-dry-run"))
+        .filter_map(|r| r.pointer("/data/name").and_then(|n| n.as_str()))
+        .collect();
+    let recorded: Vec<&str> = f.deny_probes.iter().map(|p| p.name.as_str()).collect();
+    g.check(
+        raw == recorded,
+        Code::RawMismatch,
+        format!("{s}.deny_probes"),
+        || format!("recorded probes {recorded:?}; the raw requests are {raw:?}"),
+    );
+}
+
+/// A webhook configuration act 5 saw deleted does not come back with the same UID (a UID is
+/// never reused): when act 5's raw list holds no configuration with act 2's UID, the
+/// registration after recovery is in a new configuration object, whose UID is not act 2's.
+/// Flags [`Code::UidMismatch`].
+fn deleted_configuration_never_returns(g: &mut G, s: &str, f: &Act6Facts) {
+    let (Some(w), Some(a2), Some(a5)) = (
+        &f.webhook,
+        g.facts::<facts::Act2Facts>(2),
+        g.facts::<Act5Facts>(5),
+    ) else {
+        return;
+    };
+    let Some(old) = a2.webhook.configuration_uid.as_deref() else {
+        return;
+    };
+    let listed = a5
+        .webhook_configurations
+        .get("items")
+        .and_then(|i| i.as_array())
+        .is_some_and(|items| {
+            items
+                .iter()
+                .any(|c| c.pointer("/metadata/uid").and_then(|u| u.as_str()) == Some(old))
+        });
+    if !listed {
+        g.check(
+            w.configuration_uid.as_deref() != Some(old),
+            Code::UidMismatch,
+            format!("{s}.webhook.configuration_uid"),
+            || format!("act 2's configuration {old} was gone in act 5's list, yet act 6 names it"),
+        );
+    }
+}
+
+/// Act 5's violating pod, read after the recovery, is the pod act 5 stored: its name,
+/// namespace and, when found, the UID act 5's GET found (admission does not remove existing
+/// objects, `docs/labs.md` act 6). Flags [`Code::PodReplaced`] and, for an observation that
+/// disagrees with itself, [`Code::RawMismatch`].
+fn admitted_during_scale_down_is_act5s_stored_pod(g: &mut G, s: &str, f: &Act6Facts) {
+    let Some(p) = &f.admitted_during_scale_down else {
+        return;
+    };
+    let sub = format!("{s}.admitted_during_scale_down");
+    super::witness::pod_observation_agrees_with_itself(g, &sub, p);
+    let Some(a5) = g.facts::<Act5Facts>(5) else {
+        return;
+    };
+    let r = &a5.target_bad;
+    g.check(
+        (p.name.as_str(), p.namespace.as_str()) == (r.name.as_str(), r.namespace.as_str())
+            && (!p.exists || p.uid == r.get.uid),
+        Code::PodReplaced,
+        sub,
+        || {
+            format!(
+                "{}/{} uid {:?}; act 5 stored {}/{} uid {:?}",
+                p.namespace, p.name, p.uid, r.namespace, r.name, r.get.uid
+            )
+        },
+    );
+}
+
+/// The new pod is a pod of act 1's controller Deployment: in its namespace, named
+/// `<deployment>-<replicaset hash>-<suffix>`, and agrees with itself. Flags
+/// [`Code::ValueMismatch`] / [`Code::RawMismatch`].
+fn new_pod_is_a_controller_pod(g: &mut G, s: &str, f: &Act6Facts) {
+    let Some(p) = &f.new_pod else {
+        return;
+    };
+    super::witness::pod_observation_agrees_with_itself(g, &format!("{s}.new_pod"), p);
+    let Some(a1) = g.facts::<facts::Act1Facts>(1) else {
+        return;
+    };
+    let d = &a1.controller_deployment;
+    g.check(
+        Some(p.namespace.as_str()) == d.namespace.as_deref()
+            && p.name.starts_with(&format!("{}-", d.name)),
+        Code::ValueMismatch,
+        format!("{s}.new_pod"),
+        || {
+            format!(
+                "pod {}/{} is not a pod of act 1's Deployment {:?}/{}",
+                p.namespace, p.name, d.namespace, d.name
+            )
+        },
+    );
+}
+
+/// What each recovery step waits for, as the beginnings of the state its wait last saw (after
+/// the time, `"<time> <state>"`; `lab/src/labs/a.rs` `observe_recovery`).
+const STEP_STATES: &[(&str, &[&str])] = &[
+    ("pod_created", &["no controller pod", "only pods act 4 saw"]),
+    (
+        "pod_running",
+        &["pod ", "no controller pod", "only pods act 4 saw"],
+    ),
+    ("lease_acquired", &["holder "]),
+    ("webhook_registered", &["no webhook for the policy"]),
+    ("first_explicit_deny", &["probe "]),
+];
+
+/// A confirmed step's `last_seen` is the wait's last check that did not yet see it: a time in
+/// `[start, at]` (`start = at − waited_ms`, [`super::bounds::STEP_START_SPREAD_MS`]) followed by
+/// the state that step waits on ([`STEP_STATES`]). Flags [`Code::TimesInconsistent`] and
+/// [`Code::ValueMismatch`].
+fn last_check_precedes_its_step(g: &mut G, s: &str, f: &Act6Facts) {
+    let steps = [
+        ("pod_created", &f.pod_created),
+        ("pod_running", &f.pod_running),
+        ("lease_acquired", &f.lease_acquired),
+        ("webhook_registered", &f.webhook_registered),
+        ("first_explicit_deny", &f.first_explicit_deny),
+    ];
+    for (name, st) in steps {
+        let (Some(seen), Some(text)) = (st.seen_at(), st.last_seen.as_deref()) else {
+            continue;
+        };
+        let sub = format!("{s}.{name}.last_seen");
+        let start = seen
+            - chrono::Duration::milliseconds(
+                st.waited_ms as i64 + super::bounds::STEP_START_SPREAD_MS,
+            );
+        let last = st.last_check_before();
+        g.check(
+            last.is_some_and(|t| t >= start && t <= seen),
+            Code::TimesInconsistent,
+            sub.clone(),
+            || {
+                format!(
+                    "{text:?} is not a check between the wait's start and {:?}",
+                    st.at
+                )
+            },
+        );
+        let state = text.split_once(' ').map_or("", |(_, r)| r);
+        let expected = STEP_STATES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(&[][..], |(_, p)| *p);
+        g.check(
+            expected.iter().any(|p| state.starts_with(p)),
+            Code::ValueMismatch,
+            sub,
+            || format!("{state:?} is not a state the {name} wait looks at ({expected:?})"),
+        );
+    }
+}
+
+/// The restore is the recovery's first step, recorded before any other: its `waited_ms` is no
+/// more than any later confirmed step's (every step's wait counts from the same start). Flags
+/// [`Code::TimesInconsistent`].
+fn replicas_restored_recorded_first(g: &mut G, s: &str, f: &Act6Facts) {
+    let later = [
+        &f.pod_created,
+        &f.pod_running,
+        &f.lease_acquired,
+        &f.webhook_registered,
+        &f.first_explicit_deny,
+    ]
+    .into_iter()
+    .filter(|st| st.seen_at().is_some())
+    .map(|st| st.waited_ms)
+    .min();
+    if let (Some(m), Some(_)) = (later, f.replicas_restored.seen_at()) {
+        g.check(
+            f.replicas_restored.waited_ms <= m,
+            Code::TimesInconsistent,
+            format!("{s}.replicas_restored.waited_ms"),
+            || {
+                format!(
+                    "the restore was recorded after {} ms, later than a step it causes ({m} ms)",
+                    f.replicas_restored.waited_ms
+                )
+            },
+        );
     }
 }
 
@@ -617,6 +908,15 @@ fn registration_after_recovery_equals_act2(g: &mut G, s: &str, f: &Act6Facts) {
                 w,
                 &a2.webhook,
                 super::SameRegistration::NewConfigurationObject,
+            );
+            // A configuration object, new or not, has a UID (held across acts by
+            // `witness::one_uid_one_object`).
+            let uid = w.configuration_uid.as_deref();
+            g.check(
+                uid.is_some_and(super::is_uid),
+                Code::UidMismatch,
+                format!("{s}.webhook.configuration_uid"),
+                || format!("expected the configuration's UID, found {uid:?}"),
             );
             g.expect_eq(
                 Code::TimesInconsistent,

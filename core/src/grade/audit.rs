@@ -4,9 +4,9 @@
 //!
 //! Acts checked: 3, 5, 6 and 7 of both labs. `H` is the policy's webhook for the act (as in
 //! [`super::metrics`]). The act's requests are every request record in its `facts` and `raw`.
-//! Rules (kube-apiserver v1.35 audit and the validating webhook dispatcher;
-//! `../shared/research/kubernetes.md` §1 (a)-(c)); each is one claim, named in the finding's
-//! subject:
+//! Rules (kube-apiserver v1.35 audit and the validating webhook dispatcher, k8s.io/apiserver
+//! v0.35.0 `pkg/admission/plugin/webhook/validating/dispatcher.go` and `pkg/audit`; Kubernetes
+//! docs "Auditing"); each is one claim, named in the finding's subject:
 //!
 //! 1. `raw`: the parsed `events` agree with what the recorded verbatim `lines` give (every field a
 //!    recorded view holds has the re-parsed value; rules 2-7 read the re-parsed view), every line is
@@ -99,6 +99,12 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
     let requests =
         crate::evidence::request_records(&[&ev.facts, &serde_json::Value::Array(ev.raw.clone())]);
 
+    let ctx = Ctx {
+        file: &file,
+        hook: hook.as_deref(),
+        timeout_seconds,
+        ev,
+    };
     for (name, r) in &requests {
         let Some((i, ra)) = a.requests.iter().enumerate().find(|(_, x)| &x.name == name) else {
             g.check(
@@ -115,175 +121,12 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
             continue;
         };
         let at = format!("{subject}.requests[{i}]");
-        // Rule 1: raw first.
-        let reparsed: Vec<_> = ra
-            .lines
-            .iter()
-            .enumerate()
-            .filter_map(|(k, l)| audit::parse_line(k, l).ok())
-            .collect();
-        let foreign: Vec<usize> = ra
-            .lines
-            .iter()
-            .enumerate()
-            .filter(|(_, l)| !audit::matches(r, l))
-            .map(|(k, _)| k)
-            .collect();
-        let agrees = ra.events.len() == reparsed.len()
-            && ra
-                .events
-                .iter()
-                .zip(&reparsed)
-                .all(|(x, y)| view_agrees(x, y));
-        // The entry is keyed to the request it is matched to: its namespace and window are the
-        // record's own.
-        let keyed = (&ra.namespace, &ra.sent_at, &ra.answered_at)
-            == (&r.namespace, &r.sent_at, &r.answered_at);
-        g.check(
-            agrees && foreign.is_empty() && keyed,
-            Code::RawMismatch,
-            format!("{at} raw"),
-            || {
-                format!(
-                    "recorded {} events, the recorded lines give {}; lines not of request {name}: {foreign:?}; entry namespace/sent_at/answered_at {:?} vs the record's {:?}",
-                    ra.events.len(),
-                    reparsed.len(),
-                    (&ra.namespace, &ra.sent_at, &ra.answered_at),
-                    (&r.namespace, &r.sent_at, &r.answered_at)
-                )
-            },
-        );
-        // Rules 2-7 read the events re-parsed from the verbatim lines (raw first).
-        let view = audit::RequestAudit {
-            events: reparsed,
-            ..ra.clone()
-        };
-        // Rule 2: a final event.
-        let Some(e) = view.final_event() else {
-            g.check(
-                false,
-                Code::ObservationMissing,
-                format!("{at} final-event"),
-                || {
-                    ra.missing
-                        .clone()
-                        .unwrap_or_else(|| format!("no ResponseComplete/Panic event for {name}"))
-                },
-            );
+        let Some(view) = events_are_the_lines(g, &at, name, r, ra) else {
             continue;
         };
-        g.checks += 1;
-        let event = format!(
-            "audit event {} ({at}.lines[{}], stage {}, code {}, annotations {:?})",
-            e.audit_id,
-            e.line,
-            e.stage,
-            e.code.map_or("none".into(), |c| c.to_string()),
-            e.failed_open()
-        );
-        let request = format!(
-            "{file} request {name} ({}, HTTP {}, GET exists {})",
-            r.outcome.as_str(),
-            r.http_status,
-            r.get.exists
-        );
-        let disagree = |rule: &str, g: &mut G<'_>, ok: bool| {
-            g.check(ok, Code::AuditContradicted, format!("{at} {rule}"), || {
-                format!("{request} vs {event}")
-            });
-        };
-        // Rule 3: the same HTTP status, and for a failure the same message (the API server logs
-        // the Status it sent: a deny names the webhook and the policy's verdict).
-        disagree("response-code", g, e.code == Some(r.http_status));
-        if r.http_status >= 300 {
-            disagree("response-message", g, e.message == r.message);
-        }
-        let failed_open = e.failed_open();
-        let is_ignore = hook.as_deref().is_some_and(|h| h.contains("-ignore-"));
-        // Rule 4: a failed call under Fail is a 5xx, not failed open, not stored.
-        let call_failed = r
-            .message
-            .as_deref()
-            .and_then(crate::classify::parse_call_failure)
-            .is_some_and(|c| Some(&c.webhook) == hook.as_ref());
-        if !is_ignore && (r.outcome == Outcome::WebhookTimeout || call_failed) {
-            disagree(
-                "timeout-under-fail",
-                g,
-                e.code.is_some_and(|c| c >= 500) && failed_open.is_empty() && !r.get.exists,
-            );
-        }
-        // Rule 5: failed open exactly where an Ignore webhook let a target pod through.
-        let expect_open = is_ignore && r.namespace == TARGET && r.outcome == Outcome::Stored;
-        let names_hook =
-            !failed_open.is_empty() && failed_open.iter().all(|(_, w)| Some(*w) == hook.as_deref());
-        disagree(
-            "failed-open",
-            g,
-            if expect_open {
-                names_hook
-            } else {
-                failed_open.is_empty()
-            },
-        );
-        // Rule 6: an explicit deny is the webhook's answer, not a failure.
-        if r.outcome == Outcome::ExplicitDeny {
-            disagree(
-                "explicit-deny",
-                g,
-                e.code == Some(r.http_status)
-                    && crate::classify::is_explicit_deny_status(r.http_status)
-                    && failed_open.is_empty(),
-            );
-        }
-        // Rule 7: lab A act 5 — admitted because no webhook matched.
-        if g.lab == Lab::A
-            && g.act == 5
-            && r.namespace == TARGET
-            && ev
-                .facts
-                .get("policy_webhook_present")
-                .and_then(|v| v.as_bool())
-                == Some(false)
-        {
-            disagree(
-                "admitted-without-webhook",
-                g,
-                r.outcome == Outcome::Stored && failed_open.is_empty() && e.code == Some(201),
-            );
-        }
-        // Rule 8: the API server's own timing of the call is a second witness of the record's.
-        let witness = CallWitness {
-            at: &at,
-            both: format!("{request} vs {event}"),
-            timeout_seconds,
-            timed_out: r.outcome == Outcome::WebhookTimeout
-                || (!failed_open.is_empty()
-                    && timeout_seconds.is_some_and(|t| timeout_inside_freeze(ev, r, t))),
-            called: call_failed
-                || !failed_open.is_empty()
-                || matches!(r.outcome, Outcome::WebhookTimeout | Outcome::ExplicitDeny),
-        };
-        webhook_call_timing_agrees(g, &witness, r, e);
+        final_event_agrees_with_the_record(g, &ctx, &at, name, r, &view);
     }
-    // The window read is the act's: it began before the first request was sent and ended after
-    // the last answer.
-    let t = |s: &str| crate::facts::parse_rfc3339(s);
-    let first_sent = requests.values().filter_map(|r| t(&r.sent_at)).min();
-    let last_answered = requests.values().filter_map(|r| t(&r.answered_at)).max();
-    let skew = chrono::Duration::milliseconds(super::bounds::CLOCK_SKEW_MS as i64);
-    let inside = |x: chrono::DateTime<chrono::Utc>| matches!((t(&ev.started_at), t(&ev.finished_at)), (Some(s), Some(e)) if x >= s - skew && x <= e + skew);
-    let framed = match (t(&a.window.0), t(&a.window.1), first_sent, last_answered) {
-        (Some(b), Some(e), Some(s), Some(l)) => b <= s && e >= l && inside(b) && inside(e),
-        (Some(b), Some(e), None, None) => b <= e && inside(b) && inside(e),
-        _ => false,
-    };
-    g.check(framed, Code::RawMismatch, format!("{subject}.window"), || {
-        format!(
-            "window {:?}; the act's requests were sent from {first_sent:?} and answered until {last_answered:?}",
-            a.window
-        )
-    });
+    window_opens_with_the_act_and_frames_its_requests(g, &subject, ev, &a, &requests);
     // Entries for requests the act did not record are not evidence of anything: flag them.
     let known: BTreeSet<&String> = requests.keys().collect();
     let extra: Vec<&str> = a
@@ -298,6 +141,266 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
         format!("{subject} raw"),
         || format!("audit entries for requests the act did not record: {extra:?}"),
     );
+}
+
+/// What rules 3-8 read besides the request: the evidence file's name, the policy's webhook `H`
+/// and its `timeoutSeconds`, the evidence.
+struct Ctx<'c> {
+    file: &'c str,
+    hook: Option<&'c str>,
+    timeout_seconds: Option<u32>,
+    ev: &'c Evidence,
+}
+
+/// Rule 1, raw first: the request's entry is its verbatim lines (the parsed events are what
+/// the lines give, every line is an event of this request) and is keyed to the record (its
+/// namespace, `sent_at`, `answered_at`); flags [`Code::RawMismatch`]. Returns the entry with
+/// the events re-parsed from the lines, which rules 2-8 read.
+fn events_are_the_lines(
+    g: &mut G<'_>,
+    at: &str,
+    name: &str,
+    r: &crate::evidence::RequestRecord,
+    ra: &audit::RequestAudit,
+) -> Option<audit::RequestAudit> {
+    // Rule 1: raw first.
+    let reparsed: Vec<_> = ra
+        .lines
+        .iter()
+        .enumerate()
+        .filter_map(|(k, l)| audit::parse_line(k, l).ok())
+        .collect();
+    let foreign: Vec<usize> = ra
+        .lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| !audit::matches(r, l))
+        .map(|(k, _)| k)
+        .collect();
+    let agrees = ra.events.len() == reparsed.len()
+        && ra
+            .events
+            .iter()
+            .zip(&reparsed)
+            .all(|(x, y)| view_agrees(x, y));
+    // The entry is keyed to the request it is matched to: its namespace and window are the
+    // record's own.
+    let keyed =
+        (&ra.namespace, &ra.sent_at, &ra.answered_at) == (&r.namespace, &r.sent_at, &r.answered_at);
+    g.check(
+        agrees && foreign.is_empty() && keyed,
+        Code::RawMismatch,
+        format!("{at} raw"),
+        || {
+            format!(
+                "recorded {} events, the recorded lines give {}; lines not of request {name}: {foreign:?}; entry namespace/sent_at/answered_at {:?} vs the record's {:?}",
+                ra.events.len(),
+                reparsed.len(),
+                (&ra.namespace, &ra.sent_at, &ra.answered_at),
+                (&r.namespace, &r.sent_at, &r.answered_at)
+            )
+        },
+    );
+    // Rules 2-7 read the events re-parsed from the verbatim lines (raw first).
+    Some(audit::RequestAudit {
+        events: reparsed,
+        ..ra.clone()
+    })
+}
+
+/// Rules 2-8 on one request's final event: it exists (rule 2, [`Code::ObservationMissing`]),
+/// and its code, message, failed-open annotation and timing agree with the record (rules 3-8,
+/// [`Code::AuditContradicted`]).
+fn final_event_agrees_with_the_record(
+    g: &mut G<'_>,
+    c: &Ctx<'_>,
+    at: &str,
+    name: &str,
+    r: &crate::evidence::RequestRecord,
+    view: &audit::RequestAudit,
+) {
+    // Rule 2: a final event.
+    let Some(e) = view.final_event() else {
+        g.check(
+            false,
+            Code::ObservationMissing,
+            format!("{at} final-event"),
+            || {
+                view.missing
+                    .clone()
+                    .unwrap_or_else(|| format!("no ResponseComplete/Panic event for {name}"))
+            },
+        );
+        return;
+    };
+    g.checks += 1;
+    let event = format!(
+        "audit event {} ({at}.lines[{}], stage {}, code {}, annotations {:?})",
+        e.audit_id,
+        e.line,
+        e.stage,
+        e.code.map_or("none".into(), |c| c.to_string()),
+        e.failed_open()
+    );
+    let request = format!(
+        "{} request {name} ({}, HTTP {}, GET exists {})",
+        c.file,
+        r.outcome.as_str(),
+        r.http_status,
+        r.get.exists
+    );
+    let both = format!("{request} vs {event}");
+    answer_rules_agree(g, c, at, r, e, &both);
+    call_timing_agrees(g, c, at, r, e, both);
+}
+
+/// Rules 3-7 on a request's final event `e` (see the module docs): the same HTTP status and
+/// message, a failed call under Fail a 5xx not failed open and not stored, failed open exactly
+/// where an Ignore webhook let a target pod through, a deny the webhook's answer, lab A act 5's
+/// pod admitted without a webhook. Flags [`Code::AuditContradicted`]; `both` names the records.
+fn answer_rules_agree(
+    g: &mut G<'_>,
+    c: &Ctx<'_>,
+    at: &str,
+    r: &crate::evidence::RequestRecord,
+    e: &audit::EventView,
+    both: &str,
+) {
+    let disagree = |rule: &str, g: &mut G<'_>, ok: bool| {
+        g.check(ok, Code::AuditContradicted, format!("{at} {rule}"), || {
+            both.to_owned()
+        });
+    };
+    // Rule 3: the same HTTP status, and for a failure the same message (the API server logs
+    // the Status it sent: a deny names the webhook and the policy's verdict).
+    disagree("response-code", g, e.code == Some(r.http_status));
+    if r.http_status >= 300 {
+        disagree("response-message", g, e.message == r.message);
+    }
+    let failed_open = e.failed_open();
+    let is_ignore = super::metrics::policy_is_ignore(g, c.ev);
+    // Rule 4: a failed call under Fail is a 5xx, not failed open, not stored.
+    let call_failed = r
+        .message
+        .as_deref()
+        .and_then(crate::classify::parse_call_failure)
+        .is_some_and(|f| Some(f.webhook.as_str()) == c.hook);
+    if !is_ignore && (r.outcome == Outcome::WebhookTimeout || call_failed) {
+        disagree(
+            "timeout-under-fail",
+            g,
+            e.code.is_some_and(|c| c >= 500) && failed_open.is_empty() && !r.get.exists,
+        );
+    }
+    // Rule 5: failed open exactly where an Ignore webhook let a target pod through.
+    let expect_open = is_ignore && r.namespace == TARGET && r.outcome == Outcome::Stored;
+    let names_hook = !failed_open.is_empty() && failed_open.iter().all(|(_, w)| Some(*w) == c.hook);
+    disagree(
+        "failed-open",
+        g,
+        if expect_open {
+            names_hook
+        } else {
+            failed_open.is_empty()
+        },
+    );
+    // Rule 6: an explicit deny is the webhook's answer, not a failure.
+    if r.outcome == Outcome::ExplicitDeny {
+        disagree(
+            "explicit-deny",
+            g,
+            e.code == Some(r.http_status)
+                && crate::classify::is_explicit_deny_status(r.http_status)
+                && failed_open.is_empty(),
+        );
+    }
+    // Rule 7: lab A act 5 — admitted because no webhook matched.
+    if g.lab == Lab::A
+        && g.act == 5
+        && r.namespace == TARGET
+        && c.ev
+            .facts
+            .get("policy_webhook_present")
+            .and_then(|v| v.as_bool())
+            == Some(false)
+    {
+        disagree(
+            "admitted-without-webhook",
+            g,
+            r.outcome == Outcome::Stored && failed_open.is_empty() && e.code == Some(201),
+        );
+    }
+}
+
+/// Rule 8: the API server's own timing of the call to `H` is a second witness of the record's
+/// ([`webhook_call_timing_agrees`]).
+fn call_timing_agrees(
+    g: &mut G<'_>,
+    c: &Ctx<'_>,
+    at: &str,
+    r: &crate::evidence::RequestRecord,
+    e: &audit::EventView,
+    both: String,
+) {
+    let failed_open = e.failed_open();
+    let call_failed = r
+        .message
+        .as_deref()
+        .and_then(crate::classify::parse_call_failure)
+        .is_some_and(|f| Some(f.webhook.as_str()) == c.hook);
+    // Rule 8: the API server's own timing of the call is a second witness of the record's.
+    let witness = CallWitness {
+        at,
+        both,
+        timeout_seconds: c.timeout_seconds,
+        timed_out: r.outcome == Outcome::WebhookTimeout
+            || (!failed_open.is_empty()
+                && c.timeout_seconds
+                    .is_some_and(|t| timeout_inside_freeze(c.ev, r, t))),
+        called: call_failed
+            || !failed_open.is_empty()
+            || matches!(r.outcome, Outcome::WebhookTimeout | Outcome::ExplicitDeny),
+    };
+    webhook_call_timing_agrees(g, &witness, r, e);
+}
+
+/// The window read is the act's: it opens as the act begins (the act's recorder is made
+/// `with_audit`, `lab/src/labs`), before the first request was sent, and closes after the last
+/// answer, inside the act. Flags [`Code::RawMismatch`].
+fn window_opens_with_the_act_and_frames_its_requests(
+    g: &mut G<'_>,
+    subject: &str,
+    ev: &Evidence,
+    a: &AdmissionAudit,
+    requests: &std::collections::BTreeMap<String, crate::evidence::RequestRecord>,
+) {
+    // The window read is the act's: it began before the first request was sent and ended after
+    // the last answer.
+    let t = |s: &str| crate::facts::parse_rfc3339(s);
+    let first_sent = requests.values().filter_map(|r| t(&r.sent_at)).min();
+    let last_answered = requests.values().filter_map(|r| t(&r.answered_at)).max();
+    let skew = chrono::Duration::milliseconds(super::bounds::CLOCK_SKEW_MS as i64);
+    let inside = |x: chrono::DateTime<chrono::Utc>| matches!((t(&ev.started_at), t(&ev.finished_at)), (Some(s), Some(e)) if x >= s - skew && x <= e + skew);
+    // The window opens as the act begins (the act's recorder is made `with_audit`, `lab/src/labs`),
+    // so its start is the evidence's `started_at` (`bounds::AUDIT_WINDOW_OPEN_MS`).
+    let opened_at_start = |b: chrono::DateTime<chrono::Utc>| {
+        t(&ev.started_at).is_some_and(|s| {
+            b >= s - skew && (b - s).num_milliseconds() <= super::bounds::AUDIT_WINDOW_OPEN_MS
+        })
+    };
+    let framed = match (t(&a.window.0), t(&a.window.1), first_sent, last_answered) {
+        (Some(b), Some(e), Some(s), Some(l)) => {
+            b <= s && e >= l && inside(b) && inside(e) && opened_at_start(b)
+        }
+        (Some(b), Some(e), None, None) => b <= e && inside(b) && inside(e),
+        _ => false,
+    };
+    g.check(framed, Code::RawMismatch, format!("{subject}.window"), || {
+    format!(
+        "window {:?}; the act's requests were sent from {first_sent:?} and answered until {last_answered:?}",
+        a.window
+    )
+});
 }
 
 /// Whether a request that failed open can only have timed out: it was sent while the target was

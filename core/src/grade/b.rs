@@ -80,6 +80,14 @@ pub(crate) fn act4(g: &mut G) {
         format!("{s}.process_state"),
         || "act 4 only investigates; the process was found stopped".into(),
     );
+    super::witness::process_state_is_a_proc_state(
+        g,
+        &format!("{s}.process_state"),
+        &f.process_state,
+    );
+    if let Some(ev) = g.evidence(4) {
+        super::witness::identity_is_the_cri_container(g, &ev, &f);
+    }
 }
 
 /// Checks one freeze run, rule by rule (each a function named after what it holds; the rows
@@ -201,6 +209,11 @@ fn process_stopped_only_during_freeze(g: &mut G, s: &str, w: &FreezeWindow) {
         format!("{s}.freeze.state_after"),
         || format!("state after resume is {:?}", w.state_after),
     );
+    super::witness::process_state_is_a_proc_state(
+        g,
+        &format!("{s}.freeze.state_after"),
+        &w.state_after,
+    );
 }
 
 /// The registration read during the fault is present, its claim agrees with the snapshot, its
@@ -241,64 +254,7 @@ fn registration_during_freeze_is_the_recorded_one(
             &super::Scope::of_raw(snap),
         );
         if let Some(h) = hook {
-            const NULL: &serde_json::Value = &serde_json::Value::Null;
-            let raw = |k: &str| snap.get(k).unwrap_or(NULL);
-            let recorded = (
-                (
-                    h.name.as_str(),
-                    h.failure_policy.as_str(),
-                    Some(h.timeout_seconds),
-                ),
-                h.service.as_ref().map(|x| {
-                    (
-                        Some(x.namespace.as_str()),
-                        Some(x.name.as_str()),
-                        x.path.as_deref(),
-                        Some(i64::from(x.port)),
-                    )
-                }),
-                (
-                    &h.namespace_selector,
-                    &h.object_selector,
-                    &h.match_conditions,
-                    &h.rules,
-                ),
-                (Some(h.side_effects.as_str()), h.match_policy.as_deref()),
-            );
-            let during = (
-                (
-                    snap_hook.0.unwrap_or(""),
-                    snap_hook.1.unwrap_or(""),
-                    snap_hook.2,
-                ),
-                snap.pointer("/clientConfig/service").map(|x| {
-                    (
-                        x.get("namespace").and_then(|v| v.as_str()),
-                        x.get("name").and_then(|v| v.as_str()),
-                        x.get("path").and_then(|v| v.as_str()),
-                        x.get("port").and_then(|v| v.as_i64()),
-                    )
-                }),
-                (
-                    raw("namespaceSelector"),
-                    raw("objectSelector"),
-                    raw("matchConditions"),
-                    raw("rules"),
-                ),
-                (raw("sideEffects").as_str(), raw("matchPolicy").as_str()),
-            );
-            g.check(
-                recorded == during,
-                Code::RegistrationChanged,
-                format!("{s}.registration_snapshot"),
-                || {
-                    format!(
-                        "during the freeze: {}; recorded before: {}",
-                        super::abbreviate(snap),
-                        super::abbreviate(&serde_json::to_value(h).unwrap_or_default())
-                    )
-                },
-            );
+            snapshot_is_the_recorded_registration(g, s, snap, h);
         }
         g.check(
             snap_hook.2 == Some(run.timeout_seconds),
@@ -320,6 +276,76 @@ fn registration_during_freeze_is_the_recorded_one(
             &run.timeout_seconds,
         );
     }
+}
+
+/// The registration snapshot read during the freeze (raw, camelCase) is `h`, the registration
+/// the earlier act recorded: the same name, failure policy, timeout, client config, selectors,
+/// match conditions, rules, sideEffects and matchPolicy. Flags [`Code::RegistrationChanged`].
+fn snapshot_is_the_recorded_registration(
+    g: &mut G,
+    s: &str,
+    snap: &serde_json::Value,
+    h: &facts::WebhookFacts,
+) {
+    let snap_hook = snapshot_webhook(snap);
+    const NULL: &serde_json::Value = &serde_json::Value::Null;
+    let raw = |k: &str| snap.get(k).unwrap_or(NULL);
+    let recorded = (
+        (
+            h.name.as_str(),
+            h.failure_policy.as_str(),
+            Some(h.timeout_seconds),
+        ),
+        h.service.as_ref().map(|x| {
+            (
+                Some(x.namespace.as_str()),
+                Some(x.name.as_str()),
+                x.path.as_deref(),
+                Some(i64::from(x.port)),
+            )
+        }),
+        (
+            &h.namespace_selector,
+            &h.object_selector,
+            &h.match_conditions,
+            &h.rules,
+        ),
+        (Some(h.side_effects.as_str()), h.match_policy.as_deref()),
+    );
+    let during = (
+        (
+            snap_hook.0.unwrap_or(""),
+            snap_hook.1.unwrap_or(""),
+            snap_hook.2,
+        ),
+        snap.pointer("/clientConfig/service").map(|x| {
+            (
+                x.get("namespace").and_then(|v| v.as_str()),
+                x.get("name").and_then(|v| v.as_str()),
+                x.get("path").and_then(|v| v.as_str()),
+                x.get("port").and_then(|v| v.as_i64()),
+            )
+        }),
+        (
+            raw("namespaceSelector"),
+            raw("objectSelector"),
+            raw("matchConditions"),
+            raw("rules"),
+        ),
+        (raw("sideEffects").as_str(), raw("matchPolicy").as_str()),
+    );
+    g.check(
+        recorded == during,
+        Code::RegistrationChanged,
+        format!("{s}.registration_snapshot"),
+        || {
+            format!(
+                "during the freeze: {}; recorded before: {}",
+                super::abbreviate(snap),
+                super::abbreviate(&serde_json::to_value(h).unwrap_or_default())
+            )
+        },
+    );
 }
 
 /// During the freeze the target requests (a labelled and a violating pod, in the target
@@ -626,6 +652,9 @@ pub(crate) fn act6(g: &mut G) {
         &f.policy,
         InputFile::PolicyIgnore,
     );
+    if let Some(ev) = g.evidence(6) {
+        super::witness::stored_policy_is_the_raw_read(g, &ev, &format!("{s}.policy"), &f.policy);
+    }
     g.request(
         &format!("{s}.healthy_bad"),
         &f.healthy_bad,

@@ -14,6 +14,7 @@
 //! | … of any call, and the audit event's own span (`stageTimestamp − requestReceivedTimestamp`) | `0` | the record's `elapsed_ms + CLOCK_SKEW_MS` ([`call_inside_request_ms`]) | every act with audit/metrics |
 //! | … of an explicit deny's call | `0` | `T·1000` exclusive ([`deny_call_max_ms`]) | every act with audit/metrics |
 //! | a request's follow-up GET (`get.at − answered_at`) | `0` | `GET_AFTER_ANSWER_MS` | every request |
+//! | an act's audit window opening (`window[0] − started_at`) | `−CLOCK_SKEW_MS` | `AUDIT_WINDOW_OPEN_MS` | acts with audit |
 //! | a recorded duration vs the difference of its two recorded timestamps | `−DERIVED_MS_TOLERANCE` | `+DERIVED_MS_TOLERANCE` | lab B acts 5, 6; lab A act 6 |
 //!
 //! `T` is the live registration's `timeoutSeconds` (act 2 / act 6's webhook, the snapshot read
@@ -63,6 +64,12 @@ pub const DERIVED_MS_TOLERANCE: i64 = 2;
 /// observation and `waited_ms` is read when the act records it, an API call or two later (a
 /// few ms; on a loaded machine more, never seconds).
 pub const STEP_START_SPREAD_MS: i64 = 1000;
+
+/// How long after an act's `started_at` its audit window may open, milliseconds: the act's
+/// recorder opens it as soon as it is made (`ActRecorder::begin(..).with_audit(..)`, one stat of
+/// the log; the recorded runs: the same millisecond); 1 s leaves a loaded machine a wide margin,
+/// while a window opened later than that is not the act's.
+pub const AUDIT_WINDOW_OPEN_MS: i64 = 1000;
 
 /// The most a webhook call may take by the API server's own clock (the audit latency annotation,
 /// the audit event's span, the metrics' duration), milliseconds, given the tool's `elapsed_ms`

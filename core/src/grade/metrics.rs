@@ -5,8 +5,8 @@
 //! webhook for the act: `facts.webhook.name`, else `facts.webhook_name`, else act 2's
 //! `facts.webhook.name`. The act's requests are every [`RequestRecord`] in its `facts` and every
 //! `request:*` entry of its `raw`, once per name. Rules (kube-apiserver
-//! `pkg/admission/metrics/metrics.go` and the validating dispatcher, v1.35;
-//! `../shared/research/kubernetes.md` §1 (a), (b), (e)):
+//! `pkg/admission/metrics/metrics.go` and the validating dispatcher
+//! `pkg/admission/plugin/webhook/validating/dispatcher.go`, k8s.io/apiserver v0.35.0):
 //!
 //! 1. the recorded `deltas` are the ones the recorded raw lines give (re-parsed here), and no
 //!    counter went down (a reset means the API server restarted inside the window);
@@ -53,31 +53,80 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
         return;
     }
     let subject = format!("{} facts.{FACTS_KEY}", ev_name(g.act));
+    let Some(m) = observed_metrics(g, ev, &subject) else {
+        return;
+    };
+    let deltas = deltas_are_the_lines(g, &subject, &m);
+    reads_frame_the_requests(g, &subject, &m, &requests_of(ev), ev);
+    let Some(hook) = policy_webhook(g, ev) else {
+        g.check(false, Code::FactsInvalid, subject, || {
+            "no webhook name for the policy in this act's facts or act 2's".into()
+        });
+        return;
+    };
+    let requests = requests_of(ev);
+    let c = Counted {
+        subject: &subject,
+        deltas: &deltas,
+        hook: &hook,
+        requests: &requests,
+    };
+    no_call_while_unregistered(g, &c, ev);
+    failed_calls_are_calling_webhook_errors(g, &c);
+    ignore_stores_failed_open(g, &c, ev);
+    // Rule 4: explicit denies are no_error rejections under the code the request was answered
+    // with (`classify::EXPLICIT_DENY_STATUSES`, the one table of what a deny is).
+    explicit_denies_are_no_error_rejections(g, &subject, &deltas, &hook, &requests);
+    // Rule 7: the API server's own time of the calls is a second witness of the records'.
+    if let Some(after) = &m.after {
+        call_durations_agree(g, &subject, &after.lines, &deltas, &hook, &requests, ev);
+    }
+    one_call_per_target_request(g, &c);
+}
+
+/// The act's admission metrics record with both reads, or `None` after a note (no record: the
+/// evidence predates metrics; a read failed: its reason) or a [`Code::FactsInvalid`].
+fn observed_metrics(g: &mut G<'_>, ev: &Evidence, subject: &str) -> Option<AdmissionMetrics> {
     let Some(raw) = ev.facts.get(FACTS_KEY) else {
         note(
             g,
-            subject,
+            subject.to_owned(),
             "the evidence has no admission_metrics (recorded before the tool read /metrics)".into(),
         );
-        return;
+        return None;
     };
     let m: AdmissionMetrics = match serde_json::from_value(raw.clone()) {
         Ok(m) => m,
         Err(e) => {
             g.check(false, Code::FactsInvalid, subject, || e.to_string());
-            return;
+            return None;
         }
     };
-    let (Some(before), Some(after), None) = (&m.before, &m.after, &m.unavailable) else {
-        let why = m
-            .unavailable
-            .as_ref()
-            .map(|u| u.reason.clone())
-            .unwrap_or_else(|| "a read is missing and no reason was recorded".into());
-        note(g, subject, why);
-        return;
+    if let (Some(_), Some(_), None) = (&m.before, &m.after, &m.unavailable) {
+        return Some(m);
+    }
+    let why = m
+        .unavailable
+        .as_ref()
+        .map(|u| u.reason.clone())
+        .unwrap_or_else(|| "a read is missing and no reason was recorded".into());
+    note(g, subject.to_owned(), why);
+    None
+}
+
+/// Rule 1, raw first: each read's lines are an exposition ([`lines_are_an_exposition`]), the
+/// recorded `deltas` are the ones the lines give (re-parsed here), and no counter went down (a
+/// reset means the API server restarted inside the window). Returns the re-parsed deltas.
+fn deltas_are_the_lines(
+    g: &mut G<'_>,
+    subject: &str,
+    m: &AdmissionMetrics,
+) -> Vec<metrics::SeriesDelta> {
+    let (Some(before), Some(after)) = (&m.before, &m.after) else {
+        return Vec::new();
     };
-    // Rule 1: raw first.
+    lines_are_an_exposition(g, &format!("{subject}.before.lines"), &before.lines);
+    lines_are_an_exposition(g, &format!("{subject}.after.lines"), &after.lines);
     let deltas = metrics::deltas(&before.lines, &after.lines);
     g.check(
         deltas == m.deltas,
@@ -107,28 +156,35 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
             )
         },
     );
+    deltas
+}
 
-    reads_frame_the_requests(g, &subject, &m, &requests_of(ev), ev);
-    let Some(hook) = policy_webhook(g, ev) else {
-        g.check(false, Code::FactsInvalid, subject, || {
-            "no webhook name for the policy in this act's facts or act 2's".into()
-        });
-        return;
-    };
-    let requests = requests_of(ev);
-    let names = |f: &dyn Fn(&RequestRecord) -> bool| -> Vec<String> {
-        requests
+/// What the counting rules (2, 3, 5, 6) read: the deltas, the policy's webhook `H` and the
+/// act's requests.
+struct Counted<'c> {
+    subject: &'c str,
+    deltas: &'c [metrics::SeriesDelta],
+    hook: &'c str,
+    requests: &'c BTreeMap<String, RequestRecord>,
+}
+
+impl Counted<'_> {
+    /// The requests `f` selects, as `name (outcome)`.
+    fn names(&self, f: &dyn Fn(&RequestRecord) -> bool) -> Vec<String> {
+        self.requests
             .values()
             .filter(|r| f(r))
             .map(|r| format!("{} ({})", r.name, r.outcome.as_str()))
             .collect()
-    };
-    let agree = |g: &mut G<'_>, rule: &str, series: String, found: f64, reqs: Vec<String>| {
+    }
+
+    /// `series` moved by as many as `reqs` (flags [`Code::MetricsContradicted`] as `rule`).
+    fn agree(&self, g: &mut G<'_>, rule: &str, series: String, found: f64, reqs: Vec<String>) {
         let expected = reqs.len() as f64;
         g.check(
             found == expected,
             Code::MetricsContradicted,
-            format!("{subject} {rule}"),
+            format!("{} {rule}", self.subject),
             || {
                 format!(
                     "metrics: {series} moved by {found}; requests: {} [{}]",
@@ -137,94 +193,102 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
                 )
             },
         );
-    };
-
-    // Rule 6 (lab A act 5): no call at all while the registration is absent.
-    if g.lab == Lab::A && g.act == 5 {
-        let present = ev
-            .facts
-            .get("policy_webhook_present")
-            .and_then(serde_json::Value::as_bool);
-        if present == Some(false) {
-            let moved: Vec<String> = deltas
-                .iter()
-                .filter(|d| d.labels.get("name") == Some(&hook))
-                .map(|d| format!("{}{:?} {:+}", d.metric, d.labels, d.delta))
-                .collect();
-            let admitted = names(&|r| r.namespace == TARGET);
-            g.check(
-                moved.is_empty(),
-                Code::MetricsContradicted,
-                format!("{subject} no-call-while-unregistered"),
-                || {
-                    format!(
-                        "facts.policy_webhook_present is false and requests [{}] were sent, but the API server counted calls to {hook}: {}",
-                        admitted.join(", "),
-                        moved.join("; ")
-                    )
-                },
-            );
-        }
     }
+}
 
-    // Rule 2: failed calls to H under Fail are calling_webhook_error rejections: every request
-    // whose verbatim answer says calling H failed (a timeout, and equally no endpoints or a
-    // refused connection, e.g. lab A act 6's probes while Kyverno's new pod is not yet Ready).
-    let call_failures = names(&|r| {
+/// Rule 6 (lab A act 5): no series of `H` moved while the registration was absent.
+fn no_call_while_unregistered(g: &mut G<'_>, c: &Counted<'_>, ev: &Evidence) {
+    if !(g.lab == Lab::A && g.act == 5) {
+        return;
+    }
+    let present = ev
+        .facts
+        .get("policy_webhook_present")
+        .and_then(serde_json::Value::as_bool);
+    if present != Some(false) {
+        return;
+    }
+    let hook = c.hook;
+    let moved: Vec<String> = c
+        .deltas
+        .iter()
+        .filter(|d| d.labels.get("name").map(String::as_str) == Some(hook))
+        .map(|d| format!("{}{:?} {:+}", d.metric, d.labels, d.delta))
+        .collect();
+    let admitted = c.names(&|r| r.namespace == TARGET);
+    g.check(
+        moved.is_empty(),
+        Code::MetricsContradicted,
+        format!("{} no-call-while-unregistered", c.subject),
+        || {
+            format!(
+                "facts.policy_webhook_present is false and requests [{}] were sent, but the API server counted calls to {hook}: {}",
+                admitted.join(", "),
+                moved.join("; ")
+            )
+        },
+    );
+}
+
+/// Rule 2: failed calls to `H` under Fail are `calling_webhook_error` rejections: every request
+/// whose verbatim answer says calling `H` failed (a timeout, and equally no endpoints or a
+/// refused connection, e.g. lab A act 6's probes while Kyverno's new pod is not yet Ready).
+fn failed_calls_are_calling_webhook_errors(g: &mut G<'_>, c: &Counted<'_>) {
+    let hook = c.hook;
+    let call_failures = c.names(&|r| {
         r.message
             .as_deref()
             .and_then(crate::classify::parse_call_failure)
-            .is_some_and(|c| c.webhook == hook)
+            .is_some_and(|f| f.webhook == hook)
     });
     let found = sum_delta(
-        &deltas,
+        c.deltas,
         REJECTION_COUNT,
-        &hook,
+        hook,
         &[("error_type", "calling_webhook_error")],
     );
-    agree(
+    c.agree(
         g,
         "calling-webhook-error",
         format!("{REJECTION_COUNT}{{name={hook},error_type=calling_webhook_error}}"),
         found,
         call_failures,
     );
+}
 
-    // Rule 3: stored target requests under Ignore failed open.
-    let ignore = hook.contains("-ignore-");
-    let failed_open = if ignore {
-        names(&|r| r.namespace == TARGET && r.outcome == Outcome::Stored)
+/// Rule 3: the target requests stored while `H` is an Ignore webhook (the registration's
+/// recorded failurePolicy, [`policy_is_ignore`]) failed open; under Fail none did.
+fn ignore_stores_failed_open(g: &mut G<'_>, c: &Counted<'_>, ev: &Evidence) {
+    let failed_open = if policy_is_ignore(g, ev) {
+        c.names(&|r| r.namespace == TARGET && r.outcome == Outcome::Stored)
     } else {
         Vec::new()
     };
-    let found = sum_delta(&deltas, FAIL_OPEN_COUNT, &hook, &[]);
-    agree(
+    let found = sum_delta(c.deltas, FAIL_OPEN_COUNT, c.hook, &[]);
+    c.agree(
         g,
         "fail-open",
-        format!("{FAIL_OPEN_COUNT}{{name={hook}}}"),
+        format!("{FAIL_OPEN_COUNT}{{name={}}}", c.hook),
         found,
         failed_open,
     );
+}
 
-    // Rule 4: explicit denies are no_error rejections under the code the request was answered
-    // with (`classify::EXPLICIT_DENY_STATUSES`, the one table of what a deny is).
-    explicit_denies_are_no_error_rejections(g, &subject, &deltas, &hook, &requests);
-
-    // Rule 7: the API server's own time of the calls is a second witness of the records'.
-    call_durations_agree(g, &subject, &after.lines, &deltas, &hook, &requests, ev);
-
-    // Rule 5: one call per target request.
-    if calls_are_the_target_requests(g) {
-        let target = names(&|r| r.namespace == TARGET);
-        let found = sum_delta(&deltas, REQUEST_TOTAL, &hook, &[]);
-        agree(
-            g,
-            "one-call-per-target-request",
-            format!("{REQUEST_TOTAL}{{name={hook}}}"),
-            found,
-            target,
-        );
+/// Rule 5: one call of `H` per target-namespace request, where every target request calls it
+/// ([`calls_are_the_target_requests`]).
+fn one_call_per_target_request(g: &mut G<'_>, c: &Counted<'_>) {
+    if !calls_are_the_target_requests(g) {
+        return;
     }
+    let target = c.names(&|r| r.namespace == TARGET);
+    let found = sum_delta(c.deltas, REQUEST_TOTAL, c.hook, &[]);
+    c.agree(
+        g,
+        "one-call-per-target-request",
+        format!("{REQUEST_TOTAL}{{name={}}}", c.hook),
+        found,
+        target,
+    );
 }
 
 /// Rule 1 (continued): the record is what its two reads give: `webhooks_seen` are the `name`
@@ -388,7 +452,7 @@ fn call_durations_agree(
             metrics::DURATION
         )
     });
-    let ignore = hook.contains("-ignore-");
+    let ignore = policy_is_ignore(g, ev);
     let lo = timeout_seconds.map_or(0, |t| timeout_window_ms(t).0);
     let timed_out: Vec<&RequestRecord> = requests
         .values()
@@ -436,6 +500,69 @@ fn calls_are_the_target_requests(g: &G<'_>) -> bool {
     g.lab == Lab::B || g.act == 3 || g.act == 7
 }
 
+/// The family a line of the Prometheus text format belongs to, and its kind: `("HELP", f)`,
+/// `("TYPE", f)` or `("sample", f)` (a histogram's `_sum`/`_count`/`_bucket` samples are its
+/// family's).
+fn line_family(line: &str) -> Option<(&'static str, String)> {
+    if let Some(rest) = line.strip_prefix("# HELP ") {
+        return Some(("HELP", rest.split_whitespace().next()?.to_owned()));
+    }
+    if let Some(rest) = line.strip_prefix("# TYPE ") {
+        return Some(("TYPE", rest.split_whitespace().next()?.to_owned()));
+    }
+    let name = line.split(['{', ' ']).next().filter(|n| !n.is_empty())?;
+    let family = ["_sum", "_count", "_bucket"]
+        .iter()
+        .find_map(|s| {
+            name.strip_suffix(s)
+                .filter(|f| metrics::FAMILIES.contains(f))
+        })
+        .unwrap_or(name);
+    Some(("sample", family.to_owned()))
+}
+
+/// One read's lines are what the API server serves of the admission families: the Prometheus
+/// text exposition (prometheus `docs/instrumenting/exposition_formats.md`; client_golang writes
+/// a family only when it has samples): every family with samples has exactly one `# HELP` and
+/// one `# TYPE` line, both before its first sample, and no `# HELP`/`# TYPE` line stands for a
+/// family without samples or outside [`metrics::FAMILIES`]. Flags [`Code::RawMismatch`].
+fn lines_are_an_exposition(g: &mut G<'_>, subject: &str, lines: &[String]) {
+    let mut problems = Vec::new();
+    let mut meta: BTreeMap<(String, &str), usize> = BTreeMap::new();
+    let mut sampled: BTreeMap<String, usize> = BTreeMap::new();
+    for (i, l) in lines.iter().enumerate() {
+        match line_family(l) {
+            Some(("sample", f)) => {
+                sampled.entry(f).or_insert(i);
+            }
+            Some((kind, f)) => {
+                if !metrics::FAMILIES.contains(&f.as_str()) {
+                    problems.push(format!("line {i}: # {kind} of {f}, no admission family"));
+                }
+                if meta.insert((f.clone(), kind), i).is_some() {
+                    problems.push(format!("line {i}: a second # {kind} of {f}"));
+                }
+            }
+            None => problems.push(format!("line {i}: {l:?} is no exposition line")),
+        }
+    }
+    for (f, first) in &sampled {
+        for kind in ["HELP", "TYPE"] {
+            if meta.get(&(f.clone(), kind)).is_none_or(|m| m >= first) {
+                problems.push(format!("{f}: no # {kind} before its first sample"));
+            }
+        }
+    }
+    for (f, _) in meta.keys() {
+        if !sampled.contains_key(f) {
+            problems.push(format!("# HELP/# TYPE of {f} without samples"));
+        }
+    }
+    g.check(problems.is_empty(), Code::RawMismatch, subject, || {
+        problems.join("; ")
+    });
+}
+
 fn note(g: &mut G<'_>, subject: String, detail: String) {
     g.checks += 1;
     g.notes.push(Finding {
@@ -464,6 +591,30 @@ pub(crate) fn policy_webhook(g: &G<'_>, ev: &Evidence) -> Option<String> {
         .pointer("/facts/webhook/name")?
         .as_str()
         .map(str::to_owned)
+}
+
+/// Whether the policy's registration for this act is failurePolicy `Ignore`, read from the live
+/// registration the evidence recorded (never from the webhook's name, whose form differs by
+/// Kyverno version): `facts.webhook.failure_policy`, the freeze's `registration_snapshot`, else
+/// act 2's.
+pub(crate) fn policy_is_ignore(g: &G<'_>, ev: &Evidence) -> bool {
+    let own = ev
+        .facts
+        .pointer("/webhook/failure_policy")
+        .or_else(|| ev.facts.pointer("/registration_snapshot/failurePolicy"))
+        .and_then(serde_json::Value::as_str);
+    let policy = own.map(str::to_owned).or_else(|| {
+        g.input
+            .evidence
+            .get(&2)?
+            .as_ref()
+            .ok()?
+            .value
+            .pointer("/facts/webhook/failure_policy")?
+            .as_str()
+            .map(str::to_owned)
+    });
+    policy.as_deref() == Some("Ignore")
 }
 
 /// The `timeoutSeconds` of the policy's registration for this act: `facts.timeout_seconds` (lab

@@ -48,6 +48,10 @@
 //! | A, B | every request | the record against itself (`G::request`: `raw_answer_is_the_records_object`, `get_agrees_with_itself`) | the raw answer's kind, namespace, labels, causes and named pod; a GET's uid and phase vs `exists` | raw-mismatch |
 //! | A, B | 3, 5, 6, 7 | the API server's timing of each call: audit span and `apiserver.latency.k8s.io/validating-webhook` (`audit::webhook_call_timing_agrees`); `admission_duration_seconds` (`metrics::call_durations_agree`) | the record's `elapsed_ms`; `timeoutSeconds` for a timeout, less for a deny ([`bounds`]); absent: a note | audit-contradicted, metrics-contradicted |
 //! | A, B | 8 | each word of `report.json` | the acts' own rule (`rules::b::report_expectations`, `rules::a::evidence_words`) | report-contradicted, digest-mismatch |
+//! | A, B | 1, 2; A 4, 6; B 4, 6 | facts vs the act's raw records (`grade/witness.rs`: `lab_mark_is_the_marks_configmap`, `registration_is_the_raw_configuration`, `stored_policy_is_the_raw_read`, `investigation_is_the_raw_reads`, `identity_is_the_cri_container`, `act6_reads_are_its_raw_records`, `probes_are_the_raw_requests`) | the verbatim answer the fact was derived from | raw-mismatch, observation-missing |
+//! | A, B | every act | every UID recorded with a name (`one_uid_one_object`); every pod observation (`pod_observation_agrees_with_itself`); every request's name and labels | the same UID's name in every act; exists ⇔ UID and phase; a DNS-1123 name, the tool's two label sets | uid-mismatch, raw-mismatch, value-mismatch |
+//! | A, B | 3; A 6 | the order of the act's observations (`act3_observations_in_sequence`; `last_check_precedes_its_step`, `replicas_restored_recorded_first`); A 6: act 5's admitted pod, the new pod, a deleted configuration's UID | each other; act 5's stored pod; act 1's Deployment; act 5's list | times-inconsistent, value-mismatch, pod-replaced, uid-mismatch |
+//! | A, B | 3, 5, 6, 7; 8 | the metrics lines (`lines_are_an_exposition`); the audit window (opens with the act); act 8's checks (`act8_compared_every_report_field`) | the Prometheus text format; `started_at`; `report.json`'s fields | raw-mismatch, report-contradicted |
 
 pub mod a;
 pub mod audit;
@@ -55,6 +59,7 @@ pub mod b;
 pub mod bounds;
 pub mod metrics;
 pub mod unheld;
+mod witness;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -314,6 +319,7 @@ pub fn grade(lab: Lab, act: u8, input: &GradeInput) -> Findings {
             (spec.grade)(&mut g);
         }
         g.names_unique();
+        witness::one_uid_one_object(&mut g);
         observations_inside_the_act(&mut g, &ev);
         metrics::grade(&mut g, &ev);
         audit::grade(&mut g, &ev);
@@ -636,6 +642,20 @@ impl<'a> G<'a> {
     /// Checks one request record: the recorded outcome is what its raw answer says, it is one of
     /// `expect`, its times agree, a rejected request was not stored, the raw body agrees.
     pub(crate) fn request(&mut self, subject: &str, r: &RequestRecord, expect: &[Outcome]) {
+        self.outcome_is_the_answers(subject, r, expect);
+        self.request_times_agree(subject, r);
+        self.raw_answer_agrees_with_the_record(subject, r);
+        self.raw_answer_is_the_records_object(subject, r);
+        self.get_agrees_with_itself(subject, r);
+        witness::request_name_is_a_pod_name(self, subject, r);
+        witness::request_labels_are_the_tools_two_pods(self, subject, r);
+    }
+
+    /// Part of the record-against-itself rule: the recorded outcome is what the raw answer and
+    /// the GET say (re-derived with [`classify`], its special cases named: stored without a UID,
+    /// an AlreadyExists counted as a deny, Kyverno's evaluation error, a deny without the
+    /// policy's verdict), and it is one of `expect`.
+    fn outcome_is_the_answers(&mut self, subject: &str, r: &RequestRecord, expect: &[Outcome]) {
         let derived = classify(
             r.http_status,
             r.reason.as_deref(),
@@ -702,7 +722,12 @@ impl<'a> G<'a> {
                 format!("expected {}, found {}", e.join(" or "), r.outcome.as_str())
             },
         );
-        // Times.
+    }
+
+    /// Part of the record-against-itself rule: `sent_at ≤ answered_at` and their difference is
+    /// `elapsed_ms` ([`bounds::CLOCK_SKEW_MS`]); the GET follows the answer, at once
+    /// ([`bounds::GET_AFTER_ANSWER_MS`]). Flags [`Code::TimesInconsistent`].
+    fn request_times_agree(&mut self, subject: &str, r: &RequestRecord) {
         let (s, a) = (
             facts::parse_rfc3339(&r.sent_at),
             facts::parse_rfc3339(&r.answered_at),
@@ -754,6 +779,12 @@ impl<'a> G<'a> {
                 )
             },
         );
+    }
+
+    /// Part of the record-against-itself rule: a request not admitted (a dry-run too) does not
+    /// exist afterwards ([`Code::RejectedButStored`]), and the verbatim answer agrees with the
+    /// recorded name, UID, reason, message and code ([`Code::RawMismatch`]).
+    fn raw_answer_agrees_with_the_record(&mut self, subject: &str, r: &RequestRecord) {
         // A request that was not admitted must not exist afterwards; a dry-run never stores.
         let admitted = matches!(r.outcome, Outcome::Stored);
         if !admitted {
@@ -804,8 +835,6 @@ impl<'a> G<'a> {
                 abbreviate(raw)
             )
         });
-        self.raw_answer_is_the_records_object(subject, r);
-        self.get_agrees_with_itself(subject, r);
     }
 
     /// Part of the record-against-itself rule: the verbatim answer is the API server's
@@ -860,10 +889,12 @@ impl<'a> G<'a> {
                         .collect()
                 })
                 .unwrap_or_default();
+            // The API server answers a failed webhook call with `NewInternalError(err)`, whose
+            // one cause is `err` (apimachinery `pkg/api/errors`): no cause is a changed answer.
             if s("/reason") == Some("InternalError")
-                && !causes.is_empty()
-                && r.message.as_deref()
-                    != Some(format!("Internal error occurred: {}", causes.join(", ")).as_str())
+                && (causes.is_empty()
+                    || r.message.as_deref()
+                        != Some(format!("Internal error occurred: {}", causes.join(", ")).as_str()))
             {
                 problems.push(format!(
                     "details.causes {causes:?} are not the message {:?}",
@@ -1001,6 +1032,7 @@ impl<'a> G<'a> {
 
     /// Checks the existing pod: same UID as act 3's and `Running`.
     pub(crate) fn existing(&mut self, subject: &str, pod: &PodObservation, baseline_uid: &str) {
+        witness::pod_observation_agrees_with_itself(self, subject, pod);
         self.check(
             pod.exists && pod.phase.as_deref() == Some("Running"),
             Code::PodNotRunning,
@@ -1119,6 +1151,11 @@ fn observation_times(v: &serde_json::Value, path: &str, out: &mut Vec<(String, S
         serde_json::Value::Object(m) => {
             for (k, x) in m {
                 if NOT_OBSERVATION_SUBTREES.contains(&k.as_str()) {
+                    // The tool's own read time of a verbatim object (`policy.at`) is an
+                    // observation of the act, unlike the object's timestamps.
+                    if let Some(t) = x.get("at").and_then(|t| t.as_str()) {
+                        out.push((format!("{path}.{k}.at"), t.to_owned()));
+                    }
                     continue;
                 }
                 let p = format!("{path}.{k}");
@@ -1248,6 +1285,16 @@ pub(crate) fn act1(g: &mut G) {
         "evidence/01.json facts.lab_mark",
         || "the cluster carries no lab mark: faults will be refused".to_owned(),
     );
+    g.check(
+        is_uid(&f.controller_deployment.uid),
+        Code::UidMismatch,
+        "evidence/01.json facts.controller_deployment.uid",
+        || format!("expected a UID, found {:?}", f.controller_deployment.uid),
+    );
+    if let Some(ev) = g.evidence(1) {
+        witness::lab_mark_is_the_marks_configmap(g, &ev, &f);
+    }
+    witness::controller_deployment_is_kyvernos_admission_controller(g, &f);
 }
 
 pub(crate) fn is_uid(s: &str) -> bool {
@@ -1266,7 +1313,7 @@ pub(crate) fn policy_uid(f: &facts::Act2Facts) -> Option<String> {
 /// Whether a webhook's `objectSelector` / `matchConditions` let every pod through to the call:
 /// an empty selector (`{}` as the API server stores a nil one, or absent) and no match
 /// conditions (absent, null or `[]`). The lab's policy has neither an objectSelector nor
-/// matchConditions, and Kyverno adds none for it (kyverno.md §3; the recorded run's act 2:
+/// matchConditions, and Kyverno adds none for it (kyverno v1.19.1 `pkg/controllers/webhook`; the recorded run's act 2:
 /// `objectSelector: {}`, no `matchConditions`), so anything else is a registration that lets
 /// matching pods skip the webhook (e.g. an opt-out label, gatekeeper#2034), not the lab's.
 pub(crate) fn scope_is_open(
@@ -1401,9 +1448,11 @@ pub(crate) enum SameRegistration {
     /// The same webhook registered again, possibly in a new configuration object (lab A act 6
     /// vs act 2: Kyverno re-registers after its recovery), so the object's UID is not compared.
     NewConfigurationObject,
-    /// The same policy's webhook switched to failurePolicy Ignore (lab B act 6 vs act 2):
-    /// Kyverno's fine-grained name `vpol.validate.kyverno.svc-{fail,ignore}-finegrained-<policy>`
-    /// (as the recorded runs show for acts 2 and 6) follows the policy, everything else stays.
+    /// The same policy's webhook switched to failurePolicy Ignore (lab B act 6 vs act 2): the
+    /// webhook's name is the live registration's when it serves the same policy (the same
+    /// service path), because Kyverno's naming follows the failure policy in a way that differs
+    /// by version (v1.19.1: `vpol.validate.kyverno.svc-{fail,ignore}-finegrained-<policy>`, as the
+    /// recorded runs show for acts 2 and 6); everything else stays.
     SwitchedToIgnore,
 }
 
@@ -1428,7 +1477,10 @@ pub(crate) fn registration_equals(
         }
         SameRegistration::SwitchedToIgnore => {
             expected.failure_policy = "Ignore".into();
-            expected.name = earlier.name.replacen("-fail-", "-ignore-", 1);
+            let path = |w: &facts::WebhookFacts| w.service.as_ref().and_then(|s| s.path.clone());
+            if path(found).is_some() && path(found) == path(earlier) {
+                expected.name = found.name.clone();
+            }
         }
     }
     let (Ok(serde_json::Value::Object(e)), Ok(serde_json::Value::Object(f))) =
@@ -1468,7 +1520,8 @@ pub(crate) fn check_webhook(
         w.failure_policy.as_str(),
     );
     // T comes from the student's policy (`spec.webhookConfiguration.timeoutSeconds`, which makes
-    // Kyverno register a fine-grained webhook with that timeout, kyverno.md §3), never a constant.
+    // Kyverno register a fine-grained webhook with that timeout, kyverno v1.19.1
+    // `pkg/controllers/webhook`), never a constant.
     let planned = g.required_input_value(InputFile::Policy).and_then(|p| {
         p.pointer("/spec/webhookConfiguration/timeoutSeconds")
             .and_then(|v| v.as_u64())
@@ -1600,6 +1653,17 @@ pub(crate) fn act2(g: &mut G) {
         fp,
     );
     check_webhook(g, "evidence/02.json facts.webhook", &f.webhook, "Fail");
+    if let Some(ev) = g.evidence(2) {
+        let s = "evidence/02.json facts.webhook";
+        if let Some(cfg) = witness::raw_record(&ev, "webhook-configuration") {
+            witness::registration_is_the_raw_configuration(g, s, cfg, &f.webhook);
+        } else {
+            g.check(false, Code::ObservationMissing, s, || {
+                "evidence/02.json has no raw record \"webhook-configuration\"".to_owned()
+            });
+        }
+        witness::stored_policy_is_the_raw_read(g, &ev, "evidence/02.json facts.policy", &f.policy);
+    }
     stored_policy_is_the_applied_input(
         g,
         "evidence/02.json facts.policy",
@@ -1648,9 +1712,20 @@ pub(crate) fn act3(g: &mut G) {
         (f.existing.name.as_str(), f.existing.namespace.as_str()),
     );
     g.times_ordered(&format!("{s}.existing.at"), &f.good.get.at, &f.existing.at);
+    act3_observations_in_sequence(g, s, &f);
     if let Some(uid) = f.good.get.uid.clone() {
         g.existing(&format!("{s}.existing"), &f.existing, &uid);
     }
+}
+
+/// Act 3 observes one thing after the other (the act in `lab/src/labs/common.rs`; act 3 of
+/// `docs/labs.md`): the good pod's create, its GET, then the violating pod's create and its GET,
+/// then the existing pod's read. So
+/// `good.get.at ≤ bad.sent_at` and `bad.get.at ≤ existing.at`: a time of one step that falls
+/// inside another step contradicts the act's order. Flags [`Code::TimesInconsistent`].
+fn act3_observations_in_sequence(g: &mut G, s: &str, f: &facts::Act3Facts) {
+    g.times_ordered(&format!("{s}.bad.sent_at"), &f.good.get.at, &f.bad.sent_at);
+    g.times_ordered(&format!("{s}.existing.at"), &f.bad.get.at, &f.existing.at);
 }
 
 /// The existing pod a later act observed is act 3's, alive: the same name, namespace and UID
@@ -1723,6 +1798,32 @@ pub(crate) fn act8_facts(g: &mut G) {
         );
     }
     act8_records_what_it_compared(g, &f);
+    act8_compared_every_report_field(g, &f);
+}
+
+/// Act 8 compared every claim of `report.json`: its checks name each of the report's fields
+/// once, and nothing else (a claim left out of the comparison is a claim nobody held). Flags
+/// [`Code::ReportContradicted`].
+fn act8_compared_every_report_field(g: &mut G, f: &facts::Act8Facts) {
+    let file = match g.lab {
+        Lab::A => InputFile::ReportA,
+        Lab::B => InputFile::ReportB,
+    };
+    let Some(report) = g.required_input_value(file) else {
+        return;
+    };
+    let in_report: BTreeSet<&str> = report
+        .as_object()
+        .map(|m| m.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    let compared: Vec<&str> = f.checks.iter().map(|c| c.field.as_str()).collect();
+    let once: BTreeSet<&str> = compared.iter().copied().collect();
+    g.check(
+        once == in_report && once.len() == compared.len(),
+        Code::ReportContradicted,
+        "evidence/08.json facts.checks",
+        || format!("compared {compared:?}; report.json holds {in_report:?}"),
+    );
 }
 
 /// Act 8's record of its comparison is the comparison itself: each check's `report` is the

@@ -103,6 +103,18 @@ pub const UNHELD: &[Unheld] = &[
         why: "the log's byte size when the act began, where reading started; no other observation records the log's size",
     },
     Unheld {
+        path: "*.get.phase",
+        why: "the phase of a pod the follow-up GET found just after its create (Pending, or Running on a fast node): the kubelet's progress, which admission does not decide; the GET's existence and UID are the observation, and a phase without them is held",
+    },
+    Unheld {
+        path: "*.restart_count",
+        why: "the container restart count of a pod the lab only reads (act 3's pod, act 5's admitted pod, the new controller pod): the kubelet's count, which admission never changes; a count lower than an earlier read is held (restart-contradicted), a higher one is a restart the lab allows",
+    },
+    Unheld {
+        path: "identity.pid_start_time_ticks",
+        why: "the process's start time in clock ticks after boot (/proc/<pid>/stat field 22), read once in act 4 to pin the process with its PID; act 4 has no second reading of it (the CRI record gives wall-clock times), and acts 5 and 6 hold it against theirs (identity-changed)",
+    },
+    Unheld {
         path: "admission_audit.waited_ms",
         why: "how long the tool polled the log for final events, a bound of the tool that observes nothing of the cluster",
     },

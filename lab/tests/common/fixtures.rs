@@ -214,6 +214,20 @@ pub fn request(
     }
 }
 
+/// One raw record as the act recorder writes it (`{"at", "what", "data"}`).
+fn raw_rec(what: &str, at: i64, data: Value) -> Value {
+    json!({"at": ts(at), "what": what, "data": data})
+}
+
+/// A `v1` Pod as the API server returns it, for the fields a [`facts::PodObservation`] is read from.
+fn pod_object(p: &facts::PodObservation) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": p.name, "namespace": p.namespace, "uid": p.uid},
+        "status": {"phase": p.phase, "containerStatuses": [{"name": "kyverno", "restartCount": p.restart_count}]}
+    })
+}
+
 fn pod_obs(name: &str, ns: &str, uid: &str, phase: &str, at: i64) -> facts::PodObservation {
     facts::PodObservation {
         name: name.to_owned(),
@@ -473,7 +487,7 @@ fn acts_1_to_3(t: &mut Tree) {
             name: "kyverno-admission-controller".into(),
             uid: DEPLOY_UID.into(),
         },
-        lab_mark: Some("node label kca-webhook-lab.io/lab=true".into()),
+        lab_mark: Some("ConfigMap kube-system/kca-webhook-lab mark=kca-webhook-lab/v1".into()),
         checked_at: ts(300),
     };
     t.put_ev(
@@ -485,7 +499,16 @@ fn acts_1_to_3(t: &mut Tree) {
             400,
             &[("scope.json", &scope)],
             a1,
-            vec![json!({"kind": "Node", "metadata": {"name": "kca-lab-node", "uid": NODE_UID}})],
+            vec![raw_rec(
+                "lab-mark",
+                300,
+                json!({"Ok": {
+                    "data": {"backend": "embedded", "cluster": "lab", "createdAt": "2026-11-29T09:59:00Z",
+                             "mark": "kca-webhook-lab/v1", "node": "kca-lab-node", "nodeUID": NODE_UID},
+                    "object": "kube-system/kca-webhook-lab",
+                    "uid": uid(0x3a4c)
+                }}),
+            )],
         ),
     );
 
@@ -507,7 +530,23 @@ fn acts_1_to_3(t: &mut Tree) {
             61_500,
             &[("policy.json", &policy)],
             a2,
-            vec![webhook_entry(&w)],
+            vec![
+                raw_rec("policy-stored", 60_500, {
+                    let mut p = stored_policy("Fail");
+                    p.as_object_mut().unwrap().remove("status");
+                    p
+                }),
+                raw_rec(
+                    "webhook-configuration",
+                    61_000,
+                    json!({
+                        "apiVersion": "admissionregistration.k8s.io/v1",
+                        "kind": "ValidatingWebhookConfiguration",
+                        "metadata": {"name": w.configuration, "uid": w.configuration_uid},
+                        "webhooks": [webhook_entry(&w)]
+                    }),
+                ),
+            ],
         ),
     );
 
@@ -698,7 +737,15 @@ pub fn lab_b_pass() -> BTreeMap<String, Value> {
             181_000,
             &[("freeze-plan.json", &plan)],
             a4,
-            vec![json!({"containers": [{"id": CONTAINER_ID, "podSandboxId": "ab12"}]})],
+            vec![raw_rec(
+                "cri-container",
+                180_400,
+                json!({
+                    "attempt": 0, "container_id": CONTAINER_ID, "container_name": "kyverno",
+                    "pid": identity().pid, "pod_name": CTRL_POD, "pod_namespace": "kyverno",
+                    "pod_uid": identity().pod_uid, "state": "CONTAINER_RUNNING"
+                }),
+            )],
         ),
     );
 
@@ -731,7 +778,12 @@ pub fn lab_b_pass() -> BTreeMap<String, Value> {
         Answer::Deny(IGNORE_HOOK),
     );
     let run6 = freeze_run(303_000, 10, true, 6);
-    let raw6 = raw_of(&[&healthy_bad, &run6.target_good, &run6.target_bad]);
+    let mut raw6 = raw_of(&[&healthy_bad, &run6.target_good, &run6.target_bad]);
+    raw6.push(raw_rec("policy-stored", 301_000, {
+        let mut p = stored_policy("Ignore");
+        p.as_object_mut().unwrap().remove("status");
+        p
+    }));
     let a6 = b::Act6Facts {
         policy_uid_before: POLICY_UID.into(),
         policy: stored_policy("Ignore"),
@@ -867,6 +919,15 @@ pub fn lab_a_pass() -> BTreeMap<String, Value> {
         lease_transitions: Some(0),
         at: ts(at),
     };
+    let lease_object = |l: &a::LeaseFacts| {
+        json!({
+            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": l.name, "namespace": l.namespace, "uid": uid(0x1ea5)},
+            "spec": {"acquireTime": l.acquire_time, "holderIdentity": l.holder,
+                     "leaseDurationSeconds": l.lease_duration_seconds,
+                     "leaseTransitions": l.lease_transitions, "renewTime": l.renew_time}
+        })
+    };
     let a4 = a::Act4Facts {
         node_uid: NODE_UID.into(),
         deployment: deployment.clone(),
@@ -888,8 +949,21 @@ pub fn lab_a_pass() -> BTreeMap<String, Value> {
             180_000,
             181_000,
             &[("scale-plan.json", &plan)],
-            a4,
-            vec![],
+            a4.clone(),
+            vec![
+                raw_rec(
+                    "deployment",
+                    180_200,
+                    json!({
+                        "apiVersion": "apps/v1", "kind": "Deployment",
+                        "metadata": {"name": deployment.name, "namespace": deployment.namespace, "uid": deployment.uid},
+                        "spec": {"replicas": deployment.replicas},
+                        "status": {"readyReplicas": deployment.ready_replicas, "replicas": deployment.replicas}
+                    }),
+                ),
+                raw_rec("pods", 180_300, Value::Array(a4.pods.iter().map(pod_object).collect())),
+                raw_rec("lease", 180_400, lease_object(&a4.lease)),
+            ],
         ),
     );
 
@@ -991,7 +1065,11 @@ pub fn lab_a_pass() -> BTreeMap<String, Value> {
         lease_acquired: confirmed(309_500),
         lease_holder: Some(NEW_CTRL_POD.into()),
         webhook_registered: confirmed(311_000),
-        webhook: Some(webhook("Fail", 311_000)),
+        // Kyverno registers the webhook again in a new configuration object (act 5 saw none).
+        webhook: Some(facts::WebhookFacts {
+            configuration_uid: Some(uid(0xc10)),
+            ..webhook("Fail", 311_000)
+        }),
         first_explicit_deny: confirmed(318_061),
         deny_probes: vec![probe1.clone(), probe2.clone()],
         leader_takeover_ms: Some(11_500),
@@ -1007,15 +1085,24 @@ pub fn lab_a_pass() -> BTreeMap<String, Value> {
     };
     t.put_ev(
         6,
-        evidence(
-            Lab::A,
-            6,
-            248_500,
-            318_500,
-            &[],
-            a6,
-            raw_of(&[&probe1, &probe2]),
-        ),
+        evidence(Lab::A, 6, 248_500, 318_500, &[], a6.clone(), {
+            let mut raw = vec![raw_rec(
+                "lease-before",
+                248_505,
+                lease_object(&lease(CTRL_POD, 248_505)),
+            )];
+            raw.extend(raw_of(&[&probe1, &probe2]));
+            for p in [&probe1, &probe2] {
+                raw.push(json!({"at": p.get.at, "what": "request:deny-probe-dry-run", "data": p}));
+            }
+            for (what, p) in [
+                ("admitted-during-scale-down", &a6.admitted_during_scale_down),
+                ("existing", &a6.existing),
+            ] {
+                raw.push(raw_rec(what, 318_300, serde_json::to_value(p).unwrap()));
+            }
+            raw
+        }),
     );
 
     let good = request(

@@ -1,0 +1,1188 @@
+//! Rules that hold an act's facts against a second observation of the same thing: the act's own
+//! raw records (`raw`, what the API server or the container runtime answered, kept verbatim next
+//! to the facts derived from it), the objects other acts recorded (one UID names one object), and
+//! the shape every observation of a pod has. Each rule is one function named after what it holds.
+//!
+//! A raw record is `{"at", "what", "data"}` (`ActRecorder::raw`, `lab/src/labs/common.rs`); `what` names the read
+//! (`lab-mark`, `webhook-configuration`, `policy-stored`, `deployment`, `pods`, `lease`,
+//! `cri-container`, `new-pod`, …). A fact whose raw record is missing is an
+//! [`Code::ObservationMissing`] (evidence is raw first: the fact must come with the answer it was
+//! derived from).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use super::{Code, G, ev_name, is_uid};
+use crate::evidence::Evidence;
+use crate::facts::{self, PodObservation, WebhookFacts};
+
+/// The `data` of the first raw record of `ev` whose `what` is `what`.
+pub(crate) fn raw_record<'e>(ev: &'e Evidence, what: &str) -> Option<&'e Value> {
+    ev.raw
+        .iter()
+        .find(|r| r.get("what").and_then(|w| w.as_str()) == Some(what))
+        .and_then(|r| r.get("data"))
+}
+
+/// [`raw_record`], flagging [`Code::ObservationMissing`] on `subject` when it is absent.
+fn required_raw<'e>(g: &mut G, ev: &'e Evidence, what: &str, subject: &str) -> Option<&'e Value> {
+    let r = raw_record(ev, what);
+    g.check(r.is_some(), Code::ObservationMissing, subject, || {
+        format!(
+            "{} has no raw record {what:?}: the fact must come with the answer it was derived from",
+            ev_name(ev.act)
+        )
+    });
+    r
+}
+
+fn text<'v>(v: &'v Value, pointer: &str) -> Option<&'v str> {
+    v.pointer(pointer).and_then(|x| x.as_str())
+}
+
+/// Two timestamps that name the same instant (RFC 3339, any precision); both absent agree.
+fn same_time(a: Option<&str>, b: Option<&str>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => {
+            a == b
+                || matches!((facts::parse_rfc3339(a), facts::parse_rfc3339(b)), (Some(x), Some(y)) if x == y)
+        }
+        _ => false,
+    }
+}
+
+/// Checks each `(field, recorded, raw)` triple and flags [`Code::RawMismatch`] on
+/// `subject.<field>` for the first that differs.
+fn fields_agree(g: &mut G, subject: &str, what: &str, pairs: &[(&str, Value, Value)]) {
+    let bad: Vec<String> = pairs
+        .iter()
+        .filter(|(_, recorded, raw)| recorded != raw)
+        .map(|(f, recorded, raw)| format!("{f}: recorded {recorded}, the raw {what} says {raw}"))
+        .collect();
+    g.check(bad.is_empty(), Code::RawMismatch, subject, || {
+        bad.join("; ")
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Act 1.
+
+/// Act 1's lab mark and node are the mark ConfigMap read with them (raw `lab-mark`): the
+/// `lab_mark` text names the ConfigMap and its value (`ConfigMap <ns>/<name> mark=<value>`), the
+/// value is the tool's ([`crate::rules::common::MARK_VALUE`]), and the node the mark was written
+/// for (`data.node`, `data.nodeUID`) is the node act 1 recorded. An unreadable mark (`Err`)
+/// means no `lab_mark`. Flags [`Code::RawMismatch`] / [`Code::ObservationMissing`].
+pub(crate) fn lab_mark_is_the_marks_configmap(g: &mut G, ev: &Evidence, f: &facts::Act1Facts) {
+    let s = "evidence/01.json facts.lab_mark";
+    let Some(raw) = required_raw(g, ev, "lab-mark", s) else {
+        return;
+    };
+    let Some(ok) = raw.get("Ok") else {
+        g.check(f.lab_mark.is_none(), Code::RawMismatch, s, || {
+            format!(
+                "the mark could not be read ({raw}), yet facts.lab_mark is {:?}",
+                f.lab_mark
+            )
+        });
+        return;
+    };
+    let key = crate::rules::common::MARK_KEY;
+    let value = text(ok, &format!("/data/{key}"));
+    let expected = format!(
+        "ConfigMap {} {key}={}",
+        text(ok, "/object").unwrap_or("?"),
+        value.unwrap_or("?")
+    );
+    g.check(
+        f.lab_mark.as_deref() == Some(expected.as_str())
+            && value == Some(crate::rules::common::MARK_VALUE),
+        Code::RawMismatch,
+        s,
+        || format!("recorded {:?}, the mark read says {expected:?}", f.lab_mark),
+    );
+    let node = (text(ok, "/data/node"), text(ok, "/data/nodeUID"));
+    g.check(
+        node.0.is_none_or(|n| n == f.node.name) && node.1.is_none_or(|u| u == f.node.uid),
+        Code::RawMismatch,
+        "evidence/01.json facts.node",
+        || {
+            format!(
+                "the lab mark was written for node {node:?}; act 1 recorded {:?} {:?}",
+                f.node.name, f.node.uid
+            )
+        },
+    );
+}
+
+/// Act 1's controller Deployment is the one the tool reads by name: Kyverno's admission
+/// controller, [`crate::rules::common::ADMISSION_DEPLOYMENT`] in
+/// [`crate::rules::common::KYVERNO_NAMESPACE`] (its UID is held by [`one_uid_one_object`] and by
+/// act 4). Flags [`Code::ValueMismatch`].
+pub(crate) fn controller_deployment_is_kyvernos_admission_controller(
+    g: &mut G,
+    f: &facts::Act1Facts,
+) {
+    use crate::rules::common::{ADMISSION_DEPLOYMENT, KYVERNO_NAMESPACE};
+    let d = &f.controller_deployment;
+    g.expect_eq(
+        Code::ValueMismatch,
+        "evidence/01.json facts.controller_deployment",
+        (Some(KYVERNO_NAMESPACE), ADMISSION_DEPLOYMENT),
+        (d.namespace.as_deref(), d.name.as_str()),
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Act 2 (and every act that records a registration next to its raw configuration).
+
+/// The registration a set of facts records is the entry of the raw ValidatingWebhookConfiguration
+/// `cfg` read with it: the configuration's name and UID, and the webhook of that name with its
+/// failurePolicy, timeoutSeconds, matchPolicy, selectors, matchConditions, rules, sideEffects and
+/// client config (the API server's defaults applied as the act applies them: `Fail`, 10 s, port
+/// 443). Flags [`Code::RawMismatch`] on `subject`.
+pub(crate) fn registration_is_the_raw_configuration(
+    g: &mut G,
+    subject: &str,
+    cfg: &Value,
+    hook: &WebhookFacts,
+) {
+    let entry = cfg
+        .get("webhooks")
+        .and_then(|w| w.as_array())
+        .and_then(|ws| {
+            ws.iter()
+                .find(|w| text(w, "/name") == Some(hook.name.as_str()))
+        });
+    let Some(w) = entry else {
+        g.check(false, Code::RawMismatch, subject, || {
+            format!(
+                "the raw configuration {:?} has no webhook {:?}",
+                text(cfg, "/metadata/name"),
+                hook.name
+            )
+        });
+        return;
+    };
+    let null = Value::Null;
+    let get = |p: &str| w.pointer(p).cloned().unwrap_or(Value::Null);
+    let service = w.pointer("/clientConfig/service").map(|s| {
+        serde_json::json!({
+            "namespace": s.get("namespace").unwrap_or(&null),
+            "name": s.get("name").unwrap_or(&null),
+            "path": s.get("path").unwrap_or(&null),
+            "port": s.get("port").cloned().unwrap_or(Value::from(443)),
+        })
+    });
+    let recorded_service = hook.service.as_ref().map(|s| {
+        serde_json::json!({"namespace": s.namespace, "name": s.name, "path": s.path, "port": s.port})
+    });
+    let pairs = [
+        (
+            "configuration",
+            Value::from(hook.configuration.as_str()),
+            get_meta(cfg, "name"),
+        ),
+        (
+            "configuration_uid",
+            serde_json::to_value(&hook.configuration_uid).unwrap_or_default(),
+            get_meta(cfg, "uid"),
+        ),
+        (
+            "failure_policy",
+            Value::from(hook.failure_policy.as_str()),
+            w.get("failurePolicy")
+                .cloned()
+                .unwrap_or(Value::from("Fail")),
+        ),
+        (
+            "timeout_seconds",
+            Value::from(hook.timeout_seconds),
+            w.get("timeoutSeconds").cloned().unwrap_or(Value::from(10)),
+        ),
+        (
+            "match_policy",
+            serde_json::to_value(&hook.match_policy).unwrap_or_default(),
+            get("/matchPolicy"),
+        ),
+        (
+            "namespace_selector",
+            hook.namespace_selector.clone(),
+            get("/namespaceSelector"),
+        ),
+        (
+            "object_selector",
+            hook.object_selector.clone(),
+            get("/objectSelector"),
+        ),
+        (
+            "match_conditions",
+            hook.match_conditions.clone(),
+            get("/matchConditions"),
+        ),
+        ("rules", hook.rules.clone(), get("/rules")),
+        (
+            "side_effects",
+            Value::from(hook.side_effects.as_str()),
+            get("/sideEffects"),
+        ),
+        (
+            "service",
+            recorded_service.unwrap_or(Value::Null),
+            service.unwrap_or(Value::Null),
+        ),
+        (
+            "url",
+            serde_json::to_value(&hook.url).unwrap_or_default(),
+            get("/clientConfig/url"),
+        ),
+    ];
+    fields_agree(g, subject, "configuration", &pairs);
+}
+
+fn get_meta(cfg: &Value, key: &str) -> Value {
+    cfg.pointer(&format!("/metadata/{key}"))
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+/// The stored policy act 2 records is the one its raw read returned (raw `policy-stored`): the
+/// same name, UID and spec (the defaulted fields included, which the input does not hold).
+/// Flags [`Code::RawMismatch`] / [`Code::ObservationMissing`].
+pub(crate) fn stored_policy_is_the_raw_read(
+    g: &mut G,
+    ev: &Evidence,
+    subject: &str,
+    policy: &Value,
+) {
+    let Some(raw) = required_raw(g, ev, "policy-stored", subject) else {
+        return;
+    };
+    let pick = |v: &Value| {
+        (
+            v.pointer("/metadata/name").cloned(),
+            v.pointer("/metadata/uid").cloned(),
+            v.get("spec").cloned(),
+        )
+    };
+    g.check(
+        pick(policy) == pick(raw),
+        Code::RawMismatch,
+        subject,
+        || {
+            format!(
+                "recorded {:?}, the raw read says {:?}",
+                pick(policy),
+                pick(raw)
+            )
+        },
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pods.
+
+/// Pod phases the API defines (`core/v1` `PodPhase`).
+const POD_PHASES: &[&str] = &["Pending", "Running", "Succeeded", "Failed", "Unknown"];
+
+/// A pod observation agrees with itself: a pod that exists has a name, a namespace, a UID and
+/// one of the API's phases; one that does not has neither UID nor phase. Flags
+/// [`Code::RawMismatch`] on `subject`.
+pub(crate) fn pod_observation_agrees_with_itself(g: &mut G, subject: &str, p: &PodObservation) {
+    let ok = if p.exists {
+        !p.name.is_empty()
+            && !p.namespace.is_empty()
+            && p.uid.as_deref().is_some_and(is_uid)
+            && p.phase.as_deref().is_some_and(|x| POD_PHASES.contains(&x))
+    } else {
+        !p.name.is_empty() && p.uid.is_none() && p.phase.is_none()
+    };
+    g.check(ok, Code::RawMismatch, subject, || {
+        format!(
+            "exists={}, name={:?}, namespace={:?}, uid={:?}, phase={:?}",
+            p.exists, p.name, p.namespace, p.uid, p.phase
+        )
+    });
+}
+
+/// A pod observation is the Pod object read with it (`raw`, a `v1` Pod): name, namespace, UID,
+/// phase and the sum of its containers' restart counts. Flags [`Code::RawMismatch`].
+pub(crate) fn pod_observation_is_the_raw_pod(
+    g: &mut G,
+    subject: &str,
+    p: &PodObservation,
+    raw: &Value,
+) {
+    let restarts: Option<u64> = raw
+        .pointer("/status/containerStatuses")
+        .and_then(|c| c.as_array())
+        .map(|cs| {
+            cs.iter()
+                .filter_map(|c| c.get("restartCount").and_then(|n| n.as_u64()))
+                .sum()
+        });
+    let pairs = [
+        ("name", Value::from(p.name.as_str()), get_meta(raw, "name")),
+        (
+            "namespace",
+            Value::from(p.namespace.as_str()),
+            get_meta(raw, "namespace"),
+        ),
+        (
+            "uid",
+            serde_json::to_value(&p.uid).unwrap_or_default(),
+            get_meta(raw, "uid"),
+        ),
+        (
+            "phase",
+            serde_json::to_value(&p.phase).unwrap_or_default(),
+            raw.pointer("/status/phase").cloned().unwrap_or(Value::Null),
+        ),
+        (
+            "restart_count",
+            serde_json::to_value(p.restart_count).unwrap_or_default(),
+            serde_json::to_value(restarts).unwrap_or_default(),
+        ),
+    ];
+    fields_agree(g, subject, "Pod", &pairs);
+}
+
+/// A pod observation recorded next to a raw record of the same shape (a GET by name the act
+/// kept verbatim as a [`PodObservation`]) is that record, but for the time it was written.
+/// Flags [`Code::RawMismatch`] / [`Code::ObservationMissing`].
+pub(crate) fn pod_observation_is_its_raw_record(
+    g: &mut G,
+    ev: &Evidence,
+    what: &str,
+    subject: &str,
+    p: &PodObservation,
+) {
+    let Some(raw) = required_raw(g, ev, what, subject) else {
+        return;
+    };
+    let as_read: Option<PodObservation> = serde_json::from_value(raw.clone()).ok();
+    let same = as_read.as_ref().is_some_and(|r| {
+        (
+            &r.name,
+            &r.namespace,
+            r.exists,
+            &r.uid,
+            &r.phase,
+            r.restart_count,
+        ) == (
+            &p.name,
+            &p.namespace,
+            p.exists,
+            &p.uid,
+            &p.phase,
+            p.restart_count,
+        )
+    });
+    g.check(same, Code::RawMismatch, subject, || {
+        format!("recorded {p:?}, the raw record {what:?} says {raw}")
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lab A act 4.
+
+/// Lab A act 4's Deployment, pods and Lease are the objects it read (raw `deployment`, `pods`,
+/// `lease`): the Deployment's name, namespace, UID, `spec.replicas` and `status.readyReplicas`;
+/// each pod as [`pod_observation_is_the_raw_pod`], in the list's order; the Lease's name,
+/// namespace, holder, acquire and renew times, duration and transitions. Flags
+/// [`Code::RawMismatch`] / [`Code::ObservationMissing`].
+pub(crate) fn investigation_is_the_raw_reads(g: &mut G, ev: &Evidence, f: &facts::a::Act4Facts) {
+    let s = "evidence/04.json facts";
+    if let Some(d) = required_raw(g, ev, "deployment", &format!("{s}.deployment")) {
+        let r = &f.deployment;
+        let pairs = [
+            ("name", Value::from(r.name.as_str()), get_meta(d, "name")),
+            (
+                "namespace",
+                Value::from(r.namespace.as_str()),
+                get_meta(d, "namespace"),
+            ),
+            ("uid", Value::from(r.uid.as_str()), get_meta(d, "uid")),
+            (
+                "replicas",
+                Value::from(r.replicas),
+                d.pointer("/spec/replicas")
+                    .cloned()
+                    .unwrap_or(Value::from(1)),
+            ),
+            (
+                "ready_replicas",
+                Value::from(r.ready_replicas),
+                d.pointer("/status/readyReplicas")
+                    .cloned()
+                    .unwrap_or(Value::from(0)),
+            ),
+        ];
+        fields_agree(g, &format!("{s}.deployment"), "Deployment", &pairs);
+    }
+    if let Some(pods) = required_raw(g, ev, "pods", &format!("{s}.pods")) {
+        let raw: Vec<&Value> = pods
+            .as_array()
+            .map(|a| a.iter().collect())
+            .unwrap_or_default();
+        g.check(
+            raw.len() == f.pods.len(),
+            Code::RawMismatch,
+            format!("{s}.pods"),
+            || {
+                format!(
+                    "{} pods recorded, the raw list has {}",
+                    f.pods.len(),
+                    raw.len()
+                )
+            },
+        );
+        for (i, (p, r)) in f.pods.iter().zip(raw).enumerate() {
+            pod_observation_is_the_raw_pod(g, &format!("{s}.pods[{i}]"), p, r);
+        }
+    }
+    if let Some(l) = required_raw(g, ev, "lease", &format!("{s}.lease")) {
+        let r = &f.lease;
+        let spec = |k: &str| {
+            l.pointer(&format!("/spec/{k}"))
+                .cloned()
+                .unwrap_or(Value::Null)
+        };
+        let time = |recorded: &Option<String>, k: &str| {
+            let raw = spec(k);
+            if same_time(recorded.as_deref(), raw.as_str()) {
+                (Value::Null, Value::Null)
+            } else {
+                (serde_json::to_value(recorded).unwrap_or_default(), raw)
+            }
+        };
+        let (acq, acq_raw) = time(&r.acquire_time, "acquireTime");
+        let (ren, ren_raw) = time(&r.renew_time, "renewTime");
+        let pairs = [
+            ("name", Value::from(r.name.as_str()), get_meta(l, "name")),
+            (
+                "namespace",
+                Value::from(r.namespace.as_str()),
+                get_meta(l, "namespace"),
+            ),
+            (
+                "holder",
+                serde_json::to_value(&r.holder).unwrap_or_default(),
+                spec("holderIdentity"),
+            ),
+            ("acquire_time", acq, acq_raw),
+            ("renew_time", ren, ren_raw),
+            (
+                "lease_duration_seconds",
+                serde_json::to_value(r.lease_duration_seconds).unwrap_or_default(),
+                spec("leaseDurationSeconds"),
+            ),
+            (
+                "lease_transitions",
+                serde_json::to_value(r.lease_transitions).unwrap_or_default(),
+                spec("leaseTransitions"),
+            ),
+        ];
+        fields_agree(g, &format!("{s}.lease"), "Lease", &pairs);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lab B act 4.
+
+/// Process states `/proc/<pid>/stat` field 3 can show (proc(5)).
+const PROCESS_STATES: &[&str] = &["R", "S", "D", "Z", "T", "t", "X", "x", "K", "W", "P", "I"];
+
+/// A recorded process state is one `/proc/<pid>/stat` can show (proc(5): `R`, `S`, `D`, `T`,
+/// …), or `gone` (the process had exited). Flags [`Code::ValueMismatch`] on `subject`.
+pub(crate) fn process_state_is_a_proc_state(g: &mut G, subject: &str, state: &str) {
+    g.check(
+        PROCESS_STATES.contains(&state) || state == "gone",
+        Code::ValueMismatch,
+        subject,
+        || format!("{state:?} is no process state of proc(5)"),
+    );
+}
+
+/// Lab B act 4's process identity is the CRI container it read (raw `cri-container`): the
+/// container's ID, name and PID, its pod's name, namespace and UID, and the restart count (read
+/// from the pod's status) is the container's `attempt` (the kubelet creates a container with
+/// `attempt` = the restart count it then reports, `pkg/kubelet/kuberuntime`). Flags
+/// [`Code::RawMismatch`] / [`Code::ObservationMissing`].
+pub(crate) fn identity_is_the_cri_container(g: &mut G, ev: &Evidence, f: &facts::b::Act4Facts) {
+    let s = "evidence/04.json facts";
+    let Some(c) = required_raw(g, ev, "cri-container", &format!("{s}.identity")) else {
+        return;
+    };
+    let get = |k: &str| c.get(k).cloned().unwrap_or(Value::Null);
+    let pairs = [
+        (
+            "identity.container_id",
+            Value::from(f.identity.container_id.as_str()),
+            get("container_id"),
+        ),
+        ("identity.pid", Value::from(f.identity.pid), get("pid")),
+        (
+            "identity.pod_uid",
+            Value::from(f.identity.pod_uid.as_str()),
+            get("pod_uid"),
+        ),
+        (
+            "container_name",
+            Value::from(f.container_name.as_str()),
+            get("container_name"),
+        ),
+        (
+            "pod_name",
+            Value::from(f.pod_name.as_str()),
+            get("pod_name"),
+        ),
+        (
+            "pod_namespace",
+            Value::from(f.pod_namespace.as_str()),
+            get("pod_namespace"),
+        ),
+        (
+            "restart_count",
+            Value::from(f.restart_count),
+            get("attempt"),
+        ),
+    ];
+    fields_agree(g, s, "CRI container", &pairs);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Requests.
+
+/// A request's name is a pod name the API server accepts: a DNS-1123 subdomain (lowercase
+/// alphanumerics, `-` and `.`, starting and ending alphanumeric, at most 253 characters;
+/// Kubernetes "Object Names and IDs"). A create with any other name is refused before
+/// admission, so no webhook could have answered it. Flags [`Code::RawMismatch`] on
+/// `subject.name`.
+pub(crate) fn request_name_is_a_pod_name(
+    g: &mut G,
+    subject: &str,
+    r: &crate::evidence::RequestRecord,
+) {
+    let n = r.name.as_bytes();
+    let ok = !n.is_empty()
+        && n.len() <= 253
+        && n.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-' || *c == b'.')
+        && n[0].is_ascii_alphanumeric()
+        && n[n.len() - 1].is_ascii_alphanumeric();
+    g.check(ok, Code::RawMismatch, format!("{subject}.name"), || {
+        format!("{:?} is no pod name (DNS-1123 subdomain)", r.name)
+    });
+}
+
+/// A request's labels are one of the two pods the tool sends (`docs/labs.md`): a good pod, with
+/// exactly the policy's label ([`crate::rules::common::GOOD_LABEL`]), or a violating pod, with no
+/// label. Flags [`Code::ValueMismatch`] on `subject.labels`.
+pub(crate) fn request_labels_are_the_tools_two_pods(
+    g: &mut G,
+    subject: &str,
+    r: &crate::evidence::RequestRecord,
+) {
+    let (k, v) = crate::rules::common::GOOD_LABEL;
+    let good = r.labels.len() == 1 && r.labels.get(k).map(String::as_str) == Some(v);
+    g.check(
+        good || r.labels.is_empty(),
+        Code::ValueMismatch,
+        format!("{subject}.labels"),
+        || {
+            format!(
+                "labels {:?}: the tool sends {{{k:?}: {v:?}}} or no label",
+                r.labels
+            )
+        },
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Across acts.
+
+/// Every (UID, name) pair recorded under `v`: objects with `uid` and `name`, `metadata` blocks,
+/// request records (their GET's and answer's UIDs carry the record's name), a webhook
+/// registration's configuration, act 1's namespaces, lab B's frozen pod. The audit and metrics
+/// records are skipped (their own rules hold them).
+fn named_uids(v: &Value, path: &str, out: &mut Vec<(String, String, String)>) {
+    let mut push = |uid: Option<&str>, name: Option<&str>, at: String| {
+        if let (Some(u), Some(n)) = (uid, name)
+            && !u.is_empty()
+            && !n.is_empty()
+        {
+            out.push((u.to_owned(), n.to_owned(), at));
+        }
+    };
+    match v {
+        Value::Object(m) => {
+            let name = m.get("name").and_then(|x| x.as_str());
+            push(
+                m.get("uid").and_then(|x| x.as_str()),
+                name,
+                format!("{path}.uid"),
+            );
+            push(text(v, "/get/uid"), name, format!("{path}.get.uid"));
+            push(
+                m.get("configuration_uid").and_then(|x| x.as_str()),
+                m.get("configuration").and_then(|x| x.as_str()),
+                format!("{path}.configuration_uid"),
+            );
+            push(
+                text(v, "/identity/pod_uid"),
+                m.get("pod_name").and_then(|x| x.as_str()),
+                format!("{path}.identity.pod_uid"),
+            );
+            if let Some(Value::Object(ns)) = m.get("namespaces") {
+                for (n, u) in ns {
+                    push(u.as_str(), Some(n), format!("{path}.namespaces.{n}"));
+                }
+            }
+            for (k, x) in m {
+                if !matches!(k.as_str(), "admission_audit" | "admission_metrics") {
+                    named_uids(x, &format!("{path}.{k}"), out);
+                }
+            }
+        }
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                named_uids(x, &format!("{path}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// One UID names one object: every UID this act's facts record next to a name (a pod, a
+/// request's GET and answer, the policy, a webhook configuration, a namespace, the Deployment)
+/// is recorded with that same name wherever the lab's evidence records it (Kubernetes UIDs are
+/// unique across the cluster's objects and never reused; a server-side dry-run's too). Flags
+/// [`Code::UidMismatch`] on the path in this act.
+pub(crate) fn one_uid_one_object(g: &mut G) {
+    let mut all: Vec<(String, String, String)> = Vec::new();
+    let mut mine: Vec<(String, String, String)> = Vec::new();
+    for (act, doc) in &g.input.evidence {
+        let Ok(doc) = doc else { continue };
+        let facts = doc.value.get("facts").unwrap_or(&Value::Null);
+        let mut found = Vec::new();
+        named_uids(facts, &format!("{} facts", ev_name(*act)), &mut found);
+        if *act == g.act {
+            mine.extend(found.iter().cloned());
+        }
+        all.extend(found);
+    }
+    let mut names: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for (u, n, _) in &all {
+        names.entry(u).or_default().insert(n);
+    }
+    g.checks += 1;
+    for (u, n, at) in &mine {
+        let others: Vec<&&str> = names[u.as_str()].iter().filter(|x| **x != n).collect();
+        if !others.is_empty() {
+            g.flag(
+                Code::UidMismatch,
+                at.clone(),
+                format!("uid {u} names {n:?} here and {others:?} elsewhere in the lab's evidence"),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Each rule of this module (and the rules issue 24 added beside the acts' graders) flags a
+    //! recorded real run with one observation changed, on the subject only that rule uses; the
+    //! unchanged run passes (`grade_recorded.rs`).
+
+    use serde_json::{Value, json};
+
+    use super::super::{Code, EvidenceDoc, Findings, GradeInput, grade};
+    use crate::evidence::Lab;
+    use crate::inputs::InputFile;
+
+    /// The files of the recorded run `$dir`: its evidence (`"01"`..), then the named inputs.
+    macro_rules! run {
+        ($dir:literal, [$($file:literal),*]) => {{
+            let evidence = [
+                include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/01.json")),
+                include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/02.json")),
+                include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/03.json")),
+                include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/04.json")),
+                include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/05.json")),
+                include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/06.json")),
+                include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/07.json")),
+                include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/08.json")),
+            ];
+            let mut files: Vec<(String, &str)> = evidence
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (format!("{:02}", i + 1), *t))
+                .collect();
+            $(files.push(($file.to_owned(), include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/", $file))));)*
+            files
+        }};
+    }
+
+    fn input(lab: Lab, files: Vec<(String, &str)>) -> GradeInput {
+        let mut gi = GradeInput::default();
+        for (name, text) in files {
+            let value: Value = serde_json::from_str(text).unwrap();
+            if let Ok(act) = name.parse::<u8>() {
+                let digest = crate::digest::digest_value(&value);
+                gi.evidence.insert(act, Ok(EvidenceDoc { value, digest }));
+            } else {
+                gi.inputs
+                    .insert(InputFile::from_name(lab, &name).unwrap(), Ok(value));
+            }
+        }
+        gi
+    }
+
+    fn lab_a() -> GradeInput {
+        input(
+            Lab::A,
+            run!(
+                "a-20261130T194643Z",
+                [
+                    "scope.json",
+                    "policy.json",
+                    "scale-plan.json",
+                    "report.json"
+                ]
+            ),
+        )
+    }
+
+    fn lab_b() -> GradeInput {
+        input(
+            Lab::B,
+            run!(
+                "b-20261130T210502Z",
+                [
+                    "scope.json",
+                    "policy.json",
+                    "freeze-plan.json",
+                    "policy-ignore.json",
+                    "recovery.json",
+                    "report.json"
+                ]
+            ),
+        )
+    }
+
+    /// Grades act `act` with `edit` applied to its evidence document.
+    fn graded(lab: Lab, mut gi: GradeInput, act: u8, edit: impl FnOnce(&mut Value)) -> Findings {
+        assert!(
+            grade(lab, act, &gi).passed(),
+            "lab {lab} act {act} passes unchanged"
+        );
+        let Some(Ok(doc)) = gi.evidence.get_mut(&act) else {
+            panic!("act {act}")
+        };
+        edit(&mut doc.value);
+        grade(lab, act, &gi)
+    }
+
+    fn set(pointer: &'static str, v: Value) -> impl FnOnce(&mut Value) {
+        move |doc| *doc.pointer_mut(pointer).expect(pointer) = v
+    }
+
+    fn flagged(f: &Findings, code: Code, subject: &str) -> bool {
+        f.findings
+            .iter()
+            .any(|x| x.code == code && x.subject == subject)
+    }
+
+    #[track_caller]
+    fn assert_flags(f: Findings, code: Code, subject: &str) {
+        assert!(
+            flagged(&f, code, subject),
+            "expected {code:?} on {subject:?}: {f:#?}"
+        );
+    }
+
+    #[test]
+    fn lab_mark_is_the_marks_configmap() {
+        let f = graded(
+            Lab::A,
+            lab_a(),
+            1,
+            set(
+                "/facts/lab_mark",
+                json!("ConfigMap lab-system/x mark=kca-webhook-lab/v1"),
+            ),
+        );
+        assert_flags(f, Code::RawMismatch, "evidence/01.json facts.lab_mark");
+        let f = graded(
+            Lab::B,
+            lab_b(),
+            1,
+            set("/facts/node/name", json!("another-node")),
+        );
+        assert_flags(f, Code::RawMismatch, "evidence/01.json facts.node");
+    }
+
+    #[test]
+    fn controller_deployment_is_kyvernos_admission_controller() {
+        let f = graded(
+            Lab::A,
+            lab_a(),
+            1,
+            set(
+                "/facts/controller_deployment/namespace",
+                json!("kca-webhook-target"),
+            ),
+        );
+        assert_flags(
+            f,
+            Code::ValueMismatch,
+            "evidence/01.json facts.controller_deployment",
+        );
+    }
+
+    #[test]
+    fn registration_and_policy_are_the_raw_reads() {
+        let f = graded(
+            Lab::B,
+            lab_b(),
+            2,
+            set("/facts/webhook/service/port", json!(8443)),
+        );
+        assert_flags(f, Code::RawMismatch, "evidence/02.json facts.webhook");
+        let f = graded(
+            Lab::B,
+            lab_b(),
+            2,
+            set("/facts/webhook/match_policy", json!("Exact")),
+        );
+        assert_flags(f, Code::RawMismatch, "evidence/02.json facts.webhook");
+        let f = graded(
+            Lab::A,
+            lab_a(),
+            2,
+            set(
+                "/facts/policy/spec/evaluation/background/enabled",
+                json!(true),
+            ),
+        );
+        assert_flags(f, Code::RawMismatch, "evidence/02.json facts.policy");
+    }
+
+    #[test]
+    fn investigation_is_the_raw_reads() {
+        let f = graded(
+            Lab::A,
+            lab_a(),
+            4,
+            set("/facts/lease/lease_transitions", json!(1)),
+        );
+        assert_flags(f, Code::RawMismatch, "evidence/04.json facts.lease");
+        let f = graded(
+            Lab::A,
+            lab_a(),
+            4,
+            set("/facts/deployment/ready_replicas", json!(2)),
+        );
+        assert_flags(f, Code::RawMismatch, "evidence/04.json facts.deployment");
+        let f = graded(
+            Lab::A,
+            lab_a(),
+            4,
+            set("/facts/pods/0/restart_count", json!(1)),
+        );
+        assert_flags(f, Code::RawMismatch, "evidence/04.json facts.pods[0]");
+    }
+
+    #[test]
+    fn identity_is_the_cri_container_and_states_are_proc_states() {
+        let f = graded(Lab::B, lab_b(), 4, set("/facts/identity/pid", json!(18290)));
+        assert_flags(f, Code::RawMismatch, "evidence/04.json facts");
+        let f = graded(
+            Lab::B,
+            lab_b(),
+            4,
+            set("/facts/process_state", json!("S-x")),
+        );
+        assert_flags(
+            f,
+            Code::ValueMismatch,
+            "evidence/04.json facts.process_state",
+        );
+        let f = graded(
+            Lab::B,
+            lab_b(),
+            5,
+            set("/facts/freeze/state_after", json!("")),
+        );
+        assert_flags(
+            f,
+            Code::ValueMismatch,
+            "evidence/05.json facts.freeze.state_after",
+        );
+    }
+
+    #[test]
+    fn one_uid_one_object() {
+        let gi = lab_a();
+        let other =
+            gi.evidence[&5].as_ref().unwrap().value["facts"]["target_bad"]["get"]["uid"].clone();
+        let f = graded(Lab::A, gi, 6, set("/facts/new_pod/uid", other));
+        assert_flags(f, Code::UidMismatch, "evidence/06.json facts.new_pod.uid");
+    }
+
+    #[test]
+    fn pod_observation_agrees_with_itself() {
+        let f = graded(Lab::A, lab_a(), 6, set("/facts/new_pod/phase", json!("")));
+        assert_flags(f, Code::RawMismatch, "evidence/06.json facts.new_pod");
+        let f = graded(
+            Lab::A,
+            lab_a(),
+            6,
+            set("/facts/admitted_during_scale_down/phase", json!("Pending")),
+        );
+        assert_flags(
+            f,
+            Code::RawMismatch,
+            "evidence/06.json facts.admitted_during_scale_down",
+        );
+        let f = graded(
+            Lab::A,
+            lab_a(),
+            6,
+            set("/facts/admitted_during_scale_down/exists", json!(false)),
+        );
+        assert_flags(
+            f,
+            Code::RawMismatch,
+            "evidence/06.json facts.admitted_during_scale_down",
+        );
+    }
+
+    #[test]
+    fn request_names_labels_and_causes_are_the_apis() {
+        let f = graded(
+            Lab::B,
+            lab_b(),
+            5,
+            set("/facts/target_good/name", json!("")),
+        );
+        assert_flags(
+            f,
+            Code::RawMismatch,
+            "evidence/05.json facts.target_good.name",
+        );
+        let f = graded(
+            Lab::B,
+            lab_b(),
+            5,
+            set("/facts/target_good/labels/environment", json!("lab-x")),
+        );
+        assert_flags(
+            f,
+            Code::ValueMismatch,
+            "evidence/05.json facts.target_good.labels",
+        );
+        let f = graded(Lab::B, lab_b(), 5, |doc: &mut Value| {
+            doc.pointer_mut("/facts/target_bad/raw_response/details/causes")
+                .unwrap()
+                .as_array_mut()
+                .unwrap()
+                .clear()
+        });
+        assert_flags(
+            f,
+            Code::RawMismatch,
+            "evidence/05.json facts.target_bad.raw_response",
+        );
+    }
+
+    #[test]
+    fn act3_observations_in_sequence_and_policy_read_time_inside_the_act() {
+        let gi = lab_a();
+        let good_sent = gi.evidence[&3].as_ref().unwrap().value["facts"]["good"]["sent_at"].clone();
+        let f = graded(Lab::A, gi, 3, set("/facts/bad/sent_at", good_sent));
+        assert_flags(
+            f,
+            Code::TimesInconsistent,
+            "evidence/03.json facts.bad.sent_at",
+        );
+        let f = graded(
+            Lab::A,
+            lab_a(),
+            5,
+            set("/facts/policy/at", json!("2026-11-30T19:48:18.653Z")),
+        );
+        assert_flags(
+            f,
+            Code::TimesInconsistent,
+            "evidence/05.json facts.policy.at",
+        );
+    }
+
+    #[test]
+    fn lab_a_act6_recovery_records_hold() {
+        let s = "evidence/06.json facts";
+        let f = graded(
+            Lab::A,
+            lab_a(),
+            6,
+            set(
+                "/facts/previous_lease_holder",
+                json!("kyverno-admission-controller-x"),
+            ),
+        );
+        assert_flags(f, Code::RawMismatch, &format!("{s}.previous_lease_holder"));
+        let f = graded(
+            Lab::A,
+            lab_a(),
+            6,
+            set(
+                "/facts/admitted_during_scale_down/name",
+                json!("kca-a3-bad-194818-800338"),
+            ),
+        );
+        assert_flags(
+            f,
+            Code::PodReplaced,
+            &format!("{s}.admitted_during_scale_down"),
+        );
+        let f = graded(
+            Lab::A,
+            lab_a(),
+            6,
+            set("/facts/new_pod/namespace", json!("kca-webhook-control")),
+        );
+        assert_flags(f, Code::ValueMismatch, &format!("{s}.new_pod"));
+        let f = graded(
+            Lab::A,
+            lab_a(),
+            6,
+            set(
+                "/facts/first_explicit_deny/last_seen",
+                json!(
+                    "2026-11-30T19:48:37.560Z pod kyverno-admission-controller-86cbbb5545-5vgcq phase Pending"
+                ),
+            ),
+        );
+        assert_flags(
+            f,
+            Code::ValueMismatch,
+            &format!("{s}.first_explicit_deny.last_seen"),
+        );
+        let f = graded(
+            Lab::A,
+            lab_a(),
+            6,
+            set("/facts/replicas_restored/waited_ms", json!(5015)),
+        );
+        assert_flags(
+            f,
+            Code::TimesInconsistent,
+            &format!("{s}.replicas_restored.waited_ms"),
+        );
+        let f = graded(Lab::A, lab_a(), 6, |doc: &mut Value| {
+            doc.pointer_mut("/facts/deny_probes")
+                .unwrap()
+                .as_array_mut()
+                .unwrap()
+                .remove(0);
+        });
+        assert_flags(f, Code::RawMismatch, &format!("{s}.deny_probes"));
+        let gi = lab_a();
+        let act2 = gi.evidence[&2].as_ref().unwrap().value["facts"]["webhook"]["configuration_uid"]
+            .clone();
+        let f = graded(Lab::A, gi, 6, set("/facts/webhook/configuration_uid", act2));
+        assert_flags(
+            f,
+            Code::UidMismatch,
+            &format!("{s}.webhook.configuration_uid"),
+        );
+    }
+
+    #[test]
+    fn metrics_lines_are_an_exposition_and_the_audit_window_opens_with_the_act() {
+        let f = graded(Lab::B, lab_b(), 3, |doc: &mut Value| {
+            doc.pointer_mut("/facts/admission_metrics/before/lines")
+                .unwrap()
+                .as_array_mut()
+                .unwrap()
+                .remove(0);
+        });
+        assert_flags(
+            f,
+            Code::RawMismatch,
+            "evidence/03.json facts.admission_metrics.before.lines",
+        );
+        let f = graded(
+            Lab::B,
+            lab_b(),
+            3,
+            // The act began 2 s before its audit window opened: not the act's window.
+            set("/started_at", json!("2026-11-30T21:14:11.400Z")),
+        );
+        assert_flags(
+            f,
+            Code::RawMismatch,
+            "evidence/03.json facts.admission_audit.window",
+        );
+    }
+
+    /// What may differ by version is read from the live registration, never from a name's form:
+    /// Ignore from the recorded failurePolicy, the switched webhook's name from the registration
+    /// serving the same policy path; a changed path stays a finding.
+    #[test]
+    fn version_dependent_details_come_from_the_live_registration() {
+        use super::super::{G, SameRegistration, metrics::policy_is_ignore, registration_equals};
+        let gi = lab_b();
+        let ev = |act: u8| -> crate::evidence::Evidence {
+            serde_json::from_value(gi.evidence[&act].as_ref().unwrap().value.clone()).unwrap()
+        };
+        let g = G::new(Lab::B, 6, &gi);
+        assert!(!policy_is_ignore(&g, &ev(5)));
+        let mut e6 = ev(6);
+        e6.facts["webhook"]["name"] = json!("vpol.validate.kyverno.svc-renamed-in-another-version");
+        assert!(policy_is_ignore(&g, &e6));
+        let earlier: crate::facts::WebhookFacts =
+            serde_json::from_value(ev(2).facts["webhook"].clone()).unwrap();
+        let mut found = earlier.clone();
+        found.failure_policy = "Ignore".into();
+        found.name = "vpol.validate.kyverno.svc-renamed-in-another-version".into();
+        let mut g = G::new(Lab::B, 6, &gi);
+        registration_equals(
+            &mut g,
+            "s",
+            &found,
+            &earlier,
+            SameRegistration::SwitchedToIgnore,
+        );
+        assert!(g.findings.is_empty(), "{:?}", g.findings);
+        found.service.as_mut().unwrap().path = Some("/vpol/another-policy".into());
+        let mut g = G::new(Lab::B, 6, &gi);
+        registration_equals(
+            &mut g,
+            "s",
+            &found,
+            &earlier,
+            SameRegistration::SwitchedToIgnore,
+        );
+        let subjects: Vec<&str> = g.findings.iter().map(|f| f.subject.as_str()).collect();
+        assert!(
+            subjects.contains(&"s.name") && subjects.contains(&"s.service"),
+            "{subjects:?}"
+        );
+    }
+
+    #[test]
+    fn act8_compares_every_report_field() {
+        let f = graded(Lab::B, lab_b(), 8, |doc: &mut Value| {
+            doc.pointer_mut("/facts/checks")
+                .unwrap()
+                .as_array_mut()
+                .unwrap()
+                .remove(0);
+        });
+        assert_flags(f, Code::ReportContradicted, "evidence/08.json facts.checks");
+    }
+}
