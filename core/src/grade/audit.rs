@@ -54,7 +54,7 @@ const TARGET: &str = crate::rules::common::TARGET_NAMESPACE;
 /// Runs the rules on `ev` (the evidence of `g.act`).
 pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
     // The acts whose evidence carries audit events: the registry's `audit` flag.
-    if !crate::acts::spec(g.lab, g.act).is_some_and(|s| s.audit) {
+    if !g.audit_applies {
         return;
     }
     let file = ev_name(g.act);
@@ -94,8 +94,8 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
         );
         return;
     }
-    let hook = super::metrics::policy_webhook(g, ev);
-    let timeout_seconds = super::metrics::policy_timeout_seconds(g, ev);
+    let hook = super::policy::policy_webhook(g, ev);
+    let timeout_seconds = super::policy::policy_timeout_seconds(g, ev);
     let requests =
         crate::evidence::request_records(&[&ev.facts, &serde_json::Value::Array(ev.raw.clone())]);
 
@@ -278,7 +278,7 @@ fn answer_rules_agree(
         disagree("response-message", g, e.message == r.message);
     }
     let failed_open = e.failed_open();
-    let is_ignore = super::metrics::policy_is_ignore(g, c.ev);
+    let is_ignore = super::policy::policy_is_ignore(g, c.ev);
     // Rule 4: a failed call under Fail is a 5xx, not failed open, not stored.
     let call_failed = r
         .message

@@ -37,6 +37,7 @@
 
 use std::collections::BTreeMap;
 
+use super::policy::{policy_is_ignore, policy_timeout_seconds, policy_webhook};
 use super::{Code, Finding, G, ev_name};
 use crate::evidence::{Evidence, Lab, Outcome, RequestRecord};
 use crate::metrics::{
@@ -49,7 +50,7 @@ const TARGET: &str = crate::rules::common::TARGET_NAMESPACE;
 /// Runs the rules on `ev` (the evidence of `g.act`).
 pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
     // The acts whose evidence must carry admission metrics: the registry's `metrics` flag.
-    if !crate::acts::spec(g.lab, g.act).is_some_and(|s| s.metrics) {
+    if !g.metrics_applies {
         return;
     }
     let subject = format!("{} facts.{FACTS_KEY}", ev_name(g.act));
@@ -570,73 +571,6 @@ fn note(g: &mut G<'_>, subject: String, detail: String) {
         subject,
         detail,
     });
-}
-
-/// The policy's webhook for this act: `facts.webhook.name`, `facts.webhook_name`, else act 2's.
-pub(crate) fn policy_webhook(g: &G<'_>, ev: &Evidence) -> Option<String> {
-    let own = ev
-        .facts
-        .pointer("/webhook/name")
-        .or_else(|| ev.facts.get("webhook_name"))
-        .and_then(serde_json::Value::as_str);
-    if let Some(h) = own {
-        return Some(h.to_owned());
-    }
-    g.input
-        .evidence
-        .get(&2)?
-        .as_ref()
-        .ok()?
-        .value
-        .pointer("/facts/webhook/name")?
-        .as_str()
-        .map(str::to_owned)
-}
-
-/// Whether the policy's registration for this act is failurePolicy `Ignore`, read from the live
-/// registration the evidence recorded (never from the webhook's name, whose form differs by
-/// Kyverno version): `facts.webhook.failure_policy`, the freeze's `registration_snapshot`, else
-/// act 2's.
-pub(crate) fn policy_is_ignore(g: &G<'_>, ev: &Evidence) -> bool {
-    let own = ev
-        .facts
-        .pointer("/webhook/failure_policy")
-        .or_else(|| ev.facts.pointer("/registration_snapshot/failurePolicy"))
-        .and_then(serde_json::Value::as_str);
-    let policy = own.map(str::to_owned).or_else(|| {
-        g.input
-            .evidence
-            .get(&2)?
-            .as_ref()
-            .ok()?
-            .value
-            .pointer("/facts/webhook/failure_policy")?
-            .as_str()
-            .map(str::to_owned)
-    });
-    policy.as_deref() == Some("Ignore")
-}
-
-/// The `timeoutSeconds` of the policy's registration for this act: `facts.timeout_seconds` (lab
-/// B's freeze runs), `facts.webhook.timeout_seconds`, else act 2's.
-pub(crate) fn policy_timeout_seconds(g: &G<'_>, ev: &Evidence) -> Option<u32> {
-    let read = |v: &serde_json::Value| v.as_u64().and_then(|t| u32::try_from(t).ok());
-    if let Some(t) = ev
-        .facts
-        .get("timeout_seconds")
-        .or_else(|| ev.facts.pointer("/webhook/timeout_seconds"))
-        .and_then(read)
-    {
-        return Some(t);
-    }
-    g.input
-        .evidence
-        .get(&2)?
-        .as_ref()
-        .ok()?
-        .value
-        .pointer("/facts/webhook/timeout_seconds")
-        .and_then(read)
 }
 
 /// Every request record of the act: in `facts` (at any depth) and in `raw` `request:*` entries,

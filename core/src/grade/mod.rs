@@ -58,6 +58,7 @@ pub mod audit;
 pub mod b;
 pub mod bounds;
 pub mod metrics;
+mod policy;
 pub mod unheld;
 mod witness;
 
@@ -70,7 +71,6 @@ use crate::classify::classify;
 use crate::evidence::{ActStatus, Evidence, Lab, Outcome, RequestRecord};
 use crate::facts::{self, PodObservation};
 use crate::inputs::{self, Context, InputFile, StudentInput};
-use crate::text::Lang;
 use crate::workdir::Workdir;
 
 /// What makes a deny the lab policy's verdict (the same the probes classify with).
@@ -213,13 +213,6 @@ pub struct Finding {
     pub detail: String,
 }
 
-impl Finding {
-    /// The finding as one line in `lang` (text from [`crate::messages`]).
-    pub fn message(&self, lang: Lang) -> String {
-        crate::messages::codes::finding(lang, self)
-    }
-}
-
 /// The result of grading one act.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Findings {
@@ -313,9 +306,12 @@ impl GradeInput {
 /// Grades act `act` of `lab` (an act the registry, [`crate::acts`], does not list has no checks
 /// beyond its evidence file). Pure: reads only `input`.
 pub fn grade(lab: Lab, act: u8, input: &GradeInput) -> Findings {
+    let spec = crate::acts::spec(lab, act);
     let mut g = G::new(lab, act, input);
+    g.audit_applies = spec.is_some_and(|s| s.audit);
+    g.metrics_applies = spec.is_some_and(|s| s.metrics);
     if let Some(ev) = g.evidence(act) {
-        if let Some(spec) = crate::acts::spec(lab, act) {
+        if let Some(spec) = spec {
             (spec.grade)(&mut g);
         }
         g.names_unique();
@@ -341,6 +337,11 @@ pub fn grade_all(lab: Lab, input: &GradeInput) -> Vec<Findings> {
 pub(crate) struct G<'a> {
     pub(crate) lab: Lab,
     pub(crate) act: u8,
+    /// Whether the registry ([`crate::acts`]) says the act keeps the API server's audit events
+    /// (`grade/audit.rs` applies); set by [`grade`], so that the rules need not read the registry.
+    pub(crate) audit_applies: bool,
+    /// Whether the act keeps `/metrics` deltas (`grade/metrics.rs` applies); set by [`grade`].
+    pub(crate) metrics_applies: bool,
     input: &'a GradeInput,
     checks: u32,
     findings: Vec<Finding>,
@@ -359,6 +360,8 @@ impl<'a> G<'a> {
         G {
             lab,
             act,
+            audit_applies: false,
+            metrics_applies: false,
             input,
             checks: 0,
             findings: Vec::new(),

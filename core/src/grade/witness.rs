@@ -1134,7 +1134,7 @@ mod tests {
     /// serving the same policy path; a changed path stays a finding.
     #[test]
     fn version_dependent_details_come_from_the_live_registration() {
-        use super::super::{G, SameRegistration, metrics::policy_is_ignore, registration_equals};
+        use super::super::{G, SameRegistration, policy::policy_is_ignore, registration_equals};
         let gi = lab_b();
         let ev = |act: u8| -> crate::evidence::Evidence {
             serde_json::from_value(gi.evidence[&act].as_ref().unwrap().value.clone()).unwrap()

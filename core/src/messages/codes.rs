@@ -180,6 +180,14 @@ pub fn code_text(code: Code) -> Text {
     }
 }
 
+impl Finding {
+    /// The finding as one line in `lang` ([`finding`]). Defined beside the code table rather than
+    /// beside the type, so that the graders' types do not import the messages that render them.
+    pub fn message(&self, lang: Lang) -> String {
+        finding(lang, self)
+    }
+}
+
 /// One finding as a line: `[code] subject: meaning (detail)`.
 pub fn finding(lang: Lang, f: &Finding) -> String {
     let line = format!(
