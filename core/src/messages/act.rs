@@ -178,6 +178,31 @@ pub const DURING_FREEZE: Text = t(
 line!(
     /// Seconds until the healer resumes.
     until_resume(left: i64) => "healer の再開まで残り {left} 秒", "{left} s until the healer resumes the process");
+/// A process state letter of `/proc/PID/stat` in proc(5)'s words, e.g. `S (sleeping)`; `None`
+/// (no such process after the resume) is `gone`, a letter proc(5) does not list is `X (unknown)`.
+/// Source: proc_pid_stat(5), field 3 "state".
+pub fn process_state(lang: Lang, state: Option<char>) -> String {
+    let Some(c) = state else {
+        return t("消滅 (プロセスなし)", "gone (no such process)")
+            .get(lang)
+            .to_owned();
+    };
+    let words = match c {
+        'R' => t("実行中", "running"),
+        'S' => t("スリープ", "sleeping"),
+        'D' => t("割り込み不可の待機", "disk sleep"),
+        'Z' => t("ゾンビ", "zombie"),
+        'T' => t("シグナルで停止", "stopped"),
+        't' => t("トレースで停止", "tracing stop"),
+        'X' | 'x' => t("終了", "dead"),
+        'I' => t("アイドル", "idle"),
+        'K' => t("wakekill", "wakekill"),
+        'W' => t("waking", "waking"),
+        'P' => t("parked", "parked"),
+        _ => t("不明", "unknown"),
+    };
+    format!("{c} ({})", words.get(lang))
+}
 line!(
     /// The process was resumed.
     resumed(by: &str, at: &str, state: &str) => "再開しました: {by} が {at} に SIGCONT (state {state})", "resumed: SIGCONT by {by} at {at} (state {state})");
@@ -490,3 +515,17 @@ line!(
     metrics_not_observed(reason: &str) =>
     "admission webhook メトリクスは観測できませんでした: {reason}",
     "admission webhook metrics not observed: {reason}");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn process_state_is_said_in_proc5_words_not_rust_debug() {
+        assert_eq!(process_state(Lang::En, Some('S')), "S (sleeping)");
+        assert_eq!(process_state(Lang::En, Some('T')), "T (stopped)");
+        assert_eq!(process_state(Lang::En, Some('?')), "? (unknown)");
+        assert_eq!(process_state(Lang::En, None), "gone (no such process)");
+        assert_eq!(process_state(Lang::Ja, Some('S')), "S (スリープ)");
+    }
+}

@@ -744,7 +744,7 @@ async fn await_resume(
     ui.step(m::resumed(
         by.get(ui.lang()),
         &resume.resumed_at,
-        &format!("{:?}", resume.state_after),
+        &m::process_state(ui.lang(), resume.state_after),
     ));
     Ok(resume)
 }
