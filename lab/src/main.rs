@@ -185,11 +185,13 @@ fn main() -> ExitCode {
                 },
                 e => e,
             };
-            eprintln!(
-                "{}: {}",
-                messages::error_prefix(lang),
+            // `digest` never writes, so its errors do not say "nothing was written".
+            let text = if matches!(cli.command, Command::Digest { .. }) {
+                messages::read_only_error_text(lang, &e)
+            } else {
                 messages::error_text(lang, &e)
-            );
+            };
+            eprintln!("{}: {text}", messages::error_prefix(lang));
             if let Some(hint) = missing_input_hint(&cli, &workdir, lab, &e) {
                 eprintln!("{hint}");
             }
