@@ -487,10 +487,31 @@ line!(
     "{mark} {field}: 報告 {report} / 証拠 {evidence}",
     "{mark} {field}: report {report} / evidence {evidence}");
 line!(
-    /// Lab A act 8 summary: how many fields disagree.
+    /// Act 8 summary (both labs): how many fields disagree.
     report_disagrees(count: usize) =>
     "report.json のうち証拠と食い違う項目: {count}",
     "{count} field(s) of report.json disagree with the evidence");
+
+/// Act 8's summary lines (both labs, said the same way): one [`report_check`] line per field,
+/// then [`report_disagrees`].
+pub fn report_summary(lang: Lang, checks: &[crate::facts::ReportCheck]) -> Vec<String> {
+    let mut lines: Vec<String> = checks
+        .iter()
+        .map(|c| {
+            report_check(
+                if c.agrees { "✓" } else { "✗" },
+                &c.field,
+                &c.report.to_string(),
+                &c.evidence.to_string(),
+            )
+            .get(lang)
+            .to_owned()
+        })
+        .collect();
+    let disagree = checks.iter().filter(|c| !c.agrees).count();
+    lines.push(report_disagrees(disagree).get(lang).to_owned());
+    lines
+}
 
 // The admission webhook metrics of acts 3, 5, 6, 7 ([`crate::metrics::summary_line`]).
 line!(
@@ -527,5 +548,26 @@ mod tests {
         assert_eq!(process_state(Lang::En, Some('?')), "? (unknown)");
         assert_eq!(process_state(Lang::En, None), "gone (no such process)");
         assert_eq!(process_state(Lang::Ja, Some('S')), "S (スリープ)");
+    }
+
+    #[test]
+    fn report_summary_lists_each_field_then_how_many_disagree() {
+        let check = |field: &str, agrees: bool| crate::facts::ReportCheck {
+            field: field.to_owned(),
+            report: "x".into(),
+            evidence: if agrees { "x" } else { "y" }.into(),
+            agrees,
+        };
+        let lines = report_summary(Lang::En, &[check("fail", true), check("ignore", false)]);
+        assert_eq!(
+            lines,
+            [
+                "✓ fail: report \"x\" / evidence \"x\"",
+                "✗ ignore: report \"x\" / evidence \"y\"",
+                "1 field(s) of report.json disagree with the evidence",
+            ]
+        );
+        let ja = report_summary(Lang::Ja, &[check("fail", true)]);
+        assert_eq!(ja.last().unwrap(), "report.json のうち証拠と食い違う項目: 0");
     }
 }
