@@ -997,3 +997,22 @@ fn grading_a_work_dir_that_does_not_exist_names_it_and_creates_nothing() {
     );
     assert!(!missing.exists(), "grade created the work dir");
 }
+
+/// `heal` prints lines in the chosen language like every other command, not raw JSON.
+#[test]
+fn heal_says_what_it_did_in_words() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (lang, says) in [
+        ("en", "nothing to heal"),
+        ("ja", "後始末する障害はありません"),
+    ] {
+        let out = run(
+            tmp.path(),
+            &["--lang", lang, "--kubeconfig", "/nonexistent/kubeconfig", "heal"],
+        );
+        let said = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{said}{}", text(&out.stderr));
+        assert!(!said.trim_start().starts_with('{'), "{said}");
+        assert!(said.contains(says), "{said}");
+    }
+}
