@@ -392,7 +392,10 @@ fn digest_of_bad_input_exits_2_and_says_what_is_wrong() {
     ];
     for (path, says) in &cases {
         for lang in ["en", "ja"] {
-            let out = run(tmp.path(), &["--lang", lang, "digest", path.to_str().unwrap()]);
+            let out = run(
+                tmp.path(),
+                &["--lang", lang, "digest", path.to_str().unwrap()],
+            );
             let err = text(&out.stderr);
             let ctx = format!("{} ({lang}): {err}", path.display());
             assert_eq!(out.status.code(), Some(2), "{ctx}");
@@ -1008,7 +1011,13 @@ fn heal_says_what_it_did_in_words() {
     ] {
         let out = run(
             tmp.path(),
-            &["--lang", lang, "--kubeconfig", "/nonexistent/kubeconfig", "heal"],
+            &[
+                "--lang",
+                lang,
+                "--kubeconfig",
+                "/nonexistent/kubeconfig",
+                "heal",
+            ],
         );
         let said = text(&out.stdout);
         assert_eq!(out.status.code(), Some(0), "{said}{}", text(&out.stderr));

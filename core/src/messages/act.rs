@@ -527,6 +527,13 @@ line!(
     /// The audit events of the act's requests (`name code [annotations]; …`, verbatim).
     audit_observed(requests: &str) => "監査ログ: {requests}", "audit: {requests}");
 line!(
+    /// The audit events of an act with many requests, counted by outcome
+    /// (`code [annotation keys] ×N, …`, verbatim; [`crate::audit::outcome_counts`]), and where
+    /// each request's events are (`evidence`'s `key`).
+    audit_counted(total: usize, outcomes: &str, evidence: &str, key: &str) =>
+    "監査ログ: リクエスト {total} 件: {outcomes} (各リクエストの詳細は {evidence} の facts.{key})",
+    "audit: {total} requests: {outcomes} (each request in {evidence} facts.{key})");
+line!(
     /// The audit log was not read for the act (`not-configured` or `read-error`, verbatim).
     audit_not_observed(status: &str, reason: &str) =>
     "監査ログは観測できませんでした ({status}): {reason}",
@@ -568,6 +575,9 @@ mod tests {
             ]
         );
         let ja = report_summary(Lang::Ja, &[check("fail", true)]);
-        assert_eq!(ja.last().unwrap(), "report.json のうち証拠と食い違う項目: 0");
+        assert_eq!(
+            ja.last().unwrap(),
+            "report.json のうち証拠と食い違う項目: 0"
+        );
     }
 }

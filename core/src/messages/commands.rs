@@ -227,18 +227,31 @@ pub struct Healed<'a> {
 
 /// `heal`'s output, one line per attempt settled, attempt left alone and error (values verbatim;
 /// the full record of each attempt is its `heal.json`); one line when there was nothing to heal.
-pub fn heal_lines(lang: Lang, healed: &[Healed], live: &[String], errors: &[String]) -> Vec<String> {
+pub fn heal_lines(
+    lang: Lang,
+    healed: &[Healed],
+    live: &[String],
+    errors: &[String],
+) -> Vec<String> {
     let mut out = Vec::new();
     for h in healed {
         let note = h.note.map(|n| format!(" ({n})")).unwrap_or_default();
         out.push(match lang {
-            Lang::Ja => format!("試行 {}: {}{note} (詳細は faults/{}/heal.json)", h.attempt, h.action, h.attempt),
-            Lang::En => format!("attempt {}: {}{note} (details in faults/{}/heal.json)", h.attempt, h.action, h.attempt),
+            Lang::Ja => format!(
+                "試行 {}: {}{note} (詳細は faults/{}/heal.json)",
+                h.attempt, h.action, h.attempt
+            ),
+            Lang::En => format!(
+                "attempt {}: {}{note} (details in faults/{}/heal.json)",
+                h.attempt, h.action, h.attempt
+            ),
         });
     }
     for l in live {
         out.push(match lang {
-            Lang::Ja => format!("そのままにしました（実行中のランナーまたは healer が持つ障害）: {l}"),
+            Lang::Ja => {
+                format!("そのままにしました（実行中のランナーまたは healer が持つ障害）: {l}")
+            }
             Lang::En => format!("left alone (a live runner or healer owns it): {l}"),
         });
     }
