@@ -184,7 +184,15 @@ fn grading_without_the_inputs_reports_each_missing_input_once() {
     let said = String::from_utf8_lossy(&out.stdout).into_owned() + &stderr(&out);
     assert!(!said.contains("[input-changed]"), "{said}");
     assert!(!said.contains("None"), "{said}");
-    for name in ["scope.json", "policy.json", "freeze-plan.json", "report.json"] {
-        assert!(said.contains(&format!("[input-missing] {name}:")), "{name}: {said}");
+    for name in [
+        "scope.json",
+        "policy.json",
+        "freeze-plan.json",
+        "report.json",
+    ] {
+        assert!(
+            said.contains(&format!("[input-missing] {name}:")),
+            "{name}: {said}"
+        );
     }
 }

@@ -30,7 +30,11 @@ fn error_text_of(lang: Lang, e: &LabError, writes: bool) -> String {
             let mut s = format!(
                 "入力ファイルが正しくありません（問題 {} 件、すべて表示）{}:",
                 issues.len(),
-                if writes { "。何も書き込んでいません" } else { "" }
+                if writes {
+                    "。何も書き込んでいません"
+                } else {
+                    ""
+                }
             );
             for i in issues {
                 let (expected, found) =
