@@ -496,10 +496,16 @@ fn read_from(path: &std::path::Path, offset: u64) -> Result<Vec<String>, String>
         .collect())
 }
 
+/// Up to this many requests, an act's audit summary lists each ([`request_summary`]); more are
+/// counted by outcome ([`outcome_counts`]).
+pub const LISTED_REQUESTS: usize = 6;
+
 /// One short line for an act's summary, in both languages (words in
-/// [`crate::messages::act`]): [`request_summary`] of each request, or why audit was not observed
-/// (`not-configured` or `read-error`, verbatim).
-pub fn summary_line(a: &AdmissionAudit) -> crate::text::Line {
+/// [`crate::messages::act`]): [`request_summary`] of each request (at most [`LISTED_REQUESTS`];
+/// more are counted by outcome, with `evidence`, the act's evidence file, named as where each
+/// request's events are), or why audit was not observed (`not-configured` or `read-error`,
+/// verbatim).
+pub fn summary_line(a: &AdmissionAudit, evidence: &str) -> crate::text::Line {
     use crate::messages::act as words;
     if a.status != AuditStatus::Observed {
         return words::audit_not_observed(
@@ -510,8 +516,45 @@ pub fn summary_line(a: &AdmissionAudit) -> crate::text::Line {
             a.reason.as_deref().unwrap_or(""),
         );
     }
+    if a.requests.len() > LISTED_REQUESTS {
+        return words::audit_counted(a.requests.len(), &outcome_counts(a), evidence, FACTS_KEY);
+    }
     let parts: Vec<String> = a.requests.iter().map(request_summary).collect();
     words::audit_observed(&parts.join("; "))
+}
+
+/// The requests' final events counted by outcome: `code [annotation keys] ×N`, joined by `, `,
+/// most frequent first (the [`short_annotation`] keys only; their values, e.g. latencies, differ
+/// per request); a request without a final event counts as `no-final-event`.
+pub fn outcome_counts(a: &AdmissionAudit) -> String {
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for r in &a.requests {
+        let key = match r.final_event() {
+            Some(e) => {
+                let keys: Vec<&str> = e
+                    .annotations
+                    .keys()
+                    .filter(|k| short_annotation(k))
+                    .map(String::as_str)
+                    .collect();
+                let code = e.code.map_or("?".into(), |c| c.to_string());
+                if keys.is_empty() {
+                    code
+                } else {
+                    format!("{code} [{}]", keys.join(", "))
+                }
+            }
+            None => "no-final-event".to_owned(),
+        };
+        *counts.entry(key).or_default() += 1;
+    }
+    let mut counts: Vec<(String, usize)> = counts.into_iter().collect();
+    counts.sort_by(|x, y| y.1.cmp(&x.1).then_with(|| x.0.cmp(&y.0)));
+    counts
+        .iter()
+        .map(|(k, n)| format!("{k} ×{n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Whether annotation `key` goes into the short view ([`request_summary`]): not the
@@ -630,12 +673,79 @@ mod tests {
         assert!(request_summary(&a).contains("failed-open"));
     }
 
+    /// An observed audit record of `n` requests, each with one final event carrying `ann`, and
+    /// one more request without a final event.
+    fn observed(n: usize, ann: serde_json::Value) -> AdmissionAudit {
+        let mut requests: Vec<RequestAudit> = (0..n)
+            .map(|i| {
+                let name = format!("a6-probe-{i}");
+                let ann = ann.clone();
+                request_audit(
+                    &record(&name),
+                    &[line(
+                        &name,
+                        "ResponseComplete",
+                        "2026-11-30T21:00:00.5Z",
+                        ann,
+                    )],
+                )
+            })
+            .collect();
+        requests.push(request_audit(&record("a6-probe-last"), &[]));
+        AdmissionAudit {
+            source: "log".into(),
+            status: AuditStatus::Observed,
+            reason: None,
+            log: None,
+            offset: None,
+            window: (String::new(), String::new()),
+            waited_ms: 0,
+            requests,
+        }
+    }
+
+    #[test]
+    fn many_requests_are_counted_by_outcome_few_are_listed() {
+        let latency = |ms: u32| {
+            serde_json::json!({
+                "apiserver.latency.k8s.io/validating-webhook": format!("{ms}ms"),
+                "authorization.k8s.io/decision": "allow",
+            })
+        };
+        let mut many = observed(62, latency(3));
+        // Latencies differ per request; the count is by annotation key.
+        many.requests[0] = observed(1, latency(9)).requests.remove(0);
+        let en = summary_line(&many, "evidence/06.json")
+            .get(crate::text::Lang::En)
+            .to_owned();
+        assert_eq!(
+            en,
+            "audit: 63 requests: 201 [apiserver.latency.k8s.io/validating-webhook] ×62, \
+             no-final-event ×1 (each request in evidence/06.json facts.admission_audit)"
+        );
+        let ja = summary_line(&many, "evidence/06.json")
+            .get(crate::text::Lang::Ja)
+            .to_owned();
+        assert!(
+            ja.contains("63 件") && ja.contains("evidence/06.json"),
+            "{ja}"
+        );
+        let few = observed(2, serde_json::json!({}));
+        let en = summary_line(&few, "evidence/03.json")
+            .get(crate::text::Lang::En)
+            .to_owned();
+        assert_eq!(
+            en,
+            "audit: a6-probe-0 201; a6-probe-1 201; a6-probe-last: no final audit event"
+        );
+    }
+
     #[test]
     fn not_configured_and_unreadable_logs_say_why() {
         let facts = serde_json::json!({"good": record("x")});
         let a = Cursor::begin(&AuditSource::NotConfigured).finish(&[&facts]);
         assert_eq!(a.status, AuditStatus::NotConfigured);
-        let line = summary_line(&a);
+        let line = summary_line(&a, "evidence/06.json");
         assert!(line.get(crate::text::Lang::En).contains("not-configured"));
         assert!(line.get(crate::text::Lang::Ja).contains("監査ログ"));
         let gone = AuditSource::Log("/nonexistent/kca/audit.log".into());

@@ -39,10 +39,27 @@ pub fn digest_str(json: &str) -> Result<String, crate::json::JsonProblem> {
 /// so `digest` refuses exactly what `check`, the acts and `grade` refuse (duplicate member names,
 /// integers beyond ±(2^53−1), a BOM, trailing data, …).
 ///
-/// Errors: [`LabError::InputMissing`] / [`LabError::Io`] if the file cannot be read,
-/// [`LabError::InputInvalid`] (the file, the JSON path, expected, found) if it is not I-JSON.
+/// Errors: [`LabError::InputMissing`] if there is no such file, [`LabError::InputInvalid`] if it
+/// is not a regular file (a directory, a FIFO, …, refused by [`crate::files::read_regular`]) or
+/// not I-JSON (the file, the JSON path, expected, found) — all bad input, one exit code class —
+/// and [`LabError::Io`] if it cannot be read.
 pub fn digest_file(path: &Path) -> Result<String, LabError> {
-    let value = crate::json::read_input(path, &path.display().to_string())?;
+    let name = path.display().to_string();
+    let value = crate::json::read_input(path, &name).map_err(|e| match e {
+        LabError::Io { source, .. } if source.kind() == std::io::ErrorKind::InvalidInput => {
+            LabError::InputInvalid {
+                issues: vec![crate::error::InputIssue {
+                    file: name.clone(),
+                    json_path: "$".to_owned(),
+                    expected: "a regular file".to_owned(),
+                    found: source.to_string(),
+                    mismatch: None,
+                    ja: Some(("通常のファイル".to_owned(), source.to_string())),
+                }],
+            }
+        }
+        e => e,
+    })?;
     Ok(digest_value(&value))
 }
 

@@ -110,6 +110,12 @@ pub fn parse(bytes: &[u8]) -> Result<Value, JsonProblem> {
             ),
         )
     })?;
+    if text.trim_matches([' ', '\t', '\n', '\r']).is_empty() {
+        return Err(at_root(
+            "a JSON document",
+            "no JSON text (the input is empty or only whitespace)".to_owned(),
+        ));
+    }
     let problem = RefCell::new(None);
     let mut track = serde_path_to_error::Track::new();
     let mut de = serde_json::Deserializer::from_str(text);
@@ -266,7 +272,9 @@ impl Broken {
 
 /// A serde_json syntax or encoding error as a problem at `path`.
 fn syntax_problem(path: String, e: &serde_json::Error) -> JsonProblem {
-    let (line, column) = (e.line(), e.column());
+    // serde_json says column 0 at the start of a line (nothing read on it yet); columns here are
+    // 1-based, like [`position`]'s.
+    let (line, column) = (e.line(), e.column().max(1));
     // serde_json's text ends with " at line L column C"; the position is said once, below.
     let text = e.to_string();
     let msg = text

@@ -185,11 +185,13 @@ fn main() -> ExitCode {
                 },
                 e => e,
             };
-            eprintln!(
-                "{}: {}",
-                messages::error_prefix(lang),
+            // `digest` never writes, so its errors do not say "nothing was written".
+            let text = if matches!(cli.command, Command::Digest { .. }) {
+                messages::read_only_error_text(lang, &e)
+            } else {
                 messages::error_text(lang, &e)
-            );
+            };
+            eprintln!("{}: {text}", messages::error_prefix(lang));
             if let Some(hint) = missing_input_hint(&cli, &workdir, lab, &e) {
                 eprintln!("{hint}");
             }
@@ -585,9 +587,18 @@ fn cluster_command(cli: &Cli, lab: Lab, workdir: &Workdir) -> Result<i32, LabErr
     match &cli.command {
         Command::Heal => {
             let summary = rt.block_on(until_signal(lab::labs::heal(&env), 0))?;
-            let text = serde_json::to_string_pretty(&summary)
-                .map_err(|e| LabError::Usage(e.to_string()))?;
-            println!("{text}");
+            let healed: Vec<messages::Healed> = summary
+                .healed
+                .iter()
+                .map(|r| messages::Healed {
+                    attempt: &r.attempt.0,
+                    action: &r.action,
+                    note: r.note.as_deref(),
+                })
+                .collect();
+            for line in messages::heal_lines(cli.lang, &healed, &summary.live, &summary.errors) {
+                println!("{line}");
+            }
             Ok(if summary.errors.is_empty() { 0 } else { 1 })
         }
         Command::Act { n } => {

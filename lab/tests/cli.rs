@@ -375,6 +375,41 @@ fn digest_prints_the_canonical_digest() {
     assert_eq!(text(&out.stdout).trim(), expected);
 }
 
+/// `digest` of a missing file, a directory and an empty file: the same exit code as any bad input
+/// (2), no "nothing was written" (digest never writes), and no column 0.
+#[test]
+fn digest_of_bad_input_exits_2_and_says_what_is_wrong() {
+    let tmp = tempfile::tempdir().unwrap();
+    let empty = tmp.path().join("empty.json");
+    std::fs::write(&empty, "").unwrap();
+    let starts_a_line = tmp.path().join("open.json");
+    std::fs::write(&starts_a_line, "{\n").unwrap();
+    let cases = [
+        (tmp.path().join("nope.json"), "nope.json"),
+        (tmp.path().to_path_buf(), "directory"),
+        (empty, "empty"),
+        (starts_a_line, "line 2 column 1"),
+    ];
+    for (path, says) in &cases {
+        for lang in ["en", "ja"] {
+            let out = run(
+                tmp.path(),
+                &["--lang", lang, "digest", path.to_str().unwrap()],
+            );
+            let err = text(&out.stderr);
+            let ctx = format!("{} ({lang}): {err}", path.display());
+            assert_eq!(out.status.code(), Some(2), "{ctx}");
+            assert!(text(&out.stdout).is_empty(), "{ctx}");
+            assert!(!err.contains("nothing was written"), "{ctx}");
+            assert!(!err.contains("何も書き込んでいません"), "{ctx}");
+            assert!(!err.contains("column 0"), "{ctx}");
+            if lang == "en" {
+                assert!(err.contains(says), "{ctx}");
+            }
+        }
+    }
+}
+
 #[test]
 fn schema_is_published_per_input() {
     let tmp = tempfile::tempdir().unwrap();
@@ -964,4 +999,29 @@ fn grading_a_work_dir_that_does_not_exist_names_it_and_creates_nothing() {
         "the missing work dir is reported as such, not as missing evidence: {err}"
     );
     assert!(!missing.exists(), "grade created the work dir");
+}
+
+/// `heal` prints lines in the chosen language like every other command, not raw JSON.
+#[test]
+fn heal_says_what_it_did_in_words() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (lang, says) in [
+        ("en", "nothing to heal"),
+        ("ja", "後始末する障害はありません"),
+    ] {
+        let out = run(
+            tmp.path(),
+            &[
+                "--lang",
+                lang,
+                "--kubeconfig",
+                "/nonexistent/kubeconfig",
+                "heal",
+            ],
+        );
+        let said = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{said}{}", text(&out.stderr));
+        assert!(!said.trim_start().starts_with('{'), "{said}");
+        assert!(said.contains(says), "{said}");
+    }
 }

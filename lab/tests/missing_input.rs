@@ -167,3 +167,32 @@ fn check_reads_a_bare_name_from_the_cwd_then_the_work_dir() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("policy.json: $"), "{}", stderr(&out));
 }
+
+/// Grading a recorded run's evidence without its input files reports each missing input once, as
+/// input-missing (not also input-changed), and never prints a Rust `None`.
+#[test]
+fn grading_without_the_inputs_reports_each_missing_input_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wd = tmp.path().join("wd");
+    let from = common::fixtures_dir().join("recorded/b-20261130T210502Z/evidence");
+    std::fs::create_dir_all(wd.join("evidence")).unwrap();
+    for e in std::fs::read_dir(&from).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), wd.join("evidence").join(e.file_name())).unwrap();
+    }
+    let out = run(tmp.path(), &wd, &["--lang", "en", "grade", "all"]);
+    let said = String::from_utf8_lossy(&out.stdout).into_owned() + &stderr(&out);
+    assert!(!said.contains("[input-changed]"), "{said}");
+    assert!(!said.contains("None"), "{said}");
+    for name in [
+        "scope.json",
+        "policy.json",
+        "freeze-plan.json",
+        "report.json",
+    ] {
+        assert!(
+            said.contains(&format!("[input-missing] {name}:")),
+            "{name}: {said}"
+        );
+    }
+}

@@ -481,6 +481,12 @@ impl<'a> G<'a> {
             );
             for (file_name, recorded) in &ev.inputs {
                 let file = InputFile::from_name(self.lab, file_name);
+                if file.is_some_and(|f| !self.input.inputs.contains_key(&f)) {
+                    // A missing file is input-missing, not also a changed one.
+                    self.checks += 1;
+                    self.flag(Code::InputMissing, file_name.clone(), "");
+                    continue;
+                }
                 let current = file
                     .and_then(|f| self.input.inputs.get(&f))
                     .and_then(|v| v.as_ref().ok());
@@ -1525,21 +1531,25 @@ pub(crate) fn check_webhook(
     // T comes from the student's policy (`spec.webhookConfiguration.timeoutSeconds`, which makes
     // Kyverno register a fine-grained webhook with that timeout, kyverno v1.19.1
     // `pkg/controllers/webhook`), never a constant.
-    let planned = g.required_input_value(InputFile::Policy).and_then(|p| {
-        p.pointer("/spec/webhookConfiguration/timeoutSeconds")
-            .and_then(|v| v.as_u64())
-    });
-    g.check(
-        planned == Some(u64::from(w.timeout_seconds)),
-        Code::ValueMismatch,
-        format!("{subject}.timeout_seconds"),
-        || {
-            format!(
-                "expected policy.json's spec.webhookConfiguration.timeoutSeconds {planned:?}, found {}",
-                w.timeout_seconds
-            )
-        },
-    );
+    // Without a readable policy.json there is nothing to compare: `required_input_value` has
+    // already flagged it input-missing or input-invalid.
+    if let Some(policy) = g.required_input_value(InputFile::Policy) {
+        let planned = policy
+            .pointer("/spec/webhookConfiguration/timeoutSeconds")
+            .and_then(|v| v.as_u64());
+        g.check(
+            planned == Some(u64::from(w.timeout_seconds)),
+            Code::ValueMismatch,
+            format!("{subject}.timeout_seconds"),
+            || {
+                format!(
+                    "expected policy.json's spec.webhookConfiguration.timeoutSeconds {}, found {}",
+                    planned.map_or_else(|| "absent".to_owned(), |t| t.to_string()),
+                    w.timeout_seconds
+                )
+            },
+        );
+    }
     registration_scope(g, subject, &w.name, &Scope::of_facts(w));
     g.check(
         matches!(w.side_effects.as_str(), "None" | "NoneOnDryRun"),

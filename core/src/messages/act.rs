@@ -178,6 +178,31 @@ pub const DURING_FREEZE: Text = t(
 line!(
     /// Seconds until the healer resumes.
     until_resume(left: i64) => "healer の再開まで残り {left} 秒", "{left} s until the healer resumes the process");
+/// A process state letter of `/proc/PID/stat` in proc(5)'s words, e.g. `S (sleeping)`; `None`
+/// (no such process after the resume) is `gone`, a letter proc(5) does not list is `X (unknown)`.
+/// Source: proc_pid_stat(5), field 3 "state".
+pub fn process_state(lang: Lang, state: Option<char>) -> String {
+    let Some(c) = state else {
+        return t("消滅 (プロセスなし)", "gone (no such process)")
+            .get(lang)
+            .to_owned();
+    };
+    let words = match c {
+        'R' => t("実行中", "running"),
+        'S' => t("スリープ", "sleeping"),
+        'D' => t("割り込み不可の待機", "disk sleep"),
+        'Z' => t("ゾンビ", "zombie"),
+        'T' => t("シグナルで停止", "stopped"),
+        't' => t("トレースで停止", "tracing stop"),
+        'X' | 'x' => t("終了", "dead"),
+        'I' => t("アイドル", "idle"),
+        'K' => t("wakekill", "wakekill"),
+        'W' => t("waking", "waking"),
+        'P' => t("parked", "parked"),
+        _ => t("不明", "unknown"),
+    };
+    format!("{c} ({})", words.get(lang))
+}
 line!(
     /// The process was resumed.
     resumed(by: &str, at: &str, state: &str) => "再開しました: {by} が {at} に SIGCONT (state {state})", "resumed: SIGCONT by {by} at {at} (state {state})");
@@ -462,10 +487,31 @@ line!(
     "{mark} {field}: 報告 {report} / 証拠 {evidence}",
     "{mark} {field}: report {report} / evidence {evidence}");
 line!(
-    /// Lab A act 8 summary: how many fields disagree.
+    /// Act 8 summary (both labs): how many fields disagree.
     report_disagrees(count: usize) =>
     "report.json のうち証拠と食い違う項目: {count}",
     "{count} field(s) of report.json disagree with the evidence");
+
+/// Act 8's summary lines (both labs, said the same way): one [`report_check`] line per field,
+/// then [`report_disagrees`].
+pub fn report_summary(lang: Lang, checks: &[crate::facts::ReportCheck]) -> Vec<String> {
+    let mut lines: Vec<String> = checks
+        .iter()
+        .map(|c| {
+            report_check(
+                if c.agrees { "✓" } else { "✗" },
+                &c.field,
+                &c.report.to_string(),
+                &c.evidence.to_string(),
+            )
+            .get(lang)
+            .to_owned()
+        })
+        .collect();
+    let disagree = checks.iter().filter(|c| !c.agrees).count();
+    lines.push(report_disagrees(disagree).get(lang).to_owned());
+    lines
+}
 
 // The admission webhook metrics of acts 3, 5, 6, 7 ([`crate::metrics::summary_line`]).
 line!(
@@ -481,6 +527,13 @@ line!(
     /// The audit events of the act's requests (`name code [annotations]; …`, verbatim).
     audit_observed(requests: &str) => "監査ログ: {requests}", "audit: {requests}");
 line!(
+    /// The audit events of an act with many requests, counted by outcome
+    /// (`code [annotation keys] ×N, …`, verbatim; [`crate::audit::outcome_counts`]), and where
+    /// each request's events are (`evidence`'s `key`).
+    audit_counted(total: usize, outcomes: &str, evidence: &str, key: &str) =>
+    "監査ログ: リクエスト {total} 件: {outcomes} (各リクエストの詳細は {evidence} の facts.{key})",
+    "audit: {total} requests: {outcomes} (each request in {evidence} facts.{key})");
+line!(
     /// The audit log was not read for the act (`not-configured` or `read-error`, verbatim).
     audit_not_observed(status: &str, reason: &str) =>
     "監査ログは観測できませんでした ({status}): {reason}",
@@ -490,3 +543,41 @@ line!(
     metrics_not_observed(reason: &str) =>
     "admission webhook メトリクスは観測できませんでした: {reason}",
     "admission webhook metrics not observed: {reason}");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn process_state_is_said_in_proc5_words_not_rust_debug() {
+        assert_eq!(process_state(Lang::En, Some('S')), "S (sleeping)");
+        assert_eq!(process_state(Lang::En, Some('T')), "T (stopped)");
+        assert_eq!(process_state(Lang::En, Some('?')), "? (unknown)");
+        assert_eq!(process_state(Lang::En, None), "gone (no such process)");
+        assert_eq!(process_state(Lang::Ja, Some('S')), "S (スリープ)");
+    }
+
+    #[test]
+    fn report_summary_lists_each_field_then_how_many_disagree() {
+        let check = |field: &str, agrees: bool| crate::facts::ReportCheck {
+            field: field.to_owned(),
+            report: "x".into(),
+            evidence: if agrees { "x" } else { "y" }.into(),
+            agrees,
+        };
+        let lines = report_summary(Lang::En, &[check("fail", true), check("ignore", false)]);
+        assert_eq!(
+            lines,
+            [
+                "✓ fail: report \"x\" / evidence \"x\"",
+                "✗ ignore: report \"x\" / evidence \"y\"",
+                "1 field(s) of report.json disagree with the evidence",
+            ]
+        );
+        let ja = report_summary(Lang::Ja, &[check("fail", true)]);
+        assert_eq!(
+            ja.last().unwrap(),
+            "report.json のうち証拠と食い違う項目: 0"
+        );
+    }
+}

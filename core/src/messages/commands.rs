@@ -213,3 +213,90 @@ pub fn diagnostics_incomplete(lang: Lang, count: usize) -> String {
         Lang::En => format!("{count} diagnostics steps failed (see summary.txt)"),
     }
 }
+
+/// One attempt `heal` settled: its directory name, the action (`resumed`, `restored`,
+/// `already-running`, …, verbatim from `heal.json`) and its note.
+pub struct Healed<'a> {
+    /// The attempt's directory name under `faults/`.
+    pub attempt: &'a str,
+    /// What was done, verbatim.
+    pub action: &'a str,
+    /// Details, verbatim.
+    pub note: Option<&'a str>,
+}
+
+/// `heal`'s output, one line per attempt settled, attempt left alone and error (values verbatim;
+/// the full record of each attempt is its `heal.json`); one line when there was nothing to heal.
+pub fn heal_lines(
+    lang: Lang,
+    healed: &[Healed],
+    live: &[String],
+    errors: &[String],
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for h in healed {
+        let note = h.note.map(|n| format!(" ({n})")).unwrap_or_default();
+        out.push(match lang {
+            Lang::Ja => format!(
+                "試行 {}: {}{note} (詳細は faults/{}/heal.json)",
+                h.attempt, h.action, h.attempt
+            ),
+            Lang::En => format!(
+                "attempt {}: {}{note} (details in faults/{}/heal.json)",
+                h.attempt, h.action, h.attempt
+            ),
+        });
+    }
+    for l in live {
+        out.push(match lang {
+            Lang::Ja => {
+                format!("そのままにしました（実行中のランナーまたは healer が持つ障害）: {l}")
+            }
+            Lang::En => format!("left alone (a live runner or healer owns it): {l}"),
+        });
+    }
+    for e in errors {
+        out.push(match lang {
+            Lang::Ja => format!("エラー: {e}"),
+            Lang::En => format!("error: {e}"),
+        });
+    }
+    if out.is_empty() {
+        out.push(
+            t(
+                "後始末する障害はありません（作業ディレクトリに未完了の障害の試行はありません）",
+                "nothing to heal: no unfinished fault attempt in the work directory",
+            )
+            .get(lang)
+            .to_owned(),
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heal_lines_say_each_attempt_and_nothing_to_heal() {
+        let healed = [Healed {
+            attempt: "freeze-1",
+            action: "resumed",
+            note: None,
+        }];
+        assert_eq!(
+            heal_lines(Lang::En, &healed, &["x".into()], &["y".into()]),
+            [
+                "attempt freeze-1: resumed (details in faults/freeze-1/heal.json)",
+                "left alone (a live runner or healer owns it): x",
+                "error: y",
+            ]
+        );
+        assert_eq!(
+            heal_lines(Lang::En, &[], &[], &[]),
+            ["nothing to heal: no unfinished fault attempt in the work directory"]
+        );
+        assert!(heal_lines(Lang::Ja, &[], &[], &[])[0].starts_with("後始末する障害はありません"));
+    }
+}

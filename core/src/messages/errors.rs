@@ -15,11 +15,26 @@ fn status_word(lang: Lang, s: ActStatus) -> &'static str {
 
 /// A [`LabError`] as the student sees it.
 pub fn error_text(lang: Lang, e: &LabError) -> String {
+    error_text_of(lang, e, true)
+}
+
+/// A [`LabError`] of a command that never writes (`digest`): [`error_text`] without "nothing was
+/// written".
+pub fn read_only_error_text(lang: Lang, e: &LabError) -> String {
+    error_text_of(lang, e, false)
+}
+
+fn error_text_of(lang: Lang, e: &LabError, writes: bool) -> String {
     match (lang, e) {
         (Lang::Ja, LabError::InputInvalid { issues }) => {
             let mut s = format!(
-                "入力ファイルが正しくありません（問題 {} 件、すべて表示）。何も書き込んでいません:",
-                issues.len()
+                "入力ファイルが正しくありません（問題 {} 件、すべて表示）{}:",
+                issues.len(),
+                if writes {
+                    "。何も書き込んでいません"
+                } else {
+                    ""
+                }
             );
             for i in issues {
                 let (expected, found) =
@@ -34,13 +49,14 @@ pub fn error_text(lang: Lang, e: &LabError) -> String {
         }
         (Lang::En, LabError::InputInvalid { issues }) => {
             let mut s = format!(
-                "invalid input ({} {}, all listed); nothing was written:",
+                "invalid input ({} {}, all listed){}:",
                 issues.len(),
                 if issues.len() == 1 {
                     "problem"
                 } else {
                     "problems"
-                }
+                },
+                if writes { "; nothing was written" } else { "" }
             );
             for i in issues {
                 s.push_str(&format!(

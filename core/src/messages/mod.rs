@@ -36,4 +36,4 @@ pub mod webhook_audit;
 pub use crate::text::{Lang, Line, Text, Words};
 pub use codes::{code_text, finding, findings};
 pub use commands::*;
-pub use errors::error_text;
+pub use errors::{error_text, read_only_error_text};

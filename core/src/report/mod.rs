@@ -568,7 +568,11 @@ fn act_audit(input: &GradeInput, act: u8, lang: Lang) -> Option<Result<Vec<Strin
             .map(crate::audit::request_summary)
             .collect())
     } else {
-        Err(crate::audit::summary_line(&a).get(lang).to_owned())
+        Err(
+            crate::audit::summary_line(&a, &format!("evidence/{act:02}.json"))
+                .get(lang)
+                .to_owned(),
+        )
     })
 }
 

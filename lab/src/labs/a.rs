@@ -1327,20 +1327,7 @@ pub(crate) async fn act8(env: &Env) -> Result<ActSummary, LabError> {
         checks,
         evidence_digests,
     };
-    let mut lines: Vec<String> = facts
-        .checks
-        .iter()
-        .map(|c| {
-            ui.text(m::report_check(
-                if c.agrees { "✓" } else { "✗" },
-                &c.field,
-                &c.report.to_string(),
-                &c.evidence.to_string(),
-            ))
-        })
-        .collect();
-    let disagree = facts.checks.iter().filter(|c| !c.agrees).count();
-    lines.push(ui.text(m::report_disagrees(disagree)));
+    let lines = m::report_summary(ui.lang(), &facts.checks);
     rec.complete(facts, lines)
 }
 

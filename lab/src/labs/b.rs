@@ -744,7 +744,7 @@ async fn await_resume(
     ui.step(m::resumed(
         by.get(ui.lang()),
         &resume.resumed_at,
-        &format!("{:?}", resume.state_after),
+        &m::process_state(ui.lang(), resume.state_after),
     ));
     Ok(resume)
 }
@@ -1230,18 +1230,7 @@ pub(crate) async fn act8(env: &Env) -> Result<ActSummary, LabError> {
             evidence: evidence.into(),
         });
     }
-    let ui = env.ui;
-    let lines = checks
-        .iter()
-        .map(|c| {
-            ui.text(m::report_check(
-                if c.agrees { "✓" } else { "✗" },
-                &c.field,
-                &c.report.to_string(),
-                &c.evidence.to_string(),
-            ))
-        })
-        .collect();
+    let lines = m::report_summary(env.ui.lang(), &checks);
     let facts = Act8Facts {
         checks,
         evidence_digests: digests,

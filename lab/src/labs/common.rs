@@ -268,7 +268,12 @@ impl ActRecorder {
         } else {
             self.raw(crate::audit::FACTS_KEY, &audit);
         }
-        Some(crate::audit::summary_line(&audit).get(self.lang).to_owned())
+        let evidence = format!("evidence/{:02}.json", self.act);
+        Some(
+            crate::audit::summary_line(&audit, &evidence)
+                .get(self.lang)
+                .to_owned(),
+        )
     }
 
     /// Appends raw material: `{"what": what, "at": now, "data": data}`.
