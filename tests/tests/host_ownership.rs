@@ -47,8 +47,7 @@ fn sleeper() -> Result<(Child, serde_json::Value)> {
     let pid = child.id() as i32;
     let (_, start_time_ticks) =
         xtask::cluster::process::proc_stat(pid).context("reading the sleeper's start time")?;
-    let rec =
-        json!({"name": "kine", "pid": pid, "start_time": start_time_ticks, "log": "", "argv": ["sleep"]});
+    let rec = json!({"name": "kine", "pid": pid, "start_time": start_time_ticks, "log": "", "argv": ["sleep"]});
     Ok((child, rec))
 }
 

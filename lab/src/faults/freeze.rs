@@ -894,8 +894,8 @@ fn run_healer(
 /// naming the plan's container exactly, and the target lock (`container-<id>`), held until the
 /// healer exits. `Err` says why it refuses.
 fn pin_target(plan: &FreezePlan) -> Result<(PinnedProcess, attempt::Lock), String> {
-    let pinned =
-        PinnedProcess::open(plan.target.pid, plan.target.start_time_ticks).map_err(|e| e.to_string())?;
+    let pinned = PinnedProcess::open(plan.target.pid, plan.target.start_time_ticks)
+        .map_err(|e| e.to_string())?;
     require_container(plan.target.pid, &plan.container_id).map_err(|e| e.to_string())?;
     let lock = attempt::lock_target(
         &format!("container-{}", plan.container_id),

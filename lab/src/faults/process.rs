@@ -145,12 +145,14 @@ impl PinnedProcess {
             None => Err(LabError::FaultRefused {
                 reason: format!("process {pid} is gone"),
             }),
-            Some(s) if s.start_time_ticks != expected_start_time_ticks => Err(LabError::FaultRefused {
-                reason: format!(
-                    "process {pid} start time is {} clock ticks, expected {expected_start_time_ticks}: the pid names another process",
-                    s.start_time_ticks
-                ),
-            }),
+            Some(s) if s.start_time_ticks != expected_start_time_ticks => {
+                Err(LabError::FaultRefused {
+                    reason: format!(
+                        "process {pid} start time is {} clock ticks, expected {expected_start_time_ticks}: the pid names another process",
+                        s.start_time_ticks
+                    ),
+                })
+            }
             Some(_) => Ok(PinnedProcess {
                 pid,
                 start_time_ticks: expected_start_time_ticks,
