@@ -817,7 +817,7 @@ fn act6_soon_after_act5(run: &LabRun) -> Result<()> {
     ensure!(
         g.passed(),
         "{}",
-        lab::messages::findings(lab::messages::Lang::En, &g)
+        lab::messages::findings(lab::text::Lang::En, &g)
     );
     rd.done();
     Ok(())
