@@ -11,7 +11,8 @@
 
 use std::collections::BTreeMap;
 
-use lab_core::messages::{Lang, webhook_audit as words};
+use lab_core::messages::webhook_audit as words;
+use lab_core::text::Lang;
 use lab_core::webhook_audit::{AuditReport, Backend, Snapshot, WebhookRow, audit};
 use serde_json::Value;
 use unicode_width::UnicodeWidthStr;

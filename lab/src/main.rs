@@ -19,7 +19,8 @@ use lab::error::LabError;
 use lab::evidence::Lab;
 use lab::grade::{self, GradeInput};
 use lab::inputs::{self, Context, InputFile};
-use lab::messages::{self, Lang};
+use lab::messages;
+use lab::text::Lang;
 use lab::workdir::{Workdir, read_json_input};
 
 /// `--version`: the version, the commit it was built from (given by `cargo xtask dist`; `unknown`

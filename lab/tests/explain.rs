@@ -9,7 +9,7 @@ mod common;
 use lab::classify::classify;
 use lab::evidence::{GetResult, Lab, Outcome};
 use lab::explain::{answer_at, explain, parse_answer};
-use lab::messages::Lang;
+use lab::text::Lang;
 use serde_json::{Value, json};
 
 const HOOK: &str = "vpol.validate.kyverno.svc-fail-finegrained-kca-webhook-label";

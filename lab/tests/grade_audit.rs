@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use lab::audit::FACTS_KEY;
 use lab::evidence::Lab;
 use lab::grade::{self, Code, Findings, GradeInput};
-use lab::messages::Lang;
+use lab::text::Lang;
 use lab::workdir::Workdir;
 use serde_json::{Value, json};
 

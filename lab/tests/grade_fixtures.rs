@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use lab::evidence::Lab;
 use lab::grade::{self, GradeInput};
-use lab::messages::Lang;
+use lab::text::Lang;
 use lab::workdir::Workdir;
 
 #[test]

@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 
 use lab::evidence::Lab;
 use lab::grade::{self, Code, Findings, GradeInput};
-use lab::messages::Lang;
 use lab::metrics::{self, AdmissionMetrics, MetricsRead};
+use lab::text::Lang;
 use lab::workdir::Workdir;
 use serde_json::{Value, json};
 

@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use common::recorded::Recording;
 use lab::evidence::Lab;
 use lab::grade::{self, EvidenceDoc, GradeInput, unheld};
-use lab::messages::Lang;
+use lab::text::Lang;
 use lab::workdir::Workdir;
 use serde_json::Value;
 

@@ -8,7 +8,7 @@ mod common;
 use common::recorded::Recording;
 use lab::evidence::Lab;
 use lab::grade::{self, Code, GradeInput};
-use lab::messages::Lang;
+use lab::text::Lang;
 use lab::workdir::Workdir;
 use serde_json::{Value, json};
 

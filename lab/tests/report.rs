@@ -14,7 +14,7 @@ use std::process::Command;
 use common::recorded::Recording;
 use lab::evidence::Lab;
 use lab::grade::{self, GradeInput};
-use lab::messages::Lang;
+use lab::text::Lang;
 use lab::workdir::Workdir;
 use serde_json::{Value, json};
 

@@ -142,7 +142,7 @@ fn runner(spec: &str) -> i32 {
         container_id: container.into(),
         pod_uid: "test".into(),
         pid: pid.parse().unwrap_or(0),
-        starttime: ticks.parse().unwrap_or(0),
+        start_time_ticks: ticks.parse().unwrap_or(0),
         resume_after_sec: after.parse().unwrap_or(0),
     };
     let program = match lab::faults::attempt::lab_program() {
@@ -218,7 +218,7 @@ impl Sleeper {
         lab::faults::process::read_stat(self.pid())
             .unwrap()
             .unwrap()
-            .starttime
+            .start_time_ticks
     }
     fn state(&self) -> char {
         lab::faults::process::read_stat(self.pid())
@@ -555,7 +555,7 @@ fn runner_gone_before_stop() -> Result<(), Failed> {
         pod_uid: "test".into(),
         target: ProcessRef {
             pid: s.pid(),
-            start_ticks: s.ticks(),
+            start_time_ticks: s.ticks(),
         },
         resume_after_sec: 1,
         runner: ProcessRef::myself(),
@@ -826,7 +826,7 @@ fn craft_freeze_attempt(
         resume_after_sec: 20,
         runner: ProcessRef {
             pid: 999_999,
-            start_ticks: 1,
+            start_time_ticks: 1,
         },
         created_at: "2026-01-01T00:00:00.000Z".into(),
     };
@@ -855,7 +855,7 @@ fn craft_freeze_attempt(
 fn process_ref(s: &Sleeper) -> ProcessRef {
     ProcessRef {
         pid: s.pid(),
-        start_ticks: s.ticks(),
+        start_time_ticks: s.ticks(),
     }
 }
 
@@ -893,7 +893,7 @@ fn crafted_files_in_a_workdir_owned_by_nobody_are_refused() -> Result<(), Failed
     let work = workdir()?;
     let gone = ProcessRef {
         pid: 999_998,
-        start_ticks: 1,
+        start_time_ticks: 1,
     };
     let a1 = craft_freeze_attempt(
         &work,
@@ -936,7 +936,7 @@ fn a_writable_or_symlinked_faults_dir_is_refused() -> Result<(), Failed> {
     lab_bin()?;
     let gone = ProcessRef {
         pid: 999_998,
-        start_ticks: 1,
+        start_time_ticks: 1,
     };
     // Other-writable faults/.
     let work = workdir()?;
@@ -983,7 +983,7 @@ fn a_record_naming_a_process_that_is_not_its_healer_gets_no_signal() -> Result<(
     let work = workdir()?;
     let gone = ProcessRef {
         pid: 999_998,
-        start_ticks: 1,
+        start_time_ticks: 1,
     };
     let a1 = craft_freeze_attempt(
         &work,
@@ -1144,7 +1144,7 @@ fn a_scale_attempt_is_not_closed_from_its_ledger_alone() -> Result<(), Failed> {
         created_at: "2026-01-01T00:00:00.000Z".into(),
         runner: Some(ProcessRef {
             pid: 999_999,
-            start_ticks: 1,
+            start_time_ticks: 1,
         }),
     };
     std::fs::write(dir.join("plan.json"), serde_json::to_vec_pretty(&plan)?)?;

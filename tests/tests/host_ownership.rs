@@ -45,19 +45,18 @@ fn sleeper() -> Result<(Child, serde_json::Value)> {
         .spawn()
         .context("starting sleep")?;
     let pid = child.id() as i32;
-    let (_, start_time) =
+    let (_, start_time_ticks) =
         xtask::cluster::process::proc_stat(pid).context("reading the sleeper's start time")?;
-    let rec =
-        json!({"name": "kine", "pid": pid, "start_time": start_time, "log": "", "argv": ["sleep"]});
+    let rec = json!({"name": "kine", "pid": pid, "start_time": start_time_ticks, "log": "", "argv": ["sleep"]});
     Ok((child, rec))
 }
 
 /// Whether the sleeper still runs: same PID and start time, not a zombie (`down` may have reaped
 /// it, since it is this process's child, so `Child::try_wait` cannot tell).
-fn alive(child: &mut Child, start_time: u64) -> bool {
+fn alive(child: &mut Child, start_time_ticks: u64) -> bool {
     matches!(
         xtask::cluster::process::proc_stat(child.id() as i32),
-        Some((state, st)) if st == start_time && state != 'Z'
+        Some((state, st)) if st == start_time_ticks && state != 'Z'
     )
 }
 

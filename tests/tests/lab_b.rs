@@ -381,7 +381,7 @@ fn runner(spec: &str) -> i32 {
         container_id: inv.identity.container_id.clone(),
         pod_uid: inv.identity.pod_uid.clone(),
         pid: inv.identity.pid as i32,
-        starttime: inv.identity.pid_start_time_ticks,
+        start_time_ticks: inv.identity.pid_start_time_ticks,
         resume_after_sec: after.parse().unwrap_or(20),
     };
     let program = match lab::faults::attempt::lab_program() {
@@ -393,7 +393,7 @@ fn runner(spec: &str) -> i32 {
     };
     match freeze::freeze(&program, Path::new(dir), &target) {
         Ok(fz) => {
-            println!("frozen {} {}", target.pid, target.starttime);
+            println!("frozen {} {}", target.pid, target.start_time_ticks);
             std::thread::sleep(Duration::from_secs(600));
             drop(fz);
             0

@@ -520,7 +520,7 @@ fn interrupt_test() -> Result<()> {
         std::thread::sleep(Duration::from_millis(100));
     };
     let target = report.target;
-    let state = state_if_same(target.pid, target.start_ticks)?;
+    let state = state_if_same(target.pid, target.start_time_ticks)?;
     ensure!(
         state == Some('T'),
         "Kyverno (pid {}) should be stopped now, state {state:?}",
@@ -541,7 +541,7 @@ fn interrupt_test() -> Result<()> {
     let t_sig = Instant::now();
     run.signal(rustix::process::Signal::INT)?;
     let resumed_after = loop {
-        match state_if_same(target.pid, target.start_ticks)? {
+        match state_if_same(target.pid, target.start_time_ticks)? {
             Some('T') | Some('t') if t_sig.elapsed() < Duration::from_secs(35) => {}
             Some('T') | Some('t') => bail!("Kyverno still stopped 35 s after SIGINT"),
             _ => break t_sig.elapsed(),
@@ -703,7 +703,7 @@ fn interrupt_test() -> Result<()> {
         "labb's cluster.json still there"
     );
     ensure!(
-        state_if_same(target.pid, target.start_ticks)?.is_none(),
+        state_if_same(target.pid, target.start_time_ticks)?.is_none(),
         "the Kyverno process outlived the teardown"
     );
     ensure!(

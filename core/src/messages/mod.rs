@@ -32,8 +32,6 @@ pub mod explain;
 pub mod said;
 pub mod webhook_audit;
 
-/// The vocabulary, also under its old path `messages::…` for the callers that still use it.
-pub use crate::text::{Lang, Line, Text, Words};
 pub use codes::{code_text, finding, findings};
 pub use commands::*;
 pub use errors::{error_text, read_only_error_text};

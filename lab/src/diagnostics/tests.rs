@@ -248,7 +248,7 @@ fn the_report_page_shows_the_lines_escaped_and_links_the_rest_only_when_given() 
         crate::evidence::Lab::A,
     );
     let grades = crate::grade::grade_all(crate::evidence::Lab::A, &input);
-    let lang = crate::messages::Lang::En;
+    let lang = crate::text::Lang::En;
     let plain = crate::report::render(crate::evidence::Lab::A, &input, &grades, lang);
     assert_eq!(
         plain,
@@ -284,7 +284,8 @@ fn the_report_page_shows_the_lines_escaped_and_links_the_rest_only_when_given() 
 
 #[test]
 fn the_students_words_exist_in_both_languages_and_name_the_directory() {
-    use crate::messages::{self, Lang};
+    use crate::messages;
+    use crate::text::Lang;
     assert_ne!(
         messages::diagnostics_header(Lang::Ja),
         messages::diagnostics_header(Lang::En)

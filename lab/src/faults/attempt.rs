@@ -211,7 +211,7 @@ impl std::fmt::Display for Holder {
         write!(
             f,
             "pid {} (start ticks {}) running {} since {}",
-            self.process.pid, self.process.start_ticks, self.what, self.since
+            self.process.pid, self.process.start_time_ticks, self.what, self.since
         )?;
         if let Some(a) = &self.attempt {
             write!(f, ", attempt {a}")?;

@@ -76,7 +76,7 @@ pub struct FreezeTarget {
     /// Host PID.
     pub pid: i32,
     /// Start ticks read when the process was found.
-    pub starttime: u64,
+    pub start_time_ticks: u64,
     /// The healer resumes this many seconds after the SIGSTOP.
     pub resume_after_sec: u64,
 }
@@ -217,7 +217,7 @@ pub fn freeze(
     faults_root: &Path,
     target: &FreezeTarget,
 ) -> Result<Freeze, LabError> {
-    let pinned = PinnedProcess::open(target.pid, target.starttime)?;
+    let pinned = PinnedProcess::open(target.pid, target.start_time_ticks)?;
     require_container(target.pid, &target.container_id)?;
     let attempt_id = AttemptId::new(FaultKind::Freeze, target.act);
     let files = AttemptFiles::create(faults_root, &attempt_id)?;
@@ -290,7 +290,7 @@ fn write_plan_and_ledger(
         pod_uid: target.pod_uid.clone(),
         target: ProcessRef {
             pid: target.pid,
-            start_ticks: target.starttime,
+            start_time_ticks: target.start_time_ticks,
         },
         resume_after_sec: target.resume_after_sec,
         runner: ProcessRef::myself(),
@@ -829,7 +829,7 @@ fn run_healer(
             "attempt {}: pid {} start ticks {} resume after {} s; hardening {:?}",
             plan.attempt,
             plan.target.pid,
-            plan.target.start_ticks,
+            plan.target.start_time_ticks,
             plan.resume_after_sec,
             report.hardening
         ),
@@ -894,8 +894,8 @@ fn run_healer(
 /// naming the plan's container exactly, and the target lock (`container-<id>`), held until the
 /// healer exits. `Err` says why it refuses.
 fn pin_target(plan: &FreezePlan) -> Result<(PinnedProcess, attempt::Lock), String> {
-    let pinned =
-        PinnedProcess::open(plan.target.pid, plan.target.start_ticks).map_err(|e| e.to_string())?;
+    let pinned = PinnedProcess::open(plan.target.pid, plan.target.start_time_ticks)
+        .map_err(|e| e.to_string())?;
     require_container(plan.target.pid, &plan.container_id).map_err(|e| e.to_string())?;
     let lock = attempt::lock_target(
         &format!("container-{}", plan.container_id),
@@ -1043,7 +1043,7 @@ mod tests {
     fn pidfd_stop_and_continue_a_real_process() {
         let s = Sleeper::start();
         let st = read_stat(s.pid()).unwrap().unwrap();
-        let p = PinnedProcess::open(s.pid(), st.starttime).unwrap();
+        let p = PinnedProcess::open(s.pid(), st.start_time_ticks).unwrap();
         p.signal(Signal::STOP).unwrap();
         let (state, ok) = p.wait_state(STATE_BOUND, |s| s == Some('T')).unwrap();
         assert!(ok, "state after SIGSTOP: {state:?}");
@@ -1059,7 +1059,7 @@ mod tests {
     fn wrong_start_time_is_refused() {
         let s = Sleeper::start();
         let st = read_stat(s.pid()).unwrap().unwrap();
-        let err = PinnedProcess::open(s.pid(), st.starttime + 1).unwrap_err();
+        let err = PinnedProcess::open(s.pid(), st.start_time_ticks + 1).unwrap_err();
         assert!(matches!(err, LabError::FaultRefused { .. }), "{err}");
         assert!(err.to_string().contains("another process"), "{err}");
     }
@@ -1068,7 +1068,7 @@ mod tests {
     fn signal_to_a_reaped_process_fails_instead_of_reaching_another() {
         let mut s = Sleeper::start();
         let st = read_stat(s.pid()).unwrap().unwrap();
-        let p = PinnedProcess::open(s.pid(), st.starttime).unwrap();
+        let p = PinnedProcess::open(s.pid(), st.start_time_ticks).unwrap();
         s.0.kill().unwrap();
         s.0.wait().unwrap();
         let err = p.signal(Signal::STOP).unwrap_err();
@@ -1097,7 +1097,7 @@ mod tests {
             container_id: "0123456789abcdef-not-this-process".into(),
             pod_uid: "u".into(),
             pid: s.pid(),
-            starttime: st.starttime,
+            start_time_ticks: st.start_time_ticks,
             resume_after_sec: 1,
         };
         let err = freeze(Path::new("/nonexistent"), dir.path(), &target).unwrap_err();

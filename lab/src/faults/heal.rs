@@ -322,7 +322,7 @@ fn heal_freeze(dir: &Path, command: &str) -> Result<Settled, NotSettled> {
 /// The freeze's target: resumed only when it is the pinned process in the plan's container, still
 /// stopped, and its target lock is free or held by this attempt's own (proven) healer.
 fn resume_if_ours(plan: &FreezePlan, healer: Option<&PinnedProcess>, rec: &mut HealRecord) {
-    let pinned = match PinnedProcess::open(plan.target.pid, plan.target.start_ticks) {
+    let pinned = match PinnedProcess::open(plan.target.pid, plan.target.start_time_ticks) {
         Ok(p) => p,
         Err(_) => {
             rec.action = "process-gone".into();
@@ -397,9 +397,9 @@ async fn heal_scale(
     };
     let report = fd.read_scale_report().ok().flatten();
     let candidate = report.as_ref().and_then(|w| {
-        w.pid_start_ticks.map(|t| ProcessRef {
+        w.start_time_ticks.map(|t| ProcessRef {
             pid: w.pid as i32,
-            start_ticks: t,
+            start_time_ticks: t,
         })
     });
     let healer = healer_of(candidate, scale::HEALER_SUBCOMMAND, dir, &mut rec);

@@ -32,7 +32,8 @@ pub struct ProcessRef {
     /// PID (in this tool's PID namespace).
     pub pid: i32,
     /// Start time, clock ticks since boot (`/proc/PID/stat` field 22).
-    pub start_ticks: u64,
+    #[serde(rename = "start_ticks")]
+    pub start_time_ticks: u64,
 }
 
 impl ProcessRef {
@@ -41,10 +42,10 @@ impl ProcessRef {
         let pid = std::process::id() as i32;
         ProcessRef {
             pid,
-            start_ticks: read_stat(pid)
+            start_time_ticks: read_stat(pid)
                 .ok()
                 .flatten()
-                .map(|s| s.starttime)
+                .map(|s| s.start_time_ticks)
                 .unwrap_or(0),
         }
     }
@@ -53,14 +54,14 @@ impl ProcessRef {
     pub fn of(pid: i32) -> Option<ProcessRef> {
         read_stat(pid).ok().flatten().map(|s| ProcessRef {
             pid,
-            start_ticks: s.starttime,
+            start_time_ticks: s.start_time_ticks,
         })
     }
 
     /// Whether this very process still exists and is not a zombie.
     pub fn is_alive(&self) -> bool {
         matches!(
-            state_if_same(self.pid, self.start_ticks),
+            state_if_same(self.pid, self.start_time_ticks),
             Ok(Some(s)) if s != 'Z' && s != 'X'
         )
     }
@@ -68,7 +69,7 @@ impl ProcessRef {
     /// Sends `signal` to this process through a pidfd opened and re-checked against the start
     /// ticks (never by bare PID). `Ok(false)` when it is gone.
     pub fn signal(&self, signal: rustix::process::Signal) -> Result<bool, LabError> {
-        match PinnedProcess::open(self.pid, self.start_ticks) {
+        match PinnedProcess::open(self.pid, self.start_time_ticks) {
             Ok(p) => p.signal(signal).map(|()| true),
             Err(LabError::FaultRefused { .. }) => Ok(false),
             Err(e) => Err(e),
@@ -82,7 +83,8 @@ pub struct ProcStat {
     /// State letter (`R`, `S`, `D`, `T` stopped, `t`, `Z`, …), field 3.
     pub state: char,
     /// Start time in clock ticks since boot, field 22 (`procfs` `Stat::starttime`).
-    pub starttime: u64,
+    #[serde(rename = "starttime")]
+    pub start_time_ticks: u64,
 }
 
 /// Reads `/proc/PID/stat` (state and start ticks). `None` when there is no such process.
@@ -96,7 +98,7 @@ pub fn read_stat(pid: i32) -> Result<Option<ProcStat>, LabError> {
     match process.stat() {
         Ok(s) => Ok(Some(ProcStat {
             state: s.state,
-            starttime: s.starttime,
+            start_time_ticks: s.starttime,
         })),
         Err(procfs::ProcError::NotFound(_)) => Ok(None),
         Err(e) => Err(fault_io(&proc_path, e)),
@@ -110,11 +112,11 @@ fn fault_io(path: &Path, e: procfs::ProcError) -> LabError {
     }
 }
 
-/// The state letter of the process `pid` **if** it is still the process started at `starttime`;
-/// `None` when it is gone (exited, or the PID now belongs to another process).
-pub fn state_if_same(pid: i32, starttime: u64) -> Result<Option<char>, LabError> {
+/// The state letter of the process `pid` **if** it is still the process started at
+/// `start_time_ticks`; `None` when it is gone (exited, or the PID now belongs to another process).
+pub fn state_if_same(pid: i32, start_time_ticks: u64) -> Result<Option<char>, LabError> {
     Ok(read_stat(pid)?
-        .filter(|s| s.starttime == starttime)
+        .filter(|s| s.start_time_ticks == start_time_ticks)
         .map(|s| s.state))
 }
 
@@ -122,17 +124,17 @@ pub fn state_if_same(pid: i32, starttime: u64) -> Result<Option<char>, LabError>
 #[derive(Debug)]
 pub struct PinnedProcess {
     pid: i32,
-    starttime: u64,
+    start_time_ticks: u64,
     fd: OwnedFd,
 }
 
 impl PinnedProcess {
     /// `pidfd_open(pid)`, then re-reads `/proc/PID/stat` and requires the start ticks to equal
-    /// `expected_starttime` (the value read when the process was found).
+    /// `expected_start_time_ticks` (the value read when the process was found).
     ///
     /// Errors: [`LabError::FaultRefused`] when the process is gone, or its start ticks differ
     /// (the PID now names another process).
-    pub fn open(pid: i32, expected_starttime: u64) -> Result<PinnedProcess, LabError> {
+    pub fn open(pid: i32, expected_start_time_ticks: u64) -> Result<PinnedProcess, LabError> {
         let rpid = Pid::from_raw(pid).ok_or_else(|| LabError::FaultRefused {
             reason: format!("pid {pid} is not a valid process id"),
         })?;
@@ -143,15 +145,17 @@ impl PinnedProcess {
             None => Err(LabError::FaultRefused {
                 reason: format!("process {pid} is gone"),
             }),
-            Some(s) if s.starttime != expected_starttime => Err(LabError::FaultRefused {
-                reason: format!(
-                    "process {pid} start time is {} clock ticks, expected {expected_starttime}: the pid names another process",
-                    s.starttime
-                ),
-            }),
+            Some(s) if s.start_time_ticks != expected_start_time_ticks => {
+                Err(LabError::FaultRefused {
+                    reason: format!(
+                        "process {pid} start time is {} clock ticks, expected {expected_start_time_ticks}: the pid names another process",
+                        s.start_time_ticks
+                    ),
+                })
+            }
             Some(_) => Ok(PinnedProcess {
                 pid,
-                starttime: expected_starttime,
+                start_time_ticks: expected_start_time_ticks,
                 fd,
             }),
         }
@@ -163,8 +167,8 @@ impl PinnedProcess {
     }
 
     /// The pinned process's start ticks.
-    pub fn starttime(&self) -> u64 {
-        self.starttime
+    pub fn start_time_ticks(&self) -> u64 {
+        self.start_time_ticks
     }
 
     /// Sends `signal` through the pidfd. `ESRCH` (the process is gone) is an error naming it.
@@ -176,7 +180,7 @@ impl PinnedProcess {
 
     /// The current state letter, or `None` when the pinned process is gone.
     pub fn state(&self) -> Result<Option<char>, LabError> {
-        state_if_same(self.pid, self.starttime)
+        state_if_same(self.pid, self.start_time_ticks)
     }
 
     /// Waits (bounded by `bound`, polling every 10 ms) until `want(state)` holds; returns the last
@@ -344,7 +348,7 @@ pub fn prove_healer(
     flag: &str,
     attempt_dir: &Path,
 ) -> Result<PinnedProcess, String> {
-    let pinned = PinnedProcess::open(p.pid, p.start_ticks).map_err(|e| e.to_string())?;
+    let pinned = PinnedProcess::open(p.pid, p.start_time_ticks).map_err(|e| e.to_string())?;
     let exe_link = format!("/proc/{}/exe", p.pid);
     let exe = std::fs::read_link(&exe_link).map_err(|e| format!("{exe_link}: {e}"))?;
     let lab = std::fs::canonicalize(lab).map_err(|e| format!("{}: {e}", lab.display()))?;
@@ -478,7 +482,7 @@ mod tests {
         assert!(me.is_alive());
         let other = ProcessRef {
             pid: me.pid,
-            start_ticks: me.start_ticks + 1,
+            start_time_ticks: me.start_time_ticks + 1,
         };
         assert!(!other.is_alive());
     }

@@ -189,7 +189,8 @@ pub struct HealerReport {
     pub pid: u32,
     /// The healer's start time in clock ticks since boot (`/proc/<pid>/stat` field 22), so a
     /// reader can tell this process from a later one with the same PID.
-    pub pid_start_ticks: Option<u64>,
+    #[serde(rename = "pid_start_ticks")]
+    pub start_time_ticks: Option<u64>,
     /// When it armed, RFC 3339 UTC (ms).
     pub armed_at: String,
     /// `armed_at + restore_after_sec`, RFC 3339 UTC (ms).
@@ -1448,7 +1449,7 @@ impl HealerReport {
             schema_version: SCHEMA_VERSION,
             fault_id: plan.fault_id.clone(),
             pid: std::process::id(),
-            pid_start_ticks: Some(ProcessRef::myself().start_ticks).filter(|t| *t != 0),
+            start_time_ticks: Some(ProcessRef::myself().start_time_ticks).filter(|t| *t != 0),
             armed_at: String::new(),
             deadline_at: String::new(),
             observed_replicas: None,
@@ -1808,7 +1809,7 @@ mod tests {
             schema_version: SCHEMA_VERSION,
             fault_id: "f".into(),
             pid,
-            pid_start_ticks: ticks,
+            start_time_ticks: ticks,
             armed_at: armed.into(),
             deadline_at: deadline.into(),
             observed_replicas: Some(1),

@@ -38,8 +38,8 @@ use crate::labs::common::{
     describe_indented, finish, live_context, read_facts, read_input, to_value, webhook_facts,
 };
 use crate::messages::act as m;
-use crate::messages::{Lang, Text};
 use crate::probe::{self, PodKind};
+use crate::text::{Lang, Text};
 use crate::wait::{Check, TimedOut, Wait, WaitError};
 
 pub use crate::rules::a::{RECOVERY_BOUND, evidence_words, timeline_in_order};

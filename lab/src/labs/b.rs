@@ -75,21 +75,21 @@ fn own_attempt(env: &Env, act: u8) -> Option<AttemptFiles> {
     dirs.pop().map(|dir| AttemptFiles { dir })
 }
 
-/// The newest ended freeze of the process `(pid, start_ticks)` among the attempts under
+/// The newest ended freeze of the process `(pid, start_time_ticks)` among the attempts under
 /// `faults`: `(attempt directory, how long it lasted, when it ended)`, from each attempt's
 /// `plan.json` (the target), `ledger.json` (`stop_sent_at`, `resumed_at`) or else the healer's
 /// report (`resume.sent_at`). Attempts that cannot be read are skipped.
 fn previous_freeze(
     faults: &std::path::Path,
     pid: i32,
-    start_ticks: u64,
+    start_time_ticks: u64,
 ) -> Option<(PathBuf, Duration, chrono::DateTime<chrono::Utc>)> {
     let entries = std::fs::read_dir(faults).ok()?;
     entries
         .filter_map(|e| e.ok().map(|e| AttemptFiles { dir: e.path() }))
         .filter_map(|files| {
             let plan: freeze::FreezePlan = crate::faults::records::read_json(&files.plan()).ok()?;
-            if plan.target.pid != pid || plan.target.start_ticks != start_ticks {
+            if plan.target.pid != pid || plan.target.start_time_ticks != start_time_ticks {
                 return None;
             }
             let ledger: Option<freeze::FreezeLedger> =
@@ -117,8 +117,8 @@ fn previous_freeze(
         .max_by_key(|(_, _, ended)| *ended)
 }
 
-/// Before freezing `(pid, start_ticks)` of pod `pod_name` for `next_sec`, waits (with progress)
-/// until no liveness probe can fail twice in a row across the freeze, from two facts:
+/// Before freezing `(pid, start_time_ticks)` of pod `pod_name` for `next_sec`, waits (with
+/// progress) until no liveness probe can fail twice in a row across the freeze, from two facts:
 /// - its previous freeze in this work directory ended so recently that one probe could fail in
 ///   each freeze ([`crate::rules::b::liveness_wait`]), recorded as `liveness-gap`;
 /// - kubelet recorded a liveness failure of the pod (Event `Unhealthy`, "Liveness probe …") whose
@@ -134,11 +134,11 @@ async fn liveness_gap(
     cluster: &Cluster,
     pod_name: &str,
     faults: &std::path::Path,
-    (pid, start_ticks): (i32, u64),
+    (pid, start_time_ticks): (i32, u64),
     next_sec: u64,
 ) {
     let next = Duration::from_secs(next_sec);
-    if let Some((dir, lasted, ended)) = previous_freeze(faults, pid, start_ticks) {
+    if let Some((dir, lasted, ended)) = previous_freeze(faults, pid, start_time_ticks) {
         let since = (chrono::Utc::now() - ended).to_std().unwrap_or_default();
         let wait = crate::rules::b::liveness_wait(lasted, since, next);
         if !wait.is_zero() {
@@ -308,7 +308,7 @@ pub async fn investigate(
         pod_name: pod.metadata.name.clone().unwrap_or_default(),
         identity: ProcessIdentity {
             pid: container.pid as u32,
-            pid_start_time_ticks: stat.starttime,
+            pid_start_time_ticks: stat.start_time_ticks,
             container_id: container.container_id.clone(),
             pod_uid,
         },
@@ -640,7 +640,7 @@ fn start_freeze(
         container_id: inv.identity.container_id.clone(),
         pod_uid: inv.identity.pod_uid.clone(),
         pid: inv.identity.pid as i32,
-        starttime: inv.identity.pid_start_time_ticks,
+        start_time_ticks: inv.identity.pid_start_time_ticks,
         resume_after_sec: spec.resume_after_sec,
     };
     ui.step(m::starting_healer(target.pid, spec.resume_after_sec));

@@ -22,8 +22,8 @@ use crate::facts::{
 };
 use crate::inputs::{self, Context, InputFile, StudentInput};
 use crate::messages::act as m;
-use crate::messages::{Lang, Line, Text};
 use crate::probe::{self, PodKind};
+use crate::text::{Lang, Line, Text};
 use crate::wait::{Check, Wait, WaitError};
 use crate::workdir::{LoadedInput, Workdir};
 
@@ -154,7 +154,7 @@ pub struct ActRecorder {
     raw: Vec<serde_json::Value>,
     audit: Option<crate::audit::Cursor>,
     /// The language of the audit summary line ([`Self::with_audit`]).
-    lang: crate::messages::Lang,
+    lang: crate::text::Lang,
     /// What the act runs on ([`with_running_versions`]), copied into every evidence write.
     versions: Option<RunningVersions>,
 }
@@ -235,7 +235,7 @@ impl ActRecorder {
             inputs: BTreeMap::new(),
             raw: Vec::new(),
             audit: None,
-            lang: crate::messages::Lang::Ja,
+            lang: crate::text::Lang::Ja,
             versions: RUNNING.try_with(Clone::clone).ok(),
         })
     }

@@ -142,8 +142,8 @@ fn watcher_ref(dir: &AttemptFiles) -> Result<ProcessRef> {
     let w = dir.read_scale_report()?.context("no healer.json")?;
     Ok(ProcessRef {
         pid: w.pid as i32,
-        start_ticks: w
-            .pid_start_ticks
+        start_time_ticks: w
+            .start_time_ticks
             .context("healer.json without start ticks")?,
     })
 }
@@ -541,7 +541,7 @@ pub fn runner_stopped_past_deadline(cluster: &LabCluster, source: &Path) -> Resu
             .is_none(),
         "the stopped runner cannot have restored anything, but its ledger says it did"
     );
-    let state = lab::faults::process::state_if_same(runner.pid, runner.start_ticks)?;
+    let state = lab::faults::process::state_if_same(runner.pid, runner.start_time_ticks)?;
     ensure!(
         state == Some('T'),
         "act 5 should still be stopped at the watcher's restore: {state:?}"
@@ -762,7 +762,7 @@ pub fn runner_stopped_before_request(cluster: &LabCluster, source: &Path) -> Res
         "the watcher should find nothing to do at its deadline, no scale-down asked: {w:?}"
     );
     wait_gone(&watcher_ref(&dir)?, Duration::from_secs(10))?;
-    let state = lab::faults::process::state_if_same(runner.pid, runner.start_ticks)?;
+    let state = lab::faults::process::state_if_same(runner.pid, runner.start_time_ticks)?;
     ensure!(
         state == Some('T'),
         "act 5 should still be stopped after its watcher's deadline: {state:?}"

@@ -468,7 +468,7 @@ fn ensure_fail_webhook(run: &LabRun) -> Result<()> {
 
 /// Kyverno's pinned process (the plan's PID + start ticks): its state, `None` when gone.
 fn state(plan: &FreezePlan) -> Option<char> {
-    lab::faults::process::state_if_same(plan.target.pid, plan.target.start_ticks)
+    lab::faults::process::state_if_same(plan.target.pid, plan.target.start_time_ticks)
         .ok()
         .flatten()
 }
@@ -569,7 +569,7 @@ fn healer_killed_then_inspect(run: &LabRun) -> Result<()> {
         matches!(after_inspect, Some(s) if s != 'T' && s != 't'),
         "Kyverno's pinned process (pid {} start ticks {}) right after inspect: {after_inspect:?}",
         plan.target.pid,
-        plan.target.start_ticks
+        plan.target.start_time_ticks
     );
     let frozen_ms = (chrono::Utc::now() - stopped_for).num_milliseconds();
     eprintln!("    Kyverno stopped {frozen_ms} ms in all (healer deadline {RESUME_AFTER_SEC} s)");
@@ -709,7 +709,7 @@ fn runner_stopped_past_deadline(run: &LabRun) -> Result<()> {
         std::thread::sleep(Duration::from_millis(10));
     };
     let running = state(&plan);
-    let runner_state = lab::faults::process::state_if_same(runner.pid, runner.start_ticks)?;
+    let runner_state = lab::faults::process::state_if_same(runner.pid, runner.start_time_ticks)?;
     healer_resume_on_time(&report, ROW)?;
     ensure!(
         matches!(running, Some(s) if s != 'T' && s != 't'),
@@ -817,7 +817,7 @@ fn act6_soon_after_act5(run: &LabRun) -> Result<()> {
     ensure!(
         g.passed(),
         "{}",
-        lab::messages::findings(lab::messages::Lang::En, &g)
+        lab::messages::findings(lab::text::Lang::En, &g)
     );
     rd.done();
     Ok(())

@@ -44,7 +44,7 @@ fn ours(state_root: &Path) -> HashSet<(i32, u64)> {
         .filter_map(|e| ClusterRecord::load(&e.path()).ok().flatten())
         .flat_map(|r| r.processes)
         .filter(|p| p.alive())
-        .map(|p| (p.pid, p.start_time))
+        .map(|p| (p.pid, p.start_time_ticks))
         .collect()
 }
 

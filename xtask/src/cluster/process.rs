@@ -68,7 +68,7 @@ pub fn spawn(spec: &DaemonSpec, netns: &str) -> Result<ProcRecord> {
         .with_context(|| format!("starting {}, see {}", spec.name, spec.log.display()))?;
     drop(ns);
     let pid = child.id() as i32;
-    let (_, start_time) = proc_stat(pid).with_context(|| {
+    let (_, start_time_ticks) = proc_stat(pid).with_context(|| {
         format!(
             "{} (pid {pid}) exited at once, see {}",
             spec.name,
@@ -78,7 +78,7 @@ pub fn spawn(spec: &DaemonSpec, netns: &str) -> Result<ProcRecord> {
     Ok(ProcRecord {
         name: spec.name.to_string(),
         pid,
-        start_time,
+        start_time_ticks,
         log: spec.log.display().to_string(),
         argv,
     })
@@ -151,7 +151,7 @@ fn gone_within(rec: &ProcRecord, signal: &str, bound: Duration, tick: Duration) 
         || -> Result<lab::wait::Check<(), String>, std::convert::Infallible> {
             reap(rec.pid);
             Ok(match proc_stat(rec.pid) {
-                Some((state, st)) if st == rec.start_time && state != 'Z' => {
+                Some((state, st)) if st == rec.start_time_ticks && state != 'Z' => {
                     lab::wait::Check::NotYet(format!("still running, state {state}"))
                 }
                 _ => lab::wait::Check::Done(()),

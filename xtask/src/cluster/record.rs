@@ -252,14 +252,16 @@ pub struct ProcRecord {
     pub pid: i32,
     /// Start time from `/proc/<pid>/stat` (field 22, clock ticks since boot): with the PID it
     /// identifies the process across PID reuse.
-    pub start_time: u64,
+    #[serde(rename = "start_time")]
+    pub start_time_ticks: u64,
     /// Log file (stdout and stderr).
     pub log: String,
     /// The full command line as started.
     pub argv: Vec<String>,
 }
 
-/// `(state, start_time)` of a PID from `/proc/<pid>/stat`, or None when there is no such process.
+/// `(state, start_time_ticks)` of a PID from `/proc/<pid>/stat`, or None when there is no such
+/// process.
 pub fn proc_stat(pid: i32) -> Option<(char, u64)> {
     let stat = procfs::process::Process::new(pid).ok()?.stat().ok()?;
     Some((stat.state, stat.starttime))
@@ -268,6 +270,6 @@ pub fn proc_stat(pid: i32) -> Option<(char, u64)> {
 impl ProcRecord {
     /// Whether the recorded process still runs (same PID, same start time, not a zombie).
     pub fn alive(&self) -> bool {
-        matches!(proc_stat(self.pid), Some((state, st)) if st == self.start_time && state != 'Z')
+        matches!(proc_stat(self.pid), Some((state, st)) if st == self.start_time_ticks && state != 'Z')
     }
 }

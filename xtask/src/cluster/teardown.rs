@@ -137,7 +137,7 @@ fn kill_strays(report: &mut Report, rec: &ClusterRecord) {
                 let pr = ProcRecord {
                     name: "stray".into(),
                     pid: *pid,
-                    start_time: st,
+                    start_time_ticks: st,
                     log: String::new(),
                     argv: vec![],
                 };

@@ -701,7 +701,7 @@ impl RunReport {
                 g.checks,
                 g.findings
                     .iter()
-                    .map(|f| format!("\n      {}", f.message(lab::messages::Lang::En)))
+                    .map(|f| format!("\n      {}", f.message(lab::text::Lang::En)))
                     .collect::<String>()
             ));
         }

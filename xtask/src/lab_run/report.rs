@@ -12,7 +12,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use lab::evidence::Lab;
 use lab::grade::{self, GradeInput};
-use lab::messages::Lang;
+use lab::text::Lang;
 use lab::workdir::Workdir;
 
 use super::{RunReport, lab_name};

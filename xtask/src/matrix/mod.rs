@@ -528,11 +528,9 @@ pub fn load_lab(lab: Lab, lab_dir: &Path) -> Result<LabResult> {
     );
     for g in grades {
         for f in &g.findings {
-            result.findings.push(format!(
-                "act {}: {}",
-                g.act,
-                f.message(lab::messages::Lang::En)
-            ));
+            result
+                .findings
+                .push(format!("act {}: {}", g.act, f.message(lab::text::Lang::En)));
         }
     }
     Ok(result)
