@@ -220,11 +220,49 @@ pub static LAB_A: &[ActSpec] = &[
     },
 ];
 
+/// Lab C's acts in order (three replicas; freeze the leader, then a follower: `docs/labs.md`,
+/// "Lab C"). **Built through act 4** (issue 28): acts 1-2 are lab B's, act 3 scales to three
+/// replicas and records the healthy baseline, act 4 investigates the leader and the followers.
+/// Acts 5-8 (the leader's freeze under Fail, a follower's under Ignore, the scale back, the
+/// report) are not built yet, so lab C has no report act yet
+/// (`lab_c_is_built_through_act_4_and_has_no_report_yet` holds that until they are).
+pub static LAB_C: &[ActSpec] = &[
+    SHARED_B[0],
+    SHARED_B[1],
+    ActSpec {
+        number: 3,
+        role: Role::Observe,
+        title: t(
+            "3 レプリカと正常時の基準",
+            "three replicas, healthy baseline",
+        ),
+        inputs: &[InputFile::HaPlan],
+        metrics: true,
+        audit: true,
+        test_name: "act_3_three_ready_replicas_and_a_parallel_baseline",
+        grade: grade::c::act3,
+    },
+    ActSpec {
+        number: 4,
+        role: Role::Observe,
+        title: t("リーダーとフォロワーの調査", "leader and followers"),
+        inputs: &[InputFile::FreezePlanC],
+        metrics: false,
+        audit: false,
+        test_name: "act_4_investigation_finds_the_leader_and_the_followers",
+        grade: grade::c::act4,
+    },
+];
+
+/// The labs in the order `lab run` and the tests name them.
+pub const LABS: [Lab; 3] = [Lab::A, Lab::B, Lab::C];
+
 /// The acts of `lab`, in order (numbers `1..=count(lab)`).
 pub fn of(lab: Lab) -> &'static [ActSpec] {
     match lab {
         Lab::A => LAB_A,
         Lab::B => LAB_B,
+        Lab::C => LAB_C,
     }
 }
 
@@ -241,7 +279,7 @@ pub fn count(lab: Lab) -> u8 {
 /// The most acts any lab has: the range `act N` and `grade N` accept before the lab is known,
 /// and how many `evidence/NN.json` a work directory may hold.
 pub fn max_count() -> u8 {
-    count(Lab::A).max(count(Lab::B))
+    LABS.into_iter().map(count).max().unwrap_or(0)
 }
 
 /// The act numbers of `lab`, in order.
@@ -284,10 +322,10 @@ impl InputFile {
             .find(|f| f.file_name().strip_suffix(".json") == Some(base))
     }
 
-    /// The act that reads this input (an input both labs read
-    /// is read by the same act in both).
+    /// The act that reads this input (an input several labs read
+    /// is read by the same act in each).
     pub fn act(self) -> u8 {
-        [Lab::B, Lab::A]
+        [Lab::B, Lab::A, Lab::C]
             .into_iter()
             .find_map(|lab| reading(lab, self))
             .expect("every input file is read by an act of the registry")
@@ -313,7 +351,7 @@ mod tests {
 
     #[test]
     fn every_lab_numbers_its_acts_one_to_count_in_order() {
-        for lab in [Lab::A, Lab::B] {
+        for lab in LABS {
             let numbers: Vec<u8> = numbers(lab).collect();
             let expected: Vec<u8> = (1..=count(lab)).collect();
             assert_eq!(numbers, expected, "lab {}", lab.as_str());
@@ -333,7 +371,7 @@ mod tests {
 
     #[test]
     fn every_input_file_is_read_by_exactly_one_act() {
-        for lab in [Lab::A, Lab::B] {
+        for lab in LABS {
             for f in InputFile::all(lab) {
                 let n = of(lab).iter().filter(|s| s.inputs.contains(&f)).count();
                 assert_eq!(n, 1, "{} in lab {}", f.file_name(), lab.as_str());
@@ -355,5 +393,27 @@ mod tests {
             assert!(is_report(lab, count(lab)) && !is_report(lab, 1));
             assert!(!is_report(lab, count(lab) + 1));
         }
+    }
+
+    #[test]
+    fn lab_c_is_built_through_act_4_and_has_no_report_yet() {
+        let numbers: Vec<u8> = numbers(Lab::C).collect();
+        assert_eq!(
+            numbers,
+            vec![1, 2, 3, 4],
+            "update this test when acts 5-8 are built"
+        );
+        assert!(LAB_C.iter().all(|s| s.role == Role::Observe));
+        assert_eq!(spec(Lab::C, 3).unwrap().inputs, &[InputFile::HaPlan]);
+        assert_eq!(InputFile::HaPlan.act(), 3);
+        assert_eq!(InputFile::FreezePlanC.act(), 4);
+        assert_eq!(
+            InputFile::from_name(Lab::C, "freeze-plan.json"),
+            Some(InputFile::FreezePlanC)
+        );
+        assert_eq!(
+            InputFile::from_name(Lab::B, "freeze-plan.json"),
+            Some(InputFile::FreezePlan)
+        );
     }
 }

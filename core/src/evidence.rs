@@ -41,15 +41,18 @@ pub enum Lab {
     A,
     /// Lab B: freeze the controller process, failurePolicy Fail vs Ignore.
     B,
+    /// Lab C: three admission-controller replicas; freeze the leader, then a follower.
+    C,
 }
 
 impl Lab {
-    /// The lab's one-letter wire name, `a` or `b`: the same in evidence (`lab`), directory names
+    /// The lab's one-letter wire name, `a`, `b` or `c`: the same in evidence (`lab`), directory names
     /// (`fixtures/<lab>`, `lab-artifacts/<run>/<lab>`), `--lab` and messages.
     pub fn as_str(self) -> &'static str {
         match self {
             Lab::A => "a",
             Lab::B => "b",
+            Lab::C => "c",
         }
     }
 }

@@ -1,4 +1,4 @@
-//! Typed `facts` of every act of both labs: what the act observed, stored in `evidence/NN.json`
+//! Typed `facts` of every act of every lab: what the act observed, stored in `evidence/NN.json`
 //! under `facts` and read back by the graders.
 //!
 //! Conventions: timestamps are RFC 3339 UTC strings with milliseconds
@@ -7,7 +7,7 @@
 //! GET). Objects copied from the API server (`serde_json::Value`) are verbatim.
 //!
 //! Acts 1-3 are the same in both labs ([`Act1Facts`], [`Act2Facts`], [`Act3Facts`]); acts 4-8 are in
-//! [`b`] (freeze) and [`a`] (scale-down). These types may gain fields; existing fields keep their
+//! [`b`] (freeze) and [`a`] (scale-down); lab C's acts 3-4 in [`c`]. These types may gain fields; existing fields keep their
 //! names and meaning (unknown fields are tolerated when reading, so graders stay readable).
 
 use std::collections::BTreeMap;
@@ -578,6 +578,142 @@ pub mod a {
         pub side_effects: String,
         /// The webhook's name.
         pub webhook_name: String,
+    }
+}
+
+/// Lab C (three admission-controller replicas; freeze the leader, then a follower), acts 3-4.
+pub mod c {
+    use super::a::{DeploymentFacts, LeaseFacts};
+    use super::b::ProcessIdentity;
+    use super::*;
+
+    /// One admission-controller replica as the API server lists it.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct ReplicaFacts {
+        /// The pod (name, UID, phase, restart count of its `kyverno` container, when read).
+        pub pod: PodObservation,
+        /// Its `Ready` condition is `True`.
+        pub ready: bool,
+        /// `status.podIP` (the address the API server dials: `--enable-aggregator-routing`).
+        pub pod_ip: Option<String>,
+    }
+
+    /// One endpoint of the webhook's Service (`kyverno/kyverno-svc`), from its EndpointSlices.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct EndpointFacts {
+        /// The endpoint's first address.
+        pub address: String,
+        /// `targetRef.name`: the pod behind it.
+        pub pod: Option<String>,
+        /// `conditions.ready` (absent counts as ready, as in the EndpointSlice API).
+        pub ready: bool,
+    }
+
+    /// The scale to three replicas, done by the scale healer on the runner's request
+    /// (`lab/src/faults/scale.rs`), which puts back the original count at its deadline.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct ScaleUpFacts {
+        /// The attempt's directory name under `faults/`.
+        pub fault_id: String,
+        /// `spec.replicas` the healer read before scaling (the original count).
+        pub replicas_before: u32,
+        /// `spec.replicas` the healer wrote (3).
+        pub replicas: u32,
+        /// When the healer recorded the scale, RFC 3339 UTC (ms).
+        pub scaled_at: String,
+        /// When the healer puts the original count back unless act 7 or `heal` does first.
+        pub restore_deadline_at: String,
+    }
+
+    /// The bounded wait after the scale: when each condition was first seen to hold.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct ReadyWait {
+        /// Three replicas with `Ready=True`.
+        pub ready_pods_at: String,
+        /// Three ready endpoints of `kyverno-svc`, one per ready replica.
+        pub ready_endpoints_at: String,
+        /// The policy's webhook registration read.
+        pub registration_at: String,
+        /// How long the whole wait took (ms).
+        pub waited_ms: u64,
+    }
+
+    /// Kyverno's own counter of admission requests for pods on one replica
+    /// (`kyverno_admission_requests_total{resource_kind="Pod"}`, summed over its other labels),
+    /// read through the API server's pod proxy before and after the act's requests.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct ReplicaRequests {
+        /// The replica's pod name.
+        pub pod: String,
+        /// The counter before the requests (`None`: not readable; the reason is in `raw`).
+        pub before: Option<u64>,
+        /// The counter after the requests.
+        pub after: Option<u64>,
+    }
+
+    /// Act 3: three replicas ready, the Lease, and a healthy baseline sent in parallel waves.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct Act3Facts {
+        /// The scale to three.
+        pub scale: ScaleUpFacts,
+        /// The Deployment after the wait.
+        pub deployment: DeploymentFacts,
+        /// Its replicas after the wait.
+        pub replicas: Vec<ReplicaFacts>,
+        /// `kyverno-svc`'s endpoints after the wait.
+        pub endpoints: Vec<EndpointFacts>,
+        /// The policy's registration after the wait.
+        pub webhook: WebhookFacts,
+        /// The leader Lease `kyverno/kyverno` after the wait.
+        pub lease: LeaseFacts,
+        /// The wait.
+        pub wait: ReadyWait,
+        /// How many parallel waves of violating pods were sent.
+        pub waves: u32,
+        /// How many violating pods each wave sent at once.
+        pub wave_size: u32,
+        /// The violating pods of the waves, wave after wave (each must be an explicit deny).
+        pub bad: Vec<RequestRecord>,
+        /// A labelled pod in the target namespace (stored: the existing pod of later acts).
+        pub good: RequestRecord,
+        /// An unlabelled pod in the control namespace (outside the selector: stored).
+        pub control: RequestRecord,
+        /// The good pod once `Running`.
+        pub existing: PodObservation,
+        /// Which replica served how many pod admission requests during the baseline.
+        pub replica_requests: Vec<ReplicaRequests>,
+    }
+
+    /// One replica's process, found through CRI and `/proc` (as lab B's act 4).
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct ReplicaProcess {
+        /// The pod's name.
+        pub pod_name: String,
+        /// The process identity (PID, start time, container, pod UID).
+        pub identity: ProcessIdentity,
+        /// The `kyverno` container's restart count (pod status).
+        pub restart_count: u32,
+        /// Process state letter from `/proc/<pid>/stat` (must not be `T`).
+        pub process_state: String,
+    }
+
+    /// Act 4: the leader (the Lease's holder) and the followers; nothing is frozen.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct Act4Facts {
+        /// Live node UID (compared with `freeze-plan.json` `node_uid`).
+        pub node_uid: String,
+        /// Live UID of `kyverno-admission-controller` (compared with `deployment_uid`).
+        pub deployment_uid: String,
+        /// The Lease read before the processes.
+        pub lease: LeaseFacts,
+        /// The Lease's holder.
+        pub leader: ReplicaProcess,
+        /// The other replicas.
+        pub followers: Vec<ReplicaProcess>,
+        /// The Lease read again after the processes (the holder must not have changed).
+        pub lease_after: LeaseFacts,
+        /// When the investigation finished, RFC 3339 UTC (ms).
+        pub investigated_at: String,
     }
 }
 

@@ -1,4 +1,4 @@
-//! Typed student input files of both labs, strict validation, and their JSON Schemas.
+//! Typed student input files of every lab, strict validation, and their JSON Schemas.
 //!
 //! Every file is a Rust type with `deny_unknown_fields` at every level ("no unnecessary fields");
 //! every value the course fixes (`docs/labs.md`) is a constant type that accepts exactly
@@ -50,6 +50,10 @@ pub enum InputFile {
     ScalePlan,
     /// `report.json` of lab A (act 8).
     ReportA,
+    /// `ha-plan.json` (lab C, act 3).
+    HaPlan,
+    /// `freeze-plan.json` of lab C (act 4): lab B's plan plus `target`.
+    FreezePlanC,
 }
 
 impl InputFile {
@@ -58,7 +62,8 @@ impl InputFile {
         match self {
             InputFile::Scope => "scope.json",
             InputFile::Policy => "policy.json",
-            InputFile::FreezePlan => "freeze-plan.json",
+            InputFile::FreezePlan | InputFile::FreezePlanC => "freeze-plan.json",
+            InputFile::HaPlan => "ha-plan.json",
             InputFile::PolicyIgnore => "policy-ignore.json",
             InputFile::Recovery => "recovery.json",
             InputFile::ScalePlan => "scale-plan.json",
@@ -90,7 +95,11 @@ impl InputFile {
                 ),
             ],
             InputFile::Policy | InputFile::PolicyIgnore => &[],
-            InputFile::FreezePlan | InputFile::ScalePlan => &[
+            InputFile::HaPlan => &[
+                ("$.node_uid", Source::NodeUid),
+                ("$.deployment_uid", Source::DeploymentUid),
+            ],
+            InputFile::FreezePlan | InputFile::FreezePlanC | InputFile::ScalePlan => &[
                 ("$.node_uid", Source::NodeUid),
                 ("$.deployment_uid", Source::DeploymentUid),
                 ("$.evidence_sha256", Source::Digest(3)),
@@ -742,6 +751,63 @@ pub struct ReportA {
 }
 
 // ---------------------------------------------------------------------------------------------
+// ha-plan.json and freeze-plan.json (lab C)
+
+constant!(
+    /// `scale-controller-to-three`.
+    HaAction: &'static str = "scale-controller-to-three"
+);
+constant!(
+    /// `replicas` of `ha-plan.json`: the admission controller's replicas during lab C, 3.
+    HaReplicas: u32 = 3
+);
+constant!(
+    /// `target` of lab C's `freeze-plan.json`: the replica act 5 freezes, `leader` (the holder
+    /// of the Lease `kyverno`).
+    LeaderTarget: &'static str = "leader"
+);
+
+/// `ha-plan.json` (lab C, act 3): the scale to three replicas and the count to put back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "ha-plan.json")]
+pub struct HaPlan {
+    /// `scale-controller-to-three`.
+    pub action: HaAction,
+    /// The live node's UID.
+    pub node_uid: Uid,
+    /// The live UID of the `kyverno-admission-controller` Deployment.
+    pub deployment_uid: Uid,
+    /// Replicas before the lab and after it (1): act 7 and `heal` put them back.
+    pub original_replicas: OriginalReplicas,
+    /// Replicas during the lab (3).
+    pub replicas: HaReplicas,
+}
+
+/// `freeze-plan.json` of lab C (act 4): lab B's fields plus `target` (`leader`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "freeze-plan.json (lab C)")]
+pub struct FreezePlanC {
+    /// `freeze-one-controller-process`.
+    pub action: FreezeAction,
+    /// Which replica: `leader` (the Lease `kyverno`'s holder when act 5 starts).
+    pub target: LeaderTarget,
+    /// The live node's UID.
+    pub node_uid: Uid,
+    /// The live UID of the `kyverno-admission-controller` Deployment.
+    pub deployment_uid: Uid,
+    /// The healer resumes the process after this many seconds (20).
+    pub resume_after_sec: ResumeAfterSec,
+    /// The process is signalled through a pidfd, never by bare PID.
+    pub signal_identity: PidfdIdentity,
+    /// The webhook registration is kept (no scale-down).
+    pub preserve_webhook: WebhookPreserved,
+    /// Canonical digest of `evidence/03.json`.
+    pub evidence_sha256: Sha256Hex,
+}
+
+// ---------------------------------------------------------------------------------------------
 // Validation.
 
 /// A student input type: its file, and the checks that need a [`Context`].
@@ -881,6 +947,14 @@ impl StudentInput for ReportA {
     const FILE: InputFile = InputFile::ReportA;
 }
 
+impl StudentInput for HaPlan {
+    const FILE: InputFile = InputFile::HaPlan;
+}
+
+impl StudentInput for FreezePlanC {
+    const FILE: InputFile = InputFile::FreezePlanC;
+}
+
 /// Parses and validates one input of type `T` from its JSON, reporting every problem of the file
 /// at once: first its shape against the file's JSON Schema ([`schema`]: members, fixed values,
 /// patterns, JSON types, array lengths; every failing place, see `shape`), then the context checks
@@ -933,6 +1007,10 @@ pub enum AnyInput {
     ScalePlan(ScalePlan),
     /// lab A `report.json`.
     ReportA(ReportA),
+    /// `ha-plan.json`.
+    HaPlan(HaPlan),
+    /// lab C `freeze-plan.json`.
+    FreezePlanC(FreezePlanC),
 }
 
 /// Validates the JSON of `file` (see [`parse`]).
@@ -950,6 +1028,8 @@ pub fn validate(
         InputFile::ReportB => AnyInput::ReportB(parse(value, ctx)?),
         InputFile::ScalePlan => AnyInput::ScalePlan(parse(value, ctx)?),
         InputFile::ReportA => AnyInput::ReportA(parse(value, ctx)?),
+        InputFile::HaPlan => AnyInput::HaPlan(parse(value, ctx)?),
+        InputFile::FreezePlanC => AnyInput::FreezePlanC(parse(value, ctx)?),
     })
 }
 
@@ -965,6 +1045,8 @@ pub fn schema(file: InputFile) -> serde_json::Value {
         InputFile::ReportB => schemars::schema_for!(ReportB),
         InputFile::ScalePlan => schemars::schema_for!(ScalePlan),
         InputFile::ReportA => schemars::schema_for!(ReportA),
+        InputFile::HaPlan => schemars::schema_for!(HaPlan),
+        InputFile::FreezePlanC => schemars::schema_for!(FreezePlanC),
     };
     let mut v = s.to_value();
     if let Some(obj) = v.as_object_mut() {

@@ -42,6 +42,34 @@ pub const DURATION: &str = "apiserver_admission_webhook_admission_duration_secon
 /// The metric families kept.
 pub const FAMILIES: &[&str] = &[REJECTION_COUNT, FAIL_OPEN_COUNT, REQUEST_TOTAL, DURATION];
 
+/// Kyverno's own counter of the admission requests one replica served (lab C reads it from each
+/// replica through the API server's pod proxy, to see which replica answered).
+pub const KYVERNO_REQUESTS: &str = "kyverno_admission_requests_total";
+
+/// The sum of [`KYVERNO_REQUESTS`] over every series with `resource_kind="Pod"` in a Prometheus
+/// text exposition, a count; `None` when no such series is served (a replica that has not served a
+/// pod request yet has none) or the sum is not a whole non-negative number.
+pub fn kyverno_pod_requests(text: &str) -> Option<u64> {
+    let mut sum = None;
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix(KYVERNO_REQUESTS) else {
+            continue;
+        };
+        if !rest.starts_with('{') || !rest.contains("resource_kind=\"Pod\"") {
+            continue;
+        }
+        let value = rest
+            .rsplit_once('}')
+            .and_then(|(_, v)| v.split_whitespace().next())
+            .and_then(|v| v.parse::<f64>().ok());
+        if let Some(v) = value {
+            sum = Some(sum.unwrap_or(0.0) + v);
+        }
+    }
+    sum.filter(|s: &f64| s.is_finite() && *s >= 0.0 && s.fract() == 0.0)
+        .map(|s| s as u64)
+}
+
 /// One read of `/metrics`: the admission webhook lines, verbatim.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MetricsRead {
@@ -275,6 +303,18 @@ pub fn summary_line(m: &AdmissionMetrics) -> crate::text::Line {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn kyverno_pod_requests_sums_the_pod_series_only() {
+        let text = "# TYPE kyverno_admission_requests_total counter\n\
+kyverno_admission_requests_total{request_operation=\"CREATE\",resource_kind=\"Pod\",resource_namespace=\"a\"} 4\n\
+kyverno_admission_requests_total{request_operation=\"CREATE\",resource_kind=\"Pod\",resource_namespace=\"b\"} 7\n\
+kyverno_admission_requests_total{request_operation=\"CREATE\",resource_kind=\"ConfigMap\"} 100\n\
+kyverno_admission_requests_total_other{resource_kind=\"Pod\"} 9\n";
+        assert_eq!(kyverno_pod_requests(text), Some(11));
+        assert_eq!(kyverno_pod_requests("# nothing\n"), None);
+    }
+
     use super::*;
 
     const FAIL: &str = "vpol.validate.kyverno.svc-fail-finegrained-kca-webhook-label";

@@ -448,13 +448,7 @@ pub fn act_request(
     }
     Request {
         dir,
-        failed_step: format!(
-            "lab {} act {act}",
-            match lab {
-                crate::evidence::Lab::A => "a",
-                crate::evidence::Lab::B => "b",
-            }
-        ),
+        failed_step: format!("lab {} act {act}", lab.as_str()),
         error,
         wait: wait_state(err),
         namespaces: lab_namespaces(),

@@ -1,7 +1,7 @@
 //! `kca-webhook-lab`: the student tool.
 //!
 //! ```text
-//! kca-webhook-lab [--lab a|b] [--workdir DIR] [--lang ja|en] [--kubeconfig PATH] [--cri-endpoint PATH]
+//! kca-webhook-lab [--lab a|b|c] [--workdir DIR] [--lang ja|en] [--kubeconfig PATH] [--cri-endpoint PATH]
 //!     inspect | act N | grade N | grade all | report [--out FILE] | explain [TEXT] | digest PATH | schema NAME | check FILE
 //!     | audit [-o table|json|yaml] [--context NAME]
 //! ```
@@ -554,9 +554,10 @@ fn offline_context(
         InputFile::Scope => ctx.node_uid.is_some() && ctx.namespaces.is_some(),
         InputFile::Policy => true,
         InputFile::PolicyIgnore => ctx.policy.is_some(),
-        InputFile::FreezePlan | InputFile::ScalePlan => {
+        InputFile::FreezePlan | InputFile::FreezePlanC | InputFile::ScalePlan => {
             ctx.node_uid.is_some() && ctx.deployment_uid.is_some() && has(3)
         }
+        InputFile::HaPlan => ctx.node_uid.is_some() && ctx.deployment_uid.is_some(),
         InputFile::Recovery => ctx.policy_uid.is_some() && has(6),
         InputFile::ReportA | InputFile::ReportB => has(5) && has(6) && has(7),
     };

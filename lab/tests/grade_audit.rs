@@ -20,6 +20,7 @@ fn dir(lab: Lab) -> &'static str {
     match lab {
         Lab::A => "a",
         Lab::B => "b",
+        Lab::C => "c",
     }
 }
 

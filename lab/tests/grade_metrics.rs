@@ -225,6 +225,7 @@ fn tree(lab: Lab) -> BTreeMap<String, Value> {
     let dir = match lab {
         Lab::A => "a/pass",
         Lab::B => "b/pass",
+        Lab::C => "c/pass",
     };
     let mut files = common::read_tree(&common::fixtures_dir().join(dir));
     for act in metric_acts(lab) {

@@ -45,7 +45,7 @@ fn subjects() -> Vec<Subject> {
             input: r.grade_input(),
         })
         .collect();
-    for lab in [Lab::A, Lab::B] {
+    for lab in lab::acts::LABS {
         let dir = common::fixtures_dir().join(lab.as_str()).join("pass");
         out.push(Subject {
             name: format!("fixtures/{lab}/pass"),

@@ -1141,6 +1141,7 @@ fn a_scale_attempt_is_not_closed_from_its_ledger_alone() -> Result<(), Failed> {
         deployment_uid: "11111111-1111-1111-1111-111111111111".into(),
         original_replicas: 1,
         restore_after_sec: 55,
+        fault_replicas: 0,
         created_at: "2026-01-01T00:00:00.000Z".into(),
         runner: Some(ProcessRef {
             pid: 999_999,

@@ -512,6 +512,8 @@ pub fn fault_windows(lab: Lab, evidence: &Path) -> Vec<Window> {
                 });
             }
         }
+        // Lab C's fault windows are acts 5-6, not built yet (issue 28); bench runs A and B.
+        Lab::C => {}
     }
     out
 }

@@ -115,6 +115,18 @@ pub const UNHELD: &[Unheld] = &[
         why: "the process's start time in clock ticks after boot (/proc/<pid>/stat field 22), read once in act 4 to pin the process with its PID; act 4 has no second reading of it (the CRI record gives wall-clock times), and acts 5 and 6 hold it against theirs (identity-changed)",
     },
     Unheld {
+        path: "leader.identity.pid_start_time_ticks",
+        why: "lab C act 4: the leader's start time in clock ticks after boot, read once to pin the process with its PID (as lab B's act 4); no second reading of it exists until act 5, which is not built yet (issue 28)",
+    },
+    Unheld {
+        path: "followers[].identity.pid_start_time_ticks",
+        why: "lab C act 4: a follower's start time in clock ticks after boot, read once to pin the process with its PID; act 6 (a follower's freeze, not built yet) is the act that would hold it",
+    },
+    Unheld {
+        path: "scale.fault_id",
+        why: "lab C act 3: the name of the tool's own fault attempt directory on this machine, a pointer for heal, not an observation of the cluster",
+    },
+    Unheld {
         path: "admission_audit.waited_ms",
         why: "how long the tool polled the log for final events, a bound of the tool that observes nothing of the cluster",
     },

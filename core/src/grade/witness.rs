@@ -26,7 +26,12 @@ pub(crate) fn raw_record<'e>(ev: &'e Evidence, what: &str) -> Option<&'e Value> 
 }
 
 /// [`raw_record`], flagging [`Code::ObservationMissing`] on `subject` when it is absent.
-fn required_raw<'e>(g: &mut G, ev: &'e Evidence, what: &str, subject: &str) -> Option<&'e Value> {
+pub(crate) fn required_raw<'e>(
+    g: &mut G,
+    ev: &'e Evidence,
+    what: &str,
+    subject: &str,
+) -> Option<&'e Value> {
     let r = raw_record(ev, what);
     g.check(r.is_some(), Code::ObservationMissing, subject, || {
         format!(
@@ -395,31 +400,7 @@ pub(crate) fn pod_observation_is_its_raw_record(
 pub(crate) fn investigation_is_the_raw_reads(g: &mut G, ev: &Evidence, f: &facts::a::Act4Facts) {
     let s = "evidence/04.json facts";
     if let Some(d) = required_raw(g, ev, "deployment", &format!("{s}.deployment")) {
-        let r = &f.deployment;
-        let pairs = [
-            ("name", Value::from(r.name.as_str()), get_meta(d, "name")),
-            (
-                "namespace",
-                Value::from(r.namespace.as_str()),
-                get_meta(d, "namespace"),
-            ),
-            ("uid", Value::from(r.uid.as_str()), get_meta(d, "uid")),
-            (
-                "replicas",
-                Value::from(r.replicas),
-                d.pointer("/spec/replicas")
-                    .cloned()
-                    .unwrap_or(Value::from(1)),
-            ),
-            (
-                "ready_replicas",
-                Value::from(r.ready_replicas),
-                d.pointer("/status/readyReplicas")
-                    .cloned()
-                    .unwrap_or(Value::from(0)),
-            ),
-        ];
-        fields_agree(g, &format!("{s}.deployment"), "Deployment", &pairs);
+        deployment_is_the_raw_deployment(g, &format!("{s}.deployment"), &f.deployment, d);
     }
     if let Some(pods) = required_raw(g, ev, "pods", &format!("{s}.pods")) {
         let raw: Vec<&Value> = pods
@@ -443,49 +424,93 @@ pub(crate) fn investigation_is_the_raw_reads(g: &mut G, ev: &Evidence, f: &facts
         }
     }
     if let Some(l) = required_raw(g, ev, "lease", &format!("{s}.lease")) {
-        let r = &f.lease;
-        let spec = |k: &str| {
-            l.pointer(&format!("/spec/{k}"))
-                .cloned()
-                .unwrap_or(Value::Null)
-        };
-        let time = |recorded: &Option<String>, k: &str| {
-            let raw = spec(k);
-            if same_time(recorded.as_deref(), raw.as_str()) {
-                (Value::Null, Value::Null)
-            } else {
-                (serde_json::to_value(recorded).unwrap_or_default(), raw)
-            }
-        };
-        let (acq, acq_raw) = time(&r.acquire_time, "acquireTime");
-        let (ren, ren_raw) = time(&r.renew_time, "renewTime");
-        let pairs = [
-            ("name", Value::from(r.name.as_str()), get_meta(l, "name")),
-            (
-                "namespace",
-                Value::from(r.namespace.as_str()),
-                get_meta(l, "namespace"),
-            ),
-            (
-                "holder",
-                serde_json::to_value(&r.holder).unwrap_or_default(),
-                spec("holderIdentity"),
-            ),
-            ("acquire_time", acq, acq_raw),
-            ("renew_time", ren, ren_raw),
-            (
-                "lease_duration_seconds",
-                serde_json::to_value(r.lease_duration_seconds).unwrap_or_default(),
-                spec("leaseDurationSeconds"),
-            ),
-            (
-                "lease_transitions",
-                serde_json::to_value(r.lease_transitions).unwrap_or_default(),
-                spec("leaseTransitions"),
-            ),
-        ];
-        fields_agree(g, &format!("{s}.lease"), "Lease", &pairs);
+        lease_is_the_raw_lease(g, &format!("{s}.lease"), &f.lease, l);
     }
+}
+
+/// A Deployment's facts are the Deployment object read with them (`d`): name, namespace, UID,
+/// `spec.replicas` and `status.readyReplicas`. Flags [`Code::RawMismatch`] on `subject`.
+pub(crate) fn deployment_is_the_raw_deployment(
+    g: &mut G,
+    subject: &str,
+    r: &facts::a::DeploymentFacts,
+    d: &Value,
+) {
+    let pairs = [
+        ("name", Value::from(r.name.as_str()), get_meta(d, "name")),
+        (
+            "namespace",
+            Value::from(r.namespace.as_str()),
+            get_meta(d, "namespace"),
+        ),
+        ("uid", Value::from(r.uid.as_str()), get_meta(d, "uid")),
+        (
+            "replicas",
+            Value::from(r.replicas),
+            d.pointer("/spec/replicas")
+                .cloned()
+                .unwrap_or(Value::from(1)),
+        ),
+        (
+            "ready_replicas",
+            Value::from(r.ready_replicas),
+            d.pointer("/status/readyReplicas")
+                .cloned()
+                .unwrap_or(Value::from(0)),
+        ),
+    ];
+    fields_agree(g, subject, "Deployment", &pairs);
+}
+
+/// A Lease's facts are the Lease object read with them (`l`): name, namespace, holder, acquire
+/// and renew times, duration and transitions. Flags [`Code::RawMismatch`] on `subject`.
+pub(crate) fn lease_is_the_raw_lease(
+    g: &mut G,
+    subject: &str,
+    r: &facts::a::LeaseFacts,
+    l: &Value,
+) {
+    let spec = |k: &str| {
+        l.pointer(&format!("/spec/{k}"))
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    let time = |recorded: &Option<String>, k: &str| {
+        let raw = spec(k);
+        if same_time(recorded.as_deref(), raw.as_str()) {
+            (Value::Null, Value::Null)
+        } else {
+            (serde_json::to_value(recorded).unwrap_or_default(), raw)
+        }
+    };
+    let (acq, acq_raw) = time(&r.acquire_time, "acquireTime");
+    let (ren, ren_raw) = time(&r.renew_time, "renewTime");
+    let pairs = [
+        ("name", Value::from(r.name.as_str()), get_meta(l, "name")),
+        (
+            "namespace",
+            Value::from(r.namespace.as_str()),
+            get_meta(l, "namespace"),
+        ),
+        (
+            "holder",
+            serde_json::to_value(&r.holder).unwrap_or_default(),
+            spec("holderIdentity"),
+        ),
+        ("acquire_time", acq, acq_raw),
+        ("renew_time", ren, ren_raw),
+        (
+            "lease_duration_seconds",
+            serde_json::to_value(r.lease_duration_seconds).unwrap_or_default(),
+            spec("leaseDurationSeconds"),
+        ),
+        (
+            "lease_transitions",
+            serde_json::to_value(r.lease_transitions).unwrap_or_default(),
+            spec("leaseTransitions"),
+        ),
+    ];
+    fields_agree(g, subject, "Lease", &pairs);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -67,7 +67,10 @@ fn set(v: &mut Value, pointer: &str, new: Value) {
 /// Every input file of both labs (lab B's, then lab A's own).
 fn all() -> Vec<InputFile> {
     let mut files = InputFile::all(Lab::B);
-    for f in InputFile::all(Lab::A) {
+    for f in InputFile::all(Lab::A)
+        .into_iter()
+        .chain(InputFile::all(Lab::C))
+    {
         if !files.contains(&f) {
             files.push(f);
         }
@@ -679,6 +682,8 @@ fn shape_and_types_agree() {
             InputFile::ReportB => serde_json::from_value::<ReportB>(v.clone()).is_ok(),
             InputFile::ScalePlan => serde_json::from_value::<ScalePlan>(v.clone()).is_ok(),
             InputFile::ReportA => serde_json::from_value::<ReportA>(v.clone()).is_ok(),
+            InputFile::HaPlan => serde_json::from_value::<HaPlan>(v.clone()).is_ok(),
+            InputFile::FreezePlanC => serde_json::from_value::<FreezePlanC>(v.clone()).is_ok(),
         }
     }
     let mut checked = 0;

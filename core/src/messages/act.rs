@@ -581,3 +581,57 @@ mod tests {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Lab C (three replicas), acts 3-4.
+
+/// Lab C act 3: the healer that owns the scale to three is starting.
+pub const STARTING_HA_HEALER: Text = t(
+    "healer を起動します (3 レプリカへのスケールを行い、期限に元のレプリカ数へ戻す独立プロセス)",
+    "starting the healer (an independent process that scales to three replicas and puts the original count back at its deadline)",
+);
+line!(
+    /// Lab C act 3: the healer is ready; it puts the original count back at `deadline_at`.
+    ha_healer_ready(pid: u32, deadline_at: &str) =>
+    "  healer pid {pid} 準備完了、act 7 か heal がなければ {deadline_at} に元のレプリカ数へ戻します",
+    "  healer pid {pid} ready; unless act 7 or heal does it first, it puts the original count back at {deadline_at}");
+line!(
+    /// Lab C act 3: scaling to three.
+    scaling_to(deployment: &str, replicas: u32) =>
+    "{deployment} を {replicas} レプリカにスケールします", "scaling {deployment} to {replicas} replicas");
+line!(
+    /// Lab C act 3: the bounded wait's state.
+    waiting_replicas(state: &str) =>
+    "準備完了を待っています: {state}", "waiting until ready: {state}");
+line!(
+    /// Lab C act 3 summary: one replica.
+    replica(name: &str, uid: &str, ip: &str, ready: bool) =>
+    "レプリカ {name} uid {uid} IP {ip} Ready={ready}", "replica {name} uid {uid} IP {ip} Ready={ready}");
+line!(
+    /// Lab C act 3/4 summary: the Lease.
+    lease_held_by(holder: &str, transitions: &str) =>
+    "Lease kyverno の保持者 {holder} (leaseTransitions {transitions})",
+    "Lease kyverno held by {holder} (leaseTransitions {transitions})");
+line!(
+    /// Lab C act 3: the parallel waves are being sent.
+    sending_waves(waves: u32, size: u32) =>
+    "違反する Pod を {waves} 回、{size} 件ずつ並列に送ります",
+    "sending violating pods in {waves} parallel waves of {size}");
+line!(
+    /// Lab C act 3 summary: how the waves ended.
+    waves_outcome(denied: usize, total: usize) =>
+    "並列の違反リクエスト: explicit-deny {denied}/{total}", "violating requests in parallel: explicit-deny {denied}/{total}");
+line!(
+    /// Lab C act 3 summary: how many pod admission requests one replica counted.
+    replica_requests(pod: &str, delta: &str) =>
+    "  {pod}: Kyverno が数えた Pod のアドミッション要求 {delta}", "  {pod}: pod admission requests Kyverno counted {delta}");
+/// Lab C act 4: investigating the replicas.
+pub const INVESTIGATING_REPLICAS: Text = t(
+    "Lease と 3 つのレプリカのプロセスを調べます (API, CRI, /proc)",
+    "investigating the Lease and the three replicas' processes (API, CRI, /proc)",
+);
+line!(
+    /// Lab C act 4 summary: one replica's process.
+    replica_process(role: &str, name: &str, pid: u32, start_time_ticks: u64, state: &str) =>
+    "{role} {name}: PID {pid} 開始時刻 {start_time_ticks} 状態 {state}",
+    "{role} {name}: PID {pid} start time {start_time_ticks} state {state}");

@@ -66,6 +66,10 @@ pub fn meaning(lab: Lab, o: Outcome) -> Text {
             "webhookの呼び出しが timeoutSeconds で打ち切られました。ラボBでは凍結したプロセスが応答しないためで、failurePolicy Fail なので拒否されました (ポリシーの判定ではありません)。",
             "The webhook call was cut off at timeoutSeconds. In lab B the frozen process cannot answer; under failurePolicy Fail the request is rejected (not a policy decision).",
         ),
+        (Outcome::WebhookTimeout, Lab::C) => t(
+            "webhookの呼び出しが timeoutSeconds で打ち切られました。ラボCでは、APIサーバーが凍結したレプリカのエンドポイントを選んだ呼び出しです。failurePolicy Fail なら拒否、Ignore なら検証なしで受け入れられます (ポリシーの判定ではありません)。",
+            "The webhook call was cut off at timeoutSeconds. In lab C it is a call the API server sent to the frozen replica's endpoint: rejected under failurePolicy Fail, admitted unvalidated under Ignore (not a policy decision).",
+        ),
         (Outcome::WebhookTimeout, Lab::A) => t(
             "webhookの呼び出しが timeoutSeconds で打ち切られました。ラボAでは登録が残っているのにコントローラーが応答しない状態を示し、想定の経過 (登録が消える) とは違います。",
             "The webhook call was cut off at timeoutSeconds. In lab A this means the registration was still there while the controller did not answer, which is not the expected path (the registration disappears).",

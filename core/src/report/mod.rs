@@ -161,7 +161,26 @@ fn key_facts_in(lab: Lab, f5: &Value, f6: &Value, lang: Lang) -> [String; 3] {
                 w(tx::KF_AFTER_RESUME)
             ),
         ],
+        // Acts 5-8 of lab C are not built yet: its key facts are act 3's (see `key_facts_c`).
+        Lab::C => ["—".into(), "—".into(), "—".into()],
     }
+}
+
+/// Lab C's key facts from act 3 (three replicas, the Lease holder, the parallel baseline).
+fn key_facts_c(f3: &Value) -> [String; 3] {
+    let ready = f3["replicas"]
+        .as_array()
+        .map(|r| r.iter().filter(|x| x["ready"] == true).count());
+    let bad = f3["bad"].as_array();
+    let denied = bad.map(|b| b.iter().filter(|r| r["outcome"] == "explicit-deny").count());
+    [
+        ready.map_or("—".into(), |n| n.to_string()),
+        s(f3, "/lease/holder").unwrap_or("—").to_owned(),
+        match (denied, bad) {
+            (Some(d), Some(b)) => format!("explicit-deny {d}/{}", b.len()),
+            _ => "—".into(),
+        },
+    ]
 }
 
 /// One of the four observations in one phase.
@@ -233,6 +252,7 @@ fn observations(lab: Lab, input: &GradeInput, lang: Lang) -> Vec<(Text, [Obs; 4]
     rows.extend(match lab {
         Lab::B => freeze_observations(input, lang),
         Lab::A => scale_observations(input, lang),
+        Lab::C => vec![],
     });
     rows
 }
@@ -484,6 +504,10 @@ fn conditions(lab: Lab, input: &GradeInput) -> Vec<(Text, [Option<Cell<'_>>; 3])
                 (tx::COND_DRY_RUN, [c(7, "/good"), c(7, "/bad"), None]),
             ]
         }
+        Lab::C => vec![(
+            tx::COND_HEALTHY_THREE,
+            [c(3, "/good"), c(3, "/bad/0"), c(3, "/control")],
+        )],
     }
 }
 
@@ -653,6 +677,7 @@ pub fn render_with_diagnostics(
     let title = match lab {
         Lab::A => tx::TITLE_A,
         Lab::B => tx::TITLE_B,
+        Lab::C => tx::TITLE_C,
     }
     .get(lang);
     let lang_attr = match lang {
@@ -744,6 +769,9 @@ fn timeline_section(lab: Lab, input: &GradeInput, lang: Lang) -> Markup {
                     None => p class="none" { (tx::NO_SCALE.get(lang)) },
                 }
             }
+            Lab::C => {
+                p class="none" { (tx::TIMELINE_C_NOT_BUILT.get(lang)) }
+            }
         }
     }
 }
@@ -826,11 +854,14 @@ fn act_rows(input: &GradeInput, g: &Findings, lang: Lang) -> Markup {
 
 /// The key facts of the lab (the same three as the run's index page, [`key_facts`]).
 fn key_facts_section(lab: Lab, input: &GradeInput, lang: Lang) -> Markup {
-    let kf = key_facts_in(lab, facts(input, 5), facts(input, 6), lang);
+    let kf = match lab {
+        Lab::C => key_facts_c(facts(input, 3)),
+        _ => key_facts_in(lab, facts(input, 5), facts(input, 6), lang),
+    };
     html! {
         h2 { (tx::KEY_FACTS.get(lang)) }
         table {
-            tr { @for h in match lab { Lab::A => &tx::KEY_FACT_HEADERS_A, Lab::B => &tx::KEY_FACT_HEADERS_B } { th { (h.get(lang)) } } }
+            tr { @for h in match lab { Lab::A => &tx::KEY_FACT_HEADERS_A, Lab::B => &tx::KEY_FACT_HEADERS_B, Lab::C => &tx::KEY_FACT_HEADERS_C } { th { (h.get(lang)) } } }
             tr { @for c in &kf { td class="mono" { (c) } } }
         }
     }

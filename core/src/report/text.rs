@@ -12,6 +12,22 @@ pub(crate) const TITLE_B: Text = t(
     "ラボB 記録: アドミッションコントローラーのプロセスを凍結",
     "Lab B record: the admission controller process frozen",
 );
+pub(crate) const TITLE_C: Text = t(
+    "ラボC 記録: 3 レプリカのアドミッションコントローラー",
+    "Lab C record: three admission-controller replicas",
+);
+/// Lab C's timeline paragraph while acts 5-8 are not built (issue 28).
+pub(crate) const TIMELINE_C_NOT_BUILT: Text = t(
+    "ラボCの凍結 (act 5-8) はまだ実装されていないため、タイムラインはありません。act 3-4 の観測は下の証拠にあります。",
+    "Lab C's freezes (acts 5-8) are not built yet, so there is no timeline; the observations of acts 3-4 are in the evidence below.",
+);
+/// Lab C's key facts column headers (acts 3-4).
+pub(crate) const KEY_FACT_HEADERS_C: [Text; 3] = [
+    t("準備完了のレプリカ", "ready replicas"),
+    t("Lease の保持者", "Lease holder"),
+    t("並列の違反リクエスト", "violating requests in parallel"),
+];
+pub(crate) const COND_HEALTHY_THREE: Text = t("正常 (3 レプリカ)", "healthy, three replicas");
 pub(crate) const INTRO: Text = t(
     "このページは保存された入力・証拠・採点結果だけから作られています (クラスターには接続しません)。生の証拠は末尾に折りたたんで埋め込まれています。",
     "This page is made only from the saved inputs, evidence and grades (no cluster access). The raw evidence is embedded, collapsed, at the end.",

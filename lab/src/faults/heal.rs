@@ -22,7 +22,8 @@
 //!   resumes it at its deadline).
 //! - **Scale attempt** (`scale-*`): the plan must name the lab's Deployment
 //!   ([`super::scale::ScalePlan::check_target`]). A live proven healer of an attempt handed over
-//!   to act 6 is left alone; otherwise the healer is stood down first and the attempt is closed
+//!   to the next act (lab A's act 6; lab C's three replicas, acts 4-7) is left alone, except that
+//!   the `heal` command puts lab C's original count back; otherwise the healer is stood down first and the attempt is closed
 //!   only on a live read of the Deployment (same UID; replicas restored from 0 or found at the
 //!   original) — never from the ledger alone. Without a cluster it stays open (an error). An
 //!   attempt that never asked for a scale-down (no `scaling-down` in the ledger, no scale-down in
@@ -410,11 +411,20 @@ async fn heal_scale(
     let handed_over = ledger
         .as_ref()
         .is_some_and(|l| l.last(scale::LedgerEvent::HandedOver).is_some());
+    // Lab C's three replicas are handed over from act 3 to the acts after it; only the `heal`
+    // command (the student abandoning the lab) puts the original count back before the deadline.
+    let abandoned = command == "heal" && plan.fault == scale::HA_FAULT_KIND;
     if let Some(h) = &healer
         && handed_over
+        && !abandoned
     {
         return Ok(Settled::Live(format!(
-            "act 5 completed and handed the fault to act 6; its healer (pid {}) restores at {}",
+            "{} completed and handed the fault to the next act; its healer (pid {}) restores at {}",
+            if plan.fault == scale::HA_FAULT_KIND {
+                "act 3"
+            } else {
+                "act 5"
+            },
             h.pid(),
             report
                 .as_ref()
@@ -548,6 +558,7 @@ mod tests {
             deployment_uid: uid.into(),
             original_replicas: 1,
             restore_after_sec: 55,
+            fault_replicas: 0,
             created_at: now_rfc3339(),
             runner: None,
         };

@@ -65,8 +65,11 @@ pub const NAMESPACE: &str = "kyverno";
 pub const DEPLOYMENT: &str = "kyverno-admission-controller";
 /// The `action` of lab A's `scale-plan.json`, also the ledger's fault kind.
 pub const FAULT_KIND: &str = "scale-controller-to-zero";
-/// Replicas the fault scales the Deployment to.
+/// Replicas lab A's fault scales the Deployment to (a plan without `fault_replicas`).
 pub const FAULT_REPLICAS: i32 = 0;
+/// The ledger's fault kind of lab C's scale to three replicas (`ha-plan.json` `action`): the same
+/// attempt protocol, healer and heal; only the value written differs ([`ScalePlan::fault_replicas`]).
+pub const HA_FAULT_KIND: &str = "scale-controller-to-three";
 /// The hidden subcommand of `kca-webhook-lab` that runs [`healer_main`].
 pub const HEALER_SUBCOMMAND: &str = "healer-scale";
 /// How long the runner waits for the healer's ready answer.
@@ -113,11 +116,18 @@ pub struct ScalePlan {
     pub original_replicas: i32,
     /// Seconds from the healer's ready answer to its restore (55 in lab A).
     pub restore_after_sec: u64,
+    /// Replicas the fault sets: 0 in lab A (absent from its plans), 3 in lab C.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fault_replicas: i32,
     /// When the plan was written, RFC 3339 UTC (ms).
     pub created_at: String,
     /// The runner (act 5) that planned the attempt (absent in plans written before attempts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runner: Option<ProcessRef>,
+}
+
+fn is_zero(n: &i32) -> bool {
+    *n == 0
 }
 
 impl ScalePlan {
@@ -409,7 +419,7 @@ pub enum RestoreDecision {
 }
 
 /// Pure decision of a restorer from the live scale: restore only our Deployment (same UID) and
-/// only from the value the fault set ([`FAULT_REPLICAS`]).
+/// only from the value the fault set ([`ScalePlan::fault_replicas`]).
 pub fn decide_restore(
     plan: &ScalePlan,
     live_uid: Option<&str>,
@@ -419,7 +429,7 @@ pub fn decide_restore(
         RestoreDecision::NotOurs
     } else if live_replicas == plan.original_replicas {
         RestoreDecision::AlreadyRestored
-    } else if live_replicas == FAULT_REPLICAS {
+    } else if live_replicas == plan.fault_replicas {
         RestoreDecision::Restore
     } else {
         RestoreDecision::LeaveAlone
@@ -569,7 +579,14 @@ pub async fn restore_replicas(cluster: &Cluster, plan: &ScalePlan) -> Result<Res
             at: now_rfc3339(),
         }),
         RestoreDecision::Restore => Ok(restore_written(
-            put_replicas(cluster, plan, scale, FAULT_REPLICAS, plan.original_replicas).await?,
+            put_replicas(
+                cluster,
+                plan,
+                scale,
+                plan.fault_replicas,
+                plan.original_replicas,
+            )
+            .await?,
         )),
     }
 }
@@ -599,6 +616,17 @@ pub struct ScaleDownRecord {
     pub replicas_before: i32,
     /// The scale object the API server returned, verbatim.
     pub raw: serde_json::Value,
+}
+
+/// What [`ScaleFault::arm_to`] plans: the act, the fault kind and the replicas the healer sets.
+#[derive(Debug, Clone, Copy)]
+pub struct ScaleTo {
+    /// The act that arms the attempt (its id's act number).
+    pub act: u8,
+    /// The plan's and ledger's `fault` ([`FAULT_KIND`] or [`HA_FAULT_KIND`]).
+    pub kind: &'static str,
+    /// The replicas the healer sets on the runner's request.
+    pub replicas: i32,
 }
 
 /// One armed scale-down fault, held by the runner.
@@ -725,21 +753,51 @@ impl ScaleFault {
         original_replicas: i32,
         restore_after_sec: u64,
     ) -> Result<(ScaleFault, HealerReady)> {
+        let to = ScaleTo {
+            act: 5,
+            kind: FAULT_KIND,
+            replicas: FAULT_REPLICAS,
+        };
+        Self::arm_to(
+            cluster,
+            workdir,
+            kubeconfig,
+            deployment_uid,
+            original_replicas,
+            restore_after_sec,
+            to,
+        )
+        .await
+    }
+
+    /// [`ScaleFault::arm`] for another value: act `to.act` plans a scale to `to.replicas` with
+    /// fault kind `to.kind` (lab C's act 3: [`HA_FAULT_KIND`], 3). The request is still
+    /// [`ScaleFault::scale_down`] (the healer's one request, whatever the direction).
+    pub async fn arm_to(
+        cluster: Cluster,
+        workdir: &Path,
+        kubeconfig: &Path,
+        deployment_uid: &str,
+        original_replicas: i32,
+        restore_after_sec: u64,
+        to: ScaleTo,
+    ) -> Result<(ScaleFault, HealerReady)> {
         let now = Utc::now();
-        let attempt = AttemptId::new(FaultKind::Scale, 5);
+        let attempt = AttemptId::new(FaultKind::Scale, to.act);
         let fault_id = attempt.0.clone();
         let files = AttemptFiles::create(&attempt::faults_root(workdir), &attempt)?;
         let kubeconfig = std::path::absolute(kubeconfig).map_err(LabError::io(kubeconfig))?;
         let plan = ScalePlan {
             schema_version: SCHEMA_VERSION,
             fault_id: fault_id.clone(),
-            fault: FAULT_KIND.to_string(),
+            fault: to.kind.to_string(),
             kubeconfig,
             namespace: NAMESPACE.to_string(),
             deployment: DEPLOYMENT.to_string(),
             deployment_uid: deployment_uid.to_string(),
             original_replicas,
             restore_after_sec,
+            fault_replicas: to.replicas,
             created_at: rfc3339(now),
             runner: Some(ProcessRef::myself()),
         };
@@ -750,7 +808,7 @@ impl ScaleFault {
             ledger: Ledger {
                 schema_version: SCHEMA_VERSION,
                 fault_id,
-                fault: FAULT_KIND.to_string(),
+                fault: to.kind.to_string(),
                 entries: Vec::new(),
             },
             cluster,
@@ -917,7 +975,7 @@ impl ScaleFault {
         self.record(
             LedgerEvent::ScalingDown,
             None,
-            serde_json::json!({"replicas": FAULT_REPLICAS, "request": SCALE_DOWN_REQUEST}),
+            serde_json::json!({"replicas": self.plan.fault_replicas, "request": SCALE_DOWN_REQUEST}),
         )?;
         let sent = async {
             to.write_all(format!("{SCALE_DOWN_REQUEST}\n").as_bytes())
@@ -1266,13 +1324,14 @@ async fn serve_scale_down(
         );
     }
     sd.sent_at = Some(now_rfc3339());
-    let result = put_replicas(client, plan, scale, before, FAULT_REPLICAS)
+    let to = plan.fault_replicas;
+    let result = put_replicas(client, plan, scale, before, to)
         .await
         .and_then(|answer| {
             answer.ok_or_else(|| LabError::ClusterMismatch {
-                what: format!("spec.replicas of deployment {NAMESPACE}/{DEPLOYMENT} (scaled to {FAULT_REPLICAS} by someone else)"),
+                what: format!("spec.replicas of deployment {NAMESPACE}/{DEPLOYMENT} (scaled to {to} by someone else)"),
                 expected: before.to_string(),
-                found: FAULT_REPLICAS.to_string(),
+                found: to.to_string(),
             })
         });
     sd.answered_at = Some(now_rfc3339());
@@ -1281,7 +1340,7 @@ async fn serve_scale_down(
             sd.status = ScaleDownStatus::ScaledDown;
             sd.raw = serde_json::to_value(&answer).unwrap_or_default();
             log(format!(
-                "scaled to {FAULT_REPLICAS} at {} ({} ms before the deadline)",
+                "scaled to {to} at {} ({} ms before the deadline)",
                 sd.answered_at.as_deref().unwrap_or("-"),
                 sd.time_left_ms
             ));
@@ -1767,6 +1826,7 @@ mod tests {
             deployment_uid: "uid-1".into(),
             original_replicas: 1,
             restore_after_sec: 55,
+            fault_replicas: FAULT_REPLICAS,
             created_at: "2026-11-29T00:00:00.000Z".into(),
             runner: None,
         }

@@ -86,7 +86,7 @@ fn ts<T: serde::Serialize>(x: &Option<T>) -> Option<String> {
         .and_then(|v| v.as_str().map(str::to_owned))
 }
 
-fn deployment_facts(d: &Deployment) -> DeploymentFacts {
+pub(crate) fn deployment_facts(d: &Deployment) -> DeploymentFacts {
     DeploymentFacts {
         namespace: d.metadata.namespace.clone().unwrap_or_default(),
         name: d.metadata.name.clone().unwrap_or_default(),
@@ -101,7 +101,7 @@ fn deployment_facts(d: &Deployment) -> DeploymentFacts {
     }
 }
 
-fn pod_observation(p: &Pod) -> PodObservation {
+pub(crate) fn pod_observation(p: &Pod) -> PodObservation {
     PodObservation {
         name: p.metadata.name.clone().unwrap_or_default(),
         namespace: p.metadata.namespace.clone().unwrap_or_default(),
@@ -117,7 +117,7 @@ fn pod_observation(p: &Pod) -> PodObservation {
     }
 }
 
-fn lease_facts(l: Option<&Lease>) -> LeaseFacts {
+pub(crate) fn lease_facts(l: Option<&Lease>) -> LeaseFacts {
     let spec = l.and_then(|l| l.spec.as_ref());
     LeaseFacts {
         namespace: cluster::KYVERNO_NAMESPACE.into(),
@@ -180,7 +180,7 @@ pub fn policy_webhook_in(list: &serde_json::Value) -> bool {
 }
 
 /// The policy's webhook (name contains [`POLICY_WEBHOOK_MARK`]) as registered now, if any.
-async fn policy_webhook(cl: &Cluster) -> Result<Option<WebhookFacts>, LabError> {
+pub(crate) async fn policy_webhook(cl: &Cluster) -> Result<Option<WebhookFacts>, LabError> {
     let configs = cl.webhook_configurations().await?;
     for c in &configs {
         for wh in c.webhooks.iter().flatten() {
@@ -194,7 +194,7 @@ async fn policy_webhook(cl: &Cluster) -> Result<Option<WebhookFacts>, LabError> 
 
 /// The kubeconfig file the healer reads: the one the runner uses
 /// ([`cluster::resolve_kubeconfig`]), never another.
-fn healer_kubeconfig(cl: &Cluster) -> Result<PathBuf, LabError> {
+pub(crate) fn healer_kubeconfig(cl: &Cluster) -> Result<PathBuf, LabError> {
     cl.kubeconfig().map(std::path::Path::to_path_buf).ok_or_else(|| LabError::FaultRefused {
         reason: "the healer needs one kubeconfig file (KUBECONFIG names several, or none exists); pass --kubeconfig".into(),
     })

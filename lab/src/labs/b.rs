@@ -278,7 +278,16 @@ pub async fn investigate(
             found: pods.len().to_string(),
         });
     }
-    let pod = &pods[0];
+    investigate_pod(&pods[0], cri).await
+}
+
+/// [`investigate`] for one given pod of the admission controller (lab C reads each replica's):
+/// its `kyverno` container through CRI (checked against the pod status's `containerID`), the
+/// host PID, and its state and start time from `/proc`.
+pub async fn investigate_pod(
+    pod: &k8s_openapi::api::core::v1::Pod,
+    cri: &mut CriClient,
+) -> Result<Investigation, LabError> {
     let pod_uid = pod.metadata.uid.clone().unwrap_or_default();
     let status = pod
         .status

@@ -908,6 +908,7 @@ async fn act3_body(
     let tag = match lab {
         Lab::A => "a3",
         Lab::B => "b3",
+        Lab::C => "c3",
     };
     let fail = |e: LabError| (serde_json::Value::Null, e);
     let window = crate::metrics::Window::begin(cluster).await;

@@ -1,5 +1,5 @@
-//! The acts of both labs against a live cluster: `inspect`, acts 1-3 (shared, [`common`]), lab B's
-//! acts 4-8 ([`b`]), lab A's acts 4-8 ([`a`]).
+//! The acts of every lab against a live cluster: `inspect`, acts 1-3 (shared, [`common`]; lab C
+//! has its own act 3), lab B's acts 4-8 ([`b`]), lab A's acts 4-8 ([`a`]), lab C's acts 3-4 ([`c`]).
 //!
 //! An act is a function from (student inputs in the work directory, the cluster, the node) to
 //! `evidence/NN.json`. Every act first checks what it needs (earlier acts completed, inputs valid
@@ -14,6 +14,7 @@
 
 pub mod a;
 pub mod b;
+pub mod c;
 pub mod common;
 
 pub use common::{ActSummary, Env, InspectReport, Ui};
@@ -40,15 +41,20 @@ pub type Runner = for<'a> fn(&'a Env, Lab) -> ActFuture<'a>;
 /// registry, [`crate::acts`], lists the acts; `every_registry_act_has_one_runner` keeps the two
 /// in step).
 pub fn runner(lab: Lab, act: u8) -> Option<Runner> {
-    let own: &[(u8, Runner)] = match lab {
-        Lab::A => a::RUNNERS,
-        Lab::B => b::RUNNERS,
+    runners(lab).find(|(n, _)| *n == act).map(|(_, r)| *r)
+}
+
+/// A list of runners by act number (a file's `RUNNERS`).
+type Runners = &'static [(u8, Runner)];
+
+/// Every runner of `lab`: the shared ones it uses (lab C has its own act 3), then its own.
+fn runners(lab: Lab) -> impl Iterator<Item = &'static (u8, Runner)> {
+    let (shared, own): (Runners, Runners) = match lab {
+        Lab::A => (common::RUNNERS, a::RUNNERS),
+        Lab::B => (common::RUNNERS, b::RUNNERS),
+        Lab::C => (&common::RUNNERS[..2], c::RUNNERS),
     };
-    common::RUNNERS
-        .iter()
-        .chain(own)
-        .find(|(n, _)| *n == act)
-        .map(|(_, r)| *r)
+    shared.iter().chain(own)
 }
 
 /// `inspect`: heals first (see [`heal_first`]), then reports the live values a student needs to
@@ -150,12 +156,8 @@ mod tests {
 
     #[test]
     fn every_registry_act_has_one_runner() {
-        for lab in [Lab::A, Lab::B] {
-            let own: &[(u8, Runner)] = match lab {
-                Lab::A => a::RUNNERS,
-                Lab::B => b::RUNNERS,
-            };
-            let mut numbers: Vec<u8> = common::RUNNERS.iter().chain(own).map(|(n, _)| *n).collect();
+        for lab in crate::acts::LABS {
+            let mut numbers: Vec<u8> = runners(lab).map(|(n, _)| *n).collect();
             numbers.sort();
             let registry: Vec<u8> = crate::acts::numbers(lab).collect();
             assert_eq!(

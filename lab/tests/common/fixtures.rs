@@ -1,4 +1,4 @@
-//! Generator of the grading fixtures under `lab/tests/fixtures/{a,b}/`.
+//! Generator of the grading fixtures under `lab/tests/fixtures/{a,b,c}/`.
 //!
 //! `pass/` is a complete work directory (inputs + one `evidence/NN.json` per act of `lab::acts`) whose evidence has the
 //! shapes real acts record: API answers with the exact message texts of kube-apiserver v1.35 and
@@ -463,8 +463,14 @@ impl Tree {
     }
 }
 
-/// Acts 1-3, shared by both labs. Time origin: act 1 at 0 ms.
+/// Acts 1-3, shared by labs A and B. Time origin: act 1 at 0 ms.
 fn acts_1_to_3(t: &mut Tree) {
+    acts_1_and_2(t);
+    act3_baseline(t);
+}
+
+/// Acts 1-2, shared by every lab.
+fn acts_1_and_2(t: &mut Tree) {
     let lab = t.lab;
     let scope = t.put(
         InputFile::Scope,
@@ -549,7 +555,11 @@ fn acts_1_to_3(t: &mut Tree) {
             ],
         ),
     );
+}
 
+/// Act 3 of labs A and B: the sequential baseline.
+fn act3_baseline(t: &mut Tree) {
+    let lab = t.lab;
     let good_uid = uid(0x600d);
     let good = request(
         "kca-good-100200-a1b2c3",
@@ -1676,11 +1686,384 @@ pub fn lab_a_cases() -> Vec<Case> {
     v
 }
 
+/// Lab C's replicas: (pod name, pod UID, pod IP, container ID, PID); the first holds the Lease.
+fn lab_c_replicas() -> Vec<(String, String, String, String, u32)> {
+    [
+        (
+            CTRL_POD.to_owned(),
+            CTRL_POD_UID.to_owned(),
+            "10.88.0.12",
+            CONTAINER_ID.to_owned(),
+            4242,
+        ),
+        (
+            "kyverno-admission-controller-6d9c7b8f5d-b8n3r".to_owned(),
+            uid(0xc2),
+            "10.88.0.21",
+            "4a".repeat(32),
+            5151,
+        ),
+        (
+            "kyverno-admission-controller-6d9c7b8f5d-k5v9t".to_owned(),
+            uid(0xc3),
+            "10.88.0.22",
+            "5b".repeat(32),
+            5252,
+        ),
+    ]
+    .into_iter()
+    .map(|(n, u, ip, c, pid)| (n, u, ip.to_owned(), c, pid))
+    .collect()
+}
+
+/// The passing lab C work directory (acts 1-4, the acts built so far).
+pub fn lab_c_pass() -> BTreeMap<String, Value> {
+    use lab::facts::c;
+    let mut t = Tree {
+        lab: Lab::C,
+        files: BTreeMap::new(),
+    };
+    acts_1_and_2(&mut t);
+    let plan = t.put(
+        InputFile::HaPlan,
+        super::reference::value(InputFile::HaPlan, &t.ctx()).unwrap(),
+    );
+    let replicas = lab_c_replicas();
+    // Act 3: the healer scales at 120.5 s, the three conditions hold by 150 s, the waves go at
+    // 151 s and 152 s, the good and control pods at 153 s.
+    let lease = a::LeaseFacts {
+        namespace: "kyverno".into(),
+        name: "kyverno".into(),
+        holder: Some(CTRL_POD.into()),
+        acquire_time: Some("2026-11-29T09:58:00.000000Z".into()),
+        renew_time: Some(ts(149_000)),
+        lease_duration_seconds: Some(12),
+        lease_transitions: Some(0),
+        at: ts(152_310),
+    };
+    let lease_object = |l: &a::LeaseFacts| {
+        json!({
+            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": l.name, "namespace": l.namespace, "uid": uid(0x1ea5)},
+            "spec": {"acquireTime": l.acquire_time, "holderIdentity": l.holder,
+                     "leaseDurationSeconds": l.lease_duration_seconds,
+                     "leaseTransitions": l.lease_transitions, "renewTime": l.renew_time}
+        })
+    };
+    let deployment = a::DeploymentFacts {
+        namespace: "kyverno".into(),
+        name: "kyverno-admission-controller".into(),
+        uid: DEPLOY_UID.into(),
+        replicas: 3,
+        ready_replicas: 3,
+    };
+    let replica_facts: Vec<c::ReplicaFacts> = replicas
+        .iter()
+        .map(|(n, u, ip, _, _)| c::ReplicaFacts {
+            pod: pod_obs(n, "kyverno", u, "Running", 150_120),
+            ready: true,
+            pod_ip: Some(ip.clone()),
+        })
+        .collect();
+    let raw_pods: Vec<Value> = replica_facts
+        .iter()
+        .map(|r| {
+            let mut p = pod_object(&r.pod);
+            p["status"]["podIP"] = json!(r.pod_ip);
+            p["status"]["conditions"] = json!([{"type": "Ready", "status": "True"}]);
+            p
+        })
+        .collect();
+    // The act sorts the endpoints by pod name.
+    let mut endpoints: Vec<c::EndpointFacts> = replicas
+        .iter()
+        .map(|(n, _, ip, _, _)| c::EndpointFacts {
+            address: ip.clone(),
+            pod: Some(n.clone()),
+            ready: true,
+        })
+        .collect();
+    endpoints.sort_by(|a, b| a.pod.cmp(&b.pod));
+    let slices = json!([{
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "addressType": "IPv4",
+        "metadata": {"name": "kyverno-svc-x7k2p", "namespace": "kyverno"},
+        "endpoints": endpoints.iter().map(|e| json!({
+            "addresses": [e.address], "conditions": {"ready": true},
+            "targetRef": {"kind": "Pod", "name": e.pod, "namespace": "kyverno"}
+        })).collect::<Vec<_>>()
+    }]);
+    let mut bad = Vec::new();
+    for w in 0..2i64 {
+        for i in 0..6i64 {
+            bad.push(request(
+                &format!("kca-c3-bad-w{w}-{i}-100231-c3{w}{i}0a"),
+                TARGET,
+                false,
+                false,
+                153_000 + w * 1_000 + i * 3,
+                40 + i as u64,
+                Answer::Deny(FAIL_HOOK),
+            ));
+        }
+    }
+    let good_uid = uid(0xc600d);
+    let good = request(
+        "kca-c3-good-100233-c3600d",
+        TARGET,
+        true,
+        false,
+        155_000,
+        45,
+        Answer::Stored(good_uid.clone()),
+    );
+    let control = request(
+        "kca-c3-control-100233-c3c0c0",
+        CONTROL,
+        false,
+        false,
+        155_200,
+        30,
+        Answer::Stored(uid(0xc3c0)),
+    );
+    let counts = [(10u64, 15u64), (0, 4), (2, 7)];
+    let metrics = |n: u64| {
+        json!({"status": 200, "lines": [format!(
+            "kyverno_admission_requests_total{{request_operation=\"CREATE\",resource_kind=\"Pod\",resource_namespace=\"kca-webhook-target\"}} {n}"
+        )]})
+    };
+    let a3 = c::Act3Facts {
+        scale: c::ScaleUpFacts {
+            fault_id: "scale-03-20261129T100200Z-4242".into(),
+            replicas_before: 1,
+            replicas: 3,
+            scaled_at: ts(120_500),
+            restore_deadline_at: ts(1_920_300),
+        },
+        deployment: deployment.clone(),
+        replicas: replica_facts,
+        endpoints,
+        webhook: webhook("Fail", 150_000),
+        lease: lease.clone(),
+        wait: c::ReadyWait {
+            ready_pods_at: ts(149_000),
+            ready_endpoints_at: ts(150_000),
+            registration_at: ts(121_000),
+            waited_ms: 29_400,
+        },
+        waves: 2,
+        wave_size: 6,
+        bad: bad.clone(),
+        good: good.clone(),
+        control: control.clone(),
+        existing: pod_obs(&good.name, TARGET, &good_uid, "Running", 160_000),
+        replica_requests: replicas
+            .iter()
+            .zip(counts)
+            .map(|((n, ..), (b, a))| c::ReplicaRequests {
+                pod: n.clone(),
+                before: Some(b),
+                after: Some(a),
+            })
+            .collect(),
+    };
+    let mut raw3 = vec![
+        raw_rec(
+            "healer-ready",
+            120_300,
+            json!({"ok": true, "pid": 6262, "armed_at": ts(120_300), "deadline_at": ts(1_920_300)}),
+        ),
+        raw_rec(
+            "scale-up",
+            120_500,
+            json!({
+                "sent_at": ts(120_450), "answered_at": ts(120_500), "replicas_before": 1,
+                "raw": {"apiVersion": "autoscaling/v1", "kind": "Scale",
+                        "metadata": {"name": "kyverno-admission-controller", "namespace": "kyverno", "uid": DEPLOY_UID},
+                        "spec": {"replicas": 3}, "status": {"replicas": 1}}
+            }),
+        ),
+        raw_rec("endpoint-slices", 150_100, slices),
+        raw_rec("pods", 150_100, Value::Array(raw_pods)),
+        raw_rec(
+            "deployment",
+            151_200,
+            json!({
+                "apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": deployment.name, "namespace": deployment.namespace, "uid": deployment.uid},
+                "spec": {"replicas": 3}, "status": {"readyReplicas": 3, "replicas": 3}
+            }),
+        ),
+        raw_rec("lease", 152_300, lease_object(&lease)),
+    ];
+    for ((n, ..), (b, _)) in replicas.iter().zip(counts) {
+        raw3.push(raw_rec(
+            &format!("replica-metrics-before:{n}"),
+            152_500,
+            metrics(b),
+        ));
+    }
+    let reqs: Vec<&RequestRecord> = bad.iter().chain([&good, &control]).collect();
+    raw3.extend(raw_of(&reqs));
+    for ((n, ..), (_, a)) in replicas.iter().zip(counts) {
+        raw3.push(raw_rec(
+            &format!("replica-metrics-after:{n}"),
+            155_500,
+            metrics(a),
+        ));
+    }
+    t.put_ev(
+        3,
+        evidence(
+            Lab::C,
+            3,
+            120_000,
+            160_500,
+            &[("ha-plan.json", &plan)],
+            a3,
+            raw3,
+        ),
+    );
+
+    // Act 4: the Lease, the three processes, the Lease again.
+    let freeze_plan = t.put(
+        InputFile::FreezePlanC,
+        super::reference::value(InputFile::FreezePlanC, &t.ctx()).unwrap(),
+    );
+    let process = |(n, u, _, cid, pid): &(String, String, String, String, u32)| c::ReplicaProcess {
+        pod_name: n.clone(),
+        identity: b::ProcessIdentity {
+            pid: *pid,
+            pid_start_time_ticks: 1_234_567 + u64::from(*pid),
+            container_id: cid.clone(),
+            pod_uid: u.clone(),
+        },
+        restart_count: 0,
+        process_state: "S".into(),
+    };
+    let lease4 = |at: i64| a::LeaseFacts {
+        renew_time: Some(ts(at - 1_500)),
+        at: ts(at),
+        ..lease.clone()
+    };
+    let a4 = c::Act4Facts {
+        node_uid: NODE_UID.into(),
+        deployment_uid: DEPLOY_UID.into(),
+        lease: lease4(180_100),
+        leader: process(&replicas[0]),
+        followers: replicas[1..].iter().map(process).collect(),
+        lease_after: lease4(180_600),
+        investigated_at: ts(180_700),
+    };
+    let mut raw4 = vec![raw_rec("lease-before", 180_100, lease_object(&a4.lease))];
+    for (n, u, _, cid, pid) in &replicas {
+        raw4.push(raw_rec(
+            &format!("cri-container:{n}"),
+            180_300,
+            json!({
+                "attempt": 0, "container_id": cid, "container_name": "kyverno",
+                "pid": pid, "pod_name": n, "pod_namespace": "kyverno",
+                "pod_uid": u, "state": "CONTAINER_RUNNING"
+            }),
+        ));
+    }
+    raw4.push(raw_rec(
+        "lease-after",
+        180_600,
+        lease_object(&a4.lease_after),
+    ));
+    t.put_ev(
+        4,
+        evidence(
+            Lab::C,
+            4,
+            180_000,
+            181_000,
+            &[("freeze-plan.json", &freeze_plan)],
+            a4,
+            raw4,
+        ),
+    );
+    t.files
+}
+
+/// Lab C's flagged cases: the shared ones that fit its act 3 (whose `bad` is a list), then its own.
+pub fn lab_c_cases() -> Vec<Case> {
+    let generic = [
+        "act3-empty-facts",
+        "act3-stored-without-uid",
+        "act3-existing-new-uid",
+        "act3-interrupted",
+    ];
+    let mut v: Vec<Case> = shared_cases()
+        .into_iter()
+        .filter(|c| c.act <= 2 || generic.contains(&c.name))
+        .collect();
+    v.extend([
+        Case {
+            name: "act3c-deny-without-marker",
+            act: 3,
+            expect: "deny-without-marker",
+            why: "a violating pod of a wave is counted as an explicit deny, but another webhook denied it",
+            mutate: |f| set_deny_without_marker(&mut facts_mut(f, 3)["bad"][0]),
+        },
+        Case {
+            name: "act3c-already-exists-as-deny",
+            act: 3,
+            expect: "already-exists-counted-as-deny",
+            why: "a 409 AlreadyExists in a wave is recorded as explicit-deny",
+            mutate: |f| set_answer_already_exists(&mut facts_mut(f, 3)["bad"][3]),
+        },
+        Case {
+            name: "act3c-a-violating-pod-admitted-in-a-wave",
+            act: 3,
+            expect: "outcome-unexpected",
+            why: "a violating pod of the parallel baseline was stored: a replica admitted it without the policy's verdict",
+            mutate: |f| {
+                let r = &mut facts_mut(f, 3)["bad"][7];
+                let name = r["name"].as_str().unwrap().to_owned();
+                *r = serde_json::to_value(request(
+                    &name,
+                    TARGET,
+                    false,
+                    false,
+                    154_003,
+                    41,
+                    Answer::Stored(uid(0xbad7)),
+                ))
+                .unwrap();
+            },
+        },
+        Case {
+            name: "act3c-two-replicas-ready",
+            act: 3,
+            expect: "value-mismatch",
+            why: "only two of the three replicas were Ready when the baseline was sent",
+            mutate: |f| {
+                facts_mut(f, 3)["replicas"][2]["ready"] = json!(false);
+            },
+        },
+        Case {
+            name: "act4c-leader-is-not-the-lease-holder",
+            act: 4,
+            expect: "value-mismatch",
+            why: "the replica recorded as the leader is not the Lease kyverno's holder",
+            mutate: |f| {
+                let a4 = facts_mut(f, 4);
+                let follower = a4["followers"][0].clone();
+                a4["followers"][0] = a4["leader"].clone();
+                a4["leader"] = follower;
+            },
+        },
+    ]);
+    v
+}
+
 /// All fixture files of `lab` (relative to `fixtures/<lab>/`): `pass/...` and `flagged/<case>/...`.
 pub fn generate(lab: Lab) -> BTreeMap<String, Value> {
     let (pass, cases) = match lab {
         Lab::A => (lab_a_pass(), lab_a_cases()),
         Lab::B => (lab_b_pass(), lab_b_cases()),
+        Lab::C => (lab_c_pass(), lab_c_cases()),
     };
     // One passing evidence file per act of the registry: a new act needs its fixture here.
     let evidence: Vec<String> = pass

@@ -1,4 +1,4 @@
-//! The answer keys: the reference (correct) content of every student input file of both labs,
+//! The answer keys: the reference (correct) content of every student input file of every lab,
 //! written by `cargo xtask lab run` before the act that reads it, and used by the lab crate's
 //! tests (which include this file). They live here, not in the `lab` crate, so the student binary
 //! ships no answers; the types, schemas and validation stay in `lab::inputs`.
@@ -66,6 +66,23 @@ pub fn value(file: InputFile, ctx: &Context) -> Option<serde_json::Value> {
             evidence_sha256: digest(3)?,
         }),
         InputFile::ReportA => return None,
+        InputFile::HaPlan => serde_json::to_value(HaPlan {
+            action: HaAction,
+            node_uid: node_uid()?,
+            deployment_uid: deployment_uid()?,
+            original_replicas: OriginalReplicas,
+            replicas: HaReplicas,
+        }),
+        InputFile::FreezePlanC => serde_json::to_value(FreezePlanC {
+            action: FreezeAction,
+            target: LeaderTarget,
+            node_uid: node_uid()?,
+            deployment_uid: deployment_uid()?,
+            resume_after_sec: ResumeAfterSec,
+            signal_identity: PidfdIdentity,
+            preserve_webhook: WebhookPreserved,
+            evidence_sha256: digest(3)?,
+        }),
     };
     v.ok()
 }

@@ -71,9 +71,9 @@ fn act_errors(lab_dir: &Path) -> BTreeMap<u8, String> {
     out
 }
 
-/// The labs present in a run directory (`<run>/a/`, `<run>/b/`).
+/// The labs present in a run directory (`<run>/a/`, `<run>/b/`, `<run>/c/`).
 fn labs_in(run_dir: &Path) -> Vec<Lab> {
-    [Lab::A, Lab::B]
+    lab::acts::LABS
         .into_iter()
         .filter(|l| run_dir.join(lab_name(*l)).is_dir())
         .collect()

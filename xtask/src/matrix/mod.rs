@@ -312,6 +312,8 @@ fn load_baseline(dir: &Path) -> Result<CellInput> {
         match lab {
             Lab::A => cell.a = Some(result),
             Lab::B => cell.b = Some(result),
+            // The matrix runs labs A and B only (its LabChoice has no lab C yet).
+            Lab::C => {}
         }
     }
     Ok(cell)
@@ -392,6 +394,8 @@ fn load_cell(
         match lab {
             Lab::A => cell.a = Some(result),
             Lab::B => cell.b = Some(result),
+            // The matrix runs labs A and B only (its LabChoice has no lab C yet).
+            Lab::C => {}
         }
     }
     Ok(cell)

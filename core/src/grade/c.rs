@@ -1,0 +1,729 @@
+//! Lab C graders, acts 3-4 (three admission-controller replicas; `docs/labs.md`, "Lab C").
+//!
+//! Acts 1-2 are lab B's (graded in [`super`]). Acts 5-8 are not built yet (issue 28). Each rule
+//! is a function named after what it holds:
+//!
+//! | act | rule | holds | code |
+//! |---|---|---|---|
+//! | 3 | [`scale_is_the_plans`] | the scale's before/after and the Deployment's replicas | `ha-plan.json` (1 → 3) | value-mismatch |
+//! | 3 | [`three_distinct_ready_replicas`] | three replicas, distinct names and UIDs, each `Ready`, `Running` | the plan's 3 | value-mismatch, uid-mismatch |
+//! | 3 | [`every_ready_replica_is_a_ready_endpoint`] | `kyverno-svc`'s ready endpoints | one per replica, by pod name and address | value-mismatch |
+//! | 3 | [`lease_holder_is_a_replica`] | the Lease `kyverno`'s holder | one of the replicas | value-mismatch |
+//! | 3 | [`registration_is_act2s`] | the registration after the scale | act 2's, unchanged | registration-changed |
+//! | 3 | [`wait_is_ordered_inside_the_act`] | the scale, then the three conditions, then the first request | each other | times-inconsistent |
+//! | 3 | [`baseline_waves_were_parallel`] | `waves × wave_size` violating pods, each wave's requests all in flight at once | the counts; sent before any answer of its wave | value-mismatch, times-inconsistent |
+//! | 3 | [`baseline_outcomes_are_healthy`] | every violating pod an explicit deny from act 2's webhook, good and control stored, the existing pod the good one | the policy | outcome-unexpected, deny-other-webhook, value-mismatch |
+//! | 3 | [`replica_counts_cover_the_requests`] | Kyverno's per-replica pod request counters | one row per replica; no counter goes down; together they moved by at least the target requests | value-mismatch |
+//! | 4 | [`investigation_matches_the_plan`] | node and Deployment UIDs | act 1, `freeze-plan.json` | uid-mismatch |
+//! | 4 | [`leader_is_the_lease_holder`] | the leader's pod | the Lease's holder, read before and after (unchanged) | value-mismatch |
+//! | 4 | [`processes_are_act3s_replicas`] | leader + followers | act 3's replica UIDs, each once; PIDs and start times distinct; none stopped | value-mismatch, uid-mismatch, process-still-stopped |
+
+use std::collections::BTreeSet;
+
+use super::{
+    Code, G, SameRegistration, registration_equals, violating_pod_never_admitted_under_fail,
+};
+use crate::evidence::Outcome;
+use crate::facts::{self, c::*};
+use crate::inputs::{self, Context};
+
+/// Replicas lab C runs (`ha-plan.json` `replicas`).
+const REPLICAS: u32 = inputs::HaReplicas::VALUE;
+
+/// Act 3: three ready replicas, their endpoints and the Lease, then the healthy baseline.
+pub(crate) fn act3(g: &mut G) {
+    let Some(f) = g.facts::<Act3Facts>(3) else {
+        return;
+    };
+    let ctx = Context {
+        node_uid: g.facts::<facts::Act1Facts>(1).map(|a1| a1.node.uid),
+        deployment_uid: Some(f.deployment.uid.clone()),
+        ..Default::default()
+    };
+    g.input::<inputs::HaPlan>(&ctx);
+    let s = "evidence/03.json facts";
+    scale_is_the_plans(g, s, &f);
+    three_distinct_ready_replicas(g, s, &f);
+    every_ready_replica_is_a_ready_endpoint(g, s, &f);
+    lease_holder_is_a_replica(g, s, &f.lease, &f.replicas);
+    registration_is_act2s(g, s, &f);
+    wait_is_ordered_inside_the_act(g, s, &f);
+    baseline_waves_were_parallel(g, s, &f);
+    baseline_outcomes_are_healthy(g, s, &f);
+    replica_counts_cover_the_requests(g, s, &f);
+    if let Some(ev) = g.evidence(3) {
+        act3_facts_are_the_raw_reads(g, s, &ev, &f);
+    }
+}
+
+/// The healer scaled from the plan's original count to its three, and the Deployment says three.
+fn scale_is_the_plans(g: &mut G, s: &str, f: &Act3Facts) {
+    let original = inputs::OriginalReplicas::VALUE;
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.scale.replicas_before"),
+        original,
+        f.scale.replicas_before,
+    );
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.scale.replicas"),
+        REPLICAS,
+        f.scale.replicas,
+    );
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.deployment.replicas"),
+        REPLICAS,
+        f.deployment.replicas,
+    );
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.deployment.ready_replicas"),
+        REPLICAS,
+        f.deployment.ready_replicas,
+    );
+    if let Some(a1) = g.facts::<facts::Act1Facts>(1) {
+        g.expect_eq(
+            Code::UidMismatch,
+            format!("{s}.deployment.uid"),
+            a1.controller_deployment.uid.as_str(),
+            f.deployment.uid.as_str(),
+        );
+    }
+}
+
+/// Three replicas, each its own pod (distinct names and UIDs), `Ready` and `Running`.
+fn three_distinct_ready_replicas(g: &mut G, s: &str, f: &Act3Facts) {
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.replicas"),
+        REPLICAS as usize,
+        f.replicas.len(),
+    );
+    let names: BTreeSet<&str> = f.replicas.iter().map(|r| r.pod.name.as_str()).collect();
+    let uids: BTreeSet<&str> = f
+        .replicas
+        .iter()
+        .filter_map(|r| r.pod.uid.as_deref())
+        .collect();
+    g.check(
+        names.len() == f.replicas.len() && uids.len() == f.replicas.len(),
+        Code::UidMismatch,
+        format!("{s}.replicas"),
+        || format!("expected distinct pods, found names {names:?} and UIDs {uids:?}"),
+    );
+    for (i, r) in f.replicas.iter().enumerate() {
+        g.check(
+            r.ready && r.pod.exists && r.pod.phase.as_deref() == Some("Running"),
+            Code::ValueMismatch,
+            format!("{s}.replicas[{i}]"),
+            || {
+                format!(
+                    "expected a Ready, Running pod, found ready={} phase={:?}",
+                    r.ready, r.pod.phase
+                )
+            },
+        );
+    }
+}
+
+/// Every replica is a ready endpoint of `kyverno-svc` (by pod name and address), and there is
+/// no ready endpoint that is not one of them: the API server dials these addresses itself.
+fn every_ready_replica_is_a_ready_endpoint(g: &mut G, s: &str, f: &Act3Facts) {
+    let ready: BTreeSet<(Option<&str>, &str)> = f
+        .endpoints
+        .iter()
+        .filter(|e| e.ready)
+        .map(|e| (e.pod.as_deref(), e.address.as_str()))
+        .collect();
+    let replicas: BTreeSet<(Option<&str>, &str)> = f
+        .replicas
+        .iter()
+        .map(|r| (Some(r.pod.name.as_str()), r.pod_ip.as_deref().unwrap_or("")))
+        .collect();
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.endpoints"),
+        replicas,
+        ready,
+    );
+}
+
+/// The Lease's holder is one of the replicas (a pod name: Kyverno's identity).
+fn lease_holder_is_a_replica(
+    g: &mut G,
+    s: &str,
+    lease: &facts::a::LeaseFacts,
+    replicas: &[ReplicaFacts],
+) {
+    let holder = lease.holder.as_deref().unwrap_or("");
+    g.check(
+        replicas.iter().any(|r| r.pod.name == holder),
+        Code::ValueMismatch,
+        format!("{s}.lease.holder"),
+        || format!("expected one of the replicas, found {:?}", lease.holder),
+    );
+}
+
+/// Scaling does not touch the registration: it is act 2's.
+fn registration_is_act2s(g: &mut G, s: &str, f: &Act3Facts) {
+    if let Some(a2) = g.facts::<facts::Act2Facts>(2) {
+        registration_equals(
+            g,
+            &format!("{s}.webhook"),
+            &f.webhook,
+            &a2.webhook,
+            SameRegistration::Identical,
+        );
+    }
+}
+
+/// The scale, then the three conditions of the wait, then the first baseline request.
+fn wait_is_ordered_inside_the_act(g: &mut G, s: &str, f: &Act3Facts) {
+    let w = &f.wait;
+    for (what, at) in [
+        ("ready_pods_at", &w.ready_pods_at),
+        ("ready_endpoints_at", &w.ready_endpoints_at),
+        ("registration_at", &w.registration_at),
+    ] {
+        g.times_ordered(&format!("{s}.wait.{what}"), &f.scale.scaled_at, at);
+        if let Some(first) = f.bad.first() {
+            g.times_ordered(&format!("{s}.bad[0].sent_at"), at, &first.sent_at);
+        }
+    }
+}
+
+/// `waves × wave_size` violating pods, and in each wave every request was sent before any of
+/// the wave was answered: they were in flight at once (the API server opens a connection per
+/// concurrent call; sequential calls reuse one and reach one replica, `docs/lab-c.md`).
+fn baseline_waves_were_parallel(g: &mut G, s: &str, f: &Act3Facts) {
+    let size = f.wave_size as usize;
+    g.check(
+        f.waves >= 2 && size >= REPLICAS as usize && f.bad.len() == f.waves as usize * size,
+        Code::ValueMismatch,
+        format!("{s}.bad"),
+        || {
+            format!(
+                "expected at least 2 waves of at least {REPLICAS} requests ({} × {size}), found {} requests",
+                f.waves,
+                f.bad.len()
+            )
+        },
+    );
+    if size == 0 {
+        return;
+    }
+    for (w, wave) in f.bad.chunks(size).enumerate() {
+        let last_sent = wave.iter().map(|r| r.sent_at.as_str()).max();
+        let first_answer = wave.iter().map(|r| r.answered_at.as_str()).min();
+        if let (Some(sent), Some(answered)) = (last_sent, first_answer) {
+            g.times_ordered(&format!("{s}.bad (wave {w})"), sent, answered);
+        }
+    }
+}
+
+/// A healthy cluster with three replicas: every violating pod explicitly denied by act 2's
+/// webhook and not stored; the labelled target pod and the control pod stored; the existing pod
+/// is the good pod, `Running`.
+fn baseline_outcomes_are_healthy(g: &mut G, s: &str, f: &Act3Facts) {
+    let hook = g.facts::<facts::Act2Facts>(2).map(|a2| a2.webhook);
+    for (i, r) in f.bad.iter().enumerate() {
+        let sub = format!("{s}.bad[{i}]");
+        g.request(&sub, r, &[Outcome::ExplicitDeny]);
+        violating_pod_never_admitted_under_fail(g, &sub, r);
+        if let Some(h) = &hook {
+            g.named_webhook(&sub, r, h);
+        }
+        g.expect_eq(
+            Code::ValueMismatch,
+            format!("{sub}.namespace"),
+            "kca-webhook-target",
+            r.namespace.as_str(),
+        );
+    }
+    g.request(&format!("{s}.good"), &f.good, &[Outcome::Stored]);
+    g.request(&format!("{s}.control"), &f.control, &[Outcome::Stored]);
+    // Real creates, never server dry-run: a dry-run would store nothing to compare.
+    for (sub, r) in f
+        .bad
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (format!("bad[{i}]"), r))
+        .chain([
+            ("good".to_owned(), &f.good),
+            ("control".to_owned(), &f.control),
+        ])
+    {
+        g.expect_eq(
+            Code::ValueMismatch,
+            format!("{s}.{sub}.dry_run"),
+            false,
+            r.dry_run,
+        );
+    }
+    for (sub, r, ns, label) in [
+        ("good", &f.good, "kca-webhook-target", true),
+        ("control", &f.control, "kca-webhook-control", false),
+    ] {
+        g.expect_eq(
+            Code::ValueMismatch,
+            format!("{s}.{sub}.namespace"),
+            ns,
+            r.namespace.as_str(),
+        );
+        g.expect_eq(
+            Code::ValueMismatch,
+            format!("{s}.{sub}.labels"),
+            label,
+            super::has_env_label(r),
+        );
+    }
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.existing.name"),
+        (f.good.name.as_str(), f.good.namespace.as_str()),
+        (f.existing.name.as_str(), f.existing.namespace.as_str()),
+    );
+    g.times_ordered(&format!("{s}.existing.at"), &f.good.get.at, &f.existing.at);
+    if let Some(uid) = f.good.get.uid.clone() {
+        g.existing(&format!("{s}.existing"), &f.existing, &uid);
+    }
+}
+
+/// One counter row per replica; a counter never goes down; where every replica's counter was
+/// read, together they moved by at least the target-namespace requests (each reached one
+/// replica; Kyverno also counts other pod requests, so not exactly).
+fn replica_counts_cover_the_requests(g: &mut G, s: &str, f: &Act3Facts) {
+    let rows: BTreeSet<&str> = f.replica_requests.iter().map(|r| r.pod.as_str()).collect();
+    let replicas: BTreeSet<&str> = f.replicas.iter().map(|r| r.pod.name.as_str()).collect();
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.replica_requests"),
+        replicas,
+        rows,
+    );
+    let mut total = Some(0u64);
+    for (i, r) in f.replica_requests.iter().enumerate() {
+        match (r.before, r.after) {
+            (Some(b), Some(a)) => {
+                g.check(a >= b, Code::ValueMismatch, format!("{s}.replica_requests[{i}]"), || {
+                    format!("counter went down from {b} to {a}: the replica restarted inside the act")
+                });
+                total = total.map(|t| t + a.saturating_sub(b));
+            }
+            _ => total = None,
+        }
+    }
+    if let Some(total) = total {
+        let target = f.bad.len() + 1;
+        g.check(
+            total >= target as u64,
+            Code::ValueMismatch,
+            format!("{s}.replica_requests"),
+            || format!("the replicas counted {total} pod requests, fewer than the {target} target requests"),
+        );
+    }
+}
+
+/// Act 4: the leader and the followers, found through the Lease, CRI and `/proc`.
+pub(crate) fn act4(g: &mut G) {
+    let Some(f) = g.facts::<Act4Facts>(4) else {
+        return;
+    };
+    let mut ctx = Context {
+        node_uid: Some(f.node_uid.clone()),
+        deployment_uid: Some(f.deployment_uid.clone()),
+        ..Default::default()
+    };
+    ctx.evidence_digests = g.digests().into_iter().filter(|(a, _)| *a == 3).collect();
+    if !ctx.evidence_digests.contains_key(&3) {
+        g.evidence(3);
+    }
+    g.input::<inputs::FreezePlanC>(&ctx);
+    let s = "evidence/04.json facts";
+    investigation_matches_the_plan(g, s, &f);
+    leader_is_the_lease_holder(g, s, &f);
+    processes_are_act3s_replicas(g, s, &f);
+    if let Some(ev) = g.evidence(4) {
+        act4_facts_are_the_raw_reads(g, s, &ev, &f);
+    }
+}
+
+/// The node and Deployment UIDs are act 1's.
+fn investigation_matches_the_plan(g: &mut G, s: &str, f: &Act4Facts) {
+    if let Some(a1) = g.facts::<facts::Act1Facts>(1) {
+        g.expect_eq(
+            Code::UidMismatch,
+            format!("{s}.node_uid"),
+            a1.node.uid.as_str(),
+            f.node_uid.as_str(),
+        );
+        g.expect_eq(
+            Code::UidMismatch,
+            format!("{s}.deployment_uid"),
+            a1.controller_deployment.uid.as_str(),
+            f.deployment_uid.as_str(),
+        );
+    }
+}
+
+/// The leader is the Lease's holder, and the holder did not change while the processes were
+/// read (read before and after).
+fn leader_is_the_lease_holder(g: &mut G, s: &str, f: &Act4Facts) {
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.leader.pod_name"),
+        f.lease.holder.as_deref(),
+        Some(f.leader.pod_name.as_str()),
+    );
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.lease_after.holder"),
+        f.lease.holder.as_deref(),
+        f.lease_after.holder.as_deref(),
+    );
+    g.times_ordered(
+        &format!("{s}.lease_after.at"),
+        &f.lease.at,
+        &f.lease_after.at,
+    );
+    g.times_ordered(
+        &format!("{s}.investigated_at"),
+        &f.lease_after.at,
+        &f.investigated_at,
+    );
+}
+
+/// Leader and followers are act 3's three replicas (by pod UID), each once, each its own live
+/// process (distinct PIDs and container IDs, a start time, not stopped).
+fn processes_are_act3s_replicas(g: &mut G, s: &str, f: &Act4Facts) {
+    let all: Vec<&ReplicaProcess> = std::iter::once(&f.leader).chain(&f.followers).collect();
+    if let Some(a3) = g.facts::<Act3Facts>(3) {
+        let act3: BTreeSet<&str> = a3
+            .replicas
+            .iter()
+            .filter_map(|r| r.pod.uid.as_deref())
+            .collect();
+        let found: BTreeSet<&str> = all.iter().map(|p| p.identity.pod_uid.as_str()).collect();
+        g.check(
+            found == act3 && all.len() == act3.len(),
+            Code::UidMismatch,
+            format!("{s}.followers"),
+            || {
+                format!(
+                    "expected act 3's replicas {act3:?} once each, found {found:?} ({} processes)",
+                    all.len()
+                )
+            },
+        );
+    }
+    let pids: BTreeSet<u32> = all.iter().map(|p| p.identity.pid).collect();
+    let containers: BTreeSet<&str> = all
+        .iter()
+        .map(|p| p.identity.container_id.as_str())
+        .collect();
+    g.check(
+        pids.len() == all.len() && containers.len() == all.len(),
+        Code::ValueMismatch,
+        format!("{s}.followers"),
+        || {
+            format!(
+                "expected one process per replica, found PIDs {pids:?}, containers {containers:?}"
+            )
+        },
+    );
+    for (i, p) in all.iter().enumerate() {
+        let sub = if i == 0 {
+            format!("{s}.leader")
+        } else {
+            format!("{s}.followers[{}]", i - 1)
+        };
+        g.check(
+            p.identity.pid > 1
+                && p.identity.pid_start_time_ticks > 0
+                && !p.identity.container_id.is_empty(),
+            Code::ValueMismatch,
+            format!("{sub}.identity"),
+            || {
+                format!(
+                    "expected a PID > 1, its start time and a container ID, found {:?}",
+                    p.identity
+                )
+            },
+        );
+        g.check(
+            p.process_state != "T",
+            Code::ProcessStillStopped,
+            format!("{sub}.process_state"),
+            || "act 4 only investigates; the process was found stopped".into(),
+        );
+        super::witness::process_state_is_a_proc_state(
+            g,
+            &format!("{sub}.process_state"),
+            &p.process_state,
+        );
+    }
+}
+
+/// Act 3's facts are the objects and answers it read (raw records): the Deployment
+/// (`deployment`), the Lease (`lease`), each replica (`pods`: the pod, its `Ready` condition,
+/// `status.podIP`), the endpoints (`endpoint-slices`), the scale (`scale-up`: the healer's answer;
+/// `healer-ready`: its deadline), each replica's counter (`replica-metrics-{before,after}:<pod>`,
+/// re-parsed), and the wait's length (between the last condition seen and the first request).
+/// Flags [`Code::RawMismatch`] / [`Code::ObservationMissing`].
+fn act3_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &crate::evidence::Evidence, f: &Act3Facts) {
+    use super::witness::{
+        deployment_is_the_raw_deployment, lease_is_the_raw_lease, pod_observation_is_the_raw_pod,
+        required_raw,
+    };
+    use serde_json::Value;
+    if let Some(d) = required_raw(g, ev, "deployment", &format!("{s}.deployment")) {
+        deployment_is_the_raw_deployment(g, &format!("{s}.deployment"), &f.deployment, d);
+    }
+    if let Some(l) = required_raw(g, ev, "lease", &format!("{s}.lease")) {
+        lease_is_the_raw_lease(g, &format!("{s}.lease"), &f.lease, l);
+        read_just_after_its_raw_record(g, &format!("{s}.lease.at"), ev, "lease", &f.lease.at);
+    }
+    for (i, r) in f.replicas.iter().enumerate() {
+        read_just_after_its_raw_record(
+            g,
+            &format!("{s}.replicas[{i}].pod.at"),
+            ev,
+            "pods",
+            &r.pod.at,
+        );
+    }
+    if let Some(pods) = required_raw(g, ev, "pods", &format!("{s}.replicas")) {
+        let raw: Vec<&Value> = pods
+            .as_array()
+            .map(|a| a.iter().collect())
+            .unwrap_or_default();
+        g.check(
+            raw.len() == f.replicas.len(),
+            Code::RawMismatch,
+            format!("{s}.replicas"),
+            || {
+                format!(
+                    "{} replicas recorded, the raw list has {}",
+                    f.replicas.len(),
+                    raw.len()
+                )
+            },
+        );
+        for (i, r) in f.replicas.iter().enumerate() {
+            let sub = format!("{s}.replicas[{i}]");
+            let Some(p) = raw.iter().find(|p| {
+                p.pointer("/metadata/name").and_then(Value::as_str) == Some(r.pod.name.as_str())
+            }) else {
+                g.flag(
+                    Code::RawMismatch,
+                    sub,
+                    format!("pod {} is not in the raw list", r.pod.name),
+                );
+                continue;
+            };
+            pod_observation_is_the_raw_pod(g, &format!("{sub}.pod"), &r.pod, p);
+            let ready = p
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .is_some_and(|cs| {
+                    cs.iter()
+                        .any(|c| c["type"] == "Ready" && c["status"] == "True")
+                });
+            let ip = p.pointer("/status/podIP").and_then(Value::as_str);
+            g.check(
+                ready == r.ready && ip == r.pod_ip.as_deref(),
+                Code::RawMismatch,
+                sub,
+                || {
+                    format!(
+                        "recorded ready={} podIP {:?}, the raw pod says ready={ready} podIP {ip:?}",
+                        r.ready, r.pod_ip
+                    )
+                },
+            );
+        }
+    }
+    if let Some(slices) = required_raw(g, ev, "endpoint-slices", &format!("{s}.endpoints")) {
+        let mut raw: Vec<EndpointFacts> = slices
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|sl| sl["endpoints"].as_array().cloned().unwrap_or_default())
+            .map(|e| EndpointFacts {
+                address: e
+                    .pointer("/addresses/0")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
+                pod: e
+                    .pointer("/targetRef/name")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                ready: e
+                    .pointer("/conditions/ready")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(true),
+            })
+            .collect();
+        raw.sort_by(|a, b| a.pod.cmp(&b.pod));
+        g.check(
+            raw == f.endpoints,
+            Code::RawMismatch,
+            format!("{s}.endpoints"),
+            || {
+                format!(
+                    "recorded {:?}, the raw EndpointSlices say {raw:?}",
+                    f.endpoints
+                )
+            },
+        );
+    }
+    if let Some(up) = required_raw(g, ev, "scale-up", &format!("{s}.scale")) {
+        let ok = up["replicas_before"].as_u64() == Some(u64::from(f.scale.replicas_before))
+            && up.pointer("/raw/spec/replicas").and_then(Value::as_u64)
+                == Some(u64::from(f.scale.replicas))
+            && up["answered_at"].as_str() == Some(f.scale.scaled_at.as_str());
+        g.check(ok, Code::RawMismatch, format!("{s}.scale"), || {
+            format!("recorded {:?}, the healer's answer says {up}", f.scale)
+        });
+    }
+    if let Some(ready) = required_raw(
+        g,
+        ev,
+        "healer-ready",
+        &format!("{s}.scale.restore_deadline_at"),
+    ) {
+        g.check(
+            ready["deadline_at"].as_str() == Some(f.scale.restore_deadline_at.as_str()),
+            Code::RawMismatch,
+            format!("{s}.scale.restore_deadline_at"),
+            || {
+                format!(
+                    "recorded {:?}, the healer's ready answer says {}",
+                    f.scale.restore_deadline_at, ready["deadline_at"]
+                )
+            },
+        );
+    }
+    for (i, r) in f.replica_requests.iter().enumerate() {
+        for (when, recorded) in [("before", r.before), ("after", r.after)] {
+            let what = format!("replica-metrics-{when}:{}", r.pod);
+            let sub = format!("{s}.replica_requests[{i}].{when}");
+            let Some(raw) = required_raw(g, ev, &what, &sub) else {
+                continue;
+            };
+            let text: String = raw["lines"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join("\n");
+            let parsed = if raw["status"] == 200 {
+                crate::metrics::kyverno_pod_requests(&text)
+            } else {
+                None
+            };
+            g.check(parsed == recorded, Code::RawMismatch, sub, || {
+                format!("recorded {recorded:?}, the raw lines give {parsed:?}")
+            });
+        }
+    }
+    wait_length_is_the_waits(g, s, f);
+}
+
+/// The wait's recorded length lies between the last condition it saw (less the clock skew)
+/// and the first baseline request (the wait starts right after the scale's answer).
+fn wait_length_is_the_waits(g: &mut G, s: &str, f: &Act3Facts) {
+    let w = &f.wait;
+    let ms = |a: &str, b: &str| {
+        Some((facts::parse_rfc3339(b)? - facts::parse_rfc3339(a)?).num_milliseconds())
+    };
+    let last = [&w.ready_pods_at, &w.ready_endpoints_at, &w.registration_at]
+        .into_iter()
+        .filter_map(|t| ms(&f.scale.scaled_at, t))
+        .max();
+    let first = f
+        .bad
+        .first()
+        .and_then(|r| ms(&f.scale.scaled_at, &r.sent_at));
+    if let (Some(last), Some(first)) = (last, first) {
+        let waited = w.waited_ms as i64;
+        g.check(
+            waited + super::bounds::STEP_START_SPREAD_MS >= last && waited <= first,
+            Code::TimesInconsistent,
+            format!("{s}.wait.waited_ms"),
+            || format!("{waited} ms waited: the last condition held {last} ms after the scale, the first request went {first} ms after it"),
+        );
+    }
+}
+
+/// Act 4's Leases are the raw reads (`lease-before`, `lease-after`) and each process is the CRI
+/// container read for its pod (`cri-container:<pod>`: container ID, PID, pod UID, and the
+/// restart count as the container's `attempt`). Flags [`Code::RawMismatch`] /
+/// [`Code::ObservationMissing`].
+fn act4_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &crate::evidence::Evidence, f: &Act4Facts) {
+    use super::witness::{lease_is_the_raw_lease, required_raw};
+    if let Some(l) = required_raw(g, ev, "lease-before", &format!("{s}.lease")) {
+        lease_is_the_raw_lease(g, &format!("{s}.lease"), &f.lease, l);
+    }
+    if let Some(l) = required_raw(g, ev, "lease-after", &format!("{s}.lease_after")) {
+        lease_is_the_raw_lease(g, &format!("{s}.lease_after"), &f.lease_after, l);
+    }
+    let all = std::iter::once(("leader".to_owned(), &f.leader)).chain(
+        f.followers
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (format!("followers[{i}]"), p)),
+    );
+    for (role, p) in all {
+        let sub = format!("{s}.{role}");
+        let Some(c) = required_raw(g, ev, &format!("cri-container:{}", p.pod_name), &sub) else {
+            continue;
+        };
+        let ok = c["container_id"].as_str() == Some(p.identity.container_id.as_str())
+            && c["pid"].as_u64() == Some(u64::from(p.identity.pid))
+            && c["pod_uid"].as_str() == Some(p.identity.pod_uid.as_str())
+            && c["pod_name"].as_str() == Some(p.pod_name.as_str())
+            && c["attempt"].as_u64() == Some(u64::from(p.restart_count));
+        g.check(ok, Code::RawMismatch, sub, || {
+            format!("recorded {p:?}, the raw CRI container says {c}")
+        });
+    }
+}
+
+/// An observation made from a raw record (the Lease, the pods) is timed just after the record:
+/// the act records the answer, then derives the fact (`lab/src/labs/c.rs`), within
+/// [`super::bounds::STEP_START_SPREAD_MS`]. Flags [`Code::TimesInconsistent`].
+fn read_just_after_its_raw_record(
+    g: &mut G,
+    subject: &str,
+    ev: &crate::evidence::Evidence,
+    what: &str,
+    at: &str,
+) {
+    let raw_at = ev
+        .raw
+        .iter()
+        .find(|r| r.get("what").and_then(|w| w.as_str()) == Some(what))
+        .and_then(|r| r.get("at"))
+        .and_then(|a| a.as_str())
+        .and_then(facts::parse_rfc3339);
+    let (Some(raw_at), Some(t)) = (raw_at, facts::parse_rfc3339(at)) else {
+        return;
+    };
+    let after = (t - raw_at).num_milliseconds();
+    g.check(
+        (0..=super::bounds::STEP_START_SPREAD_MS).contains(&after),
+        Code::TimesInconsistent,
+        subject,
+        || {
+            format!(
+                "read {after} ms after its raw record {what:?}; expected 0 to {} ms",
+                super::bounds::STEP_START_SPREAD_MS
+            )
+        },
+    );
+}
