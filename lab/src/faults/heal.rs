@@ -411,12 +411,8 @@ async fn heal_scale(
     let handed_over = ledger
         .as_ref()
         .is_some_and(|l| l.last(scale::LedgerEvent::HandedOver).is_some());
-    // Lab C's three replicas are handed over from act 3 to the acts after it; only the `heal`
-    // command (the student abandoning the lab) puts the original count back before the deadline.
-    let abandoned = command == "heal" && plan.fault == scale::HA_FAULT_KIND;
     if let Some(h) = &healer
-        && handed_over
-        && !abandoned
+        && leave_to_the_healer(command, &plan, handed_over)
     {
         return Ok(Settled::Live(format!(
             "{} completed and handed the fault to the next act; its healer (pid {}) restores at {}",
@@ -447,6 +443,15 @@ async fn heal_scale(
         return Ok(Settled::Done(Box::new(rec)));
     }
     close_on_live_read(cluster, &plan, rec).await
+}
+
+/// Whether a scale attempt whose healer is alive and proven is left to it: only when the act
+/// that made the fault handed it over (lab A's act 5 to act 6, lab C's act 3 to acts 4-7). Lab
+/// C's three replicas are put back by the `heal` command, the student abandoning the lab, before
+/// the healer's deadline; every other command leaves them to the later acts. Pure.
+pub fn leave_to_the_healer(command: &str, plan: &scale::ScalePlan, handed_over: bool) -> bool {
+    let abandoned = command == "heal" && plan.fault == scale::HA_FAULT_KIND;
+    handed_over && !abandoned
 }
 
 /// A scale attempt's plan, read bounded and required to name the lab's Deployment
@@ -593,6 +598,23 @@ mod tests {
             std::process::id(),
             chrono::Utc::now().timestamp_nanos_opt().unwrap_or_default()
         )
+    }
+
+    #[test]
+    fn heal_puts_lab_c_replicas_back_and_every_other_command_leaves_them() {
+        let (_wd, dir) = scale_attempt(&unique_uid(), |p| {
+            p.fault = crate::faults::scale::HA_FAULT_KIND.into();
+            p.fault_replicas = 3;
+        });
+        let plan: ScalePlan = read_json(&dir.join("plan.json")).expect("plan");
+        assert!(!leave_to_the_healer("heal", &plan, true));
+        assert!(leave_to_the_healer("act 4", &plan, true));
+        assert!(leave_to_the_healer("inspect", &plan, true));
+        assert!(!leave_to_the_healer("act 4", &plan, false));
+        // Lab A's scale-down handed over to act 6 stays the healer's, even on `heal`.
+        let (_wd, dir) = scale_attempt(&unique_uid(), |_| {});
+        let plan: ScalePlan = read_json(&dir.join("plan.json")).expect("plan");
+        assert!(leave_to_the_healer("heal", &plan, true));
     }
 
     #[test]
