@@ -707,3 +707,25 @@ fn japanese_pages_are_japanese_in_headless_chromium() {
         );
     }
 }
+
+#[test]
+fn lab_c_page_shows_its_replicas_lease_and_parallel_baseline() {
+    // Lab C is built through act 4: its page has a title, act 3's key facts (three ready
+    // replicas, the Lease holder, the waves' explicit denies) and says there is no timeline yet.
+    let en = fixture_page("c/pass", Lab::C, Lang::En);
+    assert!(en.contains("Lab C record: three admission-controller replicas"));
+    assert!(
+        en.contains(r#"data-grades-passed="4""#),
+        "{}",
+        attr_values(&en, "data-grades-passed")[0]
+    );
+    assert!(en.contains("<td class=\"mono\">3</td>"), "ready replicas");
+    assert!(
+        en.contains("kyverno-admission-controller-6d9c7b8f5d-x2k4p</td>"),
+        "Lease holder"
+    );
+    assert!(en.contains("explicit-deny 12/12"), "waves");
+    assert!(en.contains("acts 5-8) are not built yet"));
+    let ja = fixture_page("c/pass", Lab::C, Lang::Ja);
+    assert!(ja.contains("ラボC 記録"));
+}
