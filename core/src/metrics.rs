@@ -47,10 +47,12 @@ pub const FAMILIES: &[&str] = &[REJECTION_COUNT, FAIL_OPEN_COUNT, REQUEST_TOTAL,
 pub const KYVERNO_REQUESTS: &str = "kyverno_admission_requests_total";
 
 /// The sum of [`KYVERNO_REQUESTS`] over every series with `resource_kind="Pod"` in a Prometheus
-/// text exposition, a count; `None` when no such series is served (a replica that has not served a
-/// pod request yet has none) or the sum is not a whole non-negative number.
+/// text exposition, a count. No such series is 0: Kyverno's counter gets a series with its first
+/// increment, so a replica that has not served a pod request since it started has none (seen on
+/// the two new replicas of lab C's act 3, 2026-12-01). `None` when the sum is not a whole
+/// non-negative number.
 pub fn kyverno_pod_requests(text: &str) -> Option<u64> {
-    let mut sum = None;
+    let mut sum = Some(0.0);
     for line in text.lines() {
         let Some(rest) = line.strip_prefix(KYVERNO_REQUESTS) else {
             continue;
@@ -63,7 +65,7 @@ pub fn kyverno_pod_requests(text: &str) -> Option<u64> {
             .and_then(|(_, v)| v.split_whitespace().next())
             .and_then(|v| v.parse::<f64>().ok());
         if let Some(v) = value {
-            sum = Some(sum.unwrap_or(0.0) + v);
+            sum = sum.map(|s| s + v);
         }
     }
     sum.filter(|s: &f64| s.is_finite() && *s >= 0.0 && s.fract() == 0.0)
@@ -312,7 +314,9 @@ kyverno_admission_requests_total{request_operation=\"CREATE\",resource_kind=\"Po
 kyverno_admission_requests_total{request_operation=\"CREATE\",resource_kind=\"ConfigMap\"} 100\n\
 kyverno_admission_requests_total_other{resource_kind=\"Pod\"} 9\n";
         assert_eq!(kyverno_pod_requests(text), Some(11));
-        assert_eq!(kyverno_pod_requests("# nothing\n"), None);
+        assert_eq!(kyverno_pod_requests("# nothing\n"), Some(0));
+        let half = "kyverno_admission_requests_total{resource_kind=\"Pod\"} 0.5\n";
+        assert_eq!(kyverno_pod_requests(half), None);
     }
 
     use super::*;
