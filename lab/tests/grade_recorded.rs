@@ -90,6 +90,39 @@ fn recordings_cover_acts_1_to_k_and_the_generated_fixture_the_rest() {
     }
 }
 
+const RUN_C: &str = "recorded/c-20261201T210345Z";
+
+/// The real lab C run (acts 1-4) passes as recorded, and what its act 3 is about is caught when
+/// changed: a violating pod of a wave admitted, a replica's counter that does not match its raw
+/// lines, the leader swapped with a follower in act 4.
+#[test]
+fn recorded_lab_c_passes_and_its_replica_facts_are_held() {
+    let rec = Recording::open(RUN_C);
+    assert_eq!(rec.lab, Lab::C);
+    let (_tmp, gi) = rec.copy_with(|_| {});
+    for f in rec.grade(&gi) {
+        assert!(f.passed(), "{}", lab::messages::findings(Lang::En, &f));
+    }
+    let graded = |act: u8, change: &dyn Fn(&mut Value)| {
+        let (_tmp, gi) = rec.copy_with(|files| {
+            let ev = files.get_mut(&format!("evidence/{act:02}.json")).unwrap();
+            change(&mut ev["facts"]);
+        });
+        grade::grade(Lab::C, act, &gi)
+    };
+    let codes = |f: &lab::grade::Findings| f.findings.iter().map(|x| x.code).collect::<Vec<_>>();
+    let f = graded(3, &|f| f["bad"][4]["outcome"] = json!("stored"));
+    assert!(codes(&f).contains(&Code::OutcomeUnexpected), "{f:?}");
+    let f = graded(3, &|f| f["replica_requests"][1]["after"] = json!(3));
+    assert!(codes(&f).contains(&Code::RawMismatch), "{f:?}");
+    let f = graded(4, &|f| {
+        let leader = f["leader"].clone();
+        f["leader"] = f["followers"][0].clone();
+        f["followers"][0] = leader;
+    });
+    assert!(codes(&f).contains(&Code::ValueMismatch), "{f:?}");
+}
+
 #[test]
 fn recorded_lab_b_passes_every_act() {
     let rec = Recording::open(RUN_B);

@@ -236,7 +236,7 @@ fn heal_puts_back_the_original_count(run: &LabRun) -> Result<(), Failed> {
             .count();
         if live == 1 {
             eprintln!(
-                "    figures: one admission pod left {} ms after the heal",
+                "    figures: one admission pod not terminating {} ms after the heal",
                 start.elapsed().as_millis()
             );
             return Ok(());

@@ -14,9 +14,11 @@
 //! | 3 | [`baseline_waves_were_parallel`] | `waves × wave_size` violating pods, each wave's requests all in flight at once | the counts; sent before any answer of its wave | value-mismatch, times-inconsistent |
 //! | 3 | [`baseline_outcomes_are_healthy`] | every violating pod an explicit deny from act 2's webhook, good and control stored, the existing pod the good one | the policy | outcome-unexpected, deny-other-webhook, value-mismatch |
 //! | 3 | [`replica_counts_cover_the_requests`] | Kyverno's per-replica pod request counters | one row per replica; no counter goes down; together they moved by at least the target requests | value-mismatch |
+//! | 3 | [`act3_facts_are_the_raw_reads`] | the Deployment, Lease, pods, endpoints, the healer's scale, each counter, the wait's times | the raw records they were derived from (`ready-wait`: each time is the first check its condition held); each read timed between its record and the next ([`read_between_its_raw_record_and_the_next`]); the metrics window between the counters' reads | raw-mismatch, observation-missing, times-inconsistent |
 //! | 4 | [`investigation_matches_the_plan`] | node and Deployment UIDs | act 1, `freeze-plan.json` | uid-mismatch |
 //! | 4 | [`leader_is_the_lease_holder`] | the leader's pod | the Lease's holder, read before and after (unchanged) | value-mismatch |
 //! | 4 | [`processes_are_act3s_replicas`] | leader + followers | act 3's replica UIDs, each once; PIDs and start times distinct; none stopped | value-mismatch, uid-mismatch, process-still-stopped |
+//! | 4 | [`act4_facts_are_the_raw_reads`] | both Lease reads, each process | raw `lease-before`/`lease-after`, each `cri-container:<pod>` (restart count = the container's attempt) | raw-mismatch, observation-missing |
 
 use std::collections::BTreeSet;
 
@@ -483,10 +485,16 @@ fn act3_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &crate::evidence::Eviden
     }
     if let Some(l) = required_raw(g, ev, "lease", &format!("{s}.lease")) {
         lease_is_the_raw_lease(g, &format!("{s}.lease"), &f.lease, l);
-        read_just_after_its_raw_record(g, &format!("{s}.lease.at"), ev, "lease", &f.lease.at);
+        read_between_its_raw_record_and_the_next(
+            g,
+            &format!("{s}.lease.at"),
+            ev,
+            "lease",
+            &f.lease.at,
+        );
     }
     for (i, r) in f.replicas.iter().enumerate() {
-        read_just_after_its_raw_record(
+        read_between_its_raw_record_and_the_next(
             g,
             &format!("{s}.replicas[{i}].pod.at"),
             ev,
@@ -494,6 +502,10 @@ fn act3_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &crate::evidence::Eviden
             &r.pod.at,
         );
     }
+    if let Some(checks) = required_raw(g, ev, "ready-wait", &format!("{s}.wait")) {
+        wait_times_are_its_checks(g, s, f, checks);
+    }
+    metrics_window_lies_between_the_replica_counters(g, s, ev);
     if let Some(pods) = required_raw(g, ev, "pods", &format!("{s}.replicas")) {
         let raw: Vec<&Value> = pods
             .as_array()
@@ -694,36 +706,118 @@ fn act4_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &crate::evidence::Eviden
     }
 }
 
-/// An observation made from a raw record (the Lease, the pods) is timed just after the record:
-/// the act records the answer, then derives the fact (`lab/src/labs/c.rs`), within
-/// [`super::bounds::STEP_START_SPREAD_MS`]. Flags [`Code::TimesInconsistent`].
-fn read_just_after_its_raw_record(
+/// An observation made from a raw record (the Lease, the pods) is timed between that record and
+/// the next raw record the act wrote: the act records the answer, derives the fact, then goes on
+/// (`lab/src/labs/c.rs`). Flags [`Code::TimesInconsistent`].
+fn read_between_its_raw_record_and_the_next(
     g: &mut G,
     subject: &str,
     ev: &crate::evidence::Evidence,
     what: &str,
     at: &str,
 ) {
-    let raw_at = ev
+    let time = |r: &serde_json::Value| {
+        r.get("at")
+            .and_then(|a| a.as_str())
+            .and_then(facts::parse_rfc3339)
+    };
+    let Some(i) = ev
         .raw
         .iter()
-        .find(|r| r.get("what").and_then(|w| w.as_str()) == Some(what))
-        .and_then(|r| r.get("at"))
-        .and_then(|a| a.as_str())
-        .and_then(facts::parse_rfc3339);
-    let (Some(raw_at), Some(t)) = (raw_at, facts::parse_rfc3339(at)) else {
+        .position(|r| r.get("what").and_then(|w| w.as_str()) == Some(what))
+    else {
         return;
     };
-    let after = (t - raw_at).num_milliseconds();
+    let (Some(from), Some(t)) = (time(&ev.raw[i]), facts::parse_rfc3339(at)) else {
+        return;
+    };
+    let to = ev.raw.get(i + 1).and_then(time);
     g.check(
-        (0..=super::bounds::STEP_START_SPREAD_MS).contains(&after),
+        from <= t && to.is_none_or(|to| t <= to),
         Code::TimesInconsistent,
         subject,
         || {
             format!(
-                "read {after} ms after its raw record {what:?}; expected 0 to {} ms",
-                super::bounds::STEP_START_SPREAD_MS
+                "{at} is not between its raw record {what:?} ({from}) and the next one ({to:?})"
             )
         },
     );
+}
+
+/// The wait's three times are its checks' (raw `ready-wait`, every check whose state changed):
+/// each is the first check where its condition held. Flags [`Code::RawMismatch`].
+fn wait_times_are_its_checks(g: &mut G, s: &str, f: &Act3Facts, checks: &serde_json::Value) {
+    let first = |flag: &str| {
+        checks
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c[flag] == true)
+            .and_then(|c| c["at"].as_str())
+    };
+    for (what, flag, at) in [
+        ("ready_pods_at", "pods_ok", &f.wait.ready_pods_at),
+        (
+            "ready_endpoints_at",
+            "endpoints_ok",
+            &f.wait.ready_endpoints_at,
+        ),
+        ("registration_at", "registration", &f.wait.registration_at),
+    ] {
+        let raw = first(flag);
+        g.check(
+            raw == Some(at.as_str()),
+            Code::RawMismatch,
+            format!("{s}.wait.{what}"),
+            || {
+                format!(
+                    "recorded {at:?}, the first check with {flag} in the raw ready-wait is {raw:?}"
+                )
+            },
+        );
+    }
+}
+
+/// The API server's metrics window (`admission_metrics.before.at`, `.after.at`) lies between the
+/// replicas' counters read before the requests and those read after: the act reads Kyverno's
+/// counters, opens the window, sends, closes it, reads the counters again. Flags
+/// [`Code::TimesInconsistent`].
+fn metrics_window_lies_between_the_replica_counters(
+    g: &mut G,
+    s: &str,
+    ev: &crate::evidence::Evidence,
+) {
+    let at = |r: &serde_json::Value| r.get("at").and_then(|a| a.as_str()).map(str::to_owned);
+    let of = |prefix: &str| -> Vec<String> {
+        ev.raw
+            .iter()
+            .filter(|r| {
+                r.get("what")
+                    .and_then(|w| w.as_str())
+                    .is_some_and(|w| w.starts_with(prefix))
+            })
+            .filter_map(at)
+            .collect()
+    };
+    let m = &ev.facts[crate::evidence::METRICS_KEY];
+    let (Some(begin), Some(end)) = (
+        m.pointer("/before/at").and_then(|v| v.as_str()),
+        m.pointer("/after/at").and_then(|v| v.as_str()),
+    ) else {
+        return;
+    };
+    if let Some(last_before) = of("replica-metrics-before:").into_iter().max() {
+        g.times_ordered(
+            &format!("{s}.admission_metrics.before.at"),
+            &last_before,
+            begin,
+        );
+    }
+    if let Some(first_after) = of("replica-metrics-after:").into_iter().min() {
+        g.times_ordered(
+            &format!("{s}.admission_metrics.after.at"),
+            end,
+            &first_after,
+        );
+    }
 }

@@ -60,9 +60,9 @@ fn facts(input: &GradeInput, act: u8) -> &Value {
 
 /// Headers of the key facts columns, the nightly summary's (`cargo xtask lab summary`).
 pub const KEY_FACT_HEADERS: [&str; 3] = [
-    "scale-down (A) / Fail freeze (B)",
-    "lease takeover (A) / Ignore freeze (B)",
-    "first explicit deny after recovery",
+    "scale-down (A) / Fail freeze (B) / ready replicas (C)",
+    "lease takeover (A) / Ignore freeze (B) / Lease holder (C)",
+    "first explicit deny after recovery (A, B) / parallel denies (C)",
 ];
 
 fn s<'a>(v: &'a Value, ptr: &str) -> Option<&'a str> {
@@ -166,8 +166,10 @@ fn key_facts_in(lab: Lab, f5: &Value, f6: &Value, lang: Lang) -> [String; 3] {
     }
 }
 
-/// Lab C's key facts from act 3 (three replicas, the Lease holder, the parallel baseline).
-fn key_facts_c(f3: &Value) -> [String; 3] {
+/// Lab C's key facts from act 3's facts `f3` (while acts 5-8 are not built): how many replicas
+/// were Ready, the Lease holder, and how many violating requests of the parallel waves were
+/// explicitly denied. One per [`tx::KEY_FACT_HEADERS_C`] column.
+pub fn key_facts_c(f3: &Value) -> [String; 3] {
     let ready = f3["replicas"]
         .as_array()
         .map(|r| r.iter().filter(|x| x["ready"] == true).count());

@@ -177,12 +177,14 @@ async fn replica_counters(
     out
 }
 
-/// First times each condition of act 3's wait was seen to hold.
+/// First times each condition of act 3's wait was seen to hold, and every check whose state
+/// differed from the one before (the raw record `ready-wait` the grader re-derives them from).
 #[derive(Default)]
 struct Seen {
     pods: Option<String>,
     endpoints: Option<String>,
     registration: Option<String>,
+    changes: Vec<serde_json::Value>,
 }
 
 /// What the wait returns once everything holds.
@@ -216,6 +218,21 @@ async fn wait_three_ready(cl: &Cluster, ui: &Ui) -> Result<(Ready, Seen, u64), L
                 .all(|e| names.contains(&e.pod.as_deref()));
         {
             let mut s = seen.borrow_mut();
+            let state = serde_json::json!({
+                "pods_listed": pods.len(), "pods_ready": ready.len(), "pods_ok": pods_ok,
+                "endpoints_ready": ready_eps, "endpoints_ok": eps_ok,
+                "registration": webhook.is_some(),
+            });
+            let changed = s.changes.last().map(|c| {
+                let mut c = c.clone();
+                c.as_object_mut().map(|o| o.remove("at"));
+                c
+            }) != Some(state.clone());
+            if changed {
+                let mut state = state;
+                state["at"] = now.clone().into();
+                s.changes.push(state);
+            }
             if pods_ok && s.pods.is_none() {
                 s.pods = Some(now.clone());
             }
@@ -374,6 +391,7 @@ async fn act3_body(
     rec.save_progress(partial.clone())?;
 
     let (ready, seen, waited_ms) = wait_three_ready(cl, ui).await?;
+    rec.raw("ready-wait", &seen.changes);
     rec.raw("endpoint-slices", &ready.slices);
     rec.raw("pods", &ready.pods);
     // Derived right after their raw record (the grader holds the read time to it).

@@ -1882,6 +1882,18 @@ pub fn lab_c_pass() -> BTreeMap<String, Value> {
                         "spec": {"replicas": 3}, "status": {"replicas": 1}}
             }),
         ),
+        raw_rec(
+            "ready-wait",
+            150_050,
+            json!([
+                {"at": ts(121_000), "pods_listed": 3, "pods_ready": 1, "pods_ok": false,
+                 "endpoints_ready": 1, "endpoints_ok": false, "registration": true},
+                {"at": ts(149_000), "pods_listed": 3, "pods_ready": 3, "pods_ok": true,
+                 "endpoints_ready": 2, "endpoints_ok": false, "registration": true},
+                {"at": ts(150_000), "pods_listed": 3, "pods_ready": 3, "pods_ok": true,
+                 "endpoints_ready": 3, "endpoints_ok": true, "registration": true},
+            ]),
+        ),
         raw_rec("endpoint-slices", 150_100, slices),
         raw_rec("pods", 150_100, Value::Array(raw_pods)),
         raw_rec(
