@@ -43,8 +43,8 @@ const LONG_VERSION: &str = concat!(
 #[derive(Debug, Parser)]
 #[command(name = "kca-webhook-lab", version, long_version = LONG_VERSION)]
 struct Cli {
-    /// Which lab (`a`: scale-down, `b`: freeze). Default: the lab of the work directory's
-    /// evidence, else `b`.
+    /// Which lab (`a`: scale-down, `b`: freeze, `c`: three replicas, built through act 4).
+    /// Default: the lab of the work directory's evidence, else `b`.
     #[arg(long, global = true, value_enum, env = "KCA_WEBHOOK_LAB")]
     lab: Option<Lab>,
     /// The work directory (inputs and evidence/).
