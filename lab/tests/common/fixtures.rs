@@ -240,6 +240,18 @@ fn pod_obs(name: &str, ns: &str, uid: &str, phase: &str, at: i64) -> facts::PodO
     }
 }
 
+/// The Lease `kyverno/kyverno` as the API server returns it, for the fields a
+/// [`a::LeaseFacts`] is read from.
+fn lease_object(l: &a::LeaseFacts) -> Value {
+    json!({
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": l.name, "namespace": l.namespace, "uid": uid(0x1ea5)},
+        "spec": {"acquireTime": l.acquire_time, "holderIdentity": l.holder,
+                 "leaseDurationSeconds": l.lease_duration_seconds,
+                 "leaseTransitions": l.lease_transitions, "renewTime": l.renew_time}
+    })
+}
+
 fn webhook(failure_policy: &str, at: i64) -> facts::WebhookFacts {
     facts::WebhookFacts {
         configuration: "kyverno-resource-validating-webhook-cfg".into(),
@@ -928,15 +940,6 @@ pub fn lab_a_pass() -> BTreeMap<String, Value> {
         lease_duration_seconds: Some(12),
         lease_transitions: Some(0),
         at: ts(at),
-    };
-    let lease_object = |l: &a::LeaseFacts| {
-        json!({
-            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-            "metadata": {"name": l.name, "namespace": l.namespace, "uid": uid(0x1ea5)},
-            "spec": {"acquireTime": l.acquire_time, "holderIdentity": l.holder,
-                     "leaseDurationSeconds": l.lease_duration_seconds,
-                     "leaseTransitions": l.lease_transitions, "renewTime": l.renew_time}
-        })
     };
     let a4 = a::Act4Facts {
         node_uid: NODE_UID.into(),
@@ -1740,15 +1743,6 @@ pub fn lab_c_pass() -> BTreeMap<String, Value> {
         lease_duration_seconds: Some(12),
         lease_transitions: Some(0),
         at: ts(152_310),
-    };
-    let lease_object = |l: &a::LeaseFacts| {
-        json!({
-            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-            "metadata": {"name": l.name, "namespace": l.namespace, "uid": uid(0x1ea5)},
-            "spec": {"acquireTime": l.acquire_time, "holderIdentity": l.holder,
-                     "leaseDurationSeconds": l.lease_duration_seconds,
-                     "leaseTransitions": l.lease_transitions, "renewTime": l.renew_time}
-        })
     };
     let deployment = a::DeploymentFacts {
         namespace: "kyverno".into(),
