@@ -9,30 +9,13 @@ pub(crate) fn act4(g: &mut G) {
     let Some(f) = g.facts::<Act4Facts>(4) else {
         return;
     };
-    let mut ctx = Context {
-        node_uid: Some(f.node_uid.clone()),
-        deployment_uid: Some(f.deployment_uid.clone()),
-        ..Default::default()
-    };
-    ctx.evidence_digests = g.digests().into_iter().filter(|(a, _)| *a == 3).collect();
-    if !ctx.evidence_digests.contains_key(&3) {
-        g.evidence(3);
-    }
-    g.input::<inputs::FreezePlan>(&ctx);
     let s = "evidence/04.json facts";
-    if let Some(a1) = g.facts::<facts::Act1Facts>(1) {
-        g.expect_eq(
-            Code::UidMismatch,
-            format!("{s}.node_uid"),
-            a1.node.uid.as_str(),
-            f.node_uid.as_str(),
-        );
-        g.expect_eq(
-            Code::UidMismatch,
-            format!("{s}.deployment_uid"),
-            a1.controller_deployment.uid.as_str(),
-            f.deployment_uid.as_str(),
-        );
+    if let Some(a1) = super::investigation_against_its_plan::<inputs::FreezePlan>(
+        g,
+        s,
+        &f.node_uid,
+        &f.deployment_uid,
+    ) {
         // The frozen process's pod is one of act 1's Deployment's pods: in its namespace,
         // named `<deployment>-<replicaset hash>-<suffix>`.
         let d = &a1.controller_deployment;

@@ -15,7 +15,7 @@
 //! | 3 | [`baseline_outcomes_are_healthy`] | every violating pod an explicit deny from act 2's webhook, good and control stored, the existing pod the good one | the policy | outcome-unexpected, deny-other-webhook, value-mismatch |
 //! | 3 | [`replica_counts_cover_the_requests`] | Kyverno's per-replica pod request counters | one row per replica; no counter goes down; together they moved by at least the target requests | value-mismatch |
 //! | 3 | [`act3_facts_are_the_raw_reads`] | the Deployment, Lease, pods, endpoints, the healer's scale, each counter, the wait's times | the raw records they were derived from (`ready-wait`: each time is the first check its condition held); each read timed between its record and the next ([`read_between_its_raw_record_and_the_next`]); the metrics window between the counters' reads | raw-mismatch, observation-missing, times-inconsistent |
-//! | 4 | [`investigation_matches_the_plan`] | node and Deployment UIDs | act 1, `freeze-plan.json` | uid-mismatch |
+//! | 4 | `investigation_against_its_plan` ([`super`]) | node and Deployment UIDs | act 1, `freeze-plan.json` | uid-mismatch |
 //! | 4 | [`leader_is_the_lease_holder`] | the leader's pod | the Lease's holder, read before and after (unchanged) | value-mismatch |
 //! | 4 | [`processes_are_act3s_replicas`] | leader + followers | act 3's replica UIDs, each once; PIDs and start times distinct; none stopped | value-mismatch, uid-mismatch, process-still-stopped |
 //! | 4 | [`act4_facts_are_the_raw_reads`] | both Lease reads, each process | raw `lease-before`/`lease-after`, each `cri-container:<pod>` (restart count = the container's attempt) | raw-mismatch, observation-missing |
@@ -333,40 +333,17 @@ pub(crate) fn act4(g: &mut G) {
     let Some(f) = g.facts::<Act4Facts>(4) else {
         return;
     };
-    let mut ctx = Context {
-        node_uid: Some(f.node_uid.clone()),
-        deployment_uid: Some(f.deployment_uid.clone()),
-        ..Default::default()
-    };
-    ctx.evidence_digests = g.digests().into_iter().filter(|(a, _)| *a == 3).collect();
-    if !ctx.evidence_digests.contains_key(&3) {
-        g.evidence(3);
-    }
-    g.input::<inputs::FreezePlanC>(&ctx);
     let s = "evidence/04.json facts";
-    investigation_matches_the_plan(g, s, &f);
+    super::investigation_against_its_plan::<inputs::FreezePlanC>(
+        g,
+        s,
+        &f.node_uid,
+        &f.deployment_uid,
+    );
     leader_is_the_lease_holder(g, s, &f);
     processes_are_act3s_replicas(g, s, &f);
     if let Some(ev) = g.evidence(4) {
         act4_facts_are_the_raw_reads(g, s, &ev, &f);
-    }
-}
-
-/// The node and Deployment UIDs are act 1's.
-fn investigation_matches_the_plan(g: &mut G, s: &str, f: &Act4Facts) {
-    if let Some(a1) = g.facts::<facts::Act1Facts>(1) {
-        g.expect_eq(
-            Code::UidMismatch,
-            format!("{s}.node_uid"),
-            a1.node.uid.as_str(),
-            f.node_uid.as_str(),
-        );
-        g.expect_eq(
-            Code::UidMismatch,
-            format!("{s}.deployment_uid"),
-            a1.controller_deployment.uid.as_str(),
-            f.deployment_uid.as_str(),
-        );
     }
 }
 

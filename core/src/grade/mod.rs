@@ -1732,6 +1732,42 @@ pub(crate) fn act3(g: &mut G) {
     }
 }
 
+/// An act 4 investigation held against its plan `T` (lab B's or lab C's `freeze-plan.json`): the
+/// plan's bound values (the node and Deployment UIDs the act found, act 3's digest, read with
+/// [`G::input`]) and act 1's UIDs (flags [`Code::UidMismatch`]). Returns act 1's facts for the
+/// act's own checks.
+pub(crate) fn investigation_against_its_plan<T: StudentInput>(
+    g: &mut G,
+    s: &str,
+    node_uid: &str,
+    deployment_uid: &str,
+) -> Option<facts::Act1Facts> {
+    let mut ctx = Context {
+        node_uid: Some(node_uid.to_owned()),
+        deployment_uid: Some(deployment_uid.to_owned()),
+        ..Default::default()
+    };
+    ctx.evidence_digests = g.digests().into_iter().filter(|(a, _)| *a == 3).collect();
+    if !ctx.evidence_digests.contains_key(&3) {
+        g.evidence(3);
+    }
+    g.input::<T>(&ctx);
+    let a1 = g.facts::<facts::Act1Facts>(1)?;
+    g.expect_eq(
+        Code::UidMismatch,
+        format!("{s}.node_uid"),
+        a1.node.uid.as_str(),
+        node_uid,
+    );
+    g.expect_eq(
+        Code::UidMismatch,
+        format!("{s}.deployment_uid"),
+        a1.controller_deployment.uid.as_str(),
+        deployment_uid,
+    );
+    Some(a1)
+}
+
 /// Act 3 observes one thing after the other (the act in `lab/src/labs/common.rs`; act 3 of
 /// `docs/labs.md`): the good pod's create, its GET, then the violating pod's create and its GET,
 /// then the existing pod's read. So
