@@ -47,14 +47,15 @@ pub fn digest_file(path: &Path) -> Result<String, LabError> {
     let name = path.display().to_string();
     let value = crate::json::read_input(path, &name).map_err(|e| match e {
         LabError::Io { source, .. } if source.kind() == std::io::ErrorKind::InvalidInput => {
+            let expected = crate::messages::said::regular_file();
             LabError::InputInvalid {
                 issues: vec![crate::error::InputIssue {
                     file: name.clone(),
                     json_path: "$".to_owned(),
-                    expected: "a regular file".to_owned(),
+                    expected: expected.en,
                     found: source.to_string(),
                     mismatch: None,
-                    ja: Some(("通常のファイル".to_owned(), source.to_string())),
+                    ja: Some((expected.ja, source.to_string())),
                 }],
             }
         }

@@ -9,7 +9,10 @@
 //! - `down` of a cluster without a record leaves a network namespace of that name alone.
 //!
 //! Needs Linux and root (mounts, network namespaces); fails (never skips) otherwise. Each test
-//! works in its own temporary state root; nothing else of the host is touched.
+//! works in its own temporary state root; nothing else of the host is touched. Each test holds
+//! the machine lock ([`ClusterLock`]) while it runs: `up` refuses to start beside a kubelet or
+//! containerd that no record under its state root owns, so a cluster that another checkout or a
+//! cluster test brought up would otherwise turn these checks into that refusal.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -17,9 +20,13 @@ use std::process::{Child, Command, Stdio};
 use anyhow::{Context, Result, ensure};
 use serde_json::json;
 use xtask::cluster::{Cluster, Inputs, UpOptions, down_by_name};
+use xtask::lock::ClusterLock;
 
-fn root_required() -> Result<()> {
-    xtask::cluster::host::require_root().context("these tests mount and create namespaces")
+/// Root, and the host to this test alone: the machine lock, held until the returned value drops
+/// (tests in this binary run one at a time; a cluster elsewhere is waited for).
+fn exclusive_host() -> Result<ClusterLock> {
+    xtask::cluster::host::require_root().context("these tests mount and create namespaces")?;
+    ClusterLock::acquire(&std::env::temp_dir().join("kca-host-ownership-tests"))
 }
 
 /// Options whose programs do not exist: `up` fails at the first program check, after the
@@ -88,7 +95,7 @@ fn record_json(
 
 #[test]
 fn up_refuses_a_directory_it_did_not_make() -> Result<()> {
-    root_required()?;
+    let _host = exclusive_host()?;
     let root = tempfile::tempdir()?;
     let dir = root.path().join("data");
     std::fs::create_dir_all(dir.join("sub"))?;
@@ -114,7 +121,7 @@ fn up_refuses_a_directory_it_did_not_make() -> Result<()> {
 fn up_clears_its_own_old_state_dir() -> Result<()> {
     // The counterpart of the refusal: a directory with our marker (what `down` leaves: logs and
     // the marker) is cleared and reused, so the refusal is not a refusal of everything.
-    root_required()?;
+    let _host = exclusive_host()?;
     let root = tempfile::tempdir()?;
     let canon = std::fs::canonicalize(root.path())?;
     let dir = canon.join("own");
@@ -139,7 +146,7 @@ fn up_clears_its_own_old_state_dir() -> Result<()> {
 
 #[test]
 fn backends_is_a_reserved_name() -> Result<()> {
-    root_required()?;
+    let _host = exclusive_host()?;
     let root = tempfile::tempdir()?;
     let f = root.path().join("backends/test-x/k3s.log");
     std::fs::create_dir_all(f.parent().unwrap())?;
@@ -159,7 +166,7 @@ fn backends_is_a_reserved_name() -> Result<()> {
 
 #[test]
 fn a_copied_record_is_refused_and_signals_nothing() -> Result<()> {
-    root_required()?;
+    let _host = exclusive_host()?;
     let original = tempfile::tempdir()?;
     let copy = tempfile::tempdir()?;
     let (mut child, proc) = sleeper()?;
@@ -197,7 +204,7 @@ fn a_copied_record_is_refused_and_signals_nothing() -> Result<()> {
 
 #[test]
 fn a_record_from_another_boot_signals_nothing() -> Result<()> {
-    root_required()?;
+    let _host = exclusive_host()?;
     let root = tempfile::tempdir()?;
     let (mut child, proc) = sleeper()?;
     let proc_copy = proc.clone();
@@ -241,7 +248,7 @@ impl Drop for Unmount {
 
 #[test]
 fn removal_never_crosses_a_mount_point() -> Result<()> {
-    root_required()?;
+    let _host = exclusive_host()?;
     let scratch = tempfile::tempdir()?;
     std::fs::write(scratch.path().join("f"), "host data")?;
     let root = tempfile::tempdir()?;
@@ -283,7 +290,7 @@ fn removal_never_crosses_a_mount_point() -> Result<()> {
 
 #[test]
 fn down_without_a_record_leaves_a_namespace_of_that_name_alone() -> Result<()> {
-    root_required()?;
+    let _host = exclusive_host()?;
     let root = tempfile::tempdir()?;
     let name = format!("own{}", std::process::id() % 100_000);
     let ns = xtask::cluster::config::netns_name(&name);

@@ -83,7 +83,7 @@ fn refused(text: &[u8]) -> JsonProblem {
 #[case::infinity(br#"{"t": -Infinity}"#, "$.t", "a JSON document", "invalid JSON")]
 #[case::truncated(b"{\n  \"mode\": \"Ignore\",\n", "$", "a JSON document", "line 3")]
 #[case::trailing_comma(br#"{"a": 1,}"#, "$", "a JSON document", "trailing comma")]
-#[case::empty(b"", "$", "a JSON document", "EOF")]
+#[case::empty(b"", "$", "a JSON document", "empty")]
 fn refuses_non_i_json(
     #[case] text: &[u8],
     #[case] path: &str,

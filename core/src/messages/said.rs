@@ -19,6 +19,11 @@ pub fn field(name: &str) -> Words {
     w(format!("フィールド {name:?}"), format!("field {name:?}"))
 }
 
+/// What `digest` and the input reader take: `a regular file` (not a directory, FIFO or device).
+pub fn regular_file() -> Words {
+    w("通常のファイル".into(), "a regular file".into())
+}
+
 /// No member there: `nothing`.
 pub fn nothing() -> Words {
     w("なし".into(), "nothing".into())
