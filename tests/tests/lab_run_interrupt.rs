@@ -287,6 +287,15 @@ fn signal_child_test(
     Ok(log)
 }
 
+/// Whether `log` has a line with `when` that is not the wait for the machine lock: `waiting ≤`
+/// marks the cluster coming up, but a child that first waits for another checkout's cluster (the
+/// lock's `waiting ≤ 120 min for the cluster lock`) has not started one yet, and a signal there
+/// would test nothing of `up`.
+fn shows_step(log: &str, when: &str) -> bool {
+    log.lines()
+        .any(|l| l.contains(when) && !l.contains("for the cluster lock"))
+}
+
 /// Starts `cmd` (which brings cluster `cluster` up under `state_root`), sends `sig` once its log
 /// shows `when` and waits (≤ [`EXIT_BOUND`]) until it exits. Returns its exit status, its whole
 /// log and the cluster's record as it was when the signal was sent.
@@ -320,7 +329,7 @@ fn signal_child(
         if run.exited()?.is_some() {
             bail!("the child exited before `{when}`:\n{}", run.tail());
         }
-        if std::fs::read_to_string(&log)?.contains(when) {
+        if shows_step(&std::fs::read_to_string(&log)?, when) {
             break;
         }
         if t0.elapsed() > FROZEN_BOUND {
