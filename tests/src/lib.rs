@@ -643,6 +643,72 @@ pub fn ordered_step(
     r
 }
 
+/// `target/lab-artifacts/test-<run id>/<lab>/`: where one lab's ordered act test keeps what it
+/// observed (one run id per test process).
+pub fn ordered_artifacts(lab: lab::evidence::Lab) -> PathBuf {
+    static RUN_ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let id = RUN_ID.get_or_init(|| format!("test-{}", xtask::lab_run::run_id()));
+    xtask::lab_run::artifacts_dir(id, lab)
+}
+
+/// Sets up one lab's ordered act test: a fresh embedded cluster named `cluster_name` and a lab run
+/// of `lab` on it, with its work dir at `<artifacts>/workdir` and the cluster's audit log.
+///
+/// Errors: the lab binary cannot be built, the cluster does not come up, or the work dir cannot be
+/// made.
+pub fn ordered_setup(
+    lab: lab::evidence::Lab,
+    cluster_name: &str,
+    artifacts: &Path,
+) -> Result<(LabCluster, xtask::lab_run::LabRun)> {
+    ensure_lab_binary()?;
+    let cluster = LabCluster::fresh(cluster_name)?;
+    let workdir = artifacts.join("workdir");
+    let mut run = xtask::lab_run::LabRun::new(
+        lab,
+        &workdir,
+        &cluster.kubeconfig(),
+        &cluster.cri_endpoint(),
+    )?;
+    run.env.audit = cluster.audit();
+    eprintln!(
+        "    cluster {cluster_name} up in {:.0}s; workdir {}",
+        cluster.up_secs(),
+        workdir.display()
+    );
+    Ok((cluster, run))
+}
+
+/// Ends one lab's ordered act test: keeps what was observed (inputs, evidence, fault files,
+/// grades, webhooks, component logs) under `artifacts`, tears the cluster down, and exits with
+/// the harness's conclusion; a failed teardown is reported and exits 101.
+pub fn finish_ordered(
+    state: &Mutex<OrderedLab>,
+    label: &str,
+    cluster_name: &str,
+    artifacts: &Path,
+    conclusion: libtest_mimic::Conclusion,
+) -> ! {
+    let mut s = state.lock().unwrap_or_else(PoisonError::into_inner);
+    if let (Some(run), Some(c)) = (&s.run, &s.cluster) {
+        let saved = xtask::lab_run::save_artifacts(run, artifacts)
+            .and_then(|_| xtask::lab_run::collect_cluster_logs(&c.state_dir(), artifacts));
+        match saved {
+            Ok(()) => eprintln!("{label} test artifacts: {}", artifacts.display()),
+            Err(e) => eprintln!("saving artifacts to {} failed: {e:#}", artifacts.display()),
+        }
+    }
+    s.run = None;
+    if let Some(c) = s.cluster.take()
+        && let Err(e) = c.down()
+    {
+        eprintln!("teardown of {cluster_name} failed: {e:#}");
+        std::process::exit(101);
+    }
+    drop(s);
+    conclusion.exit()
+}
+
 pub mod host;
 
 /// Assertions shared by both labs' ordered act tests. Each returns a `Failed` that says what was

@@ -75,27 +75,7 @@ fn main() {
         trials.push(Trial::test(name, move || rows::row_step(&st, name, f)));
     }
     let conclusion = libtest_mimic::run(&args, trials);
-    let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
-    // Keep what was observed: inputs, evidence, fault files, grades, webhooks, component logs.
-    if let (Some(run), Some(c)) = (&s.run, &s.cluster) {
-        let dir = artifacts();
-        let saved = xtask::lab_run::save_artifacts(run, &dir)
-            .and_then(|_| xtask::lab_run::collect_cluster_logs(&c.state_dir(), &dir));
-        match saved {
-            Ok(()) => eprintln!("lab b test artifacts: {}", dir.display()),
-            Err(e) => eprintln!("saving artifacts to {} failed: {e:#}", dir.display()),
-        }
-    }
-    // Tear the cluster down (errors are reported and fail the run).
-    s.run = None;
-    if let Some(c) = s.cluster.take()
-        && let Err(e) = c.down()
-    {
-        eprintln!("teardown of {CLUSTER_NAME} failed: {e:#}");
-        std::process::exit(101);
-    }
-    drop(s);
-    conclusion.exit();
+    tests::finish_ordered(&state, "lab b", CLUSTER_NAME, &artifacts(), conclusion);
 }
 
 /// Runs one ordered step (see [`tests::ordered_step`]), setting the cluster up on first use.
@@ -109,28 +89,11 @@ fn step(
 
 /// `target/lab-artifacts/test-<run id>/b/` (one run id per test process).
 fn artifacts() -> PathBuf {
-    static RUN_ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    let id = RUN_ID.get_or_init(|| format!("test-{}", xtask::lab_run::run_id()));
-    xtask::lab_run::artifacts_dir(id, Lab::B)
+    tests::ordered_artifacts(Lab::B)
 }
 
 fn setup() -> anyhow::Result<(LabCluster, LabRun)> {
-    tests::ensure_lab_binary()?;
-    let cluster = LabCluster::fresh(CLUSTER_NAME)?;
-    let workdir = artifacts().join("workdir");
-    let mut run = LabRun::new(
-        Lab::B,
-        &workdir,
-        &cluster.kubeconfig(),
-        &cluster.cri_endpoint(),
-    )?;
-    run.env.audit = cluster.audit();
-    eprintln!(
-        "    cluster {CLUSTER_NAME} up in {:.0}s; workdir {}",
-        cluster.up_secs(),
-        workdir.display()
-    );
-    Ok((cluster, run))
+    tests::ordered_setup(Lab::B, CLUSTER_NAME, &artifacts())
 }
 
 /// Act 4 against the node read again by the test (procfs, not the lab's own reader): the pod is

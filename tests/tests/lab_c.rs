@@ -47,31 +47,13 @@ fn main() {
         move || step(&st, "heal", heal_puts_back_the_original_count),
     ));
     let conclusion = libtest_mimic::run(&args, trials);
-    let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
     // Whatever failed, no healer outlives the test: heal the work dir (a no-op after the heal step).
-    if let Some(run) = &s.run
+    if let Some(run) = &state.lock().unwrap_or_else(|p| p.into_inner()).run
         && let Err(e) = run.heal()
     {
         eprintln!("heal before teardown failed: {e:#}");
     }
-    if let (Some(run), Some(c)) = (&s.run, &s.cluster) {
-        let dir = artifacts();
-        let saved = xtask::lab_run::save_artifacts(run, &dir)
-            .and_then(|_| xtask::lab_run::collect_cluster_logs(&c.state_dir(), &dir));
-        match saved {
-            Ok(()) => eprintln!("lab c test artifacts: {}", dir.display()),
-            Err(e) => eprintln!("saving artifacts to {} failed: {e:#}", dir.display()),
-        }
-    }
-    s.run = None;
-    if let Some(c) = s.cluster.take()
-        && let Err(e) = c.down()
-    {
-        eprintln!("teardown of {CLUSTER_NAME} failed: {e:#}");
-        std::process::exit(101);
-    }
-    drop(s);
-    conclusion.exit();
+    tests::finish_ordered(&state, "lab c", CLUSTER_NAME, &artifacts(), conclusion);
 }
 
 fn step(
@@ -84,28 +66,11 @@ fn step(
 
 /// `target/lab-artifacts/test-<run id>/c/`.
 fn artifacts() -> PathBuf {
-    static RUN_ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    let id = RUN_ID.get_or_init(|| format!("test-{}", xtask::lab_run::run_id()));
-    xtask::lab_run::artifacts_dir(id, Lab::C)
+    tests::ordered_artifacts(Lab::C)
 }
 
 fn setup() -> anyhow::Result<(LabCluster, LabRun)> {
-    tests::ensure_lab_binary()?;
-    let cluster = LabCluster::fresh(CLUSTER_NAME)?;
-    let workdir = artifacts().join("workdir");
-    let mut run = LabRun::new(
-        Lab::C,
-        &workdir,
-        &cluster.kubeconfig(),
-        &cluster.cri_endpoint(),
-    )?;
-    run.env.audit = cluster.audit();
-    eprintln!(
-        "    cluster {CLUSTER_NAME} up in {:.0}s; workdir {}",
-        cluster.up_secs(),
-        workdir.display()
-    );
-    Ok((cluster, run))
+    tests::ordered_setup(Lab::C, CLUSTER_NAME, &artifacts())
 }
 
 fn act_test(run: &LabRun, act: u8) -> Result<(), Failed> {
