@@ -23,9 +23,9 @@
 //! - **Scale attempt** (`scale-*`): the plan must name the lab's Deployment
 //!   ([`super::scale::ScalePlan::check_target`]). A live proven healer of an attempt handed over
 //!   to the next act (lab A's act 6; lab C's three replicas, acts 4-7) is left alone, except that
-//!   the `heal` command puts lab C's original count back; otherwise the healer is stood down first and the attempt is closed
-//!   only on a live read of the Deployment (same UID; replicas restored from 0 or found at the
-//!   original) — never from the ledger alone. Without a cluster it stays open (an error). An
+//!   the `heal` command puts lab C's original count back; otherwise the healer is stood down
+//!   first and the attempt is closed only on a live read of the Deployment (same UID; replicas
+//!   restored from the fault's count or found at the original) — never from the ledger alone. Without a cluster it stays open (an error). An
 //!   attempt that never asked for a scale-down (no `scaling-down` in the ledger, no scale-down in
 //!   the healer's record) is closed as `nothing-scaled`.
 //! - A **broken attempt directory** (its `plan.json` missing, unreadable, or naming another
