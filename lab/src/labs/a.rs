@@ -381,21 +381,27 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
             rec.complete(facts, lines)
         }
         Err(e) => {
-            // The runner's own exit path: restore now (the healer stays armed as the safety net).
-            if fault
-                .ledger()
-                .last(scale::LedgerEvent::ScalingDown)
-                .is_some()
-            {
-                let restored = fault.restore(scale::UndoneBy::Runner).await;
-                rec.raw(
-                    "runner-restore",
-                    restored.as_ref().map_err(|e| e.to_string()),
-                );
-            }
+            restore_after_a_failed_act(&mut fault, &mut rec).await;
             rec.interrupt(partial, e.to_string())?;
             Err(e)
         }
+    }
+}
+
+/// The runner's own exit path of a scale act that failed or was interrupted: if the scale was asked
+/// for (`scaling-down` in the ledger, lab A's 0 or lab C's 3), put the original count back now and
+/// record the answer as `runner-restore` (the healer stays armed as the safety net).
+pub(crate) async fn restore_after_a_failed_act(fault: &mut ScaleFault, rec: &mut ActRecorder) {
+    if fault
+        .ledger()
+        .last(scale::LedgerEvent::ScalingDown)
+        .is_some()
+    {
+        let restored = fault.restore(scale::UndoneBy::Runner).await;
+        rec.raw(
+            "runner-restore",
+            restored.as_ref().map_err(|e| e.to_string()),
+        );
     }
 }
 

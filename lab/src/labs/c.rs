@@ -28,10 +28,11 @@ use crate::facts::c::{
     ScaleUpFacts,
 };
 use crate::facts::{self, WebhookFacts};
-use crate::faults::scale::{self, HA_FAULT_KIND, ScaleFault, ScaleTo, UndoneBy};
+use crate::faults::scale::{HA_FAULT_KIND, ScaleFault, ScaleTo};
 use crate::inputs;
 use crate::labs::a::{
     deployment_facts, healer_kubeconfig, lease_facts, pod_observation, policy_webhook,
+    restore_after_a_failed_act,
 };
 use crate::labs::common::{
     self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Env, RUNNING_BOUND, TARGET_NAMESPACE, Ui,
@@ -349,17 +350,7 @@ pub(crate) async fn act3(env: &Env) -> Result<ActSummary, LabError> {
             rec.complete(facts, lines)
         }
         Err(e) => {
-            if fault
-                .ledger()
-                .last(scale::LedgerEvent::ScalingDown)
-                .is_some()
-            {
-                let restored = fault.restore(UndoneBy::Runner).await;
-                rec.raw(
-                    "runner-restore",
-                    restored.as_ref().map_err(|e| e.to_string()),
-                );
-            }
+            restore_after_a_failed_act(&mut fault, &mut rec).await;
             rec.interrupt(partial, e.to_string())?;
             Err(e)
         }
