@@ -221,11 +221,10 @@ pub static LAB_A: &[ActSpec] = &[
 ];
 
 /// Lab C's acts in order (three replicas; freeze the leader, then a follower: `docs/labs.md`,
-/// "Lab C"). **Built through act 4** (issue 28): acts 1-2 are lab B's, act 3 scales to three
-/// replicas and records the healthy baseline, act 4 investigates the leader and the followers.
-/// Acts 5-8 (the leader's freeze under Fail, a follower's under Ignore, the scale back, the
-/// report) are not built yet, so lab C has no report act yet
-/// (`lab_c_is_built_through_act_4_and_has_no_report_yet` holds that until they are).
+/// "Lab C"): acts 1-2 are lab B's, act 3 scales to three replicas and records the healthy
+/// baseline, act 4 investigates the leader and the followers, act 5 freezes the leader under
+/// Fail, act 6 a follower under Ignore, act 7 scales back to the original count, act 8 is the
+/// report.
 pub static LAB_C: &[ActSpec] = &[
     SHARED_B[0],
     SHARED_B[1],
@@ -251,6 +250,46 @@ pub static LAB_C: &[ActSpec] = &[
         audit: false,
         test_name: "act_4_investigation_finds_the_leader_and_the_followers",
         grade: grade::c::act4,
+    },
+    ActSpec {
+        number: 5,
+        role: Role::Observe,
+        title: t("リーダーの凍結 (Fail)", "leader frozen under Fail"),
+        inputs: &[],
+        metrics: true,
+        audit: true,
+        test_name: "act_5_leader_freeze_under_fail",
+        grade: grade::c::act5,
+    },
+    ActSpec {
+        number: 6,
+        role: Role::Observe,
+        title: t("フォロワーの凍結 (Ignore)", "follower frozen under Ignore"),
+        inputs: &[InputFile::PolicyIgnore],
+        metrics: true,
+        audit: true,
+        test_name: "act_6_follower_freeze_under_ignore",
+        grade: grade::c::act6,
+    },
+    ActSpec {
+        number: 7,
+        role: Role::Observe,
+        title: t("元のレプリカ数への回復", "scale back and recovery"),
+        inputs: &[InputFile::RecoveryC],
+        metrics: true,
+        audit: true,
+        test_name: "act_7_scale_back_recovers_an_explicit_deny",
+        grade: grade::c::act7,
+    },
+    ActSpec {
+        number: 8,
+        role: Role::Report,
+        title: t("報告", "report"),
+        inputs: &[InputFile::ReportC],
+        metrics: false,
+        audit: false,
+        test_name: "act_8_report_agrees_with_the_evidence",
+        grade: grade::c::act8,
     },
 ];
 
@@ -383,7 +422,7 @@ mod tests {
 
     #[test]
     fn every_lab_has_one_report_and_it_is_the_last_act() {
-        for lab in [Lab::A, Lab::B] {
+        for lab in LABS {
             let reports: Vec<u8> = of(lab)
                 .iter()
                 .filter(|s| s.role == Role::Report)
@@ -396,15 +435,15 @@ mod tests {
     }
 
     #[test]
-    fn lab_c_is_built_through_act_4_and_has_no_report_yet() {
-        let numbers: Vec<u8> = numbers(Lab::C).collect();
-        assert_eq!(
-            numbers,
-            vec![1, 2, 3, 4],
-            "update this test when acts 5-8 are built"
-        );
-        assert!(LAB_C.iter().all(|s| s.role == Role::Observe));
+    fn lab_c_reads_its_own_plans_recovery_and_report() {
         assert_eq!(spec(Lab::C, 3).unwrap().inputs, &[InputFile::HaPlan]);
+        assert_eq!(spec(Lab::C, 6).unwrap().inputs, &[InputFile::PolicyIgnore]);
+        assert_eq!(InputFile::RecoveryC.act(), 7);
+        assert_eq!(InputFile::ReportC.act(), 8);
+        assert_eq!(
+            InputFile::from_name(Lab::C, "report.json"),
+            Some(InputFile::ReportC)
+        );
         assert_eq!(InputFile::HaPlan.act(), 3);
         assert_eq!(InputFile::FreezePlanC.act(), 4);
         assert_eq!(

@@ -581,7 +581,7 @@ pub mod a {
     }
 }
 
-/// Lab C (three admission-controller replicas; freeze the leader, then a follower), acts 3-4.
+/// Lab C (three admission-controller replicas; freeze the leader, then a follower), acts 3-7.
 pub mod c {
     use super::a::{DeploymentFacts, LeaseFacts};
     use super::b::ProcessIdentity;
@@ -714,6 +714,170 @@ pub mod c {
         pub lease_after: LeaseFacts,
         /// When the investigation finished, RFC 3339 UTC (ms).
         pub investigated_at: String,
+    }
+
+    /// One read of the Lease `kyverno` during a freeze (polled each second).
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct LeaseSample {
+        /// When the read was answered, RFC 3339 UTC (ms).
+        pub at: String,
+        /// `spec.holderIdentity` (a pod name); `None` when absent or unreadable.
+        pub holder: Option<String>,
+        /// `spec.renewTime`, verbatim.
+        pub renew_time: Option<String>,
+        /// `spec.leaseTransitions`.
+        pub lease_transitions: Option<u32>,
+        /// The read's error, when it failed (the other fields are then `None`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub error: Option<String>,
+    }
+
+    /// One read of `kyverno-svc`'s endpoints during a freeze (polled each second).
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct EndpointSample {
+        /// When the read was answered, RFC 3339 UTC (ms).
+        pub at: String,
+        /// The endpoints, sorted by pod name.
+        pub endpoints: Vec<EndpointFacts>,
+        /// The read's error, when it failed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub error: Option<String>,
+    }
+
+    /// The frozen replica after the resume, once it settled (restarted and Ready again, or seen
+    /// running on), bounded.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct TargetAfter {
+        /// The frozen pod's name.
+        pub pod: String,
+        /// Its UID before the freeze.
+        pub pod_uid_before: String,
+        /// The UID of the pod with that name after the resume (`None`: gone).
+        pub pod_uid_after: Option<String>,
+        /// The `kyverno` container's restart count before the freeze (pod status).
+        pub restart_count_before: u32,
+        /// The restart count after the resume, when the wait ended.
+        pub restart_count_after: u32,
+        /// Whether the pod was `Ready` when the wait ended.
+        pub ready_after: bool,
+        /// The process found through CRI after the wait (a new container ID or PID means the
+        /// container restarted); `None` when CRI did not answer.
+        pub identity_after: Option<super::b::ProcessIdentity>,
+        /// Whether the Lease `kyverno` named this pod when the wait ended.
+        pub holds_lease_after: bool,
+        /// When the wait ended, RFC 3339 UTC (ms).
+        pub settled_at: String,
+        /// How long the wait took after the first explicit deny (ms).
+        pub waited_ms: u64,
+    }
+
+    /// One replica's freeze (act 5: the leader under Fail; act 6: a follower under Ignore) and
+    /// everything observed around it.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct ReplicaFreezeRun {
+        /// `leader` or `follower`: the frozen replica's role when the act started.
+        pub target_role: String,
+        /// The frozen replica's pod name.
+        pub target_pod: String,
+        /// The Lease read right before the freeze.
+        pub lease_before: LeaseFacts,
+        /// The freeze window (the identity re-read right before SIGSTOP, the healer, SIGCONT).
+        pub freeze: super::b::FreezeWindow,
+        /// Whether the policy's webhook was registered during the freeze (read during it).
+        pub registration_present_during_freeze: bool,
+        /// The webhook entry read during the freeze, verbatim (null if absent).
+        pub registration_snapshot: serde_json::Value,
+        /// When that read was answered, RFC 3339 UTC (ms).
+        pub registration_checked_at: String,
+        /// `timeoutSeconds` of the registered webhook at the time (seconds).
+        pub timeout_seconds: u32,
+        /// How many parallel waves of violating pods were sent during the freeze.
+        pub waves: u32,
+        /// How many violating pods each wave sent at once.
+        pub wave_size: u32,
+        /// The violating pods of the waves in the target namespace, wave after wave.
+        pub bad: Vec<RequestRecord>,
+        /// Unlabelled pods in the control namespace, one per wave (outside the selector).
+        pub control: Vec<RequestRecord>,
+        /// The Lease, read each second from the freeze until the resume.
+        pub lease_samples: Vec<LeaseSample>,
+        /// `kyverno-svc`'s endpoints, read each second from the freeze until the resume.
+        pub endpoint_samples: Vec<EndpointSample>,
+        /// Each replica's pod admission counter before and after the requests (the frozen one
+        /// cannot answer during the freeze: its row is read after the resume).
+        pub replica_requests: Vec<ReplicaRequests>,
+        /// Violating requests sent after the resume until the first explicit deny.
+        pub after_resume: Vec<RequestRecord>,
+        /// The first explicit deny after the resume (the last of `after_resume`).
+        pub first_explicit_deny: Option<RequestRecord>,
+        /// `first_explicit_deny.answered_at - freeze.resumed_at` (ms).
+        pub first_deny_after_resume_ms: Option<u64>,
+        /// The frozen replica after the resume.
+        pub target_after: TargetAfter,
+        /// The Lease read after the frozen replica settled.
+        pub lease_after: LeaseFacts,
+        /// Act 3's existing pod, read after the resume.
+        pub existing: PodObservation,
+    }
+
+    /// Act 5: the leader frozen for 20 s under failurePolicy Fail.
+    pub type Act5Facts = ReplicaFreezeRun;
+
+    /// Act 6: the policy switched to Ignore (same UID), a healthy deny, a follower frozen 10 s.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct Act6Facts {
+        /// The policy's UID before the update (act 2's).
+        pub policy_uid_before: String,
+        /// The stored policy after the update, verbatim.
+        pub policy: serde_json::Value,
+        /// The registration after the switch (failurePolicy `Ignore`).
+        pub webhook: WebhookFacts,
+        /// A violating request with every replica healthy under Ignore: `explicit-deny`.
+        pub healthy_bad: RequestRecord,
+        /// The follower's freeze and its requests.
+        #[serde(flatten)]
+        pub run: ReplicaFreezeRun,
+    }
+
+    /// The scale back to the original count (act 7): the scale attempt of act 3 closed by the
+    /// heal (its healer stood down, the Deployment read and written back).
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct ScaleBackFacts {
+        /// Act 3's scale attempt.
+        pub fault_id: String,
+        /// What the heal did (`restored`, `already-restored`, …: `heal.json`'s `action`).
+        pub action: String,
+        /// `spec.replicas` before the scale back.
+        pub replicas_before: u32,
+        /// `spec.replicas` written back (the original count).
+        pub replicas: u32,
+        /// When the heal finished, RFC 3339 UTC (ms).
+        pub at: String,
+    }
+
+    /// Act 7: back to the original replica count, recovery confirmed by an explicit deny.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct Act7Facts {
+        /// The scale back.
+        pub scale_back: ScaleBackFacts,
+        /// The Deployment after the wait.
+        pub deployment: super::a::DeploymentFacts,
+        /// The live (not terminating) replicas after the wait.
+        pub replicas: Vec<ReplicaFacts>,
+        /// The Lease after the wait.
+        pub lease: LeaseFacts,
+        /// The policy's UID now.
+        pub policy_uid: String,
+        /// The registration now.
+        pub webhook: WebhookFacts,
+        /// Violating requests until the first explicit deny (every outcome kept).
+        pub deny_probes: Vec<RequestRecord>,
+        /// The first explicit deny (the last of `deny_probes`).
+        pub healthy_bad: RequestRecord,
+        /// Act 3's pod: same UID and `Running`.
+        pub existing: PodObservation,
+        /// How long the wait for the original count and the deny took (ms).
+        pub waited_ms: u64,
     }
 }
 

@@ -54,6 +54,10 @@ pub enum InputFile {
     HaPlan,
     /// `freeze-plan.json` of lab C (act 4): lab B's plan plus `target`.
     FreezePlanC,
+    /// `recovery.json` of lab C (act 7): the scale back to the original count.
+    RecoveryC,
+    /// `report.json` of lab C (act 8).
+    ReportC,
 }
 
 impl InputFile {
@@ -65,9 +69,9 @@ impl InputFile {
             InputFile::FreezePlan | InputFile::FreezePlanC => "freeze-plan.json",
             InputFile::HaPlan => "ha-plan.json",
             InputFile::PolicyIgnore => "policy-ignore.json",
-            InputFile::Recovery => "recovery.json",
+            InputFile::Recovery | InputFile::RecoveryC => "recovery.json",
             InputFile::ScalePlan => "scale-plan.json",
-            InputFile::ReportB | InputFile::ReportA => "report.json",
+            InputFile::ReportB | InputFile::ReportA | InputFile::ReportC => "report.json",
         }
     }
 }
@@ -104,7 +108,7 @@ impl InputFile {
                 ("$.deployment_uid", Source::DeploymentUid),
                 ("$.evidence_sha256", Source::Digest(3)),
             ],
-            InputFile::Recovery => &[
+            InputFile::Recovery | InputFile::RecoveryC => &[
                 ("$.policy_uid", Source::PolicyUid),
                 ("$.ignore_evidence_sha256", Source::Digest(6)),
             ],
@@ -117,6 +121,11 @@ impl InputFile {
                 ("$.scale_evidence_sha256", Source::Digest(5)),
                 ("$.recovery_evidence_sha256", Source::Digest(6)),
                 ("$.dry_run_evidence_sha256", Source::Digest(7)),
+            ],
+            InputFile::ReportC => &[
+                ("$.leader_freeze_evidence_sha256", Source::Digest(5)),
+                ("$.follower_freeze_evidence_sha256", Source::Digest(6)),
+                ("$.recovery_evidence_sha256", Source::Digest(7)),
             ],
         }
     }
@@ -807,6 +816,94 @@ pub struct FreezePlanC {
     pub evidence_sha256: Sha256Hex,
 }
 
+/// `recovery.json` of lab C (act 7): the scale back to the original replica count.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "recovery.json (lab C)")]
+pub struct RecoveryC {
+    /// The failurePolicy in force: `Ignore` (act 6 switched it).
+    pub mode: IgnorePolicy,
+    /// The replicas to put back: the original count (1).
+    pub replicas: OriginalReplicas,
+    /// `facts.policy.metadata.uid` of `evidence/02.json`.
+    pub policy_uid: Uid,
+    /// Canonical digest of `evidence/06.json`.
+    pub ignore_evidence_sha256: Sha256Hex,
+}
+
+// ---------------------------------------------------------------------------------------------
+// report.json (lab C)
+
+one_of!(
+    /// What the matching requests sent during the leader's freeze met (as evidenced).
+    LeaderFreezeResult {
+        /// Some timed out (they reached the frozen leader), the others were denied.
+        SomeTimeout = "some-matching-requests-timeout",
+        /// Every one timed out.
+        AllTimeout = "all-matching-requests-timeout",
+        /// None timed out: every one was denied by a running replica.
+        NoneTimeout = "none-matching-requests-timeout",
+    }
+);
+one_of!(
+    /// What the Lease `kyverno` did during the leader's freeze (as evidenced).
+    LeaseResult {
+        /// Another replica became its holder before the resume.
+        TakenOver = "taken-over-during-freeze",
+        /// The frozen leader stayed its holder.
+        Kept = "kept",
+    }
+);
+one_of!(
+    /// What the former leader's container did after the resume (as evidenced).
+    FormerLeaderResult {
+        /// Its restart count went up (same pod).
+        Restarted = "restarted",
+        /// It ran on without a restart.
+        KeptRunning = "kept-running",
+    }
+);
+one_of!(
+    /// What the matching requests sent during a follower's freeze under Ignore met.
+    FollowerFreezeResult {
+        /// Some were stored unvalidated (failed open), the others denied.
+        SomeStored = "some-unvalidated-stored",
+        /// Every one was stored unvalidated.
+        AllStored = "all-unvalidated-stored",
+        /// None was stored: every one was denied by a running replica.
+        NoneStored = "none-unvalidated-stored",
+    }
+);
+constant!(
+    /// `kept`: the registration was there during both freezes.
+    KeptWord: &'static str = "kept"
+);
+
+/// `report.json` of lab C (act 8): the conclusions, each word chosen from the evidence.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "report.json (lab C)")]
+pub struct ReportC {
+    /// The matching requests during the leader's freeze (`evidence/05.json`).
+    pub leader_freeze: LeaderFreezeResult,
+    /// The Lease during the leader's freeze.
+    pub lease: LeaseResult,
+    /// The former leader after the resume.
+    pub former_leader: FormerLeaderResult,
+    /// The matching requests during a follower's freeze under Ignore (`evidence/06.json`).
+    pub follower_freeze_ignore: FollowerFreezeResult,
+    /// The policy's registration during both freezes: `kept`.
+    pub registration: KeptWord,
+    /// The act-3 pod: `same-uid-running`.
+    pub existing: SameUidRunning,
+    /// Canonical digest of `evidence/05.json`.
+    pub leader_freeze_evidence_sha256: Sha256Hex,
+    /// Canonical digest of `evidence/06.json`.
+    pub follower_freeze_evidence_sha256: Sha256Hex,
+    /// Canonical digest of `evidence/07.json`.
+    pub recovery_evidence_sha256: Sha256Hex,
+}
+
 // ---------------------------------------------------------------------------------------------
 // Validation.
 
@@ -955,6 +1052,14 @@ impl StudentInput for FreezePlanC {
     const FILE: InputFile = InputFile::FreezePlanC;
 }
 
+impl StudentInput for RecoveryC {
+    const FILE: InputFile = InputFile::RecoveryC;
+}
+
+impl StudentInput for ReportC {
+    const FILE: InputFile = InputFile::ReportC;
+}
+
 /// Parses and validates one input of type `T` from its JSON, reporting every problem of the file
 /// at once: first its shape against the file's JSON Schema ([`schema`]: members, fixed values,
 /// patterns, JSON types, array lengths; every failing place, see `shape`), then the context checks
@@ -1011,6 +1116,10 @@ pub enum AnyInput {
     HaPlan(HaPlan),
     /// lab C `freeze-plan.json`.
     FreezePlanC(FreezePlanC),
+    /// lab C `recovery.json`.
+    RecoveryC(RecoveryC),
+    /// lab C `report.json`.
+    ReportC(ReportC),
 }
 
 /// Validates the JSON of `file` (see [`parse`]).
@@ -1030,6 +1139,8 @@ pub fn validate(
         InputFile::ReportA => AnyInput::ReportA(parse(value, ctx)?),
         InputFile::HaPlan => AnyInput::HaPlan(parse(value, ctx)?),
         InputFile::FreezePlanC => AnyInput::FreezePlanC(parse(value, ctx)?),
+        InputFile::RecoveryC => AnyInput::RecoveryC(parse(value, ctx)?),
+        InputFile::ReportC => AnyInput::ReportC(parse(value, ctx)?),
     })
 }
 
@@ -1047,6 +1158,8 @@ pub fn schema(file: InputFile) -> serde_json::Value {
         InputFile::ReportA => schemars::schema_for!(ReportA),
         InputFile::HaPlan => schemars::schema_for!(HaPlan),
         InputFile::FreezePlanC => schemars::schema_for!(FreezePlanC),
+        InputFile::RecoveryC => schemars::schema_for!(RecoveryC),
+        InputFile::ReportC => schemars::schema_for!(ReportC),
     };
     let mut v = s.to_value();
     if let Some(obj) = v.as_object_mut() {

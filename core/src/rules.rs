@@ -5,6 +5,7 @@
 //! - [`common`]: the lab namespaces.
 //! - [`a`]: lab A's recovery bound, the recovery timeline's order, the report words.
 //! - [`b`]: lab B's bounds around the freeze, the report words.
+//! - [`c`]: lab C's waves and bounds around each replica's freeze, the report words.
 
 /// Both labs.
 pub mod common {
@@ -360,6 +361,158 @@ pub mod b {
             ("ignore", ignore),
             ("healthy_ignore", healthy_ignore),
             ("control", control),
+            ("existing", existing),
+        ]
+    }
+}
+
+/// Lab C (three replicas; the leader frozen under Fail, a follower under Ignore).
+pub mod c {
+    use std::time::Duration;
+
+    use crate::evidence::{Outcome, RequestRecord};
+    use crate::facts::c::{Act3Facts, Act5Facts, Act6Facts, Act7Facts, ReplicaFreezeRun};
+
+    /// Parallel waves of violating pods sent during each freeze (acts 5 and 6)...
+    pub const FREEZE_WAVES: u32 = 3;
+    /// ...of this many each: 3 × 6 = 18, the spec's "with 3 endpoints at least 18" (`docs/labs.md`,
+    /// "Lab C", act 5), sent at once so that the API server opens a connection to more than one
+    /// endpoint (`docs/lab-c.md`).
+    pub const FREEZE_WAVE_SIZE: u32 = 6;
+    /// How often the Lease and the EndpointSlice are read during a freeze.
+    pub const SAMPLE_PERIOD: Duration = Duration::from_secs(1);
+    /// Bound on the wait after the first explicit deny for the frozen replica to settle: Ready
+    /// again (a restarted container passes its startup probe, chart 3.9.1: period 6 s, up to 20
+    /// failures = 120 s) with every replica a ready endpoint.
+    pub const SETTLE_BOUND: Duration = Duration::from_secs(150);
+    /// Bound on act 7's wait for the original count and an explicit deny: the Deployment's extra
+    /// pods terminate (grace period 30 s) and a new leader may need to take the Lease (12 s) and
+    /// reconcile the registration.
+    pub const SCALE_BACK_BOUND: Duration = Duration::from_secs(180);
+
+    /// How the violating requests of a freeze ended: `(timed out or failed open, explicit deny,
+    /// anything else)`. Under Fail a request that met the frozen replica is a `webhook-timeout`;
+    /// under Ignore it is `stored` after the timeout.
+    pub fn freeze_counts(run: &ReplicaFreezeRun, met_frozen: Outcome) -> (usize, usize, usize) {
+        let met = run.bad.iter().filter(|r| r.outcome == met_frozen).count();
+        let denied = run
+            .bad
+            .iter()
+            .filter(|r| r.outcome == Outcome::ExplicitDeny)
+            .count();
+        (met, denied, run.bad.len() - met - denied)
+    }
+
+    /// The word for a freeze's requests: `some-…`, `all-…` or `none-…` followed by `what`, when
+    /// every request either met the frozen replica or was denied; otherwise the counts verbatim
+    /// (`met:N,explicit-deny:M,other:K`), which no report word matches.
+    fn freeze_word(run: &ReplicaFreezeRun, met_frozen: Outcome, what: &str) -> String {
+        let (met, denied, other) = freeze_counts(run, met_frozen);
+        let n = run.bad.len();
+        if other > 0 || n == 0 {
+            return format!(
+                "{}:{met},explicit-deny:{denied},other:{other}",
+                met_frozen.as_str()
+            );
+        }
+        let q = if met == n {
+            "all"
+        } else if met == 0 {
+            "none"
+        } else {
+            "some"
+        };
+        format!("{q}-{what}")
+    }
+
+    /// The pod that held the Lease `kyverno` first after the freeze started, if another than the
+    /// frozen one did before the resume: `(holder, when read)`.
+    pub fn takeover(run: &ReplicaFreezeRun) -> Option<(&str, &str)> {
+        let resumed = crate::facts::parse_rfc3339(&run.freeze.resumed_at);
+        run.lease_samples
+            .iter()
+            .filter(|s| match (crate::facts::parse_rfc3339(&s.at), resumed) {
+                (Some(at), Some(r)) => at <= r,
+                _ => false,
+            })
+            .find_map(|s| {
+                let h = s.holder.as_deref()?;
+                (h != run.target_pod).then_some((h, s.at.as_str()))
+            })
+    }
+
+    /// Whether the frozen replica's container restarted after the resume: its pod kept its UID
+    /// and its restart count went up.
+    pub fn restarted(run: &ReplicaFreezeRun) -> bool {
+        let t = &run.target_after;
+        t.pod_uid_after.as_deref() == Some(t.pod_uid_before.as_str())
+            && t.restart_count_after > t.restart_count_before
+    }
+
+    /// Whether the registration was read present during both freezes.
+    fn registration_kept(act5: &Act5Facts, act6: &Act6Facts) -> bool {
+        act5.registration_present_during_freeze && act6.run.registration_present_during_freeze
+    }
+
+    /// What the first request of `requests` met, for a report word: its outcome's name.
+    fn outcome(r: Option<&RequestRecord>) -> String {
+        r.map_or("none".into(), |r| r.outcome.as_str().to_owned())
+    }
+
+    /// The report words the evidence supports, field by field (`report.json`, lab C): the one
+    /// rule act 8 and its grader check the report with, and `cargo xtask lab run` writes it by.
+    pub fn report_expectations(
+        act3: &Act3Facts,
+        act5: &Act5Facts,
+        act6: &Act6Facts,
+        act7: &Act7Facts,
+    ) -> Vec<(&'static str, String)> {
+        let leader_freeze = freeze_word(act5, Outcome::WebhookTimeout, "matching-requests-timeout");
+        let lease = if takeover(act5).is_some() {
+            "taken-over-during-freeze".to_owned()
+        } else if act5.lease_samples.iter().any(|s| s.holder.is_some()) {
+            "kept".to_owned()
+        } else {
+            "lease-not-observed".to_owned()
+        };
+        let former_leader = if restarted(act5) {
+            "restarted".to_owned()
+        } else if act5.target_after.pod_uid_after.as_deref()
+            == Some(act5.target_after.pod_uid_before.as_str())
+        {
+            "kept-running".to_owned()
+        } else {
+            format!(
+                "pod-uid:{}",
+                act5.target_after.pod_uid_after.as_deref().unwrap_or("none")
+            )
+        };
+        let follower = freeze_word(&act6.run, Outcome::Stored, "unvalidated-stored");
+        let registration = if registration_kept(act5, act6) {
+            "kept".to_owned()
+        } else {
+            "absent-during-a-freeze".to_owned()
+        };
+        let same = act7.existing.exists
+            && act7.existing.uid.is_some()
+            && act7.existing.uid == act3.existing.uid
+            && act7.existing.phase.as_deref() == Some("Running");
+        let existing = if same {
+            "same-uid-running".to_owned()
+        } else {
+            format!(
+                "uid:{},phase:{},healthy-bad:{}",
+                act7.existing.uid.as_deref().unwrap_or("none"),
+                act7.existing.phase.as_deref().unwrap_or("none"),
+                outcome(Some(&act7.healthy_bad))
+            )
+        };
+        vec![
+            ("leader_freeze", leader_freeze),
+            ("lease", lease),
+            ("former_leader", former_leader),
+            ("follower_freeze_ignore", follower),
+            ("registration", registration),
             ("existing", existing),
         ]
     }

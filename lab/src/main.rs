@@ -558,8 +558,8 @@ fn offline_context(
             ctx.node_uid.is_some() && ctx.deployment_uid.is_some() && has(3)
         }
         InputFile::HaPlan => ctx.node_uid.is_some() && ctx.deployment_uid.is_some(),
-        InputFile::Recovery => ctx.policy_uid.is_some() && has(6),
-        InputFile::ReportA | InputFile::ReportB => has(5) && has(6) && has(7),
+        InputFile::Recovery | InputFile::RecoveryC => ctx.policy_uid.is_some() && has(6),
+        InputFile::ReportA | InputFile::ReportB | InputFile::ReportC => has(5) && has(6) && has(7),
     };
     (ctx, complete)
 }

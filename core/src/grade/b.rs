@@ -121,7 +121,7 @@ fn frozen_process_is_the_identified_one(g: &mut G, s: &str, act: u8, w: &FreezeW
 /// and the watchdog resumed at its deadline, `watchdog_armed_at + resume_after_sec`
 /// ([`bounds::watchdog_window_ms`]): not before (a shorter freeze than planned), not after the
 /// runner's grace. A resume by the runner itself only has the upper bound.
-fn freeze_window_is_the_planned_one(g: &mut G, s: &str, act: u8, w: &FreezeWindow) {
+pub(super) fn freeze_window_is_the_planned_one(g: &mut G, s: &str, act: u8, w: &FreezeWindow) {
     g.times_ordered(
         &format!("{s}.freeze.watchdog_armed_at"),
         &w.watchdog_armed_at,
@@ -167,7 +167,7 @@ fn freeze_window_is_the_planned_one(g: &mut G, s: &str, act: u8, w: &FreezeWindo
 
 /// The process state read during the freeze is the observation that the process was stopped
 /// (`T` during, not `T` after): missing is a finding, not a pass.
-fn process_stopped_only_during_freeze(g: &mut G, s: &str, w: &FreezeWindow) {
+pub(super) fn process_stopped_only_during_freeze(g: &mut G, s: &str, w: &FreezeWindow) {
     match &w.state_during {
         Some(st) => {
             g.expect_eq(
@@ -478,7 +478,11 @@ fn requests_after_resume_end_in_the_first_deny(
 
 /// A request the act sends to see the policy's verdict is a real (not dry-run) create of a pod
 /// without the policy's label in the target namespace (`docs/labs.md`, lab B).
-fn violating_pod_in_the_target_namespace(g: &mut G, sub: &str, r: &crate::evidence::RequestRecord) {
+pub(super) fn violating_pod_in_the_target_namespace(
+    g: &mut G,
+    sub: &str,
+    r: &crate::evidence::RequestRecord,
+) {
     g.expect_eq(
         Code::ValueMismatch,
         format!("{sub}.namespace"),

@@ -798,3 +798,584 @@ fn metrics_window_lies_between_the_replica_counters(
         );
     }
 }
+
+/// The act whose evidence is being graded, as its file name's subject.
+fn subject(act: u8) -> String {
+    format!("{} facts", super::ev_name(act))
+}
+
+/// Act 5: the leader frozen for 20 s under Fail.
+pub(crate) fn act5(g: &mut G) {
+    let Some(f) = g.facts::<Act5Facts>(5) else {
+        return;
+    };
+    let s = subject(5);
+    let hook = g.facts::<facts::Act2Facts>(2).map(|a2| a2.webhook);
+    frozen_replica_is_act4s(g, &s, &f, "leader");
+    replica_freeze_run(g, 5, &f, hook.as_ref(), false);
+}
+
+/// Act 6: the policy switched to Ignore, a healthy deny, a follower frozen for 10 s.
+pub(crate) fn act6(g: &mut G) {
+    let Some(f) = g.facts::<Act6Facts>(6) else {
+        return;
+    };
+    let s = subject(6);
+    let policy = g.required_input_value(inputs::InputFile::Policy);
+    g.input::<inputs::PolicyIgnore>(&Context {
+        policy,
+        ..Default::default()
+    });
+    if let Some(a2) = g.facts::<facts::Act2Facts>(2) {
+        let uid = super::policy_uid(&a2);
+        g.expect_eq(
+            Code::UidMismatch,
+            format!("{s}.policy_uid_before"),
+            uid.as_deref(),
+            Some(f.policy_uid_before.as_str()),
+        );
+        g.expect_eq(
+            Code::UidMismatch,
+            format!("{s}.policy.metadata.uid"),
+            uid.as_deref(),
+            f.policy.pointer("/metadata/uid").and_then(|v| v.as_str()),
+        );
+        registration_equals(
+            g,
+            &format!("{s}.webhook"),
+            &f.webhook,
+            &a2.webhook,
+            SameRegistration::SwitchedToIgnore,
+        );
+    }
+    super::check_webhook(g, &format!("{s}.webhook"), &f.webhook, "Ignore");
+    g.request(
+        &format!("{s}.healthy_bad"),
+        &f.healthy_bad,
+        &[Outcome::ExplicitDeny],
+    );
+    g.named_webhook(&format!("{s}.healthy_bad"), &f.healthy_bad, &f.webhook);
+    g.times_ordered(
+        &format!("{s}.healthy_bad"),
+        &f.healthy_bad.answered_at,
+        &f.run.freeze.frozen_at,
+    );
+    follower_is_not_the_lease_holder(g, &s, &f.run);
+    replica_freeze_run(g, 6, &f.run, Some(&f.webhook), true);
+    lease_holder_unchanged_by_a_follower_freeze(g, &s, &f.run);
+}
+
+/// The frozen replica is the one act 4 found in that role, with act 4's process identity.
+fn frozen_replica_is_act4s(g: &mut G, s: &str, run: &ReplicaFreezeRun, role: &str) {
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.target_role"),
+        role,
+        run.target_role.as_str(),
+    );
+    let Some(a4) = g.facts::<Act4Facts>(4) else {
+        return;
+    };
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.target_pod"),
+        a4.leader.pod_name.as_str(),
+        run.target_pod.as_str(),
+    );
+    g.expect_eq(
+        Code::IdentityChanged,
+        format!("{s}.freeze.identity"),
+        &a4.leader.identity,
+        &run.freeze.identity,
+    );
+}
+
+/// Act 6 froze a follower: a replica that did not hold the Lease when the freeze began, one of
+/// act 3's replicas.
+fn follower_is_not_the_lease_holder(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.target_role"),
+        "follower",
+        run.target_role.as_str(),
+    );
+    g.check(
+        run.lease_before.holder.as_deref() != Some(run.target_pod.as_str()),
+        Code::ValueMismatch,
+        format!("{s}.target_pod"),
+        || {
+            format!(
+                "the frozen pod {} held the Lease when the freeze began",
+                run.target_pod
+            )
+        },
+    );
+    if let Some(a3) = g.facts::<Act3Facts>(3) {
+        let uids: BTreeSet<&str> = a3
+            .replicas
+            .iter()
+            .filter_map(|r| r.pod.uid.as_deref())
+            .collect();
+        g.check(
+            uids.contains(run.freeze.identity.pod_uid.as_str()),
+            Code::UidMismatch,
+            format!("{s}.freeze.identity.pod_uid"),
+            || {
+                format!(
+                    "the frozen pod's UID {} is none of act 3's replicas {uids:?}",
+                    run.freeze.identity.pod_uid
+                )
+            },
+        );
+    }
+}
+
+/// A follower's freeze leaves the Lease alone: every read during the freeze and the read after
+/// name the holder of before.
+fn lease_holder_unchanged_by_a_follower_freeze(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
+    let before = run.lease_before.holder.as_deref();
+    for (i, sample) in run.lease_samples.iter().enumerate() {
+        if sample.error.is_some() {
+            continue;
+        }
+        g.expect_eq(
+            Code::ValueMismatch,
+            format!("{s}.lease_samples[{i}].holder"),
+            before,
+            sample.holder.as_deref(),
+        );
+    }
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.lease_after.holder"),
+        before,
+        run.lease_after.holder.as_deref(),
+    );
+}
+
+/// The rules both freezes hold: the window, the registration, the waves, the outcomes, the
+/// samples, the recovery and the existing pod.
+fn replica_freeze_run(
+    g: &mut G,
+    act: u8,
+    run: &ReplicaFreezeRun,
+    hook: Option<&facts::WebhookFacts>,
+    ignore: bool,
+) {
+    let s = subject(act);
+    super::b::freeze_window_is_the_planned_one(g, &s, act, &run.freeze);
+    super::b::process_stopped_only_during_freeze(g, &s, &run.freeze);
+    registration_kept_during_the_freeze(g, &s, run, hook, ignore);
+    freeze_waves_lie_inside_the_freeze(g, &s, run);
+    freeze_outcomes_are_timeout_or_deny(g, &s, run, hook, ignore);
+    samples_cover_the_freeze(g, &s, run);
+    recovery_ends_in_an_explicit_deny(g, &s, run, hook);
+    frozen_replica_after_is_the_same_pod(g, &s, run);
+    if let Some(a3) = g.facts::<Act3Facts>(3) {
+        super::existing_pod_survives_since(
+            g,
+            &format!("{s}.existing"),
+            &a3.existing,
+            &run.existing,
+        );
+    }
+}
+
+/// The policy's webhook was registered during the freeze, with the failurePolicy of the act
+/// and the recorded `timeoutSeconds`.
+fn registration_kept_during_the_freeze(
+    g: &mut G,
+    s: &str,
+    run: &ReplicaFreezeRun,
+    hook: Option<&facts::WebhookFacts>,
+    ignore: bool,
+) {
+    g.check(
+        run.registration_present_during_freeze,
+        Code::RegistrationChanged,
+        format!("{s}.registration_present_during_freeze"),
+        || "the policy's webhook was not registered during the freeze".into(),
+    );
+    let snap = &run.registration_snapshot;
+    let fp = snap.get("failurePolicy").and_then(|v| v.as_str());
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.registration_snapshot.failurePolicy"),
+        Some(if ignore { "Ignore" } else { "Fail" }),
+        fp,
+    );
+    let t = snap
+        .get("timeoutSeconds")
+        .and_then(|v| v.as_u64())
+        .map(|t| t as u32);
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.timeout_seconds"),
+        t,
+        Some(run.timeout_seconds),
+    );
+    if let Some(h) = hook {
+        g.expect_eq(
+            Code::ValueMismatch,
+            format!("{s}.registration_snapshot.name"),
+            Some(h.name.as_str()),
+            snap.get("name").and_then(|v| v.as_str()),
+        );
+        g.expect_eq(
+            Code::ValueMismatch,
+            format!("{s}.timeout_seconds"),
+            h.timeout_seconds,
+            run.timeout_seconds,
+        );
+    }
+    g.times_ordered(
+        &format!("{s}.registration_checked_at"),
+        &run.freeze.frozen_at,
+        &run.registration_checked_at,
+    );
+    g.times_ordered(
+        &format!("{s}.registration_checked_at"),
+        &run.registration_checked_at,
+        &run.freeze.resumed_at,
+    );
+}
+
+/// `waves × wave_size` violating pods (at least the spec's 18) and one control pod per wave,
+/// every one sent after the freeze began and answered before the resume: what they met was the
+/// freeze. Flags value-mismatch, times-inconsistent.
+fn freeze_waves_lie_inside_the_freeze(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
+    let planned = crate::rules::c::FREEZE_WAVES * crate::rules::c::FREEZE_WAVE_SIZE;
+    g.check(
+        run.waves * run.wave_size >= planned && run.bad.len() as u32 == run.waves * run.wave_size,
+        Code::ValueMismatch,
+        format!("{s}.bad"),
+        || {
+            format!(
+                "expected {} waves of {} (at least {planned}) violating pods, found {} × {} and {} records",
+                crate::rules::c::FREEZE_WAVES,
+                crate::rules::c::FREEZE_WAVE_SIZE,
+                run.waves,
+                run.wave_size,
+                run.bad.len()
+            )
+        },
+    );
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.control"),
+        run.waves as usize,
+        run.control.len(),
+    );
+    for (i, r) in run.bad.iter().enumerate() {
+        let sub = format!("{s}.bad[{i}]");
+        g.times_ordered(&format!("{sub}.sent_at"), &run.freeze.frozen_at, &r.sent_at);
+        g.times_ordered(
+            &format!("{sub}.answered_at"),
+            &r.answered_at,
+            &run.freeze.resumed_at,
+        );
+        super::b::violating_pod_in_the_target_namespace(g, &sub, r);
+    }
+    for (i, r) in run.control.iter().enumerate() {
+        let sub = format!("{s}.control[{i}]");
+        g.times_ordered(&format!("{sub}.sent_at"), &run.freeze.frozen_at, &r.sent_at);
+        g.times_ordered(
+            &format!("{sub}.answered_at"),
+            &r.answered_at,
+            &run.freeze.resumed_at,
+        );
+    }
+}
+
+/// Every violating pod of the waves met the frozen replica (under Fail a `webhook-timeout`, not
+/// stored; under Ignore `stored` after the timeout) or a running one (`explicit-deny` from the
+/// policy's webhook); the control pods were stored (outside the selector).
+fn freeze_outcomes_are_timeout_or_deny(
+    g: &mut G,
+    s: &str,
+    run: &ReplicaFreezeRun,
+    hook: Option<&facts::WebhookFacts>,
+    ignore: bool,
+) {
+    let met = if ignore {
+        Outcome::Stored
+    } else {
+        Outcome::WebhookTimeout
+    };
+    for (i, r) in run.bad.iter().enumerate() {
+        let sub = format!("{s}.bad[{i}]");
+        g.request(&sub, r, &[met, Outcome::ExplicitDeny]);
+        if !ignore {
+            violating_pod_never_admitted_under_fail(g, &sub, r);
+        }
+        if let Some(h) = hook {
+            g.named_webhook(&sub, r, h);
+        }
+    }
+    for (i, r) in run.control.iter().enumerate() {
+        g.request(&format!("{s}.control[{i}]"), r, &[Outcome::Stored]);
+    }
+}
+
+/// The Lease and the EndpointSlice were read about each second ([`crate::rules::c::SAMPLE_PERIOD`])
+/// from the freeze to the resume: the first read within two periods of the freeze, the last
+/// within two of the resume, no gap longer than three; every read inside the act's freeze.
+fn samples_cover_the_freeze(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
+    let (Some(frozen), Some(resumed)) = (
+        facts::parse_rfc3339(&run.freeze.frozen_at),
+        facts::parse_rfc3339(&run.freeze.resumed_at),
+    ) else {
+        return;
+    };
+    let period = crate::rules::c::SAMPLE_PERIOD.as_millis() as i64;
+    for (what, times) in [
+        (
+            "lease_samples",
+            run.lease_samples
+                .iter()
+                .map(|x| x.at.as_str())
+                .collect::<Vec<_>>(),
+        ),
+        (
+            "endpoint_samples",
+            run.endpoint_samples.iter().map(|x| x.at.as_str()).collect(),
+        ),
+    ] {
+        let parsed: Vec<_> = times
+            .iter()
+            .filter_map(|t| facts::parse_rfc3339(t))
+            .collect();
+        let mut edges = vec![frozen];
+        edges.extend(parsed.iter().copied());
+        edges.push(resumed);
+        let longest = edges
+            .windows(2)
+            .map(|w| (w[1] - w[0]).num_milliseconds())
+            .max()
+            .unwrap_or(i64::MAX);
+        let inside = parsed.len() == times.len()
+            && parsed.first().is_some_and(|t| *t >= frozen)
+            && parsed
+                .last()
+                .is_some_and(|t| *t <= resumed + chrono::Duration::milliseconds(2 * period));
+        g.check(
+            !parsed.is_empty() && inside && longest <= 3 * period,
+            Code::ObservationMissing,
+            format!("{s}.{what}"),
+            || {
+                format!(
+                    "{} reads between the freeze ({}) and the resume ({}), the longest gap {longest} ms; expected one about each {period} ms",
+                    times.len(),
+                    run.freeze.frozen_at,
+                    run.freeze.resumed_at
+                )
+            },
+        );
+    }
+}
+
+/// After the resume, violating requests end in the first explicit deny, after the resume, from
+/// the policy's webhook, timed from the resume.
+fn recovery_ends_in_an_explicit_deny(
+    g: &mut G,
+    s: &str,
+    run: &ReplicaFreezeRun,
+    hook: Option<&facts::WebhookFacts>,
+) {
+    let last = run.after_resume.last();
+    g.check(
+        run.first_explicit_deny.is_some() && run.first_explicit_deny.as_ref() == last,
+        Code::ObservationMissing,
+        format!("{s}.first_explicit_deny"),
+        || "no explicit deny after the resume, or it is not the last request sent".into(),
+    );
+    if let Some(d) = &run.first_explicit_deny {
+        let sub = format!("{s}.first_explicit_deny");
+        g.request(&sub, d, &[Outcome::ExplicitDeny]);
+        if let Some(h) = hook {
+            g.named_webhook(&sub, d, h);
+        }
+        let ms = match (
+            facts::parse_rfc3339(&run.freeze.resumed_at),
+            facts::parse_rfc3339(&d.answered_at),
+        ) {
+            (Some(r), Some(a)) => u64::try_from((a - r).num_milliseconds()).ok(),
+            _ => None,
+        };
+        g.expect_eq(
+            Code::TimesInconsistent,
+            format!("{s}.first_deny_after_resume_ms"),
+            ms,
+            run.first_deny_after_resume_ms,
+        );
+    }
+    for (i, r) in run.after_resume.iter().enumerate() {
+        g.times_ordered(
+            &format!("{s}.after_resume[{i}].sent_at"),
+            &run.freeze.resumed_at,
+            &r.sent_at,
+        );
+    }
+}
+
+/// `target_after` is the frozen pod (its name and UID before), its restart count never went
+/// down, and it was read after the first explicit deny.
+fn frozen_replica_after_is_the_same_pod(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
+    let t = &run.target_after;
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.target_after.pod"),
+        run.target_pod.as_str(),
+        t.pod.as_str(),
+    );
+    g.expect_eq(
+        Code::UidMismatch,
+        format!("{s}.target_after.pod_uid_before"),
+        run.freeze.identity.pod_uid.as_str(),
+        t.pod_uid_before.as_str(),
+    );
+    g.check(
+        t.restart_count_after >= t.restart_count_before,
+        Code::RestartContradicted,
+        format!("{s}.target_after.restart_count_after"),
+        || {
+            format!(
+                "{} before, {} after: a restart count never goes down",
+                t.restart_count_before, t.restart_count_after
+            )
+        },
+    );
+    if let Some(d) = &run.first_explicit_deny {
+        g.times_ordered(
+            &format!("{s}.target_after.settled_at"),
+            &d.answered_at,
+            &t.settled_at,
+        );
+    }
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.target_after.holds_lease_after"),
+        run.lease_after.holder.as_deref() == Some(t.pod.as_str()),
+        t.holds_lease_after,
+    );
+}
+
+/// Act 7: back to the original count, a new leader if needed, an explicit deny, the existing pod.
+pub(crate) fn act7(g: &mut G) {
+    let Some(f) = g.facts::<Act7Facts>(7) else {
+        return;
+    };
+    let s = subject(7);
+    let a2 = g.facts::<facts::Act2Facts>(2);
+    let uid = a2.as_ref().and_then(super::policy_uid);
+    let mut ctx = Context {
+        policy_uid: uid.clone(),
+        ..Default::default()
+    };
+    ctx.evidence_digests = g.digests().into_iter().filter(|(a, _)| *a == 6).collect();
+    g.input::<inputs::RecoveryC>(&ctx);
+    g.expect_eq(
+        Code::UidMismatch,
+        format!("{s}.policy_uid"),
+        uid.as_deref(),
+        Some(f.policy_uid.as_str()),
+    );
+    scaled_back_to_the_original_count(g, &s, &f);
+    g.request(
+        &format!("{s}.healthy_bad"),
+        &f.healthy_bad,
+        &[Outcome::ExplicitDeny],
+    );
+    g.check(
+        f.deny_probes.last() == Some(&f.healthy_bad),
+        Code::ObservationMissing,
+        format!("{s}.deny_probes"),
+        || "the explicit deny is not the last request sent".into(),
+    );
+    g.named_webhook(&format!("{s}.healthy_bad"), &f.healthy_bad, &f.webhook);
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.webhook.failure_policy"),
+        "Ignore",
+        f.webhook.failure_policy.as_str(),
+    );
+    if let Some(a6) = g.facts::<Act6Facts>(6) {
+        registration_equals(
+            g,
+            &format!("{s}.webhook"),
+            &f.webhook,
+            &a6.webhook,
+            SameRegistration::Identical,
+        );
+    }
+    lease_holder_is_a_replica(g, &s, &f.lease, &f.replicas);
+    if let Some(a3) = g.facts::<Act3Facts>(3) {
+        super::existing_pod_survives_since(g, &format!("{s}.existing"), &a3.existing, &f.existing);
+    }
+}
+
+/// The scale back wrote the original count over act 3's three, and the wait ended with the
+/// Deployment and its live replicas at that count, each `Ready`.
+fn scaled_back_to_the_original_count(g: &mut G, s: &str, f: &Act7Facts) {
+    let original = inputs::OriginalReplicas::VALUE;
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.scale_back.replicas"),
+        original,
+        f.scale_back.replicas,
+    );
+    if let Some(a3) = g.facts::<Act3Facts>(3) {
+        g.expect_eq(
+            Code::ValueMismatch,
+            format!("{s}.scale_back.fault_id"),
+            a3.scale.fault_id.as_str(),
+            f.scale_back.fault_id.as_str(),
+        );
+    }
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.deployment.replicas"),
+        original,
+        f.deployment.replicas,
+    );
+    g.check(
+        f.replicas.len() as u32 == original && f.replicas.iter().all(|r| r.ready),
+        Code::ValueMismatch,
+        format!("{s}.replicas"),
+        || {
+            format!(
+                "expected {original} Ready replica(s), found {:?}",
+                f.replicas
+                    .iter()
+                    .map(|r| (&r.pod.name, r.ready))
+                    .collect::<Vec<_>>()
+            )
+        },
+    );
+    g.times_ordered(
+        &format!("{s}.healthy_bad.sent_at"),
+        &f.scale_back.at,
+        &f.healthy_bad.sent_at,
+    );
+}
+
+/// Act 8: the report, each word held against the one rule act 8 uses
+/// ([`crate::rules::c::report_expectations`]).
+pub(crate) fn act8(g: &mut G) {
+    super::act8_facts(g);
+    let ctx = g.report_context(5..=7);
+    g.input::<inputs::ReportC>(&ctx);
+    let report = g.required_input_value(inputs::InputFile::ReportC);
+    let (Some(report), Some(a3), Some(a5), Some(a6), Some(a7)) = (
+        report,
+        g.facts::<Act3Facts>(3),
+        g.facts::<Act5Facts>(5),
+        g.facts::<Act6Facts>(6),
+        g.facts::<Act7Facts>(7),
+    ) else {
+        return;
+    };
+    for (field, expected) in crate::rules::c::report_expectations(&a3, &a5, &a6, &a7) {
+        super::report_claim(g, &report, field, &expected);
+    }
+}

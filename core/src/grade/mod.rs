@@ -1786,7 +1786,17 @@ pub(crate) fn existing_pod_survives(g: &mut G, subject: &str, pod: &PodObservati
     let Some(a3) = g.facts::<facts::Act3Facts>(3) else {
         return;
     };
-    let base = &a3.existing;
+    existing_pod_survives_since(g, subject, &a3.existing, pod);
+}
+
+/// [`existing_pod_survives`] against a given act-3 observation `base` (lab C's act 3 has its own
+/// facts type).
+pub(crate) fn existing_pod_survives_since(
+    g: &mut G,
+    subject: &str,
+    base: &PodObservation,
+    pod: &PodObservation,
+) {
     g.expect_eq(
         Code::PodReplaced,
         format!("{subject}.name"),
@@ -1855,11 +1865,10 @@ pub(crate) fn act8_facts(g: &mut G) {
 /// once, and nothing else (a claim left out of the comparison is a claim nobody held). Flags
 /// [`Code::ReportContradicted`].
 fn act8_compared_every_report_field(g: &mut G, f: &facts::Act8Facts) {
-    // Lab C has no report act yet (issue 28): its registry lists no act 8.
     let file = match g.lab {
         Lab::A => InputFile::ReportA,
         Lab::B => InputFile::ReportB,
-        Lab::C => return,
+        Lab::C => InputFile::ReportC,
     };
     let Some(report) = g.required_input_value(file) else {
         return;
@@ -1883,11 +1892,10 @@ fn act8_compared_every_report_field(g: &mut G, f: &facts::Act8Facts) {
 /// value), and `evidence_digests` are the canonical digests of the evidence files as they are.
 /// Flags [`Code::ReportContradicted`] and [`Code::DigestMismatch`].
 fn act8_records_what_it_compared(g: &mut G, f: &facts::Act8Facts) {
-    // Lab C has no report act yet (issue 28): its registry lists no act 8.
     let file = match g.lab {
         Lab::A => InputFile::ReportA,
         Lab::B => InputFile::ReportB,
-        Lab::C => return,
+        Lab::C => InputFile::ReportC,
     };
     if let Some(report) = g.required_input_value(file) {
         for c in &f.checks {

@@ -7,7 +7,9 @@ use serde_json::{Value, json};
 /// The answer keys live in xtask (the student binary ships none); the tests read the same file.
 #[path = "../../../xtask/src/lab_run/reference.rs"]
 mod reference;
-use reference::{report_a as reference_report_a, value as reference};
+use reference::{
+    report_a as reference_report_a, report_c as reference_report_c, value as reference,
+};
 
 const NODE: &str = "11111111-2222-4333-8444-555555555555";
 const DEPLOY: &str = "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee";
@@ -38,6 +40,18 @@ fn full_ctx() -> Context {
 fn reference_of(file: InputFile) -> Value {
     match file {
         InputFile::ReportA => reference_report_a(&full_ctx(), false).unwrap(),
+        InputFile::ReportC => reference_report_c(
+            &full_ctx(),
+            &[
+                ("leader_freeze", "some-matching-requests-timeout".into()),
+                ("lease", "taken-over-during-freeze".into()),
+                ("former_leader", "restarted".into()),
+                ("follower_freeze_ignore", "some-unvalidated-stored".into()),
+                ("registration", "kept".into()),
+                ("existing", "same-uid-running".into()),
+            ],
+        )
+        .unwrap(),
         f => reference(f, &full_ctx()).unwrap(),
     }
 }
@@ -684,6 +698,8 @@ fn shape_and_types_agree() {
             InputFile::ReportA => serde_json::from_value::<ReportA>(v.clone()).is_ok(),
             InputFile::HaPlan => serde_json::from_value::<HaPlan>(v.clone()).is_ok(),
             InputFile::FreezePlanC => serde_json::from_value::<FreezePlanC>(v.clone()).is_ok(),
+            InputFile::RecoveryC => serde_json::from_value::<RecoveryC>(v.clone()).is_ok(),
+            InputFile::ReportC => serde_json::from_value::<ReportC>(v.clone()).is_ok(),
         }
     }
     let mut checked = 0;

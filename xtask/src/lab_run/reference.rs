@@ -11,7 +11,8 @@ use lab::inputs::*;
 ///
 /// Values that depend on the cluster or the evidence come from `ctx`; `None` when `ctx` lacks one
 /// the file needs (`node_uid`, `namespaces`, `deployment_uid`, `policy_uid`, evidence digests).
-/// Lab A's `report.json` depends on what act 5 observed: use [`report_a`].
+/// Lab A's `report.json` depends on what act 5 observed: use [`report_a`]; lab C's on acts 5-7:
+/// use [`report_c`].
 pub fn value(file: InputFile, ctx: &Context) -> Option<serde_json::Value> {
     let digest = |act: u8| ctx.evidence_digests.get(&act).cloned().map(Sha256Hex);
     let node_uid = || ctx.node_uid.clone().map(Uid);
@@ -83,8 +84,37 @@ pub fn value(file: InputFile, ctx: &Context) -> Option<serde_json::Value> {
             preserve_webhook: WebhookPreserved,
             evidence_sha256: digest(3)?,
         }),
+        InputFile::RecoveryC => serde_json::to_value(RecoveryC {
+            mode: IgnorePolicy,
+            replicas: OriginalReplicas,
+            policy_uid: Uid(ctx.policy_uid.clone()?),
+            ignore_evidence_sha256: digest(6)?,
+        }),
+        InputFile::ReportC => return None,
     };
     v.ok()
+}
+
+/// The reference lab C `report.json`: the words `words` gives per field (the evidence's, from
+/// `lab::rules::c::report_expectations`) and the digests of 05/06/07 in `ctx`. `None` when a
+/// word is none of the report's (the evidence shows something no report word names: the run
+/// writes no reference report then, and act 8 refuses what a student would write).
+pub fn report_c(ctx: &Context, words: &[(&str, String)]) -> Option<serde_json::Value> {
+    let digest = |act: u8| ctx.evidence_digests.get(&act).cloned();
+    let mut report = serde_json::Map::new();
+    for (field, word) in words {
+        report.insert((*field).to_owned(), word.clone().into());
+    }
+    for (field, act) in [
+        ("leader_freeze_evidence_sha256", 5u8),
+        ("follower_freeze_evidence_sha256", 6),
+        ("recovery_evidence_sha256", 7),
+    ] {
+        report.insert(field.to_owned(), digest(act)?.into());
+    }
+    let value = serde_json::Value::Object(report);
+    serde_json::from_value::<ReportC>(value.clone()).ok()?;
+    Some(value)
 }
 
 /// The reference lab A `report.json`, given what act 5 observed (`registration_kept`: the policy's
