@@ -373,12 +373,19 @@ pub mod c {
     use crate::evidence::{Outcome, RequestRecord};
     use crate::facts::c::{Act3Facts, Act5Facts, Act6Facts, Act7Facts, ReplicaFreezeRun};
 
-    /// Parallel waves of violating pods sent during each freeze (acts 5 and 6)...
-    pub const FREEZE_WAVES: u32 = 3;
-    /// ...of this many each: 3 × 6 = 18, the spec's "with 3 endpoints at least 18" (`docs/labs.md`,
-    /// "Lab C", act 5), sent at once so that the API server opens a connection to more than one
-    /// endpoint (`docs/lab-c.md`).
-    pub const FREEZE_WAVE_SIZE: u32 = 6;
+    /// The fewest violating pods sent during a freeze: the spec's "with 3 endpoints at least 18"
+    /// (`docs/labs.md`, "Lab C", act 5). Each wave's requests are sent at once, so that the API
+    /// server opens a connection to more than one endpoint (`docs/lab-c.md`).
+    pub const MIN_FREEZE_REQUESTS: u32 = 18;
+    /// Act 5 (20 s freeze): waves of violating pods...
+    pub const LEADER_WAVES: u32 = 3;
+    /// ...of this many each (3 × 6 = 18; each wave lasts at most the 3 s timeout, so all three
+    /// are answered well inside the freeze).
+    pub const LEADER_WAVE_SIZE: u32 = 6;
+    /// Act 6 (10 s freeze): two waves of nine (18), answered inside the shorter freeze.
+    pub const FOLLOWER_WAVES: u32 = 2;
+    /// See [`FOLLOWER_WAVES`].
+    pub const FOLLOWER_WAVE_SIZE: u32 = 9;
     /// How often the Lease and the EndpointSlice are read during a freeze.
     pub const SAMPLE_PERIOD: Duration = Duration::from_secs(1);
     /// Bound on the wait after the first explicit deny for the frozen replica to settle: Ready

@@ -635,3 +635,63 @@ line!(
     replica_process(role: &str, name: &str, pid: u32, start_time_ticks: u64, state: &str) =>
     "{role} {name}: PID {pid} 開始時刻 {start_time_ticks} 状態 {state}",
     "{role} {name}: PID {pid} start time {start_time_ticks} state {state}");
+
+// ---------------------------------------------------------------------------------------------
+// Lab C, acts 5-8.
+
+line!(
+    /// Lab C act 5/6: which replica is frozen and why.
+    freezing_replica(role: &str, pod: &str) =>
+    "{role} {pod} のプロセスを凍結します", "freezing the process of the {role} {pod}");
+line!(
+    /// Lab C act 5/6: one wave sent during the freeze, and how it ended.
+    freeze_wave(wave: u32, met: usize, met_word: &str, denied: usize, total: usize) =>
+    "  波 {wave}: {met_word} {met}, explicit-deny {denied} / {total}",
+    "  wave {wave}: {met_word} {met}, explicit-deny {denied} of {total}");
+line!(
+    /// Lab C act 5/6 summary: the waves during the freeze.
+    freeze_waves_outcome(met: usize, met_word: &str, denied: usize, other: usize, total: usize) =>
+    "凍結中の違反リクエスト {total} 件: {met_word} {met}, explicit-deny {denied}, その他 {other}",
+    "violating requests during the freeze, {total}: {met_word} {met}, explicit-deny {denied}, other {other}");
+line!(
+    /// Lab C act 5/6 summary: the Lease during the freeze.
+    lease_during_freeze(before: &str, takeover: &str) =>
+    "凍結中の Lease: 凍結前の保持者 {before}、{takeover}",
+    "the Lease during the freeze: held by {before} before it; {takeover}");
+line!(
+    /// Lab C act 5/6: the Lease moved to `holder`, `ms` after the freeze began.
+    lease_taken_over(holder: &str, ms: i64) =>
+    "凍結開始の {ms} ms 後に {holder} が保持者になりました",
+    "{holder} became its holder {ms} ms after the freeze began");
+/// Lab C act 5/6: the Lease stayed with its holder.
+pub const LEASE_KEPT: Text = t("保持者は変わりませんでした", "its holder did not change");
+line!(
+    /// Lab C act 5/6 summary: the frozen pod as an endpoint during the freeze.
+    frozen_endpoint(pod: &str, ready: usize, samples: usize) =>
+    "凍結中の {pod} は {samples} 回の読み取りのうち {ready} 回 ready なエンドポイントでした",
+    "during the freeze {pod} was a ready endpoint in {ready} of {samples} reads");
+line!(
+    /// Lab C act 5/6: waiting for the frozen replica to settle.
+    waiting_settle(state: &str) =>
+    "凍結したレプリカが落ち着くのを待っています: {state}",
+    "waiting for the frozen replica to settle: {state}");
+line!(
+    /// Lab C act 5/6 summary: the frozen replica after the resume.
+    replica_after(pod: &str, before: u32, after: u32, same_uid: bool, holds_lease: bool) =>
+    "再開後の {pod}: 再起動回数 {before} → {after}、同じ Pod UID {same_uid}、Lease 保持 {holds_lease}",
+    "{pod} after the resume: restart count {before} → {after}, same pod UID {same_uid}, holds the Lease {holds_lease}");
+/// Lab C act 7: the scale back is being done.
+pub const SCALING_BACK: Text = t(
+    "heal で act 3 の healer を停止させ、元のレプリカ数へ戻します",
+    "scaling back to the original count (the heal stands act 3's healer down and writes the count back)",
+);
+line!(
+    /// Lab C act 7: the wait for the original count and a deny.
+    waiting_scale_back(state: &str) =>
+    "元のレプリカ数と拒否を待っています: {state}",
+    "waiting for the original count and a deny: {state}");
+line!(
+    /// Lab C act 7 summary: the scale back.
+    scaled_back(action: &str, before: u32, after: u32, live: usize) =>
+    "スケールバック ({action}): {before} → {after}、稼働中のレプリカ {live}",
+    "scale back ({action}): {before} → {after}, live replicas {live}");

@@ -447,12 +447,18 @@ async fn heal_scale(
 
 /// Whether a scale attempt whose healer is alive and proven is left to it: only when the act
 /// that made the fault handed it over (lab A's act 5 to act 6, lab C's act 3 to acts 4-7). Lab
-/// C's three replicas are put back by the `heal` command, the student abandoning the lab, before
-/// the healer's deadline; every other command leaves them to the later acts. Pure.
+/// C's three replicas are put back by the `heal` command (the student abandoning the lab) and by
+/// act 7 ([`SCALE_BACK_COMMAND`]), before the healer's deadline; every other command leaves them
+/// to the later acts. Pure.
 pub fn leave_to_the_healer(command: &str, plan: &scale::ScalePlan, handed_over: bool) -> bool {
-    let abandoned = command == "heal" && plan.fault == scale::HA_FAULT_KIND;
-    handed_over && !abandoned
+    let put_back =
+        (command == "heal" || command == SCALE_BACK_COMMAND) && plan.fault == scale::HA_FAULT_KIND;
+    handed_over && !put_back
 }
+
+/// The command name lab C's act 7 heals with: like `heal`, it puts lab C's original replica
+/// count back (stands the healer down, then closes the attempt on a live read).
+pub const SCALE_BACK_COMMAND: &str = "act 7 (scale back)";
 
 /// A scale attempt's plan, read bounded and required to name the lab's Deployment
 /// ([`scale::ScalePlan::check_target`]) and this directory's attempt; otherwise the directory is

@@ -28,9 +28,7 @@ use crate::facts::a::{
     Act4Facts, Act5Facts, Act6Facts, Act7Facts, DeploymentFacts, DryRunEcho, LeaseFacts,
     PolicyPresence, Restorer, StepStatus, TimelineStep, WatcherFacts,
 };
-use crate::facts::{
-    self, Act2Facts, Act3Facts, Act8Facts, PodObservation, ReportCheck, WebhookFacts,
-};
+use crate::facts::{self, Act2Facts, Act3Facts, PodObservation, WebhookFacts};
 use crate::faults::scale::{self, RestoreOutcome, ScaleFault};
 use crate::inputs;
 use crate::labs::common::{
@@ -1289,50 +1287,18 @@ pub(crate) async fn act8(env: &Env) -> Result<ActSummary, LabError> {
     rec.input(&loaded);
     rec.raw("report.json", &loaded.value);
     let words = evidence_words(&f2, &f3, &f5, &f6, &f7);
-    let mut checks = Vec::new();
-    for (field, value) in &words {
-        let report = loaded
-            .value
-            .get(*field)
-            .cloned()
-            .unwrap_or(serde_json::Value::Null);
-        checks.push(ReportCheck {
-            field: (*field).to_owned(),
-            agrees: report.as_str() == Some(value.as_str()),
-            report,
-            evidence: value.clone().into(),
-        });
-    }
-    let mut evidence_digests = BTreeMap::new();
-    // Every earlier act's evidence (the report is the last act).
-    for act in crate::acts::numbers(LAB).filter(|&a| a < rec.act()) {
-        evidence_digests.insert(format!("{act:02}"), env.workdir.read_evidence(act)?.digest);
-    }
-    for (field, act) in [
-        ("scale_evidence_sha256", 5u8),
-        ("recovery_evidence_sha256", 6),
-        ("dry_run_evidence_sha256", 7),
-    ] {
-        let report = loaded
-            .value
-            .get(field)
-            .cloned()
-            .unwrap_or(serde_json::Value::Null);
-        let digest = evidence_digests
-            .get(&format!("{act:02}"))
-            .cloned()
-            .unwrap_or_default();
-        checks.push(ReportCheck {
-            field: field.to_owned(),
-            agrees: report.as_str() == Some(digest.as_str()),
-            report,
-            evidence: digest.into(),
-        });
-    }
-    let facts = Act8Facts {
-        checks,
-        evidence_digests,
-    };
+    let words = words.into_iter().map(|(f, w)| (f, w.to_owned())).collect();
+    let facts = common::report_checks(
+        env,
+        &rec,
+        &loaded.value,
+        words,
+        &[
+            ("scale_evidence_sha256", 5),
+            ("recovery_evidence_sha256", 6),
+            ("dry_run_evidence_sha256", 7),
+        ],
+    )?;
     let lines = m::report_summary(ui.lang(), &facts.checks);
     rec.complete(facts, lines)
 }

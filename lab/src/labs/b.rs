@@ -20,9 +20,7 @@ use crate::evidence::{Lab, Outcome, RequestRecord};
 use crate::facts::b::{
     Act4Facts, Act5Facts, Act6Facts, Act7Facts, FreezeRun, FreezeWindow, ProcessIdentity, Resumer,
 };
-use crate::facts::{
-    self, Act2Facts, Act3Facts, Act8Facts, PodObservation, ReportCheck, WebhookFacts,
-};
+use crate::facts::{self, Act2Facts, Act3Facts, PodObservation, WebhookFacts};
 use crate::faults::freeze::{self, AttemptFiles, FreezeTarget, UndoneBy};
 use crate::inputs;
 use crate::labs::common::{
@@ -59,7 +57,7 @@ pub fn faults_dir(workdir: &Workdir) -> PathBuf {
 }
 
 /// The newest freeze attempt of act `act` started by this process (its id ends with our pid).
-fn own_attempt(env: &Env, act: u8) -> Option<AttemptFiles> {
+pub(crate) fn own_attempt(env: &Env, act: u8) -> Option<AttemptFiles> {
     let prefix = format!("freeze-{act:02}-");
     let suffix = format!("-{}", std::process::id());
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(faults_dir(&env.workdir))
@@ -128,7 +126,7 @@ fn previous_freeze(
 ///
 /// Nothing is recorded when no wait is needed. A student who runs act 6 a few seconds after act
 /// 5 would otherwise see kubelet kill Kyverno in the middle of the freeze.
-async fn liveness_gap(
+pub(crate) async fn liveness_gap(
     ui: &Ui,
     rec: &mut ActRecorder,
     cluster: &Cluster,
@@ -330,25 +328,25 @@ pub async fn investigate_pod(
 
 /// Checks, before any fault: the lab mark, and the plan's node and deployment UIDs against the
 /// live ones. Returns the mark.
-async fn check_fault_preconditions(
+pub(crate) async fn check_fault_preconditions(
     cluster: &Cluster,
-    plan: &inputs::FreezePlan,
+    (node_uid, deployment_uid): (&str, &str),
 ) -> Result<cluster::LabMark, LabError> {
     let mark = cluster.lab_mark().await?;
     let node = cluster.node().await?;
-    if node.uid != plan.node_uid.as_str() {
+    if node.uid != node_uid {
         return Err(LabError::ClusterMismatch {
             what: "node uid (freeze-plan.json $.node_uid)".into(),
-            expected: plan.node_uid.as_str().to_owned(),
+            expected: node_uid.to_owned(),
             found: node.uid,
         });
     }
     let dep = cluster.admission_deployment().await?;
     let dep_uid = dep.metadata.uid.unwrap_or_default();
-    if dep_uid != plan.deployment_uid.as_str() {
+    if dep_uid != deployment_uid {
         return Err(LabError::ClusterMismatch {
             what: "deployment uid (freeze-plan.json $.deployment_uid)".into(),
-            expected: plan.deployment_uid.as_str().to_owned(),
+            expected: deployment_uid.to_owned(),
             found: dep_uid,
         });
     }
@@ -396,13 +394,18 @@ pub(crate) async fn act4(env: &Env) -> Result<ActSummary, LabError> {
     rec.complete(facts, lines)
 }
 
-/// What a freeze run needs.
-struct FreezeSpec<'a> {
-    act: u8,
-    resume_after_sec: u64,
-    webhook_name: String,
-    existing: &'a PodObservation,
-    tag: &'a str,
+/// What a freeze run needs (lab B's acts 5-6, lab C's acts 5-6).
+pub(crate) struct FreezeSpec<'a> {
+    /// The act number.
+    pub act: u8,
+    /// The healer resumes the process after this many seconds.
+    pub resume_after_sec: u64,
+    /// The policy's webhook the act's requests go through.
+    pub webhook_name: String,
+    /// Act 3's existing pod.
+    pub existing: &'a PodObservation,
+    /// The prefix of the act's request names (`b5`, `c6`, …).
+    pub tag: &'a str,
 }
 
 /// Act 5: the freeze under failurePolicy Fail.
@@ -411,7 +414,11 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     let cluster = env.cluster().await?;
     let ctx = live_context(&cluster, &env.workdir).await?;
     let (plan, loaded) = read_input::<inputs::FreezePlan>(&env.workdir, &ctx)?;
-    let mark = check_fault_preconditions(&cluster, &plan).await?;
+    let mark = check_fault_preconditions(
+        &cluster,
+        (plan.node_uid.as_str(), plan.deployment_uid.as_str()),
+    )
+    .await?;
     let act3: Act3Facts = read_facts(&env.workdir, 3)?;
     let act4: Act4Facts = read_facts(&env.workdir, 4)?;
     let healed = crate::faults::heal::recent();
@@ -476,13 +483,13 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
 
 /// Turns the outcome of a freeze run (maybe cut short by a signal) into facts or partial facts,
 /// adding the ledger and the healer's report to the raw data.
-fn settle(
+pub(crate) fn settle<T>(
     env: &Env,
     spec: &FreezeSpec<'_>,
-    outcome: Result<Result<FreezeRun, LabError>, &'static str>,
+    outcome: Result<Result<T, LabError>, &'static str>,
     partial: serde_json::Value,
     rec: &mut ActRecorder,
-) -> Result<FreezeRun, (serde_json::Value, LabError)> {
+) -> Result<T, (serde_json::Value, LabError)> {
     // This runner's attempt (its id ends with this process's pid), if it got that far.
     if let Some(files) = own_attempt(env, spec.act) {
         for (what, name) in [
@@ -599,7 +606,7 @@ async fn freeze_run(
 
 /// Before the freeze: the registration must be there (this lab preserves it), the leader Lease
 /// is kept, and the liveness gap is checked ([`liveness_gap`]).
-async fn before_freeze(
+pub(crate) async fn before_freeze(
     env: &Env,
     cluster: &Cluster,
     rec: &mut ActRecorder,
@@ -636,7 +643,7 @@ async fn before_freeze(
 }
 
 /// The freeze of act 4's process ([`freeze::freeze`]: plan, ledger, healer, SIGSTOP confirmed).
-fn start_freeze(
+pub(crate) fn start_freeze(
     env: &Env,
     rec: &mut ActRecorder,
     inv: &Investigation,
@@ -728,7 +735,7 @@ async fn during_freeze(
 
 /// The resume, the healer's job at its deadline ([`freeze::Freeze::wait_for_resume`]), with
 /// progress; says who resumed.
-async fn await_resume(
+pub(crate) async fn await_resume(
     fz: &mut freeze::Freeze,
     ui: &Ui,
     spec: &FreezeSpec<'_>,
@@ -759,7 +766,7 @@ async fn await_resume(
 }
 
 /// After the resume: new violating requests until the first explicit deny, every outcome kept.
-async fn after_resume(
+pub(crate) async fn after_resume(
     cluster: &Cluster,
     ui: &Ui,
     rec: &mut ActRecorder,
@@ -836,7 +843,7 @@ async fn container_after(
 
 /// The freeze window of the act's facts (evidence field names `watchdog_*` are the recorded
 /// format's words for the healer).
-fn freeze_window(
+pub(crate) fn freeze_window(
     inv: &Investigation,
     spec: &FreezeSpec<'_>,
     ledger: &freeze::FreezeLedger,
@@ -915,7 +922,7 @@ fn run_lines(ui: &Ui, run: &FreezeRun) -> Vec<String> {
 }
 
 /// The string at JSON pointer `at` in `v` (empty when absent or not a string).
-fn json_str(v: &serde_json::Value, at: &str) -> String {
+pub(crate) fn json_str(v: &serde_json::Value, at: &str) -> String {
     v.pointer(at)
         .and_then(|v| v.as_str())
         .unwrap_or_default()
@@ -923,7 +930,7 @@ fn json_str(v: &serde_json::Value, at: &str) -> String {
 }
 
 /// The live ValidatingPolicy of the lab, required to have act 2's UID (act 6 updates it in place).
-async fn policy_with_uid(
+pub(crate) async fn policy_with_uid(
     cluster: &Cluster,
     uid_before: &str,
 ) -> Result<Option<serde_json::Value>, LabError> {
@@ -946,7 +953,7 @@ async fn policy_with_uid(
 /// Act 6, step 1: the policy updated to `failurePolicy: Ignore` in place (same UID), and its
 /// fine-grained Ignore webhook registered. Returns the stored policy, the webhook's name and
 /// facts; `partial` keeps what was seen.
-async fn update_to_ignore(
+pub(crate) async fn update_to_ignore(
     env: &Env,
     cluster: &Cluster,
     rec: &mut ActRecorder,
@@ -988,16 +995,17 @@ async fn update_to_ignore(
 
 /// Act 6, step 2: with a healthy webhook under Ignore, violating requests until an explicit deny
 /// (every outcome kept). Returns the last one, the deny; none within the bound is an error.
-async fn healthy_deny_under_ignore(
+pub(crate) async fn healthy_deny_under_ignore(
     cluster: &Cluster,
     ui: &Ui,
     rec: &mut ActRecorder,
     partial: &mut serde_json::Value,
+    tag: &str,
 ) -> Result<RequestRecord, LabError> {
     ui.step(m::HEALTHY_DENY_IGNORE);
     let healthy = until_explicit_deny(
         cluster,
-        "b6-healthy-bad",
+        &format!("{tag}-healthy-bad"),
         TARGET_NAMESPACE,
         false,
         common::ANSWER_BOUND,
@@ -1035,7 +1043,11 @@ pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
     let ctx = live_context(&cluster, &env.workdir).await?;
     let (_pi, loaded) = read_input::<inputs::PolicyIgnore>(&env.workdir, &ctx)?;
     let (plan, plan_loaded) = read_input::<inputs::FreezePlan>(&env.workdir, &ctx)?;
-    let mark = check_fault_preconditions(&cluster, &plan).await?;
+    let mark = check_fault_preconditions(
+        &cluster,
+        (plan.node_uid.as_str(), plan.deployment_uid.as_str()),
+    )
+    .await?;
     let act2: Act2Facts = read_facts(&env.workdir, 2)?;
     let act3: Act3Facts = read_facts(&env.workdir, 3)?;
     let policy_uid_before = json_str(&act2.policy, "/metadata/uid");
@@ -1064,10 +1076,11 @@ pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
         Err(e) => return finish(rec, Err((partial, e))),
     };
     let window = crate::metrics::Window::begin(&cluster).await;
-    let healthy_bad = match healthy_deny_under_ignore(&cluster, &ui, &mut rec, &mut partial).await {
-        Ok(h) => h,
-        Err(e) => return finish(rec, Err((partial, e))),
-    };
+    let healthy_bad =
+        match healthy_deny_under_ignore(&cluster, &ui, &mut rec, &mut partial, "b6").await {
+            Ok(h) => h,
+            Err(e) => return finish(rec, Err((partial, e))),
+        };
     rec.save_progress(partial.clone())?;
 
     let inv = match investigate(&cluster, &mut cri).await {
@@ -1199,51 +1212,18 @@ pub(crate) async fn act8(env: &Env) -> Result<ActSummary, LabError> {
     let act7: Act7Facts = read_facts(&env.workdir, 7)?;
     let mut rec = ActRecorder::begin(&env.workdir, Lab::B, 8)?;
     rec.input(&loaded);
-    let mut checks = Vec::new();
-    for (field, evidence) in report_expectations(&act3, &act5, &act6, &act7) {
-        let report = loaded
-            .value
-            .get(field)
-            .cloned()
-            .unwrap_or(serde_json::Value::Null);
-        checks.push(ReportCheck {
-            field: field.to_owned(),
-            agrees: report.as_str() == Some(evidence.as_str()),
-            report,
-            evidence: evidence.into(),
-        });
-    }
-    let mut digests = std::collections::BTreeMap::new();
-    // Every earlier act's evidence (the report is the last act).
-    for act in crate::acts::numbers(Lab::B).filter(|&a| a < rec.act()) {
-        digests.insert(format!("{act:02}"), env.workdir.read_evidence(act)?.digest);
-    }
-    for (field, act) in [
-        ("fail_evidence_sha256", 5u8),
-        ("ignore_evidence_sha256", 6),
-        ("recovery_evidence_sha256", 7),
-    ] {
-        let report = loaded
-            .value
-            .get(field)
-            .cloned()
-            .unwrap_or(serde_json::Value::Null);
-        let evidence = digests
-            .get(&format!("{act:02}"))
-            .cloned()
-            .unwrap_or_default();
-        checks.push(ReportCheck {
-            field: field.to_owned(),
-            agrees: report.as_str() == Some(evidence.as_str()),
-            report,
-            evidence: evidence.into(),
-        });
-    }
-    let lines = m::report_summary(env.ui.lang(), &checks);
-    let facts = Act8Facts {
-        checks,
-        evidence_digests: digests,
-    };
+    let facts = common::report_checks(
+        env,
+        &rec,
+        &loaded.value,
+        report_expectations(&act3, &act5, &act6, &act7),
+        &[
+            ("fail_evidence_sha256", 5),
+            ("ignore_evidence_sha256", 6),
+            ("recovery_evidence_sha256", 7),
+        ],
+    )?;
+    let lines = m::report_summary(env.ui.lang(), &facts.checks);
     rec.complete(facts, lines)
 }
 

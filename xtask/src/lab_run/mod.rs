@@ -76,9 +76,9 @@ impl LabCmd {
                 let labs = match args.lab {
                     Some(l) => vec![l],
                     None if matches!(backend, crate::backend::Backend::Kubeconfig(_)) => bail!(
-                        "the kubeconfig backend runs one lab per existing cluster (each lab needs a fresh cluster): pass --lab a or --lab b"
+                        "the kubeconfig backend runs one lab per existing cluster (each lab needs a fresh cluster): pass --lab a, b or c"
                     ),
-                    None => vec![Lab::A, Lab::B],
+                    None => lab::acts::LABS.to_vec(),
                 };
                 let run_id = args.run_id.clone().unwrap_or_else(run_id);
                 let mut failed = Vec::new();
@@ -385,6 +385,22 @@ impl LabRun {
                             format!("reading the facts of {}", five.path.display())
                         })?;
                     reference::report_a(&ctx, f5.policy_webhook_present)
+                }
+                InputFile::ReportC => {
+                    let facts = |act: u8| -> Result<serde_json::Value> {
+                        let ev = self
+                            .workdir()
+                            .read_evidence(act)
+                            .with_context(|| format!("report.json quotes act {act}'s evidence"))?;
+                        Ok(ev.evidence.facts)
+                    };
+                    let words = lab::rules::c::report_expectations(
+                        &serde_json::from_value(facts(3)?)?,
+                        &serde_json::from_value(facts(5)?)?,
+                        &serde_json::from_value(facts(6)?)?,
+                        &serde_json::from_value(facts(7)?)?,
+                    );
+                    reference::report_c(&ctx, &words)
                 }
                 _ => reference::value(file, &ctx),
             }
@@ -966,13 +982,12 @@ pub fn drive_with(
             }
         }
     }
-    if interrupted.is_none()
-        && lab::acts::of(lab).last().map(|s| s.role) != Some(lab::acts::Role::Report)
-    {
-        // A lab whose registry does not end with its report yet (lab C, built through act 4)
-        // leaves its fault handed over to acts that do not exist: heal it, as a student who
-        // abandons the lab would (`kca-webhook-lab heal`), so no healer outlives the run.
-        let step = Step::start("healing the work dir (the lab's later acts are not built yet)");
+    if interrupted.is_none() {
+        // A lab that stopped at a failed act may leave a fault handed over to the acts after it
+        // (lab C's three replicas, acts 4-7): heal the work dir, as a student who abandons the
+        // lab would (`kca-webhook-lab heal`), so no healer outlives the run. After a complete
+        // run there is nothing left to heal.
+        let step = Step::start("healing the work dir (kca-webhook-lab heal)");
         match run.heal() {
             Ok(lines) => {
                 for l in &lines {
