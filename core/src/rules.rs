@@ -432,8 +432,9 @@ pub mod c {
         format!("{q}-{what}")
     }
 
-    /// The pod that held the Lease `kyverno` first after the freeze started, if another than the
-    /// frozen one did before the resume: `(holder, when read)`.
+    /// The first holder of the Lease `kyverno` read between the freeze and the resume that is not
+    /// the holder read right before the freeze (`lease_before`): `(holder, when read)`; `None`
+    /// when every read named the holder of before (or none).
     pub fn takeover(run: &ReplicaFreezeRun) -> Option<(&str, &str)> {
         let resumed = crate::facts::parse_rfc3339(&run.freeze.resumed_at);
         run.lease_samples
@@ -444,7 +445,7 @@ pub mod c {
             })
             .find_map(|s| {
                 let h = s.holder.as_deref()?;
-                (h != run.target_pod).then_some((h, s.at.as_str()))
+                (Some(h) != run.lease_before.holder.as_deref()).then_some((h, s.at.as_str()))
             })
     }
 

@@ -695,3 +695,8 @@ line!(
     scaled_back(action: &str, before: u32, after: u32, live: usize) =>
     "スケールバック ({action}): {before} → {after}、稼働中のレプリカ {live}",
     "scale back ({action}): {before} → {after}, live replicas {live}");
+line!(
+    /// Lab C act 5/6: what is sent during the freeze.
+    during_freeze_waves(waves: u32, size: u32) =>
+    "凍結中: 登録を確認し、違反する Pod を {waves} 回 {size} 件ずつ並列に、各回に対照の Pod を 1 件送ります",
+    "during the freeze: the registration read, then {waves} parallel waves of {size} violating pods, each with a control pod");

@@ -938,7 +938,7 @@ async fn replica_freeze(
     let mut fz = start_freeze(env, rec, inv, spec)?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let sampler = tokio::spawn(sample_each_second(cl.clone(), stop_rx));
-    ui.step(m::DURING_FREEZE);
+    ui.step(m::during_freeze_waves(rs.waves, rs.wave_size));
     let during = waves_during_freeze(cl, &ui, rec, spec, rs, &fz).await;
     let resume = match during {
         Ok(_) => await_resume(&mut fz, &ui, spec).await,
@@ -1568,8 +1568,10 @@ async fn act7_body(
 }
 
 /// Waits (bounded, [`lab_core::rules::c::SCALE_BACK_BOUND`]) until the Deployment asks for the
-/// original count, that many live replicas are `Ready` (the others gone), and the policy's
-/// Ignore webhook is registered. Every change of state is kept raw (`scale-back-wait`).
+/// original count, that many live replicas are `Ready` (the others gone), one of them holds the
+/// Lease (a leader scaled away keeps naming itself until the Lease expires, 12 s, and another
+/// takes it), and the policy's Ignore webhook is registered. Every change of state is kept raw
+/// (`scale-back-wait`).
 #[allow(clippy::type_complexity)]
 async fn wait_original_count(
     cl: &Cluster,
@@ -1599,10 +1601,17 @@ async fn wait_original_count(
             .collect();
         let ready = live.iter().filter(|p| pod_ready(p)).count();
         let webhook = cl.find_webhook(&name).await?;
+        let lease = cl
+            .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
+            .await?;
+        let holder = lease_facts(lease.as_ref()).holder;
+        let leads = live
+            .iter()
+            .any(|p| p.metadata.name.is_some() && p.metadata.name == holder);
         let wanted = dep.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1) as usize;
         let state = serde_json::json!({
             "spec_replicas": wanted, "pods_listed": all.len(), "pods_live": live.len(),
-            "pods_ready": ready, "registration": webhook.is_some(),
+            "pods_ready": ready, "registration": webhook.is_some(), "lease_holder": holder,
         });
         {
             let mut c = changes.borrow_mut();
@@ -1618,17 +1627,18 @@ async fn wait_original_count(
             }
         }
         let text = format!(
-            "spec.replicas {wanted}, pods {} ({} live, {ready} Ready), registration {}",
+            "spec.replicas {wanted}, pods {} ({} live, {ready} Ready), registration {}, Lease {}",
             all.len(),
             live.len(),
             if webhook.is_some() {
                 "present"
             } else {
                 "absent"
-            }
+            },
+            holder.as_deref().unwrap_or("?")
         );
         Ok::<_, LabError>(match webhook {
-            Some(w) if wanted == n && all.len() == n && live.len() == n && ready == n => {
+            Some(w) if wanted == n && all.len() == n && live.len() == n && ready == n && leads => {
                 Check::Done((live, dep, w))
             }
             _ => Check::NotYet(text),
