@@ -679,3 +679,98 @@ mod tests {
         assert!(!timeline_in_order(&f));
     }
 }
+
+#[cfg(test)]
+mod lab_c_tests {
+    use super::c::{freeze_counts, restarted, takeover};
+    use crate::evidence::Outcome;
+    use crate::facts::c::ReplicaFreezeRun;
+    use serde_json::json;
+
+    const LEADER: &str = "kyverno-admission-controller-86cbbb5545-5lxrd";
+    const OTHER: &str = "kyverno-admission-controller-86cbbb5545-2574z";
+
+    fn record(outcome: &str) -> serde_json::Value {
+        json!({
+            "name": "kca-c5-frozen-bad-w0-0", "namespace": "kca-webhook-target", "labels": {},
+            "dry_run": false, "sent_at": "2026-12-01T23:13:35.000Z",
+            "answered_at": "2026-12-01T23:13:38.000Z", "elapsed_ms": 3000, "http_status": 500,
+            "reason": null, "message": null, "outcome": outcome, "raw_response": {},
+            "get": {"exists": false, "uid": null, "phase": null, "at": "2026-12-01T23:13:38.010Z"}
+        })
+    }
+
+    fn lease(holder: Option<&str>) -> serde_json::Value {
+        json!({"namespace": "kyverno", "name": "kyverno", "holder": holder, "acquire_time": null,
+               "renew_time": null, "lease_duration_seconds": 12, "lease_transitions": 0,
+               "at": "2026-12-01T23:13:34.000Z"})
+    }
+
+    /// Act 5 of the first real lab C run (2026-12-01 23:13 UTC), cut down: the leader frozen
+    /// 23:13:34.414 → 23:13:54.431, the Lease read before, during and after.
+    fn run(target: &str, before: &str, holders: &[(&str, &str)]) -> ReplicaFreezeRun {
+        let samples: Vec<_> = holders
+            .iter()
+            .map(|(at, h)| json!({"at": at, "holder": h, "renew_time": null, "lease_transitions": 0}))
+            .collect();
+        serde_json::from_value(json!({
+            "target_role": "leader", "target_pod": target, "lease_before": lease(Some(before)),
+            "freeze": {"identity": {"pid": 10336, "pid_start_time_ticks": 1, "container_id": "c",
+                                    "pod_uid": "u"},
+                       "watchdog_pid": 1, "watchdog_armed_at": "2026-12-01T23:13:34.400Z",
+                       "resume_after_sec": 20, "frozen_at": "2026-12-01T23:13:34.414Z",
+                       "state_during": "T", "resumed_at": "2026-12-01T23:13:54.431Z",
+                       "resumed_by": "watchdog", "state_after": "S"},
+            "registration_present_during_freeze": true, "registration_snapshot": null,
+            "registration_checked_at": "2026-12-01T23:13:34.500Z", "timeout_seconds": 3,
+            "waves": 1, "wave_size": 3,
+            "bad": [record("webhook-timeout"), record("explicit-deny"), record("explicit-deny")],
+            "control": [], "lease_samples": samples, "endpoint_samples": [],
+            "replica_requests": [], "after_resume": [], "first_explicit_deny": null,
+            "first_deny_after_resume_ms": null,
+            "target_after": {"pod": target, "pod_uid_before": "u", "pod_uid_after": "u",
+                             "restart_count_before": 0, "restart_count_after": 1,
+                             "ready_after": true, "identity_after": null,
+                             "holds_lease_after": false,
+                             "settled_at": "2026-12-01T23:14:10.000Z", "waited_ms": 15000},
+            "lease_after": lease(Some(OTHER)),
+            "existing": {"name": "p", "namespace": "kca-webhook-target", "exists": true,
+                         "uid": "e", "phase": "Running", "restart_count": 0,
+                         "at": "2026-12-01T23:14:10.000Z"}
+        }))
+        .expect("a ReplicaFreezeRun")
+    }
+
+    #[test]
+    fn the_leaders_lease_moving_during_the_freeze_is_a_takeover_at_its_first_read() {
+        let r = run(
+            LEADER,
+            LEADER,
+            &[
+                ("2026-12-01T23:13:35.000Z", LEADER),
+                ("2026-12-01T23:13:49.499Z", OTHER),
+                ("2026-12-01T23:13:50.500Z", OTHER),
+            ],
+        );
+        assert_eq!(takeover(&r), Some((OTHER, "2026-12-01T23:13:49.499Z")));
+        assert!(restarted(&r));
+        assert_eq!(freeze_counts(&r, Outcome::WebhookTimeout), (1, 2, 0));
+    }
+
+    #[test]
+    fn a_followers_freeze_under_an_unchanged_leader_is_no_takeover() {
+        // The frozen pod is not the holder: every read names the holder of before.
+        let r = run(
+            "kyverno-admission-controller-86cbbb5545-4chsj",
+            OTHER,
+            &[("2026-12-01T23:13:35.000Z", OTHER), ("2026-12-01T23:13:36.000Z", OTHER)],
+        );
+        assert_eq!(takeover(&r), None);
+    }
+
+    #[test]
+    fn a_holder_read_after_the_resume_is_no_takeover_during_the_freeze() {
+        let r = run(LEADER, LEADER, &[("2026-12-01T23:13:54.900Z", OTHER)]);
+        assert_eq!(takeover(&r), None);
+    }
+}
