@@ -763,7 +763,10 @@ mod lab_c_tests {
         let r = run(
             "kyverno-admission-controller-86cbbb5545-4chsj",
             OTHER,
-            &[("2026-12-01T23:13:35.000Z", OTHER), ("2026-12-01T23:13:36.000Z", OTHER)],
+            &[
+                ("2026-12-01T23:13:35.000Z", OTHER),
+                ("2026-12-01T23:13:36.000Z", OTHER),
+            ],
         );
         assert_eq!(takeover(&r), None);
     }

@@ -11,7 +11,7 @@
 //! | 3 | [`lease_holder_is_a_replica`] | the Lease `kyverno`'s holder | one of the replicas | value-mismatch |
 //! | 3 | [`registration_is_act2s`] | the registration after the scale | act 2's, unchanged | registration-changed |
 //! | 3 | [`wait_is_ordered_inside_the_act`] | the scale, then the three conditions, then the first request | each other | times-inconsistent |
-//! | 3 | [`baseline_waves_were_parallel`] | `waves × wave_size` violating pods, each wave's requests all in flight at once | the counts; sent before any answer of its wave | value-mismatch, times-inconsistent |
+//! | 3 | [`baseline_waves_were_parallel`] | `waves × wave_size` violating pods, each wave's requests in flight together | the counts; at least one request per replica in flight at one instant ([`most_in_flight`]) | value-mismatch, times-inconsistent |
 //! | 3 | [`baseline_outcomes_are_healthy`] | every violating pod an explicit deny from act 2's webhook, good and control stored, the existing pod the good one | the policy | outcome-unexpected, deny-other-webhook, value-mismatch |
 //! | 3 | [`replica_counts_cover_the_requests`] | Kyverno's per-replica pod request counters | one row per replica; no counter goes down; together they moved by at least the target requests | value-mismatch |
 //! | 3 | [`act3_facts_are_the_raw_reads`] | the Deployment, Lease, pods, endpoints, the healer's scale, each counter, the wait's times | the raw records they were derived from (`ready-wait`: each time is the first check its condition held); each read timed between its record and the next ([`read_between_its_raw_record_and_the_next`]); the metrics window between the counters' reads | raw-mismatch, observation-missing, times-inconsistent |
@@ -196,9 +196,11 @@ fn wait_is_ordered_inside_the_act(g: &mut G, s: &str, f: &Act3Facts) {
     }
 }
 
-/// `waves × wave_size` violating pods, and in each wave every request was sent before any of
-/// the wave was answered: they were in flight at once (the API server opens a connection per
-/// concurrent call; sequential calls reuse one and reach one replica, `docs/lab-c.md`).
+/// `waves × wave_size` violating pods, and in each wave at least as many requests as there are
+/// replicas were in flight at once ([`most_in_flight`]): the API server opens a connection per
+/// concurrent call, sequential calls reuse one and reach one replica (`docs/lab-c.md`). (Not
+/// "every request sent before any answer": on a loaded host a task of the wave may start after a
+/// fast deny of another, seen in 2 of 5 runs on 2026-12-01 with the load average at 9.)
 fn baseline_waves_were_parallel(g: &mut G, s: &str, f: &Act3Facts) {
     let size = f.wave_size as usize;
     g.check(
@@ -217,12 +219,55 @@ fn baseline_waves_were_parallel(g: &mut G, s: &str, f: &Act3Facts) {
         return;
     }
     for (w, wave) in f.bad.chunks(size).enumerate() {
-        let last_sent = wave.iter().map(|r| r.sent_at.as_str()).max();
-        let first_answer = wave.iter().map(|r| r.answered_at.as_str()).min();
-        if let (Some(sent), Some(answered)) = (last_sent, first_answer) {
-            g.times_ordered(&format!("{s}.bad (wave {w})"), sent, answered);
+        waves_had_requests_in_flight_at_once(g, &format!("{s}.bad (wave {w})"), wave);
+    }
+}
+
+/// The most requests of `wave` in flight at one instant: each request spans `[sent_at,
+/// answered_at]`; `None` when a time does not parse.
+pub(super) fn most_in_flight(wave: &[crate::evidence::RequestRecord]) -> Option<usize> {
+    let mut edges = Vec::new();
+    for r in wave {
+        let (a, b) = (
+            facts::parse_rfc3339(&r.sent_at)?,
+            facts::parse_rfc3339(&r.answered_at)?,
+        );
+        // A send at the same millisecond as another's answer counts as overlapping.
+        edges.push((a, 0i32));
+        edges.push((b, 1i32));
+    }
+    edges.sort();
+    let (mut now, mut most) = (0usize, 0usize);
+    for (_, kind) in edges {
+        if kind == 0 {
+            now += 1;
+            most = most.max(now);
+        } else {
+            now = now.saturating_sub(1);
         }
     }
+    Some(most)
+}
+
+/// At least one request per replica of `wave` was in flight at once ([`most_in_flight`]).
+/// Flags times-inconsistent.
+pub(super) fn waves_had_requests_in_flight_at_once(
+    g: &mut G,
+    subject: &str,
+    wave: &[crate::evidence::RequestRecord],
+) {
+    let most = most_in_flight(wave);
+    g.check(
+        most.is_some_and(|m| m >= REPLICAS as usize),
+        Code::TimesInconsistent,
+        subject,
+        || {
+            format!(
+                "at most {most:?} of the wave's {} requests were in flight at once; a parallel wave has at least {REPLICAS}",
+                wave.len()
+            )
+        },
+    );
 }
 
 /// A healthy cluster with three replicas: every violating pod explicitly denied by act 2's
@@ -1375,5 +1420,59 @@ pub(crate) fn act8(g: &mut G) {
     };
     for (field, expected) in crate::rules::c::report_expectations(&a3, &a5, &a6, &a7) {
         super::report_claim(g, &report, field, &expected);
+    }
+}
+
+#[cfg(test)]
+mod in_flight_tests {
+    use super::most_in_flight;
+    use crate::evidence::RequestRecord;
+
+    fn wave(spans: &[(&str, &str)]) -> Vec<RequestRecord> {
+        spans
+            .iter()
+            .enumerate()
+            .map(|(i, (sent, answered))| {
+                serde_json::from_value(serde_json::json!({
+                    "name": format!("kca-c3-bad-w0-{i}"), "namespace": "kca-webhook-target",
+                    "labels": {}, "dry_run": false, "sent_at": sent, "answered_at": answered,
+                    "elapsed_ms": 10, "http_status": 400, "reason": null, "message": null,
+                    "outcome": "explicit-deny", "raw_response": {},
+                    "get": {"exists": false, "uid": null, "phase": null, "at": answered}
+                }))
+                .expect("a request record")
+            })
+            .collect()
+    }
+
+    /// Wave 0 of act 3 in the run of 2026-12-01 23:28 UTC (load average 9): the first request
+    /// was answered before the others were sent, yet five were in flight together.
+    #[test]
+    fn a_wave_with_one_early_answer_still_had_five_in_flight() {
+        let w = wave(&[
+            ("2026-12-01T23:29:31.732Z", "2026-12-01T23:29:31.749Z"),
+            ("2026-12-01T23:29:31.752Z", "2026-12-01T23:29:31.763Z"),
+            ("2026-12-01T23:29:31.754Z", "2026-12-01T23:29:31.774Z"),
+            ("2026-12-01T23:29:31.754Z", "2026-12-01T23:29:31.812Z"),
+            ("2026-12-01T23:29:31.762Z", "2026-12-01T23:29:31.775Z"),
+            ("2026-12-01T23:29:31.762Z", "2026-12-01T23:29:31.815Z"),
+        ]);
+        assert_eq!(most_in_flight(&w), Some(5));
+    }
+
+    #[test]
+    fn a_sequential_wave_has_one_in_flight() {
+        let w = wave(&[
+            ("2026-12-01T23:29:31.700Z", "2026-12-01T23:29:31.710Z"),
+            ("2026-12-01T23:29:31.711Z", "2026-12-01T23:29:31.720Z"),
+            ("2026-12-01T23:29:31.721Z", "2026-12-01T23:29:31.730Z"),
+        ]);
+        assert_eq!(most_in_flight(&w), Some(1));
+    }
+
+    #[test]
+    fn an_unparsable_time_gives_no_count() {
+        let w = wave(&[("yesterday", "2026-12-01T23:29:31.710Z")]);
+        assert_eq!(most_in_flight(&w), None);
     }
 }
