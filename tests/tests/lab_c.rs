@@ -316,7 +316,13 @@ fn abandoned_after_act_3_then_heal(first: &LabRun) -> Result<(), Failed> {
         Lab::C,
         &workdir,
         first.env.kubeconfig.as_deref().ok_or("no kubeconfig")?,
-        first.env.cri_endpoint.as_deref().ok_or("no CRI endpoint")?,
+        &first
+            .env
+            .cri_endpoint
+            .as_deref()
+            .ok_or("no CRI endpoint")?
+            .display()
+            .to_string(),
     )
     .map_err(|e| Failed::from(format!("{e:#}")))?;
     run.env.audit = first.env.audit.clone();

@@ -976,6 +976,49 @@ async fn act3_body(
     Ok((facts, lines))
 }
 
+/// Act 8 of every lab: the report's claims held against the words the evidence supports
+/// (`words`, from the lab's one report rule) and its digest fields against the canonical digests
+/// of the evidence (`digests`: field → act); every earlier act's digest is recorded.
+///
+/// Errors: [`LabError`] when an earlier act's evidence cannot be read.
+pub(crate) fn report_checks(
+    env: &Env,
+    rec: &ActRecorder,
+    report: &serde_json::Value,
+    words: Vec<(&'static str, String)>,
+    digests: &[(&str, u8)],
+) -> Result<crate::facts::Act8Facts, LabError> {
+    let claim = |field: &str, evidence: String| {
+        let found = report
+            .get(field)
+            .cloned()
+            .unwrap_or(serde_json::Value::Null);
+        crate::facts::ReportCheck {
+            field: field.to_owned(),
+            agrees: found.as_str() == Some(evidence.as_str()),
+            report: found,
+            evidence: evidence.into(),
+        }
+    };
+    let mut checks: Vec<_> = words.into_iter().map(|(f, w)| claim(f, w)).collect();
+    let mut evidence_digests = std::collections::BTreeMap::new();
+    // Every earlier act's evidence (the report is the last act).
+    for act in crate::acts::numbers(rec.lab()).filter(|&a| a < rec.act()) {
+        evidence_digests.insert(format!("{act:02}"), env.workdir.read_evidence(act)?.digest);
+    }
+    for (field, act) in digests {
+        let digest = evidence_digests
+            .get(&format!("{act:02}"))
+            .cloned()
+            .unwrap_or_default();
+        checks.push(claim(field, digest));
+    }
+    Ok(crate::facts::Act8Facts {
+        checks,
+        evidence_digests,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1024,47 +1067,4 @@ mod tests {
         let text = serde_json::to_string(&ev).unwrap();
         assert!(!text.contains("\"versions\""), "{text}");
     }
-}
-
-/// Act 8 of every lab: the report's claims held against the words the evidence supports
-/// (`words`, from the lab's one report rule) and its digest fields against the canonical digests
-/// of the evidence (`digests`: field → act); every earlier act's digest is recorded.
-///
-/// Errors: [`LabError`] when an earlier act's evidence cannot be read.
-pub(crate) fn report_checks(
-    env: &Env,
-    rec: &ActRecorder,
-    report: &serde_json::Value,
-    words: Vec<(&'static str, String)>,
-    digests: &[(&str, u8)],
-) -> Result<crate::facts::Act8Facts, LabError> {
-    let claim = |field: &str, evidence: String| {
-        let found = report
-            .get(field)
-            .cloned()
-            .unwrap_or(serde_json::Value::Null);
-        crate::facts::ReportCheck {
-            field: field.to_owned(),
-            agrees: found.as_str() == Some(evidence.as_str()),
-            report: found,
-            evidence: evidence.into(),
-        }
-    };
-    let mut checks: Vec<_> = words.into_iter().map(|(f, w)| claim(f, w)).collect();
-    let mut evidence_digests = std::collections::BTreeMap::new();
-    // Every earlier act's evidence (the report is the last act).
-    for act in crate::acts::numbers(rec.lab()).filter(|&a| a < rec.act()) {
-        evidence_digests.insert(format!("{act:02}"), env.workdir.read_evidence(act)?.digest);
-    }
-    for (field, act) in digests {
-        let digest = evidence_digests
-            .get(&format!("{act:02}"))
-            .cloned()
-            .unwrap_or_default();
-        checks.push(claim(field, digest));
-    }
-    Ok(crate::facts::Act8Facts {
-        checks,
-        evidence_digests,
-    })
 }
