@@ -264,7 +264,7 @@ fn registration_during_freeze_is_the_recorded_one(
 /// The registration snapshot read during the freeze (raw, camelCase) is `h`, the registration
 /// the earlier act recorded: the same name, failure policy, timeout, client config, selectors,
 /// match conditions, rules, sideEffects and matchPolicy. Flags [`Code::RegistrationChanged`].
-fn snapshot_is_the_recorded_registration(
+pub(super) fn snapshot_is_the_recorded_registration(
     g: &mut G,
     s: &str,
     snap: &serde_json::Value,

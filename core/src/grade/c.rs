@@ -1,7 +1,7 @@
-//! Lab C graders, acts 3-4 (three admission-controller replicas; `docs/labs.md`, "Lab C").
+//! Lab C graders, acts 3-8 (three admission-controller replicas; `docs/labs.md`, "Lab C").
 //!
-//! Acts 1-2 are lab B's (graded in [`super`]). Acts 5-8 are not built yet (issue 28). Each rule
-//! is a function named after what it holds:
+//! Acts 1-2 are lab B's (graded in [`super`]). Each rule is a function named after what it
+//! holds:
 //!
 //! | act | rule | holds | code |
 //! |---|---|---|---|
@@ -19,6 +19,26 @@
 //! | 4 | [`leader_is_the_lease_holder`] | the leader's pod | the Lease's holder, read before and after (unchanged) | value-mismatch |
 //! | 4 | [`processes_are_act3s_replicas`] | leader + followers | act 3's replica UIDs, each once; PIDs and start times distinct; none stopped | value-mismatch, uid-mismatch, process-still-stopped |
 //! | 4 | [`act4_facts_are_the_raw_reads`] | both Lease reads, each process | raw `lease-before`/`lease-after`, each `cri-container:<pod>` (restart count = the container's attempt) | raw-mismatch, observation-missing |
+//! | 5 | [`frozen_replica_is_act4s`] | the role, pod and process frozen | act 4's leader | value-mismatch, identity-changed |
+//! | 5 | [`lease_before_names_the_frozen_leader`] | the Lease read right before the freeze | the frozen pod | value-mismatch |
+//! | 6 | [`follower_is_not_the_lease_holder`], [`frozen_follower_is_its_latest_process`] | the follower frozen | not the holder before; one of act 3's pods; its process act 5's after the resume (if act 5 froze it) or act 4's | value-mismatch, uid-mismatch, identity-changed |
+//! | 6 | policy, healthy deny (`act6`) | the stored policy, the registration, a violating pod under Ignore | act 2's UID, `policy-ignore.json` (`stored_policy_is_the_applied_input`), raw `policy-stored`; act 2's registration switched to Ignore; explicit deny before the freeze | uid-mismatch, value-mismatch, raw-mismatch, registration-changed |
+//! | 6 | [`lease_holder_unchanged_by_a_follower_freeze`] | every Lease sample and the read after | the holder before | value-mismatch |
+//! | 5, 6 | `freeze_window_is_the_planned_one`, `process_stopped_only_during_freeze` ([`super::b`]) | the freeze window, the process state | the healer's deadline; `T` during, not after | times-inconsistent, value-mismatch, process-still-stopped |
+//! | 5, 6 | [`registration_kept_during_the_freeze`] | the registration read during the freeze | present, its snapshot the claim, the act's failurePolicy, act 2's (act 6: act 6's) registration (`snapshot_is_the_recorded_registration`), its scope, `timeout_seconds`; read inside the freeze | registration-changed, registration-claim-contradicted, registration-scope, value-mismatch, times-inconsistent |
+//! | 5, 6 | [`freeze_waves_lie_inside_the_freeze`] | `waves × wave_size` violating pods (≥ 18), one control pod per wave | sent after the freeze, answered before the resume; violating pods in the target namespace | value-mismatch, times-inconsistent |
+//! | 5, 6 | [`freeze_outcomes_are_timeout_or_deny`] | each wave request | met the frozen replica (Fail: `webhook-timeout`, never admitted; Ignore: stored) after `timeoutSeconds`, or denied by the policy's webhook; control stored | outcome-unexpected, timeout-too-fast, timeout-too-slow, deny-other-webhook |
+//! | 5, 6 | [`samples_cover_the_freeze`] | the Lease and EndpointSlice samples | one about each second from the freeze to the resume, no gap over three periods | observation-missing |
+//! | 5, 6 | [`recovery_ends_in_an_explicit_deny`] | the requests after the resume | sent after it, the last the first explicit deny from the policy's webhook, timed from the resume | observation-missing, times-inconsistent |
+//! | 5, 6 | [`frozen_replica_after_is_the_same_pod`], [`frozen_replica_restart_agrees_with_its_container`] | the frozen replica after the settle | its pod and UID; restart count never down, up exactly when the container is new, the same container the same process | value-mismatch, uid-mismatch, restart-contradicted |
+//! | 5, 6 | [`replica_rows_are_act3s_replicas`] | each replica's counter | one row per act 3 replica; down only for the frozen replica that restarted | value-mismatch |
+//! | 5, 6 | [`freeze_run_is_its_raw_reads`] | the Leases before/after, every sample, the frozen pod and container after, the counters, the settle | raw `lease-before`/`lease-after`, `freeze-samples`, `pods-after`, `cri-container-after`, `replica-metrics-*`, `settle-wait` ([`settle_is_its_checks`]) | raw-mismatch, observation-missing, times-inconsistent |
+//! | 5, 6 | `existing_pod_survives_since` ([`super`]) | act 3's pod | same name, UID, `Running`, restart count never down | pod-replaced, pod-not-running, restart-contradicted |
+//! | 7 | `recovery.json` (`act7`) | the policy UID, the Ignore registration, the deny | act 2's UID, act 6's registration unchanged, its scope; the last probe an explicit deny from it | uid-mismatch, registration-changed, registration-scope, outcome-unexpected, observation-missing |
+//! | 7 | [`scaled_back_to_the_original_count`], [`replicas_left_are_act3s_pods`] | the scale back, the Deployment, the replicas left | the original count, act 3's attempt; act 1's Deployment; each Ready replica one of act 3's pods (name, UID, address), `Running`; the Lease's holder one of them | value-mismatch, uid-mismatch |
+//! | 7 | [`deny_probes_are_violating_pods_one_after_another`], [`wait_spans_the_act_until_the_existing_pod`] | the probes, `waited_ms` | violating target pods after the scale back, one at a time; the act's start to the existing pod's read | value-mismatch, times-inconsistent |
+//! | 7 | [`act7_facts_are_the_raw_reads`] | `replicas_before`, the heal, the Lease, the policy UID, the registration | raw `deployment-before`, `scale-attempt-heal`, `lease`, `policy`, `webhook-configuration` | raw-mismatch, observation-missing |
+//! | 8 | `act8` | each word of `report.json`, the digests | `rules::c::report_expectations`; 05/06/07 | report-contradicted, digest-mismatch |
 
 use std::collections::BTreeSet;
 
@@ -580,28 +600,7 @@ fn act3_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &crate::evidence::Eviden
         }
     }
     if let Some(slices) = required_raw(g, ev, "endpoint-slices", &format!("{s}.endpoints")) {
-        let mut raw: Vec<EndpointFacts> = slices
-            .as_array()
-            .into_iter()
-            .flatten()
-            .flat_map(|sl| sl["endpoints"].as_array().cloned().unwrap_or_default())
-            .map(|e| EndpointFacts {
-                address: e
-                    .pointer("/addresses/0")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned(),
-                pod: e
-                    .pointer("/targetRef/name")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned),
-                ready: e
-                    .pointer("/conditions/ready")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(true),
-            })
-            .collect();
-        raw.sort_by(|a, b| a.pod.cmp(&b.pod));
+        let raw = endpoints_of_slices(slices);
         g.check(
             raw == f.endpoints,
             Code::RawMismatch,
@@ -641,11 +640,55 @@ fn act3_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &crate::evidence::Eviden
             },
         );
     }
-    for (i, r) in f.replica_requests.iter().enumerate() {
+    replica_counters_are_the_raw_lines(g, s, ev, &f.replica_requests);
+    wait_length_is_the_waits(g, s, f);
+}
+
+/// `kyverno-svc`'s endpoints as the act derives them from its EndpointSlices (raw, verbatim):
+/// each endpoint's first address, its pod, `conditions.ready` (absent counts as ready), sorted
+/// by pod name.
+fn endpoints_of_slices(slices: &serde_json::Value) -> Vec<EndpointFacts> {
+    use serde_json::Value;
+    let mut raw: Vec<EndpointFacts> = slices
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|sl| sl["endpoints"].as_array().cloned().unwrap_or_default())
+        .map(|e| EndpointFacts {
+            address: e
+                .pointer("/addresses/0")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned(),
+            pod: e
+                .pointer("/targetRef/name")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            ready: e
+                .pointer("/conditions/ready")
+                .and_then(Value::as_bool)
+                .unwrap_or(true),
+        })
+        .collect();
+    raw.sort_by(|a, b| a.pod.cmp(&b.pod));
+    raw
+}
+
+/// Each replica's counter is what its raw `/metrics` lines give
+/// (`replica-metrics-{before,after}:<pod>`, re-parsed; `None` when the read failed). Flags
+/// [`Code::RawMismatch`] / [`Code::ObservationMissing`].
+fn replica_counters_are_the_raw_lines(
+    g: &mut G,
+    s: &str,
+    ev: &crate::evidence::Evidence,
+    rows: &[ReplicaRequests],
+) {
+    use serde_json::Value;
+    for (i, r) in rows.iter().enumerate() {
         for (when, recorded) in [("before", r.before), ("after", r.after)] {
             let what = format!("replica-metrics-{when}:{}", r.pod);
             let sub = format!("{s}.replica_requests[{i}].{when}");
-            let Some(raw) = required_raw(g, ev, &what, &sub) else {
+            let Some(raw) = super::witness::required_raw(g, ev, &what, &sub) else {
                 continue;
             };
             let text: String = raw["lines"]
@@ -665,7 +708,6 @@ fn act3_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &crate::evidence::Eviden
             });
         }
     }
-    wait_length_is_the_waits(g, s, f);
 }
 
 /// The wait's recorded length lies between the last condition it saw (less the clock skew)
@@ -857,7 +899,18 @@ pub(crate) fn act5(g: &mut G) {
     let s = subject(5);
     let hook = g.facts::<facts::Act2Facts>(2).map(|a2| a2.webhook);
     frozen_replica_is_act4s(g, &s, &f, "leader");
+    lease_before_names_the_frozen_leader(g, &s, &f);
     replica_freeze_run(g, 5, &f, hook.as_ref(), false);
+}
+
+/// The leader frozen is the one the Lease named right before the freeze.
+fn lease_before_names_the_frozen_leader(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.lease_before.holder"),
+        Some(run.target_pod.as_str()),
+        run.lease_before.holder.as_deref(),
+    );
 }
 
 /// Act 6: the policy switched to Ignore, a healthy deny, a follower frozen for 10 s.
@@ -894,11 +947,29 @@ pub(crate) fn act6(g: &mut G) {
         );
     }
     super::check_webhook(g, &format!("{s}.webhook"), &f.webhook, "Ignore");
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.policy.spec.failurePolicy"),
+        Some("Ignore"),
+        f.policy
+            .pointer("/spec/failurePolicy")
+            .and_then(|v| v.as_str()),
+    );
+    super::stored_policy_is_the_applied_input(
+        g,
+        &format!("{s}.policy"),
+        &f.policy,
+        inputs::InputFile::PolicyIgnore,
+    );
+    if let Some(ev) = g.evidence(6) {
+        super::witness::stored_policy_is_the_raw_read(g, &ev, &format!("{s}.policy"), &f.policy);
+    }
     g.request(
         &format!("{s}.healthy_bad"),
         &f.healthy_bad,
         &[Outcome::ExplicitDeny],
     );
+    super::b::violating_pod_in_the_target_namespace(g, &format!("{s}.healthy_bad"), &f.healthy_bad);
     g.named_webhook(&format!("{s}.healthy_bad"), &f.healthy_bad, &f.webhook);
     g.times_ordered(
         &format!("{s}.healthy_bad"),
@@ -906,6 +977,7 @@ pub(crate) fn act6(g: &mut G) {
         &f.run.freeze.frozen_at,
     );
     follower_is_not_the_lease_holder(g, &s, &f.run);
+    frozen_follower_is_its_latest_process(g, &s, &f.run);
     replica_freeze_run(g, 6, &f.run, Some(&f.webhook), true);
     lease_holder_unchanged_by_a_follower_freeze(g, &s, &f.run);
 }
@@ -975,6 +1047,31 @@ fn follower_is_not_the_lease_holder(g: &mut G, s: &str, run: &ReplicaFreezeRun) 
     }
 }
 
+/// The follower frozen is the process last seen in its pod: act 5's after the resume when it is
+/// act 5's frozen replica (which may have restarted), else the one act 4 found. A replica
+/// neither froze nor lost the Lease keeps its container between the acts.
+fn frozen_follower_is_its_latest_process(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
+    let from5 = g
+        .facts::<Act5Facts>(5)
+        .filter(|a5| a5.target_pod == run.target_pod)
+        .and_then(|a5| a5.target_after.identity_after);
+    let from4 = g.facts::<Act4Facts>(4).and_then(|a4| {
+        a4.followers
+            .into_iter()
+            .chain([a4.leader])
+            .find(|p| p.pod_name == run.target_pod)
+            .map(|p| p.identity)
+    });
+    if let Some(expected) = from5.or(from4) {
+        g.expect_eq(
+            Code::IdentityChanged,
+            format!("{s}.freeze.identity"),
+            &expected,
+            &run.freeze.identity,
+        );
+    }
+}
+
 /// A follower's freeze leaves the Lease alone: every read during the freeze and the read after
 /// name the holder of before.
 fn lease_holder_unchanged_by_a_follower_freeze(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
@@ -1016,6 +1113,16 @@ fn replica_freeze_run(
     samples_cover_the_freeze(g, &s, run);
     recovery_ends_in_an_explicit_deny(g, &s, run, hook);
     frozen_replica_after_is_the_same_pod(g, &s, run);
+    frozen_replica_restart_agrees_with_its_container(g, &s, run);
+    replica_rows_are_act3s_replicas(g, &s, run);
+    g.times_ordered(
+        &format!("{s}.lease_before.at"),
+        &run.lease_before.at,
+        &run.freeze.frozen_at,
+    );
+    if let Some(ev) = g.evidence(act) {
+        freeze_run_is_its_raw_reads(g, &s, &ev, run);
+    }
     if let Some(a3) = g.facts::<Act3Facts>(3) {
         super::existing_pod_survives_since(
             g,
@@ -1042,6 +1149,29 @@ fn registration_kept_during_the_freeze(
         || "the policy's webhook was not registered during the freeze".into(),
     );
     let snap = &run.registration_snapshot;
+    g.check(
+        run.registration_present_during_freeze != snap.is_null(),
+        Code::RegistrationClaimContradicted,
+        format!("{s}.registration_snapshot"),
+        || {
+            format!(
+                "present={} but the snapshot is {}",
+                run.registration_present_during_freeze,
+                super::abbreviate(snap)
+            )
+        },
+    );
+    if !snap.is_null() {
+        super::registration_scope(
+            g,
+            &format!("{s}.registration_snapshot"),
+            snap.get("name").and_then(|v| v.as_str()).unwrap_or(""),
+            &super::Scope::of_raw(snap),
+        );
+        if let Some(h) = hook {
+            super::b::snapshot_is_the_recorded_registration(g, s, snap, h);
+        }
+    }
     let fp = snap.get("failurePolicy").and_then(|v| v.as_str());
     g.expect_eq(
         Code::ValueMismatch,
@@ -1131,8 +1261,9 @@ fn freeze_waves_lie_inside_the_freeze(g: &mut G, s: &str, run: &ReplicaFreezeRun
 }
 
 /// Every violating pod of the waves met the frozen replica (under Fail a `webhook-timeout`, not
-/// stored; under Ignore `stored` after the timeout) or a running one (`explicit-deny` from the
-/// policy's webhook); the control pods were stored (outside the selector).
+/// stored; under Ignore `stored` after the timeout; either after `timeoutSeconds`, not sooner nor
+/// much later) or a running one (`explicit-deny` from the policy's webhook); the control pods
+/// were stored (outside the selector).
 fn freeze_outcomes_are_timeout_or_deny(
     g: &mut G,
     s: &str,
@@ -1147,7 +1278,15 @@ fn freeze_outcomes_are_timeout_or_deny(
     };
     for (i, r) in run.bad.iter().enumerate() {
         let sub = format!("{s}.bad[{i}]");
-        g.request(&sub, r, &[met, Outcome::ExplicitDeny]);
+        // A request that met the frozen replica waited for the registration's timeout: a
+        // `webhook-timeout` under Fail, `stored` after it under Ignore (`bounds::timeout_window_ms`).
+        g.request_timed(
+            &sub,
+            r,
+            &[met, Outcome::ExplicitDeny],
+            run.timeout_seconds,
+            ignore && r.outcome == Outcome::Stored,
+        );
         if !ignore {
             violating_pod_never_admitted_under_fail(g, &sub, r);
         }
@@ -1303,6 +1442,295 @@ fn frozen_replica_after_is_the_same_pod(g: &mut G, s: &str, run: &ReplicaFreezeR
     );
 }
 
+/// Whether the frozen replica restarted is an observation (the report's `former_leader`); what
+/// must hold is that its restart count agrees with the container seen after the settle: a new
+/// container ID exactly when the count went up (kubelet starts a new container for every
+/// restart), and the same container is the same process (PID, start time) in the same pod.
+/// Flags [`Code::RestartContradicted`].
+fn frozen_replica_restart_agrees_with_its_container(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
+    let t = &run.target_after;
+    let Some(after) = &t.identity_after else {
+        return;
+    };
+    let before = &run.freeze.identity;
+    let restarted = t.restart_count_after > t.restart_count_before;
+    let new_container = after.container_id != before.container_id;
+    g.check(
+        restarted == new_container,
+        Code::RestartContradicted,
+        format!("{s}.target_after.identity_after.container_id"),
+        || {
+            format!(
+                "restart count {} -> {}, container {} -> {}: a restart is a new container, and a new container a restart",
+                t.restart_count_before, t.restart_count_after, before.container_id, after.container_id
+            )
+        },
+    );
+    g.check(
+        new_container || after == before,
+        Code::RestartContradicted,
+        format!("{s}.target_after.identity_after"),
+        || {
+            format!(
+                "the same container {} with another process or pod: {before:?} then {after:?}",
+                after.container_id
+            )
+        },
+    );
+    g.check(
+        t.pod_uid_after.as_deref() == Some(after.pod_uid.as_str()),
+        Code::UidMismatch,
+        format!("{s}.target_after.pod_uid_after"),
+        || {
+            format!(
+                "the pod's UID after is {:?}, its container's pod {}",
+                t.pod_uid_after, after.pod_uid
+            )
+        },
+    );
+}
+
+/// One counter row per act 3 replica; a counter goes down only where the replica restarted (the
+/// frozen replica, whose restart count went up): Kyverno's counters live in its process.
+fn replica_rows_are_act3s_replicas(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
+    if let Some(a3) = g.facts::<Act3Facts>(3) {
+        let rows: BTreeSet<&str> = run
+            .replica_requests
+            .iter()
+            .map(|r| r.pod.as_str())
+            .collect();
+        let replicas: BTreeSet<&str> = a3.replicas.iter().map(|r| r.pod.name.as_str()).collect();
+        g.check(
+            rows == replicas && rows.len() == run.replica_requests.len(),
+            Code::ValueMismatch,
+            format!("{s}.replica_requests"),
+            || format!("expected one row per act 3 replica {replicas:?}, found {rows:?}"),
+        );
+    }
+    let restarted = crate::rules::c::restarted(run);
+    for (i, r) in run.replica_requests.iter().enumerate() {
+        if let (Some(b), Some(a)) = (r.before, r.after) {
+            g.check(
+                a >= b || (restarted && r.pod == run.target_pod),
+                Code::ValueMismatch,
+                format!("{s}.replica_requests[{i}]"),
+                || format!("{}'s counter went down from {b} to {a}, and it is not the frozen replica that restarted", r.pod),
+            );
+        }
+    }
+}
+
+/// A freeze's facts are the reads it recorded raw: the Lease before and after (`lease-before`,
+/// `lease-after`), every Lease and EndpointSlice sample (`freeze-samples`, in order; a failed read
+/// has no raw answer), the frozen pod after the settle (`pods-after`: UID, restart count,
+/// `Ready`), its container (`cri-container-after`: ID, PID, pod, `attempt` = the restart count),
+/// each replica's counter, and the settle's length and last state (`settle-wait`). Flags
+/// [`Code::RawMismatch`] / [`Code::ObservationMissing`] / [`Code::TimesInconsistent`].
+fn freeze_run_is_its_raw_reads(
+    g: &mut G,
+    s: &str,
+    ev: &crate::evidence::Evidence,
+    run: &ReplicaFreezeRun,
+) {
+    use super::witness::{lease_is_the_raw_lease, required_raw, same_time};
+    use serde_json::Value;
+    if let Some(l) = required_raw(g, ev, "lease-before", &format!("{s}.lease_before")) {
+        lease_is_the_raw_lease(g, &format!("{s}.lease_before"), &run.lease_before, l);
+    }
+    if let Some(l) = required_raw(g, ev, "lease-after", &format!("{s}.lease_after")) {
+        lease_is_the_raw_lease(g, &format!("{s}.lease_after"), &run.lease_after, l);
+        read_between_its_raw_record_and_the_next(
+            g,
+            &format!("{s}.lease_after.at"),
+            ev,
+            "lease-after",
+            &run.lease_after.at,
+        );
+    }
+    if let Some(samples) = required_raw(g, ev, "freeze-samples", &format!("{s}.lease_samples")) {
+        let of = |what: &str| -> Vec<&Value> {
+            samples
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|x| x["what"] == what)
+                .collect()
+        };
+        let leases = of("lease");
+        let read: Vec<&LeaseSample> = run
+            .lease_samples
+            .iter()
+            .filter(|x| x.error.is_none())
+            .collect();
+        let lease_ok = leases.len() == read.len()
+            && leases.iter().zip(&read).all(|(raw, x)| {
+                let spec = |k: &str| raw.pointer(&format!("/lease/spec/{k}"));
+                same_time(raw["at"].as_str(), Some(x.at.as_str()))
+                    && spec("holderIdentity").and_then(Value::as_str) == x.holder.as_deref()
+                    && same_time(
+                        spec("renewTime").and_then(Value::as_str),
+                        x.renew_time.as_deref(),
+                    )
+                    && spec("leaseTransitions").and_then(Value::as_u64)
+                        == x.lease_transitions.map(u64::from)
+            });
+        g.check(lease_ok, Code::RawMismatch, format!("{s}.lease_samples"), || {
+            format!(
+                "{} successful reads recorded, the raw samples hold {} Lease answers that do not all agree",
+                read.len(),
+                leases.len()
+            )
+        });
+        let slices = of("endpoint-slices");
+        let read: Vec<&EndpointSample> = run
+            .endpoint_samples
+            .iter()
+            .filter(|x| x.error.is_none())
+            .collect();
+        let eps_ok = slices.len() == read.len()
+            && slices.iter().zip(&read).all(|(raw, x)| {
+                same_time(raw["at"].as_str(), Some(x.at.as_str()))
+                    && endpoints_of_slices(&raw["slices"]) == x.endpoints
+            });
+        g.check(eps_ok, Code::RawMismatch, format!("{s}.endpoint_samples"), || {
+            format!(
+                "{} successful reads recorded, the raw samples hold {} EndpointSlice answers that do not all agree",
+                read.len(),
+                slices.len()
+            )
+        });
+    }
+    let t = &run.target_after;
+    if let Some(pods) = required_raw(g, ev, "pods-after", &format!("{s}.target_after")) {
+        let pod =
+            pods.as_array().into_iter().flatten().find(|p| {
+                p.pointer("/metadata/name").and_then(Value::as_str) == Some(t.pod.as_str())
+            });
+        let uid = pod
+            .and_then(|p| p.pointer("/metadata/uid"))
+            .and_then(Value::as_str);
+        let restarts = pod
+            .and_then(|p| p.pointer("/status/containerStatuses"))
+            .and_then(Value::as_array)
+            .and_then(|cs| cs.iter().find(|c| c["name"] == "kyverno"))
+            .and_then(|c| c["restartCount"].as_u64())
+            .unwrap_or(u64::from(t.restart_count_before));
+        let ready = pod
+            .and_then(|p| p.pointer("/status/conditions"))
+            .and_then(Value::as_array)
+            .is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c["type"] == "Ready" && c["status"] == "True")
+            });
+        g.check(
+            uid == t.pod_uid_after.as_deref()
+                && restarts == u64::from(t.restart_count_after)
+                && ready == t.ready_after,
+            Code::RawMismatch,
+            format!("{s}.target_after"),
+            || {
+                format!(
+                    "recorded uid {:?}, restarts {}, ready {}; the raw pods say {uid:?}, {restarts}, {ready}",
+                    t.pod_uid_after, t.restart_count_after, t.ready_after
+                )
+            },
+        );
+    }
+    if let Some(after) = &t.identity_after
+        && let Some(c) = required_raw(
+            g,
+            ev,
+            "cri-container-after",
+            &format!("{s}.target_after.identity_after"),
+        )
+    {
+        let ok = c["container_id"].as_str() == Some(after.container_id.as_str())
+            && c["pid"].as_u64() == Some(u64::from(after.pid))
+            && c["pod_uid"].as_str() == Some(after.pod_uid.as_str())
+            && c["pod_name"].as_str() == Some(t.pod.as_str())
+            && c["attempt"].as_u64() == Some(u64::from(t.restart_count_after));
+        g.check(
+            ok,
+            Code::RawMismatch,
+            format!("{s}.target_after.identity_after"),
+            || {
+                format!(
+                    "recorded {after:?} (restarts {}), the raw CRI container says {c}",
+                    t.restart_count_after
+                )
+            },
+        );
+    }
+    replica_counters_are_the_raw_lines(g, s, ev, &run.replica_requests);
+    if let Some(checks) = required_raw(g, ev, "settle-wait", &format!("{s}.target_after.waited_ms"))
+    {
+        settle_is_its_checks(g, s, run, checks);
+    }
+}
+
+/// The settle's length and end are its checks' (raw `settle-wait`, every check whose state
+/// changed): it began after the last request after the resume was answered and before its first
+/// check, ended (`settled_at`) after its last, and that last state is the frozen replica's
+/// recorded restart count and readiness. Flags [`Code::TimesInconsistent`] /
+/// [`Code::RawMismatch`].
+fn settle_is_its_checks(g: &mut G, s: &str, run: &ReplicaFreezeRun, checks: &serde_json::Value) {
+    let t = &run.target_after;
+    let list = checks.as_array().cloned().unwrap_or_default();
+    let time = |v: Option<&serde_json::Value>| {
+        v.and_then(|c| c["at"].as_str())
+            .and_then(facts::parse_rfc3339)
+    };
+    let (first, last) = (time(list.first()), time(list.last()));
+    let settled = facts::parse_rfc3339(&t.settled_at);
+    let began = settled.map(|x| x - chrono::Duration::milliseconds(t.waited_ms as i64));
+    let answered = run
+        .after_resume
+        .last()
+        .and_then(|r| facts::parse_rfc3339(&r.answered_at));
+    let skew = chrono::Duration::milliseconds(super::bounds::CLOCK_SKEW_MS as i64);
+    if let (Some(began), Some(first), Some(last), Some(settled), Some(answered)) =
+        (began, first, last, settled, answered)
+    {
+        g.check(
+            began >= answered - skew && began <= first + skew && last <= settled + skew,
+            Code::TimesInconsistent,
+            format!("{s}.target_after.waited_ms"),
+            || {
+                format!(
+                    "the settle began {} ({} ms before settled_at {}): not between the last answer after the resume ({}) and its first check ({}), or its last check ({}) came after",
+                    facts::format_rfc3339(began),
+                    t.waited_ms,
+                    t.settled_at,
+                    facts::format_rfc3339(answered),
+                    facts::format_rfc3339(first),
+                    facts::format_rfc3339(last)
+                )
+            },
+        );
+    } else {
+        g.check(
+            !list.is_empty(),
+            Code::ObservationMissing,
+            format!("{s}.target_after.waited_ms"),
+            || "the settle recorded no check".into(),
+        );
+    }
+    if let Some(l) = list.last() {
+        g.check(
+            l["target_restart_count"].as_u64() == Some(u64::from(t.restart_count_after))
+                && l["target_ready"].as_bool() == Some(t.ready_after),
+            Code::RawMismatch,
+            format!("{s}.target_after"),
+            || {
+                format!(
+                    "recorded restarts {} ready {}, the settle's last check says {l}",
+                    t.restart_count_after, t.ready_after
+                )
+            },
+        );
+    }
+}
+
 /// Act 7: back to the original count, a new leader if needed, an explicit deny, the existing pod.
 pub(crate) fn act7(g: &mut G) {
     let Some(f) = g.facts::<Act7Facts>(7) else {
@@ -1351,9 +1779,201 @@ pub(crate) fn act7(g: &mut G) {
             SameRegistration::Identical,
         );
     }
+    super::registration_scope(
+        g,
+        &format!("{s}.webhook"),
+        &f.webhook.name,
+        &super::Scope::of_facts(&f.webhook),
+    );
     lease_holder_is_a_replica(g, &s, &f.lease, &f.replicas);
     if let Some(a3) = g.facts::<Act3Facts>(3) {
         super::existing_pod_survives_since(g, &format!("{s}.existing"), &a3.existing, &f.existing);
+    }
+    replicas_left_are_act3s_pods(g, &s, &f);
+    deny_probes_are_violating_pods_one_after_another(g, &s, &f);
+    if let Some(ev) = g.evidence(7) {
+        act7_facts_are_the_raw_reads(g, &s, &ev, &f);
+        wait_spans_the_act_until_the_existing_pod(g, &s, &ev, &f);
+    }
+}
+
+/// The replicas left after the scale back are act 3's pods (a scale-down deletes pods, it
+/// creates none): each by name, UID and address (act 3's `podIP`), existing and `Running`; the
+/// Deployment is act 1's with that many ready.
+fn replicas_left_are_act3s_pods(g: &mut G, s: &str, f: &Act7Facts) {
+    if let Some(a1) = g.facts::<facts::Act1Facts>(1) {
+        let d = &a1.controller_deployment;
+        g.expect_eq(
+            Code::UidMismatch,
+            format!("{s}.deployment"),
+            (d.namespace.as_deref(), d.name.as_str(), d.uid.as_str()),
+            (
+                Some(f.deployment.namespace.as_str()),
+                f.deployment.name.as_str(),
+                f.deployment.uid.as_str(),
+            ),
+        );
+    }
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.deployment.ready_replicas"),
+        f.replicas.iter().filter(|r| r.ready).count() as u32,
+        f.deployment.ready_replicas,
+    );
+    let a3 = g.facts::<Act3Facts>(3);
+    for (i, r) in f.replicas.iter().enumerate() {
+        let sub = format!("{s}.replicas[{i}]");
+        g.check(
+            r.pod.exists && r.pod.phase.as_deref() == Some("Running"),
+            Code::ValueMismatch,
+            format!("{sub}.pod"),
+            || {
+                format!(
+                    "expected a Running pod, found exists={} phase={:?}",
+                    r.pod.exists, r.pod.phase
+                )
+            },
+        );
+        g.check(
+            !r.ready || r.pod_ip.as_deref().is_some_and(|ip| !ip.is_empty()),
+            Code::ValueMismatch,
+            format!("{sub}.pod_ip"),
+            || "a Ready pod without status.podIP".into(),
+        );
+        if let Some(a3) = &a3 {
+            let same = a3.replicas.iter().find(|x| {
+                x.pod.name == r.pod.name
+                    && x.pod.uid == r.pod.uid
+                    && x.pod.namespace == r.pod.namespace
+            });
+            g.check(
+                same.is_some(),
+                Code::UidMismatch,
+                format!("{sub}.pod"),
+                || {
+                    format!(
+                        "{} ({:?}) is none of act 3's replicas",
+                        r.pod.name, r.pod.uid
+                    )
+                },
+            );
+            // A pod keeps its address as long as its sandbox: kubelet makes a new sandbox only for
+            // one that died, which no act causes (a freeze stops the container's process only).
+            if let Some(x) = same {
+                g.expect_eq(
+                    Code::ValueMismatch,
+                    format!("{sub}.pod_ip"),
+                    x.pod_ip.as_deref(),
+                    r.pod_ip.as_deref(),
+                );
+            }
+        }
+    }
+}
+
+/// Act 7's probes are violating pods of the target namespace (real creates), sent after the
+/// scale back, each after the previous one's answer (`until_explicit_deny` sends one at a time).
+fn deny_probes_are_violating_pods_one_after_another(g: &mut G, s: &str, f: &Act7Facts) {
+    let mut after = f.scale_back.at.clone();
+    for (i, r) in f.deny_probes.iter().enumerate() {
+        let sub = format!("{s}.deny_probes[{i}]");
+        super::b::violating_pod_in_the_target_namespace(g, &sub, r);
+        g.times_ordered(&format!("{sub}.sent_at"), &after, &r.sent_at);
+        after = r.answered_at.clone();
+    }
+}
+
+/// `waited_ms` is the act's own span from its start to the existing pod's read (the act times its
+/// body from the start and reads the existing pod last). Flags [`Code::TimesInconsistent`].
+fn wait_spans_the_act_until_the_existing_pod(
+    g: &mut G,
+    s: &str,
+    ev: &crate::evidence::Evidence,
+    f: &Act7Facts,
+) {
+    let (Some(start), Some(end), Some(read)) = (
+        facts::parse_rfc3339(&ev.started_at),
+        facts::parse_rfc3339(&ev.finished_at),
+        facts::parse_rfc3339(&f.existing.at),
+    ) else {
+        return;
+    };
+    let skew = super::bounds::CLOCK_SKEW_MS as i64;
+    let waited = f.waited_ms as i64;
+    let (lo, hi) = (
+        (read - start).num_milliseconds() - skew,
+        (end - start).num_milliseconds() + skew,
+    );
+    g.check(
+        lo <= waited && waited <= hi,
+        Code::TimesInconsistent,
+        format!("{s}.waited_ms"),
+        || format!("{waited} ms: the act's start to the existing pod's read is {} ms, to its end {} ms", lo + skew, hi - skew),
+    );
+}
+
+/// Act 7's facts are the reads it recorded raw: the Deployment before the scale back
+/// (`deployment-before`: `replicas_before`), the heal's record of act 3's attempt
+/// (`scale-attempt-heal`: the attempt, its action and time), the Lease (`lease`), the policy
+/// (`policy`: its UID) and the registration (`webhook-configuration`). Flags
+/// [`Code::RawMismatch`] / [`Code::ObservationMissing`].
+fn act7_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &crate::evidence::Evidence, f: &Act7Facts) {
+    use super::witness::{
+        lease_is_the_raw_lease, registration_is_the_raw_configuration, required_raw,
+    };
+    let b = &f.scale_back;
+    if let Some(d) = required_raw(
+        g,
+        ev,
+        "deployment-before",
+        &format!("{s}.scale_back.replicas_before"),
+    ) {
+        g.check(
+            d.pointer("/spec/replicas").and_then(|v| v.as_u64())
+                == Some(u64::from(b.replicas_before))
+                && d.pointer("/metadata/uid").and_then(|v| v.as_str())
+                    == Some(f.deployment.uid.as_str()),
+            Code::RawMismatch,
+            format!("{s}.scale_back.replicas_before"),
+            || {
+                format!(
+                    "recorded {} replicas before, the raw Deployment says {:?}",
+                    b.replicas_before,
+                    d.pointer("/spec/replicas")
+                )
+            },
+        );
+    }
+    if let Some(h) = required_raw(g, ev, "scale-attempt-heal", &format!("{s}.scale_back")) {
+        g.check(
+            h["attempt"].as_str() == Some(b.fault_id.as_str())
+                && h["action"].as_str() == Some(b.action.as_str())
+                && h["at"].as_str() == Some(b.at.as_str()),
+            Code::RawMismatch,
+            format!("{s}.scale_back"),
+            || format!("recorded {b:?}, the heal's record says {h}"),
+        );
+    }
+    if let Some(l) = required_raw(g, ev, "lease", &format!("{s}.lease")) {
+        lease_is_the_raw_lease(g, &format!("{s}.lease"), &f.lease, l);
+        read_between_its_raw_record_and_the_next(
+            g,
+            &format!("{s}.lease.at"),
+            ev,
+            "lease",
+            &f.lease.at,
+        );
+    }
+    if let Some(p) = required_raw(g, ev, "policy", &format!("{s}.policy_uid")) {
+        g.expect_eq(
+            Code::RawMismatch,
+            format!("{s}.policy_uid"),
+            p.pointer("/metadata/uid").and_then(|v| v.as_str()),
+            Some(f.policy_uid.as_str()),
+        );
+    }
+    if let Some(c) = required_raw(g, ev, "webhook-configuration", &format!("{s}.webhook")) {
+        registration_is_the_raw_configuration(g, &format!("{s}.webhook"), c, &f.webhook);
     }
 }
 

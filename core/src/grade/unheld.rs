@@ -116,11 +116,27 @@ pub const UNHELD: &[Unheld] = &[
     },
     Unheld {
         path: "leader.identity.pid_start_time_ticks",
-        why: "lab C act 4: the leader's start time in clock ticks after boot, read once to pin the process with its PID (as lab B's act 4); no second reading of it exists until act 5, which is not built yet (issue 28)",
+        why: "lab C act 4: the leader's start time in clock ticks after boot, read once to pin the process with its PID (as lab B's act 4); act 4 has no second reading of it, and act 5 holds it against the process it froze (identity-changed)",
     },
     Unheld {
         path: "followers[].identity.pid_start_time_ticks",
-        why: "lab C act 4: a follower's start time in clock ticks after boot, read once to pin the process with its PID; act 6 (a follower's freeze, not built yet) is the act that would hold it",
+        why: "lab C act 4: a follower's start time in clock ticks after boot, read once to pin the process with its PID; act 4 has no second reading of it, and act 6 holds it against the follower it froze (identity-changed)",
+    },
+    Unheld {
+        path: "target_after.identity_after.pid_start_time_ticks",
+        why: "lab C acts 5 and 6: the start time in clock ticks of the frozen replica's new process after a restart, read once after the settle (CRI gives no ticks to compare); without a restart the same container must be the same process (restart-contradicted), and act 6 holds act 5's when it freezes that replica (identity-changed)",
+    },
+    Unheld {
+        path: "control[].get.phase",
+        why: "lab C acts 5 and 6: the phase of a control pod of a wave the follow-up GET found just after its create: the kubelet's progress, as `*.get.phase`; the GET's existence and UID are the observation",
+    },
+    Unheld {
+        path: "bad[].get.phase",
+        why: "lab C act 6: the phase of a violating pod of a wave stored under Ignore, as the follow-up GET found it just after its create: the kubelet's progress, as `*.get.phase`; the GET's existence and UID are the observation (a denied pod's GET, with neither, is held)",
+    },
+    Unheld {
+        path: "replicas[].pod.restart_count",
+        why: "lab C act 7: the restart count of the replica the scale back kept, a pod the lab only reads: the kubelet's count, which the scale back does not change; the former leader's restart in act 5 is act 5's observation (restart-contradicted there)",
     },
     Unheld {
         path: "scale.fault_id",

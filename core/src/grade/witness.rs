@@ -47,7 +47,7 @@ fn text<'v>(v: &'v Value, pointer: &str) -> Option<&'v str> {
 }
 
 /// Two timestamps that name the same instant (RFC 3339, any precision); both absent agree.
-fn same_time(a: Option<&str>, b: Option<&str>) -> bool {
+pub(crate) fn same_time(a: Option<&str>, b: Option<&str>) -> bool {
     match (a, b) {
         (None, None) => true,
         (Some(a), Some(b)) => {
