@@ -366,13 +366,13 @@ pub fn audit_line(r: &RequestRecord, n: usize, extra: &[(&str, &str)]) -> String
 }
 
 /// The audit record of an act as the embedded node's log would give it for the act's requests:
-/// lab B act 6's target-namespace pods stored under Ignore failed open (annotation naming the
-/// Ignore webhook); every other request has just its code.
+/// act 6's target-namespace pods stored under Ignore (labs B and C) failed open (annotation
+/// naming the Ignore webhook); every other request has just its code.
 fn audit_record(lab: Lab, act: u8, facts: &Value, start: i64, end: i64) -> Value {
     let requests = lab::evidence::request_records(&[facts]);
     let mut lines = Vec::new();
     for (n, r) in requests.values().enumerate() {
-        let open = lab == Lab::B
+        let open = matches!(lab, Lab::B | Lab::C)
             && act == 6
             && r.namespace == TARGET
             && r.outcome == lab::evidence::Outcome::Stored;
@@ -888,8 +888,15 @@ fn act8_facts(t: &Tree, report: &Value) -> facts::Act8Facts {
         .map(|(k, v)| {
             let evidence = if k.ends_with("_sha256") {
                 let act = match (t.lab, k.as_str()) {
-                    (_, "fail_evidence_sha256" | "scale_evidence_sha256") => 5,
-                    (Lab::B, "ignore_evidence_sha256") | (Lab::A, "recovery_evidence_sha256") => 6,
+                    (
+                        _,
+                        "fail_evidence_sha256"
+                        | "scale_evidence_sha256"
+                        | "leader_freeze_evidence_sha256",
+                    ) => 5,
+                    (Lab::B, "ignore_evidence_sha256")
+                    | (Lab::A, "recovery_evidence_sha256")
+                    | (Lab::C, "follower_freeze_evidence_sha256") => 6,
                     _ => 7,
                 };
                 json!(digests[&act])
@@ -1689,8 +1696,11 @@ pub fn lab_a_cases() -> Vec<Case> {
     v
 }
 
-/// Lab C's replicas: (pod name, pod UID, pod IP, container ID, PID); the first holds the Lease.
-fn lab_c_replicas() -> Vec<(String, String, String, String, u32)> {
+/// One lab C replica: (pod name, pod UID, pod IP, container ID, PID).
+type Replica = (String, String, String, String, u32);
+
+/// Lab C's replicas; the first holds the Lease until act 5.
+fn lab_c_replicas() -> Vec<Replica> {
     [
         (
             CTRL_POD.to_owned(),
@@ -1719,7 +1729,7 @@ fn lab_c_replicas() -> Vec<(String, String, String, String, u32)> {
     .collect()
 }
 
-/// The passing lab C work directory (acts 1-4, the acts built so far).
+/// The passing lab C work directory.
 pub fn lab_c_pass() -> BTreeMap<String, Value> {
     use lab::facts::c;
     let mut t = Tree {
@@ -1778,14 +1788,7 @@ pub fn lab_c_pass() -> BTreeMap<String, Value> {
         })
         .collect();
     endpoints.sort_by(|a, b| a.pod.cmp(&b.pod));
-    let slices = json!([{
-        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "addressType": "IPv4",
-        "metadata": {"name": "kyverno-svc-x7k2p", "namespace": "kyverno"},
-        "endpoints": endpoints.iter().map(|e| json!({
-            "addresses": [e.address], "conditions": {"ready": true},
-            "targetRef": {"kind": "Pod", "name": e.pod, "namespace": "kyverno"}
-        })).collect::<Vec<_>>()
-    }]);
+    let slices = endpoint_slices(&endpoints);
     let mut bad = Vec::new();
     for w in 0..2i64 {
         for i in 0..6i64 {
@@ -1820,11 +1823,7 @@ pub fn lab_c_pass() -> BTreeMap<String, Value> {
         Answer::Stored(uid(0xc3c0)),
     );
     let counts = [(10u64, 15u64), (0, 4), (2, 7)];
-    let metrics = |n: u64| {
-        json!({"status": 200, "lines": [format!(
-            "kyverno_admission_requests_total{{request_operation=\"CREATE\",resource_kind=\"Pod\",resource_namespace=\"kca-webhook-target\"}} {n}"
-        )]})
-    };
+    let metrics = replica_metrics;
     let a3 = c::Act3Facts {
         scale: c::ScaleUpFacts {
             fault_id: "scale-03-20261129T100200Z-4242".into(),
@@ -1925,7 +1924,7 @@ pub fn lab_c_pass() -> BTreeMap<String, Value> {
             120_000,
             160_500,
             &[("ha-plan.json", &plan)],
-            a3,
+            &a3,
             raw3,
         ),
     );
@@ -1935,14 +1934,9 @@ pub fn lab_c_pass() -> BTreeMap<String, Value> {
         InputFile::FreezePlanC,
         super::reference::value(InputFile::FreezePlanC, &t.ctx()).unwrap(),
     );
-    let process = |(n, u, _, cid, pid): &(String, String, String, String, u32)| c::ReplicaProcess {
-        pod_name: n.clone(),
-        identity: b::ProcessIdentity {
-            pid: *pid,
-            pid_start_time_ticks: 1_234_567 + u64::from(*pid),
-            container_id: cid.clone(),
-            pod_uid: u.clone(),
-        },
+    let process = |r: &Replica| c::ReplicaProcess {
+        pod_name: r.0.clone(),
+        identity: replica_identity(r),
         restart_count: 0,
         process_state: "S".into(),
     };
@@ -1985,11 +1979,639 @@ pub fn lab_c_pass() -> BTreeMap<String, Value> {
             180_000,
             181_000,
             &[("freeze-plan.json", &freeze_plan)],
-            a4,
+            &a4,
             raw4,
         ),
     );
+    lab_c_acts_5_to_8(&mut t, &replicas, &a3, &a4, &freeze_plan);
     t.files
+}
+
+/// The identity act 4 reads of a lab C replica's process.
+fn replica_identity(r: &Replica) -> b::ProcessIdentity {
+    b::ProcessIdentity {
+        pid: r.4,
+        pid_start_time_ticks: 1_234_567 + u64::from(r.4),
+        container_id: r.3.clone(),
+        pod_uid: r.1.clone(),
+    }
+}
+
+/// `kyverno-svc`'s EndpointSlices as the API server lists them, for `endpoints`.
+fn endpoint_slices(endpoints: &[lab::facts::c::EndpointFacts]) -> Value {
+    json!([{
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "addressType": "IPv4",
+        "metadata": {"name": "kyverno-svc-x7k2p", "namespace": "kyverno"},
+        "endpoints": endpoints.iter().map(|e| json!({
+            "addresses": [e.address], "conditions": {"ready": e.ready},
+            "targetRef": {"kind": "Pod", "name": e.pod, "namespace": "kyverno"}
+        })).collect::<Vec<_>>()
+    }])
+}
+
+/// One replica's `GET /metrics` answer through the pod proxy, with its pod admission counter.
+fn replica_metrics(n: u64) -> Value {
+    json!({"status": 200, "lines": [format!(
+        "kyverno_admission_requests_total{{request_operation=\"CREATE\",resource_kind=\"Pod\",resource_namespace=\"kca-webhook-target\"}} {n}"
+    )]})
+}
+
+/// Who holds the Lease `kyverno`: a replica index, `leaseTransitions`, and when it acquired the
+/// Lease (ms, and `acquireTime` verbatim).
+#[derive(Clone)]
+struct LeaseState {
+    holder: usize,
+    transitions: u32,
+    acquired: (i64, String),
+}
+
+/// One lab C freeze (act 5: the leader under Fail; act 6: a follower under Ignore).
+struct CFreeze {
+    act: u8,
+    /// When the Lease is read right before the freeze (ms); the freeze begins 200 ms later.
+    lease_read: i64,
+    /// The frozen replica (an index of [`lab_c_replicas`]).
+    target: usize,
+    resume_after_sec: u32,
+    waves: u32,
+    wave_size: u32,
+    /// Which requests of a wave reach the frozen replica (indices).
+    met: &'static [usize],
+    lease: LeaseState,
+    /// The replica that takes the Lease during the freeze (14.5 s after the holder's last renew).
+    takeover: Option<usize>,
+    /// Whether the frozen replica's container restarts after the resume.
+    restarts: bool,
+    /// Each replica's pod admission counter before and after the act.
+    counters: [(u64, u64); 3],
+}
+
+/// A lab C freeze run and its raw records (appended to `raw`), as `lab/src/labs/c.rs`
+/// `replica_freeze` records them: the Lease and the process before, each replica's counter, the
+/// waves during the freeze, the samples each second, the first deny after the resume, the settle,
+/// the pods, the process, the Lease and the counters after, the existing pod. Returns the run,
+/// when the act ends (ms) and the Lease after it.
+fn c_freeze_run(
+    f: &CFreeze,
+    replicas: &[Replica],
+    existing: &facts::PodObservation,
+    raw: &mut Vec<Value>,
+) -> (lab::facts::c::ReplicaFreezeRun, i64, LeaseState) {
+    use lab::facts::c;
+    let ignore = f.act == 6;
+    let hook = if ignore { IGNORE_HOOK } else { FAIL_HOOK };
+    let tag = format!("c{}", f.act);
+    let frozen = f.lease_read + 200;
+    let armed = frozen - 10;
+    let resumed = frozen + i64::from(f.resume_after_sec) * 1000 + 12;
+    let target = &replicas[f.target];
+    let identity = replica_identity(target);
+    // A live holder renews every 2 s (Kyverno's retry period); a frozen one stops renewing, and
+    // another replica takes the Lease once it expired (12 s) and its own retry came round.
+    let renew_at = |acq: i64, x: i64| acq + ((x - 60 - acq).max(0) / 2000) * 2000;
+    let l0 = f.lease.clone();
+    let frozen_renew = renew_at(l0.acquired.0, frozen);
+    let take = f.takeover.map(|h| (h, frozen_renew + 14_500));
+    let state_at = |x: i64| -> (LeaseState, i64) {
+        match take {
+            Some((h, at)) if x >= at + 40 => (
+                LeaseState {
+                    holder: h,
+                    transitions: l0.transitions + 1,
+                    acquired: (at, ts(at)),
+                },
+                renew_at(at, x),
+            ),
+            _ if l0.holder == f.target && x >= frozen => (l0.clone(), frozen_renew),
+            _ => (l0.clone(), renew_at(l0.acquired.0, x)),
+        }
+    };
+    let lease_now = |x: i64| {
+        let (st, renew) = state_at(x);
+        a::LeaseFacts {
+            namespace: "kyverno".into(),
+            name: "kyverno".into(),
+            holder: Some(replicas[st.holder].0.clone()),
+            acquire_time: Some(st.acquired.1.clone()),
+            renew_time: Some(ts(renew)),
+            lease_duration_seconds: Some(12),
+            lease_transitions: Some(st.transitions),
+            at: ts(x),
+        }
+    };
+    let lease_before = lease_now(f.lease_read);
+    raw.push(raw_rec(
+        "lease-before",
+        f.lease_read,
+        lease_object(&lease_before),
+    ));
+    raw.push(raw_rec(
+        "cri-container-before",
+        f.lease_read + 10,
+        json!({
+            "attempt": 0, "container_id": identity.container_id, "container_name": "kyverno",
+            "pid": identity.pid, "pod_name": target.0, "pod_namespace": "kyverno",
+            "pod_uid": identity.pod_uid, "state": "CONTAINER_RUNNING"
+        }),
+    ));
+    for (i, (r, (before, _))) in replicas.iter().zip(f.counters).enumerate() {
+        raw.push(raw_rec(
+            &format!("replica-metrics-before:{}", r.0),
+            f.lease_read + 30 + i as i64 * 8,
+            replica_metrics(before),
+        ));
+    }
+    let attempt = format!("freeze-0{}-20261129T1000{}Z-4242", f.act, f.act);
+    let ledger = |resumed_at: Option<i64>| {
+        json!({
+            "attempt": attempt, "deadline_at": ts(armed + i64::from(f.resume_after_sec) * 1000),
+            "frozen_at": ts(frozen), "healer": {"pid": 7000 + u32::from(f.act), "start_ticks": 1_300_000},
+            "healer_ready_at": ts(armed), "note": null, "process_gone_after_resume": false,
+            "resumed_at": resumed_at.map(ts), "resumed_by": resumed_at.map(|_| "healer"),
+            "state_after_resume": resumed_at.map(|_| "S"),
+            "status": if resumed_at.is_some() { "resumed" } else { "frozen" },
+            "stop_sent_at": ts(frozen)
+        })
+    };
+    raw.push(raw_rec("fault-ledger-frozen", frozen + 15, ledger(None)));
+    let w = webhook(if ignore { "Ignore" } else { "Fail" }, frozen + 18);
+    // The waves: each request of a wave sent at once; those that reach the frozen replica wait
+    // for the timeout (a webhook-timeout under Fail, stored under Ignore), the others are denied.
+    let (mut bad, mut control) = (Vec::new(), Vec::new());
+    let mut sent = frozen + 25;
+    for wv in 0..f.waves {
+        let mut wave = Vec::new();
+        for i in 0..f.wave_size as usize {
+            let met = f.met.contains(&i);
+            let name = format!(
+                "kca-{tag}-frozen-bad-w{wv}-{i}-10040{}-{tag}{wv}{i}f",
+                f.act
+            );
+            let (elapsed, answer) = match (met, ignore) {
+                (true, true) => (
+                    3_013,
+                    Answer::Stored(uid(0x5000 + u32::from(f.act) * 0x100 + wv * 16 + i as u32)),
+                ),
+                (true, false) => (3_006 + u64::from(wv), Answer::Timeout(hook)),
+                (false, _) => (12 + (i as u64 * 7) % 50, Answer::Deny(hook)),
+            };
+            wave.push(request(&name, TARGET, false, false, sent, elapsed, answer));
+        }
+        let ctl = request(
+            &format!("kca-{tag}-frozen-control-w{wv}-10041{}-{tag}c{wv}", f.act),
+            CONTROL,
+            false,
+            false,
+            sent,
+            14,
+            Answer::Stored(uid(0x6000 + u32::from(f.act) * 0x100 + wv)),
+        );
+        let end = sent + wave.iter().map(|r| r.elapsed_ms as i64).max().unwrap_or(0);
+        for r in &wave {
+            raw.push(json!({"at": ts(end + 17), "what": "request:frozen-bad", "data": r}));
+        }
+        raw.push(json!({"at": ts(end + 17), "what": "request:frozen-control", "data": ctl}));
+        bad.extend(wave);
+        control.push(ctl);
+        sent = end + 19;
+    }
+    // The Lease and the EndpointSlice, read each second from the freeze until the resume.
+    let mut endpoints: Vec<c::EndpointFacts> = replicas
+        .iter()
+        .map(|r| c::EndpointFacts {
+            address: r.2.clone(),
+            pod: Some(r.0.clone()),
+            ready: true,
+        })
+        .collect();
+    endpoints.sort_by(|a, b| a.pod.cmp(&b.pod));
+    let (mut lease_samples, mut endpoint_samples, mut samples_raw) = (vec![], vec![], vec![]);
+    for k in 0..=i64::from(f.resume_after_sec) {
+        let x = frozen + 60 + k * 1000;
+        let l = lease_now(x);
+        samples_raw.push(json!({"what": "lease", "at": ts(x), "lease": lease_object(&l)}));
+        samples_raw.push(
+            json!({"what": "endpoint-slices", "at": ts(x), "slices": endpoint_slices(&endpoints)}),
+        );
+        lease_samples.push(c::LeaseSample {
+            at: ts(x),
+            holder: l.holder,
+            renew_time: l.renew_time,
+            lease_transitions: l.lease_transitions,
+            error: None,
+        });
+        endpoint_samples.push(c::EndpointSample {
+            at: ts(x),
+            endpoints: endpoints.clone(),
+            error: None,
+        });
+    }
+    raw.push(raw_rec(
+        "freeze-samples",
+        resumed + 30,
+        Value::Array(samples_raw),
+    ));
+    raw.push(raw_rec(
+        "fault-ledger-resumed",
+        resumed + 31,
+        ledger(Some(resumed)),
+    ));
+    let deny = request(
+        &format!("kca-{tag}-after-10042{}-{tag}a0", f.act),
+        TARGET,
+        false,
+        false,
+        resumed + 1_000,
+        6,
+        Answer::Deny(hook),
+    );
+    raw.push(json!({"at": ts(resumed + 1_023), "what": "request:after-resume", "data": deny}));
+    // The settle: every replica Ready and a ready endpoint, the Lease on a replica, no sooner
+    // than the Lease's duration and retry (14 s) after the resume.
+    let settle_start = resumed + 1_026;
+    let holder_after = take.map_or(l0.holder, |(h, _)| h);
+    let check = |at: i64, ready: usize, restarts: u32, target_ready: bool| {
+        json!({"at": ts(at), "endpoints_ready": ready, "lease_holder": replicas[holder_after].0,
+               "pods_listed": 3, "pods_ready": ready, "target_ready": target_ready,
+               "target_restart_count": restarts})
+    };
+    let (checks, settled) = if f.restarts {
+        (
+            vec![
+                check(settle_start + 5, 3, 0, true),
+                check(resumed + 11_000, 2, 0, false),
+                check(resumed + 12_100, 2, 1, false),
+                check(resumed + 25_000, 3, 1, true),
+            ],
+            resumed + 26_300,
+        )
+    } else {
+        (vec![check(settle_start + 5, 3, 0, true)], resumed + 14_200)
+    };
+    raw.push(raw_rec("settle-wait", settled, Value::Array(checks)));
+    let restart_after = u32::from(f.restarts);
+    let pods: Vec<Value> = replicas
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let mut o = pod_obs(&r.0, "kyverno", &r.1, "Running", settled);
+            o.restart_count = Some(if i == f.target { restart_after } else { 0 });
+            let mut p = pod_object(&o);
+            p["status"]["podIP"] = json!(r.2);
+            p["status"]["conditions"] = json!([{"type": "Ready", "status": "True"}]);
+            p
+        })
+        .collect();
+    raw.push(raw_rec("pods-after", settled + 1, Value::Array(pods)));
+    let identity_after = if f.restarts {
+        b::ProcessIdentity {
+            pid: identity.pid + 1000,
+            pid_start_time_ticks: identity.pid_start_time_ticks + 400_000,
+            container_id: "6c".repeat(32),
+            pod_uid: identity.pod_uid.clone(),
+        }
+    } else {
+        identity.clone()
+    };
+    raw.push(raw_rec(
+        "cri-container-after",
+        settled + 6,
+        json!({
+            "attempt": restart_after, "container_id": identity_after.container_id,
+            "container_name": "kyverno", "pid": identity_after.pid, "pod_name": target.0,
+            "pod_namespace": "kyverno", "pod_uid": identity_after.pod_uid,
+            "state": "CONTAINER_RUNNING"
+        }),
+    ));
+    let lease_after = lease_now(settled + 9);
+    raw.push(raw_rec(
+        "lease-after",
+        settled + 9,
+        lease_object(&lease_after),
+    ));
+    for (i, (r, (_, after))) in replicas.iter().zip(f.counters).enumerate() {
+        raw.push(raw_rec(
+            &format!("replica-metrics-after:{}", r.0),
+            settled + 15 + i as i64 * 6,
+            replica_metrics(after),
+        ));
+    }
+    let run = c::ReplicaFreezeRun {
+        target_role: if f.act == 5 { "leader" } else { "follower" }.into(),
+        target_pod: target.0.clone(),
+        lease_before,
+        freeze: b::FreezeWindow {
+            identity: identity.clone(),
+            watchdog_pid: Some(7000 + u32::from(f.act)),
+            watchdog_armed_at: ts(armed),
+            resume_after_sec: f.resume_after_sec,
+            frozen_at: ts(frozen),
+            state_during: Some("T".into()),
+            resumed_at: ts(resumed),
+            resumed_by: b::Resumer::Watchdog,
+            state_after: "S".into(),
+        },
+        registration_present_during_freeze: true,
+        registration_snapshot: webhook_entry(&w),
+        registration_checked_at: ts(frozen + 18),
+        timeout_seconds: 3,
+        waves: f.waves,
+        wave_size: f.wave_size,
+        bad,
+        control,
+        lease_samples,
+        endpoint_samples,
+        replica_requests: replicas
+            .iter()
+            .zip(f.counters)
+            .map(|(r, (before, after))| c::ReplicaRequests {
+                pod: r.0.clone(),
+                before: Some(before),
+                after: Some(after),
+            })
+            .collect(),
+        after_resume: vec![deny.clone()],
+        first_deny_after_resume_ms: Some((deny_answered(&deny) - resumed) as u64),
+        first_explicit_deny: Some(deny),
+        target_after: c::TargetAfter {
+            pod: target.0.clone(),
+            pod_uid_before: target.1.clone(),
+            pod_uid_after: Some(target.1.clone()),
+            restart_count_before: 0,
+            restart_count_after: restart_after,
+            ready_after: true,
+            identity_after: Some(identity_after),
+            holds_lease_after: lease_after.holder.as_deref() == Some(target.0.as_str()),
+            settled_at: ts(settled),
+            waited_ms: (settled - settle_start) as u64,
+        },
+        lease_after,
+        existing: facts::PodObservation {
+            at: ts(settled + 30),
+            ..existing.clone()
+        },
+    };
+    (run, settled + 300, state_at(settled + 9).0)
+}
+
+/// When a request was answered (ms on the fixtures' timeline).
+fn deny_answered(r: &RequestRecord) -> i64 {
+    let base = facts::parse_rfc3339(&ts(0)).unwrap();
+    (facts::parse_rfc3339(&r.answered_at).unwrap() - base).num_milliseconds()
+}
+
+/// Lab C acts 5-8: the leader frozen under Fail (it restarts, a follower takes the Lease), the
+/// policy switched to Ignore and a follower frozen, the scale back to one replica, the report.
+fn lab_c_acts_5_to_8(
+    t: &mut Tree,
+    replicas: &[Replica],
+    a3: &lab::facts::c::Act3Facts,
+    a4: &lab::facts::c::Act4Facts,
+    freeze_plan: &Value,
+) {
+    use lab::facts::c;
+    // Act 5: the leader (replica 0) frozen 20 s from 240.2 s; replica 1 takes the Lease.
+    let mut raw5 = vec![raw_rec("healed-earlier-faults", 240_000, json!([]))];
+    let (run5, end5, lease5) = c_freeze_run(
+        &CFreeze {
+            act: 5,
+            lease_read: 240_000,
+            target: 0,
+            resume_after_sec: 20,
+            waves: 3,
+            wave_size: 6,
+            met: &[2],
+            lease: LeaseState {
+                holder: 0,
+                transitions: 0,
+                acquired: (-120_000, a4.lease.acquire_time.clone().unwrap()),
+            },
+            takeover: Some(1),
+            restarts: true,
+            counters: [(15, 0), (4, 13), (7, 16)],
+        },
+        replicas,
+        &a3.existing,
+        &mut raw5,
+    );
+    t.put_ev(
+        5,
+        evidence(
+            Lab::C,
+            5,
+            240_000,
+            end5,
+            &[("freeze-plan.json", freeze_plan)],
+            &run5,
+            raw5,
+        ),
+    );
+
+    // Act 6: the policy switched to Ignore at 300 s, a healthy deny, then the first follower by
+    // name (replica 2; replica 1 holds the Lease) frozen 10 s.
+    let ignore = t.put(
+        InputFile::PolicyIgnore,
+        super::reference::value(InputFile::PolicyIgnore, &t.ctx()).unwrap(),
+    );
+    let w6 = webhook("Ignore", 300_080);
+    let without_status = |fp: &str| {
+        let mut p = stored_policy(fp);
+        p.as_object_mut().unwrap().remove("status");
+        p
+    };
+    let healthy_bad = request(
+        "kca-c6-healthy-bad-100430-c6h0",
+        TARGET,
+        false,
+        false,
+        300_400,
+        12,
+        Answer::Deny(IGNORE_HOOK),
+    );
+    let mut raw6 = vec![
+        raw_rec("healed-earlier-faults", 300_000, json!([])),
+        raw_rec("policy-before", 300_000, without_status("Fail")),
+        raw_rec("policy-stored", 300_030, without_status("Ignore")),
+        raw_rec(
+            "webhook-configuration-ignore",
+            300_080,
+            json!({
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingWebhookConfiguration",
+                "metadata": {"name": w6.configuration, "uid": w6.configuration_uid},
+                "webhooks": [webhook_entry(&w6)]
+            }),
+        ),
+        json!({"at": ts(300_430), "what": "request:healthy-bad", "data": healthy_bad}),
+    ];
+    let (run6, end6, lease6) = c_freeze_run(
+        &CFreeze {
+            act: 6,
+            lease_read: 300_450,
+            target: 2,
+            resume_after_sec: 10,
+            waves: 2,
+            wave_size: 9,
+            met: &[0, 6],
+            lease: lease5,
+            takeover: None,
+            restarts: false,
+            counters: [(0, 8), (13, 20), (16, 19)],
+        },
+        replicas,
+        &a3.existing,
+        &mut raw6,
+    );
+    let a6 = c::Act6Facts {
+        policy_uid_before: POLICY_UID.into(),
+        policy: stored_policy("Ignore"),
+        webhook: w6,
+        healthy_bad,
+        run: run6,
+    };
+    t.put_ev(
+        6,
+        evidence(
+            Lab::C,
+            6,
+            300_000,
+            end6,
+            &[
+                ("freeze-plan.json", freeze_plan),
+                ("policy-ignore.json", &ignore),
+            ],
+            &a6,
+            raw6,
+        ),
+    );
+
+    // Act 7: act 3's scale attempt healed at 360 s (back to 1); the two other pods terminate
+    // (grace period 30 s); replica 1, the Lease's holder, stays.
+    let recovery = t.put(
+        InputFile::RecoveryC,
+        super::reference::value(InputFile::RecoveryC, &t.ctx()).unwrap(),
+    );
+    let kept = &replicas[lease6.holder];
+    let heal = json!({
+        "action": "restored", "at": ts(360_004), "attempt": a3.scale.fault_id,
+        "by": {"pid": 4242, "start_ticks": 1_216_895}, "command": "act 7 (scale back)",
+        "healer": {"pid": 6262, "start_ticks": 1_219_624}, "healer_signalled": "sigterm-sent, exited",
+        "kind": "scale", "note": null, "restore": {"at": ts(360_070), "result": "restored"},
+        "resume": null
+    });
+    let wait_check = |at: i64, listed: u32| {
+        json!({"at": ts(at), "lease_holder": kept.0, "pods_listed": listed, "pods_live": 1,
+               "pods_ready": 1, "registration": true, "spec_replicas": 1})
+    };
+    let probe = request(
+        "kca-c7-bad-100500-c7b0",
+        TARGET,
+        false,
+        false,
+        393_100,
+        6,
+        Answer::Deny(IGNORE_HOOK),
+    );
+    let lease7 = a::LeaseFacts {
+        at: ts(393_010),
+        renew_time: Some(ts(
+            lease6.acquired.0 + ((393_010 - 60 - lease6.acquired.0) / 2000) * 2000
+        )),
+        ..a6.run.lease_after.clone()
+    };
+    let w7 = webhook("Ignore", 393_016);
+    let a7 = c::Act7Facts {
+        scale_back: c::ScaleBackFacts {
+            fault_id: a3.scale.fault_id.clone(),
+            action: "restored".into(),
+            replicas_before: 3,
+            replicas: 1,
+            at: ts(360_004),
+        },
+        deployment: a::DeploymentFacts {
+            replicas: 1,
+            ready_replicas: 1,
+            ..a3.deployment.clone()
+        },
+        replicas: vec![c::ReplicaFacts {
+            pod: pod_obs(&kept.0, "kyverno", &kept.1, "Running", 392_900),
+            ready: true,
+            pod_ip: Some(kept.2.clone()),
+        }],
+        lease: lease7,
+        policy_uid: POLICY_UID.into(),
+        webhook: w7.clone(),
+        deny_probes: vec![probe.clone()],
+        healthy_bad: probe.clone(),
+        existing: facts::PodObservation {
+            at: ts(393_160),
+            ..a3.existing.clone()
+        },
+        waited_ms: 33_170,
+    };
+    let raw7 = vec![
+        raw_rec(
+            "deployment-before",
+            360_003,
+            json!({
+                "apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": a7.deployment.name, "namespace": a7.deployment.namespace, "uid": a7.deployment.uid},
+                "spec": {"replicas": 3}, "status": {"readyReplicas": 3, "replicas": 3}
+            }),
+        ),
+        raw_rec("scale-back-heal", 360_075, json!([heal])),
+        raw_rec("scale-attempt-heal", 360_075, heal),
+        raw_rec(
+            "scale-back-wait",
+            392_900,
+            json!([wait_check(360_200, 3), wait_check(392_900, 1)]),
+        ),
+        raw_rec("lease", 393_010, lease_object(&a7.lease)),
+        raw_rec("policy", 393_015, stored_policy("Ignore")),
+        raw_rec(
+            "webhook-configuration",
+            393_016,
+            json!({
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingWebhookConfiguration",
+                "metadata": {"name": w7.configuration, "uid": w7.configuration_uid},
+                "webhooks": [webhook_entry(&w7)]
+            }),
+        ),
+        json!({"at": ts(393_125), "what": "request:deny-probe", "data": probe}),
+    ];
+    t.put_ev(
+        7,
+        evidence(
+            Lab::C,
+            7,
+            360_000,
+            393_300,
+            &[("recovery.json", &recovery)],
+            &a7,
+            raw7,
+        ),
+    );
+
+    // Act 8: the report, each word the evidence's (`rules::c::report_expectations`).
+    let words = lab::rules::c::report_expectations(a3, &run5, &a6, &a7);
+    let report = t.put(
+        InputFile::ReportC,
+        super::reference::report_c(&t.ctx(), &words).unwrap(),
+    );
+    let a8 = act8_facts(t, &report);
+    t.put_ev(
+        8,
+        evidence(
+            Lab::C,
+            8,
+            400_000,
+            400_300,
+            &[("report.json", &report)],
+            a8,
+            vec![],
+        ),
+    );
 }
 
 /// Lab C's flagged cases: the shared ones that fit its act 3 (whose `bad` is a list), then its own.
@@ -2059,6 +2681,187 @@ pub fn lab_c_cases() -> Vec<Case> {
                 a4["followers"][0] = a4["leader"].clone();
                 a4["leader"] = follower;
             },
+        },
+        Case {
+            name: "act5c-empty-facts",
+            act: 5,
+            expect: "facts-invalid",
+            why: "facts is {}",
+            mutate: |f| *facts_mut(f, 5) = json!({}),
+        },
+        Case {
+            name: "act5c-timed-out-but-stored",
+            act: 5,
+            expect: "rejected-but-stored",
+            why: "a wave's request that met the frozen leader timed out under Fail, yet its follow-up GET found the pod",
+            mutate: |f| {
+                let g = &mut facts_mut(f, 5)["bad"][2]["get"];
+                g["exists"] = json!(true);
+                g["uid"] = json!("00000000-0000-4000-8000-0000000005b2");
+                g["phase"] = json!("Pending");
+            },
+        },
+        Case {
+            name: "act5c-timeout-in-200ms",
+            act: 5,
+            expect: "timeout-too-fast",
+            why: "a webhook-timeout of a wave answered in 0.2 s while timeoutSeconds is 3",
+            mutate: |f| answered_fast(&mut facts_mut(f, 5)["bad"][8]),
+        },
+        Case {
+            name: "act5c-target-is-not-act4s-leader",
+            act: 5,
+            expect: "value-mismatch",
+            why: "the replica frozen as the leader is a follower of act 4",
+            mutate: |f| {
+                let name = f["evidence/04.json"]["facts"]["followers"][0]["pod_name"].clone();
+                facts_mut(f, 5)["target_pod"] = name;
+            },
+        },
+        Case {
+            name: "act5c-control-denied",
+            act: 5,
+            expect: "outcome-unexpected",
+            why: "a control pod, outside the webhook's namespaceSelector, was denied during the freeze",
+            mutate: |f| {
+                let r = &mut facts_mut(f, 5)["control"][1];
+                let name = r["name"].as_str().unwrap().to_owned();
+                let sent = facts::parse_rfc3339(r["sent_at"].as_str().unwrap()).unwrap();
+                let base = facts::parse_rfc3339(&ts(0)).unwrap();
+                *r = serde_json::to_value(request(
+                    &name,
+                    CONTROL,
+                    false,
+                    false,
+                    (sent - base).num_milliseconds(),
+                    14,
+                    Answer::Deny(FAIL_HOOK),
+                ))
+                .unwrap();
+            },
+        },
+        Case {
+            name: "act5c-lease-samples-missing",
+            act: 5,
+            expect: "observation-missing",
+            why: "the Lease was not read for 5 s of the freeze (a gap longer than three sample periods)",
+            mutate: |f| {
+                let samples = facts_mut(f, 5)["lease_samples"].as_array_mut().unwrap();
+                samples.drain(6..10);
+            },
+        },
+        Case {
+            name: "act5c-restart-same-container",
+            act: 5,
+            expect: "restart-contradicted",
+            why: "the former leader's restart count went up, but its container after the settle is the frozen one",
+            mutate: |f| {
+                let x = facts_mut(f, 5);
+                x["target_after"]["identity_after"] = x["freeze"]["identity"].clone();
+            },
+        },
+        Case {
+            name: "act6c-lease-moved-during-follower-freeze",
+            act: 6,
+            expect: "value-mismatch",
+            why: "a follower's freeze, yet a Lease read during it names another holder",
+            mutate: |f| {
+                let name = f["evidence/04.json"]["facts"]["leader"]["pod_name"].clone();
+                facts_mut(f, 6)["lease_samples"][4]["holder"] = name;
+            },
+        },
+        Case {
+            name: "act6c-ignore-stored-in-200ms",
+            act: 6,
+            expect: "timeout-too-fast",
+            why: "under Ignore a request that met the frozen follower was stored without waiting for the timeout",
+            mutate: |f| answered_fast(&mut facts_mut(f, 6)["bad"][0]),
+        },
+        Case {
+            name: "act6c-follower-other-process",
+            act: 6,
+            expect: "identity-changed",
+            why: "the frozen follower's process is not the one act 4 found in its pod",
+            mutate: |f| facts_mut(f, 6)["freeze"]["identity"]["pid_start_time_ticks"] = json!(999),
+        },
+        Case {
+            name: "act6c-policy-replaced",
+            act: 6,
+            expect: "uid-mismatch",
+            why: "the policy after the switch has another UID",
+            mutate: |f| {
+                facts_mut(f, 6)["policy"]["metadata"]["uid"] =
+                    json!("00000000-0000-4000-8000-0000000000aa")
+            },
+        },
+        Case {
+            name: "act7c-two-replicas-left",
+            act: 7,
+            expect: "value-mismatch",
+            why: "two replicas are left after the scale back to the original one",
+            mutate: |f| {
+                let kept = f["evidence/07.json"]["facts"]["replicas"][0].clone();
+                let mut other = f["evidence/03.json"]["facts"]["replicas"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|r| r["pod"]["name"] != kept["pod"]["name"])
+                    .unwrap()
+                    .clone();
+                other["pod"]["at"] = kept["pod"]["at"].clone();
+                facts_mut(f, 7)["replicas"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(other);
+            },
+        },
+        Case {
+            name: "act7c-recovery-digest-mismatch",
+            act: 7,
+            expect: "digest-mismatch",
+            why: "recovery.json ignore_evidence_sha256 is not the digest of 06.json",
+            mutate: |f| {
+                f.get_mut("recovery.json").unwrap()["ignore_evidence_sha256"] =
+                    json!("1".repeat(64));
+                refresh_input_digests(f);
+            },
+        },
+        Case {
+            name: "act7c-existing-new-uid",
+            act: 7,
+            expect: "pod-replaced",
+            why: "act 3's pod has a new UID after the scale back",
+            mutate: |f| {
+                facts_mut(f, 7)["existing"]["uid"] = json!("00000000-0000-4000-8000-00000000beef")
+            },
+        },
+        Case {
+            name: "act8c-report-lease-kept",
+            act: 8,
+            expect: "report-contradicted",
+            why: "report says the Lease was kept while act 5's samples show a follower took it during the freeze",
+            mutate: |f| {
+                f.get_mut("report.json").unwrap()["lease"] = json!("kept");
+                refresh_input_digests(f);
+            },
+        },
+        Case {
+            name: "act8c-report-digest-mismatch",
+            act: 8,
+            expect: "digest-mismatch",
+            why: "report.json leader_freeze_evidence_sha256 is not the digest of 05.json",
+            mutate: |f| {
+                f.get_mut("report.json").unwrap()["leader_freeze_evidence_sha256"] =
+                    json!("2".repeat(64));
+                refresh_input_digests(f);
+            },
+        },
+        Case {
+            name: "act8c-evidence-changed",
+            act: 8,
+            expect: "digest-mismatch",
+            why: "06.json was edited after the report recorded its digest",
+            mutate: |f| facts_mut(f, 6)["bad"][0]["elapsed_ms"] = json!(3014),
         },
     ]);
     v
