@@ -905,6 +905,12 @@ fn lab_c_timeline_has_a_row_per_replica_its_freeze_and_the_lease_holder() {
     ] {
         assert!(en.contains(cell), "{cell}");
     }
+    // The four observations: during each freeze the webhook did not answer every violating
+    // request.
+    assert!(en.contains(
+        "<th>leader frozen, Fail (act 5)</th><td class=\"unk\">—</td><td class=\"yes\">✓ <span class=\"mono\">vpol.validate.kyverno.svc-fail-finegrained-kca-webhook-label (Fail)</span></td><td class=\"no\">✗ <span class=\"mono\">explicit-deny 13/18</span></td>"
+    ));
+    assert!(en.contains("<td class=\"no\">✗ <span class=\"mono\">explicit-deny 14/18</span></td>"));
     let ja = fixture_page(LAB_C_FREEZES, Lab::C, Lang::Ja);
     assert!(ja.contains("<th>リーダー凍結中 (failurePolicy Fail)</th>"));
     assert!(ja.contains("凍結から 13.2 s 後の読み取りで kyverno-admission-controller-6d9c7b8f5d-b8n3r が Lease を保持"));

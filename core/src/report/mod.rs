@@ -278,6 +278,24 @@ fn answers(r: &Value) -> Obs {
     }
 }
 
+/// "webhook answers" for lab C's waves (`bad`, a list): yes when every violating request was
+/// explicitly denied, else how many were.
+fn wave_answers(f: &Value) -> Obs {
+    let Some(bad) = f["bad"].as_array().filter(|b| !b.is_empty()) else {
+        return Obs::NotObserved;
+    };
+    let denied = bad
+        .iter()
+        .filter(|r| r["outcome"] == "explicit-deny")
+        .count();
+    let d = format!("explicit-deny {denied}/{}", bad.len());
+    if denied == bad.len() {
+        Obs::Yes(d)
+    } else {
+        Obs::No(d)
+    }
+}
+
 fn flag(b: Option<bool>, yes: String, no: String) -> Obs {
     match b {
         Some(true) => Obs::Yes(yes),
@@ -297,9 +315,25 @@ fn uid_obs(uid: Option<&str>) -> Obs {
 fn observations(lab: Lab, input: &GradeInput, lang: Lang) -> Vec<(Text, [Obs; 4])> {
     let mut rows = vec![(tx::PHASE_BASELINE, baseline_observations(input))];
     rows.extend(match lab {
-        Lab::B => freeze_observations(input, lang),
+        Lab::B => freeze_observations(
+            input,
+            lang,
+            [tx::PHASE_FAIL, tx::PHASE_IGNORE, tx::PHASE_RECOVERED_B],
+            |f| answers(&f["target_bad"]),
+        ),
         Lab::A => scale_observations(input, lang),
-        Lab::C => vec![],
+        // Lab C's acts 5-7 record the same observations under the same names as lab B's, with
+        // waves of violating requests instead of one.
+        Lab::C => freeze_observations(
+            input,
+            lang,
+            [
+                tx::PHASE_LEADER_FROZEN,
+                tx::PHASE_FOLLOWER_FROZEN,
+                tx::PHASE_RECOVERED_C,
+            ],
+            wave_answers,
+        ),
     });
     rows
 }
@@ -327,7 +361,12 @@ fn baseline_observations(input: &GradeInput) -> [Obs; 4] {
     [
         uid_obs(s(f2, "/policy/metadata/uid")),
         webhook_obs(f2, "/webhook/name"),
-        answers(&f3["bad"]),
+        // Lab C's baseline sends waves (a list).
+        if f3["bad"].is_array() {
+            wave_answers(f3)
+        } else {
+            answers(&f3["bad"])
+        },
         match reference_uid(input) {
             Some(u) => Obs::Yes(format!(
                 "uid {u} · {}",
@@ -338,9 +377,15 @@ fn baseline_observations(input: &GradeInput) -> [Obs; 4] {
     ]
 }
 
-/// Lab B's phases after the baseline: the freeze under Fail (act 5), under Ignore (act 6), the
-/// recovery (act 7).
-fn freeze_observations(input: &GradeInput, lang: Lang) -> Vec<(Text, [Obs; 4])> {
+/// Lab B's and lab C's phases after the baseline, named `phases`: the freeze under Fail (act 5),
+/// under Ignore (act 6), the recovery (act 7); `during_answers` says whether the webhook answered the
+/// violating requests sent during a freeze.
+fn freeze_observations(
+    input: &GradeInput,
+    lang: Lang,
+    phases: [Text; 3],
+    during_answers: fn(&Value) -> Obs,
+) -> Vec<(Text, [Obs; 4])> {
     let w = |t: Text| t.get(lang);
     let (f5, f6, f7) = (facts(input, 5), facts(input, 6), facts(input, 7));
     let reference = reference_uid(input);
@@ -364,27 +409,28 @@ fn freeze_observations(input: &GradeInput, lang: Lang) -> Vec<(Text, [Obs; 4])> 
         )),
         _ => Obs::NotObserved,
     };
+    let [fail, ignore, recovered] = phases;
     vec![
         (
-            tx::PHASE_FAIL,
+            fail,
             [
                 Obs::NotObserved,
                 during(f5),
-                answers(&f5["target_bad"]),
+                during_answers(f5),
                 existing(&f5["existing"], reference, lang),
             ],
         ),
         (
-            tx::PHASE_IGNORE,
+            ignore,
             [
                 same_policy,
                 during(f6),
-                answers(&f6["target_bad"]),
+                during_answers(f6),
                 existing(&f6["existing"], reference, lang),
             ],
         ),
         (
-            tx::PHASE_RECOVERED_B,
+            recovered,
             [
                 uid_obs(s(f7, "/policy_uid")),
                 webhook_obs(f7, "/webhook/name"),

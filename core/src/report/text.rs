@@ -157,6 +157,18 @@ pub(crate) const PHASE_BASELINE: Text = t("正常時 (act 2-3)", "healthy (acts 
 pub(crate) const PHASE_FAIL: Text = t("Fail で凍結中 (act 5)", "frozen, Fail (act 5)");
 pub(crate) const PHASE_IGNORE: Text = t("Ignore で凍結中 (act 6)", "frozen, Ignore (act 6)");
 pub(crate) const PHASE_RECOVERED_B: Text = t("復旧後 (act 7)", "recovered (act 7)");
+pub(crate) const PHASE_LEADER_FROZEN: Text = t(
+    "リーダーを Fail で凍結中 (act 5)",
+    "leader frozen, Fail (act 5)",
+);
+pub(crate) const PHASE_FOLLOWER_FROZEN: Text = t(
+    "フォロワーを Ignore で凍結中 (act 6)",
+    "follower frozen, Ignore (act 6)",
+);
+pub(crate) const PHASE_RECOVERED_C: Text = t(
+    "元のレプリカ数に戻した後 (act 7)",
+    "back to the original replicas (act 7)",
+);
 pub(crate) const PHASE_SCALED: Text = t("0にスケール後 (act 5)", "scaled to 0 (act 5)");
 pub(crate) const PHASE_RECOVERY_A: Text = t("復旧 (act 6)", "recovery (act 6)");
 pub(crate) const PHASE_DRY_RUN: Text =
