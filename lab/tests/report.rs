@@ -6,6 +6,8 @@
 //! A recorded run's page shows the acts the recording has (`common/recorded.rs`).
 
 mod common;
+#[path = "report/lab_c.rs"]
+mod lab_c;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -40,8 +42,28 @@ fn recorded_page(rec: &Recording, dir: &Path, lang: Lang) -> String {
     lab::report::render(rec.lab, &input, &rec.grade(&input), lang)
 }
 
+/// Lab C with acts 5-8 built from the facts types (`report/lab_c.rs`), not a directory under
+/// `fixtures/`: [`fixture_page`] and [`fixture_dir`] write it to a temporary directory.
+const LAB_C_FREEZES: &str = "generated/c-freezes";
+
+/// The work directory of the fixture `rel` (a temporary one for [`LAB_C_FREEZES`], kept while
+/// the returned guard lives).
+fn fixture_dir(rel: &str) -> (PathBuf, Option<tempfile::TempDir>) {
+    if rel == LAB_C_FREEZES {
+        let tmp = tempfile::tempdir().unwrap();
+        common::write_tree(tmp.path(), &lab_c::files());
+        (tmp.path().to_path_buf(), Some(tmp))
+    } else {
+        (fixture(rel), None)
+    }
+}
+
 /// The page of the fixture `rel`: a recording's acts, or every act for a generated fixture.
 fn fixture_page(rel: &str, lab: Lab, lang: Lang) -> String {
+    if rel == LAB_C_FREEZES {
+        let (dir, _tmp) = fixture_dir(rel);
+        return page(&dir, lab, lang);
+    }
     if rel.starts_with("recorded/") {
         let rec = Recording::open(rel);
         assert_eq!(rec.lab, lab, "{rel}");
@@ -98,6 +120,8 @@ fn golden_pages() {
         (RECORDED_B, Lab::B, Lang::Ja, "b-recorded.ja.html"),
         ("a/pass", Lab::A, Lang::En, "a-pass.en.html"),
         ("a/pass", Lab::A, Lang::Ja, "a-pass.ja.html"),
+        (LAB_C_FREEZES, Lab::C, Lang::En, "c-freezes.en.html"),
+        (LAB_C_FREEZES, Lab::C, Lang::Ja, "c-freezes.ja.html"),
     ];
     let update = std::env::var_os("UPDATE_GOLDEN").is_some();
     let mut stale = Vec::new();
@@ -196,7 +220,11 @@ fn untrusted_evidence_text_is_escaped() {
 
 #[test]
 fn pages_are_self_contained() {
-    for (dir, lab) in [(RECORDED_B, Lab::B), ("a/pass", Lab::A)] {
+    for (dir, lab) in [
+        (RECORDED_B, Lab::B),
+        ("a/pass", Lab::A),
+        (LAB_C_FREEZES, Lab::C),
+    ] {
         let html = fixture_page(dir, lab, Lang::En);
         // Nothing is fetched: no script, no external style sheet, font or image, no link out of
         // the page (URLs in the evidence are text, escaped, never attributes).
@@ -230,9 +258,10 @@ fn timeline_has_one_mark_per_recorded_request() {
         ("b/pass", Lab::B),
         ("a/pass", Lab::A),
         (RECORDED_A, Lab::A),
+        (LAB_C_FREEZES, Lab::C),
     ] {
         let html = fixture_page(dir, lab, Lang::En);
-        let dir = fixture(dir);
+        let (dir, _tmp) = fixture_dir(dir);
         let marks = attr_values(&html, "data-request");
         let unique: BTreeSet<String> = marks.iter().cloned().collect();
         assert_eq!(
@@ -365,9 +394,10 @@ fn pages_render_in_headless_chromium() {
         (RECORDED_B, Lab::B, Lang::En),
         (RECORDED_B, Lab::B, Lang::Ja),
         ("a/pass", Lab::A, Lang::En),
+        (LAB_C_FREEZES, Lab::C, Lang::En),
     ] {
         let html = fixture_page(dir, lab, lang);
-        let dir = fixture(dir);
+        let (dir, _tmp) = fixture_dir(dir);
         let file = tmp.path().join(format!(
             "{}-{lang:?}.html",
             dir.file_name().unwrap().to_string_lossy()
@@ -418,7 +448,18 @@ fn pages_render_in_headless_chromium() {
                 }
                 assert!(svgs[0].contains("watcher deadline 55 s"));
             }
-            Lab::C => panic!("no recorded lab C run has a timeline yet (acts 5-8 not built)"),
+            Lab::C => {
+                // Two charts, each with the three replica rows and one shaded freeze.
+                assert_eq!(svgs.len(), 2, "{}", file.display());
+                for s in &svgs {
+                    assert_eq!(
+                        attr_values(s, "data-replica"),
+                        [lab_c::LEADER, lab_c::FOLLOWER_1, lab_c::FOLLOWER_2]
+                    );
+                    assert_eq!(s.matches("data-window=\"freeze\"").count(), 1);
+                    assert!(!attr_values(s, "data-holder").is_empty());
+                }
+            }
         }
     }
 }
@@ -604,6 +645,7 @@ const LATIN_ON_JA: &[&str] = &[
     "replicas",
     "A",
     "B",
+    "C",
 ];
 
 /// Latin-letter words of `dom`'s visible text that are not values (no digit, `-`, `.`, `/`,
@@ -686,6 +728,7 @@ fn japanese_pages_are_japanese_in_headless_chromium() {
         ("recorded/b-20261130T210502Z", Lab::B),
         (RECORDED_A, Lab::A),
         ("a/pass", Lab::A),
+        (LAB_C_FREEZES, Lab::C),
     ] {
         let file = tmp.path().join(format!("{}.ja.html", lab.as_str()));
         std::fs::write(&file, fixture_page(dir, lab, Lang::Ja)).unwrap();
@@ -709,9 +752,9 @@ fn japanese_pages_are_japanese_in_headless_chromium() {
 }
 
 #[test]
-fn lab_c_page_shows_its_replicas_lease_and_parallel_baseline() {
-    // Lab C is built through act 4: its page has a title, act 3's key facts (three ready
-    // replicas, the Lease holder, the waves' explicit denies) and says there is no timeline yet.
+fn lab_c_page_through_act_4_has_no_freeze_yet() {
+    // The generated lab C work directory holds acts 1-4: a title, act 3's condition row, no
+    // freeze charts and no key facts yet.
     let en = fixture_page("c/pass", Lab::C, Lang::En);
     assert!(en.contains("Lab C record: three admission-controller replicas"));
     assert!(
@@ -719,13 +762,213 @@ fn lab_c_page_shows_its_replicas_lease_and_parallel_baseline() {
         "{}",
         attr_values(&en, "data-grades-passed")[0]
     );
-    assert!(en.contains("<td class=\"mono\">3</td>"), "ready replicas");
-    assert!(
-        en.contains("kyverno-admission-controller-6d9c7b8f5d-x2k4p</td>"),
-        "Lease holder"
-    );
-    assert!(en.contains("explicit-deny 12/12"), "waves");
-    assert!(en.contains("acts 5-8) are not built yet"));
+    assert!(attr_values(&en, "data-timeline").is_empty());
+    assert_eq!(en.matches("no freeze recorded for this act").count(), 2);
+    assert!(en.contains("<th>leader frozen, failurePolicy Fail</th>"));
+    assert!(en.contains("03:facts.bad[0]"), "act 3's condition row");
     let ja = fixture_page("c/pass", Lab::C, Lang::Ja);
     assert!(ja.contains("ラボC 記録"));
+}
+
+/// The SVG of the chart of act `act` (`data-timeline="act"`).
+fn chart(html: &str, act: u8) -> &str {
+    let start = html
+        .find(&format!("data-timeline=\"{act}\""))
+        .unwrap_or_else(|| panic!("no chart of act {act}"));
+    let end = html[start..].find("</svg>").unwrap();
+    &html[start..start + end]
+}
+
+/// Each start tag of `html` that has attribute `attr`.
+fn tags_with<'a>(html: &'a str, attr: &str) -> Vec<&'a str> {
+    html.match_indices(&format!(" {attr}=\""))
+        .map(|(i, _)| {
+            let from = html[..i].rfind('<').unwrap();
+            let to = i + html[i..].find('>').unwrap();
+            &html[from..=to]
+        })
+        .collect()
+}
+
+/// `(value of attr, data-from, data-to)` of each tag with `attr`, in order (ms since SIGSTOP).
+fn spans(svg: &str, attr: &str) -> Vec<(String, i64, i64)> {
+    tags_with(svg, attr)
+        .into_iter()
+        .map(|t| {
+            let n = |a: &str| attr_values(t, a)[0].parse::<i64>().unwrap();
+            (
+                attr_values(t, attr)[0].clone(),
+                n("data-from"),
+                n("data-to"),
+            )
+        })
+        .collect()
+}
+
+/// The part of `svg` that is replica `pod`'s row.
+fn replica_row<'a>(svg: &'a str, pod: &str) -> &'a str {
+    let start = svg
+        .find(&format!("data-replica=\"{pod}\""))
+        .unwrap_or_else(|| panic!("no row of {pod}"));
+    let end = svg[start..].find("</g>").unwrap();
+    &svg[start..start + end]
+}
+
+#[test]
+fn lab_c_timeline_has_a_row_per_replica_its_freeze_and_the_lease_holder() {
+    use lab_c::{FOLLOWER_1, FOLLOWER_2, LEADER};
+    let en = fixture_page(LAB_C_FREEZES, Lab::C, Lang::En);
+    let pods = [LEADER, FOLLOWER_1, FOLLOWER_2];
+
+    // Act 5: the leader frozen 20.003 s; the Lease named it from the read before the freeze
+    // (-0.1 s) until the read at +13.2 s named b8n3r, which held it to the last read (+20.2 s,
+    // drawn for one read period).
+    let c5 = chart(&en, 5);
+    assert_eq!(attr_values(c5, "data-replica"), pods);
+    let frozen: Vec<_> = tags_with(c5, "data-window");
+    assert_eq!(frozen.len(), 1);
+    assert!(replica_row(c5, LEADER).contains("data-window=\"freeze\""));
+    assert!(
+        frozen[0].contains(r#"data-from="0" data-to="20003""#),
+        "{}",
+        frozen[0]
+    );
+    assert_eq!(
+        spans(c5, "data-holder"),
+        [
+            (LEADER.to_owned(), -100, 13_200),
+            (FOLLOWER_1.to_owned(), 13_200, 21_200)
+        ]
+    );
+    assert!(replica_row(c5, FOLLOWER_1).contains("data-holder"));
+    assert!(!replica_row(c5, FOLLOWER_2).contains("data-holder"));
+    assert!(
+        c5.contains("Lease → b8n3r (+13.2 s)"),
+        "the holder change line"
+    );
+    // Every replica stayed a ready endpoint (read each second from +0.3 s to +20.3 s).
+    for p in pods {
+        assert_eq!(
+            spans(replica_row(c5, p), "data-endpoint"),
+            [("ready".to_owned(), 300, 21_300)],
+            "{p}"
+        );
+    }
+    // The per-replica counters and the former leader's restart, on the rows.
+    let leader = replica_row(c5, LEADER);
+    assert!(
+        leader.contains("frozen (leader) · admission counter +5 · restarts 0→1"),
+        "{leader}"
+    );
+    assert!(replica_row(c5, FOLLOWER_1).contains("admission counter +7"));
+    // Three waves of six violating pods and their control pod, one lane each.
+    assert_eq!(attr_values(c5, "data-wave"), ["1", "2", "3"]);
+    assert!(c5.contains("explicit-deny ×4 · webhook-timeout ×2 · control: stored"));
+    assert_eq!(
+        attr_values(c5, "data-outcome")
+            .iter()
+            .filter(|o| *o == "webhook-timeout")
+            .count(),
+        5
+    );
+
+    // Act 6: the follower k5v9t frozen 10.002 s; the Lease stayed with b8n3r.
+    let c6 = chart(&en, 6);
+    assert_eq!(attr_values(c6, "data-replica"), pods);
+    assert!(
+        replica_row(c6, FOLLOWER_2)
+            .contains(r#"data-window="freeze" data-from="0" data-to="10002""#)
+    );
+    assert_eq!(tags_with(c6, "data-window").len(), 1);
+    assert_eq!(
+        spans(c6, "data-holder"),
+        [(FOLLOWER_1.to_owned(), -100, 11_150)]
+    );
+    assert!(!c6.contains("Lease →"), "no holder change");
+    assert!(replica_row(c6, FOLLOWER_1).contains("Lease holder before the freeze"));
+    assert!(
+        replica_row(c6, FOLLOWER_2)
+            .contains("frozen (follower) · admission counter +4 · restarts 0→0")
+    );
+
+    // No request on a replica row, and the page says why.
+    for p in pods {
+        assert!(!replica_row(c5, p).contains("data-request"));
+    }
+    assert!(en.contains("does not name the replica that answered a request"));
+
+    // The key facts, in the report's words (`rules::c`).
+    for cell in [
+        "<td class=\"mono\">webhook-timeout 5/18, explicit-deny 13/18</td>",
+        "<td class=\"mono\">Lease taken over by kyverno-admission-controller-6d9c7b8f5d-b8n3r, first read 13.2 s after the freeze; former leader restarted (restarts 0→1)</td>",
+        "<td class=\"mono\">stored 4/18 (unvalidated), explicit-deny 14/18</td>",
+    ] {
+        assert!(en.contains(cell), "{cell}");
+    }
+    // The four observations: during each freeze the webhook did not answer every violating
+    // request.
+    assert!(en.contains(
+        "<th>leader frozen, Fail (act 5)</th><td class=\"unk\">—</td><td class=\"yes\">✓ <span class=\"mono\">vpol.validate.kyverno.svc-fail-finegrained-kca-webhook-label (Fail)</span></td><td class=\"no\">✗ <span class=\"mono\">explicit-deny 13/18</span></td>"
+    ));
+    assert!(en.contains("<td class=\"no\">✗ <span class=\"mono\">explicit-deny 14/18</span></td>"));
+    let ja = fixture_page(LAB_C_FREEZES, Lab::C, Lang::Ja);
+    assert!(ja.contains("<th>リーダー凍結中 (failurePolicy Fail)</th>"));
+    assert!(ja.contains("凍結から 13.2 s 後の読み取りで kyverno-admission-controller-6d9c7b8f5d-b8n3r が Lease を保持"));
+    assert!(ja.contains("凍結 (リーダー) · admission カウンタ +5 · 再起動回数 0→1"));
+}
+
+#[test]
+fn lab_c_timeline_and_key_facts_follow_the_evidence() {
+    use lab_c::{FOLLOWER_1, LEADER};
+    let mut files = lab_c::files();
+    {
+        let f = &mut files.get_mut("evidence/05.json").unwrap()["facts"];
+        // No read named another holder, one read failed, and the leader's endpoint was not
+        // ready from +10.3 s.
+        for s in f["lease_samples"].as_array_mut().unwrap() {
+            s["holder"] = json!(LEADER);
+            s["lease_transitions"] = json!(0);
+        }
+        f["lease_samples"][5] = json!({"at": lab_c_ts(206_200), "holder": null, "renew_time": null,
+            "lease_transitions": null, "error": "Get … context deadline exceeded"});
+        for s in f["endpoint_samples"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .skip(10)
+        {
+            s["endpoints"][0]["ready"] = json!(false);
+        }
+        f["target_after"]["restart_count_after"] = json!(0);
+        f["lease_after"]["holder"] = json!(LEADER);
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    common::write_tree(tmp.path(), &files);
+    let en = page(tmp.path(), Lab::C, Lang::En);
+    let c5 = chart(&en, 5);
+    assert_eq!(
+        spans(c5, "data-holder"),
+        [
+            (LEADER.to_owned(), -100, 5_200),
+            (LEADER.to_owned(), 6_200, 21_200)
+        ],
+        "a gap where the read failed"
+    );
+    assert!(!replica_row(c5, FOLLOWER_1).contains("data-holder"));
+    assert!(!c5.contains("Lease →"));
+    assert_eq!(
+        spans(replica_row(c5, LEADER), "data-endpoint"),
+        [
+            ("ready".to_owned(), 300, 10_300),
+            ("not-ready".to_owned(), 10_300, 21_300)
+        ]
+    );
+    assert!(en.contains(&format!(
+        "<td class=\"mono\">Lease kept by {LEADER}; former leader kept running (restarts 0→0)</td>"
+    )));
+}
+
+/// The fixtures' time origin plus `ms`.
+fn lab_c_ts(ms: i64) -> String {
+    common::fixtures::ts(ms)
 }

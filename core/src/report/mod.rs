@@ -42,6 +42,7 @@ svg.timeline{max-width:100%;height:auto;font-size:11px;font-family:system-ui,san
 .o-deny{fill:#2e7d32}.o-timeout{fill:#ef6c00}.o-stored{fill:#1565c0}.o-dryrun{fill:#6a1b9a}.o-callfail{fill:#c62828}.o-other{fill:#757575}
 .badge{display:inline-block;width:.8em;height:.8em;margin-right:.3em;vertical-align:baseline}
 .badge.o-deny{background:#2e7d32}.badge.o-timeout{background:#ef6c00}.badge.o-stored{background:#1565c0}.badge.o-dryrun{background:#6a1b9a}.badge.o-callfail{background:#c62828}.badge.o-other{background:#757575}
+.holder{fill:#00695c}.ep-ready{fill:#a5d6a7}.ep-not-ready{fill:#e53935}.ep-absent{fill:#e0e0e0}.lane{stroke:#eee}.vline.lease{stroke:#00695c;fill:#00695c}
 table.metrics{width:auto}
 .legend span{display:inline-block;margin-right:1em}.legend i{display:inline-block;width:1em;height:.8em;margin-right:.3em}
 .legend .o-deny{background:#2e7d32}.legend .o-timeout{background:#ef6c00}.legend .o-stored{background:#1565c0}.legend .o-dryrun{background:#6a1b9a}.legend .o-callfail{background:#c62828}.legend .o-other{background:#757575}
@@ -60,9 +61,9 @@ fn facts(input: &GradeInput, act: u8) -> &Value {
 
 /// Headers of the key facts columns, the nightly summary's (`cargo xtask lab summary`).
 pub const KEY_FACT_HEADERS: [&str; 3] = [
-    "scale-down (A) / Fail freeze (B) / ready replicas (C)",
-    "lease takeover (A) / Ignore freeze (B) / Lease holder (C)",
-    "first explicit deny after recovery (A, B) / parallel denies (C)",
+    "scale-down (A) / Fail freeze (B) / leader freeze, Fail (C)",
+    "lease takeover (A) / Ignore freeze (B) / Lease and former leader (C)",
+    "first explicit deny after recovery (A, B) / follower freeze, Ignore (C)",
 ];
 
 fn s<'a>(v: &'a Value, ptr: &str) -> Option<&'a str> {
@@ -95,7 +96,9 @@ fn request(v: &Value, ptr: &str) -> String {
 /// per [`KEY_FACT_HEADERS`] column. Lab A: whether the registration was kept or absent after the
 /// scale-down and the violating request's outcome, the Lease taken after restore, the first explicit
 /// deny after restore; lab B: the target requests' outcomes and latencies under the Fail and the
-/// Ignore freezes, the first explicit deny after each resume. Durations in seconds, 0.1 s.
+/// Ignore freezes, the first explicit deny after each resume; lab C ([`key_facts_lab_c`]): the
+/// waves' outcomes during the leader's freeze, the Lease taken over or kept and the former leader
+/// restarted or not, the waves' outcomes during the follower's freeze. Durations in seconds, 0.1 s.
 pub fn key_facts(lab: Lab, f5: &Value, f6: &Value) -> [String; 3] {
     key_facts_in(lab, f5, f6, Lang::En)
 }
@@ -161,28 +164,70 @@ fn key_facts_in(lab: Lab, f5: &Value, f6: &Value, lang: Lang) -> [String; 3] {
                 w(tx::KF_AFTER_RESUME)
             ),
         ],
-        // Acts 5-8 of lab C are not built yet: its key facts are act 3's (see `key_facts_c`).
-        Lab::C => ["—".into(), "—".into(), "—".into()],
+        Lab::C => key_facts_lab_c(f5, f6, lang),
     }
 }
 
-/// Lab C's key facts from act 3's facts `f3` (while acts 5-8 are not built): how many replicas
-/// were Ready, the Lease holder, and how many violating requests of the parallel waves were
-/// explicitly denied. One per [`tx::KEY_FACT_HEADERS_C`] column.
-pub fn key_facts_c(f3: &Value) -> [String; 3] {
-    let ready = f3["replicas"]
-        .as_array()
-        .map(|r| r.iter().filter(|x| x["ready"] == true).count());
-    let bad = f3["bad"].as_array();
-    let denied = bad.map(|b| b.iter().filter(|r| r["outcome"] == "explicit-deny").count());
-    [
-        ready.map_or("—".into(), |n| n.to_string()),
-        s(f3, "/lease/holder").unwrap_or("—").to_owned(),
-        match (denied, bad) {
-            (Some(d), Some(b)) => format!("explicit-deny {d}/{}", b.len()),
-            _ => "—".into(),
-        },
-    ]
+/// Lab C's key facts from acts 5 and 6, with the rules act 8 words the report by
+/// ([`crate::rules::c::freeze_counts`], [`crate::rules::c::takeover`],
+/// [`crate::rules::c::restarted`]): how many of the waves' violating requests timed out (and
+/// were denied) during the leader's freeze; who took the Lease over and when it was first read so,
+/// or who kept it, and whether the former leader restarted; how many were stored unvalidated (and
+/// denied) during the follower's freeze. `—` for an act whose facts do not parse.
+fn key_facts_lab_c(f5: &Value, f6: &Value, lang: Lang) -> [String; 3] {
+    use crate::evidence::Outcome;
+    use crate::facts::c::{Act5Facts, Act6Facts, ReplicaFreezeRun};
+    use crate::rules::c::{freeze_counts, restarted, takeover};
+    let a5 = serde_json::from_value::<Act5Facts>(f5.clone()).ok();
+    let a6 = serde_json::from_value::<Act6Facts>(f6.clone()).ok();
+    let counts = |run: &ReplicaFreezeRun, met: Outcome, note: Option<&str>| {
+        let (m, d, o) = freeze_counts(run, met);
+        let n = run.bad.len();
+        let mut out = format!("{} {m}/{n}", met.as_str());
+        if let Some(note) = note {
+            out.push_str(&format!(" ({note})"));
+        }
+        out.push_str(&format!(", explicit-deny {d}/{n}"));
+        if o > 0 {
+            out.push_str(&format!(", other {o}/{n}"));
+        }
+        out
+    };
+    let leader = a5
+        .as_ref()
+        .map_or("—".into(), |r| counts(r, Outcome::WebhookTimeout, None));
+    let lease = a5.as_ref().map_or("—".into(), |r| {
+        let lease = match takeover(r) {
+            Some((holder, at)) => {
+                let after = (|| {
+                    let f = crate::facts::parse_rfc3339(&r.freeze.frozen_at)?;
+                    let t = crate::facts::parse_rfc3339(at)?;
+                    Some((t - f).num_milliseconds())
+                })();
+                tx::kf_takeover(lang, holder, &secs(after))
+            }
+            None => match r.lease_samples.iter().find_map(|s| s.holder.as_deref()) {
+                Some(h) => tx::kf_lease_kept(lang, h),
+                None => tx::KF_LEASE_NOT_OBSERVED.get(lang).to_owned(),
+            },
+        };
+        let t = &r.target_after;
+        let what = if restarted(r) {
+            tx::KF_RESTARTED.get(lang).to_owned()
+        } else if t.pod_uid_after.as_deref() == Some(t.pod_uid_before.as_str()) {
+            tx::KF_KEPT_RUNNING.get(lang).to_owned()
+        } else {
+            format!("pod-uid:{}", t.pod_uid_after.as_deref().unwrap_or("none"))
+        };
+        format!(
+            "{lease}; {}",
+            tx::kf_former_leader(lang, &what, t.restart_count_before, t.restart_count_after)
+        )
+    });
+    let follower = a6.as_ref().map_or("—".into(), |a| {
+        counts(&a.run, Outcome::Stored, Some(tx::KF_UNVALIDATED.get(lang)))
+    });
+    [leader, lease, follower]
 }
 
 /// One of the four observations in one phase.
@@ -233,6 +278,24 @@ fn answers(r: &Value) -> Obs {
     }
 }
 
+/// "webhook answers" for lab C's waves (`bad`, a list): yes when every violating request was
+/// explicitly denied, else how many were.
+fn wave_answers(f: &Value) -> Obs {
+    let Some(bad) = f["bad"].as_array().filter(|b| !b.is_empty()) else {
+        return Obs::NotObserved;
+    };
+    let denied = bad
+        .iter()
+        .filter(|r| r["outcome"] == "explicit-deny")
+        .count();
+    let d = format!("explicit-deny {denied}/{}", bad.len());
+    if denied == bad.len() {
+        Obs::Yes(d)
+    } else {
+        Obs::No(d)
+    }
+}
+
 fn flag(b: Option<bool>, yes: String, no: String) -> Obs {
     match b {
         Some(true) => Obs::Yes(yes),
@@ -252,9 +315,25 @@ fn uid_obs(uid: Option<&str>) -> Obs {
 fn observations(lab: Lab, input: &GradeInput, lang: Lang) -> Vec<(Text, [Obs; 4])> {
     let mut rows = vec![(tx::PHASE_BASELINE, baseline_observations(input))];
     rows.extend(match lab {
-        Lab::B => freeze_observations(input, lang),
+        Lab::B => freeze_observations(
+            input,
+            lang,
+            [tx::PHASE_FAIL, tx::PHASE_IGNORE, tx::PHASE_RECOVERED_B],
+            |f| answers(&f["target_bad"]),
+        ),
         Lab::A => scale_observations(input, lang),
-        Lab::C => vec![],
+        // Lab C's acts 5-7 record the same observations under the same names as lab B's, with
+        // waves of violating requests instead of one.
+        Lab::C => freeze_observations(
+            input,
+            lang,
+            [
+                tx::PHASE_LEADER_FROZEN,
+                tx::PHASE_FOLLOWER_FROZEN,
+                tx::PHASE_RECOVERED_C,
+            ],
+            wave_answers,
+        ),
     });
     rows
 }
@@ -282,7 +361,12 @@ fn baseline_observations(input: &GradeInput) -> [Obs; 4] {
     [
         uid_obs(s(f2, "/policy/metadata/uid")),
         webhook_obs(f2, "/webhook/name"),
-        answers(&f3["bad"]),
+        // Lab C's baseline sends waves (a list).
+        if f3["bad"].is_array() {
+            wave_answers(f3)
+        } else {
+            answers(&f3["bad"])
+        },
         match reference_uid(input) {
             Some(u) => Obs::Yes(format!(
                 "uid {u} · {}",
@@ -293,9 +377,15 @@ fn baseline_observations(input: &GradeInput) -> [Obs; 4] {
     ]
 }
 
-/// Lab B's phases after the baseline: the freeze under Fail (act 5), under Ignore (act 6), the
-/// recovery (act 7).
-fn freeze_observations(input: &GradeInput, lang: Lang) -> Vec<(Text, [Obs; 4])> {
+/// Lab B's and lab C's phases after the baseline, named `phases`: the freeze under Fail (act 5),
+/// under Ignore (act 6), the recovery (act 7); `during_answers` says whether the webhook answered the
+/// violating requests sent during a freeze.
+fn freeze_observations(
+    input: &GradeInput,
+    lang: Lang,
+    phases: [Text; 3],
+    during_answers: fn(&Value) -> Obs,
+) -> Vec<(Text, [Obs; 4])> {
     let w = |t: Text| t.get(lang);
     let (f5, f6, f7) = (facts(input, 5), facts(input, 6), facts(input, 7));
     let reference = reference_uid(input);
@@ -319,27 +409,28 @@ fn freeze_observations(input: &GradeInput, lang: Lang) -> Vec<(Text, [Obs; 4])> 
         )),
         _ => Obs::NotObserved,
     };
+    let [fail, ignore, recovered] = phases;
     vec![
         (
-            tx::PHASE_FAIL,
+            fail,
             [
                 Obs::NotObserved,
                 during(f5),
-                answers(&f5["target_bad"]),
+                during_answers(f5),
                 existing(&f5["existing"], reference, lang),
             ],
         ),
         (
-            tx::PHASE_IGNORE,
+            ignore,
             [
                 same_policy,
                 during(f6),
-                answers(&f6["target_bad"]),
+                during_answers(f6),
                 existing(&f6["existing"], reference, lang),
             ],
         ),
         (
-            tx::PHASE_RECOVERED_B,
+            recovered,
             [
                 uid_obs(s(f7, "/policy_uid")),
                 webhook_obs(f7, "/webhook/name"),
@@ -506,10 +597,42 @@ fn conditions(lab: Lab, input: &GradeInput) -> Vec<(Text, [Option<Cell<'_>>; 3])
                 (tx::COND_DRY_RUN, [c(7, "/good"), c(7, "/bad"), None]),
             ]
         }
-        Lab::C => vec![(
-            tx::COND_HEALTHY_THREE,
-            [c(3, "/good"), c(3, "/bad/0"), c(3, "/control")],
-        )],
+        Lab::C => {
+            // A wave's cell: its first request with the outcome a request meeting the frozen
+            // replica has (else its first); every request is in the timeline.
+            let met = |act: u8, outcome: &str| {
+                let bad = facts(input, act)["bad"].as_array()?;
+                let i = bad
+                    .iter()
+                    .position(|r| r["outcome"] == outcome)
+                    .or((!bad.is_empty()).then_some(0))?;
+                c(act, &format!("/bad/{i}"))
+            };
+            vec![
+                (
+                    tx::COND_HEALTHY_THREE,
+                    [c(3, "/good"), c(3, "/bad/0"), c(3, "/control")],
+                ),
+                (
+                    tx::COND_LEADER_FROZEN,
+                    [None, met(5, "webhook-timeout"), c(5, "/control/0")],
+                ),
+                (
+                    tx::COND_RESUMED_FAIL,
+                    [None, c(5, "/first_explicit_deny"), None],
+                ),
+                (tx::COND_HEALTHY_IGNORE, [None, c(6, "/healthy_bad"), None]),
+                (
+                    tx::COND_FOLLOWER_FROZEN,
+                    [None, met(6, "stored"), c(6, "/control/0")],
+                ),
+                (
+                    tx::COND_RESUMED_IGNORE,
+                    [None, c(6, "/first_explicit_deny"), None],
+                ),
+                (tx::COND_RECOVERED, [None, c(7, "/healthy_bad"), None]),
+            ]
+        }
     }
 }
 
@@ -643,6 +766,18 @@ fn legend(lang: Lang) -> Markup {
     }
 }
 
+/// Lab C's marks on the replica rows: the Lease band and the endpoint strip.
+fn legend_c(lang: Lang) -> Markup {
+    html! {
+        p class="legend" {
+            span { i style="background:#00695c" {} (tx::LEASE_HOLDER.get(lang)) }
+            span { i style="background:#a5d6a7" {} (tx::EP_READY.get(lang)) }
+            span { i style="background:#e53935" {} (tx::EP_NOT_READY.get(lang)) }
+            span { i style="background:#e0e0e0" {} (tx::EP_ABSENT.get(lang)) }
+        }
+    }
+}
+
 /// Renders the lab record page of `lab` in `lang` from the work directory as read by
 /// [`GradeInput::load`] and `grades` (pure; deterministic: the same arguments give the same bytes,
 /// no clock is read).
@@ -772,10 +907,45 @@ fn timeline_section(lab: Lab, input: &GradeInput, lang: Lang) -> Markup {
                 }
             }
             Lab::C => {
-                p class="none" { (tx::TIMELINE_C_NOT_BUILT.get(lang)) }
+                p { (tx::TIMELINE_C.get(lang)) }
+                (legend_c(lang))
+                @let pods = replica_pods(input);
+                @for (act, head) in [(5u8, tx::LEADER_FREEZE), (6, tx::FOLLOWER_FREEZE)] {
+                    h3 { (head.get(lang)) }
+                    @match timeline::replica_freeze(facts(input, act), &pods, lang) {
+                        Some(svg) => div class="chart" data-timeline=(act) { (svg) },
+                        None => p class="none" { (tx::NO_FREEZE.get(lang)) },
+                    }
+                }
             }
         }
     }
+}
+
+/// Lab C's replicas, one timeline row each: act 4's leader then its followers, else act 3's
+/// replicas.
+fn replica_pods(input: &GradeInput) -> Vec<String> {
+    let f4 = facts(input, 4);
+    let mut pods: Vec<String> = s(f4, "/leader/pod_name")
+        .map(str::to_owned)
+        .into_iter()
+        .collect();
+    pods.extend(
+        f4["followers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f["pod_name"].as_str().map(str::to_owned)),
+    );
+    if pods.is_empty() {
+        pods = facts(input, 3)["replicas"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r["pod"]["name"].as_str().map(str::to_owned))
+            .collect();
+    }
+    pods
 }
 
 /// The acts table (one row per grade, with its metrics, audit and findings) and the inputs table.
@@ -856,10 +1026,7 @@ fn act_rows(input: &GradeInput, g: &Findings, lang: Lang) -> Markup {
 
 /// The key facts of the lab (the same three as the run's index page, [`key_facts`]).
 fn key_facts_section(lab: Lab, input: &GradeInput, lang: Lang) -> Markup {
-    let kf = match lab {
-        Lab::C => key_facts_c(facts(input, 3)),
-        _ => key_facts_in(lab, facts(input, 5), facts(input, 6), lang),
-    };
+    let kf = key_facts_in(lab, facts(input, 5), facts(input, 6), lang);
     html! {
         h2 { (tx::KEY_FACTS.get(lang)) }
         table {

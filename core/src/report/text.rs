@@ -2,7 +2,7 @@
 //! [`crate::messages`]; values from the evidence are never translated).
 
 pub(crate) use crate::text::Text;
-use crate::text::t;
+use crate::text::{Lang, t};
 
 pub(crate) const TITLE_A: Text = t(
     "ラボA 記録: アドミッションコントローラーを0にスケール",
@@ -16,18 +16,57 @@ pub(crate) const TITLE_C: Text = t(
     "ラボC 記録: 3 レプリカのアドミッションコントローラー",
     "Lab C record: three admission-controller replicas",
 );
-/// Lab C's timeline paragraph while acts 5-8 are not built (issue 28).
-pub(crate) const TIMELINE_C_NOT_BUILT: Text = t(
-    "ラボCの凍結 (act 5-8) はまだ実装されていないため、タイムラインはありません。act 3-4 の観測は下の証拠にあります。",
-    "Lab C's freezes (acts 5-8) are not built yet, so there is no timeline; the observations of acts 3-4 are in the evidence below.",
+/// Lab C's timeline paragraph (acts 5 and 6).
+pub(crate) const TIMELINE_C: Text = t(
+    "レプリカごとに1行です。灰色の帯はそのレプリカの凍結 (pidfd 経由の SIGSTOP から SIGCONT まで)、濃い緑の帯は Lease がそのレプリカを保持者としていた区間 (毎秒の読み取りで、各読み取りは次の読み取りまで有効とみなします)、その下の細い帯は kyverno-svc のエンドポイントとしての状態 (毎秒の読み取り) です。その下に、違反リクエストの波を1行ずつ (リクエストごとに細い段、最後の段は対照の Pod)、送信から応答までの棒として結果の色で示します。API サーバーの記録はどのレプリカが応答したかを示さないため、リクエストはレプリカの行には置きません。代わりに各レプリカ行の右に、そのレプリカ自身の admission カウンタ (kyverno_admission_requests_total、Pod) のこの act での増分を示します。",
+    "One row per replica. The grey band is that replica's freeze (SIGSTOP through a pidfd until SIGCONT); the dark green band is where the Lease named that replica as its holder (read each second; each read is taken to hold until the next); the thin strip under it is its endpoint in kyverno-svc (read each second). Below, each wave of violating requests on one row (one thin lane per request, the control pod last), a bar from sent to answered coloured by its outcome. The API server's record does not name the replica that answered a request, so requests are not placed on the replica rows; instead each replica row gives, on its right, the change of that replica's own admission counter (kyverno_admission_requests_total, pods) during the act.",
 );
-/// Lab C's key facts column headers (acts 3-4).
+pub(crate) const LEADER_FREEZE: Text = t(
+    "act 5: failurePolicy Fail でリーダーを凍結",
+    "act 5: the leader frozen under failurePolicy Fail",
+);
+pub(crate) const FOLLOWER_FREEZE: Text = t(
+    "act 6: failurePolicy Ignore でフォロワーを凍結",
+    "act 6: a follower frozen under failurePolicy Ignore",
+);
+pub(crate) const LEASE_HOLDER: Text = t("Lease の保持者", "Lease holder");
+pub(crate) const EP_READY: Text = t("エンドポイント: 準備完了", "endpoint ready");
+pub(crate) const EP_NOT_READY: Text = t("エンドポイント: 準備未完了", "endpoint not ready");
+pub(crate) const EP_ABSENT: Text = t("エンドポイントなし", "no endpoint");
+pub(crate) const WAVE: Text = t("波", "wave");
+pub(crate) const CONTROL_SHORT: Text = t("対照", "control");
+pub(crate) const LEASE: Text = t("Lease", "Lease");
+pub(crate) const FROZEN: Text = t("凍結", "frozen");
+pub(crate) const HELD_LEASE_BEFORE: Text =
+    t("凍結前の Lease 保持者", "Lease holder before the freeze");
+pub(crate) const ADMISSION_COUNTER: Text = t("admission カウンタ", "admission counter");
+pub(crate) const RESTARTS: Text = t("再起動回数", "restarts");
+pub(crate) const NEW_POD_UID: Text = t("Pod の UID が変わった", "new pod UID");
+pub(crate) const POD_GONE: Text = t("Pod が消えた", "pod gone");
+/// Lab C's key facts column headers (acts 5 and 6).
 pub(crate) const KEY_FACT_HEADERS_C: [Text; 3] = [
-    t("準備完了のレプリカ", "ready replicas"),
-    t("Lease の保持者", "Lease holder"),
-    t("並列の違反リクエスト", "violating requests in parallel"),
+    t(
+        "リーダー凍結中 (failurePolicy Fail)",
+        "leader frozen, failurePolicy Fail",
+    ),
+    t("Lease と元のリーダー", "the Lease and the former leader"),
+    t(
+        "フォロワー凍結中 (failurePolicy Ignore)",
+        "follower frozen, failurePolicy Ignore",
+    ),
 ];
-pub(crate) const COND_HEALTHY_THREE: Text = t("正常 (3 レプリカ)", "healthy, three replicas");
+pub(crate) const COND_HEALTHY_THREE: Text = t(
+    "正常、3 レプリカ、failurePolicy Fail (act 3)",
+    "healthy, three replicas, failurePolicy Fail (act 3)",
+);
+pub(crate) const COND_LEADER_FROZEN: Text = t(
+    "リーダー凍結中、Fail (act 5; 波のうちタイムアウトした最初のリクエスト、なければ最初のリクエスト)",
+    "leader frozen, Fail (act 5; the waves' first request that timed out, else their first)",
+);
+pub(crate) const COND_FOLLOWER_FROZEN: Text = t(
+    "フォロワー凍結中、Ignore (act 6; 波のうち保存された最初のリクエスト、なければ最初のリクエスト)",
+    "follower frozen, Ignore (act 6; the waves' first request stored, else their first)",
+);
 pub(crate) const INTRO: Text = t(
     "このページは保存された入力・証拠・採点結果だけから作られています (クラスターには接続しません)。生の証拠は末尾に折りたたんで埋め込まれています。",
     "This page is made only from the saved inputs, evidence and grades (no cluster access). The raw evidence is embedded, collapsed, at the end.",
@@ -118,6 +157,18 @@ pub(crate) const PHASE_BASELINE: Text = t("正常時 (act 2-3)", "healthy (acts 
 pub(crate) const PHASE_FAIL: Text = t("Fail で凍結中 (act 5)", "frozen, Fail (act 5)");
 pub(crate) const PHASE_IGNORE: Text = t("Ignore で凍結中 (act 6)", "frozen, Ignore (act 6)");
 pub(crate) const PHASE_RECOVERED_B: Text = t("復旧後 (act 7)", "recovered (act 7)");
+pub(crate) const PHASE_LEADER_FROZEN: Text = t(
+    "リーダーを Fail で凍結中 (act 5)",
+    "leader frozen, Fail (act 5)",
+);
+pub(crate) const PHASE_FOLLOWER_FROZEN: Text = t(
+    "フォロワーを Ignore で凍結中 (act 6)",
+    "follower frozen, Ignore (act 6)",
+);
+pub(crate) const PHASE_RECOVERED_C: Text = t(
+    "元のレプリカ数に戻した後 (act 7)",
+    "back to the original replicas (act 7)",
+);
 pub(crate) const PHASE_SCALED: Text = t("0にスケール後 (act 5)", "scaled to 0 (act 5)");
 pub(crate) const PHASE_RECOVERY_A: Text = t("復旧 (act 6)", "recovery (act 6)");
 pub(crate) const PHASE_DRY_RUN: Text =
@@ -248,6 +299,36 @@ pub(crate) const LIST_READ: Text = t("一覧を読んだ時刻", "list read");
 pub(crate) const AT: Text = t("時刻", "at");
 pub(crate) const BEFORE: Text = t("以前", "before");
 
+// Lab C's key facts' words.
+pub(crate) const KF_LEASE_NOT_OBSERVED: Text = t("Lease は読めなかった", "Lease not observed");
+pub(crate) const KF_RESTARTED: Text = t("再起動した", "restarted");
+pub(crate) const KF_KEPT_RUNNING: Text = t("動き続けた", "kept running");
+pub(crate) const KF_UNVALIDATED: Text = t("未検証", "unvalidated");
+
+/// `Lease taken over by <holder>, first read <secs> after the freeze`.
+pub(crate) fn kf_takeover(lang: Lang, holder: &str, secs: &str) -> String {
+    match lang {
+        Lang::Ja => format!("凍結から {secs} 後の読み取りで {holder} が Lease を保持 (引き継ぎ)"),
+        Lang::En => format!("Lease taken over by {holder}, first read {secs} after the freeze"),
+    }
+}
+
+/// `Lease kept by <holder>` (every read during the freeze named it).
+pub(crate) fn kf_lease_kept(lang: Lang, holder: &str) -> String {
+    match lang {
+        Lang::Ja => format!("Lease は移らなかった (保持者 {holder})"),
+        Lang::En => format!("Lease kept by {holder}"),
+    }
+}
+
+/// `former leader <what> (restarts <before>→<after>)`.
+pub(crate) fn kf_former_leader(lang: Lang, what: &str, before: u32, after: u32) -> String {
+    match lang {
+        Lang::Ja => format!("元のリーダーは{what} (再起動回数 {before}→{after})"),
+        Lang::En => format!("former leader {what} (restarts {before}→{after})"),
+    }
+}
+
 // The key facts' words.
 pub(crate) const KF_REGISTRATION: Text = t(
     "スケールダウン後の webhook 登録",
@@ -262,6 +343,16 @@ pub(crate) const KF_FIRST_DENY_RESUME: Text = t("最初の拒否: 再開から",
 pub(crate) const KF_AFTER_RESUME: Text = t("後", "after resume");
 pub(crate) const KF_GOOD: Text = t("ラベルあり", "good");
 pub(crate) const KF_BAD: Text = t("ラベルなし", "bad");
+
+/// A frozen replica's role as the evidence names it (`leader`, `follower`), in words; `None`
+/// for another name (shown as written).
+pub(crate) fn role(name: &str) -> Option<Text> {
+    Some(match name {
+        "leader" => t("リーダー", "leader"),
+        "follower" => t("フォロワー", "follower"),
+        _ => return None,
+    })
+}
 
 /// Who resumed a process or restored replicas, as the evidence names them (`watchdog` and
 /// `healer` are the healer; `runner`, `runner-exit`, `later-command`, `watcher`), in words;

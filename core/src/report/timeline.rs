@@ -2,7 +2,10 @@
 //!
 //! Marks carry data attributes so a browser test can count them: every request bar has
 //! `data-request="<name>"` and `data-outcome="<outcome>"`, a freeze window `data-window="freeze"`,
-//! each lab A step `data-step="<key>"`. A request appears once even when the facts hold it twice
+//! each lab A step `data-step="<key>"`. Lab C's charts have one group `data-replica="<pod>"` per
+//! replica row, holding its freeze window, its Lease spans (`data-holder="<pod>"`) and its endpoint
+//! spans (`data-endpoint="ready|not-ready|absent"`), each with `data-from` and `data-to` in ms since
+//! SIGSTOP; and one group `data-wave="<n>"` per wave of requests. A request appears once even when the facts hold it twice
 //! (lab B's `first_explicit_deny` is also the last entry of `after_resume`). Lab A's recovery probes
 //! are drawn one row per run of equal outcomes (every bar kept), so the chart stays a page long.
 
@@ -65,11 +68,51 @@ enum Mark {
     },
     /// A step that was not seen (its wait ran out).
     Missing { key: &'static str, note: String },
+    /// Lab C: one admission-controller replica over the freeze: its frozen window (when it is
+    /// the frozen one), the intervals in which the Lease named it, its endpoint's readiness per
+    /// sample interval, and a note (role, admission counter, restarts) in the right margin.
+    Replica {
+        pod: String,
+        frozen: Option<(i64, i64)>,
+        holder: Vec<Span>,
+        endpoint: Vec<Span>,
+        note: String,
+    },
+    /// Requests sent together (lab C's wave): one thin lane per request, coloured by its outcome.
+    Lanes {
+        key: String,
+        bars: Vec<(Bar, String)>,
+        note: String,
+    },
+}
+
+/// An interval of a replica row with what held in it (the Lease holder's leaseTransitions, or
+/// the endpoint's state `ready` / `not-ready` / `absent`).
+struct Span {
+    from: i64,
+    to: i64,
+    what: String,
 }
 
 struct Row {
     label: String,
     mark: Mark,
+}
+
+/// Height of a lane of [`Mark::Lanes`] (px).
+const LANE_H: f64 = 5.0;
+/// Height of a [`Mark::Replica`] row (px): the Lease band and the endpoint strip under it.
+const REPLICA_H: f64 = 32.0;
+
+impl Row {
+    /// The row's height: [`ROW_H`], a replica row's [`REPLICA_H`], or one lane per request.
+    fn height(&self) -> f64 {
+        match &self.mark {
+            Mark::Replica { .. } => REPLICA_H,
+            Mark::Lanes { bars, .. } => (6.0 + LANE_H * bars.len() as f64).max(ROW_H),
+            _ => ROW_H,
+        }
+    }
 }
 
 /// One request's bar inside [`Mark::Requests`].
@@ -133,6 +176,18 @@ impl Chart {
                 }
                 Mark::Step { at, .. } => ts.push(at),
                 Mark::Missing { .. } => {}
+                Mark::Replica {
+                    frozen,
+                    ref holder,
+                    ref endpoint,
+                    ..
+                } => {
+                    ts.extend(frozen.iter().flat_map(|(f, t)| [*f, *t]));
+                    ts.extend(holder.iter().chain(endpoint).flat_map(|s| [s.from, s.to]));
+                }
+                Mark::Lanes { ref bars, .. } => {
+                    ts.extend(bars.iter().flat_map(|(b, _)| [b.from, b.to]))
+                }
             }
         }
         ts.extend(self.vlines.iter().map(|v| v.at));
@@ -147,7 +202,18 @@ impl Chart {
             return html! {};
         };
         let x = |t: i64| LEFT + (t - t0) as f64 * PLOT / (t1 - t0) as f64;
-        let height = TOP + ROW_H * self.rows.len() as f64 + 30.0;
+        // Each row's top: rows have their own heights (replica rows and waves are taller).
+        let tops: Vec<f64> = self
+            .rows
+            .iter()
+            .scan(TOP, |y, r| {
+                let top = *y;
+                *y += r.height();
+                Some(top)
+            })
+            .collect();
+        let rows_h: f64 = self.rows.iter().map(Row::height).sum();
+        let height = TOP + rows_h + 30.0;
         let width = LEFT + PLOT + RIGHT;
         // Axis ticks relative to the origin: the smallest step giving at most 12 ticks.
         let span = t1 - t0;
@@ -160,7 +226,7 @@ impl Chart {
             .map(|k| self.origin + first + k * step)
             .take_while(|t| *t <= t1)
             .collect();
-        let axis_y = TOP + ROW_H * self.rows.len() as f64 + 6.0;
+        let axis_y = TOP + rows_h + 6.0;
         html! {
             svg xmlns="http://www.w3.org/2000/svg" class="timeline" role="img"
                 viewBox=(format!("0 0 {width} {height}")) width=(width) height=(height) {
@@ -174,8 +240,7 @@ impl Chart {
                     line class=(v.class) x1=(fmt(x(v.at))) x2=(fmt(x(v.at))) y1=(fmt(ly + 2.0)) y2=(fmt(axis_y)) {}
                     text class=(v.class) x=(fmt(x(v.at) + 3.0)) y=(fmt(ly)) { (v.label) }
                 }
-                @for (i, r) in self.rows.iter().enumerate() {
-                    @let y = TOP + ROW_H * i as f64;
+                @for (r, y) in self.rows.iter().zip(tops.iter().copied()) {
                     text class="rowlabel" x="4" y=(fmt(y + 14.0)) { (r.label) }
                     @match &r.mark {
                         Mark::Request { from, to, name, outcome, elapsed_ms, note } => {
@@ -214,6 +279,38 @@ impl Chart {
                         }
                         Mark::Missing { key, note } => {
                             text class="missing" data-step=(key) x=(fmt(LEFT)) y=(fmt(y + 14.0)) { (note) }
+                        }
+                        Mark::Replica { pod, frozen, holder, endpoint, note } => {
+                            g data-replica=(pod) {
+                                line class="lane" x1=(fmt(LEFT)) x2=(fmt(LEFT + PLOT)) y1=(fmt(y + REPLICA_H - 1.0)) y2=(fmt(y + REPLICA_H - 1.0)) {}
+                                @if let Some((from, to)) = frozen {
+                                    rect class="window" data-window="freeze" data-from=(from - self.origin) data-to=(to - self.origin)
+                                        x=(fmt(x(*from))) y=(fmt(y + 2.0)) width=(fmt((x(*to) - x(*from)).max(2.0))) height="20" {}
+                                }
+                                @for h in holder {
+                                    rect class="holder" data-holder=(pod) data-from=(h.from - self.origin) data-to=(h.to - self.origin)
+                                        x=(fmt(x(h.from))) y=(fmt(y + 7.0)) width=(fmt((x(h.to) - x(h.from)).max(2.0))) height="10" {
+                                        title { "Lease: " (pod) " · leaseTransitions " (h.what) }
+                                    }
+                                }
+                                @for e in endpoint {
+                                    rect class=(format!("ep ep-{}", e.what)) data-endpoint=(e.what) data-from=(e.from - self.origin) data-to=(e.to - self.origin)
+                                        x=(fmt(x(e.from))) y=(fmt(y + 24.0)) width=(fmt((x(e.to) - x(e.from)).max(1.0))) height="5" {}
+                                }
+                                text class="barlabel" x=(fmt(LEFT + PLOT + 6.0)) y=(fmt(y + 16.0)) { (note) }
+                            }
+                        }
+                        Mark::Lanes { key, bars, note } => {
+                            g data-wave=(key) {
+                                @for (k, (b, outcome)) in bars.iter().enumerate() {
+                                    rect class=(format!("bar {}", outcome_class(outcome))) data-request=(b.name) data-outcome=(outcome)
+                                        x=(fmt(x(b.from))) y=(fmt(y + 3.0 + LANE_H * k as f64)) width=(fmt((x(b.to) - x(b.from)).max(2.0))) height=(fmt(LANE_H - 1.0)) {
+                                        title { (b.name) " · " (outcome) " · " (b.elapsed_ms.map(|m| format!("{m} ms")).unwrap_or_default()) }
+                                    }
+                                }
+                                @let end = bars.iter().map(|(b, _)| x(b.to).max(x(b.from) + 2.0)).fold(LEFT, f64::max);
+                                text class="barlabel" x=(fmt(end + 4.0)) y=(fmt(y + 14.0)) { (note) }
+                            }
                         }
                     }
                 }
@@ -568,4 +665,381 @@ fn scale_vlines(f5: &Value, restore: Option<i64>, lang: Lang) -> Vec<VLine> {
         });
     }
     vlines
+}
+
+/// A request record's bar (`None` without both times).
+fn bar(r: &Value) -> Option<Bar> {
+    Some(Bar {
+        from: ms_at(r, "/sent_at")?,
+        to: ms_at(r, "/answered_at")?,
+        name: r["name"].as_str().unwrap_or("?").to_owned(),
+        elapsed_ms: r["elapsed_ms"].as_u64(),
+    })
+}
+
+/// Reads in time order, each holding from its time until the next read (the last for one
+/// sample period), merged into spans of equal value; a read without a value (`None`: not this
+/// row's, or the read failed) leaves a gap.
+fn spans(reads: &[(i64, Option<String>)], period: i64) -> Vec<Span> {
+    let mut out: Vec<Span> = Vec::new();
+    for (i, (at, v)) in reads.iter().enumerate() {
+        let to = reads.get(i + 1).map_or(at + period, |(next, _)| *next);
+        let Some(v) = v else { continue };
+        match out.last_mut() {
+            Some(last) if last.to == *at && last.what == *v => last.to = to,
+            _ => out.push(Span {
+                from: *at,
+                to,
+                what: v.clone(),
+            }),
+        }
+    }
+    out
+}
+
+/// Lab C's Lease reads around a freeze, in time order: `lease_before` (when read before the
+/// first sample), then each sample (`at`, holder, leaseTransitions; a failed read has no holder).
+fn lease_reads(facts: &Value) -> Vec<(i64, Option<String>, Option<u64>)> {
+    let samples = facts["lease_samples"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice);
+    let read = |v: &Value, at: i64| {
+        (
+            at,
+            v["holder"].as_str().map(str::to_owned),
+            v["lease_transitions"].as_u64(),
+        )
+    };
+    let mut out: Vec<_> = samples
+        .iter()
+        .filter_map(|s| Some(read(s, ms_at(s, "/at")?)))
+        .collect();
+    if let Some(at) = ms_at(facts, "/lease_before/at")
+        && out.first().is_none_or(|(first, ..)| at < *first)
+    {
+        out.insert(0, read(&facts["lease_before"], at));
+    }
+    out
+}
+
+/// Lab C: the freeze of one of three replicas (act 5: the leader under Fail; act 6: a follower
+/// under Ignore). One row per replica (`pods`, act 4's leader then followers, then any other pod
+/// the evidence names): its frozen window shaded, where the Lease named it (from the reads each
+/// second), its endpoint's readiness, its admission counter's change. Below, each wave of
+/// violating requests on one row (a lane per request, its control pod last), then the requests
+/// after the resume. Requests are not placed on replica rows: the API server's record does not
+/// say which replica answered a request. `None` when no freeze is recorded.
+pub(crate) fn replica_freeze(facts: &Value, pods: &[String], lang: Lang) -> Option<Markup> {
+    let w = |t: tx::Text| t.get(lang);
+    let frozen = ms_at(facts, "/freeze/frozen_at")?;
+    let resumed = ms_at(facts, "/freeze/resumed_at")?;
+    let period = crate::rules::c::SAMPLE_PERIOD.as_millis() as i64;
+    let target = facts["target_pod"].as_str().unwrap_or("?");
+    let arr = |k: &str| facts[k].as_array().map_or(&[][..], Vec::as_slice);
+    let lease = lease_reads(facts);
+    let endpoint_reads: Vec<(i64, &Value)> = arr("endpoint_samples")
+        .iter()
+        .filter_map(|s| Some((ms_at(s, "/at")?, s)))
+        .collect();
+
+    let mut names: Vec<String> = Vec::new();
+    {
+        let mut add = |n: &str| {
+            if !n.is_empty() && !names.iter().any(|p| p == n) {
+                names.push(n.to_owned());
+            }
+        };
+        pods.iter().for_each(|p| add(p));
+        add(target);
+        lease
+            .iter()
+            .filter_map(|(_, h, _)| h.as_deref())
+            .for_each(&mut add);
+        for (_, s) in &endpoint_reads {
+            for e in s["endpoints"].as_array().into_iter().flatten() {
+                add(e["pod"].as_str().unwrap_or(""));
+            }
+        }
+        for r in arr("replica_requests") {
+            add(r["pod"].as_str().unwrap_or(""));
+        }
+    }
+
+    let mut rows = Vec::new();
+    if let Some(armed) = ms_at(facts, "/freeze/watchdog_armed_at") {
+        rows.push(Row {
+            label: w(tx::HEALER_ARMED).to_owned(),
+            mark: Mark::Step {
+                at: armed,
+                key: "watchdog-armed",
+                note: format!("pid {}", facts["freeze"]["watchdog_pid"]),
+            },
+        });
+    }
+    let lease_holder_before = facts
+        .pointer("/lease_before/holder")
+        .and_then(Value::as_str);
+    for pod in &names {
+        let holder_reads: Vec<(i64, Option<String>)> = lease
+            .iter()
+            .map(|(at, h, n)| {
+                let held = h.as_deref() == Some(pod.as_str());
+                (
+                    *at,
+                    held.then(|| n.map_or("?".to_owned(), |n| n.to_string())),
+                )
+            })
+            .collect();
+        let ep_reads: Vec<(i64, Option<String>)> = endpoint_reads
+            .iter()
+            .map(|(at, s)| {
+                let state = if s.get("error").is_some_and(|e| !e.is_null()) {
+                    None
+                } else {
+                    let e = s["endpoints"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .find(|e| e["pod"].as_str() == Some(pod.as_str()));
+                    Some(match e {
+                        Some(e) if e["ready"] == false => "not-ready",
+                        Some(_) => "ready",
+                        None => "absent",
+                    })
+                };
+                (*at, state.map(str::to_owned))
+            })
+            .collect();
+        rows.push(Row {
+            label: pod.clone(),
+            mark: Mark::Replica {
+                pod: pod.clone(),
+                frozen: (pod == target).then_some((frozen, resumed)),
+                holder: spans(&holder_reads, period),
+                endpoint: spans(&ep_reads, period),
+                note: replica_note(facts, pod, target, lease_holder_before, lang),
+            },
+        });
+    }
+
+    if let Some(r) = facts.get("healthy_bad")
+        && let Some(row) = request_row(w(tx::ROW_HEALTHY_BAD).to_owned(), r, None)
+    {
+        rows.push(row);
+    }
+    let bad = arr("bad");
+    let control = arr("control");
+    let size = facts["wave_size"]
+        .as_u64()
+        .filter(|n| *n > 0)
+        .map_or(bad.len().max(1), |n| n as usize);
+    for (k, wave) in bad.chunks(size).enumerate() {
+        let mut bars: Vec<(Bar, String)> = wave
+            .iter()
+            .filter_map(|r| Some((bar(r)?, r["outcome"].as_str().unwrap_or("?").to_owned())))
+            .collect();
+        let mut counts: Vec<(String, usize)> = Vec::new();
+        for (_, o) in &bars {
+            match counts.iter_mut().find(|(c, _)| c == o) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((o.clone(), 1)),
+            }
+        }
+        // In the legend's order, so that every wave's note reads the same way.
+        counts.sort_by_key(|(o, _)| LEGEND.iter().position(|l| l == o).unwrap_or(LEGEND.len()));
+        let mut note: Vec<String> = counts.iter().map(|(o, n)| format!("{o} ×{n}")).collect();
+        if let Some(c) = control.get(k)
+            && let Some(b) = bar(c)
+        {
+            let o = c["outcome"].as_str().unwrap_or("?").to_owned();
+            note.push(format!("{}: {o}", w(tx::CONTROL_SHORT)));
+            bars.push((b, o));
+        }
+        rows.push(Row {
+            label: format!("{} {}", w(tx::WAVE), k + 1),
+            mark: Mark::Lanes {
+                key: (k + 1).to_string(),
+                bars,
+                note: note.join(" · "),
+            },
+        });
+    }
+    // Control pods beyond one per wave (not expected) still get their bar.
+    for (i, c) in control.iter().enumerate().skip(bad.chunks(size).len()) {
+        rows.extend(request_row(
+            format!("{} #{}", w(tx::ROW_CONTROL), i + 1),
+            c,
+            None,
+        ));
+    }
+
+    let first_deny_name = facts
+        .pointer("/first_explicit_deny/name")
+        .and_then(Value::as_str);
+    let mut after = request_runs(w(tx::AFTER_RESUME), arr("after_resume"));
+    let mut seen_first = false;
+    if let Some(Row {
+        mark: Mark::Request { name, note, .. },
+        ..
+    }) = after.last_mut()
+        && Some(name.as_str()) == first_deny_name
+    {
+        seen_first = true;
+        *note = Some(first_deny_note(
+            facts,
+            resumed,
+            &facts["first_explicit_deny"],
+            lang,
+        ));
+    }
+    rows.extend(after);
+    let in_runs = arr("after_resume")
+        .iter()
+        .any(|r| r["name"].as_str() == first_deny_name && first_deny_name.is_some());
+    if !seen_first
+        && !in_runs
+        && let Some(r) = facts.get("first_explicit_deny").filter(|r| r.is_object())
+        && let Some(row) = request_row(
+            w(tx::FIRST_DENY).to_owned(),
+            r,
+            Some(first_deny_note(facts, resumed, r, lang)),
+        )
+    {
+        rows.push(row);
+    }
+
+    let mut vlines = vec![
+        VLine {
+            at: frozen,
+            label: "SIGSTOP".into(),
+            class: "vline",
+        },
+        VLine {
+            at: resumed,
+            label: "SIGCONT".into(),
+            class: "vline",
+        },
+    ];
+    // Each read that names another holder than the read before it.
+    let mut prev: Option<&str> = None;
+    for (at, h, _) in &lease {
+        if let Some(h) = h.as_deref() {
+            if prev.is_some_and(|p| p != h) {
+                vlines.push(VLine {
+                    at: *at,
+                    label: format!(
+                        "{} → {} ({})",
+                        w(tx::LEASE),
+                        short_pod(h),
+                        secs_signed(at - frozen)
+                    ),
+                    class: "vline lease",
+                });
+            }
+            prev = Some(h);
+        }
+    }
+    Some(
+        Chart {
+            origin: frozen,
+            rows,
+            vlines,
+        }
+        .render(),
+    )
+}
+
+/// A pod name's last segment (`kyverno-admission-controller-6d9c7b8f5d-b8n3r` → `b8n3r`), for
+/// labels inside the chart; the rows carry the full name.
+fn short_pod(name: &str) -> &str {
+    name.rsplit('-').next().unwrap_or(name)
+}
+
+/// The right-margin note of a replica row: frozen (and its role) or the Lease holder when the
+/// freeze began, the change of its admission counter during the act, and for the frozen one its
+/// restarts and pod UID after the resume.
+fn replica_note(
+    facts: &Value,
+    pod: &str,
+    target: &str,
+    lease_holder_before: Option<&str>,
+    lang: Lang,
+) -> String {
+    let w = |t: tx::Text| t.get(lang);
+    let mut parts = Vec::new();
+    if pod == target {
+        let role = facts["target_role"].as_str().unwrap_or("?");
+        let role = tx::role(role).map_or(role, |t| t.get(lang));
+        parts.push(format!("{} ({role})", w(tx::FROZEN)));
+    } else if lease_holder_before == Some(pod) {
+        parts.push(w(tx::HELD_LEASE_BEFORE).to_owned());
+    }
+    let counter = facts["replica_requests"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|r| r["pod"].as_str() == Some(pod));
+    parts.push(
+        match counter.map(|c| (c["before"].as_u64(), c["after"].as_u64())) {
+            Some((Some(b), Some(a))) => {
+                format!("{} {:+}", w(tx::ADMISSION_COUNTER), a as i64 - b as i64)
+            }
+            Some(_) => format!("{} ?", w(tx::ADMISSION_COUNTER)),
+            None => format!("{} —", w(tx::ADMISSION_COUNTER)),
+        },
+    );
+    if pod == target {
+        let t = &facts["target_after"];
+        if let (Some(b), Some(a)) = (
+            t["restart_count_before"].as_u64(),
+            t["restart_count_after"].as_u64(),
+        ) {
+            parts.push(format!("{} {b}→{a}", w(tx::RESTARTS)));
+        }
+        match (t["pod_uid_before"].as_str(), t["pod_uid_after"].as_str()) {
+            (Some(b), Some(a)) if a != b => parts.push(w(tx::NEW_POD_UID).to_owned()),
+            (Some(_), None) if t.is_object() => parts.push(w(tx::POD_GONE).to_owned()),
+            _ => {}
+        }
+    }
+    parts.join(" · ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(at: i64, v: Option<&str>) -> (i64, Option<String>) {
+        (at, v.map(str::to_owned))
+    }
+
+    #[test]
+    fn reads_become_spans_until_the_next_read_merged_and_gapped() {
+        let reads = [
+            read(0, Some("a")),
+            read(1000, Some("a")),
+            read(2000, None),
+            read(3100, Some("a")),
+            read(4000, Some("b")),
+        ];
+        let got: Vec<(i64, i64, String)> = spans(&reads, 1000)
+            .into_iter()
+            .map(|s| (s.from, s.to, s.what))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (0, 2000, "a".to_owned()),
+                (3100, 4000, "a".to_owned()),
+                // The last read holds for one period.
+                (4000, 5000, "b".to_owned()),
+            ]
+        );
+        assert!(spans(&[], 1000).is_empty());
+    }
+
+    #[test]
+    fn a_replica_chart_needs_a_freeze() {
+        assert!(replica_freeze(&serde_json::json!({"target_pod": "p"}), &[], Lang::En).is_none());
+    }
 }

@@ -86,16 +86,12 @@ fn row(root: &Path, run: &Path) -> Vec<String> {
         .map(|e| e["facts"].clone())
         .unwrap_or(Value::Null);
     // The same key facts as the report page (one definition: `lab::report::key_facts`).
-    match lab.to_ascii_lowercase().as_str() {
-        "a" => cells.extend(lab::report::key_facts(lab::evidence::Lab::A, &e5, &e6)),
-        // Lab C is built through act 4: its key facts are act 3's.
-        "c" => cells.extend(lab::report::key_facts_c(
-            &evidence(run, 3)
-                .map(|e| e["facts"].clone())
-                .unwrap_or(Value::Null),
-        )),
-        _ => cells.extend(lab::report::key_facts(lab::evidence::Lab::B, &e5, &e6)),
-    }
+    let which = match lab.to_ascii_lowercase().as_str() {
+        "a" => lab::evidence::Lab::A,
+        "c" => lab::evidence::Lab::C,
+        _ => lab::evidence::Lab::B,
+    };
+    cells.extend(lab::report::key_facts(which, &e5, &e6));
     let grades: Value = std::fs::read_to_string(run.join("grades.json"))
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())

@@ -143,11 +143,7 @@ pub fn write_run_files(run_dir: &Path) -> Result<()> {
             lab,
             href: format!("{}/report.html", lab_name(lab)),
             grades_passed: grades.iter().filter(|g| g.passed()).count(),
-            key_facts: match lab {
-                // Lab C is built through act 4: its key facts are act 3's.
-                Lab::C => lab::report::key_facts_c(&f(3)),
-                _ => lab::report::key_facts(lab, &f(5), &f(6)),
-            },
+            key_facts: lab::report::key_facts(lab, &f(5), &f(6)),
             links,
         });
     }
