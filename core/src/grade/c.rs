@@ -26,7 +26,7 @@
 //! | 6 | [`lease_holder_unchanged_by_a_follower_freeze`] | every Lease sample and the read after | the holder before | value-mismatch |
 //! | 5, 6 | `freeze_window_is_the_planned_one`, `process_stopped_only_during_freeze` ([`super::b`]) | the freeze window, the process state | the healer's deadline; `T` during, not after | times-inconsistent, value-mismatch, process-still-stopped |
 //! | 5, 6 | [`registration_kept_during_the_freeze`] | the registration read during the freeze | present, its snapshot the claim, the act's failurePolicy, act 2's (act 6: act 6's) registration (`snapshot_is_the_recorded_registration`), its scope, `timeout_seconds`; read inside the freeze | registration-changed, registration-claim-contradicted, registration-scope, value-mismatch, times-inconsistent |
-//! | 5, 6 | [`freeze_waves_lie_inside_the_freeze`] | `waves × wave_size` violating pods (≥ 18), one control pod per wave | sent after the freeze, answered before the resume; violating pods in the target namespace | value-mismatch, times-inconsistent |
+//! | 5, 6 | [`freeze_waves_lie_inside_the_freeze`] | `waves × wave_size` violating pods (≥ 18), one control pod per wave | sent after the freeze, answered before the resume, each wave with one request per replica in flight at once ([`most_in_flight`]); violating pods in the target namespace | value-mismatch, times-inconsistent |
 //! | 5, 6 | [`freeze_outcomes_are_timeout_or_deny`] | each wave request | met the frozen replica (Fail: `webhook-timeout`, never admitted; Ignore: stored) after `timeoutSeconds`, or denied by the policy's webhook; control stored | outcome-unexpected, timeout-too-fast, timeout-too-slow, deny-other-webhook |
 //! | 5, 6 | [`samples_cover_the_freeze`] | the Lease and EndpointSlice samples | one about each second from the freeze to the resume, no gap over three periods | observation-missing |
 //! | 5, 6 | [`recovery_ends_in_an_explicit_deny`] | the requests after the resume | sent after it, the last the first explicit deny from the policy's webhook, timed from the resume | observation-missing, times-inconsistent |
@@ -1239,6 +1239,11 @@ fn freeze_waves_lie_inside_the_freeze(g: &mut G, s: &str, run: &ReplicaFreezeRun
         run.waves as usize,
         run.control.len(),
     );
+    if run.wave_size > 0 {
+        for (w, wave) in run.bad.chunks(run.wave_size as usize).enumerate() {
+            waves_had_requests_in_flight_at_once(g, &format!("{s}.bad (wave {w})"), wave);
+        }
+    }
     for (i, r) in run.bad.iter().enumerate() {
         let sub = format!("{s}.bad[{i}]");
         g.times_ordered(&format!("{sub}.sent_at"), &run.freeze.frozen_at, &r.sent_at);
