@@ -90,11 +90,13 @@ fn recordings_cover_acts_1_to_k_and_the_generated_fixture_the_rest() {
     }
 }
 
-const RUN_C: &str = "recorded/c-20261201T210345Z";
+const RUN_C: &str = "recorded/c-20261201T234822Z";
 
-/// The real lab C run (acts 1-4) passes as recorded, and what its act 3 is about is caught when
+/// The real lab C run (acts 1-8) passes as recorded, and what its acts are about is caught when
 /// changed: a violating pod of a wave admitted, a replica's counter that does not match its raw
-/// lines, the leader swapped with a follower in act 4.
+/// lines, the leader swapped with a follower in act 4, a request that timed out against the
+/// frozen leader recorded as stored, the Lease moving during a follower's freeze, a report word
+/// other than the evidence's.
 #[test]
 fn recorded_lab_c_passes_and_its_replica_facts_are_held() {
     let rec = Recording::open(RUN_C);
@@ -121,6 +123,27 @@ fn recorded_lab_c_passes_and_its_replica_facts_are_held() {
         f["followers"][0] = leader;
     });
     assert!(codes(&f).contains(&Code::ValueMismatch), "{f:?}");
+    // Act 5's first timed-out request (wave 1) said to be stored.
+    let f = graded(5, &|f| {
+        let bad = f["bad"].as_array_mut().unwrap();
+        let r = bad
+            .iter_mut()
+            .find(|r| r["outcome"] == "webhook-timeout")
+            .unwrap();
+        r["outcome"] = json!("stored");
+    });
+    assert!(!f.passed(), "{f:?}");
+    // Act 6: a read during the follower's freeze naming another holder.
+    let f = graded(6, &|f| {
+        f["lease_samples"][3]["holder"] = json!("kyverno-admission-controller-elsewhere");
+    });
+    assert!(codes(&f).contains(&Code::ValueMismatch), "{f:?}");
+    // Act 8: the report claims the Lease was kept.
+    let (_tmp, gi) = rec.copy_with(|files| {
+        files.get_mut("report.json").unwrap()["lease"] = json!("kept");
+    });
+    let f = grade::grade(Lab::C, 8, &gi);
+    assert!(codes(&f).contains(&Code::ReportContradicted), "{f:?}");
 }
 
 #[test]

@@ -23,6 +23,8 @@ use serde_json::{Value, json};
 const RECORDED_B: &str = "recorded/b-20261129T153816Z";
 /// A real lab A run whose act 6 recorded 58 dry-run probes (56 admitted, 1 no-endpoints, 1 deny).
 const RECORDED_A: &str = "recorded/a-20261130T194643Z";
+/// A real lab C run, acts 1-8 (`lab/tests/fixtures/recorded/c-20261201T234822Z/README.md`).
+const RECORDED_C: &str = "recorded/c-20261201T234822Z";
 
 fn fixture(rel: &str) -> PathBuf {
     common::fixtures_dir().join(rel)
@@ -395,6 +397,7 @@ fn pages_render_in_headless_chromium() {
         (RECORDED_B, Lab::B, Lang::Ja),
         ("a/pass", Lab::A, Lang::En),
         (LAB_C_FREEZES, Lab::C, Lang::En),
+        (RECORDED_C, Lab::C, Lang::En),
     ] {
         let html = fixture_page(dir, lab, lang);
         let (dir, _tmp) = fixture_dir(dir);
@@ -449,13 +452,18 @@ fn pages_render_in_headless_chromium() {
                 assert!(svgs[0].contains("watcher deadline 55 s"));
             }
             Lab::C => {
-                // Two charts, each with the three replica rows and one shaded freeze.
+                // Two charts, each with the three replica rows (act 4's leader, then its
+                // followers) and one shaded freeze.
                 assert_eq!(svgs.len(), 2, "{}", file.display());
+                let a4: Value =
+                    serde_json::from_slice(&std::fs::read(dir.join("evidence/04.json")).unwrap())
+                        .unwrap();
+                let mut rows = vec![a4["facts"]["leader"]["pod_name"].as_str().unwrap()];
+                for f in a4["facts"]["followers"].as_array().unwrap() {
+                    rows.push(f["pod_name"].as_str().unwrap());
+                }
                 for s in &svgs {
-                    assert_eq!(
-                        attr_values(s, "data-replica"),
-                        [lab_c::LEADER, lab_c::FOLLOWER_1, lab_c::FOLLOWER_2]
-                    );
+                    assert_eq!(attr_values(s, "data-replica"), rows);
                     assert_eq!(s.matches("data-window=\"freeze\"").count(), 1);
                     assert!(!attr_values(s, "data-holder").is_empty());
                 }

@@ -40,6 +40,8 @@ pub(crate) const FROZEN: Text = t("凍結", "frozen");
 pub(crate) const HELD_LEASE_BEFORE: Text =
     t("凍結前の Lease 保持者", "Lease holder before the freeze");
 pub(crate) const ADMISSION_COUNTER: Text = t("admission カウンタ", "admission counter");
+/// A replica's admission counter that went down between two reads (its process restarted).
+pub(crate) const COUNTER_RESET: Text = t("再起動でリセット", "reset by a restart");
 pub(crate) const RESTARTS: Text = t("再起動回数", "restarts");
 pub(crate) const NEW_POD_UID: Text = t("Pod の UID が変わった", "new pod UID");
 pub(crate) const POD_GONE: Text = t("Pod が消えた", "pod gone");

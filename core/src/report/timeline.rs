@@ -981,9 +981,16 @@ fn replica_note(
         .find(|r| r["pod"].as_str() == Some(pod));
     parts.push(
         match counter.map(|c| (c["before"].as_u64(), c["after"].as_u64())) {
-            Some((Some(b), Some(a))) => {
-                format!("{} {:+}", w(tx::ADMISSION_COUNTER), a as i64 - b as i64)
+            Some((Some(b), Some(a))) if a >= b => {
+                format!("{} {:+}", w(tx::ADMISSION_COUNTER), a - b)
             }
+            // A counter that went down was reset: the replica's process started again (its
+            // counters live in the process); the change is unknown, the two reads are shown.
+            Some((Some(b), Some(a))) => format!(
+                "{} {b} → {a} ({})",
+                w(tx::ADMISSION_COUNTER),
+                w(tx::COUNTER_RESET)
+            ),
             Some(_) => format!("{} ?", w(tx::ADMISSION_COUNTER)),
             None => format!("{} —", w(tx::ADMISSION_COUNTER)),
         },
