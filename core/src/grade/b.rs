@@ -92,6 +92,9 @@ fn freeze_run(
     requests_during_freeze_show_the_failure_policy(g, &s, run, ignore, hook);
     requests_after_resume_end_in_the_first_deny(g, &s, run, ignore, hook);
     super::existing_pod_survives(g, &format!("{s}.existing"), &run.existing);
+    if let Some(ev) = g.evidence(act) {
+        freeze_window_is_the_ledger(g, &s, &ev, &run.freeze, false);
+    }
     restart_count_agrees_with_the_container(g, &s, run);
     first_deny_after_resume_is_timed_from_the_resume(g, &s, run);
 }
@@ -756,4 +759,48 @@ fn snapshot_webhook(
         v.pointer("/clientConfig/service/path")
             .and_then(|x| x.as_str()),
     )
+}
+
+/// The freeze window is the fault ledger the runner kept after the resume (raw
+/// `fault-ledger-resumed`, [`crate::evidence`]'s raw records): `frozen_at`, `resumed_at` and the
+/// process state after the resume (the ledger's `state_after_resume`; `gone` when it has none)
+/// are the ledger's. Flags raw-mismatch; without the record, observation-missing when `required`
+/// (lab C, which always kept it), else nothing (lab B's generated fixture has no raw records).
+pub(super) fn freeze_window_is_the_ledger(
+    g: &mut G,
+    s: &str,
+    ev: &crate::evidence::Evidence,
+    w: &FreezeWindow,
+    required: bool,
+) {
+    let subject = format!("{s}.freeze");
+    let ledger = if required {
+        super::witness::required_raw(g, ev, "fault-ledger-resumed", &subject)
+    } else {
+        super::witness::raw_record(ev, "fault-ledger-resumed")
+    };
+    let Some(l) = ledger else {
+        return;
+    };
+    let text = |k: &str| l.get(k).and_then(|v| v.as_str());
+    for (field, recorded, found) in [
+        ("frozen_at", text("frozen_at"), w.frozen_at.as_str()),
+        ("resumed_at", text("resumed_at"), w.resumed_at.as_str()),
+        (
+            "state_after",
+            Some(text("state_after_resume").unwrap_or("gone")),
+            w.state_after.as_str(),
+        ),
+    ] {
+        g.check(
+            recorded == Some(found),
+            Code::RawMismatch,
+            format!("{subject}.{field}"),
+            || {
+                format!(
+                    "the fault ledger kept after the resume says {recorded:?}, the facts {found:?}"
+                )
+            },
+        );
+    }
 }

@@ -1107,6 +1107,9 @@ fn replica_freeze_run(
     let s = subject(act);
     super::b::freeze_window_is_the_planned_one(g, &s, act, &run.freeze);
     super::b::process_stopped_only_during_freeze(g, &s, &run.freeze);
+    if let Some(ev) = g.evidence(act) {
+        super::b::freeze_window_is_the_ledger(g, &s, &ev, &run.freeze, true);
+    }
     registration_kept_during_the_freeze(g, &s, run, hook, ignore);
     freeze_waves_lie_inside_the_freeze(g, &s, run);
     freeze_outcomes_are_timeout_or_deny(g, &s, run, hook, ignore);
