@@ -19,7 +19,7 @@ const HELP_JA: &[(&str, &str, &str)] = &[
     (
         "",
         "lab",
-        "ラボ (a: スケールダウンで webhook の登録が消える、b: コントローラーのプロセスを凍結し、failurePolicy Fail と Ignore を比べる、c: 3 レプリカ (act 4 まで実装))。既定: 作業ディレクトリにある証拠のラボ、なければ b",
+        "ラボ (a: スケールダウンで webhook の登録が消える、b: コントローラーのプロセスを凍結し、failurePolicy Fail と Ignore を比べる、c: 3 レプリカでリーダー、次にフォロワーを凍結)。既定: 作業ディレクトリにある証拠のラボ、なければ b",
     ),
     ("", "workdir", "作業ディレクトリ (入力ファイルと evidence/)"),
     (

@@ -43,7 +43,7 @@ const LONG_VERSION: &str = concat!(
 #[derive(Debug, Parser)]
 #[command(name = "kca-webhook-lab", version, long_version = LONG_VERSION)]
 struct Cli {
-    /// Which lab (`a`: scale-down, `b`: freeze, `c`: three replicas, built through act 4).
+    /// Which lab (`a`: scale-down, `b`: freeze, `c`: three replicas, the leader then a follower frozen).
     /// Default: the lab of the work directory's evidence, else `b`.
     #[arg(long, global = true, value_enum, env = "KCA_WEBHOOK_LAB")]
     lab: Option<Lab>,

@@ -123,7 +123,9 @@ fn recorded_lab_c_passes_and_its_replica_facts_are_held() {
         f["followers"][0] = leader;
     });
     assert!(codes(&f).contains(&Code::ValueMismatch), "{f:?}");
-    // Act 5's first timed-out request (wave 1) said to be stored.
+    // Act 5's first timed-out request (wave 1) said to be stored, and, with the audit and
+    // metrics records deleted, turned wholly into another request's explicit deny: its raw record
+    // (`request:frozen-bad`) still says what the API answered.
     let f = graded(5, &|f| {
         let bad = f["bad"].as_array_mut().unwrap();
         let r = bad
@@ -133,6 +135,34 @@ fn recorded_lab_c_passes_and_its_replica_facts_are_held() {
         r["outcome"] = json!("stored");
     });
     assert!(!f.passed(), "{f:?}");
+    let f = graded(5, &|f| {
+        let deny = f["bad"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["outcome"] == "explicit-deny")
+            .unwrap()
+            .clone();
+        let r = f["bad"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .find(|r| r["outcome"] == "webhook-timeout")
+            .unwrap();
+        for k in [
+            "outcome",
+            "http_status",
+            "message",
+            "reason",
+            "raw_response",
+        ] {
+            r[k] = deny[k].clone();
+        }
+        let o = f.as_object_mut().unwrap();
+        o.remove("admission_audit");
+        o.remove("admission_metrics");
+    });
+    assert!(codes(&f).contains(&Code::RawMismatch), "{f:?}");
     // Act 6: a read during the follower's freeze naming another holder.
     let f = graded(6, &|f| {
         f["lease_samples"][3]["holder"] = json!("kyverno-admission-controller-elsewhere");
@@ -597,7 +627,7 @@ fn lab_a_act_6_claims_are_held_against_the_timeline() {
 
 /// One meaning of an explicit deny (`classify::EXPLICIT_DENY_STATUSES`): the real lab B run's act
 /// 3 deny rewritten consistently to the newer 403 `Forbidden` form (the answer, its audit event,
-/// and the API server's rejection counted under `rejection_code="403"`) passes the classifier,
+/// its raw record, and the API server's rejection counted under `rejection_code="403"`) passes the classifier,
 /// the audit rule and the metrics rule alike; the same deny left counted under 400 in the
 /// metrics is flagged by the metrics rule.
 #[test]
@@ -641,6 +671,15 @@ fn a_consistent_403_deny_is_an_explicit_deny_for_every_rule() {
             entry["lines"] = json!(lines);
             entry["events"] = serde_json::to_value(events).unwrap();
         }
+        // The recorder's raw copy of the request is the same answer.
+        let rewritten = facts["bad"].clone();
+        let ev = f.get_mut("evidence/03.json").unwrap();
+        for r in ev["raw"].as_array_mut().unwrap() {
+            if r["data"]["name"] == json!(name) && r["what"] == json!("request:bad") {
+                r["data"] = rewritten.clone();
+            }
+        }
+        let facts = &mut ev["facts"];
         // The API server counts the one deny of the act under the code it answered with.
         let m = &mut facts["admission_metrics"];
         let before: Vec<String> = serde_json::from_value(m["before"]["lines"].clone()).unwrap();

@@ -156,7 +156,7 @@ pub enum LabSub {
 /// Options of `lab run`.
 #[derive(clap::Args, Debug)]
 pub struct LabRunArgs {
-    /// Which lab (default: a then b; lab C, built through act 4 so far, only with `--lab c`).
+    /// Which lab (default: all three, a, b then c).
     #[arg(long, value_enum)]
     pub lab: Option<lab::evidence::Lab>,
     /// Keep the cluster running afterwards (for debugging); `cargo xtask cluster down --name N` ends it.

@@ -1117,6 +1117,9 @@ fn replica_freeze_run(
     recovery_ends_in_an_explicit_deny(g, &s, run, hook);
     frozen_replica_after_is_the_same_pod(g, &s, run);
     frozen_replica_restart_agrees_with_its_container(g, &s, run);
+    if let Some(ev) = g.evidence(act) {
+        restart_counts_are_the_containers_attempts(g, &s, &ev, run);
+    }
     replica_rows_are_act3s_replicas(g, &s, run);
     g.times_ordered(
         &format!("{s}.lease_before.at"),
@@ -1224,7 +1227,8 @@ fn registration_kept_during_the_freeze(
 fn freeze_waves_lie_inside_the_freeze(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
     let least = crate::rules::c::MIN_FREEZE_REQUESTS;
     g.check(
-        run.waves * run.wave_size >= least && run.bad.len() as u32 == run.waves * run.wave_size,
+        u64::from(run.waves) * u64::from(run.wave_size) >= u64::from(least)
+            && run.bad.len() as u64 == u64::from(run.waves) * u64::from(run.wave_size),
         Code::ValueMismatch,
         format!("{s}.bad"),
         || {
@@ -1498,6 +1502,46 @@ fn frozen_replica_restart_agrees_with_its_container(g: &mut G, s: &str, run: &Re
     );
 }
 
+/// The frozen replica's restart counts are its container's restart attempts as CRI answered
+/// them (raw `cri-container-before`, `cri-container-after`: kubelet's `attempt` is the restart
+/// count, as act 4 holds), and a CRI answer after the resume is not dropped from the facts
+/// (`identity_after`). Flags raw-mismatch.
+fn restart_counts_are_the_containers_attempts(
+    g: &mut G,
+    s: &str,
+    ev: &crate::evidence::Evidence,
+    run: &ReplicaFreezeRun,
+) {
+    use super::witness::raw_record;
+    let t = &run.target_after;
+    let attempt = |v: &serde_json::Value| v.get("attempt").and_then(|a| a.as_u64());
+    if let Some(before) = raw_record(ev, "cri-container-before") {
+        g.expect_eq(
+            Code::RawMismatch,
+            format!("{s}.target_after.restart_count_before"),
+            attempt(before),
+            Some(u64::from(t.restart_count_before)),
+        );
+    }
+    if let Some(after) = raw_record(ev, "cri-container-after") {
+        g.check(
+            t.identity_after.is_some(),
+            Code::RawMismatch,
+            format!("{s}.target_after.identity_after"),
+            || {
+                "CRI answered after the resume (raw cri-container-after), the facts say it did not"
+                    .into()
+            },
+        );
+        g.expect_eq(
+            Code::RawMismatch,
+            format!("{s}.target_after.restart_count_after"),
+            attempt(after),
+            Some(u64::from(t.restart_count_after)),
+        );
+    }
+}
+
 /// One counter row per act 3 replica; a counter goes down only where the replica restarted (the
 /// frozen replica, whose restart count went up): Kyverno's counters live in its process.
 fn replica_rows_are_act3s_replicas(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
@@ -1690,7 +1734,17 @@ fn settle_is_its_checks(g: &mut G, s: &str, run: &ReplicaFreezeRun, checks: &ser
     };
     let (first, last) = (time(list.first()), time(list.last()));
     let settled = facts::parse_rfc3339(&t.settled_at);
-    let began = settled.map(|x| x - chrono::Duration::milliseconds(t.waited_ms as i64));
+    // A waited_ms no clock can subtract (beyond chrono's range) gives no start: flagged below.
+    let began = settled.and_then(|x| {
+        chrono::Duration::try_milliseconds(i64::try_from(t.waited_ms).ok()?)
+            .and_then(|d| x.checked_sub_signed(d))
+    });
+    g.check(
+        settled.is_none() || began.is_some(),
+        Code::TimesInconsistent,
+        format!("{s}.target_after.waited_ms"),
+        || format!("{} ms before {} is no time", t.waited_ms, t.settled_at),
+    );
     let answered = run
         .after_resume
         .last()

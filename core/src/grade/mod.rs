@@ -318,6 +318,7 @@ pub fn grade(lab: Lab, act: u8, input: &GradeInput) -> Findings {
         g.names_unique();
         witness::one_uid_one_object(&mut g);
         observations_inside_the_act(&mut g, &ev);
+        requests_are_their_raw_records(&mut g, &ev);
         metrics::grade(&mut g, &ev);
         audit::grade(&mut g, &ev);
     }
@@ -1152,6 +1153,72 @@ fn observations_inside_the_act(g: &mut G, ev: &Evidence) {
                 )
             },
         );
+    }
+}
+
+/// Every request record in the act's facts is its raw record: the recorder keeps each request it
+/// sent verbatim in `raw` (`request:<label>`, [`crate::evidence::RequestRecord`]) when it sends
+/// it, and the facts quote it; a facts copy that differs from the raw record of the same name
+/// (an outcome, status, message or time changed after the fact) is flagged
+/// [`Code::RawMismatch`], naming both. A facts record without a raw one is not flagged here
+/// (generated fixtures and older evidence keep only the facts).
+fn requests_are_their_raw_records(g: &mut G, ev: &Evidence) {
+    let mut raw: BTreeMap<String, (&str, &serde_json::Value)> = BTreeMap::new();
+    for r in &ev.raw {
+        let (Some(what), Some(data)) = (r.get("what").and_then(|w| w.as_str()), r.get("data"))
+        else {
+            continue;
+        };
+        if what.starts_with("request:")
+            && let Some(name) = data.get("name").and_then(|n| n.as_str())
+        {
+            raw.entry(name.to_owned()).or_insert((what, data));
+        }
+    }
+    let mut quoted = Vec::new();
+    request_values(&ev.facts, "facts", &mut quoted);
+    for (path, v) in quoted {
+        let Some(name) = v.get("name").and_then(|n| n.as_str()) else {
+            continue;
+        };
+        let Some((what, data)) = raw.get(name) else {
+            continue;
+        };
+        g.check(
+            *data == v,
+            Code::RawMismatch,
+            format!("{} {path}", ev_name(g.act)),
+            || format!("request {name} differs from its raw record {what:?}"),
+        );
+    }
+}
+
+/// Collects (path, value) of every request record under `v` (an object with `outcome` and
+/// `raw_response`, as [`crate::evidence::request_records`] finds them), outside the audit and
+/// metrics records.
+fn request_values<'v>(
+    v: &'v serde_json::Value,
+    path: &str,
+    out: &mut Vec<(String, &'v serde_json::Value)>,
+) {
+    match v {
+        serde_json::Value::Object(o) => {
+            if o.contains_key("outcome") && o.contains_key("raw_response") {
+                out.push((path.to_owned(), v));
+                return;
+            }
+            for (k, x) in o {
+                if k != crate::audit::FACTS_KEY && k != crate::metrics::FACTS_KEY {
+                    request_values(x, &format!("{path}.{k}"), out);
+                }
+            }
+        }
+        serde_json::Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                request_values(x, &format!("{path}[{i}]"), out);
+            }
+        }
+        _ => {}
     }
 }
 

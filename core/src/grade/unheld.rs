@@ -23,10 +23,6 @@ pub struct Unheld {
 /// The fields no grader rule holds.
 pub const UNHELD: &[Unheld] = &[
     Unheld {
-        path: "**.raw_response.metadata.managedFields.**",
-        why: "the API server's field-ownership bookkeeping (server-side apply) of the echoed object; admission never reads it and no other observation records it",
-    },
-    Unheld {
         path: "**.raw_response.spec.**",
         why: "the API's echo of the pod spec the tool sent (image, ports, defaults); the lab's policy and every rule decide on the labels and namespace only",
     },
@@ -41,10 +37,6 @@ pub const UNHELD: &[Unheld] = &[
     Unheld {
         path: "**.raw_response.metadata.resourceVersion",
         why: "an opaque version string clients must not interpret (Kubernetes API conventions), so no value of it can contradict another observation",
-    },
-    Unheld {
-        path: "**.raw_response.metadata.generation",
-        why: "the spec generation of a pod just created (always 1 for a new object); no rule reads it and no other observation records it",
     },
     Unheld {
         path: "policy.metadata.resourceVersion",
@@ -125,14 +117,6 @@ pub const UNHELD: &[Unheld] = &[
     Unheld {
         path: "target_after.identity_after.pid_start_time_ticks",
         why: "lab C acts 5 and 6: the start time in clock ticks of the frozen replica's new process after a restart, read once after the settle (CRI gives no ticks to compare); without a restart the same container must be the same process (restart-contradicted), and act 6 holds act 5's when it freezes that replica (identity-changed)",
-    },
-    Unheld {
-        path: "control[].get.phase",
-        why: "lab C acts 5 and 6: the phase of a control pod of a wave the follow-up GET found just after its create: the kubelet's progress, as `*.get.phase`; the GET's existence and UID are the observation",
-    },
-    Unheld {
-        path: "bad[].get.phase",
-        why: "lab C act 6: the phase of a violating pod of a wave stored under Ignore, as the follow-up GET found it just after its create: the kubelet's progress, as `*.get.phase`; the GET's existence and UID are the observation (a denied pod's GET, with neither, is held)",
     },
     Unheld {
         path: "replicas[].pod.restart_count",
