@@ -166,7 +166,8 @@ fn from_json(v: &Value, origin: &str) -> Result<Answer, LabError> {
 }
 
 /// The request record at `pointer` (RFC 6901, e.g. `/facts/target_bad`; a dotted
-/// `facts.target_bad` or `facts.after_resume.0` is accepted too) in the evidence file `path`.
+/// `facts.target_bad`, `facts.after_resume.0` or, as the graders print it, `facts.bad[7]` is
+/// accepted too) in the evidence file `path`.
 ///
 /// Errors: unreadable file or not JSON ([`LabError::Usage`] naming the file), nothing at the
 /// pointer, or not a request record there (naming the file, the path, expected and found).
@@ -178,7 +179,9 @@ pub fn answer_at(path: &std::path::Path, pointer: &str) -> Result<Answer, LabErr
     let ptr = if pointer.starts_with('/') || pointer.is_empty() {
         pointer.to_owned()
     } else {
-        format!("/{}", pointer.replace('.', "/"))
+        // The graders' form too: `facts.bad[7]` is `facts.bad.7`.
+        let dotted = pointer.replace('[', ".").replace(']', "");
+        format!("/{}", dotted.replace('.', "/"))
     };
     let at = v
         .pointer(&ptr)

@@ -198,4 +198,9 @@ fn explain_on_recorded_evidence_agrees_with_grade() {
             .to_string()
             .contains("/facts/nothing")
     );
+    // The graders' form, `name[i]`, reaches a request in a list (every lab C request is one).
+    assert_eq!(
+        answer_at(&p, "facts.after_resume[0]").unwrap(),
+        answer_at(&p, "/facts/after_resume/0").unwrap()
+    );
 }
