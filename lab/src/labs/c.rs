@@ -1192,7 +1192,7 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     if lease.holder.as_deref() != Some(a4.leader.pod_name.as_str()) {
         return Err(LabError::FaultRefused {
             reason: format!(
-                "the Lease kyverno is held by {:?}, act 4 found the leader {}; run act 4 again",
+                "the Lease kyverno is held by {:?}, act 4 found the leader {}; act 4 cannot be run again in this work directory: reproduce in a fresh lab (heal first: it puts the original replica count back)",
                 lease.holder, a4.leader.pod_name
             ),
         });
@@ -1201,7 +1201,7 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     if inv.identity != a4.leader.identity {
         return Err(LabError::FaultRefused {
             reason: format!(
-                "the leader's process changed since act 4 (act 4: container {} pid {} starttime {}; now: container {} pid {} starttime {}); run act 4 again",
+                "the leader's process changed since act 4 (act 4: container {} pid {} starttime {}; now: container {} pid {} starttime {}); reproduce in a fresh lab (heal first: it puts the original replica count back)",
                 a4.leader.identity.container_id,
                 a4.leader.identity.pid,
                 a4.leader.identity.pid_start_time_ticks,
