@@ -749,9 +749,8 @@ async fn sample_each_second(cl: Cluster, stop: tokio::sync::watch::Receiver<bool
     out
 }
 
-/// During the freeze: the registration, then `waves` parallel waves of violating pods, each with
-/// a control pod, and the process state. Returns the registration read, the state, the
-/// violating and the control records.
+/// What [`waves_during_freeze`] saw: the registration read (configuration and webhook, verbatim)
+/// and when, the frozen process's state, the violating and the control records.
 struct DuringWaves {
     registration: Option<(serde_json::Value, serde_json::Value)>,
     registration_checked_at: String,
@@ -760,6 +759,9 @@ struct DuringWaves {
     control: Vec<RequestRecord>,
 }
 
+/// During the freeze: the registration, the process state, then `rs.waves` parallel waves of
+/// `rs.wave_size` violating pods ([`parallel_wave`]), each sent together with a control pod; each
+/// wave's outcome is shown as it ends.
 async fn waves_during_freeze(
     cl: &Cluster,
     ui: &Ui,
@@ -1149,8 +1151,10 @@ fn freeze_lines(ui: &Ui, act: u8, run: &ReplicaFreezeRun) -> Vec<String> {
     lines
 }
 
-/// The replica of `role` now, required to be act 4's with the same process when `expected` is
-/// given: the live pod named `pod`, investigated through CRI and `/proc`.
+/// The live admission-controller pod named `pod`, investigated through CRI and `/proc` (lab B's
+/// [`crate::labs::b::investigate_pod`]).
+///
+/// Errors: [`LabError::ClusterMismatch`] naming the live pods when none is named `pod`.
 async fn replica_now(
     cl: &Cluster,
     cri: &mut crate::cri::CriClient,
