@@ -525,12 +525,17 @@ pub(crate) fn settle<T>(
 /// What an act that freezes works with (acts 5 and 6): its environment (work dir, output), the
 /// cluster, the node's CRI, the evidence recorder, and the partial facts kept if the act is
 /// interrupted.
-struct FreezeAct<'a> {
-    env: &'a Env,
-    cluster: &'a Cluster,
-    cri: &'a mut CriClient,
-    rec: &'a mut ActRecorder,
-    partial: &'a mut serde_json::Value,
+pub(crate) struct FreezeAct<'a> {
+    /// The act's environment (work dir, output).
+    pub env: &'a Env,
+    /// The cluster.
+    pub cluster: &'a Cluster,
+    /// The node's CRI.
+    pub cri: &'a mut CriClient,
+    /// The act's evidence recorder.
+    pub rec: &'a mut ActRecorder,
+    /// The partial facts kept if the act is cut short.
+    pub partial: &'a mut serde_json::Value,
 }
 
 /// The freeze and everything observed around it (acts 5 and 6), in named steps: the state before

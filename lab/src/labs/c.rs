@@ -52,7 +52,7 @@ use crate::labs::a::{
     restore_after_a_failed_act,
 };
 use crate::labs::b::{
-    FreezeSpec, Investigation, after_resume, await_resume, before_freeze,
+    FreezeAct, FreezeSpec, Investigation, after_resume, await_resume, before_freeze,
     check_fault_preconditions, freeze_window, healthy_deny_under_ignore, json_str, policy_with_uid,
     settle, start_freeze, update_to_ignore,
 };
@@ -907,30 +907,20 @@ const LEASE_DURATION_SEC: i64 = 12;
 /// Its retry period, seconds (same source).
 const LEASE_RETRY_SEC: i64 = 2;
 
-/// What a replica's freeze works with: the act's environment, cluster, CRI, recorder and the
-/// partial facts kept if the act is cut short.
-struct ReplicaFreezeAct<'a> {
-    env: &'a Env,
-    cl: &'a Cluster,
-    cri: &'a mut crate::cri::CriClient,
-    rec: &'a mut ActRecorder,
-    partial: &'a mut serde_json::Value,
-}
-
 /// One replica's freeze and everything around it, in named steps: lab B's [`before_freeze`]
 /// (registration, Lease, liveness gap), each replica's counter, the freeze ([`start_freeze`]),
 /// the sampler ([`sample_each_second`]) beside the waves ([`waves_during_freeze`]), the healer's
 /// resume ([`await_resume`]), the first explicit deny ([`after_resume`]), the settle
 /// ([`settle_after_resume`]), the frozen replica's process, the counters, Lease and existing pod.
 async fn replica_freeze(
-    cx: ReplicaFreezeAct<'_>,
+    cx: FreezeAct<'_>,
     inv: &Investigation,
     spec: &FreezeSpec<'_>,
     rs: &ReplicaSpec<'_>,
 ) -> Result<ReplicaFreezeRun, LabError> {
-    let ReplicaFreezeAct {
+    let FreezeAct {
         env,
-        cl,
+        cluster: cl,
         cri,
         rec,
         partial,
@@ -1259,9 +1249,9 @@ async fn run_replica_freeze(
         None => (None, vec![], crate::metrics::Window::begin(cl).await),
     };
     let outcome = common::or_signal(replica_freeze(
-        ReplicaFreezeAct {
+        FreezeAct {
             env,
-            cl,
+            cluster: cl,
             cri,
             rec: &mut rec,
             partial: &mut partial,
