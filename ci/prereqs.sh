@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the embedded backend and the build need, when run as root on
-# Debian (CI, the lab machines). Shared by .ci/run and the GitHub workflows. Elsewhere it only
-# says what is missing. `cargo xtask upstream build` checks the same list again itself.
+# The Debian packages of the project, installed in one root step, for the GitHub workflows: their
+# runners run `cargo test` as a user that cannot install. On a machine where `cargo test` runs as
+# root (CI here, the lab machines) nothing calls this: `cargo test` and `cargo xtask` install what
+# they need themselves (xtask/src/upstream/debian.rs and prereq.rs, ci/protoc). The list is the
+# union of those lists (xtask's unit test `the_workflows_prereqs_script_lists_exactly_the_rust_lists`
+# keeps them equal). Elsewhere than Debian it only says what is missing.
 set -euo pipefail
-pkgs=(gcc pkg-config libseccomp-dev protobuf-compiler iptables conntrack iproute2 util-linux shellcheck)
-# A Japanese font (and fontconfig's fc-list) for the report page test's Japanese pages, which
-# would otherwise render as boxes; file and binutils (readelf) for `cargo xtask dist`'s checks.
-pkgs+=(fonts-noto-cjk fontconfig file binutils)
-# Headless Chromium for the report page test (lab/tests/report.rs). On Debian only: Ubuntu's
-# `chromium` is a snap wrapper, and GitHub's Ubuntu runners already have google-chrome (the test
-# also takes KCA_CHROMIUM=/path/to/browser).
+# xtask/src/upstream/prereq.rs: the upstream builds and the embedded node; ci/protoc.
+pkgs=(gcc libc6-dev pkg-config libseccomp-dev iptables iproute2 conntrack ca-certificates protobuf-compiler)
+# debian.rs WORKFLOWS and DIST: shellcheck for actionlint; file and readelf for `cargo xtask dist`.
+pkgs+=(shellcheck file binutils)
+# debian.rs REPORT_PAGES: the report page test. Debian's chromium only: Ubuntu's `chromium` is a
+# snap wrapper, and GitHub's Ubuntu runners already have google-chrome (KCA_CHROMIUM names it).
+pkgs+=(fonts-noto-cjk fontconfig)
 # shellcheck disable=SC1091
 if [ -r /etc/os-release ] && . /etc/os-release && [ "${ID:-}" = debian ]; then
   pkgs+=(chromium)

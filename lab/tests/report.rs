@@ -1,7 +1,8 @@
 //! The lab record page (`lab::report::render`) and the JUnit suite on fixture evidence:
 //! golden files (`fixtures/report/*.html`; `UPDATE_GOLDEN=1` rewrites the stale ones and fails that run), escaping of untrusted
 //! evidence text, and one test that loads the pages in real headless Chromium (Debian's
-//! `chromium`, installed by `ci/prereqs.sh`; `KCA_CHROMIUM` names another browser binary) and
+//! `chromium`, installed by the test itself through xtask's installer when missing, root on
+//! Debian: `common::ensure_report_page_packages`; `KCA_CHROMIUM` names another browser binary) and
 //! checks that the page has no script errors and that the timeline has one mark per recorded request.
 //! A recorded run's page shows the acts the recording has (`common/recorded.rs`).
 
@@ -326,6 +327,7 @@ fn junit_suite_has_a_case_per_act_and_grade() {
 // In a real browser.
 
 fn chromium() -> PathBuf {
+    common::ensure_report_page_packages();
     if let Some(p) = std::env::var_os("KCA_CHROMIUM") {
         return PathBuf::from(p);
     }
@@ -339,7 +341,7 @@ fn chromium() -> PathBuf {
         }
     }
     panic!(
-        "no headless browser: install Debian's chromium (sudo bash ci/prereqs.sh) or set KCA_CHROMIUM"
+        "no headless browser: install Debian's chromium (as root, `cargo test` installs it) or set KCA_CHROMIUM"
     );
 }
 
@@ -718,10 +720,11 @@ fn the_english_word_detector_sees_words_and_skips_values() {
 }
 
 /// The Japanese pages, as Chromium builds them with a Japanese font installed
-/// (`fonts-noto-cjk`, `ci/prereqs.sh`): every word outside values is Japanese (or a field term,
+/// (`fonts-noto-cjk`, installed by the test when missing): every word outside values is Japanese (or a field term,
 /// [`LATIN_ON_JA`]), from the condition table to the timeline's row labels and bands.
 #[test]
 fn japanese_pages_are_japanese_in_headless_chromium() {
+    common::ensure_report_page_packages();
     let fonts = Command::new("fc-list")
         .args([":lang=ja", "family"])
         .output()
@@ -729,7 +732,7 @@ fn japanese_pages_are_japanese_in_headless_chromium() {
     let families = String::from_utf8_lossy(&fonts.stdout).into_owned();
     assert!(
         !families.trim().is_empty(),
-        "no Japanese font: the page renders as boxes; install fonts-noto-cjk (sudo bash ci/prereqs.sh)"
+        "no Japanese font: the page renders as boxes; install fonts-noto-cjk (as root, `cargo test` installs it)"
     );
     let tmp = tempfile::tempdir().unwrap();
     for (dir, lab) in [

@@ -78,6 +78,8 @@ impl DistCmd {
     /// # Errors
     /// The build, a static-linking check or a run in the root filesystem failed (each says what).
     pub fn run(self) -> Result<()> {
+        crate::upstream::debian::ensure(crate::upstream::debian::DIST, "cargo xtask dist", false)
+            .map_err(anyhow::Error::msg)?;
         let root = workspace_root();
         let out = root.join(&self.out);
         std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;

@@ -644,11 +644,13 @@ const RUNS_A_PROCESS: &[&str] = &[
 ];
 
 /// Where a process may be run or started directly: the one helper, the daemons `cluster up`
-/// supervises, and `go build`'s streamed progress.
+/// supervises, `go build`'s streamed progress, and the apt-get installer, which is standard
+/// library only because the lab crate's tests compile it in too.
 const MAY_RUN_PROCESSES: &[&str] = &[
     "xtask/src/command.rs",
     "xtask/src/cluster/process.rs",
     "xtask/src/upstream/go.rs",
+    "xtask/src/upstream/debian.rs",
 ];
 
 /// Lines of xtask that run an external command without `xtask::command` (comments skipped).
@@ -966,7 +968,7 @@ const LAYERS: &[(&str, &[&[&str]])] = &[
             &["chart", "images", "wrapper"],
             &["go"],
             &["prereq", "cache", "progress", "versions"],
-            &["components"],
+            &["components", "debian"],
         ],
     ),
     ("xtask/src/backend", &[&["k3s"], &["kubeconfig", "summary"]]),

@@ -7,6 +7,9 @@ pub mod recorded;
 /// The answer keys (xtask's: the student binary ships none).
 #[path = "../../../xtask/src/lab_run/reference.rs"]
 pub mod reference;
+/// The Debian packages the tests need and the one installer xtask uses too (std only).
+#[path = "../../../xtask/src/upstream/debian.rs"]
+pub mod debian;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -51,5 +54,30 @@ pub fn write_tree(dir: &Path, files: &BTreeMap<String, serde_json::Value>) {
             format!("{}\n", serde_json::to_string_pretty(v).unwrap()),
         )
         .unwrap();
+    }
+}
+
+/// Installs the report page test's Debian packages ([`debian::REPORT_PAGES`]: chromium, a
+/// Japanese font, fontconfig) when any is missing, once per test process, through the installer
+/// `cargo xtask` uses; panics with the packages and the command to run when it cannot (not root,
+/// not Debian, apt-get failing). `KCA_CHROMIUM` set: the caller brought its own browser, and only
+/// the font packages are checked.
+pub fn ensure_report_page_packages() {
+    static ONCE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    let result = ONCE.get_or_init(|| {
+        let wanted: Vec<debian::Package> = debian::REPORT_PAGES
+            .iter()
+            .copied()
+            .filter(|p| p.name != "chromium" || std::env::var_os("KCA_CHROMIUM").is_none())
+            .collect();
+        if !debian::is_debian() {
+            // Off Debian dpkg cannot tell; the browser and font checks of the test say what is
+            // missing.
+            return Ok(());
+        }
+        debian::ensure(&wanted, "the report page test", true)
+    });
+    if let Err(e) = result {
+        panic!("{e}");
     }
 }

@@ -35,6 +35,7 @@
 pub mod cache;
 pub mod chart;
 pub mod components;
+pub mod debian;
 pub mod go;
 pub mod images;
 pub mod prereq;

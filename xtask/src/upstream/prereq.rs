@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use xshell::cmd;
 
+use super::debian;
 use crate::command;
 use crate::status::Step;
 
@@ -68,6 +69,12 @@ const REQUIREMENTS: &[Requirement] = &[
         debian_package: "iptables",
         needed_for: "kube-proxy (iptables mode) and the CNI portmap plugin on the node",
         present: || which("iptables").is_some(),
+    },
+    Requirement {
+        what: "ip (iproute2)",
+        debian_package: "iproute2",
+        needed_for: "the node's network namespace and veth pair, and the host snapshot of the tests",
+        present: || which("ip").is_some(),
     },
     Requirement {
         what: "conntrack",
@@ -159,10 +166,6 @@ pub fn go_version_word(output: &str) -> Option<&str> {
     output.split_whitespace().find(|w| w.starts_with("go1"))
 }
 
-fn is_debian() -> bool {
-    Path::new("/etc/debian_version").exists() && which("apt-get").is_some()
-}
-
 /// Checks every prerequisite. With `install` true, running as root on
 /// Debian, missing packages are installed (`apt-get update`, then
 /// `apt-get install -y --no-install-recommends …`), the list printed first.
@@ -219,13 +222,17 @@ pub fn check(install: bool) -> anyhow::Result<Tools> {
         let mut packages: Vec<&str> = missing.iter().map(|r| r.debian_package).collect();
         packages.dedup();
         let root = nix::unistd::geteuid().is_root();
-        if install && root && is_debian() {
+        if install && root && debian::is_debian() {
             eprintln!("   missing prerequisites:\n{list}");
-            eprintln!("   installing with apt-get: {}", packages.join(" "));
-            run_apt(&["update"])?;
-            let mut args = vec!["install", "-y", "--no-install-recommends"];
-            args.extend(&packages);
-            run_apt(&args)?;
+            let wanted: Vec<debian::Package> = missing
+                .iter()
+                .map(|r| debian::Package {
+                    name: r.debian_package,
+                    needed_for: r.needed_for,
+                })
+                .collect();
+            debian::ensure(&wanted, "the upstream builds and the embedded node", false)
+                .map_err(anyhow::Error::msg)?;
             let still: Vec<&str> = REQUIREMENTS
                 .iter()
                 .filter(|r| !(r.present)())
@@ -235,7 +242,7 @@ pub fn check(install: bool) -> anyhow::Result<Tools> {
                 anyhow::bail!("still missing after apt-get install: {}", still.join(", "));
             }
         } else {
-            let how = if is_debian() {
+            let how = if debian::is_debian() {
                 format!("apt-get install {}", packages.join(" "))
             } else {
                 format!(
@@ -256,15 +263,71 @@ pub fn check(install: bool) -> anyhow::Result<Tools> {
     })
 }
 
-fn run_apt(args: &[&str]) -> anyhow::Result<()> {
-    let sh = command::shell()?;
-    command::run_inherited(cmd!(sh, "apt-get {args...}").env("DEBIAN_FRONTEND", "noninteractive"))?;
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_install_command_names_every_package() {
+        assert_eq!(
+            debian::install_command(debian::REPORT_PAGES),
+            "apt-get install -y chromium fonts-noto-cjk fontconfig"
+        );
+    }
+
+    #[test]
+    fn an_installed_package_is_not_missing_and_an_unknown_one_is() {
+        // dpkg itself is installed wherever dpkg-query runs; no package has this name.
+        let dpkg = debian::Package {
+            name: "dpkg",
+            needed_for: "test",
+        };
+        let nonesuch = debian::Package {
+            name: "kca-no-such-package",
+            needed_for: "test",
+        };
+        if debian::on_path("dpkg-query") {
+            assert_eq!(debian::missing(&[dpkg, nonesuch]), vec![nonesuch]);
+        } else {
+            assert_eq!(debian::missing(&[dpkg, nonesuch]), vec![dpkg, nonesuch]);
+        }
+    }
+
+    /// `ci/prereqs.sh` (the GitHub workflows' root step: their runners run `cargo test` as a
+    /// user that cannot install) lists exactly what `cargo test` and `cargo xtask` install
+    /// themselves: these lists, plus `ci/protoc`'s protobuf-compiler.
+    #[test]
+    fn the_workflows_prereqs_script_lists_exactly_the_rust_lists() {
+        let script = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ci/prereqs.sh"),
+        )
+        .unwrap();
+        let mut listed: Vec<String> = script
+            .lines()
+            .filter_map(|l| {
+                let l = l.trim();
+                l.strip_prefix("pkgs=(")
+                    .or_else(|| l.strip_prefix("pkgs+=("))
+                    .and_then(|r| r.strip_suffix(')'))
+            })
+            .flat_map(|r| r.split_whitespace().map(str::to_owned))
+            .collect();
+        let mut want: Vec<String> = REQUIREMENTS
+            .iter()
+            .map(|r| r.debian_package)
+            .chain(["protobuf-compiler"])
+            .chain(
+                [debian::REPORT_PAGES, debian::WORKFLOWS, debian::DIST]
+                    .concat()
+                    .iter()
+                    .map(|p| p.name),
+            )
+            .map(str::to_owned)
+            .collect();
+        listed.sort();
+        want.sort();
+        assert_eq!(listed, want, "ci/prereqs.sh and the Rust lists differ");
+    }
 
     #[test]
     fn go_versions_parse_and_compare() {

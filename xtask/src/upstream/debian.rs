@@ -1,0 +1,176 @@
+//! The Debian packages the project needs on a machine, for whom, and the one installer that
+//! puts them there: root on Debian runs `apt-get`, saying what and why; anywhere else the error
+//! names the packages to install.
+//!
+//! Standard library only, because it is compiled twice: into xtask (the prerequisites of the
+//! upstream builds and of the node, [`super::prereq`]) and, by `#[path]`, into the lab crate's
+//! tests (`lab/tests/common/mod.rs`), which cannot depend on xtask (the crates' layers) but must
+//! install what they need through the same path, so that the README's `cargo test` sets a fresh
+//! machine up by itself.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::process::Command;
+
+/// One Debian package and why the project needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Package {
+    /// The Debian package name, e.g. `chromium`.
+    pub name: &'static str,
+    /// What needs it, in a few words (printed when it is installed or missing).
+    pub needed_for: &'static str,
+}
+
+/// What the report page test needs (`lab/tests/report.rs`): a headless browser that builds the
+/// page's DOM, a Japanese font so that the Japanese page renders as text, and fontconfig's
+/// `fc-list` to tell that the font is there.
+pub const REPORT_PAGES: &[Package] = &[
+    Package {
+        name: "chromium",
+        needed_for: "the report page test loads the pages in headless Chromium",
+    },
+    Package {
+        name: "fonts-noto-cjk",
+        needed_for: "the Japanese report pages render as text, not boxes",
+    },
+    Package {
+        name: "fontconfig",
+        needed_for: "`fc-list :lang=ja` tells the report test a Japanese font is installed",
+    },
+];
+
+/// What the workflow test needs besides actionlint (`tests/tests/workflows.rs`): shellcheck,
+/// which actionlint runs on every `run:` script when it is on `PATH` and silently skips when not.
+pub const WORKFLOWS: &[Package] = &[Package {
+    name: "shellcheck",
+    needed_for: "actionlint checks the workflows' `run:` scripts with shellcheck",
+}];
+
+/// What `cargo xtask dist` runs on the binary it built: `file` and binutils' `readelf`.
+pub const DIST: &[Package] = &[
+    Package {
+        name: "file",
+        needed_for: "`cargo xtask dist` checks the binary is a static ELF executable",
+    },
+    Package {
+        name: "binutils",
+        needed_for: "`cargo xtask dist` reads the binary's program headers with readelf",
+    },
+];
+
+/// Whether this machine is Debian (or a derivative) with `apt-get`.
+pub fn is_debian() -> bool {
+    Path::new("/etc/debian_version").exists() && on_path("apt-get")
+}
+
+/// Whether `name` is an executable file in a directory of `PATH` or of `/usr/sbin`, `/sbin`.
+pub fn on_path(name: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/local/sbin", "/usr/sbin", "/sbin"].map(Into::into))
+        .map(|d| d.join(name))
+        .any(|p| {
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+/// Whether dpkg says `package` is installed (`dpkg-query -W -f='${Status}'` is
+/// `install ok installed`); false when dpkg-query is absent or fails.
+pub fn installed(package: &str) -> bool {
+    Command::new("dpkg-query")
+        .args(["-W", "-f=${Status}", package])
+        .output()
+        .is_ok_and(|o| o.status.success() && o.stdout.ends_with(b"install ok installed"))
+}
+
+/// The packages of `wanted` dpkg does not list as installed (all of them off Debian).
+pub fn missing(wanted: &[Package]) -> Vec<Package> {
+    wanted.iter().copied().filter(|p| !installed(p.name)).collect()
+}
+
+/// Whether this process runs as root: the owner of `/proc/self` is its effective uid.
+fn is_root() -> bool {
+    std::fs::metadata("/proc/self")
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
+        .unwrap_or(false)
+}
+
+/// The pasteable command that installs `packages`.
+pub fn install_command(packages: &[Package]) -> String {
+    let names: Vec<&str> = packages.iter().map(|p| p.name).collect();
+    format!("apt-get install -y {}", names.join(" "))
+}
+
+/// Makes sure every package of `wanted` is installed, for `whom` (e.g. "the report page test").
+///
+/// Nothing to do when dpkg lists them all. As root on Debian it prints one line naming the
+/// packages and why, runs `apt-get update` then `apt-get install -y` (waiting up to 10 min for
+/// another apt's lock: `DPkg::Lock::Timeout=600`) with apt's output on stderr, and checks again.
+/// `recommends` false adds `--no-install-recommends`.
+///
+/// # Errors
+/// Not root or not Debian: a message naming each package, what needs it and the command to run.
+/// `apt-get` failing, or a package still not installed after it: the message says which.
+pub fn ensure(wanted: &[Package], whom: &str, recommends: bool) -> Result<(), String> {
+    let missing = missing(wanted);
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let list = missing
+        .iter()
+        .map(|p| format!("  {}: {}", p.name, p.needed_for))
+        .collect::<Vec<_>>()
+        .join("\n");
+    if !(is_root() && is_debian()) {
+        let how = if is_debian() {
+            format!("as root: {}", install_command(&missing))
+        } else {
+            "their equivalents for this system".to_owned()
+        };
+        return Err(format!(
+            "{whom} needs Debian packages that are not installed:\n{list}\ninstall {how}"
+        ));
+    }
+    let names: Vec<&str> = missing.iter().map(|p| p.name).collect();
+    // Straight to file descriptor 2, not through `eprintln!`, which a test harness captures: the
+    // line must show whoever installs.
+    let _ = writeln!(
+        std::io::stderr(),
+        "   installing with apt-get, for {whom}: {}\n{list}",
+        names.join(" ")
+    );
+    apt(&["update", "-qq"])?;
+    let mut args = vec!["install", "-y", "-qq"];
+    if !recommends {
+        args.push("--no-install-recommends");
+    }
+    args.extend(&names);
+    apt(&args)?;
+    let still = self::missing(&missing);
+    if !still.is_empty() {
+        let names: Vec<&str> = still.iter().map(|p| p.name).collect();
+        return Err(format!(
+            "still not installed after apt-get install: {}",
+            names.join(" ")
+        ));
+    }
+    Ok(())
+}
+
+fn apt(args: &[&str]) -> Result<(), String> {
+    let status = Command::new("apt-get")
+        .args(["-o", "DPkg::Lock::Timeout=600"])
+        .args(args)
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        // apt's progress goes to stderr: a test's or a command's stdout stays its own.
+        .stdout(std::process::Stdio::from(std::io::stderr()))
+        .status()
+        .map_err(|e| format!("running apt-get {}: {e}", args.join(" ")))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("apt-get {} failed: {status}", args.join(" ")))
+    }
+}
