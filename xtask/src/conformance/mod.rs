@@ -104,7 +104,10 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    /// Counts the test cases of a JUnit report (Ginkgo's `--ginkgo.junit-report`).
+    /// Counts the specs of a JUnit report (Ginkgo's `--ginkgo.junit-report`): the test cases named
+    /// `[It] …`. Ginkgo also reports its suite nodes as test cases (`[SynchronizedBeforeSuite]`,
+    /// `[ReportAfterSuite] …`): one of those that failed counts as a failure (a failed set-up fails
+    /// the run), one that passed is no spec and is not counted.
     ///
     /// # Errors
     /// Not JUnit XML.
@@ -114,13 +117,15 @@ impl Verdict {
         let mut v = Verdict::default();
         for s in &r.test_suites {
             for c in &s.test_cases {
+                let spec = c.name.as_str().starts_with("[It] ");
                 match &c.status {
-                    quick_junit::TestCaseStatus::Success { .. } => v.passed += 1,
-                    quick_junit::TestCaseStatus::Skipped { .. } => v.skipped += 1,
+                    quick_junit::TestCaseStatus::Success { .. } if spec => v.passed += 1,
+                    quick_junit::TestCaseStatus::Skipped { .. } if spec => v.skipped += 1,
                     quick_junit::TestCaseStatus::NonSuccess { .. } => {
                         v.failed += 1;
                         v.failures.push(c.name.as_str().to_owned());
                     }
+                    _ => {}
                 }
             }
         }
@@ -194,12 +199,14 @@ func initImageConfigs(list RegistryList) (map[ImageID]Config, map[ImageID]Config
     #[test]
     fn the_verdict_counts_junit_test_cases() {
         let xml = r#"<?xml version="1.0" encoding="UTF-8"?>
-<testsuites tests="4" failures="1" errors="0" disabled="0">
-  <testsuite name="Kubernetes e2e suite" tests="4" failures="1" errors="0" skipped="1">
-    <testcase name="[sig-api-machinery] AdmissionWebhook should honor timeout [Conformance]" classname="Kubernetes e2e suite" status="passed" time="12.1"></testcase>
-    <testcase name="[sig-api-machinery] AdmissionWebhook should mutate configmap [Conformance]" classname="Kubernetes e2e suite" status="passed" time="6.0"></testcase>
-    <testcase name="[sig-storage] CSI something" classname="Kubernetes e2e suite" status="skipped" time="0"><skipped message="skipped"></skipped></testcase>
-    <testcase name="[sig-api-machinery] ValidatingAdmissionPolicy should type check a CRD" classname="Kubernetes e2e suite" status="failed" time="3.0"><failure message="boom" type="failed">boom</failure></testcase>
+<testsuites tests="6" failures="1" errors="0" disabled="0">
+  <testsuite name="Kubernetes e2e suite" tests="6" failures="1" errors="0" skipped="1">
+    <testcase name="[SynchronizedBeforeSuite]" classname="Kubernetes e2e suite" status="passed" time="1.0"></testcase>
+    <testcase name="[It] [sig-api-machinery] AdmissionWebhook should honor timeout [Conformance]" classname="Kubernetes e2e suite" status="passed" time="12.1"></testcase>
+    <testcase name="[It] [sig-api-machinery] AdmissionWebhook should mutate configmap [Conformance]" classname="Kubernetes e2e suite" status="passed" time="6.0"></testcase>
+    <testcase name="[It] [sig-storage] CSI something" classname="Kubernetes e2e suite" status="skipped" time="0"><skipped message="skipped"></skipped></testcase>
+    <testcase name="[It] [sig-api-machinery] ValidatingAdmissionPolicy should type check a CRD" classname="Kubernetes e2e suite" status="failed" time="3.0"><failure message="boom" type="failed">boom</failure></testcase>
+    <testcase name="[ReportAfterSuite] Kubernetes e2e suite report" classname="Kubernetes e2e suite" status="passed" time="0"></testcase>
   </testsuite>
 </testsuites>"#;
         let v = Verdict::from_junit(xml).unwrap();
@@ -207,8 +214,14 @@ func initImageConfigs(list RegistryList) (map[ImageID]Config, map[ImageID]Config
         assert_eq!(v.line(), "2 passed, 1 failed, 1 skipped");
         assert_eq!(
             v.failures,
-            vec!["[sig-api-machinery] ValidatingAdmissionPolicy should type check a CRD"]
+            vec!["[It] [sig-api-machinery] ValidatingAdmissionPolicy should type check a CRD"]
         );
+        let failed_setup = xml.replace(
+            r#"name="[SynchronizedBeforeSuite]" classname="Kubernetes e2e suite" status="passed" time="1.0"></testcase>"#,
+            r#"name="[SynchronizedBeforeSuite]" classname="Kubernetes e2e suite" status="failed" time="1.0"><failure message="no nodes" type="failed">no nodes</failure></testcase>"#,
+        );
+        let v = Verdict::from_junit(&failed_setup).unwrap();
+        assert_eq!(v.line(), "2 passed, 2 failed, 1 skipped");
         assert!(Verdict::from_junit("not xml").is_err());
     }
 }
