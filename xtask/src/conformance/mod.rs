@@ -4,15 +4,20 @@
 //!
 //! This file holds the pure parts, each unit-tested: the default focus and the skips with their
 //! reasons ([`DEFAULT_FOCUS`], [`SKIPS`], [`skip_regex`]), the image names the suite asks for, read
-//! from the module's own `test/utils/image/manifest.go` ([`suite_image`]), and the one-line verdict
-//! from the suite's JUnit report ([`Verdict::from_junit`]).
+//! from the module's own `test/utils/image/manifest.go` ([`suite_image`]), the agnhost image's
+//! layout ([`agnhost_spec`]), and the one-line verdict from the suite's JUnit report
+//! ([`Verdict::from_junit`]).
 //!
 //! How far the command itself goes is recorded in docs/conformance.md (issue 39): the `e2e.test`
 //! and `agnhost` builds were measured with plain `go test -c` / `go build` of a wrapper module
 //! made as [`crate::upstream::wrapper`] makes one; the cache entry, the image and the run are not
 //! built yet.
 
+use std::path::Path;
+
 use anyhow::{Context as _, bail};
+
+use crate::upstream::images::{Entry, ImageSpec, Source};
 
 /// The suite's specs the command runs by default (a Ginkgo `--ginkgo.focus` regular expression).
 pub const DEFAULT_FOCUS: &str = "AdmissionWebhook|ValidatingAdmissionPolicy";
@@ -88,6 +93,36 @@ pub fn suite_image(manifest_go: &str, path: &str, id: &str) -> anyhow::Result<St
         .and_then(|v| unquote(v.trim().trim_end_matches(',')))
         .with_context(|| format!("{path}: no registry line `{reg}: \"…\",` in initRegistry"))?;
     Ok(format!("{host}/{name}:{version}"))
+}
+
+/// The agnhost image under `reference` (the name and tag the suite asks for, [`suite_image`]), as
+/// upstream's `test/images/agnhost/Dockerfile` sets it up where the admission specs look: the
+/// binary at `/agnhost`, `ENTRYPOINT ["/agnhost"]`, `CMD ["pause"]`, run as root. Upstream's image
+/// is Alpine with network tools for other specs; the admission specs run only its `webhook`
+/// subcommand (`test/e2e/apimachinery/webhook.go`, `deployWebhookAndService`), so the layer holds
+/// the static binary and `/tmp` alone.
+pub fn agnhost_spec(binary: &Path, reference: &str) -> ImageSpec {
+    ImageSpec {
+        reference: reference.to_owned(),
+        entries: vec![
+            Entry::File {
+                path: "agnhost".into(),
+                mode: 0o755,
+                source: Source::Path(binary.to_path_buf()),
+            },
+            Entry::Dir {
+                path: "tmp".into(),
+                mode: 0o1777,
+            },
+        ],
+        entrypoint: vec!["/agnhost".into()],
+        cmd: vec!["pause".into()],
+        env: vec!["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into()],
+        user: String::new(),
+        created_by:
+            "kca-webhook-lab xtask: k8s.io/kubernetes test/images/agnhost (go build, CGO off)"
+                .into(),
+    }
 }
 
 /// The verdict of one run of the suite.
@@ -183,6 +218,44 @@ func initImageConfigs(list RegistryList) (map[ImageID]Config, map[ImageID]Config
             .unwrap_err()
             .to_string();
         assert!(e.contains("expected Config{list."), "{e}");
+    }
+
+    /// The image is written as the node's other images are (`images::write_layout_archive`) and
+    /// names itself as the suite asks, with agnhost's entrypoint and default command.
+    #[test]
+    fn the_agnhost_image_carries_the_suites_name_and_agnhosts_command() {
+        let tmp = tempfile::tempdir().unwrap();
+        let bin = tmp.path().join("agnhost");
+        std::fs::write(&bin, b"\x7fELF bytes standing for agnhost").unwrap();
+        let reference = suite_image(MANIFEST, "m.go", "Agnhost").unwrap();
+        let out = tmp.path().join("agnhost.tar");
+        let w =
+            crate::upstream::images::write_layout_archive(&agnhost_spec(&bin, &reference), &out)
+                .unwrap();
+        let mut files = std::collections::HashMap::new();
+        let mut a = tar::Archive::new(std::fs::File::open(&out).unwrap());
+        for e in a.entries().unwrap() {
+            let mut e = e.unwrap();
+            let name = e.path().unwrap().to_string_lossy().to_string();
+            let mut buf = Vec::new();
+            std::io::Read::read_to_end(&mut e, &mut buf).unwrap();
+            files.insert(name, buf);
+        }
+        let index: serde_json::Value = serde_json::from_slice(&files["index.json"]).unwrap();
+        assert_eq!(
+            index["manifests"][0]["annotations"]["io.containerd.image.name"],
+            "registry.k8s.io/e2e-test-images/agnhost:2.66.1"
+        );
+        let config_blob = format!(
+            "blobs/sha256/{}",
+            w.config_digest.trim_start_matches("sha256:")
+        );
+        let config: serde_json::Value = serde_json::from_slice(&files[&config_blob]).unwrap();
+        assert_eq!(
+            config["config"]["Entrypoint"],
+            serde_json::json!(["/agnhost"])
+        );
+        assert_eq!(config["config"]["Cmd"], serde_json::json!(["pause"]));
     }
 
     #[test]
