@@ -1,4 +1,4 @@
-//! `cargo xtask bench [--runs N] [--lab a|b|both]`: runs the labs N times (each on a fresh
+//! `cargo xtask bench [--runs N] [--lab a|b|c|all]`: runs the labs N times (each on a fresh
 //! embedded cluster, exactly as `cargo xtask lab run` does) and writes
 //! `target/bench/<run-id>.json` and `target/bench/<run-id>.md` (also printed): every phase, its
 //! median and max over the runs, and its ratio to its floor.
@@ -11,15 +11,16 @@
 //!   collection, the report pages, teardown. A step inside another is shown indented under it.
 //!   **Gaps** are the time between two top-level steps of a lab run (and before the first and
 //!   after the last), i.e. what no step accounts for.
-//! - **Fault windows** come from each run's evidence: lab B acts 5 and 6 `facts.freeze`
+//! - **Fault windows** come from each run's evidence: lab B and lab C acts 5 and 6 `facts.freeze`
 //!   (`frozen_at` → `resumed_at`; floor: the planned `resume_after_sec`); lab A act 5
 //!   `facts.scaled_at` → act 6 `facts.replicas_restored.at` (scaled to 0; no floor: the lab
 //!   decides it), and act 6's recovery `facts.lease_after_restore_ms` (restore → Kyverno's new
 //!   Lease holder; Kyverno's own, so it is its own floor). Also kept as **fault facts** (figures
 //!   without a floor, to see how much room the graded bounds leave): lab B's slowest target
 //!   request minus `timeoutSeconds` (`grade::bounds` allows < 1 s) and the first explicit deny
-//!   after resume.
-//! - **Floors**: lab B act 5/6 → the planned freeze; lab A act 6 → its recorded
+//!   after resume; lab C's wait for three Ready replicas (act 3), the SIGSTOP → another Lease
+//!   holder and the former leader's settle (act 5), and the scale back (act 7).
+//! - **Floors**: lab B and lab C act 5/6 → the planned freeze; lab A act 6 → its recorded
 //!   `lease_after_restore_ms`; cluster up → Kyverno's own start, the admission controller pod's
 //!   `creationTimestamp` → its `Ready` condition's `lastTransitionTime` (1 s resolution; a span
 //!   added by `cluster::up`); the lab's total → the sum of those. `ratio` = median / median floor.
@@ -36,7 +37,7 @@ use lab::evidence::Lab;
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::kyverno::KYVERNO_START_SPAN;
-use crate::flags::{BenchCmd, LabChoice};
+use crate::flags::BenchCmd;
 use crate::lab_run::{RunOptions, artifacts_dir, lab_name, run_id, run_lab};
 use crate::status::{self, Span};
 
@@ -105,7 +106,7 @@ pub struct Phase {
 /// A phase over all runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Row {
-    /// `a`, `b` or `both`.
+    /// `a`, `b`, `c`, or `all` (the labs of one run together).
     pub lab: String,
     /// Phase name.
     pub phase: String,
@@ -303,7 +304,8 @@ fn short(msg: &str, cluster: &str) -> String {
 }
 
 /// The table rows of `samples`: phases grouped by (lab, name) in order of first appearance, and
-/// a `both` total per run index when both labs ran in it.
+/// an `all` total per run index when more than one lab ran in it (first lab's start to last
+/// lab's end).
 pub fn rows(samples: &[LabSample]) -> Vec<Row> {
     let mut order: Vec<(String, String)> = Vec::new();
     let mut figures: BTreeMap<(String, String), (Vec<u64>, Vec<u64>)> = BTreeMap::new();
@@ -318,18 +320,22 @@ pub fn rows(samples: &[LabSample]) -> Vec<Row> {
             e.1.extend(p.floor_ms);
         }
     }
-    // Both labs in one run: from the first lab's start to the last lab's end.
+    // Several labs in one run: from the first lab's start to the last lab's end.
     let mut by_run: BTreeMap<usize, Vec<&LabSample>> = BTreeMap::new();
     for s in samples {
         by_run.entry(s.run).or_default().push(s);
     }
-    let mut both = Vec::new();
+    let mut all = Vec::new();
+    let mut names = String::new();
     for v in by_run.values() {
-        if v.len() == 2 && v[0].lab != v[1].lab {
+        let mut labs: Vec<&str> = v.iter().map(|s| s.lab.as_str()).collect();
+        labs.dedup();
+        if labs.len() > 1 {
             let start = v.iter().map(|s| s.started_at).min();
             let end = v.iter().map(|s| s.finished_at).max();
             if let (Some(a), Some(b)) = (start, end) {
-                both.push((b - a).num_milliseconds().max(0) as u64);
+                all.push((b - a).num_milliseconds().max(0) as u64);
+                names = labs.join(" then ");
             }
         }
     }
@@ -350,16 +356,16 @@ pub fn rows(samples: &[LabSample]) -> Vec<Row> {
             }
         })
         .collect();
-    if !both.is_empty() {
-        let median_ms = median(&both).unwrap_or(0);
+    if !all.is_empty() {
+        let median_ms = median(&all).unwrap_or(0);
         out.push(Row {
-            lab: "both".into(),
-            phase: "both labs, a then b (wall time)".into(),
-            max_ms: both.iter().copied().max().unwrap_or(0),
+            lab: "all".into(),
+            phase: format!("every lab of a run, {names} (wall time)"),
+            max_ms: all.iter().copied().max().unwrap_or(0),
             median_ms,
             floor_ms: None,
             ratio: None,
-            ms: both,
+            ms: all,
         });
     }
     out
@@ -512,8 +518,93 @@ pub fn fault_windows(lab: Lab, evidence: &Path) -> Vec<Window> {
                 });
             }
         }
-        // Lab C's fault windows are acts 5-6, not built yet (issue 28); bench runs A and B.
-        Lab::C => {}
+        Lab::C => out.extend(lab_c_windows(evidence)),
+    }
+    out
+}
+
+/// A window of `ms` read from `source`, without a floor.
+fn fact(name: String, ms: u64, source: String) -> Window {
+    Window {
+        name,
+        ms,
+        floor_ms: None,
+        act_floor_for: None,
+        source,
+    }
+}
+
+/// Lab C's windows: the two freezes (floor: the planned `resume_after_sec`), and as fault facts
+/// act 3's wait for three Ready replicas, the SIGSTOP → another Lease holder (the lab's own
+/// `rules::c::takeover`), the frozen leader's settle after the first deny (its restart), and act
+/// 7's scale back.
+fn lab_c_windows(evidence: &Path) -> Vec<Window> {
+    let mut out = Vec::new();
+    if let Some(ms) = read_evidence(evidence, 3)
+        .and_then(|e| e.pointer("/facts/wait/waited_ms").and_then(|v| v.as_u64()))
+    {
+        out.push(fact(
+            "fault fact: act 3 scale to 3 → three Ready replicas and endpoints".into(),
+            ms,
+            "evidence/03.json facts.wait.waited_ms".into(),
+        ));
+    }
+    for act in [5u8, 6] {
+        let Some(e) = read_evidence(evidence, act) else {
+            continue;
+        };
+        if let (Some(a), Some(b)) = (
+            ts(&e, "/facts/freeze/frozen_at"),
+            ts(&e, "/facts/freeze/resumed_at"),
+        ) {
+            out.push(Window {
+                name: format!("fault window: act {act} freeze (frozen → resumed)"),
+                ms: (b - a).num_milliseconds().max(0) as u64,
+                floor_ms: e
+                    .pointer("/facts/freeze/resume_after_sec")
+                    .and_then(|v| v.as_u64())
+                    .map(|s| s * 1000),
+                act_floor_for: Some(act),
+                source: format!(
+                    "evidence/{act:02}.json facts.freeze.frozen_at, resumed_at, resume_after_sec"
+                ),
+            });
+        }
+        if act != 5 {
+            continue;
+        }
+        let run: Option<lab::facts::c::ReplicaFreezeRun> =
+            serde_json::from_value(e["facts"].clone()).ok();
+        let frozen = ts(&e, "/facts/freeze/frozen_at");
+        if let (Some(run), Some(f)) = (&run, frozen)
+            && let Some(at) = lab::rules::c::takeover(run)
+                .and_then(|(_, at)| DateTime::parse_from_rfc3339(at).ok())
+        {
+            out.push(fact(
+                "fault fact: act 5 SIGSTOP → another Lease holder read".into(),
+                (at.with_timezone(&Utc) - f).num_milliseconds().max(0) as u64,
+                "evidence/05.json facts.freeze.frozen_at → first facts.lease_samples[].at naming another holder".into(),
+            ));
+        }
+        if let Some(ms) = e
+            .pointer("/facts/target_after/waited_ms")
+            .and_then(|v| v.as_u64())
+        {
+            out.push(fact(
+                "fault fact: act 5 first deny after resume → former leader settled".into(),
+                ms,
+                "evidence/05.json facts.target_after.waited_ms".into(),
+            ));
+        }
+    }
+    if let Some(ms) = read_evidence(evidence, 7)
+        .and_then(|e| e.pointer("/facts/waited_ms").and_then(|v| v.as_u64()))
+    {
+        out.push(fact(
+            "fault fact: act 7 scale back → explicit deny".into(),
+            ms,
+            "evidence/07.json facts.waited_ms".into(),
+        ));
     }
     out
 }
@@ -563,11 +654,7 @@ impl BenchCmd {
             return render(path);
         }
         anyhow::ensure!(self.runs >= 1, "--runs must be at least 1");
-        let labs = match self.lab {
-            LabChoice::A => vec![Lab::A],
-            LabChoice::B => vec![Lab::B],
-            LabChoice::Both => vec![Lab::A, Lab::B],
-        };
+        let labs = self.lab.labs();
         let id = run_id();
         let dir = crate::cluster::config::repo_root()
             .join("target")
@@ -793,7 +880,7 @@ mod tests {
     }
 
     #[test]
-    fn rows_take_median_max_ratio_and_both() {
+    fn rows_take_median_max_ratio_and_all() {
         let mk = |lab: &str, run: usize, act_s: f64, floor: u64, end: f64| {
             let w = Window {
                 name: "w".into(),
@@ -830,9 +917,10 @@ mod tests {
         assert_eq!((act.median_ms, act.max_ms), (35_000, 40_000));
         assert_eq!(act.floor_ms, Some(20_000));
         assert_eq!(act.ratio, Some(1.75));
-        // Only run 0 had both labs: from a's start (0 s) to b's end (120 s).
-        let both = r.iter().find(|x| x.lab == "both").unwrap();
-        assert_eq!(both.ms, vec![120_000]);
+        // Only run 0 had two labs: from a's start (0 s) to b's end (120 s).
+        let all = r.iter().find(|x| x.lab == "all").unwrap();
+        assert_eq!(all.ms, vec![120_000]);
+        assert_eq!(all.phase, "every lab of a run, a then b (wall time)");
         let md = markdown(&BenchRecord {
             run_id: "x".into(),
             runs: 3,
@@ -886,5 +974,31 @@ mod tests {
             (w[1].ms, w[1].floor_ms, w[1].act_floor_for),
             (32_385, Some(32_385), Some(6))
         );
+    }
+
+    /// Lab C's windows from the recorded run c-20261201T234822Z (docs/lab-c.md's series 2, run 4).
+    #[test]
+    fn lab_c_windows_from_the_recorded_run() {
+        let ev = crate::cluster::config::repo_root()
+            .join("lab/tests/fixtures/recorded/c-20261201T234822Z/evidence");
+        let w = fault_windows(Lab::C, &ev);
+        let get = |prefix: &str| {
+            w.iter()
+                .find(|x| x.name.starts_with(prefix))
+                .unwrap_or_else(|| panic!("{prefix}: {w:#?}"))
+        };
+        assert_eq!(get("fault fact: act 3").ms, 36_678);
+        let f5 = get("fault window: act 5 freeze");
+        assert_eq!(
+            (f5.ms, f5.floor_ms, f5.act_floor_for),
+            (20_018, Some(20_000), Some(5))
+        );
+        let f6 = get("fault window: act 6 freeze");
+        assert_eq!((f6.floor_ms, f6.act_floor_for), (Some(10_000), Some(6)));
+        // docs/lab-c.md: the Lease moved 16020 ms after the SIGSTOP in this run.
+        assert_eq!(get("fault fact: act 5 SIGSTOP").ms, 16_020);
+        assert_eq!(get("fault fact: act 5 first deny").ms, 25_669);
+        assert_eq!(get("fault fact: act 7").ms, 2_005);
+        assert_eq!(w.len(), 6, "{w:#?}");
     }
 }

@@ -3,7 +3,7 @@
 //! `run` on these types (`impl flags::ClusterCmd` in `cluster/`), and `main.rs` holds the
 //! top-level `Cmd`. A ground-floor module: it names no other module of xtask, so the defaults the
 //! flags show (`--name`, `--k3s-tag`, the cache variable) are defined here and read from here.
-//! `matrix`'s flags are still in `matrix/mod.rs`.
+//! `matrix`'s flags are still in `matrix/mod.rs` (its `--lab` is [`LabChoice`], defined here).
 
 use std::path::PathBuf;
 
@@ -156,9 +156,10 @@ pub enum LabSub {
 /// Options of `lab run`.
 #[derive(clap::Args, Debug)]
 pub struct LabRunArgs {
-    /// Which lab (default: all three, a, b then c).
-    #[arg(long, value_enum)]
-    pub lab: Option<lab::evidence::Lab>,
+    /// Which lab: a, b, c or all (default: all three, a, b then c; the kubeconfig backend
+    /// needs one).
+    #[arg(long, value_name = "a|b|c|all", value_parser = parse_lab_choice)]
+    pub lab: Option<LabChoice>,
     /// Keep the cluster running afterwards (for debugging); `cargo xtask cluster down --name N` ends it.
     #[arg(long)]
     pub retain: bool,
@@ -222,15 +223,45 @@ pub struct GuestRunArgs {
     pub run_id: Option<String>,
 }
 
-/// Which labs a bench runs.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LabChoice {
-    /// Lab A only.
-    A,
-    /// Lab B only.
-    B,
-    /// A then B, as `cargo xtask lab run` does.
-    Both,
+/// `--lab a|b|c|all` of `lab run`, `matrix` and `bench`: which labs to run, in the registry's
+/// order. The one definition: its values are the wire names of [`lab::acts::LABS`]
+/// ([`lab::evidence::Lab::as_str`]) and `all` (every lab of the registry, a, b then c), so a lab
+/// added to the registry is a value here without an edit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabChoice(Vec<lab::evidence::Lab>);
+
+impl LabChoice {
+    /// Every lab of [`lab::acts::LABS`], in its order.
+    pub fn all() -> LabChoice {
+        LabChoice(lab::acts::LABS.to_vec())
+    }
+
+    /// The labs chosen, in the registry's order (never empty).
+    pub fn labs(&self) -> Vec<lab::evidence::Lab> {
+        self.0.clone()
+    }
+
+    /// The accepted values, `a|b|c|all` (for help and errors).
+    pub fn values() -> String {
+        let mut v: Vec<&str> = lab::acts::LABS.iter().map(|l| l.as_str()).collect();
+        v.push("all");
+        v.join("|")
+    }
+}
+
+/// Parses `--lab`: a lab's wire name from [`lab::acts::LABS`] or `all`.
+///
+/// # Errors
+/// Anything else, naming the accepted values.
+pub fn parse_lab_choice(s: &str) -> std::result::Result<LabChoice, String> {
+    if s == "all" {
+        return Ok(LabChoice::all());
+    }
+    lab::acts::LABS
+        .iter()
+        .find(|l| l.as_str() == s)
+        .map(|l| LabChoice(vec![*l]))
+        .ok_or_else(|| format!("expected one of {}, found {s:?}", LabChoice::values()))
 }
 
 /// `cargo xtask bench`
@@ -239,8 +270,8 @@ pub struct BenchCmd {
     /// How many times to run the labs.
     #[arg(long, default_value_t = 3)]
     pub runs: usize,
-    /// Which labs.
-    #[arg(long, value_enum, default_value = "both")]
+    /// Which labs: a, b, c or all (a, b then c).
+    #[arg(long, value_name = "a|b|c|all", value_parser = parse_lab_choice, default_value = "all")]
     pub lab: LabChoice,
     /// Run nothing: read a bench record (`target/bench/<id>.json`), recompute its table and
     /// print it (also rewriting the record's rows and its `.md` beside it).
@@ -296,4 +327,45 @@ pub struct BackendArgs {
     /// k3s backend: the rancher/k3s image tag.
     #[arg(long, default_value = K3S_TAG)]
     pub k3s_tag: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lab::evidence::Lab;
+
+    #[test]
+    fn lab_choice_takes_the_registrys_names_and_all() {
+        assert_eq!(parse_lab_choice("a").unwrap().labs(), vec![Lab::A]);
+        assert_eq!(parse_lab_choice("b").unwrap().labs(), vec![Lab::B]);
+        assert_eq!(parse_lab_choice("c").unwrap().labs(), vec![Lab::C]);
+        assert_eq!(
+            parse_lab_choice("all").unwrap().labs(),
+            lab::acts::LABS.to_vec()
+        );
+        assert_eq!(LabChoice::all().labs(), vec![Lab::A, Lab::B, Lab::C]);
+        assert_eq!(LabChoice::values(), "a|b|c|all");
+        for bad in ["both", "", "A", "d"] {
+            let e = parse_lab_choice(bad).unwrap_err();
+            assert!(
+                e.contains("a|b|c|all") && e.contains(&format!("{bad:?}")),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn bench_defaults_to_every_lab() {
+        use clap::Parser as _;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            bench: BenchCmd,
+        }
+        let c = Cli::try_parse_from(["x"]).unwrap();
+        assert_eq!(c.bench.lab, LabChoice::all());
+        let c = Cli::try_parse_from(["x", "--lab", "c"]).unwrap();
+        assert_eq!(c.bench.lab.labs(), vec![Lab::C]);
+        assert!(Cli::try_parse_from(["x", "--lab", "both"]).is_err());
+    }
 }

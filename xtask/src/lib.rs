@@ -22,6 +22,7 @@ pub mod backend;
 pub mod bench;
 pub mod cluster;
 pub mod command;
+pub mod conformance;
 pub mod dist;
 pub mod flags;
 pub mod guest;

@@ -1,4 +1,4 @@
-//! `cargo xtask lab run [--lab a|b|c]`: reproduces a lab from nothing on a fresh embedded cluster.
+//! `cargo xtask lab run [--lab a|b|c|all]`: reproduces a lab from nothing on a fresh embedded cluster.
 //!
 //! For each lab: bring a fresh cluster up (`xtask::cluster`), write the reference student inputs
 //! the way a student would (from `inspect` and from the digests of earlier evidence), run every act
@@ -73,13 +73,16 @@ impl LabCmd {
                 }
                 let versions = args.versions.resolve()?;
                 backend.preflight()?;
-                let labs = match args.lab {
-                    Some(l) => vec![l],
-                    None if matches!(backend, crate::backend::Backend::Kubeconfig(_)) => bail!(
+                let labs = args
+                    .lab
+                    .clone()
+                    .unwrap_or_else(crate::flags::LabChoice::all)
+                    .labs();
+                if labs.len() > 1 && matches!(backend, crate::backend::Backend::Kubeconfig(_)) {
+                    bail!(
                         "the kubeconfig backend runs one lab per existing cluster (each lab needs a fresh cluster): pass --lab a, b or c"
-                    ),
-                    None => lab::acts::LABS.to_vec(),
-                };
+                    );
+                }
                 let run_id = args.run_id.clone().unwrap_or_else(run_id);
                 let mut failed = Vec::new();
                 let mut outcomes = Vec::new();

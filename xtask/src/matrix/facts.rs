@@ -33,19 +33,36 @@ pub struct Observed {
     pub value: Option<String>,
     /// The measured particulars behind it, for the reader (elapsed times, counts, names).
     pub detail: String,
+    /// The row's number, for a fact that moves from run to run (`4` of `18` requests timed out,
+    /// a time in ms): the table shows its spread over each cell's runs ([`super::table::spread`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub figure: Option<Figure>,
+}
+
+/// A number one run observed: `n`, or `n` out of `of` (requests that timed out of those sent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Figure {
+    /// The count or the milliseconds.
+    pub n: i64,
+    /// Out of how many (`None`: a plain number).
+    pub of: Option<i64>,
 }
 
 impl Observed {
-    fn seen(value: impl Into<String>, detail: impl Into<String>) -> Observed {
+    /// A value the run showed, with its particulars.
+    pub(crate) fn seen(value: impl Into<String>, detail: impl Into<String>) -> Observed {
         Observed {
             value: Some(value.into()),
             detail: detail.into(),
+            figure: None,
         }
     }
-    fn not_seen(why: impl Into<String>) -> Observed {
+    /// Not shown by the run, and why.
+    pub(crate) fn not_seen(why: impl Into<String>) -> Observed {
         Observed {
             value: None,
             detail: why.into(),
+            figure: None,
         }
     }
 }
@@ -55,7 +72,7 @@ impl Observed {
 pub struct Fact {
     /// Stable id, e.g. `b.fail-freeze.target`.
     pub id: &'static str,
-    /// `a` or `b`.
+    /// `a`, `b` or `c`.
     pub lab: &'static str,
     /// What the row holds, in a few words.
     pub title: &'static str,
@@ -506,6 +523,13 @@ fn a_recovery_order(ev: &Evidence) -> Observed {
     Observed::seen(order, format!("after replicas restored: {detail}"))
 }
 
+/// A time in milliseconds as a row's value, with its figure (for the spread over runs).
+fn millis(ms: i64) -> Observed {
+    let mut o = Observed::seen(ms.to_string(), format!("{:.1} s", ms as f64 / 1000.0));
+    o.figure = Some(Figure { n: ms, of: None });
+    o
+}
+
 /// Lab A act 6: milliseconds from replicas restored to the first explicit deny.
 fn a_recovery_deny_ms(ev: &Evidence) -> Observed {
     let Some(f) = facts(ev, 6) else {
@@ -518,7 +542,7 @@ fn a_recovery_deny_ms(ev: &Evidence) -> Observed {
         .pointer("/first_explicit_deny/waited_ms")
         .and_then(Value::as_i64)
     {
-        Some(ms) => Observed::seen(ms.to_string(), format!("{:.1} s", ms as f64 / 1000.0)),
+        Some(ms) => millis(ms),
         None => Observed::not_seen("no waited_ms"),
     }
 }
@@ -529,7 +553,7 @@ fn a_leader_takeover_ms(ev: &Evidence) -> Observed {
         return missing(6);
     };
     match f.get("leader_takeover_ms").and_then(Value::as_i64) {
-        Some(ms) => Observed::seen(ms.to_string(), format!("{:.1} s", ms as f64 / 1000.0)),
+        Some(ms) => millis(ms),
         None => Observed::not_seen("act 6 recorded no leader_takeover_ms"),
     }
 }
@@ -553,7 +577,14 @@ fn a_dry_run(ev: &Evidence) -> Observed {
     )
 }
 
-/// Every row, lab B first (the order).
+/// Every row of the table: [`FACTS`] (labs B and A), then lab C's
+/// ([`super::facts_c::FACTS_C`]).
+pub fn all() -> impl Iterator<Item = &'static Fact> {
+    FACTS.iter().chain(super::facts_c::FACTS_C.iter())
+}
+
+/// The rows of labs B and A, lab B first (the order); lab C's are
+/// [`super::facts_c::FACTS_C`].
 pub const FACTS: &[Fact] = &[
     Fact {
         id: "b.fail-freeze.target",
@@ -756,11 +787,11 @@ mod tests {
 
     #[test]
     fn fact_ids_are_unique_and_name_their_lab() {
-        let mut ids: Vec<&str> = FACTS.iter().map(|f| f.id).collect();
+        let mut ids: Vec<&str> = all().map(|f| f.id).collect();
         ids.sort_unstable();
         ids.dedup();
-        assert_eq!(ids.len(), FACTS.len());
-        for f in FACTS {
+        assert_eq!(ids.len(), all().count());
+        for f in all() {
             assert!(f.id.starts_with(&format!("{}.", f.lab)), "{}", f.id);
         }
     }

@@ -1,4 +1,4 @@
-//! `cargo xtask matrix [--kubernetes LIST] [--kyverno LIST] [--lab a|b|both] [--runs N]`: both
+//! `cargo xtask matrix [--kubernetes LIST] [--kyverno LIST] [--lab a|b|c|all] [--runs N]`: the
 //! labs on every Kubernetes × Kyverno cell, each lab on a fresh embedded cluster, and one drift
 //! table of the taught facts ([`facts::FACTS`]) against the pinned cell ([`table`]).
 //!
@@ -14,6 +14,7 @@
 //! failed (each said on stderr, [`table::failures`]).
 
 pub mod facts;
+pub mod facts_c;
 pub mod table;
 
 use std::path::{Path, PathBuf};
@@ -39,13 +40,14 @@ pub struct MatrixCmd {
     /// Kyverno releases, comma separated (default: the pinned v1.19.1).
     #[arg(long, value_delimiter = ',', value_name = "vX.Y.Z,…")]
     kyverno: Vec<String>,
-    /// Which labs to run in each cell.
-    #[arg(long, value_enum, default_value = "both")]
-    lab: LabChoice,
+    /// Which labs to run in each cell: a, b, c or all (a, b then c).
+    #[arg(long, value_name = "a|b|c|all", value_parser = crate::flags::parse_lab_choice, default_value = "all")]
+    lab: crate::flags::LabChoice,
     /// Runs of each cell (each lab on its own fresh cluster every run).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10))]
     runs: u32,
-    /// Use an earlier run directory (holding `a/` and `b/` with `workdir/evidence/`, e.g.
+    /// Use an earlier run directory (holding `a/` and `b/`, and `c/` if lab C ran, with
+    /// `workdir/evidence/`, e.g.
     /// `target/lab-artifacts/<run-id>` of a pinned `lab run`) as the pinned column instead of
     /// running the pinned cell; the pinned pair is then left out of the cells run.
     #[arg(long, value_name = "DIR")]
@@ -60,24 +62,6 @@ pub struct MatrixCmd {
     /// with its `cells.json`); runs nothing.
     #[arg(long, value_name = "DIR")]
     table_from: Option<PathBuf>,
-}
-
-/// `--lab`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum LabChoice {
-    A,
-    B,
-    Both,
-}
-
-impl LabChoice {
-    fn labs(self) -> Vec<Lab> {
-        match self {
-            LabChoice::A => vec![Lab::A],
-            LabChoice::B => vec![Lab::B],
-            LabChoice::Both => vec![Lab::A, Lab::B],
-        }
-    }
 }
 
 /// One cell run recorded in `cells.json`: the pair, the run number and its artifacts.
@@ -288,7 +272,8 @@ pub fn write_docs_table(path: &Path, table: &str) -> Result<()> {
 }
 
 /// The pinned column from `--baseline DIR`: `DIR/a` and `DIR/b` (a run directory), or else the
-/// newest `DIR/a-*` and `DIR/b-*` (the recorded runs, `lab/tests/fixtures/recorded`).
+/// newest `DIR/a-*` and `DIR/b-*` (the recorded runs, `lab/tests/fixtures/recorded`); lab C's
+/// `DIR/c` or `DIR/c-*` when there.
 ///
 /// # Errors
 /// Neither layout, or unreadable evidence.
@@ -298,23 +283,24 @@ fn load_baseline(dir: &Path) -> Result<CellInput> {
         running: format!("baseline {}", dir.display()),
         a: None,
         b: None,
+        c: None,
         artifacts: dir.display().to_string(),
     };
-    for (name, lab) in [("a", Lab::A), ("b", Lab::B)] {
-        let lab_dir = baseline_lab_dir(dir, name).with_context(|| {
-            format!(
+    for lab in lab::acts::LABS {
+        let name = lab.as_str();
+        let Some(lab_dir) = baseline_lab_dir(dir, name) else {
+            // Labs A and B are the baseline's minimum; lab C is there from the runs that have it.
+            if lab == Lab::C {
+                continue;
+            }
+            bail!(
                 "--baseline {}: no {name}/ and no {name}-* directory",
                 dir.display()
-            )
-        })?;
+            );
+        };
         let result = load_lab(lab, &lab_dir)?;
         cell.running = format!("{} · lab {name}: {}", cell.running, lab_dir.display());
-        match lab {
-            Lab::A => cell.a = Some(result),
-            Lab::B => cell.b = Some(result),
-            // The matrix runs labs A and B only (its LabChoice has no lab C yet).
-            Lab::C => {}
-        }
+        *cell.lab_mut(lab) = Some(result);
     }
     Ok(cell)
 }
@@ -353,6 +339,7 @@ fn load_cell(
         running: String::new(),
         a: None,
         b: None,
+        c: None,
         // Relative when the run sits beside the matrix directory (so the page works from an
         // uploaded artifact), else absolute.
         artifacts: match dir.file_name() {
@@ -370,7 +357,10 @@ fn load_cell(
         },
     };
     for name in labs {
-        let lab = if name == "a" { Lab::A } else { Lab::B };
+        let lab = lab::acts::LABS
+            .into_iter()
+            .find(|l| l.as_str() == name)
+            .with_context(|| format!("{}: no lab {name:?}", dir.display()))?;
         let lab_dir = dir.join(name);
         let mut result = load_lab(lab, &lab_dir)?;
         if let Some(e) = errors.get(name) {
@@ -391,12 +381,7 @@ fn load_cell(
                 None => m,
             });
         }
-        match lab {
-            Lab::A => cell.a = Some(result),
-            Lab::B => cell.b = Some(result),
-            // The matrix runs labs A and B only (its LabChoice has no lab C yet).
-            Lab::C => {}
-        }
+        *cell.lab_mut(lab) = Some(result);
     }
     Ok(cell)
 }
@@ -562,13 +547,14 @@ mod tests {
     }
 
     /// The pinned cell from the recorded embedded/kubeconfig runs (lab A 2026-11-30 19:46,
-    /// lab B 2026-11-30 21:05), as `cargo xtask matrix --table-from` would load it.
+    /// lab B 2026-11-30 21:05, lab C 2026-12-01 23:48), as `cargo xtask matrix --table-from` would load it.
     fn pinned_cell() -> CellInput {
         CellInput {
             versions: Versions::pinned(),
             running: "recorded".into(),
             a: Some(load_lab(Lab::A, &recorded("a-20261130T194643Z")).unwrap()),
             b: Some(load_lab(Lab::B, &recorded("b-20261130T210502Z")).unwrap()),
+            c: Some(load_lab(Lab::C, &recorded("c-20261201T234822Z")).unwrap()),
             artifacts: String::new(),
         }
     }
@@ -649,6 +635,144 @@ mod tests {
             t.columns[0].findings
         );
         assert!(table::failures(&t).is_empty());
+    }
+
+    /// Lab C's rows on the recorded run c-20261201T234822Z, against docs/lab-c.md's row for it
+    /// (act 5: 2/18 timeouts, Lease moved 16020 ms after the SIGSTOP, former leader 0→1 same UID;
+    /// act 6: 2/18 stored; act 7: 2.0 s).
+    #[test]
+    fn the_recorded_lab_c_run_shows_what_lab_c_teaches() {
+        let t = table::build(&[pinned_cell()]);
+        let v = |id: &str| value(&t, id, 0).observed.clone();
+        let timeouts = v("c.leader-freeze.timeouts");
+        assert_eq!(
+            timeouts.value.as_deref(),
+            Some("some-matching-requests-timeout")
+        );
+        assert_eq!(timeouts.figure, Some(facts::Figure { n: 2, of: Some(18) }));
+        assert!(
+            timeouts.detail.starts_with(
+                "2 of 18 webhook-timeout (GET found 0 of them), 16 explicit-deny, 0 other"
+            ),
+            "{}",
+            timeouts.detail
+        );
+        assert_eq!(
+            v("c.leader-freeze.outcomes").value.as_deref(),
+            Some("webhook-timeout (GET: not found) or explicit-deny")
+        );
+        assert_eq!(
+            v("c.leader-freeze.endpoint").value.as_deref(),
+            Some("ready endpoint in every read")
+        );
+        assert_eq!(
+            v("c.lease.leader-freeze").value.as_deref(),
+            Some("taken-over-during-freeze")
+        );
+        assert_eq!(v("c.lease.takeover-ms").value.as_deref(), Some("16020"));
+        assert_eq!(v("c.former-leader").value.as_deref(), Some("restarted"));
+        assert!(
+            v("c.former-leader")
+                .detail
+                .starts_with("restart count 0→1, same pod UID")
+        );
+        let stored = v("c.follower-freeze.stored");
+        assert_eq!(stored.value.as_deref(), Some("some-unvalidated-stored"));
+        assert_eq!(stored.figure.map(|f| (f.n, f.of)), Some((2, Some(18))));
+        // Act 6: the restarted former leader served none of the follower freeze's calls.
+        assert_eq!(
+            v("c.replica-share").value.as_deref(),
+            Some("act 3: 3 of 3 served · act 5: 2 of 2 served · act 6: 2 of 3 served")
+        );
+        assert_eq!(v("c.registration").value.as_deref(), Some("kept"));
+        let back = v("c.scale-back");
+        assert_eq!(
+            back.value.as_deref(),
+            Some("1 replica(s), explicit-deny, existing same-uid-running")
+        );
+        assert_eq!(back.figure.map(|f| f.n), Some(2005));
+        // The spread table has one column (one pair) with one run each.
+        assert_eq!(t.spread.cells, vec![Versions::pinned()]);
+        let sp = t
+            .spread
+            .rows
+            .iter()
+            .find(|r| r.id == "c.leader-freeze.timeouts")
+            .unwrap();
+        assert_eq!(table::spread_text(&sp.figures[0]), "2 of 18 (1 run(s): 2)");
+    }
+
+    #[test]
+    fn several_runs_of_a_pair_show_their_spread_and_a_count_change_is_no_failure() {
+        let mut runs = Vec::new();
+        for (k, timeouts) in [(1, 0usize), (2, 7), (3, 4)] {
+            let mut c = pinned_cell();
+            c.versions = Versions::new("v1.37.2", "v1.19.1").unwrap();
+            c.running = format!("run {k}");
+            let bad = c.c.as_mut().unwrap().evidence.get_mut(&5).unwrap()["facts"]["bad"]
+                .as_array_mut()
+                .unwrap();
+            for (i, r) in bad.iter_mut().enumerate() {
+                let word = if i < timeouts {
+                    "webhook-timeout"
+                } else {
+                    "explicit-deny"
+                };
+                r["outcome"] = serde_json::json!(word);
+                r["get"]["exists"] = serde_json::json!(false);
+            }
+            runs.push(c);
+        }
+        let mut cells = vec![pinned_cell()];
+        cells.extend(runs);
+        let t = table::build(&cells);
+        assert_eq!(t.spread.cells.len(), 2);
+        let sp = t
+            .spread
+            .rows
+            .iter()
+            .find(|r| r.id == "c.leader-freeze.timeouts")
+            .unwrap();
+        assert_eq!(table::spread_text(&sp.figures[0]), "2 of 18 (1 run(s): 2)");
+        assert_eq!(
+            table::spread_text(&sp.figures[1]),
+            "0–7 of 18 (3 run(s): 0, 7, 4)"
+        );
+        // Run 1 saw none: the lab's word changes, an unstated row; the matrix still passes.
+        assert_eq!(
+            value(&t, "c.leader-freeze.timeouts", 1).drift,
+            Drift::Changed
+        );
+        assert_eq!(value(&t, "c.leader-freeze.timeouts", 2).drift, Drift::Same);
+        assert_eq!(value(&t, "c.leader-freeze.outcomes", 1).drift, Drift::Same);
+        assert!(table::failures(&t).is_empty(), "{:?}", table::failures(&t));
+        let md = t.markdown();
+        assert!(md.contains("Spread over each pair's runs"), "{md}");
+        assert!(
+            md.contains("| 2 of 18 (1 run(s): 2) | 0–7 of 18 (3 run(s): 0, 7, 4) |"),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn a_stored_request_during_the_leader_freeze_is_a_stated_change() {
+        let mut other = pinned_cell();
+        other.versions = Versions::new("v1.37.2", "v1.19.1").unwrap();
+        let bad = &mut other.c.as_mut().unwrap().evidence.get_mut(&5).unwrap()["facts"]["bad"][0];
+        bad["outcome"] = serde_json::json!("stored");
+        bad["get"]["exists"] = serde_json::json!(true);
+        let t = table::build(&[pinned_cell(), other]);
+        let v = value(&t, "c.leader-freeze.outcomes", 1);
+        assert_eq!(
+            v.observed.value.as_deref(),
+            Some("also: stored (GET: true)")
+        );
+        assert_eq!(v.drift, Drift::Changed);
+        let f = table::failures(&t);
+        assert!(
+            f.iter().any(|l| l.contains("c.leader-freeze.outcomes")),
+            "{f:?}"
+        );
     }
 
     #[test]

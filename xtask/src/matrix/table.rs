@@ -1,4 +1,4 @@
-//! The drift table: one row per taught fact ([`super::facts::FACTS`]), one column per cell
+//! The drift table: one row per taught fact ([`super::facts::all`]), one column per cell
 //! (Kubernetes × Kyverno), each value marked against the pinned cell, plus each cell's running
 //! versions, Kyverno's support label, run failures and the graders' findings. A pure function of
 //! the cells' evidence ([`build`]) and three renderings: Markdown ([`Table::markdown`]), HTML
@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use super::facts::{Drift, Evidence, FACTS, Observed, drift};
+use super::facts::{Drift, Evidence, Figure, Observed, drift};
 use crate::upstream::Versions;
 
 /// One lab's run in one cell, as read from its artifacts.
@@ -32,15 +32,27 @@ pub struct CellInput {
     pub a: Option<LabResult>,
     /// Lab B's run, if the matrix ran lab B.
     pub b: Option<LabResult>,
+    /// Lab C's run, if the matrix ran lab C.
+    pub c: Option<LabResult>,
     /// Where the cell's artifacts are (a run directory with `index.html`), for links.
     pub artifacts: String,
 }
 
 impl CellInput {
+    /// Where `lab`'s run goes.
+    pub fn lab_mut(&mut self, lab: lab::evidence::Lab) -> &mut Option<LabResult> {
+        match lab {
+            lab::evidence::Lab::A => &mut self.a,
+            lab::evidence::Lab::B => &mut self.b,
+            lab::evidence::Lab::C => &mut self.c,
+        }
+    }
+
     fn lab(&self, lab: &str) -> Option<&LabResult> {
         match lab {
             "a" => self.a.as_ref(),
-            _ => self.b.as_ref(),
+            "b" => self.b.as_ref(),
+            _ => self.c.as_ref(),
         }
     }
 }
@@ -93,8 +105,92 @@ pub struct Table {
     pub pinned: Versions,
     /// The columns, the pinned cell first when present.
     pub columns: Vec<Column>,
-    /// The rows, in [`FACTS`] order.
+    /// The rows, in [`super::facts::all`] order.
     pub rows: Vec<Row>,
+    /// The spread of the rows that carry a figure, over each pair's runs ([`spread`]).
+    pub spread: Spread,
+}
+
+/// The spread of the figures (counts, times) over each pair's runs: one column per distinct pair,
+/// in column order, one row per fact that carries a figure in any run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Spread {
+    /// The pairs, each once, in the order of their first column.
+    pub cells: Vec<Versions>,
+    /// One row per fact with a figure.
+    pub rows: Vec<SpreadRow>,
+}
+
+/// One fact's figures per pair.
+#[derive(Debug, Clone, Serialize)]
+pub struct SpreadRow {
+    /// Fact id.
+    pub id: &'static str,
+    /// Title.
+    pub title: &'static str,
+    /// Per pair (in [`Spread::cells`] order): every run's figure, in column order (empty: none).
+    pub figures: Vec<Vec<Figure>>,
+}
+
+/// `min–max of N (runs: a, b, c)` or `min–max ms (runs: …)` of a pair's figures; `—` when none.
+pub fn spread_text(figures: &[Figure]) -> String {
+    let (Some(min), Some(max)) = (
+        figures.iter().map(|f| f.n).min(),
+        figures.iter().map(|f| f.n).max(),
+    ) else {
+        return "—".into();
+    };
+    let range = if min == max {
+        min.to_string()
+    } else {
+        format!("{min}–{max}")
+    };
+    let mut ofs: Vec<i64> = figures.iter().filter_map(|f| f.of).collect();
+    ofs.sort_unstable();
+    ofs.dedup();
+    let of = match ofs.as_slice() {
+        [] => String::new(),
+        [n] => format!(" of {n}"),
+        _ => format!(
+            " of {}",
+            ofs.iter().map(i64::to_string).collect::<Vec<_>>().join("/")
+        ),
+    };
+    let runs = figures
+        .iter()
+        .map(|f| f.n.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!("{range}{of} ({} run(s): {runs})", figures.len())
+}
+
+/// The spread of `rows` over `columns` (see [`Spread`]).
+pub fn spread(columns: &[Column], rows: &[Row]) -> Spread {
+    let mut cells: Vec<Versions> = Vec::new();
+    for c in columns {
+        if !cells.contains(&c.versions) {
+            cells.push(c.versions.clone());
+        }
+    }
+    let rows = rows
+        .iter()
+        .filter_map(|r| {
+            let mut figures = vec![Vec::new(); cells.len()];
+            for (c, v) in columns.iter().zip(&r.values) {
+                if let Some(f) = v.as_ref().and_then(|v| v.observed.figure)
+                    && let Some(i) = cells.iter().position(|x| *x == c.versions)
+                {
+                    figures[i].push(f);
+                }
+            }
+            figures.iter().any(|f| !f.is_empty()).then_some(SpreadRow {
+                id: r.id,
+                title: r.title,
+                figures,
+            })
+        })
+        .collect();
+    Spread { cells, rows }
 }
 
 /// Why the matrix fails, one line each (empty: it passes): a stated fact that changed or could not
@@ -141,8 +237,7 @@ pub fn build(cells: &[CellInput]) -> Table {
     let mut order: Vec<&CellInput> = cells.iter().collect();
     order.sort_by_key(|c| !c.versions.is_pinned());
     let pinned = order.iter().find(|c| c.versions.is_pinned()).copied();
-    let rows = FACTS
-        .iter()
+    let rows: Vec<Row> = super::facts::all()
         .map(|f| {
             let reference = pinned
                 .and_then(|p| p.lab(f.lab))
@@ -177,12 +272,12 @@ pub fn build(cells: &[CellInput]) -> Table {
             }
         })
         .collect();
-    let columns = order
+    let columns: Vec<Column> = order
         .iter()
         .map(|c| {
             let mut failures = Vec::new();
             let mut findings = Vec::new();
-            for (name, l) in [("a", &c.a), ("b", &c.b)] {
+            for (name, l) in [("a", &c.a), ("b", &c.b), ("c", &c.c)] {
                 if let Some(l) = l {
                     if let Some(e) = &l.failure {
                         failures.push(format!("lab {name}: {e}"));
@@ -200,10 +295,12 @@ pub fn build(cells: &[CellInput]) -> Table {
             }
         })
         .collect();
+    let spread = spread(&columns, &rows);
     Table {
         pinned: pinned_v,
         columns,
         rows,
+        spread,
     }
 }
 
@@ -302,6 +399,38 @@ impl Table {
                         ));
                     }
                 }
+            }
+            out.push('\n');
+        }
+        out.push_str(&self.spread_markdown());
+        out
+    }
+
+    /// The spread table ([`Spread`]) as Markdown under its own header line; empty when no row
+    /// carries a figure.
+    pub fn spread_markdown(&self) -> String {
+        let sp = &self.spread;
+        if sp.rows.is_empty() {
+            return String::new();
+        }
+        let mut out = String::from(
+            "\nSpread over each pair's runs (min–max, then every run's figure in run order):\n\n| fact |",
+        );
+        for v in &sp.cells {
+            out.push_str(&format!(
+                " Kubernetes {} × Kyverno {} |",
+                v.kubernetes, v.kyverno
+            ));
+        }
+        out.push_str("\n|---|");
+        for _ in &sp.cells {
+            out.push_str("---|");
+        }
+        out.push('\n');
+        for r in &sp.rows {
+            out.push_str(&format!("| {} `{}` |", md_escape(r.title), r.id));
+            for f in &r.figures {
+                out.push_str(&format!(" {} |", md_escape(&spread_text(f))));
             }
             out.push('\n');
         }

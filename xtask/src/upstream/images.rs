@@ -248,6 +248,8 @@ pub struct ImageSpec {
     pub entries: Vec<Entry>,
     /// `config.Entrypoint`.
     pub entrypoint: Vec<String>,
+    /// `config.Cmd` (empty: left out of the config, as for pause and the ko images).
+    pub cmd: Vec<String>,
     /// `config.Env`.
     pub env: Vec<String>,
     /// `config.User`.
@@ -282,6 +284,7 @@ fn pause_spec(binary: &Path) -> ImageSpec {
             source: Source::Path(binary.to_path_buf()),
         }],
         entrypoint: vec!["/pause".into()],
+        cmd: Vec::new(),
         env: vec!["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into()],
         user: "65535:65535".into(),
         created_by: "kca-webhook-lab xtask: Kubernetes build/pause/linux/pause.c (gcc -static)"
@@ -337,6 +340,7 @@ pub fn ko_spec(
             dir("var/run/ko", 0o555),
         ],
         entrypoint: vec![app],
+        cmd: Vec::new(),
         env: vec![
             "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/ko-app".into(),
             "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt".into(),
@@ -555,18 +559,20 @@ fn oci_error(spec: &ImageSpec) -> impl Fn(oci_spec::OciSpecError) -> anyhow::Err
 /// The image config of `spec` with its one layer `diff_id`, as canonical JSON (RFC 8785).
 fn config_json(spec: &ImageSpec, diff_id: &str) -> anyhow::Result<Vec<u8>> {
     let oci = oci_error(spec);
+    let runtime = ConfigBuilder::default()
+        .entrypoint(spec.entrypoint.clone())
+        .env(spec.env.clone())
+        .user(spec.user.clone());
+    let runtime = if spec.cmd.is_empty() {
+        runtime
+    } else {
+        runtime.cmd(spec.cmd.clone())
+    };
     let config = ImageConfigurationBuilder::default()
         .created(EPOCH_RFC3339)
         .architecture(host_arch()?)
         .os(Os::Linux)
-        .config(
-            ConfigBuilder::default()
-                .entrypoint(spec.entrypoint.clone())
-                .env(spec.env.clone())
-                .user(spec.user.clone())
-                .build()
-                .map_err(&oci)?,
-        )
+        .config(runtime.build().map_err(&oci)?)
         .rootfs(
             RootFsBuilder::default()
                 .typ("layers")

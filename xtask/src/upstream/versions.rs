@@ -110,6 +110,21 @@ pub const KUBERNETES_MINORS: &[KubernetesMinor] = &[
         note: "every flag the daemons pass is in v1.36.3's `--help` (kube-apiserver, \
                kube-controller-manager, kube-scheduler, kubelet, kube-proxy; checked 2026-12-01)",
     },
+    KubernetesMinor {
+        minor: 37,
+        flags: &[],
+        note: "every flag the daemons pass is in v1.37.2's `--help` (kube-apiserver, \
+               kube-controller-manager, kube-scheduler, kubelet, kube-proxy; checked 2026-12-02). \
+               What changes for the labs: the `WebhookRoundTripLoadBalancing` gate (Beta, on by \
+               default from v1.37; kubernetes/kubernetes PR #139237, `k8s.io/apiserver` \
+               `pkg/util/webhook/client.go`) resolves a webhook service's endpoint for each call \
+               (a RoundTripper) instead of when a connection is dialled, so with \
+               `--enable-aggregator-routing=true` (which the embedded node and k3s set) every \
+               admission call picks a random Ready endpoint (`pkg/util/proxy/proxy.go`, \
+               `RandomEndpoint`) where v1.35 reused an idle connection to the replica it had \
+               dialled: lab C's share of the calls per replica changes (docs/lab-c.md). The gate \
+               is left at its default (no flag set).",
+    },
 ];
 
 /// What the embedded backend needs to know about one Kyverno release.
@@ -370,6 +385,15 @@ mod tests {
 
     #[test]
     fn versions_without_a_row_are_refused_naming_the_table() {
+        assert!(
+            Versions::new("v1.37.2", "v1.19.1").is_ok(),
+            "v1.37 has a row"
+        );
+        let e = Versions::new("v1.38.0", "v1.19.1").unwrap_err().to_string();
+        assert!(
+            e.contains("KUBERNETES_MINORS") && e.contains("v1.37"),
+            "{e}"
+        );
         let e = Versions::new("v1.30.1", "v1.19.1").unwrap_err().to_string();
         assert!(
             e.contains("KUBERNETES_MINORS") && e.contains("v1.36"),
