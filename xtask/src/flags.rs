@@ -137,7 +137,7 @@ pub struct LabCmd {
 /// The subcommands of `cargo xtask lab`.
 #[derive(clap::Subcommand, Debug)]
 pub enum LabSub {
-    /// Run a lab (or both, each on its own fresh cluster) end to end and collect artifacts.
+    /// Run a lab (or every lab, each on its own fresh cluster) end to end and collect artifacts.
     Run(LabRunArgs),
     /// Print a Markdown table of the key facts of the lab runs under an artifacts directory
     /// (the nightly job summary).
@@ -156,7 +156,7 @@ pub enum LabSub {
 /// Options of `lab run`.
 #[derive(clap::Args, Debug)]
 pub struct LabRunArgs {
-    /// Which lab (default: all three, a, b then c).
+    /// Which lab (default: every lab, in the registry's order: `lab::acts::LABS`).
     #[arg(long, value_enum)]
     pub lab: Option<lab::evidence::Lab>,
     /// Keep the cluster running afterwards (for debugging); `cargo xtask cluster down --name N` ends it.
