@@ -1531,7 +1531,7 @@ fn act7_lines(
         facts.existing.phase.as_deref().unwrap_or("?"),
         a3.existing.uid.as_deref().unwrap_or("?"),
     )));
-    lines.push(ui.text(crate::metrics::summary_line(&admission)));
+    lines.push(ui.text(crate::metrics::summary_line(admission)));
     lines
 }
 
