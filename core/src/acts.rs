@@ -29,6 +29,110 @@ pub enum Role {
     Report,
 }
 
+/// The failurePolicy a step gives the lab's policy (`docs/labs.md`, acts 2 and 6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailurePolicy {
+    /// A webhook call failure rejects the request.
+    Fail,
+    /// A webhook call failure admits the request (the API server fails open).
+    Ignore,
+}
+
+/// Which replica of the admission controller a step acts on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// The one replica of a one-replica Deployment (exactly one running pod).
+    One,
+    /// The replica the Lease `kyverno` names (the leader).
+    Leader,
+    /// A replica the Lease does not name now (the first by pod name).
+    Follower,
+}
+
+/// A fault an act puts on the admission controller: always an attempt with a detached healer
+/// that undoes it at its deadline (`docs/faults.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// The target's process stopped (SIGSTOP through a pidfd); the healer resumes it after
+    /// `resume_after_sec` seconds, or after the student's `freeze-plan.json` `resume_after_sec`
+    /// when `None`.
+    Freeze {
+        /// The replica frozen.
+        target: Target,
+        /// Seconds from the freeze to the healer's resume; `None`: the plan's.
+        resume_after_sec: Option<u64>,
+    },
+    /// The Deployment scaled to `to` replicas; the healer puts the original count back after
+    /// `restore_after_sec` seconds, or after the student's plan's `restore_after_sec` when `None`.
+    Scale {
+        /// The replica count asked for.
+        to: u32,
+        /// Seconds from the healer's ready answer to its restore; `None`: the plan's.
+        restore_after_sec: Option<u64>,
+    },
+}
+
+/// One step of an act, from the one closed set every lab's acts are made of (`docs/labs.md`'s
+/// tables, read as steps). An act lists its steps in order ([`ActSpec::steps`]); the runner of a
+/// step kind lives in `lab/src/steps/`, and what a step's parameters say (a freeze's target and
+/// length, a traffic's waves) is read from here by the runners ([`fault`], [`traffic`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// The scope file checked against the live cluster and saved (act 1).
+    CheckScope,
+    /// The policy applied with `failure_policy`, its webhook registration awaited (act 2).
+    ApplyPolicy {
+        /// The policy's failurePolicy.
+        failure_policy: FailurePolicy,
+    },
+    /// The policy switched in place (same UID) to `to`, its new registration awaited, and one
+    /// violating request denied by the healthy webhook.
+    SwitchPolicy {
+        /// The failurePolicy after the switch.
+        to: FailurePolicy,
+    },
+    /// Healthy requests: a good pod stored, violating pods denied, a control pod stored; in
+    /// `waves` parallel waves of `size` when `waves` > 0, else one after another.
+    Baseline {
+        /// Parallel waves (0: one request of each kind, in sequence).
+        waves: u32,
+        /// Violating requests per wave.
+        size: u32,
+    },
+    /// The admission controller's pod, container (CRI) and process (`/proc`) read, nothing
+    /// changed.
+    Investigate {
+        /// Which replica (a leader's investigation reads the followers too).
+        target: Target,
+    },
+    /// A fault, through an attempt and its healer.
+    Fault(Fault),
+    /// Requests while the fault lasts: `waves` parallel waves of `size` violating pods with a
+    /// control pod each (0 waves: one good, one violating, one control at once).
+    Traffic {
+        /// Parallel waves (0: one of each kind at once).
+        waves: u32,
+        /// Violating requests per wave.
+        size: u32,
+    },
+    /// The Lease and the Service's EndpointSlice read each second while the fault lasts.
+    Samples,
+    /// After the fault: violating requests until the first explicit deny (bounded).
+    AwaitDeny,
+    /// One violating request with a new name, denied by the healthy webhook (recovery shown by a
+    /// deny, not by the resume).
+    ExpectDeny,
+    /// Server-side dry-run: a violating request validated without being stored.
+    DryRun,
+    /// After the fault: a bounded wait for the replicas to settle (restarted or running on,
+    /// Ready), then the target's process, the Lease and the existing pod.
+    Settle,
+    /// The fault's attempt healed: the original state put back and awaited.
+    Restore,
+    /// The student's report checked against the evidence (the lab's [`Role::Report`] act).
+    Report,
+}
+
 /// One act of one lab: everything about it that is not its body.
 #[derive(Clone, Copy)]
 pub struct ActSpec {
@@ -48,6 +152,8 @@ pub struct ActSpec {
     pub audit: bool,
     /// The name of the act's step in the ordered cluster test (`tests/tests/lab_{a,b}.rs`).
     pub test_name: &'static str,
+    /// What the act does, in order (one runner per step kind in `lab/src/steps/`).
+    pub steps: &'static [Step],
     /// Grades the act's evidence (pure; `grade/`).
     pub(crate) grade: fn(&mut G),
 }
@@ -60,11 +166,13 @@ impl std::fmt::Debug for ActSpec {
             .field("title", &self.title.en)
             .field("inputs", &self.inputs)
             .field("test_name", &self.test_name)
+            .field("steps", &self.steps)
             .finish_non_exhaustive()
     }
 }
 
-/// Acts 1-3, the same in both labs (`lab/src/labs/common.rs`); only the test names differ.
+/// Acts 1-3 of labs A and B (`lab/src/labs/common.rs`; lab C takes acts 1-2); only the test
+/// names differ.
 macro_rules! shared_acts {
     ($act2_test:literal) => {
         [
@@ -76,6 +184,7 @@ macro_rules! shared_acts {
                 metrics: false,
                 audit: false,
                 test_name: "act_1_scope_matches_the_live_cluster",
+                steps: &[Step::CheckScope],
                 grade: grade::act1,
             },
             ActSpec {
@@ -86,6 +195,9 @@ macro_rules! shared_acts {
                 metrics: false,
                 audit: false,
                 test_name: $act2_test,
+                steps: &[Step::ApplyPolicy {
+                    failure_policy: FailurePolicy::Fail,
+                }],
                 grade: grade::act2,
             },
             ActSpec {
@@ -96,11 +208,16 @@ macro_rules! shared_acts {
                 metrics: true,
                 audit: true,
                 test_name: "act_3_baseline_good_stored_bad_denied",
+                steps: &[Step::Baseline { waves: 0, size: 1 }],
                 grade: grade::act3,
             },
         ]
     };
 }
+
+/// The short freeze of act 6 (labs B and C), seconds: long enough for requests to run into the
+/// 3 s timeout, shorter than Kyverno's 10 s Lease renew deadline.
+pub const SHORT_FREEZE_SEC: u64 = 10;
 
 const SHARED_B: [ActSpec; 3] =
     shared_acts!("act_2_policy_registers_a_fail_webhook_with_3s_timeout");
@@ -119,6 +236,9 @@ pub static LAB_B: &[ActSpec] = &[
         metrics: false,
         audit: false,
         test_name: "act_4_investigation_finds_the_controller_process",
+        steps: &[Step::Investigate {
+            target: Target::One,
+        }],
         grade: grade::b::act4,
     },
     ActSpec {
@@ -129,6 +249,18 @@ pub static LAB_B: &[ActSpec] = &[
         metrics: true,
         audit: true,
         test_name: "act_5_fail_freeze_times_out_matching_requests",
+        steps: &[
+            Step::Investigate {
+                target: Target::One,
+            },
+            Step::Fault(Fault::Freeze {
+                target: Target::One,
+                resume_after_sec: None,
+            }),
+            Step::Traffic { waves: 0, size: 1 },
+            Step::AwaitDeny,
+            Step::Settle,
+        ],
         grade: grade::b::act5,
     },
     ActSpec {
@@ -139,6 +271,21 @@ pub static LAB_B: &[ActSpec] = &[
         metrics: true,
         audit: true,
         test_name: "act_6_ignore_freeze_stores_unvalidated_requests",
+        steps: &[
+            Step::SwitchPolicy {
+                to: FailurePolicy::Ignore,
+            },
+            Step::Investigate {
+                target: Target::One,
+            },
+            Step::Fault(Fault::Freeze {
+                target: Target::One,
+                resume_after_sec: Some(SHORT_FREEZE_SEC),
+            }),
+            Step::Traffic { waves: 0, size: 1 },
+            Step::AwaitDeny,
+            Step::Settle,
+        ],
         grade: grade::b::act6,
     },
     ActSpec {
@@ -149,6 +296,7 @@ pub static LAB_B: &[ActSpec] = &[
         metrics: true,
         audit: true,
         test_name: "act_7_recovery_is_an_explicit_deny",
+        steps: &[Step::ExpectDeny],
         grade: grade::b::act7,
     },
     ActSpec {
@@ -159,6 +307,7 @@ pub static LAB_B: &[ActSpec] = &[
         metrics: false,
         audit: false,
         test_name: "act_8_report_agrees_with_the_evidence",
+        steps: &[Step::Report],
         grade: grade::b::act8,
     },
 ];
@@ -176,6 +325,9 @@ pub static LAB_A: &[ActSpec] = &[
         metrics: false,
         audit: false,
         test_name: "act_4_investigation_changes_nothing",
+        steps: &[Step::Investigate {
+            target: Target::One,
+        }],
         grade: grade::a::act4,
     },
     ActSpec {
@@ -186,6 +338,13 @@ pub static LAB_A: &[ActSpec] = &[
         metrics: true,
         audit: true,
         test_name: "act_5_scale_to_zero_removes_the_registration_and_admits_the_request",
+        steps: &[
+            Step::Fault(Fault::Scale {
+                to: 0,
+                restore_after_sec: None,
+            }),
+            Step::Traffic { waves: 0, size: 1 },
+        ],
         grade: grade::a::act5,
     },
     ActSpec {
@@ -196,6 +355,7 @@ pub static LAB_A: &[ActSpec] = &[
         metrics: true,
         audit: true,
         test_name: "act_6_recovery_timeline_lease_then_registration_then_deny",
+        steps: &[Step::Restore, Step::AwaitDeny],
         grade: grade::a::act6,
     },
     ActSpec {
@@ -206,6 +366,7 @@ pub static LAB_A: &[ActSpec] = &[
         metrics: true,
         audit: true,
         test_name: "act_7_server_dry_run_validates_without_storing",
+        steps: &[Step::DryRun],
         grade: grade::a::act7,
     },
     ActSpec {
@@ -216,6 +377,7 @@ pub static LAB_A: &[ActSpec] = &[
         metrics: false,
         audit: false,
         test_name: "act_8_report_agrees_with_the_evidence",
+        steps: &[Step::Report],
         grade: grade::a::act8,
     },
 ];
@@ -239,6 +401,15 @@ pub static LAB_C: &[ActSpec] = &[
         metrics: true,
         audit: true,
         test_name: "act_3_three_ready_replicas_and_a_parallel_baseline",
+        steps: &[
+            // The healer keeps the three replicas for acts 3-7 (a student writes three input
+            // files between them), then puts the original count back.
+            Step::Fault(Fault::Scale {
+                to: crate::inputs::HaReplicas::VALUE,
+                restore_after_sec: Some(1800),
+            }),
+            Step::Baseline { waves: 2, size: 6 },
+        ],
         grade: grade::c::act3,
     },
     ActSpec {
@@ -249,6 +420,9 @@ pub static LAB_C: &[ActSpec] = &[
         metrics: false,
         audit: false,
         test_name: "act_4_investigation_finds_the_leader_and_the_followers",
+        steps: &[Step::Investigate {
+            target: Target::Leader,
+        }],
         grade: grade::c::act4,
     },
     ActSpec {
@@ -259,6 +433,19 @@ pub static LAB_C: &[ActSpec] = &[
         metrics: true,
         audit: true,
         test_name: "act_5_leader_freeze_under_fail",
+        steps: &[
+            Step::Investigate {
+                target: Target::Leader,
+            },
+            Step::Fault(Fault::Freeze {
+                target: Target::Leader,
+                resume_after_sec: None,
+            }),
+            Step::Traffic { waves: 3, size: 6 },
+            Step::Samples,
+            Step::AwaitDeny,
+            Step::Settle,
+        ],
         grade: grade::c::act5,
     },
     ActSpec {
@@ -269,6 +456,22 @@ pub static LAB_C: &[ActSpec] = &[
         metrics: true,
         audit: true,
         test_name: "act_6_follower_freeze_under_ignore",
+        steps: &[
+            Step::SwitchPolicy {
+                to: FailurePolicy::Ignore,
+            },
+            Step::Investigate {
+                target: Target::Follower,
+            },
+            Step::Fault(Fault::Freeze {
+                target: Target::Follower,
+                resume_after_sec: Some(SHORT_FREEZE_SEC),
+            }),
+            Step::Traffic { waves: 2, size: 9 },
+            Step::Samples,
+            Step::AwaitDeny,
+            Step::Settle,
+        ],
         grade: grade::c::act6,
     },
     ActSpec {
@@ -279,6 +482,7 @@ pub static LAB_C: &[ActSpec] = &[
         metrics: true,
         audit: true,
         test_name: "act_7_scale_back_recovers_an_explicit_deny",
+        steps: &[Step::Restore, Step::AwaitDeny],
         grade: grade::c::act7,
     },
     ActSpec {
@@ -289,6 +493,7 @@ pub static LAB_C: &[ActSpec] = &[
         metrics: false,
         audit: false,
         test_name: "act_8_report_agrees_with_the_evidence",
+        steps: &[Step::Report],
         grade: grade::c::act8,
     },
 ];
@@ -296,18 +501,98 @@ pub static LAB_C: &[ActSpec] = &[
 /// The labs in the order `lab run` and the tests name them.
 pub const LABS: [Lab; 3] = [Lab::A, Lab::B, Lab::C];
 
+/// One lab of the registry: what it disturbs and its acts.
+#[derive(Clone, Copy, Debug)]
+pub struct LabSpec {
+    /// The lab.
+    pub lab: Lab,
+    /// What the lab disturbs, one clause in both languages: the `--help` about line and the
+    /// `--lab` help of the student tool are made of these (`lab/src/help.rs`), and README's lab
+    /// list opens each lab with the English one (`xtask/tests/tidy.rs` checks it).
+    pub summary: Text,
+    /// Its acts, in order.
+    pub acts: &'static [ActSpec],
+}
+
+/// Every lab, in the order of [`LABS`] (a unit test keeps the two in step).
+pub static LAB_SPECS: [LabSpec; 3] = [
+    LabSpec {
+        lab: Lab::A,
+        summary: t(
+            "スケールダウンで webhook の登録が消える",
+            "scale-down: the admission controller scaled to 0, its webhook registration disappears",
+        ),
+        acts: LAB_A,
+    },
+    LabSpec {
+        lab: Lab::B,
+        summary: t(
+            "コントローラーのプロセスを凍結し、failurePolicy Fail と Ignore を比べる",
+            "freeze: the one admission-controller process frozen, failurePolicy Fail against Ignore",
+        ),
+        acts: LAB_B,
+    },
+    LabSpec {
+        lab: Lab::C,
+        summary: t(
+            "3 レプリカでリーダー、次にフォロワーを凍結",
+            "three replicas: the leader frozen under Fail, then a follower under Ignore",
+        ),
+        acts: LAB_C,
+    },
+];
+
+/// The registry's entry of `lab`.
+pub fn lab_spec(lab: Lab) -> &'static LabSpec {
+    LAB_SPECS
+        .iter()
+        .find(|s| s.lab == lab)
+        .expect("every lab is in LAB_SPECS (unit test)")
+}
+
+/// What `lab` disturbs ([`LabSpec::summary`]).
+pub fn summary(lab: Lab) -> Text {
+    lab_spec(lab).summary
+}
+
 /// The acts of `lab`, in order (numbers `1..=count(lab)`).
 pub fn of(lab: Lab) -> &'static [ActSpec] {
-    match lab {
-        Lab::A => LAB_A,
-        Lab::B => LAB_B,
-        Lab::C => LAB_C,
-    }
+    lab_spec(lab).acts
 }
 
 /// Act `act` of `lab`, `None` when the lab has no such act.
 pub fn spec(lab: Lab, act: u8) -> Option<&'static ActSpec> {
     of(lab).iter().find(|s| s.number == act)
+}
+
+/// The steps of act `act` of `lab` (empty when the lab has no such act).
+pub fn steps(lab: Lab, act: u8) -> &'static [Step] {
+    spec(lab, act).map_or(&[], |s| s.steps)
+}
+
+/// The fault act `act` of `lab` puts on the admission controller ([`Step::Fault`]), if any.
+pub fn fault(lab: Lab, act: u8) -> Option<Fault> {
+    steps(lab, act).iter().find_map(|s| match s {
+        Step::Fault(f) => Some(*f),
+        _ => None,
+    })
+}
+
+/// The requests act `act` of `lab` sends while its fault lasts ([`Step::Traffic`]), as
+/// `(waves, size)`, if any.
+pub fn traffic(lab: Lab, act: u8) -> Option<(u32, u32)> {
+    steps(lab, act).iter().find_map(|s| match s {
+        Step::Traffic { waves, size } => Some((*waves, *size)),
+        _ => None,
+    })
+}
+
+/// The healthy requests of act `act` of `lab` ([`Step::Baseline`]), as `(waves, size)`, if any.
+pub fn baseline(lab: Lab, act: u8) -> Option<(u32, u32)> {
+    steps(lab, act).iter().find_map(|s| match s {
+        Step::Baseline { waves, size } => Some((*waves, *size)),
+        _ => None,
+    })
 }
 
 /// How many acts `lab` has (the last act is the report, which grades every act again).
@@ -418,6 +703,73 @@ mod tests {
         }
         assert!(check(Lab::B, count(Lab::B) + 1).is_err());
         assert!(check(Lab::B, 0).is_err());
+    }
+
+    #[test]
+    fn the_steps_are_the_spec_and_the_rules() {
+        for lab in LABS {
+            for a in of(lab) {
+                assert!(!a.steps.is_empty(), "lab {} act {}", lab.as_str(), a.number);
+                // The report act is the one step `Report`, and only it.
+                assert_eq!(
+                    a.role == Role::Report,
+                    a.steps == [Step::Report],
+                    "lab {} act {}",
+                    lab.as_str(),
+                    a.number
+                );
+                // Traffic is sent only while a fault lasts.
+                if traffic(lab, a.number).is_some() {
+                    assert!(fault(lab, a.number).is_some());
+                }
+            }
+        }
+        // Lab B is the one-replica case of lab C's freezes: the same steps but for the target
+        // and the waves.
+        let kinds = |lab, act| -> Vec<std::mem::Discriminant<Step>> {
+            steps(lab, act).iter().map(std::mem::discriminant).collect()
+        };
+        let b6 = kinds(Lab::B, 6);
+        let mut c6 = kinds(Lab::C, 6);
+        c6.retain(|k| *k != std::mem::discriminant(&Step::Samples));
+        assert_eq!(b6, c6);
+        // What the graders hold (`rules::c`) is what the runners are told to send.
+        use crate::rules::c as rc;
+        assert_eq!(
+            traffic(Lab::C, 5),
+            Some((rc::LEADER_WAVES, rc::LEADER_WAVE_SIZE))
+        );
+        assert_eq!(
+            traffic(Lab::C, 6),
+            Some((rc::FOLLOWER_WAVES, rc::FOLLOWER_WAVE_SIZE))
+        );
+        // The leader's freeze sends what the grader requires at least.
+        let (waves, size) = traffic(Lab::C, 5).expect("lab C's act 5 sends waves");
+        assert!(waves * size >= rc::MIN_FREEZE_REQUESTS);
+        assert_eq!(
+            fault(Lab::B, 6),
+            Some(Fault::Freeze {
+                target: Target::One,
+                resume_after_sec: Some(SHORT_FREEZE_SEC)
+            })
+        );
+        assert_eq!(fault(Lab::B, 7), None);
+        assert!(matches!(
+            fault(Lab::A, 5),
+            Some(Fault::Scale {
+                to: 0,
+                restore_after_sec: None
+            })
+        ));
+    }
+
+    #[test]
+    fn lab_specs_are_the_labs_in_order() {
+        let specs: Vec<Lab> = LAB_SPECS.iter().map(|s| s.lab).collect();
+        assert_eq!(specs, LABS.to_vec());
+        for s in &LAB_SPECS {
+            assert!(!s.summary.en.is_empty() && !s.summary.ja.is_empty());
+        }
     }
 
     #[test]

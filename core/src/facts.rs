@@ -6,8 +6,8 @@
 //! `*_ms`; every request the act sends is a [`RequestRecord`] (raw answer + classification + follow-up
 //! GET). Objects copied from the API server (`serde_json::Value`) are verbatim.
 //!
-//! Acts 1-3 are the same in both labs ([`Act1Facts`], [`Act2Facts`], [`Act3Facts`]); acts 4-8 are in
-//! [`b`] (freeze) and [`a`] (scale-down); lab C's acts 3-4 in [`c`]. These types may gain fields; existing fields keep their
+//! Acts 1-2 are the same in every lab ([`Act1Facts`], [`Act2Facts`]) and act 3 in labs A and B
+//! ([`Act3Facts`]); acts 4-8 are in [`b`] (freeze) and [`a`] (scale-down); lab C's acts 3-7 in [`c`]. These types may gain fields; existing fields keep their
 //! names and meaning (unknown fields are tolerated when reading, so graders stay readable).
 
 use std::collections::BTreeMap;
@@ -77,7 +77,7 @@ pub struct NodeFacts {
     pub uid: String,
 }
 
-/// Act 1 (both labs): the scope checked against the live cluster and saved.
+/// Act 1 (every lab): the scope checked against the live cluster and saved.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Act1Facts {
     /// The live node (name and UID).
@@ -150,7 +150,7 @@ pub struct WebhookFacts {
     pub observed_at: String,
 }
 
-/// Act 2 (both labs): the policy as stored and its real registration.
+/// Act 2 (every lab): the policy as stored and its real registration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Act2Facts {
     /// The stored ValidatingPolicy object, verbatim (has `metadata.uid`).
@@ -159,7 +159,7 @@ pub struct Act2Facts {
     pub webhook: WebhookFacts,
 }
 
-/// Act 3 (both labs): baseline in a healthy state.
+/// Act 3 (labs A and B): baseline in a healthy state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Act3Facts {
     /// A pod labelled `environment` in the target namespace: must be `stored` with a UID.
@@ -170,7 +170,7 @@ pub struct Act3Facts {
     pub existing: PodObservation,
 }
 
-/// Act 8 (both labs): one field of `report.json` compared with what the evidence shows.
+/// Act 8 (every lab): one field of `report.json` compared with what the evidence shows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReportCheck {
     /// Field of `report.json`, e.g. `fail` or `fail_evidence_sha256`.
@@ -183,7 +183,7 @@ pub struct ReportCheck {
     pub agrees: bool,
 }
 
-/// Act 8 (both labs): the report checked against the evidence.
+/// Act 8 (every lab): the report checked against the evidence.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Act8Facts {
     /// One entry per report field.

@@ -34,9 +34,9 @@ use crate::text::Words;
 /// One kind of student input file. `report.json` differs between the labs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum InputFile {
-    /// `scope.json` (both labs, act 1).
+    /// `scope.json` (every lab, act 1).
     Scope,
-    /// `policy.json` (both labs, act 2).
+    /// `policy.json` (every lab, act 2).
     Policy,
     /// `freeze-plan.json` (lab B, act 4).
     FreezePlan,
@@ -335,7 +335,7 @@ constant!(
 // ---------------------------------------------------------------------------------------------
 // scope.json
 
-/// `scope.json` (both labs): the lab's namespaces and node, names and UIDs kept apart.
+/// `scope.json` (every lab): the lab's namespaces and node, names and UIDs kept apart.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(title = "scope.json")]

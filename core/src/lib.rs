@@ -7,7 +7,7 @@
 //!   [`files`]: bounded reads of regular files only, and the directories root may trust.
 //! - [`inputs`] (and their schemas), [`evidence`], [`facts`]: the formats.
 //! - [`classify`]: an API answer → outcome; [`explain`]: the same, in words.
-//! - [`acts`]: the acts registry (every act of both labs, its inputs, grader, test name).
+//! - [`acts`]: the acts registry (every lab and its acts, its inputs, grader, test name).
 //! - [`wait`]: the one bounded poll (backon), keeping the last state seen for its timeout error.
 //! - [`rules`]: what acts and graders share; [`grade`]: the graders; [`admission`]: which
 //!   requests a webhook registration is called for (the API server's matching rules).

@@ -2,25 +2,75 @@
 //! (`HELP_JA`), which `main` applies after reading `--lang` by hand, before clap parses
 //! ([`localize_help`]); a unit test in `main.rs` names any command or argument without a Japanese
 //! text ([`help_untranslated`]). It lives in this crate, not in `lab-core`, so the pure core needs
-//! no clap for it.
+//! no clap for it. The about line and the `--lab` help, in both languages, are made from the
+//! acts registry ([`about`], [`lab_help`]: every lab of [`crate::acts::LAB_SPECS`] and what it
+//! disturbs), so they name every lab there is.
 
+use std::borrow::Cow;
+
+use crate::acts::LAB_SPECS;
 use crate::text::Lang;
+
+/// The tool's about line in `lang`: what it observes, then every lab of the registry and what it
+/// disturbs ([`crate::acts::LabSpec::summary`]).
+pub fn about(lang: Lang) -> String {
+    let labs = |sep: &str| {
+        LAB_SPECS
+            .iter()
+            .map(|s| format!("lab {}: {}", s.lab.as_str(), s.summary.get(lang)))
+            .collect::<Vec<_>>()
+            .join(sep)
+    };
+    match lang {
+        Lang::Ja => format!(
+            "admission controller が止まったときや消えたときに、ポリシーエンジンの admission webhook が何をするかを観察します ({})",
+            labs("、")
+        ),
+        Lang::En => format!(
+            "Observe what a policy engine's admission webhook does when its admission controller fails ({})",
+            labs("; ")
+        ),
+    }
+}
+
+/// The `--lab` help in `lang`: every lab of the registry and what it disturbs, and the default.
+pub fn lab_help(lang: Lang) -> String {
+    let labs = |sep: &str| {
+        LAB_SPECS
+            .iter()
+            .map(|s| format!("{}: {}", s.lab.as_str(), s.summary.get(lang)))
+            .collect::<Vec<_>>()
+            .join(sep)
+    };
+    match lang {
+        Lang::Ja => format!(
+            "ラボ ({})。既定: 作業ディレクトリにある証拠のラボ、なければ b",
+            labs("、")
+        ),
+        Lang::En => format!(
+            "Which lab ({}). Default: the lab of the work directory's evidence, else `b`",
+            labs("; ")
+        ),
+    }
+}
+
+/// The Japanese help of `(command, argument id)`: the registry-made texts first, then `HELP_JA`.
+fn ja_text(cmd: &str, arg: &str) -> Option<Cow<'static, str>> {
+    match (cmd, arg) {
+        ("", "") => Some(about(Lang::Ja).into()),
+        ("", "lab") => Some(lab_help(Lang::Ja).into()),
+        _ => HELP_JA
+            .iter()
+            .find(|(c, a, _)| *c == cmd && *a == arg)
+            .map(|(_, _, t)| Cow::Borrowed(*t)),
+    }
+}
 
 /// The Japanese `--help` of the student tool: `(command, argument id, text)`; command `""` is the
 /// tool itself, argument `""` the command's own description. The English `--help` is the doc
 /// comments of `lab/src/main.rs` (clap's derive); [`help_untranslated`] lists what this table
 /// misses.
 const HELP_JA: &[(&str, &str, &str)] = &[
-    (
-        "",
-        "",
-        "admission webhook が止まったとき (lab b: プロセスの凍結) や消えたとき (lab a: スケールダウン) に、ポリシーエンジンの webhook が何をするかを観察します",
-    ),
-    (
-        "",
-        "lab",
-        "ラボ (a: スケールダウンで webhook の登録が消える、b: コントローラーのプロセスを凍結し、failurePolicy Fail と Ignore を比べる、c: 3 レプリカでリーダー、次にフォロワーを凍結)。既定: 作業ディレクトリにある証拠のラボ、なければ b",
-    ),
     ("", "workdir", "作業ディレクトリ (入力ファイルと evidence/)"),
     (
         "",
@@ -45,7 +95,7 @@ const HELP_JA: &[(&str, &str, &str)] = &[
     (
         "",
         "registration_bound",
-        "act 2 (と lab B の act 6) が、Kyverno がポリシーの webhook を登録するのを待つ秒数。過ぎると診断情報を集めて act は失敗します。遅いマシンでは長く、Kyverno の admission controller が止まっているとわかっているときは短くします",
+        "act 2 (と lab B・lab C の act 6) が、Kyverno がポリシーの webhook を登録するのを待つ秒数。過ぎると診断情報を集めて act は失敗します。遅いマシンでは長く、Kyverno の admission controller が止まっているとわかっているときは短くします",
     ),
     ("", "help", "ヘルプを表示します"),
     ("", "version", "バージョンを表示します"),
@@ -154,7 +204,15 @@ const HELP_JA: &[(&str, &str, &str)] = &[
 /// first (`Command::build`: global arguments propagated, the help flags and the `help` subcommand
 /// added), so those are translated too. What clap adds in brackets (`[default: …]`, `[env: …]`)
 /// stays as clap writes it.
-pub fn localize_help(mut cmd: clap::Command, lang: Lang) -> clap::Command {
+pub fn localize_help(cmd: clap::Command, lang: Lang) -> clap::Command {
+    let mut cmd = cmd
+        .about(about(lang))
+        .long_about(None)
+        // In place (`mut_args`): `mut_arg` would move `--lab` to the end of the list.
+        .mut_args(|a| match a.get_id().as_str() {
+            "lab" => a.help(lab_help(lang)).long_help(None),
+            _ => a,
+        });
     if lang == Lang::En {
         return cmd;
     }
@@ -165,14 +223,9 @@ pub fn localize_help(mut cmd: clap::Command, lang: Lang) -> clap::Command {
 fn localize_command(mut cmd: clap::Command, name: &str) -> clap::Command {
     // An argument's own text, else the tool's (global arguments and the help flag are copied into
     // every command by `build`).
-    let text = |cmd: &str, arg: &str| {
-        HELP_JA
-            .iter()
-            .find(|(c, a, _)| *c == cmd && *a == arg)
-            .map(|(_, _, t)| *t)
-    };
+    let text = ja_text;
     if let Some(about) = text(name, "") {
-        cmd = cmd.about(about).long_about(None);
+        cmd = cmd.about(about.into_owned()).long_about(None);
     }
     // In place (`mut_args`, `mut_subcommands`): `mut_arg` would move the argument to the end of a
     // built command and break its short/long lookup.
@@ -185,7 +238,10 @@ fn localize_command(mut cmd: clap::Command, name: &str) -> clap::Command {
         };
         let a = a.help_heading(heading);
         match text(name, &id).or_else(|| text("", &id)) {
-            Some(t) => a.help(t).long_help(None).hide_possible_values(true),
+            Some(t) => a
+                .help(t.into_owned())
+                .long_help(None)
+                .hide_possible_values(true),
             None => a,
         }
     })
@@ -201,7 +257,7 @@ fn localize_command(mut cmd: clap::Command, name: &str) -> clap::Command {
 /// no Japanese help, as `command` or `command --arg`; empty when every one has.
 pub fn help_untranslated(mut cmd: clap::Command) -> Vec<String> {
     fn walk(cmd: &clap::Command, name: &str, out: &mut Vec<String>) {
-        let has = |cmd: &str, arg: &str| HELP_JA.iter().any(|(c, a, _)| *c == cmd && *a == arg);
+        let has = |cmd: &str, arg: &str| ja_text(cmd, arg).is_some();
         if !has(name, "") {
             out.push(name.to_owned());
         }

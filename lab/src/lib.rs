@@ -1,5 +1,6 @@
 //! kca-webhook-lab: observe, honestly, what a policy engine's admission webhook does
-//! when it disappears (lab A), freezes (lab B) or recovers.
+//! when its admission controller is scaled away (lab A), frozen (lab B) or one of three replicas
+//! frozen (lab C), and how it recovers.
 //!
 //! The crate is both the student tool `kca-webhook-lab` (`inspect`, `act N`,
 //! `grade N`, `digest PATH`, `schema NAME`, `check FILE`) and the library the
@@ -11,7 +12,7 @@
 //! graders share), [`grade`], [`text`] and [`messages`], [`report`] (the HTML record, JUnit), [`audit`],
 //! [`error`], [`workdir`] and [`files`] (bounded reads, trusted directories). Edge parts, here: [`cluster`] (the only code that talks to
 //! the API server), [`cri`] (the node's container runtime), [`metrics`] and [`diagnostics`]
-//! (the reads; their pure halves are in the core), [`probe`], [`faults`] and the acts in [`labs`];
+//! (the reads; their pure halves are in the core), [`probe`], [`faults`], the acts in [`labs`] and the runners of their step kinds in [`steps`];
 //! [`audit_cmd`] is `audit` (reads every webhook registration; the judging is [`webhook_audit`]);
 //! [`help`] is the student tool's Japanese `--help`.
 
@@ -31,3 +32,4 @@ pub mod metrics;
 pub mod pidmap;
 pub mod probe;
 pub mod signals;
+pub mod steps;

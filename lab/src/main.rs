@@ -38,12 +38,12 @@ const LONG_VERSION: &str = concat!(
     env!("KCA_TARGET"),
 );
 
-/// Observe what a policy engine's admission webhook does when it freezes (lab b) or disappears
-/// (lab a).
+/// Observe what a policy engine's admission webhook does when its admission controller fails (the
+/// about line `--help` shows names every lab of the registry: `lab::help::about`).
 #[derive(Debug, Parser)]
 #[command(name = "kca-webhook-lab", version, long_version = LONG_VERSION)]
 struct Cli {
-    /// Which lab (`a`: scale-down, `b`: freeze, `c`: three replicas, the leader then a follower frozen).
+    /// Which lab (`--help` lists every lab of the registry: `lab::help::lab_help`).
     /// Default: the lab of the work directory's evidence, else `b`.
     #[arg(long, global = true, value_enum, env = "KCA_WEBHOOK_LAB")]
     lab: Option<Lab>,
@@ -64,7 +64,7 @@ struct Cli {
     /// says audit was not configured.
     #[arg(long, global = true, env = lab::audit::ENV_VAR)]
     audit_log: Option<PathBuf>,
-    /// Seconds act 2 (and lab B's act 6) wait for Kyverno to register the policy's webhook
+    /// Seconds act 2 (and act 6 of labs B and C) wait for Kyverno to register the policy's webhook
     /// before the act fails with diagnostics: raise it on a slow machine, lower it to fail sooner
     /// when Kyverno's admission controller is known to be down.
     #[arg(long, global = true, env = "KCA_REGISTRATION_BOUND", value_name = "SECONDS",

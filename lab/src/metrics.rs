@@ -2,7 +2,7 @@
 //! brackets its requests with, and [`current`] (what `inspect --metrics` prints). The series kept,
 //! the parsing and the deltas are pure and live in [`lab_core::metrics`], re-exported here.
 //!
-//! Acts 3, 5, 6 and 7 of both labs read `GET /metrics` (the act's own credential) before their
+//! Acts 3, 5, 6 and 7 of every lab read `GET /metrics` (the act's own credential) before their
 //! first request and after their last; the admission webhook lines are kept verbatim (no
 //! `_bucket`) under `facts.admission_metrics`, and a failed read is kept with its reason.
 

@@ -711,7 +711,7 @@ pub fn finish_ordered(
 
 pub mod host;
 
-/// Assertions shared by both labs' ordered act tests. Each returns a `Failed` that says what was
+/// Assertions shared by every lab's ordered act tests. Each returns a `Failed` that says what was
 /// expected and what was observed.
 pub mod acts {
     use lab::evidence::{Lab, Outcome, RequestRecord};
@@ -719,7 +719,7 @@ pub mod acts {
     use libtest_mimic::Failed;
     use xtask::lab_run::LabRun;
 
-    /// Act 1 (both labs) against the cluster read again by the test: the node's and both lab
+    /// Act 1 (every lab) against the cluster read again by the test: the node's and both lab
     /// namespaces' UIDs in the facts are the live ones, and the lab mark was found (the test
     /// clusters carry it).
     pub fn act1_matches_the_live_cluster(run: &LabRun, f: &Act1Facts) -> Result<(), Failed> {
@@ -753,7 +753,7 @@ pub mod acts {
         )
     }
 
-    /// Act 2 (both labs): the policy's webhook is registered as the spec asks (failurePolicy
+    /// Act 2 (every lab): the policy's webhook is registered as the spec asks (failurePolicy
     /// `Fail`, timeoutSeconds 3), and the registration the act recorded is in the live
     /// ValidatingWebhookConfigurations read again by the test.
     pub fn act2_registers_the_fail_webhook(run: &LabRun, f: &Act2Facts) -> Result<(), Failed> {

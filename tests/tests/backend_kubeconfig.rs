@@ -4,7 +4,7 @@
 //! when the backend first sees it — as a student's fresh k3s VM.
 //!
 //! Lab B only (issue 16: one cluster, not one per lab). What the backend adds to the lab code is
-//! the same for both labs (the version checks, Kyverno's install, the mark and namespaces,
+//! the same for every lab (the version checks, Kyverno's install, the mark and namespaces,
 //! `backend.json`, the kubeconfig and CRI endpoint it hands over, no audit log), and lab B uses
 //! every one of them: its act 4 finds Kyverno's process through the CRI endpoint the backend
 //! resolved and acts 5 and 6 freeze it, and it has the four audit acts (3, 5, 6, 7). Lab A's acts

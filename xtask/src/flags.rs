@@ -137,7 +137,7 @@ pub struct LabCmd {
 /// The subcommands of `cargo xtask lab`.
 #[derive(clap::Subcommand, Debug)]
 pub enum LabSub {
-    /// Run a lab (or both, each on its own fresh cluster) end to end and collect artifacts.
+    /// Run a lab (or every lab, each on its own fresh cluster) end to end and collect artifacts.
     Run(LabRunArgs),
     /// Print a Markdown table of the key facts of the lab runs under an artifacts directory
     /// (the nightly job summary).

@@ -15,7 +15,7 @@
 //! - [`dist`]: `cargo xtask dist`, the student tool as a static release binary with checksums.
 //! - [`flags`]: the command line, every subcommand's clap types.
 //! - [`lock`]: the machine lock, one cluster at a time on this machine.
-//! - [`matrix`]: `cargo xtask matrix`, both labs on Kubernetes × Kyverno cells and the drift
+//! - [`matrix`]: `cargo xtask matrix`, the chosen labs on Kubernetes × Kyverno cells and the drift
 //!   table of the taught facts.
 
 pub mod backend;

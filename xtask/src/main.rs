@@ -28,7 +28,7 @@ enum Cmd {
     /// Build the student tool for release: optimised, statically linked, with SHA256SUMS, and
     /// check it runs without a C library (`target/dist-files/`).
     Dist(xtask::flags::DistCmd),
-    /// Both labs on each Kubernetes × Kyverno cell and the drift table of the taught facts.
+    /// The chosen labs (`--lab`) on each Kubernetes × Kyverno cell and the drift table of the taught facts.
     Matrix(xtask::matrix::MatrixCmd),
 }
 

@@ -78,7 +78,7 @@ fn set(v: &mut Value, pointer: &str, new: Value) {
         .unwrap_or_else(|| panic!("{pointer}")) = new;
 }
 
-/// Every input file of both labs (lab B's, then lab A's own).
+/// Every input file of every lab (lab B's, then lab A's and lab C's own).
 fn all() -> Vec<InputFile> {
     let mut files = InputFile::all(Lab::B);
     for f in InputFile::all(Lab::A)

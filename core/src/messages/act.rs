@@ -487,12 +487,12 @@ line!(
     "{mark} {field}: 報告 {report} / 証拠 {evidence}",
     "{mark} {field}: report {report} / evidence {evidence}");
 line!(
-    /// Act 8 summary (both labs): how many fields disagree.
+    /// Act 8 summary (every lab): how many fields disagree.
     report_disagrees(count: usize) =>
     "report.json のうち証拠と食い違う項目: {count}",
     "{count} field(s) of report.json disagree with the evidence");
 
-/// Act 8's summary lines (both labs, said the same way): one [`report_check`] line per field,
+/// Act 8's summary lines (every lab, said the same way): one [`report_check`] line per field,
 /// then [`report_disagrees`].
 pub fn report_summary(lang: Lang, checks: &[crate::facts::ReportCheck]) -> Vec<String> {
     let mut lines: Vec<String> = checks

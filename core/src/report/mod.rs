@@ -21,6 +21,7 @@ pub mod timeline;
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 use serde_json::Value;
 
+use crate::acts;
 use crate::evidence::Lab;
 use crate::grade::{Findings, GradeInput};
 use crate::text::{Lang, Text};
@@ -354,7 +355,7 @@ fn webhook_obs(f: &Value, ptr: &str) -> Obs {
     }
 }
 
-/// The healthy baseline, the same in both labs: act 2's policy and webhook, act 3's answers and
+/// The healthy baseline, the same in every lab: act 2's policy and webhook, act 3's answers and
 /// existing pod.
 fn baseline_observations(input: &GradeInput) -> [Obs; 4] {
     let (f2, f3) = (facts(input, 2), facts(input, 3));
@@ -882,41 +883,79 @@ fn conditions_section(lab: Lab, input: &GradeInput, lang: Lang) -> Markup {
     }
 }
 
-/// The timeline charts: lab B's two freezes, lab A's scale-down and recovery.
+/// The timeline charts, one per fault step of the lab's acts (the registry's [`acts::Fault`]):
+/// a freeze of one replica of N (labs B and C, [`timeline::freeze`]), the scale to 0 and the
+/// recovery after it (lab A, [`timeline::scale`]). A scale to more replicas (lab C's act 3) is
+/// the stage of the freezes, not a chart of its own.
 fn timeline_section(lab: Lab, input: &GradeInput, lang: Lang) -> Markup {
+    let freezes: Vec<(u8, acts::Target)> = acts::of(lab)
+        .iter()
+        .filter_map(|a| match acts::fault(lab, a.number) {
+            Some(acts::Fault::Freeze { target, .. }) => Some((a.number, target)),
+            _ => None,
+        })
+        .collect();
+    let scale_down = acts::of(lab)
+        .iter()
+        .find_map(|a| match acts::fault(lab, a.number) {
+            Some(acts::Fault::Scale { to: 0, .. }) => Some(a.number),
+            _ => None,
+        });
+    // N > 1 when a freeze targets a replica by its role.
+    let replicas = freezes.iter().any(|(_, t)| *t != acts::Target::One);
+    let pods = if replicas {
+        replica_pods(input)
+    } else {
+        vec![]
+    };
     html! {
         h2 { (tx::TIMELINE.get(lang)) }
         (legend(lang))
-        @match lab {
-            Lab::B => {
-                p { (tx::TIMELINE_B.get(lang)) }
-                @for (act, head) in [(5u8, tx::FAIL_FREEZE), (6, tx::IGNORE_FREEZE)] {
-                    h3 { (head.get(lang)) }
-                    @match timeline::freeze(facts(input, act), lang) {
-                        Some(svg) => div class="chart" data-timeline=(act) { (svg) },
-                        None => p class="none" { (tx::NO_FREEZE.get(lang)) },
-                    }
-                }
+        @if let Some(act) = scale_down {
+            p { (tx::TIMELINE_A.get(lang)) }
+            h3 { (tx::SCALE_RECOVERY.get(lang)) }
+            @match timeline::scale(facts(input, act), facts(input, act + 1), lang) {
+                Some(svg) => div class="chart" data-timeline=(format!("{act}-{}", act + 1)) { (svg) },
+                None => p class="none" { (tx::NO_SCALE.get(lang)) },
             }
-            Lab::A => {
-                p { (tx::TIMELINE_A.get(lang)) }
-                h3 { (tx::SCALE_RECOVERY.get(lang)) }
-                @match timeline::scale(facts(input, 5), facts(input, 6), lang) {
-                    Some(svg) => div class="chart" data-timeline="5-6" { (svg) },
-                    None => p class="none" { (tx::NO_SCALE.get(lang)) },
-                }
-            }
-            Lab::C => {
+        }
+        @if !freezes.is_empty() {
+            @if replicas {
                 p { (tx::TIMELINE_C.get(lang)) }
                 (legend_c(lang))
-                @let pods = replica_pods(input);
-                @for (act, head) in [(5u8, tx::LEADER_FREEZE), (6, tx::FOLLOWER_FREEZE)] {
-                    h3 { (head.get(lang)) }
-                    @match timeline::replica_freeze(facts(input, act), &pods, lang) {
-                        Some(svg) => div class="chart" data-timeline=(act) { (svg) },
-                        None => p class="none" { (tx::NO_FREEZE.get(lang)) },
-                    }
+            } @else {
+                p { (tx::TIMELINE_B.get(lang)) }
+            }
+            @for (act, target) in &freezes {
+                h3 { (freeze_head(lab, *target, *act).get(lang)) }
+                @match timeline::freeze(facts(input, *act), &pods, lang) {
+                    Some(svg) => div class="chart" data-timeline=(act) { (svg) },
+                    None => p class="none" { (tx::NO_FREEZE.get(lang)) },
                 }
+            }
+        }
+    }
+}
+
+/// The heading of a freeze's chart: the leader's or a follower's freeze, or the one replica's
+/// under the failurePolicy of its act (Ignore once an act before it switched the policy).
+fn freeze_head(lab: Lab, target: acts::Target, act: u8) -> Text {
+    match target {
+        acts::Target::Leader => tx::LEADER_FREEZE,
+        acts::Target::Follower => tx::FOLLOWER_FREEZE,
+        acts::Target::One => {
+            let ignore = acts::numbers(lab)
+                .take_while(|n| *n <= act)
+                .flat_map(|n| acts::steps(lab, n))
+                .any(|s| {
+                    *s == acts::Step::SwitchPolicy {
+                        to: acts::FailurePolicy::Ignore,
+                    }
+                });
+            if ignore {
+                tx::IGNORE_FREEZE
+            } else {
+                tx::FAIL_FREEZE
             }
         }
     }

@@ -242,76 +242,83 @@ impl Chart {
                 }
                 @for (r, y) in self.rows.iter().zip(tops.iter().copied()) {
                     text class="rowlabel" x="4" y=(fmt(y + 14.0)) { (r.label) }
-                    @match &r.mark {
-                        Mark::Request { from, to, name, outcome, elapsed_ms, note } => {
-                            @let x0 = x(*from);
-                            @let w = (x(*to) - x0).max(2.0);
-                            rect class=(format!("bar {}", outcome_class(outcome))) data-request=(name) data-outcome=(outcome)
-                                x=(fmt(x0)) y=(fmt(y + 4.0)) width=(fmt(w)) height="13" {
-                                title { (name) " · " (outcome) " · " (elapsed_ms.map(|m| format!("{m} ms")).unwrap_or_default()) }
-                            }
-                            text class="barlabel" x=(fmt(x0 + w + 4.0)) y=(fmt(y + 14.0)) {
-                                (outcome) " · " (elapsed_ms.map(|m| format!("{m} ms")).unwrap_or_else(|| "? ms".into()))
-                                @if let Some(n) = note { " · " (n) }
-                            }
+                    (self.mark(&r.mark, y, &x))
+                }
+            }
+        }
+    }
+
+    /// One row's mark at the row's top `y`, with `x` the time → abscissa of the chart.
+    fn mark(&self, mark: &Mark, y: f64, x: &dyn Fn(i64) -> f64) -> Markup {
+        html! {
+            @match mark {
+                Mark::Request { from, to, name, outcome, elapsed_ms, note } => {
+                    @let x0 = x(*from);
+                    @let w = (x(*to) - x0).max(2.0);
+                    rect class=(format!("bar {}", outcome_class(outcome))) data-request=(name) data-outcome=(outcome)
+                        x=(fmt(x0)) y=(fmt(y + 4.0)) width=(fmt(w)) height="13" {
+                        title { (name) " · " (outcome) " · " (elapsed_ms.map(|m| format!("{m} ms")).unwrap_or_default()) }
+                    }
+                    text class="barlabel" x=(fmt(x0 + w + 4.0)) y=(fmt(y + 14.0)) {
+                        (outcome) " · " (elapsed_ms.map(|m| format!("{m} ms")).unwrap_or_else(|| "? ms".into()))
+                        @if let Some(n) = note { " · " (n) }
+                    }
+                }
+                Mark::Requests { bars, outcome } => {
+                    @for b in bars {
+                        rect class=(format!("bar {}", outcome_class(outcome))) data-request=(b.name) data-outcome=(outcome)
+                            x=(fmt(x(b.from))) y=(fmt(y + 4.0)) width=(fmt((x(b.to) - x(b.from)).max(2.0))) height="13" {
+                            title { (b.name) " · " (outcome) " · " (b.elapsed_ms.map(|m| format!("{m} ms")).unwrap_or_default()) }
                         }
-                        Mark::Requests { bars, outcome } => {
-                            @for b in bars {
-                                rect class=(format!("bar {}", outcome_class(outcome))) data-request=(b.name) data-outcome=(outcome)
-                                    x=(fmt(x(b.from))) y=(fmt(y + 4.0)) width=(fmt((x(b.to) - x(b.from)).max(2.0))) height="13" {
-                                    title { (b.name) " · " (outcome) " · " (b.elapsed_ms.map(|m| format!("{m} ms")).unwrap_or_default()) }
-                                }
-                            }
-                            @if let Some(last) = bars.last() {
-                                text class="barlabel" x=(fmt((x(last.to)).max(x(last.from) + 2.0) + 4.0)) y=(fmt(y + 14.0)) {
-                                    (outcome) " ×" (bars.len()) " · " (elapsed_range(bars))
-                                }
-                            }
+                    }
+                    @if let Some(last) = bars.last() {
+                        text class="barlabel" x=(fmt((x(last.to)).max(x(last.from) + 2.0) + 4.0)) y=(fmt(y + 14.0)) {
+                            (outcome) " ×" (bars.len()) " · " (elapsed_range(bars))
                         }
-                        Mark::Window { from, to, note } => {
-                            rect class="window" data-window="freeze" x=(fmt(x(*from))) y=(fmt(y + 2.0))
-                                width=(fmt((x(*to) - x(*from)).max(2.0))) height="17" {}
-                            text class="barlabel" x=(fmt(x(*to) + 4.0)) y=(fmt(y + 14.0)) { (note) }
+                    }
+                }
+                Mark::Window { from, to, note } => {
+                    rect class="window" data-window="freeze" x=(fmt(x(*from))) y=(fmt(y + 2.0))
+                        width=(fmt((x(*to) - x(*from)).max(2.0))) height="17" {}
+                    text class="barlabel" x=(fmt(x(*to) + 4.0)) y=(fmt(y + 14.0)) { (note) }
+                }
+                Mark::Step { at, key, note } => {
+                    circle class="step" data-step=(key) cx=(fmt(x(*at))) cy=(fmt(y + 10.5)) r="5" {}
+                    text class="barlabel" x=(fmt(x(*at) + 9.0)) y=(fmt(y + 14.0)) { (note) }
+                }
+                Mark::Missing { key, note } => {
+                    text class="missing" data-step=(key) x=(fmt(LEFT)) y=(fmt(y + 14.0)) { (note) }
+                }
+                Mark::Replica { pod, frozen, holder, endpoint, note } => {
+                    g data-replica=(pod) {
+                        line class="lane" x1=(fmt(LEFT)) x2=(fmt(LEFT + PLOT)) y1=(fmt(y + REPLICA_H - 1.0)) y2=(fmt(y + REPLICA_H - 1.0)) {}
+                        @if let Some((from, to)) = frozen {
+                            rect class="window" data-window="freeze" data-from=(from - self.origin) data-to=(to - self.origin)
+                                x=(fmt(x(*from))) y=(fmt(y + 2.0)) width=(fmt((x(*to) - x(*from)).max(2.0))) height="20" {}
                         }
-                        Mark::Step { at, key, note } => {
-                            circle class="step" data-step=(key) cx=(fmt(x(*at))) cy=(fmt(y + 10.5)) r="5" {}
-                            text class="barlabel" x=(fmt(x(*at) + 9.0)) y=(fmt(y + 14.0)) { (note) }
-                        }
-                        Mark::Missing { key, note } => {
-                            text class="missing" data-step=(key) x=(fmt(LEFT)) y=(fmt(y + 14.0)) { (note) }
-                        }
-                        Mark::Replica { pod, frozen, holder, endpoint, note } => {
-                            g data-replica=(pod) {
-                                line class="lane" x1=(fmt(LEFT)) x2=(fmt(LEFT + PLOT)) y1=(fmt(y + REPLICA_H - 1.0)) y2=(fmt(y + REPLICA_H - 1.0)) {}
-                                @if let Some((from, to)) = frozen {
-                                    rect class="window" data-window="freeze" data-from=(from - self.origin) data-to=(to - self.origin)
-                                        x=(fmt(x(*from))) y=(fmt(y + 2.0)) width=(fmt((x(*to) - x(*from)).max(2.0))) height="20" {}
-                                }
-                                @for h in holder {
-                                    rect class="holder" data-holder=(pod) data-from=(h.from - self.origin) data-to=(h.to - self.origin)
-                                        x=(fmt(x(h.from))) y=(fmt(y + 7.0)) width=(fmt((x(h.to) - x(h.from)).max(2.0))) height="10" {
-                                        title { "Lease: " (pod) " · leaseTransitions " (h.what) }
-                                    }
-                                }
-                                @for e in endpoint {
-                                    rect class=(format!("ep ep-{}", e.what)) data-endpoint=(e.what) data-from=(e.from - self.origin) data-to=(e.to - self.origin)
-                                        x=(fmt(x(e.from))) y=(fmt(y + 24.0)) width=(fmt((x(e.to) - x(e.from)).max(1.0))) height="5" {}
-                                }
-                                text class="barlabel" x=(fmt(LEFT + PLOT + 6.0)) y=(fmt(y + 16.0)) { (note) }
-                            }
-                        }
-                        Mark::Lanes { key, bars, note } => {
-                            g data-wave=(key) {
-                                @for (k, (b, outcome)) in bars.iter().enumerate() {
-                                    rect class=(format!("bar {}", outcome_class(outcome))) data-request=(b.name) data-outcome=(outcome)
-                                        x=(fmt(x(b.from))) y=(fmt(y + 3.0 + LANE_H * k as f64)) width=(fmt((x(b.to) - x(b.from)).max(2.0))) height=(fmt(LANE_H - 1.0)) {
-                                        title { (b.name) " · " (outcome) " · " (b.elapsed_ms.map(|m| format!("{m} ms")).unwrap_or_default()) }
-                                    }
-                                }
-                                @let end = bars.iter().map(|(b, _)| x(b.to).max(x(b.from) + 2.0)).fold(LEFT, f64::max);
-                                text class="barlabel" x=(fmt(end + 4.0)) y=(fmt(y + 14.0)) { (note) }
+                        @for h in holder {
+                            rect class="holder" data-holder=(pod) data-from=(h.from - self.origin) data-to=(h.to - self.origin)
+                                x=(fmt(x(h.from))) y=(fmt(y + 7.0)) width=(fmt((x(h.to) - x(h.from)).max(2.0))) height="10" {
+                                title { "Lease: " (pod) " · leaseTransitions " (h.what) }
                             }
                         }
+                        @for e in endpoint {
+                            rect class=(format!("ep ep-{}", e.what)) data-endpoint=(e.what) data-from=(e.from - self.origin) data-to=(e.to - self.origin)
+                                x=(fmt(x(e.from))) y=(fmt(y + 24.0)) width=(fmt((x(e.to) - x(e.from)).max(1.0))) height="5" {}
+                        }
+                        text class="barlabel" x=(fmt(LEFT + PLOT + 6.0)) y=(fmt(y + 16.0)) { (note) }
+                    }
+                }
+                Mark::Lanes { key, bars, note } => {
+                    g data-wave=(key) {
+                        @for (k, (b, outcome)) in bars.iter().enumerate() {
+                            rect class=(format!("bar {}", outcome_class(outcome))) data-request=(b.name) data-outcome=(outcome)
+                                x=(fmt(x(b.from))) y=(fmt(y + 3.0 + LANE_H * k as f64)) width=(fmt((x(b.to) - x(b.from)).max(2.0))) height=(fmt(LANE_H - 1.0)) {
+                                title { (b.name) " · " (outcome) " · " (b.elapsed_ms.map(|m| format!("{m} ms")).unwrap_or_default()) }
+                            }
+                        }
+                        @let end = bars.iter().map(|(b, _)| x(b.to).max(x(b.from) + 2.0)).fold(LEFT, f64::max);
+                        text class="barlabel" x=(fmt(end + 4.0)) y=(fmt(y + 14.0)) { (note) }
                     }
                 }
             }
@@ -376,100 +383,6 @@ fn request_runs(label: &str, requests: &[Value]) -> Vec<Row> {
 
 fn fmt(v: f64) -> String {
     format!("{v:.1}")
-}
-
-/// Lab B: the freeze of act `act` (5: Fail, 6: Ignore). `None` when no freeze is recorded.
-pub(crate) fn freeze(facts: &Value, lang: Lang) -> Option<Markup> {
-    let frozen = ms_at(facts, "/freeze/frozen_at")?;
-    let resumed = ms_at(facts, "/freeze/resumed_at")?;
-    let resumer = facts
-        .pointer("/freeze/resumed_by")
-        .and_then(Value::as_str)
-        .unwrap_or("?");
-    let resumer = tx::actor(resumer).map_or(resumer, |t| t.get(lang));
-    let mut rows = Vec::new();
-    if let Some(armed) = ms_at(facts, "/freeze/watchdog_armed_at") {
-        rows.push(Row {
-            label: tx::HEALER_ARMED.get(lang).to_owned(),
-            mark: Mark::Step {
-                at: armed,
-                key: "watchdog-armed",
-                note: format!("pid {}", facts["freeze"]["watchdog_pid"]),
-            },
-        });
-    }
-    rows.push(Row {
-        label: tx::FREEZE_WINDOW.get(lang).to_owned(),
-        mark: Mark::Window {
-            from: frozen,
-            to: resumed,
-            note: format!(
-                "SIGSTOP ({}) → SIGCONT ({resumer}) · {} ms",
-                tx::VIA_PIDFD.get(lang),
-                resumed - frozen
-            ),
-        },
-    });
-    for (key, label) in [
-        ("healthy_bad", tx::ROW_HEALTHY_BAD),
-        ("target_good", tx::ROW_TARGET_GOOD),
-        ("target_bad", tx::ROW_TARGET_BAD),
-        ("control", tx::ROW_CONTROL),
-    ] {
-        if let Some(r) = facts.get(key)
-            && let Some(row) = request_row(label.get(lang).to_owned(), r, None)
-        {
-            rows.push(row);
-        }
-    }
-    let first_deny_name = facts
-        .pointer("/first_explicit_deny/name")
-        .and_then(Value::as_str);
-    let mut seen_first = false;
-    for (i, r) in facts["after_resume"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
-        let is_first = r["name"].as_str() == first_deny_name && first_deny_name.is_some();
-        seen_first |= is_first;
-        let note = is_first.then(|| first_deny_note(facts, resumed, r, lang));
-        if let Some(row) = request_row(
-            format!("{} #{}", tx::AFTER_RESUME.get(lang), i + 1),
-            r,
-            note,
-        ) {
-            rows.push(row);
-        }
-    }
-    if !seen_first
-        && let Some(r) = facts.get("first_explicit_deny").filter(|r| r.is_object())
-        && let Some(row) = request_row(
-            tx::FIRST_DENY.get(lang).to_owned(),
-            r,
-            Some(first_deny_note(facts, resumed, r, lang)),
-        )
-    {
-        rows.push(row);
-    }
-    let chart = Chart {
-        origin: frozen,
-        rows,
-        vlines: vec![
-            VLine {
-                at: frozen,
-                label: "SIGSTOP".into(),
-                class: "vline",
-            },
-            VLine {
-                at: resumed,
-                label: "SIGCONT".into(),
-                class: "vline",
-            },
-        ],
-    };
-    Some(chart.render())
 }
 
 fn first_deny_note(facts: &Value, resumed: i64, r: &Value, lang: Lang) -> String {
@@ -722,64 +635,152 @@ fn lease_reads(facts: &Value) -> Vec<(i64, Option<String>, Option<u64>)> {
     out
 }
 
-/// Lab C: the freeze of one of three replicas (act 5: the leader under Fail; act 6: a follower
-/// under Ignore). One row per replica (`pods`, act 4's leader then followers, then any other pod
-/// the evidence names): its frozen window shaded, where the Lease named it (from the reads each
-/// second), its endpoint's readiness, its admission counter's change. Below, each wave of
-/// violating requests on one row (a lane per request, its control pod last), then the requests
-/// after the resume. Requests are not placed on replica rows: the API server's record does not
-/// say which replica answered a request. `None` when no freeze is recorded.
-pub(crate) fn replica_freeze(facts: &Value, pods: &[String], lang: Lang) -> Option<Markup> {
-    let w = |t: tx::Text| t.get(lang);
+/// The freeze of one admission-controller replica of N: lab B's one (acts 5 and 6, Fail then
+/// Ignore) is N = 1, lab C's leader (act 5, Fail) and follower (act 6, Ignore) of three N > 1.
+/// `None` when no freeze is recorded.
+///
+/// Rows, top to bottom: the healer's arming; the replicas (N > 1: one row per replica, `pods`
+/// first — act 4's leader then its followers — then any other pod the evidence names, with its
+/// frozen window shaded, where the Lease named it, its endpoint's readiness and its admission
+/// counter's change; N = 1: the freeze window alone); the requests during the freeze (the
+/// healthy deny, then N = 1: the target's good and violating pods and the control pod, N > 1:
+/// each wave of violating pods on one row, a lane per request and its control pod last); the
+/// requests after the resume. Requests are not placed on replica rows: the API server's record
+/// does not say which replica answered a request. Vertical lines: SIGSTOP, SIGCONT and each Lease
+/// read that names another holder than the read before it.
+pub(crate) fn freeze(facts: &Value, pods: &[String], lang: Lang) -> Option<Markup> {
     let frozen = ms_at(facts, "/freeze/frozen_at")?;
     let resumed = ms_at(facts, "/freeze/resumed_at")?;
+    // Lab B's evidence names no target pod: its one replica is the freeze window's row.
+    let replicas = !pods.is_empty() || facts.get("target_pod").is_some();
+    let mut rows: Vec<Row> = healer_row(facts, lang).into_iter().collect();
+    if replicas {
+        rows.extend(replica_rows(facts, pods, (frozen, resumed), lang));
+    } else {
+        rows.push(window_row(facts, (frozen, resumed), lang));
+    }
+    let during: &[(&str, tx::Text)] = if replicas {
+        &[("healthy_bad", tx::ROW_HEALTHY_BAD)]
+    } else {
+        &[
+            ("healthy_bad", tx::ROW_HEALTHY_BAD),
+            ("target_good", tx::ROW_TARGET_GOOD),
+            ("target_bad", tx::ROW_TARGET_BAD),
+            ("control", tx::ROW_CONTROL),
+        ]
+    };
+    for (key, label) in during {
+        if let Some(r) = facts.get(*key) {
+            rows.extend(request_row(label.get(lang).to_owned(), r, None));
+        }
+    }
+    if replicas {
+        rows.extend(wave_rows(facts, lang));
+    }
+    rows.extend(after_resume_rows(facts, resumed, replicas, lang));
+    let mut vlines = vec![
+        VLine {
+            at: frozen,
+            label: "SIGSTOP".into(),
+            class: "vline",
+        },
+        VLine {
+            at: resumed,
+            label: "SIGCONT".into(),
+            class: "vline",
+        },
+    ];
+    vlines.extend(lease_moves(&lease_reads(facts), frozen, lang));
+    Some(
+        Chart {
+            origin: frozen,
+            rows,
+            vlines,
+        }
+        .render(),
+    )
+}
+
+/// The freeze's first row: the healer armed (its pid), when the evidence says when.
+fn healer_row(facts: &Value, lang: Lang) -> Option<Row> {
+    let armed = ms_at(facts, "/freeze/watchdog_armed_at")?;
+    Some(Row {
+        label: tx::HEALER_ARMED.get(lang).to_owned(),
+        mark: Mark::Step {
+            at: armed,
+            key: "watchdog-armed",
+            note: format!("pid {}", facts["freeze"]["watchdog_pid"]),
+        },
+    })
+}
+
+/// The one replica's freeze window (N = 1): SIGSTOP through the pidfd, SIGCONT by whom, its
+/// length.
+fn window_row(facts: &Value, (frozen, resumed): (i64, i64), lang: Lang) -> Row {
+    let resumer = facts
+        .pointer("/freeze/resumed_by")
+        .and_then(Value::as_str)
+        .unwrap_or("?");
+    let resumer = tx::actor(resumer).map_or(resumer, |t| t.get(lang));
+    Row {
+        label: tx::FREEZE_WINDOW.get(lang).to_owned(),
+        mark: Mark::Window {
+            from: frozen,
+            to: resumed,
+            note: format!(
+                "SIGSTOP ({}) → SIGCONT ({resumer}) · {} ms",
+                tx::VIA_PIDFD.get(lang),
+                resumed - frozen
+            ),
+        },
+    }
+}
+
+/// Every pod the freeze's evidence names, once each, in order: `pods`, the target, the Lease's
+/// holders, the pods of the endpoint samples, the pods of the replicas' counters.
+fn replica_names(facts: &Value, pods: &[String], target: &str) -> Vec<String> {
+    let arr = |k: &str| facts[k].as_array().map_or(&[][..], Vec::as_slice);
+    let mut names: Vec<String> = Vec::new();
+    let mut add = |n: &str| {
+        if !n.is_empty() && !names.iter().any(|p| p == n) {
+            names.push(n.to_owned());
+        }
+    };
+    pods.iter().for_each(|p| add(p));
+    add(target);
+    lease_reads(facts)
+        .iter()
+        .filter_map(|(_, h, _)| h.as_deref())
+        .for_each(&mut add);
+    for s in arr("endpoint_samples") {
+        for e in s["endpoints"].as_array().into_iter().flatten() {
+            add(e["pod"].as_str().unwrap_or(""));
+        }
+    }
+    for r in arr("replica_requests") {
+        add(r["pod"].as_str().unwrap_or(""));
+    }
+    names
+}
+
+/// One row per replica (N > 1, [`replica_names`]): its frozen window when it is the target, the
+/// intervals in which the Lease named it (from the reads each second), its endpoint's state per
+/// sample interval, and its note ([`replica_note`]).
+fn replica_rows(facts: &Value, pods: &[String], window: (i64, i64), lang: Lang) -> Vec<Row> {
     let period = crate::rules::c::SAMPLE_PERIOD.as_millis() as i64;
     let target = facts["target_pod"].as_str().unwrap_or("?");
-    let arr = |k: &str| facts[k].as_array().map_or(&[][..], Vec::as_slice);
     let lease = lease_reads(facts);
-    let endpoint_reads: Vec<(i64, &Value)> = arr("endpoint_samples")
+    let endpoint_reads: Vec<(i64, &Value)> = facts["endpoint_samples"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice)
         .iter()
         .filter_map(|s| Some((ms_at(s, "/at")?, s)))
         .collect();
-
-    let mut names: Vec<String> = Vec::new();
-    {
-        let mut add = |n: &str| {
-            if !n.is_empty() && !names.iter().any(|p| p == n) {
-                names.push(n.to_owned());
-            }
-        };
-        pods.iter().for_each(|p| add(p));
-        add(target);
-        lease
-            .iter()
-            .filter_map(|(_, h, _)| h.as_deref())
-            .for_each(&mut add);
-        for (_, s) in &endpoint_reads {
-            for e in s["endpoints"].as_array().into_iter().flatten() {
-                add(e["pod"].as_str().unwrap_or(""));
-            }
-        }
-        for r in arr("replica_requests") {
-            add(r["pod"].as_str().unwrap_or(""));
-        }
-    }
-
-    let mut rows = Vec::new();
-    if let Some(armed) = ms_at(facts, "/freeze/watchdog_armed_at") {
-        rows.push(Row {
-            label: w(tx::HEALER_ARMED).to_owned(),
-            mark: Mark::Step {
-                at: armed,
-                key: "watchdog-armed",
-                note: format!("pid {}", facts["freeze"]["watchdog_pid"]),
-            },
-        });
-    }
     let lease_holder_before = facts
         .pointer("/lease_before/holder")
         .and_then(Value::as_str);
-    for pod in &names {
+    let mut rows = Vec::new();
+    for pod in replica_names(facts, pods, target) {
         let holder_reads: Vec<(i64, Option<String>)> = lease
             .iter()
             .map(|(at, h, n)| {
@@ -792,47 +793,52 @@ pub(crate) fn replica_freeze(facts: &Value, pods: &[String], lang: Lang) -> Opti
             .collect();
         let ep_reads: Vec<(i64, Option<String>)> = endpoint_reads
             .iter()
-            .map(|(at, s)| {
-                let state = if s.get("error").is_some_and(|e| !e.is_null()) {
-                    None
-                } else {
-                    let e = s["endpoints"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .find(|e| e["pod"].as_str() == Some(pod.as_str()));
-                    Some(match e {
-                        Some(e) if e["ready"] == false => "not-ready",
-                        Some(_) => "ready",
-                        None => "absent",
-                    })
-                };
-                (*at, state.map(str::to_owned))
-            })
+            .map(|(at, s)| (*at, endpoint_state(s, &pod).map(str::to_owned)))
             .collect();
         rows.push(Row {
             label: pod.clone(),
             mark: Mark::Replica {
-                pod: pod.clone(),
-                frozen: (pod == target).then_some((frozen, resumed)),
+                frozen: (pod == target).then_some(window),
                 holder: spans(&holder_reads, period),
                 endpoint: spans(&ep_reads, period),
-                note: replica_note(facts, pod, target, lease_holder_before, lang),
+                note: replica_note(facts, &pod, target, lease_holder_before, lang),
+                pod,
             },
         });
     }
+    rows
+}
 
-    if let Some(r) = facts.get("healthy_bad")
-        && let Some(row) = request_row(w(tx::ROW_HEALTHY_BAD).to_owned(), r, None)
-    {
-        rows.push(row);
+/// `pod`'s endpoint in one EndpointSlice sample: `ready`, `not-ready` or `absent` (`None`: the
+/// read failed).
+fn endpoint_state(sample: &Value, pod: &str) -> Option<&'static str> {
+    if sample.get("error").is_some_and(|e| !e.is_null()) {
+        return None;
     }
-    let bad = arr("bad");
-    let control = arr("control");
+    let e = sample["endpoints"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|e| e["pod"].as_str() == Some(pod));
+    Some(match e {
+        Some(e) if e["ready"] == false => "not-ready",
+        Some(_) => "ready",
+        None => "absent",
+    })
+}
+
+/// Each wave of violating requests during the freeze on one row (N > 1): a lane per request and
+/// the wave's control pod last, the note counting the outcomes in the legend's order; control
+/// pods beyond one per wave (not expected) still get their own bar.
+fn wave_rows(facts: &Value, lang: Lang) -> Vec<Row> {
+    let w = |t: tx::Text| t.get(lang);
+    let arr = |k: &str| facts[k].as_array().map_or(&[][..], Vec::as_slice);
+    let (bad, control) = (arr("bad"), arr("control"));
     let size = facts["wave_size"]
         .as_u64()
         .filter(|n| *n > 0)
         .map_or(bad.len().max(1), |n| n as usize);
+    let mut rows = Vec::new();
     for (k, wave) in bad.chunks(size).enumerate() {
         let mut bars: Vec<(Bar, String)> = wave
             .iter()
@@ -864,7 +870,6 @@ pub(crate) fn replica_freeze(facts: &Value, pods: &[String], lang: Lang) -> Opti
             },
         });
     }
-    // Control pods beyond one per wave (not expected) still get their bar.
     for (i, c) in control.iter().enumerate().skip(bad.chunks(size).len()) {
         rows.extend(request_row(
             format!("{} #{}", w(tx::ROW_CONTROL), i + 1),
@@ -872,64 +877,71 @@ pub(crate) fn replica_freeze(facts: &Value, pods: &[String], lang: Lang) -> Opti
             None,
         ));
     }
+    rows
+}
 
+/// The requests after the resume: N = 1 one row each, N > 1 one row per run of one outcome
+/// ([`request_runs`]); the first explicit deny carries its note, on its own row when the series
+/// does not hold it.
+fn after_resume_rows(facts: &Value, resumed: i64, runs: bool, lang: Lang) -> Vec<Row> {
+    let label = tx::AFTER_RESUME.get(lang);
+    let after = facts["after_resume"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice);
     let first_deny_name = facts
         .pointer("/first_explicit_deny/name")
         .and_then(Value::as_str);
-    let mut after = request_runs(w(tx::AFTER_RESUME), arr("after_resume"));
-    let mut seen_first = false;
-    if let Some(Row {
-        mark: Mark::Request { name, note, .. },
-        ..
-    }) = after.last_mut()
-        && Some(name.as_str()) == first_deny_name
-    {
-        seen_first = true;
-        *note = Some(first_deny_note(
-            facts,
-            resumed,
-            &facts["first_explicit_deny"],
-            lang,
-        ));
+    let is_first = |r: &Value| first_deny_name.is_some() && r["name"].as_str() == first_deny_name;
+    let mut rows = Vec::new();
+    if runs {
+        rows = request_runs(label, after);
+        if let Some(Row {
+            mark: Mark::Request { name, note, .. },
+            ..
+        }) = rows.last_mut()
+            && Some(name.as_str()) == first_deny_name
+        {
+            *note = Some(first_deny_note(
+                facts,
+                resumed,
+                &facts["first_explicit_deny"],
+                lang,
+            ));
+        }
+    } else {
+        for (i, r) in after.iter().enumerate() {
+            let note = is_first(r).then(|| first_deny_note(facts, resumed, r, lang));
+            rows.extend(request_row(format!("{label} #{}", i + 1), r, note));
+        }
     }
-    rows.extend(after);
-    let in_runs = arr("after_resume")
-        .iter()
-        .any(|r| r["name"].as_str() == first_deny_name && first_deny_name.is_some());
-    if !seen_first
-        && !in_runs
+    if !after.iter().any(is_first)
         && let Some(r) = facts.get("first_explicit_deny").filter(|r| r.is_object())
-        && let Some(row) = request_row(
-            w(tx::FIRST_DENY).to_owned(),
+    {
+        rows.extend(request_row(
+            tx::FIRST_DENY.get(lang).to_owned(),
             r,
             Some(first_deny_note(facts, resumed, r, lang)),
-        )
-    {
-        rows.push(row);
+        ));
     }
+    rows
+}
 
-    let mut vlines = vec![
-        VLine {
-            at: frozen,
-            label: "SIGSTOP".into(),
-            class: "vline",
-        },
-        VLine {
-            at: resumed,
-            label: "SIGCONT".into(),
-            class: "vline",
-        },
-    ];
-    // Each read that names another holder than the read before it.
+/// A vertical line at each Lease read that names another holder than the read before it.
+fn lease_moves(
+    lease: &[(i64, Option<String>, Option<u64>)],
+    frozen: i64,
+    lang: Lang,
+) -> Vec<VLine> {
+    let mut out = Vec::new();
     let mut prev: Option<&str> = None;
-    for (at, h, _) in &lease {
+    for (at, h, _) in lease {
         if let Some(h) = h.as_deref() {
             if prev.is_some_and(|p| p != h) {
-                vlines.push(VLine {
+                out.push(VLine {
                     at: *at,
                     label: format!(
                         "{} → {} ({})",
-                        w(tx::LEASE),
+                        tx::LEASE.get(lang),
                         short_pod(h),
                         secs_signed(at - frozen)
                     ),
@@ -939,14 +951,7 @@ pub(crate) fn replica_freeze(facts: &Value, pods: &[String], lang: Lang) -> Opti
             prev = Some(h);
         }
     }
-    Some(
-        Chart {
-            origin: frozen,
-            rows,
-            vlines,
-        }
-        .render(),
-    )
+    out
 }
 
 /// A pod name's last segment (`kyverno-admission-controller-6d9c7b8f5d-b8n3r` → `b8n3r`), for
@@ -1047,6 +1052,6 @@ mod tests {
 
     #[test]
     fn a_replica_chart_needs_a_freeze() {
-        assert!(replica_freeze(&serde_json::json!({"target_pod": "p"}), &[], Lang::En).is_none());
+        assert!(freeze(&serde_json::json!({"target_pod": "p"}), &[], Lang::En).is_none());
     }
 }

@@ -17,37 +17,37 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::cluster::{self, Cluster};
 use crate::error::LabError;
 use crate::evidence::{Lab, Outcome, RequestRecord};
 use crate::facts::a::{
-    Act4Facts, Act5Facts, Act6Facts, Act7Facts, DeploymentFacts, DryRunEcho, LeaseFacts,
-    PolicyPresence, Restorer, StepStatus, TimelineStep, WatcherFacts,
+    Act4Facts, Act5Facts, Act6Facts, Act7Facts, DryRunEcho, PolicyPresence, Restorer, StepStatus,
+    TimelineStep, WatcherFacts,
 };
 use crate::facts::{self, Act2Facts, Act3Facts, PodObservation, WebhookFacts};
 use crate::faults::scale::{self, RestoreOutcome, ScaleFault};
 use crate::inputs;
 use crate::labs::common::{
     self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Env, TARGET_NAMESPACE, Ui, describe,
-    describe_indented, finish, live_context, read_facts, read_input, to_value, webhook_facts,
+    describe_indented, finish, live_context, read_facts, read_input, to_value,
 };
 use crate::messages::act as m;
 use crate::probe::{self, PodKind};
+use crate::steps::observe::{
+    deployment_facts, lease_facts, pod_observation, policy_webhook, policy_webhook_in,
+    webhook_configurations_raw, webhook_names,
+};
+use crate::steps::scale::{healer_kubeconfig, restore_after_a_failed_act};
 use crate::text::{Lang, Text};
 use crate::wait::{Check, TimedOut, Wait, WaitError};
 
 pub use crate::rules::a::{RECOVERY_BOUND, evidence_words, timeline_in_order};
+pub use crate::steps::observe::POLICY_WEBHOOK_MARK;
 
 /// Lab A's lab value.
 const LAB: Lab = Lab::A;
-/// What identifies the lab policy's webhook in a webhook name (Kyverno names it
-/// `vpol.validate.kyverno.svc-{fail,ignore}[-finegrained]-<policy>`; kyverno v1.19.1
-/// `pkg/controllers/webhook/validating.go`).
-pub const POLICY_WEBHOOK_MARK: &str = cluster::POLICY_NAME;
 /// Bound on waiting for the controller's pods to be gone after the scale to 0 (the chart sets no
 /// `terminationGracePeriodSeconds`, so Kubernetes' 30 s default applies; kyverno's
 /// `charts/kyverno/values.yaml`).
@@ -76,126 +76,6 @@ struct ScaleAct<'a> {
     fault: &'a mut ScaleFault,
     rec: &'a mut ActRecorder,
     partial: &'a mut serde_json::Value,
-}
-
-fn ts<T: serde::Serialize>(x: &Option<T>) -> Option<String> {
-    x.as_ref()
-        .and_then(|v| serde_json::to_value(v).ok())
-        .and_then(|v| v.as_str().map(str::to_owned))
-}
-
-pub(crate) fn deployment_facts(d: &Deployment) -> DeploymentFacts {
-    DeploymentFacts {
-        namespace: d.metadata.namespace.clone().unwrap_or_default(),
-        name: d.metadata.name.clone().unwrap_or_default(),
-        uid: d.metadata.uid.clone().unwrap_or_default(),
-        replicas: d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1).max(0) as u32,
-        ready_replicas: d
-            .status
-            .as_ref()
-            .and_then(|s| s.ready_replicas)
-            .unwrap_or(0)
-            .max(0) as u32,
-    }
-}
-
-pub(crate) fn pod_observation(p: &Pod) -> PodObservation {
-    PodObservation {
-        name: p.metadata.name.clone().unwrap_or_default(),
-        namespace: p.metadata.namespace.clone().unwrap_or_default(),
-        exists: true,
-        uid: p.metadata.uid.clone(),
-        phase: p.status.as_ref().and_then(|s| s.phase.clone()),
-        restart_count: p
-            .status
-            .as_ref()
-            .and_then(|s| s.container_statuses.as_ref())
-            .map(|cs| cs.iter().map(|c| c.restart_count.max(0) as u32).sum()),
-        at: facts::now_rfc3339(),
-    }
-}
-
-pub(crate) fn lease_facts(l: Option<&Lease>) -> LeaseFacts {
-    let spec = l.and_then(|l| l.spec.as_ref());
-    LeaseFacts {
-        namespace: cluster::KYVERNO_NAMESPACE.into(),
-        name: cluster::LEADER_LEASE.into(),
-        holder: spec.and_then(|s| s.holder_identity.clone()),
-        acquire_time: spec.and_then(|s| ts(&s.acquire_time)),
-        renew_time: spec.and_then(|s| ts(&s.renew_time)),
-        lease_duration_seconds: spec
-            .and_then(|s| s.lease_duration_seconds)
-            .map(|v| v.max(0) as u32),
-        lease_transitions: spec
-            .and_then(|s| s.lease_transitions)
-            .map(|v| v.max(0) as u32),
-        at: facts::now_rfc3339(),
-    }
-}
-
-/// The ValidatingWebhookConfigurationList exactly as the API server returned it
-/// ([`Cluster::webhook_configurations_raw`]).
-pub async fn webhook_configurations_raw(cl: &Cluster) -> Result<serde_json::Value, LabError> {
-    cl.webhook_configurations_raw().await
-}
-
-/// The names of every webhook in a raw ValidatingWebhookConfigurationList, as
-/// `configuration/webhook`.
-pub fn webhook_names(list: &serde_json::Value) -> Vec<String> {
-    let mut out = Vec::new();
-    for item in list
-        .get("items")
-        .and_then(|i| i.as_array())
-        .into_iter()
-        .flatten()
-    {
-        let cfg = item
-            .pointer("/metadata/name")
-            .and_then(|n| n.as_str())
-            .unwrap_or("");
-        for wh in item
-            .get("webhooks")
-            .and_then(|w| w.as_array())
-            .into_iter()
-            .flatten()
-        {
-            if let Some(n) = wh.get("name").and_then(|n| n.as_str()) {
-                out.push(format!("{cfg}/{n}"));
-            }
-        }
-    }
-    out
-}
-
-/// Whether a raw ValidatingWebhookConfigurationList holds a webhook whose name contains the
-/// policy's name ([`POLICY_WEBHOOK_MARK`]): the registration of the lab's policy.
-pub fn policy_webhook_in(list: &serde_json::Value) -> bool {
-    webhook_names(list).iter().any(|n| {
-        n.rsplit('/')
-            .next()
-            .is_some_and(|w| w.contains(POLICY_WEBHOOK_MARK))
-    })
-}
-
-/// The policy's webhook (name contains [`POLICY_WEBHOOK_MARK`]) as registered now, if any.
-pub(crate) async fn policy_webhook(cl: &Cluster) -> Result<Option<WebhookFacts>, LabError> {
-    let configs = cl.webhook_configurations().await?;
-    for c in &configs {
-        for wh in c.webhooks.iter().flatten() {
-            if wh.name.contains(POLICY_WEBHOOK_MARK) {
-                return Ok(Some(webhook_facts(c, wh)));
-            }
-        }
-    }
-    Ok(None)
-}
-
-/// The kubeconfig file the healer reads: the one the runner uses
-/// ([`cluster::resolve_kubeconfig`]), never another.
-pub(crate) fn healer_kubeconfig(cl: &Cluster) -> Result<PathBuf, LabError> {
-    cl.kubeconfig().map(std::path::Path::to_path_buf).ok_or_else(|| LabError::FaultRefused {
-        reason: "the healer needs one kubeconfig file (KUBECONFIG names several, or none exists); pass --kubeconfig".into(),
-    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -383,23 +263,6 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
             rec.interrupt(partial, e.to_string())?;
             Err(e)
         }
-    }
-}
-
-/// The runner's own exit path of a scale act that failed or was interrupted: if the scale was asked
-/// for (`scaling-down` in the ledger, lab A's 0 or lab C's 3), put the original count back now and
-/// record the answer as `runner-restore` (the healer stays armed as the safety net).
-pub(crate) async fn restore_after_a_failed_act(fault: &mut ScaleFault, rec: &mut ActRecorder) {
-    if fault
-        .ledger()
-        .last(scale::LedgerEvent::ScalingDown)
-        .is_some()
-    {
-        let restored = fault.restore(scale::UndoneBy::Runner).await;
-        rec.raw(
-            "runner-restore",
-            restored.as_ref().map_err(|e| e.to_string()),
-        );
     }
 }
 

@@ -1,21 +1,24 @@
 //! Lab C, acts 3-8 (`docs/labs.md`, "Lab C"): three admission-controller replicas. Acts 1-2 are
 //! lab B's ([`super::common`]).
 //!
-//! Act 3 scales the Deployment to three through lab A's scale attempt (plan → ledger → detached
-//! healer → the healer scales on request → it puts the original count back at its deadline,
-//! [`HA_RESTORE_AFTER_SEC`], or at once on `heal`), waits (bounded) for three Ready pods, three
-//! ready endpoints of `kyverno-svc` and the registration, records the Lease, then a healthy
+//! The acts' steps and their parameters (the scale's count and length, the waves, each freeze's
+//! target and length) are the registry's ([`crate::acts::LAB_C`]); what lab C shares with labs A
+//! and B is a step's runner in [`crate::steps`].
+//!
+//! Act 3 scales the Deployment to three through the scale attempt (plan → ledger → detached
+//! healer → the healer scales on request → it puts the original count back at its deadline, 30
+//! min, or at once on `heal`), waits (bounded) for three Ready pods, three ready endpoints of `kyverno-svc` and the registration, records the Lease, then a healthy
 //! baseline of violating pods sent in parallel waves: the API server keeps one connection per
 //! endpoint it dialled, so only concurrent calls reach more than one replica (`docs/lab-c.md`).
 //! Which replica served how many requests is read from each replica's own counter
 //! (`kyverno_admission_requests_total`, through the API server's pod proxy).
 //!
 //! Act 4 reads the Lease `kyverno` (its holder is the leader, Kyverno's identity is the pod
-//! name), then each replica's process through CRI and `/proc` (lab B's investigation, per pod),
+//! name), then each replica's process through CRI and `/proc` ([`crate::steps::investigate`], per pod),
 //! then the Lease again; it freezes nothing.
 //!
-//! Acts 5 and 6 freeze one replica's process with lab B's freeze (plan → ledger → detached
-//! healer → SIGSTOP through a pidfd → SIGCONT by the healer at its deadline): act 5 the leader
+//! Acts 5 and 6 freeze one replica's process with the freeze steps ([`crate::steps::freeze`]: plan
+//! → ledger → detached healer → SIGSTOP through a pidfd → SIGCONT by the healer at its deadline): act 5 the leader
 //! for 20 s under Fail, act 6 a follower for 10 s after the policy is switched to Ignore. During
 //! the freeze the violating pods go out in parallel waves (at least 18,
 //! [`lab_core::rules::c::MIN_FREEZE_REQUESTS`]) with a control pod per wave, while the Lease and
@@ -47,29 +50,26 @@ use crate::facts::c::{
 use crate::facts::{self, WebhookFacts};
 use crate::faults::scale::{HA_FAULT_KIND, ScaleFault, ScaleTo};
 use crate::inputs;
-use crate::labs::a::{
-    deployment_facts, healer_kubeconfig, lease_facts, pod_observation, policy_webhook,
-    restore_after_a_failed_act,
-};
-use crate::labs::b::{
-    FreezeAct, FreezeSpec, Investigation, after_resume, await_resume, before_freeze,
-    check_fault_preconditions, freeze_window, healthy_deny_under_ignore, json_str, policy_with_uid,
-    settle, start_freeze, update_to_ignore,
-};
 use crate::labs::common::{
     self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Env, RUNNING_BOUND, TARGET_NAMESPACE, Ui,
     describe, live_context, read_facts, read_input, to_value,
 };
 use crate::messages::act as m;
 use crate::probe::{self, PodKind};
+use crate::steps::freeze::{
+    FreezeAct, FreezeSpec, after_resume, await_resume, before_freeze, first_deny, freeze_window,
+    settle, start_freeze,
+};
+use crate::steps::investigate::{
+    Investigation, check_fault_preconditions, follower_now, investigate_pod, live_replicas,
+    replica_now,
+};
+use crate::steps::observe::{deployment_facts, lease_facts, pod_observation, policy_webhook};
+use crate::steps::policy::{Switched, json_str, open_act6};
+use crate::steps::scale::{healer_kubeconfig, restore_after_a_failed_act};
 use crate::wait::{Check, Wait, WaitError};
 
 const LAB: Lab = Lab::C;
-
-/// Seconds from the healer's ready answer to its putting back the original count: lab C's acts
-/// 3-7 run inside this window (a student writes three input files between them). After it the
-/// healer scales back to the original count and the later acts refuse (three replicas gone).
-pub const HA_RESTORE_AFTER_SEC: u64 = 1800;
 
 /// Bound of act 3's wait for three Ready pods, three ready endpoints and the registration: a new
 /// replica becomes Ready after its startup probe passes (chart 3.9.1: period 6 s, up to 20
@@ -78,11 +78,6 @@ pub const HA_READY_BOUND: Duration = Duration::from_secs(180);
 
 /// The Service in front of the admission controller (chart 3.9.1).
 pub const SERVICE: &str = "kyverno-svc";
-
-/// Act 3's baseline: this many parallel waves of violating pods...
-pub const BASELINE_WAVES: u32 = 2;
-/// ...of this many requests each (twice the replicas: enough to open a connection to each).
-pub const BASELINE_WAVE_SIZE: u32 = 6;
 
 /// Kyverno's metrics port on each replica (chart 3.9.1, `metricsService.port`).
 const METRICS_PORT: u16 = 8000;
@@ -109,16 +104,6 @@ fn pod_ready(p: &Pod) -> bool {
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
         .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-}
-
-/// The admission controller's live pods (not terminating).
-async fn live_replicas(cl: &Cluster) -> Result<Vec<Pod>, LabError> {
-    Ok(cl
-        .admission_pods()
-        .await?
-        .into_iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .collect())
 }
 
 fn replica_facts(p: &Pod) -> ReplicaFacts {
@@ -352,6 +337,8 @@ pub(crate) async fn act3(env: &Env) -> Result<ActSummary, LabError> {
     let cl = env.cluster().await?;
     let ctx = live_context(&cl, &env.workdir).await?;
     let (_plan, loaded) = read_input::<inputs::HaPlan>(&env.workdir, &ctx)?;
+    // The registry's scale: how long the healer keeps the three replicas.
+    let (_, restore_after_sec) = crate::steps::scale_of(LAB, 3, 0)?;
     // Faults only on a lab-marked cluster.
     let mark = cl.lab_mark().await?;
     let kubeconfig = healer_kubeconfig(&cl)?;
@@ -366,7 +353,7 @@ pub(crate) async fn act3(env: &Env) -> Result<ActSummary, LabError> {
         &kubeconfig,
         ctx.deployment_uid.as_deref().unwrap_or_default(),
         original,
-        HA_RESTORE_AFTER_SEC,
+        restore_after_sec,
         ScaleTo {
             act: 3,
             kind: HA_FAULT_KIND,
@@ -420,22 +407,7 @@ async fn act3_body(
     partial: &mut serde_json::Value,
     deadline_at: &str,
 ) -> Result<(serde_json::Value, Vec<String>), LabError> {
-    ui.step(m::scaling_to(
-        cluster::ADMISSION_DEPLOYMENT,
-        inputs::HaReplicas::VALUE,
-    ));
-    let up = fault.scale_down().await?;
-    rec.raw("scale-up", &up);
-    let scale = ScaleUpFacts {
-        fault_id: fault.plan().fault_id.clone(),
-        replicas_before: up.replicas_before.max(0) as u32,
-        replicas: fault.plan().fault_replicas.max(0) as u32,
-        scaled_at: up.answered_at.clone(),
-        restore_deadline_at: deadline_at.to_owned(),
-    };
-    partial["scale"] = to_value(&scale)?;
-    rec.save_progress(partial.clone())?;
-
+    let scale = scale_up(ui, fault, rec, partial, deadline_at).await?;
     let (ready, seen, waited_ms) = wait_three_ready(cl, ui).await?;
     rec.raw("ready-wait", &seen.changes);
     rec.raw("endpoint-slices", &ready.slices);
@@ -461,10 +433,11 @@ async fn act3_body(
     // The baseline: parallel waves of violating pods, then the good and the control pods.
     let before = replica_counters(cl, &pod_names, rec, "before").await;
     let window = crate::metrics::Window::begin(cl).await;
-    ui.step(m::sending_waves(BASELINE_WAVES, BASELINE_WAVE_SIZE));
+    let (waves, wave_size) = crate::steps::waves_of(LAB, 3)?;
+    ui.step(m::sending_waves(waves, wave_size));
     let mut bad = Vec::new();
-    for w in 0..BASELINE_WAVES {
-        let wave = parallel_wave(cl, &format!("c3-bad-w{w}"), BASELINE_WAVE_SIZE).await?;
+    for w in 0..waves {
+        let wave = parallel_wave(cl, &format!("c3-bad-w{w}"), wave_size).await?;
         for r in &wave {
             rec.request("bad", r);
         }
@@ -491,15 +464,7 @@ async fn act3_body(
         |s, phase| ui.progress(m::phase(phase.unwrap_or("?")), s, RUNNING_BOUND.as_secs()),
     )
     .await?;
-    let replica_requests: Vec<ReplicaRequests> = pod_names
-        .iter()
-        .zip(before.into_iter().zip(after))
-        .map(|(pod, (before, after))| ReplicaRequests {
-            pod: pod.clone(),
-            before,
-            after,
-        })
-        .collect();
+    let replica_requests = replica_requests(&pod_names, before, after);
     let facts = Act3Facts {
         scale,
         deployment: deployment_facts(&dep),
@@ -508,8 +473,8 @@ async fn act3_body(
         webhook: ready.webhook,
         lease,
         wait,
-        waves: BASELINE_WAVES,
-        wave_size: BASELINE_WAVE_SIZE,
+        waves,
+        wave_size,
         bad,
         good,
         control,
@@ -520,6 +485,49 @@ async fn act3_body(
     let mut value = to_value(&facts)?;
     admission.attach(&mut value);
     Ok((value, lines))
+}
+
+/// Act 3's first step ([`crate::acts::Fault::Scale`]): the healer asked to scale to three; its
+/// answer recorded (`scale-up`) and kept in the partial facts.
+async fn scale_up(
+    ui: &Ui,
+    fault: &mut ScaleFault,
+    rec: &mut ActRecorder,
+    partial: &mut serde_json::Value,
+    deadline_at: &str,
+) -> Result<ScaleUpFacts, LabError> {
+    ui.step(m::scaling_to(
+        cluster::ADMISSION_DEPLOYMENT,
+        inputs::HaReplicas::VALUE,
+    ));
+    let up = fault.scale_down().await?;
+    rec.raw("scale-up", &up);
+    let scale = ScaleUpFacts {
+        fault_id: fault.plan().fault_id.clone(),
+        replicas_before: up.replicas_before.max(0) as u32,
+        replicas: fault.plan().fault_replicas.max(0) as u32,
+        scaled_at: up.answered_at.clone(),
+        restore_deadline_at: deadline_at.to_owned(),
+    };
+    partial["scale"] = to_value(&scale)?;
+    rec.save_progress(partial.clone())?;
+    Ok(scale)
+}
+
+/// Each replica's admission counter before and after an act's requests, by pod.
+fn replica_requests(
+    pods: &[String],
+    before: Vec<Option<u64>>,
+    after: Vec<Option<u64>>,
+) -> Vec<ReplicaRequests> {
+    pods.iter()
+        .zip(before.into_iter().zip(after))
+        .map(|(pod, (before, after))| ReplicaRequests {
+            pod: pod.clone(),
+            before,
+            after,
+        })
+        .collect()
 }
 
 fn act3_lines(ui: &Ui, f: &Act3Facts, admission: &crate::metrics::AdmissionMetrics) -> Vec<String> {
@@ -608,7 +616,7 @@ async fn act4_body(
     let mut leader = None;
     let mut followers = Vec::new();
     for pod in &pods {
-        let inv = crate::labs::b::investigate_pod(pod, cri).await?;
+        let inv = investigate_pod(pod, cri).await?;
         rec.raw(&format!("cri-container:{}", inv.pod_name), &inv.container);
         let p = ReplicaProcess {
             pod_name: inv.pod_name.clone(),
@@ -954,55 +962,12 @@ async fn replica_freeze(
     });
     rec.save_progress(partial.clone())?;
     let after = after_resume(cl, &ui, rec, spec.tag).await?;
-    let first_explicit_deny = after
-        .iter()
-        .find(|r| r.outcome == Outcome::ExplicitDeny)
-        .cloned();
-    let first_deny_after_resume_ms = first_explicit_deny.as_ref().and_then(|d| {
-        let a = facts::parse_rfc3339(&d.answered_at)?;
-        let r = facts::parse_rfc3339(&resume.resumed_at)?;
-        u64::try_from((a - r).num_milliseconds()).ok()
-    });
-    let (pods, _, waited_ms) =
-        settle_after_resume(cl, &ui, rec, &inv.pod_name, &resume.resumed_at).await?;
-    let settled_at = facts::now_rfc3339();
-    rec.raw("pods-after", &pods);
-    let target_pod = pods
-        .iter()
-        .find(|p| p.metadata.name.as_deref() == Some(inv.pod_name.as_str()));
-    let identity_after = match target_pod {
-        Some(p) => match crate::labs::b::investigate_pod(p, cri).await {
-            Ok(a) => {
-                rec.raw("cri-container-after", &a.container);
-                Some(a.identity)
-            }
-            Err(e) => {
-                rec.raw("cri-container-after-error", e.to_string());
-                None
-            }
-        },
-        None => None,
-    };
-    let (restart_after, _, uid_after) =
-        pod_state(&pods, &inv.pod_name).unwrap_or((inv.restart_count, false, None));
-    let ready_after = target_pod.is_some_and(pod_ready);
-    let raw_lease = cl
-        .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
-        .await?;
-    rec.raw("lease-after", &raw_lease);
-    let lease_after = lease_facts(raw_lease.as_ref());
+    let (first_explicit_deny, first_deny_after_resume_ms) = first_deny(&after, &resume.resumed_at);
+    let (target_after, lease_after) =
+        target_after(cl, &ui, cri, rec, inv, &resume.resumed_at).await?;
     let after_counts = replica_counters(cl, rs.pods, rec, "after").await;
     let existing = probe::observe_pod(cl, &spec.existing.namespace, &spec.existing.name).await?;
-    let replica_requests = rs
-        .pods
-        .iter()
-        .zip(before.into_iter().zip(after_counts))
-        .map(|(pod, (before, after))| ReplicaRequests {
-            pod: pod.clone(),
-            before,
-            after,
-        })
-        .collect();
+    let replica_requests = replica_requests(rs.pods, before, after_counts);
     let registration_snapshot = during
         .registration
         .as_ref()
@@ -1031,21 +996,64 @@ async fn replica_freeze(
         after_resume: after,
         first_explicit_deny,
         first_deny_after_resume_ms,
-        target_after: TargetAfter {
-            pod: inv.pod_name.clone(),
-            pod_uid_before: inv.identity.pod_uid.clone(),
-            pod_uid_after: uid_after,
-            restart_count_before: inv.restart_count,
-            restart_count_after: restart_after,
-            ready_after,
-            identity_after,
-            holds_lease_after: lease_after.holder.as_deref() == Some(inv.pod_name.as_str()),
-            settled_at,
-            waited_ms,
-        },
+        target_after,
         lease_after,
         existing,
     })
+}
+
+/// The frozen replica after the resume (acts 5 and 6): the bounded wait for the replicas to
+/// settle ([`settle_after_resume`]), the target's pod, process (CRI, `/proc`), restarts and
+/// readiness, then the Lease. Records `pods-after`, `cri-container-after` (or its error) and
+/// `lease-after`.
+async fn target_after(
+    cl: &Cluster,
+    ui: &Ui,
+    cri: &mut crate::cri::CriClient,
+    rec: &mut ActRecorder,
+    inv: &Investigation,
+    resumed_at: &str,
+) -> Result<(TargetAfter, LeaseFacts), LabError> {
+    let (pods, _, waited_ms) = settle_after_resume(cl, ui, rec, &inv.pod_name, resumed_at).await?;
+    let settled_at = facts::now_rfc3339();
+    rec.raw("pods-after", &pods);
+    let target_pod = pods
+        .iter()
+        .find(|p| p.metadata.name.as_deref() == Some(inv.pod_name.as_str()));
+    let identity_after = match target_pod {
+        Some(p) => match investigate_pod(p, cri).await {
+            Ok(a) => {
+                rec.raw("cri-container-after", &a.container);
+                Some(a.identity)
+            }
+            Err(e) => {
+                rec.raw("cri-container-after-error", e.to_string());
+                None
+            }
+        },
+        None => None,
+    };
+    let (restart_after, _, uid_after) =
+        pod_state(&pods, &inv.pod_name).unwrap_or((inv.restart_count, false, None));
+    let ready_after = target_pod.is_some_and(pod_ready);
+    let raw_lease = cl
+        .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
+        .await?;
+    rec.raw("lease-after", &raw_lease);
+    let lease_after = lease_facts(raw_lease.as_ref());
+    let target = TargetAfter {
+        pod: inv.pod_name.clone(),
+        pod_uid_before: inv.identity.pod_uid.clone(),
+        pod_uid_after: uid_after,
+        restart_count_before: inv.restart_count,
+        restart_count_after: restart_after,
+        ready_after,
+        identity_after,
+        holds_lease_after: lease_after.holder.as_deref() == Some(inv.pod_name.as_str()),
+        settled_at,
+        waited_ms,
+    };
+    Ok((target, lease_after))
 }
 
 /// The summary lines of a replica's freeze.
@@ -1141,34 +1149,13 @@ fn freeze_lines(ui: &Ui, act: u8, run: &ReplicaFreezeRun) -> Vec<String> {
     lines
 }
 
-/// The live admission-controller pod named `pod`, investigated through CRI and `/proc` (lab B's
-/// [`crate::labs::b::investigate_pod`]).
-///
-/// Errors: [`LabError::ClusterMismatch`] naming the live pods when none is named `pod`.
-async fn replica_now(
-    cl: &Cluster,
-    cri: &mut crate::cri::CriClient,
-    pod: &str,
-) -> Result<Investigation, LabError> {
-    let pods = live_replicas(cl).await?;
-    let p = pods
-        .iter()
-        .find(|p| p.metadata.name.as_deref() == Some(pod))
-        .ok_or_else(|| LabError::ClusterMismatch {
-            what: "the admission-controller pod to freeze".into(),
-            expected: pod.to_owned(),
-            found: pods
-                .iter()
-                .filter_map(|p| p.metadata.name.clone())
-                .collect::<Vec<_>>()
-                .join(", "),
-        })?;
-    crate::labs::b::investigate_pod(p, cri).await
-}
-
 /// Act 5: the leader (act 4's, still the Lease's holder, the same process) frozen for 20 s
 /// under Fail.
 pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
+    // The registry's freeze: for the plan's `resume_after_sec` (the student's freeze-plan.json).
+    let (_, resume_after_sec) =
+        crate::steps::freeze_of(LAB, 5, u64::from(inputs::ResumeAfterSec::VALUE))?;
+    let (waves, wave_size) = crate::steps::waves_of(LAB, 5)?;
     let cl = env.cluster().await?;
     let ctx = live_context(&cl, &env.workdir).await?;
     let (plan, loaded) = read_input::<inputs::FreezePlanC>(&env.workdir, &ctx)?;
@@ -1213,7 +1200,7 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     rec.raw("cri-container-before", &inv.container);
     let spec = FreezeSpec {
         act: 5,
-        resume_after_sec: u64::from(inputs::ResumeAfterSec::VALUE),
+        resume_after_sec,
         webhook_name: cluster::fine_grained_webhook_name("Fail", cluster::POLICY_NAME),
         existing: &a3.existing,
         tag: "c5",
@@ -1222,8 +1209,8 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     let rs = ReplicaSpec {
         role: "leader",
         lease_before: lease,
-        waves: lab_core::rules::c::LEADER_WAVES,
-        wave_size: lab_core::rules::c::LEADER_WAVE_SIZE,
+        waves,
+        wave_size,
         pods: &pods,
     };
     run_replica_freeze(env, &cl, &mut cri, rec, &inv, &spec, &rs, None).await
@@ -1292,72 +1279,30 @@ async fn run_replica_freeze(
 /// the Lease does not name now) frozen for 10 s.
 pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
     let ui = env.ui;
-    let cl = env.cluster().await?;
-    let ctx = live_context(&cl, &env.workdir).await?;
-    let (_pi, loaded) = read_input::<inputs::PolicyIgnore>(&env.workdir, &ctx)?;
-    let (plan, plan_loaded) = read_input::<inputs::FreezePlanC>(&env.workdir, &ctx)?;
-    let mark =
-        check_fault_preconditions(&cl, (plan.node_uid.as_str(), plan.deployment_uid.as_str()))
-            .await?;
-    let a2: facts::Act2Facts = read_facts(&env.workdir, 2)?;
-    let a3: Act3Facts = read_facts(&env.workdir, 3)?;
-    let policy_uid_before = json_str(&a2.policy, "/metadata/uid");
-    let live = policy_with_uid(&cl, &policy_uid_before).await?;
-    let healed = crate::faults::heal::recent();
-    let mut cri = env.cri().await?;
-    let mut rec = ActRecorder::begin(&env.workdir, LAB, 6)?.with_audit(env);
-    rec.input(&loaded);
-    rec.input(&plan_loaded);
-    rec.raw("lab-mark", &mark);
-    rec.raw("healed-earlier-faults", &healed);
-    rec.raw("policy-before", &live);
-    let mut partial = serde_json::json!({"policy_uid_before": policy_uid_before});
-    let (stored, ignore_name, webhook) = match update_to_ignore(
-        env,
-        &cl,
-        &mut rec,
-        &loaded.value,
-        &policy_uid_before,
-        &mut partial,
-    )
-    .await
-    {
-        Ok(x) => x,
-        Err(e) => return common::finish(rec, Err((partial, e))),
-    };
-    let window = crate::metrics::Window::begin(&cl).await;
-    let healthy_bad = match healthy_deny_under_ignore(&cl, &ui, &mut rec, &mut partial, "c6").await
-    {
-        Ok(h) => h,
-        Err(e) => return common::finish(rec, Err((partial, e))),
-    };
-    rec.save_progress(partial.clone())?;
-    // The follower: the first replica (by name) the Lease does not name now.
-    let chosen = async {
-        let raw_lease = cl
-            .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
-            .await?;
-        rec.raw("lease-before", &raw_lease);
-        let lease = lease_facts(raw_lease.as_ref());
-        let mut names: Vec<String> = live_replicas(&cl)
-            .await?
-            .iter()
-            .filter_map(|p| p.metadata.name.clone())
-            .filter(|n| Some(n) != lease.holder.as_ref())
-            .collect();
-        names.sort();
-        let follower = names
-            .into_iter()
-            .next()
-            .ok_or_else(|| LabError::ClusterMismatch {
-                what: "a replica the Lease kyverno does not name".into(),
-                expected: "two followers".into(),
-                found: "none".into(),
-            })?;
-        let inv = replica_now(&cl, &mut cri, &follower).await?;
-        Ok::<_, LabError>((lease, inv))
-    }
+    // The registry's freeze (a follower, for its own length) and waves.
+    let (_, resume_after_sec) = crate::steps::freeze_of(LAB, 6, 0)?;
+    let (waves, wave_size) = crate::steps::waves_of(LAB, 6)?;
+    let opened = open_act6::<inputs::FreezePlanC, Act3Facts>(env, LAB, |p| {
+        (p.node_uid.as_str(), p.deployment_uid.as_str())
+    })
     .await;
+    let Switched {
+        cluster: cl,
+        mut cri,
+        mut rec,
+        partial,
+        act3: a3,
+        policy_uid_before,
+        stored,
+        ignore_name,
+        webhook,
+        window,
+        healthy_bad,
+    } = match opened {
+        Ok(s) => s,
+        Err(done) => return done,
+    };
+    let chosen = follower_now(&cl, &mut cri, &mut rec).await;
     let (lease, inv) = match chosen {
         Ok(x) => x,
         Err(e) => return common::finish(rec, Err((partial, e))),
@@ -1365,7 +1310,7 @@ pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
     rec.raw("cri-container-before", &inv.container);
     let spec = FreezeSpec {
         act: 6,
-        resume_after_sec: crate::labs::b::ACT6_RESUME_AFTER_SEC,
+        resume_after_sec,
         webhook_name: ignore_name,
         existing: &a3.existing,
         tag: "c6",
@@ -1374,8 +1319,8 @@ pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
     let rs = ReplicaSpec {
         role: "follower",
         lease_before: lease,
-        waves: lab_core::rules::c::FOLLOWER_WAVES,
-        wave_size: lab_core::rules::c::FOLLOWER_WAVE_SIZE,
+        waves,
+        wave_size,
         pods: &pods,
     };
     let lines = vec![
@@ -1443,42 +1388,7 @@ async fn act7_body(
 ) -> Result<(serde_json::Value, Vec<String>), LabError> {
     let ui = env.ui;
     let t0 = std::time::Instant::now();
-    let dep_before = cl.admission_deployment().await?;
-    rec.raw("deployment-before", cluster::to_json(&dep_before)?);
-    let replicas_before = deployment_facts(&dep_before).replicas;
-    ui.step(m::SCALING_BACK);
-    let summary = crate::faults::heal::heal_workdir(
-        env.workdir.root(),
-        Some(cl),
-        crate::faults::heal::SCALE_BACK_COMMAND,
-    )
-    .await;
-    rec.raw("scale-back-heal", &summary.healed);
-    if !summary.errors.is_empty() {
-        rec.raw("scale-back-errors", &summary.errors);
-    }
-    let dir = crate::faults::attempt::faults_root(env.workdir.root()).join(&a3.scale.fault_id);
-    let record = crate::faults::heal::read_heal(&dir).ok_or_else(|| LabError::FaultRefused {
-        reason: format!(
-            "act 3's scale attempt {} was not closed by the heal: {}",
-            a3.scale.fault_id,
-            summary
-                .errors
-                .iter()
-                .chain(&summary.live)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join("; ")
-        ),
-    })?;
-    rec.raw("scale-attempt-heal", &record);
-    let scale_back = ScaleBackFacts {
-        fault_id: a3.scale.fault_id.clone(),
-        action: record.action.clone(),
-        replicas_before,
-        replicas: inputs::OriginalReplicas::VALUE,
-        at: record.at.clone(),
-    };
+    let scale_back = scale_back(env, cl, rec, a3).await?;
     *partial = serde_json::json!({ "scale_back": to_value(&scale_back)? });
     rec.save_progress(partial.clone())?;
     let (pods, dep, webhook_cfg) = wait_original_count(cl, &ui, rec).await?;
@@ -1534,6 +1444,70 @@ async fn act7_body(
         existing,
         waited_ms: t0.elapsed().as_millis() as u64,
     };
+    let lines = act7_lines(&ui, &facts, a3, &admission);
+    let mut value = to_value(&facts)?;
+    admission.attach(&mut value);
+    Ok((value, lines))
+}
+
+/// Act 7's first step ([`crate::acts::Step::Restore`]): act 3's scale attempt healed (its healer
+/// stood down, the original count written back on a live read), read back from the attempt's
+/// heal record. Records the Deployment before, the heal's summary and record.
+///
+/// Errors: [`LabError::FaultRefused`] when the heal did not close act 3's attempt.
+async fn scale_back(
+    env: &Env,
+    cl: &Cluster,
+    rec: &mut ActRecorder,
+    a3: &Act3Facts,
+) -> Result<ScaleBackFacts, LabError> {
+    let ui = env.ui;
+    let dep_before = cl.admission_deployment().await?;
+    rec.raw("deployment-before", cluster::to_json(&dep_before)?);
+    let replicas_before = deployment_facts(&dep_before).replicas;
+    ui.step(m::SCALING_BACK);
+    let summary = crate::faults::heal::heal_workdir(
+        env.workdir.root(),
+        Some(cl),
+        crate::faults::heal::SCALE_BACK_COMMAND,
+    )
+    .await;
+    rec.raw("scale-back-heal", &summary.healed);
+    if !summary.errors.is_empty() {
+        rec.raw("scale-back-errors", &summary.errors);
+    }
+    let dir = crate::faults::attempt::faults_root(env.workdir.root()).join(&a3.scale.fault_id);
+    let record = crate::faults::heal::read_heal(&dir).ok_or_else(|| LabError::FaultRefused {
+        reason: format!(
+            "act 3's scale attempt {} was not closed by the heal: {}",
+            a3.scale.fault_id,
+            summary
+                .errors
+                .iter()
+                .chain(&summary.live)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+    })?;
+    rec.raw("scale-attempt-heal", &record);
+    let scale_back = ScaleBackFacts {
+        fault_id: a3.scale.fault_id.clone(),
+        action: record.action.clone(),
+        replicas_before,
+        replicas: inputs::OriginalReplicas::VALUE,
+        at: record.at.clone(),
+    };
+    Ok(scale_back)
+}
+
+/// Act 7's summary lines.
+fn act7_lines(
+    ui: &Ui,
+    facts: &Act7Facts,
+    a3: &Act3Facts,
+    admission: &crate::metrics::AdmissionMetrics,
+) -> Vec<String> {
     let mut lines = vec![ui.text(m::scaled_back(
         &facts.scale_back.action,
         facts.scale_back.replicas_before,
@@ -1550,17 +1524,15 @@ async fn act7_body(
         )),
     );
     lines.push(ui.text(m::policy_uid(&facts.policy_uid)));
-    lines.push(describe(&ui, m::req::VIOLATING, &facts.healthy_bad));
+    lines.push(describe(ui, m::req::VIOLATING, &facts.healthy_bad));
     lines.push(ui.text(m::existing_vs_act3(
         &facts.existing.name,
         facts.existing.uid.as_deref().unwrap_or("?"),
         facts.existing.phase.as_deref().unwrap_or("?"),
         a3.existing.uid.as_deref().unwrap_or("?"),
     )));
-    lines.push(ui.text(crate::metrics::summary_line(&admission)));
-    let mut value = to_value(&facts)?;
-    admission.attach(&mut value);
-    Ok((value, lines))
+    lines.push(ui.text(crate::metrics::summary_line(admission)));
+    lines
 }
 
 /// Waits (bounded, [`lab_core::rules::c::SCALE_BACK_BOUND`]) until the Deployment asks for the

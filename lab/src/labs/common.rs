@@ -1,5 +1,6 @@
-//! What both labs share: the environment of a run ([`Env`]), the evidence recorder
-//! ([`ActRecorder`]), helpers for inputs, webhooks and bounded waits, `inspect`, and acts 1-3.
+//! What every lab shares: the environment of a run ([`Env`]), the evidence recorder
+//! ([`ActRecorder`]), helpers for inputs, webhooks and bounded waits, `inspect`, and acts 1-3 (lab C
+//! has its own act 3).
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -29,8 +30,8 @@ use crate::workdir::{LoadedInput, Workdir};
 
 pub use crate::rules::common::{CONTROL_NAMESPACE, TARGET_NAMESPACE};
 
-/// Default of [`Env::registration_bound`]: how long act 2 (both labs) and lab B's act 6 wait for
-/// Kyverno to register the policy's webhook, or to change it. Kyverno's own start on the embedded
+/// Default of [`Env::registration_bound`]: how long act 2 (every lab) and act 6 of labs B and C
+/// wait for Kyverno to register the policy's webhook, or to change it. Kyverno's own start on the embedded
 /// node took 11-19 s (README, bench table), its registration a few seconds after that.
 pub const REGISTRATION_BOUND: Duration = Duration::from_secs(90);
 /// Bound on waiting for the webhook to answer with an explicit deny in a healthy state.
@@ -254,7 +255,7 @@ impl ActRecorder {
     /// Opens the act's audit window now ([`crate::audit::Cursor::begin`]): when the act writes
     /// its final evidence (completed or interrupted) the audit events of every request it
     /// recorded are put under `facts.admission_audit` (or a raw `admission-audit` entry when the
-    /// partial facts are not an object). Acts 3, 5, 6 and 7 of both labs call it before their
+    /// partial facts are not an object). Acts 3, 5, 6 and 7 of every lab call it before their
     /// first request.
     pub fn with_audit(mut self, env: &Env) -> ActRecorder {
         self.audit = Some(crate::audit::Cursor::begin(&env.audit));
@@ -712,8 +713,16 @@ pub async fn inspect(lab: Lab, env: &Env) -> Result<InspectReport, LabError> {
     })
 }
 
-/// The runners of acts 1-3, shared by both labs (see [`crate::labs::runner`]).
-pub(crate) static RUNNERS: &[(u8, super::Runner)] = &[
+/// The future an act's runner returns (acts run on the caller's runtime with `block_on`, so it
+/// need not be `Send`).
+pub type ActFuture<'a> = std::pin::Pin<Box<dyn Future<Output = Result<ActSummary, LabError>> + 'a>>;
+
+/// Runs one act of a lab against the cluster reached through `env` ([`crate::labs::run_act`] takes the
+/// work-dir lock, heals and checks the act's inputs and earlier acts first).
+pub type Runner = for<'a> fn(&'a Env, Lab) -> ActFuture<'a>;
+
+/// The runners of acts 1-3, shared by every lab (lab C has its own act 3) (see [`crate::labs::runner`]).
+pub(crate) static RUNNERS: &[(u8, Runner)] = &[
     (1, |env, lab| Box::pin(act1(lab, env))),
     (2, |env, lab| Box::pin(act2(lab, env))),
     (3, |env, lab| Box::pin(act3(lab, env))),
@@ -910,11 +919,8 @@ async fn act3_body(
     lab: Lab,
     rec: &mut ActRecorder,
 ) -> Result<(serde_json::Value, Vec<String>), (serde_json::Value, LabError)> {
-    let tag = match lab {
-        Lab::A => "a3",
-        Lab::B => "b3",
-        Lab::C => "c3",
-    };
+    // The request names' prefix: the lab and the act (`b3-good`).
+    let tag = format!("{}3", lab.as_str());
     let fail = |e: LabError| (serde_json::Value::Null, e);
     let window = crate::metrics::Window::begin(cluster).await;
     ui.step(m::CREATING_GOOD_TARGET);

@@ -17,24 +17,13 @@ pub mod b;
 pub mod c;
 pub mod common;
 
-pub use common::{ActSummary, Env, InspectReport, Ui};
-
-use std::future::Future;
-use std::pin::Pin;
+pub use common::{ActFuture, ActSummary, Env, InspectReport, Runner, Ui};
 
 use crate::error::LabError;
 use crate::evidence::Lab;
 use crate::faults::{attempt, heal};
 use crate::inputs::{self, Context};
 use crate::workdir::Workdir;
-
-/// The future an act's runner returns (acts run on the caller's runtime with `block_on`, so it
-/// need not be `Send`).
-pub type ActFuture<'a> = Pin<Box<dyn Future<Output = Result<ActSummary, LabError>> + 'a>>;
-
-/// Runs one act of a lab against the cluster reached through `env` ([`run_act`] takes the
-/// work-dir lock, heals and checks the act's inputs and earlier acts first).
-pub type Runner = for<'a> fn(&'a Env, Lab) -> ActFuture<'a>;
 
 /// The runner of act `act` of `lab`: acts 1-3 in `common::RUNNERS`, the lab's own in
 /// `a::RUNNERS` / `b::RUNNERS`, each beside its body; `None` when there is none (the
@@ -47,14 +36,24 @@ pub fn runner(lab: Lab, act: u8) -> Option<Runner> {
 /// A list of runners by act number (a file's `RUNNERS`).
 type Runners = &'static [(u8, Runner)];
 
-/// Every runner of `lab`: the shared ones it uses (lab C has its own act 3), then its own.
+/// Each lab's own runners (its file's `RUNNERS`).
+static OWN_RUNNERS: &[(Lab, Runners)] = &[
+    (Lab::A, a::RUNNERS),
+    (Lab::B, b::RUNNERS),
+    (Lab::C, c::RUNNERS),
+];
+
+/// Every runner of `lab`: the shared ones (`common::RUNNERS`) for the acts it has no own runner
+/// of (lab C has its own act 3), then its own.
 fn runners(lab: Lab) -> impl Iterator<Item = &'static (u8, Runner)> {
-    let (shared, own): (Runners, Runners) = match lab {
-        Lab::A => (common::RUNNERS, a::RUNNERS),
-        Lab::B => (common::RUNNERS, b::RUNNERS),
-        Lab::C => (&common::RUNNERS[..2], c::RUNNERS),
-    };
-    shared.iter().chain(own)
+    let own: Runners = OWN_RUNNERS
+        .iter()
+        .find(|(l, _)| *l == lab)
+        .map_or(&[], |(_, r)| *r);
+    common::RUNNERS
+        .iter()
+        .filter(move |(n, _)| !own.iter().any(|(o, _)| o == n))
+        .chain(own)
 }
 
 /// `inspect`: heals first (see [`heal_first`]), then reports the live values a student needs to

@@ -297,7 +297,7 @@ pub async fn cleanup(c: &LabCluster) -> Result<()> {
     .await
 }
 
-/// Deletes the ValidatingPolicy `kca-webhook-label` (both labs' policy) and the pods `pods`
+/// Deletes the ValidatingPolicy `kca-webhook-label` (every lab's policy) and the pods `pods`
 /// (namespace, name), then waits (bounded, 90 s) until they and the policy's webhook
 /// registration are gone. A 404 on delete is fine; errors name what was still there.
 pub async fn delete_policy_and_wait(c: &LabCluster, pods: &[(&str, &str)]) -> Result<()> {

@@ -966,41 +966,7 @@ pub fn drive_with(
             }
         }
     }
-    if let Some(i) = &mut interrupted {
-        let step = Step::start(format!(
-            "interrupted by {}: healing the work dir (kca-webhook-lab heal)",
-            i.signal
-        ));
-        match run.heal() {
-            Ok(lines) => {
-                for l in &lines {
-                    eprintln!("      {l}");
-                }
-                i.healed = lines;
-                step.ok();
-            }
-            Err(e) => {
-                eprintln!("      {e:#}");
-                i.healed = vec![format!("heal failed: {e:#}")];
-            }
-        }
-    }
-    if interrupted.is_none() {
-        // A lab that stopped at a failed act may leave a fault handed over to the acts after it
-        // (lab C's three replicas, acts 4-7): heal the work dir, as a student who abandons the
-        // lab would (`kca-webhook-lab heal`), so no healer outlives the run. After a complete
-        // run there is nothing left to heal.
-        let step = Step::start("healing the work dir (kca-webhook-lab heal)");
-        match run.heal() {
-            Ok(lines) => {
-                for l in &lines {
-                    eprintln!("      {l}");
-                }
-                step.ok();
-            }
-            Err(e) => eprintln!("      heal failed: {e:#}"),
-        }
-    }
+    heal_after_acts(&run, &mut interrupted);
     let step = Step::start("grading and collecting the artifacts");
     let grades = save_artifacts(&run, artifacts)?;
     step.ok();
@@ -1016,6 +982,38 @@ pub fn drive_with(
             .then_some(diag),
         interrupted,
     })
+}
+
+/// Heals the work dir after the acts (`kca-webhook-lab heal`), with its lines shown. After an
+/// interruption it undoes what the signal left (the lines, or the failure, are kept in
+/// `interrupted`); else a lab that stopped at a failed act may leave a fault handed over to the
+/// acts after it (lab C's three replicas, acts 4-7), healed as a student who abandons the lab
+/// would, so no healer outlives the run (after a complete run there is nothing left to heal).
+fn heal_after_acts(run: &LabRun, interrupted: &mut Option<Interruption>) {
+    let label = match interrupted {
+        Some(i) => format!(
+            "interrupted by {}: healing the work dir (kca-webhook-lab heal)",
+            i.signal
+        ),
+        None => "healing the work dir (kca-webhook-lab heal)".to_owned(),
+    };
+    let step = Step::start(label);
+    match (run.heal(), interrupted) {
+        (Ok(lines), interrupted) => {
+            for l in &lines {
+                eprintln!("      {l}");
+            }
+            if let Some(i) = interrupted {
+                i.healed = lines;
+            }
+            step.ok();
+        }
+        (Err(e), Some(i)) => {
+            eprintln!("      {e:#}");
+            i.healed = vec![format!("heal failed: {e:#}")];
+        }
+        (Err(e), None) => eprintln!("      heal failed: {e:#}"),
+    }
 }
 
 /// Copies the inputs (`*.json` at the root) to `inputs/`, `evidence/` and `faults/` to the

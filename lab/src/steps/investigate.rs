@@ -1,0 +1,219 @@
+//! [`acts::Step::Investigate`](crate::acts::Step::Investigate): the admission controller's pod
+//! (API), its `kyverno` container (CRI) and its process (`/proc`), for the one replica
+//! ([`investigate`]) or a named one of several ([`replica_now`]); and the checks before any fault
+//! ([`check_fault_preconditions`]).
+
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::cluster::{self, Cluster};
+use crate::cri::CriClient;
+use crate::error::LabError;
+use crate::facts::a::LeaseFacts;
+use crate::facts::b::ProcessIdentity;
+use crate::labs::common::ActRecorder;
+use crate::steps::observe::lease_facts;
+
+/// The controller's main container name in its pod.
+pub(crate) const CONTAINER: &str = "kyverno";
+
+/// The admission controller process as found now: the pod (API), the container (CRI) and the
+/// process (`/proc`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Investigation {
+    /// Pod name.
+    pub pod_name: String,
+    /// The process identity.
+    pub identity: ProcessIdentity,
+    /// Restart count of the `kyverno` container (pod status).
+    pub restart_count: u32,
+    /// kubelet's restart attempt of the container (CRI `metadata.attempt`).
+    pub attempt: u32,
+    /// `/proc/PID/stat` state letter.
+    pub state: char,
+    /// The CRI answer, verbatim-ish (typed).
+    pub container: crate::cri::ContainerIdentity,
+}
+
+/// Finds the admission controller process: exactly one running pod of the Deployment (API),
+/// its `kyverno` container through CRI (checked against the pod status's `containerID`), the
+/// host PID, and its state and start time from `/proc`.
+pub async fn investigate(
+    cluster: &Cluster,
+    cri: &mut CriClient,
+) -> Result<Investigation, LabError> {
+    let pods: Vec<_> = cluster
+        .admission_pods()
+        .await?
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+        .collect();
+    if pods.len() != 1 {
+        return Err(LabError::ClusterMismatch {
+            what: "running admission-controller pods".into(),
+            expected: "1".into(),
+            found: pods.len().to_string(),
+        });
+    }
+    investigate_pod(&pods[0], cri).await
+}
+
+/// [`investigate`] for one given pod of the admission controller (lab C reads each replica's):
+/// its `kyverno` container through CRI (checked against the pod status's `containerID`), the
+/// host PID, and its state and start time from `/proc`.
+pub async fn investigate_pod(
+    pod: &k8s_openapi::api::core::v1::Pod,
+    cri: &mut CriClient,
+) -> Result<Investigation, LabError> {
+    let pod_uid = pod.metadata.uid.clone().unwrap_or_default();
+    let status = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.name == CONTAINER));
+    let mut container = cri.find_admission_container(Some(&pod_uid)).await?;
+    // The k3s backend's node runs in a container: its CRI reports PIDs of that container's PID
+    // namespace; map to the host PID the pidfd needs (identity elsewhere; see crate::pidmap).
+    container.pid = crate::pidmap::cri_pid_to_host(container.pid)?;
+    if let Some(api_id) = status.and_then(|s| s.container_id.as_deref()) {
+        let api_id = api_id.split_once("://").map(|(_, id)| id).unwrap_or(api_id);
+        if api_id != container.container_id {
+            return Err(LabError::ClusterMismatch {
+                what: "admission-controller container id (pod status vs CRI)".into(),
+                expected: api_id.to_owned(),
+                found: container.container_id.clone(),
+            });
+        }
+    }
+    let stat = crate::faults::process::read_stat(container.pid)?.ok_or_else(|| {
+        LabError::FaultRefused {
+            reason: format!("process {} reported by CRI is gone", container.pid),
+        }
+    })?;
+    Ok(Investigation {
+        pod_name: pod.metadata.name.clone().unwrap_or_default(),
+        identity: ProcessIdentity {
+            pid: container.pid as u32,
+            pid_start_time_ticks: stat.start_time_ticks,
+            container_id: container.container_id.clone(),
+            pod_uid,
+        },
+        restart_count: status.map(|s| s.restart_count.max(0) as u32).unwrap_or(0),
+        attempt: container.attempt,
+        state: stat.state,
+        container,
+    })
+}
+
+/// Checks, before any fault: the lab mark, and the plan's node and deployment UIDs against the
+/// live ones. Returns the mark.
+pub(crate) async fn check_fault_preconditions(
+    cluster: &Cluster,
+    (node_uid, deployment_uid): (&str, &str),
+) -> Result<cluster::LabMark, LabError> {
+    let mark = cluster.lab_mark().await?;
+    let node = cluster.node().await?;
+    if node.uid != node_uid {
+        return Err(LabError::ClusterMismatch {
+            what: "node uid (freeze-plan.json $.node_uid)".into(),
+            expected: node_uid.to_owned(),
+            found: node.uid,
+        });
+    }
+    let dep = cluster.admission_deployment().await?;
+    let dep_uid = dep.metadata.uid.unwrap_or_default();
+    if dep_uid != deployment_uid {
+        return Err(LabError::ClusterMismatch {
+            what: "deployment uid (freeze-plan.json $.deployment_uid)".into(),
+            expected: deployment_uid.to_owned(),
+            found: dep_uid,
+        });
+    }
+    Ok(mark)
+}
+
+/// The `kyverno` container's restart count in the admission-controller pod with UID `pod_uid`,
+/// read from the API (`None` when that pod is gone).
+pub(crate) async fn api_restart_count(
+    cluster: &Cluster,
+    pod_uid: &str,
+) -> Result<Option<u32>, LabError> {
+    let pods = cluster.admission_pods().await?;
+    Ok(pods
+        .iter()
+        .find(|p| p.metadata.uid.as_deref() == Some(pod_uid))
+        .and_then(|p| p.status.as_ref())
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.name == CONTAINER))
+        .map(|c| c.restart_count.max(0) as u32))
+}
+
+/// The admission controller's live pods (not terminating).
+pub(crate) async fn live_replicas(cl: &Cluster) -> Result<Vec<Pod>, LabError> {
+    Ok(cl
+        .admission_pods()
+        .await?
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .collect())
+}
+
+/// The live admission-controller pod named `pod`, investigated through CRI and `/proc`
+/// ([`investigate_pod`]).
+///
+/// Errors: [`LabError::ClusterMismatch`] naming the live pods when none is named `pod`.
+pub(crate) async fn replica_now(
+    cl: &Cluster,
+    cri: &mut crate::cri::CriClient,
+    pod: &str,
+) -> Result<Investigation, LabError> {
+    let pods = live_replicas(cl).await?;
+    let p = pods
+        .iter()
+        .find(|p| p.metadata.name.as_deref() == Some(pod))
+        .ok_or_else(|| LabError::ClusterMismatch {
+            what: "the admission-controller pod to freeze".into(),
+            expected: pod.to_owned(),
+            found: pods
+                .iter()
+                .filter_map(|p| p.metadata.name.clone())
+                .collect::<Vec<_>>()
+                .join(", "),
+        })?;
+    investigate_pod(p, cri).await
+}
+
+/// The follower act 6 of lab C freezes ([`Target::Follower`](crate::acts::Target::Follower)):
+/// the first replica, by pod name, that the Lease `kyverno` does not name now, read as
+/// [`replica_now`] does. The Lease read is recorded as `lease-before`. Returns the Lease's facts
+/// and the follower.
+///
+/// Errors: [`LabError::ClusterMismatch`] when every live replica is the holder; the reads' errors.
+pub(crate) async fn follower_now(
+    cl: &Cluster,
+    cri: &mut CriClient,
+    rec: &mut ActRecorder,
+) -> Result<(LeaseFacts, Investigation), LabError> {
+    let raw_lease = cl
+        .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
+        .await?;
+    rec.raw("lease-before", &raw_lease);
+    let lease = lease_facts(raw_lease.as_ref());
+    let mut names: Vec<String> = live_replicas(cl)
+        .await?
+        .iter()
+        .filter_map(|p| p.metadata.name.clone())
+        .filter(|n| Some(n) != lease.holder.as_ref())
+        .collect();
+    names.sort();
+    let follower = names
+        .into_iter()
+        .next()
+        .ok_or_else(|| LabError::ClusterMismatch {
+            what: "a replica the Lease kyverno does not name".into(),
+            expected: "two followers".into(),
+            found: "none".into(),
+        })?;
+    let inv = replica_now(cl, cri, &follower).await?;
+    Ok((lease, inv))
+}

@@ -1,0 +1,235 @@
+//! [`acts::Step::SwitchPolicy`](crate::acts::Step::SwitchPolicy): the lab's policy switched in
+//! place (same UID) to failurePolicy Ignore, its new registration awaited, and a healthy deny
+//! (act 6 of labs B and C).
+
+use crate::cluster::{self, Cluster};
+use crate::cri::CriClient;
+use crate::error::LabError;
+use crate::evidence::{Lab, Outcome, RequestRecord};
+use crate::facts::{Act2Facts, WebhookFacts};
+use crate::inputs::{self, StudentInput};
+use crate::labs::common::{
+    self, ActRecorder, ActSummary, Env, TARGET_NAMESPACE, Ui, describe, live_context, read_facts,
+    read_input, to_value, until_explicit_deny, wait_for_webhook, webhook_facts,
+};
+use crate::messages::act as m;
+use crate::steps::investigate::check_fault_preconditions;
+
+/// The string at JSON pointer `at` in `v` (empty when absent or not a string).
+pub(crate) fn json_str(v: &serde_json::Value, at: &str) -> String {
+    v.pointer(at)
+        .and_then(|v| v.as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The live ValidatingPolicy of the lab, required to have act 2's UID (act 6 updates it in place).
+pub(crate) async fn policy_with_uid(
+    cluster: &Cluster,
+    uid_before: &str,
+) -> Result<Option<serde_json::Value>, LabError> {
+    let live = cluster.policy(cluster::POLICY_NAME).await?;
+    let live_uid = live
+        .as_ref()
+        .and_then(|p| p.pointer("/metadata/uid"))
+        .and_then(|v| v.as_str())
+        .unwrap_or("");
+    if live_uid != uid_before {
+        return Err(LabError::ClusterMismatch {
+            what: format!("uid of ValidatingPolicy {}", cluster::POLICY_NAME),
+            expected: uid_before.to_owned(),
+            found: live_uid.to_owned(),
+        });
+    }
+    Ok(live)
+}
+
+/// Act 6, step 1: the policy updated to `failurePolicy: Ignore` in place (same UID), and its
+/// fine-grained Ignore webhook registered. Returns the stored policy, the webhook's name and
+/// facts; `partial` keeps what was seen.
+pub(crate) async fn update_to_ignore(
+    env: &Env,
+    cluster: &Cluster,
+    rec: &mut ActRecorder,
+    policy: &serde_json::Value,
+    uid_before: &str,
+    partial: &mut serde_json::Value,
+) -> Result<(serde_json::Value, String, WebhookFacts), LabError> {
+    let ui = env.ui;
+    ui.step(m::UPDATING_TO_IGNORE);
+    let stored = cluster.replace_policy_spec(policy).await?;
+    rec.raw("policy-stored", &stored);
+    partial["policy"] = stored.clone();
+    let stored_uid = stored
+        .pointer("/metadata/uid")
+        .and_then(|v| v.as_str())
+        .unwrap_or("");
+    if stored_uid != uid_before {
+        return Err(LabError::ClusterMismatch {
+            what: "policy uid after the update".into(),
+            expected: uid_before.to_owned(),
+            found: stored_uid.to_owned(),
+        });
+    }
+    let ignore_name = cluster::fine_grained_webhook_name("Ignore", cluster::POLICY_NAME);
+    let (cfg, wh) = wait_for_webhook(cluster, &ui, &ignore_name, env.registration_bound, |wh| {
+        wh.failure_policy.as_deref() == Some("Ignore")
+    })
+    .await?;
+    rec.raw("webhook-configuration-ignore", &cfg);
+    let webhook = webhook_facts(&cfg, &wh);
+    partial["webhook"] = to_value(&webhook)?;
+    ui.step(m::webhook_registered(
+        &webhook.name,
+        &webhook.failure_policy,
+        &webhook.timeout_seconds.to_string(),
+    ));
+    Ok((stored, ignore_name, webhook))
+}
+
+/// Act 6, step 2: with a healthy webhook under Ignore, violating requests until an explicit deny
+/// (every outcome kept). Returns the last one, the deny; none within the bound is an error.
+pub(crate) async fn healthy_deny_under_ignore(
+    cluster: &Cluster,
+    ui: &Ui,
+    rec: &mut ActRecorder,
+    partial: &mut serde_json::Value,
+    tag: &str,
+) -> Result<RequestRecord, LabError> {
+    ui.step(m::HEALTHY_DENY_IGNORE);
+    let healthy = until_explicit_deny(
+        cluster,
+        &format!("{tag}-healthy-bad"),
+        TARGET_NAMESPACE,
+        false,
+        common::ANSWER_BOUND,
+        |r, s| {
+            ui.progress(
+                describe(ui, m::req::VIOLATING, r),
+                s,
+                common::ANSWER_BOUND.as_secs(),
+            )
+        },
+    )
+    .await?;
+    for r in &healthy {
+        rec.request("healthy-bad", r);
+    }
+    let healthy_bad = healthy
+        .last()
+        .cloned()
+        .expect("until_explicit_deny sends at least one request");
+    partial["healthy_bad"] = to_value(&healthy_bad)?;
+    if healthy_bad.outcome != Outcome::ExplicitDeny {
+        return Err(LabError::WaitTimedOut {
+            what: "an explicit deny under Ignore with a healthy webhook".into(),
+            waited_ms: common::ANSWER_BOUND.as_millis() as u64,
+            last_state: healthy_bad.outcome.as_str().into(),
+        });
+    }
+    Ok(healthy_bad)
+}
+
+/// Act 6 after its [`Step::SwitchPolicy`](crate::acts::Step::SwitchPolicy), the same in labs B
+/// and C: what the freeze steps that follow work with.
+pub(crate) struct Switched<A3> {
+    /// The cluster.
+    pub cluster: Cluster,
+    /// The node's CRI.
+    pub cri: CriClient,
+    /// The act's evidence recorder (inputs, lab mark, healed faults, the policy before and the
+    /// switch's raw answers recorded).
+    pub rec: ActRecorder,
+    /// The partial facts so far (`policy_uid_before`, `policy`, `webhook`, `healthy_bad`).
+    pub partial: serde_json::Value,
+    /// Act 3's facts (the existing pod; lab C's replicas).
+    pub act3: A3,
+    /// The policy's UID in act 2's evidence (the switch keeps it).
+    pub policy_uid_before: String,
+    /// The policy as stored by the switch.
+    pub stored: serde_json::Value,
+    /// The fine-grained Ignore webhook's name.
+    pub ignore_name: String,
+    /// The Ignore webhook as registered.
+    pub webhook: WebhookFacts,
+    /// The act's admission-metrics window, begun after the switch.
+    pub window: crate::metrics::Window,
+    /// The healthy deny under Ignore.
+    pub healthy_bad: RequestRecord,
+}
+
+/// Act 6's opening in labs B and C: reads `policy-ignore.json` and the lab's freeze plan `P`
+/// (`uids` gives its node and deployment UIDs, checked with the lab mark:
+/// [`check_fault_preconditions`]), act 2's policy UID (the live policy must still have it) and
+/// act 3's facts, opens CRI and the recorder, then switches the policy to Ignore in place
+/// ([`update_to_ignore`]), begins the metrics window and sends the healthy deny
+/// ([`healthy_deny_under_ignore`], request names `<lab>6-…`).
+///
+/// Errors: `Err(Err(e))` before the recorder began (nothing written); `Err(summary)` once it has:
+/// the act's interrupted evidence, written by [`common::finish`], for the act to return as is.
+pub(crate) async fn open_act6<P: StudentInput, A3: serde::de::DeserializeOwned>(
+    env: &Env,
+    lab: Lab,
+    uids: for<'a> fn(&'a P) -> (&'a str, &'a str),
+) -> Result<Switched<A3>, Result<ActSummary, LabError>> {
+    let ui = env.ui;
+    let cluster = env.cluster().await.map_err(Err)?;
+    let opened = async {
+        let ctx = live_context(&cluster, &env.workdir).await?;
+        let (_pi, loaded) = read_input::<inputs::PolicyIgnore>(&env.workdir, &ctx)?;
+        let (plan, plan_loaded) = read_input::<P>(&env.workdir, &ctx)?;
+        let mark = check_fault_preconditions(&cluster, uids(&plan)).await?;
+        let act2: Act2Facts = read_facts(&env.workdir, 2)?;
+        let act3: A3 = read_facts(&env.workdir, 3)?;
+        let policy_uid_before = json_str(&act2.policy, "/metadata/uid");
+        let live = policy_with_uid(&cluster, &policy_uid_before).await?;
+        let healed = crate::faults::heal::recent();
+        let cri = env.cri().await?;
+        let mut rec = ActRecorder::begin(&env.workdir, lab, 6)?.with_audit(env);
+        rec.input(&loaded);
+        rec.input(&plan_loaded);
+        rec.raw("lab-mark", &mark);
+        rec.raw("healed-earlier-faults", &healed);
+        rec.raw("policy-before", &live);
+        Ok::<_, LabError>((rec, cri, act3, policy_uid_before, loaded))
+    }
+    .await;
+    let (mut rec, cri, act3, policy_uid_before, loaded) = opened.map_err(Err)?;
+    let mut partial = serde_json::json!({"policy_uid_before": policy_uid_before});
+    let (stored, ignore_name, webhook) = match update_to_ignore(
+        env,
+        &cluster,
+        &mut rec,
+        &loaded.value,
+        &policy_uid_before,
+        &mut partial,
+    )
+    .await
+    {
+        Ok(x) => x,
+        Err(e) => return Err(common::finish(rec, Err((partial, e)))),
+    };
+    let window = crate::metrics::Window::begin(&cluster).await;
+    let tag = format!("{}6", lab.as_str());
+    let healthy_bad =
+        match healthy_deny_under_ignore(&cluster, &ui, &mut rec, &mut partial, &tag).await {
+            Ok(h) => h,
+            Err(e) => return Err(common::finish(rec, Err((partial, e)))),
+        };
+    if let Err(e) = rec.save_progress(partial.clone()) {
+        return Err(Err(e));
+    }
+    Ok(Switched {
+        cluster,
+        cri,
+        rec,
+        partial,
+        act3,
+        policy_uid_before,
+        stored,
+        ignore_name,
+        webhook,
+        window,
+        healthy_bad,
+    })
+}
