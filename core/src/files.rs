@@ -141,9 +141,13 @@ pub fn read_regular_in(dir: &Path, name: &str, bound: u64) -> std::io::Result<Ve
 /// Opens `name` inside `dir` for reading, following a symlink at neither (`O_DIRECTORY |
 /// O_NOFOLLOW` for `dir`, then `O_NOFOLLOW | O_NONBLOCK` relative to its fd).
 fn open_in(dir: &Path, name: &str) -> std::io::Result<File> {
+    // An open directory's own `/proc/self/fd/N` ([`TrustedDir::fd_path`]) is a link to follow:
+    // it names the directory this process opened, not one someone else chose.
+    let own_fd = fd_prefix(dir).is_some_and(|(_, rest)| rest.as_os_str().is_empty());
+    let nofollow = if own_fd { OFlags::empty() } else { OFlags::NOFOLLOW };
     let dirfd = rustix::fs::open(
         dir,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        OFlags::RDONLY | OFlags::DIRECTORY | nofollow | OFlags::CLOEXEC,
         rustix::fs::Mode::empty(),
     )?;
     let fd = rustix::fs::openat(

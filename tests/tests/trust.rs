@@ -56,9 +56,13 @@ fn main() {
     libtest_mimic::run(&args, trials).exit();
 }
 
-/// The lab binary, built once per test process.
+/// The lab binary, built once per test process; `$KCA_WEBHOOK_LAB_BIN` names another one (an
+/// older build, to see each row red without its fix).
 fn lab_bin() -> Result<PathBuf, Failed> {
     static BIN: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    if let Some(p) = std::env::var_os(lab::faults::attempt::LAB_BIN_ENV) {
+        return Ok(PathBuf::from(p));
+    }
     BIN.get_or_init(|| xtask::lab_run::ensure_lab_binary().map_err(|e| format!("{e:#}")))
         .clone()
         .map_err(Failed::from)
