@@ -32,8 +32,14 @@
 //!   attempt) is set aside: `heal.json` records `set-aside` with the error, once; it blocks
 //!   nothing else.
 //!
-//! The heal acts first and writes after; a `heal.json` that cannot be written is reported in the
-//! returned summary (the fault is undone all the same).
+//! - A freeze target still stopped that the heal could not resume (the lock dir refused, its cgroup
+//!   unreadable, SIGCONT not taken) leaves the attempt **open**: no `heal.json`, an error naming
+//!   what is left and how to resume it by hand, and the next command tries again.
+//!
+//! The work directory is opened once ([`crate::workdir::Workdir::open`]) and every attempt is
+//! read and written through its fd. The heal acts first and writes after; a `heal.json` that
+//! cannot be written is reported in the returned summary (the fault is undone all the same, and
+//! the attempt, still open, is closed by the next command).
 
 use std::path::{Path, PathBuf};
 
@@ -656,7 +662,7 @@ mod tests {
             .enable_all()
             .build()
             .expect("runtime")
-            .block_on(heal_workdir(workdir, None, "heal"))
+            .block_on(heal_workdir(&crate::workdir::Workdir::new(workdir), None, "heal"))
     }
 
     fn unique_uid() -> String {
