@@ -21,13 +21,25 @@
 //!   `interrupted`, so partial raw data is never lost and the act is not silently re-run.
 //! - This module has no function that writes a student input file.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::digest;
 use crate::error::LabError;
 use crate::evidence::{ActStatus, Evidence, Lab};
+use crate::files::{DirRefused, Owner, TrustedDir};
 use crate::inputs::InputFile;
+
+/// A directory the walk refused, as the lab's error.
+pub fn refused(e: DirRefused) -> LabError {
+    match e {
+        DirRefused::Missing(path) => LabError::Io {
+            path,
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such directory"),
+        },
+        DirRefused::Untrusted { path, why } => LabError::UntrustedDir { path, why },
+        DirRefused::Io { path, source } => LabError::Io { path, source },
+    }
+}
 
 /// Default work directory on a lab VM.
 pub const DEFAULT_WORKDIR: &str = "/root/kca-webhook";
@@ -60,16 +72,113 @@ pub struct LoadedEvidence {
     pub evidence: Evidence,
 }
 
-/// The work directory of one lab.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The work directory of one lab: its path (for messages) and, once [`Workdir::open`]ed, the
+/// directory's fd, through which every later read and write goes ([`Workdir::base`]).
+#[derive(Debug, Clone)]
 pub struct Workdir {
     root: PathBuf,
+    opened: Option<std::sync::Arc<TrustedDir>>,
 }
+
+impl PartialEq for Workdir {
+    fn eq(&self, other: &Self) -> bool {
+        self.root == other.root
+    }
+}
+impl Eq for Workdir {}
 
 impl Workdir {
     /// A work directory rooted at `root` (nothing is created or checked).
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Workdir { root: root.into() }
+        Workdir {
+            root: root.into(),
+            opened: None,
+        }
+    }
+
+    /// This work directory opened once ([`TrustedDir::open`]: walked from `/` without following a
+    /// link, every ancestor root's or the effective user's and not writable by others unless
+    /// sticky and root's, the directory itself the effective user's and not group/other-writable,
+    /// its `faults/`, `evidence/`, `diagnostics/` too when they exist), created `0755` when
+    /// missing and `create`. Every later read and write of the returned value goes through that
+    /// fd ([`Self::base`]). A missing directory that is not to be created is returned unopened
+    /// (nothing in it to trust or read).
+    ///
+    /// Errors: [`LabError::UntrustedDir`] naming the component refused and why (nothing created
+    /// or written), [`LabError::Io`].
+    pub fn open(&self, create: bool) -> Result<Workdir, LabError> {
+        if self.opened.is_some() {
+            return Ok(self.clone());
+        }
+        let dir = match TrustedDir::open(&self.root, create.then_some(0o755), Owner::Euid) {
+            Ok(d) => d,
+            Err(DirRefused::Missing(_)) => return Ok(self.clone()),
+            Err(e) => return Err(refused(e)),
+        };
+        for sub in ["faults", "evidence", "diagnostics"] {
+            dir.subdir(sub, None).map_err(refused)?;
+        }
+        Ok(Workdir {
+            root: self.root.clone(),
+            opened: Some(std::sync::Arc::new(dir)),
+        })
+    }
+
+    /// The open directory, when [`Self::open`] found it.
+    pub fn opened(&self) -> Option<&std::sync::Arc<TrustedDir>> {
+        self.opened.as_ref()
+    }
+
+    /// The path every read and write below the work directory goes through: the open
+    /// directory's `/proc/self/fd/N` once [`Self::open`]ed (resolved from that fd by the kernel,
+    /// whatever has been renamed since), else [`Self::root`].
+    pub fn base(&self) -> PathBuf {
+        match &self.opened {
+            Some(d) => d.fd_path(),
+            None => self.root.clone(),
+        }
+    }
+
+    /// `shown` (a path below [`Self::root`], as messages name it) as the path to read or write
+    /// it through ([`Self::base`]).
+    pub fn io_path(&self, shown: &Path) -> PathBuf {
+        match (&self.opened, shown.strip_prefix(&self.root)) {
+            (Some(d), Ok(rel)) => d.fd_path().join(rel),
+            _ => shown.to_path_buf(),
+        }
+    }
+
+    /// `io` (a path below [`Self::base`]) as messages name it, below [`Self::root`].
+    pub fn shown_path(&self, io: &Path) -> PathBuf {
+        match &self.opened {
+            Some(d) => match io.strip_prefix(d.fd_path()) {
+                Ok(rel) => self.root.join(rel),
+                Err(_) => io.to_path_buf(),
+            },
+            None => io.to_path_buf(),
+        }
+    }
+
+    /// `e` with the paths it names shown below [`Self::root`] ([`Self::shown_path`]).
+    fn shown(&self, e: LabError) -> LabError {
+        let s = |p: PathBuf| self.shown_path(&p);
+        match e {
+            LabError::InputMissing { path } => LabError::InputMissing { path: s(path) },
+            LabError::EvidenceMissing { path } => LabError::EvidenceMissing { path: s(path) },
+            LabError::EvidenceExists { path, status } => LabError::EvidenceExists {
+                path: s(path),
+                status,
+            },
+            LabError::EvidenceInvalid { path, detail } => LabError::EvidenceInvalid {
+                path: s(path),
+                detail,
+            },
+            LabError::Io { path, source } => LabError::Io {
+                path: s(path),
+                source,
+            },
+            e => e,
+        }
     }
 
     /// The root chosen by precedence: `flag` (`--workdir`), then `KCA_WEBHOOK_DIR`, then
@@ -101,18 +210,14 @@ impl Workdir {
         ]
     }
 
-    /// Requires the work directory and each of [`Self::own_dirs`] that exists to be a directory
-    /// this process can trust ([`crate::files::untrusted_dir`]: not a symlink, owned by the
-    /// effective user, not group/other-writable). The tool runs as root: files below a directory
-    /// another user controls could steer it (`docs/faults.md`, "Ownership").
+    /// Requires the work directory, its ancestors and each of [`Self::own_dirs`] that exists to
+    /// be directories this process can trust ([`Self::open`] without creating). The tool runs as
+    /// root: files below a directory another user controls could steer it (`docs/faults.md`,
+    /// "Ownership").
     ///
     /// Errors: [`LabError::UntrustedDir`] naming the first directory refused and why.
     pub fn check_trusted(&self) -> Result<(), LabError> {
-        for dir in self.own_dirs() {
-            crate::files::check_trusted_dir(&dir)
-                .map_err(|why| LabError::UntrustedDir { path: dir, why })?;
-        }
-        Ok(())
+        self.open(false).map(drop)
     }
 
     /// Path of a student input file, e.g. `<root>/policy.json`.
@@ -142,7 +247,8 @@ impl Workdir {
     /// JSON path, expected and found (e.g. a duplicate member name).
     pub fn read_input(&self, file: InputFile) -> Result<LoadedInput, LabError> {
         let path = self.input_path(file);
-        let value = read_json_input(&path, file.file_name())?;
+        let value = read_json_input(&self.io_path(&path), file.file_name())
+            .map_err(|e| self.shown(e))?;
         let digest = digest::digest_value(&value);
         Ok(LoadedInput {
             file,
@@ -156,7 +262,7 @@ impl Workdir {
     /// A leftover `NN.partial.json` alone is reported as `None` here (see [`Self::check_can_run`]).
     pub fn evidence_status(&self, act: u8) -> Result<Option<ActStatus>, LabError> {
         let path = self.evidence_path(act);
-        if !path.exists() {
+        if !self.io_path(&path).exists() {
             return Ok(None);
         }
         Ok(Some(self.read_evidence(act)?.evidence.status))
@@ -171,7 +277,7 @@ impl Workdir {
     pub fn check_can_run(&self, lab: Lab, act: u8) -> Result<(), LabError> {
         crate::acts::check(lab, act)?;
         let path = self.evidence_path(act);
-        if path.exists() {
+        if self.io_path(&path).exists() {
             let status = self
                 .read_evidence(act)
                 .map(|l| l.evidence.status)
@@ -179,8 +285,9 @@ impl Workdir {
             return Err(LabError::EvidenceExists { path, status });
         }
         let partial = self.partial_path(act);
-        if partial.exists() {
-            let value = crate::json::read_evidence(&partial)?;
+        if self.io_path(&partial).exists() {
+            let value =
+                crate::json::read_evidence(&self.io_path(&partial)).map_err(|e| self.shown(e))?;
             let mut ev: Evidence =
                 serde_json::from_value(value).map_err(|e| LabError::EvidenceInvalid {
                     path: partial.clone(),
@@ -237,9 +344,10 @@ impl Workdir {
         let path = self.evidence_path(evidence.act);
         self.write_atomic(&path, &to_bytes(evidence)?, true)?;
         let partial = self.partial_path(evidence.act);
-        if partial.exists() {
-            std::fs::remove_file(&partial).map_err(LabError::io(&partial))?;
-        }
+        self.evidence_dir_open(false)?
+            .map(|d| d.remove(&format!("{:02}.partial.json", evidence.act)))
+            .transpose()
+            .map_err(LabError::io(&partial))?;
         Ok(path)
     }
 
@@ -250,7 +358,8 @@ impl Workdir {
     /// its `act` field is not `act`).
     pub fn read_evidence(&self, act: u8) -> Result<LoadedEvidence, LabError> {
         let path = self.evidence_path(act);
-        let value = crate::json::read_evidence(&path)?;
+        let value =
+            crate::json::read_evidence(&self.io_path(&path)).map_err(|e| self.shown(e))?;
         let evidence: Evidence =
             serde_json::from_value(value.clone()).map_err(|e| LabError::EvidenceInvalid {
                 path: path.clone(),
@@ -271,26 +380,41 @@ impl Workdir {
         })
     }
 
+    /// `evidence/`, opened relative to the work directory's fd ([`Self::open`]; created `0755`
+    /// with it when `create`); `None` when missing and not created.
+    fn evidence_dir_open(&self, create: bool) -> Result<Option<TrustedDir>, LabError> {
+        let opened = match &self.opened {
+            Some(d) => Some(d.clone()),
+            None => self.open(create)?.opened,
+        };
+        match opened {
+            Some(d) => d.subdir("evidence", create.then_some(0o755)).map_err(refused),
+            None => Ok(None),
+        }
+    }
+
+    /// Writes `bytes` as `dest` (in `evidence/`) relative to the open `evidence/`
+    /// ([`TrustedDir::write_file`]: an unnamed file of mode `0600`, named whole; never replacing
+    /// an existing file when `no_clobber`).
     fn write_atomic(&self, dest: &Path, bytes: &[u8], no_clobber: bool) -> Result<(), LabError> {
         let dir = self.evidence_dir();
-        std::fs::create_dir_all(&dir).map_err(LabError::io(&dir))?;
-        if no_clobber && dest.exists() {
-            let status = self.read_evidence_status_lossy(dest);
+        let name = dest
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| LabError::io(dest)(std::io::ErrorKind::InvalidInput.into()))?;
+        let opened = self
+            .evidence_dir_open(true)?
+            .ok_or_else(|| LabError::io(&dir)(std::io::ErrorKind::NotFound.into()))?;
+        if no_clobber && opened.exists(name) {
             return Err(LabError::EvidenceExists {
                 path: dest.to_path_buf(),
-                status,
+                status: self.read_evidence_status_lossy(dest),
             });
         }
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".evidence-")
-            .suffix(".tmp")
-            .tempfile_in(&dir)
-            .map_err(LabError::io(&dir))?;
-        tmp.write_all(bytes).map_err(LabError::io(tmp.path()))?;
-        tmp.as_file().sync_all().map_err(LabError::io(tmp.path()))?;
-        if no_clobber {
-            tmp.persist_noclobber(dest).map_err(|e| {
-                if e.error.kind() == std::io::ErrorKind::AlreadyExists {
+        opened
+            .write_file(name, bytes, 0o600, !no_clobber)
+            .map_err(|e| {
+                if e.kind() == std::io::ErrorKind::AlreadyExists && no_clobber {
                     LabError::EvidenceExists {
                         path: dest.to_path_buf(),
                         status: self.read_evidence_status_lossy(dest),
@@ -298,23 +422,14 @@ impl Workdir {
                 } else {
                     LabError::Io {
                         path: dest.to_path_buf(),
-                        source: e.error,
+                        source: e,
                     }
                 }
-            })?;
-        } else {
-            tmp.persist(dest).map_err(|e| LabError::Io {
-                path: dest.to_path_buf(),
-                source: e.error,
-            })?;
-        }
-        let d = std::fs::File::open(&dir).map_err(LabError::io(&dir))?;
-        d.sync_all().map_err(LabError::io(&dir))?;
-        Ok(())
+            })
     }
 
     fn read_evidence_status_lossy(&self, path: &Path) -> ActStatus {
-        crate::json::read_evidence(path)
+        crate::json::read_evidence(&self.io_path(path))
             .ok()
             .and_then(|v| serde_json::from_value::<Evidence>(v).ok())
             .map(|e| e.status)

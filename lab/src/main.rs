@@ -174,9 +174,22 @@ fn main() -> ExitCode {
         _ => {}
     }
     let lang = cli.lang;
-    let workdir = Workdir::new(&cli.workdir);
-    let lab = cli.lab.unwrap_or_else(|| lab_of(&workdir));
-    match run(&cli, &workdir, lab) {
+    // The work directory is opened once, by the trusted walk (`Workdir::open`); every command
+    // that reads or writes it goes through that fd. A refused one is refused for those commands
+    // and never read (not even to tell the lab) by the others.
+    let (workdir, refused) = match Workdir::new(&cli.workdir).open(false) {
+        Ok(w) => (w, None),
+        Err(e) => (Workdir::new(&cli.workdir), Some(e)),
+    };
+    let lab = cli.lab.unwrap_or_else(|| match refused {
+        Some(_) => Lab::B,
+        None => lab_of(&workdir),
+    });
+    let result = match refused {
+        Some(e) if uses_workdir(&cli.command) => Err(e),
+        _ => run(&cli, &workdir, lab),
+    };
+    match result {
         Ok(c) => code(c),
         Err(e) => {
             // A missing file is named by its full path.
@@ -242,6 +255,19 @@ fn act_number(s: &str) -> Result<u8, String> {
 
 fn code(c: i32) -> ExitCode {
     ExitCode::from(u8::try_from(c).unwrap_or(1))
+}
+
+/// Whether `command` reads or writes the work directory (then it must open trusted).
+fn uses_workdir(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Inspect { .. }
+            | Command::Act { .. }
+            | Command::Heal
+            | Command::Grade { .. }
+            | Command::Check { .. }
+            | Command::Report { .. }
+    )
 }
 
 /// Runs one command in `workdir` for `lab` (`--lab`, else [`lab_of`]); returns the exit code (0 ok,
@@ -377,7 +403,16 @@ fn report_command(
         .as_ref()
         .map(|(summary, href)| lab::report::DiagnosticsLink { summary, href });
     let page = lab::report::render_with_diagnostics(lab, &input, &grades, lang, link);
-    lab::report::write_file(&path, page.as_bytes())?;
+    // Written by descriptor: the default through the open work directory's fd, `--out` into a
+    // directory opened by the trusted walk (`lab::report::write_file`).
+    lab::report::write_file(&workdir.io_path(&path), page.as_bytes())
+        .map_err(|e| match e {
+            LabError::Io { path: p, source } => LabError::Io {
+                path: workdir.shown_path(&p),
+                source,
+            },
+            e => e,
+        })?;
     out(&path.display().to_string());
     Ok(0)
 }
@@ -395,9 +430,20 @@ fn explain_command(
         (Some(e), Some(p), _) => lab::explain::answer_at(e, p)?,
         (_, _, Some(t)) => lab::explain::parse_answer(t)?,
         _ => {
+            // Bounded like any input file (`files::JSON_BOUND`): more is refused, not read.
+            let bound = lab::files::JSON_BOUND;
             let mut t = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin(), &mut t)
-                .map_err(LabError::io("<stdin>"))?;
+            std::io::Read::read_to_string(
+                &mut std::io::Read::take(std::io::stdin().lock(), bound + 1),
+                &mut t,
+            )
+            .map_err(LabError::io("<stdin>"))?;
+            if t.len() as u64 > bound {
+                return Err(LabError::io("<stdin>")(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("more than the {bound} bytes an API answer may have"),
+                )));
+            }
             lab::explain::parse_answer(&t)?
         }
     };

@@ -124,6 +124,26 @@ fn main() {
             "cluster_up_refuses_a_kubelet_no_record_owns",
             cluster_up_refuses_a_kubelet_no_record_owns,
         ),
+        Trial::test(
+            "a_heal_that_cannot_ask_the_lock_stays_open",
+            a_heal_that_cannot_ask_the_lock_stays_open,
+        ),
+        Trial::test(
+            "a_lock_file_with_two_links_is_refused",
+            a_lock_file_with_two_links_is_refused,
+        ),
+        Trial::test(
+            "a_full_lock_dir_does_not_block_the_resume",
+            a_full_lock_dir_does_not_block_the_resume,
+        ),
+        Trial::test(
+            "a_full_workdir_does_not_block_the_resume",
+            a_full_workdir_does_not_block_the_resume,
+        ),
+        Trial::test(
+            "the_ancestor_swap_race_never_reaches_the_heal",
+            the_ancestor_swap_race_never_reaches_the_heal,
+        ),
     ];
     let conclusion = libtest_mimic::run(&args, trials);
     let _ = std::fs::remove_dir_all(&locks);
@@ -779,7 +799,7 @@ fn disk_full() -> Result<(), Failed> {
 
 fn workdir_lock_between_processes() -> Result<(), Failed> {
     let work = workdir()?;
-    let lock = lab::faults::attempt::lock_workdir(&work, "act 5")?;
+    let lock = lab::faults::attempt::lock_workdir(&lab::workdir::Workdir::new(&work), "act 5")?;
     let (status, text) = heal_command(&work)?;
     drop(lock);
     if status.success()
@@ -1258,4 +1278,234 @@ fn cluster_up_refuses_a_kubelet_no_record_owns() -> Result<(), Failed> {
             Err(format!("a foreign kubelet (pid {pid}) was not refused by name: {other:?}").into())
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A heal that could not act stays open (issue 36, reliability-proofs-4 N2, N3, N5). Each row
+// crafts a root-owned attempt whose target, a `sleep` we stopped, is still `T` with its runner and
+// healer gone, then runs the real `heal` as root.
+
+/// `heal` in `work` with the target locks in `locks`.
+fn heal_with_locks(work: &Path, locks: &Path) -> Result<(std::process::ExitStatus, String), Failed> {
+    let mut cmd = Command::new(lab_bin()?);
+    cmd.args(["--lang", "en", "--workdir"])
+        .arg(work)
+        .arg("heal")
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .env(lab::faults::attempt::LOCK_DIR_ENV, locks);
+    tests::run_to_end(cmd, "kca-webhook-lab heal").map_err(|e| format!("{e:#}").into())
+}
+
+/// A stopped `sleep` and a root-owned work dir holding a freeze attempt on it (its runner and
+/// healer dead, a SIGSTOP recorded).
+fn stopped_target_attempt(suffix: &str) -> Result<(Sleeper, PathBuf, AttemptFiles), Failed> {
+    let s = Sleeper::start();
+    let pinned = lab::faults::process::PinnedProcess::open(s.pid(), s.ticks())?;
+    pinned.signal(rustix::process::Signal::STOP)?;
+    pinned.wait_state(Duration::from_secs(2), |st| st == Some('T'))?;
+    let work = workdir()?;
+    let gone = ProcessRef {
+        pid: 999_997,
+        start_time_ticks: 1,
+    };
+    let files = craft_freeze_attempt(
+        &work,
+        suffix,
+        process_ref(&s),
+        &s.container()?,
+        Some((gone, "frozen")),
+    )?;
+    Ok((s, work, files))
+}
+
+/// N2: target locks in a directory another user can write (`/run/lock`, 1777) are refused, so a
+/// file planted there cannot decide the heal; the still-stopped target leaves the attempt open
+/// (no `heal.json`, exit 1, what is left and how to resume it by hand), and the next heal with a
+/// trusted lock dir resumes it.
+fn a_heal_that_cannot_ask_the_lock_stays_open() -> Result<(), Failed> {
+    lab_bin()?;
+    let (s, work, files) = stopped_target_attempt("n2")?;
+    let (status, text) = heal_with_locks(&work, Path::new("/run/lock"))?;
+    let state = s.state();
+    if status.success()
+        || !text.contains("writable by group or others")
+        || !text.contains("still stopped")
+        || !text.contains(&format!("kill -CONT {}", s.pid()))
+        || state != 'T'
+    {
+        return Err(format!("heal with /run/lock: {status}, target {state}: {text}").into());
+    }
+    no_heal_record(&files)?;
+    // Nobody can plant a file in the default lock dir's kind of directory (0700, root's).
+    let locks = workdir()?.join("locks");
+    let (status, text) = heal_with_locks(&work, &locks)?;
+    if !status.success() || s.state() == 'T' {
+        return Err(format!("heal with a trusted lock dir: {status}, target {}: {text}", s.state()).into());
+    }
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&locks)?.permissions());
+    if mode & 0o777 != 0o700 {
+        return Err(format!("the lock dir was made {mode:o}, not 0700").into());
+    }
+    let planted = Command::new("runuser")
+        .args(["-u", "nobody", "--", "touch"])
+        .arg(locks.join("kca-webhook-lab.container-x.lock"))
+        .stderr(Stdio::null())
+        .status()?;
+    if planted.success() {
+        return Err("nobody could plant a file in the lock dir".into());
+    }
+    let rec: HealRecord = lab::faults::records::read_json(&files.heal())?;
+    if rec.action != "resumed" {
+        return Err(format!("heal.json: {rec:?}").into());
+    }
+    Ok(())
+}
+
+/// N2 (links): a lock file with a second hard link is refused as not a lock of ours.
+fn a_lock_file_with_two_links_is_refused() -> Result<(), Failed> {
+    let locks = workdir()?.join("locks");
+    std::fs::create_dir_all(&locks)?;
+    let name = lab::faults::attempt::target_lock_name("container-two-links");
+    std::fs::write(locks.join("other"), b"keep")?;
+    std::fs::hard_link(locks.join("other"), locks.join(&name))?;
+    let dir = std::sync::Arc::new(
+        lab::files::TrustedDir::open(&locks, None, lab::files::Owner::Euid)
+            .map_err(|e| e.to_string())?,
+    );
+    let holder = lab::faults::attempt::Holder::me("test", None);
+    match lab::faults::attempt::Lock::try_acquire_in(&dir, &name, &holder) {
+        Err(e) if e.to_string().contains("2 links") => {}
+        other => return Err(format!("a two-link lock file: {other:?}").into()),
+    }
+    if std::fs::read(locks.join("other"))? != b"keep" {
+        return Err("the other link's file was written".into());
+    }
+    Ok(())
+}
+
+/// N3: the lock dir is full (a tmpfs with 2 inodes). No lock file can be made, and none exists,
+/// so no healer holds the target: the heal resumes it (undo first) and records why.
+fn a_full_lock_dir_does_not_block_the_resume() -> Result<(), Failed> {
+    lab_bin()?;
+    let (s, work, files) = stopped_target_attempt("n3")?;
+    let dir = workdir()?.join("tmpfs");
+    std::fs::create_dir_all(&dir)?;
+    nix::mount::mount(
+        Some("tmpfs"),
+        &dir,
+        Some("tmpfs"),
+        nix::mount::MsFlags::MS_NOSUID | nix::mount::MsFlags::MS_NODEV,
+        Some("size=64k,nr_inodes=2,mode=0700"),
+    )
+    .map_err(|e| format!("mounting a tmpfs on {}: {e}", dir.display()))?;
+    let fs = SmallTmpfs(dir.clone());
+    // The root inode and one file: the inodes are used up.
+    let _ = std::fs::write(fs.0.join("fill"), b"x");
+    let (status, text) = heal_with_locks(&work, &fs.0)?;
+    let state = s.state();
+    drop(fs);
+    if !status.success() || state == 'T' {
+        return Err(format!("heal with a full lock dir: {status}, target {state}: {text}").into());
+    }
+    let rec: HealRecord = lab::faults::records::read_json(&files.heal())?;
+    if rec.action != "resumed" || rec.note.as_deref().is_none_or(|n| !n.contains("no lock file exists")) {
+        return Err(format!("heal.json: {rec:?}").into());
+    }
+    Ok(())
+}
+
+/// "Undo first, record after": a work dir whose attempt directory cannot take `heal.json` (the
+/// attempt lives on a full tmpfs) still gets its target resumed; the heal exits 1 saying so, and
+/// the next heal (space freed) closes the attempt as `already-running`.
+fn a_full_workdir_does_not_block_the_resume() -> Result<(), Failed> {
+    lab_bin()?;
+    let s = Sleeper::start();
+    let pinned = lab::faults::process::PinnedProcess::open(s.pid(), s.ticks())?;
+    pinned.signal(rustix::process::Signal::STOP)?;
+    pinned.wait_state(Duration::from_secs(2), |st| st == Some('T'))?;
+    let base = workdir()?;
+    let fs = SmallTmpfs::mount(&base.join("tmpfs"))?;
+    let work = fs.0.join("w");
+    std::fs::create_dir_all(&work)?;
+    std::fs::set_permissions(&fs.0, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+    let gone = ProcessRef {
+        pid: 999_996,
+        start_time_ticks: 1,
+    };
+    let files = craft_freeze_attempt(&work, "full", process_ref(&s), &s.container()?, Some((gone, "frozen")))?;
+    fs.fill();
+    let (status, text) = heal_command(&work)?;
+    let state = s.state();
+    if status.success() || state == 'T' || !text.contains("heal.json could not be written") {
+        return Err(format!("heal on a full work dir: {status}, target {state}: {text}").into());
+    }
+    let _ = std::fs::remove_file(fs.0.join("fill"));
+    let (status, text) = heal_command(&work)?;
+    if !status.success() {
+        return Err(format!("heal after space was freed: {status} {text}").into());
+    }
+    let rec: HealRecord = lab::faults::records::read_json(&files.heal())?;
+    if rec.action != "already-running" {
+        return Err(format!("heal.json: {rec:?}").into());
+    }
+    Ok(())
+}
+
+/// N5: `nobody` owns the work dir's parent and swaps two trees under it with
+/// `renameat2(RENAME_EXCHANGE)` in a loop, one holding root's plain work dir and one a crafted
+/// attempt on a stopped root `sleep`. Root's heal walks from `/` and refuses the parent, so it
+/// never reads either tree: each of the bounded tries (20, or 30 s) is refused, the sleep stays
+/// stopped and no `heal.json` appears.
+fn the_ancestor_swap_race_never_reaches_the_heal() -> Result<(), Failed> {
+    lab_bin()?;
+    let s = Sleeper::start();
+    let pinned = lab::faults::process::PinnedProcess::open(s.pid(), s.ticks())?;
+    pinned.signal(rustix::process::Signal::STOP)?;
+    pinned.wait_state(Duration::from_secs(2), |st| st == Some('T'))?;
+    let nb = workdir()?.join("nb");
+    let (cur, alt) = (nb.join("cur"), nb.join("alt"));
+    std::fs::create_dir_all(cur.join("w"))?;
+    std::fs::create_dir_all(&alt)?;
+    let gone = ProcessRef {
+        pid: 999_995,
+        start_time_ticks: 1,
+    };
+    let files = craft_freeze_attempt(&alt.join("w"), "n5", process_ref(&s), &s.container()?, Some((gone, "frozen")))?;
+    for d in [&nb, &cur, &alt] {
+        std::os::unix::fs::lchown(d, Some(NOBODY), Some(NOBODY))?;
+    }
+    let script = format!(
+        "import ctypes,os\nlibc=ctypes.CDLL(None,use_errno=True)\na=b'{}';b=b'{}'\nwhile True: libc.renameat2(-100,a,-100,b,2)\n",
+        cur.display(),
+        alt.display()
+    );
+    let mut attacker = {
+        use std::os::unix::process::CommandExt as _;
+        Command::new("/usr/bin/python3")
+            .args(["-c", &script])
+            .gid(NOBODY)
+            .uid(NOBODY)
+            .spawn()?
+    };
+    let t0 = Instant::now();
+    let mut outcome = Ok(());
+    for i in 0..20 {
+        if t0.elapsed() > Duration::from_secs(30) {
+            break;
+        }
+        let (status, text) = heal_command(&cur.join("w"))?;
+        if status.success() || !text.contains("owned by uid 65534") || s.state() != 'T' {
+            outcome = Err(format!("try {i}: {status}, target {}: {text}", s.state()));
+            break;
+        }
+    }
+    // Our own child (python itself, run as nobody), ended by its handle.
+    let _ = attacker.kill();
+    let _ = attacker.wait();
+    outcome?;
+    no_heal_record(&files)?;
+    if cur.join("w/.lock").exists() || alt.join("w/.lock").exists() {
+        return Err("root left a .lock in nobody's tree".into());
+    }
+    Ok(())
 }

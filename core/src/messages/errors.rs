@@ -24,19 +24,27 @@ pub fn read_only_error_text(lang: Lang, e: &LabError) -> String {
     error_text_of(lang, e, false)
 }
 
+/// How many problems of an invalid input are listed (the rest are counted): 50.
+pub const LISTED_ISSUES: usize = 50;
+
 fn error_text_of(lang: Lang, e: &LabError, writes: bool) -> String {
     match (lang, e) {
         (Lang::Ja, LabError::InputInvalid { issues }) => {
             let mut s = format!(
-                "入力ファイルが正しくありません（問題 {} 件、すべて表示）{}:",
+                "入力ファイルが正しくありません（問題 {} 件、{}）{}:",
                 issues.len(),
+                if issues.len() > LISTED_ISSUES {
+                    format!("最初の {LISTED_ISSUES} 件を表示")
+                } else {
+                    "すべて表示".to_owned()
+                },
                 if writes {
                     "。何も書き込んでいません"
                 } else {
                     ""
                 }
             );
-            for i in issues {
+            for i in issues.iter().take(LISTED_ISSUES) {
                 let (expected, found) =
                     i.ja.as_ref()
                         .map_or((&i.expected, &i.found), |(e, f)| (e, f));
@@ -45,24 +53,35 @@ fn error_text_of(lang: Lang, e: &LabError, writes: bool) -> String {
                     i.file, i.json_path, expected, found
                 ));
             }
+            if issues.len() > LISTED_ISSUES {
+                s.push_str(&format!("\n  …ほか {} 件", issues.len() - LISTED_ISSUES));
+            }
             s
         }
         (Lang::En, LabError::InputInvalid { issues }) => {
             let mut s = format!(
-                "invalid input ({} {}, all listed){}:",
+                "invalid input ({} {}, {}){}:",
                 issues.len(),
                 if issues.len() == 1 {
                     "problem"
                 } else {
                     "problems"
                 },
+                if issues.len() > LISTED_ISSUES {
+                    format!("the first {LISTED_ISSUES} listed")
+                } else {
+                    "all listed".to_owned()
+                },
                 if writes { "; nothing was written" } else { "" }
             );
-            for i in issues {
+            for i in issues.iter().take(LISTED_ISSUES) {
                 s.push_str(&format!(
                     "\n  {}: {}: expected {}, found {}",
                     i.file, i.json_path, i.expected, i.found
                 ));
+            }
+            if issues.len() > LISTED_ISSUES {
+                s.push_str(&format!("\n  … and {} more", issues.len() - LISTED_ISSUES));
             }
             s
         }
@@ -172,6 +191,22 @@ fn error_text_of(lang: Lang, e: &LabError, writes: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_input_with_many_problems_lists_the_first_and_counts_the_rest() {
+        let one = match LabError::input("policy.json", "$.a", "x", "y") {
+            LabError::InputInvalid { issues } => issues[0].clone(),
+            _ => unreachable!(),
+        };
+        let e = LabError::InputInvalid {
+            issues: vec![one; LISTED_ISSUES + 10],
+        };
+        let en = error_text(Lang::En, &e);
+        assert!(en.contains("the first 50 listed") && en.ends_with("… and 10 more"), "{en}");
+        assert_eq!(en.matches("policy.json: $.a").count(), LISTED_ISSUES, "{en}");
+        let ja = error_text(Lang::Ja, &e);
+        assert!(ja.contains("最初の 50 件を表示") && ja.ends_with("…ほか 10 件"), "{ja}");
+    }
 
     #[test]
     fn input_error_lists_file_path_expected_found_in_both_languages() {

@@ -1090,7 +1090,59 @@ fn observations_section(lab: Lab, input: &GradeInput, lang: Lang) -> Markup {
     }
 }
 
-/// Every evidence and input file, verbatim, folded.
+/// Bound on the text of one file the page embeds (pretty-printed JSON): 256 KiB. The largest
+/// recorded evidence file pretty-prints to about 0.5 MB of which the start is enough on the page;
+/// the file itself holds all of it. So the page stays bounded whatever the 8 MiB read bound
+/// lets in (a deeply nested array grows ×127 when indented).
+pub const RAW_EMBED_BOUND: usize = 256 << 10;
+
+/// A writer that keeps at most `cap` bytes and then fails, so a serializer stops there.
+struct Capped {
+    buf: Vec<u8>,
+    cap: usize,
+    cut: bool,
+}
+
+impl std::io::Write for Capped {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        let room = self.cap - self.buf.len();
+        if b.len() > room {
+            self.buf.extend_from_slice(&b[..room]);
+            self.cut = true;
+            return Err(std::io::Error::other("the page's bound on one file"));
+        }
+        self.buf.extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// `v` pretty-printed up to [`RAW_EMBED_BOUND`] bytes (memory bounded too: the serializer
+/// stops at the bound), and whether it was cut.
+fn pretty_capped(v: &Value) -> (String, bool) {
+    let mut w = Capped {
+        buf: Vec::new(),
+        cap: RAW_EMBED_BOUND,
+        cut: false,
+    };
+    let _ = serde_json::to_writer_pretty(&mut w, v);
+    (String::from_utf8_lossy(&w.buf).into_owned(), w.cut)
+}
+
+/// One embedded file: its text up to the bound and, when cut, the note naming the whole file.
+fn embedded(v: &Value, name: &str, lang: Lang) -> Markup {
+    let (text, cut) = pretty_capped(v);
+    html! {
+        (text)
+        @if cut {
+            "\n" (tx::RAW_CUT_1.get(lang)) " " (RAW_EMBED_BOUND) " " (tx::RAW_CUT_2.get(lang)) " " (name)
+        }
+    }
+}
+
+/// Every evidence and input file, verbatim up to [`RAW_EMBED_BOUND`] each, folded.
 fn raw_section(input: &GradeInput, lang: Lang) -> Markup {
     html! {
         h2 { (tx::RAW.get(lang)) }
@@ -1099,7 +1151,7 @@ fn raw_section(input: &GradeInput, lang: Lang) -> Markup {
                 summary class="mono" { "evidence/" (format!("{act:02}")) ".json"
                     @if let Ok(d) = doc { " · " (d.digest) } }
                 pre { @match doc {
-                    Ok(d) => (serde_json::to_string_pretty(&d.value).unwrap_or_default()),
+                    Ok(d) => (embedded(&d.value, &format!("evidence/{act:02}.json"), lang)),
                     Err(e) => (e),
                 } }
             }
@@ -1108,7 +1160,7 @@ fn raw_section(input: &GradeInput, lang: Lang) -> Markup {
             details {
                 summary class="mono" { (file.file_name()) }
                 pre { @match v {
-                    Ok(v) => (serde_json::to_string_pretty(v).unwrap_or_default()),
+                    Ok(v) => (embedded(v, file.file_name(), lang)),
                     Err(e) => (e),
                 } }
             }
@@ -1157,35 +1209,30 @@ pub fn index(run_id: &str, entries: &[IndexEntry]) -> String {
     .into_string()
 }
 
-/// Writes `bytes` to `path` atomically (a temporary file in the same directory, then a rename), so
-/// a reader never sees half a page. Errors: [`crate::error::LabError::Io`] naming the path.
+/// Writes `bytes` to `path` atomically and by descriptor, so a reader never sees half a page and
+/// no other user can steer the write: the directory is opened by the trusted walk
+/// ([`crate::files::TrustedDir::open`] with [`crate::files::Owner::Output`]: no link on the way,
+/// every ancestor root's or ours and not writable by others unless sticky and root's; the
+/// directory ours, `sudo`'s user's, or sticky and root's; created `0755` when missing), and the
+/// page is an unnamed file of mode `0644` named into place relative to its fd
+/// ([`crate::files::TrustedDir::write_file`]; no chmod, nothing left by a signal).
+///
+/// Errors: [`crate::error::LabError::UntrustedDir`] naming the directory refused and why,
+/// [`crate::error::LabError::Io`] naming the path.
 pub fn write_file(path: &std::path::Path, bytes: &[u8]) -> Result<(), crate::error::LabError> {
     use crate::error::LabError;
-    use std::io::Write;
+    use crate::files::{Owner, TrustedDir};
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => std::path::PathBuf::from("."),
     };
-    std::fs::create_dir_all(&dir).map_err(LabError::io(&dir))?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".report-")
-        .suffix(".tmp")
-        .tempfile_in(&dir)
-        .map_err(LabError::io(&dir))?;
-    tmp.write_all(bytes).map_err(LabError::io(tmp.path()))?;
-    // A page to share: readable by others like any file the user writes (tempfile makes it 0600).
-    let mut p = perms(tmp.path())?;
-    std::os::unix::fs::PermissionsExt::set_mode(&mut p, 0o644);
-    std::fs::set_permissions(tmp.path(), p).map_err(LabError::io(tmp.path()))?;
-    tmp.persist(path).map_err(|e| LabError::Io {
-        path: path.to_path_buf(),
-        source: e.error,
-    })?;
-    Ok(())
-}
-
-fn perms(p: &std::path::Path) -> Result<std::fs::Permissions, crate::error::LabError> {
-    Ok(std::fs::metadata(p)
-        .map_err(crate::error::LabError::io(p))?
-        .permissions())
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| LabError::io(path)(std::io::ErrorKind::InvalidInput.into()))?;
+    let opened =
+        TrustedDir::open(&dir, Some(0o755), Owner::Output).map_err(crate::workdir::refused)?;
+    opened
+        .write_file(name, bytes, 0o644, true)
+        .map_err(LabError::io(path))
 }

@@ -179,6 +179,16 @@ pub(crate) const RAW: Text = t(
     "生の証拠 (そのまま、折りたたみ)",
     "Raw evidence (verbatim, collapsed)",
 );
+/// The note after a file cut at the page's bound: before the bound in bytes.
+pub(crate) const RAW_CUT_1: Text = t(
+    "… ここで切り詰め: ページに載せるのは各ファイルの整形後の先頭",
+    "… cut here: the page embeds the first",
+);
+/// The note after a file cut at the page's bound: after the bound, before the file's name.
+pub(crate) const RAW_CUT_2: Text = t(
+    "バイトまで。全体はファイルそのもの:",
+    "bytes of each file, pretty-printed; the whole file is",
+);
 /// Lab A's key facts column headers (the page of one lab; the nightly summary and the index page
 /// keep the combined English headers of `KEY_FACT_HEADERS`).
 pub(crate) const KEY_FACT_HEADERS_A: [Text; 3] = [

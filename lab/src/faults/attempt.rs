@@ -17,8 +17,8 @@
 //! - the **work-dir lock** `<workdir>/.lock`, held by `act`, `inspect` and `heal` for their whole
 //!   run, so two acts in one work dir never overlap (a second `act 5` is refused, it does not heal
 //!   the first one's live freeze);
-//! - the **target lock** `<lock dir>/kca-webhook-lab.<target key>.lock` (lock dir `/run/lock`, or
-//!   `$KCA_LAB_LOCK_DIR`), held by the healer from before the fault until it has undone it, so no
+//! - the **target lock** `<lock dir>/kca-webhook-lab.<target key>.lock` (lock dir `/run/kca-webhook-lab`, or
+//!   `$KCA_LAB_LOCK_DIR`, either opened as [`open_lock_dir`] says), held by the healer from before the fault until it has undone it, so no
 //!   second attempt on the same container or Deployment can start while an earlier healer lives.
 //!
 //! A lock file holds its holder as JSON ([`Holder`]: pid, start ticks, attempt id, what, since)
@@ -27,8 +27,9 @@
 
 use std::fs::File;
 use std::io::{Read, Seek, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
@@ -36,11 +37,14 @@ use serde::{Deserialize, Serialize};
 use crate::error::LabError;
 use crate::faults::process::ProcessRef;
 use crate::faults::records::now_rfc3339;
+use crate::files::{Owner, TrustedDir};
+use crate::workdir::Workdir;
 
 /// Environment variable overriding the target locks' directory (default [`DEFAULT_LOCK_DIR`]).
 pub const LOCK_DIR_ENV: &str = "KCA_LAB_LOCK_DIR";
-/// Where target locks live by default (FHS: `/run/lock` for lock files; a tmpfs).
-pub const DEFAULT_LOCK_DIR: &str = "/run/lock";
+/// Where target locks live by default: a directory only root can write (created `0700`; not the
+/// world-writable `/run/lock`, where any user could plant a file under a lock's name).
+pub const DEFAULT_LOCK_DIR: &str = "/run/kca-webhook-lab";
 /// The work-dir lock's file name.
 pub const WORKDIR_LOCK: &str = ".lock";
 
@@ -122,21 +126,18 @@ impl AttemptFiles {
         }
     }
     /// Makes a new attempt's directory under `faults_root` (made absolute: the healer runs with
-    /// `/` as its working directory), `0700` like any directory it has to create on the way.
+    /// `/` as its working directory), `0700` like any directory it has to create on the way:
+    /// `faults_root` is opened by the trusted walk ([`TrustedDir::open`]) and the attempt's
+    /// directory made relative to its fd (`mkdirat`).
     ///
     /// Errors: [`LabError::Io`] naming the directory (it exists already, or cannot be made).
     pub fn create(faults_root: &Path, attempt: &AttemptId) -> Result<AttemptFiles, LabError> {
         let root = std::path::absolute(faults_root).map_err(LabError::io(faults_root))?;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&root)
-            .map_err(LabError::io(&root))?;
+        let dir = TrustedDir::open(&root, Some(0o700), Owner::Euid)
+            .map_err(crate::workdir::refused)?;
         let files = AttemptFiles::new(&root, attempt);
-        std::fs::DirBuilder::new()
-            .mode(0o700)
-            .create(&files.dir)
-            .map_err(LabError::io(&files.dir))?;
+        rustix::fs::mkdirat(dir.fd(), attempt.0.as_str(), rustix::fs::Mode::from_raw_mode(0o700))
+            .map_err(|e| LabError::io(&files.dir)(e.into()))?;
         Ok(files)
     }
     /// `plan.json`.
@@ -220,9 +221,12 @@ impl std::fmt::Display for Holder {
     }
 }
 
-/// An exclusive `flock(2)` lock on a file, released (and the file removed) on drop.
+/// An exclusive `flock(2)` lock on a file of a [`TrustedDir`], released (and the file removed,
+/// relative to that directory's fd) on drop.
 #[derive(Debug)]
 pub struct Lock {
+    dir: Arc<TrustedDir>,
+    name: String,
     path: PathBuf,
     file: Option<Flock<File>>,
 }
@@ -237,52 +241,80 @@ pub struct Held {
     pub text: String,
 }
 
+fn not_ours(path: &Path, why: String) -> LabError {
+    LabError::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::new(std::io::ErrorKind::PermissionDenied, why),
+    }
+}
+
 impl Lock {
-    /// Takes the lock at `path` for `holder` without waiting (`what` names the lock in errors).
+    /// Takes the lock file `name` of `dir` for `holder` without waiting (`what` names the lock in
+    /// errors).
     ///
     /// Errors: [`LabError::Busy`] naming the holder read from the file (or saying it could not be
-    /// read); [`LabError::Io`] when the file cannot be opened (the symlink at `path` is refused:
-    /// `O_NOFOLLOW`) or is not this process's effective user's.
-    pub fn acquire(path: &Path, holder: &Holder, what: &str) -> Result<Lock, LabError> {
-        Lock::try_acquire(path, holder)?.map_err(|held| LabError::Busy {
-            what: format!("{what} ({})", path.display()),
+    /// read); [`LabError::Io`] as [`Lock::try_acquire_in`].
+    pub fn acquire_in(
+        dir: &Arc<TrustedDir>,
+        name: &str,
+        holder: &Holder,
+        what: &str,
+    ) -> Result<Lock, LabError> {
+        Lock::try_acquire_in(dir, name, holder)?.map_err(|held| LabError::Busy {
+            what: format!("{what} ({})", dir.path().join(name).display()),
             holder: held.text,
         })
     }
 
-    /// Like [`Lock::acquire`], but a lock held by another process is `Ok(Err(Held))`: the caller
-    /// decides from its holder (the heal asks the target lock whose attempt holds it).
+    /// Like [`Lock::acquire_in`], but a lock held by another process is `Ok(Err(Held))`: the
+    /// caller decides from its holder (the heal asks the target lock whose attempt holds it).
+    /// The file is opened relative to `dir`'s fd (`O_CREAT | O_NOFOLLOW`, mode `0600`) and must
+    /// be a regular file of the effective user with one link (a hard link to another file is
+    /// refused).
     ///
-    /// Errors: [`LabError::Io`] when the lock file cannot be opened or is another user's.
-    pub fn try_acquire(path: &Path, holder: &Holder) -> Result<Result<Lock, Held>, LabError> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(LabError::io(dir))?;
-        }
+    /// Errors: [`LabError::Io`] when the lock file cannot be opened or made (e.g. no space), or
+    /// is not a single-link regular file of the effective user.
+    pub fn try_acquire_in(
+        dir: &Arc<TrustedDir>,
+        name: &str,
+        holder: &Holder,
+    ) -> Result<Result<Lock, Held>, LabError> {
+        use rustix::fs::{AtFlags, Mode, OFlags};
+        let path = dir.path().join(name);
         let euid = rustix::process::geteuid().as_raw();
         // Bounded: the file can be removed between open and flock by a releasing holder; retry.
         for _ in 0..20 {
-            let file = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(0o600)
-                .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
-                .open(path)
-                .map_err(LabError::io(path))?;
-            let meta = file.metadata().map_err(LabError::io(path))?;
+            let fd = rustix::fs::openat(
+                dir.fd(),
+                name,
+                OFlags::RDWR
+                    | OFlags::CREATE
+                    | OFlags::NOFOLLOW
+                    | OFlags::NONBLOCK
+                    | OFlags::CLOEXEC,
+                Mode::from_raw_mode(0o600),
+            )
+            .map_err(|e| LabError::io(&path)(e.into()))?;
+            let file = File::from(fd);
+            let meta = file.metadata().map_err(LabError::io(&path))?;
             if !meta.is_file() || meta.uid() != euid {
-                return Err(LabError::Io {
-                    path: path.to_path_buf(),
-                    source: std::io::Error::new(
-                        std::io::ErrorKind::PermissionDenied,
-                        format!(
-                            "the lock file is {} owned by uid {}, not a regular file of this process's effective uid {euid}: another user made it",
-                            crate::files::kind_of(&meta),
-                            meta.uid()
-                        ),
+                return Err(not_ours(
+                    &path,
+                    format!(
+                        "the lock file is {} owned by uid {}, not a regular file of this process's effective uid {euid}: another user made it",
+                        crate::files::kind_of(&meta),
+                        meta.uid()
                     ),
-                });
+                ));
+            }
+            if meta.nlink() != 1 {
+                return Err(not_ours(
+                    &path,
+                    format!(
+                        "the lock file has {} links, not one: it is also another file",
+                        meta.nlink()
+                    ),
+                ));
             }
             let mut locked = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
                 Ok(l) => l,
@@ -297,16 +329,14 @@ impl Lock {
                     });
                     return Ok(Err(Held { holder, text }));
                 }
-                Err((_, e)) => {
-                    return Err(LabError::Io {
-                        path: path.to_path_buf(),
-                        source: std::io::Error::from(e),
-                    });
-                }
+                Err((_, e)) => return Err(LabError::io(&path)(std::io::Error::from(e))),
             };
-            // The path must still name the file we locked (a releasing holder removes it).
-            let same = match (locked.metadata(), std::fs::symlink_metadata(path)) {
-                (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            // The name must still be the file we locked (a releasing holder removes it).
+            let same = match (
+                locked.metadata(),
+                rustix::fs::statat(dir.fd(), name, AtFlags::SYMLINK_NOFOLLOW),
+            ) {
+                (Ok(a), Ok(b)) => a.dev() == b.st_dev && a.ino() == b.st_ino,
                 _ => false,
             };
             if !same {
@@ -317,7 +347,9 @@ impl Lock {
             let _ = locked.rewind();
             let _ = locked.write_all(text.as_bytes());
             return Ok(Ok(Lock {
-                path: path.to_path_buf(),
+                dir: dir.clone(),
+                name: name.to_owned(),
+                path,
                 file: Some(locked),
             }));
         }
@@ -327,7 +359,7 @@ impl Lock {
         }))
     }
 
-    /// The lock file.
+    /// The lock file (as messages name it).
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -335,48 +367,42 @@ impl Lock {
 
 impl Drop for Lock {
     fn drop(&mut self) {
-        // Remove while still holding it, then unlock by closing.
-        let _ = std::fs::remove_file(&self.path);
+        // Remove while still holding it (relative to the directory's fd), then unlock by closing.
+        let _ = self.dir.remove(&self.name);
         drop(self.file.take());
     }
 }
 
-/// Takes the work-dir lock `<workdir>/.lock` for `what` (`act 5`, `inspect`, `heal`), after
-/// requiring the work directory (created `0755` when missing) and its `faults/`, `evidence/`,
-/// `diagnostics/` to be directories this process can trust
-/// ([`crate::workdir::Workdir::check_trusted`]).
+/// Takes the work-dir lock `<workdir>/.lock` for `what` (`act 5`, `inspect`, `heal`) in the work
+/// directory opened once ([`Workdir::open`]: ancestors, the directory and its `faults/`,
+/// `evidence/`, `diagnostics/` trusted; created `0755` when missing), relative to its fd.
 ///
 /// Errors: [`LabError::UntrustedDir`] (nothing created or written), [`LabError::Busy`],
 /// [`LabError::Io`].
-pub fn lock_workdir(workdir: &Path, what: &str) -> Result<Lock, LabError> {
-    let w = crate::workdir::Workdir::new(workdir);
-    w.check_trusted()?;
-    if std::fs::symlink_metadata(workdir).is_err() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o755)
-            .create(workdir)
-            .map_err(LabError::io(workdir))?;
-        w.check_trusted()?;
-    }
-    Lock::acquire(
-        &workdir.join(WORKDIR_LOCK),
+pub fn lock_workdir(workdir: &Workdir, what: &str) -> Result<Lock, LabError> {
+    let opened = workdir.open(true)?;
+    let dir = opened.opened().ok_or_else(|| {
+        LabError::io(workdir.root())(std::io::ErrorKind::NotFound.into())
+    })?;
+    Lock::acquire_in(
+        dir,
+        WORKDIR_LOCK,
         &Holder::me(what, None),
-        &format!("the work directory {}", workdir.display()),
+        &format!("the work directory {}", workdir.root().display()),
     )
 }
 
 /// Takes the work-dir lock like [`lock_workdir`], but only when the work directory exists: `None`
 /// when it does not (nothing in it to protect, nothing to heal), so a command that only reads
 /// (`inspect`, `heal`) never creates the directory. A command that fails creates nothing.
-pub fn lock_workdir_if_exists(workdir: &Path, what: &str) -> Result<Option<Lock>, LabError> {
-    match std::fs::symlink_metadata(workdir) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        _ => lock_workdir(workdir, what).map(Some),
+pub fn lock_workdir_if_exists(workdir: &Workdir, what: &str) -> Result<Option<Lock>, LabError> {
+    if workdir.open(false)?.opened().is_none() {
+        return Ok(None);
     }
+    lock_workdir(workdir, what).map(Some)
 }
 
-/// The directory of target locks: `$KCA_LAB_LOCK_DIR`, else `/run/lock`.
+/// The directory of target locks' path: `$KCA_LAB_LOCK_DIR`, else [`DEFAULT_LOCK_DIR`].
 pub fn lock_dir() -> PathBuf {
     std::env::var_os(LOCK_DIR_ENV)
         .filter(|v| !v.is_empty())
@@ -384,9 +410,19 @@ pub fn lock_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(DEFAULT_LOCK_DIR))
 }
 
-/// The target lock's path for `key` (`container-<CRI id>` for the freeze, `deployment-<uid>` for
-/// the scale-down). Characters outside `[A-Za-z0-9._-]` become `_`.
-pub fn target_lock_path(key: &str) -> PathBuf {
+/// The target locks' directory, opened by the work dir's walk ([`TrustedDir::open`]: no link,
+/// ancestors root's or ours, the directory the effective user's and writable by no one else),
+/// created `0700` when missing. `$KCA_LAB_LOCK_DIR` passes the same check or is refused.
+///
+/// Errors: [`LabError::UntrustedDir`] naming the directory and why, [`LabError::Io`].
+pub fn open_lock_dir() -> Result<Arc<TrustedDir>, LabError> {
+    TrustedDir::open(&lock_dir(), Some(0o700), Owner::Euid)
+        .map(Arc::new)
+        .map_err(crate::workdir::refused)
+}
+
+/// The target lock's file name for `key`. Characters outside `[A-Za-z0-9._-]` become `_`.
+pub fn target_lock_name(key: &str) -> String {
     let safe: String = key
         .chars()
         .map(|c| {
@@ -397,13 +433,20 @@ pub fn target_lock_path(key: &str) -> PathBuf {
             }
         })
         .collect();
-    lock_dir().join(format!("kca-webhook-lab.{safe}.lock"))
+    format!("kca-webhook-lab.{safe}.lock")
+}
+
+/// The target lock's path for `key` (`container-<CRI id>` for the freeze, `deployment-<uid>` for
+/// the scale-down), as messages name it ([`target_lock_name`] in [`lock_dir`]).
+pub fn target_lock_path(key: &str) -> PathBuf {
+    lock_dir().join(target_lock_name(key))
 }
 
 /// Takes the target lock of `key` for a healer of `attempt`.
 pub fn lock_target(key: &str, attempt: &AttemptId, what: &str) -> Result<Lock, LabError> {
-    Lock::acquire(
-        &target_lock_path(key),
+    Lock::acquire_in(
+        &open_lock_dir()?,
+        &target_lock_name(key),
         &Holder::me(what, Some(attempt)),
         &format!("the fault target {key}"),
     )
@@ -416,7 +459,18 @@ pub fn ask_target(
     attempt: &AttemptId,
     what: &str,
 ) -> Result<Result<Lock, Held>, LabError> {
-    Lock::try_acquire(&target_lock_path(key), &Holder::me(what, Some(attempt)))
+    Lock::try_acquire_in(
+        &open_lock_dir()?,
+        &target_lock_name(key),
+        &Holder::me(what, Some(attempt)),
+    )
+}
+
+/// Whether the target lock of `key` provably has no holder: its directory opens trusted and holds
+/// no file of that name (a holder keeps its file until it releases). For a heal whose lock file
+/// cannot be made (no space, read-only): the resume goes ahead, since no healer can hold it.
+pub fn target_lock_absent(key: &str) -> bool {
+    open_lock_dir().is_ok_and(|d| !d.exists(&target_lock_name(key)))
 }
 
 /// Environment variable naming the `kca-webhook-lab` binary to re-exec for the healers
@@ -509,8 +563,9 @@ mod tests {
     #[test]
     fn a_second_lock_is_refused_naming_the_holder_and_released_on_drop() {
         let dir = tempfile::tempdir().unwrap();
-        let first = lock_workdir(dir.path(), "act 5").unwrap();
-        let err = lock_workdir(dir.path(), "act 5").unwrap_err();
+        let w = Workdir::new(dir.path());
+        let first = lock_workdir(&w, "act 5").unwrap();
+        let err = lock_workdir(&w, "act 5").unwrap_err();
         let text = err.to_string();
         assert!(matches!(err, LabError::Busy { .. }), "{text}");
         assert!(
@@ -519,7 +574,7 @@ mod tests {
         );
         drop(first);
         assert!(!dir.path().join(WORKDIR_LOCK).exists());
-        let again = lock_workdir(dir.path(), "heal").unwrap();
+        let again = lock_workdir(&w, "heal").unwrap();
         drop(again);
     }
 
@@ -529,7 +584,7 @@ mod tests {
         let victim = dir.path().join("victim");
         std::fs::write(&victim, "keep").unwrap();
         std::os::unix::fs::symlink(&victim, dir.path().join(WORKDIR_LOCK)).unwrap();
-        let err = lock_workdir(dir.path(), "act 5").unwrap_err();
+        let err = lock_workdir(&Workdir::new(dir.path()), "act 5").unwrap_err();
         assert!(matches!(err, LabError::Io { .. }), "{err}");
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
     }

@@ -659,6 +659,14 @@ pub fn healer_main(args: &[String]) -> i32 {
             return 2;
         }
     };
+    // Opened once; the healer's records and log go through that fd.
+    let (_opened, dir) = match healer::open_attempt_dir(&dir) {
+        Ok(o) => o,
+        Err(why) => {
+            let _ = writeln!(std::io::stderr(), "{why}");
+            return 3;
+        }
+    };
     let files = AttemptFiles { dir };
     // Block the signals that end a process politely; they are read through a signalfd below, so
     // SIGTERM/SIGHUP/SIGINT resume first and then exit.

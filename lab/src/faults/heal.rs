@@ -32,8 +32,14 @@
 //!   attempt) is set aside: `heal.json` records `set-aside` with the error, once; it blocks
 //!   nothing else.
 //!
-//! The heal acts first and writes after; a `heal.json` that cannot be written is reported in the
-//! returned summary (the fault is undone all the same).
+//! - A freeze target still stopped that the heal could not resume (the lock dir refused, its cgroup
+//!   unreadable, SIGCONT not taken) leaves the attempt **open**: no `heal.json`, an error naming
+//!   what is left and how to resume it by hand, and the next command tries again.
+//!
+//! The work directory is opened once ([`crate::workdir::Workdir::open`]) and every attempt is
+//! read and written through its fd. The heal acts first and writes after; a `heal.json` that
+//! cannot be written is reported in the returned summary (the fault is undone all the same, and
+//! the attempt, still open, is closed by the next command).
 
 use std::path::{Path, PathBuf};
 
@@ -67,7 +73,8 @@ pub struct HealRecord {
     pub at: String,
     /// `resumed`, `already-running`, `process-gone`, `nothing-signalled` (freeze);
     /// `restored`, `already-restored`, `left-alone`, `deployment-changed`, `nothing-scaled`
-    /// (scale); `refused` (a safety check failed: nothing done).
+    /// (scale); `refused` (the target is proven not the plan's: nothing done). A target the heal
+    /// could not undo gets no record: the attempt stays open ([`HealSummary::errors`]).
     pub action: String,
     /// The freeze's resume as seen.
     pub resume: Option<ResumeCheck>,
@@ -142,16 +149,23 @@ pub fn attempts(workdir: &Path) -> Result<Vec<(FaultKind, PathBuf)>, LabError> {
 /// caller in the records. A work directory this process cannot trust is not looked into (one
 /// error, nothing signalled or written).
 pub async fn heal_workdir(
-    workdir: &Path,
+    workdir: &crate::workdir::Workdir,
     cluster: Option<&crate::cluster::Cluster>,
     command: &str,
 ) -> HealSummary {
     let mut summary = HealSummary::default();
-    if let Err(e) = crate::workdir::Workdir::new(workdir).check_trusted() {
-        summary.errors.push(e.to_string());
+    // Opened once (the trusted walk); every attempt below is read and written through its fd.
+    let workdir = match workdir.open(false) {
+        Ok(w) => w,
+        Err(e) => {
+            summary.errors.push(e.to_string());
+            return summary;
+        }
+    };
+    if workdir.opened().is_none() {
         return summary;
     }
-    let list = match attempts(workdir) {
+    let list = match attempts(&workdir.base()) {
         Ok(l) => l,
         Err(e) => {
             summary.errors.push(e.to_string());
@@ -159,14 +173,11 @@ pub async fn heal_workdir(
         }
     };
     for (kind, dir) in list {
+        let shown = workdir.shown_path(&dir);
         if let Err(why) = crate::files::check_trusted_dir(&dir) {
-            summary.errors.push(
-                LabError::UntrustedDir {
-                    path: dir.clone(),
-                    why,
-                }
-                .to_string(),
-            );
+            summary
+                .errors
+                .push(LabError::UntrustedDir { path: shown, why }.to_string());
             continue;
         }
         if std::fs::symlink_metadata(dir.join("heal.json")).is_ok() {
@@ -180,18 +191,24 @@ pub async fn heal_workdir(
             Ok(s) => s,
             Err(Broken(e)) => Settled::Done(Box::new(set_aside(&dir, kind, command, e))),
             Err(Open(e)) => {
-                summary.errors.push(format!("{}: {e}", dir.display()));
+                summary.errors.push(format!("{}: {e}", shown.display()));
                 continue;
             }
         };
         match settled {
-            Settled::Live(why) => summary.live.push(format!("{}: {why}", dir.display())),
+            Settled::Live(why) => summary.live.push(format!("{}: {why}", shown.display())),
             Settled::Done(rec) => {
                 // Act first (done above), record after.
                 if let Err(e) = write_json_atomic(&dir.join("heal.json"), &rec) {
                     summary.errors.push(format!(
-                        "attempt {} was healed ({}) but heal.json could not be written: {e}",
-                        rec.attempt, rec.action
+                        "attempt {} was healed ({}) but heal.json could not be written (the next command looks at it again): {}",
+                        rec.attempt,
+                        rec.action,
+                        match e {
+                            LabError::Io { path, source } =>
+                                format!("{}: {source}", workdir.shown_path(&path).display()),
+                            e => e.to_string(),
+                        }
                     ));
                 }
                 summary.healed.push(*rec);
@@ -311,8 +328,13 @@ fn heal_freeze(dir: &Path, command: &str) -> Result<Settled, NotSettled> {
             "the healer's record is {:?}: no SIGSTOP was sent",
             report.as_ref().map(|r| r.status.as_str())
         ));
-    } else {
-        resume_if_ours(&plan, healer.as_ref(), &mut rec);
+    } else if let Err(left) = resume_if_ours(&plan, healer.as_ref(), &mut rec) {
+        if let Some(h) = healer {
+            stand_down(&h);
+        }
+        return Err(Open(LabError::FaultRefused {
+            reason: still_stopped(&plan, &left),
+        }));
     }
     if let Some(h) = healer {
         rec.healer_signalled = Some(stand_down(&h));
@@ -320,24 +342,52 @@ fn heal_freeze(dir: &Path, command: &str) -> Result<Settled, NotSettled> {
     Ok(Settled::Done(Box::new(rec)))
 }
 
+/// What an open freeze attempt leaves, in words: the target still stopped, why the heal could not
+/// resume it, that nothing was recorded, and how to resume it by hand.
+fn still_stopped(plan: &FreezePlan, why: &str) -> String {
+    let pid = plan.target.pid;
+    format!(
+        "the frozen process pid {pid} (start ticks {}, container {}) is still stopped: {why}. \
+         Nothing was recorded: the next command (heal, inspect, act) tries again. To resume it by \
+         hand, check that /proc/{pid}/cgroup names {} and /proc/{pid}/stat field 22 is {}, then \
+         run `kill -CONT {pid}`",
+        plan.target.start_time_ticks,
+        plan.container_id,
+        plan.container_id,
+        plan.target.start_time_ticks
+    )
+}
+
 /// The freeze's target: resumed only when it is the pinned process in the plan's container, still
-/// stopped, and its target lock is free or held by this attempt's own (proven) healer.
-fn resume_if_ours(plan: &FreezePlan, healer: Option<&PinnedProcess>, rec: &mut HealRecord) {
+/// stopped, and its target lock is free (or provably held by no one: its file cannot be made and
+/// does not exist) or held by this attempt's own (proven) healer. `Err` (why) when the target is
+/// still stopped and the heal could not resume it: the attempt stays open, nothing is recorded.
+fn resume_if_ours(
+    plan: &FreezePlan,
+    healer: Option<&PinnedProcess>,
+    rec: &mut HealRecord,
+) -> Result<(), String> {
     let pinned = match PinnedProcess::open(plan.target.pid, plan.target.start_time_ticks) {
         Ok(p) => p,
         Err(_) => {
             rec.action = "process-gone".into();
-            return;
+            return Ok(());
         }
     };
-    if let Err(e) = require_container(plan.target.pid, &plan.container_id) {
-        rec.action = "refused".into();
-        rec.note = Some(e.to_string());
-        return;
+    match require_container(plan.target.pid, &plan.container_id) {
+        Ok(()) => {}
+        // Proven not the plan's container: not ours, closed as refused.
+        Err(e @ LabError::FaultRefused { .. }) => {
+            rec.action = "refused".into();
+            rec.note = Some(e.to_string());
+            return Ok(());
+        }
+        // Not read (a transient /proc error): nothing proven either way, stays open.
+        Err(e) => return Err(format!("its cgroup could not be read: {e}")),
     }
     if !matches!(pinned.state(), Ok(Some('T')) | Ok(Some('t'))) {
         rec.action = "already-running".into();
-        return;
+        return Ok(());
     }
     let key = format!("container-{}", plan.container_id);
     let _lock = match attempt::ask_target(&key, &plan.attempt, "the heal") {
@@ -353,24 +403,29 @@ fn resume_if_ours(plan: &FreezePlan, healer: Option<&PinnedProcess>, rec: &mut H
                     "the target is stopped but its lock is held by {}: that attempt's healer resumes it",
                     held.text
                 ));
-                return;
+                return Ok(());
             }
             None
         }
-        Err(e) => {
-            rec.action = "refused".into();
-            rec.note = Some(format!("asking the target lock: {e}"));
-            return;
+        // The lock file cannot be made (no space, read-only) but none exists: no healer holds
+        // the target, so it is resumed all the same (undo first). Any other refusal stays open.
+        Err(e) if attempt::target_lock_absent(&key) => {
+            rec.note = Some(format!(
+                "the target lock could not be taken ({e}) and no lock file exists: no healer holds it"
+            ));
+            None
         }
+        Err(e) => return Err(format!("the target lock could not be asked: {e}")),
     };
     let check: ResumeCheck = pinned.resume_until_running(RESUME_BOUND);
-    rec.action = if check.ended() {
-        "resumed"
-    } else {
-        "still-stopped"
+    if !check.ended() {
+        return Err(format!(
+            "SIGCONT was sent but it did not leave the stopped state within {RESUME_BOUND:?}"
+        ));
     }
-    .into();
+    rec.action = "resumed".into();
     rec.resume = Some(check);
+    Ok(())
 }
 
 async fn heal_scale(
@@ -505,16 +560,28 @@ async fn close_on_live_read(
             return Ok(Settled::Done(Box::new(rec)));
         }
     };
+    let by_hand = format!(
+        "nothing was recorded: the next command (heal, inspect, act) tries again; to restore it by hand, check that deployment {ns}/{d} has uid {uid} and {fault} replicas, then run `kubectl -n {ns} scale deployment {d} --replicas={orig}`",
+        ns = scale::NAMESPACE,
+        d = scale::DEPLOYMENT,
+        uid = plan.deployment_uid,
+        fault = plan.fault_replicas,
+        orig = plan.original_replicas
+    );
     let Some(cluster) = cluster else {
         return Err(Open(LabError::NotAvailable {
             what: format!(
-                "the cluster, to read deployment {}/{} before closing attempt {attempt} (a scale-down was asked for; it stays open)",
+                "the cluster, to read deployment {}/{} before closing attempt {attempt} (a scale-down was asked for; it stays open; {by_hand})",
                 scale::NAMESPACE,
                 scale::DEPLOYMENT
             ),
         }));
     };
-    let outcome = scale::restore_replicas(cluster, plan).await.map_err(Open)?;
+    let outcome = scale::restore_replicas(cluster, plan)
+        .await
+        .map_err(|e| Open(LabError::FaultRefused {
+            reason: format!("the replicas could not be restored ({e}); {by_hand}"),
+        }))?;
     rec.action = match &outcome {
         scale::RestoreOutcome::Restored { .. } => "restored",
         scale::RestoreOutcome::AlreadyRestored { .. } => "already-restored",
@@ -595,7 +662,7 @@ mod tests {
             .enable_all()
             .build()
             .expect("runtime")
-            .block_on(heal_workdir(workdir, None, "heal"))
+            .block_on(heal_workdir(&crate::workdir::Workdir::new(workdir), None, "heal"))
     }
 
     fn unique_uid() -> String {

@@ -69,6 +69,20 @@ pub fn attempt_dir_arg(subcommand: &str, args: &[String]) -> Result<PathBuf, Str
     }
 }
 
+/// A healer's attempt directory, opened once by the trusted walk
+/// ([`crate::files::TrustedDir::open`]: no link on the way, every ancestor root's or ours and not
+/// writable by others, the directory ours and writable by no one else), and the path every later
+/// read and write goes through (its `/proc/self/fd/N`, resolved from that fd whatever is renamed
+/// meanwhile). Keep the first value alive as long as the second is used.
+///
+/// Errors: why the directory was refused, in words.
+pub fn open_attempt_dir(dir: &Path) -> Result<(crate::files::TrustedDir, PathBuf), String> {
+    let opened = crate::files::TrustedDir::open(dir, None, crate::files::Owner::Euid)
+        .map_err(|e| format!("refusing the attempt directory: {e}"))?;
+    let path = opened.fd_path();
+    Ok((opened, path))
+}
+
 /// Opens (creates, `0600`) a healer's log for appending without following a symlink: the freeze
 /// healer writes it through [`HealerLog`], the scale healer's stderr is this file.
 pub fn log_file(path: &Path) -> std::io::Result<File> {

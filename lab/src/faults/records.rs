@@ -1,12 +1,10 @@
 //! The attempt's records and their one writer and reader, shared by both faults: JSON files
-//! written atomically (temporary file in the same directory, fsync, rename, fsync of the
-//! directory) and read bounded ([`crate::files::RECORD_BOUND`]) without following a symlink
+//! written atomically relative to their directory's fd (an unnamed file, fsync, named by
+//! `linkat`/`renameat`, fsync of the directory: [`write_json_atomic`]) and read bounded ([`crate::files::RECORD_BOUND`]) without following a symlink
 //! (relative to the attempt directory's fd, [`crate::files::read_regular_in`]); the attempt's
 //! who undid a fault ([`UndoneBy`]);
 //! and the one clock format (RFC 3339 UTC, ms: [`now_rfc3339`], [`rfc3339`]).
 
-use std::fs::File;
-use std::io::Write;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -36,31 +34,22 @@ pub enum UndoneBy {
     LaterCommand,
 }
 
-/// Writes `value` as pretty JSON to `path` atomically (temporary file in the same directory,
-/// fsync, rename, directory fsync), so a reader never sees half a file.
+/// Writes `value` as pretty JSON to `path` atomically and by descriptor: the directory is opened
+/// by the trusted walk ([`crate::files::TrustedDir::parent_of`]: no link, every component root's
+/// or ours and not writable by others; a `/proc/self/fd/N/…` path from that fd), then an unnamed
+/// file of mode `0600` is written, `fsync`ed and renamed into place relative to the directory's
+/// fd, and the directory `fsync`ed ([`crate::files::TrustedDir::write_file`]), so a reader never
+/// sees half a file and a signal leaves no temporary behind.
 pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), LabError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
     let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| LabError::Io {
         path: path.to_path_buf(),
         source: std::io::Error::other(e),
     })?;
     bytes.push(b'\n');
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".fault-")
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(LabError::io(dir))?;
-    tmp.write_all(&bytes).map_err(LabError::io(tmp.path()))?;
-    tmp.as_file().sync_all().map_err(LabError::io(tmp.path()))?;
-    tmp.persist(path).map_err(|e| LabError::Io {
-        path: path.to_path_buf(),
-        source: e.error,
-    })?;
-    // The rename is durable once the directory is (best-effort: the file is in place already).
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+    let (dir, name) =
+        crate::files::TrustedDir::parent_of(path).map_err(crate::workdir::refused)?;
+    dir.write_file(&name, &bytes, 0o600, true)
+        .map_err(LabError::io(path))
 }
 
 /// Reads one JSON record of an attempt (a plan, ledger, healer record, `heal.json`): a regular

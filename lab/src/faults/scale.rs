@@ -1371,12 +1371,21 @@ async fn serve_scale_down(
 /// Returns the exit code: 0 restored or already restored, 1 failed, 2 bad arguments, 3 refused.
 pub fn healer_main(args: &[String]) -> i32 {
     let dir = match healer::attempt_dir_arg(HEALER_SUBCOMMAND, args) {
-        Ok(dir) => AttemptFiles { dir },
+        Ok(dir) => dir,
         Err(usage) => {
             eprintln!("{usage}");
             return 2;
         }
     };
+    // Opened once; the healer's records go through that fd.
+    let (_opened, dir) = match healer::open_attempt_dir(&dir) {
+        Ok(o) => o,
+        Err(why) => {
+            answer_ready(&refusal(why));
+            return 3;
+        }
+    };
+    let dir = AttemptFiles { dir };
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -1467,7 +1467,7 @@ async fn scale_back(
     let replicas_before = deployment_facts(&dep_before).replicas;
     ui.step(m::SCALING_BACK);
     let summary = crate::faults::heal::heal_workdir(
-        env.workdir.root(),
+        &env.workdir,
         Some(cl),
         crate::faults::heal::SCALE_BACK_COMMAND,
     )

@@ -60,7 +60,7 @@ fn runners(lab: Lab) -> impl Iterator<Item = &'static (u8, Runner)> {
 /// write the inputs, and each act's status. A work directory that does not exist is not created
 /// ([`attempt::lock_workdir_if_exists`]).
 pub async fn inspect(lab: Lab, env: &Env) -> Result<InspectReport, LabError> {
-    let _lock = attempt::lock_workdir_if_exists(env.workdir.root(), "inspect")?;
+    let _lock = attempt::lock_workdir_if_exists(&env.workdir, "inspect")?;
     heal_first(env, "inspect").await;
     common::inspect(lab, env).await
 }
@@ -71,7 +71,7 @@ pub async fn inspect(lab: Lab, env: &Env) -> Result<InspectReport, LabError> {
 ///
 /// Errors: [`LabError::Busy`] when another command holds the work directory.
 pub async fn heal(env: &Env) -> Result<heal::HealSummary, LabError> {
-    let _lock = attempt::lock_workdir_if_exists(env.workdir.root(), "heal")?;
+    let _lock = attempt::lock_workdir_if_exists(&env.workdir, "heal")?;
     Ok(heal_first(env, "heal").await)
 }
 
@@ -79,12 +79,12 @@ pub async fn heal(env: &Env) -> Result<heal::HealSummary, LabError> {
 /// ([`heal::heal_workdir`]) and each line is shown to the student. The cluster is reached only when
 /// attempts exist. The caller holds the work-dir lock.
 pub async fn heal_first(env: &Env, command: &str) -> heal::HealSummary {
-    let any = heal::attempts(env.workdir.root()).map_or(true, |a| !a.is_empty());
+    let any = heal::attempts(&env.workdir.base()).map_or(true, |a| !a.is_empty());
     if !any {
         return heal::HealSummary::default();
     }
     let cluster = env.cluster().await.ok();
-    let summary = heal::heal_workdir(env.workdir.root(), cluster.as_ref(), command).await;
+    let summary = heal::heal_workdir(&env.workdir, cluster.as_ref(), command).await;
     for line in summary.lines() {
         env.ui.step(crate::messages::act::healing_earlier(&line));
     }
@@ -128,7 +128,7 @@ pub async fn run_act(lab: Lab, act: u8, env: &Env) -> Result<ActSummary, LabErro
         // before the lock, which would create the directory: a failing command creates nothing.
         can_start()?;
     }
-    let _lock = attempt::lock_workdir(env.workdir.root(), &what)?;
+    let _lock = attempt::lock_workdir(&env.workdir, &what)?;
     heal_first(env, &what).await;
     can_start()?;
     common::with_running_versions(env, run(env, lab)).await
