@@ -360,12 +360,34 @@ fn recorded_cases_are_flagged() {
         }
         if let Some(subject) = meta["subject"].as_str() {
             let code = meta["expect"][0].as_str().unwrap();
+            let hit = f
+                .findings
+                .iter()
+                .find(|x| x.code.as_str() == code && x.subject == subject);
             assert!(
-                f.findings
-                    .iter()
-                    .any(|x| x.code.as_str() == code && x.subject == subject),
+                hit.is_some(),
                 "{}: expected {code} on {subject}\n{text}",
                 case.display()
+            );
+            // The second witness: the record the first contradicts, by file and JSON path.
+            if let Some(witness) = meta["witness"].as_str() {
+                assert!(
+                    hit.unwrap().detail.contains(witness),
+                    "{}: {code} on {subject} must name {witness}\n{text}",
+                    case.display()
+                );
+            }
+        }
+        // The same case seen by a later act (e.g. act 8's words).
+        for also in meta["also"].as_array().into_iter().flatten() {
+            let act = also["act"].as_u64().unwrap() as u8;
+            let f = grade::grade(rec.lab, act, &gi);
+            assert!(
+                f.findings.iter().any(|x| x.code.as_str() == also["code"]
+                    && x.subject == also["subject"].as_str().unwrap()),
+                "{}: act {act} expected {also}\n{}",
+                case.display(),
+                lab::messages::findings(Lang::En, &f)
             );
         }
         assert!(
