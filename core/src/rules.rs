@@ -433,11 +433,16 @@ pub mod c {
     }
 
     /// The first holder of the Lease `kyverno` read between the freeze and the resume that is not
-    /// the holder read right before the freeze (`lease_before`): `(holder, when read)`; `None`
-    /// when every read named the holder of before (or none).
+    /// the holder read right before the freeze (`lease_before`): `(holder, when read)`; else the
+    /// read after the settle (`lease_after`), when it names another holder whose `acquireTime`
+    /// lies inside the freeze (`(holder, acquireTime)`: the new holder stamped its tenure there,
+    /// whatever the samples say); `None` when no read shows a takeover during the freeze.
     pub fn takeover(run: &ReplicaFreezeRun) -> Option<(&str, &str)> {
         let resumed = crate::facts::parse_rfc3339(&run.freeze.resumed_at);
-        run.lease_samples
+        let frozen = crate::facts::parse_rfc3339(&run.freeze.frozen_at);
+        let before = run.lease_before.holder.as_deref();
+        let sampled = run
+            .lease_samples
             .iter()
             .filter(|s| match (crate::facts::parse_rfc3339(&s.at), resumed) {
                 (Some(at), Some(r)) => at <= r,
@@ -445,8 +450,15 @@ pub mod c {
             })
             .find_map(|s| {
                 let h = s.holder.as_deref()?;
-                (Some(h) != run.lease_before.holder.as_deref()).then_some((h, s.at.as_str()))
-            })
+                (Some(h) != before).then_some((h, s.at.as_str()))
+            });
+        sampled.or_else(|| {
+            let after = &run.lease_after;
+            let h = after.holder.as_deref().filter(|h| Some(*h) != before)?;
+            let acq = after.acquire_time.as_deref()?;
+            let t = crate::facts::parse_rfc3339(acq)?;
+            (frozen? <= t && t <= resumed?).then_some((h, acq))
+        })
     }
 
     /// Whether the frozen replica's container restarted after the resume: its pod kept its UID
@@ -769,6 +781,18 @@ mod lab_c_tests {
             ],
         );
         assert_eq!(takeover(&r), None);
+    }
+
+    /// graders-4 case c5-lease-kept-samples: every sample names the frozen leader, but the read
+    /// after the settle shows another holder whose tenure was stamped inside the freeze.
+    #[test]
+    fn a_tenure_acquired_inside_the_freeze_is_a_takeover_whatever_the_samples_say() {
+        let mut r = run(LEADER, LEADER, &[("2026-12-01T23:13:49.499Z", LEADER)]);
+        assert_eq!(takeover(&r), None);
+        r.lease_after.acquire_time = Some("2026-12-01T23:13:45.804852Z".into());
+        assert_eq!(takeover(&r), Some((OTHER, "2026-12-01T23:13:45.804852Z")));
+        r.lease_after.acquire_time = Some("2026-12-01T23:13:55.000000Z".into());
+        assert_eq!(takeover(&r), None, "acquired after the resume");
     }
 
     #[test]

@@ -365,7 +365,43 @@ fn check_command(
     let value = read_json_input(file, kind.file_name())?;
     let (ctx, complete) = offline_context(workdir, lab, kind, file);
     inputs::validate(kind, &value, &ctx)?;
-    out(&messages::check_ok(lang, kind.file_name(), !complete));
+    if !(complete
+        && matches!(
+            kind,
+            InputFile::ReportA | InputFile::ReportB | InputFile::ReportC
+        ))
+    {
+        out(&messages::check_ok(lang, kind.file_name(), !complete));
+        return Ok(0);
+    }
+    // A report is also held to act 8's own rule: its words against the evidence.
+    let mut input = GradeInput::load(workdir, lab);
+    input.inputs.insert(kind, Ok(value.clone()));
+    let checked = grade::check_report(lab, &input);
+    let issues: Vec<_> = checked
+        .words
+        .iter()
+        .filter(|(field, expected)| value.get(field).and_then(|v| v.as_str()) != Some(expected))
+        .map(|(field, expected)| lab::error::InputIssue {
+            file: kind.file_name().to_owned(),
+            json_path: format!("$.{field}"),
+            expected: messages::check_report_expected(Lang::En, expected),
+            found: value.get(field).map_or("nothing".into(), |v| v.to_string()),
+            mismatch: None,
+            ja: Some((
+                messages::check_report_expected(Lang::Ja, expected),
+                value.get(field).map_or("なし".into(), |v| v.to_string()),
+            )),
+        })
+        .collect();
+    if !issues.is_empty() {
+        return Err(LabError::InputInvalid { issues });
+    }
+    out(&messages::check_report_ok(
+        lang,
+        kind.file_name(),
+        checked.words.len(),
+    ));
     Ok(0)
 }
 

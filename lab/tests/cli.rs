@@ -1025,3 +1025,68 @@ fn heal_says_what_it_did_in_words() {
         assert!(said.contains(says), "{said}");
     }
 }
+
+/// `check report.json` runs act 8's rule on the work directory's evidence (graders-4 case
+/// `c8-check-report-contradicts`, `fixtures/recorded-cases/`): the words act 8 would flag are
+/// rejected, naming each field, with or without act 8's own evidence; the recorded report is
+/// valid and the answer says which parts were checked.
+#[test]
+fn check_holds_a_report_to_act_8s_rule() {
+    let rec = common::recorded::Recording::open("recorded/c-20261201T234822Z");
+    let case = common::read_tree(
+        &common::fixtures_dir().join("recorded-cases/c8-check-report-contradicts"),
+    );
+    let meta = &case["case.json"];
+    for drop_act8 in [false, true] {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut files = rec.files();
+        files.insert("report.json".into(), case["report.json"].clone());
+        if drop_act8 {
+            files.remove("evidence/08.json");
+        }
+        common::write_tree(tmp.path(), &files);
+        let report = tmp.path().join("report.json");
+        let out = run(
+            tmp.path(),
+            &[
+                "--lang",
+                "en",
+                "--lab",
+                "c",
+                "check",
+                report.to_str().unwrap(),
+            ],
+        );
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}{}", text(&out.stdout));
+        for path in meta["check"].as_array().unwrap() {
+            let path = path.as_str().unwrap();
+            assert!(
+                err.contains(&format!("report.json: {path}")),
+                "{path}: {err}"
+            );
+        }
+        assert!(err.contains("act 8's rule"), "{err}");
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    common::write_tree(tmp.path(), &rec.files());
+    let report = tmp.path().join("report.json");
+    for (lang, says) in [
+        ("en", "words against the evidence by act 8's rule"),
+        ("ja", "証拠との照合"),
+    ] {
+        let out = run(
+            tmp.path(),
+            &[
+                "--lang",
+                lang,
+                "--lab",
+                "c",
+                "check",
+                report.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert!(text(&out.stdout).contains(says), "{}", text(&out.stdout));
+    }
+}

@@ -360,12 +360,34 @@ fn recorded_cases_are_flagged() {
         }
         if let Some(subject) = meta["subject"].as_str() {
             let code = meta["expect"][0].as_str().unwrap();
+            let hit = f
+                .findings
+                .iter()
+                .find(|x| x.code.as_str() == code && x.subject == subject);
             assert!(
-                f.findings
-                    .iter()
-                    .any(|x| x.code.as_str() == code && x.subject == subject),
+                hit.is_some(),
                 "{}: expected {code} on {subject}\n{text}",
                 case.display()
+            );
+            // The second witness: the record the first contradicts, by file and JSON path.
+            if let Some(witness) = meta["witness"].as_str() {
+                assert!(
+                    hit.unwrap().detail.contains(witness),
+                    "{}: {code} on {subject} must name {witness}\n{text}",
+                    case.display()
+                );
+            }
+        }
+        // The same case seen by a later act (e.g. act 8's words).
+        for also in meta["also"].as_array().into_iter().flatten() {
+            let act = also["act"].as_u64().unwrap() as u8;
+            let f = grade::grade(rec.lab, act, &gi);
+            assert!(
+                f.findings.iter().any(|x| x.code.as_str() == also["code"]
+                    && x.subject == also["subject"].as_str().unwrap()),
+                "{}: act {act} expected {also}\n{}",
+                case.display(),
+                lab::messages::findings(Lang::En, &f)
             );
         }
         assert!(
@@ -724,5 +746,107 @@ fn a_consistent_403_deny_is_an_explicit_deny_for_every_rule() {
             .any(|x| x.code == Code::MetricsContradicted && x.subject.ends_with("explicit-deny")),
         "{}",
         lab::messages::findings(Lang::En, &g)
+    );
+}
+
+/// Lab C's recorded run changed by `mutate`: act `act`'s grade flags `code` on `subject`,
+/// naming `witness` in the detail (when given).
+fn flagged_lab_c(
+    act: u8,
+    code: Code,
+    subject: &str,
+    witness: Option<&str>,
+    mutate: impl FnOnce(&mut std::collections::BTreeMap<String, Value>),
+) {
+    let (_tmp, gi) = Recording::open(RUN_C).copy_with(mutate);
+    let g = grade::grade(Lab::C, act, &gi);
+    let hit = g
+        .findings
+        .iter()
+        .find(|x| x.code == code && x.subject == subject);
+    let text = lab::messages::findings(Lang::En, &g);
+    assert!(hit.is_some(), "expected {code:?} on {subject}: {text}");
+    if let Some(w) = witness {
+        assert!(hit.unwrap().detail.contains(w), "{w}: {text}");
+    }
+}
+
+/// The held-back kind of `c5-after-resume-stored-bad` (graders-4): a violating pod stored after
+/// the resume while the Fail registration is in force is flagged in lab C as in lab B, by the one
+/// rule of every lab (`server::violating_pod_never_stored_under_fail`), naming the registration
+/// read; the facts record and its raw copy agree, so only that rule can object.
+#[test]
+fn a_violating_pod_stored_after_the_resume_under_fail_is_flagged_in_lab_c() {
+    flagged_lab_c(
+        5,
+        Code::AdmittedUnderFail,
+        "evidence/05.json facts.after_resume[0]",
+        Some("evidence/05.json"),
+        |files| {
+            let ev = files.get_mut("evidence/05.json").unwrap();
+            let f = &mut ev["facts"];
+            let mut r = f["control"][0].clone();
+            let after = f["after_resume"][0].clone();
+            r["name"] = json!("kca-c5-after-stored-bad");
+            r["namespace"] = json!("kca-webhook-target");
+            r["raw_response"]["metadata"]["name"] = r["name"].clone();
+            r["raw_response"]["metadata"]["namespace"] = r["namespace"].clone();
+            for k in ["sent_at", "answered_at"] {
+                r[k] = after[k].clone();
+            }
+            r["get"]["at"] = after["get"]["at"].clone();
+            f["after_resume"]
+                .as_array_mut()
+                .unwrap()
+                .insert(0, r.clone());
+            ev["raw"]
+                .as_array_mut()
+                .unwrap()
+                .push(json!({"at": r["get"]["at"], "what": "request:after-resume", "data": r}));
+        },
+    );
+}
+
+/// The replicas' counters account for the act's calls (`server::
+/// replica_counters_account_for_the_calls`): one more request counted by a replica than the act
+/// sent to the webhook, in facts and in the replica's raw counter line alike, is flagged.
+#[test]
+fn a_replica_counter_that_counted_a_call_nobody_sent_is_flagged() {
+    flagged_lab_c(
+        3,
+        Code::ValueMismatch,
+        "evidence/03.json facts.replica_requests",
+        None,
+        |files| {
+            let ev = files.get_mut("evidence/03.json").unwrap();
+            let row = &mut ev["facts"]["replica_requests"][0];
+            let pod = row["pod"].as_str().unwrap().to_owned();
+            let after = row["after"].as_u64().unwrap();
+            row["after"] = json!(after + 1);
+            let what = format!("replica-metrics-after:{pod}");
+            let raw = ev["raw"].as_array_mut().unwrap();
+            let rec = raw.iter_mut().find(|r| r["what"] == what.as_str()).unwrap();
+            let lines = rec["data"]["lines"].as_array_mut().unwrap();
+            let last = lines.last_mut().unwrap();
+            let (head, n) = last.as_str().unwrap().rsplit_once(' ').unwrap();
+            let n: u64 = n.parse().unwrap();
+            *last = json!(format!("{head} {}", n + 1));
+        },
+    );
+}
+
+/// Acts follow each other (`server::acts_follow_each_other`): an act that started before the
+/// act before it finished is flagged on its `started_at`, naming that act.
+#[test]
+fn an_act_started_before_the_previous_one_finished_is_flagged() {
+    flagged_lab_c(
+        4,
+        Code::TimesInconsistent,
+        "evidence/04.json started_at",
+        Some("evidence/03.json"),
+        |files| {
+            let ev3 = files.get_mut("evidence/03.json").unwrap();
+            ev3["finished_at"] = json!("2026-12-02T23:59:00.000Z");
+        },
     );
 }

@@ -25,6 +25,11 @@
 /// server's deadline vs the client's wall-clock ms timestamps), milliseconds.
 pub const CLOCK_SKEW_MS: u64 = 50;
 
+/// How long after its new holder stamped `acquireTime` a Lease may still read as the old tenure:
+/// the holder's Update is stored a few ms after the stamp (client-go `tryAcquireOrRenew`), and a
+/// read's `at` is the tool's time of the answer; 500 ms covers both with room.
+pub const LEASE_STORE_MS: i64 = 500;
+
 /// How long after a request's answer its follow-up GET may be answered, milliseconds: the GET
 /// is the probe's next API call, made at once (the recorded runs: at most 17 ms); 5 s leaves a
 /// loaded machine a wide margin, while a GET made later is not the observation of this answer

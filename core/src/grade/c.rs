@@ -519,11 +519,7 @@ fn processes_are_act3s_replicas(g: &mut G, s: &str, f: &Act4Facts) {
 /// re-parsed), and the wait's length (between the last condition seen and the first request).
 /// Flags [`Code::RawMismatch`] / [`Code::ObservationMissing`].
 fn act3_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &crate::evidence::Evidence, f: &Act3Facts) {
-    use super::witness::{
-        deployment_is_the_raw_deployment, lease_is_the_raw_lease, pod_observation_is_the_raw_pod,
-        required_raw,
-    };
-    use serde_json::Value;
+    use super::witness::{deployment_is_the_raw_deployment, lease_is_the_raw_lease, required_raw};
     if let Some(d) = required_raw(g, ev, "deployment", &format!("{s}.deployment")) {
         deployment_is_the_raw_deployment(g, &format!("{s}.deployment"), &f.deployment, d);
     }
@@ -550,6 +546,31 @@ fn act3_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &crate::evidence::Eviden
         wait_times_are_its_checks(g, s, f, checks);
     }
     metrics_window_lies_between_the_replica_counters(g, s, ev);
+    replicas_are_the_raw_pods(g, s, ev, f);
+    if let Some(slices) = required_raw(g, ev, "endpoint-slices", &format!("{s}.endpoints")) {
+        let raw = endpoints_of_slices(slices);
+        g.check(
+            raw == f.endpoints,
+            Code::RawMismatch,
+            format!("{s}.endpoints"),
+            || {
+                format!(
+                    "recorded {:?}, the raw EndpointSlices say {raw:?}",
+                    f.endpoints
+                )
+            },
+        );
+    }
+    scale_is_the_healers_answers(g, s, ev, f);
+    replica_counters_are_the_raw_lines(g, s, ev, &f.replica_requests);
+    wait_length_is_the_waits(g, s, f);
+}
+
+/// Act 3's replicas are the raw `pods` list: one per pod, each pod observation, its `Ready`
+/// condition and `status.podIP` the raw pod's. Flags [`Code::RawMismatch`].
+fn replicas_are_the_raw_pods(g: &mut G, s: &str, ev: &crate::evidence::Evidence, f: &Act3Facts) {
+    use super::witness::{pod_observation_is_the_raw_pod, required_raw};
+    use serde_json::Value;
     if let Some(pods) = required_raw(g, ev, "pods", &format!("{s}.replicas")) {
         let raw: Vec<&Value> = pods
             .as_array()
@@ -601,20 +622,13 @@ fn act3_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &crate::evidence::Eviden
             );
         }
     }
-    if let Some(slices) = required_raw(g, ev, "endpoint-slices", &format!("{s}.endpoints")) {
-        let raw = endpoints_of_slices(slices);
-        g.check(
-            raw == f.endpoints,
-            Code::RawMismatch,
-            format!("{s}.endpoints"),
-            || {
-                format!(
-                    "recorded {:?}, the raw EndpointSlices say {raw:?}",
-                    f.endpoints
-                )
-            },
-        );
-    }
+}
+
+/// Act 3's scale is the healer's answers: `scale-up` (replicas before and after, the answer's
+/// time) and `healer-ready` (its deadline). Flags [`Code::RawMismatch`].
+fn scale_is_the_healers_answers(g: &mut G, s: &str, ev: &crate::evidence::Evidence, f: &Act3Facts) {
+    use super::witness::required_raw;
+    use serde_json::Value;
     if let Some(up) = required_raw(g, ev, "scale-up", &format!("{s}.scale")) {
         let ok = up["replicas_before"].as_u64() == Some(u64::from(f.scale.replicas_before))
             && up.pointer("/raw/spec/replicas").and_then(Value::as_u64)
@@ -642,8 +656,6 @@ fn act3_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &crate::evidence::Eviden
             },
         );
     }
-    replica_counters_are_the_raw_lines(g, s, ev, &f.replica_requests);
-    wait_length_is_the_waits(g, s, f);
 }
 
 /// `kyverno-svc`'s endpoints as the act derives them from its EndpointSlices (raw, verbatim):
@@ -1586,8 +1598,7 @@ fn freeze_run_is_its_raw_reads(
     ev: &crate::evidence::Evidence,
     run: &ReplicaFreezeRun,
 ) {
-    use super::witness::{lease_is_the_raw_lease, required_raw, same_time};
-    use serde_json::Value;
+    use super::witness::{lease_is_the_raw_lease, required_raw};
     if let Some(l) = required_raw(g, ev, "lease-before", &format!("{s}.lease_before")) {
         lease_is_the_raw_lease(g, &format!("{s}.lease_before"), &run.lease_before, l);
     }
@@ -1601,6 +1612,25 @@ fn freeze_run_is_its_raw_reads(
             &run.lease_after.at,
         );
     }
+    samples_are_the_raw_samples(g, s, ev, run);
+    target_after_is_the_raw_reads(g, s, ev, run);
+    replica_counters_are_the_raw_lines(g, s, ev, &run.replica_requests);
+    if let Some(checks) = required_raw(g, ev, "settle-wait", &format!("{s}.target_after.waited_ms"))
+    {
+        settle_is_its_checks(g, s, run, checks);
+    }
+}
+
+/// Every Lease and EndpointSlice sample of a freeze is its raw answer (`freeze-samples`, in
+/// order; a failed read has no raw answer). Flags [`Code::RawMismatch`].
+fn samples_are_the_raw_samples(
+    g: &mut G,
+    s: &str,
+    ev: &crate::evidence::Evidence,
+    run: &ReplicaFreezeRun,
+) {
+    use super::witness::{required_raw, same_time};
+    use serde_json::Value;
     if let Some(samples) = required_raw(g, ev, "freeze-samples", &format!("{s}.lease_samples")) {
         let of = |what: &str| -> Vec<&Value> {
             samples
@@ -1654,6 +1684,19 @@ fn freeze_run_is_its_raw_reads(
             )
         });
     }
+}
+
+/// The frozen pod after the settle is the raw `pods-after` (UID, restart count, `Ready`) and its
+/// container the raw `cri-container-after` (ID, PID, pod, `attempt` = the restart count). Flags
+/// [`Code::RawMismatch`] / [`Code::ObservationMissing`].
+fn target_after_is_the_raw_reads(
+    g: &mut G,
+    s: &str,
+    ev: &crate::evidence::Evidence,
+    run: &ReplicaFreezeRun,
+) {
+    use super::witness::required_raw;
+    use serde_json::Value;
     let t = &run.target_after;
     if let Some(pods) = required_raw(g, ev, "pods-after", &format!("{s}.target_after")) {
         let pod =
@@ -1714,11 +1757,6 @@ fn freeze_run_is_its_raw_reads(
                 )
             },
         );
-    }
-    replica_counters_are_the_raw_lines(g, s, ev, &run.replica_requests);
-    if let Some(checks) = required_raw(g, ev, "settle-wait", &format!("{s}.target_after.waited_ms"))
-    {
-        settle_is_its_checks(g, s, run, checks);
     }
 }
 

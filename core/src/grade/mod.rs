@@ -52,6 +52,8 @@
 //! | A, B | 1, 2; A 4, 6; B 4, 6 | facts vs the act's raw records (`grade/witness.rs`: `lab_mark_is_the_marks_configmap`, `registration_is_the_raw_configuration`, `stored_policy_is_the_raw_read`, `investigation_is_the_raw_reads`, `identity_is_the_cri_container`, `act6_reads_are_its_raw_records`, `probes_are_the_raw_requests`) | the verbatim answer the fact was derived from | raw-mismatch, observation-missing |
 //! | A, B | every act | every UID recorded with a name (`one_uid_one_object`); every pod observation (`pod_observation_agrees_with_itself`); every request's name and labels | the same UID's name in every act; exists ⇔ UID and phase; a DNS-1123 name, the tool's two label sets | uid-mismatch, raw-mismatch, value-mismatch |
 //! | A, B | 3; A 6 | the order of the act's observations (`act3_observations_in_sequence`; `last_check_precedes_its_step`, `replicas_restored_recorded_first`); A 6: act 5's admitted pod, the new pod, a deleted configuration's UID | each other; act 5's stored pod; act 1's Deployment; act 5's list | times-inconsistent, value-mismatch, pod-replaced, uid-mismatch |
+//! | A, B, C | every act | every request record, wherever it sits (`server::every_request_is_its_answer`); a violating pod stored (`server::violating_pod_never_stored_under_fail`); a call failure, a `calling_webhook_error` rejection (`server::call_failure_never_reaches_the_client_under_ignore`) | its own answer; the newest raw registration read before it (Fail: never stored); the named webhook's registration anywhere in the lab (Ignore: fails open) | (the record codes), admitted-under-fail, call-failure-under-ignore |
+//! | A, B, C | every act | every Lease read, facts and raw (`server::lease_tenure_is_one_story`); the replicas' counters (`server::replica_counters_account_for_the_calls`); the act's span, each raw record's `at` (`server::acts_follow_each_other`, `server::raw_records_inside_the_act`) | every Lease read of this act and the earlier ones: one tenure, one holder and `acquireTime`, `leaseTransitions` never falls, a takeover shows in every later read; the act's calls of the webhook; the earlier acts' spans, the act's span | lease-tenure-contradicted, value-mismatch, times-inconsistent |
 //! | A, B | 3, 5, 6, 7; 8 | the metrics lines (`lines_are_an_exposition`); the audit window (opens with the act); act 8's checks (`act8_compared_every_report_field`) | the Prometheus text format; `started_at`; `report.json`'s fields | raw-mismatch, report-contradicted |
 
 pub mod a;
@@ -61,6 +63,7 @@ pub mod bounds;
 pub mod c;
 pub mod metrics;
 mod policy;
+pub mod server;
 pub mod unheld;
 mod witness;
 
@@ -194,6 +197,16 @@ pub enum Code {
     /// The API server's audit events were not observed for this act (`not-configured` on a
     /// backend without an audit log, a read error, or evidence that predates them): a note.
     AuditNotObserved,
+    /// A pod the policy denies was stored (or dry-run admitted) while the newest registration
+    /// read before it registered the policy's webhook with failurePolicy Fail ([`server`]).
+    AdmittedUnderFail,
+    /// A webhook call failure returned to the client, or counted as a `calling_webhook_error`
+    /// rejection, for a webhook registered with failurePolicy Ignore (the API server fails open;
+    /// [`server`]).
+    CallFailureUnderIgnore,
+    /// Two reads of one Lease tell two stories: `leaseTransitions` fell, one tenure shows two
+    /// holders or two `acquireTime`s, or a read made after a takeover does not show it ([`server`]).
+    LeaseTenureContradicted,
 }
 
 impl Code {
@@ -322,8 +335,38 @@ pub fn grade(lab: Lab, act: u8, input: &GradeInput) -> Findings {
         requests_are_their_raw_records(&mut g, &ev);
         metrics::grade(&mut g, &ev);
         audit::grade(&mut g, &ev);
+        server::grade(&mut g, &ev);
     }
     g.finish()
+}
+
+/// What `check report.json` ran of act 8's rule: the words the evidence supports, field by
+/// field, from the same function act 8 and its grader use (`rules::*::report_expectations`,
+/// `rules::a::evidence_words`); empty when the evidence of the acts the report is about is
+/// missing or unreadable (then `findings` says which).
+#[derive(Debug, Clone)]
+pub struct ReportCheck {
+    /// (report field, the word the evidence supports), in the rule's order.
+    pub words: Vec<(String, String)>,
+    /// Act 8's findings on the report alone (act 8's own evidence is not read).
+    pub findings: Findings,
+}
+
+/// Runs act 8's grader of `lab` on the report and the evidence of `input`, without act 8's own
+/// evidence (so it answers before act 8 ran): the rule `check report.json` shares with act 8.
+/// Pure: reads only `input`.
+pub fn check_report(lab: Lab, input: &GradeInput) -> ReportCheck {
+    let act = crate::acts::count(lab);
+    let mut g = G::new(lab, act, input);
+    g.report_only = true;
+    if let Some(spec) = crate::acts::spec(lab, act) {
+        (spec.grade)(&mut g);
+    }
+    let words = std::mem::take(&mut g.words);
+    ReportCheck {
+        words,
+        findings: g.finish(),
+    }
 }
 
 /// Grades every act of `lab` in order.
@@ -352,6 +395,11 @@ pub(crate) struct G<'a> {
     reported: BTreeSet<(Code, String)>,
     /// Evidence already deserialized by [`G::evidence`] (the checks still run on every call).
     parsed: BTreeMap<u8, Result<Evidence, String>>,
+    /// Set by [`check_report`]: act 8's graders compare the report's words only (act 8's own
+    /// evidence is not needed: `check` runs before act 8 too).
+    pub(crate) report_only: bool,
+    /// Each report word act 8's rule compared: (field, the word the evidence supports).
+    words: Vec<(String, String)>,
 }
 
 pub(crate) fn ev_name(act: u8) -> String {
@@ -371,6 +419,8 @@ impl<'a> G<'a> {
             notes: Vec::new(),
             reported: BTreeSet::new(),
             parsed: BTreeMap::new(),
+            report_only: false,
+            words: Vec::new(),
         }
     }
 
@@ -1197,7 +1247,7 @@ fn requests_are_their_raw_records(g: &mut G, ev: &Evidence) {
 /// Collects (path, value) of every request record under `v` (an object with `outcome` and
 /// `raw_response`, as [`crate::evidence::request_records`] finds them), outside the audit and
 /// metrics records.
-fn request_values<'v>(
+pub(super) fn request_values<'v>(
     v: &'v serde_json::Value,
     path: &str,
     out: &mut Vec<(String, &'v serde_json::Value)>,
@@ -1892,6 +1942,7 @@ pub(crate) fn existing_pod_survives_since(
 /// rule derives from the evidence (`rules::b::report_expectations`, `rules::a::evidence_words`,
 /// the same functions act 8 records its checks with). Flags report-contradicted.
 pub(crate) fn report_claim(g: &mut G, report: &serde_json::Value, field: &str, expected: &str) {
+    g.words.push((field.to_owned(), expected.to_owned()));
     let found = report.get(field);
     g.check(
         found.and_then(|v| v.as_str()) == Some(expected),
@@ -1908,6 +1959,9 @@ pub(crate) fn report_claim(g: &mut G, report: &serde_json::Value, field: &str, e
 
 /// Checks report-vs-evidence agreement of act 8's own evidence (`facts.checks` all agree).
 pub(crate) fn act8_facts(g: &mut G) {
+    if g.report_only {
+        return;
+    }
     let Some(f) = g.facts::<facts::Act8Facts>(8) else {
         return;
     };

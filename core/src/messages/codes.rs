@@ -157,6 +157,18 @@ pub fn code_text(code: Code) -> Text {
             "レポートの記述が証拠と一致しません",
             "a report claim contradicts the evidence",
         ),
+        Code::AdmittedUnderFail => t(
+            "ポリシーが拒否するはずの Pod が、failurePolicy Fail の登録がある間に保存（または dry-run で許可）されています",
+            "a pod the policy denies was admitted while the policy's failurePolicy Fail registration was in force",
+        ),
+        Code::CallFailureUnderIgnore => t(
+            "failurePolicy Ignore の webhook の呼び出し失敗がクライアントに返されています（Ignore では API サーバーは fail open します）",
+            "a webhook call failure reached the client under failurePolicy Ignore (the API server fails open)",
+        ),
+        Code::LeaseTenureContradicted => t(
+            "Lease の読み取り同士が矛盾しています（保持者・acquireTime・leaseTransitions）",
+            "two reads of the Lease contradict each other (holder, acquireTime, leaseTransitions)",
+        ),
         Code::MetricsContradicted => t(
             "API サーバーの admission webhook メトリクスがリクエストの結果と一致しません",
             "the API server's admission webhook metrics contradict the request outcomes",

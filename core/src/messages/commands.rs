@@ -139,6 +139,35 @@ pub fn check_ok(lang: Lang, file: &str, offline: bool) -> String {
     }
 }
 
+/// `check report.json`, a word the report must hold: the one the evidence supports by act 8's
+/// rule (`grade::check_report`).
+pub fn check_report_expected(lang: Lang, expected: &str) -> String {
+    match lang {
+        Lang::Ja => format!("{expected:?}（証拠が示す値。act 8 と同じ規則で判定）"),
+        Lang::En => format!("{expected:?} (what the evidence shows, by act 8's rule)"),
+    }
+}
+
+/// `check report.json` when every part held: which parts were checked (shape and fixed values,
+/// the evidence digests, `words` words against the evidence by act 8's rule; 0: the evidence
+/// could not be read as the acts' facts, so the words were not checked).
+pub fn check_report_ok(lang: Lang, file: &str, words: usize) -> String {
+    match (lang, words) {
+        (Lang::Ja, 0) => format!(
+            "{file}: 形式・固定値・証拠のダイジェストは正しいです（証拠を act の記録として読めないため、記述と証拠の照合はしていません。act 8 の実行時に確認します）"
+        ),
+        (Lang::Ja, n) => format!(
+            "{file}: 正しいです（確認した項目: 形式と固定値、証拠のダイジェスト、証拠との照合 {n} 項目（act 8 と同じ規則））"
+        ),
+        (Lang::En, 0) => format!(
+            "{file}: shape, fixed values and evidence digests are valid (the words were not held against the evidence: it does not read as the acts' facts; act 8 checks them)"
+        ),
+        (Lang::En, n) => format!(
+            "{file}: valid (checked: shape and fixed values, the evidence digests, {n} words against the evidence by act 8's rule)"
+        ),
+    }
+}
+
 /// `inspect --metrics`: the header line, or the line when no series of the lab's webhooks exists.
 pub fn metrics_header(lang: Lang, count: usize) -> String {
     match (lang, count) {

@@ -1822,7 +1822,7 @@ pub fn lab_c_pass() -> BTreeMap<String, Value> {
         30,
         Answer::Stored(uid(0xc3c0)),
     );
-    let counts = [(10u64, 15u64), (0, 4), (2, 7)];
+    let counts = [(10u64, 15u64), (0, 3), (2, 7)];
     let metrics = replica_metrics;
     let a3 = c::Act3Facts {
         scale: c::ScaleUpFacts {

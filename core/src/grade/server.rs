@@ -1,0 +1,673 @@
+//! The API server's and Kyverno's own rules, held over every record of every act of every lab.
+//!
+//! Each rule reads whatever records an act has (request records and Lease reads in `facts` at any
+//! depth, the raw answers in `raw[]`), so no lab opts in or out, and each finding names both
+//! witnesses: the record it is on (`subject`, file and JSON path) and the record it contradicts
+//! (in `detail`, file and JSON path). Sources: k8s.io/apiserver
+//! `pkg/admission/plugin/webhook/validating/dispatcher.go` (a call failure under Ignore is
+//! logged "failing open" and not returned; under Fail it is a 500 `InternalError` and a
+//! `calling_webhook_error` rejection), client-go `tools/leaderelection` (a new holder stamps
+//! `acquireTime` and increments `leaseTransitions`; a renewal keeps both).
+//!
+//! | rule | holds | against | code |
+//! |---|---|---|---|
+//! | [`every_request_is_its_answer`] | every request record of the act (`G::request`) | its own raw answer and GET | outcome-contradicts-answer, raw-mismatch, stored-without-uid, … |
+//! | [`violating_pod_never_stored_under_fail`] | a pod without the policy's label, in the target namespace, stored or dry-run admitted | the newest registration read (raw, this act or an earlier one) before it was sent: the policy's webhook registered with failurePolicy Fail | admitted-under-fail |
+//! | [`call_failure_never_reaches_the_client_under_ignore`] | a request answered with a webhook call failure; a `calling_webhook_error` rejection in the metrics deltas | the named webhook's registration, wherever the lab recorded it: failurePolicy Ignore fails open | call-failure-under-ignore |
+//! | [`lease_tenure_is_one_story`] | every read of a Lease (facts and raw, this act against itself and the earlier acts) | each other: `leaseTransitions` never falls; one transition count, one holder and `acquireTime`; a read after a tenure's `acquireTime` shows it or a later one | lease-tenure-contradicted |
+//! | [`replica_counters_account_for_the_calls`] | the replicas' admission request counters (`replica_requests`: each replica's before/after) | the act's requests that called the webhook: with no counter reset, at least every answered call (a deny, a pod admitted in the target namespace in under 1 s) and at most every call (plus the timed-out and failed-open ones a frozen replica may count after its resume); after a reset, at most every call | value-mismatch |
+//! | [`acts_follow_each_other`], [`raw_records_inside_the_act`] | the act's span; each raw record's `at` | the earlier act's span; the act's span | times-inconsistent |
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::{Code, G, bounds, ev_name};
+use crate::evidence::{Evidence, Outcome, RequestRecord};
+use crate::facts::parse_rfc3339;
+
+type Time = chrono::DateTime<chrono::Utc>;
+
+/// Runs every rule of this module on act `g.act` (its evidence `ev`).
+pub(crate) fn grade(g: &mut G, ev: &Evidence) {
+    let reads = registration_reads(g);
+    every_request_is_its_answer(g, ev);
+    violating_pod_never_stored_under_fail(g, ev, &reads);
+    call_failure_never_reaches_the_client_under_ignore(g, ev, &reads);
+    lease_tenure_is_one_story(g);
+    replica_counters_account_for_the_calls(g, ev);
+    acts_follow_each_other(g, ev);
+    raw_records_inside_the_act(g, ev);
+}
+
+/// Every outcome the lab's requests may record: a rule of its own decides which one the act
+/// must observe; this module's rules only need each record to be what its answer says.
+const ANY_OUTCOME: &[Outcome] = &[
+    Outcome::Stored,
+    Outcome::ExplicitDeny,
+    Outcome::WebhookTimeout,
+    Outcome::ConnectionRefused,
+    Outcome::NoEndpoints,
+    Outcome::DnsError,
+    Outcome::AlreadyExists,
+    Outcome::DryRunAdmitted,
+    Outcome::OtherError,
+];
+
+/// (JSON path under `facts`, record) of every request record of the act's facts.
+fn requests(ev: &Evidence) -> Vec<(String, RequestRecord)> {
+    let mut found = Vec::new();
+    super::request_values(&ev.facts, "facts", &mut found);
+    found
+        .into_iter()
+        .filter_map(|(p, v)| Some((p, serde_json::from_value(v.clone()).ok()?)))
+        .collect()
+}
+
+/// Every request record of the act, wherever it sits in `facts` (lab C's requests after the
+/// resume included), is classified from its own answer by the one record rule ([`G::request`]),
+/// whatever the act's own rules expect of it.
+pub(crate) fn every_request_is_its_answer(g: &mut G, ev: &Evidence) {
+    for (path, r) in requests(ev) {
+        g.request(&format!("{} {path}", ev_name(g.act)), &r, ANY_OUTCOME);
+    }
+}
+
+/// One read of the webhook registrations: when (the raw record's `at`), where (file and JSON
+/// path) and each webhook it shows (name → failurePolicy). `lists` is true when the read is a
+/// whole configuration or list, so that a webhook it lacks was not registered then.
+#[derive(Debug, Clone)]
+pub(crate) struct RegistrationRead {
+    act: u8,
+    at: Option<Time>,
+    witness: String,
+    hooks: BTreeMap<String, String>,
+    lists: bool,
+}
+
+/// Whether `name` is the lab policy's webhook (Kyverno names it after the policy).
+fn is_policy_webhook(name: &str) -> bool {
+    name.ends_with(&format!("-{}", crate::inputs::PolicyName::VALUE))
+}
+
+/// Every registration read the lab recorded in `raw[]` (acts up to and including `g.act`, and
+/// the facts' registration copies for the webhook names), in act and record order.
+fn registration_reads(g: &G) -> Vec<RegistrationRead> {
+    let mut out = Vec::new();
+    for (act, doc) in &g.input.evidence {
+        let Ok(doc) = doc else { continue };
+        if *act > g.act {
+            continue;
+        }
+        let name = ev_name(*act);
+        if let Some(raw) = doc.value.get("raw").and_then(Value::as_array) {
+            for (i, r) in raw.iter().enumerate() {
+                let mut hooks = BTreeMap::new();
+                let mut lists = false;
+                webhook_entries(&r["data"], &mut hooks, &mut lists);
+                if hooks.is_empty() && !lists {
+                    continue;
+                }
+                out.push(RegistrationRead {
+                    act: *act,
+                    at: r.get("at").and_then(Value::as_str).and_then(parse_rfc3339),
+                    witness: format!("{name} raw[{i}]"),
+                    hooks,
+                    lists,
+                });
+            }
+        }
+        if let Some(read) = facts_registration_read(*act, &doc.value["facts"], &name) {
+            out.push(read);
+        }
+        let mut hooks = BTreeMap::new();
+        facts_webhooks(&doc.value["facts"], "facts", &name, &mut hooks);
+        for (hook, (policy, witness)) in hooks {
+            out.push(RegistrationRead {
+                act: *act,
+                at: None,
+                witness,
+                hooks: BTreeMap::from([(hook, policy)]),
+                lists: false,
+            });
+        }
+    }
+    out
+}
+
+/// The registration read an act's facts record with its time (`registrations_checked_at` /
+/// `registration_checked_at`): the verbatim entries it kept (`webhook_configurations`,
+/// `registration_snapshot`) and, when the act says whether the policy's webhook was there
+/// (`policy_webhook_present`, `registration_present_during_freeze`), that answer: `false` is a
+/// read that shows it absent.
+fn facts_registration_read(act: u8, facts: &Value, file: &str) -> Option<RegistrationRead> {
+    let (at_key, at) = ["registrations_checked_at", "registration_checked_at"]
+        .into_iter()
+        .find_map(|k| Some((k, time_of(facts, k)?)))?;
+    let mut hooks = BTreeMap::new();
+    let mut lists = false;
+    for k in ["webhook_configurations", "registration_snapshot"] {
+        webhook_entries(&facts[k], &mut hooks, &mut lists);
+    }
+    let present = [
+        "policy_webhook_present",
+        "registration_present_during_freeze",
+    ]
+    .into_iter()
+    .find_map(|k| Some((k, facts.get(k)?.as_bool()?)));
+    if let Some((_, false)) = present {
+        hooks.retain(|h, _| !is_policy_webhook(h));
+        lists = true;
+    }
+    if hooks.is_empty() && !lists {
+        return None;
+    }
+    let witness = present.map_or(at_key, |(k, _)| k);
+    Some(RegistrationRead {
+        act,
+        at: Some(at),
+        witness: format!("{file} facts.{witness}"),
+        hooks,
+        lists,
+    })
+}
+
+/// Collects the webhook entries (`name` + `failurePolicy` + `clientConfig`) under `v`; `lists`
+/// is set when `v` holds a ValidatingWebhookConfiguration or a list of them.
+fn webhook_entries(v: &Value, hooks: &mut BTreeMap<String, String>, lists: &mut bool) {
+    match v {
+        Value::Object(o) => {
+            let kind = o.get("kind").and_then(Value::as_str).unwrap_or("");
+            if kind.starts_with("ValidatingWebhookConfiguration") {
+                *lists = true;
+            }
+            if let (Some(n), Some(p), true) = (
+                o.get("name").and_then(Value::as_str),
+                o.get("failurePolicy").and_then(Value::as_str),
+                o.contains_key("clientConfig"),
+            ) {
+                hooks.insert(n.to_owned(), p.to_owned());
+                return;
+            }
+            o.values().for_each(|x| webhook_entries(x, hooks, lists));
+        }
+        Value::Array(a) => a.iter().for_each(|x| webhook_entries(x, hooks, lists)),
+        _ => {}
+    }
+}
+
+/// The facts' webhook copies (`name` + `failure_policy`): name → (failurePolicy, witness).
+fn facts_webhooks(v: &Value, path: &str, file: &str, out: &mut BTreeMap<String, (String, String)>) {
+    match v {
+        Value::Object(o) => {
+            if let (Some(n), Some(p)) = (
+                o.get("name").and_then(Value::as_str),
+                o.get("failure_policy").and_then(Value::as_str),
+            ) {
+                out.entry(n.to_owned())
+                    .or_insert((p.to_owned(), format!("{file} {path}")));
+                return;
+            }
+            for (k, x) in o {
+                facts_webhooks(x, &format!("{path}.{k}"), file, out);
+            }
+        }
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                facts_webhooks(x, &format!("{path}[{i}]"), file, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The newest timed registration read strictly before `t` that shows the policy's webhook or
+/// lists the configurations (so shows it absent): (failurePolicy or `None` when absent, witness).
+fn policy_registration_before(reads: &[RegistrationRead], t: Time) -> Option<(Option<&str>, &str)> {
+    reads
+        .iter()
+        .filter(|r| r.at.is_some_and(|at| at < t))
+        .filter(|r| r.lists || r.hooks.keys().any(|h| is_policy_webhook(h)))
+        .max_by_key(|r| (r.at, r.act))
+        .map(|r| {
+            let hook = r.hooks.iter().find(|(h, _)| is_policy_webhook(h));
+            (hook.map(|(_, p)| p.as_str()), r.witness.as_str())
+        })
+}
+
+/// Under failurePolicy Fail a pod the policy denies is never stored while the policy's webhook
+/// is registered: a healthy webhook denies it, a failed call rejects it (dispatcher.go). The
+/// registration in force is the newest raw read of the registrations sent before the request
+/// (this act's or an earlier act's); a list without the policy's webhook (lab A's act 5, which
+/// stores the pod because the webhook is gone and says so) is no Fail registration. Flags
+/// [`Code::AdmittedUnderFail`] on the request, naming the registration read.
+pub(crate) fn violating_pod_never_stored_under_fail(
+    g: &mut G,
+    ev: &Evidence,
+    reads: &[RegistrationRead],
+) {
+    for (path, r) in requests(ev) {
+        if super::has_env_label(&r) || r.namespace != crate::rules::common::TARGET_NAMESPACE {
+            continue;
+        }
+        let Some(sent) = parse_rfc3339(&r.sent_at) else {
+            continue;
+        };
+        let Some((Some("Fail"), witness)) = policy_registration_before(reads, sent) else {
+            continue;
+        };
+        let witness = witness.to_owned();
+        g.check(
+            !matches!(r.outcome, Outcome::Stored | Outcome::DryRunAdmitted),
+            Code::AdmittedUnderFail,
+            format!("{} {path}", ev_name(g.act)),
+            || {
+                format!(
+                    "{} (sent {}) is a pod without the {:?} label in {}, recorded {}; the newest registration read before it, {witness}, registers the policy's webhook with failurePolicy Fail",
+                    r.name,
+                    r.sent_at,
+                    crate::rules::common::GOOD_LABEL.0,
+                    r.namespace,
+                    r.outcome.as_str()
+                )
+            },
+        );
+    }
+}
+
+/// Under failurePolicy Ignore a failed call of the webhook never reaches the client: the API
+/// server fails open (the pod is stored, `fail_open_count` +1, a `failed-open` audit annotation)
+/// and counts no `calling_webhook_error` rejection (dispatcher.go). A request answered with a
+/// call failure of a webhook the lab recorded registered with Ignore, or a rejection of that
+/// kind in the act's metrics deltas, contradicts the registration. Flags
+/// [`Code::CallFailureUnderIgnore`], naming the record and the registration.
+pub(crate) fn call_failure_never_reaches_the_client_under_ignore(
+    g: &mut G,
+    ev: &Evidence,
+    reads: &[RegistrationRead],
+) {
+    let ignore_witness = |hook: &str| {
+        reads
+            .iter()
+            .find(|r| r.hooks.get(hook).is_some_and(|p| p == "Ignore"))
+            .map(|r| r.witness.clone())
+    };
+    for (path, r) in requests(ev) {
+        let msg = r.message.as_deref().unwrap_or("");
+        let Some(call) = crate::classify::parse_call_failure(msg) else {
+            continue;
+        };
+        let witness = ignore_witness(&call.webhook);
+        g.check(
+            witness.is_none(),
+            Code::CallFailureUnderIgnore,
+            format!("{} {path}", ev_name(g.act)),
+            || {
+                format!(
+                    "{} was answered HTTP {} with a failed call of webhook {:?}; {} registers it with failurePolicy Ignore, under which the API server fails open",
+                    r.name,
+                    r.http_status,
+                    call.webhook,
+                    witness.clone().unwrap_or_default()
+                )
+            },
+        );
+    }
+    let Some(deltas) = ev
+        .facts
+        .pointer(&format!("/{}/deltas", crate::metrics::FACTS_KEY))
+        .and_then(Value::as_array)
+    else {
+        return;
+    };
+    for (i, d) in deltas.iter().enumerate() {
+        let calling = d["metric"] == "apiserver_admission_webhook_rejection_count"
+            && d["labels"]["error_type"] == "calling_webhook_error"
+            && d["delta"].as_f64().is_some_and(|x| x > 0.0);
+        let Some(hook) = d["labels"]["name"].as_str().filter(|_| calling) else {
+            continue;
+        };
+        let witness = ignore_witness(hook);
+        g.check(
+            witness.is_none(),
+            Code::CallFailureUnderIgnore,
+            format!(
+                "{} facts.{}.deltas[{i}]",
+                ev_name(g.act),
+                crate::metrics::FACTS_KEY
+            ),
+            || {
+                format!(
+                    "calling_webhook_error rejections of webhook {hook:?} went up by {}; {} registers it with failurePolicy Ignore, under which a failed call is no rejection",
+                    d["delta"],
+                    witness.clone().unwrap_or_default()
+                )
+            },
+        );
+    }
+}
+
+/// One read of a Lease: when, where, and what it showed.
+#[derive(Debug, Clone)]
+struct LeaseRead {
+    act: u8,
+    at: Time,
+    witness: String,
+    lease: String,
+    holder: Option<String>,
+    acquire: Option<Time>,
+    transitions: Option<u64>,
+}
+
+/// Every Lease read of the acts up to `g.act`: facts objects with `holder` and
+/// `lease_transitions` (named by `name`, else the lab's Lease `kyverno`) read at their `at`, and
+/// raw `Lease` objects read at the nearest `at` around them.
+fn lease_reads(g: &G) -> Vec<LeaseRead> {
+    let mut out = Vec::new();
+    for (act, doc) in &g.input.evidence {
+        let Ok(doc) = doc else { continue };
+        if *act > g.act {
+            continue;
+        }
+        let file = ev_name(*act);
+        facts_leases(*act, &doc.value["facts"], "facts", &file, &mut out);
+        if let Some(raw) = doc.value.get("raw").and_then(Value::as_array) {
+            for (i, r) in raw.iter().enumerate() {
+                let at = r.get("at").and_then(Value::as_str).and_then(parse_rfc3339);
+                raw_leases(
+                    *act,
+                    &r["data"],
+                    &format!("raw[{i}].data"),
+                    &file,
+                    at,
+                    &mut out,
+                );
+            }
+        }
+    }
+    out
+}
+
+fn time_of(v: &Value, key: &str) -> Option<Time> {
+    v.get(key).and_then(Value::as_str).and_then(parse_rfc3339)
+}
+
+fn facts_leases(act: u8, v: &Value, path: &str, file: &str, out: &mut Vec<LeaseRead>) {
+    match v {
+        Value::Object(o) => {
+            if o.contains_key("holder")
+                && o.contains_key("lease_transitions")
+                && let Some(at) = time_of(v, "at")
+            {
+                out.push(LeaseRead {
+                    act,
+                    at,
+                    witness: format!("{file} {path}"),
+                    lease: o
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or(crate::rules::common::KYVERNO_NAMESPACE)
+                        .to_owned(),
+                    holder: o.get("holder").and_then(Value::as_str).map(str::to_owned),
+                    acquire: time_of(v, "acquire_time"),
+                    transitions: o.get("lease_transitions").and_then(Value::as_u64),
+                });
+                return;
+            }
+            for (k, x) in o {
+                if k != crate::audit::FACTS_KEY && k != crate::metrics::FACTS_KEY {
+                    facts_leases(act, x, &format!("{path}.{k}"), file, out);
+                }
+            }
+        }
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                facts_leases(act, x, &format!("{path}[{i}]"), file, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn raw_leases(
+    act: u8,
+    v: &Value,
+    path: &str,
+    file: &str,
+    at: Option<Time>,
+    out: &mut Vec<LeaseRead>,
+) {
+    match v {
+        Value::Object(o) => {
+            let at = time_of(v, "at").or(at);
+            if o.get("kind").and_then(Value::as_str) == Some("Lease") {
+                let spec = &v["spec"];
+                if let Some(at) = at {
+                    out.push(LeaseRead {
+                        act,
+                        at,
+                        witness: format!("{file} {path}"),
+                        lease: v
+                            .pointer("/metadata/name")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_owned(),
+                        holder: spec["holderIdentity"].as_str().map(str::to_owned),
+                        acquire: time_of(spec, "acquireTime"),
+                        transitions: spec["leaseTransitions"].as_u64(),
+                    });
+                }
+                return;
+            }
+            for (k, x) in o {
+                raw_leases(act, x, &format!("{path}.{k}"), file, at, out);
+            }
+        }
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                raw_leases(act, x, &format!("{path}[{i}]"), file, at, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// What two reads of one Lease contradict, `a` read no later than `b` (by more than the
+/// granularity [`bounds::LEASE_STORE_MS`]), or `None`.
+fn tenure_contradiction(a: &LeaseRead, b: &LeaseRead) -> Option<String> {
+    let slack = chrono::Duration::milliseconds(bounds::LEASE_STORE_MS);
+    let (ta, tb) = (a.transitions?, b.transitions?);
+    if a.at + slack < b.at && tb < ta {
+        return Some(format!(
+            "leaseTransitions fell from {ta} to {tb}; it never decreases"
+        ));
+    }
+    let held = |r: &LeaseRead| r.holder.as_deref().is_some_and(|h| !h.is_empty());
+    if ta == tb && held(a) && held(b) {
+        if a.holder != b.holder {
+            return Some(format!(
+                "one tenure (leaseTransitions {ta}) with two holders, {:?} and {:?}",
+                a.holder, b.holder
+            ));
+        }
+        if let (Some(x), Some(y)) = (a.acquire, b.acquire)
+            && x != y
+        {
+            return Some(format!(
+                "one tenure (leaseTransitions {ta}) acquired at two times, {x:?} and {y:?}"
+            ));
+        }
+    }
+    // A tenure shown by one read was stamped at its acquireTime: every read after that shows it
+    // or a later one.
+    for (early, late, t_early, t_late) in [(a, b, ta, tb), (b, a, tb, ta)] {
+        if let Some(acq) = late.acquire
+            && acq + slack < early.at
+            && t_early < t_late
+        {
+            let who = |r: &LeaseRead| r.holder.clone().unwrap_or_else(|| "none".into());
+            return Some(format!(
+                "read at {} shows leaseTransitions {t_early} (holder {}), though the tenure of {} (leaseTransitions {t_late}) was acquired at {} and leaseTransitions never falls",
+                early.at.to_rfc3339(),
+                who(early),
+                who(late),
+                acq.to_rfc3339()
+            ));
+        }
+    }
+    None
+}
+
+/// A Lease tenure (holder, acquireTime) is the same in every read that shows it, across acts;
+/// `leaseTransitions` never falls; a takeover (a new tenure's `acquireTime`) shows in every read
+/// made after it, the samples inside a freeze as much as the read after it and the later acts.
+/// Each read of this act is held against every read of this act and of the earlier acts; flags
+/// [`Code::LeaseTenureContradicted`] on this act's read, naming the other.
+pub(crate) fn lease_tenure_is_one_story(g: &mut G) {
+    let reads = lease_reads(g);
+    let this = g.act;
+    for b in reads.iter().filter(|r| r.act == this) {
+        for a in reads
+            .iter()
+            .filter(|a| a.lease == b.lease && a.witness != b.witness)
+        {
+            if a.act == this && a.witness > b.witness {
+                continue; // each pair of this act once
+            }
+            let found = tenure_contradiction(a, b).or_else(|| tenure_contradiction(b, a));
+            g.check(
+                found.is_none(),
+                Code::LeaseTenureContradicted,
+                b.witness.clone(),
+                || {
+                    format!(
+                        "against {}: {}",
+                        a.witness,
+                        found.clone().unwrap_or_default()
+                    )
+                },
+            );
+        }
+    }
+}
+
+/// The act started no sooner than the acts before it finished (each act is run after the
+/// other). Flags [`Code::TimesInconsistent`] on `started_at`, naming the earlier act.
+pub(crate) fn acts_follow_each_other(g: &mut G, ev: &Evidence) {
+    let Some(start) = parse_rfc3339(&ev.started_at) else {
+        return;
+    };
+    let skew = chrono::Duration::milliseconds(bounds::CLOCK_SKEW_MS as i64);
+    for (act, doc) in &g.input.evidence {
+        let Ok(doc) = doc else { continue };
+        if *act >= g.act {
+            continue;
+        }
+        let finished = time_of(&doc.value, "finished_at");
+        g.check(
+            finished.is_none_or(|f| f <= start + skew),
+            Code::TimesInconsistent,
+            format!("{} started_at", ev_name(g.act)),
+            || {
+                format!(
+                    "{:?} is before {} finished_at {:?}",
+                    ev.started_at,
+                    ev_name(*act),
+                    doc.value["finished_at"]
+                )
+            },
+        );
+    }
+}
+
+/// Every raw record's `at` (when the tool received it) lies inside the act's span. Flags
+/// [`Code::TimesInconsistent`] on the record.
+pub(crate) fn raw_records_inside_the_act(g: &mut G, ev: &Evidence) {
+    let (Some(start), Some(end)) = (
+        parse_rfc3339(&ev.started_at),
+        parse_rfc3339(&ev.finished_at),
+    ) else {
+        return;
+    };
+    let skew = chrono::Duration::milliseconds(bounds::CLOCK_SKEW_MS as i64);
+    for (i, r) in ev.raw.iter().enumerate() {
+        let Some(t) = r.get("at").and_then(Value::as_str) else {
+            continue;
+        };
+        let at = parse_rfc3339(t);
+        g.check(
+            at.is_some_and(|x| x >= start - skew && x <= end + skew),
+            Code::TimesInconsistent,
+            format!("{} raw[{i}].at", ev_name(g.act)),
+            || {
+                format!(
+                    "{t:?} is not inside the act ({} .. {})",
+                    ev.started_at, ev.finished_at
+                )
+            },
+        );
+    }
+}
+
+/// The replicas' admission request counters (`kyverno_admission_requests_total`, one row per
+/// replica read before and after the act's requests, `facts.replica_requests`) account for the
+/// act's calls of the webhook: with the lab's namespaceSelector only the target namespace's pods
+/// call it. Every answered call (an explicit deny; a pod stored there in under one second, the
+/// least `timeoutSeconds`) was counted by the replica that answered it; a call that timed out or
+/// failed open may be counted by the frozen replica after its resume, or not. So, with no
+/// counter reset, answered ≤ Σ(after − before) ≤ all calls; a counter that fell (its container
+/// restarted, [`crate::grade::c`]'s restart rules) loses what it counted before, so only
+/// Σ ≤ all calls holds (the restarted replica's `after` counted since its restart). Flags
+/// [`Code::ValueMismatch`] on `replica_requests`, naming the requests.
+pub(crate) fn replica_counters_account_for_the_calls(g: &mut G, ev: &Evidence) {
+    let Some(rows) = ev.facts.get("replica_requests").and_then(Value::as_array) else {
+        return;
+    };
+    let (mut moved, mut reset) = (0u64, false);
+    for r in rows {
+        let (Some(b), Some(a)) = (r["before"].as_u64(), r["after"].as_u64()) else {
+            return; // the shape is the act's own rules' (facts-invalid)
+        };
+        if a < b {
+            reset = true;
+            moved += a;
+        } else {
+            moved += a - b;
+        }
+    }
+    let (mut answered, mut calls) = (0u64, 0u64);
+    let mut names = std::collections::BTreeSet::new();
+    for (_, r) in requests(ev) {
+        if !names.insert(r.name.clone()) {
+            continue; // one request quoted twice (`first_explicit_deny`)
+        }
+        if r.namespace != crate::rules::common::TARGET_NAMESPACE || r.dry_run {
+            continue;
+        }
+        match r.outcome {
+            Outcome::ExplicitDeny => {
+                answered += 1;
+                calls += 1;
+            }
+            Outcome::Stored if r.elapsed_ms < 1000 => {
+                answered += 1;
+                calls += 1;
+            }
+            Outcome::Stored | Outcome::WebhookTimeout => calls += 1,
+            _ => {}
+        }
+    }
+    let ok = moved <= calls && (reset || answered <= moved);
+    g.check(
+        ok,
+        Code::ValueMismatch,
+        format!("{} facts.replica_requests", ev_name(g.act)),
+        || {
+            format!(
+                "the replicas' counters moved by {moved}{}; the act's request records in {} show {answered} answered calls of the webhook and {calls} calls in all",
+                if reset { " (a counter was reset)" } else { "" },
+                crate::rules::common::TARGET_NAMESPACE
+            )
+        },
+    );
+}
