@@ -7,6 +7,8 @@ pkgs=(gcc pkg-config libseccomp-dev protobuf-compiler iptables conntrack iproute
 # A Japanese font (and fontconfig's fc-list) for the report page test's Japanese pages, which
 # would otherwise render as boxes; file and binutils (readelf) for `cargo xtask dist`'s checks.
 pkgs+=(fonts-noto-cjk fontconfig file binutils)
+# The shells and groff that parse `completion bash|zsh|fish` and the man pages (lab/tests/scripting.rs).
+pkgs+=(zsh fish groff-base)
 # Headless Chromium for the report page test (lab/tests/report.rs). On Debian only: Ubuntu's
 # `chromium` is a snap wrapper, and GitHub's Ubuntu runners already have google-chrome (the test
 # also takes KCA_CHROMIUM=/path/to/browser).
