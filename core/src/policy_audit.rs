@@ -461,11 +461,13 @@ mod tests {
 
     #[test]
     fn a_deny_binding_of_an_existing_policy_has_no_finding() {
-        let mut s = PolicySnapshot::default();
-        s.validating = Served {
-            version: Some("v1".into()),
-            policies: vec![policy("max-replicas", None, false)],
-            bindings: vec![binding("max-replicas", "max-replicas", &["Deny"], None)],
+        let s = PolicySnapshot {
+            validating: Served {
+                version: Some("v1".into()),
+                policies: vec![policy("max-replicas", None, false)],
+                bindings: vec![binding("max-replicas", "max-replicas", &["Deny"], None)],
+            },
+            ..Default::default()
         };
         let a = audit(&s);
         assert_eq!(codes(&a), vec![]);
@@ -564,11 +566,13 @@ mod tests {
 
     #[test]
     fn mutating_bindings_have_no_validation_actions() {
-        let mut s = PolicySnapshot::default();
-        s.mutating = Served {
-            version: Some("v1beta1".into()),
-            policies: vec![],
-            bindings: vec![json!({"metadata": {"name": "m"}, "spec": {"policyName": "gone"}})],
+        let s = PolicySnapshot {
+            mutating: Served {
+                version: Some("v1beta1".into()),
+                policies: vec![],
+                bindings: vec![json!({"metadata": {"name": "m"}, "spec": {"policyName": "gone"}})],
+            },
+            ..Default::default()
         };
         let a = audit(&s);
         assert_eq!(a.mutating.bindings[0].validation_actions, None);

@@ -60,7 +60,7 @@ impl Progress {
             if done == total {
                 let _ = writeln!(err);
             }
-        } else if done == total || done % total.div_ceil(10).max(1) == 0 {
+        } else if done == total || done.is_multiple_of(total.div_ceil(10).max(1)) {
             let _ = writeln!(err, "{}", line.get(self.lang));
         }
     }
