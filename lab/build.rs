@@ -7,6 +7,8 @@
 //!   read from the `require` lines of the upstream wrapper modules
 //!   (`xtask/upstream/kubernetes/go.mod`, `xtask/upstream/kyverno/go.mod`), the one place the
 //!   project pins them;
+//! - `KCA_BUILD_DATE`: when it was built, given by `cargo xtask dist` as `KCA_BUILD_DATE` (the
+//!   commit's committer date in UTC, so one commit gives one binary); `unknown` otherwise;
 //! - `KCA_TARGET`: the target triple, and whether the C runtime is linked statically.
 
 use std::path::Path;
@@ -52,6 +54,9 @@ fn main() {
     println!("cargo:rerun-if-env-changed=KCA_BUILD_COMMIT");
     let commit = std::env::var("KCA_BUILD_COMMIT").unwrap_or_else(|_| "unknown".to_owned());
     println!("cargo:rustc-env=KCA_COMMIT={commit}");
+    println!("cargo:rerun-if-env-changed=KCA_BUILD_DATE");
+    let date = std::env::var("KCA_BUILD_DATE").unwrap_or_else(|_| "unknown".to_owned());
+    println!("cargo:rustc-env=KCA_BUILD_DATE={date}");
     let target = std::env::var("TARGET").unwrap_or_default();
     let features = std::env::var("CARGO_CFG_TARGET_FEATURE").unwrap_or_default();
     let linking = if features.split(',').any(|f| f == "crt-static") {

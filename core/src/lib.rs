@@ -15,7 +15,8 @@
 //! - [`diagnostics`]: the failure summary's format; [`report`]: the HTML record, JUnit.
 //! - [`messages`]: the student-facing words (ja/en), by topic, in the vocabulary of [`text`];
 //!   [`error`]: the one error type, the ground floor (ARCHITECTURE.md, "Layers").
-//! - [`webhook_audit`]: `audit`'s judging of a cluster's webhook registrations.
+//! - [`webhook_audit`]: `audit`'s judging of a cluster's webhook registrations; [`policy_audit`]:
+//!   of its ValidatingAdmissionPolicies and MutatingAdmissionPolicies and their bindings.
 //!
 //! The `lab` crate re-exports every module under the same name (`lab::grade`, `lab::evidence`, …).
 
@@ -40,6 +41,7 @@ pub mod inputs;
 pub mod json;
 pub mod messages;
 pub mod metrics;
+pub mod policy_audit;
 pub mod report;
 pub mod rules;
 pub mod text;

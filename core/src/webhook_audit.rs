@@ -39,6 +39,10 @@
 //! - `opt-out-object-selector`: an objectSelector with a `NotIn` or `DoesNotExist` requirement:
 //!   whoever creates an object can label it out of the webhook;
 //! - `fail-on-bootstrap-resources`: failurePolicy Fail on Nodes, CSRs or Leases (above).
+//!
+//! The API server's own admission policies (ValidatingAdmissionPolicy, MutatingAdmissionPolicy
+//! and their bindings) are judged by [`crate::policy_audit`] and reported beside the webhooks
+//! ([`AuditReport::admission_policies`]).
 
 use std::collections::BTreeMap;
 
@@ -66,6 +70,8 @@ pub struct Snapshot {
     /// EndpointSlices (list items, verbatim) of each Service a webhook names, keyed
     /// `namespace/name`; a Service absent from the map was not read.
     pub endpoint_slices: BTreeMap<String, Vec<Value>>,
+    /// The admission policies and bindings, in the version discovery serves.
+    pub policies: crate::policy_audit::PolicySnapshot,
 }
 
 /// `validating` or `mutating`.
@@ -231,6 +237,15 @@ pub struct AuditReport {
     pub webhooks: Vec<WebhookRow>,
     /// Every finding, in the order of `webhooks`.
     pub findings: Vec<AuditFinding>,
+    /// The API server's own admission policies and their bindings, and their findings.
+    pub admission_policies: crate::policy_audit::PolicyAudit,
+}
+
+impl AuditReport {
+    /// Whether anything was found, on a webhook or on an admission policy binding.
+    pub fn has_findings(&self) -> bool {
+        !self.findings.is_empty() || !self.admission_policies.findings.is_empty()
+    }
 }
 
 /// The format name of [`AuditReport`].
@@ -300,6 +315,7 @@ pub fn audit(snapshot: &Snapshot) -> AuditReport {
         format: FORMAT.to_owned(),
         webhooks,
         findings,
+        admission_policies: crate::policy_audit::audit(&snapshot.policies),
     }
 }
 
@@ -816,6 +832,7 @@ mod tests {
                 "kyverno/kyverno-svc".to_owned(),
                 vec![ready_slice(ready)],
             )]),
+            policies: Default::default(),
         }
     }
 

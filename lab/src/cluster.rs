@@ -279,6 +279,28 @@ impl Cluster {
             .map_err(|e| LabError::Kube(format!("GET {path}: the answer is not JSON: {e}")))
     }
 
+    /// `GET path` (a discovery document, e.g. `/apis/admissionregistration.k8s.io/v1`): its body
+    /// parsed as JSON, exactly as the API server returned it; `None` when the server answers 404
+    /// (the group or version is not served). Read-only (`audit`).
+    ///
+    /// Errors: [`LabError::Kube`] with the server's answer for any other refusal,
+    /// [`LabError::ClusterUnreachable`].
+    pub async fn get_raw_optional(
+        &self,
+        path: &str,
+    ) -> Result<Option<serde_json::Value>, LabError> {
+        let req = http::Request::get(path)
+            .body(Vec::new())
+            .map_err(|e| LabError::Kube(format!("building the request: {e}")))?;
+        match self.client.request_text(req).await {
+            Ok(text) => serde_json::from_str(&text)
+                .map(Some)
+                .map_err(|e| LabError::Kube(format!("GET {path}: the answer is not JSON: {e}"))),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),
+            Err(e) => Err(kube_err(e)),
+        }
+    }
+
     /// The kubeconfig in use (`None`: kube-rs's inference).
     pub fn kubeconfig(&self) -> Option<&Path> {
         self.kubeconfig.as_deref()

@@ -191,6 +191,43 @@ const HELP_JA: &[(&str, &str, &str)] = &[
         "クラスターを読まずに、-o json/yaml の JSON Schema を表示します",
     ),
     (
+        "grade",
+        "output",
+        "出力の形式 (text: 文 (既定)、json: JSON Schema は lab/schemas/grade.schema.json、junit: JUnit XML)",
+    ),
+    (
+        "grade-many",
+        "",
+        "複数の作業ディレクトリ (クラスの提出物) をオフラインで採点し、1 つの表 (ディレクトリごとに 1 行) を表示します。読めないディレクトリもその理由を書いた 1 行になります。終了コード: すべて合格なら 0、それ以外は 1",
+    ),
+    ("grade-many", "dirs", "作業ディレクトリ (いくつでも)"),
+    (
+        "grade-many",
+        "output",
+        "出力の形式 (table: 表 (既定)、csv、json: 行の配列、html: 1 ページの HTML)",
+    ),
+    (
+        "grade-many",
+        "reports",
+        "各ディレクトリの 1 ページの記録をこのディレクトリに <学生>.html として書き出し、表からリンクします",
+    ),
+    (
+        "version",
+        "",
+        "バージョン、ビルドしたコミットと日時、ターゲット、ラボが対象とする Kubernetes と Kyverno のバージョンを表示します",
+    ),
+    (
+        "version",
+        "output",
+        "出力の形式 (text: 文 (既定)、json: JSON Schema は lab/schemas/version.schema.json、yaml)",
+    ),
+    (
+        "completion",
+        "",
+        "シェルの補完スクリプトを表示します (bash: source <(kca-webhook-lab completion bash))",
+    ),
+    ("completion", "shell", "シェル (bash、zsh、fish)"),
+    (
         "help",
         "",
         "このメッセージ、または指定したサブコマンドのヘルプを表示します",

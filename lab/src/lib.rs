@@ -14,11 +14,13 @@
 //! the API server), [`cri`] (the node's container runtime), [`metrics`] and [`diagnostics`]
 //! (the reads; their pure halves are in the core), [`probe`], [`faults`], the acts in [`labs`] and the runners of their step kinds in [`steps`];
 //! [`audit_cmd`] is `audit` (reads every webhook registration; the judging is [`webhook_audit`]);
-//! [`help`] is the student tool's Japanese `--help`.
+//! [`help`] is the student tool's Japanese `--help`; [`version`] (`version -o json|yaml`),
+//! [`shell`] (completions, man pages), [`grade_out`] (`grade -o json|junit`) and [`grade_many`]
+//! (a class's work directories in one table) are the commands scripts and packagers use.
 
 pub use lab_core::{
     acts, admission, audit, classify, digest, error, evidence, explain, facts, files, grade,
-    inputs, json, messages, report, rules, text, wait, webhook_audit, workdir,
+    inputs, json, messages, policy_audit, report, rules, text, wait, webhook_audit, workdir,
 };
 
 pub mod audit_cmd;
@@ -26,10 +28,14 @@ pub mod cluster;
 pub mod cri;
 pub mod diagnostics;
 pub mod faults;
+pub mod grade_many;
+pub mod grade_out;
 pub mod help;
 pub mod labs;
 pub mod metrics;
 pub mod pidmap;
 pub mod probe;
+pub mod shell;
 pub mod signals;
 pub mod steps;
+pub mod version;

@@ -4,6 +4,8 @@
 //! kca-webhook-lab [--lab a|b|c] [--workdir DIR] [--lang ja|en] [--kubeconfig PATH] [--cri-endpoint PATH]
 //!     inspect | act N | grade N | grade all | report [--out FILE] | explain [TEXT] | digest PATH | schema NAME | check FILE
 //!     | audit [-o table|json|yaml] [--context NAME]
+//!     | grade N|all -o text|json|junit | grade-many DIR… [-o table|csv|json|html] [--reports DIR]
+//!     | version [-o text|json|yaml] | completion bash|zsh|fish
 //! ```
 //!
 //! Exit codes: 0 success; 1 findings or a failed act; 2 usage or input errors (nothing written);
@@ -30,6 +32,8 @@ const LONG_VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     "\ncommit: ",
     env!("KCA_COMMIT"),
+    "\nbuild date: ",
+    env!("KCA_BUILD_DATE"),
     "\nkubernetes: ",
     env!("KCA_KUBERNETES_VERSION"),
     "\nkyverno: ",
@@ -94,6 +98,43 @@ enum Command {
     Grade {
         /// An act number or `all`.
         which: String,
+        /// Output format: text, JSON (schema: `lab/schemas/grade.schema.json`) or JUnit XML.
+        #[arg(short = 'o', long, value_enum, default_value = "text")]
+        output: lab::grade_out::Output,
+    },
+    /// Grade many work directories (a class's hand-ins) offline and print one table, a row per
+    /// directory; a directory that cannot be read is a row of its own. Exit code 0 when every
+    /// row passed, else 1.
+    GradeMany {
+        /// The work directories.
+        #[arg(required = true, num_args = 1..)]
+        dirs: Vec<PathBuf>,
+        /// Output format: a table, CSV, JSON (an array of rows) or an HTML page.
+        #[arg(short = 'o', long, value_enum, default_value = "table")]
+        output: lab::report::class::Format,
+        /// Write each directory's one-page report into this directory (`<student>.html`) and link
+        /// it from the table.
+        #[arg(long)]
+        reports: Option<PathBuf>,
+    },
+    /// Print the version, the commit and date it was built from, its target, and the Kubernetes
+    /// and Kyverno versions the labs were made for.
+    Version {
+        /// Output format: text, JSON (schema: `lab/schemas/version.schema.json`) or YAML.
+        #[arg(short = 'o', long, value_enum, default_value = "text")]
+        output: lab::version::Output,
+    },
+    /// Print the shell completion script (bash: `source <(kca-webhook-lab completion bash)`).
+    Completion {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: lab::shell::Shell,
+    },
+    /// Internal: write the man pages into DIR (`cargo xtask dist`).
+    #[command(hide = true)]
+    ManPages {
+        /// The directory.
+        dir: PathBuf,
     },
     /// Print the canonical digest (SHA-256 of the RFC 8785 form) of a JSON file.
     Digest {
@@ -277,7 +318,27 @@ fn run(cli: &Cli, workdir: &Workdir, lab: Lab) -> Result<i32, LabError> {
         Command::Inspect { .. } | Command::Act { .. } | Command::Heal => {
             cluster_command(cli, lab, workdir)
         }
-        Command::Grade { which } => grade_command(cli.lang, workdir, lab, which),
+        Command::Grade { which, output } => grade_command(cli.lang, workdir, lab, which, *output),
+        Command::GradeMany {
+            dirs,
+            output,
+            reports,
+        } => lab::grade_many::main(dirs, cli.lab, *output, cli.lang, reports.as_deref()),
+        Command::Version { output } => {
+            out(&lab::version::render(&lab::version::current(), *output)?);
+            Ok(0)
+        }
+        Command::Completion { shell } => {
+            let script = lab::shell::completion(Cli::command(), "kca-webhook-lab", *shell);
+            out(String::from_utf8_lossy(&script).trim_end());
+            Ok(0)
+        }
+        Command::ManPages { dir } => {
+            for page in lab::shell::man_pages(Cli::command(), dir)? {
+                out(&page.display().to_string());
+            }
+            Ok(0)
+        }
         Command::Digest { path } => {
             out(&lab::digest::digest_file(path)?);
             if std::io::stderr().is_terminal() {
@@ -315,8 +376,15 @@ fn run(cli: &Cli, workdir: &Workdir, lab: Lab) -> Result<i32, LabError> {
     }
 }
 
-/// `grade N` / `grade all`: prints each act's findings; 1 when any act did not pass.
-fn grade_command(lang: Lang, workdir: &Workdir, lab: Lab, which: &str) -> Result<i32, LabError> {
+/// `grade N` / `grade all`: prints each act's findings (or, with `-o json|junit`, the document
+/// [`lab::grade_out::render`] makes); 1 when any act did not pass.
+fn grade_command(
+    lang: Lang,
+    workdir: &Workdir,
+    lab: Lab,
+    which: &str,
+    output: lab::grade_out::Output,
+) -> Result<i32, LabError> {
     // A mistyped `--workdir` is said as such, not as eight missing evidence files.
     if !workdir.root().is_dir() {
         return Err(LabError::Io {
@@ -341,8 +409,19 @@ fn grade_command(lang: Lang, workdir: &Workdir, lab: Lab, which: &str) -> Result
             }
         },
     };
-    for f in &results {
-        out(&messages::findings(lang, f));
+    if output == lab::grade_out::Output::Text {
+        for f in &results {
+            out(&messages::findings(lang, f));
+        }
+    } else {
+        out(&lab::grade_out::render(
+            lab,
+            &input,
+            &results,
+            output,
+            lang,
+            workdir.root(),
+        )?);
     }
     Ok(if results.iter().all(|f| f.passed()) {
         0

@@ -1,5 +1,7 @@
 //! The published JSON Schemas under `lab/schemas/<lab>/<file>.schema.json` are the ones the types
-//! generate (`kca-webhook-lab schema NAME` prints the same). `UPDATE_SCHEMAS=1` rewrites the stale
+//! generate (`kca-webhook-lab schema NAME` prints the same), and so are the output schemas
+//! `lab/schemas/version.schema.json` (`version -o json`), `grade.schema.json` (`grade -o json`)
+//! and `grade-many.schema.json` (`grade-many -o json`). `UPDATE_SCHEMAS=1` rewrites the stale
 //! ones, and the test still fails that run (as rust-analyzer's `ensure_file_contents` does), so an
 //! update is never reported as a pass.
 
@@ -23,6 +25,20 @@ fn published_schemas_are_up_to_date() {
                     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
                     std::fs::write(&path, &text).unwrap();
                 }
+            }
+        }
+    }
+    for (name, schema) in [
+        ("version.schema.json", lab::version::schema()),
+        ("grade.schema.json", lab::report::grades::schema()),
+        ("grade-many.schema.json", lab::report::class::schema()),
+    ] {
+        let path = root.join(name);
+        let text = format!("{}\n", serde_json::to_string_pretty(&schema).unwrap());
+        if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+            stale.push(name.to_owned());
+            if std::env::var_os("UPDATE_SCHEMAS").is_some() {
+                std::fs::write(&path, &text).unwrap();
             }
         }
     }

@@ -13,7 +13,13 @@
 //! 4. a ValidatingWebhookConfiguration the test breaks on purpose (a Fail webhook on Nodes and
 //!    CSRs behind a Service that does not exist; an Ignore webhook with a 30 s timeout and an
 //!    opt-out objectSelector, selecting no namespace there is): exactly the four findings on it,
-//!    exit code 3; deleted, none of them is left.
+//!    exit code 3; deleted, none of them is left;
+//! 5. a ValidatingAdmissionPolicy and two bindings the test breaks on purpose (a Fail policy with
+//!    a ConfigMap paramKind, bound Audit-only to a ConfigMap that does not exist, matching no
+//!    namespace there is; a binding naming a policy that does not exist): exactly their three
+//!    findings (`fail-params-missing`, `audit-only-actions`, `binding-policy-missing`), the
+//!    policies listed from `admissionregistration.k8s.io/v1`, MutatingAdmissionPolicy said to be
+//!    not served (v1beta1, off by default on v1.35), in the table too; deleted, none is left.
 //!
 //! Every exit code is checked against the findings (0 none, 3 some).
 
@@ -25,6 +31,7 @@ use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use lab::evidence::Lab;
+use lab::policy_audit::PolicyFindingCode;
 use lab::webhook_audit::{AuditReport, Backend, FindingCode, WebhookRow};
 use libtest_mimic::{Arguments, Failed, Trial};
 use serde_json::json;
@@ -49,13 +56,17 @@ fn main() {
     let mut args = Arguments::from_args();
     args.test_threads = Some(1);
     let state: Shared = Arc::default();
-    let steps: [(&'static str, Step); 4] = [
+    let steps: [(&'static str, Step); 5] = [
         ("audit_before_the_lab_registers_its_webhook", before_act2),
         ("audit_after_act_2_shows_the_lab_webhook", after_act2),
         ("audit_with_the_controller_scaled_to_0", scaled_to_zero),
         (
             "audit_finds_a_registration_broken_on_purpose",
             broken_on_purpose,
+        ),
+        (
+            "audit_finds_admission_policy_bindings_broken_on_purpose",
+            broken_policy_bindings,
         ),
     ];
     let trials = steps
@@ -127,12 +138,13 @@ fn audit_json(run: &LabRun) -> Result<AuditReport, Failed> {
     let (code, out, err) = audit_cli(run, true, &["-o", "json"])?;
     let report: AuditReport = serde_json::from_str(&out)
         .map_err(|e| format!("audit -o json (exit {code}) is not the report: {e}\n{out}{err}"))?;
-    let want = if report.findings.is_empty() { 0 } else { 3 };
+    let want = if report.has_findings() { 3 } else { 0 };
     ensure(
         code == want,
         &format!(
-            "audit exits {want} for {} findings (exit {code}; stderr {err})",
-            report.findings.len()
+            "audit exits {want} for {} webhook and {} policy findings (exit {code}; stderr {err})",
+            report.findings.len(),
+            report.admission_policies.findings.len()
         ),
     )?;
     Ok(report)
@@ -423,4 +435,145 @@ fn codes(r: &AuditReport, config: Option<&str>) -> Vec<(String, FindingCode)> {
         .filter(|f| config.is_none_or(|c| f.configuration == c))
         .map(|f| (f.webhook.clone(), f.code))
         .collect()
+}
+
+/// The ValidatingAdmissionPolicy the test breaks on purpose.
+const BROKEN_VAP: &str = "kca-audit-vap";
+
+/// Applies (`POST`) or deletes every object of the broken admission policy step, through the
+/// API server's generic client (module docs, step 5).
+fn policy_objects() -> Vec<(&'static str, serde_json::Value)> {
+    let never = json!({"matchLabels": {"kca-webhook-lab/audit": "no-such-namespace"}});
+    vec![
+        (
+            "validatingadmissionpolicies",
+            json!({
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingAdmissionPolicy",
+                "metadata": {"name": BROKEN_VAP, "labels": {"kca-webhook-lab/test": "audit"}},
+                "spec": {
+                    "failurePolicy": "Fail",
+                    "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+                    "matchConstraints": {
+                        "namespaceSelector": never,
+                        "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["configmaps"]}]
+                    },
+                    "validations": [{"expression": "object.metadata.name != params.data.forbidden"}]
+                }
+            }),
+        ),
+        (
+            "validatingadmissionpolicybindings",
+            json!({
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingAdmissionPolicyBinding",
+                "metadata": {"name": "kca-audit-vap-params-gone", "labels": {"kca-webhook-lab/test": "audit"}},
+                "spec": {
+                    "policyName": BROKEN_VAP,
+                    "validationActions": ["Audit"],
+                    "paramRef": {"name": "kca-audit-missing", "namespace": "default", "parameterNotFoundAction": "Deny"}
+                }
+            }),
+        ),
+        (
+            "validatingadmissionpolicybindings",
+            json!({
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingAdmissionPolicyBinding",
+                "metadata": {"name": "kca-audit-vap-orphan", "labels": {"kca-webhook-lab/test": "audit"}},
+                "spec": {"policyName": "kca-audit-no-such-policy", "validationActions": ["Deny"]}
+            }),
+        ),
+    ]
+}
+
+/// `POST` (create) or `DELETE` of the step's objects; every delete is tried.
+fn policy_request(run: &LabRun, create: bool) -> Result<(), Failed> {
+    let base = "/apis/admissionregistration.k8s.io/v1";
+    run.block_on(async {
+        let client = xtask::cluster::ready::client(&kubeconfig(run)).await?;
+        let mut errors = Vec::new();
+        for (resource, obj) in policy_objects() {
+            let name = obj["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            let req = if create {
+                http::Request::post(format!("{base}/{resource}"))
+                    .header("content-type", "application/json")
+                    .body(serde_json::to_vec(&obj)?)?
+            } else {
+                http::Request::delete(format!("{base}/{resource}/{name}")).body(Vec::new())?
+            };
+            if let Err(e) = client.request_text(req).await {
+                errors.push(format!(
+                    "{} {resource}/{name}: {e}",
+                    if create { "POST" } else { "DELETE" }
+                ));
+            }
+        }
+        anyhow::ensure!(errors.is_empty(), "{}", errors.join("; "));
+        anyhow::Ok(())
+    })
+    .map_err(|e| Failed::from(format!("{e:#}")))
+}
+
+fn broken_policy_bindings(run: &LabRun) -> Result<(), Failed> {
+    let created = policy_request(run, true);
+    let seen = created.and_then(|()| audit_json(run));
+    let (_, table, _) = audit_cli(run, true, &[]).unwrap_or_default();
+    let deleted = policy_request(run, false);
+    let report = seen?;
+    deleted?;
+    let ours = |r: &AuditReport| -> Vec<(String, PolicyFindingCode)> {
+        r.admission_policies
+            .findings
+            .iter()
+            .filter(|f| f.binding.starts_with("kca-audit-vap"))
+            .map(|f| (f.binding.clone(), f.code))
+            .collect()
+    };
+    let want = vec![
+        (
+            "kca-audit-vap-orphan".to_owned(),
+            PolicyFindingCode::BindingPolicyMissing,
+        ),
+        (
+            "kca-audit-vap-params-gone".to_owned(),
+            PolicyFindingCode::FailParamsMissing,
+        ),
+        (
+            "kca-audit-vap-params-gone".to_owned(),
+            PolicyFindingCode::AuditOnlyActions,
+        ),
+    ];
+    let found = ours(&report);
+    ensure(
+        found == want,
+        &format!("the broken bindings' findings: want {want:?}, found {found:?}"),
+    )?;
+    let p = &report.admission_policies;
+    ensure(
+        p.validating.served.as_deref() == Some("v1")
+            && p.validating
+                .policies
+                .iter()
+                .any(|x| x.name == BROKEN_VAP && x.failure_policy == "Fail"),
+        &format!("the policy is listed from v1: {:?}", p.validating),
+    )?;
+    ensure(
+        p.mutating.served.is_none(),
+        &format!(
+            "MutatingAdmissionPolicy is not served on v1.35 by default: {:?}",
+            p.mutating
+        ),
+    )?;
+    ensure(
+        table.contains("MutatingAdmissionPolicy: not served by this API server")
+            && table.contains("[fail-params-missing] validating binding kca-audit-vap-params-gone"),
+        &format!("the table says both:\n{table}"),
+    )?;
+    eprintln!("    admission policies broken on purpose (table, en):\n{table}");
+    let after = audit_json(run)?;
+    ensure(ours(&after).is_empty(), "deleted, their findings are gone")
 }

@@ -1,6 +1,19 @@
-//! `cargo xtask dist [--out DIR] [--no-check]`: the student tool as a release: `kca-webhook-lab`
-//! built optimised (profile `dist`: release, symbols stripped) and statically linked, its
-//! `SHA256SUMS`, and a check that it runs where there is no C library at all.
+//! `cargo xtask dist [--out DIR] [--no-check] [--repository OWNER/NAME]`: the student tool as a
+//! release: `kca-webhook-lab` built optimised (profile `dist`: release, symbols stripped) and
+//! statically linked, and a check that it runs where there is no C library at all. Beside the
+//! binary it writes (module [`crate::packaging`]):
+//!
+//! - `completions/` (bash, zsh, fish) and `man/man1/*.1`, made by the built binary itself
+//!   (`completion SHELL`, `man-pages DIR`: clap_complete and clap_mangen over its own parser), and
+//!   `xtask/completions/`, `xtask/man/man1/` for `cargo xtask` (the same generators over
+//!   xtask's parser, handed in by `main`);
+//! - `kca-webhook-lab-<version>-<arch>-linux.tar.gz`: the binary, `LICENSE`, the completions and
+//!   man pages (krew's checklist: the licence inside the archive);
+//! - `kca-webhook-lab-<version>-<arch>-linux.cdx.json`: the CycloneDX SBOM (cargo-cyclonedx);
+//! - `kca-webhook-lab.yaml`: the krew plugin manifest of the archives, when the repository is
+//!   known (`--repository`, `GITHUB_REPOSITORY` in the release workflow; `--krew-from DIR`
+//!   writes it alone from a merged `SHA256SUMS`);
+//! - `SHA256SUMS` of the binaries, archives and SBOMs.
 //!
 //! # How it is linked
 //!
@@ -77,10 +90,13 @@ impl DistCmd {
     ///
     /// # Errors
     /// The build, a static-linking check or a run in the root filesystem failed (each says what).
-    pub fn run(self) -> Result<()> {
+    pub fn run(self, xtask_cli: clap::Command) -> Result<()> {
+        let root = workspace_root();
+        if let (Some(dir), Some(repo)) = (&self.krew_from, &self.repository) {
+            return write_krew_manifest(&root.join(dir), repo, env!("CARGO_PKG_VERSION"));
+        }
         crate::upstream::debian::ensure(crate::upstream::debian::DIST, "cargo xtask dist", false)
             .map_err(anyhow::Error::msg)?;
-        let root = workspace_root();
         let out = root.join(&self.out);
         std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
         let host = host_target()?;
@@ -91,9 +107,10 @@ impl DistCmd {
         for (t, why) in &skipped {
             println!("  not built: {t} ({why})");
         }
+        let date = commit_date(&root)?;
         let mut artifacts = Vec::new();
         for target in &targets {
-            let artifact = build(&root, &out, target, &commit, version)?;
+            let artifact = build(&root, &out, target, &commit, &date.0, version)?;
             println!(
                 "  built {}: {} bytes, {}",
                 artifact.path.display(),
@@ -102,9 +119,35 @@ impl DistCmd {
             );
             artifacts.push(artifact);
         }
+        let host_binary = artifacts
+            .iter()
+            .find(|a| a.target == host)
+            .map(|a| a.path.clone())
+            .context("the host target was not built")?;
+        let docs = shell_files(&host_binary, &out)?;
+        xtask_shell_files(xtask_cli, &out.join("xtask"))?;
+        let cyclonedx = crate::packaging::cyclonedx(&crate::packaging::tools_dir(
+            &crate::upstream::default_cache_dir()?,
+        ))?;
+        let mut released = Vec::new();
+        for a in &artifacts {
+            released.push(archive(&root, &out, a, &docs, date.1)?);
+            let sbom = out.join(format!("{}.cdx.json", artifact_name(version, &a.target)));
+            crate::packaging::sbom(&root, &cyclonedx, &a.target, &sbom)?;
+            println!(
+                "  wrote {} (CycloneDX {})",
+                sbom.display(),
+                crate::packaging::CYCLONEDX_SPEC
+            );
+            released.push(sbom);
+        }
         let sums = out.join("SHA256SUMS");
-        write_sums(&sums, &artifacts)?;
+        write_sums(&sums, &artifacts, &released)?;
         println!("  wrote {}", sums.display());
+        match &self.repository {
+            Some(repo) => write_krew_manifest(&out, repo, version)?,
+            None => println!("  krew manifest not written: no --repository (GITHUB_REPOSITORY)"),
+        }
         if self.no_check {
             println!("  check skipped (--no-check)");
             return Ok(());
@@ -221,8 +264,15 @@ pub fn artifact_name(version: &str, target: &str) -> String {
 }
 
 /// `cargo build --profile dist` of the student tool for `target`, the C runtime linked
-/// statically, stamped with `commit`; copies it to `out` and checks it is static.
-fn build(root: &Path, out: &Path, target: &str, commit: &str, version: &str) -> Result<Artifact> {
+/// statically, stamped with `commit` and `date`; copies it to `out` and checks it is static.
+fn build(
+    root: &Path,
+    out: &Path,
+    target: &str,
+    commit: &str,
+    date: &str,
+    version: &str,
+) -> Result<Artifact> {
     let flags_var = format!(
         "CARGO_TARGET_{}_RUSTFLAGS",
         target.to_uppercase().replace('-', "_")
@@ -232,7 +282,8 @@ fn build(root: &Path, out: &Path, target: &str, commit: &str, version: &str) -> 
         .args(["build", "--locked", "--profile", PROFILE, "-p", "lab"])
         .args(["--bin", "kca-webhook-lab", "--target", target])
         .env(&flags_var, "-C target-feature=+crt-static")
-        .env("KCA_BUILD_COMMIT", commit);
+        .env("KCA_BUILD_COMMIT", commit)
+        .env("KCA_BUILD_DATE", date);
     println!("  building for {target} (cargo's progress follows)");
     command::run_inherited(cmd)?;
     let built = root
@@ -289,17 +340,182 @@ pub fn static_problems(program_headers: &str, dynamic: &str) -> Vec<String> {
     out
 }
 
-/// `SHA256SUMS` in `sha256sum`'s format (`<hex>  <file name>`), so `sha256sum -c SHA256SUMS`
-/// verifies a download.
-fn write_sums(path: &Path, artifacts: &[Artifact]) -> Result<()> {
-    let text: String = artifacts
+/// `SHA256SUMS` in `sha256sum`'s format (`<hex>  <file name>`) of the binaries and the other
+/// released files (archives, SBOMs), so `sha256sum -c SHA256SUMS` verifies a download.
+fn write_sums(path: &Path, artifacts: &[Artifact], released: &[PathBuf]) -> Result<()> {
+    let mut text: String = artifacts
         .iter()
         .map(|a| {
             let name = a.path.file_name().unwrap_or_default().to_string_lossy();
             format!("{}  {name}\n", a.sha256)
         })
         .collect();
+    for p in released {
+        let bytes = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
+        let name = p.file_name().unwrap_or_default().to_string_lossy();
+        text.push_str(&format!(
+            "{}  {name}\n",
+            hex::encode(Sha256::digest(&bytes))
+        ));
+    }
     std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+/// The commit's committer date: (RFC 3339 in UTC, seconds since the epoch), so that one commit
+/// gives one build date and one archive.
+fn commit_date(root: &Path) -> Result<(String, u64)> {
+    let out = command::run(tool("git", ["show", "-s", "--format=%ct", "HEAD"]).in_dir(root))?;
+    let secs: i64 = out
+        .stdout
+        .trim()
+        .parse()
+        .context("git show %ct is not a number")?;
+    let date = chrono::DateTime::from_timestamp(secs, 0)
+        .context("the commit's date is out of range")?
+        .format("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
+    Ok((date, secs as u64))
+}
+
+/// The completion scripts and man pages, made by running the built `binary` (so they are its
+/// parser's), written under `out/completions/` and `out/man/man1/`; returns them as archive
+/// entries (`completions/…`, `man/man1/…`).
+fn shell_files(binary: &Path, out: &Path) -> Result<Vec<crate::packaging::Entry>> {
+    use lab::shell::Shell;
+    let mut entries = Vec::new();
+    let dir = out.join("completions");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    for (shell, arg) in Shell::ALL.iter().zip(["bash", "zsh", "fish"]) {
+        let script = command::run(tool(binary, ["completion", arg]))?.stdout;
+        let name = shell.file_name("kca-webhook-lab");
+        std::fs::write(dir.join(&name), &script).with_context(|| format!("writing {name}"))?;
+        entries.push(crate::packaging::Entry {
+            path: format!("completions/{name}"),
+            bytes: script.into_bytes(),
+            mode: 0o644,
+        });
+    }
+    let man = out.join("man/man1");
+    let _ = std::fs::remove_dir_all(&man);
+    command::run(tool(binary, [OsStr::new("man-pages"), man.as_os_str()]))?;
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(&man)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    pages.sort();
+    ensure!(
+        !pages.is_empty(),
+        "the binary wrote no man page into {}",
+        man.display()
+    );
+    for p in &pages {
+        entries.push(crate::packaging::Entry {
+            path: format!(
+                "man/man1/{}",
+                p.file_name().unwrap_or_default().to_string_lossy()
+            ),
+            bytes: std::fs::read(p)?,
+            mode: 0o644,
+        });
+    }
+    println!(
+        "  wrote {} completion scripts and {} man pages",
+        Shell::ALL.len(),
+        pages.len()
+    );
+    Ok(entries)
+}
+
+/// `cargo xtask`'s own completions and man pages from its parser `cli`, under `dir`
+/// (`completions/`, `man/man1/`); not released, for maintainers.
+fn xtask_shell_files(cli: clap::Command, dir: &Path) -> Result<()> {
+    use lab::shell::Shell;
+    let comp = dir.join("completions");
+    std::fs::create_dir_all(&comp).with_context(|| format!("creating {}", comp.display()))?;
+    for shell in Shell::ALL {
+        let script = lab::shell::completion(cli.clone(), "cargo-xtask", shell);
+        std::fs::write(comp.join(shell.file_name("cargo-xtask")), script)?;
+    }
+    let pages = lab::shell::man_pages(cli.name("cargo-xtask"), &dir.join("man/man1"))?;
+    println!(
+        "  wrote cargo xtask's completions and {} man pages into {}",
+        pages.len(),
+        dir.display()
+    );
+    Ok(())
+}
+
+/// The release archive of `a` in `out` (`<artifact>.tar.gz`): the binary, the repository's
+/// `LICENSE` and the `docs` entries (completions, man pages), dated `mtime`; returns its path.
+///
+/// # Errors
+/// A file cannot be read or the archive written.
+pub fn archive(
+    root: &Path,
+    out: &Path,
+    a: &Artifact,
+    docs: &[crate::packaging::Entry],
+    mtime: u64,
+) -> Result<PathBuf> {
+    let name = a
+        .path
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    let path = out.join(format!("{name}.tar.gz"));
+    let mut entries = vec![
+        crate::packaging::Entry {
+            path: "kca-webhook-lab".to_owned(),
+            bytes: std::fs::read(&a.path)?,
+            mode: 0o755,
+        },
+        crate::packaging::Entry {
+            path: "LICENSE".to_owned(),
+            bytes: std::fs::read(root.join("LICENSE")).context("reading LICENSE")?,
+            mode: 0o644,
+        },
+    ];
+    entries.extend(docs.iter().cloned());
+    crate::packaging::write_archive(&path, &entries, mtime)?;
+    println!("  wrote {} ({} files)", path.display(), entries.len());
+    Ok(path)
+}
+
+/// Writes `dir/kca-webhook-lab.yaml`, the krew manifest of every `*-linux.tar.gz` that
+/// `dir/SHA256SUMS` lists, checked by krew's rules first ([`crate::packaging::krew_problems`]).
+///
+/// # Errors
+/// No archive listed, an unknown architecture, or a rule broken.
+pub fn write_krew_manifest(dir: &Path, repository: &str, version: &str) -> Result<()> {
+    let sums = std::fs::read_to_string(dir.join("SHA256SUMS"))
+        .with_context(|| format!("reading {}", dir.join("SHA256SUMS").display()))?;
+    let prefix = format!("kca-webhook-lab-{version}-");
+    let archives: Vec<(String, String, String)> = sums
+        .lines()
+        .filter_map(|l| l.split_once("  "))
+        .filter_map(|(sha, file)| {
+            let arch = file.strip_prefix(&prefix)?.strip_suffix("-linux.tar.gz")?;
+            Some((arch.to_owned(), file.to_owned(), sha.to_owned()))
+        })
+        .collect();
+    ensure!(
+        !archives.is_empty(),
+        "{} lists no {prefix}<arch>-linux.tar.gz",
+        dir.join("SHA256SUMS").display()
+    );
+    let manifest = crate::packaging::krew_manifest(version, repository, &archives)?;
+    let file = format!("{}.yaml", crate::packaging::PLUGIN_NAME);
+    let problems = crate::packaging::krew_problems(&manifest, &file);
+    ensure!(
+        problems.is_empty(),
+        "the krew manifest breaks krew's rules: {}",
+        problems.join("; ")
+    );
+    let path = dir.join(&file);
+    std::fs::write(&path, serde_yaml_ng::to_string(&manifest)?)
+        .with_context(|| format!("writing {}", path.display()))?;
+    println!("  wrote {} ({} platforms)", path.display(), archives.len());
+    Ok(())
 }
 
 /// Runs `binary` inside a root filesystem holding only it, a recorded work dir, the two random

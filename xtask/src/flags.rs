@@ -289,6 +289,14 @@ pub struct DistCmd {
     /// Build and checksum only: skip the runs inside a root filesystem without a C library.
     #[arg(long)]
     pub no_check: bool,
+    /// The GitHub repository (`OWNER/NAME`) the release is published from: the krew manifest's
+    /// download URIs and homepage. Without it no krew manifest is written.
+    #[arg(long, env = "GITHUB_REPOSITORY", value_name = "OWNER/NAME")]
+    pub repository: Option<String>,
+    /// Build nothing: write the krew manifest `kca-webhook-lab.yaml` into DIR for every archive
+    /// its `SHA256SUMS` lists (the release job, after the architectures' files are merged).
+    #[arg(long, value_name = "DIR", requires = "repository")]
+    pub krew_from: Option<PathBuf>,
 }
 
 /// `--cluster` values.

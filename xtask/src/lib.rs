@@ -12,7 +12,8 @@
 //!   (kubeconfig), or k3s in Docker.
 //! - [`bench`](mod@bench): `cargo xtask bench`, the labs N times against their floors.
 //! - [`guest`]: `cargo xtask guest run`, the node in a Debian 12 cgroup v2 guest under qemu.
-//! - [`dist`]: `cargo xtask dist`, the student tool as a static release binary with checksums.
+//! - [`dist`]: `cargo xtask dist`, the student tool as a static release binary with checksums;
+//!   [`packaging`]: its archive, krew manifest and SBOM.
 //! - [`flags`]: the command line, every subcommand's clap types.
 //! - [`lock`]: the machine lock, one cluster at a time on this machine.
 //! - [`matrix`]: `cargo xtask matrix`, the chosen labs on Kubernetes × Kyverno cells and the drift
@@ -29,5 +30,6 @@ pub mod guest;
 pub mod lab_run;
 pub mod lock;
 pub mod matrix;
+pub mod packaging;
 pub mod status;
 pub mod upstream;

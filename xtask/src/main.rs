@@ -1,7 +1,7 @@
 //! `cargo xtask`: one CLI declaration (the subcommands' clap types are in `xtask::flags`), one
 //! `match`.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// Maintainers' tasks for kca-webhook-lab.
 #[derive(Parser, Debug)]
@@ -25,7 +25,8 @@ enum Cmd {
     /// A Debian 12 cgroup v2 guest under qemu running `cluster up` / `lab run` inside
     /// (docs/cgroup.md): `guest run [--step up|lab-a|lab-b|exec:CMD]…`.
     Guest(xtask::flags::GuestCmd),
-    /// Build the student tool for release: optimised, statically linked, with SHA256SUMS, and
+    /// Build the student tool for release: optimised, statically linked, in an archive with
+    /// LICENSE, completions and man pages, with an SBOM, a krew manifest and SHA256SUMS, and
     /// check it runs without a C library (`target/dist-files/`).
     Dist(xtask::flags::DistCmd),
     /// The chosen labs (`--lab`) on each Kubernetes × Kyverno cell and the drift table of the taught facts.
@@ -40,7 +41,8 @@ fn main() -> anyhow::Result<()> {
         Cmd::Lab(cmd) => cmd.run(),
         Cmd::Bench(cmd) => cmd.run(),
         Cmd::Guest(cmd) => cmd.run(),
-        Cmd::Dist(cmd) => cmd.run(),
+        // dist writes `cargo xtask`'s own completions and man pages too.
+        Cmd::Dist(cmd) => cmd.run(Flags::command()),
         Cmd::Matrix(cmd) => cmd.run(),
     }
 }

@@ -7,7 +7,7 @@
 //!
 //! - [`said`]: the words of input problems (kept on each `InputIssue` in both languages);
 //! - [`act`]: the acts' progress and summary lines; [`explain`]: `explain`'s words;
-//!   [`webhook_audit`]: `audit`'s words;
+//!   [`webhook_audit`]: `audit`'s words; [`class`]: `grade-many`'s words;
 //! - [`codes`]: what each finding code means ([`code_text`], an exhaustive match whose test walks
 //!   `Code::iter()`) and a grade as lines; [`errors`]: a `LabError` as the student sees it;
 //! - [`commands`]: the student tool's own lines around its commands.
@@ -25,6 +25,7 @@
 //! `leader-lease-before` in lab B) are evidence too and stay as recorded.
 
 pub mod act;
+pub mod class;
 pub mod codes;
 pub mod commands;
 pub mod errors;

@@ -14,6 +14,8 @@
 //! `kca-webhook-lab report` writes it on the student's VM; `cargo xtask lab run` writes it per lab
 //! as `target/lab-artifacts/<run-id>/<lab>/report.html` with an index per run ([`index`]).
 
+pub mod class;
+pub mod grades;
 pub mod junit;
 pub(crate) mod text;
 pub mod timeline;
@@ -736,7 +738,7 @@ fn status_word(status: &str, lang: Lang) -> &str {
 }
 
 /// Splits a finding's subject (`evidence/05.json facts.target_good`) into file and JSON path.
-fn split_subject(subject: &str) -> (&str, &str) {
+pub(crate) fn split_subject(subject: &str) -> (&str, &str) {
     match subject.split_once(' ') {
         Some((f, p)) => (f, p),
         None => (subject, ""),

@@ -46,6 +46,23 @@ pub const WORKFLOWS: &[Package] = &[Package {
     needed_for: "actionlint checks the workflows' `run:` scripts with shellcheck",
 }];
 
+/// What the completion and man page test parses the generated files with
+/// (`lab/tests/scripting.rs`): the shells of `completion zsh|fish` (bash is always there) and groff.
+pub const SCRIPTING: &[Package] = &[
+    Package {
+        name: "zsh",
+        needed_for: "`zsh -n` parses the zsh completion script",
+    },
+    Package {
+        name: "fish",
+        needed_for: "`fish --no-execute` parses the fish completion script",
+    },
+    Package {
+        name: "groff-base",
+        needed_for: "groff renders the man pages with every warning on",
+    },
+];
+
 /// What `cargo xtask dist` runs on the binary it built: `file` and binutils' `readelf`.
 pub const DIST: &[Package] = &[
     Package {

@@ -317,7 +317,7 @@ mod tests {
             .map(|r| r.debian_package)
             .chain(["protobuf-compiler"])
             .chain(
-                [debian::REPORT_PAGES, debian::WORKFLOWS, debian::DIST]
+                [debian::REPORT_PAGES, debian::WORKFLOWS, debian::DIST, debian::SCRIPTING]
                     .concat()
                     .iter()
                     .map(|p| p.name),
