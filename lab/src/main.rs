@@ -465,11 +465,15 @@ fn check_command(
             file: kind.file_name().to_owned(),
             json_path: format!("$.{field}"),
             expected: messages::check_report_expected(Lang::En, expected),
-            found: value.get(field).map_or("nothing".into(), |v| v.to_string()),
+            found: value
+                .get(field)
+                .map_or(messages::check_report_nothing(Lang::En).into(), |v| v.to_string()),
             mismatch: None,
             ja: Some((
                 messages::check_report_expected(Lang::Ja, expected),
-                value.get(field).map_or("なし".into(), |v| v.to_string()),
+                value
+                    .get(field)
+                    .map_or(messages::check_report_nothing(Lang::Ja).into(), |v| v.to_string()),
             )),
         })
         .collect();

@@ -148,6 +148,14 @@ pub fn check_report_expected(lang: Lang, expected: &str) -> String {
     }
 }
 
+/// `check report.json`, what a report lacks in place of a word the evidence supports.
+pub fn check_report_nothing(lang: Lang) -> &'static str {
+    match lang {
+        Lang::Ja => "なし",
+        Lang::En => "nothing",
+    }
+}
+
 /// `check report.json` when every part held: which parts were checked (shape and fixed values,
 /// the evidence digests, `words` words against the evidence by act 8's rule; 0: the evidence
 /// could not be read as the acts' facts, so the words were not checked).
