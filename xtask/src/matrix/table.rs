@@ -1,4 +1,4 @@
-//! The drift table: one row per taught fact ([`super::facts::all`]), one column per cell
+//! The drift table: one row per taught fact ([`all_facts`]), one column per cell
 //! (Kubernetes × Kyverno), each value marked against the pinned cell, plus each cell's running
 //! versions, Kyverno's support label, run failures and the graders' findings. A pure function of
 //! the cells' evidence ([`build`]) and three renderings: Markdown ([`Table::markdown`]), HTML
@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use super::facts::{Drift, Evidence, Figure, Observed, drift};
+use super::facts::{Drift, Evidence, Fact, Figure, Observed, drift};
 use crate::upstream::Versions;
 
 /// One lab's run in one cell, as read from its artifacts.
@@ -105,7 +105,7 @@ pub struct Table {
     pub pinned: Versions,
     /// The columns, the pinned cell first when present.
     pub columns: Vec<Column>,
-    /// The rows, in [`super::facts::all`] order.
+    /// The rows, in [`all_facts`] order.
     pub rows: Vec<Row>,
     /// The spread of the rows that carry a figure, over each pair's runs ([`spread`]).
     pub spread: Spread,
@@ -237,7 +237,7 @@ pub fn build(cells: &[CellInput]) -> Table {
     let mut order: Vec<&CellInput> = cells.iter().collect();
     order.sort_by_key(|c| !c.versions.is_pinned());
     let pinned = order.iter().find(|c| c.versions.is_pinned()).copied();
-    let rows: Vec<Row> = super::facts::all()
+    let rows: Vec<Row> = all_facts()
         .map(|f| {
             let reference = pinned
                 .and_then(|p| p.lab(f.lab))
@@ -516,5 +516,29 @@ impl Table {
         }
         h.push_str("</table></body></html>\n");
         h
+    }
+}
+
+/// Every row of the table: labs B and A ([`super::facts::FACTS`]), then lab C's
+/// ([`super::facts_c::FACTS_C`]). Here, above both, so that neither facts file imports the other.
+pub fn all_facts() -> impl Iterator<Item = &'static Fact> {
+    super::facts::FACTS
+        .iter()
+        .chain(super::facts_c::FACTS_C.iter())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fact_ids_are_unique_and_name_their_lab() {
+        let mut ids: Vec<&str> = all_facts().map(|f| f.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), all_facts().count());
+        for f in all_facts() {
+            assert!(f.id.starts_with(&format!("{}.", f.lab)), "{}", f.id);
+        }
     }
 }
