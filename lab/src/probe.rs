@@ -13,6 +13,7 @@ use crate::cluster::{Cluster, RawAnswer, now_rfc3339};
 use crate::error::LabError;
 use crate::evidence::{GetResult, RequestRecord};
 use crate::facts::PodObservation;
+use k8s_openapi::api::core::v1::Pod;
 
 /// The image of every probe pod (Kubernetes' own pause image; the node's sandbox image).
 pub const PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.10.1";
@@ -197,17 +198,27 @@ pub async fn observe_pod(
         Some(p) => PodObservation {
             name: name.to_owned(),
             namespace: namespace.to_owned(),
-            exists: true,
-            uid: p.metadata.uid.clone(),
-            phase: p.status.as_ref().and_then(|s| s.phase.clone()),
-            restart_count: p
-                .status
-                .as_ref()
-                .and_then(|s| s.container_statuses.as_ref())
-                .map(|cs| cs.iter().map(|c| c.restart_count.max(0) as u32).sum()),
             at,
+            ..pod_observation(&p)
         },
     })
+}
+
+/// A pod as seen now: name, UID, phase and the sum of its containers' restart counts.
+pub(crate) fn pod_observation(p: &Pod) -> PodObservation {
+    PodObservation {
+        name: p.metadata.name.clone().unwrap_or_default(),
+        namespace: p.metadata.namespace.clone().unwrap_or_default(),
+        exists: true,
+        uid: p.metadata.uid.clone(),
+        phase: p.status.as_ref().and_then(|s| s.phase.clone()),
+        restart_count: p
+            .status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_ref())
+            .map(|cs| cs.iter().map(|c| c.restart_count.max(0) as u32).sum()),
+        at: now_rfc3339(),
+    }
 }
 
 /// Waits until pod `name` is `Running` or gone, bounded by `bound`, through a watch on it

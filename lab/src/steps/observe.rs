@@ -3,12 +3,11 @@
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::Pod;
 
 use crate::cluster::{self, Cluster};
 use crate::error::LabError;
 use crate::facts::a::{DeploymentFacts, LeaseFacts};
-use crate::facts::{self, PodObservation, WebhookFacts};
+use crate::facts::{self, WebhookFacts};
 use crate::labs::common::webhook_facts;
 
 /// What identifies the lab policy's webhook in a webhook name (Kyverno names it
@@ -40,22 +39,8 @@ pub(crate) fn deployment_facts(d: &Deployment) -> DeploymentFacts {
     }
 }
 
-/// A pod as seen now: name, UID, phase and the sum of its containers' restart counts.
-pub(crate) fn pod_observation(p: &Pod) -> PodObservation {
-    PodObservation {
-        name: p.metadata.name.clone().unwrap_or_default(),
-        namespace: p.metadata.namespace.clone().unwrap_or_default(),
-        exists: true,
-        uid: p.metadata.uid.clone(),
-        phase: p.status.as_ref().and_then(|s| s.phase.clone()),
-        restart_count: p
-            .status
-            .as_ref()
-            .and_then(|s| s.container_statuses.as_ref())
-            .map(|cs| cs.iter().map(|c| c.restart_count.max(0) as u32).sum()),
-        at: facts::now_rfc3339(),
-    }
-}
+/// A pod as seen now ([`crate::probe::pod_observation`], the one mapping of a pod to its facts).
+pub(crate) use crate::probe::pod_observation;
 
 /// The Lease `kyverno` (the leader election of Kyverno's admission controller) as read now:
 /// holder, acquire and renew times, duration and transitions (`None`: no Lease).
