@@ -144,7 +144,11 @@ fn open_in(dir: &Path, name: &str) -> std::io::Result<File> {
     // An open directory's own `/proc/self/fd/N` ([`TrustedDir::fd_path`]) is a link to follow:
     // it names the directory this process opened, not one someone else chose.
     let own_fd = fd_prefix(dir).is_some_and(|(_, rest)| rest.as_os_str().is_empty());
-    let nofollow = if own_fd { OFlags::empty() } else { OFlags::NOFOLLOW };
+    let nofollow = if own_fd {
+        OFlags::empty()
+    } else {
+        OFlags::NOFOLLOW
+    };
     let dirfd = rustix::fs::open(
         dir,
         OFlags::RDONLY | OFlags::DIRECTORY | nofollow | OFlags::CLOEXEC,
@@ -375,10 +379,12 @@ fn open_component(
         match rustix::fs::openat(at, name, dir_flags(), rustix::fs::Mode::empty()) {
             Ok(fd) => return Ok(fd),
             Err(Errno::NOENT) => match create {
-                Some(mode) => match rustix::fs::mkdirat(at, name, rustix::fs::Mode::from_raw_mode(mode)) {
-                    Ok(()) | Err(Errno::EXIST) => continue,
-                    Err(e) => return Err(io_at(here)(e)),
-                },
+                Some(mode) => {
+                    match rustix::fs::mkdirat(at, name, rustix::fs::Mode::from_raw_mode(mode)) {
+                        Ok(()) | Err(Errno::EXIST) => continue,
+                        Err(e) => return Err(io_at(here)(e)),
+                    }
+                }
                 None => return Err(DirRefused::Missing(here.to_path_buf())),
             },
             Err(Errno::LOOP) | Err(Errno::NOTDIR) => {
@@ -408,7 +414,10 @@ fn fd_prefix(path: &Path) -> Option<(PathBuf, PathBuf)> {
     let mut parts = rest.components();
     let n = parts.next()?.as_os_str().to_str()?;
     n.parse::<u32>().ok()?;
-    Some((Path::new("/proc/self/fd").join(n), parts.as_path().to_path_buf()))
+    Some((
+        Path::new("/proc/self/fd").join(n),
+        parts.as_path().to_path_buf(),
+    ))
 }
 
 impl TrustedDir {
@@ -431,8 +440,12 @@ impl TrustedDir {
             None => (PathBuf::from("/"), abs.clone()),
         };
         let mut here = start.clone();
-        let mut fd = rustix::fs::open(&start, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, rustix::fs::Mode::empty())
-            .map_err(io_at(&here))?;
+        let mut fd = rustix::fs::open(
+            &start,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .map_err(io_at(&here))?;
         let names: Vec<&std::ffi::OsStr> = rest
             .components()
             .filter_map(|c| match c {
@@ -489,7 +502,11 @@ impl TrustedDir {
     /// `Ok(None)`: missing and not to be created.
     ///
     /// Errors: [`DirRefused::Untrusted`], [`DirRefused::Io`].
-    pub fn subdir(&self, name: &str, create: Option<u32>) -> Result<Option<TrustedDir>, DirRefused> {
+    pub fn subdir(
+        &self,
+        name: &str,
+        create: Option<u32>,
+    ) -> Result<Option<TrustedDir>, DirRefused> {
         let here = self.path.join(name);
         let fd = match open_component(&self.fd, std::ffi::OsStr::new(name), &here, create) {
             Ok(fd) => fd,
@@ -542,7 +559,13 @@ impl TrustedDir {
     /// over `name` — and the directory is `fsync`ed. Nothing is named until the content is
     /// whole, so a signal mid-write leaves no file behind (only between the `linkat` and the
     /// `renameat`, microseconds, a whole temporary `.NAME.PID.N.tmp`).
-    pub fn write_file(&self, name: &str, bytes: &[u8], mode: u32, replace: bool) -> std::io::Result<()> {
+    pub fn write_file(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        mode: u32,
+        replace: bool,
+    ) -> std::io::Result<()> {
         use rustix::fs::{AtFlags, Mode};
         use rustix::io::Errno;
         use std::io::Write;
@@ -559,7 +582,11 @@ impl TrustedDir {
                 let fd = rustix::fs::openat(
                     &self.fd,
                     &tmp,
-                    OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    OFlags::CREATE
+                        | OFlags::EXCL
+                        | OFlags::WRONLY
+                        | OFlags::NOFOLLOW
+                        | OFlags::CLOEXEC,
                     mode,
                 )?;
                 (File::from(fd), Some(tmp))
@@ -582,10 +609,13 @@ impl TrustedDir {
     ///
     /// Errors: as [`TrustedDir::open`]; [`DirRefused::Io`] for a path without a file name.
     pub fn parent_of(path: &Path) -> Result<(TrustedDir, String), DirRefused> {
-        let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| DirRefused::Io {
-            path: path.to_path_buf(),
-            source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file name"),
-        })?;
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| DirRefused::Io {
+                path: path.to_path_buf(),
+                source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file name"),
+            })?;
         let dir = match path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
@@ -598,14 +628,26 @@ impl TrustedDir {
     }
 
     /// Gives the written `file` (unnamed, or the temporary `named`) the name `name`.
-    fn name_file(&self, file: &File, named: Option<&str>, name: &str, replace: bool) -> std::io::Result<()> {
+    fn name_file(
+        &self,
+        file: &File,
+        named: Option<&str>,
+        name: &str,
+        replace: bool,
+    ) -> std::io::Result<()> {
         use rustix::fd::AsRawFd;
         use rustix::fs::AtFlags;
         use rustix::io::Errno;
         let proc = format!("/proc/self/fd/{}", file.as_raw_fd());
         // Links the content to `to`: the unnamed file through its /proc link, else the temporary.
         let link = |to: &str| match named {
-            None => rustix::fs::linkat(rustix::fs::CWD, proc.as_str(), &self.fd, to, AtFlags::SYMLINK_FOLLOW),
+            None => rustix::fs::linkat(
+                rustix::fs::CWD,
+                proc.as_str(),
+                &self.fd,
+                to,
+                AtFlags::SYMLINK_FOLLOW,
+            ),
             Some(tmp) => rustix::fs::linkat(&self.fd, tmp, &self.fd, to, AtFlags::empty()),
         };
         if !replace {
@@ -797,7 +839,11 @@ mod tests {
         let moved = dir.path().join("moved");
         assert_eq!(std::fs::read(moved.join("a.json")).unwrap(), b"3");
         assert_eq!(
-            std::fs::metadata(moved.join("a.json")).unwrap().permissions().mode() & 0o777,
+            std::fs::metadata(moved.join("a.json"))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777,
             0o640
         );
         let names: Vec<_> = std::fs::read_dir(&moved)

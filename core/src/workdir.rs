@@ -247,8 +247,8 @@ impl Workdir {
     /// JSON path, expected and found (e.g. a duplicate member name).
     pub fn read_input(&self, file: InputFile) -> Result<LoadedInput, LabError> {
         let path = self.input_path(file);
-        let value = read_json_input(&self.io_path(&path), file.file_name())
-            .map_err(|e| self.shown(e))?;
+        let value =
+            read_json_input(&self.io_path(&path), file.file_name()).map_err(|e| self.shown(e))?;
         let digest = digest::digest_value(&value);
         Ok(LoadedInput {
             file,
@@ -358,8 +358,7 @@ impl Workdir {
     /// its `act` field is not `act`).
     pub fn read_evidence(&self, act: u8) -> Result<LoadedEvidence, LabError> {
         let path = self.evidence_path(act);
-        let value =
-            crate::json::read_evidence(&self.io_path(&path)).map_err(|e| self.shown(e))?;
+        let value = crate::json::read_evidence(&self.io_path(&path)).map_err(|e| self.shown(e))?;
         let evidence: Evidence =
             serde_json::from_value(value.clone()).map_err(|e| LabError::EvidenceInvalid {
                 path: path.clone(),
@@ -388,7 +387,9 @@ impl Workdir {
             None => self.open(create)?.opened,
         };
         match opened {
-            Some(d) => d.subdir("evidence", create.then_some(0o755)).map_err(refused),
+            Some(d) => d
+                .subdir("evidence", create.then_some(0o755))
+                .map_err(refused),
             None => Ok(None),
         }
     }

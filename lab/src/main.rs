@@ -467,13 +467,17 @@ fn check_command(
             expected: messages::check_report_expected(Lang::En, expected),
             found: value
                 .get(field)
-                .map_or(messages::check_report_nothing(Lang::En).into(), |v| v.to_string()),
+                .map_or(messages::check_report_nothing(Lang::En).into(), |v| {
+                    v.to_string()
+                }),
             mismatch: None,
             ja: Some((
                 messages::check_report_expected(Lang::Ja, expected),
                 value
                     .get(field)
-                    .map_or(messages::check_report_nothing(Lang::Ja).into(), |v| v.to_string()),
+                    .map_or(messages::check_report_nothing(Lang::Ja).into(), |v| {
+                        v.to_string()
+                    }),
             )),
         })
         .collect();
@@ -524,14 +528,13 @@ fn report_command(
     let page = lab::report::render_with_diagnostics(lab, &input, &grades, lang, link);
     // Written by descriptor: the default through the open work directory's fd, `--out` into a
     // directory opened by the trusted walk (`lab::report::write_file`).
-    lab::report::write_file(&workdir.io_path(&path), page.as_bytes())
-        .map_err(|e| match e {
-            LabError::Io { path: p, source } => LabError::Io {
-                path: workdir.shown_path(&p),
-                source,
-            },
-            e => e,
-        })?;
+    lab::report::write_file(&workdir.io_path(&path), page.as_bytes()).map_err(|e| match e {
+        LabError::Io { path: p, source } => LabError::Io {
+            path: workdir.shown_path(&p),
+            source,
+        },
+        e => e,
+    })?;
     out(&path.display().to_string());
     Ok(0)
 }

@@ -1286,7 +1286,10 @@ fn cluster_up_refuses_a_kubelet_no_record_owns() -> Result<(), Failed> {
 // healer gone, then runs the real `heal` as root.
 
 /// `heal` in `work` with the target locks in `locks`.
-fn heal_with_locks(work: &Path, locks: &Path) -> Result<(std::process::ExitStatus, String), Failed> {
+fn heal_with_locks(
+    work: &Path,
+    locks: &Path,
+) -> Result<(std::process::ExitStatus, String), Failed> {
     let mut cmd = Command::new(lab_bin()?);
     cmd.args(["--lang", "en", "--workdir"])
         .arg(work)
@@ -1340,7 +1343,11 @@ fn a_heal_that_cannot_ask_the_lock_stays_open() -> Result<(), Failed> {
     let locks = workdir()?.join("locks");
     let (status, text) = heal_with_locks(&work, &locks)?;
     if !status.success() || s.state() == 'T' {
-        return Err(format!("heal with a trusted lock dir: {status}, target {}: {text}", s.state()).into());
+        return Err(format!(
+            "heal with a trusted lock dir: {status}, target {}: {text}",
+            s.state()
+        )
+        .into());
     }
     let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&locks)?.permissions());
     if mode & 0o777 != 0o700 {
@@ -1408,7 +1415,12 @@ fn a_full_lock_dir_does_not_block_the_resume() -> Result<(), Failed> {
         return Err(format!("heal with a full lock dir: {status}, target {state}: {text}").into());
     }
     let rec: HealRecord = lab::faults::records::read_json(&files.heal())?;
-    if rec.action != "resumed" || rec.note.as_deref().is_none_or(|n| !n.contains("no lock file exists")) {
+    if rec.action != "resumed"
+        || rec
+            .note
+            .as_deref()
+            .is_none_or(|n| !n.contains("no lock file exists"))
+    {
         return Err(format!("heal.json: {rec:?}").into());
     }
     Ok(())
@@ -1432,7 +1444,13 @@ fn a_full_workdir_does_not_block_the_resume() -> Result<(), Failed> {
         pid: 999_996,
         start_time_ticks: 1,
     };
-    let files = craft_freeze_attempt(&work, "full", process_ref(&s), &s.container()?, Some((gone, "frozen")))?;
+    let files = craft_freeze_attempt(
+        &work,
+        "full",
+        process_ref(&s),
+        &s.container()?,
+        Some((gone, "frozen")),
+    )?;
     fs.fill();
     let (status, text) = heal_command(&work)?;
     let state = s.state();
@@ -1470,7 +1488,13 @@ fn the_ancestor_swap_race_never_reaches_the_heal() -> Result<(), Failed> {
         pid: 999_995,
         start_time_ticks: 1,
     };
-    let files = craft_freeze_attempt(&alt.join("w"), "n5", process_ref(&s), &s.container()?, Some((gone, "frozen")))?;
+    let files = craft_freeze_attempt(
+        &alt.join("w"),
+        "n5",
+        process_ref(&s),
+        &s.container()?,
+        Some((gone, "frozen")),
+    )?;
     for d in [&nb, &cur, &alt] {
         std::os::unix::fs::lchown(d, Some(NOBODY), Some(NOBODY))?;
     }

@@ -86,7 +86,8 @@ fn scratch() -> Result<PathBuf, Failed> {
 
 /// A copy of the recorded lab B work dir (inputs and evidence) at `to`.
 fn recorded_b(to: &Path) -> Result<(), Failed> {
-    let from = xtask::cluster::config::repo_root().join("lab/tests/fixtures/recorded/b-20261130T210502Z");
+    let from =
+        xtask::cluster::config::repo_root().join("lab/tests/fixtures/recorded/b-20261130T210502Z");
     for e in walkdir::WalkDir::new(&from) {
         let e = e.map_err(|e| format!("{e}"))?;
         let rel = e.path().strip_prefix(&from)?;
@@ -103,10 +104,18 @@ fn recorded_b(to: &Path) -> Result<(), Failed> {
 /// The lab binary in `work` with `args` (English, no cluster reachable): exit status and output.
 fn lab(work: &Path, args: &[&str]) -> Result<(std::process::ExitStatus, String), Failed> {
     let mut cmd = Command::new(lab_bin()?);
-    cmd.args(["--lang", "en", "--lab", "b", "--kubeconfig", "/nonexistent/kubeconfig", "--workdir"])
-        .arg(work)
-        .args(args)
-        .stdin(Stdio::null());
+    cmd.args([
+        "--lang",
+        "en",
+        "--lab",
+        "b",
+        "--kubeconfig",
+        "/nonexistent/kubeconfig",
+        "--workdir",
+    ])
+    .arg(work)
+    .args(args)
+    .stdin(Stdio::null());
     tests::run_to_end(cmd, "kca-webhook-lab").map_err(|e| format!("{e:#}").into())
 }
 
@@ -139,7 +148,8 @@ fn report_out_into_a_dir_another_user_controls_is_refused() -> Result<(), Failed
         std::fs::set_permissions(&handin, std::fs::Permissions::from_mode(mode))?;
         let out = handin.join("report.html");
         let (status, text) = lab(&work, &["report", "--out", &out.to_string_lossy()])?;
-        if status.success() || !text.contains(why) || !text.contains(&handin.display().to_string()) {
+        if status.success() || !text.contains(why) || !text.contains(&handin.display().to_string())
+        {
             return Err(format!("report --out into {}: {status} {text}", handin.display()).into());
         }
         let left = names(&handin)?;
@@ -162,7 +172,14 @@ fn report_out_into_a_trusted_dir_leaves_only_the_page() -> Result<(), Failed> {
     recorded_b(&work)?;
     let out_dir = base.join("out");
     for _ in 0..2 {
-        let (status, text) = lab(&work, &["report", "--out", &out_dir.join("report.html").to_string_lossy()])?;
+        let (status, text) = lab(
+            &work,
+            &[
+                "report",
+                "--out",
+                &out_dir.join("report.html").to_string_lossy(),
+            ],
+        )?;
         if !status.success() {
             return Err(format!("report --out: {status} {text}").into());
         }
@@ -173,7 +190,12 @@ fn report_out_into_a_trusted_dir_leaves_only_the_page() -> Result<(), Failed> {
     }
     let meta = std::fs::symlink_metadata(out_dir.join("report.html"))?;
     if !meta.is_file() || meta.permissions().mode() & 0o777 != 0o644 {
-        return Err(format!("the page is {:?} mode {:o}", meta.file_type(), meta.permissions().mode()).into());
+        return Err(format!(
+            "the page is {:?} mode {:o}",
+            meta.file_type(),
+            meta.permissions().mode()
+        )
+        .into());
     }
     Ok(())
 }
@@ -197,7 +219,9 @@ fn every_command_refuses(work: &Path, bad: &Path, why: &str) -> Result<(), Faile
     }
     let after = names(work)?;
     if before != after {
-        return Err(format!("the refused commands changed the work dir: {before:?} → {after:?}").into());
+        return Err(
+            format!("the refused commands changed the work dir: {before:?} → {after:?}").into(),
+        );
     }
     Ok(())
 }
@@ -268,10 +292,12 @@ fn a_deeply_nested_input_makes_a_bounded_page() -> Result<(), Failed> {
     cmd.args(["--lang", "en", "--lab", "b", "--workdir"])
         .arg(&work)
         .arg("report");
-    let (status, out) = tests::run_to_end(limited(cmd), "kca-webhook-lab report")
-        .map_err(|e| format!("{e:#}"))?;
+    let (status, out) =
+        tests::run_to_end(limited(cmd), "kca-webhook-lab report").map_err(|e| format!("{e:#}"))?;
     if !status.success() {
-        return Err(format!("report within {MEMORY_LIMIT} bytes of address space: {status} {out}").into());
+        return Err(
+            format!("report within {MEMORY_LIMIT} bytes of address space: {status} {out}").into(),
+        );
     }
     let page = std::fs::read_to_string(work.join("report.html"))?;
     println!(
@@ -280,8 +306,16 @@ fn a_deeply_nested_input_makes_a_bounded_page() -> Result<(), Failed> {
         page.len()
     );
     let bound = 16 << 20;
-    if page.len() > bound || !page.contains("cut here") || !page.contains("the whole file is report.json") {
-        return Err(format!("the page is {} bytes (bound {bound}), cut note present: {}", page.len(), page.contains("cut here")).into());
+    if page.len() > bound
+        || !page.contains("cut here")
+        || !page.contains("the whole file is report.json")
+    {
+        return Err(format!(
+            "the page is {} bytes (bound {bound}), cut note present: {}",
+            page.len(),
+            page.contains("cut here")
+        )
+        .into());
     }
     Ok(())
 }

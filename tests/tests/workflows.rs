@@ -24,8 +24,12 @@ fn repo_root() -> PathBuf {
 fn actionlint() -> Result<PathBuf> {
     // actionlint runs shellcheck on every `run:` script only when shellcheck is on PATH: install
     // it, so that a missing shellcheck cannot quietly weaken the check.
-    xtask::upstream::debian::ensure(xtask::upstream::debian::WORKFLOWS, "the workflow test", false)
-        .map_err(anyhow::Error::msg)?;
+    xtask::upstream::debian::ensure(
+        xtask::upstream::debian::WORKFLOWS,
+        "the workflow test",
+        false,
+    )
+    .map_err(anyhow::Error::msg)?;
     let dir = xtask::upstream::default_cache_dir()?
         .join("tools")
         .join(format!("actionlint-{ACTIONLINT_VERSION}"));

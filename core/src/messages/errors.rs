@@ -202,10 +202,20 @@ mod tests {
             issues: vec![one; LISTED_ISSUES + 10],
         };
         let en = error_text(Lang::En, &e);
-        assert!(en.contains("the first 50 listed") && en.ends_with("… and 10 more"), "{en}");
-        assert_eq!(en.matches("policy.json: $.a").count(), LISTED_ISSUES, "{en}");
+        assert!(
+            en.contains("the first 50 listed") && en.ends_with("… and 10 more"),
+            "{en}"
+        );
+        assert_eq!(
+            en.matches("policy.json: $.a").count(),
+            LISTED_ISSUES,
+            "{en}"
+        );
         let ja = error_text(Lang::Ja, &e);
-        assert!(ja.contains("最初の 50 件を表示") && ja.ends_with("…ほか 10 件"), "{ja}");
+        assert!(
+            ja.contains("最初の 50 件を表示") && ja.ends_with("…ほか 10 件"),
+            "{ja}"
+        );
     }
 
     #[test]

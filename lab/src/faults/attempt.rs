@@ -133,11 +133,15 @@ impl AttemptFiles {
     /// Errors: [`LabError::Io`] naming the directory (it exists already, or cannot be made).
     pub fn create(faults_root: &Path, attempt: &AttemptId) -> Result<AttemptFiles, LabError> {
         let root = std::path::absolute(faults_root).map_err(LabError::io(faults_root))?;
-        let dir = TrustedDir::open(&root, Some(0o700), Owner::Euid)
-            .map_err(crate::workdir::refused)?;
+        let dir =
+            TrustedDir::open(&root, Some(0o700), Owner::Euid).map_err(crate::workdir::refused)?;
         let files = AttemptFiles::new(&root, attempt);
-        rustix::fs::mkdirat(dir.fd(), attempt.0.as_str(), rustix::fs::Mode::from_raw_mode(0o700))
-            .map_err(|e| LabError::io(&files.dir)(e.into()))?;
+        rustix::fs::mkdirat(
+            dir.fd(),
+            attempt.0.as_str(),
+            rustix::fs::Mode::from_raw_mode(0o700),
+        )
+        .map_err(|e| LabError::io(&files.dir)(e.into()))?;
         Ok(files)
     }
     /// `plan.json`.
@@ -381,9 +385,9 @@ impl Drop for Lock {
 /// [`LabError::Io`].
 pub fn lock_workdir(workdir: &Workdir, what: &str) -> Result<Lock, LabError> {
     let opened = workdir.open(true)?;
-    let dir = opened.opened().ok_or_else(|| {
-        LabError::io(workdir.root())(std::io::ErrorKind::NotFound.into())
-    })?;
+    let dir = opened
+        .opened()
+        .ok_or_else(|| LabError::io(workdir.root())(std::io::ErrorKind::NotFound.into()))?;
     Lock::acquire_in(
         dir,
         WORKDIR_LOCK,

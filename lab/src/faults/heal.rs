@@ -577,11 +577,11 @@ async fn close_on_live_read(
             ),
         }));
     };
-    let outcome = scale::restore_replicas(cluster, plan)
-        .await
-        .map_err(|e| Open(LabError::FaultRefused {
+    let outcome = scale::restore_replicas(cluster, plan).await.map_err(|e| {
+        Open(LabError::FaultRefused {
             reason: format!("the replicas could not be restored ({e}); {by_hand}"),
-        }))?;
+        })
+    })?;
     rec.action = match &outcome {
         scale::RestoreOutcome::Restored { .. } => "restored",
         scale::RestoreOutcome::AlreadyRestored { .. } => "already-restored",
@@ -662,7 +662,11 @@ mod tests {
             .enable_all()
             .build()
             .expect("runtime")
-            .block_on(heal_workdir(&crate::workdir::Workdir::new(workdir), None, "heal"))
+            .block_on(heal_workdir(
+                &crate::workdir::Workdir::new(workdir),
+                None,
+                "heal",
+            ))
     }
 
     fn unique_uid() -> String {

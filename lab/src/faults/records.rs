@@ -46,8 +46,7 @@ pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), Lab
         source: std::io::Error::other(e),
     })?;
     bytes.push(b'\n');
-    let (dir, name) =
-        crate::files::TrustedDir::parent_of(path).map_err(crate::workdir::refused)?;
+    let (dir, name) = crate::files::TrustedDir::parent_of(path).map_err(crate::workdir::refused)?;
     dir.write_file(&name, &bytes, 0o600, true)
         .map_err(LabError::io(path))
 }

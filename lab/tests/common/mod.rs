@@ -2,14 +2,14 @@
 
 #![allow(dead_code)]
 
+/// The Debian packages the tests need and the one installer xtask uses too (std only).
+#[path = "../../../xtask/src/upstream/debian.rs"]
+pub mod debian;
 pub mod fixtures;
 pub mod recorded;
 /// The answer keys (xtask's: the student binary ships none).
 #[path = "../../../xtask/src/lab_run/reference.rs"]
 pub mod reference;
-/// The Debian packages the tests need and the one installer xtask uses too (std only).
-#[path = "../../../xtask/src/upstream/debian.rs"]
-pub mod debian;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

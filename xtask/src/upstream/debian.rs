@@ -104,7 +104,11 @@ pub fn installed(package: &str) -> bool {
 
 /// The packages of `wanted` dpkg does not list as installed (all of them off Debian).
 pub fn missing(wanted: &[Package]) -> Vec<Package> {
-    wanted.iter().copied().filter(|p| !installed(p.name)).collect()
+    wanted
+        .iter()
+        .copied()
+        .filter(|p| !installed(p.name))
+        .collect()
 }
 
 /// Whether this process runs as root: the owner of `/proc/self` is its effective uid.

@@ -317,10 +317,15 @@ mod tests {
             .map(|r| r.debian_package)
             .chain(["protobuf-compiler"])
             .chain(
-                [debian::REPORT_PAGES, debian::WORKFLOWS, debian::DIST, debian::SCRIPTING]
-                    .concat()
-                    .iter()
-                    .map(|p| p.name),
+                [
+                    debian::REPORT_PAGES,
+                    debian::WORKFLOWS,
+                    debian::DIST,
+                    debian::SCRIPTING,
+                ]
+                .concat()
+                .iter()
+                .map(|p| p.name),
             )
             .map(str::to_owned)
             .collect();
