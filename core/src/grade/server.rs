@@ -617,8 +617,14 @@ pub(crate) fn raw_records_inside_the_act(g: &mut G, ev: &Evidence) {
 /// failed open may be counted by the frozen replica after its resume, or not. So, with no
 /// counter reset, answered ≤ Σ(after − before) ≤ all calls; a counter that fell (its container
 /// restarted, [`crate::grade::c`]'s restart rules) loses what it counted before, so only
-/// Σ ≤ all calls holds (the restarted replica's `after` counted since its restart). Flags
-/// [`Code::ValueMismatch`] on `replica_requests`, naming the requests.
+/// Σ ≤ all calls holds (the restarted replica's `after` counted since its restart).
+///
+/// The lower bound holds only for the calls answered between the reads: a request sent after the
+/// last `replica-metrics-before:<pod>` raw read and answered before the first
+/// `replica-metrics-after:<pod>` one (lab C's act 6 sends its healthy deny before the counters
+/// are read; it is in the act's records, not in the counters' difference). Evidence without those
+/// raw reads holds only the upper bound. Flags [`Code::ValueMismatch`] on `replica_requests`,
+/// naming the requests.
 pub(crate) fn replica_counters_account_for_the_calls(g: &mut G, ev: &Evidence) {
     let Some(rows) = ev.facts.get("replica_requests").and_then(Value::as_array) else {
         return;
@@ -635,6 +641,7 @@ pub(crate) fn replica_counters_account_for_the_calls(g: &mut G, ev: &Evidence) {
             moved += a - b;
         }
     }
+    let window = counters_window(ev);
     let (mut answered, mut calls) = (0u64, 0u64);
     let mut names = std::collections::BTreeSet::new();
     for (_, r) in requests(ev) {
@@ -644,13 +651,17 @@ pub(crate) fn replica_counters_account_for_the_calls(g: &mut G, ev: &Evidence) {
         if r.namespace != crate::rules::common::TARGET_NAMESPACE || r.dry_run {
             continue;
         }
+        let between = window.is_some_and(|(from, to)| {
+            parse_rfc3339(&r.sent_at).is_some_and(|t| t >= from)
+                && parse_rfc3339(&r.answered_at).is_some_and(|t| t <= to)
+        });
         match r.outcome {
             Outcome::ExplicitDeny => {
-                answered += 1;
+                answered += u64::from(between);
                 calls += 1;
             }
             Outcome::Stored if r.elapsed_ms < 1000 => {
-                answered += 1;
+                answered += u64::from(between);
                 calls += 1;
             }
             Outcome::Stored | Outcome::WebhookTimeout => calls += 1,
@@ -664,10 +675,30 @@ pub(crate) fn replica_counters_account_for_the_calls(g: &mut G, ev: &Evidence) {
         format!("{} facts.replica_requests", ev_name(g.act)),
         || {
             format!(
-                "the replicas' counters moved by {moved}{}; the act's request records in {} show {answered} answered calls of the webhook and {calls} calls in all",
+                "the replicas' counters moved by {moved}{}; the act's request records in {} show {answered} calls of the webhook answered between the counters' reads and {calls} calls in all",
                 if reset { " (a counter was reset)" } else { "" },
                 crate::rules::common::TARGET_NAMESPACE
             )
         },
     );
+}
+
+/// The span in which the replicas' counters saw every answered call: from the last
+/// `replica-metrics-before:<pod>` raw read to the first `replica-metrics-after:<pod>` one
+/// (their `at`, when the tool received each read). `None` when either kind of read is missing.
+fn counters_window(ev: &Evidence) -> Option<(Time, Time)> {
+    let reads = |prefix: &str| -> Vec<Time> {
+        ev.raw
+            .iter()
+            .filter(|r| {
+                r.get("what")
+                    .and_then(Value::as_str)
+                    .is_some_and(|w| w.starts_with(prefix))
+            })
+            .filter_map(|r| r.get("at").and_then(Value::as_str).and_then(parse_rfc3339))
+            .collect()
+    };
+    let from = reads("replica-metrics-before:").into_iter().max()?;
+    let to = reads("replica-metrics-after:").into_iter().min()?;
+    Some((from, to))
 }
