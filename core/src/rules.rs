@@ -7,7 +7,7 @@
 //! - [`b`]: lab B's bounds around the freeze, the report words.
 //! - [`c`]: lab C's waves and bounds around each replica's freeze, the report words.
 
-/// Both labs.
+/// Every lab.
 pub mod common {
     /// Label key and value the lab's policy requires (`'environment' in object.metadata.?labels…`):
     /// probes carry it when they must be admitted, graders read it to tell good from bad requests.

@@ -2,8 +2,8 @@
 //! (`facts.admission_audit`, see [`crate::audit`]): the API server's own record of each request,
 //! held beside the tool's classification.
 //!
-//! Acts checked: 3, 5, 6 and 7 of both labs. `H` is the policy's webhook for the act (as in
-//! [`super::metrics`]). The act's requests are every request record in its `facts` and `raw`.
+//! Acts checked: those the registry flags `audit` (`crate::acts`: acts 3, 5, 6 and 7 of every
+//! lab). `H` is the policy's webhook for the act (as in [`super::metrics`]). The act's requests are every request record in its `facts` and `raw`.
 //! Rules (kube-apiserver v1.35 audit and the validating webhook dispatcher, k8s.io/apiserver
 //! v0.35.0 `pkg/admission/plugin/webhook/validating/dispatcher.go` and `pkg/audit`; Kubernetes
 //! docs "Auditing"); each is one claim, named in the finding's subject:

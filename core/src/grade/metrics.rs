@@ -1,7 +1,8 @@
 //! Cross-checks of an act's request outcomes against the API server's own account of its
 //! admission webhook calls (`facts.admission_metrics`, see [`crate::metrics`]).
 //!
-//! Acts checked: 3, 5, 6 and 7 of both labs (the acts that send requests). `H` is the policy's
+//! Acts checked: those the registry flags `metrics` (`crate::acts`: acts 3, 5, 6 and 7 of every
+//! lab, the acts that send requests). `H` is the policy's
 //! webhook for the act: `facts.webhook.name`, else `facts.webhook_name`, else act 2's
 //! `facts.webhook.name`. The act's requests are every [`RequestRecord`] in its `facts` and every
 //! `request:*` entry of its `raw`, once per name. Rules (kube-apiserver

@@ -377,7 +377,7 @@ pub fn grade_all(lab: Lab, input: &GradeInput) -> Vec<Findings> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The grading context shared by both labs' graders.
+// The grading context shared by every lab's graders.
 
 /// Grading state of one act: counts checks and collects findings.
 pub(crate) struct G<'a> {
@@ -1368,7 +1368,7 @@ pub(crate) fn violating_pod_never_admitted_under_fail(g: &mut G, subject: &str, 
 }
 
 // ---------------------------------------------------------------------------------------------
-// Acts 1-3 (both labs).
+// Acts 1 and 2 of every lab, act 3 of labs A and B (lab C's is `c::act3`).
 
 pub(crate) fn act1(g: &mut G) {
     let Some(f) = g.facts::<facts::Act1Facts>(1) else {
