@@ -427,7 +427,10 @@ fn shell_files(binary: &Path, out: &Path) -> Result<Vec<crate::packaging::Entry>
 
 /// `cargo xtask`'s own completions and man pages from its parser `cli`, under `dir`
 /// (`completions/`, `man/man1/`); not released, for maintainers.
-fn xtask_shell_files(cli: clap::Command, dir: &Path) -> Result<()> {
+///
+/// # Errors
+/// A directory or file under `dir` cannot be written.
+pub fn xtask_shell_files(cli: clap::Command, dir: &Path) -> Result<()> {
     use lab::shell::Shell;
     let comp = dir.join("completions");
     std::fs::create_dir_all(&comp).with_context(|| format!("creating {}", comp.display()))?;

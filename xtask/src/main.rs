@@ -46,3 +46,74 @@ fn main() -> anyhow::Result<()> {
         Cmd::Matrix(cmd) => cmd.run(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+    use std::process::Command;
+
+    /// `bin` run with `args` and `file`: `Err` naming it when it failed or wrote to stderr.
+    fn parses(bin: &str, args: &[&str], file: &Path) -> Result<(), String> {
+        let mut cmd = Command::new(bin);
+        cmd.args(args).arg(file);
+        let out = xtask::command::run_unchecked(cmd).map_err(|e| format!("{e}"))?;
+        if out.status.success() && out.stderr.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{bin} {args:?} {}: {}", file.display(), out.stderr))
+        }
+    }
+
+    /// What `cargo xtask dist` writes for `cargo xtask` itself (`xtask_shell_files`): a completion
+    /// script per shell, parsed by its own shell, and a man page per command, rendered by groff
+    /// without a warning (as `lab/tests/scripting.rs` checks the student tool's).
+    #[test]
+    fn cargo_xtasks_completions_and_man_pages_parse() {
+        use xtask::upstream::debian;
+        if debian::is_debian() {
+            debian::ensure(
+                debian::SCRIPTING,
+                "cargo xtask's completion and man page test",
+                false,
+            )
+            .unwrap();
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        xtask::dist::xtask_shell_files(Flags::command(), tmp.path()).unwrap();
+        let comp = tmp.path().join("completions");
+        for (shell, file, args) in [
+            ("bash", "cargo-xtask.bash", &["-n"][..]),
+            ("zsh", "_cargo-xtask", &["-n"]),
+            ("fish", "cargo-xtask.fish", &["--no-execute"]),
+        ] {
+            let script = std::fs::read_to_string(comp.join(file)).unwrap();
+            assert!(
+                script.contains("matrix") && script.contains("upstream"),
+                "{shell}: the subcommands are completed"
+            );
+            parses(shell, args, &comp.join(file)).unwrap();
+        }
+        let man = tmp.path().join("man/man1");
+        let mut pages: Vec<String> = std::fs::read_dir(&man)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        pages.sort();
+        for want in [
+            "cargo-xtask.1",
+            "cargo-xtask-dist.1",
+            "cargo-xtask-matrix.1",
+        ] {
+            assert!(pages.iter().any(|p| p == want), "{want} in {pages:?}");
+        }
+        for p in &pages {
+            parses(
+                "groff",
+                &["-k", "-man", "-Tutf8", "-ww", "-z"],
+                &man.join(p),
+            )
+            .unwrap();
+        }
+    }
+}
