@@ -5,7 +5,8 @@
 //! one mutant at a time; the act's own grader (never act 8 of the same run, whose digest check
 //! would flag any change: the cascade) must flag each mutant unless its path matches an entry of
 //! the one allowlist, [`lab::grade::unheld::UNHELD`], which says for each why the field cannot
-//! contradict anything. The test prints the kill rate per lab and act and fails on any survivor
+//! contradict anything. The test prints the kill rate per lab and act and per lab and operator,
+//! and fails on any survivor
 //! outside the allowlist, and on an allowlist entry no survivor needs (a stale promise).
 //!
 //! Operators: a number scaled ×10 (a `*_ms` duration by at least 5000) and shifted (+1; +5000 for a `*_ms` duration, beyond every
@@ -255,6 +256,8 @@ impl Tally {
 #[derive(Default)]
 struct Outcome {
     rows: Vec<(u8, Tally, String)>,
+    /// The same mutants by operator.
+    ops: BTreeMap<&'static str, Tally>,
     survivors: Vec<String>,
     unheld_needed: BTreeSet<&'static str>,
 }
@@ -285,10 +288,14 @@ fn run(mut subject: Subject) -> Outcome {
                 .insert(act, Ok(EvidenceDoc { value, digest }));
             let f = grade::grade(subject.lab, act, &subject.input);
             tally.total += 1;
+            let op = out.ops.entry(m.op).or_default();
+            op.total += 1;
             if !f.passed() {
                 tally.killed += 1;
+                op.killed += 1;
             } else if let Some(u) = unheld::unheld(&m.path) {
                 tally.allowed += 1;
+                op.allowed += 1;
                 out.unheld_needed.insert(u.path);
             } else {
                 out.survivors.push(format!(
@@ -356,6 +363,11 @@ fn every_observation_is_held_by_its_acts_grader() {
                 .or_default()
                 .add(t);
             per.entry(format!("lab {lab}")).or_default().add(t);
+        }
+        for (op, t) in &o.ops {
+            per.entry(format!("lab {lab} operator {op}"))
+                .or_default()
+                .add(t);
         }
         survivors.extend(o.survivors.iter().cloned());
         unheld_needed.extend(o.unheld_needed.iter().copied());
