@@ -1383,9 +1383,8 @@ fn code_only(text: &str) -> String {
             let len = rest
                 .find(&close)
                 .map_or(rest.len(), |n| rest[..n].chars().count());
-            for k in i..(j + 1 + len + 1 + hashes).min(b.len()) {
-                out.push(blank(b[k]));
-            }
+            let end = (j + 1 + len + 1 + hashes).min(b.len());
+            out.extend(b[i.min(end)..end].iter().map(|&c| blank(c)));
             i = j + 1 + len + 1 + hashes;
         } else if c == '"' {
             out.push('"');
@@ -1430,10 +1429,10 @@ fn test_ranges(code: &str) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     for (n, line) in lines.iter().enumerate() {
         let t = line.trim();
-        if t == "#[cfg(test)]" || t == "#[test]" {
-            if let Some(end) = item_end(&lines, n + 1) {
-                out.push((n, end));
-            }
+        if (t == "#[cfg(test)]" || t == "#[test]")
+            && let Some(end) = item_end(&lines, n + 1)
+        {
+            out.push((n, end));
         }
     }
     out
