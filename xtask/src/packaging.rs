@@ -355,7 +355,7 @@ pub fn cyclonedx(tools: &Path) -> Result<PathBuf> {
         c.args(["install", "--locked", "--quiet"])
             .arg(format!("cargo-cyclonedx@{CYCLONEDX_VERSION}"))
             .arg("--root")
-            .arg(&tools);
+            .arg(tools);
         command::run_inherited(c)?;
     }
     Ok(bin)

@@ -945,7 +945,7 @@ const LAYERS: &[(&str, &[&[&str]])] = &[
         "xtask/src",
         &[
             &["main"],
-            &["bench", "matrix", "guest", "dist"],
+            &["bench", "matrix", "guest", "dist", "conformance"],
             &["lab_run"],
             &["backend"],
             &["cluster"],
@@ -977,6 +977,7 @@ const LAYERS: &[(&str, &[&[&str]])] = &[
     ("xtask/src/backend", &[&["k3s"], &["kubeconfig", "summary"]]),
     ("xtask/src/guest", &[&["boot"], &["image"]]),
     ("xtask/src/matrix", &[&["table"], &["facts"]]),
+    ("xtask/src/conformance", &[&["run"], &["suite"]]),
 ];
 
 /// Imports that point up today, each `file -> module`. The one left is the acts registry's price
@@ -1383,9 +1384,8 @@ fn code_only(text: &str) -> String {
             let len = rest
                 .find(&close)
                 .map_or(rest.len(), |n| rest[..n].chars().count());
-            for k in i..(j + 1 + len + 1 + hashes).min(b.len()) {
-                out.push(blank(b[k]));
-            }
+            let end = (j + 1 + len + 1 + hashes).min(b.len());
+            out.extend(b[i.min(end)..end].iter().map(|&ch| blank(ch)));
             i = j + 1 + len + 1 + hashes;
         } else if c == '"' {
             out.push('"');
@@ -1430,10 +1430,10 @@ fn test_ranges(code: &str) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     for (n, line) in lines.iter().enumerate() {
         let t = line.trim();
-        if t == "#[cfg(test)]" || t == "#[test]" {
-            if let Some(end) = item_end(&lines, n + 1) {
-                out.push((n, end));
-            }
+        if (t == "#[cfg(test)]" || t == "#[test]")
+            && let Some(end) = item_end(&lines, n + 1)
+        {
+            out.push((n, end));
         }
     }
     out

@@ -1,17 +1,18 @@
 //! `cargo xtask conformance`: upstream's own admission tests (`k8s.io/kubernetes`
 //! `test/e2e/apimachinery/webhook.go` and `validatingadmissionpolicy.go`, the `[sig-api-machinery]
-//! AdmissionWebhook` and `ValidatingAdmissionPolicy` specs) against the embedded node.
+//! AdmissionWebhook` and `ValidatingAdmissionPolicy` specs) against the embedded node, or any
+//! cluster through its kubeconfig. `suite.rs` builds the suite (`e2e.test`, `agnhost`,
+//! `kubectl`) and its images into the upstream cache; `conformance/run.rs` is the command.
 //!
 //! This file holds the pure parts, each unit-tested: the default focus and the skips with their
 //! reasons ([`DEFAULT_FOCUS`], [`SKIPS`], [`skip_regex`]), the image names the suite asks for, read
 //! from the module's own `test/utils/image/manifest.go` ([`suite_image`]), the agnhost image's
-//! layout ([`agnhost_spec`]), and the one-line verdict from the suite's JUnit report
-//! ([`Verdict::from_junit`]).
-//!
-//! How far the command itself goes is recorded in docs/conformance.md (issue 39): the `e2e.test`
-//! and `agnhost` builds were measured with plain `go test -c` / `go build` of a wrapper module
-//! made as [`crate::upstream::wrapper`] makes one; the cache entry, the image and the run are not
-//! built yet.
+//! layout ([`agnhost_spec`]), `e2e.test`'s arguments ([`e2e_args`]) and the one-line verdict from
+//! the suite's JUnit report ([`Verdict::from_junit`], with each skipped spec's reason). The
+//! result on this machine: docs/conformance.md.
+
+pub mod run;
+pub mod suite;
 
 use std::path::Path;
 
@@ -125,6 +126,15 @@ pub fn agnhost_spec(binary: &Path, reference: &str) -> ImageSpec {
     }
 }
 
+/// One selected spec that did not run, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// The spec's name as the JUnit report gives it (`[It] …`).
+    pub name: String,
+    /// Why: the spec's own skip message, else the reason of the [`SKIPS`] entry it matches.
+    pub reason: String,
+}
+
 /// The verdict of one run of the suite.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Verdict {
@@ -132,33 +142,68 @@ pub struct Verdict {
     pub passed: usize,
     /// Specs that failed (a failure or an error).
     pub failed: usize,
-    /// Specs skipped (by the focus, the skips, or the spec itself).
+    /// Specs the focus selected that did not run (a [`SKIPS`] entry, or the spec skipped itself).
     pub skipped: usize,
     /// The failed specs' names.
     pub failures: Vec<String>,
+    /// The skipped specs, each with its reason.
+    pub skips: Vec<Skipped>,
+    /// The passed specs' names.
+    pub passes: Vec<String>,
+}
+
+/// Why a selected spec named `name` was skipped, from the JUnit `<skipped message>` Ginkgo wrote
+/// (`skipped - <the spec's own reason>` when the spec called `Skip`, plain `skipped` when a filter
+/// left it out): the spec's reason, else the reason of the first [`SKIPS`] entry matching `name`.
+pub fn skip_reason(name: &str, message: &str) -> String {
+    if let Some(own) = message.strip_prefix("skipped - ") {
+        return format!("the spec skipped itself: {}", own.trim());
+    }
+    SKIPS
+        .iter()
+        .find(|s| regex::Regex::new(s.pattern).is_ok_and(|r| r.is_match(name)))
+        .map(|s| format!("{}: {}", s.pattern, s.reason))
+        .unwrap_or_else(|| format!("skipped by Ginkgo ({message})"))
 }
 
 impl Verdict {
-    /// Counts the specs of a JUnit report (Ginkgo's `--ginkgo.junit-report`): the test cases named
-    /// `[It] …`. Ginkgo also reports its suite nodes as test cases (`[SynchronizedBeforeSuite]`,
+    /// Counts the specs of the suite's JUnit report (`<report-dir>/junit_01.xml`): the test cases
+    /// named `[It] …`. The report lists every spec of the suite, so a skipped spec counts only
+    /// when `focus` (the run's `--ginkgo.focus`) selects it: the others were never asked for.
+    /// Ginkgo also reports its suite nodes as test cases (`[SynchronizedBeforeSuite]`,
     /// `[ReportAfterSuite] …`): one of those that failed counts as a failure (a failed set-up fails
     /// the run), one that passed is no spec and is not counted.
     ///
     /// # Errors
-    /// Not JUnit XML.
-    pub fn from_junit(xml: &str) -> anyhow::Result<Verdict> {
+    /// Not JUnit XML, or `focus` not a regular expression.
+    pub fn from_junit(xml: &str, focus: &str) -> anyhow::Result<Verdict> {
+        let focus =
+            regex::Regex::new(focus).with_context(|| format!("focus {focus:?}: not a regex"))?;
         let r = quick_junit::Report::deserialize_from_str(xml)
             .map_err(|e| anyhow::anyhow!("not JUnit XML: {e}"))?;
         let mut v = Verdict::default();
         for s in &r.test_suites {
             for c in &s.test_cases {
-                let spec = c.name.as_str().starts_with("[It] ");
+                let name = c.name.as_str();
+                let spec = name.starts_with("[It] ");
                 match &c.status {
-                    quick_junit::TestCaseStatus::Success { .. } if spec => v.passed += 1,
-                    quick_junit::TestCaseStatus::Skipped { .. } if spec => v.skipped += 1,
+                    quick_junit::TestCaseStatus::Success { .. } if spec => {
+                        v.passed += 1;
+                        v.passes.push(name.to_owned());
+                    }
+                    quick_junit::TestCaseStatus::Skipped { message, .. }
+                        if spec && focus.is_match(name) =>
+                    {
+                        v.skipped += 1;
+                        let message = message.as_ref().map(|m| m.as_str()).unwrap_or("skipped");
+                        v.skips.push(Skipped {
+                            name: name.to_owned(),
+                            reason: skip_reason(name, message),
+                        });
+                    }
                     quick_junit::TestCaseStatus::NonSuccess { .. } => {
                         v.failed += 1;
-                        v.failures.push(c.name.as_str().to_owned());
+                        v.failures.push(name.to_owned());
                     }
                     _ => {}
                 }
@@ -174,7 +219,33 @@ impl Verdict {
             self.passed, self.failed, self.skipped
         )
     }
+
+    /// Whether the run passed: something ran, nothing failed.
+    pub fn ok(&self) -> bool {
+        self.failed == 0 && self.passed > 0
+    }
 }
+
+/// `e2e.test`'s arguments: the cluster (`--kubeconfig`, `--kubectl-path` of the same release,
+/// `--provider skeleton`: no cloud), the JUnit report (`--report-dir`, which writes
+/// `junit_01.xml`), the specs (`--ginkgo.focus`, `--ginkgo.skip` of [`SKIPS`]), plain output, and
+/// a bound on the whole run (`--ginkgo.timeout`).
+pub fn e2e_args(kubeconfig: &Path, kubectl: &Path, report_dir: &Path, focus: &str) -> Vec<String> {
+    vec![
+        format!("--kubeconfig={}", kubeconfig.display()),
+        format!("--kubectl-path={}", kubectl.display()),
+        "--provider=skeleton".to_owned(),
+        format!("--report-dir={}", report_dir.display()),
+        format!("--ginkgo.focus={focus}"),
+        format!("--ginkgo.skip={}", skip_regex()),
+        "--ginkgo.no-color".to_owned(),
+        format!("--ginkgo.timeout={SUITE_TIMEOUT}"),
+    ]
+}
+
+/// The bound of one run of the suite (`--ginkgo.timeout`): the 30 selected specs took about N
+/// minutes here (docs/conformance.md); Ginkgo stops the run and reports it when it is reached.
+pub const SUITE_TIMEOUT: &str = "90m";
 
 #[cfg(test)]
 mod tests {
@@ -258,6 +329,60 @@ func initImageConfigs(list RegistryList) (map[ImageID]Config, map[ImageID]Config
         assert_eq!(config["config"]["Cmd"], serde_json::json!(["pause"]));
     }
 
+    /// A selected spec skipped by one of [`SKIPS`] carries that entry's reason; one that skipped
+    /// itself carries its own; a run where everything passed is `ok`, one where nothing ran is not.
+    #[test]
+    fn skipped_selected_specs_carry_their_reasons() {
+        let xml = r#"<?xml version="1.0" encoding="UTF-8"?>
+<testsuites tests="4" failures="0" errors="0" disabled="2">
+  <testsuite name="Kubernetes e2e suite" tests="4" failures="0" errors="0" skipped="3">
+    <testcase name="[It] [sig-api-machinery] AdmissionWebhook [Privileged:ClusterAdmin] should mutate pod and apply defaults after mutation [Conformance]" classname="Kubernetes e2e suite" status="passed" time="9.0"></testcase>
+    <testcase name="[It] [sig-api-machinery] ValidatingAdmissionPolicy [Privileged:ClusterAdmin] [Feature:Foo] does foo" classname="Kubernetes e2e suite" status="skipped" time="0"><skipped message="skipped"></skipped></testcase>
+    <testcase name="[It] [sig-api-machinery] AdmissionWebhook should work across nodes" classname="Kubernetes e2e suite" status="skipped" time="0.1"><skipped message="skipped - Requires at least 2 nodes (not 1)"></skipped></testcase>
+    <testcase name="[It] [sig-node] Pods should be submitted and removed [Conformance]" classname="Kubernetes e2e suite" status="skipped" time="0"><skipped message="skipped"></skipped></testcase>
+  </testsuite>
+</testsuites>"#;
+        let v = Verdict::from_junit(xml, DEFAULT_FOCUS).unwrap();
+        assert_eq!(v.line(), "1 passed, 0 failed, 2 skipped");
+        assert!(v.ok());
+        assert!(
+            v.skips[0].reason.starts_with(r"\[Feature:[^\]]+\]: "),
+            "{:?}",
+            v.skips
+        );
+        assert_eq!(
+            v.skips[1].reason,
+            "the spec skipped itself: Requires at least 2 nodes (not 1)"
+        );
+        let none = Verdict::from_junit(xml, "nothing matches this").unwrap();
+        assert_eq!(none.line(), "1 passed, 0 failed, 0 skipped");
+        assert!(!Verdict::default().ok());
+    }
+
+    #[test]
+    fn the_suite_runs_against_the_given_cluster_with_the_focus_and_skips() {
+        let a = e2e_args(
+            Path::new("/k/config"),
+            Path::new("/c/kubectl"),
+            Path::new("/r"),
+            DEFAULT_FOCUS,
+        );
+        for want in [
+            "--kubeconfig=/k/config",
+            "--kubectl-path=/c/kubectl",
+            "--provider=skeleton",
+            "--report-dir=/r",
+            "--ginkgo.focus=AdmissionWebhook|ValidatingAdmissionPolicy",
+        ] {
+            assert!(a.iter().any(|x| x == want), "{want} missing from {a:?}");
+        }
+        let skip = a
+            .iter()
+            .find_map(|x| x.strip_prefix("--ginkgo.skip="))
+            .unwrap();
+        assert_eq!(skip, skip_regex());
+    }
+
     #[test]
     fn the_focus_and_skips_are_ginkgo_expressions_with_reasons() {
         assert_eq!(DEFAULT_FOCUS, "AdmissionWebhook|ValidatingAdmissionPolicy");
@@ -266,7 +391,14 @@ func initImageConfigs(list RegistryList) (map[ImageID]Config, map[ImageID]Config
         assert!(skip.contains(r"\[Disruptive\]") && skip.contains(r"\[Feature:[^\]]+\]"));
         for s in SKIPS {
             assert!(!s.reason.is_empty(), "{}", s.pattern);
+            assert!(regex::Regex::new(s.pattern).is_ok(), "{}", s.pattern);
         }
+        assert!(
+            regex::Regex::new(&skip)
+                .unwrap()
+                .is_match("x [Feature:Foo] y")
+        );
+        assert!(regex::Regex::new(DEFAULT_FOCUS).is_ok());
     }
 
     #[test]
@@ -282,8 +414,12 @@ func initImageConfigs(list RegistryList) (map[ImageID]Config, map[ImageID]Config
     <testcase name="[ReportAfterSuite] Kubernetes e2e suite report" classname="Kubernetes e2e suite" status="passed" time="0"></testcase>
   </testsuite>
 </testsuites>"#;
-        let v = Verdict::from_junit(xml).unwrap();
-        assert_eq!((v.passed, v.failed, v.skipped), (2, 1, 1));
+        let v = Verdict::from_junit(xml, DEFAULT_FOCUS).unwrap();
+        assert_eq!((v.passed, v.failed, v.skipped), (2, 1, 0), "{v:?}");
+        assert_eq!(v.line(), "2 passed, 1 failed, 0 skipped");
+        assert!(!v.ok());
+        // Focused on everything, the storage spec the filter left out counts as skipped.
+        let v = Verdict::from_junit(xml, ".").unwrap();
         assert_eq!(v.line(), "2 passed, 1 failed, 1 skipped");
         assert_eq!(
             v.failures,
@@ -293,8 +429,9 @@ func initImageConfigs(list RegistryList) (map[ImageID]Config, map[ImageID]Config
             r#"name="[SynchronizedBeforeSuite]" classname="Kubernetes e2e suite" status="passed" time="1.0"></testcase>"#,
             r#"name="[SynchronizedBeforeSuite]" classname="Kubernetes e2e suite" status="failed" time="1.0"><failure message="no nodes" type="failed">no nodes</failure></testcase>"#,
         );
-        let v = Verdict::from_junit(&failed_setup).unwrap();
-        assert_eq!(v.line(), "2 passed, 2 failed, 1 skipped");
-        assert!(Verdict::from_junit("not xml").is_err());
+        let v = Verdict::from_junit(&failed_setup, DEFAULT_FOCUS).unwrap();
+        assert_eq!(v.line(), "2 passed, 2 failed, 0 skipped");
+        assert!(Verdict::from_junit("not xml", DEFAULT_FOCUS).is_err());
+        assert!(Verdict::from_junit(xml, "(").is_err());
     }
 }
