@@ -11,9 +11,8 @@
 //! (which stops its spec and cleans up) and then this command, which tears the node down and
 //! exits 130.
 
-use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use anyhow::{Context as _, Result, bail};
 
@@ -178,32 +177,18 @@ impl ConformanceCmd {
 fn run_suite(suite: &Suite, kubeconfig: &Path, focus: &str, report_dir: &Path) -> Result<Verdict> {
     let args = super::e2e_args(kubeconfig, &suite.kubectl, report_dir, focus);
     let log_path = report_dir.join("e2e.log");
-    let mut log = std::fs::File::create(&log_path)
-        .with_context(|| format!("creating {}", log_path.display()))?;
-    let shown = format!("{} {}", suite.e2e_test.display(), args.join(" "));
-    writeln!(log, "$ {shown}")?;
-    eprintln!(" • running {shown}");
-    let started = std::time::Instant::now();
-    let mut child = Command::new(&suite.e2e_test)
-        .args(&args)
-        .current_dir(report_dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::from(log.try_clone()?))
-        .spawn()
-        .with_context(|| format!("starting {shown}"))?;
-    if let Some(out) = child.stdout.take() {
-        for line in BufReader::new(out).lines() {
-            let line = line.context("reading e2e.test's output")?;
-            eprintln!("{line}");
-            writeln!(log, "{line}")?;
-        }
-    }
-    let status = child.wait().context("waiting for e2e.test")?;
+    let mut cmd = Command::new(&suite.e2e_test);
+    cmd.args(&args).current_dir(report_dir);
     eprintln!(
-        " • e2e.test exited ({status}) after {:.0} s; its log (klog on stderr too): {}",
-        started.elapsed().as_secs_f64(),
+        " • running {} (its log, with klog's stderr: {})",
+        crate::command::pretty(&cmd),
         log_path.display()
+    );
+    let started = std::time::Instant::now();
+    let status = crate::command::run_logged(cmd, &log_path)?;
+    eprintln!(
+        " • e2e.test exited ({status}) after {:.0} s",
+        started.elapsed().as_secs_f64()
     );
     let junit = report_dir.join("junit_01.xml");
     let xml = std::fs::read_to_string(&junit).with_context(|| {
