@@ -295,6 +295,26 @@ pub fn shell_quote(s: &str) -> String {
 mod tests {
     use super::*;
 
+    /// The log holds the command, its stdout and its stderr; a non-zero exit is returned, not an
+    /// error; a program that cannot start is an error naming it.
+    #[test]
+    fn a_logged_run_keeps_both_streams_and_returns_the_status() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("e2e.log");
+        let mut c = Command::new("sh");
+        c.args(["-c", "echo on-stdout; echo on-stderr >&2; exit 3"]);
+        let status = run_logged(c, &log).unwrap();
+        assert_eq!(status.code(), Some(3));
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(text.starts_with("$ sh -c"), "{text}");
+        assert!(text.lines().any(|l| l == "on-stdout"), "{text}");
+        assert!(text.lines().any(|l| l == "on-stderr"), "{text}");
+        let e = run_logged(Command::new("/nonexistent/e2e.test"), &log)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("/nonexistent/e2e.test"), "{e}");
+    }
+
     #[test]
     fn commands_render_pasteable() {
         let mut c = Command::new("go");
