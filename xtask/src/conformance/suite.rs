@@ -67,7 +67,14 @@ pub fn ensure_suite(
     let agnhost = super::suite_image(&text, &shown, "Agnhost")?;
     let pause_ref = super::suite_image(&text, &shown, "Pause")?;
     let pause = images::ensure_pause(&cache, &env)?;
-    let images = ensure_suite_images(&cache, &built, &pause, &agnhost, &pause_ref)?;
+    crate::upstream::debian::ensure(
+        crate::upstream::debian::CONFORMANCE,
+        "cargo xtask conformance",
+        false,
+    )
+    .map_err(anyhow::Error::msg)?;
+    let refs = (agnhost.as_str(), pause_ref.as_str());
+    let images = ensure_suite_images(&cache, &built, &pause, Path::new(BUSYBOX), refs)?;
     let ctr = if with_ctr {
         let dir = crate::upstream::wrappers_dir().join(CONTAINERD_FAMILY.name);
         let c = go::ensure_family(&cache, &env, &CONTAINERD_FAMILY, &dir)?;
@@ -84,18 +91,22 @@ pub fn ensure_suite(
     })
 }
 
+/// Debian's static BusyBox (package `busybox-static`), the agnhost image's `/bin`.
+const BUSYBOX: &str = "/bin/busybox";
+
 /// The images of [`Suite::images`] in `conformance-images-<key>/` (the key: the family's and
-/// pause's keys and both references), written unless there.
+/// pause's keys, BusyBox's bytes and both references `(agnhost, pause)`), written unless there.
 fn ensure_suite_images(
     cache: &Cache,
     built: &BuiltFamily,
     pause: &PauseBinary,
-    agnhost: &str,
-    pause_ref: &str,
+    busybox: &Path,
+    (agnhost, pause_ref): (&str, &str),
 ) -> anyhow::Result<Vec<ImageArchive>> {
-    let mut key = CacheKey::new("conformance-images/v1");
+    let mut key = CacheKey::new("conformance-images/v2");
     key.field("kubernetes-e2e", built.key.as_bytes())
         .field("pause", pause.key.as_bytes())
+        .file("busybox", busybox)?
         .field("agnhost reference", agnhost.as_bytes())
         .field("pause reference", pause_ref.as_bytes());
     let dest = cache.entry("conformance-images", &key);
@@ -108,7 +119,7 @@ fn ensure_suite_images(
     let staging = cache.staging(&format!("conformance-images-{}", key.short()))?;
     let mut specs = vec![(
         "agnhost.tar",
-        super::agnhost_spec(&built.dir.join("agnhost"), agnhost),
+        super::agnhost_spec(&built.dir.join("agnhost"), busybox, agnhost),
     )];
     if pause_ref != PAUSE_IMAGE {
         specs.push(("pause.tar", images::pause_spec(&pause.path, pause_ref)));

@@ -235,13 +235,22 @@ pub enum Entry {
         /// Contents.
         source: Source,
     },
+    /// A symbolic link (mode 0777, as `ln -s` makes it).
+    Symlink {
+        /// Relative path.
+        path: String,
+        /// What it points at, e.g. `busybox`.
+        target: String,
+    },
 }
 
 impl Entry {
     /// The entry's relative path.
     pub fn path(&self) -> &str {
         match self {
-            Entry::Dir { path, .. } | Entry::File { path, .. } => path,
+            Entry::Dir { path, .. } | Entry::File { path, .. } | Entry::Symlink { path, .. } => {
+                path
+            }
         }
     }
 }
@@ -462,6 +471,11 @@ pub fn write_layer(entries: &[Entry], out: &Path) -> anyhow::Result<(String, u64
                 let mut h = header(tar::EntryType::Regular, *mode, size);
                 tar.append_data(&mut h, path, data.take(size))
                     .with_context(|| format!("adding {path} to {}", out.display()))?;
+            }
+            Entry::Symlink { path, target } => {
+                let mut h = header(tar::EntryType::Symlink, 0o777, 0);
+                tar.append_link(&mut h, path, target)
+                    .with_context(|| format!("adding {path} -> {target} to {}", out.display()))?;
             }
         }
     }
