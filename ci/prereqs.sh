@@ -10,6 +10,8 @@ set -euo pipefail
 pkgs=(gcc libc6-dev pkg-config libseccomp-dev iptables iproute2 conntrack ca-certificates protobuf-compiler)
 # debian.rs WORKFLOWS and DIST: shellcheck for actionlint; file and readelf for `cargo xtask dist`.
 pkgs+=(shellcheck file binutils)
+# debian.rs CONFORMANCE: BusyBox for the agnhost image of `cargo xtask conformance`.
+pkgs+=(busybox-static)
 # debian.rs SCRIPTING: the shells and groff that parse the completion scripts and man pages.
 pkgs+=(zsh fish groff-base)
 # debian.rs REPORT_PAGES: the report page test. Debian's chromium only: Ubuntu's `chromium` is a

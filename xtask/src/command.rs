@@ -215,6 +215,38 @@ pub fn run_inherited(cmd: impl Into<Command>) -> Result<(), RunError> {
     Ok(())
 }
 
+/// Runs `cmd` with its stdout shown (on our stderr) and written to `log` line by line, its stderr
+/// written to `log` only (a test suite's own log: `e2e.test`'s klog), and returns its exit status:
+/// a non-zero exit is not an error here, the caller reads what the command reported.
+///
+/// # Errors
+/// [`RunError`]: the command could not be started or its output not read; `log` not writable.
+pub fn run_logged(cmd: impl Into<Command>, log: &std::path::Path) -> Result<ExitStatus, RunError> {
+    use std::io::{BufRead as _, Write as _};
+    let mut cmd: Command = cmd.into();
+    let fail = |cmd: &Command, e: std::io::Error| RunError {
+        command: pretty(cmd),
+        status: None,
+        spawn_error: Some(e),
+        output_tail: String::new(),
+    };
+    let mut file = std::fs::File::create(log).map_err(|e| fail(&cmd, e))?;
+    writeln!(file, "$ {}", pretty(&cmd)).map_err(|e| fail(&cmd, e))?;
+    let err_file = file.try_clone().map_err(|e| fail(&cmd, e))?;
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(err_file));
+    let mut child = cmd.spawn().map_err(|e| fail(&cmd, e))?;
+    if let Some(out) = child.stdout.take() {
+        for line in std::io::BufReader::new(out).lines() {
+            let line = line.map_err(|e| fail(&cmd, e))?;
+            eprintln!("{line}");
+            writeln!(file, "{line}").map_err(|e| fail(&cmd, e))?;
+        }
+    }
+    child.wait().map_err(|e| fail(&cmd, e))
+}
+
 /// The last `n` lines of `text`.
 pub fn tail(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.trim_end().lines().collect();
@@ -262,6 +294,26 @@ pub fn shell_quote(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The log holds the command, its stdout and its stderr; a non-zero exit is returned, not an
+    /// error; a program that cannot start is an error naming it.
+    #[test]
+    fn a_logged_run_keeps_both_streams_and_returns_the_status() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("e2e.log");
+        let mut c = Command::new("sh");
+        c.args(["-c", "echo on-stdout; echo on-stderr >&2; exit 3"]);
+        let status = run_logged(c, &log).unwrap();
+        assert_eq!(status.code(), Some(3));
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(text.starts_with("$ sh -c"), "{text}");
+        assert!(text.lines().any(|l| l == "on-stdout"), "{text}");
+        assert!(text.lines().any(|l| l == "on-stderr"), "{text}");
+        let e = run_logged(Command::new("/nonexistent/e2e.test"), &log)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("/nonexistent/e2e.test"), "{e}");
+    }
 
     #[test]
     fn commands_render_pasteable() {

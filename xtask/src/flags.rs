@@ -377,3 +377,47 @@ mod tests {
         assert!(Cli::try_parse_from(["x", "--lab", "both"]).is_err());
     }
 }
+
+/// `cargo xtask conformance`
+#[derive(clap::Args, Debug)]
+pub struct ConformanceCmd {
+    /// The specs to run (a Ginkgo `--ginkgo.focus` regular expression on the spec's full text;
+    /// default `AdmissionWebhook|ValidatingAdmissionPolicy`).
+    #[arg(long, value_name = "REGEX")]
+    pub focus: Option<String>,
+    /// The Kubernetes release whose `e2e.test` runs (and, on the embedded backend, whose node it
+    /// runs against); default the pinned v1.35.8. Needs a row in `KUBERNETES_MINORS`.
+    #[arg(long, value_name = "vX.Y.Z")]
+    pub kubernetes: Option<String>,
+    /// `embedded` (a fresh node without Kyverno, torn down afterwards) or `kubeconfig` (an existing
+    /// cluster, e.g. a student's k3s).
+    #[arg(long = "cluster", value_enum, default_value = "embedded")]
+    pub cluster: ConformanceCluster,
+    /// kubeconfig backend: the cluster's kubeconfig (default: /etc/rancher/k3s/k3s.yaml when present).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// kubeconfig backend: the node's containerd socket, where the suite's images are imported
+    /// (default: /run/k3s/containerd/containerd.sock when present; without one the images must be
+    /// on the node already).
+    #[arg(long)]
+    pub cri_endpoint: Option<PathBuf>,
+    /// Embedded backend: the node's name (default `conformance`).
+    #[arg(long, default_value = "conformance")]
+    pub name: String,
+    /// Keep the embedded node running afterwards; `cargo xtask cluster down --name N` ends it.
+    #[arg(long)]
+    pub retain: bool,
+    /// Where the JUnit report, the suite's log and the verdict go (default
+    /// `target/conformance/<UTC time>/`).
+    #[arg(long, value_name = "DIR")]
+    pub report_dir: Option<PathBuf>,
+}
+
+/// Where `cargo xtask conformance` runs the suite.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConformanceCluster {
+    /// A fresh embedded node without Kyverno.
+    Embedded,
+    /// An existing cluster through its kubeconfig.
+    Kubeconfig,
+}

@@ -31,6 +31,10 @@ enum Cmd {
     Dist(xtask::flags::DistCmd),
     /// The chosen labs (`--lab`) on each Kubernetes × Kyverno cell and the drift table of the taught facts.
     Matrix(xtask::matrix::MatrixCmd),
+    /// Upstream's own admission e2e tests (`e2e.test` of the pinned Kubernetes) on a fresh
+    /// embedded node without Kyverno, or any cluster (`--cluster kubeconfig`); last line
+    /// `N passed, N failed, N skipped`.
+    Conformance(xtask::flags::ConformanceCmd),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -44,6 +48,7 @@ fn main() -> anyhow::Result<()> {
         // dist writes `cargo xtask`'s own completions and man pages too.
         Cmd::Dist(cmd) => cmd.run(Flags::command()),
         Cmd::Matrix(cmd) => cmd.run(),
+        Cmd::Conformance(cmd) => cmd.run(),
     }
 }
 

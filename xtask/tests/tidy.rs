@@ -945,7 +945,7 @@ const LAYERS: &[(&str, &[&[&str]])] = &[
         "xtask/src",
         &[
             &["main"],
-            &["bench", "matrix", "guest", "dist"],
+            &["bench", "matrix", "guest", "dist", "conformance"],
             &["lab_run"],
             &["backend"],
             &["cluster"],
@@ -977,6 +977,7 @@ const LAYERS: &[(&str, &[&[&str]])] = &[
     ("xtask/src/backend", &[&["k3s"], &["kubeconfig", "summary"]]),
     ("xtask/src/guest", &[&["boot"], &["image"]]),
     ("xtask/src/matrix", &[&["table"], &["facts"]]),
+    ("xtask/src/conformance", &[&["run"], &["suite"]]),
 ];
 
 /// Imports that point up today, each `file -> module`. The one left is the acts registry's price

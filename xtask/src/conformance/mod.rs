@@ -1,17 +1,18 @@
 //! `cargo xtask conformance`: upstream's own admission tests (`k8s.io/kubernetes`
 //! `test/e2e/apimachinery/webhook.go` and `validatingadmissionpolicy.go`, the `[sig-api-machinery]
-//! AdmissionWebhook` and `ValidatingAdmissionPolicy` specs) against the embedded node.
+//! AdmissionWebhook` and `ValidatingAdmissionPolicy` specs) against the embedded node, or any
+//! cluster through its kubeconfig. `suite.rs` builds the suite (`e2e.test`, `agnhost`,
+//! `kubectl`) and its images into the upstream cache; `conformance/run.rs` is the command.
 //!
 //! This file holds the pure parts, each unit-tested: the default focus and the skips with their
 //! reasons ([`DEFAULT_FOCUS`], [`SKIPS`], [`skip_regex`]), the image names the suite asks for, read
 //! from the module's own `test/utils/image/manifest.go` ([`suite_image`]), the agnhost image's
-//! layout ([`agnhost_spec`]), and the one-line verdict from the suite's JUnit report
-//! ([`Verdict::from_junit`]).
-//!
-//! How far the command itself goes is recorded in docs/conformance.md (issue 39): the `e2e.test`
-//! and `agnhost` builds were measured with plain `go test -c` / `go build` of a wrapper module
-//! made as [`crate::upstream::wrapper`] makes one; the cache entry, the image and the run are not
-//! built yet.
+//! layout ([`agnhost_spec`]), `e2e.test`'s arguments ([`e2e_args`]) and the one-line verdict from
+//! the suite's JUnit report ([`Verdict::from_junit`], with each skipped spec's reason). The
+//! result on this machine: docs/conformance.md.
+
+pub mod run;
+pub mod suite;
 
 use std::path::Path;
 
@@ -95,34 +96,64 @@ pub fn suite_image(manifest_go: &str, path: &str, id: &str) -> anyhow::Result<St
     Ok(format!("{host}/{name}:{version}"))
 }
 
+/// The BusyBox applets the agnhost image links in `/bin` (upstream's image is Alpine, whose
+/// `/bin` is BusyBox): what the selected specs' pods run (`sleep` and `cat` in `[sig-auth]
+/// ValidatingAdmissionPolicy can restrict access by-node`) and a shell's basics.
+pub const BUSYBOX_APPLETS: &[&str] = &[
+    "cat", "echo", "env", "false", "grep", "ls", "mkdir", "ps", "rm", "sh", "sleep", "true",
+];
+
 /// The agnhost image under `reference` (the name and tag the suite asks for, [`suite_image`]), as
-/// upstream's `test/images/agnhost/Dockerfile` sets it up where the admission specs look: the
-/// binary at `/agnhost`, `ENTRYPOINT ["/agnhost"]`, `CMD ["pause"]`, run as root. Upstream's image
-/// is Alpine with network tools for other specs; the admission specs run only its `webhook`
-/// subcommand (`test/e2e/apimachinery/webhook.go`, `deployWebhookAndService`), so the layer holds
-/// the static binary and `/tmp` alone.
-pub fn agnhost_spec(binary: &Path, reference: &str) -> ImageSpec {
+/// upstream's `test/images/agnhost/Dockerfile` sets it up where the specs look: the binary at
+/// `/agnhost`, `ENTRYPOINT ["/agnhost"]`, `CMD ["pause"]`, run as root, and, for the commands
+/// pods of the suite run in it (`sleep`, `cat`), Debian's static BusyBox at `/bin/busybox` with
+/// [`BUSYBOX_APPLETS`] linked to it (upstream's base is Alpine, whose `/bin` is BusyBox; its other
+/// tools, curl, dig, iperf…, serve specs outside the admission focus and are left out).
+pub fn agnhost_spec(binary: &Path, busybox: &Path, reference: &str) -> ImageSpec {
+    let mut entries = vec![
+        Entry::File {
+            path: "agnhost".into(),
+            mode: 0o755,
+            source: Source::Path(binary.to_path_buf()),
+        },
+        Entry::Dir {
+            path: "bin".into(),
+            mode: 0o755,
+        },
+        Entry::File {
+            path: "bin/busybox".into(),
+            mode: 0o755,
+            source: Source::Path(busybox.to_path_buf()),
+        },
+        Entry::Dir {
+            path: "tmp".into(),
+            mode: 0o1777,
+        },
+    ];
+    entries.extend(BUSYBOX_APPLETS.iter().map(|a| Entry::Symlink {
+        path: format!("bin/{a}"),
+        target: "busybox".into(),
+    }));
     ImageSpec {
         reference: reference.to_owned(),
-        entries: vec![
-            Entry::File {
-                path: "agnhost".into(),
-                mode: 0o755,
-                source: Source::Path(binary.to_path_buf()),
-            },
-            Entry::Dir {
-                path: "tmp".into(),
-                mode: 0o1777,
-            },
-        ],
+        entries,
         entrypoint: vec!["/agnhost".into()],
         cmd: vec!["pause".into()],
         env: vec!["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into()],
         user: String::new(),
         created_by:
-            "kca-webhook-lab xtask: k8s.io/kubernetes test/images/agnhost (go build, CGO off)"
+            "kca-webhook-lab xtask: k8s.io/kubernetes test/images/agnhost (go build, CGO off), Debian busybox-static"
                 .into(),
     }
+}
+
+/// One selected spec that did not run, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// The spec's name as the JUnit report gives it (`[It] …`).
+    pub name: String,
+    /// Why: the spec's own skip message, else the reason of the [`SKIPS`] entry it matches.
+    pub reason: String,
 }
 
 /// The verdict of one run of the suite.
@@ -132,33 +163,68 @@ pub struct Verdict {
     pub passed: usize,
     /// Specs that failed (a failure or an error).
     pub failed: usize,
-    /// Specs skipped (by the focus, the skips, or the spec itself).
+    /// Specs the focus selected that did not run (a [`SKIPS`] entry, or the spec skipped itself).
     pub skipped: usize,
     /// The failed specs' names.
     pub failures: Vec<String>,
+    /// The skipped specs, each with its reason.
+    pub skips: Vec<Skipped>,
+    /// The passed specs' names.
+    pub passes: Vec<String>,
+}
+
+/// Why a selected spec named `name` was skipped, from the JUnit `<skipped message>` Ginkgo wrote
+/// (`skipped - <the spec's own reason>` when the spec called `Skip`, plain `skipped` when a filter
+/// left it out): the spec's reason, else the reason of the first [`SKIPS`] entry matching `name`.
+pub fn skip_reason(name: &str, message: &str) -> String {
+    if let Some(own) = message.strip_prefix("skipped - ") {
+        return format!("the spec skipped itself: {}", own.trim());
+    }
+    SKIPS
+        .iter()
+        .find(|s| regex::Regex::new(s.pattern).is_ok_and(|r| r.is_match(name)))
+        .map(|s| format!("{}: {}", s.pattern, s.reason))
+        .unwrap_or_else(|| format!("skipped by Ginkgo ({message})"))
 }
 
 impl Verdict {
-    /// Counts the specs of a JUnit report (Ginkgo's `--ginkgo.junit-report`): the test cases named
-    /// `[It] …`. Ginkgo also reports its suite nodes as test cases (`[SynchronizedBeforeSuite]`,
+    /// Counts the specs of the suite's JUnit report (`<report-dir>/junit_01.xml`): the test cases
+    /// named `[It] …`. The report lists every spec of the suite, so a skipped spec counts only
+    /// when `focus` (the run's `--ginkgo.focus`) selects it: the others were never asked for.
+    /// Ginkgo also reports its suite nodes as test cases (`[SynchronizedBeforeSuite]`,
     /// `[ReportAfterSuite] …`): one of those that failed counts as a failure (a failed set-up fails
     /// the run), one that passed is no spec and is not counted.
     ///
     /// # Errors
-    /// Not JUnit XML.
-    pub fn from_junit(xml: &str) -> anyhow::Result<Verdict> {
-        let r = quick_junit::Report::deserialize_from_str(xml)
+    /// Not JUnit XML, or `focus` not a regular expression.
+    pub fn from_junit(xml: &str, focus: &str) -> anyhow::Result<Verdict> {
+        let focus =
+            regex::Regex::new(focus).with_context(|| format!("focus {focus:?}: not a regex"))?;
+        let r = quick_junit::Report::deserialize_from_str(&without_timestamps(xml))
             .map_err(|e| anyhow::anyhow!("not JUnit XML: {e}"))?;
         let mut v = Verdict::default();
         for s in &r.test_suites {
             for c in &s.test_cases {
-                let spec = c.name.as_str().starts_with("[It] ");
+                let name = c.name.as_str();
+                let spec = name.starts_with("[It] ");
                 match &c.status {
-                    quick_junit::TestCaseStatus::Success { .. } if spec => v.passed += 1,
-                    quick_junit::TestCaseStatus::Skipped { .. } if spec => v.skipped += 1,
+                    quick_junit::TestCaseStatus::Success { .. } if spec => {
+                        v.passed += 1;
+                        v.passes.push(name.to_owned());
+                    }
+                    quick_junit::TestCaseStatus::Skipped { message, .. }
+                        if spec && focus.is_match(name) =>
+                    {
+                        v.skipped += 1;
+                        let message = message.as_ref().map(|m| m.as_str()).unwrap_or("skipped");
+                        v.skips.push(Skipped {
+                            name: name.to_owned(),
+                            reason: skip_reason(name, message),
+                        });
+                    }
                     quick_junit::TestCaseStatus::NonSuccess { .. } => {
                         v.failed += 1;
-                        v.failures.push(c.name.as_str().to_owned());
+                        v.failures.push(name.to_owned());
                     }
                     _ => {}
                 }
@@ -174,7 +240,41 @@ impl Verdict {
             self.passed, self.failed, self.skipped
         )
     }
+
+    /// Whether the run passed: something ran, nothing failed.
+    pub fn ok(&self) -> bool {
+        self.failed == 0 && self.passed > 0
+    }
 }
+
+/// `xml` without its `timestamp="…"` attributes: Ginkgo writes them without a zone
+/// (`2026-12-02T23:07:39`), which the JUnit reader refuses, and the verdict does not read them.
+fn without_timestamps(xml: &str) -> String {
+    regex::Regex::new(r#"\stimestamp="[^"]*""#)
+        .map(|r| r.replace_all(xml, "").into_owned())
+        .unwrap_or_else(|_| xml.to_owned())
+}
+
+/// `e2e.test`'s arguments: the cluster (`--kubeconfig`, `--kubectl-path` of the same release,
+/// `--provider skeleton`: no cloud), the JUnit report (`--report-dir`, which writes
+/// `junit_01.xml`), the specs (`--ginkgo.focus`, `--ginkgo.skip` of [`SKIPS`]), plain output, and
+/// a bound on the whole run (`--ginkgo.timeout`).
+pub fn e2e_args(kubeconfig: &Path, kubectl: &Path, report_dir: &Path, focus: &str) -> Vec<String> {
+    vec![
+        format!("--kubeconfig={}", kubeconfig.display()),
+        format!("--kubectl-path={}", kubectl.display()),
+        "--provider=skeleton".to_owned(),
+        format!("--report-dir={}", report_dir.display()),
+        format!("--ginkgo.focus={focus}"),
+        format!("--ginkgo.skip={}", skip_regex()),
+        "--ginkgo.no-color".to_owned(),
+        format!("--ginkgo.timeout={SUITE_TIMEOUT}"),
+    ]
+}
+
+/// The bound of one run of the suite (`--ginkgo.timeout`): the 29 selected specs of v1.35.8 took
+/// 136 s here (docs/conformance.md); Ginkgo stops the run and reports it when it is reached.
+pub const SUITE_TIMEOUT: &str = "90m";
 
 #[cfg(test)]
 mod tests {
@@ -227,11 +327,15 @@ func initImageConfigs(list RegistryList) (map[ImageID]Config, map[ImageID]Config
         let tmp = tempfile::tempdir().unwrap();
         let bin = tmp.path().join("agnhost");
         std::fs::write(&bin, b"\x7fELF bytes standing for agnhost").unwrap();
+        let busybox = tmp.path().join("busybox");
+        std::fs::write(&busybox, b"\x7fELF bytes standing for busybox").unwrap();
         let reference = suite_image(MANIFEST, "m.go", "Agnhost").unwrap();
         let out = tmp.path().join("agnhost.tar");
-        let w =
-            crate::upstream::images::write_layout_archive(&agnhost_spec(&bin, &reference), &out)
-                .unwrap();
+        let w = crate::upstream::images::write_layout_archive(
+            &agnhost_spec(&bin, &busybox, &reference),
+            &out,
+        )
+        .unwrap();
         let mut files = std::collections::HashMap::new();
         let mut a = tar::Archive::new(std::fs::File::open(&out).unwrap());
         for e in a.entries().unwrap() {
@@ -256,6 +360,92 @@ func initImageConfigs(list RegistryList) (map[ImageID]Config, map[ImageID]Config
             serde_json::json!(["/agnhost"])
         );
         assert_eq!(config["config"]["Cmd"], serde_json::json!(["pause"]));
+        // The one layer: /agnhost, /bin/busybox and `sleep` linked to it (what the sig-auth
+        // spec's pod runs).
+        let manifest_blob = format!(
+            "blobs/sha256/{}",
+            w.manifest_digest.trim_start_matches("sha256:")
+        );
+        let manifest: serde_json::Value = serde_json::from_slice(&files[&manifest_blob]).unwrap();
+        let layer = manifest["layers"][0]["digest"].as_str().unwrap();
+        let layer = &files[&format!("blobs/sha256/{}", layer.trim_start_matches("sha256:"))];
+        let mut t = tar::Archive::new(flate2::read::GzDecoder::new(&layer[..]));
+        let mut links = std::collections::HashMap::new();
+        let mut regular = Vec::new();
+        for e in t.entries().unwrap() {
+            let e = e.unwrap();
+            let name = e.path().unwrap().to_string_lossy().to_string();
+            match e.header().entry_type() {
+                tar::EntryType::Symlink => {
+                    let to = e
+                        .link_name()
+                        .unwrap()
+                        .unwrap()
+                        .to_string_lossy()
+                        .to_string();
+                    links.insert(name, to);
+                }
+                tar::EntryType::Regular => regular.push(name),
+                _ => {}
+            }
+        }
+        assert_eq!(regular, ["agnhost", "bin/busybox"]);
+        assert_eq!(links["bin/sleep"], "busybox");
+        assert_eq!(links.len(), BUSYBOX_APPLETS.len());
+    }
+
+    /// A selected spec skipped by one of [`SKIPS`] carries that entry's reason; one that skipped
+    /// itself carries its own; a run where everything passed is `ok`, one where nothing ran is not.
+    #[test]
+    fn skipped_selected_specs_carry_their_reasons() {
+        let xml = r#"<?xml version="1.0" encoding="UTF-8"?>
+<testsuites tests="4" failures="0" errors="0" disabled="2">
+  <testsuite name="Kubernetes e2e suite" package="/work/r" tests="4" disabled="0" skipped="3" errors="0" failures="0" time="135.4" timestamp="2026-12-02T23:07:39">
+    <testcase name="[It] [sig-api-machinery] AdmissionWebhook [Privileged:ClusterAdmin] should mutate pod and apply defaults after mutation [Conformance]" classname="Kubernetes e2e suite" status="passed" time="9.0"></testcase>
+    <testcase name="[It] [sig-api-machinery] ValidatingAdmissionPolicy [Privileged:ClusterAdmin] [Feature:Foo] does foo" classname="Kubernetes e2e suite" status="skipped" time="0"><skipped message="skipped"></skipped></testcase>
+    <testcase name="[It] [sig-api-machinery] AdmissionWebhook should work across nodes" classname="Kubernetes e2e suite" status="skipped" time="0.1"><skipped message="skipped - Requires at least 2 nodes (not 1)"></skipped></testcase>
+    <testcase name="[It] [sig-node] Pods should be submitted and removed [Conformance]" classname="Kubernetes e2e suite" status="skipped" time="0"><skipped message="skipped"></skipped></testcase>
+  </testsuite>
+</testsuites>"#;
+        let v = Verdict::from_junit(xml, DEFAULT_FOCUS).unwrap();
+        assert_eq!(v.line(), "1 passed, 0 failed, 2 skipped");
+        assert!(v.ok());
+        assert!(
+            v.skips[0].reason.starts_with(r"\[Feature:[^\]]+\]: "),
+            "{:?}",
+            v.skips
+        );
+        assert_eq!(
+            v.skips[1].reason,
+            "the spec skipped itself: Requires at least 2 nodes (not 1)"
+        );
+        let none = Verdict::from_junit(xml, "nothing matches this").unwrap();
+        assert_eq!(none.line(), "1 passed, 0 failed, 0 skipped");
+        assert!(!Verdict::default().ok());
+    }
+
+    #[test]
+    fn the_suite_runs_against_the_given_cluster_with_the_focus_and_skips() {
+        let a = e2e_args(
+            Path::new("/k/config"),
+            Path::new("/c/kubectl"),
+            Path::new("/r"),
+            DEFAULT_FOCUS,
+        );
+        for want in [
+            "--kubeconfig=/k/config",
+            "--kubectl-path=/c/kubectl",
+            "--provider=skeleton",
+            "--report-dir=/r",
+            "--ginkgo.focus=AdmissionWebhook|ValidatingAdmissionPolicy",
+        ] {
+            assert!(a.iter().any(|x| x == want), "{want} missing from {a:?}");
+        }
+        let skip = a
+            .iter()
+            .find_map(|x| x.strip_prefix("--ginkgo.skip="))
+            .unwrap();
+        assert_eq!(skip, skip_regex());
     }
 
     #[test]
@@ -266,7 +456,14 @@ func initImageConfigs(list RegistryList) (map[ImageID]Config, map[ImageID]Config
         assert!(skip.contains(r"\[Disruptive\]") && skip.contains(r"\[Feature:[^\]]+\]"));
         for s in SKIPS {
             assert!(!s.reason.is_empty(), "{}", s.pattern);
+            assert!(regex::Regex::new(s.pattern).is_ok(), "{}", s.pattern);
         }
+        assert!(
+            regex::Regex::new(&skip)
+                .unwrap()
+                .is_match("x [Feature:Foo] y")
+        );
+        assert!(regex::Regex::new(DEFAULT_FOCUS).is_ok());
     }
 
     #[test]
@@ -282,8 +479,12 @@ func initImageConfigs(list RegistryList) (map[ImageID]Config, map[ImageID]Config
     <testcase name="[ReportAfterSuite] Kubernetes e2e suite report" classname="Kubernetes e2e suite" status="passed" time="0"></testcase>
   </testsuite>
 </testsuites>"#;
-        let v = Verdict::from_junit(xml).unwrap();
-        assert_eq!((v.passed, v.failed, v.skipped), (2, 1, 1));
+        let v = Verdict::from_junit(xml, DEFAULT_FOCUS).unwrap();
+        assert_eq!((v.passed, v.failed, v.skipped), (2, 1, 0), "{v:?}");
+        assert_eq!(v.line(), "2 passed, 1 failed, 0 skipped");
+        assert!(!v.ok());
+        // Focused on everything, the storage spec the filter left out counts as skipped.
+        let v = Verdict::from_junit(xml, ".").unwrap();
         assert_eq!(v.line(), "2 passed, 1 failed, 1 skipped");
         assert_eq!(
             v.failures,
@@ -293,8 +494,9 @@ func initImageConfigs(list RegistryList) (map[ImageID]Config, map[ImageID]Config
             r#"name="[SynchronizedBeforeSuite]" classname="Kubernetes e2e suite" status="passed" time="1.0"></testcase>"#,
             r#"name="[SynchronizedBeforeSuite]" classname="Kubernetes e2e suite" status="failed" time="1.0"><failure message="no nodes" type="failed">no nodes</failure></testcase>"#,
         );
-        let v = Verdict::from_junit(&failed_setup).unwrap();
-        assert_eq!(v.line(), "2 passed, 2 failed, 1 skipped");
-        assert!(Verdict::from_junit("not xml").is_err());
+        let v = Verdict::from_junit(&failed_setup, DEFAULT_FOCUS).unwrap();
+        assert_eq!(v.line(), "2 passed, 2 failed, 0 skipped");
+        assert!(Verdict::from_junit("not xml", DEFAULT_FOCUS).is_err());
+        assert!(Verdict::from_junit(xml, "(").is_err());
     }
 }

@@ -15,8 +15,11 @@ use anyhow::Context as _;
 pub struct Program {
     /// File name of the binary, e.g. `kube-apiserver`.
     pub name: &'static str,
-    /// Go package path of its `main` package.
+    /// Go package path of its `main` package, or for a test program the package whose tests it
+    /// is.
     pub package: &'static str,
+    /// A test binary (`go test -c`, as upstream builds `e2e.test`) rather than a `go build`.
+    pub test: bool,
 }
 
 /// Where a `-X` stamp's value comes from.
@@ -79,7 +82,20 @@ pub struct Family {
 }
 
 const fn p(name: &'static str, package: &'static str) -> Program {
-    Program { name, package }
+    Program {
+        name,
+        package,
+        test: false,
+    }
+}
+
+/// A test program: the tests of `package` compiled into one binary (`go test -c`).
+const fn t(name: &'static str, package: &'static str) -> Program {
+    Program {
+        name,
+        package,
+        test: true,
+    }
 }
 
 const fn x(var: &'static str, value: StampValue) -> Stamp {
@@ -142,6 +158,26 @@ pub const KUBERNETES: Family = Family {
             StampValue::Literal("clean"),
         ),
     ],
+    cni: false,
+};
+
+/// Kubernetes' own end-to-end suite and the programs it runs, from the same `k8s.io/kubernetes`
+/// module (wrapper `xtask/upstream/kubernetes-e2e/`): `e2e.test` (`go test -c
+/// k8s.io/kubernetes/test/e2e`, as `hack/lib/golang.sh` builds its test targets, with the same
+/// version stamps as the server programs: the suite reads them), `agnhost` (the suite's webhook
+/// server, `test/images/agnhost`) and `kubectl` (the suite runs `kubectl attach`). Not in
+/// [`FAMILIES`]: only `cargo xtask conformance` builds it (`crate::conformance`).
+pub const KUBERNETES_E2E: Family = Family {
+    name: "kubernetes-e2e",
+    module: K8S,
+    cgo: false,
+    tags: &[],
+    programs: &[
+        t("e2e.test", "k8s.io/kubernetes/test/e2e"),
+        p("agnhost", "k8s.io/kubernetes/test/images/agnhost"),
+        p("kubectl", "k8s.io/kubernetes/cmd/kubectl"),
+    ],
+    stamps: KUBERNETES.stamps,
     cni: false,
 };
 
@@ -537,6 +573,26 @@ mod tests {
         ] {
             assert!(names.contains(&needed), "{needed} missing");
         }
+    }
+
+    #[test]
+    fn the_e2e_family_is_built_only_on_demand_with_the_servers_stamps() {
+        assert!(!FAMILIES.iter().any(|f| f.name == KUBERNETES_E2E.name));
+        assert_eq!(KUBERNETES_E2E.module, KUBERNETES.module);
+        assert_eq!(
+            KUBERNETES_E2E
+                .ldflags(&versions(&[(K8S, "v1.35.8")]))
+                .unwrap(),
+            KUBERNETES.ldflags(&versions(&[(K8S, "v1.35.8")])).unwrap()
+        );
+        let tests: Vec<&str> = KUBERNETES_E2E
+            .programs
+            .iter()
+            .filter(|p| p.test)
+            .map(|p| p.name)
+            .collect();
+        assert_eq!(tests, ["e2e.test"]);
+        assert!(all_programs().all(|(_, p)| !p.test));
     }
 
     #[test]

@@ -46,6 +46,14 @@ pub const WORKFLOWS: &[Package] = &[Package {
     needed_for: "actionlint checks the workflows' `run:` scripts with shellcheck",
 }];
 
+/// What `cargo xtask conformance`'s agnhost image takes from Debian (`crate::conformance`): the
+/// static BusyBox, the `sleep`, `cat` and `sh` that upstream's Alpine-based image has and the
+/// suite's pods run.
+pub const CONFORMANCE: &[Package] = &[Package {
+    name: "busybox-static",
+    needed_for: "the suite's agnhost image carries BusyBox's sleep, cat and sh, as upstream's Alpine image does",
+}];
+
 /// What the completion and man page test parses the generated files with
 /// (`lab/tests/scripting.rs`): the shells of `completion zsh|fish` (bash is always there) and groff.
 pub const SCRIPTING: &[Package] = &[

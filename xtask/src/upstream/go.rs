@@ -11,7 +11,7 @@ use anyhow::Context as _;
 use serde::Deserialize;
 
 use super::cache::{BuiltFamily, Cache, CacheKey};
-use super::components::Family;
+use super::components::{Family, Program};
 use super::prereq::Tools;
 use super::progress::{self, Task};
 use crate::command::{self, pretty as pretty_command};
@@ -214,7 +214,13 @@ pub fn family_key(env: &GoEnv, family: &Family, plan: &FamilyPlan) -> anyhow::Re
         key.file(f, &plan.wrapper.join(f))?;
     }
     for p in family.programs {
-        key.field("program", format!("{} {}", p.name, p.package).as_bytes());
+        // A test program's line says so; a `go build` program's line is as it always was, so
+        // the existing families' keys do not change.
+        let test = if p.test { " (go test -c)" } else { "" };
+        key.field(
+            "program",
+            format!("{} {}{test}", p.name, p.package).as_bytes(),
+        );
     }
     key.field("tags", family.tags_arg().as_bytes())
         .field("ldflags", plan.ldflags.as_bytes())
@@ -277,33 +283,14 @@ pub fn ensure_family(
     fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
     let mut records = Vec::new();
     for prog in family.programs {
-        let out = staging.path().join(prog.name);
-        let mut cmd = env.go(&plan.wrapper, family.cgo_enabled());
-        cmd.args(["build", "-v"]);
-        if !family.tags.is_empty() {
-            cmd.args(["-tags", &family.tags_arg()]);
-        }
-        cmd.args(["-ldflags", &plan.ldflags])
-            .arg("-o")
-            .arg(&out)
-            .arg(prog.package);
-        let log = logs.join(format!("{}.log", prog.name));
-        let detail = match plan.versions.get(family.module) {
-            Some(v) => format!("{} {v}", family.module),
-            None => family.module.to_string(),
-        };
-        let total = package_count(env, &plan.wrapper, family, prog.package);
-        let seconds = run_build(&cmd, prog.name, &detail, &log, total)?;
-        let size = fs::metadata(&out)
-            .with_context(|| format!("go build of {} wrote no {}", prog.name, out.display()))?
-            .len();
-        records.push(serde_json::json!({
-            "program": prog.name,
-            "package": prog.package,
-            "command": pretty_command(&cmd),
-            "seconds": (seconds * 10.0).round() / 10.0,
-            "bytes": size,
-        }));
+        records.push(build_program(
+            env,
+            family,
+            &plan,
+            prog,
+            staging.path(),
+            &logs,
+        )?);
     }
     let record = serde_json::json!({
         "family": family.name,
@@ -325,6 +312,103 @@ pub fn ensure_family(
         dir: dest,
         key: key.hex(),
     })
+}
+
+/// Builds one program of `family` into `dir` (its log under `logs`) and returns its record for
+/// `build.json`. A `go build` program is one `go build -v` (a progress line per package). A test
+/// program ([`Program::test`]) is first its packages, `go build -v` of everything `go list -deps
+/// -test` names (the progress line), then `go test -c` (the test variants and the link).
+fn build_program(
+    env: &GoEnv,
+    family: &Family,
+    plan: &FamilyPlan,
+    prog: &Program,
+    dir: &Path,
+    logs: &Path,
+) -> anyhow::Result<serde_json::Value> {
+    let out = dir.join(prog.name);
+    let detail = match plan.versions.get(family.module) {
+        Some(v) => format!("{} {v}", family.module),
+        None => family.module.to_string(),
+    };
+    let go = |verb: &[&str]| {
+        let mut cmd = env.go(&plan.wrapper, family.cgo_enabled());
+        cmd.args(verb);
+        if !family.tags.is_empty() {
+            cmd.args(["-tags", &family.tags_arg()]);
+        }
+        cmd.args(["-ldflags", &plan.ldflags]);
+        cmd
+    };
+    let mut commands = Vec::new();
+    let mut seconds = 0.0;
+    if prog.test {
+        let deps = test_deps(env, &plan.wrapper, family, prog.package)?;
+        let mut cmd = go(&["build", "-v"]);
+        cmd.args(&deps);
+        let log = logs.join(format!("{}.packages.log", prog.name));
+        let name = format!("{} (packages)", prog.name);
+        seconds += run_build(&cmd, &name, &detail, &log, deps.len())?;
+        commands.push(format!(
+            "go build -v … ({} packages of go list -deps -test)",
+            deps.len()
+        ));
+        let mut cmd = go(&["test", "-c"]);
+        cmd.arg("-o").arg(&out).arg(prog.package);
+        let log = logs.join(format!("{}.log", prog.name));
+        seconds += run_build(&cmd, prog.name, &detail, &log, 0)?;
+        commands.push(pretty_command(&cmd));
+    } else {
+        let mut cmd = go(&["build", "-v"]);
+        cmd.arg("-o").arg(&out).arg(prog.package);
+        let log = logs.join(format!("{}.log", prog.name));
+        let total = package_count(env, &plan.wrapper, family, prog.package);
+        seconds += run_build(&cmd, prog.name, &detail, &log, total)?;
+        commands.push(pretty_command(&cmd));
+    }
+    let size = fs::metadata(&out)
+        .with_context(|| format!("go build of {} wrote no {}", prog.name, out.display()))?
+        .len();
+    Ok(serde_json::json!({
+        "program": prog.name,
+        "package": prog.package,
+        "command": commands.join(" && "),
+        "seconds": (seconds * 10.0).round() / 10.0,
+        "bytes": size,
+    }))
+}
+
+/// The packages a test binary of `package` is made of, without its test variants (`go list -deps
+/// -test`: the lines naming a plain import path; `p [p.test]` and `p.test` are left to `go test
+/// -c`).
+///
+/// # Errors
+/// `go list` fails (its command and output).
+fn test_deps(
+    env: &GoEnv,
+    wrapper: &Path,
+    family: &Family,
+    package: &str,
+) -> anyhow::Result<Vec<String>> {
+    let mut cmd = env.go(wrapper, family.cgo_enabled());
+    cmd.args(["list", "-deps", "-test"]);
+    if !family.tags.is_empty() {
+        cmd.args(["-tags", &family.tags_arg()]);
+    }
+    cmd.arg(package);
+    let out =
+        command::run(cmd).with_context(|| format!("listing the packages of {package}'s tests"))?;
+    Ok(plain_packages(&out.stdout))
+}
+
+/// The lines of `go list -deps -test` that name a package as it is built for any importer: not a
+/// test variant (`p [q.test]`), not the generated test main (`p.test`).
+fn plain_packages(list: &str) -> Vec<String> {
+    list.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.contains(' ') && !l.ends_with(".test"))
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Runs one `go build -v`, showing its progress, logging all output to `log`.
@@ -430,6 +514,15 @@ fn clone_command(cmd: &Command) -> Command {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_test_binarys_packages_leave_out_the_test_variants() {
+        let list = "internal/abi\nk8s.io/kubernetes/test/e2e/framework\nk8s.io/kubernetes/test/e2e [k8s.io/kubernetes/test/e2e.test]\nk8s.io/kubernetes/test/e2e.test\n\n";
+        assert_eq!(
+            plain_packages(list),
+            ["internal/abi", "k8s.io/kubernetes/test/e2e/framework"]
+        );
+    }
 
     #[test]
     fn package_lines_are_told_from_errors() {

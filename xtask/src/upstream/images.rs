@@ -152,7 +152,10 @@ pub fn ensure_images(
     }
     let step = Step::start("Writing the images (pause, Kyverno's five controllers)");
     let staging = cache.staging(&format!("images-{}", key.short()))?;
-    let mut specs = vec![("pause.tar".to_string(), pause_spec(&pause.path))];
+    let mut specs = vec![(
+        "pause.tar".to_string(),
+        pause_spec(&pause.path, PAUSE_IMAGE),
+    )];
     for (repo, binary) in KYVERNO_IMAGES {
         let file = format!("{}.tar", repo.rsplit('/').next().unwrap_or(repo));
         specs.push((
@@ -179,7 +182,11 @@ pub fn ensure_images(
     read_images_json(&index, &dest)
 }
 
-fn read_images_json(path: &Path, dir: &Path) -> anyhow::Result<Vec<ImageArchive>> {
+/// The archives listed in an images entry's `images.json` (paths made absolute under `dir`).
+///
+/// # Errors
+/// The file cannot be read or parsed.
+pub fn read_images_json(path: &Path, dir: &Path) -> anyhow::Result<Vec<ImageArchive>> {
     #[derive(serde::Deserialize)]
     struct Entry {
         reference: String,
@@ -228,13 +235,22 @@ pub enum Entry {
         /// Contents.
         source: Source,
     },
+    /// A symbolic link (mode 0777, as `ln -s` makes it).
+    Symlink {
+        /// Relative path.
+        path: String,
+        /// What it points at, e.g. `busybox`.
+        target: String,
+    },
 }
 
 impl Entry {
     /// The entry's relative path.
     pub fn path(&self) -> &str {
         match self {
-            Entry::Dir { path, .. } | Entry::File { path, .. } => path,
+            Entry::Dir { path, .. } | Entry::File { path, .. } | Entry::Symlink { path, .. } => {
+                path
+            }
         }
     }
 }
@@ -275,9 +291,11 @@ pub struct WrittenImage {
     pub diff_id: String,
 }
 
-fn pause_spec(binary: &Path) -> ImageSpec {
+/// The pause image of `binary` under `reference` (the node's is [`PAUSE_IMAGE`]; another
+/// Kubernetes release's e2e suite may ask for another tag of the same program).
+pub fn pause_spec(binary: &Path, reference: &str) -> ImageSpec {
     ImageSpec {
-        reference: PAUSE_IMAGE.to_string(),
+        reference: reference.to_string(),
         entries: vec![Entry::File {
             path: "pause".into(),
             mode: 0o755,
@@ -453,6 +471,11 @@ pub fn write_layer(entries: &[Entry], out: &Path) -> anyhow::Result<(String, u64
                 let mut h = header(tar::EntryType::Regular, *mode, size);
                 tar.append_data(&mut h, path, data.take(size))
                     .with_context(|| format!("adding {path} to {}", out.display()))?;
+            }
+            Entry::Symlink { path, target } => {
+                let mut h = header(tar::EntryType::Symlink, 0o777, 0);
+                tar.append_link(&mut h, path, target)
+                    .with_context(|| format!("adding {path} -> {target} to {}", out.display()))?;
             }
         }
     }

@@ -322,6 +322,7 @@ mod tests {
                     debian::WORKFLOWS,
                     debian::DIST,
                     debian::SCRIPTING,
+                    debian::CONFORMANCE,
                 ]
                 .concat()
                 .iter()
