@@ -9,6 +9,14 @@
 //! refused) is a row of its own with the error, and the rest go on. A progress line goes to
 //! stderr ([`Progress`]).
 //!
+//! The directories are the students' own, and `grade-many` often runs as root: each is read
+//! through a copy made by descriptor ([`snapshot`]): the path walked from `/` with
+//! `O_DIRECTORY | O_NOFOLLOW` at every component, then its `*.json` files and `evidence/*.json`
+//! opened relative to those fds with `O_NOFOLLOW` (a symlink anywhere is refused, so no file
+//! outside a student's directory reaches a report), each at most [`lab_core::files::JSON_BOUND`]
+//! bytes and at most [`MAX_FILES`] of them, into a private temporary directory graded in its
+//! place (docs/student.md, "Scripts, CI and a class").
+//!
 //! Which lab: `--lab`, else each directory's own (its first readable evidence file), else lab B,
 //! as `grade` does. Exit code: 0 when every row passed, 1 otherwise.
 
@@ -153,6 +161,144 @@ fn unreadable(dir: &Path) -> Option<String> {
     }
 }
 
+/// The most files [`snapshot`] copies from one work directory (its inputs and evidence are about
+/// twenty; more is not a work directory).
+pub const MAX_FILES: usize = 64;
+
+/// Opens `path` as a directory by walking from `/` (or from the current directory for a relative
+/// path) one component at a time with `O_DIRECTORY | O_NOFOLLOW`, so that no symlink on the way
+/// is followed. `..` is refused.
+///
+/// Errors: a text naming the component and why (e.g. `ELOOP`: a symlink).
+fn open_dir_nofollow(path: &Path) -> Result<rustix::fd::OwnedFd, String> {
+    use rustix::fs::{CWD, Mode, OFlags, openat};
+    use std::path::Component;
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let start = if path.is_absolute() { "/" } else { "." };
+    let mut fd = openat(CWD, start, flags, Mode::empty()).map_err(|e| format!("{start}: {e}"))?;
+    let mut walked = PathBuf::from(start);
+    for c in path.components() {
+        match c {
+            Component::RootDir | Component::CurDir => {}
+            Component::Normal(n) => {
+                walked.push(n);
+                fd = openat(&fd, n, flags, Mode::empty()).map_err(|e| {
+                    format!(
+                        "{}: {e} (not followed: a symlink or not a directory)",
+                        walked.display()
+                    )
+                })?;
+            }
+            Component::ParentDir | Component::Prefix(_) => {
+                return Err(format!(
+                    "{}: `..` is not walked; give the directory itself",
+                    path.display()
+                ));
+            }
+        }
+    }
+    Ok(fd)
+}
+
+/// Copies the regular `*.json` files of the open directory `from` (opened relative to it with
+/// `O_NOFOLLOW | O_NONBLOCK`, each at most [`lab_core::files::JSON_BOUND`] bytes) into `to`.
+/// `shown` names the directory in errors; `count` is the running total against [`MAX_FILES`].
+///
+/// Errors: a text naming the file and why (a symlink, not a regular file, too large, too many).
+fn copy_json_files(
+    from: &rustix::fd::OwnedFd,
+    shown: &Path,
+    to: &Path,
+    count: &mut usize,
+) -> Result<(), String> {
+    use rustix::fs::{Mode, OFlags, openat};
+    use std::io::Read;
+    let listing =
+        rustix::fs::Dir::read_from(from).map_err(|e| format!("{}: {e}", shown.display()))?;
+    for entry in listing {
+        let entry = entry.map_err(|e| format!("{}: {e}", shown.display()))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.ends_with(".json") || name.starts_with('.') {
+            continue;
+        }
+        let file_shown = shown.join(&name);
+        *count += 1;
+        if *count > MAX_FILES {
+            return Err(format!(
+                "{}: more than {MAX_FILES} JSON files",
+                shown.display()
+            ));
+        }
+        let flags =
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+        let fd = openat(from, entry.file_name(), flags, Mode::empty()).map_err(|e| {
+            format!(
+                "{}: {e} (not followed: a symlink is refused)",
+                file_shown.display()
+            )
+        })?;
+        let file = std::fs::File::from(fd);
+        let meta = file
+            .metadata()
+            .map_err(|e| format!("{}: {e}", file_shown.display()))?;
+        let bound = lab_core::files::JSON_BOUND;
+        if !meta.is_file() {
+            return Err(format!("{}: not a regular file", file_shown.display()));
+        }
+        if meta.len() > bound {
+            return Err(format!(
+                "{}: {} bytes, more than {bound}",
+                file_shown.display(),
+                meta.len()
+            ));
+        }
+        let mut bytes = Vec::new();
+        file.take(bound + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| format!("{}: {e}", file_shown.display()))?;
+        if bytes.len() as u64 > bound {
+            return Err(format!(
+                "{}: grew past {bound} bytes while read",
+                file_shown.display()
+            ));
+        }
+        std::fs::write(to.join(&name), bytes).map_err(|e| format!("{}: {e}", to.display()))?;
+    }
+    Ok(())
+}
+
+/// A private copy of what grading reads from the work directory `dir` (its `*.json` and
+/// `evidence/*.json`), made by descriptor as the module docs say, in a new temporary directory
+/// (`0700`, removed when the value is dropped). A missing `evidence/` is copied as missing.
+///
+/// Errors: a text for the class table's row: the component or file refused and why.
+fn snapshot(dir: &Path) -> Result<tempfile::TempDir, String> {
+    use rustix::fs::{Mode, OFlags, openat};
+    let root = open_dir_nofollow(dir)?;
+    let copy = tempfile::Builder::new()
+        .prefix(".kca-grade-many-")
+        .tempdir()
+        .map_err(|e| format!("a temporary directory: {e}"))?;
+    let mut count = 0;
+    copy_json_files(&root, dir, copy.path(), &mut count)?;
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    match openat(&root, "evidence", flags, Mode::empty()) {
+        Ok(ev) => {
+            let to = copy.path().join("evidence");
+            std::fs::create_dir(&to).map_err(|e| format!("{}: {e}", to.display()))?;
+            copy_json_files(&ev, &dir.join("evidence"), &to, &mut count)?;
+        }
+        Err(rustix::io::Errno::NOENT) => {}
+        Err(e) => {
+            return Err(format!(
+                "{}: {e} (not followed: a symlink or not a directory)",
+                dir.join("evidence").display()
+            ));
+        }
+    }
+    Ok(copy)
+}
+
 /// The lab of the first readable evidence file of `wd`, else lab B.
 fn lab_of(wd: &Workdir) -> Lab {
     (1..=lab_core::acts::max_count())
@@ -194,7 +340,11 @@ fn grade_one(
     if let Some(e) = unreadable(dir) {
         return Ok(ClassRow::unreadable(&name, &shown, e));
     }
-    let wd = Workdir::new(dir);
+    let copy = match snapshot(dir) {
+        Ok(c) => c,
+        Err(e) => return Ok(ClassRow::unreadable(&name, &shown, e)),
+    };
+    let wd = Workdir::new(copy.path());
     let lab = opts.lab.unwrap_or_else(|| lab_of(&wd));
     let input = GradeInput::load(&wd, lab);
     let grades = grade::grade_all(lab, &input);
@@ -222,6 +372,41 @@ fn grade_one(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A symlink in a student's directory (to a file the student could not read, as root grades
+    /// it) is refused: the row is unreadable and nothing of the target is copied.
+    #[test]
+    fn a_symlinked_evidence_file_is_refused_and_never_read() {
+        let secret = tempfile::tempdir().unwrap();
+        std::fs::write(secret.path().join("01.json"), r#"{"secret": "root-only"}"#).unwrap();
+        let student = tempfile::tempdir().unwrap();
+        std::fs::create_dir(student.path().join("evidence")).unwrap();
+        std::os::unix::fs::symlink(
+            secret.path().join("01.json"),
+            student.path().join("evidence/01.json"),
+        )
+        .unwrap();
+        let e = snapshot(student.path()).unwrap_err();
+        assert!(
+            e.contains("evidence/01.json") && e.contains("symlink"),
+            "{e}"
+        );
+        // The work directory itself reached through a link is refused the same way.
+        let link = secret.path().join("via-link");
+        std::os::unix::fs::symlink(student.path(), &link).unwrap();
+        let e = snapshot(&link).unwrap_err();
+        assert!(e.contains("via-link"), "{e}");
+        // A plain directory is copied: its inputs and evidence, nothing else.
+        let plain = tempfile::tempdir().unwrap();
+        std::fs::create_dir(plain.path().join("evidence")).unwrap();
+        std::fs::write(plain.path().join("scope.json"), "{}").unwrap();
+        std::fs::write(plain.path().join("evidence/01.json"), "{}").unwrap();
+        std::fs::write(plain.path().join("notes.txt"), "x").unwrap();
+        let copy = snapshot(plain.path()).unwrap();
+        assert!(copy.path().join("scope.json").is_file());
+        assert!(copy.path().join("evidence/01.json").is_file());
+        assert!(!copy.path().join("notes.txt").exists());
+    }
 
     #[test]
     fn report_names_are_safe_and_distinct() {
