@@ -30,8 +30,13 @@
 //! over serde_json's own parser (no second JSON parser), wrapped in `serde_path_to_error` for the
 //! JSON path. Every problem comes back as a [`JsonProblem`]: JSON path, expected, found (with the
 //! line and column).
+//!
+//! Memory is bounded like the input: besides the read bound ([`crate::files::JSON_BOUND`], 8 MiB)
+//! and serde_json's nesting limit (128), a document holds at most [`VALUE_BOUND`] values. Without
+//! it 8 MiB of `[[[…]]]` became about 0.8 GB of `Value`s, and two such files aborted `report` under
+//! a 1 GB address-space limit (reliability-proofs-4 N8).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::path::Path;
 
@@ -42,6 +47,12 @@ use crate::error::{InputIssue, LabError};
 
 /// The largest integer magnitude kept exact by an IEEE 754 double: 2^53 − 1 (RFC 7493 §2.2).
 pub const MAX_EXACT_INTEGER: u64 = (1 << 53) - 1;
+
+/// The most JSON values (scalars, arrays and objects, each counted once) one document may hold:
+/// 500 000. The largest file of a recorded real run holds 10 975 (lab A's `evidence/06.json`,
+/// 462 kB, about 42 bytes a value), so an 8 MiB file of that shape holds about 200 000; the worst
+/// case the bound allows (every value a one-element array) is about 80 MB of `Value`s.
+pub const VALUE_BOUND: usize = 500_000;
 
 /// Why a JSON text was refused: where, what was expected, what was found.
 ///
@@ -117,10 +128,14 @@ pub fn parse(bytes: &[u8]) -> Result<Value, JsonProblem> {
         ));
     }
     let problem = RefCell::new(None);
+    let values = Cell::new(0);
     let mut track = serde_path_to_error::Track::new();
     let mut de = serde_json::Deserializer::from_str(text);
-    let result = StrictValue { problem: &problem }
-        .deserialize(serde_path_to_error::Deserializer::new(&mut de, &mut track));
+    let result = StrictValue {
+        problem: &problem,
+        values: &values,
+    }
+    .deserialize(serde_path_to_error::Deserializer::new(&mut de, &mut track));
     let value = match result {
         Ok(v) => v,
         Err(e) => {
@@ -232,6 +247,8 @@ enum Broken {
     Noncharacter { name: Option<String>, c: char },
     /// A number outside ±(2^53−1), as parsed.
     InexactNumber(String),
+    /// The document holds more than [`VALUE_BOUND`] values.
+    TooManyValues,
 }
 
 impl Broken {
@@ -265,6 +282,13 @@ impl Broken {
                     "a number within ±{MAX_EXACT_INTEGER} (2^53−1, exact as an IEEE 754 double; I-JSON, RFC 7493 §2.2)"
                 ),
                 found: format!("{n} {at}"),
+            },
+            Broken::TooManyValues => JsonProblem {
+                json_path: path,
+                expected: format!(
+                    "a document of at most {VALUE_BOUND} JSON values (the reader's memory bound)"
+                ),
+                found: format!("value number {} {at}", VALUE_BOUND + 1),
             },
         }
     }
@@ -305,6 +329,8 @@ fn syntax_problem(path: String, e: &serde_json::Error) -> JsonProblem {
 #[derive(Clone, Copy)]
 struct StrictValue<'p> {
     problem: &'p RefCell<Option<Broken>>,
+    /// Values seen so far in the document (see [`VALUE_BOUND`]).
+    values: &'p Cell<usize>,
 }
 
 impl StrictValue<'_> {
@@ -313,6 +339,7 @@ impl StrictValue<'_> {
             Broken::DuplicateName(n) => format!("duplicate member name {n:?}"),
             Broken::Noncharacter { c, .. } => format!("noncharacter U+{:04X}", *c as u32),
             Broken::InexactNumber(n) => format!("number {n} beyond ±(2^53−1)"),
+            Broken::TooManyValues => format!("more than {VALUE_BOUND} values"),
         };
         self.problem.borrow_mut().get_or_insert(broken);
         E::custom(text)
@@ -339,6 +366,12 @@ impl<'de> DeserializeSeed<'de> for StrictValue<'_> {
     type Value = Value;
 
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        // Counted before the value is built, so a refused document never grows past the bound.
+        let n = self.values.get() + 1;
+        self.values.set(n);
+        if n > VALUE_BOUND {
+            return Err(self.refuse(Broken::TooManyValues));
+        }
         d.deserialize_any(self)
     }
 }

@@ -49,6 +49,10 @@ fn main() {
             a_deeply_nested_input_makes_a_bounded_page,
         ),
         Trial::test(
+            "two_files_of_nested_arrays_at_the_read_bound_are_refused_in_bounded_memory",
+            two_files_of_nested_arrays_at_the_read_bound_are_refused_in_bounded_memory,
+        ),
+        Trial::test(
             "explain_reads_stdin_up_to_its_bound",
             explain_reads_stdin_up_to_its_bound,
         ),
@@ -272,7 +276,7 @@ fn limited(mut cmd: Command) -> Command {
     cmd
 }
 
-/// N8: `report.json` is 1 MiB of 126-deep nested arrays (pretty-printed: ×127). The page embeds
+/// N8: `report.json` is 900 kB of 126-deep nested arrays (pretty-printed: ×127). The page embeds
 /// each file up to its bound with the note naming the whole file: the page stays under 16 MiB
 /// and the report runs within [`MEMORY_LIMIT`] of address space.
 fn a_deeply_nested_input_makes_a_bounded_page() -> Result<(), Failed> {
@@ -281,7 +285,9 @@ fn a_deeply_nested_input_makes_a_bounded_page() -> Result<(), Failed> {
     recorded_b(&work)?;
     let block = format!("{}{}", "[".repeat(126), "]".repeat(126));
     let mut text = String::from("[");
-    while text.len() < (1 << 20) - block.len() - 2 {
+    // 900 kB: about 450 000 values, under the reader's value bound (`json::VALUE_BOUND`), so
+    // the file is read and its page must be cut (pretty-printed it would be about 114 MB).
+    while text.len() < 900_000 {
         text.push_str(&block);
         text.push(',');
     }
@@ -314,6 +320,49 @@ fn a_deeply_nested_input_makes_a_bounded_page() -> Result<(), Failed> {
             "the page is {} bytes (bound {bound}), cut note present: {}",
             page.len(),
             page.contains("cut here")
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// N8, the rest: `report.json` and `recovery.json`, each 8 MiB (the read bound) of 126-deep
+/// nested arrays. Read whole they were about 0.8 GB of values each, and the two aborted `report`
+/// ("memory allocation … failed"). The reader's value bound (`json::VALUE_BOUND`) refuses each
+/// file after 500 000 values: `report` writes its page within [`MEMORY_LIMIT`] of address space,
+/// and the page names the bound for both files.
+fn two_files_of_nested_arrays_at_the_read_bound_are_refused_in_bounded_memory() -> Result<(), Failed>
+{
+    let base = scratch()?;
+    let work = base.join("w");
+    recorded_b(&work)?;
+    let block = format!("{}{}", "[".repeat(126), "]".repeat(126));
+    let blocks = ((8 << 20) - 2) / (block.len() + 1);
+    let text = format!("[{}]", vec![block; blocks].join(","));
+    for file in ["report.json", "recovery.json"] {
+        std::fs::write(work.join(file), &text)?;
+    }
+    let mut cmd = Command::new(lab_bin()?);
+    cmd.args(["--lang", "en", "--lab", "b", "--workdir"])
+        .arg(&work)
+        .arg("report");
+    let (status, out) =
+        tests::run_to_end(limited(cmd), "kca-webhook-lab report").map_err(|e| format!("{e:#}"))?;
+    if !status.success() {
+        return Err(
+            format!("report within {MEMORY_LIMIT} bytes of address space: {status} {out}").into(),
+        );
+    }
+    let page = std::fs::read_to_string(work.join("report.html"))?;
+    let named = page.matches("at most 500000 JSON values").count();
+    println!(
+        "row N8: report.json and recovery.json, {} B each -> report.html {} B, the value bound named {named} times (address space limited to {MEMORY_LIMIT} B)",
+        text.len(),
+        page.len()
+    );
+    if named < 2 {
+        return Err(format!(
+            "the page names the value bound {named} times, expected once per file (2)"
         )
         .into());
     }

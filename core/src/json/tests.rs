@@ -174,3 +174,37 @@ fn value_at_reads_the_paths_push_key_writes() {
     assert_eq!(value_at(&v, "$.a[\"nope\"]"), None);
     assert_eq!(value_at(&v, "a"), None, "not a path");
 }
+
+/// `[0,0,…]` holding `n` values in all (the array itself and `n − 1` zeros).
+fn flat_array_of(n: usize) -> Vec<u8> {
+    let mut text = b"[".to_vec();
+    text.extend(std::iter::repeat_n(&b"0,"[..], n - 1).flatten());
+    *text.last_mut().unwrap() = b']';
+    text
+}
+
+#[test]
+fn a_document_of_exactly_the_value_bound_is_read() {
+    let v = parse(&flat_array_of(VALUE_BOUND)).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), VALUE_BOUND - 1);
+}
+
+#[test]
+fn one_value_past_the_bound_is_refused_with_its_path() {
+    let p = refused(&flat_array_of(VALUE_BOUND + 1));
+    assert_eq!(p.json_path, format!("$[{}]", VALUE_BOUND - 1), "{p}");
+    assert!(p.expected.contains("at most 500000 JSON values"), "{p}");
+    assert!(p.found.contains("value number 500001 at line 1"), "{p}");
+}
+
+/// reliability-proofs-4 N8: 8 MiB of 126-deep `[[…[]…]]` blocks, which used to become about
+/// 0.8 GB of values, is refused (inside the read bound, so the file size alone let it through).
+#[test]
+fn deep_blocks_filling_the_read_bound_are_refused_by_the_value_bound() {
+    let block = format!("{}{}", "[".repeat(126), "]".repeat(126));
+    let blocks = (crate::files::JSON_BOUND as usize - 2) / (block.len() + 1);
+    let text = format!("[{}]", vec![block; blocks].join(","));
+    assert!(text.len() as u64 <= crate::files::JSON_BOUND);
+    let p = refused(text.as_bytes());
+    assert!(p.expected.contains("memory bound"), "{p}");
+}

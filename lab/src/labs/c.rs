@@ -1166,6 +1166,11 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     let a4: Act4Facts = read_facts(&env.workdir, 4)?;
     let healed = crate::faults::heal::recent();
     let mut cri = env.cri().await?;
+    // The act's span starts before its first read that goes into the evidence (the Lease and
+    // the leader's process below): begun after them, a read could fall outside the act by more
+    // than the clock skew allowed (55 ms seen on a loaded machine, 2026-12-03). The recorder
+    // writes nothing until the act ends, so a refusal below still leaves no evidence.
+    let rec = ActRecorder::begin(&env.workdir, LAB, 5)?.with_audit(env);
     let raw_lease = cl
         .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
         .await?;
@@ -1192,7 +1197,7 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
             ),
         });
     }
-    let mut rec = ActRecorder::begin(&env.workdir, LAB, 5)?.with_audit(env);
+    let mut rec = rec;
     rec.input(&loaded);
     rec.raw("lab-mark", &mark);
     rec.raw("healed-earlier-faults", &healed);

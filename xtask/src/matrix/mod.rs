@@ -58,10 +58,12 @@ pub struct MatrixCmd {
     /// Also write the Markdown table into docs/matrix.md (between its markers).
     #[arg(long)]
     write_docs: bool,
-    /// Only rebuild the table from an earlier matrix's artifacts (`target/lab-artifacts/<id>`,
-    /// with its `cells.json`); runs nothing.
-    #[arg(long, value_name = "DIR")]
-    table_from: Option<PathBuf>,
+    /// Only rebuild the table from earlier matrices' artifacts (`target/lab-artifacts/<id>`,
+    /// each with its `cells.json`); runs nothing. Several directories, comma separated, make one
+    /// table of all their runs (e.g. `--lab all --runs 1` and `--lab c --runs 4` of the same
+    /// cells), written into a new `matrix-<id>` directory whose `cells.json` lists them all.
+    #[arg(long, value_name = "DIR,…", value_delimiter = ',')]
+    table_from: Vec<PathBuf>,
 }
 
 /// One cell run recorded in `cells.json`: the pair, the run number and its artifacts.
@@ -106,9 +108,30 @@ pub fn cells(kubernetes: &[String], kyverno: &[String]) -> Result<Vec<Versions>>
 impl MatrixCmd {
     /// Runs the matrix (see the module docs).
     pub fn run(self) -> Result<()> {
-        if let Some(dir) = &self.table_from {
+        if let [dir] = self.table_from.as_slice() {
             let runs: Vec<CellRun> = read_json(&dir.join("cells.json"))?;
             return finish(dir, &runs, self.baseline.as_deref(), self.write_docs);
+        }
+        if !self.table_from.is_empty() {
+            let mut lists = Vec::new();
+            for dir in &self.table_from {
+                lists.push(read_json::<Vec<CellRun>>(&dir.join("cells.json"))?);
+            }
+            let runs = merged_runs(lists);
+            let id = format!("matrix-{}", crate::lab_run::run_id());
+            let dir = crate::cluster::config::repo_root()
+                .join("target")
+                .join("lab-artifacts")
+                .join(&id);
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            write_json(&dir.join("cells.json"), &runs)?;
+            eprintln!(
+                "matrix: {} run(s) of {} matrices listed in {}",
+                runs.len(),
+                self.table_from.len(),
+                dir.join("cells.json").display()
+            );
+            return finish(&dir, &runs, self.baseline.as_deref(), self.write_docs);
         }
         let mut grid = cells(&self.kubernetes, &self.kyverno)?;
         if self.baseline.is_some() {
@@ -199,6 +222,18 @@ impl MatrixCmd {
         }
         finish(&dir, &runs, self.baseline.as_deref(), self.write_docs)
     }
+}
+
+/// The runs of several matrices as one list: in the order given, each pair's runs numbered
+/// 1, 2, … again (so two matrices' `r1` of one pair become runs 1 and 2); each run keeps its own
+/// artifacts directory, labs and errors.
+fn merged_runs(lists: Vec<Vec<CellRun>>) -> Vec<CellRun> {
+    let mut out: Vec<CellRun> = Vec::new();
+    for mut r in lists.into_iter().flatten() {
+        r.run = 1 + out.iter().filter(|x| x.versions == r.versions).count() as u32;
+        out.push(r);
+    }
+    out
 }
 
 /// Builds the table from the runs' artifacts (and the baseline), writes it, and fails per
@@ -700,6 +735,48 @@ mod tests {
             .find(|r| r.id == "c.leader-freeze.timeouts")
             .unwrap();
         assert_eq!(table::spread_text(&sp.figures[0]), "2 of 18 (1 run(s): 2)");
+    }
+
+    #[test]
+    fn merged_matrices_number_each_pairs_runs_again_and_keep_their_artifacts() {
+        let run = |k: &str, n: u32, labs: &[&str]| CellRun {
+            versions: Versions::new(k, "v1.19.1").unwrap(),
+            run: n,
+            dir: PathBuf::from(format!("m/{k}_r{n}_{}", labs.join(""))),
+            labs: labs.iter().map(|l| l.to_string()).collect(),
+            errors: Default::default(),
+        };
+        let all = vec![
+            run("v1.35.8", 1, &["a", "b", "c"]),
+            run("v1.37.2", 1, &["a", "b", "c"]),
+        ];
+        let c_only = vec![
+            run("v1.35.8", 1, &["c"]),
+            run("v1.35.8", 2, &["c"]),
+            run("v1.37.2", 1, &["c"]),
+        ];
+        let merged = merged_runs(vec![all, c_only]);
+        let seen: Vec<(String, u32, String)> = merged
+            .iter()
+            .map(|r| {
+                (
+                    r.versions.kubernetes.clone(),
+                    r.run,
+                    r.dir.display().to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("v1.35.8".into(), 1, "m/v1.35.8_r1_abc".into()),
+                ("v1.37.2".into(), 1, "m/v1.37.2_r1_abc".into()),
+                ("v1.35.8".into(), 2, "m/v1.35.8_r1_c".into()),
+                ("v1.35.8".into(), 3, "m/v1.35.8_r2_c".into()),
+                ("v1.37.2".into(), 2, "m/v1.37.2_r1_c".into()),
+            ]
+        );
+        assert_eq!(merged[2].labs, ["c"]);
     }
 
     #[test]
