@@ -10,6 +10,15 @@
 //!
 //! Paths are `facts.`-rooted, object keys joined by `.`, array items written `[]`; in a pattern
 //! `*` is one segment and `**` any number (zero or more) of segments.
+//!
+//! The mutation test mutates the leaves of each act's `raw[]` records too (issue 35). A raw
+//! leaf's path is rooted at its record and the record's kind, its `what` up to any `:`
+//! (`raw[lease-after].data.spec.holderIdentity`, `raw[request].data.http_status`); raw records
+//! of every kind share the shape `{at, what, data}`, so the kind is what tells one path from
+//! another. [`UNREAD_RAW`] is the second, separate list: the parts of raw records that no rule
+//! reads, because nothing the lab observes is derived from them. The same field of a request
+//! record's raw copy (`raw[request].data` is the facts record verbatim) is covered by the
+//! `**`-rooted entries of [`UNHELD`].
 
 /// One field the graders do not hold, and why it cannot contradict anything.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,8 +141,34 @@ pub const UNHELD: &[Unheld] = &[
     },
 ];
 
-/// Whether the normalized path `path` (`facts.`-rooted) matches the pattern `pattern` ([module
-/// docs](self)). Pure.
+/// The parts of the acts' raw records no rule reads ([module docs](self)): `raw[<kind>]`-rooted
+/// path patterns, each with the sentence that says why nothing the lab observes is derived from
+/// it. Kept short by patterns; an entry is a promise *not* made, as in [`UNHELD`].
+pub const UNREAD_RAW: &[Unheld] = &[
+    Unheld {
+        path: "**.metadata.managedFields.**",
+        why: "the API server's field-ownership bookkeeping of an object (which manager set which field, and when); no rule reads it and no fact is derived from it",
+    },
+    Unheld {
+        path: "**.metadata.resourceVersion",
+        why: "an opaque version string clients must not interpret (Kubernetes API conventions), so no value of it can contradict another observation",
+    },
+    Unheld {
+        path: "**.metadata.generation",
+        why: "the API server's count of an object's spec changes, its own bookkeeping; the spec fields the lab reads are held where they are read",
+    },
+    Unheld {
+        path: "**.metadata.creationTimestamp",
+        why: "stamped by the API server's clock at one-second resolution, which is not the tool's clock on every backend (as the facts' raw_response.metadata.creationTimestamp); no rule reads it, the object's UID is its identity",
+    },
+    Unheld {
+        path: "**.metadata.ownerReferences.**",
+        why: "the owner chain (ReplicaSet, Deployment) the API server keeps for garbage collection; the lab names a pod by its name, UID and labels, none of which is derived from it",
+    },
+];
+
+/// Whether the normalized path `path` (`facts.`- or `raw[<kind>]`-rooted) matches the pattern
+/// `pattern` ([module docs](self)). Pure.
 pub fn matches(pattern: &str, path: &str) -> bool {
     let p: Vec<&str> = segments(pattern);
     let s: Vec<&str> = segments(path);
@@ -174,6 +209,20 @@ pub fn unheld(path: &str) -> Option<&'static Unheld> {
     UNHELD.iter().find(|u| matches(u.path, path))
 }
 
+/// The entry that allows the raw leaf `path` (`raw[<kind>]`-rooted) to change unflagged: the
+/// first entry of [`UNREAD_RAW`] it matches, else the first `**`-rooted entry of [`UNHELD`] (the
+/// same field in a request record's raw copy).
+pub fn unread_raw(path: &str) -> Option<&'static Unheld> {
+    UNREAD_RAW
+        .iter()
+        .find(|u| matches(u.path, path))
+        .or_else(|| {
+            UNHELD
+                .iter()
+                .find(|u| u.path.starts_with("**.") && matches(u.path, path))
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,12 +251,31 @@ mod tests {
             "facts.policy.spec.failurePolicy"
         ));
         assert!(matches("*.uid", "facts.existing.uid"));
+        // Raw paths are rooted at the record's kind; a request record's raw copy meets the
+        // `**` entries.
+        assert!(matches(
+            "**.managedFields.**",
+            "raw[freeze-samples].data[].lease.metadata.managedFields[].time"
+        ));
+        assert!(matches(
+            "raw[healer-report].**",
+            "raw[healer-report].data.pid"
+        ));
+        assert!(!matches(
+            "raw[healer-report].**",
+            "raw[lease-after].data.pid"
+        ));
+        assert_eq!(
+            unread_raw("raw[request].data.raw_response.spec.containers[].image").map(|u| u.path),
+            Some("**.raw_response.spec.**")
+        );
+        assert!(unread_raw("raw[request].data.http_status").is_none());
         assert!(!matches("*.uid", "facts.existing.get.uid"));
     }
 
     #[test]
     fn every_entry_says_why_in_a_sentence() {
-        for u in UNHELD {
+        for u in UNHELD.iter().chain(UNREAD_RAW) {
             assert!(u.why.len() > 40 && !u.why.ends_with('.'), "{u:?}");
         }
     }
