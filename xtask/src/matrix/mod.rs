@@ -106,6 +106,30 @@ pub fn cells(kubernetes: &[String], kyverno: &[String]) -> Result<Vec<Versions>>
 }
 
 impl MatrixCmd {
+    /// `--table-from DIR,DIR,…`: one table of several matrices' runs ([`merged_runs`]), in a
+    /// new `matrix-<id>` directory whose `cells.json` lists them all.
+    fn table_from_several(&self) -> Result<()> {
+        let mut lists = Vec::new();
+        for dir in &self.table_from {
+            lists.push(read_json::<Vec<CellRun>>(&dir.join("cells.json"))?);
+        }
+        let runs = merged_runs(lists);
+        let id = format!("matrix-{}", crate::lab_run::run_id());
+        let dir = crate::cluster::config::repo_root()
+            .join("target")
+            .join("lab-artifacts")
+            .join(&id);
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        write_json(&dir.join("cells.json"), &runs)?;
+        eprintln!(
+            "matrix: {} run(s) of {} matrices listed in {}",
+            runs.len(),
+            self.table_from.len(),
+            dir.join("cells.json").display()
+        );
+        finish(&dir, &runs, self.baseline.as_deref(), self.write_docs)
+    }
+
     /// Runs the matrix (see the module docs).
     pub fn run(self) -> Result<()> {
         if let [dir] = self.table_from.as_slice() {
@@ -113,25 +137,7 @@ impl MatrixCmd {
             return finish(dir, &runs, self.baseline.as_deref(), self.write_docs);
         }
         if !self.table_from.is_empty() {
-            let mut lists = Vec::new();
-            for dir in &self.table_from {
-                lists.push(read_json::<Vec<CellRun>>(&dir.join("cells.json"))?);
-            }
-            let runs = merged_runs(lists);
-            let id = format!("matrix-{}", crate::lab_run::run_id());
-            let dir = crate::cluster::config::repo_root()
-                .join("target")
-                .join("lab-artifacts")
-                .join(&id);
-            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-            write_json(&dir.join("cells.json"), &runs)?;
-            eprintln!(
-                "matrix: {} run(s) of {} matrices listed in {}",
-                runs.len(),
-                self.table_from.len(),
-                dir.join("cells.json").display()
-            );
-            return finish(&dir, &runs, self.baseline.as_deref(), self.write_docs);
+            return self.table_from_several();
         }
         let mut grid = cells(&self.kubernetes, &self.kyverno)?;
         if self.baseline.is_some() {
