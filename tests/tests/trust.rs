@@ -276,6 +276,22 @@ fn limited(mut cmd: Command) -> Command {
     cmd
 }
 
+/// Runs lab B's `report` on `work` within [`MEMORY_LIMIT`] of address space; the page it wrote.
+fn limited_report(work: &Path) -> Result<String, Failed> {
+    let mut cmd = Command::new(lab_bin()?);
+    cmd.args(["--lang", "en", "--lab", "b", "--workdir"])
+        .arg(work)
+        .arg("report");
+    let (status, out) =
+        tests::run_to_end(limited(cmd), "kca-webhook-lab report").map_err(|e| format!("{e:#}"))?;
+    if !status.success() {
+        return Err(
+            format!("report within {MEMORY_LIMIT} bytes of address space: {status} {out}").into(),
+        );
+    }
+    Ok(std::fs::read_to_string(work.join("report.html"))?)
+}
+
 /// N8: `report.json` is 900 kB of 126-deep nested arrays (pretty-printed: ×127). The page embeds
 /// each file up to its bound with the note naming the whole file: the page stays under 16 MiB
 /// and the report runs within [`MEMORY_LIMIT`] of address space.
@@ -294,18 +310,7 @@ fn a_deeply_nested_input_makes_a_bounded_page() -> Result<(), Failed> {
     text.push_str(&block);
     text.push(']');
     std::fs::write(work.join("report.json"), &text)?;
-    let mut cmd = Command::new(lab_bin()?);
-    cmd.args(["--lang", "en", "--lab", "b", "--workdir"])
-        .arg(&work)
-        .arg("report");
-    let (status, out) =
-        tests::run_to_end(limited(cmd), "kca-webhook-lab report").map_err(|e| format!("{e:#}"))?;
-    if !status.success() {
-        return Err(
-            format!("report within {MEMORY_LIMIT} bytes of address space: {status} {out}").into(),
-        );
-    }
-    let page = std::fs::read_to_string(work.join("report.html"))?;
+    let page = limited_report(&work)?;
     println!(
         "row N8: report.json {} B -> report.html {} B (address space limited to {MEMORY_LIMIT} B)",
         text.len(),
@@ -342,18 +347,7 @@ fn two_files_of_nested_arrays_at_the_read_bound_are_refused_in_bounded_memory() 
     for file in ["report.json", "recovery.json"] {
         std::fs::write(work.join(file), &text)?;
     }
-    let mut cmd = Command::new(lab_bin()?);
-    cmd.args(["--lang", "en", "--lab", "b", "--workdir"])
-        .arg(&work)
-        .arg("report");
-    let (status, out) =
-        tests::run_to_end(limited(cmd), "kca-webhook-lab report").map_err(|e| format!("{e:#}"))?;
-    if !status.success() {
-        return Err(
-            format!("report within {MEMORY_LIMIT} bytes of address space: {status} {out}").into(),
-        );
-    }
-    let page = std::fs::read_to_string(work.join("report.html"))?;
+    let page = limited_report(&work)?;
     let named = page.matches("at most 500000 JSON values").count();
     println!(
         "row N8: report.json and recovery.json, {} B each -> report.html {} B, the value bound named {named} times (address space limited to {MEMORY_LIMIT} B)",

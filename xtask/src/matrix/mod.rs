@@ -114,12 +114,7 @@ impl MatrixCmd {
             lists.push(read_json::<Vec<CellRun>>(&dir.join("cells.json"))?);
         }
         let runs = merged_runs(lists);
-        let id = format!("matrix-{}", crate::lab_run::run_id());
-        let dir = crate::cluster::config::repo_root()
-            .join("target")
-            .join("lab-artifacts")
-            .join(&id);
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let (_, dir) = new_matrix_dir()?;
         write_json(&dir.join("cells.json"), &runs)?;
         eprintln!(
             "matrix: {} run(s) of {} matrices listed in {}",
@@ -174,12 +169,7 @@ impl MatrixCmd {
             return Ok(());
         }
         lab::signals::install();
-        let id = format!("matrix-{}", crate::lab_run::run_id());
-        let dir = crate::cluster::config::repo_root()
-            .join("target")
-            .join("lab-artifacts")
-            .join(&id);
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let (id, dir) = new_matrix_dir()?;
         let mut runs = Vec::new();
         for v in &grid {
             for k in 1..=self.runs {
@@ -228,6 +218,17 @@ impl MatrixCmd {
         }
         finish(&dir, &runs, self.baseline.as_deref(), self.write_docs)
     }
+}
+
+/// A new matrix's id (`matrix-<run id>`) and its directory `target/lab-artifacts/<id>`, created.
+fn new_matrix_dir() -> Result<(String, PathBuf)> {
+    let id = format!("matrix-{}", crate::lab_run::run_id());
+    let dir = crate::cluster::config::repo_root()
+        .join("target")
+        .join("lab-artifacts")
+        .join(&id);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok((id, dir))
 }
 
 /// The runs of several matrices as one list: in the order given, each pair's runs numbered
