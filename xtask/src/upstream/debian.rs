@@ -143,6 +143,16 @@ pub fn install_command(packages: &[Package]) -> String {
 /// Not root or not Debian: a message naming each package, what needs it and the command to run.
 /// `apt-get` failing, or a package still not installed after it: the message says which.
 pub fn ensure(wanted: &[Package], whom: &str, recommends: bool) -> Result<(), String> {
+    if missing(wanted).is_empty() {
+        return Ok(());
+    }
+    // One installer at a time in this process: two tests of one binary that need packages run on
+    // two threads, and a second `apt-get update` while the first holds apt's lists lock fails at
+    // once (exit 100; `DPkg::Lock::Timeout` covers dpkg's lock, not the lists lock). The second
+    // then finds the packages installed. CI's run of stop 41 failed on exactly that.
+    let _one = INSTALLING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let missing = missing(wanted);
     if missing.is_empty() {
         return Ok(());
@@ -170,7 +180,7 @@ pub fn ensure(wanted: &[Package], whom: &str, recommends: bool) -> Result<(), St
         "   installing with apt-get, for {whom}: {}\n{list}",
         names.join(" ")
     );
-    apt(&["update", "-qq"])?;
+    update()?;
     let mut args = vec!["install", "-y", "-qq"];
     if !recommends {
         args.push("--no-install-recommends");
@@ -188,6 +198,57 @@ pub fn ensure(wanted: &[Package], whom: &str, recommends: bool) -> Result<(), St
     Ok(())
 }
 
+/// Serialises [`ensure`] within a process.
+static INSTALLING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// How long `apt-get update` is retried while another process (another apt, an unattended
+/// upgrade, a second test binary) holds apt's lists lock: 60 tries, 5 s apart.
+const UPDATE_TRIES: u32 = 60;
+const UPDATE_PAUSE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// `apt-get update`, tried again while apt's lists lock is held by another process (apt does not
+/// wait for that lock itself), at most [`UPDATE_TRIES`] times, saying so on stderr.
+fn update() -> Result<(), String> {
+    let lists_lock = Path::new("/var/lib/apt/lists/lock");
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match apt(&["update", "-qq"]) {
+            Ok(()) => return Ok(()),
+            Err(e) if tries < UPDATE_TRIES && held_by_another(lists_lock) => {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "   {e}; apt's lists lock is held by another process: trying again in {} s \
+                     ({tries} of {UPDATE_TRIES})",
+                    UPDATE_PAUSE.as_secs()
+                );
+                std::thread::sleep(UPDATE_PAUSE);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Whether some process holds a lock on `path`, read from `/proc/locks` by the file's inode
+/// (field 6, `major:minor:inode`), without touching the lock: apt takes its locks with
+/// `fcntl(F_SETLK)`. Unreadable `/proc/locks`: true (most likely a lock; the tries are bounded).
+fn held_by_another(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    let Ok(meta) = std::fs::metadata(path) else {
+        return false;
+    };
+    let Ok(locks) = std::fs::read_to_string("/proc/locks") else {
+        // Cannot tell: try again rather than fail on what is most likely a lock.
+        return true;
+    };
+    let inode = format!(":{}", meta.ino());
+    locks.lines().any(|l| {
+        l.split_whitespace()
+            .nth(5)
+            .is_some_and(|id| id.ends_with(&inode))
+    })
+}
+
 fn apt(args: &[&str]) -> Result<(), String> {
     let status = Command::new("apt-get")
         .args(["-o", "DPkg::Lock::Timeout=600"])
@@ -201,5 +262,28 @@ fn apt(args: &[&str]) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!("apt-get {} failed: {status}", args.join(" ")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::held_by_another;
+
+    /// The check that decides whether `apt-get update` is tried again reads a held lock from
+    /// `/proc/locks`, and a released one as free.
+    #[test]
+    fn a_held_lock_is_seen_and_a_released_one_is_not() {
+        let path = std::env::temp_dir().join(format!("kca-lock-probe-{}", std::process::id()));
+        let file = std::fs::File::create(&path).expect("a file in the temporary directory");
+        assert!(!held_by_another(&path), "nobody holds the lock yet");
+        file.lock().expect("flock on our own file");
+        let held = held_by_another(&path);
+        file.unlock().expect("unlock");
+        let released = held_by_another(&path);
+        drop(file);
+        std::fs::remove_file(&path).expect("removing the probe file");
+        assert!(held, "a held lock is listed in /proc/locks");
+        assert!(!released, "a released lock is not");
+        assert!(!held_by_another(&path), "a missing file is not locked");
     }
 }
