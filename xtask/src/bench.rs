@@ -18,8 +18,9 @@
 //!   Lease holder; Kyverno's own, so it is its own floor). Also kept as **fault facts** (figures
 //!   without a floor, to see how much room the graded bounds leave): lab B's slowest target
 //!   request minus `timeoutSeconds` (`grade::bounds` allows < 1 s) and the first explicit deny
-//!   after resume; lab C's wait for three Ready replicas (act 3), the SIGSTOP → another Lease
-//!   holder and the former leader's settle (act 5), and the scale back (act 7).
+//!   after resume; lab C's SIGSTOP → another Lease holder and the former leader's settle (act 5),
+//!   and the scale back (act 7). Lab C's act 3 wait for three Ready replicas is a window whose
+//!   floor is Kyverno's own time to bring them up (`replicas_ready_after_scale_ms`).
 //! - **Floors**: lab B and lab C act 5/6 → the planned freeze; lab A act 6 → its recorded
 //!   `lease_after_restore_ms`; cluster up → Kyverno's own start, the admission controller pod's
 //!   `creationTimestamp` → its `Ready` condition's `lastTransitionTime` (1 s resolution; a span
@@ -524,6 +525,38 @@ pub fn fault_windows(lab: Lab, evidence: &Path) -> Vec<Window> {
 }
 
 /// A window of `ms` read from `source`, without a floor.
+/// Kyverno's own time to bring up the replicas act 3 asked for: from `facts.scale.scaled_at` to the
+/// latest `Ready` condition (`lastTransitionTime`, 1 s resolution) of the pods in `raw[pods]`
+/// created at or after the scale, in milliseconds. None without those fields or such pods.
+///
+/// It is Kyverno's, not ours: each new pod's `kyverno-pre` init container runs a leader election
+/// (Lease `kyvernopre`, 12 s duration, 2 s retry, never released: it exits inside the callback;
+/// `cmd/kyverno-init/main.go`, `pkg/leaderelection`), and client-go counts a Lease held by another
+/// as valid for its whole duration from when it first saw it (`isLeaseValid`), so the new pods'
+/// inits run one after another, ≈ 14 s each; then the readiness probe (5 s delay, 10 s period).
+/// `docs/lab-c.md`, "What act 3 waits for".
+fn replicas_ready_after_scale_ms(e: &serde_json::Value) -> Option<u64> {
+    let scaled = ts(e, "/facts/scale/scaled_at")?;
+    let scaled_second = scaled.timestamp();
+    let pods = e["raw"].as_array()?.iter().find(|r| r["what"] == "pods")?["data"].as_array()?;
+    let ready = pods
+        .iter()
+        .filter(|p| {
+            ts(p, "/metadata/creationTimestamp").is_some_and(|c| c.timestamp() >= scaled_second)
+        })
+        .map(|p| {
+            p["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|c| c["type"] == "Ready" && c["status"] == "True")
+                .and_then(|c| ts(c, "/lastTransitionTime"))
+        })
+        .collect::<Option<Vec<_>>>()?;
+    let last = ready.into_iter().max()?;
+    Some((last - scaled).num_milliseconds().max(0) as u64)
+}
+
 fn fact(name: String, ms: u64, source: String) -> Window {
     Window {
         name,
@@ -540,14 +573,18 @@ fn fact(name: String, ms: u64, source: String) -> Window {
 /// 7's scale back.
 fn lab_c_windows(evidence: &Path) -> Vec<Window> {
     let mut out = Vec::new();
-    if let Some(ms) = read_evidence(evidence, 3)
-        .and_then(|e| e.pointer("/facts/wait/waited_ms").and_then(|v| v.as_u64()))
+    if let Some(e) = read_evidence(evidence, 3)
+        && let Some(ms) = e.pointer("/facts/wait/waited_ms").and_then(|v| v.as_u64())
     {
-        out.push(fact(
-            "fault fact: act 3 scale to 3 → three Ready replicas and endpoints".into(),
+        out.push(Window {
+            name: "fault window: act 3 scale to 3 → three Ready replicas and endpoints".into(),
             ms,
-            "evidence/03.json facts.wait.waited_ms".into(),
-        ));
+            floor_ms: replicas_ready_after_scale_ms(&e),
+            act_floor_for: Some(3),
+            source: "evidence/03.json facts.wait.waited_ms; floor: facts.scale.scaled_at → the \
+                     last new pod's Ready condition in raw[pods]"
+                .into(),
+        });
     }
     for act in [5u8, 6] {
         let Some(e) = read_evidence(evidence, act) else {
@@ -987,7 +1024,12 @@ mod tests {
                 .find(|x| x.name.starts_with(prefix))
                 .unwrap_or_else(|| panic!("{prefix}: {w:#?}"))
         };
-        assert_eq!(get("fault fact: act 3").ms, 36_678);
+        let f3 = get("fault window: act 3 scale");
+        // scaled_at 23:48:52.397, the last new pod Ready at 23:49:28 (docs/lab-c.md).
+        assert_eq!(
+            (f3.ms, f3.floor_ms, f3.act_floor_for),
+            (36_678, Some(35_603), Some(3))
+        );
         let f5 = get("fault window: act 5 freeze");
         assert_eq!(
             (f5.ms, f5.floor_ms, f5.act_floor_for),
