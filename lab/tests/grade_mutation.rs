@@ -208,7 +208,7 @@ fn siblings(input: &GradeInput, part: &str) -> BTreeMap<String, BTreeSet<String>
     }
     let mut out = BTreeMap::new();
     for doc in input.evidence.values().flatten() {
-        walk(&doc.value[part], "", &mut out);
+        walk(&doc.value()[part], "", &mut out);
     }
     out
 }
@@ -625,7 +625,7 @@ impl<'a> Rewritten<'a> {
                 continue;
             }
             if let Ok(d) = d {
-                objects(&d.value["facts"], &mut out);
+                objects(&d.value()["facts"], &mut out);
             }
         }
         out
@@ -810,14 +810,14 @@ fn run(mut subject: Subject) -> Outcome {
         let mut facts = Vec::new();
         mutants(
             Part::Facts,
-            &original.value["facts"],
+            &original.value()["facts"],
             "/facts",
             "facts",
             &facts_pool,
             &mut facts,
         );
         let mut raw = Vec::new();
-        for (i, r) in original.value["raw"]
+        for (i, r) in original.value()["raw"]
             .as_array()
             .into_iter()
             .flatten()
@@ -834,7 +834,7 @@ fn run(mut subject: Subject) -> Outcome {
             });
             mutants(Part::Raw, r, &pointer, &path, &raw_pool, &mut raw);
         }
-        let consistent = consistent_rewrites(&original.value, &facts_pool);
+        let consistent = consistent_rewrites(original.value(), &facts_pool);
         let mut tallies: BTreeMap<Part, Tally> = BTreeMap::new();
         for m in sample(facts)
             .into_iter()
@@ -846,7 +846,7 @@ fn run(mut subject: Subject) -> Outcome {
                     let r = Rewritten {
                         input: &subject.input,
                         act,
-                        original: &original.value,
+                        original: original.value(),
                         from,
                         to,
                     };
@@ -854,12 +854,11 @@ fn run(mut subject: Subject) -> Outcome {
                 }
                 _ => None,
             };
-            let value = apply(&original.value, &m);
-            let digest = lab::digest::digest_value(&value);
+            let value = apply(original.value(), &m);
             subject
                 .input
                 .evidence
-                .insert(act, Ok(EvidenceDoc { value, digest }));
+                .insert(act, Ok(EvidenceDoc::new(value)));
             let f = grade::grade(subject.lab, act, &subject.input);
             let tally = tallies.entry(m.part).or_default();
             tally.total += 1;

@@ -257,13 +257,57 @@ impl Findings {
     }
 }
 
-/// An evidence file as read: its JSON and canonical digest.
-#[derive(Debug, Clone, PartialEq)]
+/// An evidence file as read: its JSON; its canonical digest and its typed [`Evidence`] are
+/// computed when first asked for and kept ([`EvidenceDoc::digest`], [`EvidenceDoc::evidence`]):
+/// most grades never read the digest, and grading one act reads the other acts' evidence, so a
+/// [`GradeInput`] graded many times (all acts of a lab, a mutation test) parses each file once.
+#[derive(Debug, Clone)]
 pub struct EvidenceDoc {
-    /// The parsed JSON.
-    pub value: serde_json::Value,
-    /// Its canonical digest.
-    pub digest: String,
+    value: serde_json::Value,
+    digest: std::sync::OnceLock<String>,
+    evidence: std::sync::OnceLock<Result<std::sync::Arc<Evidence>, String>>,
+}
+
+impl EvidenceDoc {
+    /// The document of `value`.
+    pub fn new(value: serde_json::Value) -> EvidenceDoc {
+        EvidenceDoc {
+            value,
+            digest: std::sync::OnceLock::new(),
+            evidence: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The parsed JSON. Not changeable in place (the digest and [`Evidence`] kept would go stale):
+    /// a changed document is a new [`EvidenceDoc::new`].
+    pub fn value(&self) -> &serde_json::Value {
+        &self.value
+    }
+
+    /// The JSON read as [`Evidence`] (parsed on the first call), or serde's message why not.
+    pub fn evidence(&self) -> Result<std::sync::Arc<Evidence>, String> {
+        self.evidence
+            .get_or_init(|| {
+                <Evidence as serde::Deserialize>::deserialize(&self.value)
+                    .map(std::sync::Arc::new)
+                    .map_err(|e| e.to_string())
+            })
+            .clone()
+    }
+
+    /// Its canonical digest ([`crate::digest::digest_value`]: lowercase hex SHA-256 of the RFC 8785
+    /// form), computed on the first call.
+    pub fn digest(&self) -> &str {
+        self.digest
+            .get_or_init(|| crate::digest::digest_value(&self.value))
+    }
+}
+
+/// Two documents are equal when their JSON is (the digest is a function of it).
+impl PartialEq for EvidenceDoc {
+    fn eq(&self, other: &EvidenceDoc) -> bool {
+        self.value == other.value
+    }
 }
 
 /// Everything a grader may look at: the lab's input files and evidence files, as read.
@@ -299,10 +343,7 @@ impl GradeInput {
                         crate::json::ReadError::Io(e) => e.to_string(),
                         crate::json::ReadError::NotFound => "not found".to_owned(),
                     })
-                    .map(|value| EvidenceDoc {
-                        digest: crate::digest::digest_value(&value),
-                        value,
-                    });
+                    .map(EvidenceDoc::new);
                 gi.evidence.insert(act, v);
             }
         }
@@ -313,7 +354,7 @@ impl GradeInput {
     pub fn digests(&self) -> BTreeMap<u8, String> {
         self.evidence
             .iter()
-            .filter_map(|(a, d)| d.as_ref().ok().map(|d| (*a, d.digest.clone())))
+            .filter_map(|(a, d)| d.as_ref().ok().map(|d| (*a, d.digest().to_owned())))
             .collect()
     }
 }
@@ -393,8 +434,6 @@ pub(crate) struct G<'a> {
     findings: Vec<Finding>,
     notes: Vec<Finding>,
     reported: BTreeSet<(Code, String)>,
-    /// Evidence already deserialized by [`G::evidence`] (the checks still run on every call).
-    parsed: BTreeMap<u8, Result<Evidence, String>>,
     /// Set by [`check_report`]: act 8's graders compare the report's words only (act 8's own
     /// evidence is not needed: `check` runs before act 8 too).
     pub(crate) report_only: bool,
@@ -418,7 +457,6 @@ impl<'a> G<'a> {
             findings: Vec::new(),
             notes: Vec::new(),
             reported: BTreeSet::new(),
-            parsed: BTreeMap::new(),
             report_only: false,
             words: Vec::new(),
         }
@@ -480,7 +518,7 @@ impl<'a> G<'a> {
     }
 
     /// The evidence of `act` (checked: present, parsable, this lab and act, completed, inputs unchanged).
-    pub(crate) fn evidence(&mut self, act: u8) -> Option<Evidence> {
+    pub(crate) fn evidence(&mut self, act: u8) -> Option<std::sync::Arc<Evidence>> {
         let name = ev_name(act);
         self.checks += 1;
         let doc = match self.input.evidence.get(&act) {
@@ -494,14 +532,8 @@ impl<'a> G<'a> {
             }
             Some(Ok(doc)) => doc,
         };
-        let parsed = self
-            .parsed
-            .entry(act)
-            .or_insert_with(|| {
-                serde_json::from_value::<Evidence>(doc.value.clone()).map_err(|e| e.to_string())
-            })
-            .clone();
-        let ev: Evidence = match parsed {
+        let parsed = doc.evidence();
+        let ev: std::sync::Arc<Evidence> = match parsed {
             Ok(ev) => ev,
             Err(e) => {
                 self.flag(Code::EvidenceInvalid, name, e);

@@ -10,6 +10,7 @@
 //! derived from).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
 
 use serde_json::Value;
 
@@ -632,48 +633,60 @@ pub(crate) fn request_labels_are_the_tools_two_pods(
 /// request records (their GET's and answer's UIDs carry the record's name), a webhook
 /// registration's configuration, act 1's namespaces, lab B's frozen pod. The audit and metrics
 /// records are skipped (their own rules hold them).
-fn named_uids(v: &Value, path: &str, out: &mut Vec<(String, String, String)>) {
-    let mut push = |uid: Option<&str>, name: Option<&str>, at: String| {
+fn named_uids(v: &Value, path: &mut String, out: &mut Vec<(String, String, String)>) {
+    // `path` is one buffer, grown and cut back on the way down: a path is formatted only for a
+    // UID found, not for every node walked (this rule reads the whole lab's facts on every grade).
+    let mut push = |uid: Option<&str>, name: Option<&str>, path: &str, at: &str| {
         if let (Some(u), Some(n)) = (uid, name)
             && !u.is_empty()
             && !n.is_empty()
         {
-            out.push((u.to_owned(), n.to_owned(), at));
+            out.push((u.to_owned(), n.to_owned(), format!("{path}{at}")));
         }
     };
     match v {
         Value::Object(m) => {
             let name = m.get("name").and_then(|x| x.as_str());
-            push(
-                m.get("uid").and_then(|x| x.as_str()),
-                name,
-                format!("{path}.uid"),
-            );
-            push(text(v, "/get/uid"), name, format!("{path}.get.uid"));
+            push(m.get("uid").and_then(|x| x.as_str()), name, path, ".uid");
+            let field = |outer: &str, inner: &str| {
+                m.get(outer)
+                    .and_then(|o| o.get(inner))
+                    .and_then(|x| x.as_str())
+            };
+            push(field("get", "uid"), name, path, ".get.uid");
             push(
                 m.get("configuration_uid").and_then(|x| x.as_str()),
                 m.get("configuration").and_then(|x| x.as_str()),
-                format!("{path}.configuration_uid"),
+                path,
+                ".configuration_uid",
             );
             push(
-                text(v, "/identity/pod_uid"),
+                field("identity", "pod_uid"),
                 m.get("pod_name").and_then(|x| x.as_str()),
-                format!("{path}.identity.pod_uid"),
+                path,
+                ".identity.pod_uid",
             );
             if let Some(Value::Object(ns)) = m.get("namespaces") {
                 for (n, u) in ns {
-                    push(u.as_str(), Some(n), format!("{path}.namespaces.{n}"));
+                    push(u.as_str(), Some(n), path, &format!(".namespaces.{n}"));
                 }
             }
             for (k, x) in m {
                 if !matches!(k.as_str(), "admission_audit" | "admission_metrics") {
-                    named_uids(x, &format!("{path}.{k}"), out);
+                    let len = path.len();
+                    path.push('.');
+                    path.push_str(k);
+                    named_uids(x, path, out);
+                    path.truncate(len);
                 }
             }
         }
         Value::Array(a) => {
             for (i, x) in a.iter().enumerate() {
-                named_uids(x, &format!("{path}[{i}]"), out);
+                let len = path.len();
+                let _ = write!(path, "[{i}]");
+                named_uids(x, path, out);
+                path.truncate(len);
             }
         }
         _ => {}
@@ -692,7 +705,7 @@ pub(crate) fn one_uid_one_object(g: &mut G) {
         let Ok(doc) = doc else { continue };
         let facts = doc.value.get("facts").unwrap_or(&Value::Null);
         let mut found = Vec::new();
-        named_uids(facts, &format!("{} facts", ev_name(*act)), &mut found);
+        named_uids(facts, &mut format!("{} facts", ev_name(*act)), &mut found);
         if *act == g.act {
             mine.extend(found.iter().cloned());
         }
@@ -755,8 +768,7 @@ mod tests {
         for (name, text) in files {
             let value: Value = serde_json::from_str(text).unwrap();
             if let Ok(act) = name.parse::<u8>() {
-                let digest = crate::digest::digest_value(&value);
-                gi.evidence.insert(act, Ok(EvidenceDoc { value, digest }));
+                gi.evidence.insert(act, Ok(EvidenceDoc::new(value)));
             } else {
                 gi.inputs
                     .insert(InputFile::from_name(lab, &name).unwrap(), Ok(value));
@@ -806,7 +818,9 @@ mod tests {
         let Some(Ok(doc)) = gi.evidence.get_mut(&act) else {
             panic!("act {act}")
         };
-        edit(&mut doc.value);
+        let mut value = doc.value().clone();
+        edit(&mut value);
+        *doc = EvidenceDoc::new(value);
         grade(lab, act, &gi)
     }
 

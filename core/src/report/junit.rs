@@ -51,7 +51,7 @@ pub fn suite(
     }
     for act in grades.iter().map(|g| g.act) {
         let doc = input.evidence.get(&act);
-        let value = doc.and_then(|d| d.as_ref().ok()).map(|d| &d.value);
+        let value = doc.and_then(|d| d.as_ref().ok()).map(|d| d.value());
         let status = if let Some(e) = act_errors.get(&act) {
             failure(format!("act {act} failed"), Some(e.clone()))
         } else {

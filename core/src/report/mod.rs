@@ -58,7 +58,7 @@ fn facts(input: &GradeInput, act: u8) -> &Value {
         .evidence
         .get(&act)
         .and_then(|d| d.as_ref().ok())
-        .map(|d| &d.value["facts"])
+        .map(|d| &d.value()["facts"])
         .unwrap_or(&NULL)
 }
 
@@ -1019,16 +1019,16 @@ fn act_rows(input: &GradeInput, g: &Findings, lang: Lang) -> Markup {
                 None => { td class="none" { (tx::MISSING.get(lang)) } td {} }
                 Some(Err(e)) => { td class="fail" { (tx::UNREADABLE.get(lang)) ": " (e) } td {} }
                 Some(Ok(doc)) => {
-                    td { (status_word(doc.value["status"].as_str().unwrap_or("?"), lang))
-                         @if let Some(i) = doc.value["interruption"].as_str() { br; span class="fail" { (i) } } }
-                    td class="mono ts" { (doc.value["started_at"].as_str().unwrap_or("?")) br; (doc.value["finished_at"].as_str().unwrap_or("?")) }
+                    td { (status_word(doc.value()["status"].as_str().unwrap_or("?"), lang))
+                         @if let Some(i) = doc.value()["interruption"].as_str() { br; span class="fail" { (i) } } }
+                    td class="mono ts" { (doc.value()["started_at"].as_str().unwrap_or("?")) br; (doc.value()["finished_at"].as_str().unwrap_or("?")) }
                 }
             }
             td { (verdict(g, lang)) }
             td class="mono" {
                 @if let Some(Ok(doc)) = input.evidence.get(&act) {
-                    "evidence/" (format!("{act:02}")) ".json " (doc.digest)
-                    @if let Some(m) = doc.value["inputs"].as_object() {
+                    "evidence/" (format!("{act:02}")) ".json " (doc.digest())
+                    @if let Some(m) = doc.value()["inputs"].as_object() {
                         @for (file, d) in m { br; (file) " " (d.as_str().unwrap_or("?")) }
                     }
                 }
@@ -1151,9 +1151,9 @@ fn raw_section(input: &GradeInput, lang: Lang) -> Markup {
         @for (act, doc) in &input.evidence {
             details data-raw=(act) id=(evidence_anchor(*act)) {
                 summary class="mono" { "evidence/" (format!("{act:02}")) ".json"
-                    @if let Ok(d) = doc { " · " (d.digest) } }
+                    @if let Ok(d) = doc { " · " (d.digest()) } }
                 pre { @match doc {
-                    Ok(d) => (embedded(&d.value, &format!("evidence/{act:02}.json"), lang)),
+                    Ok(d) => (embedded(d.value(), &format!("evidence/{act:02}.json"), lang)),
                     Err(e) => (e),
                 } }
             }

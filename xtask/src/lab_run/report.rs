@@ -127,7 +127,7 @@ pub fn write_run_files(run_dir: &Path) -> Result<()> {
                 .evidence
                 .get(&act)
                 .and_then(|d| d.as_ref().ok())
-                .map(|d| d.value["facts"].clone())
+                .map(|d| d.value()["facts"].clone())
                 .unwrap_or(serde_json::Value::Null)
         };
         let mut links = vec![(
