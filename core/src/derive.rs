@@ -55,13 +55,18 @@ fn err(pointer: &str, expected: impl Into<String>) -> DeriveError {
     }
 }
 
-/// The object itself, or [`DeriveError`] naming `what` when `raw` is no JSON object.
-fn object<'v>(raw: &'v Value, what: &'static str) -> Result<&'v Value, DeriveError> {
-    if raw.is_object() {
-        Ok(raw)
-    } else {
-        Err(err("", what))
+/// The object itself when `raw` is a JSON object of `kind` in `api_version` (as the client
+/// serializes every object it read, list items too); else [`DeriveError`] naming it.
+fn object<'v>(raw: &'v Value, api_version: &str, kind: &str) -> Result<&'v Value, DeriveError> {
+    if !raw.is_object() {
+        return Err(err("", format!("a {kind} object")));
     }
+    for (pointer, want) in [("/apiVersion", api_version), ("/kind", kind)] {
+        if raw.pointer(pointer).and_then(Value::as_str) != Some(want) {
+            return Err(err(pointer, format!("{want:?}")));
+        }
+    }
+    Ok(raw)
 }
 
 /// The string at `pointer` (absent or `null`: `None`).
@@ -92,7 +97,7 @@ fn count(raw: &Value, pointer: &str) -> Result<Option<u32>, DeriveError> {
 ///
 /// Errors: [`DeriveError`] when `raw` is no object or one of those fields has another type.
 pub fn deployment(raw: &Value) -> Result<DeploymentFacts, DeriveError> {
-    let d = object(raw, "a Deployment object")?;
+    let d = object(raw, "apps/v1", "Deployment")?;
     Ok(DeploymentFacts {
         namespace: string(d, "/metadata/namespace")?.unwrap_or_default(),
         name: string(d, "/metadata/name")?.unwrap_or_default(),
@@ -132,7 +137,7 @@ pub fn lease(raw: &Value, at: String) -> Result<LeaseFacts, DeriveError> {
             at,
         });
     }
-    let l = object(raw, "a Lease object or null")?;
+    let l = object(raw, "coordination.k8s.io/v1", "Lease")?;
     Ok(LeaseFacts {
         namespace: string(l, "/metadata/namespace")?.unwrap_or_default(),
         name: string(l, "/metadata/name")?.unwrap_or_default(),
@@ -164,7 +169,7 @@ pub const LEASE_SOURCES: &[Source] = &[
 ///
 /// Errors: [`DeriveError`] when `raw` is no object or one of those fields has another type.
 pub fn pod(raw: &Value, at: String) -> Result<PodObservation, DeriveError> {
-    let p = object(raw, "a Pod object")?;
+    let p = object(raw, "v1", "Pod")?;
     let restart_count = match p.pointer("/status/containerStatuses") {
         None | Some(Value::Null) => None,
         Some(Value::Array(cs)) => {
@@ -214,7 +219,11 @@ pub fn registration(
     webhook: &str,
     observed_at: String,
 ) -> Result<WebhookFacts, DeriveError> {
-    let cfg = object(raw, "a ValidatingWebhookConfiguration object")?;
+    let cfg = object(
+        raw,
+        "admissionregistration.k8s.io/v1",
+        "ValidatingWebhookConfiguration",
+    )?;
     let hooks = match cfg.get("webhooks") {
         None | Some(Value::Null) => &[][..],
         Some(Value::Array(a)) => a.as_slice(),
@@ -278,27 +287,80 @@ pub const REGISTRATION_SOURCES: &[Source] = &[
     ("observed_at", ""),
 ];
 
+/// Act 1's `lab_mark` from the raw `lab-mark` record (the tool's read of the lab mark ConfigMap,
+/// `{"Ok": {"object", "uid", "data"}}`, or `{"Err": "<why>"}` when it could not be read): the
+/// text `ConfigMap <namespace>/<name> mark=<data.mark>`, or `None` for an unreadable mark.
+///
+/// Errors: [`DeriveError`] when `raw` is neither, or `Ok` lacks `object` or `data.mark` as strings.
+pub fn lab_mark(raw: &Value) -> Result<Option<String>, DeriveError> {
+    if raw.get("Err").is_some() {
+        return Ok(None);
+    }
+    if raw.get("Ok").is_none() {
+        return Err(err("", "a lab mark read ({\"Ok\": …} or {\"Err\": …})"));
+    }
+    let key = crate::rules::common::MARK_KEY;
+    let object = string(raw, "/Ok/object")?.ok_or_else(|| err("/Ok/object", "a string"))?;
+    let value =
+        string(raw, &format!("/Ok/data/{key}"))?.ok_or_else(|| err("/Ok/data/mark", "a string"))?;
+    Ok(Some(format!("ConfigMap {object} {key}={value}")))
+}
+
+/// Where [`lab_mark`]'s fact comes from (act 1's `lab_mark`).
+pub const LAB_MARK_SOURCES: &[Source] = &[("lab_mark", "Ok")];
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
 
+    /// `v` (an object) as the client serializes an object of `kind` in `api_version`.
+    fn of(api_version: &str, kind: &str, mut v: Value) -> Value {
+        v["apiVersion"] = json!(api_version);
+        v["kind"] = json!(kind);
+        v
+    }
+
+    fn dep(v: Value) -> Value {
+        of("apps/v1", "Deployment", v)
+    }
+
+    fn lease_of(v: Value) -> Value {
+        of("coordination.k8s.io/v1", "Lease", v)
+    }
+
+    fn pod_of(v: Value) -> Value {
+        of("v1", "Pod", v)
+    }
+
+    fn cfg_of(v: Value) -> Value {
+        of(
+            "admissionregistration.k8s.io/v1",
+            "ValidatingWebhookConfiguration",
+            v,
+        )
+    }
+
     #[test]
     fn deployment_applies_the_api_servers_defaults_and_refuses_other_types() {
-        let d = deployment(
-            &json!({"metadata": {"name": "k", "namespace": "kyverno", "uid": "u"},
-            "spec": {}, "status": {}}),
-        )
-        .unwrap();
+        let meta = json!({"name": "k", "namespace": "kyverno", "uid": "u"});
+        let d = deployment(&dep(json!({"metadata": meta, "spec": {}, "status": {}}))).unwrap();
         assert_eq!((d.replicas, d.ready_replicas), (1, 0));
-        let d = deployment(&json!({"spec": {"replicas": 3}, "status": {"readyReplicas": 2}}));
+        let d = deployment(&dep(
+            json!({"spec": {"replicas": 3}, "status": {"readyReplicas": 2}}),
+        ));
         assert_eq!(d.map(|d| (d.replicas, d.ready_replicas)), Ok((3, 2)));
         assert_eq!(
-            deployment(&json!({"spec": {"replicas": "3"}})).unwrap_err(),
+            deployment(&dep(json!({"spec": {"replicas": "3"}}))).unwrap_err(),
             err("/spec/replicas", "an int32")
         );
         assert!(deployment(&json!([])).is_err());
+        assert!(deployment(&json!({"spec": {"replicas": 3}})).is_err());
+        assert_eq!(
+            deployment(&of("apps/v1", "StatefulSet", json!({}))).unwrap_err(),
+            err("/kind", "\"Deployment\"")
+        );
     }
 
     #[test]
@@ -310,9 +372,11 @@ mod tests {
         );
         assert_eq!(l.holder, None);
         let l = lease(
-            &json!({"metadata": {"name": "kyverno", "namespace": "kyverno"},
+            &lease_of(
+                json!({"metadata": {"name": "kyverno", "namespace": "kyverno"},
                 "spec": {"holderIdentity": "p", "leaseTransitions": 2,
                     "acquireTime": "2026-11-30T19:47:01.123456Z"}}),
+            ),
             "t".into(),
         )
         .unwrap();
@@ -328,31 +392,54 @@ mod tests {
     #[test]
     fn pod_sums_its_containers_restarts() {
         let p = pod(
-            &json!({"metadata": {"name": "p", "namespace": "n", "uid": "u"},
+            &pod_of(
+                json!({"metadata": {"name": "p", "namespace": "n", "uid": "u"},
                 "status": {"phase": "Running", "containerStatuses": [
                     {"restartCount": 1}, {"restartCount": 2}]}}),
+            ),
             "t".into(),
         )
         .unwrap();
         assert_eq!((p.exists, p.restart_count), (true, Some(3)));
-        let p = pod(&json!({"metadata": {"name": "p"}}), "t".into()).unwrap();
+        let p = pod(&pod_of(json!({"metadata": {"name": "p"}})), "t".into()).unwrap();
         assert_eq!((p.phase, p.restart_count), (None, None));
-        assert!(pod(&json!({"status": {"containerStatuses": {}}}), "t".into()).is_err());
+        let bad = pod_of(json!({"status": {"containerStatuses": {}}}));
+        assert!(pod(&bad, "t".into()).is_err());
     }
 
     #[test]
     fn registration_is_the_named_webhook_with_the_api_servers_defaults() {
-        let cfg = json!({"metadata": {"name": "cfg", "uid": "u"}, "webhooks": [
+        let cfg = cfg_of(
+            json!({"metadata": {"name": "cfg", "uid": "u"}, "webhooks": [
             {"name": "other", "failurePolicy": "Ignore", "sideEffects": "None"},
             {"name": "vpol", "sideEffects": "NoneOnDryRun", "rules": [],
-             "clientConfig": {"service": {"namespace": "kyverno", "name": "kyverno-svc"}}}]});
+             "clientConfig": {"service": {"namespace": "kyverno", "name": "kyverno-svc"}}}]}),
+        );
         let w = registration(&cfg, "vpol", "t".into()).unwrap();
         assert_eq!((w.failure_policy.as_str(), w.timeout_seconds), ("Fail", 10));
         assert_eq!(w.service.map(|s| s.port), Some(443));
         assert_eq!((w.rules, w.object_selector), (json!([]), Value::Null));
         assert_eq!(w.configuration_uid.as_deref(), Some("u"));
         assert!(registration(&cfg, "absent", "t".into()).is_err());
-        assert!(registration(&json!({"webhooks": {}}), "vpol", "t".into()).is_err());
+        let not_a_list = cfg_of(json!({"webhooks": {}}));
+        assert!(registration(&not_a_list, "vpol", "t".into()).is_err());
+    }
+
+    #[test]
+    fn lab_mark_names_the_configmap_and_its_value() {
+        let m = lab_mark(
+            &json!({"Ok": {"object": "kube-system/kca-webhook-lab", "uid": "u",
+            "data": {"mark": "kca-webhook-lab/v1"}}}),
+        );
+        assert_eq!(
+            m,
+            Ok(Some(
+                "ConfigMap kube-system/kca-webhook-lab mark=kca-webhook-lab/v1".into()
+            ))
+        );
+        assert_eq!(lab_mark(&json!({"Err": "no lab mark"})), Ok(None));
+        assert!(lab_mark(&json!({"Ok": {"object": "x", "data": {}}})).is_err());
+        assert!(lab_mark(&json!(null)).is_err());
     }
 
     #[test]
@@ -363,7 +450,7 @@ mod tests {
             n.sort();
             n
         };
-        let d = deployment(&json!({})).unwrap();
+        let d = deployment(&dep(json!({}))).unwrap();
         assert_eq!(
             fields(serde_json::to_value(d).unwrap()),
             names(DEPLOYMENT_SOURCES)
@@ -373,16 +460,14 @@ mod tests {
             fields(serde_json::to_value(l).unwrap()),
             names(LEASE_SOURCES)
         );
-        let mut p = pod(&json!({}), "t".into()).unwrap();
+        let mut p = pod(&pod_of(json!({})), "t".into()).unwrap();
         p.restart_count = Some(0);
         assert_eq!(fields(serde_json::to_value(p).unwrap()), names(POD_SOURCES));
-        let cfg = json!({"webhooks": [{"name": "w", "clientConfig": {"service": {}}}]});
+        let cfg = cfg_of(json!({"webhooks": [{"name": "w", "clientConfig": {"service": {}}}]}));
         let mut w = registration(&cfg, "w", "t".into()).unwrap();
-        (w.configuration_uid, w.url, w.match_policy) = (
-            Some(String::new()),
-            Some(String::new()),
-            Some(String::new()),
-        );
+        w.configuration_uid = Some(String::new());
+        w.url = Some(String::new());
+        w.match_policy = Some(String::new());
         assert_eq!(
             fields(serde_json::to_value(w).unwrap()),
             names(REGISTRATION_SOURCES)

@@ -75,38 +75,33 @@ fn fields_agree(g: &mut G, subject: &str, what: &str, pairs: &[(&str, Value, Val
 // ---------------------------------------------------------------------------------------------
 // Act 1.
 
-/// Act 1's lab mark and node are the mark ConfigMap read with them (raw `lab-mark`): the
-/// `lab_mark` text names the ConfigMap and its value (`ConfigMap <ns>/<name> mark=<value>`), the
-/// value is the tool's ([`crate::rules::common::MARK_VALUE`]), and the node the mark was written
-/// for (`data.node`, `data.nodeUID`) is the node act 1 recorded. An unreadable mark (`Err`)
-/// means no `lab_mark`. Flags [`Code::RawMismatch`] / [`Code::ObservationMissing`].
+/// Act 1's lab mark and node are the mark ConfigMap read with them (raw `lab-mark`): `lab_mark`
+/// is the text [`derive::lab_mark`] derives from the read ([`fact_is_derived_from_raw`]), the
+/// mark read holds the tool's value ([`crate::rules::common::MARK_VALUE`]), and the node the
+/// mark was written for (`data.node`, `data.nodeUID`) is the node act 1 recorded. Flags
+/// [`Code::RawMismatch`] / [`Code::ObservationMissing`].
 pub(crate) fn lab_mark_is_the_marks_configmap(g: &mut G, ev: &Evidence, f: &facts::Act1Facts) {
     let s = "evidence/01.json facts.lab_mark";
     let Some(raw) = required_raw(g, ev, "lab-mark", s) else {
         return;
     };
+    fact_is_derived_from_raw(
+        g,
+        "evidence/01.json facts",
+        &serde_json::json!({"lab_mark": f.lab_mark}),
+        "evidence/01.json raw[lab-mark].data",
+        derive::lab_mark(raw).map(|m| serde_json::json!({"lab_mark": m})),
+        derive::LAB_MARK_SOURCES,
+    );
     let Some(ok) = raw.get("Ok") else {
-        g.check(f.lab_mark.is_none(), Code::RawMismatch, s, || {
-            format!(
-                "the mark could not be read ({raw}), yet facts.lab_mark is {:?}",
-                f.lab_mark
-            )
-        });
         return;
     };
-    let key = crate::rules::common::MARK_KEY;
-    let value = text(ok, &format!("/data/{key}"));
-    let expected = format!(
-        "ConfigMap {} {key}={}",
-        text(ok, "/object").unwrap_or("?"),
-        value.unwrap_or("?")
-    );
+    let value = text(ok, &format!("/data/{}", crate::rules::common::MARK_KEY));
     g.check(
-        f.lab_mark.as_deref() == Some(expected.as_str())
-            && value == Some(crate::rules::common::MARK_VALUE),
+        value == Some(crate::rules::common::MARK_VALUE),
         Code::RawMismatch,
         s,
-        || format!("recorded {:?}, the mark read says {expected:?}", f.lab_mark),
+        || format!("the mark read holds {value:?}, not the tool's value"),
     );
     let node = (text(ok, "/data/node"), text(ok, "/data/nodeUID"));
     g.check(

@@ -725,7 +725,8 @@ pub async fn act1(lab: Lab, env: &Env) -> Result<ActSummary, LabError> {
     let dep = cluster.admission_deployment().await?;
     let mark = cluster.lab_mark().await;
     rec.raw("scope.json", &loaded.value);
-    rec.raw("lab-mark", mark.as_ref().map_err(|e| e.to_string()));
+    let mark = cluster::to_json(&mark.as_ref().map_err(|e| e.to_string()))?;
+    rec.raw("lab-mark", &mark);
     let facts = Act1Facts {
         node: NodeFacts {
             name: node.name,
@@ -740,14 +741,7 @@ pub async fn act1(lab: Lab, env: &Env) -> Result<ActSummary, LabError> {
             name: cluster::ADMISSION_DEPLOYMENT.into(),
             uid: dep.metadata.uid.clone().unwrap_or_default(),
         },
-        lab_mark: mark.ok().map(|m| {
-            format!(
-                "ConfigMap {} {}={}",
-                m.object,
-                cluster::MARK_KEY,
-                cluster::MARK_VALUE
-            )
-        }),
+        lab_mark: cluster::derived(crate::derive::lab_mark(&mark))?,
         checked_at: facts::now_rfc3339(),
     };
     let mut lines = vec![ui.text(m::node(&facts.node.name, &facts.node.uid))];
