@@ -992,6 +992,14 @@ pub(crate) fn act6(g: &mut G) {
     );
     if let Some(ev) = g.evidence(6) {
         super::witness::stored_policy_is_the_raw_read(g, &ev, &format!("{s}.policy"), &f.policy);
+        let what = "webhook-configuration-ignore";
+        super::witness::registration_is_derived_from(
+            g,
+            &ev,
+            what,
+            &format!("{s}.webhook"),
+            &f.webhook,
+        );
     }
     g.request(
         &format!("{s}.healthy_bad"),

@@ -160,6 +160,21 @@ pub(crate) fn registration_is_derived_from(
     );
 }
 
+/// [`registration_is_derived_from`] where the act kept the raw configuration `what` (lab B's acts
+/// 6 and 7 record it, `lab/src/steps/policy.rs`, `lab/src/labs/b.rs`; the generated lab B
+/// fixture's acts 6 and 7 have none, and are graded as before).
+pub(crate) fn kept_registration_is_derived_from(
+    g: &mut G,
+    ev: &Evidence,
+    what: &str,
+    fact: &str,
+    hook: &WebhookFacts,
+) {
+    if raw_record(ev, what).is_some() {
+        registration_is_derived_from(g, ev, what, fact, hook);
+    }
+}
+
 /// The stored policy act 2 records is the one its raw read returned (raw `policy-stored`): the
 /// same name, UID and spec (the defaulted fields included, which the input does not hold).
 /// Flags [`Code::RawMismatch`] / [`Code::ObservationMissing`].
@@ -759,6 +774,29 @@ mod tests {
             f,
             Code::RawMismatch,
             "evidence/02.json facts.webhook.match_policy",
+        );
+        // Lab B acts 6 and 7 keep the configuration they read the Ignore registration from.
+        let f = graded(
+            Lab::B,
+            lab_b(),
+            6,
+            set("/facts/webhook/side_effects", json!("None")),
+        );
+        assert_flags(
+            f,
+            Code::RawMismatch,
+            "evidence/06.json facts.webhook.side_effects",
+        );
+        let f = graded(
+            Lab::B,
+            lab_b(),
+            7,
+            set("/facts/webhook/match_policy", json!("Exact")),
+        );
+        assert_flags(
+            f,
+            Code::RawMismatch,
+            "evidence/07.json facts.webhook.match_policy",
         );
         let f = graded(
             Lab::A,
