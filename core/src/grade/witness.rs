@@ -3,6 +3,12 @@
 //! to the facts derived from it), the objects other acts recorded (one UID names one object), and
 //! the shape every observation of a pod has. Each rule is one function named after what it holds.
 //!
+//! A fact the act derived from a raw record with [`crate::derive`] is held by recomputing it
+//! ([`fact_is_derived_from_raw`]: one comparison for every kind, a finding per field that
+//! differs, naming the fact's path and the raw field's); the rules here keep only what no
+//! derivation holds (the mark's value and node, the CRI container's `attempt` as the pod's
+//! restart count, the stored policy's spec, UIDs across acts, a pod observation's own shape).
+//!
 //! A raw record is `{"at", "what", "data"}` (`ActRecorder::raw`, `lab/src/labs/common.rs`); `what` names the read
 //! (`lab-mark`, `webhook-configuration`, `policy-stored`, `deployment`, `pods`, `lease`,
 //! `cri-container`, `new-pod`, …). A fact whose raw record is missing is an
