@@ -6,6 +6,8 @@
 //! - [`json`]: the one reader of input and evidence files; [`digest`]: canonical digests;
 //!   [`files`]: bounded reads of regular files only, and the directories root may trust.
 //! - [`inputs`] (and their schemas), [`evidence`], [`facts`]: the formats.
+//! - [`derive`]: each raw record kind → its fact, the one mapping the acts write and the graders
+//!   recompute.
 //! - [`classify`]: an API answer → outcome; [`explain`]: the same, in words.
 //! - [`acts`]: the acts registry (every lab and its acts, its inputs, grader, test name).
 //! - [`wait`]: the one bounded poll (backon), keeping the last state seen for its timeout error.
@@ -29,6 +31,7 @@ pub mod acts;
 pub mod admission;
 pub mod audit;
 pub mod classify;
+pub mod derive;
 pub mod diagnostics;
 pub mod digest;
 pub mod error;

@@ -23,6 +23,9 @@ pub mod common {
     /// Kyverno's admission controller Deployment, which the acts read by name (chart 3.x,
     /// `charts/kyverno/templates/admission-controller/deployment.yaml` upstream).
     pub const ADMISSION_DEPLOYMENT: &str = "kyverno-admission-controller";
+    /// Kyverno's leader-election Lease in [`KYVERNO_NAMESPACE`], which the acts read by name
+    /// (kyverno `pkg/leaderelection`).
+    pub const LEADER_LEASE: &str = "kyverno";
     /// Data key of the lab mark ConfigMap.
     pub const MARK_KEY: &str = "mark";
     /// The lab mark's value: a cluster without this exact ConfigMap value is never disturbed.

@@ -38,7 +38,7 @@ pub const ADMISSION_DEPLOYMENT: &str = "kyverno-admission-controller";
 /// Label selector of the admission controller's pods (chart 3.9.x).
 pub const ADMISSION_POD_SELECTOR: &str = "app.kubernetes.io/component=admission-controller";
 /// Kyverno's leader-election Lease (`$KYVERNO_NAMESPACE/kyverno`, kyverno `pkg/leaderelection`).
-pub const LEADER_LEASE: &str = "kyverno";
+pub const LEADER_LEASE: &str = lab_core::rules::common::LEADER_LEASE;
 /// The ValidatingWebhookConfiguration that holds every ValidatingPolicy webhook (kyverno
 /// `pkg/controllers/webhook`).
 pub const RESOURCE_WEBHOOK_CONFIG: &str = "kyverno-resource-validating-webhook-cfg";
@@ -785,6 +785,14 @@ pub use crate::facts::now_rfc3339;
 /// Serialises a kube object as JSON.
 pub fn to_json<T: Serialize>(obj: &T) -> Result<serde_json::Value, LabError> {
     serde_json::to_value(obj).map_err(|e| LabError::Kube(format!("encoding an object: {e}")))
+}
+
+/// A fact [`crate::derive`] derived from an object the client read, or the lab's error when it
+/// could not (the API server's answer is not the object it should be).
+///
+/// Errors: [`LabError::Kube`] naming the raw field.
+pub fn derived<T>(fact: Result<T, crate::derive::DeriveError>) -> Result<T, LabError> {
+    fact.map_err(|e| LabError::Kube(format!("deriving a fact from the API's answer: {e}")))
 }
 
 fn from_json<T: serde::de::DeserializeOwned>(v: &serde_json::Value) -> Result<T, LabError> {

@@ -7,7 +7,7 @@
 //! maintainers' `xtask` and the integration tests call.
 //!
 //! Pure parts live in the `lab-core` crate (no kube client, no tokio) and are re-exported here
-//! under their own names: [`json`] (the one reader of input and evidence files), [`digest`],
+//! under their own names: [`json`] (the one reader of input and evidence files), [`digest`], [`derive`],
 //! [`inputs`], [`evidence`], [`facts`], [`classify`], [`explain`], [`admission`], [`rules`] (what acts and
 //! graders share), [`grade`], [`text`] and [`messages`], [`report`] (the HTML record, JUnit), [`audit`],
 //! [`error`], [`workdir`] and [`files`] (bounded reads, trusted directories). Edge parts, here: [`cluster`] (the only code that talks to
@@ -19,8 +19,8 @@
 //! (a class's work directories in one table) are the commands scripts and packagers use.
 
 pub use lab_core::{
-    acts, admission, audit, classify, digest, error, evidence, explain, facts, files, grade,
-    inputs, json, messages, policy_audit, report, rules, text, wait, webhook_audit, workdir,
+    acts, admission, audit, classify, derive, digest, error, evidence, explain, facts, files,
+    grade, inputs, json, messages, policy_audit, report, rules, text, wait, webhook_audit, workdir,
 };
 
 pub mod audit_cmd;

@@ -199,26 +199,21 @@ pub async fn observe_pod(
             name: name.to_owned(),
             namespace: namespace.to_owned(),
             at,
-            ..pod_observation(&p)
+            ..pod_observation(&p)?
         },
     })
 }
 
-/// A pod as seen now: name, UID, phase and the sum of its containers' restart counts.
-pub(crate) fn pod_observation(p: &Pod) -> PodObservation {
-    PodObservation {
-        name: p.metadata.name.clone().unwrap_or_default(),
-        namespace: p.metadata.namespace.clone().unwrap_or_default(),
-        exists: true,
-        uid: p.metadata.uid.clone(),
-        phase: p.status.as_ref().and_then(|s| s.phase.clone()),
-        restart_count: p
-            .status
-            .as_ref()
-            .and_then(|s| s.container_statuses.as_ref())
-            .map(|cs| cs.iter().map(|c| c.restart_count.max(0) as u32).sum()),
-        at: now_rfc3339(),
-    }
+/// A pod as seen now: name, UID, phase and the sum of its containers' restart counts,
+/// [`crate::derive::pod`] of the object as the API server sent it (the one mapping the grader
+/// recomputes).
+///
+/// Errors: [`LabError::Kube`] when the object does not serialize or derive.
+pub(crate) fn pod_observation(p: &Pod) -> Result<PodObservation, LabError> {
+    crate::cluster::derived(crate::derive::pod(
+        &crate::cluster::to_json(p)?,
+        now_rfc3339(),
+    ))
 }
 
 /// Waits until pod `name` is `Running` or gone, bounded by `bound`, through a watch on it

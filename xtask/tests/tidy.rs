@@ -917,6 +917,7 @@ const LAYERS: &[(&str, &[&[&str]])] = &[
                 "metrics",
                 "classify",
                 "rules",
+                "derive",
                 "webhook_audit",
                 "policy_audit",
                 "workdir",

@@ -644,6 +644,14 @@ pub(crate) fn act6(g: &mut G) {
     );
     if let Some(ev) = g.evidence(6) {
         super::witness::stored_policy_is_the_raw_read(g, &ev, &format!("{s}.policy"), &f.policy);
+        let what = "webhook-configuration-ignore";
+        super::witness::kept_registration_is_derived_from(
+            g,
+            &ev,
+            what,
+            &format!("{s}.webhook"),
+            &f.webhook,
+        );
     }
     g.request(
         &format!("{s}.healthy_bad"),
@@ -719,6 +727,16 @@ pub(crate) fn act7(g: &mut G) {
             &f.webhook,
             &a6.webhook,
             super::SameRegistration::Identical,
+        );
+    }
+    if let Some(ev) = g.evidence(7) {
+        let what = "webhook-configuration";
+        super::witness::kept_registration_is_derived_from(
+            g,
+            &ev,
+            what,
+            &format!("{s}.webhook"),
+            &f.webhook,
         );
     }
     super::existing_pod_survives(g, &format!("{s}.existing"), &f.existing);

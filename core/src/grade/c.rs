@@ -519,12 +519,18 @@ fn processes_are_act3s_replicas(g: &mut G, s: &str, f: &Act4Facts) {
 /// re-parsed), and the wait's length (between the last condition seen and the first request).
 /// Flags [`Code::RawMismatch`] / [`Code::ObservationMissing`].
 fn act3_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &crate::evidence::Evidence, f: &Act3Facts) {
-    use super::witness::{deployment_is_the_raw_deployment, lease_is_the_raw_lease, required_raw};
-    if let Some(d) = required_raw(g, ev, "deployment", &format!("{s}.deployment")) {
-        deployment_is_the_raw_deployment(g, &format!("{s}.deployment"), &f.deployment, d);
-    }
-    if let Some(l) = required_raw(g, ev, "lease", &format!("{s}.lease")) {
-        lease_is_the_raw_lease(g, &format!("{s}.lease"), &f.lease, l);
+    use super::witness::{fact_is_derived_from_raw_record, lease_is_derived_from, required_raw};
+    fact_is_derived_from_raw_record(
+        g,
+        ev,
+        "deployment",
+        &format!("{s}.deployment"),
+        &f.deployment,
+        crate::derive::deployment,
+        crate::derive::DEPLOYMENT_SOURCES,
+    );
+    lease_is_derived_from(g, ev, "lease", &format!("{s}.lease"), &f.lease);
+    if super::witness::raw_record(ev, "lease").is_some() {
         read_between_its_raw_record_and_the_next(
             g,
             &format!("{s}.lease.at"),
@@ -569,7 +575,7 @@ fn act3_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &crate::evidence::Eviden
 /// Act 3's replicas are the raw `pods` list: one per pod, each pod observation, its `Ready`
 /// condition and `status.podIP` the raw pod's. Flags [`Code::RawMismatch`].
 fn replicas_are_the_raw_pods(g: &mut G, s: &str, ev: &crate::evidence::Evidence, f: &Act3Facts) {
-    use super::witness::{pod_observation_is_the_raw_pod, required_raw};
+    use super::witness::{fact_is_derived_from_raw, required_raw};
     use serde_json::Value;
     if let Some(pods) = required_raw(g, ev, "pods", &format!("{s}.replicas")) {
         let raw: Vec<&Value> = pods
@@ -590,7 +596,7 @@ fn replicas_are_the_raw_pods(g: &mut G, s: &str, ev: &crate::evidence::Evidence,
         );
         for (i, r) in f.replicas.iter().enumerate() {
             let sub = format!("{s}.replicas[{i}]");
-            let Some(p) = raw.iter().find(|p| {
+            let Some((k, p)) = raw.iter().enumerate().find(|(_, p)| {
                 p.pointer("/metadata/name").and_then(Value::as_str) == Some(r.pod.name.as_str())
             }) else {
                 g.flag(
@@ -600,7 +606,14 @@ fn replicas_are_the_raw_pods(g: &mut G, s: &str, ev: &crate::evidence::Evidence,
                 );
                 continue;
             };
-            pod_observation_is_the_raw_pod(g, &format!("{sub}.pod"), &r.pod, p);
+            fact_is_derived_from_raw(
+                g,
+                &format!("{sub}.pod"),
+                &r.pod,
+                &format!("{} raw[pods].data[{k}]", super::ev_name(ev.act)),
+                crate::derive::pod(p, r.pod.at.clone()),
+                crate::derive::POD_SOURCES,
+            );
             let ready = p
                 .pointer("/status/conditions")
                 .and_then(Value::as_array)
@@ -755,13 +768,15 @@ fn wait_length_is_the_waits(g: &mut G, s: &str, f: &Act3Facts) {
 /// restart count as the container's `attempt`). Flags [`Code::RawMismatch`] /
 /// [`Code::ObservationMissing`].
 fn act4_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &crate::evidence::Evidence, f: &Act4Facts) {
-    use super::witness::{lease_is_the_raw_lease, required_raw};
-    if let Some(l) = required_raw(g, ev, "lease-before", &format!("{s}.lease")) {
-        lease_is_the_raw_lease(g, &format!("{s}.lease"), &f.lease, l);
-    }
-    if let Some(l) = required_raw(g, ev, "lease-after", &format!("{s}.lease_after")) {
-        lease_is_the_raw_lease(g, &format!("{s}.lease_after"), &f.lease_after, l);
-    }
+    use super::witness::{lease_is_derived_from, required_raw};
+    lease_is_derived_from(g, ev, "lease-before", &format!("{s}.lease"), &f.lease);
+    lease_is_derived_from(
+        g,
+        ev,
+        "lease-after",
+        &format!("{s}.lease_after"),
+        &f.lease_after,
+    );
     let all = std::iter::once(("leader".to_owned(), &f.leader)).chain(
         f.followers
             .iter()
@@ -977,6 +992,14 @@ pub(crate) fn act6(g: &mut G) {
     );
     if let Some(ev) = g.evidence(6) {
         super::witness::stored_policy_is_the_raw_read(g, &ev, &format!("{s}.policy"), &f.policy);
+        let what = "webhook-configuration-ignore";
+        super::witness::registration_is_derived_from(
+            g,
+            &ev,
+            what,
+            &format!("{s}.webhook"),
+            &f.webhook,
+        );
     }
     g.request(
         &format!("{s}.healthy_bad"),
@@ -1598,12 +1621,17 @@ fn freeze_run_is_its_raw_reads(
     ev: &crate::evidence::Evidence,
     run: &ReplicaFreezeRun,
 ) {
-    use super::witness::{lease_is_the_raw_lease, required_raw};
-    if let Some(l) = required_raw(g, ev, "lease-before", &format!("{s}.lease_before")) {
-        lease_is_the_raw_lease(g, &format!("{s}.lease_before"), &run.lease_before, l);
-    }
-    if let Some(l) = required_raw(g, ev, "lease-after", &format!("{s}.lease_after")) {
-        lease_is_the_raw_lease(g, &format!("{s}.lease_after"), &run.lease_after, l);
+    use super::witness::{lease_is_derived_from, raw_record, required_raw};
+    let lease_before = format!("{s}.lease_before");
+    lease_is_derived_from(g, ev, "lease-before", &lease_before, &run.lease_before);
+    lease_is_derived_from(
+        g,
+        ev,
+        "lease-after",
+        &format!("{s}.lease_after"),
+        &run.lease_after,
+    );
+    if raw_record(ev, "lease-after").is_some() {
         read_between_its_raw_record_and_the_next(
             g,
             &format!("{s}.lease_after.at"),
@@ -2021,7 +2049,7 @@ fn wait_spans_the_act_until_the_existing_pod(
 /// [`Code::RawMismatch`] / [`Code::ObservationMissing`].
 fn act7_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &crate::evidence::Evidence, f: &Act7Facts) {
     use super::witness::{
-        lease_is_the_raw_lease, registration_is_the_raw_configuration, required_raw,
+        lease_is_derived_from, raw_record, registration_is_derived_from, required_raw,
     };
     let b = &f.scale_back;
     if let Some(d) = required_raw(
@@ -2056,8 +2084,8 @@ fn act7_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &crate::evidence::Eviden
             || format!("recorded {b:?}, the heal's record says {h}"),
         );
     }
-    if let Some(l) = required_raw(g, ev, "lease", &format!("{s}.lease")) {
-        lease_is_the_raw_lease(g, &format!("{s}.lease"), &f.lease, l);
+    lease_is_derived_from(g, ev, "lease", &format!("{s}.lease"), &f.lease);
+    if raw_record(ev, "lease").is_some() {
         read_between_its_raw_record_and_the_next(
             g,
             &format!("{s}.lease.at"),
@@ -2074,9 +2102,8 @@ fn act7_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &crate::evidence::Eviden
             Some(f.policy_uid.as_str()),
         );
     }
-    if let Some(c) = required_raw(g, ev, "webhook-configuration", &format!("{s}.webhook")) {
-        registration_is_the_raw_configuration(g, &format!("{s}.webhook"), c, &f.webhook);
-    }
+    let webhook = format!("{s}.webhook");
+    registration_is_derived_from(g, ev, "webhook-configuration", &webhook, &f.webhook);
 }
 
 /// The scale back wrote the original count over act 3's three, and the wait ended with the

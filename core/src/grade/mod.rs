@@ -49,7 +49,7 @@
 //! | A, B | every request | the record against itself (`G::request`: `raw_answer_is_the_records_object`, `get_agrees_with_itself`) | the raw answer's kind, namespace, labels, causes and named pod; a GET's uid and phase vs `exists` | raw-mismatch |
 //! | A, B | 3, 5, 6, 7 | the API server's timing of each call: audit span and `apiserver.latency.k8s.io/validating-webhook` (`audit::webhook_call_timing_agrees`); `admission_duration_seconds` (`metrics::call_durations_agree`) | the record's `elapsed_ms`; `timeoutSeconds` for a timeout, less for a deny ([`bounds`]); absent: a note | audit-contradicted, metrics-contradicted |
 //! | A, B | 8 | each word of `report.json` | the acts' own rule (`rules::b::report_expectations`, `rules::a::evidence_words`) | report-contradicted, digest-mismatch |
-//! | A, B | 1, 2; A 4, 6; B 4, 6 | facts vs the act's raw records (`grade/witness.rs`: `lab_mark_is_the_marks_configmap`, `registration_is_the_raw_configuration`, `stored_policy_is_the_raw_read`, `investigation_is_the_raw_reads`, `identity_is_the_cri_container`, `act6_reads_are_its_raw_records`, `probes_are_the_raw_requests`) | the verbatim answer the fact was derived from | raw-mismatch, observation-missing |
+//! | A, B | 1, 2; A 4, 6; B 4, 6, 7 | facts vs the act's raw records (`grade/witness.rs`: each fact [`crate::derive`] maps from a raw record is that derivation, `fact_is_derived_from_raw`, through `lab_mark_is_the_marks_configmap`, `registration_is_derived_from`, `stored_policy_is_the_raw_read`, `investigation_is_the_raw_reads`, `identity_is_the_cri_container`, `act6_reads_are_its_raw_records`, `probes_are_the_raw_requests`) | the verbatim answer the fact was derived from | raw-mismatch, observation-missing |
 //! | A, B | every act | every UID recorded with a name (`one_uid_one_object`); every pod observation (`pod_observation_agrees_with_itself`); every request's name and labels | the same UID's name in every act; exists ⇔ UID and phase; a DNS-1123 name, the tool's two label sets | uid-mismatch, raw-mismatch, value-mismatch |
 //! | A, B | 3; A 6 | the order of the act's observations (`act3_observations_in_sequence`; `last_check_precedes_its_step`, `replicas_restored_recorded_first`); A 6: act 5's admitted pod, the new pod, a deleted configuration's UID | each other; act 5's stored pod; act 1's Deployment; act 5's list | times-inconsistent, value-mismatch, pod-replaced, uid-mismatch |
 //! | A, B, C | every act | every request record, wherever it sits (`server::every_request_is_its_answer`); a violating pod stored (`server::violating_pod_never_stored_under_fail`); a call failure, a `calling_webhook_error` rejection (`server::call_failure_never_reaches_the_client_under_ignore`) | its own answer; the newest raw registration read before it (Fail: never stored); the named webhook's registration anywhere in the lab (Ignore: fails open) | (the record codes), admitted-under-fail, call-failure-under-ignore |
@@ -1819,13 +1819,7 @@ pub(crate) fn act2(g: &mut G) {
     check_webhook(g, "evidence/02.json facts.webhook", &f.webhook, "Fail");
     if let Some(ev) = g.evidence(2) {
         let s = "evidence/02.json facts.webhook";
-        if let Some(cfg) = witness::raw_record(&ev, "webhook-configuration") {
-            witness::registration_is_the_raw_configuration(g, s, cfg, &f.webhook);
-        } else {
-            g.check(false, Code::ObservationMissing, s, || {
-                "evidence/02.json has no raw record \"webhook-configuration\"".to_owned()
-            });
-        }
+        witness::registration_is_derived_from(g, &ev, "webhook-configuration", s, &f.webhook);
         witness::stored_policy_is_the_raw_read(g, &ev, "evidence/02.json facts.policy", &f.policy);
     }
     stored_policy_is_the_applied_input(

@@ -3,6 +3,12 @@
 //! to the facts derived from it), the objects other acts recorded (one UID names one object), and
 //! the shape every observation of a pod has. Each rule is one function named after what it holds.
 //!
+//! A fact the act derived from a raw record with [`crate::derive`] is held by recomputing it
+//! ([`fact_is_derived_from_raw`]: one comparison for every kind, a finding per field that
+//! differs, naming the fact's path and the raw field's); the rules here keep only what no
+//! derivation holds (the mark's value and node, the CRI container's `attempt` as the pod's
+//! restart count, the stored policy's spec, UIDs across acts, a pod observation's own shape).
+//!
 //! A raw record is `{"at", "what", "data"}` (`ActRecorder::raw`, `lab/src/labs/common.rs`); `what` names the read
 //! (`lab-mark`, `webhook-configuration`, `policy-stored`, `deployment`, `pods`, `lease`,
 //! `cri-container`, `new-pod`, …). A fact whose raw record is missing is an
@@ -15,6 +21,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::{Code, G, ev_name, is_uid};
+use crate::derive::{self, DeriveError, Source};
 use crate::evidence::Evidence;
 use crate::facts::{self, PodObservation, WebhookFacts};
 
@@ -75,38 +82,33 @@ fn fields_agree(g: &mut G, subject: &str, what: &str, pairs: &[(&str, Value, Val
 // ---------------------------------------------------------------------------------------------
 // Act 1.
 
-/// Act 1's lab mark and node are the mark ConfigMap read with them (raw `lab-mark`): the
-/// `lab_mark` text names the ConfigMap and its value (`ConfigMap <ns>/<name> mark=<value>`), the
-/// value is the tool's ([`crate::rules::common::MARK_VALUE`]), and the node the mark was written
-/// for (`data.node`, `data.nodeUID`) is the node act 1 recorded. An unreadable mark (`Err`)
-/// means no `lab_mark`. Flags [`Code::RawMismatch`] / [`Code::ObservationMissing`].
+/// Act 1's lab mark and node are the mark ConfigMap read with them (raw `lab-mark`): `lab_mark`
+/// is the text [`derive::lab_mark`] derives from the read ([`fact_is_derived_from_raw`]), the
+/// mark read holds the tool's value ([`crate::rules::common::MARK_VALUE`]), and the node the
+/// mark was written for (`data.node`, `data.nodeUID`) is the node act 1 recorded. Flags
+/// [`Code::RawMismatch`] / [`Code::ObservationMissing`].
 pub(crate) fn lab_mark_is_the_marks_configmap(g: &mut G, ev: &Evidence, f: &facts::Act1Facts) {
     let s = "evidence/01.json facts.lab_mark";
     let Some(raw) = required_raw(g, ev, "lab-mark", s) else {
         return;
     };
+    fact_is_derived_from_raw(
+        g,
+        "evidence/01.json facts",
+        &serde_json::json!({"lab_mark": f.lab_mark}),
+        "evidence/01.json raw[lab-mark].data",
+        derive::lab_mark(raw).map(|m| serde_json::json!({"lab_mark": m})),
+        derive::LAB_MARK_SOURCES,
+    );
     let Some(ok) = raw.get("Ok") else {
-        g.check(f.lab_mark.is_none(), Code::RawMismatch, s, || {
-            format!(
-                "the mark could not be read ({raw}), yet facts.lab_mark is {:?}",
-                f.lab_mark
-            )
-        });
         return;
     };
-    let key = crate::rules::common::MARK_KEY;
-    let value = text(ok, &format!("/data/{key}"));
-    let expected = format!(
-        "ConfigMap {} {key}={}",
-        text(ok, "/object").unwrap_or("?"),
-        value.unwrap_or("?")
-    );
+    let value = text(ok, &format!("/data/{}", crate::rules::common::MARK_KEY));
     g.check(
-        f.lab_mark.as_deref() == Some(expected.as_str())
-            && value == Some(crate::rules::common::MARK_VALUE),
+        value == Some(crate::rules::common::MARK_VALUE),
         Code::RawMismatch,
         s,
-        || format!("recorded {:?}, the mark read says {expected:?}", f.lab_mark),
+        || format!("the mark read holds {value:?}, not the tool's value"),
     );
     let node = (text(ok, "/data/node"), text(ok, "/data/nodeUID"));
     g.check(
@@ -143,114 +145,41 @@ pub(crate) fn controller_deployment_is_kyvernos_admission_controller(
 // ---------------------------------------------------------------------------------------------
 // Act 2 (and every act that records a registration next to its raw configuration).
 
-/// The registration a set of facts records is the entry of the raw ValidatingWebhookConfiguration
-/// `cfg` read with it: the configuration's name and UID, and the webhook of that name with its
-/// failurePolicy, timeoutSeconds, matchPolicy, selectors, matchConditions, rules, sideEffects and
-/// client config (the API server's defaults applied as the act applies them: `Fail`, 10 s, port
-/// 443). Flags [`Code::RawMismatch`] on `subject`.
-pub(crate) fn registration_is_the_raw_configuration(
+/// The registration a set of facts records (at `fact`) is the one [`derive::registration`]
+/// derives from the raw ValidatingWebhookConfiguration `what` read with it (the webhook of the
+/// recorded name, [`fact_is_derived_from_raw_record`]). Flags [`Code::RawMismatch`] /
+/// [`Code::ObservationMissing`].
+pub(crate) fn registration_is_derived_from(
     g: &mut G,
-    subject: &str,
-    cfg: &Value,
+    ev: &Evidence,
+    what: &str,
+    fact: &str,
     hook: &WebhookFacts,
 ) {
-    let entry = cfg
-        .get("webhooks")
-        .and_then(|w| w.as_array())
-        .and_then(|ws| {
-            ws.iter()
-                .find(|w| text(w, "/name") == Some(hook.name.as_str()))
-        });
-    let Some(w) = entry else {
-        g.check(false, Code::RawMismatch, subject, || {
-            format!(
-                "the raw configuration {:?} has no webhook {:?}",
-                text(cfg, "/metadata/name"),
-                hook.name
-            )
-        });
-        return;
-    };
-    let null = Value::Null;
-    let get = |p: &str| w.pointer(p).cloned().unwrap_or(Value::Null);
-    let service = w.pointer("/clientConfig/service").map(|s| {
-        serde_json::json!({
-            "namespace": s.get("namespace").unwrap_or(&null),
-            "name": s.get("name").unwrap_or(&null),
-            "path": s.get("path").unwrap_or(&null),
-            "port": s.get("port").cloned().unwrap_or(Value::from(443)),
-        })
-    });
-    let recorded_service = hook.service.as_ref().map(|s| {
-        serde_json::json!({"namespace": s.namespace, "name": s.name, "path": s.path, "port": s.port})
-    });
-    let pairs = [
-        (
-            "configuration",
-            Value::from(hook.configuration.as_str()),
-            get_meta(cfg, "name"),
-        ),
-        (
-            "configuration_uid",
-            serde_json::to_value(&hook.configuration_uid).unwrap_or_default(),
-            get_meta(cfg, "uid"),
-        ),
-        (
-            "failure_policy",
-            Value::from(hook.failure_policy.as_str()),
-            w.get("failurePolicy")
-                .cloned()
-                .unwrap_or(Value::from("Fail")),
-        ),
-        (
-            "timeout_seconds",
-            Value::from(hook.timeout_seconds),
-            w.get("timeoutSeconds").cloned().unwrap_or(Value::from(10)),
-        ),
-        (
-            "match_policy",
-            serde_json::to_value(&hook.match_policy).unwrap_or_default(),
-            get("/matchPolicy"),
-        ),
-        (
-            "namespace_selector",
-            hook.namespace_selector.clone(),
-            get("/namespaceSelector"),
-        ),
-        (
-            "object_selector",
-            hook.object_selector.clone(),
-            get("/objectSelector"),
-        ),
-        (
-            "match_conditions",
-            hook.match_conditions.clone(),
-            get("/matchConditions"),
-        ),
-        ("rules", hook.rules.clone(), get("/rules")),
-        (
-            "side_effects",
-            Value::from(hook.side_effects.as_str()),
-            get("/sideEffects"),
-        ),
-        (
-            "service",
-            recorded_service.unwrap_or(Value::Null),
-            service.unwrap_or(Value::Null),
-        ),
-        (
-            "url",
-            serde_json::to_value(&hook.url).unwrap_or_default(),
-            get("/clientConfig/url"),
-        ),
-    ];
-    fields_agree(g, subject, "configuration", &pairs);
+    fact_is_derived_from_raw_record(
+        g,
+        ev,
+        what,
+        fact,
+        hook,
+        |raw| derive::registration(raw, &hook.name, hook.observed_at.clone()),
+        derive::REGISTRATION_SOURCES,
+    );
 }
 
-fn get_meta(cfg: &Value, key: &str) -> Value {
-    cfg.pointer(&format!("/metadata/{key}"))
-        .cloned()
-        .unwrap_or(Value::Null)
+/// [`registration_is_derived_from`] where the act kept the raw configuration `what` (lab B's acts
+/// 6 and 7 record it, `lab/src/steps/policy.rs`, `lab/src/labs/b.rs`; the generated lab B
+/// fixture's acts 6 and 7 have none, and are graded as before).
+pub(crate) fn kept_registration_is_derived_from(
+    g: &mut G,
+    ev: &Evidence,
+    what: &str,
+    fact: &str,
+    hook: &WebhookFacts,
+) {
+    if raw_record(ev, what).is_some() {
+        registration_is_derived_from(g, ev, what, fact, hook);
+    }
 }
 
 /// The stored policy act 2 records is the one its raw read returned (raw `policy-stored`): the
@@ -312,48 +241,6 @@ pub(crate) fn pod_observation_agrees_with_itself(g: &mut G, subject: &str, p: &P
     });
 }
 
-/// A pod observation is the Pod object read with it (`raw`, a `v1` Pod): name, namespace, UID,
-/// phase and the sum of its containers' restart counts. Flags [`Code::RawMismatch`].
-pub(crate) fn pod_observation_is_the_raw_pod(
-    g: &mut G,
-    subject: &str,
-    p: &PodObservation,
-    raw: &Value,
-) {
-    let restarts: Option<u64> = raw
-        .pointer("/status/containerStatuses")
-        .and_then(|c| c.as_array())
-        .map(|cs| {
-            cs.iter()
-                .filter_map(|c| c.get("restartCount").and_then(|n| n.as_u64()))
-                .sum()
-        });
-    let pairs = [
-        ("name", Value::from(p.name.as_str()), get_meta(raw, "name")),
-        (
-            "namespace",
-            Value::from(p.namespace.as_str()),
-            get_meta(raw, "namespace"),
-        ),
-        (
-            "uid",
-            serde_json::to_value(&p.uid).unwrap_or_default(),
-            get_meta(raw, "uid"),
-        ),
-        (
-            "phase",
-            serde_json::to_value(&p.phase).unwrap_or_default(),
-            raw.pointer("/status/phase").cloned().unwrap_or(Value::Null),
-        ),
-        (
-            "restart_count",
-            serde_json::to_value(p.restart_count).unwrap_or_default(),
-            serde_json::to_value(restarts).unwrap_or_default(),
-        ),
-    ];
-    fields_agree(g, subject, "Pod", &pairs);
-}
-
 /// A pod observation recorded next to a raw record of the same shape (a GET by name the act
 /// kept verbatim as a [`PodObservation`]) is that record, but for the time it was written.
 /// Flags [`Code::RawMismatch`] / [`Code::ObservationMissing`].
@@ -394,15 +281,19 @@ pub(crate) fn pod_observation_is_its_raw_record(
 // Lab A act 4.
 
 /// Lab A act 4's Deployment, pods and Lease are the objects it read (raw `deployment`, `pods`,
-/// `lease`): the Deployment's name, namespace, UID, `spec.replicas` and `status.readyReplicas`;
-/// each pod as [`pod_observation_is_the_raw_pod`], in the list's order; the Lease's name,
-/// namespace, holder, acquire and renew times, duration and transitions. Flags
-/// [`Code::RawMismatch`] / [`Code::ObservationMissing`].
+/// `lease`), each the fact [`crate::derive`] derives from it ([`fact_is_derived_from_raw`]), the
+/// pods in the list's order. Flags [`Code::RawMismatch`] / [`Code::ObservationMissing`].
 pub(crate) fn investigation_is_the_raw_reads(g: &mut G, ev: &Evidence, f: &facts::a::Act4Facts) {
     let s = "evidence/04.json facts";
-    if let Some(d) = required_raw(g, ev, "deployment", &format!("{s}.deployment")) {
-        deployment_is_the_raw_deployment(g, &format!("{s}.deployment"), &f.deployment, d);
-    }
+    fact_is_derived_from_raw_record(
+        g,
+        ev,
+        "deployment",
+        &format!("{s}.deployment"),
+        &f.deployment,
+        derive::deployment,
+        derive::DEPLOYMENT_SOURCES,
+    );
     if let Some(pods) = required_raw(g, ev, "pods", &format!("{s}.pods")) {
         let raw: Vec<&Value> = pods
             .as_array()
@@ -421,97 +312,96 @@ pub(crate) fn investigation_is_the_raw_reads(g: &mut G, ev: &Evidence, f: &facts
             },
         );
         for (i, (p, r)) in f.pods.iter().zip(raw).enumerate() {
-            pod_observation_is_the_raw_pod(g, &format!("{s}.pods[{i}]"), p, r);
+            fact_is_derived_from_raw(
+                g,
+                &format!("{s}.pods[{i}]"),
+                p,
+                &format!("{} raw[pods].data[{i}]", ev_name(ev.act)),
+                derive::pod(r, p.at.clone()),
+                derive::POD_SOURCES,
+            );
         }
     }
-    if let Some(l) = required_raw(g, ev, "lease", &format!("{s}.lease")) {
-        lease_is_the_raw_lease(g, &format!("{s}.lease"), &f.lease, l);
+    lease_is_derived_from(g, ev, "lease", &format!("{s}.lease"), &f.lease);
+}
+
+/// A recorded fact is the one [`crate::derive`] derives from the raw record it was made from
+/// (`raw`, at the JSON path `raw_at`, e.g. `evidence/04.json raw[deployment].data`): each field
+/// of `recorded` (at `fact`, e.g. `evidence/04.json facts.deployment`) equals the derived
+/// field, but for the fields no raw object holds (`""` in `sources`: the time of the read,
+/// whether the read found the object), which are taken as recorded. Flags [`Code::RawMismatch`]
+/// on `fact.<field>` for each field that differs, naming the raw field it comes from
+/// (`evidence/04.json raw[deployment].data.status.readyReplicas`) and both values, and on
+/// `fact` when the raw record derives no fact ([`crate::derive::DeriveError`]).
+pub(crate) fn fact_is_derived_from_raw<T: serde::Serialize>(
+    g: &mut G,
+    fact: &str,
+    recorded: &T,
+    raw_at: &str,
+    derived: Result<T, DeriveError>,
+    sources: &[Source],
+) {
+    g.checks += 1;
+    let derived = match derived {
+        Ok(d) => d,
+        Err(e) => {
+            g.flag(
+                Code::RawMismatch,
+                fact,
+                format!("{raw_at}: {e}, so it derives no fact"),
+            );
+            return;
+        }
+    };
+    let recorded = serde_json::to_value(recorded).unwrap_or_default();
+    let derived = serde_json::to_value(derived).unwrap_or_default();
+    for (field, source) in sources.iter().filter(|(_, s)| !s.is_empty()) {
+        let (r, d) = (&recorded[field], &derived[field]);
+        if r != d {
+            g.flag(
+                Code::RawMismatch,
+                format!("{fact}.{field}"),
+                format!("recorded {r}; {raw_at}.{source} derives {d}"),
+            );
+        }
     }
 }
 
-/// A Deployment's facts are the Deployment object read with them (`d`): name, namespace, UID,
-/// `spec.replicas` and `status.readyReplicas`. Flags [`Code::RawMismatch`] on `subject`.
-pub(crate) fn deployment_is_the_raw_deployment(
+/// [`fact_is_derived_from_raw`] for the fact `recorded` (at `fact`) made from the act's raw
+/// record `what` (its first, [`raw_record`]); a missing record is
+/// [`Code::ObservationMissing`] on `fact`.
+pub(crate) fn fact_is_derived_from_raw_record<T: serde::Serialize>(
     g: &mut G,
-    subject: &str,
-    r: &facts::a::DeploymentFacts,
-    d: &Value,
+    ev: &Evidence,
+    what: &str,
+    fact: &str,
+    recorded: &T,
+    derive: impl FnOnce(&Value) -> Result<T, DeriveError>,
+    sources: &[Source],
 ) {
-    let pairs = [
-        ("name", Value::from(r.name.as_str()), get_meta(d, "name")),
-        (
-            "namespace",
-            Value::from(r.namespace.as_str()),
-            get_meta(d, "namespace"),
-        ),
-        ("uid", Value::from(r.uid.as_str()), get_meta(d, "uid")),
-        (
-            "replicas",
-            Value::from(r.replicas),
-            d.pointer("/spec/replicas")
-                .cloned()
-                .unwrap_or(Value::from(1)),
-        ),
-        (
-            "ready_replicas",
-            Value::from(r.ready_replicas),
-            d.pointer("/status/readyReplicas")
-                .cloned()
-                .unwrap_or(Value::from(0)),
-        ),
-    ];
-    fields_agree(g, subject, "Deployment", &pairs);
+    if let Some(raw) = required_raw(g, ev, what, fact) {
+        let raw_at = format!("{} raw[{what}].data", ev_name(ev.act));
+        fact_is_derived_from_raw(g, fact, recorded, &raw_at, derive(raw), sources);
+    }
 }
 
-/// A Lease's facts are the Lease object read with them (`l`): name, namespace, holder, acquire
-/// and renew times, duration and transitions. Flags [`Code::RawMismatch`] on `subject`.
-pub(crate) fn lease_is_the_raw_lease(
+/// [`fact_is_derived_from_raw_record`] for a Lease's facts (raw `what`, [`derive::lease`]).
+pub(crate) fn lease_is_derived_from(
     g: &mut G,
-    subject: &str,
-    r: &facts::a::LeaseFacts,
-    l: &Value,
+    ev: &Evidence,
+    what: &str,
+    fact: &str,
+    l: &facts::a::LeaseFacts,
 ) {
-    let spec = |k: &str| {
-        l.pointer(&format!("/spec/{k}"))
-            .cloned()
-            .unwrap_or(Value::Null)
-    };
-    let time = |recorded: &Option<String>, k: &str| {
-        let raw = spec(k);
-        if same_time(recorded.as_deref(), raw.as_str()) {
-            (Value::Null, Value::Null)
-        } else {
-            (serde_json::to_value(recorded).unwrap_or_default(), raw)
-        }
-    };
-    let (acq, acq_raw) = time(&r.acquire_time, "acquireTime");
-    let (ren, ren_raw) = time(&r.renew_time, "renewTime");
-    let pairs = [
-        ("name", Value::from(r.name.as_str()), get_meta(l, "name")),
-        (
-            "namespace",
-            Value::from(r.namespace.as_str()),
-            get_meta(l, "namespace"),
-        ),
-        (
-            "holder",
-            serde_json::to_value(&r.holder).unwrap_or_default(),
-            spec("holderIdentity"),
-        ),
-        ("acquire_time", acq, acq_raw),
-        ("renew_time", ren, ren_raw),
-        (
-            "lease_duration_seconds",
-            serde_json::to_value(r.lease_duration_seconds).unwrap_or_default(),
-            spec("leaseDurationSeconds"),
-        ),
-        (
-            "lease_transitions",
-            serde_json::to_value(r.lease_transitions).unwrap_or_default(),
-            spec("leaseTransitions"),
-        ),
-    ];
-    fields_agree(g, subject, "Lease", &pairs);
+    fact_is_derived_from_raw_record(
+        g,
+        ev,
+        what,
+        fact,
+        l,
+        |raw| derive::lease(raw, l.at.clone()),
+        derive::LEASE_SOURCES,
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -889,14 +779,45 @@ mod tests {
             2,
             set("/facts/webhook/service/port", json!(8443)),
         );
-        assert_flags(f, Code::RawMismatch, "evidence/02.json facts.webhook");
+        assert_flags(
+            f,
+            Code::RawMismatch,
+            "evidence/02.json facts.webhook.service",
+        );
         let f = graded(
             Lab::B,
             lab_b(),
             2,
             set("/facts/webhook/match_policy", json!("Exact")),
         );
-        assert_flags(f, Code::RawMismatch, "evidence/02.json facts.webhook");
+        assert_flags(
+            f,
+            Code::RawMismatch,
+            "evidence/02.json facts.webhook.match_policy",
+        );
+        // Lab B acts 6 and 7 keep the configuration they read the Ignore registration from.
+        let f = graded(
+            Lab::B,
+            lab_b(),
+            6,
+            set("/facts/webhook/side_effects", json!("None")),
+        );
+        assert_flags(
+            f,
+            Code::RawMismatch,
+            "evidence/06.json facts.webhook.side_effects",
+        );
+        let f = graded(
+            Lab::B,
+            lab_b(),
+            7,
+            set("/facts/webhook/match_policy", json!("Exact")),
+        );
+        assert_flags(
+            f,
+            Code::RawMismatch,
+            "evidence/07.json facts.webhook.match_policy",
+        );
         let f = graded(
             Lab::A,
             lab_a(),
@@ -917,21 +838,33 @@ mod tests {
             4,
             set("/facts/lease/lease_transitions", json!(1)),
         );
-        assert_flags(f, Code::RawMismatch, "evidence/04.json facts.lease");
+        assert_flags(
+            f,
+            Code::RawMismatch,
+            "evidence/04.json facts.lease.lease_transitions",
+        );
         let f = graded(
             Lab::A,
             lab_a(),
             4,
             set("/facts/deployment/ready_replicas", json!(2)),
         );
-        assert_flags(f, Code::RawMismatch, "evidence/04.json facts.deployment");
+        assert_flags(
+            f,
+            Code::RawMismatch,
+            "evidence/04.json facts.deployment.ready_replicas",
+        );
         let f = graded(
             Lab::A,
             lab_a(),
             4,
             set("/facts/pods/0/restart_count", json!(1)),
         );
-        assert_flags(f, Code::RawMismatch, "evidence/04.json facts.pods[0]");
+        assert_flags(
+            f,
+            Code::RawMismatch,
+            "evidence/04.json facts.pods[0].restart_count",
+        );
     }
 
     #[test]

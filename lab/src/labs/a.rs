@@ -126,9 +126,13 @@ async fn act4_body(cl: &Cluster, ui: &Ui, rec: &mut ActRecorder, node_uid: Strin
     rec.raw("lease", &lease);
     let facts = Act4Facts {
         node_uid,
-        deployment: deployment_facts(&dep),
-        pods: pods.iter().map(pod_observation).collect(),
-        lease: lease_facts(lease.as_ref()),
+        deployment: deployment_facts(&dep).map_err(fail)?,
+        pods: pods
+            .iter()
+            .map(pod_observation)
+            .collect::<Result<_, _>>()
+            .map_err(fail)?,
+        lease: lease_facts(lease.as_ref()).map_err(fail)?,
         investigated_at: facts::now_rfc3339(),
     };
     let mut lines = vec![ui.text(m::deployment(
@@ -912,7 +916,7 @@ async fn observe_new_pod(
         .collect();
     fresh.sort_by_key(|p| p.metadata.creation_timestamp.as_ref().map(|t| t.0));
     if let Some(p) = fresh.last() {
-        let obs = pod_observation(p);
+        let obs = pod_observation(p)?;
         seen.created.confirm(obs.at.clone(), t0);
         if obs.phase.as_deref() == Some("Running") {
             seen.running.confirm(obs.at.clone(), t0);
@@ -964,13 +968,13 @@ async fn observe_lease(
         (Some(p), Some(h)) if !p.name.is_empty() && h.starts_with(&p.name) => {
             if !seen.lease.done() {
                 rec.raw("lease-acquired", &l);
-                seen.lease_acquire_time = lease_facts(l.as_ref()).acquire_time;
+                seen.lease_acquire_time = lease_facts(l.as_ref())?.acquire_time;
             }
             seen.lease.confirm(facts::now_rfc3339(), t0);
             seen.lease_holder = Some(h.clone());
         }
         _ => {
-            let lf = lease_facts(l.as_ref());
+            let lf = lease_facts(l.as_ref())?;
             seen.lease.seen(format!(
                 "holder {} renewTime {}",
                 lf.holder.as_deref().unwrap_or("-"),

@@ -490,7 +490,7 @@ pub(crate) async fn act7(env: &Env) -> Result<ActSummary, LabError> {
             .await
             .map_err(fail)?;
         rec.raw("webhook-configuration", &cfg);
-        let webhook = webhook_facts(&cfg, &wh);
+        let webhook = webhook_facts(&cfg, &wh).map_err(fail)?;
         ui.step(m::SENDING_NEW_VIOLATING);
         let window = crate::metrics::Window::begin(&cluster).await;
         let healthy_bad =

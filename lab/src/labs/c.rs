@@ -106,12 +106,12 @@ fn pod_ready(p: &Pod) -> bool {
         .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
-fn replica_facts(p: &Pod) -> ReplicaFacts {
-    ReplicaFacts {
-        pod: pod_observation(p),
+fn replica_facts(p: &Pod) -> Result<ReplicaFacts, LabError> {
+    Ok(ReplicaFacts {
+        pod: pod_observation(p)?,
         ready: pod_ready(p),
         pod_ip: p.status.as_ref().and_then(|s| s.pod_ip.clone()),
-    }
+    })
 }
 
 /// `kyverno-svc`'s endpoints, from its EndpointSlices (raw slices returned too).
@@ -413,7 +413,11 @@ async fn act3_body(
     rec.raw("endpoint-slices", &ready.slices);
     rec.raw("pods", &ready.pods);
     // Derived right after their raw record (the grader holds the read time to it).
-    let mut replicas: Vec<ReplicaFacts> = ready.pods.iter().map(replica_facts).collect();
+    let mut replicas: Vec<ReplicaFacts> = ready
+        .pods
+        .iter()
+        .map(replica_facts)
+        .collect::<Result<_, _>>()?;
     replicas.sort_by(|a, b| a.pod.name.cmp(&b.pod.name));
     let dep = cl.admission_deployment().await?;
     rec.raw("deployment", cluster::to_json(&dep)?);
@@ -421,7 +425,7 @@ async fn act3_body(
         .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
         .await?;
     rec.raw("lease", &lease);
-    let lease = lease_facts(lease.as_ref());
+    let lease = lease_facts(lease.as_ref())?;
     let pod_names: Vec<String> = replicas.iter().map(|r| r.pod.name.clone()).collect();
     let wait = ReadyWait {
         ready_pods_at: seen.pods.unwrap_or_default(),
@@ -467,7 +471,7 @@ async fn act3_body(
     let replica_requests = replica_requests(&pod_names, before, after);
     let facts = Act3Facts {
         scale,
-        deployment: deployment_facts(&dep),
+        deployment: deployment_facts(&dep)?,
         replicas,
         endpoints: ready.endpoints,
         webhook: ready.webhook,
@@ -600,7 +604,7 @@ async fn act4_body(
         .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
         .await?;
     rec.raw("lease-before", &raw_lease);
-    let lease = lease_facts(raw_lease.as_ref());
+    let lease = lease_facts(raw_lease.as_ref())?;
     let pods: Vec<Pod> = live_replicas(cl)
         .await?
         .into_iter()
@@ -634,7 +638,7 @@ async fn act4_body(
         .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
         .await?;
     rec.raw("lease-after", &raw_after);
-    let lease_after = lease_facts(raw_after.as_ref());
+    let lease_after = lease_facts(raw_after.as_ref())?;
     let leader = leader.ok_or_else(|| LabError::ClusterMismatch {
         what: "the Lease kyverno's holder among the running replicas".into(),
         expected: pods
@@ -716,9 +720,8 @@ async fn sample_each_second(cl: Cluster, stop: tokio::sync::watch::Receiver<bool
             endpoints(&cl)
         );
         let at = facts::now_rfc3339();
-        match lease {
-            Ok(l) => {
-                let f = lease_facts(l.as_ref());
+        match lease.and_then(|l| Ok((lease_facts(l.as_ref())?, l))) {
+            Ok((f, l)) => {
                 out.raw
                     .push(serde_json::json!({"what": "lease", "at": at, "lease": l}));
                 out.lease.push(LeaseSample {
@@ -868,7 +871,7 @@ async fn settle_after_resume(
         let lease = cl
             .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
             .await?;
-        let holder = lease_facts(lease.as_ref()).holder;
+        let holder = lease_facts(lease.as_ref())?.holder;
         let ready = pods.iter().filter(|p| pod_ready(p)).count();
         let ready_eps = eps.iter().filter(|e| e.ready).count();
         let target_state = pod_state(&pods, target);
@@ -1040,7 +1043,7 @@ async fn target_after(
         .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
         .await?;
     rec.raw("lease-after", &raw_lease);
-    let lease_after = lease_facts(raw_lease.as_ref());
+    let lease_after = lease_facts(raw_lease.as_ref())?;
     let target = TargetAfter {
         pod: inv.pod_name.clone(),
         pod_uid_before: inv.identity.pod_uid.clone(),
@@ -1174,7 +1177,7 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     let raw_lease = cl
         .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
         .await?;
-    let lease = lease_facts(raw_lease.as_ref());
+    let lease = lease_facts(raw_lease.as_ref())?;
     if lease.holder.as_deref() != Some(a4.leader.pod_name.as_str()) {
         return Err(LabError::FaultRefused {
             reason: format!(
@@ -1397,14 +1400,15 @@ async fn act7_body(
     *partial = serde_json::json!({ "scale_back": to_value(&scale_back)? });
     rec.save_progress(partial.clone())?;
     let (pods, dep, webhook_cfg) = wait_original_count(cl, &ui, rec).await?;
-    let dep_facts = deployment_facts(&dep);
-    let mut replicas: Vec<ReplicaFacts> = pods.iter().map(replica_facts).collect();
+    let dep_facts = deployment_facts(&dep)?;
+    let mut replicas: Vec<ReplicaFacts> =
+        pods.iter().map(replica_facts).collect::<Result<_, _>>()?;
     replicas.sort_by(|a, b| a.pod.name.cmp(&b.pod.name));
     let raw_lease = cl
         .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
         .await?;
     rec.raw("lease", &raw_lease);
-    let lease = lease_facts(raw_lease.as_ref());
+    let lease = lease_facts(raw_lease.as_ref())?;
     let policy = cl.policy(cluster::POLICY_NAME).await?;
     rec.raw("policy", &policy);
     let policy_uid = policy
@@ -1415,7 +1419,7 @@ async fn act7_body(
         .to_owned();
     let (cfg, wh) = webhook_cfg;
     rec.raw("webhook-configuration", &cfg);
-    let webhook = common::webhook_facts(&cfg, &wh);
+    let webhook = common::webhook_facts(&cfg, &wh)?;
     let window = crate::metrics::Window::begin(cl).await;
     ui.step(m::SENDING_NEW_VIOLATING);
     let bound = lab_core::rules::c::SCALE_BACK_BOUND.saturating_sub(t0.elapsed());
@@ -1469,7 +1473,7 @@ async fn scale_back(
     let ui = env.ui;
     let dep_before = cl.admission_deployment().await?;
     rec.raw("deployment-before", cluster::to_json(&dep_before)?);
-    let replicas_before = deployment_facts(&dep_before).replicas;
+    let replicas_before = deployment_facts(&dep_before)?.replicas;
     ui.step(m::SCALING_BACK);
     let summary = crate::faults::heal::heal_workdir(
         &env.workdir,
@@ -1577,7 +1581,7 @@ async fn wait_original_count(
         let lease = cl
             .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
             .await?;
-        let holder = lease_facts(lease.as_ref()).holder;
+        let holder = lease_facts(lease.as_ref())?.holder;
         let leads = live
             .iter()
             .any(|p| p.metadata.name.is_some() && p.metadata.name == holder);

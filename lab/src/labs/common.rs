@@ -18,9 +18,7 @@ use crate::error::LabError;
 use crate::evidence::{
     ActStatus, Evidence, Lab, Outcome, RequestRecord, RunningVersions, SCHEMA_VERSION,
 };
-use crate::facts::{
-    self, Act1Facts, Act2Facts, Act3Facts, NodeFacts, ObjectRef, ServiceRef, WebhookFacts,
-};
+use crate::facts::{self, Act1Facts, Act2Facts, Act3Facts, NodeFacts, ObjectRef, WebhookFacts};
 use crate::inputs::{self, Context, InputFile, StudentInput};
 use crate::messages::act as m;
 use crate::probe::{self, PodKind};
@@ -468,34 +466,20 @@ pub fn read_input<T: StudentInput>(
     Ok((typed, loaded))
 }
 
-/// The facts of one registered webhook.
-pub fn webhook_facts(cfg: &ValidatingWebhookConfiguration, wh: &ValidatingWebhook) -> WebhookFacts {
-    fn v<T: Serialize>(x: &Option<T>) -> serde_json::Value {
-        x.as_ref()
-            .map(|x| serde_json::to_value(x).unwrap_or_default())
-            .unwrap_or(serde_json::Value::Null)
-    }
-    WebhookFacts {
-        configuration: cfg.metadata.name.clone().unwrap_or_default(),
-        configuration_uid: cfg.metadata.uid.clone(),
-        name: wh.name.clone(),
-        service: wh.client_config.service.as_ref().map(|s| ServiceRef {
-            namespace: s.namespace.clone(),
-            name: s.name.clone(),
-            path: s.path.clone(),
-            port: s.port.unwrap_or(443),
-        }),
-        url: wh.client_config.url.clone(),
-        failure_policy: wh.failure_policy.clone().unwrap_or_else(|| "Fail".into()),
-        timeout_seconds: wh.timeout_seconds.unwrap_or(10).max(0) as u32,
-        namespace_selector: v(&wh.namespace_selector),
-        object_selector: v(&wh.object_selector),
-        match_conditions: v(&wh.match_conditions),
-        rules: v(&wh.rules),
-        side_effects: wh.side_effects.clone(),
-        match_policy: wh.match_policy.clone(),
-        observed_at: facts::now_rfc3339(),
-    }
+/// The facts of one registered webhook `wh` of the configuration `cfg`,
+/// [`crate::derive::registration`] of the configuration as the API server sent it (the one
+/// mapping the grader recomputes).
+///
+/// Errors: [`LabError::Kube`] when the configuration does not serialize or derive.
+pub fn webhook_facts(
+    cfg: &ValidatingWebhookConfiguration,
+    wh: &ValidatingWebhook,
+) -> Result<WebhookFacts, LabError> {
+    crate::cluster::derived(crate::derive::registration(
+        &crate::cluster::to_json(cfg)?,
+        &wh.name,
+        facts::now_rfc3339(),
+    ))
 }
 
 /// Waits (bounded, with progress) until the webhook `name` is registered and `ok(webhook)` holds.
@@ -741,7 +725,8 @@ pub async fn act1(lab: Lab, env: &Env) -> Result<ActSummary, LabError> {
     let dep = cluster.admission_deployment().await?;
     let mark = cluster.lab_mark().await;
     rec.raw("scope.json", &loaded.value);
-    rec.raw("lab-mark", mark.as_ref().map_err(|e| e.to_string()));
+    let mark = cluster::to_json(&mark.as_ref().map_err(|e| e.to_string()))?;
+    rec.raw("lab-mark", &mark);
     let facts = Act1Facts {
         node: NodeFacts {
             name: node.name,
@@ -756,14 +741,7 @@ pub async fn act1(lab: Lab, env: &Env) -> Result<ActSummary, LabError> {
             name: cluster::ADMISSION_DEPLOYMENT.into(),
             uid: dep.metadata.uid.clone().unwrap_or_default(),
         },
-        lab_mark: mark.ok().map(|m| {
-            format!(
-                "ConfigMap {} {}={}",
-                m.object,
-                cluster::MARK_KEY,
-                cluster::MARK_VALUE
-            )
-        }),
+        lab_mark: cluster::derived(crate::derive::lab_mark(&mark))?,
         checked_at: facts::now_rfc3339(),
     };
     let mut lines = vec![ui.text(m::node(&facts.node.name, &facts.node.uid))];
@@ -825,7 +803,8 @@ async fn act2_body(
     .await
     .map_err(|e| (serde_json::json!({"policy": stored}), e))?;
     rec.raw("webhook-configuration", &cfg);
-    let webhook = webhook_facts(&cfg, &wh);
+    let webhook =
+        webhook_facts(&cfg, &wh).map_err(|e| (serde_json::json!({"policy": stored}), e))?;
     ui.step(m::webhook_registered(
         &webhook.name,
         &webhook.failure_policy,

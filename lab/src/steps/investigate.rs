@@ -198,7 +198,7 @@ pub(crate) async fn follower_now(
         .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
         .await?;
     rec.raw("lease-before", &raw_lease);
-    let lease = lease_facts(raw_lease.as_ref());
+    let lease = lease_facts(raw_lease.as_ref())?;
     let mut names: Vec<String> = live_replicas(cl)
         .await?
         .iter()

@@ -4,7 +4,9 @@
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 
+use crate::cluster::derived;
 use crate::cluster::{self, Cluster};
+use crate::derive;
 use crate::error::LabError;
 use crate::facts::a::{DeploymentFacts, LeaseFacts};
 use crate::facts::{self, WebhookFacts};
@@ -15,51 +17,23 @@ use crate::labs::common::webhook_facts;
 /// `pkg/controllers/webhook/validating.go`).
 pub const POLICY_WEBHOOK_MARK: &str = cluster::POLICY_NAME;
 
-/// A Kubernetes time (`MicroTime`, `Time`) as the RFC 3339 string the API server sent.
-fn ts<T: serde::Serialize>(x: &Option<T>) -> Option<String> {
-    x.as_ref()
-        .and_then(|v| serde_json::to_value(v).ok())
-        .and_then(|v| v.as_str().map(str::to_owned))
-}
-
-/// A Deployment's facts: its name and UID, `spec.replicas` (absent: 1, as the API server
-/// defaults it) and `status.readyReplicas` (absent: 0).
-pub(crate) fn deployment_facts(d: &Deployment) -> DeploymentFacts {
-    DeploymentFacts {
-        namespace: d.metadata.namespace.clone().unwrap_or_default(),
-        name: d.metadata.name.clone().unwrap_or_default(),
-        uid: d.metadata.uid.clone().unwrap_or_default(),
-        replicas: d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1).max(0) as u32,
-        ready_replicas: d
-            .status
-            .as_ref()
-            .and_then(|s| s.ready_replicas)
-            .unwrap_or(0)
-            .max(0) as u32,
-    }
+/// A Deployment's facts, [`derive::deployment`] of the object as the API server sent it (the
+/// one mapping the grader recomputes).
+///
+/// Errors: [`LabError::Kube`] when the object does not serialize or derive.
+pub(crate) fn deployment_facts(d: &Deployment) -> Result<DeploymentFacts, LabError> {
+    derived(derive::deployment(&cluster::to_json(d)?))
 }
 
 /// A pod as seen now ([`crate::probe::pod_observation`], the one mapping of a pod to its facts).
 pub(crate) use crate::probe::pod_observation;
 
-/// The Lease `kyverno` (the leader election of Kyverno's admission controller) as read now:
-/// holder, acquire and renew times, duration and transitions (`None`: no Lease).
-pub(crate) fn lease_facts(l: Option<&Lease>) -> LeaseFacts {
-    let spec = l.and_then(|l| l.spec.as_ref());
-    LeaseFacts {
-        namespace: cluster::KYVERNO_NAMESPACE.into(),
-        name: cluster::LEADER_LEASE.into(),
-        holder: spec.and_then(|s| s.holder_identity.clone()),
-        acquire_time: spec.and_then(|s| ts(&s.acquire_time)),
-        renew_time: spec.and_then(|s| ts(&s.renew_time)),
-        lease_duration_seconds: spec
-            .and_then(|s| s.lease_duration_seconds)
-            .map(|v| v.max(0) as u32),
-        lease_transitions: spec
-            .and_then(|s| s.lease_transitions)
-            .map(|v| v.max(0) as u32),
-        at: facts::now_rfc3339(),
-    }
+/// The Lease `kyverno` (the leader election of Kyverno's admission controller) as read now,
+/// [`derive::lease`] of the object as the API server sent it (`None`: no Lease), read now.
+///
+/// Errors: [`LabError::Kube`] when the object does not serialize or derive.
+pub(crate) fn lease_facts(l: Option<&Lease>) -> Result<LeaseFacts, LabError> {
+    derived(derive::lease(&cluster::to_json(&l)?, facts::now_rfc3339()))
 }
 
 /// The ValidatingWebhookConfigurationList exactly as the API server returned it
@@ -112,7 +86,7 @@ pub(crate) async fn policy_webhook(cl: &Cluster) -> Result<Option<WebhookFacts>,
     for c in &configs {
         for wh in c.webhooks.iter().flatten() {
             if wh.name.contains(POLICY_WEBHOOK_MARK) {
-                return Ok(Some(webhook_facts(c, wh)));
+                return Ok(Some(webhook_facts(c, wh)?));
             }
         }
     }

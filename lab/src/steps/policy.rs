@@ -77,7 +77,7 @@ pub(crate) async fn update_to_ignore(
     })
     .await?;
     rec.raw("webhook-configuration-ignore", &cfg);
-    let webhook = webhook_facts(&cfg, &wh);
+    let webhook = webhook_facts(&cfg, &wh)?;
     partial["webhook"] = to_value(&webhook)?;
     ui.step(m::webhook_registered(
         &webhook.name,

@@ -228,16 +228,15 @@ fn pod_object(p: &facts::PodObservation) -> Value {
     })
 }
 
+/// A running pod's observation at `at` ms, derived ([`lab::derive::pod`], as the acts derive it)
+/// from the Pod [`pod_object`] writes for it (no restarts).
 fn pod_obs(name: &str, ns: &str, uid: &str, phase: &str, at: i64) -> facts::PodObservation {
-    facts::PodObservation {
-        name: name.to_owned(),
-        namespace: ns.to_owned(),
-        exists: true,
-        uid: Some(uid.to_owned()),
-        phase: Some(phase.to_owned()),
-        restart_count: Some(0),
-        at: ts(at),
-    }
+    let raw = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns, "uid": uid},
+        "status": {"phase": phase, "containerStatuses": [{"name": "kyverno", "restartCount": 0}]}
+    });
+    lab::derive::pod(&raw, ts(at)).expect("a Pod")
 }
 
 /// The Lease `kyverno/kyverno` as the API server returns it, for the fields a
@@ -250,6 +249,41 @@ fn lease_object(l: &a::LeaseFacts) -> Value {
                  "leaseDurationSeconds": l.lease_duration_seconds,
                  "leaseTransitions": l.lease_transitions, "renewTime": l.renew_time}
     })
+}
+
+/// The Lease `kyverno/kyverno` read at `at` ms, as the acts derive it ([`lab::derive::lease`])
+/// from the object (the one [`lease_object`] writes back): held by `holder` since `acquired`,
+/// renewed at `renewed`, 12 s, after `transitions` transitions.
+fn lease_read(
+    holder: &str,
+    acquired: &str,
+    renewed: String,
+    transitions: u32,
+    at: i64,
+) -> a::LeaseFacts {
+    let raw = json!({
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "kyverno", "namespace": "kyverno", "uid": uid(0x1ea5)},
+        "spec": {"acquireTime": acquired, "holderIdentity": holder, "leaseDurationSeconds": 12,
+                 "leaseTransitions": transitions, "renewTime": renewed}
+    });
+    lab::derive::lease(&raw, ts(at)).expect("a Lease")
+}
+
+/// The admission controller's Deployment as the API server returns it, for the fields a
+/// [`a::DeploymentFacts`] is read from: `replicas` wanted, `ready` of them ready.
+fn deployment_object(replicas: u32, ready: u32) -> Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "kyverno-admission-controller", "namespace": "kyverno", "uid": DEPLOY_UID},
+        "spec": {"replicas": replicas},
+        "status": {"readyReplicas": ready, "replicas": replicas}
+    })
+}
+
+/// [`deployment_object`]'s facts, as the acts derive them ([`lab::derive::deployment`]).
+fn deployment_read(replicas: u32, ready: u32) -> a::DeploymentFacts {
+    lab::derive::deployment(&deployment_object(replicas, ready)).expect("a Deployment")
 }
 
 fn webhook(failure_policy: &str, at: i64) -> facts::WebhookFacts {
@@ -488,6 +522,13 @@ fn acts_1_and_2(t: &mut Tree) {
         InputFile::Scope,
         super::reference::value(InputFile::Scope, &t.ctx()).unwrap(),
     );
+    // The tool's read of the lab mark ConfigMap, as act 1 records it raw.
+    let mark = json!({"Ok": {
+        "data": {"backend": "embedded", "cluster": "lab", "createdAt": "2026-11-29T09:59:00Z",
+                 "mark": "kca-webhook-lab/v1", "node": "kca-lab-node", "nodeUID": NODE_UID},
+        "object": "kube-system/kca-webhook-lab",
+        "uid": uid(0x3a4c)
+    }});
     let a1 = facts::Act1Facts {
         node: facts::NodeFacts {
             name: "kca-lab-node".into(),
@@ -505,7 +546,7 @@ fn acts_1_and_2(t: &mut Tree) {
             name: "kyverno-admission-controller".into(),
             uid: DEPLOY_UID.into(),
         },
-        lab_mark: Some("ConfigMap kube-system/kca-webhook-lab mark=kca-webhook-lab/v1".into()),
+        lab_mark: lab::derive::lab_mark(&mark).expect("a lab mark read"),
         checked_at: ts(300),
     };
     t.put_ev(
@@ -517,16 +558,7 @@ fn acts_1_and_2(t: &mut Tree) {
             400,
             &[("scope.json", &scope)],
             a1,
-            vec![raw_rec(
-                "lab-mark",
-                300,
-                json!({"Ok": {
-                    "data": {"backend": "embedded", "cluster": "lab", "createdAt": "2026-11-29T09:59:00Z",
-                             "mark": "kca-webhook-lab/v1", "node": "kca-lab-node", "nodeUID": NODE_UID},
-                    "object": "kube-system/kca-webhook-lab",
-                    "uid": uid(0x3a4c)
-                }}),
-            )],
+            vec![raw_rec("lab-mark", 300, mark)],
         ),
     );
 
@@ -931,22 +963,9 @@ pub fn lab_a_pass() -> BTreeMap<String, Value> {
         InputFile::ScalePlan,
         super::reference::value(InputFile::ScalePlan, &t.ctx()).unwrap(),
     );
-    let deployment = a::DeploymentFacts {
-        namespace: "kyverno".into(),
-        name: "kyverno-admission-controller".into(),
-        uid: DEPLOY_UID.into(),
-        replicas: 1,
-        ready_replicas: 1,
-    };
-    let lease = |holder: &str, at: i64| a::LeaseFacts {
-        namespace: "kyverno".into(),
-        name: "kyverno".into(),
-        holder: Some(holder.into()),
-        acquire_time: Some("2026-11-29T09:58:00.000000Z".into()),
-        renew_time: Some(ts(at - 1_000)),
-        lease_duration_seconds: Some(12),
-        lease_transitions: Some(0),
-        at: ts(at),
+    let deployment = deployment_read(1, 1);
+    let lease = |holder: &str, at: i64| {
+        lease_read(holder, "2026-11-29T09:58:00.000000Z", ts(at - 1_000), 0, at)
     };
     let a4 = a::Act4Facts {
         node_uid: NODE_UID.into(),
@@ -971,17 +990,12 @@ pub fn lab_a_pass() -> BTreeMap<String, Value> {
             &[("scale-plan.json", &plan)],
             a4.clone(),
             vec![
+                raw_rec("deployment", 180_200, deployment_object(1, 1)),
                 raw_rec(
-                    "deployment",
-                    180_200,
-                    json!({
-                        "apiVersion": "apps/v1", "kind": "Deployment",
-                        "metadata": {"name": deployment.name, "namespace": deployment.namespace, "uid": deployment.uid},
-                        "spec": {"replicas": deployment.replicas},
-                        "status": {"readyReplicas": deployment.ready_replicas, "replicas": deployment.replicas}
-                    }),
+                    "pods",
+                    180_300,
+                    Value::Array(a4.pods.iter().map(pod_object).collect()),
                 ),
-                raw_rec("pods", 180_300, Value::Array(a4.pods.iter().map(pod_object).collect())),
                 raw_rec("lease", 180_400, lease_object(&a4.lease)),
             ],
         ),
@@ -1744,23 +1758,14 @@ pub fn lab_c_pass() -> BTreeMap<String, Value> {
     let replicas = lab_c_replicas();
     // Act 3: the healer scales at 120.5 s, the three conditions hold by 150 s, the waves go at
     // 151 s and 152 s, the good and control pods at 153 s.
-    let lease = a::LeaseFacts {
-        namespace: "kyverno".into(),
-        name: "kyverno".into(),
-        holder: Some(CTRL_POD.into()),
-        acquire_time: Some("2026-11-29T09:58:00.000000Z".into()),
-        renew_time: Some(ts(149_000)),
-        lease_duration_seconds: Some(12),
-        lease_transitions: Some(0),
-        at: ts(152_310),
-    };
-    let deployment = a::DeploymentFacts {
-        namespace: "kyverno".into(),
-        name: "kyverno-admission-controller".into(),
-        uid: DEPLOY_UID.into(),
-        replicas: 3,
-        ready_replicas: 3,
-    };
+    let lease = lease_read(
+        CTRL_POD,
+        "2026-11-29T09:58:00.000000Z",
+        ts(149_000),
+        0,
+        152_310,
+    );
+    let deployment = deployment_read(3, 3);
     let replica_facts: Vec<c::ReplicaFacts> = replicas
         .iter()
         .map(|(n, u, ip, _, _)| c::ReplicaFacts {
@@ -1889,15 +1894,7 @@ pub fn lab_c_pass() -> BTreeMap<String, Value> {
         ),
         raw_rec("endpoint-slices", 150_100, slices),
         raw_rec("pods", 150_100, Value::Array(raw_pods)),
-        raw_rec(
-            "deployment",
-            151_200,
-            json!({
-                "apiVersion": "apps/v1", "kind": "Deployment",
-                "metadata": {"name": deployment.name, "namespace": deployment.namespace, "uid": deployment.uid},
-                "spec": {"replicas": 3}, "status": {"readyReplicas": 3, "replicas": 3}
-            }),
-        ),
+        raw_rec("deployment", 151_200, deployment_object(3, 3)),
         raw_rec("lease", 152_300, lease_object(&lease)),
     ];
     for ((n, ..), (b, _)) in replicas.iter().zip(counts) {
@@ -2088,16 +2085,13 @@ fn c_freeze_run(
     };
     let lease_now = |x: i64| {
         let (st, renew) = state_at(x);
-        a::LeaseFacts {
-            namespace: "kyverno".into(),
-            name: "kyverno".into(),
-            holder: Some(replicas[st.holder].0.clone()),
-            acquire_time: Some(st.acquired.1.clone()),
-            renew_time: Some(ts(renew)),
-            lease_duration_seconds: Some(12),
-            lease_transitions: Some(st.transitions),
-            at: ts(x),
-        }
+        lease_read(
+            &replicas[st.holder].0,
+            &st.acquired.1,
+            ts(renew),
+            st.transitions,
+            x,
+        )
     };
     let lease_before = lease_now(f.lease_read);
     raw.push(raw_rec(
@@ -2528,11 +2522,7 @@ fn lab_c_acts_5_to_8(
             replicas: 1,
             at: ts(360_004),
         },
-        deployment: a::DeploymentFacts {
-            replicas: 1,
-            ready_replicas: 1,
-            ..a3.deployment.clone()
-        },
+        deployment: deployment_read(1, 1),
         replicas: vec![c::ReplicaFacts {
             pod: pod_obs(&kept.0, "kyverno", &kept.1, "Running", 392_900),
             ready: true,
@@ -2550,15 +2540,7 @@ fn lab_c_acts_5_to_8(
         waited_ms: 33_170,
     };
     let raw7 = vec![
-        raw_rec(
-            "deployment-before",
-            360_003,
-            json!({
-                "apiVersion": "apps/v1", "kind": "Deployment",
-                "metadata": {"name": a7.deployment.name, "namespace": a7.deployment.namespace, "uid": a7.deployment.uid},
-                "spec": {"replicas": 3}, "status": {"readyReplicas": 3, "replicas": 3}
-            }),
-        ),
+        raw_rec("deployment-before", 360_003, deployment_object(3, 3)),
         raw_rec("scale-back-heal", 360_075, json!([heal])),
         raw_rec("scale-attempt-heal", 360_075, heal),
         raw_rec(
