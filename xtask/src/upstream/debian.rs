@@ -274,7 +274,8 @@ mod tests {
     #[test]
     fn a_held_lock_is_seen_and_a_released_one_is_not() {
         let path = std::env::temp_dir().join(format!("kca-lock-probe-{}", std::process::id()));
-        let file = std::fs::File::create(&path).expect("a file in the temporary directory");
+        // create_new (O_EXCL): never opens a file or symlink someone else put there first.
+        let file = std::fs::File::create_new(&path).expect("a new file in the temporary directory");
         assert!(!held_by_another(&path), "nobody holds the lock yet");
         file.lock().expect("flock on our own file");
         let held = held_by_another(&path);
