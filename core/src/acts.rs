@@ -1,21 +1,20 @@
 //! The acts registry: the one list of each lab's acts, in order. Everything that needs to know
 //! which acts exist reads it — the CLI's `act N` range and `grade N` parsing (`lab`'s `main.rs`),
 //! the act dispatch (`lab::labs::run_act`, which finds each act's runner beside its body in
-//! `labs/{common,a,b}.rs`), the grader dispatch ([`crate::grade::grade`]), whether the
-//! audit and metrics rules apply ([`crate::grade`]'s `audit.rs`, `metrics.rs`), the input files
+//! `labs/{common,a,b}.rs`), the grader dispatch (`grade::grade`), whether the
+//! audit and metrics rules apply (`grade`'s `audit.rs`, `metrics.rs`), the input files
 //! each act reads ([`crate::inputs::InputFile::act`]), `cargo xtask lab run`'s loop and its
 //! reference inputs, the ordered cluster tests (`tests/tests/lab_{a,b}.rs`) and the fixture
 //! generator (`lab/tests/common/fixtures.rs`).
 //!
 //! Adding an act: one [`ActSpec`] line in [`LAB_A`] or [`LAB_B`], its runner (an `async fn` in
-//! `lab/src/labs/a.rs` or `b.rs`, listed in that file's `RUNNERS`), its facts type (`facts.rs`), its grader (`grade/a.rs` or
-//! `grade/b.rs`) and its fixture (`lab/tests/common/fixtures.rs`); nothing else names act
+//! `lab/src/labs/a.rs` or `b.rs`, listed in that file's `RUNNERS`), its facts type (`facts.rs`), its grader (`grade/a.rs`, `b.rs`
+//! or `c.rs`, named by a [`Grader`] and bound in `grade::grader_of`) and its fixture (`lab/tests/common/fixtures.rs`); nothing else names act
 //! numbers or counts (`xtask/tests/tidy.rs` fails on a literal act count or range elsewhere).
 //! The act numbers are the spec's (`docs/labs.md`, "Lab B" and "Lab A" tables).
 
 use crate::error::LabError;
 use crate::evidence::Lab;
-use crate::grade::{self, G};
 use crate::inputs::InputFile;
 use crate::text::{Text, t};
 
@@ -70,6 +69,51 @@ pub enum Fault {
         /// Seconds from the healer's ready answer to its restore; `None`: the plan's.
         restore_after_sec: Option<u64>,
     },
+}
+
+/// The grader of each act, named: one per grading function of `grade/` (shared acts 1-3 and each
+/// lab's own). `grade::grader_of` maps a name to its function (an exhaustive match, so a name
+/// without a function does not compile).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Grader {
+    /// `grade::act1`.
+    SharedAct1,
+    /// `grade::act2`.
+    SharedAct2,
+    /// `grade::act3`.
+    SharedAct3,
+    /// `grade::b::act4`.
+    BAct4,
+    /// `grade::b::act5`.
+    BAct5,
+    /// `grade::b::act6`.
+    BAct6,
+    /// `grade::b::act7`.
+    BAct7,
+    /// `grade::b::act8`.
+    BAct8,
+    /// `grade::a::act4`.
+    AAct4,
+    /// `grade::a::act5`.
+    AAct5,
+    /// `grade::a::act6`.
+    AAct6,
+    /// `grade::a::act7`.
+    AAct7,
+    /// `grade::a::act8`.
+    AAct8,
+    /// `grade::c::act3`.
+    CAct3,
+    /// `grade::c::act4`.
+    CAct4,
+    /// `grade::c::act5`.
+    CAct5,
+    /// `grade::c::act6`.
+    CAct6,
+    /// `grade::c::act7`.
+    CAct7,
+    /// `grade::c::act8`.
+    CAct8,
 }
 
 /// One step of an act, from the one closed set every lab's acts are made of (`docs/labs.md`'s
@@ -154,8 +198,9 @@ pub struct ActSpec {
     pub test_name: &'static str,
     /// What the act does, in order (one runner per step kind in `lab/src/steps/`).
     pub steps: &'static [Step],
-    /// Grades the act's evidence (pure; `grade/`).
-    pub(crate) grade: fn(&mut G),
+    /// The act's grader, by name: `grade/` binds each name to its pure function
+    /// (`grade::grader_of`), so that the registry does not depend on the graders.
+    pub(crate) grader: Grader,
 }
 
 impl std::fmt::Debug for ActSpec {
@@ -185,7 +230,7 @@ macro_rules! shared_acts {
                 audit: false,
                 test_name: "act_1_scope_matches_the_live_cluster",
                 steps: &[Step::CheckScope],
-                grade: grade::act1,
+                grader: Grader::SharedAct1,
             },
             ActSpec {
                 number: 2,
@@ -198,7 +243,7 @@ macro_rules! shared_acts {
                 steps: &[Step::ApplyPolicy {
                     failure_policy: FailurePolicy::Fail,
                 }],
-                grade: grade::act2,
+                grader: Grader::SharedAct2,
             },
             ActSpec {
                 number: 3,
@@ -209,7 +254,7 @@ macro_rules! shared_acts {
                 audit: true,
                 test_name: "act_3_baseline_good_stored_bad_denied",
                 steps: &[Step::Baseline { waves: 0, size: 1 }],
-                grade: grade::act3,
+                grader: Grader::SharedAct3,
             },
         ]
     };
@@ -239,7 +284,7 @@ pub static LAB_B: &[ActSpec] = &[
         steps: &[Step::Investigate {
             target: Target::One,
         }],
-        grade: grade::b::act4,
+        grader: Grader::BAct4,
     },
     ActSpec {
         number: 5,
@@ -261,7 +306,7 @@ pub static LAB_B: &[ActSpec] = &[
             Step::AwaitDeny,
             Step::Settle,
         ],
-        grade: grade::b::act5,
+        grader: Grader::BAct5,
     },
     ActSpec {
         number: 6,
@@ -286,7 +331,7 @@ pub static LAB_B: &[ActSpec] = &[
             Step::AwaitDeny,
             Step::Settle,
         ],
-        grade: grade::b::act6,
+        grader: Grader::BAct6,
     },
     ActSpec {
         number: 7,
@@ -297,7 +342,7 @@ pub static LAB_B: &[ActSpec] = &[
         audit: true,
         test_name: "act_7_recovery_is_an_explicit_deny",
         steps: &[Step::ExpectDeny],
-        grade: grade::b::act7,
+        grader: Grader::BAct7,
     },
     ActSpec {
         number: 8,
@@ -308,7 +353,7 @@ pub static LAB_B: &[ActSpec] = &[
         audit: false,
         test_name: "act_8_report_agrees_with_the_evidence",
         steps: &[Step::Report],
-        grade: grade::b::act8,
+        grader: Grader::BAct8,
     },
 ];
 
@@ -328,7 +373,7 @@ pub static LAB_A: &[ActSpec] = &[
         steps: &[Step::Investigate {
             target: Target::One,
         }],
-        grade: grade::a::act4,
+        grader: Grader::AAct4,
     },
     ActSpec {
         number: 5,
@@ -345,7 +390,7 @@ pub static LAB_A: &[ActSpec] = &[
             }),
             Step::Traffic { waves: 0, size: 1 },
         ],
-        grade: grade::a::act5,
+        grader: Grader::AAct5,
     },
     ActSpec {
         number: 6,
@@ -356,7 +401,7 @@ pub static LAB_A: &[ActSpec] = &[
         audit: true,
         test_name: "act_6_recovery_timeline_lease_then_registration_then_deny",
         steps: &[Step::Restore, Step::AwaitDeny],
-        grade: grade::a::act6,
+        grader: Grader::AAct6,
     },
     ActSpec {
         number: 7,
@@ -367,7 +412,7 @@ pub static LAB_A: &[ActSpec] = &[
         audit: true,
         test_name: "act_7_server_dry_run_validates_without_storing",
         steps: &[Step::DryRun],
-        grade: grade::a::act7,
+        grader: Grader::AAct7,
     },
     ActSpec {
         number: 8,
@@ -378,7 +423,7 @@ pub static LAB_A: &[ActSpec] = &[
         audit: false,
         test_name: "act_8_report_agrees_with_the_evidence",
         steps: &[Step::Report],
-        grade: grade::a::act8,
+        grader: Grader::AAct8,
     },
 ];
 
@@ -410,7 +455,7 @@ pub static LAB_C: &[ActSpec] = &[
             }),
             Step::Baseline { waves: 2, size: 6 },
         ],
-        grade: grade::c::act3,
+        grader: Grader::CAct3,
     },
     ActSpec {
         number: 4,
@@ -423,7 +468,7 @@ pub static LAB_C: &[ActSpec] = &[
         steps: &[Step::Investigate {
             target: Target::Leader,
         }],
-        grade: grade::c::act4,
+        grader: Grader::CAct4,
     },
     ActSpec {
         number: 5,
@@ -446,7 +491,7 @@ pub static LAB_C: &[ActSpec] = &[
             Step::AwaitDeny,
             Step::Settle,
         ],
-        grade: grade::c::act5,
+        grader: Grader::CAct5,
     },
     ActSpec {
         number: 6,
@@ -472,7 +517,7 @@ pub static LAB_C: &[ActSpec] = &[
             Step::AwaitDeny,
             Step::Settle,
         ],
-        grade: grade::c::act6,
+        grader: Grader::CAct6,
     },
     ActSpec {
         number: 7,
@@ -483,7 +528,7 @@ pub static LAB_C: &[ActSpec] = &[
         audit: true,
         test_name: "act_7_scale_back_recovers_an_explicit_deny",
         steps: &[Step::Restore, Step::AwaitDeny],
-        grade: grade::c::act7,
+        grader: Grader::CAct7,
     },
     ActSpec {
         number: 8,
@@ -494,7 +539,7 @@ pub static LAB_C: &[ActSpec] = &[
         audit: false,
         test_name: "act_8_report_agrees_with_the_evidence",
         steps: &[Step::Report],
-        grade: grade::c::act8,
+        grader: Grader::CAct8,
     },
 ];
 

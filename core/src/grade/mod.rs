@@ -359,6 +359,32 @@ impl GradeInput {
     }
 }
 
+/// The function of a grader the registry names ([`crate::acts::ActSpec`]'s `grader`).
+pub(crate) fn grader_of(grader: crate::acts::Grader) -> fn(&mut G) {
+    use crate::acts::Grader;
+    match grader {
+        Grader::SharedAct1 => act1,
+        Grader::SharedAct2 => act2,
+        Grader::SharedAct3 => act3,
+        Grader::BAct4 => b::act4,
+        Grader::BAct5 => b::act5,
+        Grader::BAct6 => b::act6,
+        Grader::BAct7 => b::act7,
+        Grader::BAct8 => b::act8,
+        Grader::AAct4 => a::act4,
+        Grader::AAct5 => a::act5,
+        Grader::AAct6 => a::act6,
+        Grader::AAct7 => a::act7,
+        Grader::AAct8 => a::act8,
+        Grader::CAct3 => c::act3,
+        Grader::CAct4 => c::act4,
+        Grader::CAct5 => c::act5,
+        Grader::CAct6 => c::act6,
+        Grader::CAct7 => c::act7,
+        Grader::CAct8 => c::act8,
+    }
+}
+
 /// Grades act `act` of `lab` (an act the registry, [`crate::acts`], does not list has no checks
 /// beyond its evidence file). Pure: reads only `input`.
 pub fn grade(lab: Lab, act: u8, input: &GradeInput) -> Findings {
@@ -368,7 +394,7 @@ pub fn grade(lab: Lab, act: u8, input: &GradeInput) -> Findings {
     g.metrics_applies = spec.is_some_and(|s| s.metrics);
     if let Some(ev) = g.evidence(act) {
         if let Some(spec) = spec {
-            (spec.grade)(&mut g);
+            grader_of(spec.grader)(&mut g);
         }
         g.names_unique();
         witness::one_uid_one_object(&mut g);
@@ -401,7 +427,7 @@ pub fn check_report(lab: Lab, input: &GradeInput) -> ReportCheck {
     let mut g = G::new(lab, act, input);
     g.report_only = true;
     if let Some(spec) = crate::acts::spec(lab, act) {
-        (spec.grade)(&mut g);
+        grader_of(spec.grader)(&mut g);
     }
     let words = std::mem::take(&mut g.words);
     ReportCheck {
