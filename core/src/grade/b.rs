@@ -645,7 +645,7 @@ pub(crate) fn act6(g: &mut G) {
     if let Some(ev) = g.evidence(6) {
         super::witness::stored_policy_is_the_raw_read(g, &ev, &format!("{s}.policy"), &f.policy);
         let what = "webhook-configuration-ignore";
-        super::witness::kept_registration_is_derived_from(
+        super::witness::registration_is_derived_from(
             g,
             &ev,
             what,
@@ -731,7 +731,7 @@ pub(crate) fn act7(g: &mut G) {
     }
     if let Some(ev) = g.evidence(7) {
         let what = "webhook-configuration";
-        super::witness::kept_registration_is_derived_from(
+        super::witness::registration_is_derived_from(
             g,
             &ev,
             what,

@@ -167,21 +167,6 @@ pub(crate) fn registration_is_derived_from(
     );
 }
 
-/// [`registration_is_derived_from`] where the act kept the raw configuration `what` (lab B's acts
-/// 6 and 7 record it, `lab/src/steps/policy.rs`, `lab/src/labs/b.rs`; the generated lab B
-/// fixture's acts 6 and 7 have none, and are graded as before).
-pub(crate) fn kept_registration_is_derived_from(
-    g: &mut G,
-    ev: &Evidence,
-    what: &str,
-    fact: &str,
-    hook: &WebhookFacts,
-) {
-    if raw_record(ev, what).is_some() {
-        registration_is_derived_from(g, ev, what, fact, hook);
-    }
-}
-
 /// The stored policy act 2 records is the one its raw read returned (raw `policy-stored`): the
 /// same name, UID and spec (the defaulted fields included, which the input does not hold).
 /// Flags [`Code::RawMismatch`] / [`Code::ObservationMissing`].

@@ -317,6 +317,16 @@ fn webhook(failure_policy: &str, at: i64) -> facts::WebhookFacts {
     }
 }
 
+/// The raw ValidatingWebhookConfiguration read with `w`: its name and UID, `w` its one webhook.
+fn configuration_of(w: &facts::WebhookFacts) -> Value {
+    json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": w.configuration, "uid": w.configuration_uid},
+        "webhooks": [webhook_entry(w)]
+    })
+}
+
 fn webhook_entry(w: &facts::WebhookFacts) -> Value {
     json!({
         "name": w.name,
@@ -589,12 +599,7 @@ fn acts_1_and_2(t: &mut Tree) {
                 raw_rec(
                     "webhook-configuration",
                     61_000,
-                    json!({
-                        "apiVersion": "admissionregistration.k8s.io/v1",
-                        "kind": "ValidatingWebhookConfiguration",
-                        "metadata": {"name": w.configuration, "uid": w.configuration_uid},
-                        "webhooks": [webhook_entry(&w)]
-                    }),
+                    configuration_of(&w),
                 ),
             ],
         ),
@@ -832,16 +837,22 @@ pub fn lab_b_pass() -> BTreeMap<String, Value> {
         Answer::Deny(IGNORE_HOOK),
     );
     let run6 = freeze_run(303_000, 10, true, 6);
+    let w6 = webhook("Ignore", 301_500);
     let mut raw6 = raw_of(&[&healthy_bad, &run6.target_good, &run6.target_bad]);
     raw6.push(raw_rec("policy-stored", 301_000, {
         let mut p = stored_policy("Ignore");
         p.as_object_mut().unwrap().remove("status");
         p
     }));
+    raw6.push(raw_rec(
+        "webhook-configuration-ignore",
+        301_500,
+        configuration_of(&w6),
+    ));
     let a6 = b::Act6Facts {
         policy_uid_before: POLICY_UID.into(),
         policy: stored_policy("Ignore"),
-        webhook: webhook("Ignore", 301_500),
+        webhook: w6,
         healthy_bad,
         run: run6,
     };
@@ -871,10 +882,12 @@ pub fn lab_b_pass() -> BTreeMap<String, Value> {
         44,
         Answer::Deny(IGNORE_HOOK),
     );
-    let raw7 = raw_of(&[&healthy_bad]);
+    let w7 = webhook("Ignore", 359_000);
+    let mut raw7 = raw_of(&[&healthy_bad]);
+    raw7.push(raw_rec("webhook-configuration", 359_000, configuration_of(&w7)));
     let a7 = b::Act7Facts {
         policy_uid: POLICY_UID.into(),
-        webhook: webhook("Ignore", 359_000),
+        webhook: w7,
         healthy_bad,
         existing: existing_at(361_000),
     };
@@ -2429,12 +2442,7 @@ fn lab_c_acts_5_to_8(
         raw_rec(
             "webhook-configuration-ignore",
             300_080,
-            json!({
-                "apiVersion": "admissionregistration.k8s.io/v1",
-                "kind": "ValidatingWebhookConfiguration",
-                "metadata": {"name": w6.configuration, "uid": w6.configuration_uid},
-                "webhooks": [webhook_entry(&w6)]
-            }),
+            configuration_of(&w6),
         ),
         json!({"at": ts(300_430), "what": "request:healthy-bad", "data": healthy_bad}),
     ];
@@ -2553,12 +2561,7 @@ fn lab_c_acts_5_to_8(
         raw_rec(
             "webhook-configuration",
             393_016,
-            json!({
-                "apiVersion": "admissionregistration.k8s.io/v1",
-                "kind": "ValidatingWebhookConfiguration",
-                "metadata": {"name": w7.configuration, "uid": w7.configuration_uid},
-                "webhooks": [webhook_entry(&w7)]
-            }),
+            configuration_of(&w7),
         ),
         json!({"at": ts(393_125), "what": "request:deny-probe", "data": probe}),
     ];
