@@ -134,16 +134,23 @@ async fn endpoints(cl: &Cluster) -> Result<(Vec<EndpointFacts>, serde_json::Valu
 }
 
 /// Sends `n` violating pods at once (each its own task) and returns their records in send order.
+///
+/// The tasks are released together by a barrier once all `n` are running: spawned and sent one
+/// by one, a loaded machine (load above 9, lab-c.md) let a healthy webhook answer each request
+/// before the next task had started, and the wave was not parallel.
 async fn parallel_wave(
     cl: &Cluster,
     purpose: &str,
     n: u32,
 ) -> Result<Vec<RequestRecord>, LabError> {
     let mut set = tokio::task::JoinSet::new();
+    let together = std::sync::Arc::new(tokio::sync::Barrier::new(n as usize));
     for i in 0..n {
         let cl = cl.clone();
         let purpose = format!("{purpose}-{i}");
+        let together = together.clone();
         set.spawn(async move {
+            together.wait().await;
             let r = probe::send_pod(&cl, &purpose, TARGET_NAMESPACE, PodKind::Bad, false).await;
             (i, r)
         });
