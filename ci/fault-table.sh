@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The fault-attempt table, N times (issue 12): runs the freeze healer's rows
 # (`cargo test -p tests --test freeze_healer`, no cluster), lab A's rows on a real
-# embedded cluster (`--test lab_a -- fault_row`: only the `fault_row_*` rows of the lab A
-# binary, one cluster per run) and lab B's (`--test lab_b -- fault_row`: acts 1-4, then only
+# embedded cluster (`--test labs -- lab_a::fault_row`: only the `fault_row_*` rows of lab A's
+# lane, one cluster per run) and lab B's (`--test labs -- lab_b::fault_row`: acts 1-4, then only
 # the `fault_row_*` rows, one cluster per run) N times and prints, per row, how many of N held,
 # plus every `figure:` line's values per row.
 #
@@ -22,10 +22,17 @@ usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
 
 runs=10
 tests=(freeze_healer lab_a lab_b)
-# The libtest filter a test binary runs with here (empty: every row of the binary).
+# The test binary a group of rows is in, and the libtest filter it runs with here (empty: every
+# row of the binary).
+binary_of() {
+  case "$1" in
+    lab_a|lab_b) echo labs ;;
+    *) echo "$1" ;;
+  esac
+}
 filter_of() {
   case "$1" in
-    lab_a|lab_b) echo fault_row ;;
+    lab_a|lab_b) echo "$1::fault_row" ;;
     *) echo "" ;;
   esac
 }
@@ -51,7 +58,7 @@ out="${FAULT_TABLE_OUT:-target/fault-table/$(date -u +%Y%m%dT%H%M%SZ)}"
 mkdir -p "$out"
 
 echo "building the rows' test binaries" >&2
-cargo test -q -p tests --no-run $(printf -- '--test %s ' "${tests[@]}") >"$out/build.log" 2>&1 || {
+cargo test -q -p tests --no-run $(for t in "${tests[@]}"; do printf -- '--test %s ' "$(binary_of "$t")"; done) >"$out/build.log" 2>&1 || {
   tail -20 "$out/build.log" >&2; exit 1; }
 
 : >"$out/results.tsv"
@@ -66,12 +73,12 @@ for i in $(seq 1 "$runs"); do
     log="$out/$t.$i"
     start=$(date +%s)
     # The harness's verdicts go to stdout, the rows' own lines (figures) and cargo's to stderr.
-    "${lock[@]}" cargo test -q -p tests --test "$t" -- "${filter[@]}" >"$log.out" 2>"$log.err" || true
+    "${lock[@]}" cargo test -q -p tests --test "$(binary_of "$t")" -- "${filter[@]}" >"$log.out" 2>"$log.err" || true
     echo "run $i/$runs $t: $(( $(date +%s) - start )) s, $(grep -c -E '^test .* \.\.\. ok$' "$log.out" || true) rows ok, logs $log.out $log.err" >&2
     # "test NAME ... ok" / "test NAME ... FAILED"
     sed -n -E "s/^test (.*[^ ]) +\.\.\. (ok|FAILED)$/$i\t$t\t\1\t\2/p" "$log.out" >>"$out/results.tsv"
     # Every test's harness announces its rows first (`--list`), so a crashed run still counts.
-    cargo test -q -p tests --test "$t" -- --list "${filter[@]}" 2>/dev/null \
+    cargo test -q -p tests --test "$(binary_of "$t")" -- --list "${filter[@]}" 2>/dev/null \
       | sed -n -E "s/^(.*): test$/$i\t$t\t\1\tlisted/p" >>"$out/results.tsv"
     grep -E 'figure:|    row .*: ' "$log.err" | sed -E "s/^ +//; s/^/$i\t$t\t/" >>"$out/figures.tsv" || true
   done

@@ -234,7 +234,8 @@ pub struct LabCluster {
     /// The cluster of a non-embedded backend (`KCA_CLUSTER`); its handle is in [`LIVE`].
     other: Option<Other>,
     up_secs: f64,
-    _lock: ClusterLock,
+    /// The machine lock, shared by the clusters of this process ([`lanes::shared_lock`]).
+    _lock: std::sync::Arc<ClusterLock>,
 }
 
 impl LabCluster {
@@ -250,14 +251,15 @@ impl LabCluster {
     /// [`LabCluster::fresh`] with explicit options.
     pub fn fresh_with(opts: UpOptions) -> Result<LabCluster> {
         xtask::cluster::host::require_root().context("cluster tests need a real cluster")?;
-        let lock = ClusterLock::acquire(&opts.state_root)?;
-        Self::fresh_locked(opts, lock)
+        let lock = lanes::shared_lock(&opts.state_root)?;
+        Self::fresh_on(xtask::backend::Backend::from_env()?, opts, lock)
     }
 
     /// [`LabCluster::fresh_with`] for a caller that already holds the cluster lock (e.g. to
     /// snapshot the host before any cluster of the suite exists); the fixture keeps the lock.
     /// The backend is [`xtask::backend::Backend::from_env`]'s.
     pub fn fresh_locked(opts: UpOptions, lock: ClusterLock) -> Result<LabCluster> {
+        let lock = lanes::adopt(lock);
         Self::fresh_on(xtask::backend::Backend::from_env()?, opts, lock)
     }
 
@@ -271,7 +273,7 @@ impl LabCluster {
     pub fn fresh_on(
         backend: xtask::backend::Backend,
         opts: UpOptions,
-        lock: ClusterLock,
+        lock: std::sync::Arc<ClusterLock>,
     ) -> Result<LabCluster> {
         xtask::cluster::host::require_root().context("cluster tests need a real cluster")?;
         let t = Instant::now();
@@ -679,16 +681,19 @@ pub fn ordered_setup(
     Ok((cluster, run))
 }
 
-/// Ends one lab's ordered act test: keeps what was observed (inputs, evidence, fault files,
-/// grades, webhooks, component logs) under `artifacts`, tears the cluster down, and exits with
-/// the harness's conclusion; a failed teardown is reported and exits 101.
-pub fn finish_ordered(
+/// Ends one lab's ordered act test (a lane's end, [`lanes::Lane`]): keeps what was observed
+/// (inputs, evidence, fault files, grades, webhooks, component logs) under `artifacts` and tears
+/// the cluster down.
+///
+/// # Errors
+/// The teardown failed (the message names the cluster); a failure to keep artifacts is said on
+/// stderr and is not an error.
+pub fn end_ordered(
     state: &Mutex<OrderedLab>,
     label: &str,
     cluster_name: &str,
     artifacts: &Path,
-    conclusion: libtest_mimic::Conclusion,
-) -> ! {
+) -> std::result::Result<(), String> {
     let mut s = state.lock().unwrap_or_else(PoisonError::into_inner);
     if let (Some(run), Some(c)) = (&s.run, &s.cluster) {
         let saved = xtask::lab_run::save_artifacts(run, artifacts)
@@ -699,17 +704,15 @@ pub fn finish_ordered(
         }
     }
     s.run = None;
-    if let Some(c) = s.cluster.take()
-        && let Err(e) = c.down()
-    {
-        eprintln!("teardown of {cluster_name} failed: {e:#}");
-        std::process::exit(101);
+    if let Some(c) = s.cluster.take() {
+        c.down()
+            .map_err(|e| format!("teardown of {cluster_name} failed: {e:#}"))?;
     }
-    drop(s);
-    conclusion.exit()
+    Ok(())
 }
 
 pub mod host;
+pub mod lanes;
 
 /// Assertions shared by every lab's ordered act tests. Each returns a `Failed` that says what was
 /// expected and what was observed.

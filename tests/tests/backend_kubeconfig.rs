@@ -8,7 +8,7 @@
 //! `backend.json`, the kubeconfig and CRI endpoint it hands over, no audit log), and lab B uses
 //! every one of them: its act 4 finds Kyverno's process through the CRI endpoint the backend
 //! resolved and acts 5 and 6 freeze it, and it has the four audit acts (3, 5, 6, 7). Lab A's acts
-//! are the same code on every backend and run end to end on the embedded one (`lab_a.rs`); lab A
+//! are the same code on every backend and run end to end on the embedded one (`labs/lab_a.rs`); lab A
 //! through this backend runs in the nightly workflow (k3s through the `kubeconfig` backend).
 //!
 //! On its own fresh cluster (held under the cluster lock):

@@ -119,7 +119,11 @@ fn fixture_kubeconfig_child() -> i32 {
             false,
             false,
         )?;
-        tests::LabCluster::fresh_on(xtask::backend::Backend::Kubeconfig(opts), up, lock)
+        tests::LabCluster::fresh_on(
+            xtask::backend::Backend::Kubeconfig(opts),
+            up,
+            tests::lanes::adopt(lock),
+        )
     })();
     match held {
         Ok(c) => {

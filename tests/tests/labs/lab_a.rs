@@ -1,9 +1,10 @@
-//! Lab A's cluster tests, on ONE fresh embedded cluster shared by every row (issue 16: this binary
-//! replaces four that each started a cluster: `lab_a`, `cluster_smoke`, `lab_a_fault_rows` and
-//! `scale_watcher_sigkill`). Custom harness (libtest-mimic, `test_threads = 1`): the rows run in
-//! this fixed order, each starting from the state the previous one left, and the cluster is torn
-//! down at the end, also when a row fails or panics; SIGINT/SIGTERM/SIGHUP tear it down through the
-//! fixture (`tests::LabCluster`).
+//! Lab A's cluster tests, on ONE fresh embedded cluster shared by every row (issue 16: this lane
+//! replaces four binaries that each started a cluster: `lab_a`, `cluster_smoke`,
+//! `lab_a_fault_rows` and `scale_watcher_sigkill`). A lane of the `labs` binary
+//! (`tests::lanes`): the rows run in this fixed order, each starting from the state the previous
+//! one left, beside the other labs' lanes, and the cluster is torn down at the end, also when a
+//! row fails or panics; SIGINT/SIGTERM/SIGHUP tear it down through the fixture
+//! (`tests::LabCluster`).
 //!
 //! 1. `smoke_…` (`lab_a/smoke.rs`): lab B's policy registers Kyverno's webhook and the admission
 //!    chain stores or denies pods, through the test's own client; the policy and pods are deleted
@@ -30,7 +31,7 @@
 //!    deadline, disk full (the last two in work dirs of their own with acts 1-3 copied from that
 //!    copy and act 4 run again). Each starts and ends at 1 replica; a
 //!    row that fails has the replicas put back to 1 by the test (said on stderr) so the next row
-//!    can run. `cargo test -p tests --test lab_a -- fault_row` runs only these (then the watcher
+//!    can run. `cargo test -p tests --test labs -- lab_a::fault_row` runs only these (then the watcher
 //!    row runs acts 1-4 itself); `ci/fault-table.sh` does that N times.
 //! 4. `diagnostics_…` (`lab_a/forced_failure.rs`, formerly half of the `diagnostics` binary):
 //!    lab A's artifacts are saved first, then lab A's policy is deleted and lab A is driven again
@@ -56,11 +57,12 @@ use std::time::{Duration, Instant};
 use lab::evidence::{ActStatus, Lab, Outcome};
 use lab::facts::a::{Act4Facts, Act5Facts, Act6Facts, Act7Facts, StepStatus};
 use lab::facts::{Act2Facts, Act3Facts, Act8Facts};
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::Failed;
 use tests::acts::{
     act1_matches_the_live_cluster, act2_registers_the_fail_webhook, ensure, existing_survives,
     expect,
 };
+use tests::lanes::Lane;
 use tests::{LabCluster, MemorySampler};
 use xtask::lab_run::LabRun;
 
@@ -128,49 +130,44 @@ fn rows_source() -> Result<(PathBuf, bool), Failed> {
     }
 }
 
-fn main() {
-    let mut args = Arguments::from_args();
-    args.test_threads = Some(1);
-    let mut trials = vec![
-        Trial::test(
-            "smoke_policy_registers_the_webhook_and_pods_are_stored_or_denied",
-            || {
-                row(|c| {
-                    let rt = tokio::runtime::Runtime::new()?;
-                    let r = rt.block_on(smoke::scenario(c));
-                    // Whatever the scenario got to: lab A's act 2 needs the policy gone.
-                    let cleaned = rt.block_on(smoke::cleanup(c));
-                    match (r, cleaned) {
-                        (Ok(()), c) => c,
-                        (Err(e), Ok(())) => Err(e),
-                        (Err(e), Err(c)) => {
-                            Err(e.context(format!("and the cleanup failed: {c:#}")))
-                        }
-                    }
-                })
-            },
-        ),
-        Trial::test(
-            "smoke_a_second_up_of_the_running_cluster_is_refused_and_tears_nothing_down",
-            || {
-                row(|c| {
-                    let rt = tokio::runtime::Runtime::new()?;
-                    smoke::refused_up_leaves_the_running_cluster(c, &rt)
-                })
-            },
-        ),
-    ];
+/// Lab A's lane of the `labs` binary (the rows of this file's header, in that order); its end is
+/// [`end`].
+pub fn lane() -> Lane {
+    let mut lane = Lane::new("lab_a", Box::new(end));
+    lane.row(
+        "smoke_policy_registers_the_webhook_and_pods_are_stored_or_denied",
+        || {
+            row(|c| {
+                let rt = tokio::runtime::Runtime::new()?;
+                let r = rt.block_on(smoke::scenario(c));
+                // Whatever the scenario got to: lab A's act 2 needs the policy gone.
+                let cleaned = rt.block_on(smoke::cleanup(c));
+                match (r, cleaned) {
+                    (Ok(()), c) => c,
+                    (Err(e), Ok(())) => Err(e),
+                    (Err(e), Err(c)) => Err(e.context(format!("and the cleanup failed: {c:#}"))),
+                }
+            })
+        },
+    );
+    lane.row(
+        "smoke_a_second_up_of_the_running_cluster_is_refused_and_tears_nothing_down",
+        || {
+            row(|c| {
+                let rt = tokio::runtime::Runtime::new()?;
+                smoke::refused_up_leaves_the_running_cluster(c, &rt)
+            })
+        },
+    );
     // One ordered step per act of the registry, under the act's test name.
     for spec in lab::acts::of(Lab::A) {
         let act = spec.number;
-        trials.push(Trial::test(spec.test_name, move || {
+        lane.row(spec.test_name, move || {
             step(&format!("act {act}"), |run| act_test(run, act))
-        }));
+        });
     }
-    trials.push(Trial::test("grade_all_passes", || {
-        step("grade all", grade_all)
-    }));
-    trials.push(Trial::test(
+    lane.row("grade_all_passes", || step("grade all", grade_all));
+    lane.row(
         "fault_row_watcher_sigkilled_mid_fault_then_inspect_heals_and_act_6_runs",
         || {
             let acts = match rows_source()? {
@@ -179,39 +176,47 @@ fn main() {
             };
             row(move |c| fault_rows::watcher_killed_then_inspect(c, acts))
         },
-    ));
-    trials.push(Trial::test(
+    );
+    lane.row(
         "fault_row_runner_sigstopped_past_the_deadline_watcher_restores_runner_records_it",
         || {
             let (source, _) = rows_source()?;
             row(move |c| fault_rows::runner_stopped_past_deadline(c, &source))
         },
-    ));
-    trials.push(Trial::test(
+    );
+    lane.row(
         "fault_row_runner_sigstopped_before_its_request_past_the_deadline_nothing_scaled",
         || {
             let (source, _) = rows_source()?;
             row(move |c| fault_rows::runner_stopped_before_request(c, &source))
         },
-    ));
-    trials.push(Trial::test(
+    );
+    lane.row(
         "fault_row_disk_full_mid_fault_restore_not_blocked_record_failure_said",
         || {
             let (source, _) = rows_source()?;
             row(move |c| fault_rows::disk_full(c, &source))
         },
-    ));
-    trials.push(Trial::test(
+    );
+    lane.row(
         "diagnostics_act_2_on_a_controller_scaled_to_0_leaves_diagnostics_naming_the_cause",
         || {
             save_lab_a_artifacts(&mut state());
             row(forced_failure::act_2_fails_on_a_cluster_scaled_to_0)
         },
-    ));
-    let conclusion = libtest_mimic::run(&args, trials);
+    );
+    lane
+}
+
+/// Lab A's end: its artifacts and the cluster's logs kept, the figure recorded (up time, the
+/// stack's peak memory, down time), the cluster torn down.
+///
+/// # Errors
+/// The teardown failed.
+fn end() -> Result<(), String> {
     let mut s = state();
     save_lab_a_artifacts(&mut s);
-    // The daemons' logs (and the audit log) of the whole binary, beside lab A's artifacts.
+    // The daemons' logs (and the audit log) of the whole lane, beside lab A's artifacts.
     if let (Some(_), Some(c)) = (&s.run, &s.cluster) {
         let dir = artifacts();
         if let Err(e) = xtask::lab_run::collect_cluster_logs(&c.state_dir(), &dir) {
@@ -223,34 +228,31 @@ fn main() {
     }
     s.run = None;
     let peak = s.sampler.take().map(MemorySampler::finish);
-    if let Some(c) = s.cluster.take() {
-        let embedded = figures_before_down(&c);
-        let up_secs = c.up_secs();
-        let t = Instant::now();
-        let down = c.down();
-        let down_secs = t.elapsed().as_secs_f64();
-        if let Some(timings) = embedded {
-            let (peak, procs) = peak.unwrap_or((0, 0));
-            let _ = tests::record_figure(
-                &xtask::cluster::config::default_state_root(),
-                serde_json::json!({
-                    "test": "lab_a",
-                    "at": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-                    "up_secs": up_secs,
-                    "timings_ms": timings,
-                    "peak_rss_bytes": peak,
-                    "peak_rss_processes": procs,
-                    "down_secs": down_secs,
-                }),
-            );
-        }
-        if let Err(e) = down {
-            eprintln!("teardown of {CLUSTER_NAME} failed: {e:#}");
-            std::process::exit(101);
-        }
+    let Some(c) = s.cluster.take() else {
+        return Ok(());
+    };
+    let embedded = figures_before_down(&c);
+    let up_secs = c.up_secs();
+    let t = Instant::now();
+    let down = c.down();
+    let down_secs = t.elapsed().as_secs_f64();
+    if let Some(timings) = embedded {
+        let (peak, procs) = peak.unwrap_or((0, 0));
+        let _ = tests::record_figure(
+            &xtask::cluster::config::default_state_root(),
+            serde_json::json!({
+                "test": "lab_a",
+                "at": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                "up_secs": up_secs,
+                "timings_ms": timings,
+                "peak_rss_bytes": peak,
+                "peak_rss_processes": procs,
+                "down_secs": down_secs,
+            }),
+        );
     }
-    drop(s);
-    conclusion.exit();
+    down.map(drop)
+        .map_err(|e| format!("teardown of {CLUSTER_NAME} failed: {e:#}"))
 }
 
 /// Keeps what lab A observed, passed or failed, once: inputs, evidence, fault files, grades, the

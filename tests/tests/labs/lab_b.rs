@@ -1,4 +1,5 @@
-//! Lab B end to end on a fresh embedded cluster: one test per act, in order, on one cluster.
+//! Lab B end to end on a fresh embedded cluster: one test per act, in order, on one cluster (a lane
+//! of the `labs` binary, `tests::lanes`).
 //!
 //! The cluster comes from the same code as `cargo xtask cluster up` (`tests::LabCluster`), the
 //! reference inputs and the acts from the same code as `cargo xtask lab run`
@@ -8,7 +9,7 @@
 //!
 //! Then a test kills a runner with SIGKILL in the middle of a freeze of Kyverno's real process
 //! and checks that the healer resumes it within `resume_after_sec` + 1 s. The runner is this
-//! binary re-executed with `KCA_TEST_LAB_B_RUNNER` set.
+//! `labs` binary re-executed with `KCA_TEST_LAB_B_RUNNER` set ([`runner_child`]).
 //!
 //! Last come issue 12's fault-attempt rows on the same cluster ([`rows`]), each with the real
 //! `kca-webhook-lab act 5` process freezing the real Kyverno in a work directory of its own.
@@ -23,12 +24,13 @@ use lab::evidence::{ActStatus, Lab, Outcome};
 use lab::facts::b::{Act4Facts, Act5Facts, Act6Facts, Act7Facts, FreezeRun};
 use lab::facts::{Act1Facts, Act2Facts, Act3Facts, Act8Facts};
 use lab::faults::freeze::{self, FreezeTarget};
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::Failed;
 use tests::LabCluster;
 use tests::acts::{
     act1_matches_the_live_cluster, act2_registers_the_fail_webhook, ensure, existing_survives,
     expect,
 };
+use tests::lanes::Lane;
 use xtask::lab_run::LabRun;
 
 const RUNNER_ENV: &str = "KCA_TEST_LAB_B_RUNNER";
@@ -41,41 +43,47 @@ type Shared = Arc<Mutex<State>>;
 #[path = "lab_b/rows.rs"]
 mod rows;
 
-fn main() {
-    if let Ok(spec) = std::env::var(RUNNER_ENV) {
-        std::process::exit(runner(&spec));
-    }
-    let mut args = Arguments::from_args();
-    args.test_threads = Some(1);
+/// Lab B's runner child (the SIGKILL row re-executes this binary with [`RUNNER_ENV`] set): its
+/// exit code, or `None` in the test process itself.
+pub fn runner_child() -> Option<i32> {
+    std::env::var(RUNNER_ENV).ok().map(|spec| runner(&spec))
+}
+
+/// Lab B's lane of the `labs` binary: one ordered step per act of the registry, the whole grade,
+/// Kyverno's logs, the runner's SIGKILL, then the fault rows; its end keeps the artifacts and
+/// tears the cluster down.
+pub fn lane() -> Lane {
     let state: Shared = Arc::default();
-    let mut trials = Vec::new();
-    // One ordered step per act of the registry, under the act's test name.
+    let st = state.clone();
+    let mut lane = Lane::new(
+        "lab_b",
+        Box::new(move || tests::end_ordered(&st, "lab b", CLUSTER_NAME, &artifacts())),
+    );
     for spec in lab::acts::of(Lab::B) {
         let act = spec.number;
         let st = state.clone();
-        trials.push(Trial::test(spec.test_name, move || {
+        lane.row(spec.test_name, move || {
             step(&st, &format!("act {act}"), |run| act_test(run, act))
-        }));
+        });
     }
     let st = state.clone();
-    trials.push(Trial::test("grade_all_passes", move || {
+    lane.row("grade_all_passes", move || {
         step(&st, "grade all", grade_all)
-    }));
+    });
     let st = state.clone();
-    trials.push(Trial::test("the_run_keeps_kyverno_s_own_logs", move || {
+    lane.row("the_run_keeps_kyverno_s_own_logs", move || {
         step(&st, "kyverno logs", kyverno_logs_kept)
-    }));
+    });
     let st = state.clone();
-    trials.push(Trial::test(
+    lane.row(
         "sigkill_of_the_runner_mid_freeze_still_resumes_kyverno",
         move || step(&st, "sigkill", sigkill_runner),
-    ));
+    );
     for (name, f) in rows::ROWS {
         let st = state.clone();
-        trials.push(Trial::test(name, move || rows::row_step(&st, name, f)));
+        lane.row(name, move || rows::row_step(&st, name, f));
     }
-    let conclusion = libtest_mimic::run(&args, trials);
-    tests::finish_ordered(&state, "lab b", CLUSTER_NAME, &artifacts(), conclusion);
+    lane
 }
 
 /// Runs one ordered step (see [`tests::ordered_step`]), setting the cluster up on first use.

@@ -1,5 +1,5 @@
 //! Lab C end to end on a fresh embedded cluster: one test per act of the registry, in order, on
-//! one cluster (as `lab_b.rs`). An act that fails makes every later step FAIL with "not run: act
+//! one cluster (a lane of the `labs` binary, as `lab_b.rs`). An act that fails makes every later step FAIL with "not run: act
 //! N failed" (never pass, never skip).
 //!
 //! Each act's test asserts the facts the lab is about and that its grade passes:
@@ -27,44 +27,51 @@ use lab::evidence::{ActStatus, Lab, Outcome};
 use lab::facts::Act1Facts;
 use lab::facts::Act2Facts;
 use lab::facts::c::{Act3Facts, Act4Facts, Act5Facts, Act6Facts, Act7Facts, ReplicaProcess};
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::Failed;
 use tests::LabCluster;
 use tests::acts::{act1_matches_the_live_cluster, act2_registers_the_fail_webhook, ensure, expect};
+use tests::lanes::Lane;
 use xtask::lab_run::LabRun;
 
 const CLUSTER_NAME: &str = "test-lab-c";
 
 type Shared = Arc<Mutex<tests::OrderedLab>>;
 
-fn main() {
-    let mut args = Arguments::from_args();
-    args.test_threads = Some(1);
+/// Lab C's lane of the `labs` binary: one ordered step per act of the registry, the whole grade,
+/// then the heal of an abandoned second lab C; its end heals the work dir (no healer outlives
+/// the test, whatever failed), keeps the artifacts and tears the cluster down.
+pub fn lane() -> Lane {
     let state: Shared = Arc::default();
-    let mut trials = Vec::new();
+    let st = state.clone();
+    let mut lane = Lane::new(
+        "lab_c",
+        Box::new(move || {
+            // A no-op after the heal step.
+            if let Some(run) = &st.lock().unwrap_or_else(|p| p.into_inner()).run
+                && let Err(e) = run.heal()
+            {
+                eprintln!("heal before teardown failed: {e:#}");
+            }
+            tests::end_ordered(&st, "lab c", CLUSTER_NAME, &artifacts())
+        }),
+    );
     for spec in lab::acts::of(Lab::C) {
         let act = spec.number;
         let st = state.clone();
-        trials.push(Trial::test(spec.test_name, move || {
+        lane.row(spec.test_name, move || {
             step(&st, &format!("act {act}"), |run| act_test(run, act))
-        }));
+        });
     }
     let st = state.clone();
-    trials.push(Trial::test("grade_all_passes", move || {
+    lane.row("grade_all_passes", move || {
         step(&st, "grade all", |run| tests::acts::grade_all(run, Lab::C))
-    }));
+    });
     let st = state.clone();
-    trials.push(Trial::test(
+    lane.row(
         "heal_of_a_lab_abandoned_after_act_3_puts_back_one_replica",
         move || step(&st, "heal", abandoned_after_act_3_then_heal),
-    ));
-    let conclusion = libtest_mimic::run(&args, trials);
-    // Whatever failed, no healer outlives the test: heal the work dir (a no-op after the heal step).
-    if let Some(run) = &state.lock().unwrap_or_else(|p| p.into_inner()).run
-        && let Err(e) = run.heal()
-    {
-        eprintln!("heal before teardown failed: {e:#}");
-    }
-    tests::finish_ordered(&state, "lab c", CLUSTER_NAME, &artifacts(), conclusion);
+    );
+    lane
 }
 
 fn step(

@@ -14,7 +14,7 @@
 //! out of its act count, and the run's `index.html`. A failed act ([`LabRun::act`]), wait or
 //! `cluster up` (`up_with_diagnostics`, also used by the test fixture) leaves
 //! `<artifacts>/diagnostics/` ([`diagnostics`]); `drive_with` takes a `before_act` hook (the
-//! forced act failure of `tests/tests/lab_a/forced_failure.rs`).
+//! forced act failure of `tests/tests/labs/lab_a/forced_failure.rs`).
 //!
 //! Signals: `lab run` installs the lab's one handler (`lab::signals`) first. SIGINT, SIGTERM or
 //! SIGHUP then fails the cluster-lock wait and `Cluster::up`'s next bounded wait (`up` tears down

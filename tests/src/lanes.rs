@@ -1,0 +1,262 @@
+//! Lanes: ordered cluster tests that run beside each other in one test binary.
+//!
+//! cargo runs test binaries one after another, so cluster tests that mostly wait (freeze windows,
+//! Lease takeovers, Kyverno starts) can only overlap inside one binary. A [`Lane`] is one ordered
+//! list of rows (one libtest-mimic trial each) on one cluster of its own, and an end (artifacts,
+//! heal, teardown). [`run`] gives every selected row of every lane its own harness thread, and a
+//! row first waits for its turn: the lane's previous selected row has ended (passed, failed or
+//! panicked). So each lane runs in its order, as with `--test-threads 1` alone, while the lanes
+//! run at the same time. Then the lanes' ends run, at the same time too.
+//!
+//! A row's trial is named `<lane>::<row>`, so `cargo test -p tests --test labs -- lab_b::` runs lab
+//! B's lane alone and `-- fault_row` every lane's rows whose name holds `fault_row`
+//! (libtest-mimic's own filter, [`Arguments::is_filtered_out`]); a lane with no row selected never
+//! brings its cluster up.
+//!
+//! The clusters of one process share one machine lock ([`shared_lock`]): the lock keeps other
+//! processes (another checkout, `cargo xtask lab run`) off the machine, not this process's lanes
+//! off each other; each cluster's `up` runs alone (the fixture holds its registry of live
+//! clusters through `up`), and each lane's cluster has a name, netns and state dir of its own.
+
+use std::sync::{Arc, Condvar, Mutex, PoisonError, Weak};
+
+use libtest_mimic::{Arguments, Conclusion, Failed, Trial};
+
+/// One row's body: what the trial runs once it is the lane's turn.
+pub type Row = Box<dyn FnOnce() -> Result<(), Failed> + Send>;
+
+/// A lane's end, run once after every row of every lane has ended: keeps artifacts, heals, tears
+/// the cluster down. `Err` (a teardown that failed, said in the message) fails the binary.
+pub type End = Box<dyn FnOnce() -> Result<(), String> + Send>;
+
+/// One ordered list of rows on one cluster, and its end.
+pub struct Lane {
+    /// The lane's name: in messages and as its rows' names' prefix (`lab_a`).
+    pub label: &'static str,
+    rows: Vec<(String, Row)>,
+    end: End,
+}
+
+impl Lane {
+    /// A lane named `label` (a Rust identifier, e.g. `lab_a`) with no rows yet, ending with `end`.
+    pub fn new(label: &'static str, end: End) -> Lane {
+        Lane {
+            label,
+            rows: Vec::new(),
+            end,
+        }
+    }
+
+    /// Adds a row after the rows already added; its trial's name is `<label>::<name>`.
+    pub fn row(
+        &mut self,
+        name: impl std::fmt::Display,
+        f: impl FnOnce() -> Result<(), Failed> + Send + 'static,
+    ) {
+        self.rows
+            .push((format!("{}::{name}", self.label), Box::new(f)));
+    }
+}
+
+/// Whose turn it is in one lane: the index among the lane's selected rows of the row that may
+/// run now.
+#[derive(Default)]
+struct Turn {
+    next: Mutex<usize>,
+    changed: Condvar,
+}
+
+impl Turn {
+    /// Blocks until it is row `i`'s turn. No bound: the row before it is running on a thread of
+    /// its own (every selected row has one, [`run`]) and bounds its own waits.
+    fn wait_for(&self, i: usize) {
+        let mut next = self.next.lock().unwrap_or_else(PoisonError::into_inner);
+        while *next != i {
+            next = self
+                .changed
+                .wait(next)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// Gives the turn to the next row.
+    fn pass(&self) {
+        *self.next.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        self.changed.notify_all();
+    }
+}
+
+/// Passes the turn on when dropped: also when the row panics.
+struct Passes(Arc<Turn>);
+
+impl Drop for Passes {
+    fn drop(&mut self) {
+        self.0.pass();
+    }
+}
+
+/// Whether libtest-mimic's filter (`args`: the filter, `--exact`, `--skip`) keeps a trial named
+/// `name`; the same function the harness applies to the trials it is given.
+fn selected(args: &Arguments, name: &str) -> bool {
+    !args.is_filtered_out(&Trial::test(name.to_owned(), || Ok(())))
+}
+
+/// The trials of `lanes`, lane after lane, each row wrapped to wait for its turn; and how many
+/// are selected by `args`.
+fn trials(args: &Arguments, lanes: &mut [Lane]) -> (Vec<Trial>, usize) {
+    let mut out = Vec::new();
+    let mut count = 0;
+    for lane in lanes.iter_mut() {
+        let turn = Arc::new(Turn::default());
+        let mut i = 0;
+        for (name, f) in lane.rows.drain(..) {
+            if !selected(args, &name) {
+                // The harness drops it unrun (counted as filtered out); it holds no turn.
+                out.push(Trial::test(name, f));
+                continue;
+            }
+            let (turn, mine) = (turn.clone(), i);
+            i += 1;
+            out.push(Trial::test(name, move || {
+                turn.wait_for(mine);
+                let _passes = Passes(turn);
+                f()
+            }));
+        }
+        count += i;
+    }
+    (out, count)
+}
+
+/// Runs `lanes` side by side under libtest-mimic with `args` (one harness thread per selected
+/// row; `--test-threads` is not used: a lane's order is its own), then every lane's end at the
+/// same time, and exits: 0 when every row passed and every end succeeded, 101 otherwise (an end
+/// that failed is said on stderr with its lane's name).
+pub fn run(mut args: Arguments, mut lanes: Vec<Lane>) -> ! {
+    let (trials, selected) = trials(&args, &mut lanes);
+    args.test_threads = Some(selected.max(2));
+    let conclusion: Conclusion = libtest_mimic::run(&args, trials);
+    let ends: Vec<(&'static str, End)> = lanes.into_iter().map(|l| (l.label, l.end)).collect();
+    let failed_ends = std::thread::scope(|s| {
+        let handles: Vec<_> = ends
+            .into_iter()
+            .map(|(label, end)| (label, s.spawn(end)))
+            .collect();
+        let mut failed = 0;
+        for (label, h) in handles {
+            let r = h.join().unwrap_or_else(|_| Err("its end panicked".into()));
+            if let Err(e) = r {
+                eprintln!("{label}: {e}");
+                failed += 1;
+            }
+        }
+        failed
+    });
+    if failed_ends > 0 {
+        std::process::exit(101);
+    }
+    conclusion.exit()
+}
+
+/// The machine lock for this process's clusters: taken on the first call, handed out shared
+/// after, and released when the last holder drops it (a later call takes it again).
+///
+/// # Errors
+/// Taking the lock failed ([`crate::ClusterLock::acquire`]: its bound passed, naming the holder).
+pub fn shared_lock(state_root: &std::path::Path) -> anyhow::Result<Arc<crate::ClusterLock>> {
+    let mut held = HELD.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(lock) = held.upgrade() {
+        return Ok(lock);
+    }
+    let lock = Arc::new(crate::ClusterLock::acquire(state_root)?);
+    *held = Arc::downgrade(&lock);
+    Ok(lock)
+}
+
+/// The machine lock of this process, while anything holds it.
+static HELD: Mutex<Weak<crate::ClusterLock>> = Mutex::new(Weak::new());
+
+/// A machine lock the caller took itself (to snapshot the host before any cluster exists), made
+/// the one [`shared_lock`] hands out while it is held, so that a later cluster of this process
+/// does not wait for it.
+pub fn adopt(lock: crate::ClusterLock) -> Arc<crate::ClusterLock> {
+    let mut held = HELD.lock().unwrap_or_else(PoisonError::into_inner);
+    let lock = Arc::new(lock);
+    if held.upgrade().is_none() {
+        *held = Arc::downgrade(&lock);
+    }
+    lock
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    /// Rows of two lanes, each recording (lane, row) when it runs and sleeping in between, with
+    /// the rows of the second lane's middle filtered out: each lane's rows run in order, the
+    /// lanes overlap, the filtered row never runs and holds no turn.
+    #[test]
+    fn each_lane_runs_in_order_and_the_lanes_overlap() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let running = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let mut lanes = Vec::new();
+        for lane in ["x", "y"] {
+            let mut l = Lane::new(lane, Box::new(|| Ok(())));
+            for row in 0..4 {
+                let (log, running, most) = (log.clone(), running.clone(), most.clone());
+                let name = if lane == "y" && row == 2 {
+                    "skipped_row".to_owned()
+                } else {
+                    format!("{lane}_{row}")
+                };
+                l.row(name, move || {
+                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(30));
+                    log.lock().unwrap().push((lane, row));
+                    running.fetch_sub(1, Ordering::SeqCst);
+                    if row == 1 {
+                        panic!("a row that panics still passes its turn on");
+                    }
+                    Ok(())
+                });
+            }
+            lanes.push(l);
+        }
+        let mut args = Arguments {
+            skip: vec!["skipped".into()],
+            ..Arguments::default()
+        };
+        let (trials, selected) = trials(&args, &mut lanes);
+        assert_eq!(selected, 7);
+        args.test_threads = Some(selected);
+        args.quiet = true;
+        let c = libtest_mimic::run(&args, trials);
+        assert_eq!((c.num_passed, c.num_failed, c.num_filtered_out), (5, 2, 1));
+        let log = log.lock().unwrap();
+        for lane in ["x", "y"] {
+            let rows: Vec<usize> = log
+                .iter()
+                .filter(|(l, _)| *l == lane)
+                .map(|(_, r)| *r)
+                .collect();
+            let want: Vec<usize> = if lane == "x" {
+                vec![0, 1, 2, 3]
+            } else {
+                vec![0, 1, 3]
+            };
+            assert_eq!(
+                rows, want,
+                "lane {lane} in its order, the filtered row never run"
+            );
+        }
+        assert_eq!(
+            most.load(Ordering::SeqCst),
+            2,
+            "one row of each lane at a time, both lanes at once"
+        );
+    }
+}

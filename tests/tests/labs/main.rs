@@ -1,0 +1,25 @@
+//! The labs' ordered cluster tests, side by side: each lab's rows in their order on a fresh
+//! embedded cluster of its own, the three clusters up at the same time ([`tests::lanes`]).
+//!
+//! - `lab_a::…` ([`lab_a`]): the smoke rows, lab A's acts, its fault rows and the forced act 2
+//!   failure, on cluster `test-a-shared`;
+//! - `lab_b::…` ([`lab_b`]): lab B's acts, Kyverno's logs, the runner SIGKILLed mid-freeze and the
+//!   fault rows, on `test-lab-b`;
+//! - `lab_c::…` ([`lab_c`]): lab C's acts and the heal of an abandoned lab C, on `test-lab-c`.
+//!
+//! Each lab waits most of its time (freeze windows, scale-downs, Lease takeovers, Kyverno
+//! starts), so the labs overlap here rather than one binary after another. `cargo test -p tests
+//! --test labs -- lab_b::` runs one lab alone; a lab none of whose rows is selected brings no
+//! cluster up. Needs Linux and root; fails (never skips) otherwise.
+
+mod lab_a;
+mod lab_b;
+mod lab_c;
+
+fn main() {
+    if let Some(code) = lab_b::runner_child() {
+        std::process::exit(code);
+    }
+    let args = libtest_mimic::Arguments::from_args();
+    tests::lanes::run(args, vec![lab_a::lane(), lab_b::lane(), lab_c::lane()]);
+}
