@@ -47,6 +47,38 @@ impl Lane {
         }
     }
 
+    /// This lane, then `next` in the same turn: `next`'s first row that runs first runs this
+    /// lane's end (its cluster torn down before `next` brings its own up; an end that fails
+    /// fails that row, whose body is then not run), and the joined lane's end runs whichever of
+    /// the two ends has not run. The rows keep their names; messages use this lane's label.
+    pub fn then(mut self, next: Lane) -> Lane {
+        let first: Arc<Mutex<Option<End>>> = Arc::new(Mutex::new(Some(self.end)));
+        for (name, f) in next.rows {
+            let first = first.clone();
+            let label = self.label;
+            let row: Row = Box::new(move || {
+                let end = first.lock().unwrap_or_else(PoisonError::into_inner).take();
+                if let Some(end) = end {
+                    end().map_err(|e| format!("not run: the end of lane {label} failed: {e}"))?;
+                }
+                f()
+            });
+            self.rows.push((name, row));
+        }
+        let then_end = next.end;
+        self.end = Box::new(move || {
+            let end = first.lock().unwrap_or_else(PoisonError::into_inner).take();
+            let a = end.map_or(Ok(()), |end| end());
+            let b = then_end();
+            match (a, b) {
+                (Ok(()), b) => b,
+                (Err(a), Ok(())) => Err(a),
+                (Err(a), Err(b)) => Err(format!("{a}; {b}")),
+            }
+        });
+        self
+    }
+
     /// Adds a row after the rows already added; its trial's name is `<label>::<name>`.
     pub fn row(
         &mut self,
@@ -195,8 +227,8 @@ mod tests {
     use std::time::Duration;
 
     /// Rows of two lanes, each recording (lane, row) when it runs and sleeping in between, with
-    /// the rows of the second lane's middle filtered out: each lane's rows run in order, the
-    /// lanes overlap, the filtered row never runs and holds no turn.
+    /// the third row of the second lane filtered out: each lane's rows run in order, the lanes
+    /// overlap, the filtered row never runs and holds no turn.
     #[test]
     fn each_lane_runs_in_order_and_the_lanes_overlap() {
         let log = Arc::new(Mutex::new(Vec::new()));
@@ -218,9 +250,6 @@ mod tests {
                     std::thread::sleep(Duration::from_millis(30));
                     log.lock().unwrap().push((lane, row));
                     running.fetch_sub(1, Ordering::SeqCst);
-                    if row == 1 {
-                        panic!("a row that panics still passes its turn on");
-                    }
                     Ok(())
                 });
             }
@@ -235,7 +264,7 @@ mod tests {
         args.test_threads = Some(selected);
         args.quiet = true;
         let c = libtest_mimic::run(&args, trials);
-        assert_eq!((c.num_passed, c.num_failed, c.num_filtered_out), (5, 2, 1));
+        assert_eq!((c.num_passed, c.num_failed, c.num_filtered_out), (7, 0, 1));
         let log = log.lock().unwrap();
         for lane in ["x", "y"] {
             let rows: Vec<usize> = log
@@ -258,5 +287,59 @@ mod tests {
             2,
             "one row of each lane at a time, both lanes at once"
         );
+    }
+
+    /// A row that panics still passes the turn on (the harness catches the panic; the guard
+    /// passes the turn while unwinding), so the lane's next row runs.
+    #[test]
+    fn a_row_that_panics_passes_its_turn_on() {
+        let turn = Arc::new(Turn::default());
+        let t = turn.clone();
+        let r = std::thread::spawn(move || {
+            t.wait_for(0);
+            let _passes = Passes(t);
+            panic!("the row's own panic");
+        })
+        .join();
+        assert!(r.is_err());
+        turn.wait_for(1);
+    }
+
+    /// A lane joined to another with [`Lane::then`]: the first lane's end runs once, after its
+    /// rows and before the second lane's first row that runs; the joined end runs the second's.
+    #[test]
+    fn a_joined_lane_ends_the_first_before_the_second_starts() {
+        let log = Arc::new(Mutex::new(Vec::<String>::new()));
+        let say = |s: &'static str| {
+            let log = log.clone();
+            move || {
+                log.lock().unwrap().push(s.to_owned());
+                Ok(())
+            }
+        };
+        let end = |s: &'static str| -> End {
+            let log = log.clone();
+            Box::new(move || {
+                log.lock().unwrap().push(s.to_owned());
+                Ok(())
+            })
+        };
+        let mut a = Lane::new("a", end("a end"));
+        let mut b = Lane::new("b", end("b end"));
+        a.row("one", say("a one"));
+        b.row("skipped", say("b skipped"));
+        b.row("two", say("b two"));
+        let mut lanes = vec![a.then(b)];
+        let args = Arguments {
+            skip: vec!["skipped".into()],
+            quiet: true,
+            ..Arguments::default()
+        };
+        let (trials, selected) = trials(&args, &mut lanes);
+        assert_eq!(selected, 2);
+        let c = libtest_mimic::run(&args, trials);
+        assert_eq!((c.num_passed, c.num_failed), (2, 0));
+        (lanes.pop().unwrap().end)().unwrap();
+        assert_eq!(*log.lock().unwrap(), ["a one", "a end", "b two", "b end"]);
     }
 }

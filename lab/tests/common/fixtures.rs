@@ -596,11 +596,7 @@ fn acts_1_and_2(t: &mut Tree) {
                     p.as_object_mut().unwrap().remove("status");
                     p
                 }),
-                raw_rec(
-                    "webhook-configuration",
-                    61_000,
-                    configuration_of(&w),
-                ),
+                raw_rec("webhook-configuration", 61_000, configuration_of(&w)),
             ],
         ),
     );
@@ -884,7 +880,11 @@ pub fn lab_b_pass() -> BTreeMap<String, Value> {
     );
     let w7 = webhook("Ignore", 359_000);
     let mut raw7 = raw_of(&[&healthy_bad]);
-    raw7.push(raw_rec("webhook-configuration", 359_000, configuration_of(&w7)));
+    raw7.push(raw_rec(
+        "webhook-configuration",
+        359_000,
+        configuration_of(&w7),
+    ));
     let a7 = b::Act7Facts {
         policy_uid: POLICY_UID.into(),
         webhook: w7,
@@ -2558,11 +2558,7 @@ fn lab_c_acts_5_to_8(
         ),
         raw_rec("lease", 393_010, lease_object(&a7.lease)),
         raw_rec("policy", 393_015, stored_policy("Ignore")),
-        raw_rec(
-            "webhook-configuration",
-            393_016,
-            configuration_of(&w7),
-        ),
+        raw_rec("webhook-configuration", 393_016, configuration_of(&w7)),
         json!({"at": ts(393_125), "what": "request:deny-probe", "data": probe}),
     ];
     t.put_ev(

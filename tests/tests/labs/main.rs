@@ -1,17 +1,23 @@
 //! The labs' ordered cluster tests, side by side: each lab's rows in their order on a fresh
-//! embedded cluster of its own, the three clusters up at the same time ([`tests::lanes`]).
+//! embedded cluster of its own, the three labs' clusters up at the same time ([`tests::lanes`]).
 //!
 //! - `lab_a::…` ([`lab_a`]): the smoke rows, lab A's acts, its fault rows and the forced act 2
 //!   failure, on cluster `test-a-shared`;
 //! - `lab_b::…` ([`lab_b`]): lab B's acts, Kyverno's logs, the runner SIGKILLed mid-freeze and the
 //!   fault rows, on `test-lab-b`;
-//! - `lab_c::…` ([`lab_c`]): lab C's acts and the heal of an abandoned lab C, on `test-lab-c`.
+//! - `lab_c::…` ([`lab_c`]): lab C's acts and the heal of an abandoned lab C, on `test-lab-c`;
+//! - after lab B's lane, on a cluster of its own once lab B's is down, `kubeconfig::…`
+//!   ([`kubeconfig`]): lab B through the `kubeconfig` backend on an existing cluster `kcfg-b`;
+//! - after lab C's lane, likewise, `audit::…` ([`audit`]): `kca-webhook-lab audit` on
+//!   `test-audit`.
 //!
 //! Each lab waits most of its time (freeze windows, scale-downs, Lease takeovers, Kyverno
 //! starts), so the labs overlap here rather than one binary after another. `cargo test -p tests
 //! --test labs -- lab_b::` runs one lab alone; a lab none of whose rows is selected brings no
 //! cluster up. Needs Linux and root; fails (never skips) otherwise.
 
+mod audit;
+mod kubeconfig;
 mod lab_a;
 mod lab_b;
 mod lab_c;
@@ -21,5 +27,10 @@ fn main() {
         std::process::exit(code);
     }
     let args = libtest_mimic::Arguments::from_args();
-    tests::lanes::run(args, vec![lab_a::lane(), lab_b::lane(), lab_c::lane()]);
+    let lanes = vec![
+        lab_a::lane(),
+        lab_b::lane().then(kubeconfig::lane()),
+        lab_c::lane().then(audit::lane()),
+    ];
+    tests::lanes::run(args, lanes);
 }

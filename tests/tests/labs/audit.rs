@@ -1,5 +1,5 @@
 //! `kca-webhook-lab audit` on a fresh embedded cluster (real kube-apiserver, real Kyverno), one
-//! cluster for every step, in order, each running the real binary (`audit -o json`, and the
+//! cluster for every step, in order (a lane of the `labs` binary, after lab C's: `tests::lanes`), each running the real binary (`audit -o json`, and the
 //! table in both languages) against the cluster's kubeconfig:
 //!
 //! 1. before lab B's act 2: Kyverno's own registrations, not the lab's webhook;
@@ -33,10 +33,11 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use lab::evidence::Lab;
 use lab::policy_audit::PolicyFindingCode;
 use lab::webhook_audit::{AuditReport, Backend, FindingCode, WebhookRow};
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::Failed;
 use serde_json::json;
 use tests::LabCluster;
 use tests::acts::ensure;
+use tests::lanes::Lane;
 use xtask::lab_run::LabRun;
 
 const CLUSTER_NAME: &str = "test-audit";
@@ -52,10 +53,25 @@ type Shared = Arc<Mutex<tests::OrderedLab>>;
 /// One ordered step on the shared cluster.
 type Step = fn(&LabRun) -> Result<(), Failed>;
 
-fn main() {
-    let mut args = Arguments::from_args();
-    args.test_threads = Some(1);
+/// The audit lane of the `labs` binary: the five steps above in order on one cluster; its end
+/// tears the cluster down.
+pub fn lane() -> Lane {
     let state: Shared = Arc::default();
+    let st = state.clone();
+    let mut lane = Lane::new(
+        "audit",
+        Box::new(move || {
+            let mut s = st.lock().unwrap_or_else(|p| p.into_inner());
+            s.run = None;
+            match s.cluster.take() {
+                Some(c) => c
+                    .down()
+                    .map(drop)
+                    .map_err(|e| format!("teardown of {CLUSTER_NAME} failed: {e:#}")),
+                None => Ok(()),
+            }
+        }),
+    );
     let steps: [(&'static str, Step); 5] = [
         ("audit_before_the_lab_registers_its_webhook", before_act2),
         ("audit_after_act_2_shows_the_lab_webhook", after_act2),
@@ -69,24 +85,11 @@ fn main() {
             broken_policy_bindings,
         ),
     ];
-    let trials = steps
-        .into_iter()
-        .map(|(name, f)| {
-            let st = state.clone();
-            Trial::test(name, move || tests::ordered_step(&st, name, setup, f))
-        })
-        .collect();
-    let conclusion = libtest_mimic::run(&args, trials);
-    let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
-    s.run = None;
-    if let Some(c) = s.cluster.take()
-        && let Err(e) = c.down()
-    {
-        eprintln!("teardown of {CLUSTER_NAME} failed: {e:#}");
-        std::process::exit(101);
+    for (name, f) in steps {
+        let st = state.clone();
+        lane.row(name, move || tests::ordered_step(&st, name, setup, f));
     }
-    drop(s);
-    conclusion.exit();
+    lane
 }
 
 fn setup() -> anyhow::Result<(LabCluster, LabRun)> {

@@ -1,6 +1,6 @@
 //! A lab through the `kubeconfig` backend, against an "existing" cluster: an embedded cluster
-//! started on its own (`xtask::cluster::Cluster::up` with `kyverno: false`, the library behind
-//! `cargo xtask cluster up --no-kyverno`), so it has no Kyverno, no lab namespaces and no lab mark
+//! started on its own (the fixture's `LabCluster::fresh_on` on the embedded backend with
+//! `kyverno: false`, the library behind `cargo xtask cluster up --no-kyverno`), so it has no Kyverno, no lab namespaces and no lab mark
 //! when the backend first sees it — as a student's fresh k3s VM.
 //!
 //! Lab B only (issue 16: one cluster, not one per lab). What the backend adds to the lab code is
@@ -11,7 +11,7 @@
 //! are the same code on every backend and run end to end on the embedded one (`labs/lab_a.rs`); lab A
 //! through this backend runs in the nightly workflow (k3s through the `kubeconfig` backend).
 //!
-//! On its own fresh cluster (held under the cluster lock):
+//! A lane of the `labs` binary, after lab B's (`tests::lanes`). On its own fresh cluster:
 //! 1. the lab mark is absent, so the lab would refuse every fault;
 //! 2. the backend without `--install-kyverno` refuses (Kyverno absent) and changes nothing;
 //! 3. `xtask::lab_run::run_lab` with `--cluster kubeconfig --install-kyverno --mark-as-lab` (the
@@ -27,23 +27,11 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use lab::evidence::{Lab, Outcome};
 use serde_json::Value;
+use tests::LabCluster;
+use tests::lanes::Lane;
 use xtask::backend::{Backend, kubeconfig};
-use xtask::cluster::{Cluster, UpOptions};
-use xtask::lab_run::{self, ClusterLock, RunOptions};
-
-/// Tears the cluster down when dropped (also while a test panics).
-struct Down(Option<Cluster>);
-
-impl Drop for Down {
-    fn drop(&mut self) {
-        if let Some(c) = self.0.take() {
-            eprintln!(" • tearing down the existing cluster {}", c.name());
-            if let Err(e) = c.down() {
-                eprintln!("   teardown of {} failed: {e:#}", c.name());
-            }
-        }
-    }
-}
+use xtask::cluster::UpOptions;
+use xtask::lab_run::{self, RunOptions};
 
 fn outcome(v: &Value, ptr: &str) -> Result<Outcome> {
     let r = v
@@ -63,17 +51,19 @@ fn through_kubeconfig_backend(lab: Lab, name: &str) -> Result<()> {
     xtask::cluster::host::require_root().context("this test starts a real embedded cluster")?;
     let mut up = UpOptions::new(name);
     up.kyverno = false;
-    let _lock = ClusterLock::acquire(&up.state_root)?;
+    let lock = tests::lanes::shared_lock(&up.state_root)?;
     let t = Instant::now();
-    let cluster =
-        Cluster::up(up).with_context(|| format!("starting the existing cluster {name}"))?;
+    // The fixture's embedded cluster whatever `KCA_CLUSTER` says: the "existing" cluster is an
+    // embedded one; torn down when dropped (also while the test panics) or on a signal.
+    let cluster = LabCluster::fresh_on(Backend::Embedded, up, lock)
+        .with_context(|| format!("starting the existing cluster {name}"))?;
     eprintln!(
         "   existing cluster {name} (no Kyverno) up in {:.1}s",
         t.elapsed().as_secs_f64()
     );
     let kc = cluster.kubeconfig();
     let cri = cluster.cri_endpoint();
-    let guard = Down(Some(cluster));
+    let guard = cluster;
 
     // 1. No lab mark: the lab refuses faults here.
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -233,11 +223,16 @@ fn through_kubeconfig_backend(lab: Lab, name: &str) -> Result<()> {
     eprintln!(
         "   audit through the kubeconfig backend: not-configured in acts 3, 5, 6, 7; grade notes audit-not-observed"
     );
-    drop(guard);
+    guard.down().context("tearing down the existing cluster")?;
     Ok(())
 }
 
-#[test]
-fn lab_b_through_the_kubeconfig_backend() -> Result<()> {
-    through_kubeconfig_backend(Lab::B, "kcfg-b")
+/// The kubeconfig lane of the `labs` binary (after lab B's): lab B through the `kubeconfig`
+/// backend on its own existing cluster, torn down by the row itself.
+pub fn lane() -> Lane {
+    let mut lane = Lane::new("kubeconfig", Box::new(|| Ok(())));
+    lane.row("lab_b_through_the_kubeconfig_backend", || {
+        through_kubeconfig_backend(Lab::B, "kcfg-b").map_err(|e| format!("{e:#}").into())
+    });
+    lane
 }
