@@ -160,6 +160,10 @@ pub struct LabRunArgs {
     /// needs one).
     #[arg(long, value_name = "a|b|c|all", value_parser = parse_lab_choice)]
     pub lab: Option<LabChoice>,
+    /// Embedded backend, several labs: run them at the same time, each on its own cluster (the
+    /// labs mostly wait, so they overlap; docs/bench.md has the figures).
+    #[arg(long)]
+    pub at_once: bool,
     /// Keep the cluster running afterwards (for debugging); `cargo xtask cluster down --name N` ends it.
     #[arg(long)]
     pub retain: bool,

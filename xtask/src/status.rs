@@ -152,14 +152,24 @@ pub fn eta_text(elapsed: Duration, typical: Option<f64>) -> String {
     }
 }
 
+/// Set by [`no_progress_lines`]: steps print their start and end lines only.
+static NO_PROGRESS_LINES: AtomicBool = AtomicBool::new(false);
+
+/// From now on no step draws a progress line, also on a terminal: several steps run at once
+/// (the labs of `lab run` side by side), and their progress lines would overwrite each other.
+pub fn no_progress_lines() {
+    NO_PROGRESS_LINES.store(true, Ordering::SeqCst);
+}
+
 impl Step {
     /// Prints `• {msg} ...` to stderr and starts the clock (and, on a terminal, a progress line
-    /// after [`SPINNER_AFTER`]).
+    /// after [`SPINNER_AFTER`], unless [`no_progress_lines`] was called).
     pub fn start(msg: impl Into<String>) -> Step {
         let msg = msg.into();
         eprintln!(" • {msg} ...");
         let stop = Arc::new(AtomicBool::new(false));
-        let spinner = std::io::stderr().is_terminal().then(|| {
+        let drawn = std::io::stderr().is_terminal() && !NO_PROGRESS_LINES.load(Ordering::SeqCst);
+        let spinner = drawn.then(|| {
             let (msg, stop) = (msg.clone(), stop.clone());
             std::thread::spawn(move || spin(&msg, &stop))
         });

@@ -40,7 +40,7 @@ use lab::workdir::Workdir;
 
 use crate::backend::copy_into;
 use crate::flags::{LabCmd, LabSub};
-use crate::status::Step;
+use crate::status::{self, Step};
 
 /// Log collection, re-exported under the path the cluster tests name.
 pub use crate::backend::collect_cluster_logs;
@@ -86,43 +86,48 @@ impl LabCmd {
                 let run_id = args.run_id.clone().unwrap_or_else(run_id);
                 let mut failed = Vec::new();
                 let mut outcomes = Vec::new();
+                let base = RunOptions {
+                    run_id: run_id.clone(),
+                    retain: args.retain,
+                    backend: backend.clone(),
+                    versions: versions.clone(),
+                    ..RunOptions::new(Lab::A)
+                };
+                let at_once =
+                    args.at_once && labs.len() > 1 && backend == crate::backend::Backend::Embedded;
+                let mut done = match at_once {
+                    true => {
+                        eprintln!(
+                            "lab run {run_id}: labs {} at once, each on its own cluster (--at-once)",
+                            labs.iter().map(|l| lab_name(*l)).collect::<Vec<_>>().join(", ")
+                        );
+                        status::no_progress_lines();
+                        run_labs_at_once(&labs, &base)?
+                    }
+                    false => Vec::new(),
+                }
+                .into_iter();
                 for lab in labs {
-                    if let Some(signal) = lab::signals::pending() {
+                    if let Some(signal) = lab::signals::pending()
+                        && !at_once
+                    {
                         exit_interrupted(signal, &format!("before lab {}", lab_name(lab)));
                     }
                     let opts = RunOptions {
-                        run_id: run_id.clone(),
-                        retain: args.retain,
-                        backend: backend.clone(),
-                        versions: versions.clone(),
-                        ..RunOptions::new(lab)
+                        lab,
+                        ..base.clone()
                     };
-                    match run_lab(&opts) {
-                        Ok(report) => {
-                            eprintln!("{}", report.summary());
-                            outcomes.push(LabOutcome::of(&report));
-                            if let Some(i) = &report.interrupted {
-                                exit_interrupted(&i.signal, &i.describe(&report.artifacts));
-                            }
-                            if !report.passed() {
-                                failed.push(lab_name(lab));
-                            }
-                        }
-                        Err(e) => {
-                            eprintln!("lab {}: {e:#}", lab_name(lab));
-                            if let Some(signal) = lab::signals::pending() {
-                                exit_interrupted(
-                                    signal,
-                                    &format!(
-                                        "lab {} stopped before its acts ran (what was started was torn down; artifacts in {})",
-                                        lab_name(lab),
-                                        artifacts_dir(&run_id, lab).display()
-                                    ),
-                                );
-                            }
-                            failed.push(lab_name(lab));
-                            outcomes.push(LabOutcome { lab, counts: None });
-                        }
+                    let result = match at_once {
+                        true => done
+                            .next()
+                            .map(|(_, r)| r)
+                            .unwrap_or_else(|| Err(anyhow::anyhow!("no result"))),
+                        false => run_lab(&opts),
+                    };
+                    let (outcome, passed) = lab_result(lab, result, &run_id);
+                    outcomes.push(outcome);
+                    if !passed {
+                        failed.push(lab_name(lab));
                     }
                 }
                 let index = artifacts_dir(&run_id, Lab::A)
@@ -135,6 +140,34 @@ impl LabCmd {
                 }
                 Ok(())
             }
+        }
+    }
+}
+
+/// Prints one lab's result of `lab run` (its summary, or its error) and returns its outcome and
+/// whether it passed; exits 130 ([`exit_interrupted`]) when a signal stopped it.
+fn lab_result(lab: Lab, result: Result<RunReport>, run_id: &str) -> (LabOutcome, bool) {
+    match result {
+        Ok(report) => {
+            eprintln!("{}", report.summary());
+            if let Some(i) = &report.interrupted {
+                exit_interrupted(&i.signal, &i.describe(&report.artifacts));
+            }
+            (LabOutcome::of(&report), report.passed())
+        }
+        Err(e) => {
+            eprintln!("lab {}: {e:#}", lab_name(lab));
+            if let Some(signal) = lab::signals::pending() {
+                exit_interrupted(
+                    signal,
+                    &format!(
+                        "lab {} stopped before its acts ran (what was started was torn down; artifacts in {})",
+                        lab_name(lab),
+                        artifacts_dir(run_id, lab).display()
+                    ),
+                );
+            }
+            (LabOutcome { lab, counts: None }, false)
         }
     }
 }
@@ -619,6 +652,12 @@ pub struct RunOptions {
     /// Embedded backend: the Kubernetes × Kyverno pair to build and run (default the pinned
     /// pair); the versions found running go to `<artifacts>/versions.json` ([`versions::record`]).
     pub versions: crate::upstream::Versions,
+    /// The machine lock when the caller holds it for several labs that run at once
+    /// ([`run_labs_at_once`]); `None`: [`run_lab`] takes it itself.
+    pub lock: Option<std::sync::Arc<ClusterLock>>,
+    /// Whether [`run_lab`] writes the run's `index.html` and `junit.xml` from every lab in the run
+    /// directory (false when several labs run at once: the caller writes them once all ended).
+    pub run_files: bool,
 }
 
 impl RunOptions {
@@ -630,6 +669,8 @@ impl RunOptions {
             retain: false,
             backend: crate::backend::Backend::Embedded,
             versions: crate::upstream::Versions::pinned(),
+            lock: None,
+            run_files: true,
         }
     }
 }
@@ -738,6 +779,63 @@ impl RunReport {
     }
 }
 
+/// Held through each cluster's `up` and teardown in this process: they change what is host-wide
+/// (the sysctls kubelet writes and `up` puts back, the cgroup root, iptables), so two labs that
+/// run at once ([`run_labs_at_once`]) never do them at the same time.
+fn host_steps() -> std::sync::MutexGuard<'static, ()> {
+    static HOST_STEPS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    HOST_STEPS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Runs `labs` at the same time on the embedded backend, each on a fresh cluster of its own (one
+/// thread per lab; [`run_lab`] with `base`'s run id, versions and `retain`), under one machine
+/// lock taken here; each cluster's `up` and teardown run one at a time ([`host_steps`]). Then
+/// writes the run's `index.html` and `junit.xml` once. Returns each lab's result in `labs`'
+/// order.
+///
+/// # Errors
+/// The machine lock could not be taken (its bound passed, naming the holder).
+pub fn run_labs_at_once(labs: &[Lab], base: &RunOptions) -> Result<Vec<(Lab, Result<RunReport>)>> {
+    let root = crate::cluster::UpOptions::new("lab").state_root;
+    let lock = std::sync::Arc::new(ClusterLock::acquire(&root)?);
+    let results = std::thread::scope(|s| {
+        let handles: Vec<_> = labs
+            .iter()
+            .map(|&lab| {
+                let opts = RunOptions {
+                    lab,
+                    lock: Some(lock.clone()),
+                    run_files: false,
+                    ..base.clone()
+                };
+                (lab, s.spawn(move || run_lab(&opts)))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|(lab, h)| {
+                let r = h.join().unwrap_or_else(|_| {
+                    Err(anyhow::anyhow!("lab {}'s thread panicked", lab_name(lab)))
+                });
+                (lab, r)
+            })
+            .collect::<Vec<_>>()
+    });
+    let dir = artifacts_dir(&base.run_id, Lab::A);
+    let dir = dir.parent().unwrap_or(&dir);
+    let step = Step::start("writing the run's index.html and junit.xml");
+    match report::write_run_files(dir) {
+        Ok(()) => step.ok(),
+        Err(e) => {
+            drop(step);
+            eprintln!("writing the run's index.html and junit.xml failed: {e:#}");
+        }
+    }
+    Ok(results)
+}
+
 /// Runs one lab from nothing: fresh cluster, acts 1-8 with reference inputs, grades, artifacts,
 /// teardown (unless `retain`).
 pub fn run_lab(opts: &RunOptions) -> Result<RunReport> {
@@ -747,7 +845,10 @@ pub fn run_lab(opts: &RunOptions) -> Result<RunReport> {
     let step = Step::start("writing the report pages");
     let pages = report::write_acts(&artifacts, result.as_ref())
         .and_then(|()| report::write_lab_pages(&artifacts, opts.lab))
-        .and_then(|_| report::write_run_files(artifacts.parent().unwrap_or(&artifacts)));
+        .and_then(|_| match opts.run_files {
+            true => report::write_run_files(artifacts.parent().unwrap_or(&artifacts)),
+            false => Ok(()),
+        });
     if pages.is_ok() {
         step.ok();
     } else {
@@ -781,12 +882,19 @@ fn run_lab_inner(opts: &RunOptions, artifacts: &Path) -> Result<RunReport> {
     }
     let mut up = crate::cluster::UpOptions::new(&name);
     up.versions = opts.versions.clone();
-    let _lock = ClusterLock::acquire(&up.state_root)?;
+    let _lock = match &opts.lock {
+        Some(held) => held.clone(),
+        None => std::sync::Arc::new(ClusterLock::acquire(&up.state_root)?),
+    };
     bail_if_interrupted("after taking the cluster lock")?;
-    let step = Step::start(format!("bringing up a fresh cluster {name}"));
-    let cluster = diagnostics::up_with_diagnostics(up, &diagnostics::dir(&artifacts))
-        .with_context(|| format!("bringing up cluster {name}"))?;
-    step.ok();
+    let cluster = {
+        let _alone = host_steps();
+        let step = Step::start(format!("bringing up a fresh cluster {name}"));
+        let cluster = diagnostics::up_with_diagnostics(up, &diagnostics::dir(&artifacts))
+            .with_context(|| format!("bringing up cluster {name}"))?;
+        step.ok();
+        cluster
+    };
     // What runs, from the live cluster (run metadata; a failure to read it is a failed run).
     let recorded = versions::record(&cluster.kubeconfig(), &opts.versions, &artifacts);
     let result = recorded.and_then(|_| {
@@ -810,6 +918,7 @@ fn run_lab_inner(opts: &RunOptions, artifacts: &Path) -> Result<RunReport> {
             cluster.cri_endpoint()
         );
     } else {
+        let _alone = host_steps();
         let step = Step::start(format!("tearing down cluster {name}"));
         cluster.down()?;
         step.ok();
