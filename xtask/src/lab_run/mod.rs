@@ -95,15 +95,14 @@ impl LabCmd {
                 };
                 let at_once =
                     args.at_once && labs.len() > 1 && backend == crate::backend::Backend::Embedded;
+                if args.at_once && !at_once {
+                    eprintln!(
+                        "--at-once: one lab, or the {} backend: the labs run one after another",
+                        backend.name()
+                    );
+                }
                 let mut done = match at_once {
-                    true => {
-                        eprintln!(
-                            "lab run {run_id}: labs {} at once, each on its own cluster (--at-once)",
-                            labs.iter().map(|l| lab_name(*l)).collect::<Vec<_>>().join(", ")
-                        );
-                        status::no_progress_lines();
-                        run_labs_at_once(&labs, &base)?
-                    }
+                    true => start_labs_at_once(&labs, &base)?,
                     false => Vec::new(),
                 }
                 .into_iter();
@@ -118,10 +117,12 @@ impl LabCmd {
                         ..base.clone()
                     };
                     let result = match at_once {
-                        true => done
-                            .next()
-                            .map(|(_, r)| r)
-                            .unwrap_or_else(|| Err(anyhow::anyhow!("no result"))),
+                        true => done.next().map(|(_, r)| r).unwrap_or_else(|| {
+                            Err(anyhow::anyhow!(
+                                "lab {}: its thread gave no result",
+                                lab_name(lab)
+                            ))
+                        }),
                         false => run_lab(&opts),
                     };
                     let (outcome, passed) = lab_result(lab, result, &run_id);
@@ -142,6 +143,27 @@ impl LabCmd {
             }
         }
     }
+}
+
+/// `lab run --at-once`: says so, turns the progress lines off and runs the labs
+/// ([`run_labs_at_once`]); a signal that ended the lock wait exits 130 as one lab's run does.
+///
+/// # Errors
+/// The machine lock could not be taken (no signal pending).
+fn start_labs_at_once(labs: &[Lab], base: &RunOptions) -> Result<Vec<(Lab, Result<RunReport>)>> {
+    eprintln!(
+        "lab run {}: labs {} at once, each on its own cluster (--at-once)",
+        base.run_id,
+        labs.iter()
+            .map(|l| lab_name(*l))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    status::no_progress_lines();
+    run_labs_at_once(labs, base).or_else(|e| match lab::signals::pending() {
+        Some(signal) => exit_interrupted(signal, &format!("before the labs ({e:#})")),
+        None => Err(e),
+    })
 }
 
 /// Prints one lab's result of `lab run` (its summary, or its error) and returns its outcome and
