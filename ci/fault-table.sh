@@ -58,7 +58,9 @@ out="${FAULT_TABLE_OUT:-target/fault-table/$(date -u +%Y%m%dT%H%M%SZ)}"
 mkdir -p "$out"
 
 echo "building the rows' test binaries" >&2
-cargo test -q -p tests --no-run $(for t in "${tests[@]}"; do printf -- '--test %s ' "$(binary_of "$t")"; done) >"$out/build.log" 2>&1 || {
+binaries=()
+for t in "${tests[@]}"; do binaries+=(--test "$(binary_of "$t")"); done
+cargo test -q -p tests --no-run "${binaries[@]}" >"$out/build.log" 2>&1 || {
   tail -20 "$out/build.log" >&2; exit 1; }
 
 : >"$out/results.tsv"
