@@ -25,8 +25,10 @@ use libtest_mimic::{Arguments, Conclusion, Failed, Trial};
 /// One row's body: what the trial runs once it is the lane's turn.
 pub type Row = Box<dyn FnOnce() -> Result<(), Failed> + Send>;
 
-/// A lane's end, run once after every row of every lane has ended: keeps artifacts, heals, tears
-/// the cluster down. `Err` (a teardown that failed, said in the message) fails the binary.
+/// A lane's end, run once: keeps artifacts, heals, tears the cluster down. [`run`] runs it after
+/// every row of every lane has ended, unless the lane was joined to a next one ([`Lane::then`]),
+/// whose first row that runs runs it. `Err` (a teardown that failed, said in the message) fails
+/// the binary, or that row.
 pub type End = Box<dyn FnOnce() -> Result<(), String> + Send>;
 
 /// One ordered list of rows on one cluster, and its end.
