@@ -104,8 +104,30 @@ fn lines(cmd: &str, args: &[&str]) -> Result<BTreeSet<String>> {
         .collect())
 }
 
-/// Takes the snapshot.
+/// The node's prerequisites, once per process (root on Debian: installed when missing, as
+/// `cluster up` does, `xtask::upstream::prereq::check`): the snapshot's probes
+/// (`iptables-nft-save`, `iptables-legacy-save`) come with them, and on a fresh machine a test
+/// that snapshots the host before its first `up` is the first to need them.
+///
+/// # Errors
+/// The prerequisites are missing and could not be installed (the message names them).
+fn probes_installed() -> Result<()> {
+    static DONE: std::sync::OnceLock<std::result::Result<(), String>> = std::sync::OnceLock::new();
+    DONE.get_or_init(|| {
+        xtask::upstream::prereq::check(true)
+            .map(drop)
+            .map_err(|e| format!("{e:#}"))
+    })
+    .clone()
+    .map_err(|e| anyhow::anyhow!("the host snapshot's probes need the node's prerequisites: {e}"))
+}
+
+/// Takes the snapshot (after [`probes_installed`]).
+///
+/// # Errors
+/// A probe cannot run or fails, or its prerequisites cannot be installed.
 pub fn snapshot() -> Result<HostSnapshot> {
+    probes_installed()?;
     let links = lines("ip", &["-o", "link", "show"])?
         .into_iter()
         .filter_map(|l| {
