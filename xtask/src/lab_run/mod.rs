@@ -820,7 +820,7 @@ fn host_steps() -> std::sync::MutexGuard<'static, ()> {
 /// # Errors
 /// The machine lock could not be taken (its bound passed, naming the holder).
 pub fn run_labs_at_once(labs: &[Lab], base: &RunOptions) -> Result<Vec<(Lab, Result<RunReport>)>> {
-    let root = crate::cluster::UpOptions::new("lab").state_root;
+    let root = crate::cluster::config::default_state_root();
     let lock = std::sync::Arc::new(ClusterLock::acquire(&root)?);
     let results = std::thread::scope(|s| {
         let handles: Vec<_> = labs
