@@ -746,6 +746,7 @@ fn cluster_command(cli: &Cli, lab: Lab, workdir: &Workdir) -> Result<i32, LabErr
         ui: lab::labs::Ui {
             en: cli.lang == Lang::En,
             quiet: false,
+            label: None,
         },
         registration_bound: std::time::Duration::from_secs(cli.registration_bound),
     };

@@ -1,11 +1,14 @@
-//! `cargo xtask lab run` on Ctrl-C (issue 12): a real `target/debug/xtask lab run --lab b` on a
-//! real embedded cluster gets SIGINT while act 5's freeze of Kyverno is live, then SIGTERM while
-//! it tears the cluster down. Asserted: exit code 130; the freeze healer's record says resumed and
-//! the Kyverno process was no longer stopped (`T`) when it looked; act 5's evidence is
-//! `interrupted` with its raw data; the artifacts (evidence, fault ledgers, component logs,
-//! grades, report pages) are there; the cluster is gone (none of its recorded processes or strays
-//! alive, no network namespace, no state record). Time from SIGINT to resumed and to exit are
-//! printed as figures, not asserted.
+//! `cargo xtask lab run` on Ctrl-C (issue 12): a real `target/debug/xtask lab run` (the three
+//! labs at once, each on its own embedded cluster: the default) gets SIGINT while lab B's act 5
+//! freeze of Kyverno is live (labs A and C wherever they are then: coming up, or in an act with
+//! or without a fault), then SIGTERM while it tears lab B's cluster down. Asserted: exit code
+//! 130; the freeze healer's record says resumed and the Kyverno process was no longer stopped
+//! (`T`) when it looked; act 5's evidence is `interrupted` with its raw data; the artifacts
+//! (evidence, fault ledgers, component logs, grades, report pages) are there, each lab's report
+//! pages too; every cluster is gone (none of its recorded processes or strays alive, no network
+//! namespace, no state record; each cluster's record is read again all along, so processes it
+//! started late are known). Time from SIGINT to resumed and to exit are printed as figures, not
+//! asserted.
 //!
 //! The test fixture's rows (a child test process holding `tests::LabCluster`): SIGTERM during
 //! `up` and SIGHUP with the embedded cluster up end in exit 130 with nothing of the cluster left
@@ -56,7 +59,7 @@ fn main() {
     args.test_threads = Some(1);
     let trials = vec![
         Trial::test(
-            "sigint_mid_freeze_then_sigterm_in_teardown_heals_collects_tears_down_exits_130",
+            "at_once_sigint_mid_freeze_then_sigterm_in_teardown_heals_collects_tears_every_cluster_down_exits_130",
             || interrupt_test().map_err(|e| Failed::from(format!("{e:#}"))),
         ),
         Trial::test(
@@ -322,12 +325,7 @@ fn signal_child(
         .stdout(logfile.try_clone()?)
         .stderr(logfile)
         .spawn()?;
-    let mut run = Run {
-        child: Some(child),
-        log: log.clone(),
-        state_root: state_root.to_path_buf(),
-        cluster,
-    };
+    let mut run = Run::new(child, &log, state_root, vec![cluster]);
     let t0 = Instant::now();
     loop {
         if run.exited()?.is_some() {
@@ -403,15 +401,58 @@ fn ensure_gone(record: &ClusterRecord, state_root: &Path, cluster: &str, tail: &
 }
 
 /// The child `xtask lab run` and its log; killed (SIGKILL through its handle) and reaped if the
-/// test fails before it exited, so no run is left behind; its cluster is then torn down by name.
+/// test fails before it exited, so no run is left behind; its clusters are then torn down by name.
 struct Run {
     child: Option<Child>,
     log: PathBuf,
     state_root: PathBuf,
-    cluster: &'static str,
+    clusters: Vec<&'static str>,
+    /// Each cluster's record as last read while the child ran ([`Run::exited`] reads them
+    /// again), so a cluster that came up or started processes after the signal is still known.
+    records: std::collections::BTreeMap<&'static str, ClusterRecord>,
 }
 
 impl Run {
+    fn new(child: Child, log: &Path, state_root: &Path, clusters: Vec<&'static str>) -> Run {
+        Run {
+            child: Some(child),
+            log: log.to_path_buf(),
+            state_root: state_root.to_path_buf(),
+            clusters,
+            records: std::collections::BTreeMap::new(),
+        }
+    }
+
+    /// Reads each cluster's record again; one that is absent or half-written keeps the last read.
+    fn watch_records(&mut self) {
+        for &c in &self.clusters {
+            if let Ok(Some(r)) = ClusterRecord::load(&self.state_root.join(c)) {
+                self.records.insert(c, r);
+            }
+        }
+    }
+
+    /// Nothing is left of any of the run's clusters ([`ensure_gone`] for each cluster whose record
+    /// was seen; for one never seen, no record and no network namespace of its name).
+    fn ensure_all_gone(&self, tail: &str) -> Result<()> {
+        for &c in &self.clusters {
+            match self.records.get(c) {
+                Some(record) => ensure_gone(record, &self.state_root, c, tail)?,
+                None => {
+                    ensure!(
+                        ClusterRecord::load(&self.state_root.join(c))?.is_none(),
+                        "{c}'s cluster.json is there but was never seen while the run ran"
+                    );
+                    ensure!(
+                        !xtask::cluster::netns::exists(&format!("kca-{c}")),
+                        "network namespace kca-{c} exists"
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn tail(&self) -> String {
         let mut s = String::new();
         if let Ok(mut f) = std::fs::File::open(&self.log) {
@@ -422,6 +463,7 @@ impl Run {
     }
 
     fn exited(&mut self) -> Result<Option<std::process::ExitStatus>> {
+        self.watch_records();
         match &mut self.child {
             Some(c) => Ok(c.try_wait()?),
             None => bail!("child already reaped"),
@@ -446,8 +488,10 @@ impl Drop for Run {
             let _ = c.kill();
             let _ = c.wait();
             let _lock = xtask::lab_run::ClusterLock::acquire(&self.state_root);
-            if let Err(e) = xtask::cluster::down_by_name(self.cluster, &self.state_root) {
-                eprintln!("   teardown of {} failed: {e:#}", self.cluster);
+            for c in &self.clusters {
+                if let Err(e) = xtask::cluster::down_by_name(c, &self.state_root) {
+                    eprintln!("   teardown of {c} failed: {e:#}");
+                }
             }
         }
     }
@@ -490,19 +534,14 @@ fn interrupt_test() -> Result<()> {
     let state_root = xtask::cluster::UpOptions::new("labb").state_root;
     let logfile = std::fs::File::create(&log)?;
     let child = Command::new(&xtask_bin)
-        .args(["lab", "run", "--lab", "b", "--run-id", &run_id])
+        .args(["lab", "run", "--run-id", &run_id])
         .current_dir(xtask::cluster::config::repo_root())
         .stdin(Stdio::null())
         .stdout(logfile.try_clone()?)
         .stderr(logfile)
         .spawn()
         .with_context(|| format!("starting {}", xtask_bin.display()))?;
-    let mut run = Run {
-        child: Some(child),
-        log: log.clone(),
-        state_root: state_root.clone(),
-        cluster: "labb",
-    };
+    let mut run = Run::new(child, &log, &state_root, vec!["laba", "labb", "labc"]);
     eprintln!("   lab run {run_id} started; log {}", log.display());
 
     // 1. Wait until act 5's freeze is live: its ledger says frozen and the target is in `T`.
@@ -696,6 +735,17 @@ fn interrupt_test() -> Result<()> {
         .count();
     ensure!(logs > 0, "no component log collected");
     ensure!(run_dir.join("junit.xml").is_file(), "junit.xml missing");
+    for lab in [lab::evidence::Lab::A, lab::evidence::Lab::C] {
+        let other = xtask::lab_run::artifacts_dir(&run_id, lab);
+        for f in ["report.html", "report.ja.html"] {
+            ensure!(
+                other.join(f).is_file(),
+                "lab {}'s {f} missing in {}",
+                lab.as_str(),
+                other.display()
+            );
+        }
+    }
 
     // 7. The cluster is gone.
     let alive: Vec<_> = recorded
@@ -723,5 +773,5 @@ fn interrupt_test() -> Result<()> {
         tail.contains("interrupted by SIGINT"),
         "the run should say it was interrupted:\n{tail}"
     );
-    Ok(())
+    run.ensure_all_gone(&tail)
 }

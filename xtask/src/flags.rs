@@ -160,10 +160,15 @@ pub struct LabRunArgs {
     /// needs one).
     #[arg(long, value_name = "a|b|c|all", value_parser = parse_lab_choice)]
     pub lab: Option<LabChoice>,
-    /// Embedded backend, several labs: run them at the same time, each on its own cluster (the
-    /// labs mostly wait, so they overlap; docs/bench.md has the figures).
-    #[arg(long)]
+    /// Embedded backend, several labs: run them at the same time, each on its own cluster, every
+    /// line labelled `[lab b]` (the labs mostly wait, so they overlap; docs/bench.md has the
+    /// figures). The default; the flag says it explicitly.
+    #[arg(long, conflicts_with = "one_at_a_time")]
     pub at_once: bool,
+    /// Run the labs one after another, each on its fresh cluster torn down before the next lab
+    /// starts (one cluster's memory at a time; lines not labelled).
+    #[arg(long)]
+    pub one_at_a_time: bool,
     /// Keep the cluster running afterwards (for debugging); `cargo xtask cluster down --name N` ends it.
     #[arg(long)]
     pub retain: bool,

@@ -13,6 +13,10 @@
 //! every step that ends (ok or not) is kept as a [`Span`] (message, UTC start and end), and
 //! [`record_span`] adds a span measured elsewhere (e.g. a pod's own start from its conditions).
 //! [`take_recording`] returns them and stops recording.
+//!
+//! When several labs print at once (`lab run --at-once`, one thread per lab), each thread names
+//! its lab at the start of its lines ([`label_lines`]: `[lab b] • msg ...`); the step's message,
+//! which keys its typical time and the bench's spans, stays unlabelled.
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal as _;
@@ -152,6 +156,64 @@ pub fn eta_text(elapsed: Duration, typical: Option<f64>) -> String {
     }
 }
 
+thread_local! {
+    /// The lab this thread's lines name ([`label_lines`]).
+    static LABEL: std::cell::Cell<Option<&'static str>> = const { std::cell::Cell::new(None) };
+}
+
+/// From now on every line this thread prints through this module starts with `[lab {lab}]`
+/// (`lab`: the registry's name, `b`): the labs of `lab run --at-once` print to one stderr.
+pub fn label_lines(lab: &'static str) {
+    LABEL.with(|l| l.set(Some(lab)));
+}
+
+/// The lab this thread's lines name ([`label_lines`]), if any.
+pub fn line_label() -> Option<&'static str> {
+    LABEL.with(std::cell::Cell::get)
+}
+
+/// `f`, to run on a thread this one spawns, with this thread's label ([`label_lines`]): the
+/// cluster's `up` waits and installs on threads of their own.
+pub fn with_label<T>(f: impl FnOnce() -> T) -> impl FnOnce() -> T {
+    let label = line_label();
+    move || {
+        if let Some(l) = label {
+            label_lines(l);
+        }
+        f()
+    }
+}
+
+/// `eprintln!` for the lines of a step's inner work (the cluster's `up` and teardown, the
+/// upstream builds): the same line, after the thread's label when it has one ([`line`]).
+#[macro_export]
+macro_rules! status_line {
+    ($($arg:tt)*) => {
+        $crate::status::line(&format!($($arg)*))
+    };
+}
+
+/// Prints `line` as it is, after the thread's label ([`label_lines`]) when it has one.
+pub fn line(line: &str) {
+    match line_label() {
+        Some(l) => eprintln!("[lab {l}]{line}"),
+        None => eprintln!("{line}"),
+    }
+}
+
+/// `[lab b]` on a labelled thread ([`label_lines`]), else nothing.
+fn prefix() -> String {
+    line_label().map_or(String::new(), |l| format!("[lab {l}]"))
+}
+
+/// Prints a line that belongs to the step above it, indented (`      {line}`), labelled as
+/// [`label_lines`] says; the lines go out in one write, so another thread's cannot come between.
+pub fn details(lines: &[String]) {
+    let p = prefix();
+    let text: String = lines.iter().map(|l| format!("{p}      {l}\n")).collect();
+    eprint!("{text}");
+}
+
 /// Set by [`no_progress_lines`]: steps print their start and end lines only.
 static NO_PROGRESS_LINES: AtomicBool = AtomicBool::new(false);
 
@@ -166,7 +228,7 @@ impl Step {
     /// after [`SPINNER_AFTER`], unless [`no_progress_lines`] was called).
     pub fn start(msg: impl Into<String>) -> Step {
         let msg = msg.into();
-        eprintln!(" • {msg} ...");
+        eprintln!("{} • {msg} ...", prefix());
         let stop = Arc::new(AtomicBool::new(false));
         let drawn = std::io::stderr().is_terminal() && !NO_PROGRESS_LINES.load(Ordering::SeqCst);
         let spinner = drawn.then(|| {
@@ -217,7 +279,7 @@ impl Step {
         let secs = self.elapsed_secs();
         self.keep(true);
         record(&self.msg, secs);
-        eprintln!(" ✓ {} ({secs:.1}s)", self.msg);
+        eprintln!("{} ✓ {} ({secs:.1}s)", prefix(), self.msg);
     }
 }
 
@@ -254,7 +316,7 @@ impl Drop for Step {
         if !self.done {
             self.end_spinner();
             self.keep(false);
-            eprintln!(" ✗ {} ({:.1}s)", self.msg, self.elapsed_secs());
+            eprintln!("{} ✗ {} ({:.1}s)", prefix(), self.msg, self.elapsed_secs());
         }
     }
 }
@@ -262,6 +324,29 @@ impl Drop for Step {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_labelled_thread_names_its_lab_and_others_do_not() {
+        assert_eq!(prefix(), "");
+        std::thread::spawn(|| {
+            label_lines("b");
+            assert_eq!(line_label(), Some("b"));
+            assert_eq!(prefix(), "[lab b]");
+        })
+        .join()
+        .expect("the labelled thread");
+        assert_eq!(line_label(), None, "the label is the thread's own");
+        std::thread::spawn(|| {
+            label_lines("c");
+            let inherited = with_label(line_label);
+            std::thread::spawn(inherited)
+                .join()
+                .expect("the spawned thread")
+        })
+        .join()
+        .map(|l| assert_eq!(l, Some("c"), "a thread spawned through with_label"))
+        .expect("the labelled thread");
+    }
 
     #[test]
     fn eta_from_the_typical_time() {

@@ -45,6 +45,9 @@ pub struct Ui {
     pub en: bool,
     /// No progress output at all (tests that only want evidence).
     pub quiet: bool,
+    /// The lab to name at the start of every line (`[lab b] • …`), when several labs print to
+    /// the same stderr at once (`cargo xtask lab run --at-once`); `None`: no label.
+    pub label: Option<&'static str>,
 }
 
 impl Ui {
@@ -59,24 +62,34 @@ impl Ui {
         line.get(self.lang()).to_owned()
     }
 
+    /// `[lab b]` when the lines are labelled ([`Ui::label`]), else nothing.
+    fn prefix(&self) -> String {
+        self.label.map_or(String::new(), |l| format!("[lab {l}]"))
+    }
+
     /// Prints one line.
     pub fn say(&self, line: impl Into<Line>) {
         if !self.quiet {
-            eprintln!("{}", self.text(line));
+            let sep = if self.label.is_some() { " " } else { "" };
+            eprintln!("{}{sep}{}", self.prefix(), self.text(line));
         }
     }
 
     /// Prints a step line ` • …`.
     pub fn step(&self, line: impl Into<Line>) {
         if !self.quiet {
-            eprintln!(" • {}", self.text(line));
+            eprintln!("{} • {}", self.prefix(), self.text(line));
         }
     }
 
     /// Prints a progress line `   … (12s/90s)`.
     pub fn progress(&self, line: impl Into<Line>, elapsed_s: u64, bound_s: u64) {
         if !self.quiet {
-            eprintln!("   {} ({elapsed_s}s/{bound_s}s)", self.text(line));
+            eprintln!(
+                "{}   {} ({elapsed_s}s/{bound_s}s)",
+                self.prefix(),
+                self.text(line)
+            );
         }
     }
 }

@@ -67,14 +67,14 @@ pub fn import_images(rt: &Runtime, images: &[ImageInput]) -> Result<()> {
             .iter()
             .map(|img| {
                 let sock = &sock;
-                scope.spawn(move || {
+                scope.spawn(crate::status::with_label(move || {
                     let (ctr, path) = (rt.bin("ctr"), &img.path);
                     let sh = crate::command::shell()?;
                     run(
                         cmd!(sh, "{ctr} -a {sock} -n k8s.io images import {path}"),
                         &format!("importing {} from {}", img.reference, img.path.display()),
                     )
-                })
+                }))
             })
             .collect();
         for h in handles {
@@ -135,7 +135,7 @@ pub fn helm_install_at(
     for (k, v, _) in HELM_VALUE_OVERRIDES {
         cmd.arg("--set").arg(format!("{k}={v}"));
     }
-    eprintln!("   running {}", crate::command::pretty(&cmd));
+    crate::status::line(&format!("   running {}", crate::command::pretty(&cmd)));
     run(cmd, "helm install")?;
     step.ok();
     Ok(())
@@ -214,13 +214,15 @@ pub fn record_admission_start(kubeconfig: &Path) {
     });
     match got.and_then(|r| r) {
         Ok((a, b)) => {
-            eprintln!(
+            crate::status_line!(
                 "   Kyverno's admission controller pod: created → Ready {:.0}s (its conditions)",
                 (b - a).num_milliseconds() as f64 / 1000.0
             );
             crate::status::record_span(KYVERNO_START_SPAN, a, b);
         }
-        Err(e) => eprintln!("   note: Kyverno's admission controller start not read: {e:#}"),
+        Err(e) => {
+            crate::status_line!("   note: Kyverno's admission controller start not read: {e:#}")
+        }
     }
 }
 

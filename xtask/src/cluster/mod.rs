@@ -362,14 +362,14 @@ impl Cluster {
             Ok(()) => Ok(Cluster { record }),
             Err(e) => {
                 if opts.retain_on_failure {
-                    eprintln!(
+                    crate::status_line!(
                         "up failed; cluster {} retained for debugging (logs in {})",
                         rt.name,
                         rt.path("logs").display()
                     );
                     return Err(e);
                 }
-                eprintln!(
+                crate::status_line!(
                     "up failed; tearing down what was started (logs kept in {})",
                     rt.path("logs").display()
                 );
@@ -464,7 +464,7 @@ pub fn down_by_name(name: &str, state_root: &Path) -> Result<Option<teardown::Re
         None => {
             let ns = config::netns_name(name);
             if netns::exists(&ns) {
-                eprintln!(
+                crate::status_line!(
                     "   network namespace {ns} exists, but no state record under {} says this checkout made it: left alone (tear it down from the checkout that made it)",
                     state_root.display()
                 );
@@ -605,7 +605,7 @@ fn clear_remains(cfg: &ClusterConfig) -> Result<()> {
             );
         }
         refuse_foreign(&config::netns_name(&cfg.name), &state_dir)?;
-        eprintln!(
+        crate::status_line!(
             " • clearing the remains of a dead cluster {} (state {})",
             cfg.name,
             state_dir.display()
@@ -620,7 +620,7 @@ fn clear_remains(cfg: &ClusterConfig) -> Result<()> {
             );
         }
         if report.done.is_empty() {
-            eprintln!("   nothing was left but the state directory");
+            crate::status_line!("   nothing was left but the state directory");
         }
         return Ok(());
     }
@@ -764,13 +764,15 @@ impl<'scope, 'env> Starter<'scope, 'env> {
         // The daemons started so far must stay alive while it is probed.
         let alive = record.clone();
         let (rt, inputs, bound, started) = (self.rt, self.inputs, self.bound, self.started);
-        let handle = self.scope.spawn(move || -> Result<(String, u64)> {
-            let value = wait_probe(&alive, &(r.what)(rt), bound, r.tick, || (r.probe)(rt))?;
-            for (_, step) in READY_STEPS.iter().filter(|(name, _)| *name == d.name) {
-                step(rt, inputs)?;
-            }
-            Ok((value, ms(started)))
-        });
+        let handle = self.scope.spawn(crate::status::with_label(
+            move || -> Result<(String, u64)> {
+                let value = wait_probe(&alive, &(r.what)(rt), bound, r.tick, || (r.probe)(rt))?;
+                for (_, step) in READY_STEPS.iter().filter(|(name, _)| *name == d.name) {
+                    step(rt, inputs)?;
+                }
+                Ok((value, ms(started)))
+            },
+        ));
         self.pending.push((d, handle));
         Ok(())
     }
@@ -872,7 +874,7 @@ fn bring_up(
     start_node(rt, record, inputs, opts, started)?;
     record.timings_ms.insert("up_ms".into(), ms(started));
     record.save()?;
-    eprintln!(
+    crate::status_line!(
         " ✓ cluster {} up in {:.1}s: kubeconfig {}",
         rt.name,
         started.elapsed().as_secs_f64(),
@@ -884,7 +886,7 @@ fn bring_up(
 /// Prints the host facts `up` adapts to (CAP_SYS_RESOURCE, the cgroup layout and plan).
 fn say_host(cgroups: &CgroupDecision) {
     let host = cgroups.host;
-    eprintln!(
+    crate::status_line!(
         " • host: CAP_SYS_RESOURCE {}, cgroup {}",
         if host.cap_sys_resource {
             "present"
@@ -986,7 +988,9 @@ fn start_node(
                     (false, _) => None,
                     (true, None) => bail!("no Kyverno chart given (Inputs::chart_dir)"),
                     (true, Some(chart)) => {
-                        Some(scope.spawn(move || kyverno::helm_install(rt, chart)))
+                        Some(scope.spawn(crate::status::with_label(move || {
+                            kyverno::helm_install(rt, chart)
+                        })))
                     }
                 });
             }
@@ -1013,7 +1017,9 @@ fn kyverno_answers(
     let answer = kyverno::wait_ready(rt, opts.kyverno_timeout, move || all_alive(&rec2))?;
     // The probe is a ValidatingPolicy with a CEL expression that does not compile, sent as a
     // server-side dry-run: Kyverno's own policy webhook rejecting it is the answer looked for.
-    eprintln!("   Kyverno answered the readiness probe (a policy that must be rejected): {answer}");
+    crate::status_line!(
+        "   Kyverno answered the readiness probe (a policy that must be rejected): {answer}"
+    );
     record
         .timings_ms
         .insert("kyverno_answering_ms".into(), ms(started));
@@ -1065,12 +1071,12 @@ impl ClusterCmd {
                 let _lock = crate::lock::ClusterLock::acquire(&root)?;
                 let t = Instant::now();
                 match down_by_name(&name, &root)? {
-                    Some(r) => eprintln!(
+                    Some(r) => crate::status_line!(
                         " ✓ cluster {name} down in {:.1}s ({} actions)",
                         t.elapsed().as_secs_f64(),
                         r.done.len()
                     ),
-                    None => eprintln!(" ✓ no cluster {name}: nothing to do"),
+                    None => crate::status_line!(" ✓ no cluster {name}: nothing to do"),
                 }
                 Ok(())
             }

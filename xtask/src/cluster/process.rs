@@ -28,7 +28,7 @@ pub use super::record::{ProcRecord, proc_stat};
 pub fn spawn(spec: &DaemonSpec, netns: &str) -> Result<ProcRecord> {
     let mut argv = vec![spec.binary.display().to_string()];
     argv.extend(spec.args.iter().cloned());
-    eprintln!("   running {}", argv.join(" "));
+    crate::status::line(&format!("   running {}", argv.join(" ")));
     if let Some(dir) = spec.log.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }

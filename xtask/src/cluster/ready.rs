@@ -46,7 +46,7 @@ pub fn wait<T>(
         },
         |last, waited| {
             if last_report.elapsed() >= Duration::from_secs(15) {
-                eprintln!(
+                crate::status_line!(
                     "   … still waiting for {what} ({}s): {}",
                     waited.as_secs(),
                     progress_line(last.trim_start_matches("last probe error: "))

@@ -38,13 +38,13 @@ impl Report {
     /// Records (and prints) an action taken.
     pub fn note(&mut self, s: impl Into<String>) {
         let s = s.into();
-        eprintln!("   {s}");
+        crate::status_line!("   {s}");
         self.done.push(s);
     }
     /// Records (and prints) a failed action.
     pub fn fail(&mut self, e: anyhow::Error) {
         let s = format!("{e:#}");
-        eprintln!("   error: {s}");
+        crate::status_line!("   error: {s}");
         self.errors.push(s);
     }
 }

@@ -18,17 +18,17 @@ pub fn dir(artifacts: &Path) -> PathBuf {
 
 /// Prints the three lines and the directory of a collection (stderr).
 pub fn print(summary: &lab::diagnostics::Summary, dir: &Path) {
-    eprintln!("   diagnostics of {}:", summary.failed_step);
+    crate::status_line!("   diagnostics of {}:", summary.failed_step);
     for l in &summary.telling {
-        eprintln!("     {l}");
+        crate::status_line!("     {l}");
     }
     if !summary.collector_failures.is_empty() {
-        eprintln!(
+        crate::status_line!(
             "     ({} collection steps failed; see summary.txt)",
             summary.collector_failures.len()
         );
     }
-    eprintln!("   the rest: {}", dir.display());
+    crate::status_line!("   the rest: {}", dir.display());
 }
 
 /// Collects the diagnostics of a failed step (error `err`, an `anyhow` chain whose
@@ -112,9 +112,9 @@ pub fn up_with_diagnostics(opts: UpOptions, diag_dir: &Path) -> Result<Cluster> 
     }
     let started_by_this_up = |c: &Cluster| before.as_ref() != Some(&c.record().created_at);
     if !retain && let Some(c) = cluster.filter(started_by_this_up) {
-        eprintln!("   tearing down the half-started cluster {name}");
+        crate::status_line!("   tearing down the half-started cluster {name}");
         if let Err(e) = c.down() {
-            eprintln!("   teardown of {name} failed: {e:#}");
+            crate::status_line!("   teardown of {name} failed: {e:#}");
         }
     }
     Err(err).with_context(|| format!("diagnostics: {}", diag_dir.display()))

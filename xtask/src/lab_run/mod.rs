@@ -93,10 +93,12 @@ impl LabCmd {
                     versions: versions.clone(),
                     ..RunOptions::new(Lab::A)
                 };
-                let at_once =
-                    args.at_once && labs.len() > 1 && backend == crate::backend::Backend::Embedded;
+                let at_once = !args.one_at_a_time
+                    && labs.len() > 1
+                    && backend == crate::backend::Backend::Embedded
+                    && memory_for_at_once(labs.len());
                 if args.at_once && !at_once {
-                    eprintln!(
+                    crate::status_line!(
                         "--at-once: one lab, or the {} backend: the labs run one after another",
                         backend.name()
                     );
@@ -135,7 +137,7 @@ impl LabCmd {
                     .parent()
                     .map(|d| d.join("index.html"))
                     .unwrap_or_default();
-                eprintln!("{}", verdict_line(&run_id, &outcomes, &index));
+                crate::status_line!("{}", verdict_line(&run_id, &outcomes, &index));
                 if !failed.is_empty() {
                     bail!("lab run {run_id}: failed: {}", failed.join(", "));
                 }
@@ -145,14 +147,14 @@ impl LabCmd {
     }
 }
 
-/// `lab run --at-once`: says so, turns the progress lines off and runs the labs
+/// `lab run` of several labs on the embedded backend (unless `--one-at-a-time`): says so, turns the progress lines off and runs the labs
 /// ([`run_labs_at_once`]); a signal that ended the lock wait exits 130 as one lab's run does.
 ///
 /// # Errors
 /// The machine lock could not be taken (no signal pending).
 fn start_labs_at_once(labs: &[Lab], base: &RunOptions) -> Result<Vec<(Lab, Result<RunReport>)>> {
-    eprintln!(
-        "lab run {}: labs {} at once, each on its own cluster (--at-once)",
+    crate::status_line!(
+        "lab run {}: labs {} at once, each on its own cluster (--one-at-a-time: one after another)",
         base.run_id,
         labs.iter()
             .map(|l| lab_name(*l))
@@ -166,19 +168,59 @@ fn start_labs_at_once(labs: &[Lab], base: &RunOptions) -> Result<Vec<(Lab, Resul
     })
 }
 
+/// Memory each lab's cluster is given room for when the labs run at once: one embedded node with
+/// Kyverno (lab C's three replicas included) used about 1 GiB on this project's 2-core machine
+/// (`free -m` each 5 s through `cargo xtask lab run`, 2026-12-03: 2.1 GiB before, 5.3 GiB at the
+/// peak with three clusters), with half as much again for a margin.
+const MEMORY_PER_LAB_KIB: u64 = 1536 * 1024;
+
+/// Whether the machine has the memory for `labs` clusters at once (`MemAvailable` in
+/// `/proc/meminfo` ≥ [`MEMORY_PER_LAB_KIB`] each); when not, or when it cannot be read, says so
+/// and the labs run one after another.
+fn memory_for_at_once(labs: usize) -> bool {
+    let need = MEMORY_PER_LAB_KIB * labs as u64;
+    let available = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| mem_available_kib(&m));
+    match available {
+        Some(kib) if kib >= need => true,
+        found => {
+            crate::status_line!(
+                "lab run: the labs at once want {} MiB of available memory ({} MiB a lab); {}: one after another",
+                need / 1024,
+                MEMORY_PER_LAB_KIB / 1024,
+                found.map_or(
+                    "/proc/meminfo's MemAvailable could not be read".to_owned(),
+                    |k| { format!("{} MiB available", k / 1024) }
+                )
+            );
+            false
+        }
+    }
+}
+
+/// `MemAvailable` of a `/proc/meminfo` text, in KiB.
+fn mem_available_kib(meminfo: &str) -> Option<u64> {
+    meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .and_then(|v| v.trim().strip_suffix("kB"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
 /// Prints one lab's result of `lab run` (its summary, or its error) and returns its outcome and
 /// whether it passed; exits 130 ([`exit_interrupted`]) when a signal stopped it.
 fn lab_result(lab: Lab, result: Result<RunReport>, run_id: &str) -> (LabOutcome, bool) {
     match result {
         Ok(report) => {
-            eprintln!("{}", report.summary());
+            crate::status_line!("{}", report.summary());
             if let Some(i) = &report.interrupted {
                 exit_interrupted(&i.signal, &i.describe(&report.artifacts));
             }
             (LabOutcome::of(&report), report.passed())
         }
         Err(e) => {
-            eprintln!("lab {}: {e:#}", lab_name(lab));
+            crate::status_line!("lab {}: {e:#}", lab_name(lab));
             if let Some(signal) = lab::signals::pending() {
                 exit_interrupted(
                     signal,
@@ -263,7 +305,7 @@ pub fn verdict_line(run_id: &str, outcomes: &[LabOutcome], index: &Path) -> Stri
 /// Prints what an interrupted `lab run` did and exits with 130 (128 + SIGINT, the shell's
 /// convention, whatever the signal; as the lab tool does).
 fn exit_interrupted(signal: &str, what: &str) -> ! {
-    eprintln!("interrupted by {signal}: {what}; exit 130");
+    crate::status_line!("interrupted by {signal}: {what}; exit 130");
     std::process::exit(130)
 }
 
@@ -392,6 +434,7 @@ impl LabRun {
                 ui: Ui {
                     en: true,
                     quiet: false,
+                    label: None,
                 },
                 registration_bound: lab::labs::common::REGISTRATION_BOUND,
             },
@@ -813,8 +856,10 @@ fn host_steps() -> std::sync::MutexGuard<'static, ()> {
 
 /// Runs `labs` at the same time on the embedded backend, each on a fresh cluster of its own (one
 /// thread per lab; [`run_lab`] with `base`'s run id, versions and `retain`), under one machine
-/// lock taken here; each cluster's `up` and teardown run one at a time ([`host_steps`]). Then
-/// writes the run's `index.html` and `junit.xml` once. Returns each lab's result in `labs`'
+/// lock taken here; each cluster's `up` and teardown run one at a time ([`host_steps`]). Every
+/// line a lab's thread prints, its acts' own included, starts with `[lab b]`
+/// ([`status::label_lines`], the lab's `Ui::label`). Then writes the run's `index.html` and
+/// `junit.xml` once. Returns each lab's result in `labs`'
 /// order.
 ///
 /// # Errors
@@ -832,7 +877,13 @@ pub fn run_labs_at_once(labs: &[Lab], base: &RunOptions) -> Result<Vec<(Lab, Res
                     run_files: false,
                     ..base.clone()
                 };
-                (lab, s.spawn(move || run_lab(&opts)))
+                (
+                    lab,
+                    s.spawn(move || {
+                        status::label_lines(lab_name(lab));
+                        run_lab(&opts)
+                    }),
+                )
             })
             .collect();
         handles
@@ -852,7 +903,7 @@ pub fn run_labs_at_once(labs: &[Lab], base: &RunOptions) -> Result<Vec<(Lab, Res
         Ok(()) => step.ok(),
         Err(e) => {
             drop(step);
-            eprintln!("writing the run's index.html and junit.xml failed: {e:#}");
+            crate::status_line!("writing the run's index.html and junit.xml failed: {e:#}");
         }
     }
     Ok(results)
@@ -877,13 +928,13 @@ pub fn run_lab(opts: &RunOptions) -> Result<RunReport> {
         drop(step);
     }
     match &pages {
-        Ok(()) => eprintln!(
+        Ok(()) => crate::status_line!(
             "report of lab {}: {} (run index and junit.xml beside it: {})",
             lab_name(opts.lab),
             artifacts.join("report.html").display(),
             artifacts.parent().unwrap_or(&artifacts).display()
         ),
-        Err(e) => eprintln!("writing the report pages failed: {e:#}"),
+        Err(e) => crate::status_line!("writing the report pages failed: {e:#}"),
     }
     let report = result?;
     pages?;
@@ -934,7 +985,7 @@ fn run_lab_inner(opts: &RunOptions, artifacts: &Path) -> Result<RunReport> {
     let collected = collect_cluster_logs(cluster.state_dir(), &artifacts);
     step.ok();
     if opts.retain {
-        eprintln!(
+        crate::status_line!(
             "cluster {name} retained: kubeconfig {}, cri {}",
             cluster.kubeconfig().display(),
             cluster.cri_endpoint()
@@ -947,7 +998,7 @@ fn run_lab_inner(opts: &RunOptions, artifacts: &Path) -> Result<RunReport> {
     }
     collected?;
     let report = result?;
-    eprintln!(
+    crate::status_line!(
         "artifacts of lab {}: {}",
         lab_name(opts.lab),
         artifacts.display()
@@ -987,7 +1038,7 @@ fn run_lab_on_backend(opts: &RunOptions, name: &str, artifacts: &Path) -> Result
     }
     collected?;
     let report = result?;
-    eprintln!(
+    crate::status_line!(
         "artifacts of lab {}: {}",
         lab_name(opts.lab),
         artifacts.display()
@@ -1051,6 +1102,7 @@ pub fn drive_with(
     let mut run = LabRun::new(lab, &workdir, kubeconfig, cri_endpoint)?;
     run.env.audit = audit;
     run.env.registration_bound = registration_bound;
+    run.env.ui.label = status::line_label();
     run.set_diagnostics(diagnostics::dir(artifacts), daemon_logs);
     let mut acts = Vec::new();
     let mut interrupted = None;
@@ -1076,14 +1128,12 @@ pub fn drive_with(
         }
         match r {
             Ok(summary) => {
-                for l in &summary.lines {
-                    eprintln!("      {l}");
-                }
+                status::details(&summary.lines);
                 step.ok();
                 acts.push((act, Ok(summary)));
             }
             Err(e) => {
-                eprintln!("      {e:#}");
+                status::details(&[format!("{e:#}")]);
                 acts.push((act, Err(format!("{e:#}"))));
                 if let Some(signal) = lab::signals::pending() {
                     interrupted = Some(Interruption {
@@ -1131,19 +1181,17 @@ fn heal_after_acts(run: &LabRun, interrupted: &mut Option<Interruption>) {
     let step = Step::start(label);
     match (run.heal(), interrupted) {
         (Ok(lines), interrupted) => {
-            for l in &lines {
-                eprintln!("      {l}");
-            }
+            status::details(&lines);
             if let Some(i) = interrupted {
                 i.healed = lines;
             }
             step.ok();
         }
         (Err(e), Some(i)) => {
-            eprintln!("      {e:#}");
+            status::details(&[format!("{e:#}")]);
             i.healed = vec![format!("heal failed: {e:#}")];
         }
-        (Err(e), None) => eprintln!("      heal failed: {e:#}"),
+        (Err(e), None) => status::details(&[format!("heal failed: {e:#}")]),
     }
 }
 
@@ -1203,10 +1251,10 @@ pub fn save_artifacts(run: &LabRun, artifacts: &Path) -> Result<Vec<Findings>> {
     match run.save_kyverno_logs(&artifacts.join("kyverno-logs")) {
         Ok((_, failed)) => {
             for f in failed {
-                eprintln!("      a Kyverno log could not be read: {f}");
+                crate::status_line!("      a Kyverno log could not be read: {f}");
             }
         }
-        Err(e) => eprintln!("      Kyverno's logs were not saved: {e:#}"),
+        Err(e) => crate::status_line!("      Kyverno's logs were not saved: {e:#}"),
     }
     copy_workdir(run.workdir().root(), artifacts)?;
     Ok(grades)
@@ -1369,5 +1417,18 @@ mod verdict_tests {
             )
             .contains("lab b: stopped before its acts (error above)")
         );
+    }
+}
+
+#[cfg(test)]
+mod memory_tests {
+    use super::mem_available_kib;
+
+    #[test]
+    fn mem_available_is_read_in_kib_and_a_text_without_it_gives_none() {
+        let meminfo = "MemTotal:       24684076 kB\nMemFree:          612000 kB\nMemAvailable:   22455520 kB\nBuffers:            1234 kB\n";
+        assert_eq!(mem_available_kib(meminfo), Some(22_455_520));
+        assert_eq!(mem_available_kib("MemTotal: 1 kB\n"), None);
+        assert_eq!(mem_available_kib("MemAvailable: lots\n"), None);
     }
 }

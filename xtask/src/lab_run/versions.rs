@@ -92,7 +92,7 @@ pub fn record(kubeconfig: &Path, asked: &Versions, artifacts: &Path) -> Result<s
     let doc = observe(kubeconfig, asked)?;
     let path = artifacts.join(VERSIONS_FILE);
     crate::backend::write_facts(&path, &doc)?;
-    eprintln!(
+    crate::status_line!(
         " • running: kube-apiserver {}, {}, chart {} (asked: {}) → {}",
         doc["apiserver_version"]["gitVersion"]
             .as_str()

@@ -114,7 +114,7 @@ impl Cache {
         match file.try_lock() {
             Ok(()) => {}
             Err(fs::TryLockError::WouldBlock) => {
-                eprintln!(
+                crate::status_line!(
                     " • waiting for another upstream build to finish (lock {}) ...",
                     path.display()
                 );

@@ -196,7 +196,7 @@ pub fn ensure_built(opts: &BuildOptions) -> anyhow::Result<Artifacts> {
     let kyverno_release = versions.kyverno_release()?;
     versions.kubernetes_minor()?;
     if !versions.is_pinned() {
-        eprintln!(
+        crate::status_line!(
             " • building {} (the pinned pair is {}); other families use their committed wrappers",
             versions.label(),
             Versions::pinned().label()
@@ -285,7 +285,7 @@ impl UpstreamCmd {
                     );
                 }
                 println!("chart     {}", a.chart_dir.display());
-                eprintln!(
+                crate::status_line!(
                     "upstream build done in {:.1}s",
                     started.elapsed().as_secs_f64()
                 );

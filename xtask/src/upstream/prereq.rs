@@ -223,7 +223,7 @@ pub fn check(install: bool) -> anyhow::Result<Tools> {
         packages.dedup();
         let root = nix::unistd::geteuid().is_root();
         if install && root && debian::is_debian() {
-            eprintln!("   missing prerequisites:\n{list}");
+            crate::status_line!("   missing prerequisites:\n{list}");
             let wanted: Vec<debian::Package> = missing
                 .iter()
                 .map(|r| debian::Package {

@@ -84,7 +84,7 @@ impl Task {
             bar.enable_steady_tick(Duration::from_millis(200));
             task.bar = Some(bar);
         } else {
-            eprintln!(" • building {name} ({detail}) ...");
+            crate::status_line!(" • building {name} ({detail}) ...");
             let (tx, rx) = mpsc::channel::<()>();
             let name = name.to_string();
             let started = task.started;
@@ -96,7 +96,7 @@ impl Task {
                         Err(_) => (0, 0, String::new()),
                     };
                     let secs = started.elapsed().as_secs_f64();
-                    eprintln!(
+                    crate::status_line!(
                         "   … still building {name}: {secs:.0}s, {}, last {last}",
                         eta_text(n, total, secs)
                     );
@@ -163,7 +163,7 @@ impl Task {
                 );
                 bar.finish_with_message(msg.to_string());
             }
-            None => eprintln!(" {msg}"),
+            None => crate::status_line!(" {msg}"),
         }
     }
 }
@@ -179,7 +179,7 @@ impl Drop for Task {
 
 /// Prints a one-line note for something already in the cache.
 pub fn cached(name: &str, path: &std::path::Path) {
-    eprintln!(" ✓ {name} (cached: {})", path.display());
+    crate::status::line(&format!(" ✓ {name} (cached: {})", path.display()));
 }
 
 #[cfg(test)]

@@ -118,7 +118,7 @@ fn restore_sysctls_after_kubelet_start(
             }
         }
         Err(lab::wait::WaitError::TimedOut(t)) => {
-            eprintln!(
+            crate::status_line!(
                 "   warning: kubelet has not written these host sysctls {}s after the node became Ready: {}; `down` restores what it finds changed",
                 t.bound.as_secs(),
                 t.last.join(", ")
@@ -131,9 +131,9 @@ fn restore_sysctls_after_kubelet_start(
     for r in sysctl::restore(&record.host_sysctls) {
         match r {
             Ok(sysctl::Restored::PutBack { key, from, to }) => {
-                eprintln!("   host sysctl {key}: kubelet set {from}, put back {to}")
+                crate::status_line!("   host sysctl {key}: kubelet set {from}, put back {to}")
             }
-            Ok(sysctl::Restored::LeftAlone { key, now }) => eprintln!(
+            Ok(sysctl::Restored::LeftAlone { key, now }) => crate::status_line!(
                 "   host sysctl {key} is {now}, neither the recorded value nor kubelet's: left alone"
             ),
             Ok(sysctl::Restored::Unchanged) => {}
