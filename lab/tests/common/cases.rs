@@ -67,19 +67,14 @@ fn with(m: fn(&mut Files)) -> Mutation {
 /// Re-records the digests of inputs in evidence `inputs` maps (after an input was mutated on
 /// purpose, so only the intended finding shows).
 fn refresh_input_digests(files: &mut Files) {
-    let inputs: Files = files
-        .iter()
-        .filter(|(k, _)| !k.starts_with("evidence/"))
+    let inputs: Files = (files.iter().filter(|(k, _)| !k.starts_with("evidence/")))
         .map(|(k, v)| (k.clone(), json!(digest_value(v))))
         .collect();
-    for (k, v) in files.iter_mut() {
-        if k.starts_with("evidence/")
-            && let Some(m) = v.get_mut("inputs").and_then(|m| m.as_object_mut())
-        {
-            for (name, d) in m.iter_mut() {
-                if let Some(now) = inputs.get(name) {
-                    *d = now.clone();
-                }
+    for (_, v) in files.iter_mut().filter(|(k, _)| k.starts_with("evidence/")) {
+        let m = v.get_mut("inputs").and_then(|m| m.as_object_mut());
+        for (name, d) in m.into_iter().flatten() {
+            if let Some(now) = inputs.get(name) {
+                *d = now.clone();
             }
         }
     }
@@ -110,9 +105,8 @@ fn stored_without_uid(r: &mut Value) {
 fn answered_fast(r: &mut Value) {
     let sent = facts::parse_rfc3339(r["sent_at"].as_str().unwrap()).unwrap();
     r["elapsed_ms"] = json!(200);
-    r["answered_at"] = json!(facts::format_rfc3339(
-        sent + chrono::Duration::milliseconds(200)
-    ));
+    let answered = sent + chrono::Duration::milliseconds(200);
+    r["answered_at"] = json!(facts::format_rfc3339(answered));
 }
 
 /// Edits the audit event of the request at `ptr` (a JSON pointer under act `act`'s facts, e.g.
@@ -134,19 +128,13 @@ fn audit(act: u8, ptr: &'static str, edit: fn(&mut Value)) -> Mutation {
 }
 
 /// Another UID than the passing tree's.
-fn beef() -> Value {
-    json!("00000000-0000-4000-8000-00000000beef")
-}
+const BEEF: &str = "00000000-0000-4000-8000-00000000beef";
 
 /// Another node's UID.
-fn other_node() -> Value {
-    json!("00000000-0000-4000-8000-000000000001")
-}
+const OTHER_NODE: &str = "00000000-0000-4000-8000-000000000001";
 
 /// Another policy UID.
-fn other_policy() -> Value {
-    json!("00000000-0000-4000-8000-0000000000aa")
-}
+const OTHER_POLICY: &str = "00000000-0000-4000-8000-0000000000aa";
 
 /// Cases shared by every lab (acts 1-3).
 fn shared_cases() -> Vec<Case> {
@@ -154,15 +142,12 @@ fn shared_cases() -> Vec<Case> {
         "act1-empty-facts", 1, "facts-invalid", "facts is {}", set(1, "", json!({}));
         "act1-scope-node-uid-differs", 1, "uid-mismatch",
             "scope.json names another node's UID than act 1 observed",
-            set_input("scope.json", "node_uid", other_node(), true);
+            set_input("scope.json", "node_uid", json!(OTHER_NODE), true);
         "act1-scope-changed-after-act", 1, "input-changed",
             "scope.json edited after act 1 recorded its digest",
-            set_input("scope.json", "node_uid", other_node(), false);
+            set_input("scope.json", "node_uid", json!(OTHER_NODE), false);
         "act2-policy-without-uid", 2, "stored-without-uid", "the stored policy has no metadata.uid",
-            with(|f| {
-                let meta = facts_mut(f, 2).pointer_mut("/policy/metadata").unwrap();
-                meta.as_object_mut().unwrap().remove("uid");
-            });
+            edit(2, "/policy/metadata", |m| { m.as_object_mut().unwrap().remove("uid"); });
         "act2-webhook-ignore", 2, "value-mismatch",
             "the registered webhook's failurePolicy is Ignore while policy.json says Fail",
             set(2, "/webhook/failure_policy", json!("Ignore"));
@@ -176,7 +161,7 @@ fn shared_cases() -> Vec<Case> {
             "a 409 AlreadyExists is recorded as explicit-deny",
             edit(3, "/bad", set_answer_already_exists);
         "act3-existing-new-uid", 3, "pod-replaced", "existing has another UID than the good pod",
-            set(3, "/existing/uid", beef());
+            set(3, "/existing/uid", json!(BEEF));
         "act3-interrupted", 3, "evidence-interrupted", "the act was interrupted",
             with(|f| {
                 let e = f.get_mut("evidence/03.json").unwrap();
@@ -224,7 +209,7 @@ pub fn lab_b_cases() -> Vec<Case> {
             "a webhook-timeout answered in 0.2 s while timeoutSeconds is 3",
             edit(5, "/target_bad", answered_fast);
         "act5-surviving-pod-new-uid", 5, "pod-replaced", "the 'surviving' pod has a new UID",
-            set(5, "/existing/uid", beef());
+            set(5, "/existing/uid", json!(BEEF));
         "act5-control-stored-without-uid", 5, "stored-without-uid",
             "control is stored, but the GET found nothing", edit(5, "/control", stored_without_uid);
         "act5-deny-after-resume-without-marker", 5, "deny-without-marker",
@@ -232,8 +217,7 @@ pub fn lab_b_cases() -> Vec<Case> {
             edit(5, "/first_explicit_deny", set_deny_without_marker);
         "act5-registration-gone", 5, "registration-missing",
             "the registration must stay during a freeze",
-            with(|f| {
-                let x = facts_mut(f, 5);
+            edit(5, "", |x| {
                 x["registration_present_during_freeze"] = json!(false);
                 x["registration_snapshot"] = Value::Null;
             });
@@ -246,7 +230,7 @@ pub fn lab_b_cases() -> Vec<Case> {
             "a new container after the freeze needs a restart count that went up",
             set(5, "/identity_after/container_id", json!("f".repeat(64)));
         "act6-policy-replaced", 6, "uid-mismatch", "the policy after the switch has another UID",
-            set(6, "/policy/metadata/uid", other_policy());
+            set(6, "/policy/metadata/uid", json!(OTHER_POLICY));
         "act6-ignore-stored-in-200ms", 6, "timeout-too-fast",
             "under Ignore the target request was stored without waiting for the timeout",
             edit(6, "/target_good", answered_fast);
@@ -257,7 +241,7 @@ pub fn lab_b_cases() -> Vec<Case> {
             "recovery.json ignore_evidence_sha256 is not the digest of 06.json",
             set_input("recovery.json", "ignore_evidence_sha256", json!("1".repeat(64)), true);
         "act7-existing-new-uid", 7, "pod-replaced", "the act-3 pod has a new UID",
-            set(7, "/existing/uid", beef());
+            set(7, "/existing/uid", json!(BEEF));
         "act8-report-digest-mismatch", 8, "digest-mismatch",
             "report.json fail_evidence_sha256 is not the digest of 05.json",
             set_input("report.json", "fail_evidence_sha256", json!("2".repeat(64)), true);
@@ -291,7 +275,7 @@ pub fn lab_a_cases() -> Vec<Case> {
             "the admitted violating request is 'stored' but the GET found nothing",
             edit(5, "/target_bad", stored_without_uid);
         "act5-surviving-pod-new-uid", 5, "pod-replaced", "the 'surviving' pod has a new UID",
-            set(5, "/existing/uid", beef());
+            set(5, "/existing/uid", json!(BEEF));
         "act6-lease-not-confirmed", 6, "not-confirmed", "the Lease wait ran out",
             set(6, "/lease_acquired", json!({"status": "not-confirmed", "at": null,
                 "last_seen": "holder kyverno-admission-controller-6d9c7b8f5d-x2k4p", "waited_ms": 60000}));
@@ -386,6 +370,14 @@ pub fn lab_c_cases() -> Vec<Case> {
         "act5c-restart-same-container", 5, "restart-contradicted",
             "the former leader's restart count went up, but its container after the settle is the frozen one",
             edit(5, "", |x| x["target_after"]["identity_after"] = x["freeze"]["identity"].clone());
+    });
+    v.extend(lab_c_freeze_cases());
+    v
+}
+
+/// Lab C's cases of acts 6-8: the follower's freeze, the scale back, the report.
+fn lab_c_freeze_cases() -> Vec<Case> {
+    cases! {
         "act6c-lease-moved-during-follower-freeze", 6, "value-mismatch",
             "a follower's freeze, yet a Lease read during it names another holder",
             with(|f| {
@@ -399,7 +391,7 @@ pub fn lab_c_cases() -> Vec<Case> {
             "the frozen follower's process is not the one act 4 found in its pod",
             set(6, "/freeze/identity/pid_start_time_ticks", json!(999));
         "act6c-policy-replaced", 6, "uid-mismatch", "the policy after the switch has another UID",
-            set(6, "/policy/metadata/uid", other_policy());
+            set(6, "/policy/metadata/uid", json!(OTHER_POLICY));
         "act7c-two-replicas-left", 7, "value-mismatch",
             "two replicas are left after the scale back to the original one",
             with(|f| {
@@ -414,7 +406,7 @@ pub fn lab_c_cases() -> Vec<Case> {
             "recovery.json ignore_evidence_sha256 is not the digest of 06.json",
             set_input("recovery.json", "ignore_evidence_sha256", json!("1".repeat(64)), true);
         "act7c-existing-new-uid", 7, "pod-replaced",
-            "act 3's pod has a new UID after the scale back", set(7, "/existing/uid", beef());
+            "act 3's pod has a new UID after the scale back", set(7, "/existing/uid", json!(BEEF));
         "act8c-report-lease-kept", 8, "report-contradicted",
             "report says the Lease was kept while act 5's samples show a follower took it during the freeze",
             set_input("report.json", "lease", json!("kept"), true);
@@ -424,6 +416,5 @@ pub fn lab_c_cases() -> Vec<Case> {
         "act8c-evidence-changed", 8, "digest-mismatch",
             "06.json was edited after the report recorded its digest",
             set(6, "/bad/0/elapsed_ms", json!(3014));
-    });
-    v
+    }
 }

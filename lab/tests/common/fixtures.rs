@@ -81,6 +81,19 @@ pub enum Answer<'a> {
     DryRunAdmitted(String),
 }
 
+/// A deny by the policy's webhook under Fail.
+const DENY_FAIL: Answer = Deny(FAIL_HOOK);
+/// A deny by the policy's webhook under Ignore.
+const DENY_IGNORE: Answer = Deny(IGNORE_HOOK);
+
+/// The policy's webhook under `failure_policy` (`Fail` or `Ignore`).
+fn hook(failure_policy: &str) -> &'static str {
+    match failure_policy {
+        "Fail" => FAIL_HOOK,
+        _ => IGNORE_HOOK,
+    }
+}
+
 pub(super) fn status_body(code: u16, reason: &str, message: &str) -> Value {
     let mut v = json!({
         "kind": "Status", "apiVersion": "v1", "metadata": {},
@@ -90,28 +103,6 @@ pub(super) fn status_body(code: u16, reason: &str, message: &str) -> Value {
         v["reason"] = json!(reason);
     }
     v
-}
-
-fn pod_body(
-    name: &str,
-    ns: &str,
-    labels: &BTreeMap<String, String>,
-    uid: &str,
-    created: &str,
-    dry_run: bool,
-) -> Value {
-    let mut meta = json!({"name": name, "namespace": ns, "uid": uid, "creationTimestamp": created});
-    if !dry_run {
-        meta["resourceVersion"] = json!("4711");
-    }
-    if !labels.is_empty() {
-        meta["labels"] = json!(labels);
-    }
-    json!({
-        "kind": "Pod", "apiVersion": "v1", "metadata": meta,
-        "spec": {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10.1", "imagePullPolicy": "IfNotPresent"}]},
-        "status": {"phase": "Pending", "qosClass": "BestEffort"}
-    })
 }
 
 /// One request record, classified with the real classifier.
@@ -124,11 +115,10 @@ pub fn request(
     elapsed: u64,
     answer: Answer,
 ) -> RequestRecord {
-    let labels: BTreeMap<String, String> = if good {
-        [("environment".to_owned(), "lab".to_owned())].into()
-    } else {
-        BTreeMap::new()
-    };
+    let labels: BTreeMap<String, String> = (good
+        .then(|| ("environment".to_owned(), "lab".to_owned())))
+    .into_iter()
+    .collect();
     let answered = sent + elapsed as i64;
     let created = format!("{}Z", &ts(answered)[..19]);
     let mut get = GetResult {
@@ -138,17 +128,24 @@ pub fn request(
         at: ts(answered + 15),
     };
     let (http_status, reason, message, raw) = match answer {
-        Stored(u) => {
-            let raw = pod_body(name, ns, &labels, &u, &created, false);
-            (get.exists, get.uid, get.phase) = (true, Some(u), Some("Pending".to_owned()));
-            (201, None, None, raw)
+        // The created pod; a dry run's has no resourceVersion and exists nowhere.
+        Stored(ref u) | DryRunAdmitted(ref u) => {
+            let mut meta =
+                json!({"name": name, "namespace": ns, "uid": u, "creationTimestamp": created});
+            if matches!(answer, Stored(_)) {
+                meta["resourceVersion"] = json!("4711");
+                (get.exists, get.uid, get.phase) = (true, Some(u.clone()), Some("Pending".into()));
+            }
+            if !labels.is_empty() {
+                meta["labels"] = json!(labels);
+            }
+            let body = json!({
+                "kind": "Pod", "apiVersion": "v1", "metadata": meta,
+                "spec": {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10.1", "imagePullPolicy": "IfNotPresent"}]},
+                "status": {"phase": "Pending", "qosClass": "BestEffort"}
+            });
+            (201, None, None, body)
         }
-        DryRunAdmitted(u) => (
-            201,
-            None,
-            None,
-            pod_body(name, ns, &labels, &u, &created, true),
-        ),
         Deny(hook) => {
             let m = format!(
                 "admission webhook \"{hook}\" denied the request: Policy kca-webhook-label failed: KCA_ENVIRONMENT_REQUIRED"
@@ -165,14 +162,8 @@ pub fn request(
             (500, Some("InternalError".to_owned()), Some(m), body)
         }
     };
-    let outcome = classify(
-        http_status,
-        reason.as_deref(),
-        message.as_deref(),
-        &get,
-        dry_run,
-        lab::grade::MARKERS,
-    );
+    let (r, m) = (reason.as_deref(), message.as_deref());
+    let outcome = classify(http_status, r, m, &get, dry_run, lab::grade::MARKERS);
     RequestRecord {
         name: name.to_owned(),
         namespace: ns.to_owned(),
@@ -200,6 +191,11 @@ fn good_pod(name: &str, sent: i64, elapsed: u64, answer: Answer) -> RequestRecor
     request(name, TARGET, true, false, sent, elapsed, answer)
 }
 
+/// A pod created in the target namespace as a server dry run; `good`: labelled.
+fn dry_run_pod(name: &str, good: bool, sent: i64, elapsed: u64, answer: Answer) -> RequestRecord {
+    request(name, TARGET, good, true, sent, elapsed, answer)
+}
+
 /// A pod created in the control namespace, outside the webhook's namespaceSelector.
 pub(super) fn control_pod(name: &str, sent: i64, elapsed: u64, answer: Answer) -> RequestRecord {
     request(name, CONTROL, false, false, sent, elapsed, answer)
@@ -210,40 +206,48 @@ fn raw_rec(what: &str, at: i64, data: Value) -> Value {
     json!({"at": ts(at), "what": what, "data": data})
 }
 
-/// The API server's answers to `reqs`, as the acts keep them raw.
-fn raw_of(reqs: &[&RequestRecord]) -> Vec<Value> {
-    reqs.iter().map(|r| r.raw_response.clone()).collect()
+/// An act's raw records, in the order the act writes them.
+trait Records {
+    /// Appends [`raw_rec`]`(what, at, data)`.
+    fn rec(&mut self, what: &str, at: i64, data: impl serde::Serialize);
 }
 
-/// A `v1` Pod as the API server returns it, for the fields a [`facts::PodObservation`] is read from.
-fn pod_object(p: &facts::PodObservation) -> Value {
+impl Records for Vec<Value> {
+    fn rec(&mut self, what: &str, at: i64, data: impl serde::Serialize) {
+        self.push(raw_rec(what, at, json!(data)));
+    }
+}
+
+/// The API server's answers to `reqs`, as the acts keep them raw.
+fn raw_of<'r>(reqs: impl IntoIterator<Item = &'r RequestRecord>) -> Vec<Value> {
+    reqs.into_iter().map(|r| r.raw_response.clone()).collect()
+}
+
+/// A `v1` Pod `ns/name` as the API server returns it, running, its container `kyverno` after
+/// `restarts` restarts: the fields a [`facts::PodObservation`] is read from.
+fn pod_raw(name: &str, ns: &str, uid: &str, restarts: u32) -> Value {
     json!({
         "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": p.name, "namespace": p.namespace, "uid": p.uid},
-        "status": {"phase": p.phase, "containerStatuses": [{"name": "kyverno", "restartCount": p.restart_count}]}
+        "metadata": {"name": name, "namespace": ns, "uid": uid},
+        "status": {"phase": "Running", "containerStatuses": [{"name": "kyverno", "restartCount": restarts}]}
     })
 }
 
 /// A running pod's observation at `at` ms, derived ([`lab::derive::pod`], as the acts derive it)
-/// from the Pod [`pod_object`] writes for it (no restarts).
-fn pod_obs(name: &str, ns: &str, uid: &str, phase: &str, at: i64) -> facts::PodObservation {
-    let raw = json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "namespace": ns, "uid": uid},
-        "status": {"phase": phase, "containerStatuses": [{"name": "kyverno", "restartCount": 0}]}
-    });
-    lab::derive::pod(&raw, ts(at)).expect("a Pod")
+/// from its [`pod_raw`] (no restarts).
+fn pod_obs(name: &str, ns: &str, uid: &str, at: i64) -> facts::PodObservation {
+    lab::derive::pod(&pod_raw(name, ns, uid, 0), ts(at)).expect("a Pod")
+}
+
+/// `p` observed again at `at` ms.
+fn seen_at(p: &facts::PodObservation, at: i64) -> facts::PodObservation {
+    let at = ts(at);
+    facts::PodObservation { at, ..p.clone() }
 }
 
 /// Act 3's good pod, running, observed at `at` ms.
 fn existing_at(at: i64) -> facts::PodObservation {
-    pod_obs(
-        "kca-good-100200-a1b2c3",
-        TARGET,
-        &uid(0x600d),
-        "Running",
-        at,
-    )
+    pod_obs("kca-good-100200-a1b2c3", TARGET, &uid(0x600d), at)
 }
 
 /// The Lease `kyverno/kyverno` as the API server returns it, for the fields a
@@ -259,20 +263,14 @@ fn lease_object(l: &a::LeaseFacts) -> Value {
 }
 
 /// The Lease `kyverno/kyverno` read at `at` ms, as the acts derive it ([`lab::derive::lease`])
-/// from the object (the one [`lease_object`] writes back): held by `holder` since `acquired`,
-/// renewed at `renewed`, 12 s, after `transitions` transitions.
-fn lease_read(
-    holder: &str,
-    acquired: &str,
-    renewed: String,
-    transitions: u32,
-    at: i64,
-) -> a::LeaseFacts {
+/// from the object (the one [`lease_object`] writes back): held by `holder` since `since`,
+/// renewed at `renew` ms, 12 s, after `transitions` transitions.
+fn lease_read(holder: &str, since: &str, renew: i64, transitions: u32, at: i64) -> a::LeaseFacts {
     let raw = json!({
         "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
         "metadata": {"name": "kyverno", "namespace": "kyverno", "uid": uid(0x1ea5)},
-        "spec": {"acquireTime": acquired, "holderIdentity": holder, "leaseDurationSeconds": 12,
-                 "leaseTransitions": transitions, "renewTime": renewed}
+        "spec": {"acquireTime": since, "holderIdentity": holder, "leaseDurationSeconds": 12,
+                 "leaseTransitions": transitions, "renewTime": ts(renew)}
     });
     lab::derive::lease(&raw, ts(at)).expect("a Lease")
 }
@@ -309,66 +307,43 @@ fn cri_container(attempt: u32, id: &b::ProcessIdentity, pod: &str) -> Value {
     })
 }
 
-/// The policy's webhook as Kyverno registers it with `failure_policy`, observed at `at` ms.
+/// The ValidatingWebhookConfiguration Kyverno keeps for the policy under `failure_policy`, as the
+/// API server returns it, with the policy's one webhook.
+fn configuration(failure_policy: &str) -> Value {
+    json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "kyverno-resource-validating-webhook-cfg", "uid": uid(0xc0f)},
+        "webhooks": [{
+            "name": hook(failure_policy),
+            "clientConfig": {"service": {"namespace": "kyverno", "name": "kyverno-svc", "path": "/vpol/kca-webhook-label", "port": 443}, "caBundle": "LS0tLS1CRUdJTi..."},
+            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"], "scope": "*"}],
+            "failurePolicy": failure_policy, "matchPolicy": "Equivalent",
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": TARGET}},
+            "objectSelector": {}, "sideEffects": "NoneOnDryRun", "timeoutSeconds": 3,
+            // As the real run recorded it (recorded/b-20261129T153816Z act 2): Kyverno v1.19.1
+            // adds no matchConditions to this policy's webhook.
+            "admissionReviewVersions": ["v1"], "matchConditions": null
+        }]
+    })
+}
+
+/// The policy's one webhook in its [`configuration`] under `failure_policy`.
+fn webhook_entry(failure_policy: &str) -> Value {
+    configuration(failure_policy)["webhooks"][0].clone()
+}
+
+/// The policy's webhook read at `at` ms, derived from its [`configuration`] as the acts derive it
+/// ([`lab::derive::registration`]).
 fn webhook(failure_policy: &str, at: i64) -> facts::WebhookFacts {
-    facts::WebhookFacts {
-        configuration: "kyverno-resource-validating-webhook-cfg".into(),
-        configuration_uid: Some(uid(0xc0f)),
-        name: if failure_policy == "Fail" {
-            FAIL_HOOK
-        } else {
-            IGNORE_HOOK
-        }
-        .into(),
-        service: Some(facts::ServiceRef {
-            namespace: "kyverno".into(),
-            name: "kyverno-svc".into(),
-            path: Some("/vpol/kca-webhook-label".into()),
-            port: 443,
-        }),
-        url: None,
-        failure_policy: failure_policy.into(),
-        timeout_seconds: 3,
-        namespace_selector: json!({"matchLabels": {"kubernetes.io/metadata.name": TARGET}}),
-        object_selector: json!({}),
-        // As the real run recorded it (recorded/b-20261129T153816Z act 2): Kyverno v1.19.1 adds
-        // no matchConditions to this policy's webhook.
-        match_conditions: serde_json::Value::Null,
-        rules: json!([{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"], "scope": "*"}]),
-        side_effects: "NoneOnDryRun".into(),
-        match_policy: Some("Equivalent".into()),
-        observed_at: ts(at),
-    }
-}
-
-/// The raw ValidatingWebhookConfiguration read with `w`: its name and UID, `w` its one webhook.
-fn configuration_of(w: &facts::WebhookFacts) -> Value {
-    json!({
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": w.configuration, "uid": w.configuration_uid},
-        "webhooks": [webhook_entry(w)]
-    })
-}
-
-/// `w` as an entry of its configuration's `webhooks`.
-fn webhook_entry(w: &facts::WebhookFacts) -> Value {
-    json!({
-        "name": w.name,
-        "clientConfig": {"service": {"namespace": "kyverno", "name": "kyverno-svc", "path": "/vpol/kca-webhook-label", "port": 443}, "caBundle": "LS0tLS1CRUdJTi..."},
-        "rules": w.rules, "failurePolicy": w.failure_policy, "matchPolicy": "Equivalent",
-        "namespaceSelector": w.namespace_selector, "objectSelector": w.object_selector,
-        "sideEffects": w.side_effects, "timeoutSeconds": w.timeout_seconds,
-        "admissionReviewVersions": ["v1"], "matchConditions": w.match_conditions
-    })
+    let raw = configuration(failure_policy);
+    lab::derive::registration(&raw, hook(failure_policy), ts(at)).expect("a registration")
 }
 
 /// The stored ValidatingPolicy with `failure_policy`, as the API server returns it (with status).
 fn stored_policy(failure_policy: &str) -> Value {
-    let file = if failure_policy == "Fail" {
-        InputFile::Policy
-    } else {
-        InputFile::PolicyIgnore
+    let file = match failure_policy {
+        "Fail" => InputFile::Policy,
+        _ => InputFile::PolicyIgnore,
     };
     let mut p = super::reference::value(file, &Context::default()).unwrap();
     p["metadata"] = json!({
@@ -392,14 +367,10 @@ fn policy_answer(failure_policy: &str) -> Value {
 /// The policy switched to Ignore: the answer to the update at `stored` ms and the registration
 /// read at `registered` ms, as raw records, and the webhook read.
 fn policy_switch(stored: i64, registered: i64) -> (facts::WebhookFacts, [Value; 2]) {
-    let w = webhook("Ignore", registered);
+    let (w, config) = (webhook("Ignore", registered), configuration("Ignore"));
     let raw = [
         raw_rec("policy-stored", stored, policy_answer("Ignore")),
-        raw_rec(
-            "webhook-configuration-ignore",
-            registered,
-            configuration_of(&w),
-        ),
+        raw_rec("webhook-configuration-ignore", registered, config),
     ];
     (w, raw)
 }
@@ -409,11 +380,8 @@ fn policy_switch(stored: i64, registered: i64) -> (facts::WebhookFacts, [Value; 
 /// for request `r`: `responseStatus` = the HTTP status (and on failure the Status message),
 /// `annotations` = the authorizer's decision, the pod-security policy, plus `extra`.
 pub fn audit_line(r: &RequestRecord, n: usize, extra: &[(&str, &str)]) -> String {
-    let mut ann = json!({
-        "authorization.k8s.io/decision": "allow",
-        "authorization.k8s.io/reason": "",
-        "pod-security.kubernetes.io/enforce-policy": "privileged:latest"
-    });
+    let mut ann = json!({"authorization.k8s.io/decision": "allow", "authorization.k8s.io/reason": "",
+        "pod-security.kubernetes.io/enforce-policy": "privileged:latest"});
     for (k, v) in extra {
         ann[*k] = json!(v);
     }
@@ -441,9 +409,8 @@ pub fn audit_line(r: &RequestRecord, n: usize, extra: &[(&str, &str)]) -> String
     json!({
         "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Metadata",
         "auditID": format!("{:08x}-aaaa-4bbb-8ccc-{:012x}", n, n),
-        "stage": "ResponseComplete",
+        "stage": "ResponseComplete", "verb": "create",
         "requestURI": format!("/api/v1/namespaces/{}/pods?{dry}", r.namespace),
-        "verb": "create",
         "user": {"username": "kca-admin", "groups": ["system:masters", "system:authenticated"],
             "extra": {"authentication.kubernetes.io/credential-id": ["X509SHA256=77a91375ccfb505ffacfc235f66206a3f1253c983335abac0062f9dd1decef4d"]}},
         "sourceIPs": ["10.44.0.1"],
@@ -467,14 +434,8 @@ fn audit_record(lab: Lab, act: u8, facts: &Value, start: i64, end: i64) -> Value
             && act == 6
             && r.namespace == TARGET
             && r.outcome == lab::evidence::Outcome::Stored;
-        let extra: &[(&str, &str)] = if open {
-            &[(
-                "failed-open.validating.webhook.admission.k8s.io/round_0_index_0",
-                IGNORE_HOOK,
-            )]
-        } else {
-            &[]
-        };
+        let failed_open = [(FAILED_OPEN_0, IGNORE_HOOK)];
+        let extra = if open { &failed_open[..] } else { &[] };
         lines.push(audit_line(r, act as usize * 100 + n, extra));
     }
     let record = lab::audit::AdmissionAudit {
@@ -495,11 +456,8 @@ fn audit_record(lab: Lab, act: u8, facts: &Value, start: i64, end: i64) -> Value
 
 /// The target and control namespaces with their UIDs.
 fn namespaces() -> BTreeMap<String, String> {
-    [
-        (TARGET.to_owned(), NS_TARGET_UID.to_owned()),
-        (CONTROL.to_owned(), NS_CONTROL_UID.to_owned()),
-    ]
-    .into()
+    let ns = [(TARGET, NS_TARGET_UID), (CONTROL, NS_CONTROL_UID)];
+    ns.map(|(n, u)| (n.to_owned(), u.to_owned())).into()
 }
 
 /// Builder state: the files so far.
@@ -614,7 +572,7 @@ fn acts_1_and_2(t: &mut Tree) {
     let w = webhook("Fail", 61_000);
     let raw = vec![
         raw_rec("policy-stored", 60_500, policy_answer("Fail")),
-        raw_rec("webhook-configuration", 61_000, configuration_of(&w)),
+        raw_rec("webhook-configuration", 61_000, configuration("Fail")),
     ];
     let a2 = facts::Act2Facts {
         policy: stored_policy("Fail"),
@@ -626,8 +584,8 @@ fn acts_1_and_2(t: &mut Tree) {
 /// Act 3 of labs A and B: the sequential baseline, a good pod stored and a violating one denied.
 fn act3_baseline(t: &mut Tree) {
     let good = good_pod("kca-good-100200-a1b2c3", 120_000, 45, Stored(uid(0x600d)));
-    let bad = bad_pod("kca-bad-100201-d4e5f6", 121_000, 38, Deny(FAIL_HOOK));
-    let raw = raw_of(&[&good, &bad]);
+    let bad = bad_pod("kca-bad-100201-d4e5f6", 121_000, 38, DENY_FAIL);
+    let raw = raw_of([&good, &bad]);
     let existing = existing_at(126_000);
     let a3 = facts::Act3Facts {
         good,
@@ -648,15 +606,11 @@ fn report_act(t: &mut Tree, file: InputFile, report: Value) {
         .map(|(k, v)| {
             let evidence = if k.ends_with("_sha256") {
                 let act = match (t.lab, k.as_str()) {
-                    (
-                        _,
-                        "fail_evidence_sha256"
-                        | "scale_evidence_sha256"
-                        | "leader_freeze_evidence_sha256",
-                    ) => 5,
-                    (Lab::B, "ignore_evidence_sha256")
-                    | (Lab::A, "recovery_evidence_sha256")
-                    | (Lab::C, "follower_freeze_evidence_sha256") => 6,
+                    (_, "fail_evidence_sha256" | "scale_evidence_sha256") => 5,
+                    (_, "leader_freeze_evidence_sha256") => 5,
+                    (Lab::B, "ignore_evidence_sha256") => 6,
+                    (Lab::A, "recovery_evidence_sha256") => 6,
+                    (Lab::C, "follower_freeze_evidence_sha256") => 6,
                     _ => 7,
                 };
                 json!(digests[&act])
@@ -680,21 +634,21 @@ fn report_act(t: &mut Tree, file: InputFile, report: Value) {
     };
     t.act(8, (400_000, 400_300), &[file], a8, vec![]);
 }
-/// A process stopped (`T`) at `frozen` ms and resumed at `resumed` ms, `sec` s after the freeze,
-/// by its watchdog (pid `watchdog`, armed at `armed` ms); sleeping (`S`) after: the freeze step of
-/// lab B's one replica and of each of lab C's.
+
+/// A process stopped (`T`) at `frozen` ms and resumed at `resumed` ms (within a second after its
+/// `resume_after_sec`) by its watchdog (pid `watchdog`, armed at `armed` ms); sleeping (`S`)
+/// after: the freeze step of lab B's one replica and of each of lab C's.
 fn freeze_window(
     identity: b::ProcessIdentity,
     watchdog: u32,
     armed: i64,
-    sec: u32,
     (frozen, resumed): (i64, i64),
 ) -> b::FreezeWindow {
     b::FreezeWindow {
         identity,
         watchdog_pid: Some(watchdog),
         watchdog_armed_at: ts(armed),
-        resume_after_sec: sec,
+        resume_after_sec: ((resumed - frozen) / 1000) as u32,
         frozen_at: ts(frozen),
         state_during: Some("T".into()),
         resumed_at: ts(resumed),
@@ -717,10 +671,10 @@ fn identity() -> b::ProcessIdentity {
 /// at a time: the good and the violating pod wait for the timeout (stored under Ignore), the
 /// control pod is stored; after the resume a late timeout (Fail only), then the first deny.
 fn freeze_run(t0: i64, resume_after_sec: u32, ignore: bool, n: u32) -> b::FreezeRun {
-    let hook = if ignore { IGNORE_HOOK } else { FAIL_HOOK };
+    let policy = if ignore { "Ignore" } else { "Fail" };
+    let hook = hook(policy);
     let frozen = t0 + 200;
     let resumed = frozen + i64::from(resume_after_sec) * 1000 + 5;
-    let w = webhook(if ignore { "Ignore" } else { "Fail" }, frozen + 150);
     let (good, bad) = if ignore {
         (Stored(uid(0xa000 + n)), Stored(uid(0xb000 + n)))
     } else {
@@ -729,18 +683,10 @@ fn freeze_run(t0: i64, resume_after_sec: u32, ignore: bool, n: u32) -> b::Freeze
     let name = |step: &str, kind: &str, k: u32| format!("kca-{step}{n}-{kind}{n}000{k}");
     let target_good = good_pod(&name("freeze", "good-a", 1), frozen + 400, 3_012, good);
     let target_bad = bad_pod(&name("freeze", "bad-b", 2), frozen + 3_600, 3_007, bad);
-    let control = control_pod(
-        &name("freeze", "control-c", 3),
-        frozen + 6_800,
-        41,
-        Stored(uid(0xc000 + n)),
-    );
-    let mid = bad_pod(
-        &name("resume", "bad-d", 4),
-        resumed + 300,
-        3_004,
-        Timeout(hook),
-    );
+    let stored = Stored(uid(0xc000 + n));
+    let control = control_pod(&name("freeze", "control-c", 3), frozen + 6_800, 41, stored);
+    let late = Timeout(hook);
+    let mid = bad_pod(&name("resume", "bad-d", 4), resumed + 300, 3_004, late);
     let deny = bad_pod(&name("resume", "bad-e", 5), resumed + 3_600, 52, Deny(hook));
     // Under Ignore a still-slow answer is admitted: keep the run simple, the deny comes first.
     let after_resume = if ignore {
@@ -749,15 +695,9 @@ fn freeze_run(t0: i64, resume_after_sec: u32, ignore: bool, n: u32) -> b::Freeze
         vec![mid, deny.clone()]
     };
     b::FreezeRun {
-        freeze: freeze_window(
-            identity(),
-            5151 + n,
-            t0 + 100,
-            resume_after_sec,
-            (frozen, resumed),
-        ),
+        freeze: freeze_window(identity(), 5151 + n, t0 + 100, (frozen, resumed)),
         registration_present_during_freeze: true,
-        registration_snapshot: webhook_entry(&w),
+        registration_snapshot: webhook_entry(policy),
         registration_checked_at: ts(frozen + 150),
         timeout_seconds: 3,
         target_good,
@@ -790,27 +730,19 @@ pub fn lab_b_pass() -> Files {
         process_state: "S".into(),
         investigated_at: ts(180_500),
     };
-    let raw4 = vec![raw_rec(
-        "cri-container",
-        180_400,
-        cri_container(0, &identity(), CTRL_POD),
-    )];
+    let cri = cri_container(0, &identity(), CTRL_POD);
+    let raw4 = vec![raw_rec("cri-container", 180_400, cri)];
     t.act(4, (180_000, 181_000), &[InputFile::FreezePlan], a4, raw4);
 
     let run5 = freeze_run(240_000, 20, false, 5);
-    let raw5 = raw_of(&[&run5.target_good, &run5.target_bad, &run5.control]);
+    let raw5 = raw_of([&run5.target_good, &run5.target_bad, &run5.control]);
     t.act(5, (240_000, 272_000), &[InputFile::FreezePlan], run5, raw5);
 
     t.input(InputFile::PolicyIgnore);
-    let healthy_bad = bad_pod(
-        "kca-ignore-healthy-bad-f60001",
-        302_000,
-        47,
-        Deny(IGNORE_HOOK),
-    );
+    let healthy_bad = bad_pod("kca-ignore-healthy-bad-f60001", 302_000, 47, DENY_IGNORE);
     let run6 = freeze_run(303_000, 10, true, 6);
     let (w6, switch) = policy_switch(301_000, 301_500);
-    let mut raw6 = raw_of(&[&healthy_bad, &run6.target_good, &run6.target_bad]);
+    let mut raw6 = raw_of([&healthy_bad, &run6.target_good, &run6.target_bad]);
     raw6.extend(switch);
     let a6 = b::Act6Facts {
         policy_uid_before: POLICY_UID.into(),
@@ -822,11 +754,11 @@ pub fn lab_b_pass() -> Files {
     t.act(6, (300_000, 325_000), &[InputFile::PolicyIgnore], a6, raw6);
 
     t.input(InputFile::Recovery);
-    let healthy_bad = bad_pod("kca-recovery-bad-f70001", 360_000, 44, Deny(IGNORE_HOOK));
+    let healthy_bad = bad_pod("kca-recovery-bad-f70001", 360_000, 44, DENY_IGNORE);
     let w7 = webhook("Ignore", 359_000);
     let raw7 = vec![
         healthy_bad.raw_response.clone(),
-        raw_rec("webhook-configuration", 359_000, configuration_of(&w7)),
+        raw_rec("webhook-configuration", 359_000, configuration("Ignore")),
     ];
     let a7 = b::Act7Facts {
         policy_uid: POLICY_UID.into(),
@@ -842,7 +774,7 @@ pub fn lab_b_pass() -> Files {
 }
 /// Lab A's Lease read at `at` ms: held by `holder` since [`ACQUIRED`], renewed a second before.
 fn lease_a(holder: &str, at: i64) -> a::LeaseFacts {
-    lease_read(holder, ACQUIRED, ts(at - 1_000), 0, at)
+    lease_read(holder, ACQUIRED, at - 1_000, 0, at)
 }
 
 /// The passing lab A work directory.
@@ -854,50 +786,30 @@ pub fn lab_a_pass() -> Files {
     let a4 = a::Act4Facts {
         node_uid: NODE_UID.into(),
         deployment: deployment_read(1, 1),
-        pods: vec![pod_obs(
-            CTRL_POD,
-            "kyverno",
-            CTRL_POD_UID,
-            "Running",
-            180_300,
-        )],
+        pods: vec![pod_obs(CTRL_POD, "kyverno", CTRL_POD_UID, 180_300)],
         lease: lease_a(CTRL_POD, 180_400),
         investigated_at: ts(180_500),
     };
+    let pods = json!([pod_raw(CTRL_POD, "kyverno", CTRL_POD_UID, 0)]);
     let raw4 = vec![
         raw_rec("deployment", 180_200, deployment_object(1, 1)),
-        raw_rec("pods", 180_300, json!([pod_object(&a4.pods[0])])),
+        raw_rec("pods", 180_300, pods),
         raw_rec("lease", 180_400, lease_object(&a4.lease)),
     ];
     t.act(4, (180_000, 181_000), &[InputFile::ScalePlan], a4, raw4);
     a_act5(&mut t);
     a_act6(&mut t);
 
-    let good = request(
-        "kca-dryrun-good-a70001",
-        TARGET,
-        true,
-        true,
-        360_000,
-        55,
-        DryRunAdmitted("f1f2f3f4-bbbb-4ccc-8ddd-eeeeeeeeeeee".into()),
-    );
-    let bad = request(
-        "kca-dryrun-bad-a70002",
-        TARGET,
-        false,
-        true,
-        361_000,
-        49,
-        Deny(FAIL_HOOK),
-    );
+    let admitted = DryRunAdmitted("f1f2f3f4-bbbb-4ccc-8ddd-eeeeeeeeeeee".into());
+    let good = dry_run_pod("kca-dryrun-good-a70001", true, 360_000, 55, admitted);
+    let bad = dry_run_pod("kca-dryrun-bad-a70002", false, 361_000, 49, DENY_FAIL);
     let echo = a::DryRunEcho {
         kind: "Pod".into(),
         name: good.name.clone(),
         namespace: TARGET.into(),
         labels: good.labels.clone(),
     };
-    let raw7 = raw_of(&[&good, &bad]);
+    let raw7 = raw_of([&good, &bad]);
     let a7 = a::Act7Facts {
         good,
         good_response: echo,
@@ -917,7 +829,7 @@ pub fn lab_a_pass() -> Files {
 fn a_act5(t: &mut Tree) {
     let target_bad = bad_pod("kca-scale-bad-a50001", 246_000, 36, Stored(uid(0xa5b)));
     let control = control_pod("kca-scale-control-a50002", 246_500, 33, Stored(uid(0xa5c)));
-    let raw5 = raw_of(&[&target_bad, &control]);
+    let raw5 = raw_of([&target_bad, &control]);
     let a5 = a::Act5Facts {
         watcher: a::WatcherFacts {
             pid: Some(6161),
@@ -954,38 +866,10 @@ fn a_act6(t: &mut Tree) {
         waited_ms: (at - 248_510) as u64,
     };
     let dry_admitted = DryRunAdmitted("e1e2e3e4-aaaa-4bbb-8ccc-dddddddddddd".into());
-    let probe1 = request(
-        "kca-recover-bad-a60001",
-        TARGET,
-        false,
-        true,
-        312_000,
-        40,
-        dry_admitted,
-    );
-    let probe2 = request(
-        "kca-recover-bad-a60002",
-        TARGET,
-        false,
-        true,
-        318_000,
-        61,
-        Deny(FAIL_HOOK),
-    );
-    let new_pod = pod_obs(
-        NEW_CTRL_POD,
-        "kyverno",
-        NEW_CTRL_POD_UID,
-        "Running",
-        303_000,
-    );
-    let admitted = pod_obs(
-        "kca-scale-bad-a50001",
-        TARGET,
-        &uid(0xa5b),
-        "Running",
-        318_200,
-    );
+    let probe1 = dry_run_pod("kca-recover-bad-a60001", false, 312_000, 40, dry_admitted);
+    let probe2 = dry_run_pod("kca-recover-bad-a60002", false, 318_000, 61, DENY_FAIL);
+    let new_pod = pod_obs(NEW_CTRL_POD, "kyverno", NEW_CTRL_POD_UID, 303_000);
+    let admitted = pod_obs("kca-scale-bad-a50001", TARGET, &uid(0xa5b), 318_200);
     let a6 = a::Act6Facts {
         replicas_restored: confirmed(295_010),
         restored_by: Some(a::Restorer::Watcher),
@@ -1008,21 +892,15 @@ fn a_act6(t: &mut Tree) {
         admitted_during_scale_down: Some(admitted),
         existing: Some(existing_at(318_300)),
     };
-    let mut raw = vec![raw_rec(
-        "lease-before",
-        248_505,
-        lease_object(&lease_a(CTRL_POD, 248_505)),
-    )];
-    raw.extend(raw_of(&[&probe1, &probe2]));
+    let lease = lease_object(&lease_a(CTRL_POD, 248_505));
+    let mut raw = vec![raw_rec("lease-before", 248_505, lease)];
+    raw.extend(raw_of([&probe1, &probe2]));
     for p in [&probe1, &probe2] {
         raw.push(json!({"at": p.get.at, "what": "request:deny-probe-dry-run", "data": p}));
     }
-    raw.push(raw_rec(
-        "admitted-during-scale-down",
-        318_300,
-        json!(a6.admitted_during_scale_down),
-    ));
-    raw.push(raw_rec("existing", 318_300, json!(a6.existing)));
+    let admitted = &a6.admitted_during_scale_down;
+    raw.rec("admitted-during-scale-down", 318_300, admitted);
+    raw.rec("existing", 318_300, &a6.existing);
     t.act(6, (248_500, 318_500), &[], a6, raw);
 }
 /// One lab C replica: its pod, the pod's IP, its container and the process in it.
@@ -1045,40 +923,33 @@ impl Replica {
         }
     }
 
-    /// This replica's pod, running, Ready, with its IP, observed at `at` ms (`restarts`).
-    fn pod(&self, at: i64, restarts: u32) -> (facts::PodObservation, Value) {
-        let mut o = pod_obs(&self.pod, "kyverno", &self.uid, "Running", at);
-        o.restart_count = Some(restarts);
-        let mut p = pod_object(&o);
+    /// This replica's pod observed at `at` ms, running and Ready with its IP, after `restarts`
+    /// restarts: its facts and the raw Pod they are derived from, as the acts record them.
+    fn pod(&self, at: i64, restarts: u32) -> (c::ReplicaFacts, Value) {
+        let mut p = pod_raw(&self.pod, "kyverno", &self.uid, restarts);
         p["status"]["podIP"] = json!(self.ip);
         p["status"]["conditions"] = json!([{"type": "Ready", "status": "True"}]);
-        (o, p)
+        let pod = lab::derive::pod(&p, ts(at)).expect("a Pod");
+        let pod_ip = Some(self.ip.clone());
+        let ready = true;
+        (c::ReplicaFacts { pod, ready, pod_ip }, p)
     }
 }
 
 /// Lab C's replicas; the first holds the Lease until act 5.
 fn lab_c_replicas() -> Vec<Replica> {
-    let pod = |s: &str| format!("kyverno-admission-controller-6d9c7b8f5d-{s}");
-    [
-        (
-            CTRL_POD.to_owned(),
-            CTRL_POD_UID.to_owned(),
-            "12",
-            CONTAINER_ID.to_owned(),
-            4242,
-        ),
-        (pod("b8n3r"), uid(0xc2), "21", "4a".repeat(32), 5151),
-        (pod("k5v9t"), uid(0xc3), "22", "5b".repeat(32), 5252),
-    ]
-    .into_iter()
-    .map(|(pod, uid, ip, container, pid)| Replica {
-        pod,
-        uid,
+    let replica = |pod: &str, uid: &str, ip: &str, container: &str, pid| Replica {
+        pod: format!("kyverno-admission-controller-6d9c7b8f5d-{pod}"),
+        uid: uid.into(),
         ip: format!("10.88.0.{ip}"),
-        container,
+        container: container.into(),
         pid,
-    })
-    .collect()
+    };
+    vec![
+        replica("x2k4p", CTRL_POD_UID, "12", CONTAINER_ID, 4242),
+        replica("b8n3r", &uid(0xc2), "21", &"4a".repeat(32), 5151),
+        replica("k5v9t", &uid(0xc3), "22", &"5b".repeat(32), 5252),
+    ]
 }
 
 /// `kyverno-svc`'s endpoints, one ready address per replica, sorted by pod name as the act sorts them.
@@ -1107,22 +978,23 @@ fn endpoint_slices(endpoints: &[c::EndpointFacts]) -> Value {
     }])
 }
 
-/// Each replica's pod admission counter, `before` or `after` (`when`), read through the pod proxy
-/// from `at` ms, one every `step` ms, as raw records (`GET /metrics` answers).
+/// Each replica's pod admission counter (`counts`), `before` or `after` the act (`when`), read
+/// through the pod proxy from `at` ms, one every `step` ms, as raw records (`GET /metrics` answers).
 fn replica_metrics(
     raw: &mut Vec<Value>,
     when: &str,
     replicas: &[Replica],
-    counts: impl IntoIterator<Item = u64>,
+    counts: &[(u64, u64)],
     (at, step): (i64, i64),
 ) {
-    for (i, (r, n)) in replicas.iter().zip(counts).enumerate() {
+    for (i, (r, c)) in replicas.iter().zip(counts).enumerate() {
+        let n = if when == "before" { c.0 } else { c.1 };
         let line = format!(
             "kyverno_admission_requests_total{{request_operation=\"CREATE\",resource_kind=\"Pod\",resource_namespace=\"kca-webhook-target\"}} {n}"
         );
         let what = format!("replica-metrics-{when}:{}", r.pod);
         let data = json!({"status": 200, "lines": [line]});
-        raw.push(raw_rec(&what, at + i as i64 * step, data));
+        raw.rec(&what, at + i as i64 * step, data);
     }
 }
 
@@ -1153,11 +1025,7 @@ pub fn lab_c_pass() -> Files {
         restart_count: 0,
         process_state: "S".into(),
     };
-    let lease4 = |at: i64| a::LeaseFacts {
-        renew_time: Some(ts(at - 1_500)),
-        at: ts(at),
-        ..a3.lease.clone()
-    };
+    let lease4 = |at: i64| lease_read(CTRL_POD, ACQUIRED, at - 1_500, 0, at);
     let a4 = c::Act4Facts {
         node_uid: NODE_UID.into(),
         deployment_uid: DEPLOY_UID.into(),
@@ -1170,18 +1038,35 @@ pub fn lab_c_pass() -> Files {
     let mut raw4 = vec![raw_rec("lease-before", 180_100, lease_object(&a4.lease))];
     for r in &replicas {
         let cri = cri_container(0, &r.identity(), &r.pod);
-        raw4.push(raw_rec(&format!("cri-container:{}", r.pod), 180_300, cri));
+        raw4.rec(&format!("cri-container:{}", r.pod), 180_300, cri);
     }
-    raw4.push(raw_rec(
-        "lease-after",
-        180_600,
-        lease_object(&a4.lease_after),
-    ));
+    raw4.rec("lease-after", 180_600, lease_object(&a4.lease_after));
     t.act(4, (180_000, 181_000), &[InputFile::FreezePlanC], &a4, raw4);
 
-    let (run5, lease5) = c_act5(&mut t, &replicas, &a3, &a4);
+    // Act 5: the leader (replica 0) frozen 20 s from 240.2 s under Fail; it restarts, and
+    // replica 1 takes the Lease.
+    let mut raw = vec![raw_rec("healed-earlier-faults", 240_000, json!([]))];
+    let freeze = CFreeze {
+        act: 5,
+        lease_read: 240_000,
+        target: 0,
+        resume_after_sec: 20,
+        waves: 3,
+        wave_size: 6,
+        met: &[2],
+        lease: LeaseState {
+            holder: 0,
+            transitions: 0,
+            acquired: (-120_000, a4.lease.acquire_time.clone().unwrap()),
+        },
+        takeover: Some(1),
+        restarts: true,
+        counters: [(15, 0), (4, 13), (7, 16)],
+    };
+    let (run5, end, lease5) = c_freeze_run(&freeze, &replicas, &a3.existing, &mut raw);
+    t.act(5, (240_000, end), &[InputFile::FreezePlanC], &run5, raw);
     let (a6, lease6) = c_act6(&mut t, &replicas, &a3, lease5);
-    let a7 = c_act7(&mut t, &replicas, &a3, &a6, lease6);
+    let a7 = c_act7(&mut t, &replicas, &a3, lease6);
     // Act 8: the report, each word the evidence's (`rules::c::report_expectations`).
     let words = lab::rules::c::report_expectations(&a3, &run5, &a6, &a7);
     let report = super::reference::report_c(&t.ctx(), &words).unwrap();
@@ -1189,100 +1074,64 @@ pub fn lab_c_pass() -> Files {
     t.files
 }
 
+/// Lab C act 3's raw records of the scale to three: the healer armed, the scale, the wait for
+/// the Ready pods, the ready endpoints and the registration.
+fn scale_up_raw() -> Vec<Value> {
+    let healer =
+        json!({"ok": true, "pid": 6262, "armed_at": ts(120_300), "deadline_at": ts(1_920_300)});
+    let scale = json!({
+        "sent_at": ts(120_450), "answered_at": ts(120_500), "replicas_before": 1,
+        "raw": {"apiVersion": "autoscaling/v1", "kind": "Scale",
+                "metadata": {"name": "kyverno-admission-controller", "namespace": "kyverno", "uid": DEPLOY_UID},
+                "spec": {"replicas": 3}, "status": {"replicas": 1}}
+    });
+    let check = |at: i64, pods: u32, endpoints: u32| {
+        json!({"at": ts(at), "pods_listed": 3, "pods_ready": pods, "pods_ok": pods == 3,
+               "endpoints_ready": endpoints, "endpoints_ok": endpoints == 3, "registration": true})
+    };
+    let wait = [
+        check(121_000, 1, 1),
+        check(149_000, 3, 2),
+        check(150_000, 3, 3),
+    ];
+    vec![
+        raw_rec("healer-ready", 120_300, healer),
+        raw_rec("scale-up", 120_500, scale),
+        raw_rec("ready-wait", 150_050, json!(wait)),
+    ]
+}
+
 /// Lab C act 3: the healer scales to three at 120.5 s, the three conditions hold by 150 s, two
 /// waves of six violating pods at 153 s and 154 s, the good and control pods at 155 s.
 fn c_act3(t: &mut Tree, replicas: &[Replica]) -> c::Act3Facts {
     t.input(InputFile::HaPlan);
-    let lease = lease_read(CTRL_POD, ACQUIRED, ts(149_000), 0, 152_310);
-    let (replica_facts, raw_pods): (Vec<_>, Vec<_>) = replicas
-        .iter()
-        .map(|r| {
-            let (pod, raw) = r.pod(150_120, 0);
-            let ip = Some(r.ip.clone());
-            let facts = c::ReplicaFacts {
-                pod,
-                ready: true,
-                pod_ip: ip,
-            };
-            (facts, raw)
-        })
-        .unzip();
+    let lease = lease_read(CTRL_POD, ACQUIRED, 149_000, 0, 152_310);
+    let (replica_facts, raw_pods): (Vec<_>, Vec<_>) =
+        replicas.iter().map(|r| r.pod(150_120, 0)).unzip();
     let mut bad = Vec::new();
     for w in 0..2i64 {
         for i in 0..6i64 {
             let name = format!("kca-c3-bad-w{w}-{i}-100231-c3{w}{i}0a");
             let sent = 153_000 + w * 1_000 + i * 3;
-            bad.push(bad_pod(&name, sent, 40 + i as u64, Deny(FAIL_HOOK)));
+            bad.push(bad_pod(&name, sent, 40 + i as u64, DENY_FAIL));
         }
     }
-    let good = good_pod(
-        "kca-c3-good-100233-c3600d",
-        155_000,
-        45,
-        Stored(uid(0xc600d)),
-    );
-    let control = control_pod(
-        "kca-c3-control-100233-c3c0c0",
-        155_200,
-        30,
-        Stored(uid(0xc3c0)),
-    );
+    let (stored_good, stored_control) = (Stored(uid(0xc600d)), Stored(uid(0xc3c0)));
+    let good = good_pod("kca-c3-good-100233-c3600d", 155_000, 45, stored_good);
+    let control = control_pod("kca-c3-control-100233-c3c0c0", 155_200, 30, stored_control);
     let counts = [(10u64, 15u64), (0, 3), (2, 7)];
-    let existing = pod_obs(&good.name, TARGET, &uid(0xc600d), "Running", 160_000);
-    let mut raw = vec![
-        raw_rec(
-            "healer-ready",
-            120_300,
-            json!({"ok": true, "pid": 6262, "armed_at": ts(120_300), "deadline_at": ts(1_920_300)}),
-        ),
-        raw_rec(
-            "scale-up",
-            120_500,
-            json!({
-                "sent_at": ts(120_450), "answered_at": ts(120_500), "replicas_before": 1,
-                "raw": {"apiVersion": "autoscaling/v1", "kind": "Scale",
-                        "metadata": {"name": "kyverno-admission-controller", "namespace": "kyverno", "uid": DEPLOY_UID},
-                        "spec": {"replicas": 3}, "status": {"replicas": 1}}
-            }),
-        ),
-        raw_rec(
-            "ready-wait",
-            150_050,
-            json!([
-                {"at": ts(121_000), "pods_listed": 3, "pods_ready": 1, "pods_ok": false,
-                 "endpoints_ready": 1, "endpoints_ok": false, "registration": true},
-                {"at": ts(149_000), "pods_listed": 3, "pods_ready": 3, "pods_ok": true,
-                 "endpoints_ready": 2, "endpoints_ok": false, "registration": true},
-                {"at": ts(150_000), "pods_listed": 3, "pods_ready": 3, "pods_ok": true,
-                 "endpoints_ready": 3, "endpoints_ok": true, "registration": true},
-            ]),
-        ),
-        raw_rec(
-            "endpoint-slices",
-            150_100,
-            endpoint_slices(&endpoints_of(replicas)),
-        ),
+    let existing = pod_obs(&good.name, TARGET, &uid(0xc600d), 160_000);
+    let mut raw = scale_up_raw();
+    let slices = endpoint_slices(&endpoints_of(replicas));
+    raw.extend([
+        raw_rec("endpoint-slices", 150_100, slices),
         raw_rec("pods", 150_100, Value::Array(raw_pods)),
         raw_rec("deployment", 151_200, deployment_object(3, 3)),
         raw_rec("lease", 152_300, lease_object(&lease)),
-    ];
-    replica_metrics(
-        &mut raw,
-        "before",
-        replicas,
-        counts.map(|c| c.0),
-        (152_500, 0),
-    );
-    raw.extend(raw_of(
-        &bad.iter().chain([&good, &control]).collect::<Vec<_>>(),
-    ));
-    replica_metrics(
-        &mut raw,
-        "after",
-        replicas,
-        counts.map(|c| c.1),
-        (155_500, 0),
-    );
+    ]);
+    replica_metrics(&mut raw, "before", replicas, &counts, (152_500, 0));
+    raw.extend(raw_of(bad.iter().chain([&good, &control])));
+    replica_metrics(&mut raw, "after", replicas, &counts, (155_500, 0));
     let a3 = c::Act3Facts {
         scale: c::ScaleUpFacts {
             fault_id: "scale-03-20261129T100200Z-4242".into(),
@@ -1322,6 +1171,14 @@ struct LeaseState {
     acquired: (i64, String),
 }
 
+impl LeaseState {
+    /// The Lease read at `x` ms, last renewed at `renew` ms.
+    fn read(&self, replicas: &[Replica], renew: i64, x: i64) -> a::LeaseFacts {
+        let holder = &replicas[self.holder].pod;
+        lease_read(holder, &self.acquired.1, renew, self.transitions, x)
+    }
+}
+
 /// One lab C freeze (act 5: the leader under Fail; act 6: a follower under Ignore).
 struct CFreeze {
     act: u8,
@@ -1350,7 +1207,6 @@ struct FreezeClock<'a> {
     f: &'a CFreeze,
     replicas: &'a [Replica],
     frozen: i64,
-    armed: i64,
     resumed: i64,
     /// The frozen holder's last renew.
     frozen_renew: i64,
@@ -1366,7 +1222,6 @@ impl<'a> FreezeClock<'a> {
             f,
             replicas,
             frozen,
-            armed: frozen - 10,
             resumed: frozen + i64::from(f.resume_after_sec) * 1000 + 12,
             frozen_renew,
             take: f.takeover.map(|h| (h, frozen_renew + 14_500)),
@@ -1393,18 +1248,18 @@ impl<'a> FreezeClock<'a> {
     /// The Lease read at `x` ms.
     fn lease_at(&self, x: i64) -> a::LeaseFacts {
         let (st, renew) = self.state_at(x);
-        let holder = &self.replicas[st.holder].pod;
-        lease_read(holder, &st.acquired.1, ts(renew), st.transitions, x)
+        st.read(self.replicas, renew, x)
     }
 
     /// The fault ledger's entry of the freeze, before and after the healer resumed it.
     fn ledger(&self, resumed_at: Option<i64>) -> Value {
-        let act = self.f.act;
-        let deadline = self.armed + i64::from(self.f.resume_after_sec) * 1000;
+        // The healer armed 10 ms before the freeze.
+        let (act, armed) = (self.f.act, self.frozen - 10);
+        let deadline = armed + i64::from(self.f.resume_after_sec) * 1000;
         json!({
             "attempt": format!("freeze-0{act}-20261129T1000{act}Z-4242"), "deadline_at": ts(deadline),
             "frozen_at": ts(self.frozen), "healer": {"pid": 7000 + u32::from(act), "start_ticks": 1_300_000},
-            "healer_ready_at": ts(self.armed), "note": null, "process_gone_after_resume": false,
+            "healer_ready_at": ts(armed), "note": null, "process_gone_after_resume": false,
             "resumed_at": resumed_at.map(ts), "resumed_by": resumed_at.map(|_| "healer"),
             "state_after_resume": resumed_at.map(|_| "S"),
             "status": if resumed_at.is_some() { "resumed" } else { "frozen" },
@@ -1439,9 +1294,9 @@ impl<'a> FreezeClock<'a> {
             let ctl = control_pod(&name, sent, 14, stored);
             let end = sent + wave.iter().map(|r| r.elapsed_ms as i64).max().unwrap_or(0);
             for r in &wave {
-                raw.push(raw_rec("request:frozen-bad", end + 17, json!(r)));
+                raw.rec("request:frozen-bad", end + 17, r);
             }
-            raw.push(raw_rec("request:frozen-control", end + 17, json!(ctl)));
+            raw.rec("request:frozen-control", end + 17, &ctl);
             bad.extend(wave);
             control.push(ctl);
             sent = end + 19;
@@ -1473,11 +1328,7 @@ impl<'a> FreezeClock<'a> {
                 error: None,
             });
         }
-        raw.push(raw_rec(
-            "freeze-samples",
-            self.resumed + 30,
-            Value::Array(samples_raw),
-        ));
+        raw.rec("freeze-samples", self.resumed + 30, samples_raw);
         (lease_samples, endpoint_samples)
     }
 
@@ -1505,12 +1356,12 @@ impl<'a> FreezeClock<'a> {
         } else {
             (vec![check(settle_start + 5, 3, 0, true)], resumed + 14_200)
         };
-        raw.push(raw_rec("settle-wait", settled, Value::Array(checks)));
+        raw.rec("settle-wait", settled, checks);
         let restarts = u32::from(f.restarts);
         let pods: Vec<Value> = (self.replicas.iter().enumerate())
             .map(|(i, r)| r.pod(settled, if i == f.target { restarts } else { 0 }).1)
             .collect();
-        raw.push(raw_rec("pods-after", settled + 1, Value::Array(pods)));
+        raw.rec("pods-after", settled + 1, pods);
         let target = &self.replicas[f.target];
         let mut identity = target.identity();
         if f.restarts {
@@ -1519,13 +1370,9 @@ impl<'a> FreezeClock<'a> {
             identity.container_id = "6c".repeat(32);
         }
         let cri = cri_container(restarts, &identity, &target.pod);
-        raw.push(raw_rec("cri-container-after", settled + 6, cri));
+        raw.rec("cri-container-after", settled + 6, cri);
         let lease_after = self.lease_at(settled + 9);
-        raw.push(raw_rec(
-            "lease-after",
-            settled + 9,
-            lease_object(&lease_after),
-        ));
+        raw.rec("lease-after", settled + 9, lease_object(&lease_after));
         (settle_start, settled, identity, lease_after)
     }
 }
@@ -1542,60 +1389,33 @@ fn c_freeze_run(
     raw: &mut Vec<Value>,
 ) -> (c::ReplicaFreezeRun, i64, LeaseState) {
     let k = FreezeClock::new(f, replicas);
-    let (hook, policy) = if f.act == 6 {
-        (IGNORE_HOOK, "Ignore")
-    } else {
-        (FAIL_HOOK, "Fail")
-    };
+    let policy = if f.act == 6 { "Ignore" } else { "Fail" };
     let target = &replicas[f.target];
     let identity = target.identity();
     let lease_before = k.lease_at(f.lease_read);
-    raw.push(raw_rec(
-        "lease-before",
-        f.lease_read,
-        lease_object(&lease_before),
-    ));
+    raw.rec("lease-before", f.lease_read, lease_object(&lease_before));
     let cri = cri_container(0, &identity, &target.pod);
-    raw.push(raw_rec("cri-container-before", f.lease_read + 10, cri));
-    let before = f.counters.map(|c| c.0);
-    replica_metrics(raw, "before", replicas, before, (f.lease_read + 30, 8));
-    raw.push(raw_rec(
-        "fault-ledger-frozen",
-        k.frozen + 15,
-        k.ledger(None),
-    ));
-    let w = webhook(policy, k.frozen + 18);
+    raw.rec("cri-container-before", f.lease_read + 10, cri);
+    let at = f.lease_read + 30;
+    replica_metrics(raw, "before", replicas, &f.counters, (at, 8));
+    raw.rec("fault-ledger-frozen", k.frozen + 15, k.ledger(None));
     let (bad, control) = k.waves(raw);
     let (lease_samples, endpoint_samples) = k.samples(raw);
-    raw.push(raw_rec(
-        "fault-ledger-resumed",
-        k.resumed + 31,
-        k.ledger(Some(k.resumed)),
-    ));
+    let ledger = k.ledger(Some(k.resumed));
+    raw.rec("fault-ledger-resumed", k.resumed + 31, ledger);
     let name = format!("kca-c{0}-after-10042{0}-c{0}a0", f.act);
-    let deny = bad_pod(&name, k.resumed + 1_000, 6, Deny(hook));
-    raw.push(raw_rec(
-        "request:after-resume",
-        k.resumed + 1_023,
-        json!(deny),
-    ));
+    let deny = bad_pod(&name, k.resumed + 1_000, 6, Deny(hook(policy)));
+    raw.rec("request:after-resume", k.resumed + 1_023, &deny);
     let (settle_start, settled, identity_after, lease_after) = k.settle(raw);
-    let after = f.counters.map(|c| c.1);
-    replica_metrics(raw, "after", replicas, after, (settled + 15, 6));
-    let window = (k.frozen, k.resumed);
+    replica_metrics(raw, "after", replicas, &f.counters, (settled + 15, 6));
+    let watchdog = 7000 + u32::from(f.act);
     let run = c::ReplicaFreezeRun {
         target_role: if f.act == 5 { "leader" } else { "follower" }.into(),
         target_pod: target.pod.clone(),
         lease_before,
-        freeze: freeze_window(
-            identity,
-            7000 + u32::from(f.act),
-            k.armed,
-            f.resume_after_sec,
-            window,
-        ),
+        freeze: freeze_window(identity, watchdog, k.frozen - 10, (k.frozen, k.resumed)),
         registration_present_during_freeze: true,
-        registration_snapshot: webhook_entry(&w),
+        registration_snapshot: webhook_entry(policy),
         registration_checked_at: ts(k.frozen + 18),
         timeout_seconds: 3,
         waves: f.waves,
@@ -1621,44 +1441,10 @@ fn c_freeze_run(
             waited_ms: (settled - settle_start) as u64,
         },
         lease_after,
-        existing: facts::PodObservation {
-            at: ts(settled + 30),
-            ..existing.clone()
-        },
+        existing: seen_at(existing, settled + 30),
     };
     (run, settled + 300, k.state_at(settled + 9).0)
 }
-/// Lab C act 5: the leader (replica 0) frozen 20 s from 240.2 s under Fail; it restarts, and
-/// replica 1 takes the Lease. Returns the run and the Lease after it.
-fn c_act5(
-    t: &mut Tree,
-    replicas: &[Replica],
-    a3: &c::Act3Facts,
-    a4: &c::Act4Facts,
-) -> (c::ReplicaFreezeRun, LeaseState) {
-    let mut raw = vec![raw_rec("healed-earlier-faults", 240_000, json!([]))];
-    let freeze = CFreeze {
-        act: 5,
-        lease_read: 240_000,
-        target: 0,
-        resume_after_sec: 20,
-        waves: 3,
-        wave_size: 6,
-        met: &[2],
-        lease: LeaseState {
-            holder: 0,
-            transitions: 0,
-            acquired: (-120_000, a4.lease.acquire_time.clone().unwrap()),
-        },
-        takeover: Some(1),
-        restarts: true,
-        counters: [(15, 0), (4, 13), (7, 16)],
-    };
-    let (run, end, lease) = c_freeze_run(&freeze, replicas, &a3.existing, &mut raw);
-    t.act(5, (240_000, end), &[InputFile::FreezePlanC], &run, raw);
-    (run, lease)
-}
-
 /// Lab C act 6: the policy switched to Ignore at 300 s, a healthy deny, then the first follower
 /// by name (replica 2; replica 1 holds the Lease) frozen 10 s. Returns the facts and the Lease
 /// after the freeze.
@@ -1669,19 +1455,14 @@ fn c_act6(
     lease: LeaseState,
 ) -> (c::Act6Facts, LeaseState) {
     t.input(InputFile::PolicyIgnore);
-    let healthy_bad = bad_pod(
-        "kca-c6-healthy-bad-100430-c6h0",
-        300_400,
-        12,
-        Deny(IGNORE_HOOK),
-    );
+    let healthy_bad = bad_pod("kca-c6-healthy-bad-100430-c6h0", 300_400, 12, DENY_IGNORE);
     let (w6, switch) = policy_switch(300_030, 300_080);
     let mut raw = vec![
         raw_rec("healed-earlier-faults", 300_000, json!([])),
         raw_rec("policy-before", 300_000, policy_answer("Fail")),
     ];
     raw.extend(switch);
-    raw.push(raw_rec("request:healthy-bad", 300_430, json!(healthy_bad)));
+    raw.rec("request:healthy-bad", 300_430, &healthy_bad);
     let freeze = CFreeze {
         act: 6,
         lease_read: 300_450,
@@ -1709,16 +1490,10 @@ fn c_act6(
 }
 
 /// Lab C act 7: act 3's scale attempt healed at 360 s (back to 1); the two other pods terminate
-/// (grace period 30 s); the Lease's holder stays.
-fn c_act7(
-    t: &mut Tree,
-    replicas: &[Replica],
-    a3: &c::Act3Facts,
-    a6: &c::Act6Facts,
-    lease: LeaseState,
-) -> c::Act7Facts {
+/// (grace period 30 s); the Lease's holder after act 6 (`held`) stays.
+fn c_act7(t: &mut Tree, replicas: &[Replica], a3: &c::Act3Facts, held: LeaseState) -> c::Act7Facts {
     t.input(InputFile::RecoveryC);
-    let kept = &replicas[lease.holder];
+    let kept = &replicas[held.holder];
     let heal = json!({
         "action": "restored", "at": ts(360_004), "attempt": a3.scale.fault_id,
         "by": {"pid": 4242, "start_ticks": 1_216_895}, "command": "act 7 (scale back)",
@@ -1730,25 +1505,18 @@ fn c_act7(
         json!({"at": ts(at), "lease_holder": kept.pod, "pods_listed": listed, "pods_live": 1,
                "pods_ready": 1, "registration": true, "spec_replicas": 1})
     };
-    let probe = bad_pod("kca-c7-bad-100500-c7b0", 393_100, 6, Deny(IGNORE_HOOK));
-    let lease7 = a::LeaseFacts {
-        at: ts(393_010),
-        renew_time: Some(ts(renew_at(lease.acquired.0, 393_010))),
-        ..a6.run.lease_after.clone()
-    };
+    let wait = [wait_check(360_200, 3), wait_check(392_900, 1)];
+    let probe = bad_pod("kca-c7-bad-100500-c7b0", 393_100, 6, DENY_IGNORE);
+    let lease7 = held.read(replicas, renew_at(held.acquired.0, 393_010), 393_010);
     let w7 = webhook("Ignore", 393_016);
     let raw = vec![
         raw_rec("deployment-before", 360_003, deployment_object(3, 3)),
         raw_rec("scale-back-heal", 360_075, json!([heal])),
         raw_rec("scale-attempt-heal", 360_075, heal),
-        raw_rec(
-            "scale-back-wait",
-            392_900,
-            json!([wait_check(360_200, 3), wait_check(392_900, 1)]),
-        ),
+        raw_rec("scale-back-wait", 392_900, json!(wait)),
         raw_rec("lease", 393_010, lease_object(&lease7)),
         raw_rec("policy", 393_015, stored_policy("Ignore")),
-        raw_rec("webhook-configuration", 393_016, configuration_of(&w7)),
+        raw_rec("webhook-configuration", 393_016, configuration("Ignore")),
         raw_rec("request:deny-probe", 393_125, json!(probe)),
     ];
     let a7 = c::Act7Facts {
@@ -1760,20 +1528,13 @@ fn c_act7(
             at: ts(360_004),
         },
         deployment: deployment_read(1, 1),
-        replicas: vec![c::ReplicaFacts {
-            pod: kept.pod(392_900, 0).0,
-            ready: true,
-            pod_ip: Some(kept.ip.clone()),
-        }],
+        replicas: vec![kept.pod(392_900, 0).0],
         lease: lease7,
         policy_uid: POLICY_UID.into(),
         webhook: w7,
         deny_probes: vec![probe.clone()],
         healthy_bad: probe,
-        existing: facts::PodObservation {
-            at: ts(393_160),
-            ..a3.existing.clone()
-        },
+        existing: seen_at(&a3.existing, 393_160),
         waited_ms: 33_170,
     };
     t.act(7, (360_000, 393_300), &[InputFile::RecoveryC], &a7, raw);
