@@ -7,8 +7,14 @@
 //! digests that chain (freeze-plan.json holds the digest of 03.json, and so on). These are
 //! synthetic fixtures for the pure graders, not recordings of a cluster run.
 //!
+//! The evidence is built per step kind, each written once and called from the labs' acts: the
+//! scope and the policy (acts 1-2 of every lab), the sequential baseline, the freeze window (one
+//! process, for lab B's one replica and each of lab C's), the policy switch to Ignore, the
+//! registration's raw records, requests and their raw records, the report act.
+//!
 //! `flagged/<case>/` holds only the files that differ from `pass/` plus `case.json`
-//! (`{act, expect, why}`): the grader of `act` must report the code `expect`.
+//! (`{act, expect, why}`): the grader of `act` must report the code `expect`. The cases are rows
+//! ([`cases`](super::cases)).
 //!
 //! The committed files are checked against this generator by the `fixtures_are_up_to_date` test;
 //! `UPDATE_FIXTURES=1 cargo test -p lab --test grade_fixtures` rewrites them.
@@ -18,9 +24,12 @@ use std::collections::BTreeMap;
 use lab::classify::classify;
 use lab::digest::digest_value;
 use lab::evidence::{ActStatus, Evidence, GetResult, Lab, RequestRecord, SCHEMA_VERSION};
-use lab::facts::{self, a, b};
+use lab::facts::{self, a, b, c};
 use lab::inputs::{Context, InputFile};
 use serde_json::{Value, json};
+
+pub use super::cases::{lab_a_cases, lab_b_cases, lab_c_cases};
+use Answer::{Deny, DryRunAdmitted, Stored, Timeout};
 
 pub const NODE_UID: &str = "6a1f0c2e-8b3d-4e5f-9a7b-1c2d3e4f5a6b";
 pub const NS_TARGET_UID: &str = "0b6f3c9e-2d4a-4f7e-9c1a-5e8d7b6a4c3f";
@@ -32,10 +41,19 @@ pub const CTRL_POD: &str = "kyverno-admission-controller-6d9c7b8f5d-x2k4p";
 pub const NEW_CTRL_POD_UID: &str = "7a8b9c0d-1e2f-4a3b-8c4d-5e6f7a8b9c0d";
 pub const NEW_CTRL_POD: &str = "kyverno-admission-controller-6d9c7b8f5d-q7m2w";
 pub const CONTAINER_ID: &str = "3f2a9c1e7b6d5a4f3e2d1c0b9a8f7e6d5c4b3a291807f6e5d4c3b2a190817263";
-const FAIL_HOOK: &str = "vpol.validate.kyverno.svc-fail-finegrained-kca-webhook-label";
-const IGNORE_HOOK: &str = "vpol.validate.kyverno.svc-ignore-finegrained-kca-webhook-label";
-const TARGET: &str = "kca-webhook-target";
-const CONTROL: &str = "kca-webhook-control";
+pub(super) const FAIL_HOOK: &str = "vpol.validate.kyverno.svc-fail-finegrained-kca-webhook-label";
+pub(super) const IGNORE_HOOK: &str =
+    "vpol.validate.kyverno.svc-ignore-finegrained-kca-webhook-label";
+pub(super) const TARGET: &str = "kca-webhook-target";
+pub(super) const CONTROL: &str = "kca-webhook-control";
+/// The annotation kube-apiserver writes on a request its first webhook failed open.
+pub(super) const FAILED_OPEN_0: &str =
+    "failed-open.validating.webhook.admission.k8s.io/round_0_index_0";
+/// When the first admission controller took the Lease `kyverno` (`acquireTime`).
+const ACQUIRED: &str = "2026-11-29T09:58:00.000000Z";
+
+/// A work directory's files: relative path → JSON.
+pub type Files = BTreeMap<String, Value>;
 
 /// The lab's timeline origin plus `ms` milliseconds, RFC 3339 UTC (ms).
 pub fn ts(ms: i64) -> String {
@@ -45,7 +63,8 @@ pub fn ts(ms: i64) -> String {
     facts::format_rfc3339(base + chrono::Duration::milliseconds(ms))
 }
 
-fn uid(n: u32) -> String {
+/// A UID made of `n` (hex).
+pub(super) fn uid(n: u32) -> String {
     format!("{n:08x}-1111-4222-8333-{n:012x}")
 }
 
@@ -62,7 +81,20 @@ pub enum Answer<'a> {
     DryRunAdmitted(String),
 }
 
-fn status_body(code: u16, reason: &str, message: &str) -> Value {
+/// A deny by the policy's webhook under Fail.
+const DENY_FAIL: Answer = Deny(FAIL_HOOK);
+/// A deny by the policy's webhook under Ignore.
+const DENY_IGNORE: Answer = Deny(IGNORE_HOOK);
+
+/// The policy's webhook under `failure_policy` (`Fail` or `Ignore`).
+fn hook(failure_policy: &str) -> &'static str {
+    match failure_policy {
+        "Fail" => FAIL_HOOK,
+        _ => IGNORE_HOOK,
+    }
+}
+
+pub(super) fn status_body(code: u16, reason: &str, message: &str) -> Value {
     let mut v = json!({
         "kind": "Status", "apiVersion": "v1", "metadata": {},
         "status": "Failure", "message": message, "code": code
@@ -71,28 +103,6 @@ fn status_body(code: u16, reason: &str, message: &str) -> Value {
         v["reason"] = json!(reason);
     }
     v
-}
-
-fn pod_body(
-    name: &str,
-    ns: &str,
-    labels: &BTreeMap<String, String>,
-    uid: &str,
-    created: &str,
-    dry_run: bool,
-) -> Value {
-    let mut meta = json!({"name": name, "namespace": ns, "uid": uid, "creationTimestamp": created});
-    if !dry_run {
-        meta["resourceVersion"] = json!("4711");
-    }
-    if !labels.is_empty() {
-        meta["labels"] = json!(labels);
-    }
-    json!({
-        "kind": "Pod", "apiVersion": "v1", "metadata": meta,
-        "spec": {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10.1", "imagePullPolicy": "IfNotPresent"}]},
-        "status": {"phase": "Pending", "qosClass": "BestEffort"}
-    })
 }
 
 /// One request record, classified with the real classifier.
@@ -105,98 +115,55 @@ pub fn request(
     elapsed: u64,
     answer: Answer,
 ) -> RequestRecord {
-    let labels: BTreeMap<String, String> = if good {
-        [("environment".to_owned(), "lab".to_owned())].into()
-    } else {
-        BTreeMap::new()
-    };
+    let labels: BTreeMap<String, String> = (good
+        .then(|| ("environment".to_owned(), "lab".to_owned())))
+    .into_iter()
+    .collect();
     let answered = sent + elapsed as i64;
-    let get_at = ts(answered + 15);
-    let (http_status, reason, message, raw, get) = match answer {
-        Answer::Stored(u) => (
-            201,
-            None,
-            None,
-            pod_body(
-                name,
-                ns,
-                &labels,
-                &u,
-                &format!("{}Z", &ts(answered)[..19]),
-                false,
-            ),
-            GetResult {
-                exists: true,
-                uid: Some(u),
-                phase: Some("Pending".to_owned()),
-                at: get_at,
-            },
-        ),
-        Answer::Deny(hook) => {
+    let created = format!("{}Z", &ts(answered)[..19]);
+    let mut get = GetResult {
+        exists: false,
+        uid: None,
+        phase: None,
+        at: ts(answered + 15),
+    };
+    let (http_status, reason, message, raw) = match answer {
+        // The created pod; a dry run's has no resourceVersion and exists nowhere.
+        Stored(ref u) | DryRunAdmitted(ref u) => {
+            let mut meta =
+                json!({"name": name, "namespace": ns, "uid": u, "creationTimestamp": created});
+            if matches!(answer, Stored(_)) {
+                meta["resourceVersion"] = json!("4711");
+                (get.exists, get.uid, get.phase) = (true, Some(u.clone()), Some("Pending".into()));
+            }
+            if !labels.is_empty() {
+                meta["labels"] = json!(labels);
+            }
+            let body = json!({
+                "kind": "Pod", "apiVersion": "v1", "metadata": meta,
+                "spec": {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10.1", "imagePullPolicy": "IfNotPresent"}]},
+                "status": {"phase": "Pending", "qosClass": "BestEffort"}
+            });
+            (201, None, None, body)
+        }
+        Deny(hook) => {
             let m = format!(
                 "admission webhook \"{hook}\" denied the request: Policy kca-webhook-label failed: KCA_ENVIRONMENT_REQUIRED"
             );
-            (
-                400,
-                None,
-                Some(m.clone()),
-                status_body(400, "", &m),
-                GetResult {
-                    exists: false,
-                    uid: None,
-                    phase: None,
-                    at: get_at,
-                },
-            )
+            (400, None, Some(m.clone()), status_body(400, "", &m))
         }
-        Answer::Timeout(hook) => {
+        Timeout(hook) => {
             let m = format!(
                 "Internal error occurred: failed calling webhook \"{hook}\": failed to call webhook: Post \"https://kyverno-svc.kyverno.svc:443/vpol/kca-webhook-label?timeout=3s\": context deadline exceeded"
             );
             let mut body = status_body(500, "InternalError", &m);
             body["details"] =
                 json!({"causes": [{"message": m.trim_start_matches("Internal error occurred: ")}]});
-            (
-                500,
-                Some("InternalError".to_owned()),
-                Some(m),
-                body,
-                GetResult {
-                    exists: false,
-                    uid: None,
-                    phase: None,
-                    at: get_at,
-                },
-            )
+            (500, Some("InternalError".to_owned()), Some(m), body)
         }
-        Answer::DryRunAdmitted(u) => (
-            201,
-            None,
-            None,
-            pod_body(
-                name,
-                ns,
-                &labels,
-                &u,
-                &format!("{}Z", &ts(answered)[..19]),
-                true,
-            ),
-            GetResult {
-                exists: false,
-                uid: None,
-                phase: None,
-                at: get_at,
-            },
-        ),
     };
-    let outcome = classify(
-        http_status,
-        reason.as_deref(),
-        message.as_deref(),
-        &get,
-        dry_run,
-        lab::grade::MARKERS,
-    );
+    let (r, m) = (reason.as_deref(), message.as_deref());
+    let outcome = classify(http_status, r, m, &get, dry_run, lab::grade::MARKERS);
     RequestRecord {
         name: name.to_owned(),
         namespace: ns.to_owned(),
@@ -214,29 +181,73 @@ pub fn request(
     }
 }
 
+/// A violating pod (no label) created in the target namespace, not a dry run.
+pub(super) fn bad_pod(name: &str, sent: i64, elapsed: u64, answer: Answer) -> RequestRecord {
+    request(name, TARGET, false, false, sent, elapsed, answer)
+}
+
+/// A labelled pod created in the target namespace, not a dry run.
+fn good_pod(name: &str, sent: i64, elapsed: u64, answer: Answer) -> RequestRecord {
+    request(name, TARGET, true, false, sent, elapsed, answer)
+}
+
+/// A pod created in the target namespace as a server dry run; `good`: labelled.
+fn dry_run_pod(name: &str, good: bool, sent: i64, elapsed: u64, answer: Answer) -> RequestRecord {
+    request(name, TARGET, good, true, sent, elapsed, answer)
+}
+
+/// A pod created in the control namespace, outside the webhook's namespaceSelector.
+pub(super) fn control_pod(name: &str, sent: i64, elapsed: u64, answer: Answer) -> RequestRecord {
+    request(name, CONTROL, false, false, sent, elapsed, answer)
+}
+
 /// One raw record as the act recorder writes it (`{"at", "what", "data"}`).
 fn raw_rec(what: &str, at: i64, data: Value) -> Value {
     json!({"at": ts(at), "what": what, "data": data})
 }
 
-/// A `v1` Pod as the API server returns it, for the fields a [`facts::PodObservation`] is read from.
-fn pod_object(p: &facts::PodObservation) -> Value {
+/// An act's raw records, in the order the act writes them.
+trait Records {
+    /// Appends [`raw_rec`]`(what, at, data)`.
+    fn rec(&mut self, what: &str, at: i64, data: impl serde::Serialize);
+}
+
+impl Records for Vec<Value> {
+    fn rec(&mut self, what: &str, at: i64, data: impl serde::Serialize) {
+        self.push(raw_rec(what, at, json!(data)));
+    }
+}
+
+/// The API server's answers to `reqs`, as the acts keep them raw.
+fn raw_of<'r>(reqs: impl IntoIterator<Item = &'r RequestRecord>) -> Vec<Value> {
+    reqs.into_iter().map(|r| r.raw_response.clone()).collect()
+}
+
+/// A `v1` Pod `ns/name` as the API server returns it, running, its container `kyverno` after
+/// `restarts` restarts: the fields a [`facts::PodObservation`] is read from.
+fn pod_raw(name: &str, ns: &str, uid: &str, restarts: u32) -> Value {
     json!({
         "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": p.name, "namespace": p.namespace, "uid": p.uid},
-        "status": {"phase": p.phase, "containerStatuses": [{"name": "kyverno", "restartCount": p.restart_count}]}
+        "metadata": {"name": name, "namespace": ns, "uid": uid},
+        "status": {"phase": "Running", "containerStatuses": [{"name": "kyverno", "restartCount": restarts}]}
     })
 }
 
 /// A running pod's observation at `at` ms, derived ([`lab::derive::pod`], as the acts derive it)
-/// from the Pod [`pod_object`] writes for it (no restarts).
-fn pod_obs(name: &str, ns: &str, uid: &str, phase: &str, at: i64) -> facts::PodObservation {
-    let raw = json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "namespace": ns, "uid": uid},
-        "status": {"phase": phase, "containerStatuses": [{"name": "kyverno", "restartCount": 0}]}
-    });
-    lab::derive::pod(&raw, ts(at)).expect("a Pod")
+/// from its [`pod_raw`] (no restarts).
+fn pod_obs(name: &str, ns: &str, uid: &str, at: i64) -> facts::PodObservation {
+    lab::derive::pod(&pod_raw(name, ns, uid, 0), ts(at)).expect("a Pod")
+}
+
+/// `p` observed again at `at` ms.
+fn seen_at(p: &facts::PodObservation, at: i64) -> facts::PodObservation {
+    let at = ts(at);
+    facts::PodObservation { at, ..p.clone() }
+}
+
+/// Act 3's good pod, running, observed at `at` ms.
+fn existing_at(at: i64) -> facts::PodObservation {
+    pod_obs("kca-good-100200-a1b2c3", TARGET, &uid(0x600d), at)
 }
 
 /// The Lease `kyverno/kyverno` as the API server returns it, for the fields a
@@ -252,22 +263,22 @@ fn lease_object(l: &a::LeaseFacts) -> Value {
 }
 
 /// The Lease `kyverno/kyverno` read at `at` ms, as the acts derive it ([`lab::derive::lease`])
-/// from the object (the one [`lease_object`] writes back): held by `holder` since `acquired`,
-/// renewed at `renewed`, 12 s, after `transitions` transitions.
-fn lease_read(
-    holder: &str,
-    acquired: &str,
-    renewed: String,
-    transitions: u32,
-    at: i64,
-) -> a::LeaseFacts {
+/// from the object (the one [`lease_object`] writes back): held by `holder` since `since`,
+/// renewed at `renew` ms, 12 s, after `transitions` transitions.
+fn lease_read(holder: &str, since: &str, renew: i64, transitions: u32, at: i64) -> a::LeaseFacts {
     let raw = json!({
         "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
         "metadata": {"name": "kyverno", "namespace": "kyverno", "uid": uid(0x1ea5)},
-        "spec": {"acquireTime": acquired, "holderIdentity": holder, "leaseDurationSeconds": 12,
-                 "leaseTransitions": transitions, "renewTime": renewed}
+        "spec": {"acquireTime": since, "holderIdentity": holder, "leaseDurationSeconds": 12,
+                 "leaseTransitions": transitions, "renewTime": ts(renew)}
     });
     lab::derive::lease(&raw, ts(at)).expect("a Lease")
+}
+
+/// A live holder's last renew before `x` ms when it acquired the Lease at `acquired` ms: every
+/// 2 s (Kyverno's retry period), a read 60 ms after a renew seeing it.
+fn renew_at(acquired: i64, x: i64) -> i64 {
+    acquired + ((x - 60 - acquired).max(0) / 2000) * 2000
 }
 
 /// The admission controller's Deployment as the API server returns it, for the fields a
@@ -286,63 +297,53 @@ fn deployment_read(replicas: u32, ready: u32) -> a::DeploymentFacts {
     lab::derive::deployment(&deployment_object(replicas, ready)).expect("a Deployment")
 }
 
+/// The CRI's container of `pod` (namespace `kyverno`) running the process `id`, after `attempt`
+/// restarts, as the acts record it raw.
+fn cri_container(attempt: u32, id: &b::ProcessIdentity, pod: &str) -> Value {
+    json!({
+        "attempt": attempt, "container_id": id.container_id, "container_name": "kyverno",
+        "pid": id.pid, "pod_name": pod, "pod_namespace": "kyverno", "pod_uid": id.pod_uid,
+        "state": "CONTAINER_RUNNING"
+    })
+}
+
+/// The ValidatingWebhookConfiguration Kyverno keeps for the policy under `failure_policy`, as the
+/// API server returns it, with the policy's one webhook.
+fn configuration(failure_policy: &str) -> Value {
+    json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "kyverno-resource-validating-webhook-cfg", "uid": uid(0xc0f)},
+        "webhooks": [{
+            "name": hook(failure_policy),
+            "clientConfig": {"service": {"namespace": "kyverno", "name": "kyverno-svc", "path": "/vpol/kca-webhook-label", "port": 443}, "caBundle": "LS0tLS1CRUdJTi..."},
+            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"], "scope": "*"}],
+            "failurePolicy": failure_policy, "matchPolicy": "Equivalent",
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": TARGET}},
+            "objectSelector": {}, "sideEffects": "NoneOnDryRun", "timeoutSeconds": 3,
+            // As the real run recorded it (recorded/b-20261129T153816Z act 2): Kyverno v1.19.1
+            // adds no matchConditions to this policy's webhook.
+            "admissionReviewVersions": ["v1"], "matchConditions": null
+        }]
+    })
+}
+
+/// The policy's one webhook in its [`configuration`] under `failure_policy`.
+fn webhook_entry(failure_policy: &str) -> Value {
+    configuration(failure_policy)["webhooks"][0].clone()
+}
+
+/// The policy's webhook read at `at` ms, derived from its [`configuration`] as the acts derive it
+/// ([`lab::derive::registration`]).
 fn webhook(failure_policy: &str, at: i64) -> facts::WebhookFacts {
-    facts::WebhookFacts {
-        configuration: "kyverno-resource-validating-webhook-cfg".into(),
-        configuration_uid: Some(uid(0xc0f)),
-        name: if failure_policy == "Fail" {
-            FAIL_HOOK
-        } else {
-            IGNORE_HOOK
-        }
-        .into(),
-        service: Some(facts::ServiceRef {
-            namespace: "kyverno".into(),
-            name: "kyverno-svc".into(),
-            path: Some("/vpol/kca-webhook-label".into()),
-            port: 443,
-        }),
-        url: None,
-        failure_policy: failure_policy.into(),
-        timeout_seconds: 3,
-        namespace_selector: json!({"matchLabels": {"kubernetes.io/metadata.name": TARGET}}),
-        object_selector: json!({}),
-        // As the real run recorded it (recorded/b-20261129T153816Z act 2): Kyverno v1.19.1 adds
-        // no matchConditions to this policy's webhook.
-        match_conditions: serde_json::Value::Null,
-        rules: json!([{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"], "scope": "*"}]),
-        side_effects: "NoneOnDryRun".into(),
-        match_policy: Some("Equivalent".into()),
-        observed_at: ts(at),
-    }
+    let raw = configuration(failure_policy);
+    lab::derive::registration(&raw, hook(failure_policy), ts(at)).expect("a registration")
 }
 
-/// The raw ValidatingWebhookConfiguration read with `w`: its name and UID, `w` its one webhook.
-fn configuration_of(w: &facts::WebhookFacts) -> Value {
-    json!({
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": w.configuration, "uid": w.configuration_uid},
-        "webhooks": [webhook_entry(w)]
-    })
-}
-
-fn webhook_entry(w: &facts::WebhookFacts) -> Value {
-    json!({
-        "name": w.name,
-        "clientConfig": {"service": {"namespace": "kyverno", "name": "kyverno-svc", "path": "/vpol/kca-webhook-label", "port": 443}, "caBundle": "LS0tLS1CRUdJTi..."},
-        "rules": w.rules, "failurePolicy": w.failure_policy, "matchPolicy": "Equivalent",
-        "namespaceSelector": w.namespace_selector, "objectSelector": w.object_selector,
-        "sideEffects": w.side_effects, "timeoutSeconds": w.timeout_seconds,
-        "admissionReviewVersions": ["v1"], "matchConditions": w.match_conditions
-    })
-}
-
+/// The stored ValidatingPolicy with `failure_policy`, as the API server returns it (with status).
 fn stored_policy(failure_policy: &str) -> Value {
-    let file = if failure_policy == "Fail" {
-        InputFile::Policy
-    } else {
-        InputFile::PolicyIgnore
+    let file = match failure_policy {
+        "Fail" => InputFile::Policy,
+        _ => InputFile::PolicyIgnore,
     };
     let mut p = super::reference::value(file, &Context::default()).unwrap();
     p["metadata"] = json!({
@@ -356,17 +357,31 @@ fn stored_policy(failure_policy: &str) -> Value {
     p
 }
 
+/// [`stored_policy`] as the API server answers the create or update (no status yet).
+fn policy_answer(failure_policy: &str) -> Value {
+    let mut p = stored_policy(failure_policy);
+    p.as_object_mut().unwrap().remove("status");
+    p
+}
+
+/// The policy switched to Ignore: the answer to the update at `stored` ms and the registration
+/// read at `registered` ms, as raw records, and the webhook read.
+fn policy_switch(stored: i64, registered: i64) -> (facts::WebhookFacts, [Value; 2]) {
+    let (w, config) = (webhook("Ignore", registered), configuration("Ignore"));
+    let raw = [
+        raw_rec("policy-stored", stored, policy_answer("Ignore")),
+        raw_rec("webhook-configuration-ignore", registered, config),
+    ];
+    (w, raw)
+}
 /// One audit event line as kube-apiserver v1.35.8 writes it at level Metadata for a pod create
 /// (`audit.k8s.io/v1` Event, JSON; the shape of a real embedded-node line of 2026-11-30: user
 /// `kca-admin` with its credential id, no userAgent, `requestURI` `…/pods?` or `…/pods?&dryRun=All`),
 /// for request `r`: `responseStatus` = the HTTP status (and on failure the Status message),
 /// `annotations` = the authorizer's decision, the pod-security policy, plus `extra`.
 pub fn audit_line(r: &RequestRecord, n: usize, extra: &[(&str, &str)]) -> String {
-    let mut ann = json!({
-        "authorization.k8s.io/decision": "allow",
-        "authorization.k8s.io/reason": "",
-        "pod-security.kubernetes.io/enforce-policy": "privileged:latest"
-    });
+    let mut ann = json!({"authorization.k8s.io/decision": "allow", "authorization.k8s.io/reason": "",
+        "pod-security.kubernetes.io/enforce-policy": "privileged:latest"});
     for (k, v) in extra {
         ann[*k] = json!(v);
     }
@@ -394,9 +409,8 @@ pub fn audit_line(r: &RequestRecord, n: usize, extra: &[(&str, &str)]) -> String
     json!({
         "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Metadata",
         "auditID": format!("{:08x}-aaaa-4bbb-8ccc-{:012x}", n, n),
-        "stage": "ResponseComplete",
+        "stage": "ResponseComplete", "verb": "create",
         "requestURI": format!("/api/v1/namespaces/{}/pods?{dry}", r.namespace),
-        "verb": "create",
         "user": {"username": "kca-admin", "groups": ["system:masters", "system:authenticated"],
             "extra": {"authentication.kubernetes.io/credential-id": ["X509SHA256=77a91375ccfb505ffacfc235f66206a3f1253c983335abac0062f9dd1decef4d"]}},
         "sourceIPs": ["10.44.0.1"],
@@ -420,14 +434,8 @@ fn audit_record(lab: Lab, act: u8, facts: &Value, start: i64, end: i64) -> Value
             && act == 6
             && r.namespace == TARGET
             && r.outcome == lab::evidence::Outcome::Stored;
-        let extra: &[(&str, &str)] = if open {
-            &[(
-                "failed-open.validating.webhook.admission.k8s.io/round_0_index_0",
-                IGNORE_HOOK,
-            )]
-        } else {
-            &[]
-        };
+        let failed_open = [(FAILED_OPEN_0, IGNORE_HOOK)];
+        let extra = if open { &failed_open[..] } else { &[] };
         lines.push(audit_line(r, act as usize * 100 + n, extra));
     }
     let record = lab::audit::AdmissionAudit {
@@ -446,66 +454,41 @@ fn audit_record(lab: Lab, act: u8, facts: &Value, start: i64, end: i64) -> Value
     serde_json::to_value(record).unwrap()
 }
 
-fn evidence(
-    lab: Lab,
-    act: u8,
-    start: i64,
-    end: i64,
-    inputs: &[(&str, &Value)],
-    facts: impl serde::Serialize,
-    raw: Vec<Value>,
-) -> Value {
-    let mut facts = serde_json::to_value(facts).unwrap();
-    if lab::acts::spec(lab, act).is_some_and(|s| s.audit) {
-        let a = audit_record(lab, act, &facts, start, end);
-        facts[lab::audit::FACTS_KEY] = a;
-    }
-    let ev = Evidence {
-        schema_version: SCHEMA_VERSION,
-        lab,
-        act,
-        status: ActStatus::Completed,
-        started_at: ts(start),
-        finished_at: ts(end),
-        inputs: inputs
-            .iter()
-            .map(|(n, v)| ((*n).to_owned(), digest_value(v)))
-            .collect(),
-        facts,
-        raw,
-        interruption: None,
-        versions: None,
-    };
-    serde_json::to_value(ev).unwrap()
+/// The target and control namespaces with their UIDs.
+fn namespaces() -> BTreeMap<String, String> {
+    let ns = [(TARGET, NS_TARGET_UID), (CONTROL, NS_CONTROL_UID)];
+    ns.map(|(n, u)| (n.to_owned(), u.to_owned())).into()
 }
 
 /// Builder state: the files so far.
 struct Tree {
     lab: Lab,
-    files: BTreeMap<String, Value>,
+    files: Files,
 }
 
 impl Tree {
-    fn ev(&self, act: u8) -> &Value {
-        &self.files[&format!("evidence/{act:02}.json")]
+    fn new(lab: Lab) -> Tree {
+        Tree {
+            lab,
+            files: BTreeMap::new(),
+        }
     }
-    fn put_ev(&mut self, act: u8, v: Value) {
-        self.files.insert(format!("evidence/{act:02}.json"), v);
-    }
+
     fn put(&mut self, file: InputFile, v: Value) -> Value {
         self.files.insert(file.file_name().to_owned(), v.clone());
         v
     }
+
+    /// Writes the answer key's `file` for the evidence so far.
+    fn input(&mut self, file: InputFile) -> Value {
+        let v = super::reference::value(file, &self.ctx()).unwrap();
+        self.put(file, v)
+    }
+
     fn ctx(&self) -> Context {
         let mut ctx = Context {
             node_uid: Some(NODE_UID.into()),
-            namespaces: Some(
-                [
-                    (TARGET.to_owned(), NS_TARGET_UID.to_owned()),
-                    (CONTROL.to_owned(), NS_CONTROL_UID.to_owned()),
-                ]
-                .into(),
-            ),
+            namespaces: Some(namespaces()),
             deployment_uid: Some(DEPLOY_UID.into()),
             policy_uid: Some(POLICY_UID.into()),
             ..Default::default()
@@ -517,21 +500,48 @@ impl Tree {
         }
         ctx
     }
+
+    /// Writes act `act`'s completed evidence: from `span.0` to `span.1` ms, with the digests of
+    /// the input files `inputs` as they are now, `facts` (plus the act's audit record when the
+    /// registry says it keeps one) and `raw`.
+    fn act(
+        &mut self,
+        act: u8,
+        span: (i64, i64),
+        inputs: &[InputFile],
+        facts: impl serde::Serialize,
+        raw: Vec<Value>,
+    ) {
+        let mut facts = serde_json::to_value(facts).unwrap();
+        if lab::acts::spec(self.lab, act).is_some_and(|s| s.audit) {
+            let a = audit_record(self.lab, act, &facts, span.0, span.1);
+            facts[lab::audit::FACTS_KEY] = a;
+        }
+        let inputs = inputs.iter().map(|f| f.file_name());
+        let ev = Evidence {
+            schema_version: SCHEMA_VERSION,
+            lab: self.lab,
+            act,
+            status: ActStatus::Completed,
+            started_at: ts(span.0),
+            finished_at: ts(span.1),
+            inputs: inputs
+                .map(|n| (n.to_owned(), digest_value(&self.files[n])))
+                .collect(),
+            facts,
+            raw,
+            interruption: None,
+            versions: None,
+        };
+        let v = serde_json::to_value(ev).unwrap();
+        self.files.insert(format!("evidence/{act:02}.json"), v);
+    }
 }
 
-/// Acts 1-3, shared by labs A and B. Time origin: act 1 at 0 ms.
-fn acts_1_to_3(t: &mut Tree) {
-    acts_1_and_2(t);
-    act3_baseline(t);
-}
-
-/// Acts 1-2, shared by every lab.
+/// Acts 1-2, shared by every lab: the scope (the lab mark read) and the policy under Fail.
+/// Time origin: act 1 at 0 ms.
 fn acts_1_and_2(t: &mut Tree) {
-    let lab = t.lab;
-    let scope = t.put(
-        InputFile::Scope,
-        super::reference::value(InputFile::Scope, &t.ctx()).unwrap(),
-    );
+    t.input(InputFile::Scope);
     // The tool's read of the lab mark ConfigMap, as act 1 records it raw.
     let mark = json!({"Ok": {
         "data": {"backend": "embedded", "cluster": "lab", "createdAt": "2026-11-29T09:59:00Z",
@@ -544,11 +554,7 @@ fn acts_1_and_2(t: &mut Tree) {
             name: "kca-lab-node".into(),
             uid: NODE_UID.into(),
         },
-        namespaces: [
-            (TARGET.to_owned(), NS_TARGET_UID.to_owned()),
-            (CONTROL.to_owned(), NS_CONTROL_UID.to_owned()),
-        ]
-        .into(),
+        namespaces: namespaces(),
         target: TARGET.into(),
         control: CONTROL.into(),
         controller_deployment: facts::ObjectRef {
@@ -559,372 +565,39 @@ fn acts_1_and_2(t: &mut Tree) {
         lab_mark: lab::derive::lab_mark(&mark).expect("a lab mark read"),
         checked_at: ts(300),
     };
-    t.put_ev(
-        1,
-        evidence(
-            lab,
-            1,
-            0,
-            400,
-            &[("scope.json", &scope)],
-            a1,
-            vec![raw_rec("lab-mark", 300, mark)],
-        ),
-    );
+    let raw = vec![raw_rec("lab-mark", 300, mark)];
+    t.act(1, (0, 400), &[InputFile::Scope], a1, raw);
 
-    let policy = t.put(
-        InputFile::Policy,
-        super::reference::value(InputFile::Policy, &t.ctx()).unwrap(),
-    );
+    t.input(InputFile::Policy);
     let w = webhook("Fail", 61_000);
+    let raw = vec![
+        raw_rec("policy-stored", 60_500, policy_answer("Fail")),
+        raw_rec("webhook-configuration", 61_000, configuration("Fail")),
+    ];
     let a2 = facts::Act2Facts {
         policy: stored_policy("Fail"),
-        webhook: w.clone(),
+        webhook: w,
     };
-    t.put_ev(
-        2,
-        evidence(
-            lab,
-            2,
-            60_000,
-            61_500,
-            &[("policy.json", &policy)],
-            a2,
-            vec![
-                raw_rec("policy-stored", 60_500, {
-                    let mut p = stored_policy("Fail");
-                    p.as_object_mut().unwrap().remove("status");
-                    p
-                }),
-                raw_rec("webhook-configuration", 61_000, configuration_of(&w)),
-            ],
-        ),
-    );
+    t.act(2, (60_000, 61_500), &[InputFile::Policy], a2, raw);
 }
 
-/// Act 3 of labs A and B: the sequential baseline.
+/// Act 3 of labs A and B: the sequential baseline, a good pod stored and a violating one denied.
 fn act3_baseline(t: &mut Tree) {
-    let lab = t.lab;
-    let good_uid = uid(0x600d);
-    let good = request(
-        "kca-good-100200-a1b2c3",
-        TARGET,
-        true,
-        false,
-        120_000,
-        45,
-        Answer::Stored(good_uid.clone()),
-    );
-    let bad = request(
-        "kca-bad-100201-d4e5f6",
-        TARGET,
-        false,
-        false,
-        121_000,
-        38,
-        Answer::Deny(FAIL_HOOK),
-    );
-    let existing = pod_obs(&good.name, TARGET, &good_uid, "Running", 126_000);
-    let raw = vec![good.raw_response.clone(), bad.raw_response.clone()];
-    t.put_ev(
-        3,
-        evidence(
-            lab,
-            3,
-            119_000,
-            126_500,
-            &[],
-            facts::Act3Facts {
-                good,
-                bad,
-                existing,
-            },
-            raw,
-        ),
-    );
-}
-
-fn existing_at(at: i64) -> facts::PodObservation {
-    pod_obs(
-        "kca-good-100200-a1b2c3",
-        TARGET,
-        &uid(0x600d),
-        "Running",
-        at,
-    )
-}
-
-fn identity() -> b::ProcessIdentity {
-    b::ProcessIdentity {
-        pid: 4242,
-        pid_start_time_ticks: 1_234_567,
-        container_id: CONTAINER_ID.into(),
-        pod_uid: CTRL_POD_UID.into(),
-    }
-}
-
-/// A freeze run starting at `t0` ms. `ignore`: failurePolicy Ignore.
-fn freeze_run(t0: i64, resume_after_sec: u32, ignore: bool, n: u32) -> b::FreezeRun {
-    let hook = if ignore { IGNORE_HOOK } else { FAIL_HOOK };
-    let frozen = t0 + 200;
-    let resumed = frozen + i64::from(resume_after_sec) * 1000 + 5;
-    let w = webhook(if ignore { "Ignore" } else { "Fail" }, frozen + 150);
-    let (good, bad) = if ignore {
-        (
-            Answer::Stored(uid(0xa000 + n)),
-            Answer::Stored(uid(0xb000 + n)),
-        )
-    } else {
-        (Answer::Timeout(hook), Answer::Timeout(hook))
-    };
-    let target_good = request(
-        &format!("kca-freeze{n}-good-a{n}0001"),
-        TARGET,
-        true,
-        false,
-        frozen + 400,
-        3_012,
+    let good = good_pod("kca-good-100200-a1b2c3", 120_000, 45, Stored(uid(0x600d)));
+    let bad = bad_pod("kca-bad-100201-d4e5f6", 121_000, 38, DENY_FAIL);
+    let raw = raw_of([&good, &bad]);
+    let existing = existing_at(126_000);
+    let a3 = facts::Act3Facts {
         good,
-    );
-    let target_bad = request(
-        &format!("kca-freeze{n}-bad-b{n}0002"),
-        TARGET,
-        false,
-        false,
-        frozen + 3_600,
-        3_007,
         bad,
-    );
-    let control = request(
-        &format!("kca-freeze{n}-control-c{n}0003"),
-        CONTROL,
-        false,
-        false,
-        frozen + 6_800,
-        41,
-        Answer::Stored(uid(0xc000 + n)),
-    );
-    let mid = request(
-        &format!("kca-resume{n}-bad-d{n}0004"),
-        TARGET,
-        false,
-        false,
-        resumed + 300,
-        3_004,
-        Answer::Timeout(hook),
-    );
-    let deny = request(
-        &format!("kca-resume{n}-bad-e{n}0005"),
-        TARGET,
-        false,
-        false,
-        resumed + 3_600,
-        52,
-        Answer::Deny(hook),
-    );
-    let after_resume = if ignore {
-        // Under Ignore a still-slow answer is admitted: keep the run simple, the deny comes first.
-        vec![deny.clone()]
-    } else {
-        vec![mid, deny.clone()]
+        existing,
     };
-    b::FreezeRun {
-        freeze: b::FreezeWindow {
-            identity: identity(),
-            watchdog_pid: Some(5151 + n),
-            watchdog_armed_at: ts(t0 + 100),
-            resume_after_sec,
-            frozen_at: ts(frozen),
-            state_during: Some("T".into()),
-            resumed_at: ts(resumed),
-            resumed_by: b::Resumer::Watchdog,
-            state_after: "S".into(),
-        },
-        registration_present_during_freeze: true,
-        registration_snapshot: webhook_entry(&w),
-        registration_checked_at: ts(frozen + 150),
-        timeout_seconds: 3,
-        target_good,
-        target_bad,
-        control,
-        after_resume,
-        first_explicit_deny: Some(deny),
-        existing: existing_at(resumed + 4_000),
-        restart_count_before: 0,
-        restart_count_after: 0,
-        first_deny_after_resume_ms: Some((resumed + 3_600 + 52 - resumed) as u64),
-        identity_after: Some(identity()),
-    }
+    t.act(3, (119_000, 126_500), &[], a3, raw);
 }
 
-fn raw_of(reqs: &[&RequestRecord]) -> Vec<Value> {
-    reqs.iter().map(|r| r.raw_response.clone()).collect()
-}
-
-/// The passing lab B work directory.
-pub fn lab_b_pass() -> BTreeMap<String, Value> {
-    let mut t = Tree {
-        lab: Lab::B,
-        files: BTreeMap::new(),
-    };
-    acts_1_to_3(&mut t);
-    let plan = t.put(
-        InputFile::FreezePlan,
-        super::reference::value(InputFile::FreezePlan, &t.ctx()).unwrap(),
-    );
-    let a4 = b::Act4Facts {
-        node_uid: NODE_UID.into(),
-        deployment_uid: DEPLOY_UID.into(),
-        pod_name: CTRL_POD.into(),
-        pod_namespace: "kyverno".into(),
-        container_name: "kyverno".into(),
-        identity: identity(),
-        restart_count: 0,
-        process_state: "S".into(),
-        investigated_at: ts(180_500),
-    };
-    t.put_ev(
-        4,
-        evidence(
-            Lab::B,
-            4,
-            180_000,
-            181_000,
-            &[("freeze-plan.json", &plan)],
-            a4,
-            vec![raw_rec(
-                "cri-container",
-                180_400,
-                json!({
-                    "attempt": 0, "container_id": CONTAINER_ID, "container_name": "kyverno",
-                    "pid": identity().pid, "pod_name": CTRL_POD, "pod_namespace": "kyverno",
-                    "pod_uid": identity().pod_uid, "state": "CONTAINER_RUNNING"
-                }),
-            )],
-        ),
-    );
-
-    let run5 = freeze_run(240_000, 20, false, 5);
-    let raw5 = raw_of(&[&run5.target_good, &run5.target_bad, &run5.control]);
-    t.put_ev(
-        5,
-        evidence(
-            Lab::B,
-            5,
-            240_000,
-            272_000,
-            &[("freeze-plan.json", &plan)],
-            run5,
-            raw5,
-        ),
-    );
-
-    let ignore = t.put(
-        InputFile::PolicyIgnore,
-        super::reference::value(InputFile::PolicyIgnore, &t.ctx()).unwrap(),
-    );
-    let healthy_bad = request(
-        "kca-ignore-healthy-bad-f60001",
-        TARGET,
-        false,
-        false,
-        302_000,
-        47,
-        Answer::Deny(IGNORE_HOOK),
-    );
-    let run6 = freeze_run(303_000, 10, true, 6);
-    let w6 = webhook("Ignore", 301_500);
-    let mut raw6 = raw_of(&[&healthy_bad, &run6.target_good, &run6.target_bad]);
-    raw6.push(raw_rec("policy-stored", 301_000, {
-        let mut p = stored_policy("Ignore");
-        p.as_object_mut().unwrap().remove("status");
-        p
-    }));
-    raw6.push(raw_rec(
-        "webhook-configuration-ignore",
-        301_500,
-        configuration_of(&w6),
-    ));
-    let a6 = b::Act6Facts {
-        policy_uid_before: POLICY_UID.into(),
-        policy: stored_policy("Ignore"),
-        webhook: w6,
-        healthy_bad,
-        run: run6,
-    };
-    t.put_ev(
-        6,
-        evidence(
-            Lab::B,
-            6,
-            300_000,
-            325_000,
-            &[("policy-ignore.json", &ignore)],
-            a6,
-            raw6,
-        ),
-    );
-
-    let recovery = t.put(
-        InputFile::Recovery,
-        super::reference::value(InputFile::Recovery, &t.ctx()).unwrap(),
-    );
-    let healthy_bad = request(
-        "kca-recovery-bad-f70001",
-        TARGET,
-        false,
-        false,
-        360_000,
-        44,
-        Answer::Deny(IGNORE_HOOK),
-    );
-    let w7 = webhook("Ignore", 359_000);
-    let mut raw7 = raw_of(&[&healthy_bad]);
-    raw7.push(raw_rec(
-        "webhook-configuration",
-        359_000,
-        configuration_of(&w7),
-    ));
-    let a7 = b::Act7Facts {
-        policy_uid: POLICY_UID.into(),
-        webhook: w7,
-        healthy_bad,
-        existing: existing_at(361_000),
-    };
-    t.put_ev(
-        7,
-        evidence(
-            Lab::B,
-            7,
-            358_000,
-            362_000,
-            &[("recovery.json", &recovery)],
-            a7,
-            raw7,
-        ),
-    );
-
-    let report = t.put(
-        InputFile::ReportB,
-        super::reference::value(InputFile::ReportB, &t.ctx()).unwrap(),
-    );
-    let a8 = act8_facts(&t, &report);
-    t.put_ev(
-        8,
-        evidence(
-            Lab::B,
-            8,
-            400_000,
-            400_300,
-            &[("report.json", &report)],
-            a8,
-            vec![],
-        ),
-    );
-    t.files
-}
-
-fn act8_facts(t: &Tree, report: &Value) -> facts::Act8Facts {
+/// Act 8 of every lab: `report` (`file`) checked field by field against the evidence.
+fn report_act(t: &mut Tree, file: InputFile, report: Value) {
+    let report = t.put(file, report);
     let digests = t.ctx().evidence_digests;
     let checks = report
         .as_object()
@@ -933,15 +606,11 @@ fn act8_facts(t: &Tree, report: &Value) -> facts::Act8Facts {
         .map(|(k, v)| {
             let evidence = if k.ends_with("_sha256") {
                 let act = match (t.lab, k.as_str()) {
-                    (
-                        _,
-                        "fail_evidence_sha256"
-                        | "scale_evidence_sha256"
-                        | "leader_freeze_evidence_sha256",
-                    ) => 5,
-                    (Lab::B, "ignore_evidence_sha256")
-                    | (Lab::A, "recovery_evidence_sha256")
-                    | (Lab::C, "follower_freeze_evidence_sha256") => 6,
+                    (_, "fail_evidence_sha256" | "scale_evidence_sha256") => 5,
+                    (_, "leader_freeze_evidence_sha256") => 5,
+                    (Lab::B, "ignore_evidence_sha256") => 6,
+                    (Lab::A, "recovery_evidence_sha256") => 6,
+                    (Lab::C, "follower_freeze_evidence_sha256") => 6,
                     _ => 7,
                 };
                 json!(digests[&act])
@@ -956,84 +625,211 @@ fn act8_facts(t: &Tree, report: &Value) -> facts::Act8Facts {
             }
         })
         .collect();
-    facts::Act8Facts {
+    let a8 = facts::Act8Facts {
         checks,
         evidence_digests: digests
             .iter()
             .map(|(a, d)| (format!("{a:02}"), d.clone()))
             .collect(),
+    };
+    t.act(8, (400_000, 400_300), &[file], a8, vec![]);
+}
+
+/// A process stopped (`T`) at `frozen` ms and resumed at `resumed` ms (within a second after its
+/// `resume_after_sec`) by its watchdog (pid `watchdog`, armed at `armed` ms); sleeping (`S`)
+/// after: the freeze step of lab B's one replica and of each of lab C's.
+fn freeze_window(
+    identity: b::ProcessIdentity,
+    watchdog: u32,
+    armed: i64,
+    (frozen, resumed): (i64, i64),
+) -> b::FreezeWindow {
+    b::FreezeWindow {
+        identity,
+        watchdog_pid: Some(watchdog),
+        watchdog_armed_at: ts(armed),
+        resume_after_sec: ((resumed - frozen) / 1000) as u32,
+        frozen_at: ts(frozen),
+        state_during: Some("T".into()),
+        resumed_at: ts(resumed),
+        resumed_by: b::Resumer::Watchdog,
+        state_after: "S".into(),
     }
 }
 
-/// The passing lab A work directory.
-pub fn lab_a_pass() -> BTreeMap<String, Value> {
-    let mut t = Tree {
-        lab: Lab::A,
-        files: BTreeMap::new(),
+/// Lab B's one admission controller process, as act 4 finds it.
+fn identity() -> b::ProcessIdentity {
+    b::ProcessIdentity {
+        pid: 4242,
+        pid_start_time_ticks: 1_234_567,
+        container_id: CONTAINER_ID.into(),
+        pod_uid: CTRL_POD_UID.into(),
+    }
+}
+
+/// Lab B's freeze run (act `n`) starting at `t0` ms. `ignore`: failurePolicy Ignore. One request
+/// at a time: the good and the violating pod wait for the timeout (stored under Ignore), the
+/// control pod is stored; after the resume a late timeout (Fail only), then the first deny.
+fn freeze_run(t0: i64, resume_after_sec: u32, ignore: bool, n: u32) -> b::FreezeRun {
+    let policy = if ignore { "Ignore" } else { "Fail" };
+    let hook = hook(policy);
+    let frozen = t0 + 200;
+    let resumed = frozen + i64::from(resume_after_sec) * 1000 + 5;
+    let (good, bad) = if ignore {
+        (Stored(uid(0xa000 + n)), Stored(uid(0xb000 + n)))
+    } else {
+        (Timeout(hook), Timeout(hook))
     };
-    acts_1_to_3(&mut t);
-    let plan = t.put(
-        InputFile::ScalePlan,
-        super::reference::value(InputFile::ScalePlan, &t.ctx()).unwrap(),
-    );
-    let deployment = deployment_read(1, 1);
-    let lease = |holder: &str, at: i64| {
-        lease_read(holder, "2026-11-29T09:58:00.000000Z", ts(at - 1_000), 0, at)
+    let name = |step: &str, kind: &str, k: u32| format!("kca-{step}{n}-{kind}{n}000{k}");
+    let target_good = good_pod(&name("freeze", "good-a", 1), frozen + 400, 3_012, good);
+    let target_bad = bad_pod(&name("freeze", "bad-b", 2), frozen + 3_600, 3_007, bad);
+    let stored = Stored(uid(0xc000 + n));
+    let control = control_pod(&name("freeze", "control-c", 3), frozen + 6_800, 41, stored);
+    let late = Timeout(hook);
+    let mid = bad_pod(&name("resume", "bad-d", 4), resumed + 300, 3_004, late);
+    let deny = bad_pod(&name("resume", "bad-e", 5), resumed + 3_600, 52, Deny(hook));
+    // Under Ignore a still-slow answer is admitted: keep the run simple, the deny comes first.
+    let after_resume = if ignore {
+        vec![deny.clone()]
+    } else {
+        vec![mid, deny.clone()]
     };
-    let a4 = a::Act4Facts {
+    b::FreezeRun {
+        freeze: freeze_window(identity(), 5151 + n, t0 + 100, (frozen, resumed)),
+        registration_present_during_freeze: true,
+        registration_snapshot: webhook_entry(policy),
+        registration_checked_at: ts(frozen + 150),
+        timeout_seconds: 3,
+        target_good,
+        target_bad,
+        control,
+        after_resume,
+        first_explicit_deny: Some(deny),
+        existing: existing_at(resumed + 4_000),
+        restart_count_before: 0,
+        restart_count_after: 0,
+        first_deny_after_resume_ms: Some(3_600 + 52),
+        identity_after: Some(identity()),
+    }
+}
+
+/// The passing lab B work directory.
+pub fn lab_b_pass() -> Files {
+    let mut t = Tree::new(Lab::B);
+    acts_1_and_2(&mut t);
+    act3_baseline(&mut t);
+    t.input(InputFile::FreezePlan);
+    let a4 = b::Act4Facts {
         node_uid: NODE_UID.into(),
-        deployment: deployment.clone(),
-        pods: vec![pod_obs(
-            CTRL_POD,
-            "kyverno",
-            CTRL_POD_UID,
-            "Running",
-            180_300,
-        )],
-        lease: lease(CTRL_POD, 180_400),
+        deployment_uid: DEPLOY_UID.into(),
+        pod_name: CTRL_POD.into(),
+        pod_namespace: "kyverno".into(),
+        container_name: "kyverno".into(),
+        identity: identity(),
+        restart_count: 0,
+        process_state: "S".into(),
         investigated_at: ts(180_500),
     };
-    t.put_ev(
-        4,
-        evidence(
-            Lab::A,
-            4,
-            180_000,
-            181_000,
-            &[("scale-plan.json", &plan)],
-            a4.clone(),
-            vec![
-                raw_rec("deployment", 180_200, deployment_object(1, 1)),
-                raw_rec(
-                    "pods",
-                    180_300,
-                    Value::Array(a4.pods.iter().map(pod_object).collect()),
-                ),
-                raw_rec("lease", 180_400, lease_object(&a4.lease)),
-            ],
-        ),
-    );
+    let cri = cri_container(0, &identity(), CTRL_POD);
+    let raw4 = vec![raw_rec("cri-container", 180_400, cri)];
+    t.act(4, (180_000, 181_000), &[InputFile::FreezePlan], a4, raw4);
 
-    // Act 5: scale to 0 at 240 s; pods gone at 245 s; the registration is gone (Kyverno's cleanup).
-    let target_bad = request(
-        "kca-scale-bad-a50001",
-        TARGET,
-        false,
-        false,
-        246_000,
-        36,
-        Answer::Stored(uid(0xa5b)),
-    );
-    let control = request(
-        "kca-scale-control-a50002",
-        CONTROL,
-        false,
-        false,
-        246_500,
-        33,
-        Answer::Stored(uid(0xa5c)),
-    );
-    let raw5 = raw_of(&[&target_bad, &control]);
+    let run5 = freeze_run(240_000, 20, false, 5);
+    let raw5 = raw_of([&run5.target_good, &run5.target_bad, &run5.control]);
+    t.act(5, (240_000, 272_000), &[InputFile::FreezePlan], run5, raw5);
+
+    t.input(InputFile::PolicyIgnore);
+    let healthy_bad = bad_pod("kca-ignore-healthy-bad-f60001", 302_000, 47, DENY_IGNORE);
+    let run6 = freeze_run(303_000, 10, true, 6);
+    let (w6, switch) = policy_switch(301_000, 301_500);
+    let mut raw6 = raw_of([&healthy_bad, &run6.target_good, &run6.target_bad]);
+    raw6.extend(switch);
+    let a6 = b::Act6Facts {
+        policy_uid_before: POLICY_UID.into(),
+        policy: stored_policy("Ignore"),
+        webhook: w6,
+        healthy_bad,
+        run: run6,
+    };
+    t.act(6, (300_000, 325_000), &[InputFile::PolicyIgnore], a6, raw6);
+
+    t.input(InputFile::Recovery);
+    let healthy_bad = bad_pod("kca-recovery-bad-f70001", 360_000, 44, DENY_IGNORE);
+    let w7 = webhook("Ignore", 359_000);
+    let raw7 = vec![
+        healthy_bad.raw_response.clone(),
+        raw_rec("webhook-configuration", 359_000, configuration("Ignore")),
+    ];
+    let a7 = b::Act7Facts {
+        policy_uid: POLICY_UID.into(),
+        webhook: w7,
+        healthy_bad,
+        existing: existing_at(361_000),
+    };
+    t.act(7, (358_000, 362_000), &[InputFile::Recovery], a7, raw7);
+
+    let report = super::reference::value(InputFile::ReportB, &t.ctx()).unwrap();
+    report_act(&mut t, InputFile::ReportB, report);
+    t.files
+}
+/// Lab A's Lease read at `at` ms: held by `holder` since [`ACQUIRED`], renewed a second before.
+fn lease_a(holder: &str, at: i64) -> a::LeaseFacts {
+    lease_read(holder, ACQUIRED, at - 1_000, 0, at)
+}
+
+/// The passing lab A work directory.
+pub fn lab_a_pass() -> Files {
+    let mut t = Tree::new(Lab::A);
+    acts_1_and_2(&mut t);
+    act3_baseline(&mut t);
+    t.input(InputFile::ScalePlan);
+    let a4 = a::Act4Facts {
+        node_uid: NODE_UID.into(),
+        deployment: deployment_read(1, 1),
+        pods: vec![pod_obs(CTRL_POD, "kyverno", CTRL_POD_UID, 180_300)],
+        lease: lease_a(CTRL_POD, 180_400),
+        investigated_at: ts(180_500),
+    };
+    let pods = json!([pod_raw(CTRL_POD, "kyverno", CTRL_POD_UID, 0)]);
+    let raw4 = vec![
+        raw_rec("deployment", 180_200, deployment_object(1, 1)),
+        raw_rec("pods", 180_300, pods),
+        raw_rec("lease", 180_400, lease_object(&a4.lease)),
+    ];
+    t.act(4, (180_000, 181_000), &[InputFile::ScalePlan], a4, raw4);
+    a_act5(&mut t);
+    a_act6(&mut t);
+
+    let admitted = DryRunAdmitted("f1f2f3f4-bbbb-4ccc-8ddd-eeeeeeeeeeee".into());
+    let good = dry_run_pod("kca-dryrun-good-a70001", true, 360_000, 55, admitted);
+    let bad = dry_run_pod("kca-dryrun-bad-a70002", false, 361_000, 49, DENY_FAIL);
+    let echo = a::DryRunEcho {
+        kind: "Pod".into(),
+        name: good.name.clone(),
+        namespace: TARGET.into(),
+        labels: good.labels.clone(),
+    };
+    let raw7 = raw_of([&good, &bad]);
+    let a7 = a::Act7Facts {
+        good,
+        good_response: echo,
+        bad,
+        side_effects: "NoneOnDryRun".into(),
+        webhook_name: FAIL_HOOK.into(),
+    };
+    t.act(7, (359_000, 362_000), &[], a7, raw7);
+
+    let report = super::reference::report_a(&t.ctx(), false).unwrap();
+    report_act(&mut t, InputFile::ReportA, report);
+    t.files
+}
+
+/// Lab A act 5: scale to 0 at 240 s; pods gone at 245 s; the registration is gone (Kyverno's
+/// cleanup), so the violating pod is stored.
+fn a_act5(t: &mut Tree) {
+    let target_bad = bad_pod("kca-scale-bad-a50001", 246_000, 36, Stored(uid(0xa5b)));
+    let control = control_pod("kca-scale-control-a50002", 246_500, 33, Stored(uid(0xa5c)));
+    let raw5 = raw_of([&target_bad, &control]);
     let a5 = a::Act5Facts {
         watcher: a::WatcherFacts {
             pid: Some(6161),
@@ -1057,56 +853,28 @@ pub fn lab_a_pass() -> BTreeMap<String, Value> {
         control,
         existing: existing_at(247_000),
     };
-    t.put_ev(
-        5,
-        evidence(
-            Lab::A,
-            5,
-            239_000,
-            248_000,
-            &[("scale-plan.json", &plan)],
-            a5,
-            raw5,
-        ),
-    );
+    t.act(5, (239_000, 248_000), &[InputFile::ScalePlan], a5, raw5);
+}
 
-    // Act 6: the watcher restores at 295 s (55 s after the scale). Every step's `waited_ms` counts
-    // from the one instant act 6's recovery wait began (248.51 s), as the act records it.
+/// Lab A act 6: the watcher restores at 295 s (55 s after the scale). Every step's `waited_ms`
+/// counts from the one instant act 6's recovery wait began (248.51 s), as the act records it.
+fn a_act6(t: &mut Tree) {
     let confirmed = |at: i64| a::TimelineStep {
         status: a::StepStatus::Confirmed,
         at: Some(ts(at)),
         last_seen: None,
         waited_ms: (at - 248_510) as u64,
     };
-    let probe1 = request(
-        "kca-recover-bad-a60001",
-        TARGET,
-        false,
-        true,
-        312_000,
-        40,
-        Answer::DryRunAdmitted("e1e2e3e4-aaaa-4bbb-8ccc-dddddddddddd".into()),
-    );
-    let probe2 = request(
-        "kca-recover-bad-a60002",
-        TARGET,
-        false,
-        true,
-        318_000,
-        61,
-        Answer::Deny(FAIL_HOOK),
-    );
+    let dry_admitted = DryRunAdmitted("e1e2e3e4-aaaa-4bbb-8ccc-dddddddddddd".into());
+    let probe1 = dry_run_pod("kca-recover-bad-a60001", false, 312_000, 40, dry_admitted);
+    let probe2 = dry_run_pod("kca-recover-bad-a60002", false, 318_000, 61, DENY_FAIL);
+    let new_pod = pod_obs(NEW_CTRL_POD, "kyverno", NEW_CTRL_POD_UID, 303_000);
+    let admitted = pod_obs("kca-scale-bad-a50001", TARGET, &uid(0xa5b), 318_200);
     let a6 = a::Act6Facts {
         replicas_restored: confirmed(295_010),
         restored_by: Some(a::Restorer::Watcher),
         pod_created: confirmed(295_400),
-        new_pod: Some(pod_obs(
-            NEW_CTRL_POD,
-            "kyverno",
-            NEW_CTRL_POD_UID,
-            "Running",
-            303_000,
-        )),
+        new_pod: Some(new_pod),
         pod_running: confirmed(298_000),
         previous_lease_holder: Some(CTRL_POD.into()),
         lease_acquired: confirmed(309_500),
@@ -1121,894 +889,85 @@ pub fn lab_a_pass() -> BTreeMap<String, Value> {
         deny_probes: vec![probe1.clone(), probe2.clone()],
         leader_takeover_ms: Some(11_500),
         lease_after_restore_ms: Some(309_500 - 295_010),
-        admitted_during_scale_down: Some(pod_obs(
-            "kca-scale-bad-a50001",
-            TARGET,
-            &uid(0xa5b),
-            "Running",
-            318_200,
-        )),
+        admitted_during_scale_down: Some(admitted),
         existing: Some(existing_at(318_300)),
     };
-    t.put_ev(
-        6,
-        evidence(Lab::A, 6, 248_500, 318_500, &[], a6.clone(), {
-            let mut raw = vec![raw_rec(
-                "lease-before",
-                248_505,
-                lease_object(&lease(CTRL_POD, 248_505)),
-            )];
-            raw.extend(raw_of(&[&probe1, &probe2]));
-            for p in [&probe1, &probe2] {
-                raw.push(json!({"at": p.get.at, "what": "request:deny-probe-dry-run", "data": p}));
-            }
-            for (what, p) in [
-                ("admitted-during-scale-down", &a6.admitted_during_scale_down),
-                ("existing", &a6.existing),
-            ] {
-                raw.push(raw_rec(what, 318_300, serde_json::to_value(p).unwrap()));
-            }
-            raw
-        }),
-    );
-
-    let good = request(
-        "kca-dryrun-good-a70001",
-        TARGET,
-        true,
-        true,
-        360_000,
-        55,
-        Answer::DryRunAdmitted("f1f2f3f4-bbbb-4ccc-8ddd-eeeeeeeeeeee".into()),
-    );
-    let bad = request(
-        "kca-dryrun-bad-a70002",
-        TARGET,
-        false,
-        true,
-        361_000,
-        49,
-        Answer::Deny(FAIL_HOOK),
-    );
-    let echo = a::DryRunEcho {
-        kind: "Pod".into(),
-        name: good.name.clone(),
-        namespace: TARGET.into(),
-        labels: good.labels.clone(),
-    };
-    let raw7 = raw_of(&[&good, &bad]);
-    let a7 = a::Act7Facts {
-        good,
-        good_response: echo,
-        bad,
-        side_effects: "NoneOnDryRun".into(),
-        webhook_name: FAIL_HOOK.into(),
-    };
-    t.put_ev(7, evidence(Lab::A, 7, 359_000, 362_000, &[], a7, raw7));
-
-    let report = t.put(
-        InputFile::ReportA,
-        super::reference::report_a(&t.ctx(), false).unwrap(),
-    );
-    let a8 = act8_facts(&t, &report);
-    t.put_ev(
-        8,
-        evidence(
-            Lab::A,
-            8,
-            400_000,
-            400_300,
-            &[("report.json", &report)],
-            a8,
-            vec![],
-        ),
-    );
-    t.files
+    let lease = lease_object(&lease_a(CTRL_POD, 248_505));
+    let mut raw = vec![raw_rec("lease-before", 248_505, lease)];
+    raw.extend(raw_of([&probe1, &probe2]));
+    for p in [&probe1, &probe2] {
+        raw.push(json!({"at": p.get.at, "what": "request:deny-probe-dry-run", "data": p}));
+    }
+    let admitted = &a6.admitted_during_scale_down;
+    raw.rec("admitted-during-scale-down", 318_300, admitted);
+    raw.rec("existing", 318_300, &a6.existing);
+    t.act(6, (248_500, 318_500), &[], a6, raw);
+}
+/// One lab C replica: its pod, the pod's IP, its container and the process in it.
+struct Replica {
+    pod: String,
+    uid: String,
+    ip: String,
+    container: String,
+    pid: u32,
 }
 
-/// One flagged case: a mutation of the passing tree, the act whose grader must catch it, the code.
-pub struct Case {
-    /// Directory name.
-    pub name: &'static str,
-    /// The act graded.
-    pub act: u8,
-    /// The finding code that must be reported.
-    pub expect: &'static str,
-    /// Why it must be flagged.
-    pub why: &'static str,
-    /// The mutation.
-    pub mutate: fn(&mut BTreeMap<String, Value>),
-}
-
-fn facts_mut(files: &mut BTreeMap<String, Value>, act: u8) -> &mut Value {
-    &mut files.get_mut(&format!("evidence/{act:02}.json")).unwrap()["facts"]
-}
-
-/// Re-records the digests of inputs in evidence `inputs` maps (after an input was mutated on
-/// purpose, so only the intended finding shows).
-fn refresh_input_digests(files: &mut BTreeMap<String, Value>) {
-    let inputs: BTreeMap<String, String> = files
-        .iter()
-        .filter(|(k, _)| !k.starts_with("evidence/"))
-        .map(|(k, v)| (k.clone(), digest_value(v)))
-        .collect();
-    for (k, v) in files.iter_mut() {
-        if k.starts_with("evidence/")
-            && let Some(m) = v.get_mut("inputs").and_then(|m| m.as_object_mut())
-        {
-            for (name, d) in m.iter_mut() {
-                if let Some(now) = inputs.get(name) {
-                    *d = json!(now);
-                }
-            }
+impl Replica {
+    /// The identity act 4 reads of this replica's process.
+    fn identity(&self) -> b::ProcessIdentity {
+        b::ProcessIdentity {
+            pid: self.pid,
+            pid_start_time_ticks: 1_234_567 + u64::from(self.pid),
+            container_id: self.container.clone(),
+            pod_uid: self.uid.clone(),
         }
+    }
+
+    /// This replica's pod observed at `at` ms, running and Ready with its IP, after `restarts`
+    /// restarts: its facts and the raw Pod they are derived from, as the acts record them.
+    fn pod(&self, at: i64, restarts: u32) -> (c::ReplicaFacts, Value) {
+        let mut p = pod_raw(&self.pod, "kyverno", &self.uid, restarts);
+        p["status"]["podIP"] = json!(self.ip);
+        p["status"]["conditions"] = json!([{"type": "Ready", "status": "True"}]);
+        let pod = lab::derive::pod(&p, ts(at)).expect("a Pod");
+        let pod_ip = Some(self.ip.clone());
+        let ready = true;
+        (c::ReplicaFacts { pod, ready, pod_ip }, p)
     }
 }
 
-fn set_answer_already_exists(r: &mut Value) {
-    let m = format!("pods \"{}\" already exists", r["name"].as_str().unwrap());
-    r["http_status"] = json!(409);
-    r["reason"] = json!("AlreadyExists");
-    r["message"] = json!(m);
-    r["raw_response"] = status_body(409, "AlreadyExists", &m);
-    r["outcome"] = json!("explicit-deny");
-}
-
-fn set_deny_without_marker(r: &mut Value) {
-    let m =
-        "admission webhook \"images.example.com\" denied the request: image registry not allowed";
-    r["message"] = json!(m);
-    r["raw_response"] = status_body(400, "", m);
-}
-
-fn stored_without_uid(r: &mut Value) {
-    r["get"]["exists"] = json!(false);
-    r["get"]["uid"] = Value::Null;
-    r["get"]["phase"] = Value::Null;
-}
-
-fn answered_fast(r: &mut Value) {
-    let sent = facts::parse_rfc3339(r["sent_at"].as_str().unwrap()).unwrap();
-    r["elapsed_ms"] = json!(200);
-    r["answered_at"] = json!(facts::format_rfc3339(
-        sent + chrono::Duration::milliseconds(200)
-    ));
-}
-
-/// Edits the audit event of the request at `ptr` (a JSON pointer under act `act`'s facts, e.g.
-/// `/target_bad`): the verbatim line and its parsed view together, so only the claim changes.
-fn edit_audit(files: &mut BTreeMap<String, Value>, act: u8, ptr: &str, edit: fn(&mut Value)) {
-    let facts = facts_mut(files, act);
-    let name = facts.pointer(ptr).unwrap()["name"].clone();
-    let reqs = facts[lab::audit::FACTS_KEY]["requests"]
-        .as_array_mut()
-        .unwrap();
-    let r = reqs.iter_mut().find(|r| r["name"] == name).unwrap();
-    let mut ev: Value = serde_json::from_str(r["lines"][0].as_str().unwrap()).unwrap();
-    edit(&mut ev);
-    let line = ev.to_string();
-    r["events"][0] = serde_json::to_value(lab::audit::parse_line(0, &line).unwrap()).unwrap();
-    r["lines"][0] = json!(line);
-}
-
-const FAILED_OPEN_0: &str = "failed-open.validating.webhook.admission.k8s.io/round_0_index_0";
-
-/// Cases shared by both labs (acts 1-3).
-fn shared_cases() -> Vec<Case> {
-    vec![
-        Case {
-            name: "act1-empty-facts",
-            act: 1,
-            expect: "facts-invalid",
-            why: "facts is {}",
-            mutate: |f| *facts_mut(f, 1) = json!({}),
-        },
-        Case {
-            name: "act1-scope-node-uid-differs",
-            act: 1,
-            expect: "uid-mismatch",
-            why: "scope.json names another node's UID than act 1 observed",
-            mutate: |f| {
-                f.get_mut("scope.json").unwrap()["node_uid"] =
-                    json!("00000000-0000-4000-8000-000000000001");
-                refresh_input_digests(f);
-            },
-        },
-        Case {
-            name: "act1-scope-changed-after-act",
-            act: 1,
-            expect: "input-changed",
-            why: "scope.json edited after act 1 recorded its digest",
-            mutate: |f| {
-                f.get_mut("scope.json").unwrap()["node_uid"] =
-                    json!("00000000-0000-4000-8000-000000000001")
-            },
-        },
-        Case {
-            name: "act2-policy-without-uid",
-            act: 2,
-            expect: "stored-without-uid",
-            why: "the stored policy has no metadata.uid",
-            mutate: |f| {
-                facts_mut(f, 2)["policy"]["metadata"]
-                    .as_object_mut()
-                    .unwrap()
-                    .remove("uid");
-            },
-        },
-        Case {
-            name: "act2-webhook-ignore",
-            act: 2,
-            expect: "value-mismatch",
-            why: "the registered webhook's failurePolicy is Ignore while policy.json says Fail",
-            mutate: |f| facts_mut(f, 2)["webhook"]["failure_policy"] = json!("Ignore"),
-        },
-        Case {
-            name: "act3-empty-facts",
-            act: 3,
-            expect: "facts-invalid",
-            why: "facts is {}",
-            mutate: |f| *facts_mut(f, 3) = json!({}),
-        },
-        Case {
-            name: "act3-stored-without-uid",
-            act: 3,
-            expect: "stored-without-uid",
-            why: "good is stored, but the GET found nothing",
-            mutate: |f| stored_without_uid(&mut facts_mut(f, 3)["good"]),
-        },
-        Case {
-            name: "act3-deny-without-marker",
-            act: 3,
-            expect: "deny-without-marker",
-            why: "bad is counted as an explicit deny, but another webhook denied it",
-            mutate: |f| set_deny_without_marker(&mut facts_mut(f, 3)["bad"]),
-        },
-        Case {
-            name: "act3-already-exists-as-deny",
-            act: 3,
-            expect: "already-exists-counted-as-deny",
-            why: "a 409 AlreadyExists is recorded as explicit-deny",
-            mutate: |f| set_answer_already_exists(&mut facts_mut(f, 3)["bad"]),
-        },
-        Case {
-            name: "act3-existing-new-uid",
-            act: 3,
-            expect: "pod-replaced",
-            why: "existing has another UID than the good pod",
-            mutate: |f| {
-                facts_mut(f, 3)["existing"]["uid"] = json!("00000000-0000-4000-8000-00000000beef")
-            },
-        },
-        Case {
-            name: "act3-interrupted",
-            act: 3,
-            expect: "evidence-interrupted",
-            why: "the act was interrupted",
-            mutate: |f| {
-                let e = f.get_mut("evidence/03.json").unwrap();
-                e["status"] = json!("interrupted");
-                e["interruption"] = json!("runner received SIGTERM");
-            },
-        },
-    ]
-}
-
-/// Lab B flagged cases.
-pub fn lab_b_cases() -> Vec<Case> {
-    let mut v = shared_cases();
-    v.extend([
-        Case {
-            name: "act3-audit-view-not-from-lines",
-            act: 3,
-            expect: "raw-mismatch",
-            why: "the parsed audit view says code 403 for the denied pod, its verbatim line says 400",
-            mutate: |f| {
-                let a = &mut facts_mut(f, 3)[lab::audit::FACTS_KEY];
-                for r in a["requests"].as_array_mut().unwrap() {
-                    r["events"][0]["code"] = json!(403);
-                }
-            },
-        },
-        Case {
-            name: "act5-audit-timeout-stored",
-            act: 5,
-            expect: "audit-contradicted",
-            why: "a webhook-timeout under Fail whose audit event says 201 (the API server stored it)",
-            mutate: |f| edit_audit(f, 5, "/target_bad", |e| e["responseStatus"] = json!({"metadata": {}, "code": 201})),
-        },
-        Case {
-            name: "act5-audit-no-final-event",
-            act: 5,
-            expect: "observation-missing",
-            why: "the frozen request's only audit event is ResponseStarted, no ResponseComplete",
-            mutate: |f| edit_audit(f, 5, "/target_good", |e| e["stage"] = json!("ResponseStarted")),
-        },
-        Case {
-            name: "act6-audit-stored-without-failed-open",
-            act: 6,
-            expect: "audit-contradicted",
-            why: "a pod stored under Ignore during the freeze whose audit event has no failed-open annotation",
-            mutate: |f| edit_audit(f, 6, "/target_good", |e| {
-                e["annotations"].as_object_mut().unwrap().remove(FAILED_OPEN_0);
-            }),
-        },
-        Case {
-            name: "act6-audit-failed-open-other-webhook",
-            act: 6,
-            expect: "audit-contradicted",
-            why: "the failed-open annotation names the Fail webhook, not the act's Ignore webhook",
-            mutate: |f| edit_audit(f, 6, "/target_bad", |e| e["annotations"][FAILED_OPEN_0] = json!(FAIL_HOOK)),
-        },
-        Case {
-            name: "act7-audit-deny-code-differs",
-            act: 7,
-            expect: "audit-contradicted",
-            why: "the explicit deny's audit event says 500, the client got 400",
-            mutate: |f| edit_audit(f, 7, "/healthy_bad", |e| e["responseStatus"]["code"] = json!(500)),
-        },
-        Case {
-            name: "act4-plan-digest-mismatch",
-            act: 4,
-            expect: "digest-mismatch",
-            why: "freeze-plan.json evidence_sha256 is not the digest of 03.json",
-            mutate: |f| {
-                f.get_mut("freeze-plan.json").unwrap()["evidence_sha256"] = json!("0".repeat(64));
-                refresh_input_digests(f);
-            },
-        },
-        Case {
-            name: "act4-empty-facts",
-            act: 4,
-            expect: "facts-invalid",
-            why: "facts is {}",
-            mutate: |f| *facts_mut(f, 4) = json!({}),
-        },
-        Case {
-            name: "act5-empty-facts",
-            act: 5,
-            expect: "facts-invalid",
-            why: "facts is {}",
-            mutate: |f| *facts_mut(f, 5) = json!({}),
-        },
-        Case {
-            name: "act5-timeout-in-200ms",
-            act: 5,
-            expect: "timeout-too-fast",
-            why: "a webhook-timeout answered in 0.2 s while timeoutSeconds is 3",
-            mutate: |f| answered_fast(&mut facts_mut(f, 5)["target_bad"]),
-        },
-        Case {
-            name: "act5-surviving-pod-new-uid",
-            act: 5,
-            expect: "pod-replaced",
-            why: "the 'surviving' pod has a new UID",
-            mutate: |f| {
-                facts_mut(f, 5)["existing"]["uid"] = json!("00000000-0000-4000-8000-00000000beef")
-            },
-        },
-        Case {
-            name: "act5-control-stored-without-uid",
-            act: 5,
-            expect: "stored-without-uid",
-            why: "control is stored, but the GET found nothing",
-            mutate: |f| stored_without_uid(&mut facts_mut(f, 5)["control"]),
-        },
-        Case {
-            name: "act5-deny-after-resume-without-marker",
-            act: 5,
-            expect: "deny-without-marker",
-            why: "the first explicit deny after resume carries no marker",
-            mutate: |f| set_deny_without_marker(&mut facts_mut(f, 5)["first_explicit_deny"]),
-        },
-        Case {
-            name: "act5-registration-gone",
-            act: 5,
-            expect: "registration-missing",
-            why: "the registration must stay during a freeze",
-            mutate: |f| {
-                let x = facts_mut(f, 5);
-                x["registration_present_during_freeze"] = json!(false);
-                x["registration_snapshot"] = Value::Null;
-            },
-        },
-        Case {
-            name: "act5-other-process",
-            act: 5,
-            expect: "identity-changed",
-            why: "the frozen PID's start time is not act 4's",
-            mutate: |f| facts_mut(f, 5)["freeze"]["identity"]["pid_start_time_ticks"] = json!(999),
-        },
-        Case {
-            name: "act5-restart-same-container",
-            act: 5,
-            expect: "restart-contradicted",
-            why: "a restart count that went up needs a new container after the freeze",
-            mutate: |f| facts_mut(f, 5)["restart_count_after"] = json!(1),
-        },
-        Case {
-            name: "act5-new-container-no-restart",
-            act: 5,
-            expect: "restart-contradicted",
-            why: "a new container after the freeze needs a restart count that went up",
-            mutate: |f| {
-                facts_mut(f, 5)["identity_after"]["container_id"] = json!("f".repeat(64));
-            },
-        },
-        Case {
-            name: "act6-policy-replaced",
-            act: 6,
-            expect: "uid-mismatch",
-            why: "the policy after the switch has another UID",
-            mutate: |f| {
-                facts_mut(f, 6)["policy"]["metadata"]["uid"] =
-                    json!("00000000-0000-4000-8000-0000000000aa")
-            },
-        },
-        Case {
-            name: "act6-ignore-stored-in-200ms",
-            act: 6,
-            expect: "timeout-too-fast",
-            why: "under Ignore the target request was stored without waiting for the timeout",
-            mutate: |f| answered_fast(&mut facts_mut(f, 6)["target_good"]),
-        },
-        Case {
-            name: "act6-healthy-already-exists",
-            act: 6,
-            expect: "already-exists-counted-as-deny",
-            why: "the healthy deny under Ignore is a 409 AlreadyExists",
-            mutate: |f| set_answer_already_exists(&mut facts_mut(f, 6)["healthy_bad"]),
-        },
-        Case {
-            name: "act7-recovery-digest-mismatch",
-            act: 7,
-            expect: "digest-mismatch",
-            why: "recovery.json ignore_evidence_sha256 is not the digest of 06.json",
-            mutate: |f| {
-                f.get_mut("recovery.json").unwrap()["ignore_evidence_sha256"] =
-                    json!("1".repeat(64));
-                refresh_input_digests(f);
-            },
-        },
-        Case {
-            name: "act7-existing-new-uid",
-            act: 7,
-            expect: "pod-replaced",
-            why: "the act-3 pod has a new UID",
-            mutate: |f| {
-                facts_mut(f, 7)["existing"]["uid"] = json!("00000000-0000-4000-8000-00000000beef")
-            },
-        },
-        Case {
-            name: "act8-report-digest-mismatch",
-            act: 8,
-            expect: "digest-mismatch",
-            why: "report.json fail_evidence_sha256 is not the digest of 05.json",
-            mutate: |f| {
-                f.get_mut("report.json").unwrap()["fail_evidence_sha256"] = json!("2".repeat(64));
-                refresh_input_digests(f);
-            },
-        },
-        Case {
-            name: "act8-evidence-changed",
-            act: 8,
-            expect: "digest-mismatch",
-            why: "05.json was edited after the report recorded its digest",
-            mutate: |f| facts_mut(f, 5)["target_good"]["elapsed_ms"] = json!(3013),
-        },
-    ]);
-    v
-}
-
-/// Lab A flagged cases.
-pub fn lab_a_cases() -> Vec<Case> {
-    let mut v = shared_cases();
-    v.extend([
-        Case {
-            name: "act5-audit-failed-open-while-unregistered",
-            act: 5,
-            expect: "audit-contradicted",
-            why: "the violating pod admitted with no registration carries a failed-open annotation (it would have been a failed call, not an absent webhook)",
-            mutate: |f| edit_audit(f, 5, "/target_bad", |e| e["annotations"][FAILED_OPEN_0] = json!(FAIL_HOOK)),
-        },
-        Case {
-            name: "act7-audit-dry-run-deny-code-differs",
-            act: 7,
-            expect: "audit-contradicted",
-            why: "the dry-run deny's audit event says 201, the client got 400",
-            mutate: |f| edit_audit(f, 7, "/bad", |e| e["responseStatus"] = json!({"metadata": {}, "code": 201})),
-        },
-        Case {
-            name: "act4-plan-digest-mismatch",
-            act: 4,
-            expect: "digest-mismatch",
-            why: "scale-plan.json evidence_sha256 is not the digest of 03.json",
-            mutate: |f| {
-                f.get_mut("scale-plan.json").unwrap()["evidence_sha256"] = json!("0".repeat(64));
-                refresh_input_digests(f);
-            },
-        },
-        Case {
-            name: "act4-lease-holder-unknown",
-            act: 4,
-            expect: "value-mismatch",
-            why: "the Lease holder is not a recorded pod",
-            mutate: |f| facts_mut(f, 4)["lease"]["holder"] = json!("someone-else"),
-        },
-        Case { name: "act5-empty-facts", act: 5, expect: "facts-invalid", why: "facts is {}", mutate: |f| *facts_mut(f, 5) = json!({}) },
-        Case {
-            name: "act5-claim-contradicts-raw-list",
-            act: 5,
-            expect: "registration-claim-contradicted",
-            why: "claims the webhook is present while the raw list is empty",
-            mutate: |f| facts_mut(f, 5)["policy_webhook_present"] = json!(true),
-        },
-        Case {
-            name: "act5-admitted-without-uid",
-            act: 5,
-            expect: "stored-without-uid",
-            why: "the admitted violating request is 'stored' but the GET found nothing",
-            mutate: |f| stored_without_uid(&mut facts_mut(f, 5)["target_bad"]),
-        },
-        Case {
-            name: "act5-surviving-pod-new-uid",
-            act: 5,
-            expect: "pod-replaced",
-            why: "the 'surviving' pod has a new UID",
-            mutate: |f| facts_mut(f, 5)["existing"]["uid"] = json!("00000000-0000-4000-8000-00000000beef"),
-        },
-        Case {
-            name: "act6-lease-not-confirmed",
-            act: 6,
-            expect: "not-confirmed",
-            why: "the Lease wait ran out",
-            mutate: |f| {
-                facts_mut(f, 6)["lease_acquired"] =
-                    json!({"status": "not-confirmed", "at": null, "last_seen": "holder kyverno-admission-controller-6d9c7b8f5d-x2k4p", "waited_ms": 60000});
-            },
-        },
-        Case {
-            name: "act6-deny-before-registration",
-            act: 6,
-            expect: "times-inconsistent",
-            why: "the first deny is dated before the webhook was registered",
-            mutate: |f| facts_mut(f, 6)["webhook_registered"]["at"] = json!(ts(320_000)),
-        },
-        Case {
-            name: "act6-probe-not-dry-run",
-            act: 6,
-            expect: "value-mismatch",
-            why: "a recovery probe was not a server dry-run",
-            mutate: |f| facts_mut(f, 6)["deny_probes"][1]["dry_run"] = json!(false),
-        },
-        Case {
-            name: "act7-dry-run-found-by-get",
-            act: 7,
-            expect: "rejected-but-stored",
-            why: "dry-run-admitted, but the GET found the object",
-            mutate: |f| {
-                let g = &mut facts_mut(f, 7)["good"]["get"];
-                g["exists"] = json!(true);
-                g["uid"] = json!("f1f2f3f4-bbbb-4ccc-8ddd-eeeeeeeeeeee");
-            },
-        },
-        Case {
-            name: "act7-deny-without-marker",
-            act: 7,
-            expect: "deny-without-marker",
-            why: "the dry-run deny carries no marker",
-            mutate: |f| set_deny_without_marker(&mut facts_mut(f, 7)["bad"]),
-        },
-        Case {
-            name: "act8-report-says-kept",
-            act: 8,
-            expect: "report-contradicted",
-            why: "report says registration-kept while 05.json shows it absent",
-            mutate: |f| {
-                f.get_mut("report.json").unwrap()["scale_down"] = json!("registration-kept");
-                refresh_input_digests(f);
-            },
-        },
-        Case {
-            name: "act8-report-digest-mismatch",
-            act: 8,
-            expect: "digest-mismatch",
-            why: "report.json dry_run_evidence_sha256 is not the digest of 07.json",
-            mutate: |f| {
-                f.get_mut("report.json").unwrap()["dry_run_evidence_sha256"] = json!("3".repeat(64));
-                refresh_input_digests(f);
-            },
-        },
-    ]);
-    v
-}
-
-/// One lab C replica: (pod name, pod UID, pod IP, container ID, PID).
-type Replica = (String, String, String, String, u32);
-
 /// Lab C's replicas; the first holds the Lease until act 5.
 fn lab_c_replicas() -> Vec<Replica> {
-    [
-        (
-            CTRL_POD.to_owned(),
-            CTRL_POD_UID.to_owned(),
-            "10.88.0.12",
-            CONTAINER_ID.to_owned(),
-            4242,
-        ),
-        (
-            "kyverno-admission-controller-6d9c7b8f5d-b8n3r".to_owned(),
-            uid(0xc2),
-            "10.88.0.21",
-            "4a".repeat(32),
-            5151,
-        ),
-        (
-            "kyverno-admission-controller-6d9c7b8f5d-k5v9t".to_owned(),
-            uid(0xc3),
-            "10.88.0.22",
-            "5b".repeat(32),
-            5252,
-        ),
+    let replica = |pod: &str, uid: &str, ip: &str, container: &str, pid| Replica {
+        pod: format!("kyverno-admission-controller-6d9c7b8f5d-{pod}"),
+        uid: uid.into(),
+        ip: format!("10.88.0.{ip}"),
+        container: container.into(),
+        pid,
+    };
+    vec![
+        replica("x2k4p", CTRL_POD_UID, "12", CONTAINER_ID, 4242),
+        replica("b8n3r", &uid(0xc2), "21", &"4a".repeat(32), 5151),
+        replica("k5v9t", &uid(0xc3), "22", &"5b".repeat(32), 5252),
     ]
-    .into_iter()
-    .map(|(n, u, ip, c, pid)| (n, u, ip.to_owned(), c, pid))
-    .collect()
 }
 
-/// The passing lab C work directory.
-pub fn lab_c_pass() -> BTreeMap<String, Value> {
-    use lab::facts::c;
-    let mut t = Tree {
-        lab: Lab::C,
-        files: BTreeMap::new(),
-    };
-    acts_1_and_2(&mut t);
-    let plan = t.put(
-        InputFile::HaPlan,
-        super::reference::value(InputFile::HaPlan, &t.ctx()).unwrap(),
-    );
-    let replicas = lab_c_replicas();
-    // Act 3: the healer scales at 120.5 s, the three conditions hold by 150 s, the waves go at
-    // 151 s and 152 s, the good and control pods at 153 s.
-    let lease = lease_read(
-        CTRL_POD,
-        "2026-11-29T09:58:00.000000Z",
-        ts(149_000),
-        0,
-        152_310,
-    );
-    let deployment = deployment_read(3, 3);
-    let replica_facts: Vec<c::ReplicaFacts> = replicas
-        .iter()
-        .map(|(n, u, ip, _, _)| c::ReplicaFacts {
-            pod: pod_obs(n, "kyverno", u, "Running", 150_120),
-            ready: true,
-            pod_ip: Some(ip.clone()),
-        })
-        .collect();
-    let raw_pods: Vec<Value> = replica_facts
-        .iter()
-        .map(|r| {
-            let mut p = pod_object(&r.pod);
-            p["status"]["podIP"] = json!(r.pod_ip);
-            p["status"]["conditions"] = json!([{"type": "Ready", "status": "True"}]);
-            p
-        })
-        .collect();
-    // The act sorts the endpoints by pod name.
+/// `kyverno-svc`'s endpoints, one ready address per replica, sorted by pod name as the act sorts them.
+fn endpoints_of(replicas: &[Replica]) -> Vec<c::EndpointFacts> {
     let mut endpoints: Vec<c::EndpointFacts> = replicas
         .iter()
-        .map(|(n, _, ip, _, _)| c::EndpointFacts {
-            address: ip.clone(),
-            pod: Some(n.clone()),
+        .map(|r| c::EndpointFacts {
+            address: r.ip.clone(),
+            pod: Some(r.pod.clone()),
             ready: true,
         })
         .collect();
     endpoints.sort_by(|a, b| a.pod.cmp(&b.pod));
-    let slices = endpoint_slices(&endpoints);
-    let mut bad = Vec::new();
-    for w in 0..2i64 {
-        for i in 0..6i64 {
-            bad.push(request(
-                &format!("kca-c3-bad-w{w}-{i}-100231-c3{w}{i}0a"),
-                TARGET,
-                false,
-                false,
-                153_000 + w * 1_000 + i * 3,
-                40 + i as u64,
-                Answer::Deny(FAIL_HOOK),
-            ));
-        }
-    }
-    let good_uid = uid(0xc600d);
-    let good = request(
-        "kca-c3-good-100233-c3600d",
-        TARGET,
-        true,
-        false,
-        155_000,
-        45,
-        Answer::Stored(good_uid.clone()),
-    );
-    let control = request(
-        "kca-c3-control-100233-c3c0c0",
-        CONTROL,
-        false,
-        false,
-        155_200,
-        30,
-        Answer::Stored(uid(0xc3c0)),
-    );
-    let counts = [(10u64, 15u64), (0, 3), (2, 7)];
-    let metrics = replica_metrics;
-    let a3 = c::Act3Facts {
-        scale: c::ScaleUpFacts {
-            fault_id: "scale-03-20261129T100200Z-4242".into(),
-            replicas_before: 1,
-            replicas: 3,
-            scaled_at: ts(120_500),
-            restore_deadline_at: ts(1_920_300),
-        },
-        deployment: deployment.clone(),
-        replicas: replica_facts,
-        endpoints,
-        webhook: webhook("Fail", 150_000),
-        lease: lease.clone(),
-        wait: c::ReadyWait {
-            ready_pods_at: ts(149_000),
-            ready_endpoints_at: ts(150_000),
-            registration_at: ts(121_000),
-            waited_ms: 29_400,
-        },
-        waves: 2,
-        wave_size: 6,
-        bad: bad.clone(),
-        good: good.clone(),
-        control: control.clone(),
-        existing: pod_obs(&good.name, TARGET, &good_uid, "Running", 160_000),
-        replica_requests: replicas
-            .iter()
-            .zip(counts)
-            .map(|((n, ..), (b, a))| c::ReplicaRequests {
-                pod: n.clone(),
-                before: Some(b),
-                after: Some(a),
-            })
-            .collect(),
-    };
-    let mut raw3 = vec![
-        raw_rec(
-            "healer-ready",
-            120_300,
-            json!({"ok": true, "pid": 6262, "armed_at": ts(120_300), "deadline_at": ts(1_920_300)}),
-        ),
-        raw_rec(
-            "scale-up",
-            120_500,
-            json!({
-                "sent_at": ts(120_450), "answered_at": ts(120_500), "replicas_before": 1,
-                "raw": {"apiVersion": "autoscaling/v1", "kind": "Scale",
-                        "metadata": {"name": "kyverno-admission-controller", "namespace": "kyverno", "uid": DEPLOY_UID},
-                        "spec": {"replicas": 3}, "status": {"replicas": 1}}
-            }),
-        ),
-        raw_rec(
-            "ready-wait",
-            150_050,
-            json!([
-                {"at": ts(121_000), "pods_listed": 3, "pods_ready": 1, "pods_ok": false,
-                 "endpoints_ready": 1, "endpoints_ok": false, "registration": true},
-                {"at": ts(149_000), "pods_listed": 3, "pods_ready": 3, "pods_ok": true,
-                 "endpoints_ready": 2, "endpoints_ok": false, "registration": true},
-                {"at": ts(150_000), "pods_listed": 3, "pods_ready": 3, "pods_ok": true,
-                 "endpoints_ready": 3, "endpoints_ok": true, "registration": true},
-            ]),
-        ),
-        raw_rec("endpoint-slices", 150_100, slices),
-        raw_rec("pods", 150_100, Value::Array(raw_pods)),
-        raw_rec("deployment", 151_200, deployment_object(3, 3)),
-        raw_rec("lease", 152_300, lease_object(&lease)),
-    ];
-    for ((n, ..), (b, _)) in replicas.iter().zip(counts) {
-        raw3.push(raw_rec(
-            &format!("replica-metrics-before:{n}"),
-            152_500,
-            metrics(b),
-        ));
-    }
-    let reqs: Vec<&RequestRecord> = bad.iter().chain([&good, &control]).collect();
-    raw3.extend(raw_of(&reqs));
-    for ((n, ..), (_, a)) in replicas.iter().zip(counts) {
-        raw3.push(raw_rec(
-            &format!("replica-metrics-after:{n}"),
-            155_500,
-            metrics(a),
-        ));
-    }
-    t.put_ev(
-        3,
-        evidence(
-            Lab::C,
-            3,
-            120_000,
-            160_500,
-            &[("ha-plan.json", &plan)],
-            &a3,
-            raw3,
-        ),
-    );
-
-    // Act 4: the Lease, the three processes, the Lease again.
-    let freeze_plan = t.put(
-        InputFile::FreezePlanC,
-        super::reference::value(InputFile::FreezePlanC, &t.ctx()).unwrap(),
-    );
-    let process = |r: &Replica| c::ReplicaProcess {
-        pod_name: r.0.clone(),
-        identity: replica_identity(r),
-        restart_count: 0,
-        process_state: "S".into(),
-    };
-    let lease4 = |at: i64| a::LeaseFacts {
-        renew_time: Some(ts(at - 1_500)),
-        at: ts(at),
-        ..lease.clone()
-    };
-    let a4 = c::Act4Facts {
-        node_uid: NODE_UID.into(),
-        deployment_uid: DEPLOY_UID.into(),
-        lease: lease4(180_100),
-        leader: process(&replicas[0]),
-        followers: replicas[1..].iter().map(process).collect(),
-        lease_after: lease4(180_600),
-        investigated_at: ts(180_700),
-    };
-    let mut raw4 = vec![raw_rec("lease-before", 180_100, lease_object(&a4.lease))];
-    for (n, u, _, cid, pid) in &replicas {
-        raw4.push(raw_rec(
-            &format!("cri-container:{n}"),
-            180_300,
-            json!({
-                "attempt": 0, "container_id": cid, "container_name": "kyverno",
-                "pid": pid, "pod_name": n, "pod_namespace": "kyverno",
-                "pod_uid": u, "state": "CONTAINER_RUNNING"
-            }),
-        ));
-    }
-    raw4.push(raw_rec(
-        "lease-after",
-        180_600,
-        lease_object(&a4.lease_after),
-    ));
-    t.put_ev(
-        4,
-        evidence(
-            Lab::C,
-            4,
-            180_000,
-            181_000,
-            &[("freeze-plan.json", &freeze_plan)],
-            &a4,
-            raw4,
-        ),
-    );
-    lab_c_acts_5_to_8(&mut t, &replicas, &a3, &a4, &freeze_plan);
-    t.files
-}
-
-/// The identity act 4 reads of a lab C replica's process.
-fn replica_identity(r: &Replica) -> b::ProcessIdentity {
-    b::ProcessIdentity {
-        pid: r.4,
-        pid_start_time_ticks: 1_234_567 + u64::from(r.4),
-        container_id: r.3.clone(),
-        pod_uid: r.1.clone(),
-    }
+    endpoints
 }
 
 /// `kyverno-svc`'s EndpointSlices as the API server lists them, for `endpoints`.
-fn endpoint_slices(endpoints: &[lab::facts::c::EndpointFacts]) -> Value {
+fn endpoint_slices(endpoints: &[c::EndpointFacts]) -> Value {
     json!([{
         "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "addressType": "IPv4",
         "metadata": {"name": "kyverno-svc-x7k2p", "namespace": "kyverno"},
@@ -2019,13 +978,190 @@ fn endpoint_slices(endpoints: &[lab::facts::c::EndpointFacts]) -> Value {
     }])
 }
 
-/// One replica's `GET /metrics` answer through the pod proxy, with its pod admission counter.
-fn replica_metrics(n: u64) -> Value {
-    json!({"status": 200, "lines": [format!(
-        "kyverno_admission_requests_total{{request_operation=\"CREATE\",resource_kind=\"Pod\",resource_namespace=\"kca-webhook-target\"}} {n}"
-    )]})
+/// Each replica's pod admission counter (`counts`), `before` or `after` the act (`when`), read
+/// through the pod proxy from `at` ms, one every `step` ms, as raw records (`GET /metrics` answers).
+fn replica_metrics(
+    raw: &mut Vec<Value>,
+    when: &str,
+    replicas: &[Replica],
+    counts: &[(u64, u64)],
+    (at, step): (i64, i64),
+) {
+    for (i, (r, c)) in replicas.iter().zip(counts).enumerate() {
+        let n = if when == "before" { c.0 } else { c.1 };
+        let line = format!(
+            "kyverno_admission_requests_total{{request_operation=\"CREATE\",resource_kind=\"Pod\",resource_namespace=\"kca-webhook-target\"}} {n}"
+        );
+        let what = format!("replica-metrics-{when}:{}", r.pod);
+        let data = json!({"status": 200, "lines": [line]});
+        raw.rec(&what, at + i as i64 * step, data);
+    }
 }
 
+/// Each replica's pod admission counter before and after an act, as the facts keep them.
+fn replica_requests(replicas: &[Replica], counts: &[(u64, u64)]) -> Vec<c::ReplicaRequests> {
+    replicas
+        .iter()
+        .zip(counts)
+        .map(|(r, &(before, after))| c::ReplicaRequests {
+            pod: r.pod.clone(),
+            before: Some(before),
+            after: Some(after),
+        })
+        .collect()
+}
+
+/// The passing lab C work directory.
+pub fn lab_c_pass() -> Files {
+    let mut t = Tree::new(Lab::C);
+    acts_1_and_2(&mut t);
+    let replicas = lab_c_replicas();
+    let a3 = c_act3(&mut t, &replicas);
+    // Act 4: the Lease, the three processes, the Lease again.
+    t.input(InputFile::FreezePlanC);
+    let process = |r: &Replica| c::ReplicaProcess {
+        pod_name: r.pod.clone(),
+        identity: r.identity(),
+        restart_count: 0,
+        process_state: "S".into(),
+    };
+    let lease4 = |at: i64| lease_read(CTRL_POD, ACQUIRED, at - 1_500, 0, at);
+    let a4 = c::Act4Facts {
+        node_uid: NODE_UID.into(),
+        deployment_uid: DEPLOY_UID.into(),
+        lease: lease4(180_100),
+        leader: process(&replicas[0]),
+        followers: replicas[1..].iter().map(process).collect(),
+        lease_after: lease4(180_600),
+        investigated_at: ts(180_700),
+    };
+    let mut raw4 = vec![raw_rec("lease-before", 180_100, lease_object(&a4.lease))];
+    for r in &replicas {
+        let cri = cri_container(0, &r.identity(), &r.pod);
+        raw4.rec(&format!("cri-container:{}", r.pod), 180_300, cri);
+    }
+    raw4.rec("lease-after", 180_600, lease_object(&a4.lease_after));
+    t.act(4, (180_000, 181_000), &[InputFile::FreezePlanC], &a4, raw4);
+
+    // Act 5: the leader (replica 0) frozen 20 s from 240.2 s under Fail; it restarts, and
+    // replica 1 takes the Lease.
+    let mut raw = vec![raw_rec("healed-earlier-faults", 240_000, json!([]))];
+    let freeze = CFreeze {
+        act: 5,
+        lease_read: 240_000,
+        target: 0,
+        resume_after_sec: 20,
+        waves: 3,
+        wave_size: 6,
+        met: &[2],
+        lease: LeaseState {
+            holder: 0,
+            transitions: 0,
+            acquired: (-120_000, a4.lease.acquire_time.clone().unwrap()),
+        },
+        takeover: Some(1),
+        restarts: true,
+        counters: [(15, 0), (4, 13), (7, 16)],
+    };
+    let (run5, end, lease5) = c_freeze_run(&freeze, &replicas, &a3.existing, &mut raw);
+    t.act(5, (240_000, end), &[InputFile::FreezePlanC], &run5, raw);
+    let (a6, lease6) = c_act6(&mut t, &replicas, &a3, lease5);
+    let a7 = c_act7(&mut t, &replicas, &a3, lease6);
+    // Act 8: the report, each word the evidence's (`rules::c::report_expectations`).
+    let words = lab::rules::c::report_expectations(&a3, &run5, &a6, &a7);
+    let report = super::reference::report_c(&t.ctx(), &words).unwrap();
+    report_act(&mut t, InputFile::ReportC, report);
+    t.files
+}
+
+/// Lab C act 3's raw records of the scale to three: the healer armed, the scale, the wait for
+/// the Ready pods, the ready endpoints and the registration.
+fn scale_up_raw() -> Vec<Value> {
+    let healer =
+        json!({"ok": true, "pid": 6262, "armed_at": ts(120_300), "deadline_at": ts(1_920_300)});
+    let scale = json!({
+        "sent_at": ts(120_450), "answered_at": ts(120_500), "replicas_before": 1,
+        "raw": {"apiVersion": "autoscaling/v1", "kind": "Scale",
+                "metadata": {"name": "kyverno-admission-controller", "namespace": "kyverno", "uid": DEPLOY_UID},
+                "spec": {"replicas": 3}, "status": {"replicas": 1}}
+    });
+    let check = |at: i64, pods: u32, endpoints: u32| {
+        json!({"at": ts(at), "pods_listed": 3, "pods_ready": pods, "pods_ok": pods == 3,
+               "endpoints_ready": endpoints, "endpoints_ok": endpoints == 3, "registration": true})
+    };
+    let wait = [
+        check(121_000, 1, 1),
+        check(149_000, 3, 2),
+        check(150_000, 3, 3),
+    ];
+    vec![
+        raw_rec("healer-ready", 120_300, healer),
+        raw_rec("scale-up", 120_500, scale),
+        raw_rec("ready-wait", 150_050, json!(wait)),
+    ]
+}
+
+/// Lab C act 3: the healer scales to three at 120.5 s, the three conditions hold by 150 s, two
+/// waves of six violating pods at 153 s and 154 s, the good and control pods at 155 s.
+fn c_act3(t: &mut Tree, replicas: &[Replica]) -> c::Act3Facts {
+    t.input(InputFile::HaPlan);
+    let lease = lease_read(CTRL_POD, ACQUIRED, 149_000, 0, 152_310);
+    let (replica_facts, raw_pods): (Vec<_>, Vec<_>) =
+        replicas.iter().map(|r| r.pod(150_120, 0)).unzip();
+    let mut bad = Vec::new();
+    for w in 0..2i64 {
+        for i in 0..6i64 {
+            let name = format!("kca-c3-bad-w{w}-{i}-100231-c3{w}{i}0a");
+            let sent = 153_000 + w * 1_000 + i * 3;
+            bad.push(bad_pod(&name, sent, 40 + i as u64, DENY_FAIL));
+        }
+    }
+    let (stored_good, stored_control) = (Stored(uid(0xc600d)), Stored(uid(0xc3c0)));
+    let good = good_pod("kca-c3-good-100233-c3600d", 155_000, 45, stored_good);
+    let control = control_pod("kca-c3-control-100233-c3c0c0", 155_200, 30, stored_control);
+    let counts = [(10u64, 15u64), (0, 3), (2, 7)];
+    let existing = pod_obs(&good.name, TARGET, &uid(0xc600d), 160_000);
+    let mut raw = scale_up_raw();
+    let slices = endpoint_slices(&endpoints_of(replicas));
+    raw.extend([
+        raw_rec("endpoint-slices", 150_100, slices),
+        raw_rec("pods", 150_100, Value::Array(raw_pods)),
+        raw_rec("deployment", 151_200, deployment_object(3, 3)),
+        raw_rec("lease", 152_300, lease_object(&lease)),
+    ]);
+    replica_metrics(&mut raw, "before", replicas, &counts, (152_500, 0));
+    raw.extend(raw_of(bad.iter().chain([&good, &control])));
+    replica_metrics(&mut raw, "after", replicas, &counts, (155_500, 0));
+    let a3 = c::Act3Facts {
+        scale: c::ScaleUpFacts {
+            fault_id: "scale-03-20261129T100200Z-4242".into(),
+            replicas_before: 1,
+            replicas: 3,
+            scaled_at: ts(120_500),
+            restore_deadline_at: ts(1_920_300),
+        },
+        deployment: deployment_read(3, 3),
+        replicas: replica_facts,
+        endpoints: endpoints_of(replicas),
+        webhook: webhook("Fail", 150_000),
+        lease,
+        wait: c::ReadyWait {
+            ready_pods_at: ts(149_000),
+            ready_endpoints_at: ts(150_000),
+            registration_at: ts(121_000),
+            waited_ms: 29_400,
+        },
+        waves: 2,
+        wave_size: 6,
+        bad,
+        good,
+        control,
+        existing,
+        replica_requests: replica_requests(replicas, &counts),
+    };
+    t.act(3, (120_000, 160_500), &[InputFile::HaPlan], &a3, raw);
+    a3
+}
 /// Who holds the Lease `kyverno`: a replica index, `leaseTransitions`, and when it acquired the
 /// Lease (ms, and `acquireTime` verbatim).
 #[derive(Clone)]
@@ -2033,6 +1169,14 @@ struct LeaseState {
     holder: usize,
     transitions: u32,
     acquired: (i64, String),
+}
+
+impl LeaseState {
+    /// The Lease read at `x` ms, last renewed at `renew` ms.
+    fn read(&self, replicas: &[Replica], renew: i64, x: i64) -> a::LeaseFacts {
+        let holder = &replicas[self.holder].pod;
+        lease_read(holder, &self.acquired.1, renew, self.transitions, x)
+    }
 }
 
 /// One lab C freeze (act 5: the leader under Fail; act 6: a follower under Ignore).
@@ -2056,6 +1200,183 @@ struct CFreeze {
     counters: [(u64, u64); 3],
 }
 
+/// A lab C freeze's instants (ms) and its Lease: a live holder renews every 2 s; a frozen one
+/// stops renewing, and another replica takes the Lease once it expired (12 s) and its own retry
+/// came round.
+struct FreezeClock<'a> {
+    f: &'a CFreeze,
+    replicas: &'a [Replica],
+    frozen: i64,
+    resumed: i64,
+    /// The frozen holder's last renew.
+    frozen_renew: i64,
+    /// The replica that takes the Lease, and when.
+    take: Option<(usize, i64)>,
+}
+
+impl<'a> FreezeClock<'a> {
+    fn new(f: &'a CFreeze, replicas: &'a [Replica]) -> Self {
+        let frozen = f.lease_read + 200;
+        let frozen_renew = renew_at(f.lease.acquired.0, frozen);
+        FreezeClock {
+            f,
+            replicas,
+            frozen,
+            resumed: frozen + i64::from(f.resume_after_sec) * 1000 + 12,
+            frozen_renew,
+            take: f.takeover.map(|h| (h, frozen_renew + 14_500)),
+        }
+    }
+
+    /// Who holds the Lease at `x` ms, and its last renew.
+    fn state_at(&self, x: i64) -> (LeaseState, i64) {
+        let l0 = &self.f.lease;
+        match self.take {
+            Some((h, at)) if x >= at + 40 => (
+                LeaseState {
+                    holder: h,
+                    transitions: l0.transitions + 1,
+                    acquired: (at, ts(at)),
+                },
+                renew_at(at, x),
+            ),
+            _ if l0.holder == self.f.target && x >= self.frozen => (l0.clone(), self.frozen_renew),
+            _ => (l0.clone(), renew_at(l0.acquired.0, x)),
+        }
+    }
+
+    /// The Lease read at `x` ms.
+    fn lease_at(&self, x: i64) -> a::LeaseFacts {
+        let (st, renew) = self.state_at(x);
+        st.read(self.replicas, renew, x)
+    }
+
+    /// The fault ledger's entry of the freeze, before and after the healer resumed it.
+    fn ledger(&self, resumed_at: Option<i64>) -> Value {
+        // The healer armed 10 ms before the freeze.
+        let (act, armed) = (self.f.act, self.frozen - 10);
+        let deadline = armed + i64::from(self.f.resume_after_sec) * 1000;
+        json!({
+            "attempt": format!("freeze-0{act}-20261129T1000{act}Z-4242"), "deadline_at": ts(deadline),
+            "frozen_at": ts(self.frozen), "healer": {"pid": 7000 + u32::from(act), "start_ticks": 1_300_000},
+            "healer_ready_at": ts(armed), "note": null, "process_gone_after_resume": false,
+            "resumed_at": resumed_at.map(ts), "resumed_by": resumed_at.map(|_| "healer"),
+            "state_after_resume": resumed_at.map(|_| "S"),
+            "status": if resumed_at.is_some() { "resumed" } else { "frozen" },
+            "stop_sent_at": ts(self.frozen)
+        })
+    }
+
+    /// The waves: each request of a wave sent at once; those that reach the frozen replica wait
+    /// for the timeout (a webhook-timeout under Fail, stored under Ignore), the others are denied.
+    /// Returns the violating and the control requests.
+    fn waves(&self, raw: &mut Vec<Value>) -> (Vec<RequestRecord>, Vec<RequestRecord>) {
+        let (act, ignore) = (self.f.act, self.f.act == 6);
+        let hook = if ignore { IGNORE_HOOK } else { FAIL_HOOK };
+        let (mut bad, mut control) = (Vec::new(), Vec::new());
+        let mut sent = self.frozen + 25;
+        for wv in 0..self.f.waves {
+            let mut wave = Vec::new();
+            for i in 0..self.f.wave_size as usize {
+                let name = format!("kca-c{act}-frozen-bad-w{wv}-{i}-10040{act}-c{act}{wv}{i}f");
+                let (elapsed, answer) = match (self.f.met.contains(&i), ignore) {
+                    (true, true) => {
+                        let n = 0x5000 + u32::from(act) * 0x100 + wv * 16 + i as u32;
+                        (3_013, Stored(uid(n)))
+                    }
+                    (true, false) => (3_006 + u64::from(wv), Timeout(hook)),
+                    (false, _) => (12 + (i as u64 * 7) % 50, Deny(hook)),
+                };
+                wave.push(bad_pod(&name, sent, elapsed, answer));
+            }
+            let name = format!("kca-c{act}-frozen-control-w{wv}-10041{act}-c{act}c{wv}");
+            let stored = Stored(uid(0x6000 + u32::from(act) * 0x100 + wv));
+            let ctl = control_pod(&name, sent, 14, stored);
+            let end = sent + wave.iter().map(|r| r.elapsed_ms as i64).max().unwrap_or(0);
+            for r in &wave {
+                raw.rec("request:frozen-bad", end + 17, r);
+            }
+            raw.rec("request:frozen-control", end + 17, &ctl);
+            bad.extend(wave);
+            control.push(ctl);
+            sent = end + 19;
+        }
+        (bad, control)
+    }
+
+    /// The Lease and the EndpointSlice, read each second from the freeze until the resume.
+    fn samples(&self, raw: &mut Vec<Value>) -> (Vec<c::LeaseSample>, Vec<c::EndpointSample>) {
+        let endpoints = endpoints_of(self.replicas);
+        let (mut lease_samples, mut endpoint_samples, mut samples_raw) = (vec![], vec![], vec![]);
+        for k in 0..=i64::from(self.f.resume_after_sec) {
+            let x = self.frozen + 60 + k * 1000;
+            let l = self.lease_at(x);
+            samples_raw.push(json!({"what": "lease", "at": ts(x), "lease": lease_object(&l)}));
+            samples_raw.push(
+                json!({"what": "endpoint-slices", "at": ts(x), "slices": endpoint_slices(&endpoints)}),
+            );
+            lease_samples.push(c::LeaseSample {
+                at: ts(x),
+                holder: l.holder,
+                renew_time: l.renew_time,
+                lease_transitions: l.lease_transitions,
+                error: None,
+            });
+            endpoint_samples.push(c::EndpointSample {
+                at: ts(x),
+                endpoints: endpoints.clone(),
+                error: None,
+            });
+        }
+        raw.rec("freeze-samples", self.resumed + 30, samples_raw);
+        (lease_samples, endpoint_samples)
+    }
+
+    /// The settle: every replica Ready and a ready endpoint, the Lease on a replica, no sooner
+    /// than the Lease's duration and retry (14 s) after the resume; then the pods, the frozen
+    /// replica's process and the Lease. Returns when the settle began and ended, the process
+    /// after and the Lease after.
+    fn settle(&self, raw: &mut Vec<Value>) -> (i64, i64, b::ProcessIdentity, a::LeaseFacts) {
+        let (f, resumed) = (self.f, self.resumed);
+        let settle_start = resumed + 1_026;
+        let holder_after = &self.replicas[self.take.map_or(f.lease.holder, |(h, _)| h)].pod;
+        let check = |at: i64, ready: usize, restarts: u32, target_ready: bool| {
+            json!({"at": ts(at), "endpoints_ready": ready, "lease_holder": holder_after,
+                   "pods_listed": 3, "pods_ready": ready, "target_ready": target_ready,
+                   "target_restart_count": restarts})
+        };
+        let (checks, settled) = if f.restarts {
+            let checks = vec![
+                check(settle_start + 5, 3, 0, true),
+                check(resumed + 11_000, 2, 0, false),
+                check(resumed + 12_100, 2, 1, false),
+                check(resumed + 25_000, 3, 1, true),
+            ];
+            (checks, resumed + 26_300)
+        } else {
+            (vec![check(settle_start + 5, 3, 0, true)], resumed + 14_200)
+        };
+        raw.rec("settle-wait", settled, checks);
+        let restarts = u32::from(f.restarts);
+        let pods: Vec<Value> = (self.replicas.iter().enumerate())
+            .map(|(i, r)| r.pod(settled, if i == f.target { restarts } else { 0 }).1)
+            .collect();
+        raw.rec("pods-after", settled + 1, pods);
+        let target = &self.replicas[f.target];
+        let mut identity = target.identity();
+        if f.restarts {
+            identity.pid += 1000;
+            identity.pid_start_time_ticks += 400_000;
+            identity.container_id = "6c".repeat(32);
+        }
+        let cri = cri_container(restarts, &identity, &target.pod);
+        raw.rec("cri-container-after", settled + 6, cri);
+        let lease_after = self.lease_at(settled + 9);
+        raw.rec("lease-after", settled + 9, lease_object(&lease_after));
+        (settle_start, settled, identity, lease_after)
+    }
+}
+
 /// A lab C freeze run and its raw records (appended to `raw`), as `lab/src/labs/c.rs`
 /// `replica_freeze` records them: the Lease and the process before, each replica's counter, the
 /// waves during the freeze, the samples each second, the first deny after the resume, the settle,
@@ -2066,261 +1387,36 @@ fn c_freeze_run(
     replicas: &[Replica],
     existing: &facts::PodObservation,
     raw: &mut Vec<Value>,
-) -> (lab::facts::c::ReplicaFreezeRun, i64, LeaseState) {
-    use lab::facts::c;
-    let ignore = f.act == 6;
-    let hook = if ignore { IGNORE_HOOK } else { FAIL_HOOK };
-    let tag = format!("c{}", f.act);
-    let frozen = f.lease_read + 200;
-    let armed = frozen - 10;
-    let resumed = frozen + i64::from(f.resume_after_sec) * 1000 + 12;
+) -> (c::ReplicaFreezeRun, i64, LeaseState) {
+    let k = FreezeClock::new(f, replicas);
+    let policy = if f.act == 6 { "Ignore" } else { "Fail" };
     let target = &replicas[f.target];
-    let identity = replica_identity(target);
-    // A live holder renews every 2 s (Kyverno's retry period); a frozen one stops renewing, and
-    // another replica takes the Lease once it expired (12 s) and its own retry came round.
-    let renew_at = |acq: i64, x: i64| acq + ((x - 60 - acq).max(0) / 2000) * 2000;
-    let l0 = f.lease.clone();
-    let frozen_renew = renew_at(l0.acquired.0, frozen);
-    let take = f.takeover.map(|h| (h, frozen_renew + 14_500));
-    let state_at = |x: i64| -> (LeaseState, i64) {
-        match take {
-            Some((h, at)) if x >= at + 40 => (
-                LeaseState {
-                    holder: h,
-                    transitions: l0.transitions + 1,
-                    acquired: (at, ts(at)),
-                },
-                renew_at(at, x),
-            ),
-            _ if l0.holder == f.target && x >= frozen => (l0.clone(), frozen_renew),
-            _ => (l0.clone(), renew_at(l0.acquired.0, x)),
-        }
-    };
-    let lease_now = |x: i64| {
-        let (st, renew) = state_at(x);
-        lease_read(
-            &replicas[st.holder].0,
-            &st.acquired.1,
-            ts(renew),
-            st.transitions,
-            x,
-        )
-    };
-    let lease_before = lease_now(f.lease_read);
-    raw.push(raw_rec(
-        "lease-before",
-        f.lease_read,
-        lease_object(&lease_before),
-    ));
-    raw.push(raw_rec(
-        "cri-container-before",
-        f.lease_read + 10,
-        json!({
-            "attempt": 0, "container_id": identity.container_id, "container_name": "kyverno",
-            "pid": identity.pid, "pod_name": target.0, "pod_namespace": "kyverno",
-            "pod_uid": identity.pod_uid, "state": "CONTAINER_RUNNING"
-        }),
-    ));
-    for (i, (r, (before, _))) in replicas.iter().zip(f.counters).enumerate() {
-        raw.push(raw_rec(
-            &format!("replica-metrics-before:{}", r.0),
-            f.lease_read + 30 + i as i64 * 8,
-            replica_metrics(before),
-        ));
-    }
-    let attempt = format!("freeze-0{}-20261129T1000{}Z-4242", f.act, f.act);
-    let ledger = |resumed_at: Option<i64>| {
-        json!({
-            "attempt": attempt, "deadline_at": ts(armed + i64::from(f.resume_after_sec) * 1000),
-            "frozen_at": ts(frozen), "healer": {"pid": 7000 + u32::from(f.act), "start_ticks": 1_300_000},
-            "healer_ready_at": ts(armed), "note": null, "process_gone_after_resume": false,
-            "resumed_at": resumed_at.map(ts), "resumed_by": resumed_at.map(|_| "healer"),
-            "state_after_resume": resumed_at.map(|_| "S"),
-            "status": if resumed_at.is_some() { "resumed" } else { "frozen" },
-            "stop_sent_at": ts(frozen)
-        })
-    };
-    raw.push(raw_rec("fault-ledger-frozen", frozen + 15, ledger(None)));
-    let w = webhook(if ignore { "Ignore" } else { "Fail" }, frozen + 18);
-    // The waves: each request of a wave sent at once; those that reach the frozen replica wait
-    // for the timeout (a webhook-timeout under Fail, stored under Ignore), the others are denied.
-    let (mut bad, mut control) = (Vec::new(), Vec::new());
-    let mut sent = frozen + 25;
-    for wv in 0..f.waves {
-        let mut wave = Vec::new();
-        for i in 0..f.wave_size as usize {
-            let met = f.met.contains(&i);
-            let name = format!(
-                "kca-{tag}-frozen-bad-w{wv}-{i}-10040{}-{tag}{wv}{i}f",
-                f.act
-            );
-            let (elapsed, answer) = match (met, ignore) {
-                (true, true) => (
-                    3_013,
-                    Answer::Stored(uid(0x5000 + u32::from(f.act) * 0x100 + wv * 16 + i as u32)),
-                ),
-                (true, false) => (3_006 + u64::from(wv), Answer::Timeout(hook)),
-                (false, _) => (12 + (i as u64 * 7) % 50, Answer::Deny(hook)),
-            };
-            wave.push(request(&name, TARGET, false, false, sent, elapsed, answer));
-        }
-        let ctl = request(
-            &format!("kca-{tag}-frozen-control-w{wv}-10041{}-{tag}c{wv}", f.act),
-            CONTROL,
-            false,
-            false,
-            sent,
-            14,
-            Answer::Stored(uid(0x6000 + u32::from(f.act) * 0x100 + wv)),
-        );
-        let end = sent + wave.iter().map(|r| r.elapsed_ms as i64).max().unwrap_or(0);
-        for r in &wave {
-            raw.push(json!({"at": ts(end + 17), "what": "request:frozen-bad", "data": r}));
-        }
-        raw.push(json!({"at": ts(end + 17), "what": "request:frozen-control", "data": ctl}));
-        bad.extend(wave);
-        control.push(ctl);
-        sent = end + 19;
-    }
-    // The Lease and the EndpointSlice, read each second from the freeze until the resume.
-    let mut endpoints: Vec<c::EndpointFacts> = replicas
-        .iter()
-        .map(|r| c::EndpointFacts {
-            address: r.2.clone(),
-            pod: Some(r.0.clone()),
-            ready: true,
-        })
-        .collect();
-    endpoints.sort_by(|a, b| a.pod.cmp(&b.pod));
-    let (mut lease_samples, mut endpoint_samples, mut samples_raw) = (vec![], vec![], vec![]);
-    for k in 0..=i64::from(f.resume_after_sec) {
-        let x = frozen + 60 + k * 1000;
-        let l = lease_now(x);
-        samples_raw.push(json!({"what": "lease", "at": ts(x), "lease": lease_object(&l)}));
-        samples_raw.push(
-            json!({"what": "endpoint-slices", "at": ts(x), "slices": endpoint_slices(&endpoints)}),
-        );
-        lease_samples.push(c::LeaseSample {
-            at: ts(x),
-            holder: l.holder,
-            renew_time: l.renew_time,
-            lease_transitions: l.lease_transitions,
-            error: None,
-        });
-        endpoint_samples.push(c::EndpointSample {
-            at: ts(x),
-            endpoints: endpoints.clone(),
-            error: None,
-        });
-    }
-    raw.push(raw_rec(
-        "freeze-samples",
-        resumed + 30,
-        Value::Array(samples_raw),
-    ));
-    raw.push(raw_rec(
-        "fault-ledger-resumed",
-        resumed + 31,
-        ledger(Some(resumed)),
-    ));
-    let deny = request(
-        &format!("kca-{tag}-after-10042{}-{tag}a0", f.act),
-        TARGET,
-        false,
-        false,
-        resumed + 1_000,
-        6,
-        Answer::Deny(hook),
-    );
-    raw.push(json!({"at": ts(resumed + 1_023), "what": "request:after-resume", "data": deny}));
-    // The settle: every replica Ready and a ready endpoint, the Lease on a replica, no sooner
-    // than the Lease's duration and retry (14 s) after the resume.
-    let settle_start = resumed + 1_026;
-    let holder_after = take.map_or(l0.holder, |(h, _)| h);
-    let check = |at: i64, ready: usize, restarts: u32, target_ready: bool| {
-        json!({"at": ts(at), "endpoints_ready": ready, "lease_holder": replicas[holder_after].0,
-               "pods_listed": 3, "pods_ready": ready, "target_ready": target_ready,
-               "target_restart_count": restarts})
-    };
-    let (checks, settled) = if f.restarts {
-        (
-            vec![
-                check(settle_start + 5, 3, 0, true),
-                check(resumed + 11_000, 2, 0, false),
-                check(resumed + 12_100, 2, 1, false),
-                check(resumed + 25_000, 3, 1, true),
-            ],
-            resumed + 26_300,
-        )
-    } else {
-        (vec![check(settle_start + 5, 3, 0, true)], resumed + 14_200)
-    };
-    raw.push(raw_rec("settle-wait", settled, Value::Array(checks)));
-    let restart_after = u32::from(f.restarts);
-    let pods: Vec<Value> = replicas
-        .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            let mut o = pod_obs(&r.0, "kyverno", &r.1, "Running", settled);
-            o.restart_count = Some(if i == f.target { restart_after } else { 0 });
-            let mut p = pod_object(&o);
-            p["status"]["podIP"] = json!(r.2);
-            p["status"]["conditions"] = json!([{"type": "Ready", "status": "True"}]);
-            p
-        })
-        .collect();
-    raw.push(raw_rec("pods-after", settled + 1, Value::Array(pods)));
-    let identity_after = if f.restarts {
-        b::ProcessIdentity {
-            pid: identity.pid + 1000,
-            pid_start_time_ticks: identity.pid_start_time_ticks + 400_000,
-            container_id: "6c".repeat(32),
-            pod_uid: identity.pod_uid.clone(),
-        }
-    } else {
-        identity.clone()
-    };
-    raw.push(raw_rec(
-        "cri-container-after",
-        settled + 6,
-        json!({
-            "attempt": restart_after, "container_id": identity_after.container_id,
-            "container_name": "kyverno", "pid": identity_after.pid, "pod_name": target.0,
-            "pod_namespace": "kyverno", "pod_uid": identity_after.pod_uid,
-            "state": "CONTAINER_RUNNING"
-        }),
-    ));
-    let lease_after = lease_now(settled + 9);
-    raw.push(raw_rec(
-        "lease-after",
-        settled + 9,
-        lease_object(&lease_after),
-    ));
-    for (i, (r, (_, after))) in replicas.iter().zip(f.counters).enumerate() {
-        raw.push(raw_rec(
-            &format!("replica-metrics-after:{}", r.0),
-            settled + 15 + i as i64 * 6,
-            replica_metrics(after),
-        ));
-    }
+    let identity = target.identity();
+    let lease_before = k.lease_at(f.lease_read);
+    raw.rec("lease-before", f.lease_read, lease_object(&lease_before));
+    let cri = cri_container(0, &identity, &target.pod);
+    raw.rec("cri-container-before", f.lease_read + 10, cri);
+    let at = f.lease_read + 30;
+    replica_metrics(raw, "before", replicas, &f.counters, (at, 8));
+    raw.rec("fault-ledger-frozen", k.frozen + 15, k.ledger(None));
+    let (bad, control) = k.waves(raw);
+    let (lease_samples, endpoint_samples) = k.samples(raw);
+    let ledger = k.ledger(Some(k.resumed));
+    raw.rec("fault-ledger-resumed", k.resumed + 31, ledger);
+    let name = format!("kca-c{0}-after-10042{0}-c{0}a0", f.act);
+    let deny = bad_pod(&name, k.resumed + 1_000, 6, Deny(hook(policy)));
+    raw.rec("request:after-resume", k.resumed + 1_023, &deny);
+    let (settle_start, settled, identity_after, lease_after) = k.settle(raw);
+    replica_metrics(raw, "after", replicas, &f.counters, (settled + 15, 6));
+    let watchdog = 7000 + u32::from(f.act);
     let run = c::ReplicaFreezeRun {
         target_role: if f.act == 5 { "leader" } else { "follower" }.into(),
-        target_pod: target.0.clone(),
+        target_pod: target.pod.clone(),
         lease_before,
-        freeze: b::FreezeWindow {
-            identity: identity.clone(),
-            watchdog_pid: Some(7000 + u32::from(f.act)),
-            watchdog_armed_at: ts(armed),
-            resume_after_sec: f.resume_after_sec,
-            frozen_at: ts(frozen),
-            state_during: Some("T".into()),
-            resumed_at: ts(resumed),
-            resumed_by: b::Resumer::Watchdog,
-            state_after: "S".into(),
-        },
+        freeze: freeze_window(identity, watchdog, k.frozen - 10, (k.frozen, k.resumed)),
         registration_present_during_freeze: true,
-        registration_snapshot: webhook_entry(&w),
-        registration_checked_at: ts(frozen + 18),
+        registration_snapshot: webhook_entry(policy),
+        registration_checked_at: ts(k.frozen + 18),
         timeout_seconds: 3,
         waves: f.waves,
         wave_size: f.wave_size,
@@ -2328,172 +1424,76 @@ fn c_freeze_run(
         control,
         lease_samples,
         endpoint_samples,
-        replica_requests: replicas
-            .iter()
-            .zip(f.counters)
-            .map(|(r, (before, after))| c::ReplicaRequests {
-                pod: r.0.clone(),
-                before: Some(before),
-                after: Some(after),
-            })
-            .collect(),
+        replica_requests: replica_requests(replicas, &f.counters),
         after_resume: vec![deny.clone()],
-        first_deny_after_resume_ms: Some((deny_answered(&deny) - resumed) as u64),
+        first_deny_after_resume_ms: Some(1_000 + 6),
         first_explicit_deny: Some(deny),
         target_after: c::TargetAfter {
-            pod: target.0.clone(),
-            pod_uid_before: target.1.clone(),
-            pod_uid_after: Some(target.1.clone()),
+            pod: target.pod.clone(),
+            pod_uid_before: target.uid.clone(),
+            pod_uid_after: Some(target.uid.clone()),
             restart_count_before: 0,
-            restart_count_after: restart_after,
+            restart_count_after: u32::from(f.restarts),
             ready_after: true,
             identity_after: Some(identity_after),
-            holds_lease_after: lease_after.holder.as_deref() == Some(target.0.as_str()),
+            holds_lease_after: lease_after.holder.as_deref() == Some(target.pod.as_str()),
             settled_at: ts(settled),
             waited_ms: (settled - settle_start) as u64,
         },
         lease_after,
-        existing: facts::PodObservation {
-            at: ts(settled + 30),
-            ..existing.clone()
-        },
+        existing: seen_at(existing, settled + 30),
     };
-    (run, settled + 300, state_at(settled + 9).0)
+    (run, settled + 300, k.state_at(settled + 9).0)
 }
-
-/// When a request was answered (ms on the fixtures' timeline).
-fn deny_answered(r: &RequestRecord) -> i64 {
-    let base = facts::parse_rfc3339(&ts(0)).unwrap();
-    (facts::parse_rfc3339(&r.answered_at).unwrap() - base).num_milliseconds()
-}
-
-/// Lab C acts 5-8: the leader frozen under Fail (it restarts, a follower takes the Lease), the
-/// policy switched to Ignore and a follower frozen, the scale back to one replica, the report.
-fn lab_c_acts_5_to_8(
+/// Lab C act 6: the policy switched to Ignore at 300 s, a healthy deny, then the first follower
+/// by name (replica 2; replica 1 holds the Lease) frozen 10 s. Returns the facts and the Lease
+/// after the freeze.
+fn c_act6(
     t: &mut Tree,
     replicas: &[Replica],
-    a3: &lab::facts::c::Act3Facts,
-    a4: &lab::facts::c::Act4Facts,
-    freeze_plan: &Value,
-) {
-    use lab::facts::c;
-    // Act 5: the leader (replica 0) frozen 20 s from 240.2 s; replica 1 takes the Lease.
-    let mut raw5 = vec![raw_rec("healed-earlier-faults", 240_000, json!([]))];
-    let (run5, end5, lease5) = c_freeze_run(
-        &CFreeze {
-            act: 5,
-            lease_read: 240_000,
-            target: 0,
-            resume_after_sec: 20,
-            waves: 3,
-            wave_size: 6,
-            met: &[2],
-            lease: LeaseState {
-                holder: 0,
-                transitions: 0,
-                acquired: (-120_000, a4.lease.acquire_time.clone().unwrap()),
-            },
-            takeover: Some(1),
-            restarts: true,
-            counters: [(15, 0), (4, 13), (7, 16)],
-        },
-        replicas,
-        &a3.existing,
-        &mut raw5,
-    );
-    t.put_ev(
-        5,
-        evidence(
-            Lab::C,
-            5,
-            240_000,
-            end5,
-            &[("freeze-plan.json", freeze_plan)],
-            &run5,
-            raw5,
-        ),
-    );
-
-    // Act 6: the policy switched to Ignore at 300 s, a healthy deny, then the first follower by
-    // name (replica 2; replica 1 holds the Lease) frozen 10 s.
-    let ignore = t.put(
-        InputFile::PolicyIgnore,
-        super::reference::value(InputFile::PolicyIgnore, &t.ctx()).unwrap(),
-    );
-    let w6 = webhook("Ignore", 300_080);
-    let without_status = |fp: &str| {
-        let mut p = stored_policy(fp);
-        p.as_object_mut().unwrap().remove("status");
-        p
-    };
-    let healthy_bad = request(
-        "kca-c6-healthy-bad-100430-c6h0",
-        TARGET,
-        false,
-        false,
-        300_400,
-        12,
-        Answer::Deny(IGNORE_HOOK),
-    );
-    let mut raw6 = vec![
+    a3: &c::Act3Facts,
+    lease: LeaseState,
+) -> (c::Act6Facts, LeaseState) {
+    t.input(InputFile::PolicyIgnore);
+    let healthy_bad = bad_pod("kca-c6-healthy-bad-100430-c6h0", 300_400, 12, DENY_IGNORE);
+    let (w6, switch) = policy_switch(300_030, 300_080);
+    let mut raw = vec![
         raw_rec("healed-earlier-faults", 300_000, json!([])),
-        raw_rec("policy-before", 300_000, without_status("Fail")),
-        raw_rec("policy-stored", 300_030, without_status("Ignore")),
-        raw_rec(
-            "webhook-configuration-ignore",
-            300_080,
-            configuration_of(&w6),
-        ),
-        json!({"at": ts(300_430), "what": "request:healthy-bad", "data": healthy_bad}),
+        raw_rec("policy-before", 300_000, policy_answer("Fail")),
     ];
-    let (run6, end6, lease6) = c_freeze_run(
-        &CFreeze {
-            act: 6,
-            lease_read: 300_450,
-            target: 2,
-            resume_after_sec: 10,
-            waves: 2,
-            wave_size: 9,
-            met: &[0, 6],
-            lease: lease5,
-            takeover: None,
-            restarts: false,
-            counters: [(0, 8), (13, 20), (16, 19)],
-        },
-        replicas,
-        &a3.existing,
-        &mut raw6,
-    );
+    raw.extend(switch);
+    raw.rec("request:healthy-bad", 300_430, &healthy_bad);
+    let freeze = CFreeze {
+        act: 6,
+        lease_read: 300_450,
+        target: 2,
+        resume_after_sec: 10,
+        waves: 2,
+        wave_size: 9,
+        met: &[0, 6],
+        lease,
+        takeover: None,
+        restarts: false,
+        counters: [(0, 8), (13, 20), (16, 19)],
+    };
+    let (run, end, lease) = c_freeze_run(&freeze, replicas, &a3.existing, &mut raw);
     let a6 = c::Act6Facts {
         policy_uid_before: POLICY_UID.into(),
         policy: stored_policy("Ignore"),
         webhook: w6,
         healthy_bad,
-        run: run6,
+        run,
     };
-    t.put_ev(
-        6,
-        evidence(
-            Lab::C,
-            6,
-            300_000,
-            end6,
-            &[
-                ("freeze-plan.json", freeze_plan),
-                ("policy-ignore.json", &ignore),
-            ],
-            &a6,
-            raw6,
-        ),
-    );
+    let inputs = [InputFile::FreezePlanC, InputFile::PolicyIgnore];
+    t.act(6, (300_000, end), &inputs, &a6, raw);
+    (a6, lease)
+}
 
-    // Act 7: act 3's scale attempt healed at 360 s (back to 1); the two other pods terminate
-    // (grace period 30 s); replica 1, the Lease's holder, stays.
-    let recovery = t.put(
-        InputFile::RecoveryC,
-        super::reference::value(InputFile::RecoveryC, &t.ctx()).unwrap(),
-    );
-    let kept = &replicas[lease6.holder];
+/// Lab C act 7: act 3's scale attempt healed at 360 s (back to 1); the two other pods terminate
+/// (grace period 30 s); the Lease's holder after act 6 (`held`) stays.
+fn c_act7(t: &mut Tree, replicas: &[Replica], a3: &c::Act3Facts, held: LeaseState) -> c::Act7Facts {
+    t.input(InputFile::RecoveryC);
+    let kept = &replicas[held.holder];
     let heal = json!({
         "action": "restored", "at": ts(360_004), "attempt": a3.scale.fault_id,
         "by": {"pid": 4242, "start_ticks": 1_216_895}, "command": "act 7 (scale back)",
@@ -2502,26 +1502,23 @@ fn lab_c_acts_5_to_8(
         "resume": null
     });
     let wait_check = |at: i64, listed: u32| {
-        json!({"at": ts(at), "lease_holder": kept.0, "pods_listed": listed, "pods_live": 1,
+        json!({"at": ts(at), "lease_holder": kept.pod, "pods_listed": listed, "pods_live": 1,
                "pods_ready": 1, "registration": true, "spec_replicas": 1})
     };
-    let probe = request(
-        "kca-c7-bad-100500-c7b0",
-        TARGET,
-        false,
-        false,
-        393_100,
-        6,
-        Answer::Deny(IGNORE_HOOK),
-    );
-    let lease7 = a::LeaseFacts {
-        at: ts(393_010),
-        renew_time: Some(ts(
-            lease6.acquired.0 + ((393_010 - 60 - lease6.acquired.0) / 2000) * 2000
-        )),
-        ..a6.run.lease_after.clone()
-    };
+    let wait = [wait_check(360_200, 3), wait_check(392_900, 1)];
+    let probe = bad_pod("kca-c7-bad-100500-c7b0", 393_100, 6, DENY_IGNORE);
+    let lease7 = held.read(replicas, renew_at(held.acquired.0, 393_010), 393_010);
     let w7 = webhook("Ignore", 393_016);
+    let raw = vec![
+        raw_rec("deployment-before", 360_003, deployment_object(3, 3)),
+        raw_rec("scale-back-heal", 360_075, json!([heal])),
+        raw_rec("scale-attempt-heal", 360_075, heal),
+        raw_rec("scale-back-wait", 392_900, json!(wait)),
+        raw_rec("lease", 393_010, lease_object(&lease7)),
+        raw_rec("policy", 393_015, stored_policy("Ignore")),
+        raw_rec("webhook-configuration", 393_016, configuration("Ignore")),
+        raw_rec("request:deny-probe", 393_125, json!(probe)),
+    ];
     let a7 = c::Act7Facts {
         scale_back: c::ScaleBackFacts {
             fault_id: a3.scale.fault_id.clone(),
@@ -2531,355 +1528,47 @@ fn lab_c_acts_5_to_8(
             at: ts(360_004),
         },
         deployment: deployment_read(1, 1),
-        replicas: vec![c::ReplicaFacts {
-            pod: pod_obs(&kept.0, "kyverno", &kept.1, "Running", 392_900),
-            ready: true,
-            pod_ip: Some(kept.2.clone()),
-        }],
+        replicas: vec![kept.pod(392_900, 0).0],
         lease: lease7,
         policy_uid: POLICY_UID.into(),
-        webhook: w7.clone(),
+        webhook: w7,
         deny_probes: vec![probe.clone()],
-        healthy_bad: probe.clone(),
-        existing: facts::PodObservation {
-            at: ts(393_160),
-            ..a3.existing.clone()
-        },
+        healthy_bad: probe,
+        existing: seen_at(&a3.existing, 393_160),
         waited_ms: 33_170,
     };
-    let raw7 = vec![
-        raw_rec("deployment-before", 360_003, deployment_object(3, 3)),
-        raw_rec("scale-back-heal", 360_075, json!([heal])),
-        raw_rec("scale-attempt-heal", 360_075, heal),
-        raw_rec(
-            "scale-back-wait",
-            392_900,
-            json!([wait_check(360_200, 3), wait_check(392_900, 1)]),
-        ),
-        raw_rec("lease", 393_010, lease_object(&a7.lease)),
-        raw_rec("policy", 393_015, stored_policy("Ignore")),
-        raw_rec("webhook-configuration", 393_016, configuration_of(&w7)),
-        json!({"at": ts(393_125), "what": "request:deny-probe", "data": probe}),
-    ];
-    t.put_ev(
-        7,
-        evidence(
-            Lab::C,
-            7,
-            360_000,
-            393_300,
-            &[("recovery.json", &recovery)],
-            &a7,
-            raw7,
-        ),
-    );
-
-    // Act 8: the report, each word the evidence's (`rules::c::report_expectations`).
-    let words = lab::rules::c::report_expectations(a3, &run5, &a6, &a7);
-    let report = t.put(
-        InputFile::ReportC,
-        super::reference::report_c(&t.ctx(), &words).unwrap(),
-    );
-    let a8 = act8_facts(t, &report);
-    t.put_ev(
-        8,
-        evidence(
-            Lab::C,
-            8,
-            400_000,
-            400_300,
-            &[("report.json", &report)],
-            a8,
-            vec![],
-        ),
-    );
-}
-
-/// Lab C's flagged cases: the shared ones that fit its act 3 (whose `bad` is a list), then its own.
-pub fn lab_c_cases() -> Vec<Case> {
-    let generic = [
-        "act3-empty-facts",
-        "act3-stored-without-uid",
-        "act3-existing-new-uid",
-        "act3-interrupted",
-    ];
-    let mut v: Vec<Case> = shared_cases()
-        .into_iter()
-        .filter(|c| c.act <= 2 || generic.contains(&c.name))
-        .collect();
-    v.extend([
-        Case {
-            name: "act3c-deny-without-marker",
-            act: 3,
-            expect: "deny-without-marker",
-            why: "a violating pod of a wave is counted as an explicit deny, but another webhook denied it",
-            mutate: |f| set_deny_without_marker(&mut facts_mut(f, 3)["bad"][0]),
-        },
-        Case {
-            name: "act3c-already-exists-as-deny",
-            act: 3,
-            expect: "already-exists-counted-as-deny",
-            why: "a 409 AlreadyExists in a wave is recorded as explicit-deny",
-            mutate: |f| set_answer_already_exists(&mut facts_mut(f, 3)["bad"][3]),
-        },
-        Case {
-            name: "act3c-a-violating-pod-admitted-in-a-wave",
-            act: 3,
-            expect: "outcome-unexpected",
-            why: "a violating pod of the parallel baseline was stored: a replica admitted it without the policy's verdict",
-            mutate: |f| {
-                let r = &mut facts_mut(f, 3)["bad"][7];
-                let name = r["name"].as_str().unwrap().to_owned();
-                *r = serde_json::to_value(request(
-                    &name,
-                    TARGET,
-                    false,
-                    false,
-                    154_003,
-                    41,
-                    Answer::Stored(uid(0xbad7)),
-                ))
-                .unwrap();
-            },
-        },
-        Case {
-            name: "act3c-two-replicas-ready",
-            act: 3,
-            expect: "value-mismatch",
-            why: "only two of the three replicas were Ready when the baseline was sent",
-            mutate: |f| {
-                facts_mut(f, 3)["replicas"][2]["ready"] = json!(false);
-            },
-        },
-        Case {
-            name: "act4c-leader-is-not-the-lease-holder",
-            act: 4,
-            expect: "value-mismatch",
-            why: "the replica recorded as the leader is not the Lease kyverno's holder",
-            mutate: |f| {
-                let a4 = facts_mut(f, 4);
-                let follower = a4["followers"][0].clone();
-                a4["followers"][0] = a4["leader"].clone();
-                a4["leader"] = follower;
-            },
-        },
-        Case {
-            name: "act5c-empty-facts",
-            act: 5,
-            expect: "facts-invalid",
-            why: "facts is {}",
-            mutate: |f| *facts_mut(f, 5) = json!({}),
-        },
-        Case {
-            name: "act5c-timed-out-but-stored",
-            act: 5,
-            expect: "rejected-but-stored",
-            why: "a wave's request that met the frozen leader timed out under Fail, yet its follow-up GET found the pod",
-            mutate: |f| {
-                let g = &mut facts_mut(f, 5)["bad"][2]["get"];
-                g["exists"] = json!(true);
-                g["uid"] = json!("00000000-0000-4000-8000-0000000005b2");
-                g["phase"] = json!("Pending");
-            },
-        },
-        Case {
-            name: "act5c-timeout-in-200ms",
-            act: 5,
-            expect: "timeout-too-fast",
-            why: "a webhook-timeout of a wave answered in 0.2 s while timeoutSeconds is 3",
-            mutate: |f| answered_fast(&mut facts_mut(f, 5)["bad"][8]),
-        },
-        Case {
-            name: "act5c-target-is-not-act4s-leader",
-            act: 5,
-            expect: "value-mismatch",
-            why: "the replica frozen as the leader is a follower of act 4",
-            mutate: |f| {
-                let name = f["evidence/04.json"]["facts"]["followers"][0]["pod_name"].clone();
-                facts_mut(f, 5)["target_pod"] = name;
-            },
-        },
-        Case {
-            name: "act5c-control-denied",
-            act: 5,
-            expect: "outcome-unexpected",
-            why: "a control pod, outside the webhook's namespaceSelector, was denied during the freeze",
-            mutate: |f| {
-                let r = &mut facts_mut(f, 5)["control"][1];
-                let name = r["name"].as_str().unwrap().to_owned();
-                let sent = facts::parse_rfc3339(r["sent_at"].as_str().unwrap()).unwrap();
-                let base = facts::parse_rfc3339(&ts(0)).unwrap();
-                *r = serde_json::to_value(request(
-                    &name,
-                    CONTROL,
-                    false,
-                    false,
-                    (sent - base).num_milliseconds(),
-                    14,
-                    Answer::Deny(FAIL_HOOK),
-                ))
-                .unwrap();
-            },
-        },
-        Case {
-            name: "act5c-lease-samples-missing",
-            act: 5,
-            expect: "observation-missing",
-            why: "the Lease was not read for 5 s of the freeze (a gap longer than three sample periods)",
-            mutate: |f| {
-                let samples = facts_mut(f, 5)["lease_samples"].as_array_mut().unwrap();
-                samples.drain(6..10);
-            },
-        },
-        Case {
-            name: "act5c-restart-same-container",
-            act: 5,
-            expect: "restart-contradicted",
-            why: "the former leader's restart count went up, but its container after the settle is the frozen one",
-            mutate: |f| {
-                let x = facts_mut(f, 5);
-                x["target_after"]["identity_after"] = x["freeze"]["identity"].clone();
-            },
-        },
-        Case {
-            name: "act6c-lease-moved-during-follower-freeze",
-            act: 6,
-            expect: "value-mismatch",
-            why: "a follower's freeze, yet a Lease read during it names another holder",
-            mutate: |f| {
-                let name = f["evidence/04.json"]["facts"]["leader"]["pod_name"].clone();
-                facts_mut(f, 6)["lease_samples"][4]["holder"] = name;
-            },
-        },
-        Case {
-            name: "act6c-ignore-stored-in-200ms",
-            act: 6,
-            expect: "timeout-too-fast",
-            why: "under Ignore a request that met the frozen follower was stored without waiting for the timeout",
-            mutate: |f| answered_fast(&mut facts_mut(f, 6)["bad"][0]),
-        },
-        Case {
-            name: "act6c-follower-other-process",
-            act: 6,
-            expect: "identity-changed",
-            why: "the frozen follower's process is not the one act 4 found in its pod",
-            mutate: |f| facts_mut(f, 6)["freeze"]["identity"]["pid_start_time_ticks"] = json!(999),
-        },
-        Case {
-            name: "act6c-policy-replaced",
-            act: 6,
-            expect: "uid-mismatch",
-            why: "the policy after the switch has another UID",
-            mutate: |f| {
-                facts_mut(f, 6)["policy"]["metadata"]["uid"] =
-                    json!("00000000-0000-4000-8000-0000000000aa")
-            },
-        },
-        Case {
-            name: "act7c-two-replicas-left",
-            act: 7,
-            expect: "value-mismatch",
-            why: "two replicas are left after the scale back to the original one",
-            mutate: |f| {
-                let kept = f["evidence/07.json"]["facts"]["replicas"][0].clone();
-                let mut other = f["evidence/03.json"]["facts"]["replicas"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .find(|r| r["pod"]["name"] != kept["pod"]["name"])
-                    .unwrap()
-                    .clone();
-                other["pod"]["at"] = kept["pod"]["at"].clone();
-                facts_mut(f, 7)["replicas"]
-                    .as_array_mut()
-                    .unwrap()
-                    .push(other);
-            },
-        },
-        Case {
-            name: "act7c-recovery-digest-mismatch",
-            act: 7,
-            expect: "digest-mismatch",
-            why: "recovery.json ignore_evidence_sha256 is not the digest of 06.json",
-            mutate: |f| {
-                f.get_mut("recovery.json").unwrap()["ignore_evidence_sha256"] =
-                    json!("1".repeat(64));
-                refresh_input_digests(f);
-            },
-        },
-        Case {
-            name: "act7c-existing-new-uid",
-            act: 7,
-            expect: "pod-replaced",
-            why: "act 3's pod has a new UID after the scale back",
-            mutate: |f| {
-                facts_mut(f, 7)["existing"]["uid"] = json!("00000000-0000-4000-8000-00000000beef")
-            },
-        },
-        Case {
-            name: "act8c-report-lease-kept",
-            act: 8,
-            expect: "report-contradicted",
-            why: "report says the Lease was kept while act 5's samples show a follower took it during the freeze",
-            mutate: |f| {
-                f.get_mut("report.json").unwrap()["lease"] = json!("kept");
-                refresh_input_digests(f);
-            },
-        },
-        Case {
-            name: "act8c-report-digest-mismatch",
-            act: 8,
-            expect: "digest-mismatch",
-            why: "report.json leader_freeze_evidence_sha256 is not the digest of 05.json",
-            mutate: |f| {
-                f.get_mut("report.json").unwrap()["leader_freeze_evidence_sha256"] =
-                    json!("2".repeat(64));
-                refresh_input_digests(f);
-            },
-        },
-        Case {
-            name: "act8c-evidence-changed",
-            act: 8,
-            expect: "digest-mismatch",
-            why: "06.json was edited after the report recorded its digest",
-            mutate: |f| facts_mut(f, 6)["bad"][0]["elapsed_ms"] = json!(3014),
-        },
-    ]);
-    v
+    t.act(7, (360_000, 393_300), &[InputFile::RecoveryC], &a7, raw);
+    a7
 }
 
 /// All fixture files of `lab` (relative to `fixtures/<lab>/`): `pass/...` and `flagged/<case>/...`.
-pub fn generate(lab: Lab) -> BTreeMap<String, Value> {
+pub fn generate(lab: Lab) -> Files {
     let (pass, cases) = match lab {
         Lab::A => (lab_a_pass(), lab_a_cases()),
         Lab::B => (lab_b_pass(), lab_b_cases()),
         Lab::C => (lab_c_pass(), lab_c_cases()),
     };
     // One passing evidence file per act of the registry: a new act needs its fixture here.
-    let evidence: Vec<String> = pass
-        .keys()
-        .filter(|k| k.starts_with("evidence/"))
-        .cloned()
-        .collect();
+    let evidence: Vec<&String> = pass.keys().filter(|k| k.starts_with("evidence/")).collect();
     let expected: Vec<String> = lab::acts::numbers(lab)
         .map(|a| format!("evidence/{a:02}.json"))
         .collect();
     assert_eq!(
         evidence,
-        expected,
+        expected.iter().collect::<Vec<_>>(),
         "lab {}: pass/ evidence vs the acts registry",
         lab.as_str()
     );
-    let mut out = BTreeMap::new();
-    for (k, v) in &pass {
-        out.insert(format!("pass/{k}"), v.clone());
-    }
+    let mut out: Files = pass
+        .iter()
+        .map(|(k, v)| (format!("pass/{k}"), v.clone()))
+        .collect();
     for c in cases {
         let mut files = pass.clone();
         (c.mutate)(&mut files);
-        for (k, v) in &files {
-            if pass.get(k) != Some(v) {
-                out.insert(format!("flagged/{}/{k}", c.name), v.clone());
+        for (k, v) in files {
+            if pass.get(&k) != Some(&v) {
+                out.insert(format!("flagged/{}/{k}", c.name), v);
             }
         }
         out.insert(

@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod cases;
 /// The Debian packages the tests need and the one installer xtask uses too (std only).
 #[path = "../../../xtask/src/upstream/debian.rs"]
 pub mod debian;
