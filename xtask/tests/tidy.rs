@@ -1625,15 +1625,10 @@ const LAB_MATCHES_MAY: &[(&str, &str)] = &[
 /// belongs in the registry (a field of `LabSpec` or of an act's steps). Shrink these numbers;
 /// never grow them (a file with fewer arms must lower its number, one with none leave the list).
 const LAB_MATCHES_FOR_NOW: &[(&str, usize)] = &[
-    // The page's words per lab (title, key facts, observations, conditions).
-    ("core/src/report/mod.rs", 15),
     // The report input file of each lab (`InputFile::from_name` knows it).
     ("core/src/grade/mod.rs", 6),
     // Each lab's fault windows on the bench's timeline.
     ("xtask/src/bench.rs", 3),
-    // `explain`'s meaning of a webhook timeout in each lab (a tuple pattern `(Outcome, Lab)`,
-    // not seen by this rule before 2026-12-02).
-    ("core/src/messages/explain.rs", 3),
     // Where a cell keeps each lab's run (`CellInput::lab_mut`), one field per lab.
     ("xtask/src/matrix/table.rs", 3),
 ];
