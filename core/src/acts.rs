@@ -14,7 +14,7 @@
 //! The act numbers are the spec's (`docs/labs.md`, "Lab B" and "Lab A" tables).
 
 use crate::error::LabError;
-use crate::evidence::Lab;
+use crate::evidence::{Lab, Outcome};
 use crate::inputs::InputFile;
 use crate::text::{Text, t};
 
@@ -546,7 +546,7 @@ pub static LAB_C: &[ActSpec] = &[
 /// The labs in the order `lab run` and the tests name them.
 pub const LABS: [Lab; 3] = [Lab::A, Lab::B, Lab::C];
 
-/// One lab of the registry: what it disturbs and its acts.
+/// One lab of the registry: what it disturbs, its acts and its words.
 #[derive(Clone, Copy, Debug)]
 pub struct LabSpec {
     /// The lab.
@@ -557,7 +557,286 @@ pub struct LabSpec {
     pub summary: Text,
     /// Its acts, in order.
     pub acts: &'static [ActSpec],
+    /// The words of its report page (`report::render`); what the page draws (the fault
+    /// timelines, the observations, the key facts) is read from the acts' fault steps.
+    pub page: Page,
+    /// What a `webhook-timeout` outcome means in this lab (`explain`'s lab line).
+    pub webhook_timeout: Text,
 }
+
+/// Where a request of the report's condition table is in an act's `facts`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Request {
+    /// The request record at a JSON pointer into the act's `facts`.
+    At {
+        /// The act.
+        act: u8,
+        /// The JSON pointer, e.g. `/target_bad`.
+        ptr: &'static str,
+    },
+    /// The first request of a list in the act's `facts` whose outcome is `outcome`; when none
+    /// is, the list's first if `or_first`, else no request.
+    First {
+        /// The act.
+        act: u8,
+        /// The JSON pointer of the list, e.g. `/bad`.
+        list: &'static str,
+        /// The outcome looked for.
+        outcome: Outcome,
+        /// Whether the list's first request stands in when none has `outcome`.
+        or_first: bool,
+    },
+}
+
+/// One row of the report's condition table: a condition and the requests observed under it,
+/// target namespace good and bad, then control (`None`: no such request under it).
+#[derive(Clone, Copy, Debug)]
+pub struct Condition {
+    /// The condition, in both languages (with the act it is observed in).
+    pub name: Text,
+    /// Target good, target bad, control.
+    pub requests: [Option<Request>; 3],
+}
+
+/// A lab's report page words, declared beside its acts (the page's shared words are
+/// `report/text.rs`).
+#[derive(Clone, Copy, Debug)]
+pub struct Page {
+    /// The page's title (`<title>` and `<h1>`).
+    pub title: Text,
+    /// The key facts columns' headers (acts 5 and 6, `report::key_facts`).
+    pub key_fact_headers: [Text; 3],
+    /// The three phases after the healthy baseline in the observations table (acts 5, 6, 7).
+    pub phases: [Text; 3],
+    /// The condition table's rows, in order.
+    pub conditions: &'static [Condition],
+}
+
+/// The request at `ptr` of act `act`'s facts.
+const fn at(act: u8, ptr: &'static str) -> Option<Request> {
+    Some(Request::At { act, ptr })
+}
+
+/// A condition row.
+const fn cond(name: Text, requests: [Option<Request>; 3]) -> Condition {
+    Condition { name, requests }
+}
+
+/// A wave's cell (lab C): its first request with the outcome a request meeting the frozen
+/// replica has, else its first; every request is in the timeline.
+const fn met(act: u8, outcome: Outcome) -> Option<Request> {
+    Some(Request::First {
+        act,
+        list: "/bad",
+        outcome,
+        or_first: true,
+    })
+}
+
+// The conditions labs B and C share (the freezes' policy switch, resumes and recovery).
+const COND_RESUMED_FAIL: Condition = cond(
+    t(
+        "再開後の最初の拒否、Fail (act 5)",
+        "first deny after resume, Fail (act 5)",
+    ),
+    [None, at(5, "/first_explicit_deny"), None],
+);
+const COND_HEALTHY_IGNORE: Condition = cond(
+    t(
+        "正常時、failurePolicy Ignore (act 6)",
+        "healthy, failurePolicy Ignore (act 6)",
+    ),
+    [None, at(6, "/healthy_bad"), None],
+);
+const COND_RESUMED_IGNORE: Condition = cond(
+    t(
+        "再開後の最初の拒否、Ignore (act 6)",
+        "first deny after resume, Ignore (act 6)",
+    ),
+    [None, at(6, "/first_explicit_deny"), None],
+);
+const COND_RECOVERED: Condition = cond(
+    t("復旧後 (act 7)", "recovered (act 7)"),
+    [None, at(7, "/healthy_bad"), None],
+);
+
+/// Lab A's page: healthy (act 3), scaled to 0 (act 5), the first explicit deny of the recovery
+/// (act 6: the first `explicit-deny` of its probes), server-side dry-run (act 7).
+const PAGE_A: Page = Page {
+    title: t(
+        "ラボA 記録: アドミッションコントローラーを0にスケール",
+        "Lab A record: the admission controller scaled to 0",
+    ),
+    // The page of one lab; the nightly summary and the index page keep the combined English
+    // headers of `report::KEY_FACT_HEADERS`.
+    key_fact_headers: [
+        t("スケールダウン中", "during the scale-down"),
+        t("Lease の引き継ぎ", "Lease takeover"),
+        t(
+            "復旧後の最初の明示的な拒否",
+            "first explicit deny after recovery",
+        ),
+    ],
+    phases: [
+        t("0にスケール後 (act 5)", "scaled to 0 (act 5)"),
+        t("復旧 (act 6)", "recovery (act 6)"),
+        t("サーバー側 dry-run (act 7)", "server-side dry-run (act 7)"),
+    ],
+    conditions: &[
+        cond(
+            t("正常時 (act 3)", "healthy (act 3)"),
+            [at(3, "/good"), at(3, "/bad"), None],
+        ),
+        cond(
+            t("0 にスケールした後 (act 5)", "scaled to 0 (act 5)"),
+            [None, at(5, "/target_bad"), at(5, "/control")],
+        ),
+        cond(
+            t(
+                "復旧中の最初の明示的な拒否 (act 6)",
+                "recovery: first explicit deny (act 6)",
+            ),
+            [
+                None,
+                Some(Request::First {
+                    act: 6,
+                    list: "/deny_probes",
+                    outcome: Outcome::ExplicitDeny,
+                    or_first: false,
+                }),
+                None,
+            ],
+        ),
+        cond(
+            t("サーバー側 dry-run (act 7)", "server-side dry-run (act 7)"),
+            [at(7, "/good"), at(7, "/bad"), None],
+        ),
+    ],
+};
+
+/// Lab B's page: healthy (act 3), frozen under Fail (act 5), the first deny after its resume,
+/// healthy and frozen under Ignore (act 6), its first deny after resume, recovered (act 7).
+const PAGE_B: Page = Page {
+    title: t(
+        "ラボB 記録: アドミッションコントローラーのプロセスを凍結",
+        "Lab B record: the admission controller process frozen",
+    ),
+    key_fact_headers: [
+        t(
+            "凍結中 (failurePolicy Fail)",
+            "freeze under failurePolicy Fail",
+        ),
+        t(
+            "凍結中 (failurePolicy Ignore)",
+            "freeze under failurePolicy Ignore",
+        ),
+        t(
+            "再開後の最初の明示的な拒否",
+            "first explicit deny after resume",
+        ),
+    ],
+    phases: [
+        t("Fail で凍結中 (act 5)", "frozen, Fail (act 5)"),
+        t("Ignore で凍結中 (act 6)", "frozen, Ignore (act 6)"),
+        t("復旧後 (act 7)", "recovered (act 7)"),
+    ],
+    conditions: &[
+        cond(
+            t(
+                "正常時、failurePolicy Fail (act 3)",
+                "healthy, failurePolicy Fail (act 3)",
+            ),
+            [at(3, "/good"), at(3, "/bad"), None],
+        ),
+        cond(
+            t(
+                "凍結中、failurePolicy Fail (act 5)",
+                "frozen, failurePolicy Fail (act 5)",
+            ),
+            [
+                at(5, "/target_good"),
+                at(5, "/target_bad"),
+                at(5, "/control"),
+            ],
+        ),
+        COND_RESUMED_FAIL,
+        COND_HEALTHY_IGNORE,
+        cond(
+            t(
+                "凍結中、failurePolicy Ignore (act 6)",
+                "frozen, failurePolicy Ignore (act 6)",
+            ),
+            [
+                at(6, "/target_good"),
+                at(6, "/target_bad"),
+                at(6, "/control"),
+            ],
+        ),
+        COND_RESUMED_IGNORE,
+        COND_RECOVERED,
+    ],
+};
+
+/// Lab C's page: lab B's conditions with three replicas, the leader frozen under Fail and a
+/// follower under Ignore (a wave's cell: [`met`]).
+const PAGE_C: Page = Page {
+    title: t(
+        "ラボC 記録: 3 レプリカのアドミッションコントローラー",
+        "Lab C record: three admission-controller replicas",
+    ),
+    key_fact_headers: [
+        t(
+            "リーダー凍結中 (failurePolicy Fail)",
+            "leader frozen, failurePolicy Fail",
+        ),
+        t("Lease と元のリーダー", "the Lease and the former leader"),
+        t(
+            "フォロワー凍結中 (failurePolicy Ignore)",
+            "follower frozen, failurePolicy Ignore",
+        ),
+    ],
+    phases: [
+        t(
+            "リーダーを Fail で凍結中 (act 5)",
+            "leader frozen, Fail (act 5)",
+        ),
+        t(
+            "フォロワーを Ignore で凍結中 (act 6)",
+            "follower frozen, Ignore (act 6)",
+        ),
+        t(
+            "元のレプリカ数に戻した後 (act 7)",
+            "back to the original replicas (act 7)",
+        ),
+    ],
+    conditions: &[
+        cond(
+            t(
+                "正常、3 レプリカ、failurePolicy Fail (act 3)",
+                "healthy, three replicas, failurePolicy Fail (act 3)",
+            ),
+            [at(3, "/good"), at(3, "/bad/0"), at(3, "/control")],
+        ),
+        cond(
+            t(
+                "リーダー凍結中、Fail (act 5; 波のうちタイムアウトした最初のリクエスト、なければ最初のリクエスト)",
+                "leader frozen, Fail (act 5; the waves' first request that timed out, else their first)",
+            ),
+            [None, met(5, Outcome::WebhookTimeout), at(5, "/control/0")],
+        ),
+        COND_RESUMED_FAIL,
+        COND_HEALTHY_IGNORE,
+        cond(
+            t(
+                "フォロワー凍結中、Ignore (act 6; 波のうち保存された最初のリクエスト、なければ最初のリクエスト)",
+                "follower frozen, Ignore (act 6; the waves' first request stored, else their first)",
+            ),
+            [None, met(6, Outcome::Stored), at(6, "/control/0")],
+        ),
+        COND_RESUMED_IGNORE,
+        COND_RECOVERED,
+    ],
+};
 
 /// Every lab, in the order of [`LABS`] (a unit test keeps the two in step).
 pub static LAB_SPECS: [LabSpec; 3] = [
@@ -568,6 +847,11 @@ pub static LAB_SPECS: [LabSpec; 3] = [
             "scale-down: the admission controller scaled to 0, its webhook registration disappears",
         ),
         acts: LAB_A,
+        page: PAGE_A,
+        webhook_timeout: t(
+            "webhookの呼び出しが timeoutSeconds で打ち切られました。ラボAでは登録が残っているのにコントローラーが応答しない状態を示し、想定の経過 (登録が消える) とは違います。",
+            "The webhook call was cut off at timeoutSeconds. In lab A this means the registration was still there while the controller did not answer, which is not the expected path (the registration disappears).",
+        ),
     },
     LabSpec {
         lab: Lab::B,
@@ -576,6 +860,11 @@ pub static LAB_SPECS: [LabSpec; 3] = [
             "freeze: the one admission-controller process frozen, failurePolicy Fail against Ignore",
         ),
         acts: LAB_B,
+        page: PAGE_B,
+        webhook_timeout: t(
+            "webhookの呼び出しが timeoutSeconds で打ち切られました。ラボBでは凍結したプロセスが応答しないためで、failurePolicy Fail なので拒否されました (ポリシーの判定ではありません)。",
+            "The webhook call was cut off at timeoutSeconds. In lab B the frozen process cannot answer; under failurePolicy Fail the request is rejected (not a policy decision).",
+        ),
     },
     LabSpec {
         lab: Lab::C,
@@ -584,6 +873,11 @@ pub static LAB_SPECS: [LabSpec; 3] = [
             "three replicas: the leader frozen under Fail, then a follower under Ignore",
         ),
         acts: LAB_C,
+        page: PAGE_C,
+        webhook_timeout: t(
+            "webhookの呼び出しが timeoutSeconds で打ち切られました。ラボCでは、APIサーバーが凍結したレプリカのエンドポイントを選んだ呼び出しです。failurePolicy Fail なら拒否、Ignore なら検証なしで受け入れられます (ポリシーの判定ではありません)。",
+            "The webhook call was cut off at timeoutSeconds. In lab C it is a call the API server sent to the frozen replica's endpoint: rejected under failurePolicy Fail, admitted unvalidated under Ignore (not a policy decision).",
+        ),
     },
 ];
 
@@ -593,6 +887,27 @@ pub fn lab_spec(lab: Lab) -> &'static LabSpec {
         .iter()
         .find(|s| s.lab == lab)
         .expect("every lab is in LAB_SPECS (unit test)")
+}
+
+/// The words of `lab`'s report page ([`LabSpec::page`]).
+pub fn page(lab: Lab) -> &'static Page {
+    &lab_spec(lab).page
+}
+
+/// The freezes `lab`'s acts put on the admission controller ([`Fault::Freeze`]), as (act,
+/// target), in act order.
+pub fn freezes(lab: Lab) -> Vec<(u8, Target)> {
+    numbers(lab)
+        .filter_map(|n| match fault(lab, n) {
+            Some(Fault::Freeze { target, .. }) => Some((n, target)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The act of `lab` that scales the admission controller to 0 ([`Fault::Scale`] to 0), if any.
+pub fn scale_down(lab: Lab) -> Option<u8> {
+    numbers(lab).find(|n| matches!(fault(lab, *n), Some(Fault::Scale { to: 0, .. })))
 }
 
 /// What `lab` disturbs ([`LabSpec::summary`]).

@@ -427,104 +427,182 @@ fn read_evidence(dir: &Path, act: u8) -> Option<serde_json::Value> {
     serde_json::from_str(&text).ok()
 }
 
-/// The fault windows of a lab run from its evidence directory (see the module docs); windows
-/// whose evidence is missing are left out.
+/// The fault windows of a lab run from its evidence directory (see the module docs), read act by
+/// act from the registry's steps (`lab::acts`): a freeze's window, then the one target request's
+/// facts (one request of each kind, lab B) or the leader's (lab C); a scale to 0 and the restore
+/// after it (lab A); a scale up and the restore after it (lab C's acts 3 and 7). Windows whose
+/// evidence is missing are left out.
 pub fn fault_windows(lab: Lab, evidence: &Path) -> Vec<Window> {
+    use lab::acts::{self, Fault, Step, Target};
     let mut out = Vec::new();
-    match lab {
-        Lab::B => {
-            for act in [5u8, 6] {
-                let Some(e) = read_evidence(evidence, act) else {
-                    continue;
-                };
-                if let (Some(a), Some(b)) = (
-                    ts(&e, "/facts/freeze/frozen_at"),
-                    ts(&e, "/facts/freeze/resumed_at"),
-                ) {
-                    out.push(Window {
-                        name: format!("fault window: act {act} freeze (frozen → resumed)"),
-                        ms: (b - a).num_milliseconds().max(0) as u64,
-                        floor_ms: e
-                            .pointer("/facts/freeze/resume_after_sec")
-                            .and_then(|v| v.as_u64())
-                            .map(|s| s * 1000),
-                        act_floor_for: Some(act),
-                        source: format!(
-                            "evidence/{act:02}.json facts.freeze.frozen_at, resumed_at, resume_after_sec"
-                        ),
-                    });
+    // The last scale before the act at hand: what its `Restore` step puts back.
+    let mut scaled_to: Option<u32> = None;
+    for act in acts::numbers(lab) {
+        for step in acts::steps(lab, act) {
+            match *step {
+                Step::Fault(Fault::Freeze { target, .. }) => {
+                    let Some(e) = read_evidence(evidence, act) else {
+                        continue;
+                    };
+                    out.extend(freeze_window(&e, act));
+                    if acts::traffic(lab, act).is_some_and(|(waves, _)| waves == 0) {
+                        out.extend(target_request_facts(&e, act));
+                    }
+                    if target == Target::Leader {
+                        out.extend(leader_facts(&e, act));
+                    }
                 }
-                let t = e.pointer("/facts/timeout_seconds").and_then(|v| v.as_u64());
-                let elapsed = ["target_good", "target_bad"]
-                    .iter()
-                    .filter_map(|k| {
-                        e.pointer(&format!("/facts/{k}/elapsed_ms"))
-                            .and_then(|v| v.as_u64())
-                    })
-                    .max();
-                if let (Some(t), Some(el)) = (t, elapsed) {
-                    out.push(Window {
-                        name: format!(
-                            "fault fact: act {act} slowest target request − timeoutSeconds (graded bound < 1 s)"
-                        ),
-                        ms: el.saturating_sub(t * 1000),
-                        floor_ms: None,
-                        act_floor_for: None,
-                        source: format!(
-                            "evidence/{act:02}.json facts.target_good/target_bad.elapsed_ms, timeout_seconds"
-                        ),
-                    });
+                Step::Fault(Fault::Scale { to: 0, .. }) => {
+                    scaled_to = Some(0);
+                    out.extend(scale_down_window(evidence, act));
                 }
-                if let Some(d) = e
-                    .pointer("/facts/first_deny_after_resume_ms")
-                    .and_then(|v| v.as_u64())
-                {
-                    out.push(Window {
-                        name: format!("fault fact: act {act} first explicit deny after resume"),
-                        ms: d,
-                        floor_ms: None,
-                        act_floor_for: None,
-                        source: format!("evidence/{act:02}.json facts.first_deny_after_resume_ms"),
-                    });
+                Step::Fault(Fault::Scale { to, .. }) => {
+                    scaled_to = Some(to);
+                    out.extend(scale_up_window(evidence, act, to));
                 }
+                Step::Restore if scaled_to == Some(0) => out.extend(recovery_window(evidence, act)),
+                Step::Restore => out.extend(scale_back_fact(evidence, act)),
+                _ => {}
             }
         }
-        Lab::A => {
-            let five = read_evidence(evidence, 5);
-            let six = read_evidence(evidence, 6);
-            if let (Some(a), Some(b)) = (
-                five.as_ref().and_then(|e| ts(e, "/facts/scaled_at")),
-                six.as_ref()
-                    .and_then(|e| ts(e, "/facts/replicas_restored/at")),
-            ) {
-                out.push(Window {
-                    name: "fault window: acts 5–6 scaled to 0 (scaled → restored)".into(),
-                    ms: (b - a).num_milliseconds().max(0) as u64,
-                    floor_ms: None,
-                    act_floor_for: None,
-                    source: "evidence/05.json facts.scaled_at → evidence/06.json facts.replicas_restored.at".into(),
-                });
-            }
-            if let Some(l) = six
-                .as_ref()
-                .and_then(|e| e.pointer("/facts/lease_after_restore_ms"))
-                .and_then(|v| v.as_u64())
-            {
-                out.push(Window {
-                    name: "fault window: act 6 recovery (restored → new Lease holder)".into(),
-                    ms: l,
-                    floor_ms: Some(l),
-                    act_floor_for: Some(6),
-                    source: "evidence/06.json facts.lease_after_restore_ms".into(),
-                });
-            }
-        }
-        Lab::C => out.extend(lab_c_windows(evidence)),
     }
     out
 }
 
-/// A window of `ms` read from `source`, without a floor.
+/// A freeze's window (`facts.freeze`: frozen → resumed; floor: the planned `resume_after_sec`).
+fn freeze_window(e: &serde_json::Value, act: u8) -> Option<Window> {
+    let (a, b) = (
+        ts(e, "/facts/freeze/frozen_at")?,
+        ts(e, "/facts/freeze/resumed_at")?,
+    );
+    Some(Window {
+        name: format!("fault window: act {act} freeze (frozen → resumed)"),
+        ms: (b - a).num_milliseconds().max(0) as u64,
+        floor_ms: e
+            .pointer("/facts/freeze/resume_after_sec")
+            .and_then(|v| v.as_u64())
+            .map(|s| s * 1000),
+        act_floor_for: Some(act),
+        source: format!(
+            "evidence/{act:02}.json facts.freeze.frozen_at, resumed_at, resume_after_sec"
+        ),
+    })
+}
+
+/// A freeze's facts of its one request of each kind (lab B): the slowest target request minus
+/// `timeoutSeconds`, and the first explicit deny after resume.
+fn target_request_facts(e: &serde_json::Value, act: u8) -> Vec<Window> {
+    let mut out = Vec::new();
+    let t = e.pointer("/facts/timeout_seconds").and_then(|v| v.as_u64());
+    let elapsed = ["target_good", "target_bad"]
+        .iter()
+        .filter_map(|k| {
+            e.pointer(&format!("/facts/{k}/elapsed_ms"))
+                .and_then(|v| v.as_u64())
+        })
+        .max();
+    if let (Some(t), Some(el)) = (t, elapsed) {
+        out.push(fact(
+            format!(
+                "fault fact: act {act} slowest target request − timeoutSeconds (graded bound < 1 s)"
+            ),
+            el.saturating_sub(t * 1000),
+            format!(
+                "evidence/{act:02}.json facts.target_good/target_bad.elapsed_ms, timeout_seconds"
+            ),
+        ));
+    }
+    if let Some(d) = e
+        .pointer("/facts/first_deny_after_resume_ms")
+        .and_then(|v| v.as_u64())
+    {
+        out.push(fact(
+            format!("fault fact: act {act} first explicit deny after resume"),
+            d,
+            format!("evidence/{act:02}.json facts.first_deny_after_resume_ms"),
+        ));
+    }
+    out
+}
+
+/// A scale to 0 at `act` (lab A): scaled (`act`'s `facts.scaled_at`) → restored (the next act's
+/// `facts.replicas_restored.at`); no floor: the lab decides it.
+fn scale_down_window(evidence: &Path, act: u8) -> Option<Window> {
+    let next = act + 1;
+    let a = ts(&read_evidence(evidence, act)?, "/facts/scaled_at")?;
+    let b = ts(
+        &read_evidence(evidence, next)?,
+        "/facts/replicas_restored/at",
+    )?;
+    Some(Window {
+        name: format!("fault window: acts {act}–{next} scaled to 0 (scaled → restored)"),
+        ms: (b - a).num_milliseconds().max(0) as u64,
+        floor_ms: None,
+        act_floor_for: None,
+        source: format!(
+            "evidence/{act:02}.json facts.scaled_at → evidence/{next:02}.json facts.replicas_restored.at"
+        ),
+    })
+}
+
+/// The restore after a scale to 0 (lab A): restored → Kyverno's new Lease holder, its own floor.
+fn recovery_window(evidence: &Path, act: u8) -> Option<Window> {
+    let l = read_evidence(evidence, act)?
+        .pointer("/facts/lease_after_restore_ms")
+        .and_then(|v| v.as_u64())?;
+    Some(Window {
+        name: format!("fault window: act {act} recovery (restored → new Lease holder)"),
+        ms: l,
+        floor_ms: Some(l),
+        act_floor_for: Some(act),
+        source: format!("evidence/{act:02}.json facts.lease_after_restore_ms"),
+    })
+}
+
+/// A scale up to `to` replicas (lab C's act 3): the wait for them Ready with their endpoints;
+/// floor: Kyverno's own time to bring them up ([`replicas_ready_after_scale_ms`]).
+fn scale_up_window(evidence: &Path, act: u8, to: u32) -> Option<Window> {
+    let e = read_evidence(evidence, act)?;
+    let ms = e
+        .pointer("/facts/wait/waited_ms")
+        .and_then(|v| v.as_u64())?;
+    Some(Window {
+        name: format!(
+            "fault window: act {act} scale to {to} → {} Ready replicas and endpoints",
+            number_word(to)
+        ),
+        ms,
+        floor_ms: replicas_ready_after_scale_ms(&e),
+        act_floor_for: Some(act),
+        source: format!(
+            "evidence/{act:02}.json facts.wait.waited_ms; floor: facts.scale.scaled_at → the \
+             last new pod's Ready condition in raw[pods]"
+        ),
+    })
+}
+
+/// `n` in words up to ten, as the window names write a replica count.
+fn number_word(n: u32) -> String {
+    const WORDS: [&str; 11] = [
+        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    ];
+    WORDS
+        .get(n as usize)
+        .map_or_else(|| n.to_string(), |w| (*w).to_owned())
+}
+
+/// The restore after a scale up (lab C's act 7): scale back → explicit deny.
+fn scale_back_fact(evidence: &Path, act: u8) -> Option<Window> {
+    let ms = read_evidence(evidence, act)?
+        .pointer("/facts/waited_ms")
+        .and_then(|v| v.as_u64())?;
+    Some(fact(
+        format!("fault fact: act {act} scale back → explicit deny"),
+        ms,
+        format!("evidence/{act:02}.json facts.waited_ms"),
+    ))
+}
+
 /// Kyverno's own time to bring up the replicas act 3 asked for: from `facts.scale.scaled_at` to the
 /// latest `Ready` condition (`lastTransitionTime`, 1 s resolution) of the pods in `raw[pods]`
 /// created at or after the scale, in milliseconds. None without those fields or such pods.
@@ -557,6 +635,7 @@ fn replicas_ready_after_scale_ms(e: &serde_json::Value) -> Option<u64> {
     Some((last - scaled).num_milliseconds().max(0) as u64)
 }
 
+/// A fault fact: a window of `ms` read from `source`, without a floor.
 fn fact(name: String, ms: u64, source: String) -> Window {
     Window {
         name,
@@ -567,80 +646,31 @@ fn fact(name: String, ms: u64, source: String) -> Window {
     }
 }
 
-/// Lab C's windows: the two freezes (floor: the planned `resume_after_sec`), and as fault facts
-/// act 3's wait for three Ready replicas, the SIGSTOP → another Lease holder (the lab's own
-/// `rules::c::takeover`), the frozen leader's settle after the first deny (its restart), and act
-/// 7's scale back.
-fn lab_c_windows(evidence: &Path) -> Vec<Window> {
+/// The leader's freeze's facts (lab C's act 5): SIGSTOP → another Lease holder (the lab's own
+/// `rules::c::takeover`), and the frozen leader's settle after the first deny (its restart).
+fn leader_facts(e: &serde_json::Value, act: u8) -> Vec<Window> {
     let mut out = Vec::new();
-    if let Some(e) = read_evidence(evidence, 3)
-        && let Some(ms) = e.pointer("/facts/wait/waited_ms").and_then(|v| v.as_u64())
-    {
-        out.push(Window {
-            name: "fault window: act 3 scale to 3 → three Ready replicas and endpoints".into(),
-            ms,
-            floor_ms: replicas_ready_after_scale_ms(&e),
-            act_floor_for: Some(3),
-            source: "evidence/03.json facts.wait.waited_ms; floor: facts.scale.scaled_at → the \
-                     last new pod's Ready condition in raw[pods]"
-                .into(),
-        });
-    }
-    for act in [5u8, 6] {
-        let Some(e) = read_evidence(evidence, act) else {
-            continue;
-        };
-        if let (Some(a), Some(b)) = (
-            ts(&e, "/facts/freeze/frozen_at"),
-            ts(&e, "/facts/freeze/resumed_at"),
-        ) {
-            out.push(Window {
-                name: format!("fault window: act {act} freeze (frozen → resumed)"),
-                ms: (b - a).num_milliseconds().max(0) as u64,
-                floor_ms: e
-                    .pointer("/facts/freeze/resume_after_sec")
-                    .and_then(|v| v.as_u64())
-                    .map(|s| s * 1000),
-                act_floor_for: Some(act),
-                source: format!(
-                    "evidence/{act:02}.json facts.freeze.frozen_at, resumed_at, resume_after_sec"
-                ),
-            });
-        }
-        if act != 5 {
-            continue;
-        }
-        let run: Option<lab::facts::c::ReplicaFreezeRun> =
-            serde_json::from_value(e["facts"].clone()).ok();
-        let frozen = ts(&e, "/facts/freeze/frozen_at");
-        if let (Some(run), Some(f)) = (&run, frozen)
-            && let Some(at) = lab::rules::c::takeover(run)
-                .and_then(|(_, at)| DateTime::parse_from_rfc3339(at).ok())
-        {
-            out.push(fact(
-                "fault fact: act 5 SIGSTOP → another Lease holder read".into(),
-                (at.with_timezone(&Utc) - f).num_milliseconds().max(0) as u64,
-                "evidence/05.json facts.freeze.frozen_at → first facts.lease_samples[].at naming another holder".into(),
-            ));
-        }
-        if let Some(ms) = e
-            .pointer("/facts/target_after/waited_ms")
-            .and_then(|v| v.as_u64())
-        {
-            out.push(fact(
-                "fault fact: act 5 first deny after resume → former leader settled".into(),
-                ms,
-                "evidence/05.json facts.target_after.waited_ms".into(),
-            ));
-        }
-    }
-    if let Some(ms) = read_evidence(evidence, 7)
-        .and_then(|e| e.pointer("/facts/waited_ms").and_then(|v| v.as_u64()))
+    let run: Option<lab::facts::c::ReplicaFreezeRun> =
+        serde_json::from_value(e["facts"].clone()).ok();
+    let frozen = ts(e, "/facts/freeze/frozen_at");
+    if let (Some(run), Some(f)) = (&run, frozen)
+        && let Some(at) =
+            lab::rules::c::takeover(run).and_then(|(_, at)| DateTime::parse_from_rfc3339(at).ok())
     {
         out.push(fact(
-            "fault fact: act 7 scale back → explicit deny".into(),
+            format!("fault fact: act {act} SIGSTOP → another Lease holder read"),
+            (at.with_timezone(&Utc) - f).num_milliseconds().max(0) as u64,
+            format!("evidence/{act:02}.json facts.freeze.frozen_at → first facts.lease_samples[].at naming another holder"),
+        ));
+    }
+    if let Some(ms) = e
+        .pointer("/facts/target_after/waited_ms")
+        .and_then(|v| v.as_u64())
+    {
+        out.push(fact(
+            format!("fault fact: act {act} first deny after resume → former leader settled"),
             ms,
-            "evidence/07.json facts.waited_ms".into(),
+            format!("evidence/{act:02}.json facts.target_after.waited_ms"),
         ));
     }
     out

@@ -156,9 +156,9 @@ pub enum LabSub {
 /// Options of `lab run`.
 #[derive(clap::Args, Debug)]
 pub struct LabRunArgs {
-    /// Which lab: a, b, c or all (default: all three, a, b then c; the kubeconfig backend
+    /// Which lab, or all (default: every lab, in the registry's order; the kubeconfig backend
     /// needs one).
-    #[arg(long, value_name = "a|b|c|all", value_parser = parse_lab_choice)]
+    #[arg(long, value_name = LAB_VALUES.as_str(), value_parser = parse_lab_choice)]
     pub lab: Option<LabChoice>,
     /// Embedded backend, several labs: run them at the same time, each on its own cluster, every
     /// line labelled `[lab b]` (the labs mostly wait, so they overlap; docs/bench.md has the
@@ -258,6 +258,10 @@ impl LabChoice {
     }
 }
 
+/// `--lab`'s value name in `--help`, `a|b|c|all` ([`LabChoice::values`], made once from the
+/// registry: clap takes a `&'static str`).
+pub static LAB_VALUES: std::sync::LazyLock<String> = std::sync::LazyLock::new(LabChoice::values);
+
 /// Parses `--lab`: a lab's wire name from [`lab::acts::LABS`] or `all`.
 ///
 /// # Errors
@@ -279,8 +283,8 @@ pub struct BenchCmd {
     /// How many times to run the labs.
     #[arg(long, default_value_t = 3)]
     pub runs: usize,
-    /// Which labs: a, b, c or all (a, b then c).
-    #[arg(long, value_name = "a|b|c|all", value_parser = parse_lab_choice, default_value = "all")]
+    /// Which labs, or all (every lab, in the registry's order).
+    #[arg(long, value_name = LAB_VALUES.as_str(), value_parser = parse_lab_choice, default_value = "all")]
     pub lab: LabChoice,
     /// Run nothing: read a bench record (`target/bench/<id>.json`), recompute its table and
     /// print it (also rewriting the record's rows and its `.md` beside it).
@@ -384,6 +388,11 @@ mod tests {
         let c = Cli::try_parse_from(["x", "--lab", "c"]).unwrap();
         assert_eq!(c.bench.lab.labs(), vec![Lab::C]);
         assert!(Cli::try_parse_from(["x", "--lab", "both"]).is_err());
+        // `--help` names the registry's labs (the value name is made from it).
+        let help = <Cli as clap::CommandFactory>::command()
+            .render_help()
+            .to_string();
+        assert!(help.contains("--lab <a|b|c|all>"), "{help}");
     }
 }
 

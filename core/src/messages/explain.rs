@@ -53,40 +53,30 @@ pub const RECORDED_OTHER: Text = t(
 
 /// What outcome `o` means in `lab`.
 pub fn meaning(lab: Lab, o: Outcome) -> Text {
-    match (o, lab) {
-        (Outcome::Stored, _) => t(
+    match o {
+        Outcome::Stored => t(
             "リクエストは受け入れられ、GETでUID付きのオブジェクトが確認されました (stored)。違反するPodなら、webhookが判定していないことを意味します (ラボA: 登録が消えた、ラボB: failurePolicy Ignore で呼び出しが失敗した)。",
             "The request was admitted and the GET found the object with a UID (stored). For a violating pod this means no webhook decided (lab A: the registration was gone; lab B: the call failed under failurePolicy Ignore).",
         ),
-        (Outcome::ExplicitDeny, _) => t(
+        Outcome::ExplicitDeny => t(
             "ポリシーのwebhookが応答して拒否しました。webhookが登録され、動いている証拠です。",
             "The policy's webhook answered and denied: evidence that it is registered and working.",
         ),
-        (Outcome::WebhookTimeout, Lab::B) => t(
-            "webhookの呼び出しが timeoutSeconds で打ち切られました。ラボBでは凍結したプロセスが応答しないためで、failurePolicy Fail なので拒否されました (ポリシーの判定ではありません)。",
-            "The webhook call was cut off at timeoutSeconds. In lab B the frozen process cannot answer; under failurePolicy Fail the request is rejected (not a policy decision).",
-        ),
-        (Outcome::WebhookTimeout, Lab::C) => t(
-            "webhookの呼び出しが timeoutSeconds で打ち切られました。ラボCでは、APIサーバーが凍結したレプリカのエンドポイントを選んだ呼び出しです。failurePolicy Fail なら拒否、Ignore なら検証なしで受け入れられます (ポリシーの判定ではありません)。",
-            "The webhook call was cut off at timeoutSeconds. In lab C it is a call the API server sent to the frozen replica's endpoint: rejected under failurePolicy Fail, admitted unvalidated under Ignore (not a policy decision).",
-        ),
-        (Outcome::WebhookTimeout, Lab::A) => t(
-            "webhookの呼び出しが timeoutSeconds で打ち切られました。ラボAでは登録が残っているのにコントローラーが応答しない状態を示し、想定の経過 (登録が消える) とは違います。",
-            "The webhook call was cut off at timeoutSeconds. In lab A this means the registration was still there while the controller did not answer, which is not the expected path (the registration disappears).",
-        ),
-        (Outcome::ConnectionRefused | Outcome::NoEndpoints | Outcome::DnsError, _) => t(
+        // The lab's own words, in the registry (`acts::LabSpec::webhook_timeout`).
+        Outcome::WebhookTimeout => crate::acts::lab_spec(lab).webhook_timeout,
+        Outcome::ConnectionRefused | Outcome::NoEndpoints | Outcome::DnsError => t(
             "webhookを呼べませんでした (接続拒否・エンドポイントなし・DNS)。登録は残っているのにサービスの先にPodがいない状態です。failurePolicy Fail なら拒否されます。",
             "The webhook could not be called (refused, no endpoints, DNS): the registration is there but nothing serves behind the service. Under failurePolicy Fail the request is rejected.",
         ),
-        (Outcome::AlreadyExists, _) => t(
+        Outcome::AlreadyExists => t(
             "同じ名前のオブジェクトがすでにあります。ポリシーの判定ではありません。毎回新しい名前を使ってください。",
             "An object with that name already exists. This is never a policy decision; use a fresh name every time.",
         ),
-        (Outcome::DryRunAdmitted, _) => t(
+        Outcome::DryRunAdmitted => t(
             "サーバー側 dry-run がアドミッションを通過し、保存はされていません (GETで見つからない)。",
             "The server-side dry-run passed admission and nothing was stored (the GET finds nothing).",
         ),
-        (Outcome::OtherError, _) => t(
+        Outcome::OtherError => t(
             "ラボの判定に数えない応答です (他のwebhookの拒否、目印のない拒否、GETで確認できない成功、その他のエラー)。生の応答をそのまま記録してください。",
             "An answer the lab does not count (another webhook's deny, a deny without the policy's marker, a success the GET does not confirm, any other error). Keep the raw answer verbatim.",
         ),

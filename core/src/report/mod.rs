@@ -99,85 +99,125 @@ fn request(v: &Value, ptr: &str) -> String {
 /// per [`KEY_FACT_HEADERS`] column. Lab A: whether the registration was kept or absent after the
 /// scale-down and the violating request's outcome, the Lease taken after restore, the first explicit
 /// deny after restore; lab B: the target requests' outcomes and latencies under the Fail and the
-/// Ignore freezes, the first explicit deny after each resume; lab C ([`key_facts_lab_c`]): the
+/// Ignore freezes, the first explicit deny after each resume; lab C ([`key_facts_replica_freeze`]): the
 /// waves' outcomes during the leader's freeze, the Lease taken over or kept and the former leader
 /// restarted or not, the waves' outcomes during the follower's freeze. Durations in seconds, 0.1 s.
 pub fn key_facts(lab: Lab, f5: &Value, f6: &Value) -> [String; 3] {
     key_facts_in(lab, f5, f6, Lang::En)
 }
 
-/// [`key_facts`] in `lang` (the page's words; values as the evidence writes them).
-fn key_facts_in(lab: Lab, f5: &Value, f6: &Value, lang: Lang) -> [String; 3] {
-    let w = |t: Text| t.get(lang);
-    match lab {
-        Lab::A => {
-            let reg = match f5.get("policy_webhook_present").and_then(Value::as_bool) {
-                Some(true) => w(tx::KF_KEPT),
-                Some(false) => w(tx::ABSENT),
-                None => "—",
-            };
-            let restored = s(f6, "/replicas_restored/at");
-            let deny = s(f6, "/first_explicit_deny/at");
-            let between = (|| {
-                let f = crate::facts::parse_rfc3339(restored?)?;
-                let t = crate::facts::parse_rfc3339(deny?)?;
-                Some((t - f).num_milliseconds())
-            })();
-            [
-                format!(
-                    "{}: {reg}; {} {}",
-                    w(tx::KF_REGISTRATION),
-                    w(tx::KF_VIOLATING),
-                    request(f5, "/target_bad")
-                ),
-                format!(
-                    "{} {} {}",
-                    w(tx::KF_LEASE),
-                    secs(f6.get("lease_after_restore_ms").and_then(Value::as_i64)),
-                    w(tx::KF_AFTER_RESTORE)
-                ),
-                format!(
-                    "{} {} {}",
-                    w(tx::KF_FIRST_DENY_RESTORE),
-                    secs(between),
-                    w(tx::KF_AFTER_RESTORE)
-                ),
-            ]
-        }
-        Lab::B => [
-            format!(
-                "Fail: {} {}, {} {}",
-                w(tx::KF_GOOD),
-                request(f5, "/target_good"),
-                w(tx::KF_BAD),
-                request(f5, "/target_bad")
-            ),
-            format!(
-                "Ignore: {} {}, {} {}",
-                w(tx::KF_GOOD),
-                request(f6, "/target_good"),
-                w(tx::KF_BAD),
-                request(f6, "/target_bad")
-            ),
-            format!(
-                "{} {} / {} {}",
-                w(tx::KF_FIRST_DENY_RESUME),
-                secs(f5.get("first_deny_after_resume_ms").and_then(Value::as_i64)),
-                secs(f6.get("first_deny_after_resume_ms").and_then(Value::as_i64)),
-                w(tx::KF_AFTER_RESUME)
-            ),
-        ],
-        Lab::C => key_facts_lab_c(f5, f6, lang),
+/// What a lab's page draws, read from its acts' fault steps (the registry's [`acts::Fault`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Drawn {
+    /// An act scales the admission controller to 0 (lab A): the registration's fate, the
+    /// recovery, the dry-run.
+    ScaleDown,
+    /// The one replica frozen (lab B): the target requests under each freeze.
+    Freeze,
+    /// A replica of several frozen by its role, leader or follower (lab C): the waves.
+    ReplicaFreeze,
+}
+
+/// What `lab`'s page draws ([`Drawn`]): a scale to 0 first, else a freeze of a replica by its role,
+/// else the one replica's freeze.
+fn drawn(lab: Lab) -> Drawn {
+    if acts::scale_down(lab).is_some() {
+        Drawn::ScaleDown
+    } else if acts::freezes(lab)
+        .iter()
+        .any(|(_, t)| *t != acts::Target::One)
+    {
+        Drawn::ReplicaFreeze
+    } else {
+        Drawn::Freeze
     }
 }
 
-/// Lab C's key facts from acts 5 and 6, with the rules act 8 words the report by
+/// [`key_facts`] in `lang` (the page's words; values as the evidence writes them).
+fn key_facts_in(lab: Lab, f5: &Value, f6: &Value, lang: Lang) -> [String; 3] {
+    match drawn(lab) {
+        Drawn::ScaleDown => key_facts_scale_down(f5, f6, lang),
+        Drawn::Freeze => key_facts_freeze(f5, f6, lang),
+        Drawn::ReplicaFreeze => key_facts_replica_freeze(f5, f6, lang),
+    }
+}
+
+/// The scale-down's key facts (lab A): the registration after the scale-down and the violating
+/// request's outcome (act 5), the Lease taken after restore, the first explicit deny after
+/// restore (act 6).
+fn key_facts_scale_down(f5: &Value, f6: &Value, lang: Lang) -> [String; 3] {
+    let w = |t: Text| t.get(lang);
+    let reg = match f5.get("policy_webhook_present").and_then(Value::as_bool) {
+        Some(true) => w(tx::KF_KEPT),
+        Some(false) => w(tx::ABSENT),
+        None => "—",
+    };
+    let restored = s(f6, "/replicas_restored/at");
+    let deny = s(f6, "/first_explicit_deny/at");
+    let between = (|| {
+        let f = crate::facts::parse_rfc3339(restored?)?;
+        let t = crate::facts::parse_rfc3339(deny?)?;
+        Some((t - f).num_milliseconds())
+    })();
+    [
+        format!(
+            "{}: {reg}; {} {}",
+            w(tx::KF_REGISTRATION),
+            w(tx::KF_VIOLATING),
+            request(f5, "/target_bad")
+        ),
+        format!(
+            "{} {} {}",
+            w(tx::KF_LEASE),
+            secs(f6.get("lease_after_restore_ms").and_then(Value::as_i64)),
+            w(tx::KF_AFTER_RESTORE)
+        ),
+        format!(
+            "{} {} {}",
+            w(tx::KF_FIRST_DENY_RESTORE),
+            secs(between),
+            w(tx::KF_AFTER_RESTORE)
+        ),
+    ]
+}
+
+/// The one replica's freezes' key facts (lab B): the target requests' outcomes and latencies
+/// under the Fail (act 5) and the Ignore (act 6) freezes, the first explicit deny after each
+/// resume.
+fn key_facts_freeze(f5: &Value, f6: &Value, lang: Lang) -> [String; 3] {
+    let w = |t: Text| t.get(lang);
+    [
+        format!(
+            "Fail: {} {}, {} {}",
+            w(tx::KF_GOOD),
+            request(f5, "/target_good"),
+            w(tx::KF_BAD),
+            request(f5, "/target_bad")
+        ),
+        format!(
+            "Ignore: {} {}, {} {}",
+            w(tx::KF_GOOD),
+            request(f6, "/target_good"),
+            w(tx::KF_BAD),
+            request(f6, "/target_bad")
+        ),
+        format!(
+            "{} {} / {} {}",
+            w(tx::KF_FIRST_DENY_RESUME),
+            secs(f5.get("first_deny_after_resume_ms").and_then(Value::as_i64)),
+            secs(f6.get("first_deny_after_resume_ms").and_then(Value::as_i64)),
+            w(tx::KF_AFTER_RESUME)
+        ),
+    ]
+}
+
+/// The replica freezes' key facts (lab C) from acts 5 and 6, with the rules act 8 words the report by
 /// ([`crate::rules::c::freeze_counts`], [`crate::rules::c::takeover`],
 /// [`crate::rules::c::restarted`]): how many of the waves' violating requests timed out (and
 /// were denied) during the leader's freeze; who took the Lease over and when it was first read so,
 /// or who kept it, and whether the former leader restarted; how many were stored unvalidated (and
 /// denied) during the follower's freeze. `—` for an act whose facts do not parse.
-fn key_facts_lab_c(f5: &Value, f6: &Value, lang: Lang) -> [String; 3] {
+fn key_facts_replica_freeze(f5: &Value, f6: &Value, lang: Lang) -> [String; 3] {
     use crate::evidence::Outcome;
     use crate::facts::c::{Act5Facts, Act6Facts, ReplicaFreezeRun};
     use crate::rules::c::{freeze_counts, restarted, takeover};
@@ -314,29 +354,18 @@ fn uid_obs(uid: Option<&str>) -> Obs {
     }
 }
 
-/// The four observations per phase: `(phase, [policy, registered, answers, existing])`.
+/// The four observations per phase: `(phase, [policy, registered, answers, existing])`; the
+/// phases after the baseline are named by the registry ([`acts::Page::phases`]) and drawn by
+/// what the lab's faults are ([`drawn`]).
 fn observations(lab: Lab, input: &GradeInput, lang: Lang) -> Vec<(Text, [Obs; 4])> {
+    let phases = acts::page(lab).phases;
     let mut rows = vec![(tx::PHASE_BASELINE, baseline_observations(input))];
-    rows.extend(match lab {
-        Lab::B => freeze_observations(
-            input,
-            lang,
-            [tx::PHASE_FAIL, tx::PHASE_IGNORE, tx::PHASE_RECOVERED_B],
-            |f| answers(&f["target_bad"]),
-        ),
-        Lab::A => scale_observations(input, lang),
-        // Lab C's acts 5-7 record the same observations under the same names as lab B's, with
-        // waves of violating requests instead of one.
-        Lab::C => freeze_observations(
-            input,
-            lang,
-            [
-                tx::PHASE_LEADER_FROZEN,
-                tx::PHASE_FOLLOWER_FROZEN,
-                tx::PHASE_RECOVERED_C,
-            ],
-            wave_answers,
-        ),
+    rows.extend(match drawn(lab) {
+        Drawn::ScaleDown => scale_observations(input, lang, phases),
+        // The one replica's freezes record one target request each; the replica freezes (lab C)
+        // record the same observations under the same names, with waves of violating requests.
+        Drawn::Freeze => freeze_observations(input, lang, phases, |f| answers(&f["target_bad"])),
+        Drawn::ReplicaFreeze => freeze_observations(input, lang, phases, wave_answers),
     });
     rows
 }
@@ -444,9 +473,9 @@ fn freeze_observations(
     ]
 }
 
-/// Lab A's phases after the baseline: scaled to zero (act 5), the recovery (act 6), the
-/// server-side dry-run (act 7).
-fn scale_observations(input: &GradeInput, lang: Lang) -> Vec<(Text, [Obs; 4])> {
+/// Lab A's phases after the baseline, named `phases`: scaled to zero (act 5), the recovery
+/// (act 6), the server-side dry-run (act 7).
+fn scale_observations(input: &GradeInput, lang: Lang, phases: [Text; 3]) -> Vec<(Text, [Obs; 4])> {
     let w = |t: Text| t.get(lang);
     let (f5, f6, f7) = (facts(input, 5), facts(input, 6), facts(input, 7));
     let reference = reference_uid(input);
@@ -474,9 +503,10 @@ fn scale_observations(input: &GradeInput, lang: Lang) -> Vec<(Text, [Obs; 4])> {
         .and_then(|p| p.last())
         .map(answers)
         .unwrap_or(Obs::NotObserved);
+    let [scaled, recovery, dry_run] = phases;
     vec![
         (
-            tx::PHASE_SCALED,
+            scaled,
             [
                 policy5,
                 flag(
@@ -494,7 +524,7 @@ fn scale_observations(input: &GradeInput, lang: Lang) -> Vec<(Text, [Obs; 4])> {
             ],
         ),
         (
-            tx::PHASE_RECOVERY_A,
+            recovery,
             [
                 Obs::NotObserved,
                 registered6,
@@ -503,7 +533,7 @@ fn scale_observations(input: &GradeInput, lang: Lang) -> Vec<(Text, [Obs; 4])> {
             ],
         ),
         (
-            tx::PHASE_DRY_RUN,
+            dry_run,
             [
                 Obs::NotObserved,
                 match s(f7, "/webhook_name") {
@@ -556,85 +586,37 @@ fn json_path(ptr: &str) -> String {
 }
 
 /// The lab's condition table (the course's summary: condition × target good / target bad /
-/// control), each cell the request observed under that condition. Lab B: healthy (act 3), frozen
-/// under Fail (act 5), the first deny after its resume, healthy and frozen under Ignore (act 6),
-/// its first deny after resume, recovered (act 7). Lab A: healthy (act 3), scaled to 0 (act 5),
-/// the first explicit deny of the recovery (act 6: the first `explicit-deny` of its probes),
-/// server-side dry-run (act 7).
+/// control), each cell the request observed under that condition, as the registry declares it
+/// ([`acts::Page::conditions`]).
 fn conditions(lab: Lab, input: &GradeInput) -> Vec<(Text, [Option<Cell<'_>>; 3])> {
-    let c = |act: u8, ptr: &str| cell(input, act, ptr);
-    match lab {
-        Lab::B => vec![
-            (tx::COND_HEALTHY_FAIL, [c(3, "/good"), c(3, "/bad"), None]),
+    acts::page(lab)
+        .conditions
+        .iter()
+        .map(|c| {
             (
-                tx::COND_FROZEN_FAIL,
-                [c(5, "/target_good"), c(5, "/target_bad"), c(5, "/control")],
-            ),
-            (
-                tx::COND_RESUMED_FAIL,
-                [None, c(5, "/first_explicit_deny"), None],
-            ),
-            (tx::COND_HEALTHY_IGNORE, [None, c(6, "/healthy_bad"), None]),
-            (
-                tx::COND_FROZEN_IGNORE,
-                [c(6, "/target_good"), c(6, "/target_bad"), c(6, "/control")],
-            ),
-            (
-                tx::COND_RESUMED_IGNORE,
-                [None, c(6, "/first_explicit_deny"), None],
-            ),
-            (tx::COND_RECOVERED, [None, c(7, "/healthy_bad"), None]),
-        ],
-        Lab::A => {
-            let first_deny = facts(input, 6)["deny_probes"]
-                .as_array()
-                .and_then(|p| p.iter().position(|r| r["outcome"] == "explicit-deny"))
-                .and_then(|i| c(6, &format!("/deny_probes/{i}")));
-            vec![
-                (tx::COND_HEALTHY, [c(3, "/good"), c(3, "/bad"), None]),
-                (
-                    tx::COND_SCALED,
-                    [None, c(5, "/target_bad"), c(5, "/control")],
-                ),
-                (tx::COND_RECOVERY_DENY, [None, first_deny, None]),
-                (tx::COND_DRY_RUN, [c(7, "/good"), c(7, "/bad"), None]),
-            ]
-        }
-        Lab::C => {
-            // A wave's cell: its first request with the outcome a request meeting the frozen
-            // replica has (else its first); every request is in the timeline.
-            let met = |act: u8, outcome: &str| {
-                let bad = facts(input, act)["bad"].as_array()?;
-                let i = bad
-                    .iter()
-                    .position(|r| r["outcome"] == outcome)
-                    .or((!bad.is_empty()).then_some(0))?;
-                c(act, &format!("/bad/{i}"))
-            };
-            vec![
-                (
-                    tx::COND_HEALTHY_THREE,
-                    [c(3, "/good"), c(3, "/bad/0"), c(3, "/control")],
-                ),
-                (
-                    tx::COND_LEADER_FROZEN,
-                    [None, met(5, "webhook-timeout"), c(5, "/control/0")],
-                ),
-                (
-                    tx::COND_RESUMED_FAIL,
-                    [None, c(5, "/first_explicit_deny"), None],
-                ),
-                (tx::COND_HEALTHY_IGNORE, [None, c(6, "/healthy_bad"), None]),
-                (
-                    tx::COND_FOLLOWER_FROZEN,
-                    [None, met(6, "stored"), c(6, "/control/0")],
-                ),
-                (
-                    tx::COND_RESUMED_IGNORE,
-                    [None, c(6, "/first_explicit_deny"), None],
-                ),
-                (tx::COND_RECOVERED, [None, c(7, "/healthy_bad"), None]),
-            ]
+                c.name,
+                c.requests.map(|r| r.and_then(|r| request_cell(input, r))),
+            )
+        })
+        .collect()
+}
+
+/// The request `r` names, as a [`Cell`] (`None` when it was not recorded).
+fn request_cell(input: &GradeInput, r: acts::Request) -> Option<Cell<'_>> {
+    match r {
+        acts::Request::At { act, ptr } => cell(input, act, ptr),
+        acts::Request::First {
+            act,
+            list,
+            outcome,
+            or_first,
+        } => {
+            let items = facts(input, act).pointer(list)?.as_array()?;
+            let i = items
+                .iter()
+                .position(|r| r["outcome"] == outcome.as_str())
+                .or((or_first && !items.is_empty()).then_some(0))?;
+            cell(input, act, &format!("{list}/{i}"))
         }
     }
 }
@@ -814,12 +796,7 @@ pub fn render_with_diagnostics(
     lang: Lang,
     diagnostics: Option<DiagnosticsLink<'_>>,
 ) -> String {
-    let title = match lab {
-        Lab::A => tx::TITLE_A,
-        Lab::B => tx::TITLE_B,
-        Lab::C => tx::TITLE_C,
-    }
-    .get(lang);
+    let title = acts::page(lab).title.get(lang);
     let lang_attr = match lang {
         Lang::Ja => "ja",
         Lang::En => "en",
@@ -890,19 +867,8 @@ fn conditions_section(lab: Lab, input: &GradeInput, lang: Lang) -> Markup {
 /// recovery after it (lab A, [`timeline::scale`]). A scale to more replicas (lab C's act 3) is
 /// the stage of the freezes, not a chart of its own.
 fn timeline_section(lab: Lab, input: &GradeInput, lang: Lang) -> Markup {
-    let freezes: Vec<(u8, acts::Target)> = acts::of(lab)
-        .iter()
-        .filter_map(|a| match acts::fault(lab, a.number) {
-            Some(acts::Fault::Freeze { target, .. }) => Some((a.number, target)),
-            _ => None,
-        })
-        .collect();
-    let scale_down = acts::of(lab)
-        .iter()
-        .find_map(|a| match acts::fault(lab, a.number) {
-            Some(acts::Fault::Scale { to: 0, .. }) => Some(a.number),
-            _ => None,
-        });
+    let freezes = acts::freezes(lab);
+    let scale_down = acts::scale_down(lab);
     // N > 1 when a freeze targets a replica by its role.
     let replicas = freezes.iter().any(|(_, t)| *t != acts::Target::One);
     let pods = if replicas {
@@ -1071,7 +1037,7 @@ fn key_facts_section(lab: Lab, input: &GradeInput, lang: Lang) -> Markup {
     html! {
         h2 { (tx::KEY_FACTS.get(lang)) }
         table {
-            tr { @for h in match lab { Lab::A => &tx::KEY_FACT_HEADERS_A, Lab::B => &tx::KEY_FACT_HEADERS_B, Lab::C => &tx::KEY_FACT_HEADERS_C } { th { (h.get(lang)) } } }
+            tr { @for h in &acts::page(lab).key_fact_headers { th { (h.get(lang)) } } }
             tr { @for c in &kf { td class="mono" { (c) } } }
         }
     }

@@ -4,18 +4,6 @@
 pub(crate) use crate::text::Text;
 use crate::text::{Lang, t};
 
-pub(crate) const TITLE_A: Text = t(
-    "ラボA 記録: アドミッションコントローラーを0にスケール",
-    "Lab A record: the admission controller scaled to 0",
-);
-pub(crate) const TITLE_B: Text = t(
-    "ラボB 記録: アドミッションコントローラーのプロセスを凍結",
-    "Lab B record: the admission controller process frozen",
-);
-pub(crate) const TITLE_C: Text = t(
-    "ラボC 記録: 3 レプリカのアドミッションコントローラー",
-    "Lab C record: three admission-controller replicas",
-);
 /// Lab C's timeline paragraph (acts 5 and 6).
 pub(crate) const TIMELINE_C: Text = t(
     "レプリカごとに1行です。灰色の帯はそのレプリカの凍結 (pidfd 経由の SIGSTOP から SIGCONT まで)、濃い緑の帯は Lease がそのレプリカを保持者としていた区間 (毎秒の読み取りで、各読み取りは次の読み取りまで有効とみなします)、その下の細い帯は kyverno-svc のエンドポイントとしての状態 (毎秒の読み取り) です。その下に、違反リクエストの波を1行ずつ (リクエストごとに細い段、最後の段は対照の Pod)、送信から応答までの棒として結果の色で示します。API サーバーの記録はどのレプリカが応答したかを示さないため、リクエストはレプリカの行には置きません。代わりに各レプリカ行の右に、そのレプリカ自身の admission カウンタ (kyverno_admission_requests_total、Pod) のこの act での増分を示します。",
@@ -45,30 +33,6 @@ pub(crate) const COUNTER_RESET: Text = t("再起動でリセット", "reset by a
 pub(crate) const RESTARTS: Text = t("再起動回数", "restarts");
 pub(crate) const NEW_POD_UID: Text = t("Pod の UID が変わった", "new pod UID");
 pub(crate) const POD_GONE: Text = t("Pod が消えた", "pod gone");
-/// Lab C's key facts column headers (acts 5 and 6).
-pub(crate) const KEY_FACT_HEADERS_C: [Text; 3] = [
-    t(
-        "リーダー凍結中 (failurePolicy Fail)",
-        "leader frozen, failurePolicy Fail",
-    ),
-    t("Lease と元のリーダー", "the Lease and the former leader"),
-    t(
-        "フォロワー凍結中 (failurePolicy Ignore)",
-        "follower frozen, failurePolicy Ignore",
-    ),
-];
-pub(crate) const COND_HEALTHY_THREE: Text = t(
-    "正常、3 レプリカ、failurePolicy Fail (act 3)",
-    "healthy, three replicas, failurePolicy Fail (act 3)",
-);
-pub(crate) const COND_LEADER_FROZEN: Text = t(
-    "リーダー凍結中、Fail (act 5; 波のうちタイムアウトした最初のリクエスト、なければ最初のリクエスト)",
-    "leader frozen, Fail (act 5; the waves' first request that timed out, else their first)",
-);
-pub(crate) const COND_FOLLOWER_FROZEN: Text = t(
-    "フォロワー凍結中、Ignore (act 6; 波のうち保存された最初のリクエスト、なければ最初のリクエスト)",
-    "follower frozen, Ignore (act 6; the waves' first request stored, else their first)",
-);
 pub(crate) const INTRO: Text = t(
     "このページは保存された入力・証拠・採点結果だけから作られています (クラスターには接続しません)。生の証拠は末尾に折りたたんで埋め込まれています。",
     "This page is made only from the saved inputs, evidence and grades (no cluster access). The raw evidence is embedded, collapsed, at the end.",
@@ -156,25 +120,6 @@ pub(crate) const OBS_ANSWERS: Text = t(
 );
 pub(crate) const OBS_EXISTING: Text = t("既存のPodが同じUIDのまま", "existing pod, same UID");
 pub(crate) const PHASE_BASELINE: Text = t("正常時 (act 2-3)", "healthy (acts 2-3)");
-pub(crate) const PHASE_FAIL: Text = t("Fail で凍結中 (act 5)", "frozen, Fail (act 5)");
-pub(crate) const PHASE_IGNORE: Text = t("Ignore で凍結中 (act 6)", "frozen, Ignore (act 6)");
-pub(crate) const PHASE_RECOVERED_B: Text = t("復旧後 (act 7)", "recovered (act 7)");
-pub(crate) const PHASE_LEADER_FROZEN: Text = t(
-    "リーダーを Fail で凍結中 (act 5)",
-    "leader frozen, Fail (act 5)",
-);
-pub(crate) const PHASE_FOLLOWER_FROZEN: Text = t(
-    "フォロワーを Ignore で凍結中 (act 6)",
-    "follower frozen, Ignore (act 6)",
-);
-pub(crate) const PHASE_RECOVERED_C: Text = t(
-    "元のレプリカ数に戻した後 (act 7)",
-    "back to the original replicas (act 7)",
-);
-pub(crate) const PHASE_SCALED: Text = t("0にスケール後 (act 5)", "scaled to 0 (act 5)");
-pub(crate) const PHASE_RECOVERY_A: Text = t("復旧 (act 6)", "recovery (act 6)");
-pub(crate) const PHASE_DRY_RUN: Text =
-    t("サーバー側 dry-run (act 7)", "server-side dry-run (act 7)");
 pub(crate) const RAW: Text = t(
     "生の証拠 (そのまま、折りたたみ)",
     "Raw evidence (verbatim, collapsed)",
@@ -189,31 +134,6 @@ pub(crate) const RAW_CUT_2: Text = t(
     "バイトまで。全体はファイルそのもの:",
     "bytes of each file, pretty-printed; the whole file is",
 );
-/// Lab A's key facts column headers (the page of one lab; the nightly summary and the index page
-/// keep the combined English headers of `KEY_FACT_HEADERS`).
-pub(crate) const KEY_FACT_HEADERS_A: [Text; 3] = [
-    t("スケールダウン中", "during the scale-down"),
-    t("Lease の引き継ぎ", "Lease takeover"),
-    t(
-        "復旧後の最初の明示的な拒否",
-        "first explicit deny after recovery",
-    ),
-];
-/// Lab B's key facts column headers.
-pub(crate) const KEY_FACT_HEADERS_B: [Text; 3] = [
-    t(
-        "凍結中 (failurePolicy Fail)",
-        "freeze under failurePolicy Fail",
-    ),
-    t(
-        "凍結中 (failurePolicy Ignore)",
-        "freeze under failurePolicy Ignore",
-    ),
-    t(
-        "再開後の最初の明示的な拒否",
-        "first explicit deny after resume",
-    ),
-];
 
 // The condition table (the page's first section).
 pub(crate) const CONDITIONS: Text = t("条件ごとに観測した結果", "What was observed, per condition");
@@ -234,39 +154,6 @@ pub(crate) const COL_CONTROL: Text = t(
     "対照 (対象外の名前空間)・ラベルなし",
     "control namespace, unlabelled",
 );
-pub(crate) const COND_HEALTHY_FAIL: Text = t(
-    "正常時、failurePolicy Fail (act 3)",
-    "healthy, failurePolicy Fail (act 3)",
-);
-pub(crate) const COND_FROZEN_FAIL: Text = t(
-    "凍結中、failurePolicy Fail (act 5)",
-    "frozen, failurePolicy Fail (act 5)",
-);
-pub(crate) const COND_RESUMED_FAIL: Text = t(
-    "再開後の最初の拒否、Fail (act 5)",
-    "first deny after resume, Fail (act 5)",
-);
-pub(crate) const COND_HEALTHY_IGNORE: Text = t(
-    "正常時、failurePolicy Ignore (act 6)",
-    "healthy, failurePolicy Ignore (act 6)",
-);
-pub(crate) const COND_FROZEN_IGNORE: Text = t(
-    "凍結中、failurePolicy Ignore (act 6)",
-    "frozen, failurePolicy Ignore (act 6)",
-);
-pub(crate) const COND_RESUMED_IGNORE: Text = t(
-    "再開後の最初の拒否、Ignore (act 6)",
-    "first deny after resume, Ignore (act 6)",
-);
-pub(crate) const COND_RECOVERED: Text = t("復旧後 (act 7)", "recovered (act 7)");
-pub(crate) const COND_HEALTHY: Text = t("正常時 (act 3)", "healthy (act 3)");
-pub(crate) const COND_SCALED: Text = t("0 にスケールした後 (act 5)", "scaled to 0 (act 5)");
-pub(crate) const COND_RECOVERY_DENY: Text = t(
-    "復旧中の最初の明示的な拒否 (act 6)",
-    "recovery: first explicit deny (act 6)",
-);
-pub(crate) const COND_DRY_RUN: Text =
-    t("サーバー側 dry-run (act 7)", "server-side dry-run (act 7)");
 
 // The API server's counters, as a table.
 pub(crate) const COUNTER: Text = t("カウンタ", "counter");

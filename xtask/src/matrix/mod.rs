@@ -40,8 +40,8 @@ pub struct MatrixCmd {
     /// Kyverno releases, comma separated (default: the pinned v1.19.1).
     #[arg(long, value_delimiter = ',', value_name = "vX.Y.Z,…")]
     kyverno: Vec<String>,
-    /// Which labs to run in each cell: a, b, c or all (a, b then c).
-    #[arg(long, value_name = "a|b|c|all", value_parser = crate::flags::parse_lab_choice, default_value = "all")]
+    /// Which labs to run in each cell, or all (every lab, in the registry's order).
+    #[arg(long, value_name = crate::flags::LAB_VALUES.as_str(), value_parser = crate::flags::parse_lab_choice, default_value = "all")]
     lab: crate::flags::LabChoice,
     /// Runs of each cell (each lab on its own fresh cluster every run).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10))]
@@ -323,9 +323,7 @@ fn load_baseline(dir: &Path) -> Result<CellInput> {
     let mut cell = CellInput {
         versions: Versions::pinned(),
         running: format!("baseline {}", dir.display()),
-        a: None,
-        b: None,
-        c: None,
+        labs: Default::default(),
         artifacts: dir.display().to_string(),
     };
     for lab in lab::acts::LABS {
@@ -342,7 +340,7 @@ fn load_baseline(dir: &Path) -> Result<CellInput> {
         };
         let result = load_lab(lab, &lab_dir)?;
         cell.running = format!("{} · lab {name}: {}", cell.running, lab_dir.display());
-        *cell.lab_mut(lab) = Some(result);
+        cell.labs.insert(lab, result);
     }
     Ok(cell)
 }
@@ -379,9 +377,7 @@ fn load_cell(
     let mut cell = CellInput {
         versions: versions.clone(),
         running: String::new(),
-        a: None,
-        b: None,
-        c: None,
+        labs: Default::default(),
         // Relative when the run sits beside the matrix directory (so the page works from an
         // uploaded artifact), else absolute.
         artifacts: match dir.file_name() {
@@ -423,7 +419,7 @@ fn load_cell(
                 None => m,
             });
         }
-        *cell.lab_mut(lab) = Some(result);
+        cell.labs.insert(lab, result);
     }
     Ok(cell)
 }
@@ -594,9 +590,14 @@ mod tests {
         CellInput {
             versions: Versions::pinned(),
             running: "recorded".into(),
-            a: Some(load_lab(Lab::A, &recorded("a-20261130T194643Z")).unwrap()),
-            b: Some(load_lab(Lab::B, &recorded("b-20261130T210502Z")).unwrap()),
-            c: Some(load_lab(Lab::C, &recorded("c-20261201T234822Z")).unwrap()),
+            labs: [
+                (Lab::A, "a-20261130T194643Z"),
+                (Lab::B, "b-20261130T210502Z"),
+                (Lab::C, "c-20261201T234822Z"),
+            ]
+            .into_iter()
+            .map(|(lab, run)| (lab, load_lab(lab, &recorded(run)).unwrap()))
+            .collect(),
             artifacts: String::new(),
         }
     }
@@ -793,7 +794,13 @@ mod tests {
             let mut c = pinned_cell();
             c.versions = Versions::new("v1.37.2", "v1.19.1").unwrap();
             c.running = format!("run {k}");
-            let bad = c.c.as_mut().unwrap().evidence.get_mut(&5).unwrap()["facts"]["bad"]
+            let bad = c
+                .labs
+                .get_mut(&Lab::C)
+                .unwrap()
+                .evidence
+                .get_mut(&5)
+                .unwrap()["facts"]["bad"]
                 .as_array_mut()
                 .unwrap();
             for (i, r) in bad.iter_mut().enumerate() {
@@ -842,7 +849,13 @@ mod tests {
     fn a_stored_request_during_the_leader_freeze_is_a_stated_change() {
         let mut other = pinned_cell();
         other.versions = Versions::new("v1.37.2", "v1.19.1").unwrap();
-        let bad = &mut other.c.as_mut().unwrap().evidence.get_mut(&5).unwrap()["facts"]["bad"][0];
+        let bad = &mut other
+            .labs
+            .get_mut(&Lab::C)
+            .unwrap()
+            .evidence
+            .get_mut(&5)
+            .unwrap()["facts"]["bad"][0];
         bad["outcome"] = serde_json::json!("stored");
         bad["get"]["exists"] = serde_json::json!(true);
         let t = table::build(&[pinned_cell(), other]);
@@ -888,7 +901,7 @@ mod tests {
     fn a_kept_registration_is_a_stated_change_naming_the_cell() {
         let mut other = pinned_cell();
         other.versions = Versions::new("v1.34.4", "v1.18.2").unwrap();
-        let a = other.a.as_mut().unwrap();
+        let a = other.labs.get_mut(&Lab::A).unwrap();
         a.evidence.get_mut(&5).unwrap()["facts"]["policy_webhook_present"] =
             serde_json::json!(true);
         let t = table::build(&[pinned_cell(), other]);
@@ -909,10 +922,10 @@ mod tests {
     fn an_unstated_change_or_a_slower_recovery_does_not_fail_the_matrix() {
         let mut other = pinned_cell();
         other.versions = Versions::new("v1.36.3", "v1.19.1").unwrap();
-        let b = other.b.as_mut().unwrap();
+        let b = other.labs.get_mut(&Lab::B).unwrap();
         b.evidence.get_mut(&2).unwrap()["facts"]["webhook"]["name"] =
             serde_json::json!("renamed.kyverno.svc");
-        let a = other.a.as_mut().unwrap();
+        let a = other.labs.get_mut(&Lab::A).unwrap();
         a.evidence.get_mut(&6).unwrap()["facts"]["first_explicit_deny"]["waited_ms"] =
             serde_json::json!(31000);
         let t = table::build(&[pinned_cell(), other]);
@@ -932,7 +945,7 @@ mod tests {
         );
         let mut other = pinned_cell();
         other.versions = Versions::new("v1.34.4", "v1.19.1").unwrap();
-        let b = other.b.as_mut().unwrap();
+        let b = other.labs.get_mut(&Lab::B).unwrap();
         let reqs = b.evidence.get_mut(&6).unwrap()["facts"]["admission_audit"]["requests"]
             .as_array_mut()
             .unwrap();
@@ -955,7 +968,7 @@ mod tests {
     fn a_failed_run_fails_the_matrix_and_says_which() {
         let mut other = pinned_cell();
         other.versions = Versions::new("v1.36.3", "v1.19.1").unwrap();
-        let b = other.b.as_mut().unwrap();
+        let b = other.labs.get_mut(&Lab::B).unwrap();
         b.evidence.remove(&6);
         b.evidence.remove(&7);
         b.evidence.remove(&8);
@@ -982,7 +995,7 @@ mod tests {
         );
         let c = load_baseline(&dir).unwrap();
         assert!(c.versions.is_pinned());
-        assert_eq!(c.a.unwrap().evidence.len(), 8);
+        assert_eq!(c.labs[&Lab::A].evidence.len(), 8);
         assert!(load_baseline(&dir.join("nothing-here")).is_err());
     }
 

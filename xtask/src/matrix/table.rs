@@ -4,6 +4,9 @@
 //! the cells' evidence ([`build`]) and three renderings: Markdown ([`Table::markdown`]), HTML
 //! ([`Table::html`]) and JSON (serde).
 
+use std::collections::HashMap;
+
+use lab::evidence::Lab;
 use serde::Serialize;
 
 use super::facts::{Drift, Evidence, Fact, Figure, Observed, drift};
@@ -28,32 +31,19 @@ pub struct CellInput {
     /// What ran, from `versions.json` (`kube-apiserver vX`, image, chart), one line; empty when
     /// not recorded.
     pub running: String,
-    /// Lab A's run, if the matrix ran lab A.
-    pub a: Option<LabResult>,
-    /// Lab B's run, if the matrix ran lab B.
-    pub b: Option<LabResult>,
-    /// Lab C's run, if the matrix ran lab C.
-    pub c: Option<LabResult>,
+    /// Each lab's run, keyed by lab: only the labs the matrix ran (an in-memory table, never
+    /// serialized).
+    pub labs: HashMap<Lab, LabResult>,
     /// Where the cell's artifacts are (a run directory with `index.html`), for links.
     pub artifacts: String,
 }
 
 impl CellInput {
-    /// Where `lab`'s run goes.
-    pub fn lab_mut(&mut self, lab: lab::evidence::Lab) -> &mut Option<LabResult> {
-        match lab {
-            lab::evidence::Lab::A => &mut self.a,
-            lab::evidence::Lab::B => &mut self.b,
-            lab::evidence::Lab::C => &mut self.c,
-        }
-    }
-
+    /// The run of the lab whose wire name is `lab` (`a`, `b`, …; [`Lab::as_str`]), if it ran.
     fn lab(&self, lab: &str) -> Option<&LabResult> {
-        match lab {
-            "a" => self.a.as_ref(),
-            "b" => self.b.as_ref(),
-            _ => self.c.as_ref(),
-        }
+        self.labs
+            .iter()
+            .find_map(|(l, r)| (l.as_str() == lab).then_some(r))
     }
 }
 
@@ -277,8 +267,9 @@ pub fn build(cells: &[CellInput]) -> Table {
         .map(|c| {
             let mut failures = Vec::new();
             let mut findings = Vec::new();
-            for (name, l) in [("a", &c.a), ("b", &c.b), ("c", &c.c)] {
-                if let Some(l) = l {
+            for lab in lab::acts::LABS {
+                let name = lab.as_str();
+                if let Some(l) = c.labs.get(&lab) {
                     if let Some(e) = &l.failure {
                         failures.push(format!("lab {name}: {e}"));
                     }
