@@ -85,13 +85,16 @@ fn row(root: &Path, run: &Path) -> Vec<String> {
     let e6 = evidence(run, 6)
         .map(|e| e["facts"].clone())
         .unwrap_or(Value::Null);
-    // The same key facts as the report page (one definition: `lab::report::key_facts`).
-    let which = match lab.to_ascii_lowercase().as_str() {
-        "a" => lab::evidence::Lab::A,
-        "c" => lab::evidence::Lab::C,
-        _ => lab::evidence::Lab::B,
-    };
-    cells.extend(lab::report::key_facts(which, &e5, &e6));
+    // The same key facts as the report page (one definition: `lab::report::key_facts`), for a
+    // lab of the registry; a run whose evidence names no such lab has none (`—`), never another
+    // lab's.
+    let which = lab::acts::LABS
+        .into_iter()
+        .find(|l| l.as_str().eq_ignore_ascii_case(&lab));
+    match which {
+        Some(which) => cells.extend(lab::report::key_facts(which, &e5, &e6)),
+        None => cells.extend(lab::report::KEY_FACT_HEADERS.iter().map(|_| "—".to_owned())),
+    }
     let grades: Value = std::fs::read_to_string(run.join("grades.json"))
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
@@ -222,6 +225,24 @@ mod tests {
                 .to_string()
                 .contains("no lab run")
         );
+        // A run whose evidence names a lab the registry does not have: no key facts, not lab B's.
+        let other = tempfile::tempdir().unwrap();
+        let run = other.path().join("x/20261203T000000Z");
+        put(
+            &run.join("evidence/05.json"),
+            json!({"lab": "x", "act": 5, "facts": {"target_good": {"outcome": "webhook-timeout", "elapsed_ms": 3012}}}),
+        );
+        put(
+            &run.join("evidence/01.json"),
+            json!({"lab": "x", "act": 1, "facts": {}}),
+        );
+        let md = markdown(other.path()).unwrap();
+        let row = md.lines().nth(2).unwrap_or_default();
+        assert!(
+            row.contains("| x |") && row.contains("| — | — | — |"),
+            "{md}"
+        );
+        assert!(!row.contains("webhook-timeout"), "{md}");
         // Given one run's directory, the run column still names the run: `<run-id>/<lab>`.
         let one = markdown(&d.path().join("lab-b/20261129T000000Z")).unwrap();
         assert!(
