@@ -309,6 +309,122 @@ pub fn lab_mark(raw: &Value) -> Result<Option<String>, DeriveError> {
 /// Where [`lab_mark`]'s fact comes from (act 1's `lab_mark`).
 pub const LAB_MARK_SOURCES: &[Source] = &[("lab_mark", "Ok")];
 
+/// The stored policy's facts as a grader holds them: `metadata.name`, `metadata.uid` and `spec`
+/// (verbatim; `null` when absent) of the policy the API server returned (act 2's and act 6's
+/// `raw[policy-stored]`, the Kyverno `ValidatingPolicy` as read back). The act records the
+/// object itself (`facts.policy`, the defaulted fields included, which the input does not hold);
+/// the fields below are the ones a grader holds against the read, [`STORED_POLICY_SOURCES`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct StoredPolicy {
+    /// `metadata.name` and `metadata.uid`.
+    pub metadata: PolicyMetadata,
+    /// `spec`, verbatim (the API server's defaults included).
+    pub spec: Value,
+}
+
+/// The stored policy's `metadata.name` and `metadata.uid` (`None` when absent).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PolicyMetadata {
+    /// `metadata.name`.
+    pub name: Option<String>,
+    /// `metadata.uid`.
+    pub uid: Option<String>,
+}
+
+/// The stored policy's facts ([`StoredPolicy`]) from the raw read of the policy.
+///
+/// Errors: [`DeriveError`] when `raw` is no object, or the name or UID is not a string.
+pub fn stored_policy(raw: &Value) -> Result<StoredPolicy, DeriveError> {
+    if !raw.is_object() {
+        return Err(err("", "a policy object"));
+    }
+    Ok(StoredPolicy {
+        metadata: PolicyMetadata {
+            name: string(raw, "/metadata/name")?,
+            uid: string(raw, "/metadata/uid")?,
+        },
+        spec: raw.get("spec").cloned().unwrap_or(Value::Null),
+    })
+}
+
+/// Where each field of [`stored_policy`]'s facts comes from (fact fields dotted, as in the
+/// recorded policy).
+pub const STORED_POLICY_SOURCES: &[Source] = &[
+    ("metadata.name", "metadata.name"),
+    ("metadata.uid", "metadata.uid"),
+    ("spec", "spec"),
+];
+
+/// A container as the node's container runtime answered for it (CRI `ContainerStatus`, the raw
+/// `cri-container*` records: the tool's `cri::ContainerIdentity`), in the terms of the facts
+/// that record a process: [`cri_container`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CriContainer {
+    /// The container's process as CRI names it (the facts' `ProcessIdentity` less the start
+    /// time, which only `/proc` gives).
+    pub identity: CriProcess,
+    /// The pod's name (`io.kubernetes.pod.name`).
+    pub pod_name: String,
+    /// kubelet's restart count of the container: CRI's `metadata.attempt` (kubelet creates a
+    /// container with `attempt` = the restart count it then reports, `pkg/kubelet/kuberuntime`).
+    pub restart_count: u32,
+    /// The container's name (`io.kubernetes.container.name`).
+    pub container_name: String,
+    /// The pod's namespace (`io.kubernetes.pod.namespace`).
+    pub pod_namespace: String,
+}
+
+/// The container's ID, host PID and pod UID.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CriProcess {
+    /// The runtime's container ID (no `containerd://` prefix).
+    pub container_id: String,
+    /// Host PID of the container's init process (0 when not running).
+    pub pid: u32,
+    /// The pod's UID (`io.kubernetes.pod.uid`).
+    pub pod_uid: String,
+}
+
+/// A container's facts ([`CriContainer`]) from the raw CRI answer: `container_id`, `pid`
+/// (negative as 0), `pod_uid`, `pod_name`, `attempt` (the restart count), `container_name` and
+/// `pod_namespace`; a string absent is empty, a number absent 0.
+///
+/// Errors: [`DeriveError`] when `raw` is no object or one of those fields has another type.
+pub fn cri_container(raw: &Value) -> Result<CriContainer, DeriveError> {
+    if !raw.is_object() {
+        return Err(err("", "a CRI container (the tool's ContainerIdentity)"));
+    }
+    let text = |p: &str| string(raw, p).map(Option::unwrap_or_default);
+    Ok(CriContainer {
+        identity: CriProcess {
+            container_id: text("/container_id")?,
+            pid: count(raw, "/pid")?.unwrap_or(0),
+            pod_uid: text("/pod_uid")?,
+        },
+        pod_name: text("/pod_name")?,
+        restart_count: count(raw, "/attempt")?.unwrap_or(0),
+        container_name: text("/container_name")?,
+        pod_namespace: text("/pod_namespace")?,
+    })
+}
+
+/// Where each field of [`cri_container`]'s facts comes from (fact fields dotted). A fact that
+/// records only the process, its pod and its restart count (lab C's `ReplicaProcess`) is held
+/// to the first five ([`CRI_PROCESS_SOURCES`]).
+pub const CRI_CONTAINER_SOURCES: &[Source] = &[
+    ("identity.container_id", "container_id"),
+    ("identity.pid", "pid"),
+    ("identity.pod_uid", "pod_uid"),
+    ("pod_name", "pod_name"),
+    ("restart_count", "attempt"),
+    ("container_name", "container_name"),
+    ("pod_namespace", "pod_namespace"),
+];
+
+/// [`CRI_CONTAINER_SOURCES`] of a fact that records the process, its pod's name and the
+/// restart count, not the container's name and namespace.
+pub const CRI_PROCESS_SOURCES: &[Source] = CRI_CONTAINER_SOURCES.split_at(5).0;
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -443,6 +559,51 @@ mod tests {
     }
 
     #[test]
+    fn stored_policy_is_its_name_uid_and_spec() {
+        let p = stored_policy(
+            &json!({"metadata": {"name": "p", "uid": "u", "resourceVersion": "9"},
+            "spec": {"failurePolicy": "Fail"}, "status": {}}),
+        )
+        .unwrap();
+        assert_eq!(p.metadata.name.as_deref(), Some("p"));
+        assert_eq!(p.metadata.uid.as_deref(), Some("u"));
+        assert_eq!(p.spec, json!({"failurePolicy": "Fail"}));
+        let p = stored_policy(&json!({})).unwrap();
+        assert_eq!((p.metadata.uid, p.spec), (None, Value::Null));
+        assert!(stored_policy(&json!(null)).is_err());
+        assert_eq!(
+            stored_policy(&json!({"metadata": {"uid": 7}})).unwrap_err(),
+            err("/metadata/uid", "a string")
+        );
+    }
+
+    #[test]
+    fn cri_container_takes_the_attempt_as_the_restart_count() {
+        let c = cri_container(&json!({"container_id": "c", "sandbox_id": "s", "pid": 42,
+            "pod_uid": "u", "pod_name": "p", "pod_namespace": "kyverno",
+            "container_name": "kyverno", "attempt": 2, "state": "CONTAINER_RUNNING"}))
+        .unwrap();
+        assert_eq!(
+            (
+                c.identity.container_id.as_str(),
+                c.identity.pid,
+                c.restart_count
+            ),
+            ("c", 42, 2)
+        );
+        assert_eq!(cri_container(&json!({"pid": -1})).unwrap().identity.pid, 0);
+        assert_eq!(
+            cri_container(&json!({"pid": "42"})).unwrap_err(),
+            err("/pid", "an int32")
+        );
+        assert!(cri_container(&json!("c")).is_err());
+        assert_eq!(
+            CRI_PROCESS_SOURCES.last(),
+            Some(&("restart_count", "attempt"))
+        );
+    }
+
+    #[test]
     fn every_fact_field_has_its_source() {
         let fields = |v: Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
         let names = |s: &[Source]| -> Vec<String> {
@@ -471,6 +632,28 @@ mod tests {
         assert_eq!(
             fields(serde_json::to_value(w).unwrap()),
             names(REGISTRATION_SOURCES)
+        );
+        // Nested facts: every leaf, dotted.
+        let leaves = |v: Value| -> Vec<String> {
+            let mut out = Vec::new();
+            for (k, x) in v.as_object().unwrap() {
+                match x.as_object() {
+                    Some(o) if k != "spec" => out.extend(o.keys().map(|j| format!("{k}.{j}"))),
+                    _ => out.push(k.clone()),
+                }
+            }
+            out.sort();
+            out
+        };
+        let p = stored_policy(&json!({"metadata": {}})).unwrap();
+        assert_eq!(
+            leaves(serde_json::to_value(p).unwrap()),
+            names(STORED_POLICY_SOURCES)
+        );
+        let c = cri_container(&json!({})).unwrap();
+        assert_eq!(
+            leaves(serde_json::to_value(c).unwrap()),
+            names(CRI_CONTAINER_SOURCES)
         );
     }
 }

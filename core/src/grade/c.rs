@@ -19,24 +19,21 @@
 //! | 4 | [`leader_is_the_lease_holder`] | the leader's pod | the Lease's holder, read before and after (unchanged) | value-mismatch |
 //! | 4 | [`processes_are_act3s_replicas`] | leader + followers | act 3's replica UIDs, each once; PIDs and start times distinct; none stopped | value-mismatch, uid-mismatch, process-still-stopped |
 //! | 4 | [`act4_facts_are_the_raw_reads`] | both Lease reads, each process | raw `lease-before`/`lease-after`, each `cri-container:<pod>` (restart count = the container's attempt) | raw-mismatch, observation-missing |
-//! | 5 | [`frozen_replica_is_act4s`] | the role, pod and process frozen | act 4's leader | value-mismatch, identity-changed |
+//! | 5 | [`frozen_replica_is_act4s_leader`] | the role, pod and process frozen | act 4's leader | value-mismatch, identity-changed |
 //! | 5 | [`lease_before_names_the_frozen_leader`] | the Lease read right before the freeze | the frozen pod | value-mismatch |
 //! | 6 | [`follower_is_not_the_lease_holder`], [`frozen_follower_is_its_latest_process`] | the follower frozen | not the holder before; one of act 3's pods; its process act 5's after the resume (if act 5 froze it) or act 4's | value-mismatch, uid-mismatch, identity-changed |
-//! | 6 | policy, healthy deny (`act6`) | the stored policy, the registration, a violating pod under Ignore | act 2's UID, `policy-ignore.json` (`stored_policy_is_the_applied_input`), raw `policy-stored`; act 2's registration switched to Ignore; explicit deny before the freeze | uid-mismatch, value-mismatch, raw-mismatch, registration-changed |
+//! | 6 | `freeze::policy_switched_to_ignore` | the stored policy, the registration, a violating pod under Ignore | act 2's UID, `policy-ignore.json` (`stored_policy_is_the_applied_input`), raw `policy-stored`; act 2's registration switched to Ignore; explicit deny before the freeze | uid-mismatch, value-mismatch, raw-mismatch, registration-changed |
 //! | 6 | [`lease_holder_unchanged_by_a_follower_freeze`] | every Lease sample and the read after | the holder before | value-mismatch |
-//! | 5, 6 | `freeze_window_is_the_planned_one`, `process_stopped_only_during_freeze` ([`super::b`]) | the freeze window, the process state | the healer's deadline; `T` during, not after | times-inconsistent, value-mismatch, process-still-stopped |
-//! | 5, 6 | [`registration_kept_during_the_freeze`] | the registration read during the freeze | present, its snapshot the claim, the act's failurePolicy, act 2's (act 6: act 6's) registration (`snapshot_is_the_recorded_registration`), its scope, `timeout_seconds`; read inside the freeze | registration-changed, registration-claim-contradicted, registration-scope, value-mismatch, times-inconsistent |
+//! | 5, 6 | every freeze's rules, lab B's too (`freeze::freeze_rules`) | the freeze window and ledger, the process state, the registration read during the freeze, the requests after the resume and the first deny, the restart count and container after | the healer's deadline, `T` during only, raw `fault-ledger-resumed`; present, its snapshot the claim, the act's failurePolicy, act 2's (act 6: act 6's) registration, its scope, `timeout_seconds`, read inside the freeze; each after the resume a violating pod, the last the first explicit deny from the policy's webhook, timed from the resume; restart count never down, up exactly when the container is new, the same container the same process | times-inconsistent, value-mismatch, process-still-stopped, raw-mismatch, registration-missing, registration-changed, registration-claim-contradicted, registration-scope, not-confirmed, outside-window, restart-contradicted, identity-changed |
 //! | 5, 6 | [`freeze_waves_lie_inside_the_freeze`] | `waves × wave_size` violating pods (≥ 18), one control pod per wave | sent after the freeze, answered before the resume, each wave with one request per replica in flight at once ([`most_in_flight`]); violating pods in the target namespace | value-mismatch, times-inconsistent |
 //! | 5, 6 | [`freeze_outcomes_are_timeout_or_deny`] | each wave request | met the frozen replica (Fail: `webhook-timeout`, never admitted; Ignore: stored) after `timeoutSeconds`, or denied by the policy's webhook; control stored | outcome-unexpected, timeout-too-fast, timeout-too-slow, deny-other-webhook |
 //! | 5, 6 | [`samples_cover_the_freeze`] | the Lease and EndpointSlice samples | one about each second from the freeze to the resume, no gap over three periods | observation-missing |
-//! | 5, 6 | [`recovery_ends_in_an_explicit_deny`] | the requests after the resume | sent after it, the last the first explicit deny from the policy's webhook, timed from the resume | observation-missing, times-inconsistent |
-//! | 5, 6 | [`frozen_replica_after_is_the_same_pod`], [`frozen_replica_restart_agrees_with_its_container`] | the frozen replica after the settle | its pod and UID; restart count never down, up exactly when the container is new, the same container the same process | value-mismatch, uid-mismatch, restart-contradicted |
-//! | 5, 6 | `freeze_window_is_the_ledger` ([`super::b`]) | the freeze's start, resume and the process state after | raw `fault-ledger-resumed` | raw-mismatch, observation-missing |
+//! | 5, 6 | [`frozen_replica_after_is_the_same_pod`] | the frozen replica after the settle | its pod and UID, its container's pod | value-mismatch, uid-mismatch |
 //! | 5, 6 | [`restart_counts_are_the_containers_attempts`] | the frozen replica's restart counts, `identity_after` | CRI's `attempt` in raw `cri-container-before`/`-after`; a CRI answer is not dropped | raw-mismatch |
 //! | 5, 6 | [`replica_rows_are_act3s_replicas`] | each replica's counter | one row per act 3 replica; down only for the frozen replica that restarted | value-mismatch |
 //! | 5, 6 | [`freeze_run_is_its_raw_reads`] | the Leases before/after, every sample, the frozen pod and container after, the counters, the settle | raw `lease-before`/`lease-after`, `freeze-samples`, `pods-after`, `cri-container-after`, `replica-metrics-*`, `settle-wait` ([`settle_is_its_checks`]) | raw-mismatch, observation-missing, times-inconsistent |
 //! | 5, 6 | `existing_pod_survives_since` ([`super`]) | act 3's pod | same name, UID, `Running`, restart count never down | pod-replaced, pod-not-running, restart-contradicted |
-//! | 7 | `recovery.json` (`act7`) | the policy UID, the Ignore registration, the deny | act 2's UID, act 6's registration unchanged, its scope; the last probe an explicit deny from it | uid-mismatch, registration-changed, registration-scope, outcome-unexpected, observation-missing |
+//! | 7 | `recovery.json`, `freeze::recovered_under_ignore` | the policy UID, the Ignore registration, the deny | act 2's UID, act 6's registration unchanged, its scope; the last probe an explicit deny from it | uid-mismatch, registration-changed, registration-scope, outcome-unexpected, observation-missing |
 //! | 7 | [`scaled_back_to_the_original_count`], [`replicas_left_are_act3s_pods`] | the scale back, the Deployment, the replicas left | the original count, act 3's attempt; act 1's Deployment; each Ready replica one of act 3's pods (name, UID, address), `Running`; the Lease's holder one of them | value-mismatch, uid-mismatch |
 //! | 7 | [`deny_probes_are_violating_pods_one_after_another`], [`wait_spans_the_act_until_the_existing_pod`] | the probes, `waited_ms` | violating target pods after the scale back, one at a time; the act's start to the existing pod's read | value-mismatch, times-inconsistent |
 //! | 7 | [`act7_facts_are_the_raw_reads`] | `replicas_before`, the heal, the Lease, the policy UID, the registration | raw `deployment-before`, `scale-attempt-heal`, `lease`, `policy`, `webhook-configuration` | raw-mismatch, observation-missing |
@@ -44,6 +41,7 @@
 
 use std::collections::BTreeSet;
 
+use super::freeze::{self, Freeze};
 use super::{
     Code, G, SameRegistration, registration_equals, violating_pod_never_admitted_under_fail,
 };
@@ -764,8 +762,8 @@ fn wait_length_is_the_waits(g: &mut G, s: &str, f: &Act3Facts) {
 }
 
 /// Act 4's Leases are the raw reads (`lease-before`, `lease-after`) and each process is the CRI
-/// container read for its pod (`cri-container:<pod>`: container ID, PID, pod UID, and the
-/// restart count as the container's `attempt`). Flags [`Code::RawMismatch`] /
+/// container read for its pod (`cri-container:<pod>`: container ID, PID, pod UID, pod name, and
+/// the restart count as the container's `attempt`, [`crate::derive::cri_container`]). Flags [`Code::RawMismatch`] /
 /// [`Code::ObservationMissing`].
 fn act4_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &crate::evidence::Evidence, f: &Act4Facts) {
     use super::witness::{lease_is_derived_from, required_raw};
@@ -785,17 +783,17 @@ fn act4_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &crate::evidence::Eviden
     );
     for (role, p) in all {
         let sub = format!("{s}.{role}");
-        let Some(c) = required_raw(g, ev, &format!("cri-container:{}", p.pod_name), &sub) else {
-            continue;
-        };
-        let ok = c["container_id"].as_str() == Some(p.identity.container_id.as_str())
-            && c["pid"].as_u64() == Some(u64::from(p.identity.pid))
-            && c["pod_uid"].as_str() == Some(p.identity.pod_uid.as_str())
-            && c["pod_name"].as_str() == Some(p.pod_name.as_str())
-            && c["attempt"].as_u64() == Some(u64::from(p.restart_count));
-        g.check(ok, Code::RawMismatch, sub, || {
-            format!("recorded {p:?}, the raw CRI container says {c}")
-        });
+        let what = format!("cri-container:{}", p.pod_name);
+        if let Some(c) = required_raw(g, ev, &what, &sub) {
+            super::witness::fact_is_derived_from_raw(
+                g,
+                &sub,
+                p,
+                &format!("{} raw[{what}].data", super::ev_name(ev.act)),
+                crate::derive::cri_container(c),
+                crate::derive::CRI_PROCESS_SOURCES,
+            );
+        }
     }
 }
 
@@ -925,11 +923,11 @@ pub(crate) fn act5(g: &mut G) {
     let Some(f) = g.facts::<Act5Facts>(5) else {
         return;
     };
-    let s = subject(5);
     let hook = g.facts::<facts::Act2Facts>(2).map(|a2| a2.webhook);
-    frozen_replica_is_act4s(g, &s, &f, "leader");
-    lease_before_names_the_frozen_leader(g, &s, &f);
-    replica_freeze_run(g, 5, &f, hook.as_ref(), false);
+    let v = Freeze::of_c(5, &f, false, hook.as_ref());
+    frozen_replica_is_act4s_leader(g, &v, &f);
+    lease_before_names_the_frozen_leader(g, &v.s, &f);
+    replica_freeze_run(g, &v, &f);
 }
 
 /// The leader frozen is the one the Lease named right before the freeze.
@@ -947,84 +945,29 @@ pub(crate) fn act6(g: &mut G) {
     let Some(f) = g.facts::<Act6Facts>(6) else {
         return;
     };
-    let s = subject(6);
-    let policy = g.required_input_value(inputs::InputFile::Policy);
-    g.input::<inputs::PolicyIgnore>(&Context {
-        policy,
-        ..Default::default()
-    });
-    if let Some(a2) = g.facts::<facts::Act2Facts>(2) {
-        let uid = super::policy_uid(&a2);
-        g.expect_eq(
-            Code::UidMismatch,
-            format!("{s}.policy_uid_before"),
-            uid.as_deref(),
-            Some(f.policy_uid_before.as_str()),
-        );
-        g.expect_eq(
-            Code::UidMismatch,
-            format!("{s}.policy.metadata.uid"),
-            uid.as_deref(),
-            f.policy.pointer("/metadata/uid").and_then(|v| v.as_str()),
-        );
-        registration_equals(
-            g,
-            &format!("{s}.webhook"),
-            &f.webhook,
-            &a2.webhook,
-            SameRegistration::SwitchedToIgnore,
-        );
-    }
-    super::check_webhook(g, &format!("{s}.webhook"), &f.webhook, "Ignore");
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{s}.policy.spec.failurePolicy"),
-        Some("Ignore"),
-        f.policy
-            .pointer("/spec/failurePolicy")
-            .and_then(|v| v.as_str()),
-    );
-    super::stored_policy_is_the_applied_input(
+    freeze::policy_switched_to_ignore(
         g,
-        &format!("{s}.policy"),
+        &f.policy_uid_before,
         &f.policy,
-        inputs::InputFile::PolicyIgnore,
-    );
-    if let Some(ev) = g.evidence(6) {
-        super::witness::stored_policy_is_the_raw_read(g, &ev, &format!("{s}.policy"), &f.policy);
-        let what = "webhook-configuration-ignore";
-        super::witness::registration_is_derived_from(
-            g,
-            &ev,
-            what,
-            &format!("{s}.webhook"),
-            &f.webhook,
-        );
-    }
-    g.request(
-        &format!("{s}.healthy_bad"),
+        &f.webhook,
         &f.healthy_bad,
-        &[Outcome::ExplicitDeny],
-    );
-    super::b::violating_pod_in_the_target_namespace(g, &format!("{s}.healthy_bad"), &f.healthy_bad);
-    g.named_webhook(&format!("{s}.healthy_bad"), &f.healthy_bad, &f.webhook);
-    g.times_ordered(
-        &format!("{s}.healthy_bad"),
-        &f.healthy_bad.answered_at,
         &f.run.freeze.frozen_at,
     );
-    follower_is_not_the_lease_holder(g, &s, &f.run);
-    frozen_follower_is_its_latest_process(g, &s, &f.run);
-    replica_freeze_run(g, 6, &f.run, Some(&f.webhook), true);
-    lease_holder_unchanged_by_a_follower_freeze(g, &s, &f.run);
+    let v = Freeze::of_c(6, &f.run, true, Some(&f.webhook));
+    let s = &v.s;
+    follower_is_not_the_lease_holder(g, s, &f.run);
+    frozen_follower_is_its_latest_process(g, &v, &f.run);
+    replica_freeze_run(g, &v, &f.run);
+    lease_holder_unchanged_by_a_follower_freeze(g, s, &f.run);
 }
 
-/// The frozen replica is the one act 4 found in that role, with act 4's process identity.
-fn frozen_replica_is_act4s(g: &mut G, s: &str, run: &ReplicaFreezeRun, role: &str) {
+/// Act 5's frozen replica is the leader act 4 found, with act 4's process identity.
+fn frozen_replica_is_act4s_leader(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun) {
+    let s = &v.s;
     g.expect_eq(
         Code::ValueMismatch,
         format!("{s}.target_role"),
-        role,
+        "leader",
         run.target_role.as_str(),
     );
     let Some(a4) = g.facts::<Act4Facts>(4) else {
@@ -1036,12 +979,7 @@ fn frozen_replica_is_act4s(g: &mut G, s: &str, run: &ReplicaFreezeRun, role: &st
         a4.leader.pod_name.as_str(),
         run.target_pod.as_str(),
     );
-    g.expect_eq(
-        Code::IdentityChanged,
-        format!("{s}.freeze.identity"),
-        &a4.leader.identity,
-        &run.freeze.identity,
-    );
+    freeze::frozen_process_is_the_expected_one(g, v, Some(a4.leader.identity));
 }
 
 /// Act 6 froze a follower: a replica that did not hold the Lease when the freeze began, one of
@@ -1087,7 +1025,7 @@ fn follower_is_not_the_lease_holder(g: &mut G, s: &str, run: &ReplicaFreezeRun) 
 /// The follower frozen is the process last seen in its pod: act 5's after the resume when it is
 /// act 5's frozen replica (which may have restarted), else the one act 4 found. A replica
 /// neither froze nor lost the Lease keeps its container between the acts.
-fn frozen_follower_is_its_latest_process(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
+fn frozen_follower_is_its_latest_process(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun) {
     let from5 = g
         .facts::<Act5Facts>(5)
         .filter(|a5| a5.target_pod == run.target_pod)
@@ -1099,14 +1037,7 @@ fn frozen_follower_is_its_latest_process(g: &mut G, s: &str, run: &ReplicaFreeze
             .find(|p| p.pod_name == run.target_pod)
             .map(|p| p.identity)
     });
-    if let Some(expected) = from5.or(from4) {
-        g.expect_eq(
-            Code::IdentityChanged,
-            format!("{s}.freeze.identity"),
-            &expected,
-            &run.freeze.identity,
-        );
-    }
+    freeze::frozen_process_is_the_expected_one(g, v, from5.or(from4));
 }
 
 /// A follower's freeze leaves the Lease alone: every read during the freeze and the read after
@@ -1132,39 +1063,27 @@ fn lease_holder_unchanged_by_a_follower_freeze(g: &mut G, s: &str, run: &Replica
     );
 }
 
-/// The rules both freezes hold: the window, the registration, the waves, the outcomes, the
-/// samples, the recovery and the existing pod.
-fn replica_freeze_run(
-    g: &mut G,
-    act: u8,
-    run: &ReplicaFreezeRun,
-    hook: Option<&facts::WebhookFacts>,
-    ignore: bool,
-) {
-    let s = subject(act);
-    super::b::freeze_window_is_the_planned_one(g, &s, act, &run.freeze);
-    super::b::process_stopped_only_during_freeze(g, &s, &run.freeze);
-    if let Some(ev) = g.evidence(act) {
-        super::b::freeze_window_is_the_ledger(g, &s, &ev, &run.freeze, true);
+/// The rules both freezes hold: those of every freeze (`freeze::freeze_rules`), then lab C's
+/// own: the waves, their outcomes, the samples, the frozen replica after the settle, the
+/// replicas' counters, the raw reads and the existing pod.
+fn replica_freeze_run(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun) {
+    let s = &v.s;
+    freeze::freeze_rules(g, v);
+    freeze_waves_lie_inside_the_freeze(g, s, run);
+    freeze_outcomes_are_timeout_or_deny(g, s, run, v.hook, v.ignore);
+    samples_cover_the_freeze(g, s, run);
+    frozen_replica_after_is_the_same_pod(g, s, run);
+    if let Some(ev) = g.evidence(v.act) {
+        restart_counts_are_the_containers_attempts(g, s, &ev, run);
     }
-    registration_kept_during_the_freeze(g, &s, run, hook, ignore);
-    freeze_waves_lie_inside_the_freeze(g, &s, run);
-    freeze_outcomes_are_timeout_or_deny(g, &s, run, hook, ignore);
-    samples_cover_the_freeze(g, &s, run);
-    recovery_ends_in_an_explicit_deny(g, &s, run, hook);
-    frozen_replica_after_is_the_same_pod(g, &s, run);
-    frozen_replica_restart_agrees_with_its_container(g, &s, run);
-    if let Some(ev) = g.evidence(act) {
-        restart_counts_are_the_containers_attempts(g, &s, &ev, run);
-    }
-    replica_rows_are_act3s_replicas(g, &s, run);
+    replica_rows_are_act3s_replicas(g, s, run);
     g.times_ordered(
         &format!("{s}.lease_before.at"),
         &run.lease_before.at,
         &run.freeze.frozen_at,
     );
-    if let Some(ev) = g.evidence(act) {
-        freeze_run_is_its_raw_reads(g, &s, &ev, run);
+    if let Some(ev) = g.evidence(v.act) {
+        freeze_run_is_its_raw_reads(g, s, &ev, run);
     }
     if let Some(a3) = g.facts::<Act3Facts>(3) {
         super::existing_pod_survives_since(
@@ -1174,88 +1093,6 @@ fn replica_freeze_run(
             &run.existing,
         );
     }
-}
-
-/// The policy's webhook was registered during the freeze, with the failurePolicy of the act
-/// and the recorded `timeoutSeconds`.
-fn registration_kept_during_the_freeze(
-    g: &mut G,
-    s: &str,
-    run: &ReplicaFreezeRun,
-    hook: Option<&facts::WebhookFacts>,
-    ignore: bool,
-) {
-    g.check(
-        run.registration_present_during_freeze,
-        Code::RegistrationChanged,
-        format!("{s}.registration_present_during_freeze"),
-        || "the policy's webhook was not registered during the freeze".into(),
-    );
-    let snap = &run.registration_snapshot;
-    g.check(
-        run.registration_present_during_freeze != snap.is_null(),
-        Code::RegistrationClaimContradicted,
-        format!("{s}.registration_snapshot"),
-        || {
-            format!(
-                "present={} but the snapshot is {}",
-                run.registration_present_during_freeze,
-                super::abbreviate(snap)
-            )
-        },
-    );
-    if !snap.is_null() {
-        super::registration_scope(
-            g,
-            &format!("{s}.registration_snapshot"),
-            snap.get("name").and_then(|v| v.as_str()).unwrap_or(""),
-            &super::Scope::of_raw(snap),
-        );
-        if let Some(h) = hook {
-            super::b::snapshot_is_the_recorded_registration(g, s, snap, h);
-        }
-    }
-    let fp = snap.get("failurePolicy").and_then(|v| v.as_str());
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{s}.registration_snapshot.failurePolicy"),
-        Some(if ignore { "Ignore" } else { "Fail" }),
-        fp,
-    );
-    let t = snap
-        .get("timeoutSeconds")
-        .and_then(|v| v.as_u64())
-        .map(|t| t as u32);
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{s}.timeout_seconds"),
-        t,
-        Some(run.timeout_seconds),
-    );
-    if let Some(h) = hook {
-        g.expect_eq(
-            Code::ValueMismatch,
-            format!("{s}.registration_snapshot.name"),
-            Some(h.name.as_str()),
-            snap.get("name").and_then(|v| v.as_str()),
-        );
-        g.expect_eq(
-            Code::ValueMismatch,
-            format!("{s}.timeout_seconds"),
-            h.timeout_seconds,
-            run.timeout_seconds,
-        );
-    }
-    g.times_ordered(
-        &format!("{s}.registration_checked_at"),
-        &run.freeze.frozen_at,
-        &run.registration_checked_at,
-    );
-    g.times_ordered(
-        &format!("{s}.registration_checked_at"),
-        &run.registration_checked_at,
-        &run.freeze.resumed_at,
-    );
 }
 
 /// `waves × wave_size` violating pods (at least the spec's 18) and one control pod per wave,
@@ -1296,7 +1133,7 @@ fn freeze_waves_lie_inside_the_freeze(g: &mut G, s: &str, run: &ReplicaFreezeRun
             &r.answered_at,
             &run.freeze.resumed_at,
         );
-        super::b::violating_pod_in_the_target_namespace(g, &sub, r);
+        freeze::violating_pod_in_the_target_namespace(g, &sub, r);
     }
     for (i, r) in run.control.iter().enumerate() {
         let sub = format!("{s}.control[{i}]");
@@ -1405,52 +1242,9 @@ fn samples_cover_the_freeze(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
     }
 }
 
-/// After the resume, violating requests end in the first explicit deny, after the resume, from
-/// the policy's webhook, timed from the resume.
-fn recovery_ends_in_an_explicit_deny(
-    g: &mut G,
-    s: &str,
-    run: &ReplicaFreezeRun,
-    hook: Option<&facts::WebhookFacts>,
-) {
-    let last = run.after_resume.last();
-    g.check(
-        run.first_explicit_deny.is_some() && run.first_explicit_deny.as_ref() == last,
-        Code::ObservationMissing,
-        format!("{s}.first_explicit_deny"),
-        || "no explicit deny after the resume, or it is not the last request sent".into(),
-    );
-    if let Some(d) = &run.first_explicit_deny {
-        let sub = format!("{s}.first_explicit_deny");
-        g.request(&sub, d, &[Outcome::ExplicitDeny]);
-        if let Some(h) = hook {
-            g.named_webhook(&sub, d, h);
-        }
-        let ms = match (
-            facts::parse_rfc3339(&run.freeze.resumed_at),
-            facts::parse_rfc3339(&d.answered_at),
-        ) {
-            (Some(r), Some(a)) => u64::try_from((a - r).num_milliseconds()).ok(),
-            _ => None,
-        };
-        g.expect_eq(
-            Code::TimesInconsistent,
-            format!("{s}.first_deny_after_resume_ms"),
-            ms,
-            run.first_deny_after_resume_ms,
-        );
-    }
-    for (i, r) in run.after_resume.iter().enumerate() {
-        g.times_ordered(
-            &format!("{s}.after_resume[{i}].sent_at"),
-            &run.freeze.resumed_at,
-            &r.sent_at,
-        );
-    }
-}
-
-/// `target_after` is the frozen pod (its name and UID before), its restart count never went
-/// down, and it was read after the first explicit deny.
+/// `target_after` is the frozen pod (its name and UID before; its UID after its container's
+/// pod), read after the first explicit deny (its restart count and container:
+/// `freeze::freeze_rules`).
 fn frozen_replica_after_is_the_same_pod(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
     let t = &run.target_after;
     g.expect_eq(
@@ -1465,17 +1259,6 @@ fn frozen_replica_after_is_the_same_pod(g: &mut G, s: &str, run: &ReplicaFreezeR
         run.freeze.identity.pod_uid.as_str(),
         t.pod_uid_before.as_str(),
     );
-    g.check(
-        t.restart_count_after >= t.restart_count_before,
-        Code::RestartContradicted,
-        format!("{s}.target_after.restart_count_after"),
-        || {
-            format!(
-                "{} before, {} after: a restart count never goes down",
-                t.restart_count_before, t.restart_count_after
-            )
-        },
-    );
     if let Some(d) = &run.first_explicit_deny {
         g.times_ordered(
             &format!("{s}.target_after.settled_at"),
@@ -1483,59 +1266,24 @@ fn frozen_replica_after_is_the_same_pod(g: &mut G, s: &str, run: &ReplicaFreezeR
             &t.settled_at,
         );
     }
+    if let Some(after) = &t.identity_after {
+        g.check(
+            t.pod_uid_after.as_deref() == Some(after.pod_uid.as_str()),
+            Code::UidMismatch,
+            format!("{s}.target_after.pod_uid_after"),
+            || {
+                format!(
+                    "the pod's UID after is {:?}, its container's pod {}",
+                    t.pod_uid_after, after.pod_uid
+                )
+            },
+        );
+    }
     g.expect_eq(
         Code::ValueMismatch,
         format!("{s}.target_after.holds_lease_after"),
         run.lease_after.holder.as_deref() == Some(t.pod.as_str()),
         t.holds_lease_after,
-    );
-}
-
-/// Whether the frozen replica restarted is an observation (the report's `former_leader`); what
-/// must hold is that its restart count agrees with the container seen after the settle: a new
-/// container ID exactly when the count went up (kubelet starts a new container for every
-/// restart), and the same container is the same process (PID, start time) in the same pod.
-/// Flags [`Code::RestartContradicted`].
-fn frozen_replica_restart_agrees_with_its_container(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
-    let t = &run.target_after;
-    let Some(after) = &t.identity_after else {
-        return;
-    };
-    let before = &run.freeze.identity;
-    let restarted = t.restart_count_after > t.restart_count_before;
-    let new_container = after.container_id != before.container_id;
-    g.check(
-        restarted == new_container,
-        Code::RestartContradicted,
-        format!("{s}.target_after.identity_after.container_id"),
-        || {
-            format!(
-                "restart count {} -> {}, container {} -> {}: a restart is a new container, and a new container a restart",
-                t.restart_count_before, t.restart_count_after, before.container_id, after.container_id
-            )
-        },
-    );
-    g.check(
-        new_container || after == before,
-        Code::RestartContradicted,
-        format!("{s}.target_after.identity_after"),
-        || {
-            format!(
-                "the same container {} with another process or pod: {before:?} then {after:?}",
-                after.container_id
-            )
-        },
-    );
-    g.check(
-        t.pod_uid_after.as_deref() == Some(after.pod_uid.as_str()),
-        Code::UidMismatch,
-        format!("{s}.target_after.pod_uid_after"),
-        || {
-            format!(
-                "the pod's UID after is {:?}, its container's pod {}",
-                t.pod_uid_after, after.pod_uid
-            )
-        },
     );
 }
 
@@ -1875,45 +1623,21 @@ pub(crate) fn act7(g: &mut G) {
     };
     ctx.evidence_digests = g.digests().into_iter().filter(|(a, _)| *a == 6).collect();
     g.input::<inputs::RecoveryC>(&ctx);
-    g.expect_eq(
-        Code::UidMismatch,
-        format!("{s}.policy_uid"),
+    let a6_webhook = g.facts::<Act6Facts>(6).map(|a6| a6.webhook);
+    freeze::recovered_under_ignore(
+        g,
         uid.as_deref(),
-        Some(f.policy_uid.as_str()),
+        &f.policy_uid,
+        &f.webhook,
+        &f.healthy_bad,
+        a6_webhook,
     );
     scaled_back_to_the_original_count(g, &s, &f);
-    g.request(
-        &format!("{s}.healthy_bad"),
-        &f.healthy_bad,
-        &[Outcome::ExplicitDeny],
-    );
     g.check(
         f.deny_probes.last() == Some(&f.healthy_bad),
         Code::ObservationMissing,
         format!("{s}.deny_probes"),
         || "the explicit deny is not the last request sent".into(),
-    );
-    g.named_webhook(&format!("{s}.healthy_bad"), &f.healthy_bad, &f.webhook);
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{s}.webhook.failure_policy"),
-        "Ignore",
-        f.webhook.failure_policy.as_str(),
-    );
-    if let Some(a6) = g.facts::<Act6Facts>(6) {
-        registration_equals(
-            g,
-            &format!("{s}.webhook"),
-            &f.webhook,
-            &a6.webhook,
-            SameRegistration::Identical,
-        );
-    }
-    super::registration_scope(
-        g,
-        &format!("{s}.webhook"),
-        &f.webhook.name,
-        &super::Scope::of_facts(&f.webhook),
     );
     lease_holder_is_a_replica(g, &s, &f.lease, &f.replicas);
     if let Some(a3) = g.facts::<Act3Facts>(3) {
@@ -2007,7 +1731,7 @@ fn deny_probes_are_violating_pods_one_after_another(g: &mut G, s: &str, f: &Act7
     let mut after = f.scale_back.at.clone();
     for (i, r) in f.deny_probes.iter().enumerate() {
         let sub = format!("{s}.deny_probes[{i}]");
-        super::b::violating_pod_in_the_target_namespace(g, &sub, r);
+        freeze::violating_pod_in_the_target_namespace(g, &sub, r);
         g.times_ordered(&format!("{sub}.sent_at"), &after, &r.sent_at);
         after = r.answered_at.clone();
     }

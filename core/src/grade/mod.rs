@@ -8,7 +8,8 @@
 //! have taken at least `timeoutSeconds`, the existing pod must keep act 3's UID, digests must match.
 //! It is a consistency check for learning, not tamper-proofing against root.
 //!
-//! Acts 1-3 are shared ([`grade`] handles them here); lab B's acts 4-8 are in [`b`], lab A's in [`a`].
+//! Acts 1-3 are shared ([`grade`] handles them here); lab B's acts 4-8 are in [`b`], lab A's in [`a`],
+//! lab C's in [`c`]; the rules of every freeze (labs B and C, acts 5-7) in `freeze.rs`.
 //! Every timing bound is in [`bounds`].
 //!
 //! # Cross-checks: each observation held against the claim and the earlier acts
@@ -24,14 +25,14 @@
 //! | A, B | 2 | the stored policy (UID) and its live registration | `policy.json` (failurePolicy, `timeoutSeconds`); scope: empty objectSelector, no matchConditions, called for a pod CREATE in the target namespace and not in the control one (`admission::webhook_match`) | value-mismatch, registration-scope |
 //! | A, B | 3 | the deny's webhook and verdict; the good pod's UID | act 2's webhook name; `Policy kca-webhook-label failed: KCA_ENVIRONMENT_REQUIRED` | deny-other-webhook, deny-is-evaluation-error, deny-without-marker |
 //! | B | 4 | node / Deployment UID, process identity, state not `T` | act 1; `freeze-plan.json` | uid-mismatch, process-still-stopped |
-//! | B | 5, 6 | the registration read during the freeze | act 2's (act 6: act 6's) name, failurePolicy, timeoutSeconds, path, namespaceSelector; scope; `timeout_seconds` | registration-changed, registration-scope, registration-claim-contradicted |
+//! | B, C | 5, 6 | the registration read during the freeze (`freeze.rs`: every freeze's rules, written once over the view lab B's and lab C's runs give) | act 2's (act 6: act 6's) name, failurePolicy, timeoutSeconds, path, namespaceSelector; scope; `timeout_seconds`; read inside the freeze | registration-missing, registration-changed, registration-scope, registration-claim-contradicted, value-mismatch, times-inconsistent |
 //! | B | 5, 6 | the webhook named in each call failure, its URL path and `timeout=` | the registration above | call-failure-other-webhook, call-timeout-mismatch |
 //! | B | 5, 6 | each timeout's `elapsed_ms` | `[T, T + 1 s)`, T the registration's `timeoutSeconds` ([`bounds`]) | timeout-too-fast, timeout-too-slow |
-//! | B | 5, 6 | process state read during the freeze | `T` (missing: a finding) | value-mismatch, observation-missing |
-//! | B | 5, 6 | frozen process identity; restart count vs container after | act 4 (act 6: act 5's `identity_after`) | identity-changed, restart-contradicted |
-//! | B | 5, 6 | watchdog resume; first deny after resume (its webhook) | armed + `resume_after_sec` ([`bounds`]); the registration | times-inconsistent, outside-window, deny-other-webhook |
+//! | B, C | 5, 6 | process state read during the freeze | `T` (missing: a finding) | value-mismatch, observation-missing |
+//! | B, C | 5, 6 | frozen process identity; restart count vs container after | act 4 (act 6: act 5's `identity_after`) | identity-changed, restart-contradicted |
+//! | B, C | 5, 6 | watchdog resume; the requests after the resume, the last the first deny (its webhook, its time from the resume) | armed + `resume_after_sec` ([`bounds`]); the registration | times-inconsistent, outside-window, deny-other-webhook, value-mismatch, not-confirmed |
 //! | B | 5, 6, 7 | existing pod | act 3's UID, `Running` | pod-replaced, pod-not-running |
-//! | B | 6, 7 | policy UID; Ignore registration (path, timeout, scope); healthy deny's webhook | act 2's UID and path; act 6's webhook | uid-mismatch, registration-changed, registration-scope, deny-other-webhook |
+//! | B, C | 6, 7 | policy UID; Ignore registration (path, timeout, scope); healthy deny's webhook (`freeze::policy_switched_to_ignore`, `freeze::recovered_under_ignore`) | act 2's UID and path; act 6's webhook | uid-mismatch, registration-changed, registration-scope, deny-other-webhook |
 //! | A | 4 | Lease holder | one of the recorded controller pods | value-mismatch |
 //! | A | 5 | registration list, policy UID, target/control requests, existing pod; the violating request inside the fault (sent after the list was read, answered before the watcher's deadline = armed + `restore_after_sec`) | act 2, act 3; the watcher | (see [`a`]), times-inconsistent, outside-window |
 //! | A | 6 | six recovery steps confirmed, none seen before the last check without its cause (`rules::a::recovery_order`), each step's wait from one start (`at − waited_ms`, [`bounds::STEP_START_SPREAD_MS`]); Lease holder = the new pod (not an act 4 pod), which exists and is not Pending once seen Running; the restore seen no sooner than act 5's scale-down; deny probes' webhook | each other; act 4; act 5's scale-down; act 2's webhook | timeline-order, times-inconsistent, value-mismatch, deny-other-webhook |
@@ -61,6 +62,7 @@ pub mod audit;
 pub mod b;
 pub mod bounds;
 pub mod c;
+mod freeze;
 pub mod metrics;
 mod policy;
 pub mod server;

@@ -66,19 +66,6 @@ pub(crate) fn same_time(a: Option<&str>, b: Option<&str>) -> bool {
     }
 }
 
-/// Checks each `(field, recorded, raw)` triple and flags [`Code::RawMismatch`] on
-/// `subject.<field>` for the first that differs.
-fn fields_agree(g: &mut G, subject: &str, what: &str, pairs: &[(&str, Value, Value)]) {
-    let bad: Vec<String> = pairs
-        .iter()
-        .filter(|(_, recorded, raw)| recorded != raw)
-        .map(|(f, recorded, raw)| format!("{f}: recorded {recorded}, the raw {what} says {raw}"))
-        .collect();
-    g.check(bad.is_empty(), Code::RawMismatch, subject, || {
-        bad.join("; ")
-    });
-}
-
 // ---------------------------------------------------------------------------------------------
 // Act 1.
 
@@ -167,36 +154,25 @@ pub(crate) fn registration_is_derived_from(
     );
 }
 
-/// The stored policy act 2 records is the one its raw read returned (raw `policy-stored`): the
-/// same name, UID and spec (the defaulted fields included, which the input does not hold).
-/// Flags [`Code::RawMismatch`] / [`Code::ObservationMissing`].
+/// The stored policy an act records (at `subject`: act 2's, act 6's after the switch) is the one
+/// its raw read returned (raw `policy-stored`): [`derive::stored_policy`]'s name, UID and spec
+/// (the defaulted fields included, which the input does not hold),
+/// [`fact_is_derived_from_raw_record`]. Flags [`Code::RawMismatch`] /
+/// [`Code::ObservationMissing`].
 pub(crate) fn stored_policy_is_the_raw_read(
     g: &mut G,
     ev: &Evidence,
     subject: &str,
     policy: &Value,
 ) {
-    let Some(raw) = required_raw(g, ev, "policy-stored", subject) else {
-        return;
-    };
-    let pick = |v: &Value| {
-        (
-            v.pointer("/metadata/name").cloned(),
-            v.pointer("/metadata/uid").cloned(),
-            v.get("spec").cloned(),
-        )
-    };
-    g.check(
-        pick(policy) == pick(raw),
-        Code::RawMismatch,
+    fact_is_derived_from_raw_record(
+        g,
+        ev,
+        "policy-stored",
         subject,
-        || {
-            format!(
-                "recorded {:?}, the raw read says {:?}",
-                pick(policy),
-                pick(raw)
-            )
-        },
+        policy,
+        derive::stored_policy,
+        derive::STORED_POLICY_SOURCES,
     );
 }
 
@@ -314,16 +290,17 @@ pub(crate) fn investigation_is_the_raw_reads(g: &mut G, ev: &Evidence, f: &facts
 /// (`raw`, at the JSON path `raw_at`, e.g. `evidence/04.json raw[deployment].data`): each field
 /// of `recorded` (at `fact`, e.g. `evidence/04.json facts.deployment`) equals the derived
 /// field, but for the fields no raw object holds (`""` in `sources`: the time of the read,
-/// whether the read found the object), which are taken as recorded. Flags [`Code::RawMismatch`]
+/// whether the read found the object), which are taken as recorded. A field dotted in `sources`
+/// (`identity.pid`) is the leaf at that path of both. Flags [`Code::RawMismatch`]
 /// on `fact.<field>` for each field that differs, naming the raw field it comes from
 /// (`evidence/04.json raw[deployment].data.status.readyReplicas`) and both values, and on
 /// `fact` when the raw record derives no fact ([`crate::derive::DeriveError`]).
-pub(crate) fn fact_is_derived_from_raw<T: serde::Serialize>(
+pub(crate) fn fact_is_derived_from_raw(
     g: &mut G,
     fact: &str,
-    recorded: &T,
+    recorded: &impl serde::Serialize,
     raw_at: &str,
-    derived: Result<T, DeriveError>,
+    derived: Result<impl serde::Serialize, DeriveError>,
     sources: &[Source],
 ) {
     g.checks += 1;
@@ -340,8 +317,12 @@ pub(crate) fn fact_is_derived_from_raw<T: serde::Serialize>(
     };
     let recorded = serde_json::to_value(recorded).unwrap_or_default();
     let derived = serde_json::to_value(derived).unwrap_or_default();
+    let at = |v: &Value, field: &str| -> Value {
+        let pointer = format!("/{}", field.replace('.', "/"));
+        v.pointer(&pointer).cloned().unwrap_or(Value::Null)
+    };
     for (field, source) in sources.iter().filter(|(_, s)| !s.is_empty()) {
-        let (r, d) = (&recorded[field], &derived[field]);
+        let (r, d) = (&at(&recorded, field), &at(&derived, field));
         if r != d {
             g.flag(
                 Code::RawMismatch,
@@ -360,7 +341,7 @@ pub(crate) fn fact_is_derived_from_raw_record<T: serde::Serialize>(
     ev: &Evidence,
     what: &str,
     fact: &str,
-    recorded: &T,
+    recorded: &impl serde::Serialize,
     derive: impl FnOnce(&Value) -> Result<T, DeriveError>,
     sources: &[Source],
 ) {
@@ -407,50 +388,22 @@ pub(crate) fn process_state_is_a_proc_state(g: &mut G, subject: &str, state: &st
 }
 
 /// Lab B act 4's process identity is the CRI container it read (raw `cri-container`): the
-/// container's ID, name and PID, its pod's name, namespace and UID, and the restart count (read
-/// from the pod's status) is the container's `attempt` (the kubelet creates a container with
-/// `attempt` = the restart count it then reports, `pkg/kubelet/kuberuntime`). Flags
-/// [`Code::RawMismatch`] / [`Code::ObservationMissing`].
+/// container's ID, PID and pod UID, its name, its pod's name and namespace, and the restart count
+/// (read from the pod's status) the container's `attempt`, each the field [`derive::cri_container`]
+/// derives ([`fact_is_derived_from_raw`]). Flags [`Code::RawMismatch`] /
+/// [`Code::ObservationMissing`] (on `facts.identity`).
 pub(crate) fn identity_is_the_cri_container(g: &mut G, ev: &Evidence, f: &facts::b::Act4Facts) {
     let s = "evidence/04.json facts";
-    let Some(c) = required_raw(g, ev, "cri-container", &format!("{s}.identity")) else {
-        return;
-    };
-    let get = |k: &str| c.get(k).cloned().unwrap_or(Value::Null);
-    let pairs = [
-        (
-            "identity.container_id",
-            Value::from(f.identity.container_id.as_str()),
-            get("container_id"),
-        ),
-        ("identity.pid", Value::from(f.identity.pid), get("pid")),
-        (
-            "identity.pod_uid",
-            Value::from(f.identity.pod_uid.as_str()),
-            get("pod_uid"),
-        ),
-        (
-            "container_name",
-            Value::from(f.container_name.as_str()),
-            get("container_name"),
-        ),
-        (
-            "pod_name",
-            Value::from(f.pod_name.as_str()),
-            get("pod_name"),
-        ),
-        (
-            "pod_namespace",
-            Value::from(f.pod_namespace.as_str()),
-            get("pod_namespace"),
-        ),
-        (
-            "restart_count",
-            Value::from(f.restart_count),
-            get("attempt"),
-        ),
-    ];
-    fields_agree(g, s, "CRI container", &pairs);
+    if let Some(c) = required_raw(g, ev, "cri-container", &format!("{s}.identity")) {
+        fact_is_derived_from_raw(
+            g,
+            s,
+            f,
+            "evidence/04.json raw[cri-container].data",
+            derive::cri_container(c),
+            derive::CRI_CONTAINER_SOURCES,
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -812,7 +765,7 @@ mod tests {
                 json!(true),
             ),
         );
-        assert_flags(f, Code::RawMismatch, "evidence/02.json facts.policy");
+        assert_flags(f, Code::RawMismatch, "evidence/02.json facts.policy.spec");
     }
 
     #[test]
@@ -855,7 +808,9 @@ mod tests {
     #[test]
     fn identity_is_the_cri_container_and_states_are_proc_states() {
         let f = graded(Lab::B, lab_b(), 4, set("/facts/identity/pid", json!(18290)));
-        assert_flags(f, Code::RawMismatch, "evidence/04.json facts");
+        assert_flags(f, Code::RawMismatch, "evidence/04.json facts.identity.pid");
+        let f = graded(Lab::B, lab_b(), 4, set("/facts/restart_count", json!(7)));
+        assert_flags(f, Code::RawMismatch, "evidence/04.json facts.restart_count");
         let f = graded(
             Lab::B,
             lab_b(),

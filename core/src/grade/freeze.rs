@@ -1,0 +1,694 @@
+//! The freeze rules, written once for N replicas: lab B freezes its one controller process
+//! (`facts::b::FreezeRun`), lab C one of three replicas, the leader or a follower
+//! (`facts::c::ReplicaFreezeRun`); acts 5 (failurePolicy Fail) and 6 (Ignore) of both. Each
+//! lab's run gives one view, [`Freeze`], and each rule here is a function over it named after
+//! what it holds; [`freeze_rules`] runs them all. What only one lab records (lab B's three
+//! single requests during the freeze, lab C's waves, samples, Leases and replica counters) stays
+//! in `grade/b.rs` and `grade/c.rs`.
+//!
+//! Also here: act 6's switch of the policy to Ignore before its freeze
+//! ([`policy_switched_to_ignore`]), the same in labs B and C.
+
+use serde_json::Value;
+
+use super::{Code, G, bounds, ev_name};
+use crate::evidence::{Evidence, Outcome, RequestRecord};
+use crate::facts::b::{FreezeRun, FreezeWindow, ProcessIdentity, Resumer};
+use crate::facts::c::ReplicaFreezeRun;
+use crate::facts::{self, WebhookFacts};
+use crate::inputs::{self, Context, InputFile};
+
+/// One freeze of one replica as labs B and C record it, borrowed from the lab's facts.
+pub(crate) struct Freeze<'a> {
+    /// The act (5: failurePolicy Fail, frozen for the planned 20 s; 6: Ignore).
+    pub act: u8,
+    /// The act's facts as a finding's subject (`evidence/05.json facts`).
+    pub s: String,
+    /// failurePolicy Ignore (act 6: a request that meets the frozen replica is stored after the
+    /// timeout) instead of Fail (it times out).
+    pub ignore: bool,
+    /// The registration the act relies on (act 2's for act 5, act 6's own for act 6).
+    pub hook: Option<&'a WebhookFacts>,
+    /// The freeze window.
+    pub freeze: &'a FreezeWindow,
+    /// Whether the policy's webhook was registered during the freeze (observed).
+    pub registration_present_during_freeze: bool,
+    /// The webhook entry read during the freeze, verbatim (null if absent).
+    pub registration_snapshot: &'a Value,
+    /// When that read was answered, RFC 3339 UTC (ms).
+    pub registration_checked_at: &'a str,
+    /// `timeoutSeconds` of the registered webhook at the time (seconds).
+    pub timeout_seconds: u32,
+    /// Violating requests sent after the resume, in order, until the first explicit deny.
+    pub after_resume: &'a [RequestRecord],
+    /// The first `explicit-deny` after the resume (the last of `after_resume`).
+    pub first_explicit_deny: Option<&'a RequestRecord>,
+    /// `first_explicit_deny.answered_at - freeze.resumed_at`, milliseconds.
+    pub first_deny_after_resume_ms: Option<u64>,
+    /// The frozen replica's restart counts and container after the resume.
+    pub restart: Restart<'a>,
+    /// Whether the act always kept the fault ledger (raw `fault-ledger-resumed`): lab C's acts
+    /// did; lab B's generated fixture has no raw records.
+    pub ledger_kept: bool,
+}
+
+/// The frozen replica's restart counts before the freeze and after the resume, and the
+/// container found through CRI after it, where the lab records them (`at`: the path below the
+/// act's facts, `""` in lab B, `target_after.` in lab C).
+pub(crate) struct Restart<'a> {
+    /// The facts' path of the three fields (`""` or `target_after.`).
+    pub at: &'static str,
+    /// The restart count before the freeze.
+    pub before: u32,
+    /// The restart count after the resume.
+    pub after: u32,
+    /// The container (its main process) after the resume, if CRI answered.
+    pub identity_after: Option<&'a ProcessIdentity>,
+    /// The code of the same container found with another process: lab B's
+    /// [`Code::IdentityChanged`] (the process it froze), lab C's [`Code::RestartContradicted`]
+    /// (the restart its report words read), as each lab's evidence has always been graded.
+    pub same_container_other_process: Code,
+}
+
+impl<'a> Freeze<'a> {
+    /// Lab B's one-replica freeze of act `act`.
+    pub(crate) fn of_b(
+        act: u8,
+        run: &'a FreezeRun,
+        ignore: bool,
+        hook: Option<&'a WebhookFacts>,
+    ) -> Self {
+        Freeze {
+            act,
+            s: format!("{} facts", ev_name(act)),
+            ignore,
+            hook,
+            freeze: &run.freeze,
+            registration_present_during_freeze: run.registration_present_during_freeze,
+            registration_snapshot: &run.registration_snapshot,
+            registration_checked_at: &run.registration_checked_at,
+            timeout_seconds: run.timeout_seconds,
+            after_resume: &run.after_resume,
+            first_explicit_deny: run.first_explicit_deny.as_ref(),
+            first_deny_after_resume_ms: run.first_deny_after_resume_ms,
+            restart: Restart {
+                at: "",
+                before: run.restart_count_before,
+                after: run.restart_count_after,
+                identity_after: run.identity_after.as_ref(),
+                same_container_other_process: Code::IdentityChanged,
+            },
+            ledger_kept: false,
+        }
+    }
+
+    /// Lab C's freeze of one of its replicas in act `act`.
+    pub(crate) fn of_c(
+        act: u8,
+        run: &'a ReplicaFreezeRun,
+        ignore: bool,
+        hook: Option<&'a WebhookFacts>,
+    ) -> Self {
+        let t = &run.target_after;
+        Freeze {
+            act,
+            s: format!("{} facts", ev_name(act)),
+            ignore,
+            hook,
+            freeze: &run.freeze,
+            registration_present_during_freeze: run.registration_present_during_freeze,
+            registration_snapshot: &run.registration_snapshot,
+            registration_checked_at: &run.registration_checked_at,
+            timeout_seconds: run.timeout_seconds,
+            after_resume: &run.after_resume,
+            first_explicit_deny: run.first_explicit_deny.as_ref(),
+            first_deny_after_resume_ms: run.first_deny_after_resume_ms,
+            restart: Restart {
+                at: "target_after.",
+                before: t.restart_count_before,
+                after: t.restart_count_after,
+                identity_after: t.identity_after.as_ref(),
+                same_container_other_process: Code::RestartContradicted,
+            },
+            ledger_kept: true,
+        }
+    }
+}
+
+/// Every rule of this module over one freeze (the rows "B 5, 6" and "C 5, 6" of the tables in
+/// [`super`] and [`super::c`]).
+pub(crate) fn freeze_rules(g: &mut G, v: &Freeze<'_>) {
+    freeze_window_is_the_planned_one(g, v);
+    process_stopped_only_during_freeze(g, v);
+    if let Some(ev) = g.evidence(v.act) {
+        freeze_window_is_the_ledger(g, v, &ev);
+    }
+    registration_during_freeze_is_the_recorded_one(g, v);
+    requests_after_resume_end_in_the_first_deny(g, v);
+    first_deny_after_resume_is_timed_from_the_resume(g, v);
+    restart_count_agrees_with_the_container(g, v);
+}
+
+/// The freeze's times are ordered (armed ≤ frozen ≤ resumed), act 5 froze for the planned 20 s,
+/// and the watchdog resumed at its deadline, `watchdog_armed_at + resume_after_sec`
+/// ([`bounds::watchdog_window_ms`]): not before (a shorter freeze than planned), not after the
+/// runner's grace. A resume by the runner itself only has the upper bound.
+fn freeze_window_is_the_planned_one(g: &mut G, v: &Freeze<'_>) {
+    let (s, w) = (&v.s, v.freeze);
+    g.times_ordered(
+        &format!("{s}.freeze.watchdog_armed_at"),
+        &w.watchdog_armed_at,
+        &w.frozen_at,
+    );
+    g.times_ordered(
+        &format!("{s}.freeze.frozen_at"),
+        &w.frozen_at,
+        &w.resumed_at,
+    );
+    if v.act == 5 {
+        g.expect_eq(
+            Code::ValueMismatch,
+            format!("{s}.freeze.resume_after_sec"),
+            &20u32,
+            &w.resume_after_sec,
+        );
+    }
+    if let (Some(armed), Some(r)) = (
+        facts::parse_rfc3339(&w.watchdog_armed_at),
+        facts::parse_rfc3339(&w.resumed_at),
+    ) {
+        let ms = (r - armed).num_milliseconds();
+        let (lo, hi) = bounds::watchdog_window_ms(w.resume_after_sec);
+        let lo = if w.resumed_by == Resumer::Watchdog {
+            lo
+        } else {
+            i64::MIN
+        };
+        g.check(
+            lo <= ms && ms <= hi,
+            Code::TimesInconsistent,
+            format!("{s}.freeze.resumed_at"),
+            || {
+                format!(
+                    "resumed {ms} ms after the watchdog was armed; its {} s deadline allows [{lo}, {hi}] ms (resumed by {:?})",
+                    w.resume_after_sec, w.resumed_by
+                )
+            },
+        );
+    }
+}
+
+/// The process state read during the freeze is the observation that the process was stopped
+/// (`T` during, not `T` after): missing is a finding, not a pass.
+fn process_stopped_only_during_freeze(g: &mut G, v: &Freeze<'_>) {
+    let (s, w) = (&v.s, v.freeze);
+    let sub = format!("{s}.freeze.state_during");
+    match &w.state_during {
+        Some(st) => g.expect_eq(Code::ValueMismatch, sub, "T", st.as_str()),
+        None => g.check(false, Code::ObservationMissing, sub, || {
+            "the process state was not read during the freeze".into()
+        }),
+    };
+    g.check(
+        w.state_after != "T",
+        Code::ProcessStillStopped,
+        format!("{s}.freeze.state_after"),
+        || format!("state after resume is {:?}", w.state_after),
+    );
+    super::witness::process_state_is_a_proc_state(
+        g,
+        &format!("{s}.freeze.state_after"),
+        &w.state_after,
+    );
+}
+
+/// The freeze window is the fault ledger the runner kept after the resume (raw
+/// `fault-ledger-resumed`, [`crate::evidence`]'s raw records): `frozen_at`, `resumed_at` and the
+/// process state after the resume (the ledger's `state_after_resume`; `gone` when it has none)
+/// are the ledger's. Flags raw-mismatch; without the record, observation-missing when the act
+/// always kept it ([`Freeze::ledger_kept`]), else nothing.
+fn freeze_window_is_the_ledger(g: &mut G, v: &Freeze<'_>, ev: &Evidence) {
+    let subject = format!("{}.freeze", v.s);
+    let ledger = if v.ledger_kept {
+        super::witness::required_raw(g, ev, "fault-ledger-resumed", &subject)
+    } else {
+        super::witness::raw_record(ev, "fault-ledger-resumed")
+    };
+    let Some(l) = ledger else {
+        return;
+    };
+    let text = |k: &str| l.get(k).and_then(|v| v.as_str());
+    let w = v.freeze;
+    for (field, recorded, found) in [
+        ("frozen_at", text("frozen_at"), w.frozen_at.as_str()),
+        ("resumed_at", text("resumed_at"), w.resumed_at.as_str()),
+        (
+            "state_after",
+            Some(text("state_after_resume").unwrap_or("gone")),
+            w.state_after.as_str(),
+        ),
+    ] {
+        g.check(
+            recorded == Some(found),
+            Code::RawMismatch,
+            format!("{subject}.{field}"),
+            || {
+                format!(
+                    "the fault ledger kept after the resume says {recorded:?}, the facts {found:?}"
+                )
+            },
+        );
+    }
+}
+
+/// The registration read during the freeze is present, its claim agrees with the snapshot, its
+/// scope guards the lab's pods, it is the one the earlier act recorded (act 2 for act 5, act 6's
+/// own after the switch: [`snapshot_is_the_recorded_registration`]) with the act's failurePolicy,
+/// `timeout_seconds` (T, never a constant) is the snapshot's and the recorded registration's, and
+/// it was read inside the freeze.
+fn registration_during_freeze_is_the_recorded_one(g: &mut G, v: &Freeze<'_>) {
+    let (s, snap) = (&v.s, v.registration_snapshot);
+    g.check(
+        v.registration_present_during_freeze,
+        Code::RegistrationMissing,
+        format!("{s}.registration_present_during_freeze"),
+        || "the webhook registration must stay during a freeze".into(),
+    );
+    g.check(
+        v.registration_present_during_freeze != snap.is_null(),
+        Code::RegistrationClaimContradicted,
+        format!("{s}.registration_snapshot"),
+        || {
+            format!(
+                "present={} but the snapshot is {}",
+                v.registration_present_during_freeze,
+                super::abbreviate(snap)
+            )
+        },
+    );
+    if !snap.is_null() {
+        let field = |k: &str| snap.get(k).and_then(|x| x.as_str());
+        super::registration_scope(
+            g,
+            &format!("{s}.registration_snapshot"),
+            field("name").unwrap_or(""),
+            &super::Scope::of_raw(snap),
+        );
+        if let Some(h) = v.hook {
+            snapshot_is_the_recorded_registration(g, s, snap, h);
+        }
+        g.expect_eq(
+            Code::ValueMismatch,
+            format!("{s}.registration_snapshot.failurePolicy"),
+            Some(if v.ignore { "Ignore" } else { "Fail" }),
+            field("failurePolicy"),
+        );
+        let t = snapshot_timeout(snap);
+        g.check(
+            t == Some(v.timeout_seconds),
+            Code::RegistrationClaimContradicted,
+            format!("{s}.timeout_seconds"),
+            || {
+                format!(
+                    "recorded {}, the snapshot read during the freeze says {t:?}",
+                    v.timeout_seconds
+                )
+            },
+        );
+    }
+    if let Some(h) = v.hook {
+        g.expect_eq(
+            Code::RegistrationChanged,
+            format!("{s}.timeout_seconds"),
+            &h.timeout_seconds,
+            &v.timeout_seconds,
+        );
+    }
+    let at = format!("{s}.registration_checked_at");
+    g.times_ordered(&at, &v.freeze.frozen_at, v.registration_checked_at);
+    g.times_ordered(&at, v.registration_checked_at, &v.freeze.resumed_at);
+}
+
+/// `timeoutSeconds` of a webhook entry read verbatim (a `u32`; else `None`).
+fn snapshot_timeout(snap: &Value) -> Option<u32> {
+    snap.get("timeoutSeconds")
+        .and_then(|x| x.as_u64())
+        .and_then(|x| u32::try_from(x).ok())
+}
+
+/// The registration snapshot read during the freeze (raw, camelCase) is `h`, the registration
+/// the earlier act recorded: the same name, failure policy, timeout, client config, selectors,
+/// match conditions, rules, sideEffects and matchPolicy. Flags [`Code::RegistrationChanged`].
+fn snapshot_is_the_recorded_registration(g: &mut G, s: &str, snap: &Value, h: &WebhookFacts) {
+    const NULL: &Value = &Value::Null;
+    let raw = |k: &str| snap.get(k).unwrap_or(NULL);
+    let recorded = (
+        (
+            h.name.as_str(),
+            h.failure_policy.as_str(),
+            Some(h.timeout_seconds),
+        ),
+        h.service.as_ref().map(|x| {
+            (
+                Some(x.namespace.as_str()),
+                Some(x.name.as_str()),
+                x.path.as_deref(),
+                Some(i64::from(x.port)),
+            )
+        }),
+        (
+            &h.namespace_selector,
+            &h.object_selector,
+            &h.match_conditions,
+            &h.rules,
+        ),
+        (Some(h.side_effects.as_str()), h.match_policy.as_deref()),
+    );
+    let during = (
+        (
+            raw("name").as_str().unwrap_or(""),
+            raw("failurePolicy").as_str().unwrap_or(""),
+            snapshot_timeout(snap),
+        ),
+        snap.pointer("/clientConfig/service").map(|x| {
+            (
+                x.get("namespace").and_then(|v| v.as_str()),
+                x.get("name").and_then(|v| v.as_str()),
+                x.get("path").and_then(|v| v.as_str()),
+                x.get("port").and_then(|v| v.as_i64()),
+            )
+        }),
+        (
+            raw("namespaceSelector"),
+            raw("objectSelector"),
+            raw("matchConditions"),
+            raw("rules"),
+        ),
+        (raw("sideEffects").as_str(), raw("matchPolicy").as_str()),
+    );
+    g.check(
+        recorded == during,
+        Code::RegistrationChanged,
+        format!("{s}.registration_snapshot"),
+        || {
+            format!(
+                "during the freeze: {}; recorded before: {}",
+                super::abbreviate(snap),
+                super::abbreviate(&serde_json::to_value(h).unwrap_or_default())
+            )
+        },
+    );
+}
+
+/// After the resume the act sends violating pods until the first explicit deny: intermediate
+/// outcomes while Kyverno recovers, each sent after the resume and naming the registration's
+/// webhook; under Fail none is admitted (the act's own rule,
+/// [`super::violating_pod_never_admitted_under_fail`], whatever the metrics say); the last one is
+/// the first explicit deny, itself a violating pod; none within the bound is
+/// [`Code::NotConfirmed`].
+fn requests_after_resume_end_in_the_first_deny(g: &mut G, v: &Freeze<'_>) {
+    let s = &v.s;
+    for (i, r) in v.after_resume.iter().enumerate() {
+        let sub = format!("{s}.after_resume[{i}]");
+        g.request(
+            &sub,
+            r,
+            &[
+                Outcome::ExplicitDeny,
+                Outcome::WebhookTimeout,
+                Outcome::ConnectionRefused,
+                Outcome::NoEndpoints,
+                Outcome::DnsError,
+                Outcome::Stored,
+                Outcome::OtherError,
+            ],
+        );
+        if !v.ignore {
+            super::violating_pod_never_admitted_under_fail(g, &sub, r);
+        }
+        violating_pod_in_the_target_namespace(g, &sub, r);
+        g.times_ordered(&format!("{sub}.sent_at"), &v.freeze.resumed_at, &r.sent_at);
+        if let Some(h) = v.hook {
+            g.named_webhook(&sub, r, h);
+        }
+    }
+    let sub = format!("{s}.first_explicit_deny");
+    let Some(d) = v.first_explicit_deny else {
+        g.check(false, Code::NotConfirmed, sub, || {
+            "no explicit deny after resume within the bound".into()
+        });
+        return;
+    };
+    g.request(&sub, d, &[Outcome::ExplicitDeny]);
+    violating_pod_in_the_target_namespace(g, &sub, d);
+    if let Some(h) = v.hook {
+        g.named_webhook(&sub, d, h);
+    }
+    g.times_ordered(&sub, &v.freeze.resumed_at, &d.sent_at);
+    g.check(
+        v.after_resume.last() == Some(d),
+        Code::ValueMismatch,
+        format!("{sub}.name"),
+        || {
+            format!(
+                "the first explicit deny {} is not the last request sent after the resume ({:?})",
+                d.name,
+                v.after_resume.last().map(|r| r.name.as_str())
+            )
+        },
+    );
+}
+
+/// A request the act sends to see the policy's verdict is a real (not dry-run) create of a pod
+/// without the policy's label in the target namespace (`docs/labs.md`, lab B).
+pub(super) fn violating_pod_in_the_target_namespace(g: &mut G, sub: &str, r: &RequestRecord) {
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{sub}.namespace"),
+        crate::rules::common::TARGET_NAMESPACE,
+        r.namespace.as_str(),
+    );
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{sub}.labels"),
+        &false,
+        &super::has_env_label(r),
+    );
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{sub}.dry_run"),
+        &false,
+        &r.dry_run,
+    );
+}
+
+/// `first_deny_after_resume_ms` is the difference of its two timestamps (both in ms, so exactly)
+/// and inside the act's bounded wait ([`bounds::DENY_AFTER_RESUME_MS`]).
+fn first_deny_after_resume_is_timed_from_the_resume(g: &mut G, v: &Freeze<'_>) {
+    let Some(d) = v.first_explicit_deny else {
+        return;
+    };
+    let sub = format!("{}.first_deny_after_resume_ms", v.s);
+    let measured = match (
+        facts::parse_rfc3339(&v.freeze.resumed_at),
+        facts::parse_rfc3339(&d.answered_at),
+    ) {
+        (Some(r), Some(a)) => u64::try_from((a - r).num_milliseconds()).ok(),
+        _ => None,
+    };
+    g.expect_eq(
+        Code::TimesInconsistent,
+        &sub,
+        measured,
+        v.first_deny_after_resume_ms,
+    );
+    g.check(
+        measured.is_some_and(|m| m <= bounds::DENY_AFTER_RESUME_MS),
+        Code::OutsideWindow,
+        sub,
+        || {
+            format!(
+                "first deny {measured:?} ms after resume; the act waits [0, {}] ms (bounds::DENY_AFTER_RESUME_MS)",
+                bounds::DENY_AFTER_RESUME_MS
+            )
+        },
+    );
+}
+
+/// Whether the frozen replica restarted is an observation, recorded either way; what must hold
+/// is that its restart count never goes down and agrees with the container seen after the fault:
+/// a new container ID exactly when the count went up (kubelet starts a new container for every
+/// restart). The same container is the same process: the frozen process is the container's main
+/// process, which cannot be replaced without the container ending, so the same container ID
+/// with another PID, start time or pod contradicts itself.
+fn restart_count_agrees_with_the_container(g: &mut G, v: &Freeze<'_>) {
+    let (r, frozen) = (&v.restart, &v.freeze.identity);
+    let s = format!("{}.{}", v.s, r.at);
+    g.check(
+        r.after >= r.before,
+        Code::RestartContradicted,
+        format!("{s}restart_count_after"),
+        || {
+            format!(
+                "{} before the freeze, {} after: a restart count never goes down",
+                r.before, r.after
+            )
+        },
+    );
+    let Some(after) = r.identity_after else {
+        return;
+    };
+    let new_container = after.container_id != frozen.container_id;
+    g.check(
+        (r.after > r.before) == new_container,
+        Code::RestartContradicted,
+        format!("{s}identity_after.container_id"),
+        || {
+            format!(
+                "restart count {} -> {}, container {} -> {}: a restart is a new container, and a new container a restart",
+                r.before, r.after, frozen.container_id, after.container_id
+            )
+        },
+    );
+    g.check(
+        new_container || after == frozen,
+        r.same_container_other_process,
+        format!("{s}identity_after"),
+        || {
+            format!(
+                "container {} is the frozen one, but the process after the fault is {} (frozen: {})",
+                after.container_id,
+                super::abbreviate(&serde_json::to_value(after).unwrap_or_default()),
+                super::abbreviate(&serde_json::to_value(frozen).unwrap_or_default())
+            )
+        },
+    );
+}
+
+/// The frozen process is the one expected: act 4's (lab B act 5, lab C's leader), or the one last
+/// seen in its pod (act 5's after the resume when act 5 froze it, which may have restarted).
+/// Flags [`Code::IdentityChanged`].
+pub(crate) fn frozen_process_is_the_expected_one(
+    g: &mut G,
+    v: &Freeze<'_>,
+    expected: Option<ProcessIdentity>,
+) {
+    if let Some(expected) = expected {
+        g.expect_eq(
+            Code::IdentityChanged,
+            format!("{}.freeze.identity", v.s),
+            &expected,
+            &v.freeze.identity,
+        );
+    }
+}
+
+/// Act 6's switch of the policy to Ignore before its freeze, the same in labs B and C: the input
+/// `policy-ignore.json` (checked against `policy.json`); the stored policy keeps act 2's UID
+/// (`policy_uid_before` and the stored object's), says Ignore, is the applied input and the raw
+/// read (`policy-stored`); the registration is act 2's switched to Ignore, in scope, derived
+/// from its raw read (`webhook-configuration-ignore`); a violating pod is then explicitly
+/// denied by it before the freeze. `frozen_at`: the freeze's start.
+pub(crate) fn policy_switched_to_ignore(
+    g: &mut G,
+    policy_uid_before: &str,
+    policy: &Value,
+    webhook: &WebhookFacts,
+    healthy_bad: &RequestRecord,
+    frozen_at: &str,
+) {
+    let s = "evidence/06.json facts";
+    let input = g.required_input_value(InputFile::Policy);
+    g.input::<inputs::PolicyIgnore>(&Context {
+        policy: input,
+        ..Default::default()
+    });
+    if let Some(a2) = g.facts::<facts::Act2Facts>(2) {
+        let uid = super::policy_uid(&a2);
+        g.expect_eq(
+            Code::UidMismatch,
+            format!("{s}.policy_uid_before"),
+            uid.as_deref(),
+            Some(policy_uid_before),
+        );
+        g.expect_eq(
+            Code::UidMismatch,
+            format!("{s}.policy.metadata.uid"),
+            uid.as_deref(),
+            policy.pointer("/metadata/uid").and_then(|v| v.as_str()),
+        );
+        super::registration_equals(
+            g,
+            &format!("{s}.webhook"),
+            webhook,
+            &a2.webhook,
+            super::SameRegistration::SwitchedToIgnore,
+        );
+    }
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.policy.spec.failurePolicy"),
+        Some("Ignore"),
+        policy
+            .pointer("/spec/failurePolicy")
+            .and_then(|v| v.as_str()),
+    );
+    super::check_webhook(g, &format!("{s}.webhook"), webhook, "Ignore");
+    super::stored_policy_is_the_applied_input(
+        g,
+        &format!("{s}.policy"),
+        policy,
+        InputFile::PolicyIgnore,
+    );
+    if let Some(ev) = g.evidence(6) {
+        super::witness::stored_policy_is_the_raw_read(g, &ev, &format!("{s}.policy"), policy);
+        super::witness::registration_is_derived_from(
+            g,
+            &ev,
+            "webhook-configuration-ignore",
+            &format!("{s}.webhook"),
+            webhook,
+        );
+    }
+    let sub = format!("{s}.healthy_bad");
+    g.request(&sub, healthy_bad, &[Outcome::ExplicitDeny]);
+    violating_pod_in_the_target_namespace(g, &sub, healthy_bad);
+    g.named_webhook(&sub, healthy_bad, webhook);
+    g.times_ordered(&sub, &healthy_bad.answered_at, frozen_at);
+}
+
+/// Act 7 of labs B and C, after the recovery: the policy is act 2's (`uid`, its UID), the
+/// registration act 6's Ignore one unchanged (`a6_webhook`) and in scope, and a violating pod is
+/// explicitly denied by it (`healthy_bad`).
+pub(crate) fn recovered_under_ignore(
+    g: &mut G,
+    uid: Option<&str>,
+    policy_uid: &str,
+    webhook: &WebhookFacts,
+    healthy_bad: &RequestRecord,
+    a6_webhook: Option<WebhookFacts>,
+) {
+    let s = "evidence/07.json facts";
+    g.expect_eq(
+        Code::UidMismatch,
+        format!("{s}.policy_uid"),
+        uid,
+        Some(policy_uid),
+    );
+    g.expect_eq(
+        Code::ValueMismatch,
+        format!("{s}.webhook.failure_policy"),
+        "Ignore",
+        webhook.failure_policy.as_str(),
+    );
+    let sub = format!("{s}.healthy_bad");
+    g.request(&sub, healthy_bad, &[Outcome::ExplicitDeny]);
+    violating_pod_in_the_target_namespace(g, &sub, healthy_bad);
+    g.named_webhook(&sub, healthy_bad, webhook);
+    let sub = format!("{s}.webhook");
+    super::registration_scope(g, &sub, &webhook.name, &super::Scope::of_facts(webhook));
+    if let Some(a6) = a6_webhook {
+        let same = super::SameRegistration::Identical;
+        super::registration_equals(g, &sub, webhook, &a6, same);
+    }
+}
