@@ -3,12 +3,14 @@
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::Pod;
 
 use crate::cluster::derived;
 use crate::cluster::{self, Cluster};
 use crate::derive;
 use crate::error::LabError;
 use crate::facts::a::{DeploymentFacts, LeaseFacts};
+use crate::facts::c::ReplicaFacts;
 use crate::facts::{self, WebhookFacts};
 use crate::labs::common::webhook_facts;
 
@@ -27,6 +29,25 @@ pub(crate) fn deployment_facts(d: &Deployment) -> Result<DeploymentFacts, LabErr
 
 /// A pod as seen now ([`crate::probe::pod_observation`], the one mapping of a pod to its facts).
 pub(crate) use crate::probe::pod_observation;
+
+/// Whether `p`'s `Ready` condition is `True`.
+pub(crate) fn pod_ready(p: &Pod) -> bool {
+    p.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// One of several replicas as seen now: its pod's facts, whether it is `Ready`, its `podIP`.
+///
+/// Errors: [`LabError::Kube`] when the pod does not serialize.
+pub(crate) fn replica_facts(p: &Pod) -> Result<ReplicaFacts, LabError> {
+    Ok(ReplicaFacts {
+        pod: pod_observation(p)?,
+        ready: pod_ready(p),
+        pod_ip: p.status.as_ref().and_then(|s| s.pod_ip.clone()),
+    })
+}
 
 /// The Lease `kyverno` (the leader election of Kyverno's admission controller) as read now,
 /// [`derive::lease`] of the object as the API server sent it (`None`: no Lease), read now.
