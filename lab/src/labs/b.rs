@@ -33,6 +33,7 @@ use crate::steps::freeze::{
     self, FreezeAct, Frozen, Registration, Shape, first_deny_line, window_lines,
 };
 pub use crate::steps::investigate::{Investigation, investigate};
+use crate::steps::observe::leader_lease;
 use crate::steps::samples::Samples;
 use crate::steps::settle::container_after;
 use crate::steps::traffic::{OneEach, one_of_each};
@@ -149,10 +150,7 @@ impl Shape for OneReplica {
         let existing =
             probe::observe_pod(cl, &spec.existing.namespace, &spec.existing.name).await?;
         let (identity_after, restart_count_after) = container_after(cl, cri, rec, inv).await?;
-        if let Some(lease) = cl
-            .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
-            .await?
-        {
+        if let Some(lease) = leader_lease(cl).await? {
             rec.raw("leader-lease-after", &lease);
         }
         let reg = run.registration;
@@ -193,8 +191,8 @@ impl Shape for OneReplica {
         lines
     }
 
-    /// Act 6's facts nest the run under `run` (`facts::b::Act6Facts`).
-    fn join(mut head: serde_json::Value, run: serde_json::Value) -> serde_json::Value {
+    /// An interrupted act 6 keeps the run's partial facts under `run` (the recorded format).
+    fn join_partial(mut head: serde_json::Value, run: serde_json::Value) -> serde_json::Value {
         head["run"] = run;
         head
     }

@@ -62,7 +62,7 @@ use crate::steps::freeze::{
 };
 use crate::steps::investigate::{investigate_pod, live_replicas};
 use crate::steps::observe::{
-    deployment_facts, lease_facts, pod_ready, policy_webhook, replica_facts,
+    deployment_facts, pod_ready, policy_webhook, read_lease, replica_facts,
 };
 use crate::steps::restore::{scale_back, wait_original_count};
 use crate::steps::samples::{SERVICE, Samples, endpoints};
@@ -277,11 +277,7 @@ async fn act3_body(
     replicas.sort_by(|a, b| a.pod.name.cmp(&b.pod.name));
     let dep = cl.admission_deployment().await?;
     rec.raw("deployment", cluster::to_json(&dep)?);
-    let lease = cl
-        .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
-        .await?;
-    rec.raw("lease", &lease);
-    let lease = lease_facts(lease.as_ref())?;
+    let lease = read_lease(cl, rec, "lease").await?;
     let pod_names: Vec<String> = replicas.iter().map(|r| r.pod.name.clone()).collect();
     let wait = ReadyWait {
         ready_pods_at: seen.pods.unwrap_or_default(),
@@ -434,11 +430,7 @@ async fn act4_body(
     rec: &mut ActRecorder,
     ctx: &inputs::Context,
 ) -> Result<(serde_json::Value, Vec<String>), LabError> {
-    let raw_lease = cl
-        .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
-        .await?;
-    rec.raw("lease-before", &raw_lease);
-    let lease = lease_facts(raw_lease.as_ref())?;
+    let lease = read_lease(cl, rec, "lease-before").await?;
     let pods: Vec<Pod> = live_replicas(cl)
         .await?
         .into_iter()
@@ -468,11 +460,7 @@ async fn act4_body(
             followers.push(p);
         }
     }
-    let raw_after = cl
-        .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
-        .await?;
-    rec.raw("lease-after", &raw_after);
-    let lease_after = lease_facts(raw_after.as_ref())?;
+    let lease_after = read_lease(cl, rec, "lease-after").await?;
     let leader = leader.ok_or_else(|| LabError::ClusterMismatch {
         what: "the Lease kyverno's holder among the running replicas".into(),
         expected: pods
@@ -696,14 +684,6 @@ impl Shape for Replica {
         lines.push(existing_line(ui, &run.existing));
         lines
     }
-
-    /// Act 6's facts are the run's with the switch's beside them (`facts::c::Act6Facts`).
-    fn join(head: serde_json::Value, mut run: serde_json::Value) -> serde_json::Value {
-        if let (serde_json::Value::Object(h), serde_json::Value::Object(r)) = (head, &mut run) {
-            r.extend(h);
-        }
-        run
-    }
 }
 
 /// The words of a takeover of the Lease during the freeze: who took it and how long after the
@@ -770,11 +750,7 @@ async fn act7_body(
     let mut replicas: Vec<ReplicaFacts> =
         pods.iter().map(replica_facts).collect::<Result<_, _>>()?;
     replicas.sort_by(|a, b| a.pod.name.cmp(&b.pod.name));
-    let raw_lease = cl
-        .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
-        .await?;
-    rec.raw("lease", &raw_lease);
-    let lease = lease_facts(raw_lease.as_ref())?;
+    let lease = read_lease(cl, rec, "lease").await?;
     let policy = cl.policy(cluster::POLICY_NAME).await?;
     rec.raw("policy", &policy);
     let policy_uid = policy

@@ -1010,11 +1010,7 @@ async fn act3_body(
     let lines = vec![
         describe(ui, m::req::GOOD, &facts.good),
         describe(ui, m::req::BAD, &facts.bad),
-        ui.text(m::existing(
-            &facts.existing.name,
-            facts.existing.uid.as_deref().unwrap_or("?"),
-            facts.existing.phase.as_deref().unwrap_or("?"),
-        )),
+        existing_line(ui, &facts.existing),
         ui.text(crate::metrics::summary_line(&admission)),
     ];
     let mut facts = to_value(&facts).map_err(fail)?;

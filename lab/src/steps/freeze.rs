@@ -26,6 +26,7 @@ use crate::labs::common::{
 use crate::messages::act as m;
 use crate::rules::b::{DENY_AFTER_RESUME_BOUND, WATCHDOG_GRACE};
 use crate::steps::investigate::{Investigation, check_fault_preconditions, target_now};
+use crate::steps::observe::leader_lease;
 use crate::steps::policy::{Switched, json_str, open_act6};
 use crate::steps::samples::{Sampler, Samples};
 use crate::workdir::Workdir;
@@ -36,7 +37,7 @@ pub fn faults_dir(workdir: &Workdir) -> PathBuf {
 }
 
 /// The newest freeze attempt of act `act` started by this process (its id ends with our pid).
-pub(crate) fn own_attempt(env: &Env, act: u8) -> Option<AttemptFiles> {
+fn own_attempt(env: &Env, act: u8) -> Option<AttemptFiles> {
     let prefix = format!("freeze-{act:02}-");
     let suffix = format!("-{}", std::process::id());
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(faults_dir(&env.workdir))
@@ -232,7 +233,7 @@ pub(crate) struct FreezeSpec<'a> {
 
 /// Turns the outcome of a freeze run (maybe cut short by a signal) into facts or partial facts,
 /// adding the ledger and the healer's report to the raw data.
-pub(crate) fn settle<T>(
+fn settle<T>(
     env: &Env,
     spec: &FreezeSpec<'_>,
     outcome: Result<Result<T, LabError>, &'static str>,
@@ -273,7 +274,7 @@ pub(crate) fn settle<T>(
 
 /// Before the freeze: the registration must be there (this lab preserves it), the leader Lease
 /// is kept, and the liveness gap is checked ([`liveness_gap`]).
-pub(crate) async fn before_freeze(
+async fn before_freeze(
     env: &Env,
     cluster: &Cluster,
     rec: &mut ActRecorder,
@@ -290,10 +291,7 @@ pub(crate) async fn before_freeze(
     )
     .await?;
     rec.raw("webhook-configuration-before", &cfg);
-    if let Some(lease) = cluster
-        .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
-        .await?
-    {
+    if let Some(lease) = leader_lease(cluster).await? {
         rec.raw("leader-lease-before", &lease);
     }
     liveness_gap(
@@ -310,7 +308,7 @@ pub(crate) async fn before_freeze(
 }
 
 /// The freeze of act 4's process ([`freeze::freeze`]: plan, ledger, healer, SIGSTOP confirmed).
-pub(crate) fn start_freeze(
+fn start_freeze(
     env: &Env,
     rec: &mut ActRecorder,
     inv: &Investigation,
@@ -335,7 +333,7 @@ pub(crate) fn start_freeze(
 
 /// The resume, the healer's job at its deadline ([`freeze::Freeze::wait_for_resume`]), with
 /// progress; says who resumed.
-pub(crate) async fn await_resume(
+async fn await_resume(
     fz: &mut freeze::Freeze,
     ui: &Ui,
     spec: &FreezeSpec<'_>,
@@ -366,7 +364,7 @@ pub(crate) async fn await_resume(
 }
 
 /// After the resume: new violating requests until the first explicit deny, every outcome kept.
-pub(crate) async fn after_resume(
+async fn after_resume(
     cluster: &Cluster,
     ui: &Ui,
     rec: &mut ActRecorder,
@@ -396,10 +394,7 @@ pub(crate) async fn after_resume(
 
 /// The first explicit deny among the requests after the resume and how long after
 /// `resumed_at` it was answered (ms; `None` when no deny came or a time does not parse).
-pub(crate) fn first_deny(
-    after: &[RequestRecord],
-    resumed_at: &str,
-) -> (Option<RequestRecord>, Option<u64>) {
+fn first_deny(after: &[RequestRecord], resumed_at: &str) -> (Option<RequestRecord>, Option<u64>) {
     let first = after
         .iter()
         .find(|r| r.outcome == Outcome::ExplicitDeny)
@@ -414,7 +409,7 @@ pub(crate) fn first_deny(
 
 /// The freeze window of the act's facts (evidence field names `watchdog_*` are the recorded
 /// format's words for the healer).
-pub(crate) fn freeze_window(
+fn freeze_window(
     inv: &Investigation,
     spec: &FreezeSpec<'_>,
     ledger: &freeze::FreezeLedger,
@@ -542,8 +537,21 @@ pub(crate) trait Shape: Sized {
     ) -> Result<Self::Run, LabError>;
     /// The run's summary lines.
     fn lines(ui: &Ui, act: u8, run: &Self::Run) -> Vec<String>;
-    /// Act 6's facts: the switch's (`head`) with the run's (`run`).
-    fn join(head: serde_json::Value, run: serde_json::Value) -> serde_json::Value;
+    /// An interrupted act 6's partial facts: the switch's (`head`) with the run's so far (`run`),
+    /// in one object as the completed act's facts are ([`flatten`]) unless the lab's recorded
+    /// format says otherwise.
+    fn join_partial(head: serde_json::Value, run: serde_json::Value) -> serde_json::Value {
+        flatten(head, run)
+    }
+}
+
+/// Act 6's facts: the run's with the switch's (`head`) beside them, one object (each lab's
+/// `Act6Facts` flattens its run).
+fn flatten(head: serde_json::Value, mut run: serde_json::Value) -> serde_json::Value {
+    if let (serde_json::Value::Object(h), serde_json::Value::Object(r)) = (head, &mut run) {
+        r.extend(h);
+    }
+    run
 }
 
 /// The freeze and everything observed around it, in named steps: the state before
@@ -731,7 +739,7 @@ pub(crate) async fn act6<S: Shape>(env: &Env) -> Result<ActSummary, LabError> {
 }
 
 /// Runs [`freeze_run`] inside the act's metrics window (`head`'s, else begun now), undoing the
-/// freeze on a signal, and completes the act's evidence (with `head`'s facts, [`Shape::join`]).
+/// freeze on a signal, and completes the act's evidence (with `head`'s facts).
 #[allow(clippy::too_many_arguments)]
 async fn complete<S: Shape>(
     env: &Env,
@@ -760,20 +768,23 @@ async fn complete<S: Shape>(
     let run = freeze_run(cx, &mut partial, shape);
     let outcome = common::or_signal(run).await;
     let admission = window.end(cl).await;
-    let join = |run| match &head {
-        Some(h) => S::join(h.clone(), run),
-        None => run,
-    };
     match settle(env, spec, outcome, partial, &mut rec) {
         Ok(run) => {
             lines.extend(S::lines(&ui, spec.act, &run));
             lines.push(ui.text(crate::metrics::summary_line(&admission)));
-            let mut facts = join(to_value(&run)?);
+            let run = to_value(&run)?;
+            let mut facts = match head {
+                Some(h) => flatten(h, run),
+                None => run,
+            };
             admission.attach(&mut facts);
             rec.complete(facts, lines)
         }
         Err((p, e)) => {
-            let mut facts = join(p);
+            let mut facts = match head {
+                Some(h) => S::join_partial(h, p),
+                None => p,
+            };
             admission.attach(&mut facts);
             finish(rec, Err((facts, e)))
         }

@@ -12,7 +12,7 @@ use crate::error::LabError;
 use crate::facts::a::LeaseFacts;
 use crate::facts::b::ProcessIdentity;
 use crate::labs::common::ActRecorder;
-use crate::steps::observe::lease_facts;
+use crate::steps::observe::{leader_lease, lease_facts, read_lease};
 
 /// The controller's main container name in its pod.
 pub(crate) const CONTAINER: &str = "kyverno";
@@ -195,11 +195,7 @@ pub(crate) async fn follower_now(
     cri: &mut CriClient,
     rec: &mut ActRecorder,
 ) -> Result<(LeaseFacts, Investigation), LabError> {
-    let raw_lease = cl
-        .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
-        .await?;
-    rec.raw("lease-before", &raw_lease);
-    let lease = lease_facts(raw_lease.as_ref())?;
+    let lease = read_lease(cl, rec, "lease-before").await?;
     let mut names: Vec<String> = live_replicas(cl)
         .await?
         .iter()
@@ -249,9 +245,7 @@ pub(crate) async fn target_now(
             (Some(lease), inv)
         }
         Target::Leader => {
-            let raw_lease = cl
-                .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
-                .await?;
+            let raw_lease = leader_lease(cl).await?;
             let lease = lease_facts(raw_lease.as_ref())?;
             let leader = act4
                 .map(|(pod, _)| pod.to_owned())

@@ -12,7 +12,7 @@ use crate::error::LabError;
 use crate::facts::a::{DeploymentFacts, LeaseFacts};
 use crate::facts::c::ReplicaFacts;
 use crate::facts::{self, WebhookFacts};
-use crate::labs::common::webhook_facts;
+use crate::labs::common::{ActRecorder, webhook_facts};
 
 /// What identifies the lab policy's webhook in a webhook name (Kyverno names it
 /// `vpol.validate.kyverno.svc-{fail,ignore}[-finegrained]-<policy>`; kyverno v1.19.1
@@ -55,6 +55,24 @@ pub(crate) fn replica_facts(p: &Pod) -> Result<ReplicaFacts, LabError> {
 /// Errors: [`LabError::Kube`] when the object does not serialize or derive.
 pub(crate) fn lease_facts(l: Option<&Lease>) -> Result<LeaseFacts, LabError> {
     derived(derive::lease(&cluster::to_json(&l)?, facts::now_rfc3339()))
+}
+
+/// The Lease `kyverno` as the API server sends it now (`None`: no Lease).
+pub(crate) async fn leader_lease(cl: &Cluster) -> Result<Option<Lease>, LabError> {
+    cl.lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
+        .await
+}
+
+/// The Lease `kyverno` read now ([`leader_lease`]), recorded raw as `what`, as facts
+/// ([`lease_facts`], derived right after the read).
+pub(crate) async fn read_lease(
+    cl: &Cluster,
+    rec: &mut ActRecorder,
+    what: &str,
+) -> Result<LeaseFacts, LabError> {
+    let raw = leader_lease(cl).await?;
+    rec.raw(what, &raw);
+    lease_facts(raw.as_ref())
 }
 
 /// The ValidatingWebhookConfigurationList exactly as the API server returned it

@@ -17,7 +17,7 @@ use crate::facts::c::{Act3Facts, ScaleBackFacts};
 use crate::inputs;
 use crate::labs::common::{ActRecorder, Env, Ui, log_change, wait_each_second};
 use crate::messages::act as m;
-use crate::steps::observe::{deployment_facts, lease_facts, pod_ready};
+use crate::steps::observe::{deployment_facts, leader_lease, lease_facts, pod_ready};
 use crate::wait::Check;
 
 /// Act 3's scale attempt healed (its healer
@@ -97,9 +97,7 @@ pub(crate) async fn wait_original_count(
             .collect();
         let ready = live.iter().filter(|p| pod_ready(p)).count();
         let webhook = cl.find_webhook(&name).await?;
-        let lease = cl
-            .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
-            .await?;
+        let lease = leader_lease(cl).await?;
         let holder = lease_facts(lease.as_ref())?.holder;
         let leads = live
             .iter()

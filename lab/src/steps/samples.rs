@@ -5,7 +5,7 @@ use crate::cluster::{self, Cluster};
 use crate::error::LabError;
 use crate::facts;
 use crate::facts::c::{EndpointFacts, EndpointSample, LeaseSample};
-use crate::steps::observe::lease_facts;
+use crate::steps::observe::{leader_lease, lease_facts};
 
 /// The Service in front of the admission controller (chart 3.9.1).
 pub const SERVICE: &str = "kyverno-svc";
@@ -80,10 +80,7 @@ async fn each_second(cl: Cluster, stop: tokio::sync::watch::Receiver<bool>) -> S
         if *stop.borrow() || stop.has_changed().is_err() {
             break;
         }
-        let (lease, slices) = tokio::join!(
-            cl.lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE),
-            endpoints(&cl)
-        );
+        let (lease, slices) = tokio::join!(leader_lease(&cl), endpoints(&cl));
         let at = facts::now_rfc3339();
         let lease = lease.and_then(|l| Ok((lease_facts(l.as_ref())?, l)));
         let (lease_sample, raw) = match lease {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::cluster::{self, Cluster};
+use crate::cluster::Cluster;
 use crate::cri::CriClient;
 use crate::error::LabError;
 use crate::facts;
@@ -21,7 +21,7 @@ use crate::messages::act as m;
 use crate::steps::investigate::{
     CONTAINER, Investigation, api_restart_count, investigate, investigate_pod, live_replicas,
 };
-use crate::steps::observe::{lease_facts, pod_ready};
+use crate::steps::observe::{leader_lease, lease_facts, pod_ready, read_lease};
 use crate::steps::samples::endpoints;
 use crate::wait::{Check, Wait, WaitError};
 
@@ -117,9 +117,7 @@ async fn settle_after_resume(
     let check = || async {
         let pods = live_replicas(cl).await?;
         let (eps, _) = endpoints(cl).await?;
-        let lease = cl
-            .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
-            .await?;
+        let lease = leader_lease(cl).await?;
         let holder = lease_facts(lease.as_ref())?.holder;
         let ready = pods.iter().filter(|p| pod_ready(p)).count();
         let ready_eps = eps.iter().filter(|e| e.ready).count();
@@ -192,11 +190,7 @@ pub(crate) async fn target_after(
     };
     let (restart_after, _, uid_after) =
         pod_state(&pods, &inv.pod_name).unwrap_or((inv.restart_count, false, None));
-    let raw_lease = cl
-        .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
-        .await?;
-    rec.raw("lease-after", &raw_lease);
-    let lease_after = lease_facts(raw_lease.as_ref())?;
+    let lease_after = read_lease(cl, rec, "lease-after").await?;
     let target = TargetAfter {
         pod: inv.pod_name.clone(),
         pod_uid_before: inv.identity.pod_uid.clone(),
