@@ -36,8 +36,8 @@ use crate::labs::common::{
 use crate::messages::act as m;
 use crate::probe::{self, PodKind};
 use crate::steps::observe::{
-    deployment_facts, lease_facts, pod_observation, policy_webhook, policy_webhook_in,
-    webhook_configurations_raw, webhook_names,
+    deployment_facts, leader_lease, lease_facts, pod_observation, policy_webhook,
+    policy_webhook_in, webhook_configurations_raw, webhook_names,
 };
 use crate::steps::scale::{healer_kubeconfig, restore_after_a_failed_act};
 use crate::text::{Lang, Text};
@@ -119,10 +119,7 @@ async fn act4_body(cl: &Cluster, ui: &Ui, rec: &mut ActRecorder, node_uid: Strin
     rec.raw("deployment", &dep);
     let pods = cl.admission_pods().await.map_err(fail)?;
     rec.raw("pods", &pods);
-    let lease = cl
-        .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
-        .await
-        .map_err(fail)?;
+    let lease = leader_lease(cl).await.map_err(fail)?;
     rec.raw("lease", &lease);
     let facts = Act4Facts {
         node_uid,
@@ -674,9 +671,7 @@ async fn act6_body(
     } = cx;
     let t0 = Instant::now();
     let old_uids: BTreeSet<String> = f4.pods.iter().filter_map(|p| p.uid.clone()).collect();
-    let previous_lease = cl
-        .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
-        .await?;
+    let previous_lease = leader_lease(cl).await?;
     rec.raw("lease-before", &previous_lease);
     let previous_lease_holder = previous_lease
         .as_ref()
@@ -957,9 +952,7 @@ async fn observe_lease(
     seen: &mut RecoverySeen,
     t0: Instant,
 ) -> Result<(), LabError> {
-    let l = cl
-        .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
-        .await?;
+    let l = leader_lease(cl).await?;
     let holder = l
         .as_ref()
         .and_then(|l| l.spec.as_ref())

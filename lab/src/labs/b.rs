@@ -9,34 +9,34 @@
 //! Kyverno may have lost its 12 s leader Lease and exit, and the kubelet restarts it (kyverno
 //! v1.19.1 `cmd/kyverno/main.go`, leader election): the acts wait, bounded and with progress, for
 //! the first explicit deny and keep every intermediate outcome and the container's restart count.
+//!
+//! Acts 5 and 6 are the freeze steps' ([`crate::steps::freeze`]), lab B giving its part
+//! ([`OneReplica`]): the one replica, one request of each kind during the freeze.
 
 use std::time::Duration;
 
-use crate::cluster::{self, Cluster};
-use crate::cri::CriClient;
+use crate::acts::Target;
+use crate::cluster;
 use crate::error::LabError;
-use crate::evidence::{Lab, RequestRecord};
-use crate::facts::b::{
-    Act4Facts, Act5Facts, Act6Facts, Act7Facts, FreezeRun, ProcessIdentity, Resumer,
-};
-use crate::facts::{self, Act3Facts};
-use crate::faults::freeze;
+use crate::evidence::Lab;
+use crate::facts::a::LeaseFacts;
+use crate::facts::b::{Act4Facts, Act5Facts, Act6Facts, Act7Facts, FreezeRun, ProcessIdentity};
+use crate::facts::{self, Act3Facts, PodObservation};
 use crate::inputs;
 use crate::labs::common::{
-    self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Env, TARGET_NAMESPACE, Ui, describe,
-    describe_indented, finish, live_context, read_facts, read_input, to_value, wait_for_webhook,
-    webhook_facts,
+    self, ActRecorder, ActSummary, Env, TARGET_NAMESPACE, Ui, describe, existing_line, finish,
+    live_context, read_facts, read_input, to_value, wait_for_webhook, webhook_facts,
 };
 use crate::messages::act as m;
 use crate::probe::{self, PodKind};
 use crate::steps::freeze::{
-    FreezeAct, FreezeSpec, after_resume, await_resume, before_freeze, first_deny, freeze_window,
-    settle, start_freeze,
+    self, FreezeAct, Frozen, Registration, Shape, first_deny_line, window_lines,
 };
 pub use crate::steps::investigate::{Investigation, investigate};
-use crate::steps::investigate::{api_restart_count, check_fault_preconditions};
-use crate::steps::policy::{Switched, json_str, open_act6};
-use crate::wait::{Check, Wait, WaitError};
+use crate::steps::observe::leader_lease;
+use crate::steps::samples::Samples;
+use crate::steps::settle::container_after;
+use crate::steps::traffic::{OneEach, one_of_each};
 
 pub use crate::rules::b::{DENY_AFTER_RESUME_BOUND, WATCHDOG_GRACE, report_expectations};
 
@@ -44,8 +44,8 @@ pub use crate::rules::b::{DENY_AFTER_RESUME_BOUND, WATCHDOG_GRACE, report_expect
 /// [`crate::labs::runner`]).
 pub(crate) static RUNNERS: &[(u8, super::Runner)] = &[
     (4, |env, _| Box::pin(act4(env))),
-    (5, |env, _| Box::pin(act5(env))),
-    (6, |env, _| Box::pin(act6(env))),
+    (5, |env, _| Box::pin(freeze::act5::<OneReplica>(env))),
+    (6, |env, _| Box::pin(freeze::act6::<OneReplica>(env))),
     (7, |env, _| Box::pin(act7(env))),
     (8, |env, _| Box::pin(act8(env))),
 ];
@@ -91,378 +91,110 @@ pub(crate) async fn act4(env: &Env) -> Result<ActSummary, LabError> {
     rec.complete(facts, lines)
 }
 
-/// Act 5: the freeze under failurePolicy Fail.
-pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
-    // The registry's freeze: for the plan's `resume_after_sec` (the student's freeze-plan.json).
-    let (_, resume_after_sec) =
-        crate::steps::freeze_of(Lab::B, 5, u64::from(inputs::ResumeAfterSec::VALUE))?;
-    let ui = env.ui;
-    let cluster = env.cluster().await?;
-    let ctx = live_context(&cluster, &env.workdir).await?;
-    let (plan, loaded) = read_input::<inputs::FreezePlan>(&env.workdir, &ctx)?;
-    let mark = check_fault_preconditions(
-        &cluster,
-        (plan.node_uid.as_str(), plan.deployment_uid.as_str()),
-    )
-    .await?;
-    let act3: Act3Facts = read_facts(&env.workdir, 3)?;
-    let act4: Act4Facts = read_facts(&env.workdir, 4)?;
-    let healed = crate::faults::heal::recent();
-    let mut cri = env.cri().await?;
-    let inv = investigate(&cluster, &mut cri).await?;
-    if inv.identity != act4.identity {
-        return Err(LabError::FaultRefused {
-            reason: format!(
-                "the admission controller process changed since act 4 (act 4: container {} pid {} starttime {}; now: container {} pid {} starttime {}); reproduce in a fresh lab",
-                act4.identity.container_id,
-                act4.identity.pid,
-                act4.identity.pid_start_time_ticks,
-                inv.identity.container_id,
-                inv.identity.pid,
-                inv.identity.pid_start_time_ticks
-            ),
-        });
-    }
-    let webhook_name = cluster::fine_grained_webhook_name("Fail", cluster::POLICY_NAME);
-    let mut rec = ActRecorder::begin(&env.workdir, Lab::B, 5)?.with_audit(env);
-    rec.input(&loaded);
-    rec.raw("lab-mark", &mark);
-    rec.raw("healed-earlier-faults", &healed);
-    rec.raw("cri-container-before", &inv.container);
-    let spec = FreezeSpec {
-        act: 5,
-        resume_after_sec,
-        webhook_name,
-        existing: &act3.existing,
-        tag: "b5",
-    };
-    let mut partial = serde_json::Value::Null;
-    let window = crate::metrics::Window::begin(&cluster).await;
-    let outcome = common::or_signal(freeze_run(
-        FreezeAct {
-            env,
-            cluster: &cluster,
-            cri: &mut cri,
-            rec: &mut rec,
-            partial: &mut partial,
-        },
-        &inv,
-        &spec,
-    ))
-    .await;
-    let admission = window.end(&cluster).await;
-    let result = settle(env, &spec, outcome, partial, &mut rec);
-    match result {
-        Ok(run) => {
-            let mut lines = run_lines(&ui, &run);
-            lines.push(ui.text(crate::metrics::summary_line(&admission)));
-            let mut facts = to_value(&run)?;
-            admission.attach(&mut facts);
-            rec.complete(facts, lines)
-        }
-        Err((mut facts, e)) => {
-            admission.attach(&mut facts);
-            finish(rec, Err((facts, e)))
-        }
-    }
-}
+/// Lab B's part of its freeze acts (5 and 6, [`crate::steps::freeze::Shape`]): the one replica,
+/// one request of each kind during the freeze, the container after it, `facts::b::FreezeRun`.
+pub(crate) struct OneReplica;
 
-/// The freeze and everything observed around it (acts 5 and 6), in named steps: the state before
-/// ([`before_freeze`]), the freeze ([`start_freeze`]), the requests during it
-/// ([`during_freeze`]), the healer's resume ([`await_resume`]), the requests after it
-/// ([`after_resume`]) and the container after it ([`container_after`]).
-async fn freeze_run(
-    cx: FreezeAct<'_>,
-    inv: &Investigation,
-    spec: &FreezeSpec<'_>,
-) -> Result<FreezeRun, LabError> {
-    let FreezeAct {
-        env,
-        cluster,
-        cri,
-        rec,
-        partial,
-    } = cx;
-    let ui = env.ui;
-    before_freeze(env, cluster, rec, inv, spec).await?;
-    let mut fz = start_freeze(env, rec, inv, spec)?;
-    let ledger = fz.ledger().clone();
-    let during = during_freeze(cluster, &ui, rec, spec, &fz).await?;
-    *partial = serde_json::json!({
-        "freeze": ledger,
-        "registration_present_during_freeze": during.registration_present,
-        "registration_snapshot": during.registration_snapshot,
-        "target_good": during.good, "target_bad": during.bad, "control": during.control,
-        "state_during": during.state.map(String::from),
-    });
-    rec.save_progress(partial.clone())?;
-    let resume = await_resume(&mut fz, &ui, spec).await?;
-    let ledger = fz.ledger().clone();
-    drop(fz);
-    rec.raw("fault-ledger-resumed", &ledger);
-    let after_resume = after_resume(cluster, &ui, rec, spec.tag).await?;
-    let (first_explicit_deny, first_deny_after_resume_ms) =
-        first_deny(&after_resume, &resume.resumed_at);
-    let existing =
-        probe::observe_pod(cluster, &spec.existing.namespace, &spec.existing.name).await?;
-    let (identity_after, restart_count_after) = container_after(cluster, cri, rec, inv).await?;
-    if let Some(lease) = cluster
-        .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
-        .await?
-    {
-        rec.raw("leader-lease-after", &lease);
-    }
-    Ok(FreezeRun {
-        freeze: freeze_window(inv, spec, &ledger, during.state, &resume),
-        registration_present_during_freeze: during.registration_present,
-        registration_snapshot: during.registration_snapshot,
-        registration_checked_at: during.registration_checked_at,
-        timeout_seconds: during.timeout_seconds,
-        target_good: during.good,
-        target_bad: during.bad,
-        control: during.control,
-        after_resume,
-        first_explicit_deny,
-        existing,
-        restart_count_before: inv.restart_count,
-        restart_count_after,
-        first_deny_after_resume_ms,
-        identity_after,
-    })
-}
+impl Shape for OneReplica {
+    const LAB: Lab = Lab::B;
+    type Plan = inputs::FreezePlan;
+    type Act3 = Act3Facts;
+    type Act4 = Act4Facts;
+    type Traffic = OneEach;
+    type Run = FreezeRun;
 
-/// What was seen during the freeze.
-struct DuringFreeze {
-    registration_present: bool,
-    registration_snapshot: serde_json::Value,
-    registration_checked_at: String,
-    timeout_seconds: u32,
-    state: Option<char>,
-    good: RequestRecord,
-    bad: RequestRecord,
-    control: RequestRecord,
-}
-
-/// During the freeze: the registration, then three requests at once (target good, target bad,
-/// control), and the process state.
-async fn during_freeze(
-    cluster: &Cluster,
-    ui: &Ui,
-    rec: &mut ActRecorder,
-    spec: &FreezeSpec<'_>,
-    fz: &freeze::Freeze,
-) -> Result<DuringFreeze, LabError> {
-    ui.step(m::DURING_FREEZE);
-    let tag = spec.tag;
-    let (p_good, p_bad, p_control) = (
-        format!("{tag}-frozen-good"),
-        format!("{tag}-frozen-bad"),
-        format!("{tag}-frozen-control"),
-    );
-    let (registration, good, bad, control) = tokio::join!(
-        cluster.find_webhook(&spec.webhook_name),
-        probe::send_pod(cluster, &p_good, TARGET_NAMESPACE, PodKind::Good, false),
-        probe::send_pod(cluster, &p_bad, TARGET_NAMESPACE, PodKind::Bad, false),
-        probe::send_pod(cluster, &p_control, CONTROL_NAMESPACE, PodKind::Bad, false),
-    );
-    let registration_checked_at = facts::now_rfc3339();
-    let state = fz.state()?;
-    let registration = registration?;
-    let (good, bad, control) = (good?, bad?, control?);
-    rec.request("frozen-target-good", &good);
-    rec.request("frozen-target-bad", &bad);
-    rec.request("frozen-control", &control);
-    for (label, r) in [
-        (m::req::TARGET_GOOD_FROZEN, &good),
-        (m::req::TARGET_BAD_FROZEN, &bad),
-        (m::req::CONTROL_FROZEN, &control),
-    ] {
-        ui.say(describe_indented(ui, label, r));
-    }
-    Ok(DuringFreeze {
-        registration_present: registration.is_some(),
-        registration_snapshot: registration
-            .as_ref()
-            .map(|(_, wh)| serde_json::to_value(wh).unwrap_or_default())
-            .unwrap_or(serde_json::Value::Null),
-        registration_checked_at,
-        timeout_seconds: registration
-            .as_ref()
-            .and_then(|(_, wh)| wh.timeout_seconds)
-            .unwrap_or(10)
-            .max(0) as u32,
-        state,
-        good,
-        bad,
-        control,
-    })
-}
-
-/// The container as it is after the resume (CRI), retried briefly: a restarted container may
-/// still be starting. The restart count comes from the API (the pod of act 4, or its successor)
-/// when CRI does not answer. Returns the identity after (`None`: not seen) and the restart count.
-async fn container_after(
-    cluster: &Cluster,
-    cri: &mut CriClient,
-    rec: &mut ActRecorder,
-    inv: &Investigation,
-) -> Result<(Option<ProcessIdentity>, u32), LabError> {
-    let cri = tokio::sync::Mutex::new(cri);
-    let after = Wait::new(
-        "the admission controller's container through CRI",
-        Duration::from_secs(5),
-        Duration::from_secs(1),
-    )
-    .run(
-        || async {
-            let mut cri = cri.lock().await;
-            Ok::<_, std::convert::Infallible>(match investigate(cluster, &mut cri).await {
-                Ok(a) => Check::Done(a),
-                Err(e) => Check::NotYet(e),
-            })
-        },
-        |_, _| {},
-        tokio::time::sleep,
-    )
-    .await
-    .map_err(|e| match e {
-        // The last error: what the record keeps when the container never answered.
-        WaitError::TimedOut(t) => t.last,
-        WaitError::Failed(never) => match never {},
-    });
-    match after {
-        Ok(a) => {
-            rec.raw("cri-container-after", &a.container);
-            Ok((Some(a.identity.clone()), a.restart_count))
-        }
-        Err(e) => {
-            rec.raw("cri-container-after-error", e.to_string());
-            let count = api_restart_count(cluster, &inv.identity.pod_uid)
-                .await?
-                .unwrap_or(inv.restart_count);
-            Ok((None, count))
-        }
-    }
-}
-
-fn run_lines(ui: &Ui, run: &FreezeRun) -> Vec<String> {
-    let mut lines = vec![
-        ui.text(m::freeze_window(
-            &run.freeze.frozen_at,
-            &run.freeze.resumed_at,
-            match run.freeze.resumed_by {
-                Resumer::Watchdog => m::resumer::HEALER,
-                Resumer::Runner => m::resumer::RUNNER,
-            }
-            .get(ui.lang()),
-            &run.freeze.state_after,
-        )),
-        ui.text(m::registration_during_freeze(
-            run.registration_present_during_freeze,
-        )),
-        describe(ui, m::req::TARGET_GOOD_FROZEN, &run.target_good),
-        describe(ui, m::req::TARGET_BAD_FROZEN, &run.target_bad),
-        describe(ui, m::req::CONTROL_FROZEN, &run.control),
-    ];
-    for r in &run.after_resume {
-        lines.push(describe(ui, m::req::AFTER_RESUME, r));
-    }
-    lines.push(
-        ui.text(m::first_deny_after_resume(
-            &run.first_deny_after_resume_ms
-                .map(|ms| ms.to_string())
-                .unwrap_or_else(|| "-".into()),
-            run.restart_count_before,
-            run.restart_count_after,
-        )),
-    );
-    lines.push(ui.text(m::existing(
-        &run.existing.name,
-        run.existing.uid.as_deref().unwrap_or("?"),
-        run.existing.phase.as_deref().unwrap_or("?"),
-    )));
-    lines
-}
-
-/// Act 6: the same policy switched to failurePolicy Ignore; a healthy deny; a short freeze.
-pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
-    let ui = env.ui;
-    // The registry's freeze: the one replica, for its own length (not the plan's).
-    let (_, resume_after_sec) = crate::steps::freeze_of(Lab::B, 6, 0)?;
-    let opened = open_act6::<inputs::FreezePlan, Act3Facts>(env, Lab::B, |p| {
+    fn uids(p: &inputs::FreezePlan) -> (&str, &str) {
         (p.node_uid.as_str(), p.deployment_uid.as_str())
-    })
-    .await;
-    let Switched {
-        cluster,
-        mut cri,
-        mut rec,
-        mut partial,
-        act3,
-        policy_uid_before,
-        stored,
-        ignore_name,
-        webhook,
-        window,
-        healthy_bad,
-    } = match opened {
-        Ok(s) => s,
-        Err(done) => return done,
-    };
-    let inv = match investigate(&cluster, &mut cri).await {
-        Ok(i) => i,
-        Err(e) => return finish(rec, Err((partial, e))),
-    };
-    rec.raw("cri-container-before", &inv.container);
-    let spec = FreezeSpec {
-        act: 6,
-        resume_after_sec,
-        webhook_name: ignore_name,
-        existing: &act3.existing,
-        tag: "b6",
-    };
-    let mut run_partial = serde_json::Value::Null;
-    let outcome = common::or_signal(freeze_run(
-        FreezeAct {
-            env,
-            cluster: &cluster,
-            cri: &mut cri,
-            rec: &mut rec,
-            partial: &mut run_partial,
-        },
-        &inv,
-        &spec,
-    ))
-    .await;
-    let admission = window.end(&cluster).await;
-    match settle(env, &spec, outcome, run_partial.clone(), &mut rec) {
-        Ok(run) => {
-            let mut lines = vec![
-                ui.text(m::policy_unchanged(&json_str(&stored, "/metadata/uid"))),
-                ui.text(m::webhook_failure_policy(
-                    &webhook.name,
-                    &webhook.failure_policy,
-                )),
-                describe(&ui, m::req::HEALTHY_BAD_IGNORE, &healthy_bad),
-            ];
-            lines.extend(run_lines(&ui, &run));
-            lines.push(ui.text(crate::metrics::summary_line(&admission)));
-            let facts = Act6Facts {
-                policy_uid_before,
-                policy: stored,
-                webhook,
-                healthy_bad,
-                run,
-            };
-            let mut facts = to_value(&facts)?;
-            admission.attach(&mut facts);
-            rec.complete(facts, lines)
+    }
+
+    fn existing(a3: &Act3Facts) -> &PodObservation {
+        &a3.existing
+    }
+
+    fn act4_target(a4: &Act4Facts) -> (&str, &ProcessIdentity) {
+        (&a4.pod_name, &a4.identity)
+    }
+
+    fn new(_: u8, _: &Act3Facts, _: Target, _: Option<LeaseFacts>) -> Result<Self, LabError> {
+        Ok(OneReplica)
+    }
+
+    async fn traffic(&self, cx: &mut FreezeAct<'_>) -> Result<OneEach, LabError> {
+        one_of_each(cx.cl, &cx.env.ui, cx.rec, cx.spec.tag).await
+    }
+
+    fn partial(
+        reg: &Registration,
+        state: Option<char>,
+        t: &OneEach,
+        _: Option<&Samples>,
+    ) -> serde_json::Value {
+        serde_json::json!({
+            "registration_present_during_freeze": reg.present,
+            "registration_snapshot": reg.snapshot,
+            "target_good": t.good, "target_bad": t.bad, "control": t.control,
+            "state_during": state.map(String::from),
+        })
+    }
+
+    /// The existing pod, the container after the resume ([`container_after`]) and the Lease.
+    async fn after(self, cx: FreezeAct<'_>, run: Frozen<OneEach>) -> Result<FreezeRun, LabError> {
+        let FreezeAct {
+            cl,
+            cri,
+            rec,
+            inv,
+            spec,
+            ..
+        } = cx;
+        let existing =
+            probe::observe_pod(cl, &spec.existing.namespace, &spec.existing.name).await?;
+        let (identity_after, restart_count_after) = container_after(cl, cri, rec, inv).await?;
+        if let Some(lease) = leader_lease(cl).await? {
+            rec.raw("leader-lease-after", &lease);
         }
-        Err((p, e)) => {
-            partial["run"] = p;
-            admission.attach(&mut partial);
-            finish(rec, Err((partial, e)))
+        let reg = run.registration;
+        Ok(FreezeRun {
+            freeze: run.freeze,
+            registration_present_during_freeze: reg.present,
+            registration_snapshot: reg.snapshot,
+            registration_checked_at: reg.checked_at,
+            timeout_seconds: reg.timeout_seconds,
+            target_good: run.traffic.good,
+            target_bad: run.traffic.bad,
+            control: run.traffic.control,
+            after_resume: run.after_resume,
+            first_explicit_deny: run.first_explicit_deny,
+            existing,
+            restart_count_before: inv.restart_count,
+            restart_count_after,
+            first_deny_after_resume_ms: run.first_deny_after_resume_ms,
+            identity_after,
+        })
+    }
+
+    fn lines(ui: &Ui, _: u8, run: &FreezeRun) -> Vec<String> {
+        let mut lines = window_lines(ui, &run.freeze, run.registration_present_during_freeze);
+        lines.push(describe(ui, m::req::TARGET_GOOD_FROZEN, &run.target_good));
+        lines.push(describe(ui, m::req::TARGET_BAD_FROZEN, &run.target_bad));
+        lines.push(describe(ui, m::req::CONTROL_FROZEN, &run.control));
+        for r in &run.after_resume {
+            lines.push(describe(ui, m::req::AFTER_RESUME, r));
         }
+        let restarts = (run.restart_count_before, run.restart_count_after);
+        lines.push(first_deny_line(
+            ui,
+            run.first_deny_after_resume_ms,
+            restarts,
+        ));
+        lines.push(existing_line(ui, &run.existing));
+        lines
+    }
+
+    /// An interrupted act 6 keeps the run's partial facts under `run` (the recorded format).
+    fn join_partial(mut head: serde_json::Value, run: serde_json::Value) -> serde_json::Value {
+        head["run"] = run;
+        head
     }
 }
 

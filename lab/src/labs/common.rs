@@ -545,6 +545,58 @@ pub async fn wait_for_webhook(
         .map_err(LabError::from)
 }
 
+/// Appends `state` to a wait's change log with the time `at`, unless it is the last state logged
+/// (the log keeps every check whose state differed from the one before: the raw record the
+/// graders re-derive a wait's times from).
+pub(crate) fn log_change(log: &mut Vec<serde_json::Value>, state: serde_json::Value, at: &str) {
+    let last = log.last().map(|l| {
+        let mut l = l.clone();
+        l.as_object_mut().map(|o| o.remove("at"));
+        l
+    });
+    if last.as_ref() != Some(&state) {
+        let mut state = state;
+        state["at"] = at.into();
+        log.push(state);
+    }
+}
+
+/// Runs `check` each second until it is done or `bound` runs out, showing `progress(state)` once
+/// a second with the seconds waited of `bound` ([`crate::wait::Wait`]: the error says what was
+/// waited for and the last state seen).
+///
+/// Errors: [`LabError::WaitTimedOut`] when `bound` runs out; a check's own error at once.
+pub(crate) async fn wait_each_second<T, F, Fut>(
+    ui: &Ui,
+    what: String,
+    bound: Duration,
+    progress: fn(&str) -> Line,
+    check: F,
+) -> Result<T, LabError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Check<T, String>, LabError>>,
+{
+    let mut last_tick = 0;
+    Wait::new(what, bound, Duration::from_secs(1))
+        .run(
+            check,
+            |state: &String, elapsed| {
+                let secs = elapsed.as_secs();
+                if secs > last_tick {
+                    last_tick = secs;
+                    ui.progress(progress(state), secs, bound.as_secs());
+                }
+            },
+            tokio::time::sleep,
+        )
+        .await
+        .map_err(|e| match e {
+            WaitError::TimedOut(t) => t.into(),
+            WaitError::Failed(e) => e,
+        })
+}
+
 /// Sends violating (unlabelled) pod creates in `namespace` one after another (1 s apart) until one
 /// is an `explicit-deny` or `bound` runs out; every request is kept, in order. `on_request` sees
 /// each one as it arrives (for progress and raw evidence).
@@ -585,6 +637,15 @@ pub async fn until_explicit_deny(
         Ok(()) | Err(WaitError::TimedOut(_)) => Ok(all.into_inner()),
         Err(WaitError::Failed(e)) => Err(e),
     }
+}
+
+/// The line of an existing pod: its name, UID and phase (`?`: not seen).
+pub fn existing_line(ui: &Ui, p: &facts::PodObservation) -> String {
+    ui.text(m::existing(
+        &p.name,
+        p.uid.as_deref().unwrap_or("?"),
+        p.phase.as_deref().unwrap_or("?"),
+    ))
 }
 
 /// One line describing a request's outcome for the student, in the output's language
@@ -962,11 +1023,7 @@ async fn act3_body(
     let lines = vec![
         describe(ui, m::req::GOOD, &facts.good),
         describe(ui, m::req::BAD, &facts.bad),
-        ui.text(m::existing(
-            &facts.existing.name,
-            facts.existing.uid.as_deref().unwrap_or("?"),
-            facts.existing.phase.as_deref().unwrap_or("?"),
-        )),
+        existing_line(ui, &facts.existing),
         ui.text(crate::metrics::summary_line(&admission)),
     ];
     let mut facts = to_value(&facts).map_err(fail)?;

@@ -1,5 +1,7 @@
 //! The acts of every lab against a live cluster: `inspect`, acts 1-3 (shared, [`common`]; lab C
-//! has its own act 3), lab B's acts 4-8 ([`b`]), lab A's acts 4-8 ([`a`]), lab C's acts 3-4 ([`c`]).
+//! has its own act 3), lab A's acts 4-8 ([`a`]), lab B's ([`b`]) and lab C's acts 3-8 ([`c`]);
+//! the freeze acts (5 and 6 of labs B and C) are [`crate::steps::freeze`]'s, each lab giving its
+//! part ([`crate::steps::freeze::Shape`]).
 //!
 //! An act is a function from (student inputs in the work directory, the cluster, the node) to
 //! `evidence/NN.json`. Every act first checks what it needs (earlier acts completed, inputs valid
@@ -9,7 +11,7 @@
 //!
 //! Each file lists its acts' runners in `RUNNERS`; [`runner`] finds one for `run_act` (a unit test
 //! keeps them in step with the registry). Acts with a live fault take a context (`ScaleAct`,
-//! `FreezeAct`: the cluster, output, fault, recorder, partial facts) instead of long argument
+//! `FreezeAct`: the cluster, output, the fault or its target, recorder) instead of long argument
 //! lists; lab A's act 6 is named phases (`restore_replicas`, `observe_recovery`, `act6_lines`).
 
 pub mod a;

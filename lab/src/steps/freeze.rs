@@ -6,19 +6,29 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::acts::{self, Step, Target};
 use crate::cluster::{self, Cluster};
 use crate::cri::CriClient;
 use crate::error::LabError;
-use crate::evidence::{Outcome, RequestRecord};
-use crate::facts::b::{FreezeWindow, Resumer};
+use crate::evidence::{Lab, Outcome, RequestRecord};
+use crate::facts::a::LeaseFacts;
+use crate::facts::b::{FreezeWindow, ProcessIdentity, Resumer};
 use crate::facts::{self, PodObservation};
 use crate::faults::freeze::{self, AttemptFiles, FreezeTarget, UndoneBy};
+use crate::inputs::{self, StudentInput};
 use crate::labs::common::{
-    ActRecorder, Env, TARGET_NAMESPACE, Ui, describe, until_explicit_deny, wait_for_webhook,
+    self, ActRecorder, ActSummary, Env, TARGET_NAMESPACE, Ui, describe, finish, live_context,
+    read_facts, read_input, to_value, until_explicit_deny, wait_for_webhook,
 };
 use crate::messages::act as m;
 use crate::rules::b::{DENY_AFTER_RESUME_BOUND, WATCHDOG_GRACE};
-use crate::steps::investigate::Investigation;
+use crate::steps::investigate::{Investigation, check_fault_preconditions, target_now};
+use crate::steps::observe::leader_lease;
+use crate::steps::policy::{Switched, json_str, open_act6};
+use crate::steps::samples::{Sampler, Samples};
 use crate::workdir::Workdir;
 
 /// Where fault attempts live in the work directory.
@@ -27,7 +37,7 @@ pub fn faults_dir(workdir: &Workdir) -> PathBuf {
 }
 
 /// The newest freeze attempt of act `act` started by this process (its id ends with our pid).
-pub(crate) fn own_attempt(env: &Env, act: u8) -> Option<AttemptFiles> {
+fn own_attempt(env: &Env, act: u8) -> Option<AttemptFiles> {
     let prefix = format!("freeze-{act:02}-");
     let suffix = format!("-{}", std::process::id());
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(faults_dir(&env.workdir))
@@ -223,7 +233,7 @@ pub(crate) struct FreezeSpec<'a> {
 
 /// Turns the outcome of a freeze run (maybe cut short by a signal) into facts or partial facts,
 /// adding the ledger and the healer's report to the raw data.
-pub(crate) fn settle<T>(
+fn settle<T>(
     env: &Env,
     spec: &FreezeSpec<'_>,
     outcome: Result<Result<T, LabError>, &'static str>,
@@ -262,25 +272,9 @@ pub(crate) fn settle<T>(
     }
 }
 
-/// What an act that freezes works with (acts 5 and 6): its environment (work dir, output), the
-/// cluster, the node's CRI, the evidence recorder, and the partial facts kept if the act is
-/// interrupted.
-pub(crate) struct FreezeAct<'a> {
-    /// The act's environment (work dir, output).
-    pub env: &'a Env,
-    /// The cluster.
-    pub cluster: &'a Cluster,
-    /// The node's CRI.
-    pub cri: &'a mut CriClient,
-    /// The act's evidence recorder.
-    pub rec: &'a mut ActRecorder,
-    /// The partial facts kept if the act is cut short.
-    pub partial: &'a mut serde_json::Value,
-}
-
 /// Before the freeze: the registration must be there (this lab preserves it), the leader Lease
 /// is kept, and the liveness gap is checked ([`liveness_gap`]).
-pub(crate) async fn before_freeze(
+async fn before_freeze(
     env: &Env,
     cluster: &Cluster,
     rec: &mut ActRecorder,
@@ -297,10 +291,7 @@ pub(crate) async fn before_freeze(
     )
     .await?;
     rec.raw("webhook-configuration-before", &cfg);
-    if let Some(lease) = cluster
-        .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
-        .await?
-    {
+    if let Some(lease) = leader_lease(cluster).await? {
         rec.raw("leader-lease-before", &lease);
     }
     liveness_gap(
@@ -317,7 +308,7 @@ pub(crate) async fn before_freeze(
 }
 
 /// The freeze of act 4's process ([`freeze::freeze`]: plan, ledger, healer, SIGSTOP confirmed).
-pub(crate) fn start_freeze(
+fn start_freeze(
     env: &Env,
     rec: &mut ActRecorder,
     inv: &Investigation,
@@ -342,7 +333,7 @@ pub(crate) fn start_freeze(
 
 /// The resume, the healer's job at its deadline ([`freeze::Freeze::wait_for_resume`]), with
 /// progress; says who resumed.
-pub(crate) async fn await_resume(
+async fn await_resume(
     fz: &mut freeze::Freeze,
     ui: &Ui,
     spec: &FreezeSpec<'_>,
@@ -373,7 +364,7 @@ pub(crate) async fn await_resume(
 }
 
 /// After the resume: new violating requests until the first explicit deny, every outcome kept.
-pub(crate) async fn after_resume(
+async fn after_resume(
     cluster: &Cluster,
     ui: &Ui,
     rec: &mut ActRecorder,
@@ -403,10 +394,7 @@ pub(crate) async fn after_resume(
 
 /// The first explicit deny among the requests after the resume and how long after
 /// `resumed_at` it was answered (ms; `None` when no deny came or a time does not parse).
-pub(crate) fn first_deny(
-    after: &[RequestRecord],
-    resumed_at: &str,
-) -> (Option<RequestRecord>, Option<u64>) {
+fn first_deny(after: &[RequestRecord], resumed_at: &str) -> (Option<RequestRecord>, Option<u64>) {
     let first = after
         .iter()
         .find(|r| r.outcome == Outcome::ExplicitDeny)
@@ -421,7 +409,7 @@ pub(crate) fn first_deny(
 
 /// The freeze window of the act's facts (evidence field names `watchdog_*` are the recorded
 /// format's words for the healer).
-pub(crate) fn freeze_window(
+fn freeze_window(
     inv: &Investigation,
     spec: &FreezeSpec<'_>,
     ledger: &freeze::FreezeLedger,
@@ -445,6 +433,386 @@ pub(crate) fn freeze_window(
             .map(String::from)
             .unwrap_or_else(|| "gone".into()),
     }
+}
+
+/// The registration read while the freeze lasts: whether the policy's webhook was there, the
+/// webhook verbatim (`null`: absent), when it was read and its `timeoutSeconds`.
+pub(crate) struct Registration {
+    /// Whether the webhook was registered.
+    pub present: bool,
+    /// The webhook as registered, verbatim (`null` when absent).
+    pub snapshot: serde_json::Value,
+    /// When it was read, RFC 3339 UTC (ms).
+    pub checked_at: String,
+    /// Its `timeoutSeconds` (10, the API's default, when absent).
+    pub timeout_seconds: u32,
+}
+
+/// What every freeze run has seen up to the first explicit deny after the resume, whatever its
+/// lab: the window, the registration during it, the lab's requests during it, the samples (empty
+/// unless the act has `Samples`), the requests after it and the first deny.
+pub(crate) struct Frozen<T> {
+    /// The freeze window of the act's facts.
+    pub freeze: FreezeWindow,
+    /// The registration read during the freeze.
+    pub registration: Registration,
+    /// The lab's requests during the freeze ([`Shape::traffic`]).
+    pub traffic: T,
+    /// The Lease and endpoint reads while it lasted.
+    pub samples: Samples,
+    /// The violating requests after the resume, up to the first explicit deny.
+    pub after_resume: Vec<RequestRecord>,
+    /// That deny.
+    pub first_explicit_deny: Option<RequestRecord>,
+    /// How long after the resume it was answered, ms.
+    pub first_deny_after_resume_ms: Option<u64>,
+}
+
+/// What an act that freezes works with (acts 5 and 6): its environment (work dir, output), the
+/// cluster, the node's CRI, the evidence recorder, the process and the freeze.
+pub(crate) struct FreezeAct<'a> {
+    /// The act's environment (work dir, output).
+    pub env: &'a Env,
+    /// The cluster.
+    pub cl: &'a Cluster,
+    /// The node's CRI.
+    pub cri: &'a mut CriClient,
+    /// The act's evidence recorder.
+    pub rec: &'a mut ActRecorder,
+    /// The frozen process as found before the freeze.
+    pub inv: &'a Investigation,
+    /// The act's freeze.
+    pub spec: &'a FreezeSpec<'a>,
+}
+
+/// How one lab's freeze acts differ from another's (lab B: the one replica; lab C: one of
+/// three); everything else is the freeze steps' ([`act5`], [`act6`], [`freeze_run`]): the
+/// target from the registry, the plan, the freeze, the resume, the first deny. A lab keeps the
+/// requests it sends during the freeze, what it reads before and after it, and how the run
+/// becomes its fact type (whose JSON is the evidence's).
+pub(crate) trait Shape: Sized {
+    /// The lab.
+    const LAB: Lab;
+    /// The lab's freeze plan (`freeze-plan.json`).
+    type Plan: StudentInput;
+    /// Act 3's facts (the existing pod).
+    type Act3: DeserializeOwned;
+    /// Act 4's facts (the process act 5 must find again).
+    type Act4: DeserializeOwned;
+    /// The requests sent during the freeze.
+    type Traffic;
+    /// The run's facts.
+    type Run: Serialize;
+    /// The plan's node and deployment UIDs.
+    fn uids(plan: &Self::Plan) -> (&str, &str);
+    /// Act 3's existing pod.
+    fn existing(a3: &Self::Act3) -> &PodObservation;
+    /// The process act 4 found to be frozen in act 5: its pod's name and identity.
+    fn act4_target(a4: &Self::Act4) -> (&str, &ProcessIdentity);
+    /// The lab's part of act `act`'s freeze, its target chosen (`lease`: the Lease read then).
+    ///
+    /// Errors: [`LabError::Usage`] when the registry's act does not fit the lab.
+    fn new(
+        act: u8,
+        a3: &Self::Act3,
+        target: Target,
+        lease: Option<LeaseFacts>,
+    ) -> Result<Self, LabError>;
+    /// Reads right before the freeze.
+    async fn before(&mut self, _cx: &mut FreezeAct<'_>) {}
+    /// The requests while the process is frozen, each recorded.
+    async fn traffic(&self, cx: &mut FreezeAct<'_>) -> Result<Self::Traffic, LabError>;
+    /// The partial facts kept if the act is cut short after the requests.
+    fn partial(
+        reg: &Registration,
+        state: Option<char>,
+        t: &Self::Traffic,
+        samples: Option<&Samples>,
+    ) -> serde_json::Value;
+    /// After the first deny: what the lab reads, and the run as its facts.
+    async fn after(
+        self,
+        cx: FreezeAct<'_>,
+        run: Frozen<Self::Traffic>,
+    ) -> Result<Self::Run, LabError>;
+    /// The run's summary lines.
+    fn lines(ui: &Ui, act: u8, run: &Self::Run) -> Vec<String>;
+    /// An interrupted act 6's partial facts: the switch's (`head`) with the run's so far (`run`),
+    /// in one object as the completed act's facts are ([`flatten`]) unless the lab's recorded
+    /// format says otherwise.
+    fn join_partial(head: serde_json::Value, run: serde_json::Value) -> serde_json::Value {
+        flatten(head, run)
+    }
+}
+
+/// Act 6's facts: the run's with the switch's (`head`) beside them, one object (each lab's
+/// `Act6Facts` flattens its run).
+fn flatten(head: serde_json::Value, mut run: serde_json::Value) -> serde_json::Value {
+    if let (serde_json::Value::Object(h), serde_json::Value::Object(r)) = (head, &mut run) {
+        r.extend(h);
+    }
+    run
+}
+
+/// The freeze and everything observed around it, in named steps: the state before
+/// ([`before_freeze`], the lab's [`Shape::before`]), the freeze ([`start_freeze`]), the samples
+/// ([`Sampler`], when the act has `Samples`) beside the registration and the lab's requests
+/// ([`Shape::traffic`]), the healer's resume ([`await_resume`]; the runner's at once when the
+/// requests failed), the requests until the first deny ([`after_resume`]) and the lab's reads
+/// after it ([`Shape::after`]).
+async fn freeze_run<S: Shape>(
+    mut cx: FreezeAct<'_>,
+    partial: &mut serde_json::Value,
+    mut shape: S,
+) -> Result<S::Run, LabError> {
+    let (env, cl, inv, spec) = (cx.env, cx.cl, cx.inv, cx.spec);
+    let ui = env.ui;
+    before_freeze(env, cl, cx.rec, inv, spec).await?;
+    shape.before(&mut cx).await;
+    let mut fz = start_freeze(env, cx.rec, inv, spec)?;
+    let sampled = acts::steps(S::LAB, spec.act).contains(&Step::Samples);
+    let sampler = sampled.then(|| Sampler::start(cl));
+    let during = during_freeze(&mut cx, &fz, &shape).await;
+    if let Ok((reg, state, traffic)) = &during {
+        *partial = S::partial(reg, *state, traffic, None);
+        partial["freeze"] = to_value(fz.ledger())?;
+        cx.rec.save_progress(partial.clone())?;
+    }
+    let resume = match &during {
+        Ok(_) => await_resume(&mut fz, &ui, spec).await,
+        Err(_) => fz.resume(UndoneBy::Runner, None),
+    };
+    let samples = match sampler {
+        Some(s) => s.stop().await?,
+        None => Samples::default(),
+    };
+    if sampled {
+        cx.rec.raw("freeze-samples", &samples.raw);
+    }
+    let (registration, state, traffic) = during?;
+    let resume = resume?;
+    let ledger = fz.ledger().clone();
+    drop(fz);
+    cx.rec.raw("fault-ledger-resumed", &ledger);
+    *partial = S::partial(&registration, state, &traffic, sampled.then_some(&samples));
+    partial["freeze"] = to_value(&ledger)?;
+    cx.rec.save_progress(partial.clone())?;
+    let after = after_resume(cl, &ui, cx.rec, spec.tag).await?;
+    let (first_explicit_deny, first_deny_after_resume_ms) = first_deny(&after, &resume.resumed_at);
+    let run = Frozen {
+        freeze: freeze_window(inv, spec, &ledger, state, &resume),
+        registration,
+        traffic,
+        samples,
+        after_resume: after,
+        first_explicit_deny,
+        first_deny_after_resume_ms,
+    };
+    shape.after(cx, run).await
+}
+
+/// During the freeze: the policy's registration, the process state, then the lab's requests.
+async fn during_freeze<S: Shape>(
+    cx: &mut FreezeAct<'_>,
+    fz: &freeze::Freeze,
+    shape: &S,
+) -> Result<(Registration, Option<char>, S::Traffic), LabError> {
+    let found = cx.cl.find_webhook(&cx.spec.webhook_name).await?;
+    let checked_at = facts::now_rfc3339();
+    let state = fz.state()?;
+    let traffic = shape.traffic(cx).await?;
+    let wh = found.map(|(_, wh)| wh);
+    let registration = Registration {
+        present: wh.is_some(),
+        snapshot: wh
+            .as_ref()
+            .map(cluster::to_json)
+            .transpose()?
+            .unwrap_or_default(),
+        checked_at,
+        timeout_seconds: wh
+            .as_ref()
+            .and_then(|wh| wh.timeout_seconds)
+            .unwrap_or(10)
+            .max(0) as u32,
+    };
+    Ok((registration, state, traffic))
+}
+
+/// What act 6 did before its freeze (the switch to Ignore and its healthy deny): its facts, its
+/// lines, and the metrics window begun before the healthy deny.
+struct Head {
+    facts: serde_json::Value,
+    lines: Vec<String>,
+    window: crate::metrics::Window,
+}
+
+/// Act 5: the process act 4 investigated (the registry's target), frozen under failurePolicy
+/// Fail for the plan's `resume_after_sec`.
+pub(crate) async fn act5<S: Shape>(env: &Env) -> Result<ActSummary, LabError> {
+    let (target, resume_after_sec) =
+        super::freeze_of(S::LAB, 5, u64::from(inputs::ResumeAfterSec::VALUE))?;
+    let cl = env.cluster().await?;
+    let ctx = live_context(&cl, &env.workdir).await?;
+    let (plan, loaded) = read_input::<S::Plan>(&env.workdir, &ctx)?;
+    let mark = check_fault_preconditions(&cl, S::uids(&plan)).await?;
+    let a3: S::Act3 = read_facts(&env.workdir, 3)?;
+    let a4: S::Act4 = read_facts(&env.workdir, 4)?;
+    let healed = crate::faults::heal::recent();
+    let mut cri = env.cri().await?;
+    // The act's span starts before its first read that goes into the evidence (the Lease and
+    // the process below): begun after them, a read could fall outside the act by more than the
+    // clock skew allowed (55 ms seen on a loaded machine, 2026-12-03). The recorder writes
+    // nothing until the act ends, so a refusal below still leaves no evidence.
+    let mut rec = ActRecorder::begin(&env.workdir, S::LAB, 5)?.with_audit(env);
+    rec.input(&loaded);
+    rec.raw("lab-mark", &mark);
+    rec.raw("healed-earlier-faults", &healed);
+    let chosen = target_now(&cl, &mut cri, &mut rec, target, Some(S::act4_target(&a4)));
+    let (lease, inv) = chosen.await?;
+    rec.raw("cri-container-before", &inv.container);
+    let tag = format!("{}5", S::LAB.as_str());
+    let spec = FreezeSpec {
+        act: 5,
+        resume_after_sec,
+        webhook_name: cluster::fine_grained_webhook_name("Fail", cluster::POLICY_NAME),
+        existing: S::existing(&a3),
+        tag: &tag,
+    };
+    let shape = S::new(5, &a3, target, lease)?;
+    complete(env, &cl, &mut cri, rec, &inv, &spec, shape, None).await
+}
+
+/// Act 6: the policy switched in place to failurePolicy Ignore and a healthy deny
+/// ([`open_act6`]), then the registry's target frozen for the registry's length.
+pub(crate) async fn act6<S: Shape>(env: &Env) -> Result<ActSummary, LabError> {
+    let ui = env.ui;
+    let (target, resume_after_sec) = super::freeze_of(S::LAB, 6, 0)?;
+    let opened = open_act6::<S::Plan, S::Act3>(env, S::LAB, S::uids).await;
+    let Switched {
+        cluster: cl,
+        mut cri,
+        mut rec,
+        partial,
+        act3,
+        stored,
+        ignore_name,
+        webhook,
+        window,
+        healthy_bad,
+        ..
+    } = match opened {
+        Ok(s) => s,
+        Err(done) => return done,
+    };
+    let (lease, inv) = match target_now(&cl, &mut cri, &mut rec, target, None).await {
+        Ok(x) => x,
+        Err(e) => return finish(rec, Err((partial, e))),
+    };
+    rec.raw("cri-container-before", &inv.container);
+    let tag = format!("{}6", S::LAB.as_str());
+    let spec = FreezeSpec {
+        act: 6,
+        resume_after_sec,
+        webhook_name: ignore_name,
+        existing: S::existing(&act3),
+        tag: &tag,
+    };
+    let lines = vec![
+        ui.text(m::policy_unchanged(&json_str(&stored, "/metadata/uid"))),
+        ui.text(m::webhook_failure_policy(
+            &webhook.name,
+            &webhook.failure_policy,
+        )),
+        describe(&ui, m::req::HEALTHY_BAD_IGNORE, &healthy_bad),
+    ];
+    let head = Head {
+        facts: partial,
+        lines,
+        window,
+    };
+    let shape = match S::new(6, &act3, target, lease) {
+        Ok(s) => s,
+        Err(e) => return finish(rec, Err((head.facts, e))),
+    };
+    complete(env, &cl, &mut cri, rec, &inv, &spec, shape, Some(head)).await
+}
+
+/// Runs [`freeze_run`] inside the act's metrics window (`head`'s, else begun now), undoing the
+/// freeze on a signal, and completes the act's evidence (with `head`'s facts).
+#[allow(clippy::too_many_arguments)]
+async fn complete<S: Shape>(
+    env: &Env,
+    cl: &Cluster,
+    cri: &mut CriClient,
+    mut rec: ActRecorder,
+    inv: &Investigation,
+    spec: &FreezeSpec<'_>,
+    shape: S,
+    head: Option<Head>,
+) -> Result<ActSummary, LabError> {
+    let ui = env.ui;
+    let (head, mut lines, window) = match head {
+        Some(h) => (Some(h.facts), h.lines, h.window),
+        None => (None, vec![], crate::metrics::Window::begin(cl).await),
+    };
+    let mut partial = serde_json::Value::Null;
+    let cx = FreezeAct {
+        env,
+        cl,
+        cri,
+        rec: &mut rec,
+        inv,
+        spec,
+    };
+    let run = freeze_run(cx, &mut partial, shape);
+    let outcome = common::or_signal(run).await;
+    let admission = window.end(cl).await;
+    match settle(env, spec, outcome, partial, &mut rec) {
+        Ok(run) => {
+            lines.extend(S::lines(&ui, spec.act, &run));
+            lines.push(ui.text(crate::metrics::summary_line(&admission)));
+            let run = to_value(&run)?;
+            let mut facts = match head {
+                Some(h) => flatten(h, run),
+                None => run,
+            };
+            admission.attach(&mut facts);
+            rec.complete(facts, lines)
+        }
+        Err((p, e)) => {
+            let mut facts = match head {
+                Some(h) => S::join_partial(h, p),
+                None => p,
+            };
+            admission.attach(&mut facts);
+            finish(rec, Err((facts, e)))
+        }
+    }
+}
+
+/// The lines every freeze's summary opens with: its window and who resumed it, and whether the
+/// policy's webhook was registered during it.
+pub(crate) fn window_lines(ui: &Ui, w: &FreezeWindow, registration_present: bool) -> Vec<String> {
+    let by = match w.resumed_by {
+        Resumer::Watchdog => m::resumer::HEALER,
+        Resumer::Runner => m::resumer::RUNNER,
+    };
+    vec![
+        ui.text(m::freeze_window(
+            &w.frozen_at,
+            &w.resumed_at,
+            by.get(ui.lang()),
+            &w.state_after,
+        )),
+        ui.text(m::registration_during_freeze(registration_present)),
+    ]
+}
+
+/// The line of the first deny after the resume (`-`: none) and the restart counts around it.
+pub(crate) fn first_deny_line(ui: &Ui, ms: Option<u64>, restarts: (u32, u32)) -> String {
+    let ms = ms.map_or_else(|| "-".into(), |ms| ms.to_string());
+    ui.text(m::first_deny_after_resume(&ms, restarts.0, restarts.1))
 }
 
 #[cfg(test)]

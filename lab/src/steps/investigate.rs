@@ -5,13 +5,14 @@
 
 use k8s_openapi::api::core::v1::Pod;
 
+use crate::acts::Target;
 use crate::cluster::{self, Cluster};
 use crate::cri::CriClient;
 use crate::error::LabError;
 use crate::facts::a::LeaseFacts;
 use crate::facts::b::ProcessIdentity;
 use crate::labs::common::ActRecorder;
-use crate::steps::observe::lease_facts;
+use crate::steps::observe::{leader_lease, lease_facts, read_lease};
 
 /// The controller's main container name in its pod.
 pub(crate) const CONTAINER: &str = "kyverno";
@@ -194,11 +195,7 @@ pub(crate) async fn follower_now(
     cri: &mut CriClient,
     rec: &mut ActRecorder,
 ) -> Result<(LeaseFacts, Investigation), LabError> {
-    let raw_lease = cl
-        .lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
-        .await?;
-    rec.raw("lease-before", &raw_lease);
-    let lease = lease_facts(raw_lease.as_ref())?;
+    let lease = read_lease(cl, rec, "lease-before").await?;
     let mut names: Vec<String> = live_replicas(cl)
         .await?
         .iter()
@@ -215,5 +212,70 @@ pub(crate) async fn follower_now(
             found: "none".into(),
         })?;
     let inv = replica_now(cl, cri, &follower).await?;
+    Ok((lease, inv))
+}
+
+/// The replica a freeze act stops now, by the registry's [`Target`] (`Investigate { target }`):
+/// the one replica ([`investigate`]), the Lease's holder ([`replica_now`]; the Lease read first,
+/// recorded as `lease-before`, must still name `act4`'s pod) or a follower ([`follower_now`]).
+/// With `act4` (act 5: the process act 4 investigated, `(pod name, identity)`), the process
+/// found must be that one. Returns the Lease read (none for the one replica) and the process.
+///
+/// Errors: [`LabError::FaultRefused`] when the leader moved or the process changed since act 4;
+/// the reads' errors.
+pub(crate) async fn target_now(
+    cl: &Cluster,
+    cri: &mut CriClient,
+    rec: &mut ActRecorder,
+    target: Target,
+    act4: Option<(&str, &ProcessIdentity)>,
+) -> Result<(Option<LeaseFacts>, Investigation), LabError> {
+    // Said when the process act 4 found is gone (several replicas: the scale stays until healed).
+    let (what, heal) = match target {
+        Target::One => ("the admission controller process", ""),
+        _ => (
+            "the leader's process",
+            " (heal first: it puts the original replica count back)",
+        ),
+    };
+    let (lease, inv) = match target {
+        Target::One => (None, investigate(cl, cri).await?),
+        Target::Follower => {
+            let (lease, inv) = follower_now(cl, cri, rec).await?;
+            (Some(lease), inv)
+        }
+        Target::Leader => {
+            let raw_lease = leader_lease(cl).await?;
+            let lease = lease_facts(raw_lease.as_ref())?;
+            let leader = act4
+                .map(|(pod, _)| pod.to_owned())
+                .or_else(|| lease.holder.clone())
+                .unwrap_or_default();
+            if lease.holder.as_deref() != Some(leader.as_str()) {
+                return Err(LabError::FaultRefused {
+                    reason: format!(
+                        "the Lease kyverno is held by {:?}, act 4 found the leader {leader}; act 4 cannot be run again in this work directory: reproduce in a fresh lab{heal}",
+                        lease.holder
+                    ),
+                });
+            }
+            rec.raw("lease-before", &raw_lease);
+            (Some(lease), replica_now(cl, cri, &leader).await?)
+        }
+    };
+    if let Some((_, before)) = act4.filter(|(_, id)| **id != inv.identity) {
+        let now = &inv.identity;
+        return Err(LabError::FaultRefused {
+            reason: format!(
+                "{what} changed since act 4 (act 4: container {} pid {} starttime {}; now: container {} pid {} starttime {}); reproduce in a fresh lab{heal}",
+                before.container_id,
+                before.pid,
+                before.pid_start_time_ticks,
+                now.container_id,
+                now.pid,
+                now.pid_start_time_ticks
+            ),
+        });
+    }
     Ok((lease, inv))
 }

@@ -6,16 +6,25 @@
 //!
 //! - [`investigate`]: `Investigate` (the one replica, the leader, a follower) and the checks
 //!   before any fault;
-//! - [`freeze`]: `Fault(Freeze)`'s shared parts, `AwaitDeny` after it, and the outcome as facts;
+//! - [`freeze`]: `Fault(Freeze)` and its acts' flow (labs B and C, each lab giving its part,
+//!   `freeze::Shape`), `AwaitDeny` after it, and the outcome as facts;
 //! - [`policy`]: `SwitchPolicy` (in place, to Ignore) and its healthy deny;
 //! - [`scale`]: `Fault(Scale)`'s shared parts (the healer's kubeconfig, the runner's restore);
+//! - [`traffic`]: `Traffic` (and a baseline's parallel waves), each replica's counter around it;
+//! - [`samples`]: `Samples`, the Lease and the Service's endpoints each second;
+//! - [`settle`]: `Settle`, the frozen replica after the resume;
+//! - [`restore`]: `Restore`, a scale attempt healed and the original count awaited;
 //! - [`observe`]: the objects the acts read back, as facts (Deployment, pod, Lease, webhooks).
 
 pub mod freeze;
 pub mod investigate;
 pub mod observe;
 pub mod policy;
+pub mod restore;
+pub mod samples;
 pub mod scale;
+pub mod settle;
+pub mod traffic;
 
 use crate::acts::{self, Fault, Target};
 use crate::error::LabError;

@@ -3,14 +3,16 @@
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::Pod;
 
 use crate::cluster::derived;
 use crate::cluster::{self, Cluster};
 use crate::derive;
 use crate::error::LabError;
 use crate::facts::a::{DeploymentFacts, LeaseFacts};
+use crate::facts::c::ReplicaFacts;
 use crate::facts::{self, WebhookFacts};
-use crate::labs::common::webhook_facts;
+use crate::labs::common::{ActRecorder, webhook_facts};
 
 /// What identifies the lab policy's webhook in a webhook name (Kyverno names it
 /// `vpol.validate.kyverno.svc-{fail,ignore}[-finegrained]-<policy>`; kyverno v1.19.1
@@ -28,12 +30,49 @@ pub(crate) fn deployment_facts(d: &Deployment) -> Result<DeploymentFacts, LabErr
 /// A pod as seen now ([`crate::probe::pod_observation`], the one mapping of a pod to its facts).
 pub(crate) use crate::probe::pod_observation;
 
+/// Whether `p`'s `Ready` condition is `True`.
+pub(crate) fn pod_ready(p: &Pod) -> bool {
+    p.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// One of several replicas as seen now: its pod's facts, whether it is `Ready`, its `podIP`.
+///
+/// Errors: [`LabError::Kube`] when the pod does not serialize.
+pub(crate) fn replica_facts(p: &Pod) -> Result<ReplicaFacts, LabError> {
+    Ok(ReplicaFacts {
+        pod: pod_observation(p)?,
+        ready: pod_ready(p),
+        pod_ip: p.status.as_ref().and_then(|s| s.pod_ip.clone()),
+    })
+}
+
 /// The Lease `kyverno` (the leader election of Kyverno's admission controller) as read now,
 /// [`derive::lease`] of the object as the API server sent it (`None`: no Lease), read now.
 ///
 /// Errors: [`LabError::Kube`] when the object does not serialize or derive.
 pub(crate) fn lease_facts(l: Option<&Lease>) -> Result<LeaseFacts, LabError> {
     derived(derive::lease(&cluster::to_json(&l)?, facts::now_rfc3339()))
+}
+
+/// The Lease `kyverno` as the API server sends it now (`None`: no Lease).
+pub(crate) async fn leader_lease(cl: &Cluster) -> Result<Option<Lease>, LabError> {
+    cl.lease(cluster::KYVERNO_NAMESPACE, cluster::LEADER_LEASE)
+        .await
+}
+
+/// The Lease `kyverno` read now ([`leader_lease`]), recorded raw as `what`, as facts
+/// ([`lease_facts`], derived right after the read).
+pub(crate) async fn read_lease(
+    cl: &Cluster,
+    rec: &mut ActRecorder,
+    what: &str,
+) -> Result<LeaseFacts, LabError> {
+    let raw = leader_lease(cl).await?;
+    rec.raw(what, &raw);
+    lease_facts(raw.as_ref())
 }
 
 /// The ValidatingWebhookConfigurationList exactly as the API server returned it

@@ -144,8 +144,6 @@ pub(crate) struct Switched<A3> {
     pub partial: serde_json::Value,
     /// Act 3's facts (the existing pod; lab C's replicas).
     pub act3: A3,
-    /// The policy's UID in act 2's evidence (the switch keeps it).
-    pub policy_uid_before: String,
     /// The policy as stored by the switch.
     pub stored: serde_json::Value,
     /// The fine-grained Ignore webhook's name.
@@ -225,7 +223,6 @@ pub(crate) async fn open_act6<P: StudentInput, A3: serde::de::DeserializeOwned>(
         rec,
         partial,
         act3,
-        policy_uid_before,
         stored,
         ignore_name,
         webhook,
