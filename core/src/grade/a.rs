@@ -962,24 +962,15 @@ pub(crate) fn act7(g: &mut G) {
         g.named_webhook(&format!("{s}.bad"), &f.bad, &a2.webhook);
     }
     let e = &f.good_response;
-    g.expect_eq(
-        Code::RawMismatch,
-        format!("{s}.good_response.kind"),
-        "Pod",
-        e.kind.as_str(),
-    );
-    g.expect_eq(
-        Code::RawMismatch,
-        format!("{s}.good_response.name"),
-        f.good.name.as_str(),
-        e.name.as_str(),
-    );
-    g.expect_eq(
-        Code::RawMismatch,
-        format!("{s}.good_response.namespace"),
-        f.good.namespace.as_str(),
-        e.namespace.as_str(),
-    );
+    let echoed = [
+        ("kind", "Pod", &e.kind),
+        ("name", f.good.name.as_str(), &e.name),
+        ("namespace", f.good.namespace.as_str(), &e.namespace),
+    ];
+    for (key, sent, echo) in echoed {
+        let sub = format!("{s}.good_response.{key}");
+        g.expect_eq(Code::RawMismatch, sub, sent, echo.as_str());
+    }
     g.expect_eq(
         Code::RawMismatch,
         format!("{s}.good_response.labels"),

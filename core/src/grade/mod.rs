@@ -78,6 +78,7 @@ use crate::classify::classify;
 use crate::evidence::{ActStatus, Evidence, Lab, Outcome, RequestRecord};
 use crate::facts::{self, PodObservation};
 use crate::inputs::{self, Context, InputFile, StudentInput};
+use crate::rules::common::{CONTROL_NAMESPACE, TARGET_NAMESPACE};
 use crate::workdir::Workdir;
 
 /// What makes a deny the lab policy's verdict (the same the probes classify with).
@@ -1400,64 +1401,42 @@ pub(crate) fn has_env_label(r: &RequestRecord) -> bool {
     r.labels.contains_key(crate::rules::common::GOOD_LABEL.0)
 }
 
-/// The pod a request was meant to send: its namespace, whether it carries the policy's label,
-/// whether it is a server dry-run; `None` where the act leaves it open.
+/// The pod a request was meant to send: (its namespace, whether it carries the policy's label,
+/// whether it is a server dry-run); `None` where the act leaves it open.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Meant {
-    namespace: Option<&'static str>,
-    labelled: Option<bool>,
-    dry_run: Option<bool>,
-}
+pub(crate) struct Meant(Option<&'static str>, Option<bool>, Option<bool>);
 
 impl Meant {
     /// A pod created in the target namespace, with the policy's label or without it.
     pub(crate) const fn target(labelled: bool) -> Meant {
-        let namespace = Some(crate::rules::common::TARGET_NAMESPACE);
-        Meant {
-            namespace,
-            labelled: Some(labelled),
-            dry_run: Some(false),
-        }
+        Meant(Some(TARGET_NAMESPACE), Some(labelled), Some(false))
     }
     /// A pod in the control namespace (the policy leaves it out).
-    pub(crate) const CONTROL: Meant = Meant {
-        namespace: Some(crate::rules::common::CONTROL_NAMESPACE),
-        labelled: None,
-        dry_run: None,
-    };
+    pub(crate) const CONTROL: Meant = Meant(Some(CONTROL_NAMESPACE), None, None);
     /// A pod without the policy's label in the target namespace.
-    pub(crate) const VIOLATING: Meant = Meant {
-        dry_run: None,
-        ..Meant::target(false)
-    };
+    pub(crate) const VIOLATING: Meant = Meant(Some(TARGET_NAMESPACE), Some(false), None);
     /// A server dry-run of a violating pod in the target namespace (lab A's deny probes).
-    pub(crate) const PROBE: Meant = Meant {
-        dry_run: Some(true),
-        ..Meant::VIOLATING
-    };
+    pub(crate) const PROBE: Meant = Meant(Some(TARGET_NAMESPACE), Some(false), Some(true));
     /// A server dry-run of a pod with the policy's label or without it, in the namespace the
     /// act chose.
     pub(crate) const fn dry_run(labelled: bool) -> Meant {
-        Meant {
-            namespace: None,
-            labelled: Some(labelled),
-            dry_run: Some(true),
-        }
+        Meant(None, Some(labelled), Some(true))
     }
 }
 
 /// The request sent the pod its act meant to send ([`Meant`]). Flags [`Code::ValueMismatch`] on
 /// `<sub>.namespace`, `<sub>.labels`, `<sub>.dry_run`.
 pub(crate) fn request_is_the_pod_meant(g: &mut G, sub: &str, r: &RequestRecord, meant: Meant) {
-    if let Some(ns) = meant.namespace {
+    let Meant(namespace, labelled, dry_run) = meant;
+    if let Some(ns) = namespace {
         let found = r.namespace.as_str();
         g.expect_eq(Code::ValueMismatch, format!("{sub}.namespace"), ns, found);
     }
-    if let Some(l) = meant.labelled {
+    if let Some(l) = labelled {
         let found = has_env_label(r);
         g.expect_eq(Code::ValueMismatch, format!("{sub}.labels"), l, found);
     }
-    if let Some(d) = meant.dry_run {
+    if let Some(d) = dry_run {
         g.expect_eq(Code::ValueMismatch, format!("{sub}.dry_run"), d, r.dry_run);
     }
 }
@@ -1471,7 +1450,7 @@ pub(crate) fn request_is_the_pod_meant(g: &mut G, sub: &str, r: &RequestRecord, 
 /// [`Code::OutcomeUnexpected`] on `subject`. Requests with the label or in another namespace
 /// are not this rule's.
 pub(crate) fn violating_pod_never_admitted_under_fail(g: &mut G, subject: &str, r: &RequestRecord) {
-    if has_env_label(r) || r.namespace != crate::rules::common::TARGET_NAMESPACE {
+    if has_env_label(r) || r.namespace != TARGET_NAMESPACE {
         return;
     }
     g.check(
@@ -1626,7 +1605,6 @@ impl<'a> Scope<'a> {
 ///   policy's `resourceRules`).
 pub(crate) fn registration_scope(g: &mut G, subject: &str, name: &str, w: &Scope<'_>) {
     use crate::admission::{Match, Request, webhook_match};
-    use crate::rules::common::{CONTROL_NAMESPACE, TARGET_NAMESPACE};
     g.check(
         scope_is_open(w.object_selector, w.match_conditions),
         Code::RegistrationScope,
@@ -1887,23 +1865,14 @@ pub(crate) fn act2(g: &mut G) {
         "evidence/02.json facts.policy.metadata.uid",
         || format!("the stored policy must have a UID, found {uid:?}"),
     );
-    let name = f.policy.pointer("/metadata/name").and_then(|v| v.as_str());
-    g.expect_eq(
-        Code::ValueMismatch,
-        "evidence/02.json facts.policy.metadata.name",
-        Some("kca-webhook-label"),
-        name,
-    );
-    let fp = f
-        .policy
-        .pointer("/spec/failurePolicy")
-        .and_then(|v| v.as_str());
-    g.expect_eq(
-        Code::ValueMismatch,
-        "evidence/02.json facts.policy.spec.failurePolicy",
-        Some("Fail"),
-        fp,
-    );
+    for (at, expected) in [
+        ("/metadata/name", "kca-webhook-label"),
+        ("/spec/failurePolicy", "Fail"),
+    ] {
+        let found = f.policy.pointer(at).and_then(|v| v.as_str());
+        let sub = format!("evidence/02.json facts.policy{}", at.replace('/', "."));
+        g.expect_eq(Code::ValueMismatch, sub, Some(expected), found);
+    }
     check_webhook(g, "evidence/02.json facts.webhook", &f.webhook, "Fail");
     if let Some(ev) = g.evidence(2) {
         let s = "evidence/02.json facts.webhook";
