@@ -1,6 +1,6 @@
 //! Lab A graders, acts 4-8 (graceful scale-down: the webhook registration may disappear).
 
-use super::{Code, G, act8_facts, has_env_label, policy_uid};
+use super::{Code, G, Meant, policy_uid, request_is_the_pod_meant};
 use crate::evidence::{Outcome, RequestRecord};
 use crate::facts::{self, a::*};
 use crate::inputs::{self, Context};
@@ -11,15 +11,11 @@ pub(crate) fn act4(g: &mut G) {
         return;
     };
     let s = "evidence/04.json facts";
-    let mut ctx = Context {
+    let ctx = Context {
         node_uid: Some(f.node_uid.clone()),
         deployment_uid: Some(f.deployment.uid.clone()),
-        ..Default::default()
+        ..g.report_context(3..=3)
     };
-    ctx.evidence_digests = g.digests().into_iter().filter(|(a, _)| *a == 3).collect();
-    if !ctx.evidence_digests.contains_key(&3) {
-        g.evidence(3);
-    }
     g.input::<inputs::ScalePlan>(&ctx);
     if let Some(a1) = g.facts::<facts::Act1Facts>(1) {
         g.expect_eq(
@@ -47,18 +43,8 @@ pub(crate) fn act4(g: &mut G) {
             ),
         );
         for (i, p) in f.pods.iter().enumerate() {
-            g.check(
-                Some(p.namespace.as_str()) == d.namespace.as_deref()
-                    && p.name.starts_with(&format!("{}-", d.name)),
-                Code::ValueMismatch,
-                format!("{s}.pods[{i}].name"),
-                || {
-                    format!(
-                        "pod {}/{} is not a pod of Deployment {:?}/{}",
-                        p.namespace, p.name, d.namespace, d.name
-                    )
-                },
-            );
+            let pod = (p.namespace.as_str(), p.name.as_str());
+            super::pod_of_the_deployment(g, format!("{s}.pods[{i}].name"), pod, d);
         }
         g.expect_eq(
             Code::ValueMismatch,
@@ -102,17 +88,24 @@ pub(crate) fn act4(g: &mut G) {
     }
 }
 
-/// Whether the raw ValidatingWebhookConfiguration list holds a webhook named `name`.
+/// The `webhooks[]` entries named `name` of a raw ValidatingWebhookConfiguration list.
+fn listed_webhooks<'v>(
+    list: &'v serde_json::Value,
+    name: &'v str,
+) -> impl Iterator<Item = &'v serde_json::Value> {
+    let items = list.get("items").and_then(|i| i.as_array()).into_iter();
+    items
+        .flatten()
+        .flat_map(|cfg| cfg.get("webhooks").and_then(|w| w.as_array()))
+        .flatten()
+        .filter(move |w| w.get("name").and_then(|n| n.as_str()) == Some(name))
+}
+
+/// Whether the raw ValidatingWebhookConfiguration list holds a webhook named `name` (`None`: it
+/// is not a List with items).
 fn list_has_webhook(list: &serde_json::Value, name: &str) -> Option<bool> {
-    let items = list.get("items")?.as_array()?;
-    Some(items.iter().any(|cfg| {
-        cfg.get("webhooks")
-            .and_then(|w| w.as_array())
-            .is_some_and(|ws| {
-                ws.iter()
-                    .any(|w| w.get("name").and_then(|n| n.as_str()) == Some(name))
-            })
-    }))
+    list.get("items")?.as_array()?;
+    Some(listed_webhooks(list, name).next().is_some())
 }
 
 /// Where the raw list of webhook configurations holds the policy's webhook (the registration
@@ -125,20 +118,8 @@ fn listed_policy_webhook_equals_act2(
     list: &serde_json::Value,
     a2: &facts::WebhookFacts,
 ) {
-    let entries = list
-        .get("items")
-        .and_then(|i| i.as_array())
-        .into_iter()
-        .flatten()
-        .flat_map(|cfg| {
-            cfg.get("webhooks")
-                .and_then(|w| w.as_array())
-                .into_iter()
-                .flatten()
-        })
-        .filter(|w| w.get("name").and_then(|n| n.as_str()) == Some(a2.name.as_str()));
     const NULL: &serde_json::Value = &serde_json::Value::Null;
-    for w in entries {
+    for w in listed_webhooks(list, &a2.name) {
         let f = |k: &str| w.get(k).unwrap_or(NULL);
         let service = w.pointer("/clientConfig/service").map(|x| {
             (
@@ -215,12 +196,7 @@ pub(crate) fn act5(g: &mut G) {
     violating_request_inside_the_fault(g, s, &f, &gone);
     let sub = format!("{s}.control");
     g.request(&sub, &f.control, &[Outcome::Stored]);
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{sub}.namespace"),
-        "kca-webhook-control",
-        f.control.namespace.as_str(),
-    );
+    request_is_the_pod_meant(g, &sub, &f.control, Meant::CONTROL);
     super::existing_pod_survives(g, &format!("{s}.existing"), &f.existing);
 }
 
@@ -343,18 +319,7 @@ fn violating_request_inside_the_fault(g: &mut G, s: &str, f: &Act5Facts, gone: &
         &[Outcome::Stored]
     };
     g.request(&sub, &f.target_bad, expect);
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{sub}.namespace"),
-        "kca-webhook-target",
-        f.target_bad.namespace.as_str(),
-    );
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{sub}.labels"),
-        &false,
-        &has_env_label(&f.target_bad),
-    );
+    request_is_the_pod_meant(g, &sub, &f.target_bad, Meant::VIOLATING);
     g.times_ordered(&sub, gone, &f.target_bad.sent_at);
     // What the request shows holds only inside the fault: sent after the registration list that
     // its expected outcome rests on was read, answered before the watcher's deadline (when it
@@ -380,6 +345,17 @@ fn violating_request_inside_the_fault(g: &mut G, s: &str, f: &Act5Facts, gone: &
             },
         );
     }
+}
+
+/// The recovery's steps after the restore, by name, in the order they happen.
+fn recovery_steps(f: &Act6Facts) -> [(&'static str, &TimelineStep); 5] {
+    [
+        ("pod_created", &f.pod_created),
+        ("pod_running", &f.pod_running),
+        ("lease_acquired", &f.lease_acquired),
+        ("webhook_registered", &f.webhook_registered),
+        ("first_explicit_deny", &f.first_explicit_deny),
+    ]
 }
 
 fn step(g: &mut G, subject: &str, st: &TimelineStep) -> Option<String> {
@@ -413,15 +389,8 @@ pub(crate) fn act6(g: &mut G) {
     let s = "evidence/06.json facts";
     let restored = replicas_restored_after_the_scale_down(g, s, &f);
     recovery_steps_waited_from_one_start(g, s, &f);
-    let created = step(g, &format!("{s}.pod_created"), &f.pod_created);
-    let running = step(g, &format!("{s}.pod_running"), &f.pod_running);
-    let lease = step(g, &format!("{s}.lease_acquired"), &f.lease_acquired);
-    let registered = step(g, &format!("{s}.webhook_registered"), &f.webhook_registered);
-    let denied = step(
-        g,
-        &format!("{s}.first_explicit_deny"),
-        &f.first_explicit_deny,
-    );
+    let [created, running, lease, registered, denied] =
+        recovery_steps(&f).map(|(name, st)| step(g, &format!("{s}.{name}"), st));
     recovery_order_holds(g, s, &f);
     new_pod_holds_the_lease(g, s, &f, created.is_some(), &running, &lease);
     recovery_durations_are_their_timestamps(g, s, &f, &restored, &running, &lease);
@@ -591,19 +560,8 @@ fn new_pod_is_a_controller_pod(g: &mut G, s: &str, f: &Act6Facts) {
     let Some(a1) = g.facts::<facts::Act1Facts>(1) else {
         return;
     };
-    let d = &a1.controller_deployment;
-    g.check(
-        Some(p.namespace.as_str()) == d.namespace.as_deref()
-            && p.name.starts_with(&format!("{}-", d.name)),
-        Code::ValueMismatch,
-        format!("{s}.new_pod"),
-        || {
-            format!(
-                "pod {}/{} is not a pod of act 1's Deployment {:?}/{}",
-                p.namespace, p.name, d.namespace, d.name
-            )
-        },
-    );
+    let pod = (p.namespace.as_str(), p.name.as_str());
+    super::pod_of_the_deployment(g, format!("{s}.new_pod"), pod, &a1.controller_deployment);
 }
 
 /// What each recovery step waits for, as the beginnings of the state its wait last saw (after
@@ -624,14 +582,7 @@ const STEP_STATES: &[(&str, &[&str])] = &[
 /// the state that step waits on ([`STEP_STATES`]). Flags [`Code::TimesInconsistent`] and
 /// [`Code::ValueMismatch`].
 fn last_check_precedes_its_step(g: &mut G, s: &str, f: &Act6Facts) {
-    let steps = [
-        ("pod_created", &f.pod_created),
-        ("pod_running", &f.pod_running),
-        ("lease_acquired", &f.lease_acquired),
-        ("webhook_registered", &f.webhook_registered),
-        ("first_explicit_deny", &f.first_explicit_deny),
-    ];
-    for (name, st) in steps {
+    for (name, st) in recovery_steps(f) {
         let (Some(seen), Some(text)) = (st.seen_at(), st.last_seen.as_deref()) else {
             continue;
         };
@@ -670,17 +621,11 @@ fn last_check_precedes_its_step(g: &mut G, s: &str, f: &Act6Facts) {
 /// more than any later confirmed step's (every step's wait counts from the same start). Flags
 /// [`Code::TimesInconsistent`].
 fn replicas_restored_recorded_first(g: &mut G, s: &str, f: &Act6Facts) {
-    let later = [
-        &f.pod_created,
-        &f.pod_running,
-        &f.lease_acquired,
-        &f.webhook_registered,
-        &f.first_explicit_deny,
-    ]
-    .into_iter()
-    .filter(|st| st.seen_at().is_some())
-    .map(|st| st.waited_ms)
-    .min();
+    let later = recovery_steps(f)
+        .into_iter()
+        .filter(|(_, st)| st.seen_at().is_some())
+        .map(|(_, st)| st.waited_ms)
+        .min();
     if let (Some(m), Some(_)) = (later, f.replicas_restored.seen_at()) {
         g.check(
             f.replicas_restored.waited_ms <= m,
@@ -736,19 +681,13 @@ fn replicas_restored_after_the_scale_down(g: &mut G, s: &str, f: &Act6Facts) -> 
 /// own record when the replicas were already restored before act 6 began (e.g. by the watcher at
 /// its deadline).
 fn recovery_steps_waited_from_one_start(g: &mut G, s: &str, f: &Act6Facts) {
-    let starts: Vec<(&str, chrono::DateTime<chrono::Utc>)> = [
-        ("pod_created", &f.pod_created),
-        ("pod_running", &f.pod_running),
-        ("lease_acquired", &f.lease_acquired),
-        ("webhook_registered", &f.webhook_registered),
-        ("first_explicit_deny", &f.first_explicit_deny),
-    ]
-    .into_iter()
-    .filter_map(|(n, st)| {
-        st.seen_at()
-            .map(|t| (n, t - chrono::Duration::milliseconds(st.waited_ms as i64)))
-    })
-    .collect();
+    let starts: Vec<(&str, chrono::DateTime<chrono::Utc>)> = recovery_steps(f)
+        .into_iter()
+        .filter_map(|(n, st)| {
+            st.seen_at()
+                .map(|t| (n, t - chrono::Duration::milliseconds(st.waited_ms as i64)))
+        })
+        .collect();
     if let (Some(lo), Some(hi)) = (
         starts.iter().min_by_key(|(_, t)| *t),
         starts.iter().max_by_key(|(_, t)| *t),
@@ -962,24 +901,7 @@ fn probes_are_violating_dry_runs_to_the_policy_webhook(g: &mut G, s: &str, f: &A
                 Outcome::OtherError,
             ],
         );
-        g.expect_eq(
-            Code::ValueMismatch,
-            format!("{sub}.dry_run"),
-            &true,
-            &r.dry_run,
-        );
-        g.expect_eq(
-            Code::ValueMismatch,
-            format!("{sub}.namespace"),
-            crate::rules::common::TARGET_NAMESPACE,
-            r.namespace.as_str(),
-        );
-        g.expect_eq(
-            Code::ValueMismatch,
-            format!("{sub}.labels"),
-            &false,
-            &has_env_label(r),
-        );
+        request_is_the_pod_meant(g, &sub, r, Meant::PROBE);
         if let Some(p) = previous {
             g.times_ordered(&format!("{sub}.sent_at"), &p.answered_at, &r.sent_at);
         }
@@ -1021,57 +943,34 @@ fn first_deny_is_the_last_probe(g: &mut G, s: &str, f: &Act6Facts, d: &str) {
     );
 }
 
-fn dry_run_request(g: &mut G, sub: &str, r: &RequestRecord, expect: Outcome) {
-    g.request(sub, r, &[expect]);
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{sub}.dry_run"),
-        &true,
-        &r.dry_run,
-    );
-}
-
 pub(crate) fn act7(g: &mut G) {
     let Some(f) = g.facts::<Act7Facts>(7) else {
         return;
     };
     let s = "evidence/07.json facts";
-    dry_run_request(g, &format!("{s}.good"), &f.good, Outcome::DryRunAdmitted);
-    dry_run_request(g, &format!("{s}.bad"), &f.bad, Outcome::ExplicitDeny);
+    // Two server dry-runs: the labelled pod admitted, the violating one denied.
+    let runs = [
+        (&f.good, "good", Outcome::DryRunAdmitted, true),
+        (&f.bad, "bad", Outcome::ExplicitDeny, false),
+    ];
+    for (r, sub, expect, labelled) in runs {
+        let sub = format!("{s}.{sub}");
+        g.request(&sub, r, &[expect]);
+        request_is_the_pod_meant(g, &sub, r, Meant::dry_run(labelled));
+    }
     if let Some(a2) = g.facts::<facts::Act2Facts>(2) {
         g.named_webhook(&format!("{s}.bad"), &f.bad, &a2.webhook);
     }
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{s}.good.labels"),
-        &true,
-        &has_env_label(&f.good),
-    );
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{s}.bad.labels"),
-        &false,
-        &has_env_label(&f.bad),
-    );
     let e = &f.good_response;
-    g.expect_eq(
-        Code::RawMismatch,
-        format!("{s}.good_response.kind"),
-        "Pod",
-        e.kind.as_str(),
-    );
-    g.expect_eq(
-        Code::RawMismatch,
-        format!("{s}.good_response.name"),
-        f.good.name.as_str(),
-        e.name.as_str(),
-    );
-    g.expect_eq(
-        Code::RawMismatch,
-        format!("{s}.good_response.namespace"),
-        f.good.namespace.as_str(),
-        e.namespace.as_str(),
-    );
+    let echoed = [
+        ("kind", "Pod", &e.kind),
+        ("name", f.good.name.as_str(), &e.name),
+        ("namespace", f.good.namespace.as_str(), &e.namespace),
+    ];
+    for (key, sent, echo) in echoed {
+        let sub = format!("{s}.good_response.{key}");
+        g.expect_eq(Code::RawMismatch, sub, sent, echo.as_str());
+    }
     g.expect_eq(
         Code::RawMismatch,
         format!("{s}.good_response.labels"),
@@ -1113,25 +1012,11 @@ pub(crate) fn act7(g: &mut G) {
 }
 
 pub(crate) fn act8(g: &mut G) {
-    act8_facts(g);
-    let ctx = g.report_context(5..=7);
-    // The claims are compared even when the report's digests are off (both are findings).
-    g.input::<inputs::ReportA>(&ctx);
-    // Each claim of the report must be what the evidence shows, decided by the one rule act 8
-    // also uses (`rules::a::evidence_words`: all six recovery steps confirmed, no cause seen after its effect, the dry-run echo,
-    // the policy UID, …), so the act and its grader cannot disagree.
-    let report = g.required_input_value(crate::inputs::InputFile::ReportA);
-    let (Some(report), Some(f2), Some(f3), Some(f5), Some(f6), Some(f7)) = (
-        report,
-        g.facts::<facts::Act2Facts>(2),
-        g.facts::<facts::Act3Facts>(3),
-        g.facts::<Act5Facts>(5),
-        g.facts::<Act6Facts>(6),
-        g.facts::<Act7Facts>(7),
-    ) else {
-        return;
-    };
-    for (field, expected) in crate::rules::a::evidence_words(&f2, &f3, &f5, &f6, &f7) {
-        super::report_claim(g, &report, field, &expected);
-    }
+    // `rules::a::evidence_words`: all six recovery steps confirmed, no cause seen after its
+    // effect, the dry-run echo, the policy UID, …
+    super::report_claims_are_the_evidence_words::<inputs::ReportA, _>(g, |g| {
+        let (f2, f3, f5) = (g.facts(2), g.facts(3), g.facts(5));
+        let (f6, f7) = (g.facts(6), g.facts(7));
+        Some(rules::a::evidence_words(&f2?, &f3?, &f5?, &f6?, &f7?))
+    });
 }

@@ -45,7 +45,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{Code, Finding, G, ev_name};
+use super::{Code, G, ev_name};
 use crate::audit::{self, AdmissionAudit, AuditStatus, FACTS_KEY};
 use crate::evidence::{Evidence, Lab, Outcome};
 
@@ -65,9 +65,7 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
         .find(|r| r.get("what").and_then(|w| w.as_str()) == Some(FACTS_KEY))
         .and_then(|r| r.get("data"));
     let Some(value) = ev.facts.get(FACTS_KEY).or(raw_entry) else {
-        note(
-            g,
-            subject,
+        g.note(Code::AuditNotObserved, subject,
             "audit not observed: the evidence has no admission_audit (recorded before the tool read the audit log)".into(),
         );
         return;
@@ -84,8 +82,8 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
             AuditStatus::NotConfigured => "not-configured",
             _ => "read-error",
         };
-        note(
-            g,
+        g.note(
+            Code::AuditNotObserved,
             subject,
             format!(
                 "audit not observed ({what}): {}",
@@ -526,17 +524,15 @@ fn webhook_call_timing_agrees(
         )),
         None => {
             if w.called && span.is_some_and(|sp| sp > audit::LATENCY_ANNOTATION_THRESHOLD_MS) {
-                g.checks += 1;
-                g.notes.push(Finding {
-                    code: Code::TimingNotObserved,
-                    subject: subject.clone(),
-                    detail:
+                g.note(
+                    Code::TimingNotObserved,
+                    subject.clone(),
                     format!(
                         "the API server's timing of the webhook call was not observed: no {} on a request it held {:.1} ms (an API server without the latency tracker); the event's span was held instead",
                         audit::VALIDATING_WEBHOOK_LATENCY,
                         span.unwrap_or_default()
                     ),
-                });
+                );
             }
         }
     }
@@ -561,15 +557,6 @@ fn view_agrees(recorded: &audit::EventView, reparsed: &audit::EventView) -> bool
         }
         _ => false,
     }
-}
-
-fn note(g: &mut G<'_>, subject: String, detail: String) {
-    g.checks += 1;
-    g.notes.push(Finding {
-        code: Code::AuditNotObserved,
-        subject,
-        detail,
-    });
 }
 
 #[cfg(test)]

@@ -1,10 +1,10 @@
 //! Lab B graders, acts 4-8 (freeze the controller process; failurePolicy Fail vs Ignore).
 
 use super::freeze::{self, Freeze};
-use super::{Code, G, act8_facts, has_env_label, policy_uid};
+use super::{Code, G, Meant, policy_uid, request_is_the_pod_meant};
 use crate::evidence::Outcome;
 use crate::facts::{self, b::*};
-use crate::inputs::{self, Context, InputFile};
+use crate::inputs::{self, Context};
 
 pub(crate) fn act4(g: &mut G) {
     let Some(f) = g.facts::<Act4Facts>(4) else {
@@ -19,19 +19,8 @@ pub(crate) fn act4(g: &mut G) {
     ) {
         // The frozen process's pod is one of act 1's Deployment's pods: in its namespace,
         // named `<deployment>-<replicaset hash>-<suffix>`.
-        let d = &a1.controller_deployment;
-        g.check(
-            Some(f.pod_namespace.as_str()) == d.namespace.as_deref()
-                && f.pod_name.starts_with(&format!("{}-", d.name)),
-            Code::ValueMismatch,
-            format!("{s}.pod_name"),
-            || {
-                format!(
-                    "pod {}/{} is not a pod of act 1's Deployment {:?}/{}",
-                    f.pod_namespace, f.pod_name, d.namespace, d.name
-                )
-            },
-        );
+        let pod = (f.pod_namespace.as_str(), f.pod_name.as_str());
+        super::pod_of_the_deployment(g, format!("{s}.pod_name"), pod, &a1.controller_deployment);
     }
     let id = &f.identity;
     g.check(
@@ -132,41 +121,14 @@ fn requests_during_freeze_show_the_failure_policy(
         if let Some(h) = hook {
             g.named_webhook(&sub, r, h);
         }
-        g.expect_eq(
-            Code::ValueMismatch,
-            format!("{sub}.namespace"),
-            "kca-webhook-target",
-            r.namespace.as_str(),
-        );
-        g.expect_eq(
-            Code::ValueMismatch,
-            format!("{sub}.labels"),
-            &label,
-            &has_env_label(r),
-        );
-        g.expect_eq(
-            Code::ValueMismatch,
-            format!("{sub}.dry_run"),
-            &false,
-            &r.dry_run,
-        );
+        request_is_the_pod_meant(g, &sub, r, Meant::target(label));
         g.within(&sub, "sent_at", &r.sent_at, &w.frozen_at, &w.resumed_at);
-        g.within(
-            &sub,
-            "answered_at",
-            &r.answered_at,
-            &w.frozen_at,
-            &w.resumed_at,
-        );
+        let answered = &r.answered_at;
+        g.within(&sub, "answered_at", answered, &w.frozen_at, &w.resumed_at);
     }
     let sub = format!("{s}.control");
     g.request(&sub, &run.control, &[Outcome::Stored]);
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{sub}.namespace"),
-        "kca-webhook-control",
-        run.control.namespace.as_str(),
-    );
+    request_is_the_pod_meant(g, &sub, &run.control, Meant::CONTROL);
     g.within(
         &sub,
         "sent_at",
@@ -206,14 +168,10 @@ pub(crate) fn act7(g: &mut G) {
     let s = "evidence/07.json facts";
     let a2 = g.facts::<facts::Act2Facts>(2);
     let uid = a2.as_ref().and_then(policy_uid);
-    let mut ctx = Context {
+    let ctx = Context {
         policy_uid: uid.clone(),
-        ..Default::default()
+        ..g.report_context(6..=6)
     };
-    ctx.evidence_digests = g.digests().into_iter().filter(|(a, _)| *a == 6).collect();
-    if !ctx.evidence_digests.contains_key(&6) {
-        g.evidence(6);
-    }
     g.input::<inputs::Recovery>(&ctx);
     let a6_webhook = g.facts::<Act6Facts>(6).map(|a6| a6.webhook);
     freeze::recovered_under_ignore(
@@ -233,22 +191,8 @@ pub(crate) fn act7(g: &mut G) {
 }
 
 pub(crate) fn act8(g: &mut G) {
-    act8_facts(g);
-    let ctx = g.report_context(5..=7);
-    g.input::<inputs::ReportB>(&ctx);
-    // Each claim of the report must be what the evidence shows, decided by the one rule act 8
-    // also uses (`rules::b::report_expectations`), so the act and its grader cannot disagree.
-    let report = g.required_input_value(InputFile::ReportB);
-    let (Some(report), Some(a3), Some(a5), Some(a6), Some(a7)) = (
-        report,
-        g.facts::<facts::Act3Facts>(3),
-        g.facts::<Act5Facts>(5),
-        g.facts::<Act6Facts>(6),
-        g.facts::<Act7Facts>(7),
-    ) else {
-        return;
-    };
-    for (field, expected) in crate::rules::b::report_expectations(&a3, &a5, &a6, &a7) {
-        super::report_claim(g, &report, field, &expected);
-    }
+    super::report_claims_are_the_evidence_words::<inputs::ReportB, _>(g, |g| {
+        let (a3, a5, a6, a7) = (g.facts(3), g.facts(5), g.facts(6), g.facts(7));
+        Some(crate::rules::b::report_expectations(&a3?, &a5?, &a6?, &a7?))
+    });
 }

@@ -39,7 +39,7 @@
 use std::collections::BTreeMap;
 
 use super::policy::{policy_is_ignore, policy_timeout_seconds, policy_webhook};
-use super::{Code, Finding, G, ev_name};
+use super::{Code, G, ev_name};
 use crate::evidence::{Evidence, Lab, Outcome, RequestRecord};
 use crate::metrics::{
     self, AdmissionMetrics, FACTS_KEY, FAIL_OPEN_COUNT, REJECTION_COUNT, REQUEST_TOTAL, sum_delta,
@@ -90,8 +90,8 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
 /// evidence predates metrics; a read failed: its reason) or a [`Code::FactsInvalid`].
 fn observed_metrics(g: &mut G<'_>, ev: &Evidence, subject: &str) -> Option<AdmissionMetrics> {
     let Some(raw) = ev.facts.get(FACTS_KEY) else {
-        note(
-            g,
+        g.note(
+            Code::MetricsNotObserved,
             subject.to_owned(),
             "the evidence has no admission_metrics (recorded before the tool read /metrics)".into(),
         );
@@ -112,7 +112,7 @@ fn observed_metrics(g: &mut G<'_>, ev: &Evidence, subject: &str) -> Option<Admis
         .as_ref()
         .map(|u| u.reason.clone())
         .unwrap_or_else(|| "a read is missing and no reason was recorded".into());
-    note(g, subject.to_owned(), why);
+    g.note(Code::MetricsNotObserved, subject.to_owned(), why);
     None
 }
 
@@ -434,14 +434,13 @@ fn call_durations_agree(
         .any(|(m, l)| *m == count_metric && l.get("name").map(String::as_str) == Some(hook));
     if !served {
         // The witness is absent (an API server that did not serve the histogram for H): said.
-        g.checks += 1;
-        g.notes.push(Finding {
-            code: Code::TimingNotObserved,
-            subject: format!("{subject} call-duration"),
-            detail: format!(
+        g.note(
+            Code::TimingNotObserved,
+            format!("{subject} call-duration"),
+            format!(
                 "{count_metric}{{name={hook}}} is not in the read after the act: the API server's own time of the calls was not observed"
             ),
-        });
+        );
         return;
     }
     let count = sum_delta(deltas, &count_metric, hook, &[]);
@@ -562,15 +561,6 @@ fn lines_are_an_exposition(g: &mut G<'_>, subject: &str, lines: &[String]) {
     }
     g.check(problems.is_empty(), Code::RawMismatch, subject, || {
         problems.join("; ")
-    });
-}
-
-fn note(g: &mut G<'_>, subject: String, detail: String) {
-    g.checks += 1;
-    g.notes.push(Finding {
-        code: Code::MetricsNotObserved,
-        subject,
-        detail,
     });
 }
 

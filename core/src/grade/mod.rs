@@ -78,6 +78,7 @@ use crate::classify::classify;
 use crate::evidence::{ActStatus, Evidence, Lab, Outcome, RequestRecord};
 use crate::facts::{self, PodObservation};
 use crate::inputs::{self, Context, InputFile, StudentInput};
+use crate::rules::common::{CONTROL_NAMESPACE, TARGET_NAMESPACE};
 use crate::workdir::Workdir;
 
 /// What makes a deny the lab policy's verdict (the same the probes classify with).
@@ -517,6 +518,18 @@ impl<'a> G<'a> {
         }
     }
 
+    /// Counts a check that could not be made (its witness absent) and says so in a note, which
+    /// does not fail the act (e.g. [`Code::MetricsNotObserved`]).
+    pub(crate) fn note(&mut self, code: Code, subject: impl Into<String>, detail: String) {
+        self.checks += 1;
+        let subject = subject.into();
+        self.notes.push(Finding {
+            code,
+            subject,
+            detail,
+        });
+    }
+
     /// Counts a check; flags `code` when `ok` is false. Returns `ok`.
     pub(crate) fn check(
         &mut self,
@@ -645,20 +658,8 @@ impl<'a> G<'a> {
 
     /// A student input validated against `ctx` (flags input-missing / input-invalid).
     pub(crate) fn input<T: StudentInput>(&mut self, ctx: &Context) -> Option<T> {
-        let name = T::FILE.file_name();
-        self.checks += 1;
-        let value = match self.input.inputs.get(&T::FILE) {
-            None => {
-                self.flag(Code::InputMissing, name, "");
-                return None;
-            }
-            Some(Err(e)) => {
-                self.flag(Code::InputInvalid, name, e.clone());
-                return None;
-            }
-            Some(Ok(v)) => v,
-        };
-        match inputs::parse::<T>(value, ctx) {
+        let value = self.required_input_value(T::FILE)?;
+        match inputs::parse::<T>(&value, ctx) {
             Ok(t) => Some(t),
             Err(crate::error::LabError::InputInvalid { issues }) => {
                 for i in issues {
@@ -678,7 +679,7 @@ impl<'a> G<'a> {
                 None
             }
             Err(e) => {
-                self.flag(Code::InputInvalid, name, e.to_string());
+                self.flag(Code::InputInvalid, T::FILE.file_name(), e.to_string());
                 None
             }
         }
@@ -708,9 +709,9 @@ impl<'a> G<'a> {
         self.input.digests()
     }
 
-    /// The input context of a lab report (act 8): the canonical digests of the evidence of `acts`
-    /// (the report must quote them); an act of `acts` without readable evidence is reported
-    /// through [`G::evidence`] (missing or unreadable), once.
+    /// The input context of a file that quotes the evidence of `acts` (a lab report, act 8; a plan,
+    /// act 4's act 3): their canonical digests; an act of `acts` without readable evidence is
+    /// reported through [`G::evidence`] (missing or unreadable), once.
     pub(crate) fn report_context(&mut self, acts: std::ops::RangeInclusive<u8>) -> Context {
         let ctx = Context {
             evidence_digests: self
@@ -1400,6 +1401,46 @@ pub(crate) fn has_env_label(r: &RequestRecord) -> bool {
     r.labels.contains_key(crate::rules::common::GOOD_LABEL.0)
 }
 
+/// The pod a request was meant to send: (its namespace, whether it carries the policy's label,
+/// whether it is a server dry-run); `None` where the act leaves it open.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Meant(Option<&'static str>, Option<bool>, Option<bool>);
+
+impl Meant {
+    /// A pod created in the target namespace, with the policy's label or without it.
+    pub(crate) const fn target(labelled: bool) -> Meant {
+        Meant(Some(TARGET_NAMESPACE), Some(labelled), Some(false))
+    }
+    /// A pod in the control namespace (the policy leaves it out).
+    pub(crate) const CONTROL: Meant = Meant(Some(CONTROL_NAMESPACE), None, None);
+    /// A pod without the policy's label in the target namespace.
+    pub(crate) const VIOLATING: Meant = Meant(Some(TARGET_NAMESPACE), Some(false), None);
+    /// A server dry-run of a violating pod in the target namespace (lab A's deny probes).
+    pub(crate) const PROBE: Meant = Meant(Some(TARGET_NAMESPACE), Some(false), Some(true));
+    /// A server dry-run of a pod with the policy's label or without it, in the namespace the
+    /// act chose.
+    pub(crate) const fn dry_run(labelled: bool) -> Meant {
+        Meant(None, Some(labelled), Some(true))
+    }
+}
+
+/// The request sent the pod its act meant to send ([`Meant`]). Flags [`Code::ValueMismatch`] on
+/// `<sub>.namespace`, `<sub>.labels`, `<sub>.dry_run`.
+pub(crate) fn request_is_the_pod_meant(g: &mut G, sub: &str, r: &RequestRecord, meant: Meant) {
+    let Meant(namespace, labelled, dry_run) = meant;
+    if let Some(ns) = namespace {
+        let found = r.namespace.as_str();
+        g.expect_eq(Code::ValueMismatch, format!("{sub}.namespace"), ns, found);
+    }
+    if let Some(l) = labelled {
+        let found = has_env_label(r);
+        g.expect_eq(Code::ValueMismatch, format!("{sub}.labels"), l, found);
+    }
+    if let Some(d) = dry_run {
+        g.expect_eq(Code::ValueMismatch, format!("{sub}.dry_run"), d, r.dry_run);
+    }
+}
+
 /// The act's own rule for a violating pod under failurePolicy Fail (`docs/labs.md`: acts 3, 5,
 /// 7): while the policy's Fail registration is in force, a pod without the policy's label in the
 /// target namespace is never admitted, whatever state the webhook is in: a healthy webhook
@@ -1409,7 +1450,7 @@ pub(crate) fn has_env_label(r: &RequestRecord) -> bool {
 /// [`Code::OutcomeUnexpected`] on `subject`. Requests with the label or in another namespace
 /// are not this rule's.
 pub(crate) fn violating_pod_never_admitted_under_fail(g: &mut G, subject: &str, r: &RequestRecord) {
-    if has_env_label(r) || r.namespace != crate::rules::common::TARGET_NAMESPACE {
+    if has_env_label(r) || r.namespace != TARGET_NAMESPACE {
         return;
     }
     g.check(
@@ -1461,23 +1502,21 @@ pub(crate) fn act1(g: &mut G) {
             || format!("expected the namespace's UID, found {uid:?}"),
         );
     }
-    g.check(
-        is_uid(&f.node.uid),
-        Code::UidMismatch,
-        "evidence/01.json facts.node.uid",
-        || format!("expected a UID, found {:?}", f.node.uid),
-    );
+    let uids = [
+        ("node", &f.node.uid),
+        ("controller_deployment", &f.controller_deployment.uid),
+    ];
+    for (key, uid) in uids {
+        let sub = format!("evidence/01.json facts.{key}.uid");
+        g.check(is_uid(uid), Code::UidMismatch, sub, || {
+            format!("expected a UID, found {uid:?}")
+        });
+    }
     g.check(
         f.lab_mark.is_some(),
         Code::ValueMismatch,
         "evidence/01.json facts.lab_mark",
         || "the cluster carries no lab mark: faults will be refused".to_owned(),
-    );
-    g.check(
-        is_uid(&f.controller_deployment.uid),
-        Code::UidMismatch,
-        "evidence/01.json facts.controller_deployment.uid",
-        || format!("expected a UID, found {:?}", f.controller_deployment.uid),
     );
     if let Some(ev) = g.evidence(1) {
         witness::lab_mark_is_the_marks_configmap(g, &ev, &f);
@@ -1566,7 +1605,6 @@ impl<'a> Scope<'a> {
 ///   policy's `resourceRules`).
 pub(crate) fn registration_scope(g: &mut G, subject: &str, name: &str, w: &Scope<'_>) {
     use crate::admission::{Match, Request, webhook_match};
-    use crate::rules::common::{CONTROL_NAMESPACE, TARGET_NAMESPACE};
     g.check(
         scope_is_open(w.object_selector, w.match_conditions),
         Code::RegistrationScope,
@@ -1827,23 +1865,14 @@ pub(crate) fn act2(g: &mut G) {
         "evidence/02.json facts.policy.metadata.uid",
         || format!("the stored policy must have a UID, found {uid:?}"),
     );
-    let name = f.policy.pointer("/metadata/name").and_then(|v| v.as_str());
-    g.expect_eq(
-        Code::ValueMismatch,
-        "evidence/02.json facts.policy.metadata.name",
-        Some("kca-webhook-label"),
-        name,
-    );
-    let fp = f
-        .policy
-        .pointer("/spec/failurePolicy")
-        .and_then(|v| v.as_str());
-    g.expect_eq(
-        Code::ValueMismatch,
-        "evidence/02.json facts.policy.spec.failurePolicy",
-        Some("Fail"),
-        fp,
-    );
+    for (at, expected) in [
+        ("/metadata/name", "kca-webhook-label"),
+        ("/spec/failurePolicy", "Fail"),
+    ] {
+        let found = f.policy.pointer(at).and_then(|v| v.as_str());
+        let sub = format!("evidence/02.json facts.policy{}", at.replace('/', "."));
+        g.expect_eq(Code::ValueMismatch, sub, Some(expected), found);
+    }
     check_webhook(g, "evidence/02.json facts.webhook", &f.webhook, "Fail");
     if let Some(ev) = g.evidence(2) {
         let s = "evidence/02.json facts.webhook";
@@ -1871,24 +1900,7 @@ pub(crate) fn act3(g: &mut G) {
         g.named_webhook(&format!("{s}.bad"), &f.bad, &a2.webhook);
     }
     for (sub, r, label) in [("good", &f.good, true), ("bad", &f.bad, false)] {
-        g.expect_eq(
-            Code::ValueMismatch,
-            format!("{s}.{sub}.namespace"),
-            "kca-webhook-target",
-            r.namespace.as_str(),
-        );
-        g.expect_eq(
-            Code::ValueMismatch,
-            format!("{s}.{sub}.labels"),
-            &label,
-            &has_env_label(r),
-        );
-        g.expect_eq(
-            Code::ValueMismatch,
-            format!("{s}.{sub}.dry_run"),
-            &false,
-            &r.dry_run,
-        );
+        request_is_the_pod_meant(g, &format!("{s}.{sub}"), r, Meant::target(label));
     }
     // The existing pod is the good pod, read after it was stored.
     g.expect_eq(
@@ -1914,15 +1926,11 @@ pub(crate) fn investigation_against_its_plan<T: StudentInput>(
     node_uid: &str,
     deployment_uid: &str,
 ) -> Option<facts::Act1Facts> {
-    let mut ctx = Context {
+    let ctx = Context {
         node_uid: Some(node_uid.to_owned()),
         deployment_uid: Some(deployment_uid.to_owned()),
-        ..Default::default()
+        ..g.report_context(3..=3)
     };
-    ctx.evidence_digests = g.digests().into_iter().filter(|(a, _)| *a == 3).collect();
-    if !ctx.evidence_digests.contains_key(&3) {
-        g.evidence(3);
-    }
     g.input::<T>(&ctx);
     let a1 = g.facts::<facts::Act1Facts>(1)?;
     g.expect_eq(
@@ -1938,6 +1946,25 @@ pub(crate) fn investigation_against_its_plan<T: StudentInput>(
         deployment_uid,
     );
     Some(a1)
+}
+
+/// `<namespace>/<name>` is a pod of act 1's controller Deployment `d`: in its namespace, named
+/// `<deployment>-<replicaset hash>-<suffix>`. Flags [`Code::ValueMismatch`] on `subject`.
+pub(crate) fn pod_of_the_deployment(
+    g: &mut G,
+    subject: String,
+    (namespace, name): (&str, &str),
+    d: &facts::ObjectRef,
+) {
+    g.check(
+        Some(namespace) == d.namespace.as_deref() && name.starts_with(&format!("{}-", d.name)),
+        Code::ValueMismatch,
+        subject,
+        || {
+            let (dns, dn) = (&d.namespace, &d.name);
+            format!("pod {namespace}/{name} is not a pod of act 1's Deployment {dns:?}/{dn}")
+        },
+    );
 }
 
 /// Act 3 observes one thing after the other (the act in `lab/src/labs/common.rs`; act 3 of
@@ -2011,6 +2038,30 @@ pub(crate) fn report_claim(g: &mut G, report: &serde_json::Value, field: &str, e
     );
 }
 
+/// Act 8 of a lab (its report, `T`): act 8's own record ([`act8_facts`]), `report.json` with the
+/// digests of acts 5-7, and each of its claims ([`report_claim`]) against the word `words`
+/// derives from the evidence: the one rule act 8 also records its checks with
+/// (`rules::*::report_expectations`, `rules::a::evidence_words`), so the act and its grader
+/// cannot disagree. The claims are compared even when the report's digests are off (both are
+/// findings); `words` is `None` when an act it reads has no usable facts (flagged by [`G::facts`]).
+pub(crate) fn report_claims_are_the_evidence_words<T, W>(
+    g: &mut G,
+    words: impl FnOnce(&mut G) -> Option<W>,
+) where
+    T: StudentInput,
+    W: IntoIterator<Item = (&'static str, String)>,
+{
+    act8_facts(g);
+    let ctx = g.report_context(5..=7);
+    g.input::<T>(&ctx);
+    let (Some(report), Some(words)) = (g.required_input_value(T::FILE), words(g)) else {
+        return;
+    };
+    for (field, expected) in words {
+        report_claim(g, &report, field, &expected);
+    }
+}
+
 /// Checks report-vs-evidence agreement of act 8's own evidence (`facts.checks` all agree).
 pub(crate) fn act8_facts(g: &mut G) {
     if g.report_only {
@@ -2037,16 +2088,18 @@ pub(crate) fn act8_facts(g: &mut G) {
     act8_compared_every_report_field(g, &f);
 }
 
+/// The lab's `report.json` (the registry names its input file, [`InputFile::from_name`]), read
+/// through [`G::required_input_value`].
+fn report_of(g: &mut G) -> Option<serde_json::Value> {
+    let file = InputFile::from_name(g.lab, "report.json")?;
+    g.required_input_value(file)
+}
+
 /// Act 8 compared every claim of `report.json`: its checks name each of the report's fields
 /// once, and nothing else (a claim left out of the comparison is a claim nobody held). Flags
 /// [`Code::ReportContradicted`].
 fn act8_compared_every_report_field(g: &mut G, f: &facts::Act8Facts) {
-    let file = match g.lab {
-        Lab::A => InputFile::ReportA,
-        Lab::B => InputFile::ReportB,
-        Lab::C => InputFile::ReportC,
-    };
-    let Some(report) = g.required_input_value(file) else {
+    let Some(report) = report_of(g) else {
         return;
     };
     let in_report: BTreeSet<&str> = report
@@ -2068,12 +2121,7 @@ fn act8_compared_every_report_field(g: &mut G, f: &facts::Act8Facts) {
 /// value), and `evidence_digests` are the canonical digests of the evidence files as they are.
 /// Flags [`Code::ReportContradicted`] and [`Code::DigestMismatch`].
 fn act8_records_what_it_compared(g: &mut G, f: &facts::Act8Facts) {
-    let file = match g.lab {
-        Lab::A => InputFile::ReportA,
-        Lab::B => InputFile::ReportB,
-        Lab::C => InputFile::ReportC,
-    };
-    if let Some(report) = g.required_input_value(file) {
+    if let Some(report) = report_of(g) {
         for c in &f.checks {
             let in_report = report
                 .get(&c.field)

@@ -28,6 +28,15 @@ use crate::facts::parse_rfc3339;
 
 type Time = chrono::DateTime<chrono::Utc>;
 
+/// The evidence documents of the acts in `acts` that could be read, in act order.
+fn read_evidence(
+    input: &super::GradeInput,
+    acts: impl std::ops::RangeBounds<u8>,
+) -> impl Iterator<Item = (&u8, &super::EvidenceDoc)> {
+    let docs = input.evidence.range(acts);
+    docs.filter_map(|(act, doc)| Some((act, doc.as_ref().ok()?)))
+}
+
 /// Runs every rule of this module on act `g.act` (its evidence `ev`).
 pub(crate) fn grade(g: &mut G, ev: &Evidence) {
     let reads = registration_reads(g);
@@ -94,11 +103,7 @@ fn is_policy_webhook(name: &str) -> bool {
 /// the facts' registration copies for the webhook names), in act and record order.
 fn registration_reads(g: &G) -> Vec<RegistrationRead> {
     let mut out = Vec::new();
-    for (act, doc) in &g.input.evidence {
-        let Ok(doc) = doc else { continue };
-        if *act > g.act {
-            continue;
-        }
+    for (act, doc) in read_evidence(g.input, ..=g.act) {
         let name = ev_name(*act);
         if let Some(raw) = doc.value.get("raw").and_then(Value::as_array) {
             for (i, r) in raw.iter().enumerate() {
@@ -364,11 +369,7 @@ struct LeaseRead {
 /// raw `Lease` objects read at the nearest `at` around them.
 fn lease_reads(g: &G) -> Vec<LeaseRead> {
     let mut out = Vec::new();
-    for (act, doc) in &g.input.evidence {
-        let Ok(doc) = doc else { continue };
-        if *act > g.act {
-            continue;
-        }
+    for (act, doc) in read_evidence(g.input, ..=g.act) {
         let file = ev_name(*act);
         facts_leases(*act, &doc.value["facts"], "facts", &file, &mut out);
         if let Some(raw) = doc.value.get("raw").and_then(Value::as_array) {
@@ -558,11 +559,7 @@ pub(crate) fn acts_follow_each_other(g: &mut G, ev: &Evidence) {
         return;
     };
     let skew = chrono::Duration::milliseconds(bounds::CLOCK_SKEW_MS as i64);
-    for (act, doc) in &g.input.evidence {
-        let Ok(doc) = doc else { continue };
-        if *act >= g.act {
-            continue;
-        }
+    for (act, doc) in read_evidence(g.input, ..g.act) {
         let finished = time_of(&doc.value, "finished_at");
         g.check(
             finished.is_none_or(|f| f <= start + skew),
