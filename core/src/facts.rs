@@ -193,6 +193,25 @@ pub struct Act8Facts {
     pub evidence_digests: BTreeMap<String, String>,
 }
 
+/// Act 6 of the freezing labs (B and C): the policy switched to failurePolicy Ignore (same UID),
+/// a healthy deny, then the freeze `run` ([`b::FreezeRun`] or [`c::ReplicaFreezeRun`]), whose
+/// fields stand beside the switch's in one JSON object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PolicySwitch<R> {
+    /// The policy's UID before the update (act 2's).
+    pub policy_uid_before: String,
+    /// The stored policy after the update, verbatim (same `metadata.uid`).
+    pub policy: serde_json::Value,
+    /// The registration after the switch (failurePolicy `Ignore`).
+    pub webhook: WebhookFacts,
+    /// A violating request in a healthy state under Ignore (every replica healthy): must be
+    /// `explicit-deny`.
+    pub healthy_bad: RequestRecord,
+    /// The freeze and its requests.
+    #[serde(flatten)]
+    pub run: R,
+}
+
 /// Lab B (freeze the controller process; failurePolicy Fail vs Ignore), acts 4-7.
 pub mod b {
     use super::*;
@@ -311,21 +330,9 @@ pub mod b {
     /// Act 5: freeze with failurePolicy Fail.
     pub type Act5Facts = FreezeRun;
 
-    /// Act 6: the same policy switched to failurePolicy Ignore, then a short freeze.
-    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-    pub struct Act6Facts {
-        /// The policy's UID before the update (act 2's).
-        pub policy_uid_before: String,
-        /// The stored policy after the update, verbatim (same `metadata.uid`).
-        pub policy: serde_json::Value,
-        /// The registration after the switch (failurePolicy `Ignore`).
-        pub webhook: WebhookFacts,
-        /// A violating request in a healthy state under Ignore: must be `explicit-deny`.
-        pub healthy_bad: RequestRecord,
-        /// The freeze and its requests (target ones are expected `stored` after the timeout).
-        #[serde(flatten)]
-        pub run: FreezeRun,
-    }
+    /// Act 6: the same policy switched to failurePolicy Ignore, then a short freeze (the target
+    /// requests are expected `stored` after the timeout).
+    pub type Act6Facts = super::PolicySwitch<FreezeRun>;
 
     /// Act 7: recovery confirmed by a deny, not by the resume signal.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -824,20 +831,7 @@ pub mod c {
     pub type Act5Facts = ReplicaFreezeRun;
 
     /// Act 6: the policy switched to Ignore (same UID), a healthy deny, a follower frozen 10 s.
-    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-    pub struct Act6Facts {
-        /// The policy's UID before the update (act 2's).
-        pub policy_uid_before: String,
-        /// The stored policy after the update, verbatim.
-        pub policy: serde_json::Value,
-        /// The registration after the switch (failurePolicy `Ignore`).
-        pub webhook: WebhookFacts,
-        /// A violating request with every replica healthy under Ignore: `explicit-deny`.
-        pub healthy_bad: RequestRecord,
-        /// The follower's freeze and its requests.
-        #[serde(flatten)]
-        pub run: ReplicaFreezeRun,
-    }
+    pub type Act6Facts = super::PolicySwitch<ReplicaFreezeRun>;
 
     /// The scale back to the original count (act 7): the scale attempt of act 3 closed by the
     /// heal (its healer stood down, the Deployment read and written back).

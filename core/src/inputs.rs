@@ -31,49 +31,74 @@ use crate::json::{json_path, push_key};
 use crate::messages::said;
 use crate::text::Words;
 
-/// One kind of student input file. `report.json` differs between the labs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum InputFile {
-    /// `scope.json` (every lab, act 1).
-    Scope,
-    /// `policy.json` (every lab, act 2).
-    Policy,
-    /// `freeze-plan.json` (lab B, act 4).
-    FreezePlan,
-    /// `policy-ignore.json` (lab B, act 6).
-    PolicyIgnore,
-    /// `recovery.json` (lab B, act 7).
-    Recovery,
-    /// `report.json` of lab B (act 8).
-    ReportB,
-    /// `scale-plan.json` (lab A, act 4).
-    ScalePlan,
-    /// `report.json` of lab A (act 8).
-    ReportA,
-    /// `ha-plan.json` (lab C, act 3).
-    HaPlan,
-    /// `freeze-plan.json` of lab C (act 4): lab B's plan plus `target`.
-    FreezePlanC,
-    /// `recovery.json` of lab C (act 7): the scale back to the original count.
-    RecoveryC,
-    /// `report.json` of lab C (act 8).
-    ReportC,
+/// The student input files, declared once: each kind's [`InputFile`] variant and its doc, the
+/// type that validates it, how [`AnyInput`] holds that type, and the file name. From this table
+/// come [`InputFile`], [`InputFile::file_name`], [`AnyInput`], [`validate`], the types of
+/// [`schema`] and the [`StudentInput`] impls.
+macro_rules! input_files {
+    ($($(#[$doc:meta])* $v:ident: $ty:ty => $held:ty, $file:literal;)+) => {
+        /// One kind of student input file. `report.json` differs between the labs.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum InputFile { $($(#[$doc])* $v,)+ }
+
+        impl InputFile {
+            /// The file name in the work directory.
+            pub fn file_name(self) -> &'static str {
+                match self { $(InputFile::$v => $file,)+ }
+            }
+        }
+
+        /// Any validated student input (the variants of [`InputFile`]).
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum AnyInput { $($(#[$doc])* $v($held),)+ }
+
+        $(impl StudentInput for $ty {
+            const FILE: InputFile = InputFile::$v;
+        })+
+
+        /// Validates the JSON of `file` (see [`parse`]).
+        ///
+        /// Errors: as [`parse`].
+        pub fn validate(
+            file: InputFile,
+            value: &serde_json::Value,
+            ctx: &Context,
+        ) -> Result<AnyInput, LabError> {
+            Ok(match file { $(InputFile::$v => AnyInput::$v(parse::<$ty>(value, ctx)?.into()),)+ })
+        }
+
+        /// The schemars schema of `file`'s type.
+        fn type_schema(file: InputFile) -> Schema {
+            match file { $(InputFile::$v => schemars::schema_for!($ty),)+ }
+        }
+    };
 }
 
-impl InputFile {
-    /// The file name in the work directory.
-    pub fn file_name(self) -> &'static str {
-        match self {
-            InputFile::Scope => "scope.json",
-            InputFile::Policy => "policy.json",
-            InputFile::FreezePlan | InputFile::FreezePlanC => "freeze-plan.json",
-            InputFile::HaPlan => "ha-plan.json",
-            InputFile::PolicyIgnore => "policy-ignore.json",
-            InputFile::Recovery | InputFile::RecoveryC => "recovery.json",
-            InputFile::ScalePlan => "scale-plan.json",
-            InputFile::ReportB | InputFile::ReportA | InputFile::ReportC => "report.json",
-        }
-    }
+input_files! {
+    /// `scope.json` (every lab, act 1).
+    Scope: Scope => Scope, "scope.json";
+    /// `policy.json` (every lab, act 2).
+    Policy: Policy => Box<Policy>, "policy.json";
+    /// `freeze-plan.json` (lab B, act 4).
+    FreezePlan: FreezePlan => FreezePlan, "freeze-plan.json";
+    /// `policy-ignore.json` (lab B, act 6).
+    PolicyIgnore: PolicyIgnore => Box<PolicyIgnore>, "policy-ignore.json";
+    /// `recovery.json` (lab B, act 7).
+    Recovery: Recovery => Recovery, "recovery.json";
+    /// `report.json` of lab B (act 8).
+    ReportB: ReportB => ReportB, "report.json";
+    /// `scale-plan.json` (lab A, act 4).
+    ScalePlan: ScalePlan => ScalePlan, "scale-plan.json";
+    /// `report.json` of lab A (act 8).
+    ReportA: ReportA => ReportA, "report.json";
+    /// `ha-plan.json` (lab C, act 3).
+    HaPlan: HaPlan => HaPlan, "ha-plan.json";
+    /// `freeze-plan.json` of lab C (act 4): lab B's plan plus `target`.
+    FreezePlanC: FreezePlanC => FreezePlanC, "freeze-plan.json";
+    /// `recovery.json` of lab C (act 7): the scale back to the original count.
+    RecoveryC: RecoveryC => RecoveryC, "recovery.json";
+    /// `report.json` of lab C (act 8).
+    ReportC: ReportC => ReportC, "report.json";
 }
 
 /// Where the value of a bound field comes from; defined beside [`InputIssue`], which carries it.
@@ -153,8 +178,10 @@ pub struct Context {
 // ---------------------------------------------------------------------------------------------
 // Constant and pattern types.
 
+/// Constant types, each `/// doc` `Name: type = value;`: a unit struct that (de)serializes as exactly
+/// `value` and shows in the JSON Schema as `const`.
 macro_rules! constant {
-    ($(#[$m:meta])* $name:ident : $ty:ty = $value:expr) => {
+    ($($(#[$m:meta])* $name:ident : $ty:ty = $value:expr;)+) => {$(
         $(#[$m])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
         pub struct $name;
@@ -202,11 +229,13 @@ macro_rules! constant {
                 json_schema!({ "type": ty, "const": v })
             }
         }
-    };
+    )+};
 }
 
+/// Closed sets of words, each `/// doc` `Name { Variant = "word", … }`: an enum that (de)serializes
+/// as its words and shows in the JSON Schema as `enum`.
 macro_rules! one_of {
-    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident = $value:literal),+ $(,)? }) => {
+    ($($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident = $value:literal),+ $(,)? })+) => {$(
         $(#[$m])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         pub enum $name { $($(#[$vm])* $variant),+ }
@@ -251,7 +280,7 @@ macro_rules! one_of {
                 json_schema!({ "type": "string", "enum": Self::VALUES })
             }
         }
-    };
+    )+};
 }
 
 macro_rules! patterned {
@@ -323,14 +352,12 @@ patterned!(
     crate::digest::is_digest
 );
 
-constant!(
+constant! {
     /// `kca-webhook-target`: the namespace inside the policy's selector.
-    TargetNamespace: &'static str = "kca-webhook-target"
-);
-constant!(
+    TargetNamespace: &'static str = "kca-webhook-target";
     /// `kca-webhook-control`: the namespace outside the policy's selector.
-    ControlNamespace: &'static str = "kca-webhook-control"
-);
+    ControlNamespace: &'static str = "kca-webhook-control";
+}
 
 // ---------------------------------------------------------------------------------------------
 // scope.json
@@ -365,67 +392,39 @@ pub struct ScopeNamespaces {
 // ---------------------------------------------------------------------------------------------
 // policy.json and policy-ignore.json
 
-constant!(
+constant! {
     /// `policies.kyverno.io/v1`.
-    PolicyApiVersion: &'static str = "policies.kyverno.io/v1"
-);
-constant!(
+    PolicyApiVersion: &'static str = "policies.kyverno.io/v1";
     /// `ValidatingPolicy`.
-    PolicyKind: &'static str = "ValidatingPolicy"
-);
-constant!(
+    PolicyKind: &'static str = "ValidatingPolicy";
     /// `kca-webhook-label`: the policy's name.
-    PolicyName: &'static str = "kca-webhook-label"
-);
-constant!(
+    PolicyName: &'static str = "kca-webhook-label";
     /// `Deny`: the only validation action.
-    DenyAction: &'static str = "Deny"
-);
-constant!(
+    DenyAction: &'static str = "Deny";
     /// failurePolicy `Fail` (`policy.json`).
-    FailPolicy: &'static str = "Fail"
-);
-constant!(
+    FailPolicy: &'static str = "Fail";
     /// failurePolicy `Ignore` (`policy-ignore.json`).
-    IgnorePolicy: &'static str = "Ignore"
-);
-constant!(
+    IgnorePolicy: &'static str = "Ignore";
     /// `webhookConfiguration.timeoutSeconds`: how long the API server waits for the webhook call,
     /// seconds (3).
-    WebhookTimeoutSec: u32 = 3
-);
-constant!(
+    WebhookTimeoutSec: u32 = 3;
     /// `evaluation.background.enabled`: `false` (the policy judges admission requests only).
-    BackgroundDisabled: bool = false
-);
-constant!(
+    BackgroundDisabled: bool = false;
     /// `preserve_webhook` of the freeze plan: `true` (the registration is kept; no scale-down).
-    WebhookPreserved: bool = true
-);
-constant!(
+    WebhookPreserved: bool = true;
     /// `""`: the core API group.
-    CoreGroup: &'static str = ""
-);
-constant!(
+    CoreGroup: &'static str = "";
     /// `v1`: the API version of the pods the policy matches.
-    PodsApiVersion: &'static str = "v1"
-);
-constant!(
+    PodsApiVersion: &'static str = "v1";
     /// `CREATE`.
-    CreateOperation: &'static str = "CREATE"
-);
-constant!(
+    CreateOperation: &'static str = "CREATE";
     /// `pods`.
-    PodsResource: &'static str = "pods"
-);
-constant!(
+    PodsResource: &'static str = "pods";
     /// The validation's CEL expression: a pod must carry the `environment` label.
-    LabelExpression: &'static str = "'environment' in object.metadata.?labels.orValue({})"
-);
-constant!(
+    LabelExpression: &'static str = "'environment' in object.metadata.?labels.orValue({})";
     /// The validation's message, the marker of this policy's deny.
-    RequiredMessage: &'static str = "KCA_ENVIRONMENT_REQUIRED"
-);
+    RequiredMessage: &'static str = "KCA_ENVIRONMENT_REQUIRED";
+}
 
 /// A failurePolicy constant (`Fail` for `policy.json`, `Ignore` for `policy-ignore.json`).
 pub trait FailurePolicyConst:
@@ -560,18 +559,14 @@ pub struct Validation {
 // ---------------------------------------------------------------------------------------------
 // freeze-plan.json (lab B)
 
-constant!(
+constant! {
     /// `freeze-one-controller-process`.
-    FreezeAction: &'static str = "freeze-one-controller-process"
-);
-constant!(
+    FreezeAction: &'static str = "freeze-one-controller-process";
     /// `resume_after_sec` of `freeze-plan.json`: the freeze's planned length, 20 (seconds).
-    ResumeAfterSec: u32 = 20
-);
-constant!(
+    ResumeAfterSec: u32 = 20;
     /// `pidfd`.
-    PidfdIdentity: &'static str = "pidfd"
-);
+    PidfdIdentity: &'static str = "pidfd";
+}
 
 /// `freeze-plan.json` (lab B, act 4): the plan the freeze of act 5 follows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -597,14 +592,12 @@ pub struct FreezePlan {
 // ---------------------------------------------------------------------------------------------
 // recovery.json (lab B)
 
-constant!(
+constant! {
     /// `explicit-deny`.
-    ExplicitDenyWord: &'static str = "explicit-deny"
-);
-constant!(
+    ExplicitDenyWord: &'static str = "explicit-deny";
     /// `same-uid-running`.
-    SameUidRunning: &'static str = "same-uid-running"
-);
+    SameUidRunning: &'static str = "same-uid-running";
+}
 
 /// `recovery.json` (lab B, act 7).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -626,18 +619,14 @@ pub struct Recovery {
 // ---------------------------------------------------------------------------------------------
 // report.json (lab B)
 
-constant!(
+constant! {
     /// `matching-requests-timeout`.
-    MatchingRequestsTimeout: &'static str = "matching-requests-timeout"
-);
-constant!(
+    MatchingRequestsTimeout: &'static str = "matching-requests-timeout";
     /// `unvalidated-request-stored`.
-    UnvalidatedRequestStored: &'static str = "unvalidated-request-stored"
-);
-constant!(
+    UnvalidatedRequestStored: &'static str = "unvalidated-request-stored";
     /// `outside-selector`.
-    OutsideSelector: &'static str = "outside-selector"
-);
+    OutsideSelector: &'static str = "outside-selector";
+}
 
 /// `report.json` of lab B (act 8): the conclusions, each tied to evidence by digest.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -665,20 +654,16 @@ pub struct ReportB {
 // ---------------------------------------------------------------------------------------------
 // scale-plan.json (lab A)
 
-constant!(
+constant! {
     /// `scale-controller-to-zero`.
-    ScaleAction: &'static str = "scale-controller-to-zero"
-);
-constant!(
+    ScaleAction: &'static str = "scale-controller-to-zero";
     /// `original_replicas` of `scale-plan.json`: the admission controller's replicas before the
     /// scale-down, 1.
-    OriginalReplicas: u32 = 1
-);
-constant!(
+    OriginalReplicas: u32 = 1;
     /// `restore_after_sec` of `scale-plan.json`: when the watcher restores the replicas, 55 (seconds
     /// after arming).
-    RestoreAfterSec: u32 = 55
-);
+    RestoreAfterSec: u32 = 55;
+}
 
 /// `scale-plan.json` (lab A, act 4): the plan the scale-down of act 5 follows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -702,7 +687,7 @@ pub struct ScalePlan {
 // ---------------------------------------------------------------------------------------------
 // report.json (lab A)
 
-one_of!(
+one_of! {
     /// What happened to the policy's webhook registration after the scale-down (as evidenced).
     ScaleDownResult {
         /// The registration was removed (observed on Kyverno v1.19.1 + k3s v1.35.8).
@@ -710,8 +695,6 @@ one_of!(
         /// The registration survived (another version may behave so).
         RegistrationKept = "registration-kept",
     }
-);
-one_of!(
     /// What happened to the violating request after the scale-down (as evidenced).
     ScaleRequestResult {
         /// No webhook was registered, so the request was admitted (not a failure of Fail).
@@ -719,19 +702,15 @@ one_of!(
         /// The registration was kept and the call failed, so Fail rejected the request.
         RejectedWebhookUnreachable = "rejected-webhook-unreachable",
     }
-);
-constant!(
+}
+constant! {
     /// `present`.
-    PresentWord: &'static str = "present"
-);
-constant!(
+    PresentWord: &'static str = "present";
     /// `lease-then-registration-then-deny`.
-    LeaseRegistrationDeny: &'static str = "lease-then-registration-then-deny"
-);
-constant!(
+    LeaseRegistrationDeny: &'static str = "lease-then-registration-then-deny";
     /// `validated-not-stored`.
-    ValidatedNotStored: &'static str = "validated-not-stored"
-);
+    ValidatedNotStored: &'static str = "validated-not-stored";
+}
 
 /// `report.json` of lab A (act 8).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -762,19 +741,15 @@ pub struct ReportA {
 // ---------------------------------------------------------------------------------------------
 // ha-plan.json and freeze-plan.json (lab C)
 
-constant!(
+constant! {
     /// `scale-controller-to-three`.
-    HaAction: &'static str = "scale-controller-to-three"
-);
-constant!(
+    HaAction: &'static str = "scale-controller-to-three";
     /// `replicas` of `ha-plan.json`: the admission controller's replicas during lab C, 3.
-    HaReplicas: u32 = 3
-);
-constant!(
+    HaReplicas: u32 = 3;
     /// `target` of lab C's `freeze-plan.json`: the replica act 5 freezes, `leader` (the holder
     /// of the Lease `kyverno`).
-    LeaderTarget: &'static str = "leader"
-);
+    LeaderTarget: &'static str = "leader";
+}
 
 /// `ha-plan.json` (lab C, act 3): the scale to three replicas and the count to put back.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -834,7 +809,7 @@ pub struct RecoveryC {
 // ---------------------------------------------------------------------------------------------
 // report.json (lab C)
 
-one_of!(
+one_of! {
     /// What the matching requests sent during the leader's freeze met (as evidenced).
     LeaderFreezeResult {
         /// Some timed out (they reached the frozen leader), the others were denied.
@@ -844,8 +819,6 @@ one_of!(
         /// None timed out: every one was denied by a running replica.
         NoneTimeout = "none-matching-requests-timeout",
     }
-);
-one_of!(
     /// What the Lease `kyverno` did during the leader's freeze (as evidenced).
     LeaseResult {
         /// Another replica became its holder before the resume.
@@ -853,8 +826,6 @@ one_of!(
         /// The frozen leader stayed its holder.
         Kept = "kept",
     }
-);
-one_of!(
     /// What the former leader's container did after the resume (as evidenced).
     FormerLeaderResult {
         /// Its restart count went up (same pod).
@@ -862,8 +833,6 @@ one_of!(
         /// It ran on without a restart.
         KeptRunning = "kept-running",
     }
-);
-one_of!(
     /// What the matching requests sent during a follower's freeze under Ignore met.
     FollowerFreezeResult {
         /// Some were stored unvalidated (failed open), the others denied.
@@ -873,11 +842,11 @@ one_of!(
         /// None was stored: every one was denied by a running replica.
         NoneStored = "none-unvalidated-stored",
     }
-);
-constant!(
+}
+constant! {
     /// `kept`: the registration was there during both freezes.
-    KeptWord: &'static str = "kept"
-);
+    KeptWord: &'static str = "kept";
+}
 
 /// `report.json` of lab C (act 8): the conclusions, each word chosen from the evidence.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -915,9 +884,14 @@ pub trait StudentInput: Sized + Serialize + DeserializeOwned + JsonSchema {
     /// Checks values of the raw file against the context (cluster and evidence); pushes one issue
     /// per mismatch. Entries missing from the context, and values of the wrong shape, are not
     /// checked (the shape check names those). By default: the file's
-    /// [`InputFile::bound_fields`], read from `raw` (`check_bound_fields`).
+    /// [`InputFile::bound_fields`], read from `raw` (`check_bound_fields`), and for
+    /// `policy-ignore.json` its equality with `policy.json` but `spec.failurePolicy`
+    /// (`check_as_in_policy`).
     fn check_context(raw: &serde_json::Value, ctx: &Context, issues: &mut Vec<InputIssue>) {
         check_bound_fields(Self::FILE, raw, ctx, issues);
+        if Self::FILE == InputFile::PolicyIgnore {
+            check_as_in_policy(raw, ctx, issues);
+        }
     }
 }
 
@@ -994,70 +968,25 @@ fn said_issue(file: InputFile, path: &str, expected: Words, found: Words) -> Inp
     }
 }
 
-impl StudentInput for Scope {
-    const FILE: InputFile = InputFile::Scope;
-}
-
-impl StudentInput for Policy {
-    const FILE: InputFile = InputFile::Policy;
-}
-
-impl StudentInput for PolicyIgnore {
-    const FILE: InputFile = InputFile::PolicyIgnore;
-    fn check_context(raw: &serde_json::Value, ctx: &Context, issues: &mut Vec<InputIssue>) {
-        let Some(policy) = &ctx.policy else { return };
-        let strip = |v: &serde_json::Value| {
-            let mut v = v.clone();
-            if let Some(spec) = v.get_mut("spec").and_then(|s| s.as_object_mut()) {
-                spec.remove("failurePolicy");
-            }
-            v
-        };
-        if let Some((path, expected, found)) = first_difference(&strip(policy), &strip(raw), "$") {
-            issues.push(said_issue(
-                Self::FILE,
-                &path,
-                said::as_in_policy(&expected),
-                said::json(found),
-            ));
+/// `policy-ignore.json` against the context's `policy.json`: the first place where they differ,
+/// `spec.failurePolicy` apart (nothing when the context has no policy).
+fn check_as_in_policy(raw: &serde_json::Value, ctx: &Context, issues: &mut Vec<InputIssue>) {
+    let Some(policy) = &ctx.policy else { return };
+    let strip = |v: &serde_json::Value| {
+        let mut v = v.clone();
+        if let Some(spec) = v.get_mut("spec").and_then(|s| s.as_object_mut()) {
+            spec.remove("failurePolicy");
         }
+        v
+    };
+    if let Some((path, expected, found)) = first_difference(&strip(policy), &strip(raw), "$") {
+        issues.push(said_issue(
+            InputFile::PolicyIgnore,
+            &path,
+            said::as_in_policy(&expected),
+            said::json(found),
+        ));
     }
-}
-
-impl StudentInput for FreezePlan {
-    const FILE: InputFile = InputFile::FreezePlan;
-}
-
-impl StudentInput for Recovery {
-    const FILE: InputFile = InputFile::Recovery;
-}
-
-impl StudentInput for ReportB {
-    const FILE: InputFile = InputFile::ReportB;
-}
-
-impl StudentInput for ScalePlan {
-    const FILE: InputFile = InputFile::ScalePlan;
-}
-
-impl StudentInput for ReportA {
-    const FILE: InputFile = InputFile::ReportA;
-}
-
-impl StudentInput for HaPlan {
-    const FILE: InputFile = InputFile::HaPlan;
-}
-
-impl StudentInput for FreezePlanC {
-    const FILE: InputFile = InputFile::FreezePlanC;
-}
-
-impl StudentInput for RecoveryC {
-    const FILE: InputFile = InputFile::RecoveryC;
-}
-
-impl StudentInput for ReportC {
-    const FILE: InputFile = InputFile::ReportC;
 }
 
 /// Parses and validates one input of type `T` from its JSON, reporting every problem of the file
@@ -1093,75 +1022,10 @@ pub fn parse<T: StudentInput>(value: &serde_json::Value, ctx: &Context) -> Resul
     serde_path_to_error::deserialize(value).map_err(|e| vec![deserialize_issue(T::FILE, &e)].into())
 }
 
-/// Any validated student input.
-#[derive(Debug, Clone, PartialEq)]
-pub enum AnyInput {
-    /// `scope.json`.
-    Scope(Scope),
-    /// `policy.json`.
-    Policy(Box<Policy>),
-    /// `freeze-plan.json`.
-    FreezePlan(FreezePlan),
-    /// `policy-ignore.json`.
-    PolicyIgnore(Box<PolicyIgnore>),
-    /// `recovery.json`.
-    Recovery(Recovery),
-    /// lab B `report.json`.
-    ReportB(ReportB),
-    /// `scale-plan.json`.
-    ScalePlan(ScalePlan),
-    /// lab A `report.json`.
-    ReportA(ReportA),
-    /// `ha-plan.json`.
-    HaPlan(HaPlan),
-    /// lab C `freeze-plan.json`.
-    FreezePlanC(FreezePlanC),
-    /// lab C `recovery.json`.
-    RecoveryC(RecoveryC),
-    /// lab C `report.json`.
-    ReportC(ReportC),
-}
-
-/// Validates the JSON of `file` (see [`parse`]).
-pub fn validate(
-    file: InputFile,
-    value: &serde_json::Value,
-    ctx: &Context,
-) -> Result<AnyInput, LabError> {
-    Ok(match file {
-        InputFile::Scope => AnyInput::Scope(parse(value, ctx)?),
-        InputFile::Policy => AnyInput::Policy(Box::new(parse(value, ctx)?)),
-        InputFile::FreezePlan => AnyInput::FreezePlan(parse(value, ctx)?),
-        InputFile::PolicyIgnore => AnyInput::PolicyIgnore(Box::new(parse(value, ctx)?)),
-        InputFile::Recovery => AnyInput::Recovery(parse(value, ctx)?),
-        InputFile::ReportB => AnyInput::ReportB(parse(value, ctx)?),
-        InputFile::ScalePlan => AnyInput::ScalePlan(parse(value, ctx)?),
-        InputFile::ReportA => AnyInput::ReportA(parse(value, ctx)?),
-        InputFile::HaPlan => AnyInput::HaPlan(parse(value, ctx)?),
-        InputFile::FreezePlanC => AnyInput::FreezePlanC(parse(value, ctx)?),
-        InputFile::RecoveryC => AnyInput::RecoveryC(parse(value, ctx)?),
-        InputFile::ReportC => AnyInput::ReportC(parse(value, ctx)?),
-    })
-}
-
 /// The JSON Schema (draft 2020-12) of `file`, generated from the same types that validate it.
 /// Unknown fields appear as `additionalProperties: false`, fixed values as `const`/`enum`.
 pub fn schema(file: InputFile) -> serde_json::Value {
-    let s = match file {
-        InputFile::Scope => schemars::schema_for!(Scope),
-        InputFile::Policy => schemars::schema_for!(Policy),
-        InputFile::FreezePlan => schemars::schema_for!(FreezePlan),
-        InputFile::PolicyIgnore => schemars::schema_for!(PolicyIgnore),
-        InputFile::Recovery => schemars::schema_for!(Recovery),
-        InputFile::ReportB => schemars::schema_for!(ReportB),
-        InputFile::ScalePlan => schemars::schema_for!(ScalePlan),
-        InputFile::ReportA => schemars::schema_for!(ReportA),
-        InputFile::HaPlan => schemars::schema_for!(HaPlan),
-        InputFile::FreezePlanC => schemars::schema_for!(FreezePlanC),
-        InputFile::RecoveryC => schemars::schema_for!(RecoveryC),
-        InputFile::ReportC => schemars::schema_for!(ReportC),
-    };
-    let mut v = s.to_value();
+    let mut v = type_schema(file).to_value();
     if let Some(obj) = v.as_object_mut() {
         let title = match file {
             InputFile::PolicyIgnore => "policy-ignore.json",

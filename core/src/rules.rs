@@ -30,6 +30,18 @@ pub mod common {
     pub const MARK_KEY: &str = "mark";
     /// The lab mark's value: a cluster without this exact ConfigMap value is never disturbed.
     pub const MARK_VALUE: &str = "kca-webhook-lab/v1";
+
+    /// Whether `read` shows act 3's existing pod (`reference`) surviving: found, with the same
+    /// (known) UID, `Running`. A new pod with the same name is not survival.
+    pub fn same_uid_running(
+        read: &crate::facts::PodObservation,
+        reference: &crate::facts::PodObservation,
+    ) -> bool {
+        read.exists
+            && read.uid.is_some()
+            && read.uid == reference.uid
+            && read.phase.as_deref() == Some("Running")
+    }
 }
 
 /// Lab A (scale-down).
@@ -219,12 +231,7 @@ pub mod a {
             .to_owned(),
         );
         let same = |p: Option<&PodObservation>| {
-            p.is_some_and(|p| {
-                p.exists
-                    && p.uid.is_some()
-                    && p.uid == f3.existing.uid
-                    && p.phase.as_deref() == Some("Running")
-            })
+            p.is_some_and(|p| super::common::same_uid_running(p, &f3.existing))
         };
         w.insert(
             "existing",
@@ -346,11 +353,7 @@ pub mod b {
         } else {
             format!("control:{}", outcome(&act5.control))
         };
-        let same = act7.existing.exists
-            && act7.existing.uid.is_some()
-            && act7.existing.uid == act3.existing.uid
-            && act7.existing.phase.as_deref() == Some("Running");
-        let existing = if same {
+        let existing = if super::common::same_uid_running(&act7.existing, &act3.existing) {
             "same-uid-running".to_owned()
         } else {
             format!(
@@ -516,11 +519,7 @@ pub mod c {
         } else {
             "absent-during-a-freeze".to_owned()
         };
-        let same = act7.existing.exists
-            && act7.existing.uid.is_some()
-            && act7.existing.uid == act3.existing.uid
-            && act7.existing.phase.as_deref() == Some("Running");
-        let existing = if same {
+        let existing = if super::common::same_uid_running(&act7.existing, &act3.existing) {
             "same-uid-running".to_owned()
         } else {
             format!(

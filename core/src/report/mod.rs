@@ -186,26 +186,24 @@ fn key_facts_scale_down(f5: &Value, f6: &Value, lang: Lang) -> [String; 3] {
 /// resume.
 fn key_facts_freeze(f5: &Value, f6: &Value, lang: Lang) -> [String; 3] {
     let w = |t: Text| t.get(lang);
+    let targets = |policy: &str, f: &Value| {
+        format!(
+            "{policy}: {} {}, {} {}",
+            w(tx::KF_GOOD),
+            request(f, "/target_good"),
+            w(tx::KF_BAD),
+            request(f, "/target_bad")
+        )
+    };
+    let deny = |f: &Value| secs(f.get("first_deny_after_resume_ms").and_then(Value::as_i64));
     [
-        format!(
-            "Fail: {} {}, {} {}",
-            w(tx::KF_GOOD),
-            request(f5, "/target_good"),
-            w(tx::KF_BAD),
-            request(f5, "/target_bad")
-        ),
-        format!(
-            "Ignore: {} {}, {} {}",
-            w(tx::KF_GOOD),
-            request(f6, "/target_good"),
-            w(tx::KF_BAD),
-            request(f6, "/target_bad")
-        ),
+        targets("Fail", f5),
+        targets("Ignore", f6),
         format!(
             "{} {} / {} {}",
             w(tx::KF_FIRST_DENY_RESUME),
-            secs(f5.get("first_deny_after_resume_ms").and_then(Value::as_i64)),
-            secs(f6.get("first_deny_after_resume_ms").and_then(Value::as_i64)),
+            deny(f5),
+            deny(f6),
             w(tx::KF_AFTER_RESUME)
         ),
     ]

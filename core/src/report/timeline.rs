@@ -142,17 +142,20 @@ const ROW_H: f64 = 22.0;
 const TOP: f64 = 38.0;
 
 fn request_row(label: String, r: &Value, note: Option<String>) -> Option<Row> {
-    let from = ms_at(r, "/sent_at")?;
-    let to = ms_at(r, "/answered_at")?;
-    let name = r["name"].as_str().unwrap_or("?");
+    let Bar {
+        from,
+        to,
+        name,
+        elapsed_ms,
+    } = bar(r)?;
     Some(Row {
         label: format!("{label}: {name}"),
         mark: Mark::Request {
             from,
             to,
-            name: r["name"].as_str().unwrap_or("?").to_owned(),
+            name,
             outcome: r["outcome"].as_str().unwrap_or("?").to_owned(),
-            elapsed_ms: r["elapsed_ms"].as_u64(),
+            elapsed_ms,
             note,
         },
     })
@@ -355,17 +358,7 @@ fn request_runs(label: &str, requests: &[Value]) -> Vec<Row> {
                 None,
             ));
         } else {
-            let bars: Vec<Bar> = requests[i..j]
-                .iter()
-                .filter_map(|r| {
-                    Some(Bar {
-                        from: ms_at(r, "/sent_at")?,
-                        to: ms_at(r, "/answered_at")?,
-                        name: r["name"].as_str().unwrap_or("?").to_owned(),
-                        elapsed_ms: r["elapsed_ms"].as_u64(),
-                    })
-                })
-                .collect();
+            let bars: Vec<Bar> = requests[i..j].iter().filter_map(bar).collect();
             if !bars.is_empty() {
                 rows.push(Row {
                     label: format!("{label} #{}–#{}", i + 1, j),
@@ -405,7 +398,7 @@ pub(crate) fn scale(f5: &Value, f6: &Value, lang: Lang) -> Option<Markup> {
         restored: restore.is_some(),
         lang,
     };
-    let mut rows = scale_down_rows(f5, scaled, &steps);
+    let mut rows = scale_down_rows(f5, &steps);
     rows.extend(recovery_rows(f6, &steps));
     Some(
         Chart {
@@ -449,33 +442,22 @@ impl Steps {
 
 /// Act 5's rows: the watcher armed, the scale-down, the pods gone, the registration checked, then
 /// the target's and the control's requests.
-fn scale_down_rows(f5: &Value, scaled: i64, steps: &Steps) -> Vec<Row> {
+fn scale_down_rows(f5: &Value, steps: &Steps) -> Vec<Row> {
     let w = |t: tx::Text| t.get(steps.lang);
     let mut rows = Vec::new();
-    steps.push(
-        &mut rows,
-        "watcher-armed",
-        w(tx::WATCHER_ARMED),
-        ms_at(f5, "/watcher/armed_at"),
-    );
-    steps.push(&mut rows, "scaled", w(tx::SCALED_TO_0), Some(scaled));
-    steps.push(
-        &mut rows,
-        "pods-gone",
-        w(tx::PODS_GONE),
-        ms_at(f5, "/pods_gone_at"),
-    );
     let reg = match f5["policy_webhook_present"].as_bool() {
         Some(false) => w(tx::REGISTRATION_ABSENT),
         Some(true) => w(tx::REGISTRATION_PRESENT),
         None => w(tx::REGISTRATION_UNKNOWN),
     };
-    steps.push(
-        &mut rows,
-        "registration-checked",
-        reg,
-        ms_at(f5, "/registrations_checked_at"),
-    );
+    for (key, label, at) in [
+        ("watcher-armed", w(tx::WATCHER_ARMED), "/watcher/armed_at"),
+        ("scaled", w(tx::SCALED_TO_0), "/scaled_at"),
+        ("pods-gone", w(tx::PODS_GONE), "/pods_gone_at"),
+        ("registration-checked", reg, "/registrations_checked_at"),
+    ] {
+        steps.push(&mut rows, key, label, ms_at(f5, at));
+    }
     for (key, label) in [
         ("target_bad", tx::ROW_TARGET_BAD_SCALED),
         ("control", tx::ROW_CONTROL),
@@ -497,36 +479,21 @@ fn recovery_rows(f6: &Value, steps: &Steps) -> Vec<Row> {
     let mut rows = Vec::new();
     let by = f6["restored_by"].as_str().unwrap_or("?");
     let by = tx::actor(by).map_or(by, |t| t.get(lang));
+    let restore = format!("{} ({}: {by})", w(tx::RESTORE), w(tx::RESTORED_BY));
     for (key, ptr, label) in [
-        (
-            "replicas-restored",
-            "/replicas_restored",
-            format!("{} ({}: {by})", w(tx::RESTORE), w(tx::RESTORED_BY)),
-        ),
-        (
-            "pod-created",
-            "/pod_created",
-            w(tx::NEW_POD_CREATED).to_owned(),
-        ),
-        (
-            "pod-running",
-            "/pod_running",
-            w(tx::NEW_POD_RUNNING).to_owned(),
-        ),
-        (
-            "lease-acquired",
-            "/lease_acquired",
-            w(tx::LEASE_ACQUIRED).to_owned(),
-        ),
+        ("replicas-restored", "/replicas_restored", restore.as_str()),
+        ("pod-created", "/pod_created", w(tx::NEW_POD_CREATED)),
+        ("pod-running", "/pod_running", w(tx::NEW_POD_RUNNING)),
+        ("lease-acquired", "/lease_acquired", w(tx::LEASE_ACQUIRED)),
         (
             "webhook-registered",
             "/webhook_registered",
-            w(tx::WEBHOOK_REGISTERED).to_owned(),
+            w(tx::WEBHOOK_REGISTERED),
         ),
         (
             "first-deny",
             "/first_explicit_deny",
-            w(tx::FIRST_EXPLICIT_DENY).to_owned(),
+            w(tx::FIRST_EXPLICIT_DENY),
         ),
     ] {
         let Some(s) = f6.pointer(ptr).filter(|s| s.is_object()) else {
@@ -535,10 +502,10 @@ fn recovery_rows(f6: &Value, steps: &Steps) -> Vec<Row> {
         if s["status"] == "confirmed"
             && let Some(at) = ms_at(s, "/at")
         {
-            steps.push(&mut rows, key, &label, Some(at));
+            steps.push(&mut rows, key, label, Some(at));
         } else {
             rows.push(Row {
-                label,
+                label: label.to_owned(),
                 mark: Mark::Missing {
                     key,
                     note: format!(
