@@ -41,16 +41,81 @@
 
 use std::collections::BTreeSet;
 
+use serde_json::Value;
+
 use super::freeze::{self, Freeze};
-use super::{
-    Code, G, SameRegistration, registration_equals, violating_pod_never_admitted_under_fail,
+use super::witness::{
+    fact_is_derived_from_raw, fact_is_derived_from_raw_record, lease_is_derived_from, raw_record,
+    registration_is_derived_from, required_raw, same_time,
 };
-use crate::evidence::Outcome;
+use super::{
+    Code, G, SameRegistration, ev_name, registration_equals,
+    violating_pod_never_admitted_under_fail,
+};
+use crate::derive;
+use crate::evidence::{Evidence, Outcome, RequestRecord};
 use crate::facts::{self, c::*};
 use crate::inputs::{self, Context};
 
 /// Replicas lab C runs (`ha-plan.json` `replicas`).
 const REPLICAS: u32 = inputs::HaReplicas::VALUE;
+
+/// Checks `expected == found` for each `(field, expected, found)`, flagging `code` on
+/// `s.<field>`: the rows of a rule that holds several fields to their values.
+fn fields_are<F: std::fmt::Display, T: PartialEq + std::fmt::Debug>(
+    g: &mut G,
+    code: Code,
+    s: &str,
+    rows: impl IntoIterator<Item = (F, T, T)>,
+) {
+    for (field, expected, found) in rows {
+        g.expect_eq(code, format!("{s}.{field}"), expected, found);
+    }
+}
+
+/// Checks `a <= b` for each `(field, a, b)` of timestamps, flagging times-inconsistent on
+/// `s.<field>`.
+fn times_are_ordered<'t>(
+    g: &mut G,
+    s: &str,
+    rows: impl IntoIterator<Item = (&'t str, &'t str, &'t str)>,
+) {
+    for (field, a, b) in rows {
+        g.times_ordered(&format!("{s}.{field}"), a, b);
+    }
+}
+
+/// The pod UIDs of act 3's replicas.
+fn replica_uids(a3: &Act3Facts) -> BTreeSet<&str> {
+    a3.replicas
+        .iter()
+        .filter_map(|r| r.pod.uid.as_deref())
+        .collect()
+}
+
+/// The pod names of act 3's replicas.
+fn replica_names(replicas: &[ReplicaFacts]) -> BTreeSet<&str> {
+    replicas.iter().map(|r| r.pod.name.as_str()).collect()
+}
+
+/// Whether a raw pod's `Ready` condition is `True`.
+fn raw_pod_ready(p: &Value) -> bool {
+    let cs = p.pointer("/status/conditions").and_then(Value::as_array);
+    cs.is_some_and(|cs| {
+        cs.iter()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True")
+    })
+}
+
+/// The pod named `name` in a raw list of pods.
+fn raw_pod<'v>(pods: &'v Value, name: &str) -> Option<(usize, &'v Value)> {
+    let named = |p: &&Value| p.pointer("/metadata/name").and_then(Value::as_str) == Some(name);
+    pods.as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .find(|(_, p)| named(p))
+}
 
 /// Act 3: three ready replicas, their endpoints and the Lease, then the healthy baseline.
 pub(crate) fn act3(g: &mut G) {
@@ -80,71 +145,50 @@ pub(crate) fn act3(g: &mut G) {
 
 /// The healer scaled from the plan's original count to its three, and the Deployment says three.
 fn scale_is_the_plans(g: &mut G, s: &str, f: &Act3Facts) {
-    let original = inputs::OriginalReplicas::VALUE;
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{s}.scale.replicas_before"),
-        original,
-        f.scale.replicas_before,
-    );
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{s}.scale.replicas"),
-        REPLICAS,
-        f.scale.replicas,
-    );
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{s}.deployment.replicas"),
-        REPLICAS,
-        f.deployment.replicas,
-    );
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{s}.deployment.ready_replicas"),
-        REPLICAS,
-        f.deployment.ready_replicas,
-    );
+    let (original, d) = (inputs::OriginalReplicas::VALUE, &f.deployment);
+    let rows = [
+        ("scale.replicas_before", original, f.scale.replicas_before),
+        ("scale.replicas", REPLICAS, f.scale.replicas),
+        ("deployment.replicas", REPLICAS, d.replicas),
+        ("deployment.ready_replicas", REPLICAS, d.ready_replicas),
+    ];
+    fields_are(g, Code::ValueMismatch, s, rows);
     if let Some(a1) = g.facts::<facts::Act1Facts>(1) {
+        let uid = a1.controller_deployment.uid;
         g.expect_eq(
             Code::UidMismatch,
             format!("{s}.deployment.uid"),
-            a1.controller_deployment.uid.as_str(),
-            f.deployment.uid.as_str(),
+            uid.as_str(),
+            d.uid.as_str(),
         );
     }
 }
 
 /// Three replicas, each its own pod (distinct names and UIDs), `Ready` and `Running`.
 fn three_distinct_ready_replicas(g: &mut G, s: &str, f: &Act3Facts) {
+    let n = f.replicas.len();
     g.expect_eq(
         Code::ValueMismatch,
         format!("{s}.replicas"),
         REPLICAS as usize,
-        f.replicas.len(),
+        n,
     );
-    let names: BTreeSet<&str> = f.replicas.iter().map(|r| r.pod.name.as_str()).collect();
-    let uids: BTreeSet<&str> = f
-        .replicas
-        .iter()
-        .filter_map(|r| r.pod.uid.as_deref())
-        .collect();
+    let (names, uids) = (replica_names(&f.replicas), replica_uids(f));
     g.check(
-        names.len() == f.replicas.len() && uids.len() == f.replicas.len(),
+        names.len() == n && uids.len() == n,
         Code::UidMismatch,
         format!("{s}.replicas"),
         || format!("expected distinct pods, found names {names:?} and UIDs {uids:?}"),
     );
     for (i, r) in f.replicas.iter().enumerate() {
+        let ok = r.ready && r.pod.exists && r.pod.phase.as_deref() == Some("Running");
         g.check(
-            r.ready && r.pod.exists && r.pod.phase.as_deref() == Some("Running"),
+            ok,
             Code::ValueMismatch,
             format!("{s}.replicas[{i}]"),
             || {
-                format!(
-                    "expected a Ready, Running pod, found ready={} phase={:?}",
-                    r.ready, r.pod.phase
-                )
+                let (ready, phase) = (r.ready, &r.pod.phase);
+                format!("expected a Ready, Running pod, found ready={ready} phase={phase:?}")
             },
         );
     }
@@ -153,15 +197,10 @@ fn three_distinct_ready_replicas(g: &mut G, s: &str, f: &Act3Facts) {
 /// Every replica is a ready endpoint of `kyverno-svc` (by pod name and address), and there is
 /// no ready endpoint that is not one of them: the API server dials these addresses itself.
 fn every_ready_replica_is_a_ready_endpoint(g: &mut G, s: &str, f: &Act3Facts) {
-    let ready: BTreeSet<(Option<&str>, &str)> = f
-        .endpoints
-        .iter()
-        .filter(|e| e.ready)
+    let ready: BTreeSet<(Option<&str>, &str)> = (f.endpoints.iter().filter(|e| e.ready))
         .map(|e| (e.pod.as_deref(), e.address.as_str()))
         .collect();
-    let replicas: BTreeSet<(Option<&str>, &str)> = f
-        .replicas
-        .iter()
+    let replicas: BTreeSet<(Option<&str>, &str)> = (f.replicas.iter())
         .map(|r| (Some(r.pod.name.as_str()), r.pod_ip.as_deref().unwrap_or("")))
         .collect();
     g.expect_eq(
@@ -191,13 +230,8 @@ fn lease_holder_is_a_replica(
 /// Scaling does not touch the registration: it is act 2's.
 fn registration_is_act2s(g: &mut G, s: &str, f: &Act3Facts) {
     if let Some(a2) = g.facts::<facts::Act2Facts>(2) {
-        registration_equals(
-            g,
-            &format!("{s}.webhook"),
-            &f.webhook,
-            &a2.webhook,
-            SameRegistration::Identical,
-        );
+        let (s, same) = (format!("{s}.webhook"), SameRegistration::Identical);
+        registration_equals(g, &s, &f.webhook, &a2.webhook, same);
     }
 }
 
@@ -228,33 +262,21 @@ fn baseline_waves_were_parallel(g: &mut G, s: &str, f: &Act3Facts) {
         Code::ValueMismatch,
         format!("{s}.bad"),
         || {
-            format!(
-                "expected at least 2 waves of at least {REPLICAS} requests ({} × {size}), found {} requests",
-                f.waves,
-                f.bad.len()
-            )
+            let (waves, n) = (f.waves, f.bad.len());
+            format!("expected at least 2 waves of at least {REPLICAS} requests ({waves} × {size}), found {n} requests")
         },
     );
-    if size == 0 {
-        return;
-    }
-    for (w, wave) in f.bad.chunks(size).enumerate() {
-        waves_had_requests_in_flight_at_once(g, &format!("{s}.bad (wave {w})"), wave);
-    }
+    waves_had_requests_in_flight_at_once(g, s, &f.bad, f.wave_size);
 }
 
 /// The most requests of `wave` in flight at one instant: each request spans `[sent_at,
 /// answered_at]`; `None` when a time does not parse.
-pub(super) fn most_in_flight(wave: &[crate::evidence::RequestRecord]) -> Option<usize> {
+fn most_in_flight(wave: &[RequestRecord]) -> Option<usize> {
     let mut edges = Vec::new();
     for r in wave {
-        let (a, b) = (
-            facts::parse_rfc3339(&r.sent_at)?,
-            facts::parse_rfc3339(&r.answered_at)?,
-        );
         // A send at the same millisecond as another's answer counts as overlapping.
-        edges.push((a, 0i32));
-        edges.push((b, 1i32));
+        edges.push((facts::parse_rfc3339(&r.sent_at)?, 0i32));
+        edges.push((facts::parse_rfc3339(&r.answered_at)?, 1i32));
     }
     edges.sort();
     let (mut now, mut most) = (0usize, 0usize);
@@ -269,25 +291,24 @@ pub(super) fn most_in_flight(wave: &[crate::evidence::RequestRecord]) -> Option<
     Some(most)
 }
 
-/// At least one request per replica of `wave` was in flight at once ([`most_in_flight`]).
-/// Flags times-inconsistent.
-pub(super) fn waves_had_requests_in_flight_at_once(
-    g: &mut G,
-    subject: &str,
-    wave: &[crate::evidence::RequestRecord],
-) {
-    let most = most_in_flight(wave);
-    g.check(
-        most.is_some_and(|m| m >= REPLICAS as usize),
-        Code::TimesInconsistent,
-        subject,
-        || {
-            format!(
-                "at most {most:?} of the wave's {} requests were in flight at once; a parallel wave has at least {REPLICAS}",
-                wave.len()
-            )
-        },
-    );
+/// In each wave of `size` requests of `bad` (`s.bad (wave <w>)`), at least one request per
+/// replica was in flight at once ([`most_in_flight`]). Flags times-inconsistent.
+fn waves_had_requests_in_flight_at_once(g: &mut G, s: &str, bad: &[RequestRecord], size: u32) {
+    if size == 0 {
+        return;
+    }
+    for (w, wave) in bad.chunks(size as usize).enumerate() {
+        let most = most_in_flight(wave);
+        g.check(
+            most.is_some_and(|m| m >= REPLICAS as usize),
+            Code::TimesInconsistent,
+            format!("{s}.bad (wave {w})"),
+            || {
+                let n = wave.len();
+                format!("at most {most:?} of the wave's {n} requests were in flight at once; a parallel wave has at least {REPLICAS}")
+            },
+        );
+    }
 }
 
 /// A healthy cluster with three replicas: every violating pod explicitly denied by act 2's
@@ -302,33 +323,28 @@ fn baseline_outcomes_are_healthy(g: &mut G, s: &str, f: &Act3Facts) {
         if let Some(h) = &hook {
             g.named_webhook(&sub, r, h);
         }
+        let ns = r.namespace.as_str();
         g.expect_eq(
             Code::ValueMismatch,
             format!("{sub}.namespace"),
             "kca-webhook-target",
-            r.namespace.as_str(),
+            ns,
         );
     }
     g.request(&format!("{s}.good"), &f.good, &[Outcome::Stored]);
     g.request(&format!("{s}.control"), &f.control, &[Outcome::Stored]);
     // Real creates, never server dry-run: a dry-run would store nothing to compare.
-    for (sub, r) in f
+    let bad = f
         .bad
         .iter()
         .enumerate()
-        .map(|(i, r)| (format!("bad[{i}]"), r))
-        .chain([
-            ("good".to_owned(), &f.good),
-            ("control".to_owned(), &f.control),
-        ])
-    {
-        g.expect_eq(
-            Code::ValueMismatch,
-            format!("{s}.{sub}.dry_run"),
-            false,
-            r.dry_run,
-        );
-    }
+        .map(|(i, r)| (format!("bad[{i}]"), r));
+    let all = bad.chain([
+        ("good".to_owned(), &f.good),
+        ("control".to_owned(), &f.control),
+    ]);
+    let dry_runs = all.map(|(sub, r)| (format!("{sub}.dry_run"), false, r.dry_run));
+    fields_are(g, Code::ValueMismatch, s, dry_runs);
     for (sub, r, ns, label) in [
         ("good", &f.good, "kca-webhook-target", true),
         ("control", &f.control, "kca-webhook-control", false),
@@ -346,15 +362,16 @@ fn baseline_outcomes_are_healthy(g: &mut G, s: &str, f: &Act3Facts) {
             super::has_env_label(r),
         );
     }
+    let (good, existing) = (&f.good, &f.existing);
     g.expect_eq(
         Code::ValueMismatch,
         format!("{s}.existing.name"),
-        (f.good.name.as_str(), f.good.namespace.as_str()),
-        (f.existing.name.as_str(), f.existing.namespace.as_str()),
+        (good.name.as_str(), good.namespace.as_str()),
+        (existing.name.as_str(), existing.namespace.as_str()),
     );
-    g.times_ordered(&format!("{s}.existing.at"), &f.good.get.at, &f.existing.at);
-    if let Some(uid) = f.good.get.uid.clone() {
-        g.existing(&format!("{s}.existing"), &f.existing, &uid);
+    g.times_ordered(&format!("{s}.existing.at"), &good.get.at, &existing.at);
+    if let Some(uid) = &good.get.uid {
+        g.existing(&format!("{s}.existing"), existing, uid);
     }
 }
 
@@ -363,33 +380,26 @@ fn baseline_outcomes_are_healthy(g: &mut G, s: &str, f: &Act3Facts) {
 /// replica; Kyverno also counts other pod requests, so not exactly).
 fn replica_counts_cover_the_requests(g: &mut G, s: &str, f: &Act3Facts) {
     let rows: BTreeSet<&str> = f.replica_requests.iter().map(|r| r.pod.as_str()).collect();
-    let replicas: BTreeSet<&str> = f.replicas.iter().map(|r| r.pod.name.as_str()).collect();
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{s}.replica_requests"),
-        replicas,
-        rows,
-    );
+    let sub = format!("{s}.replica_requests");
+    g.expect_eq(Code::ValueMismatch, &sub, replica_names(&f.replicas), rows);
     let mut total = Some(0u64);
     for (i, r) in f.replica_requests.iter().enumerate() {
-        match (r.before, r.after) {
-            (Some(b), Some(a)) => {
-                g.check(a >= b, Code::ValueMismatch, format!("{s}.replica_requests[{i}]"), || {
-                    format!("counter went down from {b} to {a}: the replica restarted inside the act")
-                });
-                total = total.map(|t| t + a.saturating_sub(b));
-            }
-            _ => total = None,
-        }
+        let (Some(b), Some(a)) = (r.before, r.after) else {
+            total = None;
+            continue;
+        };
+        g.check(a >= b, Code::ValueMismatch, format!("{sub}[{i}]"), || {
+            format!("counter went down from {b} to {a}: the replica restarted inside the act")
+        });
+        total = total.map(|t| t + a.saturating_sub(b));
     }
     if let Some(total) = total {
         let target = f.bad.len() + 1;
-        g.check(
-            total >= target as u64,
-            Code::ValueMismatch,
-            format!("{s}.replica_requests"),
-            || format!("the replicas counted {total} pod requests, fewer than the {target} target requests"),
-        );
+        g.check(total >= target as u64, Code::ValueMismatch, sub, || {
+            format!(
+                "the replicas counted {total} pod requests, fewer than the {target} target requests"
+            )
+        });
     }
 }
 
@@ -399,12 +409,8 @@ pub(crate) fn act4(g: &mut G) {
         return;
     };
     let s = "evidence/04.json facts";
-    super::investigation_against_its_plan::<inputs::FreezePlanC>(
-        g,
-        s,
-        &f.node_uid,
-        &f.deployment_uid,
-    );
+    let (node, deployment) = (&f.node_uid, &f.deployment_uid);
+    super::investigation_against_its_plan::<inputs::FreezePlanC>(g, s, node, deployment);
     leader_is_the_lease_holder(g, s, &f);
     processes_are_act3s_replicas(g, s, &f);
     if let Some(ev) = g.evidence(4) {
@@ -415,28 +421,25 @@ pub(crate) fn act4(g: &mut G) {
 /// The leader is the Lease's holder, and the holder did not change while the processes were
 /// read (read before and after).
 fn leader_is_the_lease_holder(g: &mut G, s: &str, f: &Act4Facts) {
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{s}.leader.pod_name"),
-        f.lease.holder.as_deref(),
-        Some(f.leader.pod_name.as_str()),
-    );
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{s}.lease_after.holder"),
-        f.lease.holder.as_deref(),
-        f.lease_after.holder.as_deref(),
-    );
-    g.times_ordered(
-        &format!("{s}.lease_after.at"),
-        &f.lease.at,
-        &f.lease_after.at,
-    );
-    g.times_ordered(
-        &format!("{s}.investigated_at"),
-        &f.lease_after.at,
-        &f.investigated_at,
-    );
+    let holder = f.lease.holder.as_deref();
+    let rows = [
+        ("leader.pod_name", holder, Some(f.leader.pod_name.as_str())),
+        (
+            "lease_after.holder",
+            holder,
+            f.lease_after.holder.as_deref(),
+        ),
+    ];
+    fields_are(g, Code::ValueMismatch, s, rows);
+    let rows = [
+        (
+            "lease_after.at",
+            f.lease.at.as_str(),
+            f.lease_after.at.as_str(),
+        ),
+        ("investigated_at", &f.lease_after.at, &f.investigated_at),
+    ];
+    times_are_ordered(g, s, rows);
 }
 
 /// Leader and followers are act 3's three replicas (by pod UID), each once, each its own live
@@ -444,69 +447,41 @@ fn leader_is_the_lease_holder(g: &mut G, s: &str, f: &Act4Facts) {
 fn processes_are_act3s_replicas(g: &mut G, s: &str, f: &Act4Facts) {
     let all: Vec<&ReplicaProcess> = std::iter::once(&f.leader).chain(&f.followers).collect();
     if let Some(a3) = g.facts::<Act3Facts>(3) {
-        let act3: BTreeSet<&str> = a3
-            .replicas
-            .iter()
-            .filter_map(|r| r.pod.uid.as_deref())
-            .collect();
+        let act3 = replica_uids(&a3);
         let found: BTreeSet<&str> = all.iter().map(|p| p.identity.pod_uid.as_str()).collect();
-        g.check(
-            found == act3 && all.len() == act3.len(),
-            Code::UidMismatch,
-            format!("{s}.followers"),
-            || {
-                format!(
-                    "expected act 3's replicas {act3:?} once each, found {found:?} ({} processes)",
-                    all.len()
-                )
-            },
-        );
+        let ok = found == act3 && all.len() == act3.len();
+        g.check(ok, Code::UidMismatch, format!("{s}.followers"), || {
+            let n = all.len();
+            format!("expected act 3's replicas {act3:?} once each, found {found:?} ({n} processes)")
+        });
     }
     let pids: BTreeSet<u32> = all.iter().map(|p| p.identity.pid).collect();
     let containers: BTreeSet<&str> = all
         .iter()
         .map(|p| p.identity.container_id.as_str())
         .collect();
-    g.check(
-        pids.len() == all.len() && containers.len() == all.len(),
-        Code::ValueMismatch,
-        format!("{s}.followers"),
-        || {
-            format!(
-                "expected one process per replica, found PIDs {pids:?}, containers {containers:?}"
-            )
-        },
-    );
+    let ok = pids.len() == all.len() && containers.len() == all.len();
+    g.check(ok, Code::ValueMismatch, format!("{s}.followers"), || {
+        format!("expected one process per replica, found PIDs {pids:?}, containers {containers:?}")
+    });
     for (i, p) in all.iter().enumerate() {
-        let sub = if i == 0 {
-            format!("{s}.leader")
-        } else {
-            format!("{s}.followers[{}]", i - 1)
+        let sub = match i {
+            0 => format!("{s}.leader"),
+            _ => format!("{s}.followers[{}]", i - 1),
         };
-        g.check(
-            p.identity.pid > 1
-                && p.identity.pid_start_time_ticks > 0
-                && !p.identity.container_id.is_empty(),
-            Code::ValueMismatch,
-            format!("{sub}.identity"),
-            || {
-                format!(
-                    "expected a PID > 1, its start time and a container ID, found {:?}",
-                    p.identity
-                )
-            },
-        );
+        let id = &p.identity;
+        let live = id.pid > 1 && id.pid_start_time_ticks > 0 && !id.container_id.is_empty();
+        g.check(live, Code::ValueMismatch, format!("{sub}.identity"), || {
+            format!("expected a PID > 1, its start time and a container ID, found {id:?}")
+        });
+        let state = format!("{sub}.process_state");
         g.check(
             p.process_state != "T",
             Code::ProcessStillStopped,
-            format!("{sub}.process_state"),
+            &state,
             || "act 4 only investigates; the process was found stopped".into(),
         );
-        super::witness::process_state_is_a_proc_state(
-            g,
-            &format!("{sub}.process_state"),
-            &p.process_state,
-        );
+        super::witness::process_state_is_a_proc_state(g, &state, &p.process_state);
     }
 }
 
@@ -516,54 +491,37 @@ fn processes_are_act3s_replicas(g: &mut G, s: &str, f: &Act4Facts) {
 /// `healer-ready`: its deadline), each replica's counter (`replica-metrics-{before,after}:<pod>`,
 /// re-parsed), and the wait's length (between the last condition seen and the first request).
 /// Flags [`Code::RawMismatch`] / [`Code::ObservationMissing`].
-fn act3_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &crate::evidence::Evidence, f: &Act3Facts) {
-    use super::witness::{fact_is_derived_from_raw_record, lease_is_derived_from, required_raw};
+fn act3_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts) {
+    let (fact, sources) = (format!("{s}.deployment"), derive::DEPLOYMENT_SOURCES);
     fact_is_derived_from_raw_record(
         g,
         ev,
         "deployment",
-        &format!("{s}.deployment"),
+        &fact,
         &f.deployment,
-        crate::derive::deployment,
-        crate::derive::DEPLOYMENT_SOURCES,
+        derive::deployment,
+        sources,
     );
     lease_is_derived_from(g, ev, "lease", &format!("{s}.lease"), &f.lease);
-    if super::witness::raw_record(ev, "lease").is_some() {
-        read_between_its_raw_record_and_the_next(
-            g,
-            &format!("{s}.lease.at"),
-            ev,
-            "lease",
-            &f.lease.at,
-        );
-    }
+    read_between_its_raw_record_and_the_next(g, &format!("{s}.lease.at"), ev, "lease", &f.lease.at);
     for (i, r) in f.replicas.iter().enumerate() {
-        read_between_its_raw_record_and_the_next(
-            g,
-            &format!("{s}.replicas[{i}].pod.at"),
-            ev,
-            "pods",
-            &r.pod.at,
-        );
+        let sub = format!("{s}.replicas[{i}].pod.at");
+        read_between_its_raw_record_and_the_next(g, &sub, ev, "pods", &r.pod.at);
     }
     if let Some(checks) = required_raw(g, ev, "ready-wait", &format!("{s}.wait")) {
         wait_times_are_its_checks(g, s, f, checks);
     }
     metrics_window_lies_between_the_replica_counters(g, s, ev);
     replicas_are_the_raw_pods(g, s, ev, f);
-    if let Some(slices) = required_raw(g, ev, "endpoint-slices", &format!("{s}.endpoints")) {
+    let sub = format!("{s}.endpoints");
+    if let Some(slices) = required_raw(g, ev, "endpoint-slices", &sub) {
         let raw = endpoints_of_slices(slices);
-        g.check(
-            raw == f.endpoints,
-            Code::RawMismatch,
-            format!("{s}.endpoints"),
-            || {
-                format!(
-                    "recorded {:?}, the raw EndpointSlices say {raw:?}",
-                    f.endpoints
-                )
-            },
-        );
+        g.check(raw == f.endpoints, Code::RawMismatch, sub, || {
+            format!(
+                "recorded {:?}, the raw EndpointSlices say {raw:?}",
+                f.endpoints
+            )
+        });
     }
     scale_is_the_healers_answers(g, s, ev, f);
     replica_counters_are_the_raw_lines(g, s, ev, &f.replica_requests);
@@ -572,99 +530,69 @@ fn act3_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &crate::evidence::Eviden
 
 /// Act 3's replicas are the raw `pods` list: one per pod, each pod observation, its `Ready`
 /// condition and `status.podIP` the raw pod's. Flags [`Code::RawMismatch`].
-fn replicas_are_the_raw_pods(g: &mut G, s: &str, ev: &crate::evidence::Evidence, f: &Act3Facts) {
-    use super::witness::{fact_is_derived_from_raw, required_raw};
-    use serde_json::Value;
-    if let Some(pods) = required_raw(g, ev, "pods", &format!("{s}.replicas")) {
-        let raw: Vec<&Value> = pods
-            .as_array()
-            .map(|a| a.iter().collect())
-            .unwrap_or_default();
-        g.check(
-            raw.len() == f.replicas.len(),
-            Code::RawMismatch,
-            format!("{s}.replicas"),
-            || {
-                format!(
-                    "{} replicas recorded, the raw list has {}",
-                    f.replicas.len(),
-                    raw.len()
-                )
-            },
-        );
-        for (i, r) in f.replicas.iter().enumerate() {
-            let sub = format!("{s}.replicas[{i}]");
-            let Some((k, p)) = raw.iter().enumerate().find(|(_, p)| {
-                p.pointer("/metadata/name").and_then(Value::as_str) == Some(r.pod.name.as_str())
-            }) else {
-                g.flag(
-                    Code::RawMismatch,
-                    sub,
-                    format!("pod {} is not in the raw list", r.pod.name),
-                );
-                continue;
-            };
-            fact_is_derived_from_raw(
-                g,
-                &format!("{sub}.pod"),
-                &r.pod,
-                &format!("{} raw[pods].data[{k}]", super::ev_name(ev.act)),
-                crate::derive::pod(p, r.pod.at.clone()),
-                crate::derive::POD_SOURCES,
-            );
-            let ready = p
-                .pointer("/status/conditions")
-                .and_then(Value::as_array)
-                .is_some_and(|cs| {
-                    cs.iter()
-                        .any(|c| c["type"] == "Ready" && c["status"] == "True")
-                });
-            let ip = p.pointer("/status/podIP").and_then(Value::as_str);
-            g.check(
-                ready == r.ready && ip == r.pod_ip.as_deref(),
+fn replicas_are_the_raw_pods(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts) {
+    let Some(pods) = required_raw(g, ev, "pods", &format!("{s}.replicas")) else {
+        return;
+    };
+    let (n, raw_n) = (f.replicas.len(), pods.as_array().map_or(0, Vec::len));
+    g.check(
+        raw_n == n,
+        Code::RawMismatch,
+        format!("{s}.replicas"),
+        || format!("{n} replicas recorded, the raw list has {raw_n}"),
+    );
+    for (i, r) in f.replicas.iter().enumerate() {
+        let sub = format!("{s}.replicas[{i}]");
+        let Some((k, p)) = raw_pod(pods, &r.pod.name) else {
+            g.flag(
                 Code::RawMismatch,
                 sub,
-                || {
-                    format!(
-                        "recorded ready={} podIP {:?}, the raw pod says ready={ready} podIP {ip:?}",
-                        r.ready, r.pod_ip
-                    )
-                },
+                format!("pod {} is not in the raw list", r.pod.name),
             );
-        }
+            continue;
+        };
+        let raw_at = format!("{} raw[pods].data[{k}]", ev_name(ev.act));
+        let derived = derive::pod(p, r.pod.at.clone());
+        fact_is_derived_from_raw(
+            g,
+            &format!("{sub}.pod"),
+            &r.pod,
+            &raw_at,
+            derived,
+            derive::POD_SOURCES,
+        );
+        let (ready, ip) = (
+            raw_pod_ready(p),
+            p.pointer("/status/podIP").and_then(Value::as_str),
+        );
+        g.check(ready == r.ready && ip == r.pod_ip.as_deref(), Code::RawMismatch, sub, || {
+            let (r_ready, r_ip) = (r.ready, &r.pod_ip);
+            format!("recorded ready={r_ready} podIP {r_ip:?}, the raw pod says ready={ready} podIP {ip:?}")
+        });
     }
 }
 
 /// Act 3's scale is the healer's answers: `scale-up` (replicas before and after, the answer's
 /// time) and `healer-ready` (its deadline). Flags [`Code::RawMismatch`].
-fn scale_is_the_healers_answers(g: &mut G, s: &str, ev: &crate::evidence::Evidence, f: &Act3Facts) {
-    use super::witness::required_raw;
-    use serde_json::Value;
-    if let Some(up) = required_raw(g, ev, "scale-up", &format!("{s}.scale")) {
-        let ok = up["replicas_before"].as_u64() == Some(u64::from(f.scale.replicas_before))
+fn scale_is_the_healers_answers(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts) {
+    let (sc, sub) = (&f.scale, format!("{s}.scale"));
+    if let Some(up) = required_raw(g, ev, "scale-up", &sub) {
+        let ok = up["replicas_before"].as_u64() == Some(u64::from(sc.replicas_before))
             && up.pointer("/raw/spec/replicas").and_then(Value::as_u64)
-                == Some(u64::from(f.scale.replicas))
-            && up["answered_at"].as_str() == Some(f.scale.scaled_at.as_str());
-        g.check(ok, Code::RawMismatch, format!("{s}.scale"), || {
-            format!("recorded {:?}, the healer's answer says {up}", f.scale)
+                == Some(u64::from(sc.replicas))
+            && up["answered_at"].as_str() == Some(sc.scaled_at.as_str());
+        g.check(ok, Code::RawMismatch, sub, || {
+            format!("recorded {sc:?}, the healer's answer says {up}")
         });
     }
-    if let Some(ready) = required_raw(
-        g,
-        ev,
-        "healer-ready",
-        &format!("{s}.scale.restore_deadline_at"),
-    ) {
+    let sub = format!("{s}.scale.restore_deadline_at");
+    if let Some(ready) = required_raw(g, ev, "healer-ready", &sub) {
+        let (raw, at) = (&ready["deadline_at"], &sc.restore_deadline_at);
         g.check(
-            ready["deadline_at"].as_str() == Some(f.scale.restore_deadline_at.as_str()),
+            raw.as_str() == Some(at.as_str()),
             Code::RawMismatch,
-            format!("{s}.scale.restore_deadline_at"),
-            || {
-                format!(
-                    "recorded {:?}, the healer's ready answer says {}",
-                    f.scale.restore_deadline_at, ready["deadline_at"]
-                )
-            },
+            sub,
+            || format!("recorded {at:?}, the healer's ready answer says {raw}"),
         );
     }
 }
@@ -672,23 +600,13 @@ fn scale_is_the_healers_answers(g: &mut G, s: &str, ev: &crate::evidence::Eviden
 /// `kyverno-svc`'s endpoints as the act derives them from its EndpointSlices (raw, verbatim):
 /// each endpoint's first address, its pod, `conditions.ready` (absent counts as ready), sorted
 /// by pod name.
-fn endpoints_of_slices(slices: &serde_json::Value) -> Vec<EndpointFacts> {
-    use serde_json::Value;
-    let mut raw: Vec<EndpointFacts> = slices
-        .as_array()
-        .into_iter()
-        .flatten()
+fn endpoints_of_slices(slices: &Value) -> Vec<EndpointFacts> {
+    let text = |e: &Value, p: &str| e.pointer(p).and_then(Value::as_str).map(str::to_owned);
+    let mut raw: Vec<EndpointFacts> = (slices.as_array().into_iter().flatten())
         .flat_map(|sl| sl["endpoints"].as_array().cloned().unwrap_or_default())
         .map(|e| EndpointFacts {
-            address: e
-                .pointer("/addresses/0")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned(),
-            pod: e
-                .pointer("/targetRef/name")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
+            address: text(&e, "/addresses/0").unwrap_or_default(),
+            pod: text(&e, "/targetRef/name"),
             ready: e
                 .pointer("/conditions/ready")
                 .and_then(Value::as_bool)
@@ -702,32 +620,23 @@ fn endpoints_of_slices(slices: &serde_json::Value) -> Vec<EndpointFacts> {
 /// Each replica's counter is what its raw `/metrics` lines give
 /// (`replica-metrics-{before,after}:<pod>`, re-parsed; `None` when the read failed). Flags
 /// [`Code::RawMismatch`] / [`Code::ObservationMissing`].
-fn replica_counters_are_the_raw_lines(
-    g: &mut G,
-    s: &str,
-    ev: &crate::evidence::Evidence,
-    rows: &[ReplicaRequests],
-) {
-    use serde_json::Value;
+fn replica_counters_are_the_raw_lines(g: &mut G, s: &str, ev: &Evidence, rows: &[ReplicaRequests]) {
     for (i, r) in rows.iter().enumerate() {
         for (when, recorded) in [("before", r.before), ("after", r.after)] {
             let what = format!("replica-metrics-{when}:{}", r.pod);
             let sub = format!("{s}.replica_requests[{i}].{when}");
-            let Some(raw) = super::witness::required_raw(g, ev, &what, &sub) else {
+            let Some(raw) = required_raw(g, ev, &what, &sub) else {
                 continue;
             };
-            let text: String = raw["lines"]
+            let lines = raw["lines"]
                 .as_array()
                 .into_iter()
                 .flatten()
-                .filter_map(Value::as_str)
-                .collect::<Vec<_>>()
-                .join("\n");
-            let parsed = if raw["status"] == 200 {
-                crate::metrics::kyverno_pod_requests(&text)
-            } else {
-                None
-            };
+                .filter_map(Value::as_str);
+            let text = lines.collect::<Vec<_>>().join("\n");
+            let parsed = (raw["status"] == 200)
+                .then(|| crate::metrics::kyverno_pod_requests(&text))
+                .flatten();
             g.check(parsed == recorded, Code::RawMismatch, sub, || {
                 format!("recorded {recorded:?}, the raw lines give {parsed:?}")
             });
@@ -738,18 +647,13 @@ fn replica_counters_are_the_raw_lines(
 /// The wait's recorded length lies between the last condition it saw (less the clock skew)
 /// and the first baseline request (the wait starts right after the scale's answer).
 fn wait_length_is_the_waits(g: &mut G, s: &str, f: &Act3Facts) {
-    let w = &f.wait;
-    let ms = |a: &str, b: &str| {
-        Some((facts::parse_rfc3339(b)? - facts::parse_rfc3339(a)?).num_milliseconds())
+    let (w, scaled) = (&f.wait, &f.scale.scaled_at);
+    let ms = |b: &str| {
+        Some((facts::parse_rfc3339(b)? - facts::parse_rfc3339(scaled)?).num_milliseconds())
     };
-    let last = [&w.ready_pods_at, &w.ready_endpoints_at, &w.registration_at]
-        .into_iter()
-        .filter_map(|t| ms(&f.scale.scaled_at, t))
-        .max();
-    let first = f
-        .bad
-        .first()
-        .and_then(|r| ms(&f.scale.scaled_at, &r.sent_at));
+    let conditions = [&w.ready_pods_at, &w.ready_endpoints_at, &w.registration_at];
+    let last = conditions.into_iter().filter_map(|t| ms(t)).max();
+    let first = f.bad.first().and_then(|r| ms(&r.sent_at));
     if let (Some(last), Some(first)) = (last, first) {
         let waited = w.waited_ms as i64;
         g.check(
@@ -765,8 +669,7 @@ fn wait_length_is_the_waits(g: &mut G, s: &str, f: &Act3Facts) {
 /// container read for its pod (`cri-container:<pod>`: container ID, PID, pod UID, pod name, and
 /// the restart count as the container's `attempt`, [`crate::derive::cri_container`]). Flags [`Code::RawMismatch`] /
 /// [`Code::ObservationMissing`].
-fn act4_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &crate::evidence::Evidence, f: &Act4Facts) {
-    use super::witness::{lease_is_derived_from, required_raw};
+fn act4_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, f: &Act4Facts) {
     lease_is_derived_from(g, ev, "lease-before", &format!("{s}.lease"), &f.lease);
     lease_is_derived_from(
         g,
@@ -775,47 +678,38 @@ fn act4_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &crate::evidence::Eviden
         &format!("{s}.lease_after"),
         &f.lease_after,
     );
-    let all = std::iter::once(("leader".to_owned(), &f.leader)).chain(
-        f.followers
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (format!("followers[{i}]"), p)),
-    );
-    for (role, p) in all {
-        let sub = format!("{s}.{role}");
+    let followers = f
+        .followers
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (format!("followers[{i}]"), p));
+    for (role, p) in std::iter::once(("leader".to_owned(), &f.leader)).chain(followers) {
         let what = format!("cri-container:{}", p.pod_name);
-        if let Some(c) = required_raw(g, ev, &what, &sub) {
-            super::witness::fact_is_derived_from_raw(
-                g,
-                &sub,
-                p,
-                &format!("{} raw[{what}].data", super::ev_name(ev.act)),
-                crate::derive::cri_container(c),
-                crate::derive::CRI_PROCESS_SOURCES,
-            );
-        }
+        let (derive, sources) = (derive::cri_container, derive::CRI_PROCESS_SOURCES);
+        fact_is_derived_from_raw_record(g, ev, &what, &format!("{s}.{role}"), p, derive, sources);
     }
 }
 
 /// An observation made from a raw record (the Lease, the pods) is timed between that record and
 /// the next raw record the act wrote: the act records the answer, derives the fact, then goes on
-/// (`lab/src/labs/c.rs`). Flags [`Code::TimesInconsistent`].
+/// (`lab/src/labs/c.rs`). Nothing is checked when the act has no such record (the rule that
+/// holds the fact to the record flags it). Flags [`Code::TimesInconsistent`].
 fn read_between_its_raw_record_and_the_next(
     g: &mut G,
     subject: &str,
-    ev: &crate::evidence::Evidence,
+    ev: &Evidence,
     what: &str,
     at: &str,
 ) {
-    let time = |r: &serde_json::Value| {
+    let time = |r: &Value| {
         r.get("at")
-            .and_then(|a| a.as_str())
+            .and_then(Value::as_str)
             .and_then(facts::parse_rfc3339)
     };
     let Some(i) = ev
         .raw
         .iter()
-        .position(|r| r.get("what").and_then(|w| w.as_str()) == Some(what))
+        .position(|r| r.get("what").and_then(Value::as_str) == Some(what))
     else {
         return;
     };
@@ -837,25 +731,15 @@ fn read_between_its_raw_record_and_the_next(
 
 /// The wait's three times are its checks' (raw `ready-wait`, every check whose state changed):
 /// each is the first check where its condition held. Flags [`Code::RawMismatch`].
-fn wait_times_are_its_checks(g: &mut G, s: &str, f: &Act3Facts, checks: &serde_json::Value) {
-    let first = |flag: &str| {
-        checks
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|c| c[flag] == true)
-            .and_then(|c| c["at"].as_str())
-    };
+fn wait_times_are_its_checks(g: &mut G, s: &str, f: &Act3Facts, checks: &Value) {
+    let w = &f.wait;
     for (what, flag, at) in [
-        ("ready_pods_at", "pods_ok", &f.wait.ready_pods_at),
-        (
-            "ready_endpoints_at",
-            "endpoints_ok",
-            &f.wait.ready_endpoints_at,
-        ),
-        ("registration_at", "registration", &f.wait.registration_at),
+        ("ready_pods_at", "pods_ok", &w.ready_pods_at),
+        ("ready_endpoints_at", "endpoints_ok", &w.ready_endpoints_at),
+        ("registration_at", "registration", &w.registration_at),
     ] {
-        let raw = first(flag);
+        let mut all = checks.as_array().into_iter().flatten();
+        let raw = all.find(|c| c[flag] == true).and_then(|c| c["at"].as_str());
         g.check(
             raw == Some(at.as_str()),
             Code::RawMismatch,
@@ -873,28 +757,15 @@ fn wait_times_are_its_checks(g: &mut G, s: &str, f: &Act3Facts, checks: &serde_j
 /// replicas' counters read before the requests and those read after: the act reads Kyverno's
 /// counters, opens the window, sends, closes it, reads the counters again. Flags
 /// [`Code::TimesInconsistent`].
-fn metrics_window_lies_between_the_replica_counters(
-    g: &mut G,
-    s: &str,
-    ev: &crate::evidence::Evidence,
-) {
-    let at = |r: &serde_json::Value| r.get("at").and_then(|a| a.as_str()).map(str::to_owned);
+fn metrics_window_lies_between_the_replica_counters(g: &mut G, s: &str, ev: &Evidence) {
     let of = |prefix: &str| -> Vec<String> {
-        ev.raw
-            .iter()
-            .filter(|r| {
-                r.get("what")
-                    .and_then(|w| w.as_str())
-                    .is_some_and(|w| w.starts_with(prefix))
-            })
-            .filter_map(at)
-            .collect()
+        let of_kind = |r: &&Value| r["what"].as_str().is_some_and(|w| w.starts_with(prefix));
+        let at = |r: &Value| r["at"].as_str().map(str::to_owned);
+        ev.raw.iter().filter(of_kind).filter_map(at).collect()
     };
     let m = &ev.facts[crate::evidence::METRICS_KEY];
-    let (Some(begin), Some(end)) = (
-        m.pointer("/before/at").and_then(|v| v.as_str()),
-        m.pointer("/after/at").and_then(|v| v.as_str()),
-    ) else {
+    let at = |p: &str| m.pointer(p).and_then(Value::as_str);
+    let (Some(begin), Some(end)) = (at("/before/at"), at("/after/at")) else {
         return;
     };
     if let Some(last_before) = of("replica-metrics-before:").into_iter().max() {
@@ -913,11 +784,6 @@ fn metrics_window_lies_between_the_replica_counters(
     }
 }
 
-/// The act whose evidence is being graded, as its file name's subject.
-fn subject(act: u8) -> String {
-    format!("{} facts", super::ev_name(act))
-}
-
 /// Act 5: the leader frozen for 20 s under Fail.
 pub(crate) fn act5(g: &mut G) {
     let Some(f) = g.facts::<Act5Facts>(5) else {
@@ -932,11 +798,15 @@ pub(crate) fn act5(g: &mut G) {
 
 /// The leader frozen is the one the Lease named right before the freeze.
 fn lease_before_names_the_frozen_leader(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
+    let (target, holder) = (
+        Some(run.target_pod.as_str()),
+        run.lease_before.holder.as_deref(),
+    );
     g.expect_eq(
         Code::ValueMismatch,
         format!("{s}.lease_before.holder"),
-        Some(run.target_pod.as_str()),
-        run.lease_before.holder.as_deref(),
+        target,
+        holder,
     );
 }
 
@@ -945,39 +815,33 @@ pub(crate) fn act6(g: &mut G) {
     let Some(f) = g.facts::<Act6Facts>(6) else {
         return;
     };
-    freeze::policy_switched_to_ignore(
-        g,
-        &f.policy_uid_before,
-        &f.policy,
-        &f.webhook,
-        &f.healthy_bad,
-        &f.run.freeze.frozen_at,
-    );
+    let (uid, frozen_at) = (&f.policy_uid_before, &f.run.freeze.frozen_at);
+    freeze::policy_switched_to_ignore(g, uid, &f.policy, &f.webhook, &f.healthy_bad, frozen_at);
     let v = Freeze::of_c(6, &f.run, true, Some(&f.webhook));
-    let s = &v.s;
-    follower_is_not_the_lease_holder(g, s, &f.run);
+    follower_is_not_the_lease_holder(g, &v.s, &f.run);
     frozen_follower_is_its_latest_process(g, &v, &f.run);
     replica_freeze_run(g, &v, &f.run);
-    lease_holder_unchanged_by_a_follower_freeze(g, s, &f.run);
+    lease_holder_unchanged_by_a_follower_freeze(g, &v.s, &f.run);
 }
 
 /// Act 5's frozen replica is the leader act 4 found, with act 4's process identity.
 fn frozen_replica_is_act4s_leader(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun) {
-    let s = &v.s;
+    let (s, role) = (&v.s, run.target_role.as_str());
     g.expect_eq(
         Code::ValueMismatch,
         format!("{s}.target_role"),
         "leader",
-        run.target_role.as_str(),
+        role,
     );
     let Some(a4) = g.facts::<Act4Facts>(4) else {
         return;
     };
+    let (leader, target) = (a4.leader.pod_name.as_str(), run.target_pod.as_str());
     g.expect_eq(
         Code::ValueMismatch,
         format!("{s}.target_pod"),
-        a4.leader.pod_name.as_str(),
-        run.target_pod.as_str(),
+        leader,
+        target,
     );
     freeze::frozen_process_is_the_expected_one(g, v, Some(a4.leader.identity));
 }
@@ -985,40 +849,23 @@ fn frozen_replica_is_act4s_leader(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreeze
 /// Act 6 froze a follower: a replica that did not hold the Lease when the freeze began, one of
 /// act 3's replicas.
 fn follower_is_not_the_lease_holder(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
+    let (role, target) = (run.target_role.as_str(), &run.target_pod);
     g.expect_eq(
         Code::ValueMismatch,
         format!("{s}.target_role"),
         "follower",
-        run.target_role.as_str(),
+        role,
     );
-    g.check(
-        run.lease_before.holder.as_deref() != Some(run.target_pod.as_str()),
-        Code::ValueMismatch,
-        format!("{s}.target_pod"),
-        || {
-            format!(
-                "the frozen pod {} held the Lease when the freeze began",
-                run.target_pod
-            )
-        },
-    );
+    let free = run.lease_before.holder.as_deref() != Some(target.as_str());
+    g.check(free, Code::ValueMismatch, format!("{s}.target_pod"), || {
+        format!("the frozen pod {target} held the Lease when the freeze began")
+    });
     if let Some(a3) = g.facts::<Act3Facts>(3) {
-        let uids: BTreeSet<&str> = a3
-            .replicas
-            .iter()
-            .filter_map(|r| r.pod.uid.as_deref())
-            .collect();
-        g.check(
-            uids.contains(run.freeze.identity.pod_uid.as_str()),
-            Code::UidMismatch,
-            format!("{s}.freeze.identity.pod_uid"),
-            || {
-                format!(
-                    "the frozen pod's UID {} is none of act 3's replicas {uids:?}",
-                    run.freeze.identity.pod_uid
-                )
-            },
-        );
+        let (uids, uid) = (replica_uids(&a3), &run.freeze.identity.pod_uid);
+        let sub = format!("{s}.freeze.identity.pod_uid");
+        g.check(uids.contains(uid.as_str()), Code::UidMismatch, sub, || {
+            format!("the frozen pod's UID {uid} is none of act 3's replicas {uids:?}")
+        });
     }
 }
 
@@ -1026,15 +873,12 @@ fn follower_is_not_the_lease_holder(g: &mut G, s: &str, run: &ReplicaFreezeRun) 
 /// act 5's frozen replica (which may have restarted), else the one act 4 found. A replica
 /// neither froze nor lost the Lease keeps its container between the acts.
 fn frozen_follower_is_its_latest_process(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun) {
-    let from5 = g
-        .facts::<Act5Facts>(5)
+    let from5 = (g.facts::<Act5Facts>(5))
         .filter(|a5| a5.target_pod == run.target_pod)
         .and_then(|a5| a5.target_after.identity_after);
     let from4 = g.facts::<Act4Facts>(4).and_then(|a4| {
-        a4.followers
-            .into_iter()
-            .chain([a4.leader])
-            .find(|p| p.pod_name == run.target_pod)
+        let mut all = a4.followers.into_iter().chain([a4.leader]);
+        all.find(|p| p.pod_name == run.target_pod)
             .map(|p| p.identity)
     });
     freeze::frozen_process_is_the_expected_one(g, v, from5.or(from4));
@@ -1044,23 +888,20 @@ fn frozen_follower_is_its_latest_process(g: &mut G, v: &Freeze<'_>, run: &Replic
 /// name the holder of before.
 fn lease_holder_unchanged_by_a_follower_freeze(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
     let before = run.lease_before.holder.as_deref();
-    for (i, sample) in run.lease_samples.iter().enumerate() {
-        if sample.error.is_some() {
-            continue;
-        }
-        g.expect_eq(
-            Code::ValueMismatch,
-            format!("{s}.lease_samples[{i}].holder"),
-            before,
-            sample.holder.as_deref(),
-        );
-    }
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{s}.lease_after.holder"),
-        before,
+    let samples = run
+        .lease_samples
+        .iter()
+        .enumerate()
+        .filter(|(_, x)| x.error.is_none());
+    let reads = samples.map(|(i, x)| (format!("lease_samples[{i}].holder"), x.holder.as_deref()));
+    let after = (
+        "lease_after.holder".to_owned(),
         run.lease_after.holder.as_deref(),
     );
+    let rows = reads
+        .chain([after])
+        .map(|(field, holder)| (field, before, holder));
+    fields_are(g, Code::ValueMismatch, s, rows);
 }
 
 /// The rules both freezes hold: those of every freeze (`freeze::freeze_rules`), then lab C's
@@ -1077,11 +918,8 @@ fn replica_freeze_run(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun) {
         restart_counts_are_the_containers_attempts(g, s, &ev, run);
     }
     replica_rows_are_act3s_replicas(g, s, run);
-    g.times_ordered(
-        &format!("{s}.lease_before.at"),
-        &run.lease_before.at,
-        &run.freeze.frozen_at,
-    );
+    let (lease_at, frozen_at) = (&run.lease_before.at, &run.freeze.frozen_at);
+    g.times_ordered(&format!("{s}.lease_before.at"), lease_at, frozen_at);
     if let Some(ev) = g.evidence(v.act) {
         freeze_run_is_its_raw_reads(g, s, &ev, run);
     }
@@ -1100,49 +938,39 @@ fn replica_freeze_run(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun) {
 /// freeze. Flags value-mismatch, times-inconsistent.
 fn freeze_waves_lie_inside_the_freeze(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
     let least = crate::rules::c::MIN_FREEZE_REQUESTS;
-    g.check(
-        u64::from(run.waves) * u64::from(run.wave_size) >= u64::from(least)
-            && run.bad.len() as u64 == u64::from(run.waves) * u64::from(run.wave_size),
-        Code::ValueMismatch,
-        format!("{s}.bad"),
-        || {
-            format!(
-                "expected waves of violating pods, at least {least} in all, one record each; found {} × {} and {} records",
-                run.waves,
-                run.wave_size,
-                run.bad.len()
-            )
-        },
-    );
+    let (waves, size, n) = (run.waves, run.wave_size, run.bad.len());
+    let all = u64::from(waves) * u64::from(size);
+    g.check(all >= u64::from(least) && n as u64 == all, Code::ValueMismatch, format!("{s}.bad"), || {
+        format!("expected waves of violating pods, at least {least} in all, one record each; found {waves} × {size} and {n} records")
+    });
+    let controls = run.control.len();
     g.expect_eq(
         Code::ValueMismatch,
         format!("{s}.control"),
-        run.waves as usize,
-        run.control.len(),
+        waves as usize,
+        controls,
     );
-    if run.wave_size > 0 {
-        for (w, wave) in run.bad.chunks(run.wave_size as usize).enumerate() {
-            waves_had_requests_in_flight_at_once(g, &format!("{s}.bad (wave {w})"), wave);
+    waves_had_requests_in_flight_at_once(g, s, &run.bad, size);
+    let (frozen, resumed) = (&run.freeze.frozen_at, &run.freeze.resumed_at);
+    let bad = run
+        .bad
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (format!("{s}.bad[{i}]"), r, true));
+    let control = run
+        .control
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (format!("{s}.control[{i}]"), r, false));
+    for (sub, r, violating) in bad.chain(control) {
+        let rows = [
+            ("sent_at", frozen, &r.sent_at),
+            ("answered_at", &r.answered_at, resumed),
+        ];
+        times_are_ordered(g, &sub, rows.map(|(f, a, b)| (f, a.as_str(), b.as_str())));
+        if violating {
+            freeze::violating_pod_in_the_target_namespace(g, &sub, r);
         }
-    }
-    for (i, r) in run.bad.iter().enumerate() {
-        let sub = format!("{s}.bad[{i}]");
-        g.times_ordered(&format!("{sub}.sent_at"), &run.freeze.frozen_at, &r.sent_at);
-        g.times_ordered(
-            &format!("{sub}.answered_at"),
-            &r.answered_at,
-            &run.freeze.resumed_at,
-        );
-        freeze::violating_pod_in_the_target_namespace(g, &sub, r);
-    }
-    for (i, r) in run.control.iter().enumerate() {
-        let sub = format!("{s}.control[{i}]");
-        g.times_ordered(&format!("{sub}.sent_at"), &run.freeze.frozen_at, &r.sent_at);
-        g.times_ordered(
-            &format!("{sub}.answered_at"),
-            &r.answered_at,
-            &run.freeze.resumed_at,
-        );
     }
 }
 
@@ -1166,13 +994,9 @@ fn freeze_outcomes_are_timeout_or_deny(
         let sub = format!("{s}.bad[{i}]");
         // A request that met the frozen replica waited for the registration's timeout: a
         // `webhook-timeout` under Fail, `stored` after it under Ignore (`bounds::timeout_window_ms`).
-        g.request_timed(
-            &sub,
-            r,
-            &[met, Outcome::ExplicitDeny],
-            run.timeout_seconds,
-            ignore && r.outcome == Outcome::Stored,
-        );
+        let after_timeout = ignore && r.outcome == Outcome::Stored;
+        let expect = [met, Outcome::ExplicitDeny];
+        g.request_timed(&sub, r, &expect, run.timeout_seconds, after_timeout);
         if !ignore {
             violating_pod_never_admitted_under_fail(g, &sub, r);
         }
@@ -1189,56 +1013,37 @@ fn freeze_outcomes_are_timeout_or_deny(
 /// from the freeze to the resume: the first read within two periods of the freeze, the last
 /// within two of the resume, no gap longer than three; every read inside the act's freeze.
 fn samples_cover_the_freeze(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
+    let (frozen_at, resumed_at) = (&run.freeze.frozen_at, &run.freeze.resumed_at);
     let (Some(frozen), Some(resumed)) = (
-        facts::parse_rfc3339(&run.freeze.frozen_at),
-        facts::parse_rfc3339(&run.freeze.resumed_at),
+        facts::parse_rfc3339(frozen_at),
+        facts::parse_rfc3339(resumed_at),
     ) else {
         return;
     };
     let period = crate::rules::c::SAMPLE_PERIOD.as_millis() as i64;
-    for (what, times) in [
-        (
-            "lease_samples",
-            run.lease_samples
-                .iter()
-                .map(|x| x.at.as_str())
-                .collect::<Vec<_>>(),
-        ),
-        (
-            "endpoint_samples",
-            run.endpoint_samples.iter().map(|x| x.at.as_str()).collect(),
-        ),
-    ] {
+    let leases: Vec<&str> = run.lease_samples.iter().map(|x| x.at.as_str()).collect();
+    let endpoints: Vec<&str> = run.endpoint_samples.iter().map(|x| x.at.as_str()).collect();
+    for (what, times) in [("lease_samples", leases), ("endpoint_samples", endpoints)] {
         let parsed: Vec<_> = times
             .iter()
             .filter_map(|t| facts::parse_rfc3339(t))
             .collect();
-        let mut edges = vec![frozen];
-        edges.extend(parsed.iter().copied());
-        edges.push(resumed);
-        let longest = edges
-            .windows(2)
-            .map(|w| (w[1] - w[0]).num_milliseconds())
-            .max()
-            .unwrap_or(i64::MAX);
+        let edges: Vec<_> = [frozen]
+            .into_iter()
+            .chain(parsed.iter().copied())
+            .chain([resumed])
+            .collect();
+        let gaps = edges.windows(2).map(|w| (w[1] - w[0]).num_milliseconds());
+        let longest = gaps.max().unwrap_or(i64::MAX);
+        let late = resumed + chrono::Duration::milliseconds(2 * period);
         let inside = parsed.len() == times.len()
             && parsed.first().is_some_and(|t| *t >= frozen)
-            && parsed
-                .last()
-                .is_some_and(|t| *t <= resumed + chrono::Duration::milliseconds(2 * period));
-        g.check(
-            !parsed.is_empty() && inside && longest <= 3 * period,
-            Code::ObservationMissing,
-            format!("{s}.{what}"),
-            || {
-                format!(
-                    "{} reads between the freeze ({}) and the resume ({}), the longest gap {longest} ms; expected one about each {period} ms",
-                    times.len(),
-                    run.freeze.frozen_at,
-                    run.freeze.resumed_at
-                )
-            },
-        );
+            && parsed.last().is_some_and(|t| *t <= late);
+        let ok = !parsed.is_empty() && inside && longest <= 3 * period;
+        g.check(ok, Code::ObservationMissing, format!("{s}.{what}"), || {
+            let n = times.len();
+            format!("{n} reads between the freeze ({frozen_at}) and the resume ({resumed_at}), the longest gap {longest} ms; expected one about each {period} ms")
+        });
     }
 }
 
@@ -1247,42 +1052,43 @@ fn samples_cover_the_freeze(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
 /// `freeze::freeze_rules`).
 fn frozen_replica_after_is_the_same_pod(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
     let t = &run.target_after;
+    let sub = format!("{s}.target_after");
     g.expect_eq(
         Code::ValueMismatch,
-        format!("{s}.target_after.pod"),
+        format!("{sub}.pod"),
         run.target_pod.as_str(),
         t.pod.as_str(),
     );
-    g.expect_eq(
-        Code::UidMismatch,
-        format!("{s}.target_after.pod_uid_before"),
+    let (uid, uid_before) = (
         run.freeze.identity.pod_uid.as_str(),
         t.pod_uid_before.as_str(),
     );
+    g.expect_eq(
+        Code::UidMismatch,
+        format!("{sub}.pod_uid_before"),
+        uid,
+        uid_before,
+    );
     if let Some(d) = &run.first_explicit_deny {
-        g.times_ordered(
-            &format!("{s}.target_after.settled_at"),
-            &d.answered_at,
-            &t.settled_at,
-        );
+        g.times_ordered(&format!("{sub}.settled_at"), &d.answered_at, &t.settled_at);
     }
     if let Some(after) = &t.identity_after {
+        let ok = t.pod_uid_after.as_deref() == Some(after.pod_uid.as_str());
         g.check(
-            t.pod_uid_after.as_deref() == Some(after.pod_uid.as_str()),
+            ok,
             Code::UidMismatch,
-            format!("{s}.target_after.pod_uid_after"),
+            format!("{sub}.pod_uid_after"),
             || {
-                format!(
-                    "the pod's UID after is {:?}, its container's pod {}",
-                    t.pod_uid_after, after.pod_uid
-                )
+                let (uid, container_pod) = (&t.pod_uid_after, &after.pod_uid);
+                format!("the pod's UID after is {uid:?}, its container's pod {container_pod}")
             },
         );
     }
+    let holds = run.lease_after.holder.as_deref() == Some(t.pod.as_str());
     g.expect_eq(
         Code::ValueMismatch,
-        format!("{s}.target_after.holds_lease_after"),
-        run.lease_after.holder.as_deref() == Some(t.pod.as_str()),
+        format!("{sub}.holds_lease_after"),
+        holds,
         t.holds_lease_after,
     );
 }
@@ -1294,35 +1100,36 @@ fn frozen_replica_after_is_the_same_pod(g: &mut G, s: &str, run: &ReplicaFreezeR
 fn restart_counts_are_the_containers_attempts(
     g: &mut G,
     s: &str,
-    ev: &crate::evidence::Evidence,
+    ev: &Evidence,
     run: &ReplicaFreezeRun,
 ) {
-    use super::witness::raw_record;
-    let t = &run.target_after;
-    let attempt = |v: &serde_json::Value| v.get("attempt").and_then(|a| a.as_u64());
+    let (t, sub) = (&run.target_after, format!("{s}.target_after"));
+    let attempt = |v: &Value| v.get("attempt").and_then(Value::as_u64);
     if let Some(before) = raw_record(ev, "cri-container-before") {
+        let count = Some(u64::from(t.restart_count_before));
         g.expect_eq(
             Code::RawMismatch,
-            format!("{s}.target_after.restart_count_before"),
+            format!("{sub}.restart_count_before"),
             attempt(before),
-            Some(u64::from(t.restart_count_before)),
+            count,
         );
     }
     if let Some(after) = raw_record(ev, "cri-container-after") {
         g.check(
             t.identity_after.is_some(),
             Code::RawMismatch,
-            format!("{s}.target_after.identity_after"),
+            format!("{sub}.identity_after"),
             || {
                 "CRI answered after the resume (raw cri-container-after), the facts say it did not"
                     .into()
             },
         );
+        let count = Some(u64::from(t.restart_count_after));
         g.expect_eq(
             Code::RawMismatch,
-            format!("{s}.target_after.restart_count_after"),
+            format!("{sub}.restart_count_after"),
             attempt(after),
-            Some(u64::from(t.restart_count_after)),
+            count,
         );
     }
 }
@@ -1330,29 +1137,27 @@ fn restart_counts_are_the_containers_attempts(
 /// One counter row per act 3 replica; a counter goes down only where the replica restarted (the
 /// frozen replica, whose restart count went up): Kyverno's counters live in its process.
 fn replica_rows_are_act3s_replicas(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
+    let sub = format!("{s}.replica_requests");
     if let Some(a3) = g.facts::<Act3Facts>(3) {
         let rows: BTreeSet<&str> = run
             .replica_requests
             .iter()
             .map(|r| r.pod.as_str())
             .collect();
-        let replicas: BTreeSet<&str> = a3.replicas.iter().map(|r| r.pod.name.as_str()).collect();
-        g.check(
-            rows == replicas && rows.len() == run.replica_requests.len(),
-            Code::ValueMismatch,
-            format!("{s}.replica_requests"),
-            || format!("expected one row per act 3 replica {replicas:?}, found {rows:?}"),
-        );
+        let replicas = replica_names(&a3.replicas);
+        let ok = rows == replicas && rows.len() == run.replica_requests.len();
+        g.check(ok, Code::ValueMismatch, &sub, || {
+            format!("expected one row per act 3 replica {replicas:?}, found {rows:?}")
+        });
     }
     let restarted = crate::rules::c::restarted(run);
     for (i, r) in run.replica_requests.iter().enumerate() {
         if let (Some(b), Some(a)) = (r.before, r.after) {
-            g.check(
-                a >= b || (restarted && r.pod == run.target_pod),
-                Code::ValueMismatch,
-                format!("{s}.replica_requests[{i}]"),
-                || format!("{}'s counter went down from {b} to {a}, and it is not the frozen replica that restarted", r.pod),
-            );
+            let ok = a >= b || (restarted && r.pod == run.target_pod);
+            g.check(ok, Code::ValueMismatch, format!("{sub}[{i}]"), || {
+                let pod = &r.pod;
+                format!("{pod}'s counter went down from {b} to {a}, and it is not the frozen replica that restarted")
+            });
         }
     }
 }
@@ -1363,176 +1168,136 @@ fn replica_rows_are_act3s_replicas(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
 /// `Ready`), its container (`cri-container-after`: ID, PID, pod, `attempt` = the restart count),
 /// each replica's counter, and the settle's length and last state (`settle-wait`). Flags
 /// [`Code::RawMismatch`] / [`Code::ObservationMissing`] / [`Code::TimesInconsistent`].
-fn freeze_run_is_its_raw_reads(
-    g: &mut G,
-    s: &str,
-    ev: &crate::evidence::Evidence,
-    run: &ReplicaFreezeRun,
-) {
-    use super::witness::{lease_is_derived_from, raw_record, required_raw};
-    let lease_before = format!("{s}.lease_before");
-    lease_is_derived_from(g, ev, "lease-before", &lease_before, &run.lease_before);
-    lease_is_derived_from(
-        g,
-        ev,
-        "lease-after",
-        &format!("{s}.lease_after"),
-        &run.lease_after,
-    );
-    if raw_record(ev, "lease-after").is_some() {
-        read_between_its_raw_record_and_the_next(
-            g,
-            &format!("{s}.lease_after.at"),
-            ev,
-            "lease-after",
-            &run.lease_after.at,
-        );
-    }
+fn freeze_run_is_its_raw_reads(g: &mut G, s: &str, ev: &Evidence, run: &ReplicaFreezeRun) {
+    let (before, after) = (&run.lease_before, &run.lease_after);
+    lease_is_derived_from(g, ev, "lease-before", &format!("{s}.lease_before"), before);
+    lease_is_derived_from(g, ev, "lease-after", &format!("{s}.lease_after"), after);
+    let sub = format!("{s}.lease_after.at");
+    read_between_its_raw_record_and_the_next(g, &sub, ev, "lease-after", &after.at);
     samples_are_the_raw_samples(g, s, ev, run);
     target_after_is_the_raw_reads(g, s, ev, run);
     replica_counters_are_the_raw_lines(g, s, ev, &run.replica_requests);
-    if let Some(checks) = required_raw(g, ev, "settle-wait", &format!("{s}.target_after.waited_ms"))
-    {
+    let sub = format!("{s}.target_after.waited_ms");
+    if let Some(checks) = required_raw(g, ev, "settle-wait", &sub) {
         settle_is_its_checks(g, s, run, checks);
     }
 }
 
 /// Every Lease and EndpointSlice sample of a freeze is its raw answer (`freeze-samples`, in
 /// order; a failed read has no raw answer). Flags [`Code::RawMismatch`].
-fn samples_are_the_raw_samples(
+fn samples_are_the_raw_samples(g: &mut G, s: &str, ev: &Evidence, run: &ReplicaFreezeRun) {
+    let Some(samples) = required_raw(g, ev, "freeze-samples", &format!("{s}.lease_samples")) else {
+        return;
+    };
+    let of = |what: &str| -> Vec<&Value> {
+        samples
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|x| x["what"] == what)
+            .collect()
+    };
+    let at = |raw: &Value, at: &str| same_time(raw["at"].as_str(), Some(at));
+    let lease_agrees = |raw: &Value, x: &LeaseSample| {
+        let spec = |k: &str| raw.pointer(&format!("/lease/spec/{k}"));
+        at(raw, &x.at)
+            && spec("holderIdentity").and_then(Value::as_str) == x.holder.as_deref()
+            && same_time(
+                spec("renewTime").and_then(Value::as_str),
+                x.renew_time.as_deref(),
+            )
+            && spec("leaseTransitions").and_then(Value::as_u64)
+                == x.lease_transitions.map(u64::from)
+    };
+    let slices_agree = |raw: &Value, x: &EndpointSample| {
+        at(raw, &x.at) && endpoints_of_slices(&raw["slices"]) == x.endpoints
+    };
+    let leases: Vec<&LeaseSample> = run
+        .lease_samples
+        .iter()
+        .filter(|x| x.error.is_none())
+        .collect();
+    let endpoints: Vec<&EndpointSample> = run
+        .endpoint_samples
+        .iter()
+        .filter(|x| x.error.is_none())
+        .collect();
+    samples_agree(
+        g,
+        s,
+        "lease_samples",
+        "Lease",
+        &of("lease"),
+        &leases,
+        lease_agrees,
+    );
+    samples_agree(
+        g,
+        s,
+        "endpoint_samples",
+        "EndpointSlice",
+        &of("endpoint-slices"),
+        &endpoints,
+        slices_agree,
+    );
+}
+
+/// The successful reads `read` recorded at `s.<field>` are the raw answers `raw` of their kind
+/// (`kind`, for the words), one for one and in order, each as `agrees` compares them. Flags
+/// [`Code::RawMismatch`].
+fn samples_agree<T>(
     g: &mut G,
     s: &str,
-    ev: &crate::evidence::Evidence,
-    run: &ReplicaFreezeRun,
+    field: &str,
+    kind: &str,
+    raw: &[&Value],
+    read: &[&T],
+    agrees: impl Fn(&Value, &T) -> bool,
 ) {
-    use super::witness::{required_raw, same_time};
-    use serde_json::Value;
-    if let Some(samples) = required_raw(g, ev, "freeze-samples", &format!("{s}.lease_samples")) {
-        let of = |what: &str| -> Vec<&Value> {
-            samples
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|x| x["what"] == what)
-                .collect()
-        };
-        let leases = of("lease");
-        let read: Vec<&LeaseSample> = run
-            .lease_samples
-            .iter()
-            .filter(|x| x.error.is_none())
-            .collect();
-        let lease_ok = leases.len() == read.len()
-            && leases.iter().zip(&read).all(|(raw, x)| {
-                let spec = |k: &str| raw.pointer(&format!("/lease/spec/{k}"));
-                same_time(raw["at"].as_str(), Some(x.at.as_str()))
-                    && spec("holderIdentity").and_then(Value::as_str) == x.holder.as_deref()
-                    && same_time(
-                        spec("renewTime").and_then(Value::as_str),
-                        x.renew_time.as_deref(),
-                    )
-                    && spec("leaseTransitions").and_then(Value::as_u64)
-                        == x.lease_transitions.map(u64::from)
-            });
-        g.check(lease_ok, Code::RawMismatch, format!("{s}.lease_samples"), || {
-            format!(
-                "{} successful reads recorded, the raw samples hold {} Lease answers that do not all agree",
-                read.len(),
-                leases.len()
-            )
-        });
-        let slices = of("endpoint-slices");
-        let read: Vec<&EndpointSample> = run
-            .endpoint_samples
-            .iter()
-            .filter(|x| x.error.is_none())
-            .collect();
-        let eps_ok = slices.len() == read.len()
-            && slices.iter().zip(&read).all(|(raw, x)| {
-                same_time(raw["at"].as_str(), Some(x.at.as_str()))
-                    && endpoints_of_slices(&raw["slices"]) == x.endpoints
-            });
-        g.check(eps_ok, Code::RawMismatch, format!("{s}.endpoint_samples"), || {
-            format!(
-                "{} successful reads recorded, the raw samples hold {} EndpointSlice answers that do not all agree",
-                read.len(),
-                slices.len()
-            )
-        });
-    }
+    let ok = raw.len() == read.len() && raw.iter().zip(read).all(|(r, x)| agrees(r, x));
+    g.check(ok, Code::RawMismatch, format!("{s}.{field}"), || {
+        let (n, m) = (read.len(), raw.len());
+        format!("{n} successful reads recorded, the raw samples hold {m} {kind} answers that do not all agree")
+    });
 }
 
 /// The frozen pod after the settle is the raw `pods-after` (UID, restart count, `Ready`) and its
 /// container the raw `cri-container-after` (ID, PID, pod, `attempt` = the restart count). Flags
 /// [`Code::RawMismatch`] / [`Code::ObservationMissing`].
-fn target_after_is_the_raw_reads(
-    g: &mut G,
-    s: &str,
-    ev: &crate::evidence::Evidence,
-    run: &ReplicaFreezeRun,
-) {
-    use super::witness::required_raw;
-    use serde_json::Value;
-    let t = &run.target_after;
-    if let Some(pods) = required_raw(g, ev, "pods-after", &format!("{s}.target_after")) {
-        let pod =
-            pods.as_array().into_iter().flatten().find(|p| {
-                p.pointer("/metadata/name").and_then(Value::as_str) == Some(t.pod.as_str())
-            });
+fn target_after_is_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, run: &ReplicaFreezeRun) {
+    let (t, sub) = (&run.target_after, format!("{s}.target_after"));
+    if let Some(pods) = required_raw(g, ev, "pods-after", &sub) {
+        let pod = raw_pod(pods, &t.pod).map(|(_, p)| p);
         let uid = pod
             .and_then(|p| p.pointer("/metadata/uid"))
             .and_then(Value::as_str);
-        let restarts = pod
-            .and_then(|p| p.pointer("/status/containerStatuses"))
+        let restarts = (pod.and_then(|p| p.pointer("/status/containerStatuses")))
             .and_then(Value::as_array)
             .and_then(|cs| cs.iter().find(|c| c["name"] == "kyverno"))
             .and_then(|c| c["restartCount"].as_u64())
             .unwrap_or(u64::from(t.restart_count_before));
-        let ready = pod
-            .and_then(|p| p.pointer("/status/conditions"))
-            .and_then(Value::as_array)
-            .is_some_and(|cs| {
-                cs.iter()
-                    .any(|c| c["type"] == "Ready" && c["status"] == "True")
-            });
-        g.check(
-            uid == t.pod_uid_after.as_deref()
-                && restarts == u64::from(t.restart_count_after)
-                && ready == t.ready_after,
-            Code::RawMismatch,
-            format!("{s}.target_after"),
-            || {
-                format!(
-                    "recorded uid {:?}, restarts {}, ready {}; the raw pods say {uid:?}, {restarts}, {ready}",
-                    t.pod_uid_after, t.restart_count_after, t.ready_after
-                )
-            },
-        );
+        let ready = pod.is_some_and(raw_pod_ready);
+        let ok = uid == t.pod_uid_after.as_deref()
+            && restarts == u64::from(t.restart_count_after)
+            && ready == t.ready_after;
+        g.check(ok, Code::RawMismatch, &sub, || {
+            let (u, r, rd) = (&t.pod_uid_after, t.restart_count_after, t.ready_after);
+            format!("recorded uid {u:?}, restarts {r}, ready {rd}; the raw pods say {uid:?}, {restarts}, {ready}")
+        });
     }
+    let sub = format!("{sub}.identity_after");
     if let Some(after) = &t.identity_after
-        && let Some(c) = required_raw(
-            g,
-            ev,
-            "cri-container-after",
-            &format!("{s}.target_after.identity_after"),
-        )
+        && let Some(c) = required_raw(g, ev, "cri-container-after", &sub)
     {
         let ok = c["container_id"].as_str() == Some(after.container_id.as_str())
             && c["pid"].as_u64() == Some(u64::from(after.pid))
             && c["pod_uid"].as_str() == Some(after.pod_uid.as_str())
             && c["pod_name"].as_str() == Some(t.pod.as_str())
             && c["attempt"].as_u64() == Some(u64::from(t.restart_count_after));
-        g.check(
-            ok,
-            Code::RawMismatch,
-            format!("{s}.target_after.identity_after"),
-            || {
-                format!(
-                    "recorded {after:?} (restarts {}), the raw CRI container says {c}",
-                    t.restart_count_after
-                )
-            },
-        );
+        g.check(ok, Code::RawMismatch, sub, || {
+            let restarts = t.restart_count_after;
+            format!("recorded {after:?} (restarts {restarts}), the raw CRI container says {c}")
+        });
     }
 }
 
@@ -1541,10 +1306,10 @@ fn target_after_is_the_raw_reads(
 /// check, ended (`settled_at`) after its last, and that last state is the frozen replica's
 /// recorded restart count and readiness. Flags [`Code::TimesInconsistent`] /
 /// [`Code::RawMismatch`].
-fn settle_is_its_checks(g: &mut G, s: &str, run: &ReplicaFreezeRun, checks: &serde_json::Value) {
-    let t = &run.target_after;
+fn settle_is_its_checks(g: &mut G, s: &str, run: &ReplicaFreezeRun, checks: &Value) {
+    let (t, sub) = (&run.target_after, format!("{s}.target_after"));
     let list = checks.as_array().cloned().unwrap_or_default();
-    let time = |v: Option<&serde_json::Value>| {
+    let time = |v: Option<&Value>| {
         v.and_then(|c| c["at"].as_str())
             .and_then(facts::parse_rfc3339)
     };
@@ -1555,57 +1320,38 @@ fn settle_is_its_checks(g: &mut G, s: &str, run: &ReplicaFreezeRun, checks: &ser
         chrono::Duration::try_milliseconds(i64::try_from(t.waited_ms).ok()?)
             .and_then(|d| x.checked_sub_signed(d))
     });
+    let waited = format!("{sub}.waited_ms");
     g.check(
         settled.is_none() || began.is_some(),
         Code::TimesInconsistent,
-        format!("{s}.target_after.waited_ms"),
+        &waited,
         || format!("{} ms before {} is no time", t.waited_ms, t.settled_at),
     );
-    let answered = run
-        .after_resume
-        .last()
-        .and_then(|r| facts::parse_rfc3339(&r.answered_at));
+    let answered = (run.after_resume.last()).and_then(|r| facts::parse_rfc3339(&r.answered_at));
     let skew = chrono::Duration::milliseconds(super::bounds::CLOCK_SKEW_MS as i64);
     if let (Some(began), Some(first), Some(last), Some(settled), Some(answered)) =
         (began, first, last, settled, answered)
     {
-        g.check(
-            began >= answered - skew && began <= first + skew && last <= settled + skew,
-            Code::TimesInconsistent,
-            format!("{s}.target_after.waited_ms"),
-            || {
-                format!(
-                    "the settle began {} ({} ms before settled_at {}): not between the last answer after the resume ({}) and its first check ({}), or its last check ({}) came after",
-                    facts::format_rfc3339(began),
-                    t.waited_ms,
-                    t.settled_at,
-                    facts::format_rfc3339(answered),
-                    facts::format_rfc3339(first),
-                    facts::format_rfc3339(last)
-                )
-            },
-        );
+        let ok = began >= answered - skew && began <= first + skew && last <= settled + skew;
+        g.check(ok, Code::TimesInconsistent, waited, || {
+            let f = facts::format_rfc3339;
+            format!(
+                "the settle began {} ({} ms before settled_at {}): not between the last answer after the resume ({}) and its first check ({}), or its last check ({}) came after",
+                f(began), t.waited_ms, t.settled_at, f(answered), f(first), f(last)
+            )
+        });
     } else {
-        g.check(
-            !list.is_empty(),
-            Code::ObservationMissing,
-            format!("{s}.target_after.waited_ms"),
-            || "the settle recorded no check".into(),
-        );
+        g.check(!list.is_empty(), Code::ObservationMissing, waited, || {
+            "the settle recorded no check".into()
+        });
     }
     if let Some(l) = list.last() {
-        g.check(
-            l["target_restart_count"].as_u64() == Some(u64::from(t.restart_count_after))
-                && l["target_ready"].as_bool() == Some(t.ready_after),
-            Code::RawMismatch,
-            format!("{s}.target_after"),
-            || {
-                format!(
-                    "recorded restarts {} ready {}, the settle's last check says {l}",
-                    t.restart_count_after, t.ready_after
-                )
-            },
-        );
+        let ok = l["target_restart_count"].as_u64() == Some(u64::from(t.restart_count_after))
+            && l["target_ready"].as_bool() == Some(t.ready_after);
+        g.check(ok, Code::RawMismatch, sub, || {
+            let (r, rd) = (t.restart_count_after, t.ready_after);
+            format!("recorded restarts {r} ready {rd}, the settle's last check says {l}")
+        });
     }
 }
 
@@ -1614,9 +1360,11 @@ pub(crate) fn act7(g: &mut G) {
     let Some(f) = g.facts::<Act7Facts>(7) else {
         return;
     };
-    let s = subject(7);
-    let a2 = g.facts::<facts::Act2Facts>(2);
-    let uid = a2.as_ref().and_then(super::policy_uid);
+    let s = format!("{} facts", ev_name(7));
+    let uid = g
+        .facts::<facts::Act2Facts>(2)
+        .as_ref()
+        .and_then(super::policy_uid);
     let mut ctx = Context {
         policy_uid: uid.clone(),
         ..Default::default()
@@ -1624,17 +1372,12 @@ pub(crate) fn act7(g: &mut G) {
     ctx.evidence_digests = g.digests().into_iter().filter(|(a, _)| *a == 6).collect();
     g.input::<inputs::RecoveryC>(&ctx);
     let a6_webhook = g.facts::<Act6Facts>(6).map(|a6| a6.webhook);
-    freeze::recovered_under_ignore(
-        g,
-        uid.as_deref(),
-        &f.policy_uid,
-        &f.webhook,
-        &f.healthy_bad,
-        a6_webhook,
-    );
+    let (policy_uid, bad) = (&f.policy_uid, &f.healthy_bad);
+    freeze::recovered_under_ignore(g, uid.as_deref(), policy_uid, &f.webhook, bad, a6_webhook);
     scaled_back_to_the_original_count(g, &s, &f);
+    let last = f.deny_probes.last() == Some(&f.healthy_bad);
     g.check(
-        f.deny_probes.last() == Some(&f.healthy_bad),
+        last,
         Code::ObservationMissing,
         format!("{s}.deny_probes"),
         || "the explicit deny is not the last request sent".into(),
@@ -1655,72 +1398,56 @@ pub(crate) fn act7(g: &mut G) {
 /// creates none): each by name, UID and address (act 3's `podIP`), existing and `Running`; the
 /// Deployment is act 1's with that many ready.
 fn replicas_left_are_act3s_pods(g: &mut G, s: &str, f: &Act7Facts) {
+    let d = &f.deployment;
     if let Some(a1) = g.facts::<facts::Act1Facts>(1) {
-        let d = &a1.controller_deployment;
+        let a1 = &a1.controller_deployment;
         g.expect_eq(
             Code::UidMismatch,
             format!("{s}.deployment"),
-            (d.namespace.as_deref(), d.name.as_str(), d.uid.as_str()),
-            (
-                Some(f.deployment.namespace.as_str()),
-                f.deployment.name.as_str(),
-                f.deployment.uid.as_str(),
-            ),
+            (a1.namespace.as_deref(), a1.name.as_str(), a1.uid.as_str()),
+            (Some(d.namespace.as_str()), d.name.as_str(), d.uid.as_str()),
         );
     }
+    let ready = f.replicas.iter().filter(|r| r.ready).count() as u32;
     g.expect_eq(
         Code::ValueMismatch,
         format!("{s}.deployment.ready_replicas"),
-        f.replicas.iter().filter(|r| r.ready).count() as u32,
-        f.deployment.ready_replicas,
+        ready,
+        d.ready_replicas,
     );
     let a3 = g.facts::<Act3Facts>(3);
     for (i, r) in f.replicas.iter().enumerate() {
-        let sub = format!("{s}.replicas[{i}]");
+        let (sub, p) = (format!("{s}.replicas[{i}]"), &r.pod);
+        let running = p.exists && p.phase.as_deref() == Some("Running");
+        g.check(running, Code::ValueMismatch, format!("{sub}.pod"), || {
+            format!(
+                "expected a Running pod, found exists={} phase={:?}",
+                p.exists, p.phase
+            )
+        });
+        let addressed = !r.ready || r.pod_ip.as_deref().is_some_and(|ip| !ip.is_empty());
         g.check(
-            r.pod.exists && r.pod.phase.as_deref() == Some("Running"),
-            Code::ValueMismatch,
-            format!("{sub}.pod"),
-            || {
-                format!(
-                    "expected a Running pod, found exists={} phase={:?}",
-                    r.pod.exists, r.pod.phase
-                )
-            },
-        );
-        g.check(
-            !r.ready || r.pod_ip.as_deref().is_some_and(|ip| !ip.is_empty()),
+            addressed,
             Code::ValueMismatch,
             format!("{sub}.pod_ip"),
             || "a Ready pod without status.podIP".into(),
         );
-        if let Some(a3) = &a3 {
-            let same = a3.replicas.iter().find(|x| {
-                x.pod.name == r.pod.name
-                    && x.pod.uid == r.pod.uid
-                    && x.pod.namespace == r.pod.namespace
-            });
-            g.check(
-                same.is_some(),
-                Code::UidMismatch,
-                format!("{sub}.pod"),
-                || {
-                    format!(
-                        "{} ({:?}) is none of act 3's replicas",
-                        r.pod.name, r.pod.uid
-                    )
-                },
-            );
-            // A pod keeps its address as long as its sandbox: kubelet makes a new sandbox only for
-            // one that died, which no act causes (a freeze stops the container's process only).
-            if let Some(x) = same {
-                g.expect_eq(
-                    Code::ValueMismatch,
-                    format!("{sub}.pod_ip"),
-                    x.pod_ip.as_deref(),
-                    r.pod_ip.as_deref(),
-                );
-            }
+        let Some(a3) = &a3 else {
+            continue;
+        };
+        let same = (a3.replicas.iter())
+            .find(|x| x.pod.name == p.name && x.pod.uid == p.uid && x.pod.namespace == p.namespace);
+        g.check(
+            same.is_some(),
+            Code::UidMismatch,
+            format!("{sub}.pod"),
+            || format!("{} ({:?}) is none of act 3's replicas", p.name, p.uid),
+        );
+        // A pod keeps its address as long as its sandbox: kubelet makes a new sandbox only for
+        // one that died, which no act causes (a freeze stops the container's process only).
+        if let Some(x) = same {
+            let (was, is) = (x.pod_ip.as_deref(), r.pod_ip.as_deref());
+            g.expect_eq(Code::ValueMismatch, format!("{sub}.pod_ip"), was, is);
         }
     }
 }
@@ -1728,23 +1455,18 @@ fn replicas_left_are_act3s_pods(g: &mut G, s: &str, f: &Act7Facts) {
 /// Act 7's probes are violating pods of the target namespace (real creates), sent after the
 /// scale back, each after the previous one's answer (`until_explicit_deny` sends one at a time).
 fn deny_probes_are_violating_pods_one_after_another(g: &mut G, s: &str, f: &Act7Facts) {
-    let mut after = f.scale_back.at.clone();
+    let mut after = &f.scale_back.at;
     for (i, r) in f.deny_probes.iter().enumerate() {
         let sub = format!("{s}.deny_probes[{i}]");
         freeze::violating_pod_in_the_target_namespace(g, &sub, r);
-        g.times_ordered(&format!("{sub}.sent_at"), &after, &r.sent_at);
-        after = r.answered_at.clone();
+        g.times_ordered(&format!("{sub}.sent_at"), after, &r.sent_at);
+        after = &r.answered_at;
     }
 }
 
 /// `waited_ms` is the act's own span from its start to the existing pod's read (the act times its
 /// body from the start and reads the existing pod last). Flags [`Code::TimesInconsistent`].
-fn wait_spans_the_act_until_the_existing_pod(
-    g: &mut G,
-    s: &str,
-    ev: &crate::evidence::Evidence,
-    f: &Act7Facts,
-) {
+fn wait_spans_the_act_until_the_existing_pod(g: &mut G, s: &str, ev: &Evidence, f: &Act7Facts) {
     let (Some(start), Some(end), Some(read)) = (
         facts::parse_rfc3339(&ev.started_at),
         facts::parse_rfc3339(&ev.finished_at),
@@ -1752,18 +1474,13 @@ fn wait_spans_the_act_until_the_existing_pod(
     ) else {
         return;
     };
-    let skew = super::bounds::CLOCK_SKEW_MS as i64;
-    let waited = f.waited_ms as i64;
-    let (lo, hi) = (
-        (read - start).num_milliseconds() - skew,
-        (end - start).num_milliseconds() + skew,
-    );
-    g.check(
-        lo <= waited && waited <= hi,
-        Code::TimesInconsistent,
-        format!("{s}.waited_ms"),
-        || format!("{waited} ms: the act's start to the existing pod's read is {} ms, to its end {} ms", lo + skew, hi - skew),
-    );
+    let (skew, waited) = (super::bounds::CLOCK_SKEW_MS as i64, f.waited_ms as i64);
+    let to_read = (read - start).num_milliseconds();
+    let to_end = (end - start).num_milliseconds();
+    let ok = to_read - skew <= waited && waited <= to_end + skew;
+    g.check(ok, Code::TimesInconsistent, format!("{s}.waited_ms"), || {
+        format!("{waited} ms: the act's start to the existing pod's read is {to_read} ms, to its end {to_end} ms")
+    });
 }
 
 /// Act 7's facts are the reads it recorded raw: the Deployment before the scale back
@@ -1771,60 +1488,34 @@ fn wait_spans_the_act_until_the_existing_pod(
 /// (`scale-attempt-heal`: the attempt, its action and time), the Lease (`lease`), the policy
 /// (`policy`: its UID) and the registration (`webhook-configuration`). Flags
 /// [`Code::RawMismatch`] / [`Code::ObservationMissing`].
-fn act7_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &crate::evidence::Evidence, f: &Act7Facts) {
-    use super::witness::{
-        lease_is_derived_from, raw_record, registration_is_derived_from, required_raw,
-    };
+fn act7_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, f: &Act7Facts) {
     let b = &f.scale_back;
-    if let Some(d) = required_raw(
-        g,
-        ev,
-        "deployment-before",
-        &format!("{s}.scale_back.replicas_before"),
-    ) {
-        g.check(
-            d.pointer("/spec/replicas").and_then(|v| v.as_u64())
-                == Some(u64::from(b.replicas_before))
-                && d.pointer("/metadata/uid").and_then(|v| v.as_str())
-                    == Some(f.deployment.uid.as_str()),
-            Code::RawMismatch,
-            format!("{s}.scale_back.replicas_before"),
-            || {
-                format!(
-                    "recorded {} replicas before, the raw Deployment says {:?}",
-                    b.replicas_before,
-                    d.pointer("/spec/replicas")
-                )
-            },
-        );
+    let sub = format!("{s}.scale_back.replicas_before");
+    if let Some(d) = required_raw(g, ev, "deployment-before", &sub) {
+        let replicas = d.pointer("/spec/replicas");
+        let ok = replicas.and_then(Value::as_u64) == Some(u64::from(b.replicas_before))
+            && d.pointer("/metadata/uid").and_then(Value::as_str)
+                == Some(f.deployment.uid.as_str());
+        g.check(ok, Code::RawMismatch, sub, || {
+            let n = b.replicas_before;
+            format!("recorded {n} replicas before, the raw Deployment says {replicas:?}")
+        });
     }
-    if let Some(h) = required_raw(g, ev, "scale-attempt-heal", &format!("{s}.scale_back")) {
-        g.check(
-            h["attempt"].as_str() == Some(b.fault_id.as_str())
-                && h["action"].as_str() == Some(b.action.as_str())
-                && h["at"].as_str() == Some(b.at.as_str()),
-            Code::RawMismatch,
-            format!("{s}.scale_back"),
-            || format!("recorded {b:?}, the heal's record says {h}"),
-        );
+    let sub = format!("{s}.scale_back");
+    if let Some(h) = required_raw(g, ev, "scale-attempt-heal", &sub) {
+        let ok = h["attempt"].as_str() == Some(b.fault_id.as_str())
+            && h["action"].as_str() == Some(b.action.as_str())
+            && h["at"].as_str() == Some(b.at.as_str());
+        g.check(ok, Code::RawMismatch, sub, || {
+            format!("recorded {b:?}, the heal's record says {h}")
+        });
     }
     lease_is_derived_from(g, ev, "lease", &format!("{s}.lease"), &f.lease);
-    if raw_record(ev, "lease").is_some() {
-        read_between_its_raw_record_and_the_next(
-            g,
-            &format!("{s}.lease.at"),
-            ev,
-            "lease",
-            &f.lease.at,
-        );
-    }
-    if let Some(p) = required_raw(g, ev, "policy", &format!("{s}.policy_uid")) {
-        g.expect_eq(
-            Code::RawMismatch,
-            format!("{s}.policy_uid"),
-            p.pointer("/metadata/uid").and_then(|v| v.as_str()),
-            Some(f.policy_uid.as_str()),
-        );
+    read_between_its_raw_record_and_the_next(g, &format!("{s}.lease.at"), ev, "lease", &f.lease.at);
+    let sub = format!("{s}.policy_uid");
+    if let Some(p) = required_raw(g, ev, "policy", &sub) {
+        let raw = p.pointer("/metadata/uid").and_then(Value::as_str);
+        g.expect_eq(Code::RawMismatch, sub, raw, Some(f.policy_uid.as_str()));
     }
     let webhook = format!("{s}.webhook");
     registration_is_derived_from(g, ev, "webhook-configuration", &webhook, &f.webhook);
@@ -1833,44 +1524,37 @@ fn act7_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &crate::evidence::Eviden
 /// The scale back wrote the original count over act 3's three, and the wait ended with the
 /// Deployment and its live replicas at that count, each `Ready`.
 fn scaled_back_to_the_original_count(g: &mut G, s: &str, f: &Act7Facts) {
-    let original = inputs::OriginalReplicas::VALUE;
+    let (original, b) = (inputs::OriginalReplicas::VALUE, &f.scale_back);
     g.expect_eq(
         Code::ValueMismatch,
         format!("{s}.scale_back.replicas"),
         original,
-        f.scale_back.replicas,
+        b.replicas,
     );
     if let Some(a3) = g.facts::<Act3Facts>(3) {
+        let (id, back) = (a3.scale.fault_id.as_str(), b.fault_id.as_str());
         g.expect_eq(
             Code::ValueMismatch,
             format!("{s}.scale_back.fault_id"),
-            a3.scale.fault_id.as_str(),
-            f.scale_back.fault_id.as_str(),
+            id,
+            back,
         );
     }
+    let replicas = f.deployment.replicas;
     g.expect_eq(
         Code::ValueMismatch,
         format!("{s}.deployment.replicas"),
         original,
-        f.deployment.replicas,
+        replicas,
     );
-    g.check(
-        f.replicas.len() as u32 == original && f.replicas.iter().all(|r| r.ready),
-        Code::ValueMismatch,
-        format!("{s}.replicas"),
-        || {
-            format!(
-                "expected {original} Ready replica(s), found {:?}",
-                f.replicas
-                    .iter()
-                    .map(|r| (&r.pod.name, r.ready))
-                    .collect::<Vec<_>>()
-            )
-        },
-    );
+    let ok = f.replicas.len() as u32 == original && f.replicas.iter().all(|r| r.ready);
+    g.check(ok, Code::ValueMismatch, format!("{s}.replicas"), || {
+        let found: Vec<_> = f.replicas.iter().map(|r| (&r.pod.name, r.ready)).collect();
+        format!("expected {original} Ready replica(s), found {found:?}")
+    });
     g.times_ordered(
         &format!("{s}.healthy_bad.sent_at"),
-        &f.scale_back.at,
+        &b.at,
         &f.healthy_bad.sent_at,
     );
 }
