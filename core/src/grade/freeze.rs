@@ -70,6 +70,29 @@ pub(crate) struct Restart<'a> {
     pub same_container_other_process: Code,
 }
 
+/// A [`Freeze`] of `$run`, a lab's freeze run: the fields lab B's `FreezeRun` and lab C's
+/// `ReplicaFreezeRun` share (same names, same types), then the lab's own restart and ledger.
+macro_rules! freeze_view {
+    ($act:expr, $run:expr, $ignore:expr, $hook:expr, $restart:expr, $ledger_kept:expr) => {
+        Freeze {
+            act: $act,
+            s: format!("{} facts", ev_name($act)),
+            ignore: $ignore,
+            hook: $hook,
+            freeze: &$run.freeze,
+            registration_present_during_freeze: $run.registration_present_during_freeze,
+            registration_snapshot: &$run.registration_snapshot,
+            registration_checked_at: &$run.registration_checked_at,
+            timeout_seconds: $run.timeout_seconds,
+            after_resume: &$run.after_resume,
+            first_explicit_deny: $run.first_explicit_deny.as_ref(),
+            first_deny_after_resume_ms: $run.first_deny_after_resume_ms,
+            restart: $restart,
+            ledger_kept: $ledger_kept,
+        }
+    };
+}
+
 impl<'a> Freeze<'a> {
     /// Lab B's one-replica freeze of act `act`.
     pub(crate) fn of_b(
@@ -78,28 +101,14 @@ impl<'a> Freeze<'a> {
         ignore: bool,
         hook: Option<&'a WebhookFacts>,
     ) -> Self {
-        Freeze {
-            act,
-            s: format!("{} facts", ev_name(act)),
-            ignore,
-            hook,
-            freeze: &run.freeze,
-            registration_present_during_freeze: run.registration_present_during_freeze,
-            registration_snapshot: &run.registration_snapshot,
-            registration_checked_at: &run.registration_checked_at,
-            timeout_seconds: run.timeout_seconds,
-            after_resume: &run.after_resume,
-            first_explicit_deny: run.first_explicit_deny.as_ref(),
-            first_deny_after_resume_ms: run.first_deny_after_resume_ms,
-            restart: Restart {
-                at: "",
-                before: run.restart_count_before,
-                after: run.restart_count_after,
-                identity_after: run.identity_after.as_ref(),
-                same_container_other_process: Code::IdentityChanged,
-            },
-            ledger_kept: false,
-        }
+        let restart = Restart {
+            at: "",
+            before: run.restart_count_before,
+            after: run.restart_count_after,
+            identity_after: run.identity_after.as_ref(),
+            same_container_other_process: Code::IdentityChanged,
+        };
+        freeze_view!(act, run, ignore, hook, restart, false)
     }
 
     /// Lab C's freeze of one of its replicas in act `act`.
@@ -110,28 +119,14 @@ impl<'a> Freeze<'a> {
         hook: Option<&'a WebhookFacts>,
     ) -> Self {
         let t = &run.target_after;
-        Freeze {
-            act,
-            s: format!("{} facts", ev_name(act)),
-            ignore,
-            hook,
-            freeze: &run.freeze,
-            registration_present_during_freeze: run.registration_present_during_freeze,
-            registration_snapshot: &run.registration_snapshot,
-            registration_checked_at: &run.registration_checked_at,
-            timeout_seconds: run.timeout_seconds,
-            after_resume: &run.after_resume,
-            first_explicit_deny: run.first_explicit_deny.as_ref(),
-            first_deny_after_resume_ms: run.first_deny_after_resume_ms,
-            restart: Restart {
-                at: "target_after.",
-                before: t.restart_count_before,
-                after: t.restart_count_after,
-                identity_after: t.identity_after.as_ref(),
-                same_container_other_process: Code::RestartContradicted,
-            },
-            ledger_kept: true,
-        }
+        let restart = Restart {
+            at: "target_after.",
+            before: t.restart_count_before,
+            after: t.restart_count_after,
+            identity_after: t.identity_after.as_ref(),
+            same_container_other_process: Code::RestartContradicted,
+        };
+        freeze_view!(act, run, ignore, hook, restart, true)
     }
 }
 
