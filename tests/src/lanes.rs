@@ -6,7 +6,9 @@
 //! heal, teardown). [`run`] gives every selected row of every lane its own harness thread, and a
 //! row first waits for its turn: the lane's previous selected row has ended (passed, failed or
 //! panicked). So each lane runs in its order, as with `--test-threads 1` alone, while the lanes
-//! run at the same time. Then the lanes' ends run, at the same time too.
+//! run at the same time. A lane's last selected row runs the lane's end once its body returned,
+//! so a lane that is done tears its cluster down while the others still run; [`run`] runs the
+//! ends left (a lane with no row selected, or whose last row panicked) at the same time.
 //!
 //! A row's trial is named `<lane>::<row>`, so `cargo test -p tests --test labs -- lab_b::` runs lab
 //! B's lane alone and `-- fault_row` every lane's rows whose name holds `fault_row`
@@ -15,8 +17,9 @@
 //!
 //! The clusters of one process share one machine lock ([`shared_lock`]): the lock keeps other
 //! processes (another checkout, `cargo xtask lab run`) off the machine, not this process's lanes
-//! off each other; each cluster's `up` runs alone (the fixture holds its registry of live
-//! clusters through `up`), and each lane's cluster has a name, netns and state dir of its own.
+//! off each other; what each cluster's `up` and teardown change host-wide runs alone (`up` until
+//! its node is Ready: `xtask::cluster`'s host steps; Kyverno's start runs beside the others),
+//! and each lane's cluster has a name, netns and state dir of its own.
 
 use std::sync::{Arc, Condvar, Mutex, PoisonError, Weak};
 
@@ -135,13 +138,47 @@ fn selected(args: &Arguments, name: &str) -> bool {
     !args.is_filtered_out(&Trial::test(name.to_owned(), || Ok(())))
 }
 
-/// The trials of `lanes`, lane after lane, each row wrapped to wait for its turn; and how many
-/// are selected by `args`.
-fn trials(args: &Arguments, lanes: &mut [Lane]) -> (Vec<Trial>, usize) {
+/// A lane's end, until someone runs it: the lane's last selected row, right after its body, or
+/// [`run`] after every row (a lane with no row selected, or whose last row panicked).
+type EndSlot = Arc<Mutex<Option<End>>>;
+
+/// Runs the end in `slot` unless it already ran; `Ok` when it did or it succeeded.
+fn run_end(label: &str, slot: &EndSlot) -> Result<(), String> {
+    let end = slot.lock().unwrap_or_else(PoisonError::into_inner).take();
+    let Some(end) = end else {
+        return Ok(());
+    };
+    let began = since_start();
+    let r = end();
+    eprintln!(
+        "lanes: {label}'s end: +{began:.1} s to +{:.1} s",
+        since_start()
+    );
+    r
+}
+
+/// The trials of `lanes`, lane after lane, each row wrapped to wait for its turn, the last
+/// selected row of each lane to run the lane's end once its body returned (so a lane that is
+/// done tears its cluster down while the others still run; an end that fails fails that row);
+/// how many are selected by `args`; and each lane's end slot.
+fn trials(
+    args: &Arguments,
+    lanes: &mut [Lane],
+) -> (Vec<Trial>, usize, Vec<(&'static str, EndSlot)>) {
     let mut out = Vec::new();
     let mut count = 0;
+    let mut ends = Vec::new();
     for lane in lanes.iter_mut() {
         let turn = Arc::new(Turn::default());
+        let end: End = std::mem::replace(&mut lane.end, Box::new(|| Ok(())));
+        let slot: EndSlot = Arc::new(Mutex::new(Some(end)));
+        let lane_label = lane.label;
+        let last = lane
+            .rows
+            .iter()
+            .filter(|(name, _)| selected(args, name))
+            .count()
+            .checked_sub(1);
         let mut i = 0;
         for (name, f) in lane.rows.drain(..) {
             if !selected(args, &name) {
@@ -149,32 +186,55 @@ fn trials(args: &Arguments, lanes: &mut [Lane]) -> (Vec<Trial>, usize) {
                 out.push(Trial::test(name, f));
                 continue;
             }
-            let (turn, mine) = (turn.clone(), i);
+            let (turn, mine, slot) = (turn.clone(), i, slot.clone());
             i += 1;
+            let label = name.clone();
             out.push(Trial::test(name, move || {
                 turn.wait_for(mine);
                 let _passes = Passes(turn);
-                f()
+                let began = since_start();
+                let r = f();
+                let ended = since_start();
+                eprintln!(
+                    "lanes: {label}: +{began:.1} s to +{ended:.1} s ({:.1} s)",
+                    ended - began
+                );
+                if Some(mine) != last {
+                    return r;
+                }
+                match (r, run_end(lane_label, &slot)) {
+                    (r, Ok(())) => r,
+                    (Ok(()), Err(e)) => {
+                        Err(format!("the end of lane {lane_label} failed: {e}").into())
+                    }
+                    (Err(r), Err(e)) => Err(format!(
+                        "{}; and the end of lane {lane_label} failed: {e}",
+                        r.message().unwrap_or("failed")
+                    )
+                    .into()),
+                }
             }));
         }
         count += i;
+        ends.push((lane_label, slot));
     }
-    (out, count)
+    (out, count, ends)
 }
 
 /// Runs `lanes` side by side under libtest-mimic with `args` (one harness thread per selected
-/// row; `--test-threads` is not used: a lane's order is its own), then every lane's end at the
-/// same time, and exits: 0 when every row passed and every end succeeded, 101 otherwise (an end
-/// that failed is said on stderr with its lane's name).
+/// row; `--test-threads` is not used: a lane's order is its own; each lane's last selected row
+/// runs the lane's end, [`trials`]), then every end that has not run, at the same time, and
+/// exits: 0 when every row passed and every end succeeded, 101 otherwise (an end that failed
+/// after the rows is said on stderr with its lane's name).
 pub fn run(mut args: Arguments, mut lanes: Vec<Lane>) -> ! {
-    let (trials, selected) = trials(&args, &mut lanes);
+    since_start();
+    let (trials, selected, ends) = trials(&args, &mut lanes);
     args.test_threads = Some(selected.max(2));
     let conclusion: Conclusion = libtest_mimic::run(&args, trials);
-    let ends: Vec<(&'static str, End)> = lanes.into_iter().map(|l| (l.label, l.end)).collect();
     let failed_ends = std::thread::scope(|s| {
         let handles: Vec<_> = ends
-            .into_iter()
-            .map(|(label, end)| (label, s.spawn(end)))
+            .iter()
+            .map(|(label, slot)| (label, s.spawn(move || run_end(label, slot))))
             .collect();
         let mut failed = 0;
         for (label, h) in handles {
@@ -190,6 +250,17 @@ pub fn run(mut args: Arguments, mut lanes: Vec<Lane>) -> ! {
         std::process::exit(101);
     }
     conclusion.exit()
+}
+
+/// Seconds since [`run`] began (the first call): each row's span is said on stderr as
+/// `lanes: <lane>::<row>: +<from> s to +<to> s (<length> s)`, a lane's end likewise, so a run's
+/// log shows which lane bounds the binary (docs/tests.md). A record, never asserted.
+fn since_start() -> f64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_secs_f64()
 }
 
 /// The machine lock for this process's clusters: taken on the first call, handed out shared
@@ -261,7 +332,7 @@ mod tests {
             skip: vec!["skipped".into()],
             ..Arguments::default()
         };
-        let (trials, selected) = trials(&args, &mut lanes);
+        let (trials, selected, _) = trials(&args, &mut lanes);
         assert_eq!(selected, 7);
         args.test_threads = Some(selected);
         args.quiet = true;
@@ -308,7 +379,8 @@ mod tests {
     }
 
     /// A lane joined to another with [`Lane::then`]: the first lane's end runs once, after its
-    /// rows and before the second lane's first row that runs; the joined end runs the second's.
+    /// rows and before the second lane's first row that runs; the joined end runs the second's,
+    /// in the last row, so nothing is left for [`run`] to end.
     #[test]
     fn a_joined_lane_ends_the_first_before_the_second_starts() {
         let log = Arc::new(Mutex::new(Vec::<String>::new()));
@@ -337,11 +409,64 @@ mod tests {
             quiet: true,
             ..Arguments::default()
         };
-        let (trials, selected) = trials(&args, &mut lanes);
+        let (trials, selected, ends) = trials(&args, &mut lanes);
         assert_eq!(selected, 2);
         let c = libtest_mimic::run(&args, trials);
         assert_eq!((c.num_passed, c.num_failed), (2, 0));
-        (lanes.pop().unwrap().end)().unwrap();
         assert_eq!(*log.lock().unwrap(), ["a one", "a end", "b two", "b end"]);
+        assert!(ends.iter().all(|(_, slot)| slot.lock().unwrap().is_none()));
+    }
+
+    /// Each lane's end runs right after its own last row, while another lane's rows still run;
+    /// an end that fails fails that last row (named in its message); a lane with no row selected
+    /// keeps its end for [`run`].
+    #[test]
+    fn a_lane_ends_after_its_last_row_while_others_run() {
+        let log = Arc::new(Mutex::new(Vec::<String>::new()));
+        let push = |s: &'static str| {
+            let log = log.clone();
+            move || log.lock().unwrap().push(s.to_owned())
+        };
+        let (p_end, p_row, p_long) = (push("short end"), push("short row"), push("long row"));
+        let mut short = Lane::new(
+            "short",
+            Box::new(move || {
+                p_end();
+                Err("teardown refused".into())
+            }),
+        );
+        short.row("row", move || {
+            p_row();
+            Ok(())
+        });
+        let mut long = Lane::new("long", Box::new(|| Ok(())));
+        long.row("row", move || {
+            std::thread::sleep(Duration::from_millis(300));
+            p_long();
+            Ok(())
+        });
+        let mut idle = Lane::new("idle", Box::new(|| Ok(())));
+        idle.row("skipped", || Ok(()));
+        let mut lanes = vec![short, long, idle];
+        let mut args = Arguments {
+            skip: vec!["skipped".into()],
+            quiet: true,
+            ..Arguments::default()
+        };
+        let (trials, selected, ends) = trials(&args, &mut lanes);
+        args.test_threads = Some(selected);
+        let c = libtest_mimic::run(&args, trials);
+        assert_eq!(
+            (c.num_passed, c.num_failed),
+            (1, 1),
+            "the short row failed by its end"
+        );
+        assert_eq!(*log.lock().unwrap(), ["short row", "short end", "long row"]);
+        let left: Vec<&str> = ends
+            .iter()
+            .filter(|(_, slot)| slot.lock().unwrap().is_some())
+            .map(|(label, _)| *label)
+            .collect();
+        assert_eq!(left, ["idle"]);
     }
 }

@@ -1,9 +1,9 @@
-//! Test harness: embedded clusters that are always torn down, one cluster at a time; a test binary
-//! shares one cluster among its rows in order (`lab_a`, `lab_b`) unless a fresh node is what it tests.
+//! Test harness: embedded clusters that are always torn down; a test binary shares one cluster
+//! among its rows in order (a lane, [`lanes`]) unless a fresh node is what it tests.
 //!
 //! - [`LabCluster::fresh`] takes the cross-process cluster lock (`<state root>/.cluster.lock`,
-//!   flock: on a 2-core machine only one cluster runs at a time, so CPU contention never turns a
-//!   readiness bound into a red test), brings a fresh cluster up through `xtask::cluster` (the same
+//!   flock: one test process's clusters on the machine at a time; the lanes of one process share
+//!   it, [`lanes::shared_lock`]), brings a fresh cluster up through `xtask::cluster` (the same
 //!   code as `cargo xtask cluster up`) and returns when Kyverno answers.
 //! - Dropping a [`LabCluster`] tears the cluster down, also while a test panics (the drop runs
 //!   during unwinding); [`LabCluster::down`] does it explicitly and returns the errors.
@@ -68,9 +68,51 @@ enum Live {
     },
 }
 
-/// Every cluster of this process that is up, of every backend, guarded by the one mutex that
-/// `up`/acquire, teardown and the signal thread take, so the signal thread never races them.
+/// Every cluster of this process that is up, of every backend, guarded by the one mutex that a
+/// backend's acquire, teardown and the signal thread take, so the signal thread never races
+/// them; an embedded `up` is counted in [`STARTING`] instead, so that several run at once.
 static LIVE: Mutex<Vec<Live>> = Mutex::new(Vec::new());
+
+/// Embedded clusters of this process whose `up` is under way (not yet in [`LIVE`]): the signal
+/// thread waits for them to come up or give up before it ends what [`LIVE`] holds.
+static STARTING: (Mutex<usize>, std::sync::Condvar) = (Mutex::new(0), std::sync::Condvar::new());
+
+/// How long the signal thread waits for the `up`s under way ([`STARTING`]): each stops at its
+/// next wait once a signal is pending and tears down what it started (a teardown is seconds;
+/// 120 s leaves room for one that waits on another's host steps).
+const STARTING_WAIT: Duration = Duration::from_secs(120);
+
+/// One `up` under way, counted in [`STARTING`] until dropped.
+struct Starting;
+
+impl Starting {
+    fn enter() -> Starting {
+        *STARTING.0.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        Starting
+    }
+
+    /// Waits ≤ `bound` until no `up` is under way; says so when the bound passes.
+    fn wait_none(bound: Duration) {
+        let n = STARTING.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let (n, waited) = STARTING
+            .1
+            .wait_timeout_while(n, bound, |n| *n > 0)
+            .unwrap_or_else(PoisonError::into_inner);
+        if waited.timed_out() {
+            eprintln!(
+                "   {} cluster up(s) still under way after {bound:?}: not waited for",
+                *n
+            );
+        }
+    }
+}
+
+impl Drop for Starting {
+    fn drop(&mut self) {
+        *STARTING.0.lock().unwrap_or_else(PoisonError::into_inner) -= 1;
+        STARTING.1.notify_all();
+    }
+}
 
 /// How long the signal thread lets an act with a live fault undo it before it ends the clusters:
 /// [`lab::signals::UNDO_BOUND`] (the acts' own bound) and 5 s to write the evidence.
@@ -105,6 +147,7 @@ fn guard_signals() {
                         eprintln!("   the act still holds its fault after {UNDO_WAIT:?}: its detached healer undoes it");
                     }
                 }
+                Starting::wait_none(STARTING_WAIT);
                 let mut live = LIVE.lock().unwrap_or_else(PoisonError::into_inner);
                 for entry in live.drain(..) {
                     end_on_signal(entry);
@@ -203,7 +246,7 @@ fn fixture_artifacts(name: &str) -> PathBuf {
 /// (`live` released first) rather than return an error that could end the process first.
 /// Bounded, in case that thread could not start: then the error is returned.
 fn wait_for_signal_thread(
-    live: std::sync::MutexGuard<'_, Vec<Live>>,
+    live: Option<std::sync::MutexGuard<'_, Vec<Live>>>,
     e: anyhow::Error,
     what: &str,
 ) -> anyhow::Error {
@@ -287,7 +330,7 @@ impl LabCluster {
                 Ok(h) => h,
                 Err(e) if lab::signals::pending().is_some() => {
                     let what = format!("the {} backend's acquire of {}", backend.name(), opts.name);
-                    return Err(wait_for_signal_thread(live, e, &what));
+                    return Err(wait_for_signal_thread(Some(live), e, &what));
                 }
                 Err(e) => {
                     return Err(e)
@@ -318,15 +361,18 @@ impl LabCluster {
         // A failed `up` leaves its diagnostics (and the daemons' log tails) beside the lab runs'.
         let diag = artifacts.join("diagnostics");
         let cluster = {
-            // Held through `up`: a signal now waits until `up` returns (it stops at its next wait
-            // and tears down what it started), then finds the cluster here.
-            let mut live = LIVE.lock().unwrap_or_else(PoisonError::into_inner);
+            // Counted from here until the cluster is in `LIVE`: a signal now waits until `up`
+            // returns (it stops at its next wait and tears down what it started), then finds the
+            // cluster there. `LIVE` itself is not held through `up`, so the lanes' clusters come
+            // up side by side (`up` runs what is host-wide one cluster at a time itself).
+            let starting = Starting::enter();
             let cluster =
                 match xtask::lab_run::diagnostics::up_with_diagnostics(opts.clone(), &diag) {
                     Ok(c) => c,
                     Err(e) if lab::signals::pending().is_some() => {
+                        drop(starting);
                         let what = format!("bringing up cluster {}", opts.name);
-                        return Err(wait_for_signal_thread(live, e, &what));
+                        return Err(wait_for_signal_thread(None, e, &what));
                     }
                     Err(e) => {
                         return Err(e)
@@ -337,11 +383,14 @@ impl LabCluster {
                 .state_dir()
                 .parent()
                 .map_or_else(|| opts.state_root.clone(), Path::to_path_buf);
-            live.push(Live::Embedded {
-                name: cluster.name().to_owned(),
-                root,
-                artifacts,
-            });
+            LIVE.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(Live::Embedded {
+                    name: cluster.name().to_owned(),
+                    root,
+                    artifacts,
+                });
+            drop(starting);
             cluster
         };
         Ok(LabCluster {

@@ -4,7 +4,7 @@
 //! diagnostics directory, which holds the wait's last state and the daemons' log tails, and the
 //! half-started cluster is torn down. A fresh `up` is what this is about, so it has its own
 //! (half-started) cluster. The forced act failure (an act on a controller scaled to 0) is a row of
-//! the shared lab A cluster: `lab_a/forced_failure.rs`.
+//! the audit lane of the `labs` binary: `labs/lab_a/forced_failure.rs`.
 
 use std::time::Duration;
 

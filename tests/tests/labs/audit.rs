@@ -1,5 +1,5 @@
 //! `kca-webhook-lab audit` on a fresh embedded cluster (real kube-apiserver, real Kyverno), one
-//! cluster for every step, in order (a lane of the `labs` binary, after lab C's: `tests::lanes`), each running the real binary (`audit -o json`, and the
+//! cluster for every step, in order (a lane of the `labs` binary, `tests::lanes`), each running the real binary (`audit -o json`, and the
 //! table in both languages) against the cluster's kubeconfig:
 //!
 //! 1. before lab B's act 2: Kyverno's own registrations, not the lab's webhook;
@@ -22,6 +22,8 @@
 //!    not served (v1beta1, off by default on v1.35), in the table too; deleted, none is left.
 //!
 //! Every exit code is checked against the findings (0 none, 3 some).
+//!
+//! Then, on the same cluster, lab A's forced act 2 failure (`lab_a/forced_failure.rs`).
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -89,7 +91,29 @@ pub fn lane() -> Lane {
         let st = state.clone();
         lane.row(name, move || tests::ordered_step(&st, name, setup, f));
     }
+    let st = state.clone();
+    lane.row(
+        "diagnostics_act_2_on_a_controller_scaled_to_0_leaves_diagnostics_naming_the_cause",
+        move || forced_failure(&st),
+    );
     lane
+}
+
+/// Lab A's forced act 2 failure on this lane's cluster (set up here when no step ran before it),
+/// unless a step failed before it (module docs).
+fn forced_failure(state: &Shared) -> Result<(), Failed> {
+    let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(first) = &s.failed {
+        return Err(format!("not run: {first} failed earlier").into());
+    }
+    if s.cluster.is_none() {
+        let (c, r) = setup().map_err(|e| Failed::from(format!("{e:#}")))?;
+        s.cluster = Some(c);
+        s.run = Some(r);
+    }
+    let c = s.cluster.as_ref().expect("set above");
+    crate::lab_a::forced_failure::act_2_fails_on_a_cluster_scaled_to_0(c)
+        .map_err(|e| Failed::from(format!("{e:#}")))
 }
 
 fn setup() -> anyhow::Result<(LabCluster, LabRun)> {

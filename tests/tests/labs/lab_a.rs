@@ -33,12 +33,11 @@
 //!    row that fails has the replicas put back to 1 by the test (said on stderr) so the next row
 //!    can run. `cargo test -p tests --test labs -- lab_a::fault_row` runs only these (then the watcher
 //!    row runs acts 1-4 itself); `ci/fault-table.sh` does that N times.
-//! 4. `diagnostics_…` (`lab_a/forced_failure.rs`, formerly half of the `diagnostics` binary):
-//!    lab A's artifacts are saved first, then lab A's policy is deleted and lab A is driven again
-//!    in a work dir of its own with the admission controller scaled to 0 before act 2: act 2 fails
-//!    and leaves diagnostics naming the cause; the replicas are put back to 1.
 //!
-//! At the end: lab A's artifacts are saved (unless row 4 did), the cluster's logs are collected,
+//! Lab A's forced act 2 failure (`lab_a/forced_failure.rs`) runs in the audit lane, on that
+//! lane's cluster, beside these rows (`audit.rs`).
+//!
+//! At the end: lab A's artifacts are saved, the cluster's logs are collected,
 //! the cluster is torn down, and one figure (up time, the
 //! stack's peak memory over the whole binary, down time) goes to `<state root>/figures.jsonl` next
 //! to the recovery timeline's; figures are printed, never asserted.
@@ -46,7 +45,7 @@
 #[path = "lab_a/fault_rows.rs"]
 mod fault_rows;
 #[path = "lab_a/forced_failure.rs"]
-mod forced_failure;
+pub mod forced_failure;
 #[path = "lab_a/smoke.rs"]
 mod smoke;
 
@@ -196,13 +195,6 @@ pub fn lane() -> Lane {
         || {
             let (source, _) = rows_source()?;
             row(move |c| fault_rows::disk_full(c, &source))
-        },
-    );
-    lane.row(
-        "diagnostics_act_2_on_a_controller_scaled_to_0_leaves_diagnostics_naming_the_cause",
-        || {
-            save_lab_a_artifacts(&mut state());
-            row(forced_failure::act_2_fails_on_a_cluster_scaled_to_0)
         },
     );
     lane

@@ -324,6 +324,9 @@ impl Cluster {
         host::require_root()?;
         foreign::refuse_foreign(&opts.state_root)?;
         config::validate_name(&opts.name)?;
+        // Held until the daemons start ([`bring_up`]); they take it again around a host-wide
+        // start (kubelet's, [`daemons::Daemon::host_wide`]).
+        let mut host_wide = Some(host_steps());
         // The host's cgroup layout decides first: a host that cannot give kubelet its cgroup
         // controllers fails here, before any build, namespace or daemon.
         let cgroups = CgroupDecision::detect()?;
@@ -358,9 +361,19 @@ impl Cluster {
         let mut record = ClusterRecord::new(&rt);
         inherit_host_paths(&mut record, &cfg.state_root);
         record.save()?;
-        match bring_up(&rt, &mut record, &inputs, &opts, &cgroups, started) {
+        match bring_up(
+            &rt,
+            &mut record,
+            &inputs,
+            &opts,
+            &cgroups,
+            started,
+            &mut host_wide,
+        ) {
             Ok(()) => Ok(Cluster { record }),
             Err(e) => {
+                // The teardown below changes what is host-wide again.
+                let _host_wide = host_wide.take().unwrap_or_else(host_steps);
                 if opts.retain_on_failure {
                     crate::status_line!(
                         "up failed; cluster {} retained for debugging (logs in {})",
@@ -382,6 +395,7 @@ impl Cluster {
 
     /// Tears the cluster down (see [`teardown`]); errors if any step failed (all are attempted).
     pub fn down(&self) -> Result<teardown::Report> {
+        let _host_wide = host_steps();
         let mut report = teardown::down(&self.record);
         finish_down(&self.record, &mut report, true);
         if !report.errors.is_empty() {
@@ -448,6 +462,27 @@ impl Cluster {
             timings_ms: rec.timings_ms.clone(),
         })
     }
+}
+
+/// What [`host_steps`] hands out: held, no other `up` or teardown of this process changes what
+/// is host-wide.
+pub type HostSteps = std::sync::MutexGuard<'static, ()>;
+
+/// Held through what each cluster's `up` and teardown change host-wide in this process (the
+/// sysctls kubelet writes and `up` puts back, the cgroup root, the network namespaces' /30
+/// indices, the host paths, iptables, the upstream cache): `up` from its start until its daemons
+/// start ([`bring_up`]) and again around a host-wide daemon's start ([`Starter::start`]: kubelet
+/// until the node is Ready and its sysctls are put back), teardown whole ([`Cluster::down`]). So
+/// clusters of one process (the labs of `lab run --at-once`, the test lanes) never do those at
+/// the same time, while the rest of one `up` (its API server, image import, Kyverno) runs
+/// beside another's. Other processes are kept off by the machine
+/// lock (`lab_run::ClusterLock`). Not reentrant: called by [`Cluster::up`] and
+/// [`Cluster::down`] only, never around them.
+fn host_steps() -> HostSteps {
+    static HOST_STEPS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    HOST_STEPS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Tears down cluster `name` from its state record alone (works after a crash); Ok(None) if
@@ -741,6 +776,9 @@ struct Starter<'scope, 'env> {
     pending: Vec<(&'static daemons::Daemon, ReadyThread<'scope>)>,
     /// Daemons whose readiness was collected.
     ready: Vec<&'static str>,
+    /// The host steps, held from a host-wide daemon's start until it is ready
+    /// ([`daemons::Daemon::host_wide`]).
+    host_wide: Option<HostSteps>,
 }
 
 impl<'scope, 'env> Starter<'scope, 'env> {
@@ -748,6 +786,9 @@ impl<'scope, 'env> Starter<'scope, 'env> {
     fn start(&mut self, record: &mut ClusterRecord, d: &'static daemons::Daemon) -> Result<()> {
         for gate in d.after {
             self.wait_ready(record, gate)?;
+        }
+        if d.host_wide {
+            self.host_wide = Some(host_steps());
         }
         if let Some(hook) = d.before_start {
             hook(self.rt, record).with_context(|| format!("before starting {}", d.name))?;
@@ -800,6 +841,9 @@ impl<'scope, 'env> Starter<'scope, 'env> {
         }
         if let Some(on_ready) = r.on_ready {
             on_ready(record, &value, self.started)?;
+        }
+        if d.host_wide {
+            self.host_wide = None;
         }
         self.ready.push(d.name);
         Ok(())
@@ -858,6 +902,7 @@ fn bring_up(
     opts: &UpOptions,
     cgroups: &CgroupDecision,
     started: Instant,
+    host_wide: &mut Option<HostSteps>,
 ) -> Result<()> {
     preflight::check(rt, &cgroups.host)?;
     say_host(cgroups);
@@ -871,6 +916,9 @@ fn bring_up(
     netns::create(rt, record)?;
     step.ok();
     write_node_files(rt, record, &cgroups.host)?;
+    // What follows is this cluster's own (its processes in its namespace, its API server) but
+    // for a host-wide daemon start, which takes the host steps again ([`Starter::start`]).
+    host_wide.take();
     start_node(rt, record, inputs, opts, started)?;
     record.timings_ms.insert("up_ms".into(), ms(started));
     record.save()?;
@@ -962,7 +1010,9 @@ fn write_node_files(rt: &Runtime, record: &mut ClusterRecord, host: &HostFacts) 
 /// Starts the registry in start order, each daemon's readiness polled on its own thread, so what
 /// does not depend on the API server (containerd and the image import) starts beside it, and
 /// Helm installs Kyverno as soon as the API server answers, while kubelet waits for the import;
-/// then, with Kyverno, [`kyverno_answers`].
+/// then, with Kyverno, [`kyverno_answers`]. A host-wide daemon's start holds the process's host
+/// steps until it is ready ([`Starter::start`]); the rest is this cluster's own, so another
+/// cluster's `up` or teardown may run meanwhile.
 fn start_node(
     rt: &Runtime,
     record: &mut ClusterRecord,
@@ -979,6 +1029,7 @@ fn start_node(
             started,
             pending: Vec::new(),
             ready: Vec::new(),
+            host_wide: None,
         };
         let mut helm = None;
         for d in daemons::REGISTRY {

@@ -844,23 +844,13 @@ impl RunReport {
     }
 }
 
-/// Held through each cluster's `up` and teardown in this process: they change what is host-wide
-/// (the sysctls kubelet writes and `up` puts back, the cgroup root, iptables), so two labs that
-/// run at once ([`run_labs_at_once`]) never do them at the same time.
-fn host_steps() -> std::sync::MutexGuard<'static, ()> {
-    static HOST_STEPS: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    HOST_STEPS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 /// Runs `labs` at the same time on the embedded backend, each on a fresh cluster of its own (one
 /// thread per lab; [`run_lab`] with `base`'s run id, versions and `retain`), under one machine
-/// lock taken here; each cluster's `up` and teardown run one at a time ([`host_steps`]). Every
-/// line a lab's thread prints, its acts' own included, starts with `[lab b]`
+/// lock taken here; what each cluster's `up` and teardown change host-wide runs one at a time
+/// (`cluster::host_steps`: `up` until its node is Ready; Kyverno's start runs beside the others).
+/// Every line a lab's thread prints, its acts' own included, starts with `[lab b]`
 /// ([`status::label_lines`], the lab's `Ui::label`). Then writes the run's `index.html` and
-/// `junit.xml` once. Returns each lab's result in `labs`'
-/// order.
+/// `junit.xml` once. Returns each lab's result in `labs`' order.
 ///
 /// # Errors
 /// The machine lock could not be taken (its bound passed, naming the holder).
@@ -961,7 +951,6 @@ fn run_lab_inner(opts: &RunOptions, artifacts: &Path) -> Result<RunReport> {
     };
     bail_if_interrupted("after taking the cluster lock")?;
     let cluster = {
-        let _alone = host_steps();
         let step = Step::start(format!("bringing up a fresh cluster {name}"));
         let cluster = diagnostics::up_with_diagnostics(up, &diagnostics::dir(&artifacts))
             .with_context(|| format!("bringing up cluster {name}"))?;
@@ -991,7 +980,6 @@ fn run_lab_inner(opts: &RunOptions, artifacts: &Path) -> Result<RunReport> {
             cluster.cri_endpoint()
         );
     } else {
-        let _alone = host_steps();
         let step = Step::start(format!("tearing down cluster {name}"));
         cluster.down()?;
         step.ok();

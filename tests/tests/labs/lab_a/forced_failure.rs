@@ -1,9 +1,12 @@
-//! A forced failure leaves diagnostics that name the real cause (issue 14 item 3), as a row of the
-//! shared lab A cluster (`lab_a.rs`; formerly the first half of the `diagnostics` binary, on a
-//! cluster of its own: issue 16). It runs last, after lab A's artifacts are saved.
+//! A forced failure leaves diagnostics that name the real cause (issue 14 item 3), as the last row
+//! of the audit lane (`audit.rs`), on that lane's cluster once its steps have put it back
+//! (formerly the last row of lab A's lane, and before that half of the `diagnostics` binary): it
+//! needs a cluster with Kyverno and nothing of lab A's own rows, and there it runs beside lab A's
+//! fault rows rather than after them (docs/tests.md).
 //!
-//! Lab A's policy is deleted first (and its registration is gone), so the row's act 2 makes the
-//! policy as on a fresh cluster. Then lab A is driven by the same code as `cargo xtask lab run`
+//! The cluster's policy (`kca-webhook-label`, the name every lab uses) is deleted first (and its
+//! registration is gone), so the row's act 2 makes the policy as on a fresh cluster. Then lab A is
+//! driven by the same code as `cargo xtask lab run`
 //! (`xtask::lab_run::drive_with`) in a work dir of its own; before act 2 the test scales Kyverno's
 //! admission controller to 0 (on the lab-marked cluster only, and waits until its pods are gone).
 //! Act 2 then cannot see its policy's webhook registered and fails; the test asserts that

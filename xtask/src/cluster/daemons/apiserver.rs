@@ -29,6 +29,7 @@ pub const DAEMON: Daemon = Daemon {
         timing: Some("apiserver_ready_ms"),
         on_ready: None,
     }),
+    host_wide: false,
     stop_order: 50,
 };
 

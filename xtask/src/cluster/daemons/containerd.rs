@@ -24,6 +24,7 @@ pub const DAEMON: Daemon = Daemon {
         timing: Some("images_imported_ms"),
         on_ready: None,
     }),
+    host_wide: false,
     stop_order: 20,
 };
 

@@ -20,6 +20,7 @@ pub const DAEMON: Daemon = Daemon {
         timing: None,
         on_ready: None,
     }),
+    host_wide: false,
     stop_order: 60,
 };
 

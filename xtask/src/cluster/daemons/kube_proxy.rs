@@ -24,6 +24,7 @@ pub const DAEMON: Daemon = Daemon {
         timing: None,
         on_ready: None,
     }),
+    host_wide: false,
     stop_order: 10,
 };
 

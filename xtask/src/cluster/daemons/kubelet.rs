@@ -30,6 +30,7 @@ pub const DAEMON: Daemon = Daemon {
         timing: Some("node_ready_ms"),
         on_ready: Some(node_is_ready),
     }),
+    host_wide: true,
     stop_order: STOP_BEFORE_PODS - 10,
 };
 

@@ -63,6 +63,11 @@ pub struct Daemon {
     pub before_start: Option<fn(&Runtime, &mut ClusterRecord) -> Result<()>>,
     /// How it is known ready; None: started is enough.
     pub ready: Option<Readiness>,
+    /// Whether its start changes what is host-wide until it is ready (kubelet: the kernel
+    /// tunables it writes, recorded before and put back once the node is Ready): `up` then holds
+    /// the process's host steps (`cluster::host_steps`) from right before
+    /// [`Daemon::before_start`] until [`Readiness::on_ready`] has run.
+    pub host_wide: bool,
     /// Teardown's order, ascending; below [`STOP_BEFORE_PODS`]: before the pods are removed.
     pub stop_order: u8,
 }

@@ -11,6 +11,7 @@ pub const DAEMON: Daemon = Daemon {
     after: &["kube-apiserver"],
     before_start: None,
     ready: None,
+    host_wide: false,
     stop_order: 30,
 };
 
