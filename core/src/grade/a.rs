@@ -609,10 +609,10 @@ fn new_pod_holds_the_lease(
         }
         return;
     };
-    let (at, t) = (facts::parse_rfc3339(&p.at), |t: &Option<String>| {
-        t.as_deref().and_then(facts::parse_rfc3339)
-    });
-    let read_after = |x: &Option<String>| matches!((t(x), at), (Some(t), Some(at)) if at >= t);
+    // Read at or after the time `x` the step was seen.
+    let read = facts::parse_rfc3339(&p.at);
+    let seen = |x: &Option<String>| x.as_deref().and_then(facts::parse_rfc3339);
+    let read_after = |x: &Option<String>| matches!((seen(x), read), (Some(t), Some(r)) if r >= t);
     let (name, at) = (&p.name, &p.at);
     if read_after(running) || read_after(lease) {
         g.check(p.exists, ValueMismatch, format!("{s}.new_pod.exists"), || {
@@ -629,11 +629,8 @@ fn new_pod_holds_the_lease(
         });
     }
     if lease.is_some() {
-        let rows = [(
-            "lease_holder",
-            Some(name.as_str()),
-            f.lease_holder.as_deref(),
-        )];
+        let holder = f.lease_holder.as_deref();
+        let rows = [("lease_holder", Some(name.as_str()), holder)];
         fields_are(g, ValueMismatch, s, rows);
     }
     if let Some(a4) = g.facts::<Act4Facts>(4) {

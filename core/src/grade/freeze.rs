@@ -491,9 +491,8 @@ pub(crate) fn policy_switched_to_ignore(
     frozen_at: &str,
 ) {
     let s = "evidence/06.json facts";
-    let (hook, text) = (format!("{s}.webhook"), |p: &str| {
-        policy.pointer(p).and_then(Value::as_str)
-    });
+    let hook = format!("{s}.webhook");
+    let text = |p: &str| policy.pointer(p).and_then(Value::as_str);
     let input = g.required_input_value(InputFile::Policy);
     g.input::<inputs::PolicyIgnore>(&Context {
         policy: input,
@@ -509,11 +508,8 @@ pub(crate) fn policy_switched_to_ignore(
         let to_ignore = super::SameRegistration::SwitchedToIgnore;
         super::registration_equals(g, &hook, webhook, &a2.webhook, to_ignore);
     }
-    let rows = [(
-        "policy.spec.failurePolicy",
-        Some("Ignore"),
-        text("/spec/failurePolicy"),
-    )];
+    let policy_says = text("/spec/failurePolicy");
+    let rows = [("policy.spec.failurePolicy", Some("Ignore"), policy_says)];
     super::fields_are(g, ValueMismatch, s, rows);
     super::check_webhook(g, &hook, webhook, "Ignore");
     let sub = format!("{s}.policy");
@@ -543,11 +539,8 @@ pub(crate) fn recovered_under_ignore(
 ) {
     let s = "evidence/07.json facts";
     super::fields_are(g, UidMismatch, s, [("policy_uid", uid, Some(policy_uid))]);
-    let rows = [(
-        "webhook.failure_policy",
-        "Ignore",
-        webhook.failure_policy.as_str(),
-    )];
+    let registered = webhook.failure_policy.as_str();
+    let rows = [("webhook.failure_policy", "Ignore", registered)];
     super::fields_are(g, ValueMismatch, s, rows);
     let sub = format!("{s}.healthy_bad");
     g.request(&sub, healthy_bad, &[Outcome::ExplicitDeny]);
