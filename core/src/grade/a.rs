@@ -1,6 +1,8 @@
 //! Lab A graders, acts 4-8 (graceful scale-down: the webhook registration may disappear).
 
-use super::{Code, G, Meant, policy_uid, request_is_the_pod_meant};
+#[cfg(doc)]
+use super::Code;
+use super::{Code::*, G, Meant, fields_are, policy_uid, request_is_the_pod_meant};
 use crate::evidence::{Outcome, RequestRecord};
 use crate::facts::{self, a::*};
 use crate::inputs::{self, Context};
@@ -17,69 +19,48 @@ pub(crate) fn act4(g: &mut G) {
         ..g.report_context(3..=3)
     };
     g.input::<inputs::ScalePlan>(&ctx);
+    let (fd, pods) = (&f.deployment, &f.pods);
     if let Some(a1) = g.facts::<facts::Act1Facts>(1) {
-        g.expect_eq(
-            Code::UidMismatch,
-            format!("{s}.node_uid"),
-            a1.node.uid.as_str(),
-            f.node_uid.as_str(),
-        );
-        g.expect_eq(
-            Code::UidMismatch,
-            format!("{s}.deployment.uid"),
-            a1.controller_deployment.uid.as_str(),
-            f.deployment.uid.as_str(),
-        );
+        let d = &a1.controller_deployment;
+        let uids = [
+            ("node_uid", &a1.node.uid, &f.node_uid),
+            ("deployment.uid", &d.uid, &fd.uid),
+        ];
+        fields_are(g, UidMismatch, s, uids);
         // The Deployment, its pods and its Lease are act 1's controller's: its name and
         // namespace, pods named `<deployment>-<replicaset hash>-<suffix>`.
-        let d = &a1.controller_deployment;
-        g.expect_eq(
-            Code::ValueMismatch,
-            format!("{s}.deployment.name"),
+        let found = (Some(fd.namespace.as_str()), fd.name.as_str());
+        let name = [(
+            "deployment.name",
             (d.namespace.as_deref(), d.name.as_str()),
-            (
-                Some(f.deployment.namespace.as_str()),
-                f.deployment.name.as_str(),
-            ),
-        );
-        for (i, p) in f.pods.iter().enumerate() {
+            found,
+        )];
+        fields_are(g, ValueMismatch, s, name);
+        for (i, p) in pods.iter().enumerate() {
             let pod = (p.namespace.as_str(), p.name.as_str());
             super::pod_of_the_deployment(g, format!("{s}.pods[{i}].name"), pod, d);
         }
-        g.expect_eq(
-            Code::ValueMismatch,
-            format!("{s}.lease.namespace"),
-            d.namespace.as_deref(),
-            Some(f.lease.namespace.as_str()),
-        );
+        let ns = Some(f.lease.namespace.as_str());
+        let rows = [("lease.namespace", d.namespace.as_deref(), ns)];
+        fields_are(g, ValueMismatch, s, rows);
     }
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{s}.deployment.replicas"),
-        &1u32,
-        &f.deployment.replicas,
-    );
-    g.check(
-        !f.pods.is_empty(),
-        Code::ValueMismatch,
-        format!("{s}.pods"),
-        || "no controller pod recorded".into(),
-    );
-    for (i, p) in f.pods.iter().enumerate() {
-        g.check(
-            p.exists && p.uid.as_deref().is_some_and(super::is_uid),
-            Code::UidMismatch,
-            format!("{s}.pods[{i}].uid"),
-            || format!("expected the pod's UID, found {:?}", p.uid),
-        );
+    let rows = [("deployment.replicas", &1u32, &fd.replicas)];
+    fields_are(g, ValueMismatch, s, rows);
+    let none = pods.is_empty();
+    g.check(!none, ValueMismatch, format!("{s}.pods"), || {
+        "no controller pod recorded".into()
+    });
+    for (i, p) in pods.iter().enumerate() {
+        let ok = p.exists && p.uid.as_deref().is_some_and(super::is_uid);
+        g.check(ok, UidMismatch, format!("{s}.pods[{i}].uid"), || {
+            format!("expected the pod's UID, found {:?}", p.uid)
+        });
     }
     let holder = f.lease.holder.as_deref();
-    g.check(
-        holder.is_some_and(|h| f.pods.iter().any(|p| p.name == h)),
-        Code::ValueMismatch,
-        format!("{s}.lease.holder"),
-        || format!("the Lease holder {holder:?} is none of the recorded pods"),
-    );
+    let ok = holder.is_some_and(|h| pods.iter().any(|p| p.name == h));
+    g.check(ok, ValueMismatch, format!("{s}.lease.holder"), || {
+        format!("the Lease holder {holder:?} is none of the recorded pods")
+    });
     for (i, p) in f.pods.iter().enumerate() {
         super::witness::pod_observation_agrees_with_itself(g, &format!("{s}.pods[{i}]"), p);
     }
@@ -121,18 +102,10 @@ fn listed_policy_webhook_equals_act2(
     const NULL: &serde_json::Value = &serde_json::Value::Null;
     for w in listed_webhooks(list, &a2.name) {
         let f = |k: &str| w.get(k).unwrap_or(NULL);
-        let service = w.pointer("/clientConfig/service").map(|x| {
-            (
-                x.get("namespace").and_then(|v| v.as_str()),
-                x.get("name").and_then(|v| v.as_str()),
-                x.get("path").and_then(|v| v.as_str()),
-                x.get("port").and_then(|v| v.as_i64()),
-            )
-        });
         let listed = (
             f("failurePolicy").as_str(),
             f("timeoutSeconds").as_u64(),
-            service,
+            super::raw_service(w),
             f("namespaceSelector"),
             f("rules"),
             f("sideEffects").as_str(),
@@ -140,35 +113,16 @@ fn listed_policy_webhook_equals_act2(
         let recorded = (
             Some(a2.failure_policy.as_str()),
             Some(u64::from(a2.timeout_seconds)),
-            a2.service.as_ref().map(|x| {
-                (
-                    Some(x.namespace.as_str()),
-                    Some(x.name.as_str()),
-                    x.path.as_deref(),
-                    Some(i64::from(x.port)),
-                )
-            }),
+            super::fact_service(a2),
             &a2.namespace_selector,
             &a2.rules,
             Some(a2.side_effects.as_str()),
         );
-        g.check(
-            listed == recorded,
-            Code::RegistrationChanged,
-            format!("{s}.webhook_configurations"),
-            || {
-                format!(
-                    "the listed webhook {:?} is {listed:?}; act 2 recorded {recorded:?}",
-                    a2.name
-                )
-            },
-        );
-        super::registration_scope(
-            g,
-            &format!("{s}.webhook_configurations"),
-            &a2.name,
-            &super::Scope::of_raw(w),
-        );
+        let (sub, name) = (format!("{s}.webhook_configurations"), &a2.name);
+        g.check(listed == recorded, RegistrationChanged, &sub, || {
+            format!("the listed webhook {name:?} is {listed:?}; act 2 recorded {recorded:?}")
+        });
+        super::registration_scope(g, &sub, name, &super::Scope::of_raw(w));
     }
 }
 
@@ -188,11 +142,8 @@ pub(crate) fn act5(g: &mut G) {
     watcher_armed_for_the_planned_restore(g, s, &f);
     let gone = pods_gone_after_the_scale_down(g, s, &f);
     policy_and_its_listed_registration_are_act2s(g, s, &f);
-    g.times_ordered(
-        &format!("{s}.registrations_checked_at"),
-        &gone,
-        &f.registrations_checked_at,
-    );
+    let checked = &f.registrations_checked_at;
+    g.times_ordered(&format!("{s}.registrations_checked_at"), &gone, checked);
     violating_request_inside_the_fault(g, s, &f, &gone);
     let sub = format!("{s}.control");
     g.request(&sub, &f.control, &[Outcome::Stored]);
@@ -204,42 +155,30 @@ pub(crate) fn act5(g: &mut G) {
 /// to 1 replica), and its deadline is its arming time + `restore_after_sec` (it computes one
 /// from the other, [`super::bounds::DERIVED_MS_TOLERANCE`]).
 fn watcher_armed_for_the_planned_restore(g: &mut G, s: &str, f: &Act5Facts) {
-    g.times_ordered(
-        &format!("{s}.watcher.armed_at"),
-        &f.watcher.armed_at,
-        &f.scaled_at,
-    );
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{s}.watcher.restore_after_sec"),
-        &55u32,
-        &f.watcher.restore_after_sec,
-    );
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{s}.watcher.original_replicas"),
-        &1u32,
-        &f.watcher.original_replicas,
-    );
+    let w = &f.watcher;
+    g.times_ordered(&format!("{s}.watcher.armed_at"), &w.armed_at, &f.scaled_at);
+    let rows = [
+        ("watcher.restore_after_sec", &55u32, &w.restore_after_sec),
+        ("watcher.original_replicas", &1u32, &w.original_replicas),
+    ];
+    fields_are(g, ValueMismatch, s, rows);
     // The watcher's deadline is its arming time + restore_after_sec (it computes one from the
     // other), to the millisecond.
-    let armed = facts::parse_rfc3339(&f.watcher.armed_at);
-    let deadline = f
-        .watcher
-        .deadline_at
-        .as_deref()
-        .and_then(facts::parse_rfc3339);
+    let armed = facts::parse_rfc3339(&w.armed_at);
+    let deadline = w.deadline_at.as_deref().and_then(facts::parse_rfc3339);
+    let (after, tolerance) = (
+        i64::from(w.restore_after_sec) * 1000,
+        super::bounds::DERIVED_MS_TOLERANCE,
+    );
+    let ok = matches!((armed, deadline), (Some(a), Some(d))
+        if ((d - a).num_milliseconds() - after).abs() <= tolerance);
     g.check(
-        matches!((armed, deadline), (Some(a), Some(d))
-            if ((d - a).num_milliseconds() - i64::from(f.watcher.restore_after_sec) * 1000).abs()
-                <= super::bounds::DERIVED_MS_TOLERANCE),
-        Code::TimesInconsistent,
+        ok,
+        TimesInconsistent,
         format!("{s}.watcher.deadline_at"),
         || {
-            format!(
-                "armed at {:?} with restore_after_sec {}, deadline {:?}",
-                f.watcher.armed_at, f.watcher.restore_after_sec, f.watcher.deadline_at
-            )
+            let (armed, after, deadline) = (&w.armed_at, w.restore_after_sec, &w.deadline_at);
+            format!("armed at {armed:?} with restore_after_sec {after}, deadline {deadline:?}")
         },
     );
 }
@@ -253,12 +192,9 @@ fn pods_gone_after_the_scale_down(g: &mut G, s: &str, f: &Act5Facts) -> String {
             t.clone()
         }
         None => {
-            g.check(
-                false,
-                Code::NotConfirmed,
-                format!("{s}.pods_gone_at"),
-                || "the controller pods were not seen gone".into(),
-            );
+            g.check(false, NotConfirmed, format!("{s}.pods_gone_at"), || {
+                "the controller pods were not seen gone".into()
+            });
             f.scaled_at.clone()
         }
     }
@@ -271,38 +207,31 @@ fn policy_and_its_listed_registration_are_act2s(g: &mut G, s: &str, f: &Act5Fact
     let a2 = g.facts::<facts::Act2Facts>(2);
     g.check(
         f.policy.exists,
-        Code::ValueMismatch,
+        ValueMismatch,
         format!("{s}.policy.exists"),
         || "the policy was not found".into(),
     );
     if let Some(a2) = &a2 {
-        g.expect_eq(
-            Code::UidMismatch,
-            format!("{s}.policy.uid"),
-            policy_uid(a2).as_deref(),
-            f.policy.uid.as_deref(),
-        );
+        let uid = policy_uid(a2);
+        let rows = [("policy.uid", uid.as_deref(), f.policy.uid.as_deref())];
+        fields_are(g, UidMismatch, s, rows);
         // The claim about the registration must match the raw list recorded with it.
-        let derived = list_has_webhook(&f.webhook_configurations, &a2.webhook.name);
+        let (name, claims) = (&a2.webhook.name, f.policy_webhook_present);
+        let derived = list_has_webhook(&f.webhook_configurations, name);
+        let sub = format!("{s}.policy_webhook_present");
         g.check(
-            derived == Some(f.policy_webhook_present),
-            Code::RegistrationClaimContradicted,
-            format!("{s}.policy_webhook_present"),
+            derived == Some(claims),
+            RegistrationClaimContradicted,
+            sub,
             || {
-                format!(
-                    "claims {}, but the raw list {} webhook {:?}",
-                    f.policy_webhook_present,
-                    match derived {
-                        Some(true) => "holds",
-                        Some(false) => "does not hold",
-                        None => "is not a List with items and so cannot show",
-                    },
-                    a2.webhook.name
-                )
+                let list = match derived {
+                    Some(true) => "holds",
+                    Some(false) => "does not hold",
+                    None => "is not a List with items and so cannot show",
+                };
+                format!("claims {claims}, but the raw list {list} webhook {name:?}")
             },
         );
-    }
-    if let Some(a2) = &a2 {
         listed_policy_webhook_equals_act2(g, s, &f.webhook_configurations, &a2.webhook);
     }
 }
@@ -324,26 +253,14 @@ fn violating_request_inside_the_fault(g: &mut G, s: &str, f: &Act5Facts, gone: &
     // What the request shows holds only inside the fault: sent after the registration list that
     // its expected outcome rests on was read, answered before the watcher's deadline (when it
     // restores the replicas, unless act 6 did sooner: act 5 hands the fault over at 0 replicas).
-    g.times_ordered(
-        &format!("{sub}.sent_at"),
-        &f.registrations_checked_at,
-        &f.target_bad.sent_at,
-    );
+    let (sent, answered) = (&f.target_bad.sent_at, &f.target_bad.answered_at);
+    g.times_ordered(&format!("{sub}.sent_at"), &f.registrations_checked_at, sent);
     if let Some(deadline) = &f.watcher.deadline_at {
-        g.check(
-            matches!(
-                (facts::parse_rfc3339(&f.target_bad.answered_at), facts::parse_rfc3339(deadline)),
-                (Some(a), Some(d)) if a <= d
-            ),
-            Code::OutsideWindow,
-            format!("{sub}.answered_at"),
-            || {
-                format!(
-                    "answered at {:?}, after the recovery watcher's deadline {deadline:?} (the replicas may have been restored by then)",
-                    f.target_bad.answered_at
-                )
-            },
-        );
+        let t = facts::parse_rfc3339;
+        let ok = matches!((t(answered), t(deadline)), (Some(a), Some(d)) if a <= d);
+        g.check(ok, OutsideWindow, format!("{sub}.answered_at"), || {
+            format!("answered at {answered:?}, after the recovery watcher's deadline {deadline:?} (the replicas may have been restored by then)")
+        });
     }
 }
 
@@ -362,18 +279,15 @@ fn step(g: &mut G, subject: &str, st: &TimelineStep) -> Option<String> {
     match st.status {
         StepStatus::Confirmed => {
             let ok = st.at.as_deref().and_then(facts::parse_rfc3339).is_some();
-            g.check(ok, Code::TimesInconsistent, subject, || {
+            g.check(ok, TimesInconsistent, subject, || {
                 format!("confirmed without a valid time: {:?}", st.at)
             });
             st.at.clone()
         }
         StepStatus::NotConfirmed => {
-            g.check(false, Code::NotConfirmed, subject, || {
-                format!(
-                    "waited {} ms; last seen: {}",
-                    st.waited_ms,
-                    st.last_seen.as_deref().unwrap_or("(nothing recorded)")
-                )
+            g.check(false, NotConfirmed, subject, || {
+                let seen = st.last_seen.as_deref().unwrap_or("(nothing recorded)");
+                format!("waited {} ms; last seen: {seen}", st.waited_ms)
             });
             None
         }
@@ -427,20 +341,13 @@ fn act6_reads_are_its_raw_records(g: &mut G, s: &str, f: &Act6Facts) {
     match super::witness::raw_record(&ev, "lease-before") {
         Some(l) => {
             let raw = l.pointer("/spec/holderIdentity").and_then(|h| h.as_str());
-            g.check(
-                raw == f.previous_lease_holder.as_deref(),
-                Code::RawMismatch,
-                sub,
-                || {
-                    format!(
-                        "recorded {:?}, the Lease read says {raw:?}",
-                        f.previous_lease_holder
-                    )
-                },
-            );
+            let recorded = &f.previous_lease_holder;
+            g.check(raw == recorded.as_deref(), RawMismatch, sub, || {
+                format!("recorded {recorded:?}, the Lease read says {raw:?}")
+            });
         }
         None => {
-            g.check(false, Code::ObservationMissing, sub, || {
+            g.check(false, ObservationMissing, sub, || {
                 "evidence/06.json has no raw record \"lease-before\"".into()
             });
         }
@@ -454,13 +361,8 @@ fn act6_reads_are_its_raw_records(g: &mut G, s: &str, f: &Act6Facts) {
         ("existing", "existing", &f.existing),
     ] {
         if let Some(p) = p {
-            super::witness::pod_observation_is_its_raw_record(
-                g,
-                &ev,
-                what,
-                &format!("{s}.{key}"),
-                p,
-            );
+            let sub = format!("{s}.{key}");
+            super::witness::pod_observation_is_its_raw_record(g, &ev, what, &sub, p);
         }
     }
 }
@@ -472,16 +374,15 @@ fn probes_are_the_raw_requests(g: &mut G, s: &str, f: &Act6Facts) {
     let Some(ev) = g.evidence(6) else {
         return;
     };
-    let raw: Vec<&str> = ev
+    let probes = ev
         .raw
         .iter()
-        .filter(|r| r.get("what").and_then(|w| w.as_str()) == Some("request:deny-probe-dry-run"))
-        .filter_map(|r| r.pointer("/data/name").and_then(|n| n.as_str()))
-        .collect();
+        .filter(|r| r["what"] == "request:deny-probe-dry-run");
+    let raw: Vec<&str> = probes.filter_map(|r| r["data"]["name"].as_str()).collect();
     let recorded: Vec<&str> = f.deny_probes.iter().map(|p| p.name.as_str()).collect();
     g.check(
         raw == recorded,
-        Code::RawMismatch,
+        RawMismatch,
         format!("{s}.deny_probes"),
         || format!("recorded probes {recorded:?}; the raw requests are {raw:?}"),
     );
@@ -502,22 +403,19 @@ fn deleted_configuration_never_returns(g: &mut G, s: &str, f: &Act6Facts) {
     let Some(old) = a2.webhook.configuration_uid.as_deref() else {
         return;
     };
-    let listed = a5
+    let items = a5
         .webhook_configurations
         .get("items")
-        .and_then(|i| i.as_array())
-        .is_some_and(|items| {
-            items
-                .iter()
-                .any(|c| c.pointer("/metadata/uid").and_then(|u| u.as_str()) == Some(old))
-        });
+        .and_then(|i| i.as_array());
+    let listed = items.is_some_and(|items| items.iter().any(|c| c["metadata"]["uid"] == old));
     if !listed {
-        g.check(
+        let (ok, sub) = (
             w.configuration_uid.as_deref() != Some(old),
-            Code::UidMismatch,
             format!("{s}.webhook.configuration_uid"),
-            || format!("act 2's configuration {old} was gone in act 5's list, yet act 6 names it"),
         );
+        g.check(ok, UidMismatch, sub, || {
+            format!("act 2's configuration {old} was gone in act 5's list, yet act 6 names it")
+        });
     }
 }
 
@@ -535,15 +433,16 @@ fn admitted_during_scale_down_is_act5s_stored_pod(g: &mut G, s: &str, f: &Act6Fa
         return;
     };
     let r = &a5.target_bad;
+    let same = (&p.name, &p.namespace) == (&r.name, &r.namespace);
     g.check(
-        (p.name.as_str(), p.namespace.as_str()) == (r.name.as_str(), r.namespace.as_str())
-            && (!p.exists || p.uid == r.get.uid),
-        Code::PodReplaced,
+        same && (!p.exists || p.uid == r.get.uid),
+        PodReplaced,
         sub,
         || {
+            let (ns, name, uid) = (&r.namespace, &r.name, &r.get.uid);
             format!(
-                "{}/{} uid {:?}; act 5 stored {}/{} uid {:?}",
-                p.namespace, p.name, p.uid, r.namespace, r.name, r.get.uid
+                "{}/{} uid {:?}; act 5 stored {ns}/{name} uid {uid:?}",
+                p.namespace, p.name, p.uid
             )
         },
     );
@@ -587,33 +486,24 @@ fn last_check_precedes_its_step(g: &mut G, s: &str, f: &Act6Facts) {
             continue;
         };
         let sub = format!("{s}.{name}.last_seen");
-        let start = seen
-            - chrono::Duration::milliseconds(
-                st.waited_ms as i64 + super::bounds::STEP_START_SPREAD_MS,
-            );
-        let last = st.last_check_before();
-        g.check(
-            last.is_some_and(|t| t >= start && t <= seen),
-            Code::TimesInconsistent,
-            sub.clone(),
-            || {
-                format!(
-                    "{text:?} is not a check between the wait's start and {:?}",
-                    st.at
-                )
-            },
-        );
+        let spread = st.waited_ms as i64 + super::bounds::STEP_START_SPREAD_MS;
+        let start = seen - chrono::Duration::milliseconds(spread);
+        let ok = st
+            .last_check_before()
+            .is_some_and(|t| t >= start && t <= seen);
+        g.check(ok, TimesInconsistent, &sub, || {
+            format!(
+                "{text:?} is not a check between the wait's start and {:?}",
+                st.at
+            )
+        });
         let state = text.split_once(' ').map_or("", |(_, r)| r);
-        let expected = STEP_STATES
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map_or(&[][..], |(_, p)| *p);
-        g.check(
-            expected.iter().any(|p| state.starts_with(p)),
-            Code::ValueMismatch,
-            sub,
-            || format!("{state:?} is not a state the {name} wait looks at ({expected:?})"),
-        );
+        let states = STEP_STATES.iter().find(|(n, _)| *n == name);
+        let expected = states.map_or(&[][..], |(_, p)| *p);
+        let ok = expected.iter().any(|p| state.starts_with(p));
+        g.check(ok, ValueMismatch, sub, || {
+            format!("{state:?} is not a state the {name} wait looks at ({expected:?})")
+        });
     }
 }
 
@@ -627,17 +517,15 @@ fn replicas_restored_recorded_first(g: &mut G, s: &str, f: &Act6Facts) {
         .map(|(_, st)| st.waited_ms)
         .min();
     if let (Some(m), Some(_)) = (later, f.replicas_restored.seen_at()) {
-        g.check(
-            f.replicas_restored.waited_ms <= m,
-            Code::TimesInconsistent,
+        let (waited, sub) = (
+            f.replicas_restored.waited_ms,
             format!("{s}.replicas_restored.waited_ms"),
-            || {
-                format!(
-                    "the restore was recorded after {} ms, later than a step it causes ({m} ms)",
-                    f.replicas_restored.waited_ms
-                )
-            },
         );
+        g.check(waited <= m, TimesInconsistent, sub, || {
+            format!(
+                "the restore was recorded after {waited} ms, later than a step it causes ({m} ms)"
+            )
+        });
     }
 }
 
@@ -650,28 +538,19 @@ fn replicas_restored_after_the_scale_down(g: &mut G, s: &str, f: &Act6Facts) -> 
     if restored.is_some() {
         g.check(
             f.restored_by.is_some(),
-            Code::ValueMismatch,
+            ValueMismatch,
             format!("{s}.restored_by"),
             || "who restored the replicas is not recorded".into(),
         );
     }
-    if let (Some(seen), Some(scaled)) = (
-        f.replicas_restored.seen_at(),
-        g.facts::<Act5Facts>(5)
-            .and_then(|a5| facts::parse_rfc3339(&a5.scaled_at)),
-    ) {
-        g.check(
-            seen >= scaled,
-            Code::TimesInconsistent,
-            format!("{s}.replicas_restored.at"),
-            || {
-                format!(
-                    "the replicas were seen restored at {:?}, before act 5 scaled them down at {}",
-                    f.replicas_restored.at,
-                    facts::format_rfc3339(scaled)
-                )
-            },
-        );
+    let scaled = g
+        .facts::<Act5Facts>(5)
+        .and_then(|a5| facts::parse_rfc3339(&a5.scaled_at));
+    if let (Some(seen), Some(scaled)) = (f.replicas_restored.seen_at(), scaled) {
+        g.check(seen >= scaled, TimesInconsistent, format!("{s}.replicas_restored.at"), || {
+            let (at, scaled) = (&f.replicas_restored.at, facts::format_rfc3339(scaled));
+            format!("the replicas were seen restored at {at:?}, before act 5 scaled them down at {scaled}")
+        });
     }
     restored
 }
@@ -681,32 +560,21 @@ fn replicas_restored_after_the_scale_down(g: &mut G, s: &str, f: &Act6Facts) -> 
 /// own record when the replicas were already restored before act 6 began (e.g. by the watcher at
 /// its deadline).
 fn recovery_steps_waited_from_one_start(g: &mut G, s: &str, f: &Act6Facts) {
-    let starts: Vec<(&str, chrono::DateTime<chrono::Utc>)> = recovery_steps(f)
-        .into_iter()
-        .filter_map(|(n, st)| {
-            st.seen_at()
-                .map(|t| (n, t - chrono::Duration::milliseconds(st.waited_ms as i64)))
-        })
+    let start = |st: &TimelineStep, t| t - chrono::Duration::milliseconds(st.waited_ms as i64);
+    let starts: Vec<(&str, chrono::DateTime<chrono::Utc>)> = (recovery_steps(f).into_iter())
+        .filter_map(|(n, st)| st.seen_at().map(|t| (n, start(st, t))))
         .collect();
-    if let (Some(lo), Some(hi)) = (
+    let (lo, hi) = (
         starts.iter().min_by_key(|(_, t)| *t),
         starts.iter().max_by_key(|(_, t)| *t),
-    ) {
-        g.check(
-            (hi.1 - lo.1).num_milliseconds() <= super::bounds::STEP_START_SPREAD_MS,
-            Code::TimesInconsistent,
-            format!("{s}.{}.waited_ms/{}.waited_ms", lo.0, hi.0),
-            || {
-                format!(
-                    "at − waited_ms gives the wait's start {} for {} but {} for {} (at most {} ms apart)",
-                    facts::format_rfc3339(hi.1),
-                    hi.0,
-                    facts::format_rfc3339(lo.1),
-                    lo.0,
-                    super::bounds::STEP_START_SPREAD_MS
-                )
-            },
-        );
+    );
+    if let (Some((lo, lo_at)), Some((hi, hi_at))) = (lo, hi) {
+        let most = super::bounds::STEP_START_SPREAD_MS;
+        let ok = (*hi_at - *lo_at).num_milliseconds() <= most;
+        g.check(ok, TimesInconsistent, format!("{s}.{lo}.waited_ms/{hi}.waited_ms"), || {
+            let (hi_at, lo_at) = (facts::format_rfc3339(*hi_at), facts::format_rfc3339(*lo_at));
+            format!("at − waited_ms gives the wait's start {hi_at} for {hi} but {lo_at} for {lo} (at most {most} ms apart)")
+        });
     }
 }
 
@@ -715,12 +583,10 @@ fn recovery_steps_waited_from_one_start(g: &mut G, s: &str, f: &Act6Facts) {
 fn recovery_order_holds(g: &mut G, s: &str, f: &Act6Facts) {
     for (na, a, nb, b) in rules::a::recovery_order(f) {
         let why = rules::a::order_contradiction(a, b);
-        g.check(
-            why.is_none(),
-            Code::TimesInconsistent,
-            format!("{s}.{nb}.at (after {na})"),
-            || why.unwrap_or_default(),
-        );
+        let sub = format!("{s}.{nb}.at (after {na})");
+        g.check(why.is_none(), TimesInconsistent, sub, || {
+            why.unwrap_or_default()
+        });
     }
 }
 
@@ -737,55 +603,41 @@ fn new_pod_holds_the_lease(
 ) {
     let Some(p) = &f.new_pod else {
         if created {
-            g.check(false, Code::FactsInvalid, format!("{s}.new_pod"), || {
+            g.check(false, FactsInvalid, format!("{s}.new_pod"), || {
                 "pod_created is confirmed but new_pod is missing".into()
             });
         }
         return;
     };
-    let read_after = |t: &Option<String>| {
-        matches!(
-            (t.as_deref().and_then(facts::parse_rfc3339), facts::parse_rfc3339(&p.at)),
-            (Some(t), Some(at)) if at >= t
-        )
-    };
+    // Read at or after the time `x` the step was seen.
+    let read = facts::parse_rfc3339(&p.at);
+    let seen = |x: &Option<String>| x.as_deref().and_then(facts::parse_rfc3339);
+    let read_after = |x: &Option<String>| matches!((seen(x), read), (Some(t), Some(r)) if r >= t);
+    let (name, at) = (&p.name, &p.at);
     if read_after(running) || read_after(lease) {
-        g.check(
-            p.exists,
-            Code::ValueMismatch,
-            format!("{s}.new_pod.exists"),
-            || format!("the new pod {} was not found at {}, after it was seen Running or holding the Lease", p.name, p.at),
-        );
+        g.check(p.exists, ValueMismatch, format!("{s}.new_pod.exists"), || {
+            format!("the new pod {name} was not found at {at}, after it was seen Running or holding the Lease")
+        });
     }
     if read_after(running) {
-        g.check(
-            p.exists && p.phase.as_deref() != Some("Pending"),
-            Code::ValueMismatch,
-            format!("{s}.new_pod.phase"),
-            || {
-                format!(
-                    "phase {:?} at {}, after pod_running was confirmed at {:?}",
-                    p.phase, p.at, running
-                )
-            },
-        );
+        let ok = p.exists && p.phase.as_deref() != Some("Pending");
+        g.check(ok, ValueMismatch, format!("{s}.new_pod.phase"), || {
+            format!(
+                "phase {:?} at {at}, after pod_running was confirmed at {running:?}",
+                p.phase
+            )
+        });
     }
     if lease.is_some() {
-        g.expect_eq(
-            Code::ValueMismatch,
-            format!("{s}.lease_holder"),
-            Some(p.name.as_str()),
-            f.lease_holder.as_deref(),
-        );
+        let holder = f.lease_holder.as_deref();
+        let rows = [("lease_holder", Some(name.as_str()), holder)];
+        fields_are(g, ValueMismatch, s, rows);
     }
     if let Some(a4) = g.facts::<Act4Facts>(4) {
         let old = a4.pods.iter().any(|o| o.uid.is_some() && o.uid == p.uid);
-        g.check(
-            !old,
-            Code::ValueMismatch,
-            format!("{s}.new_pod.uid"),
-            || "the new pod has an old pod's UID".into(),
-        );
+        g.check(!old, ValueMismatch, format!("{s}.new_pod.uid"), || {
+            "the new pod has an old pod's UID".into()
+        });
     }
 }
 
@@ -800,38 +652,34 @@ fn recovery_durations_are_their_timestamps(
     running: &Option<String>,
     lease: &Option<String>,
 ) {
-    if let (Some(r), Some(l)) = (
-        running.as_deref().and_then(facts::parse_rfc3339),
-        lease.as_deref().and_then(facts::parse_rfc3339),
-    ) {
+    let t = |x: &Option<String>| x.as_deref().and_then(facts::parse_rfc3339);
+    let tolerance = super::bounds::DERIVED_MS_TOLERANCE;
+    if let (Some(r), Some(l)) = (t(running), t(lease)) {
         let measured = (l - r).num_milliseconds();
         let recorded = f.leader_takeover_ms.map(|m| m as i64);
+        let ok = recorded.is_some_and(|m| (m - measured).abs() <= tolerance);
         g.check(
-            recorded.is_some_and(|m| (m - measured).abs() <= super::bounds::DERIVED_MS_TOLERANCE),
-            Code::TimesInconsistent,
+            ok,
+            TimesInconsistent,
             format!("{s}.leader_takeover_ms"),
             || format!("recorded {recorded:?}, timestamps give {measured} ms"),
         );
     }
-    if let (Some(r), Some(l)) = (
-        restored.as_deref().and_then(facts::parse_rfc3339),
-        lease.as_deref().and_then(facts::parse_rfc3339),
-    ) && let Some(ms) = f.lease_after_restore_ms
+    if let (Some(r), Some(l)) = (t(restored), t(lease))
+        && let Some(ms) = f.lease_after_restore_ms
     {
-        let measured = (l - r).num_milliseconds();
-        g.check(
-            (measured - ms as i64).abs() <= super::bounds::DERIVED_MS_TOLERANCE,
-            Code::TimesInconsistent,
+        let (measured, sub) = (
+            (l - r).num_milliseconds(),
             format!("{s}.lease_after_restore_ms"),
-            || format!("recorded {ms}, timestamps give {measured} ms"),
         );
+        let ok = (measured - ms as i64).abs() <= tolerance;
+        g.check(ok, TimesInconsistent, &sub, || {
+            format!("recorded {ms}, timestamps give {measured} ms")
+        });
         let hi = super::bounds::RECOVERY_MS as i64;
-        g.check(
-            (0..=hi).contains(&measured),
-            Code::OutsideWindow,
-            format!("{s}.lease_after_restore_ms"),
-            || format!("Lease taken {measured} ms after the restore; the act waits [0, {hi}] ms (bounds::RECOVERY_MS)"),
-        );
+        g.check((0..=hi).contains(&measured), OutsideWindow, sub, || {
+            format!("Lease taken {measured} ms after the restore; the act waits [0, {hi}] ms (bounds::RECOVERY_MS)")
+        });
     }
 }
 
@@ -841,40 +689,38 @@ fn recovery_durations_are_their_timestamps(
 fn registration_after_recovery_equals_act2(g: &mut G, s: &str, f: &Act6Facts) {
     match (&f.webhook, g.facts::<facts::Act2Facts>(2)) {
         (Some(w), Some(a2)) => {
-            super::registration_equals(
-                g,
-                &format!("{s}.webhook"),
-                w,
-                &a2.webhook,
-                super::SameRegistration::NewConfigurationObject,
-            );
+            let new = super::SameRegistration::NewConfigurationObject;
+            super::registration_equals(g, &format!("{s}.webhook"), w, &a2.webhook, new);
             // A configuration object, new or not, has a UID (held across acts by
             // `witness::one_uid_one_object`).
             let uid = w.configuration_uid.as_deref();
-            g.check(
-                uid.is_some_and(super::is_uid),
-                Code::UidMismatch,
-                format!("{s}.webhook.configuration_uid"),
-                || format!("expected the configuration's UID, found {uid:?}"),
-            );
-            g.expect_eq(
-                Code::TimesInconsistent,
-                format!("{s}.webhook.observed_at"),
-                f.webhook_registered.at.as_deref(),
-                Some(w.observed_at.as_str()),
-            );
+            let sub = format!("{s}.webhook.configuration_uid");
+            g.check(uid.is_some_and(super::is_uid), UidMismatch, sub, || {
+                format!("expected the configuration's UID, found {uid:?}")
+            });
+            let seen = f.webhook_registered.at.as_deref();
+            let rows = [("webhook.observed_at", seen, Some(w.observed_at.as_str()))];
+            fields_are(g, TimesInconsistent, s, rows);
         }
         (None, _) => {
-            g.check(
-                false,
-                Code::RegistrationMissing,
-                format!("{s}.webhook"),
-                || "registered, but no registration recorded".into(),
-            );
+            g.check(false, RegistrationMissing, format!("{s}.webhook"), || {
+                "registered, but no registration recorded".into()
+            });
         }
         _ => {}
     }
 }
+
+/// What a deny probe may meet while the webhook recovers.
+const PROBE_ANSWERS: [Outcome; 7] = [
+    Outcome::ExplicitDeny,
+    Outcome::DryRunAdmitted,
+    Outcome::WebhookTimeout,
+    Outcome::ConnectionRefused,
+    Outcome::NoEndpoints,
+    Outcome::DnsError,
+    Outcome::OtherError,
+];
 
 /// Every probe is a server dry-run of a violating pod (no label, the target namespace) whose
 /// record agrees with itself ([`G::request`]) and whose deny or call failure names the policy's
@@ -888,19 +734,7 @@ fn probes_are_violating_dry_runs_to_the_policy_webhook(g: &mut G, s: &str, f: &A
         if let Some(h) = &hook {
             g.named_webhook(&sub, r, h);
         }
-        g.request(
-            &sub,
-            r,
-            &[
-                Outcome::ExplicitDeny,
-                Outcome::DryRunAdmitted,
-                Outcome::WebhookTimeout,
-                Outcome::ConnectionRefused,
-                Outcome::NoEndpoints,
-                Outcome::DnsError,
-                Outcome::OtherError,
-            ],
-        );
+        g.request(&sub, r, &PROBE_ANSWERS);
         request_is_the_pod_meant(g, &sub, r, Meant::PROBE);
         if let Some(p) = previous {
             g.times_ordered(&format!("{sub}.sent_at"), &p.answered_at, &r.sent_at);
@@ -913,13 +747,13 @@ fn probes_are_violating_dry_runs_to_the_policy_webhook(g: &mut G, s: &str, f: &A
 /// call), the registration is in force: the Fail registration is never removed again in act 6,
 /// so no later violating probe is admitted ([`super::violating_pod_never_admitted_under_fail`]).
 fn no_probe_admitted_after_a_call(g: &mut G, s: &str, f: &Act6Facts) {
-    let first_call = f.deny_probes.iter().position(|r| {
-        r.outcome == Outcome::ExplicitDeny
-            || r.message
-                .as_deref()
-                .and_then(crate::classify::parse_call_failure)
-                .is_some()
-    });
+    let failed = |r: &RequestRecord| {
+        r.message
+            .as_deref()
+            .and_then(crate::classify::parse_call_failure)
+    };
+    let first_call = (f.deny_probes.iter())
+        .position(|r| r.outcome == Outcome::ExplicitDeny || failed(r).is_some());
     if let Some(k) = first_call {
         for (i, r) in f.deny_probes.iter().enumerate().skip(k) {
             super::violating_pod_never_admitted_under_fail(g, &format!("{s}.deny_probes[{i}]"), r);
@@ -930,15 +764,14 @@ fn no_probe_admitted_after_a_call(g: &mut G, s: &str, f: &Act6Facts) {
 /// The step `first_explicit_deny` is the last probe, an explicit deny answered at that time.
 fn first_deny_is_the_last_probe(g: &mut G, s: &str, f: &Act6Facts, d: &str) {
     let last = f.deny_probes.last();
+    let ok = last.is_some_and(|r| r.outcome == Outcome::ExplicitDeny && r.answered_at == d);
     g.check(
-        last.is_some_and(|r| r.outcome == Outcome::ExplicitDeny && r.answered_at == d),
-        Code::ValueMismatch,
+        ok,
+        ValueMismatch,
         format!("{s}.first_explicit_deny"),
         || {
-            format!(
-                "confirmed at {d}, but the last probe is {:?}",
-                last.map(|r| (r.outcome.as_str(), r.answered_at.as_str()))
-            )
+            let last = last.map(|r| (r.outcome.as_str(), r.answered_at.as_str()));
+            format!("confirmed at {d}, but the last probe is {last:?}")
         },
     );
 }
@@ -967,47 +800,31 @@ pub(crate) fn act7(g: &mut G) {
         ("name", f.good.name.as_str(), &e.name),
         ("namespace", f.good.namespace.as_str(), &e.namespace),
     ];
-    for (key, sent, echo) in echoed {
-        let sub = format!("{s}.good_response.{key}");
-        g.expect_eq(Code::RawMismatch, sub, sent, echo.as_str());
-    }
-    g.expect_eq(
-        Code::RawMismatch,
-        format!("{s}.good_response.labels"),
-        &f.good.labels,
-        &e.labels,
-    );
-    let raw_labels: Option<std::collections::BTreeMap<String, String>> = f
-        .good
-        .raw_response
-        .pointer("/metadata/labels")
-        .and_then(|l| serde_json::from_value(l.clone()).ok());
-    g.expect_eq(
-        Code::RawMismatch,
-        format!("{s}.good_response.labels (raw)"),
-        Some(&e.labels),
-        raw_labels.as_ref(),
-    );
-    g.check(
-        matches!(f.side_effects.as_str(), "None" | "NoneOnDryRun"),
-        Code::ValueMismatch,
-        format!("{s}.side_effects"),
-        || format!("expected None or NoneOnDryRun, found {:?}", f.side_effects),
-    );
+    let sub = format!("{s}.good_response");
+    let rows = echoed.map(|(key, sent, echo)| (key, sent, echo.as_str()));
+    fields_are(g, RawMismatch, &sub, rows);
+    let rows = [("labels", &f.good.labels, &e.labels)];
+    fields_are(g, RawMismatch, &sub, rows);
+    let raw_labels = f.good.raw_response.pointer("/metadata/labels");
+    let raw_labels: Option<std::collections::BTreeMap<String, String>> =
+        raw_labels.and_then(|l| serde_json::from_value(l.clone()).ok());
+    let rows = [("labels (raw)", Some(&e.labels), raw_labels.as_ref())];
+    fields_are(g, RawMismatch, &sub, rows);
+    let effects = f.side_effects.as_str();
+    let ok = matches!(effects, "None" | "NoneOnDryRun");
+    g.check(ok, ValueMismatch, format!("{s}.side_effects"), || {
+        format!("expected None or NoneOnDryRun, found {effects:?}")
+    });
     if let Some(a2) = g.facts::<facts::Act2Facts>(2) {
-        g.expect_eq(
-            Code::ValueMismatch,
-            format!("{s}.webhook_name"),
+        let name = [(
+            "webhook_name",
             a2.webhook.name.as_str(),
             f.webhook_name.as_str(),
-        );
+        )];
+        fields_are(g, ValueMismatch, s, name);
         // The sideEffects the dry-run relied on are the registration's (act 2's).
-        g.expect_eq(
-            Code::RegistrationChanged,
-            format!("{s}.side_effects"),
-            a2.webhook.side_effects.as_str(),
-            f.side_effects.as_str(),
-        );
+        let effects = [("side_effects", a2.webhook.side_effects.as_str(), effects)];
+        fields_are(g, RegistrationChanged, s, effects);
     }
 }
 

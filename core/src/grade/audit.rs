@@ -45,7 +45,9 @@
 
 use std::collections::BTreeSet;
 
-use super::{Code, G, ev_name};
+#[cfg(doc)]
+use super::Code;
+use super::{Code::*, G, ev_name};
 use crate::audit::{self, AdmissionAudit, AuditStatus, FACTS_KEY};
 use crate::evidence::{Evidence, Lab, Outcome};
 
@@ -59,13 +61,10 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
     }
     let file = ev_name(g.act);
     let subject = format!("{file} facts.{FACTS_KEY}");
-    let raw_entry = ev
-        .raw
-        .iter()
-        .find(|r| r.get("what").and_then(|w| w.as_str()) == Some(FACTS_KEY))
-        .and_then(|r| r.get("data"));
+    let raw_entry = ev.raw.iter().find(|r| r["what"] == FACTS_KEY);
+    let raw_entry = raw_entry.and_then(|r| r.get("data"));
     let Some(value) = ev.facts.get(FACTS_KEY).or(raw_entry) else {
-        g.note(Code::AuditNotObserved, subject,
+        g.note(AuditNotObserved, subject,
             "audit not observed: the evidence has no admission_audit (recorded before the tool read the audit log)".into(),
         );
         return;
@@ -73,7 +72,7 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
     let a: AdmissionAudit = match serde_json::from_value(value.clone()) {
         Ok(a) => a,
         Err(e) => {
-            g.check(false, Code::FactsInvalid, subject, || e.to_string());
+            g.check(false, FactsInvalid, subject, || e.to_string());
             return;
         }
     };
@@ -82,13 +81,11 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
             AuditStatus::NotConfigured => "not-configured",
             _ => "read-error",
         };
+        let why = a.reason.as_deref().unwrap_or("no reason recorded");
         g.note(
-            Code::AuditNotObserved,
+            AuditNotObserved,
             subject,
-            format!(
-                "audit not observed ({what}): {}",
-                a.reason.as_deref().unwrap_or("no reason recorded")
-            ),
+            format!("audit not observed ({what}): {why}"),
         );
         return;
     }
@@ -107,13 +104,11 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
         let Some((i, ra)) = a.requests.iter().enumerate().find(|(_, x)| &x.name == name) else {
             g.check(
                 false,
-                Code::ObservationMissing,
+                ObservationMissing,
                 format!("{subject} final-event"),
                 || {
-                    format!(
-                        "request {name} ({}) has no entry in the audit record",
-                        r.outcome.as_str()
-                    )
+                    let outcome = r.outcome.as_str();
+                    format!("request {name} ({outcome}) has no entry in the audit record")
                 },
             );
             continue;
@@ -127,15 +122,11 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
     window_opens_with_the_act_and_frames_its_requests(g, &subject, ev, &a, &requests);
     // Entries for requests the act did not record are not evidence of anything: flag them.
     let known: BTreeSet<&String> = requests.keys().collect();
-    let extra: Vec<&str> = a
-        .requests
-        .iter()
-        .filter(|x| !known.contains(&x.name))
-        .map(|x| x.name.as_str())
-        .collect();
+    let unknown = a.requests.iter().filter(|x| !known.contains(&x.name));
+    let extra: Vec<&str> = unknown.map(|x| x.name.as_str()).collect();
     g.check(
         extra.is_empty(),
-        Code::RawMismatch,
+        RawMismatch,
         format!("{subject} raw"),
         || format!("audit entries for requests the act did not record: {extra:?}"),
     );
@@ -162,43 +153,32 @@ fn events_are_the_lines(
     ra: &audit::RequestAudit,
 ) -> Option<audit::RequestAudit> {
     // Rule 1: raw first.
-    let reparsed: Vec<_> = ra
-        .lines
-        .iter()
-        .enumerate()
+    let lines = ra.lines.iter().enumerate();
+    let reparsed: Vec<_> = lines
+        .clone()
         .filter_map(|(k, l)| audit::parse_line(k, l).ok())
         .collect();
-    let foreign: Vec<usize> = ra
-        .lines
-        .iter()
-        .enumerate()
+    let foreign: Vec<usize> = lines
         .filter(|(_, l)| !audit::matches(r, l))
         .map(|(k, _)| k)
         .collect();
-    let agrees = ra.events.len() == reparsed.len()
-        && ra
-            .events
-            .iter()
-            .zip(&reparsed)
-            .all(|(x, y)| view_agrees(x, y));
+    let same = ra
+        .events
+        .iter()
+        .zip(&reparsed)
+        .all(|(x, y)| view_agrees(x, y));
+    let agrees = ra.events.len() == reparsed.len() && same;
     // The entry is keyed to the request it is matched to: its namespace and window are the
     // record's own.
-    let keyed =
-        (&ra.namespace, &ra.sent_at, &ra.answered_at) == (&r.namespace, &r.sent_at, &r.answered_at);
-    g.check(
-        agrees && foreign.is_empty() && keyed,
-        Code::RawMismatch,
-        format!("{at} raw"),
-        || {
-            format!(
-                "recorded {} events, the recorded lines give {}; lines not of request {name}: {foreign:?}; entry namespace/sent_at/answered_at {:?} vs the record's {:?}",
-                ra.events.len(),
-                reparsed.len(),
-                (&ra.namespace, &ra.sent_at, &ra.answered_at),
-                (&r.namespace, &r.sent_at, &r.answered_at)
-            )
-        },
+    let (entry, record) = (
+        (&ra.namespace, &ra.sent_at, &ra.answered_at),
+        (&r.namespace, &r.sent_at, &r.answered_at),
     );
+    let ok = agrees && foreign.is_empty() && entry == record;
+    g.check(ok, RawMismatch, format!("{at} raw"), || {
+        let (events, lines) = (ra.events.len(), reparsed.len());
+        format!("recorded {events} events, the recorded lines give {lines}; lines not of request {name}: {foreign:?}; entry namespace/sent_at/answered_at {entry:?} vs the record's {record:?}")
+    });
     // Rules 2-7 read the events re-parsed from the verbatim lines (raw first).
     Some(audit::RequestAudit {
         events: reparsed,
@@ -221,32 +201,23 @@ fn final_event_agrees_with_the_record(
     let Some(e) = view.final_event() else {
         g.check(
             false,
-            Code::ObservationMissing,
+            ObservationMissing,
             format!("{at} final-event"),
             || {
-                view.missing
-                    .clone()
-                    .unwrap_or_else(|| format!("no ResponseComplete/Panic event for {name}"))
+                let missing = view.missing.clone();
+                missing.unwrap_or_else(|| format!("no ResponseComplete/Panic event for {name}"))
             },
         );
         return;
     };
     g.checks += 1;
+    let (id, line, stage, open) = (&e.audit_id, e.line, &e.stage, e.failed_open());
+    let code = e.code.map_or("none".into(), |c| c.to_string());
     let event = format!(
-        "audit event {} ({at}.lines[{}], stage {}, code {}, annotations {:?})",
-        e.audit_id,
-        e.line,
-        e.stage,
-        e.code.map_or("none".into(), |c| c.to_string()),
-        e.failed_open()
+        "audit event {id} ({at}.lines[{line}], stage {stage}, code {code}, annotations {open:?})"
     );
-    let request = format!(
-        "{} request {name} ({}, HTTP {}, GET exists {})",
-        c.file,
-        r.outcome.as_str(),
-        r.http_status,
-        r.get.exists
-    );
+    let (file, outcome, status, exists) = (c.file, r.outcome.as_str(), r.http_status, r.get.exists);
+    let request = format!("{file} request {name} ({outcome}, HTTP {status}, GET exists {exists})");
     let both = format!("{request} vs {event}");
     answer_rules_agree(g, c, at, r, e, &both);
     call_timing_agrees(g, c, at, r, e, both);
@@ -265,7 +236,7 @@ fn answer_rules_agree(
     both: &str,
 ) {
     let disagree = |rule: &str, g: &mut G<'_>, ok: bool| {
-        g.check(ok, Code::AuditContradicted, format!("{at} {rule}"), || {
+        g.check(ok, AuditContradicted, format!("{at} {rule}"), || {
             both.to_owned()
         });
     };
@@ -278,56 +249,47 @@ fn answer_rules_agree(
     let failed_open = e.failed_open();
     let is_ignore = super::policy::policy_is_ignore(g, c.ev);
     // Rule 4: a failed call under Fail is a 5xx, not failed open, not stored.
-    let call_failed = r
-        .message
-        .as_deref()
-        .and_then(crate::classify::parse_call_failure)
-        .is_some_and(|f| Some(f.webhook.as_str()) == c.hook);
+    let call_failed = call_of_the_hook_failed(c, r);
     if !is_ignore && (r.outcome == Outcome::WebhookTimeout || call_failed) {
-        disagree(
-            "timeout-under-fail",
-            g,
-            e.code.is_some_and(|c| c >= 500) && failed_open.is_empty() && !r.get.exists,
-        );
+        let ok = e.code.is_some_and(|c| c >= 500) && failed_open.is_empty() && !r.get.exists;
+        disagree("timeout-under-fail", g, ok);
     }
     // Rule 5: failed open exactly where an Ignore webhook let a target pod through.
     let expect_open = is_ignore && r.namespace == TARGET && r.outcome == Outcome::Stored;
     let names_hook = !failed_open.is_empty() && failed_open.iter().all(|(_, w)| Some(*w) == c.hook);
-    disagree(
-        "failed-open",
-        g,
-        if expect_open {
-            names_hook
-        } else {
-            failed_open.is_empty()
-        },
-    );
+    let ok = if expect_open {
+        names_hook
+    } else {
+        failed_open.is_empty()
+    };
+    disagree("failed-open", g, ok);
     // Rule 6: an explicit deny is the webhook's answer, not a failure.
     if r.outcome == Outcome::ExplicitDeny {
+        let deny = crate::classify::is_explicit_deny_status(r.http_status);
         disagree(
             "explicit-deny",
             g,
-            e.code == Some(r.http_status)
-                && crate::classify::is_explicit_deny_status(r.http_status)
-                && failed_open.is_empty(),
+            e.code == Some(r.http_status) && deny && failed_open.is_empty(),
         );
     }
     // Rule 7: lab A act 5 — admitted because no webhook matched.
-    if g.lab == Lab::A
-        && g.act == 5
-        && r.namespace == TARGET
-        && c.ev
-            .facts
+    let no_webhook =
+        c.ev.facts
             .get("policy_webhook_present")
-            .and_then(|v| v.as_bool())
-            == Some(false)
-    {
-        disagree(
-            "admitted-without-webhook",
-            g,
-            r.outcome == Outcome::Stored && failed_open.is_empty() && e.code == Some(201),
-        );
+            .and_then(|v| v.as_bool());
+    if g.lab == Lab::A && g.act == 5 && r.namespace == TARGET && no_webhook == Some(false) {
+        let ok = r.outcome == Outcome::Stored && failed_open.is_empty() && e.code == Some(201);
+        disagree("admitted-without-webhook", g, ok);
     }
+}
+
+/// Whether the record's answer is a failed call of the policy's webhook `H`.
+fn call_of_the_hook_failed(c: &Ctx<'_>, r: &crate::evidence::RequestRecord) -> bool {
+    let failed = r
+        .message
+        .as_deref()
+        .and_then(crate::classify::parse_call_failure);
+    failed.is_some_and(|f| Some(f.webhook.as_str()) == c.hook)
 }
 
 /// Rule 8: the API server's own timing of the call to `H` is a second witness of the record's
@@ -340,24 +302,16 @@ fn call_timing_agrees(
     e: &audit::EventView,
     both: String,
 ) {
-    let failed_open = e.failed_open();
-    let call_failed = r
-        .message
-        .as_deref()
-        .and_then(crate::classify::parse_call_failure)
-        .is_some_and(|f| Some(f.webhook.as_str()) == c.hook);
+    let (open, t) = (!e.failed_open().is_empty(), c.timeout_seconds);
+    let froze = t.is_some_and(|t| timeout_inside_freeze(c.ev, r, t));
+    let timeout_or_deny = matches!(r.outcome, Outcome::WebhookTimeout | Outcome::ExplicitDeny);
     // Rule 8: the API server's own timing of the call is a second witness of the record's.
     let witness = CallWitness {
         at,
         both,
-        timeout_seconds: c.timeout_seconds,
-        timed_out: r.outcome == Outcome::WebhookTimeout
-            || (!failed_open.is_empty()
-                && c.timeout_seconds
-                    .is_some_and(|t| timeout_inside_freeze(c.ev, r, t))),
-        called: call_failed
-            || !failed_open.is_empty()
-            || matches!(r.outcome, Outcome::WebhookTimeout | Outcome::ExplicitDeny),
+        timeout_seconds: t,
+        timed_out: r.outcome == Outcome::WebhookTimeout || (open && froze),
+        called: call_of_the_hook_failed(c, r) || open || timeout_or_deny,
     };
     webhook_call_timing_agrees(g, &witness, r, e);
 }
@@ -393,12 +347,10 @@ fn window_opens_with_the_act_and_frames_its_requests(
         (Some(b), Some(e), None, None) => b <= e && inside(b) && inside(e),
         _ => false,
     };
-    g.check(framed, Code::RawMismatch, format!("{subject}.window"), || {
-    format!(
-        "window {:?}; the act's requests were sent from {first_sent:?} and answered until {last_answered:?}",
-        a.window
-    )
-});
+    g.check(framed, RawMismatch, format!("{subject}.window"), || {
+        let window = &a.window;
+        format!("window {window:?}; the act's requests were sent from {first_sent:?} and answered until {last_answered:?}")
+    });
 }
 
 /// Whether a request that failed open can only have timed out: it was sent while the target was
@@ -413,17 +365,9 @@ pub(super) fn timeout_inside_freeze(
     r: &crate::evidence::RequestRecord,
     t: u32,
 ) -> bool {
-    let at = |k: &str| {
-        ev.facts
-            .pointer(&format!("/freeze/{k}"))
-            .and_then(|v| v.as_str())
-            .and_then(crate::facts::parse_rfc3339)
-    };
-    match (
-        at("frozen_at"),
-        at("resumed_at"),
-        crate::facts::parse_rfc3339(&r.sent_at),
-    ) {
+    let parse = crate::facts::parse_rfc3339;
+    let at = |k: &str| ev.facts["freeze"][k].as_str().and_then(parse);
+    match (at("frozen_at"), at("resumed_at"), parse(&r.sent_at)) {
         (Some(frozen), Some(resumed), Some(sent)) => {
             sent >= frozen && sent + chrono::Duration::seconds(i64::from(t)) <= resumed
         }
@@ -473,15 +417,18 @@ fn webhook_call_timing_agrees(
     let t = w
         .timeout_seconds
         .map_or("unknown".to_owned(), |t| t.to_string());
+    let (elapsed, skew, latency) = (
+        r.elapsed_ms,
+        super::bounds::CLOCK_SKEW_MS,
+        audit::VALIDATING_WEBHOOK_LATENCY,
+    );
     let span = e.span_ms();
     let mut problems = Vec::new();
     match span {
         Some(span) => {
             if span > inside {
                 problems.push(format!(
-                    "the API server held the request {span:.1} ms, longer than the tool's elapsed_ms {} + {} ms",
-                    r.elapsed_ms,
-                    super::bounds::CLOCK_SKEW_MS
+                    "the API server held the request {span:.1} ms, longer than the tool's elapsed_ms {elapsed} + {skew} ms"
                 ));
             }
             if w.timed_out && !in_window(span) {
@@ -494,17 +441,14 @@ fn webhook_call_timing_agrees(
     }
     match e.validating_webhook_ms() {
         Some(Some(ms)) => {
-            if ms > inside || span.is_some_and(|sp| ms > sp + super::bounds::CLOCK_SKEW_MS as f64) {
+            if ms > inside || span.is_some_and(|sp| ms > sp + skew as f64) {
                 problems.push(format!(
-                    "{} says the webhook call took {ms:.3} ms, longer than the request (elapsed_ms {}, the event's span {span:?})",
-                    audit::VALIDATING_WEBHOOK_LATENCY,
-                    r.elapsed_ms
+                    "{latency} says the webhook call took {ms:.3} ms, longer than the request (elapsed_ms {elapsed}, the event's span {span:?})"
                 ));
             }
             if w.timed_out && !in_window(ms) {
                 problems.push(format!(
-                    "{} says the timed-out call took {ms:.3} ms; a call that ran into timeoutSeconds {t} takes {bounds}",
-                    audit::VALIDATING_WEBHOOK_LATENCY
+                    "{latency} says the timed-out call took {ms:.3} ms; a call that ran into timeoutSeconds {t} takes {bounds}"
                 ));
             }
             if r.outcome == Outcome::ExplicitDeny
@@ -512,36 +456,27 @@ fn webhook_call_timing_agrees(
                 && ms >= deny_call_max_ms(t)
             {
                 problems.push(format!(
-                    "{} says the denied call took {ms:.3} ms; a call of timeoutSeconds {t} that long fails instead of denying",
-                    audit::VALIDATING_WEBHOOK_LATENCY
+                    "{latency} says the denied call took {ms:.3} ms; a call of timeoutSeconds {t} that long fails instead of denying"
                 ));
             }
         }
-        Some(None) => problems.push(format!(
-            "{} is not a Go duration: {:?}",
-            audit::VALIDATING_WEBHOOK_LATENCY,
-            e.annotations.get(audit::VALIDATING_WEBHOOK_LATENCY)
-        )),
+        Some(None) => {
+            let found = e.annotations.get(latency);
+            problems.push(format!("{latency} is not a Go duration: {found:?}"))
+        }
         None => {
             if w.called && span.is_some_and(|sp| sp > audit::LATENCY_ANNOTATION_THRESHOLD_MS) {
-                g.note(
-                    Code::TimingNotObserved,
-                    subject.clone(),
-                    format!(
-                        "the API server's timing of the webhook call was not observed: no {} on a request it held {:.1} ms (an API server without the latency tracker); the event's span was held instead",
-                        audit::VALIDATING_WEBHOOK_LATENCY,
-                        span.unwrap_or_default()
-                    ),
+                let held = span.unwrap_or_default();
+                let why = format!(
+                    "the API server's timing of the webhook call was not observed: no {latency} on a request it held {held:.1} ms (an API server without the latency tracker); the event's span was held instead"
                 );
+                g.note(TimingNotObserved, subject.clone(), why);
             }
         }
     }
-    g.check(
-        problems.is_empty(),
-        Code::AuditContradicted,
-        subject,
-        || format!("{}: {}", w.both, problems.join("; ")),
-    );
+    g.check(problems.is_empty(), AuditContradicted, subject, || {
+        format!("{}: {}", w.both, problems.join("; "))
+    });
 }
 
 /// Whether a recorded parsed view agrees with the one re-parsed from its line: every field it

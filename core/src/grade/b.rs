@@ -1,7 +1,7 @@
 //! Lab B graders, acts 4-8 (freeze the controller process; failurePolicy Fail vs Ignore).
 
 use super::freeze::{self, Freeze};
-use super::{Code, G, Meant, policy_uid, request_is_the_pod_meant};
+use super::{Code::*, G, Meant, policy_uid, request_is_the_pod_meant};
 use crate::evidence::Outcome;
 use crate::facts::{self, b::*};
 use crate::inputs::{self, Context};
@@ -22,42 +22,30 @@ pub(crate) fn act4(g: &mut G) {
         let pod = (f.pod_namespace.as_str(), f.pod_name.as_str());
         super::pod_of_the_deployment(g, format!("{s}.pod_name"), pod, &a1.controller_deployment);
     }
-    let id = &f.identity;
-    g.check(
-        id.pid > 1,
-        Code::ValueMismatch,
-        format!("{s}.identity.pid"),
-        || format!("expected a PID > 1, found {}", id.pid),
-    );
-    g.check(
+    let (id, sub) = (&f.identity, format!("{s}.identity"));
+    g.check(id.pid > 1, ValueMismatch, format!("{sub}.pid"), || {
+        format!("expected a PID > 1, found {}", id.pid)
+    });
+    let (ok, at) = (
         id.pid_start_time_ticks > 0,
-        Code::ValueMismatch,
-        format!("{s}.identity.pid_start_time_ticks"),
-        || "expected the start time from /proc/<pid>/stat, found 0".into(),
+        format!("{sub}.pid_start_time_ticks"),
     );
-    g.check(
-        !id.container_id.is_empty(),
-        Code::ValueMismatch,
-        format!("{s}.identity.container_id"),
-        || "expected the CRI container ID, found nothing".into(),
-    );
-    g.check(
-        super::is_uid(&id.pod_uid),
-        Code::UidMismatch,
-        format!("{s}.identity.pod_uid"),
-        || format!("expected a pod UID, found {:?}", id.pod_uid),
-    );
-    g.check(
-        f.process_state != "T",
-        Code::ProcessStillStopped,
-        format!("{s}.process_state"),
-        || "act 4 only investigates; the process was found stopped".into(),
-    );
-    super::witness::process_state_is_a_proc_state(
-        g,
-        &format!("{s}.process_state"),
-        &f.process_state,
-    );
+    g.check(ok, ValueMismatch, at, || {
+        "expected the start time from /proc/<pid>/stat, found 0".into()
+    });
+    let (ok, at) = (!id.container_id.is_empty(), format!("{sub}.container_id"));
+    g.check(ok, ValueMismatch, at, || {
+        "expected the CRI container ID, found nothing".into()
+    });
+    let (ok, at) = (super::is_uid(&id.pod_uid), format!("{sub}.pod_uid"));
+    g.check(ok, UidMismatch, at, || {
+        format!("expected a pod UID, found {:?}", id.pod_uid)
+    });
+    let (state, at) = (&f.process_state, format!("{s}.process_state"));
+    g.check(state != "T", ProcessStillStopped, &at, || {
+        "act 4 only investigates; the process was found stopped".into()
+    });
+    super::witness::process_state_is_a_proc_state(g, &at, state);
     if let Some(ev) = g.evidence(4) {
         super::witness::identity_is_the_cri_container(g, &ev, &f);
     }
@@ -126,16 +114,10 @@ fn requests_during_freeze_show_the_failure_policy(
         let answered = &r.answered_at;
         g.within(&sub, "answered_at", answered, &w.frozen_at, &w.resumed_at);
     }
-    let sub = format!("{s}.control");
+    let (sub, sent) = (format!("{s}.control"), &run.control.sent_at);
     g.request(&sub, &run.control, &[Outcome::Stored]);
     request_is_the_pod_meant(g, &sub, &run.control, Meant::CONTROL);
-    g.within(
-        &sub,
-        "sent_at",
-        &run.control.sent_at,
-        &w.frozen_at,
-        &w.resumed_at,
-    );
+    g.within(&sub, "sent_at", sent, &w.frozen_at, &w.resumed_at);
 }
 
 pub(crate) fn act5(g: &mut G) {
@@ -150,14 +132,8 @@ pub(crate) fn act6(g: &mut G) {
     let Some(f) = g.facts::<Act6Facts>(6) else {
         return;
     };
-    freeze::policy_switched_to_ignore(
-        g,
-        &f.policy_uid_before,
-        &f.policy,
-        &f.webhook,
-        &f.healthy_bad,
-        &f.run.freeze.frozen_at,
-    );
+    let (uid, frozen_at) = (&f.policy_uid_before, &f.run.freeze.frozen_at);
+    freeze::policy_switched_to_ignore(g, uid, &f.policy, &f.webhook, &f.healthy_bad, frozen_at);
     freeze_run(g, 6, &f.run, true, Some(&f.webhook));
 }
 
@@ -173,10 +149,10 @@ pub(crate) fn act7(g: &mut G) {
         ..g.report_context(6..=6)
     };
     g.input::<inputs::Recovery>(&ctx);
-    let a6_webhook = g.facts::<Act6Facts>(6).map(|a6| a6.webhook);
+    let (a6_webhook, uid) = (g.facts::<Act6Facts>(6).map(|a6| a6.webhook), uid.as_deref());
     freeze::recovered_under_ignore(
         g,
-        uid.as_deref(),
+        uid,
         &f.policy_uid,
         &f.webhook,
         &f.healthy_bad,

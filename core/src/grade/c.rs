@@ -43,13 +43,15 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
+#[cfg(doc)]
+use super::Code;
 use super::freeze::{self, Freeze};
 use super::witness::{
     fact_is_derived_from_raw, fact_is_derived_from_raw_record, lease_is_derived_from, raw_record,
     registration_is_derived_from, required_raw, same_time,
 };
 use super::{
-    Code, G, SameRegistration, ev_name, registration_equals,
+    Code::*, G, SameRegistration, ev_name, fields_are, registration_equals, times_are_ordered,
     violating_pod_never_admitted_under_fail,
 };
 use crate::derive;
@@ -59,31 +61,6 @@ use crate::inputs::{self, Context};
 
 /// Replicas lab C runs (`ha-plan.json` `replicas`).
 const REPLICAS: u32 = inputs::HaReplicas::VALUE;
-
-/// Checks `expected == found` for each `(field, expected, found)`, flagging `code` on
-/// `s.<field>`: the rows of a rule that holds several fields to their values.
-fn fields_are<F: std::fmt::Display, T: PartialEq + std::fmt::Debug>(
-    g: &mut G,
-    code: Code,
-    s: &str,
-    rows: impl IntoIterator<Item = (F, T, T)>,
-) {
-    for (field, expected, found) in rows {
-        g.expect_eq(code, format!("{s}.{field}"), expected, found);
-    }
-}
-
-/// Checks `a <= b` for each `(field, a, b)` of timestamps, flagging times-inconsistent on
-/// `s.<field>`.
-fn times_are_ordered<'t>(
-    g: &mut G,
-    s: &str,
-    rows: impl IntoIterator<Item = (&'t str, &'t str, &'t str)>,
-) {
-    for (field, a, b) in rows {
-        g.times_ordered(&format!("{s}.{field}"), a, b);
-    }
-}
 
 /// The pod UIDs of act 3's replicas.
 fn replica_uids(a3: &Act3Facts) -> BTreeSet<&str> {
@@ -152,45 +129,32 @@ fn scale_is_the_plans(g: &mut G, s: &str, f: &Act3Facts) {
         ("deployment.replicas", REPLICAS, d.replicas),
         ("deployment.ready_replicas", REPLICAS, d.ready_replicas),
     ];
-    fields_are(g, Code::ValueMismatch, s, rows);
+    fields_are(g, ValueMismatch, s, rows);
     if let Some(a1) = g.facts::<facts::Act1Facts>(1) {
-        let uid = a1.controller_deployment.uid;
-        g.expect_eq(
-            Code::UidMismatch,
-            format!("{s}.deployment.uid"),
-            uid.as_str(),
-            d.uid.as_str(),
-        );
+        let uid = [(
+            "deployment.uid",
+            a1.controller_deployment.uid,
+            d.uid.clone(),
+        )];
+        fields_are(g, UidMismatch, s, uid);
     }
 }
 
 /// Three replicas, each its own pod (distinct names and UIDs), `Ready` and `Running`.
 fn three_distinct_ready_replicas(g: &mut G, s: &str, f: &Act3Facts) {
     let n = f.replicas.len();
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{s}.replicas"),
-        REPLICAS as usize,
-        n,
-    );
+    g.expect_eq(ValueMismatch, format!("{s}.replicas"), REPLICAS as usize, n);
     let (names, uids) = (replica_names(&f.replicas), replica_uids(f));
-    g.check(
-        names.len() == n && uids.len() == n,
-        Code::UidMismatch,
-        format!("{s}.replicas"),
-        || format!("expected distinct pods, found names {names:?} and UIDs {uids:?}"),
-    );
+    let ok = names.len() == n && uids.len() == n;
+    g.check(ok, UidMismatch, format!("{s}.replicas"), || {
+        format!("expected distinct pods, found names {names:?} and UIDs {uids:?}")
+    });
     for (i, r) in f.replicas.iter().enumerate() {
         let ok = r.ready && r.pod.exists && r.pod.phase.as_deref() == Some("Running");
-        g.check(
-            ok,
-            Code::ValueMismatch,
-            format!("{s}.replicas[{i}]"),
-            || {
-                let (ready, phase) = (r.ready, &r.pod.phase);
-                format!("expected a Ready, Running pod, found ready={ready} phase={phase:?}")
-            },
-        );
+        g.check(ok, ValueMismatch, format!("{s}.replicas[{i}]"), || {
+            let (ready, phase) = (r.ready, &r.pod.phase);
+            format!("expected a Ready, Running pod, found ready={ready} phase={phase:?}")
+        });
     }
 }
 
@@ -203,12 +167,7 @@ fn every_ready_replica_is_a_ready_endpoint(g: &mut G, s: &str, f: &Act3Facts) {
     let replicas: BTreeSet<(Option<&str>, &str)> = (f.replicas.iter())
         .map(|r| (Some(r.pod.name.as_str()), r.pod_ip.as_deref().unwrap_or("")))
         .collect();
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{s}.endpoints"),
-        replicas,
-        ready,
-    );
+    g.expect_eq(ValueMismatch, format!("{s}.endpoints"), replicas, ready);
 }
 
 /// The Lease's holder is one of the replicas (a pod name: Kyverno's identity).
@@ -218,13 +177,14 @@ fn lease_holder_is_a_replica(
     lease: &facts::a::LeaseFacts,
     replicas: &[ReplicaFacts],
 ) {
-    let holder = lease.holder.as_deref().unwrap_or("");
-    g.check(
-        replicas.iter().any(|r| r.pod.name == holder),
-        Code::ValueMismatch,
+    let (holder, sub) = (
+        lease.holder.as_deref().unwrap_or(""),
         format!("{s}.lease.holder"),
-        || format!("expected one of the replicas, found {:?}", lease.holder),
     );
+    let ok = replicas.iter().any(|r| r.pod.name == holder);
+    g.check(ok, ValueMismatch, sub, || {
+        format!("expected one of the replicas, found {:?}", lease.holder)
+    });
 }
 
 /// Scaling does not touch the registration: it is act 2's.
@@ -257,15 +217,11 @@ fn wait_is_ordered_inside_the_act(g: &mut G, s: &str, f: &Act3Facts) {
 /// fast deny of another, seen in 2 of 5 runs on 2026-12-01 with the load average at 9.)
 fn baseline_waves_were_parallel(g: &mut G, s: &str, f: &Act3Facts) {
     let size = f.wave_size as usize;
-    g.check(
-        f.waves >= 2 && size >= REPLICAS as usize && f.bad.len() == f.waves as usize * size,
-        Code::ValueMismatch,
-        format!("{s}.bad"),
-        || {
-            let (waves, n) = (f.waves, f.bad.len());
-            format!("expected at least 2 waves of at least {REPLICAS} requests ({waves} × {size}), found {n} requests")
-        },
-    );
+    let ok = f.waves >= 2 && size >= REPLICAS as usize && f.bad.len() == f.waves as usize * size;
+    g.check(ok, ValueMismatch, format!("{s}.bad"), || {
+        let (waves, n) = (f.waves, f.bad.len());
+        format!("expected at least 2 waves of at least {REPLICAS} requests ({waves} × {size}), found {n} requests")
+    });
     waves_had_requests_in_flight_at_once(g, s, &f.bad, f.wave_size);
 }
 
@@ -299,15 +255,11 @@ fn waves_had_requests_in_flight_at_once(g: &mut G, s: &str, bad: &[RequestRecord
     }
     for (w, wave) in bad.chunks(size as usize).enumerate() {
         let most = most_in_flight(wave);
-        g.check(
-            most.is_some_and(|m| m >= REPLICAS as usize),
-            Code::TimesInconsistent,
-            format!("{s}.bad (wave {w})"),
-            || {
-                let n = wave.len();
-                format!("at most {most:?} of the wave's {n} requests were in flight at once; a parallel wave has at least {REPLICAS}")
-            },
-        );
+        let ok = most.is_some_and(|m| m >= REPLICAS as usize);
+        g.check(ok, TimesInconsistent, format!("{s}.bad (wave {w})"), || {
+            let n = wave.len();
+            format!("at most {most:?} of the wave's {n} requests were in flight at once; a parallel wave has at least {REPLICAS}")
+        });
     }
 }
 
@@ -323,52 +275,34 @@ fn baseline_outcomes_are_healthy(g: &mut G, s: &str, f: &Act3Facts) {
         if let Some(h) = &hook {
             g.named_webhook(&sub, r, h);
         }
-        let ns = r.namespace.as_str();
-        g.expect_eq(
-            Code::ValueMismatch,
-            format!("{sub}.namespace"),
-            "kca-webhook-target",
-            ns,
-        );
+        let ns = [("namespace", "kca-webhook-target", r.namespace.as_str())];
+        fields_are(g, ValueMismatch, &sub, ns);
     }
     g.request(&format!("{s}.good"), &f.good, &[Outcome::Stored]);
     g.request(&format!("{s}.control"), &f.control, &[Outcome::Stored]);
     // Real creates, never server dry-run: a dry-run would store nothing to compare.
-    let bad = f
-        .bad
-        .iter()
-        .enumerate()
-        .map(|(i, r)| (format!("bad[{i}]"), r));
-    let all = bad.chain([
-        ("good".to_owned(), &f.good),
-        ("control".to_owned(), &f.control),
-    ]);
+    let bad = (f.bad.iter().enumerate()).map(|(i, r)| (format!("bad[{i}]"), r));
+    let all = bad.chain([("good".into(), &f.good), ("control".into(), &f.control)]);
     let dry_runs = all.map(|(sub, r)| (format!("{sub}.dry_run"), false, r.dry_run));
-    fields_are(g, Code::ValueMismatch, s, dry_runs);
+    fields_are(g, ValueMismatch, s, dry_runs);
     for (sub, r, ns, label) in [
         ("good", &f.good, "kca-webhook-target", true),
         ("control", &f.control, "kca-webhook-control", false),
     ] {
-        g.expect_eq(
-            Code::ValueMismatch,
-            format!("{s}.{sub}.namespace"),
-            ns,
-            r.namespace.as_str(),
-        );
-        g.expect_eq(
-            Code::ValueMismatch,
-            format!("{s}.{sub}.labels"),
-            label,
-            super::has_env_label(r),
-        );
+        let s = format!("{s}.{sub}");
+        let rows = [("namespace", ns, r.namespace.as_str())];
+        fields_are(g, ValueMismatch, &s, rows);
+        let rows = [("labels", label, super::has_env_label(r))];
+        fields_are(g, ValueMismatch, &s, rows);
     }
     let (good, existing) = (&f.good, &f.existing);
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{s}.existing.name"),
-        (good.name.as_str(), good.namespace.as_str()),
-        (existing.name.as_str(), existing.namespace.as_str()),
+    let name = |r: &facts::PodObservation| (r.name.clone(), r.namespace.clone());
+    let row = (
+        "existing.name",
+        (good.name.clone(), good.namespace.clone()),
+        name(existing),
     );
+    fields_are(g, ValueMismatch, s, [row]);
     g.times_ordered(&format!("{s}.existing.at"), &good.get.at, &existing.at);
     if let Some(uid) = &good.get.uid {
         g.existing(&format!("{s}.existing"), existing, uid);
@@ -381,21 +315,21 @@ fn baseline_outcomes_are_healthy(g: &mut G, s: &str, f: &Act3Facts) {
 fn replica_counts_cover_the_requests(g: &mut G, s: &str, f: &Act3Facts) {
     let rows: BTreeSet<&str> = f.replica_requests.iter().map(|r| r.pod.as_str()).collect();
     let sub = format!("{s}.replica_requests");
-    g.expect_eq(Code::ValueMismatch, &sub, replica_names(&f.replicas), rows);
+    g.expect_eq(ValueMismatch, &sub, replica_names(&f.replicas), rows);
     let mut total = Some(0u64);
     for (i, r) in f.replica_requests.iter().enumerate() {
         let (Some(b), Some(a)) = (r.before, r.after) else {
             total = None;
             continue;
         };
-        g.check(a >= b, Code::ValueMismatch, format!("{sub}[{i}]"), || {
+        g.check(a >= b, ValueMismatch, format!("{sub}[{i}]"), || {
             format!("counter went down from {b} to {a}: the replica restarted inside the act")
         });
         total = total.map(|t| t + a.saturating_sub(b));
     }
     if let Some(total) = total {
         let target = f.bad.len() + 1;
-        g.check(total >= target as u64, Code::ValueMismatch, sub, || {
+        g.check(total >= target as u64, ValueMismatch, sub, || {
             format!(
                 "the replicas counted {total} pod requests, fewer than the {target} target requests"
             )
@@ -430,7 +364,7 @@ fn leader_is_the_lease_holder(g: &mut G, s: &str, f: &Act4Facts) {
             f.lease_after.holder.as_deref(),
         ),
     ];
-    fields_are(g, Code::ValueMismatch, s, rows);
+    fields_are(g, ValueMismatch, s, rows);
     let rows = [
         (
             "lease_after.at",
@@ -450,7 +384,7 @@ fn processes_are_act3s_replicas(g: &mut G, s: &str, f: &Act4Facts) {
         let act3 = replica_uids(&a3);
         let found: BTreeSet<&str> = all.iter().map(|p| p.identity.pod_uid.as_str()).collect();
         let ok = found == act3 && all.len() == act3.len();
-        g.check(ok, Code::UidMismatch, format!("{s}.followers"), || {
+        g.check(ok, UidMismatch, format!("{s}.followers"), || {
             let n = all.len();
             format!("expected act 3's replicas {act3:?} once each, found {found:?} ({n} processes)")
         });
@@ -461,7 +395,7 @@ fn processes_are_act3s_replicas(g: &mut G, s: &str, f: &Act4Facts) {
         .map(|p| p.identity.container_id.as_str())
         .collect();
     let ok = pids.len() == all.len() && containers.len() == all.len();
-    g.check(ok, Code::ValueMismatch, format!("{s}.followers"), || {
+    g.check(ok, ValueMismatch, format!("{s}.followers"), || {
         format!("expected one process per replica, found PIDs {pids:?}, containers {containers:?}")
     });
     for (i, p) in all.iter().enumerate() {
@@ -471,16 +405,13 @@ fn processes_are_act3s_replicas(g: &mut G, s: &str, f: &Act4Facts) {
         };
         let id = &p.identity;
         let live = id.pid > 1 && id.pid_start_time_ticks > 0 && !id.container_id.is_empty();
-        g.check(live, Code::ValueMismatch, format!("{sub}.identity"), || {
+        g.check(live, ValueMismatch, format!("{sub}.identity"), || {
             format!("expected a PID > 1, its start time and a container ID, found {id:?}")
         });
         let state = format!("{sub}.process_state");
-        g.check(
-            p.process_state != "T",
-            Code::ProcessStillStopped,
-            &state,
-            || "act 4 only investigates; the process was found stopped".into(),
-        );
+        g.check(p.process_state != "T", ProcessStillStopped, &state, || {
+            "act 4 only investigates; the process was found stopped".into()
+        });
         super::witness::process_state_is_a_proc_state(g, &state, &p.process_state);
     }
 }
@@ -493,15 +424,8 @@ fn processes_are_act3s_replicas(g: &mut G, s: &str, f: &Act4Facts) {
 /// Flags [`Code::RawMismatch`] / [`Code::ObservationMissing`].
 fn act3_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts) {
     let (fact, sources) = (format!("{s}.deployment"), derive::DEPLOYMENT_SOURCES);
-    fact_is_derived_from_raw_record(
-        g,
-        ev,
-        "deployment",
-        &fact,
-        &f.deployment,
-        derive::deployment,
-        sources,
-    );
+    let d = derive::deployment;
+    fact_is_derived_from_raw_record(g, ev, "deployment", &fact, &f.deployment, d, sources);
     lease_is_derived_from(g, ev, "lease", &format!("{s}.lease"), &f.lease);
     read_between_its_raw_record_and_the_next(g, &format!("{s}.lease.at"), ev, "lease", &f.lease.at);
     for (i, r) in f.replicas.iter().enumerate() {
@@ -516,11 +440,9 @@ fn act3_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts
     let sub = format!("{s}.endpoints");
     if let Some(slices) = required_raw(g, ev, "endpoint-slices", &sub) {
         let raw = endpoints_of_slices(slices);
-        g.check(raw == f.endpoints, Code::RawMismatch, sub, || {
-            format!(
-                "recorded {:?}, the raw EndpointSlices say {raw:?}",
-                f.endpoints
-            )
+        let recorded = &f.endpoints;
+        g.check(raw == *recorded, RawMismatch, sub, || {
+            format!("recorded {recorded:?}, the raw EndpointSlices say {raw:?}")
         });
     }
     scale_is_the_healers_answers(g, s, ev, f);
@@ -535,17 +457,14 @@ fn replicas_are_the_raw_pods(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts) {
         return;
     };
     let (n, raw_n) = (f.replicas.len(), pods.as_array().map_or(0, Vec::len));
-    g.check(
-        raw_n == n,
-        Code::RawMismatch,
-        format!("{s}.replicas"),
-        || format!("{n} replicas recorded, the raw list has {raw_n}"),
-    );
+    g.check(raw_n == n, RawMismatch, format!("{s}.replicas"), || {
+        format!("{n} replicas recorded, the raw list has {raw_n}")
+    });
     for (i, r) in f.replicas.iter().enumerate() {
         let sub = format!("{s}.replicas[{i}]");
         let Some((k, p)) = raw_pod(pods, &r.pod.name) else {
             g.flag(
-                Code::RawMismatch,
+                RawMismatch,
                 sub,
                 format!("pod {} is not in the raw list", r.pod.name),
             );
@@ -553,19 +472,10 @@ fn replicas_are_the_raw_pods(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts) {
         };
         let raw_at = format!("{} raw[pods].data[{k}]", ev_name(ev.act));
         let derived = derive::pod(p, r.pod.at.clone());
-        fact_is_derived_from_raw(
-            g,
-            &format!("{sub}.pod"),
-            &r.pod,
-            &raw_at,
-            derived,
-            derive::POD_SOURCES,
-        );
-        let (ready, ip) = (
-            raw_pod_ready(p),
-            p.pointer("/status/podIP").and_then(Value::as_str),
-        );
-        g.check(ready == r.ready && ip == r.pod_ip.as_deref(), Code::RawMismatch, sub, || {
+        let (pod, sources) = (format!("{sub}.pod"), derive::POD_SOURCES);
+        fact_is_derived_from_raw(g, &pod, &r.pod, &raw_at, derived, sources);
+        let (ready, ip) = (raw_pod_ready(p), p["status"]["podIP"].as_str());
+        g.check(ready == r.ready && ip == r.pod_ip.as_deref(), RawMismatch, sub, || {
             let (r_ready, r_ip) = (r.ready, &r.pod_ip);
             format!("recorded ready={r_ready} podIP {r_ip:?}, the raw pod says ready={ready} podIP {ip:?}")
         });
@@ -581,19 +491,16 @@ fn scale_is_the_healers_answers(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts
             && up.pointer("/raw/spec/replicas").and_then(Value::as_u64)
                 == Some(u64::from(sc.replicas))
             && up["answered_at"].as_str() == Some(sc.scaled_at.as_str());
-        g.check(ok, Code::RawMismatch, sub, || {
+        g.check(ok, RawMismatch, sub, || {
             format!("recorded {sc:?}, the healer's answer says {up}")
         });
     }
     let sub = format!("{s}.scale.restore_deadline_at");
     if let Some(ready) = required_raw(g, ev, "healer-ready", &sub) {
         let (raw, at) = (&ready["deadline_at"], &sc.restore_deadline_at);
-        g.check(
-            raw.as_str() == Some(at.as_str()),
-            Code::RawMismatch,
-            sub,
-            || format!("recorded {at:?}, the healer's ready answer says {raw}"),
-        );
+        g.check(raw.as_str() == Some(at.as_str()), RawMismatch, sub, || {
+            format!("recorded {at:?}, the healer's ready answer says {raw}")
+        });
     }
 }
 
@@ -637,7 +544,7 @@ fn replica_counters_are_the_raw_lines(g: &mut G, s: &str, ev: &Evidence, rows: &
             let parsed = (raw["status"] == 200)
                 .then(|| crate::metrics::kyverno_pod_requests(&text))
                 .flatten();
-            g.check(parsed == recorded, Code::RawMismatch, sub, || {
+            g.check(parsed == recorded, RawMismatch, sub, || {
                 format!("recorded {recorded:?}, the raw lines give {parsed:?}")
             });
         }
@@ -656,12 +563,10 @@ fn wait_length_is_the_waits(g: &mut G, s: &str, f: &Act3Facts) {
     let first = f.bad.first().and_then(|r| ms(&r.sent_at));
     if let (Some(last), Some(first)) = (last, first) {
         let waited = w.waited_ms as i64;
-        g.check(
-            waited + super::bounds::STEP_START_SPREAD_MS >= last && waited <= first,
-            Code::TimesInconsistent,
-            format!("{s}.wait.waited_ms"),
-            || format!("{waited} ms waited: the last condition held {last} ms after the scale, the first request went {first} ms after it"),
-        );
+        let ok = waited + super::bounds::STEP_START_SPREAD_MS >= last && waited <= first;
+        g.check(ok, TimesInconsistent, format!("{s}.wait.waited_ms"), || {
+            format!("{waited} ms waited: the last condition held {last} ms after the scale, the first request went {first} ms after it")
+        });
     }
 }
 
@@ -671,18 +576,9 @@ fn wait_length_is_the_waits(g: &mut G, s: &str, f: &Act3Facts) {
 /// [`Code::ObservationMissing`].
 fn act4_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, f: &Act4Facts) {
     lease_is_derived_from(g, ev, "lease-before", &format!("{s}.lease"), &f.lease);
-    lease_is_derived_from(
-        g,
-        ev,
-        "lease-after",
-        &format!("{s}.lease_after"),
-        &f.lease_after,
-    );
-    let followers = f
-        .followers
-        .iter()
-        .enumerate()
-        .map(|(i, p)| (format!("followers[{i}]"), p));
+    let after = format!("{s}.lease_after");
+    lease_is_derived_from(g, ev, "lease-after", &after, &f.lease_after);
+    let followers = (f.followers.iter().enumerate()).map(|(i, p)| (format!("followers[{i}]"), p));
     for (role, p) in std::iter::once(("leader".to_owned(), &f.leader)).chain(followers) {
         let what = format!("cri-container:{}", p.pod_name);
         let (derive, sources) = (derive::cri_container, derive::CRI_PROCESS_SOURCES);
@@ -719,7 +615,7 @@ fn read_between_its_raw_record_and_the_next(
     let to = ev.raw.get(i + 1).and_then(time);
     g.check(
         from <= t && to.is_none_or(|to| t <= to),
-        Code::TimesInconsistent,
+        TimesInconsistent,
         subject,
         || {
             format!(
@@ -742,7 +638,7 @@ fn wait_times_are_its_checks(g: &mut G, s: &str, f: &Act3Facts, checks: &Value) 
         let raw = all.find(|c| c[flag] == true).and_then(|c| c["at"].as_str());
         g.check(
             raw == Some(at.as_str()),
-            Code::RawMismatch,
+            RawMismatch,
             format!("{s}.wait.{what}"),
             || {
                 format!(
@@ -768,19 +664,12 @@ fn metrics_window_lies_between_the_replica_counters(g: &mut G, s: &str, ev: &Evi
     let (Some(begin), Some(end)) = (at("/before/at"), at("/after/at")) else {
         return;
     };
+    let sub = format!("{s}.admission_metrics");
     if let Some(last_before) = of("replica-metrics-before:").into_iter().max() {
-        g.times_ordered(
-            &format!("{s}.admission_metrics.before.at"),
-            &last_before,
-            begin,
-        );
+        g.times_ordered(&format!("{sub}.before.at"), &last_before, begin);
     }
     if let Some(first_after) = of("replica-metrics-after:").into_iter().min() {
-        g.times_ordered(
-            &format!("{s}.admission_metrics.after.at"),
-            end,
-            &first_after,
-        );
+        g.times_ordered(&format!("{sub}.after.at"), end, &first_after);
     }
 }
 
@@ -802,12 +691,8 @@ fn lease_before_names_the_frozen_leader(g: &mut G, s: &str, run: &ReplicaFreezeR
         Some(run.target_pod.as_str()),
         run.lease_before.holder.as_deref(),
     );
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{s}.lease_before.holder"),
-        target,
-        holder,
-    );
+    let rows = [("lease_before.holder", target, holder)];
+    fields_are(g, ValueMismatch, s, rows);
 }
 
 /// Act 6: the policy switched to Ignore, a healthy deny, a follower frozen for 10 s.
@@ -827,22 +712,12 @@ pub(crate) fn act6(g: &mut G) {
 /// Act 5's frozen replica is the leader act 4 found, with act 4's process identity.
 fn frozen_replica_is_act4s_leader(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun) {
     let (s, role) = (&v.s, run.target_role.as_str());
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{s}.target_role"),
-        "leader",
-        role,
-    );
+    g.expect_eq(ValueMismatch, format!("{s}.target_role"), "leader", role);
     let Some(a4) = g.facts::<Act4Facts>(4) else {
         return;
     };
     let (leader, target) = (a4.leader.pod_name.as_str(), run.target_pod.as_str());
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{s}.target_pod"),
-        leader,
-        target,
-    );
+    g.expect_eq(ValueMismatch, format!("{s}.target_pod"), leader, target);
     freeze::frozen_process_is_the_expected_one(g, v, Some(a4.leader.identity));
 }
 
@@ -850,20 +725,15 @@ fn frozen_replica_is_act4s_leader(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreeze
 /// act 3's replicas.
 fn follower_is_not_the_lease_holder(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
     let (role, target) = (run.target_role.as_str(), &run.target_pod);
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{s}.target_role"),
-        "follower",
-        role,
-    );
+    g.expect_eq(ValueMismatch, format!("{s}.target_role"), "follower", role);
     let free = run.lease_before.holder.as_deref() != Some(target.as_str());
-    g.check(free, Code::ValueMismatch, format!("{s}.target_pod"), || {
+    g.check(free, ValueMismatch, format!("{s}.target_pod"), || {
         format!("the frozen pod {target} held the Lease when the freeze began")
     });
     if let Some(a3) = g.facts::<Act3Facts>(3) {
         let (uids, uid) = (replica_uids(&a3), &run.freeze.identity.pod_uid);
         let sub = format!("{s}.freeze.identity.pod_uid");
-        g.check(uids.contains(uid.as_str()), Code::UidMismatch, sub, || {
+        g.check(uids.contains(uid.as_str()), UidMismatch, sub, || {
             format!("the frozen pod's UID {uid} is none of act 3's replicas {uids:?}")
         });
     }
@@ -901,7 +771,7 @@ fn lease_holder_unchanged_by_a_follower_freeze(g: &mut G, s: &str, run: &Replica
     let rows = reads
         .chain([after])
         .map(|(field, holder)| (field, before, holder));
-    fields_are(g, Code::ValueMismatch, s, rows);
+    fields_are(g, ValueMismatch, s, rows);
 }
 
 /// The rules both freezes hold: those of every freeze (`freeze::freeze_rules`), then lab C's
@@ -940,16 +810,11 @@ fn freeze_waves_lie_inside_the_freeze(g: &mut G, s: &str, run: &ReplicaFreezeRun
     let least = crate::rules::c::MIN_FREEZE_REQUESTS;
     let (waves, size, n) = (run.waves, run.wave_size, run.bad.len());
     let all = u64::from(waves) * u64::from(size);
-    g.check(all >= u64::from(least) && n as u64 == all, Code::ValueMismatch, format!("{s}.bad"), || {
+    g.check(all >= u64::from(least) && n as u64 == all, ValueMismatch, format!("{s}.bad"), || {
         format!("expected waves of violating pods, at least {least} in all, one record each; found {waves} × {size} and {n} records")
     });
-    let controls = run.control.len();
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{s}.control"),
-        waves as usize,
-        controls,
-    );
+    let rows = [("control", waves as usize, run.control.len())];
+    fields_are(g, ValueMismatch, s, rows);
     waves_had_requests_in_flight_at_once(g, s, &run.bad, size);
     let (frozen, resumed) = (&run.freeze.frozen_at, &run.freeze.resumed_at);
     let bad = run
@@ -1040,7 +905,7 @@ fn samples_cover_the_freeze(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
             && parsed.first().is_some_and(|t| *t >= frozen)
             && parsed.last().is_some_and(|t| *t <= late);
         let ok = !parsed.is_empty() && inside && longest <= 3 * period;
-        g.check(ok, Code::ObservationMissing, format!("{s}.{what}"), || {
+        g.check(ok, ObservationMissing, format!("{s}.{what}"), || {
             let n = times.len();
             format!("{n} reads between the freeze ({frozen_at}) and the resume ({resumed_at}), the longest gap {longest} ms; expected one about each {period} ms")
         });
@@ -1053,44 +918,26 @@ fn samples_cover_the_freeze(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
 fn frozen_replica_after_is_the_same_pod(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
     let t = &run.target_after;
     let sub = format!("{s}.target_after");
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{sub}.pod"),
-        run.target_pod.as_str(),
-        t.pod.as_str(),
-    );
+    let rows = [("pod", run.target_pod.as_str(), t.pod.as_str())];
+    fields_are(g, ValueMismatch, &sub, rows);
     let (uid, uid_before) = (
         run.freeze.identity.pod_uid.as_str(),
         t.pod_uid_before.as_str(),
     );
-    g.expect_eq(
-        Code::UidMismatch,
-        format!("{sub}.pod_uid_before"),
-        uid,
-        uid_before,
-    );
+    fields_are(g, UidMismatch, &sub, [("pod_uid_before", uid, uid_before)]);
     if let Some(d) = &run.first_explicit_deny {
         g.times_ordered(&format!("{sub}.settled_at"), &d.answered_at, &t.settled_at);
     }
     if let Some(after) = &t.identity_after {
         let ok = t.pod_uid_after.as_deref() == Some(after.pod_uid.as_str());
-        g.check(
-            ok,
-            Code::UidMismatch,
-            format!("{sub}.pod_uid_after"),
-            || {
-                let (uid, container_pod) = (&t.pod_uid_after, &after.pod_uid);
-                format!("the pod's UID after is {uid:?}, its container's pod {container_pod}")
-            },
-        );
+        g.check(ok, UidMismatch, format!("{sub}.pod_uid_after"), || {
+            let (uid, container_pod) = (&t.pod_uid_after, &after.pod_uid);
+            format!("the pod's UID after is {uid:?}, its container's pod {container_pod}")
+        });
     }
     let holds = run.lease_after.holder.as_deref() == Some(t.pod.as_str());
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{sub}.holds_lease_after"),
-        holds,
-        t.holds_lease_after,
-    );
+    let rows = [("holds_lease_after", holds, t.holds_lease_after)];
+    fields_are(g, ValueMismatch, &sub, rows);
 }
 
 /// The frozen replica's restart counts are its container's restart attempts as CRI answered
@@ -1107,30 +954,18 @@ fn restart_counts_are_the_containers_attempts(
     let attempt = |v: &Value| v.get("attempt").and_then(Value::as_u64);
     if let Some(before) = raw_record(ev, "cri-container-before") {
         let count = Some(u64::from(t.restart_count_before));
-        g.expect_eq(
-            Code::RawMismatch,
-            format!("{sub}.restart_count_before"),
-            attempt(before),
-            count,
-        );
+        let rows = [("restart_count_before", attempt(before), count)];
+        fields_are(g, RawMismatch, &sub, rows);
     }
     if let Some(after) = raw_record(ev, "cri-container-after") {
-        g.check(
-            t.identity_after.is_some(),
-            Code::RawMismatch,
-            format!("{sub}.identity_after"),
-            || {
-                "CRI answered after the resume (raw cri-container-after), the facts say it did not"
-                    .into()
-            },
-        );
+        let at = format!("{sub}.identity_after");
+        g.check(t.identity_after.is_some(), RawMismatch, at, || {
+            "CRI answered after the resume (raw cri-container-after), the facts say it did not"
+                .into()
+        });
         let count = Some(u64::from(t.restart_count_after));
-        g.expect_eq(
-            Code::RawMismatch,
-            format!("{sub}.restart_count_after"),
-            attempt(after),
-            count,
-        );
+        let rows = [("restart_count_after", attempt(after), count)];
+        fields_are(g, RawMismatch, &sub, rows);
     }
 }
 
@@ -1146,7 +981,7 @@ fn replica_rows_are_act3s_replicas(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
             .collect();
         let replicas = replica_names(&a3.replicas);
         let ok = rows == replicas && rows.len() == run.replica_requests.len();
-        g.check(ok, Code::ValueMismatch, &sub, || {
+        g.check(ok, ValueMismatch, &sub, || {
             format!("expected one row per act 3 replica {replicas:?}, found {rows:?}")
         });
     }
@@ -1154,7 +989,7 @@ fn replica_rows_are_act3s_replicas(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
     for (i, r) in run.replica_requests.iter().enumerate() {
         if let (Some(b), Some(a)) = (r.before, r.after) {
             let ok = a >= b || (restarted && r.pod == run.target_pod);
-            g.check(ok, Code::ValueMismatch, format!("{sub}[{i}]"), || {
+            g.check(ok, ValueMismatch, format!("{sub}[{i}]"), || {
                 let pod = &r.pod;
                 format!("{pod}'s counter went down from {b} to {a}, and it is not the frozen replica that restarted")
             });
@@ -1255,7 +1090,7 @@ fn samples_agree<T>(
     agrees: impl Fn(&Value, &T) -> bool,
 ) {
     let ok = raw.len() == read.len() && raw.iter().zip(read).all(|(r, x)| agrees(r, x));
-    g.check(ok, Code::RawMismatch, format!("{s}.{field}"), || {
+    g.check(ok, RawMismatch, format!("{s}.{field}"), || {
         let (n, m) = (read.len(), raw.len());
         format!("{n} successful reads recorded, the raw samples hold {m} {kind} answers that do not all agree")
     });
@@ -1280,7 +1115,7 @@ fn target_after_is_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, run: &Replic
         let ok = uid == t.pod_uid_after.as_deref()
             && restarts == u64::from(t.restart_count_after)
             && ready == t.ready_after;
-        g.check(ok, Code::RawMismatch, &sub, || {
+        g.check(ok, RawMismatch, &sub, || {
             let (u, r, rd) = (&t.pod_uid_after, t.restart_count_after, t.ready_after);
             format!("recorded uid {u:?}, restarts {r}, ready {rd}; the raw pods say {uid:?}, {restarts}, {ready}")
         });
@@ -1294,7 +1129,7 @@ fn target_after_is_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, run: &Replic
             && c["pod_uid"].as_str() == Some(after.pod_uid.as_str())
             && c["pod_name"].as_str() == Some(t.pod.as_str())
             && c["attempt"].as_u64() == Some(u64::from(t.restart_count_after));
-        g.check(ok, Code::RawMismatch, sub, || {
+        g.check(ok, RawMismatch, sub, || {
             let restarts = t.restart_count_after;
             format!("recorded {after:?} (restarts {restarts}), the raw CRI container says {c}")
         });
@@ -1323,7 +1158,7 @@ fn settle_is_its_checks(g: &mut G, s: &str, run: &ReplicaFreezeRun, checks: &Val
     let waited = format!("{sub}.waited_ms");
     g.check(
         settled.is_none() || began.is_some(),
-        Code::TimesInconsistent,
+        TimesInconsistent,
         &waited,
         || format!("{} ms before {} is no time", t.waited_ms, t.settled_at),
     );
@@ -1333,7 +1168,7 @@ fn settle_is_its_checks(g: &mut G, s: &str, run: &ReplicaFreezeRun, checks: &Val
         (began, first, last, settled, answered)
     {
         let ok = began >= answered - skew && began <= first + skew && last <= settled + skew;
-        g.check(ok, Code::TimesInconsistent, waited, || {
+        g.check(ok, TimesInconsistent, waited, || {
             let f = facts::format_rfc3339;
             format!(
                 "the settle began {} ({} ms before settled_at {}): not between the last answer after the resume ({}) and its first check ({}), or its last check ({}) came after",
@@ -1341,14 +1176,14 @@ fn settle_is_its_checks(g: &mut G, s: &str, run: &ReplicaFreezeRun, checks: &Val
             )
         });
     } else {
-        g.check(!list.is_empty(), Code::ObservationMissing, waited, || {
+        g.check(!list.is_empty(), ObservationMissing, waited, || {
             "the settle recorded no check".into()
         });
     }
     if let Some(l) = list.last() {
         let ok = l["target_restart_count"].as_u64() == Some(u64::from(t.restart_count_after))
             && l["target_ready"].as_bool() == Some(t.ready_after);
-        g.check(ok, Code::RawMismatch, sub, || {
+        g.check(ok, RawMismatch, sub, || {
             let (r, rd) = (t.restart_count_after, t.ready_after);
             format!("recorded restarts {r} ready {rd}, the settle's last check says {l}")
         });
@@ -1369,19 +1204,21 @@ pub(crate) fn act7(g: &mut G) {
         policy_uid: uid.clone(),
         ..Default::default()
     };
-    ctx.evidence_digests = g.digests().into_iter().filter(|(a, _)| *a == 6).collect();
+    ctx.evidence_digests = g
+        .input
+        .digests()
+        .into_iter()
+        .filter(|(a, _)| *a == 6)
+        .collect();
     g.input::<inputs::RecoveryC>(&ctx);
     let a6_webhook = g.facts::<Act6Facts>(6).map(|a6| a6.webhook);
     let (policy_uid, bad) = (&f.policy_uid, &f.healthy_bad);
     freeze::recovered_under_ignore(g, uid.as_deref(), policy_uid, &f.webhook, bad, a6_webhook);
     scaled_back_to_the_original_count(g, &s, &f);
     let last = f.deny_probes.last() == Some(&f.healthy_bad);
-    g.check(
-        last,
-        Code::ObservationMissing,
-        format!("{s}.deny_probes"),
-        || "the explicit deny is not the last request sent".into(),
-    );
+    g.check(last, ObservationMissing, format!("{s}.deny_probes"), || {
+        "the explicit deny is not the last request sent".into()
+    });
     lease_holder_is_a_replica(g, &s, &f.lease, &f.replicas);
     if let Some(a3) = g.facts::<Act3Facts>(3) {
         super::existing_pod_survives_since(g, &format!("{s}.existing"), &a3.existing, &f.existing);
@@ -1401,53 +1238,40 @@ fn replicas_left_are_act3s_pods(g: &mut G, s: &str, f: &Act7Facts) {
     let d = &f.deployment;
     if let Some(a1) = g.facts::<facts::Act1Facts>(1) {
         let a1 = &a1.controller_deployment;
-        g.expect_eq(
-            Code::UidMismatch,
-            format!("{s}.deployment"),
-            (a1.namespace.as_deref(), a1.name.as_str(), a1.uid.as_str()),
-            (Some(d.namespace.as_str()), d.name.as_str(), d.uid.as_str()),
-        );
+        let act1 = (a1.namespace.as_deref(), a1.name.as_str(), a1.uid.as_str());
+        let found = (Some(d.namespace.as_str()), d.name.as_str(), d.uid.as_str());
+        fields_are(g, UidMismatch, s, [("deployment", act1, found)]);
     }
     let ready = f.replicas.iter().filter(|r| r.ready).count() as u32;
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{s}.deployment.ready_replicas"),
-        ready,
-        d.ready_replicas,
-    );
+    let rows = [("deployment.ready_replicas", ready, d.ready_replicas)];
+    fields_are(g, ValueMismatch, s, rows);
     let a3 = g.facts::<Act3Facts>(3);
     for (i, r) in f.replicas.iter().enumerate() {
         let (sub, p) = (format!("{s}.replicas[{i}]"), &r.pod);
         let running = p.exists && p.phase.as_deref() == Some("Running");
-        g.check(running, Code::ValueMismatch, format!("{sub}.pod"), || {
+        g.check(running, ValueMismatch, format!("{sub}.pod"), || {
             format!(
                 "expected a Running pod, found exists={} phase={:?}",
                 p.exists, p.phase
             )
         });
         let addressed = !r.ready || r.pod_ip.as_deref().is_some_and(|ip| !ip.is_empty());
-        g.check(
-            addressed,
-            Code::ValueMismatch,
-            format!("{sub}.pod_ip"),
-            || "a Ready pod without status.podIP".into(),
-        );
+        g.check(addressed, ValueMismatch, format!("{sub}.pod_ip"), || {
+            "a Ready pod without status.podIP".into()
+        });
         let Some(a3) = &a3 else {
             continue;
         };
         let same = (a3.replicas.iter())
             .find(|x| x.pod.name == p.name && x.pod.uid == p.uid && x.pod.namespace == p.namespace);
-        g.check(
-            same.is_some(),
-            Code::UidMismatch,
-            format!("{sub}.pod"),
-            || format!("{} ({:?}) is none of act 3's replicas", p.name, p.uid),
-        );
+        g.check(same.is_some(), UidMismatch, format!("{sub}.pod"), || {
+            format!("{} ({:?}) is none of act 3's replicas", p.name, p.uid)
+        });
         // A pod keeps its address as long as its sandbox: kubelet makes a new sandbox only for
         // one that died, which no act causes (a freeze stops the container's process only).
         if let Some(x) = same {
             let (was, is) = (x.pod_ip.as_deref(), r.pod_ip.as_deref());
-            g.expect_eq(Code::ValueMismatch, format!("{sub}.pod_ip"), was, is);
+            g.expect_eq(ValueMismatch, format!("{sub}.pod_ip"), was, is);
         }
     }
 }
@@ -1478,7 +1302,7 @@ fn wait_spans_the_act_until_the_existing_pod(g: &mut G, s: &str, ev: &Evidence, 
     let to_read = (read - start).num_milliseconds();
     let to_end = (end - start).num_milliseconds();
     let ok = to_read - skew <= waited && waited <= to_end + skew;
-    g.check(ok, Code::TimesInconsistent, format!("{s}.waited_ms"), || {
+    g.check(ok, TimesInconsistent, format!("{s}.waited_ms"), || {
         format!("{waited} ms: the act's start to the existing pod's read is {to_read} ms, to its end {to_end} ms")
     });
 }
@@ -1496,7 +1320,7 @@ fn act7_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, f: &Act7Facts
         let ok = replicas.and_then(Value::as_u64) == Some(u64::from(b.replicas_before))
             && d.pointer("/metadata/uid").and_then(Value::as_str)
                 == Some(f.deployment.uid.as_str());
-        g.check(ok, Code::RawMismatch, sub, || {
+        g.check(ok, RawMismatch, sub, || {
             let n = b.replicas_before;
             format!("recorded {n} replicas before, the raw Deployment says {replicas:?}")
         });
@@ -1506,7 +1330,7 @@ fn act7_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, f: &Act7Facts
         let ok = h["attempt"].as_str() == Some(b.fault_id.as_str())
             && h["action"].as_str() == Some(b.action.as_str())
             && h["at"].as_str() == Some(b.at.as_str());
-        g.check(ok, Code::RawMismatch, sub, || {
+        g.check(ok, RawMismatch, sub, || {
             format!("recorded {b:?}, the heal's record says {h}")
         });
     }
@@ -1515,7 +1339,7 @@ fn act7_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, f: &Act7Facts
     let sub = format!("{s}.policy_uid");
     if let Some(p) = required_raw(g, ev, "policy", &sub) {
         let raw = p.pointer("/metadata/uid").and_then(Value::as_str);
-        g.expect_eq(Code::RawMismatch, sub, raw, Some(f.policy_uid.as_str()));
+        g.expect_eq(RawMismatch, sub, raw, Some(f.policy_uid.as_str()));
     }
     let webhook = format!("{s}.webhook");
     registration_is_derived_from(g, ev, "webhook-configuration", &webhook, &f.webhook);
@@ -1525,38 +1349,21 @@ fn act7_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, f: &Act7Facts
 /// Deployment and its live replicas at that count, each `Ready`.
 fn scaled_back_to_the_original_count(g: &mut G, s: &str, f: &Act7Facts) {
     let (original, b) = (inputs::OriginalReplicas::VALUE, &f.scale_back);
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{s}.scale_back.replicas"),
-        original,
-        b.replicas,
-    );
+    let rows = [("scale_back.replicas", original, b.replicas)];
+    fields_are(g, ValueMismatch, s, rows);
     if let Some(a3) = g.facts::<Act3Facts>(3) {
         let (id, back) = (a3.scale.fault_id.as_str(), b.fault_id.as_str());
-        g.expect_eq(
-            Code::ValueMismatch,
-            format!("{s}.scale_back.fault_id"),
-            id,
-            back,
-        );
+        g.expect_eq(ValueMismatch, format!("{s}.scale_back.fault_id"), id, back);
     }
-    let replicas = f.deployment.replicas;
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{s}.deployment.replicas"),
-        original,
-        replicas,
-    );
+    let rows = [("deployment.replicas", original, f.deployment.replicas)];
+    fields_are(g, ValueMismatch, s, rows);
     let ok = f.replicas.len() as u32 == original && f.replicas.iter().all(|r| r.ready);
-    g.check(ok, Code::ValueMismatch, format!("{s}.replicas"), || {
+    g.check(ok, ValueMismatch, format!("{s}.replicas"), || {
         let found: Vec<_> = f.replicas.iter().map(|r| (&r.pod.name, r.ready)).collect();
         format!("expected {original} Ready replica(s), found {found:?}")
     });
-    g.times_ordered(
-        &format!("{s}.healthy_bad.sent_at"),
-        &b.at,
-        &f.healthy_bad.sent_at,
-    );
+    let sent = &f.healthy_bad.sent_at;
+    g.times_ordered(&format!("{s}.healthy_bad.sent_at"), &b.at, sent);
 }
 
 /// Act 8: the report, each word held against the one rule act 8 uses

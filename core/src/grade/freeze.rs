@@ -11,7 +11,7 @@
 
 use serde_json::Value;
 
-use super::{Code, G, bounds, ev_name};
+use super::{Code, Code::*, G, bounds, ev_name};
 use crate::evidence::{Evidence, Outcome, RequestRecord};
 use crate::facts::b::{FreezeRun, FreezeWindow, ProcessIdentity, Resumer};
 use crate::facts::c::ReplicaFreezeRun;
@@ -106,7 +106,7 @@ impl<'a> Freeze<'a> {
             before: run.restart_count_before,
             after: run.restart_count_after,
             identity_after: run.identity_after.as_ref(),
-            same_container_other_process: Code::IdentityChanged,
+            same_container_other_process: IdentityChanged,
         };
         freeze_view!(act, run, ignore, hook, restart, false)
     }
@@ -124,7 +124,7 @@ impl<'a> Freeze<'a> {
             before: t.restart_count_before,
             after: t.restart_count_after,
             identity_after: t.identity_after.as_ref(),
-            same_container_other_process: Code::RestartContradicted,
+            same_container_other_process: RestartContradicted,
         };
         freeze_view!(act, run, ignore, hook, restart, true)
     }
@@ -150,28 +150,21 @@ pub(crate) fn freeze_rules(g: &mut G, v: &Freeze<'_>) {
 /// runner's grace. A resume by the runner itself only has the upper bound.
 fn freeze_window_is_the_planned_one(g: &mut G, v: &Freeze<'_>) {
     let (s, w) = (&v.s, v.freeze);
-    g.times_ordered(
-        &format!("{s}.freeze.watchdog_armed_at"),
-        &w.watchdog_armed_at,
-        &w.frozen_at,
-    );
-    g.times_ordered(
-        &format!("{s}.freeze.frozen_at"),
-        &w.frozen_at,
-        &w.resumed_at,
-    );
+    let rows = [
+        (
+            "freeze.watchdog_armed_at",
+            &w.watchdog_armed_at,
+            &w.frozen_at,
+        ),
+        ("freeze.frozen_at", &w.frozen_at, &w.resumed_at),
+    ];
+    super::times_are_ordered(g, s, rows.map(|(f, a, b)| (f, a.as_str(), b.as_str())));
     if v.act == 5 {
-        g.expect_eq(
-            Code::ValueMismatch,
-            format!("{s}.freeze.resume_after_sec"),
-            &20u32,
-            &w.resume_after_sec,
-        );
+        let rows = [("freeze.resume_after_sec", &20u32, &w.resume_after_sec)];
+        super::fields_are(g, ValueMismatch, s, rows);
     }
-    if let (Some(armed), Some(r)) = (
-        facts::parse_rfc3339(&w.watchdog_armed_at),
-        facts::parse_rfc3339(&w.resumed_at),
-    ) {
+    let t = |x: &str| facts::parse_rfc3339(x);
+    if let (Some(armed), Some(r)) = (t(&w.watchdog_armed_at), t(&w.resumed_at)) {
         let ms = (r - armed).num_milliseconds();
         let (lo, hi) = bounds::watchdog_window_ms(w.resume_after_sec);
         let lo = if w.resumed_by == Resumer::Watchdog {
@@ -179,17 +172,11 @@ fn freeze_window_is_the_planned_one(g: &mut G, v: &Freeze<'_>) {
         } else {
             i64::MIN
         };
-        g.check(
-            lo <= ms && ms <= hi,
-            Code::TimesInconsistent,
-            format!("{s}.freeze.resumed_at"),
-            || {
-                format!(
-                    "resumed {ms} ms after the watchdog was armed; its {} s deadline allows [{lo}, {hi}] ms (resumed by {:?})",
-                    w.resume_after_sec, w.resumed_by
-                )
-            },
-        );
+        let (ok, sub) = (lo <= ms && ms <= hi, format!("{s}.freeze.resumed_at"));
+        g.check(ok, TimesInconsistent, sub, || {
+            let (after, by) = (w.resume_after_sec, &w.resumed_by);
+            format!("resumed {ms} ms after the watchdog was armed; its {after} s deadline allows [{lo}, {hi}] ms (resumed by {by:?})")
+        });
     }
 }
 
@@ -199,22 +186,16 @@ fn process_stopped_only_during_freeze(g: &mut G, v: &Freeze<'_>) {
     let (s, w) = (&v.s, v.freeze);
     let sub = format!("{s}.freeze.state_during");
     match &w.state_during {
-        Some(st) => g.expect_eq(Code::ValueMismatch, sub, "T", st.as_str()),
-        None => g.check(false, Code::ObservationMissing, sub, || {
+        Some(st) => g.expect_eq(ValueMismatch, sub, "T", st.as_str()),
+        None => g.check(false, ObservationMissing, sub, || {
             "the process state was not read during the freeze".into()
         }),
     };
-    g.check(
-        w.state_after != "T",
-        Code::ProcessStillStopped,
-        format!("{s}.freeze.state_after"),
-        || format!("state after resume is {:?}", w.state_after),
-    );
-    super::witness::process_state_is_a_proc_state(
-        g,
-        &format!("{s}.freeze.state_after"),
-        &w.state_after,
-    );
+    let (after, sub) = (&w.state_after, format!("{s}.freeze.state_after"));
+    g.check(after != "T", ProcessStillStopped, &sub, || {
+        format!("state after resume is {after:?}")
+    });
+    super::witness::process_state_is_a_proc_state(g, &sub, after);
 }
 
 /// The freeze window is the fault ledger the runner kept after the resume (raw
@@ -233,26 +214,16 @@ fn freeze_window_is_the_ledger(g: &mut G, v: &Freeze<'_>, ev: &Evidence) {
         return;
     };
     let text = |k: &str| l.get(k).and_then(|v| v.as_str());
-    let w = v.freeze;
+    let (w, gone) = (v.freeze, Some(text("state_after_resume").unwrap_or("gone")));
     for (field, recorded, found) in [
         ("frozen_at", text("frozen_at"), w.frozen_at.as_str()),
         ("resumed_at", text("resumed_at"), w.resumed_at.as_str()),
-        (
-            "state_after",
-            Some(text("state_after_resume").unwrap_or("gone")),
-            w.state_after.as_str(),
-        ),
+        ("state_after", gone, w.state_after.as_str()),
     ] {
-        g.check(
-            recorded == Some(found),
-            Code::RawMismatch,
-            format!("{subject}.{field}"),
-            || {
-                format!(
-                    "the fault ledger kept after the resume says {recorded:?}, the facts {found:?}"
-                )
-            },
-        );
+        let sub = format!("{subject}.{field}");
+        g.check(recorded == Some(found), RawMismatch, sub, || {
+            format!("the fault ledger kept after the resume says {recorded:?}, the facts {found:?}")
+        });
     }
 }
 
@@ -262,62 +233,49 @@ fn freeze_window_is_the_ledger(g: &mut G, v: &Freeze<'_>, ev: &Evidence) {
 /// `timeout_seconds` (T, never a constant) is the snapshot's and the recorded registration's, and
 /// it was read inside the freeze.
 fn registration_during_freeze_is_the_recorded_one(g: &mut G, v: &Freeze<'_>) {
-    let (s, snap) = (&v.s, v.registration_snapshot);
-    g.check(
+    let (s, snap, present) = (
+        &v.s,
+        v.registration_snapshot,
         v.registration_present_during_freeze,
-        Code::RegistrationMissing,
-        format!("{s}.registration_present_during_freeze"),
-        || "the webhook registration must stay during a freeze".into(),
     );
+    let sub = format!("{s}.registration_present_during_freeze");
+    g.check(present, RegistrationMissing, sub, || {
+        "the webhook registration must stay during a freeze".into()
+    });
+    let sub = format!("{s}.registration_snapshot");
     g.check(
-        v.registration_present_during_freeze != snap.is_null(),
-        Code::RegistrationClaimContradicted,
-        format!("{s}.registration_snapshot"),
+        present != snap.is_null(),
+        RegistrationClaimContradicted,
+        &sub,
         || {
             format!(
-                "present={} but the snapshot is {}",
-                v.registration_present_during_freeze,
+                "present={present} but the snapshot is {}",
                 super::abbreviate(snap)
             )
         },
     );
     if !snap.is_null() {
         let field = |k: &str| snap.get(k).and_then(|x| x.as_str());
-        super::registration_scope(
-            g,
-            &format!("{s}.registration_snapshot"),
-            field("name").unwrap_or(""),
-            &super::Scope::of_raw(snap),
-        );
+        let name = field("name").unwrap_or("");
+        super::registration_scope(g, &sub, name, &super::Scope::of_raw(snap));
         if let Some(h) = v.hook {
             snapshot_is_the_recorded_registration(g, s, snap, h);
         }
-        g.expect_eq(
-            Code::ValueMismatch,
-            format!("{s}.registration_snapshot.failurePolicy"),
-            Some(if v.ignore { "Ignore" } else { "Fail" }),
-            field("failurePolicy"),
-        );
-        let t = snapshot_timeout(snap);
+        let policy = Some(if v.ignore { "Ignore" } else { "Fail" });
+        let rows = [("failurePolicy", policy, field("failurePolicy"))];
+        super::fields_are(g, ValueMismatch, &sub, rows);
+        let (t, recorded) = (snapshot_timeout(snap), v.timeout_seconds);
+        let sub = format!("{s}.timeout_seconds");
         g.check(
-            t == Some(v.timeout_seconds),
-            Code::RegistrationClaimContradicted,
-            format!("{s}.timeout_seconds"),
-            || {
-                format!(
-                    "recorded {}, the snapshot read during the freeze says {t:?}",
-                    v.timeout_seconds
-                )
-            },
+            t == Some(recorded),
+            RegistrationClaimContradicted,
+            sub,
+            || format!("recorded {recorded}, the snapshot read during the freeze says {t:?}"),
         );
     }
     if let Some(h) = v.hook {
-        g.expect_eq(
-            Code::RegistrationChanged,
-            format!("{s}.timeout_seconds"),
-            &h.timeout_seconds,
-            &v.timeout_seconds,
-        );
+        let rows = [("timeout_seconds", &h.timeout_seconds, &v.timeout_seconds)];
+        super::fields_are(g, RegistrationChanged, s, rows);
     }
     let at = format!("{s}.registration_checked_at");
     g.times_ordered(&at, &v.freeze.frozen_at, v.registration_checked_at);
@@ -343,14 +301,7 @@ fn snapshot_is_the_recorded_registration(g: &mut G, s: &str, snap: &Value, h: &W
             h.failure_policy.as_str(),
             Some(h.timeout_seconds),
         ),
-        h.service.as_ref().map(|x| {
-            (
-                Some(x.namespace.as_str()),
-                Some(x.name.as_str()),
-                x.path.as_deref(),
-                Some(i64::from(x.port)),
-            )
-        }),
+        super::fact_service(h),
         (
             &h.namespace_selector,
             &h.object_selector,
@@ -365,14 +316,7 @@ fn snapshot_is_the_recorded_registration(g: &mut G, s: &str, snap: &Value, h: &W
             raw("failurePolicy").as_str().unwrap_or(""),
             snapshot_timeout(snap),
         ),
-        snap.pointer("/clientConfig/service").map(|x| {
-            (
-                x.get("namespace").and_then(|v| v.as_str()),
-                x.get("name").and_then(|v| v.as_str()),
-                x.get("path").and_then(|v| v.as_str()),
-                x.get("port").and_then(|v| v.as_i64()),
-            )
-        }),
+        super::raw_service(snap),
         (
             raw("namespaceSelector"),
             raw("objectSelector"),
@@ -381,19 +325,24 @@ fn snapshot_is_the_recorded_registration(g: &mut G, s: &str, snap: &Value, h: &W
         ),
         (raw("sideEffects").as_str(), raw("matchPolicy").as_str()),
     );
-    g.check(
-        recorded == during,
-        Code::RegistrationChanged,
-        format!("{s}.registration_snapshot"),
-        || {
-            format!(
-                "during the freeze: {}; recorded before: {}",
-                super::abbreviate(snap),
-                super::abbreviate(&serde_json::to_value(h).unwrap_or_default())
-            )
-        },
-    );
+    let sub = format!("{s}.registration_snapshot");
+    g.check(recorded == during, RegistrationChanged, sub, || {
+        let (snap, h) = (snap, serde_json::to_value(h).unwrap_or_default());
+        let (during, before) = (super::abbreviate(snap), super::abbreviate(&h));
+        format!("during the freeze: {during}; recorded before: {before}")
+    });
 }
+
+/// What a violating pod sent after the resume may meet while Kyverno recovers.
+const AFTER_RESUME: [Outcome; 7] = [
+    Outcome::ExplicitDeny,
+    Outcome::WebhookTimeout,
+    Outcome::ConnectionRefused,
+    Outcome::NoEndpoints,
+    Outcome::DnsError,
+    Outcome::Stored,
+    Outcome::OtherError,
+];
 
 /// After the resume the act sends violating pods until the first explicit deny: intermediate
 /// outcomes while Kyverno recovers, each sent after the resume and naming the registration's
@@ -405,19 +354,7 @@ fn requests_after_resume_end_in_the_first_deny(g: &mut G, v: &Freeze<'_>) {
     let s = &v.s;
     for (i, r) in v.after_resume.iter().enumerate() {
         let sub = format!("{s}.after_resume[{i}]");
-        g.request(
-            &sub,
-            r,
-            &[
-                Outcome::ExplicitDeny,
-                Outcome::WebhookTimeout,
-                Outcome::ConnectionRefused,
-                Outcome::NoEndpoints,
-                Outcome::DnsError,
-                Outcome::Stored,
-                Outcome::OtherError,
-            ],
-        );
+        g.request(&sub, r, &AFTER_RESUME);
         if !v.ignore {
             super::violating_pod_never_admitted_under_fail(g, &sub, r);
         }
@@ -429,7 +366,7 @@ fn requests_after_resume_end_in_the_first_deny(g: &mut G, v: &Freeze<'_>) {
     }
     let sub = format!("{s}.first_explicit_deny");
     let Some(d) = v.first_explicit_deny else {
-        g.check(false, Code::NotConfirmed, sub, || {
+        g.check(false, NotConfirmed, sub, || {
             "no explicit deny after resume within the bound".into()
         });
         return;
@@ -440,41 +377,27 @@ fn requests_after_resume_end_in_the_first_deny(g: &mut G, v: &Freeze<'_>) {
         g.named_webhook(&sub, d, h);
     }
     g.times_ordered(&sub, &v.freeze.resumed_at, &d.sent_at);
-    g.check(
-        v.after_resume.last() == Some(d),
-        Code::ValueMismatch,
-        format!("{sub}.name"),
-        || {
-            format!(
-                "the first explicit deny {} is not the last request sent after the resume ({:?})",
-                d.name,
-                v.after_resume.last().map(|r| r.name.as_str())
-            )
-        },
-    );
+    let last = v.after_resume.last();
+    g.check(last == Some(d), ValueMismatch, format!("{sub}.name"), || {
+        let (name, last) = (&d.name, last.map(|r| r.name.as_str()));
+        format!("the first explicit deny {name} is not the last request sent after the resume ({last:?})")
+    });
 }
 
 /// A request the act sends to see the policy's verdict is a real (not dry-run) create of a pod
 /// without the policy's label in the target namespace (`docs/labs.md`, lab B).
 pub(super) fn violating_pod_in_the_target_namespace(g: &mut G, sub: &str, r: &RequestRecord) {
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{sub}.namespace"),
+    let ns = [(
+        "namespace",
         crate::rules::common::TARGET_NAMESPACE,
         r.namespace.as_str(),
-    );
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{sub}.labels"),
-        &false,
-        &super::has_env_label(r),
-    );
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{sub}.dry_run"),
-        &false,
-        &r.dry_run,
-    );
+    )];
+    super::fields_are(g, ValueMismatch, sub, ns);
+    let rows = [
+        ("labels", &false, &super::has_env_label(r)),
+        ("dry_run", &false, &r.dry_run),
+    ];
+    super::fields_are(g, ValueMismatch, sub, rows);
 }
 
 /// `first_deny_after_resume_ms` is the difference of its two timestamps (both in ms, so exactly)
@@ -484,30 +407,24 @@ fn first_deny_after_resume_is_timed_from_the_resume(g: &mut G, v: &Freeze<'_>) {
         return;
     };
     let sub = format!("{}.first_deny_after_resume_ms", v.s);
-    let measured = match (
-        facts::parse_rfc3339(&v.freeze.resumed_at),
-        facts::parse_rfc3339(&d.answered_at),
-    ) {
+    let t = |x: &str| facts::parse_rfc3339(x);
+    let measured = match (t(&v.freeze.resumed_at), t(&d.answered_at)) {
         (Some(r), Some(a)) => u64::try_from((a - r).num_milliseconds()).ok(),
         _ => None,
     };
     g.expect_eq(
-        Code::TimesInconsistent,
+        TimesInconsistent,
         &sub,
         measured,
         v.first_deny_after_resume_ms,
     );
-    g.check(
+    let (ok, most) = (
         measured.is_some_and(|m| m <= bounds::DENY_AFTER_RESUME_MS),
-        Code::OutsideWindow,
-        sub,
-        || {
-            format!(
-                "first deny {measured:?} ms after resume; the act waits [0, {}] ms (bounds::DENY_AFTER_RESUME_MS)",
-                bounds::DENY_AFTER_RESUME_MS
-            )
-        },
+        bounds::DENY_AFTER_RESUME_MS,
     );
+    g.check(ok, OutsideWindow, sub, || {
+        format!("first deny {measured:?} ms after resume; the act waits [0, {most}] ms (bounds::DENY_AFTER_RESUME_MS)")
+    });
 }
 
 /// Whether the frozen replica restarted is an observation, recorded either way; what must hold
@@ -518,46 +435,31 @@ fn first_deny_after_resume_is_timed_from_the_resume(g: &mut G, v: &Freeze<'_>) {
 /// with another PID, start time or pod contradicts itself.
 fn restart_count_agrees_with_the_container(g: &mut G, v: &Freeze<'_>) {
     let (r, frozen) = (&v.restart, &v.freeze.identity);
-    let s = format!("{}.{}", v.s, r.at);
+    let (s, before, after) = (format!("{}.{}", v.s, r.at), r.before, r.after);
     g.check(
-        r.after >= r.before,
-        Code::RestartContradicted,
+        after >= before,
+        RestartContradicted,
         format!("{s}restart_count_after"),
-        || {
-            format!(
-                "{} before the freeze, {} after: a restart count never goes down",
-                r.before, r.after
-            )
-        },
+        || format!("{before} before the freeze, {after} after: a restart count never goes down"),
     );
-    let Some(after) = r.identity_after else {
+    let Some(id) = r.identity_after else {
         return;
     };
-    let new_container = after.container_id != frozen.container_id;
-    g.check(
-        (r.after > r.before) == new_container,
-        Code::RestartContradicted,
+    let new_container = id.container_id != frozen.container_id;
+    let (ok, sub) = (
+        (after > before) == new_container,
         format!("{s}identity_after.container_id"),
-        || {
-            format!(
-                "restart count {} -> {}, container {} -> {}: a restart is a new container, and a new container a restart",
-                r.before, r.after, frozen.container_id, after.container_id
-            )
-        },
     );
-    g.check(
-        new_container || after == frozen,
-        r.same_container_other_process,
-        format!("{s}identity_after"),
-        || {
-            format!(
-                "container {} is the frozen one, but the process after the fault is {} (frozen: {})",
-                after.container_id,
-                super::abbreviate(&serde_json::to_value(after).unwrap_or_default()),
-                super::abbreviate(&serde_json::to_value(frozen).unwrap_or_default())
-            )
-        },
-    );
+    g.check(ok, RestartContradicted, sub, || {
+        let (was, is) = (&frozen.container_id, &id.container_id);
+        format!("restart count {before} -> {after}, container {was} -> {is}: a restart is a new container, and a new container a restart")
+    });
+    let (ok, sub) = (new_container || id == frozen, format!("{s}identity_after"));
+    g.check(ok, r.same_container_other_process, sub, || {
+        let json = |x| super::abbreviate(&serde_json::to_value(x).unwrap_or_default());
+        let (c, is, was) = (&id.container_id, json(id), json(frozen));
+        format!("container {c} is the frozen one, but the process after the fault is {is} (frozen: {was})")
+    });
 }
 
 /// The frozen process is the one expected: act 4's (lab B act 5, lab C's leader), or the one last
@@ -569,12 +471,8 @@ pub(crate) fn frozen_process_is_the_expected_one(
     expected: Option<ProcessIdentity>,
 ) {
     if let Some(expected) = expected {
-        g.expect_eq(
-            Code::IdentityChanged,
-            format!("{}.freeze.identity", v.s),
-            &expected,
-            &v.freeze.identity,
-        );
+        let rows = [("freeze.identity", &expected, &v.freeze.identity)];
+        super::fields_are(g, IdentityChanged, &v.s, rows);
     }
 }
 
@@ -593,6 +491,8 @@ pub(crate) fn policy_switched_to_ignore(
     frozen_at: &str,
 ) {
     let s = "evidence/06.json facts";
+    let hook = format!("{s}.webhook");
+    let text = |p: &str| policy.pointer(p).and_then(Value::as_str);
     let input = g.required_input_value(InputFile::Policy);
     g.input::<inputs::PolicyIgnore>(&Context {
         policy: input,
@@ -600,50 +500,24 @@ pub(crate) fn policy_switched_to_ignore(
     });
     if let Some(a2) = g.facts::<facts::Act2Facts>(2) {
         let uid = super::policy_uid(&a2);
-        g.expect_eq(
-            Code::UidMismatch,
-            format!("{s}.policy_uid_before"),
-            uid.as_deref(),
-            Some(policy_uid_before),
-        );
-        g.expect_eq(
-            Code::UidMismatch,
-            format!("{s}.policy.metadata.uid"),
-            uid.as_deref(),
-            policy.pointer("/metadata/uid").and_then(|v| v.as_str()),
-        );
-        super::registration_equals(
-            g,
-            &format!("{s}.webhook"),
-            webhook,
-            &a2.webhook,
-            super::SameRegistration::SwitchedToIgnore,
-        );
+        let rows = [
+            ("policy_uid_before", uid.as_deref(), Some(policy_uid_before)),
+            ("policy.metadata.uid", uid.as_deref(), text("/metadata/uid")),
+        ];
+        super::fields_are(g, UidMismatch, s, rows);
+        let to_ignore = super::SameRegistration::SwitchedToIgnore;
+        super::registration_equals(g, &hook, webhook, &a2.webhook, to_ignore);
     }
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{s}.policy.spec.failurePolicy"),
-        Some("Ignore"),
-        policy
-            .pointer("/spec/failurePolicy")
-            .and_then(|v| v.as_str()),
-    );
-    super::check_webhook(g, &format!("{s}.webhook"), webhook, "Ignore");
-    super::stored_policy_is_the_applied_input(
-        g,
-        &format!("{s}.policy"),
-        policy,
-        InputFile::PolicyIgnore,
-    );
+    let policy_says = text("/spec/failurePolicy");
+    let rows = [("policy.spec.failurePolicy", Some("Ignore"), policy_says)];
+    super::fields_are(g, ValueMismatch, s, rows);
+    super::check_webhook(g, &hook, webhook, "Ignore");
+    let sub = format!("{s}.policy");
+    super::stored_policy_is_the_applied_input(g, &sub, policy, InputFile::PolicyIgnore);
     if let Some(ev) = g.evidence(6) {
-        super::witness::stored_policy_is_the_raw_read(g, &ev, &format!("{s}.policy"), policy);
-        super::witness::registration_is_derived_from(
-            g,
-            &ev,
-            "webhook-configuration-ignore",
-            &format!("{s}.webhook"),
-            webhook,
-        );
+        super::witness::stored_policy_is_the_raw_read(g, &ev, &sub, policy);
+        let what = "webhook-configuration-ignore";
+        super::witness::registration_is_derived_from(g, &ev, what, &hook, webhook);
     }
     let sub = format!("{s}.healthy_bad");
     g.request(&sub, healthy_bad, &[Outcome::ExplicitDeny]);
@@ -664,18 +538,10 @@ pub(crate) fn recovered_under_ignore(
     a6_webhook: Option<WebhookFacts>,
 ) {
     let s = "evidence/07.json facts";
-    g.expect_eq(
-        Code::UidMismatch,
-        format!("{s}.policy_uid"),
-        uid,
-        Some(policy_uid),
-    );
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{s}.webhook.failure_policy"),
-        "Ignore",
-        webhook.failure_policy.as_str(),
-    );
+    super::fields_are(g, UidMismatch, s, [("policy_uid", uid, Some(policy_uid))]);
+    let registered = webhook.failure_policy.as_str();
+    let rows = [("webhook.failure_policy", "Ignore", registered)];
+    super::fields_are(g, ValueMismatch, s, rows);
     let sub = format!("{s}.healthy_bad");
     g.request(&sub, healthy_bad, &[Outcome::ExplicitDeny]);
     violating_pod_in_the_target_namespace(g, &sub, healthy_bad);

@@ -38,8 +38,10 @@
 
 use std::collections::BTreeMap;
 
+#[cfg(doc)]
+use super::Code;
 use super::policy::{policy_is_ignore, policy_timeout_seconds, policy_webhook};
-use super::{Code, G, ev_name};
+use super::{Code::*, G, ev_name};
 use crate::evidence::{Evidence, Lab, Outcome, RequestRecord};
 use crate::metrics::{
     self, AdmissionMetrics, FACTS_KEY, FAIL_OPEN_COUNT, REJECTION_COUNT, REQUEST_TOTAL, sum_delta,
@@ -61,7 +63,7 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
     let deltas = deltas_are_the_lines(g, &subject, &m);
     reads_frame_the_requests(g, &subject, &m, &requests_of(ev), ev);
     let Some(hook) = policy_webhook(g, ev) else {
-        g.check(false, Code::FactsInvalid, subject, || {
+        g.check(false, FactsInvalid, subject, || {
             "no webhook name for the policy in this act's facts or act 2's".into()
         });
         return;
@@ -91,7 +93,7 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
 fn observed_metrics(g: &mut G<'_>, ev: &Evidence, subject: &str) -> Option<AdmissionMetrics> {
     let Some(raw) = ev.facts.get(FACTS_KEY) else {
         g.note(
-            Code::MetricsNotObserved,
+            MetricsNotObserved,
             subject.to_owned(),
             "the evidence has no admission_metrics (recorded before the tool read /metrics)".into(),
         );
@@ -100,19 +102,16 @@ fn observed_metrics(g: &mut G<'_>, ev: &Evidence, subject: &str) -> Option<Admis
     let m: AdmissionMetrics = match serde_json::from_value(raw.clone()) {
         Ok(m) => m,
         Err(e) => {
-            g.check(false, Code::FactsInvalid, subject, || e.to_string());
+            g.check(false, FactsInvalid, subject, || e.to_string());
             return None;
         }
     };
     if let (Some(_), Some(_), None) = (&m.before, &m.after, &m.unavailable) {
         return Some(m);
     }
-    let why = m
-        .unavailable
-        .as_ref()
-        .map(|u| u.reason.clone())
-        .unwrap_or_else(|| "a read is missing and no reason was recorded".into());
-    g.note(Code::MetricsNotObserved, subject.to_owned(), why);
+    let why = m.unavailable.as_ref().map(|u| u.reason.clone());
+    let why = why.unwrap_or_else(|| "a read is missing and no reason was recorded".into());
+    g.note(MetricsNotObserved, subject.to_owned(), why);
     None
 }
 
@@ -130,34 +129,21 @@ fn deltas_are_the_lines(
     lines_are_an_exposition(g, &format!("{subject}.before.lines"), &before.lines);
     lines_are_an_exposition(g, &format!("{subject}.after.lines"), &after.lines);
     let deltas = metrics::deltas(&before.lines, &after.lines);
-    g.check(
-        deltas == m.deltas,
-        Code::RawMismatch,
-        format!("{subject}.deltas"),
-        || {
-            format!(
-                "recorded {} changed series, the recorded lines give {}",
-                m.deltas.len(),
-                deltas.len()
-            )
-        },
-    );
-    let reset: Vec<String> = deltas
-        .iter()
-        .filter(|d| d.delta < 0.0)
+    let sub = format!("{subject}.deltas");
+    g.check(deltas == m.deltas, RawMismatch, &sub, || {
+        let (recorded, given) = (m.deltas.len(), deltas.len());
+        format!("recorded {recorded} changed series, the recorded lines give {given}")
+    });
+    let down = deltas.iter().filter(|d| d.delta < 0.0);
+    let reset: Vec<String> = down
         .map(|d| format!("{}{:?} {} -> {}", d.metric, d.labels, d.before, d.after))
         .collect();
-    g.check(
-        reset.is_empty(),
-        Code::MetricsContradicted,
-        format!("{subject}.deltas"),
-        || {
-            format!(
-                "counters went down (API server restarted?): {}",
-                reset.join("; ")
-            )
-        },
-    );
+    g.check(reset.is_empty(), MetricsContradicted, sub, || {
+        format!(
+            "counters went down (API server restarted?): {}",
+            reset.join("; ")
+        )
+    });
     deltas
 }
 
@@ -182,19 +168,13 @@ impl Counted<'_> {
 
     /// `series` moved by as many as `reqs` (flags [`Code::MetricsContradicted`] as `rule`).
     fn agree(&self, g: &mut G<'_>, rule: &str, series: String, found: f64, reqs: Vec<String>) {
-        let expected = reqs.len() as f64;
-        g.check(
-            found == expected,
-            Code::MetricsContradicted,
-            format!("{} {rule}", self.subject),
-            || {
-                format!(
-                    "metrics: {series} moved by {found}; requests: {} [{}]",
-                    reqs.len(),
-                    reqs.join(", ")
-                )
-            },
-        );
+        let (n, sub) = (reqs.len(), format!("{} {rule}", self.subject));
+        g.check(found == n as f64, MetricsContradicted, sub, || {
+            format!(
+                "metrics: {series} moved by {found}; requests: {n} [{}]",
+                reqs.join(", ")
+            )
+        });
     }
 }
 
@@ -203,33 +183,23 @@ fn no_call_while_unregistered(g: &mut G<'_>, c: &Counted<'_>, ev: &Evidence) {
     if !(g.lab == Lab::A && g.act == 5) {
         return;
     }
-    let present = ev
-        .facts
-        .get("policy_webhook_present")
-        .and_then(serde_json::Value::as_bool);
-    if present != Some(false) {
+    if ev.facts["policy_webhook_present"].as_bool() != Some(false) {
         return;
     }
     let hook = c.hook;
-    let moved: Vec<String> = c
+    let of_hook = c
         .deltas
         .iter()
-        .filter(|d| d.labels.get("name").map(String::as_str) == Some(hook))
+        .filter(|d| d.labels.get("name").map(String::as_str) == Some(hook));
+    let moved: Vec<String> = of_hook
         .map(|d| format!("{}{:?} {:+}", d.metric, d.labels, d.delta))
         .collect();
     let admitted = c.names(&|r| r.namespace == TARGET);
-    g.check(
-        moved.is_empty(),
-        Code::MetricsContradicted,
-        format!("{} no-call-while-unregistered", c.subject),
-        || {
-            format!(
-                "facts.policy_webhook_present is false and requests [{}] were sent, but the API server counted calls to {hook}: {}",
-                admitted.join(", "),
-                moved.join("; ")
-            )
-        },
-    );
+    let sub = format!("{} no-call-while-unregistered", c.subject);
+    g.check(moved.is_empty(), MetricsContradicted, sub, || {
+        let (admitted, moved) = (admitted.join(", "), moved.join("; "));
+        format!("facts.policy_webhook_present is false and requests [{admitted}] were sent, but the API server counted calls to {hook}: {moved}")
+    });
 }
 
 /// Rule 2: failed calls to `H` under Fail are `calling_webhook_error` rejections: every request
@@ -237,25 +207,16 @@ fn no_call_while_unregistered(g: &mut G<'_>, c: &Counted<'_>, ev: &Evidence) {
 /// refused connection, e.g. lab A act 6's probes while Kyverno's new pod is not yet Ready).
 fn failed_calls_are_calling_webhook_errors(g: &mut G<'_>, c: &Counted<'_>) {
     let hook = c.hook;
-    let call_failures = c.names(&|r| {
+    let failed = |r: &RequestRecord| {
         r.message
             .as_deref()
             .and_then(crate::classify::parse_call_failure)
-            .is_some_and(|f| f.webhook == hook)
-    });
-    let found = sum_delta(
-        c.deltas,
-        REJECTION_COUNT,
-        hook,
-        &[("error_type", "calling_webhook_error")],
-    );
-    c.agree(
-        g,
-        "calling-webhook-error",
-        format!("{REJECTION_COUNT}{{name={hook},error_type=calling_webhook_error}}"),
-        found,
-        call_failures,
-    );
+    };
+    let call_failures = c.names(&|r| failed(r).is_some_and(|f| f.webhook == hook));
+    let calling = [("error_type", "calling_webhook_error")];
+    let found = sum_delta(c.deltas, REJECTION_COUNT, hook, &calling);
+    let series = format!("{REJECTION_COUNT}{{name={hook},error_type=calling_webhook_error}}");
+    c.agree(g, "calling-webhook-error", series, found, call_failures);
 }
 
 /// Rule 3: the target requests stored while `H` is an Ignore webhook (the registration's
@@ -266,14 +227,11 @@ fn ignore_stores_failed_open(g: &mut G<'_>, c: &Counted<'_>, ev: &Evidence) {
     } else {
         Vec::new()
     };
-    let found = sum_delta(c.deltas, FAIL_OPEN_COUNT, c.hook, &[]);
-    c.agree(
-        g,
-        "fail-open",
+    let (found, series) = (
+        sum_delta(c.deltas, FAIL_OPEN_COUNT, c.hook, &[]),
         format!("{FAIL_OPEN_COUNT}{{name={}}}", c.hook),
-        found,
-        failed_open,
     );
+    c.agree(g, "fail-open", series, found, failed_open);
 }
 
 /// Rule 5: one call of `H` per target-namespace request, where every target request calls it
@@ -283,14 +241,11 @@ fn one_call_per_target_request(g: &mut G<'_>, c: &Counted<'_>) {
         return;
     }
     let target = c.names(&|r| r.namespace == TARGET);
-    let found = sum_delta(c.deltas, REQUEST_TOTAL, c.hook, &[]);
-    c.agree(
-        g,
-        "one-call-per-target-request",
+    let (found, series) = (
+        sum_delta(c.deltas, REQUEST_TOTAL, c.hook, &[]),
         format!("{REQUEST_TOTAL}{{name={}}}", c.hook),
-        found,
-        target,
     );
+    c.agree(g, "one-call-per-target-request", series, found, target);
 }
 
 /// Rule 1 (continued): the record is what its two reads give: `webhooks_seen` are the `name`
@@ -308,28 +263,26 @@ fn reads_frame_the_requests(
     let (Some(before), Some(after)) = (&m.before, &m.after) else {
         return;
     };
-    let names: Vec<String> = metrics::webhook_names(&before.lines)
-        .union(&metrics::webhook_names(&after.lines))
-        .cloned()
-        .collect();
+    let (b, a) = (
+        metrics::webhook_names(&before.lines),
+        metrics::webhook_names(&after.lines),
+    );
+    let (names, seen): (Vec<String>, _) = (b.union(&a).cloned().collect(), &m.webhooks_seen);
     g.check(
-        names == m.webhooks_seen,
-        Code::RawMismatch,
+        names == *seen,
+        RawMismatch,
         format!("{subject}.webhooks_seen"),
-        || format!("recorded {:?}, the reads name {names:?}", m.webhooks_seen),
+        || format!("recorded {seen:?}, the reads name {names:?}"),
     );
     for (which, read) in [("before", before), ("after", after)] {
         let kept = metrics::admission_lines(&read.lines.join("\n"));
         g.check(
             kept == read.lines,
-            Code::RawMismatch,
+            RawMismatch,
             format!("{subject}.{which}.lines"),
             || {
-                format!(
-                    "{} lines recorded, {} of them admission lines as served",
-                    read.lines.len(),
-                    kept.len()
-                )
+                let (recorded, served) = (read.lines.len(), kept.len());
+                format!("{recorded} lines recorded, {served} of them admission lines as served")
             },
         );
     }
@@ -343,11 +296,9 @@ fn reads_frame_the_requests(
         (Some(b), Some(a), None, None) => b <= a && inside(b) && inside(a),
         _ => false,
     };
-    g.check(framed, Code::RawMismatch, format!("{subject}.before.at/after.at"), || {
-        format!(
-            "read before at {:?}, after at {:?}; the act's requests were sent from {first_sent:?} and answered until {last_answered:?}",
-            before.at, after.at
-        )
+    g.check(framed, RawMismatch, format!("{subject}.before.at/after.at"), || {
+        let (b, a) = (&before.at, &after.at);
+        format!("read before at {b:?}, after at {a:?}; the act's requests were sent from {first_sent:?} and answered until {last_answered:?}")
     });
 }
 
@@ -369,43 +320,26 @@ fn explicit_denies_are_no_error_rejections(
     codes.sort_unstable();
     codes.dedup();
     for code in codes {
-        let reqs: Vec<String> = denies
-            .iter()
-            .filter(|r| r.http_status == code)
+        let answered = denies.iter().filter(|r| r.http_status == code);
+        let reqs: Vec<String> = answered
             .map(|r| format!("{} ({}) HTTP {code}", r.name, r.outcome.as_str()))
             .collect();
         let label = code.to_string();
-        let found = sum_delta(
-            deltas,
-            REJECTION_COUNT,
-            hook,
-            &[("error_type", "no_error"), ("rejection_code", &label)],
+        let labels = [("error_type", "no_error"), ("rejection_code", &label)];
+        let (found, n) = (
+            sum_delta(deltas, REJECTION_COUNT, hook, &labels),
+            reqs.len(),
         );
-        g.check(
-            found == reqs.len() as f64,
-            Code::MetricsContradicted,
-            format!("{subject} explicit-deny"),
-            || {
-                format!(
-                    "metrics: {REJECTION_COUNT}{{name={hook},error_type=no_error,rejection_code={code}}} moved by {found}; explicit denies answered {code}: {} [{}]",
-                    reqs.len(),
-                    reqs.join(", ")
-                )
-            },
-        );
+        g.check(found == n as f64, MetricsContradicted, format!("{subject} explicit-deny"), || {
+            let reqs = reqs.join(", ");
+            format!("metrics: {REJECTION_COUNT}{{name={hook},error_type=no_error,rejection_code={code}}} moved by {found}; explicit denies answered {code}: {n} [{reqs}]")
+        });
     }
     let all = sum_delta(deltas, REJECTION_COUNT, hook, &[("error_type", "no_error")]);
-    g.check(
-        all == denies.len() as f64,
-        Code::MetricsContradicted,
-        format!("{subject} explicit-deny"),
-        || {
-            format!(
-                "metrics: {REJECTION_COUNT}{{name={hook},error_type=no_error}} moved by {all} in all; explicit denies: {}",
-                denies.len()
-            )
-        },
-    );
+    let n = denies.len();
+    g.check(all == n as f64, MetricsContradicted, format!("{subject} explicit-deny"), || {
+        format!("metrics: {REJECTION_COUNT}{{name={hook},error_type=no_error}} moved by {all} in all; explicit denies: {n}")
+    });
 }
 
 /// Rule 7 (`call-duration`): the API server's admission duration histogram of `hook`
@@ -429,51 +363,40 @@ fn call_durations_agree(
     let calls_are_the_target_requests = calls_are_the_target_requests(g);
     use super::bounds::{call_inside_request_ms, timeout_window_ms};
     let count_metric = format!("{}_count", metrics::DURATION);
-    let served = metrics::parse(after)
-        .keys()
-        .any(|(m, l)| *m == count_metric && l.get("name").map(String::as_str) == Some(hook));
-    if !served {
+    let of_hook = |(m, l): &(String, BTreeMap<String, String>)| {
+        *m == count_metric && l.get("name").map(String::as_str) == Some(hook)
+    };
+    if !metrics::parse(after).keys().any(of_hook) {
         // The witness is absent (an API server that did not serve the histogram for H): said.
-        g.note(
-            Code::TimingNotObserved,
-            format!("{subject} call-duration"),
-            format!(
-                "{count_metric}{{name={hook}}} is not in the read after the act: the API server's own time of the calls was not observed"
-            ),
+        let why = format!(
+            "{count_metric}{{name={hook}}} is not in the read after the act: the API server's own time of the calls was not observed"
         );
+        g.note(TimingNotObserved, format!("{subject} call-duration"), why);
         return;
     }
     let count = sum_delta(deltas, &count_metric, hook, &[]);
     let sum_ms = 1000.0 * sum_delta(deltas, &format!("{}_sum", metrics::DURATION), hook, &[]);
     let calls = sum_delta(deltas, REQUEST_TOTAL, hook, &[]);
     let subject = format!("{subject} call-duration");
-    g.check(count == calls, Code::MetricsContradicted, subject.clone(), || {
-        format!(
-            "metrics: {}_count{{name={hook}}} moved by {count}, {REQUEST_TOTAL}{{name={hook}}} by {calls}: every call is observed by both",
-            metrics::DURATION
-        )
+    let duration = metrics::DURATION;
+    g.check(count == calls, MetricsContradicted, subject.clone(), || {
+        format!("metrics: {duration}_count{{name={hook}}} moved by {count}, {REQUEST_TOTAL}{{name={hook}}} by {calls}: every call is observed by both")
     });
     let ignore = policy_is_ignore(g, ev);
     let lo = timeout_seconds.map_or(0, |t| timeout_window_ms(t).0);
-    let timed_out: Vec<&RequestRecord> = requests
-        .values()
-        .filter(|r| {
-            r.outcome == Outcome::WebhookTimeout
-                || (ignore
-                    && r.namespace == TARGET
-                    && r.outcome == Outcome::Stored
-                    && timeout_seconds
-                        .is_some_and(|t| super::audit::timeout_inside_freeze(ev, r, t)))
-        })
+    let froze = |r: &RequestRecord| {
+        timeout_seconds.is_some_and(|t| super::audit::timeout_inside_freeze(ev, r, t))
+    };
+    let failed_open = |r: &RequestRecord| {
+        ignore && r.namespace == TARGET && r.outcome == Outcome::Stored && froze(r)
+    };
+    let timed_out: Vec<&RequestRecord> = (requests.values())
+        .filter(|r| r.outcome == Outcome::WebhookTimeout || failed_open(r))
         .collect();
-    let floor = timed_out.len() as f64 * lo as f64;
-    g.check(sum_ms >= floor, Code::MetricsContradicted, subject.clone(), || {
-        format!(
-            "metrics: {}_sum{{name={hook}}} moved by {sum_ms:.1} ms; the records say {} calls ran into timeoutSeconds {timeout_seconds:?} ({}), at least {floor} ms",
-            metrics::DURATION,
-            timed_out.len(),
-            timed_out.iter().map(|r| r.name.as_str()).collect::<Vec<_>>().join(", ")
-        )
+    let (n, floor) = (timed_out.len(), timed_out.len() as f64 * lo as f64);
+    g.check(sum_ms >= floor, MetricsContradicted, subject.clone(), || {
+        let names = timed_out.iter().map(|r| r.name.as_str()).collect::<Vec<_>>().join(", ");
+        format!("metrics: {duration}_sum{{name={hook}}} moved by {sum_ms:.1} ms; the records say {n} calls ran into timeoutSeconds {timeout_seconds:?} ({names}), at least {floor} ms")
     });
     if calls_are_the_target_requests {
         let target: Vec<&RequestRecord> = requests
@@ -484,12 +407,9 @@ fn call_durations_agree(
             .iter()
             .map(|r| call_inside_request_ms(r.elapsed_ms))
             .sum();
-        g.check(sum_ms <= ceiling, Code::MetricsContradicted, subject, || {
-            format!(
-                "metrics: {}_sum{{name={hook}}} moved by {sum_ms:.1} ms, more than the {} target requests lasted by the tool's clock ({ceiling} ms with the skew)",
-                metrics::DURATION,
-                target.len()
-            )
+        let n = target.len();
+        g.check(sum_ms <= ceiling, MetricsContradicted, subject, || {
+            format!("metrics: {duration}_sum{{name={hook}}} moved by {sum_ms:.1} ms, more than the {n} target requests lasted by the tool's clock ({ceiling} ms with the skew)")
         });
     }
 }
@@ -512,12 +432,13 @@ fn line_family(line: &str) -> Option<(&'static str, String)> {
         return Some(("TYPE", rest.split_whitespace().next()?.to_owned()));
     }
     let name = line.split(['{', ' ']).next().filter(|n| !n.is_empty())?;
+    let of_family = |s: &&str| {
+        name.strip_suffix(s)
+            .filter(|f| metrics::FAMILIES.contains(f))
+    };
     let family = ["_sum", "_count", "_bucket"]
         .iter()
-        .find_map(|s| {
-            name.strip_suffix(s)
-                .filter(|f| metrics::FAMILIES.contains(f))
-        })
+        .find_map(of_family)
         .unwrap_or(name);
     Some(("sample", family.to_owned()))
 }
@@ -559,7 +480,7 @@ fn lines_are_an_exposition(g: &mut G<'_>, subject: &str, lines: &[String]) {
             problems.push(format!("# HELP/# TYPE of {f} without samples"));
         }
     }
-    g.check(problems.is_empty(), Code::RawMismatch, subject, || {
+    g.check(problems.is_empty(), RawMismatch, subject, || {
         problems.join("; ")
     });
 }
@@ -569,9 +490,8 @@ fn lines_are_an_exposition(g: &mut G<'_>, subject: &str, lines: &[String]) {
 fn requests_of(ev: &Evidence) -> BTreeMap<String, RequestRecord> {
     let mut roots = vec![&ev.facts];
     for r in &ev.raw {
-        let is_request = r
-            .get("what")
-            .and_then(serde_json::Value::as_str)
+        let is_request = r["what"]
+            .as_str()
             .is_some_and(|w| w.starts_with("request:"));
         if is_request && let Some(d) = r.get("data") {
             roots.push(d);

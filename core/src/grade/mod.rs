@@ -80,6 +80,7 @@ use crate::facts::{self, PodObservation};
 use crate::inputs::{self, Context, InputFile, StudentInput};
 use crate::rules::common::{CONTROL_NAMESPACE, TARGET_NAMESPACE};
 use crate::workdir::Workdir;
+use Code::*;
 
 /// What makes a deny the lab policy's verdict (the same the probes classify with).
 pub const MARKERS: &crate::classify::PolicyVerdict<'static> = &crate::classify::LAB_POLICY;
@@ -564,11 +565,11 @@ impl<'a> G<'a> {
         self.checks += 1;
         let doc = match self.input.evidence.get(&act) {
             None => {
-                self.flag(Code::EvidenceMissing, name, "");
+                self.flag(EvidenceMissing, name, "");
                 return None;
             }
             Some(Err(e)) => {
-                self.flag(Code::EvidenceInvalid, name, e.clone());
+                self.flag(EvidenceInvalid, name, e.clone());
                 return None;
             }
             Some(Ok(doc)) => doc,
@@ -577,57 +578,41 @@ impl<'a> G<'a> {
         let ev: std::sync::Arc<Evidence> = match parsed {
             Ok(ev) => ev,
             Err(e) => {
-                self.flag(Code::EvidenceInvalid, name, e);
+                self.flag(EvidenceInvalid, name, e);
                 return None;
             }
         };
         if ev.lab != self.lab || ev.act != act {
-            self.flag(
-                Code::EvidenceInvalid,
-                name,
-                format!(
-                    "holds lab {:?} act {}, expected lab {:?} act {act}",
-                    ev.lab, ev.act, self.lab
-                ),
-            );
+            let (lab, its_act, expected) = (ev.lab, ev.act, self.lab);
+            let why =
+                format!("holds lab {lab:?} act {its_act}, expected lab {expected:?} act {act}");
+            self.flag(EvidenceInvalid, name, why);
             return None;
         }
         let interrupted = ev.status == ActStatus::Interrupted;
-        self.check(
-            !interrupted,
-            Code::EvidenceInterrupted,
-            name.clone(),
-            || ev.interruption.clone().unwrap_or_default(),
-        );
+        self.check(!interrupted, EvidenceInterrupted, name.clone(), || {
+            ev.interruption.clone().unwrap_or_default()
+        });
         if act == self.act {
-            self.times_ordered(
-                &format!("{name} started_at/finished_at"),
-                &ev.started_at,
-                &ev.finished_at,
-            );
+            let sub = format!("{name} started_at/finished_at");
+            self.times_ordered(&sub, &ev.started_at, &ev.finished_at);
             for (file_name, recorded) in &ev.inputs {
                 let file = InputFile::from_name(self.lab, file_name);
                 if file.is_some_and(|f| !self.input.inputs.contains_key(&f)) {
                     // A missing file is input-missing, not also a changed one.
                     self.checks += 1;
-                    self.flag(Code::InputMissing, file_name.clone(), "");
+                    self.flag(InputMissing, file_name.clone(), "");
                     continue;
                 }
                 let current = file
                     .and_then(|f| self.input.inputs.get(&f))
                     .and_then(|v| v.as_ref().ok());
                 let now = current.map(crate::digest::digest_value);
-                self.check(
-                    now.as_deref() == Some(recorded.as_str()),
-                    Code::InputChanged,
-                    file_name.clone(),
-                    || {
-                        format!(
-                            "{name} recorded digest {recorded}, the file now has {}",
-                            now.clone().unwrap_or_else(|| "no readable content".into())
-                        )
-                    },
-                );
+                let ok = now.as_deref() == Some(recorded.as_str());
+                self.check(ok, InputChanged, file_name.clone(), || {
+                    let now = now.clone().unwrap_or_else(|| "no readable content".into());
+                    format!("{name} recorded digest {recorded}, the file now has {now}")
+                });
             }
         }
         if interrupted { None } else { Some(ev) }
@@ -646,11 +631,7 @@ impl<'a> G<'a> {
                     } else {
                         e.to_string()
                     };
-                self.flag(
-                    Code::FactsInvalid,
-                    format!("{} facts", ev_name(act)),
-                    detail,
-                );
+                self.flag(FactsInvalid, format!("{} facts", ev_name(act)), detail);
                 None
             }
         }
@@ -666,20 +647,17 @@ impl<'a> G<'a> {
                     // Only a well-formed value that differs from the live one or the evidence's
                     // is a mismatch; a missing, unknown or malformed field is invalid input.
                     let code = match i.mismatch {
-                        Some(inputs::Source::Digest(_)) => Code::DigestMismatch,
-                        Some(_) => Code::UidMismatch,
-                        None => Code::InputInvalid,
+                        Some(inputs::Source::Digest(_)) => DigestMismatch,
+                        Some(_) => UidMismatch,
+                        None => InputInvalid,
                     };
-                    self.flag(
-                        code,
-                        format!("{} {}", i.file, i.json_path),
-                        format!("expected {}, found {}", i.expected, i.found),
-                    );
+                    let (at, why) = (format!("{} {}", i.file, i.json_path), i.found);
+                    self.flag(code, at, format!("expected {}, found {why}", i.expected));
                 }
                 None
             }
             Err(e) => {
-                self.flag(Code::InputInvalid, T::FILE.file_name(), e.to_string());
+                self.flag(InputInvalid, T::FILE.file_name(), e.to_string());
                 None
             }
         }
@@ -693,32 +671,24 @@ impl<'a> G<'a> {
         self.checks += 1;
         match self.input.inputs.get(&file) {
             None => {
-                self.flag(Code::InputMissing, name, "");
+                self.flag(InputMissing, name, "");
                 None
             }
             Some(Err(e)) => {
-                self.flag(Code::InputInvalid, name, e.clone());
+                self.flag(InputInvalid, name, e.clone());
                 None
             }
             Some(Ok(v)) => Some(v.clone()),
         }
     }
 
-    /// Canonical digests of all readable evidence.
-    pub(crate) fn digests(&self) -> BTreeMap<u8, String> {
-        self.input.digests()
-    }
-
     /// The input context of a file that quotes the evidence of `acts` (a lab report, act 8; a plan,
     /// act 4's act 3): their canonical digests; an act of `acts` without readable evidence is
     /// reported through [`G::evidence`] (missing or unreadable), once.
     pub(crate) fn report_context(&mut self, acts: std::ops::RangeInclusive<u8>) -> Context {
+        let digests = self.input.digests().into_iter();
         let ctx = Context {
-            evidence_digests: self
-                .digests()
-                .into_iter()
-                .filter(|(a, _)| acts.contains(a))
-                .collect(),
+            evidence_digests: digests.filter(|(a, _)| acts.contains(a)).collect(),
             ..Default::default()
         };
         for a in acts {
@@ -732,12 +702,10 @@ impl<'a> G<'a> {
     /// Checks `a <= b` for two timestamps (flags times-inconsistent). Returns whether both parse and hold.
     pub(crate) fn times_ordered(&mut self, subject: &str, a: &str, b: &str) -> bool {
         let (ta, tb) = (facts::parse_rfc3339(a), facts::parse_rfc3339(b));
-        self.check(
-            matches!((ta, tb), (Some(x), Some(y)) if x <= y),
-            Code::TimesInconsistent,
-            subject,
-            || format!("expected {a:?} <= {b:?}"),
-        )
+        let ok = matches!((ta, tb), (Some(x), Some(y)) if x <= y);
+        self.check(ok, TimesInconsistent, subject, || {
+            format!("expected {a:?} <= {b:?}")
+        })
     }
 
     /// Checks that `t` lies in `[from, to]` (flags outside-window).
@@ -749,17 +717,11 @@ impl<'a> G<'a> {
         from: &str,
         to: &str,
     ) -> bool {
-        let (tt, tf, tu) = (
-            facts::parse_rfc3339(t),
-            facts::parse_rfc3339(from),
-            facts::parse_rfc3339(to),
-        );
-        self.check(
-            matches!((tt, tf, tu), (Some(x), Some(f), Some(u)) if f <= x && x <= u),
-            Code::OutsideWindow,
-            subject,
-            || format!("{what} {t:?} not within [{from:?}, {to:?}]"),
-        )
+        let p = facts::parse_rfc3339;
+        let ok = matches!((p(t), p(from), p(to)), (Some(x), Some(f), Some(u)) if f <= x && x <= u);
+        self.check(ok, OutsideWindow, subject, || {
+            format!("{what} {t:?} not within [{from:?}, {to:?}]")
+        })
     }
 
     /// Checks one request record: the recorded outcome is what its raw answer says, it is one of
@@ -779,23 +741,17 @@ impl<'a> G<'a> {
     /// an AlreadyExists counted as a deny, Kyverno's evaluation error, a deny without the
     /// policy's verdict), and it is one of `expect`.
     fn outcome_is_the_answers(&mut self, subject: &str, r: &RequestRecord, expect: &[Outcome]) {
-        let derived = classify(
-            r.http_status,
-            r.reason.as_deref(),
-            r.message.as_deref(),
-            &r.get,
-            r.dry_run,
-            MARKERS,
-        );
-        let msg = r.message.as_deref().unwrap_or("");
+        let (reason, msg) = (r.reason.as_deref(), r.message.as_deref());
+        let derived = classify(r.http_status, reason, msg, &r.get, r.dry_run, MARKERS);
+        let (msg, verdict) = (msg.unwrap_or(""), MARKERS.text());
         if r.outcome == Outcome::Stored
             && !(r.get.exists && r.get.uid.as_deref().is_some_and(|u| !u.is_empty()))
         {
-            self.check(false, Code::StoredWithoutUid, subject, || {
+            self.check(false, StoredWithoutUid, subject, || {
                 format!("get.exists={}, get.uid={:?}", r.get.exists, r.get.uid)
             });
         } else if r.outcome == Outcome::ExplicitDeny && derived == Outcome::AlreadyExists {
-            self.check(false, Code::AlreadyExistsCountedAsDeny, subject, || {
+            self.check(false, AlreadyExistsCountedAsDeny, subject, || {
                 format!("HTTP {} {:?}: {msg}", r.http_status, r.reason)
             });
         } else if r.outcome == Outcome::ExplicitDeny
@@ -803,42 +759,27 @@ impl<'a> G<'a> {
             && crate::classify::parse_deny(msg)
                 .is_some_and(|d| d.verdict.contains(&MARKERS.error_prefix()))
         {
-            self.check(false, Code::DenyIsEvaluationError, subject, || {
+            self.check(false, DenyIsEvaluationError, subject, || {
                 format!(
-                    "message {msg:?} is Kyverno's evaluation error, not the verdict {:?}",
-                    MARKERS.text()
+                    "message {msg:?} is Kyverno's evaluation error, not the verdict {verdict:?}"
                 )
             });
         } else if r.outcome == Outcome::ExplicitDeny
             && derived != Outcome::ExplicitDeny
             && msg.contains("denied the request")
         {
-            self.check(false, Code::DenyWithoutMarker, subject, || {
-                format!(
-                    "message {msg:?} does not carry the policy's verdict {:?}",
-                    MARKERS.text()
-                )
+            self.check(false, DenyWithoutMarker, subject, || {
+                format!("message {msg:?} does not carry the policy's verdict {verdict:?}")
             });
         } else {
-            self.check(
-                derived == r.outcome,
-                Code::OutcomeContradictsAnswer,
-                subject,
-                || {
-                    format!(
-                        "recorded {}, but HTTP {} {:?} {msg:?} with get.exists={} says {}",
-                        r.outcome.as_str(),
-                        r.http_status,
-                        r.reason,
-                        r.get.exists,
-                        derived.as_str()
-                    )
-                },
-            );
+            self.check(derived == r.outcome, OutcomeContradictsAnswer, subject, || {
+                let (was, status, exists, is) = (r.outcome.as_str(), r.http_status, r.get.exists, derived.as_str());
+                format!("recorded {was}, but HTTP {status} {reason:?} {msg:?} with get.exists={exists} says {is}")
+            });
         }
         self.check(
             expect.contains(&r.outcome),
-            Code::OutcomeUnexpected,
+            OutcomeUnexpected,
             subject,
             || {
                 let e: Vec<_> = expect.iter().map(|o| o.as_str()).collect();
@@ -851,57 +792,34 @@ impl<'a> G<'a> {
     /// `elapsed_ms` ([`bounds::CLOCK_SKEW_MS`]); the GET follows the answer, at once
     /// ([`bounds::GET_AFTER_ANSWER_MS`]). Flags [`Code::TimesInconsistent`].
     fn request_times_agree(&mut self, subject: &str, r: &RequestRecord) {
-        let (s, a) = (
-            facts::parse_rfc3339(&r.sent_at),
-            facts::parse_rfc3339(&r.answered_at),
-        );
-        self.check(
-            match (s, a) {
-                (Some(s), Some(a)) => {
-                    a >= s
-                        && ((a - s).num_milliseconds() - r.elapsed_ms as i64).abs()
-                            <= bounds::CLOCK_SKEW_MS as i64
-                }
-                _ => false,
-            },
-            Code::TimesInconsistent,
-            subject,
-            || {
-                format!(
-                    "sent_at {:?}, answered_at {:?}, elapsed_ms {}",
-                    r.sent_at, r.answered_at, r.elapsed_ms
-                )
-            },
-        );
+        let (sent, answered, ms) = (&r.sent_at, &r.answered_at, r.elapsed_ms);
+        let (s, a) = (facts::parse_rfc3339(sent), facts::parse_rfc3339(answered));
+        let ok = match (s, a) {
+            (Some(s), Some(a)) => {
+                a >= s
+                    && ((a - s).num_milliseconds() - ms as i64).abs()
+                        <= bounds::CLOCK_SKEW_MS as i64
+            }
+            _ => false,
+        };
+        self.check(ok, TimesInconsistent, subject, || {
+            format!("sent_at {sent:?}, answered_at {answered:?}, elapsed_ms {ms}")
+        });
         // The GET that says stored or not stored must come after the answer: a GET answered
         // before the create was answered can miss an object stored later (rule: never infer
         // "stored" or "not stored" without a GET after the answer).
-        let g_at = facts::parse_rfc3339(&r.get.at);
-        self.check(
-            matches!((g_at, a), (Some(g), Some(a)) if g >= a),
-            Code::TimesInconsistent,
-            format!("{subject}.get.at"),
-            || {
-                format!(
-                    "the GET was answered at {:?}, the request at {:?}: the GET must follow the answer",
-                    r.get.at, r.answered_at
-                )
-            },
-        );
+        let get_at = &r.get.at;
+        let (g_at, sub) = (facts::parse_rfc3339(get_at), format!("{subject}.get.at"));
+        let ok = matches!((g_at, a), (Some(g), Some(a)) if g >= a);
+        self.check(ok, TimesInconsistent, &sub, || {
+            format!("the GET was answered at {get_at:?}, the request at {answered:?}: the GET must follow the answer")
+        });
         // ... and at once: the GET is the probe's next API call ([`bounds::GET_AFTER_ANSWER_MS`]).
-        self.check(
-            matches!((g_at, a), (Some(g), Some(a)) if (g - a).num_milliseconds() <= bounds::GET_AFTER_ANSWER_MS),
-            Code::TimesInconsistent,
-            format!("{subject}.get.at"),
-            || {
-                format!(
-                    "the GET was answered at {:?}, more than {} ms after the request's answer at {:?}",
-                    r.get.at,
-                    bounds::GET_AFTER_ANSWER_MS,
-                    r.answered_at
-                )
-            },
-        );
+        let most = bounds::GET_AFTER_ANSWER_MS;
+        let ok = matches!((g_at, a), (Some(g), Some(a)) if (g - a).num_milliseconds() <= most);
+        self.check(ok, TimesInconsistent, sub, || {
+            format!("the GET was answered at {get_at:?}, more than {most} ms after the request's answer at {answered:?}")
+        });
     }
 
     /// Part of the record-against-itself rule: a request not admitted (a dry-run too) does not
@@ -911,52 +829,37 @@ impl<'a> G<'a> {
         // A request that was not admitted must not exist afterwards; a dry-run never stores.
         let admitted = matches!(r.outcome, Outcome::Stored);
         if !admitted {
-            self.check(!r.get.exists, Code::RejectedButStored, subject, || {
-                format!(
-                    "outcome {} but the GET found uid {:?}",
-                    r.outcome.as_str(),
-                    r.get.uid
-                )
+            self.check(!r.get.exists, RejectedButStored, subject, || {
+                let (outcome, uid) = (r.outcome.as_str(), &r.get.uid);
+                format!("outcome {outcome} but the GET found uid {uid:?}")
             });
         }
         // Raw first: the verbatim body must agree with the recorded fields.
-        let raw = &r.raw_response;
-        let raw_ok = if (200..300).contains(&r.http_status) {
-            let name_ok =
-                raw.pointer("/metadata/name").and_then(|v| v.as_str()) == Some(r.name.as_str());
+        let (raw, status) = (&r.raw_response, r.http_status);
+        let text = |p: &str| raw.pointer(p).and_then(|v| v.as_str());
+        let fields =
+            crate::classify::answer_fields(status, raw) == (r.reason.clone(), r.message.clone());
+        let raw_ok = if (200..300).contains(&status) {
+            let name_ok = text("/metadata/name") == Some(r.name.as_str());
             // Every created object the API server answers with has a uid, a server-side
             // dry-run's too (assigned before admission, then not persisted; kubernetes.md
             // "dry-run"); a stored one's is the uid its GET found.
-            let raw_uid = raw
-                .pointer("/metadata/uid")
-                .and_then(|v| v.as_str())
-                .filter(|u| !u.is_empty());
+            let raw_uid = text("/metadata/uid").filter(|u| !u.is_empty());
             let uid_ok = raw_uid.is_some() && (!admitted || raw_uid == r.get.uid.as_deref());
             // A create is answered 201 Created, a server-side dry-run too; a success carries no
             // Status reason or message (`classify::answer_fields`).
-            let created = r.http_status == 201
-                && crate::classify::answer_fields(r.http_status, raw)
-                    == (r.reason.clone(), r.message.clone());
-            name_ok && uid_ok && created
+            name_ok && uid_ok && status == 201 && fields
         } else {
             // A refusal's body is a `Status` with `status: Failure` (metav1.Status); its reason
             // and message (read as the probe reads them), and its code, are the record's.
-            crate::classify::answer_fields(r.http_status, raw)
-                == (r.reason.clone(), r.message.clone())
-                && raw
-                    .get("code")
-                    .and_then(|v| v.as_u64())
-                    .is_none_or(|c| c == u64::from(r.http_status))
-                && raw
-                    .get("status")
-                    .and_then(|v| v.as_str())
-                    .is_none_or(|s| s == "Failure")
+            let code = raw.get("code").and_then(|v| v.as_u64());
+            fields
+                && code.is_none_or(|c| c == u64::from(status))
+                && text("/status").is_none_or(|s| s == "Failure")
         };
-        self.check(raw_ok, Code::RawMismatch, subject, || {
-            format!(
-                "raw_response does not match name/uid/message/code of the record: {}",
-                abbreviate(raw)
-            )
+        self.check(raw_ok, RawMismatch, subject, || {
+            let raw = abbreviate(raw);
+            format!("raw_response does not match name/uid/message/code of the record: {raw}")
         });
     }
 
@@ -969,20 +872,18 @@ impl<'a> G<'a> {
     fn raw_answer_is_the_records_object(&mut self, subject: &str, r: &RequestRecord) {
         let raw = &r.raw_response;
         let s = |p: &str| raw.pointer(p).and_then(|v| v.as_str());
+        let (version, kind, namespace) = (s("/apiVersion"), s("/kind"), s("/metadata/namespace"));
         let mut problems = Vec::new();
         if (200..300).contains(&r.http_status) {
-            if (s("/apiVersion"), s("/kind")) != (Some("v1"), Some("Pod")) {
+            if (version, kind) != (Some("v1"), Some("Pod")) {
                 problems.push(format!(
-                    "a 2xx body is a v1 Pod, found {:?} {:?}",
-                    s("/apiVersion"),
-                    s("/kind")
+                    "a 2xx body is a v1 Pod, found {version:?} {kind:?}"
                 ));
             }
-            if s("/metadata/namespace") != Some(r.namespace.as_str()) {
+            if namespace != Some(r.namespace.as_str()) {
+                let ours = &r.namespace;
                 problems.push(format!(
-                    "metadata.namespace {:?}, the record's namespace {:?}",
-                    s("/metadata/namespace"),
-                    r.namespace
+                    "metadata.namespace {namespace:?}, the record's namespace {ours:?}"
                 ));
             }
             let labels: BTreeMap<String, String> = raw
@@ -990,60 +891,46 @@ impl<'a> G<'a> {
                 .and_then(|l| serde_json::from_value(l.clone()).ok())
                 .unwrap_or_default();
             if labels != r.labels {
+                let ours = &r.labels;
                 problems.push(format!(
-                    "metadata.labels {labels:?}, the record's labels {:?}",
-                    r.labels
+                    "metadata.labels {labels:?}, the record's labels {ours:?}"
                 ));
             }
         } else if raw.is_object() {
-            if (s("/apiVersion"), s("/kind")) != (Some("v1"), Some("Status")) {
+            if (version, kind) != (Some("v1"), Some("Status")) {
                 problems.push(format!(
-                    "a refusal's body is a v1 Status, found {:?} {:?}",
-                    s("/apiVersion"),
-                    s("/kind")
+                    "a refusal's body is a v1 Status, found {version:?} {kind:?}"
                 ));
             }
-            let causes: Vec<&str> = raw
-                .pointer("/details/causes")
-                .and_then(|c| c.as_array())
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|c| c.get("message").and_then(|m| m.as_str()))
-                        .collect()
-                })
+            let causes = raw.pointer("/details/causes").and_then(|c| c.as_array());
+            let causes: Vec<&str> = causes
+                .map(|a| a.iter().filter_map(|c| c["message"].as_str()).collect())
                 .unwrap_or_default();
             // The API server answers a failed webhook call with `NewInternalError(err)`, whose
             // one cause is `err` (apimachinery `pkg/api/errors`): no cause is a changed answer.
+            let internal = format!("Internal error occurred: {}", causes.join(", "));
             if s("/reason") == Some("InternalError")
-                && (causes.is_empty()
-                    || r.message.as_deref()
-                        != Some(format!("Internal error occurred: {}", causes.join(", ")).as_str()))
+                && (causes.is_empty() || r.message.as_deref() != Some(internal.as_str()))
             {
+                let msg = &r.message;
                 problems.push(format!(
-                    "details.causes {causes:?} are not the message {:?}",
-                    r.message
+                    "details.causes {causes:?} are not the message {msg:?}"
                 ));
             }
-            if let Some(named) = r
-                .message
-                .as_deref()
-                .and_then(|m| m.strip_prefix("pods \""))
-                .and_then(|m| m.split_once("\" is forbidden"))
-                .map(|(n, _)| n)
+            let msg = r.message.as_deref().and_then(|m| m.strip_prefix("pods \""));
+            if let Some((named, _)) = msg.and_then(|m| m.split_once("\" is forbidden"))
                 && named != r.name
             {
+                let ours = &r.name;
                 problems.push(format!(
-                    "the message names pod {named:?}, the record {:?}",
-                    r.name
+                    "the message names pod {named:?}, the record {ours:?}"
                 ));
             }
         }
-        self.check(
-            problems.is_empty(),
-            Code::RawMismatch,
-            format!("{subject}.raw_response"),
-            || problems.join("; "),
-        );
+        let ok = problems.is_empty();
+        self.check(ok, RawMismatch, format!("{subject}.raw_response"), || {
+            problems.join("; ")
+        });
     }
 
     /// Part of the record-against-itself rule: a GET that found the object carries its UID and
@@ -1057,7 +944,7 @@ impl<'a> G<'a> {
         } else {
             g.uid.is_none() && g.phase.is_none()
         };
-        self.check(ok, Code::RawMismatch, format!("{subject}.get"), || {
+        self.check(ok, RawMismatch, format!("{subject}.get"), || {
             format!("exists={}, uid={:?}, phase={:?}", g.exists, g.uid, g.phase)
         });
     }
@@ -1076,18 +963,14 @@ impl<'a> G<'a> {
     ) {
         self.request(subject, r, expect);
         if r.outcome == Outcome::WebhookTimeout || waited_for_timeout {
-            let (lo, hi) = bounds::timeout_window_ms(timeout_seconds);
-            self.check(r.elapsed_ms >= lo, Code::TimeoutTooFast, subject, || {
+            let ((lo, hi), ms) = (bounds::timeout_window_ms(timeout_seconds), r.elapsed_ms);
+            self.check(ms >= lo, TimeoutTooFast, subject, || {
                 format!(
-                    "answered after {} ms; timeoutSeconds is {timeout_seconds} (at least {lo} ms)",
-                    r.elapsed_ms
+                    "answered after {ms} ms; timeoutSeconds is {timeout_seconds} (at least {lo} ms)"
                 )
             });
-            self.check(r.elapsed_ms < hi, Code::TimeoutTooSlow, subject, || {
-                format!(
-                    "answered after {} ms; timeoutSeconds is {timeout_seconds}, so the answer must come before {hi} ms (bounds::TIMEOUT_LATE_MS)",
-                    r.elapsed_ms
-                )
+            self.check(ms < hi, TimeoutTooSlow, subject, || {
+                format!("answered after {ms} ms; timeoutSeconds is {timeout_seconds}, so the answer must come before {hi} ms (bounds::TIMEOUT_LATE_MS)")
             });
         }
     }
@@ -1105,64 +988,40 @@ impl<'a> G<'a> {
     ) {
         let msg = r.message.as_deref().unwrap_or("");
         if let Some(call) = crate::classify::parse_call_failure(msg) {
-            let path = hook
-                .service
-                .as_ref()
-                .and_then(|s| s.path.clone())
-                .or_else(|| {
-                    hook.url
-                        .as_deref()
-                        .and_then(|u| url::Url::parse(u).ok())
-                        .map(|u| u.path().to_owned())
-                });
+            let url_path = |u: &str| url::Url::parse(u).ok().map(|u| u.path().to_owned());
+            let service_path = hook.service.as_ref().and_then(|s| s.path.clone());
+            let path = service_path.or_else(|| hook.url.as_deref().and_then(url_path));
             let same = call.webhook == hook.name && (call.path.is_none() || call.path == path);
-            self.check(same, Code::CallFailureOtherWebhook, subject, || {
-                format!(
-                    "the failed call names webhook {:?} at {:?}; the policy's registration is {:?} at {:?}",
-                    call.webhook, call.path, hook.name, path
-                )
+            let (name, t) = (&hook.name, hook.timeout_seconds);
+            self.check(same, CallFailureOtherWebhook, subject, || {
+                let (webhook, at) = (&call.webhook, &call.path);
+                format!("the failed call names webhook {webhook:?} at {at:?}; the policy's registration is {name:?} at {path:?}")
             });
             if call.url.is_some() {
-                self.check(
-                    call.timeout_seconds == Some(hook.timeout_seconds),
-                    Code::CallTimeoutMismatch,
-                    subject,
-                    || {
-                        format!(
-                            "the failed call's URL says timeout={}, the registration's timeoutSeconds is {}",
-                            call.timeout_query.as_deref().unwrap_or("(none)"),
-                            hook.timeout_seconds
-                        )
-                    },
-                );
+                let ok = call.timeout_seconds == Some(t);
+                self.check(ok, CallTimeoutMismatch, subject, || {
+                    let query = call.timeout_query.as_deref().unwrap_or("(none)");
+                    format!("the failed call's URL says timeout={query}, the registration's timeoutSeconds is {t}")
+                });
             }
         } else if r.outcome == Outcome::ExplicitDeny
             && let Some(deny) = crate::classify::parse_deny(msg)
         {
-            self.check(
-                deny.webhook == hook.name,
-                Code::DenyOtherWebhook,
-                subject,
-                || {
-                    format!(
-                        "denied by webhook {:?}; the policy's registration is {:?}",
-                        deny.webhook, hook.name
-                    )
-                },
-            );
+            self.check(deny.webhook == hook.name, DenyOtherWebhook, subject, || {
+                let (by, name) = (&deny.webhook, &hook.name);
+                format!("denied by webhook {by:?}; the policy's registration is {name:?}")
+            });
         }
     }
 
     /// Checks the existing pod: same UID as act 3's and `Running`.
     pub(crate) fn existing(&mut self, subject: &str, pod: &PodObservation, baseline_uid: &str) {
         witness::pod_observation_agrees_with_itself(self, subject, pod);
-        self.check(
-            pod.exists && pod.phase.as_deref() == Some("Running"),
-            Code::PodNotRunning,
-            subject,
-            || format!("exists={}, phase={:?}", pod.exists, pod.phase),
-        );
-        self.check(pod.uid.as_deref() == Some(baseline_uid), Code::PodReplaced, subject, || {
+        let ok = pod.exists && pod.phase.as_deref() == Some("Running");
+        self.check(ok, PodNotRunning, subject, || {
+            format!("exists={}, phase={:?}", pod.exists, pod.phase)
+        });
+        self.check(pod.uid.as_deref() == Some(baseline_uid), PodReplaced, subject, || {
             format!("act 3 recorded uid {baseline_uid:?}, now {:?} (a new pod with the same name is not survival)", pod.uid)
         });
     }
@@ -1175,10 +1034,8 @@ impl<'a> G<'a> {
         for (act, doc) in &self.input.evidence {
             let Ok(doc) = doc else { continue };
             let mut recs = Vec::new();
-            request_keys(
-                doc.value.get("facts").unwrap_or(&serde_json::Value::Null),
-                &mut recs,
-            );
+            let facts = doc.value.get("facts").unwrap_or(&serde_json::Value::Null);
+            request_keys(facts, &mut recs);
             for (name, sent) in recs {
                 match seen.get(&name) {
                     Some((a, s)) if *s != sent && (*a == self.act || *act == self.act) => {
@@ -1193,11 +1050,8 @@ impl<'a> G<'a> {
         }
         self.checks += 1;
         for (name, a, b) in dup {
-            self.flag(
-                Code::NameReused,
-                format!("request {name}"),
-                format!("used in {} and {}", ev_name(a), ev_name(b)),
-            );
+            let why = format!("used in {} and {}", ev_name(a), ev_name(b));
+            self.flag(NameReused, format!("request {name}"), why);
         }
     }
 }
@@ -1240,32 +1094,29 @@ const NOT_OBSERVATION_SUBTREES: &[&str] = &[
 /// predate act 6 (the watcher restores at its deadline whether or not act 6 runs). Flags
 /// [`Code::TimesInconsistent`] on the field's path.
 fn observations_inside_the_act(g: &mut G, ev: &Evidence) {
-    let (Some(start), Some(end)) = (
-        facts::parse_rfc3339(&ev.started_at),
-        facts::parse_rfc3339(&ev.finished_at),
-    ) else {
-        return; // G::evidence flagged the act's own times
-    };
-    let skew = chrono::Duration::milliseconds(bounds::CLOCK_SKEW_MS as i64);
     let mut found = Vec::new();
     observation_times(&ev.facts, "facts", &mut found);
     for (path, t) in found {
         if g.lab == Lab::A && g.act == 6 && path == "facts.replicas_restored.at" {
             continue;
         }
-        let at = facts::parse_rfc3339(&t);
-        g.check(
-            at.is_some_and(|x| x >= start - skew && x <= end + skew),
-            Code::TimesInconsistent,
-            format!("{} {path}", ev_name(g.act)),
-            || {
-                format!(
-                    "{t:?} is not inside the act ({} .. {})",
-                    ev.started_at, ev.finished_at
-                )
-            },
-        );
+        inside_the_act(g, ev, format!("{} {path}", ev_name(g.act)), &t);
     }
+}
+
+/// Checks that `t` lies inside the act's span, `[started_at, finished_at]` of `ev` (±
+/// [`bounds::CLOCK_SKEW_MS`]); nothing when the span does not parse ([`G::evidence`] flagged
+/// the act's own times). Flags [`Code::TimesInconsistent`] on `subject`.
+pub(crate) fn inside_the_act(g: &mut G, ev: &Evidence, subject: String, t: &str) {
+    let (from, to) = (&ev.started_at, &ev.finished_at);
+    let (Some(start), Some(end)) = (facts::parse_rfc3339(from), facts::parse_rfc3339(to)) else {
+        return;
+    };
+    let skew = chrono::Duration::milliseconds(bounds::CLOCK_SKEW_MS as i64);
+    let ok = facts::parse_rfc3339(t).is_some_and(|x| x >= start - skew && x <= end + skew);
+    g.check(ok, TimesInconsistent, subject, || {
+        format!("{t:?} is not inside the act ({from} .. {to})")
+    });
 }
 
 /// Every request record in the act's facts is its raw record: the recorder keeps each request it
@@ -1298,7 +1149,7 @@ fn requests_are_their_raw_records(g: &mut G, ev: &Evidence) {
         };
         g.check(
             *data == v,
-            Code::RawMismatch,
+            RawMismatch,
             format!("{} {path}", ev_name(g.act)),
             || format!("request {name} differs from its raw record {what:?}"),
         );
@@ -1387,6 +1238,56 @@ fn request_keys(v: &serde_json::Value, out: &mut Vec<(String, String)>) {
     }
 }
 
+/// Checks `expected == found` for each `(field, expected, found)`, flagging `code` on
+/// `s.<field>`: the rows of a rule that holds several fields to their values.
+pub(crate) fn fields_are<F: std::fmt::Display, T: PartialEq + std::fmt::Debug>(
+    g: &mut G,
+    code: Code,
+    s: &str,
+    rows: impl IntoIterator<Item = (F, T, T)>,
+) {
+    for (field, expected, found) in rows {
+        g.expect_eq(code, format!("{s}.{field}"), expected, found);
+    }
+}
+
+/// Checks `a <= b` for each `(field, a, b)` of timestamps, flagging times-inconsistent on
+/// `s.<field>`.
+pub(crate) fn times_are_ordered<'t>(
+    g: &mut G,
+    s: &str,
+    rows: impl IntoIterator<Item = (&'t str, &'t str, &'t str)>,
+) {
+    for (field, a, b) in rows {
+        g.times_ordered(&format!("{s}.{field}"), a, b);
+    }
+}
+
+/// A registration's service reference, `(namespace, name, path, port)`: of a raw `webhooks[]`
+/// entry (camelCase, [`raw_service`]) or of a recorded registration ([`fact_service`]), so the
+/// two compare.
+pub(crate) type ServiceRef<'a> = (
+    Option<&'a str>,
+    Option<&'a str>,
+    Option<&'a str>,
+    Option<i64>,
+);
+
+/// The raw entry's `clientConfig.service` as a [`ServiceRef`].
+pub(crate) fn raw_service(w: &serde_json::Value) -> Option<ServiceRef<'_>> {
+    let x = w.pointer("/clientConfig/service")?;
+    let text = |k: &str| x.get(k).and_then(|v| v.as_str());
+    let port = x.get("port").and_then(|v| v.as_i64());
+    Some((text("namespace"), text("name"), text("path"), port))
+}
+
+/// The recorded registration's service as a [`ServiceRef`].
+pub(crate) fn fact_service(h: &facts::WebhookFacts) -> Option<ServiceRef<'_>> {
+    let x = h.service.as_ref()?;
+    let (ns, name, port) = (x.namespace.as_str(), x.name.as_str(), i64::from(x.port));
+    Some((Some(ns), Some(name), x.path.as_deref(), Some(port)))
+}
+
 pub(crate) fn abbreviate(v: &serde_json::Value) -> String {
     let s = v.to_string();
     if s.chars().count() > 160 {
@@ -1430,14 +1331,14 @@ pub(crate) fn request_is_the_pod_meant(g: &mut G, sub: &str, r: &RequestRecord, 
     let Meant(namespace, labelled, dry_run) = meant;
     if let Some(ns) = namespace {
         let found = r.namespace.as_str();
-        g.expect_eq(Code::ValueMismatch, format!("{sub}.namespace"), ns, found);
+        g.expect_eq(ValueMismatch, format!("{sub}.namespace"), ns, found);
     }
     if let Some(l) = labelled {
         let found = has_env_label(r);
-        g.expect_eq(Code::ValueMismatch, format!("{sub}.labels"), l, found);
+        g.expect_eq(ValueMismatch, format!("{sub}.labels"), l, found);
     }
     if let Some(d) = dry_run {
-        g.expect_eq(Code::ValueMismatch, format!("{sub}.dry_run"), d, r.dry_run);
+        g.expect_eq(ValueMismatch, format!("{sub}.dry_run"), d, r.dry_run);
     }
 }
 
@@ -1455,7 +1356,7 @@ pub(crate) fn violating_pod_never_admitted_under_fail(g: &mut G, subject: &str, 
     }
     g.check(
         !matches!(r.outcome, Outcome::Stored | Outcome::DryRunAdmitted),
-        Code::OutcomeUnexpected,
+        OutcomeUnexpected,
         subject,
         || {
             format!(
@@ -1481,40 +1382,31 @@ pub(crate) fn act1(g: &mut G) {
         ..Default::default()
     };
     g.input::<inputs::Scope>(&ctx);
-    g.expect_eq(
-        Code::ValueMismatch,
-        "evidence/01.json facts.target",
-        "kca-webhook-target",
-        f.target.as_str(),
-    );
-    g.expect_eq(
-        Code::ValueMismatch,
-        "evidence/01.json facts.control",
-        "kca-webhook-control",
-        f.control.as_str(),
-    );
+    let s = "evidence/01.json facts";
+    let rows = [
+        ("target", "kca-webhook-target", f.target.as_str()),
+        ("control", "kca-webhook-control", f.control.as_str()),
+    ];
+    fields_are(g, ValueMismatch, s, rows);
     for ns in ["kca-webhook-target", "kca-webhook-control"] {
         let uid = f.namespaces.get(ns);
-        g.check(
-            uid.is_some_and(|u| is_uid(u)),
-            Code::UidMismatch,
-            format!("evidence/01.json facts.namespaces[{ns:?}]"),
-            || format!("expected the namespace's UID, found {uid:?}"),
-        );
+        let ok = uid.is_some_and(|u| is_uid(u));
+        g.check(ok, UidMismatch, format!("{s}.namespaces[{ns:?}]"), || {
+            format!("expected the namespace's UID, found {uid:?}")
+        });
     }
     let uids = [
         ("node", &f.node.uid),
         ("controller_deployment", &f.controller_deployment.uid),
     ];
     for (key, uid) in uids {
-        let sub = format!("evidence/01.json facts.{key}.uid");
-        g.check(is_uid(uid), Code::UidMismatch, sub, || {
+        g.check(is_uid(uid), UidMismatch, format!("{s}.{key}.uid"), || {
             format!("expected a UID, found {uid:?}")
         });
     }
     g.check(
         f.lab_mark.is_some(),
-        Code::ValueMismatch,
+        ValueMismatch,
         "evidence/01.json facts.lab_mark",
         || "the cluster carries no lab mark: faults will be refused".to_owned(),
     );
@@ -1605,36 +1497,22 @@ impl<'a> Scope<'a> {
 ///   policy's `resourceRules`).
 pub(crate) fn registration_scope(g: &mut G, subject: &str, name: &str, w: &Scope<'_>) {
     use crate::admission::{Match, Request, webhook_match};
-    g.check(
-        scope_is_open(w.object_selector, w.match_conditions),
-        Code::RegistrationScope,
-        format!("{subject}.object_selector/match_conditions"),
-        || {
-            format!(
-                "objectSelector {} and matchConditions {} let matching pods skip webhook {name:?}; the lab's registration has an empty objectSelector and no matchConditions",
-                abbreviate(w.object_selector),
-                abbreviate(w.match_conditions),
-            )
-        },
-    );
-    let target = webhook_match(
-        w.rules,
-        w.namespace_selector,
-        &Request::create_pod(TARGET_NAMESPACE),
-    );
-    g.check(
-        target == Match::Called,
-        Code::RegistrationScope,
-        format!("{subject}.rules/namespace_selector"),
-        || match &target {
-            Match::NotCalled(why) | Match::Unreadable(why) => format!(
-                "webhook {name:?} is not called for CREATE of a v1 pod in {TARGET_NAMESPACE}: {why} (rules {}, namespaceSelector {})",
-                abbreviate(w.rules),
-                abbreviate(w.namespace_selector)
-            ),
-            Match::Called => String::new(),
-        },
-    );
+    let (rules, selector) = (abbreviate(w.rules), abbreviate(w.namespace_selector));
+    let open = scope_is_open(w.object_selector, w.match_conditions);
+    let sub = format!("{subject}.object_selector/match_conditions");
+    g.check(open, RegistrationScope, sub, || {
+        let (objects, conditions) = (abbreviate(w.object_selector), abbreviate(w.match_conditions));
+        format!("objectSelector {objects} and matchConditions {conditions} let matching pods skip webhook {name:?}; the lab's registration has an empty objectSelector and no matchConditions")
+    });
+    let sub = format!("{subject}.rules/namespace_selector");
+    let create = Request::create_pod(TARGET_NAMESPACE);
+    let target = webhook_match(w.rules, w.namespace_selector, &create);
+    g.check(target == Match::Called, RegistrationScope, &sub, || match &target {
+        Match::NotCalled(why) | Match::Unreadable(why) => format!(
+            "webhook {name:?} is not called for CREATE of a v1 pod in {TARGET_NAMESPACE}: {why} (rules {rules}, namespaceSelector {selector})"
+        ),
+        Match::Called => String::new(),
+    });
     let left_out = [
         Request::create_pod(CONTROL_NAMESPACE),
         Request::pod("UPDATE", TARGET_NAMESPACE),
@@ -1649,20 +1527,13 @@ pub(crate) fn registration_scope(g: &mut G, subject: &str, name: &str, w: &Scope
             .next()
             .cloned()
             .unwrap_or_default();
-        g.check(
-            matches!(m, Match::NotCalled(_)),
-            Code::RegistrationScope,
-            format!("{subject}.rules/namespace_selector"),
-            || match &m {
-                Match::Unreadable(why) => format!("webhook {name:?}: {why}"),
-                _ => format!(
-                    "webhook {name:?} is also called for {} of a pod in {ns}, which the policy leaves out (rules {}, namespaceSelector {})",
-                    req.operation,
-                    abbreviate(w.rules),
-                    abbreviate(w.namespace_selector)
-                ),
-            },
-        );
+        let op = &req.operation;
+        g.check(matches!(m, Match::NotCalled(_)), RegistrationScope, &sub, || match &m {
+            Match::Unreadable(why) => format!("webhook {name:?}: {why}"),
+            _ => format!(
+                "webhook {name:?} is also called for {op} of a pod in {ns}, which the policy leaves out (rules {rules}, namespaceSelector {selector})"
+            ),
+        });
     }
 }
 
@@ -1719,14 +1590,14 @@ pub(crate) fn registration_equals(
         let (x, y) = (e.get(k), f.get(k));
         g.check(
             x == y,
-            Code::RegistrationChanged,
+            RegistrationChanged,
             format!("{subject}.{k}"),
             || {
-                format!(
-                    "expected {} (the earlier act's registration), found {}",
+                let (x, y) = (
                     x.map_or("nothing".into(), abbreviate),
-                    y.map_or("nothing".into(), abbreviate)
-                )
+                    y.map_or("nothing".into(), abbreviate),
+                );
+                format!("expected {x} (the earlier act's registration), found {y}")
             },
         );
     }
@@ -1739,56 +1610,36 @@ pub(crate) fn check_webhook(
     w: &facts::WebhookFacts,
     failure_policy: &str,
 ) {
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{subject}.failure_policy"),
-        failure_policy,
-        w.failure_policy.as_str(),
-    );
+    let rows = [("failure_policy", failure_policy, w.failure_policy.as_str())];
+    fields_are(g, ValueMismatch, subject, rows);
     // T comes from the student's policy (`spec.webhookConfiguration.timeoutSeconds`, which makes
     // Kyverno register a fine-grained webhook with that timeout, kyverno v1.19.1
     // `pkg/controllers/webhook`), never a constant.
     // Without a readable policy.json there is nothing to compare: `required_input_value` has
     // already flagged it input-missing or input-invalid.
     if let Some(policy) = g.required_input_value(InputFile::Policy) {
-        let planned = policy
-            .pointer("/spec/webhookConfiguration/timeoutSeconds")
-            .and_then(|v| v.as_u64());
-        g.check(
-            planned == Some(u64::from(w.timeout_seconds)),
-            Code::ValueMismatch,
-            format!("{subject}.timeout_seconds"),
-            || {
-                format!(
-                    "expected policy.json's spec.webhookConfiguration.timeoutSeconds {}, found {}",
-                    planned.map_or_else(|| "absent".to_owned(), |t| t.to_string()),
-                    w.timeout_seconds
-                )
-            },
-        );
+        let planned = policy.pointer("/spec/webhookConfiguration/timeoutSeconds");
+        let (planned, t) = (planned.and_then(|v| v.as_u64()), w.timeout_seconds);
+        let sub = format!("{subject}.timeout_seconds");
+        g.check(planned == Some(u64::from(t)), ValueMismatch, sub, || {
+            let planned = planned.map_or_else(|| "absent".to_owned(), |t| t.to_string());
+            format!("expected policy.json's spec.webhookConfiguration.timeoutSeconds {planned}, found {t}")
+        });
     }
     registration_scope(g, subject, &w.name, &Scope::of_facts(w));
-    g.check(
-        matches!(w.side_effects.as_str(), "None" | "NoneOnDryRun"),
-        Code::ValueMismatch,
-        format!("{subject}.side_effects"),
-        || format!("expected None or NoneOnDryRun, found {:?}", w.side_effects),
-    );
-    let serves_policy = w.name.contains("kca-webhook-label")
-        || w.service
-            .as_ref()
-            .and_then(|s| s.path.as_deref())
-            .is_some_and(|p| p.contains("kca-webhook-label"));
+    let (effects, name) = (&w.side_effects, &w.name);
+    let ok = matches!(effects.as_str(), "None" | "NoneOnDryRun");
+    g.check(ok, ValueMismatch, format!("{subject}.side_effects"), || {
+        format!("expected None or NoneOnDryRun, found {effects:?}")
+    });
+    let path = w.service.as_ref().and_then(|s| s.path.as_deref());
+    let serves_policy =
+        name.contains("kca-webhook-label") || path.is_some_and(|p| p.contains("kca-webhook-label"));
     g.check(
         serves_policy,
-        Code::RegistrationMissing,
+        RegistrationMissing,
         format!("{subject}.name"),
-        || {
-            format!(
-                "webhook {:?} does not serve kca-webhook-label (name or path)",
-                w.name
-            )
-        },
+        || format!("webhook {name:?} does not serve kca-webhook-label (name or path)"),
     );
 }
 
@@ -1820,35 +1671,25 @@ pub(crate) fn stored_policy_is_the_applied_input(
     let Some(asked) = g.required_input_value(input) else {
         return;
     };
-    for key in ["apiVersion", "kind"] {
-        g.expect_eq(
-            Code::ValueMismatch,
-            format!("{subject}.{key}"),
-            asked.get(key),
-            stored.get(key),
-        );
-    }
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{subject}.metadata.name"),
-        asked.pointer("/metadata/name"),
-        stored.pointer("/metadata/name"),
-    );
+    let rows = [
+        ("apiVersion", "/apiVersion"),
+        ("kind", "/kind"),
+        ("metadata.name", "/metadata/name"),
+    ];
+    let rows = rows.map(|(field, at)| (field, asked.pointer(at), stored.pointer(at)));
+    fields_are(g, ValueMismatch, subject, rows);
+    let null = &serde_json::Value::Null;
     let (a, s) = (
-        asked.get("spec").unwrap_or(&serde_json::Value::Null),
-        stored.get("spec").unwrap_or(&serde_json::Value::Null),
+        asked.get("spec").unwrap_or(null),
+        stored.get("spec").unwrap_or(null),
     );
     g.check(
         applied_within(a, s),
-        Code::ValueMismatch,
+        ValueMismatch,
         format!("{subject}.spec"),
         || {
-            format!(
-                "the stored spec {} is not {}'s spec {} (plus defaults)",
-                abbreviate(s),
-                input.file_name(),
-                abbreviate(a)
-            )
+            let (s, file, a) = (abbreviate(s), input.file_name(), abbreviate(a));
+            format!("the stored spec {s} is not {file}'s spec {a} (plus defaults)")
         },
     );
 }
@@ -1858,11 +1699,12 @@ pub(crate) fn act2(g: &mut G) {
         return;
     };
     g.input::<inputs::Policy>(&Context::default());
-    let uid = policy_uid(&f);
+    let (uid, policy) = (policy_uid(&f), "evidence/02.json facts.policy");
+    let ok = uid.as_deref().is_some_and(is_uid);
     g.check(
-        uid.as_deref().is_some_and(is_uid),
-        Code::StoredWithoutUid,
-        "evidence/02.json facts.policy.metadata.uid",
+        ok,
+        StoredWithoutUid,
+        format!("{policy}.metadata.uid"),
         || format!("the stored policy must have a UID, found {uid:?}"),
     );
     for (at, expected) in [
@@ -1870,21 +1712,16 @@ pub(crate) fn act2(g: &mut G) {
         ("/spec/failurePolicy", "Fail"),
     ] {
         let found = f.policy.pointer(at).and_then(|v| v.as_str());
-        let sub = format!("evidence/02.json facts.policy{}", at.replace('/', "."));
-        g.expect_eq(Code::ValueMismatch, sub, Some(expected), found);
+        let sub = format!("{policy}{}", at.replace('/', "."));
+        g.expect_eq(ValueMismatch, sub, Some(expected), found);
     }
-    check_webhook(g, "evidence/02.json facts.webhook", &f.webhook, "Fail");
+    let hook = "evidence/02.json facts.webhook";
+    check_webhook(g, hook, &f.webhook, "Fail");
     if let Some(ev) = g.evidence(2) {
-        let s = "evidence/02.json facts.webhook";
-        witness::registration_is_derived_from(g, &ev, "webhook-configuration", s, &f.webhook);
-        witness::stored_policy_is_the_raw_read(g, &ev, "evidence/02.json facts.policy", &f.policy);
+        witness::registration_is_derived_from(g, &ev, "webhook-configuration", hook, &f.webhook);
+        witness::stored_policy_is_the_raw_read(g, &ev, policy, &f.policy);
     }
-    stored_policy_is_the_applied_input(
-        g,
-        "evidence/02.json facts.policy",
-        &f.policy,
-        InputFile::Policy,
-    );
+    stored_policy_is_the_applied_input(g, policy, &f.policy, InputFile::Policy);
 }
 
 pub(crate) fn act3(g: &mut G) {
@@ -1903,12 +1740,13 @@ pub(crate) fn act3(g: &mut G) {
         request_is_the_pod_meant(g, &format!("{s}.{sub}"), r, Meant::target(label));
     }
     // The existing pod is the good pod, read after it was stored.
-    g.expect_eq(
-        Code::ValueMismatch,
-        format!("{s}.existing.name"),
-        (f.good.name.as_str(), f.good.namespace.as_str()),
-        (f.existing.name.as_str(), f.existing.namespace.as_str()),
+    let (good, existing) = (&f.good, &f.existing);
+    let row = (
+        "existing.name",
+        (&good.name, &good.namespace),
+        (&existing.name, &existing.namespace),
     );
+    fields_are(g, ValueMismatch, s, [row]);
     g.times_ordered(&format!("{s}.existing.at"), &f.good.get.at, &f.existing.at);
     act3_observations_in_sequence(g, s, &f);
     if let Some(uid) = f.good.get.uid.clone() {
@@ -1933,18 +1771,15 @@ pub(crate) fn investigation_against_its_plan<T: StudentInput>(
     };
     g.input::<T>(&ctx);
     let a1 = g.facts::<facts::Act1Facts>(1)?;
-    g.expect_eq(
-        Code::UidMismatch,
-        format!("{s}.node_uid"),
-        a1.node.uid.as_str(),
-        node_uid,
-    );
-    g.expect_eq(
-        Code::UidMismatch,
-        format!("{s}.deployment_uid"),
-        a1.controller_deployment.uid.as_str(),
-        deployment_uid,
-    );
+    let rows = [
+        ("node_uid", a1.node.uid.as_str(), node_uid),
+        (
+            "deployment_uid",
+            a1.controller_deployment.uid.as_str(),
+            deployment_uid,
+        ),
+    ];
+    fields_are(g, UidMismatch, s, rows);
     Some(a1)
 }
 
@@ -1956,15 +1791,11 @@ pub(crate) fn pod_of_the_deployment(
     (namespace, name): (&str, &str),
     d: &facts::ObjectRef,
 ) {
-    g.check(
-        Some(namespace) == d.namespace.as_deref() && name.starts_with(&format!("{}-", d.name)),
-        Code::ValueMismatch,
-        subject,
-        || {
-            let (dns, dn) = (&d.namespace, &d.name);
-            format!("pod {namespace}/{name} is not a pod of act 1's Deployment {dns:?}/{dn}")
-        },
-    );
+    let ok = Some(namespace) == d.namespace.as_deref() && name.starts_with(&format!("{}-", d.name));
+    g.check(ok, ValueMismatch, subject, || {
+        let (dns, dn) = (&d.namespace, &d.name);
+        format!("pod {namespace}/{name} is not a pod of act 1's Deployment {dns:?}/{dn}")
+    });
 }
 
 /// Act 3 observes one thing after the other (the act in `lab/src/labs/common.rs`; act 3 of
@@ -1996,25 +1827,22 @@ pub(crate) fn existing_pod_survives_since(
     base: &PodObservation,
     pod: &PodObservation,
 ) {
-    g.expect_eq(
-        Code::PodReplaced,
-        format!("{subject}.name"),
+    let row = (
+        "name",
         (&base.name, &base.namespace),
         (&pod.name, &pod.namespace),
     );
+    fields_are(g, PodReplaced, subject, [row]);
     if let Some(uid) = &base.uid {
         g.existing(subject, pod, uid);
     }
+    let (was, now) = (base.restart_count, pod.restart_count);
+    let ok = now.unwrap_or(0) >= was.unwrap_or(0);
     g.check(
-        pod.restart_count.unwrap_or(0) >= base.restart_count.unwrap_or(0),
-        Code::RestartContradicted,
+        ok,
+        RestartContradicted,
         format!("{subject}.restart_count"),
-        || {
-            format!(
-                "act 3 recorded {:?}, now {:?}: a restart count never goes down",
-                base.restart_count, pod.restart_count
-            )
-        },
+        || format!("act 3 recorded {was:?}, now {now:?}: a restart count never goes down"),
     );
     g.times_ordered(&format!("{subject}.at"), &base.at, &pod.at);
 }
@@ -2025,15 +1853,14 @@ pub(crate) fn existing_pod_survives_since(
 pub(crate) fn report_claim(g: &mut G, report: &serde_json::Value, field: &str, expected: &str) {
     g.words.push((field.to_owned(), expected.to_owned()));
     let found = report.get(field);
+    let ok = found.and_then(|v| v.as_str()) == Some(expected);
     g.check(
-        found.and_then(|v| v.as_str()) == Some(expected),
-        Code::ReportContradicted,
+        ok,
+        ReportContradicted,
         format!("report.json $.{field}"),
         || {
-            format!(
-                "the report says {}, the evidence shows {expected:?}",
-                found.map_or_else(|| "nothing".to_owned(), |v| v.to_string())
-            )
+            let found = found.map_or_else(|| "nothing".to_owned(), |v| v.to_string());
+            format!("the report says {found}, the evidence shows {expected:?}")
         },
     );
 }
@@ -2070,17 +1897,15 @@ pub(crate) fn act8_facts(g: &mut G) {
     let Some(f) = g.facts::<facts::Act8Facts>(8) else {
         return;
     };
-    g.check(
-        !f.checks.is_empty(),
-        Code::FactsInvalid,
-        "evidence/08.json facts.checks",
-        || "no check recorded".into(),
-    );
+    let s = "evidence/08.json facts.checks";
+    g.check(!f.checks.is_empty(), FactsInvalid, s, || {
+        "no check recorded".into()
+    });
     for c in &f.checks {
         g.check(
             c.agrees,
-            Code::ReportContradicted,
-            format!("evidence/08.json facts.checks[{}]", c.field),
+            ReportContradicted,
+            format!("{s}[{}]", c.field),
             || format!("report {} vs evidence {}", c.report, c.evidence),
         );
     }
@@ -2102,15 +1927,15 @@ fn act8_compared_every_report_field(g: &mut G, f: &facts::Act8Facts) {
     let Some(report) = report_of(g) else {
         return;
     };
-    let in_report: BTreeSet<&str> = report
-        .as_object()
-        .map(|m| m.keys().map(String::as_str).collect())
-        .unwrap_or_default();
+    let in_report: BTreeSet<&str> = (report.as_object().into_iter())
+        .flat_map(|m| m.keys().map(String::as_str))
+        .collect();
     let compared: Vec<&str> = f.checks.iter().map(|c| c.field.as_str()).collect();
     let once: BTreeSet<&str> = compared.iter().copied().collect();
+    let ok = once == in_report && once.len() == compared.len();
     g.check(
-        once == in_report && once.len() == compared.len(),
-        Code::ReportContradicted,
+        ok,
+        ReportContradicted,
         "evidence/08.json facts.checks",
         || format!("compared {compared:?}; report.json holds {in_report:?}"),
     );
@@ -2123,32 +1948,22 @@ fn act8_compared_every_report_field(g: &mut G, f: &facts::Act8Facts) {
 fn act8_records_what_it_compared(g: &mut G, f: &facts::Act8Facts) {
     if let Some(report) = report_of(g) {
         for c in &f.checks {
-            let in_report = report
-                .get(&c.field)
-                .cloned()
-                .unwrap_or(serde_json::Value::Null);
-            g.check(
-                in_report == c.report && c.agrees == (c.report == c.evidence),
-                Code::ReportContradicted,
-                format!("evidence/08.json facts.checks[{}].report", c.field),
-                || {
-                    format!(
-                        "recorded report {} (agrees {}), report.json has {in_report}; evidence {}",
-                        c.report, c.agrees, c.evidence
-                    )
-                },
-            );
+            let in_report = report.get(&c.field).cloned().unwrap_or_default();
+            let ok = in_report == c.report && c.agrees == (c.report == c.evidence);
+            let sub = format!("evidence/08.json facts.checks[{}].report", c.field);
+            g.check(ok, ReportContradicted, sub, || {
+                let (recorded, agrees, evidence) = (&c.report, c.agrees, &c.evidence);
+                format!("recorded report {recorded} (agrees {agrees}), report.json has {in_report}; evidence {evidence}")
+            });
         }
     }
-    let now = g.digests();
+    let now = g.input.digests();
     for (k, d) in &f.evidence_digests {
         let act = k.parse::<u8>().ok();
         let current = act.and_then(|a| now.get(&a));
-        g.check(
-            current == Some(d),
-            Code::DigestMismatch,
-            format!("evidence/08.json facts.evidence_digests.{k}"),
-            || format!("recorded {d}, the file's canonical digest is {current:?}"),
-        );
+        let sub = format!("evidence/08.json facts.evidence_digests.{k}");
+        g.check(current == Some(d), DigestMismatch, sub, || {
+            format!("recorded {d}, the file's canonical digest is {current:?}")
+        });
     }
 }

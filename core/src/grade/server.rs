@@ -22,7 +22,9 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::{Code, G, bounds, ev_name};
+#[cfg(doc)]
+use super::Code;
+use super::{Code::*, G, bounds, ev_name};
 use crate::evidence::{Evidence, Outcome, RequestRecord};
 use crate::facts::parse_rfc3339;
 
@@ -154,12 +156,13 @@ fn facts_registration_read(act: u8, facts: &Value, file: &str) -> Option<Registr
     for k in ["webhook_configurations", "registration_snapshot"] {
         webhook_entries(&facts[k], &mut hooks, &mut lists);
     }
-    let present = [
+    let claims = [
         "policy_webhook_present",
         "registration_present_during_freeze",
-    ]
-    .into_iter()
-    .find_map(|k| Some((k, facts.get(k)?.as_bool()?)));
+    ];
+    let present = claims
+        .into_iter()
+        .find_map(|k| Some((k, facts.get(k)?.as_bool()?)));
     if let Some((_, false)) = present {
         hooks.retain(|h, _| !is_policy_webhook(h));
         lists = true;
@@ -186,9 +189,10 @@ fn webhook_entries(v: &Value, hooks: &mut BTreeMap<String, String>, lists: &mut 
             if kind.starts_with("ValidatingWebhookConfiguration") {
                 *lists = true;
             }
+            let text = |k: &str| o.get(k).and_then(Value::as_str);
             if let (Some(n), Some(p), true) = (
-                o.get("name").and_then(Value::as_str),
-                o.get("failurePolicy").and_then(Value::as_str),
+                text("name"),
+                text("failurePolicy"),
                 o.contains_key("clientConfig"),
             ) {
                 hooks.insert(n.to_owned(), p.to_owned());
@@ -205,12 +209,10 @@ fn webhook_entries(v: &Value, hooks: &mut BTreeMap<String, String>, lists: &mut 
 fn facts_webhooks(v: &Value, path: &str, file: &str, out: &mut BTreeMap<String, (String, String)>) {
     match v {
         Value::Object(o) => {
-            if let (Some(n), Some(p)) = (
-                o.get("name").and_then(Value::as_str),
-                o.get("failure_policy").and_then(Value::as_str),
-            ) {
-                out.entry(n.to_owned())
-                    .or_insert((p.to_owned(), format!("{file} {path}")));
+            let text = |k: &str| o.get(k).and_then(Value::as_str);
+            if let (Some(n), Some(p)) = (text("name"), text("failure_policy")) {
+                let witness = format!("{file} {path}");
+                out.entry(n.to_owned()).or_insert((p.to_owned(), witness));
                 return;
             }
             for (k, x) in o {
@@ -261,22 +263,12 @@ pub(crate) fn violating_pod_never_stored_under_fail(
         let Some((Some("Fail"), witness)) = policy_registration_before(reads, sent) else {
             continue;
         };
-        let witness = witness.to_owned();
-        g.check(
-            !matches!(r.outcome, Outcome::Stored | Outcome::DryRunAdmitted),
-            Code::AdmittedUnderFail,
-            format!("{} {path}", ev_name(g.act)),
-            || {
-                format!(
-                    "{} (sent {}) is a pod without the {:?} label in {}, recorded {}; the newest registration read before it, {witness}, registers the policy's webhook with failurePolicy Fail",
-                    r.name,
-                    r.sent_at,
-                    crate::rules::common::GOOD_LABEL.0,
-                    r.namespace,
-                    r.outcome.as_str()
-                )
-            },
-        );
+        let (witness, label) = (witness.to_owned(), crate::rules::common::GOOD_LABEL.0);
+        let ok = !matches!(r.outcome, Outcome::Stored | Outcome::DryRunAdmitted);
+        g.check(ok, AdmittedUnderFail, format!("{} {path}", ev_name(g.act)), || {
+            let (name, sent, ns, outcome) = (&r.name, &r.sent_at, &r.namespace, r.outcome.as_str());
+            format!("{name} (sent {sent}) is a pod without the {label:?} label in {ns}, recorded {outcome}; the newest registration read before it, {witness}, registers the policy's webhook with failurePolicy Fail")
+        });
     }
 }
 
@@ -303,26 +295,16 @@ pub(crate) fn call_failure_never_reaches_the_client_under_ignore(
             continue;
         };
         let witness = ignore_witness(&call.webhook);
-        g.check(
-            witness.is_none(),
-            Code::CallFailureUnderIgnore,
-            format!("{} {path}", ev_name(g.act)),
-            || {
-                format!(
-                    "{} was answered HTTP {} with a failed call of webhook {:?}; {} registers it with failurePolicy Ignore, under which the API server fails open",
-                    r.name,
-                    r.http_status,
-                    call.webhook,
-                    witness.clone().unwrap_or_default()
-                )
-            },
-        );
+        let sub = format!("{} {path}", ev_name(g.act));
+        g.check(witness.is_none(), CallFailureUnderIgnore, sub, || {
+            let (name, status, hook) = (&r.name, r.http_status, &call.webhook);
+            let witness = witness.clone().unwrap_or_default();
+            format!("{name} was answered HTTP {status} with a failed call of webhook {hook:?}; {witness} registers it with failurePolicy Ignore, under which the API server fails open")
+        });
     }
-    let Some(deltas) = ev
-        .facts
-        .pointer(&format!("/{}/deltas", crate::metrics::FACTS_KEY))
-        .and_then(Value::as_array)
-    else {
+    let key = crate::metrics::FACTS_KEY;
+    let deltas = ev.facts.pointer(&format!("/{key}/deltas"));
+    let Some(deltas) = deltas.and_then(Value::as_array) else {
         return;
     };
     for (i, d) in deltas.iter().enumerate() {
@@ -333,22 +315,11 @@ pub(crate) fn call_failure_never_reaches_the_client_under_ignore(
             continue;
         };
         let witness = ignore_witness(hook);
-        g.check(
-            witness.is_none(),
-            Code::CallFailureUnderIgnore,
-            format!(
-                "{} facts.{}.deltas[{i}]",
-                ev_name(g.act),
-                crate::metrics::FACTS_KEY
-            ),
-            || {
-                format!(
-                    "calling_webhook_error rejections of webhook {hook:?} went up by {}; {} registers it with failurePolicy Ignore, under which a failed call is no rejection",
-                    d["delta"],
-                    witness.clone().unwrap_or_default()
-                )
-            },
-        );
+        let sub = format!("{} facts.{key}.deltas[{i}]", ev_name(g.act));
+        g.check(witness.is_none(), CallFailureUnderIgnore, sub, || {
+            let (delta, witness) = (&d["delta"], witness.clone().unwrap_or_default());
+            format!("calling_webhook_error rejections of webhook {hook:?} went up by {delta}; {witness} registers it with failurePolicy Ignore, under which a failed call is no rejection")
+        });
     }
 }
 
@@ -374,15 +345,8 @@ fn lease_reads(g: &G) -> Vec<LeaseRead> {
         facts_leases(*act, &doc.value["facts"], "facts", &file, &mut out);
         if let Some(raw) = doc.value.get("raw").and_then(Value::as_array) {
             for (i, r) in raw.iter().enumerate() {
-                let at = r.get("at").and_then(Value::as_str).and_then(parse_rfc3339);
-                raw_leases(
-                    *act,
-                    &r["data"],
-                    &format!("raw[{i}].data"),
-                    &file,
-                    at,
-                    &mut out,
-                );
+                let (at, path) = (time_of(r, "at"), format!("raw[{i}].data"));
+                raw_leases(*act, &r["data"], &path, &file, at, &mut out);
             }
         }
     }
@@ -400,16 +364,14 @@ fn facts_leases(act: u8, v: &Value, path: &str, file: &str, out: &mut Vec<LeaseR
                 && o.contains_key("lease_transitions")
                 && let Some(at) = time_of(v, "at")
             {
+                let text = |k: &str| o.get(k).and_then(Value::as_str);
+                let lease = text("name").unwrap_or(crate::rules::common::KYVERNO_NAMESPACE);
                 out.push(LeaseRead {
                     act,
                     at,
                     witness: format!("{file} {path}"),
-                    lease: o
-                        .get("name")
-                        .and_then(Value::as_str)
-                        .unwrap_or(crate::rules::common::KYVERNO_NAMESPACE)
-                        .to_owned(),
-                    holder: o.get("holder").and_then(Value::as_str).map(str::to_owned),
+                    lease: lease.to_owned(),
+                    holder: text("holder").map(str::to_owned),
                     acquire: time_of(v, "acquire_time"),
                     transitions: o.get("lease_transitions").and_then(Value::as_u64),
                 });
@@ -448,11 +410,7 @@ fn raw_leases(
                         act,
                         at,
                         witness: format!("{file} {path}"),
-                        lease: v
-                            .pointer("/metadata/name")
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_owned(),
+                        lease: v["metadata"]["name"].as_str().unwrap_or("").to_owned(),
                         holder: spec["holderIdentity"].as_str().map(str::to_owned),
                         acquire: time_of(spec, "acquireTime"),
                         transitions: spec["leaseTransitions"].as_u64(),
@@ -485,10 +443,10 @@ fn tenure_contradiction(a: &LeaseRead, b: &LeaseRead) -> Option<String> {
     }
     let held = |r: &LeaseRead| r.holder.as_deref().is_some_and(|h| !h.is_empty());
     if ta == tb && held(a) && held(b) {
-        if a.holder != b.holder {
+        let (x, y) = (&a.holder, &b.holder);
+        if x != y {
             return Some(format!(
-                "one tenure (leaseTransitions {ta}) with two holders, {:?} and {:?}",
-                a.holder, b.holder
+                "one tenure (leaseTransitions {ta}) with two holders, {x:?} and {y:?}"
             ));
         }
         if let (Some(x), Some(y)) = (a.acquire, b.acquire)
@@ -507,12 +465,14 @@ fn tenure_contradiction(a: &LeaseRead, b: &LeaseRead) -> Option<String> {
             && t_early < t_late
         {
             let who = |r: &LeaseRead| r.holder.clone().unwrap_or_else(|| "none".into());
-            return Some(format!(
-                "read at {} shows leaseTransitions {t_early} (holder {}), though the tenure of {} (leaseTransitions {t_late}) was acquired at {} and leaseTransitions never falls",
+            let (at, holder, other, acq) = (
                 early.at.to_rfc3339(),
                 who(early),
                 who(late),
-                acq.to_rfc3339()
+                acq.to_rfc3339(),
+            );
+            return Some(format!(
+                "read at {at} shows leaseTransitions {t_early} (holder {holder}), though the tenure of {other} (leaseTransitions {t_late}) was acquired at {acq} and leaseTransitions never falls"
             ));
         }
     }
@@ -528,17 +488,17 @@ pub(crate) fn lease_tenure_is_one_story(g: &mut G) {
     let reads = lease_reads(g);
     let this = g.act;
     for b in reads.iter().filter(|r| r.act == this) {
-        for a in reads
+        let others = reads
             .iter()
-            .filter(|a| a.lease == b.lease && a.witness != b.witness)
-        {
+            .filter(|a| a.lease == b.lease && a.witness != b.witness);
+        for a in others {
             if a.act == this && a.witness > b.witness {
                 continue; // each pair of this act once
             }
             let found = tenure_contradiction(a, b).or_else(|| tenure_contradiction(b, a));
             g.check(
                 found.is_none(),
-                Code::LeaseTenureContradicted,
+                LeaseTenureContradicted,
                 b.witness.clone(),
                 || {
                     format!(
@@ -560,17 +520,16 @@ pub(crate) fn acts_follow_each_other(g: &mut G, ev: &Evidence) {
     };
     let skew = chrono::Duration::milliseconds(bounds::CLOCK_SKEW_MS as i64);
     for (act, doc) in read_evidence(g.input, ..g.act) {
-        let finished = time_of(&doc.value, "finished_at");
+        let ok = time_of(&doc.value, "finished_at").is_none_or(|f| f <= start + skew);
         g.check(
-            finished.is_none_or(|f| f <= start + skew),
-            Code::TimesInconsistent,
+            ok,
+            TimesInconsistent,
             format!("{} started_at", ev_name(g.act)),
             || {
+                let (started, finished) = (&ev.started_at, &doc.value["finished_at"]);
                 format!(
-                    "{:?} is before {} finished_at {:?}",
-                    ev.started_at,
-                    ev_name(*act),
-                    doc.value["finished_at"]
+                    "{started:?} is before {} finished_at {finished:?}",
+                    ev_name(*act)
                 )
             },
         );
@@ -580,29 +539,10 @@ pub(crate) fn acts_follow_each_other(g: &mut G, ev: &Evidence) {
 /// Every raw record's `at` (when the tool received it) lies inside the act's span. Flags
 /// [`Code::TimesInconsistent`] on the record.
 pub(crate) fn raw_records_inside_the_act(g: &mut G, ev: &Evidence) {
-    let (Some(start), Some(end)) = (
-        parse_rfc3339(&ev.started_at),
-        parse_rfc3339(&ev.finished_at),
-    ) else {
-        return;
-    };
-    let skew = chrono::Duration::milliseconds(bounds::CLOCK_SKEW_MS as i64);
     for (i, r) in ev.raw.iter().enumerate() {
-        let Some(t) = r.get("at").and_then(Value::as_str) else {
-            continue;
-        };
-        let at = parse_rfc3339(t);
-        g.check(
-            at.is_some_and(|x| x >= start - skew && x <= end + skew),
-            Code::TimesInconsistent,
-            format!("{} raw[{i}].at", ev_name(g.act)),
-            || {
-                format!(
-                    "{t:?} is not inside the act ({} .. {})",
-                    ev.started_at, ev.finished_at
-                )
-            },
-        );
+        if let Some(t) = r.get("at").and_then(Value::as_str) {
+            super::inside_the_act(g, ev, format!("{} raw[{i}].at", ev_name(g.act)), t);
+        }
     }
 }
 
@@ -666,18 +606,11 @@ pub(crate) fn replica_counters_account_for_the_calls(g: &mut G, ev: &Evidence) {
         }
     }
     let ok = moved <= calls && (reset || answered <= moved);
-    g.check(
-        ok,
-        Code::ValueMismatch,
-        format!("{} facts.replica_requests", ev_name(g.act)),
-        || {
-            format!(
-                "the replicas' counters moved by {moved}{}; the act's request records in {} show {answered} calls of the webhook answered between the counters' reads and {calls} calls in all",
-                if reset { " (a counter was reset)" } else { "" },
-                crate::rules::common::TARGET_NAMESPACE
-            )
-        },
-    );
+    let sub = format!("{} facts.replica_requests", ev_name(g.act));
+    g.check(ok, ValueMismatch, sub, || {
+        let (reset, ns) = (if reset { " (a counter was reset)" } else { "" }, crate::rules::common::TARGET_NAMESPACE);
+        format!("the replicas' counters moved by {moved}{reset}; the act's request records in {ns} show {answered} calls of the webhook answered between the counters' reads and {calls} calls in all")
+    });
 }
 
 /// The span in which the replicas' counters saw every answered call: from the last
@@ -685,14 +618,11 @@ pub(crate) fn replica_counters_account_for_the_calls(g: &mut G, ev: &Evidence) {
 /// (their `at`, when the tool received each read). `None` when either kind of read is missing.
 fn counters_window(ev: &Evidence) -> Option<(Time, Time)> {
     let reads = |prefix: &str| -> Vec<Time> {
+        let of_kind = |r: &&Value| r["what"].as_str().is_some_and(|w| w.starts_with(prefix));
         ev.raw
             .iter()
-            .filter(|r| {
-                r.get("what")
-                    .and_then(Value::as_str)
-                    .is_some_and(|w| w.starts_with(prefix))
-            })
-            .filter_map(|r| r.get("at").and_then(Value::as_str).and_then(parse_rfc3339))
+            .filter(of_kind)
+            .filter_map(|r| time_of(r, "at"))
             .collect()
     };
     let from = reads("replica-metrics-before:").into_iter().max()?;
