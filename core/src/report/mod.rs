@@ -153,12 +153,7 @@ fn key_facts_scale_down(f5: &Value, f6: &Value, lang: Lang) -> [String; 3] {
         None => "—",
     };
     let restored = s(f6, "/replicas_restored/at");
-    let deny = s(f6, "/first_explicit_deny/at");
-    let between = (|| {
-        let f = crate::facts::parse_rfc3339(restored?)?;
-        let t = crate::facts::parse_rfc3339(deny?)?;
-        Some((t - f).num_milliseconds())
-    })();
+    let between = crate::facts::ms_between(restored, s(f6, "/first_explicit_deny/at"));
     [
         format!(
             "{}: {reg}; {} {}",
@@ -240,11 +235,7 @@ fn key_facts_replica_freeze(f5: &Value, f6: &Value, lang: Lang) -> [String; 3] {
     let lease = a5.as_ref().map_or("—".into(), |r| {
         let lease = match takeover(r) {
             Some((holder, at)) => {
-                let after = (|| {
-                    let f = crate::facts::parse_rfc3339(&r.freeze.frozen_at)?;
-                    let t = crate::facts::parse_rfc3339(at)?;
-                    Some((t - f).num_milliseconds())
-                })();
+                let after = crate::facts::ms_between(Some(&r.freeze.frozen_at), Some(at));
                 tx::kf_takeover(lang, holder, &secs(after))
             }
             None => match r.lease_samples.iter().find_map(|s| s.holder.as_deref()) {
@@ -439,26 +430,15 @@ fn freeze_observations(
         )),
         _ => Obs::NotObserved,
     };
+    // A freeze's phase: the policy as `policy` says, then what act `f` saw during its freeze.
+    let freeze = |policy: Obs, f: &Value| {
+        let existing = existing(&f["existing"], reference, lang);
+        [policy, during(f), during_answers(f), existing]
+    };
     let [fail, ignore, recovered] = phases;
     vec![
-        (
-            fail,
-            [
-                Obs::NotObserved,
-                during(f5),
-                during_answers(f5),
-                existing(&f5["existing"], reference, lang),
-            ],
-        ),
-        (
-            ignore,
-            [
-                same_policy,
-                during(f6),
-                during_answers(f6),
-                existing(&f6["existing"], reference, lang),
-            ],
-        ),
+        (fail, freeze(Obs::NotObserved, f5)),
+        (ignore, freeze(same_policy, f6)),
         (
             recovered,
             [
