@@ -408,14 +408,12 @@ pub(crate) fn scale(f5: &Value, f6: &Value, lang: Lang) -> Option<Markup> {
     };
     let mut rows = scale_down_rows(f5, &steps);
     rows.extend(recovery_rows(f6, &steps));
-    Some(
-        Chart {
-            origin: steps.origin,
-            rows,
-            vlines: scale_vlines(f5, restore, lang),
-        }
-        .render(),
-    )
+    let chart = Chart {
+        origin: steps.origin,
+        rows,
+        vlines: scale_vlines(f5, restore, lang),
+    };
+    Some(chart.render())
 }
 
 /// Places lab A's steps on the chart: each at its time, noted with its time since the restore
@@ -649,14 +647,12 @@ pub(crate) fn freeze(facts: &Value, pods: &[String], lang: Lang) -> Option<Marku
     rows.extend(after_resume_rows(facts, resumed, replicas, lang));
     let mut vlines = vec![VLine::at(frozen, "SIGSTOP"), VLine::at(resumed, "SIGCONT")];
     vlines.extend(lease_moves(&lease_reads(facts), frozen, lang));
-    Some(
-        Chart {
-            origin: frozen,
-            rows,
-            vlines,
-        }
-        .render(),
-    )
+    let chart = Chart {
+        origin: frozen,
+        rows,
+        vlines,
+    };
+    Some(chart.render())
 }
 
 /// The freeze's first row: the healer armed (its pid), when the evidence says when.

@@ -451,33 +451,24 @@ async fn send_bad_requests(
 
 /// Act 5's summary lines.
 fn act5_lines(ui: &Ui, facts: &Act5Facts) -> Vec<String> {
+    let or_dash = |v: &Option<String>| v.as_deref().unwrap_or("-").to_owned();
+    let (present, p) = (facts.policy_webhook_present, &facts.existing);
+    let kept = if present {
+        "registration-kept"
+    } else {
+        "registration-absent"
+    };
     vec![
-        ui.text(m::scaled(
-            &facts.scaled_at,
-            facts.pods_gone_at.as_deref().unwrap_or("-"),
-        )),
+        ui.text(m::scaled(&facts.scaled_at, &or_dash(&facts.pods_gone_at))),
         ui.text(m::policy_exists(
             facts.policy.exists,
-            facts.policy.uid.as_deref().unwrap_or("-"),
+            &or_dash(&facts.policy.uid),
         )),
-        ui.text(m::policy_webhook_registered(
-            facts.policy_webhook_present,
-            if facts.policy_webhook_present {
-                "registration-kept"
-            } else {
-                "registration-absent"
-            },
-        )),
+        ui.text(m::policy_webhook_registered(present, kept)),
         describe(ui, m::req::TARGET_BAD, &facts.target_bad),
         describe(ui, m::req::CONTROL, &facts.control),
-        ui.text(m::existing(
-            &facts.existing.name,
-            facts.existing.uid.as_deref().unwrap_or("-"),
-            facts.existing.phase.as_deref().unwrap_or("-"),
-        )),
-        ui.text(m::stays_at_zero(
-            facts.watcher.deadline_at.as_deref().unwrap_or("-"),
-        )),
+        ui.text(m::existing(&p.name, &or_dash(&p.uid), &or_dash(&p.phase))),
+        ui.text(m::stays_at_zero(&or_dash(&facts.watcher.deadline_at))),
     ]
 }
 

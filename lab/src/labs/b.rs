@@ -24,8 +24,9 @@ use crate::facts::b::{Act4Facts, Act7Facts, FreezeRun, ProcessIdentity};
 use crate::facts::{self, Act3Facts, PodObservation};
 use crate::inputs;
 use crate::labs::common::{
-    self, ActRecorder, ActSummary, Env, TARGET_NAMESPACE, Ui, describe, existing_line, finish,
-    live_context, read_facts, read_input, to_value, uid_of, wait_for_webhook, webhook_facts,
+    self, ActRecorder, ActSummary, Env, TARGET_NAMESPACE, Ui, describe, existing_line,
+    existing_vs_act3_line, finish, live_context, read_facts, read_input, to_value, uid_of,
+    wait_for_webhook, webhook_facts,
 };
 use crate::messages::act as m;
 use crate::probe::{self, PodKind};
@@ -235,12 +236,7 @@ pub(crate) async fn act7(env: &Env) -> Result<ActSummary, LabError> {
         let lines = vec![
             ui.text(m::policy_uid(&policy_uid)),
             describe(&ui, m::req::VIOLATING, &healthy_bad),
-            ui.text(m::existing_vs_act3(
-                &existing.name,
-                existing.uid.as_deref().unwrap_or("?"),
-                existing.phase.as_deref().unwrap_or("?"),
-                act3.existing.uid.as_deref().unwrap_or("?"),
-            )),
+            existing_vs_act3_line(&ui, &existing, &act3.existing),
             ui.text(crate::metrics::summary_line(&admission)),
         ];
         let facts = Act7Facts {

@@ -52,8 +52,8 @@ use crate::faults::scale::{HA_FAULT_KIND, ScaleFault, ScaleTo};
 use crate::inputs;
 use crate::labs::common::{
     self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Env, RUNNING_BOUND, TARGET_NAMESPACE, Ui,
-    describe, existing_line, live_context, log_change, read_facts, read_input, to_value,
-    wait_each_second,
+    describe, existing_line, existing_vs_act3_line, live_context, log_change, read_facts,
+    read_input, to_value, wait_each_second,
 };
 use crate::messages::act as m;
 use crate::probe::{self, PodKind};
@@ -531,20 +531,13 @@ impl Shape for Replica {
 
     async fn before(&mut self, cx: &mut FreezeAct<'_>) {
         self.counts_before = replica_counters(cx.cl, &self.pods, cx.rec, "before").await;
-        cx.env
-            .ui
-            .step(m::freezing_replica(self.role, &cx.inv.pod_name));
+        let line = m::freezing_replica(self.role, &cx.inv.pod_name);
+        cx.env.ui.step(line);
     }
 
     async fn traffic(&self, cx: &mut FreezeAct<'_>) -> Result<Waves, LabError> {
-        waves(
-            cx.cl,
-            &cx.env.ui,
-            cx.rec,
-            (cx.spec.act, cx.spec.tag),
-            self.waves,
-        )
-        .await
+        let act = (cx.spec.act, cx.spec.tag);
+        waves(cx.cl, &cx.env.ui, cx.rec, act, self.waves).await
     }
 
     fn partial(
@@ -765,12 +758,7 @@ fn act7_lines(
     lines.push(lease_line(ui, &facts.lease));
     lines.push(ui.text(m::policy_uid(&facts.policy_uid)));
     lines.push(describe(ui, m::req::VIOLATING, &facts.healthy_bad));
-    lines.push(ui.text(m::existing_vs_act3(
-        &facts.existing.name,
-        facts.existing.uid.as_deref().unwrap_or("?"),
-        facts.existing.phase.as_deref().unwrap_or("?"),
-        a3.existing.uid.as_deref().unwrap_or("?"),
-    )));
+    lines.push(existing_vs_act3_line(ui, &facts.existing, &a3.existing));
     lines.push(ui.text(crate::metrics::summary_line(admission)));
     lines
 }

@@ -18,7 +18,9 @@ use crate::error::LabError;
 use crate::evidence::{
     ActStatus, Evidence, Lab, Outcome, RequestRecord, RunningVersions, SCHEMA_VERSION,
 };
-use crate::facts::{self, Act1Facts, Act2Facts, Act3Facts, NodeFacts, ObjectRef, WebhookFacts};
+use crate::facts::{
+    self, Act1Facts, Act2Facts, Act3Facts, NodeFacts, ObjectRef, PodObservation, WebhookFacts,
+};
 use crate::inputs::{self, Context, InputFile, StudentInput};
 use crate::messages::act as m;
 use crate::probe::{self, PodKind};
@@ -202,19 +204,12 @@ pub async fn read_running_versions(env: &Env) -> RunningVersions {
             }
             match cluster.admission_deployment().await {
                 Ok(d) => {
-                    kyverno_image = d
-                        .spec
-                        .and_then(|s| s.template.spec)
-                        .and_then(|p| {
-                            p.containers
-                                .into_iter()
-                                .find(|c| c.name == cri::ADMISSION_CONTAINER)
-                        })
-                        .and_then(|c| c.image);
-                    kyverno_chart = d
-                        .metadata
-                        .labels
-                        .and_then(|mut l| l.remove("helm.sh/chart"));
+                    let pod = d.spec.and_then(|s| s.template.spec);
+                    let mut containers = pod.into_iter().flat_map(|p| p.containers);
+                    let kyverno = containers.find(|c| c.name == cri::ADMISSION_CONTAINER);
+                    kyverno_image = kyverno.and_then(|c| c.image);
+                    let labels = d.metadata.labels;
+                    kyverno_chart = labels.and_then(|mut l| l.remove("helm.sh/chart"));
                 }
                 Err(e) => errors.push(e.to_string()),
             }
@@ -637,6 +632,13 @@ pub fn existing_line(ui: &Ui, p: &facts::PodObservation) -> String {
         p.uid.as_deref().unwrap_or("?"),
         p.phase.as_deref().unwrap_or("?"),
     ))
+}
+
+/// The line of act 3's pod read again (`p`) beside the UID act 3 recorded (`act3`).
+pub fn existing_vs_act3_line(ui: &Ui, p: &PodObservation, act3: &PodObservation) -> String {
+    let (uid, phase, was) = (p.uid.as_deref(), p.phase.as_deref(), act3.uid.as_deref());
+    let [uid, phase, was] = [uid, phase, was].map(|v| v.unwrap_or("?"));
+    ui.text(m::existing_vs_act3(&p.name, uid, phase, was))
 }
 
 /// One line describing a request's outcome for the student, in the output's language
