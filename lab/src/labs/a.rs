@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::cluster::{self, Cluster};
+use crate::cluster::{self, ADMISSION_DEPLOYMENT, Cluster, KYVERNO_NAMESPACE};
 use crate::error::LabError;
 use crate::evidence::{Lab, Outcome, RequestRecord};
 use crate::facts::a::{
@@ -94,9 +94,7 @@ pub(crate) async fn act4(env: &Env) -> Result<ActSummary, LabError> {
     if live_replicas != planned {
         return Err(LabError::ClusterMismatch {
             what: format!(
-                "spec.replicas of deployment {}/{} (scale-plan.json $.original_replicas)",
-                cluster::KYVERNO_NAMESPACE,
-                cluster::ADMISSION_DEPLOYMENT
+                "spec.replicas of deployment {KYVERNO_NAMESPACE}/{ADMISSION_DEPLOYMENT} (scale-plan.json $.original_replicas)"
             ),
             expected: planned.to_string(),
             found: live_replicas.to_string(),
@@ -712,11 +710,7 @@ async fn restore_replicas(
         }
         RestoreOutcome::DeploymentChanged { uid, at } => {
             return Err(LabError::ClusterMismatch {
-                what: format!(
-                    "deployment {}/{} at {at}",
-                    cluster::KYVERNO_NAMESPACE,
-                    cluster::ADMISSION_DEPLOYMENT
-                ),
+                what: format!("deployment {KYVERNO_NAMESPACE}/{ADMISSION_DEPLOYMENT} at {at}"),
                 expected: format!("uid {}", fault.plan().deployment_uid),
                 found: uid.clone().unwrap_or_else(|| "no such deployment".into()),
             });
@@ -922,22 +916,24 @@ fn act6_lines(
     restored_by_act6: bool,
 ) -> Vec<String> {
     let lang = ui.lang();
-    let show = |label: Text, s: &TimelineStep| match s.status {
-        StepStatus::Confirmed => m::step_confirmed(
-            lang,
-            label,
-            s.at.as_deref().unwrap_or("-"),
-            s.last_seen.as_deref(),
-        ),
-        StepStatus::NotConfirmed => m::step_not_confirmed(
-            lang,
-            label,
-            s.waited_ms,
-            s.last_seen.as_deref().unwrap_or("-"),
-        ),
+    let show = |label: Text, s: &TimelineStep| {
+        let (at, seen) = (s.at.as_deref().unwrap_or("-"), s.last_seen.as_deref());
+        if s.status == StepStatus::Confirmed {
+            m::step_confirmed(lang, label, at, seen)
+        } else {
+            m::step_not_confirmed(lang, label, s.waited_ms, seen.unwrap_or("-"))
+        }
     };
     let ms = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_else(|| "-".into());
     let admitted = facts.admitted_during_scale_down.as_ref();
+    let (exists, uid) = (
+        admitted.is_some_and(|p| p.exists),
+        admitted.and_then(|p| p.uid.clone()),
+    );
+    let (takeover, after_restore) = (
+        ms(facts.leader_takeover_ms),
+        ms(facts.lease_after_restore_ms),
+    );
     let mut lines = vec![
         ui.text(m::by(
             &show(m::step::REPLICAS_RESTORED, &facts.replicas_restored),
@@ -956,14 +952,11 @@ fn act6_lines(
             &show(m::step::FIRST_DENY, &facts.first_explicit_deny),
             facts.deny_probes.len(),
         )),
-        ui.text(m::takeover(
-            &ms(facts.leader_takeover_ms),
-            &ms(facts.lease_after_restore_ms),
-        )),
+        ui.text(m::takeover(&takeover, &after_restore)),
         ui.text(m::admitted_pod(
             &f5.target_bad.name,
-            admitted.is_some_and(|p| p.exists),
-            admitted.and_then(|p| p.uid.as_deref()).unwrap_or("-"),
+            exists,
+            uid.as_deref().unwrap_or("-"),
         )),
     ];
     // A step already reached at the first check has no earlier check: when the replicas were

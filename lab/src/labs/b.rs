@@ -85,12 +85,13 @@ pub(crate) async fn act4(env: &Env) -> Result<ActSummary, LabError> {
         process_state: inv.state.to_string(),
         investigated_at: facts::now_rfc3339(),
     };
+    let (pid, ticks) = (facts.identity.pid, facts.identity.pid_start_time_ticks);
     let lines = vec![
         ui.text(m::pod_uid(&facts.pod_name, &facts.identity.pod_uid)),
         ui.text(m::container(&facts.identity.container_id)),
         ui.text(m::process(
-            facts.identity.pid,
-            facts.identity.pid_start_time_ticks,
+            pid,
+            ticks,
             &facts.process_state,
             facts.restart_count,
         )),

@@ -355,10 +355,11 @@ fn act3_lines(ui: &Ui, f: &Act3Facts, admission: &crate::metrics::AdmissionMetri
         .replicas
         .iter()
         .map(|r| {
+            let (uid, ip) = (r.pod.uid.as_deref(), r.pod_ip.as_deref());
             ui.text(m::replica(
                 &r.pod.name,
-                r.pod.uid.as_deref().unwrap_or("?"),
-                r.pod_ip.as_deref().unwrap_or("?"),
+                uid.unwrap_or("?"),
+                ip.unwrap_or("?"),
                 r.ready,
             ))
         })
@@ -457,13 +458,9 @@ async fn act4_body(
     for (role, p) in std::iter::once(("leader", &facts.leader))
         .chain(facts.followers.iter().map(|p| ("follower", p)))
     {
-        lines.push(ui.text(m::replica_process(
-            role,
-            &p.pod_name,
-            p.identity.pid,
-            p.identity.pid_start_time_ticks,
-            &p.process_state,
-        )));
+        let (pid, ticks) = (p.identity.pid, p.identity.pid_start_time_ticks);
+        let process = m::replica_process(role, &p.pod_name, pid, ticks, &p.process_state);
+        lines.push(ui.text(process));
     }
     Ok((to_value(&facts)?, lines))
 }
@@ -605,20 +602,13 @@ impl Shape for Replica {
         let (met_word, met) = met_frozen(act);
         let (n_met, denied, other) = lab_core::rules::c::freeze_counts(run, met);
         let mut lines = window_lines(ui, &run.freeze, run.registration_present_during_freeze);
-        lines.push(ui.text(m::freeze_waves_outcome(
-            n_met,
-            met_word,
-            denied,
-            other,
-            run.bad.len(),
-        )));
+        let waves = m::freeze_waves_outcome(n_met, met_word, denied, other, run.bad.len());
+        lines.push(ui.text(waves));
         for r in &run.control {
             lines.push(describe(ui, m::req::CONTROL_FROZEN, r));
         }
-        lines.push(ui.text(m::lease_during_freeze(
-            run.lease_before.holder.as_deref().unwrap_or("?"),
-            &takeover_words(ui, run),
-        )));
+        let holder = run.lease_before.holder.as_deref().unwrap_or("?");
+        lines.push(ui.text(m::lease_during_freeze(holder, &takeover_words(ui, run))));
         let target = Some(run.target_pod.as_str());
         let ready = |s: &&EndpointSample| {
             s.endpoints
@@ -633,13 +623,10 @@ impl Shape for Replica {
         let restarts = (t.restart_count_before, t.restart_count_after);
         let first_deny = run.first_deny_after_resume_ms;
         lines.push(first_deny_line(ui, first_deny, restarts));
-        lines.push(ui.text(m::replica_after(
-            &t.pod,
-            t.restart_count_before,
-            t.restart_count_after,
-            t.pod_uid_after.as_deref() == Some(t.pod_uid_before.as_str()),
-            t.holds_lease_after,
-        )));
+        let same_pod = t.pod_uid_after.as_deref() == Some(t.pod_uid_before.as_str());
+        let (before, after) = restarts;
+        let replica = m::replica_after(&t.pod, before, after, same_pod, t.holds_lease_after);
+        lines.push(ui.text(replica));
         lines.push(existing_line(ui, &run.existing));
         lines
     }

@@ -738,6 +738,7 @@ pub struct InspectController {
 
 /// `inspect`: reads the live values and the work directory; changes nothing.
 pub async fn inspect(lab: Lab, env: &Env) -> Result<InspectReport, LabError> {
+    use cluster::{ADMISSION_DEPLOYMENT, KYVERNO_NAMESPACE};
     let cluster = env.cluster().await?;
     let node = cluster.node().await?;
     let namespaces = cluster
@@ -766,11 +767,7 @@ pub async fn inspect(lab: Lab, env: &Env) -> Result<InspectReport, LabError> {
         },
         namespaces,
         controller: InspectController {
-            deployment: format!(
-                "{}/{}",
-                cluster::KYVERNO_NAMESPACE,
-                cluster::ADMISSION_DEPLOYMENT
-            ),
+            deployment: format!("{KYVERNO_NAMESPACE}/{ADMISSION_DEPLOYMENT}"),
             deployment_uid: dep.metadata.uid.clone().unwrap_or_default(),
             replicas: dep.spec.as_ref().and_then(|s| s.replicas),
         },
