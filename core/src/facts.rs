@@ -33,6 +33,12 @@ pub fn parse_rfc3339(s: &str) -> Option<chrono::DateTime<chrono::Utc>> {
         .map(|t| t.with_timezone(&chrono::Utc))
 }
 
+/// Milliseconds from `from` to `to`, two evidence timestamps (RFC 3339; negative when `to` is
+/// earlier); `None` when either is absent or not a timestamp.
+pub fn ms_between(from: Option<&str>, to: Option<&str>) -> Option<i64> {
+    Some((parse_rfc3339(to?)? - parse_rfc3339(from?)?).num_milliseconds())
+}
+
 /// A namespaced or cluster-scoped object identified by name and UID.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ObjectRef {

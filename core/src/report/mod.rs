@@ -153,12 +153,7 @@ fn key_facts_scale_down(f5: &Value, f6: &Value, lang: Lang) -> [String; 3] {
         None => "—",
     };
     let restored = s(f6, "/replicas_restored/at");
-    let deny = s(f6, "/first_explicit_deny/at");
-    let between = (|| {
-        let f = crate::facts::parse_rfc3339(restored?)?;
-        let t = crate::facts::parse_rfc3339(deny?)?;
-        Some((t - f).num_milliseconds())
-    })();
+    let between = crate::facts::ms_between(restored, s(f6, "/first_explicit_deny/at"));
     [
         format!(
             "{}: {reg}; {} {}",
@@ -240,11 +235,7 @@ fn key_facts_replica_freeze(f5: &Value, f6: &Value, lang: Lang) -> [String; 3] {
     let lease = a5.as_ref().map_or("—".into(), |r| {
         let lease = match takeover(r) {
             Some((holder, at)) => {
-                let after = (|| {
-                    let f = crate::facts::parse_rfc3339(&r.freeze.frozen_at)?;
-                    let t = crate::facts::parse_rfc3339(at)?;
-                    Some((t - f).num_milliseconds())
-                })();
+                let after = crate::facts::ms_between(Some(&r.freeze.frozen_at), Some(at));
                 tx::kf_takeover(lang, holder, &secs(after))
             }
             None => match r.lease_samples.iter().find_map(|s| s.holder.as_deref()) {
@@ -439,35 +430,20 @@ fn freeze_observations(
         )),
         _ => Obs::NotObserved,
     };
+    // A freeze's phase: the policy as `policy` says, then what act `f` saw during its freeze.
+    let freeze = |policy: Obs, f: &Value| {
+        let existing = existing(&f["existing"], reference, lang);
+        [policy, during(f), during_answers(f), existing]
+    };
+    let policy7 = uid_obs(s(f7, "/policy_uid"));
+    let registered7 = webhook_obs(f7, "/webhook/name");
+    let answers7 = answers(&f7["healthy_bad"]);
+    let existing7 = existing(&f7["existing"], reference, lang);
     let [fail, ignore, recovered] = phases;
     vec![
-        (
-            fail,
-            [
-                Obs::NotObserved,
-                during(f5),
-                during_answers(f5),
-                existing(&f5["existing"], reference, lang),
-            ],
-        ),
-        (
-            ignore,
-            [
-                same_policy,
-                during(f6),
-                during_answers(f6),
-                existing(&f6["existing"], reference, lang),
-            ],
-        ),
-        (
-            recovered,
-            [
-                uid_obs(s(f7, "/policy_uid")),
-                webhook_obs(f7, "/webhook/name"),
-                answers(&f7["healthy_bad"]),
-                existing(&f7["existing"], reference, lang),
-            ],
-        ),
+        (fail, freeze(Obs::NotObserved, f5)),
+        (ignore, freeze(same_policy, f6)),
+        (recovered, [policy7, registered7, answers7, existing7]),
     ]
 }
 
@@ -501,50 +477,23 @@ fn scale_observations(input: &GradeInput, lang: Lang, phases: [Text; 3]) -> Vec<
         .and_then(|p| p.last())
         .map(answers)
         .unwrap_or(Obs::NotObserved);
+    let checked = s(f5, "/registrations_checked_at").unwrap_or("?");
+    let absent5 = format!("{} ({} {checked})", w(tx::ABSENT), w(tx::LIST_READ));
+    let present5 = f5["policy_webhook_present"].as_bool();
+    let registered5 = flag(present5, w(tx::PRESENT).into(), absent5);
+    let side_effects = s(f7, "/side_effects").unwrap_or("?");
+    let registered7 = s(f7, "/webhook_name").map_or(Obs::NotObserved, |n| {
+        Obs::Yes(format!("{n} (sideEffects {side_effects})"))
+    });
+    let (answers5, answers7) = (answers(&f5["target_bad"]), answers(&f7["bad"]));
+    let existing5 = existing(&f5["existing"], reference, lang);
+    let existing6 = existing(&f6["existing"], reference, lang);
     let [scaled, recovery, dry_run] = phases;
+    let none = || Obs::NotObserved;
     vec![
-        (
-            scaled,
-            [
-                policy5,
-                flag(
-                    f5["policy_webhook_present"].as_bool(),
-                    w(tx::PRESENT).into(),
-                    format!(
-                        "{} ({} {})",
-                        w(tx::ABSENT),
-                        w(tx::LIST_READ),
-                        s(f5, "/registrations_checked_at").unwrap_or("?")
-                    ),
-                ),
-                answers(&f5["target_bad"]),
-                existing(&f5["existing"], reference, lang),
-            ],
-        ),
-        (
-            recovery,
-            [
-                Obs::NotObserved,
-                registered6,
-                answers6,
-                existing(&f6["existing"], reference, lang),
-            ],
-        ),
-        (
-            dry_run,
-            [
-                Obs::NotObserved,
-                match s(f7, "/webhook_name") {
-                    Some(n) => Obs::Yes(format!(
-                        "{n} (sideEffects {})",
-                        s(f7, "/side_effects").unwrap_or("?")
-                    )),
-                    None => Obs::NotObserved,
-                },
-                answers(&f7["bad"]),
-                Obs::NotObserved,
-            ],
-        ),
+        (scaled, [policy5, registered5, answers5, existing5]),
+        (recovery, [none(), registered6, answers6, existing6]),
+        (dry_run, [none(), registered7, answers7, none()]),
     ]
 }
 

@@ -129,6 +129,14 @@ struct VLine {
     class: &'static str,
 }
 
+impl VLine {
+    /// A plain vertical line at `at`, labelled `label`.
+    fn at(at: i64, label: &str) -> VLine {
+        let (label, class) = (label.to_owned(), "vline");
+        VLine { at, label, class }
+    }
+}
+
 struct Chart {
     origin: i64,
     rows: Vec<Row>,
@@ -400,14 +408,12 @@ pub(crate) fn scale(f5: &Value, f6: &Value, lang: Lang) -> Option<Markup> {
     };
     let mut rows = scale_down_rows(f5, &steps);
     rows.extend(recovery_rows(f6, &steps));
-    Some(
-        Chart {
-            origin: steps.origin,
-            rows,
-            vlines: scale_vlines(f5, restore, lang),
-        }
-        .render(),
-    )
+    let chart = Chart {
+        origin: steps.origin,
+        rows,
+        vlines: scale_vlines(f5, restore, lang),
+    };
+    Some(chart.render())
 }
 
 /// Places lab A's steps on the chart: each at its time, noted with its time since the restore
@@ -537,13 +543,7 @@ fn scale_vlines(f5: &Value, restore: Option<i64>, lang: Lang) -> Vec<VLine> {
             class: "vline deadline",
         });
     }
-    if let Some(r) = restore {
-        vlines.push(VLine {
-            at: r,
-            label: tx::RESTORE.get(lang).into(),
-            class: "vline",
-        });
-    }
+    vlines.extend(restore.map(|r| VLine::at(r, tx::RESTORE.get(lang))));
     vlines
 }
 
@@ -645,27 +645,14 @@ pub(crate) fn freeze(facts: &Value, pods: &[String], lang: Lang) -> Option<Marku
         rows.extend(wave_rows(facts, lang));
     }
     rows.extend(after_resume_rows(facts, resumed, replicas, lang));
-    let mut vlines = vec![
-        VLine {
-            at: frozen,
-            label: "SIGSTOP".into(),
-            class: "vline",
-        },
-        VLine {
-            at: resumed,
-            label: "SIGCONT".into(),
-            class: "vline",
-        },
-    ];
+    let mut vlines = vec![VLine::at(frozen, "SIGSTOP"), VLine::at(resumed, "SIGCONT")];
     vlines.extend(lease_moves(&lease_reads(facts), frozen, lang));
-    Some(
-        Chart {
-            origin: frozen,
-            rows,
-            vlines,
-        }
-        .render(),
-    )
+    let chart = Chart {
+        origin: frozen,
+        rows,
+        vlines,
+    };
+    Some(chart.render())
 }
 
 /// The freeze's first row: the healer armed (its pid), when the evidence says when.

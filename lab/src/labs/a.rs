@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::cluster::{self, Cluster};
+use crate::cluster::{self, ADMISSION_DEPLOYMENT, Cluster, KYVERNO_NAMESPACE};
 use crate::error::LabError;
 use crate::evidence::{Lab, Outcome, RequestRecord};
 use crate::facts::a::{
@@ -31,7 +31,7 @@ use crate::faults::scale::{self, RestoreOutcome, ScaleFault};
 use crate::inputs;
 use crate::labs::common::{
     self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Env, TARGET_NAMESPACE, Ui, describe,
-    describe_indented, finish, live_context, read_facts, read_input, to_value,
+    describe_indented, finish, live_context, read_facts, read_input, to_value, uid_of,
 };
 use crate::messages::act as m;
 use crate::probe::{self, PodKind};
@@ -39,9 +39,10 @@ use crate::steps::observe::{
     deployment_facts, leader_lease, lease_facts, pod_observation, policy_webhook,
     policy_webhook_in, webhook_configurations_raw, webhook_names,
 };
-use crate::steps::scale::{healer_kubeconfig, restore_after_a_failed_act};
+use crate::steps::scale::{hand_over_or_restore, healer_kubeconfig};
 use crate::text::{Lang, Text};
 use crate::wait::{Check, TimedOut, Wait, WaitError};
+use crate::workdir::Workdir;
 
 pub use crate::rules::a::{RECOVERY_BOUND, evidence_words, timeline_in_order};
 pub use crate::steps::observe::POLICY_WEBHOOK_MARK;
@@ -62,7 +63,9 @@ pub(crate) static RUNNERS: &[(u8, super::Runner)] = &[
     (5, |env, _| Box::pin(act5(env))),
     (6, |env, _| Box::pin(act6(env))),
     (7, |env, _| Box::pin(act7(env))),
-    (8, |env, _| Box::pin(act8(env))),
+    (8, |env, _| {
+        Box::pin(common::act8::<inputs::ReportA>(env, LAB, true, act8_words))
+    }),
 ];
 
 type ActResult = Result<(serde_json::Value, Vec<String>), (serde_json::Value, LabError)>;
@@ -84,31 +87,23 @@ struct ScaleAct<'a> {
 pub(crate) async fn act4(env: &Env) -> Result<ActSummary, LabError> {
     let cl = env.cluster().await?;
     let ctx = live_context(&cl, &env.workdir).await?;
-    let (plan, loaded) = read_input::<inputs::ScalePlan>(&env.workdir, &ctx)?;
+    let (_plan, loaded) = read_input::<inputs::ScalePlan>(&env.workdir, &ctx)?;
     let dep = cl.admission_deployment().await?;
     let live_replicas = dep.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
     let planned = inputs::OriginalReplicas::VALUE as i32;
     if live_replicas != planned {
         return Err(LabError::ClusterMismatch {
             what: format!(
-                "spec.replicas of deployment {}/{} (scale-plan.json $.original_replicas)",
-                cluster::KYVERNO_NAMESPACE,
-                cluster::ADMISSION_DEPLOYMENT
+                "spec.replicas of deployment {KYVERNO_NAMESPACE}/{ADMISSION_DEPLOYMENT} (scale-plan.json $.original_replicas)"
             ),
             expected: planned.to_string(),
             found: live_replicas.to_string(),
         });
     }
-    let _ = plan;
     let mut rec = ActRecorder::begin(&env.workdir, LAB, 4)?;
     rec.input(&loaded);
-    let result = act4_body(
-        &cl,
-        &env.ui,
-        &mut rec,
-        ctx.node_uid.clone().unwrap_or_default(),
-    )
-    .await;
+    let node_uid = ctx.node_uid.clone().unwrap_or_default();
+    let result = act4_body(&cl, &env.ui, &mut rec, node_uid).await;
     finish(rec, result)
 }
 
@@ -146,19 +141,18 @@ async fn act4_body(cl: &Cluster, ui: &Ui, rec: &mut ActRecorder, node_uid: Strin
             p.phase.as_deref().unwrap_or("?"),
         )));
     }
-    lines.push(
-        ui.text(m::lease(
-            &facts.lease.namespace,
-            &facts.lease.name,
-            facts.lease.holder.as_deref().unwrap_or("-"),
-            facts.lease.renew_time.as_deref().unwrap_or("-"),
-            &facts
-                .lease
-                .lease_duration_seconds
-                .map(|v| v.to_string())
-                .unwrap_or_else(|| "-".into()),
-        )),
-    );
+    let l = &facts.lease;
+    let duration = l
+        .lease_duration_seconds
+        .map_or("-".into(), |v| v.to_string());
+    let (holder, renewed) = (l.holder.as_deref(), l.renew_time.as_deref());
+    lines.push(ui.text(m::lease(
+        &l.namespace,
+        &l.name,
+        holder.unwrap_or("-"),
+        renewed.unwrap_or("-"),
+        &duration,
+    )));
     Ok((to_value(&facts).map_err(fail)?, lines))
 }
 
@@ -241,30 +235,10 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
         &f2,
         &f3,
     );
-    let result = match common::or_signal(body).await {
-        Ok(r) => r,
-        Err(sig) => Err(LabError::Interrupted {
-            signal: sig.into(),
-            act: 5,
-            healed: "the runner restored the replicas (see the evidence's runner-restore)".into(),
-        }),
-    };
-    match result {
-        Ok((facts, lines)) => {
-            // The fault stays on for act 6: a later heal leaves it to act 6 and the healer.
-            if let Err(e) = fault.hand_over() {
-                rec.raw("hand-over-record-error", e.to_string());
-            }
-            let mut facts = to_value(&facts)?;
-            crate::metrics::carry(&partial, &mut facts);
-            rec.complete(facts, lines)
-        }
-        Err(e) => {
-            restore_after_a_failed_act(&mut fault, &mut rec).await;
-            rec.interrupt(partial, e.to_string())?;
-            Err(e)
-        }
-    }
+    let healed = "the runner restored the replicas (see the evidence's runner-restore)";
+    let result = common::unless_signalled(5, healed, body).await;
+    // The fault stays on for act 6: a later heal leaves it to act 6 and the healer.
+    hand_over_or_restore(fault, rec, partial, result).await
 }
 
 async fn act5_body(
@@ -272,7 +246,7 @@ async fn act5_body(
     watcher: WatcherFacts,
     f2: &Act2Facts,
     f3: &Act3Facts,
-) -> Result<(Act5Facts, Vec<String>), LabError> {
+) -> Result<(serde_json::Value, Vec<String>), LabError> {
     let ScaleAct {
         cl,
         ui,
@@ -311,6 +285,8 @@ async fn act5_body(
         existing,
     };
     let lines = act5_lines(ui, &facts);
+    let mut facts = to_value(&facts)?;
+    crate::metrics::carry(partial, &mut facts);
     Ok((facts, lines))
 }
 
@@ -357,19 +333,11 @@ async fn wait_pods_gone(
         let state = pods
             .iter()
             .map(|p| {
-                format!(
-                    "{} {}{}",
-                    p.metadata.name.as_deref().unwrap_or("?"),
-                    p.status
-                        .as_ref()
-                        .and_then(|s| s.phase.as_deref())
-                        .unwrap_or("?"),
-                    if p.metadata.deletion_timestamp.is_some() {
-                        " (terminating)"
-                    } else {
-                        ""
-                    }
-                )
+                let name = p.metadata.name.as_deref().unwrap_or("?");
+                let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+                let ending =
+                    (p.metadata.deletion_timestamp.as_ref()).map_or("", |_| " (terminating)");
+                format!("{name} {}{ending}", phase.unwrap_or("?"))
             })
             .collect::<Vec<_>>()
             .join(", ");
@@ -423,18 +391,10 @@ async fn observe_registration(
     rec.raw("policy", &policy);
     let policy = PolicyPresence {
         exists: policy.is_some(),
-        uid: policy
-            .as_ref()
-            .and_then(|p| p.pointer("/metadata/uid"))
-            .and_then(|u| u.as_str())
-            .map(str::to_owned),
+        uid: uid_of(policy.as_ref()).map(str::to_owned),
         at: facts::now_rfc3339(),
     };
-    let policy_uid_2 = f2
-        .policy
-        .pointer("/metadata/uid")
-        .and_then(|u| u.as_str())
-        .unwrap_or("");
+    let policy_uid_2 = uid_of(Some(&f2.policy)).unwrap_or("");
     // The full list of ValidatingWebhookConfigurations, raw.
     let configs = webhook_configurations_raw(cl).await?;
     let registrations_checked_at = facts::now_rfc3339();
@@ -489,33 +449,24 @@ async fn send_bad_requests(
 
 /// Act 5's summary lines.
 fn act5_lines(ui: &Ui, facts: &Act5Facts) -> Vec<String> {
+    let or_dash = |v: &Option<String>| v.as_deref().unwrap_or("-").to_owned();
+    let (present, p) = (facts.policy_webhook_present, &facts.existing);
+    let kept = if present {
+        "registration-kept"
+    } else {
+        "registration-absent"
+    };
     vec![
-        ui.text(m::scaled(
-            &facts.scaled_at,
-            facts.pods_gone_at.as_deref().unwrap_or("-"),
-        )),
+        ui.text(m::scaled(&facts.scaled_at, &or_dash(&facts.pods_gone_at))),
         ui.text(m::policy_exists(
             facts.policy.exists,
-            facts.policy.uid.as_deref().unwrap_or("-"),
+            &or_dash(&facts.policy.uid),
         )),
-        ui.text(m::policy_webhook_registered(
-            facts.policy_webhook_present,
-            if facts.policy_webhook_present {
-                "registration-kept"
-            } else {
-                "registration-absent"
-            },
-        )),
+        ui.text(m::policy_webhook_registered(present, kept)),
         describe(ui, m::req::TARGET_BAD, &facts.target_bad),
         describe(ui, m::req::CONTROL, &facts.control),
-        ui.text(m::existing(
-            &facts.existing.name,
-            facts.existing.uid.as_deref().unwrap_or("-"),
-            facts.existing.phase.as_deref().unwrap_or("-"),
-        )),
-        ui.text(m::stays_at_zero(
-            facts.watcher.deadline_at.as_deref().unwrap_or("-"),
-        )),
+        ui.text(m::existing(&p.name, &or_dash(&p.uid), &or_dash(&p.phase))),
+        ui.text(m::stays_at_zero(&or_dash(&facts.watcher.deadline_at))),
     ]
 }
 
@@ -569,9 +520,9 @@ impl Track {
     }
 }
 
+/// Milliseconds from `a` to `b` ([`facts::ms_between`]); `None` when `b` is earlier.
 fn ms_between(a: Option<&str>, b: Option<&str>) -> Option<u64> {
-    let (a, b) = (facts::parse_rfc3339(a?)?, facts::parse_rfc3339(b?)?);
-    u64::try_from((b - a).num_milliseconds()).ok()
+    u64::try_from(facts::ms_between(a, b)?).ok()
 }
 
 /// Finds the fault directory act 5 used (from its facts, else the newest `scale-*`).
@@ -617,15 +568,8 @@ pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
         &f4,
         &f5,
     );
-    let result = match common::or_signal(body).await {
-        Ok(r) => r,
-        Err(sig) => Err(LabError::Interrupted {
-            signal: sig.into(),
-            act: 6,
-            healed: "the runner restored the replicas (see the evidence's runner-restore-on-exit)"
-                .into(),
-        }),
-    };
+    let healed = "the runner restored the replicas (see the evidence's runner-restore-on-exit)";
+    let result = common::unless_signalled(6, healed, body).await;
     // Whatever happened, the fault must not outlive the act (the healer is the safety net too).
     if result.is_err() {
         let restored = fault.restore(scale::UndoneBy::Runner).await;
@@ -639,17 +583,7 @@ pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
         "watcher-record",
         fault.files().read_scale_report().ok().flatten(),
     );
-    match result {
-        Ok((facts, lines)) => {
-            let mut facts = to_value(&facts)?;
-            crate::metrics::carry(&partial, &mut facts);
-            rec.complete(facts, lines)
-        }
-        Err(e) => {
-            rec.interrupt(partial, e.to_string())?;
-            Err(e)
-        }
-    }
+    finish(rec, result.map_err(|e| (partial, e)))
 }
 
 /// Act 6's recovery timeline, in three named phases: [`restore_replicas`] (step 1, the runner
@@ -661,7 +595,7 @@ async fn act6_body(
     f3: &Act3Facts,
     f4: &Act4Facts,
     f5: &Act5Facts,
-) -> Result<(Act6Facts, Vec<String>), LabError> {
+) -> Result<(serde_json::Value, Vec<String>), LabError> {
     let ScaleAct {
         cl,
         ui,
@@ -720,6 +654,8 @@ async fn act6_body(
         seen.lease_acquire_time.as_deref(),
         restored_by_act6,
     );
+    let mut facts = to_value(&facts)?;
+    crate::metrics::carry(partial, &mut facts);
     Ok((facts, lines))
 }
 
@@ -774,11 +710,7 @@ async fn restore_replicas(
         }
         RestoreOutcome::DeploymentChanged { uid, at } => {
             return Err(LabError::ClusterMismatch {
-                what: format!(
-                    "deployment {}/{} at {at}",
-                    cluster::KYVERNO_NAMESPACE,
-                    cluster::ADMISSION_DEPLOYMENT
-                ),
+                what: format!("deployment {KYVERNO_NAMESPACE}/{ADMISSION_DEPLOYMENT} at {at}"),
                 expected: format!("uid {}", fault.plan().deployment_uid),
                 found: uid.clone().unwrap_or_else(|| "no such deployment".into()),
             });
@@ -900,15 +832,13 @@ async fn observe_new_pod(
     t0: Instant,
 ) -> Result<(), LabError> {
     let pods = cl.admission_pods().await?;
-    let mut fresh: Vec<&Pod> = pods
-        .iter()
-        .filter(|p| {
-            p.metadata
-                .uid
-                .as_ref()
-                .is_some_and(|u| !old_uids.contains(u))
-        })
-        .collect();
+    let new = |p: &&Pod| {
+        p.metadata
+            .uid
+            .as_ref()
+            .is_some_and(|u| !old_uids.contains(u))
+    };
+    let mut fresh: Vec<&Pod> = pods.iter().filter(new).collect();
     fresh.sort_by_key(|p| p.metadata.creation_timestamp.as_ref().map(|t| t.0));
     if let Some(p) = fresh.last() {
         let obs = pod_observation(p)?;
@@ -927,16 +857,14 @@ async fn observe_new_pod(
         }
         seen.new_pod = Some(obs);
     } else {
+        let names: Vec<_> = pods
+            .iter()
+            .filter_map(|p| p.metadata.name.clone())
+            .collect();
         let state = if pods.is_empty() {
             "no controller pod".to_owned()
         } else {
-            format!(
-                "only pods act 4 saw: {}",
-                pods.iter()
-                    .filter_map(|p| p.metadata.name.clone())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
+            format!("only pods act 4 saw: {}", names.join(", "))
         };
         seen.created.seen(state.clone());
         seen.running.seen(state);
@@ -988,22 +916,24 @@ fn act6_lines(
     restored_by_act6: bool,
 ) -> Vec<String> {
     let lang = ui.lang();
-    let show = |label: Text, s: &TimelineStep| match s.status {
-        StepStatus::Confirmed => m::step_confirmed(
-            lang,
-            label,
-            s.at.as_deref().unwrap_or("-"),
-            s.last_seen.as_deref(),
-        ),
-        StepStatus::NotConfirmed => m::step_not_confirmed(
-            lang,
-            label,
-            s.waited_ms,
-            s.last_seen.as_deref().unwrap_or("-"),
-        ),
+    let show = |label: Text, s: &TimelineStep| {
+        let (at, seen) = (s.at.as_deref().unwrap_or("-"), s.last_seen.as_deref());
+        if s.status == StepStatus::Confirmed {
+            m::step_confirmed(lang, label, at, seen)
+        } else {
+            m::step_not_confirmed(lang, label, s.waited_ms, seen.unwrap_or("-"))
+        }
     };
     let ms = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_else(|| "-".into());
     let admitted = facts.admitted_during_scale_down.as_ref();
+    let (exists, uid) = (
+        admitted.is_some_and(|p| p.exists),
+        admitted.and_then(|p| p.uid.clone()),
+    );
+    let (takeover, after_restore) = (
+        ms(facts.leader_takeover_ms),
+        ms(facts.lease_after_restore_ms),
+    );
     let mut lines = vec![
         ui.text(m::by(
             &show(m::step::REPLICAS_RESTORED, &facts.replicas_restored),
@@ -1022,14 +952,11 @@ fn act6_lines(
             &show(m::step::FIRST_DENY, &facts.first_explicit_deny),
             facts.deny_probes.len(),
         )),
-        ui.text(m::takeover(
-            &ms(facts.leader_takeover_ms),
-            &ms(facts.lease_after_restore_ms),
-        )),
+        ui.text(m::takeover(&takeover, &after_restore)),
         ui.text(m::admitted_pod(
             &f5.target_bad.name,
-            admitted.is_some_and(|p| p.exists),
-            admitted.and_then(|p| p.uid.as_deref()).unwrap_or("-"),
+            exists,
+            uid.as_deref().unwrap_or("-"),
         )),
     ];
     // A step already reached at the first check has no earlier check: when the replicas were
@@ -1132,35 +1059,14 @@ async fn act7_body(cl: &Cluster, ui: &Ui, rec: &mut ActRecorder) -> ActResult {
 // ---------------------------------------------------------------------------------------------
 // Act 8
 
-pub(crate) async fn act8(env: &Env) -> Result<ActSummary, LabError> {
-    let ui = env.ui;
-    let cl = env.cluster().await?;
-    let ctx = live_context(&cl, &env.workdir).await?;
-    // report.json is parsed strictly and its digests are checked against 05/06/07 here.
-    let (_report, loaded) = read_input::<inputs::ReportA>(&env.workdir, &ctx)?;
-    let f2: Act2Facts = read_facts(&env.workdir, 2)?;
-    let f3: Act3Facts = read_facts(&env.workdir, 3)?;
-    let f5: Act5Facts = read_facts(&env.workdir, 5)?;
-    let f6: Act6Facts = read_facts(&env.workdir, 6)?;
-    let f7: Act7Facts = read_facts(&env.workdir, 7)?;
-    let mut rec = ActRecorder::begin(&env.workdir, LAB, 8)?;
-    rec.input(&loaded);
-    rec.raw("report.json", &loaded.value);
-    let words = evidence_words(&f2, &f3, &f5, &f6, &f7);
-    let words = words.into_iter().map(|(f, w)| (f, w.to_owned())).collect();
-    let facts = common::report_checks(
-        env,
-        &rec,
-        &loaded.value,
-        words,
-        &[
-            ("scale_evidence_sha256", 5),
-            ("recovery_evidence_sha256", 6),
-            ("dry_run_evidence_sha256", 7),
-        ],
-    )?;
-    let lines = m::report_summary(ui.lang(), &facts.checks);
-    rec.complete(facts, lines)
+/// Act 8's words: what acts 2, 3 and 5-7 support ([`evidence_words`]); `report.json` is checked
+/// against them and its digests against 05/06/07 by [`common::act8`].
+fn act8_words(w: &Workdir) -> Result<Vec<(&'static str, String)>, LabError> {
+    let (f2, f3) = (read_facts(w, 2)?, read_facts(w, 3)?);
+    let (f5, f6, f7) = (read_facts(w, 5)?, read_facts(w, 6)?, read_facts(w, 7)?);
+    Ok(evidence_words(&f2, &f3, &f5, &f6, &f7)
+        .into_iter()
+        .collect())
 }
 
 #[cfg(test)]
@@ -1193,20 +1099,21 @@ mod tests {
         assert!(!policy_webhook_in(&serde_json::json!({"items": []})));
     }
 
-    fn step(at: Option<&str>) -> TimelineStep {
+    /// A step confirmed at `2026-11-29T15:00:<at>Z`, or not confirmed when `at` is empty.
+    fn step(at: &str) -> TimelineStep {
+        let at = (!at.is_empty()).then(|| format!("2026-11-29T15:00:{at}Z"));
         TimelineStep {
-            status: if at.is_some() {
-                StepStatus::Confirmed
-            } else {
-                StepStatus::NotConfirmed
+            status: match at {
+                Some(_) => StepStatus::Confirmed,
+                None => StepStatus::NotConfirmed,
             },
-            at: at.map(str::to_owned),
+            at,
             last_seen: None,
             waited_ms: 0,
         }
     }
 
-    fn timeline(ats: [Option<&str>; 6]) -> Act6Facts {
+    fn timeline(ats: [&str; 6]) -> Act6Facts {
         Act6Facts {
             replicas_restored: step(ats[0]),
             restored_by: Some(Restorer::Runner),
@@ -1229,50 +1136,21 @@ mod tests {
 
     #[test]
     fn timeline_order_needs_all_six_confirmed_and_no_cause_seen_after_its_effect() {
-        let ok = timeline([
-            Some("2026-11-29T15:00:00.000Z"),
-            Some("2026-11-29T15:00:00.200Z"),
-            Some("2026-11-29T15:00:16.000Z"),
-            Some("2026-11-29T15:00:32.000Z"),
-            Some("2026-11-29T15:00:32.100Z"),
-            Some("2026-11-29T15:00:32.100Z"),
-        ]);
+        let ok = timeline(["00.000", "00.200", "16.000", "32.000", "32.100", "32.100"]);
         assert!(timeline_in_order(&ok));
-        let swapped = timeline([
-            Some("2026-11-29T15:00:00.000Z"),
-            Some("2026-11-29T15:00:00.200Z"),
-            Some("2026-11-29T15:00:16.000Z"),
-            Some("2026-11-29T15:00:33.000Z"),
-            Some("2026-11-29T15:00:32.100Z"),
-            Some("2026-11-29T15:00:34.000Z"),
-        ]);
+        let swapped = timeline(["00.000", "00.200", "16.000", "33.000", "32.100", "34.000"]);
         assert!(
             !timeline_in_order(&swapped),
             "registration before the lease"
         );
-        let missing = timeline([
-            Some("2026-11-29T15:00:00.000Z"),
-            Some("2026-11-29T15:00:00.200Z"),
-            Some("2026-11-29T15:00:16.000Z"),
-            None,
-            Some("2026-11-29T15:00:32.100Z"),
-            Some("2026-11-29T15:00:34.000Z"),
-        ]);
+        let missing = timeline(["00.000", "00.200", "16.000", "", "32.100", "34.000"]);
         assert!(!timeline_in_order(&missing), "a not-confirmed step");
-        assert_eq!(
-            ms_between(
-                Some("2026-11-29T15:00:16.000Z"),
-                Some("2026-11-29T15:00:32.000Z")
-            ),
-            Some(16_000)
+        let (t16, t32) = (
+            Some("2026-11-29T15:00:16.000Z"),
+            Some("2026-11-29T15:00:32.000Z"),
         );
-        assert_eq!(
-            ms_between(
-                Some("2026-11-29T15:00:32.000Z"),
-                Some("2026-11-29T15:00:16.000Z")
-            ),
-            None
-        );
+        assert_eq!(ms_between(t16, t32), Some(16_000));
+        assert_eq!(ms_between(t32, t16), None);
     }
 
     #[test]

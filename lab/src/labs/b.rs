@@ -20,12 +20,13 @@ use crate::cluster;
 use crate::error::LabError;
 use crate::evidence::Lab;
 use crate::facts::a::LeaseFacts;
-use crate::facts::b::{Act4Facts, Act5Facts, Act6Facts, Act7Facts, FreezeRun, ProcessIdentity};
+use crate::facts::b::{Act4Facts, Act7Facts, FreezeRun, ProcessIdentity};
 use crate::facts::{self, Act3Facts, PodObservation};
 use crate::inputs;
 use crate::labs::common::{
-    self, ActRecorder, ActSummary, Env, TARGET_NAMESPACE, Ui, describe, existing_line, finish,
-    live_context, read_facts, read_input, to_value, wait_for_webhook, webhook_facts,
+    self, ActRecorder, ActSummary, Env, TARGET_NAMESPACE, Ui, describe, existing_line,
+    existing_vs_act3_line, finish, live_context, read_facts, read_input, to_value, uid_of,
+    wait_for_webhook, webhook_facts,
 };
 use crate::messages::act as m;
 use crate::probe::{self, PodKind};
@@ -37,6 +38,7 @@ use crate::steps::observe::leader_lease;
 use crate::steps::samples::Samples;
 use crate::steps::settle::container_after;
 use crate::steps::traffic::{OneEach, one_of_each};
+use crate::workdir::Workdir;
 
 pub use crate::rules::b::{DENY_AFTER_RESUME_BOUND, WATCHDOG_GRACE, report_expectations};
 
@@ -47,7 +49,14 @@ pub(crate) static RUNNERS: &[(u8, super::Runner)] = &[
     (5, |env, _| Box::pin(freeze::act5::<OneReplica>(env))),
     (6, |env, _| Box::pin(freeze::act6::<OneReplica>(env))),
     (7, |env, _| Box::pin(act7(env))),
-    (8, |env, _| Box::pin(act8(env))),
+    (8, |env, _| {
+        Box::pin(common::act8::<inputs::ReportB>(
+            env,
+            Lab::B,
+            false,
+            act8_words,
+        ))
+    }),
 ];
 
 /// Act 4: investigation only; nothing is frozen.
@@ -63,10 +72,8 @@ pub(crate) async fn act4(env: &Env) -> Result<ActSummary, LabError> {
     let inv = investigate(&cluster, &mut cri).await?;
     rec.raw("cri-container", &inv.container);
     rec.raw("cri-runtime", cri.runtime_version().await.ok());
-    rec.raw(
-        "lab-mark",
-        cluster.lab_mark().await.map_err(|e| e.to_string()),
-    );
+    let mark = cluster.lab_mark().await.map_err(|e| e.to_string());
+    rec.raw("lab-mark", mark);
     let facts = Act4Facts {
         node_uid: ctx.node_uid.clone().unwrap_or_default(),
         deployment_uid: ctx.deployment_uid.clone().unwrap_or_default(),
@@ -78,12 +85,13 @@ pub(crate) async fn act4(env: &Env) -> Result<ActSummary, LabError> {
         process_state: inv.state.to_string(),
         investigated_at: facts::now_rfc3339(),
     };
+    let (pid, ticks) = (facts.identity.pid, facts.identity.pid_start_time_ticks);
     let lines = vec![
         ui.text(m::pod_uid(&facts.pod_name, &facts.identity.pod_uid)),
         ui.text(m::container(&facts.identity.container_id)),
         ui.text(m::process(
-            facts.identity.pid,
-            facts.identity.pid_start_time_ticks,
+            pid,
+            ticks,
             &facts.process_state,
             facts.restart_count,
         )),
@@ -182,11 +190,8 @@ impl Shape for OneReplica {
             lines.push(describe(ui, m::req::AFTER_RESUME, r));
         }
         let restarts = (run.restart_count_before, run.restart_count_after);
-        lines.push(first_deny_line(
-            ui,
-            run.first_deny_after_resume_ms,
-            restarts,
-        ));
+        let first_deny = run.first_deny_after_resume_ms;
+        lines.push(first_deny_line(ui, first_deny, restarts));
         lines.push(existing_line(ui, &run.existing));
         lines
     }
@@ -211,12 +216,7 @@ pub(crate) async fn act7(env: &Env) -> Result<ActSummary, LabError> {
     let result = async {
         let policy = cluster.policy(cluster::POLICY_NAME).await.map_err(fail)?;
         rec.raw("policy", &policy);
-        let policy_uid = policy
-            .as_ref()
-            .and_then(|p| p.pointer("/metadata/uid"))
-            .and_then(|v| v.as_str())
-            .unwrap_or_default()
-            .to_owned();
+        let policy_uid = uid_of(policy.as_ref()).unwrap_or_default().to_owned();
         let name = cluster::fine_grained_webhook_name("Ignore", cluster::POLICY_NAME);
         let (cfg, wh) = wait_for_webhook(&cluster, &ui, &name, Duration::from_secs(30), |_| true)
             .await
@@ -237,12 +237,7 @@ pub(crate) async fn act7(env: &Env) -> Result<ActSummary, LabError> {
         let lines = vec![
             ui.text(m::policy_uid(&policy_uid)),
             describe(&ui, m::req::VIOLATING, &healthy_bad),
-            ui.text(m::existing_vs_act3(
-                &existing.name,
-                existing.uid.as_deref().unwrap_or("?"),
-                existing.phase.as_deref().unwrap_or("?"),
-                act3.existing.uid.as_deref().unwrap_or("?"),
-            )),
+            existing_vs_act3_line(&ui, &existing, &act3.existing),
             ui.text(crate::metrics::summary_line(&admission)),
         ];
         let facts = Act7Facts {
@@ -259,36 +254,23 @@ pub(crate) async fn act7(env: &Env) -> Result<ActSummary, LabError> {
     finish(rec, result)
 }
 
-/// Act 8: the report checked against the evidence.
-pub(crate) async fn act8(env: &Env) -> Result<ActSummary, LabError> {
-    let cluster = env.cluster().await?;
-    let ctx = live_context(&cluster, &env.workdir).await?;
-    let (_report, loaded) = read_input::<inputs::ReportB>(&env.workdir, &ctx)?;
-    let act3: Act3Facts = read_facts(&env.workdir, 3)?;
-    let act5: Act5Facts = read_facts(&env.workdir, 5)?;
-    let act6: Act6Facts = read_facts(&env.workdir, 6)?;
-    let act7: Act7Facts = read_facts(&env.workdir, 7)?;
-    let mut rec = ActRecorder::begin(&env.workdir, Lab::B, 8)?;
-    rec.input(&loaded);
-    let facts = common::report_checks(
-        env,
-        &rec,
-        &loaded.value,
-        report_expectations(&act3, &act5, &act6, &act7),
-        &[
-            ("fail_evidence_sha256", 5),
-            ("ignore_evidence_sha256", 6),
-            ("recovery_evidence_sha256", 7),
-        ],
-    )?;
-    let lines = m::report_summary(env.ui.lang(), &facts.checks);
-    rec.complete(facts, lines)
+/// Act 8's words: what acts 3 and 5-7 support ([`report_expectations`]); `report.json` is checked
+/// against them and its digests against 05/06/07 by [`common::act8`].
+fn act8_words(w: &Workdir) -> Result<Vec<(&'static str, String)>, LabError> {
+    let (a3, a5) = (read_facts(w, 3)?, read_facts(w, 5)?);
+    Ok(report_expectations(
+        &a3,
+        &a5,
+        &read_facts(w, 6)?,
+        &read_facts(w, 7)?,
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::evidence::Outcome;
+    use crate::facts::b::{Act5Facts, Act6Facts};
 
     fn facts<T: serde::de::DeserializeOwned>(text: &str) -> T {
         let ev: serde_json::Value = serde_json::from_str(text).unwrap();

@@ -44,7 +44,7 @@ use crate::evidence::{Lab, Outcome};
 use crate::facts::a::LeaseFacts;
 use crate::facts::b::ProcessIdentity;
 use crate::facts::c::{
-    Act3Facts, Act4Facts, Act5Facts, Act6Facts, Act7Facts, EndpointFacts, ReadyWait, ReplicaFacts,
+    Act3Facts, Act4Facts, Act7Facts, EndpointFacts, EndpointSample, ReadyWait, ReplicaFacts,
     ReplicaFreezeRun, ReplicaProcess, ScaleUpFacts,
 };
 use crate::facts::{self, PodObservation, WebhookFacts};
@@ -52,8 +52,8 @@ use crate::faults::scale::{HA_FAULT_KIND, ScaleFault, ScaleTo};
 use crate::inputs;
 use crate::labs::common::{
     self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Env, RUNNING_BOUND, TARGET_NAMESPACE, Ui,
-    describe, existing_line, live_context, log_change, read_facts, read_input, to_value,
-    wait_each_second,
+    describe, existing_line, existing_vs_act3_line, live_context, log_change, read_facts,
+    read_input, to_value, wait_each_second,
 };
 use crate::messages::act as m;
 use crate::probe::{self, PodKind};
@@ -66,13 +66,14 @@ use crate::steps::observe::{
 };
 use crate::steps::restore::{scale_back, wait_original_count};
 use crate::steps::samples::{SERVICE, Samples, endpoints};
-use crate::steps::scale::{healer_kubeconfig, restore_after_a_failed_act};
+use crate::steps::scale::{hand_over_or_restore, healer_kubeconfig};
 use crate::steps::settle::target_after;
 use crate::steps::traffic::{
     Waves, met_frozen, parallel_wave, replica_counters, replica_request_lines, replica_requests,
     waves,
 };
 use crate::wait::Check;
+use crate::workdir::Workdir;
 
 const LAB: Lab = Lab::C;
 
@@ -89,7 +90,9 @@ pub(crate) static RUNNERS: &[(u8, super::Runner)] = &[
     (5, |env, _| Box::pin(freeze::act5::<Replica>(env))),
     (6, |env, _| Box::pin(freeze::act6::<Replica>(env))),
     (7, |env, _| Box::pin(act7(env))),
-    (8, |env, _| Box::pin(act8(env))),
+    (8, |env, _| {
+        Box::pin(common::act8::<inputs::ReportC>(env, LAB, false, act8_words))
+    }),
 ];
 
 /// The replicas the plan scales to.
@@ -154,15 +157,11 @@ async fn wait_three_ready(cl: &Cluster, ui: &Ui) -> Result<(Ready, Seen, u64), L
                 s.registration = Some(now.clone());
             }
         }
+        let registration = webhook.as_ref().map_or("absent", |_| "present");
         let state = format!(
-            "pods {}/{n} Ready ({} listed), endpoints {ready_eps}/{n} ready, registration {}",
+            "pods {}/{n} Ready ({} listed), endpoints {ready_eps}/{n} ready, registration {registration}",
             ready.len(),
             pods.len(),
-            if webhook.is_some() {
-                "present"
-            } else {
-                "absent"
-            }
         );
         Ok::<_, LabError>(match webhook {
             Some(webhook) if pods_ok && eps_ok => Check::Done(Ready {
@@ -228,31 +227,12 @@ pub(crate) async fn act3(env: &Env) -> Result<ActSummary, LabError> {
         &mut partial,
         &ready.deadline_at,
     );
-    let result = match common::or_signal(body).await {
-        Ok(r) => r,
-        Err(sig) => Err(LabError::Interrupted {
-            signal: sig.into(),
-            act: 3,
-            healed:
-                "the runner put the original replica count back (see the evidence's runner-restore)"
-                    .into(),
-        }),
-    };
-    match result {
-        Ok((facts, lines)) => {
-            // The three replicas stay for acts 4-7: a later heal leaves them to the healer,
-            // except the `heal` command, which puts the original count back.
-            if let Err(e) = fault.hand_over() {
-                rec.raw("hand-over-record-error", e.to_string());
-            }
-            rec.complete(facts, lines)
-        }
-        Err(e) => {
-            restore_after_a_failed_act(&mut fault, &mut rec).await;
-            rec.interrupt(partial, e.to_string())?;
-            Err(e)
-        }
-    }
+    let healed =
+        "the runner put the original replica count back (see the evidence's runner-restore)";
+    let result = common::unless_signalled(3, healed, body).await;
+    // The three replicas stay for acts 4-7: a later heal leaves them to the healer, except the
+    // `heal` command, which puts the original count back.
+    hand_over_or_restore(fault, rec, partial, result).await
 }
 
 async fn act3_body(
@@ -375,21 +355,18 @@ fn act3_lines(ui: &Ui, f: &Act3Facts, admission: &crate::metrics::AdmissionMetri
         .replicas
         .iter()
         .map(|r| {
+            let (uid, ip) = (r.pod.uid.as_deref(), r.pod_ip.as_deref());
             ui.text(m::replica(
                 &r.pod.name,
-                r.pod.uid.as_deref().unwrap_or("?"),
-                r.pod_ip.as_deref().unwrap_or("?"),
+                uid.unwrap_or("?"),
+                ip.unwrap_or("?"),
                 r.ready,
             ))
         })
         .collect();
     lines.push(lease_line(ui, &f.lease));
-    let denied = f
-        .bad
-        .iter()
-        .filter(|r| r.outcome == Outcome::ExplicitDeny)
-        .count();
-    lines.push(ui.text(m::waves_outcome(denied, f.bad.len())));
+    let denied = f.bad.iter().filter(|r| r.outcome == Outcome::ExplicitDeny);
+    lines.push(ui.text(m::waves_outcome(denied.count(), f.bad.len())));
     lines.extend(replica_request_lines(ui, &f.replica_requests));
     lines.push(describe(ui, m::req::GOOD, &f.good));
     lines.push(describe(ui, m::req::CONTROL, &f.control));
@@ -403,10 +380,8 @@ fn lease_line(ui: &Ui, lease: &LeaseFacts) -> String {
     let transitions = lease
         .lease_transitions
         .map_or("?".into(), |t| t.to_string());
-    ui.text(m::lease_held_by(
-        lease.holder.as_deref().unwrap_or("?"),
-        &transitions,
-    ))
+    let holder = lease.holder.as_deref().unwrap_or("?");
+    ui.text(m::lease_held_by(holder, &transitions))
 }
 
 /// Act 4: the Lease, each replica's process (CRI, `/proc`), the Lease again; nothing is frozen.
@@ -483,13 +458,9 @@ async fn act4_body(
     for (role, p) in std::iter::once(("leader", &facts.leader))
         .chain(facts.followers.iter().map(|p| ("follower", p)))
     {
-        lines.push(ui.text(m::replica_process(
-            role,
-            &p.pod_name,
-            p.identity.pid,
-            p.identity.pid_start_time_ticks,
-            &p.process_state,
-        )));
+        let (pid, ticks) = (p.identity.pid, p.identity.pid_start_time_ticks);
+        let process = m::replica_process(role, &p.pod_name, pid, ticks, &p.process_state);
+        lines.push(ui.text(process));
     }
     Ok((to_value(&facts)?, lines))
 }
@@ -557,20 +528,13 @@ impl Shape for Replica {
 
     async fn before(&mut self, cx: &mut FreezeAct<'_>) {
         self.counts_before = replica_counters(cx.cl, &self.pods, cx.rec, "before").await;
-        cx.env
-            .ui
-            .step(m::freezing_replica(self.role, &cx.inv.pod_name));
+        let line = m::freezing_replica(self.role, &cx.inv.pod_name);
+        cx.env.ui.step(line);
     }
 
     async fn traffic(&self, cx: &mut FreezeAct<'_>) -> Result<Waves, LabError> {
-        waves(
-            cx.cl,
-            &cx.env.ui,
-            cx.rec,
-            (cx.spec.act, cx.spec.tag),
-            self.waves,
-        )
-        .await
+        let act = (cx.spec.act, cx.spec.tag);
+        waves(cx.cl, &cx.env.ui, cx.rec, act, self.waves).await
     }
 
     fn partial(
@@ -638,49 +602,31 @@ impl Shape for Replica {
         let (met_word, met) = met_frozen(act);
         let (n_met, denied, other) = lab_core::rules::c::freeze_counts(run, met);
         let mut lines = window_lines(ui, &run.freeze, run.registration_present_during_freeze);
-        lines.push(ui.text(m::freeze_waves_outcome(
-            n_met,
-            met_word,
-            denied,
-            other,
-            run.bad.len(),
-        )));
+        let waves = m::freeze_waves_outcome(n_met, met_word, denied, other, run.bad.len());
+        lines.push(ui.text(waves));
         for r in &run.control {
             lines.push(describe(ui, m::req::CONTROL_FROZEN, r));
         }
-        lines.push(ui.text(m::lease_during_freeze(
-            run.lease_before.holder.as_deref().unwrap_or("?"),
-            &takeover_words(ui, run),
-        )));
-        let frozen_ready = run
-            .endpoint_samples
-            .iter()
-            .filter(|s| {
-                s.endpoints
-                    .iter()
-                    .any(|e| e.pod.as_deref() == Some(run.target_pod.as_str()) && e.ready)
-            })
-            .count();
-        lines.push(ui.text(m::frozen_endpoint(
-            &run.target_pod,
-            frozen_ready,
-            run.endpoint_samples.len(),
-        )));
+        let holder = run.lease_before.holder.as_deref().unwrap_or("?");
+        lines.push(ui.text(m::lease_during_freeze(holder, &takeover_words(ui, run))));
+        let target = Some(run.target_pod.as_str());
+        let ready = |s: &&EndpointSample| {
+            s.endpoints
+                .iter()
+                .any(|e| e.pod.as_deref() == target && e.ready)
+        };
+        let frozen_ready = run.endpoint_samples.iter().filter(ready).count();
+        let samples = run.endpoint_samples.len();
+        lines.push(ui.text(m::frozen_endpoint(&run.target_pod, frozen_ready, samples)));
         lines.extend(replica_request_lines(ui, &run.replica_requests));
         let t = &run.target_after;
         let restarts = (t.restart_count_before, t.restart_count_after);
-        lines.push(first_deny_line(
-            ui,
-            run.first_deny_after_resume_ms,
-            restarts,
-        ));
-        lines.push(ui.text(m::replica_after(
-            &t.pod,
-            t.restart_count_before,
-            t.restart_count_after,
-            t.pod_uid_after.as_deref() == Some(t.pod_uid_before.as_str()),
-            t.holds_lease_after,
-        )));
+        let first_deny = run.first_deny_after_resume_ms;
+        lines.push(first_deny_line(ui, first_deny, restarts));
+        let same_pod = t.pod_uid_after.as_deref() == Some(t.pod_uid_before.as_str());
+        let (before, after) = restarts;
+        let replica = m::replica_after(&t.pod, before, after, same_pod, t.holds_lease_after);
+        lines.push(ui.text(replica));
         lines.push(existing_line(ui, &run.existing));
         lines
     }
@@ -691,14 +637,8 @@ impl Shape for Replica {
 fn takeover_words(ui: &Ui, run: &ReplicaFreezeRun) -> String {
     match lab_core::rules::c::takeover(run) {
         Some((holder, at)) => {
-            let ms = match (
-                facts::parse_rfc3339(&run.freeze.frozen_at),
-                facts::parse_rfc3339(at),
-            ) {
-                (Some(f), Some(a)) => (a - f).num_milliseconds(),
-                _ => -1,
-            };
-            ui.text(m::lease_taken_over(holder, ms))
+            let ms = facts::ms_between(Some(&run.freeze.frozen_at), Some(at));
+            ui.text(m::lease_taken_over(holder, ms.unwrap_or(-1)))
         }
         None => m::LEASE_KEPT.get(ui.lang()).to_owned(),
     }
@@ -718,19 +658,10 @@ pub(crate) async fn act7(env: &Env) -> Result<ActSummary, LabError> {
     let mut rec = ActRecorder::begin(&env.workdir, LAB, 7)?.with_audit(env);
     rec.input(&loaded);
     let mut partial = serde_json::Value::Null;
-    let result = common::or_signal(act7_body(env, &cl, &mut rec, &mut partial, &a3)).await;
-    let result = match result {
-        Ok(r) => r,
-        Err(sig) => Err(LabError::Interrupted {
-            signal: sig.into(),
-            act: 7,
-            healed: "the scale back is the heal's: run `heal` to finish it".into(),
-        }),
-    };
-    match result {
-        Ok((facts, lines)) => rec.complete(facts, lines),
-        Err(e) => common::finish(rec, Err((partial, e))),
-    }
+    let healed = "the scale back is the heal's: run `heal` to finish it";
+    let body = act7_body(env, &cl, &mut rec, &mut partial, &a3);
+    let result = common::unless_signalled(7, healed, body).await;
+    common::finish(rec, result.map_err(|e| (partial, e)))
 }
 
 async fn act7_body(
@@ -753,10 +684,7 @@ async fn act7_body(
     let lease = read_lease(cl, rec, "lease").await?;
     let policy = cl.policy(cluster::POLICY_NAME).await?;
     rec.raw("policy", &policy);
-    let policy_uid = policy
-        .as_ref()
-        .and_then(|p| p.pointer("/metadata/uid"))
-        .and_then(|v| v.as_str())
+    let policy_uid = common::uid_of(policy.as_ref())
         .unwrap_or_default()
         .to_owned();
     let (cfg, wh) = webhook_cfg;
@@ -817,12 +745,7 @@ fn act7_lines(
     lines.push(lease_line(ui, &facts.lease));
     lines.push(ui.text(m::policy_uid(&facts.policy_uid)));
     lines.push(describe(ui, m::req::VIOLATING, &facts.healthy_bad));
-    lines.push(ui.text(m::existing_vs_act3(
-        &facts.existing.name,
-        facts.existing.uid.as_deref().unwrap_or("?"),
-        facts.existing.phase.as_deref().unwrap_or("?"),
-        a3.existing.uid.as_deref().unwrap_or("?"),
-    )));
+    lines.push(existing_vs_act3_line(ui, &facts.existing, &a3.existing));
     lines.push(ui.text(crate::metrics::summary_line(admission)));
     lines
 }
@@ -830,25 +753,11 @@ fn act7_lines(
 // ---------------------------------------------------------------------------------------------
 // Act 8: the report.
 
-/// Act 8: the report checked against the evidence, word by word with the rule the grader uses
-/// ([`lab_core::rules::c::report_expectations`]), and the digests of 05/06/07.
-pub(crate) async fn act8(env: &Env) -> Result<ActSummary, LabError> {
-    let cl = env.cluster().await?;
-    let ctx = live_context(&cl, &env.workdir).await?;
-    let (_report, loaded) = read_input::<inputs::ReportC>(&env.workdir, &ctx)?;
-    let a3: Act3Facts = read_facts(&env.workdir, 3)?;
-    let a5: Act5Facts = read_facts(&env.workdir, 5)?;
-    let a6: Act6Facts = read_facts(&env.workdir, 6)?;
-    let a7: Act7Facts = read_facts(&env.workdir, 7)?;
-    let mut rec = ActRecorder::begin(&env.workdir, LAB, 8)?;
-    rec.input(&loaded);
-    let words = lab_core::rules::c::report_expectations(&a3, &a5, &a6, &a7);
-    let digests = [
-        ("leader_freeze_evidence_sha256", 5u8),
-        ("follower_freeze_evidence_sha256", 6),
-        ("recovery_evidence_sha256", 7),
-    ];
-    let facts = common::report_checks(env, &rec, &loaded.value, words, &digests)?;
-    let lines = m::report_summary(env.ui.lang(), &facts.checks);
-    rec.complete(facts, lines)
+/// Act 8's words: what acts 3 and 5-7 support, with the rule the grader uses
+/// ([`lab_core::rules::c::report_expectations`]); `report.json` is checked against them and its
+/// digests against 05/06/07 by [`common::act8`].
+fn act8_words(w: &Workdir) -> Result<Vec<(&'static str, String)>, LabError> {
+    let (a3, a5) = (read_facts(w, 3)?, read_facts(w, 5)?);
+    let (a6, a7) = (read_facts(w, 6)?, read_facts(w, 7)?);
+    Ok(lab_core::rules::c::report_expectations(&a3, &a5, &a6, &a7))
 }

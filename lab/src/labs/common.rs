@@ -18,7 +18,9 @@ use crate::error::LabError;
 use crate::evidence::{
     ActStatus, Evidence, Lab, Outcome, RequestRecord, RunningVersions, SCHEMA_VERSION,
 };
-use crate::facts::{self, Act1Facts, Act2Facts, Act3Facts, NodeFacts, ObjectRef, WebhookFacts};
+use crate::facts::{
+    self, Act1Facts, Act2Facts, Act3Facts, NodeFacts, ObjectRef, PodObservation, WebhookFacts,
+};
 use crate::inputs::{self, Context, InputFile, StudentInput};
 use crate::messages::act as m;
 use crate::probe::{self, PodKind};
@@ -202,19 +204,12 @@ pub async fn read_running_versions(env: &Env) -> RunningVersions {
             }
             match cluster.admission_deployment().await {
                 Ok(d) => {
-                    kyverno_image = d
-                        .spec
-                        .and_then(|s| s.template.spec)
-                        .and_then(|p| {
-                            p.containers
-                                .into_iter()
-                                .find(|c| c.name == cri::ADMISSION_CONTAINER)
-                        })
-                        .and_then(|c| c.image);
-                    kyverno_chart = d
-                        .metadata
-                        .labels
-                        .and_then(|mut l| l.remove("helm.sh/chart"));
+                    let pod = d.spec.and_then(|s| s.template.spec);
+                    let mut containers = pod.into_iter().flat_map(|p| p.containers);
+                    let kyverno = containers.find(|c| c.name == cri::ADMISSION_CONTAINER);
+                    kyverno_image = kyverno.and_then(|c| c.image);
+                    let labels = d.metadata.labels;
+                    kyverno_chart = labels.and_then(|mut l| l.remove("helm.sh/chart"));
                 }
                 Err(e) => errors.push(e.to_string()),
             }
@@ -230,16 +225,6 @@ pub async fn read_running_versions(env: &Env) -> RunningVersions {
 }
 
 impl ActRecorder {
-    /// The act being recorded.
-    pub fn act(&self) -> u8 {
-        self.act
-    }
-
-    /// The lab of the act being recorded.
-    pub fn lab(&self) -> Lab {
-        self.lab
-    }
-
     /// Starts recording act `act` after [`Workdir::check_can_run`] (which refuses when the act
     /// already has evidence).
     pub fn begin(workdir: &Workdir, lab: Lab, act: u8) -> Result<ActRecorder, LabError> {
@@ -453,12 +438,8 @@ pub async fn live_context(cluster: &Cluster, workdir: &Workdir) -> Result<Contex
         if workdir.evidence_path(act).exists() {
             let loaded = workdir.read_evidence(act)?;
             if act == 2 {
-                ctx.policy_uid = loaded
-                    .evidence
-                    .facts
-                    .pointer("/policy/metadata/uid")
-                    .and_then(|v| v.as_str())
-                    .map(str::to_owned);
+                let policy = loaded.evidence.facts.get("policy");
+                ctx.policy_uid = uid_of(policy).map(str::to_owned);
             }
             ctx.evidence_digests.insert(act, loaded.digest);
         }
@@ -467,6 +448,11 @@ pub async fn live_context(cluster: &Cluster, workdir: &Workdir) -> Result<Contex
         ctx.policy = Some(workdir.read_input(InputFile::Policy)?.value);
     }
     Ok(ctx)
+}
+
+/// `metadata.uid` of an object as the API server sent it (`None`: no object, or no UID).
+pub(crate) fn uid_of(object: Option<&serde_json::Value>) -> Option<&str> {
+    object?.pointer("/metadata/uid")?.as_str()
 }
 
 /// Reads and validates input `T` against `ctx`.
@@ -648,6 +634,13 @@ pub fn existing_line(ui: &Ui, p: &facts::PodObservation) -> String {
     ))
 }
 
+/// The line of act 3's pod read again (`p`) beside the UID act 3 recorded (`act3`).
+pub fn existing_vs_act3_line(ui: &Ui, p: &PodObservation, act3: &PodObservation) -> String {
+    let (uid, phase, was) = (p.uid.as_deref(), p.phase.as_deref(), act3.uid.as_deref());
+    let [uid, phase, was] = [uid, phase, was].map(|v| v.unwrap_or("?"));
+    ui.text(m::existing_vs_act3(&p.name, uid, phase, was))
+}
+
 /// One line describing a request's outcome for the student, in the output's language
 /// ([`crate::messages::act::request`]; `label` from [`crate::messages::act::req`]).
 pub fn describe(ui: &Ui, label: Text, r: &RequestRecord) -> String {
@@ -686,6 +679,22 @@ pub async fn or_signal<T>(fut: impl Future<Output = T>) -> Result<T, &'static st
     };
     crate::signals::keep_until_act_ends(guard);
     r
+}
+
+/// [`or_signal`] for act `act`: a signal ends it with [`LabError::Interrupted`], saying what the
+/// act's exit path undoes (`healed`).
+pub(crate) async fn unless_signalled<T>(
+    act: u8,
+    healed: &str,
+    fut: impl Future<Output = Result<T, LabError>>,
+) -> Result<T, LabError> {
+    or_signal(fut).await.unwrap_or_else(|sig| {
+        Err(LabError::Interrupted {
+            signal: sig.into(),
+            act,
+            healed: healed.into(),
+        })
+    })
 }
 
 /// `inspect`'s report (printed as JSON on stdout).
@@ -729,6 +738,7 @@ pub struct InspectController {
 
 /// `inspect`: reads the live values and the work directory; changes nothing.
 pub async fn inspect(lab: Lab, env: &Env) -> Result<InspectReport, LabError> {
+    use cluster::{ADMISSION_DEPLOYMENT, KYVERNO_NAMESPACE};
     let cluster = env.cluster().await?;
     let node = cluster.node().await?;
     let namespaces = cluster
@@ -757,11 +767,7 @@ pub async fn inspect(lab: Lab, env: &Env) -> Result<InspectReport, LabError> {
         },
         namespaces,
         controller: InspectController {
-            deployment: format!(
-                "{}/{}",
-                cluster::KYVERNO_NAMESPACE,
-                cluster::ADMISSION_DEPLOYMENT
-            ),
+            deployment: format!("{KYVERNO_NAMESPACE}/{ADMISSION_DEPLOYMENT}"),
             deployment_uid: dep.metadata.uid.clone().unwrap_or_default(),
             replicas: dep.spec.as_ref().and_then(|s| s.replicas),
         },
@@ -860,6 +866,7 @@ async fn act2_body(
             .map_err(fail)?,
     };
     rec.raw("policy-stored", &stored);
+    let stored_only = |e| (serde_json::json!({ "policy": stored }), e);
     let failure_policy = loaded
         .value
         .pointer("/spec/failurePolicy")
@@ -875,10 +882,9 @@ async fn act2_body(
             && wh.timeout_seconds.map(i64::from) == timeout
     })
     .await
-    .map_err(|e| (serde_json::json!({"policy": stored}), e))?;
+    .map_err(stored_only)?;
     rec.raw("webhook-configuration", &cfg);
-    let webhook =
-        webhook_facts(&cfg, &wh).map_err(|e| (serde_json::json!({"policy": stored}), e))?;
+    let webhook = webhook_facts(&cfg, &wh).map_err(stored_only)?;
     ui.step(m::webhook_registered(
         &webhook.name,
         &webhook.failure_policy,
@@ -894,16 +900,13 @@ async fn act2_body(
         true,
         ANSWER_BOUND,
         |r, s| {
-            ui.progress(
-                m::checking_answers(r.outcome.as_str()),
-                s,
-                ANSWER_BOUND.as_secs(),
-            );
+            let answer = m::checking_answers(r.outcome.as_str());
+            ui.progress(answer, s, ANSWER_BOUND.as_secs());
             probes.push(r.clone());
         },
     )
     .await
-    .map_err(|e| (serde_json::json!({"policy": stored}), e))?;
+    .map_err(stored_only)?;
     for r in &probes {
         rec.request("ready-check-dry-run", r);
     }
@@ -928,12 +931,7 @@ async fn act2_body(
         ));
     }
     let lines = vec![
-        ui.text(m::policy_uid(
-            policy
-                .pointer("/metadata/uid")
-                .and_then(|v| v.as_str())
-                .unwrap_or("?"),
-        )),
+        ui.text(m::policy_uid(uid_of(Some(&policy)).unwrap_or("?"))),
         ui.text(m::webhook_in(
             &webhook_name,
             cfg.metadata.name.as_deref().unwrap_or(""),
@@ -977,27 +975,16 @@ async fn act3_body(
     let fail = |e: LabError| (serde_json::Value::Null, e);
     let window = crate::metrics::Window::begin(cluster).await;
     ui.step(m::CREATING_GOOD_TARGET);
-    let good = probe::send_pod(
-        cluster,
-        &format!("{tag}-good"),
-        TARGET_NAMESPACE,
-        PodKind::Good,
-        false,
-    )
-    .await
-    .map_err(fail)?;
+    let (good, bad) = (format!("{tag}-good"), format!("{tag}-bad"));
+    let good = probe::send_pod(cluster, &good, TARGET_NAMESPACE, PodKind::Good, false)
+        .await
+        .map_err(fail)?;
     rec.request("good", &good);
     ui.say(describe_indented(ui, m::req::GOOD, &good));
     ui.step(m::CREATING_BAD_TARGET);
-    let bad = probe::send_pod(
-        cluster,
-        &format!("{tag}-bad"),
-        TARGET_NAMESPACE,
-        PodKind::Bad,
-        false,
-    )
-    .await
-    .map_err(fail)?;
+    let bad = probe::send_pod(cluster, &bad, TARGET_NAMESPACE, PodKind::Bad, false)
+        .await
+        .map_err(fail)?;
     rec.request("bad", &bad);
     ui.say(describe_indented(ui, m::req::BAD, &bad));
     let admission = window.end(cluster).await;
@@ -1031,23 +1018,30 @@ async fn act3_body(
     Ok((facts, lines))
 }
 
-/// Act 8 of every lab: the report's claims held against the words the evidence supports
-/// (`words`, from the lab's one report rule) and its digest fields against the canonical digests
-/// of the evidence (`digests`: field → act); every earlier act's digest is recorded.
+/// Act 8 of every lab: the lab's `report.json` (`R`) read against the live cluster and the
+/// evidence, its claims held against the words the evidence supports (`words`, the lab's one
+/// report rule over the work directory's evidence) and its digest fields (`R`'s
+/// [`InputFile::bound_fields`]: field → act) against the canonical digests of the evidence; every
+/// earlier act's digest is recorded. `keep_report`: the report is also kept raw (lab A's format).
 ///
-/// Errors: [`LabError`] when an earlier act's evidence cannot be read.
-pub(crate) fn report_checks(
+/// Errors: the report's ([`read_input`]), the evidence's ([`read_facts`]), the recorder's.
+pub(crate) async fn act8<R: StudentInput>(
     env: &Env,
-    rec: &ActRecorder,
-    report: &serde_json::Value,
-    words: Vec<(&'static str, String)>,
-    digests: &[(&str, u8)],
-) -> Result<crate::facts::Act8Facts, LabError> {
+    lab: Lab,
+    keep_report: bool,
+    words: impl FnOnce(&Workdir) -> Result<Vec<(&'static str, String)>, LabError>,
+) -> Result<ActSummary, LabError> {
+    let cluster = env.cluster().await?;
+    let ctx = live_context(&cluster, &env.workdir).await?;
+    let (_report, loaded) = read_input::<R>(&env.workdir, &ctx)?;
+    let words = words(&env.workdir)?;
+    let mut rec = ActRecorder::begin(&env.workdir, lab, 8)?;
+    rec.input(&loaded);
+    if keep_report {
+        rec.raw("report.json", &loaded.value);
+    }
     let claim = |field: &str, evidence: String| {
-        let found = report
-            .get(field)
-            .cloned()
-            .unwrap_or(serde_json::Value::Null);
+        let found = loaded.value.get(field).cloned().unwrap_or_default();
         crate::facts::ReportCheck {
             field: field.to_owned(),
             agrees: found.as_str() == Some(evidence.as_str()),
@@ -1056,22 +1050,23 @@ pub(crate) fn report_checks(
         }
     };
     let mut checks: Vec<_> = words.into_iter().map(|(f, w)| claim(f, w)).collect();
-    let mut evidence_digests = std::collections::BTreeMap::new();
+    let mut evidence_digests = BTreeMap::new();
     // Every earlier act's evidence (the report is the last act).
-    for act in crate::acts::numbers(rec.lab()).filter(|&a| a < rec.act()) {
+    for act in crate::acts::numbers(lab).filter(|&a| a < rec.act) {
         evidence_digests.insert(format!("{act:02}"), env.workdir.read_evidence(act)?.digest);
     }
-    for (field, act) in digests {
-        let digest = evidence_digests
-            .get(&format!("{act:02}"))
-            .cloned()
-            .unwrap_or_default();
-        checks.push(claim(field, digest));
+    for &(path, source) in R::FILE.bound_fields() {
+        if let (Some(field), inputs::Source::Digest(act)) = (path.strip_prefix("$."), source) {
+            let digest = evidence_digests.get(&format!("{act:02}")).cloned();
+            checks.push(claim(field, digest.unwrap_or_default()));
+        }
     }
-    Ok(crate::facts::Act8Facts {
+    let lines = m::report_summary(env.ui.lang(), &checks);
+    let facts = crate::facts::Act8Facts {
         checks,
         evidence_digests,
-    })
+    };
+    rec.complete(facts, lines)
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use crate::cluster::Cluster;
 use crate::error::LabError;
 use crate::faults::scale::{self, ScaleFault};
-use crate::labs::common::ActRecorder;
+use crate::labs::common::{ActRecorder, ActSummary};
 
 /// The kubeconfig file the healer reads: the one the runner uses
 /// ([`cluster::resolve_kubeconfig`]), never another.
@@ -31,5 +31,30 @@ pub(crate) async fn restore_after_a_failed_act(fault: &mut ScaleFault, rec: &mut
             "runner-restore",
             restored.as_ref().map_err(|e| e.to_string()),
         );
+    }
+}
+
+/// The end of a scale act whose scale stays on for the later acts: on success the fault is handed
+/// over (a later heal leaves it to them and the healer; a failure to record that is kept raw as
+/// `hand-over-record-error`) and the evidence completed; on failure the runner restores
+/// ([`restore_after_a_failed_act`]) and the evidence keeps `partial`.
+pub(crate) async fn hand_over_or_restore(
+    mut fault: ScaleFault,
+    mut rec: ActRecorder,
+    partial: serde_json::Value,
+    result: Result<(serde_json::Value, Vec<String>), LabError>,
+) -> Result<ActSummary, LabError> {
+    match result {
+        Ok((facts, lines)) => {
+            if let Err(e) = fault.hand_over() {
+                rec.raw("hand-over-record-error", e.to_string());
+            }
+            rec.complete(facts, lines)
+        }
+        Err(e) => {
+            restore_after_a_failed_act(&mut fault, &mut rec).await;
+            rec.interrupt(partial, e.to_string())?;
+            Err(e)
+        }
     }
 }

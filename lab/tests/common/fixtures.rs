@@ -25,7 +25,7 @@ use lab::classify::classify;
 use lab::digest::digest_value;
 use lab::evidence::{ActStatus, Evidence, GetResult, Lab, RequestRecord, SCHEMA_VERSION};
 use lab::facts::{self, a, b, c};
-use lab::inputs::{Context, InputFile};
+use lab::inputs::{Context, InputFile, Source};
 use serde_json::{Value, json};
 
 pub use super::cases::{lab_a_cases, lab_b_cases, lab_c_cases};
@@ -604,18 +604,11 @@ fn report_act(t: &mut Tree, file: InputFile, report: Value) {
         .unwrap()
         .iter()
         .map(|(k, v)| {
-            let evidence = if k.ends_with("_sha256") {
-                let act = match (t.lab, k.as_str()) {
-                    (_, "fail_evidence_sha256" | "scale_evidence_sha256") => 5,
-                    (_, "leader_freeze_evidence_sha256") => 5,
-                    (Lab::B, "ignore_evidence_sha256") => 6,
-                    (Lab::A, "recovery_evidence_sha256") => 6,
-                    (Lab::C, "follower_freeze_evidence_sha256") => 6,
-                    _ => 7,
-                };
-                json!(digests[&act])
-            } else {
-                v.clone()
+            // A digest field holds the digest of the act its file binds it to.
+            let mut bound = file.bound_fields().iter();
+            let evidence = match bound.find(|(p, _)| p.strip_prefix("$.") == Some(k)) {
+                Some((_, Source::Digest(act))) => json!(digests[act]),
+                _ => v.clone(),
             };
             facts::ReportCheck {
                 field: k.clone(),
