@@ -299,6 +299,25 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 
+    /// `libtest_mimic::run` with its output in a file of its own (removed after), so that the
+    /// inner harness's lines (a row failed on purpose, its summary) do not mix with this test
+    /// binary's own.
+    fn run_quietly(args: &Arguments, trials: Vec<Trial>) -> Conclusion {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let log = std::env::temp_dir().join(format!(
+            "kca-lanes-test-{}-{}.log",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ));
+        let args = Arguments {
+            logfile: Some(log.to_string_lossy().into_owned()),
+            ..args.clone()
+        };
+        let c = libtest_mimic::run(&args, trials);
+        let _ = std::fs::remove_file(&log);
+        c
+    }
+
     /// Rows of two lanes, each recording (lane, row) when it runs and sleeping in between, with
     /// the third row of the second lane filtered out: each lane's rows run in order, the lanes
     /// overlap, the filtered row never runs and holds no turn.
@@ -336,7 +355,7 @@ mod tests {
         assert_eq!(selected, 7);
         args.test_threads = Some(selected);
         args.quiet = true;
-        let c = libtest_mimic::run(&args, trials);
+        let c = run_quietly(&args, trials);
         assert_eq!((c.num_passed, c.num_failed, c.num_filtered_out), (7, 0, 1));
         let log = log.lock().unwrap();
         for lane in ["x", "y"] {
@@ -411,7 +430,7 @@ mod tests {
         };
         let (trials, selected, ends) = trials(&args, &mut lanes);
         assert_eq!(selected, 2);
-        let c = libtest_mimic::run(&args, trials);
+        let c = run_quietly(&args, trials);
         assert_eq!((c.num_passed, c.num_failed), (2, 0));
         assert_eq!(*log.lock().unwrap(), ["a one", "a end", "b two", "b end"]);
         assert!(ends.iter().all(|(_, slot)| slot.lock().unwrap().is_none()));
@@ -455,7 +474,7 @@ mod tests {
         };
         let (trials, selected, ends) = trials(&args, &mut lanes);
         args.test_threads = Some(selected);
-        let c = libtest_mimic::run(&args, trials);
+        let c = run_quietly(&args, trials);
         assert_eq!(
             (c.num_passed, c.num_failed),
             (1, 1),
