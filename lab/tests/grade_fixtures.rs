@@ -15,7 +15,12 @@ fn fixtures_are_up_to_date() {
     for lab in lab::acts::LABS {
         let dir = common::fixtures_dir().join(lab.as_str());
         let generated = common::fixtures::generate(lab);
-        let on_disk = common::read_tree(&dir);
+        // A new lab's directory does not exist yet: every file is missing, the update makes it.
+        let on_disk = if dir.is_dir() {
+            common::read_tree(&dir)
+        } else {
+            BTreeMap::new()
+        };
         let missing: Vec<_> = generated
             .keys()
             .filter(|k| !on_disk.contains_key(*k))

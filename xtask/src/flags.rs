@@ -232,9 +232,9 @@ pub struct GuestRunArgs {
     pub run_id: Option<String>,
 }
 
-/// `--lab a|b|c|all` of `lab run`, `matrix` and `bench`: which labs to run, in the registry's
+/// `--lab <lab>|all` of `lab run`, `matrix` and `bench`: which labs to run, in the registry's
 /// order. The one definition: its values are the wire names of [`lab::acts::LABS`]
-/// ([`lab::evidence::Lab::as_str`]) and `all` (every lab of the registry, a, b then c), so a lab
+/// ([`lab::evidence::Lab::as_str`]) and `all` (every lab of the registry, in its order), so a lab
 /// added to the registry is a value here without an edit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LabChoice(Vec<lab::evidence::Lab>);
@@ -250,7 +250,8 @@ impl LabChoice {
         self.0.clone()
     }
 
-    /// The accepted values, `a|b|c|all` (for help and errors).
+    /// The accepted values, the registry's wire names then `all`, `|`-separated (for help and
+    /// errors).
     pub fn values() -> String {
         let mut v: Vec<&str> = lab::acts::LABS.iter().map(|l| l.as_str()).collect();
         v.push("all");
@@ -258,7 +259,7 @@ impl LabChoice {
     }
 }
 
-/// `--lab`'s value name in `--help`, `a|b|c|all` ([`LabChoice::values`], made once from the
+/// `--lab`'s value name in `--help` ([`LabChoice::values`], made once from the
 /// registry: clap takes a `&'static str`).
 pub static LAB_VALUES: std::sync::LazyLock<String> = std::sync::LazyLock::new(LabChoice::values);
 

@@ -1,4 +1,4 @@
-//! `cargo xtask matrix [--kubernetes LIST] [--kyverno LIST] [--lab a|b|c|all] [--runs N]`: the
+//! `cargo xtask matrix [--kubernetes LIST] [--kyverno LIST] [--lab <lab>|all] [--runs N]`: the
 //! labs on every Kubernetes × Kyverno cell, each lab on a fresh embedded cluster, and one drift
 //! table of the taught facts ([`facts::FACTS`]) against the pinned cell ([`table`]).
 //!
