@@ -562,6 +562,10 @@ pub struct LabSpec {
     pub page: Page,
     /// What a `webhook-timeout` outcome means in this lab (`explain`'s lab line).
     pub webhook_timeout: Text,
+    /// Whether `cargo xtask matrix --baseline DIR` requires a run of this lab in `DIR` (labs A
+    /// and B: every baseline has had them since the matrix began); a lab without it joins the
+    /// baseline from the runs that have it.
+    pub in_every_baseline: bool,
 }
 
 /// Where a request of the report's condition table is in an act's `facts`.
@@ -852,6 +856,7 @@ pub static LAB_SPECS: [LabSpec; 3] = [
             "webhookの呼び出しが timeoutSeconds で打ち切られました。ラボAでは登録が残っているのにコントローラーが応答しない状態を示し、想定の経過 (登録が消える) とは違います。",
             "The webhook call was cut off at timeoutSeconds. In lab A this means the registration was still there while the controller did not answer, which is not the expected path (the registration disappears).",
         ),
+        in_every_baseline: true,
     },
     LabSpec {
         lab: Lab::B,
@@ -865,6 +870,7 @@ pub static LAB_SPECS: [LabSpec; 3] = [
             "webhookの呼び出しが timeoutSeconds で打ち切られました。ラボBでは凍結したプロセスが応答しないためで、failurePolicy Fail なので拒否されました (ポリシーの判定ではありません)。",
             "The webhook call was cut off at timeoutSeconds. In lab B the frozen process cannot answer; under failurePolicy Fail the request is rejected (not a policy decision).",
         ),
+        in_every_baseline: true,
     },
     LabSpec {
         lab: Lab::C,
@@ -878,6 +884,7 @@ pub static LAB_SPECS: [LabSpec; 3] = [
             "webhookの呼び出しが timeoutSeconds で打ち切られました。ラボCでは、APIサーバーが凍結したレプリカのエンドポイントを選んだ呼び出しです。failurePolicy Fail なら拒否、Ignore なら検証なしで受け入れられます (ポリシーの判定ではありません)。",
             "The webhook call was cut off at timeoutSeconds. In lab C it is a call the API server sent to the frozen replica's endpoint: rejected under failurePolicy Fail, admitted unvalidated under Ignore (not a policy decision).",
         ),
+        in_every_baseline: false,
     },
 ];
 

@@ -1,7 +1,7 @@
 //! `kca-webhook-lab`: the student tool.
 //!
 //! ```text
-//! kca-webhook-lab [--lab a|b|c] [--workdir DIR] [--lang ja|en] [--kubeconfig PATH] [--cri-endpoint PATH]
+//! kca-webhook-lab [--lab LAB] [--workdir DIR] [--lang ja|en] [--kubeconfig PATH] [--cri-endpoint PATH]
 //!     inspect | act N | grade N | grade all | report [--out FILE] | explain [TEXT] | digest PATH | schema NAME | check FILE
 //!     | audit [-o table|json|yaml] [--context NAME]
 //!     | grade N|all -o text|json|junit | grade-many DIR… [-o table|csv|json|html] [--reports DIR]

@@ -16,16 +16,8 @@ use lab::text::Lang;
 use lab::workdir::Workdir;
 use serde_json::{Value, json};
 
-fn dir(lab: Lab) -> &'static str {
-    match lab {
-        Lab::A => "a",
-        Lab::B => "b",
-        Lab::C => "c",
-    }
-}
-
 fn pass(lab: Lab) -> BTreeMap<String, Value> {
-    common::read_tree(&common::fixtures_dir().join(dir(lab)).join("pass"))
+    common::read_tree(&common::fixtures_dir().join(lab.as_str()).join("pass"))
 }
 
 fn grade_tree(lab: Lab, act: u8, files: &BTreeMap<String, Value>) -> Findings {
@@ -42,7 +34,7 @@ fn grade_tree(lab: Lab, act: u8, files: &BTreeMap<String, Value>) -> Findings {
 fn with_case(lab: Lab, case: &str) -> (u8, Findings) {
     let overlay = common::read_tree(
         &common::fixtures_dir()
-            .join(dir(lab))
+            .join(lab.as_str())
             .join("flagged")
             .join(case),
     );

@@ -222,12 +222,7 @@ fn consistent(lab: Lab, act: u8) -> (Vec<S>, Vec<S>) {
 }
 
 fn tree(lab: Lab) -> BTreeMap<String, Value> {
-    let dir = match lab {
-        Lab::A => "a/pass",
-        Lab::B => "b/pass",
-        Lab::C => "c/pass",
-    };
-    let mut files = common::read_tree(&common::fixtures_dir().join(dir));
+    let mut files = common::read_tree(&common::fixtures_dir().join(lab.as_str()).join("pass"));
     for act in metric_acts(lab) {
         let (before, after) = consistent(lab, act);
         // The histogram beside the counters, in the same exposition: before the act, the base's

@@ -1,4 +1,4 @@
-//! `cargo xtask bench [--runs N] [--lab a|b|c|all]`: runs the labs N times (each on a fresh
+//! `cargo xtask bench [--runs N] [--lab <lab>|all]`: runs the labs N times (each on a fresh
 //! embedded cluster, exactly as `cargo xtask lab run` does) and writes
 //! `target/bench/<run-id>.json` and `target/bench/<run-id>.md` (also printed): every phase, its
 //! median and max over the runs, and its ratio to its floor.

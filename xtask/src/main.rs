@@ -17,7 +17,7 @@ enum Cmd {
     Upstream(xtask::flags::UpstreamCmd),
     /// The embedded single-node cluster: up, down, status.
     Cluster(xtask::flags::ClusterCmd),
-    /// The labs end to end on fresh clusters: `lab run [--lab a|b|c|all]`.
+    /// The labs end to end on fresh clusters: `lab run [--lab <lab>|all]`.
     Lab(xtask::flags::LabCmd),
     /// Run the labs N times and write a table of every phase against its floor
     /// (`target/bench/<run-id>.{json,md}`).

@@ -1,4 +1,4 @@
-//! `cargo xtask lab run [--lab a|b|c|all]`: reproduces a lab from nothing on a fresh embedded cluster.
+//! `cargo xtask lab run [--lab <lab>|all]`: reproduces a lab from nothing on a fresh embedded cluster.
 //!
 //! For each lab: bring a fresh cluster up (`xtask::cluster`), write the reference student inputs
 //! the way a student would (from `inspect` and from the digests of earlier evidence), run every act

@@ -1,4 +1,4 @@
-//! `cargo xtask matrix [--kubernetes LIST] [--kyverno LIST] [--lab a|b|c|all] [--runs N]`: the
+//! `cargo xtask matrix [--kubernetes LIST] [--kyverno LIST] [--lab <lab>|all] [--runs N]`: the
 //! labs on every Kubernetes × Kyverno cell, each lab on a fresh embedded cluster, and one drift
 //! table of the taught facts ([`facts::FACTS`]) against the pinned cell ([`table`]).
 //!
@@ -313,9 +313,9 @@ pub fn write_docs_table(path: &Path, table: &str) -> Result<()> {
     std::fs::write(path, out).with_context(|| format!("writing {}", path.display()))
 }
 
-/// The pinned column from `--baseline DIR`: `DIR/a` and `DIR/b` (a run directory), or else the
-/// newest `DIR/a-*` and `DIR/b-*` (the recorded runs, `lab/tests/fixtures/recorded`); lab C's
-/// `DIR/c` or `DIR/c-*` when there.
+/// The pinned column from `--baseline DIR`: `DIR/<lab>` (a run directory), or else the newest
+/// `DIR/<lab>-*` (the recorded runs, `lab/tests/fixtures/recorded`), for each lab the registry
+/// says every baseline has (`LabSpec::in_every_baseline`: labs A and B); another lab's when there.
 ///
 /// # Errors
 /// Neither layout, or unreadable evidence.
@@ -329,8 +329,9 @@ fn load_baseline(dir: &Path) -> Result<CellInput> {
     for lab in lab::acts::LABS {
         let name = lab.as_str();
         let Some(lab_dir) = baseline_lab_dir(dir, name) else {
-            // Labs A and B are the baseline's minimum; lab C is there from the runs that have it.
-            if lab == Lab::C {
+            // The registry says which labs every baseline has (labs A and B); another lab is
+            // there from the runs that have it.
+            if !lab::acts::lab_spec(lab).in_every_baseline {
                 continue;
             }
             bail!(
