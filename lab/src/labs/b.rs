@@ -45,10 +45,10 @@ pub use crate::rules::b::{DENY_AFTER_RESUME_BOUND, WATCHDOG_GRACE, report_expect
 /// Lab B's own acts' runners, by act number (acts 1-3 are `common`'s; see
 /// [`crate::labs::runner`]).
 pub(crate) static RUNNERS: &[(u8, super::Runner)] = &[
-    (4, |env, _| Box::pin(act4(env))),
-    (5, |env, _| Box::pin(freeze::act5::<OneReplica>(env))),
-    (6, |env, _| Box::pin(freeze::act6::<OneReplica>(env))),
-    (7, |env, _| Box::pin(act7(env))),
+    (4, |env, lab| Box::pin(act4(env, lab))),
+    (5, |env, lab| Box::pin(freeze::act5::<OneReplica>(env, lab))),
+    (6, |env, lab| Box::pin(freeze::act6::<OneReplica>(env, lab))),
+    (7, |env, lab| Box::pin(act7(env, lab))),
     (8, |env, _| {
         Box::pin(common::act8::<inputs::ReportB>(
             env,
@@ -60,13 +60,13 @@ pub(crate) static RUNNERS: &[(u8, super::Runner)] = &[
 ];
 
 /// Act 4: investigation only; nothing is frozen.
-pub(crate) async fn act4(env: &Env) -> Result<ActSummary, LabError> {
+pub(crate) async fn act4(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
     let ui = env.ui;
     let cluster = env.cluster().await?;
     let ctx = live_context(&cluster, &env.workdir).await?;
     let (_plan, loaded) = read_input::<inputs::FreezePlan>(&env.workdir, &ctx)?;
     let mut cri = env.cri().await?;
-    let mut rec = ActRecorder::begin(&env.workdir, Lab::B, 4)?;
+    let mut rec = ActRecorder::begin(&env.workdir, lab, 4)?;
     rec.input(&loaded);
     ui.step(m::INVESTIGATING_PROCESS);
     let inv = investigate(&cluster, &mut cri).await?;
@@ -104,7 +104,6 @@ pub(crate) async fn act4(env: &Env) -> Result<ActSummary, LabError> {
 pub(crate) struct OneReplica;
 
 impl Shape for OneReplica {
-    const LAB: Lab = Lab::B;
     type Plan = inputs::FreezePlan;
     type Act3 = Act3Facts;
     type Act4 = Act4Facts;
@@ -123,7 +122,13 @@ impl Shape for OneReplica {
         (&a4.pod_name, &a4.identity)
     }
 
-    fn new(_: u8, _: &Act3Facts, _: Target, _: Option<LeaseFacts>) -> Result<Self, LabError> {
+    fn new(
+        _: Lab,
+        _: u8,
+        _: &Act3Facts,
+        _: Target,
+        _: Option<LeaseFacts>,
+    ) -> Result<Self, LabError> {
         Ok(OneReplica)
     }
 
@@ -204,13 +209,13 @@ impl Shape for OneReplica {
 }
 
 /// Act 7: recovery is confirmed by a deny of a new-named violating request, not by the resume.
-pub(crate) async fn act7(env: &Env) -> Result<ActSummary, LabError> {
+pub(crate) async fn act7(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
     let ui = env.ui;
     let cluster = env.cluster().await?;
     let ctx = live_context(&cluster, &env.workdir).await?;
     let (_r, loaded) = read_input::<inputs::Recovery>(&env.workdir, &ctx)?;
     let act3: Act3Facts = read_facts(&env.workdir, 3)?;
-    let mut rec = ActRecorder::begin(&env.workdir, Lab::B, 7)?.with_audit(env);
+    let mut rec = ActRecorder::begin(&env.workdir, lab, 7)?.with_audit(env);
     rec.input(&loaded);
     let fail = |e: LabError| (serde_json::Value::Null, e);
     let result = async {
@@ -225,8 +230,9 @@ pub(crate) async fn act7(env: &Env) -> Result<ActSummary, LabError> {
         let webhook = webhook_facts(&cfg, &wh).map_err(fail)?;
         ui.step(m::SENDING_NEW_VIOLATING);
         let window = crate::metrics::Window::begin(&cluster).await;
+        let bad_name = format!("{}7-bad", lab.as_str());
         let healthy_bad =
-            probe::send_pod(&cluster, "b7-bad", TARGET_NAMESPACE, PodKind::Bad, false)
+            probe::send_pod(&cluster, &bad_name, TARGET_NAMESPACE, PodKind::Bad, false)
                 .await
                 .map_err(fail)?;
         rec.request("healthy-bad", &healthy_bad);

@@ -75,8 +75,6 @@ use crate::steps::traffic::{
 use crate::wait::Check;
 use crate::workdir::Workdir;
 
-const LAB: Lab = Lab::C;
-
 /// Bound of act 3's wait for three Ready pods, three ready endpoints and the registration: a new
 /// replica becomes Ready after its startup probe passes (chart 3.9.1: period 6 s, up to 20
 /// failures, so at most 120 s), plus the image already on the node and scheduling.
@@ -85,13 +83,13 @@ pub const HA_READY_BOUND: Duration = Duration::from_secs(180);
 /// Lab C's own acts' runners, by act number (acts 1-2 are `common`'s; see
 /// [`crate::labs::runner`]).
 pub(crate) static RUNNERS: &[(u8, super::Runner)] = &[
-    (3, |env, _| Box::pin(act3(env))),
-    (4, |env, _| Box::pin(act4(env))),
-    (5, |env, _| Box::pin(freeze::act5::<Replica>(env))),
-    (6, |env, _| Box::pin(freeze::act6::<Replica>(env))),
-    (7, |env, _| Box::pin(act7(env))),
-    (8, |env, _| {
-        Box::pin(common::act8::<inputs::ReportC>(env, LAB, false, act8_words))
+    (3, |env, lab| Box::pin(act3(env, lab))),
+    (4, |env, lab| Box::pin(act4(env, lab))),
+    (5, |env, lab| Box::pin(freeze::act5::<Replica>(env, lab))),
+    (6, |env, lab| Box::pin(freeze::act6::<Replica>(env, lab))),
+    (7, |env, lab| Box::pin(act7(env, lab))),
+    (8, |env, lab| {
+        Box::pin(common::act8::<inputs::ReportC>(env, lab, false, act8_words))
     }),
 ];
 
@@ -187,17 +185,17 @@ async fn wait_three_ready(cl: &Cluster, ui: &Ui) -> Result<(Ready, Seen, u64), L
 /// Act 3: the healer armed, the Deployment scaled to three by it, the bounded wait, the Lease,
 /// and the healthy baseline in parallel waves. The three replicas are handed over to the later
 /// acts; a failure puts the original count back at once.
-pub(crate) async fn act3(env: &Env) -> Result<ActSummary, LabError> {
+pub(crate) async fn act3(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
     let ui = env.ui;
     let cl = env.cluster().await?;
     let ctx = live_context(&cl, &env.workdir).await?;
     let (_plan, loaded) = read_input::<inputs::HaPlan>(&env.workdir, &ctx)?;
     // The registry's scale: how long the healer keeps the three replicas.
-    let (_, restore_after_sec) = crate::steps::scale_of(LAB, 3, 0)?;
+    let (_, restore_after_sec) = crate::steps::scale_of(lab, 3, 0)?;
     // Faults only on a lab-marked cluster.
     let mark = cl.lab_mark().await?;
     let kubeconfig = healer_kubeconfig(&cl)?;
-    let mut rec = ActRecorder::begin(&env.workdir, LAB, 3)?.with_audit(env);
+    let mut rec = ActRecorder::begin(&env.workdir, lab, 3)?.with_audit(env);
     rec.input(&loaded);
     rec.raw("lab-mark", &mark);
     ui.step(m::STARTING_HA_HEALER);
@@ -220,6 +218,7 @@ pub(crate) async fn act3(env: &Env) -> Result<ActSummary, LabError> {
     ui.say(m::ha_healer_ready(ready.pid, &ready.deadline_at));
     let mut partial = serde_json::json!({});
     let body = act3_body(
+        lab,
         &cl,
         &ui,
         &mut fault,
@@ -236,6 +235,7 @@ pub(crate) async fn act3(env: &Env) -> Result<ActSummary, LabError> {
 }
 
 async fn act3_body(
+    lab: Lab,
     cl: &Cluster,
     ui: &Ui,
     fault: &mut ScaleFault,
@@ -269,20 +269,23 @@ async fn act3_body(
     // The baseline: parallel waves of violating pods, then the good and the control pods.
     let before = replica_counters(cl, &pod_names, rec, "before").await;
     let window = crate::metrics::Window::begin(cl).await;
-    let (waves, wave_size) = crate::steps::waves_of(LAB, 3)?;
+    let (waves, wave_size) = crate::steps::waves_of(lab, 3)?;
+    let tag = format!("{}3", lab.as_str());
     ui.step(m::sending_waves(waves, wave_size));
     let mut bad = Vec::new();
     for w in 0..waves {
-        let wave = parallel_wave(cl, &format!("c3-bad-w{w}"), wave_size).await?;
+        let wave = parallel_wave(cl, &format!("{tag}-bad-w{w}"), wave_size).await?;
         for r in &wave {
             rec.request("bad", r);
         }
         bad.extend(wave);
     }
     ui.step(m::CREATING_GOOD_TARGET);
-    let good = probe::send_pod(cl, "c3-good", TARGET_NAMESPACE, PodKind::Good, false).await?;
+    let (good_name, control_name) = (format!("{tag}-good"), format!("{tag}-control"));
+    let good = probe::send_pod(cl, &good_name, TARGET_NAMESPACE, PodKind::Good, false).await?;
     rec.request("good", &good);
-    let control = probe::send_pod(cl, "c3-control", CONTROL_NAMESPACE, PodKind::Bad, false).await?;
+    let control =
+        probe::send_pod(cl, &control_name, CONTROL_NAMESPACE, PodKind::Bad, false).await?;
     rec.request("control", &control);
     let admission = window.end(cl).await;
     let after = replica_counters(cl, &pod_names, rec, "after").await;
@@ -385,13 +388,13 @@ fn lease_line(ui: &Ui, lease: &LeaseFacts) -> String {
 }
 
 /// Act 4: the Lease, each replica's process (CRI, `/proc`), the Lease again; nothing is frozen.
-pub(crate) async fn act4(env: &Env) -> Result<ActSummary, LabError> {
+pub(crate) async fn act4(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
     let ui = env.ui;
     let cl = env.cluster().await?;
     let ctx = live_context(&cl, &env.workdir).await?;
     let (_plan, loaded) = read_input::<inputs::FreezePlanC>(&env.workdir, &ctx)?;
     let mut cri = env.cri().await?;
-    let mut rec = ActRecorder::begin(&env.workdir, LAB, 4)?;
+    let mut rec = ActRecorder::begin(&env.workdir, lab, 4)?;
     rec.input(&loaded);
     ui.step(m::INVESTIGATING_REPLICAS);
     let result = act4_body(&cl, &mut cri, &ui, &mut rec, &ctx).await;
@@ -485,7 +488,6 @@ pub(crate) struct Replica {
 }
 
 impl Shape for Replica {
-    const LAB: Lab = LAB;
     type Plan = inputs::FreezePlanC;
     type Act3 = Act3Facts;
     type Act4 = Act4Facts;
@@ -505,6 +507,7 @@ impl Shape for Replica {
     }
 
     fn new(
+        lab: Lab,
         act: u8,
         a3: &Act3Facts,
         target: Target,
@@ -520,7 +523,7 @@ impl Shape for Replica {
                 "follower"
             },
             lease_before,
-            waves: crate::steps::waves_of(LAB, act)?,
+            waves: crate::steps::waves_of(lab, act)?,
             pods: a3.replicas.iter().map(|r| r.pod.name.clone()).collect(),
             counts_before: vec![],
         })
@@ -650,22 +653,23 @@ fn takeover_words(ui: &Ui, run: &ReplicaFreezeRun) -> String {
 /// Act 7: act 3's scale attempt healed (its healer stood down, the original count written back
 /// on a live read), then a bounded wait for the original count of Ready replicas and the
 /// registration, violating pods until an explicit deny, and the existing pod.
-pub(crate) async fn act7(env: &Env) -> Result<ActSummary, LabError> {
+pub(crate) async fn act7(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
     let cl = env.cluster().await?;
     let ctx = live_context(&cl, &env.workdir).await?;
     let (_r, loaded) = read_input::<inputs::RecoveryC>(&env.workdir, &ctx)?;
     let a3: Act3Facts = read_facts(&env.workdir, 3)?;
-    let mut rec = ActRecorder::begin(&env.workdir, LAB, 7)?.with_audit(env);
+    let mut rec = ActRecorder::begin(&env.workdir, lab, 7)?.with_audit(env);
     rec.input(&loaded);
     let mut partial = serde_json::Value::Null;
     let healed = "the scale back is the heal's: run `heal` to finish it";
-    let body = act7_body(env, &cl, &mut rec, &mut partial, &a3);
+    let body = act7_body(env, lab, &cl, &mut rec, &mut partial, &a3);
     let result = common::unless_signalled(7, healed, body).await;
     common::finish(rec, result.map_err(|e| (partial, e)))
 }
 
 async fn act7_body(
     env: &Env,
+    lab: Lab,
     cl: &Cluster,
     rec: &mut ActRecorder,
     partial: &mut serde_json::Value,
@@ -695,7 +699,7 @@ async fn act7_body(
     let bound = lab_core::rules::c::SCALE_BACK_BOUND.saturating_sub(t0.elapsed());
     let probes = common::until_explicit_deny(
         cl,
-        "c7-bad",
+        &format!("{}7-bad", lab.as_str()),
         TARGET_NAMESPACE,
         false,
         bound.max(common::ANSWER_BOUND),

@@ -219,6 +219,8 @@ async fn count_down(ui: &Ui, wait: Duration) {
 
 /// What a freeze run needs (lab B's acts 5-6, lab C's acts 5-6).
 pub(crate) struct FreezeSpec<'a> {
+    /// The lab (the runner's: a lab's table of steps, not its code, names it).
+    pub lab: Lab,
     /// The act number.
     pub act: u8,
     /// The healer resumes the process after this many seconds.
@@ -491,8 +493,6 @@ pub(crate) struct FreezeAct<'a> {
 /// requests it sends during the freeze, what it reads before and after it, and how the run
 /// becomes its fact type (whose JSON is the evidence's).
 pub(crate) trait Shape: Sized {
-    /// The lab.
-    const LAB: Lab;
     /// The lab's freeze plan (`freeze-plan.json`).
     type Plan: StudentInput;
     /// Act 3's facts (the existing pod).
@@ -509,10 +509,12 @@ pub(crate) trait Shape: Sized {
     fn existing(a3: &Self::Act3) -> &PodObservation;
     /// The process act 4 found to be frozen in act 5: its pod's name and identity.
     fn act4_target(a4: &Self::Act4) -> (&str, &ProcessIdentity);
-    /// The lab's part of act `act`'s freeze, its target chosen (`lease`: the Lease read then).
+    /// The lab's part of act `act` of `lab`'s freeze, its target chosen (`lease`: the Lease
+    /// read then).
     ///
     /// Errors: [`LabError::Usage`] when the registry's act does not fit the lab.
     fn new(
+        lab: Lab,
         act: u8,
         a3: &Self::Act3,
         target: Target,
@@ -570,7 +572,7 @@ async fn freeze_run<S: Shape>(
     before_freeze(env, cl, cx.rec, inv, spec).await?;
     shape.before(&mut cx).await;
     let mut fz = start_freeze(env, cx.rec, inv, spec)?;
-    let sampled = acts::steps(S::LAB, spec.act).contains(&Step::Samples);
+    let sampled = acts::steps(spec.lab, spec.act).contains(&Step::Samples);
     let sampler = sampled.then(|| Sampler::start(cl));
     let during = during_freeze(&mut cx, &fz, &shape).await;
     if let Ok((reg, state, traffic)) = &during {
@@ -648,10 +650,10 @@ struct Head {
 }
 
 /// Act 5: the process act 4 investigated (the registry's target), frozen under failurePolicy
-/// Fail for the plan's `resume_after_sec`.
-pub(crate) async fn act5<S: Shape>(env: &Env) -> Result<ActSummary, LabError> {
+/// Fail for the plan's `resume_after_sec`; `lab` is the runner's.
+pub(crate) async fn act5<S: Shape>(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
     let (target, resume_after_sec) =
-        super::freeze_of(S::LAB, 5, u64::from(inputs::ResumeAfterSec::VALUE))?;
+        super::freeze_of(lab, 5, u64::from(inputs::ResumeAfterSec::VALUE))?;
     let cl = env.cluster().await?;
     let ctx = live_context(&cl, &env.workdir).await?;
     let (plan, loaded) = read_input::<S::Plan>(&env.workdir, &ctx)?;
@@ -664,31 +666,33 @@ pub(crate) async fn act5<S: Shape>(env: &Env) -> Result<ActSummary, LabError> {
     // the process below): begun after them, a read could fall outside the act by more than the
     // clock skew allowed (55 ms seen on a loaded machine, 2026-12-03). The recorder writes
     // nothing until the act ends, so a refusal below still leaves no evidence.
-    let mut rec = ActRecorder::begin(&env.workdir, S::LAB, 5)?.with_audit(env);
+    let mut rec = ActRecorder::begin(&env.workdir, lab, 5)?.with_audit(env);
     rec.input(&loaded);
     rec.raw("lab-mark", &mark);
     rec.raw("healed-earlier-faults", &healed);
     let chosen = target_now(&cl, &mut cri, &mut rec, target, Some(S::act4_target(&a4)));
     let (lease, inv) = chosen.await?;
     rec.raw("cri-container-before", &inv.container);
-    let tag = format!("{}5", S::LAB.as_str());
+    let tag = format!("{}5", lab.as_str());
     let spec = FreezeSpec {
+        lab,
         act: 5,
         resume_after_sec,
         webhook_name: cluster::fine_grained_webhook_name("Fail", cluster::POLICY_NAME),
         existing: S::existing(&a3),
         tag: &tag,
     };
-    let shape = S::new(5, &a3, target, lease)?;
+    let shape = S::new(lab, 5, &a3, target, lease)?;
     complete(env, &cl, &mut cri, rec, &inv, &spec, shape, None).await
 }
 
 /// Act 6: the policy switched in place to failurePolicy Ignore and a healthy deny
-/// ([`open_act6`]), then the registry's target frozen for the registry's length.
-pub(crate) async fn act6<S: Shape>(env: &Env) -> Result<ActSummary, LabError> {
+/// ([`open_act6`]), then the registry's target frozen for the registry's length; `lab` is the
+/// runner's.
+pub(crate) async fn act6<S: Shape>(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
     let ui = env.ui;
-    let (target, resume_after_sec) = super::freeze_of(S::LAB, 6, 0)?;
-    let opened = open_act6::<S::Plan, S::Act3>(env, S::LAB, S::uids).await;
+    let (target, resume_after_sec) = super::freeze_of(lab, 6, 0)?;
+    let opened = open_act6::<S::Plan, S::Act3>(env, lab, S::uids).await;
     let Switched {
         cluster: cl,
         mut cri,
@@ -710,8 +714,9 @@ pub(crate) async fn act6<S: Shape>(env: &Env) -> Result<ActSummary, LabError> {
         Err(e) => return finish(rec, Err((partial, e))),
     };
     rec.raw("cri-container-before", &inv.container);
-    let tag = format!("{}6", S::LAB.as_str());
+    let tag = format!("{}6", lab.as_str());
     let spec = FreezeSpec {
+        lab,
         act: 6,
         resume_after_sec,
         webhook_name: ignore_name,
@@ -731,7 +736,7 @@ pub(crate) async fn act6<S: Shape>(env: &Env) -> Result<ActSummary, LabError> {
         lines,
         window,
     };
-    let shape = match S::new(6, &act3, target, lease) {
+    let shape = match S::new(lab, 6, &act3, target, lease) {
         Ok(s) => s,
         Err(e) => return finish(rec, Err((head.facts, e))),
     };
