@@ -424,16 +424,23 @@ pub fn audit_line(r: &RequestRecord, n: usize, extra: &[(&str, &str)]) -> String
 }
 
 /// The audit record of an act as the embedded node's log would give it for the act's requests:
-/// act 6's target-namespace pods stored under Ignore (labs B and C) failed open (annotation
-/// naming the Ignore webhook); every other request has just its code.
+/// in an act that switches the policy to Ignore (the registry's `SwitchPolicy`: act 6 of labs B
+/// and C), the target-namespace pods stored failed open (annotation naming the Ignore webhook);
+/// every other request has just its code.
 fn audit_record(lab: Lab, act: u8, facts: &Value, start: i64, end: i64) -> Value {
+    use lab::acts::{FailurePolicy, Step};
     let requests = lab::evidence::request_records(&[facts]);
+    let switched = lab::acts::steps(lab, act).iter().any(|s| {
+        matches!(
+            s,
+            Step::SwitchPolicy {
+                to: FailurePolicy::Ignore
+            }
+        )
+    });
     let mut lines = Vec::new();
     for (n, r) in requests.values().enumerate() {
-        let open = matches!(lab, Lab::B | Lab::C)
-            && act == 6
-            && r.namespace == TARGET
-            && r.outcome == lab::evidence::Outcome::Stored;
+        let open = switched && r.namespace == TARGET && r.outcome == lab::evidence::Outcome::Stored;
         let failed_open = [(FAILED_OPEN_0, IGNORE_HOOK)];
         let extra = if open { &failed_open[..] } else { &[] };
         lines.push(audit_line(r, act as usize * 100 + n, extra));
