@@ -1047,23 +1047,15 @@ fn samples_are_the_raw_samples(g: &mut G, s: &str, ev: &Evidence, run: &ReplicaF
     let slices_agree = |raw: &Value, x: &EndpointSample| {
         at(raw, &x.at) && endpoints_of_slices(&raw["slices"]) == x.endpoints
     };
-    let leases: Vec<&LeaseSample> = run
-        .lease_samples
-        .iter()
-        .filter(|x| x.error.is_none())
-        .collect();
-    let endpoints: Vec<&EndpointSample> = run
-        .endpoint_samples
-        .iter()
-        .filter(|x| x.error.is_none())
-        .collect();
+    let leases = run.lease_samples.iter().filter(|x| x.error.is_none());
+    let endpoints = run.endpoint_samples.iter().filter(|x| x.error.is_none());
     samples_agree(
         g,
         s,
         "lease_samples",
         "Lease",
         &of("lease"),
-        &leases,
+        leases,
         lease_agrees,
     );
     samples_agree(
@@ -1072,7 +1064,7 @@ fn samples_are_the_raw_samples(g: &mut G, s: &str, ev: &Evidence, run: &ReplicaF
         "endpoint_samples",
         "EndpointSlice",
         &of("endpoint-slices"),
-        &endpoints,
+        endpoints,
         slices_agree,
     );
 }
@@ -1080,16 +1072,17 @@ fn samples_are_the_raw_samples(g: &mut G, s: &str, ev: &Evidence, run: &ReplicaF
 /// The successful reads `read` recorded at `s.<field>` are the raw answers `raw` of their kind
 /// (`kind`, for the words), one for one and in order, each as `agrees` compares them. Flags
 /// [`Code::RawMismatch`].
-fn samples_agree<T>(
+fn samples_agree<'r, T: 'r>(
     g: &mut G,
     s: &str,
     field: &str,
     kind: &str,
     raw: &[&Value],
-    read: &[&T],
+    read: impl Iterator<Item = &'r T>,
     agrees: impl Fn(&Value, &T) -> bool,
 ) {
-    let ok = raw.len() == read.len() && raw.iter().zip(read).all(|(r, x)| agrees(r, x));
+    let read: Vec<&T> = read.collect();
+    let ok = raw.len() == read.len() && raw.iter().zip(&read).all(|(r, x)| agrees(r, x));
     g.check(ok, RawMismatch, format!("{s}.{field}"), || {
         let (n, m) = (read.len(), raw.len());
         format!("{n} successful reads recorded, the raw samples hold {m} {kind} answers that do not all agree")
