@@ -103,16 +103,13 @@ pub mod a {
     pub fn order_contradiction(earlier: &TimelineStep, later: &TimelineStep) -> Option<String> {
         let (e_at, l_at) = (earlier.seen_at()?, later.seen_at()?);
         let e_from = earlier.last_check_before().unwrap_or(e_at);
+        let (l, e) = (facts::format_rfc3339(l_at), facts::format_rfc3339(e_from));
         (l_at < e_from).then(|| match earlier.last_check_before() {
-            Some(_) => format!(
-                "seen at {} while a later check ({}) did not see the step it follows yet",
-                facts::format_rfc3339(l_at),
-                facts::format_rfc3339(e_from)
-            ),
+            Some(_) => {
+                format!("seen at {l} while a later check ({e}) did not see the step it follows yet")
+            }
             None => format!(
-                "seen at {}, before the step it follows was first seen ({}, at the first check)",
-                facts::format_rfc3339(l_at),
-                facts::format_rfc3339(e_from)
+                "seen at {l}, before the step it follows was first seen ({e}, at the first check)"
             ),
         })
     }
