@@ -56,7 +56,7 @@ use super::{
 };
 use crate::derive;
 use crate::evidence::{Evidence, Outcome, RequestRecord};
-use crate::facts::{self, c::*};
+use crate::facts::{self, a::LeaseFacts, c::*};
 use crate::inputs::{self, Context};
 
 /// Replicas lab C runs (`ha-plan.json` `replicas`).
@@ -171,18 +171,10 @@ fn every_ready_replica_is_a_ready_endpoint(g: &mut G, s: &str, f: &Act3Facts) {
 }
 
 /// The Lease's holder is one of the replicas (a pod name: Kyverno's identity).
-fn lease_holder_is_a_replica(
-    g: &mut G,
-    s: &str,
-    lease: &facts::a::LeaseFacts,
-    replicas: &[ReplicaFacts],
-) {
-    let (holder, sub) = (
-        lease.holder.as_deref().unwrap_or(""),
-        format!("{s}.lease.holder"),
-    );
+fn lease_holder_is_a_replica(g: &mut G, s: &str, lease: &LeaseFacts, replicas: &[ReplicaFacts]) {
+    let holder = lease.holder.as_deref().unwrap_or("");
     let ok = replicas.iter().any(|r| r.pod.name == holder);
-    g.check(ok, ValueMismatch, sub, || {
+    g.check(ok, ValueMismatch, format!("{s}.lease.holder"), || {
         format!("expected one of the replicas, found {:?}", lease.holder)
     });
 }
