@@ -289,11 +289,8 @@ fn baseline_outcomes_are_healthy(g: &mut G, s: &str, f: &Act3Facts) {
     }
     let (good, existing) = (&f.good, &f.existing);
     let name = |r: &facts::PodObservation| (r.name.clone(), r.namespace.clone());
-    let row = (
-        "existing.name",
-        (good.name.clone(), good.namespace.clone()),
-        name(existing),
-    );
+    let good_name = (good.name.clone(), good.namespace.clone());
+    let row = ("existing.name", good_name, name(existing));
     fields_are(g, ValueMismatch, s, [row]);
     g.times_ordered(&format!("{s}.existing.at"), &good.get.at, &existing.at);
     if let Some(uid) = &good.get.uid {
@@ -679,10 +676,8 @@ pub(crate) fn act5(g: &mut G) {
 
 /// The leader frozen is the one the Lease named right before the freeze.
 fn lease_before_names_the_frozen_leader(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
-    let (target, holder) = (
-        Some(run.target_pod.as_str()),
-        run.lease_before.holder.as_deref(),
-    );
+    let target = Some(run.target_pod.as_str());
+    let holder = run.lease_before.holder.as_deref();
     let rows = [("lease_before.holder", target, holder)];
     fields_are(g, ValueMismatch, s, rows);
 }
@@ -756,10 +751,8 @@ fn lease_holder_unchanged_by_a_follower_freeze(g: &mut G, s: &str, run: &Replica
         .enumerate()
         .filter(|(_, x)| x.error.is_none());
     let reads = samples.map(|(i, x)| (format!("lease_samples[{i}].holder"), x.holder.as_deref()));
-    let after = (
-        "lease_after.holder".to_owned(),
-        run.lease_after.holder.as_deref(),
-    );
+    let after_holder = run.lease_after.holder.as_deref();
+    let after = ("lease_after.holder".to_owned(), after_holder);
     let rows = reads
         .chain([after])
         .map(|(field, holder)| (field, before, holder));
@@ -912,10 +905,8 @@ fn frozen_replica_after_is_the_same_pod(g: &mut G, s: &str, run: &ReplicaFreezeR
     let sub = format!("{s}.target_after");
     let rows = [("pod", run.target_pod.as_str(), t.pod.as_str())];
     fields_are(g, ValueMismatch, &sub, rows);
-    let (uid, uid_before) = (
-        run.freeze.identity.pod_uid.as_str(),
-        t.pod_uid_before.as_str(),
-    );
+    let uid = run.freeze.identity.pod_uid.as_str();
+    let uid_before = t.pod_uid_before.as_str();
     fields_are(g, UidMismatch, &sub, [("pod_uid_before", uid, uid_before)]);
     if let Some(d) = &run.first_explicit_deny {
         g.times_ordered(&format!("{sub}.settled_at"), &d.answered_at, &t.settled_at);
