@@ -1180,12 +1180,8 @@ pub(crate) fn act7(g: &mut G) {
         policy_uid: uid.clone(),
         ..Default::default()
     };
-    ctx.evidence_digests = g
-        .input
-        .digests()
-        .into_iter()
-        .filter(|(a, _)| *a == 6)
-        .collect();
+    let digests = g.input.digests().into_iter();
+    ctx.evidence_digests = digests.filter(|(a, _)| *a == 6).collect();
     g.input::<inputs::RecoveryC>(&ctx);
     let a6_webhook = g.facts::<Act6Facts>(6).map(|a6| a6.webhook);
     let (policy_uid, bad) = (&f.policy_uid, &f.healthy_bad);
