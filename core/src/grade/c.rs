@@ -379,10 +379,8 @@ fn processes_are_act3s_replicas(g: &mut G, s: &str, f: &Act4Facts) {
         });
     }
     let pids: BTreeSet<u32> = all.iter().map(|p| p.identity.pid).collect();
-    let containers: BTreeSet<&str> = all
-        .iter()
-        .map(|p| p.identity.container_id.as_str())
-        .collect();
+    let ids = all.iter().map(|p| p.identity.container_id.as_str());
+    let containers: BTreeSet<&str> = ids.collect();
     let ok = pids.len() == all.len() && containers.len() == all.len();
     g.check(ok, ValueMismatch, format!("{s}.followers"), || {
         format!("expected one process per replica, found PIDs {pids:?}, containers {containers:?}")
@@ -745,11 +743,8 @@ fn frozen_follower_is_its_latest_process(g: &mut G, v: &Freeze<'_>, run: &Replic
 /// name the holder of before.
 fn lease_holder_unchanged_by_a_follower_freeze(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
     let before = run.lease_before.holder.as_deref();
-    let samples = run
-        .lease_samples
-        .iter()
-        .enumerate()
-        .filter(|(_, x)| x.error.is_none());
+    let samples = run.lease_samples.iter().enumerate();
+    let samples = samples.filter(|(_, x)| x.error.is_none());
     let reads = samples.map(|(i, x)| (format!("lease_samples[{i}].holder"), x.holder.as_deref()));
     let after_holder = run.lease_after.holder.as_deref();
     let after = ("lease_after.holder".to_owned(), after_holder);
@@ -802,16 +797,9 @@ fn freeze_waves_lie_inside_the_freeze(g: &mut G, s: &str, run: &ReplicaFreezeRun
     fields_are(g, ValueMismatch, s, rows);
     waves_had_requests_in_flight_at_once(g, s, &run.bad, size);
     let (frozen, resumed) = (&run.freeze.frozen_at, &run.freeze.resumed_at);
-    let bad = run
-        .bad
-        .iter()
-        .enumerate()
-        .map(|(i, r)| (format!("{s}.bad[{i}]"), r, true));
-    let control = run
-        .control
-        .iter()
-        .enumerate()
-        .map(|(i, r)| (format!("{s}.control[{i}]"), r, false));
+    let (bad, control) = (run.bad.iter().enumerate(), run.control.iter().enumerate());
+    let bad = bad.map(|(i, r)| (format!("{s}.bad[{i}]"), r, true));
+    let control = control.map(|(i, r)| (format!("{s}.control[{i}]"), r, false));
     for (sub, r, violating) in bad.chain(control) {
         let rows = [
             ("sent_at", frozen, &r.sent_at),
@@ -957,13 +945,10 @@ fn restart_counts_are_the_containers_attempts(
 fn replica_rows_are_act3s_replicas(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
     let sub = format!("{s}.replica_requests");
     if let Some(a3) = g.facts::<Act3Facts>(3) {
-        let rows: BTreeSet<&str> = run
-            .replica_requests
-            .iter()
-            .map(|r| r.pod.as_str())
-            .collect();
+        let reqs = &run.replica_requests;
+        let rows: BTreeSet<&str> = reqs.iter().map(|r| r.pod.as_str()).collect();
         let replicas = replica_names(&a3.replicas);
-        let ok = rows == replicas && rows.len() == run.replica_requests.len();
+        let ok = rows == replicas && rows.len() == reqs.len();
         g.check(ok, ValueMismatch, &sub, || {
             format!("expected one row per act 3 replica {replicas:?}, found {rows:?}")
         });
