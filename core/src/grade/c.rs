@@ -450,11 +450,8 @@ fn replicas_are_the_raw_pods(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts) {
     for (i, r) in f.replicas.iter().enumerate() {
         let sub = format!("{s}.replicas[{i}]");
         let Some((k, p)) = raw_pod(pods, &r.pod.name) else {
-            g.flag(
-                RawMismatch,
-                sub,
-                format!("pod {} is not in the raw list", r.pod.name),
-            );
+            let missing = format!("pod {} is not in the raw list", r.pod.name);
+            g.flag(RawMismatch, sub, missing);
             continue;
         };
         let raw_at = format!("{} raw[pods].data[{k}]", ev_name(ev.act));
@@ -1207,10 +1204,8 @@ fn replicas_left_are_act3s_pods(g: &mut G, s: &str, f: &Act7Facts) {
         let (sub, p) = (format!("{s}.replicas[{i}]"), &r.pod);
         let running = p.exists && p.phase.as_deref() == Some("Running");
         g.check(running, ValueMismatch, format!("{sub}.pod"), || {
-            format!(
-                "expected a Running pod, found exists={} phase={:?}",
-                p.exists, p.phase
-            )
+            let (exists, phase) = (p.exists, &p.phase);
+            format!("expected a Running pod, found exists={exists} phase={phase:?}")
         });
         let addressed = !r.ready || r.pod_ip.as_deref().is_some_and(|ip| !ip.is_empty());
         g.check(addressed, ValueMismatch, format!("{sub}.pod_ip"), || {
