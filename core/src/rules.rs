@@ -7,6 +7,11 @@
 //! - [`b`]: lab B's bounds around the freeze, the report words.
 //! - [`c`]: lab C's waves and bounds around each replica's freeze, the report words.
 
+/// `yes` when `holds`, else `no`: a report word chosen by one condition.
+fn word(holds: bool, yes: &str, no: &str) -> String {
+    String::from(if holds { yes } else { no })
+}
+
 /// Every lab.
 pub mod common {
     /// Label key and value the lab's policy requires (`'environment' in object.metadata.?labels…`):
@@ -49,6 +54,7 @@ pub mod a {
     use std::collections::BTreeMap;
     use std::time::Duration;
 
+    use super::word;
     use crate::evidence::Outcome;
     use crate::facts::a::{Act5Facts, Act6Facts, Act7Facts, TimelineStep};
     use crate::facts::{self, Act2Facts, Act3Facts, PodObservation};
@@ -69,33 +75,16 @@ pub mod a {
     pub fn recovery_order(
         f: &Act6Facts,
     ) -> [(&'static str, &TimelineStep, &'static str, &TimelineStep); 5] {
-        [
-            (
-                "replicas_restored",
-                &f.replicas_restored,
-                "pod_created",
-                &f.pod_created,
-            ),
-            ("pod_created", &f.pod_created, "pod_running", &f.pod_running),
-            (
-                "pod_created",
-                &f.pod_created,
-                "lease_acquired",
-                &f.lease_acquired,
-            ),
-            (
-                "lease_acquired",
-                &f.lease_acquired,
-                "webhook_registered",
-                &f.webhook_registered,
-            ),
-            (
-                "webhook_registered",
-                &f.webhook_registered,
-                "first_explicit_deny",
-                &f.first_explicit_deny,
-            ),
-        ]
+        macro_rules! orders {
+            ($($a:ident < $b:ident),*) => { [$((stringify!($a), &f.$a, stringify!($b), &f.$b)),*] };
+        }
+        orders!(
+            replicas_restored < pod_created,
+            pod_created < pod_running,
+            pod_created < lease_acquired,
+            lease_acquired < webhook_registered,
+            webhook_registered < first_explicit_deny
+        )
     }
 
     /// Whether the evidence contradicts "`earlier` happened no later than `later`", for two
@@ -114,16 +103,13 @@ pub mod a {
     pub fn order_contradiction(earlier: &TimelineStep, later: &TimelineStep) -> Option<String> {
         let (e_at, l_at) = (earlier.seen_at()?, later.seen_at()?);
         let e_from = earlier.last_check_before().unwrap_or(e_at);
+        let (l, e) = (facts::format_rfc3339(l_at), facts::format_rfc3339(e_from));
         (l_at < e_from).then(|| match earlier.last_check_before() {
-            Some(_) => format!(
-                "seen at {} while a later check ({}) did not see the step it follows yet",
-                facts::format_rfc3339(l_at),
-                facts::format_rfc3339(e_from)
-            ),
+            Some(_) => {
+                format!("seen at {l} while a later check ({e}) did not see the step it follows yet")
+            }
             None => format!(
-                "seen at {}, before the step it follows was first seen ({}, at the first check)",
-                facts::format_rfc3339(l_at),
-                facts::format_rfc3339(e_from)
+                "seen at {l}, before the step it follows was first seen ({e}, at the first check)"
             ),
         })
     }
@@ -167,29 +153,12 @@ pub mod a {
         f6: &Act6Facts,
         f7: &Act7Facts,
     ) -> BTreeMap<&'static str, String> {
-        let mut w = BTreeMap::new();
-        w.insert(
-            "scale_down",
-            if f5.policy_webhook_present {
-                "registration-kept"
-            } else {
-                "registration-absent"
-            }
-            .to_owned(),
-        );
         let uid2 = f2.policy.pointer("/metadata/uid").and_then(|u| u.as_str());
-        w.insert(
-            "policy",
-            if f5.policy.exists && f5.policy.uid.is_some() && f5.policy.uid.as_deref() == uid2 {
-                "present"
-            } else {
-                "absent"
-            }
-            .to_owned(),
-        );
+        let policy =
+            f5.policy.exists && f5.policy.uid.is_some() && f5.policy.uid.as_deref() == uid2;
         let request = match (f5.policy_webhook_present, f5.target_bad.outcome) {
             (false, Outcome::Stored) if f5.target_bad.get.uid.is_some() => {
-                "admitted-without-webhook".to_owned()
+                "admitted-without-webhook"
             }
             (
                 true,
@@ -197,19 +166,9 @@ pub mod a {
                 | Outcome::NoEndpoints
                 | Outcome::WebhookTimeout
                 | Outcome::DnsError,
-            ) => "rejected-webhook-unreachable".to_owned(),
-            (_, o) => o.as_str().to_owned(),
+            ) => "rejected-webhook-unreachable",
+            (_, o) => o.as_str(),
         };
-        w.insert("request", request);
-        w.insert(
-            "recovery",
-            if timeline_in_order(f6) {
-                "lease-then-registration-then-deny"
-            } else {
-                "not-confirmed"
-            }
-            .to_owned(),
-        );
         let echo_ok = f7.good_response.kind == "Pod"
             && f7.good_response.name == f7.good.name
             && f7.good_response.namespace == f7.good.namespace
@@ -221,28 +180,33 @@ pub mod a {
             && echo_ok
             && f7.bad.outcome == Outcome::ExplicitDeny
             && !f7.bad.get.exists;
-        w.insert(
-            "dry_run",
-            if dry {
-                "validated-not-stored"
-            } else {
-                "not-shown"
-            }
-            .to_owned(),
-        );
         let same = |p: Option<&PodObservation>| {
             p.is_some_and(|p| super::common::same_uid_running(p, &f3.existing))
         };
-        w.insert(
-            "existing",
-            if same(Some(&f5.existing)) && same(f6.existing.as_ref()) {
-                "same-uid-running"
-            } else {
-                "not-same-uid-running"
-            }
-            .to_owned(),
-        );
-        w
+        let existing = same(Some(&f5.existing)) && same(f6.existing.as_ref());
+        let kept = f5.policy_webhook_present;
+        let recovery = timeline_in_order(f6);
+        BTreeMap::from([
+            (
+                "scale_down",
+                word(kept, "registration-kept", "registration-absent"),
+            ),
+            ("policy", word(policy, "present", "absent")),
+            ("request", request.to_owned()),
+            (
+                "recovery",
+                word(
+                    recovery,
+                    "lease-then-registration-then-deny",
+                    "not-confirmed",
+                ),
+            ),
+            ("dry_run", word(dry, "validated-not-stored", "not-shown")),
+            (
+                "existing",
+                word(existing, "same-uid-running", "not-same-uid-running"),
+            ),
+        ])
     }
 }
 
@@ -331,23 +295,18 @@ pub mod b {
         act7: &Act7Facts,
     ) -> Vec<(&'static str, String)> {
         let outcome = |r: &RequestRecord| r.outcome.as_str().to_owned();
-        let fail = if act5.target_good.outcome == Outcome::WebhookTimeout
-            && act5.target_bad.outcome == Outcome::WebhookTimeout
-        {
+        let (good, bad) = (&act5.target_good, &act5.target_bad);
+        let timeout = |r: &RequestRecord| r.outcome == Outcome::WebhookTimeout;
+        let fail = if timeout(good) && timeout(bad) {
             "matching-requests-timeout".to_owned()
         } else {
-            format!(
-                "target-good:{},target-bad:{}",
-                outcome(&act5.target_good),
-                outcome(&act5.target_bad)
-            )
+            format!("target-good:{},target-bad:{}", outcome(good), outcome(bad))
         };
         let ignore = if act6.run.target_bad.outcome == Outcome::Stored {
             "unvalidated-request-stored".to_owned()
         } else {
             format!("target-bad:{}", outcome(&act6.run.target_bad))
         };
-        let healthy_ignore = outcome(&act6.healthy_bad);
         let control = if act5.control.outcome == Outcome::Stored {
             "outside-selector".to_owned()
         } else {
@@ -365,7 +324,7 @@ pub mod b {
         vec![
             ("fail", fail),
             ("ignore", ignore),
-            ("healthy_ignore", healthy_ignore),
+            ("healthy_ignore", outcome(&act6.healthy_bad)),
             ("control", control),
             ("existing", existing),
         ]
@@ -374,10 +333,12 @@ pub mod b {
 
 /// Lab C (three replicas; the leader frozen under Fail, a follower under Ignore).
 pub mod c {
+    use super::word;
     use std::time::Duration;
 
-    use crate::evidence::{Outcome, RequestRecord};
+    use crate::evidence::Outcome;
     use crate::facts::c::{Act3Facts, Act5Facts, Act6Facts, Act7Facts, ReplicaFreezeRun};
+    use crate::facts::parse_rfc3339;
 
     /// The fewest violating pods sent during a freeze: the spec's "with 3 endpoints at least 18"
     /// (`docs/labs.md`, "Lab C", act 5). Each wave's requests are sent at once, so that the API
@@ -407,12 +368,8 @@ pub mod c {
     /// anything else)`. Under Fail a request that met the frozen replica is a `webhook-timeout`;
     /// under Ignore it is `stored` after the timeout.
     pub fn freeze_counts(run: &ReplicaFreezeRun, met_frozen: Outcome) -> (usize, usize, usize) {
-        let met = run.bad.iter().filter(|r| r.outcome == met_frozen).count();
-        let denied = run
-            .bad
-            .iter()
-            .filter(|r| r.outcome == Outcome::ExplicitDeny)
-            .count();
+        let count = |o: Outcome| run.bad.iter().filter(|r| r.outcome == o).count();
+        let (met, denied) = (count(met_frozen), count(Outcome::ExplicitDeny));
         (met, denied, run.bad.len() - met - denied)
     }
 
@@ -428,12 +385,10 @@ pub mod c {
                 met_frozen.as_str()
             );
         }
-        let q = if met == n {
-            "all"
-        } else if met == 0 {
-            "none"
-        } else {
-            "some"
+        let q = match met {
+            m if m == n => "all",
+            0 => "none",
+            _ => "some",
         };
         format!("{q}-{what}")
     }
@@ -444,13 +399,13 @@ pub mod c {
     /// lies inside the freeze (`(holder, acquireTime)`: the new holder stamped its tenure there,
     /// whatever the samples say); `None` when no read shows a takeover during the freeze.
     pub fn takeover(run: &ReplicaFreezeRun) -> Option<(&str, &str)> {
-        let resumed = crate::facts::parse_rfc3339(&run.freeze.resumed_at);
-        let frozen = crate::facts::parse_rfc3339(&run.freeze.frozen_at);
+        let resumed = parse_rfc3339(&run.freeze.resumed_at);
+        let frozen = parse_rfc3339(&run.freeze.frozen_at);
         let before = run.lease_before.holder.as_deref();
         let sampled = run
             .lease_samples
             .iter()
-            .filter(|s| match (crate::facts::parse_rfc3339(&s.at), resumed) {
+            .filter(|s| match (parse_rfc3339(&s.at), resumed) {
                 (Some(at), Some(r)) => at <= r,
                 _ => false,
             })
@@ -462,7 +417,7 @@ pub mod c {
             let after = &run.lease_after;
             let h = after.holder.as_deref().filter(|h| Some(*h) != before)?;
             let acq = after.acquire_time.as_deref()?;
-            let t = crate::facts::parse_rfc3339(acq)?;
+            let t = parse_rfc3339(acq)?;
             (frozen? <= t && t <= resumed?).then_some((h, acq))
         })
     }
@@ -473,16 +428,6 @@ pub mod c {
         let t = &run.target_after;
         t.pod_uid_after.as_deref() == Some(t.pod_uid_before.as_str())
             && t.restart_count_after > t.restart_count_before
-    }
-
-    /// Whether the registration was read present during both freezes.
-    fn registration_kept(act5: &Act5Facts, act6: &Act6Facts) -> bool {
-        act5.registration_present_during_freeze && act6.run.registration_present_during_freeze
-    }
-
-    /// What the first request of `requests` met, for a report word: its outcome's name.
-    fn outcome(r: Option<&RequestRecord>) -> String {
-        r.map_or("none".into(), |r| r.outcome.as_str().to_owned())
     }
 
     /// The report words the evidence supports, field by field (`report.json`, lab C): the one
@@ -501,24 +446,18 @@ pub mod c {
         } else {
             "lease-not-observed".to_owned()
         };
+        let after = act5.target_after.pod_uid_after.as_deref();
         let former_leader = if restarted(act5) {
             "restarted".to_owned()
-        } else if act5.target_after.pod_uid_after.as_deref()
-            == Some(act5.target_after.pod_uid_before.as_str())
-        {
+        } else if after == Some(act5.target_after.pod_uid_before.as_str()) {
             "kept-running".to_owned()
         } else {
-            format!(
-                "pod-uid:{}",
-                act5.target_after.pod_uid_after.as_deref().unwrap_or("none")
-            )
+            format!("pod-uid:{}", after.unwrap_or("none"))
         };
         let follower = freeze_word(&act6.run, Outcome::Stored, "unvalidated-stored");
-        let registration = if registration_kept(act5, act6) {
-            "kept".to_owned()
-        } else {
-            "absent-during-a-freeze".to_owned()
-        };
+        let kept =
+            act5.registration_present_during_freeze && act6.run.registration_present_during_freeze;
+        let registration = word(kept, "kept", "absent-during-a-freeze");
         let existing = if super::common::same_uid_running(&act7.existing, &act3.existing) {
             "same-uid-running".to_owned()
         } else {
@@ -526,7 +465,7 @@ pub mod c {
                 "uid:{},phase:{},healthy-bad:{}",
                 act7.existing.uid.as_deref().unwrap_or("none"),
                 act7.existing.phase.as_deref().unwrap_or("none"),
-                outcome(Some(&act7.healthy_bad))
+                act7.healthy_bad.outcome.as_str()
             )
         };
         vec![

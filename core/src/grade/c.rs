@@ -56,7 +56,7 @@ use super::{
 };
 use crate::derive;
 use crate::evidence::{Evidence, Outcome, RequestRecord};
-use crate::facts::{self, c::*};
+use crate::facts::{self, a::LeaseFacts, c::*};
 use crate::inputs::{self, Context};
 
 /// Replicas lab C runs (`ha-plan.json` `replicas`).
@@ -171,18 +171,10 @@ fn every_ready_replica_is_a_ready_endpoint(g: &mut G, s: &str, f: &Act3Facts) {
 }
 
 /// The Lease's holder is one of the replicas (a pod name: Kyverno's identity).
-fn lease_holder_is_a_replica(
-    g: &mut G,
-    s: &str,
-    lease: &facts::a::LeaseFacts,
-    replicas: &[ReplicaFacts],
-) {
-    let (holder, sub) = (
-        lease.holder.as_deref().unwrap_or(""),
-        format!("{s}.lease.holder"),
-    );
+fn lease_holder_is_a_replica(g: &mut G, s: &str, lease: &LeaseFacts, replicas: &[ReplicaFacts]) {
+    let holder = lease.holder.as_deref().unwrap_or("");
     let ok = replicas.iter().any(|r| r.pod.name == holder);
-    g.check(ok, ValueMismatch, sub, || {
+    g.check(ok, ValueMismatch, format!("{s}.lease.holder"), || {
         format!("expected one of the replicas, found {:?}", lease.holder)
     });
 }
@@ -297,11 +289,8 @@ fn baseline_outcomes_are_healthy(g: &mut G, s: &str, f: &Act3Facts) {
     }
     let (good, existing) = (&f.good, &f.existing);
     let name = |r: &facts::PodObservation| (r.name.clone(), r.namespace.clone());
-    let row = (
-        "existing.name",
-        (good.name.clone(), good.namespace.clone()),
-        name(existing),
-    );
+    let good_name = (good.name.clone(), good.namespace.clone());
+    let row = ("existing.name", good_name, name(existing));
     fields_are(g, ValueMismatch, s, [row]);
     g.times_ordered(&format!("{s}.existing.at"), &good.get.at, &existing.at);
     if let Some(uid) = &good.get.uid {
@@ -390,10 +379,8 @@ fn processes_are_act3s_replicas(g: &mut G, s: &str, f: &Act4Facts) {
         });
     }
     let pids: BTreeSet<u32> = all.iter().map(|p| p.identity.pid).collect();
-    let containers: BTreeSet<&str> = all
-        .iter()
-        .map(|p| p.identity.container_id.as_str())
-        .collect();
+    let ids = all.iter().map(|p| p.identity.container_id.as_str());
+    let containers: BTreeSet<&str> = ids.collect();
     let ok = pids.len() == all.len() && containers.len() == all.len();
     g.check(ok, ValueMismatch, format!("{s}.followers"), || {
         format!("expected one process per replica, found PIDs {pids:?}, containers {containers:?}")
@@ -463,11 +450,8 @@ fn replicas_are_the_raw_pods(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts) {
     for (i, r) in f.replicas.iter().enumerate() {
         let sub = format!("{s}.replicas[{i}]");
         let Some((k, p)) = raw_pod(pods, &r.pod.name) else {
-            g.flag(
-                RawMismatch,
-                sub,
-                format!("pod {} is not in the raw list", r.pod.name),
-            );
+            let missing = format!("pod {} is not in the raw list", r.pod.name);
+            g.flag(RawMismatch, sub, missing);
             continue;
         };
         let raw_at = format!("{} raw[pods].data[{k}]", ev_name(ev.act));
@@ -687,10 +671,8 @@ pub(crate) fn act5(g: &mut G) {
 
 /// The leader frozen is the one the Lease named right before the freeze.
 fn lease_before_names_the_frozen_leader(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
-    let (target, holder) = (
-        Some(run.target_pod.as_str()),
-        run.lease_before.holder.as_deref(),
-    );
+    let target = Some(run.target_pod.as_str());
+    let holder = run.lease_before.holder.as_deref();
     let rows = [("lease_before.holder", target, holder)];
     fields_are(g, ValueMismatch, s, rows);
 }
@@ -758,16 +740,11 @@ fn frozen_follower_is_its_latest_process(g: &mut G, v: &Freeze<'_>, run: &Replic
 /// name the holder of before.
 fn lease_holder_unchanged_by_a_follower_freeze(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
     let before = run.lease_before.holder.as_deref();
-    let samples = run
-        .lease_samples
-        .iter()
-        .enumerate()
-        .filter(|(_, x)| x.error.is_none());
+    let samples = run.lease_samples.iter().enumerate();
+    let samples = samples.filter(|(_, x)| x.error.is_none());
     let reads = samples.map(|(i, x)| (format!("lease_samples[{i}].holder"), x.holder.as_deref()));
-    let after = (
-        "lease_after.holder".to_owned(),
-        run.lease_after.holder.as_deref(),
-    );
+    let after_holder = run.lease_after.holder.as_deref();
+    let after = ("lease_after.holder".to_owned(), after_holder);
     let rows = reads
         .chain([after])
         .map(|(field, holder)| (field, before, holder));
@@ -817,16 +794,9 @@ fn freeze_waves_lie_inside_the_freeze(g: &mut G, s: &str, run: &ReplicaFreezeRun
     fields_are(g, ValueMismatch, s, rows);
     waves_had_requests_in_flight_at_once(g, s, &run.bad, size);
     let (frozen, resumed) = (&run.freeze.frozen_at, &run.freeze.resumed_at);
-    let bad = run
-        .bad
-        .iter()
-        .enumerate()
-        .map(|(i, r)| (format!("{s}.bad[{i}]"), r, true));
-    let control = run
-        .control
-        .iter()
-        .enumerate()
-        .map(|(i, r)| (format!("{s}.control[{i}]"), r, false));
+    let (bad, control) = (run.bad.iter().enumerate(), run.control.iter().enumerate());
+    let bad = bad.map(|(i, r)| (format!("{s}.bad[{i}]"), r, true));
+    let control = control.map(|(i, r)| (format!("{s}.control[{i}]"), r, false));
     for (sub, r, violating) in bad.chain(control) {
         let rows = [
             ("sent_at", frozen, &r.sent_at),
@@ -920,10 +890,8 @@ fn frozen_replica_after_is_the_same_pod(g: &mut G, s: &str, run: &ReplicaFreezeR
     let sub = format!("{s}.target_after");
     let rows = [("pod", run.target_pod.as_str(), t.pod.as_str())];
     fields_are(g, ValueMismatch, &sub, rows);
-    let (uid, uid_before) = (
-        run.freeze.identity.pod_uid.as_str(),
-        t.pod_uid_before.as_str(),
-    );
+    let uid = run.freeze.identity.pod_uid.as_str();
+    let uid_before = t.pod_uid_before.as_str();
     fields_are(g, UidMismatch, &sub, [("pod_uid_before", uid, uid_before)]);
     if let Some(d) = &run.first_explicit_deny {
         g.times_ordered(&format!("{sub}.settled_at"), &d.answered_at, &t.settled_at);
@@ -974,13 +942,10 @@ fn restart_counts_are_the_containers_attempts(
 fn replica_rows_are_act3s_replicas(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
     let sub = format!("{s}.replica_requests");
     if let Some(a3) = g.facts::<Act3Facts>(3) {
-        let rows: BTreeSet<&str> = run
-            .replica_requests
-            .iter()
-            .map(|r| r.pod.as_str())
-            .collect();
+        let reqs = &run.replica_requests;
+        let rows: BTreeSet<&str> = reqs.iter().map(|r| r.pod.as_str()).collect();
         let replicas = replica_names(&a3.replicas);
-        let ok = rows == replicas && rows.len() == run.replica_requests.len();
+        let ok = rows == replicas && rows.len() == reqs.len();
         g.check(ok, ValueMismatch, &sub, || {
             format!("expected one row per act 3 replica {replicas:?}, found {rows:?}")
         });
@@ -1047,23 +1012,15 @@ fn samples_are_the_raw_samples(g: &mut G, s: &str, ev: &Evidence, run: &ReplicaF
     let slices_agree = |raw: &Value, x: &EndpointSample| {
         at(raw, &x.at) && endpoints_of_slices(&raw["slices"]) == x.endpoints
     };
-    let leases: Vec<&LeaseSample> = run
-        .lease_samples
-        .iter()
-        .filter(|x| x.error.is_none())
-        .collect();
-    let endpoints: Vec<&EndpointSample> = run
-        .endpoint_samples
-        .iter()
-        .filter(|x| x.error.is_none())
-        .collect();
+    let leases = run.lease_samples.iter().filter(|x| x.error.is_none());
+    let endpoints = run.endpoint_samples.iter().filter(|x| x.error.is_none());
     samples_agree(
         g,
         s,
         "lease_samples",
         "Lease",
         &of("lease"),
-        &leases,
+        leases,
         lease_agrees,
     );
     samples_agree(
@@ -1072,7 +1029,7 @@ fn samples_are_the_raw_samples(g: &mut G, s: &str, ev: &Evidence, run: &ReplicaF
         "endpoint_samples",
         "EndpointSlice",
         &of("endpoint-slices"),
-        &endpoints,
+        endpoints,
         slices_agree,
     );
 }
@@ -1080,16 +1037,17 @@ fn samples_are_the_raw_samples(g: &mut G, s: &str, ev: &Evidence, run: &ReplicaF
 /// The successful reads `read` recorded at `s.<field>` are the raw answers `raw` of their kind
 /// (`kind`, for the words), one for one and in order, each as `agrees` compares them. Flags
 /// [`Code::RawMismatch`].
-fn samples_agree<T>(
+fn samples_agree<'r, T: 'r>(
     g: &mut G,
     s: &str,
     field: &str,
     kind: &str,
     raw: &[&Value],
-    read: &[&T],
+    read: impl Iterator<Item = &'r T>,
     agrees: impl Fn(&Value, &T) -> bool,
 ) {
-    let ok = raw.len() == read.len() && raw.iter().zip(read).all(|(r, x)| agrees(r, x));
+    let read: Vec<&T> = read.collect();
+    let ok = raw.len() == read.len() && raw.iter().zip(&read).all(|(r, x)| agrees(r, x));
     g.check(ok, RawMismatch, format!("{s}.{field}"), || {
         let (n, m) = (read.len(), raw.len());
         format!("{n} successful reads recorded, the raw samples hold {m} {kind} answers that do not all agree")
@@ -1204,12 +1162,8 @@ pub(crate) fn act7(g: &mut G) {
         policy_uid: uid.clone(),
         ..Default::default()
     };
-    ctx.evidence_digests = g
-        .input
-        .digests()
-        .into_iter()
-        .filter(|(a, _)| *a == 6)
-        .collect();
+    let digests = g.input.digests().into_iter();
+    ctx.evidence_digests = digests.filter(|(a, _)| *a == 6).collect();
     g.input::<inputs::RecoveryC>(&ctx);
     let a6_webhook = g.facts::<Act6Facts>(6).map(|a6| a6.webhook);
     let (policy_uid, bad) = (&f.policy_uid, &f.healthy_bad);
@@ -1250,10 +1204,8 @@ fn replicas_left_are_act3s_pods(g: &mut G, s: &str, f: &Act7Facts) {
         let (sub, p) = (format!("{s}.replicas[{i}]"), &r.pod);
         let running = p.exists && p.phase.as_deref() == Some("Running");
         g.check(running, ValueMismatch, format!("{sub}.pod"), || {
-            format!(
-                "expected a Running pod, found exists={} phase={:?}",
-                p.exists, p.phase
-            )
+            let (exists, phase) = (p.exists, &p.phase);
+            format!("expected a Running pod, found exists={exists} phase={phase:?}")
         });
         let addressed = !r.ready || r.pod_ip.as_deref().is_some_and(|ip| !ip.is_empty());
         g.check(addressed, ValueMismatch, format!("{sub}.pod_ip"), || {
