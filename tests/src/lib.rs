@@ -659,6 +659,19 @@ pub fn ordered_step(
     setup: impl FnOnce() -> Result<(LabCluster, xtask::lab_run::LabRun)>,
     f: impl FnOnce(&xtask::lab_run::LabRun) -> std::result::Result<(), libtest_mimic::Failed>,
 ) -> std::result::Result<(), libtest_mimic::Failed> {
+    ordered_step_on(state, what, setup, |_, run| f(run))
+}
+
+/// [`ordered_step`] for a step that needs the cluster itself too (its fixture handle).
+pub fn ordered_step_on(
+    state: &std::sync::Mutex<OrderedLab>,
+    what: &str,
+    setup: impl FnOnce() -> Result<(LabCluster, xtask::lab_run::LabRun)>,
+    f: impl FnOnce(
+        &LabCluster,
+        &xtask::lab_run::LabRun,
+    ) -> std::result::Result<(), libtest_mimic::Failed>,
+) -> std::result::Result<(), libtest_mimic::Failed> {
     use libtest_mimic::Failed;
     let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(first) = &s.failed {
@@ -677,7 +690,8 @@ pub fn ordered_step(
         }
     }
     let run = s.run.as_ref().expect("set above");
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(run)));
+    let cluster = s.cluster.as_ref().expect("set with the run");
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(cluster, run)));
     let r = match r {
         Ok(r) => r,
         Err(p) => Err(Failed::from(format!(

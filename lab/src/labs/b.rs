@@ -230,7 +230,7 @@ pub(crate) async fn act7(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
         let webhook = webhook_facts(&cfg, &wh).map_err(fail)?;
         ui.step(m::SENDING_NEW_VIOLATING);
         let window = crate::metrics::Window::begin(&cluster).await;
-        let bad_name = format!("{}7-bad", lab.as_str());
+        let bad_name = format!("{}-bad", crate::labs::common::request_tag(lab, 7));
         let healthy_bad =
             probe::send_pod(&cluster, &bad_name, TARGET_NAMESPACE, PodKind::Bad, false)
                 .await

@@ -270,7 +270,7 @@ async fn act3_body(
     let before = replica_counters(cl, &pod_names, rec, "before").await;
     let window = crate::metrics::Window::begin(cl).await;
     let (waves, wave_size) = crate::steps::waves_of(lab, 3)?;
-    let tag = format!("{}3", lab.as_str());
+    let tag = crate::labs::common::request_tag(lab, 3);
     ui.step(m::sending_waves(waves, wave_size));
     let mut bad = Vec::new();
     for w in 0..waves {
@@ -699,7 +699,7 @@ async fn act7_body(
     let bound = lab_core::rules::c::SCALE_BACK_BOUND.saturating_sub(t0.elapsed());
     let probes = common::until_explicit_deny(
         cl,
-        &format!("{}7-bad", lab.as_str()),
+        &format!("{}-bad", crate::labs::common::request_tag(lab, 7)),
         TARGET_NAMESPACE,
         false,
         bound.max(common::ANSWER_BOUND),

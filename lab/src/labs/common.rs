@@ -781,6 +781,12 @@ pub async fn inspect(lab: Lab, env: &Env) -> Result<InspectReport, LabError> {
 /// need not be `Send`).
 pub type ActFuture<'a> = std::pin::Pin<Box<dyn Future<Output = Result<ActSummary, LabError>> + 'a>>;
 
+/// The prefix of act `act`'s request names in `lab` (`c3` for lab C's act 3: `c3-bad-w0`,
+/// `c3-good`), so a request's name says which lab and act sent it.
+pub fn request_tag(lab: Lab, act: u8) -> String {
+    format!("{}{act}", lab.as_str())
+}
+
 /// Runs one act of a lab against the cluster reached through `env` ([`crate::labs::run_act`] takes the
 /// work-dir lock, heals and checks the act's inputs and earlier acts first).
 pub type Runner = for<'a> fn(&'a Env, Lab) -> ActFuture<'a>;
@@ -971,7 +977,7 @@ async fn act3_body(
     rec: &mut ActRecorder,
 ) -> Result<(serde_json::Value, Vec<String>), (serde_json::Value, LabError)> {
     // The request names' prefix: the lab and the act (`b3-good`).
-    let tag = format!("{}3", lab.as_str());
+    let tag = request_tag(lab, 3);
     let fail = |e: LabError| (serde_json::Value::Null, e);
     let window = crate::metrics::Window::begin(cluster).await;
     ui.step(m::CREATING_GOOD_TARGET);

@@ -673,7 +673,7 @@ pub(crate) async fn act5<S: Shape>(env: &Env, lab: Lab) -> Result<ActSummary, La
     let chosen = target_now(&cl, &mut cri, &mut rec, target, Some(S::act4_target(&a4)));
     let (lease, inv) = chosen.await?;
     rec.raw("cri-container-before", &inv.container);
-    let tag = format!("{}5", lab.as_str());
+    let tag = crate::labs::common::request_tag(lab, 5);
     let spec = FreezeSpec {
         lab,
         act: 5,
@@ -714,7 +714,7 @@ pub(crate) async fn act6<S: Shape>(env: &Env, lab: Lab) -> Result<ActSummary, La
         Err(e) => return finish(rec, Err((partial, e))),
     };
     rec.raw("cri-container-before", &inv.container);
-    let tag = format!("{}6", lab.as_str());
+    let tag = crate::labs::common::request_tag(lab, 6);
     let spec = FreezeSpec {
         lab,
         act: 6,

@@ -208,7 +208,7 @@ pub(crate) async fn open_act6<P: StudentInput, A3: serde::de::DeserializeOwned>(
         Err(e) => return Err(common::finish(rec, Err((partial, e)))),
     };
     let window = crate::metrics::Window::begin(&cluster).await;
-    let tag = format!("{}6", lab.as_str());
+    let tag = crate::labs::common::request_tag(lab, 6);
     let healthy_bad =
         match healthy_deny_under_ignore(&cluster, &ui, &mut rec, &mut partial, &tag).await {
             Ok(h) => h,

@@ -91,29 +91,16 @@ pub fn lane() -> Lane {
         let st = state.clone();
         lane.row(name, move || tests::ordered_step(&st, name, setup, f));
     }
+    // Lab A's forced act 2 failure on this lane's cluster (module docs).
     let st = state.clone();
-    lane.row(
-        "diagnostics_act_2_on_a_controller_scaled_to_0_leaves_diagnostics_naming_the_cause",
-        move || forced_failure(&st),
-    );
+    let name = "diagnostics_act_2_on_a_controller_scaled_to_0_leaves_diagnostics_naming_the_cause";
+    lane.row(name, move || {
+        tests::ordered_step_on(&st, name, setup, |c, _| {
+            crate::lab_a::forced_failure::act_2_fails_on_a_cluster_scaled_to_0(c)
+                .map_err(|e| Failed::from(format!("{e:#}")))
+        })
+    });
     lane
-}
-
-/// Lab A's forced act 2 failure on this lane's cluster (set up here when no step ran before it),
-/// unless a step failed before it (module docs).
-fn forced_failure(state: &Shared) -> Result<(), Failed> {
-    let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(first) = &s.failed {
-        return Err(format!("not run: {first} failed earlier").into());
-    }
-    if s.cluster.is_none() {
-        let (c, r) = setup().map_err(|e| Failed::from(format!("{e:#}")))?;
-        s.cluster = Some(c);
-        s.run = Some(r);
-    }
-    let c = s.cluster.as_ref().expect("set above");
-    crate::lab_a::forced_failure::act_2_fails_on_a_cluster_scaled_to_0(c)
-        .map_err(|e| Failed::from(format!("{e:#}")))
 }
 
 fn setup() -> anyhow::Result<(LabCluster, LabRun)> {
