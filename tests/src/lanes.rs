@@ -299,23 +299,18 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 
-    /// `libtest_mimic::run` with its output in a file of its own (removed after), so that the
-    /// inner harness's lines (a row failed on purpose, its summary) do not mix with this test
-    /// binary's own.
+    /// `libtest_mimic::run` with its output in a file of its own, in a fresh private temporary
+    /// directory removed after (never a fixed path in /tmp another user could have made), so
+    /// that the inner harness's lines (a row failed on purpose, its summary) do not mix with this
+    /// test binary's own.
     fn run_quietly(args: &Arguments, trials: Vec<Trial>) -> Conclusion {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let log = std::env::temp_dir().join(format!(
-            "kca-lanes-test-{}-{}.log",
-            std::process::id(),
-            N.fetch_add(1, Ordering::SeqCst)
-        ));
+        let dir = tempfile::tempdir().expect("a private temporary directory");
+        let log = dir.path().join("inner-harness.log");
         let args = Arguments {
             logfile: Some(log.to_string_lossy().into_owned()),
             ..args.clone()
         };
-        let c = libtest_mimic::run(&args, trials);
-        let _ = std::fs::remove_file(&log);
-        c
+        libtest_mimic::run(&args, trials)
     }
 
     /// Rows of two lanes, each recording (lane, row) when it runs and sleeping in between, with
