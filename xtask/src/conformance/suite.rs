@@ -58,7 +58,7 @@ pub fn ensure_suite(
     let version =
         (kubernetes != crate::upstream::versions::PINNED_KUBERNETES).then_some(kubernetes);
     let wrapper = wrapper::ensure_wrapper(&cache, &env, &KUBERNETES_E2E, version)?;
-    let built = go::ensure_family(&cache, &env, &KUBERNETES_E2E, &wrapper)?;
+    let built = go::ensure_family(&cache, &env, &KUBERNETES_E2E, &wrapper, || {})?;
     let k8s = go::module_dirs(&env, &wrapper, &["k8s.io/kubernetes"])?;
     let manifest = k8s[0].dir.join("test/utils/image/manifest.go");
     let text =
@@ -77,7 +77,7 @@ pub fn ensure_suite(
     let images = ensure_suite_images(&cache, &built, &pause, Path::new(BUSYBOX), refs)?;
     let ctr = if with_ctr {
         let dir = crate::upstream::wrappers_dir().join(CONTAINERD_FAMILY.name);
-        let c = go::ensure_family(&cache, &env, &CONTAINERD_FAMILY, &dir)?;
+        let c = go::ensure_family(&cache, &env, &CONTAINERD_FAMILY, &dir, || {})?;
         Some(c.dir.join("ctr"))
     } else {
         None

@@ -204,16 +204,37 @@ pub fn ensure_built(opts: &BuildOptions) -> anyhow::Result<Artifacts> {
     }
     let mut built = Vec::new();
     let mut kyverno_wrapper = wrappers_dir().join("kyverno");
-    for family in components::FAMILIES {
-        let version = versions
-            .of_family(family.name)
-            .filter(|_| !versions.family_is_pinned(family.name));
-        let wrapper = wrapper::ensure_wrapper(&cache, &env, family, version)?;
-        if family.name == "kyverno" {
-            kyverno_wrapper = wrapper.clone();
-        }
-        built.push(go::ensure_family(&cache, &env, family, &wrapper)?);
-    }
+    // The first family that must be built starts the download of the later pinned families'
+    // modules beside the builds ([`go::prefetch_modules`]); a warm cache starts nothing.
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let prefetching = std::cell::Cell::new(false);
+    std::thread::scope(|s| {
+        let result = (|| {
+            for (i, family) in components::FAMILIES.iter().enumerate() {
+                let version = versions
+                    .of_family(family.name)
+                    .filter(|_| !versions.family_is_pinned(family.name));
+                let wrapper = wrapper::ensure_wrapper(&cache, &env, family, version)?;
+                if family.name == "kyverno" {
+                    kyverno_wrapper = wrapper.clone();
+                }
+                let on_build = || {
+                    if !prefetching.replace(true) {
+                        let rest: Vec<&components::Family> = components::FAMILIES[i + 1..]
+                            .iter()
+                            .filter(|f| versions.family_is_pinned(f.name))
+                            .collect();
+                        let (env, stop) = (&env, &stop);
+                        s.spawn(move || go::prefetch_modules(env, &rest, stop));
+                    }
+                };
+                built.push(go::ensure_family(&cache, &env, family, &wrapper, on_build)?);
+            }
+            anyhow::Ok(())
+        })();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        result
+    })?;
     // The sandbox image is the same for every cell: pause from the pinned Kubernetes module.
     let pause = images::ensure_pause(&cache, &env)?;
     let kyverno = built
