@@ -359,6 +359,12 @@ pub mod c {
     /// again (a restarted container passes its startup probe, chart 3.9.1: period 6 s, up to 20
     /// failures = 120 s) with every replica a ready endpoint.
     pub const SETTLE_BOUND: Duration = Duration::from_secs(150);
+    /// The settle's minimum after the resume: the Lease `kyverno`'s duration (12 s) plus its retry
+    /// period (2 s), Kyverno v1.19 `cmd/kyverno/main.go` (leader election of the admission
+    /// controller; `docs/labs.md`, "Lab C"): a replica that lost leadership inside the freeze
+    /// exits within its renew deadline, and kubelet restarts it; the wait proves the Lease stayed
+    /// or moved (`lab::steps::settle`). Part of acts 5 and 6's floor (`cargo xtask bench`).
+    pub const SETTLE_NOT_BEFORE: Duration = Duration::from_secs(12 + 2);
     /// Bound on act 7's wait for the original count and an explicit deny: the Deployment's extra
     /// pods terminate (grace period 30 s) and a new leader may need to take the Lease (12 s) and
     /// reconcile the registration.

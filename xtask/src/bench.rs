@@ -18,13 +18,18 @@
 //!   Lease holder; Kyverno's own, so it is its own floor). Also kept as **fault facts** (figures
 //!   without a floor, to see how much room the graded bounds leave): lab B's slowest target
 //!   request minus `timeoutSeconds` (`grade::bounds` allows < 1 s) and the first explicit deny
-//!   after resume; lab C's SIGSTOP → another Lease holder and the former leader's settle (act 5),
-//!   and the scale back (act 7). Lab C's act 3 wait for three Ready replicas is a window whose
+//!   after resume; lab C's SIGSTOP → another Lease holder (act 5) and the scale back (act 7).
+//!   Lab C's settle after each replica's freeze is a window (floor: the settle's minimum). Lab C's act 3 wait for three Ready replicas is a window whose
 //!   floor is Kyverno's own time to bring them up (`replicas_ready_after_scale_ms`).
-//! - **Floors**: lab B and lab C act 5/6 → the planned freeze; lab A act 6 → its recorded
-//!   `lease_after_restore_ms`; cluster up → Kyverno's own start, the admission controller pod's
+//! - **Floors** (the chains of `../shared/research/anchors-4.md` §4.2): lab B and lab C act 5/6 →
+//!   the planned freeze, and for lab C's replicas also the settle's minimum after the resume
+//!   ([`lab::rules::c::SETTLE_NOT_BEFORE`], 14 s); lab A act 6 → its recorded
+//!   `lease_after_restore_ms`; cluster up → the upstream programs' own starts: kube-apiserver's
+//!   `/readyz` wait, `helm install`, and Kyverno's own start, the admission controller pod's
 //!   `creationTimestamp` → its `Ready` condition's `lastTransitionTime` (1 s resolution; a span
-//!   added by `cluster::up`); the lab's total → the sum of those. `ratio` = median / median floor.
+//!   added by `cluster::up`); an act's floor is the sum of its windows' floors; the lab's total →
+//!   the sum of those. Teardown, the acts' requests and our polls have no floor. `ratio` =
+//!   median / median floor.
 //!
 //! The machine load (`/proc/loadavg`) is kept before and after every lab run. No figure here is
 //! asserted anywhere: timings are recorded, not tested.
@@ -197,6 +202,13 @@ fn depth(spans: &[Span], i: usize) -> usize {
     usize::from(inside)
 }
 
+/// Whether a step is an upstream program's own start that the cluster up waits for:
+/// kube-apiserver's `/readyz` (`cluster::up`) or `helm install` (`cluster::kyverno`).
+fn is_upstream_start(msg: &str) -> bool {
+    (msg.starts_with("waiting ") && msg.ends_with("kube-apiserver /readyz"))
+        || msg.starts_with("helm install ")
+}
+
 /// The phases of one lab run: every span (indented by depth; a span that ended in an error is
 /// marked `✗`), the gaps between top-level spans, the fault windows, the floors, and the total.
 pub fn phases(sample: &LabSample) -> Vec<Phase> {
@@ -207,12 +219,24 @@ pub fn phases(sample: &LabSample) -> Vec<Phase> {
         .find(|s| s.msg == KYVERNO_START_SPAN)
         .map(Span::ms);
     let act_floor = |act: u8| {
-        sample
+        let floors: Vec<u64> = sample
             .windows
             .iter()
-            .find(|w| w.act_floor_for == Some(act))
-            .and_then(|w| w.floor_ms)
+            .filter(|w| w.act_floor_for == Some(act))
+            .filter_map(|w| w.floor_ms)
+            .collect();
+        (!floors.is_empty()).then(|| floors.iter().sum::<u64>())
     };
+    // The upstream programs' own starts inside the cluster up: kube-apiserver's `/readyz` wait and
+    // `helm install` (Helm and the API server), each its own floor like Kyverno's start
+    // (`../shared/research/anchors-4.md` §4.2 counts "API server, Helm and teardown" in each
+    // lab's floor; teardown is ours and is not counted).
+    let upstream_starts: u64 = spans
+        .iter()
+        .filter(|s| is_upstream_start(&s.msg))
+        .map(Span::ms)
+        .sum();
+    let cluster_floor = kyverno_start.map(|k| k + upstream_starts);
     let lab = &sample.lab;
     let mut out = Vec::new();
     let mut top: Vec<&Span> = Vec::new();
@@ -226,7 +250,9 @@ pub fn phases(sample: &LabSample) -> Vec<Phase> {
         }
         let name = normalise(&s.msg, &sample.cluster);
         let floor_ms = if name.starts_with("bringing up a fresh cluster") {
-            kyverno_start
+            cluster_floor
+        } else if is_upstream_start(&s.msg) {
+            Some(s.ms())
         } else {
             name.strip_prefix(&format!("lab {lab} act "))
                 .and_then(|a| a.parse::<u8>().ok())
@@ -288,7 +314,7 @@ pub fn phases(sample: &LabSample) -> Vec<Phase> {
         .iter()
         .filter(|w| w.act_floor_for.is_some())
         .filter_map(|w| w.floor_ms)
-        .chain(kyverno_start)
+        .chain(cluster_floor)
         .collect();
     out.push(Phase {
         name: "total (lab run wall time)".into(),
@@ -450,6 +476,9 @@ pub fn fault_windows(lab: Lab, evidence: &Path) -> Vec<Window> {
                     }
                     if target == Target::Leader {
                         out.extend(leader_facts(&e, act));
+                    }
+                    if target != Target::One {
+                        out.extend(settle_window(&e, act));
                     }
                 }
                 Step::Fault(Fault::Scale { to: 0, .. }) => {
@@ -663,17 +692,27 @@ fn leader_facts(e: &serde_json::Value, act: u8) -> Vec<Window> {
             format!("evidence/{act:02}.json facts.freeze.frozen_at → first facts.lease_samples[].at naming another holder"),
         ));
     }
-    if let Some(ms) = e
-        .pointer("/facts/target_after/waited_ms")
-        .and_then(|v| v.as_u64())
-    {
-        out.push(fact(
-            format!("fault fact: act {act} first deny after resume → former leader settled"),
-            ms,
-            format!("evidence/{act:02}.json facts.target_after.waited_ms"),
-        ));
-    }
     out
+}
+
+/// The settle after a replica's freeze (lab C's acts 5 and 6): first explicit deny after the
+/// resume → every replica Ready and the Lease on one of them, no earlier than
+/// [`lab::rules::c::SETTLE_NOT_BEFORE`] after the resume (`lab::steps::settle`); that minimum is
+/// its floor and part of the act's (`../shared/research/anchors-4.md` §4.2 counts it in lab C's).
+fn settle_window(e: &serde_json::Value, act: u8) -> Option<Window> {
+    let ms = e
+        .pointer("/facts/target_after/waited_ms")
+        .and_then(|v| v.as_u64())?;
+    Some(Window {
+        name: format!("fault window: act {act} first deny after resume → replicas settled"),
+        ms,
+        floor_ms: Some(lab::rules::c::SETTLE_NOT_BEFORE.as_millis() as u64),
+        act_floor_for: Some(act),
+        source: format!(
+            "evidence/{act:02}.json facts.target_after.waited_ms; floor: the Lease's duration \
+             plus its retry after the resume (rules::c::SETTLE_NOT_BEFORE)"
+        ),
+    })
 }
 
 /// `--render`: the table of an existing record, recomputed from its samples.
@@ -888,6 +927,8 @@ mod tests {
             // Another thread's step running meanwhile: what starts inside it is still one level in.
             span("importing 6 images", 2.0, 12.0),
             span("starting kube-apiserver", 2.5, 2.6),
+            span("waiting ≤ 180s for kube-apiserver /readyz", 2.6, 6.6),
+            span("helm install kyverno /c/chart", 6.6, 9.6),
             span(KYVERNO_START_SPAN, 10.0, 18.0),
             span("lab b act 5", 22.0, 47.0),
             Span {
@@ -895,13 +936,18 @@ mod tests {
                 ..span("lab b act 6", 47.0, 60.0)
             },
         ];
-        let windows = vec![Window {
-            name: "fault window: act 5 freeze (frozen → resumed)".into(),
-            ms: 20_100,
-            floor_ms: Some(20_000),
+        let window = |name: &str, ms, floor| Window {
+            name: name.into(),
+            ms,
+            floor_ms: Some(floor),
             act_floor_for: Some(5),
             source: String::new(),
-        }];
+        };
+        // An act's floor is the sum of its windows' floors.
+        let windows = vec![
+            window("fault window: act 5 freeze (frozen → resumed)", 20_100, 20_000),
+            window("fault window: act 5 settle", 3_000, 2_000),
+        ];
         let p = phases(&sample("b", 0, spans, windows, 61.0));
         let get = |n: &str| {
             p.iter()
@@ -911,11 +957,14 @@ mod tests {
         };
         assert_eq!(get("building kca-webhook-lab").ms, 1000);
         let up = get("bringing up a fresh cluster {cluster}");
-        assert_eq!((up.ms, up.floor_ms), (20_000, Some(8_000)));
+        // Kyverno's own start (8 s) + the /readyz wait (4 s) + helm install (3 s).
+        assert_eq!((up.ms, up.floor_ms), (20_000, Some(15_000)));
+        let readyz = get("· waiting for kube-apiserver /readyz");
+        assert_eq!((readyz.ms, readyz.floor_ms), (4_000, Some(4_000)));
         assert_eq!(get("· starting kine").ms, 100);
         assert_eq!(get("· importing 6 images").ms, 10_000);
         assert_eq!(get("· starting kube-apiserver").ms, 100);
-        assert_eq!(get("lab b act 5").floor_ms, Some(20_000));
+        assert_eq!(get("lab b act 5").floor_ms, Some(22_000));
         assert_eq!(get("lab b act 6 ✗").ms, 13_000);
         // Gaps under 100 ms only count in the sum.
         assert!(
@@ -938,7 +987,7 @@ mod tests {
             8_000
         );
         let total = get("total (lab run wall time)");
-        assert_eq!((total.ms, total.floor_ms), (61_000, Some(28_000)));
+        assert_eq!((total.ms, total.floor_ms), (61_000, Some(37_000)));
         // The inner span is not a top-level one: no gap names it.
         assert!(
             !p.iter()
@@ -1069,8 +1118,14 @@ mod tests {
         assert_eq!((f6.floor_ms, f6.act_floor_for), (Some(10_000), Some(6)));
         // docs/lab-c.md: the Lease moved 16020 ms after the SIGSTOP in this run.
         assert_eq!(get("fault fact: act 5 SIGSTOP").ms, 16_020);
-        assert_eq!(get("fault fact: act 5 first deny").ms, 25_669);
+        let s5 = get("fault window: act 5 first deny after resume");
+        assert_eq!(
+            (s5.ms, s5.floor_ms, s5.act_floor_for),
+            (25_669, Some(14_000), Some(5))
+        );
+        let s6 = get("fault window: act 6 first deny after resume");
+        assert_eq!((s6.floor_ms, s6.act_floor_for), (Some(14_000), Some(6)));
         assert_eq!(get("fault fact: act 7").ms, 2_005);
-        assert_eq!(w.len(), 6, "{w:#?}");
+        assert_eq!(w.len(), 7, "{w:#?}");
     }
 }

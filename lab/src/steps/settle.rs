@@ -25,12 +25,6 @@ use crate::steps::observe::{leader_lease, lease_facts, pod_ready, read_lease};
 use crate::steps::samples::endpoints;
 use crate::wait::{Check, Wait, WaitError};
 
-/// The Lease `kyverno`'s duration, seconds (Kyverno v1.19 `cmd/kyverno/main.go`, leader election
-/// of the admission controller; `docs/labs.md`, "Lab C").
-const LEASE_DURATION_SEC: i64 = 12;
-/// Its retry period, seconds (same source).
-const LEASE_RETRY_SEC: i64 = 2;
-
 /// The one replica's container as it is after the resume (CRI), retried briefly: a restarted
 /// container may still be starting. The restart count comes from the API (the pod of `inv`, or
 /// its successor) when CRI does not answer. Records `cri-container-after` (or its error).
@@ -109,7 +103,7 @@ async fn settle_after_resume(
 ) -> Result<(Vec<Pod>, u64), LabError> {
     let n = inputs::HaReplicas::VALUE as usize;
     let not_before = facts::parse_rfc3339(resumed_at)
-        .map(|r| r + chrono::Duration::seconds(LEASE_DURATION_SEC + LEASE_RETRY_SEC))
+        .map(|r| r + chrono::Duration::from_std(lab_core::rules::c::SETTLE_NOT_BEFORE).unwrap_or_default())
         .unwrap_or_else(chrono::Utc::now);
     let changes = RefCell::new(Vec::<serde_json::Value>::new());
     let steady = RefCell::new(0u32);
