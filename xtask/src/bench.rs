@@ -21,7 +21,7 @@
 //!   after resume; lab C's SIGSTOP → another Lease holder (act 5) and the scale back (act 7).
 //!   Lab C's settle after each replica's freeze is a window (floor: the settle's minimum). Lab C's act 3 wait for three Ready replicas is a window whose
 //!   floor is Kyverno's own time to bring them up (`replicas_ready_after_scale_ms`).
-//! - **Floors** (the chains of `../shared/research/anchors-4.md` §4.2): lab B and lab C act 5/6 →
+//! - **Floors** (the chains of issue 34's floors, `docs/bench.md` "Floors"): lab B and lab C act 5/6 →
 //!   the planned freeze, and for lab C's replicas also the settle's minimum after the resume
 //!   ([`lab::rules::c::SETTLE_NOT_BEFORE`], 14 s); lab A act 6 → its recorded
 //!   `lease_after_restore_ms`; cluster up → the upstream programs' own starts: kube-apiserver's
@@ -202,6 +202,29 @@ fn depth(spans: &[Span], i: usize) -> usize {
     usize::from(inside)
 }
 
+/// An act's floor: the sum of the floors of its windows (`act_floor_for`); None without any.
+fn act_floor(windows: &[Window], act: u8) -> Option<u64> {
+    let floors: Vec<u64> = windows
+        .iter()
+        .filter(|w| w.act_floor_for == Some(act))
+        .filter_map(|w| w.floor_ms)
+        .collect();
+    (!floors.is_empty()).then(|| floors.iter().sum())
+}
+
+/// The cluster up's floor: Kyverno's own start plus the upstream programs' own starts inside the
+/// cluster up, kube-apiserver's `/readyz` wait and `helm install` (Helm and the API server), each
+/// its own floor like Kyverno's (issue 34 counts "API server, Helm and teardown" in each lab's
+/// floor; teardown is ours and is not counted). None without Kyverno's start.
+fn cluster_up_floor(spans: &[Span], kyverno_start: Option<u64>) -> Option<u64> {
+    let upstream_starts: u64 = spans
+        .iter()
+        .filter(|s| is_upstream_start(&s.msg))
+        .map(Span::ms)
+        .sum();
+    kyverno_start.map(|k| k + upstream_starts)
+}
+
 /// Whether a step is an upstream program's own start that the cluster up waits for:
 /// kube-apiserver's `/readyz` (`cluster::up`) or `helm install` (`cluster::kyverno`).
 fn is_upstream_start(msg: &str) -> bool {
@@ -218,25 +241,8 @@ pub fn phases(sample: &LabSample) -> Vec<Phase> {
         .iter()
         .find(|s| s.msg == KYVERNO_START_SPAN)
         .map(Span::ms);
-    let act_floor = |act: u8| {
-        let floors: Vec<u64> = sample
-            .windows
-            .iter()
-            .filter(|w| w.act_floor_for == Some(act))
-            .filter_map(|w| w.floor_ms)
-            .collect();
-        (!floors.is_empty()).then(|| floors.iter().sum::<u64>())
-    };
-    // The upstream programs' own starts inside the cluster up: kube-apiserver's `/readyz` wait and
-    // `helm install` (Helm and the API server), each its own floor like Kyverno's start
-    // (`../shared/research/anchors-4.md` §4.2 counts "API server, Helm and teardown" in each
-    // lab's floor; teardown is ours and is not counted).
-    let upstream_starts: u64 = spans
-        .iter()
-        .filter(|s| is_upstream_start(&s.msg))
-        .map(Span::ms)
-        .sum();
-    let cluster_floor = kyverno_start.map(|k| k + upstream_starts);
+    let act_floor = |act: u8| act_floor(&sample.windows, act);
+    let cluster_floor = cluster_up_floor(&spans, kyverno_start);
     let lab = &sample.lab;
     let mut out = Vec::new();
     let mut top: Vec<&Span> = Vec::new();
@@ -620,16 +626,41 @@ fn number_word(n: u32) -> String {
         .map_or_else(|| n.to_string(), |w| (*w).to_owned())
 }
 
-/// The restore after a scale up (lab C's act 7): scale back → explicit deny.
+/// The restore after a scale up (lab C's act 7): scale back → explicit deny. When the Lease's
+/// tenure after the wait (`facts.lease`: holder, `acquire_time`) is not the one the act before
+/// ended with (`facts.lease_after`), the scale back removed the leader and Kyverno's own takeover
+/// is the floor: the Lease's duration (`lease_duration_seconds`; a new leader only after the old
+/// Lease expires, `docs/bench.md` "Floors", "≥ 12–16 s"); otherwise a fault fact
+/// without a floor.
 fn scale_back_fact(evidence: &Path, act: u8) -> Option<Window> {
-    let ms = read_evidence(evidence, act)?
-        .pointer("/facts/waited_ms")
-        .and_then(|v| v.as_u64())?;
-    Some(fact(
-        format!("fault fact: act {act} scale back → explicit deny"),
-        ms,
-        format!("evidence/{act:02}.json facts.waited_ms"),
-    ))
+    let e = read_evidence(evidence, act)?;
+    let ms = e.pointer("/facts/waited_ms").and_then(|v| v.as_u64())?;
+    let tenure = |v: &serde_json::Value| (v["holder"].clone(), v["acquire_time"].clone());
+    let before = act
+        .checked_sub(1)
+        .and_then(|a| read_evidence(evidence, a))
+        .and_then(|p| p.pointer("/facts/lease_after").map(tenure));
+    let after = e.pointer("/facts/lease");
+    let takeover = match (before, after) {
+        (Some(b), Some(a)) if b != tenure(a) => a["lease_duration_seconds"].as_u64(),
+        _ => None,
+    };
+    let name = format!("act {act} scale back → explicit deny");
+    let source = format!("evidence/{act:02}.json facts.waited_ms");
+    Some(match takeover {
+        Some(sec) => Window {
+            name: format!("fault window: {name} (the Lease taken over)"),
+            ms,
+            floor_ms: Some(sec * 1000),
+            act_floor_for: Some(act),
+            source: format!(
+                "{source}; floor: facts.lease.lease_duration_seconds (a new tenure since \
+                 evidence/{:02}.json facts.lease_after)",
+                act - 1
+            ),
+        },
+        None => fact(format!("fault fact: {name}"), ms, source),
+    })
 }
 
 /// Kyverno's own time to bring up the replicas act 3 asked for: from `facts.scale.scaled_at` to the
@@ -698,7 +729,7 @@ fn leader_facts(e: &serde_json::Value, act: u8) -> Vec<Window> {
 /// The settle after a replica's freeze (lab C's acts 5 and 6): first explicit deny after the
 /// resume → every replica Ready and the Lease on one of them, no earlier than
 /// [`lab::rules::c::SETTLE_NOT_BEFORE`] after the resume (`lab::steps::settle`); that minimum is
-/// its floor and part of the act's (`../shared/research/anchors-4.md` §4.2 counts it in lab C's).
+/// its floor and part of the act's (`docs/bench.md` "Floors" counts it in lab C's).
 fn settle_window(e: &serde_json::Value, act: u8) -> Option<Window> {
     let ms = e
         .pointer("/facts/target_after/waited_ms")
@@ -1093,6 +1124,37 @@ mod tests {
     }
 
     /// Lab C's windows from the recorded run c-20261201T234822Z (docs/lab-c.md's series 2, run 4).
+    #[test]
+    fn a_scale_back_that_moved_the_lease_has_kyvernos_takeover_as_its_floor() {
+        let dir = tempfile::tempdir().unwrap();
+        let lease = |holder: &str, acquired: &str| {
+            serde_json::json!({"holder": holder, "acquire_time": acquired,
+                "lease_duration_seconds": 12})
+        };
+        let write = |act: u8, facts: serde_json::Value| {
+            let path = dir.path().join(format!("{act:02}.json"));
+            std::fs::write(path, serde_json::json!({ "facts": facts }).to_string()).unwrap();
+        };
+        write(6, serde_json::json!({"lease_after": lease("p-1", "2026-12-01T00:00:00Z")}));
+        write(7, serde_json::json!({"waited_ms": 15_000,
+            "lease": lease("p-2", "2026-12-01T00:01:00Z")}));
+        let w = scale_back_fact(dir.path(), 7).unwrap();
+        assert_eq!(
+            (w.name.as_str(), w.ms, w.floor_ms, w.act_floor_for),
+            (
+                "fault window: act 7 scale back → explicit deny (the Lease taken over)",
+                15_000,
+                Some(12_000),
+                Some(7)
+            )
+        );
+        // The same tenure after the wait: no floor.
+        write(7, serde_json::json!({"waited_ms": 1_500,
+            "lease": lease("p-1", "2026-12-01T00:00:00Z")}));
+        let w = scale_back_fact(dir.path(), 7).unwrap();
+        assert_eq!((w.floor_ms, w.act_floor_for), (None, None));
+    }
+
     #[test]
     fn lab_c_windows_from_the_recorded_run() {
         let ev = crate::cluster::config::repo_root()

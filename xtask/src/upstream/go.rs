@@ -472,9 +472,6 @@ fn run_build(
     Ok(seconds)
 }
 
-/// The number of packages in `package`'s build graph (`go list -deps`, with the family's tags and
-/// `CGO_ENABLED`), for the progress line's ETA; 0 when `go list` fails (the build then shows no
-/// ETA and reports its own error).
 /// Downloads, through the Go module proxy into Go's module cache, the modules the programs of
 /// each of `families` import, one family after another (`go list -e -deps` of their packages in
 /// their committed wrapper, output discarded), until `stop` is set. Run beside the builds on a
@@ -498,6 +495,9 @@ pub fn prefetch_modules(env: &GoEnv, families: &[&Family], stop: &std::sync::ato
     }
 }
 
+/// The number of packages in `package`'s build graph (`go list -deps`, with the family's tags and
+/// `CGO_ENABLED`), for the progress line's ETA; 0 when `go list` fails (the build then shows no
+/// ETA and reports its own error).
 fn package_count(env: &GoEnv, wrapper: &Path, family: &Family, package: &str) -> usize {
     let mut cmd = env.go(wrapper, family.cgo_enabled());
     cmd.args(["list", "-deps"]);
