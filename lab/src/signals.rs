@@ -2,9 +2,10 @@
 //! lab run` and the test fixture.
 //!
 //! The first call of [`install`] starts a thread that reads the three signals (`signal-hook`) and
-//! publishes the last one received on a `tokio::sync::watch` channel. From then on the signals no
-//! longer end the process by themselves: whoever runs work checks [`pending`] or awaits
-//! [`received`], undoes what it must (heal the fault, write `interrupted` evidence, tear the
+//! publishes the first one received on a `tokio::sync::watch` channel (later ones change nothing:
+//! the work is already stopping, and its messages and evidence name what stopped it). From then on
+//! the signals no longer end the process by themselves: whoever runs work checks [`pending`] or
+//! awaits [`received`], undoes what it must (heal the fault, write `interrupted` evidence, tear the
 //! cluster down) and exits with 130. Nothing is swallowed: a signal stays pending for every later
 //! check in the process (tokio's `ctrl_c()` used to consume SIGINT once and ignore it afterwards).
 
@@ -18,7 +19,7 @@ use crate::error::LabError;
 static CHANNEL: OnceLock<watch::Sender<Option<i32>>> = OnceLock::new();
 static GUARDED: AtomicUsize = AtomicUsize::new(0);
 
-/// Installs the handler once (idempotent) and returns a receiver of the last signal number.
+/// Installs the handler once (idempotent) and returns a receiver of the first signal number.
 pub fn install() -> watch::Receiver<Option<i32>> {
     CHANNEL
         .get_or_init(|| {
@@ -31,7 +32,11 @@ pub fn install() -> watch::Receiver<Option<i32>> {
                     .spawn(move || {
                         for s in signals.forever() {
                             if let Some(tx) = CHANNEL.get() {
-                                tx.send_replace(Some(s));
+                                // The first signal is what interrupted the work; a later one
+                                // (SIGTERM while tearing down after SIGINT) does not rename it.
+                                tx.send_if_modified(|seen| {
+                                    seen.is_none() && seen.replace(s).is_none()
+                                });
                             }
                         }
                     });

@@ -746,7 +746,8 @@ fn settle_window(e: &serde_json::Value, act: u8) -> Option<Window> {
     })
 }
 
-/// `--render`: the table of an existing record, recomputed from its samples.
+/// `--render`: the table of an existing record, recomputed from its samples (the fault windows
+/// from the runs' evidence when it is still under their `artifacts` directory).
 fn render(path: &Path) -> Result<()> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
@@ -756,6 +757,17 @@ fn render(path: &Path) -> Result<()> {
             path.display()
         )
     })?;
+    // The windows again from each run's evidence where it is still on disk, so a record shows the
+    // windows and floors of the code that renders it; elsewhere the recorded ones stay.
+    for sample in &mut rec.samples {
+        let evidence = sample.artifacts.join("evidence");
+        if let (Ok(lab), true) = (
+            serde_json::from_value::<Lab>(serde_json::Value::from(sample.lab.as_str())),
+            evidence.is_dir(),
+        ) {
+            sample.windows = fault_windows(lab, &evidence);
+        }
+    }
     rec.rows = rows(&rec.samples);
     std::fs::write(path, serde_json::to_string_pretty(&rec)?)
         .with_context(|| format!("writing {}", path.display()))?;
@@ -976,7 +988,11 @@ mod tests {
         };
         // An act's floor is the sum of its windows' floors.
         let windows = vec![
-            window("fault window: act 5 freeze (frozen → resumed)", 20_100, 20_000),
+            window(
+                "fault window: act 5 freeze (frozen → resumed)",
+                20_100,
+                20_000,
+            ),
             window("fault window: act 5 settle", 3_000, 2_000),
         ];
         let p = phases(&sample("b", 0, spans, windows, 61.0));
@@ -1135,9 +1151,15 @@ mod tests {
             let path = dir.path().join(format!("{act:02}.json"));
             std::fs::write(path, serde_json::json!({ "facts": facts }).to_string()).unwrap();
         };
-        write(6, serde_json::json!({"lease_after": lease("p-1", "2026-12-01T00:00:00Z")}));
-        write(7, serde_json::json!({"waited_ms": 15_000,
-            "lease": lease("p-2", "2026-12-01T00:01:00Z")}));
+        write(
+            6,
+            serde_json::json!({"lease_after": lease("p-1", "2026-12-01T00:00:00Z")}),
+        );
+        write(
+            7,
+            serde_json::json!({"waited_ms": 15_000,
+            "lease": lease("p-2", "2026-12-01T00:01:00Z")}),
+        );
         let w = scale_back_fact(dir.path(), 7).unwrap();
         assert_eq!(
             (w.name.as_str(), w.ms, w.floor_ms, w.act_floor_for),
@@ -1149,8 +1171,11 @@ mod tests {
             )
         );
         // The same tenure after the wait: no floor.
-        write(7, serde_json::json!({"waited_ms": 1_500,
-            "lease": lease("p-1", "2026-12-01T00:00:00Z")}));
+        write(
+            7,
+            serde_json::json!({"waited_ms": 1_500,
+            "lease": lease("p-1", "2026-12-01T00:00:00Z")}),
+        );
         let w = scale_back_fact(dir.path(), 7).unwrap();
         assert_eq!((w.floor_ms, w.act_floor_for), (None, None));
     }

@@ -103,7 +103,10 @@ async fn settle_after_resume(
 ) -> Result<(Vec<Pod>, u64), LabError> {
     let n = inputs::HaReplicas::VALUE as usize;
     let not_before = facts::parse_rfc3339(resumed_at)
-        .map(|r| r + chrono::Duration::from_std(lab_core::rules::c::SETTLE_NOT_BEFORE).unwrap_or_default())
+        .map(|r| {
+            r + chrono::Duration::from_std(lab_core::rules::c::SETTLE_NOT_BEFORE)
+                .unwrap_or_default()
+        })
         .unwrap_or_else(chrono::Utc::now);
     let changes = RefCell::new(Vec::<serde_json::Value>::new());
     let steady = RefCell::new(0u32);

@@ -322,7 +322,12 @@ impl Cluster {
     /// cluster is torn down unless `retain_on_failure`.
     pub fn up(opts: UpOptions) -> Result<Cluster> {
         host::require_root()?;
-        foreign::refuse_foreign(&opts.state_root)?;
+        {
+            // Not while another cluster of this process has a daemon started but not yet in its
+            // record ([`recorded_spawns`]): that daemon would look foreign.
+            let _spawns = recorded_spawns();
+            foreign::refuse_foreign(&opts.state_root)?;
+        }
         config::validate_name(&opts.name)?;
         // Held until the daemons start ([`bring_up`]); they take it again around a host-wide
         // start (kubelet's, [`daemons::Daemon::host_wide`]).
@@ -481,6 +486,18 @@ pub type HostSteps = std::sync::MutexGuard<'static, ()>;
 fn host_steps() -> HostSteps {
     static HOST_STEPS: std::sync::Mutex<()> = std::sync::Mutex::new(());
     HOST_STEPS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Held from a daemon's spawn until its record is saved with it ([`Starter::start`]), and through
+/// `up`'s check for daemons no record owns ([`foreign::refuse_foreign`]), so that check never
+/// sees another cluster's daemon of this process in that gap and refuses it as foreign (seen
+/// 2026-12-04: the test lane of lab B refused the audit lane's containerd, started a moment
+/// before). Other processes are kept off by the machine lock (`lab_run::ClusterLock`).
+fn recorded_spawns() -> std::sync::MutexGuard<'static, ()> {
+    static RECORDED_SPAWNS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    RECORDED_SPAWNS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
@@ -795,9 +812,12 @@ impl<'scope, 'env> Starter<'scope, 'env> {
         }
         let spec = (d.spec)(self.rt);
         let step = Step::start(format!("starting {}", spec.name));
-        let p = process::spawn(&spec, &self.rt.netns)?;
-        record.processes.push(p);
-        record.save()?;
+        {
+            let _spawns = recorded_spawns();
+            let p = process::spawn(&spec, &self.rt.netns)?;
+            record.processes.push(p);
+            record.save()?;
+        }
         step.ok();
         let Some(r) = d.ready else {
             return Ok(());

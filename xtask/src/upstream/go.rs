@@ -490,7 +490,13 @@ pub fn prefetch_modules(env: &GoEnv, families: &[&Family], stop: &std::sync::ato
         if !family.tags.is_empty() {
             cmd.args(["-tags", &family.tags_arg()]);
         }
-        cmd.args(family.programs.iter().filter(|p| !p.test).map(|p| p.package));
+        cmd.args(
+            family
+                .programs
+                .iter()
+                .filter(|p| !p.test)
+                .map(|p| p.package),
+        );
         let _ = command::run_unchecked(cmd);
     }
 }
