@@ -1155,12 +1155,15 @@ mod tests {
             6,
             serde_json::json!({"lease_after": lease("p-1", "2026-12-01T00:00:00Z")}),
         );
-        write(
-            7,
-            serde_json::json!({"waited_ms": 15_000,
-            "lease": lease("p-2", "2026-12-01T00:01:00Z")}),
-        );
-        let w = scale_back_fact(dir.path(), 7).unwrap();
+        // Act 7 waited `ms` and ended with the Lease's tenure (`holder`, `acquired`).
+        let act7 = |ms: u64, holder: &str, acquired: &str| {
+            write(
+                7,
+                serde_json::json!({"waited_ms": ms, "lease": lease(holder, acquired)}),
+            );
+            scale_back_fact(dir.path(), 7).unwrap()
+        };
+        let w = act7(15_000, "p-2", "2026-12-01T00:01:00Z");
         assert_eq!(
             (w.name.as_str(), w.ms, w.floor_ms, w.act_floor_for),
             (
@@ -1171,12 +1174,7 @@ mod tests {
             )
         );
         // The same tenure after the wait: no floor.
-        write(
-            7,
-            serde_json::json!({"waited_ms": 1_500,
-            "lease": lease("p-1", "2026-12-01T00:00:00Z")}),
-        );
-        let w = scale_back_fact(dir.path(), 7).unwrap();
+        let w = act7(1_500, "p-1", "2026-12-01T00:00:00Z");
         assert_eq!((w.floor_ms, w.act_floor_for), (None, None));
     }
 
