@@ -1941,11 +1941,21 @@ fn sideways_imports(files: &[(PathBuf, String)], labs: &[&str]) -> Vec<String> {
 fn no_lab_reaches_into_another_labs_file() {
     let labs: Vec<&str> = lab::acts::LABS.iter().map(|l| l.as_str()).collect();
     let files = with_text(rust_files("lab/src/labs"));
+    // A lab made only of steps other labs run has no file of its own; a file named after a lab
+    // is that lab's runners, so it must be a lab of the registry.
+    let lab_files: Vec<&str> = files
+        .iter()
+        .filter_map(|(p, _)| p.file_stem()?.to_str())
+        .filter(|stem| !["mod", "common"].contains(stem))
+        .collect();
     assert!(
-        labs.iter().all(|l| files
-            .iter()
-            .any(|(p, _)| p.ends_with(format!("lab/src/labs/{l}.rs")))),
-        "lab/src/labs/<lab>.rs is missing for a lab of the registry: the rule reads the wrong tree"
+        lab_files.iter().any(|f| labs.contains(f)),
+        "no lab/src/labs/<lab>.rs of a lab of the registry: the rule reads the wrong tree"
+    );
+    let strays: Vec<&&str> = lab_files.iter().filter(|f| !labs.contains(f)).collect();
+    assert!(
+        strays.is_empty(),
+        "lab/src/labs/ has files named after no lab of the registry (core/src/acts.rs): {strays:?}"
     );
     let bad = sideways_imports(&files, &labs);
     assert!(
@@ -1971,8 +1981,13 @@ fn no_lab_reaches_into_another_labs_file() {
     assert!(f("// see crate::labs::b::act6").is_empty());
 }
 
-/// The nightly workflow, whose jobs list the labs by hand (YAML cannot read the registry).
+/// The nightly workflow. YAML cannot read the registry: its `labs` job lists `lab/schemas/`'s
+/// directories (one per lab of the registry, `lab/tests/schemas.rs`) as the output `labs`, and the
+/// jobs that run every lab take their `lab:` list from it ([`NIGHTLY_LABS`]).
 const NIGHTLY: &str = ".github/workflows/nightly.yml";
+
+/// A `lab:` matrix that is the registry's labs, read from the `labs` job's output.
+const NIGHTLY_LABS: &str = "${{ fromJSON(needs.labs.outputs.labs) }}";
 
 /// Jobs of [`NIGHTLY`] whose `lab: [...]` list is not every lab of the registry, with why. Every
 /// other list must be the registry's labs, in its order.
@@ -1982,7 +1997,8 @@ const NIGHTLY_LAB_SUBSETS: &[(&str, &str)] = &[(
      embedded and k3s-on-runner jobs only); lab C on k3s in Docker is not tried",
 )];
 
-/// Each `lab: [x, y]` list of a workflow with the job it is in (`jobs:`' two-space keys).
+/// Each `lab: [x, y]` list of a workflow with the job it is in (`jobs:`' two-space keys); a
+/// `lab:` read from the `labs` job's output ([`NIGHTLY_LABS`]) is the one-item list of that text.
 fn workflow_lab_lists(yaml: &str) -> Vec<(String, Vec<String>)> {
     let mut job = String::new();
     let mut out = Vec::new();
@@ -1994,11 +2010,12 @@ fn workflow_lab_lists(yaml: &str) -> Vec<(String, Vec<String>)> {
         {
             job = name.to_owned();
         }
-        if let Some(list) = line
-            .trim_start()
-            .strip_prefix("lab: [")
-            .and_then(|l| l.strip_suffix(']'))
-        {
+        let Some(value) = line.trim_start().strip_prefix("lab: ") else {
+            continue;
+        };
+        if value == NIGHTLY_LABS {
+            out.push((job.clone(), vec![NIGHTLY_LABS.to_owned()]));
+        } else if let Some(list) = value.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
             let labs = list.split(',').map(|l| l.trim().to_owned()).collect();
             out.push((job.clone(), labs));
         }
@@ -2016,19 +2033,39 @@ fn the_nightly_lab_lists_are_the_registrys_labs() {
     let lists = workflow_lab_lists(&yaml);
     assert!(
         !lists.is_empty(),
-        "{NIGHTLY} has no `lab: [...]` list: the rule reads the wrong file"
+        "{NIGHTLY} has no `lab:` matrix: the rule reads the wrong file"
     );
+    // The output the jobs read is lab/schemas/'s directories, which lab/tests/schemas.rs holds
+    // to the registry's labs.
+    let reads_schemas = "find lab/schemas -mindepth 1 -maxdepth 1 -type d";
     let mut problems = Vec::new();
+    if !yaml.contains(reads_schemas) || !yaml.contains("labs: ${{ steps.labs.outputs.labs }}") {
+        problems.push(format!(
+            "labs: no job output `labs` made by `{reads_schemas} ...` (the registry's labs)"
+        ));
+    }
+    let registry = [NIGHTLY_LABS.to_owned()];
     for (job, list) in &lists {
         let subset = NIGHTLY_LAB_SUBSETS.iter().any(|(j, _)| j == job);
-        if let Some(l) = list.iter().find(|l| !labs.contains(l)) {
+        if list == &registry {
+            if subset {
+                problems.push(format!(
+                    "{job}: runs every lab now: take it off NIGHTLY_LAB_SUBSETS"
+                ));
+            }
+        } else if let Some(l) = list.iter().find(|l| !labs.contains(l)) {
             problems.push(format!("{job}: lab {l} is not in the registry"));
-        } else if !subset && list != &labs {
-            problems.push(format!("{job}: {list:?}, the registry's labs are {labs:?}"));
+        } else if !subset {
+            problems.push(format!(
+                "{job}: {list:?} by hand; a job that runs every lab reads `lab: {NIGHTLY_LABS}`"
+            ));
         }
     }
     for (job, _) in NIGHTLY_LAB_SUBSETS {
-        if !lists.iter().any(|(j, l)| j == job && l != &labs) {
+        if !lists
+            .iter()
+            .any(|(j, l)| j == job && l != &labs && l != &registry)
+        {
             problems.push(format!(
                 "{job}: listed in NIGHTLY_LAB_SUBSETS but runs every lab now: take it off"
             ));
@@ -2039,12 +2076,13 @@ fn the_nightly_lab_lists_are_the_registrys_labs() {
         "{NIGHTLY}'s `lab:` lists are the labs of the registry (core/src/acts.rs):\n  {}",
         problems.join("\n  ")
     );
-    let y = "jobs:\n  one:\n    strategy:\n      matrix:\n        lab: [a, b]\n  two:\n        lab: [c]\n";
+    let y = "jobs:\n  one:\n    strategy:\n      matrix:\n        lab: [a, b]\n  two:\n        lab: [c]\n  three:\n        lab: ${{ fromJSON(needs.labs.outputs.labs) }}\n";
     assert_eq!(
         workflow_lab_lists(y),
         vec![
             ("one".to_owned(), vec!["a".to_owned(), "b".to_owned()]),
             ("two".to_owned(), vec!["c".to_owned()]),
+            ("three".to_owned(), vec![NIGHTLY_LABS.to_owned()]),
         ]
     );
 }
