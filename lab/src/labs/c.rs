@@ -80,6 +80,12 @@ use crate::workdir::Workdir;
 /// failures, so at most 120 s), plus the image already on the node and scheduling.
 pub const HA_READY_BOUND: Duration = Duration::from_secs(180);
 
+/// Whether these runners run `lab`: its acts freeze one replica of several (the Lease's holder
+/// or a follower, [`crate::acts::freezes`]).
+pub(crate) fn runs(lab: Lab) -> bool {
+    (crate::acts::freezes(lab).iter()).any(|(_, t)| *t != crate::acts::Target::One)
+}
+
 /// Lab C's own acts' runners, by act number (acts 1-2 are `common`'s; see
 /// [`crate::labs::runner`]).
 pub(crate) static RUNNERS: &[(u8, super::Runner)] = &[

@@ -9,8 +9,9 @@
 //! touched the cluster, it always leaves evidence: `completed`, or `interrupted` with the raw data
 //! seen so far.
 //!
-//! Each file lists its acts' runners in `RUNNERS`; [`runner`] finds one for `run_act` (a unit test
-//! keeps them in step with the registry). Acts with a live fault take a context (`ScaleAct`,
+//! Each file lists its acts' runners in `RUNNERS` and says which labs they run (`runs`, from the
+//! labs' steps); [`runner`] finds one for `run_act` (unit tests keep them in step with the
+//! registry). Acts with a live fault take a context (`ScaleAct`,
 //! `FreezeAct`: the cluster, output, the fault or its target, recorder) instead of long argument
 //! lists; lab A's act 6 is named phases (`restore_replicas`, `observe_recovery`, `act6_lines`).
 
@@ -28,7 +29,7 @@ use crate::inputs::{self, Context};
 use crate::workdir::Workdir;
 
 /// The runner of act `act` of `lab`: acts 1-3 in `common::RUNNERS`, the lab's own in
-/// `a::RUNNERS` / `b::RUNNERS`, each beside its body; `None` when there is none (the
+/// `a::RUNNERS` / `b::RUNNERS` / `c::RUNNERS` (by [`OWN_RUNNERS`]), each beside its body; `None` when there is none (the
 /// registry, [`crate::acts`], lists the acts; `every_registry_act_has_one_runner` keeps the two
 /// in step).
 pub fn runner(lab: Lab, act: u8) -> Option<Runner> {
@@ -38,19 +39,25 @@ pub fn runner(lab: Lab, act: u8) -> Option<Runner> {
 /// A list of runners by act number (a file's `RUNNERS`).
 type Runners = &'static [(u8, Runner)];
 
-/// Each lab's own runners (its file's `RUNNERS`).
-static OWN_RUNNERS: &[(Lab, Runners)] = &[
-    (Lab::A, a::RUNNERS),
-    (Lab::B, b::RUNNERS),
-    (Lab::C, c::RUNNERS),
+/// Whether a file's runners run a lab (the file's `runs`).
+type RunsLab = fn(Lab) -> bool;
+
+/// Each act file's `RUNNERS` with the rule that says which labs they run, read from the labs'
+/// steps in the registry (`runs`: a scale to 0, one replica frozen, replicas frozen): a lab made of
+/// steps one of these files runs needs no line here. `every_lab_has_one_set_of_own_runners` holds
+/// that each lab of the registry is run by exactly one file.
+static OWN_RUNNERS: &[(RunsLab, Runners)] = &[
+    (a::runs, a::RUNNERS),
+    (b::runs, b::RUNNERS),
+    (c::runs, c::RUNNERS),
 ];
 
 /// Every runner of `lab`: the shared ones (`common::RUNNERS`) for the acts it has no own runner
-/// of (lab C has its own act 3), then its own.
+/// of (lab C has its own act 3), then its own (the first file of [`OWN_RUNNERS`] that runs it).
 fn runners(lab: Lab) -> impl Iterator<Item = &'static (u8, Runner)> {
     let own: Runners = OWN_RUNNERS
         .iter()
-        .find(|(l, _)| *l == lab)
+        .find(|(runs, _)| runs(lab))
         .map_or(&[], |(_, r)| *r);
     common::RUNNERS
         .iter()
@@ -154,6 +161,14 @@ pub fn precheck_inputs(lab: Lab, act: u8, workdir: &Workdir) -> Result<(), LabEr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_lab_has_one_set_of_own_runners() {
+        for lab in crate::acts::LABS {
+            let n = OWN_RUNNERS.iter().filter(|(runs, _)| runs(lab)).count();
+            assert_eq!(n, 1, "lab {}: files whose `runs` takes it", lab.as_str());
+        }
+    }
 
     #[test]
     fn every_registry_act_has_one_runner() {
