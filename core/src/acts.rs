@@ -917,6 +917,18 @@ pub fn scale_down(lab: Lab) -> Option<u8> {
     numbers(lab).find(|n| matches!(fault(lab, *n), Some(Fault::Scale { to: 0, .. })))
 }
 
+/// How many replicas of the admission controller `lab`'s acts run with once scaled: the largest
+/// [`Fault::Scale`] `to` of its acts, at least 1 (the chart's one replica: labs A and B; lab C
+/// scales to [`crate::inputs::HaReplicas`]).
+pub fn replicas(lab: Lab) -> u32 {
+    numbers(lab)
+        .filter_map(|n| match fault(lab, n) {
+            Some(Fault::Scale { to, .. }) => Some(to),
+            _ => None,
+        })
+        .fold(1, u32::max)
+}
+
 /// What `lab` disturbs ([`LabSpec::summary`]).
 pub fn summary(lab: Lab) -> Text {
     lab_spec(lab).summary
@@ -1137,6 +1149,17 @@ mod tests {
         for s in &LAB_SPECS {
             assert!(!s.summary.en.is_empty() && !s.summary.ja.is_empty());
         }
+    }
+
+    #[test]
+    fn replicas_are_the_largest_scale_of_a_labs_acts() {
+        // Lab A scales to 0 and back: one replica; lab B never scales; lab C's act 3 scales up.
+        assert_eq!(replicas(Lab::A), 1);
+        assert_eq!(replicas(Lab::B), 1);
+        assert_eq!(replicas(Lab::C), crate::inputs::HaReplicas::VALUE);
+        assert!(
+            matches!(fault(Lab::C, 3), Some(Fault::Scale { to, .. }) if to == replicas(Lab::C))
+        );
     }
 
     #[test]

@@ -99,9 +99,9 @@ pub(crate) static RUNNERS: &[(u8, super::Runner)] = &[
     }),
 ];
 
-/// The replicas the plan scales to.
-fn ha_replicas() -> i32 {
-    inputs::HaReplicas::VALUE as i32
+/// The replicas act 3 scales to: the registry's [`crate::acts::replicas`] of `lab`.
+fn ha_replicas(lab: Lab) -> i32 {
+    crate::acts::replicas(lab) as i32
 }
 
 /// First times each condition of act 3's wait was seen to hold, and every check whose state
@@ -122,10 +122,9 @@ struct Ready {
     webhook: WebhookFacts,
 }
 
-/// Waits (bounded, [`HA_READY_BOUND`]) for three Ready pods, three ready endpoints naming them
-/// and the policy's registration; returns them and when each first held.
-async fn wait_three_ready(cl: &Cluster, ui: &Ui) -> Result<(Ready, Seen, u64), LabError> {
-    let n = ha_replicas() as usize;
+/// Waits (bounded, [`HA_READY_BOUND`]) for `n` Ready pods (the registry's replicas), `n` ready
+/// endpoints naming them and the policy's registration; returns them and when each first held.
+async fn wait_all_ready(cl: &Cluster, ui: &Ui, n: usize) -> Result<(Ready, Seen, u64), LabError> {
     let seen = RefCell::new(Seen::default());
     let start = std::time::Instant::now();
     let check = || async {
@@ -216,7 +215,7 @@ pub(crate) async fn act3(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
         ScaleTo {
             act: 3,
             kind: HA_FAULT_KIND,
-            replicas: ha_replicas(),
+            replicas: ha_replicas(lab),
         },
     )
     .await?;
@@ -250,7 +249,7 @@ async fn act3_body(
     deadline_at: &str,
 ) -> Result<(serde_json::Value, Vec<String>), LabError> {
     let scale = scale_up(ui, fault, rec, partial, deadline_at).await?;
-    let (ready, seen, waited_ms) = wait_three_ready(cl, ui).await?;
+    let (ready, seen, waited_ms) = wait_all_ready(cl, ui, ha_replicas(lab) as usize).await?;
     rec.raw("ready-wait", &seen.changes);
     rec.raw("endpoint-slices", &ready.slices);
     rec.raw("pods", &ready.pods);
@@ -332,8 +331,8 @@ async fn act3_body(
     Ok((value, lines))
 }
 
-/// Act 3's first step ([`crate::acts::Fault::Scale`]): the healer asked to scale to three; its
-/// answer recorded (`scale-up`) and kept in the partial facts.
+/// Act 3's first step ([`crate::acts::Fault::Scale`]): the healer asked to scale to the plan's
+/// replicas (the registry's); its answer recorded (`scale-up`) and kept in the partial facts.
 async fn scale_up(
     ui: &Ui,
     fault: &mut ScaleFault,
@@ -341,10 +340,8 @@ async fn scale_up(
     partial: &mut serde_json::Value,
     deadline_at: &str,
 ) -> Result<ScaleUpFacts, LabError> {
-    ui.step(m::scaling_to(
-        cluster::ADMISSION_DEPLOYMENT,
-        inputs::HaReplicas::VALUE,
-    ));
+    let to = fault.plan().fault_replicas.max(0) as u32;
+    ui.step(m::scaling_to(cluster::ADMISSION_DEPLOYMENT, to));
     let up = fault.scale_down().await?;
     rec.raw("scale-up", &up);
     let scale = ScaleUpFacts {
@@ -403,7 +400,8 @@ pub(crate) async fn act4(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
     let mut rec = ActRecorder::begin(&env.workdir, lab, 4)?;
     rec.input(&loaded);
     ui.step(m::INVESTIGATING_REPLICAS);
-    let result = act4_body(&cl, &mut cri, &ui, &mut rec, &ctx).await;
+    let n = ha_replicas(lab) as usize;
+    let result = act4_body(&cl, &mut cri, &ui, &mut rec, &ctx, n).await;
     common::finish(rec, result.map_err(|e| (serde_json::Value::Null, e)))
 }
 
@@ -413,6 +411,7 @@ async fn act4_body(
     ui: &Ui,
     rec: &mut ActRecorder,
     ctx: &inputs::Context,
+    replicas: usize,
 ) -> Result<(serde_json::Value, Vec<String>), LabError> {
     let lease = read_lease(cl, rec, "lease-before").await?;
     let pods: Vec<Pod> = live_replicas(cl)
@@ -420,10 +419,10 @@ async fn act4_body(
         .into_iter()
         .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
         .collect();
-    if pods.len() != ha_replicas() as usize {
+    if pods.len() != replicas {
         return Err(LabError::ClusterMismatch {
-            what: "running admission-controller pods (act 3's three replicas; the healer puts one back at its deadline)".into(),
-            expected: ha_replicas().to_string(),
+            what: "running admission-controller pods (act 3's replicas; the healer puts the original count back at its deadline)".into(),
+            expected: replicas.to_string(),
             found: pods.len().to_string(),
         });
     }
@@ -577,7 +576,7 @@ impl Shape for Replica {
         } = cx;
         let resumed_at = &run.freeze.resumed_at;
         let (target_after, lease_after) =
-            target_after(cl, &env.ui, cri, rec, inv, resumed_at).await?;
+            target_after(cl, &env.ui, cri, rec, inv, (resumed_at, self.pods.len())).await?;
         let counts_after = replica_counters(cl, &self.pods, rec, "after").await;
         let existing =
             probe::observe_pod(cl, &spec.existing.namespace, &spec.existing.name).await?;

@@ -15,7 +15,6 @@ use crate::facts;
 use crate::facts::a::LeaseFacts;
 use crate::facts::b::ProcessIdentity;
 use crate::facts::c::TargetAfter;
-use crate::inputs;
 use crate::labs::common::{ActRecorder, Ui, log_change, wait_each_second};
 use crate::messages::act as m;
 use crate::steps::investigate::{
@@ -99,9 +98,8 @@ async fn settle_after_resume(
     ui: &Ui,
     rec: &mut ActRecorder,
     target: &str,
-    resumed_at: &str,
+    (resumed_at, n): (&str, usize),
 ) -> Result<(Vec<Pod>, u64), LabError> {
-    let n = inputs::HaReplicas::VALUE as usize;
     let not_before = facts::parse_rfc3339(resumed_at)
         .map(|r| {
             r + chrono::Duration::from_std(lab_core::rules::c::SETTLE_NOT_BEFORE)
@@ -155,8 +153,8 @@ async fn settle_after_resume(
     Ok((got?, start.elapsed().as_millis() as u64))
 }
 
-/// The frozen replica of several after the resume: the bounded wait for the replicas to settle
-/// ([`settle_after_resume`]), the target's pod, process (CRI, `/proc`), restarts and readiness,
+/// The frozen replica of several after the resume (`resumed_at`, RFC 3339; `replicas`: how many
+/// must be Ready, act 3's): the bounded wait for the replicas to settle ([`settle_after_resume`]), the target's pod, process (CRI, `/proc`), restarts and readiness,
 /// then the Lease. Records `pods-after`, `cri-container-after` (or its error) and `lease-after`.
 pub(crate) async fn target_after(
     cl: &Cluster,
@@ -164,9 +162,10 @@ pub(crate) async fn target_after(
     cri: &mut CriClient,
     rec: &mut ActRecorder,
     inv: &Investigation,
-    resumed_at: &str,
+    (resumed_at, replicas): (&str, usize),
 ) -> Result<(TargetAfter, LeaseFacts), LabError> {
-    let (pods, waited_ms) = settle_after_resume(cl, ui, rec, &inv.pod_name, resumed_at).await?;
+    let resumed = (resumed_at, replicas);
+    let (pods, waited_ms) = settle_after_resume(cl, ui, rec, &inv.pod_name, resumed).await?;
     let settled_at = facts::now_rfc3339();
     rec.raw("pods-after", &pods);
     let target_pod = pods
