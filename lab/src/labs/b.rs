@@ -125,8 +125,8 @@ impl Shape for OneReplica {
         &a3.existing
     }
 
-    fn act4_target(a4: &Act4Facts) -> (&str, &ProcessIdentity) {
-        (&a4.pod_name, &a4.identity)
+    fn act4_target(a4: &Act4Facts, _: Target) -> Option<(&str, &ProcessIdentity)> {
+        Some((&a4.pod_name, &a4.identity))
     }
 
     fn new(

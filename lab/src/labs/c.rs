@@ -507,8 +507,16 @@ impl Shape for Replica {
         &a3.existing
     }
 
-    fn act4_target(a4: &Act4Facts) -> (&str, &ProcessIdentity) {
-        (&a4.leader.pod_name, &a4.leader.identity)
+    /// The leader act 4 found, or its first follower by pod name (as `follower_now` chooses).
+    fn act4_target(a4: &Act4Facts, target: Target) -> Option<(&str, &ProcessIdentity)> {
+        let p = match target {
+            Target::Follower => a4
+                .followers
+                .iter()
+                .min_by(|a, b| a.pod_name.cmp(&b.pod_name))?,
+            _ => &a4.leader,
+        };
+        Some((&p.pod_name, &p.identity))
     }
 
     fn new(
@@ -769,4 +777,38 @@ fn act8_words(w: &Workdir) -> Result<Vec<(&'static str, String)>, LabError> {
     let (a3, a5) = (read_facts(w, 3)?, read_facts(w, 5)?);
     let (a6, a7) = (read_facts(w, 6)?, read_facts(w, 7)?);
     Ok(lab_core::rules::c::report_expectations(&a3, &a5, &a6, &a7))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Act 5 freezes the registry's target as act 4 found it: the Lease's holder, or the first
+    /// follower by pod name (the order `follower_now` picks in), read from the generated fixture.
+    #[test]
+    fn act4_target_is_the_leader_or_the_first_follower_by_name() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/c/pass/evidence/04.json"
+        );
+        let ev: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap())
+            .expect("c/pass act 4 evidence");
+        let mut a4: Act4Facts = serde_json::from_value(ev["facts"].clone()).unwrap();
+        a4.followers.reverse();
+        let (leader, _) = Replica::act4_target(&a4, Target::Leader).unwrap();
+        assert_eq!(leader, a4.leader.pod_name);
+        let (follower, id) = Replica::act4_target(&a4, Target::Follower).unwrap();
+        let mut names: Vec<&str> = a4.followers.iter().map(|p| p.pod_name.as_str()).collect();
+        names.sort();
+        assert_eq!(follower, names[0]);
+        assert_ne!(follower, leader);
+        let first = a4
+            .followers
+            .iter()
+            .find(|p| p.pod_name == follower)
+            .unwrap();
+        assert_eq!(id, &first.identity);
+        a4.followers.clear();
+        assert!(Replica::act4_target(&a4, Target::Follower).is_none());
+    }
 }

@@ -507,8 +507,9 @@ pub(crate) trait Shape: Sized {
     fn uids(plan: &Self::Plan) -> (&str, &str);
     /// Act 3's existing pod.
     fn existing(a3: &Self::Act3) -> &PodObservation;
-    /// The process act 4 found to be frozen in act 5: its pod's name and identity.
-    fn act4_target(a4: &Self::Act4) -> (&str, &ProcessIdentity);
+    /// The process act 4 found that act 5 freezes (`target`, the registry's): its pod's name and
+    /// identity; `None` when act 4 found no such replica.
+    fn act4_target(a4: &Self::Act4, target: Target) -> Option<(&str, &ProcessIdentity)>;
     /// The lab's part of act `act` of `lab`'s freeze, its target chosen (`lease`: the Lease
     /// read then).
     ///
@@ -670,7 +671,10 @@ pub(crate) async fn act5<S: Shape>(env: &Env, lab: Lab) -> Result<ActSummary, La
     rec.input(&loaded);
     rec.raw("lab-mark", &mark);
     rec.raw("healed-earlier-faults", &healed);
-    let chosen = target_now(&cl, &mut cri, &mut rec, target, Some(S::act4_target(&a4)));
+    let found = S::act4_target(&a4, target).ok_or_else(|| LabError::FaultRefused {
+        reason: format!("act 4 found no {target:?} replica to freeze; reproduce in a fresh lab"),
+    })?;
+    let chosen = target_now(&cl, &mut cri, &mut rec, target, Some(found));
     let (lease, inv) = chosen.await?;
     rec.raw("cri-container-before", &inv.container);
     let tag = crate::labs::common::request_tag(lab, 5);
