@@ -32,11 +32,7 @@ pub fn install() -> watch::Receiver<Option<i32>> {
                     .spawn(move || {
                         for s in signals.forever() {
                             if let Some(tx) = CHANNEL.get() {
-                                // The first signal is what interrupted the work; a later one
-                                // (SIGTERM while tearing down after SIGINT) does not rename it.
-                                tx.send_if_modified(|seen| {
-                                    seen.is_none() && seen.replace(s).is_none()
-                                });
+                                tx.send_if_modified(|seen| keep_first(seen, s));
                             }
                         }
                     });
@@ -44,6 +40,13 @@ pub fn install() -> watch::Receiver<Option<i32>> {
             tx
         })
         .subscribe()
+}
+
+/// Records signal `s` in `seen` unless one is there already; returns whether `seen` changed. The
+/// first signal is what interrupted the work: a later one (SIGTERM while tearing down after
+/// SIGINT) does not rename it.
+fn keep_first(seen: &mut Option<i32>, s: i32) -> bool {
+    seen.is_none() && seen.replace(s).is_none()
 }
 
 /// The name of the signal received, if one was (after [`install`]).
@@ -168,4 +171,20 @@ pub fn keep_until_act_ends(guard: Guard) {
 /// Whether a section that handles signals itself is running.
 pub fn guarded() -> bool {
     GUARDED.load(Ordering::SeqCst) > 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+
+    #[test]
+    fn the_first_signal_is_kept() {
+        let (tx, rx) = watch::channel(None);
+        assert!(tx.send_if_modified(|seen| keep_first(seen, SIGINT)));
+        assert!(!tx.send_if_modified(|seen| keep_first(seen, SIGTERM)));
+        assert!(!tx.send_if_modified(|seen| keep_first(seen, SIGHUP)));
+        assert_eq!(*rx.borrow(), Some(SIGINT));
+        assert_eq!(name(rx.borrow().unwrap()), name(SIGINT));
+    }
 }
