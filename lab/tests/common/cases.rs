@@ -476,8 +476,13 @@ fn follower_freeze_cases() -> Vec<Case> {
         "act6c-lease-moved-during-follower-freeze", 6, "value-mismatch",
             "a follower's freeze, yet a Lease read during it names another holder",
             with(|f| {
-                let name = f["evidence/04.json"]["facts"]["leader"]["pod_name"].clone();
-                facts_mut(f, 6)["lease_samples"][4]["holder"] = name;
+                // Act 4's leader, or its first follower when the leader still holds the Lease.
+                let a4 = &f["evidence/04.json"]["facts"];
+                let leader = a4["leader"]["pod_name"].clone();
+                let follower = a4["followers"][0]["pod_name"].clone();
+                let a6 = facts_mut(f, 6);
+                let other = if a6["lease_before"]["holder"] == leader { follower } else { leader };
+                a6["lease_samples"][4]["holder"] = other;
             });
         "act6c-follower-other-process", 6, "identity-changed",
             "the frozen follower's process is not the one act 4 found in its pod",
