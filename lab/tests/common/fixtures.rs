@@ -1,4 +1,5 @@
-//! Generator of the grading fixtures under `lab/tests/fixtures/{a,b,c}/`.
+//! Generator of the grading fixtures under `lab/tests/fixtures/<lab>/`, one directory per lab of
+//! the registry (`lab::acts::LABS`).
 //!
 //! `pass/` is a complete work directory (inputs + one `evidence/NN.json` per act of `lab::acts`) whose evidence has the
 //! shapes real acts record: API answers with the exact message texts of kube-apiserver v1.35 and
@@ -7,10 +8,16 @@
 //! digests that chain (freeze-plan.json holds the digest of 03.json, and so on). These are
 //! synthetic fixtures for the pure graders, not recordings of a cluster run.
 //!
-//! The evidence is built per step kind, each written once and called from the labs' acts: the
-//! scope and the policy (acts 1-2 of every lab), the sequential baseline, the freeze window (one
-//! process, for lab B's one replica and each of lab C's), the policy switch to Ignore, the
-//! registration's raw records, requests and their raw records, the report act.
+//! The generator of a lab is chosen by its steps in the registry, never by its name ([`Kind`]:
+//! a scale to 0, freezes of the one replica, a scale up and freezes of a replica by its role), and
+//! reads from the registry what it can: the replica count of the scale, each freeze's act,
+//! target, length and requests ([`FreezeStep`]), the failurePolicy in force, the input files each
+//! act reads, the request names' prefix (`request_tag`). So a lab made of existing step kinds gets
+//! its fixtures with no line here. The evidence is built per step kind, each written once and
+//! called from the labs' acts: the scope and the policy (acts 1-2 of every lab), the sequential
+//! baseline, the freeze window (one process, for the one replica and for each of several), the
+//! policy switch to Ignore, the registration's raw records, requests and their raw records, the
+//! report act.
 //!
 //! `flagged/<case>/` holds only the files that differ from `pass/` plus `case.json`
 //! (`{act, expect, why}`): the grader of `act` must report the code `expect`. The cases are rows
@@ -589,6 +596,16 @@ impl FreezeStep {
         }
     }
 
+    /// When the process is stopped and resumed (ms): 200 ms after the read before the freeze
+    /// (`read`), and `resume_after_sec` later with the healer's `lag` (ms).
+    fn instants(&self, read: i64, lag: i64) -> (i64, i64) {
+        let frozen = read + 200;
+        (
+            frozen,
+            frozen + i64::from(self.resume_after_sec) * 1000 + lag,
+        )
+    }
+
     /// The policy's webhook during the freeze, and its registration: present and unchanged, read
     /// at `checked` ms (`registration_*` of a freeze run).
     fn registration(&self, checked: i64) -> (&'static str, Value, String) {
@@ -818,8 +835,7 @@ fn identity() -> b::ProcessIdentity {
 /// pod is stored; after the resume a late timeout (Fail only), then the first deny.
 fn freeze_run(f: &FreezeStep, t0: i64) -> b::FreezeRun {
     let (n, ignore) = (u32::from(f.act), f.policy == "Ignore");
-    let frozen = t0 + 200;
-    let resumed = frozen + i64::from(f.resume_after_sec) * 1000 + 5;
+    let (frozen, resumed) = f.instants(t0, 5);
     let (hook, snapshot, checked_at) = f.registration(frozen + 150);
     let (good, bad) = if ignore {
         (Stored(uid(0xa000 + n)), Stored(uid(0xb000 + n)))
@@ -1069,7 +1085,7 @@ fn a_act6(t: &mut Tree) {
     raw.rec("existing", 318_300, &a6.existing);
     t.act(6, (248_500, 318_500), &[], a6, raw);
 }
-/// One lab C replica: its pod, the pod's IP, its container and the process in it.
+/// One replica of a replica lab: its pod, the pod's IP, its container and the process in it.
 struct Replica {
     pod: String,
     uid: String,
@@ -1447,9 +1463,8 @@ impl CFreeze {
                 lab.as_str()
             ),
         };
-        let frozen = lease_read + 200;
+        let (frozen, resumed) = step.instants(lease_read, 0);
         let expires = renew_at(lease.acquired.0, frozen) + 14_500;
-        let resumed = frozen + i64::from(step.resume_after_sec) * 1000;
         let lost = target == lease.holder && expires < resumed;
         let takeover = lost.then(|| first_other(target, replicas));
         let (met, before, moved): (&[usize], [u64; 3], [u64; 3]) = match step.policy {
@@ -1480,7 +1495,7 @@ impl CFreeze {
     }
 }
 
-/// A lab C freeze's instants (ms) and its Lease: a live holder renews every 2 s; a frozen one
+/// A replica freeze's instants (ms) and its Lease: a live holder renews every 2 s; a frozen one
 /// stops renewing, and another replica takes the Lease once it expired (12 s) and its own retry
 /// came round.
 struct FreezeClock<'a> {
@@ -1496,13 +1511,13 @@ struct FreezeClock<'a> {
 
 impl<'a> FreezeClock<'a> {
     fn new(f: &'a CFreeze, replicas: &'a [Replica]) -> Self {
-        let frozen = f.lease_read + 200;
+        let (frozen, resumed) = f.step.instants(f.lease_read, 12);
         let frozen_renew = renew_at(f.lease.acquired.0, frozen);
         FreezeClock {
             f,
             replicas,
             frozen,
-            resumed: frozen + i64::from(f.step.resume_after_sec) * 1000 + 12,
+            resumed,
             frozen_renew,
             take: f.takeover.map(|h| (h, frozen_renew + 14_500)),
         }
@@ -1660,7 +1675,7 @@ impl<'a> FreezeClock<'a> {
     }
 }
 
-/// A lab C freeze run and its raw records (appended to `raw`), as `lab/src/labs/c.rs`
+/// A replica freeze run and its raw records (appended to `raw`), as `lab/src/labs/c.rs`
 /// `replica_freeze` records them: the Lease and the process before, each replica's counter, the
 /// waves during the freeze, the samples each second, the first deny after the resume, the settle,
 /// the pods, the process, the Lease and the counters after, the existing pod. Returns the run,
