@@ -195,7 +195,8 @@ pub fn cases(lab: Lab) -> Vec<Case> {
     v.extend(act3_cases());
     match acts::baseline(lab, 3) {
         Some((0, _)) => v.extend(sequential_baseline_cases()),
-        _ => v.extend(parallel_baseline_cases(lab)),
+        Some(_) => v.extend(parallel_baseline_cases(lab)),
+        None => {}
     }
     v.extend(match Kind::of(lab) {
         Kind::ScaleDown => scale_down_cases(),
