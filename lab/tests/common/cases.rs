@@ -6,9 +6,12 @@ use lab::facts;
 use serde_json::{Value, json};
 
 use super::fixtures::{
-    Answer, FAIL_HOOK, FAILED_OPEN_0, Files, bad_pod, control_pod, status_body, ts, uid,
+    Answer, FAIL_HOOK, FAILED_OPEN_0, Files, Kind, bad_pod, control_pod, scale_up, status_body, ts,
+    uid,
 };
+use lab::acts::{self, Fault, Target};
 use lab::digest::digest_value;
+use lab::evidence::Lab;
 
 /// A mutation of the passing files.
 pub type Mutation = Box<dyn Fn(&mut Files)>;
@@ -16,21 +19,21 @@ pub type Mutation = Box<dyn Fn(&mut Files)>;
 /// One flagged case: a mutation of the passing tree, the act whose grader must catch it, the code.
 pub struct Case {
     /// Directory name.
-    pub name: &'static str,
+    pub name: String,
     /// The act graded.
     pub act: u8,
     /// The finding code that must be reported.
     pub expect: &'static str,
     /// Why it must be flagged.
-    pub why: &'static str,
+    pub why: String,
     /// The mutation.
     pub mutate: Mutation,
 }
 
 /// Cases as rows `name, act, expect, why, mutation;` (see [`Case`]).
 macro_rules! cases {
-    ($($name:literal, $act:literal, $expect:literal, $why:literal, $mutate:expr;)*) => {
-        vec![$(Case { name: $name, act: $act, expect: $expect, why: $why, mutate: $mutate },)*]
+    ($($name:literal, $act:literal, $expect:literal, $why:expr, $mutate:expr;)*) => {
+        vec![$(Case { name: $name.into(), act: $act, expect: $expect, why: $why.into(), mutate: $mutate },)*]
     };
 }
 
@@ -39,8 +42,9 @@ fn facts_mut(files: &mut Files, act: u8) -> &mut Value {
 }
 
 /// Sets act `act`'s facts at the JSON pointer `ptr` to `v`.
-fn set(act: u8, ptr: &'static str, v: Value) -> Mutation {
-    Box::new(move |f| *facts_mut(f, act).pointer_mut(ptr).unwrap() = v.clone())
+fn set(act: u8, ptr: impl Into<String>, v: Value) -> Mutation {
+    let ptr = ptr.into();
+    Box::new(move |f| *facts_mut(f, act).pointer_mut(&ptr).unwrap() = v.clone())
 }
 
 /// Changes the request record (or any value) at `ptr` of act `act`'s facts with `edit`.
@@ -136,7 +140,7 @@ const OTHER_NODE: &str = "00000000-0000-4000-8000-000000000001";
 /// Another policy UID.
 const OTHER_POLICY: &str = "00000000-0000-4000-8000-0000000000aa";
 
-/// Cases shared by every lab (acts 1-3).
+/// Cases shared by every lab (acts 1-2: the scope and the policy).
 fn shared_cases() -> Vec<Case> {
     cases! {
         "act1-empty-facts", 1, "facts-invalid", "facts is {}", set(1, "", json!({}));
@@ -151,15 +155,15 @@ fn shared_cases() -> Vec<Case> {
         "act2-webhook-ignore", 2, "value-mismatch",
             "the registered webhook's failurePolicy is Ignore while policy.json says Fail",
             set(2, "/webhook/failure_policy", json!("Ignore"));
+    }
+}
+
+/// Act 3's cases whatever its baseline (one request of each kind, or parallel waves).
+fn act3_cases() -> Vec<Case> {
+    cases! {
         "act3-empty-facts", 3, "facts-invalid", "facts is {}", set(3, "", json!({}));
         "act3-stored-without-uid", 3, "stored-without-uid",
             "good is stored, but the GET found nothing", edit(3, "/good", stored_without_uid);
-        "act3-deny-without-marker", 3, "deny-without-marker",
-            "bad is counted as an explicit deny, but another webhook denied it",
-            edit(3, "/bad", set_deny_without_marker);
-        "act3-already-exists-as-deny", 3, "already-exists-counted-as-deny",
-            "a 409 AlreadyExists is recorded as explicit-deny",
-            edit(3, "/bad", set_answer_already_exists);
         "act3-existing-new-uid", 3, "pod-replaced", "existing has another UID than the good pod",
             set(3, "/existing/uid", json!(BEEF));
         "act3-interrupted", 3, "evidence-interrupted", "the act was interrupted",
@@ -171,10 +175,40 @@ fn shared_cases() -> Vec<Case> {
     }
 }
 
-/// Lab B flagged cases.
-pub fn lab_b_cases() -> Vec<Case> {
+/// Act 3's cases of a sequential baseline (`Baseline { waves: 0 }`: one violating pod, `bad`).
+fn sequential_baseline_cases() -> Vec<Case> {
+    cases! {
+        "act3-deny-without-marker", 3, "deny-without-marker",
+            "bad is counted as an explicit deny, but another webhook denied it",
+            edit(3, "/bad", set_deny_without_marker);
+        "act3-already-exists-as-deny", 3, "already-exists-counted-as-deny",
+            "a 409 AlreadyExists is recorded as explicit-deny",
+            edit(3, "/bad", set_answer_already_exists);
+    }
+}
+
+/// The flagged cases of `lab`, chosen by its steps in the registry: acts 1-2's for every lab,
+/// act 3's by its baseline (sequential or in waves), then those of the lab's fault ([`Kind`]: a
+/// scale to 0, freezes of the one replica, freezes of a replica among several).
+pub fn cases(lab: Lab) -> Vec<Case> {
     let mut v = shared_cases();
-    v.extend(cases! {
+    v.extend(act3_cases());
+    match acts::baseline(lab, 3) {
+        Some((0, _)) => v.extend(sequential_baseline_cases()),
+        Some(_) => v.extend(parallel_baseline_cases(lab)),
+        None => {}
+    }
+    v.extend(match Kind::of(lab) {
+        Kind::ScaleDown => scale_down_cases(),
+        Kind::Freeze => freeze_cases(),
+        Kind::ReplicaFreeze => replica_freeze_cases(lab),
+    });
+    v
+}
+
+/// The cases of a lab that freezes its one replica ([`Kind::Freeze`]: lab B), acts 3-8.
+fn freeze_cases() -> Vec<Case> {
+    cases! {
         "act3-audit-view-not-from-lines", 3, "raw-mismatch",
             "the parsed audit view says code 403 for the denied pod, its verbatim line says 400",
             with(|f| {
@@ -248,14 +282,13 @@ pub fn lab_b_cases() -> Vec<Case> {
         "act8-evidence-changed", 8, "digest-mismatch",
             "05.json was edited after the report recorded its digest",
             set(5, "/target_good/elapsed_ms", json!(3013));
-    });
-    v
+    }
 }
 
-/// Lab A flagged cases.
-pub fn lab_a_cases() -> Vec<Case> {
-    let mut v = shared_cases();
-    v.extend(cases! {
+/// The cases of a lab that scales the admission controller to 0 ([`Kind::ScaleDown`]: lab A),
+/// acts 4-8.
+fn scale_down_cases() -> Vec<Case> {
+    cases! {
         "act5-audit-failed-open-while-unregistered", 5, "audit-contradicted",
             "the violating pod admitted with no registration carries a failed-open annotation (it would have been a failed call, not an absent webhook)",
             audit(5, "/target_bad", |e| e["annotations"][FAILED_OPEN_0] = json!(FAIL_HOOK));
@@ -298,23 +331,40 @@ pub fn lab_a_cases() -> Vec<Case> {
         "act8-report-digest-mismatch", 8, "digest-mismatch",
             "report.json dry_run_evidence_sha256 is not the digest of 07.json",
             set_input("report.json", "dry_run_evidence_sha256", json!("3".repeat(64)), true);
-    });
-    v
+    }
 }
 
-/// Lab C's flagged cases: the shared ones that fit its act 3 (whose `bad` is a list), then its own.
-pub fn lab_c_cases() -> Vec<Case> {
-    let generic = [
-        "act3-empty-facts",
-        "act3-stored-without-uid",
-        "act3-existing-new-uid",
-        "act3-interrupted",
+/// A count in words, as the cases' names and reasons say it (`two`), a numeral past ten.
+fn word(n: u32) -> String {
+    let words = [
+        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
     ];
-    let mut v: Vec<Case> = shared_cases()
-        .into_iter()
-        .filter(|c| c.act <= 2 || generic.contains(&c.name))
-        .collect();
-    v.extend(cases! {
+    words
+        .get(n as usize)
+        .map_or(n.to_string(), |w| (*w).to_owned())
+}
+
+/// The role of the replica act `act` of `lab` freezes ([`Target`]), if it freezes one.
+fn frozen(lab: Lab, act: u8) -> Option<Target> {
+    match acts::fault(lab, act) {
+        Some(Fault::Freeze { target, .. }) => Some(target),
+        _ => None,
+    }
+}
+
+/// What a replica frozen as `target` is called (`leader`, `follower`).
+fn role(target: Option<Target>) -> &'static str {
+    match target {
+        Some(Target::Leader) => "leader",
+        Some(Target::Follower) => "follower",
+        _ => "replica",
+    }
+}
+
+/// Act 3's cases of a baseline in parallel waves (`bad` is a list), with the replicas of the
+/// lab's scale up when it has one.
+fn parallel_baseline_cases(lab: Lab) -> Vec<Case> {
+    let mut v = cases! {
         "act3c-deny-without-marker", 3, "deny-without-marker",
             "a violating pod of a wave is counted as an explicit deny, but another webhook denied it",
             edit(3, "/bad/0", set_deny_without_marker);
@@ -327,9 +377,30 @@ pub fn lab_c_cases() -> Vec<Case> {
                 let name = r["name"].as_str().unwrap().to_owned();
                 *r = json!(bad_pod(&name, 154_003, 41, Answer::Stored(uid(0xbad7))));
             });
-        "act3c-two-replicas-ready", 3, "value-mismatch",
-            "only two of the three replicas were Ready when the baseline was sent",
-            set(3, "/replicas/2/ready", json!(false));
+    };
+    if let Some((_, n)) = scale_up(lab) {
+        let ready = n - 1;
+        let noun = if ready == 1 { "replica" } else { "replicas" };
+        v.push(Case {
+            name: format!("act3c-{}-{noun}-ready", word(ready)),
+            act: 3,
+            expect: "value-mismatch",
+            why: format!(
+                "only {} of the {} replicas were Ready when the baseline was sent",
+                word(ready),
+                word(n)
+            ),
+            mutate: set(3, format!("/replicas/{ready}/ready"), json!(false)),
+        });
+    }
+    v
+}
+
+/// The cases of a lab that scales up and freezes a replica by its role ([`Kind::ReplicaFreeze`]:
+/// lab C), acts 4-8: each freeze's by what it freezes (a leader that loses the Lease and restarts,
+/// a follower that leaves it where it is).
+fn replica_freeze_cases(lab: Lab) -> Vec<Case> {
+    let mut v = cases! {
         "act4c-leader-is-not-the-lease-holder", 4, "value-mismatch",
             "the replica recorded as the leader is not the Lease kyverno's holder",
             edit(4, "", |a4| {
@@ -337,9 +408,13 @@ pub fn lab_c_cases() -> Vec<Case> {
                 a4["followers"][0] = a4["leader"].clone();
                 a4["leader"] = follower;
             });
+    };
+    let (t5, t6) = (frozen(lab, 5), frozen(lab, 6));
+    let (r5, r6) = (role(t5), role(t6));
+    v.extend(cases! {
         "act5c-empty-facts", 5, "facts-invalid", "facts is {}", set(5, "", json!({}));
         "act5c-timed-out-but-stored", 5, "rejected-but-stored",
-            "a wave's request that met the frozen leader timed out under Fail, yet its follow-up GET found the pod",
+            format!("a wave's request that met the frozen {r5} timed out under Fail, yet its follow-up GET found the pod"),
             edit(5, "/bad/2/get", |g| {
                 g["exists"] = json!(true);
                 g["uid"] = json!("00000000-0000-4000-8000-0000000005b2");
@@ -348,12 +423,6 @@ pub fn lab_c_cases() -> Vec<Case> {
         "act5c-timeout-in-200ms", 5, "timeout-too-fast",
             "a webhook-timeout of a wave answered in 0.2 s while timeoutSeconds is 3",
             edit(5, "/bad/8", answered_fast);
-        "act5c-target-is-not-act4s-leader", 5, "value-mismatch",
-            "the replica frozen as the leader is a follower of act 4",
-            with(|f| {
-                let name = f["evidence/04.json"]["facts"]["followers"][0]["pod_name"].clone();
-                facts_mut(f, 5)["target_pod"] = name;
-            });
         "act5c-control-denied", 5, "outcome-unexpected",
             "a control pod, outside the webhook's namespaceSelector, was denied during the freeze",
             edit(5, "/control/1", |r| {
@@ -367,31 +436,64 @@ pub fn lab_c_cases() -> Vec<Case> {
             edit(5, "/lease_samples", |s| {
                 s.as_array_mut().unwrap().drain(6..10);
             });
-        "act5c-restart-same-container", 5, "restart-contradicted",
-            "the former leader's restart count went up, but its container after the settle is the frozen one",
-            edit(5, "", |x| x["target_after"]["identity_after"] = x["freeze"]["identity"].clone());
+        "act6c-ignore-stored-in-200ms", 6, "timeout-too-fast",
+            format!("under Ignore a request that met the frozen {r6} was stored without waiting for the timeout"),
+            edit(6, "/bad/0", answered_fast);
+        "act6c-policy-replaced", 6, "uid-mismatch", "the policy after the switch has another UID",
+            set(6, "/policy/metadata/uid", json!(OTHER_POLICY));
     });
-    v.extend(lab_c_freeze_cases());
+    if t5 == Some(Target::Leader) {
+        v.extend(leader_freeze_cases());
+    }
+    if t6 == Some(Target::Follower) {
+        v.extend(follower_freeze_cases());
+    }
+    v.extend(scale_back_cases());
     v
 }
 
-/// Lab C's cases of acts 6-8: the follower's freeze, the scale back, the report.
-fn lab_c_freeze_cases() -> Vec<Case> {
+/// The cases of act 5 frozen as the leader: it is act 4's leader, it loses the Lease to a
+/// follower and restarts, and the report must say the Lease moved.
+fn leader_freeze_cases() -> Vec<Case> {
+    cases! {
+        "act5c-target-is-not-act4s-leader", 5, "value-mismatch",
+            "the replica frozen as the leader is a follower of act 4",
+            with(|f| {
+                let name = f["evidence/04.json"]["facts"]["followers"][0]["pod_name"].clone();
+                facts_mut(f, 5)["target_pod"] = name;
+            });
+        "act5c-restart-same-container", 5, "restart-contradicted",
+            "the former leader's restart count went up, but its container after the settle is the frozen one",
+            edit(5, "", |x| x["target_after"]["identity_after"] = x["freeze"]["identity"].clone());
+        "act8c-report-lease-kept", 8, "report-contradicted",
+            "report says the Lease was kept while act 5's samples show a follower took it during the freeze",
+            set_input("report.json", "lease", json!("kept"), true);
+    }
+}
+
+/// The cases of act 6 frozen as a follower: the Lease stays where it is, the process is act 4's.
+fn follower_freeze_cases() -> Vec<Case> {
     cases! {
         "act6c-lease-moved-during-follower-freeze", 6, "value-mismatch",
             "a follower's freeze, yet a Lease read during it names another holder",
             with(|f| {
-                let name = f["evidence/04.json"]["facts"]["leader"]["pod_name"].clone();
-                facts_mut(f, 6)["lease_samples"][4]["holder"] = name;
+                // Act 4's leader, or its first follower when the leader still holds the Lease.
+                let a4 = &f["evidence/04.json"]["facts"];
+                let leader = a4["leader"]["pod_name"].clone();
+                let follower = a4["followers"][0]["pod_name"].clone();
+                let a6 = facts_mut(f, 6);
+                let other = if a6["lease_before"]["holder"] == leader { follower } else { leader };
+                a6["lease_samples"][4]["holder"] = other;
             });
-        "act6c-ignore-stored-in-200ms", 6, "timeout-too-fast",
-            "under Ignore a request that met the frozen follower was stored without waiting for the timeout",
-            edit(6, "/bad/0", answered_fast);
         "act6c-follower-other-process", 6, "identity-changed",
             "the frozen follower's process is not the one act 4 found in its pod",
             set(6, "/freeze/identity/pid_start_time_ticks", json!(999));
-        "act6c-policy-replaced", 6, "uid-mismatch", "the policy after the switch has another UID",
-            set(6, "/policy/metadata/uid", json!(OTHER_POLICY));
+    }
+}
+
+/// The cases of a replica lab's acts 7-8: the scale back and the report.
+fn scale_back_cases() -> Vec<Case> {
+    cases! {
         "act7c-two-replicas-left", 7, "value-mismatch",
             "two replicas are left after the scale back to the original one",
             with(|f| {
@@ -407,9 +509,6 @@ fn lab_c_freeze_cases() -> Vec<Case> {
             set_input("recovery.json", "ignore_evidence_sha256", json!("1".repeat(64)), true);
         "act7c-existing-new-uid", 7, "pod-replaced",
             "act 3's pod has a new UID after the scale back", set(7, "/existing/uid", json!(BEEF));
-        "act8c-report-lease-kept", 8, "report-contradicted",
-            "report says the Lease was kept while act 5's samples show a follower took it during the freeze",
-            set_input("report.json", "lease", json!("kept"), true);
         "act8c-report-digest-mismatch", 8, "digest-mismatch",
             "report.json leader_freeze_evidence_sha256 is not the digest of 05.json",
             set_input("report.json", "leader_freeze_evidence_sha256", json!("2".repeat(64)), true);

@@ -1,4 +1,5 @@
-//! Generator of the grading fixtures under `lab/tests/fixtures/{a,b,c}/`.
+//! Generator of the grading fixtures under `lab/tests/fixtures/<lab>/`, one directory per lab of
+//! the registry (`lab::acts::LABS`).
 //!
 //! `pass/` is a complete work directory (inputs + one `evidence/NN.json` per act of `lab::acts`) whose evidence has the
 //! shapes real acts record: API answers with the exact message texts of kube-apiserver v1.35 and
@@ -7,10 +8,16 @@
 //! digests that chain (freeze-plan.json holds the digest of 03.json, and so on). These are
 //! synthetic fixtures for the pure graders, not recordings of a cluster run.
 //!
-//! The evidence is built per step kind, each written once and called from the labs' acts: the
-//! scope and the policy (acts 1-2 of every lab), the sequential baseline, the freeze window (one
-//! process, for lab B's one replica and each of lab C's), the policy switch to Ignore, the
-//! registration's raw records, requests and their raw records, the report act.
+//! The generator of a lab is chosen by its steps in the registry, never by its name ([`Kind`]:
+//! a scale to 0, freezes of the one replica, a scale up and freezes of a replica by its role), and
+//! reads from the registry what it can: the replica count of the scale, each freeze's act,
+//! target, length and requests ([`FreezeStep`]), the failurePolicy in force, the input files each
+//! act reads, the request names' prefix (`request_tag`). So a lab made of existing step kinds gets
+//! its fixtures with no line here. The evidence is built per step kind, each written once and
+//! called from the labs' acts: the scope and the policy (acts 1-2 of every lab), the sequential
+//! baseline, the freeze window (one process, for the one replica and for each of several), the
+//! policy switch to Ignore, the registration's raw records, requests and their raw records, the
+//! report act.
 //!
 //! `flagged/<case>/` holds only the files that differ from `pass/` plus `case.json`
 //! (`{act, expect, why}`): the grader of `act` must report the code `expect`. The cases are rows
@@ -21,6 +28,7 @@
 
 use std::collections::BTreeMap;
 
+use lab::acts::{self, FailurePolicy, Fault, Step, Target};
 use lab::classify::classify;
 use lab::digest::digest_value;
 use lab::evidence::{ActStatus, Evidence, GetResult, Lab, RequestRecord, SCHEMA_VERSION};
@@ -28,7 +36,6 @@ use lab::facts::{self, a, b, c};
 use lab::inputs::{Context, InputFile, Source};
 use serde_json::{Value, json};
 
-pub use super::cases::{lab_a_cases, lab_b_cases, lab_c_cases};
 use Answer::{Deny, DryRunAdmitted, Stored, Timeout};
 
 pub const NODE_UID: &str = "6a1f0c2e-8b3d-4e5f-9a7b-1c2d3e4f5a6b";
@@ -467,6 +474,145 @@ fn namespaces() -> BTreeMap<String, String> {
     ns.map(|(n, u)| (n.to_owned(), u.to_owned())).into()
 }
 
+/// Which generator writes a lab's passing tree, and which flagged cases fit it
+/// ([`super::cases::cases`]), read from the lab's steps in the registry ([`lab::acts`]): a lab
+/// made of these step kinds needs no line here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// An act scales the admission controller to 0 ([`Fault::Scale`] to 0): its registration
+    /// disappears ([`scale_down_pass`]).
+    ScaleDown,
+    /// The acts freeze the one replica ([`Fault::Freeze`] of [`Target::One`]): [`freeze_pass`].
+    Freeze,
+    /// An act scales the admission controller to more than one replica ([`Fault::Scale`]) and the
+    /// acts freeze a replica by its role, the Lease's holder or not ([`Target::Leader`],
+    /// [`Target::Follower`]): [`replica_pass`].
+    ReplicaFreeze,
+}
+
+impl Kind {
+    /// The kind of `lab`'s steps; panics on steps no generator writes.
+    pub fn of(lab: Lab) -> Kind {
+        let freezes = acts::freezes(lab);
+        let one = freezes.iter().filter(|(_, t)| *t == Target::One).count();
+        match (acts::scale_down(lab), scale_up(lab), freezes.len()) {
+            (Some(_), None, 0) => Kind::ScaleDown,
+            (None, None, n) if n > 0 && one == n => Kind::Freeze,
+            (None, Some(_), n) if n > 0 && one == 0 => Kind::ReplicaFreeze,
+            _ => panic!(
+                "lab {}: no fixture generator writes these steps: {:?}",
+                lab.as_str(),
+                acts::of(lab)
+            ),
+        }
+    }
+}
+
+/// The act of `lab` that scales the admission controller up ([`Fault::Scale`] to more than one
+/// replica) and the replica count, if any.
+pub fn scale_up(lab: Lab) -> Option<(u8, u32)> {
+    acts::numbers(lab).find_map(|n| match acts::fault(lab, n) {
+        Some(Fault::Scale { to, .. }) if to > 1 => Some((n, to)),
+        _ => None,
+    })
+}
+
+/// The failurePolicy in force during act `act` of `lab`: the last one its acts up to `act` apply
+/// or switch to, as the webhook writes it (`Fail`, `Ignore`).
+pub fn policy_at(lab: Lab, act: u8) -> &'static str {
+    let mut policy = FailurePolicy::Fail;
+    for n in acts::numbers(lab).take_while(|n| *n <= act) {
+        for s in acts::steps(lab, n) {
+            match s {
+                Step::ApplyPolicy { failure_policy } => policy = *failure_policy,
+                Step::SwitchPolicy { to } => policy = *to,
+                _ => {}
+            }
+        }
+    }
+    match policy {
+        FailurePolicy::Fail => "Fail",
+        FailurePolicy::Ignore => "Ignore",
+    }
+}
+
+/// Whether act `act` of `lab` switches the policy in place ([`Step::SwitchPolicy`]) before its
+/// fault.
+fn switches(lab: Lab, act: u8) -> bool {
+    (acts::steps(lab, act).iter()).any(|s| matches!(s, Step::SwitchPolicy { .. }))
+}
+
+/// The input the acts of `lab` read before its first fault act last (the plan: `freeze-plan.json`
+/// in labs B and C); every freeze act records its digest.
+fn plan(lab: Lab) -> InputFile {
+    let first = acts::freezes(lab).first().map_or(u8::MAX, |(n, _)| *n);
+    (acts::of(lab).iter())
+        .take_while(|s| s.number < first)
+        .flat_map(|s| s.inputs.iter().copied())
+        .last()
+        .expect("a plan before the first freeze")
+}
+
+/// When act `act` begins on the fixtures' timeline (ms): a minute per act.
+fn slot(act: u8) -> i64 {
+    i64::from(act - 1) * 60_000
+}
+
+/// One freeze act as the registry writes it, read the same way for one replica
+/// ([`freeze_run`]) and for one of several ([`c_freeze_run`]).
+struct FreezeStep {
+    act: u8,
+    /// The replica frozen, by its role.
+    target: Target,
+    /// Seconds from the freeze to the healer's resume: the registry's, else the plan's
+    /// ([`lab::inputs::ResumeAfterSec`]).
+    resume_after_sec: u32,
+    /// The failurePolicy in force ([`policy_at`]).
+    policy: &'static str,
+    /// The requests sent while the freeze lasts, `(waves, size)` ([`acts::traffic`]).
+    traffic: (u32, u32),
+    /// The prefix of the act's request names, the product's ([`lab::labs::common::request_tag`]).
+    tag: String,
+}
+
+impl FreezeStep {
+    /// Act `act`'s freeze in `lab`.
+    fn of(lab: Lab, act: u8) -> FreezeStep {
+        let Some(Fault::Freeze {
+            target,
+            resume_after_sec,
+        }) = acts::fault(lab, act)
+        else {
+            panic!("lab {} act {act} freezes nothing", lab.as_str())
+        };
+        let plan = lab::inputs::ResumeAfterSec::VALUE;
+        FreezeStep {
+            act,
+            target,
+            resume_after_sec: resume_after_sec.map_or(plan, |s| s as u32),
+            policy: policy_at(lab, act),
+            traffic: acts::traffic(lab, act).expect("a freeze sends requests"),
+            tag: lab::labs::common::request_tag(lab, act),
+        }
+    }
+
+    /// When the process is stopped and resumed (ms): 200 ms after the read before the freeze
+    /// (`read`), and `resume_after_sec` later with the healer's `lag` (ms).
+    fn instants(&self, read: i64, lag: i64) -> (i64, i64) {
+        let frozen = read + 200;
+        (
+            frozen,
+            frozen + i64::from(self.resume_after_sec) * 1000 + lag,
+        )
+    }
+
+    /// The policy's webhook during the freeze, and its registration: present and unchanged, read
+    /// at `checked` ms (`registration_*` of a freeze run).
+    fn registration(&self, checked: i64) -> (&'static str, Value, String) {
+        (hook(self.policy), webhook_entry(self.policy), ts(checked))
+    }
+}
+
 /// Builder state: the files so far.
 struct Tree {
     lab: Lab,
@@ -490,6 +636,15 @@ impl Tree {
     fn input(&mut self, file: InputFile) -> Value {
         let v = super::reference::value(file, &self.ctx()).unwrap();
         self.put(file, v)
+    }
+
+    /// Writes the answer key's input files act `act` reads in the registry, and returns them.
+    fn inputs_of(&mut self, act: u8) -> &'static [InputFile] {
+        let files = acts::spec(self.lab, act).map_or(&[][..], |s| s.inputs);
+        for f in files {
+            self.input(*f);
+        }
+        files
     }
 
     fn ctx(&self) -> Context {
@@ -602,8 +757,10 @@ fn act3_baseline(t: &mut Tree) {
     t.act(3, (119_000, 126_500), &[], a3, raw);
 }
 
-/// Act 8 of every lab: `report` (`file`) checked field by field against the evidence.
-fn report_act(t: &mut Tree, file: InputFile, report: Value) {
+/// The report act of every lab (its last, [`acts::Role::Report`]): `report`, written as the
+/// file the act reads, checked field by field against the evidence.
+fn report_act(t: &mut Tree, report: Value) {
+    let file = report_file(t.lab);
     let report = t.put(file, report);
     let digests = t.ctx().evidence_digests;
     let checks = report
@@ -632,7 +789,13 @@ fn report_act(t: &mut Tree, file: InputFile, report: Value) {
             .map(|(a, d)| (format!("{a:02}"), d.clone()))
             .collect(),
     };
-    t.act(8, (400_000, 400_300), &[file], a8, vec![]);
+    t.act(acts::count(t.lab), (400_000, 400_300), &[file], a8, vec![]);
+}
+
+/// The report file of `lab`: the input its report act reads.
+fn report_file(lab: Lab) -> InputFile {
+    let inputs = acts::spec(lab, acts::count(lab)).map_or(&[][..], |s| s.inputs);
+    *inputs.first().expect("the report act reads the report")
 }
 
 /// A process stopped (`T`) at `frozen` ms and resumed at `resumed` ms (within a second after its
@@ -667,14 +830,13 @@ fn identity() -> b::ProcessIdentity {
     }
 }
 
-/// Lab B's freeze run (act `n`) starting at `t0` ms. `ignore`: failurePolicy Ignore. One request
-/// at a time: the good and the violating pod wait for the timeout (stored under Ignore), the
-/// control pod is stored; after the resume a late timeout (Fail only), then the first deny.
-fn freeze_run(t0: i64, resume_after_sec: u32, ignore: bool, n: u32) -> b::FreezeRun {
-    let policy = if ignore { "Ignore" } else { "Fail" };
-    let hook = hook(policy);
-    let frozen = t0 + 200;
-    let resumed = frozen + i64::from(resume_after_sec) * 1000 + 5;
+/// A freeze of the one replica (`f`, lab B's acts 5 and 6) starting at `t0` ms. One request at
+/// a time: the good and the violating pod wait for the timeout (stored under Ignore), the control
+/// pod is stored; after the resume a late timeout (Fail only), then the first deny.
+fn freeze_run(f: &FreezeStep, t0: i64) -> b::FreezeRun {
+    let (n, ignore) = (u32::from(f.act), f.policy == "Ignore");
+    let (frozen, resumed) = f.instants(t0, 5);
+    let (hook, snapshot, checked_at) = f.registration(frozen + 150);
     let (good, bad) = if ignore {
         (Stored(uid(0xa000 + n)), Stored(uid(0xb000 + n)))
     } else {
@@ -697,8 +859,8 @@ fn freeze_run(t0: i64, resume_after_sec: u32, ignore: bool, n: u32) -> b::Freeze
     b::FreezeRun {
         freeze: freeze_window(identity(), 5151 + n, t0 + 100, (frozen, resumed)),
         registration_present_during_freeze: true,
-        registration_snapshot: webhook_entry(policy),
-        registration_checked_at: ts(frozen + 150),
+        registration_snapshot: snapshot,
+        registration_checked_at: checked_at,
         timeout_seconds: 3,
         target_good,
         target_bad,
@@ -713,12 +875,43 @@ fn freeze_run(t0: i64, resume_after_sec: u32, ignore: bool, n: u32) -> b::Freeze
     }
 }
 
-/// The passing lab B work directory.
-pub fn lab_b_pass() -> Files {
-    let mut t = Tree::new(Lab::B);
+/// A one-replica freeze act that does not switch the policy (lab B's act 5, under Fail).
+fn freeze_act(t: &mut Tree, act: u8) {
+    let t0 = slot(act);
+    let run = freeze_run(&FreezeStep::of(t.lab, act), t0);
+    let raw = raw_of([&run.target_good, &run.target_bad, &run.control]);
+    t.act(act, (t0, t0 + 32_000), &[plan(t.lab)], run, raw);
+}
+
+/// A one-replica freeze act that first switches the policy to Ignore (lab B's act 6): the switch
+/// at 1 s, a healthy deny at 2 s, the freeze run from 3 s.
+fn switch_freeze_act(t: &mut Tree, act: u8) {
+    let t0 = slot(act);
+    let inputs = t.inputs_of(act);
+    let f = FreezeStep::of(t.lab, act);
+    let name = format!("kca-ignore-healthy-bad-f{act}0001");
+    let healthy_bad = bad_pod(&name, t0 + 2_000, 47, Deny(hook(f.policy)));
+    let run = freeze_run(&f, t0 + 3_000);
+    let (webhook, switch) = policy_switch(t0 + 1_000, t0 + 1_500);
+    let mut raw = raw_of([&healthy_bad, &run.target_good, &run.target_bad]);
+    raw.extend(switch);
+    let facts = b::Act6Facts {
+        policy_uid_before: POLICY_UID.into(),
+        policy: stored_policy(f.policy),
+        webhook,
+        healthy_bad,
+        run,
+    };
+    t.act(act, (t0, t0 + 25_000), inputs, facts, raw);
+}
+
+/// The passing work directory of a lab that freezes its one replica ([`Kind::Freeze`]: lab B):
+/// each freeze act of the registry after the investigation, with or without a switch to Ignore.
+pub fn freeze_pass(lab: Lab) -> Files {
+    let mut t = Tree::new(lab);
     acts_1_and_2(&mut t);
     act3_baseline(&mut t);
-    t.input(InputFile::FreezePlan);
+    let plan = t.inputs_of(4);
     let a4 = b::Act4Facts {
         node_uid: NODE_UID.into(),
         deployment_uid: DEPLOY_UID.into(),
@@ -732,28 +925,16 @@ pub fn lab_b_pass() -> Files {
     };
     let cri = cri_container(0, &identity(), CTRL_POD);
     let raw4 = vec![raw_rec("cri-container", 180_400, cri)];
-    t.act(4, (180_000, 181_000), &[InputFile::FreezePlan], a4, raw4);
+    t.act(4, (180_000, 181_000), plan, a4, raw4);
+    for (act, _) in acts::freezes(lab) {
+        if switches(lab, act) {
+            switch_freeze_act(&mut t, act);
+        } else {
+            freeze_act(&mut t, act);
+        }
+    }
 
-    let run5 = freeze_run(240_000, 20, false, 5);
-    let raw5 = raw_of([&run5.target_good, &run5.target_bad, &run5.control]);
-    t.act(5, (240_000, 272_000), &[InputFile::FreezePlan], run5, raw5);
-
-    t.input(InputFile::PolicyIgnore);
-    let healthy_bad = bad_pod("kca-ignore-healthy-bad-f60001", 302_000, 47, DENY_IGNORE);
-    let run6 = freeze_run(303_000, 10, true, 6);
-    let (w6, switch) = policy_switch(301_000, 301_500);
-    let mut raw6 = raw_of([&healthy_bad, &run6.target_good, &run6.target_bad]);
-    raw6.extend(switch);
-    let a6 = b::Act6Facts {
-        policy_uid_before: POLICY_UID.into(),
-        policy: stored_policy("Ignore"),
-        webhook: w6,
-        healthy_bad,
-        run: run6,
-    };
-    t.act(6, (300_000, 325_000), &[InputFile::PolicyIgnore], a6, raw6);
-
-    t.input(InputFile::Recovery);
+    let recovery = t.inputs_of(7);
     let healthy_bad = bad_pod("kca-recovery-bad-f70001", 360_000, 44, DENY_IGNORE);
     let w7 = webhook("Ignore", 359_000);
     let raw7 = vec![
@@ -766,10 +947,10 @@ pub fn lab_b_pass() -> Files {
         healthy_bad,
         existing: existing_at(361_000),
     };
-    t.act(7, (358_000, 362_000), &[InputFile::Recovery], a7, raw7);
+    t.act(7, (358_000, 362_000), recovery, a7, raw7);
 
-    let report = super::reference::value(InputFile::ReportB, &t.ctx()).unwrap();
-    report_act(&mut t, InputFile::ReportB, report);
+    let report = super::reference::value(report_file(lab), &t.ctx()).unwrap();
+    report_act(&mut t, report);
     t.files
 }
 /// Lab A's Lease read at `at` ms: held by `holder` since [`ACQUIRED`], renewed a second before.
@@ -777,12 +958,13 @@ fn lease_a(holder: &str, at: i64) -> a::LeaseFacts {
     lease_read(holder, ACQUIRED, at - 1_000, 0, at)
 }
 
-/// The passing lab A work directory.
-pub fn lab_a_pass() -> Files {
-    let mut t = Tree::new(Lab::A);
+/// The passing work directory of a lab that scales the admission controller to 0
+/// ([`Kind::ScaleDown`]: lab A).
+pub fn scale_down_pass(lab: Lab) -> Files {
+    let mut t = Tree::new(lab);
     acts_1_and_2(&mut t);
     act3_baseline(&mut t);
-    t.input(InputFile::ScalePlan);
+    let plan = t.inputs_of(4);
     let a4 = a::Act4Facts {
         node_uid: NODE_UID.into(),
         deployment: deployment_read(1, 1),
@@ -796,7 +978,7 @@ pub fn lab_a_pass() -> Files {
         raw_rec("pods", 180_300, pods),
         raw_rec("lease", 180_400, lease_object(&a4.lease)),
     ];
-    t.act(4, (180_000, 181_000), &[InputFile::ScalePlan], a4, raw4);
+    t.act(4, (180_000, 181_000), plan, a4, raw4);
     a_act5(&mut t);
     a_act6(&mut t);
 
@@ -820,7 +1002,7 @@ pub fn lab_a_pass() -> Files {
     t.act(7, (359_000, 362_000), &[], a7, raw7);
 
     let report = super::reference::report_a(&t.ctx(), false).unwrap();
-    report_act(&mut t, InputFile::ReportA, report);
+    report_act(&mut t, report);
     t.files
 }
 
@@ -903,7 +1085,7 @@ fn a_act6(t: &mut Tree) {
     raw.rec("existing", 318_300, &a6.existing);
     t.act(6, (248_500, 318_500), &[], a6, raw);
 }
-/// One lab C replica: its pod, the pod's IP, its container and the process in it.
+/// One replica of a replica lab: its pod, the pod's IP, its container and the process in it.
 struct Replica {
     pod: String,
     uid: String,
@@ -936,20 +1118,44 @@ impl Replica {
     }
 }
 
-/// Lab C's replicas; the first holds the Lease until act 5.
-fn lab_c_replicas() -> Vec<Replica> {
-    let replica = |pod: &str, uid: &str, ip: &str, container: &str, pid| Replica {
+/// The `n` replicas a lab scales the admission controller to ([`scale_up`]); the first (the one
+/// replica before the scale) holds the Lease until a leader's freeze.
+fn replicas(n: u32) -> Vec<Replica> {
+    let replica = |pod: &str, uid: &str, ip: u32, container: &str, pid| Replica {
         pod: format!("kyverno-admission-controller-6d9c7b8f5d-{pod}"),
         uid: uid.into(),
         ip: format!("10.88.0.{ip}"),
         container: container.into(),
         pid,
     };
-    vec![
-        replica("x2k4p", CTRL_POD_UID, "12", CONTAINER_ID, 4242),
-        replica("b8n3r", &uid(0xc2), "21", &"4a".repeat(32), 5151),
-        replica("k5v9t", &uid(0xc3), "22", &"5b".repeat(32), 5252),
-    ]
+    let mut all = vec![
+        replica("x2k4p", CTRL_POD_UID, 12, CONTAINER_ID, 4242),
+        replica("b8n3r", &uid(0xc2), 21, &"4a".repeat(32), 5151),
+        replica("k5v9t", &uid(0xc3), 22, &"5b".repeat(32), 5252),
+    ];
+    for i in 3..n {
+        let container = format!("{:02x}", 0x5b + i).repeat(32);
+        let r = replica(
+            &format!("r{i:04}"),
+            &uid(0xc1 + i),
+            20 + i,
+            &container,
+            5151 + 101 * i,
+        );
+        all.push(r);
+    }
+    all.truncate(n as usize);
+    all
+}
+
+/// The replica other than `i` that comes first by pod name: the follower the runners freeze
+/// ([`Target::Follower`]) when `i` holds the Lease, and the one that takes the Lease when `i`, its
+/// holder, stops renewing it.
+fn first_other(i: usize, replicas: &[Replica]) -> usize {
+    (0..replicas.len())
+        .filter(|j| *j != i)
+        .min_by_key(|j| &replicas[*j].pod)
+        .expect("another replica")
 }
 
 /// `kyverno-svc`'s endpoints, one ready address per replica, sorted by pod name as the act sorts them.
@@ -1011,14 +1217,40 @@ fn replica_requests(replicas: &[Replica], counts: &[(u64, u64)]) -> Vec<c::Repli
         .collect()
 }
 
-/// The passing lab C work directory.
-pub fn lab_c_pass() -> Files {
-    let mut t = Tree::new(Lab::C);
+/// The passing work directory of a lab that scales the admission controller up and freezes a
+/// replica by its role ([`Kind::ReplicaFreeze`]: lab C): as many replicas as its scale asks for,
+/// then its two freezes, the first under Fail, the second after a switch to Ignore, each of the
+/// replica its [`Target`] names.
+pub fn replica_pass(lab: Lab) -> Files {
+    let mut t = Tree::new(lab);
     acts_1_and_2(&mut t);
-    let replicas = lab_c_replicas();
+    let (_, n) = scale_up(lab).expect("a scale up");
+    let replicas = replicas(n);
     let a3 = c_act3(&mut t, &replicas);
-    // Act 4: the Lease, the three processes, the Lease again.
-    t.input(InputFile::FreezePlanC);
+    let a4 = c_act4(&mut t, &replicas);
+    let lease = LeaseState {
+        holder: 0,
+        transitions: 0,
+        acquired: (-120_000, a4.lease.acquire_time.clone().unwrap()),
+    };
+    let [(fail, _), (ignore, _)] = acts::freezes(lab)[..] else {
+        panic!("lab {}: two freezes", lab.as_str())
+    };
+    assert!(!switches(lab, fail) && switches(lab, ignore));
+    let (run5, lease5) = c_freeze_act(&mut t, fail, &replicas, &a3, lease);
+    let (a6, lease6) = c_switch_freeze_act(&mut t, ignore, &replicas, &a3, lease5);
+    let a7 = c_act7(&mut t, &replicas, &a3, lease6);
+    // The report, each word the evidence's (`rules::c::report_expectations`).
+    let words = lab::rules::c::report_expectations(&a3, &run5, &a6, &a7);
+    let report = super::reference::report_c(&t.ctx(), &words).unwrap();
+    report_act(&mut t, report);
+    t.files
+}
+
+/// Act 4 of a replica lab: the Lease, every replica's process (the holder's first), the Lease
+/// again.
+fn c_act4(t: &mut Tree, replicas: &[Replica]) -> c::Act4Facts {
+    let plan = t.inputs_of(4);
     let process = |r: &Replica| c::ReplicaProcess {
         pod_name: r.pod.clone(),
         identity: r.identity(),
@@ -1036,63 +1268,51 @@ pub fn lab_c_pass() -> Files {
         investigated_at: ts(180_700),
     };
     let mut raw4 = vec![raw_rec("lease-before", 180_100, lease_object(&a4.lease))];
-    for r in &replicas {
+    for r in replicas {
         let cri = cri_container(0, &r.identity(), &r.pod);
         raw4.rec(&format!("cri-container:{}", r.pod), 180_300, cri);
     }
     raw4.rec("lease-after", 180_600, lease_object(&a4.lease_after));
-    t.act(4, (180_000, 181_000), &[InputFile::FreezePlanC], &a4, raw4);
-
-    // Act 5: the leader (replica 0) frozen 20 s from 240.2 s under Fail; it restarts, and
-    // replica 1 takes the Lease.
-    let mut raw = vec![raw_rec("healed-earlier-faults", 240_000, json!([]))];
-    let freeze = CFreeze {
-        act: 5,
-        lease_read: 240_000,
-        target: 0,
-        resume_after_sec: 20,
-        waves: 3,
-        wave_size: 6,
-        met: &[2],
-        lease: LeaseState {
-            holder: 0,
-            transitions: 0,
-            acquired: (-120_000, a4.lease.acquire_time.clone().unwrap()),
-        },
-        takeover: Some(1),
-        restarts: true,
-        counters: [(15, 0), (4, 13), (7, 16)],
-    };
-    let (run5, end, lease5) = c_freeze_run(&freeze, &replicas, &a3.existing, &mut raw);
-    t.act(5, (240_000, end), &[InputFile::FreezePlanC], &run5, raw);
-    let (a6, lease6) = c_act6(&mut t, &replicas, &a3, lease5);
-    let a7 = c_act7(&mut t, &replicas, &a3, lease6);
-    // Act 8: the report, each word the evidence's (`rules::c::report_expectations`).
-    let words = lab::rules::c::report_expectations(&a3, &run5, &a6, &a7);
-    let report = super::reference::report_c(&t.ctx(), &words).unwrap();
-    report_act(&mut t, InputFile::ReportC, report);
-    t.files
+    t.act(4, (180_000, 181_000), plan, &a4, raw4);
+    a4
 }
 
-/// Lab C act 3's raw records of the scale to three: the healer armed, the scale, the wait for
-/// the Ready pods, the ready endpoints and the registration.
-fn scale_up_raw() -> Vec<Value> {
+/// A replica freeze act that does not switch the policy (lab C's act 5: the leader under Fail,
+/// which loses the Lease and restarts). Returns its run and the Lease after it.
+fn c_freeze_act(
+    t: &mut Tree,
+    act: u8,
+    replicas: &[Replica],
+    a3: &c::Act3Facts,
+    lease: LeaseState,
+) -> (c::ReplicaFreezeRun, LeaseState) {
+    let t0 = slot(act);
+    let mut raw = vec![raw_rec("healed-earlier-faults", t0, json!([]))];
+    let freeze = CFreeze::new(t.lab, act, replicas, lease, t0);
+    let (run, end, lease) = c_freeze_run(&freeze, replicas, &a3.existing, &mut raw);
+    t.act(act, (t0, end), &[plan(t.lab)], &run, raw);
+    (run, lease)
+}
+
+/// A replica lab's act 3 raw records of the scale to `n`: the healer armed, the scale, the wait
+/// for the Ready pods, the ready endpoints and the registration.
+fn scale_up_raw(n: u32) -> Vec<Value> {
     let healer =
         json!({"ok": true, "pid": 6262, "armed_at": ts(120_300), "deadline_at": ts(1_920_300)});
     let scale = json!({
-        "sent_at": ts(120_450), "answered_at": ts(120_500), "replicas_before": 1,
+        "sent_at": ts(120_450), "answered_at": ts(120_500), "replicas_before": ORIGINAL_REPLICAS,
         "raw": {"apiVersion": "autoscaling/v1", "kind": "Scale",
                 "metadata": {"name": "kyverno-admission-controller", "namespace": "kyverno", "uid": DEPLOY_UID},
-                "spec": {"replicas": 3}, "status": {"replicas": 1}}
+                "spec": {"replicas": n}, "status": {"replicas": ORIGINAL_REPLICAS}}
     });
     let check = |at: i64, pods: u32, endpoints: u32| {
-        json!({"at": ts(at), "pods_listed": 3, "pods_ready": pods, "pods_ok": pods == 3,
-               "endpoints_ready": endpoints, "endpoints_ok": endpoints == 3, "registration": true})
+        json!({"at": ts(at), "pods_listed": n, "pods_ready": pods, "pods_ok": pods == n,
+               "endpoints_ready": endpoints, "endpoints_ok": endpoints == n, "registration": true})
     };
     let wait = [
         check(121_000, 1, 1),
-        check(149_000, 3, 2),
-        check(150_000, 3, 3),
+        check(149_000, n, n - 1),
+        check(150_000, n, n),
     ];
     vec![
         raw_rec("healer-ready", 120_300, healer),
@@ -1101,32 +1321,60 @@ fn scale_up_raw() -> Vec<Value> {
     ]
 }
 
-/// Lab C act 3: the healer scales to three at 120.5 s, the three conditions hold by 150 s, two
-/// waves of six violating pods at 153 s and 154 s, the good and control pods at 155 s.
+/// The replica count before a scale up (`ha-plan.json`'s `original_replicas`).
+const ORIGINAL_REPLICAS: u32 = lab::inputs::OriginalReplicas::VALUE;
+
+/// Each replica's admission counter around act 3's baseline: the first replicas' moves are the
+/// fixture's, the last replica's makes up what the target requests (`requests`) need at least
+/// (each reached one replica).
+fn baseline_counts(n: usize, requests: u64) -> Vec<(u64, u64)> {
+    let mut counts: Vec<(u64, u64)> = [(10, 15), (0, 3), (2, 7)]
+        .into_iter()
+        .chain(std::iter::repeat((0, 3)))
+        .take(n)
+        .collect();
+    let others: u64 = counts[..n - 1].iter().map(|(b, a)| a - b).sum();
+    let last = &mut counts[n - 1];
+    last.1 = last.0 + (last.1 - last.0).max(requests.saturating_sub(others));
+    counts
+}
+
+/// A replica lab's act 3: the healer scales to `replicas` at 120.5 s, the conditions hold by
+/// 150 s, the registry's parallel waves of violating pods from 153 s, one a second, the good and
+/// control pods at 155 s.
 fn c_act3(t: &mut Tree, replicas: &[Replica]) -> c::Act3Facts {
-    t.input(InputFile::HaPlan);
+    let inputs = t.inputs_of(3);
+    let n = replicas.len() as u32;
+    let (waves, wave_size) = acts::baseline(t.lab, 3).expect("a baseline");
+    let tag = lab::labs::common::request_tag(t.lab, 3);
     let lease = lease_read(CTRL_POD, ACQUIRED, 149_000, 0, 152_310);
     let (replica_facts, raw_pods): (Vec<_>, Vec<_>) =
         replicas.iter().map(|r| r.pod(150_120, 0)).unzip();
     let mut bad = Vec::new();
-    for w in 0..2i64 {
-        for i in 0..6i64 {
-            let name = format!("kca-c3-bad-w{w}-{i}-100231-c3{w}{i}0a");
+    for w in 0..i64::from(waves) {
+        for i in 0..i64::from(wave_size) {
+            let name = format!("kca-{tag}-bad-w{w}-{i}-100231-{tag}{w}{i}0a");
             let sent = 153_000 + w * 1_000 + i * 3;
             bad.push(bad_pod(&name, sent, 40 + i as u64, DENY_FAIL));
         }
     }
     let (stored_good, stored_control) = (Stored(uid(0xc600d)), Stored(uid(0xc3c0)));
-    let good = good_pod("kca-c3-good-100233-c3600d", 155_000, 45, stored_good);
-    let control = control_pod("kca-c3-control-100233-c3c0c0", 155_200, 30, stored_control);
-    let counts = [(10u64, 15u64), (0, 3), (2, 7)];
+    let good = good_pod(
+        &format!("kca-{tag}-good-100233-{tag}600d"),
+        155_000,
+        45,
+        stored_good,
+    );
+    let control_name = format!("kca-{tag}-control-100233-{tag}c0c0");
+    let control = control_pod(&control_name, 155_200, 30, stored_control);
+    let counts = baseline_counts(replicas.len(), bad.len() as u64 + 1);
     let existing = pod_obs(&good.name, TARGET, &uid(0xc600d), 160_000);
-    let mut raw = scale_up_raw();
+    let mut raw = scale_up_raw(n);
     let slices = endpoint_slices(&endpoints_of(replicas));
     raw.extend([
         raw_rec("endpoint-slices", 150_100, slices),
         raw_rec("pods", 150_100, Value::Array(raw_pods)),
-        raw_rec("deployment", 151_200, deployment_object(3, 3)),
+        raw_rec("deployment", 151_200, deployment_object(n, n)),
         raw_rec("lease", 152_300, lease_object(&lease)),
     ]);
     replica_metrics(&mut raw, "before", replicas, &counts, (152_500, 0));
@@ -1135,12 +1383,12 @@ fn c_act3(t: &mut Tree, replicas: &[Replica]) -> c::Act3Facts {
     let a3 = c::Act3Facts {
         scale: c::ScaleUpFacts {
             fault_id: "scale-03-20261129T100200Z-4242".into(),
-            replicas_before: 1,
-            replicas: 3,
+            replicas_before: ORIGINAL_REPLICAS,
+            replicas: n,
             scaled_at: ts(120_500),
             restore_deadline_at: ts(1_920_300),
         },
-        deployment: deployment_read(3, 3),
+        deployment: deployment_read(n, n),
         replicas: replica_facts,
         endpoints: endpoints_of(replicas),
         webhook: webhook("Fail", 150_000),
@@ -1151,15 +1399,15 @@ fn c_act3(t: &mut Tree, replicas: &[Replica]) -> c::Act3Facts {
             registration_at: ts(121_000),
             waited_ms: 29_400,
         },
-        waves: 2,
-        wave_size: 6,
+        waves,
+        wave_size,
         bad,
         good,
         control,
         existing,
         replica_requests: replica_requests(replicas, &counts),
     };
-    t.act(3, (120_000, 160_500), &[InputFile::HaPlan], &a3, raw);
+    t.act(3, (120_000, 160_500), inputs, &a3, raw);
     a3
 }
 /// Who holds the Lease `kyverno`: a replica index, `leaseTransitions`, and when it acquired the
@@ -1179,16 +1427,14 @@ impl LeaseState {
     }
 }
 
-/// One lab C freeze (act 5: the leader under Fail; act 6: a follower under Ignore).
+/// One freeze of a replica lab (lab C's act 5: the leader under Fail; act 6: a follower under
+/// Ignore): the registry's step, and what the fixture chooses around it.
 struct CFreeze {
-    act: u8,
+    step: FreezeStep,
     /// When the Lease is read right before the freeze (ms); the freeze begins 200 ms later.
     lease_read: i64,
-    /// The frozen replica (an index of [`lab_c_replicas`]).
+    /// The frozen replica (an index of [`replicas`]).
     target: usize,
-    resume_after_sec: u32,
-    waves: u32,
-    wave_size: u32,
     /// Which requests of a wave reach the frozen replica (indices).
     met: &'static [usize],
     lease: LeaseState,
@@ -1197,10 +1443,59 @@ struct CFreeze {
     /// Whether the frozen replica's container restarts after the resume.
     restarts: bool,
     /// Each replica's pod admission counter before and after the act.
-    counters: [(u64, u64); 3],
+    counters: Vec<(u64, u64)>,
 }
 
-/// A lab C freeze's instants (ms) and its Lease: a live holder renews every 2 s; a frozen one
+impl CFreeze {
+    /// Act `act`'s freeze of `lab`, the Lease read at `lease_read` ms held as `lease`: the
+    /// replica frozen is the one the registry's [`Target`] names now; a holder frozen past the
+    /// Lease's duration and a retry loses the Lease to [`first_other`] and restarts (Kyverno
+    /// exits when it loses the leadership). A wave's requests that reach the frozen replica, and
+    /// each replica's counter (before, and how far it moves unless its replica restarts), are
+    /// the fixture's, one set per failurePolicy.
+    fn new(lab: Lab, act: u8, replicas: &[Replica], lease: LeaseState, lease_read: i64) -> CFreeze {
+        let step = FreezeStep::of(lab, act);
+        let target = match step.target {
+            Target::Leader => lease.holder,
+            Target::Follower => first_other(lease.holder, replicas),
+            Target::One => panic!(
+                "lab {} act {act}: a replica lab names its replica by the Lease",
+                lab.as_str()
+            ),
+        };
+        let (frozen, resumed) = step.instants(lease_read, 0);
+        let expires = renew_at(lease.acquired.0, frozen) + 14_500;
+        let lost = target == lease.holder && expires < resumed;
+        let takeover = lost.then(|| first_other(target, replicas));
+        let (met, before, moved): (&[usize], [u64; 3], [u64; 3]) = match step.policy {
+            "Fail" => (&[2], [15, 4, 7], [9, 9, 9]),
+            _ => (&[0, 6], [0, 13, 16], [8, 7, 3]),
+        };
+        let counters = (0..replicas.len())
+            .map(|i| {
+                let b = before.get(i).copied().unwrap_or(0);
+                let a = if lost && i == target {
+                    0
+                } else {
+                    b + moved.get(i).copied().unwrap_or(5)
+                };
+                (b, a)
+            })
+            .collect();
+        CFreeze {
+            step,
+            lease_read,
+            target,
+            met,
+            lease,
+            takeover,
+            restarts: lost,
+            counters,
+        }
+    }
+}
+
+/// A replica freeze's instants (ms) and its Lease: a live holder renews every 2 s; a frozen one
 /// stops renewing, and another replica takes the Lease once it expired (12 s) and its own retry
 /// came round.
 struct FreezeClock<'a> {
@@ -1216,13 +1511,13 @@ struct FreezeClock<'a> {
 
 impl<'a> FreezeClock<'a> {
     fn new(f: &'a CFreeze, replicas: &'a [Replica]) -> Self {
-        let frozen = f.lease_read + 200;
+        let (frozen, resumed) = f.step.instants(f.lease_read, 12);
         let frozen_renew = renew_at(f.lease.acquired.0, frozen);
         FreezeClock {
             f,
             replicas,
             frozen,
-            resumed: frozen + i64::from(f.resume_after_sec) * 1000 + 12,
+            resumed,
             frozen_renew,
             take: f.takeover.map(|h| (h, frozen_renew + 14_500)),
         }
@@ -1254,8 +1549,8 @@ impl<'a> FreezeClock<'a> {
     /// The fault ledger's entry of the freeze, before and after the healer resumed it.
     fn ledger(&self, resumed_at: Option<i64>) -> Value {
         // The healer armed 10 ms before the freeze.
-        let (act, armed) = (self.f.act, self.frozen - 10);
-        let deadline = armed + i64::from(self.f.resume_after_sec) * 1000;
+        let (act, armed) = (self.f.step.act, self.frozen - 10);
+        let deadline = armed + i64::from(self.f.step.resume_after_sec) * 1000;
         json!({
             "attempt": format!("freeze-0{act}-20261129T1000{act}Z-4242"), "deadline_at": ts(deadline),
             "frozen_at": ts(self.frozen), "healer": {"pid": 7000 + u32::from(act), "start_ticks": 1_300_000},
@@ -1271,14 +1566,16 @@ impl<'a> FreezeClock<'a> {
     /// for the timeout (a webhook-timeout under Fail, stored under Ignore), the others are denied.
     /// Returns the violating and the control requests.
     fn waves(&self, raw: &mut Vec<Value>) -> (Vec<RequestRecord>, Vec<RequestRecord>) {
-        let (act, ignore) = (self.f.act, self.f.act == 6);
-        let hook = if ignore { IGNORE_HOOK } else { FAIL_HOOK };
+        let (act, tag) = (self.f.step.act, &self.f.step.tag);
+        let ignore = self.f.step.policy == "Ignore";
+        let hook = hook(self.f.step.policy);
         let (mut bad, mut control) = (Vec::new(), Vec::new());
         let mut sent = self.frozen + 25;
-        for wv in 0..self.f.waves {
+        let (waves, wave_size) = self.f.step.traffic;
+        for wv in 0..waves {
             let mut wave = Vec::new();
-            for i in 0..self.f.wave_size as usize {
-                let name = format!("kca-c{act}-frozen-bad-w{wv}-{i}-10040{act}-c{act}{wv}{i}f");
+            for i in 0..wave_size as usize {
+                let name = format!("kca-{tag}-frozen-bad-w{wv}-{i}-10040{act}-{tag}{wv}{i}f");
                 let (elapsed, answer) = match (self.f.met.contains(&i), ignore) {
                     (true, true) => {
                         let n = 0x5000 + u32::from(act) * 0x100 + wv * 16 + i as u32;
@@ -1289,7 +1586,7 @@ impl<'a> FreezeClock<'a> {
                 };
                 wave.push(bad_pod(&name, sent, elapsed, answer));
             }
-            let name = format!("kca-c{act}-frozen-control-w{wv}-10041{act}-c{act}c{wv}");
+            let name = format!("kca-{tag}-frozen-control-w{wv}-10041{act}-{tag}c{wv}");
             let stored = Stored(uid(0x6000 + u32::from(act) * 0x100 + wv));
             let ctl = control_pod(&name, sent, 14, stored);
             let end = sent + wave.iter().map(|r| r.elapsed_ms as i64).max().unwrap_or(0);
@@ -1308,7 +1605,7 @@ impl<'a> FreezeClock<'a> {
     fn samples(&self, raw: &mut Vec<Value>) -> (Vec<c::LeaseSample>, Vec<c::EndpointSample>) {
         let endpoints = endpoints_of(self.replicas);
         let (mut lease_samples, mut endpoint_samples, mut samples_raw) = (vec![], vec![], vec![]);
-        for k in 0..=i64::from(self.f.resume_after_sec) {
+        for k in 0..=i64::from(self.f.step.resume_after_sec) {
             let x = self.frozen + 60 + k * 1000;
             let l = self.lease_at(x);
             samples_raw.push(json!({"what": "lease", "at": ts(x), "lease": lease_object(&l)}));
@@ -1340,21 +1637,22 @@ impl<'a> FreezeClock<'a> {
         let (f, resumed) = (self.f, self.resumed);
         let settle_start = resumed + 1_026;
         let holder_after = &self.replicas[self.take.map_or(f.lease.holder, |(h, _)| h)].pod;
+        let n = self.replicas.len();
         let check = |at: i64, ready: usize, restarts: u32, target_ready: bool| {
             json!({"at": ts(at), "endpoints_ready": ready, "lease_holder": holder_after,
-                   "pods_listed": 3, "pods_ready": ready, "target_ready": target_ready,
+                   "pods_listed": n, "pods_ready": ready, "target_ready": target_ready,
                    "target_restart_count": restarts})
         };
         let (checks, settled) = if f.restarts {
             let checks = vec![
-                check(settle_start + 5, 3, 0, true),
-                check(resumed + 11_000, 2, 0, false),
-                check(resumed + 12_100, 2, 1, false),
-                check(resumed + 25_000, 3, 1, true),
+                check(settle_start + 5, n, 0, true),
+                check(resumed + 11_000, n - 1, 0, false),
+                check(resumed + 12_100, n - 1, 1, false),
+                check(resumed + 25_000, n, 1, true),
             ];
             (checks, resumed + 26_300)
         } else {
-            (vec![check(settle_start + 5, 3, 0, true)], resumed + 14_200)
+            (vec![check(settle_start + 5, n, 0, true)], resumed + 14_200)
         };
         raw.rec("settle-wait", settled, checks);
         let restarts = u32::from(f.restarts);
@@ -1377,7 +1675,7 @@ impl<'a> FreezeClock<'a> {
     }
 }
 
-/// A lab C freeze run and its raw records (appended to `raw`), as `lab/src/labs/c.rs`
+/// A replica freeze run and its raw records (appended to `raw`), as `lab/src/labs/c.rs`
 /// `replica_freeze` records them: the Lease and the process before, each replica's counter, the
 /// waves during the freeze, the samples each second, the first deny after the resume, the settle,
 /// the pods, the process, the Lease and the counters after, the existing pod. Returns the run,
@@ -1389,7 +1687,7 @@ fn c_freeze_run(
     raw: &mut Vec<Value>,
 ) -> (c::ReplicaFreezeRun, i64, LeaseState) {
     let k = FreezeClock::new(f, replicas);
-    let policy = if f.act == 6 { "Ignore" } else { "Fail" };
+    let (act, policy) = (f.step.act, f.step.policy);
     let target = &replicas[f.target];
     let identity = target.identity();
     let lease_before = k.lease_at(f.lease_read);
@@ -1403,14 +1701,18 @@ fn c_freeze_run(
     let (lease_samples, endpoint_samples) = k.samples(raw);
     let ledger = k.ledger(Some(k.resumed));
     raw.rec("fault-ledger-resumed", k.resumed + 31, ledger);
-    let name = format!("kca-c{0}-after-10042{0}-c{0}a0", f.act);
+    let name = format!("kca-{0}-after-10042{act}-{0}a0", f.step.tag);
     let deny = bad_pod(&name, k.resumed + 1_000, 6, Deny(hook(policy)));
     raw.rec("request:after-resume", k.resumed + 1_023, &deny);
     let (settle_start, settled, identity_after, lease_after) = k.settle(raw);
     replica_metrics(raw, "after", replicas, &f.counters, (settled + 15, 6));
-    let watchdog = 7000 + u32::from(f.act);
+    let watchdog = 7000 + u32::from(act);
     let run = c::ReplicaFreezeRun {
-        target_role: if f.act == 5 { "leader" } else { "follower" }.into(),
+        target_role: match f.step.target {
+            Target::Leader => "leader",
+            _ => "follower",
+        }
+        .into(),
         target_pod: target.pod.clone(),
         lease_before,
         freeze: freeze_window(identity, watchdog, k.frozen - 10, (k.frozen, k.resumed)),
@@ -1418,8 +1720,8 @@ fn c_freeze_run(
         registration_snapshot: webhook_entry(policy),
         registration_checked_at: ts(k.frozen + 18),
         timeout_seconds: 3,
-        waves: f.waves,
-        wave_size: f.wave_size,
+        waves: f.step.traffic.0,
+        wave_size: f.step.traffic.1,
         bad,
         control,
         lease_samples,
@@ -1445,54 +1747,56 @@ fn c_freeze_run(
     };
     (run, settled + 300, k.state_at(settled + 9).0)
 }
-/// Lab C act 6: the policy switched to Ignore at 300 s, a healthy deny, then the first follower
-/// by name (replica 2; replica 1 holds the Lease) frozen 10 s. Returns the facts and the Lease
-/// after the freeze.
-fn c_act6(
+/// A replica freeze act that first switches the policy to Ignore (lab C's act 6): the switch at
+/// 30 ms, a healthy deny, then the replica the registry's [`Target`] names frozen (lab C: the
+/// first follower by name, replica 2, replica 1 holding the Lease). Returns the facts and the
+/// Lease after the freeze.
+fn c_switch_freeze_act(
     t: &mut Tree,
+    act: u8,
     replicas: &[Replica],
     a3: &c::Act3Facts,
     lease: LeaseState,
 ) -> (c::Act6Facts, LeaseState) {
-    t.input(InputFile::PolicyIgnore);
-    let healthy_bad = bad_pod("kca-c6-healthy-bad-100430-c6h0", 300_400, 12, DENY_IGNORE);
-    let (w6, switch) = policy_switch(300_030, 300_080);
+    let t0 = slot(act);
+    let own = t.inputs_of(act);
+    let tag = lab::labs::common::request_tag(t.lab, act);
+    let name = format!("kca-{tag}-healthy-bad-100430-{tag}h0");
+    let policy = policy_at(t.lab, act);
+    let healthy_bad = bad_pod(&name, t0 + 400, 12, Deny(hook(policy)));
+    let (w6, switch) = policy_switch(t0 + 30, t0 + 80);
     let mut raw = vec![
-        raw_rec("healed-earlier-faults", 300_000, json!([])),
-        raw_rec("policy-before", 300_000, policy_answer("Fail")),
+        raw_rec("healed-earlier-faults", t0, json!([])),
+        raw_rec(
+            "policy-before",
+            t0,
+            policy_answer(policy_at(t.lab, act - 1)),
+        ),
     ];
     raw.extend(switch);
-    raw.rec("request:healthy-bad", 300_430, &healthy_bad);
-    let freeze = CFreeze {
-        act: 6,
-        lease_read: 300_450,
-        target: 2,
-        resume_after_sec: 10,
-        waves: 2,
-        wave_size: 9,
-        met: &[0, 6],
-        lease,
-        takeover: None,
-        restarts: false,
-        counters: [(0, 8), (13, 20), (16, 19)],
-    };
+    raw.rec("request:healthy-bad", t0 + 430, &healthy_bad);
+    let freeze = CFreeze::new(t.lab, act, replicas, lease, t0 + 450);
     let (run, end, lease) = c_freeze_run(&freeze, replicas, &a3.existing, &mut raw);
     let a6 = c::Act6Facts {
         policy_uid_before: POLICY_UID.into(),
-        policy: stored_policy("Ignore"),
+        policy: stored_policy(policy),
         webhook: w6,
         healthy_bad,
         run,
     };
-    let inputs = [InputFile::FreezePlanC, InputFile::PolicyIgnore];
-    t.act(6, (300_000, end), &inputs, &a6, raw);
+    let inputs: Vec<InputFile> = std::iter::once(plan(t.lab))
+        .chain(own.iter().copied())
+        .collect();
+    t.act(act, (t0, end), &inputs, &a6, raw);
     (a6, lease)
 }
 
-/// Lab C act 7: act 3's scale attempt healed at 360 s (back to 1); the two other pods terminate
-/// (grace period 30 s); the Lease's holder after act 6 (`held`) stays.
+/// A replica lab's act 7: act 3's scale attempt healed at 360 s (back to the original count);
+/// the other pods terminate (grace period 30 s); the Lease's holder after the freezes (`held`)
+/// stays.
 fn c_act7(t: &mut Tree, replicas: &[Replica], a3: &c::Act3Facts, held: LeaseState) -> c::Act7Facts {
-    t.input(InputFile::RecoveryC);
+    let inputs = t.inputs_of(7);
+    let (n, original) = (replicas.len() as u32, a3.scale.replicas_before);
     let kept = &replicas[held.holder];
     let heal = json!({
         "action": "restored", "at": ts(360_004), "attempt": a3.scale.fault_id,
@@ -1502,15 +1806,21 @@ fn c_act7(t: &mut Tree, replicas: &[Replica], a3: &c::Act3Facts, held: LeaseStat
         "resume": null
     });
     let wait_check = |at: i64, listed: u32| {
-        json!({"at": ts(at), "lease_holder": kept.pod, "pods_listed": listed, "pods_live": 1,
-               "pods_ready": 1, "registration": true, "spec_replicas": 1})
+        json!({"at": ts(at), "lease_holder": kept.pod, "pods_listed": listed, "pods_live": original,
+               "pods_ready": original, "registration": true, "spec_replicas": original})
     };
-    let wait = [wait_check(360_200, 3), wait_check(392_900, 1)];
-    let probe = bad_pod("kca-c7-bad-100500-c7b0", 393_100, 6, DENY_IGNORE);
+    let wait = [wait_check(360_200, n), wait_check(392_900, original)];
+    let tag = lab::labs::common::request_tag(t.lab, 7);
+    let probe = bad_pod(
+        &format!("kca-{tag}-bad-100500-{tag}b0"),
+        393_100,
+        6,
+        DENY_IGNORE,
+    );
     let lease7 = held.read(replicas, renew_at(held.acquired.0, 393_010), 393_010);
     let w7 = webhook("Ignore", 393_016);
     let raw = vec![
-        raw_rec("deployment-before", 360_003, deployment_object(3, 3)),
+        raw_rec("deployment-before", 360_003, deployment_object(n, n)),
         raw_rec("scale-back-heal", 360_075, json!([heal])),
         raw_rec("scale-attempt-heal", 360_075, heal),
         raw_rec("scale-back-wait", 392_900, json!(wait)),
@@ -1523,11 +1833,11 @@ fn c_act7(t: &mut Tree, replicas: &[Replica], a3: &c::Act3Facts, held: LeaseStat
         scale_back: c::ScaleBackFacts {
             fault_id: a3.scale.fault_id.clone(),
             action: "restored".into(),
-            replicas_before: 3,
-            replicas: 1,
+            replicas_before: n,
+            replicas: original,
             at: ts(360_004),
         },
-        deployment: deployment_read(1, 1),
+        deployment: deployment_read(original, original),
         replicas: vec![kept.pod(392_900, 0).0],
         lease: lease7,
         policy_uid: POLICY_UID.into(),
@@ -1537,17 +1847,22 @@ fn c_act7(t: &mut Tree, replicas: &[Replica], a3: &c::Act3Facts, held: LeaseStat
         existing: seen_at(&a3.existing, 393_160),
         waited_ms: 33_170,
     };
-    t.act(7, (360_000, 393_300), &[InputFile::RecoveryC], &a7, raw);
+    t.act(7, (360_000, 393_300), inputs, &a7, raw);
     a7
+}
+
+/// The passing work directory of `lab`, written by the generator its steps call for ([`Kind`]).
+pub fn pass(lab: Lab) -> Files {
+    match Kind::of(lab) {
+        Kind::ScaleDown => scale_down_pass(lab),
+        Kind::Freeze => freeze_pass(lab),
+        Kind::ReplicaFreeze => replica_pass(lab),
+    }
 }
 
 /// All fixture files of `lab` (relative to `fixtures/<lab>/`): `pass/...` and `flagged/<case>/...`.
 pub fn generate(lab: Lab) -> Files {
-    let (pass, cases) = match lab {
-        Lab::A => (lab_a_pass(), lab_a_cases()),
-        Lab::B => (lab_b_pass(), lab_b_cases()),
-        Lab::C => (lab_c_pass(), lab_c_cases()),
-    };
+    let (pass, cases) = (pass(lab), super::cases::cases(lab));
     // One passing evidence file per act of the registry: a new act needs its fixture here.
     let evidence: Vec<&String> = pass.keys().filter(|k| k.starts_with("evidence/")).collect();
     let expected: Vec<String> = lab::acts::numbers(lab)

@@ -1,5 +1,5 @@
 //! A lab C work directory with acts 5-8 for the report page's tests, built from the facts types
-//! (`lab::facts::c`) over the generated acts 1-4 (`common::fixtures::lab_c_pass`). Synthetic, not a
+//! (`lab::facts::c`) over the generated acts 1-4 (`common::fixtures::pass`). Synthetic, not a
 //! recording: the times are the ones a real run would have (the leader frozen 20 s from 201 s,
 //! the Lease and the endpoints read each second, the Lease first read taken over 13.2 s after the
 //! freeze, the former leader restarted; a follower frozen 10 s under Ignore), the requests have
@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use super::common::fixtures::{self as fx, Answer, request, ts};
 use super::common::reference;
 
-/// The replicas of `lab_c_pass` (act 4's leader, then its followers).
+/// The replicas of `pass(Lab::C)` (act 4's leader, then its followers).
 pub const LEADER: &str = fx::CTRL_POD;
 pub const FOLLOWER_1: &str = "kyverno-admission-controller-6d9c7b8f5d-b8n3r";
 pub const FOLLOWER_2: &str = "kyverno-admission-controller-6d9c7b8f5d-k5v9t";
@@ -210,7 +210,7 @@ fn registration(hook: &str, policy: &str) -> Value {
 /// records the graders hold the facts to, so its acts 5-7 do not pass their grades. The graders'
 /// own passing fixture (`fixtures/c/pass`, 8/8) is the lab C golden page.
 pub fn files() -> BTreeMap<String, Value> {
-    let mut files = fx::lab_c_pass();
+    let mut files = fx::pass(Lab::C);
     // The generated work directory has its own acts 5-8 (the graders' fixture): this page's are
     // built below, on its acts 1-4 only.
     files.retain(|k, _| {
@@ -320,7 +320,7 @@ pub fn files() -> BTreeMap<String, Value> {
 
     // Act 6: the policy switched to Ignore (lab B's generated act 6 has the same policy and
     // registration), a healthy deny, the follower k5v9t frozen 10 s.
-    let b6 = fx::lab_b_pass()["evidence/06.json"]["facts"].clone();
+    let b6 = fx::pass(Lab::B)["evidence/06.json"]["facts"].clone();
     let ctx = |files: &BTreeMap<String, Value>| Context {
         node_uid: Some(fx::NODE_UID.into()),
         deployment_uid: Some(fx::DEPLOY_UID.into()),
