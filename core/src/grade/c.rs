@@ -6,7 +6,7 @@
 //! | act | rule | holds | code |
 //! |---|---|---|---|
 //! | 3 | [`scale_is_the_plans`] | the scale's before/after and the Deployment's replicas | `ha-plan.json` (1 → 3) | value-mismatch |
-//! | 3 | [`three_distinct_ready_replicas`] | three replicas, distinct names and UIDs, each `Ready`, `Running` | the plan's 3 | value-mismatch, uid-mismatch |
+//! | 3 | [`distinct_ready_replicas`] | the replicas, distinct names and UIDs, each `Ready`, `Running` | the registry's count (3) | value-mismatch, uid-mismatch |
 //! | 3 | [`every_ready_replica_is_a_ready_endpoint`] | `kyverno-svc`'s ready endpoints | one per replica, by pod name and address | value-mismatch |
 //! | 3 | [`lease_holder_is_a_replica`] | the Lease `kyverno`'s holder | one of the replicas | value-mismatch |
 //! | 3 | [`registration_is_act2s`] | the registration after the scale | act 2's, unchanged | registration-changed |
@@ -54,13 +54,17 @@ use super::{
     Code::*, G, SameRegistration, ev_name, fields_are, registration_equals, times_are_ordered,
     violating_pod_never_admitted_under_fail,
 };
+use crate::acts::Target;
 use crate::derive;
 use crate::evidence::{Evidence, Outcome, RequestRecord};
 use crate::facts::{self, a::LeaseFacts, c::*};
 use crate::inputs::{self, Context};
 
-/// Replicas lab C runs (`ha-plan.json` `replicas`).
-const REPLICAS: u32 = inputs::HaReplicas::VALUE;
+/// The replicas the lab runs with once act 3 scaled it: the registry's
+/// ([`crate::acts::replicas`]; lab C: `ha-plan.json` `replicas`, 3).
+fn replicas(g: &G) -> u32 {
+    crate::acts::replicas(g.lab)
+}
 
 /// The pod UIDs of act 3's replicas.
 fn replica_uids(a3: &Act3Facts) -> BTreeSet<&str> {
@@ -107,7 +111,7 @@ pub(crate) fn act3(g: &mut G) {
     g.input::<inputs::HaPlan>(&ctx);
     let s = "evidence/03.json facts";
     scale_is_the_plans(g, s, &f);
-    three_distinct_ready_replicas(g, s, &f);
+    distinct_ready_replicas(g, s, &f);
     every_ready_replica_is_a_ready_endpoint(g, s, &f);
     lease_holder_is_a_replica(g, s, &f.lease, &f.replicas);
     registration_is_act2s(g, s, &f);
@@ -120,14 +124,15 @@ pub(crate) fn act3(g: &mut G) {
     }
 }
 
-/// The healer scaled from the plan's original count to its three, and the Deployment says three.
+/// The healer scaled from the plan's original count to the registry's ([`replicas`]), and the
+/// Deployment says so.
 fn scale_is_the_plans(g: &mut G, s: &str, f: &Act3Facts) {
-    let (original, d) = (inputs::OriginalReplicas::VALUE, &f.deployment);
+    let (original, d, n) = (inputs::OriginalReplicas::VALUE, &f.deployment, replicas(g));
     let rows = [
         ("scale.replicas_before", original, f.scale.replicas_before),
-        ("scale.replicas", REPLICAS, f.scale.replicas),
-        ("deployment.replicas", REPLICAS, d.replicas),
-        ("deployment.ready_replicas", REPLICAS, d.ready_replicas),
+        ("scale.replicas", n, f.scale.replicas),
+        ("deployment.replicas", n, d.replicas),
+        ("deployment.ready_replicas", n, d.ready_replicas),
     ];
     fields_are(g, ValueMismatch, s, rows);
     if let Some(a1) = g.facts::<facts::Act1Facts>(1) {
@@ -140,10 +145,12 @@ fn scale_is_the_plans(g: &mut G, s: &str, f: &Act3Facts) {
     }
 }
 
-/// Three replicas, each its own pod (distinct names and UIDs), `Ready` and `Running`.
-fn three_distinct_ready_replicas(g: &mut G, s: &str, f: &Act3Facts) {
+/// The registry's count of replicas ([`replicas`]), each its own pod (distinct names and UIDs),
+/// `Ready` and `Running`.
+fn distinct_ready_replicas(g: &mut G, s: &str, f: &Act3Facts) {
     let n = f.replicas.len();
-    g.expect_eq(ValueMismatch, format!("{s}.replicas"), REPLICAS as usize, n);
+    let expected = replicas(g) as usize;
+    g.expect_eq(ValueMismatch, format!("{s}.replicas"), expected, n);
     let (names, uids) = (replica_names(&f.replicas), replica_uids(f));
     let ok = names.len() == n && uids.len() == n;
     g.check(ok, UidMismatch, format!("{s}.replicas"), || {
@@ -208,11 +215,11 @@ fn wait_is_ordered_inside_the_act(g: &mut G, s: &str, f: &Act3Facts) {
 /// "every request sent before any answer": on a loaded host a task of the wave may start after a
 /// fast deny of another, seen in 2 of 5 runs on 2026-12-01 with the load average at 9.)
 fn baseline_waves_were_parallel(g: &mut G, s: &str, f: &Act3Facts) {
-    let size = f.wave_size as usize;
-    let ok = f.waves >= 2 && size >= REPLICAS as usize && f.bad.len() == f.waves as usize * size;
+    let (size, replicas) = (f.wave_size as usize, replicas(g));
+    let ok = f.waves >= 2 && size >= replicas as usize && f.bad.len() == f.waves as usize * size;
     g.check(ok, ValueMismatch, format!("{s}.bad"), || {
         let (waves, n) = (f.waves, f.bad.len());
-        format!("expected at least 2 waves of at least {REPLICAS} requests ({waves} × {size}), found {n} requests")
+        format!("expected at least 2 waves of at least {replicas} requests ({waves} × {size}), found {n} requests")
     });
     waves_had_requests_in_flight_at_once(g, s, &f.bad, f.wave_size);
 }
@@ -245,12 +252,13 @@ fn waves_had_requests_in_flight_at_once(g: &mut G, s: &str, bad: &[RequestRecord
     if size == 0 {
         return;
     }
+    let replicas = replicas(g);
     for (w, wave) in bad.chunks(size as usize).enumerate() {
         let most = most_in_flight(wave);
-        let ok = most.is_some_and(|m| m >= REPLICAS as usize);
+        let ok = most.is_some_and(|m| m >= replicas as usize);
         g.check(ok, TimesInconsistent, format!("{s}.bad (wave {w})"), || {
             let n = wave.len();
-            format!("at most {most:?} of the wave's {n} requests were in flight at once; a parallel wave has at least {REPLICAS}")
+            format!("at most {most:?} of the wave's {n} requests were in flight at once; a parallel wave has at least {replicas}")
         });
     }
 }
@@ -657,16 +665,40 @@ fn metrics_window_lies_between_the_replica_counters(g: &mut G, s: &str, ev: &Evi
     }
 }
 
-/// Act 5: the leader frozen for 20 s under Fail.
+/// Act 5: the registry's target (lab C: the leader) frozen for 20 s under Fail.
 pub(crate) fn act5(g: &mut G) {
     let Some(f) = g.facts::<Act5Facts>(5) else {
         return;
     };
     let hook = g.facts::<facts::Act2Facts>(2).map(|a2| a2.webhook);
     let v = Freeze::of_c(5, &f, false, hook.as_ref());
-    frozen_replica_is_act4s_leader(g, &v, &f);
-    lease_before_names_the_frozen_leader(g, &v.s, &f);
-    replica_freeze_run(g, &v, &f);
+    frozen_replica_is_the_registrys_target(g, &v, &f, |g| replica_freeze_run(g, &v, &f));
+}
+
+/// The target rules of a replica freeze, chosen by the registry's target of the act
+/// ([`crate::acts::freezes`]): a leader's ([`frozen_replica_is_act4s_leader`],
+/// [`lease_before_names_the_frozen_leader`]) or a follower's ([`follower_is_not_the_lease_holder`],
+/// [`frozen_follower_is_its_latest_process`], then after the run's rules
+/// [`lease_holder_unchanged_by_a_follower_freeze`]); `run_rules` are the rules of every replica
+/// freeze, held between the two.
+fn frozen_replica_is_the_registrys_target(
+    g: &mut G,
+    v: &Freeze<'_>,
+    run: &ReplicaFreezeRun,
+    run_rules: impl FnOnce(&mut G),
+) {
+    let freezes = crate::acts::freezes(g.lab);
+    let target = freezes.iter().find(|(a, _)| *a == v.act).map(|(_, t)| *t);
+    if target == Some(Target::Follower) {
+        follower_is_not_the_lease_holder(g, &v.s, run);
+        frozen_follower_is_its_latest_process(g, v, run);
+        run_rules(g);
+        lease_holder_unchanged_by_a_follower_freeze(g, &v.s, run);
+    } else {
+        frozen_replica_is_act4s_leader(g, v, run);
+        lease_before_names_the_frozen_leader(g, &v.s, run);
+        run_rules(g);
+    }
 }
 
 /// The leader frozen is the one the Lease named right before the freeze.
@@ -677,7 +709,8 @@ fn lease_before_names_the_frozen_leader(g: &mut G, s: &str, run: &ReplicaFreezeR
     fields_are(g, ValueMismatch, s, rows);
 }
 
-/// Act 6: the policy switched to Ignore, a healthy deny, a follower frozen for 10 s.
+/// Act 6: the policy switched to Ignore, a healthy deny, the registry's target (lab C: a
+/// follower) frozen for 10 s.
 pub(crate) fn act6(g: &mut G) {
     let Some(f) = g.facts::<Act6Facts>(6) else {
         return;
@@ -685,10 +718,8 @@ pub(crate) fn act6(g: &mut G) {
     let (uid, frozen_at) = (&f.policy_uid_before, &f.run.freeze.frozen_at);
     freeze::policy_switched_to_ignore(g, uid, &f.policy, &f.webhook, &f.healthy_bad, frozen_at);
     let v = Freeze::of_c(6, &f.run, true, Some(&f.webhook));
-    follower_is_not_the_lease_holder(g, &v.s, &f.run);
-    frozen_follower_is_its_latest_process(g, &v, &f.run);
-    replica_freeze_run(g, &v, &f.run);
-    lease_holder_unchanged_by_a_follower_freeze(g, &v.s, &f.run);
+    let run = &f.run;
+    frozen_replica_is_the_registrys_target(g, &v, run, |g| replica_freeze_run(g, &v, run));
 }
 
 /// Act 5's frozen replica is the leader act 4 found, with act 4's process identity.
