@@ -47,6 +47,22 @@ pub mod common {
             && read.uid == reference.uid
             && read.phase.as_deref() == Some("Running")
     }
+
+    /// The report's word for act 3's pod (`reference`) read again (`read`): `same-uid-running`
+    /// when it survived ([`same_uid_running`]), else what the read shows (`uid:…,phase:…`, `none`
+    /// for an absent value) followed by `more`.
+    pub fn existing_word(
+        read: &crate::facts::PodObservation,
+        reference: &crate::facts::PodObservation,
+        more: &str,
+    ) -> String {
+        if same_uid_running(read, reference) {
+            return "same-uid-running".to_owned();
+        }
+        let (uid, phase) = (read.uid.as_deref(), read.phase.as_deref());
+        let [uid, phase] = [uid, phase].map(|v| v.unwrap_or("none"));
+        format!("uid:{uid},phase:{phase}{more}")
+    }
 }
 
 /// Lab A (scale-down).
@@ -312,15 +328,7 @@ pub mod b {
         } else {
             format!("control:{}", outcome(&act5.control))
         };
-        let existing = if super::common::same_uid_running(&act7.existing, &act3.existing) {
-            "same-uid-running".to_owned()
-        } else {
-            format!(
-                "uid:{},phase:{}",
-                act7.existing.uid.as_deref().unwrap_or("none"),
-                act7.existing.phase.as_deref().unwrap_or("none")
-            )
-        };
+        let existing = super::common::existing_word(&act7.existing, &act3.existing, "");
         vec![
             ("fail", fail),
             ("ignore", ignore),
@@ -464,16 +472,8 @@ pub mod c {
         let kept =
             act5.registration_present_during_freeze && act6.run.registration_present_during_freeze;
         let registration = word(kept, "kept", "absent-during-a-freeze");
-        let existing = if super::common::same_uid_running(&act7.existing, &act3.existing) {
-            "same-uid-running".to_owned()
-        } else {
-            format!(
-                "uid:{},phase:{},healthy-bad:{}",
-                act7.existing.uid.as_deref().unwrap_or("none"),
-                act7.existing.phase.as_deref().unwrap_or("none"),
-                act7.healthy_bad.outcome.as_str()
-            )
-        };
+        let healthy_bad = format!(",healthy-bad:{}", act7.healthy_bad.outcome.as_str());
+        let existing = super::common::existing_word(&act7.existing, &act3.existing, &healthy_bad);
         vec![
             ("leader_freeze", leader_freeze),
             ("lease", lease),
