@@ -31,7 +31,8 @@ use crate::faults::scale::{self, RestoreOutcome, ScaleFault};
 use crate::inputs;
 use crate::labs::common::{
     self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Env, TARGET_NAMESPACE, Ui, describe,
-    describe_indented, finish, live_context, read_facts, read_input, to_value, uid_of,
+    describe_indented, finish, live_context, progress_each_second, read_facts, read_input,
+    to_value, uid_of,
 };
 use crate::messages::act as m;
 use crate::probe::{self, PodKind};
@@ -305,7 +306,6 @@ async fn wait_pods_gone(
     fault: &ScaleFault,
     rec: &mut ActRecorder,
 ) -> Result<String, LabError> {
-    let mut last_tick = 0;
     let plan = fault.plan().clone();
     let healer_files = fault.files().clone();
     let check = || async {
@@ -356,13 +356,9 @@ async fn wait_pods_gone(
     )
     .run(
         check,
-        |(_, state): &(Vec<_>, String), elapsed| {
-            let secs = elapsed.as_secs();
-            if secs > last_tick {
-                last_tick = secs;
-                ui.progress(m::waiting_pods_gone(state), secs, PODS_GONE_BOUND.as_secs());
-            }
-        },
+        progress_each_second(ui, PODS_GONE_BOUND, |(_, state): &(Vec<_>, String)| {
+            m::waiting_pods_gone(state)
+        }),
         tokio::time::sleep,
     )
     .await;
@@ -772,7 +768,16 @@ async fn observe_recovery(
 ) -> Result<RecoverySeen, LabError> {
     ui.step(m::OBSERVING_RECOVERY);
     let mut seen = RecoverySeen::default();
-    let mut last_tick = 0;
+    let mut progress = progress_each_second(ui, RECOVERY_BOUND, |s: &RecoverySeen| {
+        let mark = |t: &Track| if t.done() { "✓" } else { "…" };
+        m::recovery_progress(
+            mark(&s.created),
+            mark(&s.running),
+            mark(&s.lease),
+            mark(&s.registered),
+            mark(&s.denied),
+        )
+    });
     let window = crate::metrics::Window::begin(cl).await;
     loop {
         observe_new_pod(cl, rec, &mut seen, old_uids, t0).await?;
@@ -803,22 +808,7 @@ async fn observe_recovery(
         if seen.all_done() || t0.elapsed() >= RECOVERY_BOUND {
             break;
         }
-        let secs = t0.elapsed().as_secs();
-        if secs > last_tick {
-            last_tick = secs;
-            let mark = |t: &Track| if t.done() { "✓" } else { "…" };
-            ui.progress(
-                m::recovery_progress(
-                    mark(&seen.created),
-                    mark(&seen.running),
-                    mark(&seen.lease),
-                    mark(&seen.registered),
-                    mark(&seen.denied),
-                ),
-                secs,
-                RECOVERY_BOUND.as_secs(),
-            );
-        }
+        progress(&seen, t0.elapsed());
         tokio::time::sleep(RECOVERY_INTERVAL).await;
     }
     let admission = window.end(cl).await;
