@@ -130,21 +130,13 @@ pub mod a {
         })
     }
 
-    /// Whether the six timeline steps are all confirmed and no order of [`recovery_order`] is
-    /// contradicted ([`order_contradiction`]): the report's `lease-then-registration-then-deny`.
+    /// Whether the six timeline steps are all confirmed (each is in an order of
+    /// [`recovery_order`]) and no order is contradicted ([`order_contradiction`]): the report's
+    /// `lease-then-registration-then-deny`.
     pub fn timeline_in_order(f: &Act6Facts) -> bool {
-        let all = [
-            &f.replicas_restored,
-            &f.pod_created,
-            &f.pod_running,
-            &f.lease_acquired,
-            &f.webhook_registered,
-            &f.first_explicit_deny,
-        ];
-        all.iter().all(|s| s.seen_at().is_some())
-            && recovery_order(f)
-                .iter()
-                .all(|(_, a, _, b)| order_contradiction(a, b).is_none())
+        recovery_order(f).iter().all(|(_, a, _, b)| {
+            a.seen_at().is_some() && b.seen_at().is_some() && order_contradiction(a, b).is_none()
+        })
     }
 
     /// What the evidence supports for each word of lab A's `report.json` (pure).
@@ -588,6 +580,35 @@ mod tests {
             seen("2026-12-01T02:48:56.615Z", Some("2026-12-01T02:48:56.019Z")),
             seen("2026-12-01T02:48:56.095Z", Some("2026-12-01T02:48:55.486Z")),
         ])
+    }
+
+    #[test]
+    fn timeline_order_needs_all_six_confirmed_and_no_cause_seen_after_its_effect() {
+        // Each step confirmed at `2026-11-29T15:00:<at>Z` (first seen at the first check), or
+        // not confirmed when `at` is empty.
+        let steps = |ats: [&str; 6]| {
+            timeline(ats.map(|at| match at {
+                "" => TimelineStep {
+                    status: StepStatus::NotConfirmed,
+                    at: None,
+                    ..seen("", None)
+                },
+                at => seen(&format!("2026-11-29T15:00:{at}Z"), None),
+            }))
+        };
+        let ok = steps(["00.000", "00.200", "16.000", "32.000", "32.100", "32.100"]);
+        assert!(timeline_in_order(&ok));
+        let swapped = steps(["00.000", "00.200", "16.000", "33.000", "32.100", "34.000"]);
+        assert!(
+            !timeline_in_order(&swapped),
+            "registration before the lease"
+        );
+        // Any one step not confirmed (each is in an order of `recovery_order`).
+        for i in 0..6 {
+            let mut ats = ["00.000", "00.200", "16.000", "32.000", "32.100", "34.000"];
+            ats[i] = "";
+            assert!(!timeline_in_order(&steps(ats)), "step {i} not confirmed");
+        }
     }
 
     #[test]
