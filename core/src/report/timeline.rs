@@ -47,11 +47,7 @@ pub(crate) const LEGEND: &[&str] = &[
 
 enum Mark {
     /// A request: bar from `sent_at` to `answered_at`.
-    Request {
-        bar: Bar,
-        outcome: String,
-        note: Option<String>,
-    },
+    Request { bar: Bar, note: Option<String> },
     /// Several requests of one outcome drawn on one row (lab A's run of dry-run probes): every
     /// request keeps its own bar (and `data-request`), the label after the last bar counts them.
     Requests { bars: Vec<Bar>, outcome: String },
@@ -78,7 +74,7 @@ enum Mark {
     /// Requests sent together (lab C's wave): one thin lane per request, coloured by its outcome.
     Lanes {
         key: String,
-        bars: Vec<(Bar, String)>,
+        bars: Vec<Bar>,
         note: String,
     },
 }
@@ -117,6 +113,7 @@ struct Bar {
     from: i64,
     to: i64,
     name: String,
+    outcome: String,
     elapsed_ms: Option<u64>,
 }
 
@@ -150,11 +147,7 @@ fn request_row(label: String, r: &Value, note: Option<String>) -> Option<Row> {
     let bar = bar(r)?;
     Some(Row {
         label: format!("{label}: {}", bar.name),
-        mark: Mark::Request {
-            bar,
-            outcome: r["outcome"].as_str().unwrap_or("?").to_owned(),
-            note,
-        },
+        mark: Mark::Request { bar, note },
     })
 }
 
@@ -177,7 +170,7 @@ impl Chart {
             match r.mark {
                 Mark::Request { ref bar, .. } => ts.extend([bar.from, bar.to]),
                 Mark::Window { from, to, .. } => ts.extend([from, to]),
-                Mark::Requests { ref bars, .. } => {
+                Mark::Requests { ref bars, .. } | Mark::Lanes { ref bars, .. } => {
                     ts.extend(bars.iter().flat_map(|b| [b.from, b.to]))
                 }
                 Mark::Step { at, .. } => ts.push(at),
@@ -190,9 +183,6 @@ impl Chart {
                 } => {
                     ts.extend(frozen.iter().flat_map(|(f, t)| [*f, *t]));
                     ts.extend(holder.iter().chain(endpoint).flat_map(|s| [s.from, s.to]));
-                }
-                Mark::Lanes { ref bars, .. } => {
-                    ts.extend(bars.iter().flat_map(|(b, _)| [b.from, b.to]))
                 }
             }
         }
@@ -258,17 +248,17 @@ impl Chart {
     fn mark(&self, mark: &Mark, y: f64, x: &dyn Fn(i64) -> f64) -> Markup {
         html! {
             @match mark {
-                Mark::Request { bar, outcome, note } => {
-                    (bar_rect(bar, outcome, y + 4.0, "13", x))
+                Mark::Request { bar, note } => {
+                    (bar_rect(bar, y + 4.0, "13", x))
                     @let x0 = x(bar.from);
                     @let w = (x(bar.to) - x0).max(2.0);
                     text class="barlabel" x=(fmt(x0 + w + 4.0)) y=(fmt(y + 14.0)) {
-                        (outcome) " · " (bar.elapsed_ms.map(|m| format!("{m} ms")).unwrap_or_else(|| "? ms".into()))
+                        (bar.outcome) " · " (bar.elapsed_ms.map(|m| format!("{m} ms")).unwrap_or_else(|| "? ms".into()))
                         @if let Some(n) = note { " · " (n) }
                     }
                 }
                 Mark::Requests { bars, outcome } => {
-                    @for b in bars { (bar_rect(b, outcome, y + 4.0, "13", x)) }
+                    @for b in bars { (bar_rect(b, y + 4.0, "13", x)) }
                     @if let Some(last) = bars.last() {
                         text class="barlabel" x=(fmt((x(last.to)).max(x(last.from) + 2.0) + 4.0)) y=(fmt(y + 14.0)) {
                             (outcome) " ×" (bars.len()) " · " (elapsed_range(bars))
@@ -309,10 +299,10 @@ impl Chart {
                 }
                 Mark::Lanes { key, bars, note } => {
                     g data-wave=(key) {
-                        @for (k, (b, outcome)) in bars.iter().enumerate() {
-                            (bar_rect(b, outcome, y + 3.0 + LANE_H * k as f64, &fmt(LANE_H - 1.0), x))
+                        @for (k, b) in bars.iter().enumerate() {
+                            (bar_rect(b, y + 3.0 + LANE_H * k as f64, &fmt(LANE_H - 1.0), x))
                         }
-                        @let end = bars.iter().map(|(b, _)| x(b.to).max(x(b.from) + 2.0)).fold(LEFT, f64::max);
+                        @let end = bars.iter().map(|b| x(b.to).max(x(b.from) + 2.0)).fold(LEFT, f64::max);
                         text class="barlabel" x=(fmt(end + 4.0)) y=(fmt(y + 14.0)) { (note) }
                     }
                 }
@@ -321,13 +311,13 @@ impl Chart {
     }
 }
 
-/// A request's bar `b`, coloured by its `outcome`, with its top at `y` and `height` high; its
+/// A request's bar `b`, coloured by its outcome, with its top at `y` and `height` high; its
 /// title names the request, the outcome and the time to the answer.
-fn bar_rect(b: &Bar, outcome: &str, y: f64, height: &str, x: &dyn Fn(i64) -> f64) -> Markup {
+fn bar_rect(b: &Bar, y: f64, height: &str, x: &dyn Fn(i64) -> f64) -> Markup {
     html! {
-        rect class=(format!("bar {}", outcome_class(outcome))) data-request=(b.name) data-outcome=(outcome)
+        rect class=(format!("bar {}", outcome_class(&b.outcome))) data-request=(b.name) data-outcome=(b.outcome)
             x=(fmt(x(b.from))) y=(fmt(y)) width=(fmt((x(b.to) - x(b.from)).max(2.0))) height=(height) {
-            title { (b.name) " · " (outcome) " · " (b.elapsed_ms.map(|m| format!("{m} ms")).unwrap_or_default()) }
+            title { (b.name) " · " (b.outcome) " · " (b.elapsed_ms.map(|m| format!("{m} ms")).unwrap_or_default()) }
         }
     }
 }
@@ -548,6 +538,7 @@ fn bar(r: &Value) -> Option<Bar> {
         from: ms_at(r, "/sent_at")?,
         to: ms_at(r, "/answered_at")?,
         name: r["name"].as_str().unwrap_or("?").to_owned(),
+        outcome: r["outcome"].as_str().unwrap_or("?").to_owned(),
         elapsed_ms: r["elapsed_ms"].as_u64(),
     })
 }
@@ -779,12 +770,9 @@ fn wave_rows(facts: &Value, lang: Lang) -> Vec<Row> {
         .map_or(bad.len().max(1), |n| n as usize);
     let mut rows = Vec::new();
     for (k, wave) in bad.chunks(size).enumerate() {
-        let mut bars: Vec<(Bar, String)> = wave
-            .iter()
-            .filter_map(|r| Some((bar(r)?, r["outcome"].as_str().unwrap_or("?").to_owned())))
-            .collect();
+        let mut bars: Vec<Bar> = wave.iter().filter_map(bar).collect();
         let mut counts: Vec<(String, usize)> = Vec::new();
-        for (_, o) in &bars {
+        for Bar { outcome: o, .. } in &bars {
             match counts.iter_mut().find(|(c, _)| c == o) {
                 Some((_, n)) => *n += 1,
                 None => counts.push((o.clone(), 1)),
@@ -793,12 +781,9 @@ fn wave_rows(facts: &Value, lang: Lang) -> Vec<Row> {
         // In the legend's order, so that every wave's note reads the same way.
         counts.sort_by_key(|(o, _)| LEGEND.iter().position(|l| l == o).unwrap_or(LEGEND.len()));
         let mut note: Vec<String> = counts.iter().map(|(o, n)| format!("{o} ×{n}")).collect();
-        if let Some(c) = control.get(k)
-            && let Some(b) = bar(c)
-        {
-            let o = c["outcome"].as_str().unwrap_or("?").to_owned();
-            note.push(format!("{}: {o}", w(tx::CONTROL_SHORT)));
-            bars.push((b, o));
+        if let Some(b) = control.get(k).and_then(bar) {
+            note.push(format!("{}: {}", w(tx::CONTROL_SHORT), b.outcome));
+            bars.push(b);
         }
         rows.push(Row {
             label: format!("{} {}", w(tx::WAVE), k + 1),
