@@ -270,6 +270,13 @@ enum Obs {
     NotObserved,
 }
 
+impl Obs {
+    /// Yes when `holds`, else no, with the same detail `d` either way.
+    fn when(holds: bool, d: String) -> Obs {
+        if holds { Obs::Yes(d) } else { Obs::No(d) }
+    }
+}
+
 fn obs_cell(o: &Obs) -> Markup {
     match o {
         Obs::Yes(d) => html! { td class="yes" { "✓ " span class="mono" { (d) } } },
@@ -285,14 +292,11 @@ fn existing(obs: &Value, reference: Option<&str>, lang: Lang) -> Obs {
     }
     let uid = obs["uid"].as_str();
     let phase = obs["phase"].as_str().unwrap_or("?");
-    let d = format!("uid {} · {phase}", uid.unwrap_or("—"));
-    if obs["exists"] == true && uid.is_some() && uid == reference && phase == "Running" {
-        Obs::Yes(d)
-    } else if obs["exists"] != true {
-        Obs::No(tx::GONE.get(lang).into())
-    } else {
-        Obs::No(d)
+    if obs["exists"] != true {
+        return Obs::No(tx::GONE.get(lang).into());
     }
+    let d = format!("uid {} · {phase}", uid.unwrap_or("—"));
+    Obs::when(uid.is_some() && uid == reference && phase == "Running", d)
 }
 
 /// "webhook answers": the violating request's outcome is `explicit-deny`.
@@ -301,11 +305,7 @@ fn answers(r: &Value) -> Obs {
         None => Obs::NotObserved,
         Some(o) => {
             let d = format!("{} → {o}", r["name"].as_str().unwrap_or("?"));
-            if o == "explicit-deny" {
-                Obs::Yes(d)
-            } else {
-                Obs::No(d)
-            }
+            Obs::when(o == "explicit-deny", d)
         }
     }
 }
@@ -321,11 +321,7 @@ fn wave_answers(f: &Value) -> Obs {
         .filter(|r| r["outcome"] == "explicit-deny")
         .count();
     let d = format!("explicit-deny {denied}/{}", bad.len());
-    if denied == bad.len() {
-        Obs::Yes(d)
-    } else {
-        Obs::No(d)
-    }
+    Obs::when(denied == bad.len(), d)
 }
 
 fn flag(b: Option<bool>, yes: String, no: String) -> Obs {
