@@ -69,6 +69,7 @@ pub const KEY_FACT_HEADERS: [&str; 3] = [
     "first explicit deny after recovery (A, B) / follower freeze, Ignore (C)",
 ];
 
+/// The string at the JSON pointer `ptr` of `v` (also the timeline's).
 fn s<'a>(v: &'a Value, ptr: &str) -> Option<&'a str> {
     v.pointer(ptr).and_then(Value::as_str)
 }

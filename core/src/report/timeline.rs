@@ -17,8 +17,7 @@ use crate::text::Lang;
 
 /// Milliseconds since the Unix epoch of an RFC 3339 timestamp at `ptr` in `v`.
 pub(crate) fn ms_at(v: &Value, ptr: &str) -> Option<i64> {
-    v.pointer(ptr)
-        .and_then(Value::as_str)
+    super::s(v, ptr)
         .and_then(crate::facts::parse_rfc3339)
         .map(|t| t.timestamp_millis())
 }
@@ -651,10 +650,7 @@ fn healer_row(facts: &Value, lang: Lang) -> Option<Row> {
 /// The one replica's freeze window (N = 1): SIGSTOP through the pidfd, SIGCONT by whom, its
 /// length.
 fn window_row(facts: &Value, (frozen, resumed): (i64, i64), lang: Lang) -> Row {
-    let resumer = facts
-        .pointer("/freeze/resumed_by")
-        .and_then(Value::as_str)
-        .unwrap_or("?");
+    let resumer = super::s(facts, "/freeze/resumed_by").unwrap_or("?");
     let resumer = tx::actor(resumer).map_or(resumer, |t| t.get(lang));
     Row {
         label: tx::FREEZE_WINDOW.get(lang).to_owned(),
@@ -707,9 +703,7 @@ fn replica_rows(facts: &Value, pods: &[String], window: (i64, i64), lang: Lang) 
         .iter()
         .filter_map(|s| Some((ms_at(s, "/at")?, s)))
         .collect();
-    let lease_holder_before = facts
-        .pointer("/lease_before/holder")
-        .and_then(Value::as_str);
+    let lease_holder_before = super::s(facts, "/lease_before/holder");
     let mut rows = Vec::new();
     for pod in replica_names(facts, pods, target) {
         let holder_reads: Vec<(i64, Option<String>)> = lease
@@ -810,9 +804,7 @@ fn wave_rows(facts: &Value, lang: Lang) -> Vec<Row> {
 fn after_resume_rows(facts: &Value, resumed: i64, runs: bool, lang: Lang) -> Vec<Row> {
     let label = tx::AFTER_RESUME.get(lang);
     let after = list(facts, "after_resume");
-    let first_deny_name = facts
-        .pointer("/first_explicit_deny/name")
-        .and_then(Value::as_str);
+    let first_deny_name = super::s(facts, "/first_explicit_deny/name");
     let is_first = |r: &Value| first_deny_name.is_some() && r["name"].as_str() == first_deny_name;
     let mut rows = Vec::new();
     if runs {
