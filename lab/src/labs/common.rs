@@ -69,30 +69,28 @@ impl Ui {
         self.label.map_or(String::new(), |l| format!("[lab {l}]"))
     }
 
+    /// Prints `text` after the label ([`Ui::prefix`]), unless quiet.
+    fn print(&self, text: std::fmt::Arguments) {
+        if !self.quiet {
+            eprintln!("{}{text}", self.prefix());
+        }
+    }
+
     /// Prints one line.
     pub fn say(&self, line: impl Into<Line>) {
-        if !self.quiet {
-            let sep = if self.label.is_some() { " " } else { "" };
-            eprintln!("{}{sep}{}", self.prefix(), self.text(line));
-        }
+        let sep = if self.label.is_some() { " " } else { "" };
+        self.print(format_args!("{sep}{}", self.text(line)));
     }
 
     /// Prints a step line ` • …`.
     pub fn step(&self, line: impl Into<Line>) {
-        if !self.quiet {
-            eprintln!("{} • {}", self.prefix(), self.text(line));
-        }
+        self.print(format_args!(" • {}", self.text(line)));
     }
 
     /// Prints a progress line `   … (12s/90s)`.
     pub fn progress(&self, line: impl Into<Line>, elapsed_s: u64, bound_s: u64) {
-        if !self.quiet {
-            eprintln!(
-                "{}   {} ({elapsed_s}s/{bound_s}s)",
-                self.prefix(),
-                self.text(line)
-            );
-        }
+        let line = self.text(line);
+        self.print(format_args!("   {line} ({elapsed_s}s/{bound_s}s)"));
     }
 }
 
