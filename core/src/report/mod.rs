@@ -450,11 +450,8 @@ fn scale_observations(input: &GradeInput, lang: Lang, phases: [Text; 3]) -> Vec<
     let w = |t: Text| t.get(lang);
     let (f5, f6, f7) = (facts(input, 5), facts(input, 6), facts(input, 7));
     let reference = reference_uid(input);
-    let policy5 = match f5["policy"]["exists"].as_bool() {
-        Some(true) => Obs::Yes(format!("uid {}", s(f5, "/policy/uid").unwrap_or("?"))),
-        Some(false) => Obs::No(w(tx::GONE).into()),
-        None => Obs::NotObserved,
-    };
+    let uid5 = format!("uid {}", s(f5, "/policy/uid").unwrap_or("?"));
+    let policy5 = flag(f5["policy"]["exists"].as_bool(), uid5, w(tx::GONE).into());
     let registered6 = match s(f6, "/webhook_registered/status") {
         Some("confirmed") => Obs::Yes(format!(
             "{} ({} {})",
