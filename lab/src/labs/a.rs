@@ -987,12 +987,7 @@ pub(crate) async fn act7(env: &Env) -> Result<ActSummary, LabError> {
 }
 
 fn dry_run_echo(body: &serde_json::Value) -> DryRunEcho {
-    let s = |p: &str| {
-        body.pointer(p)
-            .and_then(|v| v.as_str())
-            .unwrap_or("")
-            .to_owned()
-    };
+    let s = |p: &str| crate::steps::policy::json_str(body, p);
     DryRunEcho {
         kind: s("/kind"),
         name: s("/metadata/name"),
