@@ -47,6 +47,22 @@ pub mod common {
             && read.uid == reference.uid
             && read.phase.as_deref() == Some("Running")
     }
+
+    /// The report's word for act 3's pod (`reference`) read again (`read`): `same-uid-running`
+    /// when it survived ([`same_uid_running`]), else what the read shows (`uid:…,phase:…`, `none`
+    /// for an absent value) followed by `more`.
+    pub fn existing_word(
+        read: &crate::facts::PodObservation,
+        reference: &crate::facts::PodObservation,
+        more: &str,
+    ) -> String {
+        if same_uid_running(read, reference) {
+            return "same-uid-running".to_owned();
+        }
+        let (uid, phase) = (read.uid.as_deref(), read.phase.as_deref());
+        let [uid, phase] = [uid, phase].map(|v| v.unwrap_or("none"));
+        format!("uid:{uid},phase:{phase}{more}")
+    }
 }
 
 /// Lab A (scale-down).
@@ -114,21 +130,13 @@ pub mod a {
         })
     }
 
-    /// Whether the six timeline steps are all confirmed and no order of [`recovery_order`] is
-    /// contradicted ([`order_contradiction`]): the report's `lease-then-registration-then-deny`.
+    /// Whether the six timeline steps are all confirmed (each is in an order of
+    /// [`recovery_order`]) and no order is contradicted ([`order_contradiction`]): the report's
+    /// `lease-then-registration-then-deny`.
     pub fn timeline_in_order(f: &Act6Facts) -> bool {
-        let all = [
-            &f.replicas_restored,
-            &f.pod_created,
-            &f.pod_running,
-            &f.lease_acquired,
-            &f.webhook_registered,
-            &f.first_explicit_deny,
-        ];
-        all.iter().all(|s| s.seen_at().is_some())
-            && recovery_order(f)
-                .iter()
-                .all(|(_, a, _, b)| order_contradiction(a, b).is_none())
+        recovery_order(f).iter().all(|(_, a, _, b)| {
+            a.seen_at().is_some() && b.seen_at().is_some() && order_contradiction(a, b).is_none()
+        })
     }
 
     /// What the evidence supports for each word of lab A's `report.json` (pure).
@@ -312,15 +320,7 @@ pub mod b {
         } else {
             format!("control:{}", outcome(&act5.control))
         };
-        let existing = if super::common::same_uid_running(&act7.existing, &act3.existing) {
-            "same-uid-running".to_owned()
-        } else {
-            format!(
-                "uid:{},phase:{}",
-                act7.existing.uid.as_deref().unwrap_or("none"),
-                act7.existing.phase.as_deref().unwrap_or("none")
-            )
-        };
+        let existing = super::common::existing_word(&act7.existing, &act3.existing, "");
         vec![
             ("fail", fail),
             ("ignore", ignore),
@@ -464,16 +464,8 @@ pub mod c {
         let kept =
             act5.registration_present_during_freeze && act6.run.registration_present_during_freeze;
         let registration = word(kept, "kept", "absent-during-a-freeze");
-        let existing = if super::common::same_uid_running(&act7.existing, &act3.existing) {
-            "same-uid-running".to_owned()
-        } else {
-            format!(
-                "uid:{},phase:{},healthy-bad:{}",
-                act7.existing.uid.as_deref().unwrap_or("none"),
-                act7.existing.phase.as_deref().unwrap_or("none"),
-                act7.healthy_bad.outcome.as_str()
-            )
-        };
+        let healthy_bad = format!(",healthy-bad:{}", act7.healthy_bad.outcome.as_str());
+        let existing = super::common::existing_word(&act7.existing, &act3.existing, &healthy_bad);
         vec![
             ("leader_freeze", leader_freeze),
             ("lease", lease),
@@ -588,6 +580,35 @@ mod tests {
             seen("2026-12-01T02:48:56.615Z", Some("2026-12-01T02:48:56.019Z")),
             seen("2026-12-01T02:48:56.095Z", Some("2026-12-01T02:48:55.486Z")),
         ])
+    }
+
+    #[test]
+    fn timeline_order_needs_all_six_confirmed_and_no_cause_seen_after_its_effect() {
+        // Each step confirmed at `2026-11-29T15:00:<at>Z` (first seen at the first check), or
+        // not confirmed when `at` is empty.
+        let steps = |ats: [&str; 6]| {
+            timeline(ats.map(|at| match at {
+                "" => TimelineStep {
+                    status: StepStatus::NotConfirmed,
+                    at: None,
+                    ..seen("", None)
+                },
+                at => seen(&format!("2026-11-29T15:00:{at}Z"), None),
+            }))
+        };
+        let ok = steps(["00.000", "00.200", "16.000", "32.000", "32.100", "32.100"]);
+        assert!(timeline_in_order(&ok));
+        let swapped = steps(["00.000", "00.200", "16.000", "33.000", "32.100", "34.000"]);
+        assert!(
+            !timeline_in_order(&swapped),
+            "registration before the lease"
+        );
+        // Any one step not confirmed (each is in an order of `recovery_order`).
+        for i in 0..6 {
+            let mut ats = ["00.000", "00.200", "16.000", "32.000", "32.100", "34.000"];
+            ats[i] = "";
+            assert!(!timeline_in_order(&steps(ats)), "step {i} not confirmed");
+        }
     }
 
     #[test]

@@ -507,7 +507,7 @@ pub(crate) fn one_uid_one_object(g: &mut G) {
 mod tests {
     //! Each rule of this module (and the rules issue 24 added beside the acts' graders) flags a
     //! recorded real run with one observation changed, on the subject only that rule uses; the
-    //! unchanged run passes (`grade_recorded.rs`). Each test is a table of such changes.
+    //! unchanged run passes (`grade_recorded.rs`). One test holds them all: a table of such changes.
 
     use serde_json::{Value, json};
 
@@ -515,27 +515,19 @@ mod tests {
     use crate::evidence::Lab::{self, A, B};
     use crate::inputs::InputFile;
 
-    /// The files of the recorded run `$dir`: its evidence (`"01"`..), then the named inputs.
+    /// The files of the recorded run `$dir`: its evidence (`evidence/01.json`..), then the named
+    /// inputs, each with its text.
     macro_rules! run {
-        ($dir:literal, [$($file:literal),*]) => {{
-            let evidence = [
-                include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/01.json")),
-                include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/02.json")),
-                include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/03.json")),
-                include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/04.json")),
-                include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/05.json")),
-                include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/06.json")),
-                include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/07.json")),
-                include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/evidence/08.json")),
-            ];
-            let mut files: Vec<(String, &str)> = evidence
-                .iter()
-                .enumerate()
-                .map(|(i, t)| (format!("{:02}", i + 1), *t))
-                .collect();
-            $(files.push(($file.to_owned(), include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/", $file))));)*
-            files
-        }};
+        ($dir:literal, [$($file:literal),*]) => {
+            run!(@ $dir, [
+                "evidence/01.json", "evidence/02.json", "evidence/03.json", "evidence/04.json",
+                "evidence/05.json", "evidence/06.json", "evidence/07.json", "evidence/08.json",
+                $($file),*
+            ])
+        };
+        (@ $dir:literal, [$($file:literal),*]) => {
+            vec![$(($file, include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/", $file)))),*]
+        };
     }
 
     /// The recorded run of lab A or lab B, as the grader reads it.
@@ -565,11 +557,15 @@ mod tests {
         let mut gi = GradeInput::default();
         for (name, text) in files {
             let value: Value = serde_json::from_str(text).unwrap();
-            if let Ok(act) = name.parse::<u8>() {
-                gi.evidence.insert(act, Ok(EvidenceDoc::new(value)));
-            } else {
-                gi.inputs
-                    .insert(InputFile::from_name(lab, &name).unwrap(), Ok(value));
+            match name.strip_prefix("evidence/") {
+                Some(act) => {
+                    let act = act.trim_end_matches(".json").parse().unwrap();
+                    gi.evidence.insert(act, Ok(EvidenceDoc::new(value)));
+                }
+                None => {
+                    let file = InputFile::from_name(lab, name).unwrap();
+                    gi.inputs.insert(file, Ok(value));
+                }
             }
         }
         gi
@@ -637,26 +633,18 @@ mod tests {
         };
     }
 
+    /// Every rule's rows: the rule (the comment above its rows), then what it flags.
     #[test]
-    fn lab_mark_is_the_marks_configmap() {
+    fn each_rule_flags_its_one_changed_observation() {
         flags! {
+            // The lab mark is the mark's ConfigMap.
             A 1 Set("/facts/lab_mark", json!("ConfigMap lab-system/x mark=kca-webhook-lab/v1"))
                 => RawMismatch "lab_mark";
             B 1 Set("/facts/node/name", json!("another-node")) => RawMismatch "node";
-        }
-    }
-
-    #[test]
-    fn controller_deployment_is_kyvernos_admission_controller() {
-        flags! {
+            // The controller Deployment is Kyverno's admission controller.
             A 1 Set("/facts/controller_deployment/namespace", json!("kca-webhook-target"))
                 => ValueMismatch "controller_deployment";
-        }
-    }
-
-    #[test]
-    fn registration_and_policy_are_the_raw_reads() {
-        flags! {
+            // The registration and the policy are the raw reads.
             B 2 Set("/facts/webhook/service/port", json!(8443)) => RawMismatch "webhook.service";
             B 2 Set("/facts/webhook/match_policy", json!("Exact"))
                 => RawMismatch "webhook.match_policy";
@@ -667,73 +655,38 @@ mod tests {
                 => RawMismatch "webhook.match_policy";
             A 2 Set("/facts/policy/spec/evaluation/background/enabled", json!(true))
                 => RawMismatch "policy.spec";
-        }
-    }
-
-    #[test]
-    fn investigation_is_the_raw_reads() {
-        flags! {
+            // The investigation is the raw reads.
             A 4 Set("/facts/lease/lease_transitions", json!(1))
                 => RawMismatch "lease.lease_transitions";
             A 4 Set("/facts/deployment/ready_replicas", json!(2))
                 => RawMismatch "deployment.ready_replicas";
             A 4 Set("/facts/pods/0/restart_count", json!(1)) => RawMismatch "pods[0].restart_count";
-        }
-    }
-
-    #[test]
-    fn identity_is_the_cri_container_and_states_are_proc_states() {
-        flags! {
+            // The identity is the CRI container's and the states are /proc states.
             B 4 Set("/facts/identity/pid", json!(18290)) => RawMismatch "identity.pid";
             B 4 Set("/facts/restart_count", json!(7)) => RawMismatch "restart_count";
             B 4 Set("/facts/process_state", json!("S-x")) => ValueMismatch "process_state";
             B 5 Set("/facts/freeze/state_after", json!("")) => ValueMismatch "freeze.state_after";
-        }
-    }
-
-    #[test]
-    fn one_uid_one_object() {
-        flags! {
+            // One UID, one object.
             A 6 From("/facts/new_pod/uid", 5, "/facts/target_bad/get/uid")
                 => UidMismatch "new_pod.uid";
-        }
-    }
-
-    #[test]
-    fn pod_observation_agrees_with_itself() {
-        flags! {
+            // A pod observation agrees with itself.
             A 6 Set("/facts/new_pod/phase", json!("")) => RawMismatch "new_pod";
             A 6 Set("/facts/admitted_during_scale_down/phase", json!("Pending"))
                 => RawMismatch "admitted_during_scale_down";
             A 6 Set("/facts/admitted_during_scale_down/exists", json!(false))
                 => RawMismatch "admitted_during_scale_down";
-        }
-    }
-
-    #[test]
-    fn request_names_labels_and_causes_are_the_apis() {
-        flags! {
+            // A request's names, labels and causes are the API's.
             B 5 Set("/facts/target_good/name", json!("")) => RawMismatch "target_good.name";
             B 5 Set("/facts/target_good/labels/environment", json!("lab-x"))
                 => ValueMismatch "target_good.labels";
             B 5 Clear("/facts/target_bad/raw_response/details/causes")
                 => RawMismatch "target_bad.raw_response";
-        }
-    }
-
-    #[test]
-    fn act3_observations_in_sequence_and_policy_read_time_inside_the_act() {
-        flags! {
+            // Act 3's observations in sequence, and the policy's read time inside the act.
             A 3 From("/facts/bad/sent_at", 3, "/facts/good/sent_at")
                 => TimesInconsistent "bad.sent_at";
             A 5 Set("/facts/policy/at", json!("2026-11-30T19:48:18.653Z"))
                 => TimesInconsistent "policy.at";
-        }
-    }
-
-    #[test]
-    fn lab_a_act6_recovery_records_hold() {
-        flags! {
+            // Lab A act 6's recovery records hold.
             A 6 Set("/facts/previous_lease_holder", json!("kyverno-admission-controller-x"))
                 => RawMismatch "previous_lease_holder";
             A 6 Set("/facts/admitted_during_scale_down/name", json!("kca-a3-bad-194818-800338"))
@@ -749,17 +702,14 @@ mod tests {
             A 6 RemoveFirst("/facts/deny_probes") => RawMismatch "deny_probes";
             A 6 From("/facts/webhook/configuration_uid", 2, "/facts/webhook/configuration_uid")
                 => UidMismatch "webhook.configuration_uid";
-        }
-    }
-
-    #[test]
-    fn metrics_lines_are_an_exposition_and_the_audit_window_opens_with_the_act() {
-        flags! {
+            // The metrics' lines are an exposition, and the audit window opens with the act.
             B 3 RemoveFirst("/facts/admission_metrics/before/lines")
                 => RawMismatch "admission_metrics.before.lines";
             // The act began 2 s before its audit window opened: not the act's window.
             B 3 Set("/started_at", json!("2026-11-30T21:14:11.400Z"))
                 => RawMismatch "admission_audit.window";
+            // Act 8 compares every report field.
+            B 8 RemoveFirst("/facts/checks") => ReportContradicted "checks";
         }
     }
 
@@ -783,33 +733,19 @@ mod tests {
         let mut found = earlier.clone();
         found.failure_policy = "Ignore".into();
         found.name = "vpol.validate.kyverno.svc-renamed-in-another-version".into();
-        let mut g = G::new(B, 6, &gi);
-        registration_equals(
-            &mut g,
-            "s",
-            &found,
-            &earlier,
-            SameRegistration::SwitchedToIgnore,
-        );
-        assert!(g.findings.is_empty(), "{:?}", g.findings);
+        // The subjects `found` is flagged on, held against `earlier` as switched to Ignore.
+        let flagged = |found: &crate::facts::WebhookFacts| {
+            let mut g = G::new(B, 6, &gi);
+            let same = SameRegistration::SwitchedToIgnore;
+            registration_equals(&mut g, "s", found, &earlier, same);
+            Vec::from_iter(g.findings.into_iter().map(|f| f.subject))
+        };
+        assert!(flagged(&found).is_empty(), "{:?}", flagged(&found));
         found.service.as_mut().unwrap().path = Some("/vpol/another-policy".into());
-        let mut g = G::new(B, 6, &gi);
-        registration_equals(
-            &mut g,
-            "s",
-            &found,
-            &earlier,
-            SameRegistration::SwitchedToIgnore,
-        );
-        let subjects: Vec<&str> = g.findings.iter().map(|f| f.subject.as_str()).collect();
+        let subjects = flagged(&found);
         assert!(
-            subjects.contains(&"s.name") && subjects.contains(&"s.service"),
+            subjects.contains(&"s.name".to_owned()) && subjects.contains(&"s.service".to_owned()),
             "{subjects:?}"
         );
-    }
-
-    #[test]
-    fn act8_compares_every_report_field() {
-        flags! { B 8 RemoveFirst("/facts/checks") => ReportContradicted "checks"; }
     }
 }

@@ -73,12 +73,8 @@ pub fn suite(
         let mut case = TestCase::new(format!("lab {l} act {act}"), status);
         case.set_classname(format!("kca-webhook-lab.lab-{l}.acts"));
         if let Some(v) = value {
-            let t = |k: &str| {
-                v[k].as_str()
-                    .and_then(crate::facts::parse_rfc3339)
-                    .map(|t| t.timestamp_millis())
-            };
-            if let (Some(a), Some(b)) = (t("started_at"), t("finished_at"))
+            let t = |ptr: &str| super::timeline::ms_at(v, ptr);
+            if let (Some(a), Some(b)) = (t("/started_at"), t("/finished_at"))
                 && b >= a
             {
                 case.set_time(Duration::from_millis((b - a) as u64));

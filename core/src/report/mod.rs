@@ -69,6 +69,7 @@ pub const KEY_FACT_HEADERS: [&str; 3] = [
     "first explicit deny after recovery (A, B) / follower freeze, Ignore (C)",
 ];
 
+/// The string at the JSON pointer `ptr` of `v` (also the timeline's).
 fn s<'a>(v: &'a Value, ptr: &str) -> Option<&'a str> {
     v.pointer(ptr).and_then(Value::as_str)
 }
@@ -270,6 +271,13 @@ enum Obs {
     NotObserved,
 }
 
+impl Obs {
+    /// Yes when `holds`, else no, with the same detail `d` either way.
+    fn when(holds: bool, d: String) -> Obs {
+        if holds { Obs::Yes(d) } else { Obs::No(d) }
+    }
+}
+
 fn obs_cell(o: &Obs) -> Markup {
     match o {
         Obs::Yes(d) => html! { td class="yes" { "✓ " span class="mono" { (d) } } },
@@ -285,14 +293,11 @@ fn existing(obs: &Value, reference: Option<&str>, lang: Lang) -> Obs {
     }
     let uid = obs["uid"].as_str();
     let phase = obs["phase"].as_str().unwrap_or("?");
-    let d = format!("uid {} · {phase}", uid.unwrap_or("—"));
-    if obs["exists"] == true && uid.is_some() && uid == reference && phase == "Running" {
-        Obs::Yes(d)
-    } else if obs["exists"] != true {
-        Obs::No(tx::GONE.get(lang).into())
-    } else {
-        Obs::No(d)
+    if obs["exists"] != true {
+        return Obs::No(tx::GONE.get(lang).into());
     }
+    let d = format!("uid {} · {phase}", uid.unwrap_or("—"));
+    Obs::when(uid.is_some() && uid == reference && phase == "Running", d)
 }
 
 /// "webhook answers": the violating request's outcome is `explicit-deny`.
@@ -301,11 +306,7 @@ fn answers(r: &Value) -> Obs {
         None => Obs::NotObserved,
         Some(o) => {
             let d = format!("{} → {o}", r["name"].as_str().unwrap_or("?"));
-            if o == "explicit-deny" {
-                Obs::Yes(d)
-            } else {
-                Obs::No(d)
-            }
+            Obs::when(o == "explicit-deny", d)
         }
     }
 }
@@ -321,11 +322,7 @@ fn wave_answers(f: &Value) -> Obs {
         .filter(|r| r["outcome"] == "explicit-deny")
         .count();
     let d = format!("explicit-deny {denied}/{}", bad.len());
-    if denied == bad.len() {
-        Obs::Yes(d)
-    } else {
-        Obs::No(d)
-    }
+    Obs::when(denied == bad.len(), d)
 }
 
 fn flag(b: Option<bool>, yes: String, no: String) -> Obs {
@@ -453,11 +450,8 @@ fn scale_observations(input: &GradeInput, lang: Lang, phases: [Text; 3]) -> Vec<
     let w = |t: Text| t.get(lang);
     let (f5, f6, f7) = (facts(input, 5), facts(input, 6), facts(input, 7));
     let reference = reference_uid(input);
-    let policy5 = match f5["policy"]["exists"].as_bool() {
-        Some(true) => Obs::Yes(format!("uid {}", s(f5, "/policy/uid").unwrap_or("?"))),
-        Some(false) => Obs::No(w(tx::GONE).into()),
-        None => Obs::NotObserved,
-    };
+    let uid5 = format!("uid {}", s(f5, "/policy/uid").unwrap_or("?"));
+    let policy5 = flag(f5["policy"]["exists"].as_bool(), uid5, w(tx::GONE).into());
     let registered6 = match s(f6, "/webhook_registered/status") {
         Some("confirmed") => Obs::Yes(format!(
             "{} ({} {})",

@@ -17,8 +17,7 @@ use crate::text::Lang;
 
 /// Milliseconds since the Unix epoch of an RFC 3339 timestamp at `ptr` in `v`.
 pub(crate) fn ms_at(v: &Value, ptr: &str) -> Option<i64> {
-    v.pointer(ptr)
-        .and_then(Value::as_str)
+    super::s(v, ptr)
         .and_then(crate::facts::parse_rfc3339)
         .map(|t| t.timestamp_millis())
 }
@@ -47,14 +46,7 @@ pub(crate) const LEGEND: &[&str] = &[
 
 enum Mark {
     /// A request: bar from `sent_at` to `answered_at`.
-    Request {
-        from: i64,
-        to: i64,
-        name: String,
-        outcome: String,
-        elapsed_ms: Option<u64>,
-        note: Option<String>,
-    },
+    Request { bar: Bar, note: Option<String> },
     /// Several requests of one outcome drawn on one row (lab A's run of dry-run probes): every
     /// request keeps its own bar (and `data-request`), the label after the last bar counts them.
     Requests { bars: Vec<Bar>, outcome: String },
@@ -81,7 +73,7 @@ enum Mark {
     /// Requests sent together (lab C's wave): one thin lane per request, coloured by its outcome.
     Lanes {
         key: String,
-        bars: Vec<(Bar, String)>,
+        bars: Vec<Bar>,
         note: String,
     },
 }
@@ -115,11 +107,12 @@ impl Row {
     }
 }
 
-/// One request's bar inside [`Mark::Requests`].
+/// One request's bar ([`Mark::Request`], inside [`Mark::Requests`] and [`Mark::Lanes`]).
 struct Bar {
     from: i64,
     to: i64,
     name: String,
+    outcome: String,
     elapsed_ms: Option<u64>,
 }
 
@@ -150,23 +143,19 @@ const ROW_H: f64 = 22.0;
 const TOP: f64 = 38.0;
 
 fn request_row(label: String, r: &Value, note: Option<String>) -> Option<Row> {
-    let Bar {
-        from,
-        to,
-        name,
-        elapsed_ms,
-    } = bar(r)?;
+    let bar = bar(r)?;
     Some(Row {
-        label: format!("{label}: {name}"),
-        mark: Mark::Request {
-            from,
-            to,
-            name,
-            outcome: r["outcome"].as_str().unwrap_or("?").to_owned(),
-            elapsed_ms,
-            note,
-        },
+        label: format!("{label}: {}", bar.name),
+        mark: Mark::Request { bar, note },
     })
+}
+
+/// A row for each request `(key, label)` of `keys` that `facts` holds ([`request_row`]).
+fn request_rows(facts: &Value, keys: &[(&str, tx::Text)], lang: Lang) -> Vec<Row> {
+    let row = |(key, label): &(&str, tx::Text)| {
+        request_row(label.get(lang).to_owned(), facts.get(*key)?, None)
+    };
+    keys.iter().filter_map(row).collect()
 }
 
 fn secs_signed(ms: i64) -> String {
@@ -178,11 +167,9 @@ impl Chart {
         let mut ts: Vec<i64> = Vec::new();
         for r in &self.rows {
             match r.mark {
-                Mark::Request { from, to, .. } | Mark::Window { from, to, .. } => {
-                    ts.push(from);
-                    ts.push(to)
-                }
-                Mark::Requests { ref bars, .. } => {
+                Mark::Request { ref bar, .. } => ts.extend([bar.from, bar.to]),
+                Mark::Window { from, to, .. } => ts.extend([from, to]),
+                Mark::Requests { ref bars, .. } | Mark::Lanes { ref bars, .. } => {
                     ts.extend(bars.iter().flat_map(|b| [b.from, b.to]))
                 }
                 Mark::Step { at, .. } => ts.push(at),
@@ -195,9 +182,6 @@ impl Chart {
                 } => {
                     ts.extend(frozen.iter().flat_map(|(f, t)| [*f, *t]));
                     ts.extend(holder.iter().chain(endpoint).flat_map(|s| [s.from, s.to]));
-                }
-                Mark::Lanes { ref bars, .. } => {
-                    ts.extend(bars.iter().flat_map(|(b, _)| [b.from, b.to]))
                 }
             }
         }
@@ -263,25 +247,17 @@ impl Chart {
     fn mark(&self, mark: &Mark, y: f64, x: &dyn Fn(i64) -> f64) -> Markup {
         html! {
             @match mark {
-                Mark::Request { from, to, name, outcome, elapsed_ms, note } => {
-                    @let x0 = x(*from);
-                    @let w = (x(*to) - x0).max(2.0);
-                    rect class=(format!("bar {}", outcome_class(outcome))) data-request=(name) data-outcome=(outcome)
-                        x=(fmt(x0)) y=(fmt(y + 4.0)) width=(fmt(w)) height="13" {
-                        title { (name) " · " (outcome) " · " (elapsed_ms.map(|m| format!("{m} ms")).unwrap_or_default()) }
-                    }
+                Mark::Request { bar, note } => {
+                    (bar_rect(bar, y + 4.0, "13", x))
+                    @let x0 = x(bar.from);
+                    @let w = (x(bar.to) - x0).max(2.0);
                     text class="barlabel" x=(fmt(x0 + w + 4.0)) y=(fmt(y + 14.0)) {
-                        (outcome) " · " (elapsed_ms.map(|m| format!("{m} ms")).unwrap_or_else(|| "? ms".into()))
+                        (bar.outcome) " · " (bar.elapsed_ms.map(|m| format!("{m} ms")).unwrap_or_else(|| "? ms".into()))
                         @if let Some(n) = note { " · " (n) }
                     }
                 }
                 Mark::Requests { bars, outcome } => {
-                    @for b in bars {
-                        rect class=(format!("bar {}", outcome_class(outcome))) data-request=(b.name) data-outcome=(outcome)
-                            x=(fmt(x(b.from))) y=(fmt(y + 4.0)) width=(fmt((x(b.to) - x(b.from)).max(2.0))) height="13" {
-                            title { (b.name) " · " (outcome) " · " (b.elapsed_ms.map(|m| format!("{m} ms")).unwrap_or_default()) }
-                        }
-                    }
+                    @for b in bars { (bar_rect(b, y + 4.0, "13", x)) }
                     @if let Some(last) = bars.last() {
                         text class="barlabel" x=(fmt((x(last.to)).max(x(last.from) + 2.0) + 4.0)) y=(fmt(y + 14.0)) {
                             (outcome) " ×" (bars.len()) " · " (elapsed_range(bars))
@@ -322,17 +298,25 @@ impl Chart {
                 }
                 Mark::Lanes { key, bars, note } => {
                     g data-wave=(key) {
-                        @for (k, (b, outcome)) in bars.iter().enumerate() {
-                            rect class=(format!("bar {}", outcome_class(outcome))) data-request=(b.name) data-outcome=(outcome)
-                                x=(fmt(x(b.from))) y=(fmt(y + 3.0 + LANE_H * k as f64)) width=(fmt((x(b.to) - x(b.from)).max(2.0))) height=(fmt(LANE_H - 1.0)) {
-                                title { (b.name) " · " (outcome) " · " (b.elapsed_ms.map(|m| format!("{m} ms")).unwrap_or_default()) }
-                            }
+                        @for (k, b) in bars.iter().enumerate() {
+                            (bar_rect(b, y + 3.0 + LANE_H * k as f64, &fmt(LANE_H - 1.0), x))
                         }
-                        @let end = bars.iter().map(|(b, _)| x(b.to).max(x(b.from) + 2.0)).fold(LEFT, f64::max);
+                        @let end = bars.iter().map(|b| x(b.to).max(x(b.from) + 2.0)).fold(LEFT, f64::max);
                         text class="barlabel" x=(fmt(end + 4.0)) y=(fmt(y + 14.0)) { (note) }
                     }
                 }
             }
+        }
+    }
+}
+
+/// A request's bar `b`, coloured by its outcome, with its top at `y` and `height` high; its
+/// title names the request, the outcome and the time to the answer.
+fn bar_rect(b: &Bar, y: f64, height: &str, x: &dyn Fn(i64) -> f64) -> Markup {
+    html! {
+        rect class=(format!("bar {}", outcome_class(&b.outcome))) data-request=(b.name) data-outcome=(b.outcome)
+            x=(fmt(x(b.from))) y=(fmt(y)) width=(fmt((x(b.to) - x(b.from)).max(2.0))) height=(height) {
+            title { (b.name) " · " (b.outcome) " · " (b.elapsed_ms.map(|m| format!("{m} ms")).unwrap_or_default()) }
         }
     }
 }
@@ -464,16 +448,11 @@ fn scale_down_rows(f5: &Value, steps: &Steps) -> Vec<Row> {
     ] {
         steps.push(&mut rows, key, label, ms_at(f5, at));
     }
-    for (key, label) in [
+    let requests = [
         ("target_bad", tx::ROW_TARGET_BAD_SCALED),
         ("control", tx::ROW_CONTROL),
-    ] {
-        if let Some(r) = f5.get(key)
-            && let Some(row) = request_row(label.get(steps.lang).to_owned(), r, None)
-        {
-            rows.push(row);
-        }
-    }
+    ];
+    rows.extend(request_rows(f5, &requests, steps.lang));
     rows
 }
 
@@ -547,12 +526,18 @@ fn scale_vlines(f5: &Value, restore: Option<i64>, lang: Lang) -> Vec<VLine> {
     vlines
 }
 
+/// The array `facts[key]` (empty when absent or not an array).
+fn list<'a>(facts: &'a Value, key: &str) -> &'a [Value] {
+    facts[key].as_array().map_or(&[][..], Vec::as_slice)
+}
+
 /// A request record's bar (`None` without both times).
 fn bar(r: &Value) -> Option<Bar> {
     Some(Bar {
         from: ms_at(r, "/sent_at")?,
         to: ms_at(r, "/answered_at")?,
         name: r["name"].as_str().unwrap_or("?").to_owned(),
+        outcome: r["outcome"].as_str().unwrap_or("?").to_owned(),
         elapsed_ms: r["elapsed_ms"].as_u64(),
     })
 }
@@ -580,9 +565,7 @@ fn spans(reads: &[(i64, Option<String>)], period: i64) -> Vec<Span> {
 /// Lab C's Lease reads around a freeze, in time order: `lease_before` (when read before the
 /// first sample), then each sample (`at`, holder, leaseTransitions; a failed read has no holder).
 fn lease_reads(facts: &Value) -> Vec<(i64, Option<String>, Option<u64>)> {
-    let samples = facts["lease_samples"]
-        .as_array()
-        .map_or(&[][..], Vec::as_slice);
+    let samples = list(facts, "lease_samples");
     let read = |v: &Value, at: i64| {
         (
             at,
@@ -636,11 +619,7 @@ pub(crate) fn freeze(facts: &Value, pods: &[String], lang: Lang) -> Option<Marku
             ("control", tx::ROW_CONTROL),
         ]
     };
-    for (key, label) in during {
-        if let Some(r) = facts.get(*key) {
-            rows.extend(request_row(label.get(lang).to_owned(), r, None));
-        }
-    }
+    rows.extend(request_rows(facts, during, lang));
     if replicas {
         rows.extend(wave_rows(facts, lang));
     }
@@ -671,10 +650,7 @@ fn healer_row(facts: &Value, lang: Lang) -> Option<Row> {
 /// The one replica's freeze window (N = 1): SIGSTOP through the pidfd, SIGCONT by whom, its
 /// length.
 fn window_row(facts: &Value, (frozen, resumed): (i64, i64), lang: Lang) -> Row {
-    let resumer = facts
-        .pointer("/freeze/resumed_by")
-        .and_then(Value::as_str)
-        .unwrap_or("?");
+    let resumer = super::s(facts, "/freeze/resumed_by").unwrap_or("?");
     let resumer = tx::actor(resumer).map_or(resumer, |t| t.get(lang));
     Row {
         label: tx::FREEZE_WINDOW.get(lang).to_owned(),
@@ -693,7 +669,6 @@ fn window_row(facts: &Value, (frozen, resumed): (i64, i64), lang: Lang) -> Row {
 /// Every pod the freeze's evidence names, once each, in order: `pods`, the target, the Lease's
 /// holders, the pods of the endpoint samples, the pods of the replicas' counters.
 fn replica_names(facts: &Value, pods: &[String], target: &str) -> Vec<String> {
-    let arr = |k: &str| facts[k].as_array().map_or(&[][..], Vec::as_slice);
     let mut names: Vec<String> = Vec::new();
     let mut add = |n: &str| {
         if !n.is_empty() && !names.iter().any(|p| p == n) {
@@ -706,12 +681,12 @@ fn replica_names(facts: &Value, pods: &[String], target: &str) -> Vec<String> {
         .iter()
         .filter_map(|(_, h, _)| h.as_deref())
         .for_each(&mut add);
-    for s in arr("endpoint_samples") {
+    for s in list(facts, "endpoint_samples") {
         for e in s["endpoints"].as_array().into_iter().flatten() {
             add(e["pod"].as_str().unwrap_or(""));
         }
     }
-    for r in arr("replica_requests") {
+    for r in list(facts, "replica_requests") {
         add(r["pod"].as_str().unwrap_or(""));
     }
     names
@@ -724,15 +699,11 @@ fn replica_rows(facts: &Value, pods: &[String], window: (i64, i64), lang: Lang) 
     let period = crate::rules::c::SAMPLE_PERIOD.as_millis() as i64;
     let target = facts["target_pod"].as_str().unwrap_or("?");
     let lease = lease_reads(facts);
-    let endpoint_reads: Vec<(i64, &Value)> = facts["endpoint_samples"]
-        .as_array()
-        .map_or(&[][..], Vec::as_slice)
+    let endpoint_reads: Vec<(i64, &Value)> = list(facts, "endpoint_samples")
         .iter()
         .filter_map(|s| Some((ms_at(s, "/at")?, s)))
         .collect();
-    let lease_holder_before = facts
-        .pointer("/lease_before/holder")
-        .and_then(Value::as_str);
+    let lease_holder_before = super::s(facts, "/lease_before/holder");
     let mut rows = Vec::new();
     for pod in replica_names(facts, pods, target) {
         let holder_reads: Vec<(i64, Option<String>)> = lease
@@ -786,20 +757,16 @@ fn endpoint_state(sample: &Value, pod: &str) -> Option<&'static str> {
 /// pods beyond one per wave (not expected) still get their own bar.
 fn wave_rows(facts: &Value, lang: Lang) -> Vec<Row> {
     let w = |t: tx::Text| t.get(lang);
-    let arr = |k: &str| facts[k].as_array().map_or(&[][..], Vec::as_slice);
-    let (bad, control) = (arr("bad"), arr("control"));
+    let (bad, control) = (list(facts, "bad"), list(facts, "control"));
     let size = facts["wave_size"]
         .as_u64()
         .filter(|n| *n > 0)
         .map_or(bad.len().max(1), |n| n as usize);
     let mut rows = Vec::new();
     for (k, wave) in bad.chunks(size).enumerate() {
-        let mut bars: Vec<(Bar, String)> = wave
-            .iter()
-            .filter_map(|r| Some((bar(r)?, r["outcome"].as_str().unwrap_or("?").to_owned())))
-            .collect();
+        let mut bars: Vec<Bar> = wave.iter().filter_map(bar).collect();
         let mut counts: Vec<(String, usize)> = Vec::new();
-        for (_, o) in &bars {
+        for Bar { outcome: o, .. } in &bars {
             match counts.iter_mut().find(|(c, _)| c == o) {
                 Some((_, n)) => *n += 1,
                 None => counts.push((o.clone(), 1)),
@@ -808,12 +775,9 @@ fn wave_rows(facts: &Value, lang: Lang) -> Vec<Row> {
         // In the legend's order, so that every wave's note reads the same way.
         counts.sort_by_key(|(o, _)| LEGEND.iter().position(|l| l == o).unwrap_or(LEGEND.len()));
         let mut note: Vec<String> = counts.iter().map(|(o, n)| format!("{o} ×{n}")).collect();
-        if let Some(c) = control.get(k)
-            && let Some(b) = bar(c)
-        {
-            let o = c["outcome"].as_str().unwrap_or("?").to_owned();
-            note.push(format!("{}: {o}", w(tx::CONTROL_SHORT)));
-            bars.push((b, o));
+        if let Some(b) = control.get(k).and_then(bar) {
+            note.push(format!("{}: {}", w(tx::CONTROL_SHORT), b.outcome));
+            bars.push(b);
         }
         rows.push(Row {
             label: format!("{} {}", w(tx::WAVE), k + 1),
@@ -839,21 +803,17 @@ fn wave_rows(facts: &Value, lang: Lang) -> Vec<Row> {
 /// does not hold it.
 fn after_resume_rows(facts: &Value, resumed: i64, runs: bool, lang: Lang) -> Vec<Row> {
     let label = tx::AFTER_RESUME.get(lang);
-    let after = facts["after_resume"]
-        .as_array()
-        .map_or(&[][..], Vec::as_slice);
-    let first_deny_name = facts
-        .pointer("/first_explicit_deny/name")
-        .and_then(Value::as_str);
+    let after = list(facts, "after_resume");
+    let first_deny_name = super::s(facts, "/first_explicit_deny/name");
     let is_first = |r: &Value| first_deny_name.is_some() && r["name"].as_str() == first_deny_name;
     let mut rows = Vec::new();
     if runs {
         rows = request_runs(label, after);
         if let Some(Row {
-            mark: Mark::Request { name, note, .. },
+            mark: Mark::Request { bar, note, .. },
             ..
         }) = rows.last_mut()
-            && Some(name.as_str()) == first_deny_name
+            && Some(bar.name.as_str()) == first_deny_name
         {
             *note = Some(first_deny_note(
                 facts,

@@ -31,7 +31,8 @@ use crate::faults::scale::{self, RestoreOutcome, ScaleFault};
 use crate::inputs;
 use crate::labs::common::{
     self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Env, TARGET_NAMESPACE, Ui, describe,
-    describe_indented, finish, live_context, read_facts, read_input, to_value, uid_of,
+    describe_indented, finish, live_context, progress_each_second, read_facts, read_input,
+    to_value, uid_of,
 };
 use crate::messages::act as m;
 use crate::probe::{self, PodKind};
@@ -305,7 +306,6 @@ async fn wait_pods_gone(
     fault: &ScaleFault,
     rec: &mut ActRecorder,
 ) -> Result<String, LabError> {
-    let mut last_tick = 0;
     let plan = fault.plan().clone();
     let healer_files = fault.files().clone();
     let check = || async {
@@ -356,13 +356,9 @@ async fn wait_pods_gone(
     )
     .run(
         check,
-        |(_, state): &(Vec<_>, String), elapsed| {
-            let secs = elapsed.as_secs();
-            if secs > last_tick {
-                last_tick = secs;
-                ui.progress(m::waiting_pods_gone(state), secs, PODS_GONE_BOUND.as_secs());
-            }
-        },
+        progress_each_second(ui, PODS_GONE_BOUND, |(_, state): &(Vec<_>, String)| {
+            m::waiting_pods_gone(state)
+        }),
         tokio::time::sleep,
     )
     .await;
@@ -772,7 +768,16 @@ async fn observe_recovery(
 ) -> Result<RecoverySeen, LabError> {
     ui.step(m::OBSERVING_RECOVERY);
     let mut seen = RecoverySeen::default();
-    let mut last_tick = 0;
+    let mut progress = progress_each_second(ui, RECOVERY_BOUND, |s: &RecoverySeen| {
+        let mark = |t: &Track| if t.done() { "✓" } else { "…" };
+        m::recovery_progress(
+            mark(&s.created),
+            mark(&s.running),
+            mark(&s.lease),
+            mark(&s.registered),
+            mark(&s.denied),
+        )
+    });
     let window = crate::metrics::Window::begin(cl).await;
     loop {
         observe_new_pod(cl, rec, &mut seen, old_uids, t0).await?;
@@ -803,22 +808,7 @@ async fn observe_recovery(
         if seen.all_done() || t0.elapsed() >= RECOVERY_BOUND {
             break;
         }
-        let secs = t0.elapsed().as_secs();
-        if secs > last_tick {
-            last_tick = secs;
-            let mark = |t: &Track| if t.done() { "✓" } else { "…" };
-            ui.progress(
-                m::recovery_progress(
-                    mark(&seen.created),
-                    mark(&seen.running),
-                    mark(&seen.lease),
-                    mark(&seen.registered),
-                    mark(&seen.denied),
-                ),
-                secs,
-                RECOVERY_BOUND.as_secs(),
-            );
-        }
+        progress(&seen, t0.elapsed());
         tokio::time::sleep(RECOVERY_INTERVAL).await;
     }
     let admission = window.end(cl).await;
@@ -997,12 +987,7 @@ pub(crate) async fn act7(env: &Env) -> Result<ActSummary, LabError> {
 }
 
 fn dry_run_echo(body: &serde_json::Value) -> DryRunEcho {
-    let s = |p: &str| {
-        body.pointer(p)
-            .and_then(|v| v.as_str())
-            .unwrap_or("")
-            .to_owned()
-    };
+    let s = |p: &str| crate::steps::policy::json_str(body, p);
     DryRunEcho {
         kind: s("/kind"),
         name: s("/metadata/name"),
@@ -1105,52 +1090,9 @@ mod tests {
         assert!(!policy_webhook_in(&serde_json::json!({"items": []})));
     }
 
-    /// A step confirmed at `2026-11-29T15:00:<at>Z`, or not confirmed when `at` is empty.
-    fn step(at: &str) -> TimelineStep {
-        let at = (!at.is_empty()).then(|| format!("2026-11-29T15:00:{at}Z"));
-        TimelineStep {
-            status: match at {
-                Some(_) => StepStatus::Confirmed,
-                None => StepStatus::NotConfirmed,
-            },
-            at,
-            last_seen: None,
-            waited_ms: 0,
-        }
-    }
-
-    fn timeline(ats: [&str; 6]) -> Act6Facts {
-        Act6Facts {
-            replicas_restored: step(ats[0]),
-            restored_by: Some(Restorer::Runner),
-            pod_created: step(ats[1]),
-            new_pod: None,
-            pod_running: step(ats[2]),
-            previous_lease_holder: None,
-            lease_acquired: step(ats[3]),
-            lease_holder: None,
-            webhook_registered: step(ats[4]),
-            webhook: None,
-            first_explicit_deny: step(ats[5]),
-            deny_probes: vec![],
-            leader_takeover_ms: None,
-            lease_after_restore_ms: None,
-            admitted_during_scale_down: None,
-            existing: None,
-        }
-    }
-
+    /// The order of the six steps is `rules::a`'s (its tests); act 6 measures between them.
     #[test]
-    fn timeline_order_needs_all_six_confirmed_and_no_cause_seen_after_its_effect() {
-        let ok = timeline(["00.000", "00.200", "16.000", "32.000", "32.100", "32.100"]);
-        assert!(timeline_in_order(&ok));
-        let swapped = timeline(["00.000", "00.200", "16.000", "33.000", "32.100", "34.000"]);
-        assert!(
-            !timeline_in_order(&swapped),
-            "registration before the lease"
-        );
-        let missing = timeline(["00.000", "00.200", "16.000", "", "32.100", "34.000"]);
-        assert!(!timeline_in_order(&missing), "a not-confirmed step");
+    fn ms_between_steps_is_none_when_the_later_is_earlier() {
         let (t16, t32) = (
             Some("2026-11-29T15:00:16.000Z"),
             Some("2026-11-29T15:00:32.000Z"),

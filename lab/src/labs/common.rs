@@ -69,30 +69,28 @@ impl Ui {
         self.label.map_or(String::new(), |l| format!("[lab {l}]"))
     }
 
+    /// Prints `text` after the label ([`Ui::prefix`]), unless quiet.
+    fn print(&self, text: std::fmt::Arguments) {
+        if !self.quiet {
+            eprintln!("{}{text}", self.prefix());
+        }
+    }
+
     /// Prints one line.
     pub fn say(&self, line: impl Into<Line>) {
-        if !self.quiet {
-            let sep = if self.label.is_some() { " " } else { "" };
-            eprintln!("{}{sep}{}", self.prefix(), self.text(line));
-        }
+        let sep = if self.label.is_some() { " " } else { "" };
+        self.print(format_args!("{sep}{}", self.text(line)));
     }
 
     /// Prints a step line ` • …`.
     pub fn step(&self, line: impl Into<Line>) {
-        if !self.quiet {
-            eprintln!("{} • {}", self.prefix(), self.text(line));
-        }
+        self.print(format_args!(" • {}", self.text(line)));
     }
 
     /// Prints a progress line `   … (12s/90s)`.
     pub fn progress(&self, line: impl Into<Line>, elapsed_s: u64, bound_s: u64) {
-        if !self.quiet {
-            eprintln!(
-                "{}   {} ({elapsed_s}s/{bound_s}s)",
-                self.prefix(),
-                self.text(line)
-            );
-        }
+        let line = self.text(line);
+        self.print(format_args!("   {line} ({elapsed_s}s/{bound_s}s)"));
     }
 }
 
@@ -492,7 +490,6 @@ pub async fn wait_for_webhook(
     bound: Duration,
     ok: impl Fn(&ValidatingWebhook) -> bool,
 ) -> Result<(ValidatingWebhookConfiguration, ValidatingWebhook), LabError> {
-    let mut last_tick = 0;
     let check = || async {
         let configs = cluster.webhook_configurations().await?;
         let found = cluster::find_webhook_in(&configs, name);
@@ -515,20 +512,28 @@ pub async fn wait_for_webhook(
         };
         Ok::<_, LabError>(Check::NotYet(last_state))
     };
+    let progress = progress_each_second(ui, bound, |_: &String| m::waiting_for_webhook(name));
     Wait::new(format!("webhook {name}"), bound, Duration::from_millis(500))
-        .run(
-            check,
-            |_, elapsed| {
-                let secs = elapsed.as_secs();
-                if secs > last_tick {
-                    last_tick = secs;
-                    ui.progress(m::waiting_for_webhook(name), secs, bound.as_secs());
-                }
-            },
-            tokio::time::sleep,
-        )
+        .run(check, progress, tokio::time::sleep)
         .await
         .map_err(LabError::from)
+}
+
+/// A bounded wait's progress ([`Wait::run`]'s `on_pending`): `line(state)` at most once a second,
+/// with the seconds waited of `bound`.
+pub(crate) fn progress_each_second<S, L: Into<Line>>(
+    ui: &Ui,
+    bound: Duration,
+    line: impl Fn(&S) -> L,
+) -> impl FnMut(&S, Duration) {
+    let mut last_tick = 0;
+    move |state, elapsed| {
+        let secs = elapsed.as_secs();
+        if secs > last_tick {
+            last_tick = secs;
+            ui.progress(line(state), secs, bound.as_secs());
+        }
+    }
 }
 
 /// Appends `state` to a wait's change log with the time `at`, unless it is the last state logged
@@ -563,24 +568,11 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<Check<T, String>, LabError>>,
 {
-    let mut last_tick = 0;
+    let progress = progress_each_second(ui, bound, |state: &String| progress(state));
     Wait::new(what, bound, Duration::from_secs(1))
-        .run(
-            check,
-            |state: &String, elapsed| {
-                let secs = elapsed.as_secs();
-                if secs > last_tick {
-                    last_tick = secs;
-                    ui.progress(progress(state), secs, bound.as_secs());
-                }
-            },
-            tokio::time::sleep,
-        )
+        .run(check, progress, tokio::time::sleep)
         .await
-        .map_err(|e| match e {
-            WaitError::TimedOut(t) => t.into(),
-            WaitError::Failed(e) => e,
-        })
+        .map_err(LabError::from)
 }
 
 /// Sends violating (unlabelled) pod creates in `namespace` one after another (1 s apart) until one
