@@ -257,8 +257,9 @@ pub(crate) fn investigation_is_the_raw_reads(g: &mut G, ev: &Evidence, f: &facts
 /// of `recorded` (at `fact`, e.g. `evidence/04.json facts.deployment`) equals the derived
 /// field, but for the fields no raw object holds (`""` in `sources`: the time of the read,
 /// whether the read found the object), which are taken as recorded. A field dotted in `sources`
-/// (`identity.pid`) is the leaf at that path of both. Flags [`Code::RawMismatch`]
-/// on `fact.<field>` for each field that differs, naming the raw field it comes from
+/// (`identity.pid`) is the leaf at that path of both; an empty field, the fact itself (a fact
+/// that is one value). Flags [`Code::RawMismatch`] on `fact.<field>` (`fact`, for the fact
+/// itself) for each field that differs, naming the raw field it comes from
 /// (`evidence/04.json raw[deployment].data.status.readyReplicas`) and both values, and on
 /// `fact` when the raw record derives no fact ([`crate::derive::DeriveError`]).
 pub(crate) fn fact_is_derived_from_raw(
@@ -270,6 +271,18 @@ pub(crate) fn fact_is_derived_from_raw(
     sources: &[Source],
 ) {
     g.checks += 1;
+    fields_are_derived(g, fact, recorded, raw_at, derived, sources);
+}
+
+/// [`fact_is_derived_from_raw`]'s comparison, counted as part of the caller's check.
+fn fields_are_derived(
+    g: &mut G,
+    fact: &str,
+    recorded: &impl serde::Serialize,
+    raw_at: &str,
+    derived: Result<impl serde::Serialize, DeriveError>,
+    sources: &[Source],
+) {
     let derived = match derived {
         Ok(d) => d,
         Err(e) => {
@@ -284,15 +297,55 @@ pub(crate) fn fact_is_derived_from_raw(
     let recorded = serde_json::to_value(recorded).unwrap_or_default();
     let derived = serde_json::to_value(derived).unwrap_or_default();
     let at = |v: &Value, field: &str| -> Value {
-        let pointer = format!("/{}", field.replace('.', "/"));
+        let pointer = match field {
+            "" => String::new(),
+            _ => format!("/{}", field.replace('.', "/")),
+        };
         v.pointer(&pointer).cloned().unwrap_or(Value::Null)
     };
     for (field, source) in sources.iter().filter(|(_, s)| !s.is_empty()) {
         let (r, d) = (&at(&recorded, field), &at(&derived, field));
         if r != d {
             let why = format!("recorded {r}; {raw_at}.{source} derives {d}");
-            g.flag(RawMismatch, format!("{fact}.{field}"), why);
+            let subject = match *field {
+                "" => fact.to_owned(),
+                _ => format!("{fact}.{field}"),
+            };
+            g.flag(RawMismatch, subject, why);
         }
+    }
+}
+
+/// A recorded list of facts (at `fact`) is the list [`crate::derive`] derives from the raw
+/// record it was made from (at `raw_at`), one for one and in order: as many, and each
+/// `fact[i]` the derived one (as [`fact_is_derived_from_raw`] compares them, naming the raw
+/// element it comes from: `raw_at` followed by the place `derived` gives it, e.g.
+/// `[0].endpoints[2]`); one check for the list. Flags [`Code::RawMismatch`] on `fact` for a
+/// count that differs or a record that derives no list, on `fact[i].<field>` for a field.
+pub(crate) fn list_is_derived_from_raw<T: serde::Serialize>(
+    g: &mut G,
+    fact: &str,
+    recorded: &[impl serde::Serialize],
+    raw_at: &str,
+    derived: Result<Vec<(String, T)>, DeriveError>,
+    sources: &[Source],
+) {
+    g.checks += 1;
+    let derived = match derived {
+        Ok(d) => d,
+        Err(e) => return fields_are_derived(g, fact, &(), raw_at, Err::<(), _>(e), sources),
+    };
+    let (n, raw_n) = (recorded.len(), derived.len());
+    if n != raw_n {
+        g.flag(
+            RawMismatch,
+            fact,
+            format!("{n} recorded; {raw_at} derives {raw_n}"),
+        );
+    }
+    for (i, (r, (place, d))) in recorded.iter().zip(derived).enumerate() {
+        let (fact, raw_at) = (format!("{fact}[{i}]"), format!("{raw_at}{place}"));
+        fields_are_derived(g, &fact, r, &raw_at, Ok(d), sources);
     }
 }
 

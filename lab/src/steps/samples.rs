@@ -2,6 +2,7 @@
 //! Service's EndpointSlices read about each second while a fault lasts, every answer kept raw.
 
 use crate::cluster::{self, Cluster};
+use crate::derive;
 use crate::error::LabError;
 use crate::facts;
 use crate::facts::c::{EndpointFacts, EndpointSample, LeaseSample};
@@ -10,25 +11,18 @@ use crate::steps::observe::{leader_lease, lease_facts};
 /// The Service in front of the admission controller (chart 3.9.1).
 pub const SERVICE: &str = "kyverno-svc";
 
-/// [`SERVICE`]'s endpoints, from its EndpointSlices, by pod name (the raw slices returned too).
+/// [`SERVICE`]'s endpoints, [`derive::endpoints`] of its EndpointSlices as the API server sent
+/// them (the raw slices returned too, the record the grader re-derives them from).
+///
+/// Errors: [`LabError::Kube`] when the list cannot be read, or does not serialize or derive.
 pub(crate) async fn endpoints(
     cl: &Cluster,
 ) -> Result<(Vec<EndpointFacts>, serde_json::Value), LabError> {
     let slices = cl
         .endpoint_slices(cluster::KYVERNO_NAMESPACE, SERVICE)
         .await?;
-    let mut out = Vec::new();
-    for s in &slices {
-        for e in &s.endpoints {
-            out.push(EndpointFacts {
-                address: e.addresses.first().cloned().unwrap_or_default(),
-                pod: e.target_ref.as_ref().and_then(|r| r.name.clone()),
-                ready: e.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true),
-            });
-        }
-    }
-    out.sort_by(|a, b| a.pod.cmp(&b.pod));
-    Ok((out, cluster::to_json(&slices)?))
+    let raw = cluster::to_json(&slices)?;
+    Ok((cluster::derived(derive::endpoints(&raw))?, raw))
 }
 
 /// The Lease and EndpointSlice reads of [`each_second`], and their raw answers (the raw record
