@@ -17,7 +17,7 @@
 use serde_json::Value;
 
 use crate::facts::a::{DeploymentFacts, LeaseFacts};
-use crate::facts::c::{EndpointFacts, ScaleBackFacts, ScaleUpFacts};
+use crate::facts::c::{EndpointFacts, EndpointSample, LeaseSample, ScaleBackFacts, ScaleUpFacts};
 use crate::facts::{PodObservation, ServiceRef, WebhookFacts};
 use crate::rules::common::{ADMISSION_CONTAINER, KYVERNO_NAMESPACE, LEADER_LEASE};
 
@@ -578,6 +578,56 @@ pub const ENDPOINT_SOURCES: &[Source] = &[
     ("ready", "conditions.ready"),
 ];
 
+/// One read of the Lease `kyverno` during a freeze ([`LeaseSample`]) from its raw answer (an
+/// entry of a freeze's raw `freeze-samples` with `what` = `lease`: `{"what", "at", "lease"}`,
+/// `lease` the Lease as read, `null` when there was none): `at` (the time of the read, RFC 3339
+/// verbatim) and [`lease`]'s `holder`, `renew_time` and `lease_transitions`; no `error` (a read
+/// that failed has no raw answer).
+///
+/// Errors: [`DeriveError`] when `raw` has no string `at`, or `lease` is no Lease
+/// ([`lease`]'s errors, below `/lease`).
+pub fn lease_sample(raw: &Value) -> Result<LeaseSample, DeriveError> {
+    let at = required_string(raw, "/at")?;
+    let below = |e: DeriveError| err(&format!("/lease{}", e.pointer), e.expected);
+    let l = lease(raw.get("lease").unwrap_or(&Value::Null), at.clone()).map_err(below)?;
+    Ok(LeaseSample {
+        at,
+        holder: l.holder,
+        renew_time: l.renew_time,
+        lease_transitions: l.lease_transitions,
+        error: None,
+    })
+}
+
+/// Where each field of [`lease_sample`]'s facts comes from.
+pub const LEASE_SAMPLE_SOURCES: &[Source] = &[
+    ("at", "at"),
+    ("holder", "lease.spec.holderIdentity"),
+    ("renew_time", "lease.spec.renewTime"),
+    ("lease_transitions", "lease.spec.leaseTransitions"),
+    ("error", ""),
+];
+
+/// One read of `kyverno-svc`'s endpoints during a freeze ([`EndpointSample`]) from its raw
+/// answer (an entry of a freeze's raw `freeze-samples` with `what` = `endpoint-slices`:
+/// `{"what", "at", "slices"}`): `at` (RFC 3339 verbatim) and [`endpoints`] of `slices`; no
+/// `error` (a read that failed has no raw answer).
+///
+/// Errors: [`DeriveError`] when `raw` has no string `at`, or `slices` derives no endpoints
+/// ([`endpoints`]' errors, below `/slices`).
+pub fn endpoint_sample(raw: &Value) -> Result<EndpointSample, DeriveError> {
+    let below = |e: DeriveError| err(&format!("/slices{}", e.pointer), e.expected);
+    Ok(EndpointSample {
+        at: required_string(raw, "/at")?,
+        endpoints: endpoints(raw.get("slices").unwrap_or(&Value::Null)).map_err(below)?,
+        error: None,
+    })
+}
+
+/// Where each field of [`endpoint_sample`]'s facts comes from.
+pub const ENDPOINT_SAMPLE_SOURCES: &[Source] =
+    &[("at", "at"), ("endpoints", "slices"), ("error", "")];
+
 /// The frozen replica's pod after a freeze settled (lab C's `target_after`, its pod's part):
 /// [`pod_after`].
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -1117,6 +1167,53 @@ mod tests {
     }
 
     #[test]
+    fn freeze_samples_are_their_reads_time_and_answer() {
+        let l = lease_of(
+            json!({"metadata": {"name": "kyverno", "namespace": "kyverno"},
+            "spec": {"holderIdentity": "p", "renewTime": "2026-12-01T23:49:30.009607Z", "leaseTransitions": 1}}),
+        );
+        let x = lease_sample(&json!({"what": "lease", "at": "t", "lease": l})).unwrap();
+        assert_eq!(
+            (
+                x.at.as_str(),
+                x.holder.as_deref(),
+                x.renew_time.as_deref(),
+                x.lease_transitions
+            ),
+            ("t", Some("p"), Some("2026-12-01T23:49:30.009607Z"), Some(1))
+        );
+        assert_eq!(x.error, None);
+        let none = lease_sample(&json!({"what": "lease", "at": "t", "lease": null})).unwrap();
+        assert_eq!(none.holder, None);
+        let mut bad = l.clone();
+        bad["spec"]["leaseTransitions"] = json!("1");
+        assert_eq!(
+            lease_sample(&json!({"at": "t", "lease": bad})).unwrap_err(),
+            err("/lease/spec/leaseTransitions", "an int32")
+        );
+        assert_eq!(
+            lease_sample(&json!({"lease": l})).unwrap_err(),
+            err("/at", "a string")
+        );
+        let slice = of(
+            "discovery.k8s.io/v1",
+            "EndpointSlice",
+            json!({"endpoints": [{"addresses": ["10.0.0.1"], "targetRef": {"name": "p"}}]}),
+        );
+        let e = endpoint_sample(&json!({"what": "endpoint-slices", "at": "t", "slices": [slice]}))
+            .unwrap();
+        assert_eq!((e.at.as_str(), e.endpoints.len()), ("t", 1));
+        assert_eq!(
+            (e.endpoints[0].address.as_str(), e.endpoints[0].ready),
+            ("10.0.0.1", true)
+        );
+        assert_eq!(
+            endpoint_sample(&json!({"at": "t", "slices": {}})).unwrap_err(),
+            err("/slices", "a list of EndpointSlices")
+        );
+    }
+
+    #[test]
     fn every_fact_field_has_its_source() {
         let fields = |v: Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
         let names = |s: &[Source]| -> Vec<String> {
@@ -1195,6 +1292,18 @@ mod tests {
         assert_eq!(
             fields(serde_json::to_value(b).unwrap()),
             names(SCALE_BACK_SOURCES)
+        );
+        let mut x = lease_sample(&json!({"at": "t", "lease": null})).unwrap();
+        x.error = Some(String::new());
+        assert_eq!(
+            fields(serde_json::to_value(x).unwrap()),
+            names(LEASE_SAMPLE_SOURCES)
+        );
+        let mut x = endpoint_sample(&json!({"at": "t", "slices": []})).unwrap();
+        x.error = Some(String::new());
+        assert_eq!(
+            fields(serde_json::to_value(x).unwrap()),
+            names(ENDPOINT_SAMPLE_SOURCES)
         );
         // Facts that are one value: one source, for the fact itself.
         for one in [

@@ -48,7 +48,8 @@ use super::Code;
 use super::freeze::{self, Freeze};
 use super::witness::{
     fact_is_derived_from_raw, fact_is_derived_from_raw_record, lease_is_derived_from,
-    list_is_derived_from_raw, raw_record, registration_is_derived_from, required_raw, same_time,
+    list_is_derived_from_raw, raw_record, registration_is_derived_from, required_raw,
+    rows_are_derived_from_raw,
 };
 use super::{
     Code::*, G, SameRegistration, ev_name, fields_are, registration_equals, times_are_ordered,
@@ -961,74 +962,38 @@ fn freeze_run_is_its_raw_reads(g: &mut G, s: &str, ev: &Evidence, run: &ReplicaF
 }
 
 /// Every Lease and EndpointSlice sample of a freeze is its raw answer (`freeze-samples`, in
-/// order; a failed read has no raw answer). Flags [`Code::RawMismatch`].
+/// order; a failed read has no raw answer): [`derive::lease_sample`] and
+/// [`derive::endpoint_sample`] of it ([`rows_are_derived_from_raw`], one check per kind).
+/// Flags [`Code::RawMismatch`] / [`Code::ObservationMissing`].
 fn samples_are_the_raw_samples(g: &mut G, s: &str, ev: &Evidence, run: &ReplicaFreezeRun) {
     let Some(samples) = required_raw(g, ev, "freeze-samples", &format!("{s}.lease_samples")) else {
         return;
     };
-    let of = |what: &str| -> Vec<&Value> {
-        samples
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|x| x["what"] == what)
+    let raw_at = format!("{} raw[freeze-samples].data", ev_name(ev.act));
+    // Each answer of kind `what`, by its place in the list, and what it derives.
+    fn derived<T>(samples: &Value, what: &str, derive: fn(&Value) -> T) -> Vec<(String, T)> {
+        let answers = samples.as_array().into_iter().flatten().enumerate();
+        let of_kind = answers.filter(|(_, x)| x["what"] == what);
+        of_kind
+            .map(|(k, x)| (format!("[{k}]"), derive(x)))
             .collect()
-    };
-    let at = |raw: &Value, at: &str| same_time(raw["at"].as_str(), Some(at));
-    let lease_agrees = |raw: &Value, x: &LeaseSample| {
-        let spec = |k: &str| raw.pointer(&format!("/lease/spec/{k}"));
-        at(raw, &x.at)
-            && spec("holderIdentity").and_then(Value::as_str) == x.holder.as_deref()
-            && same_time(
-                spec("renewTime").and_then(Value::as_str),
-                x.renew_time.as_deref(),
-            )
-            && spec("leaseTransitions").and_then(Value::as_u64)
-                == x.lease_transitions.map(u64::from)
-    };
-    let slices_agree = |raw: &Value, x: &EndpointSample| {
-        at(raw, &x.at) && derive::endpoints(&raw["slices"]).is_ok_and(|e| e == x.endpoints)
-    };
-    let leases = run.lease_samples.iter().filter(|x| x.error.is_none());
-    let endpoints = run.endpoint_samples.iter().filter(|x| x.error.is_none());
-    samples_agree(
-        g,
-        s,
-        "lease_samples",
-        "Lease",
-        &of("lease"),
-        leases,
-        lease_agrees,
+    }
+    let read = |field: &str, i: usize| format!("{s}.{field}[{i}]");
+    let leases = (run.lease_samples.iter().enumerate()).filter(|(_, x)| x.error.is_none());
+    let leases = leases.map(|(i, x)| (read("lease_samples", i), x)).collect();
+    let (fact, sources) = (format!("{s}.lease_samples"), derive::LEASE_SAMPLE_SOURCES);
+    let raw = derived(samples, "lease", derive::lease_sample);
+    rows_are_derived_from_raw(g, &fact, leases, &raw_at, raw, sources);
+    let endpoints = (run.endpoint_samples.iter().enumerate()).filter(|(_, x)| x.error.is_none());
+    let endpoints = endpoints
+        .map(|(i, x)| (read("endpoint_samples", i), x))
+        .collect();
+    let (fact, sources) = (
+        format!("{s}.endpoint_samples"),
+        derive::ENDPOINT_SAMPLE_SOURCES,
     );
-    samples_agree(
-        g,
-        s,
-        "endpoint_samples",
-        "EndpointSlice",
-        &of("endpoint-slices"),
-        endpoints,
-        slices_agree,
-    );
-}
-
-/// The successful reads `read` recorded at `s.<field>` are the raw answers `raw` of their kind
-/// (`kind`, for the words), one for one and in order, each as `agrees` compares them. Flags
-/// [`Code::RawMismatch`].
-fn samples_agree<'r, T: 'r>(
-    g: &mut G,
-    s: &str,
-    field: &str,
-    kind: &str,
-    raw: &[&Value],
-    read: impl Iterator<Item = &'r T>,
-    agrees: impl Fn(&Value, &T) -> bool,
-) {
-    let read: Vec<&T> = read.collect();
-    let ok = raw.len() == read.len() && raw.iter().zip(&read).all(|(r, x)| agrees(r, x));
-    g.check(ok, RawMismatch, format!("{s}.{field}"), || {
-        let (n, m) = (read.len(), raw.len());
-        format!("{n} successful reads recorded, the raw samples hold {m} {kind} answers that do not all agree")
-    });
+    let raw = derived(samples, "endpoint-slices", derive::endpoint_sample);
+    rows_are_derived_from_raw(g, &fact, endpoints, &raw_at, raw, sources);
 }
 
 /// The frozen pod after the settle is the raw `pods-after` ([`derive::pod_after`]: UID, restart

@@ -54,18 +54,6 @@ fn text<'v>(v: &'v Value, pointer: &str) -> Option<&'v str> {
     v.pointer(pointer).and_then(|x| x.as_str())
 }
 
-/// Two timestamps that name the same instant (RFC 3339, any precision); both absent agree.
-pub(crate) fn same_time(a: Option<&str>, b: Option<&str>) -> bool {
-    match (a, b) {
-        (None, None) => true,
-        (Some(a), Some(b)) => {
-            a == b
-                || matches!((facts::parse_rfc3339(a), facts::parse_rfc3339(b)), (Some(x), Some(y)) if x == y)
-        }
-        _ => false,
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Act 1.
 
@@ -317,11 +305,10 @@ fn fields_are_derived(
 }
 
 /// A recorded list of facts (at `fact`) is the list [`crate::derive`] derives from the raw
-/// record it was made from (at `raw_at`), one for one and in order: as many, and each
-/// `fact[i]` the derived one (as [`fact_is_derived_from_raw`] compares them, naming the raw
-/// element it comes from: `raw_at` followed by the place `derived` gives it, e.g.
-/// `[0].endpoints[2]`); one check for the list. Flags [`Code::RawMismatch`] on `fact` for a
-/// count that differs or a record that derives no list, on `fact[i].<field>` for a field.
+/// record it was made from (at `raw_at`), one for one and in order
+/// ([`rows_are_derived_from_raw`], each place `derived` gives, e.g. `[0].endpoints[2]`, below
+/// `raw_at`); one check for the list. Flags [`Code::RawMismatch`] on `fact` when the record
+/// derives no list.
 pub(crate) fn list_is_derived_from_raw<T: serde::Serialize>(
     g: &mut G,
     fact: &str,
@@ -330,22 +317,42 @@ pub(crate) fn list_is_derived_from_raw<T: serde::Serialize>(
     derived: Result<Vec<(String, T)>, DeriveError>,
     sources: &[Source],
 ) {
-    g.checks += 1;
     let derived = match derived {
-        Ok(d) => d,
-        Err(e) => return fields_are_derived(g, fact, &(), raw_at, Err::<(), _>(e), sources),
+        Ok(d) => d.into_iter().map(|(place, d)| (place, Ok(d))).collect(),
+        Err(e) => {
+            g.checks += 1;
+            return fields_are_derived(g, fact, &(), raw_at, Err::<(), _>(e), sources);
+        }
     };
+    let rows = recorded.iter().enumerate();
+    let rows = rows.map(|(i, r)| (format!("{fact}[{i}]"), r)).collect();
+    rows_are_derived_from_raw(g, fact, rows, raw_at, derived, sources);
+}
+
+/// Recorded facts (`recorded`: each fact's path and value, in order; the list at `fact`) are
+/// the facts [`crate::derive`] derives from raw answers (`derived`: each answer's place below
+/// `raw_at`, e.g. `[3]`, and what it derives), one for one and in order: as many, and each
+/// recorded fact the derived one (as [`fact_is_derived_from_raw`] compares them); one check for
+/// them all. Flags [`Code::RawMismatch`] on `fact` for a count that differs (and compares no
+/// further), on each fact's path (`.<field>`) for a field that differs or an answer that
+/// derives no fact.
+pub(crate) fn rows_are_derived_from_raw<R: serde::Serialize, T: serde::Serialize>(
+    g: &mut G,
+    fact: &str,
+    recorded: Vec<(String, R)>,
+    raw_at: &str,
+    derived: Vec<(String, Result<T, DeriveError>)>,
+    sources: &[Source],
+) {
+    g.checks += 1;
     let (n, raw_n) = (recorded.len(), derived.len());
     if n != raw_n {
-        g.flag(
-            RawMismatch,
-            fact,
-            format!("{n} recorded; {raw_at} derives {raw_n}"),
-        );
+        // Not one for one: comparing them in order would flag every fact after the first gap.
+        let why = format!("{n} recorded; {raw_at} derives {raw_n}");
+        return g.flag(RawMismatch, fact, why);
     }
-    for (i, (r, (place, d))) in recorded.iter().zip(derived).enumerate() {
-        let (fact, raw_at) = (format!("{fact}[{i}]"), format!("{raw_at}{place}"));
-        fields_are_derived(g, &fact, r, &raw_at, Ok(d), sources);
+    for ((fact, r), (place, d)) in recorded.into_iter().zip(derived) {
+        fields_are_derived(g, &fact, &r, &format!("{raw_at}{place}"), d, sources);
     }
 }
 
