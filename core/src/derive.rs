@@ -17,7 +17,9 @@
 use serde_json::Value;
 
 use crate::facts::a::{DeploymentFacts, LeaseFacts};
-use crate::facts::c::{EndpointFacts, EndpointSample, LeaseSample, ScaleBackFacts, ScaleUpFacts};
+use crate::facts::c::{
+    EndpointFacts, EndpointSample, LeaseSample, ReplicaFacts, ScaleBackFacts, ScaleUpFacts,
+};
 use crate::facts::{PodObservation, ServiceRef, WebhookFacts};
 use crate::rules::common::{ADMISSION_CONTAINER, KYVERNO_NAMESPACE, LEADER_LEASE};
 
@@ -187,6 +189,10 @@ pub const LEASE_SOURCES: &[Source] = &[
     ("lease_transitions", "spec.leaseTransitions"),
     ("at", ""),
 ];
+
+/// Where a Lease's holder taken from [`lease`]'s facts (one value: lab A act 6's
+/// `previous_lease_holder`) comes from.
+pub const LEASE_HOLDER_SOURCES: &[Source] = &[("", "spec.holderIdentity")];
 
 /// A pod's observation ([`PodObservation`]) from the Pod object a read returned: name,
 /// namespace and UID from `metadata`, `status.phase`, and the sum of
@@ -628,6 +634,40 @@ pub fn endpoint_sample(raw: &Value) -> Result<EndpointSample, DeriveError> {
 pub const ENDPOINT_SAMPLE_SOURCES: &[Source] =
     &[("at", "at"), ("endpoints", "slices"), ("error", "")];
 
+/// Whether a Pod's `status.conditions` has an entry of type `Ready` whose status is `True`.
+fn ready(p: &Value) -> Result<bool, DeriveError> {
+    let mut ready = false;
+    for (i, _) in array(p, "/status/conditions")?.iter().enumerate() {
+        let c = format!("/status/conditions/{i}");
+        let (kind, status) = (
+            string(p, &format!("{c}/type"))?,
+            string(p, &format!("{c}/status"))?,
+        );
+        ready |= kind.as_deref() == Some("Ready") && status.as_deref() == Some("True");
+    }
+    Ok(ready)
+}
+
+/// One of several replicas ([`ReplicaFacts`]) from its Pod object as listed (lab C act 3's raw
+/// `pods`, a JSON array of `v1` Pods): [`pod`]'s observation of it (`at`: the time of the
+/// read), whether a `status.conditions` entry of type `Ready` is `True`, and `status.podIP`
+/// (the address the API server dials; `None` when absent).
+///
+/// Errors: [`DeriveError`] when `raw` is no Pod or one of those fields has another type.
+pub fn replica(raw: &Value, at: String) -> Result<ReplicaFacts, DeriveError> {
+    Ok(ReplicaFacts {
+        pod: pod(raw, at)?,
+        ready: ready(raw)?,
+        pod_ip: string(raw, "/status/podIP")?,
+    })
+}
+
+/// Where `ready` and `pod_ip` of [`replica`]'s facts come from (its `pod`: [`POD_SOURCES`]).
+pub const REPLICA_SOURCES: &[Source] = &[
+    ("ready", "status.conditions[type=Ready].status"),
+    ("pod_ip", "status.podIP"),
+];
+
 /// The frozen replica's pod after a freeze settled (lab C's `target_after`, its pod's part):
 /// [`pod_after`].
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -686,19 +726,7 @@ pub fn pod_after(
             break;
         }
     }
-    let mut ready = false;
-    for (i, _) in array(p, "/status/conditions")
-        .map_err(at)?
-        .iter()
-        .enumerate()
-    {
-        let c = format!("/status/conditions/{i}");
-        let (kind, status) = (
-            string(p, &format!("{c}/type")).map_err(at)?,
-            string(p, &format!("{c}/status")).map_err(at)?,
-        );
-        ready |= kind.as_deref() == Some("Ready") && status.as_deref() == Some("True");
-    }
+    let ready = ready(p).map_err(at)?;
     Ok(PodAfter {
         pod_uid_after: string(p, "/metadata/uid").map_err(at)?,
         restart_count_after: restarts,
@@ -1214,6 +1242,37 @@ mod tests {
     }
 
     #[test]
+    fn replica_is_its_pod_readiness_and_address() {
+        let p = pod_of(
+            json!({"metadata": {"name": "p", "namespace": "kyverno", "uid": "u"},
+            "status": {"phase": "Running", "podIP": "10.42.0.4",
+                "conditions": [{"type": "Ready", "status": "True"}]}}),
+        );
+        let r = replica(&p, "t".into()).unwrap();
+        assert_eq!(
+            (r.pod.name.as_str(), r.ready, r.pod_ip.as_deref()),
+            ("p", true, Some("10.42.0.4"))
+        );
+        let mut not_ready = p.clone();
+        not_ready["status"]["conditions"][0]["status"] = json!("False");
+        not_ready["status"].as_object_mut().unwrap().remove("podIP");
+        let r = replica(&not_ready, "t".into()).unwrap();
+        assert_eq!((r.ready, r.pod_ip), (false, None));
+        let mut bad = p.clone();
+        bad["status"]["podIP"] = json!(10);
+        assert_eq!(
+            replica(&bad, "t".into()).unwrap_err(),
+            err("/status/podIP", "a string")
+        );
+        let mut bad = p;
+        bad["status"]["conditions"] = json!({"Ready": true});
+        assert_eq!(
+            replica(&bad, "t".into()).unwrap_err(),
+            err("/status/conditions", "an array")
+        );
+    }
+
+    #[test]
     fn every_fact_field_has_its_source() {
         let fields = |v: Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
         let names = |s: &[Source]| -> Vec<String> {
@@ -1305,6 +1364,12 @@ mod tests {
             fields(serde_json::to_value(x).unwrap()),
             names(ENDPOINT_SAMPLE_SOURCES)
         );
+        let mut r = replica(&pod_of(json!({})), "t".into()).unwrap();
+        r.pod_ip = Some(String::new());
+        let mut with_pod = names(REPLICA_SOURCES);
+        with_pod.push("pod".into());
+        with_pod.sort();
+        assert_eq!(fields(serde_json::to_value(r).unwrap()), with_pod);
         // Facts that are one value: one source, for the fact itself.
         for one in [
             HEALER_DEADLINE_SOURCES,

@@ -76,15 +76,6 @@ fn replica_names(replicas: &[ReplicaFacts]) -> BTreeSet<&str> {
     replicas.iter().map(|r| r.pod.name.as_str()).collect()
 }
 
-/// Whether a raw pod's `Ready` condition is `True`.
-fn raw_pod_ready(p: &Value) -> bool {
-    let cs = p.pointer("/status/conditions").and_then(Value::as_array);
-    cs.is_some_and(|cs| {
-        cs.iter()
-            .any(|c| c["type"] == "Ready" && c["status"] == "True")
-    })
-}
-
 /// Act 3: three ready replicas, their endpoints and the Lease, then the healthy baseline.
 pub(crate) fn act3(g: &mut G) {
     let Some(f) = g.facts::<Act3Facts>(3) else {
@@ -426,8 +417,9 @@ fn act3_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts
     wait_length_is_the_waits(g, s, f);
 }
 
-/// Act 3's replicas are the raw `pods` list: one per pod, each pod observation, its `Ready`
-/// condition and `status.podIP` the raw pod's. Flags [`Code::RawMismatch`].
+/// Act 3's replicas are the raw `pods` list: one per pod, each [`derive::replica`] of the raw
+/// pod of its name (the pod observation, its `Ready` condition, `status.podIP`). Flags
+/// [`Code::RawMismatch`].
 fn replicas_are_the_raw_pods(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts) {
     let Some(pods) = required_raw(g, ev, "pods", &format!("{s}.replicas")) else {
         return;
@@ -444,14 +436,11 @@ fn replicas_are_the_raw_pods(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts) {
             continue;
         };
         let raw_at = format!("{} raw[pods].data[{k}]", ev_name(ev.act));
-        let derived = derive::pod(p, r.pod.at.clone());
+        let derived = derive::replica(p, r.pod.at.clone());
         let (pod, sources) = (format!("{sub}.pod"), derive::POD_SOURCES);
-        fact_is_derived_from_raw(g, &pod, &r.pod, &raw_at, derived, sources);
-        let (ready, ip) = (raw_pod_ready(p), p["status"]["podIP"].as_str());
-        g.check(ready == r.ready && ip == r.pod_ip.as_deref(), RawMismatch, sub, || {
-            let (r_ready, r_ip) = (r.ready, &r.pod_ip);
-            format!("recorded ready={r_ready} podIP {r_ip:?}, the raw pod says ready={ready} podIP {ip:?}")
-        });
+        let derived_pod = derived.clone().map(|x| x.pod);
+        fact_is_derived_from_raw(g, &pod, &r.pod, &raw_at, derived_pod, sources);
+        fact_is_derived_from_raw(g, &sub, r, &raw_at, derived, derive::REPLICA_SOURCES);
     }
 }
 
