@@ -453,11 +453,11 @@ fn scale_is_the_healers_answers(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts
     let (id, deadline) = (&sc.fault_id, &sc.restore_deadline_at);
     let up = |raw: &Value| derive::scale_up(raw, id.clone(), deadline.clone());
     fact_is_derived_from_raw_record(g, ev, "scale-up", &sub, sc, up, derive::SCALE_UP_SOURCES);
-    let (sub, sources) = (
+    let (sub, ready) = (
         format!("{sub}.restore_deadline_at"),
-        derive::HEALER_DEADLINE_SOURCES,
+        derive::healer_deadline,
     );
-    let ready = derive::healer_deadline;
+    let sources = derive::HEALER_DEADLINE_SOURCES;
     fact_is_derived_from_raw_record(g, ev, "healer-ready", &sub, deadline, ready, sources);
 }
 
@@ -871,26 +871,17 @@ fn restart_counts_are_the_containers_attempts(
     ev: &Evidence,
     run: &ReplicaFreezeRun,
 ) {
-    let (t, sub, file) = (
-        &run.target_after,
-        format!("{s}.target_after"),
-        ev_name(ev.act),
-    );
+    let (t, sub) = (&run.target_after, format!("{s}.target_after"));
     let attempt = |raw: &Value| derive::cri_container(raw).map(|c| c.restart_count);
-    for (what, field, n) in [
-        (
-            "cri-container-before",
-            "restart_count_before",
-            t.restart_count_before,
-        ),
-        (
-            "cri-container-after",
-            "restart_count_after",
-            t.restart_count_after,
-        ),
-    ] {
-        if let Some(raw) = raw_record(ev, what) {
-            let (fact, raw_at) = (format!("{sub}.{field}"), format!("{file} raw[{what}].data"));
+    let counts = [
+        ("before", t.restart_count_before),
+        ("after", t.restart_count_after),
+    ];
+    for (when, n) in counts {
+        let what = format!("cri-container-{when}");
+        if let Some(raw) = raw_record(ev, &what) {
+            let fact = format!("{sub}.restart_count_{when}");
+            let raw_at = format!("{} raw[{what}].data", ev_name(ev.act));
             let sources = derive::RESTART_COUNT_SOURCES;
             fact_is_derived_from_raw(g, &fact, &n, &raw_at, attempt(raw), sources);
         }
@@ -990,11 +981,8 @@ fn samples_are_the_raw_samples(g: &mut G, s: &str, ev: &Evidence, run: &ReplicaF
 /// ID, PID, pod, `attempt` = the restart count), each [`fact_is_derived_from_raw`]. Flags
 /// [`Code::RawMismatch`] / [`Code::ObservationMissing`].
 fn target_after_is_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, run: &ReplicaFreezeRun) {
-    let (t, sub, file) = (
-        &run.target_after,
-        format!("{s}.target_after"),
-        ev_name(ev.act),
-    );
+    let (t, sub) = (&run.target_after, format!("{s}.target_after"));
+    let file = ev_name(ev.act);
     if let Some(pods) = required_raw(g, ev, "pods-after", &sub) {
         let raw_at = match derive::pod_named(pods, &t.pod) {
             Some(k) => format!("{file} raw[pods-after].data[{k}]"),
@@ -1007,11 +995,8 @@ fn target_after_is_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, run: &Replic
     if t.identity_after.is_some()
         && let Some(c) = required_raw(g, ev, "cri-container-after", &at)
     {
-        let (raw_at, derived) = (
-            format!("{file} raw[cri-container-after].data"),
-            derive::container_after(c),
-        );
-        let sources = derive::CONTAINER_AFTER_SOURCES;
+        let raw_at = format!("{file} raw[cri-container-after].data");
+        let (derived, sources) = (derive::container_after(c), derive::CONTAINER_AFTER_SOURCES);
         fact_is_derived_from_raw(g, &sub, t, &raw_at, derived, sources);
     }
 }
@@ -1201,7 +1186,7 @@ fn act7_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, f: &Act7Facts
     registration_is_derived_from(g, ev, "webhook-configuration", &webhook, &f.webhook);
 }
 
-/// The Deployment act 7 read before the scale back (raw `deployment-before`), one check: its
+/// The Deployment act 7 read before the scale back (raw `deployment-before`): its
 /// `spec.replicas` is `scale_back.replicas_before` ([`derive::deployment`],
 /// [`fact_is_derived_from_raw_record`]), and it is the Deployment recorded after the wait
 /// (`deployment.uid`; a rule across two reads, not a derivation: the read after the wait keeps no
