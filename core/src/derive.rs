@@ -1,6 +1,6 @@
 //! Facts derived from raw records: for each kind of raw record an act writes a fact from, the one
 //! pure function that maps the record to the fact. The act (`lab`) calls it to write the fact and
-//! the grader (`grade/derived.rs`) calls it again on the act's raw record, so the mapping is
+//! the grader (`grade/witness.rs`) calls it again on the act's raw record, so the mapping is
 //! written once and a recorded fact that differs from the derived one is a finding
 //! ([`crate::grade::Code::RawMismatch`]) that names both witnesses.
 //!
@@ -17,8 +17,11 @@
 use serde_json::Value;
 
 use crate::facts::a::{DeploymentFacts, LeaseFacts};
+use crate::facts::c::{
+    EndpointFacts, EndpointSample, LeaseSample, ReplicaFacts, ScaleBackFacts, ScaleUpFacts,
+};
 use crate::facts::{PodObservation, ServiceRef, WebhookFacts};
-use crate::rules::common::{KYVERNO_NAMESPACE, LEADER_LEASE};
+use crate::rules::common::{ADMISSION_CONTAINER, KYVERNO_NAMESPACE, LEADER_LEASE};
 
 /// A raw record that is not the object its kind says: the JSON pointer (below the record's
 /// `data`) of the first field that is not what the API sends, and what it should have been.
@@ -45,7 +48,8 @@ impl std::error::Error for DeriveError {}
 
 /// One fact field and the raw field it is derived from: `(fact field, raw path)`, the raw path
 /// dotted below the record's `data` (`status.readyReplicas`); an empty raw path: the field is
-/// not in the raw object (the time of the read).
+/// not in the raw object (the time of the read); an empty fact field: the fact is that one value
+/// (`scale.restore_deadline_at`, from the healer's `deadline_at`).
 pub type Source = (&'static str, &'static str);
 
 fn err(pointer: &str, expected: impl Into<String>) -> DeriveError {
@@ -58,15 +62,39 @@ fn err(pointer: &str, expected: impl Into<String>) -> DeriveError {
 /// The object itself when `raw` is a JSON object of `kind` in `api_version` (as the client
 /// serializes every object it read, list items too); else [`DeriveError`] naming it.
 fn object<'v>(raw: &'v Value, api_version: &str, kind: &str) -> Result<&'v Value, DeriveError> {
-    if !raw.is_object() {
-        return Err(err("", format!("a {kind} object")));
-    }
+    object_at(raw, "", api_version, kind)
+}
+
+/// [`object`] of the value at `at` (a JSON pointer) in `raw`.
+fn object_at<'v>(
+    raw: &'v Value,
+    at: &str,
+    api_version: &str,
+    kind: &str,
+) -> Result<&'v Value, DeriveError> {
+    let Some(o) = raw.pointer(at).filter(|o| o.is_object()) else {
+        return Err(err(at, format!("a {kind} object")));
+    };
     for (pointer, want) in [("/apiVersion", api_version), ("/kind", kind)] {
-        if raw.pointer(pointer).and_then(Value::as_str) != Some(want) {
-            return Err(err(pointer, format!("{want:?}")));
+        if o.pointer(pointer).and_then(Value::as_str) != Some(want) {
+            return Err(err(&format!("{at}{pointer}"), format!("{want:?}")));
         }
     }
-    Ok(raw)
+    Ok(o)
+}
+
+/// The array at `pointer` (absent or `null`: empty).
+fn array<'v>(raw: &'v Value, pointer: &str) -> Result<&'v [Value], DeriveError> {
+    match raw.pointer(pointer) {
+        None | Some(Value::Null) => Ok(&[]),
+        Some(Value::Array(a)) => Ok(a),
+        Some(_) => Err(err(pointer, "an array")),
+    }
+}
+
+/// The string at `pointer`, which must be there.
+fn required_string(raw: &Value, pointer: &str) -> Result<String, DeriveError> {
+    string(raw, pointer)?.ok_or_else(|| err(pointer, "a string"))
 }
 
 /// The string at `pointer` (absent or `null`: `None`).
@@ -161,6 +189,10 @@ pub const LEASE_SOURCES: &[Source] = &[
     ("lease_transitions", "spec.leaseTransitions"),
     ("at", ""),
 ];
+
+/// Where a Lease's holder taken from [`lease`]'s facts (one value: lab A act 6's
+/// `previous_lease_holder`) comes from.
+pub const LEASE_HOLDER_SOURCES: &[Source] = &[("", "spec.holderIdentity")];
 
 /// A pod's observation ([`PodObservation`]) from the Pod object a read returned: name,
 /// namespace and UID from `metadata`, `status.phase`, and the sum of
@@ -421,9 +453,386 @@ pub const CRI_CONTAINER_SOURCES: &[Source] = &[
     ("pod_namespace", "pod_namespace"),
 ];
 
+/// Where a restart count taken from a CRI container ([`cri_container`]'s `restart_count`, one
+/// value: lab C's `target_after.restart_count_before` and `_after`) comes from.
+pub const RESTART_COUNT_SOURCES: &[Source] = &[("", "attempt")];
+
 /// [`CRI_CONTAINER_SOURCES`] of a fact that records the process, its pod's name and the
 /// restart count, not the container's name and namespace.
 pub const CRI_PROCESS_SOURCES: &[Source] = CRI_CONTAINER_SOURCES.split_at(5).0;
+
+/// The boolean at `pointer` (absent or `null`: `None`).
+fn boolean(raw: &Value, pointer: &str) -> Result<Option<bool>, DeriveError> {
+    match raw.pointer(pointer) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(_) => Err(err(pointer, "a boolean")),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lab C.
+
+/// Lab C act 3's scale to three ([`ScaleUpFacts`]) from the healer's answer to the runner's
+/// request (raw `scale-up`, the runner's record of it: `{"sent_at", "answered_at",
+/// "replicas_before", "raw"}`, `raw` the `autoscaling/v1` Scale the API server returned):
+/// `replicas_before` (the Deployment's `spec.replicas` the healer read before it scaled),
+/// `raw.spec.replicas` (the count the API server stored; absent: 0, as the Scale API omits it)
+/// and `answered_at` (RFC 3339, verbatim) as `scaled_at`. The attempt's `fault_id` (its
+/// directory) and `restore_deadline_at` (the healer's deadline, [`healer_deadline`] of raw
+/// `healer-ready`) are not in the answer: the act passes them.
+///
+/// Errors: [`DeriveError`] when `raw` is no such record (`replicas_before` no int32,
+/// `answered_at` no string, `raw` no Scale, `raw.spec.replicas` no int32).
+pub fn scale_up(
+    raw: &Value,
+    fault_id: String,
+    restore_deadline_at: String,
+) -> Result<ScaleUpFacts, DeriveError> {
+    if !raw.is_object() {
+        return Err(err("", "the healer's answer to a scale"));
+    }
+    let before = count(raw, "/replicas_before")?;
+    let scale = object_at(raw, "/raw", "autoscaling/v1", "Scale")?;
+    let replicas =
+        count(scale, "/spec/replicas").map_err(|e| err("/raw/spec/replicas", e.expected))?;
+    Ok(ScaleUpFacts {
+        fault_id,
+        replicas_before: before.ok_or_else(|| err("/replicas_before", "an int32"))?,
+        replicas: replicas.unwrap_or(0),
+        scaled_at: required_string(raw, "/answered_at")?,
+        restore_deadline_at,
+    })
+}
+
+/// Where each field of [`scale_up`]'s facts comes from.
+pub const SCALE_UP_SOURCES: &[Source] = &[
+    ("fault_id", ""),
+    ("replicas_before", "replicas_before"),
+    ("replicas", "raw.spec.replicas"),
+    ("scaled_at", "answered_at"),
+    ("restore_deadline_at", ""),
+];
+
+/// The scale healer's deadline (lab C act 3's `scale.restore_deadline_at`: when it puts the
+/// original count back) from its ready answer (raw `healer-ready`, the healer's `HealerReady`:
+/// `{"ok", "pid", "armed_at", "deadline_at", …}`): `deadline_at` (RFC 3339, verbatim).
+///
+/// Errors: [`DeriveError`] when `raw` has no string `deadline_at`.
+pub fn healer_deadline(raw: &Value) -> Result<String, DeriveError> {
+    required_string(raw, "/deadline_at")
+}
+
+/// Where [`healer_deadline`]'s fact (one value) comes from.
+pub const HEALER_DEADLINE_SOURCES: &[Source] = &[("", "deadline_at")];
+
+/// `kyverno-svc`'s endpoints ([`EndpointFacts`]) from its EndpointSlices as listed (lab C act
+/// 3's raw `endpoint-slices`, and each `endpoint-slices` answer in a freeze's raw
+/// `freeze-samples`: a JSON array of `discovery.k8s.io/v1` EndpointSlice objects): each entry
+/// of each slice's `endpoints`, its `addresses[0]` (absent: empty), `targetRef.name` (the pod;
+/// absent: `None`) and `conditions.ready` (absent: ready, as the EndpointSlice API says), sorted
+/// by pod name (slices and entries in the list's order otherwise).
+///
+/// Errors: [`DeriveError`] when `raw` is no array of EndpointSlices, or a field has another type.
+pub fn endpoints(raw: &Value) -> Result<Vec<EndpointFacts>, DeriveError> {
+    Ok(located_endpoints(raw)?
+        .into_iter()
+        .map(|(_, e)| e)
+        .collect())
+}
+
+/// [`endpoints`], each with where it is in `raw`: `[<slice>].endpoints[<entry>]` (dotted, as
+/// [`Source`]'s raw paths).
+///
+/// Errors: as [`endpoints`].
+pub fn located_endpoints(raw: &Value) -> Result<Vec<(String, EndpointFacts)>, DeriveError> {
+    if !raw.is_array() {
+        return Err(err("", "a list of EndpointSlices"));
+    }
+    let mut out = Vec::new();
+    for (i, _) in array(raw, "")?.iter().enumerate() {
+        let slice = object_at(
+            raw,
+            &format!("/{i}"),
+            "discovery.k8s.io/v1",
+            "EndpointSlice",
+        )?;
+        for (j, _) in array(slice, "/endpoints")
+            .map_err(|e| err(&format!("/{i}{}", e.pointer), e.expected))?
+            .iter()
+            .enumerate()
+        {
+            let at = |p: &str| format!("/{i}/endpoints/{j}/{p}");
+            out.push((
+                format!("[{i}].endpoints[{j}]"),
+                EndpointFacts {
+                    address: string(raw, &at("addresses/0"))?.unwrap_or_default(),
+                    pod: string(raw, &at("targetRef/name"))?,
+                    ready: boolean(raw, &at("conditions/ready"))?.unwrap_or(true),
+                },
+            ));
+        }
+    }
+    out.sort_by(|(_, a), (_, b)| a.pod.cmp(&b.pod));
+    Ok(out)
+}
+
+/// Where each field of [`endpoints`]' facts comes from (below the endpoint's entry).
+pub const ENDPOINT_SOURCES: &[Source] = &[
+    ("address", "addresses[0]"),
+    ("pod", "targetRef.name"),
+    ("ready", "conditions.ready"),
+];
+
+/// One read of the Lease `kyverno` during a freeze ([`LeaseSample`]) from its raw answer (an
+/// entry of a freeze's raw `freeze-samples` with `what` = `lease`: `{"what", "at", "lease"}`,
+/// `lease` the Lease as read, `null` when there was none): `at` (the time of the read, RFC 3339
+/// verbatim) and [`lease`]'s `holder`, `renew_time` and `lease_transitions`; no `error` (a read
+/// that failed has no raw answer).
+///
+/// Errors: [`DeriveError`] when `raw` has no string `at`, or `lease` is no Lease
+/// ([`lease`]'s errors, below `/lease`).
+pub fn lease_sample(raw: &Value) -> Result<LeaseSample, DeriveError> {
+    let at = required_string(raw, "/at")?;
+    let below = |e: DeriveError| err(&format!("/lease{}", e.pointer), e.expected);
+    let l = lease(raw.get("lease").unwrap_or(&Value::Null), at.clone()).map_err(below)?;
+    Ok(LeaseSample {
+        at,
+        holder: l.holder,
+        renew_time: l.renew_time,
+        lease_transitions: l.lease_transitions,
+        error: None,
+    })
+}
+
+/// Where each field of [`lease_sample`]'s facts comes from.
+pub const LEASE_SAMPLE_SOURCES: &[Source] = &[
+    ("at", "at"),
+    ("holder", "lease.spec.holderIdentity"),
+    ("renew_time", "lease.spec.renewTime"),
+    ("lease_transitions", "lease.spec.leaseTransitions"),
+    ("error", ""),
+];
+
+/// One read of `kyverno-svc`'s endpoints during a freeze ([`EndpointSample`]) from its raw
+/// answer (an entry of a freeze's raw `freeze-samples` with `what` = `endpoint-slices`:
+/// `{"what", "at", "slices"}`): `at` (RFC 3339 verbatim) and [`endpoints`] of `slices`; no
+/// `error` (a read that failed has no raw answer).
+///
+/// Errors: [`DeriveError`] when `raw` has no string `at`, or `slices` derives no endpoints
+/// ([`endpoints`]' errors, below `/slices`).
+pub fn endpoint_sample(raw: &Value) -> Result<EndpointSample, DeriveError> {
+    let below = |e: DeriveError| err(&format!("/slices{}", e.pointer), e.expected);
+    Ok(EndpointSample {
+        at: required_string(raw, "/at")?,
+        endpoints: endpoints(raw.get("slices").unwrap_or(&Value::Null)).map_err(below)?,
+        error: None,
+    })
+}
+
+/// Where each field of [`endpoint_sample`]'s facts comes from.
+pub const ENDPOINT_SAMPLE_SOURCES: &[Source] =
+    &[("at", "at"), ("endpoints", "slices"), ("error", "")];
+
+/// Whether a Pod's `status.conditions` has an entry of type `Ready` whose status is `True`.
+fn ready(p: &Value) -> Result<bool, DeriveError> {
+    let mut ready = false;
+    for (i, _) in array(p, "/status/conditions")?.iter().enumerate() {
+        let c = format!("/status/conditions/{i}");
+        let (kind, status) = (
+            string(p, &format!("{c}/type"))?,
+            string(p, &format!("{c}/status"))?,
+        );
+        ready |= kind.as_deref() == Some("Ready") && status.as_deref() == Some("True");
+    }
+    Ok(ready)
+}
+
+/// One of several replicas ([`ReplicaFacts`]) from its Pod object as listed (lab C act 3's raw
+/// `pods`, a JSON array of `v1` Pods): [`pod`]'s observation of it (`at`: the time of the
+/// read), whether a `status.conditions` entry of type `Ready` is `True`, and `status.podIP`
+/// (the address the API server dials; `None` when absent).
+///
+/// Errors: [`DeriveError`] when `raw` is no Pod or one of those fields has another type.
+pub fn replica(raw: &Value, at: String) -> Result<ReplicaFacts, DeriveError> {
+    Ok(ReplicaFacts {
+        pod: pod(raw, at)?,
+        ready: ready(raw)?,
+        pod_ip: string(raw, "/status/podIP")?,
+    })
+}
+
+/// Where `ready` and `pod_ip` of [`replica`]'s facts come from (its `pod`: [`POD_SOURCES`]).
+pub const REPLICA_SOURCES: &[Source] = &[
+    ("ready", "status.conditions[type=Ready].status"),
+    ("pod_ip", "status.podIP"),
+];
+
+/// The frozen replica's pod after a freeze settled (lab C's `target_after`, its pod's part):
+/// [`pod_after`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PodAfter {
+    /// `metadata.uid` (`None`: no pod of that name).
+    pub pod_uid_after: Option<String>,
+    /// The `kyverno` container's `restartCount`.
+    pub restart_count_after: u32,
+    /// Whether its `Ready` condition is `True`.
+    pub ready_after: bool,
+}
+
+/// The index of the pod named `name` in a raw list of pods (`None`: not in it, or no list).
+pub fn pod_named(pods: &Value, name: &str) -> Option<usize> {
+    let named = |p: &Value| p.pointer("/metadata/name").and_then(Value::as_str) == Some(name);
+    pods.as_array()?.iter().position(named)
+}
+
+/// The frozen replica's pod after the settle ([`PodAfter`]), from the replicas listed then (raw
+/// `pods-after`: a JSON array of `v1` Pod objects) and its pod's name: the pod of that name
+/// ([`pod_named`]), its `metadata.uid`, the `restartCount` of its `kyverno` container in
+/// `status.containerStatuses` (no such status: 0) and whether a `status.conditions` entry of
+/// type `Ready` is `True`. No pod of that name (gone): no UID, not Ready, and the restart count
+/// the replica had before the freeze (`restart_count_before`, which the act passes).
+///
+/// Errors: [`DeriveError`] when `pods` is no array, the pod is no Pod, or one of those fields
+/// has another type.
+pub fn pod_after(
+    pods: &Value,
+    name: &str,
+    restart_count_before: u32,
+) -> Result<PodAfter, DeriveError> {
+    if !pods.is_array() {
+        return Err(err("", "a list of Pods"));
+    }
+    let Some(k) = pod_named(pods, name) else {
+        return Ok(PodAfter {
+            pod_uid_after: None,
+            restart_count_after: restart_count_before,
+            ready_after: false,
+        });
+    };
+    let p = object_at(pods, &format!("/{k}"), "v1", "Pod")?;
+    let at = |e: DeriveError| err(&format!("/{k}{}", e.pointer), e.expected);
+    let mut restarts = 0;
+    for (i, _) in array(p, "/status/containerStatuses")
+        .map_err(at)?
+        .iter()
+        .enumerate()
+    {
+        let c = format!("/status/containerStatuses/{i}");
+        if string(p, &format!("{c}/name")).map_err(at)?.as_deref() == Some(ADMISSION_CONTAINER) {
+            restarts = count(p, &format!("{c}/restartCount"))
+                .map_err(at)?
+                .unwrap_or(0);
+            break;
+        }
+    }
+    let ready = ready(p).map_err(at)?;
+    Ok(PodAfter {
+        pod_uid_after: string(p, "/metadata/uid").map_err(at)?,
+        restart_count_after: restarts,
+        ready_after: ready,
+    })
+}
+
+/// Where each field of [`pod_after`]'s facts comes from (below the pod's entry).
+pub const POD_AFTER_SOURCES: &[Source] = &[
+    ("pod_uid_after", "metadata.uid"),
+    (
+        "restart_count_after",
+        "status.containerStatuses[name=kyverno].restartCount",
+    ),
+    ("ready_after", "status.conditions[type=Ready].status"),
+];
+
+/// The frozen replica's container after the settle (lab C's `target_after`, its container's
+/// part): [`container_after`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ContainerAfter {
+    /// The container's ID, host PID and pod UID (`identity_after` less its start time, which
+    /// only `/proc` gives).
+    pub identity_after: CriProcess,
+    /// Its pod's name.
+    pub pod: String,
+    /// kubelet's restart count of the container: its `attempt`.
+    pub restart_count_after: u32,
+}
+
+/// The frozen replica's container after the settle ([`ContainerAfter`]) from the runtime's
+/// answer (raw `cri-container-after`): [`cri_container`]'s process, pod name and restart count
+/// (`attempt`), in `target_after`'s terms.
+///
+/// Errors: as [`cri_container`].
+pub fn container_after(raw: &Value) -> Result<ContainerAfter, DeriveError> {
+    let c = cri_container(raw)?;
+    Ok(ContainerAfter {
+        identity_after: c.identity,
+        pod: c.pod_name,
+        restart_count_after: c.restart_count,
+    })
+}
+
+/// Where each field of [`container_after`]'s facts comes from (fact fields dotted).
+pub const CONTAINER_AFTER_SOURCES: &[Source] = &[
+    ("identity_after.container_id", "container_id"),
+    ("identity_after.pid", "pid"),
+    ("identity_after.pod_uid", "pod_uid"),
+    ("pod", "pod_name"),
+    ("restart_count_after", "attempt"),
+];
+
+/// Lab C act 7's scale back ([`ScaleBackFacts`]) from the heal's record of act 3's scale
+/// attempt (raw `scale-attempt-heal`, the attempt's `heal.json`: `{"attempt", "kind",
+/// "command", "by", "at", "action", …}`): `attempt` (the attempt's directory name) as
+/// `fault_id`, `action` (`restored`, `already-restored`, …) and `at` (RFC 3339, verbatim).
+/// `replicas_before` (the Deployment read before the heal: [`deployment`]'s `replicas` of raw
+/// `deployment-before`, [`REPLICAS_SOURCES`]) and `replicas` (the original count written back)
+/// are not in the record: the act passes them.
+///
+/// Errors: [`DeriveError`] when `heal` is no object or `attempt`, `action` or `at` is no string.
+pub fn scale_back(
+    heal: &Value,
+    replicas_before: u32,
+    replicas: u32,
+) -> Result<ScaleBackFacts, DeriveError> {
+    if !heal.is_object() {
+        return Err(err("", "a heal record"));
+    }
+    Ok(ScaleBackFacts {
+        fault_id: required_string(heal, "/attempt")?,
+        action: required_string(heal, "/action")?,
+        replicas_before,
+        replicas,
+        at: required_string(heal, "/at")?,
+    })
+}
+
+/// Where each field of [`scale_back`]'s facts comes from.
+pub const SCALE_BACK_SOURCES: &[Source] = &[
+    ("fault_id", "attempt"),
+    ("action", "action"),
+    ("replicas_before", ""),
+    ("replicas", ""),
+    ("at", "at"),
+];
+
+/// Where a count of replicas taken from a Deployment ([`deployment`]'s `replicas`, one value:
+/// act 7's `scale_back.replicas_before`) comes from.
+pub const REPLICAS_SOURCES: &[Source] = &[("", "spec.replicas")];
+
+/// The policy's UID (lab C act 7's `policy_uid`) from the read of the policy (raw `policy`: the
+/// Kyverno `ValidatingPolicy` as the API server returned it, or `null` when there was none):
+/// `metadata.uid` (`None`: no policy, or none in it; the act records that as empty).
+///
+/// Errors: [`DeriveError`] when `raw` is neither `null` nor an object, or the UID is no string.
+pub fn policy_uid(raw: &Value) -> Result<Option<String>, DeriveError> {
+    if raw.is_null() {
+        return Ok(None);
+    }
+    Ok(stored_policy(raw)?.metadata.uid)
+}
+
+/// Where [`policy_uid`]'s fact (one value) comes from.
+pub const POLICY_UID_SOURCES: &[Source] = &[("", "metadata.uid")];
 
 #[cfg(test)]
 mod tests {
@@ -604,6 +1013,266 @@ mod tests {
     }
 
     #[test]
+    fn scale_up_is_the_healers_answer_and_its_scale() {
+        let up = json!({"sent_at": "2026-12-01T23:48:52.391Z", "answered_at": "2026-12-01T23:48:52.397Z",
+            "replicas_before": 1, "raw": of("autoscaling/v1", "Scale", json!({"spec": {"replicas": 3}}))});
+        let sc = scale_up(&up, "f".into(), "d".into()).unwrap();
+        assert_eq!((sc.replicas_before, sc.replicas), (1, 3));
+        assert_eq!(sc.scaled_at, "2026-12-01T23:48:52.397Z");
+        assert_eq!(
+            (sc.fault_id.as_str(), sc.restore_deadline_at.as_str()),
+            ("f", "d")
+        );
+        let mut zero = up.clone();
+        zero["raw"]["spec"] = json!({});
+        assert_eq!(scale_up(&zero, "f".into(), "d".into()).unwrap().replicas, 0);
+        let mut bad = up.clone();
+        bad["raw"]["spec"]["replicas"] = json!("3");
+        assert_eq!(
+            scale_up(&bad, "f".into(), "d".into()).unwrap_err(),
+            err("/raw/spec/replicas", "an int32")
+        );
+        let mut bad = up.clone();
+        bad["raw"]["kind"] = json!("Deployment");
+        assert_eq!(
+            scale_up(&bad, "f".into(), "d".into()).unwrap_err(),
+            err("/raw/kind", "\"Scale\"")
+        );
+        let mut bad = up;
+        bad.as_object_mut().unwrap().remove("answered_at");
+        assert_eq!(
+            scale_up(&bad, "f".into(), "d".into()).unwrap_err(),
+            err("/answered_at", "a string")
+        );
+        assert_eq!(
+            healer_deadline(&json!({"ok": true, "deadline_at": "t"})),
+            Ok("t".into())
+        );
+        assert_eq!(
+            healer_deadline(&json!({"deadline_at": 5})),
+            Err(err("/deadline_at", "a string"))
+        );
+    }
+
+    #[test]
+    fn endpoints_are_every_slices_entries_by_pod_with_ready_by_default() {
+        let slice = |eps: Value| {
+            of(
+                "discovery.k8s.io/v1",
+                "EndpointSlice",
+                json!({"endpoints": eps}),
+            )
+        };
+        let raw = json!([
+            slice(
+                json!([{"addresses": ["10.0.0.2", "10.0.0.9"], "targetRef": {"name": "p-b"},
+                "conditions": {"ready": false}}])
+            ),
+            slice(
+                json!([{"addresses": ["10.0.0.1"], "targetRef": {"name": "p-a"}, "conditions": {}},
+                {"addresses": [], "conditions": {"ready": true}}])
+            ),
+        ]);
+        let eps = located_endpoints(&raw).unwrap();
+        let got: Vec<(&str, &str, Option<&str>, bool)> = eps
+            .iter()
+            .map(|(at, e)| (at.as_str(), e.address.as_str(), e.pod.as_deref(), e.ready))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("[1].endpoints[1]", "", None, true),
+                ("[1].endpoints[0]", "10.0.0.1", Some("p-a"), true),
+                ("[0].endpoints[0]", "10.0.0.2", Some("p-b"), false),
+            ]
+        );
+        assert_eq!(endpoints(&raw).unwrap().len(), 3);
+        assert_eq!(endpoints(&json!([])), Ok(vec![]));
+        let mut bad = raw.clone();
+        bad[1]["endpoints"][0]["conditions"]["ready"] = json!("true");
+        assert_eq!(
+            endpoints(&bad).unwrap_err(),
+            err("/1/endpoints/0/conditions/ready", "a boolean")
+        );
+        let mut bad = raw;
+        bad[0]["kind"] = json!("Endpoints");
+        assert_eq!(
+            endpoints(&bad).unwrap_err(),
+            err("/0/kind", "\"EndpointSlice\"")
+        );
+        assert!(endpoints(&json!({"items": []})).is_err());
+    }
+
+    #[test]
+    fn pod_after_is_the_named_pods_uid_kyverno_restarts_and_readiness() {
+        let pods = json!([
+            pod_of(json!({"metadata": {"name": "other", "uid": "o"}})),
+            pod_of(json!({"metadata": {"name": "p", "uid": "u"}, "status": {
+                "conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}],
+                "containerStatuses": [{"name": "sidecar", "restartCount": 9}, {"name": "kyverno", "restartCount": 2}]}})),
+        ]);
+        let a = pod_after(&pods, "p", 0).unwrap();
+        assert_eq!(
+            a,
+            PodAfter {
+                pod_uid_after: Some("u".into()),
+                restart_count_after: 2,
+                ready_after: true
+            }
+        );
+        assert_eq!(pod_named(&pods, "p"), Some(1));
+        let other = pod_after(&pods, "other", 5).unwrap();
+        assert_eq!((other.restart_count_after, other.ready_after), (0, false));
+        let gone = pod_after(&pods, "gone", 5).unwrap();
+        assert_eq!(
+            gone,
+            PodAfter {
+                pod_uid_after: None,
+                restart_count_after: 5,
+                ready_after: false
+            }
+        );
+        let mut bad = pods.clone();
+        bad[1]["status"]["containerStatuses"][1]["restartCount"] = json!("2");
+        assert_eq!(
+            pod_after(&bad, "p", 0).unwrap_err(),
+            err("/1/status/containerStatuses/1/restartCount", "an int32")
+        );
+        let mut bad = pods;
+        bad[1]["metadata"]["uid"] = json!(7);
+        assert_eq!(
+            pod_after(&bad, "p", 0).unwrap_err(),
+            err("/1/metadata/uid", "a string")
+        );
+        assert!(pod_after(&json!(null), "p", 0).is_err());
+    }
+
+    #[test]
+    fn container_after_is_the_cri_answer_in_target_afters_terms() {
+        let c = container_after(&json!({"container_id": "c", "pid": 603, "pod_uid": "u",
+            "pod_name": "p", "container_name": "kyverno", "attempt": 1}))
+        .unwrap();
+        assert_eq!(
+            (c.identity_after.pid, c.pod.as_str(), c.restart_count_after),
+            (603, "p", 1)
+        );
+        assert_eq!(c.identity_after.container_id, "c");
+        assert_eq!(
+            container_after(&json!({"attempt": "1"})).unwrap_err(),
+            err("/attempt", "an int32")
+        );
+    }
+
+    #[test]
+    fn scale_back_is_the_heal_records_attempt_action_and_time() {
+        let heal = json!({"attempt": "scale-03-x", "kind": "scale", "action": "already-restored",
+            "at": "2026-12-01T23:50:43.341Z", "command": "act 7 (scale back)"});
+        let b = scale_back(&heal, 3, 1).unwrap();
+        assert_eq!(
+            (b.fault_id.as_str(), b.action.as_str(), b.at.as_str()),
+            ("scale-03-x", "already-restored", "2026-12-01T23:50:43.341Z")
+        );
+        assert_eq!((b.replicas_before, b.replicas), (3, 1));
+        assert_eq!(
+            scale_back(&json!({"attempt": 3}), 3, 1).unwrap_err(),
+            err("/attempt", "a string")
+        );
+        assert!(scale_back(&json!(null), 3, 1).is_err());
+    }
+
+    #[test]
+    fn policy_uid_is_the_read_policys_uid_or_none() {
+        let p = json!({"apiVersion": "policies.kyverno.io/v1", "kind": "ValidatingPolicy",
+            "metadata": {"name": "kca-webhook-label", "uid": "u"}});
+        assert_eq!(policy_uid(&p), Ok(Some("u".into())));
+        assert_eq!(policy_uid(&Value::Null), Ok(None));
+        assert_eq!(policy_uid(&json!({"metadata": {}})), Ok(None));
+        assert_eq!(
+            policy_uid(&json!({"metadata": {"uid": 7}})).unwrap_err(),
+            err("/metadata/uid", "a string")
+        );
+        assert!(policy_uid(&json!("u")).is_err());
+    }
+
+    #[test]
+    fn freeze_samples_are_their_reads_time_and_answer() {
+        let l = lease_of(
+            json!({"metadata": {"name": "kyverno", "namespace": "kyverno"},
+            "spec": {"holderIdentity": "p", "renewTime": "2026-12-01T23:49:30.009607Z", "leaseTransitions": 1}}),
+        );
+        let x = lease_sample(&json!({"what": "lease", "at": "t", "lease": l})).unwrap();
+        assert_eq!(
+            (
+                x.at.as_str(),
+                x.holder.as_deref(),
+                x.renew_time.as_deref(),
+                x.lease_transitions
+            ),
+            ("t", Some("p"), Some("2026-12-01T23:49:30.009607Z"), Some(1))
+        );
+        assert_eq!(x.error, None);
+        let none = lease_sample(&json!({"what": "lease", "at": "t", "lease": null})).unwrap();
+        assert_eq!(none.holder, None);
+        let mut bad = l.clone();
+        bad["spec"]["leaseTransitions"] = json!("1");
+        assert_eq!(
+            lease_sample(&json!({"at": "t", "lease": bad})).unwrap_err(),
+            err("/lease/spec/leaseTransitions", "an int32")
+        );
+        assert_eq!(
+            lease_sample(&json!({"lease": l})).unwrap_err(),
+            err("/at", "a string")
+        );
+        let slice = of(
+            "discovery.k8s.io/v1",
+            "EndpointSlice",
+            json!({"endpoints": [{"addresses": ["10.0.0.1"], "targetRef": {"name": "p"}}]}),
+        );
+        let e = endpoint_sample(&json!({"what": "endpoint-slices", "at": "t", "slices": [slice]}))
+            .unwrap();
+        assert_eq!((e.at.as_str(), e.endpoints.len()), ("t", 1));
+        assert_eq!(
+            (e.endpoints[0].address.as_str(), e.endpoints[0].ready),
+            ("10.0.0.1", true)
+        );
+        assert_eq!(
+            endpoint_sample(&json!({"at": "t", "slices": {}})).unwrap_err(),
+            err("/slices", "a list of EndpointSlices")
+        );
+    }
+
+    #[test]
+    fn replica_is_its_pod_readiness_and_address() {
+        let p = pod_of(
+            json!({"metadata": {"name": "p", "namespace": "kyverno", "uid": "u"},
+            "status": {"phase": "Running", "podIP": "10.42.0.4",
+                "conditions": [{"type": "Ready", "status": "True"}]}}),
+        );
+        let r = replica(&p, "t".into()).unwrap();
+        assert_eq!(
+            (r.pod.name.as_str(), r.ready, r.pod_ip.as_deref()),
+            ("p", true, Some("10.42.0.4"))
+        );
+        let mut not_ready = p.clone();
+        not_ready["status"]["conditions"][0]["status"] = json!("False");
+        not_ready["status"].as_object_mut().unwrap().remove("podIP");
+        let r = replica(&not_ready, "t".into()).unwrap();
+        assert_eq!((r.ready, r.pod_ip), (false, None));
+        let mut bad = p.clone();
+        bad["status"]["podIP"] = json!(10);
+        assert_eq!(
+            replica(&bad, "t".into()).unwrap_err(),
+            err("/status/podIP", "a string")
+        );
+        let mut bad = p;
+        bad["status"]["conditions"] = json!({"Ready": true});
+        assert_eq!(
+            replica(&bad, "t".into()).unwrap_err(),
+            err("/status/conditions", "an array")
+        );
+    }
+
+    #[test]
     fn every_fact_field_has_its_source() {
         let fields = |v: Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
         let names = |s: &[Source]| -> Vec<String> {
@@ -655,5 +1324,59 @@ mod tests {
             leaves(serde_json::to_value(c).unwrap()),
             names(CRI_CONTAINER_SOURCES)
         );
+        let c = container_after(&json!({})).unwrap();
+        assert_eq!(
+            leaves(serde_json::to_value(c).unwrap()),
+            names(CONTAINER_AFTER_SOURCES)
+        );
+        let up = json!({"replicas_before": 1, "answered_at": "t", "raw": of("autoscaling/v1", "Scale", json!({}))});
+        let sc = scale_up(&up, "f".into(), "d".into()).unwrap();
+        assert_eq!(
+            fields(serde_json::to_value(sc).unwrap()),
+            names(SCALE_UP_SOURCES)
+        );
+        let e = endpoints(&json!([of(
+            "discovery.k8s.io/v1",
+            "EndpointSlice",
+            json!({"endpoints": [{}]})
+        )]));
+        let e = serde_json::to_value(&e.unwrap()[0]).unwrap();
+        assert_eq!(fields(e), names(ENDPOINT_SOURCES));
+        let a = pod_after(&json!([]), "p", 0).unwrap();
+        assert_eq!(
+            fields(serde_json::to_value(a).unwrap()),
+            names(POD_AFTER_SOURCES)
+        );
+        let b = scale_back(&json!({"attempt": "a", "action": "b", "at": "t"}), 0, 0).unwrap();
+        assert_eq!(
+            fields(serde_json::to_value(b).unwrap()),
+            names(SCALE_BACK_SOURCES)
+        );
+        let mut x = lease_sample(&json!({"at": "t", "lease": null})).unwrap();
+        x.error = Some(String::new());
+        assert_eq!(
+            fields(serde_json::to_value(x).unwrap()),
+            names(LEASE_SAMPLE_SOURCES)
+        );
+        let mut x = endpoint_sample(&json!({"at": "t", "slices": []})).unwrap();
+        x.error = Some(String::new());
+        assert_eq!(
+            fields(serde_json::to_value(x).unwrap()),
+            names(ENDPOINT_SAMPLE_SOURCES)
+        );
+        let mut r = replica(&pod_of(json!({})), "t".into()).unwrap();
+        r.pod_ip = Some(String::new());
+        let mut with_pod = names(REPLICA_SOURCES);
+        with_pod.push("pod".into());
+        with_pod.sort();
+        assert_eq!(fields(serde_json::to_value(r).unwrap()), with_pod);
+        // Facts that are one value: one source, for the fact itself.
+        for one in [
+            HEALER_DEADLINE_SOURCES,
+            REPLICAS_SOURCES,
+            POLICY_UID_SOURCES,
+        ] {
+            assert_eq!(names(one), [""]);
+        }
     }
 }

@@ -28,6 +28,9 @@ pub mod common {
     /// Kyverno's admission controller Deployment, which the acts read by name (chart 3.x,
     /// `charts/kyverno/templates/admission-controller/deployment.yaml` upstream).
     pub const ADMISSION_DEPLOYMENT: &str = "kyverno-admission-controller";
+    /// The admission controller's main container in its pods (chart 3.x), whose restart count
+    /// the acts record.
+    pub const ADMISSION_CONTAINER: &str = "kyverno";
     /// Kyverno's leader-election Lease in [`KYVERNO_NAMESPACE`], which the acts read by name
     /// (kyverno `pkg/leaderelection`).
     pub const LEADER_LEASE: &str = "kyverno";

@@ -47,8 +47,9 @@ use serde_json::Value;
 use super::Code;
 use super::freeze::{self, Freeze};
 use super::witness::{
-    fact_is_derived_from_raw, fact_is_derived_from_raw_record, lease_is_derived_from, raw_record,
-    registration_is_derived_from, required_raw, same_time,
+    fact_is_derived_from_raw, fact_is_derived_from_raw_record, lease_is_derived_from,
+    list_is_derived_from_raw, raw_record, registration_is_derived_from, required_raw,
+    rows_are_derived_from_raw,
 };
 use super::{
     Code::*, G, SameRegistration, ev_name, fields_are, registration_equals, times_are_ordered,
@@ -77,25 +78,6 @@ fn replica_uids(a3: &Act3Facts) -> BTreeSet<&str> {
 /// The pod names of act 3's replicas.
 fn replica_names(replicas: &[ReplicaFacts]) -> BTreeSet<&str> {
     replicas.iter().map(|r| r.pod.name.as_str()).collect()
-}
-
-/// Whether a raw pod's `Ready` condition is `True`.
-fn raw_pod_ready(p: &Value) -> bool {
-    let cs = p.pointer("/status/conditions").and_then(Value::as_array);
-    cs.is_some_and(|cs| {
-        cs.iter()
-            .any(|c| c["type"] == "Ready" && c["status"] == "True")
-    })
-}
-
-/// The pod named `name` in a raw list of pods.
-fn raw_pod<'v>(pods: &'v Value, name: &str) -> Option<(usize, &'v Value)> {
-    let named = |p: &&Value| p.pointer("/metadata/name").and_then(Value::as_str) == Some(name);
-    pods.as_array()
-        .into_iter()
-        .flatten()
-        .enumerate()
-        .find(|(_, p)| named(p))
 }
 
 /// Act 3: three ready replicas, their endpoints and the Lease, then the healthy baseline.
@@ -434,19 +416,18 @@ fn act3_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts
     replicas_are_the_raw_pods(g, s, ev, f);
     let sub = format!("{s}.endpoints");
     if let Some(slices) = required_raw(g, ev, "endpoint-slices", &sub) {
-        let raw = endpoints_of_slices(slices);
-        let recorded = &f.endpoints;
-        g.check(raw == *recorded, RawMismatch, sub, || {
-            format!("recorded {recorded:?}, the raw EndpointSlices say {raw:?}")
-        });
+        let raw_at = format!("{} raw[endpoint-slices].data", ev_name(ev.act));
+        let (derived, sources) = (derive::located_endpoints(slices), derive::ENDPOINT_SOURCES);
+        list_is_derived_from_raw(g, &sub, &f.endpoints, &raw_at, derived, sources);
     }
     scale_is_the_healers_answers(g, s, ev, f);
     replica_counters_are_the_raw_lines(g, s, ev, &f.replica_requests);
     wait_length_is_the_waits(g, s, f);
 }
 
-/// Act 3's replicas are the raw `pods` list: one per pod, each pod observation, its `Ready`
-/// condition and `status.podIP` the raw pod's. Flags [`Code::RawMismatch`].
+/// Act 3's replicas are the raw `pods` list: one per pod, each [`derive::replica`] of the raw
+/// pod of its name (the pod observation, its `Ready` condition, `status.podIP`). Flags
+/// [`Code::RawMismatch`].
 fn replicas_are_the_raw_pods(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts) {
     let Some(pods) = required_raw(g, ev, "pods", &format!("{s}.replicas")) else {
         return;
@@ -457,63 +438,35 @@ fn replicas_are_the_raw_pods(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts) {
     });
     for (i, r) in f.replicas.iter().enumerate() {
         let sub = format!("{s}.replicas[{i}]");
-        let Some((k, p)) = raw_pod(pods, &r.pod.name) else {
+        let Some((k, p)) = derive::pod_named(pods, &r.pod.name).map(|k| (k, &pods[k])) else {
             let missing = format!("pod {} is not in the raw list", r.pod.name);
             g.flag(RawMismatch, sub, missing);
             continue;
         };
         let raw_at = format!("{} raw[pods].data[{k}]", ev_name(ev.act));
-        let derived = derive::pod(p, r.pod.at.clone());
+        let derived = derive::replica(p, r.pod.at.clone());
         let (pod, sources) = (format!("{sub}.pod"), derive::POD_SOURCES);
-        fact_is_derived_from_raw(g, &pod, &r.pod, &raw_at, derived, sources);
-        let (ready, ip) = (raw_pod_ready(p), p["status"]["podIP"].as_str());
-        g.check(ready == r.ready && ip == r.pod_ip.as_deref(), RawMismatch, sub, || {
-            let (r_ready, r_ip) = (r.ready, &r.pod_ip);
-            format!("recorded ready={r_ready} podIP {r_ip:?}, the raw pod says ready={ready} podIP {ip:?}")
-        });
+        let derived_pod = derived.clone().map(|x| x.pod);
+        fact_is_derived_from_raw(g, &pod, &r.pod, &raw_at, derived_pod, sources);
+        fact_is_derived_from_raw(g, &sub, r, &raw_at, derived, derive::REPLICA_SOURCES);
     }
 }
 
-/// Act 3's scale is the healer's answers: `scale-up` (replicas before and after, the answer's
-/// time) and `healer-ready` (its deadline). Flags [`Code::RawMismatch`].
+/// Act 3's scale is the healer's answers: `scale-up` ([`derive::scale_up`]: the replicas before
+/// and after, the answer's time) and `healer-ready` ([`derive::healer_deadline`]: its deadline),
+/// each [`fact_is_derived_from_raw_record`]. Flags [`Code::RawMismatch`] /
+/// [`Code::ObservationMissing`].
 fn scale_is_the_healers_answers(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts) {
     let (sc, sub) = (&f.scale, format!("{s}.scale"));
-    if let Some(up) = required_raw(g, ev, "scale-up", &sub) {
-        let ok = up["replicas_before"].as_u64() == Some(u64::from(sc.replicas_before))
-            && up.pointer("/raw/spec/replicas").and_then(Value::as_u64)
-                == Some(u64::from(sc.replicas))
-            && up["answered_at"].as_str() == Some(sc.scaled_at.as_str());
-        g.check(ok, RawMismatch, sub, || {
-            format!("recorded {sc:?}, the healer's answer says {up}")
-        });
-    }
-    let sub = format!("{s}.scale.restore_deadline_at");
-    if let Some(ready) = required_raw(g, ev, "healer-ready", &sub) {
-        let (raw, at) = (&ready["deadline_at"], &sc.restore_deadline_at);
-        g.check(raw.as_str() == Some(at.as_str()), RawMismatch, sub, || {
-            format!("recorded {at:?}, the healer's ready answer says {raw}")
-        });
-    }
-}
-
-/// `kyverno-svc`'s endpoints as the act derives them from its EndpointSlices (raw, verbatim):
-/// each endpoint's first address, its pod, `conditions.ready` (absent counts as ready), sorted
-/// by pod name.
-fn endpoints_of_slices(slices: &Value) -> Vec<EndpointFacts> {
-    let text = |e: &Value, p: &str| e.pointer(p).and_then(Value::as_str).map(str::to_owned);
-    let mut raw: Vec<EndpointFacts> = (slices.as_array().into_iter().flatten())
-        .flat_map(|sl| sl["endpoints"].as_array().cloned().unwrap_or_default())
-        .map(|e| EndpointFacts {
-            address: text(&e, "/addresses/0").unwrap_or_default(),
-            pod: text(&e, "/targetRef/name"),
-            ready: e
-                .pointer("/conditions/ready")
-                .and_then(Value::as_bool)
-                .unwrap_or(true),
-        })
-        .collect();
-    raw.sort_by(|a, b| a.pod.cmp(&b.pod));
-    raw
+    let (id, deadline) = (&sc.fault_id, &sc.restore_deadline_at);
+    let up = |raw: &Value| derive::scale_up(raw, id.clone(), deadline.clone());
+    fact_is_derived_from_raw_record(g, ev, "scale-up", &sub, sc, up, derive::SCALE_UP_SOURCES);
+    let (sub, ready) = (
+        format!("{sub}.restore_deadline_at"),
+        derive::healer_deadline,
+    );
+    let sources = derive::HEALER_DEADLINE_SOURCES;
+    fact_is_derived_from_raw_record(g, ev, "healer-ready", &sub, deadline, ready, sources);
 }
 
 /// Each replica's counter is what its raw `/metrics` lines give
@@ -941,8 +894,8 @@ fn frozen_replica_after_is_the_same_pod(g: &mut G, s: &str, run: &ReplicaFreezeR
 
 /// The frozen replica's restart counts are its container's restart attempts as CRI answered
 /// them (raw `cri-container-before`, `cri-container-after`: kubelet's `attempt` is the restart
-/// count, as act 4 holds), and a CRI answer after the resume is not dropped from the facts
-/// (`identity_after`). Flags raw-mismatch.
+/// count, as act 4 holds: [`derive::cri_container`]'s, [`fact_is_derived_from_raw`]), and a CRI
+/// answer after the resume is not dropped from the facts (`identity_after`). Flags raw-mismatch.
 fn restart_counts_are_the_containers_attempts(
     g: &mut G,
     s: &str,
@@ -950,21 +903,26 @@ fn restart_counts_are_the_containers_attempts(
     run: &ReplicaFreezeRun,
 ) {
     let (t, sub) = (&run.target_after, format!("{s}.target_after"));
-    let attempt = |v: &Value| v.get("attempt").and_then(Value::as_u64);
-    if let Some(before) = raw_record(ev, "cri-container-before") {
-        let count = Some(u64::from(t.restart_count_before));
-        let rows = [("restart_count_before", attempt(before), count)];
-        fields_are(g, RawMismatch, &sub, rows);
+    let attempt = |raw: &Value| derive::cri_container(raw).map(|c| c.restart_count);
+    let counts = [
+        ("before", t.restart_count_before),
+        ("after", t.restart_count_after),
+    ];
+    for (when, n) in counts {
+        let what = format!("cri-container-{when}");
+        if let Some(raw) = raw_record(ev, &what) {
+            let fact = format!("{sub}.restart_count_{when}");
+            let raw_at = format!("{} raw[{what}].data", ev_name(ev.act));
+            let sources = derive::RESTART_COUNT_SOURCES;
+            fact_is_derived_from_raw(g, &fact, &n, &raw_at, attempt(raw), sources);
+        }
     }
-    if let Some(after) = raw_record(ev, "cri-container-after") {
+    if raw_record(ev, "cri-container-after").is_some() {
         let at = format!("{sub}.identity_after");
         g.check(t.identity_after.is_some(), RawMismatch, at, || {
             "CRI answered after the resume (raw cri-container-after), the facts say it did not"
                 .into()
         });
-        let count = Some(u64::from(t.restart_count_after));
-        let rows = [("restart_count_after", attempt(after), count)];
-        fields_are(g, RawMismatch, &sub, rows);
     }
 }
 
@@ -1015,113 +973,62 @@ fn freeze_run_is_its_raw_reads(g: &mut G, s: &str, ev: &Evidence, run: &ReplicaF
 }
 
 /// Every Lease and EndpointSlice sample of a freeze is its raw answer (`freeze-samples`, in
-/// order; a failed read has no raw answer). Flags [`Code::RawMismatch`].
+/// order; a failed read has no raw answer): [`derive::lease_sample`] and
+/// [`derive::endpoint_sample`] of it ([`rows_are_derived_from_raw`], one check per kind).
+/// Flags [`Code::RawMismatch`] / [`Code::ObservationMissing`].
 fn samples_are_the_raw_samples(g: &mut G, s: &str, ev: &Evidence, run: &ReplicaFreezeRun) {
     let Some(samples) = required_raw(g, ev, "freeze-samples", &format!("{s}.lease_samples")) else {
         return;
     };
-    let of = |what: &str| -> Vec<&Value> {
-        samples
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|x| x["what"] == what)
+    let raw_at = format!("{} raw[freeze-samples].data", ev_name(ev.act));
+    // Each answer of kind `what`, by its place in the list, and what it derives.
+    fn derived<T>(samples: &Value, what: &str, derive: fn(&Value) -> T) -> Vec<(String, T)> {
+        let answers = samples.as_array().into_iter().flatten().enumerate();
+        let of_kind = answers.filter(|(_, x)| x["what"] == what);
+        of_kind
+            .map(|(k, x)| (format!("[{k}]"), derive(x)))
             .collect()
-    };
-    let at = |raw: &Value, at: &str| same_time(raw["at"].as_str(), Some(at));
-    let lease_agrees = |raw: &Value, x: &LeaseSample| {
-        let spec = |k: &str| raw.pointer(&format!("/lease/spec/{k}"));
-        at(raw, &x.at)
-            && spec("holderIdentity").and_then(Value::as_str) == x.holder.as_deref()
-            && same_time(
-                spec("renewTime").and_then(Value::as_str),
-                x.renew_time.as_deref(),
-            )
-            && spec("leaseTransitions").and_then(Value::as_u64)
-                == x.lease_transitions.map(u64::from)
-    };
-    let slices_agree = |raw: &Value, x: &EndpointSample| {
-        at(raw, &x.at) && endpoints_of_slices(&raw["slices"]) == x.endpoints
-    };
-    let leases = run.lease_samples.iter().filter(|x| x.error.is_none());
-    let endpoints = run.endpoint_samples.iter().filter(|x| x.error.is_none());
-    samples_agree(
-        g,
-        s,
-        "lease_samples",
-        "Lease",
-        &of("lease"),
-        leases,
-        lease_agrees,
+    }
+    let read = |field: &str, i: usize| format!("{s}.{field}[{i}]");
+    let leases = (run.lease_samples.iter().enumerate()).filter(|(_, x)| x.error.is_none());
+    let leases = leases.map(|(i, x)| (read("lease_samples", i), x)).collect();
+    let (fact, sources) = (format!("{s}.lease_samples"), derive::LEASE_SAMPLE_SOURCES);
+    let raw = derived(samples, "lease", derive::lease_sample);
+    rows_are_derived_from_raw(g, &fact, leases, &raw_at, raw, sources);
+    let endpoints = (run.endpoint_samples.iter().enumerate()).filter(|(_, x)| x.error.is_none());
+    let endpoints = endpoints
+        .map(|(i, x)| (read("endpoint_samples", i), x))
+        .collect();
+    let (fact, sources) = (
+        format!("{s}.endpoint_samples"),
+        derive::ENDPOINT_SAMPLE_SOURCES,
     );
-    samples_agree(
-        g,
-        s,
-        "endpoint_samples",
-        "EndpointSlice",
-        &of("endpoint-slices"),
-        endpoints,
-        slices_agree,
-    );
+    let raw = derived(samples, "endpoint-slices", derive::endpoint_sample);
+    rows_are_derived_from_raw(g, &fact, endpoints, &raw_at, raw, sources);
 }
 
-/// The successful reads `read` recorded at `s.<field>` are the raw answers `raw` of their kind
-/// (`kind`, for the words), one for one and in order, each as `agrees` compares them. Flags
-/// [`Code::RawMismatch`].
-fn samples_agree<'r, T: 'r>(
-    g: &mut G,
-    s: &str,
-    field: &str,
-    kind: &str,
-    raw: &[&Value],
-    read: impl Iterator<Item = &'r T>,
-    agrees: impl Fn(&Value, &T) -> bool,
-) {
-    let read: Vec<&T> = read.collect();
-    let ok = raw.len() == read.len() && raw.iter().zip(&read).all(|(r, x)| agrees(r, x));
-    g.check(ok, RawMismatch, format!("{s}.{field}"), || {
-        let (n, m) = (read.len(), raw.len());
-        format!("{n} successful reads recorded, the raw samples hold {m} {kind} answers that do not all agree")
-    });
-}
-
-/// The frozen pod after the settle is the raw `pods-after` (UID, restart count, `Ready`) and its
-/// container the raw `cri-container-after` (ID, PID, pod, `attempt` = the restart count). Flags
+/// The frozen pod after the settle is the raw `pods-after` ([`derive::pod_after`]: UID, restart
+/// count, `Ready`) and its container the raw `cri-container-after` ([`derive::container_after`]:
+/// ID, PID, pod, `attempt` = the restart count), each [`fact_is_derived_from_raw`]. Flags
 /// [`Code::RawMismatch`] / [`Code::ObservationMissing`].
 fn target_after_is_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, run: &ReplicaFreezeRun) {
     let (t, sub) = (&run.target_after, format!("{s}.target_after"));
+    let file = ev_name(ev.act);
     if let Some(pods) = required_raw(g, ev, "pods-after", &sub) {
-        let pod = raw_pod(pods, &t.pod).map(|(_, p)| p);
-        let uid = pod
-            .and_then(|p| p.pointer("/metadata/uid"))
-            .and_then(Value::as_str);
-        let restarts = (pod.and_then(|p| p.pointer("/status/containerStatuses")))
-            .and_then(Value::as_array)
-            .and_then(|cs| cs.iter().find(|c| c["name"] == "kyverno"))
-            .and_then(|c| c["restartCount"].as_u64())
-            .unwrap_or(u64::from(t.restart_count_before));
-        let ready = pod.is_some_and(raw_pod_ready);
-        let ok = uid == t.pod_uid_after.as_deref()
-            && restarts == u64::from(t.restart_count_after)
-            && ready == t.ready_after;
-        g.check(ok, RawMismatch, &sub, || {
-            let (u, r, rd) = (&t.pod_uid_after, t.restart_count_after, t.ready_after);
-            format!("recorded uid {u:?}, restarts {r}, ready {rd}; the raw pods say {uid:?}, {restarts}, {ready}")
-        });
+        let raw_at = match derive::pod_named(pods, &t.pod) {
+            Some(k) => format!("{file} raw[pods-after].data[{k}]"),
+            None => format!("{file} raw[pods-after].data (no pod {})", t.pod),
+        };
+        let derived = derive::pod_after(pods, &t.pod, t.restart_count_before);
+        fact_is_derived_from_raw(g, &sub, t, &raw_at, derived, derive::POD_AFTER_SOURCES);
     }
-    let sub = format!("{sub}.identity_after");
-    if let Some(after) = &t.identity_after
-        && let Some(c) = required_raw(g, ev, "cri-container-after", &sub)
+    let at = format!("{sub}.identity_after");
+    if t.identity_after.is_some()
+        && let Some(c) = required_raw(g, ev, "cri-container-after", &at)
     {
-        let ok = c["container_id"].as_str() == Some(after.container_id.as_str())
-            && c["pid"].as_u64() == Some(u64::from(after.pid))
-            && c["pod_uid"].as_str() == Some(after.pod_uid.as_str())
-            && c["pod_name"].as_str() == Some(t.pod.as_str())
-            && c["attempt"].as_u64() == Some(u64::from(t.restart_count_after));
-        g.check(ok, RawMismatch, sub, || {
-            let restarts = t.restart_count_after;
-            format!("recorded {after:?} (restarts {restarts}), the raw CRI container says {c}")
-        });
+        let raw_at = format!("{file} raw[cri-container-after].data");
+        let (derived, sources) = (derive::container_after(c), derive::CONTAINER_AFTER_SOURCES);
+        fact_is_derived_from_raw(g, &sub, t, &raw_at, derived, sources);
     }
 }
 
@@ -1296,36 +1203,43 @@ fn wait_spans_the_act_until_the_existing_pod(g: &mut G, s: &str, ev: &Evidence, 
 /// (`policy`: its UID) and the registration (`webhook-configuration`). Flags
 /// [`Code::RawMismatch`] / [`Code::ObservationMissing`].
 fn act7_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, f: &Act7Facts) {
-    let b = &f.scale_back;
-    let sub = format!("{s}.scale_back.replicas_before");
-    if let Some(d) = required_raw(g, ev, "deployment-before", &sub) {
-        let replicas = d.pointer("/spec/replicas");
-        let ok = replicas.and_then(Value::as_u64) == Some(u64::from(b.replicas_before))
-            && d.pointer("/metadata/uid").and_then(Value::as_str)
-                == Some(f.deployment.uid.as_str());
-        g.check(ok, RawMismatch, sub, || {
-            let n = b.replicas_before;
-            format!("recorded {n} replicas before, the raw Deployment says {replicas:?}")
-        });
-    }
-    let sub = format!("{s}.scale_back");
-    if let Some(h) = required_raw(g, ev, "scale-attempt-heal", &sub) {
-        let ok = h["attempt"].as_str() == Some(b.fault_id.as_str())
-            && h["action"].as_str() == Some(b.action.as_str())
-            && h["at"].as_str() == Some(b.at.as_str());
-        g.check(ok, RawMismatch, sub, || {
-            format!("recorded {b:?}, the heal's record says {h}")
-        });
-    }
+    let (b, sub) = (&f.scale_back, format!("{s}.scale_back"));
+    deployment_before_is_the_one_scaled_back(g, s, ev, f);
+    let heal = |raw: &Value| derive::scale_back(raw, b.replicas_before, b.replicas);
+    let sources = derive::SCALE_BACK_SOURCES;
+    fact_is_derived_from_raw_record(g, ev, "scale-attempt-heal", &sub, b, heal, sources);
     lease_is_derived_from(g, ev, "lease", &format!("{s}.lease"), &f.lease);
     read_between_its_raw_record_and_the_next(g, &format!("{s}.lease.at"), ev, "lease", &f.lease.at);
-    let sub = format!("{s}.policy_uid");
-    if let Some(p) = required_raw(g, ev, "policy", &sub) {
-        let raw = p.pointer("/metadata/uid").and_then(Value::as_str);
-        g.expect_eq(RawMismatch, sub, raw, Some(f.policy_uid.as_str()));
-    }
+    let (sub, sources) = (format!("{s}.policy_uid"), derive::POLICY_UID_SOURCES);
+    let uid = &f.policy_uid;
+    fact_is_derived_from_raw_record(g, ev, "policy", &sub, uid, derive::policy_uid, sources);
     let webhook = format!("{s}.webhook");
     registration_is_derived_from(g, ev, "webhook-configuration", &webhook, &f.webhook);
+}
+
+/// The Deployment act 7 read before the scale back (raw `deployment-before`): its
+/// `spec.replicas` is `scale_back.replicas_before` ([`derive::deployment`],
+/// [`fact_is_derived_from_raw_record`]), and it is the Deployment recorded after the wait
+/// (`deployment.uid`; a rule across two reads, not a derivation: the read after the wait keeps no
+/// raw record of its own). Flags [`Code::RawMismatch`] / [`Code::ObservationMissing`].
+fn deployment_before_is_the_one_scaled_back(g: &mut G, s: &str, ev: &Evidence, f: &Act7Facts) {
+    let replicas = |raw: &Value| derive::deployment(raw).map(|d| d.replicas);
+    let (sub, n) = (
+        format!("{s}.scale_back.replicas_before"),
+        &f.scale_back.replicas_before,
+    );
+    let sources = derive::REPLICAS_SOURCES;
+    fact_is_derived_from_raw_record(g, ev, "deployment-before", &sub, n, replicas, sources);
+    let (Some(d), uid) = (raw_record(ev, "deployment-before"), &f.deployment.uid) else {
+        return;
+    };
+    let raw = &d["metadata"]["uid"];
+    if raw != uid.as_str() {
+        let file = ev_name(ev.act);
+        let why =
+            format!("recorded {uid:?}; {file} raw[deployment-before].data.metadata.uid is {raw}");
+        g.flag(RawMismatch, format!("{s}.deployment.uid"), why);
+    }
 }
 
 /// The scale back wrote the original count over act 3's three, and the wait ended with the

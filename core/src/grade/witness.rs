@@ -54,18 +54,6 @@ fn text<'v>(v: &'v Value, pointer: &str) -> Option<&'v str> {
     v.pointer(pointer).and_then(|x| x.as_str())
 }
 
-/// Two timestamps that name the same instant (RFC 3339, any precision); both absent agree.
-pub(crate) fn same_time(a: Option<&str>, b: Option<&str>) -> bool {
-    match (a, b) {
-        (None, None) => true,
-        (Some(a), Some(b)) => {
-            a == b
-                || matches!((facts::parse_rfc3339(a), facts::parse_rfc3339(b)), (Some(x), Some(y)) if x == y)
-        }
-        _ => false,
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Act 1.
 
@@ -257,8 +245,9 @@ pub(crate) fn investigation_is_the_raw_reads(g: &mut G, ev: &Evidence, f: &facts
 /// of `recorded` (at `fact`, e.g. `evidence/04.json facts.deployment`) equals the derived
 /// field, but for the fields no raw object holds (`""` in `sources`: the time of the read,
 /// whether the read found the object), which are taken as recorded. A field dotted in `sources`
-/// (`identity.pid`) is the leaf at that path of both. Flags [`Code::RawMismatch`]
-/// on `fact.<field>` for each field that differs, naming the raw field it comes from
+/// (`identity.pid`) is the leaf at that path of both; an empty field, the fact itself (a fact
+/// that is one value). Flags [`Code::RawMismatch`] on `fact.<field>` (`fact`, for the fact
+/// itself) for each field that differs, naming the raw field it comes from
 /// (`evidence/04.json raw[deployment].data.status.readyReplicas`) and both values, and on
 /// `fact` when the raw record derives no fact ([`crate::derive::DeriveError`]).
 pub(crate) fn fact_is_derived_from_raw(
@@ -270,6 +259,18 @@ pub(crate) fn fact_is_derived_from_raw(
     sources: &[Source],
 ) {
     g.checks += 1;
+    fields_are_derived(g, fact, recorded, raw_at, derived, sources);
+}
+
+/// [`fact_is_derived_from_raw`]'s comparison, counted as part of the caller's check.
+fn fields_are_derived(
+    g: &mut G,
+    fact: &str,
+    recorded: &impl serde::Serialize,
+    raw_at: &str,
+    derived: Result<impl serde::Serialize, DeriveError>,
+    sources: &[Source],
+) {
     let derived = match derived {
         Ok(d) => d,
         Err(e) => {
@@ -284,15 +285,74 @@ pub(crate) fn fact_is_derived_from_raw(
     let recorded = serde_json::to_value(recorded).unwrap_or_default();
     let derived = serde_json::to_value(derived).unwrap_or_default();
     let at = |v: &Value, field: &str| -> Value {
-        let pointer = format!("/{}", field.replace('.', "/"));
+        let pointer = match field {
+            "" => String::new(),
+            _ => format!("/{}", field.replace('.', "/")),
+        };
         v.pointer(&pointer).cloned().unwrap_or(Value::Null)
     };
     for (field, source) in sources.iter().filter(|(_, s)| !s.is_empty()) {
         let (r, d) = (&at(&recorded, field), &at(&derived, field));
         if r != d {
             let why = format!("recorded {r}; {raw_at}.{source} derives {d}");
-            g.flag(RawMismatch, format!("{fact}.{field}"), why);
+            let subject = match *field {
+                "" => fact.to_owned(),
+                _ => format!("{fact}.{field}"),
+            };
+            g.flag(RawMismatch, subject, why);
         }
+    }
+}
+
+/// A recorded list of facts (at `fact`) is the list [`crate::derive`] derives from the raw
+/// record it was made from (at `raw_at`), one for one and in order
+/// ([`rows_are_derived_from_raw`], each place `derived` gives, e.g. `[0].endpoints[2]`, below
+/// `raw_at`); one check for the list. Flags [`Code::RawMismatch`] on `fact` when the record
+/// derives no list.
+pub(crate) fn list_is_derived_from_raw<T: serde::Serialize>(
+    g: &mut G,
+    fact: &str,
+    recorded: &[impl serde::Serialize],
+    raw_at: &str,
+    derived: Result<Vec<(String, T)>, DeriveError>,
+    sources: &[Source],
+) {
+    let derived = match derived {
+        Ok(d) => d.into_iter().map(|(place, d)| (place, Ok(d))).collect(),
+        Err(e) => {
+            g.checks += 1;
+            return fields_are_derived(g, fact, &(), raw_at, Err::<(), _>(e), sources);
+        }
+    };
+    let rows = recorded.iter().enumerate();
+    let rows = rows.map(|(i, r)| (format!("{fact}[{i}]"), r)).collect();
+    rows_are_derived_from_raw(g, fact, rows, raw_at, derived, sources);
+}
+
+/// Recorded facts (`recorded`: each fact's path and value, in order; the list at `fact`) are
+/// the facts [`crate::derive`] derives from raw answers (`derived`: each answer's place below
+/// `raw_at`, e.g. `[3]`, and what it derives), one for one and in order: as many, and each
+/// recorded fact the derived one (as [`fact_is_derived_from_raw`] compares them); one check for
+/// them all. Flags [`Code::RawMismatch`] on `fact` for a count that differs (and compares no
+/// further), on each fact's path (`.<field>`) for a field that differs or an answer that
+/// derives no fact.
+pub(crate) fn rows_are_derived_from_raw<R: serde::Serialize, T: serde::Serialize>(
+    g: &mut G,
+    fact: &str,
+    recorded: Vec<(String, R)>,
+    raw_at: &str,
+    derived: Vec<(String, Result<T, DeriveError>)>,
+    sources: &[Source],
+) {
+    g.checks += 1;
+    let (n, raw_n) = (recorded.len(), derived.len());
+    if n != raw_n {
+        // Not one for one: comparing them in order would flag every fact after the first gap.
+        let why = format!("{n} recorded; {raw_at} derives {raw_n}");
+        return g.flag(RawMismatch, fact, why);
+    }
+    for ((fact, r), (place, d)) in recorded.into_iter().zip(derived) {
+        fields_are_derived(g, &fact, &r, &format!("{raw_at}{place}"), d, sources);
     }
 }
 

@@ -609,10 +609,7 @@ async fn act6_body(
     let old_uids: BTreeSet<String> = f4.pods.iter().filter_map(|p| p.uid.clone()).collect();
     let previous_lease = leader_lease(cl).await?;
     rec.raw("lease-before", &previous_lease);
-    let previous_lease_holder = previous_lease
-        .as_ref()
-        .and_then(|l| l.spec.as_ref())
-        .and_then(|s| s.holder_identity.clone());
+    let previous_lease_holder = lease_facts(previous_lease.as_ref())?.holder;
 
     let (restored, restored_by, outcome) = restore_replicas(ui, fault, rec, t0).await?;
     *partial = serde_json::json!({"replicas_restored": restored.at, "restored_by": restored_by});

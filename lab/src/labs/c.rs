@@ -39,6 +39,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use crate::acts::Target;
 use crate::cluster::{self, Cluster};
+use crate::derive;
 use crate::error::LabError;
 use crate::evidence::{Lab, Outcome};
 use crate::facts::a::LeaseFacts;
@@ -219,8 +220,11 @@ pub(crate) async fn act3(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
         },
     )
     .await?;
-    rec.raw("healer-ready", &ready);
-    ui.say(m::ha_healer_ready(ready.pid, &ready.deadline_at));
+    let raw_ready = to_value(&ready)?;
+    rec.raw("healer-ready", &raw_ready);
+    // The deadline as the fact records it: derived from the raw answer (the grader re-derives it).
+    let deadline_at = cluster::derived(derive::healer_deadline(&raw_ready))?;
+    ui.say(m::ha_healer_ready(ready.pid, &deadline_at));
     let mut partial = serde_json::json!({});
     let body = act3_body(
         lab,
@@ -229,7 +233,7 @@ pub(crate) async fn act3(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
         &mut fault,
         &mut rec,
         &mut partial,
-        &ready.deadline_at,
+        &deadline_at,
     );
     let healed =
         "the runner put the original replica count back (see the evidence's runner-restore)";
@@ -332,7 +336,8 @@ async fn act3_body(
 }
 
 /// Act 3's first step ([`crate::acts::Fault::Scale`]): the healer asked to scale to the plan's
-/// replicas (the registry's); its answer recorded (`scale-up`) and kept in the partial facts.
+/// replicas (the registry's); its answer recorded (`scale-up`), the scale [`derive::scale_up`] of
+/// it, kept in the partial facts.
 async fn scale_up(
     ui: &Ui,
     fault: &mut ScaleFault,
@@ -342,15 +347,10 @@ async fn scale_up(
 ) -> Result<ScaleUpFacts, LabError> {
     let to = fault.plan().fault_replicas.max(0) as u32;
     ui.step(m::scaling_to(cluster::ADMISSION_DEPLOYMENT, to));
-    let up = fault.scale_down().await?;
+    let up = to_value(&fault.scale_down().await?)?;
     rec.raw("scale-up", &up);
-    let scale = ScaleUpFacts {
-        fault_id: fault.plan().fault_id.clone(),
-        replicas_before: up.replicas_before.max(0) as u32,
-        replicas: fault.plan().fault_replicas.max(0) as u32,
-        scaled_at: up.answered_at.clone(),
-        restore_deadline_at: deadline_at.to_owned(),
-    };
+    let (id, deadline) = (fault.plan().fault_id.clone(), deadline_at.to_owned());
+    let scale = cluster::derived(derive::scale_up(&up, id, deadline))?;
     partial["scale"] = to_value(&scale)?;
     rec.save_progress(partial.clone())?;
     Ok(scale)
@@ -699,11 +699,9 @@ async fn act7_body(
         pods.iter().map(replica_facts).collect::<Result<_, _>>()?;
     replicas.sort_by(|a, b| a.pod.name.cmp(&b.pod.name));
     let lease = read_lease(cl, rec, "lease").await?;
-    let policy = cl.policy(cluster::POLICY_NAME).await?;
+    let policy = to_value(&cl.policy(cluster::POLICY_NAME).await?)?;
     rec.raw("policy", &policy);
-    let policy_uid = common::uid_of(policy.as_ref())
-        .unwrap_or_default()
-        .to_owned();
+    let policy_uid = cluster::derived(derive::policy_uid(&policy))?.unwrap_or_default();
     let (cfg, wh) = webhook_cfg;
     rec.raw("webhook-configuration", &cfg);
     let webhook = common::webhook_facts(&cfg, &wh)?;

@@ -91,13 +91,16 @@ pub async fn investigate_pod(
             reason: format!("process {} reported by CRI is gone", container.pid),
         }
     })?;
+    // The process as CRI names it: [`crate::derive::cri_container`] of the answer the acts
+    // record (`cri-container*`), the mapping the grader recomputes; the start time is `/proc`'s.
+    let cri = cluster::derived(crate::derive::cri_container(&cluster::to_json(&container)?))?;
     Ok(Investigation {
         pod_name: pod.metadata.name.clone().unwrap_or_default(),
         identity: ProcessIdentity {
-            pid: container.pid as u32,
+            pid: cri.identity.pid,
             pid_start_time_ticks: stat.start_time_ticks,
-            container_id: container.container_id.clone(),
-            pod_uid,
+            container_id: cri.identity.container_id,
+            pod_uid: cri.identity.pod_uid,
         },
         restart_count: status.map(|s| s.restart_count.max(0) as u32).unwrap_or(0),
         attempt: container.attempt,

@@ -38,15 +38,13 @@ pub(crate) fn pod_ready(p: &Pod) -> bool {
         .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
-/// One of several replicas as seen now: its pod's facts, whether it is `Ready`, its `podIP`.
+/// One of several replicas as seen now: its pod's facts, whether it is `Ready`, its `podIP`,
+/// [`derive::replica`] of the object as the API server sent it (the one mapping the grader
+/// recomputes).
 ///
-/// Errors: [`LabError::Kube`] when the pod does not serialize.
+/// Errors: [`LabError::Kube`] when the pod does not serialize or derive.
 pub(crate) fn replica_facts(p: &Pod) -> Result<ReplicaFacts, LabError> {
-    Ok(ReplicaFacts {
-        pod: pod_observation(p)?,
-        ready: pod_ready(p),
-        pod_ip: p.status.as_ref().and_then(|s| s.pod_ip.clone()),
-    })
+    derived(derive::replica(&cluster::to_json(p)?, facts::now_rfc3339()))
 }
 
 /// The Lease `kyverno` (the leader election of Kyverno's admission controller) as read now,

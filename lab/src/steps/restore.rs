@@ -11,18 +11,21 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::cluster::{self, Cluster};
+use crate::derive;
 use crate::error::LabError;
 use crate::facts;
 use crate::facts::c::{Act3Facts, ScaleBackFacts};
 use crate::inputs;
 use crate::labs::common::{ActRecorder, Env, Ui, log_change, wait_each_second};
 use crate::messages::act as m;
-use crate::steps::observe::{deployment_facts, leader_lease, lease_facts, pod_ready};
+use crate::steps::observe::{leader_lease, lease_facts, pod_ready};
 use crate::wait::Check;
 
 /// Act 3's scale attempt healed (its healer
 /// stood down, the original count written back on a live read), read back from the attempt's
-/// heal record. Records the Deployment before, the heal's summary and record.
+/// heal record. Records the Deployment before, the heal's summary and record; the facts are
+/// [`derive::scale_back`] of the record, with the Deployment's replicas before
+/// ([`derive::deployment`] of its record) and the original count written back.
 ///
 /// Errors: [`LabError::FaultRefused`] when the heal did not close act 3's attempt.
 pub(crate) async fn scale_back(
@@ -32,9 +35,9 @@ pub(crate) async fn scale_back(
     a3: &Act3Facts,
 ) -> Result<ScaleBackFacts, LabError> {
     let ui = env.ui;
-    let dep_before = cl.admission_deployment().await?;
-    rec.raw("deployment-before", cluster::to_json(&dep_before)?);
-    let replicas_before = deployment_facts(&dep_before)?.replicas;
+    let dep_before = cluster::to_json(&cl.admission_deployment().await?)?;
+    rec.raw("deployment-before", &dep_before);
+    let replicas_before = cluster::derived(derive::deployment(&dep_before))?.replicas;
     ui.step(m::SCALING_BACK);
     let summary = crate::faults::heal::heal_workdir(
         &env.workdir,
@@ -60,15 +63,10 @@ pub(crate) async fn scale_back(
                 .join("; ")
         ),
     })?;
+    let record = cluster::to_json(&record)?;
     rec.raw("scale-attempt-heal", &record);
-    let scale_back = ScaleBackFacts {
-        fault_id: a3.scale.fault_id.clone(),
-        action: record.action.clone(),
-        replicas_before,
-        replicas: inputs::OriginalReplicas::VALUE,
-        at: record.at.clone(),
-    };
-    Ok(scale_back)
+    let original = inputs::OriginalReplicas::VALUE;
+    cluster::derived(derive::scale_back(&record, replicas_before, original))
 }
 
 /// The policy's webhook as registered: its configuration and the webhook.

@@ -2,33 +2,27 @@
 //! Service's EndpointSlices read about each second while a fault lasts, every answer kept raw.
 
 use crate::cluster::{self, Cluster};
+use crate::derive;
 use crate::error::LabError;
 use crate::facts;
 use crate::facts::c::{EndpointFacts, EndpointSample, LeaseSample};
-use crate::steps::observe::{leader_lease, lease_facts};
+use crate::steps::observe::leader_lease;
 
 /// The Service in front of the admission controller (chart 3.9.1).
 pub const SERVICE: &str = "kyverno-svc";
 
-/// [`SERVICE`]'s endpoints, from its EndpointSlices, by pod name (the raw slices returned too).
+/// [`SERVICE`]'s endpoints, [`derive::endpoints`] of its EndpointSlices as the API server sent
+/// them (the raw slices returned too, the record the grader re-derives them from).
+///
+/// Errors: [`LabError::Kube`] when the list cannot be read, or does not serialize or derive.
 pub(crate) async fn endpoints(
     cl: &Cluster,
 ) -> Result<(Vec<EndpointFacts>, serde_json::Value), LabError> {
     let slices = cl
         .endpoint_slices(cluster::KYVERNO_NAMESPACE, SERVICE)
         .await?;
-    let mut out = Vec::new();
-    for s in &slices {
-        for e in &s.endpoints {
-            out.push(EndpointFacts {
-                address: e.addresses.first().cloned().unwrap_or_default(),
-                pod: e.target_ref.as_ref().and_then(|r| r.name.clone()),
-                ready: e.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true),
-            });
-        }
-    }
-    out.sort_by(|a, b| a.pod.cmp(&b.pod));
-    Ok((out, cluster::to_json(&slices)?))
+    let raw = cluster::to_json(&slices)?;
+    Ok((cluster::derived(derive::endpoints(&raw))?, raw))
 }
 
 /// The Lease and EndpointSlice reads of [`each_second`], and their raw answers (the raw record
@@ -82,44 +76,43 @@ async fn each_second(cl: Cluster, stop: tokio::sync::watch::Receiver<bool>) -> S
         }
         let (lease, slices) = tokio::join!(leader_lease(&cl), endpoints(&cl));
         let at = facts::now_rfc3339();
-        let lease = lease.and_then(|l| Ok((lease_facts(l.as_ref())?, l)));
-        let (lease_sample, raw) = match lease {
-            Ok((f, l)) => (
-                LeaseSample {
-                    at: at.clone(),
-                    holder: f.holder,
-                    renew_time: f.renew_time,
-                    lease_transitions: f.lease_transitions,
-                    error: None,
-                },
-                Some(serde_json::json!({"what": "lease", "at": at, "lease": l})),
-            ),
-            Err(e) => (
-                LeaseSample {
-                    at: at.clone(),
-                    holder: None,
-                    renew_time: None,
-                    lease_transitions: None,
-                    error: Some(e.to_string()),
-                },
-                None,
-            ),
+        // Each answer kept raw, its sample derived from it (the grader re-derives it); a read
+        // that failed is a sample with its error and no raw answer.
+        let lease = lease.and_then(|l| {
+            let raw =
+                serde_json::json!({"what": "lease", "at": at, "lease": cluster::to_json(&l)?});
+            Ok((cluster::derived(derive::lease_sample(&raw))?, raw))
+        });
+        let lease_sample = match lease {
+            Ok((sample, raw)) => {
+                out.raw.push(raw);
+                sample
+            }
+            Err(e) => LeaseSample {
+                at: at.clone(),
+                holder: None,
+                renew_time: None,
+                lease_transitions: None,
+                error: Some(e.to_string()),
+            },
         };
         out.lease.push(lease_sample);
-        out.raw.extend(raw);
-        let (endpoints, error) = match slices {
-            Ok((eps, raw)) => {
-                out.raw
-                    .push(serde_json::json!({"what": "endpoint-slices", "at": at, "slices": raw}));
-                (eps, None)
-            }
-            Err(e) => (vec![], Some(e.to_string())),
-        };
-        out.endpoints.push(EndpointSample {
-            at,
-            endpoints,
-            error,
+        let slices = slices.and_then(|(_, slices)| {
+            let raw = serde_json::json!({"what": "endpoint-slices", "at": at, "slices": slices});
+            Ok((cluster::derived(derive::endpoint_sample(&raw))?, raw))
         });
+        let endpoint_sample = match slices {
+            Ok((sample, raw)) => {
+                out.raw.push(raw);
+                sample
+            }
+            Err(e) => EndpointSample {
+                at,
+                endpoints: vec![],
+                error: Some(e.to_string()),
+            },
+        };
+        out.endpoints.push(endpoint_sample);
     }
     out
 }

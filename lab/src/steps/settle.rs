@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::cluster::Cluster;
+use crate::cluster::{self, Cluster};
 use crate::cri::CriClient;
+use crate::derive;
 use crate::error::LabError;
 use crate::facts;
 use crate::facts::a::LeaseFacts;
@@ -154,8 +155,10 @@ async fn settle_after_resume(
 }
 
 /// The frozen replica of several after the resume (`resumed_at`, RFC 3339; `replicas`: how many
-/// must be Ready, act 3's): the bounded wait for the replicas to settle ([`settle_after_resume`]), the target's pod, process (CRI, `/proc`), restarts and readiness,
-/// then the Lease. Records `pods-after`, `cri-container-after` (or its error) and `lease-after`.
+/// must be Ready, act 3's): the bounded wait for the replicas to settle ([`settle_after_resume`]),
+/// the target's pod, process (CRI, `/proc`), restarts and readiness, then the Lease. Records
+/// `pods-after` (the pod's UID, restart count and readiness after: [`derive::pod_after`] of it),
+/// `cri-container-after` (or its error) and `lease-after`.
 pub(crate) async fn target_after(
     cl: &Cluster,
     ui: &Ui,
@@ -167,7 +170,8 @@ pub(crate) async fn target_after(
     let resumed = (resumed_at, replicas);
     let (pods, waited_ms) = settle_after_resume(cl, ui, rec, &inv.pod_name, resumed).await?;
     let settled_at = facts::now_rfc3339();
-    rec.raw("pods-after", &pods);
+    let raw_pods = cluster::to_json(&pods)?;
+    rec.raw("pods-after", &raw_pods);
     let target_pod = pods
         .iter()
         .find(|p| p.metadata.name.as_deref() == Some(inv.pod_name.as_str()));
@@ -184,16 +188,16 @@ pub(crate) async fn target_after(
         },
         None => None,
     };
-    let (restart_after, _, uid_after) =
-        pod_state(&pods, &inv.pod_name).unwrap_or((inv.restart_count, false, None));
+    let after = derive::pod_after(&raw_pods, &inv.pod_name, inv.restart_count);
+    let after = cluster::derived(after)?;
     let lease_after = read_lease(cl, rec, "lease-after").await?;
     let target = TargetAfter {
         pod: inv.pod_name.clone(),
         pod_uid_before: inv.identity.pod_uid.clone(),
-        pod_uid_after: uid_after,
+        pod_uid_after: after.pod_uid_after,
         restart_count_before: inv.restart_count,
-        restart_count_after: restart_after,
-        ready_after: target_pod.is_some_and(pod_ready),
+        restart_count_after: after.restart_count_after,
+        ready_after: after.ready_after,
         identity_after,
         holds_lease_after: lease_after.holder.as_deref() == Some(inv.pod_name.as_str()),
         settled_at,
