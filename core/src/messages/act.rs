@@ -585,18 +585,18 @@ mod tests {
 // ---------------------------------------------------------------------------------------------
 // Lab C (three replicas), acts 3-4.
 
-/// Lab C act 3: the healer that owns the scale to three is starting.
-pub const STARTING_HA_HEALER: Text = t(
-    "healer を起動します (3 レプリカへのスケールを行い、期限に元のレプリカ数へ戻す独立プロセス)",
-    "starting the healer (an independent process that scales to three replicas and puts the original count back at its deadline)",
-);
+line!(
+    /// Lab C act 3: the healer that owns the scale to `replicas` (the registry's) is starting.
+    starting_ha_healer(replicas: u32) =>
+    "healer を起動します ({replicas} レプリカへのスケールを行い、期限に元のレプリカ数へ戻す独立プロセス)",
+    "starting the healer (an independent process that scales to {replicas} replicas and puts the original count back at its deadline)");
 line!(
     /// Lab C act 3: the healer is ready; it puts the original count back at `deadline_at`.
     ha_healer_ready(pid: u32, deadline_at: &str) =>
     "  healer pid {pid} 準備完了、act 7 か heal がなければ {deadline_at} に元のレプリカ数へ戻します",
     "  healer pid {pid} ready; unless act 7 or heal does it first, it puts the original count back at {deadline_at}");
 line!(
-    /// Lab C act 3: scaling to three.
+    /// Lab C act 3: scaling to the registry's replicas.
     scaling_to(deployment: &str, replicas: u32) =>
     "{deployment} を {replicas} レプリカにスケールします", "scaling {deployment} to {replicas} replicas");
 line!(
@@ -625,11 +625,11 @@ line!(
     /// Lab C act 3 summary: how many pod admission requests one replica counted.
     replica_requests(pod: &str, delta: &str) =>
     "  {pod}: Kyverno が数えた Pod のアドミッション要求 {delta}", "  {pod}: pod admission requests Kyverno counted {delta}");
-/// Lab C act 4: investigating the replicas.
-pub const INVESTIGATING_REPLICAS: Text = t(
-    "Lease と 3 つのレプリカのプロセスを調べます (API, CRI, /proc)",
-    "investigating the Lease and the three replicas' processes (API, CRI, /proc)",
-);
+line!(
+    /// Lab C act 4: investigating the `replicas` replicas.
+    investigating_replicas(replicas: usize) =>
+    "Lease と {replicas} つのレプリカのプロセスを調べます (API, CRI, /proc)",
+    "investigating the Lease and the {replicas} replicas' processes (API, CRI, /proc)");
 line!(
     /// Lab C act 4 summary: one replica's process.
     replica_process(role: &str, name: &str, pid: u32, start_time_ticks: u64, state: &str) =>

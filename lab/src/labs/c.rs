@@ -204,7 +204,7 @@ pub(crate) async fn act3(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
     let mut rec = ActRecorder::begin(&env.workdir, lab, 3)?.with_audit(env);
     rec.input(&loaded);
     rec.raw("lab-mark", &mark);
-    ui.step(m::STARTING_HA_HEALER);
+    ui.step(m::starting_ha_healer(ha_replicas(lab) as u32));
     let original = inputs::OriginalReplicas::VALUE as i32;
     let (mut fault, ready) = ScaleFault::arm_to(
         cl.clone(),
@@ -399,8 +399,8 @@ pub(crate) async fn act4(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
     let mut cri = env.cri().await?;
     let mut rec = ActRecorder::begin(&env.workdir, lab, 4)?;
     rec.input(&loaded);
-    ui.step(m::INVESTIGATING_REPLICAS);
     let n = ha_replicas(lab) as usize;
+    ui.step(m::investigating_replicas(n));
     let result = act4_body(&cl, &mut cri, &ui, &mut rec, &ctx, n).await;
     common::finish(rec, result.map_err(|e| (serde_json::Value::Null, e)))
 }
