@@ -2086,3 +2086,41 @@ fn the_nightly_lab_lists_are_the_registrys_labs() {
         ]
     );
 }
+
+/// The labs' ordered cluster tests, one lane per lab (`lab_<lab>::lane()`).
+const CLUSTER_LANES: &str = "tests/tests/labs/main.rs";
+
+/// `cargo test` runs every lab of the registry on a cluster: the cluster tests' lanes
+/// ([`CLUSTER_LANES`]) name each lab's (`lab_<lab>::lane()`), and no lane of a lab the registry
+/// does not have. A lab left out would pass `cargo test` with its fixtures only.
+#[test]
+fn every_lab_has_a_cluster_lane() {
+    let text = std::fs::read_to_string(root().join(CLUSTER_LANES)).expect("reading the lanes");
+    let labs: Vec<&str> = lab::acts::LABS.iter().map(|l| l.as_str()).collect();
+    let missing = |text: &str| -> Vec<String> {
+        let lanes: Vec<String> = code_lines(text)
+            .filter_map(|(_, l)| {
+                let rest = l.trim().strip_prefix("lab_")?;
+                Some(rest.strip_suffix("::lane(),")?.to_owned())
+            })
+            .collect();
+        let mut out: Vec<String> = (labs.iter().filter(|l| !lanes.iter().any(|x| x == *l)))
+            .map(|l| format!("lab {l} has no lane `lab_{l}::lane()`"))
+            .collect();
+        out.extend(
+            (lanes.iter().filter(|x| !labs.contains(&x.as_str())))
+                .map(|x| format!("lane lab_{x} is no lab of the registry")),
+        );
+        out
+    };
+    let problems = missing(&text);
+    assert!(
+        problems.is_empty(),
+        "{CLUSTER_LANES}: {}",
+        problems.join("; ")
+    );
+    assert_eq!(
+        missing("let lanes = vec![\n    lab_a::lane(),\n    lab_c::lane(),\n];").len(),
+        1
+    );
+}
