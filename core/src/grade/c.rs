@@ -629,7 +629,7 @@ pub(crate) fn act5(g: &mut G) {
 }
 
 /// The target rules of a replica freeze, chosen by the registry's target of the act
-/// ([`crate::acts::freezes`]): a leader's ([`frozen_replica_is_act4s_leader`],
+/// ([`crate::acts::freezes`]), in any order of freezes: a leader's ([`frozen_leader_is_the_holders`],
 /// [`lease_before_names_the_frozen_leader`]) or a follower's ([`follower_is_not_the_lease_holder`],
 /// [`frozen_follower_is_its_latest_process`], then after the run's rules
 /// [`lease_holder_unchanged_by_a_follower_freeze`]); `run_rules` are the rules of every replica
@@ -648,7 +648,7 @@ fn frozen_replica_is_the_registrys_target(
         run_rules(g);
         lease_holder_unchanged_by_a_follower_freeze(g, &v.s, run);
     } else {
-        frozen_replica_is_act4s_leader(g, v, run);
+        frozen_leader_is_the_holders(g, v, run);
         lease_before_names_the_frozen_leader(g, &v.s, run);
         run_rules(g);
     }
@@ -675,16 +675,54 @@ pub(crate) fn act6(g: &mut G) {
     frozen_replica_is_the_registrys_target(g, &v, run, |g| replica_freeze_run(g, &v, run));
 }
 
-/// Act 5's frozen replica is the leader act 4 found, with act 4's process identity.
-fn frozen_replica_is_act4s_leader(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun) {
+/// A leader's freeze froze the leader: the first freeze of the lab (lab C: act 5) the leader act 4
+/// found, with act 4's process identity; a later one (after a takeover the holder is another pod,
+/// which [`lease_before_names_the_frozen_leader`] holds) the process last seen in the pod it froze
+/// ([`latest_process_before`]).
+fn frozen_leader_is_the_holders(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun) {
     let (s, role) = (&v.s, run.target_role.as_str());
     g.expect_eq(ValueMismatch, format!("{s}.target_role"), "leader", role);
+    let first = crate::acts::freezes(g.lab).iter().all(|(a, _)| *a >= v.act);
+    if !first {
+        let latest = latest_process_before(g, v.act, &run.target_pod);
+        return freeze::frozen_process_is_the_expected_one(g, v, latest);
+    }
     let Some(a4) = g.facts::<Act4Facts>(4) else {
         return;
     };
     let (leader, target) = (a4.leader.pod_name.as_str(), run.target_pod.as_str());
     g.expect_eq(ValueMismatch, format!("{s}.target_pod"), leader, target);
     freeze::frozen_process_is_the_expected_one(g, v, Some(a4.leader.identity));
+}
+
+/// The process last seen in `pod` before freeze act `act`: after the resume of the latest
+/// earlier freeze of that pod (it may have restarted: its `target_after.identity_after`), else the
+/// one act 4 found in it. `None` when neither is readable.
+fn latest_process_before(g: &mut G, act: u8, pod: &str) -> Option<facts::b::ProcessIdentity> {
+    let earlier: Vec<u8> = (crate::acts::freezes(g.lab).iter())
+        .map(|(a, _)| *a)
+        .filter(|a| *a < act)
+        .collect();
+    let mut after = None;
+    for a in earlier.into_iter().rev() {
+        let run = if crate::acts::steps(g.lab, a)
+            .iter()
+            .any(|s| matches!(s, crate::acts::Step::SwitchPolicy { .. }))
+        {
+            g.facts::<Act6Facts>(a).map(|f| f.run)
+        } else {
+            g.facts::<Act5Facts>(a)
+        };
+        if let Some(run) = run.filter(|r| r.target_pod == pod) {
+            after = run.target_after.identity_after;
+            break;
+        }
+    }
+    let from4 = g.facts::<Act4Facts>(4).and_then(|a4| {
+        let mut all = a4.followers.into_iter().chain([a4.leader]);
+        all.find(|p| p.pod_name == pod).map(|p| p.identity)
+    });
+    after.or(from4)
 }
 
 /// Act 6 froze a follower: a replica that did not hold the Lease when the freeze began, one of
@@ -705,19 +743,13 @@ fn follower_is_not_the_lease_holder(g: &mut G, s: &str, run: &ReplicaFreezeRun) 
     }
 }
 
-/// The follower frozen is the process last seen in its pod: act 5's after the resume when it is
-/// act 5's frozen replica (which may have restarted), else the one act 4 found. A replica
-/// neither froze nor lost the Lease keeps its container between the acts.
+/// The follower frozen is the process last seen in its pod ([`latest_process_before`]): an
+/// earlier freeze's after its resume when that froze the same replica (which may have
+/// restarted), else the one act 4 found. A replica neither froze nor lost the Lease keeps its
+/// container between the acts.
 fn frozen_follower_is_its_latest_process(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun) {
-    let from5 = (g.facts::<Act5Facts>(5))
-        .filter(|a5| a5.target_pod == run.target_pod)
-        .and_then(|a5| a5.target_after.identity_after);
-    let from4 = g.facts::<Act4Facts>(4).and_then(|a4| {
-        let mut all = a4.followers.into_iter().chain([a4.leader]);
-        all.find(|p| p.pod_name == run.target_pod)
-            .map(|p| p.identity)
-    });
-    freeze::frozen_process_is_the_expected_one(g, v, from5.or(from4));
+    let latest = latest_process_before(g, v.act, &run.target_pod);
+    freeze::frozen_process_is_the_expected_one(g, v, latest);
 }
 
 /// A follower's freeze leaves the Lease alone: every read during the freeze and the read after
@@ -1335,5 +1367,82 @@ mod in_flight_tests {
     fn an_unparsable_time_gives_no_count() {
         let w = wave(&[("yesterday", "2026-12-01T23:29:31.710Z")]);
         assert_eq!(most_in_flight(&w), None);
+    }
+}
+
+#[cfg(test)]
+mod target_order_tests {
+    //! The target rules hold whatever order the registry freezes the replicas in: a follower
+    //! frozen first (in act 5) is held to act 4's process, a leader frozen after a takeover to
+    //! the Lease's holder and its latest process. (A reviewer proved both wrong on 2026-12-04:
+    //! the follower rule read act 5's own `identity_after`, the leader rule act 4's leader.)
+    use super::*;
+    use crate::evidence::Lab;
+    use crate::grade::{EvidenceDoc, GradeInput};
+
+    /// `lab/tests/fixtures/c/pass` with `edit` applied to the facts of act `act` (act 4's facts
+    /// given to read).
+    fn c_pass(act: u8, edit: impl FnOnce(&mut Value, &Value)) -> GradeInput {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../lab/tests/fixtures/c/pass");
+        let wd = crate::workdir::Workdir::new(dir).open(false).unwrap();
+        let mut gi = GradeInput::load(&wd, Lab::C);
+        let a4 = gi.evidence[&4].as_ref().unwrap().value()["facts"].clone();
+        let mut v = gi.evidence[&act].as_ref().unwrap().value().clone();
+        edit(&mut v["facts"], &a4);
+        gi.evidence.insert(act, Ok(EvidenceDoc::new(v)));
+        gi
+    }
+
+    /// The follower rule's findings on act 5 of `input` (as a follower frozen first).
+    fn follower_rule_on_act5(input: &GradeInput) -> Vec<crate::grade::Finding> {
+        let mut g = G::new(Lab::C, 5, input);
+        let f = g.facts::<Act5Facts>(5).unwrap();
+        let v = Freeze::of_c(5, &f, false, None);
+        frozen_follower_is_its_latest_process(&mut g, &v, &f);
+        g.finish().findings
+    }
+
+    #[test]
+    fn a_first_freeze_is_held_to_act4s_process_not_its_own_after_the_resume() {
+        // c/pass act 5: act 4's process frozen, restarted after the resume.
+        let correct = c_pass(5, |_, _| {});
+        assert_eq!(follower_rule_on_act5(&correct), vec![]);
+        // Another process frozen, the one seen after the resume.
+        let other = c_pass(5, |f, _| {
+            f["freeze"]["identity"] = f["target_after"]["identity_after"].clone();
+        });
+        let found = follower_rule_on_act5(&other);
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert_eq!(found[0].code, IdentityChanged);
+    }
+
+    #[test]
+    fn a_second_leader_freeze_is_held_to_the_holder_and_its_latest_process() {
+        // Act 6 freezes the Lease's holder after act 5's takeover, as the leader.
+        let second = |identity_of: &'static str| {
+            c_pass(6, move |f, a4| {
+                let holder = f["lease_before"]["holder"].clone();
+                let p = a4["followers"].as_array().unwrap().iter();
+                let p = p.clone().find(|p| p["pod_name"] == holder).unwrap().clone();
+                f["target_role"] = "leader".into();
+                f["target_pod"] = holder;
+                f["freeze"]["identity"] = match identity_of {
+                    "act 4" => p["identity"].clone(),
+                    _ => a4["leader"]["identity"].clone(),
+                };
+            })
+        };
+        let rules = |input: &GradeInput| {
+            let mut g = G::new(Lab::C, 6, input);
+            let f6 = g.facts::<Act6Facts>(6).unwrap();
+            let v6 = Freeze::of_c(6, &f6.run, true, None);
+            frozen_leader_is_the_holders(&mut g, &v6, &f6.run);
+            lease_before_names_the_frozen_leader(&mut g, &v6.s, &f6.run);
+            g.finish().findings
+        };
+        assert_eq!(rules(&second("act 4")), vec![]);
+        let wrong = rules(&second("the former leader"));
+        assert_eq!(wrong.len(), 1, "{wrong:#?}");
+        assert_eq!(wrong[0].code, IdentityChanged);
     }
 }
