@@ -211,7 +211,7 @@ pub(crate) async fn follower_now(
         .next()
         .ok_or_else(|| LabError::ClusterMismatch {
             what: "a replica the Lease kyverno does not name".into(),
-            expected: "two followers".into(),
+            expected: "at least one follower".into(),
             found: "none".into(),
         })?;
     let inv = replica_now(cl, cri, &follower).await?;
@@ -234,12 +234,11 @@ pub(crate) async fn target_now(
     act4: Option<(&str, &ProcessIdentity)>,
 ) -> Result<(Option<LeaseFacts>, Investigation), LabError> {
     // Said when the process act 4 found is gone (several replicas: the scale stays until healed).
+    let heal = " (heal first: it puts the original replica count back)";
     let (what, heal) = match target {
         Target::One => ("the admission controller process", ""),
-        _ => (
-            "the leader's process",
-            " (heal first: it puts the original replica count back)",
-        ),
+        Target::Leader => ("the leader's process", heal),
+        Target::Follower => ("the follower's process", heal),
     };
     let (lease, inv) = match target {
         Target::One => (None, investigate(cl, cri).await?),
@@ -266,14 +265,15 @@ pub(crate) async fn target_now(
             (Some(lease), replica_now(cl, cri, &leader).await?)
         }
     };
-    if let Some((_, before)) = act4.filter(|(_, id)| **id != inv.identity) {
+    if let Some((pod, before)) = act4.filter(|(_, id)| **id != inv.identity) {
         let now = &inv.identity;
         return Err(LabError::FaultRefused {
             reason: format!(
-                "{what} changed since act 4 (act 4: container {} pid {} starttime {}; now: container {} pid {} starttime {}); reproduce in a fresh lab{heal}",
+                "{what} changed since act 4 (act 4: pod {pod} container {} pid {} starttime {}; now: pod {} container {} pid {} starttime {}); reproduce in a fresh lab{heal}",
                 before.container_id,
                 before.pid,
                 before.pid_start_time_ticks,
+                inv.pod_name,
                 now.container_id,
                 now.pid,
                 now.pid_start_time_ticks
