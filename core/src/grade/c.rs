@@ -1380,12 +1380,39 @@ mod target_order_tests {
     use crate::evidence::Lab;
     use crate::grade::{EvidenceDoc, GradeInput};
 
-    /// `lab/tests/fixtures/c/pass` with `edit` applied to the facts of act `act` (act 4's facts
-    /// given to read).
+    /// Acts 4-6 of `lab/tests/fixtures/c/pass` and the inputs they recorded, with `edit` applied to the facts
+    /// of act `act` (act 4's facts given to read). Graders read no files: the test embeds them.
     fn c_pass(act: u8, edit: impl FnOnce(&mut Value, &Value)) -> GradeInput {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../lab/tests/fixtures/c/pass");
-        let wd = crate::workdir::Workdir::new(dir).open(false).unwrap();
-        let mut gi = GradeInput::load(&wd, Lab::C);
+        let parse = |text: &str| serde_json::from_str::<Value>(text).unwrap();
+        let mut gi = GradeInput::default();
+        for (n, text) in [
+            (
+                4,
+                include_str!("../../../lab/tests/fixtures/c/pass/evidence/04.json"),
+            ),
+            (
+                5,
+                include_str!("../../../lab/tests/fixtures/c/pass/evidence/05.json"),
+            ),
+            (
+                6,
+                include_str!("../../../lab/tests/fixtures/c/pass/evidence/06.json"),
+            ),
+        ] {
+            gi.evidence.insert(n, Ok(EvidenceDoc::new(parse(text))));
+        }
+        for (file, text) in [
+            (
+                inputs::InputFile::PolicyIgnore,
+                include_str!("../../../lab/tests/fixtures/c/pass/policy-ignore.json"),
+            ),
+            (
+                inputs::InputFile::FreezePlanC,
+                include_str!("../../../lab/tests/fixtures/c/pass/freeze-plan.json"),
+            ),
+        ] {
+            gi.inputs.insert(file, Ok(parse(text)));
+        }
         let a4 = gi.evidence[&4].as_ref().unwrap().value()["facts"].clone();
         let mut v = gi.evidence[&act].as_ref().unwrap().value().clone();
         edit(&mut v["facts"], &a4);
