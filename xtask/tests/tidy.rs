@@ -1997,6 +1997,24 @@ const NIGHTLY_LAB_SUBSETS: &[(&str, &str)] = &[(
      embedded and k3s-on-runner jobs only); lab C on k3s in Docker is not tried",
 )];
 
+/// The jobs `job` of a workflow waits for: its `needs:` (one name or a `[a, b]` list).
+fn job_needs(yaml: &str, job: &str) -> Vec<String> {
+    let mut inside = false;
+    for line in yaml.lines() {
+        if let Some(name) = line.strip_prefix("  ").and_then(|l| l.strip_suffix(':')) {
+            if !name.starts_with(' ') {
+                inside = name == job;
+                continue;
+            }
+        }
+        if let Some(needs) = line.strip_prefix("    needs:").filter(|_| inside) {
+            let needs = needs.trim().trim_start_matches('[').trim_end_matches(']');
+            return needs.split(',').map(|n| n.trim().to_owned()).collect();
+        }
+    }
+    vec![]
+}
+
 /// Each `lab: [x, y]` list of a workflow with the job it is in (`jobs:`' two-space keys); a
 /// `lab:` read from the `labs` job's output ([`NIGHTLY_LABS`]) is the one-item list of that text.
 fn workflow_lab_lists(yaml: &str) -> Vec<(String, Vec<String>)> {
@@ -2048,6 +2066,12 @@ fn the_nightly_lab_lists_are_the_registrys_labs() {
     for (job, list) in &lists {
         let subset = NIGHTLY_LAB_SUBSETS.iter().any(|(j, _)| j == job);
         if list == &registry {
+            // The output is there only for a job that waits for the labs job.
+            if !job_needs(&yaml, job).iter().any(|n| n == "labs") {
+                problems.push(format!(
+                    "{job}: reads the labs job's output without `needs: labs`"
+                ));
+            }
             if subset {
                 problems.push(format!(
                     "{job}: runs every lab now: take it off NIGHTLY_LAB_SUBSETS"
@@ -2085,6 +2109,10 @@ fn the_nightly_lab_lists_are_the_registrys_labs() {
             ("three".to_owned(), vec![NIGHTLY_LABS.to_owned()]),
         ]
     );
+    let y = "jobs:\n  one:\n    needs: labs\n  two:\n    needs: [matrix, labs]\n  three:\n    runs-on: x\n";
+    assert_eq!(job_needs(y, "one"), vec!["labs"]);
+    assert_eq!(job_needs(y, "two"), vec!["matrix", "labs"]);
+    assert!(job_needs(y, "three").is_empty());
 }
 
 /// The labs' ordered cluster tests, one lane per lab (`lab_<lab>::lane()`).
