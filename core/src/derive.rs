@@ -16,7 +16,7 @@
 
 use serde_json::Value;
 
-use crate::facts::a::{DeploymentFacts, LeaseFacts};
+use crate::facts::a::{DeploymentFacts, LeaseFacts, PolicyPresence, WatcherFacts};
 use crate::facts::c::{
     EndpointFacts, EndpointSample, LeaseSample, ReplicaFacts, ScaleBackFacts, ScaleUpFacts,
 };
@@ -834,6 +834,81 @@ pub fn policy_uid(raw: &Value) -> Result<Option<String>, DeriveError> {
 /// Where [`policy_uid`]'s fact (one value) comes from.
 pub const POLICY_UID_SOURCES: &[Source] = &[("", "metadata.uid")];
 
+// ---------------------------------------------------------------------------------------------
+// Lab A act 5.
+
+/// Lab A act 5's `scaled_at` (when the API server accepted the scale to 0, RFC 3339 verbatim)
+/// from the healer's answer to the runner's scale-down (raw `scale-down`, the runner's
+/// `ScaleDownRecord`: `{"sent_at", "answered_at", "replicas_before", "raw"}`, the same record as
+/// lab C's `scale-up`): [`scale_up`]'s `scaled_at` of it (`answered_at`), the whole record
+/// checked as [`scale_up`] checks it.
+///
+/// Errors: [`DeriveError`] as [`scale_up`]'s (`answered_at` no string, `raw` no Scale, …).
+pub fn scale_down(raw: &Value) -> Result<String, DeriveError> {
+    Ok(scale_up(raw, String::new(), String::new())?.scaled_at)
+}
+
+/// Where [`scale_down`]'s fact (one value) comes from.
+pub const SCALE_DOWN_SOURCES: &[Source] = &[("", "answered_at")];
+
+/// Lab A act 5's recovery watcher ([`WatcherFacts`]) from the scale healer's ready answer (raw
+/// `watcher-ready`, the healer's `HealerReady`: `{"ok", "pid", "armed_at", "deadline_at",
+/// "observed_replicas", "error"}`): `pid` (absent: `None`), `armed_at` and `deadline_at`
+/// ([`healer_deadline`]), RFC 3339 verbatim. What the healer was armed with (`restore_after_sec`,
+/// seconds; `original_replicas`) and where its files are (`fault_dir`) are not in the answer: the
+/// act passes them.
+///
+/// Errors: [`DeriveError`] when `raw` is no object, `pid` no int32, or `armed_at` or
+/// `deadline_at` no string.
+pub fn watcher(
+    raw: &Value,
+    restore_after_sec: u32,
+    original_replicas: u32,
+    fault_dir: Option<String>,
+) -> Result<WatcherFacts, DeriveError> {
+    if !raw.is_object() {
+        return Err(err("", "the healer's ready answer"));
+    }
+    Ok(WatcherFacts {
+        pid: count(raw, "/pid")?,
+        armed_at: required_string(raw, "/armed_at")?,
+        restore_after_sec,
+        original_replicas,
+        deadline_at: Some(healer_deadline(raw)?),
+        fault_dir,
+    })
+}
+
+/// Where each field of [`watcher`]'s facts comes from.
+pub const WATCHER_SOURCES: &[Source] = &[
+    ("pid", "pid"),
+    ("armed_at", "armed_at"),
+    ("restore_after_sec", ""),
+    ("original_replicas", ""),
+    ("deadline_at", "deadline_at"),
+    ("fault_dir", ""),
+];
+
+/// Lab A act 5's policy presence ([`PolicyPresence`]) from the read of the policy (raw
+/// `policy`: the Kyverno `ValidatingPolicy` as the API server returned it, or `null` when there
+/// was none): `exists` (the read returned an object), `uid` ([`policy_uid`]). `at` is the time
+/// of the read (RFC 3339 UTC, ms), which the object does not hold.
+///
+/// Errors: [`DeriveError`] as [`policy_uid`]'s (`raw` neither `null` nor an object, the UID no
+/// string).
+pub fn policy_presence(raw: &Value, at: String) -> Result<PolicyPresence, DeriveError> {
+    Ok(PolicyPresence {
+        exists: !raw.is_null(),
+        uid: policy_uid(raw)?,
+        at,
+    })
+}
+
+/// Where each field of [`policy_presence`]'s facts comes from (`exists`: whether the record is
+/// an object of its `kind` or `null`).
+pub const POLICY_PRESENCE_SOURCES: &[Source] =
+    &[("exists", "kind"), ("uid", "metadata.uid"), ("at", "")];
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -1192,6 +1267,85 @@ mod tests {
             err("/metadata/uid", "a string")
         );
         assert!(policy_uid(&json!("u")).is_err());
+    }
+
+    #[test]
+    fn scale_down_is_the_answers_time() {
+        // Lab A act 5's record (the recorded run's): the Scale the API server returned at 0
+        // replicas has an empty spec.
+        let down = json!({"sent_at": "2026-11-30T19:48:20.063Z", "answered_at": "2026-11-30T19:48:20.068Z",
+            "replicas_before": 1, "raw": of("autoscaling/v1", "Scale", json!({"spec": {}}))});
+        assert_eq!(scale_down(&down), Ok("2026-11-30T19:48:20.068Z".into()));
+        let mut bad = down.clone();
+        bad["answered_at"] = json!(1_764_532_100_068_i64);
+        assert_eq!(scale_down(&bad), Err(err("/answered_at", "a string")));
+        let mut bad = down;
+        bad["replicas_before"] = json!("1");
+        assert_eq!(scale_down(&bad), Err(err("/replicas_before", "an int32")));
+        assert_eq!(scale_down(&json!(null)).unwrap_err().pointer, "");
+    }
+
+    #[test]
+    fn watcher_is_the_healers_ready_answer_and_what_it_was_armed_with() {
+        let ready = json!({"ok": true, "pid": 4217, "armed_at": "2026-11-30T19:48:20.058Z",
+            "deadline_at": "2026-11-30T19:49:15.058Z", "observed_replicas": 1, "error": null});
+        let w = watcher(&ready, 55, 1, Some("/w/faults/scale-05".into())).unwrap();
+        assert_eq!(
+            (w.pid, w.armed_at.as_str(), w.deadline_at.as_deref()),
+            (
+                Some(4217),
+                "2026-11-30T19:48:20.058Z",
+                Some("2026-11-30T19:49:15.058Z")
+            )
+        );
+        assert_eq!(
+            (
+                w.restore_after_sec,
+                w.original_replicas,
+                w.fault_dir.as_deref()
+            ),
+            (55, 1, Some("/w/faults/scale-05"))
+        );
+        let mut bad = ready.clone();
+        bad["pid"] = json!("4217");
+        assert_eq!(
+            watcher(&bad, 55, 1, None).unwrap_err(),
+            err("/pid", "an int32")
+        );
+        let mut bad = ready.clone();
+        bad["armed_at"] = json!(null);
+        assert_eq!(
+            watcher(&bad, 55, 1, None).unwrap_err(),
+            err("/armed_at", "a string")
+        );
+        let mut bad = ready;
+        bad["deadline_at"] = json!(55);
+        assert_eq!(
+            watcher(&bad, 55, 1, None).unwrap_err(),
+            err("/deadline_at", "a string")
+        );
+        assert_eq!(watcher(&json!([]), 55, 1, None).unwrap_err().pointer, "");
+    }
+
+    #[test]
+    fn policy_presence_is_whether_the_read_found_the_policy_and_its_uid() {
+        let p = json!({"apiVersion": "policies.kyverno.io/v1", "kind": "ValidatingPolicy",
+            "metadata": {"name": "kca-webhook-label", "uid": "a764867b-5e45-4296-8322-19733e9f7b2c"}});
+        let found = policy_presence(&p, "t".into()).unwrap();
+        assert!(found.exists);
+        assert_eq!(
+            found.uid.as_deref(),
+            Some("a764867b-5e45-4296-8322-19733e9f7b2c")
+        );
+        assert_eq!(found.at, "t");
+        let none = policy_presence(&Value::Null, "t".into()).unwrap();
+        assert_eq!((none.exists, none.uid), (false, None));
+        let mut bad = p;
+        bad["metadata"]["uid"] = json!(7);
+        assert_eq!(
+            policy_presence(&bad, "t".into()).unwrap_err(),
+            err("/metadata/uid", "a string")
+        );
     }
 
     #[test]

@@ -3,7 +3,10 @@
 #[cfg(doc)]
 use super::Code;
 use super::{Code::*, G, Meant, fields_are, policy_uid, request_is_the_pod_meant};
-use crate::evidence::{Outcome, RequestRecord};
+use serde_json::Value;
+
+use crate::derive;
+use crate::evidence::{Evidence, Outcome, RequestRecord};
 use crate::facts::{self, a::*};
 use crate::inputs::{self, Context};
 use crate::rules;
@@ -149,6 +152,63 @@ pub(crate) fn act5(g: &mut G) {
     g.request(&sub, &f.control, &[Outcome::Stored]);
     request_is_the_pod_meant(g, &sub, &f.control, Meant::CONTROL);
     super::existing_pod_survives(g, &format!("{s}.existing"), &f.existing);
+    if let Some(ev) = raw_records_of_act5(g) {
+        scaled_at_is_the_healers_scale_down_answer(g, s, &ev, &f);
+        watcher_is_the_healers_ready_answer(g, s, &ev, &f);
+        policy_is_the_raw_policy_read(g, s, &ev, &f);
+    }
+}
+
+/// Act 5's evidence when its `raw[]` holds the runner's named records (`{"at", "what", "data"}`,
+/// as `ActRecorder::raw` writes them); `None` when every raw record is a bare API answer (the
+/// format the synthetic fixtures keep, which holds no `watcher-ready`, `scale-down` or `policy`
+/// record to derive a fact from). Read without a check of its own: [`G::facts`] checked it.
+fn raw_records_of_act5(g: &G) -> Option<std::sync::Arc<crate::evidence::Evidence>> {
+    let doc = g.input.evidence.get(&5)?.as_ref().ok()?;
+    let ev = doc.evidence().ok()?;
+    let named = ev.raw.iter().any(|r| r.get("what").is_some());
+    named.then_some(ev)
+}
+
+/// Act 5's `scaled_at` is [`crate::derive::scale_down`] of the healer's answer to the scale to 0
+/// (raw `scale-down`: its `answered_at`), [`super::witness::fact_is_derived_from_raw_record`].
+/// Flags [`Code::RawMismatch`] / [`Code::ObservationMissing`].
+fn scaled_at_is_the_healers_scale_down_answer(g: &mut G, s: &str, ev: &Evidence, f: &Act5Facts) {
+    let (sub, sources) = (format!("{s}.scaled_at"), derive::SCALE_DOWN_SOURCES);
+    let (at, down) = (&f.scaled_at, derive::scale_down);
+    super::witness::fact_is_derived_from_raw_record(g, ev, "scale-down", &sub, at, down, sources);
+}
+
+/// Act 5's watcher is [`crate::derive::watcher`] of the healer's ready answer (raw
+/// `watcher-ready`: its PID, arming time and deadline; what it was armed with and its fault
+/// directory taken as recorded, [`watcher_armed_for_the_planned_restore`] holds those),
+/// [`super::witness::fact_is_derived_from_raw_record`]. Flags [`Code::RawMismatch`] /
+/// [`Code::ObservationMissing`].
+fn watcher_is_the_healers_ready_answer(g: &mut G, s: &str, ev: &Evidence, f: &Act5Facts) {
+    let (w, sub) = (&f.watcher, format!("{s}.watcher"));
+    let (after, replicas, dir) = (w.restore_after_sec, w.original_replicas, &w.fault_dir);
+    let ready = |raw: &Value| derive::watcher(raw, after, replicas, dir.clone());
+    let sources = derive::WATCHER_SOURCES;
+    super::witness::fact_is_derived_from_raw_record(
+        g,
+        ev,
+        "watcher-ready",
+        &sub,
+        w,
+        ready,
+        sources,
+    );
+}
+
+/// Act 5's policy presence is [`crate::derive::policy_presence`] of its read of the policy (raw
+/// `policy`: whether it found one, its UID; the read's time taken as recorded),
+/// [`super::witness::fact_is_derived_from_raw_record`]. Flags [`Code::RawMismatch`] /
+/// [`Code::ObservationMissing`].
+fn policy_is_the_raw_policy_read(g: &mut G, s: &str, ev: &Evidence, f: &Act5Facts) {
+    let (p, sub) = (&f.policy, format!("{s}.policy"));
+    let read = |raw: &Value| derive::policy_presence(raw, p.at.clone());
+    let sources = derive::POLICY_PRESENCE_SOURCES;
+    super::witness::fact_is_derived_from_raw_record(g, ev, "policy", &sub, p, read, sources);
 }
 
 /// The recovery watcher was armed before the scale-down, for the planned restore (55 s, back

@@ -746,6 +746,15 @@ mod tests {
                 => TimesInconsistent "bad.sent_at";
             A 5 Set("/facts/policy/at", json!("2026-11-30T19:48:18.653Z"))
                 => TimesInconsistent "policy.at";
+            // Lab A act 5's scale-down, watcher and policy are the healer's answers and the read.
+            A 5 Set("/facts/scaled_at", json!("2026-11-30T19:48:20.069Z"))
+                => RawMismatch "scaled_at";
+            A 5 Set("/facts/watcher/pid", json!(4218)) => RawMismatch "watcher.pid";
+            A 5 Set("/facts/watcher/deadline_at", json!("2026-11-30T19:49:15.059Z"))
+                => RawMismatch "watcher.deadline_at";
+            A 5 Set("/facts/policy/exists", json!(false)) => RawMismatch "policy.exists";
+            A 5 Set("/facts/policy/uid", json!("a764867b-5e45-4296-8322-19733e9f7b2d"))
+                => RawMismatch "policy.uid";
             // Lab A act 6's recovery records hold.
             A 6 Set("/facts/previous_lease_holder", json!("kyverno-admission-controller-x"))
                 => RawMismatch "previous_lease_holder";
@@ -771,6 +780,56 @@ mod tests {
             // Act 8 compares every report field.
             B 8 RemoveFirst("/facts/checks") => ReportContradicted "checks";
         }
+    }
+
+    /// Lab A act 5's copied facts are flagged naming both witnesses: the fact's path (the
+    /// subject) and the raw field it is derived from (in the detail), and a raw record left out
+    /// is an observation missing on the fact it was derived from.
+    #[test]
+    fn act5_facts_differing_from_their_raw_records_name_both_witnesses() {
+        let graded = |edit: &dyn Fn(&mut Value)| {
+            let mut gi = recorded(A);
+            let mut doc = gi.evidence[&5].as_ref().unwrap().value().clone();
+            edit(&mut doc);
+            gi.evidence.insert(5, Ok(EvidenceDoc::new(doc)));
+            grade(A, 5, &gi).findings
+        };
+        let rows: [(&str, Value, &str, &str); 3] = [
+            (
+                "/facts/scaled_at",
+                json!("2026-11-30T19:48:21.000Z"),
+                "evidence/05.json facts.scaled_at",
+                "evidence/05.json raw[scale-down].data.answered_at derives \"2026-11-30T19:48:20.068Z\"",
+            ),
+            (
+                "/facts/watcher/armed_at",
+                json!("2026-11-30T19:48:20.000Z"),
+                "evidence/05.json facts.watcher.armed_at",
+                "evidence/05.json raw[watcher-ready].data.armed_at derives \"2026-11-30T19:48:20.058Z\"",
+            ),
+            (
+                "/facts/policy/uid",
+                Value::Null,
+                "evidence/05.json facts.policy.uid",
+                "evidence/05.json raw[policy].data.metadata.uid derives \"a764867b-5e45-4296-8322-19733e9f7b2c\"",
+            ),
+        ];
+        for (pointer, value, subject, raw) in rows {
+            let findings = graded(&|doc| *doc.pointer_mut(pointer).unwrap() = value.clone());
+            let found = findings
+                .iter()
+                .find(|f| f.code == RawMismatch && f.subject == subject);
+            let detail = found.map(|f| f.detail.as_str()).unwrap_or_default();
+            assert!(detail.contains(raw), "{subject}: {findings:#?}");
+        }
+        let findings = graded(&|doc| {
+            let raw = doc["raw"].as_array_mut().unwrap();
+            raw.retain(|r| r["what"] != "scale-down");
+        });
+        let missing = findings.iter().any(|f| {
+            f.code == ObservationMissing && f.subject == "evidence/05.json facts.scaled_at"
+        });
+        assert!(missing, "{findings:#?}");
     }
 
     /// What may differ by version is read from the live registration, never from a name's form:

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::cluster::{self, ADMISSION_DEPLOYMENT, Cluster, KYVERNO_NAMESPACE};
+use crate::derive;
 use crate::error::LabError;
 use crate::evidence::{Lab, Outcome, RequestRecord};
 use crate::facts::a::{
@@ -215,15 +216,16 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     )
     .await?;
     // Evidence labels keep the recorded format's words (`watcher-ready`, facts `watcher`).
-    rec.raw("watcher-ready", &ready);
-    let watcher = WatcherFacts {
-        pid: Some(ready.pid),
-        armed_at: ready.armed_at.clone(),
-        restore_after_sec: inputs::RestoreAfterSec::VALUE,
-        original_replicas: inputs::OriginalReplicas::VALUE,
-        deadline_at: Some(ready.deadline_at.clone()),
-        fault_dir: Some(fault.files().dir.display().to_string()),
-    };
+    let raw_ready = to_value(&ready)?;
+    rec.raw("watcher-ready", &raw_ready);
+    // The watcher as the fact records it: derived from the raw answer (the grader re-derives it),
+    // with what the healer was armed with and where its files are.
+    let watcher = cluster::derived(derive::watcher(
+        &raw_ready,
+        inputs::RestoreAfterSec::VALUE,
+        inputs::OriginalReplicas::VALUE,
+        Some(fault.files().dir.display().to_string()),
+    ))?;
     ui.say(m::scale_healer_ready(
         ready.pid,
         &ready.armed_at,
@@ -263,8 +265,10 @@ async fn act5_body(
     } = cx;
     ui.step(m::scaling_to_zero(cluster::ADMISSION_DEPLOYMENT));
     let down = fault.scale_down().await?;
-    rec.raw("scale-down", &down);
-    partial["scaled_at"] = down.answered_at.clone().into();
+    let raw_down = to_value(&down)?;
+    rec.raw("scale-down", &raw_down);
+    let scaled_at = cluster::derived(derive::scale_down(&raw_down))?;
+    partial["scaled_at"] = scaled_at.clone().into();
     rec.save_progress(partial.clone())?;
 
     let pods_gone_at = wait_pods_gone(cl, ui, fault, rec).await?;
@@ -281,7 +285,7 @@ async fn act5_body(
 
     let facts = Act5Facts {
         watcher,
-        scaled_at: down.answered_at.clone(),
+        scaled_at,
         pods_gone_at: Some(pods_gone_at),
         policy,
         webhook_configurations: configs,
@@ -390,12 +394,9 @@ async fn observe_registration(
     f2: &Act2Facts,
 ) -> Result<(PolicyPresence, serde_json::Value, bool, String), LabError> {
     let policy = cl.policy(cluster::POLICY_NAME).await?;
-    rec.raw("policy", &policy);
-    let policy = PolicyPresence {
-        exists: policy.is_some(),
-        uid: uid_of(policy.as_ref()).map(str::to_owned),
-        at: facts::now_rfc3339(),
-    };
+    let raw_policy = to_value(&policy)?;
+    rec.raw("policy", &raw_policy);
+    let policy = cluster::derived(derive::policy_presence(&raw_policy, facts::now_rfc3339()))?;
     let policy_uid_2 = uid_of(Some(&f2.policy)).unwrap_or("");
     // The full list of ValidatingWebhookConfigurations, raw.
     let configs = webhook_configurations_raw(cl).await?;
