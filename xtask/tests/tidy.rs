@@ -2001,11 +2001,11 @@ const NIGHTLY_LAB_SUBSETS: &[(&str, &str)] = &[(
 fn job_needs(yaml: &str, job: &str) -> Vec<String> {
     let mut inside = false;
     for line in yaml.lines() {
-        if let Some(name) = line.strip_prefix("  ").and_then(|l| l.strip_suffix(':')) {
-            if !name.starts_with(' ') {
-                inside = name == job;
-                continue;
-            }
+        if let Some(name) = (line.strip_prefix("  ").and_then(|l| l.strip_suffix(':')))
+            .filter(|name| !name.starts_with(' '))
+        {
+            inside = name == job;
+            continue;
         }
         if let Some(needs) = line.strip_prefix("    needs:").filter(|_| inside) {
             let needs = needs.trim().trim_start_matches('[').trim_end_matches(']');
