@@ -152,22 +152,19 @@ pub(crate) fn act5(g: &mut G) {
     g.request(&sub, &f.control, &[Outcome::Stored]);
     request_is_the_pod_meant(g, &sub, &f.control, Meant::CONTROL);
     super::existing_pod_survives(g, &format!("{s}.existing"), &f.existing);
-    if let Some(ev) = raw_records_of_act5(g) {
+    if let Some(ev) = act5_evidence(g) {
         scaled_at_is_the_healers_scale_down_answer(g, s, &ev, &f);
         watcher_is_the_healers_ready_answer(g, s, &ev, &f);
         policy_is_the_raw_policy_read(g, s, &ev, &f);
     }
 }
 
-/// Act 5's evidence when its `raw[]` holds the runner's named records (`{"at", "what", "data"}`,
-/// as `ActRecorder::raw` writes them); `None` when every raw record is a bare API answer (the
-/// format the synthetic fixtures keep, which holds no `watcher-ready`, `scale-down` or `policy`
-/// record to derive a fact from). Read without a check of its own: [`G::facts`] checked it.
-fn raw_records_of_act5(g: &G) -> Option<std::sync::Arc<crate::evidence::Evidence>> {
+/// Act 5's evidence, whose raw records (`watcher-ready`, `scale-down`, `policy`) the facts are
+/// derived from; a record that is absent is a finding of the rule that reads it. Read without a
+/// check of its own: [`G::facts`] checked it.
+fn act5_evidence(g: &G) -> Option<std::sync::Arc<crate::evidence::Evidence>> {
     let doc = g.input.evidence.get(&5)?.as_ref().ok()?;
-    let ev = doc.evidence().ok()?;
-    let named = ev.raw.iter().any(|r| r.get("what").is_some());
-    named.then_some(ev)
+    doc.evidence().ok()
 }
 
 /// Act 5's `scaled_at` is [`crate::derive::scale_down`] of the healer's answer to the scale to 0

@@ -64,10 +64,6 @@ pub const UNHELD: &[Unheld] = &[
         why: "the PID of the tool's own watchdog process, the tool's plumbing (it is addressed through a pidfd), not an observation of the cluster",
     },
     Unheld {
-        path: "watcher.pid",
-        why: "the PID of the tool's own recovery watcher, the tool's plumbing, not an observation of the cluster",
-    },
-    Unheld {
         path: "watcher.fault_dir",
         why: "the directory of the tool's own fault ledger on this machine, a pointer for heal, not an observation of the cluster",
     },

@@ -63,31 +63,6 @@ fn set_input(file: &'static str, key: &'static str, v: Value, refresh: bool) -> 
     })
 }
 
-/// Lab A act 5's raw records as the runner names them (`watcher-ready`, `scale-down`, `policy`:
-/// the healer's answers and the policy read, made from the passing facts, which the synthetic
-/// tree keeps with its bare API answers only), then `m`: a fact changed after the act derived it.
-fn with_act5_raw(m: Mutation) -> Mutation {
-    Box::new(move |f| {
-        let policy = f["evidence/02.json"]["facts"]["policy"].clone();
-        let ev = f.get_mut("evidence/05.json").unwrap();
-        let (facts, w) = (ev["facts"].clone(), &ev["facts"]["watcher"]);
-        let ready = json!({"ok": true, "pid": w["pid"], "armed_at": w["armed_at"],
-            "deadline_at": w["deadline_at"], "observed_replicas": 1, "error": null});
-        let scale = json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
-            "metadata": {"name": "kyverno-admission-controller", "namespace": "kyverno"}, "spec": {}});
-        let down = json!({"sent_at": facts["scaled_at"], "answered_at": facts["scaled_at"],
-            "replicas_before": 1, "raw": scale});
-        let records = [
-            (&w["armed_at"], "watcher-ready", ready),
-            (&facts["scaled_at"], "scale-down", down),
-            (&facts["policy"]["at"], "policy", policy),
-        ];
-        let records = records.map(|(at, what, data)| json!({"at": at, "what": what, "data": data}));
-        ev["raw"].as_array_mut().unwrap().extend(records);
-        m(f);
-    })
-}
-
 /// Any other mutation.
 fn with(m: fn(&mut Files)) -> Mutation {
     Box::new(m)
@@ -336,13 +311,13 @@ fn scale_down_cases() -> Vec<Case> {
             set(5, "/existing/uid", json!(BEEF));
         "act5-scaled-at-not-the-scale-down-answer", 5, "raw-mismatch",
             "scaled_at is not the answered_at of the healer's scale-down answer (raw scale-down)",
-            with_act5_raw(set(5, "/scaled_at", json!(ts(240_100))));
+            set(5, "/scaled_at", json!(ts(240_100)));
         "act5-watcher-not-the-ready-answer", 5, "raw-mismatch",
             "the watcher's PID is not the one of the healer's ready answer (raw watcher-ready)",
-            with_act5_raw(set(5, "/watcher/pid", json!(6162)));
+            set(5, "/watcher/pid", json!(6162));
         "act5-policy-not-the-raw-read", 5, "raw-mismatch",
             "the policy is recorded absent while its read returned it (raw policy)",
-            with_act5_raw(set(5, "/policy/exists", json!(false)));
+            set(5, "/policy/exists", json!(false));
         "act6-lease-not-confirmed", 6, "not-confirmed", "the Lease wait ran out",
             set(6, "/lease_acquired", json!({"status": "not-confirmed", "at": null,
                 "last_seen": "holder kyverno-admission-controller-6d9c7b8f5d-x2k4p", "waited_ms": 60000}));

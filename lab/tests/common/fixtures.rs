@@ -1035,7 +1035,30 @@ fn a_act5(t: &mut Tree) {
         control,
         existing: existing_at(247_000),
     };
+    let mut raw5 = raw5;
+    raw5.extend(a_act5_named_records(&a5));
     t.act(5, (239_000, 248_000), &[InputFile::ScalePlan], a5, raw5);
+}
+
+/// Lab A act 5's raw records as the runner names them and the grader derives the facts from
+/// (`watcher-ready`, `scale-down`, `policy`: the healer's answers and the policy read, made from
+/// the act's facts), beside the bare request answers.
+fn a_act5_named_records(a5: &a::Act5Facts) -> Vec<Value> {
+    let w = &a5.watcher;
+    let ready = json!({"ok": true, "pid": w.pid, "armed_at": w.armed_at,
+        "deadline_at": w.deadline_at, "observed_replicas": 1, "error": null});
+    let scale = json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
+        "metadata": {"name": "kyverno-admission-controller", "namespace": "kyverno"}, "spec": {}});
+    let down = json!({"sent_at": a5.scaled_at, "answered_at": a5.scaled_at,
+        "replicas_before": 1, "raw": scale});
+    let records = [
+        (&w.armed_at, "watcher-ready", ready),
+        (&a5.scaled_at, "scale-down", down),
+        (&a5.policy.at, "policy", stored_policy("Fail")),
+    ];
+    (records.into_iter())
+        .map(|(at, what, data)| json!({"at": at, "what": what, "data": data}))
+        .collect()
 }
 
 /// Lab A act 6: the watcher restores at 295 s (55 s after the scale). Every step's `waited_ms`
