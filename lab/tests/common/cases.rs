@@ -451,11 +451,16 @@ fn replica_freeze_cases(lab: Lab) -> Vec<Case> {
         "act6c-policy-replaced", 6, "uid-mismatch", "the policy after the switch has another UID",
             set(6, "/policy/metadata/uid", json!(OTHER_POLICY));
     });
+    // The leader's cases on the lab's first freeze when it freezes the leader (its process is act
+    // 4's, it loses the Lease and restarts); the follower's on every follower freeze.
     if t5 == Some(Target::Leader) {
         v.extend(leader_freeze_cases());
     }
-    if t6 == Some(Target::Follower) {
-        v.extend(follower_freeze_cases());
+    for (act, _) in acts::freezes(lab)
+        .into_iter()
+        .filter(|(_, t)| *t == Target::Follower)
+    {
+        v.extend(follower_freeze_cases(act));
     }
     v.extend(scale_back_cases());
     v
@@ -480,24 +485,38 @@ fn leader_freeze_cases() -> Vec<Case> {
     }
 }
 
-/// The cases of act 6 frozen as a follower: the Lease stays where it is, the process is act 4's.
-fn follower_freeze_cases() -> Vec<Case> {
-    cases! {
-        "act6c-lease-moved-during-follower-freeze", 6, "value-mismatch",
-            "a follower's freeze, yet a Lease read during it names another holder",
-            with(|f| {
-                // Act 4's leader, or its first follower when the leader still holds the Lease.
-                let a4 = &f["evidence/04.json"]["facts"];
-                let leader = a4["leader"]["pod_name"].clone();
-                let follower = a4["followers"][0]["pod_name"].clone();
-                let a6 = facts_mut(f, 6);
-                let other = if a6["lease_before"]["holder"] == leader { follower } else { leader };
-                a6["lease_samples"][4]["holder"] = other;
-            });
-        "act6c-follower-other-process", 6, "identity-changed",
-            "the frozen follower's process is not the one act 4 found in its pod",
-            set(6, "/freeze/identity/pid_start_time_ticks", json!(999));
-    }
+/// The cases of act `act` frozen as a follower (lab C: act 6; a lab may freeze a follower first):
+/// the Lease stays where it is, the process is the one last seen in its pod (act 4's here).
+fn follower_freeze_cases(act: u8) -> Vec<Case> {
+    let lease_moved: Mutation = Box::new(move |f| {
+        // Act 4's leader, or its first follower when the leader still holds the Lease.
+        let a4 = &f["evidence/04.json"]["facts"];
+        let leader = a4["leader"]["pod_name"].clone();
+        let follower = a4["followers"][0]["pod_name"].clone();
+        let run = facts_mut(f, act);
+        let other = if run["lease_before"]["holder"] == leader {
+            follower
+        } else {
+            leader
+        };
+        run["lease_samples"][4]["holder"] = other;
+    });
+    vec![
+        Case {
+            name: format!("act{act}c-lease-moved-during-follower-freeze"),
+            act,
+            expect: "value-mismatch",
+            why: "a follower's freeze, yet a Lease read during it names another holder".into(),
+            mutate: lease_moved,
+        },
+        Case {
+            name: format!("act{act}c-follower-other-process"),
+            act,
+            expect: "identity-changed",
+            why: "the frozen follower's process is not the one act 4 found in its pod".into(),
+            mutate: set(act, "/freeze/identity/pid_start_time_ticks", json!(999)),
+        },
+    ]
 }
 
 /// The cases of a replica lab's acts 7-8: the scale back and the report.
