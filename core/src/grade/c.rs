@@ -446,7 +446,8 @@ fn replicas_are_the_raw_pods(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts) {
         let raw_at = format!("{} raw[pods].data[{k}]", ev_name(ev.act));
         let derived = derive::replica(p, r.pod.at.clone());
         let (pod, sources) = (format!("{sub}.pod"), derive::POD_SOURCES);
-        let derived_pod = derived.clone().map(|x| x.pod);
+        // The pod's own mapping: a field only `ready` or `pod_ip` reads fails those, not the pod.
+        let derived_pod = derive::pod(p, r.pod.at.clone());
         fact_is_derived_from_raw(g, &pod, &r.pod, &raw_at, derived_pod, sources);
         fact_is_derived_from_raw(g, &sub, r, &raw_at, derived, derive::REPLICA_SOURCES);
     }
@@ -1471,5 +1472,43 @@ mod target_order_tests {
         let wrong = rules(&second("the former leader"));
         assert_eq!(wrong.len(), 1, "{wrong:#?}");
         assert_eq!(wrong[0].code, IdentityChanged);
+    }
+}
+
+#[cfg(test)]
+mod replica_source_tests {
+    use super::*;
+    use crate::evidence::Lab;
+    use crate::grade::{EvidenceDoc, GradeInput};
+
+    /// A raw field only `ready` reads (the Ready condition's status, a boolean where the API
+    /// sends a string) fails the replica's facts, not its pod's: the pod is derived by its own
+    /// mapping ([`derive::pod`]). A reviewer found `replicas[1].pod` flagged too (2026-12-04).
+    #[test]
+    fn a_mistyped_ready_status_fails_the_replica_not_its_pod() {
+        let text = include_str!("../../../lab/tests/fixtures/c/pass/evidence/03.json");
+        let mut v: Value = serde_json::from_str(text).unwrap();
+        let raw = v["raw"].as_array_mut().unwrap();
+        let pods = raw.iter_mut().find(|r| r["what"] == "pods").unwrap();
+        let conditions = pods["data"][1]["status"]["conditions"]
+            .as_array_mut()
+            .unwrap();
+        let ready = conditions
+            .iter_mut()
+            .find(|c| c["type"] == "Ready")
+            .unwrap();
+        ready["status"] = Value::Bool(true);
+        let mut gi = GradeInput::default();
+        gi.evidence.insert(3, Ok(EvidenceDoc::new(v)));
+        let found = crate::grade::grade(Lab::C, 3, &gi).findings;
+        let on_replica: Vec<&str> = (found.iter())
+            .filter(|f| f.subject.contains("replicas[1]"))
+            .map(|f| f.subject.as_str())
+            .collect();
+        assert_eq!(
+            on_replica,
+            vec!["evidence/03.json facts.replicas[1]"],
+            "{found:#?}"
+        );
     }
 }
