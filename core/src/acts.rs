@@ -929,6 +929,12 @@ pub fn replicas(lab: Lab) -> u32 {
         .fold(1, u32::max)
 }
 
+/// Whether act `act` of `lab` switches the policy in place ([`Step::SwitchPolicy`]): its facts
+/// are a policy switch around its run (lab B's and lab C's act 6).
+pub fn switches_policy(lab: Lab, act: u8) -> bool {
+    (steps(lab, act).iter()).any(|s| matches!(s, Step::SwitchPolicy { .. }))
+}
+
 /// What `lab` disturbs ([`LabSpec::summary`]).
 pub fn summary(lab: Lab) -> Text {
     lab_spec(lab).summary

@@ -706,10 +706,7 @@ fn latest_process_before(g: &mut G, act: u8, pod: &str) -> Option<facts::b::Proc
         .collect();
     let mut after = None;
     for a in earlier.into_iter().rev() {
-        let run = if crate::acts::steps(g.lab, a)
-            .iter()
-            .any(|s| matches!(s, crate::acts::Step::SwitchPolicy { .. }))
-        {
+        let run = if crate::acts::switches_policy(g.lab, a) {
             g.facts::<Act6Facts>(a).map(|f| f.run)
         } else {
             g.facts::<Act5Facts>(a)

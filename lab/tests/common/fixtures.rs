@@ -539,7 +539,7 @@ pub fn policy_at(lab: Lab, act: u8) -> &'static str {
 /// Whether act `act` of `lab` switches the policy in place ([`Step::SwitchPolicy`]) before its
 /// fault.
 fn switches(lab: Lab, act: u8) -> bool {
-    (acts::steps(lab, act).iter()).any(|s| matches!(s, Step::SwitchPolicy { .. }))
+    acts::switches_policy(lab, act)
 }
 
 /// The input the acts of `lab` read before its first fault act last (the plan: `freeze-plan.json`
