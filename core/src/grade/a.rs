@@ -375,6 +375,7 @@ pub(crate) fn act6(g: &mut G) {
     new_pod_is_a_controller_pod(g, s, &f);
     last_check_precedes_its_step(g, s, &f);
     replicas_restored_recorded_first(g, s, &f);
+    restored_by_the_watcher_at_its_wake(g, s, &f);
     if registered.is_some() {
         registration_after_recovery_equals_act2(g, s, &f);
     }
@@ -382,6 +383,76 @@ pub(crate) fn act6(g: &mut G) {
     no_probe_admitted_after_a_call(g, s, &f);
     if let Some(d) = &denied {
         first_deny_is_the_last_probe(g, s, &f, d);
+    }
+}
+
+/// Replicas restored by the watcher (act 5's healer) were restored when it woke: its own record
+/// (raw `watcher-record`, `healer.json` as act 6 read it) restored them at `replicas_restored.at`
+/// and, woken by its deadline, no sooner than its `deadline_at`; without that record the watcher
+/// restores at act 5's `watcher.deadline_at` ([`facts::a::Restorer::Watcher`]), so no sooner.
+/// [`super::bounds::CLOCK_SKEW_MS`] of slack. Flags [`Code::TimesInconsistent`] on
+/// `replicas_restored.at`, naming the record it contradicts.
+fn restored_by_the_watcher_at_its_wake(g: &mut G, s: &str, f: &Act6Facts) {
+    if f.restored_by != Some(facts::a::Restorer::Watcher) {
+        return;
+    }
+    let Some(at) = f
+        .replicas_restored
+        .at
+        .as_deref()
+        .and_then(facts::parse_rfc3339)
+    else {
+        return;
+    };
+    let skew = chrono::Duration::milliseconds(super::bounds::CLOCK_SKEW_MS as i64);
+    let record = g.evidence(6).and_then(|ev| {
+        let r = super::witness::raw_record(&ev, "watcher-record")?;
+        r.is_object().then(|| r.clone())
+    });
+    let text = |v: &serde_json::Value, k: &str| v[k].as_str().map(str::to_owned);
+    let (deadline, witness, restored_at) = match &record {
+        Some(r) if text(r, "woke_by").as_deref() != Some("deadline") => (
+            None,
+            "evidence/06.json raw[watcher-record]",
+            text(r, "restored_at"),
+        ),
+        Some(r) => (
+            text(r, "deadline_at"),
+            "evidence/06.json raw[watcher-record]",
+            text(r, "restored_at"),
+        ),
+        None => {
+            let deadline = g
+                .facts::<Act5Facts>(5)
+                .and_then(|a5| a5.watcher.deadline_at);
+            (deadline, "evidence/05.json facts.watcher.deadline_at", None)
+        }
+    };
+    let sub = format!("{s}.replicas_restored.at");
+    let early = deadline
+        .as_deref()
+        .and_then(facts::parse_rfc3339)
+        .filter(|d| at + skew < *d);
+    g.check(early.is_none(), TimesInconsistent, sub.clone(), || {
+        let (at, deadline) = (f.replicas_restored.at.as_deref().unwrap_or("?"), deadline.as_deref().unwrap_or("?"));
+        format!("restored by the watcher at {at}, before its deadline {deadline} ({witness}): the watcher restores when its deadline wakes it")
+    });
+    if let Some(r) = &record {
+        let same = restored_at.as_deref().and_then(facts::parse_rfc3339) == Some(at);
+        g.check(
+            same || r["action"] != "restored",
+            TimesInconsistent,
+            sub,
+            || {
+                let (at, theirs) = (
+                    f.replicas_restored.at.as_deref().unwrap_or("?"),
+                    restored_at.as_deref().unwrap_or("none"),
+                );
+                format!(
+                    "restored by the watcher at {at}; its record ({witness}) restored at {theirs}"
+                )
+            },
+        );
     }
 }
 

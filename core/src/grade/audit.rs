@@ -220,7 +220,57 @@ fn final_event_agrees_with_the_record(
     let request = format!("{file} request {name} ({outcome}, HTTP {status}, GET exists {exists})");
     let both = format!("{request} vs {event}");
     answer_rules_agree(g, c, at, r, e, &both);
+    event_is_the_requests_own(g, at, r, e, &both);
     call_timing_agrees(g, c, at, r, e, both);
+}
+
+/// The final event is the request the tool sent, as the tool sent it: a dry-run exactly when
+/// the record is one (`requestURI` carries `dryRun=All`), received no sooner than the tool sent
+/// it and completed no later than the tool had its answer (`requestReceivedTimestamp` ≥
+/// `sent_at`, `stageTimestamp` ≤ `answered_at`, [`super::bounds::CLOCK_SKEW_MS`] of slack: the
+/// API server and the tool share the node's clock). Flags [`Code::AuditContradicted`].
+fn event_is_the_requests_own(
+    g: &mut G<'_>,
+    at: &str,
+    r: &crate::evidence::RequestRecord,
+    e: &audit::EventView,
+    both: &str,
+) {
+    let skew = chrono::Duration::milliseconds(super::bounds::CLOCK_SKEW_MS as i64);
+    let t = |s: Option<&str>| s.and_then(crate::facts::parse_rfc3339);
+    let mut problems = Vec::new();
+    let dry_run = e.request_uri.contains("dryRun=All");
+    if dry_run != r.dry_run {
+        let (uri, rec) = (&e.request_uri, r.dry_run);
+        problems.push(format!(
+            "requestURI {uri:?} is {}a dry-run; the record's dry_run is {rec}",
+            if dry_run { "" } else { "not " }
+        ));
+    }
+    if let (Some(received), Some(sent)) = (t(e.received.as_deref()), t(Some(&r.sent_at)))
+        && received + skew < sent
+    {
+        let received = e.received.as_deref().unwrap_or_default();
+        problems.push(format!(
+            "requestReceivedTimestamp {received} is before the tool sent the request ({})",
+            r.sent_at
+        ));
+    }
+    if let (Some(done), Some(answered)) = (t(e.stage_timestamp.as_deref()), t(Some(&r.answered_at)))
+        && done > answered + skew
+    {
+        let done = e.stage_timestamp.as_deref().unwrap_or_default();
+        problems.push(format!(
+            "stageTimestamp {done} is after the tool had its answer ({})",
+            r.answered_at
+        ));
+    }
+    g.check(
+        problems.is_empty(),
+        AuditContradicted,
+        format!("{at} request"),
+        || format!("{both}: {}", problems.join("; ")),
+    );
 }
 
 /// Rules 3-7 on a request's final event `e` (see the module docs): the same HTTP status and

@@ -774,6 +774,7 @@ fn replica_freeze_run(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun) {
     freeze_waves_lie_inside_the_freeze(g, s, run);
     freeze_outcomes_are_timeout_or_deny(g, s, run, v.hook, v.ignore);
     samples_cover_the_freeze(g, s, run);
+    a_call_that_met_the_frozen_replica_had_it_as_an_endpoint(g, s, run);
     frozen_replica_after_is_the_same_pod(g, s, run);
     if let Some(ev) = g.evidence(v.act) {
         restart_counts_are_the_containers_attempts(g, s, &ev, run);
@@ -792,6 +793,39 @@ fn replica_freeze_run(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun) {
             &run.existing,
         );
     }
+}
+
+/// A call that ran into the timeout during the freeze (a violating pod timed out, or was stored
+/// after the timeout under Ignore) met the frozen replica: the Service sends a call only to a
+/// ready endpoint, so some endpoint sample of the freeze (`endpoint_samples`, read each second)
+/// shows the frozen pod ready. Nothing is held when no sample could be read. Flags
+/// [`Code::ValueMismatch`] on `endpoint_samples`, naming the request.
+fn a_call_that_met_the_frozen_replica_had_it_as_an_endpoint(
+    g: &mut G,
+    s: &str,
+    run: &ReplicaFreezeRun,
+) {
+    use crate::evidence::Outcome;
+    let read = run.endpoint_samples.iter().filter(|x| x.error.is_none());
+    if read.clone().next().is_none() {
+        return;
+    }
+    let pod = Some(run.target_pod.as_str());
+    let ready = read.clone().any(|x| {
+        x.endpoints
+            .iter()
+            .any(|e| e.ready && e.pod.as_deref() == pod)
+    });
+    let long = |r: &&RequestRecord| {
+        r.outcome == Outcome::WebhookTimeout
+            || (r.outcome == Outcome::Stored && r.elapsed_ms >= 1000)
+    };
+    let met = run.bad.iter().enumerate().find(|(_, r)| long(r));
+    g.check(met.is_none() || ready, ValueMismatch, format!("{s}.endpoint_samples"), || {
+        let (i, r) = met.unwrap();
+        let (name, outcome, ms) = (&r.name, r.outcome.as_str(), r.elapsed_ms);
+        format!("no sample of the freeze shows the frozen pod {} a ready endpoint, yet {s}.bad[{i}] ({name}) was {outcome} after {ms} ms: a call that runs into the timeout met the frozen replica, and calls go only to ready endpoints", run.target_pod)
+    });
 }
 
 /// `waves × wave_size` violating pods (at least the spec's 18) and one control pod per wave,

@@ -46,7 +46,10 @@ pub(crate) fn grade(g: &mut G, ev: &Evidence) {
     violating_pod_never_stored_under_fail(g, ev, &reads);
     call_failure_never_reaches_the_client_under_ignore(g, ev, &reads);
     lease_tenure_is_one_story(g);
+    lease_stamped_before_it_was_read(g);
     replica_counters_account_for_the_calls(g, ev);
+    replica_counter_falls_only_with_a_restart(g);
+    restart_count_never_falls_for_one_pod(g);
     acts_follow_each_other(g, ev);
     raw_records_inside_the_act(g, ev);
 }
@@ -332,7 +335,15 @@ struct LeaseRead {
     lease: String,
     holder: Option<String>,
     acquire: Option<Time>,
+    renew: Option<Time>,
     transitions: Option<u64>,
+}
+
+/// `leaseTransitions` as a read shows it: the value, or 0 when a held Lease leaves it out (the
+/// field is optional in `LeaseSpec`; client-go's leader election always writes it, so an absent
+/// count on a held Lease can only be the count of a first tenure, 0).
+fn transitions_of(count: Option<u64>, holder: Option<&str>) -> Option<u64> {
+    count.or_else(|| holder.filter(|h| !h.is_empty()).map(|_| 0))
 }
 
 /// Every Lease read of the acts up to `g.act`: facts objects with `holder` and
@@ -366,6 +377,7 @@ fn facts_leases(act: u8, v: &Value, path: &str, file: &str, out: &mut Vec<LeaseR
             {
                 let text = |k: &str| o.get(k).and_then(Value::as_str);
                 let lease = text("name").unwrap_or(crate::rules::common::KYVERNO_NAMESPACE);
+                let count = o.get("lease_transitions").and_then(Value::as_u64);
                 out.push(LeaseRead {
                     act,
                     at,
@@ -373,7 +385,8 @@ fn facts_leases(act: u8, v: &Value, path: &str, file: &str, out: &mut Vec<LeaseR
                     lease: lease.to_owned(),
                     holder: text("holder").map(str::to_owned),
                     acquire: time_of(v, "acquire_time"),
-                    transitions: o.get("lease_transitions").and_then(Value::as_u64),
+                    renew: time_of(v, "renew_time"),
+                    transitions: transitions_of(count, text("holder")),
                 });
                 return;
             }
@@ -413,7 +426,11 @@ fn raw_leases(
                         lease: v["metadata"]["name"].as_str().unwrap_or("").to_owned(),
                         holder: spec["holderIdentity"].as_str().map(str::to_owned),
                         acquire: time_of(spec, "acquireTime"),
-                        transitions: spec["leaseTransitions"].as_u64(),
+                        renew: time_of(spec, "renewTime"),
+                        transitions: transitions_of(
+                            spec["leaseTransitions"].as_u64(),
+                            spec["holderIdentity"].as_str(),
+                        ),
                     });
                 }
                 return;
@@ -454,6 +471,15 @@ fn tenure_contradiction(a: &LeaseRead, b: &LeaseRead) -> Option<String> {
         {
             return Some(format!(
                 "one tenure (leaseTransitions {ta}) acquired at two times, {x:?} and {y:?}"
+            ));
+        }
+        // A renewal only moves renewTime forward within one tenure.
+        if let (Some(x), Some(y)) = (a.renew, b.renew)
+            && a.at + slack < b.at
+            && y + slack < x
+        {
+            return Some(format!(
+                "one tenure (leaseTransitions {ta}) renewed at {x:?}, then read later renewed at {y:?}; a renewal only moves renewTime forward"
             ));
         }
     }
@@ -509,6 +535,26 @@ pub(crate) fn lease_tenure_is_one_story(g: &mut G) {
                 },
             );
         }
+    }
+}
+
+/// A Lease read shows only what was written before it: its `acquireTime` and `renewTime`
+/// (stamped by the holder, a process on the lab's one node: one clock) lie no later than when the
+/// tool received the read (its `at`, [`bounds::CLOCK_SKEW_MS`] of slack). Flags
+/// [`Code::LeaseTenureContradicted`] on this act's read.
+pub(crate) fn lease_stamped_before_it_was_read(g: &mut G) {
+    let skew = chrono::Duration::milliseconds(bounds::CLOCK_SKEW_MS as i64);
+    let this = g.act;
+    for r in lease_reads(g).into_iter().filter(|r| r.act == this) {
+        let stamps = [("acquireTime", r.acquire), ("renewTime", r.renew)];
+        let late = stamps
+            .into_iter()
+            .find(|(_, t)| t.is_some_and(|t| t > r.at + skew));
+        g.check(late.is_none(), LeaseTenureContradicted, r.witness.clone(), || {
+            let (field, t) = late.unwrap_or_default();
+            let (t, at) = (t.map(|t| t.to_rfc3339()).unwrap_or_default(), r.at.to_rfc3339());
+            format!("{field} {t} is later than the read itself ({at}): a read shows only what was written before it")
+        });
     }
 }
 
@@ -605,11 +651,20 @@ pub(crate) fn replica_counters_account_for_the_calls(g: &mut G, ev: &Evidence) {
             _ => {}
         }
     }
-    let ok = moved <= calls && (reset || answered <= moved);
+    // A counter reset loses what it counted; the calls answered while the reset replica was
+    // frozen were answered by the others, whose counters kept them.
+    let during = frozen_replica_answered(ev, rows, window);
+    let ok = moved <= calls
+        && match (reset, during) {
+            (false, _) => answered <= moved,
+            (true, Some((answered, kept))) => answered <= kept,
+            (true, None) => true,
+        };
     let sub = format!("{} facts.replica_requests", ev_name(g.act));
     g.check(ok, ValueMismatch, sub, || {
         let (reset, ns) = (if reset { " (a counter was reset)" } else { "" }, crate::rules::common::TARGET_NAMESPACE);
-        format!("the replicas' counters moved by {moved}{reset}; the act's request records in {ns} show {answered} calls of the webhook answered between the counters' reads and {calls} calls in all")
+        let frozen = during.map_or(String::new(), |(n, kept)| format!("; {n} calls were answered while the reset replica was frozen, and the other replicas' counters moved by {kept}"));
+        format!("the replicas' counters moved by {moved}{reset}; the act's request records in {ns} show {answered} calls of the webhook answered between the counters' reads and {calls} calls in all{frozen}")
     });
 }
 
@@ -628,4 +683,186 @@ fn counters_window(ev: &Evidence) -> Option<(Time, Time)> {
     let from = reads("replica-metrics-before:").into_iter().max()?;
     let to = reads("replica-metrics-after:").into_iter().min()?;
     Some((from, to))
+}
+
+/// When every counter that fell is the frozen replica's (`facts.target_pod`, or the act's one
+/// frozen pod): how many of the act's target-namespace calls were answered (a deny, a pod stored
+/// in under 1 s) inside the freeze (`facts.freeze.frozen_at`..`resumed_at`) and the counters'
+/// window, and how far the other replicas' counters moved. A frozen process answers nothing, so
+/// those calls were answered, and counted, by the others. `None` when the act froze no replica
+/// or a replica that was not frozen reset its counter.
+fn frozen_replica_answered(
+    ev: &Evidence,
+    rows: &[Value],
+    window: Option<(Time, Time)>,
+) -> Option<(u64, u64)> {
+    let target = ev.facts["target_pod"].as_str()?;
+    let frozen = (
+        time_of(&ev.facts["freeze"], "frozen_at")?,
+        time_of(&ev.facts["freeze"], "resumed_at")?,
+    );
+    let (mut kept, mut other_reset) = (0u64, false);
+    for r in rows {
+        let (b, a) = (r["before"].as_u64()?, r["after"].as_u64()?);
+        match (a < b, r["pod"].as_str() == Some(target)) {
+            (true, false) => other_reset = true,
+            (false, false) => kept += a - b,
+            _ => {}
+        }
+    }
+    if other_reset {
+        return None;
+    }
+    let (from, to) = window?;
+    let mut names = std::collections::BTreeSet::new();
+    let answered = requests(ev)
+        .into_iter()
+        .filter(|(_, r)| names.insert(r.name.clone()))
+        .filter(|(_, r)| r.namespace == crate::rules::common::TARGET_NAMESPACE && !r.dry_run)
+        .filter(|(_, r)| match r.outcome {
+            Outcome::ExplicitDeny => true,
+            Outcome::Stored => r.elapsed_ms < 1000,
+            _ => false,
+        })
+        .filter(|(_, r)| {
+            let (sent, answered) = (parse_rfc3339(&r.sent_at), parse_rfc3339(&r.answered_at));
+            sent.is_some_and(|t| t >= from.max(frozen.0))
+                && answered.is_some_and(|t| t <= to.min(frozen.1))
+        })
+        .count() as u64;
+    Some((answered, kept))
+}
+
+/// Every read of a replica's admission request counter in the acts up to `g.act`:
+/// `(pod, value, witness)`, in the order they were read (act by act; before, then after).
+fn counter_reads(g: &G) -> Vec<(String, u64, String)> {
+    let mut out = Vec::new();
+    for (act, doc) in read_evidence(g.input, ..=g.act) {
+        let rows = doc.value["facts"]["replica_requests"].as_array();
+        for (i, r) in rows.into_iter().flatten().enumerate() {
+            let Some(pod) = r["pod"].as_str() else {
+                continue;
+            };
+            for when in ["before", "after"] {
+                if let Some(v) = r[when].as_u64() {
+                    let witness = format!("{} facts.replica_requests[{i}].{when}", ev_name(*act));
+                    out.push((pod.to_owned(), v, witness));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The restart counts the acts up to `g.act` observed of the pod named `pod`'s containers (a pod
+/// observation's `restart_count`, a replica process's, a frozen replica's before and after), and
+/// whether its UID changed (`pod_uid_before` / `pod_uid_after`).
+fn restarted(g: &G, pod: &str) -> bool {
+    fn walk(v: &Value, pod: &str, counts: &mut Vec<u64>, replaced: &mut bool) {
+        match v {
+            Value::Object(o) => {
+                let name = ["name", "pod_name", "pod"]
+                    .iter()
+                    .find_map(|k| o.get(*k)?.as_str());
+                if name == Some(pod) {
+                    let keys = [
+                        "restart_count",
+                        "restart_count_before",
+                        "restart_count_after",
+                    ];
+                    counts.extend(keys.iter().filter_map(|k| o.get(*k)?.as_u64()));
+                    let uids = (o.get("pod_uid_before"), o.get("pod_uid_after"));
+                    *replaced |= matches!(uids, (Some(b), Some(a)) if b != a);
+                }
+                o.values().for_each(|x| walk(x, pod, counts, replaced));
+            }
+            Value::Array(a) => a.iter().for_each(|x| walk(x, pod, counts, replaced)),
+            _ => {}
+        }
+    }
+    let (mut counts, mut replaced) = (Vec::new(), false);
+    for (_, doc) in read_evidence(g.input, ..=g.act) {
+        walk(&doc.value["facts"], pod, &mut counts, &mut replaced);
+    }
+    let rose = counts
+        .iter()
+        .max()
+        .zip(counts.iter().min())
+        .is_some_and(|(a, b)| a > b);
+    replaced || rose
+}
+
+/// A replica's admission request counter (a Prometheus counter, kept in the process) falls only
+/// when its container restarted: each read of it, in this act and across the acts, is no lower
+/// than the read before it unless the acts observed that pod's restart count rise (or the pod
+/// replaced). Flags [`Code::ValueMismatch`] on this act's read, naming the earlier one.
+pub(crate) fn replica_counter_falls_only_with_a_restart(g: &mut G) {
+    let reads = counter_reads(g);
+    let this = ev_name(g.act);
+    let mut last: BTreeMap<&str, (u64, &str)> = BTreeMap::new();
+    for (pod, v, witness) in &reads {
+        if let Some((before, earlier)) = last.get(pod.as_str()).copied()
+            && witness.starts_with(&this)
+        {
+            let ok = *v >= before || restarted(g, pod);
+            g.check(ok, ValueMismatch, witness.clone(), || {
+                format!("replica {pod}'s admission request counter fell from {before} ({earlier}) to {v}, though no read of the lab shows its container restarted; a counter falls only with a restart")
+            });
+        }
+        last.insert(pod, (*v, witness));
+    }
+}
+
+/// A pod's restart count never falls: every observation of one pod UID (`uid`, `restart_count`,
+/// `at`, wherever the facts hold one) shows a count no lower than the observations read before
+/// it, in this act and the earlier ones. Flags [`Code::ValueMismatch`] on this act's observation,
+/// naming the earlier one.
+pub(crate) fn restart_count_never_falls_for_one_pod(g: &mut G) {
+    fn walk(v: &Value, path: &str, file: &str, out: &mut Vec<(Time, String, u64, String)>) {
+        match v {
+            Value::Object(o) => {
+                let uid = o.get("uid").and_then(Value::as_str);
+                let count = o.get("restart_count").and_then(Value::as_u64);
+                if let (Some(uid), Some(count), Some(at)) = (uid, count, time_of(v, "at")) {
+                    out.push((
+                        at,
+                        uid.to_owned(),
+                        count,
+                        format!("{file} {path}.restart_count"),
+                    ));
+                }
+                for (k, x) in o {
+                    if k != crate::audit::FACTS_KEY && k != crate::metrics::FACTS_KEY {
+                        walk(x, &format!("{path}.{k}"), file, out);
+                    }
+                }
+            }
+            Value::Array(a) => {
+                for (i, x) in a.iter().enumerate() {
+                    walk(x, &format!("{path}[{i}]"), file, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut reads = Vec::new();
+    for (act, doc) in read_evidence(g.input, ..=g.act) {
+        walk(&doc.value["facts"], "facts", &ev_name(*act), &mut reads);
+    }
+    reads.sort_by_key(|r| r.0);
+    let this = ev_name(g.act);
+    let mut most: BTreeMap<&str, (u64, &str)> = BTreeMap::new();
+    for (_, uid, count, witness) in &reads {
+        match most.get(uid.as_str()).copied() {
+            Some((m, earlier)) if witness.starts_with(&this) => {
+                g.check(*count >= m, ValueMismatch, witness.clone(), || {
+                    format!("pod {uid}'s restart count is {count}, though {earlier} read it as {m} before; a restart count never falls")
+                });
+            }
+            _ => {}
+        }
+        if most.get(uid.as_str()).is_none_or(|(m, _)| count >= m) {
+            most.insert(uid, (*count, witness));
+        }
+    }
 }

@@ -97,7 +97,7 @@ pub const UNHELD: &[Unheld] = &[
     },
     Unheld {
         path: "admission_audit.offset",
-        why: "the log's byte size when the act began, where reading started; no other observation records the log's size",
+        why: "the log's byte size when the act began, where reading started; the API server rotates the log (--audit-log-maxsize), and no observation records a rotation, so two acts' offsets are not ordered",
     },
     Unheld {
         path: "*.get.phase",
@@ -105,7 +105,7 @@ pub const UNHELD: &[Unheld] = &[
     },
     Unheld {
         path: "*.restart_count",
-        why: "the container restart count of a pod the lab only reads (act 3's pod, act 5's admitted pod, the new controller pod): the kubelet's count, which admission never changes; a count lower than an earlier read is held (restart-contradicted), a higher one is a restart the lab allows",
+        why: "the container restart count of a pod the lab only reads (act 3's pod, act 5's admitted pod, the new controller pod): the kubelet's count, which admission never changes; a count lower than an earlier read of the same pod UID, in any act, is held (value-mismatch, server::restart_count_never_falls_for_one_pod), a higher one is a restart the lab allows",
     },
     Unheld {
         path: "identity.pid_start_time_ticks",
