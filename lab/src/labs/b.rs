@@ -25,8 +25,8 @@ use crate::facts::{self, Act3Facts, PodObservation};
 use crate::inputs;
 use crate::labs::common::{
     self, ActRecorder, ActSummary, Env, TARGET_NAMESPACE, Ui, describe, existing_line,
-    existing_vs_act3_line, finish, live_context, read_facts, read_input, to_value, uid_of,
-    wait_for_webhook, webhook_facts,
+    existing_vs_act3_line, finish, live_context, read_facts, read_input, request_tag, to_value,
+    uid_of, wait_for_webhook, webhook_facts,
 };
 use crate::messages::act as m;
 use crate::probe::{self, PodKind};
@@ -73,8 +73,7 @@ pub(crate) async fn act4(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
     let ctx = live_context(&cluster, &env.workdir).await?;
     let (_plan, loaded) = read_input::<inputs::FreezePlan>(&env.workdir, &ctx)?;
     let mut cri = env.cri().await?;
-    let mut rec = ActRecorder::begin(&env.workdir, lab, 4)?;
-    rec.input(&loaded);
+    let mut rec = ActRecorder::begin(&env.workdir, lab, 4)?.with_input(&loaded);
     ui.step(m::INVESTIGATING_PROCESS);
     let inv = investigate(&cluster, &mut cri).await?;
     rec.raw("cri-container", &inv.container);
@@ -140,7 +139,7 @@ impl Shape for OneReplica {
     }
 
     async fn traffic(&self, cx: &mut FreezeAct<'_>) -> Result<OneEach, LabError> {
-        one_of_each(cx.cl, &cx.env.ui, cx.rec, cx.spec.tag).await
+        one_of_each(cx.cl, &cx.env.ui, cx.rec, &cx.spec.tag).await
     }
 
     fn partial(
@@ -217,40 +216,34 @@ impl Shape for OneReplica {
 
 /// Act 7: recovery is confirmed by a deny of a new-named violating request, not by the resume.
 pub(crate) async fn act7(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
-    let ui = env.ui;
     let cluster = env.cluster().await?;
     let ctx = live_context(&cluster, &env.workdir).await?;
     let (_r, loaded) = read_input::<inputs::Recovery>(&env.workdir, &ctx)?;
     let act3: Act3Facts = read_facts(&env.workdir, 3)?;
-    let mut rec = ActRecorder::begin(&env.workdir, lab, 7)?.with_audit(env);
-    rec.input(&loaded);
-    let fail = |e: LabError| (serde_json::Value::Null, e);
+    let mut rec = env.begin_audited(lab, 7)?.with_input(&loaded);
+    let (ui, cluster) = (&env.ui, &cluster);
     let result = async {
-        let policy = cluster.policy(cluster::POLICY_NAME).await.map_err(fail)?;
+        let policy = cluster.policy(cluster::POLICY_NAME).await?;
         rec.raw("policy", &policy);
         let policy_uid = uid_of(policy.as_ref()).unwrap_or_default().to_owned();
         let name = cluster::fine_grained_webhook_name("Ignore", cluster::POLICY_NAME);
-        let (cfg, wh) = wait_for_webhook(&cluster, &ui, &name, Duration::from_secs(30), |_| true)
-            .await
-            .map_err(fail)?;
+        let bound = Duration::from_secs(30);
+        let (cfg, wh) = wait_for_webhook(cluster, ui, &name, bound, |_| true).await?;
         rec.raw("webhook-configuration", &cfg);
-        let webhook = webhook_facts(&cfg, &wh).map_err(fail)?;
+        let webhook = webhook_facts(&cfg, &wh)?;
         ui.step(m::SENDING_NEW_VIOLATING);
-        let window = crate::metrics::Window::begin(&cluster).await;
-        let bad_name = format!("{}-bad", crate::labs::common::request_tag(lab, 7));
+        let window = crate::metrics::Window::begin(cluster).await;
+        let bad_name = format!("{}-bad", request_tag(lab, 7));
         let healthy_bad =
-            probe::send_pod(&cluster, &bad_name, TARGET_NAMESPACE, PodKind::Bad, false)
-                .await
-                .map_err(fail)?;
+            probe::send_pod(cluster, &bad_name, TARGET_NAMESPACE, PodKind::Bad, false).await?;
         rec.request("healthy-bad", &healthy_bad);
-        let admission = window.end(&cluster).await;
-        let existing = probe::observe_pod(&cluster, &act3.existing.namespace, &act3.existing.name)
-            .await
-            .map_err(fail)?;
+        let admission = window.end(cluster).await;
+        let (namespace, name) = (&act3.existing.namespace, &act3.existing.name);
+        let existing = probe::observe_pod(cluster, namespace, name).await?;
         let lines = vec![
             ui.text(m::policy_uid(&policy_uid)),
-            describe(&ui, m::req::VIOLATING, &healthy_bad),
-            existing_vs_act3_line(&ui, &existing, &act3.existing),
+            describe(ui, m::req::VIOLATING, &healthy_bad),
+            existing_vs_act3_line(ui, &existing, &act3.existing),
             ui.text(crate::metrics::summary_line(&admission)),
         ];
         let facts = Act7Facts {
@@ -259,12 +252,12 @@ pub(crate) async fn act7(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
             healthy_bad,
             existing,
         };
-        let mut facts = to_value(&facts).map_err(fail)?;
+        let mut facts = to_value(&facts)?;
         admission.attach(&mut facts);
-        Ok((facts, lines))
+        Ok::<_, LabError>((facts, lines))
     }
     .await;
-    finish(rec, result)
+    finish(rec, serde_json::Value::Null, result)
 }
 
 /// Act 8's words: what acts 3 and 5-7 support ([`report_expectations`]); `report.json` is checked

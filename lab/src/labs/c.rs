@@ -52,9 +52,9 @@ use crate::facts::{self, PodObservation, WebhookFacts};
 use crate::faults::scale::{HA_FAULT_KIND, ScaleFault, ScaleTo};
 use crate::inputs;
 use crate::labs::common::{
-    self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Env, RUNNING_BOUND, TARGET_NAMESPACE, Ui,
-    describe, existing_line, existing_vs_act3_line, live_context, log_change, read_facts,
-    read_input, to_value, wait_each_second,
+    self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Done, Env, TARGET_NAMESPACE, Ui, describe,
+    existing_line, existing_vs_act3_line, live_context, log_change, or, read_facts, read_input,
+    to_value, wait_each_second,
 };
 use crate::messages::act as m;
 use crate::probe::{self, PodKind};
@@ -63,7 +63,7 @@ use crate::steps::freeze::{
 };
 use crate::steps::investigate::{investigate_pod, live_replicas};
 use crate::steps::observe::{
-    deployment_facts, pod_ready, policy_webhook, read_lease, replica_facts,
+    deployment_facts, pod_names, pod_ready, policy_webhook, read_lease, replica_facts,
 };
 use crate::steps::restore::{scale_back, wait_original_count};
 use crate::steps::samples::{SERVICE, Samples, endpoints};
@@ -201,8 +201,7 @@ pub(crate) async fn act3(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
     // Faults only on a lab-marked cluster.
     let mark = cl.lab_mark().await?;
     let kubeconfig = healer_kubeconfig(&cl)?;
-    let mut rec = ActRecorder::begin(&env.workdir, lab, 3)?.with_audit(env);
-    rec.input(&loaded);
+    let mut rec = env.begin_audited(lab, 3)?.with_input(&loaded);
     rec.raw("lab-mark", &mark);
     ui.step(m::starting_ha_healer(ha_replicas(lab) as u32));
     let original = inputs::OriginalReplicas::VALUE as i32;
@@ -223,18 +222,10 @@ pub(crate) async fn act3(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
     let raw_ready = to_value(&ready)?;
     rec.raw("healer-ready", &raw_ready);
     // The deadline as the fact records it: derived from the raw answer (the grader re-derives it).
-    let deadline_at = cluster::derived(derive::healer_deadline(&raw_ready))?;
-    ui.say(m::ha_healer_ready(ready.pid, &deadline_at));
+    let deadline = cluster::derived(derive::healer_deadline(&raw_ready))?;
+    ui.say(m::ha_healer_ready(ready.pid, &deadline));
     let mut partial = serde_json::json!({});
-    let body = act3_body(
-        lab,
-        &cl,
-        &ui,
-        &mut fault,
-        &mut rec,
-        &mut partial,
-        &deadline_at,
-    );
+    let body = act3_body(lab, &cl, &ui, &mut fault, &mut rec, &mut partial, &deadline);
     let healed =
         "the runner put the original replica count back (see the evidence's runner-restore)";
     let result = common::unless_signalled(3, healed, body).await;
@@ -251,7 +242,7 @@ async fn act3_body(
     rec: &mut ActRecorder,
     partial: &mut serde_json::Value,
     deadline_at: &str,
-) -> Result<(serde_json::Value, Vec<String>), LabError> {
+) -> Done {
     let scale = scale_up(ui, fault, rec, partial, deadline_at).await?;
     let (ready, seen, waited_ms) = wait_all_ready(cl, ui, ha_replicas(lab) as usize).await?;
     rec.raw("ready-wait", &seen.changes);
@@ -279,7 +270,7 @@ async fn act3_body(
     let before = replica_counters(cl, &pod_names, rec, "before").await;
     let window = crate::metrics::Window::begin(cl).await;
     let (waves, wave_size) = crate::steps::waves_of(lab, 3)?;
-    let tag = crate::labs::common::request_tag(lab, 3);
+    let tag = common::request_tag(lab, 3);
     ui.step(m::sending_waves(waves, wave_size));
     let mut bad = Vec::new();
     for w in 0..waves {
@@ -304,14 +295,7 @@ async fn act3_body(
     partial["control"] = to_value(&control)?;
     rec.save_progress(partial.clone())?;
     ui.step(m::WAITING_RUNNING);
-    let existing = probe::wait_running(
-        cl,
-        TARGET_NAMESPACE,
-        &good.name,
-        RUNNING_BOUND,
-        |s, phase| ui.progress(m::phase(phase.unwrap_or("?")), s, RUNNING_BOUND.as_secs()),
-    )
-    .await?;
+    let existing = common::wait_running(cl, ui, &good.name).await?;
     let replica_requests = replica_requests(&pod_names, before, after);
     let facts = Act3Facts {
         scale,
@@ -357,19 +341,11 @@ async fn scale_up(
 }
 
 fn act3_lines(ui: &Ui, f: &Act3Facts, admission: &crate::metrics::AdmissionMetrics) -> Vec<String> {
-    let mut lines: Vec<String> = f
-        .replicas
-        .iter()
-        .map(|r| {
-            let (uid, ip) = (r.pod.uid.as_deref(), r.pod_ip.as_deref());
-            ui.text(m::replica(
-                &r.pod.name,
-                uid.unwrap_or("?"),
-                ip.unwrap_or("?"),
-                r.ready,
-            ))
-        })
-        .collect();
+    let mut lines = Vec::new();
+    for r in &f.replicas {
+        let (uid, ip) = (or(&r.pod.uid, "?"), or(&r.pod_ip, "?"));
+        lines.push(ui.text(m::replica(&r.pod.name, uid, ip, r.ready)));
+    }
     lines.push(lease_line(ui, &f.lease));
     let denied = f.bad.iter().filter(|r| r.outcome == Outcome::ExplicitDeny);
     lines.push(ui.text(m::waves_outcome(denied.count(), f.bad.len())));
@@ -386,8 +362,7 @@ fn lease_line(ui: &Ui, lease: &LeaseFacts) -> String {
     let transitions = lease
         .lease_transitions
         .map_or("?".into(), |t| t.to_string());
-    let holder = lease.holder.as_deref().unwrap_or("?");
-    ui.text(m::lease_held_by(holder, &transitions))
+    ui.text(m::lease_held_by(or(&lease.holder, "?"), &transitions))
 }
 
 /// Act 4: the Lease, each replica's process (CRI, `/proc`), the Lease again; nothing is frozen.
@@ -397,12 +372,11 @@ pub(crate) async fn act4(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
     let ctx = live_context(&cl, &env.workdir).await?;
     let (_plan, loaded) = read_input::<inputs::FreezePlanC>(&env.workdir, &ctx)?;
     let mut cri = env.cri().await?;
-    let mut rec = ActRecorder::begin(&env.workdir, lab, 4)?;
-    rec.input(&loaded);
+    let mut rec = ActRecorder::begin(&env.workdir, lab, 4)?.with_input(&loaded);
     let n = ha_replicas(lab) as usize;
     ui.step(m::investigating_replicas(n));
     let result = act4_body(&cl, &mut cri, &ui, &mut rec, &ctx, n).await;
-    common::finish(rec, result.map_err(|e| (serde_json::Value::Null, e)))
+    common::finish(rec, serde_json::Value::Null, result)
 }
 
 async fn act4_body(
@@ -412,7 +386,7 @@ async fn act4_body(
     rec: &mut ActRecorder,
     ctx: &inputs::Context,
     replicas: usize,
-) -> Result<(serde_json::Value, Vec<String>), LabError> {
+) -> Done {
     let lease = read_lease(cl, rec, "lease-before").await?;
     let pods: Vec<Pod> = live_replicas(cl)
         .await?
@@ -446,11 +420,7 @@ async fn act4_body(
     let lease_after = read_lease(cl, rec, "lease-after").await?;
     let leader = leader.ok_or_else(|| LabError::ClusterMismatch {
         what: "the Lease kyverno's holder among the running replicas".into(),
-        expected: pods
-            .iter()
-            .filter_map(|p| p.metadata.name.clone())
-            .collect::<Vec<_>>()
-            .join(" or "),
+        expected: pod_names(&pods).join(" or "),
         found: lease.holder.clone().unwrap_or_else(|| "no holder".into()),
     })?;
     let facts = Act4Facts {
@@ -549,7 +519,7 @@ impl Shape for Replica {
     }
 
     async fn traffic(&self, cx: &mut FreezeAct<'_>) -> Result<Waves, LabError> {
-        let act = (cx.spec.act, cx.spec.tag);
+        let act = (cx.spec.act, cx.spec.tag.as_str());
         waves(cx.cl, &cx.env.ui, cx.rec, act, self.waves).await
     }
 
@@ -671,13 +641,12 @@ pub(crate) async fn act7(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
     let ctx = live_context(&cl, &env.workdir).await?;
     let (_r, loaded) = read_input::<inputs::RecoveryC>(&env.workdir, &ctx)?;
     let a3: Act3Facts = read_facts(&env.workdir, 3)?;
-    let mut rec = ActRecorder::begin(&env.workdir, lab, 7)?.with_audit(env);
-    rec.input(&loaded);
+    let mut rec = env.begin_audited(lab, 7)?.with_input(&loaded);
     let mut partial = serde_json::Value::Null;
     let healed = "the scale back is the heal's: run `heal` to finish it";
     let body = act7_body(env, lab, &cl, &mut rec, &mut partial, &a3);
     let result = common::unless_signalled(7, healed, body).await;
-    common::finish(rec, result.map_err(|e| (partial, e)))
+    common::finish(rec, partial, result)
 }
 
 async fn act7_body(
@@ -687,7 +656,7 @@ async fn act7_body(
     rec: &mut ActRecorder,
     partial: &mut serde_json::Value,
     a3: &Act3Facts,
-) -> Result<(serde_json::Value, Vec<String>), LabError> {
+) -> Done {
     let ui = env.ui;
     let t0 = std::time::Instant::now();
     let scale_back = scale_back(env, cl, rec, a3).await?;
@@ -708,18 +677,9 @@ async fn act7_body(
     let window = crate::metrics::Window::begin(cl).await;
     ui.step(m::SENDING_NEW_VIOLATING);
     let bound = lab_core::rules::c::SCALE_BACK_BOUND.saturating_sub(t0.elapsed());
-    let probes = common::until_explicit_deny(
-        cl,
-        &format!("{}-bad", crate::labs::common::request_tag(lab, 7)),
-        TARGET_NAMESPACE,
-        false,
-        bound.max(common::ANSWER_BOUND),
-        |r, s| ui.progress(describe(&ui, m::req::VIOLATING, r), s, bound.as_secs()),
-    )
-    .await?;
-    for r in &probes {
-        rec.request("deny-probe", r);
-    }
+    let name = format!("{}-bad", common::request_tag(lab, 7));
+    let bounds = (bound.max(common::ANSWER_BOUND), bound);
+    let probes = common::violating_until_deny(cl, &ui, rec, (&name, "deny-probe"), bounds).await?;
     let admission = window.end(cl).await;
     let healthy_bad = probes
         .last()

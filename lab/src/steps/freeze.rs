@@ -20,14 +20,14 @@ use crate::facts::{self, PodObservation};
 use crate::faults::freeze::{self, AttemptFiles, FreezeTarget, UndoneBy};
 use crate::inputs::{self, StudentInput};
 use crate::labs::common::{
-    self, ActRecorder, ActSummary, Env, TARGET_NAMESPACE, Ui, describe, finish, live_context,
-    read_facts, read_input, to_value, until_explicit_deny, wait_for_webhook,
+    self, ActRecorder, ActSummary, Env, Ui, finish, live_context, read_facts, read_input, to_value,
+    violating_until_deny, wait_for_webhook,
 };
 use crate::messages::act as m;
 use crate::rules::b::{DENY_AFTER_RESUME_BOUND, WATCHDOG_GRACE};
 use crate::steps::investigate::{Investigation, check_fault_preconditions, target_now};
 use crate::steps::observe::leader_lease;
-use crate::steps::policy::{Switched, json_str, open_act6};
+use crate::steps::policy::{Head, Switched, open_act6};
 use crate::steps::samples::{Sampler, Samples};
 use crate::workdir::Workdir;
 
@@ -38,19 +38,13 @@ pub fn faults_dir(workdir: &Workdir) -> PathBuf {
 
 /// The newest freeze attempt of act `act` started by this process (its id ends with our pid).
 fn own_attempt(env: &Env, act: u8) -> Option<AttemptFiles> {
-    let prefix = format!("freeze-{act:02}-");
-    let suffix = format!("-{}", std::process::id());
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(faults_dir(&env.workdir))
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(&suffix))
-        })
-        .collect();
-    dirs.sort();
-    dirs.pop().map(|dir| AttemptFiles { dir })
+    let (prefix, suffix) = (
+        format!("freeze-{act:02}-"),
+        format!("-{}", std::process::id()),
+    );
+    let own = |n: &str| n.starts_with(&prefix) && n.ends_with(&suffix);
+    let dir = common::last_entry(&faults_dir(&env.workdir), own).ok()??;
+    Some(AttemptFiles { dir })
 }
 
 /// The newest ended freeze of the process `(pid, start_time_ticks)` among the attempts under
@@ -230,7 +224,28 @@ pub(crate) struct FreezeSpec<'a> {
     /// Act 3's existing pod.
     pub existing: &'a PodObservation,
     /// The prefix of the act's request names (`b5`, `c6`, …).
-    pub tag: &'a str,
+    pub tag: String,
+}
+
+impl<'a> FreezeSpec<'a> {
+    /// Act `act` of `lab`'s freeze, its requests named by [`common::request_tag`].
+    fn new(
+        lab: Lab,
+        act: u8,
+        resume_after_sec: u64,
+        webhook_name: String,
+        existing: &'a PodObservation,
+    ) -> Self {
+        let tag = common::request_tag(lab, act);
+        FreezeSpec {
+            lab,
+            act,
+            resume_after_sec,
+            webhook_name,
+            existing,
+            tag,
+        }
+    }
 }
 
 /// Turns the outcome of a freeze run (maybe cut short by a signal) into facts or partial facts,
@@ -373,25 +388,8 @@ async fn after_resume(
     tag: &str,
 ) -> Result<Vec<RequestRecord>, LabError> {
     ui.step(m::AFTER_RESUME);
-    let after_resume = until_explicit_deny(
-        cluster,
-        &format!("{tag}-after"),
-        TARGET_NAMESPACE,
-        false,
-        DENY_AFTER_RESUME_BOUND,
-        |r, s| {
-            ui.progress(
-                describe(ui, m::req::VIOLATING, r),
-                s,
-                DENY_AFTER_RESUME_BOUND.as_secs(),
-            )
-        },
-    )
-    .await?;
-    for r in &after_resume {
-        rec.request("after-resume", r);
-    }
-    Ok(after_resume)
+    let (name, bound) = (format!("{tag}-after"), DENY_AFTER_RESUME_BOUND);
+    violating_until_deny(cluster, ui, rec, (&name, "after-resume"), (bound, bound)).await
 }
 
 /// The first explicit deny among the requests after the resume and how long after
@@ -600,7 +598,7 @@ async fn freeze_run<S: Shape>(
     *partial = S::partial(&registration, state, &traffic, sampled.then_some(&samples));
     partial["freeze"] = to_value(&ledger)?;
     cx.rec.save_progress(partial.clone())?;
-    let after = after_resume(cl, &ui, cx.rec, spec.tag).await?;
+    let after = after_resume(cl, &ui, cx.rec, &spec.tag).await?;
     let (first_explicit_deny, first_deny_after_resume_ms) = first_deny(&after, &resume.resumed_at);
     let run = Frozen {
         freeze: freeze_window(inv, spec, &ledger, state, &resume),
@@ -642,14 +640,6 @@ async fn during_freeze<S: Shape>(
     Ok((registration, state, traffic))
 }
 
-/// What act 6 did before its freeze (the switch to Ignore and its healthy deny): its facts, its
-/// lines, and the metrics window begun before the healthy deny.
-struct Head {
-    facts: serde_json::Value,
-    lines: Vec<String>,
-    window: crate::metrics::Window,
-}
-
 /// Act 5: the process act 4 investigated (the registry's target), frozen under failurePolicy
 /// Fail for the plan's `resume_after_sec`; `lab` is the runner's.
 pub(crate) async fn act5<S: Shape>(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
@@ -667,8 +657,7 @@ pub(crate) async fn act5<S: Shape>(env: &Env, lab: Lab) -> Result<ActSummary, La
     // the process below): begun after them, a read could fall outside the act by more than the
     // clock skew allowed (55 ms seen on a loaded machine, 2026-12-03). The recorder writes
     // nothing until the act ends, so a refusal below still leaves no evidence.
-    let mut rec = ActRecorder::begin(&env.workdir, lab, 5)?.with_audit(env);
-    rec.input(&loaded);
+    let mut rec = env.begin_audited(lab, 5)?.with_input(&loaded);
     rec.raw("lab-mark", &mark);
     rec.raw("healed-earlier-faults", &healed);
     let found = S::act4_target(&a4, target).ok_or_else(|| LabError::FaultRefused {
@@ -677,15 +666,8 @@ pub(crate) async fn act5<S: Shape>(env: &Env, lab: Lab) -> Result<ActSummary, La
     let chosen = target_now(&cl, &mut cri, &mut rec, target, Some(found));
     let (lease, inv) = chosen.await?;
     rec.raw("cri-container-before", &inv.container);
-    let tag = crate::labs::common::request_tag(lab, 5);
-    let spec = FreezeSpec {
-        lab,
-        act: 5,
-        resume_after_sec,
-        webhook_name: cluster::fine_grained_webhook_name("Fail", cluster::POLICY_NAME),
-        existing: S::existing(&a3),
-        tag: &tag,
-    };
+    let fail_name = cluster::fine_grained_webhook_name("Fail", cluster::POLICY_NAME);
+    let spec = FreezeSpec::new(lab, 5, resume_after_sec, fail_name, S::existing(&a3));
     let shape = S::new(lab, 5, &a3, target, lease)?;
     complete(env, &cl, &mut cri, rec, &inv, &spec, shape, None).await
 }
@@ -694,55 +676,28 @@ pub(crate) async fn act5<S: Shape>(env: &Env, lab: Lab) -> Result<ActSummary, La
 /// ([`open_act6`]), then the registry's target frozen for the registry's length; `lab` is the
 /// runner's.
 pub(crate) async fn act6<S: Shape>(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
-    let ui = env.ui;
     let (target, resume_after_sec) = super::freeze_of(lab, 6, 0)?;
     let opened = open_act6::<S::Plan, S::Act3>(env, lab, S::uids).await;
     let Switched {
         cluster: cl,
         mut cri,
         mut rec,
-        partial,
         act3,
-        stored,
         ignore_name,
-        webhook,
-        window,
-        healthy_bad,
-        ..
+        head,
     } = match opened {
         Ok(s) => s,
         Err(done) => return done,
     };
     let (lease, inv) = match target_now(&cl, &mut cri, &mut rec, target, None).await {
         Ok(x) => x,
-        Err(e) => return finish(rec, Err((partial, e))),
+        Err(e) => return finish(rec, head.facts, Err(e)),
     };
     rec.raw("cri-container-before", &inv.container);
-    let tag = crate::labs::common::request_tag(lab, 6);
-    let spec = FreezeSpec {
-        lab,
-        act: 6,
-        resume_after_sec,
-        webhook_name: ignore_name,
-        existing: S::existing(&act3),
-        tag: &tag,
-    };
-    let lines = vec![
-        ui.text(m::policy_unchanged(&json_str(&stored, "/metadata/uid"))),
-        ui.text(m::webhook_failure_policy(
-            &webhook.name,
-            &webhook.failure_policy,
-        )),
-        describe(&ui, m::req::HEALTHY_BAD_IGNORE, &healthy_bad),
-    ];
-    let head = Head {
-        facts: partial,
-        lines,
-        window,
-    };
+    let spec = FreezeSpec::new(lab, 6, resume_after_sec, ignore_name, S::existing(&act3));
     let shape = match S::new(lab, 6, &act3, target, lease) {
         Ok(s) => s,
-        Err(e) => return finish(rec, Err((head.facts, e))),
+        Err(e) => return finish(rec, head.facts, Err(e)),
     };
     complete(env, &cl, &mut cri, rec, &inv, &spec, shape, Some(head)).await
 }
@@ -795,7 +750,7 @@ async fn complete<S: Shape>(
                 None => p,
             };
             admission.attach(&mut facts);
-            finish(rec, Err((facts, e)))
+            finish(rec, facts, Err(e))
         }
     }
 }

@@ -11,8 +11,8 @@ use crate::cri::CriClient;
 use crate::error::LabError;
 use crate::facts::a::LeaseFacts;
 use crate::facts::b::ProcessIdentity;
-use crate::labs::common::ActRecorder;
-use crate::steps::observe::{leader_lease, lease_facts, read_lease};
+use crate::labs::common::{ActRecorder, expect_same};
+use crate::steps::observe::{leader_lease, lease_facts, pod_names, read_lease};
 
 /// The controller's main container name in its pod.
 pub(crate) const CONTAINER: &str = "kyverno";
@@ -117,22 +117,15 @@ pub(crate) async fn check_fault_preconditions(
 ) -> Result<cluster::LabMark, LabError> {
     let mark = cluster.lab_mark().await?;
     let node = cluster.node().await?;
-    if node.uid != node_uid {
-        return Err(LabError::ClusterMismatch {
-            what: "node uid (freeze-plan.json $.node_uid)".into(),
-            expected: node_uid.to_owned(),
-            found: node.uid,
-        });
-    }
+    expect_same(
+        "node uid (freeze-plan.json $.node_uid)",
+        node_uid,
+        &node.uid,
+    )?;
     let dep = cluster.admission_deployment().await?;
     let dep_uid = dep.metadata.uid.unwrap_or_default();
-    if dep_uid != deployment_uid {
-        return Err(LabError::ClusterMismatch {
-            what: "deployment uid (freeze-plan.json $.deployment_uid)".into(),
-            expected: deployment_uid.to_owned(),
-            found: dep_uid,
-        });
-    }
+    let what = "deployment uid (freeze-plan.json $.deployment_uid)";
+    expect_same(what, deployment_uid, &dep_uid)?;
     Ok(mark)
 }
 
@@ -178,11 +171,7 @@ pub(crate) async fn replica_now(
         .ok_or_else(|| LabError::ClusterMismatch {
             what: "the admission-controller pod to freeze".into(),
             expected: pod.to_owned(),
-            found: pods
-                .iter()
-                .filter_map(|p| p.metadata.name.clone())
-                .collect::<Vec<_>>()
-                .join(", "),
+            found: pod_names(&pods).join(", "),
         })?;
     investigate_pod(p, cri).await
 }
@@ -199,12 +188,8 @@ pub(crate) async fn follower_now(
     rec: &mut ActRecorder,
 ) -> Result<(LeaseFacts, Investigation), LabError> {
     let lease = read_lease(cl, rec, "lease-before").await?;
-    let mut names: Vec<String> = live_replicas(cl)
-        .await?
-        .iter()
-        .filter_map(|p| p.metadata.name.clone())
-        .filter(|n| Some(n) != lease.holder.as_ref())
-        .collect();
+    let mut names = pod_names(&live_replicas(cl).await?);
+    names.retain(|n| Some(n) != lease.holder.as_ref());
     names.sort();
     let follower = names
         .into_iter()

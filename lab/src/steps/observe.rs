@@ -30,6 +30,13 @@ pub(crate) fn deployment_facts(d: &Deployment) -> Result<DeploymentFacts, LabErr
 /// A pod as seen now ([`crate::probe::pod_observation`], the one mapping of a pod to its facts).
 pub(crate) use crate::probe::pod_observation;
 
+/// The names of `pods`, in their order.
+pub(crate) fn pod_names(pods: &[Pod]) -> Vec<String> {
+    pods.iter()
+        .filter_map(|p| p.metadata.name.clone())
+        .collect()
+}
+
 /// Whether `p`'s `Ready` condition is `True`.
 pub(crate) fn pod_ready(p: &Pod) -> bool {
     p.status

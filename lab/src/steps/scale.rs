@@ -26,12 +26,15 @@ pub(crate) async fn restore_after_a_failed_act(fault: &mut ScaleFault, rec: &mut
         .last(scale::LedgerEvent::ScalingDown)
         .is_some()
     {
-        let restored = fault.restore(scale::UndoneBy::Runner).await;
-        rec.raw(
-            "runner-restore",
-            restored.as_ref().map_err(|e| e.to_string()),
-        );
+        runner_restore(fault, rec, "runner-restore").await;
     }
+}
+
+/// The runner puts the original count back now ([`ScaleFault::restore`]) and records the answer
+/// (or its error) as `what`.
+pub(crate) async fn runner_restore(fault: &mut ScaleFault, rec: &mut ActRecorder, what: &str) {
+    let restored = fault.restore(scale::UndoneBy::Runner).await;
+    rec.raw(what, restored.as_ref().map_err(|e| e.to_string()));
 }
 
 /// The end of a scale act whose scale stays on for the later acts: on success the fault is handed
