@@ -38,10 +38,8 @@ pub fn faults_dir(workdir: &Workdir) -> PathBuf {
 
 /// The newest freeze attempt of act `act` started by this process (its id ends with our pid).
 fn own_attempt(env: &Env, act: u8) -> Option<AttemptFiles> {
-    let (prefix, suffix) = (
-        format!("freeze-{act:02}-"),
-        format!("-{}", std::process::id()),
-    );
+    let prefix = format!("freeze-{act:02}-");
+    let suffix = format!("-{}", std::process::id());
     let own = |n: &str| n.starts_with(&prefix) && n.ends_with(&suffix);
     let dir = common::last_entry(&faults_dir(&env.workdir), own).ok()??;
     Some(AttemptFiles { dir })
@@ -89,8 +87,9 @@ pub(crate) fn previous_freeze(
         .max_by_key(|(_, _, ended)| *ended)
 }
 
-/// Before freezing `(pid, start_time_ticks)` of pod `pod_name` for `next_sec`, waits (with
-/// progress) until no liveness probe can fail twice in a row across the freeze, from two facts:
+/// Before freezing the process `inv` found (`(pid, start_time_ticks)` in its pod) for `next_sec`,
+/// waits (with progress) until no liveness probe can fail twice in a row across the freeze, from
+/// two facts:
 /// - its previous freeze in this work directory ended so recently that one probe could fail in
 ///   each freeze ([`crate::rules::b::liveness_wait`]), recorded as `liveness-gap`;
 /// - kubelet recorded a liveness failure of the pod (Event `Unhealthy`, "Liveness probe …") whose
@@ -104,21 +103,18 @@ pub(crate) async fn liveness_gap(
     ui: &Ui,
     rec: &mut ActRecorder,
     cluster: &Cluster,
-    pod_name: &str,
+    inv: &Investigation,
     faults: &std::path::Path,
-    (pid, start_time_ticks): (i32, u64),
     next_sec: u64,
 ) {
     let next = Duration::from_secs(next_sec);
-    if let Some((dir, lasted, ended)) = previous_freeze(faults, pid, start_time_ticks) {
+    let (pid, ticks) = (inv.identity.pid as i32, inv.identity.pid_start_time_ticks);
+    if let Some((dir, lasted, ended)) = previous_freeze(faults, pid, ticks) {
         let since = (chrono::Utc::now() - ended).to_std().unwrap_or_default();
         let wait = crate::rules::b::liveness_wait(lasted, since, next);
         if !wait.is_zero() {
-            ui.step(m::liveness_gap(
-                lasted.as_secs(),
-                since.as_secs(),
-                wait.as_secs() + 1,
-            ));
+            let line = m::liveness_gap(lasted.as_secs(), since.as_secs(), wait.as_secs() + 1);
+            ui.step(line);
             rec.raw(
                 "liveness-gap",
                 serde_json::json!({
@@ -134,7 +130,7 @@ pub(crate) async fn liveness_gap(
         }
     }
     for _ in 0..LIVENESS_FAILURE_ROUNDS {
-        let failure = match last_liveness_failure(cluster, pod_name).await {
+        let failure = match last_liveness_failure(cluster, &inv.pod_name).await {
             Ok(Some(f)) => f,
             Ok(None) => return,
             Err(e) => {
@@ -248,17 +244,10 @@ impl<'a> FreezeSpec<'a> {
     }
 }
 
-/// Turns the outcome of a freeze run (maybe cut short by a signal) into facts or partial facts,
-/// adding the ledger and the healer's report to the raw data.
-fn settle<T>(
-    env: &Env,
-    spec: &FreezeSpec<'_>,
-    outcome: Result<Result<T, LabError>, &'static str>,
-    partial: serde_json::Value,
-    rec: &mut ActRecorder,
-) -> Result<T, (serde_json::Value, LabError)> {
-    // This runner's attempt (its id ends with this process's pid), if it got that far.
-    if let Some(files) = own_attempt(env, spec.act) {
+/// Adds this runner's attempt of act `act` (its id ends with this process's pid), if it got that
+/// far, to the raw data: its plan, its ledger and the healer's report.
+fn record_attempt(env: &Env, act: u8, rec: &mut ActRecorder) {
+    if let Some(files) = own_attempt(env, act) {
         for (what, name) in [
             ("fault-plan", "plan.json"),
             ("fault-ledger", "ledger.json"),
@@ -268,24 +257,10 @@ fn settle<T>(
             let bound = crate::files::RECORD_BOUND;
             if let Ok(bytes) = crate::files::read_regular_in(&files.dir, name, bound) {
                 let text = String::from_utf8_lossy(&bytes).into_owned();
-                rec.raw(
-                    what,
-                    serde_json::from_str::<serde_json::Value>(&text).unwrap_or(text.into()),
-                );
+                let value: serde_json::Value = serde_json::from_str(&text).unwrap_or(text.into());
+                rec.raw(what, value);
             }
         }
-    }
-    match outcome {
-        Ok(Ok(run)) => Ok(run),
-        Ok(Err(e)) => Err((partial, e)),
-        Err(signal) => Err((
-            partial,
-            LabError::Interrupted {
-                signal: signal.into(),
-                act: spec.act,
-                healed: "the process was resumed by the runner (SIGCONT through its pidfd)".into(),
-            },
-        )),
     }
 }
 
@@ -298,29 +273,14 @@ async fn before_freeze(
     inv: &Investigation,
     spec: &FreezeSpec<'_>,
 ) -> Result<(), LabError> {
-    let ui = env.ui;
-    let (cfg, _) = wait_for_webhook(
-        cluster,
-        &ui,
-        &spec.webhook_name,
-        Duration::from_secs(10),
-        |_| true,
-    )
-    .await?;
+    let (ui, bound) = (env.ui, Duration::from_secs(10));
+    let (cfg, _) = wait_for_webhook(cluster, &ui, &spec.webhook_name, bound, |_| true).await?;
     rec.raw("webhook-configuration-before", &cfg);
     if let Some(lease) = leader_lease(cluster).await? {
         rec.raw("leader-lease-before", &lease);
     }
-    liveness_gap(
-        &ui,
-        rec,
-        cluster,
-        &inv.pod_name,
-        &faults_dir(&env.workdir),
-        (inv.identity.pid as i32, inv.identity.pid_start_time_ticks),
-        spec.resume_after_sec,
-    )
-    .await;
+    let (faults, next) = (faults_dir(&env.workdir), spec.resume_after_sec);
+    liveness_gap(&ui, rec, cluster, inv, &faults, next).await;
     Ok(())
 }
 
@@ -355,28 +315,25 @@ async fn await_resume(
     ui: &Ui,
     spec: &FreezeSpec<'_>,
 ) -> Result<freeze::ResumeRecord, LabError> {
-    let resume = fz
-        .wait_for_resume(WATCHDOG_GRACE, |left| {
-            if left >= 0 {
-                ui.progress(
-                    m::until_resume(left),
-                    spec.resume_after_sec.saturating_sub(left as u64),
-                    spec.resume_after_sec,
-                );
-            }
-        })
-        .await?;
+    let total = spec.resume_after_sec;
+    let progress = |left: i64| {
+        if left >= 0 {
+            ui.progress(
+                m::until_resume(left),
+                total.saturating_sub(left as u64),
+                total,
+            );
+        }
+    };
+    let resume = fz.wait_for_resume(WATCHDOG_GRACE, progress).await?;
     let by = match resume.resumed_by {
         UndoneBy::Healer => m::resumer::HEALER,
         UndoneBy::Runner => m::resumer::RUNNER,
         UndoneBy::RunnerExit => m::resumer::RUNNER_EXIT,
         UndoneBy::LaterCommand => m::resumer::LATER_COMMAND,
     };
-    ui.step(m::resumed(
-        by.get(ui.lang()),
-        &resume.resumed_at,
-        &m::process_state(ui.lang(), resume.state_after),
-    ));
+    let state = m::process_state(ui.lang(), resume.state_after);
+    ui.step(m::resumed(by.get(ui.lang()), &resume.resumed_at, &state));
     Ok(resume)
 }
 
@@ -623,19 +580,13 @@ async fn during_freeze<S: Shape>(
     let state = fz.state()?;
     let traffic = shape.traffic(cx).await?;
     let wh = found.map(|(_, wh)| wh);
+    let snapshot = wh.as_ref().map(cluster::to_json).transpose()?;
+    let timeout = wh.as_ref().and_then(|wh| wh.timeout_seconds);
     let registration = Registration {
         present: wh.is_some(),
-        snapshot: wh
-            .as_ref()
-            .map(cluster::to_json)
-            .transpose()?
-            .unwrap_or_default(),
+        snapshot: snapshot.unwrap_or_default(),
         checked_at,
-        timeout_seconds: wh
-            .as_ref()
-            .and_then(|wh| wh.timeout_seconds)
-            .unwrap_or(10)
-            .max(0) as u32,
+        timeout_seconds: timeout.unwrap_or(10).max(0) as u32,
     };
     Ok((registration, state, traffic))
 }
@@ -730,29 +681,30 @@ async fn complete<S: Shape>(
         spec,
     };
     let run = freeze_run(cx, &mut partial, shape);
-    let outcome = common::or_signal(run).await;
+    let healed = "the process was resumed by the runner (SIGCONT through its pidfd)";
+    let outcome = common::unless_signalled(spec.act, healed, run).await;
     let admission = window.end(cl).await;
-    match settle(env, spec, outcome, partial, &mut rec) {
-        Ok(run) => {
-            lines.extend(S::lines(&ui, spec.act, &run));
-            lines.push(ui.text(crate::metrics::summary_line(&admission)));
-            let run = to_value(&run)?;
+    record_attempt(env, spec.act, &mut rec);
+    let run = match outcome {
+        Ok(run) => run,
+        Err(e) => {
             let mut facts = match head {
-                Some(h) => flatten(h, run),
-                None => run,
+                Some(h) => S::join_partial(h, partial),
+                None => partial,
             };
             admission.attach(&mut facts);
-            rec.complete(facts, lines)
+            return finish(rec, facts, Err(e));
         }
-        Err((p, e)) => {
-            let mut facts = match head {
-                Some(h) => S::join_partial(h, p),
-                None => p,
-            };
-            admission.attach(&mut facts);
-            finish(rec, facts, Err(e))
-        }
-    }
+    };
+    lines.extend(S::lines(&ui, spec.act, &run));
+    lines.push(ui.text(crate::metrics::summary_line(&admission)));
+    let run = to_value(&run)?;
+    let mut facts = match head {
+        Some(h) => flatten(h, run),
+        None => run,
+    };
+    admission.attach(&mut facts);
+    rec.complete(facts, lines)
 }
 
 /// The lines every freeze's summary opens with: its window and who resumed it, and whether the
@@ -762,15 +714,10 @@ pub(crate) fn window_lines(ui: &Ui, w: &FreezeWindow, registration_present: bool
         Resumer::Watchdog => m::resumer::HEALER,
         Resumer::Runner => m::resumer::RUNNER,
     };
-    vec![
-        ui.text(m::freeze_window(
-            &w.frozen_at,
-            &w.resumed_at,
-            by.get(ui.lang()),
-            &w.state_after,
-        )),
-        ui.text(m::registration_during_freeze(registration_present)),
-    ]
+    let by = by.get(ui.lang());
+    let window = m::freeze_window(&w.frozen_at, &w.resumed_at, by, &w.state_after);
+    let registration = m::registration_during_freeze(registration_present);
+    vec![ui.text(window), ui.text(registration)]
 }
 
 /// The line of the first deny after the resume (`-`: none) and the restart counts around it.

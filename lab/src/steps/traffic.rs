@@ -93,6 +93,7 @@ pub(crate) async fn one_of_each(
 }
 
 /// The requests of a freeze's traffic in waves: every violating pod, and one control pod a wave.
+#[derive(Default)]
 pub(crate) struct Waves {
     /// The violating target pods, wave after wave, in send order.
     pub bad: Vec<RequestRecord>,
@@ -112,10 +113,7 @@ pub(crate) async fn waves(
 ) -> Result<Waves, LabError> {
     ui.step(m::during_freeze_waves(waves, size));
     let (met_word, met) = met_frozen(act);
-    let mut out = Waves {
-        bad: Vec::new(),
-        control: Vec::new(),
-    };
+    let mut out = Waves::default();
     for w in 0..waves {
         let (bad_name, control_name) = (
             format!("{tag}-frozen-bad-w{w}"),
@@ -130,11 +128,8 @@ pub(crate) async fn waves(
             rec.request("frozen-bad", r);
         }
         rec.request("frozen-control", &ctl);
-        let n_met = wave.iter().filter(|r| r.outcome == met).count();
-        let denied = wave
-            .iter()
-            .filter(|r| r.outcome == Outcome::ExplicitDeny)
-            .count();
+        let count = |o: Outcome| wave.iter().filter(|r| r.outcome == o).count();
+        let (n_met, denied) = (count(met), count(Outcome::ExplicitDeny));
         ui.say(ui.text(m::freeze_wave(w + 1, n_met, met_word, denied, wave.len())));
         out.bad.extend(wave);
         out.control.push(ctl);
