@@ -152,14 +152,14 @@ fn refuse_unfinished(env: &Env) -> Result<(), LabError> {
     if unfinished.is_empty() {
         return Ok(());
     }
+    let dirs: Vec<String> = unfinished
+        .iter()
+        .map(|u| u.dir.display().to_string())
+        .collect();
     Err(LabError::FaultRefused {
         reason: format!(
             "an earlier scale-down is still owned by its healer ({}); act 6 restores it and records the recovery",
-            unfinished
-                .iter()
-                .map(|u| u.dir.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
+            dirs.join(", ")
         ),
     })
 }
@@ -198,12 +198,12 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     rec.raw("watcher-ready", &raw_ready);
     // The watcher as the fact records it: derived from the raw answer (the grader re-derives it),
     // with what the healer was armed with and where its files are.
-    let watcher = cluster::derived(derive::watcher(
-        &raw_ready,
+    let (after, original) = (
         inputs::RestoreAfterSec::VALUE,
         inputs::OriginalReplicas::VALUE,
-        Some(fault.files().dir.display().to_string()),
-    ))?;
+    );
+    let dir = Some(fault.files().dir.display().to_string());
+    let watcher = cluster::derived(derive::watcher(&raw_ready, after, original, dir))?;
     let (pid, armed_at, deadline_at) = (ready.pid, &ready.armed_at, &ready.deadline_at);
     ui.say(m::scale_healer_ready(pid, armed_at, deadline_at));
     let mut partial = serde_json::json!({"watcher": watcher});
@@ -282,11 +282,8 @@ async fn wait_pods_gone(
         if pods.is_empty() {
             return Ok::<_, LabError>(Check::Done(facts::now_rfc3339()));
         }
-        let replicas = scale::read_scale(cl)
-            .await?
-            .and_then(|s| s.spec)
-            .and_then(|s| s.replicas)
-            .unwrap_or(0);
+        let read = scale::read_scale(cl).await?;
+        let replicas = read.and_then(|s| s.spec?.replicas).unwrap_or(0);
         if replicas != scale::FAULT_REPLICAS {
             let by = match healer_files.read_scale_report() {
                 Ok(Some(w)) if w.restored_at.is_some() => format!(
@@ -737,12 +734,7 @@ async fn observe_new_pod(
     t0: Instant,
 ) -> Result<(), LabError> {
     let pods = cl.admission_pods().await?;
-    let new = |p: &&Pod| {
-        p.metadata
-            .uid
-            .as_ref()
-            .is_some_and(|u| !old_uids.contains(u))
-    };
+    let new = |p: &&Pod| (p.metadata.uid.as_ref()).is_some_and(|u| !old_uids.contains(u));
     let mut fresh: Vec<&Pod> = pods.iter().filter(new).collect();
     fresh.sort_by_key(|p| p.metadata.creation_timestamp.as_ref().map(|t| t.0));
     if let Some(p) = fresh.last() {
@@ -751,11 +743,8 @@ async fn observe_new_pod(
         if obs.phase.as_deref() == Some("Running") {
             seen.running.confirm(obs.at.clone(), t0);
         } else {
-            seen.running.seen(format!(
-                "pod {} phase {}",
-                obs.name,
-                obs.phase.as_deref().unwrap_or("?")
-            ));
+            let phase = or(&obs.phase, "?");
+            seen.running.seen(format!("pod {} phase {phase}", obs.name));
         }
         if seen.new_pod.as_ref().map(|n| &n.uid) != Some(&obs.uid) {
             rec.raw("new-pod", p);
@@ -782,10 +771,8 @@ async fn observe_lease(
     t0: Instant,
 ) -> Result<(), LabError> {
     let l = leader_lease(cl).await?;
-    let holder = l
-        .as_ref()
-        .and_then(|l| l.spec.as_ref())
-        .and_then(|s| s.holder_identity.clone());
+    let spec = l.as_ref().and_then(|l| l.spec.as_ref());
+    let holder = spec.and_then(|s| s.holder_identity.clone());
     match (&seen.new_pod, &holder) {
         (Some(p), Some(h)) if !p.name.is_empty() && h.starts_with(&p.name) => {
             if !seen.lease.done() {
@@ -797,11 +784,9 @@ async fn observe_lease(
         }
         _ => {
             let lf = lease_facts(l.as_ref())?;
-            seen.lease.seen(format!(
-                "holder {} renewTime {}",
-                lf.holder.as_deref().unwrap_or("-"),
-                lf.renew_time.as_deref().unwrap_or("-")
-            ));
+            let (holder, renewed) = (or(&lf.holder, "-"), or(&lf.renew_time, "-"));
+            seen.lease
+                .seen(format!("holder {holder} renewTime {renewed}"));
         }
     }
     Ok(())
@@ -813,7 +798,7 @@ fn act6_lines(
     ui: &Ui,
     facts: &Act6Facts,
     f5: &Act5Facts,
-    lease_acquire_time: Option<&str>,
+    acquired: Option<&str>,
     restored_by_act6: bool,
 ) -> Vec<String> {
     let lang = ui.lang();
@@ -827,38 +812,24 @@ fn act6_lines(
     };
     let ms = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_else(|| "-".into());
     let admitted = facts.admitted_during_scale_down.as_ref();
-    let (exists, uid) = (
-        admitted.is_some_and(|p| p.exists),
-        admitted.and_then(|p| p.uid.clone()),
-    );
-    let (takeover, after_restore) = (
-        ms(facts.leader_takeover_ms),
-        ms(facts.lease_after_restore_ms),
-    );
+    let exists = admitted.is_some_and(|p| p.exists);
+    let uid = admitted.and_then(|p| p.uid.as_deref()).unwrap_or("-");
+    let takeover = ms(facts.leader_takeover_ms);
+    let after_restore = ms(facts.lease_after_restore_ms);
+    let who = |lang| m::restorer(lang, facts.restored_by);
+    let restored = show(m::step::REPLICAS_RESTORED, &facts.replicas_restored);
+    let lease = show(m::step::LEASE_ACQUIRED, &facts.lease_acquired);
+    let holder = or(&facts.lease_holder, "-");
+    let deny = show(m::step::FIRST_DENY, &facts.first_explicit_deny);
     let mut lines = vec![
-        ui.text(m::by(
-            &show(m::step::REPLICAS_RESTORED, &facts.replicas_restored),
-            m::restorer(Lang::Ja, facts.restored_by),
-            m::restorer(Lang::En, facts.restored_by),
-        )),
+        ui.text(m::by(&restored, who(Lang::Ja), who(Lang::En))),
         show(m::step::POD_CREATED, &facts.pod_created),
         show(m::step::POD_RUNNING, &facts.pod_running),
-        ui.text(m::lease_holder(
-            &show(m::step::LEASE_ACQUIRED, &facts.lease_acquired),
-            facts.lease_holder.as_deref().unwrap_or("-"),
-            lease_acquire_time.unwrap_or("-"),
-        )),
+        ui.text(m::lease_holder(&lease, holder, acquired.unwrap_or("-"))),
         show(m::step::WEBHOOK_REGISTERED, &facts.webhook_registered),
-        ui.text(m::probes(
-            &show(m::step::FIRST_DENY, &facts.first_explicit_deny),
-            facts.deny_probes.len(),
-        )),
+        ui.text(m::probes(&deny, facts.deny_probes.len())),
         ui.text(m::takeover(&takeover, &after_restore)),
-        ui.text(m::admitted_pod(
-            &f5.target_bad.name,
-            exists,
-            uid.as_deref().unwrap_or("-"),
-        )),
+        ui.text(m::admitted_pod(&f5.target_bad.name, exists, uid)),
     ];
     // A step already reached at the first check has no earlier check: when the replicas were
     // restored before act 6 started (by the healer), its time is when act 6 first looked, not
@@ -953,9 +924,8 @@ async fn act7_body(cl: &Cluster, ui: &Ui, rec: &mut ActRecorder) -> Done {
 fn act8_words(w: &Workdir) -> Result<Vec<(&'static str, String)>, LabError> {
     let (f2, f3) = (read_facts(w, 2)?, read_facts(w, 3)?);
     let (f5, f6, f7) = (read_facts(w, 5)?, read_facts(w, 6)?, read_facts(w, 7)?);
-    Ok(evidence_words(&f2, &f3, &f5, &f6, &f7)
-        .into_iter()
-        .collect())
+    let words = evidence_words(&f2, &f3, &f5, &f6, &f7);
+    Ok(words.into_iter().collect())
 }
 
 #[cfg(test)]

@@ -56,13 +56,8 @@ pub(crate) static RUNNERS: &[(u8, super::Runner)] = &[
     (5, |env, lab| Box::pin(freeze::act5::<OneReplica>(env, lab))),
     (6, |env, lab| Box::pin(freeze::act6::<OneReplica>(env, lab))),
     (7, |env, lab| Box::pin(act7(env, lab))),
-    (8, |env, _| {
-        Box::pin(common::act8::<inputs::ReportB>(
-            env,
-            Lab::B,
-            false,
-            act8_words,
-        ))
+    (8, |env, lab| {
+        Box::pin(common::act8::<inputs::ReportB>(env, lab, false, act8_words))
     }),
 ];
 
@@ -158,14 +153,7 @@ impl Shape for OneReplica {
 
     /// The existing pod, the container after the resume ([`container_after`]) and the Lease.
     async fn after(self, cx: FreezeAct<'_>, run: Frozen<OneEach>) -> Result<FreezeRun, LabError> {
-        let FreezeAct {
-            cl,
-            cri,
-            rec,
-            inv,
-            spec,
-            ..
-        } = cx;
+        let (cl, cri, rec, inv, spec) = (cx.cl, cx.cri, cx.rec, cx.inv, cx.spec);
         let existing =
             probe::observe_pod(cl, &spec.existing.namespace, &spec.existing.name).await?;
         let (identity_after, restart_count_after) = container_after(cl, cri, rec, inv).await?;
@@ -264,12 +252,8 @@ pub(crate) async fn act7(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
 /// against them and its digests against 05/06/07 by [`common::act8`].
 fn act8_words(w: &Workdir) -> Result<Vec<(&'static str, String)>, LabError> {
     let (a3, a5) = (read_facts(w, 3)?, read_facts(w, 5)?);
-    Ok(report_expectations(
-        &a3,
-        &a5,
-        &read_facts(w, 6)?,
-        &read_facts(w, 7)?,
-    ))
+    let (a6, a7) = (read_facts(w, 6)?, read_facts(w, 7)?);
+    Ok(report_expectations(&a3, &a5, &a6, &a7))
 }
 
 #[cfg(test)]

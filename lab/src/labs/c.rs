@@ -544,14 +544,7 @@ impl Shape for Replica {
         cx: FreezeAct<'_>,
         run: Frozen<Waves>,
     ) -> Result<ReplicaFreezeRun, LabError> {
-        let FreezeAct {
-            env,
-            cl,
-            cri,
-            rec,
-            inv,
-            spec,
-        } = cx;
+        let (env, cl, cri, rec, inv, spec) = (cx.env, cx.cl, cx.cri, cx.rec, cx.inv, cx.spec);
         let resumed_at = &run.freeze.resumed_at;
         let (target_after, lease_after) =
             target_after(cl, &env.ui, cri, rec, inv, (resumed_at, self.pods.len())).await?;

@@ -30,6 +30,9 @@ use crate::workdir::{LoadedInput, Workdir};
 
 pub use crate::rules::common::{CONTROL_NAMESPACE, TARGET_NAMESPACE};
 
+/// The lab's two namespaces: the webhook's target and the control outside its selector.
+const NAMESPACES: [&str; 2] = [TARGET_NAMESPACE, CONTROL_NAMESPACE];
+
 /// Default of [`Env::registration_bound`]: how long act 2 (every lab) and act 6 of labs B and C
 /// wait for Kyverno to register the policy's webhook, or to change it. Kyverno's own start on the embedded
 /// node took 11-19 s (README, bench table), its registration a few seconds after that.
@@ -430,17 +433,12 @@ pub fn read_facts<T: serde::de::DeserializeOwned>(
 /// The live values and evidence digests the inputs are checked against.
 pub async fn live_context(cluster: &Cluster, workdir: &Workdir) -> Result<Context, LabError> {
     let node = cluster.node().await?;
-    let ns = cluster
-        .namespace_uids(&[TARGET_NAMESPACE, CONTROL_NAMESPACE])
-        .await?;
+    let ns = cluster.namespace_uids(&NAMESPACES).await?;
     let deployment = cluster.admission_deployment().await?;
+    let namespaces = ns.into_iter().filter_map(|(k, v)| v.map(|v| (k, v)));
     let mut ctx = Context {
         node_uid: Some(node.uid),
-        namespaces: Some(
-            ns.into_iter()
-                .filter_map(|(k, v)| v.map(|v| (k, v)))
-                .collect(),
-        ),
+        namespaces: Some(namespaces.collect()),
         deployment_uid: deployment.metadata.uid,
         ..Context::default()
     };
@@ -545,6 +543,16 @@ pub async fn wait_for_webhook(
     let progress = |_: &String| m::waiting_for_webhook(name);
     let got = wait_with_progress(ui, format!("webhook {name}"), every, progress, check).await;
     got.map_err(LabError::from)
+}
+
+/// The step line of the webhook `wh` as registered: its name, failurePolicy and timeout.
+pub(crate) fn step_registered(ui: &Ui, wh: &WebhookFacts) {
+    let timeout = wh.timeout_seconds.to_string();
+    ui.step(m::webhook_registered(
+        &wh.name,
+        &wh.failure_policy,
+        &timeout,
+    ));
 }
 
 /// A bounded wait's progress ([`Wait::run`]'s `on_pending`): `line(state)` at most once a second,
@@ -823,9 +831,7 @@ pub async fn inspect(lab: Lab, env: &Env) -> Result<InspectReport, LabError> {
     use cluster::{ADMISSION_DEPLOYMENT, KYVERNO_NAMESPACE};
     let cluster = env.cluster().await?;
     let node = cluster.node().await?;
-    let namespaces = cluster
-        .namespace_uids(&[TARGET_NAMESPACE, CONTROL_NAMESPACE])
-        .await?;
+    let namespaces = cluster.namespace_uids(&NAMESPACES).await?;
     let dep = cluster.admission_deployment().await?;
     let lab_mark = cluster.lab_mark().await.is_ok();
     let mut acts = BTreeMap::new();
@@ -969,11 +975,7 @@ async fn act2_body(
     .await?;
     rec.raw("webhook-configuration", &cfg);
     let webhook = webhook_facts(&cfg, &wh)?;
-    ui.step(m::webhook_registered(
-        &webhook.name,
-        &webhook.failure_policy,
-        &webhook.timeout_seconds.to_string(),
-    ));
+    step_registered(ui, &webhook);
     // The registration exists; wait until the webhook answers for this policy. Server dry-run:
     // nothing is stored, whatever the answer.
     let mut probes = Vec::new();

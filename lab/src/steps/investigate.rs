@@ -3,7 +3,7 @@
 //! ([`investigate`]) or a named one of several ([`replica_now`]); and the checks before any fault
 //! ([`check_fault_preconditions`]).
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 
 use crate::acts::Target;
 use crate::cluster::{self, Cluster};
@@ -67,11 +67,7 @@ pub async fn investigate_pod(
     cri: &mut CriClient,
 ) -> Result<Investigation, LabError> {
     let pod_uid = pod.metadata.uid.clone().unwrap_or_default();
-    let status = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.container_statuses.as_ref())
-        .and_then(|cs| cs.iter().find(|c| c.name == CONTAINER));
+    let status = kyverno_status(pod);
     let mut container = cri.find_admission_container(Some(&pod_uid)).await?;
     // The k3s backend's node runs in a container: its CRI reports PIDs of that container's PID
     // namespace; map to the host PID the pidfd needs (identity elsewhere; see crate::pidmap).
@@ -136,13 +132,18 @@ pub(crate) async fn api_restart_count(
     pod_uid: &str,
 ) -> Result<Option<u32>, LabError> {
     let pods = cluster.admission_pods().await?;
-    Ok(pods
+    let pod = pods
         .iter()
-        .find(|p| p.metadata.uid.as_deref() == Some(pod_uid))
-        .and_then(|p| p.status.as_ref())
-        .and_then(|s| s.container_statuses.as_ref())
-        .and_then(|cs| cs.iter().find(|c| c.name == CONTAINER))
+        .find(|p| p.metadata.uid.as_deref() == Some(pod_uid));
+    Ok(pod
+        .and_then(kyverno_status)
         .map(|c| c.restart_count.max(0) as u32))
+}
+
+/// The `kyverno` container's status in pod `p` (`None`: not reported).
+pub(crate) fn kyverno_status(p: &Pod) -> Option<&ContainerStatus> {
+    let statuses = p.status.as_ref()?.container_statuses.as_ref()?;
+    statuses.iter().find(|c| c.name == CONTAINER)
 }
 
 /// The admission controller's live pods (not terminating).

@@ -61,11 +61,7 @@ pub(crate) async fn update_to_ignore(
     rec.raw("webhook-configuration-ignore", &cfg);
     let webhook = webhook_facts(&cfg, &wh)?;
     partial["webhook"] = to_value(&webhook)?;
-    ui.step(m::webhook_registered(
-        &webhook.name,
-        &webhook.failure_policy,
-        &webhook.timeout_seconds.to_string(),
-    ));
+    common::step_registered(&ui, &webhook);
     Ok((stored, ignore_name, webhook))
 }
 

@@ -88,11 +88,10 @@ pub(crate) async fn wait_original_count(
     let check = || async {
         let dep = cl.admission_deployment().await?;
         let all = cl.admission_pods().await?;
-        let live: Vec<Pod> = all
+        let live = all
             .iter()
-            .filter(|p| p.metadata.deletion_timestamp.is_none())
-            .cloned()
-            .collect();
+            .filter(|p| p.metadata.deletion_timestamp.is_none());
+        let live: Vec<Pod> = live.cloned().collect();
         let ready = live.iter().filter(|p| pod_ready(p)).count();
         let webhook = cl.find_webhook(&name).await?;
         let lease = leader_lease(cl).await?;
@@ -106,15 +105,11 @@ pub(crate) async fn wait_original_count(
             "pods_ready": ready, "registration": webhook.is_some(), "lease_holder": holder,
         });
         log_change(&mut changes.borrow_mut(), state, &facts::now_rfc3339());
+        let registration = webhook.as_ref().map_or("absent", |_| "present");
         let text = format!(
-            "spec.replicas {wanted}, pods {} ({} live, {ready} Ready), registration {}, Lease {}",
+            "spec.replicas {wanted}, pods {} ({} live, {ready} Ready), registration {registration}, Lease {}",
             all.len(),
             live.len(),
-            if webhook.is_some() {
-                "present"
-            } else {
-                "absent"
-            },
             holder.as_deref().unwrap_or("?")
         );
         Ok::<_, LabError>(match webhook {

@@ -19,7 +19,7 @@ use crate::facts::c::TargetAfter;
 use crate::labs::common::{ActRecorder, Ui, log_change, wait_each_second};
 use crate::messages::act as m;
 use crate::steps::investigate::{
-    CONTAINER, Investigation, api_restart_count, investigate, investigate_pod, live_replicas,
+    Investigation, api_restart_count, investigate, investigate_pod, kyverno_status, live_replicas,
 };
 use crate::steps::observe::{leader_lease, lease_facts, pod_ready, read_lease};
 use crate::steps::samples::endpoints;
@@ -79,12 +79,7 @@ fn pod_state(pods: &[Pod], name: &str) -> Option<(u32, bool, Option<String>)> {
     let p = pods
         .iter()
         .find(|p| p.metadata.name.as_deref() == Some(name))?;
-    let restarts = p
-        .status
-        .as_ref()
-        .and_then(|s| s.container_statuses.as_ref())
-        .and_then(|cs| cs.iter().find(|c| c.name == CONTAINER))
-        .map_or(0, |c| c.restart_count.max(0) as u32);
+    let restarts = kyverno_status(p).map_or(0, |c| c.restart_count.max(0) as u32);
     Some((restarts, pod_ready(p), p.metadata.uid.clone()))
 }
 
