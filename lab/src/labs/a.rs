@@ -32,8 +32,8 @@ use crate::faults::scale::{self, RestoreOutcome, ScaleFault};
 use crate::inputs;
 use crate::labs::common::{
     self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Done, Env, TARGET_NAMESPACE, Ui, describe,
-    describe_indented, finish, live_context, or, progress_each_second, read_facts, read_input,
-    to_value, uid_of,
+    describe_indented, expect_same, finish, live_context, or, progress_each_second, read_facts,
+    read_input, to_value, uid_of,
 };
 use crate::messages::act as m;
 use crate::probe::{self, PodKind};
@@ -97,15 +97,10 @@ pub(crate) async fn act4(env: &Env) -> Result<ActSummary, LabError> {
     let dep = cl.admission_deployment().await?;
     let live_replicas = dep.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
     let planned = inputs::OriginalReplicas::VALUE as i32;
-    if live_replicas != planned {
-        return Err(LabError::ClusterMismatch {
-            what: format!(
-                "spec.replicas of deployment {KYVERNO_NAMESPACE}/{ADMISSION_DEPLOYMENT} (scale-plan.json $.original_replicas)"
-            ),
-            expected: planned.to_string(),
-            found: live_replicas.to_string(),
-        });
-    }
+    let what = format!(
+        "spec.replicas of deployment {KYVERNO_NAMESPACE}/{ADMISSION_DEPLOYMENT} (scale-plan.json $.original_replicas)"
+    );
+    expect_same(what, &planned.to_string(), &live_replicas.to_string())?;
     let mut rec = ActRecorder::begin(&env.workdir, LAB, 4)?.with_input(&loaded);
     let node_uid = ctx.node_uid.clone().unwrap_or_default();
     let result = act4_body(&cl, &env.ui, &mut rec, node_uid).await;

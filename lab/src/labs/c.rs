@@ -53,15 +53,15 @@ use crate::faults::scale::{HA_FAULT_KIND, ScaleFault, ScaleTo};
 use crate::inputs;
 use crate::labs::common::{
     self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Done, Env, TARGET_NAMESPACE, Ui, describe,
-    existing_line, existing_vs_act3_line, live_context, log_change, or, read_facts, read_input,
-    to_value, wait_each_second,
+    existing_line, existing_vs_act3_line, expect_same, live_context, log_change, or, read_facts,
+    read_input, to_value, wait_each_second,
 };
 use crate::messages::act as m;
 use crate::probe::{self, PodKind};
 use crate::steps::freeze::{
     self, FreezeAct, Frozen, Registration, Shape, first_deny_line, window_lines,
 };
-use crate::steps::investigate::{investigate_pod, live_replicas};
+use crate::steps::investigate::{investigate_pod, live_replicas, running_replicas};
 use crate::steps::observe::{
     deployment_facts, pod_names, pod_ready, policy_webhook, read_lease, replica_facts,
 };
@@ -177,14 +177,10 @@ async fn wait_all_ready(cl: &Cluster, ui: &Ui, n: usize) -> Result<(Ready, Seen,
             _ => Check::NotYet(state),
         })
     };
-    let got = wait_each_second(
-        ui,
-        format!("{n} Ready admission-controller pods, {n} ready endpoints of {SERVICE} and the registration"),
-        HA_READY_BOUND,
-        m::waiting_replicas,
-        check,
-    )
-    .await;
+    let what = format!(
+        "{n} Ready admission-controller pods, {n} ready endpoints of {SERVICE} and the registration"
+    );
+    let got = wait_each_second(ui, what, HA_READY_BOUND, m::waiting_replicas, check).await;
     Ok((got?, seen.into_inner(), start.elapsed().as_millis() as u64))
 }
 
@@ -388,18 +384,9 @@ async fn act4_body(
     replicas: usize,
 ) -> Done {
     let lease = read_lease(cl, rec, "lease-before").await?;
-    let pods: Vec<Pod> = live_replicas(cl)
-        .await?
-        .into_iter()
-        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-        .collect();
-    if pods.len() != replicas {
-        return Err(LabError::ClusterMismatch {
-            what: "running admission-controller pods (act 3's replicas; the healer puts the original count back at its deadline)".into(),
-            expected: replicas.to_string(),
-            found: pods.len().to_string(),
-        });
-    }
+    let pods = running_replicas(cl).await?;
+    let what = "running admission-controller pods (act 3's replicas; the healer puts the original count back at its deadline)";
+    expect_same(what, &replicas.to_string(), &pods.len().to_string())?;
     let mut leader = None;
     let mut followers = Vec::new();
     for pod in &pods {

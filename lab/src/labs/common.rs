@@ -958,16 +958,12 @@ async fn act2_body(
     rec.raw("policy-stored", &stored);
     // Until the webhook answers, the partial facts are the stored policy.
     *partial = serde_json::json!({ "policy": stored });
-    let failure_policy = loaded
-        .value
-        .pointer("/spec/failurePolicy")
-        .and_then(|v| v.as_str())
-        .unwrap_or("Fail");
+    let at = |pointer: &str| loaded.value.pointer(pointer);
+    let failure_policy = at("/spec/failurePolicy").and_then(|v| v.as_str());
+    let failure_policy = failure_policy.unwrap_or("Fail");
     let webhook_name = cluster::fine_grained_webhook_name(failure_policy, name);
-    let timeout = loaded
-        .value
-        .pointer("/spec/webhookConfiguration/timeoutSeconds")
-        .and_then(|v| v.as_i64());
+    let timeout = at("/spec/webhookConfiguration/timeoutSeconds");
+    let timeout = timeout.and_then(|v| v.as_i64());
     let (cfg, wh) = wait_for_webhook(cluster, ui, &webhook_name, registration_bound, |wh| {
         wh.failure_policy.as_deref() == Some(failure_policy)
             && wh.timeout_seconds.map(i64::from) == timeout

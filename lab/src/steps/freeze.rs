@@ -223,27 +223,6 @@ pub(crate) struct FreezeSpec<'a> {
     pub tag: String,
 }
 
-impl<'a> FreezeSpec<'a> {
-    /// Act `act` of `lab`'s freeze, its requests named by [`common::request_tag`].
-    fn new(
-        lab: Lab,
-        act: u8,
-        resume_after_sec: u64,
-        webhook_name: String,
-        existing: &'a PodObservation,
-    ) -> Self {
-        let tag = common::request_tag(lab, act);
-        FreezeSpec {
-            lab,
-            act,
-            resume_after_sec,
-            webhook_name,
-            existing,
-            tag,
-        }
-    }
-}
-
 /// Adds this runner's attempt of act `act` (its id ends with this process's pid), if it got that
 /// far, to the raw data: its plan, its ledger and the healer's report.
 fn record_attempt(env: &Env, act: u8, rec: &mut ActRecorder) {
@@ -617,8 +596,14 @@ pub(crate) async fn act5<S: Shape>(env: &Env, lab: Lab) -> Result<ActSummary, La
     let chosen = target_now(&cl, &mut cri, &mut rec, target, Some(found));
     let (lease, inv) = chosen.await?;
     rec.raw("cri-container-before", &inv.container);
-    let fail_name = cluster::fine_grained_webhook_name("Fail", cluster::POLICY_NAME);
-    let spec = FreezeSpec::new(lab, 5, resume_after_sec, fail_name, S::existing(&a3));
+    let spec = FreezeSpec {
+        lab,
+        act: 5,
+        resume_after_sec,
+        webhook_name: cluster::fine_grained_webhook_name("Fail", cluster::POLICY_NAME),
+        existing: S::existing(&a3),
+        tag: common::request_tag(lab, 5),
+    };
     let shape = S::new(lab, 5, &a3, target, lease)?;
     complete(env, &cl, &mut cri, rec, &inv, &spec, shape, None).await
 }
@@ -645,7 +630,14 @@ pub(crate) async fn act6<S: Shape>(env: &Env, lab: Lab) -> Result<ActSummary, La
         Err(e) => return finish(rec, head.facts, Err(e)),
     };
     rec.raw("cri-container-before", &inv.container);
-    let spec = FreezeSpec::new(lab, 6, resume_after_sec, ignore_name, S::existing(&act3));
+    let spec = FreezeSpec {
+        lab,
+        act: 6,
+        resume_after_sec,
+        webhook_name: ignore_name,
+        existing: S::existing(&act3),
+        tag: common::request_tag(lab, 6),
+    };
     let shape = match S::new(lab, 6, &act3, target, lease) {
         Ok(s) => s,
         Err(e) => return finish(rec, head.facts, Err(e)),

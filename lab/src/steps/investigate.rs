@@ -42,20 +42,12 @@ pub async fn investigate(
     cluster: &Cluster,
     cri: &mut CriClient,
 ) -> Result<Investigation, LabError> {
-    let pods: Vec<_> = cluster
-        .admission_pods()
-        .await?
-        .into_iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-        .collect();
-    if pods.len() != 1 {
-        return Err(LabError::ClusterMismatch {
-            what: "running admission-controller pods".into(),
-            expected: "1".into(),
-            found: pods.len().to_string(),
-        });
-    }
+    let pods = running_replicas(cluster).await?;
+    expect_same(
+        "running admission-controller pods",
+        "1",
+        &pods.len().to_string(),
+    )?;
     investigate_pod(&pods[0], cri).await
 }
 
@@ -153,6 +145,16 @@ pub(crate) async fn live_replicas(cl: &Cluster) -> Result<Vec<Pod>, LabError> {
         .await?
         .into_iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .collect())
+}
+
+/// The admission controller's live pods ([`live_replicas`]) that are `Running`.
+pub(crate) async fn running_replicas(cl: &Cluster) -> Result<Vec<Pod>, LabError> {
+    let running = |p: &Pod| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
+    Ok(live_replicas(cl)
+        .await?
+        .into_iter()
+        .filter(running)
         .collect())
 }
 

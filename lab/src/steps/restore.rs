@@ -20,6 +20,7 @@ use crate::labs::common::{ActRecorder, Env, Ui, log_change, wait_each_second};
 use crate::messages::act as m;
 use crate::steps::observe::{leader_lease, lease_facts, pod_ready};
 use crate::wait::Check;
+use lab_core::rules::c::SCALE_BACK_BOUND;
 
 /// Act 3's scale attempt healed (its healer
 /// stood down, the original count written back on a live read), read back from the attempt's
@@ -72,7 +73,7 @@ pub(crate) async fn scale_back(
 /// The policy's webhook as registered: its configuration and the webhook.
 pub(crate) type Registered = (ValidatingWebhookConfiguration, ValidatingWebhook);
 
-/// Waits (bounded, [`lab_core::rules::c::SCALE_BACK_BOUND`]) until the Deployment asks for the
+/// Waits (bounded, [`SCALE_BACK_BOUND`]) until the Deployment asks for the
 /// original count, that many live replicas are `Ready` (the others gone), one of them holds the
 /// Lease (a leader scaled away keeps naming itself until the Lease expires, 12 s, and another
 /// takes it), and the policy's Ignore webhook is registered. Every change of state is kept raw
@@ -119,14 +120,8 @@ pub(crate) async fn wait_original_count(
             _ => Check::NotYet(text),
         })
     };
-    let got = wait_each_second(
-        ui,
-        format!("{n} Ready admission-controller replica(s) and the Ignore registration"),
-        lab_core::rules::c::SCALE_BACK_BOUND,
-        m::waiting_scale_back,
-        check,
-    )
-    .await;
+    let what = format!("{n} Ready admission-controller replica(s) and the Ignore registration");
+    let got = wait_each_second(ui, what, SCALE_BACK_BOUND, m::waiting_scale_back, check).await;
     rec.raw("scale-back-wait", changes.into_inner());
     got
 }

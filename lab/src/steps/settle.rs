@@ -24,6 +24,7 @@ use crate::steps::investigate::{
 use crate::steps::observe::{leader_lease, lease_facts, pod_ready, read_lease};
 use crate::steps::samples::endpoints;
 use crate::wait::{Check, Wait, WaitError};
+use lab_core::rules::c::SETTLE_BOUND;
 
 /// The one replica's container as it is after the resume (CRI), retried briefly: a restarted
 /// container may still be starting. The restart count comes from the API (the pod of `inv`, or
@@ -83,7 +84,7 @@ fn pod_state(pods: &[Pod], name: &str) -> Option<(u32, bool, Option<String>)> {
     Some((restarts, pod_ready(p), p.metadata.uid.clone()))
 }
 
-/// After the first explicit deny: waits (bounded, [`lab_core::rules::c::SETTLE_BOUND`]) until
+/// After the first explicit deny: waits (bounded, [`SETTLE_BOUND`]) until
 /// every replica is `Ready` and a ready endpoint, the Lease names one of them, and no earlier
 /// than the Lease's duration plus its retry after the resume (a replica that lost leadership
 /// exits within its renew deadline, Kyverno v1.19 `cmd/kyverno/main.go`; kubelet then restarts
@@ -137,14 +138,8 @@ async fn settle_after_resume(
             Check::NotYet(text)
         })
     };
-    let got = wait_each_second(
-        ui,
-        format!("{n} Ready replicas and ready endpoints after the freeze of {target}"),
-        lab_core::rules::c::SETTLE_BOUND,
-        m::waiting_settle,
-        check,
-    )
-    .await;
+    let what = format!("{n} Ready replicas and ready endpoints after the freeze of {target}");
+    let got = wait_each_second(ui, what, SETTLE_BOUND, m::waiting_settle, check).await;
     rec.raw("settle-wait", changes.into_inner());
     Ok((got?, start.elapsed().as_millis() as u64))
 }

@@ -68,11 +68,9 @@ pub(crate) async fn one_of_each(
     tag: &str,
 ) -> Result<OneEach, LabError> {
     ui.step(m::DURING_FREEZE);
-    let (p_good, p_bad, p_control) = (
-        format!("{tag}-frozen-good"),
-        format!("{tag}-frozen-bad"),
-        format!("{tag}-frozen-control"),
-    );
+    let p_good = format!("{tag}-frozen-good");
+    let p_bad = format!("{tag}-frozen-bad");
+    let p_control = format!("{tag}-frozen-control");
     let (good, bad, control) = tokio::join!(
         probe::send_pod(cl, &p_good, TARGET_NAMESPACE, PodKind::Good, false),
         probe::send_pod(cl, &p_bad, TARGET_NAMESPACE, PodKind::Bad, false),
