@@ -32,8 +32,8 @@ use crate::faults::scale::{self, RestoreOutcome, ScaleFault};
 use crate::inputs;
 use crate::labs::common::{
     self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Done, Env, TARGET_NAMESPACE, Ui, describe,
-    describe_indented, expect_same, finish, live_context, or, progress_each_second, read_facts,
-    read_input, to_value, uid_of,
+    describe_indented, expect_same, finish, or, progress_each_second, read_facts, read_live,
+    to_value, uid_of,
 };
 use crate::messages::act as m;
 use crate::probe::{self, PodKind};
@@ -91,9 +91,7 @@ struct ScaleAct<'a> {
 // Act 4
 
 pub(crate) async fn act4(env: &Env) -> Result<ActSummary, LabError> {
-    let cl = env.cluster().await?;
-    let ctx = live_context(&cl, &env.workdir).await?;
-    let (_plan, loaded) = read_input::<inputs::ScalePlan>(&env.workdir, &ctx)?;
+    let (cl, ctx, _plan, loaded) = read_live::<inputs::ScalePlan>(env).await?;
     let dep = cl.admission_deployment().await?;
     let live_replicas = dep.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
     let planned = inputs::OriginalReplicas::VALUE as i32;
@@ -163,10 +161,8 @@ fn refuse_unfinished(env: &Env) -> Result<(), LabError> {
 /// does meanwhile (pods, policy, registration, requests); the fault is handed over to act 6.
 pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     let ui = env.ui;
-    let cl = env.cluster().await?;
-    let ctx = live_context(&cl, &env.workdir).await?;
     // The plan again, against the live cluster now: node and deployment UIDs, act 3's digest.
-    let (_plan, loaded) = read_input::<inputs::ScalePlan>(&env.workdir, &ctx)?;
+    let (cl, ctx, _plan, loaded) = read_live::<inputs::ScalePlan>(env).await?;
     // Faults only on a lab-marked cluster.
     let mark = cl.lab_mark().await?;
     let f2: Act2Facts = read_facts(&env.workdir, 2)?;

@@ -25,8 +25,8 @@ use crate::facts::{self, Act3Facts, PodObservation};
 use crate::inputs;
 use crate::labs::common::{
     self, ActRecorder, ActSummary, Env, TARGET_NAMESPACE, Ui, describe, existing_line,
-    existing_vs_act3_line, finish, live_context, read_facts, read_input, request_tag, to_value,
-    uid_of, wait_for_webhook, webhook_facts,
+    existing_vs_act3_line, finish, read_facts, read_live, request_tag, to_value, uid_of,
+    wait_for_webhook, webhook_facts,
 };
 use crate::messages::act as m;
 use crate::probe::{self, PodKind};
@@ -64,9 +64,7 @@ pub(crate) static RUNNERS: &[(u8, super::Runner)] = &[
 /// Act 4: investigation only; nothing is frozen.
 pub(crate) async fn act4(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
     let ui = env.ui;
-    let cluster = env.cluster().await?;
-    let ctx = live_context(&cluster, &env.workdir).await?;
-    let (_plan, loaded) = read_input::<inputs::FreezePlan>(&env.workdir, &ctx)?;
+    let (cluster, ctx, _plan, loaded) = read_live::<inputs::FreezePlan>(env).await?;
     let mut cri = env.cri().await?;
     let mut rec = ActRecorder::begin(&env.workdir, lab, 4)?.with_input(&loaded);
     ui.step(m::INVESTIGATING_PROCESS);
@@ -204,9 +202,7 @@ impl Shape for OneReplica {
 
 /// Act 7: recovery is confirmed by a deny of a new-named violating request, not by the resume.
 pub(crate) async fn act7(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
-    let cluster = env.cluster().await?;
-    let ctx = live_context(&cluster, &env.workdir).await?;
-    let (_r, loaded) = read_input::<inputs::Recovery>(&env.workdir, &ctx)?;
+    let (cluster, _, _r, loaded) = read_live::<inputs::Recovery>(env).await?;
     let act3: Act3Facts = read_facts(&env.workdir, 3)?;
     let mut rec = env.begin_audited(lab, 7)?.with_input(&loaded);
     let (ui, cluster) = (&env.ui, &cluster);

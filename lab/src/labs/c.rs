@@ -53,8 +53,8 @@ use crate::faults::scale::{HA_FAULT_KIND, ScaleFault, ScaleTo};
 use crate::inputs;
 use crate::labs::common::{
     self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Done, Env, TARGET_NAMESPACE, Ui, describe,
-    existing_line, existing_vs_act3_line, expect_same, live_context, log_change, or, read_facts,
-    read_input, to_value, wait_each_second,
+    existing_line, existing_vs_act3_line, expect_same, log_change, or, read_facts, read_live,
+    to_value, wait_each_second,
 };
 use crate::messages::act as m;
 use crate::probe::{self, PodKind};
@@ -189,9 +189,7 @@ async fn wait_all_ready(cl: &Cluster, ui: &Ui, n: usize) -> Result<(Ready, Seen,
 /// acts; a failure puts the original count back at once.
 pub(crate) async fn act3(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
     let ui = env.ui;
-    let cl = env.cluster().await?;
-    let ctx = live_context(&cl, &env.workdir).await?;
-    let (_plan, loaded) = read_input::<inputs::HaPlan>(&env.workdir, &ctx)?;
+    let (cl, ctx, _plan, loaded) = read_live::<inputs::HaPlan>(env).await?;
     // The registry's scale: how long the healer keeps the three replicas.
     let (_, restore_after_sec) = crate::steps::scale_of(lab, 3, 0)?;
     // Faults only on a lab-marked cluster.
@@ -364,9 +362,7 @@ fn lease_line(ui: &Ui, lease: &LeaseFacts) -> String {
 /// Act 4: the Lease, each replica's process (CRI, `/proc`), the Lease again; nothing is frozen.
 pub(crate) async fn act4(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
     let ui = env.ui;
-    let cl = env.cluster().await?;
-    let ctx = live_context(&cl, &env.workdir).await?;
-    let (_plan, loaded) = read_input::<inputs::FreezePlanC>(&env.workdir, &ctx)?;
+    let (cl, ctx, _plan, loaded) = read_live::<inputs::FreezePlanC>(env).await?;
     let mut cri = env.cri().await?;
     let mut rec = ActRecorder::begin(&env.workdir, lab, 4)?.with_input(&loaded);
     let n = ha_replicas(lab) as usize;
@@ -617,9 +613,7 @@ fn takeover_words(ui: &Ui, run: &ReplicaFreezeRun) -> String {
 /// on a live read), then a bounded wait for the original count of Ready replicas and the
 /// registration, violating pods until an explicit deny, and the existing pod.
 pub(crate) async fn act7(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
-    let cl = env.cluster().await?;
-    let ctx = live_context(&cl, &env.workdir).await?;
-    let (_r, loaded) = read_input::<inputs::RecoveryC>(&env.workdir, &ctx)?;
+    let (cl, _, _r, loaded) = read_live::<inputs::RecoveryC>(env).await?;
     let a3: Act3Facts = read_facts(&env.workdir, 3)?;
     let mut rec = env.begin_audited(lab, 7)?.with_input(&loaded);
     let mut partial = serde_json::Value::Null;

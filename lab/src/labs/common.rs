@@ -475,6 +475,17 @@ pub(crate) fn expect_same(
     })
 }
 
+/// The cluster, the live values and evidence digests inputs are checked against
+/// ([`live_context`]), and input `T` read and checked against them ([`read_input`]).
+pub(crate) async fn read_live<T: StudentInput>(
+    env: &Env,
+) -> Result<(Cluster, Context, T, LoadedInput), LabError> {
+    let cluster = env.cluster().await?;
+    let ctx = live_context(&cluster, &env.workdir).await?;
+    let (typed, loaded) = read_input::<T>(&env.workdir, &ctx)?;
+    Ok((cluster, ctx, typed, loaded))
+}
+
 /// `metadata.uid` of an object as the API server sent it (`None`: no object, or no UID).
 pub(crate) fn uid_of(object: Option<&serde_json::Value>) -> Option<&str> {
     object?.pointer("/metadata/uid")?.as_str()
@@ -889,9 +900,7 @@ pub(crate) static RUNNERS: &[(u8, Runner)] = &[
 /// Act 1: `scope.json` checked against the live cluster (names are not UIDs), then saved.
 pub async fn act1(lab: Lab, env: &Env) -> Result<ActSummary, LabError> {
     let ui = env.ui;
-    let cluster = env.cluster().await?;
-    let ctx = live_context(&cluster, &env.workdir).await?;
-    let (_scope, loaded) = read_input::<inputs::Scope>(&env.workdir, &ctx)?;
+    let (cluster, ctx, _scope, loaded) = read_live::<inputs::Scope>(env).await?;
     let mut rec = ActRecorder::begin(&env.workdir, lab, 1)?.with_input(&loaded);
     ui.step(m::SCOPE_MATCHES);
     let node = cluster.node().await?;
@@ -931,9 +940,7 @@ pub async fn act1(lab: Lab, env: &Env) -> Result<ActSummary, LabError> {
 /// the webhook answers (a server dry-run violating pod is explicitly denied: nothing is stored).
 pub async fn act2(lab: Lab, env: &Env) -> Result<ActSummary, LabError> {
     let ui = env.ui;
-    let cluster = env.cluster().await?;
-    let ctx = live_context(&cluster, &env.workdir).await?;
-    let (_policy, loaded) = read_input::<inputs::Policy>(&env.workdir, &ctx)?;
+    let (cluster, _, _policy, loaded) = read_live::<inputs::Policy>(env).await?;
     let mut rec = ActRecorder::begin(&env.workdir, lab, 2)?.with_input(&loaded);
     let mut partial = serde_json::Value::Null;
     let bound = env.registration_bound;
@@ -1109,9 +1116,7 @@ pub(crate) async fn act8<R: StudentInput>(
     keep_report: bool,
     words: impl FnOnce(&Workdir) -> Result<Vec<(&'static str, String)>, LabError>,
 ) -> Result<ActSummary, LabError> {
-    let cluster = env.cluster().await?;
-    let ctx = live_context(&cluster, &env.workdir).await?;
-    let (_report, loaded) = read_input::<R>(&env.workdir, &ctx)?;
+    let (_, _, _report, loaded) = read_live::<R>(env).await?;
     let words = words(&env.workdir)?;
     let mut rec = ActRecorder::begin(&env.workdir, lab, 8)?.with_input(&loaded);
     if keep_report {

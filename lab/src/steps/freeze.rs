@@ -20,7 +20,7 @@ use crate::facts::{self, PodObservation};
 use crate::faults::freeze::{self, AttemptFiles, FreezeTarget, UndoneBy};
 use crate::inputs::{self, StudentInput};
 use crate::labs::common::{
-    self, ActRecorder, ActSummary, Env, Ui, finish, live_context, read_facts, read_input, to_value,
+    self, ActRecorder, ActSummary, Env, Ui, finish, read_facts, read_live, to_value,
     violating_until_deny, wait_for_webhook,
 };
 use crate::messages::act as m;
@@ -575,9 +575,7 @@ async fn during_freeze<S: Shape>(
 pub(crate) async fn act5<S: Shape>(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
     let (target, resume_after_sec) =
         super::freeze_of(lab, 5, u64::from(inputs::ResumeAfterSec::VALUE))?;
-    let cl = env.cluster().await?;
-    let ctx = live_context(&cl, &env.workdir).await?;
-    let (plan, loaded) = read_input::<S::Plan>(&env.workdir, &ctx)?;
+    let (cl, _, plan, loaded) = read_live::<S::Plan>(env).await?;
     let mark = check_fault_preconditions(&cl, S::uids(&plan)).await?;
     let a3: S::Act3 = read_facts(&env.workdir, 3)?;
     let a4: S::Act4 = read_facts(&env.workdir, 4)?;
