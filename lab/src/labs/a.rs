@@ -394,12 +394,10 @@ fn act5_lines(ui: &Ui, facts: &Act5Facts) -> Vec<String> {
     } else {
         "registration-absent"
     };
+    let policy = m::policy_exists(facts.policy.exists, or(&facts.policy.uid, "-"));
     vec![
         ui.text(m::scaled(&facts.scaled_at, or(&facts.pods_gone_at, "-"))),
-        ui.text(m::policy_exists(
-            facts.policy.exists,
-            or(&facts.policy.uid, "-"),
-        )),
+        ui.text(policy),
         ui.text(m::policy_webhook_registered(present, kept)),
         describe(ui, m::req::TARGET_BAD, &facts.target_bad),
         describe(ui, m::req::CONTROL, &facts.control),

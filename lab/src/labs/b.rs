@@ -85,15 +85,11 @@ pub(crate) async fn act4(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
         investigated_at: facts::now_rfc3339(),
     };
     let (pid, ticks) = (facts.identity.pid, facts.identity.pid_start_time_ticks);
+    let state = &facts.process_state;
     let lines = vec![
         ui.text(m::pod_uid(&facts.pod_name, &facts.identity.pod_uid)),
         ui.text(m::container(&facts.identity.container_id)),
-        ui.text(m::process(
-            pid,
-            ticks,
-            &facts.process_state,
-            facts.restart_count,
-        )),
+        ui.text(m::process(pid, ticks, state, facts.restart_count)),
     ];
     rec.complete(facts, lines)
 }

@@ -685,18 +685,17 @@ fn act7_lines(
     a3: &Act3Facts,
     admission: &crate::metrics::AdmissionMetrics,
 ) -> Vec<String> {
-    let mut lines = vec![ui.text(m::scaled_back(
-        &facts.scale_back.action,
-        facts.scale_back.replicas_before,
-        facts.deployment.replicas,
-        facts.replicas.len(),
-    ))];
-    lines.push(lease_line(ui, &facts.lease));
-    lines.push(ui.text(m::policy_uid(&facts.policy_uid)));
-    lines.push(describe(ui, m::req::VIOLATING, &facts.healthy_bad));
-    lines.push(existing_vs_act3_line(ui, &facts.existing, &a3.existing));
-    lines.push(ui.text(crate::metrics::summary_line(admission)));
-    lines
+    let b = &facts.scale_back;
+    let (replicas, ready) = (facts.deployment.replicas, facts.replicas.len());
+    let scaled = m::scaled_back(&b.action, b.replicas_before, replicas, ready);
+    vec![
+        ui.text(scaled),
+        lease_line(ui, &facts.lease),
+        ui.text(m::policy_uid(&facts.policy_uid)),
+        describe(ui, m::req::VIOLATING, &facts.healthy_bad),
+        existing_vs_act3_line(ui, &facts.existing, &a3.existing),
+        ui.text(crate::metrics::summary_line(admission)),
+    ]
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -510,8 +510,9 @@ pub fn webhook_facts(
     cfg: &ValidatingWebhookConfiguration,
     wh: &ValidatingWebhook,
 ) -> Result<WebhookFacts, LabError> {
-    crate::cluster::derived(crate::derive::registration(
-        &crate::cluster::to_json(cfg)?,
+    let cfg = cluster::to_json(cfg)?;
+    cluster::derived(crate::derive::registration(
+        &cfg,
         &wh.name,
         facts::now_rfc3339(),
     ))
@@ -559,11 +560,8 @@ pub async fn wait_for_webhook(
 /// The step line of the webhook `wh` as registered: its name, failurePolicy and timeout.
 pub(crate) fn step_registered(ui: &Ui, wh: &WebhookFacts) {
     let timeout = wh.timeout_seconds.to_string();
-    ui.step(m::webhook_registered(
-        &wh.name,
-        &wh.failure_policy,
-        &timeout,
-    ));
+    let line = m::webhook_registered(&wh.name, &wh.failure_policy, &timeout);
+    ui.step(line);
 }
 
 /// A bounded wait's progress ([`Wait::run`]'s `on_pending`): `line(state)` at most once a second,
@@ -728,11 +726,7 @@ pub(crate) fn or<'a>(v: &'a Option<String>, none: &'a str) -> &'a str {
 
 /// The line of an existing pod: its name, UID and phase (`?`: not seen).
 pub fn existing_line(ui: &Ui, p: &facts::PodObservation) -> String {
-    ui.text(m::existing(
-        &p.name,
-        p.uid.as_deref().unwrap_or("?"),
-        p.phase.as_deref().unwrap_or("?"),
-    ))
+    ui.text(m::existing(&p.name, or(&p.uid, "?"), or(&p.phase, "?")))
 }
 
 /// The line of act 3's pod read again (`p`) beside the UID act 3 recorded (`act3`).
@@ -745,14 +739,9 @@ pub fn existing_vs_act3_line(ui: &Ui, p: &PodObservation, act3: &PodObservation)
 /// One line describing a request's outcome for the student, in the output's language
 /// ([`crate::messages::act::request`]; `label` from [`crate::messages::act::req`]).
 pub fn describe(ui: &Ui, label: Text, r: &RequestRecord) -> String {
-    m::request(
-        ui.lang(),
-        label,
-        r.outcome.as_str(),
-        r.http_status,
-        r.elapsed_ms,
-        r.get.exists.then(|| r.get.uid.as_deref().unwrap_or("?")),
-    )
+    let uid = r.get.exists.then(|| or(&r.get.uid, "?"));
+    let (outcome, status, ms) = (r.outcome.as_str(), r.http_status, r.elapsed_ms);
+    m::request(ui.lang(), label, outcome, status, ms, uid)
 }
 
 /// [`describe`] indented under a step line.
@@ -982,19 +971,13 @@ async fn act2_body(
     // The registration exists; wait until the webhook answers for this policy. Server dry-run:
     // nothing is stored, whatever the answer.
     let mut probes = Vec::new();
-    let answered = until_explicit_deny(
-        cluster,
-        "b2-ready",
-        TARGET_NAMESPACE,
-        true,
-        ANSWER_BOUND,
-        |r, s| {
-            let answer = m::checking_answers(r.outcome.as_str());
-            ui.progress(answer, s, ANSWER_BOUND.as_secs());
-            probes.push(r.clone());
-        },
-    )
-    .await?;
+    let on_answer = |r: &RequestRecord, s| {
+        let answer = m::checking_answers(r.outcome.as_str());
+        ui.progress(answer, s, ANSWER_BOUND.as_secs());
+        probes.push(r.clone());
+    };
+    let (ns, bound) = (TARGET_NAMESPACE, ANSWER_BOUND);
+    let answered = until_explicit_deny(cluster, "b2-ready", ns, true, bound, on_answer).await?;
     for r in &probes {
         rec.request("ready-check-dry-run", r);
     }

@@ -198,11 +198,8 @@ async fn count_down(ui: &Ui, wait: Duration) {
     let total = wait.as_secs() + 1;
     while t0.elapsed() < wait {
         let left = wait.saturating_sub(t0.elapsed());
-        ui.progress(
-            m::liveness_gap_left(left.as_secs() + 1),
-            total - left.as_secs() - 1,
-            total,
-        );
+        let secs = left.as_secs();
+        ui.progress(m::liveness_gap_left(secs + 1), total - secs - 1, total);
         tokio::time::sleep(left.min(Duration::from_secs(1))).await;
     }
 }
@@ -297,11 +294,8 @@ async fn await_resume(
     let total = spec.resume_after_sec;
     let progress = |left: i64| {
         if left >= 0 {
-            ui.progress(
-                m::until_resume(left),
-                total.saturating_sub(left as u64),
-                total,
-            );
+            let waited = total.saturating_sub(left as u64);
+            ui.progress(m::until_resume(left), waited, total);
         }
     };
     let resume = fz.wait_for_resume(WATCHDOG_GRACE, progress).await?;

@@ -43,11 +43,8 @@ pub async fn investigate(
     cri: &mut CriClient,
 ) -> Result<Investigation, LabError> {
     let pods = running_replicas(cluster).await?;
-    expect_same(
-        "running admission-controller pods",
-        "1",
-        &pods.len().to_string(),
-    )?;
+    let running = pods.len().to_string();
+    expect_same("running admission-controller pods", "1", &running)?;
     investigate_pod(&pods[0], cri).await
 }
 
@@ -105,11 +102,8 @@ pub(crate) async fn check_fault_preconditions(
 ) -> Result<cluster::LabMark, LabError> {
     let mark = cluster.lab_mark().await?;
     let node = cluster.node().await?;
-    expect_same(
-        "node uid (freeze-plan.json $.node_uid)",
-        node_uid,
-        &node.uid,
-    )?;
+    let what = "node uid (freeze-plan.json $.node_uid)";
+    expect_same(what, node_uid, &node.uid)?;
     let dep = cluster.admission_deployment().await?;
     let dep_uid = dep.metadata.uid.unwrap_or_default();
     let what = "deployment uid (freeze-plan.json $.deployment_uid)";

@@ -15,6 +15,7 @@ use crate::derive;
 use crate::error::LabError;
 use crate::facts;
 use crate::facts::c::{Act3Facts, ScaleBackFacts};
+use crate::faults::heal;
 use crate::inputs;
 use crate::labs::common::{ActRecorder, Env, Ui, log_change, wait_each_second};
 use crate::messages::act as m;
@@ -35,23 +36,17 @@ pub(crate) async fn scale_back(
     rec: &mut ActRecorder,
     a3: &Act3Facts,
 ) -> Result<ScaleBackFacts, LabError> {
-    let ui = env.ui;
     let dep_before = cluster::to_json(&cl.admission_deployment().await?)?;
     rec.raw("deployment-before", &dep_before);
     let replicas_before = cluster::derived(derive::deployment(&dep_before))?.replicas;
-    ui.step(m::SCALING_BACK);
-    let summary = crate::faults::heal::heal_workdir(
-        &env.workdir,
-        Some(cl),
-        crate::faults::heal::SCALE_BACK_COMMAND,
-    )
-    .await;
+    env.ui.step(m::SCALING_BACK);
+    let summary = heal::heal_workdir(&env.workdir, Some(cl), heal::SCALE_BACK_COMMAND).await;
     rec.raw("scale-back-heal", &summary.healed);
     if !summary.errors.is_empty() {
         rec.raw("scale-back-errors", &summary.errors);
     }
     let dir = crate::faults::attempt::faults_root(env.workdir.root()).join(&a3.scale.fault_id);
-    let record = crate::faults::heal::read_heal(&dir).ok_or_else(|| LabError::FaultRefused {
+    let record = heal::read_heal(&dir).ok_or_else(|| LabError::FaultRefused {
         reason: format!(
             "act 3's scale attempt {} was not closed by the heal: {}",
             a3.scale.fault_id,
