@@ -29,7 +29,7 @@ use crate::facts::a::{
 };
 use crate::facts::{self, Act2Facts, Act3Facts, PodObservation, WebhookFacts};
 use crate::faults::scale::{self, RestoreOutcome, ScaleFault};
-use crate::inputs;
+use crate::inputs::{self, OriginalReplicas, RestoreAfterSec};
 use crate::labs::common::{
     self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Done, Env, TARGET_NAMESPACE, Ui, describe,
     describe_indented, expect_same, finish, or, progress_each_second, read_facts, read_live,
@@ -175,24 +175,16 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     rec.raw("lab-mark", &mark);
 
     ui.step(m::STARTING_SCALE_HEALER);
-    let (mut fault, ready) = ScaleFault::arm(
-        cl.clone(),
-        env.workdir.root(),
-        &kubeconfig,
-        ctx.deployment_uid.as_deref().unwrap_or_default(),
-        inputs::OriginalReplicas::VALUE as i32,
-        inputs::RestoreAfterSec::VALUE as u64,
-    )
-    .await?;
+    let uid = ctx.deployment_uid.as_deref().unwrap_or_default();
+    let (original, after) = (OriginalReplicas::VALUE, RestoreAfterSec::VALUE);
+    let (root, replicas, secs) = (env.workdir.root(), original as i32, after as u64);
+    let armed = ScaleFault::arm(cl.clone(), root, &kubeconfig, uid, replicas, secs);
+    let (mut fault, ready) = armed.await?;
     // Evidence labels keep the recorded format's words (`watcher-ready`, facts `watcher`).
     let raw_ready = to_value(&ready)?;
     rec.raw("watcher-ready", &raw_ready);
     // The watcher as the fact records it: derived from the raw answer (the grader re-derives it),
     // with what the healer was armed with and where its files are.
-    let (after, original) = (
-        inputs::RestoreAfterSec::VALUE,
-        inputs::OriginalReplicas::VALUE,
-    );
     let dir = Some(fault.files().dir.display().to_string());
     let watcher = cluster::derived(derive::watcher(&raw_ready, after, original, dir))?;
     let (pid, armed_at, deadline_at) = (ready.pid, &ready.armed_at, &ready.deadline_at);

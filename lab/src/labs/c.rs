@@ -191,7 +191,7 @@ pub(crate) async fn act3(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
     let ui = env.ui;
     let (cl, ctx, _plan, loaded) = read_live::<inputs::HaPlan>(env).await?;
     // The registry's scale: how long the healer keeps the three replicas.
-    let (_, restore_after_sec) = crate::steps::scale_of(lab, 3, 0)?;
+    let (_, after) = crate::steps::scale_of(lab, 3, 0)?;
     // Faults only on a lab-marked cluster.
     let mark = cl.lab_mark().await?;
     let kubeconfig = healer_kubeconfig(&cl)?;
@@ -199,20 +199,15 @@ pub(crate) async fn act3(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
     rec.raw("lab-mark", &mark);
     ui.step(m::starting_ha_healer(ha_replicas(lab) as u32));
     let original = inputs::OriginalReplicas::VALUE as i32;
-    let (mut fault, ready) = ScaleFault::arm_to(
-        cl.clone(),
-        env.workdir.root(),
-        &kubeconfig,
-        ctx.deployment_uid.as_deref().unwrap_or_default(),
-        original,
-        restore_after_sec,
-        ScaleTo {
-            act: 3,
-            kind: HA_FAULT_KIND,
-            replicas: ha_replicas(lab),
-        },
-    )
-    .await?;
+    let to = ScaleTo {
+        act: 3,
+        kind: HA_FAULT_KIND,
+        replicas: ha_replicas(lab),
+    };
+    let (root, uid) = (env.workdir.root(), ctx.deployment_uid.as_deref());
+    let uid = uid.unwrap_or_default();
+    let armed = ScaleFault::arm_to(cl.clone(), root, &kubeconfig, uid, original, after, to);
+    let (mut fault, ready) = armed.await?;
     let raw_ready = to_value(&ready)?;
     rec.raw("healer-ready", &raw_ready);
     // The deadline as the fact records it: derived from the raw answer (the grader re-derives it).
