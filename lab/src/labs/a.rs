@@ -269,11 +269,10 @@ async fn wait_pods_gone(
         let replicas = read.and_then(|s| s.spec?.replicas).unwrap_or(0);
         if replicas != scale::FAULT_REPLICAS {
             let by = match healer_files.read_scale_report() {
-                Ok(Some(w)) if w.restored_at.is_some() => format!(
-                    "restored by the healer at {} (its deadline {})",
-                    w.restored_at.as_deref().unwrap_or("-"),
-                    w.deadline_at
-                ),
+                Ok(Some(w)) if w.restored_at.is_some() => {
+                    let (at, deadline) = (or(&w.restored_at, "-"), &w.deadline_at);
+                    format!("restored by the healer at {at} (its deadline {deadline})")
+                }
                 _ => "not restored by this lab's healer".to_owned(),
             };
             return Err(LabError::ClusterMismatch {

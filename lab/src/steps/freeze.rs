@@ -65,23 +65,13 @@ pub(crate) fn previous_freeze(
             let ledger: Option<freeze::FreezeLedger> =
                 crate::faults::records::read_json(&files.ledger()).ok();
             let report = files.read_report();
-            let stopped = ledger
-                .as_ref()
-                .and_then(|l| l.stop_sent_at.clone())
-                .or_else(|| report.as_ref().and_then(|r| r.stop_sent_at.clone()))?;
-            let resumed = ledger
-                .as_ref()
-                .and_then(|l| l.resumed_at.clone())
-                .or_else(|| {
-                    report
-                        .as_ref()
-                        .and_then(|r| r.resume.as_ref())
-                        .map(|c| c.sent_at.clone())
-                })?;
-            let (from, to) = (
-                facts::parse_rfc3339(&stopped)?,
-                facts::parse_rfc3339(&resumed)?,
-            );
+            let stopped = ledger.as_ref().and_then(|l| l.stop_sent_at.clone());
+            let stopped = stopped.or_else(|| report.as_ref()?.stop_sent_at.clone())?;
+            let resumed = ledger.as_ref().and_then(|l| l.resumed_at.clone());
+            let sent = || Some(report.as_ref()?.resume.as_ref()?.sent_at.clone());
+            let resumed = resumed.or_else(sent)?;
+            let from = facts::parse_rfc3339(&stopped)?;
+            let to = facts::parse_rfc3339(&resumed)?;
             Some((files.dir, (to - from).to_std().ok()?, to))
         })
         .max_by_key(|(_, _, ended)| *ended)
@@ -134,10 +124,8 @@ pub(crate) async fn liveness_gap(
             Ok(Some(f)) => f,
             Ok(None) => return,
             Err(e) => {
-                rec.raw(
-                    "liveness-failure-events",
-                    serde_json::json!({ "error": e.to_string() }),
-                );
+                let error = serde_json::json!({ "error": e.to_string() });
+                rec.raw("liveness-failure-events", error);
                 return;
             }
         };
@@ -176,14 +164,13 @@ async fn last_liveness_failure(
     pod_name: &str,
 ) -> Result<Option<(chrono::DateTime<chrono::Utc>, String)>, LabError> {
     let events = cluster.events(cluster::KYVERNO_NAMESPACE).await?;
+    let liveness = |m: &str| m.starts_with("Liveness probe");
     Ok(events
         .iter()
         .filter(|e| {
             e.involved_object.name.as_deref() == Some(pod_name)
                 && e.reason.as_deref() == Some("Unhealthy")
-                && e.message
-                    .as_deref()
-                    .is_some_and(|m| m.starts_with("Liveness probe"))
+                && e.message.as_deref().is_some_and(liveness)
         })
         .filter_map(|e| {
             let row = crate::diagnostics::event_row(e);

@@ -162,15 +162,15 @@ pub(crate) async fn replica_now(
     pod: &str,
 ) -> Result<Investigation, LabError> {
     let pods = live_replicas(cl).await?;
-    let p = pods
+    let absent = || LabError::ClusterMismatch {
+        what: "the admission-controller pod to freeze".into(),
+        expected: pod.to_owned(),
+        found: pod_names(&pods).join(", "),
+    };
+    let named = pods
         .iter()
-        .find(|p| p.metadata.name.as_deref() == Some(pod))
-        .ok_or_else(|| LabError::ClusterMismatch {
-            what: "the admission-controller pod to freeze".into(),
-            expected: pod.to_owned(),
-            found: pod_names(&pods).join(", "),
-        })?;
-    investigate_pod(p, cri).await
+        .find(|p| p.metadata.name.as_deref() == Some(pod));
+    investigate_pod(named.ok_or_else(absent)?, cri).await
 }
 
 /// The follower act 6 of lab C freezes ([`Target::Follower`](crate::acts::Target::Follower)):
@@ -188,14 +188,12 @@ pub(crate) async fn follower_now(
     let mut names = pod_names(&live_replicas(cl).await?);
     names.retain(|n| Some(n) != lease.holder.as_ref());
     names.sort();
-    let follower = names
-        .into_iter()
-        .next()
-        .ok_or_else(|| LabError::ClusterMismatch {
-            what: "a replica the Lease kyverno does not name".into(),
-            expected: "at least one follower".into(),
-            found: "none".into(),
-        })?;
+    let none = || LabError::ClusterMismatch {
+        what: "a replica the Lease kyverno does not name".into(),
+        expected: "at least one follower".into(),
+        found: "none".into(),
+    };
+    let follower = names.into_iter().next().ok_or_else(none)?;
     let inv = replica_now(cl, cri, &follower).await?;
     Ok((lease, inv))
 }
