@@ -105,6 +105,14 @@ fn ha_replicas(lab: Lab) -> i32 {
     crate::acts::replicas(lab) as i32
 }
 
+/// Each replica's facts ([`replica_facts`]), by pod name.
+fn replicas_by_name(pods: &[Pod]) -> Result<Vec<ReplicaFacts>, LabError> {
+    let mut replicas: Vec<ReplicaFacts> =
+        pods.iter().map(replica_facts).collect::<Result<_, _>>()?;
+    replicas.sort_by(|a, b| a.pod.name.cmp(&b.pod.name));
+    Ok(replicas)
+}
+
 /// First times each condition of act 3's wait was seen to hold, and every check whose state
 /// differed from the one before (the raw record `ready-wait` the grader re-derives them from).
 #[derive(Default)]
@@ -238,12 +246,7 @@ async fn act3_body(
     rec.raw("endpoint-slices", &ready.slices);
     rec.raw("pods", &ready.pods);
     // Derived right after their raw record (the grader holds the read time to it).
-    let mut replicas: Vec<ReplicaFacts> = ready
-        .pods
-        .iter()
-        .map(replica_facts)
-        .collect::<Result<_, _>>()?;
-    replicas.sort_by(|a, b| a.pod.name.cmp(&b.pod.name));
+    let replicas = replicas_by_name(&ready.pods)?;
     let dep = cl.admission_deployment().await?;
     rec.raw("deployment", cluster::to_json(&dep)?);
     let lease = read_lease(cl, rec, "lease").await?;
@@ -633,9 +636,7 @@ async fn act7_body(
     rec.save_progress(partial.clone())?;
     let (pods, dep, webhook_cfg) = wait_original_count(cl, &ui, rec).await?;
     let dep_facts = deployment_facts(&dep)?;
-    let mut replicas: Vec<ReplicaFacts> =
-        pods.iter().map(replica_facts).collect::<Result<_, _>>()?;
-    replicas.sort_by(|a, b| a.pod.name.cmp(&b.pod.name));
+    let replicas = replicas_by_name(&pods)?;
     let lease = read_lease(cl, rec, "lease").await?;
     let policy = to_value(&cl.policy(cluster::POLICY_NAME).await?)?;
     rec.raw("policy", &policy);

@@ -1168,6 +1168,33 @@ mod tests {
         workdir.read_evidence(1).unwrap().evidence
     }
 
+    /// Lab A's act 6 finds act 5's scale attempt, a freeze act its own attempt, by this rule.
+    #[test]
+    fn last_entry_is_the_last_by_name_of_the_entries_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["scale-01", "scale-03", "freeze-05-9", "scale-02"] {
+            std::fs::create_dir(dir.path().join(name)).unwrap();
+        }
+        let scale = last_entry(dir.path(), |n| n.starts_with("scale-")).unwrap();
+        assert_eq!(scale, Some(dir.path().join("scale-03")));
+        assert_eq!(last_entry(dir.path(), |n| n.ends_with("-7")).unwrap(), None);
+        assert!(last_entry(&dir.path().join("absent"), |_| true).is_err());
+    }
+
+    #[test]
+    fn expect_same_names_what_differs_and_both_values() {
+        assert!(expect_same("node uid", "u1", "u1").is_ok());
+        let Err(LabError::ClusterMismatch {
+            what,
+            expected,
+            found,
+        }) = expect_same("node uid", "u1", "u2")
+        else {
+            panic!("a mismatch");
+        };
+        assert_eq!([what, expected, found], ["node uid", "u1", "u2"]);
+    }
+
     #[test]
     fn evidence_written_inside_an_acts_scope_carries_the_running_versions() {
         let ev = act1_evidence(true);

@@ -46,17 +46,17 @@ pub(crate) async fn scale_back(
         rec.raw("scale-back-errors", &summary.errors);
     }
     let dir = crate::faults::attempt::faults_root(env.workdir.root()).join(&a3.scale.fault_id);
+    let open: Vec<String> = summary
+        .errors
+        .iter()
+        .chain(&summary.live)
+        .cloned()
+        .collect();
     let record = heal::read_heal(&dir).ok_or_else(|| LabError::FaultRefused {
         reason: format!(
             "act 3's scale attempt {} was not closed by the heal: {}",
             a3.scale.fault_id,
-            summary
-                .errors
-                .iter()
-                .chain(&summary.live)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join("; ")
+            open.join("; ")
         ),
     })?;
     let record = cluster::to_json(&record)?;

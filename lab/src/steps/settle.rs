@@ -24,7 +24,7 @@ use crate::steps::investigate::{
 use crate::steps::observe::{leader_lease, lease_facts, pod_ready, read_lease};
 use crate::steps::samples::endpoints;
 use crate::wait::{Check, Wait, WaitError};
-use lab_core::rules::c::SETTLE_BOUND;
+use lab_core::rules::c::{SETTLE_BOUND, SETTLE_NOT_BEFORE};
 
 /// The one replica's container as it is after the resume (CRI), retried briefly: a restarted
 /// container may still be starting. The restart count comes from the API (the pod of `inv`, or
@@ -37,24 +37,18 @@ pub(crate) async fn container_after(
     inv: &Investigation,
 ) -> Result<(Option<ProcessIdentity>, u32), LabError> {
     let cri = tokio::sync::Mutex::new(cri);
-    let after = Wait::new(
-        "the admission controller's container through CRI",
-        Duration::from_secs(5),
-        Duration::from_secs(1),
-    )
-    .run(
-        || async {
-            let mut cri = cri.lock().await;
-            Ok::<_, std::convert::Infallible>(match investigate(cluster, &mut cri).await {
-                Ok(a) => Check::Done(a),
-                Err(e) => Check::NotYet(e),
-            })
-        },
-        |_, _| {},
-        tokio::time::sleep,
-    )
-    .await
-    .map_err(|e| match e {
+    let check = || async {
+        let mut cri = cri.lock().await;
+        Ok::<_, std::convert::Infallible>(match investigate(cluster, &mut cri).await {
+            Ok(a) => Check::Done(a),
+            Err(e) => Check::NotYet(e),
+        })
+    };
+    let what = "the admission controller's container through CRI";
+    let (bound, every) = (Duration::from_secs(5), Duration::from_secs(1));
+    let wait = Wait::new(what, bound, every);
+    let after = wait.run(check, |_, _| {}, tokio::time::sleep).await;
+    let after = after.map_err(|e| match e {
         // The last error: what the record keeps when the container never answered.
         WaitError::TimedOut(t) => t.last,
         WaitError::Failed(never) => match never {},
@@ -97,12 +91,9 @@ async fn settle_after_resume(
     target: &str,
     (resumed_at, n): (&str, usize),
 ) -> Result<(Vec<Pod>, u64), LabError> {
-    let not_before = facts::parse_rfc3339(resumed_at)
-        .map(|r| {
-            r + chrono::Duration::from_std(lab_core::rules::c::SETTLE_NOT_BEFORE)
-                .unwrap_or_default()
-        })
-        .unwrap_or_else(chrono::Utc::now);
+    let after = chrono::Duration::from_std(SETTLE_NOT_BEFORE).unwrap_or_default();
+    let not_before = facts::parse_rfc3339(resumed_at).map(|r| r + after);
+    let not_before = not_before.unwrap_or_else(chrono::Utc::now);
     let changes = RefCell::new(Vec::<serde_json::Value>::new());
     let steady = RefCell::new(0u32);
     let start = std::time::Instant::now();

@@ -156,10 +156,8 @@ pub(crate) async fn replica_counters(
 ) -> Vec<Option<u64>> {
     let mut out = Vec::new();
     for pod in pods {
-        let path = format!(
-            "/api/v1/namespaces/{}/pods/{pod}:{METRICS_PORT}/proxy/metrics",
-            cluster::KYVERNO_NAMESPACE
-        );
+        let ns = cluster::KYVERNO_NAMESPACE;
+        let path = format!("/api/v1/namespaces/{ns}/pods/{pod}:{METRICS_PORT}/proxy/metrics");
         let read = cl.get_text_raw(&path).await;
         let value = match &read {
             Ok((200, text)) => lab_core::metrics::kyverno_pod_requests(text),
