@@ -343,9 +343,8 @@ impl ActRecorder {
         if let Some(line) = self.finish_audit(&mut facts) {
             lines.push(line);
         }
-        let path =
-            self.workdir
-                .write_evidence(&self.evidence(ActStatus::Completed, facts, None))?;
+        let evidence = self.evidence(ActStatus::Completed, facts, None);
+        let path = self.workdir.write_evidence(&evidence)?;
         Ok(ActSummary {
             lab: self.lab,
             act: self.act,
@@ -540,14 +539,11 @@ pub async fn wait_for_webhook(
                 wh.failure_policy,
                 wh.timeout_seconds
             ),
-            None => format!(
-                "no webhook {name}; webhooks: {}",
-                configs
-                    .iter()
-                    .flat_map(|c| c.webhooks.iter().flatten().map(|w| w.name.clone()))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            None => {
+                let all = configs.iter().flat_map(|c| c.webhooks.iter().flatten());
+                let names: Vec<String> = all.map(|w| w.name.clone()).collect();
+                format!("no webhook {name}; webhooks: {}", names.join(", "))
+            }
         };
         Ok::<_, LabError>(Check::NotYet(last_state))
     };
@@ -655,27 +651,20 @@ pub async fn until_explicit_deny(
     let t0 = Instant::now();
     let all = std::cell::RefCell::new(Vec::new());
     let on_request = std::cell::RefCell::new(on_request);
-    let sent = Wait::new(
-        format!("an explicit deny in {namespace}"),
-        bound,
-        Duration::from_secs(1),
-    )
-    .run(
-        || async {
-            let r = probe::send_pod(cluster, purpose, namespace, PodKind::Bad, dry_run).await?;
-            let denied = r.outcome == Outcome::ExplicitDeny;
-            (on_request.borrow_mut())(&r, t0.elapsed().as_secs());
-            all.borrow_mut().push(r);
-            Ok::<_, LabError>(if denied {
-                Check::Done(())
-            } else {
-                Check::NotYet(())
-            })
-        },
-        |_, _| {},
-        tokio::time::sleep,
-    )
-    .await;
+    let check = || async {
+        let r = probe::send_pod(cluster, purpose, namespace, PodKind::Bad, dry_run).await?;
+        let denied = r.outcome == Outcome::ExplicitDeny;
+        (on_request.borrow_mut())(&r, t0.elapsed().as_secs());
+        all.borrow_mut().push(r);
+        Ok::<_, LabError>(if denied {
+            Check::Done(())
+        } else {
+            Check::NotYet(())
+        })
+    };
+    let every = Duration::from_secs(1);
+    let wait = Wait::new(format!("an explicit deny in {namespace}"), bound, every);
+    let sent = wait.run(check, |_, _| {}, tokio::time::sleep).await;
     match sent {
         // Denied, or the bound ran out: either way every request sent is the answer.
         Ok(()) | Err(WaitError::TimedOut(_)) => Ok(all.into_inner()),
