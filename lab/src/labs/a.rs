@@ -128,9 +128,8 @@ async fn act4_body(cl: &Cluster, ui: &Ui, rec: &mut ActRecorder, node_uid: Strin
         lines.push(ui.text(m::pod(&p.name, uid, phase)));
     }
     let l = &facts.lease;
-    let duration = l
-        .lease_duration_seconds
-        .map_or("-".into(), |v| v.to_string());
+    let secs = l.lease_duration_seconds;
+    let duration = secs.map_or("-".into(), |v| v.to_string());
     let (holder, renewed) = (or(&l.holder, "-"), or(&l.renew_time, "-"));
     lines.push(ui.text(m::lease(&l.namespace, &l.name, holder, renewed, &duration)));
     Ok((to_value(&facts)?, lines))
@@ -145,14 +144,11 @@ fn refuse_unfinished(env: &Env) -> Result<(), LabError> {
     if unfinished.is_empty() {
         return Ok(());
     }
-    let dirs: Vec<String> = unfinished
-        .iter()
-        .map(|u| u.dir.display().to_string())
-        .collect();
+    let dirs = unfinished.iter().map(|u| u.dir.display().to_string());
     Err(LabError::FaultRefused {
         reason: format!(
             "an earlier scale-down is still owned by its healer ({}); act 6 restores it and records the recovery",
-            dirs.join(", ")
+            dirs.collect::<Vec<_>>().join(", ")
         ),
     })
 }

@@ -146,11 +146,8 @@ async fn wait_all_ready(cl: &Cluster, ui: &Ui, n: usize) -> Result<(Ready, Seen,
         let pods_ok = pods.len() == n && ready.len() == n;
         let names: std::collections::BTreeSet<Option<&str>> =
             ready.iter().map(|p| p.metadata.name.as_deref()).collect();
-        let eps_ok = ready_eps == n
-            && eps
-                .iter()
-                .filter(|e| e.ready)
-                .all(|e| names.contains(&e.pod.as_deref()));
+        let named = |e: &EndpointFacts| !e.ready || names.contains(&e.pod.as_deref());
+        let eps_ok = ready_eps == n && eps.iter().all(named);
         {
             let mut s = seen.borrow_mut();
             let state = serde_json::json!({
@@ -351,9 +348,8 @@ fn act3_lines(ui: &Ui, f: &Act3Facts, admission: &crate::metrics::AdmissionMetri
 
 /// The line of who holds the Lease `kyverno` and its transitions (`?`: unknown).
 fn lease_line(ui: &Ui, lease: &LeaseFacts) -> String {
-    let transitions = lease
-        .lease_transitions
-        .map_or("?".into(), |t| t.to_string());
+    let transitions = lease.lease_transitions;
+    let transitions = transitions.map_or("?".into(), |t| t.to_string());
     ui.text(m::lease_held_by(or(&lease.holder, "?"), &transitions))
 }
 
@@ -460,11 +456,9 @@ impl Shape for Replica {
 
     /// The leader act 4 found, or its first follower by pod name (as `follower_now` chooses).
     fn act4_target(a4: &Act4Facts, target: Target) -> Option<(&str, &ProcessIdentity)> {
+        let by_name = |a: &&ReplicaProcess, b: &&ReplicaProcess| a.pod_name.cmp(&b.pod_name);
         let p = match target {
-            Target::Follower => a4
-                .followers
-                .iter()
-                .min_by(|a, b| a.pod_name.cmp(&b.pod_name))?,
+            Target::Follower => a4.followers.iter().min_by(by_name)?,
             _ => &a4.leader,
         };
         Some((&p.pod_name, &p.identity))
@@ -570,11 +564,8 @@ impl Shape for Replica {
         let holder = run.lease_before.holder.as_deref().unwrap_or("?");
         lines.push(ui.text(m::lease_during_freeze(holder, &takeover_words(ui, run))));
         let target = Some(run.target_pod.as_str());
-        let ready = |s: &&EndpointSample| {
-            s.endpoints
-                .iter()
-                .any(|e| e.pod.as_deref() == target && e.ready)
-        };
+        let up = |e: &EndpointFacts| e.pod.as_deref() == target && e.ready;
+        let ready = |s: &&EndpointSample| s.endpoints.iter().any(up);
         let frozen_ready = run.endpoint_samples.iter().filter(ready).count();
         let samples = run.endpoint_samples.len();
         lines.push(ui.text(m::frozen_endpoint(&run.target_pod, frozen_ready, samples)));

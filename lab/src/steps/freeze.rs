@@ -129,9 +129,8 @@ pub(crate) async fn liveness_gap(
                 return;
             }
         };
-        let since = (chrono::Utc::now() - failure.0)
-            .to_std()
-            .unwrap_or_default();
+        let since = (chrono::Utc::now() - failure.0).to_std();
+        let since = since.unwrap_or_default();
         let wait = crate::rules::b::liveness_failure_wait(since, next);
         if wait.is_zero() {
             return;
@@ -312,10 +311,8 @@ async fn after_resume(
 /// The first explicit deny among the requests after the resume and how long after
 /// `resumed_at` it was answered (ms; `None` when no deny came or a time does not parse).
 fn first_deny(after: &[RequestRecord], resumed_at: &str) -> (Option<RequestRecord>, Option<u64>) {
-    let first = after
-        .iter()
-        .find(|r| r.outcome == Outcome::ExplicitDeny)
-        .cloned();
+    let denied = |r: &&RequestRecord| r.outcome == Outcome::ExplicitDeny;
+    let first = after.iter().find(denied).cloned();
     let ms = first.as_ref().and_then(|d| {
         let a = facts::parse_rfc3339(&d.answered_at)?;
         let r = facts::parse_rfc3339(resumed_at)?;
@@ -333,6 +330,7 @@ fn freeze_window(
     state_during: Option<char>,
     resume: &freeze::ResumeRecord,
 ) -> FreezeWindow {
+    let state_after = resume.state_after.map(String::from);
     FreezeWindow {
         identity: inv.identity.clone(),
         watchdog_pid: ledger.healer.map(|h| h.pid as u32),
@@ -345,10 +343,7 @@ fn freeze_window(
             UndoneBy::Healer => Resumer::Watchdog,
             _ => Resumer::Runner,
         },
-        state_after: resume
-            .state_after
-            .map(String::from)
-            .unwrap_or_else(|| "gone".into()),
+        state_after: state_after.unwrap_or_else(|| "gone".into()),
     }
 }
 

@@ -118,12 +118,9 @@ pub(crate) async fn api_restart_count(
     pod_uid: &str,
 ) -> Result<Option<u32>, LabError> {
     let pods = cluster.admission_pods().await?;
-    let pod = pods
-        .iter()
-        .find(|p| p.metadata.uid.as_deref() == Some(pod_uid));
-    Ok(pod
-        .and_then(kyverno_status)
-        .map(|c| c.restart_count.max(0) as u32))
+    let same = |p: &&Pod| p.metadata.uid.as_deref() == Some(pod_uid);
+    let status = pods.iter().find(same).and_then(kyverno_status);
+    Ok(status.map(|c| c.restart_count.max(0) as u32))
 }
 
 /// The `kyverno` container's status in pod `p` (`None`: not reported).
@@ -145,11 +142,8 @@ pub(crate) async fn live_replicas(cl: &Cluster) -> Result<Vec<Pod>, LabError> {
 /// The admission controller's live pods ([`live_replicas`]) that are `Running`.
 pub(crate) async fn running_replicas(cl: &Cluster) -> Result<Vec<Pod>, LabError> {
     let running = |p: &Pod| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
-    Ok(live_replicas(cl)
-        .await?
-        .into_iter()
-        .filter(running)
-        .collect())
+    let live = live_replicas(cl).await?;
+    Ok(live.into_iter().filter(running).collect())
 }
 
 /// The live admission-controller pod named `pod`, investigated through CRI and `/proc`
@@ -229,10 +223,8 @@ pub(crate) async fn target_now(
         Target::Leader => {
             let raw_lease = leader_lease(cl).await?;
             let lease = lease_facts(raw_lease.as_ref())?;
-            let leader = act4
-                .map(|(pod, _)| pod.to_owned())
-                .or_else(|| lease.holder.clone())
-                .unwrap_or_default();
+            let leader = act4.map(|(pod, _)| pod.to_owned());
+            let leader = leader.or_else(|| lease.holder.clone()).unwrap_or_default();
             if lease.holder.as_deref() != Some(leader.as_str()) {
                 return Err(LabError::FaultRefused {
                     reason: format!(
@@ -261,4 +253,23 @@ pub(crate) async fn target_now(
         });
     }
     Ok((lease, inv))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The status read is the `kyverno` container's (its restart count), not another container's.
+    #[test]
+    fn kyverno_status_is_the_kyverno_containers() {
+        let status = |name: &str, n: i32| {
+            serde_json::json!({"name": name, "restartCount": n,
+            "ready": true, "image": "i", "imageID": "i"})
+        };
+        let pod: Pod = serde_json::from_value(serde_json::json!({"status": {"containerStatuses":
+            [status("sidecar", 7), status(CONTAINER, 2)]}}))
+        .unwrap();
+        assert_eq!(kyverno_status(&pod).map(|c| c.restart_count), Some(2));
+        assert!(kyverno_status(&Pod::default()).is_none());
+    }
 }

@@ -46,12 +46,8 @@ pub(crate) async fn scale_back(
         rec.raw("scale-back-errors", &summary.errors);
     }
     let dir = crate::faults::attempt::faults_root(env.workdir.root()).join(&a3.scale.fault_id);
-    let open: Vec<String> = summary
-        .errors
-        .iter()
-        .chain(&summary.live)
-        .cloned()
-        .collect();
+    let (errors, live) = (&summary.errors, &summary.live);
+    let open: Vec<String> = errors.iter().chain(live).cloned().collect();
     let record = heal::read_heal(&dir).ok_or_else(|| LabError::FaultRefused {
         reason: format!(
             "act 3's scale attempt {} was not closed by the heal: {}",
@@ -84,17 +80,14 @@ pub(crate) async fn wait_original_count(
     let check = || async {
         let dep = cl.admission_deployment().await?;
         let all = cl.admission_pods().await?;
-        let live = all
-            .iter()
-            .filter(|p| p.metadata.deletion_timestamp.is_none());
-        let live: Vec<Pod> = live.cloned().collect();
+        let up = |p: &&Pod| p.metadata.deletion_timestamp.is_none();
+        let live: Vec<Pod> = all.iter().filter(up).cloned().collect();
         let ready = live.iter().filter(|p| pod_ready(p)).count();
         let webhook = cl.find_webhook(&name).await?;
         let lease = leader_lease(cl).await?;
         let holder = lease_facts(lease.as_ref())?.holder;
-        let leads = live
-            .iter()
-            .any(|p| p.metadata.name.is_some() && p.metadata.name == holder);
+        let holds = |p: &Pod| p.metadata.name.is_some() && p.metadata.name == holder;
+        let leads = live.iter().any(holds);
         let wanted = dep.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1) as usize;
         let state = serde_json::json!({
             "spec_replicas": wanted, "pods_listed": all.len(), "pods_live": live.len(),

@@ -21,11 +21,11 @@ pub(crate) fn healer_kubeconfig(cl: &Cluster) -> Result<PathBuf, LabError> {
 /// for (`scaling-down` in the ledger, lab A's 0 or lab C's 3), put the original count back now and
 /// record the answer as `runner-restore` (the healer stays armed as the safety net).
 pub(crate) async fn restore_after_a_failed_act(fault: &mut ScaleFault, rec: &mut ActRecorder) {
-    if fault
+    let asked = fault
         .ledger()
         .last(scale::LedgerEvent::ScalingDown)
-        .is_some()
-    {
+        .is_some();
+    if asked {
         runner_restore(fault, rec, "runner-restore").await;
     }
 }

@@ -60,10 +60,8 @@ pub(crate) async fn container_after(
         }
         Err(e) => {
             rec.raw("cri-container-after-error", e.to_string());
-            let count = api_restart_count(cluster, &inv.identity.pod_uid)
-                .await?
-                .unwrap_or(inv.restart_count);
-            Ok((None, count))
+            let count = api_restart_count(cluster, &inv.identity.pod_uid).await?;
+            Ok((None, count.unwrap_or(inv.restart_count)))
         }
     }
 }
@@ -71,9 +69,8 @@ pub(crate) async fn container_after(
 /// The `kyverno` container's restart count, `Ready` and UID of the pod named `name` (`None`:
 /// gone).
 fn pod_state(pods: &[Pod], name: &str) -> Option<(u32, bool, Option<String>)> {
-    let p = pods
-        .iter()
-        .find(|p| p.metadata.name.as_deref() == Some(name))?;
+    let named = |p: &&Pod| p.metadata.name.as_deref() == Some(name);
+    let p = pods.iter().find(named)?;
     let restarts = kyverno_status(p).map_or(0, |c| c.restart_count.max(0) as u32);
     Some((restarts, pod_ready(p), p.metadata.uid.clone()))
 }
@@ -105,9 +102,8 @@ async fn settle_after_resume(
         let ready = pods.iter().filter(|p| pod_ready(p)).count();
         let ready_eps = eps.iter().filter(|e| e.ready).count();
         let target_state = pod_state(&pods, target);
-        let holder_is_replica = pods
-            .iter()
-            .any(|p| p.metadata.name.is_some() && p.metadata.name == holder);
+        let holds = |p: &Pod| p.metadata.name.is_some() && p.metadata.name == holder;
+        let holder_is_replica = pods.iter().any(holds);
         let late_enough = chrono::Utc::now() >= not_before;
         let ok = pods.len() == n && ready == n && ready_eps == n && holder_is_replica;
         let state = serde_json::json!({
@@ -153,9 +149,8 @@ pub(crate) async fn target_after(
     let settled_at = facts::now_rfc3339();
     let raw_pods = cluster::to_json(&pods)?;
     rec.raw("pods-after", &raw_pods);
-    let target_pod = pods
-        .iter()
-        .find(|p| p.metadata.name.as_deref() == Some(inv.pod_name.as_str()));
+    let named = |p: &&Pod| p.metadata.name.as_deref() == Some(inv.pod_name.as_str());
+    let target_pod = pods.iter().find(named);
     let identity_after = match target_pod {
         Some(p) => match investigate_pod(p, cri).await {
             Ok(a) => {
