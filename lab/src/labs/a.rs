@@ -301,12 +301,11 @@ async fn wait_pods_gone(
         Err(WaitError::TimedOut(t)) => {
             let (pods, state) = t.last;
             rec.raw("pods-left", &pods);
-            let (what, bound, waited) = (t.what, t.bound, t.waited);
             Err(TimedOut {
                 last: state,
-                what,
-                bound,
-                waited,
+                what: t.what,
+                bound: t.bound,
+                waited: t.waited,
             }
             .into())
         }
@@ -876,10 +875,8 @@ async fn act7_body(cl: &Cluster, ui: &Ui, rec: &mut ActRecorder) -> Done {
         side_effects: wh.side_effects.clone(),
         webhook_name: wh.name.clone(),
     };
-    let (e, labels) = (
-        &facts.good_response,
-        format!("{:?}", facts.good_response.labels),
-    );
+    let e = &facts.good_response;
+    let labels = format!("{:?}", e.labels);
     let lines = vec![
         describe(ui, m::req::GOOD_DRY_RUN, &facts.good),
         ui.text(m::good_response(&e.kind, &e.name, &e.namespace, &labels)),

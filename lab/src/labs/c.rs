@@ -209,8 +209,8 @@ pub(crate) async fn act3(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
         kind: HA_FAULT_KIND,
         replicas: ha_replicas(lab),
     };
-    let (root, uid) = (env.workdir.root(), ctx.deployment_uid.as_deref());
-    let uid = uid.unwrap_or_default();
+    let uid = ctx.deployment_uid.as_deref().unwrap_or_default();
+    let root = env.workdir.root();
     let armed = ScaleFault::arm_to(cl.clone(), root, &kubeconfig, uid, original, after, to);
     let (mut fault, ready) = armed.await?;
     let raw_ready = to_value(&ready)?;

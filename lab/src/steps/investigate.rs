@@ -161,9 +161,8 @@ pub(crate) async fn replica_now(
         expected: pod.to_owned(),
         found: pod_names(&pods).join(", "),
     };
-    let named = pods
-        .iter()
-        .find(|p| p.metadata.name.as_deref() == Some(pod));
+    let same = |p: &&Pod| p.metadata.name.as_deref() == Some(pod);
+    let named = pods.iter().find(same);
     investigate_pod(named.ok_or_else(absent)?, cri).await
 }
 
@@ -263,12 +262,12 @@ mod tests {
     #[test]
     fn kyverno_status_is_the_kyverno_containers() {
         let status = |name: &str, n: i32| {
-            serde_json::json!({"name": name, "restartCount": n,
-            "ready": true, "image": "i", "imageID": "i"})
+            serde_json::json!({"name": name, "restartCount": n, "ready": true,
+                "image": "i", "imageID": "i"})
         };
-        let pod: Pod = serde_json::from_value(serde_json::json!({"status": {"containerStatuses":
-            [status("sidecar", 7), status(CONTAINER, 2)]}}))
-        .unwrap();
+        let statuses = [status("sidecar", 7), status(CONTAINER, 2)];
+        let pod = serde_json::json!({"status": {"containerStatuses": statuses}});
+        let pod: Pod = serde_json::from_value(pod).unwrap();
         assert_eq!(kyverno_status(&pod).map(|c| c.restart_count), Some(2));
         assert!(kyverno_status(&Pod::default()).is_none());
     }

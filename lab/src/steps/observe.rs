@@ -32,9 +32,8 @@ pub(crate) use crate::probe::pod_observation;
 
 /// The names of `pods`, in their order.
 pub(crate) fn pod_names(pods: &[Pod]) -> Vec<String> {
-    pods.iter()
-        .filter_map(|p| p.metadata.name.clone())
-        .collect()
+    let names = pods.iter().filter_map(|p| p.metadata.name.clone());
+    names.collect()
 }
 
 /// Whether `p`'s `Ready` condition is `True`.
