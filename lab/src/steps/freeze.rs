@@ -1,7 +1,7 @@
 //! [`acts::Fault::Freeze`](crate::acts::Fault::Freeze): the parts of a freeze every target shares
 //! (lab B's one replica, lab C's leader and follower): the liveness gap before it, the freeze
 //! itself (plan → ledger → detached healer → SIGSTOP), the healer's resume, the requests after it
-//! until the first explicit deny, and the outcome turned into facts ([`settle`]).
+//! until the first explicit deny, and the outcome turned into facts ([`complete`]).
 
 use std::path::PathBuf;
 use std::time::Duration;
