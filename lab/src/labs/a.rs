@@ -29,21 +29,21 @@ use crate::facts::a::{
 };
 use crate::facts::{self, Act2Facts, Act3Facts, PodObservation, WebhookFacts};
 use crate::faults::scale::{self, RestoreOutcome, ScaleFault};
-use crate::inputs;
+use crate::inputs::{self, OriginalReplicas, RestoreAfterSec};
 use crate::labs::common::{
-    self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Env, TARGET_NAMESPACE, Ui, describe,
-    describe_indented, finish, live_context, progress_each_second, read_facts, read_input,
+    self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Done, Env, TARGET_NAMESPACE, Ui, describe,
+    describe_indented, expect_same, finish, or, progress_each_second, read_facts, read_live,
     to_value, uid_of,
 };
 use crate::messages::act as m;
 use crate::probe::{self, PodKind};
 use crate::steps::observe::{
-    deployment_facts, leader_lease, lease_facts, pod_observation, policy_webhook,
+    deployment_facts, leader_lease, lease_facts, pod_names, pod_observation, policy_webhook,
     policy_webhook_in, webhook_configurations_raw, webhook_names,
 };
-use crate::steps::scale::{hand_over_or_restore, healer_kubeconfig};
+use crate::steps::scale::{hand_over_or_restore, healer_kubeconfig, runner_restore};
 use crate::text::{Lang, Text};
-use crate::wait::{Check, TimedOut, Wait, WaitError};
+use crate::wait::{Check, TimedOut, WaitError};
 use crate::workdir::Workdir;
 
 pub use crate::rules::a::{RECOVERY_BOUND, evidence_words, timeline_in_order};
@@ -76,8 +76,6 @@ pub(crate) static RUNNERS: &[(u8, super::Runner)] = &[
     }),
 ];
 
-type ActResult = Result<(serde_json::Value, Vec<String>), (serde_json::Value, LabError)>;
-
 /// What an act with a live scale-down works with (acts 5 and 6): the cluster, the student's
 /// output, the fault (its plan, ledger and healer), the evidence recorder, and the partial facts
 /// kept if the act is interrupted.
@@ -93,75 +91,48 @@ struct ScaleAct<'a> {
 // Act 4
 
 pub(crate) async fn act4(env: &Env) -> Result<ActSummary, LabError> {
-    let cl = env.cluster().await?;
-    let ctx = live_context(&cl, &env.workdir).await?;
-    let (_plan, loaded) = read_input::<inputs::ScalePlan>(&env.workdir, &ctx)?;
+    let (cl, ctx, _plan, loaded) = read_live::<inputs::ScalePlan>(env).await?;
     let dep = cl.admission_deployment().await?;
     let live_replicas = dep.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
     let planned = inputs::OriginalReplicas::VALUE as i32;
-    if live_replicas != planned {
-        return Err(LabError::ClusterMismatch {
-            what: format!(
-                "spec.replicas of deployment {KYVERNO_NAMESPACE}/{ADMISSION_DEPLOYMENT} (scale-plan.json $.original_replicas)"
-            ),
-            expected: planned.to_string(),
-            found: live_replicas.to_string(),
-        });
-    }
-    let mut rec = ActRecorder::begin(&env.workdir, LAB, 4)?;
-    rec.input(&loaded);
+    let what = format!(
+        "spec.replicas of deployment {KYVERNO_NAMESPACE}/{ADMISSION_DEPLOYMENT} (scale-plan.json $.original_replicas)"
+    );
+    expect_same(what, &planned.to_string(), &live_replicas.to_string())?;
+    let mut rec = ActRecorder::begin(&env.workdir, LAB, 4)?.with_input(&loaded);
     let node_uid = ctx.node_uid.clone().unwrap_or_default();
     let result = act4_body(&cl, &env.ui, &mut rec, node_uid).await;
-    finish(rec, result)
+    finish(rec, serde_json::Value::Null, result)
 }
 
-async fn act4_body(cl: &Cluster, ui: &Ui, rec: &mut ActRecorder, node_uid: String) -> ActResult {
-    let fail = |e: LabError| (serde_json::Value::Null, e);
+async fn act4_body(cl: &Cluster, ui: &Ui, rec: &mut ActRecorder, node_uid: String) -> Done {
     ui.step(m::INVESTIGATING_DEPLOYMENT);
-    let dep = cl.admission_deployment().await.map_err(fail)?;
+    let dep = cl.admission_deployment().await?;
     rec.raw("deployment", &dep);
-    let pods = cl.admission_pods().await.map_err(fail)?;
+    let pods = cl.admission_pods().await?;
     rec.raw("pods", &pods);
-    let lease = leader_lease(cl).await.map_err(fail)?;
+    let lease = leader_lease(cl).await?;
     rec.raw("lease", &lease);
     let facts = Act4Facts {
         node_uid,
-        deployment: deployment_facts(&dep).map_err(fail)?,
-        pods: pods
-            .iter()
-            .map(pod_observation)
-            .collect::<Result<_, _>>()
-            .map_err(fail)?,
-        lease: lease_facts(lease.as_ref()).map_err(fail)?,
+        deployment: deployment_facts(&dep)?,
+        pods: pods.iter().map(pod_observation).collect::<Result<_, _>>()?,
+        lease: lease_facts(lease.as_ref())?,
         investigated_at: facts::now_rfc3339(),
     };
-    let mut lines = vec![ui.text(m::deployment(
-        &facts.deployment.namespace,
-        &facts.deployment.name,
-        &facts.deployment.uid,
-        facts.deployment.replicas,
-        facts.deployment.ready_replicas,
-    ))];
+    let d = &facts.deployment;
+    let line = m::deployment(&d.namespace, &d.name, &d.uid, d.replicas, d.ready_replicas);
+    let mut lines = vec![ui.text(line)];
     for p in &facts.pods {
-        lines.push(ui.text(m::pod(
-            &p.name,
-            p.uid.as_deref().unwrap_or("?"),
-            p.phase.as_deref().unwrap_or("?"),
-        )));
+        let (uid, phase) = (or(&p.uid, "?"), or(&p.phase, "?"));
+        lines.push(ui.text(m::pod(&p.name, uid, phase)));
     }
     let l = &facts.lease;
-    let duration = l
-        .lease_duration_seconds
-        .map_or("-".into(), |v| v.to_string());
-    let (holder, renewed) = (l.holder.as_deref(), l.renew_time.as_deref());
-    lines.push(ui.text(m::lease(
-        &l.namespace,
-        &l.name,
-        holder.unwrap_or("-"),
-        renewed.unwrap_or("-"),
-        &duration,
-    )));
-    Ok((to_value(&facts).map_err(fail)?, lines))
+    let secs = l.lease_duration_seconds;
+    let duration = secs.map_or("-".into(), |v| v.to_string());
+    let (holder, renewed) = (or(&l.holder, "-"), or(&l.renew_time, "-"));
+    lines.push(ui.text(m::lease(&l.namespace, &l.name, holder, renewed, &duration)));
+    Ok((to_value(&facts)?, lines))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -173,14 +144,11 @@ fn refuse_unfinished(env: &Env) -> Result<(), LabError> {
     if unfinished.is_empty() {
         return Ok(());
     }
+    let dirs = unfinished.iter().map(|u| u.dir.display().to_string());
     Err(LabError::FaultRefused {
         reason: format!(
             "an earlier scale-down is still owned by its healer ({}); act 6 restores it and records the recovery",
-            unfinished
-                .iter()
-                .map(|u| u.dir.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
+            dirs.collect::<Vec<_>>().join(", ")
         ),
     })
 }
@@ -189,10 +157,8 @@ fn refuse_unfinished(env: &Env) -> Result<(), LabError> {
 /// does meanwhile (pods, policy, registration, requests); the fault is handed over to act 6.
 pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     let ui = env.ui;
-    let cl = env.cluster().await?;
-    let ctx = live_context(&cl, &env.workdir).await?;
     // The plan again, against the live cluster now: node and deployment UIDs, act 3's digest.
-    let (_plan, loaded) = read_input::<inputs::ScalePlan>(&env.workdir, &ctx)?;
+    let (cl, ctx, _plan, loaded) = read_live::<inputs::ScalePlan>(env).await?;
     // Faults only on a lab-marked cluster.
     let mark = cl.lab_mark().await?;
     let f2: Act2Facts = read_facts(&env.workdir, 2)?;
@@ -201,49 +167,33 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     // Every command healed first (`run_act`): what is left unfinished is owned by a live healer
     // of a completed act 5, so act 6 (which records the recovery) is the act that can run.
     refuse_unfinished(env)?;
-    let mut rec = ActRecorder::begin(&env.workdir, LAB, 5)?.with_audit(env);
-    rec.input(&loaded);
+    let mut rec = env.begin_audited(LAB, 5)?.with_input(&loaded);
     rec.raw("lab-mark", &mark);
 
     ui.step(m::STARTING_SCALE_HEALER);
-    let (mut fault, ready) = ScaleFault::arm(
-        cl.clone(),
-        env.workdir.root(),
-        &kubeconfig,
-        ctx.deployment_uid.as_deref().unwrap_or_default(),
-        inputs::OriginalReplicas::VALUE as i32,
-        inputs::RestoreAfterSec::VALUE as u64,
-    )
-    .await?;
+    let uid = ctx.deployment_uid.as_deref().unwrap_or_default();
+    let (original, after) = (OriginalReplicas::VALUE, RestoreAfterSec::VALUE);
+    let (root, replicas, secs) = (env.workdir.root(), original as i32, after as u64);
+    let armed = ScaleFault::arm(cl.clone(), root, &kubeconfig, uid, replicas, secs);
+    let (mut fault, ready) = armed.await?;
     // Evidence labels keep the recorded format's words (`watcher-ready`, facts `watcher`).
     let raw_ready = to_value(&ready)?;
     rec.raw("watcher-ready", &raw_ready);
     // The watcher as the fact records it: derived from the raw answer (the grader re-derives it),
     // with what the healer was armed with and where its files are.
-    let watcher = cluster::derived(derive::watcher(
-        &raw_ready,
-        inputs::RestoreAfterSec::VALUE,
-        inputs::OriginalReplicas::VALUE,
-        Some(fault.files().dir.display().to_string()),
-    ))?;
-    ui.say(m::scale_healer_ready(
-        ready.pid,
-        &ready.armed_at,
-        &ready.deadline_at,
-    ));
+    let dir = Some(fault.files().dir.display().to_string());
+    let watcher = cluster::derived(derive::watcher(&raw_ready, after, original, dir))?;
+    let (pid, armed_at, deadline_at) = (ready.pid, &ready.armed_at, &ready.deadline_at);
+    ui.say(m::scale_healer_ready(pid, armed_at, deadline_at));
     let mut partial = serde_json::json!({"watcher": watcher});
-    let body = act5_body(
-        ScaleAct {
-            cl: &cl,
-            ui: &ui,
-            fault: &mut fault,
-            rec: &mut rec,
-            partial: &mut partial,
-        },
-        watcher,
-        &f2,
-        &f3,
-    );
+    let cx = ScaleAct {
+        cl: &cl,
+        ui: &ui,
+        fault: &mut fault,
+        rec: &mut rec,
+        partial: &mut partial,
+    };
+    let body = act5_body(cx, watcher, &f2, &f3);
     let healed = "the runner restored the replicas (see the evidence's runner-restore)";
     let result = common::unless_signalled(5, healed, body).await;
     // The fault stays on for act 6: a later heal leaves it to act 6 and the healer.
@@ -255,14 +205,8 @@ async fn act5_body(
     watcher: WatcherFacts,
     f2: &Act2Facts,
     f3: &Act3Facts,
-) -> Result<(serde_json::Value, Vec<String>), LabError> {
-    let ScaleAct {
-        cl,
-        ui,
-        fault,
-        rec,
-        partial,
-    } = cx;
+) -> Done {
+    let (cl, ui, fault, rec, partial) = (cx.cl, cx.ui, cx.fault, cx.rec, cx.partial);
     ui.step(m::scaling_to_zero(cluster::ADMISSION_DEPLOYMENT));
     let down = fault.scale_down().await?;
     let raw_down = to_value(&down)?;
@@ -317,18 +261,14 @@ async fn wait_pods_gone(
         if pods.is_empty() {
             return Ok::<_, LabError>(Check::Done(facts::now_rfc3339()));
         }
-        let replicas = scale::read_scale(cl)
-            .await?
-            .and_then(|s| s.spec)
-            .and_then(|s| s.replicas)
-            .unwrap_or(0);
+        let read = scale::read_scale(cl).await?;
+        let replicas = read.and_then(|s| s.spec?.replicas).unwrap_or(0);
         if replicas != scale::FAULT_REPLICAS {
             let by = match healer_files.read_scale_report() {
-                Ok(Some(w)) if w.restored_at.is_some() => format!(
-                    "restored by the healer at {} (its deadline {})",
-                    w.restored_at.as_deref().unwrap_or("-"),
-                    w.deadline_at
-                ),
+                Ok(Some(w)) if w.restored_at.is_some() => {
+                    let (at, deadline) = (or(&w.restored_at, "-"), &w.deadline_at);
+                    format!("restored by the healer at {at} (its deadline {deadline})")
+                }
                 _ => "not restored by this lab's healer".to_owned(),
             };
             return Err(LabError::ClusterMismatch {
@@ -353,35 +293,24 @@ async fn wait_pods_gone(
             .join(", ");
         Ok(Check::NotYet((pods, state)))
     };
-    let gone = Wait::new(
-        "the admission controller's pods to be gone",
-        PODS_GONE_BOUND,
-        Duration::from_millis(250),
-    )
-    .run(
-        check,
-        progress_each_second(ui, PODS_GONE_BOUND, |(_, state): &(Vec<_>, String)| {
-            m::waiting_pods_gone(state)
-        }),
-        tokio::time::sleep,
-    )
-    .await;
-    let pods_gone_at = match gone {
-        Ok(at) => at,
+    let what = "the admission controller's pods to be gone".to_owned();
+    let every = (PODS_GONE_BOUND, Duration::from_millis(250));
+    let progress = |(_, state): &(Vec<_>, String)| m::waiting_pods_gone(state);
+    match common::wait_with_progress(ui, what, every, progress, check).await {
+        Ok(at) => Ok(at),
         Err(WaitError::TimedOut(t)) => {
-            let (pods, state) = &t.last;
-            rec.raw("pods-left", pods);
-            return Err(TimedOut {
-                last: state.clone(),
+            let (pods, state) = t.last;
+            rec.raw("pods-left", &pods);
+            Err(TimedOut {
+                last: state,
                 what: t.what,
                 bound: t.bound,
                 waited: t.waited,
             }
-            .into());
+            .into())
         }
-        Err(WaitError::Failed(e)) => return Err(e),
-    };
-    Ok(pods_gone_at)
+        Err(WaitError::Failed(e)) => Err(e),
+    }
 }
 
 /// Act 5: the policy object and the full list of ValidatingWebhookConfigurations, raw; returns
@@ -408,18 +337,11 @@ async fn observe_registration(
     partial["policy_webhook_present"] = present.into();
     partial["registrations_checked_at"] = registrations_checked_at.clone().into();
     rec.save_progress(partial.clone())?;
-    ui.say(m::policy_now(
-        ui.lang(),
-        policy.exists,
-        policy.uid.as_deref().unwrap_or("-"),
-        policy.uid.as_deref() == Some(policy_uid_2),
-    ));
-    ui.say(m::registration_now(
-        ui.lang(),
-        present,
-        &webhook_names(&configs).join(", "),
-    ));
-
+    let uid = or(&policy.uid, "-");
+    let same = policy.uid.as_deref() == Some(policy_uid_2);
+    ui.say(m::policy_now(ui.lang(), policy.exists, uid, same));
+    let names = webhook_names(&configs).join(", ");
+    ui.say(m::registration_now(ui.lang(), present, &names));
     Ok((policy, configs, present, registrations_checked_at))
 }
 
@@ -452,24 +374,21 @@ async fn send_bad_requests(
 
 /// Act 5's summary lines.
 fn act5_lines(ui: &Ui, facts: &Act5Facts) -> Vec<String> {
-    let or_dash = |v: &Option<String>| v.as_deref().unwrap_or("-").to_owned();
     let (present, p) = (facts.policy_webhook_present, &facts.existing);
     let kept = if present {
         "registration-kept"
     } else {
         "registration-absent"
     };
+    let policy = m::policy_exists(facts.policy.exists, or(&facts.policy.uid, "-"));
     vec![
-        ui.text(m::scaled(&facts.scaled_at, &or_dash(&facts.pods_gone_at))),
-        ui.text(m::policy_exists(
-            facts.policy.exists,
-            &or_dash(&facts.policy.uid),
-        )),
+        ui.text(m::scaled(&facts.scaled_at, or(&facts.pods_gone_at, "-"))),
+        ui.text(policy),
         ui.text(m::policy_webhook_registered(present, kept)),
         describe(ui, m::req::TARGET_BAD, &facts.target_bad),
         describe(ui, m::req::CONTROL, &facts.control),
-        ui.text(m::existing(&p.name, &or_dash(&p.uid), &or_dash(&p.phase))),
-        ui.text(m::stays_at_zero(&or_dash(&facts.watcher.deadline_at))),
+        ui.text(m::existing(&p.name, or(&p.uid, "-"), or(&p.phase, "-"))),
+        ui.text(m::stays_at_zero(or(&facts.watcher.deadline_at, "-"))),
     ]
 }
 
@@ -534,20 +453,12 @@ fn fault_dir_of(env: &Env, f5: &Act5Facts) -> Result<PathBuf, LabError> {
         return Ok(PathBuf::from(d));
     }
     let root = crate::faults::attempt::faults_root(env.workdir.root());
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
-        .map_err(LabError::io(&root))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("scale-"))
+    let last = common::last_entry(&root, |n| n.starts_with("scale-"));
+    last.map_err(LabError::io(&root))?
+        .ok_or_else(|| LabError::EvidenceInvalid {
+            path: env.workdir.evidence_path(5),
+            detail: format!("no scale-down fault directory under {}", root.display()),
         })
-        .collect();
-    dirs.sort();
-    dirs.pop().ok_or_else(|| LabError::EvidenceInvalid {
-        path: env.workdir.evidence_path(5),
-        detail: format!("no scale-down fault directory under {}", root.display()),
-    })
 }
 
 pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
@@ -557,55 +468,34 @@ pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
     let f5: Act5Facts = read_facts(&env.workdir, 5)?;
     let dir = fault_dir_of(env, &f5)?;
     let mut fault = ScaleFault::open(cl.clone(), &dir)?;
-    let mut rec = ActRecorder::begin(&env.workdir, LAB, 6)?.with_audit(env);
+    let mut rec = env.begin_audited(LAB, 6)?;
     let mut partial = serde_json::Value::Null;
-    let body = act6_body(
-        ScaleAct {
-            cl: &cl,
-            ui: &env.ui,
-            fault: &mut fault,
-            rec: &mut rec,
-            partial: &mut partial,
-        },
-        &f3,
-        &f4,
-        &f5,
-    );
+    let cx = ScaleAct {
+        cl: &cl,
+        ui: &env.ui,
+        fault: &mut fault,
+        rec: &mut rec,
+        partial: &mut partial,
+    };
+    let body = act6_body(cx, &f3, &f4, &f5);
     let healed = "the runner restored the replicas (see the evidence's runner-restore-on-exit)";
     let result = common::unless_signalled(6, healed, body).await;
     // Whatever happened, the fault must not outlive the act (the healer is the safety net too).
     if result.is_err() {
-        let restored = fault.restore(scale::UndoneBy::Runner).await;
-        rec.raw(
-            "runner-restore-on-exit",
-            restored.as_ref().map_err(|e| e.to_string()),
-        );
+        runner_restore(&mut fault, &mut rec, "runner-restore-on-exit").await;
     }
     rec.raw("fault-ledger", fault.ledger());
-    rec.raw(
-        "watcher-record",
-        fault.files().read_scale_report().ok().flatten(),
-    );
-    finish(rec, result.map_err(|e| (partial, e)))
+    let report = fault.files().read_scale_report().ok().flatten();
+    rec.raw("watcher-record", report);
+    finish(rec, partial, result)
 }
 
 /// Act 6's recovery timeline, in three named phases: [`restore_replicas`] (step 1, the runner
 /// restores unless the healer already did), [`observe_recovery`] (steps 2-6 in rounds until all
 /// are confirmed or [`RECOVERY_BOUND`] runs out), then what admission left behind (act 5's admitted
 /// pod, act 3's pod) and the summary lines ([`act6_lines`]).
-async fn act6_body(
-    cx: ScaleAct<'_>,
-    f3: &Act3Facts,
-    f4: &Act4Facts,
-    f5: &Act5Facts,
-) -> Result<(serde_json::Value, Vec<String>), LabError> {
-    let ScaleAct {
-        cl,
-        ui,
-        fault,
-        rec,
-        partial,
-    } = cx;
+async fn act6_body(cx: ScaleAct<'_>, f3: &Act3Facts, f4: &Act4Facts, f5: &Act5Facts) -> Done {
+    let (cl, ui, fault, rec, partial) = (cx.cl, cx.ui, cx.fault, cx.rec, cx.partial);
     let t0 = Instant::now();
     let old_uids: BTreeSet<String> = f4.pods.iter().filter_map(|p| p.uid.clone()).collect();
     let previous_lease = leader_lease(cl).await?;
@@ -647,13 +537,8 @@ async fn act6_body(
     };
     // When act 6 itself restored the replicas, the first check's window starts at that restore.
     let restored_by_act6 = matches!(outcome, RestoreOutcome::Restored { .. });
-    let lines = act6_lines(
-        ui,
-        &facts,
-        f5,
-        seen.lease_acquire_time.as_deref(),
-        restored_by_act6,
-    );
+    let acquired = seen.lease_acquire_time.as_deref();
+    let lines = act6_lines(ui, &facts, f5, acquired, restored_by_act6);
     let mut facts = to_value(&facts)?;
     crate::metrics::carry(partial, &mut facts);
     Ok((facts, lines))
@@ -716,11 +601,9 @@ async fn restore_replicas(
             });
         }
     };
-    ui.say(m::replicas_restored(
-        restored.at.as_deref().unwrap_or("-"),
-        m::restorer(Lang::Ja, restored_by),
-        m::restorer(Lang::En, restored_by),
-    ));
+    let who = |lang| m::restorer(lang, restored_by);
+    let line = m::replicas_restored(or(&restored.at, "-"), who(Lang::Ja), who(Lang::En));
+    ui.say(line);
     Ok((restored, restored_by, outcome))
 }
 
@@ -826,12 +709,7 @@ async fn observe_new_pod(
     t0: Instant,
 ) -> Result<(), LabError> {
     let pods = cl.admission_pods().await?;
-    let new = |p: &&Pod| {
-        p.metadata
-            .uid
-            .as_ref()
-            .is_some_and(|u| !old_uids.contains(u))
-    };
+    let new = |p: &&Pod| (p.metadata.uid.as_ref()).is_some_and(|u| !old_uids.contains(u));
     let mut fresh: Vec<&Pod> = pods.iter().filter(new).collect();
     fresh.sort_by_key(|p| p.metadata.creation_timestamp.as_ref().map(|t| t.0));
     if let Some(p) = fresh.last() {
@@ -840,25 +718,18 @@ async fn observe_new_pod(
         if obs.phase.as_deref() == Some("Running") {
             seen.running.confirm(obs.at.clone(), t0);
         } else {
-            seen.running.seen(format!(
-                "pod {} phase {}",
-                obs.name,
-                obs.phase.as_deref().unwrap_or("?")
-            ));
+            let phase = or(&obs.phase, "?");
+            seen.running.seen(format!("pod {} phase {phase}", obs.name));
         }
         if seen.new_pod.as_ref().map(|n| &n.uid) != Some(&obs.uid) {
             rec.raw("new-pod", p);
         }
         seen.new_pod = Some(obs);
     } else {
-        let names: Vec<_> = pods
-            .iter()
-            .filter_map(|p| p.metadata.name.clone())
-            .collect();
         let state = if pods.is_empty() {
             "no controller pod".to_owned()
         } else {
-            format!("only pods act 4 saw: {}", names.join(", "))
+            format!("only pods act 4 saw: {}", pod_names(&pods).join(", "))
         };
         seen.created.seen(state.clone());
         seen.running.seen(state);
@@ -875,10 +746,8 @@ async fn observe_lease(
     t0: Instant,
 ) -> Result<(), LabError> {
     let l = leader_lease(cl).await?;
-    let holder = l
-        .as_ref()
-        .and_then(|l| l.spec.as_ref())
-        .and_then(|s| s.holder_identity.clone());
+    let spec = l.as_ref().and_then(|l| l.spec.as_ref());
+    let holder = spec.and_then(|s| s.holder_identity.clone());
     match (&seen.new_pod, &holder) {
         (Some(p), Some(h)) if !p.name.is_empty() && h.starts_with(&p.name) => {
             if !seen.lease.done() {
@@ -890,11 +759,9 @@ async fn observe_lease(
         }
         _ => {
             let lf = lease_facts(l.as_ref())?;
-            seen.lease.seen(format!(
-                "holder {} renewTime {}",
-                lf.holder.as_deref().unwrap_or("-"),
-                lf.renew_time.as_deref().unwrap_or("-")
-            ));
+            let (holder, renewed) = (or(&lf.holder, "-"), or(&lf.renew_time, "-"));
+            seen.lease
+                .seen(format!("holder {holder} renewTime {renewed}"));
         }
     }
     Ok(())
@@ -906,7 +773,7 @@ fn act6_lines(
     ui: &Ui,
     facts: &Act6Facts,
     f5: &Act5Facts,
-    lease_acquire_time: Option<&str>,
+    acquired: Option<&str>,
     restored_by_act6: bool,
 ) -> Vec<String> {
     let lang = ui.lang();
@@ -920,38 +787,24 @@ fn act6_lines(
     };
     let ms = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_else(|| "-".into());
     let admitted = facts.admitted_during_scale_down.as_ref();
-    let (exists, uid) = (
-        admitted.is_some_and(|p| p.exists),
-        admitted.and_then(|p| p.uid.clone()),
-    );
-    let (takeover, after_restore) = (
-        ms(facts.leader_takeover_ms),
-        ms(facts.lease_after_restore_ms),
-    );
+    let exists = admitted.is_some_and(|p| p.exists);
+    let uid = admitted.and_then(|p| p.uid.as_deref()).unwrap_or("-");
+    let takeover = ms(facts.leader_takeover_ms);
+    let after_restore = ms(facts.lease_after_restore_ms);
+    let who = |lang| m::restorer(lang, facts.restored_by);
+    let restored = show(m::step::REPLICAS_RESTORED, &facts.replicas_restored);
+    let lease = show(m::step::LEASE_ACQUIRED, &facts.lease_acquired);
+    let holder = or(&facts.lease_holder, "-");
+    let deny = show(m::step::FIRST_DENY, &facts.first_explicit_deny);
     let mut lines = vec![
-        ui.text(m::by(
-            &show(m::step::REPLICAS_RESTORED, &facts.replicas_restored),
-            m::restorer(Lang::Ja, facts.restored_by),
-            m::restorer(Lang::En, facts.restored_by),
-        )),
+        ui.text(m::by(&restored, who(Lang::Ja), who(Lang::En))),
         show(m::step::POD_CREATED, &facts.pod_created),
         show(m::step::POD_RUNNING, &facts.pod_running),
-        ui.text(m::lease_holder(
-            &show(m::step::LEASE_ACQUIRED, &facts.lease_acquired),
-            facts.lease_holder.as_deref().unwrap_or("-"),
-            lease_acquire_time.unwrap_or("-"),
-        )),
+        ui.text(m::lease_holder(&lease, holder, acquired.unwrap_or("-"))),
         show(m::step::WEBHOOK_REGISTERED, &facts.webhook_registered),
-        ui.text(m::probes(
-            &show(m::step::FIRST_DENY, &facts.first_explicit_deny),
-            facts.deny_probes.len(),
-        )),
+        ui.text(m::probes(&deny, facts.deny_probes.len())),
         ui.text(m::takeover(&takeover, &after_restore)),
-        ui.text(m::admitted_pod(
-            &f5.target_bad.name,
-            exists,
-            uid.as_deref().unwrap_or("-"),
-        )),
+        ui.text(m::admitted_pod(&f5.target_bad.name, exists, uid)),
     ];
     // A step already reached at the first check has no earlier check: when the replicas were
     // restored before act 6 started (by the healer), its time is when act 6 first looked, not
@@ -979,9 +832,9 @@ fn act6_lines(
 
 pub(crate) async fn act7(env: &Env) -> Result<ActSummary, LabError> {
     let cl = env.cluster().await?;
-    let mut rec = ActRecorder::begin(&env.workdir, LAB, 7)?.with_audit(env);
+    let mut rec = env.begin_audited(LAB, 7)?;
     let result = act7_body(&cl, &env.ui, &mut rec).await;
-    finish(rec, result)
+    finish(rec, serde_json::Value::Null, result)
 }
 
 fn dry_run_echo(body: &serde_json::Value) -> DryRunEcho {
@@ -997,27 +850,21 @@ fn dry_run_echo(body: &serde_json::Value) -> DryRunEcho {
     }
 }
 
-async fn act7_body(cl: &Cluster, ui: &Ui, rec: &mut ActRecorder) -> ActResult {
-    let fail = |e: LabError| (serde_json::Value::Null, e);
-    let wh = policy_webhook(cl).await.map_err(fail)?.ok_or_else(|| {
-        fail(LabError::ClusterMismatch {
-            what: "the policy's webhook registration".into(),
-            expected: "registered (act 6 saw it return)".into(),
-            found: "absent".into(),
-        })
-    })?;
+async fn act7_body(cl: &Cluster, ui: &Ui, rec: &mut ActRecorder) -> Done {
+    let absent = || LabError::ClusterMismatch {
+        what: "the policy's webhook registration".into(),
+        expected: "registered (act 6 saw it return)".into(),
+        found: "absent".into(),
+    };
+    let wh = policy_webhook(cl).await?.ok_or_else(absent)?;
     rec.raw("webhook", &wh);
     ui.step(m::DRY_RUN_GOOD);
     let window = crate::metrics::Window::begin(cl).await;
-    let good = probe::send_pod(cl, "a7-good", TARGET_NAMESPACE, PodKind::Good, true)
-        .await
-        .map_err(fail)?;
+    let good = probe::send_pod(cl, "a7-good", TARGET_NAMESPACE, PodKind::Good, true).await?;
     rec.request("good-dry-run", &good);
     ui.say(describe_indented(ui, m::req::GOOD_DRY_RUN, &good));
     ui.step(m::DRY_RUN_BAD);
-    let bad = probe::send_pod(cl, "a7-bad", TARGET_NAMESPACE, PodKind::Bad, true)
-        .await
-        .map_err(fail)?;
+    let bad = probe::send_pod(cl, "a7-bad", TARGET_NAMESPACE, PodKind::Bad, true).await?;
     rec.request("bad-dry-run", &bad);
     let admission = window.end(cl).await;
     ui.say(describe_indented(ui, m::req::BAD_DRY_RUN, &bad));
@@ -1028,19 +875,16 @@ async fn act7_body(cl: &Cluster, ui: &Ui, rec: &mut ActRecorder) -> ActResult {
         side_effects: wh.side_effects.clone(),
         webhook_name: wh.name.clone(),
     };
+    let e = &facts.good_response;
+    let labels = format!("{:?}", e.labels);
     let lines = vec![
         describe(ui, m::req::GOOD_DRY_RUN, &facts.good),
-        ui.text(m::good_response(
-            &facts.good_response.kind,
-            &facts.good_response.name,
-            &facts.good_response.namespace,
-            &format!("{:?}", facts.good_response.labels),
-        )),
+        ui.text(m::good_response(&e.kind, &e.name, &e.namespace, &labels)),
         describe(ui, m::req::BAD_DRY_RUN, &facts.bad),
         ui.text(m::side_effects(&facts.webhook_name, &facts.side_effects)),
         ui.text(crate::metrics::summary_line(&admission)),
     ];
-    let mut facts = to_value(&facts).map_err(fail)?;
+    let mut facts = to_value(&facts)?;
     admission.attach(&mut facts);
     Ok((facts, lines))
 }
@@ -1053,9 +897,8 @@ async fn act7_body(cl: &Cluster, ui: &Ui, rec: &mut ActRecorder) -> ActResult {
 fn act8_words(w: &Workdir) -> Result<Vec<(&'static str, String)>, LabError> {
     let (f2, f3) = (read_facts(w, 2)?, read_facts(w, 3)?);
     let (f5, f6, f7) = (read_facts(w, 5)?, read_facts(w, 6)?, read_facts(w, 7)?);
-    Ok(evidence_words(&f2, &f3, &f5, &f6, &f7)
-        .into_iter()
-        .collect())
+    let words = evidence_words(&f2, &f3, &f5, &f6, &f7);
+    Ok(words.into_iter().collect())
 }
 
 #[cfg(test)]

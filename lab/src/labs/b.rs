@@ -25,7 +25,7 @@ use crate::facts::{self, Act3Facts, PodObservation};
 use crate::inputs;
 use crate::labs::common::{
     self, ActRecorder, ActSummary, Env, TARGET_NAMESPACE, Ui, describe, existing_line,
-    existing_vs_act3_line, finish, live_context, read_facts, read_input, to_value, uid_of,
+    existing_vs_act3_line, finish, read_facts, read_live, request_tag, to_value, uid_of,
     wait_for_webhook, webhook_facts,
 };
 use crate::messages::act as m;
@@ -56,25 +56,17 @@ pub(crate) static RUNNERS: &[(u8, super::Runner)] = &[
     (5, |env, lab| Box::pin(freeze::act5::<OneReplica>(env, lab))),
     (6, |env, lab| Box::pin(freeze::act6::<OneReplica>(env, lab))),
     (7, |env, lab| Box::pin(act7(env, lab))),
-    (8, |env, _| {
-        Box::pin(common::act8::<inputs::ReportB>(
-            env,
-            Lab::B,
-            false,
-            act8_words,
-        ))
+    (8, |env, lab| {
+        Box::pin(common::act8::<inputs::ReportB>(env, lab, false, act8_words))
     }),
 ];
 
 /// Act 4: investigation only; nothing is frozen.
 pub(crate) async fn act4(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
     let ui = env.ui;
-    let cluster = env.cluster().await?;
-    let ctx = live_context(&cluster, &env.workdir).await?;
-    let (_plan, loaded) = read_input::<inputs::FreezePlan>(&env.workdir, &ctx)?;
+    let (cluster, ctx, _plan, loaded) = read_live::<inputs::FreezePlan>(env).await?;
     let mut cri = env.cri().await?;
-    let mut rec = ActRecorder::begin(&env.workdir, lab, 4)?;
-    rec.input(&loaded);
+    let mut rec = ActRecorder::begin(&env.workdir, lab, 4)?.with_input(&loaded);
     ui.step(m::INVESTIGATING_PROCESS);
     let inv = investigate(&cluster, &mut cri).await?;
     rec.raw("cri-container", &inv.container);
@@ -93,15 +85,11 @@ pub(crate) async fn act4(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
         investigated_at: facts::now_rfc3339(),
     };
     let (pid, ticks) = (facts.identity.pid, facts.identity.pid_start_time_ticks);
+    let state = &facts.process_state;
     let lines = vec![
         ui.text(m::pod_uid(&facts.pod_name, &facts.identity.pod_uid)),
         ui.text(m::container(&facts.identity.container_id)),
-        ui.text(m::process(
-            pid,
-            ticks,
-            &facts.process_state,
-            facts.restart_count,
-        )),
+        ui.text(m::process(pid, ticks, state, facts.restart_count)),
     ];
     rec.complete(facts, lines)
 }
@@ -140,7 +128,7 @@ impl Shape for OneReplica {
     }
 
     async fn traffic(&self, cx: &mut FreezeAct<'_>) -> Result<OneEach, LabError> {
-        one_of_each(cx.cl, &cx.env.ui, cx.rec, cx.spec.tag).await
+        one_of_each(cx.cl, &cx.env.ui, cx.rec, &cx.spec.tag).await
     }
 
     fn partial(
@@ -159,14 +147,7 @@ impl Shape for OneReplica {
 
     /// The existing pod, the container after the resume ([`container_after`]) and the Lease.
     async fn after(self, cx: FreezeAct<'_>, run: Frozen<OneEach>) -> Result<FreezeRun, LabError> {
-        let FreezeAct {
-            cl,
-            cri,
-            rec,
-            inv,
-            spec,
-            ..
-        } = cx;
+        let (cl, cri, rec, inv, spec) = (cx.cl, cx.cri, cx.rec, cx.inv, cx.spec);
         let existing =
             probe::observe_pod(cl, &spec.existing.namespace, &spec.existing.name).await?;
         let (identity_after, restart_count_after) = container_after(cl, cri, rec, inv).await?;
@@ -217,40 +198,32 @@ impl Shape for OneReplica {
 
 /// Act 7: recovery is confirmed by a deny of a new-named violating request, not by the resume.
 pub(crate) async fn act7(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
-    let ui = env.ui;
-    let cluster = env.cluster().await?;
-    let ctx = live_context(&cluster, &env.workdir).await?;
-    let (_r, loaded) = read_input::<inputs::Recovery>(&env.workdir, &ctx)?;
+    let (cluster, _, _r, loaded) = read_live::<inputs::Recovery>(env).await?;
     let act3: Act3Facts = read_facts(&env.workdir, 3)?;
-    let mut rec = ActRecorder::begin(&env.workdir, lab, 7)?.with_audit(env);
-    rec.input(&loaded);
-    let fail = |e: LabError| (serde_json::Value::Null, e);
+    let mut rec = env.begin_audited(lab, 7)?.with_input(&loaded);
+    let (ui, cluster) = (&env.ui, &cluster);
     let result = async {
-        let policy = cluster.policy(cluster::POLICY_NAME).await.map_err(fail)?;
+        let policy = cluster.policy(cluster::POLICY_NAME).await?;
         rec.raw("policy", &policy);
         let policy_uid = uid_of(policy.as_ref()).unwrap_or_default().to_owned();
         let name = cluster::fine_grained_webhook_name("Ignore", cluster::POLICY_NAME);
-        let (cfg, wh) = wait_for_webhook(&cluster, &ui, &name, Duration::from_secs(30), |_| true)
-            .await
-            .map_err(fail)?;
+        let bound = Duration::from_secs(30);
+        let (cfg, wh) = wait_for_webhook(cluster, ui, &name, bound, |_| true).await?;
         rec.raw("webhook-configuration", &cfg);
-        let webhook = webhook_facts(&cfg, &wh).map_err(fail)?;
+        let webhook = webhook_facts(&cfg, &wh)?;
         ui.step(m::SENDING_NEW_VIOLATING);
-        let window = crate::metrics::Window::begin(&cluster).await;
-        let bad_name = format!("{}-bad", crate::labs::common::request_tag(lab, 7));
+        let window = crate::metrics::Window::begin(cluster).await;
+        let bad_name = format!("{}-bad", request_tag(lab, 7));
         let healthy_bad =
-            probe::send_pod(&cluster, &bad_name, TARGET_NAMESPACE, PodKind::Bad, false)
-                .await
-                .map_err(fail)?;
+            probe::send_pod(cluster, &bad_name, TARGET_NAMESPACE, PodKind::Bad, false).await?;
         rec.request("healthy-bad", &healthy_bad);
-        let admission = window.end(&cluster).await;
-        let existing = probe::observe_pod(&cluster, &act3.existing.namespace, &act3.existing.name)
-            .await
-            .map_err(fail)?;
+        let admission = window.end(cluster).await;
+        let (namespace, name) = (&act3.existing.namespace, &act3.existing.name);
+        let existing = probe::observe_pod(cluster, namespace, name).await?;
         let lines = vec![
             ui.text(m::policy_uid(&policy_uid)),
-            describe(&ui, m::req::VIOLATING, &healthy_bad),
-            existing_vs_act3_line(&ui, &existing, &act3.existing),
+            describe(ui, m::req::VIOLATING, &healthy_bad),
+            existing_vs_act3_line(ui, &existing, &act3.existing),
             ui.text(crate::metrics::summary_line(&admission)),
         ];
         let facts = Act7Facts {
@@ -259,24 +232,20 @@ pub(crate) async fn act7(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
             healthy_bad,
             existing,
         };
-        let mut facts = to_value(&facts).map_err(fail)?;
+        let mut facts = to_value(&facts)?;
         admission.attach(&mut facts);
-        Ok((facts, lines))
+        Ok::<_, LabError>((facts, lines))
     }
     .await;
-    finish(rec, result)
+    finish(rec, serde_json::Value::Null, result)
 }
 
 /// Act 8's words: what acts 3 and 5-7 support ([`report_expectations`]); `report.json` is checked
 /// against them and its digests against 05/06/07 by [`common::act8`].
 fn act8_words(w: &Workdir) -> Result<Vec<(&'static str, String)>, LabError> {
     let (a3, a5) = (read_facts(w, 3)?, read_facts(w, 5)?);
-    Ok(report_expectations(
-        &a3,
-        &a5,
-        &read_facts(w, 6)?,
-        &read_facts(w, 7)?,
-    ))
+    let (a6, a7) = (read_facts(w, 6)?, read_facts(w, 7)?);
+    Ok(report_expectations(&a3, &a5, &a6, &a7))
 }
 
 #[cfg(test)]

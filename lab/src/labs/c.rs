@@ -52,18 +52,18 @@ use crate::facts::{self, PodObservation, WebhookFacts};
 use crate::faults::scale::{HA_FAULT_KIND, ScaleFault, ScaleTo};
 use crate::inputs;
 use crate::labs::common::{
-    self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Env, RUNNING_BOUND, TARGET_NAMESPACE, Ui,
-    describe, existing_line, existing_vs_act3_line, live_context, log_change, read_facts,
-    read_input, to_value, wait_each_second,
+    self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Done, Env, TARGET_NAMESPACE, Ui, describe,
+    existing_line, existing_vs_act3_line, expect_same, log_change, or, read_facts, read_live,
+    to_value, wait_each_second,
 };
 use crate::messages::act as m;
 use crate::probe::{self, PodKind};
 use crate::steps::freeze::{
     self, FreezeAct, Frozen, Registration, Shape, first_deny_line, window_lines,
 };
-use crate::steps::investigate::{investigate_pod, live_replicas};
+use crate::steps::investigate::{investigate_pod, live_replicas, running_replicas};
 use crate::steps::observe::{
-    deployment_facts, pod_ready, policy_webhook, read_lease, replica_facts,
+    deployment_facts, pod_names, pod_ready, policy_webhook, read_lease, replica_facts,
 };
 use crate::steps::restore::{scale_back, wait_original_count};
 use crate::steps::samples::{SERVICE, Samples, endpoints};
@@ -105,6 +105,14 @@ fn ha_replicas(lab: Lab) -> i32 {
     crate::acts::replicas(lab) as i32
 }
 
+/// Each replica's facts ([`replica_facts`]), by pod name.
+fn replicas_by_name(pods: &[Pod]) -> Result<Vec<ReplicaFacts>, LabError> {
+    let mut replicas: Vec<ReplicaFacts> =
+        pods.iter().map(replica_facts).collect::<Result<_, _>>()?;
+    replicas.sort_by(|a, b| a.pod.name.cmp(&b.pod.name));
+    Ok(replicas)
+}
+
 /// First times each condition of act 3's wait was seen to hold, and every check whose state
 /// differed from the one before (the raw record `ready-wait` the grader re-derives them from).
 #[derive(Default)]
@@ -138,11 +146,8 @@ async fn wait_all_ready(cl: &Cluster, ui: &Ui, n: usize) -> Result<(Ready, Seen,
         let pods_ok = pods.len() == n && ready.len() == n;
         let names: std::collections::BTreeSet<Option<&str>> =
             ready.iter().map(|p| p.metadata.name.as_deref()).collect();
-        let eps_ok = ready_eps == n
-            && eps
-                .iter()
-                .filter(|e| e.ready)
-                .all(|e| names.contains(&e.pod.as_deref()));
+        let named = |e: &EndpointFacts| !e.ready || names.contains(&e.pod.as_deref());
+        let eps_ok = ready_eps == n && eps.iter().all(named);
         {
             let mut s = seen.borrow_mut();
             let state = serde_json::json!({
@@ -177,14 +182,10 @@ async fn wait_all_ready(cl: &Cluster, ui: &Ui, n: usize) -> Result<(Ready, Seen,
             _ => Check::NotYet(state),
         })
     };
-    let got = wait_each_second(
-        ui,
-        format!("{n} Ready admission-controller pods, {n} ready endpoints of {SERVICE} and the registration"),
-        HA_READY_BOUND,
-        m::waiting_replicas,
-        check,
-    )
-    .await;
+    let what = format!(
+        "{n} Ready admission-controller pods, {n} ready endpoints of {SERVICE} and the registration"
+    );
+    let got = wait_each_second(ui, what, HA_READY_BOUND, m::waiting_replicas, check).await;
     Ok((got?, seen.into_inner(), start.elapsed().as_millis() as u64))
 }
 
@@ -193,48 +194,32 @@ async fn wait_all_ready(cl: &Cluster, ui: &Ui, n: usize) -> Result<(Ready, Seen,
 /// acts; a failure puts the original count back at once.
 pub(crate) async fn act3(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
     let ui = env.ui;
-    let cl = env.cluster().await?;
-    let ctx = live_context(&cl, &env.workdir).await?;
-    let (_plan, loaded) = read_input::<inputs::HaPlan>(&env.workdir, &ctx)?;
+    let (cl, ctx, _plan, loaded) = read_live::<inputs::HaPlan>(env).await?;
     // The registry's scale: how long the healer keeps the three replicas.
-    let (_, restore_after_sec) = crate::steps::scale_of(lab, 3, 0)?;
+    let (_, after) = crate::steps::scale_of(lab, 3, 0)?;
     // Faults only on a lab-marked cluster.
     let mark = cl.lab_mark().await?;
     let kubeconfig = healer_kubeconfig(&cl)?;
-    let mut rec = ActRecorder::begin(&env.workdir, lab, 3)?.with_audit(env);
-    rec.input(&loaded);
+    let mut rec = env.begin_audited(lab, 3)?.with_input(&loaded);
     rec.raw("lab-mark", &mark);
     ui.step(m::starting_ha_healer(ha_replicas(lab) as u32));
     let original = inputs::OriginalReplicas::VALUE as i32;
-    let (mut fault, ready) = ScaleFault::arm_to(
-        cl.clone(),
-        env.workdir.root(),
-        &kubeconfig,
-        ctx.deployment_uid.as_deref().unwrap_or_default(),
-        original,
-        restore_after_sec,
-        ScaleTo {
-            act: 3,
-            kind: HA_FAULT_KIND,
-            replicas: ha_replicas(lab),
-        },
-    )
-    .await?;
+    let to = ScaleTo {
+        act: 3,
+        kind: HA_FAULT_KIND,
+        replicas: ha_replicas(lab),
+    };
+    let uid = ctx.deployment_uid.as_deref().unwrap_or_default();
+    let root = env.workdir.root();
+    let armed = ScaleFault::arm_to(cl.clone(), root, &kubeconfig, uid, original, after, to);
+    let (mut fault, ready) = armed.await?;
     let raw_ready = to_value(&ready)?;
     rec.raw("healer-ready", &raw_ready);
     // The deadline as the fact records it: derived from the raw answer (the grader re-derives it).
-    let deadline_at = cluster::derived(derive::healer_deadline(&raw_ready))?;
-    ui.say(m::ha_healer_ready(ready.pid, &deadline_at));
+    let deadline = cluster::derived(derive::healer_deadline(&raw_ready))?;
+    ui.say(m::ha_healer_ready(ready.pid, &deadline));
     let mut partial = serde_json::json!({});
-    let body = act3_body(
-        lab,
-        &cl,
-        &ui,
-        &mut fault,
-        &mut rec,
-        &mut partial,
-        &deadline_at,
-    );
+    let body = act3_body(lab, &cl, &ui, &mut fault, &mut rec, &mut partial, &deadline);
     let healed =
         "the runner put the original replica count back (see the evidence's runner-restore)";
     let result = common::unless_signalled(3, healed, body).await;
@@ -251,19 +236,14 @@ async fn act3_body(
     rec: &mut ActRecorder,
     partial: &mut serde_json::Value,
     deadline_at: &str,
-) -> Result<(serde_json::Value, Vec<String>), LabError> {
+) -> Done {
     let scale = scale_up(ui, fault, rec, partial, deadline_at).await?;
     let (ready, seen, waited_ms) = wait_all_ready(cl, ui, ha_replicas(lab) as usize).await?;
     rec.raw("ready-wait", &seen.changes);
     rec.raw("endpoint-slices", &ready.slices);
     rec.raw("pods", &ready.pods);
     // Derived right after their raw record (the grader holds the read time to it).
-    let mut replicas: Vec<ReplicaFacts> = ready
-        .pods
-        .iter()
-        .map(replica_facts)
-        .collect::<Result<_, _>>()?;
-    replicas.sort_by(|a, b| a.pod.name.cmp(&b.pod.name));
+    let replicas = replicas_by_name(&ready.pods)?;
     let dep = cl.admission_deployment().await?;
     rec.raw("deployment", cluster::to_json(&dep)?);
     let lease = read_lease(cl, rec, "lease").await?;
@@ -279,7 +259,7 @@ async fn act3_body(
     let before = replica_counters(cl, &pod_names, rec, "before").await;
     let window = crate::metrics::Window::begin(cl).await;
     let (waves, wave_size) = crate::steps::waves_of(lab, 3)?;
-    let tag = crate::labs::common::request_tag(lab, 3);
+    let tag = common::request_tag(lab, 3);
     ui.step(m::sending_waves(waves, wave_size));
     let mut bad = Vec::new();
     for w in 0..waves {
@@ -304,14 +284,7 @@ async fn act3_body(
     partial["control"] = to_value(&control)?;
     rec.save_progress(partial.clone())?;
     ui.step(m::WAITING_RUNNING);
-    let existing = probe::wait_running(
-        cl,
-        TARGET_NAMESPACE,
-        &good.name,
-        RUNNING_BOUND,
-        |s, phase| ui.progress(m::phase(phase.unwrap_or("?")), s, RUNNING_BOUND.as_secs()),
-    )
-    .await?;
+    let existing = common::wait_running(cl, ui, &good.name).await?;
     let replica_requests = replica_requests(&pod_names, before, after);
     let facts = Act3Facts {
         scale,
@@ -357,19 +330,11 @@ async fn scale_up(
 }
 
 fn act3_lines(ui: &Ui, f: &Act3Facts, admission: &crate::metrics::AdmissionMetrics) -> Vec<String> {
-    let mut lines: Vec<String> = f
-        .replicas
-        .iter()
-        .map(|r| {
-            let (uid, ip) = (r.pod.uid.as_deref(), r.pod_ip.as_deref());
-            ui.text(m::replica(
-                &r.pod.name,
-                uid.unwrap_or("?"),
-                ip.unwrap_or("?"),
-                r.ready,
-            ))
-        })
-        .collect();
+    let mut lines = Vec::new();
+    for r in &f.replicas {
+        let (uid, ip) = (or(&r.pod.uid, "?"), or(&r.pod_ip, "?"));
+        lines.push(ui.text(m::replica(&r.pod.name, uid, ip, r.ready)));
+    }
     lines.push(lease_line(ui, &f.lease));
     let denied = f.bad.iter().filter(|r| r.outcome == Outcome::ExplicitDeny);
     lines.push(ui.text(m::waves_outcome(denied.count(), f.bad.len())));
@@ -383,26 +348,21 @@ fn act3_lines(ui: &Ui, f: &Act3Facts, admission: &crate::metrics::AdmissionMetri
 
 /// The line of who holds the Lease `kyverno` and its transitions (`?`: unknown).
 fn lease_line(ui: &Ui, lease: &LeaseFacts) -> String {
-    let transitions = lease
-        .lease_transitions
-        .map_or("?".into(), |t| t.to_string());
-    let holder = lease.holder.as_deref().unwrap_or("?");
-    ui.text(m::lease_held_by(holder, &transitions))
+    let transitions = lease.lease_transitions;
+    let transitions = transitions.map_or("?".into(), |t| t.to_string());
+    ui.text(m::lease_held_by(or(&lease.holder, "?"), &transitions))
 }
 
 /// Act 4: the Lease, each replica's process (CRI, `/proc`), the Lease again; nothing is frozen.
 pub(crate) async fn act4(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
     let ui = env.ui;
-    let cl = env.cluster().await?;
-    let ctx = live_context(&cl, &env.workdir).await?;
-    let (_plan, loaded) = read_input::<inputs::FreezePlanC>(&env.workdir, &ctx)?;
+    let (cl, ctx, _plan, loaded) = read_live::<inputs::FreezePlanC>(env).await?;
     let mut cri = env.cri().await?;
-    let mut rec = ActRecorder::begin(&env.workdir, lab, 4)?;
-    rec.input(&loaded);
+    let mut rec = ActRecorder::begin(&env.workdir, lab, 4)?.with_input(&loaded);
     let n = ha_replicas(lab) as usize;
     ui.step(m::investigating_replicas(n));
     let result = act4_body(&cl, &mut cri, &ui, &mut rec, &ctx, n).await;
-    common::finish(rec, result.map_err(|e| (serde_json::Value::Null, e)))
+    common::finish(rec, serde_json::Value::Null, result)
 }
 
 async fn act4_body(
@@ -412,20 +372,11 @@ async fn act4_body(
     rec: &mut ActRecorder,
     ctx: &inputs::Context,
     replicas: usize,
-) -> Result<(serde_json::Value, Vec<String>), LabError> {
+) -> Done {
     let lease = read_lease(cl, rec, "lease-before").await?;
-    let pods: Vec<Pod> = live_replicas(cl)
-        .await?
-        .into_iter()
-        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-        .collect();
-    if pods.len() != replicas {
-        return Err(LabError::ClusterMismatch {
-            what: "running admission-controller pods (act 3's replicas; the healer puts the original count back at its deadline)".into(),
-            expected: replicas.to_string(),
-            found: pods.len().to_string(),
-        });
-    }
+    let pods = running_replicas(cl).await?;
+    let what = "running admission-controller pods (act 3's replicas; the healer puts the original count back at its deadline)";
+    expect_same(what, &replicas.to_string(), &pods.len().to_string())?;
     let mut leader = None;
     let mut followers = Vec::new();
     for pod in &pods {
@@ -446,11 +397,7 @@ async fn act4_body(
     let lease_after = read_lease(cl, rec, "lease-after").await?;
     let leader = leader.ok_or_else(|| LabError::ClusterMismatch {
         what: "the Lease kyverno's holder among the running replicas".into(),
-        expected: pods
-            .iter()
-            .filter_map(|p| p.metadata.name.clone())
-            .collect::<Vec<_>>()
-            .join(" or "),
+        expected: pod_names(&pods).join(" or "),
         found: lease.holder.clone().unwrap_or_else(|| "no holder".into()),
     })?;
     let facts = Act4Facts {
@@ -509,11 +456,9 @@ impl Shape for Replica {
 
     /// The leader act 4 found, or its first follower by pod name (as `follower_now` chooses).
     fn act4_target(a4: &Act4Facts, target: Target) -> Option<(&str, &ProcessIdentity)> {
+        let by_name = |a: &&ReplicaProcess, b: &&ReplicaProcess| a.pod_name.cmp(&b.pod_name);
         let p = match target {
-            Target::Follower => a4
-                .followers
-                .iter()
-                .min_by(|a, b| a.pod_name.cmp(&b.pod_name))?,
+            Target::Follower => a4.followers.iter().min_by(by_name)?,
             _ => &a4.leader,
         };
         Some((&p.pod_name, &p.identity))
@@ -549,7 +494,7 @@ impl Shape for Replica {
     }
 
     async fn traffic(&self, cx: &mut FreezeAct<'_>) -> Result<Waves, LabError> {
-        let act = (cx.spec.act, cx.spec.tag);
+        let act = (cx.spec.act, cx.spec.tag.as_str());
         waves(cx.cl, &cx.env.ui, cx.rec, act, self.waves).await
     }
 
@@ -574,14 +519,7 @@ impl Shape for Replica {
         cx: FreezeAct<'_>,
         run: Frozen<Waves>,
     ) -> Result<ReplicaFreezeRun, LabError> {
-        let FreezeAct {
-            env,
-            cl,
-            cri,
-            rec,
-            inv,
-            spec,
-        } = cx;
+        let (env, cl, cri, rec, inv, spec) = (cx.env, cx.cl, cx.cri, cx.rec, cx.inv, cx.spec);
         let resumed_at = &run.freeze.resumed_at;
         let (target_after, lease_after) =
             target_after(cl, &env.ui, cri, rec, inv, (resumed_at, self.pods.len())).await?;
@@ -626,11 +564,8 @@ impl Shape for Replica {
         let holder = run.lease_before.holder.as_deref().unwrap_or("?");
         lines.push(ui.text(m::lease_during_freeze(holder, &takeover_words(ui, run))));
         let target = Some(run.target_pod.as_str());
-        let ready = |s: &&EndpointSample| {
-            s.endpoints
-                .iter()
-                .any(|e| e.pod.as_deref() == target && e.ready)
-        };
+        let up = |e: &EndpointFacts| e.pod.as_deref() == target && e.ready;
+        let ready = |s: &&EndpointSample| s.endpoints.iter().any(up);
         let frozen_ready = run.endpoint_samples.iter().filter(ready).count();
         let samples = run.endpoint_samples.len();
         lines.push(ui.text(m::frozen_endpoint(&run.target_pod, frozen_ready, samples)));
@@ -667,17 +602,14 @@ fn takeover_words(ui: &Ui, run: &ReplicaFreezeRun) -> String {
 /// on a live read), then a bounded wait for the original count of Ready replicas and the
 /// registration, violating pods until an explicit deny, and the existing pod.
 pub(crate) async fn act7(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
-    let cl = env.cluster().await?;
-    let ctx = live_context(&cl, &env.workdir).await?;
-    let (_r, loaded) = read_input::<inputs::RecoveryC>(&env.workdir, &ctx)?;
+    let (cl, _, _r, loaded) = read_live::<inputs::RecoveryC>(env).await?;
     let a3: Act3Facts = read_facts(&env.workdir, 3)?;
-    let mut rec = ActRecorder::begin(&env.workdir, lab, 7)?.with_audit(env);
-    rec.input(&loaded);
+    let mut rec = env.begin_audited(lab, 7)?.with_input(&loaded);
     let mut partial = serde_json::Value::Null;
     let healed = "the scale back is the heal's: run `heal` to finish it";
     let body = act7_body(env, lab, &cl, &mut rec, &mut partial, &a3);
     let result = common::unless_signalled(7, healed, body).await;
-    common::finish(rec, result.map_err(|e| (partial, e)))
+    common::finish(rec, partial, result)
 }
 
 async fn act7_body(
@@ -687,7 +619,7 @@ async fn act7_body(
     rec: &mut ActRecorder,
     partial: &mut serde_json::Value,
     a3: &Act3Facts,
-) -> Result<(serde_json::Value, Vec<String>), LabError> {
+) -> Done {
     let ui = env.ui;
     let t0 = std::time::Instant::now();
     let scale_back = scale_back(env, cl, rec, a3).await?;
@@ -695,9 +627,7 @@ async fn act7_body(
     rec.save_progress(partial.clone())?;
     let (pods, dep, webhook_cfg) = wait_original_count(cl, &ui, rec).await?;
     let dep_facts = deployment_facts(&dep)?;
-    let mut replicas: Vec<ReplicaFacts> =
-        pods.iter().map(replica_facts).collect::<Result<_, _>>()?;
-    replicas.sort_by(|a, b| a.pod.name.cmp(&b.pod.name));
+    let replicas = replicas_by_name(&pods)?;
     let lease = read_lease(cl, rec, "lease").await?;
     let policy = to_value(&cl.policy(cluster::POLICY_NAME).await?)?;
     rec.raw("policy", &policy);
@@ -708,18 +638,9 @@ async fn act7_body(
     let window = crate::metrics::Window::begin(cl).await;
     ui.step(m::SENDING_NEW_VIOLATING);
     let bound = lab_core::rules::c::SCALE_BACK_BOUND.saturating_sub(t0.elapsed());
-    let probes = common::until_explicit_deny(
-        cl,
-        &format!("{}-bad", crate::labs::common::request_tag(lab, 7)),
-        TARGET_NAMESPACE,
-        false,
-        bound.max(common::ANSWER_BOUND),
-        |r, s| ui.progress(describe(&ui, m::req::VIOLATING, r), s, bound.as_secs()),
-    )
-    .await?;
-    for r in &probes {
-        rec.request("deny-probe", r);
-    }
+    let name = format!("{}-bad", common::request_tag(lab, 7));
+    let bounds = (bound.max(common::ANSWER_BOUND), bound);
+    let probes = common::violating_until_deny(cl, &ui, rec, (&name, "deny-probe"), bounds).await?;
     let admission = window.end(cl).await;
     let healthy_bad = probes
         .last()
@@ -751,18 +672,17 @@ fn act7_lines(
     a3: &Act3Facts,
     admission: &crate::metrics::AdmissionMetrics,
 ) -> Vec<String> {
-    let mut lines = vec![ui.text(m::scaled_back(
-        &facts.scale_back.action,
-        facts.scale_back.replicas_before,
-        facts.deployment.replicas,
-        facts.replicas.len(),
-    ))];
-    lines.push(lease_line(ui, &facts.lease));
-    lines.push(ui.text(m::policy_uid(&facts.policy_uid)));
-    lines.push(describe(ui, m::req::VIOLATING, &facts.healthy_bad));
-    lines.push(existing_vs_act3_line(ui, &facts.existing, &a3.existing));
-    lines.push(ui.text(crate::metrics::summary_line(admission)));
-    lines
+    let b = &facts.scale_back;
+    let (replicas, ready) = (facts.deployment.replicas, facts.replicas.len());
+    let scaled = m::scaled_back(&b.action, b.replicas_before, replicas, ready);
+    vec![
+        ui.text(scaled),
+        lease_line(ui, &facts.lease),
+        ui.text(m::policy_uid(&facts.policy_uid)),
+        describe(ui, m::req::VIOLATING, &facts.healthy_bad),
+        existing_vs_act3_line(ui, &facts.existing, &a3.existing),
+        ui.text(crate::metrics::summary_line(admission)),
+    ]
 }
 
 // ---------------------------------------------------------------------------------------------

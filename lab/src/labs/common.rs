@@ -30,6 +30,9 @@ use crate::workdir::{LoadedInput, Workdir};
 
 pub use crate::rules::common::{CONTROL_NAMESPACE, TARGET_NAMESPACE};
 
+/// The lab's two namespaces: the webhook's target and the control outside its selector.
+const NAMESPACES: [&str; 2] = [TARGET_NAMESPACE, CONTROL_NAMESPACE];
+
 /// Default of [`Env::registration_bound`]: how long act 2 (every lab) and act 6 of labs B and C
 /// wait for Kyverno to register the policy's webhook, or to change it. Kyverno's own start on the embedded
 /// node took 11-19 s (README, bench table), its registration a few seconds after that.
@@ -136,6 +139,12 @@ impl Env {
             }
         })?;
         CriClient::connect(&endpoint).await
+    }
+
+    /// Starts recording act `act` of `lab` ([`ActRecorder::begin`]) with its audit window open
+    /// ([`ActRecorder::with_audit`]).
+    pub fn begin_audited(&self, lab: Lab, act: u8) -> Result<ActRecorder, LabError> {
+        Ok(ActRecorder::begin(&self.workdir, lab, act)?.with_audit(self))
     }
 }
 
@@ -246,6 +255,12 @@ impl ActRecorder {
             .insert(loaded.file.file_name().to_owned(), loaded.digest.clone());
     }
 
+    /// [`Self::input`] while the recorder is built (`begin(…)?.with_input(&loaded)`).
+    pub fn with_input(mut self, loaded: &LoadedInput) -> ActRecorder {
+        self.input(loaded);
+        self
+    }
+
     /// Opens the act's audit window now ([`crate::audit::Cursor::begin`]): when the act writes
     /// its final evidence (completed or interrupted) the audit events of every request it
     /// recorded are put under `facts.admission_audit` (or a raw `admission-audit` entry when the
@@ -328,9 +343,8 @@ impl ActRecorder {
         if let Some(line) = self.finish_audit(&mut facts) {
             lines.push(line);
         }
-        let path =
-            self.workdir
-                .write_evidence(&self.evidence(ActStatus::Completed, facts, None))?;
+        let evidence = self.evidence(ActStatus::Completed, facts, None);
+        let path = self.workdir.write_evidence(&evidence)?;
         Ok(ActSummary {
             lab: self.lab,
             act: self.act,
@@ -418,17 +432,12 @@ pub fn read_facts<T: serde::de::DeserializeOwned>(
 /// The live values and evidence digests the inputs are checked against.
 pub async fn live_context(cluster: &Cluster, workdir: &Workdir) -> Result<Context, LabError> {
     let node = cluster.node().await?;
-    let ns = cluster
-        .namespace_uids(&[TARGET_NAMESPACE, CONTROL_NAMESPACE])
-        .await?;
+    let ns = cluster.namespace_uids(&NAMESPACES).await?;
     let deployment = cluster.admission_deployment().await?;
+    let namespaces = ns.into_iter().filter_map(|(k, v)| v.map(|v| (k, v)));
     let mut ctx = Context {
         node_uid: Some(node.uid),
-        namespaces: Some(
-            ns.into_iter()
-                .filter_map(|(k, v)| v.map(|v| (k, v)))
-                .collect(),
-        ),
+        namespaces: Some(namespaces.collect()),
         deployment_uid: deployment.metadata.uid,
         ..Context::default()
     };
@@ -446,6 +455,34 @@ pub async fn live_context(cluster: &Cluster, workdir: &Workdir) -> Result<Contex
         ctx.policy = Some(workdir.read_input(InputFile::Policy)?.value);
     }
     Ok(ctx)
+}
+
+/// `Ok` when the live value `found` is `want`, else [`LabError::ClusterMismatch`] naming
+/// `what`.
+pub(crate) fn expect_same(
+    what: impl Into<String>,
+    want: &str,
+    found: &str,
+) -> Result<(), LabError> {
+    if found == want {
+        return Ok(());
+    }
+    Err(LabError::ClusterMismatch {
+        what: what.into(),
+        expected: want.to_owned(),
+        found: found.to_owned(),
+    })
+}
+
+/// The cluster, the live values and evidence digests inputs are checked against
+/// ([`live_context`]), and input `T` read and checked against them ([`read_input`]).
+pub(crate) async fn read_live<T: StudentInput>(
+    env: &Env,
+) -> Result<(Cluster, Context, T, LoadedInput), LabError> {
+    let cluster = env.cluster().await?;
+    let ctx = live_context(&cluster, &env.workdir).await?;
+    let (typed, loaded) = read_input::<T>(&env.workdir, &ctx)?;
+    Ok((cluster, ctx, typed, loaded))
 }
 
 /// `metadata.uid` of an object as the API server sent it (`None`: no object, or no UID).
@@ -472,8 +509,9 @@ pub fn webhook_facts(
     cfg: &ValidatingWebhookConfiguration,
     wh: &ValidatingWebhook,
 ) -> Result<WebhookFacts, LabError> {
-    crate::cluster::derived(crate::derive::registration(
-        &crate::cluster::to_json(cfg)?,
+    let cfg = cluster::to_json(cfg)?;
+    cluster::derived(crate::derive::registration(
+        &cfg,
         &wh.name,
         facts::now_rfc3339(),
     ))
@@ -501,22 +539,25 @@ pub async fn wait_for_webhook(
                 wh.failure_policy,
                 wh.timeout_seconds
             ),
-            None => format!(
-                "no webhook {name}; webhooks: {}",
-                configs
-                    .iter()
-                    .flat_map(|c| c.webhooks.iter().flatten().map(|w| w.name.clone()))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            None => {
+                let all = configs.iter().flat_map(|c| c.webhooks.iter().flatten());
+                let names: Vec<String> = all.map(|w| w.name.clone()).collect();
+                format!("no webhook {name}; webhooks: {}", names.join(", "))
+            }
         };
         Ok::<_, LabError>(Check::NotYet(last_state))
     };
-    let progress = progress_each_second(ui, bound, |_: &String| m::waiting_for_webhook(name));
-    Wait::new(format!("webhook {name}"), bound, Duration::from_millis(500))
-        .run(check, progress, tokio::time::sleep)
-        .await
-        .map_err(LabError::from)
+    let every = (bound, Duration::from_millis(500));
+    let progress = |_: &String| m::waiting_for_webhook(name);
+    let got = wait_with_progress(ui, format!("webhook {name}"), every, progress, check).await;
+    got.map_err(LabError::from)
+}
+
+/// The step line of the webhook `wh` as registered: its name, failurePolicy and timeout.
+pub(crate) fn step_registered(ui: &Ui, wh: &WebhookFacts) {
+    let timeout = wh.timeout_seconds.to_string();
+    let line = m::webhook_registered(&wh.name, &wh.failure_policy, &timeout);
+    ui.step(line);
 }
 
 /// A bounded wait's progress ([`Wait::run`]'s `on_pending`): `line(state)` at most once a second,
@@ -553,8 +594,7 @@ pub(crate) fn log_change(log: &mut Vec<serde_json::Value>, state: serde_json::Va
 }
 
 /// Runs `check` each second until it is done or `bound` runs out, showing `progress(state)` once
-/// a second with the seconds waited of `bound` ([`crate::wait::Wait`]: the error says what was
-/// waited for and the last state seen).
+/// a second with the seconds waited of `bound` ([`wait_with_progress`]).
 ///
 /// Errors: [`LabError::WaitTimedOut`] when `bound` runs out; a check's own error at once.
 pub(crate) async fn wait_each_second<T, F, Fut>(
@@ -568,11 +608,33 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<Check<T, String>, LabError>>,
 {
-    let progress = progress_each_second(ui, bound, |state: &String| progress(state));
-    Wait::new(what, bound, Duration::from_secs(1))
+    let every = (bound, Duration::from_secs(1));
+    let progress = |state: &String| progress(state);
+    let got = wait_with_progress(ui, what, every, progress, check).await;
+    got.map_err(LabError::from)
+}
+
+/// Runs `check` every `interval` until it is done or `bound` runs out, showing `progress(state)`
+/// at most once a second with the seconds waited of `bound` ([`crate::wait::Wait`]: the error
+/// says what was waited for and the last state seen).
+///
+/// Errors: [`WaitError::TimedOut`] when `bound` runs out; a check's own error at once.
+pub(crate) async fn wait_with_progress<T, S, L, F, Fut>(
+    ui: &Ui,
+    what: String,
+    (bound, interval): (Duration, Duration),
+    progress: impl Fn(&S) -> L,
+    check: F,
+) -> Result<T, WaitError<S, LabError>>
+where
+    L: Into<Line>,
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Check<T, S>, LabError>>,
+{
+    let progress = progress_each_second(ui, bound, progress);
+    Wait::new(what, bound, interval)
         .run(check, progress, tokio::time::sleep)
         .await
-        .map_err(LabError::from)
 }
 
 /// Sends violating (unlabelled) pod creates in `namespace` one after another (1 s apart) until one
@@ -589,27 +651,20 @@ pub async fn until_explicit_deny(
     let t0 = Instant::now();
     let all = std::cell::RefCell::new(Vec::new());
     let on_request = std::cell::RefCell::new(on_request);
-    let sent = Wait::new(
-        format!("an explicit deny in {namespace}"),
-        bound,
-        Duration::from_secs(1),
-    )
-    .run(
-        || async {
-            let r = probe::send_pod(cluster, purpose, namespace, PodKind::Bad, dry_run).await?;
-            let denied = r.outcome == Outcome::ExplicitDeny;
-            (on_request.borrow_mut())(&r, t0.elapsed().as_secs());
-            all.borrow_mut().push(r);
-            Ok::<_, LabError>(if denied {
-                Check::Done(())
-            } else {
-                Check::NotYet(())
-            })
-        },
-        |_, _| {},
-        tokio::time::sleep,
-    )
-    .await;
+    let check = || async {
+        let r = probe::send_pod(cluster, purpose, namespace, PodKind::Bad, dry_run).await?;
+        let denied = r.outcome == Outcome::ExplicitDeny;
+        (on_request.borrow_mut())(&r, t0.elapsed().as_secs());
+        all.borrow_mut().push(r);
+        Ok::<_, LabError>(if denied {
+            Check::Done(())
+        } else {
+            Check::NotYet(())
+        })
+    };
+    let every = Duration::from_secs(1);
+    let wait = Wait::new(format!("an explicit deny in {namespace}"), bound, every);
+    let sent = wait.run(check, |_, _| {}, tokio::time::sleep).await;
     match sent {
         // Denied, or the bound ran out: either way every request sent is the answer.
         Ok(()) | Err(WaitError::TimedOut(_)) => Ok(all.into_inner()),
@@ -617,13 +672,50 @@ pub async fn until_explicit_deny(
     }
 }
 
+/// Violating pods named `name` in the target namespace until an explicit deny
+/// ([`until_explicit_deny`] within `bound`), each shown as it is answered (seconds of `shown`),
+/// then each recorded as `request:<label>`.
+pub(crate) async fn violating_until_deny(
+    cluster: &Cluster,
+    ui: &Ui,
+    rec: &mut ActRecorder,
+    (name, label): (&str, &str),
+    (bound, shown): (Duration, Duration),
+) -> Result<Vec<RequestRecord>, LabError> {
+    let shown = shown.as_secs();
+    let sent = until_explicit_deny(cluster, name, TARGET_NAMESPACE, false, bound, |r, s| {
+        ui.progress(describe(ui, m::req::VIOLATING, r), s, shown)
+    })
+    .await?;
+    for r in &sent {
+        rec.request(label, r);
+    }
+    Ok(sent)
+}
+
+/// The last by name of the entries under `root` whose names `take` (`None`: no such entry).
+///
+/// Errors: the directory cannot be read.
+pub(crate) fn last_entry(
+    root: &std::path::Path,
+    take: impl Fn(&str) -> bool,
+) -> std::io::Result<Option<PathBuf>> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(root)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(&take))
+        .collect();
+    found.sort();
+    Ok(found.pop())
+}
+
+/// `v`, or `none` when absent (in the student lines: `?` not seen, `-` not set).
+pub(crate) fn or<'a>(v: &'a Option<String>, none: &'a str) -> &'a str {
+    v.as_deref().unwrap_or(none)
+}
+
 /// The line of an existing pod: its name, UID and phase (`?`: not seen).
 pub fn existing_line(ui: &Ui, p: &facts::PodObservation) -> String {
-    ui.text(m::existing(
-        &p.name,
-        p.uid.as_deref().unwrap_or("?"),
-        p.phase.as_deref().unwrap_or("?"),
-    ))
+    ui.text(m::existing(&p.name, or(&p.uid, "?"), or(&p.phase, "?")))
 }
 
 /// The line of act 3's pod read again (`p`) beside the UID act 3 recorded (`act3`).
@@ -636,14 +728,9 @@ pub fn existing_vs_act3_line(ui: &Ui, p: &PodObservation, act3: &PodObservation)
 /// One line describing a request's outcome for the student, in the output's language
 /// ([`crate::messages::act::request`]; `label` from [`crate::messages::act::req`]).
 pub fn describe(ui: &Ui, label: Text, r: &RequestRecord) -> String {
-    m::request(
-        ui.lang(),
-        label,
-        r.outcome.as_str(),
-        r.http_status,
-        r.elapsed_ms,
-        r.get.exists.then(|| r.get.uid.as_deref().unwrap_or("?")),
-    )
+    let uid = r.get.exists.then(|| or(&r.get.uid, "?"));
+    let (outcome, status, ms) = (r.outcome.as_str(), r.http_status, r.elapsed_ms);
+    m::request(ui.lang(), label, outcome, status, ms, uid)
 }
 
 /// [`describe`] indented under a step line.
@@ -733,9 +820,7 @@ pub async fn inspect(lab: Lab, env: &Env) -> Result<InspectReport, LabError> {
     use cluster::{ADMISSION_DEPLOYMENT, KYVERNO_NAMESPACE};
     let cluster = env.cluster().await?;
     let node = cluster.node().await?;
-    let namespaces = cluster
-        .namespace_uids(&[TARGET_NAMESPACE, CONTROL_NAMESPACE])
-        .await?;
+    let namespaces = cluster.namespace_uids(&NAMESPACES).await?;
     let dep = cluster.admission_deployment().await?;
     let lab_mark = cluster.lab_mark().await.is_ok();
     let mut acts = BTreeMap::new();
@@ -793,11 +878,8 @@ pub(crate) static RUNNERS: &[(u8, Runner)] = &[
 /// Act 1: `scope.json` checked against the live cluster (names are not UIDs), then saved.
 pub async fn act1(lab: Lab, env: &Env) -> Result<ActSummary, LabError> {
     let ui = env.ui;
-    let cluster = env.cluster().await?;
-    let ctx = live_context(&cluster, &env.workdir).await?;
-    let (_scope, loaded) = read_input::<inputs::Scope>(&env.workdir, &ctx)?;
-    let mut rec = ActRecorder::begin(&env.workdir, lab, 1)?;
-    rec.input(&loaded);
+    let (cluster, ctx, _scope, loaded) = read_live::<inputs::Scope>(env).await?;
+    let mut rec = ActRecorder::begin(&env.workdir, lab, 1)?.with_input(&loaded);
     ui.step(m::SCOPE_MATCHES);
     let node = cluster.node().await?;
     let dep = cluster.admission_deployment().await?;
@@ -836,13 +918,12 @@ pub async fn act1(lab: Lab, env: &Env) -> Result<ActSummary, LabError> {
 /// the webhook answers (a server dry-run violating pod is explicitly denied: nothing is stored).
 pub async fn act2(lab: Lab, env: &Env) -> Result<ActSummary, LabError> {
     let ui = env.ui;
-    let cluster = env.cluster().await?;
-    let ctx = live_context(&cluster, &env.workdir).await?;
-    let (_policy, loaded) = read_input::<inputs::Policy>(&env.workdir, &ctx)?;
-    let mut rec = ActRecorder::begin(&env.workdir, lab, 2)?;
-    rec.input(&loaded);
-    let result = act2_body(&cluster, &ui, &loaded, env.registration_bound, &mut rec).await;
-    finish(rec, result)
+    let (cluster, _, _policy, loaded) = read_live::<inputs::Policy>(env).await?;
+    let mut rec = ActRecorder::begin(&env.workdir, lab, 2)?.with_input(&loaded);
+    let mut partial = serde_json::Value::Null;
+    let bound = env.registration_bound;
+    let result = act2_body(&cluster, &ui, &loaded, bound, &mut rec, &mut partial).await;
+    finish(rec, partial, result)
 }
 
 async fn act2_body(
@@ -851,103 +932,82 @@ async fn act2_body(
     loaded: &LoadedInput,
     registration_bound: Duration,
     rec: &mut ActRecorder,
-) -> Result<(serde_json::Value, Vec<String>), (serde_json::Value, LabError)> {
+    partial: &mut serde_json::Value,
+) -> Done {
     let name = cluster::POLICY_NAME;
-    let fail = |e: LabError| (serde_json::Value::Null, e);
     ui.step(m::APPLYING_POLICY);
-    let existing = cluster.policy(name).await.map_err(fail)?;
-    let stored = match existing {
-        None => cluster.create_policy(&loaded.value).await.map_err(fail)?,
-        Some(_) => cluster
-            .replace_policy_spec(&loaded.value)
-            .await
-            .map_err(fail)?,
+    let stored = match cluster.policy(name).await? {
+        None => cluster.create_policy(&loaded.value).await?,
+        Some(_) => cluster.replace_policy_spec(&loaded.value).await?,
     };
     rec.raw("policy-stored", &stored);
-    let stored_only = |e| (serde_json::json!({ "policy": stored }), e);
-    let failure_policy = loaded
-        .value
-        .pointer("/spec/failurePolicy")
-        .and_then(|v| v.as_str())
-        .unwrap_or("Fail");
+    // Until the webhook answers, the partial facts are the stored policy.
+    *partial = serde_json::json!({ "policy": stored });
+    let at = |pointer: &str| loaded.value.pointer(pointer);
+    let failure_policy = at("/spec/failurePolicy").and_then(|v| v.as_str());
+    let failure_policy = failure_policy.unwrap_or("Fail");
     let webhook_name = cluster::fine_grained_webhook_name(failure_policy, name);
-    let timeout = loaded
-        .value
-        .pointer("/spec/webhookConfiguration/timeoutSeconds")
-        .and_then(|v| v.as_i64());
+    let timeout = at("/spec/webhookConfiguration/timeoutSeconds");
+    let timeout = timeout.and_then(|v| v.as_i64());
     let (cfg, wh) = wait_for_webhook(cluster, ui, &webhook_name, registration_bound, |wh| {
         wh.failure_policy.as_deref() == Some(failure_policy)
             && wh.timeout_seconds.map(i64::from) == timeout
     })
-    .await
-    .map_err(stored_only)?;
+    .await?;
     rec.raw("webhook-configuration", &cfg);
-    let webhook = webhook_facts(&cfg, &wh).map_err(stored_only)?;
-    ui.step(m::webhook_registered(
-        &webhook.name,
-        &webhook.failure_policy,
-        &webhook.timeout_seconds.to_string(),
-    ));
+    let webhook = webhook_facts(&cfg, &wh)?;
+    step_registered(ui, &webhook);
     // The registration exists; wait until the webhook answers for this policy. Server dry-run:
     // nothing is stored, whatever the answer.
     let mut probes = Vec::new();
-    let answered = until_explicit_deny(
-        cluster,
-        "b2-ready",
-        TARGET_NAMESPACE,
-        true,
-        ANSWER_BOUND,
-        |r, s| {
-            let answer = m::checking_answers(r.outcome.as_str());
-            ui.progress(answer, s, ANSWER_BOUND.as_secs());
-            probes.push(r.clone());
-        },
-    )
-    .await
-    .map_err(stored_only)?;
+    let on_answer = |r: &RequestRecord, s| {
+        let answer = m::checking_answers(r.outcome.as_str());
+        ui.progress(answer, s, ANSWER_BOUND.as_secs());
+        probes.push(r.clone());
+    };
+    let (ns, bound) = (TARGET_NAMESPACE, ANSWER_BOUND);
+    let answered = until_explicit_deny(cluster, "b2-ready", ns, true, bound, on_answer).await?;
     for r in &probes {
         rec.request("ready-check-dry-run", r);
     }
-    // Re-read the stored policy: Kyverno writes its status after registering it.
-    let policy = cluster.policy(name).await.map_err(fail)?.unwrap_or(stored);
-    let facts = Act2Facts {
-        policy: policy.clone(),
-        webhook,
-    };
-    let facts = to_value(&facts).map_err(fail)?;
-    if answered.last().map(|r| r.outcome) != Some(Outcome::ExplicitDeny) {
-        return Err((
-            facts,
-            LabError::WaitTimedOut {
-                what: "an explicit deny from the registered webhook (server dry-run)".into(),
-                waited_ms: ANSWER_BOUND.as_millis() as u64,
-                last_state: answered
-                    .last()
-                    .map(|r| r.outcome.as_str().to_owned())
-                    .unwrap_or_default(),
-            },
-        ));
+    // Re-read the stored policy: Kyverno writes its status after registering it (a failed read
+    // leaves no partial facts).
+    *partial = serde_json::Value::Null;
+    let policy = cluster.policy(name).await?.unwrap_or(stored);
+    let uid = uid_of(Some(&policy)).unwrap_or("?").to_owned();
+    let facts = to_value(&Act2Facts { policy, webhook })?;
+    let last = answered.last().map(|r| r.outcome);
+    if last != Some(Outcome::ExplicitDeny) {
+        *partial = facts;
+        return Err(LabError::WaitTimedOut {
+            what: "an explicit deny from the registered webhook (server dry-run)".into(),
+            waited_ms: ANSWER_BOUND.as_millis() as u64,
+            last_state: last.map(|o| o.as_str().to_owned()).unwrap_or_default(),
+        });
     }
+    let cfg_name = cfg.metadata.name.as_deref().unwrap_or("");
     let lines = vec![
-        ui.text(m::policy_uid(uid_of(Some(&policy)).unwrap_or("?"))),
-        ui.text(m::webhook_in(
-            &webhook_name,
-            cfg.metadata.name.as_deref().unwrap_or(""),
-        )),
+        ui.text(m::policy_uid(&uid)),
+        ui.text(m::webhook_in(&webhook_name, cfg_name)),
     ];
     Ok((facts, lines))
 }
 
+/// An act body's outcome: its facts and summary lines, or the error that ended it (the act's
+/// partial facts are kept beside it).
+pub(crate) type Done = Result<(serde_json::Value, Vec<String>), LabError>;
+
 /// Writes completed evidence from `Ok((facts, lines))`, or interrupted evidence with the partial
-/// facts and the error from `Err`, then returns the error.
+/// facts `partial` and the error from `Err`, then returns the error.
 pub fn finish(
     rec: ActRecorder,
-    result: Result<(serde_json::Value, Vec<String>), (serde_json::Value, LabError)>,
+    partial: serde_json::Value,
+    result: Done,
 ) -> Result<ActSummary, LabError> {
     match result {
         Ok((facts, lines)) => rec.complete(facts, lines),
-        Err((facts, e)) => {
-            rec.interrupt(facts, e.to_string())?;
+        Err(e) => {
+            rec.interrupt(partial, e.to_string())?;
             Err(e)
         }
     }
@@ -957,9 +1017,10 @@ pub fn finish(
 /// existing pod later acts check), an unlabelled one is explicitly denied and not stored.
 pub async fn act3(lab: Lab, env: &Env) -> Result<ActSummary, LabError> {
     let cluster = env.cluster().await?;
-    let mut rec = ActRecorder::begin(&env.workdir, lab, 3)?.with_audit(env);
-    let result = act3_body(&cluster, &env.ui, lab, &mut rec).await;
-    finish(rec, result)
+    let mut rec = env.begin_audited(lab, 3)?;
+    let mut partial = serde_json::Value::Null;
+    let result = act3_body(&cluster, &env.ui, lab, &mut rec, &mut partial).await;
+    finish(rec, partial, result)
 }
 
 async fn act3_body(
@@ -967,53 +1028,51 @@ async fn act3_body(
     ui: &Ui,
     lab: Lab,
     rec: &mut ActRecorder,
-) -> Result<(serde_json::Value, Vec<String>), (serde_json::Value, LabError)> {
+    partial: &mut serde_json::Value,
+) -> Done {
     // The request names' prefix: the lab and the act (`b3-good`).
     let tag = request_tag(lab, 3);
-    let fail = |e: LabError| (serde_json::Value::Null, e);
     let window = crate::metrics::Window::begin(cluster).await;
     ui.step(m::CREATING_GOOD_TARGET);
     let (good, bad) = (format!("{tag}-good"), format!("{tag}-bad"));
-    let good = probe::send_pod(cluster, &good, TARGET_NAMESPACE, PodKind::Good, false)
-        .await
-        .map_err(fail)?;
+    let good = probe::send_pod(cluster, &good, TARGET_NAMESPACE, PodKind::Good, false).await?;
     rec.request("good", &good);
     ui.say(describe_indented(ui, m::req::GOOD, &good));
     ui.step(m::CREATING_BAD_TARGET);
-    let bad = probe::send_pod(cluster, &bad, TARGET_NAMESPACE, PodKind::Bad, false)
-        .await
-        .map_err(fail)?;
+    let bad = probe::send_pod(cluster, &bad, TARGET_NAMESPACE, PodKind::Bad, false).await?;
     rec.request("bad", &bad);
     ui.say(describe_indented(ui, m::req::BAD, &bad));
     let admission = window.end(cluster).await;
-    let mut partial = serde_json::json!({"good": good, "bad": bad});
-    admission.attach(&mut partial);
-    rec.save_progress(partial.clone())
-        .map_err(|e| (partial.clone(), e))?;
+    *partial = serde_json::json!({"good": good, "bad": bad});
+    admission.attach(partial);
+    rec.save_progress(partial.clone())?;
     ui.step(m::WAITING_RUNNING);
-    let existing = probe::wait_running(
-        cluster,
-        TARGET_NAMESPACE,
-        &good.name,
-        RUNNING_BOUND,
-        |s, phase| ui.progress(m::phase(phase.unwrap_or("?")), s, RUNNING_BOUND.as_secs()),
-    )
-    .await
-    .map_err(|e| (partial.clone(), e))?;
+    let existing = wait_running(cluster, ui, &good.name).await?;
+    let lines = vec![
+        describe(ui, m::req::GOOD, &good),
+        describe(ui, m::req::BAD, &bad),
+        existing_line(ui, &existing),
+        ui.text(crate::metrics::summary_line(&admission)),
+    ];
     let facts = Act3Facts {
         good,
         bad,
         existing,
     };
-    let lines = vec![
-        describe(ui, m::req::GOOD, &facts.good),
-        describe(ui, m::req::BAD, &facts.bad),
-        existing_line(ui, &facts.existing),
-        ui.text(crate::metrics::summary_line(&admission)),
-    ];
-    let mut facts = to_value(&facts).map_err(fail)?;
+    let mut facts = to_value(&facts)?;
     admission.attach(&mut facts);
     Ok((facts, lines))
+}
+
+/// Waits (bounded, [`RUNNING_BOUND`], with progress) until the target pod `name` is `Running`.
+pub(crate) async fn wait_running(
+    cluster: &Cluster,
+    ui: &Ui,
+    name: &str,
+) -> Result<PodObservation, LabError> {
+    let bound = RUNNING_BOUND.as_secs();
+    let progress = |s, phase: Option<&str>| ui.progress(m::phase(phase.unwrap_or("?")), s, bound);
+    probe::wait_running(cluster, TARGET_NAMESPACE, name, RUNNING_BOUND, progress).await
 }
 
 /// Act 8 of every lab: the lab's `report.json` (`R`) read against the live cluster and the
@@ -1029,12 +1088,9 @@ pub(crate) async fn act8<R: StudentInput>(
     keep_report: bool,
     words: impl FnOnce(&Workdir) -> Result<Vec<(&'static str, String)>, LabError>,
 ) -> Result<ActSummary, LabError> {
-    let cluster = env.cluster().await?;
-    let ctx = live_context(&cluster, &env.workdir).await?;
-    let (_report, loaded) = read_input::<R>(&env.workdir, &ctx)?;
+    let (_, _, _report, loaded) = read_live::<R>(env).await?;
     let words = words(&env.workdir)?;
-    let mut rec = ActRecorder::begin(&env.workdir, lab, 8)?;
-    rec.input(&loaded);
+    let mut rec = ActRecorder::begin(&env.workdir, lab, 8)?.with_input(&loaded);
     if keep_report {
         rec.raw("report.json", &loaded.value);
     }
@@ -1099,6 +1155,33 @@ mod tests {
             rt.block_on(write);
         }
         workdir.read_evidence(1).unwrap().evidence
+    }
+
+    /// Lab A's act 6 finds act 5's scale attempt, a freeze act its own attempt, by this rule.
+    #[test]
+    fn last_entry_is_the_last_by_name_of_the_entries_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["scale-01", "scale-03", "freeze-05-9", "scale-02"] {
+            std::fs::create_dir(dir.path().join(name)).unwrap();
+        }
+        let scale = last_entry(dir.path(), |n| n.starts_with("scale-")).unwrap();
+        assert_eq!(scale, Some(dir.path().join("scale-03")));
+        assert_eq!(last_entry(dir.path(), |n| n.ends_with("-7")).unwrap(), None);
+        assert!(last_entry(&dir.path().join("absent"), |_| true).is_err());
+    }
+
+    #[test]
+    fn expect_same_names_what_differs_and_both_values() {
+        assert!(expect_same("node uid", "u1", "u1").is_ok());
+        let Err(LabError::ClusterMismatch {
+            what,
+            expected,
+            found,
+        }) = expect_same("node uid", "u1", "u2")
+        else {
+            panic!("a mismatch");
+        };
+        assert_eq!([what, expected, found], ["node uid", "u1", "u2"]);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! [`acts::Fault::Freeze`](crate::acts::Fault::Freeze): the parts of a freeze every target shares
 //! (lab B's one replica, lab C's leader and follower): the liveness gap before it, the freeze
 //! itself (plan → ledger → detached healer → SIGSTOP), the healer's resume, the requests after it
-//! until the first explicit deny, and the outcome turned into facts ([`settle`]).
+//! until the first explicit deny, and the outcome turned into facts ([`complete`]).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -20,14 +20,14 @@ use crate::facts::{self, PodObservation};
 use crate::faults::freeze::{self, AttemptFiles, FreezeTarget, UndoneBy};
 use crate::inputs::{self, StudentInput};
 use crate::labs::common::{
-    self, ActRecorder, ActSummary, Env, TARGET_NAMESPACE, Ui, describe, finish, live_context,
-    read_facts, read_input, to_value, until_explicit_deny, wait_for_webhook,
+    self, ActRecorder, ActSummary, Env, Ui, finish, read_facts, read_live, to_value,
+    violating_until_deny, wait_for_webhook,
 };
 use crate::messages::act as m;
 use crate::rules::b::{DENY_AFTER_RESUME_BOUND, WATCHDOG_GRACE};
 use crate::steps::investigate::{Investigation, check_fault_preconditions, target_now};
 use crate::steps::observe::leader_lease;
-use crate::steps::policy::{Switched, json_str, open_act6};
+use crate::steps::policy::{Head, Switched, open_act6};
 use crate::steps::samples::{Sampler, Samples};
 use crate::workdir::Workdir;
 
@@ -40,17 +40,9 @@ pub fn faults_dir(workdir: &Workdir) -> PathBuf {
 fn own_attempt(env: &Env, act: u8) -> Option<AttemptFiles> {
     let prefix = format!("freeze-{act:02}-");
     let suffix = format!("-{}", std::process::id());
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(faults_dir(&env.workdir))
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(&suffix))
-        })
-        .collect();
-    dirs.sort();
-    dirs.pop().map(|dir| AttemptFiles { dir })
+    let own = |n: &str| n.starts_with(&prefix) && n.ends_with(&suffix);
+    let dir = common::last_entry(&faults_dir(&env.workdir), own).ok()??;
+    Some(AttemptFiles { dir })
 }
 
 /// The newest ended freeze of the process `(pid, start_time_ticks)` among the attempts under
@@ -73,30 +65,21 @@ pub(crate) fn previous_freeze(
             let ledger: Option<freeze::FreezeLedger> =
                 crate::faults::records::read_json(&files.ledger()).ok();
             let report = files.read_report();
-            let stopped = ledger
-                .as_ref()
-                .and_then(|l| l.stop_sent_at.clone())
-                .or_else(|| report.as_ref().and_then(|r| r.stop_sent_at.clone()))?;
-            let resumed = ledger
-                .as_ref()
-                .and_then(|l| l.resumed_at.clone())
-                .or_else(|| {
-                    report
-                        .as_ref()
-                        .and_then(|r| r.resume.as_ref())
-                        .map(|c| c.sent_at.clone())
-                })?;
-            let (from, to) = (
-                facts::parse_rfc3339(&stopped)?,
-                facts::parse_rfc3339(&resumed)?,
-            );
+            let stopped = ledger.as_ref().and_then(|l| l.stop_sent_at.clone());
+            let stopped = stopped.or_else(|| report.as_ref()?.stop_sent_at.clone())?;
+            let resumed = ledger.as_ref().and_then(|l| l.resumed_at.clone());
+            let sent = || Some(report.as_ref()?.resume.as_ref()?.sent_at.clone());
+            let resumed = resumed.or_else(sent)?;
+            let from = facts::parse_rfc3339(&stopped)?;
+            let to = facts::parse_rfc3339(&resumed)?;
             Some((files.dir, (to - from).to_std().ok()?, to))
         })
         .max_by_key(|(_, _, ended)| *ended)
 }
 
-/// Before freezing `(pid, start_time_ticks)` of pod `pod_name` for `next_sec`, waits (with
-/// progress) until no liveness probe can fail twice in a row across the freeze, from two facts:
+/// Before freezing the process `inv` found (`(pid, start_time_ticks)` in its pod) for `next_sec`,
+/// waits (with progress) until no liveness probe can fail twice in a row across the freeze, from
+/// two facts:
 /// - its previous freeze in this work directory ended so recently that one probe could fail in
 ///   each freeze ([`crate::rules::b::liveness_wait`]), recorded as `liveness-gap`;
 /// - kubelet recorded a liveness failure of the pod (Event `Unhealthy`, "Liveness probe …") whose
@@ -110,21 +93,18 @@ pub(crate) async fn liveness_gap(
     ui: &Ui,
     rec: &mut ActRecorder,
     cluster: &Cluster,
-    pod_name: &str,
+    inv: &Investigation,
     faults: &std::path::Path,
-    (pid, start_time_ticks): (i32, u64),
     next_sec: u64,
 ) {
     let next = Duration::from_secs(next_sec);
-    if let Some((dir, lasted, ended)) = previous_freeze(faults, pid, start_time_ticks) {
+    let (pid, ticks) = (inv.identity.pid as i32, inv.identity.pid_start_time_ticks);
+    if let Some((dir, lasted, ended)) = previous_freeze(faults, pid, ticks) {
         let since = (chrono::Utc::now() - ended).to_std().unwrap_or_default();
         let wait = crate::rules::b::liveness_wait(lasted, since, next);
         if !wait.is_zero() {
-            ui.step(m::liveness_gap(
-                lasted.as_secs(),
-                since.as_secs(),
-                wait.as_secs() + 1,
-            ));
+            let line = m::liveness_gap(lasted.as_secs(), since.as_secs(), wait.as_secs() + 1);
+            ui.step(line);
             rec.raw(
                 "liveness-gap",
                 serde_json::json!({
@@ -140,20 +120,17 @@ pub(crate) async fn liveness_gap(
         }
     }
     for _ in 0..LIVENESS_FAILURE_ROUNDS {
-        let failure = match last_liveness_failure(cluster, pod_name).await {
+        let failure = match last_liveness_failure(cluster, &inv.pod_name).await {
             Ok(Some(f)) => f,
             Ok(None) => return,
             Err(e) => {
-                rec.raw(
-                    "liveness-failure-events",
-                    serde_json::json!({ "error": e.to_string() }),
-                );
+                let error = serde_json::json!({ "error": e.to_string() });
+                rec.raw("liveness-failure-events", error);
                 return;
             }
         };
-        let since = (chrono::Utc::now() - failure.0)
-            .to_std()
-            .unwrap_or_default();
+        let since = (chrono::Utc::now() - failure.0).to_std();
+        let since = since.unwrap_or_default();
         let wait = crate::rules::b::liveness_failure_wait(since, next);
         if wait.is_zero() {
             return;
@@ -186,14 +163,13 @@ async fn last_liveness_failure(
     pod_name: &str,
 ) -> Result<Option<(chrono::DateTime<chrono::Utc>, String)>, LabError> {
     let events = cluster.events(cluster::KYVERNO_NAMESPACE).await?;
+    let liveness = |m: &str| m.starts_with("Liveness probe");
     Ok(events
         .iter()
         .filter(|e| {
             e.involved_object.name.as_deref() == Some(pod_name)
                 && e.reason.as_deref() == Some("Unhealthy")
-                && e.message
-                    .as_deref()
-                    .is_some_and(|m| m.starts_with("Liveness probe"))
+                && e.message.as_deref().is_some_and(liveness)
         })
         .filter_map(|e| {
             let row = crate::diagnostics::event_row(e);
@@ -208,11 +184,8 @@ async fn count_down(ui: &Ui, wait: Duration) {
     let total = wait.as_secs() + 1;
     while t0.elapsed() < wait {
         let left = wait.saturating_sub(t0.elapsed());
-        ui.progress(
-            m::liveness_gap_left(left.as_secs() + 1),
-            total - left.as_secs() - 1,
-            total,
-        );
+        let secs = left.as_secs();
+        ui.progress(m::liveness_gap_left(secs + 1), total - secs - 1, total);
         tokio::time::sleep(left.min(Duration::from_secs(1))).await;
     }
 }
@@ -230,20 +203,13 @@ pub(crate) struct FreezeSpec<'a> {
     /// Act 3's existing pod.
     pub existing: &'a PodObservation,
     /// The prefix of the act's request names (`b5`, `c6`, …).
-    pub tag: &'a str,
+    pub tag: String,
 }
 
-/// Turns the outcome of a freeze run (maybe cut short by a signal) into facts or partial facts,
-/// adding the ledger and the healer's report to the raw data.
-fn settle<T>(
-    env: &Env,
-    spec: &FreezeSpec<'_>,
-    outcome: Result<Result<T, LabError>, &'static str>,
-    partial: serde_json::Value,
-    rec: &mut ActRecorder,
-) -> Result<T, (serde_json::Value, LabError)> {
-    // This runner's attempt (its id ends with this process's pid), if it got that far.
-    if let Some(files) = own_attempt(env, spec.act) {
+/// Adds this runner's attempt of act `act` (its id ends with this process's pid), if it got that
+/// far, to the raw data: its plan, its ledger and the healer's report.
+fn record_attempt(env: &Env, act: u8, rec: &mut ActRecorder) {
+    if let Some(files) = own_attempt(env, act) {
         for (what, name) in [
             ("fault-plan", "plan.json"),
             ("fault-ledger", "ledger.json"),
@@ -253,24 +219,10 @@ fn settle<T>(
             let bound = crate::files::RECORD_BOUND;
             if let Ok(bytes) = crate::files::read_regular_in(&files.dir, name, bound) {
                 let text = String::from_utf8_lossy(&bytes).into_owned();
-                rec.raw(
-                    what,
-                    serde_json::from_str::<serde_json::Value>(&text).unwrap_or(text.into()),
-                );
+                let value: serde_json::Value = serde_json::from_str(&text).unwrap_or(text.into());
+                rec.raw(what, value);
             }
         }
-    }
-    match outcome {
-        Ok(Ok(run)) => Ok(run),
-        Ok(Err(e)) => Err((partial, e)),
-        Err(signal) => Err((
-            partial,
-            LabError::Interrupted {
-                signal: signal.into(),
-                act: spec.act,
-                healed: "the process was resumed by the runner (SIGCONT through its pidfd)".into(),
-            },
-        )),
     }
 }
 
@@ -283,29 +235,14 @@ async fn before_freeze(
     inv: &Investigation,
     spec: &FreezeSpec<'_>,
 ) -> Result<(), LabError> {
-    let ui = env.ui;
-    let (cfg, _) = wait_for_webhook(
-        cluster,
-        &ui,
-        &spec.webhook_name,
-        Duration::from_secs(10),
-        |_| true,
-    )
-    .await?;
+    let (ui, bound) = (env.ui, Duration::from_secs(10));
+    let (cfg, _) = wait_for_webhook(cluster, &ui, &spec.webhook_name, bound, |_| true).await?;
     rec.raw("webhook-configuration-before", &cfg);
     if let Some(lease) = leader_lease(cluster).await? {
         rec.raw("leader-lease-before", &lease);
     }
-    liveness_gap(
-        &ui,
-        rec,
-        cluster,
-        &inv.pod_name,
-        &faults_dir(&env.workdir),
-        (inv.identity.pid as i32, inv.identity.pid_start_time_ticks),
-        spec.resume_after_sec,
-    )
-    .await;
+    let (faults, next) = (faults_dir(&env.workdir), spec.resume_after_sec);
+    liveness_gap(&ui, rec, cluster, inv, &faults, next).await;
     Ok(())
 }
 
@@ -340,28 +277,22 @@ async fn await_resume(
     ui: &Ui,
     spec: &FreezeSpec<'_>,
 ) -> Result<freeze::ResumeRecord, LabError> {
-    let resume = fz
-        .wait_for_resume(WATCHDOG_GRACE, |left| {
-            if left >= 0 {
-                ui.progress(
-                    m::until_resume(left),
-                    spec.resume_after_sec.saturating_sub(left as u64),
-                    spec.resume_after_sec,
-                );
-            }
-        })
-        .await?;
+    let total = spec.resume_after_sec;
+    let progress = |left: i64| {
+        if left >= 0 {
+            let waited = total.saturating_sub(left as u64);
+            ui.progress(m::until_resume(left), waited, total);
+        }
+    };
+    let resume = fz.wait_for_resume(WATCHDOG_GRACE, progress).await?;
     let by = match resume.resumed_by {
         UndoneBy::Healer => m::resumer::HEALER,
         UndoneBy::Runner => m::resumer::RUNNER,
         UndoneBy::RunnerExit => m::resumer::RUNNER_EXIT,
         UndoneBy::LaterCommand => m::resumer::LATER_COMMAND,
     };
-    ui.step(m::resumed(
-        by.get(ui.lang()),
-        &resume.resumed_at,
-        &m::process_state(ui.lang(), resume.state_after),
-    ));
+    let state = m::process_state(ui.lang(), resume.state_after);
+    ui.step(m::resumed(by.get(ui.lang()), &resume.resumed_at, &state));
     Ok(resume)
 }
 
@@ -373,34 +304,15 @@ async fn after_resume(
     tag: &str,
 ) -> Result<Vec<RequestRecord>, LabError> {
     ui.step(m::AFTER_RESUME);
-    let after_resume = until_explicit_deny(
-        cluster,
-        &format!("{tag}-after"),
-        TARGET_NAMESPACE,
-        false,
-        DENY_AFTER_RESUME_BOUND,
-        |r, s| {
-            ui.progress(
-                describe(ui, m::req::VIOLATING, r),
-                s,
-                DENY_AFTER_RESUME_BOUND.as_secs(),
-            )
-        },
-    )
-    .await?;
-    for r in &after_resume {
-        rec.request("after-resume", r);
-    }
-    Ok(after_resume)
+    let (name, bound) = (format!("{tag}-after"), DENY_AFTER_RESUME_BOUND);
+    violating_until_deny(cluster, ui, rec, (&name, "after-resume"), (bound, bound)).await
 }
 
 /// The first explicit deny among the requests after the resume and how long after
 /// `resumed_at` it was answered (ms; `None` when no deny came or a time does not parse).
 fn first_deny(after: &[RequestRecord], resumed_at: &str) -> (Option<RequestRecord>, Option<u64>) {
-    let first = after
-        .iter()
-        .find(|r| r.outcome == Outcome::ExplicitDeny)
-        .cloned();
+    let denied = |r: &&RequestRecord| r.outcome == Outcome::ExplicitDeny;
+    let first = after.iter().find(denied).cloned();
     let ms = first.as_ref().and_then(|d| {
         let a = facts::parse_rfc3339(&d.answered_at)?;
         let r = facts::parse_rfc3339(resumed_at)?;
@@ -418,6 +330,7 @@ fn freeze_window(
     state_during: Option<char>,
     resume: &freeze::ResumeRecord,
 ) -> FreezeWindow {
+    let state_after = resume.state_after.map(String::from);
     FreezeWindow {
         identity: inv.identity.clone(),
         watchdog_pid: ledger.healer.map(|h| h.pid as u32),
@@ -430,10 +343,7 @@ fn freeze_window(
             UndoneBy::Healer => Resumer::Watchdog,
             _ => Resumer::Runner,
         },
-        state_after: resume
-            .state_after
-            .map(String::from)
-            .unwrap_or_else(|| "gone".into()),
+        state_after: state_after.unwrap_or_else(|| "gone".into()),
     }
 }
 
@@ -600,7 +510,7 @@ async fn freeze_run<S: Shape>(
     *partial = S::partial(&registration, state, &traffic, sampled.then_some(&samples));
     partial["freeze"] = to_value(&ledger)?;
     cx.rec.save_progress(partial.clone())?;
-    let after = after_resume(cl, &ui, cx.rec, spec.tag).await?;
+    let after = after_resume(cl, &ui, cx.rec, &spec.tag).await?;
     let (first_explicit_deny, first_deny_after_resume_ms) = first_deny(&after, &resume.resumed_at);
     let run = Frozen {
         freeze: freeze_window(inv, spec, &ledger, state, &resume),
@@ -625,29 +535,15 @@ async fn during_freeze<S: Shape>(
     let state = fz.state()?;
     let traffic = shape.traffic(cx).await?;
     let wh = found.map(|(_, wh)| wh);
+    let snapshot = wh.as_ref().map(cluster::to_json).transpose()?;
+    let timeout = wh.as_ref().and_then(|wh| wh.timeout_seconds);
     let registration = Registration {
         present: wh.is_some(),
-        snapshot: wh
-            .as_ref()
-            .map(cluster::to_json)
-            .transpose()?
-            .unwrap_or_default(),
+        snapshot: snapshot.unwrap_or_default(),
         checked_at,
-        timeout_seconds: wh
-            .as_ref()
-            .and_then(|wh| wh.timeout_seconds)
-            .unwrap_or(10)
-            .max(0) as u32,
+        timeout_seconds: timeout.unwrap_or(10).max(0) as u32,
     };
     Ok((registration, state, traffic))
-}
-
-/// What act 6 did before its freeze (the switch to Ignore and its healthy deny): its facts, its
-/// lines, and the metrics window begun before the healthy deny.
-struct Head {
-    facts: serde_json::Value,
-    lines: Vec<String>,
-    window: crate::metrics::Window,
 }
 
 /// Act 5: the process act 4 investigated (the registry's target), frozen under failurePolicy
@@ -655,9 +551,7 @@ struct Head {
 pub(crate) async fn act5<S: Shape>(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
     let (target, resume_after_sec) =
         super::freeze_of(lab, 5, u64::from(inputs::ResumeAfterSec::VALUE))?;
-    let cl = env.cluster().await?;
-    let ctx = live_context(&cl, &env.workdir).await?;
-    let (plan, loaded) = read_input::<S::Plan>(&env.workdir, &ctx)?;
+    let (cl, _, plan, loaded) = read_live::<S::Plan>(env).await?;
     let mark = check_fault_preconditions(&cl, S::uids(&plan)).await?;
     let a3: S::Act3 = read_facts(&env.workdir, 3)?;
     let a4: S::Act4 = read_facts(&env.workdir, 4)?;
@@ -667,8 +561,7 @@ pub(crate) async fn act5<S: Shape>(env: &Env, lab: Lab) -> Result<ActSummary, La
     // the process below): begun after them, a read could fall outside the act by more than the
     // clock skew allowed (55 ms seen on a loaded machine, 2026-12-03). The recorder writes
     // nothing until the act ends, so a refusal below still leaves no evidence.
-    let mut rec = ActRecorder::begin(&env.workdir, lab, 5)?.with_audit(env);
-    rec.input(&loaded);
+    let mut rec = env.begin_audited(lab, 5)?.with_input(&loaded);
     rec.raw("lab-mark", &mark);
     rec.raw("healed-earlier-faults", &healed);
     let found = S::act4_target(&a4, target).ok_or_else(|| LabError::FaultRefused {
@@ -677,14 +570,13 @@ pub(crate) async fn act5<S: Shape>(env: &Env, lab: Lab) -> Result<ActSummary, La
     let chosen = target_now(&cl, &mut cri, &mut rec, target, Some(found));
     let (lease, inv) = chosen.await?;
     rec.raw("cri-container-before", &inv.container);
-    let tag = crate::labs::common::request_tag(lab, 5);
     let spec = FreezeSpec {
         lab,
         act: 5,
         resume_after_sec,
         webhook_name: cluster::fine_grained_webhook_name("Fail", cluster::POLICY_NAME),
         existing: S::existing(&a3),
-        tag: &tag,
+        tag: common::request_tag(lab, 5),
     };
     let shape = S::new(lab, 5, &a3, target, lease)?;
     complete(env, &cl, &mut cri, rec, &inv, &spec, shape, None).await
@@ -694,55 +586,35 @@ pub(crate) async fn act5<S: Shape>(env: &Env, lab: Lab) -> Result<ActSummary, La
 /// ([`open_act6`]), then the registry's target frozen for the registry's length; `lab` is the
 /// runner's.
 pub(crate) async fn act6<S: Shape>(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
-    let ui = env.ui;
     let (target, resume_after_sec) = super::freeze_of(lab, 6, 0)?;
     let opened = open_act6::<S::Plan, S::Act3>(env, lab, S::uids).await;
     let Switched {
         cluster: cl,
         mut cri,
         mut rec,
-        partial,
         act3,
-        stored,
         ignore_name,
-        webhook,
-        window,
-        healthy_bad,
-        ..
+        head,
     } = match opened {
         Ok(s) => s,
         Err(done) => return done,
     };
     let (lease, inv) = match target_now(&cl, &mut cri, &mut rec, target, None).await {
         Ok(x) => x,
-        Err(e) => return finish(rec, Err((partial, e))),
+        Err(e) => return finish(rec, head.facts, Err(e)),
     };
     rec.raw("cri-container-before", &inv.container);
-    let tag = crate::labs::common::request_tag(lab, 6);
     let spec = FreezeSpec {
         lab,
         act: 6,
         resume_after_sec,
         webhook_name: ignore_name,
         existing: S::existing(&act3),
-        tag: &tag,
-    };
-    let lines = vec![
-        ui.text(m::policy_unchanged(&json_str(&stored, "/metadata/uid"))),
-        ui.text(m::webhook_failure_policy(
-            &webhook.name,
-            &webhook.failure_policy,
-        )),
-        describe(&ui, m::req::HEALTHY_BAD_IGNORE, &healthy_bad),
-    ];
-    let head = Head {
-        facts: partial,
-        lines,
-        window,
+        tag: common::request_tag(lab, 6),
     };
     let shape = match S::new(lab, 6, &act3, target, lease) {
         Ok(s) => s,
-        Err(e) => return finish(rec, Err((head.facts, e))),
+        Err(e) => return finish(rec, head.facts, Err(e)),
     };
     complete(env, &cl, &mut cri, rec, &inv, &spec, shape, Some(head)).await
 }
@@ -775,29 +647,30 @@ async fn complete<S: Shape>(
         spec,
     };
     let run = freeze_run(cx, &mut partial, shape);
-    let outcome = common::or_signal(run).await;
+    let healed = "the process was resumed by the runner (SIGCONT through its pidfd)";
+    let outcome = common::unless_signalled(spec.act, healed, run).await;
     let admission = window.end(cl).await;
-    match settle(env, spec, outcome, partial, &mut rec) {
-        Ok(run) => {
-            lines.extend(S::lines(&ui, spec.act, &run));
-            lines.push(ui.text(crate::metrics::summary_line(&admission)));
-            let run = to_value(&run)?;
+    record_attempt(env, spec.act, &mut rec);
+    let run = match outcome {
+        Ok(run) => run,
+        Err(e) => {
             let mut facts = match head {
-                Some(h) => flatten(h, run),
-                None => run,
+                Some(h) => S::join_partial(h, partial),
+                None => partial,
             };
             admission.attach(&mut facts);
-            rec.complete(facts, lines)
+            return finish(rec, facts, Err(e));
         }
-        Err((p, e)) => {
-            let mut facts = match head {
-                Some(h) => S::join_partial(h, p),
-                None => p,
-            };
-            admission.attach(&mut facts);
-            finish(rec, Err((facts, e)))
-        }
-    }
+    };
+    lines.extend(S::lines(&ui, spec.act, &run));
+    lines.push(ui.text(crate::metrics::summary_line(&admission)));
+    let run = to_value(&run)?;
+    let mut facts = match head {
+        Some(h) => flatten(h, run),
+        None => run,
+    };
+    admission.attach(&mut facts);
+    rec.complete(facts, lines)
 }
 
 /// The lines every freeze's summary opens with: its window and who resumed it, and whether the
@@ -807,15 +680,10 @@ pub(crate) fn window_lines(ui: &Ui, w: &FreezeWindow, registration_present: bool
         Resumer::Watchdog => m::resumer::HEALER,
         Resumer::Runner => m::resumer::RUNNER,
     };
-    vec![
-        ui.text(m::freeze_window(
-            &w.frozen_at,
-            &w.resumed_at,
-            by.get(ui.lang()),
-            &w.state_after,
-        )),
-        ui.text(m::registration_during_freeze(registration_present)),
-    ]
+    let by = by.get(ui.lang());
+    let window = m::freeze_window(&w.frozen_at, &w.resumed_at, by, &w.state_after);
+    let registration = m::registration_during_freeze(registration_present);
+    vec![ui.text(window), ui.text(registration)]
 }
 
 /// The line of the first deny after the resume (`-`: none) and the restart counts around it.

@@ -3,7 +3,7 @@
 //! ([`investigate`]) or a named one of several ([`replica_now`]); and the checks before any fault
 //! ([`check_fault_preconditions`]).
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 
 use crate::acts::Target;
 use crate::cluster::{self, Cluster};
@@ -11,8 +11,8 @@ use crate::cri::CriClient;
 use crate::error::LabError;
 use crate::facts::a::LeaseFacts;
 use crate::facts::b::ProcessIdentity;
-use crate::labs::common::ActRecorder;
-use crate::steps::observe::{leader_lease, lease_facts, read_lease};
+use crate::labs::common::{ActRecorder, expect_same};
+use crate::steps::observe::{leader_lease, lease_facts, pod_names, read_lease};
 
 /// The controller's main container name in its pod.
 pub(crate) const CONTAINER: &str = "kyverno";
@@ -42,20 +42,9 @@ pub async fn investigate(
     cluster: &Cluster,
     cri: &mut CriClient,
 ) -> Result<Investigation, LabError> {
-    let pods: Vec<_> = cluster
-        .admission_pods()
-        .await?
-        .into_iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-        .collect();
-    if pods.len() != 1 {
-        return Err(LabError::ClusterMismatch {
-            what: "running admission-controller pods".into(),
-            expected: "1".into(),
-            found: pods.len().to_string(),
-        });
-    }
+    let pods = running_replicas(cluster).await?;
+    let running = pods.len().to_string();
+    expect_same("running admission-controller pods", "1", &running)?;
     investigate_pod(&pods[0], cri).await
 }
 
@@ -67,11 +56,7 @@ pub async fn investigate_pod(
     cri: &mut CriClient,
 ) -> Result<Investigation, LabError> {
     let pod_uid = pod.metadata.uid.clone().unwrap_or_default();
-    let status = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.container_statuses.as_ref())
-        .and_then(|cs| cs.iter().find(|c| c.name == CONTAINER));
+    let status = kyverno_status(pod);
     let mut container = cri.find_admission_container(Some(&pod_uid)).await?;
     // The k3s backend's node runs in a container: its CRI reports PIDs of that container's PID
     // namespace; map to the host PID the pidfd needs (identity elsewhere; see crate::pidmap).
@@ -117,22 +102,12 @@ pub(crate) async fn check_fault_preconditions(
 ) -> Result<cluster::LabMark, LabError> {
     let mark = cluster.lab_mark().await?;
     let node = cluster.node().await?;
-    if node.uid != node_uid {
-        return Err(LabError::ClusterMismatch {
-            what: "node uid (freeze-plan.json $.node_uid)".into(),
-            expected: node_uid.to_owned(),
-            found: node.uid,
-        });
-    }
+    let what = "node uid (freeze-plan.json $.node_uid)";
+    expect_same(what, node_uid, &node.uid)?;
     let dep = cluster.admission_deployment().await?;
     let dep_uid = dep.metadata.uid.unwrap_or_default();
-    if dep_uid != deployment_uid {
-        return Err(LabError::ClusterMismatch {
-            what: "deployment uid (freeze-plan.json $.deployment_uid)".into(),
-            expected: deployment_uid.to_owned(),
-            found: dep_uid,
-        });
-    }
+    let what = "deployment uid (freeze-plan.json $.deployment_uid)";
+    expect_same(what, deployment_uid, &dep_uid)?;
     Ok(mark)
 }
 
@@ -143,13 +118,15 @@ pub(crate) async fn api_restart_count(
     pod_uid: &str,
 ) -> Result<Option<u32>, LabError> {
     let pods = cluster.admission_pods().await?;
-    Ok(pods
-        .iter()
-        .find(|p| p.metadata.uid.as_deref() == Some(pod_uid))
-        .and_then(|p| p.status.as_ref())
-        .and_then(|s| s.container_statuses.as_ref())
-        .and_then(|cs| cs.iter().find(|c| c.name == CONTAINER))
-        .map(|c| c.restart_count.max(0) as u32))
+    let same = |p: &&Pod| p.metadata.uid.as_deref() == Some(pod_uid);
+    let status = pods.iter().find(same).and_then(kyverno_status);
+    Ok(status.map(|c| c.restart_count.max(0) as u32))
+}
+
+/// The `kyverno` container's status in pod `p` (`None`: not reported).
+pub(crate) fn kyverno_status(p: &Pod) -> Option<&ContainerStatus> {
+    let statuses = p.status.as_ref()?.container_statuses.as_ref()?;
+    statuses.iter().find(|c| c.name == CONTAINER)
 }
 
 /// The admission controller's live pods (not terminating).
@@ -162,6 +139,13 @@ pub(crate) async fn live_replicas(cl: &Cluster) -> Result<Vec<Pod>, LabError> {
         .collect())
 }
 
+/// The admission controller's live pods ([`live_replicas`]) that are `Running`.
+pub(crate) async fn running_replicas(cl: &Cluster) -> Result<Vec<Pod>, LabError> {
+    let running = |p: &Pod| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
+    let live = live_replicas(cl).await?;
+    Ok(live.into_iter().filter(running).collect())
+}
+
 /// The live admission-controller pod named `pod`, investigated through CRI and `/proc`
 /// ([`investigate_pod`]).
 ///
@@ -172,19 +156,14 @@ pub(crate) async fn replica_now(
     pod: &str,
 ) -> Result<Investigation, LabError> {
     let pods = live_replicas(cl).await?;
-    let p = pods
-        .iter()
-        .find(|p| p.metadata.name.as_deref() == Some(pod))
-        .ok_or_else(|| LabError::ClusterMismatch {
-            what: "the admission-controller pod to freeze".into(),
-            expected: pod.to_owned(),
-            found: pods
-                .iter()
-                .filter_map(|p| p.metadata.name.clone())
-                .collect::<Vec<_>>()
-                .join(", "),
-        })?;
-    investigate_pod(p, cri).await
+    let absent = || LabError::ClusterMismatch {
+        what: "the admission-controller pod to freeze".into(),
+        expected: pod.to_owned(),
+        found: pod_names(&pods).join(", "),
+    };
+    let same = |p: &&Pod| p.metadata.name.as_deref() == Some(pod);
+    let named = pods.iter().find(same);
+    investigate_pod(named.ok_or_else(absent)?, cri).await
 }
 
 /// The follower act 6 of lab C freezes ([`Target::Follower`](crate::acts::Target::Follower)):
@@ -199,21 +178,15 @@ pub(crate) async fn follower_now(
     rec: &mut ActRecorder,
 ) -> Result<(LeaseFacts, Investigation), LabError> {
     let lease = read_lease(cl, rec, "lease-before").await?;
-    let mut names: Vec<String> = live_replicas(cl)
-        .await?
-        .iter()
-        .filter_map(|p| p.metadata.name.clone())
-        .filter(|n| Some(n) != lease.holder.as_ref())
-        .collect();
+    let mut names = pod_names(&live_replicas(cl).await?);
+    names.retain(|n| Some(n) != lease.holder.as_ref());
     names.sort();
-    let follower = names
-        .into_iter()
-        .next()
-        .ok_or_else(|| LabError::ClusterMismatch {
-            what: "a replica the Lease kyverno does not name".into(),
-            expected: "at least one follower".into(),
-            found: "none".into(),
-        })?;
+    let none = || LabError::ClusterMismatch {
+        what: "a replica the Lease kyverno does not name".into(),
+        expected: "at least one follower".into(),
+        found: "none".into(),
+    };
+    let follower = names.into_iter().next().ok_or_else(none)?;
     let inv = replica_now(cl, cri, &follower).await?;
     Ok((lease, inv))
 }
@@ -249,10 +222,8 @@ pub(crate) async fn target_now(
         Target::Leader => {
             let raw_lease = leader_lease(cl).await?;
             let lease = lease_facts(raw_lease.as_ref())?;
-            let leader = act4
-                .map(|(pod, _)| pod.to_owned())
-                .or_else(|| lease.holder.clone())
-                .unwrap_or_default();
+            let leader = act4.map(|(pod, _)| pod.to_owned());
+            let leader = leader.or_else(|| lease.holder.clone()).unwrap_or_default();
             if lease.holder.as_deref() != Some(leader.as_str()) {
                 return Err(LabError::FaultRefused {
                     reason: format!(
@@ -281,4 +252,23 @@ pub(crate) async fn target_now(
         });
     }
     Ok((lease, inv))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The status read is the `kyverno` container's (its restart count), not another container's.
+    #[test]
+    fn kyverno_status_is_the_kyverno_containers() {
+        let status = |name: &str, n: i32| {
+            serde_json::json!({"name": name, "restartCount": n, "ready": true,
+                "image": "i", "imageID": "i"})
+        };
+        let statuses = [status("sidecar", 7), status(CONTAINER, 2)];
+        let pod = serde_json::json!({"status": {"containerStatuses": statuses}});
+        let pod: Pod = serde_json::from_value(pod).unwrap();
+        assert_eq!(kyverno_status(&pod).map(|c| c.restart_count), Some(2));
+        assert!(kyverno_status(&Pod::default()).is_none());
+    }
 }

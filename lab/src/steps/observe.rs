@@ -30,6 +30,12 @@ pub(crate) fn deployment_facts(d: &Deployment) -> Result<DeploymentFacts, LabErr
 /// A pod as seen now ([`crate::probe::pod_observation`], the one mapping of a pod to its facts).
 pub(crate) use crate::probe::pod_observation;
 
+/// The names of `pods`, in their order.
+pub(crate) fn pod_names(pods: &[Pod]) -> Vec<String> {
+    let names = pods.iter().filter_map(|p| p.metadata.name.clone());
+    names.collect()
+}
+
 /// Whether `p`'s `Ready` condition is `True`.
 pub(crate) fn pod_ready(p: &Pod) -> bool {
     p.status
@@ -82,25 +88,15 @@ pub async fn webhook_configurations_raw(cl: &Cluster) -> Result<serde_json::Valu
 /// The names of every webhook in a raw ValidatingWebhookConfigurationList, as
 /// `configuration/webhook`.
 pub fn webhook_names(list: &serde_json::Value) -> Vec<String> {
+    fn array(v: Option<&serde_json::Value>) -> impl Iterator<Item = &serde_json::Value> {
+        v.and_then(|v| v.as_array()).into_iter().flatten()
+    }
     let mut out = Vec::new();
-    for item in list
-        .get("items")
-        .and_then(|i| i.as_array())
-        .into_iter()
-        .flatten()
-    {
-        let cfg = item
-            .pointer("/metadata/name")
-            .and_then(|n| n.as_str())
-            .unwrap_or("");
-        for wh in item
-            .get("webhooks")
-            .and_then(|w| w.as_array())
-            .into_iter()
-            .flatten()
-        {
+    for item in array(list.get("items")) {
+        let cfg = item.pointer("/metadata/name").and_then(|n| n.as_str());
+        for wh in array(item.get("webhooks")) {
             if let Some(n) = wh.get("name").and_then(|n| n.as_str()) {
-                out.push(format!("{cfg}/{n}"));
+                out.push(format!("{}/{n}", cfg.unwrap_or("")));
             }
         }
     }

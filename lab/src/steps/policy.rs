@@ -9,8 +9,8 @@ use crate::evidence::{Lab, Outcome, RequestRecord};
 use crate::facts::{Act2Facts, WebhookFacts};
 use crate::inputs::{self, StudentInput};
 use crate::labs::common::{
-    self, ActRecorder, ActSummary, Env, TARGET_NAMESPACE, Ui, describe, live_context, read_facts,
-    read_input, to_value, until_explicit_deny, wait_for_webhook, webhook_facts,
+    self, ActRecorder, ActSummary, Env, Ui, describe, expect_same, live_context, read_facts,
+    read_input, to_value, violating_until_deny, wait_for_webhook, webhook_facts,
 };
 use crate::messages::act as m;
 use crate::steps::investigate::check_fault_preconditions;
@@ -29,18 +29,9 @@ pub(crate) async fn policy_with_uid(
     uid_before: &str,
 ) -> Result<Option<serde_json::Value>, LabError> {
     let live = cluster.policy(cluster::POLICY_NAME).await?;
-    let live_uid = live
-        .as_ref()
-        .and_then(|p| p.pointer("/metadata/uid"))
-        .and_then(|v| v.as_str())
-        .unwrap_or("");
-    if live_uid != uid_before {
-        return Err(LabError::ClusterMismatch {
-            what: format!("uid of ValidatingPolicy {}", cluster::POLICY_NAME),
-            expected: uid_before.to_owned(),
-            found: live_uid.to_owned(),
-        });
-    }
+    let live_uid = common::uid_of(live.as_ref()).unwrap_or("");
+    let what = format!("uid of ValidatingPolicy {}", cluster::POLICY_NAME);
+    expect_same(what, uid_before, live_uid)?;
     Ok(live)
 }
 
@@ -60,17 +51,8 @@ pub(crate) async fn update_to_ignore(
     let stored = cluster.replace_policy_spec(policy).await?;
     rec.raw("policy-stored", &stored);
     partial["policy"] = stored.clone();
-    let stored_uid = stored
-        .pointer("/metadata/uid")
-        .and_then(|v| v.as_str())
-        .unwrap_or("");
-    if stored_uid != uid_before {
-        return Err(LabError::ClusterMismatch {
-            what: "policy uid after the update".into(),
-            expected: uid_before.to_owned(),
-            found: stored_uid.to_owned(),
-        });
-    }
+    let stored_uid = json_str(&stored, "/metadata/uid");
+    expect_same("policy uid after the update", uid_before, &stored_uid)?;
     let ignore_name = cluster::fine_grained_webhook_name("Ignore", cluster::POLICY_NAME);
     let (cfg, wh) = wait_for_webhook(cluster, &ui, &ignore_name, env.registration_bound, |wh| {
         wh.failure_policy.as_deref() == Some("Ignore")
@@ -79,11 +61,7 @@ pub(crate) async fn update_to_ignore(
     rec.raw("webhook-configuration-ignore", &cfg);
     let webhook = webhook_facts(&cfg, &wh)?;
     partial["webhook"] = to_value(&webhook)?;
-    ui.step(m::webhook_registered(
-        &webhook.name,
-        &webhook.failure_policy,
-        &webhook.timeout_seconds.to_string(),
-    ));
+    common::step_registered(&ui, &webhook);
     Ok((stored, ignore_name, webhook))
 }
 
@@ -97,24 +75,9 @@ pub(crate) async fn healthy_deny_under_ignore(
     tag: &str,
 ) -> Result<RequestRecord, LabError> {
     ui.step(m::HEALTHY_DENY_IGNORE);
-    let healthy = until_explicit_deny(
-        cluster,
-        &format!("{tag}-healthy-bad"),
-        TARGET_NAMESPACE,
-        false,
-        common::ANSWER_BOUND,
-        |r, s| {
-            ui.progress(
-                describe(ui, m::req::VIOLATING, r),
-                s,
-                common::ANSWER_BOUND.as_secs(),
-            )
-        },
-    )
-    .await?;
-    for r in &healthy {
-        rec.request("healthy-bad", r);
-    }
+    let (name, bound) = (format!("{tag}-healthy-bad"), common::ANSWER_BOUND);
+    let healthy = violating_until_deny(cluster, ui, rec, (&name, "healthy-bad"), (bound, bound));
+    let healthy = healthy.await?;
     let healthy_bad = healthy
         .last()
         .cloned()
@@ -130,6 +93,17 @@ pub(crate) async fn healthy_deny_under_ignore(
     Ok(healthy_bad)
 }
 
+/// What act 6 did before its freeze (the switch to Ignore and its healthy deny): its facts, its
+/// lines, and the metrics window begun before the healthy deny.
+pub(crate) struct Head {
+    /// The partial facts so far (`policy_uid_before`, `policy`, `webhook`, `healthy_bad`).
+    pub facts: serde_json::Value,
+    /// The switch's summary lines (the policy's UID, the Ignore webhook, the healthy deny).
+    pub lines: Vec<String>,
+    /// The act's admission-metrics window, begun after the switch.
+    pub window: crate::metrics::Window,
+}
+
 /// Act 6 after its [`Step::SwitchPolicy`](crate::acts::Step::SwitchPolicy), the same in labs B
 /// and C: what the freeze steps that follow work with.
 pub(crate) struct Switched<A3> {
@@ -140,20 +114,12 @@ pub(crate) struct Switched<A3> {
     /// The act's evidence recorder (inputs, lab mark, healed faults, the policy before and the
     /// switch's raw answers recorded).
     pub rec: ActRecorder,
-    /// The partial facts so far (`policy_uid_before`, `policy`, `webhook`, `healthy_bad`).
-    pub partial: serde_json::Value,
     /// Act 3's facts (the existing pod; lab C's replicas).
     pub act3: A3,
-    /// The policy as stored by the switch.
-    pub stored: serde_json::Value,
     /// The fine-grained Ignore webhook's name.
     pub ignore_name: String,
-    /// The Ignore webhook as registered.
-    pub webhook: WebhookFacts,
-    /// The act's admission-metrics window, begun after the switch.
-    pub window: crate::metrics::Window,
-    /// The healthy deny under Ignore.
-    pub healthy_bad: RequestRecord,
+    /// What the switch did.
+    pub head: Head,
 }
 
 /// Act 6's opening in labs B and C: reads `policy-ignore.json` and the lab's freeze plan `P`
@@ -183,8 +149,7 @@ pub(crate) async fn open_act6<P: StudentInput, A3: serde::de::DeserializeOwned>(
         let live = policy_with_uid(&cluster, &policy_uid_before).await?;
         let healed = crate::faults::heal::recent();
         let cri = env.cri().await?;
-        let mut rec = ActRecorder::begin(&env.workdir, lab, 6)?.with_audit(env);
-        rec.input(&loaded);
+        let mut rec = env.begin_audited(lab, 6)?.with_input(&loaded);
         rec.input(&plan_loaded);
         rec.raw("lab-mark", &mark);
         rec.raw("healed-earlier-faults", &healed);
@@ -192,41 +157,41 @@ pub(crate) async fn open_act6<P: StudentInput, A3: serde::de::DeserializeOwned>(
         Ok::<_, LabError>((rec, cri, act3, policy_uid_before, loaded))
     }
     .await;
-    let (mut rec, cri, act3, policy_uid_before, loaded) = opened.map_err(Err)?;
-    let mut partial = serde_json::json!({"policy_uid_before": policy_uid_before});
-    let (stored, ignore_name, webhook) = match update_to_ignore(
-        env,
-        &cluster,
-        &mut rec,
-        &loaded.value,
-        &policy_uid_before,
-        &mut partial,
-    )
-    .await
-    {
+    let (mut rec, cri, act3, uid, loaded) = opened.map_err(Err)?;
+    let mut partial = serde_json::json!({"policy_uid_before": uid});
+    let switched = async {
+        let (policy, p) = (&loaded.value, &mut partial);
+        let (stored, ignore_name, wh) =
+            update_to_ignore(env, &cluster, &mut rec, policy, &uid, p).await?;
+        let window = crate::metrics::Window::begin(&cluster).await;
+        let tag = common::request_tag(lab, 6);
+        let bad = healthy_deny_under_ignore(&cluster, &ui, &mut rec, p, &tag).await?;
+        let lines = vec![
+            ui.text(m::policy_unchanged(&json_str(&stored, "/metadata/uid"))),
+            ui.text(m::webhook_failure_policy(&wh.name, &wh.failure_policy)),
+            describe(&ui, m::req::HEALTHY_BAD_IGNORE, &bad),
+        ];
+        Ok::<_, LabError>((ignore_name, lines, window))
+    }
+    .await;
+    let (ignore_name, lines, window) = match switched {
         Ok(x) => x,
-        Err(e) => return Err(common::finish(rec, Err((partial, e)))),
+        Err(e) => return Err(common::finish(rec, partial, Err(e))),
     };
-    let window = crate::metrics::Window::begin(&cluster).await;
-    let tag = crate::labs::common::request_tag(lab, 6);
-    let healthy_bad =
-        match healthy_deny_under_ignore(&cluster, &ui, &mut rec, &mut partial, &tag).await {
-            Ok(h) => h,
-            Err(e) => return Err(common::finish(rec, Err((partial, e)))),
-        };
     if let Err(e) = rec.save_progress(partial.clone()) {
         return Err(Err(e));
     }
+    let head = Head {
+        facts: partial,
+        lines,
+        window,
+    };
     Ok(Switched {
         cluster,
         cri,
         rec,
-        partial,
         act3,
-        stored,
         ignore_name,
-        webhook,
-        window,
-        healthy_bad,
+        head,
     })
 }

@@ -15,11 +15,13 @@ use crate::derive;
 use crate::error::LabError;
 use crate::facts;
 use crate::facts::c::{Act3Facts, ScaleBackFacts};
+use crate::faults::heal;
 use crate::inputs;
 use crate::labs::common::{ActRecorder, Env, Ui, log_change, wait_each_second};
 use crate::messages::act as m;
 use crate::steps::observe::{leader_lease, lease_facts, pod_ready};
 use crate::wait::Check;
+use lab_core::rules::c::SCALE_BACK_BOUND;
 
 /// Act 3's scale attempt healed (its healer
 /// stood down, the original count written back on a live read), read back from the attempt's
@@ -34,33 +36,23 @@ pub(crate) async fn scale_back(
     rec: &mut ActRecorder,
     a3: &Act3Facts,
 ) -> Result<ScaleBackFacts, LabError> {
-    let ui = env.ui;
     let dep_before = cluster::to_json(&cl.admission_deployment().await?)?;
     rec.raw("deployment-before", &dep_before);
     let replicas_before = cluster::derived(derive::deployment(&dep_before))?.replicas;
-    ui.step(m::SCALING_BACK);
-    let summary = crate::faults::heal::heal_workdir(
-        &env.workdir,
-        Some(cl),
-        crate::faults::heal::SCALE_BACK_COMMAND,
-    )
-    .await;
+    env.ui.step(m::SCALING_BACK);
+    let summary = heal::heal_workdir(&env.workdir, Some(cl), heal::SCALE_BACK_COMMAND).await;
     rec.raw("scale-back-heal", &summary.healed);
     if !summary.errors.is_empty() {
         rec.raw("scale-back-errors", &summary.errors);
     }
     let dir = crate::faults::attempt::faults_root(env.workdir.root()).join(&a3.scale.fault_id);
-    let record = crate::faults::heal::read_heal(&dir).ok_or_else(|| LabError::FaultRefused {
+    let (errors, live) = (&summary.errors, &summary.live);
+    let open: Vec<String> = errors.iter().chain(live).cloned().collect();
+    let record = heal::read_heal(&dir).ok_or_else(|| LabError::FaultRefused {
         reason: format!(
             "act 3's scale attempt {} was not closed by the heal: {}",
             a3.scale.fault_id,
-            summary
-                .errors
-                .iter()
-                .chain(&summary.live)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join("; ")
+            open.join("; ")
         ),
     })?;
     let record = cluster::to_json(&record)?;
@@ -72,7 +64,7 @@ pub(crate) async fn scale_back(
 /// The policy's webhook as registered: its configuration and the webhook.
 pub(crate) type Registered = (ValidatingWebhookConfiguration, ValidatingWebhook);
 
-/// Waits (bounded, [`lab_core::rules::c::SCALE_BACK_BOUND`]) until the Deployment asks for the
+/// Waits (bounded, [`SCALE_BACK_BOUND`]) until the Deployment asks for the
 /// original count, that many live replicas are `Ready` (the others gone), one of them holds the
 /// Lease (a leader scaled away keeps naming itself until the Lease expires, 12 s, and another
 /// takes it), and the policy's Ignore webhook is registered. Every change of state is kept raw
@@ -88,33 +80,25 @@ pub(crate) async fn wait_original_count(
     let check = || async {
         let dep = cl.admission_deployment().await?;
         let all = cl.admission_pods().await?;
-        let live: Vec<Pod> = all
-            .iter()
-            .filter(|p| p.metadata.deletion_timestamp.is_none())
-            .cloned()
-            .collect();
+        let up = |p: &&Pod| p.metadata.deletion_timestamp.is_none();
+        let live: Vec<Pod> = all.iter().filter(up).cloned().collect();
         let ready = live.iter().filter(|p| pod_ready(p)).count();
         let webhook = cl.find_webhook(&name).await?;
         let lease = leader_lease(cl).await?;
         let holder = lease_facts(lease.as_ref())?.holder;
-        let leads = live
-            .iter()
-            .any(|p| p.metadata.name.is_some() && p.metadata.name == holder);
+        let holds = |p: &Pod| p.metadata.name.is_some() && p.metadata.name == holder;
+        let leads = live.iter().any(holds);
         let wanted = dep.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1) as usize;
         let state = serde_json::json!({
             "spec_replicas": wanted, "pods_listed": all.len(), "pods_live": live.len(),
             "pods_ready": ready, "registration": webhook.is_some(), "lease_holder": holder,
         });
         log_change(&mut changes.borrow_mut(), state, &facts::now_rfc3339());
+        let registration = webhook.as_ref().map_or("absent", |_| "present");
         let text = format!(
-            "spec.replicas {wanted}, pods {} ({} live, {ready} Ready), registration {}, Lease {}",
+            "spec.replicas {wanted}, pods {} ({} live, {ready} Ready), registration {registration}, Lease {}",
             all.len(),
             live.len(),
-            if webhook.is_some() {
-                "present"
-            } else {
-                "absent"
-            },
             holder.as_deref().unwrap_or("?")
         );
         Ok::<_, LabError>(match webhook {
@@ -124,14 +108,8 @@ pub(crate) async fn wait_original_count(
             _ => Check::NotYet(text),
         })
     };
-    let got = wait_each_second(
-        ui,
-        format!("{n} Ready admission-controller replica(s) and the Ignore registration"),
-        lab_core::rules::c::SCALE_BACK_BOUND,
-        m::waiting_scale_back,
-        check,
-    )
-    .await;
+    let what = format!("{n} Ready admission-controller replica(s) and the Ignore registration");
+    let got = wait_each_second(ui, what, SCALE_BACK_BOUND, m::waiting_scale_back, check).await;
     rec.raw("scale-back-wait", changes.into_inner());
     got
 }

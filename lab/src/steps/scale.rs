@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use crate::cluster::Cluster;
 use crate::error::LabError;
-use crate::faults::scale::{self, ScaleFault};
+use crate::faults::scale::{self, LedgerEvent, ScaleFault};
 use crate::labs::common::{ActRecorder, ActSummary};
 
 /// The kubeconfig file the healer reads: the one the runner uses
@@ -21,17 +21,17 @@ pub(crate) fn healer_kubeconfig(cl: &Cluster) -> Result<PathBuf, LabError> {
 /// for (`scaling-down` in the ledger, lab A's 0 or lab C's 3), put the original count back now and
 /// record the answer as `runner-restore` (the healer stays armed as the safety net).
 pub(crate) async fn restore_after_a_failed_act(fault: &mut ScaleFault, rec: &mut ActRecorder) {
-    if fault
-        .ledger()
-        .last(scale::LedgerEvent::ScalingDown)
-        .is_some()
-    {
-        let restored = fault.restore(scale::UndoneBy::Runner).await;
-        rec.raw(
-            "runner-restore",
-            restored.as_ref().map_err(|e| e.to_string()),
-        );
+    let asked = fault.ledger().last(LedgerEvent::ScalingDown).is_some();
+    if asked {
+        runner_restore(fault, rec, "runner-restore").await;
     }
+}
+
+/// The runner puts the original count back now ([`ScaleFault::restore`]) and records the answer
+/// (or its error) as `what`.
+pub(crate) async fn runner_restore(fault: &mut ScaleFault, rec: &mut ActRecorder, what: &str) {
+    let restored = fault.restore(scale::UndoneBy::Runner).await;
+    rec.raw(what, restored.as_ref().map_err(|e| e.to_string()));
 }
 
 /// The end of a scale act whose scale stays on for the later acts: on success the fault is handed

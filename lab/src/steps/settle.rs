@@ -19,11 +19,12 @@ use crate::facts::c::TargetAfter;
 use crate::labs::common::{ActRecorder, Ui, log_change, wait_each_second};
 use crate::messages::act as m;
 use crate::steps::investigate::{
-    CONTAINER, Investigation, api_restart_count, investigate, investigate_pod, live_replicas,
+    Investigation, api_restart_count, investigate, investigate_pod, kyverno_status, live_replicas,
 };
 use crate::steps::observe::{leader_lease, lease_facts, pod_ready, read_lease};
 use crate::steps::samples::endpoints;
 use crate::wait::{Check, Wait, WaitError};
+use lab_core::rules::c::{SETTLE_BOUND, SETTLE_NOT_BEFORE};
 
 /// The one replica's container as it is after the resume (CRI), retried briefly: a restarted
 /// container may still be starting. The restart count comes from the API (the pod of `inv`, or
@@ -36,24 +37,18 @@ pub(crate) async fn container_after(
     inv: &Investigation,
 ) -> Result<(Option<ProcessIdentity>, u32), LabError> {
     let cri = tokio::sync::Mutex::new(cri);
-    let after = Wait::new(
-        "the admission controller's container through CRI",
-        Duration::from_secs(5),
-        Duration::from_secs(1),
-    )
-    .run(
-        || async {
-            let mut cri = cri.lock().await;
-            Ok::<_, std::convert::Infallible>(match investigate(cluster, &mut cri).await {
-                Ok(a) => Check::Done(a),
-                Err(e) => Check::NotYet(e),
-            })
-        },
-        |_, _| {},
-        tokio::time::sleep,
-    )
-    .await
-    .map_err(|e| match e {
+    let check = || async {
+        let mut cri = cri.lock().await;
+        Ok::<_, std::convert::Infallible>(match investigate(cluster, &mut cri).await {
+            Ok(a) => Check::Done(a),
+            Err(e) => Check::NotYet(e),
+        })
+    };
+    let what = "the admission controller's container through CRI";
+    let (bound, every) = (Duration::from_secs(5), Duration::from_secs(1));
+    let wait = Wait::new(what, bound, every);
+    let after = wait.run(check, |_, _| {}, tokio::time::sleep).await;
+    let after = after.map_err(|e| match e {
         // The last error: what the record keeps when the container never answered.
         WaitError::TimedOut(t) => t.last,
         WaitError::Failed(never) => match never {},
@@ -65,10 +60,8 @@ pub(crate) async fn container_after(
         }
         Err(e) => {
             rec.raw("cri-container-after-error", e.to_string());
-            let count = api_restart_count(cluster, &inv.identity.pod_uid)
-                .await?
-                .unwrap_or(inv.restart_count);
-            Ok((None, count))
+            let count = api_restart_count(cluster, &inv.identity.pod_uid).await?;
+            Ok((None, count.unwrap_or(inv.restart_count)))
         }
     }
 }
@@ -76,19 +69,13 @@ pub(crate) async fn container_after(
 /// The `kyverno` container's restart count, `Ready` and UID of the pod named `name` (`None`:
 /// gone).
 fn pod_state(pods: &[Pod], name: &str) -> Option<(u32, bool, Option<String>)> {
-    let p = pods
-        .iter()
-        .find(|p| p.metadata.name.as_deref() == Some(name))?;
-    let restarts = p
-        .status
-        .as_ref()
-        .and_then(|s| s.container_statuses.as_ref())
-        .and_then(|cs| cs.iter().find(|c| c.name == CONTAINER))
-        .map_or(0, |c| c.restart_count.max(0) as u32);
+    let named = |p: &&Pod| p.metadata.name.as_deref() == Some(name);
+    let p = pods.iter().find(named)?;
+    let restarts = kyverno_status(p).map_or(0, |c| c.restart_count.max(0) as u32);
     Some((restarts, pod_ready(p), p.metadata.uid.clone()))
 }
 
-/// After the first explicit deny: waits (bounded, [`lab_core::rules::c::SETTLE_BOUND`]) until
+/// After the first explicit deny: waits (bounded, [`SETTLE_BOUND`]) until
 /// every replica is `Ready` and a ready endpoint, the Lease names one of them, and no earlier
 /// than the Lease's duration plus its retry after the resume (a replica that lost leadership
 /// exits within its renew deadline, Kyverno v1.19 `cmd/kyverno/main.go`; kubelet then restarts
@@ -101,12 +88,9 @@ async fn settle_after_resume(
     target: &str,
     (resumed_at, n): (&str, usize),
 ) -> Result<(Vec<Pod>, u64), LabError> {
-    let not_before = facts::parse_rfc3339(resumed_at)
-        .map(|r| {
-            r + chrono::Duration::from_std(lab_core::rules::c::SETTLE_NOT_BEFORE)
-                .unwrap_or_default()
-        })
-        .unwrap_or_else(chrono::Utc::now);
+    let after = chrono::Duration::from_std(SETTLE_NOT_BEFORE).unwrap_or_default();
+    let not_before = facts::parse_rfc3339(resumed_at).map(|r| r + after);
+    let not_before = not_before.unwrap_or_else(chrono::Utc::now);
     let changes = RefCell::new(Vec::<serde_json::Value>::new());
     let steady = RefCell::new(0u32);
     let start = std::time::Instant::now();
@@ -118,9 +102,8 @@ async fn settle_after_resume(
         let ready = pods.iter().filter(|p| pod_ready(p)).count();
         let ready_eps = eps.iter().filter(|e| e.ready).count();
         let target_state = pod_state(&pods, target);
-        let holder_is_replica = pods
-            .iter()
-            .any(|p| p.metadata.name.is_some() && p.metadata.name == holder);
+        let holds = |p: &Pod| p.metadata.name.is_some() && p.metadata.name == holder;
+        let holder_is_replica = pods.iter().any(holds);
         let late_enough = chrono::Utc::now() >= not_before;
         let ok = pods.len() == n && ready == n && ready_eps == n && holder_is_replica;
         let state = serde_json::json!({
@@ -142,14 +125,8 @@ async fn settle_after_resume(
             Check::NotYet(text)
         })
     };
-    let got = wait_each_second(
-        ui,
-        format!("{n} Ready replicas and ready endpoints after the freeze of {target}"),
-        lab_core::rules::c::SETTLE_BOUND,
-        m::waiting_settle,
-        check,
-    )
-    .await;
+    let what = format!("{n} Ready replicas and ready endpoints after the freeze of {target}");
+    let got = wait_each_second(ui, what, SETTLE_BOUND, m::waiting_settle, check).await;
     rec.raw("settle-wait", changes.into_inner());
     Ok((got?, start.elapsed().as_millis() as u64))
 }
@@ -172,9 +149,8 @@ pub(crate) async fn target_after(
     let settled_at = facts::now_rfc3339();
     let raw_pods = cluster::to_json(&pods)?;
     rec.raw("pods-after", &raw_pods);
-    let target_pod = pods
-        .iter()
-        .find(|p| p.metadata.name.as_deref() == Some(inv.pod_name.as_str()));
+    let named = |p: &&Pod| p.metadata.name.as_deref() == Some(inv.pod_name.as_str());
+    let target_pod = pods.iter().find(named);
     let identity_after = match target_pod {
         Some(p) => match investigate_pod(p, cri).await {
             Ok(a) => {

@@ -68,11 +68,9 @@ pub(crate) async fn one_of_each(
     tag: &str,
 ) -> Result<OneEach, LabError> {
     ui.step(m::DURING_FREEZE);
-    let (p_good, p_bad, p_control) = (
-        format!("{tag}-frozen-good"),
-        format!("{tag}-frozen-bad"),
-        format!("{tag}-frozen-control"),
-    );
+    let p_good = format!("{tag}-frozen-good");
+    let p_bad = format!("{tag}-frozen-bad");
+    let p_control = format!("{tag}-frozen-control");
     let (good, bad, control) = tokio::join!(
         probe::send_pod(cl, &p_good, TARGET_NAMESPACE, PodKind::Good, false),
         probe::send_pod(cl, &p_bad, TARGET_NAMESPACE, PodKind::Bad, false),
@@ -93,6 +91,7 @@ pub(crate) async fn one_of_each(
 }
 
 /// The requests of a freeze's traffic in waves: every violating pod, and one control pod a wave.
+#[derive(Default)]
 pub(crate) struct Waves {
     /// The violating target pods, wave after wave, in send order.
     pub bad: Vec<RequestRecord>,
@@ -112,10 +111,7 @@ pub(crate) async fn waves(
 ) -> Result<Waves, LabError> {
     ui.step(m::during_freeze_waves(waves, size));
     let (met_word, met) = met_frozen(act);
-    let mut out = Waves {
-        bad: Vec::new(),
-        control: Vec::new(),
-    };
+    let mut out = Waves::default();
     for w in 0..waves {
         let (bad_name, control_name) = (
             format!("{tag}-frozen-bad-w{w}"),
@@ -130,11 +126,8 @@ pub(crate) async fn waves(
             rec.request("frozen-bad", r);
         }
         rec.request("frozen-control", &ctl);
-        let n_met = wave.iter().filter(|r| r.outcome == met).count();
-        let denied = wave
-            .iter()
-            .filter(|r| r.outcome == Outcome::ExplicitDeny)
-            .count();
+        let count = |o: Outcome| wave.iter().filter(|r| r.outcome == o).count();
+        let (n_met, denied) = (count(met), count(Outcome::ExplicitDeny));
         ui.say(ui.text(m::freeze_wave(w + 1, n_met, met_word, denied, wave.len())));
         out.bad.extend(wave);
         out.control.push(ctl);
@@ -163,10 +156,8 @@ pub(crate) async fn replica_counters(
 ) -> Vec<Option<u64>> {
     let mut out = Vec::new();
     for pod in pods {
-        let path = format!(
-            "/api/v1/namespaces/{}/pods/{pod}:{METRICS_PORT}/proxy/metrics",
-            cluster::KYVERNO_NAMESPACE
-        );
+        let ns = cluster::KYVERNO_NAMESPACE;
+        let path = format!("/api/v1/namespaces/{ns}/pods/{pod}:{METRICS_PORT}/proxy/metrics");
         let read = cl.get_text_raw(&path).await;
         let value = match &read {
             Ok((200, text)) => lab_core::metrics::kyverno_pod_requests(text),
