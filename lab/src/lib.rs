@@ -7,7 +7,7 @@
 //! maintainers' `xtask` and the integration tests call.
 //!
 //! Pure parts live in the `lab-core` crate (no kube client, no tokio) and are re-exported here
-//! under their own names: [`json`] (the one reader of input and evidence files), [`digest`], [`derive`],
+//! under their own names: [`json`] (the one reader of input and evidence files), [`digest`], [`derive`](mod@derive),
 //! [`inputs`], [`evidence`], [`facts`], [`classify`], [`explain`], [`admission`], [`rules`] (what acts and
 //! graders share), [`grade`], [`text`] and [`messages`], [`report`] (the HTML record, JUnit), [`audit`],
 //! [`error`], [`workdir`] and [`files`] (bounded reads, trusted directories). Edge parts, here: [`cluster`] (the only code that talks to
