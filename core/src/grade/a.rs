@@ -2,6 +2,7 @@
 
 #[cfg(doc)]
 use super::Code;
+use super::witness::fact_is_derived_from_raw_record;
 use super::{Code::*, G, Meant, fields_are, policy_uid, request_is_the_pod_meant};
 use serde_json::Value;
 
@@ -173,7 +174,7 @@ fn act5_evidence(g: &G) -> Option<std::sync::Arc<crate::evidence::Evidence>> {
 fn scaled_at_is_the_healers_scale_down_answer(g: &mut G, s: &str, ev: &Evidence, f: &Act5Facts) {
     let (sub, sources) = (format!("{s}.scaled_at"), derive::SCALE_DOWN_SOURCES);
     let (at, down) = (&f.scaled_at, derive::scale_down);
-    super::witness::fact_is_derived_from_raw_record(g, ev, "scale-down", &sub, at, down, sources);
+    fact_is_derived_from_raw_record(g, ev, "scale-down", &sub, at, down, sources);
 }
 
 /// Act 5's watcher is [`crate::derive::watcher`] of the healer's ready answer (raw
@@ -186,15 +187,7 @@ fn watcher_is_the_healers_ready_answer(g: &mut G, s: &str, ev: &Evidence, f: &Ac
     let (after, replicas, dir) = (w.restore_after_sec, w.original_replicas, &w.fault_dir);
     let ready = |raw: &Value| derive::watcher(raw, after, replicas, dir.clone());
     let sources = derive::WATCHER_SOURCES;
-    super::witness::fact_is_derived_from_raw_record(
-        g,
-        ev,
-        "watcher-ready",
-        &sub,
-        w,
-        ready,
-        sources,
-    );
+    fact_is_derived_from_raw_record(g, ev, "watcher-ready", &sub, w, ready, sources);
 }
 
 /// Act 5's policy presence is [`crate::derive::policy_presence`] of its read of the policy (raw
@@ -205,7 +198,7 @@ fn policy_is_the_raw_policy_read(g: &mut G, s: &str, ev: &Evidence, f: &Act5Fact
     let (p, sub) = (&f.policy, format!("{s}.policy"));
     let read = |raw: &Value| derive::policy_presence(raw, p.at.clone());
     let sources = derive::POLICY_PRESENCE_SOURCES;
-    super::witness::fact_is_derived_from_raw_record(g, ev, "policy", &sub, p, read, sources);
+    fact_is_derived_from_raw_record(g, ev, "policy", &sub, p, read, sources);
 }
 
 /// The recovery watcher was armed before the scale-down, for the planned restore (55 s, back
@@ -223,21 +216,15 @@ fn watcher_armed_for_the_planned_restore(g: &mut G, s: &str, f: &Act5Facts) {
     // other), to the millisecond.
     let armed = facts::parse_rfc3339(&w.armed_at);
     let deadline = w.deadline_at.as_deref().and_then(facts::parse_rfc3339);
-    let (after, tolerance) = (
-        i64::from(w.restore_after_sec) * 1000,
-        super::bounds::DERIVED_MS_TOLERANCE,
-    );
+    let after = i64::from(w.restore_after_sec) * 1000;
+    let tolerance = super::bounds::DERIVED_MS_TOLERANCE;
     let ok = matches!((armed, deadline), (Some(a), Some(d))
         if ((d - a).num_milliseconds() - after).abs() <= tolerance);
-    g.check(
-        ok,
-        TimesInconsistent,
-        format!("{s}.watcher.deadline_at"),
-        || {
-            let (armed, after, deadline) = (&w.armed_at, w.restore_after_sec, &w.deadline_at);
-            format!("armed at {armed:?} with restore_after_sec {after}, deadline {deadline:?}")
-        },
-    );
+    let sub = format!("{s}.watcher.deadline_at");
+    g.check(ok, TimesInconsistent, sub, || {
+        let (armed, after, deadline) = (&w.armed_at, w.restore_after_sec, &w.deadline_at);
+        format!("armed at {armed:?} with restore_after_sec {after}, deadline {deadline:?}")
+    });
 }
 
 /// The controller pods were seen gone after the scale-down; returns when (the scale-down's time
@@ -262,12 +249,10 @@ fn pods_gone_after_the_scale_down(g: &mut G, s: &str, f: &Act5Facts) -> String {
 fn policy_and_its_listed_registration_are_act2s(g: &mut G, s: &str, f: &Act5Facts) {
     // The policy object still exists with act 2's UID.
     let a2 = g.facts::<facts::Act2Facts>(2);
-    g.check(
-        f.policy.exists,
-        ValueMismatch,
-        format!("{s}.policy.exists"),
-        || "the policy was not found".into(),
-    );
+    let sub = format!("{s}.policy.exists");
+    g.check(f.policy.exists, ValueMismatch, sub, || {
+        "the policy was not found".into()
+    });
     if let Some(a2) = &a2 {
         let uid = policy_uid(a2);
         let rows = [("policy.uid", uid.as_deref(), f.policy.uid.as_deref())];
@@ -276,19 +261,15 @@ fn policy_and_its_listed_registration_are_act2s(g: &mut G, s: &str, f: &Act5Fact
         let (name, claims) = (&a2.webhook.name, f.policy_webhook_present);
         let derived = list_has_webhook(&f.webhook_configurations, name);
         let sub = format!("{s}.policy_webhook_present");
-        g.check(
-            derived == Some(claims),
-            RegistrationClaimContradicted,
-            sub,
-            || {
-                let list = match derived {
-                    Some(true) => "holds",
-                    Some(false) => "does not hold",
-                    None => "is not a List with items and so cannot show",
-                };
-                format!("claims {claims}, but the raw list {list} webhook {name:?}")
-            },
-        );
+        let ok = derived == Some(claims);
+        g.check(ok, RegistrationClaimContradicted, sub, || {
+            let list = match derived {
+                Some(true) => "holds",
+                Some(false) => "does not hold",
+                None => "is not a List with items and so cannot show",
+            };
+            format!("claims {claims}, but the raw list {list} webhook {name:?}")
+        });
         listed_policy_webhook_equals_act2(g, s, &f.webhook_configurations, &a2.webhook);
     }
 }
@@ -465,10 +446,8 @@ fn act6_reads_are_its_raw_records(g: &mut G, s: &str, f: &Act6Facts) {
     let Some(ev) = g.evidence(6) else {
         return;
     };
-    let (sub, holder) = (
-        format!("{s}.previous_lease_holder"),
-        &f.previous_lease_holder,
-    );
+    let holder = &f.previous_lease_holder;
+    let sub = format!("{s}.previous_lease_holder");
     let sources = crate::derive::LEASE_HOLDER_SOURCES;
     match super::witness::raw_record(&ev, "lease-before") {
         Some(l) => {
@@ -510,12 +489,10 @@ fn probes_are_the_raw_requests(g: &mut G, s: &str, f: &Act6Facts) {
         .filter(|r| r["what"] == "request:deny-probe-dry-run");
     let raw: Vec<&str> = probes.filter_map(|r| r["data"]["name"].as_str()).collect();
     let recorded: Vec<&str> = f.deny_probes.iter().map(|p| p.name.as_str()).collect();
-    g.check(
-        raw == recorded,
-        RawMismatch,
-        format!("{s}.deny_probes"),
-        || format!("recorded probes {recorded:?}; the raw requests are {raw:?}"),
-    );
+    let sub = format!("{s}.deny_probes");
+    g.check(raw == recorded, RawMismatch, sub, || {
+        format!("recorded probes {recorded:?}; the raw requests are {raw:?}")
+    });
 }
 
 /// A webhook configuration act 5 saw deleted does not come back with the same UID (a UID is
@@ -539,10 +516,8 @@ fn deleted_configuration_never_returns(g: &mut G, s: &str, f: &Act6Facts) {
         .and_then(|i| i.as_array());
     let listed = items.is_some_and(|items| items.iter().any(|c| c["metadata"]["uid"] == old));
     if !listed {
-        let (ok, sub) = (
-            w.configuration_uid.as_deref() != Some(old),
-            format!("{s}.webhook.configuration_uid"),
-        );
+        let ok = w.configuration_uid.as_deref() != Some(old);
+        let sub = format!("{s}.webhook.configuration_uid");
         g.check(ok, UidMismatch, sub, || {
             format!("act 2's configuration {old} was gone in act 5's list, yet act 6 names it")
         });
@@ -564,18 +539,12 @@ fn admitted_during_scale_down_is_act5s_stored_pod(g: &mut G, s: &str, f: &Act6Fa
     };
     let r = &a5.target_bad;
     let same = (&p.name, &p.namespace) == (&r.name, &r.namespace);
-    g.check(
-        same && (!p.exists || p.uid == r.get.uid),
-        PodReplaced,
-        sub,
-        || {
-            let (ns, name, uid) = (&r.namespace, &r.name, &r.get.uid);
-            format!(
-                "{}/{} uid {:?}; act 5 stored {ns}/{name} uid {uid:?}",
-                p.namespace, p.name, p.uid
-            )
-        },
-    );
+    let ok = same && (!p.exists || p.uid == r.get.uid);
+    g.check(ok, PodReplaced, sub, || {
+        let (ns, name, uid) = (&r.namespace, &r.name, &r.get.uid);
+        let (pns, pname, puid) = (&p.namespace, &p.name, &p.uid);
+        format!("{pns}/{pname} uid {puid:?}; act 5 stored {ns}/{name} uid {uid:?}")
+    });
 }
 
 /// The new pod is a pod of act 1's controller Deployment: in its namespace, named
@@ -647,10 +616,8 @@ fn replicas_restored_recorded_first(g: &mut G, s: &str, f: &Act6Facts) {
         .map(|(_, st)| st.waited_ms)
         .min();
     if let (Some(m), Some(_)) = (later, f.replicas_restored.seen_at()) {
-        let (waited, sub) = (
-            f.replicas_restored.waited_ms,
-            format!("{s}.replicas_restored.waited_ms"),
-        );
+        let waited = f.replicas_restored.waited_ms;
+        let sub = format!("{s}.replicas_restored.waited_ms");
         g.check(waited <= m, TimesInconsistent, sub, || {
             format!(
                 "the restore was recorded after {waited} ms, later than a step it causes ({m} ms)"
@@ -666,12 +633,10 @@ fn replicas_restored_recorded_first(g: &mut G, s: &str, f: &Act6Facts) {
 fn replicas_restored_after_the_scale_down(g: &mut G, s: &str, f: &Act6Facts) -> Option<String> {
     let restored = step(g, &format!("{s}.replicas_restored"), &f.replicas_restored);
     if restored.is_some() {
-        g.check(
-            f.restored_by.is_some(),
-            ValueMismatch,
-            format!("{s}.restored_by"),
-            || "who restored the replicas is not recorded".into(),
-        );
+        let (ok, sub) = (f.restored_by.is_some(), format!("{s}.restored_by"));
+        g.check(ok, ValueMismatch, sub, || {
+            "who restored the replicas is not recorded".into()
+        });
     }
     let scaled = g
         .facts::<Act5Facts>(5)
@@ -694,10 +659,8 @@ fn recovery_steps_waited_from_one_start(g: &mut G, s: &str, f: &Act6Facts) {
     let starts: Vec<(&str, chrono::DateTime<chrono::Utc>)> = (recovery_steps(f).into_iter())
         .filter_map(|(n, st)| st.seen_at().map(|t| (n, start(st, t))))
         .collect();
-    let (lo, hi) = (
-        starts.iter().min_by_key(|(_, t)| *t),
-        starts.iter().max_by_key(|(_, t)| *t),
-    );
+    let lo = starts.iter().min_by_key(|(_, t)| *t);
+    let hi = starts.iter().max_by_key(|(_, t)| *t);
     if let (Some((lo, lo_at)), Some((hi, hi_at))) = (lo, hi) {
         let most = super::bounds::STEP_START_SPREAD_MS;
         let ok = (*hi_at - *lo_at).num_milliseconds() <= most;
@@ -788,20 +751,16 @@ fn recovery_durations_are_their_timestamps(
         let measured = (l - r).num_milliseconds();
         let recorded = f.leader_takeover_ms.map(|m| m as i64);
         let ok = recorded.is_some_and(|m| (m - measured).abs() <= tolerance);
-        g.check(
-            ok,
-            TimesInconsistent,
-            format!("{s}.leader_takeover_ms"),
-            || format!("recorded {recorded:?}, timestamps give {measured} ms"),
-        );
+        let sub = format!("{s}.leader_takeover_ms");
+        g.check(ok, TimesInconsistent, sub, || {
+            format!("recorded {recorded:?}, timestamps give {measured} ms")
+        });
     }
     if let (Some(r), Some(l)) = (t(restored), t(lease))
         && let Some(ms) = f.lease_after_restore_ms
     {
-        let (measured, sub) = (
-            (l - r).num_milliseconds(),
-            format!("{s}.lease_after_restore_ms"),
-        );
+        let measured = (l - r).num_milliseconds();
+        let sub = format!("{s}.lease_after_restore_ms");
         let ok = (measured - ms as i64).abs() <= tolerance;
         g.check(ok, TimesInconsistent, &sub, || {
             format!("recorded {ms}, timestamps give {measured} ms")
@@ -895,15 +854,11 @@ fn no_probe_admitted_after_a_call(g: &mut G, s: &str, f: &Act6Facts) {
 fn first_deny_is_the_last_probe(g: &mut G, s: &str, f: &Act6Facts, d: &str) {
     let last = f.deny_probes.last();
     let ok = last.is_some_and(|r| r.outcome == Outcome::ExplicitDeny && r.answered_at == d);
-    g.check(
-        ok,
-        ValueMismatch,
-        format!("{s}.first_explicit_deny"),
-        || {
-            let last = last.map(|r| (r.outcome.as_str(), r.answered_at.as_str()));
-            format!("confirmed at {d}, but the last probe is {last:?}")
-        },
-    );
+    let sub = format!("{s}.first_explicit_deny");
+    g.check(ok, ValueMismatch, sub, || {
+        let last = last.map(|r| (r.outcome.as_str(), r.answered_at.as_str()));
+        format!("confirmed at {d}, but the last probe is {last:?}")
+    });
 }
 
 pub(crate) fn act7(g: &mut G) {

@@ -170,10 +170,8 @@ fn events_are_the_lines(
     let agrees = ra.events.len() == reparsed.len() && same;
     // The entry is keyed to the request it is matched to: its namespace and window are the
     // record's own.
-    let (entry, record) = (
-        (&ra.namespace, &ra.sent_at, &ra.answered_at),
-        (&r.namespace, &r.sent_at, &r.answered_at),
-    );
+    let entry = (&ra.namespace, &ra.sent_at, &ra.answered_at);
+    let record = (&r.namespace, &r.sent_at, &r.answered_at);
     let ok = agrees && foreign.is_empty() && entry == record;
     g.check(ok, RawMismatch, format!("{at} raw"), || {
         let (events, lines) = (ra.events.len(), reparsed.len());
@@ -467,11 +465,8 @@ fn webhook_call_timing_agrees(
     let t = w
         .timeout_seconds
         .map_or("unknown".to_owned(), |t| t.to_string());
-    let (elapsed, skew, latency) = (
-        r.elapsed_ms,
-        super::bounds::CLOCK_SKEW_MS,
-        audit::VALIDATING_WEBHOOK_LATENCY,
-    );
+    let (elapsed, skew) = (r.elapsed_ms, super::bounds::CLOCK_SKEW_MS);
+    let latency = audit::VALIDATING_WEBHOOK_LATENCY;
     let span = e.span_ms();
     let mut problems = Vec::new();
     match span {

@@ -26,10 +26,8 @@ pub(crate) fn act4(g: &mut G) {
     g.check(id.pid > 1, ValueMismatch, format!("{sub}.pid"), || {
         format!("expected a PID > 1, found {}", id.pid)
     });
-    let (ok, at) = (
-        id.pid_start_time_ticks > 0,
-        format!("{sub}.pid_start_time_ticks"),
-    );
+    let ok = id.pid_start_time_ticks > 0;
+    let at = format!("{sub}.pid_start_time_ticks");
     g.check(ok, ValueMismatch, at, || {
         "expected the start time from /proc/<pid>/stat, found 0".into()
     });
@@ -75,7 +73,7 @@ fn freeze_run(
     let expected = after5.or_else(|| g.facts::<Act4Facts>(4).map(|a4| a4.identity));
     freeze::frozen_process_is_the_expected_one(g, &v, expected);
     freeze::freeze_rules(g, &v);
-    requests_during_freeze_show_the_failure_policy(g, &v.s, run, ignore, hook);
+    requests_during_freeze_show_the_failure_policy(g, &v, run);
     super::existing_pod_survives(g, &format!("{}.existing", v.s), &run.existing);
 }
 
@@ -83,32 +81,14 @@ fn freeze_run(
 /// namespace) show the failure policy: time out after T under Fail, stored after waiting T under
 /// Ignore, naming the registration's webhook; the control request is stored; all are sent and
 /// answered inside the freeze.
-fn requests_during_freeze_show_the_failure_policy(
-    g: &mut G,
-    s: &str,
-    run: &FreezeRun,
-    ignore: bool,
-    hook: Option<&facts::WebhookFacts>,
-) {
-    let w = &run.freeze;
-    let t = run.timeout_seconds;
-    let target_expect = if ignore {
-        Outcome::Stored
-    } else {
-        Outcome::WebhookTimeout
-    };
+fn requests_during_freeze_show_the_failure_policy(g: &mut G, v: &Freeze<'_>, run: &FreezeRun) {
+    let (s, w) = (&v.s, &run.freeze);
     for (name, r, label) in [
         ("target_good", &run.target_good, true),
         ("target_bad", &run.target_bad, false),
     ] {
         let sub = format!("{s}.{name}");
-        g.request_timed(&sub, r, &[target_expect], t, ignore);
-        if !ignore {
-            super::violating_pod_never_admitted_under_fail(g, &sub, r);
-        }
-        if let Some(h) = hook {
-            g.named_webhook(&sub, r, h);
-        }
+        freeze::request_during_the_freeze(g, v, &sub, r, &[v.met()], v.ignore);
         request_is_the_pod_meant(g, &sub, r, Meant::target(label));
         g.within(&sub, "sent_at", &r.sent_at, &w.frozen_at, &w.resumed_at);
         let answered = &r.answered_at;

@@ -48,7 +48,7 @@ use super::Code;
 use super::freeze::{self, Freeze};
 use super::witness::{
     fact_is_derived_from_raw, fact_is_derived_from_raw_record, lease_is_derived_from,
-    list_is_derived_from_raw, raw_record, registration_is_derived_from, required_raw,
+    list_is_derived_from_raw, raw_at, raw_record, registration_is_derived_from, required_raw,
     rows_are_derived_from_raw,
 };
 use super::{
@@ -416,9 +416,9 @@ fn act3_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts
     replicas_are_the_raw_pods(g, s, ev, f);
     let sub = format!("{s}.endpoints");
     if let Some(slices) = required_raw(g, ev, "endpoint-slices", &sub) {
-        let raw_at = format!("{} raw[endpoint-slices].data", ev_name(ev.act));
-        let (derived, sources) = (derive::located_endpoints(slices), derive::ENDPOINT_SOURCES);
-        list_is_derived_from_raw(g, &sub, &f.endpoints, &raw_at, derived, sources);
+        let derived = derive::located_endpoints(slices);
+        let (at, sources) = (raw_at(ev, "endpoint-slices"), derive::ENDPOINT_SOURCES);
+        list_is_derived_from_raw(g, &sub, &f.endpoints, &at, derived, sources);
     }
     scale_is_the_healers_answers(g, s, ev, f);
     replica_counters_are_the_raw_lines(g, s, ev, &f.replica_requests);
@@ -443,13 +443,12 @@ fn replicas_are_the_raw_pods(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts) {
             g.flag(RawMismatch, sub, missing);
             continue;
         };
-        let raw_at = format!("{} raw[pods].data[{k}]", ev_name(ev.act));
-        let derived = derive::replica(p, r.pod.at.clone());
-        let (pod, sources) = (format!("{sub}.pod"), derive::POD_SOURCES);
+        let (at, pod) = (format!("{}[{k}]", raw_at(ev, "pods")), format!("{sub}.pod"));
         // The pod's own mapping: a field only `ready` or `pod_ip` reads fails those, not the pod.
-        let derived_pod = derive::pod(p, r.pod.at.clone());
-        fact_is_derived_from_raw(g, &pod, &r.pod, &raw_at, derived_pod, sources);
-        fact_is_derived_from_raw(g, &sub, r, &raw_at, derived, derive::REPLICA_SOURCES);
+        let derived = derive::pod(p, r.pod.at.clone());
+        fact_is_derived_from_raw(g, &pod, &r.pod, &at, derived, derive::POD_SOURCES);
+        let derived = derive::replica(p, r.pod.at.clone());
+        fact_is_derived_from_raw(g, &sub, r, &at, derived, derive::REPLICA_SOURCES);
     }
 }
 
@@ -462,11 +461,8 @@ fn scale_is_the_healers_answers(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts
     let (id, deadline) = (&sc.fault_id, &sc.restore_deadline_at);
     let up = |raw: &Value| derive::scale_up(raw, id.clone(), deadline.clone());
     fact_is_derived_from_raw_record(g, ev, "scale-up", &sub, sc, up, derive::SCALE_UP_SOURCES);
-    let (sub, ready) = (
-        format!("{sub}.restore_deadline_at"),
-        derive::healer_deadline,
-    );
-    let sources = derive::HEALER_DEADLINE_SOURCES;
+    let (ready, sources) = (derive::healer_deadline, derive::HEALER_DEADLINE_SOURCES);
+    let sub = format!("{sub}.restore_deadline_at");
     fact_is_derived_from_raw_record(g, ev, "healer-ready", &sub, deadline, ready, sources);
 }
 
@@ -772,7 +768,7 @@ fn replica_freeze_run(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun) {
     let s = &v.s;
     freeze::freeze_rules(g, v);
     freeze_waves_lie_inside_the_freeze(g, s, run);
-    freeze_outcomes_are_timeout_or_deny(g, s, run, v.hook, v.ignore);
+    freeze_outcomes_are_timeout_or_deny(g, v, run);
     samples_cover_the_freeze(g, s, run);
     a_call_that_met_the_frozen_replica_had_it_as_an_endpoint(g, s, run);
     frozen_replica_after_is_the_same_pod(g, s, run);
@@ -852,7 +848,7 @@ fn freeze_waves_lie_inside_the_freeze(g: &mut G, s: &str, run: &ReplicaFreezeRun
         ];
         times_are_ordered(g, &sub, rows.map(|(f, a, b)| (f, a.as_str(), b.as_str())));
         if violating {
-            freeze::violating_pod_in_the_target_namespace(g, &sub, r);
+            super::request_is_the_pod_meant(g, &sub, r, super::Meant::target(false));
         }
     }
 }
@@ -861,31 +857,14 @@ fn freeze_waves_lie_inside_the_freeze(g: &mut G, s: &str, run: &ReplicaFreezeRun
 /// stored; under Ignore `stored` after the timeout; either after `timeoutSeconds`, not sooner nor
 /// much later) or a running one (`explicit-deny` from the policy's webhook); the control pods
 /// were stored (outside the selector).
-fn freeze_outcomes_are_timeout_or_deny(
-    g: &mut G,
-    s: &str,
-    run: &ReplicaFreezeRun,
-    hook: Option<&facts::WebhookFacts>,
-    ignore: bool,
-) {
-    let met = if ignore {
-        Outcome::Stored
-    } else {
-        Outcome::WebhookTimeout
-    };
+fn freeze_outcomes_are_timeout_or_deny(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun) {
+    let (s, expect) = (&v.s, [v.met(), Outcome::ExplicitDeny]);
     for (i, r) in run.bad.iter().enumerate() {
-        let sub = format!("{s}.bad[{i}]");
         // A request that met the frozen replica waited for the registration's timeout: a
         // `webhook-timeout` under Fail, `stored` after it under Ignore (`bounds::timeout_window_ms`).
-        let after_timeout = ignore && r.outcome == Outcome::Stored;
-        let expect = [met, Outcome::ExplicitDeny];
-        g.request_timed(&sub, r, &expect, run.timeout_seconds, after_timeout);
-        if !ignore {
-            violating_pod_never_admitted_under_fail(g, &sub, r);
-        }
-        if let Some(h) = hook {
-            g.named_webhook(&sub, r, h);
-        }
+        let after_timeout = v.ignore && r.outcome == Outcome::Stored;
+        let sub = format!("{s}.bad[{i}]");
+        freeze::request_during_the_freeze(g, v, &sub, r, &expect, after_timeout);
     }
     for (i, r) in run.control.iter().enumerate() {
         g.request(&format!("{s}.control[{i}]"), r, &[Outcome::Stored]);
@@ -897,10 +876,8 @@ fn freeze_outcomes_are_timeout_or_deny(
 /// within two of the resume, no gap longer than three; every read inside the act's freeze.
 fn samples_cover_the_freeze(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
     let (frozen_at, resumed_at) = (&run.freeze.frozen_at, &run.freeze.resumed_at);
-    let (Some(frozen), Some(resumed)) = (
-        facts::parse_rfc3339(frozen_at),
-        facts::parse_rfc3339(resumed_at),
-    ) else {
+    let t = facts::parse_rfc3339;
+    let (Some(frozen), Some(resumed)) = (t(frozen_at), t(resumed_at)) else {
         return;
     };
     let period = crate::rules::c::SAMPLE_PERIOD.as_millis() as i64;
@@ -975,10 +952,9 @@ fn restart_counts_are_the_containers_attempts(
     for (when, n) in counts {
         let what = format!("cri-container-{when}");
         if let Some(raw) = raw_record(ev, &what) {
-            let fact = format!("{sub}.restart_count_{when}");
-            let raw_at = format!("{} raw[{what}].data", ev_name(ev.act));
+            let (fact, at) = (format!("{sub}.restart_count_{when}"), raw_at(ev, &what));
             let sources = derive::RESTART_COUNT_SOURCES;
-            fact_is_derived_from_raw(g, &fact, &n, &raw_at, attempt(raw), sources);
+            fact_is_derived_from_raw(g, &fact, &n, &at, attempt(raw), sources);
         }
     }
     if raw_record(ev, "cri-container-after").is_some() {
@@ -1044,7 +1020,7 @@ fn samples_are_the_raw_samples(g: &mut G, s: &str, ev: &Evidence, run: &ReplicaF
     let Some(samples) = required_raw(g, ev, "freeze-samples", &format!("{s}.lease_samples")) else {
         return;
     };
-    let raw_at = format!("{} raw[freeze-samples].data", ev_name(ev.act));
+    let at = raw_at(ev, "freeze-samples");
     // Each answer of kind `what`, by its place in the list, and what it derives.
     fn derived<T>(samples: &Value, what: &str, derive: fn(&Value) -> T) -> Vec<(String, T)> {
         let answers = samples.as_array().into_iter().flatten().enumerate();
@@ -1058,17 +1034,15 @@ fn samples_are_the_raw_samples(g: &mut G, s: &str, ev: &Evidence, run: &ReplicaF
     let leases = leases.map(|(i, x)| (read("lease_samples", i), x)).collect();
     let (fact, sources) = (format!("{s}.lease_samples"), derive::LEASE_SAMPLE_SOURCES);
     let raw = derived(samples, "lease", derive::lease_sample);
-    rows_are_derived_from_raw(g, &fact, leases, &raw_at, raw, sources);
+    rows_are_derived_from_raw(g, &fact, leases, &at, raw, sources);
     let endpoints = (run.endpoint_samples.iter().enumerate()).filter(|(_, x)| x.error.is_none());
     let endpoints = endpoints
         .map(|(i, x)| (read("endpoint_samples", i), x))
         .collect();
-    let (fact, sources) = (
-        format!("{s}.endpoint_samples"),
-        derive::ENDPOINT_SAMPLE_SOURCES,
-    );
+    let sources = derive::ENDPOINT_SAMPLE_SOURCES;
+    let fact = format!("{s}.endpoint_samples");
     let raw = derived(samples, "endpoint-slices", derive::endpoint_sample);
-    rows_are_derived_from_raw(g, &fact, endpoints, &raw_at, raw, sources);
+    rows_are_derived_from_raw(g, &fact, endpoints, &at, raw, sources);
 }
 
 /// The frozen pod after the settle is the raw `pods-after` ([`derive::pod_after`]: UID, restart
@@ -1077,22 +1051,20 @@ fn samples_are_the_raw_samples(g: &mut G, s: &str, ev: &Evidence, run: &ReplicaF
 /// [`Code::RawMismatch`] / [`Code::ObservationMissing`].
 fn target_after_is_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, run: &ReplicaFreezeRun) {
     let (t, sub) = (&run.target_after, format!("{s}.target_after"));
-    let file = ev_name(ev.act);
     if let Some(pods) = required_raw(g, ev, "pods-after", &sub) {
-        let raw_at = match derive::pod_named(pods, &t.pod) {
-            Some(k) => format!("{file} raw[pods-after].data[{k}]"),
-            None => format!("{file} raw[pods-after].data (no pod {})", t.pod),
+        let at = match derive::pod_named(pods, &t.pod) {
+            Some(k) => format!("{}[{k}]", raw_at(ev, "pods-after")),
+            None => format!("{} (no pod {})", raw_at(ev, "pods-after"), t.pod),
         };
         let derived = derive::pod_after(pods, &t.pod, t.restart_count_before);
-        fact_is_derived_from_raw(g, &sub, t, &raw_at, derived, derive::POD_AFTER_SOURCES);
+        fact_is_derived_from_raw(g, &sub, t, &at, derived, derive::POD_AFTER_SOURCES);
     }
-    let at = format!("{sub}.identity_after");
+    let what = "cri-container-after";
     if t.identity_after.is_some()
-        && let Some(c) = required_raw(g, ev, "cri-container-after", &at)
+        && let Some(c) = required_raw(g, ev, what, &format!("{sub}.identity_after"))
     {
-        let raw_at = format!("{file} raw[cri-container-after].data");
         let (derived, sources) = (derive::container_after(c), derive::CONTAINER_AFTER_SOURCES);
-        fact_is_derived_from_raw(g, &sub, t, &raw_at, derived, sources);
+        fact_is_derived_from_raw(g, &sub, t, &raw_at(ev, what), derived, sources);
     }
 }
 
@@ -1236,7 +1208,7 @@ fn deny_probes_are_violating_pods_one_after_another(g: &mut G, s: &str, f: &Act7
     let mut after = &f.scale_back.at;
     for (i, r) in f.deny_probes.iter().enumerate() {
         let sub = format!("{s}.deny_probes[{i}]");
-        freeze::violating_pod_in_the_target_namespace(g, &sub, r);
+        super::request_is_the_pod_meant(g, &sub, r, super::Meant::target(false));
         g.times_ordered(&format!("{sub}.sent_at"), after, &r.sent_at);
         after = &r.answered_at;
     }
@@ -1245,11 +1217,11 @@ fn deny_probes_are_violating_pods_one_after_another(g: &mut G, s: &str, f: &Act7
 /// `waited_ms` is the act's own span from its start to the existing pod's read (the act times its
 /// body from the start and reads the existing pod last). Flags [`Code::TimesInconsistent`].
 fn wait_spans_the_act_until_the_existing_pod(g: &mut G, s: &str, ev: &Evidence, f: &Act7Facts) {
-    let (Some(start), Some(end), Some(read)) = (
-        facts::parse_rfc3339(&ev.started_at),
-        facts::parse_rfc3339(&ev.finished_at),
-        facts::parse_rfc3339(&f.existing.at),
-    ) else {
+    let (t, read) = (facts::parse_rfc3339, &f.existing.at);
+    let (Some(start), Some(end)) = (t(&ev.started_at), t(&ev.finished_at)) else {
+        return;
+    };
+    let Some(read) = t(read) else {
         return;
     };
     let (skew, waited) = (super::bounds::CLOCK_SKEW_MS as i64, f.waited_ms as i64);
@@ -1288,10 +1260,8 @@ fn act7_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, f: &Act7Facts
 /// raw record of its own). Flags [`Code::RawMismatch`] / [`Code::ObservationMissing`].
 fn deployment_before_is_the_one_scaled_back(g: &mut G, s: &str, ev: &Evidence, f: &Act7Facts) {
     let replicas = |raw: &Value| derive::deployment(raw).map(|d| d.replicas);
-    let (sub, n) = (
-        format!("{s}.scale_back.replicas_before"),
-        &f.scale_back.replicas_before,
-    );
+    let n = &f.scale_back.replicas_before;
+    let sub = format!("{s}.scale_back.replicas_before");
     let sources = derive::REPLICAS_SOURCES;
     fact_is_derived_from_raw_record(g, ev, "deployment-before", &sub, n, replicas, sources);
     let (Some(d), uid) = (raw_record(ev, "deployment-before"), &f.deployment.uid) else {
@@ -1330,22 +1300,10 @@ fn scaled_back_to_the_original_count(g: &mut G, s: &str, f: &Act7Facts) {
 /// Act 8: the report, each word held against the one rule act 8 uses
 /// ([`crate::rules::c::report_expectations`]).
 pub(crate) fn act8(g: &mut G) {
-    super::act8_facts(g);
-    let ctx = g.report_context(5..=7);
-    g.input::<inputs::ReportC>(&ctx);
-    let report = g.required_input_value(inputs::InputFile::ReportC);
-    let (Some(report), Some(a3), Some(a5), Some(a6), Some(a7)) = (
-        report,
-        g.facts::<Act3Facts>(3),
-        g.facts::<Act5Facts>(5),
-        g.facts::<Act6Facts>(6),
-        g.facts::<Act7Facts>(7),
-    ) else {
-        return;
-    };
-    for (field, expected) in crate::rules::c::report_expectations(&a3, &a5, &a6, &a7) {
-        super::report_claim(g, &report, field, &expected);
-    }
+    super::report_claims_are_the_evidence_words::<inputs::ReportC, _>(g, |g| {
+        let (a3, a5, a6, a7) = (g.facts(3), g.facts(5), g.facts(6), g.facts(7));
+        Some(crate::rules::c::report_expectations(&a3?, &a5?, &a6?, &a7?))
+    });
 }
 
 #[cfg(test)]

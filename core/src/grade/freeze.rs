@@ -11,7 +11,7 @@
 
 use serde_json::Value;
 
-use super::{Code, Code::*, G, bounds, ev_name};
+use super::{Code, Code::*, G, Meant, bounds, ev_name};
 use crate::evidence::{Evidence, Outcome, RequestRecord};
 use crate::facts::b::{FreezeRun, FreezeWindow, ProcessIdentity, Resumer};
 use crate::facts::c::ReplicaFreezeRun;
@@ -94,6 +94,16 @@ macro_rules! freeze_view {
 }
 
 impl<'a> Freeze<'a> {
+    /// What a request that meets the frozen replica records: a `webhook-timeout` under Fail,
+    /// `stored` (after the timeout) under Ignore.
+    pub(crate) fn met(&self) -> Outcome {
+        if self.ignore {
+            Outcome::Stored
+        } else {
+            Outcome::WebhookTimeout
+        }
+    }
+
     /// Lab B's one-replica freeze of act `act`.
     pub(crate) fn of_b(
         act: u8,
@@ -233,11 +243,8 @@ fn freeze_window_is_the_ledger(g: &mut G, v: &Freeze<'_>, ev: &Evidence) {
 /// `timeout_seconds` (T, never a constant) is the snapshot's and the recorded registration's, and
 /// it was read inside the freeze.
 fn registration_during_freeze_is_the_recorded_one(g: &mut G, v: &Freeze<'_>) {
-    let (s, snap, present) = (
-        &v.s,
-        v.registration_snapshot,
-        v.registration_present_during_freeze,
-    );
+    let (s, snap) = (&v.s, v.registration_snapshot);
+    let present = v.registration_present_during_freeze;
     let sub = format!("{s}.registration_present_during_freeze");
     g.check(present, RegistrationMissing, sub, || {
         "the webhook registration must stay during a freeze".into()
@@ -358,7 +365,7 @@ fn requests_after_resume_end_in_the_first_deny(g: &mut G, v: &Freeze<'_>) {
         if !v.ignore {
             super::violating_pod_never_admitted_under_fail(g, &sub, r);
         }
-        violating_pod_in_the_target_namespace(g, &sub, r);
+        super::request_is_the_pod_meant(g, &sub, r, Meant::target(false));
         g.times_ordered(&format!("{sub}.sent_at"), &v.freeze.resumed_at, &r.sent_at);
         if let Some(h) = v.hook {
             g.named_webhook(&sub, r, h);
@@ -371,11 +378,7 @@ fn requests_after_resume_end_in_the_first_deny(g: &mut G, v: &Freeze<'_>) {
         });
         return;
     };
-    g.request(&sub, d, &[Outcome::ExplicitDeny]);
-    violating_pod_in_the_target_namespace(g, &sub, d);
-    if let Some(h) = v.hook {
-        g.named_webhook(&sub, d, h);
-    }
+    violating_pod_denied_by(g, &sub, d, v.hook);
     g.times_ordered(&sub, &v.freeze.resumed_at, &d.sent_at);
     let last = v.after_resume.last();
     g.check(last == Some(d), ValueMismatch, format!("{sub}.name"), || {
@@ -384,20 +387,36 @@ fn requests_after_resume_end_in_the_first_deny(g: &mut G, v: &Freeze<'_>) {
     });
 }
 
-/// A request the act sends to see the policy's verdict is a real (not dry-run) create of a pod
-/// without the policy's label in the target namespace (`docs/labs.md`, lab B).
-pub(super) fn violating_pod_in_the_target_namespace(g: &mut G, sub: &str, r: &RequestRecord) {
-    let ns = [(
-        "namespace",
-        crate::rules::common::TARGET_NAMESPACE,
-        r.namespace.as_str(),
-    )];
-    super::fields_are(g, ValueMismatch, sub, ns);
-    let rows = [
-        ("labels", &false, &super::has_env_label(r)),
-        ("dry_run", &false, &r.dry_run),
-    ];
-    super::fields_are(g, ValueMismatch, sub, rows);
+/// A violating pod the act sends to see the policy's verdict (`sub`): a real create without the
+/// policy's label in the target namespace ([`Meant::target`]), explicitly denied, by the
+/// registration's webhook `hook` when the act knows it ([`G::named_webhook`]).
+fn violating_pod_denied_by(g: &mut G, sub: &str, r: &RequestRecord, hook: Option<&WebhookFacts>) {
+    g.request(sub, r, &[Outcome::ExplicitDeny]);
+    super::request_is_the_pod_meant(g, sub, r, Meant::target(false));
+    if let Some(h) = hook {
+        g.named_webhook(sub, r, h);
+    }
+}
+
+/// A request sent while the freeze lasts (`sub`): its record, one of `expect`, timed against
+/// the registration's `timeoutSeconds` when it timed out or `waited` for the timeout
+/// ([`G::request_timed`]); under Fail a violating pod never admitted; the webhook it names the
+/// registration's.
+pub(crate) fn request_during_the_freeze(
+    g: &mut G,
+    v: &Freeze<'_>,
+    sub: &str,
+    r: &RequestRecord,
+    expect: &[Outcome],
+    waited: bool,
+) {
+    g.request_timed(sub, r, expect, v.timeout_seconds, waited);
+    if !v.ignore {
+        super::violating_pod_never_admitted_under_fail(g, sub, r);
+    }
+    if let Some(h) = v.hook {
+        g.named_webhook(sub, r, h);
+    }
 }
 
 /// `first_deny_after_resume_ms` is the difference of its two timestamps (both in ms, so exactly)
@@ -418,10 +437,8 @@ fn first_deny_after_resume_is_timed_from_the_resume(g: &mut G, v: &Freeze<'_>) {
         measured,
         v.first_deny_after_resume_ms,
     );
-    let (ok, most) = (
-        measured.is_some_and(|m| m <= bounds::DENY_AFTER_RESUME_MS),
-        bounds::DENY_AFTER_RESUME_MS,
-    );
+    let most = bounds::DENY_AFTER_RESUME_MS;
+    let ok = measured.is_some_and(|m| m <= most);
     g.check(ok, OutsideWindow, sub, || {
         format!("first deny {measured:?} ms after resume; the act waits [0, {most}] ms (bounds::DENY_AFTER_RESUME_MS)")
     });
@@ -520,9 +537,7 @@ pub(crate) fn policy_switched_to_ignore(
         super::witness::registration_is_derived_from(g, &ev, what, &hook, webhook);
     }
     let sub = format!("{s}.healthy_bad");
-    g.request(&sub, healthy_bad, &[Outcome::ExplicitDeny]);
-    violating_pod_in_the_target_namespace(g, &sub, healthy_bad);
-    g.named_webhook(&sub, healthy_bad, webhook);
+    violating_pod_denied_by(g, &sub, healthy_bad, Some(webhook));
     g.times_ordered(&sub, &healthy_bad.answered_at, frozen_at);
 }
 
@@ -542,10 +557,7 @@ pub(crate) fn recovered_under_ignore(
     let registered = webhook.failure_policy.as_str();
     let rows = [("webhook.failure_policy", "Ignore", registered)];
     super::fields_are(g, ValueMismatch, s, rows);
-    let sub = format!("{s}.healthy_bad");
-    g.request(&sub, healthy_bad, &[Outcome::ExplicitDeny]);
-    violating_pod_in_the_target_namespace(g, &sub, healthy_bad);
-    g.named_webhook(&sub, healthy_bad, webhook);
+    violating_pod_denied_by(g, &format!("{s}.healthy_bad"), healthy_bad, Some(webhook));
     let sub = format!("{s}.webhook");
     super::registration_scope(g, &sub, &webhook.name, &super::Scope::of_facts(webhook));
     if let Some(a6) = a6_webhook {

@@ -777,15 +777,11 @@ impl<'a> G<'a> {
                 format!("recorded {was}, but HTTP {status} {reason:?} {msg:?} with get.exists={exists} says {is}")
             });
         }
-        self.check(
-            expect.contains(&r.outcome),
-            OutcomeUnexpected,
-            subject,
-            || {
-                let e: Vec<_> = expect.iter().map(|o| o.as_str()).collect();
-                format!("expected {}, found {}", e.join(" or "), r.outcome.as_str())
-            },
-        );
+        let ok = expect.contains(&r.outcome);
+        self.check(ok, OutcomeUnexpected, subject, || {
+            let e: Vec<_> = expect.iter().map(|o| o.as_str()).collect();
+            format!("expected {}, found {}", e.join(" or "), r.outcome.as_str())
+        });
     }
 
     /// Part of the record-against-itself rule: `sent_at ≤ answered_at` and their difference is
@@ -1147,12 +1143,10 @@ fn requests_are_their_raw_records(g: &mut G, ev: &Evidence) {
         let Some((what, data)) = raw.get(name) else {
             continue;
         };
-        g.check(
-            *data == v,
-            RawMismatch,
-            format!("{} {path}", ev_name(g.act)),
-            || format!("request {name} differs from its raw record {what:?}"),
-        );
+        let sub = format!("{} {path}", ev_name(g.act));
+        g.check(*data == v, RawMismatch, sub, || {
+            format!("request {name} differs from its raw record {what:?}")
+        });
     }
 }
 
@@ -1354,19 +1348,12 @@ pub(crate) fn violating_pod_never_admitted_under_fail(g: &mut G, subject: &str, 
     if has_env_label(r) || r.namespace != TARGET_NAMESPACE {
         return;
     }
-    g.check(
-        !matches!(r.outcome, Outcome::Stored | Outcome::DryRunAdmitted),
-        OutcomeUnexpected,
-        subject,
-        || {
-            format!(
-                "a pod without the {:?} label in {} was {} while the policy's failurePolicy Fail registration was in force: it is denied (healthy webhook) or rejected (failed call), never admitted",
-                crate::rules::common::GOOD_LABEL.0,
-                r.namespace,
-                r.outcome.as_str()
-            )
-        },
-    );
+    let admitted = matches!(r.outcome, Outcome::Stored | Outcome::DryRunAdmitted);
+    g.check(!admitted, OutcomeUnexpected, subject, || {
+        let (ns, was) = (&r.namespace, r.outcome.as_str());
+        let label = crate::rules::common::GOOD_LABEL.0;
+        format!("a pod without the {label:?} label in {ns} was {was} while the policy's failurePolicy Fail registration was in force: it is denied (healthy webhook) or rejected (failed call), never admitted")
+    });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1404,12 +1391,10 @@ pub(crate) fn act1(g: &mut G) {
             format!("expected a UID, found {uid:?}")
         });
     }
-    g.check(
-        f.lab_mark.is_some(),
-        ValueMismatch,
-        "evidence/01.json facts.lab_mark",
-        || "the cluster carries no lab mark: faults will be refused".to_owned(),
-    );
+    let (ok, sub) = (f.lab_mark.is_some(), format!("{s}.lab_mark"));
+    g.check(ok, ValueMismatch, sub, || {
+        "the cluster carries no lab mark: faults will be refused".to_owned()
+    });
     if let Some(ev) = g.evidence(1) {
         witness::lab_mark_is_the_marks_configmap(g, &ev, &f);
     }
@@ -1586,20 +1571,13 @@ pub(crate) fn registration_equals(
         return;
     };
     let keys: BTreeSet<&String> = e.keys().chain(f.keys()).collect();
+    let shown = |v: Option<&serde_json::Value>| v.map_or("nothing".into(), abbreviate);
     for k in keys {
-        let (x, y) = (e.get(k), f.get(k));
-        g.check(
-            x == y,
-            RegistrationChanged,
-            format!("{subject}.{k}"),
-            || {
-                let (x, y) = (
-                    x.map_or("nothing".into(), abbreviate),
-                    y.map_or("nothing".into(), abbreviate),
-                );
-                format!("expected {x} (the earlier act's registration), found {y}")
-            },
-        );
+        let (x, y, sub) = (e.get(k), f.get(k), format!("{subject}.{k}"));
+        g.check(x == y, RegistrationChanged, sub, || {
+            let (x, y) = (shown(x), shown(y));
+            format!("expected {x} (the earlier act's registration), found {y}")
+        });
     }
 }
 
@@ -1635,12 +1613,10 @@ pub(crate) fn check_webhook(
     let path = w.service.as_ref().and_then(|s| s.path.as_deref());
     let serves_policy =
         name.contains("kca-webhook-label") || path.is_some_and(|p| p.contains("kca-webhook-label"));
-    g.check(
-        serves_policy,
-        RegistrationMissing,
-        format!("{subject}.name"),
-        || format!("webhook {name:?} does not serve kca-webhook-label (name or path)"),
-    );
+    let sub = format!("{subject}.name");
+    g.check(serves_policy, RegistrationMissing, sub, || {
+        format!("webhook {name:?} does not serve kca-webhook-label (name or path)")
+    });
 }
 
 /// Whether every leaf of `asked` is in `stored` with the same value (objects: each key of
@@ -1678,20 +1654,13 @@ pub(crate) fn stored_policy_is_the_applied_input(
     ];
     let rows = rows.map(|(field, at)| (field, asked.pointer(at), stored.pointer(at)));
     fields_are(g, ValueMismatch, subject, rows);
-    let null = &serde_json::Value::Null;
-    let (a, s) = (
-        asked.get("spec").unwrap_or(null),
-        stored.get("spec").unwrap_or(null),
-    );
-    g.check(
-        applied_within(a, s),
-        ValueMismatch,
-        format!("{subject}.spec"),
-        || {
-            let (s, file, a) = (abbreviate(s), input.file_name(), abbreviate(a));
-            format!("the stored spec {s} is not {file}'s spec {a} (plus defaults)")
-        },
-    );
+    let spec = |v: &serde_json::Value| v.get("spec").cloned().unwrap_or_default();
+    let (a, s) = (spec(&asked), spec(stored));
+    let (ok, sub) = (applied_within(&a, &s), format!("{subject}.spec"));
+    g.check(ok, ValueMismatch, sub, || {
+        let (s, file, a) = (abbreviate(&s), input.file_name(), abbreviate(&a));
+        format!("the stored spec {s} is not {file}'s spec {a} (plus defaults)")
+    });
 }
 
 pub(crate) fn act2(g: &mut G) {
@@ -1701,12 +1670,10 @@ pub(crate) fn act2(g: &mut G) {
     g.input::<inputs::Policy>(&Context::default());
     let (uid, policy) = (policy_uid(&f), "evidence/02.json facts.policy");
     let ok = uid.as_deref().is_some_and(is_uid);
-    g.check(
-        ok,
-        StoredWithoutUid,
-        format!("{policy}.metadata.uid"),
-        || format!("the stored policy must have a UID, found {uid:?}"),
-    );
+    let sub = format!("{policy}.metadata.uid");
+    g.check(ok, StoredWithoutUid, sub, || {
+        format!("the stored policy must have a UID, found {uid:?}")
+    });
     for (at, expected) in [
         ("/metadata/name", "kca-webhook-label"),
         ("/spec/failurePolicy", "Fail"),
@@ -1838,12 +1805,10 @@ pub(crate) fn existing_pod_survives_since(
     }
     let (was, now) = (base.restart_count, pod.restart_count);
     let ok = now.unwrap_or(0) >= was.unwrap_or(0);
-    g.check(
-        ok,
-        RestartContradicted,
-        format!("{subject}.restart_count"),
-        || format!("act 3 recorded {was:?}, now {now:?}: a restart count never goes down"),
-    );
+    let sub = format!("{subject}.restart_count");
+    g.check(ok, RestartContradicted, sub, || {
+        format!("act 3 recorded {was:?}, now {now:?}: a restart count never goes down")
+    });
     g.times_ordered(&format!("{subject}.at"), &base.at, &pod.at);
 }
 
@@ -1854,15 +1819,11 @@ pub(crate) fn report_claim(g: &mut G, report: &serde_json::Value, field: &str, e
     g.words.push((field.to_owned(), expected.to_owned()));
     let found = report.get(field);
     let ok = found.and_then(|v| v.as_str()) == Some(expected);
-    g.check(
-        ok,
-        ReportContradicted,
-        format!("report.json $.{field}"),
-        || {
-            let found = found.map_or_else(|| "nothing".to_owned(), |v| v.to_string());
-            format!("the report says {found}, the evidence shows {expected:?}")
-        },
-    );
+    let sub = format!("report.json $.{field}");
+    g.check(ok, ReportContradicted, sub, || {
+        let found = found.map_or_else(|| "nothing".to_owned(), |v| v.to_string());
+        format!("the report says {found}, the evidence shows {expected:?}")
+    });
 }
 
 /// Act 8 of a lab (its report, `T`): act 8's own record ([`act8_facts`]), `report.json` with the
@@ -1902,12 +1863,10 @@ pub(crate) fn act8_facts(g: &mut G) {
         "no check recorded".into()
     });
     for c in &f.checks {
-        g.check(
-            c.agrees,
-            ReportContradicted,
-            format!("{s}[{}]", c.field),
-            || format!("report {} vs evidence {}", c.report, c.evidence),
-        );
+        let sub = format!("{s}[{}]", c.field);
+        g.check(c.agrees, ReportContradicted, sub, || {
+            format!("report {} vs evidence {}", c.report, c.evidence)
+        });
     }
     act8_records_what_it_compared(g, &f);
     act8_compared_every_report_field(g, &f);
@@ -1933,12 +1892,10 @@ fn act8_compared_every_report_field(g: &mut G, f: &facts::Act8Facts) {
     let compared: Vec<&str> = f.checks.iter().map(|c| c.field.as_str()).collect();
     let once: BTreeSet<&str> = compared.iter().copied().collect();
     let ok = once == in_report && once.len() == compared.len();
-    g.check(
-        ok,
-        ReportContradicted,
-        "evidence/08.json facts.checks",
-        || format!("compared {compared:?}; report.json holds {in_report:?}"),
-    );
+    let sub = "evidence/08.json facts.checks";
+    g.check(ok, ReportContradicted, sub, || {
+        format!("compared {compared:?}; report.json holds {in_report:?}")
+    });
 }
 
 /// Act 8's record of its comparison is the comparison itself: each check's `report` is the

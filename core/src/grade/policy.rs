@@ -6,26 +6,29 @@
 
 use super::G;
 use crate::evidence::Evidence;
+use serde_json::Value;
+
+/// The first of `own` (JSON pointers below this act's `facts`) that is present, read with `read`;
+/// else (absent, or not what `read` reads) act 2's `facts` at `act2`.
+fn own_else_act2<'v, T>(
+    g: &'v G<'_>,
+    ev: &'v Evidence,
+    own: &[&str],
+    act2: &str,
+    read: impl Fn(&'v Value) -> Option<T>,
+) -> Option<T> {
+    let mine = own.iter().find_map(|p| ev.facts.pointer(p));
+    mine.and_then(&read).or_else(|| {
+        let doc = g.input.evidence.get(&2)?.as_ref().ok()?;
+        read(doc.value.pointer("/facts")?.pointer(act2)?)
+    })
+}
 
 /// The policy's webhook for this act: `facts.webhook.name`, `facts.webhook_name`, else act 2's.
 pub(crate) fn policy_webhook(g: &G<'_>, ev: &Evidence) -> Option<String> {
-    let own = ev
-        .facts
-        .pointer("/webhook/name")
-        .or_else(|| ev.facts.get("webhook_name"))
-        .and_then(serde_json::Value::as_str);
-    if let Some(h) = own {
-        return Some(h.to_owned());
-    }
-    g.input
-        .evidence
-        .get(&2)?
-        .as_ref()
-        .ok()?
-        .value
-        .pointer("/facts/webhook/name")?
-        .as_str()
-        .map(str::to_owned)
+    let own = ["/webhook/name", "/webhook_name"];
+    let name = own_else_act2(g, ev, &own, "/webhook/name", Value::as_str);
+    name.map(str::to_owned)
 }
 
 /// Whether the policy's registration for this act is failurePolicy `Ignore`, read from the live
@@ -33,43 +36,16 @@ pub(crate) fn policy_webhook(g: &G<'_>, ev: &Evidence) -> Option<String> {
 /// Kyverno version): `facts.webhook.failure_policy`, the freeze's `registration_snapshot`, else
 /// act 2's.
 pub(crate) fn policy_is_ignore(g: &G<'_>, ev: &Evidence) -> bool {
-    let own = ev
-        .facts
-        .pointer("/webhook/failure_policy")
-        .or_else(|| ev.facts.pointer("/registration_snapshot/failurePolicy"))
-        .and_then(serde_json::Value::as_str);
-    let policy = own.map(str::to_owned).or_else(|| {
-        g.input
-            .evidence
-            .get(&2)?
-            .as_ref()
-            .ok()?
-            .value
-            .pointer("/facts/webhook/failure_policy")?
-            .as_str()
-            .map(str::to_owned)
-    });
-    policy.as_deref() == Some("Ignore")
+    let snapshot = "/registration_snapshot/failurePolicy";
+    let own = ["/webhook/failure_policy", snapshot];
+    let policy = own_else_act2(g, ev, &own, "/webhook/failure_policy", Value::as_str);
+    policy == Some("Ignore")
 }
 
 /// The `timeoutSeconds` of the policy's registration for this act: `facts.timeout_seconds` (lab
 /// B's freeze runs), `facts.webhook.timeout_seconds`, else act 2's.
 pub(crate) fn policy_timeout_seconds(g: &G<'_>, ev: &Evidence) -> Option<u32> {
-    let read = |v: &serde_json::Value| v.as_u64().and_then(|t| u32::try_from(t).ok());
-    if let Some(t) = ev
-        .facts
-        .get("timeout_seconds")
-        .or_else(|| ev.facts.pointer("/webhook/timeout_seconds"))
-        .and_then(read)
-    {
-        return Some(t);
-    }
-    g.input
-        .evidence
-        .get(&2)?
-        .as_ref()
-        .ok()?
-        .value
-        .pointer("/facts/webhook/timeout_seconds")
-        .and_then(read)
+    let read = |v: &Value| v.as_u64().and_then(|t| u32::try_from(t).ok());
+    let own = ["/timeout_seconds", "/webhook/timeout_seconds"];
+    own_else_act2(g, ev, &own, "/webhook/timeout_seconds", read)
 }

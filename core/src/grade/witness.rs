@@ -50,6 +50,11 @@ pub(crate) fn required_raw<'e>(
     r
 }
 
+/// Where the raw record `what` of `ev` is, for a finding: `evidence/NN.json raw[<what>].data`.
+pub(crate) fn raw_at(ev: &Evidence, what: &str) -> String {
+    format!("{} raw[{what}].data", ev_name(ev.act))
+}
+
 fn text<'v>(v: &'v Value, pointer: &str) -> Option<&'v str> {
     v.pointer(pointer).and_then(|x| x.as_str())
 }
@@ -67,30 +72,19 @@ pub(crate) fn lab_mark_is_the_marks_configmap(g: &mut G, ev: &Evidence, f: &fact
     let Some(raw) = required_raw(g, ev, "lab-mark", s) else {
         return;
     };
-    let (recorded, raw_at) = (
-        json!({"lab_mark": f.lab_mark}),
-        "evidence/01.json raw[lab-mark].data",
-    );
+    let (recorded, at) = (json!({"lab_mark": f.lab_mark}), raw_at(ev, "lab-mark"));
     let derived = derive::lab_mark(raw).map(|m| json!({"lab_mark": m}));
     let sources = derive::LAB_MARK_SOURCES;
-    fact_is_derived_from_raw(
-        g,
-        "evidence/01.json facts",
-        &recorded,
-        raw_at,
-        derived,
-        sources,
-    );
+    let fact = "evidence/01.json facts";
+    fact_is_derived_from_raw(g, fact, &recorded, &at, derived, sources);
     let Some(ok) = raw.get("Ok") else {
         return;
     };
     let value = text(ok, &format!("/data/{}", crate::rules::common::MARK_KEY));
-    g.check(
-        value == Some(crate::rules::common::MARK_VALUE),
-        RawMismatch,
-        s,
-        || format!("the mark read holds {value:?}, not the tool's value"),
-    );
+    let holds = value == Some(crate::rules::common::MARK_VALUE);
+    g.check(holds, RawMismatch, s, || {
+        format!("the mark read holds {value:?}, not the tool's value")
+    });
     let (name, uid) = (&f.node.name, &f.node.uid);
     let node = (text(ok, "/data/node"), text(ok, "/data/nodeUID"));
     let ok = node.0.is_none_or(|n| n == name) && node.1.is_none_or(|u| u == uid);
@@ -110,11 +104,8 @@ pub(crate) fn controller_deployment_is_kyvernos_admission_controller(
     use crate::rules::common::{ADMISSION_DEPLOYMENT, KYVERNO_NAMESPACE};
     let (d, s) = (&f.controller_deployment, "evidence/01.json facts");
     let found = (d.namespace.as_deref(), d.name.as_str());
-    let rows = [(
-        "controller_deployment",
-        (Some(KYVERNO_NAMESPACE), ADMISSION_DEPLOYMENT),
-        found,
-    )];
+    let kyverno = (Some(KYVERNO_NAMESPACE), ADMISSION_DEPLOYMENT);
+    let rows = [("controller_deployment", kyverno, found)];
     super::fields_are(g, ValueMismatch, s, rows);
 }
 
@@ -191,15 +182,9 @@ pub(crate) fn pod_observation_is_its_raw_record(
     };
     let as_read: Option<PodObservation> = serde_json::from_value(raw.clone()).ok();
     let key = |r: &PodObservation| {
-        let (uid, phase, restarts) = (r.uid.clone(), r.phase.clone(), r.restart_count);
-        (
-            r.name.clone(),
-            r.namespace.clone(),
-            r.exists,
-            uid,
-            phase,
-            restarts,
-        )
+        let (uid, phase) = (r.uid.clone(), r.phase.clone());
+        let named = (r.name.clone(), r.namespace.clone(), r.exists);
+        (named, uid, phase, r.restart_count)
     };
     let same = as_read.as_ref().is_some_and(|r| key(r) == key(p));
     g.check(same, RawMismatch, subject, || {
@@ -220,21 +205,16 @@ pub(crate) fn investigation_is_the_raw_reads(g: &mut G, ev: &Evidence, f: &facts
     fact_is_derived_from_raw_record(g, ev, "deployment", &fact, &f.deployment, d, sources);
     let sub = format!("{s}.pods");
     if let Some(pods) = required_raw(g, ev, "pods", &sub) {
-        let raw: Vec<&Value> = pods
-            .as_array()
-            .map(|a| a.iter().collect())
-            .unwrap_or_default();
+        let raw: Vec<&Value> = pods.as_array().into_iter().flatten().collect();
         let (n, raw_n) = (f.pods.len(), raw.len());
         g.check(raw_n == n, RawMismatch, sub, || {
             format!("{n} pods recorded, the raw list has {raw_n}")
         });
         for (i, (p, r)) in f.pods.iter().zip(raw).enumerate() {
-            let (fact, raw_at) = (
-                format!("{s}.pods[{i}]"),
-                format!("{} raw[pods].data[{i}]", ev_name(ev.act)),
-            );
+            let at = format!("{}[{i}]", raw_at(ev, "pods"));
+            let fact = format!("{s}.pods[{i}]");
             let derived = derive::pod(r, p.at.clone());
-            fact_is_derived_from_raw(g, &fact, p, &raw_at, derived, derive::POD_SOURCES);
+            fact_is_derived_from_raw(g, &fact, p, &at, derived, derive::POD_SOURCES);
         }
     }
     lease_is_derived_from(g, ev, "lease", &format!("{s}.lease"), &f.lease);
@@ -274,12 +254,8 @@ fn fields_are_derived(
     let derived = match derived {
         Ok(d) => d,
         Err(e) => {
-            g.flag(
-                RawMismatch,
-                fact,
-                format!("{raw_at}: {e}, so it derives no fact"),
-            );
-            return;
+            let why = format!("{raw_at}: {e}, so it derives no fact");
+            return g.flag(RawMismatch, fact, why);
         }
     };
     let recorded = serde_json::to_value(recorded).unwrap_or_default();
@@ -369,8 +345,7 @@ pub(crate) fn fact_is_derived_from_raw_record<T: serde::Serialize>(
     sources: &[Source],
 ) {
     if let Some(raw) = required_raw(g, ev, what, fact) {
-        let raw_at = format!("{} raw[{what}].data", ev_name(ev.act));
-        fact_is_derived_from_raw(g, fact, recorded, &raw_at, derive(raw), sources);
+        fact_is_derived_from_raw(g, fact, recorded, &raw_at(ev, what), derive(raw), sources);
     }
 }
 
@@ -409,11 +384,8 @@ pub(crate) fn process_state_is_a_proc_state(g: &mut G, subject: &str, state: &st
 pub(crate) fn identity_is_the_cri_container(g: &mut G, ev: &Evidence, f: &facts::b::Act4Facts) {
     let s = "evidence/04.json facts";
     if let Some(c) = required_raw(g, ev, "cri-container", &format!("{s}.identity")) {
-        let (raw_at, sources) = (
-            "evidence/04.json raw[cri-container].data",
-            derive::CRI_CONTAINER_SOURCES,
-        );
-        fact_is_derived_from_raw(g, s, f, raw_at, derive::cri_container(c), sources);
+        let (at, sources) = (raw_at(ev, "cri-container"), derive::CRI_CONTAINER_SOURCES);
+        fact_is_derived_from_raw(g, s, f, &at, derive::cri_container(c), sources);
     }
 }
 
