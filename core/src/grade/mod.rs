@@ -1150,6 +1150,33 @@ fn requests_are_their_raw_records(g: &mut G, ev: &Evidence) {
     }
 }
 
+/// Walks `v` depth first, itself first, then an object's values in key order and an array's
+/// items in order: `visit(path, key, value)` with each value's path (`path` for `v`, then
+/// `<path>.<key>`, `<path>[<i>]`) and its key in its object (`""` for `v` and array items);
+/// `visit` returns whether to walk below the value.
+pub(crate) fn walk<'v>(
+    v: &'v serde_json::Value,
+    path: &str,
+    key: &str,
+    visit: &mut impl FnMut(&str, &str, &'v serde_json::Value) -> bool,
+) {
+    if !visit(path, key, v) {
+        return;
+    }
+    for (k, x) in v.as_object().into_iter().flatten() {
+        walk(x, &format!("{path}.{k}"), k, visit);
+    }
+    for (i, x) in v.as_array().into_iter().flatten().enumerate() {
+        walk(x, &format!("{path}[{i}]"), "", visit);
+    }
+}
+
+/// Whether `key` holds the audit or the metrics record of an act's facts (held by their own
+/// rules, [`audit`], [`metrics`]).
+pub(crate) fn is_witness_record(key: &str) -> bool {
+    key == crate::audit::FACTS_KEY || key == crate::metrics::FACTS_KEY
+}
+
 /// Collects (path, value) of every request record under `v` (an object with `outcome` and
 /// `raw_response`, as [`crate::evidence::request_records`] finds them), outside the audit and
 /// metrics records.
@@ -1158,56 +1185,29 @@ pub(super) fn request_values<'v>(
     path: &str,
     out: &mut Vec<(String, &'v serde_json::Value)>,
 ) {
-    match v {
-        serde_json::Value::Object(o) => {
-            if o.contains_key("outcome") && o.contains_key("raw_response") {
-                out.push((path.to_owned(), v));
-                return;
-            }
-            for (k, x) in o {
-                if k != crate::audit::FACTS_KEY && k != crate::metrics::FACTS_KEY {
-                    request_values(x, &format!("{path}.{k}"), out);
-                }
-            }
+    walk(v, path, "", &mut |p, k, x| {
+        let record = x.get("outcome").is_some() && x.get("raw_response").is_some();
+        if record && !is_witness_record(k) {
+            out.push((p.to_owned(), x));
         }
-        serde_json::Value::Array(a) => {
-            for (i, x) in a.iter().enumerate() {
-                request_values(x, &format!("{path}[{i}]"), out);
-            }
-        }
-        _ => {}
-    }
+        !record && !is_witness_record(k)
+    });
 }
 
 /// Collects (path, time) of every [`OBSERVATION_TIMES`] string under `v`.
 fn observation_times(v: &serde_json::Value, path: &str, out: &mut Vec<(String, String)>) {
-    match v {
-        serde_json::Value::Object(m) => {
-            for (k, x) in m {
-                if NOT_OBSERVATION_SUBTREES.contains(&k.as_str()) {
-                    // The tool's own read time of a verbatim object (`policy.at`) is an
-                    // observation of the act, unlike the object's timestamps.
-                    if let Some(t) = x.get("at").and_then(|t| t.as_str()) {
-                        out.push((format!("{path}.{k}.at"), t.to_owned()));
-                    }
-                    continue;
-                }
-                let p = format!("{path}.{k}");
-                match x {
-                    serde_json::Value::String(t) if OBSERVATION_TIMES.contains(&k.as_str()) => {
-                        out.push((p, t.clone()))
-                    }
-                    _ => observation_times(x, &p, out),
-                }
-            }
+    walk(v, path, "", &mut |p, k, x| {
+        let t = x.as_str().filter(|_| OBSERVATION_TIMES.contains(&k));
+        if NOT_OBSERVATION_SUBTREES.contains(&k) {
+            // The tool's own read time of a verbatim object (`policy.at`) is an observation of
+            // the act, unlike the object's timestamps.
+            let at = x.get("at").and_then(|t| t.as_str());
+            out.extend(at.map(|t| (format!("{p}.at"), t.to_owned())));
+            return false;
         }
-        serde_json::Value::Array(a) => {
-            for (i, x) in a.iter().enumerate() {
-                observation_times(x, &format!("{path}[{i}]"), out);
-            }
-        }
-        _ => {}
-    }
+        out.extend(t.map(|t| (p.to_owned(), t.to_owned())));
+        true
+    });
 }
 
 /// Collects (name, sent_at) of every request record inside `v`.

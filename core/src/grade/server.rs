@@ -210,25 +210,15 @@ fn webhook_entries(v: &Value, hooks: &mut BTreeMap<String, String>, lists: &mut 
 
 /// The facts' webhook copies (`name` + `failure_policy`): name → (failurePolicy, witness).
 fn facts_webhooks(v: &Value, path: &str, file: &str, out: &mut BTreeMap<String, (String, String)>) {
-    match v {
-        Value::Object(o) => {
-            let text = |k: &str| o.get(k).and_then(Value::as_str);
-            if let (Some(n), Some(p)) = (text("name"), text("failure_policy")) {
-                let witness = format!("{file} {path}");
-                out.entry(n.to_owned()).or_insert((p.to_owned(), witness));
-                return;
-            }
-            for (k, x) in o {
-                facts_webhooks(x, &format!("{path}.{k}"), file, out);
-            }
-        }
-        Value::Array(a) => {
-            for (i, x) in a.iter().enumerate() {
-                facts_webhooks(x, &format!("{path}[{i}]"), file, out);
-            }
-        }
-        _ => {}
-    }
+    super::walk(v, path, "", &mut |p, _, x| {
+        let text = |k: &str| x.get(k).and_then(Value::as_str);
+        let Some((n, policy)) = text("name").zip(text("failure_policy")) else {
+            return true;
+        };
+        let read = (policy.to_owned(), format!("{file} {p}"));
+        out.entry(n.to_owned()).or_insert(read);
+        false
+    });
 }
 
 /// The newest timed registration read strictly before `t` that shows the policy's webhook or
@@ -369,40 +359,26 @@ fn time_of(v: &Value, key: &str) -> Option<Time> {
 }
 
 fn facts_leases(act: u8, v: &Value, path: &str, file: &str, out: &mut Vec<LeaseRead>) {
-    match v {
-        Value::Object(o) => {
-            if o.contains_key("holder")
-                && o.contains_key("lease_transitions")
-                && let Some(at) = time_of(v, "at")
-            {
-                let text = |k: &str| o.get(k).and_then(Value::as_str);
-                let lease = text("name").unwrap_or(crate::rules::common::KYVERNO_NAMESPACE);
-                let count = o.get("lease_transitions").and_then(Value::as_u64);
-                out.push(LeaseRead {
-                    act,
-                    at,
-                    witness: format!("{file} {path}"),
-                    lease: lease.to_owned(),
-                    holder: text("holder").map(str::to_owned),
-                    acquire: time_of(v, "acquire_time"),
-                    renew: time_of(v, "renew_time"),
-                    transitions: transitions_of(count, text("holder")),
-                });
-                return;
-            }
-            for (k, x) in o {
-                if k != crate::audit::FACTS_KEY && k != crate::metrics::FACTS_KEY {
-                    facts_leases(act, x, &format!("{path}.{k}"), file, out);
-                }
-            }
-        }
-        Value::Array(a) => {
-            for (i, x) in a.iter().enumerate() {
-                facts_leases(act, x, &format!("{path}[{i}]"), file, out);
-            }
-        }
-        _ => {}
-    }
+    super::walk(v, path, "", &mut |p, k, x| {
+        let text = |k: &str| x.get(k).and_then(Value::as_str);
+        let read = x.get("holder").is_some() && x.get("lease_transitions").is_some();
+        let Some(at) = time_of(x, "at").filter(|_| read && !super::is_witness_record(k)) else {
+            return !super::is_witness_record(k);
+        };
+        let lease = text("name").unwrap_or(crate::rules::common::KYVERNO_NAMESPACE);
+        let count = x.get("lease_transitions").and_then(Value::as_u64);
+        out.push(LeaseRead {
+            act,
+            at,
+            witness: format!("{file} {p}"),
+            lease: lease.to_owned(),
+            holder: text("holder").map(str::to_owned),
+            acquire: time_of(x, "acquire_time"),
+            renew: time_of(x, "renew_time"),
+            transitions: transitions_of(count, text("holder")),
+        });
+        false
+    });
 }
 
 fn raw_leases(
