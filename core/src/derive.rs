@@ -934,6 +934,12 @@ mod tests {
         of("v1", "Pod", v)
     }
 
+    /// `got` is the error at `pointer`, where the record should have held `expected`.
+    #[track_caller]
+    fn refused<T: std::fmt::Debug>(got: Result<T, DeriveError>, pointer: &str, expected: &str) {
+        assert_eq!(got.unwrap_err(), err(pointer, expected));
+    }
+
     fn cfg_of(v: Value) -> Value {
         of(
             "admissionregistration.k8s.io/v1",
@@ -951,16 +957,12 @@ mod tests {
             json!({"spec": {"replicas": 3}, "status": {"readyReplicas": 2}}),
         ));
         assert_eq!(d.map(|d| (d.replicas, d.ready_replicas)), Ok((3, 2)));
-        assert_eq!(
-            deployment(&dep(json!({"spec": {"replicas": "3"}}))).unwrap_err(),
-            err("/spec/replicas", "an int32")
-        );
+        let got = deployment(&dep(json!({"spec": {"replicas": "3"}})));
+        refused(got, "/spec/replicas", "an int32");
         assert!(deployment(&json!([])).is_err());
         assert!(deployment(&json!({"spec": {"replicas": 3}})).is_err());
-        assert_eq!(
-            deployment(&of("apps/v1", "StatefulSet", json!({}))).unwrap_err(),
-            err("/kind", "\"Deployment\"")
-        );
+        let got = deployment(&of("apps/v1", "StatefulSet", json!({})));
+        refused(got, "/kind", "\"Deployment\"");
     }
 
     #[test]
@@ -1055,10 +1057,8 @@ mod tests {
         let p = stored_policy(&json!({})).unwrap();
         assert_eq!((p.metadata.uid, p.spec), (None, Value::Null));
         assert!(stored_policy(&json!(null)).is_err());
-        assert_eq!(
-            stored_policy(&json!({"metadata": {"uid": 7}})).unwrap_err(),
-            err("/metadata/uid", "a string")
-        );
+        let got = stored_policy(&json!({"metadata": {"uid": 7}}));
+        refused(got, "/metadata/uid", "a string");
     }
 
     #[test]
@@ -1076,10 +1076,8 @@ mod tests {
             ("c", 42, 2)
         );
         assert_eq!(cri_container(&json!({"pid": -1})).unwrap().identity.pid, 0);
-        assert_eq!(
-            cri_container(&json!({"pid": "42"})).unwrap_err(),
-            err("/pid", "an int32")
-        );
+        let got = cri_container(&json!({"pid": "42"}));
+        refused(got, "/pid", "an int32");
         assert!(cri_container(&json!("c")).is_err());
         assert_eq!(
             CRI_PROCESS_SOURCES.last(),
@@ -1103,30 +1101,22 @@ mod tests {
         assert_eq!(scale_up(&zero, "f".into(), "d".into()).unwrap().replicas, 0);
         let mut bad = up.clone();
         bad["raw"]["spec"]["replicas"] = json!("3");
-        assert_eq!(
-            scale_up(&bad, "f".into(), "d".into()).unwrap_err(),
-            err("/raw/spec/replicas", "an int32")
-        );
+        let got = scale_up(&bad, "f".into(), "d".into());
+        refused(got, "/raw/spec/replicas", "an int32");
         let mut bad = up.clone();
         bad["raw"]["kind"] = json!("Deployment");
-        assert_eq!(
-            scale_up(&bad, "f".into(), "d".into()).unwrap_err(),
-            err("/raw/kind", "\"Scale\"")
-        );
+        let got = scale_up(&bad, "f".into(), "d".into());
+        refused(got, "/raw/kind", "\"Scale\"");
         let mut bad = up;
         bad.as_object_mut().unwrap().remove("answered_at");
-        assert_eq!(
-            scale_up(&bad, "f".into(), "d".into()).unwrap_err(),
-            err("/answered_at", "a string")
-        );
+        let got = scale_up(&bad, "f".into(), "d".into());
+        refused(got, "/answered_at", "a string");
         assert_eq!(
             healer_deadline(&json!({"ok": true, "deadline_at": "t"})),
             Ok("t".into())
         );
-        assert_eq!(
-            healer_deadline(&json!({"deadline_at": 5})),
-            Err(err("/deadline_at", "a string"))
-        );
+        let got = healer_deadline(&json!({"deadline_at": 5}));
+        refused(got, "/deadline_at", "a string");
     }
 
     #[test]
@@ -1165,16 +1155,12 @@ mod tests {
         assert_eq!(endpoints(&json!([])), Ok(vec![]));
         let mut bad = raw.clone();
         bad[1]["endpoints"][0]["conditions"]["ready"] = json!("true");
-        assert_eq!(
-            endpoints(&bad).unwrap_err(),
-            err("/1/endpoints/0/conditions/ready", "a boolean")
-        );
+        let got = endpoints(&bad);
+        refused(got, "/1/endpoints/0/conditions/ready", "a boolean");
         let mut bad = raw;
         bad[0]["kind"] = json!("Endpoints");
-        assert_eq!(
-            endpoints(&bad).unwrap_err(),
-            err("/0/kind", "\"EndpointSlice\"")
-        );
+        let got = endpoints(&bad);
+        refused(got, "/0/kind", "\"EndpointSlice\"");
         assert!(endpoints(&json!({"items": []})).is_err());
     }
 
@@ -1209,16 +1195,16 @@ mod tests {
         );
         let mut bad = pods.clone();
         bad[1]["status"]["containerStatuses"][1]["restartCount"] = json!("2");
-        assert_eq!(
-            pod_after(&bad, "p", 0).unwrap_err(),
-            err("/1/status/containerStatuses/1/restartCount", "an int32")
+        let got = pod_after(&bad, "p", 0);
+        refused(
+            got,
+            "/1/status/containerStatuses/1/restartCount",
+            "an int32",
         );
         let mut bad = pods;
         bad[1]["metadata"]["uid"] = json!(7);
-        assert_eq!(
-            pod_after(&bad, "p", 0).unwrap_err(),
-            err("/1/metadata/uid", "a string")
-        );
+        let got = pod_after(&bad, "p", 0);
+        refused(got, "/1/metadata/uid", "a string");
         assert!(pod_after(&json!(null), "p", 0).is_err());
     }
 
@@ -1232,10 +1218,8 @@ mod tests {
             (603, "p", 1)
         );
         assert_eq!(c.identity_after.container_id, "c");
-        assert_eq!(
-            container_after(&json!({"attempt": "1"})).unwrap_err(),
-            err("/attempt", "an int32")
-        );
+        let got = container_after(&json!({"attempt": "1"}));
+        refused(got, "/attempt", "an int32");
     }
 
     #[test]
@@ -1248,10 +1232,8 @@ mod tests {
             ("scale-03-x", "already-restored", "2026-12-01T23:50:43.341Z")
         );
         assert_eq!((b.replicas_before, b.replicas), (3, 1));
-        assert_eq!(
-            scale_back(&json!({"attempt": 3}), 3, 1).unwrap_err(),
-            err("/attempt", "a string")
-        );
+        let got = scale_back(&json!({"attempt": 3}), 3, 1);
+        refused(got, "/attempt", "a string");
         assert!(scale_back(&json!(null), 3, 1).is_err());
     }
 
@@ -1262,10 +1244,8 @@ mod tests {
         assert_eq!(policy_uid(&p), Ok(Some("u".into())));
         assert_eq!(policy_uid(&Value::Null), Ok(None));
         assert_eq!(policy_uid(&json!({"metadata": {}})), Ok(None));
-        assert_eq!(
-            policy_uid(&json!({"metadata": {"uid": 7}})).unwrap_err(),
-            err("/metadata/uid", "a string")
-        );
+        let got = policy_uid(&json!({"metadata": {"uid": 7}}));
+        refused(got, "/metadata/uid", "a string");
         assert!(policy_uid(&json!("u")).is_err());
     }
 
@@ -1308,22 +1288,16 @@ mod tests {
         );
         let mut bad = ready.clone();
         bad["pid"] = json!("4217");
-        assert_eq!(
-            watcher(&bad, 55, 1, None).unwrap_err(),
-            err("/pid", "an int32")
-        );
+        let got = watcher(&bad, 55, 1, None);
+        refused(got, "/pid", "an int32");
         let mut bad = ready.clone();
         bad["armed_at"] = json!(null);
-        assert_eq!(
-            watcher(&bad, 55, 1, None).unwrap_err(),
-            err("/armed_at", "a string")
-        );
+        let got = watcher(&bad, 55, 1, None);
+        refused(got, "/armed_at", "a string");
         let mut bad = ready;
         bad["deadline_at"] = json!(55);
-        assert_eq!(
-            watcher(&bad, 55, 1, None).unwrap_err(),
-            err("/deadline_at", "a string")
-        );
+        let got = watcher(&bad, 55, 1, None);
+        refused(got, "/deadline_at", "a string");
         assert_eq!(watcher(&json!([]), 55, 1, None).unwrap_err().pointer, "");
     }
 
@@ -1342,10 +1316,8 @@ mod tests {
         assert_eq!((none.exists, none.uid), (false, None));
         let mut bad = p;
         bad["metadata"]["uid"] = json!(7);
-        assert_eq!(
-            policy_presence(&bad, "t".into()).unwrap_err(),
-            err("/metadata/uid", "a string")
-        );
+        let got = policy_presence(&bad, "t".into());
+        refused(got, "/metadata/uid", "a string");
     }
 
     #[test]
@@ -1369,14 +1341,10 @@ mod tests {
         assert_eq!(none.holder, None);
         let mut bad = l.clone();
         bad["spec"]["leaseTransitions"] = json!("1");
-        assert_eq!(
-            lease_sample(&json!({"at": "t", "lease": bad})).unwrap_err(),
-            err("/lease/spec/leaseTransitions", "an int32")
-        );
-        assert_eq!(
-            lease_sample(&json!({"lease": l})).unwrap_err(),
-            err("/at", "a string")
-        );
+        let got = lease_sample(&json!({"at": "t", "lease": bad}));
+        refused(got, "/lease/spec/leaseTransitions", "an int32");
+        let got = lease_sample(&json!({"lease": l}));
+        refused(got, "/at", "a string");
         let slice = of(
             "discovery.k8s.io/v1",
             "EndpointSlice",
@@ -1389,10 +1357,8 @@ mod tests {
             (e.endpoints[0].address.as_str(), e.endpoints[0].ready),
             ("10.0.0.1", true)
         );
-        assert_eq!(
-            endpoint_sample(&json!({"at": "t", "slices": {}})).unwrap_err(),
-            err("/slices", "a list of EndpointSlices")
-        );
+        let got = endpoint_sample(&json!({"at": "t", "slices": {}}));
+        refused(got, "/slices", "a list of EndpointSlices");
     }
 
     #[test]
@@ -1414,116 +1380,86 @@ mod tests {
         assert_eq!((r.ready, r.pod_ip), (false, None));
         let mut bad = p.clone();
         bad["status"]["podIP"] = json!(10);
-        assert_eq!(
-            replica(&bad, "t".into()).unwrap_err(),
-            err("/status/podIP", "a string")
-        );
+        let got = replica(&bad, "t".into());
+        refused(got, "/status/podIP", "a string");
         let mut bad = p;
         bad["status"]["conditions"] = json!({"Ready": true});
-        assert_eq!(
-            replica(&bad, "t".into()).unwrap_err(),
-            err("/status/conditions", "an array")
-        );
+        let got = replica(&bad, "t".into());
+        refused(got, "/status/conditions", "an array");
+    }
+
+    /// The sorted field names of `s`.
+    fn names(s: &[Source]) -> Vec<String> {
+        let mut n: Vec<String> = s.iter().map(|(f, _)| (*f).to_owned()).collect();
+        n.sort();
+        n
+    }
+
+    /// The sorted fields of the facts `x`: an object's keys, or with `nested` every leaf of an
+    /// object dotted (`identity.pid`; `spec` is one value).
+    fn fields(x: impl serde::Serialize, nested: bool) -> Vec<String> {
+        let v = serde_json::to_value(x).unwrap();
+        let mut out = Vec::new();
+        for (k, x) in v.as_object().unwrap() {
+            match x.as_object() {
+                Some(o) if nested && k != "spec" => {
+                    out.extend(o.keys().map(|j| format!("{k}.{j}")))
+                }
+                _ => out.push(k.clone()),
+            }
+        }
+        out.sort();
+        out
     }
 
     #[test]
     fn every_fact_field_has_its_source() {
-        let fields = |v: Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
-        let names = |s: &[Source]| -> Vec<String> {
-            let mut n: Vec<String> = s.iter().map(|(f, _)| (*f).to_owned()).collect();
-            n.sort();
-            n
-        };
         let d = deployment(&dep(json!({}))).unwrap();
-        assert_eq!(
-            fields(serde_json::to_value(d).unwrap()),
-            names(DEPLOYMENT_SOURCES)
-        );
+        assert_eq!(fields(d, false), names(DEPLOYMENT_SOURCES));
         let l = lease(&Value::Null, "t".into()).unwrap();
-        assert_eq!(
-            fields(serde_json::to_value(l).unwrap()),
-            names(LEASE_SOURCES)
-        );
+        assert_eq!(fields(l, false), names(LEASE_SOURCES));
         let mut p = pod(&pod_of(json!({})), "t".into()).unwrap();
         p.restart_count = Some(0);
-        assert_eq!(fields(serde_json::to_value(p).unwrap()), names(POD_SOURCES));
+        assert_eq!(fields(p, false), names(POD_SOURCES));
         let cfg = cfg_of(json!({"webhooks": [{"name": "w", "clientConfig": {"service": {}}}]}));
         let mut w = registration(&cfg, "w", "t".into()).unwrap();
         w.configuration_uid = Some(String::new());
         w.url = Some(String::new());
         w.match_policy = Some(String::new());
-        assert_eq!(
-            fields(serde_json::to_value(w).unwrap()),
-            names(REGISTRATION_SOURCES)
-        );
+        assert_eq!(fields(w, false), names(REGISTRATION_SOURCES));
         // Nested facts: every leaf, dotted.
-        let leaves = |v: Value| -> Vec<String> {
-            let mut out = Vec::new();
-            for (k, x) in v.as_object().unwrap() {
-                match x.as_object() {
-                    Some(o) if k != "spec" => out.extend(o.keys().map(|j| format!("{k}.{j}"))),
-                    _ => out.push(k.clone()),
-                }
-            }
-            out.sort();
-            out
-        };
         let p = stored_policy(&json!({"metadata": {}})).unwrap();
-        assert_eq!(
-            leaves(serde_json::to_value(p).unwrap()),
-            names(STORED_POLICY_SOURCES)
-        );
+        assert_eq!(fields(p, true), names(STORED_POLICY_SOURCES));
         let c = cri_container(&json!({})).unwrap();
-        assert_eq!(
-            leaves(serde_json::to_value(c).unwrap()),
-            names(CRI_CONTAINER_SOURCES)
-        );
+        assert_eq!(fields(c, true), names(CRI_CONTAINER_SOURCES));
         let c = container_after(&json!({})).unwrap();
-        assert_eq!(
-            leaves(serde_json::to_value(c).unwrap()),
-            names(CONTAINER_AFTER_SOURCES)
-        );
+        assert_eq!(fields(c, true), names(CONTAINER_AFTER_SOURCES));
         let up = json!({"replicas_before": 1, "answered_at": "t", "raw": of("autoscaling/v1", "Scale", json!({}))});
         let sc = scale_up(&up, "f".into(), "d".into()).unwrap();
-        assert_eq!(
-            fields(serde_json::to_value(sc).unwrap()),
-            names(SCALE_UP_SOURCES)
-        );
-        let e = endpoints(&json!([of(
+        assert_eq!(fields(sc, false), names(SCALE_UP_SOURCES));
+        let slice = of(
             "discovery.k8s.io/v1",
             "EndpointSlice",
-            json!({"endpoints": [{}]})
-        )]));
-        let e = serde_json::to_value(&e.unwrap()[0]).unwrap();
-        assert_eq!(fields(e), names(ENDPOINT_SOURCES));
+            json!({"endpoints": [{}]}),
+        );
+        let e = endpoints(&json!([slice])).unwrap();
+        assert_eq!(fields(&e[0], false), names(ENDPOINT_SOURCES));
         let a = pod_after(&json!([]), "p", 0).unwrap();
-        assert_eq!(
-            fields(serde_json::to_value(a).unwrap()),
-            names(POD_AFTER_SOURCES)
-        );
+        assert_eq!(fields(a, false), names(POD_AFTER_SOURCES));
         let b = scale_back(&json!({"attempt": "a", "action": "b", "at": "t"}), 0, 0).unwrap();
-        assert_eq!(
-            fields(serde_json::to_value(b).unwrap()),
-            names(SCALE_BACK_SOURCES)
-        );
+        assert_eq!(fields(b, false), names(SCALE_BACK_SOURCES));
         let mut x = lease_sample(&json!({"at": "t", "lease": null})).unwrap();
         x.error = Some(String::new());
-        assert_eq!(
-            fields(serde_json::to_value(x).unwrap()),
-            names(LEASE_SAMPLE_SOURCES)
-        );
+        assert_eq!(fields(x, false), names(LEASE_SAMPLE_SOURCES));
         let mut x = endpoint_sample(&json!({"at": "t", "slices": []})).unwrap();
         x.error = Some(String::new());
-        assert_eq!(
-            fields(serde_json::to_value(x).unwrap()),
-            names(ENDPOINT_SAMPLE_SOURCES)
-        );
+        assert_eq!(fields(x, false), names(ENDPOINT_SAMPLE_SOURCES));
         let mut r = replica(&pod_of(json!({})), "t".into()).unwrap();
         r.pod_ip = Some(String::new());
         let mut with_pod = names(REPLICA_SOURCES);
         with_pod.push("pod".into());
         with_pod.sort();
-        assert_eq!(fields(serde_json::to_value(r).unwrap()), with_pod);
+        assert_eq!(fields(r, false), with_pod);
         // Facts that are one value: one source, for the fact itself.
         for one in [
             HEALER_DEADLINE_SOURCES,

@@ -102,15 +102,11 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
     };
     for (name, r) in &requests {
         let Some((i, ra)) = a.requests.iter().enumerate().find(|(_, x)| &x.name == name) else {
-            g.check(
-                false,
-                ObservationMissing,
-                format!("{subject} final-event"),
-                || {
-                    let outcome = r.outcome.as_str();
-                    format!("request {name} ({outcome}) has no entry in the audit record")
-                },
-            );
+            let sub = format!("{subject} final-event");
+            g.check(false, ObservationMissing, sub, || {
+                let outcome = r.outcome.as_str();
+                format!("request {name} ({outcome}) has no entry in the audit record")
+            });
             continue;
         };
         let at = format!("{subject}.requests[{i}]");
@@ -124,12 +120,10 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
     let known: BTreeSet<&String> = requests.keys().collect();
     let unknown = a.requests.iter().filter(|x| !known.contains(&x.name));
     let extra: Vec<&str> = unknown.map(|x| x.name.as_str()).collect();
-    g.check(
-        extra.is_empty(),
-        RawMismatch,
-        format!("{subject} raw"),
-        || format!("audit entries for requests the act did not record: {extra:?}"),
-    );
+    let sub = format!("{subject} raw");
+    g.check(extra.is_empty(), RawMismatch, sub, || {
+        format!("audit entries for requests the act did not record: {extra:?}")
+    });
 }
 
 /// What rules 3-8 read besides the request: the evidence file's name, the policy's webhook `H`
@@ -197,15 +191,11 @@ fn final_event_agrees_with_the_record(
 ) {
     // Rule 2: a final event.
     let Some(e) = view.final_event() else {
-        g.check(
-            false,
-            ObservationMissing,
-            format!("{at} final-event"),
-            || {
-                let missing = view.missing.clone();
-                missing.unwrap_or_else(|| format!("no ResponseComplete/Panic event for {name}"))
-            },
-        );
+        let sub = format!("{at} final-event");
+        g.check(false, ObservationMissing, sub, || {
+            let missing = view.missing.clone();
+            missing.unwrap_or_else(|| format!("no ResponseComplete/Panic event for {name}"))
+        });
         return;
     };
     g.checks += 1;

@@ -118,12 +118,8 @@ fn scale_is_the_plans(g: &mut G, s: &str, f: &Act3Facts) {
     ];
     fields_are(g, ValueMismatch, s, rows);
     if let Some(a1) = g.facts::<facts::Act1Facts>(1) {
-        let uid = [(
-            "deployment.uid",
-            a1.controller_deployment.uid,
-            d.uid.clone(),
-        )];
-        fields_are(g, UidMismatch, s, uid);
+        let act1 = a1.controller_deployment.uid;
+        fields_are(g, UidMismatch, s, [("deployment.uid", act1, d.uid.clone())]);
     }
 }
 
@@ -555,16 +551,10 @@ fn read_between_its_raw_record_and_the_next(
         return;
     };
     let to = ev.raw.get(i + 1).and_then(time);
-    g.check(
-        from <= t && to.is_none_or(|to| t <= to),
-        TimesInconsistent,
-        subject,
-        || {
-            format!(
-                "{at} is not between its raw record {what:?} ({from}) and the next one ({to:?})"
-            )
-        },
-    );
+    let ok = from <= t && to.is_none_or(|to| t <= to);
+    g.check(ok, TimesInconsistent, subject, || {
+        format!("{at} is not between its raw record {what:?} ({from}) and the next one ({to:?})")
+    });
 }
 
 /// The wait's three times are its checks' (raw `ready-wait`, every check whose state changed):
@@ -578,16 +568,10 @@ fn wait_times_are_its_checks(g: &mut G, s: &str, f: &Act3Facts, checks: &Value) 
     ] {
         let mut all = checks.as_array().into_iter().flatten();
         let raw = all.find(|c| c[flag] == true).and_then(|c| c["at"].as_str());
-        g.check(
-            raw == Some(at.as_str()),
-            RawMismatch,
-            format!("{s}.wait.{what}"),
-            || {
-                format!(
-                    "recorded {at:?}, the first check with {flag} in the raw ready-wait is {raw:?}"
-                )
-            },
-        );
+        let (ok, sub) = (raw == Some(at.as_str()), format!("{s}.wait.{what}"));
+        g.check(ok, RawMismatch, sub, || {
+            format!("recorded {at:?}, the first check with {flag} in the raw ready-wait is {raw:?}")
+        });
     }
 }
 
@@ -1088,12 +1072,10 @@ fn settle_is_its_checks(g: &mut G, s: &str, run: &ReplicaFreezeRun, checks: &Val
             .and_then(|d| x.checked_sub_signed(d))
     });
     let waited = format!("{sub}.waited_ms");
-    g.check(
-        settled.is_none() || began.is_some(),
-        TimesInconsistent,
-        &waited,
-        || format!("{} ms before {} is no time", t.waited_ms, t.settled_at),
-    );
+    let ok = settled.is_none() || began.is_some();
+    g.check(ok, TimesInconsistent, &waited, || {
+        format!("{} ms before {} is no time", t.waited_ms, t.settled_at)
+    });
     let answered = (run.after_resume.last()).and_then(|r| facts::parse_rfc3339(&r.answered_at));
     let skew = chrono::Duration::milliseconds(super::bounds::CLOCK_SKEW_MS as i64);
     if let (Some(began), Some(first), Some(last), Some(settled), Some(answered)) =
@@ -1312,9 +1294,7 @@ mod in_flight_tests {
     use crate::evidence::RequestRecord;
 
     fn wave(spans: &[(&str, &str)]) -> Vec<RequestRecord> {
-        spans
-            .iter()
-            .enumerate()
+        (spans.iter().enumerate())
             .map(|(i, (sent, answered))| {
                 serde_json::from_value(serde_json::json!({
                     "name": format!("kca-c3-bad-w0-{i}"), "namespace": "kca-webhook-target",
@@ -1373,33 +1353,24 @@ mod target_order_tests {
     /// Acts 4-6 of `lab/tests/fixtures/c/pass` and the inputs they recorded, with `edit` applied to the facts
     /// of act `act` (act 4's facts given to read). Graders read no files: the test embeds them.
     fn c_pass(act: u8, edit: impl FnOnce(&mut Value, &Value)) -> GradeInput {
+        macro_rules! pass {
+            ($file:literal) => {
+                include_str!(concat!("../../../lab/tests/fixtures/c/pass/", $file))
+            };
+        }
         let parse = |text: &str| serde_json::from_str::<Value>(text).unwrap();
         let mut gi = GradeInput::default();
-        for (n, text) in [
-            (
-                4,
-                include_str!("../../../lab/tests/fixtures/c/pass/evidence/04.json"),
-            ),
-            (
-                5,
-                include_str!("../../../lab/tests/fixtures/c/pass/evidence/05.json"),
-            ),
-            (
-                6,
-                include_str!("../../../lab/tests/fixtures/c/pass/evidence/06.json"),
-            ),
-        ] {
+        let acts = [
+            (4, pass!("evidence/04.json")),
+            (5, pass!("evidence/05.json")),
+            (6, pass!("evidence/06.json")),
+        ];
+        for (n, text) in acts {
             gi.evidence.insert(n, Ok(EvidenceDoc::new(parse(text))));
         }
         for (file, text) in [
-            (
-                inputs::InputFile::PolicyIgnore,
-                include_str!("../../../lab/tests/fixtures/c/pass/policy-ignore.json"),
-            ),
-            (
-                inputs::InputFile::FreezePlanC,
-                include_str!("../../../lab/tests/fixtures/c/pass/freeze-plan.json"),
-            ),
+            (inputs::InputFile::PolicyIgnore, pass!("policy-ignore.json")),
+            (inputs::InputFile::FreezePlanC, pass!("freeze-plan.json")),
         ] {
             gi.inputs.insert(file, Ok(parse(text)));
         }
@@ -1479,13 +1450,9 @@ mod replica_source_tests {
         let mut v: Value = serde_json::from_str(text).unwrap();
         let raw = v["raw"].as_array_mut().unwrap();
         let pods = raw.iter_mut().find(|r| r["what"] == "pods").unwrap();
-        let conditions = pods["data"][1]["status"]["conditions"]
-            .as_array_mut()
-            .unwrap();
-        let ready = conditions
-            .iter_mut()
-            .find(|c| c["type"] == "Ready")
-            .unwrap();
+        let conditions = pods["data"][1]["status"]["conditions"].as_array_mut();
+        let mut conditions = conditions.into_iter().flatten();
+        let ready = conditions.find(|c| c["type"] == "Ready").unwrap();
         ready["status"] = Value::Bool(true);
         let mut gi = GradeInput::default();
         gi.evidence.insert(3, Ok(EvidenceDoc::new(v)));
@@ -1494,10 +1461,7 @@ mod replica_source_tests {
             .filter(|f| f.subject.contains("replicas[1]"))
             .map(|f| f.subject.as_str())
             .collect();
-        assert_eq!(
-            on_replica,
-            vec!["evidence/03.json facts.replicas[1]"],
-            "{found:#?}"
-        );
+        let replica = vec!["evidence/03.json facts.replicas[1]"];
+        assert_eq!(on_replica, replica, "{found:#?}");
     }
 }

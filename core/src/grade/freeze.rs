@@ -250,17 +250,11 @@ fn registration_during_freeze_is_the_recorded_one(g: &mut G, v: &Freeze<'_>) {
         "the webhook registration must stay during a freeze".into()
     });
     let sub = format!("{s}.registration_snapshot");
-    g.check(
-        present != snap.is_null(),
-        RegistrationClaimContradicted,
-        &sub,
-        || {
-            format!(
-                "present={present} but the snapshot is {}",
-                super::abbreviate(snap)
-            )
-        },
-    );
+    let ok = present != snap.is_null();
+    g.check(ok, RegistrationClaimContradicted, &sub, || {
+        let snapshot = super::abbreviate(snap);
+        format!("present={present} but the snapshot is {snapshot}")
+    });
     if !snap.is_null() {
         let field = |k: &str| snap.get(k).and_then(|x| x.as_str());
         let name = field("name").unwrap_or("");
@@ -273,12 +267,10 @@ fn registration_during_freeze_is_the_recorded_one(g: &mut G, v: &Freeze<'_>) {
         super::fields_are(g, ValueMismatch, &sub, rows);
         let (t, recorded) = (snapshot_timeout(snap), v.timeout_seconds);
         let sub = format!("{s}.timeout_seconds");
-        g.check(
-            t == Some(recorded),
-            RegistrationClaimContradicted,
-            sub,
-            || format!("recorded {recorded}, the snapshot read during the freeze says {t:?}"),
-        );
+        let ok = t == Some(recorded);
+        g.check(ok, RegistrationClaimContradicted, sub, || {
+            format!("recorded {recorded}, the snapshot read during the freeze says {t:?}")
+        });
     }
     if let Some(h) = v.hook {
         let rows = [("timeout_seconds", &h.timeout_seconds, &v.timeout_seconds)];
@@ -453,20 +445,16 @@ fn first_deny_after_resume_is_timed_from_the_resume(g: &mut G, v: &Freeze<'_>) {
 fn restart_count_agrees_with_the_container(g: &mut G, v: &Freeze<'_>) {
     let (r, frozen) = (&v.restart, &v.freeze.identity);
     let (s, before, after) = (format!("{}.{}", v.s, r.at), r.before, r.after);
-    g.check(
-        after >= before,
-        RestartContradicted,
-        format!("{s}restart_count_after"),
-        || format!("{before} before the freeze, {after} after: a restart count never goes down"),
-    );
+    let sub = format!("{s}restart_count_after");
+    g.check(after >= before, RestartContradicted, sub, || {
+        format!("{before} before the freeze, {after} after: a restart count never goes down")
+    });
     let Some(id) = r.identity_after else {
         return;
     };
     let new_container = id.container_id != frozen.container_id;
-    let (ok, sub) = (
-        (after > before) == new_container,
-        format!("{s}identity_after.container_id"),
-    );
+    let ok = (after > before) == new_container;
+    let sub = format!("{s}identity_after.container_id");
     g.check(ok, RestartContradicted, sub, || {
         let (was, is) = (&frozen.container_id, &id.container_id);
         format!("restart count {before} -> {after}, container {was} -> {is}: a restart is a new container, and a new container a restart")

@@ -268,23 +268,17 @@ fn reads_frame_the_requests(
         metrics::webhook_names(&after.lines),
     );
     let (names, seen): (Vec<String>, _) = (b.union(&a).cloned().collect(), &m.webhooks_seen);
-    g.check(
-        names == *seen,
-        RawMismatch,
-        format!("{subject}.webhooks_seen"),
-        || format!("recorded {seen:?}, the reads name {names:?}"),
-    );
+    let sub = format!("{subject}.webhooks_seen");
+    g.check(names == *seen, RawMismatch, sub, || {
+        format!("recorded {seen:?}, the reads name {names:?}")
+    });
     for (which, read) in [("before", before), ("after", after)] {
         let kept = metrics::admission_lines(&read.lines.join("\n"));
-        g.check(
-            kept == read.lines,
-            RawMismatch,
-            format!("{subject}.{which}.lines"),
-            || {
-                let (recorded, served) = (read.lines.len(), kept.len());
-                format!("{recorded} lines recorded, {served} of them admission lines as served")
-            },
-        );
+        let sub = format!("{subject}.{which}.lines");
+        g.check(kept == read.lines, RawMismatch, sub, || {
+            let (recorded, served) = (read.lines.len(), kept.len());
+            format!("{recorded} lines recorded, {served} of them admission lines as served")
+        });
     }
     let t = |s: &str| crate::facts::parse_rfc3339(s);
     let first_sent = requests.values().filter_map(|r| t(&r.sent_at)).min();

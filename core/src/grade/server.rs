@@ -498,18 +498,11 @@ pub(crate) fn lease_tenure_is_one_story(g: &mut G) {
                 continue; // each pair of this act once
             }
             let found = tenure_contradiction(a, b).or_else(|| tenure_contradiction(b, a));
-            g.check(
-                found.is_none(),
-                LeaseTenureContradicted,
-                b.witness.clone(),
-                || {
-                    format!(
-                        "against {}: {}",
-                        a.witness,
-                        found.clone().unwrap_or_default()
-                    )
-                },
-            );
+            let (ok, sub) = (found.is_none(), b.witness.clone());
+            g.check(ok, LeaseTenureContradicted, sub, || {
+                let (other, why) = (&a.witness, found.clone().unwrap_or_default());
+                format!("against {other}: {why}")
+            });
         }
     }
 }
@@ -543,18 +536,12 @@ pub(crate) fn acts_follow_each_other(g: &mut G, ev: &Evidence) {
     let skew = chrono::Duration::milliseconds(bounds::CLOCK_SKEW_MS as i64);
     for (act, doc) in read_evidence(g.input, ..g.act) {
         let ok = time_of(&doc.value, "finished_at").is_none_or(|f| f <= start + skew);
-        g.check(
-            ok,
-            TimesInconsistent,
-            format!("{} started_at", ev_name(g.act)),
-            || {
-                let (started, finished) = (&ev.started_at, &doc.value["finished_at"]);
-                format!(
-                    "{started:?} is before {} finished_at {finished:?}",
-                    ev_name(*act)
-                )
-            },
-        );
+        let sub = format!("{} started_at", ev_name(g.act));
+        g.check(ok, TimesInconsistent, sub, || {
+            let (started, finished) = (&ev.started_at, &doc.value["finished_at"]);
+            let earlier = ev_name(*act);
+            format!("{started:?} is before {earlier} finished_at {finished:?}")
+        });
     }
 }
 

@@ -425,12 +425,10 @@ pub(crate) fn request_labels_are_the_tools_two_pods(
     let (k, v) = crate::rules::common::GOOD_LABEL;
     let good = r.labels.len() == 1 && r.labels.get(k).map(String::as_str) == Some(v);
     let labels = &r.labels;
-    g.check(
-        good || labels.is_empty(),
-        ValueMismatch,
-        format!("{subject}.labels"),
-        || format!("labels {labels:?}: the tool sends {{{k:?}: {v:?}}} or no label"),
-    );
+    let (ok, sub) = (good || labels.is_empty(), format!("{subject}.labels"));
+    g.check(ok, ValueMismatch, sub, || {
+        format!("labels {labels:?}: the tool sends {{{k:?}: {v:?}}} or no label")
+    });
 }
 
 // ---------------------------------------------------------------------------------------------
