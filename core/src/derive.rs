@@ -941,11 +941,8 @@ mod tests {
     }
 
     fn cfg_of(v: Value) -> Value {
-        of(
-            "admissionregistration.k8s.io/v1",
-            "ValidatingWebhookConfiguration",
-            v,
-        )
+        let kind = "ValidatingWebhookConfiguration";
+        of("admissionregistration.k8s.io/v1", kind, v)
     }
 
     #[test]
@@ -953,9 +950,8 @@ mod tests {
         let meta = json!({"name": "k", "namespace": "kyverno", "uid": "u"});
         let d = deployment(&dep(json!({"metadata": meta, "spec": {}, "status": {}}))).unwrap();
         assert_eq!((d.replicas, d.ready_replicas), (1, 0));
-        let d = deployment(&dep(
-            json!({"spec": {"replicas": 3}, "status": {"readyReplicas": 2}}),
-        ));
+        let d = json!({"spec": {"replicas": 3}, "status": {"readyReplicas": 2}});
+        let d = deployment(&dep(d));
         assert_eq!(d.map(|d| (d.replicas, d.ready_replicas)), Ok((3, 2)));
         let got = deployment(&dep(json!({"spec": {"replicas": "3"}})));
         refused(got, "/spec/replicas", "an int32");
@@ -968,40 +964,26 @@ mod tests {
     #[test]
     fn lease_of_no_lease_names_kyvernos_lease() {
         let l = lease(&Value::Null, "t".into()).unwrap();
-        assert_eq!(
-            (l.namespace.as_str(), l.name.as_str()),
-            ("kyverno", "kyverno")
-        );
+        let named = (l.namespace.as_str(), l.name.as_str());
+        assert_eq!(named, ("kyverno", "kyverno"));
         assert_eq!(l.holder, None);
-        let l = lease(
-            &lease_of(
-                json!({"metadata": {"name": "kyverno", "namespace": "kyverno"},
-                "spec": {"holderIdentity": "p", "leaseTransitions": 2,
-                    "acquireTime": "2026-11-30T19:47:01.123456Z"}}),
-            ),
-            "t".into(),
-        )
-        .unwrap();
+        let l = json!({"metadata": {"name": "kyverno", "namespace": "kyverno"},
+            "spec": {"holderIdentity": "p", "leaseTransitions": 2,
+                "acquireTime": "2026-11-30T19:47:01.123456Z"}});
+        let l = lease(&lease_of(l), "t".into()).unwrap();
         assert_eq!(l.holder.as_deref(), Some("p"));
         assert_eq!(l.lease_transitions, Some(2));
-        assert_eq!(
-            l.acquire_time.as_deref(),
-            Some("2026-11-30T19:47:01.123456Z")
-        );
+        let acquired = l.acquire_time.as_deref();
+        assert_eq!(acquired, Some("2026-11-30T19:47:01.123456Z"));
         assert!(lease(&json!("kyverno"), "t".into()).is_err());
     }
 
     #[test]
     fn pod_sums_its_containers_restarts() {
-        let p = pod(
-            &pod_of(
-                json!({"metadata": {"name": "p", "namespace": "n", "uid": "u"},
-                "status": {"phase": "Running", "containerStatuses": [
-                    {"restartCount": 1}, {"restartCount": 2}]}}),
-            ),
-            "t".into(),
-        )
-        .unwrap();
+        let p = json!({"metadata": {"name": "p", "namespace": "n", "uid": "u"},
+            "status": {"phase": "Running", "containerStatuses": [
+                {"restartCount": 1}, {"restartCount": 2}]}});
+        let p = pod(&pod_of(p), "t".into()).unwrap();
         assert_eq!((p.exists, p.restart_count), (true, Some(3)));
         let p = pod(&pod_of(json!({"metadata": {"name": "p"}})), "t".into()).unwrap();
         assert_eq!((p.phase, p.restart_count), (None, None));
@@ -1011,12 +993,11 @@ mod tests {
 
     #[test]
     fn registration_is_the_named_webhook_with_the_api_servers_defaults() {
-        let cfg = cfg_of(
-            json!({"metadata": {"name": "cfg", "uid": "u"}, "webhooks": [
+        let cfg = json!({"metadata": {"name": "cfg", "uid": "u"}, "webhooks": [
             {"name": "other", "failurePolicy": "Ignore", "sideEffects": "None"},
             {"name": "vpol", "sideEffects": "NoneOnDryRun", "rules": [],
-             "clientConfig": {"service": {"namespace": "kyverno", "name": "kyverno-svc"}}}]}),
-        );
+             "clientConfig": {"service": {"namespace": "kyverno", "name": "kyverno-svc"}}}]});
+        let cfg = cfg_of(cfg);
         let w = registration(&cfg, "vpol", "t".into()).unwrap();
         assert_eq!((w.failure_policy.as_str(), w.timeout_seconds), ("Fail", 10));
         assert_eq!(w.service.map(|s| s.port), Some(443));
@@ -1029,16 +1010,11 @@ mod tests {
 
     #[test]
     fn lab_mark_names_the_configmap_and_its_value() {
-        let m = lab_mark(
-            &json!({"Ok": {"object": "kube-system/kca-webhook-lab", "uid": "u",
-            "data": {"mark": "kca-webhook-lab/v1"}}}),
-        );
-        assert_eq!(
-            m,
-            Ok(Some(
-                "ConfigMap kube-system/kca-webhook-lab mark=kca-webhook-lab/v1".into()
-            ))
-        );
+        let m = json!({"Ok": {"object": "kube-system/kca-webhook-lab", "uid": "u",
+            "data": {"mark": "kca-webhook-lab/v1"}}});
+        let m = lab_mark(&m);
+        let text = "ConfigMap kube-system/kca-webhook-lab mark=kca-webhook-lab/v1";
+        assert_eq!(m, Ok(Some(text.into())));
         assert_eq!(lab_mark(&json!({"Err": "no lab mark"})), Ok(None));
         assert!(lab_mark(&json!({"Ok": {"object": "x", "data": {}}})).is_err());
         assert!(lab_mark(&json!(null)).is_err());
@@ -1046,11 +1022,9 @@ mod tests {
 
     #[test]
     fn stored_policy_is_its_name_uid_and_spec() {
-        let p = stored_policy(
-            &json!({"metadata": {"name": "p", "uid": "u", "resourceVersion": "9"},
-            "spec": {"failurePolicy": "Fail"}, "status": {}}),
-        )
-        .unwrap();
+        let p = json!({"metadata": {"name": "p", "uid": "u", "resourceVersion": "9"},
+            "spec": {"failurePolicy": "Fail"}, "status": {}});
+        let p = stored_policy(&p).unwrap();
         assert_eq!(p.metadata.name.as_deref(), Some("p"));
         assert_eq!(p.metadata.uid.as_deref(), Some("u"));
         assert_eq!(p.spec, json!({"failurePolicy": "Fail"}));
@@ -1067,22 +1041,14 @@ mod tests {
             "pod_uid": "u", "pod_name": "p", "pod_namespace": "kyverno",
             "container_name": "kyverno", "attempt": 2, "state": "CONTAINER_RUNNING"}))
         .unwrap();
-        assert_eq!(
-            (
-                c.identity.container_id.as_str(),
-                c.identity.pid,
-                c.restart_count
-            ),
-            ("c", 42, 2)
-        );
+        let (id, n) = (&c.identity, c.restart_count);
+        assert_eq!((id.container_id.as_str(), id.pid, n), ("c", 42, 2));
         assert_eq!(cri_container(&json!({"pid": -1})).unwrap().identity.pid, 0);
         let got = cri_container(&json!({"pid": "42"}));
         refused(got, "/pid", "an int32");
         assert!(cri_container(&json!("c")).is_err());
-        assert_eq!(
-            CRI_PROCESS_SOURCES.last(),
-            Some(&("restart_count", "attempt"))
-        );
+        let last = CRI_PROCESS_SOURCES.last();
+        assert_eq!(last, Some(&("restart_count", "attempt")));
     }
 
     #[test]
@@ -1092,10 +1058,8 @@ mod tests {
         let sc = scale_up(&up, "f".into(), "d".into()).unwrap();
         assert_eq!((sc.replicas_before, sc.replicas), (1, 3));
         assert_eq!(sc.scaled_at, "2026-12-01T23:48:52.397Z");
-        assert_eq!(
-            (sc.fault_id.as_str(), sc.restore_deadline_at.as_str()),
-            ("f", "d")
-        );
+        let passed = (sc.fault_id.as_str(), sc.restore_deadline_at.as_str());
+        assert_eq!(passed, ("f", "d"));
         let mut zero = up.clone();
         zero["raw"]["spec"] = json!({});
         assert_eq!(scale_up(&zero, "f".into(), "d".into()).unwrap().replicas, 0);
@@ -1122,35 +1086,24 @@ mod tests {
     #[test]
     fn endpoints_are_every_slices_entries_by_pod_with_ready_by_default() {
         let slice = |eps: Value| {
-            of(
-                "discovery.k8s.io/v1",
-                "EndpointSlice",
-                json!({"endpoints": eps}),
-            )
+            let kind = ("discovery.k8s.io/v1", "EndpointSlice");
+            of(kind.0, kind.1, json!({"endpoints": eps}))
         };
-        let raw = json!([
-            slice(
-                json!([{"addresses": ["10.0.0.2", "10.0.0.9"], "targetRef": {"name": "p-b"},
-                "conditions": {"ready": false}}])
-            ),
-            slice(
-                json!([{"addresses": ["10.0.0.1"], "targetRef": {"name": "p-a"}, "conditions": {}},
-                {"addresses": [], "conditions": {"ready": true}}])
-            ),
-        ]);
+        let b = json!([{"addresses": ["10.0.0.2", "10.0.0.9"], "targetRef": {"name": "p-b"},
+            "conditions": {"ready": false}}]);
+        let a = json!([{"addresses": ["10.0.0.1"], "targetRef": {"name": "p-a"}, "conditions": {}},
+            {"addresses": [], "conditions": {"ready": true}}]);
+        let raw = json!([slice(b), slice(a)]);
         let eps = located_endpoints(&raw).unwrap();
-        let got: Vec<(&str, &str, Option<&str>, bool)> = eps
-            .iter()
+        let got: Vec<(&str, &str, Option<&str>, bool)> = (eps.iter())
             .map(|(at, e)| (at.as_str(), e.address.as_str(), e.pod.as_deref(), e.ready))
             .collect();
-        assert_eq!(
-            got,
-            [
-                ("[1].endpoints[1]", "", None, true),
-                ("[1].endpoints[0]", "10.0.0.1", Some("p-a"), true),
-                ("[0].endpoints[0]", "10.0.0.2", Some("p-b"), false),
-            ]
-        );
+        let expected = [
+            ("[1].endpoints[1]", "", None, true),
+            ("[1].endpoints[0]", "10.0.0.1", Some("p-a"), true),
+            ("[0].endpoints[0]", "10.0.0.2", Some("p-b"), false),
+        ];
+        assert_eq!(got, expected);
         assert_eq!(endpoints(&raw).unwrap().len(), 3);
         assert_eq!(endpoints(&json!([])), Ok(vec![]));
         let mut bad = raw.clone();
@@ -1172,35 +1125,18 @@ mod tests {
                 "conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}],
                 "containerStatuses": [{"name": "sidecar", "restartCount": 9}, {"name": "kyverno", "restartCount": 2}]}})),
         ]);
+        let after = |a: PodAfter| (a.pod_uid_after, a.restart_count_after, a.ready_after);
         let a = pod_after(&pods, "p", 0).unwrap();
-        assert_eq!(
-            a,
-            PodAfter {
-                pod_uid_after: Some("u".into()),
-                restart_count_after: 2,
-                ready_after: true
-            }
-        );
+        assert_eq!(after(a), (Some("u".into()), 2, true));
         assert_eq!(pod_named(&pods, "p"), Some(1));
         let other = pod_after(&pods, "other", 5).unwrap();
         assert_eq!((other.restart_count_after, other.ready_after), (0, false));
         let gone = pod_after(&pods, "gone", 5).unwrap();
-        assert_eq!(
-            gone,
-            PodAfter {
-                pod_uid_after: None,
-                restart_count_after: 5,
-                ready_after: false
-            }
-        );
+        assert_eq!(after(gone), (None, 5, false));
         let mut bad = pods.clone();
         bad[1]["status"]["containerStatuses"][1]["restartCount"] = json!("2");
-        let got = pod_after(&bad, "p", 0);
-        refused(
-            got,
-            "/1/status/containerStatuses/1/restartCount",
-            "an int32",
-        );
+        let at = "/1/status/containerStatuses/1/restartCount";
+        refused(pod_after(&bad, "p", 0), at, "an int32");
         let mut bad = pods;
         bad[1]["metadata"]["uid"] = json!(7);
         let got = pod_after(&bad, "p", 0);
@@ -1210,13 +1146,11 @@ mod tests {
 
     #[test]
     fn container_after_is_the_cri_answer_in_target_afters_terms() {
-        let c = container_after(&json!({"container_id": "c", "pid": 603, "pod_uid": "u",
-            "pod_name": "p", "container_name": "kyverno", "attempt": 1}))
-        .unwrap();
-        assert_eq!(
-            (c.identity_after.pid, c.pod.as_str(), c.restart_count_after),
-            (603, "p", 1)
-        );
+        let c = json!({"container_id": "c", "pid": 603, "pod_uid": "u",
+            "pod_name": "p", "container_name": "kyverno", "attempt": 1});
+        let c = container_after(&c).unwrap();
+        let (pid, n) = (c.identity_after.pid, c.restart_count_after);
+        assert_eq!((pid, c.pod.as_str(), n), (603, "p", 1));
         assert_eq!(c.identity_after.container_id, "c");
         let got = container_after(&json!({"attempt": "1"}));
         refused(got, "/attempt", "an int32");
@@ -1227,10 +1161,9 @@ mod tests {
         let heal = json!({"attempt": "scale-03-x", "kind": "scale", "action": "already-restored",
             "at": "2026-12-01T23:50:43.341Z", "command": "act 7 (scale back)"});
         let b = scale_back(&heal, 3, 1).unwrap();
-        assert_eq!(
-            (b.fault_id.as_str(), b.action.as_str(), b.at.as_str()),
-            ("scale-03-x", "already-restored", "2026-12-01T23:50:43.341Z")
-        );
+        let heal = (b.fault_id.as_str(), b.action.as_str(), b.at.as_str());
+        let at = "2026-12-01T23:50:43.341Z";
+        assert_eq!(heal, ("scale-03-x", "already-restored", at));
         assert_eq!((b.replicas_before, b.replicas), (3, 1));
         let got = scale_back(&json!({"attempt": 3}), 3, 1);
         refused(got, "/attempt", "a string");
@@ -1270,22 +1203,12 @@ mod tests {
         let ready = json!({"ok": true, "pid": 4217, "armed_at": "2026-11-30T19:48:20.058Z",
             "deadline_at": "2026-11-30T19:49:15.058Z", "observed_replicas": 1, "error": null});
         let w = watcher(&ready, 55, 1, Some("/w/faults/scale-05".into())).unwrap();
-        assert_eq!(
-            (w.pid, w.armed_at.as_str(), w.deadline_at.as_deref()),
-            (
-                Some(4217),
-                "2026-11-30T19:48:20.058Z",
-                Some("2026-11-30T19:49:15.058Z")
-            )
-        );
-        assert_eq!(
-            (
-                w.restore_after_sec,
-                w.original_replicas,
-                w.fault_dir.as_deref()
-            ),
-            (55, 1, Some("/w/faults/scale-05"))
-        );
+        let (armed, deadline) = (w.armed_at.as_str(), w.deadline_at.as_deref());
+        assert_eq!((w.pid, armed), (Some(4217), "2026-11-30T19:48:20.058Z"));
+        assert_eq!(deadline, Some("2026-11-30T19:49:15.058Z"));
+        let (after, replicas) = (w.restore_after_sec, w.original_replicas);
+        assert_eq!((after, replicas), (55, 1));
+        assert_eq!(w.fault_dir.as_deref(), Some("/w/faults/scale-05"));
         let mut bad = ready.clone();
         bad["pid"] = json!("4217");
         let got = watcher(&bad, 55, 1, None);
@@ -1307,10 +1230,8 @@ mod tests {
             "metadata": {"name": "kca-webhook-label", "uid": "a764867b-5e45-4296-8322-19733e9f7b2c"}});
         let found = policy_presence(&p, "t".into()).unwrap();
         assert!(found.exists);
-        assert_eq!(
-            found.uid.as_deref(),
-            Some("a764867b-5e45-4296-8322-19733e9f7b2c")
-        );
+        let uid = found.uid.as_deref();
+        assert_eq!(uid, Some("a764867b-5e45-4296-8322-19733e9f7b2c"));
         assert_eq!(found.at, "t");
         let none = policy_presence(&Value::Null, "t".into()).unwrap();
         assert_eq!((none.exists, none.uid), (false, None));
@@ -1322,10 +1243,9 @@ mod tests {
 
     #[test]
     fn freeze_samples_are_their_reads_time_and_answer() {
-        let l = lease_of(
-            json!({"metadata": {"name": "kyverno", "namespace": "kyverno"},
-            "spec": {"holderIdentity": "p", "renewTime": "2026-12-01T23:49:30.009607Z", "leaseTransitions": 1}}),
-        );
+        let l = json!({"metadata": {"name": "kyverno", "namespace": "kyverno"},
+            "spec": {"holderIdentity": "p", "renewTime": "2026-12-01T23:49:30.009607Z", "leaseTransitions": 1}});
+        let l = lease_of(l);
         let x = lease_sample(&json!({"what": "lease", "at": "t", "lease": l})).unwrap();
         assert_eq!(
             (
@@ -1345,34 +1265,26 @@ mod tests {
         refused(got, "/lease/spec/leaseTransitions", "an int32");
         let got = lease_sample(&json!({"lease": l}));
         refused(got, "/at", "a string");
-        let slice = of(
-            "discovery.k8s.io/v1",
-            "EndpointSlice",
-            json!({"endpoints": [{"addresses": ["10.0.0.1"], "targetRef": {"name": "p"}}]}),
-        );
-        let e = endpoint_sample(&json!({"what": "endpoint-slices", "at": "t", "slices": [slice]}))
-            .unwrap();
+        let slice = json!({"endpoints": [{"addresses": ["10.0.0.1"], "targetRef": {"name": "p"}}]});
+        let slice = of("discovery.k8s.io/v1", "EndpointSlice", slice);
+        let e = json!({"what": "endpoint-slices", "at": "t", "slices": [slice]});
+        let e = endpoint_sample(&e).unwrap();
         assert_eq!((e.at.as_str(), e.endpoints.len()), ("t", 1));
-        assert_eq!(
-            (e.endpoints[0].address.as_str(), e.endpoints[0].ready),
-            ("10.0.0.1", true)
-        );
+        let first = &e.endpoints[0];
+        assert_eq!((first.address.as_str(), first.ready), ("10.0.0.1", true));
         let got = endpoint_sample(&json!({"at": "t", "slices": {}}));
         refused(got, "/slices", "a list of EndpointSlices");
     }
 
     #[test]
     fn replica_is_its_pod_readiness_and_address() {
-        let p = pod_of(
-            json!({"metadata": {"name": "p", "namespace": "kyverno", "uid": "u"},
+        let p = json!({"metadata": {"name": "p", "namespace": "kyverno", "uid": "u"},
             "status": {"phase": "Running", "podIP": "10.42.0.4",
-                "conditions": [{"type": "Ready", "status": "True"}]}}),
-        );
+                "conditions": [{"type": "Ready", "status": "True"}]}});
+        let p = pod_of(p);
         let r = replica(&p, "t".into()).unwrap();
-        assert_eq!(
-            (r.pod.name.as_str(), r.ready, r.pod_ip.as_deref()),
-            ("p", true, Some("10.42.0.4"))
-        );
+        let (name, ip) = (r.pod.name.as_str(), r.pod_ip.as_deref());
+        assert_eq!((name, r.ready, ip), ("p", true, Some("10.42.0.4")));
         let mut not_ready = p.clone();
         not_ready["status"]["conditions"][0]["status"] = json!("False");
         not_ready["status"].as_object_mut().unwrap().remove("podIP");
