@@ -256,11 +256,7 @@ pub fn registration(
         "admissionregistration.k8s.io/v1",
         "ValidatingWebhookConfiguration",
     )?;
-    let hooks = match cfg.get("webhooks") {
-        None | Some(Value::Null) => &[][..],
-        Some(Value::Array(a)) => a.as_slice(),
-        Some(_) => return Err(err("/webhooks", "an array")),
-    };
+    let hooks = array(cfg, "/webhooks")?;
     let i = hooks
         .iter()
         .position(|w| w.get("name").and_then(Value::as_str) == Some(webhook))

@@ -461,16 +461,14 @@ fn act6_reads_are_its_raw_records(g: &mut G, s: &str, f: &Act6Facts) {
             });
         }
     }
-    for (what, key, p) in [
-        (
-            "admitted-during-scale-down",
-            "admitted_during_scale_down",
-            &f.admitted_during_scale_down,
-        ),
-        ("existing", "existing", &f.existing),
-    ] {
+    let reads = [
+        ("admitted-during-scale-down", &f.admitted_during_scale_down),
+        ("existing", &f.existing),
+    ];
+    for (what, p) in reads {
         if let Some(p) = p {
-            let sub = format!("{s}.{key}");
+            // The fact is named as the raw record, in snake case.
+            let sub = format!("{s}.{}", what.replace('-', "_"));
             super::witness::pod_observation_is_its_raw_record(g, &ev, what, &sub, p);
         }
     }

@@ -82,11 +82,8 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
             _ => "read-error",
         };
         let why = a.reason.as_deref().unwrap_or("no reason recorded");
-        g.note(
-            AuditNotObserved,
-            subject,
-            format!("audit not observed ({what}): {why}"),
-        );
+        let why = format!("audit not observed ({what}): {why}");
+        g.note(AuditNotObserved, subject, why);
         return;
     }
     let hook = super::policy::policy_webhook(g, ev);
@@ -304,11 +301,8 @@ fn answer_rules_agree(
     // Rule 6: an explicit deny is the webhook's answer, not a failure.
     if r.outcome == Outcome::ExplicitDeny {
         let deny = crate::classify::is_explicit_deny_status(r.http_status);
-        disagree(
-            "explicit-deny",
-            g,
-            e.code == Some(r.http_status) && deny && failed_open.is_empty(),
-        );
+        let ok = e.code == Some(r.http_status) && deny && failed_open.is_empty();
+        disagree("explicit-deny", g, ok);
     }
     // Rule 7: lab A act 5 — admitted because no webhook matched.
     let no_webhook =

@@ -11,12 +11,9 @@ pub(crate) fn act4(g: &mut G) {
         return;
     };
     let s = "evidence/04.json facts";
-    if let Some(a1) = super::investigation_against_its_plan::<inputs::FreezePlan>(
-        g,
-        s,
-        &f.node_uid,
-        &f.deployment_uid,
-    ) {
+    let (node, deployment) = (&f.node_uid, &f.deployment_uid);
+    let a1 = super::investigation_against_its_plan::<inputs::FreezePlan>(g, s, node, deployment);
+    if let Some(a1) = a1 {
         // The frozen process's pod is one of act 1's Deployment's pods: in its namespace,
         // named `<deployment>-<replicaset hash>-<suffix>`.
         let pod = (f.pod_namespace.as_str(), f.pod_name.as_str());
@@ -130,14 +127,8 @@ pub(crate) fn act7(g: &mut G) {
     };
     g.input::<inputs::Recovery>(&ctx);
     let (a6_webhook, uid) = (g.facts::<Act6Facts>(6).map(|a6| a6.webhook), uid.as_deref());
-    freeze::recovered_under_ignore(
-        g,
-        uid,
-        &f.policy_uid,
-        &f.webhook,
-        &f.healthy_bad,
-        a6_webhook,
-    );
+    let (policy_uid, bad) = (&f.policy_uid, &f.healthy_bad);
+    freeze::recovered_under_ignore(g, uid, policy_uid, &f.webhook, bad, a6_webhook);
     if let Some(ev) = g.evidence(7) {
         let what = "webhook-configuration";
         let fact = format!("{s}.webhook");

@@ -766,12 +766,8 @@ fn replica_freeze_run(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun) {
         freeze_run_is_its_raw_reads(g, s, &ev, run);
     }
     if let Some(a3) = g.facts::<Act3Facts>(3) {
-        super::existing_pod_survives_since(
-            g,
-            &format!("{s}.existing"),
-            &a3.existing,
-            &run.existing,
-        );
+        let sub = format!("{s}.existing");
+        super::existing_pod_survives_since(g, &sub, &a3.existing, &run.existing);
     }
 }
 

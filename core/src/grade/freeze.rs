@@ -292,40 +292,16 @@ fn snapshot_timeout(snap: &Value) -> Option<u32> {
 /// the earlier act recorded: the same name, failure policy, timeout, client config, selectors,
 /// match conditions, rules, sideEffects and matchPolicy. Flags [`Code::RegistrationChanged`].
 fn snapshot_is_the_recorded_registration(g: &mut G, s: &str, snap: &Value, h: &WebhookFacts) {
-    const NULL: &Value = &Value::Null;
-    let raw = |k: &str| snap.get(k).unwrap_or(NULL);
-    let recorded = (
-        (
-            h.name.as_str(),
-            h.failure_policy.as_str(),
-            Some(h.timeout_seconds),
-        ),
-        super::fact_service(h),
-        (
-            &h.namespace_selector,
-            &h.object_selector,
-            &h.match_conditions,
-            &h.rules,
-        ),
-        (Some(h.side_effects.as_str()), h.match_policy.as_deref()),
-    );
-    let during = (
-        (
-            raw("name").as_str().unwrap_or(""),
-            raw("failurePolicy").as_str().unwrap_or(""),
-            snapshot_timeout(snap),
-        ),
-        super::raw_service(snap),
-        (
-            raw("namespaceSelector"),
-            raw("objectSelector"),
-            raw("matchConditions"),
-            raw("rules"),
-        ),
-        (raw("sideEffects").as_str(), raw("matchPolicy").as_str()),
-    );
+    let text = |k: &str| snap.get(k).and_then(Value::as_str);
+    let (name, policy) = (text("name").unwrap_or(""), text("failurePolicy"));
+    let effects = (Some(h.side_effects.as_str()), h.match_policy.as_deref());
+    let same = (h.name.as_str(), h.failure_policy.as_str()) == (name, policy.unwrap_or(""))
+        && Some(h.timeout_seconds) == snapshot_timeout(snap)
+        && super::fact_service(h) == super::raw_service(snap)
+        && super::Scope::of_facts(h) == super::Scope::of_raw(snap)
+        && effects == (text("sideEffects"), text("matchPolicy"));
     let sub = format!("{s}.registration_snapshot");
-    g.check(recorded == during, RegistrationChanged, sub, || {
+    g.check(same, RegistrationChanged, sub, || {
         let (snap, h) = (snap, serde_json::to_value(h).unwrap_or_default());
         let (during, before) = (super::abbreviate(snap), super::abbreviate(&h));
         format!("during the freeze: {during}; recorded before: {before}")
@@ -423,12 +399,8 @@ fn first_deny_after_resume_is_timed_from_the_resume(g: &mut G, v: &Freeze<'_>) {
         (Some(r), Some(a)) => u64::try_from((a - r).num_milliseconds()).ok(),
         _ => None,
     };
-    g.expect_eq(
-        TimesInconsistent,
-        &sub,
-        measured,
-        v.first_deny_after_resume_ms,
-    );
+    let recorded = v.first_deny_after_resume_ms;
+    g.expect_eq(TimesInconsistent, &sub, measured, recorded);
     let most = bounds::DENY_AFTER_RESUME_MS;
     let ok = measured.is_some_and(|m| m <= most);
     g.check(ok, OutsideWindow, sub, || {

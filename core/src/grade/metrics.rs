@@ -92,11 +92,8 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
 /// evidence predates metrics; a read failed: its reason) or a [`Code::FactsInvalid`].
 fn observed_metrics(g: &mut G<'_>, ev: &Evidence, subject: &str) -> Option<AdmissionMetrics> {
     let Some(raw) = ev.facts.get(FACTS_KEY) else {
-        g.note(
-            MetricsNotObserved,
-            subject.to_owned(),
-            "the evidence has no admission_metrics (recorded before the tool read /metrics)".into(),
-        );
+        let why = "the evidence has no admission_metrics (recorded before the tool read /metrics)";
+        g.note(MetricsNotObserved, subject.to_owned(), why.into());
         return None;
     };
     let m: AdmissionMetrics = match serde_json::from_value(raw.clone()) {

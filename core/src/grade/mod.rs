@@ -1438,7 +1438,8 @@ pub(crate) fn scope_is_open(
 }
 
 /// A webhook registration's scope fields, verbatim: from act 2/6/7's [`facts::WebhookFacts`]
-/// or from a raw `webhooks[]` entry read during a freeze (camelCase).
+/// or from a raw `webhooks[]` entry read during a freeze (camelCase); equal when every field is.
+#[derive(PartialEq)]
 pub(crate) struct Scope<'a> {
     pub object_selector: &'a serde_json::Value,
     pub match_conditions: &'a serde_json::Value,

@@ -453,24 +453,13 @@ fn named_uids(v: &Value, path: &mut String, out: &mut Vec<(String, String, Strin
         Value::Object(m) => {
             let name = m.get("name").and_then(|x| x.as_str());
             push(m.get("uid").and_then(|x| x.as_str()), name, path, ".uid");
-            let field = |outer: &str, inner: &str| {
-                m.get(outer)
-                    .and_then(|o| o.get(inner))
-                    .and_then(|x| x.as_str())
-            };
+            let text = |k: &str| m.get(k).and_then(|x| x.as_str());
+            let field = |outer: &str, inner: &str| m.get(outer)?.get(inner)?.as_str();
             push(field("get", "uid"), name, path, ".get.uid");
-            push(
-                m.get("configuration_uid").and_then(|x| x.as_str()),
-                m.get("configuration").and_then(|x| x.as_str()),
-                path,
-                ".configuration_uid",
-            );
-            push(
-                field("identity", "pod_uid"),
-                m.get("pod_name").and_then(|x| x.as_str()),
-                path,
-                ".identity.pod_uid",
-            );
+            let (uid, configuration) = (text("configuration_uid"), text("configuration"));
+            push(uid, configuration, path, ".configuration_uid");
+            let (uid, pod) = (field("identity", "pod_uid"), text("pod_name"));
+            push(uid, pod, path, ".identity.pod_uid");
             if let Some(Value::Object(ns)) = m.get("namespaces") {
                 for (n, u) in ns {
                     push(u.as_str(), Some(n), path, &format!(".namespaces.{n}"));
