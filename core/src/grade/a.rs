@@ -6,6 +6,7 @@ use super::witness::fact_is_derived_from_raw_record;
 use super::{Code::*, G, Meant, fields_are, policy_uid, request_is_the_pod_meant};
 use serde_json::Value;
 
+use crate::classify::parse_call_failure;
 use crate::derive;
 use crate::evidence::{Evidence, Outcome, RequestRecord};
 use crate::facts::{self, a::*};
@@ -34,12 +35,8 @@ pub(crate) fn act4(g: &mut G) {
         // The Deployment, its pods and its Lease are act 1's controller's: its name and
         // namespace, pods named `<deployment>-<replicaset hash>-<suffix>`.
         let found = (Some(fd.namespace.as_str()), fd.name.as_str());
-        let name = [(
-            "deployment.name",
-            (d.namespace.as_deref(), d.name.as_str()),
-            found,
-        )];
-        fields_are(g, ValueMismatch, s, name);
+        let act1 = (d.namespace.as_deref(), d.name.as_str());
+        fields_are(g, ValueMismatch, s, [("deployment.name", act1, found)]);
         for (i, p) in pods.iter().enumerate() {
             let pod = (p.namespace.as_str(), p.name.as_str());
             super::pod_of_the_deployment(g, format!("{s}.pods[{i}].name"), pod, d);
@@ -834,11 +831,7 @@ fn probes_are_violating_dry_runs_to_the_policy_webhook(g: &mut G, s: &str, f: &A
 /// call), the registration is in force: the Fail registration is never removed again in act 6,
 /// so no later violating probe is admitted ([`super::violating_pod_never_admitted_under_fail`]).
 fn no_probe_admitted_after_a_call(g: &mut G, s: &str, f: &Act6Facts) {
-    let failed = |r: &RequestRecord| {
-        r.message
-            .as_deref()
-            .and_then(crate::classify::parse_call_failure)
-    };
+    let failed = |r: &RequestRecord| r.message.as_deref().and_then(parse_call_failure);
     let first_call = (f.deny_probes.iter())
         .position(|r| r.outcome == Outcome::ExplicitDeny || failed(r).is_some());
     if let Some(k) = first_call {
@@ -899,12 +892,8 @@ pub(crate) fn act7(g: &mut G) {
         format!("expected None or NoneOnDryRun, found {effects:?}")
     });
     if let Some(a2) = g.facts::<facts::Act2Facts>(2) {
-        let name = [(
-            "webhook_name",
-            a2.webhook.name.as_str(),
-            f.webhook_name.as_str(),
-        )];
-        fields_are(g, ValueMismatch, s, name);
+        let (act2, named) = (a2.webhook.name.as_str(), f.webhook_name.as_str());
+        fields_are(g, ValueMismatch, s, [("webhook_name", act2, named)]);
         // The sideEffects the dry-run relied on are the registration's (act 2's).
         let effects = [("side_effects", a2.webhook.side_effects.as_str(), effects)];
         fields_are(g, RegistrationChanged, s, effects);

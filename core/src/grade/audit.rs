@@ -49,6 +49,7 @@ use std::collections::BTreeSet;
 use super::Code;
 use super::{Code::*, G, ev_name};
 use crate::audit::{self, AdmissionAudit, AuditStatus, FACTS_KEY};
+use crate::classify::parse_call_failure;
 use crate::evidence::{Evidence, Lab, Outcome};
 
 const TARGET: &str = crate::rules::common::TARGET_NAMESPACE;
@@ -317,10 +318,7 @@ fn answer_rules_agree(
 
 /// Whether the record's answer is a failed call of the policy's webhook `H`.
 fn call_of_the_hook_failed(c: &Ctx<'_>, r: &crate::evidence::RequestRecord) -> bool {
-    let failed = r
-        .message
-        .as_deref()
-        .and_then(crate::classify::parse_call_failure);
+    let failed = r.message.as_deref().and_then(parse_call_failure);
     failed.is_some_and(|f| Some(f.webhook.as_str()) == c.hook)
 }
 

@@ -330,23 +330,17 @@ pub(crate) fn act4(g: &mut G) {
 /// The leader is the Lease's holder, and the holder did not change while the processes were
 /// read (read before and after).
 fn leader_is_the_lease_holder(g: &mut G, s: &str, f: &Act4Facts) {
-    let holder = f.lease.holder.as_deref();
+    let (holder, leader) = (f.lease.holder.as_deref(), f.leader.pod_name.as_str());
+    let holder_after = f.lease_after.holder.as_deref();
     let rows = [
-        ("leader.pod_name", holder, Some(f.leader.pod_name.as_str())),
-        (
-            "lease_after.holder",
-            holder,
-            f.lease_after.holder.as_deref(),
-        ),
+        ("leader.pod_name", holder, Some(leader)),
+        ("lease_after.holder", holder, holder_after),
     ];
     fields_are(g, ValueMismatch, s, rows);
+    let (at, after) = (f.lease.at.as_str(), f.lease_after.at.as_str());
     let rows = [
-        (
-            "lease_after.at",
-            f.lease.at.as_str(),
-            f.lease_after.at.as_str(),
-        ),
-        ("investigated_at", &f.lease_after.at, &f.investigated_at),
+        ("lease_after.at", at, after),
+        ("investigated_at", after, f.investigated_at.as_str()),
     ];
     times_are_ordered(g, s, rows);
 }

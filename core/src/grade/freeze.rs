@@ -160,15 +160,12 @@ pub(crate) fn freeze_rules(g: &mut G, v: &Freeze<'_>) {
 /// runner's grace. A resume by the runner itself only has the upper bound.
 fn freeze_window_is_the_planned_one(g: &mut G, v: &Freeze<'_>) {
     let (s, w) = (&v.s, v.freeze);
+    let (armed, frozen) = (w.watchdog_armed_at.as_str(), w.frozen_at.as_str());
     let rows = [
-        (
-            "freeze.watchdog_armed_at",
-            &w.watchdog_armed_at,
-            &w.frozen_at,
-        ),
-        ("freeze.frozen_at", &w.frozen_at, &w.resumed_at),
+        ("freeze.watchdog_armed_at", armed, frozen),
+        ("freeze.frozen_at", frozen, w.resumed_at.as_str()),
     ];
-    super::times_are_ordered(g, s, rows.map(|(f, a, b)| (f, a.as_str(), b.as_str())));
+    super::times_are_ordered(g, s, rows);
     if v.act == 5 {
         let rows = [("freeze.resume_after_sec", &20u32, &w.resume_after_sec)];
         super::fields_are(g, ValueMismatch, s, rows);

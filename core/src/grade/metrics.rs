@@ -42,6 +42,7 @@ use std::collections::BTreeMap;
 use super::Code;
 use super::policy::{policy_is_ignore, policy_timeout_seconds, policy_webhook};
 use super::{Code::*, G, ev_name};
+use crate::classify::parse_call_failure;
 use crate::evidence::{Evidence, Lab, Outcome, RequestRecord};
 use crate::metrics::{
     self, AdmissionMetrics, FACTS_KEY, FAIL_OPEN_COUNT, REJECTION_COUNT, REQUEST_TOTAL, sum_delta,
@@ -204,11 +205,7 @@ fn no_call_while_unregistered(g: &mut G<'_>, c: &Counted<'_>, ev: &Evidence) {
 /// refused connection, e.g. lab A act 6's probes while Kyverno's new pod is not yet Ready).
 fn failed_calls_are_calling_webhook_errors(g: &mut G<'_>, c: &Counted<'_>) {
     let hook = c.hook;
-    let failed = |r: &RequestRecord| {
-        r.message
-            .as_deref()
-            .and_then(crate::classify::parse_call_failure)
-    };
+    let failed = |r: &RequestRecord| r.message.as_deref().and_then(parse_call_failure);
     let call_failures = c.names(&|r| failed(r).is_some_and(|f| f.webhook == hook));
     let calling = [("error_type", "calling_webhook_error")];
     let found = sum_delta(c.deltas, REJECTION_COUNT, hook, &calling);
