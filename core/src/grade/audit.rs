@@ -551,11 +551,8 @@ mod tests {
         let ev = act6();
         // Sent after the resume (the polls until the first deny): a restarted container refuses
         // at once, and Ignore stores the pod in milliseconds (seen in a cgroup v2 guest).
-        assert!(!timeout_inside_freeze(
-            &ev,
-            &record(&ev, "/after_resume/0"),
-            3
-        ));
+        let after_resume = record(&ev, "/after_resume/0");
+        assert!(!timeout_inside_freeze(&ev, &after_resume, 3));
         // Sent inside the freeze, but its timeout would end after the resume: not decided.
         let mut late = record(&ev, "/target_good");
         late.sent_at = "2026-11-30T21:14:44.000Z".into();
@@ -563,10 +560,7 @@ mod tests {
         // Without the freeze's times nothing is inferred.
         let mut bare = ev.clone();
         bare.facts = serde_json::json!({});
-        assert!(!timeout_inside_freeze(
-            &bare,
-            &record(&ev, "/target_good"),
-            3
-        ));
+        let good = record(&ev, "/target_good");
+        assert!(!timeout_inside_freeze(&bare, &good, 3));
     }
 }

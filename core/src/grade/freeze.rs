@@ -4,7 +4,8 @@
 //! lab's run gives one view, [`Freeze`], and each rule here is a function over it named after
 //! what it holds; [`freeze_rules`] runs them all. What only one lab records (lab B's three
 //! single requests during the freeze, lab C's waves, samples, Leases and replica counters) stays
-//! in `grade/b.rs` and `grade/c.rs`.
+//! in `grade/b.rs` and `grade/c.rs`; each request either sends while the freeze lasts is held by
+//! the one rule [`request_during_the_freeze`].
 //!
 //! Also here: act 6's switch of the policy to Ignore before its freeze
 //! ([`policy_switched_to_ignore`]), the same in labs B and C.
