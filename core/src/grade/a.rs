@@ -586,10 +586,8 @@ fn last_check_precedes_its_step(g: &mut G, s: &str, f: &Act6Facts) {
             .last_check_before()
             .is_some_and(|t| t >= start && t <= seen);
         g.check(ok, TimesInconsistent, &sub, || {
-            format!(
-                "{text:?} is not a check between the wait's start and {:?}",
-                st.at
-            )
+            let at = &st.at;
+            format!("{text:?} is not a check between the wait's start and {at:?}")
         });
         let state = text.split_once(' ').map_or("", |(_, r)| r);
         let states = STEP_STATES.iter().find(|(n, _)| *n == name);
@@ -710,10 +708,8 @@ fn new_pod_holds_the_lease(
     if read_after(running) {
         let ok = p.exists && p.phase.as_deref() != Some("Pending");
         g.check(ok, ValueMismatch, format!("{s}.new_pod.phase"), || {
-            format!(
-                "phase {:?} at {at}, after pod_running was confirmed at {running:?}",
-                p.phase
-            )
+            let phase = &p.phase;
+            format!("phase {phase:?} at {at}, after pod_running was confirmed at {running:?}")
         });
     }
     if lease.is_some() {

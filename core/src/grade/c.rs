@@ -1100,10 +1100,8 @@ pub(crate) fn act7(g: &mut G) {
         return;
     };
     let s = format!("{} facts", ev_name(7));
-    let uid = g
-        .facts::<facts::Act2Facts>(2)
-        .as_ref()
-        .and_then(super::policy_uid);
+    let a2 = g.facts::<facts::Act2Facts>(2);
+    let uid = a2.as_ref().and_then(super::policy_uid);
     let mut ctx = Context {
         policy_uid: uid.clone(),
         ..Default::default()

@@ -137,10 +137,8 @@ fn deltas_are_the_lines(
         .map(|d| format!("{}{:?} {} -> {}", d.metric, d.labels, d.before, d.after))
         .collect();
     g.check(reset.is_empty(), MetricsContradicted, sub, || {
-        format!(
-            "counters went down (API server restarted?): {}",
-            reset.join("; ")
-        )
+        let reset = reset.join("; ");
+        format!("counters went down (API server restarted?): {reset}")
     });
     deltas
 }
@@ -168,10 +166,8 @@ impl Counted<'_> {
     fn agree(&self, g: &mut G<'_>, rule: &str, series: String, found: f64, reqs: Vec<String>) {
         let (n, sub) = (reqs.len(), format!("{} {rule}", self.subject));
         g.check(found == n as f64, MetricsContradicted, sub, || {
-            format!(
-                "metrics: {series} moved by {found}; requests: {n} [{}]",
-                reqs.join(", ")
-            )
+            let reqs = reqs.join(", ");
+            format!("metrics: {series} moved by {found}; requests: {n} [{reqs}]")
         });
     }
 }
