@@ -6,7 +6,7 @@
 //! - [`json`]: the one reader of input and evidence files; [`digest`]: canonical digests;
 //!   [`files`]: bounded reads of regular files only, and the directories root may trust.
 //! - [`inputs`] (and their schemas), [`evidence`], [`facts`]: the formats.
-//! - [`derive`]: each raw record kind → its fact, the one mapping the acts write and the graders
+//! - [`derive`](mod@derive): each raw record kind → its fact, the one mapping the acts write and the graders
 //!   recompute.
 //! - [`classify`]: an API answer → outcome; [`explain`]: the same, in words.
 //! - [`acts`]: the acts registry (every lab and its acts, its inputs, grader, test name).

@@ -185,7 +185,7 @@ pub fn with_label<T>(f: impl FnOnce() -> T) -> impl FnOnce() -> T {
 }
 
 /// `eprintln!` for the lines of a step's inner work (the cluster's `up` and teardown, the
-/// upstream builds): the same line, after the thread's label when it has one ([`line`]).
+/// upstream builds): the same line, after the thread's label when it has one ([`line`](fn@line)).
 #[macro_export]
 macro_rules! status_line {
     ($($arg:tt)*) => {

@@ -2152,3 +2152,23 @@ fn every_lab_has_a_cluster_lane() {
         1
     );
 }
+
+/// The API docs build with every intra-doc link resolved: `cargo doc --workspace --no-deps`
+/// fails on a broken or ambiguous link (`rustdoc::broken_intra_doc_links` is denied in the
+/// workspace lints), the step the CI workflow runs. Links to private items only warn. Uses the
+/// workspace's target directory (the dependencies' metadata a `cargo clippy` or an earlier run
+/// left is reused) and the downloaded crates only (`--offline`).
+#[test]
+fn docs_build_with_every_link_resolved() {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["doc", "--workspace", "--no-deps", "--offline", "--quiet"])
+        .current_dir(root())
+        .output()
+        .expect("running cargo doc");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error")).collect();
+    assert!(
+        out.status.success(),
+        "cargo doc --workspace --no-deps failed: {errors:?}\n{stderr}"
+    );
+}

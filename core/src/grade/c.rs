@@ -19,7 +19,7 @@
 //! | 4 | [`leader_is_the_lease_holder`] | the leader's pod | the Lease's holder, read before and after (unchanged) | value-mismatch |
 //! | 4 | [`processes_are_act3s_replicas`] | leader + followers | act 3's replica UIDs, each once; PIDs and start times distinct; none stopped | value-mismatch, uid-mismatch, process-still-stopped |
 //! | 4 | [`act4_facts_are_the_raw_reads`] | both Lease reads, each process | raw `lease-before`/`lease-after`, each `cri-container:<pod>` (restart count = the container's attempt) | raw-mismatch, observation-missing |
-//! | 5 | [`frozen_replica_is_act4s_leader`] | the role, pod and process frozen | act 4's leader | value-mismatch, identity-changed |
+//! | 5 | [`frozen_replica_is_the_registrys_target`] | the role, pod and process frozen | act 4's leader | value-mismatch, identity-changed |
 //! | 5 | [`lease_before_names_the_frozen_leader`] | the Lease read right before the freeze | the frozen pod | value-mismatch |
 //! | 6 | [`follower_is_not_the_lease_holder`], [`frozen_follower_is_its_latest_process`] | the follower frozen | not the holder before; one of act 3's pods; its process act 5's after the resume (if act 5 froze it) or act 4's | value-mismatch, uid-mismatch, identity-changed |
 //! | 6 | `freeze::policy_switched_to_ignore` | the stored policy, the registration, a violating pod under Ignore | act 2's UID, `policy-ignore.json` (`stored_policy_is_the_applied_input`), raw `policy-stored`; act 2's registration switched to Ignore; explicit deny before the freeze | uid-mismatch, value-mismatch, raw-mismatch, registration-changed |

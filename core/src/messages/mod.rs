@@ -1,5 +1,5 @@
 //! Every student-facing string of the tool, in Japanese (default) and English (`--lang en`), by
-//! topic; the vocabulary they are written in ([`Lang`], [`Text`], [`Line`], [`Words`]) is
+//! topic; the vocabulary they are written in ([`Lang`](crate::text::Lang), [`Text`](crate::text::Text), [`Line`](crate::text::Line), [`Words`](crate::text::Words)) is
 //! [`crate::text`].
 //!
 //! Values inside messages (paths, UIDs, outcomes, JSON) are not translated: they are the words the
