@@ -29,7 +29,6 @@
 use std::collections::BTreeMap;
 
 use lab::acts::{self, FailurePolicy, Fault, Step, Target};
-use lab::classify::classify;
 use lab::digest::digest_value;
 use lab::evidence::{ActStatus, Evidence, GetResult, Lab, RequestRecord, SCHEMA_VERSION};
 use lab::facts::{self, a, b, c};
@@ -112,7 +111,8 @@ pub(super) fn status_body(code: u16, reason: &str, message: &str) -> Value {
     v
 }
 
-/// One request record, classified with the real classifier.
+/// One request record: the API server's answer built here, the record made from it as the acts
+/// make it ([`lab::probe::record`], classified with the real classifier).
 pub fn request(
     name: &str,
     ns: &str,
@@ -134,7 +134,7 @@ pub fn request(
         phase: None,
         at: ts(answered + 15),
     };
-    let (http_status, reason, message, raw) = match answer {
+    let (http_status, body) = match answer {
         // The created pod; a dry run's has no resourceVersion and exists nowhere.
         Stored(ref u) | DryRunAdmitted(ref u) => {
             let mut meta =
@@ -151,13 +151,13 @@ pub fn request(
                 "spec": {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10.1", "imagePullPolicy": "IfNotPresent"}]},
                 "status": {"phase": "Pending", "qosClass": "BestEffort"}
             });
-            (201, None, None, body)
+            (201, body)
         }
         Deny(hook) => {
             let m = format!(
                 "admission webhook \"{hook}\" denied the request: Policy kca-webhook-label failed: KCA_ENVIRONMENT_REQUIRED"
             );
-            (400, None, Some(m.clone()), status_body(400, "", &m))
+            (400, status_body(400, "", &m))
         }
         Timeout(hook) => {
             let m = format!(
@@ -166,26 +166,18 @@ pub fn request(
             let mut body = status_body(500, "InternalError", &m);
             body["details"] =
                 json!({"causes": [{"message": m.trim_start_matches("Internal error occurred: ")}]});
-            (500, Some("InternalError".to_owned()), Some(m), body)
+            (500, body)
         }
     };
-    let (r, m) = (reason.as_deref(), message.as_deref());
-    let outcome = classify(http_status, r, m, &get, dry_run, lab::grade::MARKERS);
-    RequestRecord {
-        name: name.to_owned(),
-        namespace: ns.to_owned(),
-        labels,
-        dry_run,
-        sent_at: ts(sent),
-        answered_at: ts(answered),
-        elapsed_ms: elapsed,
+    let (sent_at, answered_at, elapsed_ms) = (ts(sent), ts(answered), elapsed);
+    let answer = lab::cluster::RawAnswer {
         http_status,
-        reason,
-        message,
-        outcome,
-        get,
-        raw_response: raw,
-    }
+        body,
+        sent_at,
+        answered_at,
+        elapsed_ms,
+    };
+    lab::probe::record(name.to_owned(), ns, labels, dry_run, answer, get)
 }
 
 /// A violating pod (no label) created in the target namespace, not a dry run.
@@ -257,29 +249,23 @@ fn existing_at(at: i64) -> facts::PodObservation {
     pod_obs("kca-good-100200-a1b2c3", TARGET, &uid(0x600d), at)
 }
 
-/// The Lease `kyverno/kyverno` as the API server returns it, for the fields a
-/// [`a::LeaseFacts`] is read from.
-fn lease_object(l: &a::LeaseFacts) -> Value {
-    json!({
-        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-        "metadata": {"name": l.name, "namespace": l.namespace, "uid": uid(0x1ea5)},
-        "spec": {"acquireTime": l.acquire_time, "holderIdentity": l.holder,
-                 "leaseDurationSeconds": l.lease_duration_seconds,
-                 "leaseTransitions": l.lease_transitions, "renewTime": l.renew_time}
-    })
-}
-
-/// The Lease `kyverno/kyverno` read at `at` ms, as the acts derive it ([`lab::derive::lease`])
-/// from the object (the one [`lease_object`] writes back): held by `holder` since `since`,
-/// renewed at `renew` ms, 12 s, after `transitions` transitions.
-fn lease_read(holder: &str, since: &str, renew: i64, transitions: u32, at: i64) -> a::LeaseFacts {
+/// The Lease `kyverno/kyverno` as the API server returns it, held by `holder` since `since`,
+/// renewed at `renew` ms, 12 s, after `transitions` transitions; and its read at `at` ms, derived
+/// from it as the acts derive it ([`lab::derive::lease`]).
+fn lease(
+    holder: &str,
+    since: &str,
+    renew: i64,
+    transitions: u32,
+    at: i64,
+) -> (a::LeaseFacts, Value) {
     let raw = json!({
         "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
         "metadata": {"name": "kyverno", "namespace": "kyverno", "uid": uid(0x1ea5)},
         "spec": {"acquireTime": since, "holderIdentity": holder, "leaseDurationSeconds": 12,
                  "leaseTransitions": transitions, "renewTime": ts(renew)}
     });
-    lab::derive::lease(&raw, ts(at)).expect("a Lease")
+    (lab::derive::lease(&raw, ts(at)).expect("a Lease"), raw)
 }
 
 /// A live holder's last renew before `x` ms when it acquired the Lease at `acquired` ms: every
@@ -954,8 +940,8 @@ pub fn freeze_pass(lab: Lab) -> Files {
     t.files
 }
 /// Lab A's Lease read at `at` ms: held by `holder` since [`ACQUIRED`], renewed a second before.
-fn lease_a(holder: &str, at: i64) -> a::LeaseFacts {
-    lease_read(holder, ACQUIRED, at - 1_000, 0, at)
+fn lease_a(holder: &str, at: i64) -> (a::LeaseFacts, Value) {
+    lease(holder, ACQUIRED, at - 1_000, 0, at)
 }
 
 /// The passing work directory of a lab that scales the admission controller to 0
@@ -965,18 +951,19 @@ pub fn scale_down_pass(lab: Lab) -> Files {
     acts_1_and_2(&mut t);
     act3_baseline(&mut t);
     let plan = t.inputs_of(4);
+    let (lease, lease_raw) = lease_a(CTRL_POD, 180_400);
     let a4 = a::Act4Facts {
         node_uid: NODE_UID.into(),
         deployment: deployment_read(1, 1),
         pods: vec![pod_obs(CTRL_POD, "kyverno", CTRL_POD_UID, 180_300)],
-        lease: lease_a(CTRL_POD, 180_400),
+        lease,
         investigated_at: ts(180_500),
     };
     let pods = json!([pod_raw(CTRL_POD, "kyverno", CTRL_POD_UID, 0)]);
     let raw4 = vec![
         raw_rec("deployment", 180_200, deployment_object(1, 1)),
         raw_rec("pods", 180_300, pods),
-        raw_rec("lease", 180_400, lease_object(&a4.lease)),
+        raw_rec("lease", 180_400, lease_raw),
     ];
     t.act(4, (180_000, 181_000), plan, a4, raw4);
     a_act5(&mut t);
@@ -1097,7 +1084,7 @@ fn a_act6(t: &mut Tree) {
         admitted_during_scale_down: Some(admitted),
         existing: Some(existing_at(318_300)),
     };
-    let lease = lease_object(&lease_a(CTRL_POD, 248_505));
+    let lease = lease_a(CTRL_POD, 248_505).1;
     let mut raw = vec![raw_rec("lease-before", 248_505, lease)];
     raw.extend(raw_of([&probe1, &probe2]));
     for p in [&probe1, &probe2] {
@@ -1129,15 +1116,13 @@ impl Replica {
     }
 
     /// This replica's pod observed at `at` ms, running and Ready with its IP, after `restarts`
-    /// restarts: its facts and the raw Pod they are derived from, as the acts record them.
+    /// restarts: its facts, derived as the acts derive them ([`lab::derive::replica`]), and the
+    /// raw Pod.
     fn pod(&self, at: i64, restarts: u32) -> (c::ReplicaFacts, Value) {
         let mut p = pod_raw(&self.pod, "kyverno", &self.uid, restarts);
         p["status"]["podIP"] = json!(self.ip);
         p["status"]["conditions"] = json!([{"type": "Ready", "status": "True"}]);
-        let pod = lab::derive::pod(&p, ts(at)).expect("a Pod");
-        let pod_ip = Some(self.ip.clone());
-        let ready = true;
-        (c::ReplicaFacts { pod, ready, pod_ip }, p)
+        (lab::derive::replica(&p, ts(at)).expect("a Pod"), p)
     }
 }
 
@@ -1181,28 +1166,17 @@ fn first_other(i: usize, replicas: &[Replica]) -> usize {
         .expect("another replica")
 }
 
-/// `kyverno-svc`'s endpoints, one ready address per replica, sorted by pod name as the act sorts them.
-fn endpoints_of(replicas: &[Replica]) -> Vec<c::EndpointFacts> {
-    let mut endpoints: Vec<c::EndpointFacts> = replicas
-        .iter()
-        .map(|r| c::EndpointFacts {
-            address: r.ip.clone(),
-            pod: Some(r.pod.clone()),
-            ready: true,
-        })
-        .collect();
-    endpoints.sort_by(|a, b| a.pod.cmp(&b.pod));
-    endpoints
-}
-
-/// `kyverno-svc`'s EndpointSlices as the API server lists them, for `endpoints`.
-fn endpoint_slices(endpoints: &[c::EndpointFacts]) -> Value {
+/// `kyverno-svc`'s EndpointSlices as the API server lists them: one ready address per replica,
+/// by pod name.
+fn endpoint_slices(replicas: &[Replica]) -> Value {
+    let mut by_name: Vec<&Replica> = replicas.iter().collect();
+    by_name.sort_by_key(|r| &r.pod);
     json!([{
         "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "addressType": "IPv4",
         "metadata": {"name": "kyverno-svc-x7k2p", "namespace": "kyverno"},
-        "endpoints": endpoints.iter().map(|e| json!({
-            "addresses": [e.address], "conditions": {"ready": e.ready},
-            "targetRef": {"kind": "Pod", "name": e.pod, "namespace": "kyverno"}
+        "endpoints": by_name.iter().map(|r| json!({
+            "addresses": [r.ip], "conditions": {"ready": true},
+            "targetRef": {"kind": "Pod", "name": r.pod, "namespace": "kyverno"}
         })).collect::<Vec<_>>()
     }])
 }
@@ -1280,22 +1254,23 @@ fn c_act4(t: &mut Tree, replicas: &[Replica]) -> c::Act4Facts {
         restart_count: 0,
         process_state: "S".into(),
     };
-    let lease4 = |at: i64| lease_read(CTRL_POD, ACQUIRED, at - 1_500, 0, at);
+    let lease4 = |at: i64| lease(CTRL_POD, ACQUIRED, at - 1_500, 0, at);
+    let ((lease_before, raw_before), (lease_after, raw_after)) = (lease4(180_100), lease4(180_600));
     let a4 = c::Act4Facts {
         node_uid: NODE_UID.into(),
         deployment_uid: DEPLOY_UID.into(),
-        lease: lease4(180_100),
+        lease: lease_before,
         leader: process(&replicas[0]),
         followers: replicas[1..].iter().map(process).collect(),
-        lease_after: lease4(180_600),
+        lease_after,
         investigated_at: ts(180_700),
     };
-    let mut raw4 = vec![raw_rec("lease-before", 180_100, lease_object(&a4.lease))];
+    let mut raw4 = vec![raw_rec("lease-before", 180_100, raw_before)];
     for r in replicas {
         let cri = cri_container(0, &r.identity(), &r.pod);
         raw4.rec(&format!("cri-container:{}", r.pod), 180_300, cri);
     }
-    raw4.rec("lease-after", 180_600, lease_object(&a4.lease_after));
+    raw4.rec("lease-after", 180_600, raw_after);
     t.act(4, (180_000, 181_000), plan, &a4, raw4);
     a4
 }
@@ -1370,7 +1345,7 @@ fn c_act3(t: &mut Tree, replicas: &[Replica]) -> c::Act3Facts {
     let n = replicas.len() as u32;
     let (waves, wave_size) = acts::baseline(t.lab, 3).expect("a baseline");
     let tag = lab::labs::common::request_tag(t.lab, 3);
-    let lease = lease_read(CTRL_POD, ACQUIRED, 149_000, 0, 152_310);
+    let (lease, lease_raw) = lease(CTRL_POD, ACQUIRED, 149_000, 0, 152_310);
     let (replica_facts, raw_pods): (Vec<_>, Vec<_>) =
         replicas.iter().map(|r| r.pod(150_120, 0)).unzip();
     let mut bad = Vec::new();
@@ -1393,12 +1368,13 @@ fn c_act3(t: &mut Tree, replicas: &[Replica]) -> c::Act3Facts {
     let counts = baseline_counts(replicas.len(), bad.len() as u64 + 1);
     let existing = pod_obs(&good.name, TARGET, &uid(0xc600d), 160_000);
     let mut raw = scale_up_raw(n);
-    let slices = endpoint_slices(&endpoints_of(replicas));
+    let slices = endpoint_slices(replicas);
+    let endpoints = lab::derive::endpoints(&slices).expect("EndpointSlices");
     raw.extend([
         raw_rec("endpoint-slices", 150_100, slices),
         raw_rec("pods", 150_100, Value::Array(raw_pods)),
         raw_rec("deployment", 151_200, deployment_object(n, n)),
-        raw_rec("lease", 152_300, lease_object(&lease)),
+        raw_rec("lease", 152_300, lease_raw),
     ]);
     replica_metrics(&mut raw, "before", replicas, &counts, (152_500, 0));
     raw.extend(raw_of(bad.iter().chain([&good, &control])));
@@ -1413,7 +1389,7 @@ fn c_act3(t: &mut Tree, replicas: &[Replica]) -> c::Act3Facts {
         },
         deployment: deployment_read(n, n),
         replicas: replica_facts,
-        endpoints: endpoints_of(replicas),
+        endpoints,
         webhook: webhook("Fail", 150_000),
         lease,
         wait: c::ReadyWait {
@@ -1443,10 +1419,10 @@ struct LeaseState {
 }
 
 impl LeaseState {
-    /// The Lease read at `x` ms, last renewed at `renew` ms.
-    fn read(&self, replicas: &[Replica], renew: i64, x: i64) -> a::LeaseFacts {
+    /// The Lease read at `x` ms, last renewed at `renew` ms, and the object read ([`lease`]).
+    fn read(&self, replicas: &[Replica], renew: i64, x: i64) -> (a::LeaseFacts, Value) {
         let holder = &replicas[self.holder].pod;
-        lease_read(holder, &self.acquired.1, renew, self.transitions, x)
+        lease(holder, &self.acquired.1, renew, self.transitions, x)
     }
 }
 
@@ -1563,8 +1539,8 @@ impl<'a> FreezeClock<'a> {
         }
     }
 
-    /// The Lease read at `x` ms.
-    fn lease_at(&self, x: i64) -> a::LeaseFacts {
+    /// The Lease read at `x` ms, and the object read.
+    fn lease_at(&self, x: i64) -> (a::LeaseFacts, Value) {
         let (st, renew) = self.state_at(x);
         st.read(self.replicas, renew, x)
     }
@@ -1624,32 +1600,21 @@ impl<'a> FreezeClock<'a> {
         (bad, control)
     }
 
-    /// The Lease and the EndpointSlice, read each second from the freeze until the resume.
+    /// The Lease and the EndpointSlices, read each second from the freeze until the resume, and
+    /// the samples derived from each read ([`lab::derive::lease_sample`], `endpoint_sample`).
     fn samples(&self, raw: &mut Vec<Value>) -> (Vec<c::LeaseSample>, Vec<c::EndpointSample>) {
-        let endpoints = endpoints_of(self.replicas);
-        let (mut lease_samples, mut endpoint_samples, mut samples_raw) = (vec![], vec![], vec![]);
+        let slices = endpoint_slices(self.replicas);
+        let (mut leases, mut endpoints, mut samples) = (vec![], vec![], vec![]);
         for k in 0..=i64::from(self.f.step.resume_after_sec) {
             let x = self.frozen + 60 + k * 1000;
-            let l = self.lease_at(x);
-            samples_raw.push(json!({"what": "lease", "at": ts(x), "lease": lease_object(&l)}));
-            samples_raw.push(
-                json!({"what": "endpoint-slices", "at": ts(x), "slices": endpoint_slices(&endpoints)}),
-            );
-            lease_samples.push(c::LeaseSample {
-                at: ts(x),
-                holder: l.holder,
-                renew_time: l.renew_time,
-                lease_transitions: l.lease_transitions,
-                error: None,
-            });
-            endpoint_samples.push(c::EndpointSample {
-                at: ts(x),
-                endpoints: endpoints.clone(),
-                error: None,
-            });
+            let lease = json!({"what": "lease", "at": ts(x), "lease": self.lease_at(x).1});
+            let slices = json!({"what": "endpoint-slices", "at": ts(x), "slices": slices});
+            leases.push(lab::derive::lease_sample(&lease).expect("a Lease read"));
+            endpoints.push(lab::derive::endpoint_sample(&slices).expect("EndpointSlices"));
+            samples.extend([lease, slices]);
         }
-        raw.rec("freeze-samples", self.resumed + 30, samples_raw);
-        (lease_samples, endpoint_samples)
+        raw.rec("freeze-samples", self.resumed + 30, samples);
+        (leases, endpoints)
     }
 
     /// The settle: every replica Ready and a ready endpoint, the Lease on a replica, no sooner
@@ -1692,8 +1657,8 @@ impl<'a> FreezeClock<'a> {
         }
         let cri = cri_container(restarts, &identity, &target.pod);
         raw.rec("cri-container-after", settled + 6, cri);
-        let lease_after = self.lease_at(settled + 9);
-        raw.rec("lease-after", settled + 9, lease_object(&lease_after));
+        let (lease_after, lease_raw) = self.lease_at(settled + 9);
+        raw.rec("lease-after", settled + 9, lease_raw);
         (settle_start, settled, identity, lease_after)
     }
 }
@@ -1713,8 +1678,8 @@ fn c_freeze_run(
     let (act, policy) = (f.step.act, f.step.policy);
     let target = &replicas[f.target];
     let identity = target.identity();
-    let lease_before = k.lease_at(f.lease_read);
-    raw.rec("lease-before", f.lease_read, lease_object(&lease_before));
+    let (lease_before, lease_raw) = k.lease_at(f.lease_read);
+    raw.rec("lease-before", f.lease_read, lease_raw);
     let cri = cri_container(0, &identity, &target.pod);
     raw.rec("cri-container-before", f.lease_read + 10, cri);
     let at = f.lease_read + 30;
@@ -1840,14 +1805,14 @@ fn c_act7(t: &mut Tree, replicas: &[Replica], a3: &c::Act3Facts, held: LeaseStat
         6,
         DENY_IGNORE,
     );
-    let lease7 = held.read(replicas, renew_at(held.acquired.0, 393_010), 393_010);
+    let (lease7, lease_raw) = held.read(replicas, renew_at(held.acquired.0, 393_010), 393_010);
     let w7 = webhook("Ignore", 393_016);
     let raw = vec![
         raw_rec("deployment-before", 360_003, deployment_object(n, n)),
         raw_rec("scale-back-heal", 360_075, json!([heal])),
         raw_rec("scale-attempt-heal", 360_075, heal),
         raw_rec("scale-back-wait", 392_900, json!(wait)),
-        raw_rec("lease", 393_010, lease_object(&lease7)),
+        raw_rec("lease", 393_010, lease_raw),
         raw_rec("policy", 393_015, stored_policy("Ignore")),
         raw_rec("webhook-configuration", 393_016, configuration("Ignore")),
         raw_rec("request:deny-probe", 393_125, json!(probe)),
