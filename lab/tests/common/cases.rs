@@ -6,8 +6,7 @@ use lab::facts;
 use serde_json::{Value, json};
 
 use super::fixtures::{
-    Answer, FAIL_HOOK, FAILED_OPEN_0, Files, Kind, bad_pod, control_pod, scale_up, status_body, ts,
-    uid,
+    Answer, FAIL_HOOK, FAILED_OPEN_0, Files, Kind, bad_pod, control_pod, status_body, ts, uid,
 };
 use lab::acts::{self, Fault, Target};
 use lab::digest::digest_value;
@@ -387,7 +386,8 @@ fn parallel_baseline_cases(lab: Lab) -> Vec<Case> {
                 *r = json!(bad_pod(&name, 154_003, 41, Answer::Stored(uid(0xbad7))));
             });
     };
-    if let Some((_, n)) = scale_up(lab) {
+    let n = acts::replicas(lab);
+    if n > 1 {
         let ready = n - 1;
         let noun = if ready == 1 { "replica" } else { "replicas" };
         v.push(Case {

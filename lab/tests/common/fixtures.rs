@@ -421,16 +421,8 @@ pub fn audit_line(r: &RequestRecord, n: usize, extra: &[(&str, &str)]) -> String
 /// and C), the target-namespace pods stored failed open (annotation naming the Ignore webhook);
 /// every other request has just its code.
 fn audit_record(lab: Lab, act: u8, facts: &Value, start: i64, end: i64) -> Value {
-    use lab::acts::{FailurePolicy, Step};
     let requests = lab::evidence::request_records(&[facts]);
-    let switched = lab::acts::steps(lab, act).iter().any(|s| {
-        matches!(
-            s,
-            Step::SwitchPolicy {
-                to: FailurePolicy::Ignore
-            }
-        )
-    });
+    let switched = acts::switches_policy(lab, act) && policy_at(lab, act) == "Ignore";
     let mut lines = Vec::new();
     for (n, r) in requests.values().enumerate() {
         let open = switched && r.namespace == TARGET && r.outcome == lab::evidence::Outcome::Stored;
@@ -481,10 +473,14 @@ impl Kind {
     pub fn of(lab: Lab) -> Kind {
         let freezes = acts::freezes(lab);
         let one = freezes.iter().filter(|(_, t)| *t == Target::One).count();
-        match (acts::scale_down(lab), scale_up(lab), freezes.len()) {
-            (Some(_), None, 0) => Kind::ScaleDown,
-            (None, None, n) if n > 0 && one == n => Kind::Freeze,
-            (None, Some(_), n) if n > 0 && one == 0 => Kind::ReplicaFreeze,
+        match (
+            acts::scale_down(lab),
+            acts::replicas(lab) > 1,
+            freezes.len(),
+        ) {
+            (Some(_), false, 0) => Kind::ScaleDown,
+            (None, false, n) if n > 0 && one == n => Kind::Freeze,
+            (None, true, n) if n > 0 && one == 0 => Kind::ReplicaFreeze,
             _ => panic!(
                 "lab {}: no fixture generator writes these steps: {:?}",
                 lab.as_str(),
@@ -494,38 +490,18 @@ impl Kind {
     }
 }
 
-/// The act of `lab` that scales the admission controller up ([`Fault::Scale`] to more than one
-/// replica) and the replica count, if any.
-pub fn scale_up(lab: Lab) -> Option<(u8, u32)> {
-    acts::numbers(lab).find_map(|n| match acts::fault(lab, n) {
-        Some(Fault::Scale { to, .. }) if to > 1 => Some((n, to)),
-        _ => None,
-    })
-}
-
 /// The failurePolicy in force during act `act` of `lab`: the last one its acts up to `act` apply
 /// or switch to, as the webhook writes it (`Fail`, `Ignore`).
 pub fn policy_at(lab: Lab, act: u8) -> &'static str {
-    let mut policy = FailurePolicy::Fail;
-    for n in acts::numbers(lab).take_while(|n| *n <= act) {
-        for s in acts::steps(lab, n) {
-            match s {
-                Step::ApplyPolicy { failure_policy } => policy = *failure_policy,
-                Step::SwitchPolicy { to } => policy = *to,
-                _ => {}
-            }
-        }
-    }
+    let steps = acts::numbers(lab).take_while(|n| *n <= act);
+    let policy = (steps.flat_map(|n| acts::steps(lab, n))).fold(None, |p, s| match s {
+        Step::ApplyPolicy { failure_policy: to } | Step::SwitchPolicy { to } => Some(*to),
+        _ => p,
+    });
     match policy {
-        FailurePolicy::Fail => "Fail",
-        FailurePolicy::Ignore => "Ignore",
+        Some(FailurePolicy::Ignore) => "Ignore",
+        _ => "Fail",
     }
-}
-
-/// Whether act `act` of `lab` switches the policy in place ([`Step::SwitchPolicy`]) before its
-/// fault.
-fn switches(lab: Lab, act: u8) -> bool {
-    acts::switches_policy(lab, act)
 }
 
 /// The input the acts of `lab` read before its first fault act last (the plan: `freeze-plan.json`
@@ -913,7 +889,7 @@ pub fn freeze_pass(lab: Lab) -> Files {
     let raw4 = vec![raw_rec("cri-container", 180_400, cri)];
     t.act(4, (180_000, 181_000), plan, a4, raw4);
     for (act, _) in acts::freezes(lab) {
-        if switches(lab, act) {
+        if acts::switches_policy(lab, act) {
             switch_freeze_act(&mut t, act);
         } else {
             freeze_act(&mut t, act);
@@ -998,23 +974,24 @@ pub fn scale_down_pass(lab: Lab) -> Files {
 fn a_act5(t: &mut Tree) {
     let target_bad = bad_pod("kca-scale-bad-a50001", 246_000, 36, Stored(uid(0xa5b)));
     let control = control_pod("kca-scale-control-a50002", 246_500, 33, Stored(uid(0xa5c)));
-    let raw5 = raw_of([&target_bad, &control]);
+    // The healer's answers and the policy read, as the runner records them; the facts derived
+    // from them as the act derives them (`lab::derive::watcher`, `scale_down`, `policy_presence`).
+    let ready = json!({"ok": true, "pid": 6161, "armed_at": ts(239_500),
+        "deadline_at": ts(294_500), "observed_replicas": 1, "error": null});
+    let scale = json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
+        "metadata": {"name": "kyverno-admission-controller", "namespace": "kyverno"}, "spec": {}});
+    let down = json!({"sent_at": ts(240_000), "answered_at": ts(240_000),
+        "replicas_before": 1, "raw": scale});
+    let (policy, dir) = (
+        stored_policy("Fail"),
+        "/root/kca-webhook/faults/scale-20261129T100359Z",
+    );
+    let mut raw5 = raw_of([&target_bad, &control]);
     let a5 = a::Act5Facts {
-        watcher: a::WatcherFacts {
-            pid: Some(6161),
-            armed_at: ts(239_500),
-            restore_after_sec: 55,
-            original_replicas: 1,
-            deadline_at: Some(ts(294_500)),
-            fault_dir: Some("/root/kca-webhook/faults/scale-20261129T100359Z".into()),
-        },
-        scaled_at: ts(240_000),
+        watcher: lab::derive::watcher(&ready, 55, 1, Some(dir.into())).expect("a ready answer"),
+        scaled_at: lab::derive::scale_down(&down).expect("a scale answer"),
         pods_gone_at: Some(ts(245_000)),
-        policy: a::PolicyPresence {
-            exists: true,
-            uid: Some(POLICY_UID.into()),
-            at: ts(245_200),
-        },
+        policy: lab::derive::policy_presence(&policy, ts(245_200)).expect("a policy"),
         webhook_configurations: json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfigurationList", "metadata": {"resourceVersion": "2100"}, "items": []}),
         policy_webhook_present: false,
         registrations_checked_at: ts(245_400),
@@ -1022,30 +999,12 @@ fn a_act5(t: &mut Tree) {
         control,
         existing: existing_at(247_000),
     };
-    let mut raw5 = raw5;
-    raw5.extend(a_act5_named_records(&a5));
+    raw5.extend([
+        raw_rec("watcher-ready", 239_500, ready),
+        raw_rec("scale-down", 240_000, down),
+        raw_rec("policy", 245_200, policy),
+    ]);
     t.act(5, (239_000, 248_000), &[InputFile::ScalePlan], a5, raw5);
-}
-
-/// Lab A act 5's raw records as the runner names them and the grader derives the facts from
-/// (`watcher-ready`, `scale-down`, `policy`: the healer's answers and the policy read, made from
-/// the act's facts), beside the bare request answers.
-fn a_act5_named_records(a5: &a::Act5Facts) -> Vec<Value> {
-    let w = &a5.watcher;
-    let ready = json!({"ok": true, "pid": w.pid, "armed_at": w.armed_at,
-        "deadline_at": w.deadline_at, "observed_replicas": 1, "error": null});
-    let scale = json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
-        "metadata": {"name": "kyverno-admission-controller", "namespace": "kyverno"}, "spec": {}});
-    let down = json!({"sent_at": a5.scaled_at, "answered_at": a5.scaled_at,
-        "replicas_before": 1, "raw": scale});
-    let records = [
-        (&w.armed_at, "watcher-ready", ready),
-        (&a5.scaled_at, "scale-down", down),
-        (&a5.policy.at, "policy", stored_policy("Fail")),
-    ];
-    (records.into_iter())
-        .map(|(at, what, data)| json!({"at": at, "what": what, "data": data}))
-        .collect()
 }
 
 /// Lab A act 6: the watcher restores at 295 s (55 s after the scale). Every step's `waited_ms`
@@ -1126,7 +1085,7 @@ impl Replica {
     }
 }
 
-/// The `n` replicas a lab scales the admission controller to ([`scale_up`]); the first (the one
+/// The `n` replicas a lab scales the admission controller to ([`acts::replicas`]); the first (the one
 /// replica before the scale) holds the Lease until a leader's freeze.
 fn replicas(n: u32) -> Vec<Replica> {
     let replica = |pod: &str, uid: &str, ip: u32, container: &str, pid| Replica {
@@ -1221,7 +1180,7 @@ fn replica_requests(replicas: &[Replica], counts: &[(u64, u64)]) -> Vec<c::Repli
 pub fn replica_pass(lab: Lab) -> Files {
     let mut t = Tree::new(lab);
     acts_1_and_2(&mut t);
-    let (_, n) = scale_up(lab).expect("a scale up");
+    let n = acts::replicas(lab);
     let replicas = replicas(n);
     let a3 = c_act3(&mut t, &replicas);
     let a4 = c_act4(&mut t, &replicas);
@@ -1233,7 +1192,7 @@ pub fn replica_pass(lab: Lab) -> Files {
     let [(fail, _), (ignore, _)] = acts::freezes(lab)[..] else {
         panic!("lab {}: two freezes", lab.as_str())
     };
-    assert!(!switches(lab, fail) && switches(lab, ignore));
+    assert!(!acts::switches_policy(lab, fail) && acts::switches_policy(lab, ignore));
     let (run5, lease5) = c_freeze_act(&mut t, fail, &replicas, &a3, lease);
     let (a6, lease6) = c_switch_freeze_act(&mut t, ignore, &replicas, &a3, lease5);
     let a7 = c_act7(&mut t, &replicas, &a3, lease6);
@@ -1293,8 +1252,9 @@ fn c_freeze_act(
 }
 
 /// A replica lab's act 3 raw records of the scale to `n`: the healer armed, the scale, the wait
-/// for the Ready pods, the ready endpoints and the registration.
-fn scale_up_raw(n: u32) -> Vec<Value> {
+/// for the Ready pods, the ready endpoints and the registration; and the scale's facts derived
+/// from the healer's answers as the act derives them ([`lab::derive::scale_up`]).
+fn scale_up_raw(n: u32) -> (c::ScaleUpFacts, Vec<Value>) {
     let healer =
         json!({"ok": true, "pid": 6262, "armed_at": ts(120_300), "deadline_at": ts(1_920_300)});
     let scale = json!({
@@ -1312,11 +1272,16 @@ fn scale_up_raw(n: u32) -> Vec<Value> {
         check(149_000, n, n - 1),
         check(150_000, n, n),
     ];
-    vec![
-        raw_rec("healer-ready", 120_300, healer),
-        raw_rec("scale-up", 120_500, scale),
-        raw_rec("ready-wait", 150_050, json!(wait)),
-    ]
+    let deadline = lab::derive::healer_deadline(&healer).expect("a ready answer");
+    let id = "scale-03-20261129T100200Z-4242".into();
+    let facts = lab::derive::scale_up(&scale, id, deadline).expect("a scale answer");
+    let raw = [
+        ("healer-ready", 120_300, healer),
+        ("scale-up", 120_500, scale),
+    ];
+    let mut raw: Vec<Value> = raw.map(|(what, at, data)| raw_rec(what, at, data)).into();
+    raw.rec("ready-wait", 150_050, wait);
+    (facts, raw)
 }
 
 /// The replica count before a scale up (`ha-plan.json`'s `original_replicas`).
@@ -1367,7 +1332,7 @@ fn c_act3(t: &mut Tree, replicas: &[Replica]) -> c::Act3Facts {
     let control = control_pod(&control_name, 155_200, 30, stored_control);
     let counts = baseline_counts(replicas.len(), bad.len() as u64 + 1);
     let existing = pod_obs(&good.name, TARGET, &uid(0xc600d), 160_000);
-    let mut raw = scale_up_raw(n);
+    let (scale, mut raw) = scale_up_raw(n);
     let slices = endpoint_slices(replicas);
     let endpoints = lab::derive::endpoints(&slices).expect("EndpointSlices");
     raw.extend([
@@ -1380,13 +1345,7 @@ fn c_act3(t: &mut Tree, replicas: &[Replica]) -> c::Act3Facts {
     raw.extend(raw_of(bad.iter().chain([&good, &control])));
     replica_metrics(&mut raw, "after", replicas, &counts, (155_500, 0));
     let a3 = c::Act3Facts {
-        scale: c::ScaleUpFacts {
-            fault_id: "scale-03-20261129T100200Z-4242".into(),
-            replicas_before: ORIGINAL_REPLICAS,
-            replicas: n,
-            scaled_at: ts(120_500),
-            restore_deadline_at: ts(1_920_300),
-        },
+        scale,
         deployment: deployment_read(n, n),
         replicas: replica_facts,
         endpoints,
@@ -1793,6 +1752,7 @@ fn c_act7(t: &mut Tree, replicas: &[Replica], a3: &c::Act3Facts, held: LeaseStat
         "kind": "scale", "note": null, "restore": {"at": ts(360_070), "result": "restored"},
         "resume": null
     });
+    let scale_back = lab::derive::scale_back(&heal, n, original).expect("a heal record");
     let wait_check = |at: i64, listed: u32| {
         json!({"at": ts(at), "lease_holder": kept.pod, "pods_listed": listed, "pods_live": original,
                "pods_ready": original, "registration": true, "spec_replicas": original})
@@ -1818,13 +1778,7 @@ fn c_act7(t: &mut Tree, replicas: &[Replica], a3: &c::Act3Facts, held: LeaseStat
         raw_rec("request:deny-probe", 393_125, json!(probe)),
     ];
     let a7 = c::Act7Facts {
-        scale_back: c::ScaleBackFacts {
-            fault_id: a3.scale.fault_id.clone(),
-            action: "restored".into(),
-            replicas_before: n,
-            replicas: original,
-            at: ts(360_004),
-        },
+        scale_back,
         deployment: deployment_read(original, original),
         replicas: vec![kept.pod(392_900, 0).0],
         lease: lease7,
