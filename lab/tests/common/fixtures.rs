@@ -1246,7 +1246,7 @@ fn c_freeze_act(
     let t0 = slot(act);
     let mut raw = vec![raw_rec("healed-earlier-faults", t0, json!([]))];
     let freeze = CFreeze::new(t.lab, act, replicas, lease, t0);
-    let (run, end, lease) = c_freeze_run(&freeze, replicas, &a3.existing, &mut raw);
+    let (run, end, lease) = c_freeze_run(&freeze, &a3.existing, &mut raw);
     t.act(act, (t0, end), &[plan(t.lab)], &run, raw);
     (run, lease)
 }
@@ -1386,32 +1386,48 @@ impl LeaseState {
 }
 
 /// One freeze of a replica lab (lab C's act 5: the leader under Fail; act 6: a follower under
-/// Ignore): the registry's step, and what the fixture chooses around it.
-struct CFreeze {
+/// Ignore): the registry's step, what the fixture chooses around it, its instants (ms) and its
+/// Lease: a live holder renews every 2 s; a frozen one stops renewing, and another replica takes
+/// the Lease once it expired (12 s) and its own retry came round.
+struct CFreeze<'a> {
     step: FreezeStep,
+    replicas: &'a [Replica],
     /// When the Lease is read right before the freeze (ms); the freeze begins 200 ms later.
     lease_read: i64,
     /// The frozen replica (an index of [`replicas`]).
     target: usize,
     /// Which requests of a wave reach the frozen replica (indices).
     met: &'static [usize],
+    /// Who holds the Lease before the freeze.
     lease: LeaseState,
-    /// The replica that takes the Lease during the freeze (14.5 s after the holder's last renew).
-    takeover: Option<usize>,
+    /// When the process is stopped, and resumed (by the healer, 12 ms late).
+    frozen: i64,
+    resumed: i64,
+    /// The frozen holder's last renew.
+    frozen_renew: i64,
+    /// The replica that takes the Lease during the freeze, and when (14.5 s after the holder's
+    /// last renew).
+    take: Option<(usize, i64)>,
     /// Whether the frozen replica's container restarts after the resume.
     restarts: bool,
     /// Each replica's pod admission counter before and after the act.
     counters: Vec<(u64, u64)>,
 }
 
-impl CFreeze {
+impl<'a> CFreeze<'a> {
     /// Act `act`'s freeze of `lab`, the Lease read at `lease_read` ms held as `lease`: the
     /// replica frozen is the one the registry's [`Target`] names now; a holder frozen past the
     /// Lease's duration and a retry loses the Lease to [`first_other`] and restarts (Kyverno
     /// exits when it loses the leadership). A wave's requests that reach the frozen replica, and
     /// each replica's counter (before, and how far it moves unless its replica restarts), are
     /// the fixture's, one set per failurePolicy.
-    fn new(lab: Lab, act: u8, replicas: &[Replica], lease: LeaseState, lease_read: i64) -> CFreeze {
+    fn new(
+        lab: Lab,
+        act: u8,
+        replicas: &'a [Replica],
+        lease: LeaseState,
+        lease_read: i64,
+    ) -> CFreeze<'a> {
         let step = FreezeStep::of(lab, act);
         let target = match step.target {
             Target::Leader => lease.holder,
@@ -1421,10 +1437,11 @@ impl CFreeze {
                 lab.as_str()
             ),
         };
-        let (frozen, resumed) = step.instants(lease_read, 0);
-        let expires = renew_at(lease.acquired.0, frozen) + 14_500;
-        let lost = target == lease.holder && expires < resumed;
-        let takeover = lost.then(|| first_other(target, replicas));
+        let (frozen, resumed) = step.instants(lease_read, 12);
+        let frozen_renew = renew_at(lease.acquired.0, frozen);
+        // Lost when the Lease expires before the resume the healer aims at (12 ms earlier).
+        let lost = target == lease.holder && frozen_renew + 14_500 < resumed - 12;
+        let take = lost.then(|| (first_other(target, replicas), frozen_renew + 14_500));
         let (met, before, moved): (&[usize], [u64; 3], [u64; 3]) = match step.policy {
             "Fail" => (&[2], [15, 4, 7], [9, 9, 9]),
             _ => (&[0, 6], [0, 13, 16], [8, 7, 3]),
@@ -1442,48 +1459,23 @@ impl CFreeze {
             .collect();
         CFreeze {
             step,
+            replicas,
             lease_read,
             target,
             met,
             lease,
-            takeover,
-            restarts: lost,
-            counters,
-        }
-    }
-}
-
-/// A replica freeze's instants (ms) and its Lease: a live holder renews every 2 s; a frozen one
-/// stops renewing, and another replica takes the Lease once it expired (12 s) and its own retry
-/// came round.
-struct FreezeClock<'a> {
-    f: &'a CFreeze,
-    replicas: &'a [Replica],
-    frozen: i64,
-    resumed: i64,
-    /// The frozen holder's last renew.
-    frozen_renew: i64,
-    /// The replica that takes the Lease, and when.
-    take: Option<(usize, i64)>,
-}
-
-impl<'a> FreezeClock<'a> {
-    fn new(f: &'a CFreeze, replicas: &'a [Replica]) -> Self {
-        let (frozen, resumed) = f.step.instants(f.lease_read, 12);
-        let frozen_renew = renew_at(f.lease.acquired.0, frozen);
-        FreezeClock {
-            f,
-            replicas,
             frozen,
             resumed,
             frozen_renew,
-            take: f.takeover.map(|h| (h, frozen_renew + 14_500)),
+            take,
+            restarts: lost,
+            counters,
         }
     }
 
     /// Who holds the Lease at `x` ms, and its last renew.
     fn state_at(&self, x: i64) -> (LeaseState, i64) {
-        let l0 = &self.f.lease;
+        let l0 = &self.lease;
         match self.take {
             Some((h, at)) if x >= at + 40 => (
                 LeaseState {
@@ -1493,7 +1485,7 @@ impl<'a> FreezeClock<'a> {
                 },
                 renew_at(at, x),
             ),
-            _ if l0.holder == self.f.target && x >= self.frozen => (l0.clone(), self.frozen_renew),
+            _ if l0.holder == self.target && x >= self.frozen => (l0.clone(), self.frozen_renew),
             _ => (l0.clone(), renew_at(l0.acquired.0, x)),
         }
     }
@@ -1507,8 +1499,8 @@ impl<'a> FreezeClock<'a> {
     /// The fault ledger's entry of the freeze, before and after the healer resumed it.
     fn ledger(&self, resumed_at: Option<i64>) -> Value {
         // The healer armed 10 ms before the freeze.
-        let (act, armed) = (self.f.step.act, self.frozen - 10);
-        let deadline = armed + i64::from(self.f.step.resume_after_sec) * 1000;
+        let (act, armed) = (self.step.act, self.frozen - 10);
+        let deadline = armed + i64::from(self.step.resume_after_sec) * 1000;
         json!({
             "attempt": format!("freeze-0{act}-20261129T1000{act}Z-4242"), "deadline_at": ts(deadline),
             "frozen_at": ts(self.frozen), "healer": {"pid": 7000 + u32::from(act), "start_ticks": 1_300_000},
@@ -1524,17 +1516,17 @@ impl<'a> FreezeClock<'a> {
     /// for the timeout (a webhook-timeout under Fail, stored under Ignore), the others are denied.
     /// Returns the violating and the control requests.
     fn waves(&self, raw: &mut Vec<Value>) -> (Vec<RequestRecord>, Vec<RequestRecord>) {
-        let (act, tag) = (self.f.step.act, &self.f.step.tag);
-        let ignore = self.f.step.policy == "Ignore";
-        let hook = hook(self.f.step.policy);
+        let (act, tag) = (self.step.act, &self.step.tag);
+        let ignore = self.step.policy == "Ignore";
+        let hook = hook(self.step.policy);
         let (mut bad, mut control) = (Vec::new(), Vec::new());
         let mut sent = self.frozen + 25;
-        let (waves, wave_size) = self.f.step.traffic;
+        let (waves, wave_size) = self.step.traffic;
         for wv in 0..waves {
             let mut wave = Vec::new();
             for i in 0..wave_size as usize {
                 let name = format!("kca-{tag}-frozen-bad-w{wv}-{i}-10040{act}-{tag}{wv}{i}f");
-                let (elapsed, answer) = match (self.f.met.contains(&i), ignore) {
+                let (elapsed, answer) = match (self.met.contains(&i), ignore) {
                     (true, true) => {
                         let n = 0x5000 + u32::from(act) * 0x100 + wv * 16 + i as u32;
                         (3_013, Stored(uid(n)))
@@ -1564,7 +1556,7 @@ impl<'a> FreezeClock<'a> {
     fn samples(&self, raw: &mut Vec<Value>) -> (Vec<c::LeaseSample>, Vec<c::EndpointSample>) {
         let slices = endpoint_slices(self.replicas);
         let (mut leases, mut endpoints, mut samples) = (vec![], vec![], vec![]);
-        for k in 0..=i64::from(self.f.step.resume_after_sec) {
+        for k in 0..=i64::from(self.step.resume_after_sec) {
             let x = self.frozen + 60 + k * 1000;
             let lease = json!({"what": "lease", "at": ts(x), "lease": self.lease_at(x).1});
             let slices = json!({"what": "endpoint-slices", "at": ts(x), "slices": slices});
@@ -1581,7 +1573,7 @@ impl<'a> FreezeClock<'a> {
     /// replica's process and the Lease. Returns when the settle began and ended, the process
     /// after and the Lease after.
     fn settle(&self, raw: &mut Vec<Value>) -> (i64, i64, b::ProcessIdentity, a::LeaseFacts) {
-        let (f, resumed) = (self.f, self.resumed);
+        let (f, resumed) = (self, self.resumed);
         let settle_start = resumed + 1_026;
         let holder_after = &self.replicas[self.take.map_or(f.lease.holder, |(h, _)| h)].pod;
         let n = self.replicas.len();
@@ -1629,29 +1621,28 @@ impl<'a> FreezeClock<'a> {
 /// when the act ends (ms) and the Lease after it.
 fn c_freeze_run(
     f: &CFreeze,
-    replicas: &[Replica],
     existing: &facts::PodObservation,
     raw: &mut Vec<Value>,
 ) -> (c::ReplicaFreezeRun, i64, LeaseState) {
-    let k = FreezeClock::new(f, replicas);
+    let replicas = f.replicas;
     let (act, policy) = (f.step.act, f.step.policy);
     let target = &replicas[f.target];
     let identity = target.identity();
-    let (lease_before, lease_raw) = k.lease_at(f.lease_read);
+    let (lease_before, lease_raw) = f.lease_at(f.lease_read);
     raw.rec("lease-before", f.lease_read, lease_raw);
     let cri = cri_container(0, &identity, &target.pod);
     raw.rec("cri-container-before", f.lease_read + 10, cri);
     let at = f.lease_read + 30;
     replica_metrics(raw, "before", replicas, &f.counters, (at, 8));
-    raw.rec("fault-ledger-frozen", k.frozen + 15, k.ledger(None));
-    let (bad, control) = k.waves(raw);
-    let (lease_samples, endpoint_samples) = k.samples(raw);
-    let ledger = k.ledger(Some(k.resumed));
-    raw.rec("fault-ledger-resumed", k.resumed + 31, ledger);
+    raw.rec("fault-ledger-frozen", f.frozen + 15, f.ledger(None));
+    let (bad, control) = f.waves(raw);
+    let (lease_samples, endpoint_samples) = f.samples(raw);
+    let ledger = f.ledger(Some(f.resumed));
+    raw.rec("fault-ledger-resumed", f.resumed + 31, ledger);
     let name = format!("kca-{0}-after-10042{act}-{0}a0", f.step.tag);
-    let deny = bad_pod(&name, k.resumed + 1_000, 6, Deny(hook(policy)));
-    raw.rec("request:after-resume", k.resumed + 1_023, &deny);
-    let (settle_start, settled, identity_after, lease_after) = k.settle(raw);
+    let deny = bad_pod(&name, f.resumed + 1_000, 6, Deny(hook(policy)));
+    raw.rec("request:after-resume", f.resumed + 1_023, &deny);
+    let (settle_start, settled, identity_after, lease_after) = f.settle(raw);
     replica_metrics(raw, "after", replicas, &f.counters, (settled + 15, 6));
     let watchdog = 7000 + u32::from(act);
     let run = c::ReplicaFreezeRun {
@@ -1662,10 +1653,10 @@ fn c_freeze_run(
         .into(),
         target_pod: target.pod.clone(),
         lease_before,
-        freeze: freeze_window(identity, watchdog, k.frozen - 10, (k.frozen, k.resumed)),
+        freeze: freeze_window(identity, watchdog, f.frozen - 10, (f.frozen, f.resumed)),
         registration_present_during_freeze: true,
         registration_snapshot: webhook_entry(policy),
-        registration_checked_at: ts(k.frozen + 18),
+        registration_checked_at: ts(f.frozen + 18),
         timeout_seconds: 3,
         waves: f.step.traffic.0,
         wave_size: f.step.traffic.1,
@@ -1692,7 +1683,7 @@ fn c_freeze_run(
         lease_after,
         existing: seen_at(existing, settled + 30),
     };
-    (run, settled + 300, k.state_at(settled + 9).0)
+    (run, settled + 300, f.state_at(settled + 9).0)
 }
 /// A replica freeze act that first switches the policy to Ignore (lab C's act 6): the switch at
 /// 30 ms, a healthy deny, then the replica the registry's [`Target`] names frozen (lab C: the
@@ -1723,7 +1714,7 @@ fn c_switch_freeze_act(
     raw.extend(switch);
     raw.rec("request:healthy-bad", t0 + 430, &healthy_bad);
     let freeze = CFreeze::new(t.lab, act, replicas, lease, t0 + 450);
-    let (run, end, lease) = c_freeze_run(&freeze, replicas, &a3.existing, &mut raw);
+    let (run, end, lease) = c_freeze_run(&freeze, &a3.existing, &mut raw);
     let a6 = c::Act6Facts {
         policy_uid_before: POLICY_UID.into(),
         policy: stored_policy(policy),
