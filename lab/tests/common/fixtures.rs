@@ -357,16 +357,34 @@ fn policy_answer(failure_policy: &str) -> Value {
     p
 }
 
-/// The policy switched to Ignore: the answer to the update at `stored` ms and the registration
-/// read at `registered` ms, as raw records, and the webhook read.
-fn policy_switch(stored: i64, registered: i64) -> (facts::WebhookFacts, [Value; 2]) {
-    let (w, config) = (webhook("Ignore", registered), configuration("Ignore"));
+/// Act 6's facts around its freeze `run` (labs B and C): the policy switched to Ignore (the answer
+/// to the update at `stored` ms and the registration read at `registered` ms, returned as raw
+/// records), the webhook read and the healthy deny before the freeze.
+fn policy_switch<R>(
+    (stored, registered): (i64, i64),
+    healthy_bad: RequestRecord,
+    run: R,
+) -> (facts::PolicySwitch<R>, [Value; 2]) {
     let raw = [
         raw_rec("policy-stored", stored, policy_answer("Ignore")),
-        raw_rec("webhook-configuration-ignore", registered, config),
+        raw_rec(
+            "webhook-configuration-ignore",
+            registered,
+            configuration("Ignore"),
+        ),
     ];
-    (w, raw)
+    let (policy, webhook) = (stored_policy("Ignore"), webhook("Ignore", registered));
+    let policy_uid_before = POLICY_UID.into();
+    let switch = facts::PolicySwitch {
+        policy_uid_before,
+        policy,
+        webhook,
+        healthy_bad,
+        run,
+    };
+    (switch, raw)
 }
+
 /// One audit event line as kube-apiserver v1.35.8 writes it at level Metadata for a pod create
 /// (`audit.k8s.io/v1` Event, JSON; the shape of a real embedded-node line of 2026-11-30: user
 /// `kca-admin` with its credential id, no userAgent, `requestURI` `…/pods?` or `…/pods?&dryRun=All`),
@@ -566,12 +584,6 @@ impl FreezeStep {
             frozen,
             frozen + i64::from(self.resume_after_sec) * 1000 + lag,
         )
-    }
-
-    /// The policy's webhook during the freeze, and its registration: present and unchanged, read
-    /// at `checked` ms (`registration_*` of a freeze run).
-    fn registration(&self, checked: i64) -> (&'static str, Value, String) {
-        (hook(self.policy), webhook_entry(self.policy), ts(checked))
     }
 }
 
@@ -798,7 +810,7 @@ fn identity() -> b::ProcessIdentity {
 fn freeze_run(f: &FreezeStep, t0: i64) -> b::FreezeRun {
     let (n, ignore) = (u32::from(f.act), f.policy == "Ignore");
     let (frozen, resumed) = f.instants(t0, 5);
-    let (hook, snapshot, checked_at) = f.registration(frozen + 150);
+    let hook = hook(f.policy);
     let (good, bad) = if ignore {
         (Stored(uid(0xa000 + n)), Stored(uid(0xb000 + n)))
     } else {
@@ -821,8 +833,8 @@ fn freeze_run(f: &FreezeStep, t0: i64) -> b::FreezeRun {
     b::FreezeRun {
         freeze: freeze_window(identity(), 5151 + n, t0 + 100, (frozen, resumed)),
         registration_present_during_freeze: true,
-        registration_snapshot: snapshot,
-        registration_checked_at: checked_at,
+        registration_snapshot: webhook_entry(f.policy),
+        registration_checked_at: ts(frozen + 150),
         timeout_seconds: 3,
         target_good,
         target_bad,
@@ -837,33 +849,22 @@ fn freeze_run(f: &FreezeStep, t0: i64) -> b::FreezeRun {
     }
 }
 
-/// A one-replica freeze act that does not switch the policy (lab B's act 5, under Fail).
+/// A one-replica freeze act (lab B's acts 5 and 6). One that first switches the policy to Ignore
+/// (act 6): the switch at 1 s, a healthy deny at 2 s, the freeze run from 3 s.
 fn freeze_act(t: &mut Tree, act: u8) {
-    let t0 = slot(act);
-    let run = freeze_run(&FreezeStep::of(t.lab, act), t0);
-    let raw = raw_of([&run.target_good, &run.target_bad, &run.control]);
-    t.act(act, (t0, t0 + 32_000), &[plan(t.lab)], run, raw);
-}
-
-/// A one-replica freeze act that first switches the policy to Ignore (lab B's act 6): the switch
-/// at 1 s, a healthy deny at 2 s, the freeze run from 3 s.
-fn switch_freeze_act(t: &mut Tree, act: u8) {
-    let t0 = slot(act);
+    let (t0, f) = (slot(act), FreezeStep::of(t.lab, act));
+    if !acts::switches_policy(t.lab, act) {
+        let run = freeze_run(&f, t0);
+        let raw = raw_of([&run.target_good, &run.target_bad, &run.control]);
+        return t.act(act, (t0, t0 + 32_000), &[plan(t.lab)], run, raw);
+    }
     let inputs = t.inputs_of(act);
-    let f = FreezeStep::of(t.lab, act);
     let name = format!("kca-ignore-healthy-bad-f{act}0001");
     let healthy_bad = bad_pod(&name, t0 + 2_000, 47, Deny(hook(f.policy)));
     let run = freeze_run(&f, t0 + 3_000);
-    let (webhook, switch) = policy_switch(t0 + 1_000, t0 + 1_500);
     let mut raw = raw_of([&healthy_bad, &run.target_good, &run.target_bad]);
+    let (facts, switch) = policy_switch((t0 + 1_000, t0 + 1_500), healthy_bad, run);
     raw.extend(switch);
-    let facts = b::Act6Facts {
-        policy_uid_before: POLICY_UID.into(),
-        policy: stored_policy(f.policy),
-        webhook,
-        healthy_bad,
-        run,
-    };
     t.act(act, (t0, t0 + 25_000), inputs, facts, raw);
 }
 
@@ -889,11 +890,7 @@ pub fn freeze_pass(lab: Lab) -> Files {
     let raw4 = vec![raw_rec("cri-container", 180_400, cri)];
     t.act(4, (180_000, 181_000), plan, a4, raw4);
     for (act, _) in acts::freezes(lab) {
-        if acts::switches_policy(lab, act) {
-            switch_freeze_act(&mut t, act);
-        } else {
-            freeze_act(&mut t, act);
-        }
+        freeze_act(&mut t, act);
     }
 
     let recovery = t.inputs_of(7);
@@ -1702,7 +1699,6 @@ fn c_switch_freeze_act(
     let name = format!("kca-{tag}-healthy-bad-100430-{tag}h0");
     let policy = policy_at(t.lab, act);
     let healthy_bad = bad_pod(&name, t0 + 400, 12, Deny(hook(policy)));
-    let (w6, switch) = policy_switch(t0 + 30, t0 + 80);
     let mut raw = vec![
         raw_rec("healed-earlier-faults", t0, json!([])),
         raw_rec(
@@ -1711,17 +1707,11 @@ fn c_switch_freeze_act(
             policy_answer(policy_at(t.lab, act - 1)),
         ),
     ];
-    raw.extend(switch);
     raw.rec("request:healthy-bad", t0 + 430, &healthy_bad);
     let freeze = CFreeze::new(t.lab, act, replicas, lease, t0 + 450);
     let (run, end, lease) = c_freeze_run(&freeze, &a3.existing, &mut raw);
-    let a6 = c::Act6Facts {
-        policy_uid_before: POLICY_UID.into(),
-        policy: stored_policy(policy),
-        webhook: w6,
-        healthy_bad,
-        run,
-    };
+    let (a6, switch) = policy_switch((t0 + 30, t0 + 80), healthy_bad, run);
+    raw.splice(2..2, switch);
     let inputs: Vec<InputFile> = std::iter::once(plan(t.lab))
         .chain(own.iter().copied())
         .collect();
