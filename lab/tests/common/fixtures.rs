@@ -594,13 +594,6 @@ struct Tree {
 }
 
 impl Tree {
-    fn new(lab: Lab) -> Tree {
-        Tree {
-            lab,
-            files: BTreeMap::new(),
-        }
-    }
-
     fn put(&mut self, file: InputFile, v: Value) -> Value {
         self.files.insert(file.file_name().to_owned(), v.clone());
         v
@@ -674,9 +667,13 @@ impl Tree {
     }
 }
 
-/// Acts 1-2, shared by every lab: the scope (the lab mark read) and the policy under Fail.
-/// Time origin: act 1 at 0 ms.
-fn acts_1_and_2(t: &mut Tree) {
+/// A tree of `lab` with acts 1-2, shared by every lab: the scope (the lab mark read) and the
+/// policy under Fail. Time origin: act 1 at 0 ms.
+fn acts_1_and_2(lab: Lab) -> Tree {
+    let mut t = Tree {
+        lab,
+        files: Files::new(),
+    };
     t.input(InputFile::Scope);
     // The tool's read of the lab mark ConfigMap, as act 1 records it raw.
     let mark = json!({"Ok": {
@@ -715,6 +712,7 @@ fn acts_1_and_2(t: &mut Tree) {
         webhook: w,
     };
     t.act(2, (60_000, 61_500), &[InputFile::Policy], a2, raw);
+    t
 }
 
 /// Act 3 of labs A and B: the sequential baseline, a good pod stored and a violating one denied.
@@ -871,8 +869,7 @@ fn freeze_act(t: &mut Tree, act: u8) {
 /// The passing work directory of a lab that freezes its one replica ([`Kind::Freeze`]: lab B):
 /// each freeze act of the registry after the investigation, with or without a switch to Ignore.
 pub fn freeze_pass(lab: Lab) -> Files {
-    let mut t = Tree::new(lab);
-    acts_1_and_2(&mut t);
+    let mut t = acts_1_and_2(lab);
     act3_baseline(&mut t);
     let plan = t.inputs_of(4);
     let a4 = b::Act4Facts {
@@ -920,8 +917,7 @@ fn lease_a(holder: &str, at: i64) -> (a::LeaseFacts, Value) {
 /// The passing work directory of a lab that scales the admission controller to 0
 /// ([`Kind::ScaleDown`]: lab A).
 pub fn scale_down_pass(lab: Lab) -> Files {
-    let mut t = Tree::new(lab);
-    acts_1_and_2(&mut t);
+    let mut t = acts_1_and_2(lab);
     act3_baseline(&mut t);
     let plan = t.inputs_of(4);
     let (lease, lease_raw) = lease_a(CTRL_POD, 180_400);
@@ -1098,15 +1094,14 @@ fn replicas(n: u32) -> Vec<Replica> {
         replica("k5v9t", &uid(0xc3), 22, &"5b".repeat(32), 5252),
     ];
     for i in 3..n {
-        let container = format!("{:02x}", 0x5b + i).repeat(32);
-        let r = replica(
-            &format!("r{i:04}"),
+        let (pod, container) = (format!("r{i:04}"), format!("{:02x}", 0x5b + i).repeat(32));
+        all.push(replica(
+            &pod,
             &uid(0xc1 + i),
             20 + i,
             &container,
             5151 + 101 * i,
-        );
-        all.push(r);
+        ));
     }
     all.truncate(n as usize);
     all
@@ -1175,8 +1170,7 @@ fn replica_requests(replicas: &[Replica], counts: &[(u64, u64)]) -> Vec<c::Repli
 /// then its two freezes, the first under Fail, the second after a switch to Ignore, each of the
 /// replica its [`Target`] names.
 pub fn replica_pass(lab: Lab) -> Files {
-    let mut t = Tree::new(lab);
-    acts_1_and_2(&mut t);
+    let mut t = acts_1_and_2(lab);
     let n = acts::replicas(lab);
     let replicas = replicas(n);
     let a3 = c_act3(&mut t, &replicas);
