@@ -579,11 +579,8 @@ impl FreezeStep {
     /// When the process is stopped and resumed (ms): 200 ms after the read before the freeze
     /// (`read`), and `resume_after_sec` later with the healer's `lag` (ms).
     fn instants(&self, read: i64, lag: i64) -> (i64, i64) {
-        let frozen = read + 200;
-        (
-            frozen,
-            frozen + i64::from(self.resume_after_sec) * 1000 + lag,
-        )
+        let length = i64::from(self.resume_after_sec) * 1000;
+        (read + 200, read + 200 + length + lag)
     }
 }
 
@@ -823,11 +820,7 @@ fn freeze_run(f: &FreezeStep, t0: i64) -> b::FreezeRun {
     let mid = bad_pod(&name("resume", "bad-d", 4), resumed + 300, 3_004, late);
     let deny = bad_pod(&name("resume", "bad-e", 5), resumed + 3_600, 52, Deny(hook));
     // Under Ignore a still-slow answer is admitted: keep the run simple, the deny comes first.
-    let after_resume = if ignore {
-        vec![deny.clone()]
-    } else {
-        vec![mid, deny.clone()]
-    };
+    let after_resume = [(!ignore).then_some(mid), Some(deny.clone())];
     b::FreezeRun {
         freeze: freeze_window(identity(), 5151 + n, t0 + 100, (frozen, resumed)),
         registration_present_during_freeze: true,
@@ -837,7 +830,7 @@ fn freeze_run(f: &FreezeStep, t0: i64) -> b::FreezeRun {
         target_good,
         target_bad,
         control,
-        after_resume,
+        after_resume: after_resume.into_iter().flatten().collect(),
         first_explicit_deny: Some(deny),
         existing: existing_at(resumed + 4_000),
         restart_count_before: 0,
@@ -1637,10 +1630,11 @@ fn c_freeze_run(
     replica_metrics(raw, "after", replicas, &f.counters, (settled + 15, 6));
     let watchdog = 7000 + u32::from(act);
     let run = c::ReplicaFreezeRun {
-        target_role: match f.step.target {
-            Target::Leader => "leader",
-            _ => "follower",
-        }
+        target_role: (if f.step.target == Target::Leader {
+            "leader"
+        } else {
+            "follower"
+        })
         .into(),
         target_pod: target.pod.clone(),
         lease_before,
@@ -1734,12 +1728,8 @@ fn c_act7(t: &mut Tree, replicas: &[Replica], a3: &c::Act3Facts, held: LeaseStat
     };
     let wait = [wait_check(360_200, n), wait_check(392_900, original)];
     let tag = lab::labs::common::request_tag(t.lab, 7);
-    let probe = bad_pod(
-        &format!("kca-{tag}-bad-100500-{tag}b0"),
-        393_100,
-        6,
-        DENY_IGNORE,
-    );
+    let probe = format!("kca-{tag}-bad-100500-{tag}b0");
+    let probe = bad_pod(&probe, 393_100, 6, DENY_IGNORE);
     let (lease7, lease_raw) = held.read(replicas, renew_at(held.acquired.0, 393_010), 393_010);
     let w7 = webhook("Ignore", 393_016);
     let raw = vec![
