@@ -1430,17 +1430,13 @@ impl<'a> CFreeze<'a> {
             "Fail" => (&[2], [15, 4, 7], [9, 9, 9]),
             _ => (&[0, 6], [0, 13, 16], [8, 7, 3]),
         };
-        let counters = (0..replicas.len())
-            .map(|i| {
-                let b = before.get(i).copied().unwrap_or(0);
-                let a = if lost && i == target {
-                    0
-                } else {
-                    b + moved.get(i).copied().unwrap_or(5)
-                };
-                (b, a)
-            })
-            .collect();
+        let counters = (0..replicas.len()).map(|i| {
+            let (b, m) = (
+                before.get(i).copied().unwrap_or(0),
+                moved.get(i).unwrap_or(&5),
+            );
+            (b, if lost && i == target { 0 } else { b + m })
+        });
         CFreeze {
             step,
             replicas,
@@ -1453,7 +1449,7 @@ impl<'a> CFreeze<'a> {
             frozen_renew,
             take,
             restarts: lost,
-            counters,
+            counters: counters.collect(),
         }
     }
 
@@ -1566,17 +1562,13 @@ impl<'a> CFreeze<'a> {
                    "pods_listed": n, "pods_ready": ready, "target_ready": target_ready,
                    "target_restart_count": restarts})
         };
-        let (checks, settled) = if f.restarts {
-            let checks = vec![
-                check(settle_start + 5, n, 0, true),
-                check(resumed + 11_000, n - 1, 0, false),
-                check(resumed + 12_100, n - 1, 1, false),
-                check(resumed + 25_000, n, 1, true),
-            ];
-            (checks, resumed + 26_300)
-        } else {
-            (vec![check(settle_start + 5, n, 0, true)], resumed + 14_200)
-        };
+        let mut checks = vec![check(settle_start + 5, n, 0, true)];
+        if f.restarts {
+            checks.push(check(resumed + 11_000, n - 1, 0, false));
+            checks.push(check(resumed + 12_100, n - 1, 1, false));
+            checks.push(check(resumed + 25_000, n, 1, true));
+        }
+        let settled = resumed + if f.restarts { 26_300 } else { 14_200 };
         raw.rec("settle-wait", settled, checks);
         let restarts = u32::from(f.restarts);
         let pods: Vec<Value> = (self.replicas.iter().enumerate())
@@ -1687,22 +1679,17 @@ fn c_switch_freeze_act(
     let name = format!("kca-{tag}-healthy-bad-100430-{tag}h0");
     let policy = policy_at(t.lab, act);
     let healthy_bad = bad_pod(&name, t0 + 400, 12, Deny(hook(policy)));
+    let before = policy_answer(policy_at(t.lab, act - 1));
     let mut raw = vec![
         raw_rec("healed-earlier-faults", t0, json!([])),
-        raw_rec(
-            "policy-before",
-            t0,
-            policy_answer(policy_at(t.lab, act - 1)),
-        ),
+        raw_rec("policy-before", t0, before),
     ];
     raw.rec("request:healthy-bad", t0 + 430, &healthy_bad);
     let freeze = CFreeze::new(t.lab, act, replicas, lease, t0 + 450);
     let (run, end, lease) = c_freeze_run(&freeze, &a3.existing, &mut raw);
     let (a6, switch) = policy_switch((t0 + 30, t0 + 80), healthy_bad, run);
     raw.splice(2..2, switch);
-    let inputs: Vec<InputFile> = std::iter::once(plan(t.lab))
-        .chain(own.iter().copied())
-        .collect();
+    let inputs = [&[plan(t.lab)], own].concat();
     t.act(act, (t0, end), &inputs, &a6, raw);
     (a6, lease)
 }
