@@ -274,20 +274,16 @@ fn renew_at(acquired: i64, x: i64) -> i64 {
     acquired + ((x - 60 - acquired).max(0) / 2000) * 2000
 }
 
-/// The admission controller's Deployment as the API server returns it, for the fields a
-/// [`a::DeploymentFacts`] is read from: `replicas` wanted, `ready` of them ready.
-fn deployment_object(replicas: u32, ready: u32) -> Value {
-    json!({
+/// The admission controller's Deployment as the API server returns it, `replicas` wanted, `ready`
+/// of them ready; and its facts, derived as the acts derive them ([`lab::derive::deployment`]).
+fn deployment(replicas: u32, ready: u32) -> (a::DeploymentFacts, Value) {
+    let raw = json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "kyverno-admission-controller", "namespace": "kyverno", "uid": DEPLOY_UID},
         "spec": {"replicas": replicas},
         "status": {"readyReplicas": ready, "replicas": replicas}
-    })
-}
-
-/// [`deployment_object`]'s facts, as the acts derive them ([`lab::derive::deployment`]).
-fn deployment_read(replicas: u32, ready: u32) -> a::DeploymentFacts {
-    lab::derive::deployment(&deployment_object(replicas, ready)).expect("a Deployment")
+    });
+    (lab::derive::deployment(&raw).expect("a Deployment"), raw)
 }
 
 /// The CRI's container of `pod` (namespace `kyverno`) running the process `id`, after `attempt`
@@ -913,17 +909,17 @@ pub fn scale_down_pass(lab: Lab) -> Files {
     let mut t = acts_1_and_2(lab);
     act3_baseline(&mut t);
     let plan = t.inputs_of(4);
-    let (lease, lease_raw) = lease_a(CTRL_POD, 180_400);
+    let ((lease, lease_raw), deployment) = (lease_a(CTRL_POD, 180_400), deployment(1, 1));
     let a4 = a::Act4Facts {
         node_uid: NODE_UID.into(),
-        deployment: deployment_read(1, 1),
+        deployment: deployment.0,
         pods: vec![pod_obs(CTRL_POD, "kyverno", CTRL_POD_UID, 180_300)],
         lease,
         investigated_at: ts(180_500),
     };
     let pods = json!([pod_raw(CTRL_POD, "kyverno", CTRL_POD_UID, 0)]);
     let raw4 = vec![
-        raw_rec("deployment", 180_200, deployment_object(1, 1)),
+        raw_rec("deployment", 180_200, deployment.1),
         raw_rec("pods", 180_300, pods),
         raw_rec("lease", 180_400, lease_raw),
     ];
@@ -1305,24 +1301,19 @@ fn c_act3(t: &mut Tree, replicas: &[Replica]) -> c::Act3Facts {
             bad.push(bad_pod(&name, sent, 40 + i as u64, DENY_FAIL));
         }
     }
-    let (stored_good, stored_control) = (Stored(uid(0xc600d)), Stored(uid(0xc3c0)));
-    let good = good_pod(
-        &format!("kca-{tag}-good-100233-{tag}600d"),
-        155_000,
-        45,
-        stored_good,
-    );
+    let good_name = format!("kca-{tag}-good-100233-{tag}600d");
+    let good = good_pod(&good_name, 155_000, 45, Stored(uid(0xc600d)));
     let control_name = format!("kca-{tag}-control-100233-{tag}c0c0");
-    let control = control_pod(&control_name, 155_200, 30, stored_control);
+    let control = control_pod(&control_name, 155_200, 30, Stored(uid(0xc3c0)));
     let counts = baseline_counts(replicas.len(), bad.len() as u64 + 1);
     let existing = pod_obs(&good.name, TARGET, &uid(0xc600d), 160_000);
-    let (scale, mut raw) = scale_up_raw(n);
+    let ((scale, mut raw), deployment) = (scale_up_raw(n), deployment(n, n));
     let slices = endpoint_slices(replicas);
     let endpoints = lab::derive::endpoints(&slices).expect("EndpointSlices");
     raw.extend([
         raw_rec("endpoint-slices", 150_100, slices),
         raw_rec("pods", 150_100, Value::Array(raw_pods)),
-        raw_rec("deployment", 151_200, deployment_object(n, n)),
+        raw_rec("deployment", 151_200, deployment.1),
         raw_rec("lease", 152_300, lease_raw),
     ]);
     replica_metrics(&mut raw, "before", replicas, &counts, (152_500, 0));
@@ -1330,7 +1321,7 @@ fn c_act3(t: &mut Tree, replicas: &[Replica]) -> c::Act3Facts {
     replica_metrics(&mut raw, "after", replicas, &counts, (155_500, 0));
     let a3 = c::Act3Facts {
         scale,
-        deployment: deployment_read(n, n),
+        deployment: deployment.0,
         replicas: replica_facts,
         endpoints,
         webhook: webhook("Fail", 150_000),
@@ -1720,7 +1711,7 @@ fn c_act7(t: &mut Tree, replicas: &[Replica], a3: &c::Act3Facts, held: LeaseStat
     let (lease7, lease_raw) = held.read(replicas, renew_at(held.acquired.0, 393_010), 393_010);
     let w7 = webhook("Ignore", 393_016);
     let raw = vec![
-        raw_rec("deployment-before", 360_003, deployment_object(n, n)),
+        raw_rec("deployment-before", 360_003, deployment(n, n).1),
         raw_rec("scale-back-heal", 360_075, json!([heal])),
         raw_rec("scale-attempt-heal", 360_075, heal),
         raw_rec("scale-back-wait", 392_900, json!(wait)),
@@ -1731,7 +1722,7 @@ fn c_act7(t: &mut Tree, replicas: &[Replica], a3: &c::Act3Facts, held: LeaseStat
     ];
     let a7 = c::Act7Facts {
         scale_back,
-        deployment: deployment_read(original, original),
+        deployment: deployment(original, original).0,
         replicas: vec![kept.pod(392_900, 0).0],
         lease: lease7,
         policy_uid: POLICY_UID.into(),
