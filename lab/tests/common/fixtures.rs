@@ -910,17 +910,17 @@ pub fn scale_down_pass(lab: Lab) -> Files {
     act3_baseline(&mut t);
     let plan = t.inputs_of(4);
     let ((lease, lease_raw), deployment) = (lease_a(CTRL_POD, 180_400), deployment(1, 1));
+    let pod = pod_raw(CTRL_POD, "kyverno", CTRL_POD_UID, 0);
     let a4 = a::Act4Facts {
         node_uid: NODE_UID.into(),
         deployment: deployment.0,
-        pods: vec![pod_obs(CTRL_POD, "kyverno", CTRL_POD_UID, 180_300)],
+        pods: vec![lab::derive::pod(&pod, ts(180_300)).expect("a Pod")],
         lease,
         investigated_at: ts(180_500),
     };
-    let pods = json!([pod_raw(CTRL_POD, "kyverno", CTRL_POD_UID, 0)]);
     let raw4 = vec![
         raw_rec("deployment", 180_200, deployment.1),
-        raw_rec("pods", 180_300, pods),
+        raw_rec("pods", 180_300, json!([pod])),
         raw_rec("lease", 180_400, lease_raw),
     ];
     t.act(4, (180_000, 181_000), plan, a4, raw4);
