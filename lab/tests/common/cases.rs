@@ -6,8 +6,7 @@ use lab::facts;
 use serde_json::{Value, json};
 
 use super::fixtures::{
-    Answer, FAIL_HOOK, FAILED_OPEN_0, Files, Kind, bad_pod, control_pod, scale_up, status_body, ts,
-    uid,
+    Answer, FAIL_HOOK, FAILED_OPEN_0, Files, Kind, bad_pod, control_pod, status_body, ts, uid,
 };
 use lab::acts::{self, Fault, Target};
 use lab::digest::digest_value;
@@ -32,7 +31,7 @@ pub struct Case {
 
 /// Cases as rows `name, act, expect, why, mutation;` (see [`Case`]).
 macro_rules! cases {
-    ($($name:literal, $act:literal, $expect:literal, $why:expr, $mutate:expr;)*) => {
+    ($($name:expr, $act:expr, $expect:literal, $why:expr, $mutate:expr;)*) => {
         vec![$(Case { name: $name.into(), act: $act, expect: $expect, why: $why.into(), mutate: $mutate },)*]
     };
 }
@@ -353,21 +352,19 @@ fn word(n: u32) -> String {
         .map_or(n.to_string(), |w| (*w).to_owned())
 }
 
-/// The role of the replica act `act` of `lab` freezes ([`Target`]), if it freezes one.
-fn frozen(lab: Lab, act: u8) -> Option<Target> {
-    match acts::fault(lab, act) {
+/// The role of the replica act `act` of `lab` freezes ([`Target`]), if it freezes one, and what
+/// that replica is called (`leader`, `follower`, else `replica`).
+fn frozen(lab: Lab, act: u8) -> (Option<Target>, &'static str) {
+    let target = match acts::fault(lab, act) {
         Some(Fault::Freeze { target, .. }) => Some(target),
         _ => None,
-    }
-}
-
-/// What a replica frozen as `target` is called (`leader`, `follower`).
-fn role(target: Option<Target>) -> &'static str {
-    match target {
+    };
+    let role = match target {
         Some(Target::Leader) => "leader",
         Some(Target::Follower) => "follower",
         _ => "replica",
-    }
+    };
+    (target, role)
 }
 
 /// Act 3's cases of a baseline in parallel waves (`bad` is a list), with the replicas of the
@@ -387,19 +384,15 @@ fn parallel_baseline_cases(lab: Lab) -> Vec<Case> {
                 *r = json!(bad_pod(&name, 154_003, 41, Answer::Stored(uid(0xbad7))));
             });
     };
-    if let Some((_, n)) = scale_up(lab) {
+    let n = acts::replicas(lab);
+    if n > 1 {
         let ready = n - 1;
         let noun = if ready == 1 { "replica" } else { "replicas" };
-        v.push(Case {
-            name: format!("act3c-{}-{noun}-ready", word(ready)),
-            act: 3,
-            expect: "value-mismatch",
-            why: format!(
-                "only {} of the {} replicas were Ready when the baseline was sent",
-                word(ready),
-                word(n)
-            ),
-            mutate: set(3, format!("/replicas/{ready}/ready"), json!(false)),
+        let (ready_w, n_w) = (word(ready), word(n));
+        v.extend(cases! {
+            format!("act3c-{ready_w}-{noun}-ready"), 3, "value-mismatch",
+                format!("only {ready_w} of the {n_w} replicas were Ready when the baseline was sent"),
+                set(3, format!("/replicas/{ready}/ready"), json!(false));
         });
     }
     v
@@ -418,8 +411,7 @@ fn replica_freeze_cases(lab: Lab) -> Vec<Case> {
                 a4["leader"] = follower;
             });
     };
-    let (t5, t6) = (frozen(lab, 5), frozen(lab, 6));
-    let (r5, r6) = (role(t5), role(t6));
+    let ((t5, r5), (_, r6)) = (frozen(lab, 5), frozen(lab, 6));
     v.extend(cases! {
         "act5c-empty-facts", 5, "facts-invalid", "facts is {}", set(5, "", json!({}));
         "act5c-timed-out-but-stored", 5, "rejected-but-stored",
@@ -501,22 +493,13 @@ fn follower_freeze_cases(act: u8) -> Vec<Case> {
         };
         run["lease_samples"][4]["holder"] = other;
     });
-    vec![
-        Case {
-            name: format!("act{act}c-lease-moved-during-follower-freeze"),
-            act,
-            expect: "value-mismatch",
-            why: "a follower's freeze, yet a Lease read during it names another holder".into(),
-            mutate: lease_moved,
-        },
-        Case {
-            name: format!("act{act}c-follower-other-process"),
-            act,
-            expect: "identity-changed",
-            why: "the frozen follower's process is not the one act 4 found in its pod".into(),
-            mutate: set(act, "/freeze/identity/pid_start_time_ticks", json!(999)),
-        },
-    ]
+    cases! {
+        format!("act{act}c-lease-moved-during-follower-freeze"), act, "value-mismatch",
+            "a follower's freeze, yet a Lease read during it names another holder", lease_moved;
+        format!("act{act}c-follower-other-process"), act, "identity-changed",
+            "the frozen follower's process is not the one act 4 found in its pod",
+            set(act, "/freeze/identity/pid_start_time_ticks", json!(999));
+    }
 }
 
 /// The cases of a replica lab's acts 7-8: the scale back and the report.

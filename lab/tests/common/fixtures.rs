@@ -29,7 +29,6 @@
 use std::collections::BTreeMap;
 
 use lab::acts::{self, FailurePolicy, Fault, Step, Target};
-use lab::classify::classify;
 use lab::digest::digest_value;
 use lab::evidence::{ActStatus, Evidence, GetResult, Lab, RequestRecord, SCHEMA_VERSION};
 use lab::facts::{self, a, b, c};
@@ -112,7 +111,8 @@ pub(super) fn status_body(code: u16, reason: &str, message: &str) -> Value {
     v
 }
 
-/// One request record, classified with the real classifier.
+/// One request record: the API server's answer built here, the record made from it as the acts
+/// make it ([`lab::probe::record`], classified with the real classifier).
 pub fn request(
     name: &str,
     ns: &str,
@@ -134,7 +134,7 @@ pub fn request(
         phase: None,
         at: ts(answered + 15),
     };
-    let (http_status, reason, message, raw) = match answer {
+    let (http_status, body) = match answer {
         // The created pod; a dry run's has no resourceVersion and exists nowhere.
         Stored(ref u) | DryRunAdmitted(ref u) => {
             let mut meta =
@@ -151,13 +151,13 @@ pub fn request(
                 "spec": {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10.1", "imagePullPolicy": "IfNotPresent"}]},
                 "status": {"phase": "Pending", "qosClass": "BestEffort"}
             });
-            (201, None, None, body)
+            (201, body)
         }
         Deny(hook) => {
             let m = format!(
                 "admission webhook \"{hook}\" denied the request: Policy kca-webhook-label failed: KCA_ENVIRONMENT_REQUIRED"
             );
-            (400, None, Some(m.clone()), status_body(400, "", &m))
+            (400, status_body(400, "", &m))
         }
         Timeout(hook) => {
             let m = format!(
@@ -166,26 +166,18 @@ pub fn request(
             let mut body = status_body(500, "InternalError", &m);
             body["details"] =
                 json!({"causes": [{"message": m.trim_start_matches("Internal error occurred: ")}]});
-            (500, Some("InternalError".to_owned()), Some(m), body)
+            (500, body)
         }
     };
-    let (r, m) = (reason.as_deref(), message.as_deref());
-    let outcome = classify(http_status, r, m, &get, dry_run, lab::grade::MARKERS);
-    RequestRecord {
-        name: name.to_owned(),
-        namespace: ns.to_owned(),
-        labels,
-        dry_run,
-        sent_at: ts(sent),
-        answered_at: ts(answered),
-        elapsed_ms: elapsed,
+    let (sent_at, answered_at, elapsed_ms) = (ts(sent), ts(answered), elapsed);
+    let answer = lab::cluster::RawAnswer {
         http_status,
-        reason,
-        message,
-        outcome,
-        get,
-        raw_response: raw,
-    }
+        body,
+        sent_at,
+        answered_at,
+        elapsed_ms,
+    };
+    lab::probe::record(name.to_owned(), ns, labels, dry_run, answer, get)
 }
 
 /// A violating pod (no label) created in the target namespace, not a dry run.
@@ -257,29 +249,23 @@ fn existing_at(at: i64) -> facts::PodObservation {
     pod_obs("kca-good-100200-a1b2c3", TARGET, &uid(0x600d), at)
 }
 
-/// The Lease `kyverno/kyverno` as the API server returns it, for the fields a
-/// [`a::LeaseFacts`] is read from.
-fn lease_object(l: &a::LeaseFacts) -> Value {
-    json!({
-        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-        "metadata": {"name": l.name, "namespace": l.namespace, "uid": uid(0x1ea5)},
-        "spec": {"acquireTime": l.acquire_time, "holderIdentity": l.holder,
-                 "leaseDurationSeconds": l.lease_duration_seconds,
-                 "leaseTransitions": l.lease_transitions, "renewTime": l.renew_time}
-    })
-}
-
-/// The Lease `kyverno/kyverno` read at `at` ms, as the acts derive it ([`lab::derive::lease`])
-/// from the object (the one [`lease_object`] writes back): held by `holder` since `since`,
-/// renewed at `renew` ms, 12 s, after `transitions` transitions.
-fn lease_read(holder: &str, since: &str, renew: i64, transitions: u32, at: i64) -> a::LeaseFacts {
+/// The Lease `kyverno/kyverno` as the API server returns it, held by `holder` since `since`,
+/// renewed at `renew` ms, 12 s, after `transitions` transitions; and its read at `at` ms, derived
+/// from it as the acts derive it ([`lab::derive::lease`]).
+fn lease(
+    holder: &str,
+    since: &str,
+    renew: i64,
+    transitions: u32,
+    at: i64,
+) -> (a::LeaseFacts, Value) {
     let raw = json!({
         "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
         "metadata": {"name": "kyverno", "namespace": "kyverno", "uid": uid(0x1ea5)},
         "spec": {"acquireTime": since, "holderIdentity": holder, "leaseDurationSeconds": 12,
                  "leaseTransitions": transitions, "renewTime": ts(renew)}
     });
-    lab::derive::lease(&raw, ts(at)).expect("a Lease")
+    (lab::derive::lease(&raw, ts(at)).expect("a Lease"), raw)
 }
 
 /// A live holder's last renew before `x` ms when it acquired the Lease at `acquired` ms: every
@@ -288,20 +274,16 @@ fn renew_at(acquired: i64, x: i64) -> i64 {
     acquired + ((x - 60 - acquired).max(0) / 2000) * 2000
 }
 
-/// The admission controller's Deployment as the API server returns it, for the fields a
-/// [`a::DeploymentFacts`] is read from: `replicas` wanted, `ready` of them ready.
-fn deployment_object(replicas: u32, ready: u32) -> Value {
-    json!({
+/// The admission controller's Deployment as the API server returns it, `replicas` wanted, `ready`
+/// of them ready; and its facts, derived as the acts derive them ([`lab::derive::deployment`]).
+fn deployment(replicas: u32, ready: u32) -> (a::DeploymentFacts, Value) {
+    let raw = json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "kyverno-admission-controller", "namespace": "kyverno", "uid": DEPLOY_UID},
         "spec": {"replicas": replicas},
         "status": {"readyReplicas": ready, "replicas": replicas}
-    })
-}
-
-/// [`deployment_object`]'s facts, as the acts derive them ([`lab::derive::deployment`]).
-fn deployment_read(replicas: u32, ready: u32) -> a::DeploymentFacts {
-    lab::derive::deployment(&deployment_object(replicas, ready)).expect("a Deployment")
+    });
+    (lab::derive::deployment(&raw).expect("a Deployment"), raw)
 }
 
 /// The CRI's container of `pod` (namespace `kyverno`) running the process `id`, after `attempt`
@@ -371,16 +353,34 @@ fn policy_answer(failure_policy: &str) -> Value {
     p
 }
 
-/// The policy switched to Ignore: the answer to the update at `stored` ms and the registration
-/// read at `registered` ms, as raw records, and the webhook read.
-fn policy_switch(stored: i64, registered: i64) -> (facts::WebhookFacts, [Value; 2]) {
-    let (w, config) = (webhook("Ignore", registered), configuration("Ignore"));
+/// Act 6's facts around its freeze `run` (labs B and C): the policy switched to Ignore (the answer
+/// to the update at `stored` ms and the registration read at `registered` ms, returned as raw
+/// records), the webhook read and the healthy deny before the freeze.
+fn policy_switch<R>(
+    (stored, registered): (i64, i64),
+    healthy_bad: RequestRecord,
+    run: R,
+) -> (facts::PolicySwitch<R>, [Value; 2]) {
     let raw = [
         raw_rec("policy-stored", stored, policy_answer("Ignore")),
-        raw_rec("webhook-configuration-ignore", registered, config),
+        raw_rec(
+            "webhook-configuration-ignore",
+            registered,
+            configuration("Ignore"),
+        ),
     ];
-    (w, raw)
+    let (policy, webhook) = (stored_policy("Ignore"), webhook("Ignore", registered));
+    let policy_uid_before = POLICY_UID.into();
+    let switch = facts::PolicySwitch {
+        policy_uid_before,
+        policy,
+        webhook,
+        healthy_bad,
+        run,
+    };
+    (switch, raw)
 }
+
 /// One audit event line as kube-apiserver v1.35.8 writes it at level Metadata for a pod create
 /// (`audit.k8s.io/v1` Event, JSON; the shape of a real embedded-node line of 2026-11-30: user
 /// `kca-admin` with its credential id, no userAgent, `requestURI` `…/pods?` or `…/pods?&dryRun=All`),
@@ -435,16 +435,8 @@ pub fn audit_line(r: &RequestRecord, n: usize, extra: &[(&str, &str)]) -> String
 /// and C), the target-namespace pods stored failed open (annotation naming the Ignore webhook);
 /// every other request has just its code.
 fn audit_record(lab: Lab, act: u8, facts: &Value, start: i64, end: i64) -> Value {
-    use lab::acts::{FailurePolicy, Step};
     let requests = lab::evidence::request_records(&[facts]);
-    let switched = lab::acts::steps(lab, act).iter().any(|s| {
-        matches!(
-            s,
-            Step::SwitchPolicy {
-                to: FailurePolicy::Ignore
-            }
-        )
-    });
+    let switched = acts::switches_policy(lab, act) && policy_at(lab, act) == "Ignore";
     let mut lines = Vec::new();
     for (n, r) in requests.values().enumerate() {
         let open = switched && r.namespace == TARGET && r.outcome == lab::evidence::Outcome::Stored;
@@ -495,10 +487,14 @@ impl Kind {
     pub fn of(lab: Lab) -> Kind {
         let freezes = acts::freezes(lab);
         let one = freezes.iter().filter(|(_, t)| *t == Target::One).count();
-        match (acts::scale_down(lab), scale_up(lab), freezes.len()) {
-            (Some(_), None, 0) => Kind::ScaleDown,
-            (None, None, n) if n > 0 && one == n => Kind::Freeze,
-            (None, Some(_), n) if n > 0 && one == 0 => Kind::ReplicaFreeze,
+        match (
+            acts::scale_down(lab),
+            acts::replicas(lab) > 1,
+            freezes.len(),
+        ) {
+            (Some(_), false, 0) => Kind::ScaleDown,
+            (None, false, n) if n > 0 && one == n => Kind::Freeze,
+            (None, true, n) if n > 0 && one == 0 => Kind::ReplicaFreeze,
             _ => panic!(
                 "lab {}: no fixture generator writes these steps: {:?}",
                 lab.as_str(),
@@ -508,38 +504,18 @@ impl Kind {
     }
 }
 
-/// The act of `lab` that scales the admission controller up ([`Fault::Scale`] to more than one
-/// replica) and the replica count, if any.
-pub fn scale_up(lab: Lab) -> Option<(u8, u32)> {
-    acts::numbers(lab).find_map(|n| match acts::fault(lab, n) {
-        Some(Fault::Scale { to, .. }) if to > 1 => Some((n, to)),
-        _ => None,
-    })
-}
-
 /// The failurePolicy in force during act `act` of `lab`: the last one its acts up to `act` apply
 /// or switch to, as the webhook writes it (`Fail`, `Ignore`).
 pub fn policy_at(lab: Lab, act: u8) -> &'static str {
-    let mut policy = FailurePolicy::Fail;
-    for n in acts::numbers(lab).take_while(|n| *n <= act) {
-        for s in acts::steps(lab, n) {
-            match s {
-                Step::ApplyPolicy { failure_policy } => policy = *failure_policy,
-                Step::SwitchPolicy { to } => policy = *to,
-                _ => {}
-            }
-        }
-    }
+    let steps = acts::numbers(lab).take_while(|n| *n <= act);
+    let policy = (steps.flat_map(|n| acts::steps(lab, n))).fold(None, |p, s| match s {
+        Step::ApplyPolicy { failure_policy: to } | Step::SwitchPolicy { to } => Some(*to),
+        _ => p,
+    });
     match policy {
-        FailurePolicy::Fail => "Fail",
-        FailurePolicy::Ignore => "Ignore",
+        Some(FailurePolicy::Ignore) => "Ignore",
+        _ => "Fail",
     }
-}
-
-/// Whether act `act` of `lab` switches the policy in place ([`Step::SwitchPolicy`]) before its
-/// fault.
-fn switches(lab: Lab, act: u8) -> bool {
-    acts::switches_policy(lab, act)
 }
 
 /// The input the acts of `lab` read before its first fault act last (the plan: `freeze-plan.json`
@@ -599,17 +575,8 @@ impl FreezeStep {
     /// When the process is stopped and resumed (ms): 200 ms after the read before the freeze
     /// (`read`), and `resume_after_sec` later with the healer's `lag` (ms).
     fn instants(&self, read: i64, lag: i64) -> (i64, i64) {
-        let frozen = read + 200;
-        (
-            frozen,
-            frozen + i64::from(self.resume_after_sec) * 1000 + lag,
-        )
-    }
-
-    /// The policy's webhook during the freeze, and its registration: present and unchanged, read
-    /// at `checked` ms (`registration_*` of a freeze run).
-    fn registration(&self, checked: i64) -> (&'static str, Value, String) {
-        (hook(self.policy), webhook_entry(self.policy), ts(checked))
+        let length = i64::from(self.resume_after_sec) * 1000;
+        (read + 200, read + 200 + length + lag)
     }
 }
 
@@ -620,13 +587,6 @@ struct Tree {
 }
 
 impl Tree {
-    fn new(lab: Lab) -> Tree {
-        Tree {
-            lab,
-            files: BTreeMap::new(),
-        }
-    }
-
     fn put(&mut self, file: InputFile, v: Value) -> Value {
         self.files.insert(file.file_name().to_owned(), v.clone());
         v
@@ -700,9 +660,13 @@ impl Tree {
     }
 }
 
-/// Acts 1-2, shared by every lab: the scope (the lab mark read) and the policy under Fail.
-/// Time origin: act 1 at 0 ms.
-fn acts_1_and_2(t: &mut Tree) {
+/// A tree of `lab` with acts 1-2, shared by every lab: the scope (the lab mark read) and the
+/// policy under Fail. Time origin: act 1 at 0 ms.
+fn acts_1_and_2(lab: Lab) -> Tree {
+    let mut t = Tree {
+        lab,
+        files: Files::new(),
+    };
     t.input(InputFile::Scope);
     // The tool's read of the lab mark ConfigMap, as act 1 records it raw.
     let mark = json!({"Ok": {
@@ -741,6 +705,7 @@ fn acts_1_and_2(t: &mut Tree) {
         webhook: w,
     };
     t.act(2, (60_000, 61_500), &[InputFile::Policy], a2, raw);
+    t
 }
 
 /// Act 3 of labs A and B: the sequential baseline, a good pod stored and a violating one denied.
@@ -836,7 +801,7 @@ fn identity() -> b::ProcessIdentity {
 fn freeze_run(f: &FreezeStep, t0: i64) -> b::FreezeRun {
     let (n, ignore) = (u32::from(f.act), f.policy == "Ignore");
     let (frozen, resumed) = f.instants(t0, 5);
-    let (hook, snapshot, checked_at) = f.registration(frozen + 150);
+    let hook = hook(f.policy);
     let (good, bad) = if ignore {
         (Stored(uid(0xa000 + n)), Stored(uid(0xb000 + n)))
     } else {
@@ -851,21 +816,17 @@ fn freeze_run(f: &FreezeStep, t0: i64) -> b::FreezeRun {
     let mid = bad_pod(&name("resume", "bad-d", 4), resumed + 300, 3_004, late);
     let deny = bad_pod(&name("resume", "bad-e", 5), resumed + 3_600, 52, Deny(hook));
     // Under Ignore a still-slow answer is admitted: keep the run simple, the deny comes first.
-    let after_resume = if ignore {
-        vec![deny.clone()]
-    } else {
-        vec![mid, deny.clone()]
-    };
+    let after_resume = [(!ignore).then_some(mid), Some(deny.clone())];
     b::FreezeRun {
         freeze: freeze_window(identity(), 5151 + n, t0 + 100, (frozen, resumed)),
         registration_present_during_freeze: true,
-        registration_snapshot: snapshot,
-        registration_checked_at: checked_at,
+        registration_snapshot: webhook_entry(f.policy),
+        registration_checked_at: ts(frozen + 150),
         timeout_seconds: 3,
         target_good,
         target_bad,
         control,
-        after_resume,
+        after_resume: after_resume.into_iter().flatten().collect(),
         first_explicit_deny: Some(deny),
         existing: existing_at(resumed + 4_000),
         restart_count_before: 0,
@@ -875,41 +836,29 @@ fn freeze_run(f: &FreezeStep, t0: i64) -> b::FreezeRun {
     }
 }
 
-/// A one-replica freeze act that does not switch the policy (lab B's act 5, under Fail).
+/// A one-replica freeze act (lab B's acts 5 and 6). One that first switches the policy to Ignore
+/// (act 6): the switch at 1 s, a healthy deny at 2 s, the freeze run from 3 s.
 fn freeze_act(t: &mut Tree, act: u8) {
-    let t0 = slot(act);
-    let run = freeze_run(&FreezeStep::of(t.lab, act), t0);
-    let raw = raw_of([&run.target_good, &run.target_bad, &run.control]);
-    t.act(act, (t0, t0 + 32_000), &[plan(t.lab)], run, raw);
-}
-
-/// A one-replica freeze act that first switches the policy to Ignore (lab B's act 6): the switch
-/// at 1 s, a healthy deny at 2 s, the freeze run from 3 s.
-fn switch_freeze_act(t: &mut Tree, act: u8) {
-    let t0 = slot(act);
+    let (t0, f) = (slot(act), FreezeStep::of(t.lab, act));
+    if !acts::switches_policy(t.lab, act) {
+        let run = freeze_run(&f, t0);
+        let raw = raw_of([&run.target_good, &run.target_bad, &run.control]);
+        return t.act(act, (t0, t0 + 32_000), &[plan(t.lab)], run, raw);
+    }
     let inputs = t.inputs_of(act);
-    let f = FreezeStep::of(t.lab, act);
     let name = format!("kca-ignore-healthy-bad-f{act}0001");
     let healthy_bad = bad_pod(&name, t0 + 2_000, 47, Deny(hook(f.policy)));
     let run = freeze_run(&f, t0 + 3_000);
-    let (webhook, switch) = policy_switch(t0 + 1_000, t0 + 1_500);
     let mut raw = raw_of([&healthy_bad, &run.target_good, &run.target_bad]);
+    let (facts, switch) = policy_switch((t0 + 1_000, t0 + 1_500), healthy_bad, run);
     raw.extend(switch);
-    let facts = b::Act6Facts {
-        policy_uid_before: POLICY_UID.into(),
-        policy: stored_policy(f.policy),
-        webhook,
-        healthy_bad,
-        run,
-    };
     t.act(act, (t0, t0 + 25_000), inputs, facts, raw);
 }
 
 /// The passing work directory of a lab that freezes its one replica ([`Kind::Freeze`]: lab B):
 /// each freeze act of the registry after the investigation, with or without a switch to Ignore.
 pub fn freeze_pass(lab: Lab) -> Files {
-    let mut t = Tree::new(lab);
-    acts_1_and_2(&mut t);
+    let mut t = acts_1_and_2(lab);
     act3_baseline(&mut t);
     let plan = t.inputs_of(4);
     let a4 = b::Act4Facts {
@@ -927,11 +876,7 @@ pub fn freeze_pass(lab: Lab) -> Files {
     let raw4 = vec![raw_rec("cri-container", 180_400, cri)];
     t.act(4, (180_000, 181_000), plan, a4, raw4);
     for (act, _) in acts::freezes(lab) {
-        if switches(lab, act) {
-            switch_freeze_act(&mut t, act);
-        } else {
-            freeze_act(&mut t, act);
-        }
+        freeze_act(&mut t, act);
     }
 
     let recovery = t.inputs_of(7);
@@ -954,29 +899,29 @@ pub fn freeze_pass(lab: Lab) -> Files {
     t.files
 }
 /// Lab A's Lease read at `at` ms: held by `holder` since [`ACQUIRED`], renewed a second before.
-fn lease_a(holder: &str, at: i64) -> a::LeaseFacts {
-    lease_read(holder, ACQUIRED, at - 1_000, 0, at)
+fn lease_a(holder: &str, at: i64) -> (a::LeaseFacts, Value) {
+    lease(holder, ACQUIRED, at - 1_000, 0, at)
 }
 
 /// The passing work directory of a lab that scales the admission controller to 0
 /// ([`Kind::ScaleDown`]: lab A).
 pub fn scale_down_pass(lab: Lab) -> Files {
-    let mut t = Tree::new(lab);
-    acts_1_and_2(&mut t);
+    let mut t = acts_1_and_2(lab);
     act3_baseline(&mut t);
     let plan = t.inputs_of(4);
+    let ((lease, lease_raw), deployment) = (lease_a(CTRL_POD, 180_400), deployment(1, 1));
+    let pod = pod_raw(CTRL_POD, "kyverno", CTRL_POD_UID, 0);
     let a4 = a::Act4Facts {
         node_uid: NODE_UID.into(),
-        deployment: deployment_read(1, 1),
-        pods: vec![pod_obs(CTRL_POD, "kyverno", CTRL_POD_UID, 180_300)],
-        lease: lease_a(CTRL_POD, 180_400),
+        deployment: deployment.0,
+        pods: vec![lab::derive::pod(&pod, ts(180_300)).expect("a Pod")],
+        lease,
         investigated_at: ts(180_500),
     };
-    let pods = json!([pod_raw(CTRL_POD, "kyverno", CTRL_POD_UID, 0)]);
     let raw4 = vec![
-        raw_rec("deployment", 180_200, deployment_object(1, 1)),
-        raw_rec("pods", 180_300, pods),
-        raw_rec("lease", 180_400, lease_object(&a4.lease)),
+        raw_rec("deployment", 180_200, deployment.1),
+        raw_rec("pods", 180_300, json!([pod])),
+        raw_rec("lease", 180_400, lease_raw),
     ];
     t.act(4, (180_000, 181_000), plan, a4, raw4);
     a_act5(&mut t);
@@ -1011,23 +956,24 @@ pub fn scale_down_pass(lab: Lab) -> Files {
 fn a_act5(t: &mut Tree) {
     let target_bad = bad_pod("kca-scale-bad-a50001", 246_000, 36, Stored(uid(0xa5b)));
     let control = control_pod("kca-scale-control-a50002", 246_500, 33, Stored(uid(0xa5c)));
-    let raw5 = raw_of([&target_bad, &control]);
+    // The healer's answers and the policy read, as the runner records them; the facts derived
+    // from them as the act derives them (`lab::derive::watcher`, `scale_down`, `policy_presence`).
+    let ready = json!({"ok": true, "pid": 6161, "armed_at": ts(239_500),
+        "deadline_at": ts(294_500), "observed_replicas": 1, "error": null});
+    let scale = json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
+        "metadata": {"name": "kyverno-admission-controller", "namespace": "kyverno"}, "spec": {}});
+    let down = json!({"sent_at": ts(240_000), "answered_at": ts(240_000),
+        "replicas_before": 1, "raw": scale});
+    let (policy, dir) = (
+        stored_policy("Fail"),
+        "/root/kca-webhook/faults/scale-20261129T100359Z",
+    );
+    let mut raw5 = raw_of([&target_bad, &control]);
     let a5 = a::Act5Facts {
-        watcher: a::WatcherFacts {
-            pid: Some(6161),
-            armed_at: ts(239_500),
-            restore_after_sec: 55,
-            original_replicas: 1,
-            deadline_at: Some(ts(294_500)),
-            fault_dir: Some("/root/kca-webhook/faults/scale-20261129T100359Z".into()),
-        },
-        scaled_at: ts(240_000),
+        watcher: lab::derive::watcher(&ready, 55, 1, Some(dir.into())).expect("a ready answer"),
+        scaled_at: lab::derive::scale_down(&down).expect("a scale answer"),
         pods_gone_at: Some(ts(245_000)),
-        policy: a::PolicyPresence {
-            exists: true,
-            uid: Some(POLICY_UID.into()),
-            at: ts(245_200),
-        },
+        policy: lab::derive::policy_presence(&policy, ts(245_200)).expect("a policy"),
         webhook_configurations: json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfigurationList", "metadata": {"resourceVersion": "2100"}, "items": []}),
         policy_webhook_present: false,
         registrations_checked_at: ts(245_400),
@@ -1035,30 +981,12 @@ fn a_act5(t: &mut Tree) {
         control,
         existing: existing_at(247_000),
     };
-    let mut raw5 = raw5;
-    raw5.extend(a_act5_named_records(&a5));
+    raw5.extend([
+        raw_rec("watcher-ready", 239_500, ready),
+        raw_rec("scale-down", 240_000, down),
+        raw_rec("policy", 245_200, policy),
+    ]);
     t.act(5, (239_000, 248_000), &[InputFile::ScalePlan], a5, raw5);
-}
-
-/// Lab A act 5's raw records as the runner names them and the grader derives the facts from
-/// (`watcher-ready`, `scale-down`, `policy`: the healer's answers and the policy read, made from
-/// the act's facts), beside the bare request answers.
-fn a_act5_named_records(a5: &a::Act5Facts) -> Vec<Value> {
-    let w = &a5.watcher;
-    let ready = json!({"ok": true, "pid": w.pid, "armed_at": w.armed_at,
-        "deadline_at": w.deadline_at, "observed_replicas": 1, "error": null});
-    let scale = json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
-        "metadata": {"name": "kyverno-admission-controller", "namespace": "kyverno"}, "spec": {}});
-    let down = json!({"sent_at": a5.scaled_at, "answered_at": a5.scaled_at,
-        "replicas_before": 1, "raw": scale});
-    let records = [
-        (&w.armed_at, "watcher-ready", ready),
-        (&a5.scaled_at, "scale-down", down),
-        (&a5.policy.at, "policy", stored_policy("Fail")),
-    ];
-    (records.into_iter())
-        .map(|(at, what, data)| json!({"at": at, "what": what, "data": data}))
-        .collect()
 }
 
 /// Lab A act 6: the watcher restores at 295 s (55 s after the scale). Every step's `waited_ms`
@@ -1097,7 +1025,7 @@ fn a_act6(t: &mut Tree) {
         admitted_during_scale_down: Some(admitted),
         existing: Some(existing_at(318_300)),
     };
-    let lease = lease_object(&lease_a(CTRL_POD, 248_505));
+    let lease = lease_a(CTRL_POD, 248_505).1;
     let mut raw = vec![raw_rec("lease-before", 248_505, lease)];
     raw.extend(raw_of([&probe1, &probe2]));
     for p in [&probe1, &probe2] {
@@ -1129,19 +1057,17 @@ impl Replica {
     }
 
     /// This replica's pod observed at `at` ms, running and Ready with its IP, after `restarts`
-    /// restarts: its facts and the raw Pod they are derived from, as the acts record them.
+    /// restarts: its facts, derived as the acts derive them ([`lab::derive::replica`]), and the
+    /// raw Pod.
     fn pod(&self, at: i64, restarts: u32) -> (c::ReplicaFacts, Value) {
         let mut p = pod_raw(&self.pod, "kyverno", &self.uid, restarts);
         p["status"]["podIP"] = json!(self.ip);
         p["status"]["conditions"] = json!([{"type": "Ready", "status": "True"}]);
-        let pod = lab::derive::pod(&p, ts(at)).expect("a Pod");
-        let pod_ip = Some(self.ip.clone());
-        let ready = true;
-        (c::ReplicaFacts { pod, ready, pod_ip }, p)
+        (lab::derive::replica(&p, ts(at)).expect("a Pod"), p)
     }
 }
 
-/// The `n` replicas a lab scales the admission controller to ([`scale_up`]); the first (the one
+/// The `n` replicas a lab scales the admission controller to ([`acts::replicas`]); the first (the one
 /// replica before the scale) holds the Lease until a leader's freeze.
 fn replicas(n: u32) -> Vec<Replica> {
     let replica = |pod: &str, uid: &str, ip: u32, container: &str, pid| Replica {
@@ -1157,15 +1083,14 @@ fn replicas(n: u32) -> Vec<Replica> {
         replica("k5v9t", &uid(0xc3), 22, &"5b".repeat(32), 5252),
     ];
     for i in 3..n {
-        let container = format!("{:02x}", 0x5b + i).repeat(32);
-        let r = replica(
-            &format!("r{i:04}"),
+        let (pod, container) = (format!("r{i:04}"), format!("{:02x}", 0x5b + i).repeat(32));
+        all.push(replica(
+            &pod,
             &uid(0xc1 + i),
             20 + i,
             &container,
             5151 + 101 * i,
-        );
-        all.push(r);
+        ));
     }
     all.truncate(n as usize);
     all
@@ -1181,28 +1106,17 @@ fn first_other(i: usize, replicas: &[Replica]) -> usize {
         .expect("another replica")
 }
 
-/// `kyverno-svc`'s endpoints, one ready address per replica, sorted by pod name as the act sorts them.
-fn endpoints_of(replicas: &[Replica]) -> Vec<c::EndpointFacts> {
-    let mut endpoints: Vec<c::EndpointFacts> = replicas
-        .iter()
-        .map(|r| c::EndpointFacts {
-            address: r.ip.clone(),
-            pod: Some(r.pod.clone()),
-            ready: true,
-        })
-        .collect();
-    endpoints.sort_by(|a, b| a.pod.cmp(&b.pod));
-    endpoints
-}
-
-/// `kyverno-svc`'s EndpointSlices as the API server lists them, for `endpoints`.
-fn endpoint_slices(endpoints: &[c::EndpointFacts]) -> Value {
+/// `kyverno-svc`'s EndpointSlices as the API server lists them: one ready address per replica,
+/// by pod name.
+fn endpoint_slices(replicas: &[Replica]) -> Value {
+    let mut by_name: Vec<&Replica> = replicas.iter().collect();
+    by_name.sort_by_key(|r| &r.pod);
     json!([{
         "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "addressType": "IPv4",
         "metadata": {"name": "kyverno-svc-x7k2p", "namespace": "kyverno"},
-        "endpoints": endpoints.iter().map(|e| json!({
-            "addresses": [e.address], "conditions": {"ready": e.ready},
-            "targetRef": {"kind": "Pod", "name": e.pod, "namespace": "kyverno"}
+        "endpoints": by_name.iter().map(|r| json!({
+            "addresses": [r.ip], "conditions": {"ready": true},
+            "targetRef": {"kind": "Pod", "name": r.pod, "namespace": "kyverno"}
         })).collect::<Vec<_>>()
     }])
 }
@@ -1245,9 +1159,8 @@ fn replica_requests(replicas: &[Replica], counts: &[(u64, u64)]) -> Vec<c::Repli
 /// then its two freezes, the first under Fail, the second after a switch to Ignore, each of the
 /// replica its [`Target`] names.
 pub fn replica_pass(lab: Lab) -> Files {
-    let mut t = Tree::new(lab);
-    acts_1_and_2(&mut t);
-    let (_, n) = scale_up(lab).expect("a scale up");
+    let mut t = acts_1_and_2(lab);
+    let n = acts::replicas(lab);
     let replicas = replicas(n);
     let a3 = c_act3(&mut t, &replicas);
     let a4 = c_act4(&mut t, &replicas);
@@ -1259,7 +1172,7 @@ pub fn replica_pass(lab: Lab) -> Files {
     let [(fail, _), (ignore, _)] = acts::freezes(lab)[..] else {
         panic!("lab {}: two freezes", lab.as_str())
     };
-    assert!(!switches(lab, fail) && switches(lab, ignore));
+    assert!(!acts::switches_policy(lab, fail) && acts::switches_policy(lab, ignore));
     let (run5, lease5) = c_freeze_act(&mut t, fail, &replicas, &a3, lease);
     let (a6, lease6) = c_switch_freeze_act(&mut t, ignore, &replicas, &a3, lease5);
     let a7 = c_act7(&mut t, &replicas, &a3, lease6);
@@ -1280,22 +1193,23 @@ fn c_act4(t: &mut Tree, replicas: &[Replica]) -> c::Act4Facts {
         restart_count: 0,
         process_state: "S".into(),
     };
-    let lease4 = |at: i64| lease_read(CTRL_POD, ACQUIRED, at - 1_500, 0, at);
+    let lease4 = |at: i64| lease(CTRL_POD, ACQUIRED, at - 1_500, 0, at);
+    let ((lease_before, raw_before), (lease_after, raw_after)) = (lease4(180_100), lease4(180_600));
     let a4 = c::Act4Facts {
         node_uid: NODE_UID.into(),
         deployment_uid: DEPLOY_UID.into(),
-        lease: lease4(180_100),
+        lease: lease_before,
         leader: process(&replicas[0]),
         followers: replicas[1..].iter().map(process).collect(),
-        lease_after: lease4(180_600),
+        lease_after,
         investigated_at: ts(180_700),
     };
-    let mut raw4 = vec![raw_rec("lease-before", 180_100, lease_object(&a4.lease))];
+    let mut raw4 = vec![raw_rec("lease-before", 180_100, raw_before)];
     for r in replicas {
         let cri = cri_container(0, &r.identity(), &r.pod);
         raw4.rec(&format!("cri-container:{}", r.pod), 180_300, cri);
     }
-    raw4.rec("lease-after", 180_600, lease_object(&a4.lease_after));
+    raw4.rec("lease-after", 180_600, raw_after);
     t.act(4, (180_000, 181_000), plan, &a4, raw4);
     a4
 }
@@ -1312,14 +1226,15 @@ fn c_freeze_act(
     let t0 = slot(act);
     let mut raw = vec![raw_rec("healed-earlier-faults", t0, json!([]))];
     let freeze = CFreeze::new(t.lab, act, replicas, lease, t0);
-    let (run, end, lease) = c_freeze_run(&freeze, replicas, &a3.existing, &mut raw);
+    let (run, end, lease) = c_freeze_run(&freeze, &a3.existing, &mut raw);
     t.act(act, (t0, end), &[plan(t.lab)], &run, raw);
     (run, lease)
 }
 
 /// A replica lab's act 3 raw records of the scale to `n`: the healer armed, the scale, the wait
-/// for the Ready pods, the ready endpoints and the registration.
-fn scale_up_raw(n: u32) -> Vec<Value> {
+/// for the Ready pods, the ready endpoints and the registration; and the scale's facts derived
+/// from the healer's answers as the act derives them ([`lab::derive::scale_up`]).
+fn scale_up_raw(n: u32) -> (c::ScaleUpFacts, Vec<Value>) {
     let healer =
         json!({"ok": true, "pid": 6262, "armed_at": ts(120_300), "deadline_at": ts(1_920_300)});
     let scale = json!({
@@ -1337,11 +1252,16 @@ fn scale_up_raw(n: u32) -> Vec<Value> {
         check(149_000, n, n - 1),
         check(150_000, n, n),
     ];
-    vec![
-        raw_rec("healer-ready", 120_300, healer),
-        raw_rec("scale-up", 120_500, scale),
-        raw_rec("ready-wait", 150_050, json!(wait)),
-    ]
+    let deadline = lab::derive::healer_deadline(&healer).expect("a ready answer");
+    let id = "scale-03-20261129T100200Z-4242".into();
+    let facts = lab::derive::scale_up(&scale, id, deadline).expect("a scale answer");
+    let raw = [
+        ("healer-ready", 120_300, healer),
+        ("scale-up", 120_500, scale),
+    ];
+    let mut raw: Vec<Value> = raw.map(|(what, at, data)| raw_rec(what, at, data)).into();
+    raw.rec("ready-wait", 150_050, wait);
+    (facts, raw)
 }
 
 /// The replica count before a scale up (`ha-plan.json`'s `original_replicas`).
@@ -1370,7 +1290,7 @@ fn c_act3(t: &mut Tree, replicas: &[Replica]) -> c::Act3Facts {
     let n = replicas.len() as u32;
     let (waves, wave_size) = acts::baseline(t.lab, 3).expect("a baseline");
     let tag = lab::labs::common::request_tag(t.lab, 3);
-    let lease = lease_read(CTRL_POD, ACQUIRED, 149_000, 0, 152_310);
+    let (lease, lease_raw) = lease(CTRL_POD, ACQUIRED, 149_000, 0, 152_310);
     let (replica_facts, raw_pods): (Vec<_>, Vec<_>) =
         replicas.iter().map(|r| r.pod(150_120, 0)).unzip();
     let mut bad = Vec::new();
@@ -1381,39 +1301,29 @@ fn c_act3(t: &mut Tree, replicas: &[Replica]) -> c::Act3Facts {
             bad.push(bad_pod(&name, sent, 40 + i as u64, DENY_FAIL));
         }
     }
-    let (stored_good, stored_control) = (Stored(uid(0xc600d)), Stored(uid(0xc3c0)));
-    let good = good_pod(
-        &format!("kca-{tag}-good-100233-{tag}600d"),
-        155_000,
-        45,
-        stored_good,
-    );
+    let good_name = format!("kca-{tag}-good-100233-{tag}600d");
+    let good = good_pod(&good_name, 155_000, 45, Stored(uid(0xc600d)));
     let control_name = format!("kca-{tag}-control-100233-{tag}c0c0");
-    let control = control_pod(&control_name, 155_200, 30, stored_control);
+    let control = control_pod(&control_name, 155_200, 30, Stored(uid(0xc3c0)));
     let counts = baseline_counts(replicas.len(), bad.len() as u64 + 1);
     let existing = pod_obs(&good.name, TARGET, &uid(0xc600d), 160_000);
-    let mut raw = scale_up_raw(n);
-    let slices = endpoint_slices(&endpoints_of(replicas));
+    let ((scale, mut raw), deployment) = (scale_up_raw(n), deployment(n, n));
+    let slices = endpoint_slices(replicas);
+    let endpoints = lab::derive::endpoints(&slices).expect("EndpointSlices");
     raw.extend([
         raw_rec("endpoint-slices", 150_100, slices),
         raw_rec("pods", 150_100, Value::Array(raw_pods)),
-        raw_rec("deployment", 151_200, deployment_object(n, n)),
-        raw_rec("lease", 152_300, lease_object(&lease)),
+        raw_rec("deployment", 151_200, deployment.1),
+        raw_rec("lease", 152_300, lease_raw),
     ]);
     replica_metrics(&mut raw, "before", replicas, &counts, (152_500, 0));
     raw.extend(raw_of(bad.iter().chain([&good, &control])));
     replica_metrics(&mut raw, "after", replicas, &counts, (155_500, 0));
     let a3 = c::Act3Facts {
-        scale: c::ScaleUpFacts {
-            fault_id: "scale-03-20261129T100200Z-4242".into(),
-            replicas_before: ORIGINAL_REPLICAS,
-            replicas: n,
-            scaled_at: ts(120_500),
-            restore_deadline_at: ts(1_920_300),
-        },
-        deployment: deployment_read(n, n),
+        scale,
+        deployment: deployment.0,
         replicas: replica_facts,
-        endpoints: endpoints_of(replicas),
+        endpoints,
         webhook: webhook("Fail", 150_000),
         lease,
         wait: c::ReadyWait {
@@ -1443,40 +1353,56 @@ struct LeaseState {
 }
 
 impl LeaseState {
-    /// The Lease read at `x` ms, last renewed at `renew` ms.
-    fn read(&self, replicas: &[Replica], renew: i64, x: i64) -> a::LeaseFacts {
+    /// The Lease read at `x` ms, last renewed at `renew` ms, and the object read ([`lease`]).
+    fn read(&self, replicas: &[Replica], renew: i64, x: i64) -> (a::LeaseFacts, Value) {
         let holder = &replicas[self.holder].pod;
-        lease_read(holder, &self.acquired.1, renew, self.transitions, x)
+        lease(holder, &self.acquired.1, renew, self.transitions, x)
     }
 }
 
 /// One freeze of a replica lab (lab C's act 5: the leader under Fail; act 6: a follower under
-/// Ignore): the registry's step, and what the fixture chooses around it.
-struct CFreeze {
+/// Ignore): the registry's step, what the fixture chooses around it, its instants (ms) and its
+/// Lease: a live holder renews every 2 s; a frozen one stops renewing, and another replica takes
+/// the Lease once it expired (12 s) and its own retry came round.
+struct CFreeze<'a> {
     step: FreezeStep,
+    replicas: &'a [Replica],
     /// When the Lease is read right before the freeze (ms); the freeze begins 200 ms later.
     lease_read: i64,
     /// The frozen replica (an index of [`replicas`]).
     target: usize,
     /// Which requests of a wave reach the frozen replica (indices).
     met: &'static [usize],
+    /// Who holds the Lease before the freeze.
     lease: LeaseState,
-    /// The replica that takes the Lease during the freeze (14.5 s after the holder's last renew).
-    takeover: Option<usize>,
+    /// When the process is stopped, and resumed (by the healer, 12 ms late).
+    frozen: i64,
+    resumed: i64,
+    /// The frozen holder's last renew.
+    frozen_renew: i64,
+    /// The replica that takes the Lease during the freeze, and when (14.5 s after the holder's
+    /// last renew).
+    take: Option<(usize, i64)>,
     /// Whether the frozen replica's container restarts after the resume.
     restarts: bool,
     /// Each replica's pod admission counter before and after the act.
     counters: Vec<(u64, u64)>,
 }
 
-impl CFreeze {
+impl<'a> CFreeze<'a> {
     /// Act `act`'s freeze of `lab`, the Lease read at `lease_read` ms held as `lease`: the
     /// replica frozen is the one the registry's [`Target`] names now; a holder frozen past the
     /// Lease's duration and a retry loses the Lease to [`first_other`] and restarts (Kyverno
     /// exits when it loses the leadership). A wave's requests that reach the frozen replica, and
     /// each replica's counter (before, and how far it moves unless its replica restarts), are
     /// the fixture's, one set per failurePolicy.
-    fn new(lab: Lab, act: u8, replicas: &[Replica], lease: LeaseState, lease_read: i64) -> CFreeze {
+    fn new(
+        lab: Lab,
+        act: u8,
+        replicas: &'a [Replica],
+        lease: LeaseState,
+        lease_read: i64,
+    ) -> CFreeze<'a> {
         let step = FreezeStep::of(lab, act);
         let target = match step.target {
             Target::Leader => lease.holder,
@@ -1486,69 +1412,41 @@ impl CFreeze {
                 lab.as_str()
             ),
         };
-        let (frozen, resumed) = step.instants(lease_read, 0);
-        let expires = renew_at(lease.acquired.0, frozen) + 14_500;
-        let lost = target == lease.holder && expires < resumed;
-        let takeover = lost.then(|| first_other(target, replicas));
+        let (frozen, resumed) = step.instants(lease_read, 12);
+        let frozen_renew = renew_at(lease.acquired.0, frozen);
+        // Lost when the Lease expires before the resume the healer aims at (12 ms earlier).
+        let lost = target == lease.holder && frozen_renew + 14_500 < resumed - 12;
+        let take = lost.then(|| (first_other(target, replicas), frozen_renew + 14_500));
         let (met, before, moved): (&[usize], [u64; 3], [u64; 3]) = match step.policy {
             "Fail" => (&[2], [15, 4, 7], [9, 9, 9]),
             _ => (&[0, 6], [0, 13, 16], [8, 7, 3]),
         };
-        let counters = (0..replicas.len())
-            .map(|i| {
-                let b = before.get(i).copied().unwrap_or(0);
-                let a = if lost && i == target {
-                    0
-                } else {
-                    b + moved.get(i).copied().unwrap_or(5)
-                };
-                (b, a)
-            })
-            .collect();
+        let counters = (0..replicas.len()).map(|i| {
+            let (b, m) = (
+                before.get(i).copied().unwrap_or(0),
+                moved.get(i).unwrap_or(&5),
+            );
+            (b, if lost && i == target { 0 } else { b + m })
+        });
         CFreeze {
             step,
+            replicas,
             lease_read,
             target,
             met,
             lease,
-            takeover,
-            restarts: lost,
-            counters,
-        }
-    }
-}
-
-/// A replica freeze's instants (ms) and its Lease: a live holder renews every 2 s; a frozen one
-/// stops renewing, and another replica takes the Lease once it expired (12 s) and its own retry
-/// came round.
-struct FreezeClock<'a> {
-    f: &'a CFreeze,
-    replicas: &'a [Replica],
-    frozen: i64,
-    resumed: i64,
-    /// The frozen holder's last renew.
-    frozen_renew: i64,
-    /// The replica that takes the Lease, and when.
-    take: Option<(usize, i64)>,
-}
-
-impl<'a> FreezeClock<'a> {
-    fn new(f: &'a CFreeze, replicas: &'a [Replica]) -> Self {
-        let (frozen, resumed) = f.step.instants(f.lease_read, 12);
-        let frozen_renew = renew_at(f.lease.acquired.0, frozen);
-        FreezeClock {
-            f,
-            replicas,
             frozen,
             resumed,
             frozen_renew,
-            take: f.takeover.map(|h| (h, frozen_renew + 14_500)),
+            take,
+            restarts: lost,
+            counters: counters.collect(),
         }
     }
 
     /// Who holds the Lease at `x` ms, and its last renew.
     fn state_at(&self, x: i64) -> (LeaseState, i64) {
-        let l0 = &self.f.lease;
+        let l0 = &self.lease;
         match self.take {
             Some((h, at)) if x >= at + 40 => (
                 LeaseState {
@@ -1558,13 +1456,13 @@ impl<'a> FreezeClock<'a> {
                 },
                 renew_at(at, x),
             ),
-            _ if l0.holder == self.f.target && x >= self.frozen => (l0.clone(), self.frozen_renew),
+            _ if l0.holder == self.target && x >= self.frozen => (l0.clone(), self.frozen_renew),
             _ => (l0.clone(), renew_at(l0.acquired.0, x)),
         }
     }
 
-    /// The Lease read at `x` ms.
-    fn lease_at(&self, x: i64) -> a::LeaseFacts {
+    /// The Lease read at `x` ms, and the object read.
+    fn lease_at(&self, x: i64) -> (a::LeaseFacts, Value) {
         let (st, renew) = self.state_at(x);
         st.read(self.replicas, renew, x)
     }
@@ -1572,8 +1470,8 @@ impl<'a> FreezeClock<'a> {
     /// The fault ledger's entry of the freeze, before and after the healer resumed it.
     fn ledger(&self, resumed_at: Option<i64>) -> Value {
         // The healer armed 10 ms before the freeze.
-        let (act, armed) = (self.f.step.act, self.frozen - 10);
-        let deadline = armed + i64::from(self.f.step.resume_after_sec) * 1000;
+        let (act, armed) = (self.step.act, self.frozen - 10);
+        let deadline = armed + i64::from(self.step.resume_after_sec) * 1000;
         json!({
             "attempt": format!("freeze-0{act}-20261129T1000{act}Z-4242"), "deadline_at": ts(deadline),
             "frozen_at": ts(self.frozen), "healer": {"pid": 7000 + u32::from(act), "start_ticks": 1_300_000},
@@ -1589,17 +1487,17 @@ impl<'a> FreezeClock<'a> {
     /// for the timeout (a webhook-timeout under Fail, stored under Ignore), the others are denied.
     /// Returns the violating and the control requests.
     fn waves(&self, raw: &mut Vec<Value>) -> (Vec<RequestRecord>, Vec<RequestRecord>) {
-        let (act, tag) = (self.f.step.act, &self.f.step.tag);
-        let ignore = self.f.step.policy == "Ignore";
-        let hook = hook(self.f.step.policy);
+        let (act, tag) = (self.step.act, &self.step.tag);
+        let ignore = self.step.policy == "Ignore";
+        let hook = hook(self.step.policy);
         let (mut bad, mut control) = (Vec::new(), Vec::new());
         let mut sent = self.frozen + 25;
-        let (waves, wave_size) = self.f.step.traffic;
+        let (waves, wave_size) = self.step.traffic;
         for wv in 0..waves {
             let mut wave = Vec::new();
             for i in 0..wave_size as usize {
                 let name = format!("kca-{tag}-frozen-bad-w{wv}-{i}-10040{act}-{tag}{wv}{i}f");
-                let (elapsed, answer) = match (self.f.met.contains(&i), ignore) {
+                let (elapsed, answer) = match (self.met.contains(&i), ignore) {
                     (true, true) => {
                         let n = 0x5000 + u32::from(act) * 0x100 + wv * 16 + i as u32;
                         (3_013, Stored(uid(n)))
@@ -1624,32 +1522,21 @@ impl<'a> FreezeClock<'a> {
         (bad, control)
     }
 
-    /// The Lease and the EndpointSlice, read each second from the freeze until the resume.
+    /// The Lease and the EndpointSlices, read each second from the freeze until the resume, and
+    /// the samples derived from each read ([`lab::derive::lease_sample`], `endpoint_sample`).
     fn samples(&self, raw: &mut Vec<Value>) -> (Vec<c::LeaseSample>, Vec<c::EndpointSample>) {
-        let endpoints = endpoints_of(self.replicas);
-        let (mut lease_samples, mut endpoint_samples, mut samples_raw) = (vec![], vec![], vec![]);
-        for k in 0..=i64::from(self.f.step.resume_after_sec) {
+        let slices = endpoint_slices(self.replicas);
+        let (mut leases, mut endpoints, mut samples) = (vec![], vec![], vec![]);
+        for k in 0..=i64::from(self.step.resume_after_sec) {
             let x = self.frozen + 60 + k * 1000;
-            let l = self.lease_at(x);
-            samples_raw.push(json!({"what": "lease", "at": ts(x), "lease": lease_object(&l)}));
-            samples_raw.push(
-                json!({"what": "endpoint-slices", "at": ts(x), "slices": endpoint_slices(&endpoints)}),
-            );
-            lease_samples.push(c::LeaseSample {
-                at: ts(x),
-                holder: l.holder,
-                renew_time: l.renew_time,
-                lease_transitions: l.lease_transitions,
-                error: None,
-            });
-            endpoint_samples.push(c::EndpointSample {
-                at: ts(x),
-                endpoints: endpoints.clone(),
-                error: None,
-            });
+            let lease = json!({"what": "lease", "at": ts(x), "lease": self.lease_at(x).1});
+            let slices = json!({"what": "endpoint-slices", "at": ts(x), "slices": slices});
+            leases.push(lab::derive::lease_sample(&lease).expect("a Lease read"));
+            endpoints.push(lab::derive::endpoint_sample(&slices).expect("EndpointSlices"));
+            samples.extend([lease, slices]);
         }
-        raw.rec("freeze-samples", self.resumed + 30, samples_raw);
-        (lease_samples, endpoint_samples)
+        raw.rec("freeze-samples", self.resumed + 30, samples);
+        (leases, endpoints)
     }
 
     /// The settle: every replica Ready and a ready endpoint, the Lease on a replica, no sooner
@@ -1657,7 +1544,7 @@ impl<'a> FreezeClock<'a> {
     /// replica's process and the Lease. Returns when the settle began and ended, the process
     /// after and the Lease after.
     fn settle(&self, raw: &mut Vec<Value>) -> (i64, i64, b::ProcessIdentity, a::LeaseFacts) {
-        let (f, resumed) = (self.f, self.resumed);
+        let (f, resumed) = (self, self.resumed);
         let settle_start = resumed + 1_026;
         let holder_after = &self.replicas[self.take.map_or(f.lease.holder, |(h, _)| h)].pod;
         let n = self.replicas.len();
@@ -1666,17 +1553,13 @@ impl<'a> FreezeClock<'a> {
                    "pods_listed": n, "pods_ready": ready, "target_ready": target_ready,
                    "target_restart_count": restarts})
         };
-        let (checks, settled) = if f.restarts {
-            let checks = vec![
-                check(settle_start + 5, n, 0, true),
-                check(resumed + 11_000, n - 1, 0, false),
-                check(resumed + 12_100, n - 1, 1, false),
-                check(resumed + 25_000, n, 1, true),
-            ];
-            (checks, resumed + 26_300)
-        } else {
-            (vec![check(settle_start + 5, n, 0, true)], resumed + 14_200)
-        };
+        let mut checks = vec![check(settle_start + 5, n, 0, true)];
+        if f.restarts {
+            checks.push(check(resumed + 11_000, n - 1, 0, false));
+            checks.push(check(resumed + 12_100, n - 1, 1, false));
+            checks.push(check(resumed + 25_000, n, 1, true));
+        }
+        let settled = resumed + if f.restarts { 26_300 } else { 14_200 };
         raw.rec("settle-wait", settled, checks);
         let restarts = u32::from(f.restarts);
         let pods: Vec<Value> = (self.replicas.iter().enumerate())
@@ -1692,8 +1575,8 @@ impl<'a> FreezeClock<'a> {
         }
         let cri = cri_container(restarts, &identity, &target.pod);
         raw.rec("cri-container-after", settled + 6, cri);
-        let lease_after = self.lease_at(settled + 9);
-        raw.rec("lease-after", settled + 9, lease_object(&lease_after));
+        let (lease_after, lease_raw) = self.lease_at(settled + 9);
+        raw.rec("lease-after", settled + 9, lease_raw);
         (settle_start, settled, identity, lease_after)
     }
 }
@@ -1705,43 +1588,43 @@ impl<'a> FreezeClock<'a> {
 /// when the act ends (ms) and the Lease after it.
 fn c_freeze_run(
     f: &CFreeze,
-    replicas: &[Replica],
     existing: &facts::PodObservation,
     raw: &mut Vec<Value>,
 ) -> (c::ReplicaFreezeRun, i64, LeaseState) {
-    let k = FreezeClock::new(f, replicas);
+    let replicas = f.replicas;
     let (act, policy) = (f.step.act, f.step.policy);
     let target = &replicas[f.target];
     let identity = target.identity();
-    let lease_before = k.lease_at(f.lease_read);
-    raw.rec("lease-before", f.lease_read, lease_object(&lease_before));
+    let (lease_before, lease_raw) = f.lease_at(f.lease_read);
+    raw.rec("lease-before", f.lease_read, lease_raw);
     let cri = cri_container(0, &identity, &target.pod);
     raw.rec("cri-container-before", f.lease_read + 10, cri);
     let at = f.lease_read + 30;
     replica_metrics(raw, "before", replicas, &f.counters, (at, 8));
-    raw.rec("fault-ledger-frozen", k.frozen + 15, k.ledger(None));
-    let (bad, control) = k.waves(raw);
-    let (lease_samples, endpoint_samples) = k.samples(raw);
-    let ledger = k.ledger(Some(k.resumed));
-    raw.rec("fault-ledger-resumed", k.resumed + 31, ledger);
+    raw.rec("fault-ledger-frozen", f.frozen + 15, f.ledger(None));
+    let (bad, control) = f.waves(raw);
+    let (lease_samples, endpoint_samples) = f.samples(raw);
+    let ledger = f.ledger(Some(f.resumed));
+    raw.rec("fault-ledger-resumed", f.resumed + 31, ledger);
     let name = format!("kca-{0}-after-10042{act}-{0}a0", f.step.tag);
-    let deny = bad_pod(&name, k.resumed + 1_000, 6, Deny(hook(policy)));
-    raw.rec("request:after-resume", k.resumed + 1_023, &deny);
-    let (settle_start, settled, identity_after, lease_after) = k.settle(raw);
+    let deny = bad_pod(&name, f.resumed + 1_000, 6, Deny(hook(policy)));
+    raw.rec("request:after-resume", f.resumed + 1_023, &deny);
+    let (settle_start, settled, identity_after, lease_after) = f.settle(raw);
     replica_metrics(raw, "after", replicas, &f.counters, (settled + 15, 6));
     let watchdog = 7000 + u32::from(act);
     let run = c::ReplicaFreezeRun {
-        target_role: match f.step.target {
-            Target::Leader => "leader",
-            _ => "follower",
-        }
+        target_role: (if f.step.target == Target::Leader {
+            "leader"
+        } else {
+            "follower"
+        })
         .into(),
         target_pod: target.pod.clone(),
         lease_before,
-        freeze: freeze_window(identity, watchdog, k.frozen - 10, (k.frozen, k.resumed)),
+        freeze: freeze_window(identity, watchdog, f.frozen - 10, (f.frozen, f.resumed)),
         registration_present_during_freeze: true,
         registration_snapshot: webhook_entry(policy),
-        registration_checked_at: ts(k.frozen + 18),
+        registration_checked_at: ts(f.frozen + 18),
         timeout_seconds: 3,
         waves: f.step.traffic.0,
         wave_size: f.step.traffic.1,
@@ -1768,7 +1651,7 @@ fn c_freeze_run(
         lease_after,
         existing: seen_at(existing, settled + 30),
     };
-    (run, settled + 300, k.state_at(settled + 9).0)
+    (run, settled + 300, f.state_at(settled + 9).0)
 }
 /// A replica freeze act that first switches the policy to Ignore (lab C's act 6): the switch at
 /// 30 ms, a healthy deny, then the replica the registry's [`Target`] names frozen (lab C: the
@@ -1787,29 +1670,17 @@ fn c_switch_freeze_act(
     let name = format!("kca-{tag}-healthy-bad-100430-{tag}h0");
     let policy = policy_at(t.lab, act);
     let healthy_bad = bad_pod(&name, t0 + 400, 12, Deny(hook(policy)));
-    let (w6, switch) = policy_switch(t0 + 30, t0 + 80);
+    let before = policy_answer(policy_at(t.lab, act - 1));
     let mut raw = vec![
         raw_rec("healed-earlier-faults", t0, json!([])),
-        raw_rec(
-            "policy-before",
-            t0,
-            policy_answer(policy_at(t.lab, act - 1)),
-        ),
+        raw_rec("policy-before", t0, before),
     ];
-    raw.extend(switch);
     raw.rec("request:healthy-bad", t0 + 430, &healthy_bad);
     let freeze = CFreeze::new(t.lab, act, replicas, lease, t0 + 450);
-    let (run, end, lease) = c_freeze_run(&freeze, replicas, &a3.existing, &mut raw);
-    let a6 = c::Act6Facts {
-        policy_uid_before: POLICY_UID.into(),
-        policy: stored_policy(policy),
-        webhook: w6,
-        healthy_bad,
-        run,
-    };
-    let inputs: Vec<InputFile> = std::iter::once(plan(t.lab))
-        .chain(own.iter().copied())
-        .collect();
+    let (run, end, lease) = c_freeze_run(&freeze, &a3.existing, &mut raw);
+    let (a6, switch) = policy_switch((t0 + 30, t0 + 80), healthy_bad, run);
+    raw.splice(2..2, switch);
+    let inputs = [&[plan(t.lab)], own].concat();
     t.act(act, (t0, end), &inputs, &a6, raw);
     (a6, lease)
 }
@@ -1828,39 +1699,30 @@ fn c_act7(t: &mut Tree, replicas: &[Replica], a3: &c::Act3Facts, held: LeaseStat
         "kind": "scale", "note": null, "restore": {"at": ts(360_070), "result": "restored"},
         "resume": null
     });
+    let scale_back = lab::derive::scale_back(&heal, n, original).expect("a heal record");
     let wait_check = |at: i64, listed: u32| {
         json!({"at": ts(at), "lease_holder": kept.pod, "pods_listed": listed, "pods_live": original,
                "pods_ready": original, "registration": true, "spec_replicas": original})
     };
     let wait = [wait_check(360_200, n), wait_check(392_900, original)];
     let tag = lab::labs::common::request_tag(t.lab, 7);
-    let probe = bad_pod(
-        &format!("kca-{tag}-bad-100500-{tag}b0"),
-        393_100,
-        6,
-        DENY_IGNORE,
-    );
-    let lease7 = held.read(replicas, renew_at(held.acquired.0, 393_010), 393_010);
+    let probe = format!("kca-{tag}-bad-100500-{tag}b0");
+    let probe = bad_pod(&probe, 393_100, 6, DENY_IGNORE);
+    let (lease7, lease_raw) = held.read(replicas, renew_at(held.acquired.0, 393_010), 393_010);
     let w7 = webhook("Ignore", 393_016);
     let raw = vec![
-        raw_rec("deployment-before", 360_003, deployment_object(n, n)),
+        raw_rec("deployment-before", 360_003, deployment(n, n).1),
         raw_rec("scale-back-heal", 360_075, json!([heal])),
         raw_rec("scale-attempt-heal", 360_075, heal),
         raw_rec("scale-back-wait", 392_900, json!(wait)),
-        raw_rec("lease", 393_010, lease_object(&lease7)),
+        raw_rec("lease", 393_010, lease_raw),
         raw_rec("policy", 393_015, stored_policy("Ignore")),
         raw_rec("webhook-configuration", 393_016, configuration("Ignore")),
         raw_rec("request:deny-probe", 393_125, json!(probe)),
     ];
     let a7 = c::Act7Facts {
-        scale_back: c::ScaleBackFacts {
-            fault_id: a3.scale.fault_id.clone(),
-            action: "restored".into(),
-            replicas_before: n,
-            replicas: original,
-            at: ts(360_004),
-        },
-        deployment: deployment_read(original, original),
+        scale_back,
+        deployment: deployment(original, original).0,
         replicas: vec![kept.pod(392_900, 0).0],
         lease: lease7,
         policy_uid: POLICY_UID.into(),
