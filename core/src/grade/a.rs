@@ -354,6 +354,7 @@ pub(crate) fn act6(g: &mut G) {
     last_check_precedes_its_step(g, s, &f);
     replicas_restored_recorded_first(g, s, &f);
     restored_by_the_watcher_at_its_wake(g, s, &f);
+    restored_by_the_runner_while_it_ran(g, s, &f);
     if registered.is_some() {
         registration_after_recovery_equals_act2(g, s, &f);
     }
@@ -432,6 +433,38 @@ fn restored_by_the_watcher_at_its_wake(g: &mut G, s: &str, f: &Act6Facts) {
             },
         );
     }
+}
+
+/// Replicas restored by the runner (the tool's own process) were restored while it ran an act:
+/// act 6's restore (inside act 6's span, [`super::bounds::CLOCK_SKEW_MS`] of slack), or an earlier
+/// one its fault ledger records (raw `fault-ledger`: an entry `restored` at that time). Flags
+/// [`Code::TimesInconsistent`] on `replicas_restored.at`.
+fn restored_by_the_runner_while_it_ran(g: &mut G, s: &str, f: &Act6Facts) {
+    if f.restored_by != Some(facts::a::Restorer::Runner) {
+        return;
+    }
+    let (Some(ev), Some(at)) = (g.evidence(6), f.replicas_restored.at.clone()) else {
+        return;
+    };
+    let t = |x: &str| facts::parse_rfc3339(x);
+    let skew = chrono::Duration::milliseconds(super::bounds::CLOCK_SKEW_MS as i64);
+    let in_act = t(&at)
+        .zip(t(&ev.started_at))
+        .is_some_and(|(a, s)| a + skew >= s);
+    let ledger = super::witness::raw_record(&ev, "fault-ledger");
+    let entries = ledger
+        .and_then(|l| l["entries"].as_array())
+        .into_iter()
+        .flatten();
+    let mut restores = entries.filter(|e| e["event"] == "restored");
+    let recorded = restores.any(|e| {
+        [&e["at"], &e["detail"]["at"]]
+            .iter()
+            .any(|x| x.as_str() == Some(at.as_str()))
+    });
+    g.check(in_act || recorded, TimesInconsistent, format!("{s}.replicas_restored.at"), || {
+        format!("restored by the runner at {at}, before act 6 began ({}), and no restore of the fault ledger (evidence/06.json raw[fault-ledger]) was at that time", ev.started_at)
+    });
 }
 
 /// Act 6's reads are the objects it kept verbatim: the previous Lease holder is

@@ -76,6 +76,11 @@ pub const STEP_START_SPREAD_MS: i64 = 1000;
 /// while a window opened later than that is not the act's.
 pub const AUDIT_WINDOW_OPEN_MS: i64 = 1000;
 
+/// How long kube-proxy may still send calls to an endpoint after a read of the EndpointSlice
+/// stopped showing it ready (its sync after the change; 1 s by default,
+/// `--iptables-min-sync-period`), ms.
+pub const ENDPOINT_SYNC_MS: i64 = 1000;
+
 /// The most a webhook call may take by the API server's own clock (the audit latency annotation,
 /// the audit event's span, the metrics' duration), milliseconds, given the tool's `elapsed_ms`
 /// for the request: the call happens inside the request the tool timed, and the API server and

@@ -767,34 +767,56 @@ fn replica_freeze_run(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun) {
 
 /// A call that ran into the timeout during the freeze (a violating pod timed out, or was stored
 /// after the timeout under Ignore) met the frozen replica: the Service sends a call only to a
-/// ready endpoint, so some endpoint sample of the freeze (`endpoint_samples`, read each second)
-/// shows the frozen pod ready. Nothing is held when no sample could be read. Flags
-/// [`Code::ValueMismatch`] on `endpoint_samples`, naming the request.
+/// ready endpoint, so the endpoint samples around the call's send (`endpoint_samples`, read each
+/// second: the last read at least [`super::bounds::ENDPOINT_SYNC_MS`] before it, kube-proxy's lag,
+/// and every read from then until the first read after it) show the frozen pod ready in one of
+/// them. Nothing is held when no sample could be read. Flags [`Code::ValueMismatch`] on
+/// `endpoint_samples`, naming the request.
 fn a_call_that_met_the_frozen_replica_had_it_as_an_endpoint(
     g: &mut G,
     s: &str,
     run: &ReplicaFreezeRun,
 ) {
     use crate::evidence::Outcome;
-    let read = run.endpoint_samples.iter().filter(|x| x.error.is_none());
-    if read.clone().next().is_none() {
+    let t = |x: &str| facts::parse_rfc3339(x);
+    let read: Vec<_> = (run.endpoint_samples.iter())
+        .filter(|x| x.error.is_none())
+        .filter_map(|x| Some((t(&x.at)?, x)))
+        .collect();
+    if read.is_empty() {
         return;
     }
     let pod = Some(run.target_pod.as_str());
-    let ready = read.clone().any(|x| {
+    let ready = |x: &facts::c::EndpointSample| {
         x.endpoints
             .iter()
             .any(|e| e.ready && e.pod.as_deref() == pod)
-    });
-    let long = |r: &&RequestRecord| {
+    };
+    let lag = chrono::Duration::milliseconds(super::bounds::ENDPOINT_SYNC_MS);
+    let seen_ready_around = |sent: chrono::DateTime<chrono::Utc>| {
+        let before = read
+            .iter()
+            .rposition(|(at, _)| *at + lag <= sent)
+            .unwrap_or(0);
+        let after = read
+            .iter()
+            .position(|(at, _)| *at >= sent)
+            .unwrap_or(read.len() - 1);
+        read[before..=after.max(before)]
+            .iter()
+            .any(|(_, x)| ready(x))
+    };
+    let long = |r: &RequestRecord| {
         r.outcome == Outcome::WebhookTimeout
             || (r.outcome == Outcome::Stored && r.elapsed_ms >= 1000)
     };
-    let met = run.bad.iter().enumerate().find(|(_, r)| long(r));
-    g.check(met.is_none() || ready, ValueMismatch, format!("{s}.endpoint_samples"), || {
-        let (i, r) = met.unwrap();
-        let (name, outcome, ms) = (&r.name, r.outcome.as_str(), r.elapsed_ms);
-        format!("no sample of the freeze shows the frozen pod {} a ready endpoint, yet {s}.bad[{i}] ({name}) was {outcome} after {ms} ms: a call that runs into the timeout met the frozen replica, and calls go only to ready endpoints", run.target_pod)
+    let met = (run.bad.iter().enumerate())
+        .filter(|(_, r)| long(r))
+        .find(|(_, r)| t(&r.sent_at).is_some_and(|sent| !seen_ready_around(sent)));
+    g.check(met.is_none(), ValueMismatch, format!("{s}.endpoint_samples"), || {
+        let (i, r) = met.expect("found");
+        let (name, outcome, ms, sent) = (&r.name, r.outcome.as_str(), r.elapsed_ms, &r.sent_at);
+        format!("no sample around {sent} shows the frozen pod {} a ready endpoint, yet {s}.bad[{i}] ({name}), sent then, was {outcome} after {ms} ms: a call that runs into the timeout met the frozen replica, and calls go only to ready endpoints", run.target_pod)
     });
 }
 

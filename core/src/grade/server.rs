@@ -47,6 +47,8 @@ pub(crate) fn grade(g: &mut G, ev: &Evidence) {
     call_failure_never_reaches_the_client_under_ignore(g, ev, &reads);
     lease_tenure_is_one_story(g);
     lease_stamped_before_it_was_read(g);
+    lease_tenure_holds_between_its_reads(g);
+    frozen_holder_renews_nothing(g, ev);
     replica_counters_account_for_the_calls(g, ev);
     replica_counter_falls_only_with_a_restart(g);
     restart_count_never_falls_for_one_pod(g);
@@ -452,7 +454,7 @@ fn tenure_contradiction(a: &LeaseRead, b: &LeaseRead) -> Option<String> {
         // A renewal only moves renewTime forward within one tenure.
         if let (Some(x), Some(y)) = (a.renew, b.renew)
             && a.at + slack < b.at
-            && y + slack < x
+            && y < x
         {
             return Some(format!(
                 "one tenure (leaseTransitions {ta}) renewed at {x:?}, then read later renewed at {y:?}; a renewal only moves renewTime forward"
@@ -523,6 +525,78 @@ pub(crate) fn lease_stamped_before_it_was_read(g: &mut G) {
             let (field, t) = late.unwrap_or_default();
             let (t, at) = (t.map(|t| t.to_rfc3339()).unwrap_or_default(), r.at.to_rfc3339());
             format!("{field} {t} is later than the read itself ({at}): a read shows only what was written before it")
+        });
+    }
+}
+
+/// A tenure read before and after a read holds at that read too: the holder keeps the Lease
+/// until another takes it (a new `acquireTime`, `leaseTransitions` + 1) or releases it (client-go
+/// then stamps a new tenure when it is taken again, even by the same holder). So a read of this
+/// act made between two reads of one tenure ([`bounds::LEASE_STORE_MS`] apart from each) shows
+/// that tenure's holder. Flags [`Code::LeaseTenureContradicted`] on this act's read, naming the
+/// reads on either side.
+pub(crate) fn lease_tenure_holds_between_its_reads(g: &mut G) {
+    let slack = chrono::Duration::milliseconds(bounds::LEASE_STORE_MS);
+    let reads = lease_reads(g);
+    type Key<'r> = (&'r str, &'r str, Option<Time>, u64);
+    let mut spans: BTreeMap<Key<'_>, (&LeaseRead, &LeaseRead)> = BTreeMap::new();
+    for r in &reads {
+        let (Some(h), Some(t)) = (r.holder.as_deref().filter(|h| !h.is_empty()), r.transitions)
+        else {
+            continue;
+        };
+        let span = spans.entry((&r.lease, h, r.acquire, t)).or_insert((r, r));
+        if r.at < span.0.at {
+            span.0 = r;
+        }
+        if r.at > span.1.at {
+            span.1 = r;
+        }
+    }
+    let this = g.act;
+    for b in reads.iter().filter(|r| r.act == this) {
+        let inside = spans.iter().find(|((lease, holder, _, _), (first, last))| {
+            *lease == b.lease
+                && b.holder.as_deref() != Some(*holder)
+                && first.at + slack < b.at
+                && b.at + slack < last.at
+        });
+        g.check(inside.is_none(), LeaseTenureContradicted, b.witness.clone(), || {
+            let ((_, holder, _, t), (first, last)) = inside.expect("found");
+            let shown = b.holder.as_deref().unwrap_or("none");
+            format!("read at {} shows holder {shown:?}, though {} and {} show the tenure of {holder} (leaseTransitions {t}) before and after it", b.at.to_rfc3339(), first.witness, last.witness)
+        });
+    }
+}
+
+/// A frozen process writes nothing: no Lease read of the act shows the frozen pod (`target_pod`;
+/// lab B's one replica, act 4's `pod_name`) renewing inside its freeze (`freeze.frozen_at` ..
+/// `resumed_at`): a `renewTime` the holder stamped later than [`bounds::LEASE_STORE_MS`] after
+/// the SIGSTOP and before the SIGCONT. Flags [`Code::LeaseTenureContradicted`] on the read,
+/// naming the freeze window.
+pub(crate) fn frozen_holder_renews_nothing(g: &mut G, ev: &Evidence) {
+    let freeze = &ev.facts["freeze"];
+    let (Some(frozen), Some(resumed)) =
+        (time_of(freeze, "frozen_at"), time_of(freeze, "resumed_at"))
+    else {
+        return;
+    };
+    let pod = match ev.facts["target_pod"].as_str() {
+        Some(p) => Some(p.to_owned()),
+        None => read_evidence(g.input, 4..=4)
+            .find_map(|(_, d)| d.value["facts"]["pod_name"].as_str().map(str::to_owned)),
+    };
+    let Some(pod) = pod else { return };
+    let slack = chrono::Duration::milliseconds(bounds::LEASE_STORE_MS);
+    let this = g.act;
+    for r in lease_reads(g)
+        .into_iter()
+        .filter(|r| r.act == this && r.holder.as_deref() == Some(pod.as_str()))
+    {
+        let renewed = r.renew.filter(|t| *t > frozen + slack && *t < resumed);
+        g.check(renewed.is_none(), LeaseTenureContradicted, r.witness.clone(), || {
+            let t = renewed.map(|t| t.to_rfc3339()).unwrap_or_default();
+            format!("the frozen pod {pod} renewed the Lease at {t}, inside its freeze ({} facts.freeze: {} .. {}); a stopped process writes nothing", ev_name(this), frozen.to_rfc3339(), resumed.to_rfc3339())
         });
     }
 }
@@ -618,15 +692,12 @@ pub(crate) fn replica_counters_account_for_the_calls(g: &mut G, ev: &Evidence) {
     // frozen were answered by the others, whose counters kept them.
     let during = frozen_replica_answered(ev, rows, window);
     let ok = moved <= calls
-        && match (reset, during) {
-            (false, _) => answered <= moved,
-            (true, Some((answered, kept))) => answered <= kept,
-            (true, None) => true,
-        };
+        && (reset || answered <= moved)
+        && during.is_none_or(|(answered, kept)| answered <= kept);
     let sub = format!("{} facts.replica_requests", ev_name(g.act));
     g.check(ok, ValueMismatch, sub, || {
         let (reset, ns) = (if reset { " (a counter was reset)" } else { "" }, crate::rules::common::TARGET_NAMESPACE);
-        let frozen = during.map_or(String::new(), |(n, kept)| format!("; {n} calls were answered while the reset replica was frozen, and the other replicas' counters moved by {kept}"));
+        let frozen = during.map_or(String::new(), |(n, kept)| format!("; {n} calls were answered while the frozen replica was frozen, and the other replicas' counters moved by {kept}"));
         format!("the replicas' counters moved by {moved}{reset}; the act's request records in {ns} show {answered} calls of the webhook answered between the counters' reads and {calls} calls in all{frozen}")
     });
 }
@@ -648,12 +719,12 @@ fn counters_window(ev: &Evidence) -> Option<(Time, Time)> {
     Some((from, to))
 }
 
-/// When every counter that fell is the frozen replica's (`facts.target_pod`, or the act's one
-/// frozen pod): how many of the act's target-namespace calls were answered (a deny, a pod stored
-/// in under 1 s) inside the freeze (`facts.freeze.frozen_at`..`resumed_at`) and the counters'
-/// window, and how far the other replicas' counters moved. A frozen process answers nothing, so
-/// those calls were answered, and counted, by the others. `None` when the act froze no replica
-/// or a replica that was not frozen reset its counter.
+/// For an act that froze one replica of several (`facts.target_pod`): how many of the act's
+/// target-namespace calls were answered (a deny, a pod stored in under 1 s) inside the freeze
+/// (`facts.freeze.frozen_at`..`resumed_at`) and the counters' window, and how far the other
+/// replicas' counters moved. A frozen process answers nothing, so those calls were answered, and
+/// counted, by the others, whether or not the frozen one's counter reset with a restart. `None`
+/// when the act froze no replica or a replica that was not frozen reset its counter.
 fn frozen_replica_answered(
     ev: &Evidence,
     rows: &[Value],
@@ -697,135 +768,210 @@ fn frozen_replica_answered(
 }
 
 /// Every read of a replica's admission request counter in the acts up to `g.act`:
-/// `(pod, value, witness)`, in the order they were read (act by act; before, then after).
-fn counter_reads(g: &G) -> Vec<(String, u64, String)> {
+/// `(pod, when, value, witness)`, in the order they were read. A read is timed by its raw
+/// `replica-metrics-before:<pod>` / `replica-metrics-after:<pod>` record, else by its act's end.
+fn counter_reads(g: &G) -> Vec<(String, Time, u64, String)> {
     let mut out = Vec::new();
     for (act, doc) in read_evidence(g.input, ..=g.act) {
-        let rows = doc.value["facts"]["replica_requests"].as_array();
+        let v = &doc.value;
+        let Some(end) = time_of(v, "finished_at").or_else(|| time_of(v, "started_at")) else {
+            continue;
+        };
+        let raw_at = |what: String| {
+            let raw = v["raw"].as_array().into_iter().flatten();
+            raw.filter(|r| r["what"] == what.as_str())
+                .find_map(|r| time_of(r, "at"))
+        };
+        let rows = v["facts"]["replica_requests"].as_array();
         for (i, r) in rows.into_iter().flatten().enumerate() {
             let Some(pod) = r["pod"].as_str() else {
                 continue;
             };
             for when in ["before", "after"] {
-                if let Some(v) = r[when].as_u64() {
+                if let Some(value) = r[when].as_u64() {
+                    let at = raw_at(format!("replica-metrics-{when}:{pod}")).unwrap_or(end);
                     let witness = format!("{} facts.replica_requests[{i}].{when}", ev_name(*act));
-                    out.push((pod.to_owned(), v, witness));
+                    out.push((pod.to_owned(), at, value, witness));
                 }
             }
         }
     }
+    out.sort_by_key(|r| r.1);
     out
 }
 
-/// The restart counts the acts up to `g.act` observed of the pod named `pod`'s containers (a pod
-/// observation's `restart_count`, a replica process's, a frozen replica's before and after), and
-/// whether its UID changed (`pod_uid_before` / `pod_uid_after`).
-fn restarted(g: &G, pod: &str) -> bool {
-    fn walk(v: &Value, pod: &str, counts: &mut Vec<u64>, replaced: &mut bool) {
-        match v {
-            Value::Object(o) => {
-                let name = ["name", "pod_name", "pod"]
-                    .iter()
-                    .find_map(|k| o.get(*k)?.as_str());
-                if name == Some(pod) {
-                    let keys = [
-                        "restart_count",
-                        "restart_count_before",
-                        "restart_count_after",
-                    ];
-                    counts.extend(keys.iter().filter_map(|k| o.get(*k)?.as_u64()));
-                    let uids = (o.get("pod_uid_before"), o.get("pod_uid_after"));
-                    *replaced |= matches!(uids, (Some(b), Some(a)) if b != a);
-                }
-                o.values().for_each(|x| walk(x, pod, counts, replaced));
-            }
-            Value::Array(a) => a.iter().for_each(|x| walk(x, pod, counts, replaced)),
-            _ => {}
-        }
-    }
-    let (mut counts, mut replaced) = (Vec::new(), false);
-    for (_, doc) in read_evidence(g.input, ..=g.act) {
-        walk(&doc.value["facts"], pod, &mut counts, &mut replaced);
-    }
-    let rose = counts
-        .iter()
-        .max()
-        .zip(counts.iter().min())
-        .is_some_and(|(a, b)| a > b);
-    replaced || rose
+/// Whether the lab's reads show the container of the pod named `pod` restarted after `from` and
+/// no later than `to` ([`restart_reads`]): a count read in that span higher than every count
+/// read of it up to `from`, or the name read with two pod UIDs (a new pod, a new process).
+fn restarted_between(reads: &[RestartRead], pod: &str, from: Time, to: Time) -> bool {
+    let of_pod = || reads.iter().filter(|r| r.5.as_deref() == Some(pod));
+    let uids: std::collections::BTreeSet<&str> = of_pod().map(|r| r.2.as_str()).collect();
+    let before = of_pod().filter(|r| r.1 <= from).map(|r| r.3).max();
+    let base = before.or_else(|| of_pod().filter(|r| r.1 <= to).map(|r| r.3).min());
+    let rose = of_pod().any(|r| r.1 > from && r.1 <= to && base.is_some_and(|b| r.3 > b));
+    uids.len() > 1 || rose
 }
 
 /// A replica's admission request counter (a Prometheus counter, kept in the process) falls only
 /// when its container restarted: each read of it, in this act and across the acts, is no lower
-/// than the read before it unless the acts observed that pod's restart count rise (or the pod
-/// replaced). Flags [`Code::ValueMismatch`] on this act's read, naming the earlier one.
+/// than the read before it unless the reads between the two show that pod's container restarted
+/// ([`restarted_between`]). Flags [`Code::ValueMismatch`] on this act's read, naming the earlier
+/// one.
 pub(crate) fn replica_counter_falls_only_with_a_restart(g: &mut G) {
     let reads = counter_reads(g);
+    let restarts = lab_restart_reads(g);
     let this = ev_name(g.act);
-    let mut last: BTreeMap<&str, (u64, &str)> = BTreeMap::new();
-    for (pod, v, witness) in &reads {
-        if let Some((before, earlier)) = last.get(pod.as_str()).copied()
+    let mut last: BTreeMap<&str, (Time, u64, &str)> = BTreeMap::new();
+    for (pod, at, v, witness) in &reads {
+        if let Some((from, before, earlier)) = last.get(pod.as_str()).copied()
             && witness.starts_with(&this)
         {
-            let ok = *v >= before || restarted(g, pod);
+            let ok = *v >= before || restarted_between(&restarts, pod, from, *at);
             g.check(ok, ValueMismatch, witness.clone(), || {
-                format!("replica {pod}'s admission request counter fell from {before} ({earlier}) to {v}, though no read of the lab shows its container restarted; a counter falls only with a restart")
+                format!("replica {pod}'s admission request counter fell from {before} ({earlier}) to {v}, though no read between them shows its container restarted; a counter falls only with a restart")
             });
         }
-        last.insert(pod, (*v, witness));
+        last.insert(pod, (*at, *v, witness));
     }
 }
 
-/// A pod's restart count never falls: every observation of one pod UID (`uid`, `restart_count`,
-/// `at`, wherever the facts hold one) shows a count no lower than the observations read before
-/// it, in this act and the earlier ones. Flags [`Code::ValueMismatch`] on this act's observation,
-/// naming the earlier one.
-pub(crate) fn restart_count_never_falls_for_one_pod(g: &mut G) {
-    fn walk(v: &Value, path: &str, file: &str, out: &mut Vec<(Time, String, u64, String)>) {
-        match v {
-            Value::Object(o) => {
-                let uid = o.get("uid").and_then(Value::as_str);
-                let count = o.get("restart_count").and_then(Value::as_u64);
-                if let (Some(uid), Some(count), Some(at)) = (uid, count, time_of(v, "at")) {
-                    out.push((
-                        at,
+/// One observation of a pod's restart count: `(act, when, pod UID, count, witness, pod name
+/// when the observation names it)`.
+type RestartRead = (u8, Time, String, u64, String, Option<String>);
+
+/// Every restart count an act recorded of a pod, wherever it sits: a pod observation (`uid`,
+/// `restart_count`), a process found through CRI (`identity.pod_uid`, `restart_count`), and a raw
+/// `Pod` object (`metadata.uid`, the sum of `status.containerStatuses[].restartCount`, as a pod
+/// observation counts). Each is timed by its own `at`, else its raw record's, else the act's end.
+fn restart_reads(
+    v: &Value,
+    at: Option<Time>,
+    act: (u8, Time),
+    path: &str,
+    file: &str,
+    out: &mut Vec<RestartRead>,
+) {
+    match v {
+        Value::Object(o) => {
+            let at = time_of(v, "at").or(at);
+            let text = |p: &str| v.pointer(p).and_then(Value::as_str);
+            let pod_object = o.get("kind").and_then(Value::as_str) == Some("Pod");
+            let name = if pod_object {
+                text("/metadata/name")
+            } else {
+                ["/name", "/pod_name", "/pod"].into_iter().find_map(text)
+            };
+            let name = name.map(str::to_owned);
+            let found = if pod_object {
+                let statuses = v
+                    .pointer("/status/containerStatuses")
+                    .and_then(Value::as_array);
+                let sum =
+                    statuses.map(|c| c.iter().filter_map(|c| c["restartCount"].as_u64()).sum());
+                text("/metadata/uid").zip(sum)
+            } else {
+                let uid = text("/uid").or_else(|| text("/identity/pod_uid"));
+                uid.zip(o.get("restart_count").and_then(Value::as_u64))
+            };
+            if let Some((uid, count)) = found {
+                let witness = format!("{file} {path}");
+                let read = (
+                    act.0,
+                    at.unwrap_or(act.1),
+                    uid.to_owned(),
+                    count,
+                    witness,
+                    name.clone(),
+                );
+                out.push(read);
+            }
+            // A freeze's counts on either side of it: lab B's (the frozen process's pod,
+            // `freeze.identity.pod_uid`), lab C's frozen replica after it (`target_after`; its
+            // count before is act 4's process, read there).
+            let sides = [
+                (
+                    "/freeze/identity/pod_uid",
+                    "restart_count_before",
+                    "/freeze/frozen_at",
+                ),
+                (
+                    "/freeze/identity/pod_uid",
+                    "restart_count_after",
+                    "/freeze/resumed_at",
+                ),
+                ("/pod_uid_after", "restart_count_after", "/settled_at"),
+            ];
+            for (uid, key, when) in sides {
+                let count = o.get(key).and_then(Value::as_u64);
+                if let (Some(uid), Some(count)) = (text(uid), count) {
+                    let at = v
+                        .pointer(when)
+                        .and_then(Value::as_str)
+                        .and_then(parse_rfc3339);
+                    let witness = format!("{file} {path}.{key}");
+                    let read = (
+                        act.0,
+                        at.unwrap_or(act.1),
                         uid.to_owned(),
                         count,
-                        format!("{file} {path}.restart_count"),
-                    ));
-                }
-                for (k, x) in o {
-                    if k != crate::audit::FACTS_KEY && k != crate::metrics::FACTS_KEY {
-                        walk(x, &format!("{path}.{k}"), file, out);
-                    }
+                        witness,
+                        name.clone(),
+                    );
+                    out.push(read);
                 }
             }
-            Value::Array(a) => {
-                for (i, x) in a.iter().enumerate() {
-                    walk(x, &format!("{path}[{i}]"), file, out);
+            for (k, x) in o {
+                if k != crate::audit::FACTS_KEY && k != crate::metrics::FACTS_KEY {
+                    restart_reads(x, at, act, &format!("{path}.{k}"), file, out);
                 }
             }
-            _ => {}
         }
-    }
-    let mut reads = Vec::new();
-    for (act, doc) in read_evidence(g.input, ..=g.act) {
-        walk(&doc.value["facts"], "facts", &ev_name(*act), &mut reads);
-    }
-    reads.sort_by_key(|r| r.0);
-    let this = ev_name(g.act);
-    let mut most: BTreeMap<&str, (u64, &str)> = BTreeMap::new();
-    for (_, uid, count, witness) in &reads {
-        match most.get(uid.as_str()).copied() {
-            Some((m, earlier)) if witness.starts_with(&this) => {
-                g.check(*count >= m, ValueMismatch, witness.clone(), || {
-                    format!("pod {uid}'s restart count is {count}, though {earlier} read it as {m} before; a restart count never falls")
-                });
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                restart_reads(x, at, act, &format!("{path}[{i}]"), file, out);
             }
-            _ => {}
+        }
+        _ => {}
+    }
+}
+
+/// A pod's restart count never falls: every observation of one pod UID ([`restart_reads`]: pod
+/// observations, processes found through CRI, raw `Pod` objects, in facts and raw alike) shows a
+/// count no lower than the observations made before it, in this act and the earlier ones. Flags
+/// [`Code::ValueMismatch`] on this act's observation, naming the earlier one.
+pub(crate) fn restart_count_never_falls_for_one_pod(g: &mut G) {
+    let reads = lab_restart_reads(g);
+    let this = g.act;
+    let mut most: BTreeMap<&str, (u64, &str)> = BTreeMap::new();
+    for (act, _, uid, count, witness, _) in &reads {
+        if let Some((m, earlier)) = most.get(uid.as_str()).copied()
+            && *act == this
+        {
+            g.check(*count >= m, ValueMismatch, witness.clone(), || {
+                format!("pod {uid}'s restart count is {count}, though {earlier} read it as {m} before; a restart count never falls")
+            });
         }
         if most.get(uid.as_str()).is_none_or(|(m, _)| count >= m) {
             most.insert(uid, (*count, witness));
         }
     }
+}
+
+/// Every restart count read in the acts up to `g.act` ([`restart_reads`], facts and raw), in the
+/// order they were read.
+fn lab_restart_reads(g: &G) -> Vec<RestartRead> {
+    let mut reads = Vec::new();
+    for (act, doc) in read_evidence(g.input, ..=g.act) {
+        let (file, v) = (ev_name(*act), &doc.value);
+        let Some(end) = time_of(v, "finished_at").or_else(|| time_of(v, "started_at")) else {
+            continue;
+        };
+        restart_reads(&v["facts"], None, (*act, end), "facts", &file, &mut reads);
+        for (i, r) in v["raw"].as_array().into_iter().flatten().enumerate() {
+            let (at, path) = (time_of(r, "at"), format!("raw[{i}].data"));
+            restart_reads(&r["data"], at, (*act, end), &path, &file, &mut reads);
+        }
+    }
+    reads.sort_by_key(|r| (r.0, r.1));
+    reads
 }

@@ -1353,6 +1353,19 @@ struct LeaseState {
 }
 
 impl LeaseState {
+    /// How often replica `i`'s container restarted before this Lease: each takeover moved the
+    /// Lease from its holder to [`first_other`] (from the first replica on), and the holder that
+    /// lost it restarted (Kyverno exits when it loses the leadership).
+    fn restarts_of(&self, i: usize, replicas: &[Replica]) -> u32 {
+        let mut holder = 0;
+        let mut restarts = 0;
+        for _ in 0..self.transitions {
+            restarts += u32::from(holder == i);
+            holder = first_other(holder, replicas);
+        }
+        restarts
+    }
+
     /// The Lease read at `x` ms, last renewed at `renew` ms, and the object read ([`lease`]).
     fn read(&self, replicas: &[Replica], renew: i64, x: i64) -> (a::LeaseFacts, Value) {
         let holder = &replicas[self.holder].pod;
@@ -1563,7 +1576,11 @@ impl<'a> CFreeze<'a> {
         raw.rec("settle-wait", settled, checks);
         let restarts = u32::from(f.restarts);
         let pods: Vec<Value> = (self.replicas.iter().enumerate())
-            .map(|(i, r)| r.pod(settled, if i == f.target { restarts } else { 0 }).1)
+            .map(|(i, r)| {
+                let earlier = f.lease.restarts_of(i, self.replicas);
+                r.pod(settled, earlier + if i == f.target { restarts } else { 0 })
+                    .1
+            })
             .collect();
         raw.rec("pods-after", settled + 1, pods);
         let target = &self.replicas[f.target];
