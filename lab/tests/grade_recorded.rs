@@ -330,7 +330,7 @@ fn recorded_cases_are_flagged() {
         .filter(|p| p.is_dir())
         .collect();
     cases.sort();
-    assert!(cases.len() >= 34, "{cases:?}");
+    assert!(cases.len() >= 38, "{cases:?}");
     for case in cases {
         let overlay = common::read_tree(&case);
         let meta = overlay["case.json"].clone();

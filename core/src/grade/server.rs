@@ -49,6 +49,7 @@ pub(crate) fn grade(g: &mut G, ev: &Evidence) {
     lease_stamped_before_it_was_read(g);
     lease_tenure_holds_between_its_reads(g);
     frozen_holder_renews_nothing(g, ev);
+    one_resource_version_one_object(g);
     replica_counters_account_for_the_calls(g, ev);
     replica_counter_falls_only_with_a_restart(g);
     restart_count_never_falls_for_one_pod(g);
@@ -598,6 +599,95 @@ pub(crate) fn frozen_holder_renews_nothing(g: &mut G, ev: &Evidence) {
             let t = renewed.map(|t| t.to_rfc3339()).unwrap_or_default();
             format!("the frozen pod {pod} renewed the Lease at {t}, inside its freeze ({} facts.freeze: {} .. {}); a stopped process writes nothing", ev_name(this), frozen.to_rfc3339(), resumed.to_rfc3339())
         });
+    }
+}
+
+/// Every object the acts' raw records hold with its identity and version: `(kind, uid,
+/// resourceVersion)`, its content (the object without `apiVersion`, `kind` and
+/// `metadata.managedFields`, canonical JSON), its act and where it is. A list's items take the
+/// list's kind less `List`.
+fn versioned_objects(
+    v: &Value,
+    kind: Option<&str>,
+    path: &str,
+    act: u8,
+    file: &str,
+    out: &mut Vec<((String, String, String), String, u8, String)>,
+) {
+    match v {
+        Value::Object(o) => {
+            let text = |p: &str| v.pointer(p).and_then(Value::as_str);
+            let own = o.get("kind").and_then(Value::as_str);
+            if let (Some(uid), Some(rv), Some(k)) = (
+                text("/metadata/uid"),
+                text("/metadata/resourceVersion"),
+                own.or(kind),
+            ) {
+                let mut content = v.clone();
+                if let Some(c) = content.as_object_mut() {
+                    c.remove("apiVersion");
+                    c.remove("kind");
+                }
+                if let Some(m) = content.get_mut("metadata").and_then(Value::as_object_mut) {
+                    m.remove("managedFields");
+                }
+                let key = (k.to_owned(), uid.to_owned(), rv.to_owned());
+                out.push((key, content.to_string(), act, format!("{file} {path}")));
+            }
+            let item_kind = own.and_then(|k| k.strip_suffix("List"));
+            for (k, x) in o {
+                let kind = if k == "items" { item_kind } else { None };
+                versioned_objects(x, kind, &format!("{path}.{k}"), act, file, out);
+            }
+        }
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                versioned_objects(x, kind, &format!("{path}[{i}]"), act, file, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// One `resourceVersion` is one stored state of an object: the API server gives every write a
+/// new one, so two reads of an object (its kind and UID) at the same `resourceVersion` show the
+/// same object, whatever else the versions mean (Kubernetes API conventions: opaque, compared
+/// only for equality). Held over the raw records of this act against this act's and the earlier
+/// acts'. Flags [`Code::RawMismatch`] on this act's read, naming the other.
+pub(crate) fn one_resource_version_one_object(g: &mut G) {
+    let mut objects = Vec::new();
+    for (act, doc) in read_evidence(g.input, ..=g.act) {
+        let file = ev_name(*act);
+        for (i, r) in doc.value["raw"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            versioned_objects(
+                &r["data"],
+                None,
+                &format!("raw[{i}].data"),
+                *act,
+                &file,
+                &mut objects,
+            );
+        }
+    }
+    let mut first: BTreeMap<&(String, String, String), (&str, &str)> = BTreeMap::new();
+    for (key, content, act, witness) in &objects {
+        match first.get(key).copied() {
+            Some((seen, other)) if *act == g.act => {
+                g.check(seen == content.as_str(), RawMismatch, witness.clone(), || {
+                    let (kind, uid, rv) = key;
+                    format!("{kind} {uid} at resourceVersion {rv} differs from {other}, read at the same resourceVersion: one resourceVersion is one stored state of an object")
+                });
+            }
+            Some(_) => {}
+            None => {
+                first.insert(key, (content, witness));
+            }
+        }
     }
 }
 

@@ -45,11 +45,11 @@ pub const UNHELD: &[Unheld] = &[
     },
     Unheld {
         path: "**.raw_response.metadata.resourceVersion",
-        why: "an opaque version string clients must not interpret (Kubernetes API conventions), so no value of it can contradict another observation",
+        why: "an opaque version string clients must not interpret (Kubernetes API conventions): only compared for equality (server::one_resource_version_one_object: two reads of an object at one resourceVersion show one content), so a value no other read shares cannot contradict anything",
     },
     Unheld {
         path: "policy.metadata.resourceVersion",
-        why: "an opaque version string clients must not interpret (Kubernetes API conventions), so no value of it can contradict another observation",
+        why: "an opaque version string clients must not interpret (Kubernetes API conventions): only compared for equality (server::one_resource_version_one_object: two reads of an object at one resourceVersion show one content), so a value no other read shares cannot contradict anything",
     },
     Unheld {
         path: "policy.metadata.generation",
@@ -147,7 +147,7 @@ pub const UNREAD_RAW: &[Unheld] = &[
     },
     Unheld {
         path: "**.metadata.resourceVersion",
-        why: "an opaque version string clients must not interpret (Kubernetes API conventions), so no value of it can contradict another observation",
+        why: "an opaque version string clients must not interpret (Kubernetes API conventions): only compared for equality (server::one_resource_version_one_object: two reads of an object at one resourceVersion show one content), so a value no other read shares cannot contradict anything",
     },
     Unheld {
         path: "**.metadata.generation",

@@ -335,9 +335,16 @@ fn stored_policy(failure_policy: &str) -> Value {
         _ => InputFile::PolicyIgnore,
     };
     let mut p = super::reference::value(file, &Context::default()).unwrap();
+    // Each write is a new resourceVersion: the create or switch (1200, 1300), then Kyverno's
+    // status update (+1, the state read back).
+    let (generation, version) = if failure_policy == "Fail" {
+        (1, 1201)
+    } else {
+        (2, 1301)
+    };
     p["metadata"] = json!({
-        "name": "kca-webhook-label", "uid": POLICY_UID, "generation": if failure_policy == "Fail" { 1 } else { 2 },
-        "resourceVersion": "1200", "creationTimestamp": "2026-11-29T10:01:00Z"
+        "name": "kca-webhook-label", "uid": POLICY_UID, "generation": generation,
+        "resourceVersion": version.to_string(), "creationTimestamp": "2026-11-29T10:01:00Z"
     });
     p["spec"]["evaluation"]["admission"] = json!({"enabled": true});
     p["status"] = json!({"conditionStatus": {"ready": true, "message": "", "conditions": [
@@ -350,6 +357,12 @@ fn stored_policy(failure_policy: &str) -> Value {
 fn policy_answer(failure_policy: &str) -> Value {
     let mut p = stored_policy(failure_policy);
     p.as_object_mut().unwrap().remove("status");
+    let version = p["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse::<u32>()
+        .unwrap();
+    p["metadata"]["resourceVersion"] = json!((version - 1).to_string());
     p
 }
 
