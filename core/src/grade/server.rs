@@ -602,6 +602,10 @@ pub(crate) fn frozen_holder_renews_nothing(g: &mut G, ev: &Evidence) {
     }
 }
 
+/// One versioned object of the raw records: `((kind, uid, resourceVersion), content, act,
+/// witness)`.
+type VersionedObject = ((String, String, String), String, u8, String);
+
 /// Every object the acts' raw records hold with its identity and version: `(kind, uid,
 /// resourceVersion)`, its content (the object without `apiVersion`, `kind` and
 /// `metadata.managedFields`, canonical JSON), its act and where it is. A list's items take the
@@ -612,7 +616,7 @@ fn versioned_objects(
     path: &str,
     act: u8,
     file: &str,
-    out: &mut Vec<((String, String, String), String, u8, String)>,
+    out: &mut Vec<VersionedObject>,
 ) {
     match v {
         Value::Object(o) => {
