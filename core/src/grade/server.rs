@@ -45,10 +45,12 @@ pub(crate) fn grade(g: &mut G, ev: &Evidence) {
     every_request_is_its_answer(g, ev);
     violating_pod_never_stored_under_fail(g, ev, &reads);
     call_failure_never_reaches_the_client_under_ignore(g, ev, &reads);
-    lease_tenure_is_one_story(g);
-    lease_stamped_before_it_was_read(g);
-    lease_tenure_holds_between_its_reads(g);
-    frozen_holder_renews_nothing(g, ev);
+    // Every Lease read of the acts so far, read once for the four Lease rules.
+    let leases = lease_reads(g);
+    lease_tenure_is_one_story(g, &leases);
+    lease_stamped_before_it_was_read(g, &leases);
+    lease_tenure_holds_between_its_reads(g, &leases);
+    frozen_holder_renews_nothing(g, ev, &leases);
     one_resource_version_one_object(g);
     replica_counters_account_for_the_calls(g, ev);
     replica_counter_falls_only_with_a_restart(g);
@@ -321,7 +323,7 @@ pub(crate) fn call_failure_never_reaches_the_client_under_ignore(
 
 /// One read of a Lease: when, where, and what it showed.
 #[derive(Debug, Clone)]
-struct LeaseRead {
+pub(crate) struct LeaseRead {
     act: u8,
     at: Time,
     witness: String,
@@ -489,8 +491,7 @@ fn tenure_contradiction(a: &LeaseRead, b: &LeaseRead) -> Option<String> {
 /// made after it, the samples inside a freeze as much as the read after it and the later acts.
 /// Each read of this act is held against every read of this act and of the earlier acts; flags
 /// [`Code::LeaseTenureContradicted`] on this act's read, naming the other.
-pub(crate) fn lease_tenure_is_one_story(g: &mut G) {
-    let reads = lease_reads(g);
+pub(crate) fn lease_tenure_is_one_story(g: &mut G, reads: &[LeaseRead]) {
     let this = g.act;
     for b in reads.iter().filter(|r| r.act == this) {
         let others = reads
@@ -514,10 +515,10 @@ pub(crate) fn lease_tenure_is_one_story(g: &mut G) {
 /// (stamped by the holder, a process on the lab's one node: one clock) lie no later than when the
 /// tool received the read (its `at`, [`bounds::CLOCK_SKEW_MS`] of slack). Flags
 /// [`Code::LeaseTenureContradicted`] on this act's read.
-pub(crate) fn lease_stamped_before_it_was_read(g: &mut G) {
+pub(crate) fn lease_stamped_before_it_was_read(g: &mut G, reads: &[LeaseRead]) {
     let skew = chrono::Duration::milliseconds(bounds::CLOCK_SKEW_MS as i64);
     let this = g.act;
-    for r in lease_reads(g).into_iter().filter(|r| r.act == this) {
+    for r in reads.iter().filter(|r| r.act == this) {
         let stamps = [("acquireTime", r.acquire), ("renewTime", r.renew)];
         let late = stamps
             .into_iter()
@@ -536,12 +537,11 @@ pub(crate) fn lease_stamped_before_it_was_read(g: &mut G) {
 /// act made between two reads of one tenure ([`bounds::LEASE_STORE_MS`] apart from each) shows
 /// that tenure's holder. Flags [`Code::LeaseTenureContradicted`] on this act's read, naming the
 /// reads on either side.
-pub(crate) fn lease_tenure_holds_between_its_reads(g: &mut G) {
+pub(crate) fn lease_tenure_holds_between_its_reads(g: &mut G, reads: &[LeaseRead]) {
     let slack = chrono::Duration::milliseconds(bounds::LEASE_STORE_MS);
-    let reads = lease_reads(g);
     type Key<'r> = (&'r str, &'r str, Option<Time>, u64);
     let mut spans: BTreeMap<Key<'_>, (&LeaseRead, &LeaseRead)> = BTreeMap::new();
-    for r in &reads {
+    for r in reads {
         let (Some(h), Some(t)) = (r.holder.as_deref().filter(|h| !h.is_empty()), r.transitions)
         else {
             continue;
@@ -575,7 +575,7 @@ pub(crate) fn lease_tenure_holds_between_its_reads(g: &mut G) {
 /// `resumed_at`): a `renewTime` the holder stamped later than [`bounds::LEASE_STORE_MS`] after
 /// the SIGSTOP and before the SIGCONT. Flags [`Code::LeaseTenureContradicted`] on the read,
 /// naming the freeze window.
-pub(crate) fn frozen_holder_renews_nothing(g: &mut G, ev: &Evidence) {
+pub(crate) fn frozen_holder_renews_nothing(g: &mut G, ev: &Evidence, reads: &[LeaseRead]) {
     let freeze = &ev.facts["freeze"];
     let (Some(frozen), Some(resumed)) =
         (time_of(freeze, "frozen_at"), time_of(freeze, "resumed_at"))
@@ -590,8 +590,8 @@ pub(crate) fn frozen_holder_renews_nothing(g: &mut G, ev: &Evidence) {
     let Some(pod) = pod else { return };
     let slack = chrono::Duration::milliseconds(bounds::LEASE_STORE_MS);
     let this = g.act;
-    for r in lease_reads(g)
-        .into_iter()
+    for r in reads
+        .iter()
         .filter(|r| r.act == this && r.holder.as_deref() == Some(pod.as_str()))
     {
         let renewed = r.renew.filter(|t| *t > frozen + slack && *t < resumed);
@@ -967,17 +967,12 @@ fn restart_reads(
                 let uid = text("/uid").or_else(|| text("/identity/pod_uid"));
                 uid.zip(o.get("restart_count").and_then(Value::as_u64))
             };
+            let mut push = |uid: &str, count, when: Option<Time>, witness| {
+                let read = (act.0, when.unwrap_or(act.1), uid.to_owned(), count, witness);
+                out.push((read.0, read.1, read.2, read.3, read.4, name.clone()));
+            };
             if let Some((uid, count)) = found {
-                let witness = format!("{file} {path}");
-                let read = (
-                    act.0,
-                    at.unwrap_or(act.1),
-                    uid.to_owned(),
-                    count,
-                    witness,
-                    name.clone(),
-                );
-                out.push(read);
+                push(uid, count, at, format!("{file} {path}"));
             }
             // A freeze's counts on either side of it: lab B's (the frozen process's pod,
             // `freeze.identity.pod_uid`), lab C's frozen replica after it (`target_after`; its
@@ -1002,16 +997,7 @@ fn restart_reads(
                         .pointer(when)
                         .and_then(Value::as_str)
                         .and_then(parse_rfc3339);
-                    let witness = format!("{file} {path}.{key}");
-                    let read = (
-                        act.0,
-                        at.unwrap_or(act.1),
-                        uid.to_owned(),
-                        count,
-                        witness,
-                        name.clone(),
-                    );
-                    out.push(read);
+                    push(uid, count, at, format!("{file} {path}.{key}"));
                 }
             }
             for (k, x) in o {
