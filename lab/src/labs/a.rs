@@ -25,7 +25,7 @@ use crate::error::LabError;
 use crate::evidence::{Lab, Outcome, RequestRecord};
 use crate::facts::a::{
     Act4Facts, Act5Facts, Act6Facts, Act7Facts, DryRunEcho, PolicyPresence, Restorer, StepStatus,
-    TimelineStep, WatcherFacts,
+    TimelineStep,
 };
 use crate::facts::{self, Act2Facts, Act3Facts, PodObservation, WebhookFacts};
 use crate::faults::scale::{self, RestoreOutcome, ScaleFault};
@@ -39,7 +39,7 @@ use crate::messages::act as m;
 use crate::probe::{self, PodKind};
 use crate::steps::observe::{
     deployment_facts, leader_lease, lease_facts, pod_names, pod_observation, policy_webhook,
-    policy_webhook_in, webhook_configurations_raw, webhook_names,
+    policy_webhook_in, read_lease, webhook_configurations_raw, webhook_names,
 };
 use crate::steps::scale::{hand_over_or_restore, healer_kubeconfig, runner_restore};
 use crate::text::{Lang, Text};
@@ -76,17 +76,6 @@ pub(crate) static RUNNERS: &[(u8, super::Runner)] = &[
     }),
 ];
 
-/// What an act with a live scale-down works with (acts 5 and 6): the cluster, the student's
-/// output, the fault (its plan, ledger and healer), the evidence recorder, and the partial facts
-/// kept if the act is interrupted.
-struct ScaleAct<'a> {
-    cl: &'a Cluster,
-    ui: &'a Ui,
-    fault: &'a mut ScaleFault,
-    rec: &'a mut ActRecorder,
-    partial: &'a mut serde_json::Value,
-}
-
 // ---------------------------------------------------------------------------------------------
 // Act 4
 
@@ -122,11 +111,9 @@ async fn act4_body(cl: &Cluster, ui: &Ui, rec: &mut ActRecorder, node_uid: Strin
     };
     let d = &facts.deployment;
     let line = m::deployment(&d.namespace, &d.name, &d.uid, d.replicas, d.ready_replicas);
+    let pod = |p: &PodObservation| ui.text(m::pod(&p.name, or(&p.uid, "?"), or(&p.phase, "?")));
     let mut lines = vec![ui.text(line)];
-    for p in &facts.pods {
-        let (uid, phase) = (or(&p.uid, "?"), or(&p.phase, "?"));
-        lines.push(ui.text(m::pod(&p.name, uid, phase)));
-    }
+    lines.extend(facts.pods.iter().map(pod));
     let l = &facts.lease;
     let secs = l.lease_duration_seconds;
     let duration = secs.map_or("-".into(), |v| v.to_string());
@@ -186,63 +173,49 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     let (pid, armed_at, deadline_at) = (ready.pid, &ready.armed_at, &ready.deadline_at);
     ui.say(m::scale_healer_ready(pid, armed_at, deadline_at));
     let mut partial = serde_json::json!({"watcher": watcher});
-    let cx = ScaleAct {
-        cl: &cl,
-        ui: &ui,
-        fault: &mut fault,
-        rec: &mut rec,
-        partial: &mut partial,
+    let (cl, ui) = (&cl, &ui);
+    let body = async {
+        ui.step(m::scaling_to_zero(cluster::ADMISSION_DEPLOYMENT));
+        let down = fault.scale_down().await?;
+        let raw_down = to_value(&down)?;
+        rec.raw("scale-down", &raw_down);
+        let scaled_at = cluster::derived(derive::scale_down(&raw_down))?;
+        partial["scaled_at"] = scaled_at.clone().into();
+        rec.save_progress(partial.clone())?;
+
+        let pods_gone_at = wait_pods_gone(cl, ui, &fault, &mut rec).await?;
+        ui.say(m::pods_gone(&pods_gone_at));
+        partial["pods_gone_at"] = pods_gone_at.clone().into();
+
+        let (policy, configs, present, registrations_checked_at) =
+            observe_registration(cl, ui, &mut rec, &mut partial, &f2).await?;
+
+        let (target_bad, control) = send_bad_requests(cl, ui, &mut rec, &mut partial).await?;
+        // The existing pod of act 3.
+        let existing = probe::observe_pod(cl, &f3.existing.namespace, &f3.existing.name).await?;
+        rec.raw("existing", &existing);
+
+        let facts = Act5Facts {
+            watcher,
+            scaled_at,
+            pods_gone_at: Some(pods_gone_at),
+            policy,
+            webhook_configurations: configs,
+            policy_webhook_present: present,
+            registrations_checked_at,
+            target_bad,
+            control,
+            existing,
+        };
+        let lines = act5_lines(ui, &facts);
+        let mut facts = to_value(&facts)?;
+        crate::metrics::carry(&partial, &mut facts);
+        Ok((facts, lines))
     };
-    let body = act5_body(cx, watcher, &f2, &f3);
     let healed = "the runner restored the replicas (see the evidence's runner-restore)";
     let result = common::unless_signalled(5, healed, body).await;
     // The fault stays on for act 6: a later heal leaves it to act 6 and the healer.
     hand_over_or_restore(fault, rec, partial, result).await
-}
-
-async fn act5_body(
-    cx: ScaleAct<'_>,
-    watcher: WatcherFacts,
-    f2: &Act2Facts,
-    f3: &Act3Facts,
-) -> Done {
-    let (cl, ui, fault, rec, partial) = (cx.cl, cx.ui, cx.fault, cx.rec, cx.partial);
-    ui.step(m::scaling_to_zero(cluster::ADMISSION_DEPLOYMENT));
-    let down = fault.scale_down().await?;
-    let raw_down = to_value(&down)?;
-    rec.raw("scale-down", &raw_down);
-    let scaled_at = cluster::derived(derive::scale_down(&raw_down))?;
-    partial["scaled_at"] = scaled_at.clone().into();
-    rec.save_progress(partial.clone())?;
-
-    let pods_gone_at = wait_pods_gone(cl, ui, fault, rec).await?;
-    ui.say(m::pods_gone(&pods_gone_at));
-    partial["pods_gone_at"] = pods_gone_at.clone().into();
-
-    let (policy, configs, present, registrations_checked_at) =
-        observe_registration(cl, ui, rec, partial, f2).await?;
-
-    let (target_bad, control) = send_bad_requests(cl, ui, rec, partial).await?;
-    // The existing pod of act 3.
-    let existing = probe::observe_pod(cl, &f3.existing.namespace, &f3.existing.name).await?;
-    rec.raw("existing", &existing);
-
-    let facts = Act5Facts {
-        watcher,
-        scaled_at,
-        pods_gone_at: Some(pods_gone_at),
-        policy,
-        webhook_configurations: configs,
-        policy_webhook_present: present,
-        registrations_checked_at,
-        target_bad,
-        control,
-        existing,
-    };
-    let lines = act5_lines(ui, &facts);
-    let mut facts = to_value(&facts)?;
-    crate::metrics::carry(partial, &mut facts);
-    Ok((facts, lines))
 }
 
 /// Act 5: waits (bounded) until no controller pod is left; returns when. Pods while the
@@ -420,24 +393,33 @@ impl Track {
     fn done(&self) -> bool {
         self.at.is_some()
     }
+    /// The step as recorded: confirmed at `at`, or not confirmed with the last state seen
+    /// (`nothing seen` when none) and the time waited until now.
     fn step(&self, t0: Instant) -> TimelineStep {
-        match &self.at {
-            Some(at) => TimelineStep {
-                status: StepStatus::Confirmed,
-                at: Some(at.clone()),
-                last_seen: self.last_seen.clone(),
-                waited_ms: self.waited_ms,
-            },
-            None => TimelineStep {
-                status: StepStatus::NotConfirmed,
-                at: None,
-                last_seen: Some(
-                    self.last_seen
-                        .clone()
-                        .unwrap_or_else(|| "nothing seen".into()),
-                ),
-                waited_ms: t0.elapsed().as_millis() as u64,
-            },
+        let (status, last_seen, waited_ms) = match self.at {
+            Some(_) => (
+                StepStatus::Confirmed,
+                self.last_seen.clone(),
+                self.waited_ms,
+            ),
+            None => {
+                let seen = self
+                    .last_seen
+                    .clone()
+                    .unwrap_or_else(|| "nothing seen".into());
+                (
+                    StepStatus::NotConfirmed,
+                    Some(seen),
+                    t0.elapsed().as_millis() as u64,
+                )
+            }
+        };
+        let at = self.at.clone();
+        TimelineStep {
+            status,
+            at,
+            last_seen,
+            waited_ms,
         }
     }
 }
@@ -461,6 +443,10 @@ fn fault_dir_of(env: &Env, f5: &Act5Facts) -> Result<PathBuf, LabError> {
         })
 }
 
+/// Act 6's recovery timeline, in three named phases: [`restore_replicas`] (step 1, the runner
+/// restores unless the healer already did), [`observe_recovery`] (steps 2-6 in rounds until all
+/// are confirmed or [`RECOVERY_BOUND`] runs out), then what admission left behind (act 5's admitted
+/// pod, act 3's pod) and the summary lines ([`act6_lines`]).
 pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
     let cl = env.cluster().await?;
     let f3: Act3Facts = read_facts(&env.workdir, 3)?;
@@ -470,14 +456,58 @@ pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
     let mut fault = ScaleFault::open(cl.clone(), &dir)?;
     let mut rec = env.begin_audited(LAB, 6)?;
     let mut partial = serde_json::Value::Null;
-    let cx = ScaleAct {
-        cl: &cl,
-        ui: &env.ui,
-        fault: &mut fault,
-        rec: &mut rec,
-        partial: &mut partial,
+    let (cl, ui) = (&cl, &env.ui);
+    let body = async {
+        let t0 = Instant::now();
+        let old_uids: BTreeSet<String> = f4.pods.iter().filter_map(|p| p.uid.clone()).collect();
+        let previous_lease_holder = read_lease(cl, &mut rec, "lease-before").await?.holder;
+
+        let (restored, restored_by, outcome) =
+            restore_replicas(ui, &mut fault, &mut rec, t0).await?;
+        partial = serde_json::json!({"replicas_restored": restored.at, "restored_by": restored_by});
+        rec.save_progress(partial.clone())?;
+
+        let seen = observe_recovery(cl, ui, &mut rec, &mut partial, &old_uids, t0).await?;
+
+        // Admission does not remove existing objects: act 5's admitted pod and act 3's pod.
+        let admitted =
+            probe::observe_pod(cl, &f5.target_bad.namespace, &f5.target_bad.name).await?;
+        rec.raw("admitted-during-scale-down", &admitted);
+        let existing = probe::observe_pod(cl, &f3.existing.namespace, &f3.existing.name).await?;
+        rec.raw("existing", &existing);
+
+        let step_restored = restored.step(t0);
+        let step_running = seen.running.step(t0);
+        let step_lease = seen.lease.step(t0);
+        let facts = Act6Facts {
+            leader_takeover_ms: ms_between(step_running.at.as_deref(), step_lease.at.as_deref()),
+            lease_after_restore_ms: ms_between(
+                step_restored.at.as_deref(),
+                step_lease.at.as_deref(),
+            ),
+            replicas_restored: step_restored,
+            restored_by,
+            pod_created: seen.created.step(t0),
+            new_pod: seen.new_pod,
+            pod_running: step_running,
+            previous_lease_holder,
+            lease_acquired: step_lease,
+            lease_holder: seen.lease_holder,
+            webhook_registered: seen.registered.step(t0),
+            webhook: seen.webhook,
+            first_explicit_deny: seen.denied.step(t0),
+            deny_probes: seen.probes,
+            admitted_during_scale_down: Some(admitted),
+            existing: Some(existing),
+        };
+        // When act 6 itself restored the replicas, the first check's window starts at that restore.
+        let restored_by_act6 = matches!(outcome, RestoreOutcome::Restored { .. });
+        let acquired = seen.lease_acquire_time.as_deref();
+        let lines = act6_lines(ui, &facts, &f5, acquired, restored_by_act6);
+        let mut facts = to_value(&facts)?;
+        crate::metrics::carry(&partial, &mut facts);
+        Ok((facts, lines))
     };
-    let body = act6_body(cx, &f3, &f4, &f5);
     let healed = "the runner restored the replicas (see the evidence's runner-restore-on-exit)";
     let result = common::unless_signalled(6, healed, body).await;
     // Whatever happened, the fault must not outlive the act (the healer is the safety net too).
@@ -488,60 +518,6 @@ pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
     let report = fault.files().read_scale_report().ok().flatten();
     rec.raw("watcher-record", report);
     finish(rec, partial, result)
-}
-
-/// Act 6's recovery timeline, in three named phases: [`restore_replicas`] (step 1, the runner
-/// restores unless the healer already did), [`observe_recovery`] (steps 2-6 in rounds until all
-/// are confirmed or [`RECOVERY_BOUND`] runs out), then what admission left behind (act 5's admitted
-/// pod, act 3's pod) and the summary lines ([`act6_lines`]).
-async fn act6_body(cx: ScaleAct<'_>, f3: &Act3Facts, f4: &Act4Facts, f5: &Act5Facts) -> Done {
-    let (cl, ui, fault, rec, partial) = (cx.cl, cx.ui, cx.fault, cx.rec, cx.partial);
-    let t0 = Instant::now();
-    let old_uids: BTreeSet<String> = f4.pods.iter().filter_map(|p| p.uid.clone()).collect();
-    let previous_lease = leader_lease(cl).await?;
-    rec.raw("lease-before", &previous_lease);
-    let previous_lease_holder = lease_facts(previous_lease.as_ref())?.holder;
-
-    let (restored, restored_by, outcome) = restore_replicas(ui, fault, rec, t0).await?;
-    *partial = serde_json::json!({"replicas_restored": restored.at, "restored_by": restored_by});
-    rec.save_progress(partial.clone())?;
-
-    let seen = observe_recovery(cl, ui, rec, partial, &old_uids, t0).await?;
-
-    // Admission does not remove existing objects: act 5's admitted pod and act 3's pod.
-    let admitted = probe::observe_pod(cl, &f5.target_bad.namespace, &f5.target_bad.name).await?;
-    rec.raw("admitted-during-scale-down", &admitted);
-    let existing = probe::observe_pod(cl, &f3.existing.namespace, &f3.existing.name).await?;
-    rec.raw("existing", &existing);
-
-    let step_restored = restored.step(t0);
-    let step_running = seen.running.step(t0);
-    let step_lease = seen.lease.step(t0);
-    let facts = Act6Facts {
-        leader_takeover_ms: ms_between(step_running.at.as_deref(), step_lease.at.as_deref()),
-        lease_after_restore_ms: ms_between(step_restored.at.as_deref(), step_lease.at.as_deref()),
-        replicas_restored: step_restored,
-        restored_by,
-        pod_created: seen.created.step(t0),
-        new_pod: seen.new_pod,
-        pod_running: step_running,
-        previous_lease_holder,
-        lease_acquired: step_lease,
-        lease_holder: seen.lease_holder,
-        webhook_registered: seen.registered.step(t0),
-        webhook: seen.webhook,
-        first_explicit_deny: seen.denied.step(t0),
-        deny_probes: seen.probes,
-        admitted_during_scale_down: Some(admitted),
-        existing: Some(existing),
-    };
-    // When act 6 itself restored the replicas, the first check's window starts at that restore.
-    let restored_by_act6 = matches!(outcome, RestoreOutcome::Restored { .. });
-    let acquired = seen.lease_acquire_time.as_deref();
-    let lines = act6_lines(ui, &facts, f5, acquired, restored_by_act6);
-    let mut facts = to_value(&facts)?;
-    crate::metrics::carry(partial, &mut facts);
-    Ok((facts, lines))
 }
 
 /// Act 6, step 1: the runner restores the original replicas unless the healer (or someone else)
@@ -624,12 +600,15 @@ struct RecoverySeen {
 }
 
 impl RecoverySeen {
-    fn all_done(&self) -> bool {
-        self.created.done()
-            && self.running.done()
-            && self.lease.done()
-            && self.registered.done()
-            && self.denied.done()
+    /// Steps 2-6 in their order: created, running, Lease, registered, denied.
+    fn tracks(&self) -> [&Track; 5] {
+        [
+            &self.created,
+            &self.running,
+            &self.lease,
+            &self.registered,
+            &self.denied,
+        ]
     }
 }
 
@@ -650,14 +629,8 @@ async fn observe_recovery(
     ui.step(m::OBSERVING_RECOVERY);
     let mut seen = RecoverySeen::default();
     let mut progress = progress_each_second(ui, RECOVERY_BOUND, |s: &RecoverySeen| {
-        let mark = |t: &Track| if t.done() { "✓" } else { "…" };
-        m::recovery_progress(
-            mark(&s.created),
-            mark(&s.running),
-            mark(&s.lease),
-            mark(&s.registered),
-            mark(&s.denied),
-        )
+        let [c, r, l, g, d] = s.tracks().map(|t| if t.done() { "✓" } else { "…" });
+        m::recovery_progress(c, r, l, g, d)
     });
     let window = crate::metrics::Window::begin(cl).await;
     loop {
@@ -686,7 +659,7 @@ async fn observe_recovery(
             }
             seen.probes.push(r);
         }
-        if seen.all_done() || t0.elapsed() >= RECOVERY_BOUND {
+        if seen.tracks().iter().all(|t| t.done()) || t0.elapsed() >= RECOVERY_BOUND {
             break;
         }
         progress(&seen, t0.elapsed());

@@ -156,15 +156,13 @@ async fn wait_all_ready(cl: &Cluster, ui: &Ui, n: usize) -> Result<(Ready, Seen,
                 "registration": webhook.is_some(),
             });
             log_change(&mut s.changes, state, &now);
-            if pods_ok && s.pods.is_none() {
-                s.pods = Some(now.clone());
-            }
-            if eps_ok && s.endpoints.is_none() {
-                s.endpoints = Some(now.clone());
-            }
-            if webhook.is_some() && s.registration.is_none() {
-                s.registration = Some(now.clone());
-            }
+            // The first time each condition held.
+            let first = |at: &mut Option<String>, ok: bool| {
+                *at = at.take().or_else(|| ok.then(|| now.clone()));
+            };
+            first(&mut s.pods, pods_ok);
+            first(&mut s.endpoints, eps_ok);
+            first(&mut s.registration, webhook.is_some());
         }
         let registration = webhook.as_ref().map_or("absent", |_| "present");
         let state = format!(
@@ -359,65 +357,58 @@ pub(crate) async fn act4(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
     let (cl, ctx, _plan, loaded) = read_live::<inputs::FreezePlanC>(env).await?;
     let mut cri = env.cri().await?;
     let mut rec = ActRecorder::begin(&env.workdir, lab, 4)?.with_input(&loaded);
-    let n = ha_replicas(lab) as usize;
-    ui.step(m::investigating_replicas(n));
-    let result = act4_body(&cl, &mut cri, &ui, &mut rec, &ctx, n).await;
-    common::finish(rec, serde_json::Value::Null, result)
-}
-
-async fn act4_body(
-    cl: &Cluster,
-    cri: &mut crate::cri::CriClient,
-    ui: &Ui,
-    rec: &mut ActRecorder,
-    ctx: &inputs::Context,
-    replicas: usize,
-) -> Done {
-    let lease = read_lease(cl, rec, "lease-before").await?;
-    let pods = running_replicas(cl).await?;
-    let what = "running admission-controller pods (act 3's replicas; the healer puts the original count back at its deadline)";
-    expect_same(what, &replicas.to_string(), &pods.len().to_string())?;
-    let mut leader = None;
-    let mut followers = Vec::new();
-    for pod in &pods {
-        let inv = investigate_pod(pod, cri).await?;
-        rec.raw(&format!("cri-container:{}", inv.pod_name), &inv.container);
-        let p = ReplicaProcess {
-            pod_name: inv.pod_name.clone(),
-            identity: inv.identity.clone(),
-            restart_count: inv.restart_count,
-            process_state: inv.state.to_string(),
-        };
-        if lease.holder.as_deref() == Some(p.pod_name.as_str()) {
-            leader = Some(p);
-        } else {
-            followers.push(p);
+    let replicas = ha_replicas(lab) as usize;
+    ui.step(m::investigating_replicas(replicas));
+    let (cl, cri, ui) = (&cl, &mut cri, &ui);
+    let result = async {
+        let lease = read_lease(cl, &mut rec, "lease-before").await?;
+        let pods = running_replicas(cl).await?;
+        let what = "running admission-controller pods (act 3's replicas; the healer puts the original count back at its deadline)";
+        expect_same(what, &replicas.to_string(), &pods.len().to_string())?;
+        let mut leader = None;
+        let mut followers = Vec::new();
+        for pod in &pods {
+            let inv = investigate_pod(pod, cri).await?;
+            rec.raw(&format!("cri-container:{}", inv.pod_name), &inv.container);
+            let p = ReplicaProcess {
+                pod_name: inv.pod_name.clone(),
+                identity: inv.identity.clone(),
+                restart_count: inv.restart_count,
+                process_state: inv.state.to_string(),
+            };
+            if lease.holder.as_deref() == Some(p.pod_name.as_str()) {
+                leader = Some(p);
+            } else {
+                followers.push(p);
+            }
         }
+        let lease_after = read_lease(cl, &mut rec, "lease-after").await?;
+        let leader = leader.ok_or_else(|| LabError::ClusterMismatch {
+            what: "the Lease kyverno's holder among the running replicas".into(),
+            expected: pod_names(&pods).join(" or "),
+            found: lease.holder.clone().unwrap_or_else(|| "no holder".into()),
+        })?;
+        let facts = Act4Facts {
+            node_uid: ctx.node_uid.clone().unwrap_or_default(),
+            deployment_uid: ctx.deployment_uid.clone().unwrap_or_default(),
+            lease,
+            leader,
+            followers,
+            lease_after,
+            investigated_at: facts::now_rfc3339(),
+        };
+        let mut lines = vec![lease_line(ui, &facts.lease)];
+        for (role, p) in std::iter::once(("leader", &facts.leader))
+            .chain(facts.followers.iter().map(|p| ("follower", p)))
+        {
+            let (pid, ticks) = (p.identity.pid, p.identity.pid_start_time_ticks);
+            let process = m::replica_process(role, &p.pod_name, pid, ticks, &p.process_state);
+            lines.push(ui.text(process));
+        }
+        Ok::<_, LabError>((to_value(&facts)?, lines))
     }
-    let lease_after = read_lease(cl, rec, "lease-after").await?;
-    let leader = leader.ok_or_else(|| LabError::ClusterMismatch {
-        what: "the Lease kyverno's holder among the running replicas".into(),
-        expected: pod_names(&pods).join(" or "),
-        found: lease.holder.clone().unwrap_or_else(|| "no holder".into()),
-    })?;
-    let facts = Act4Facts {
-        node_uid: ctx.node_uid.clone().unwrap_or_default(),
-        deployment_uid: ctx.deployment_uid.clone().unwrap_or_default(),
-        lease,
-        leader,
-        followers,
-        lease_after,
-        investigated_at: facts::now_rfc3339(),
-    };
-    let mut lines = vec![lease_line(ui, &facts.lease)];
-    for (role, p) in std::iter::once(("leader", &facts.leader))
-        .chain(facts.followers.iter().map(|p| ("follower", p)))
-    {
-        let (pid, ticks) = (p.identity.pid, p.identity.pid_start_time_ticks);
-        let process = m::replica_process(role, &p.pod_name, pid, ticks, &p.process_state);
-        lines.push(ui.text(process));
-    }
-    Ok((to_value(&facts)?, lines))
+    .await;
+    common::finish(rec, serde_json::Value::Null, result)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -607,82 +598,65 @@ pub(crate) async fn act7(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
     let mut rec = env.begin_audited(lab, 7)?.with_input(&loaded);
     let mut partial = serde_json::Value::Null;
     let healed = "the scale back is the heal's: run `heal` to finish it";
-    let body = act7_body(env, lab, &cl, &mut rec, &mut partial, &a3);
+    let (cl, ui) = (&cl, &env.ui);
+    let body = async {
+        let t0 = std::time::Instant::now();
+        let scale_back = scale_back(env, cl, &mut rec, &a3).await?;
+        partial = serde_json::json!({ "scale_back": to_value(&scale_back)? });
+        rec.save_progress(partial.clone())?;
+        let (pods, dep, webhook_cfg) = wait_original_count(cl, ui, &mut rec).await?;
+        let dep_facts = deployment_facts(&dep)?;
+        let replicas = replicas_by_name(&pods)?;
+        let lease = read_lease(cl, &mut rec, "lease").await?;
+        let policy = to_value(&cl.policy(cluster::POLICY_NAME).await?)?;
+        rec.raw("policy", &policy);
+        let policy_uid = cluster::derived(derive::policy_uid(&policy))?.unwrap_or_default();
+        let (cfg, wh) = webhook_cfg;
+        rec.raw("webhook-configuration", &cfg);
+        let webhook = common::webhook_facts(&cfg, &wh)?;
+        let window = crate::metrics::Window::begin(cl).await;
+        ui.step(m::SENDING_NEW_VIOLATING);
+        let bound = lab_core::rules::c::SCALE_BACK_BOUND.saturating_sub(t0.elapsed());
+        let name = format!("{}-bad", common::request_tag(lab, 7));
+        let bounds = (bound.max(common::ANSWER_BOUND), bound);
+        let probes =
+            common::violating_until_deny(cl, ui, &mut rec, (&name, "deny-probe"), bounds).await?;
+        let admission = window.end(cl).await;
+        let healthy_bad = probes
+            .last()
+            .cloned()
+            .expect("until_explicit_deny sends at least one request");
+        let existing = probe::observe_pod(cl, &a3.existing.namespace, &a3.existing.name).await?;
+        let facts = Act7Facts {
+            scale_back,
+            deployment: dep_facts,
+            replicas,
+            lease,
+            policy_uid,
+            webhook,
+            deny_probes: probes,
+            healthy_bad,
+            existing,
+            waited_ms: t0.elapsed().as_millis() as u64,
+        };
+        // The summary lines.
+        let b = &facts.scale_back;
+        let (replicas, ready) = (facts.deployment.replicas, facts.replicas.len());
+        let scaled = m::scaled_back(&b.action, b.replicas_before, replicas, ready);
+        let lines = vec![
+            ui.text(scaled),
+            lease_line(ui, &facts.lease),
+            ui.text(m::policy_uid(&facts.policy_uid)),
+            describe(ui, m::req::VIOLATING, &facts.healthy_bad),
+            existing_vs_act3_line(ui, &facts.existing, &a3.existing),
+            ui.text(crate::metrics::summary_line(&admission)),
+        ];
+        let mut value = to_value(&facts)?;
+        admission.attach(&mut value);
+        Ok((value, lines))
+    };
     let result = common::unless_signalled(7, healed, body).await;
     common::finish(rec, partial, result)
-}
-
-async fn act7_body(
-    env: &Env,
-    lab: Lab,
-    cl: &Cluster,
-    rec: &mut ActRecorder,
-    partial: &mut serde_json::Value,
-    a3: &Act3Facts,
-) -> Done {
-    let ui = env.ui;
-    let t0 = std::time::Instant::now();
-    let scale_back = scale_back(env, cl, rec, a3).await?;
-    *partial = serde_json::json!({ "scale_back": to_value(&scale_back)? });
-    rec.save_progress(partial.clone())?;
-    let (pods, dep, webhook_cfg) = wait_original_count(cl, &ui, rec).await?;
-    let dep_facts = deployment_facts(&dep)?;
-    let replicas = replicas_by_name(&pods)?;
-    let lease = read_lease(cl, rec, "lease").await?;
-    let policy = to_value(&cl.policy(cluster::POLICY_NAME).await?)?;
-    rec.raw("policy", &policy);
-    let policy_uid = cluster::derived(derive::policy_uid(&policy))?.unwrap_or_default();
-    let (cfg, wh) = webhook_cfg;
-    rec.raw("webhook-configuration", &cfg);
-    let webhook = common::webhook_facts(&cfg, &wh)?;
-    let window = crate::metrics::Window::begin(cl).await;
-    ui.step(m::SENDING_NEW_VIOLATING);
-    let bound = lab_core::rules::c::SCALE_BACK_BOUND.saturating_sub(t0.elapsed());
-    let name = format!("{}-bad", common::request_tag(lab, 7));
-    let bounds = (bound.max(common::ANSWER_BOUND), bound);
-    let probes = common::violating_until_deny(cl, &ui, rec, (&name, "deny-probe"), bounds).await?;
-    let admission = window.end(cl).await;
-    let healthy_bad = probes
-        .last()
-        .cloned()
-        .expect("until_explicit_deny sends at least one request");
-    let existing = probe::observe_pod(cl, &a3.existing.namespace, &a3.existing.name).await?;
-    let facts = Act7Facts {
-        scale_back,
-        deployment: dep_facts,
-        replicas,
-        lease,
-        policy_uid,
-        webhook,
-        deny_probes: probes,
-        healthy_bad,
-        existing,
-        waited_ms: t0.elapsed().as_millis() as u64,
-    };
-    let lines = act7_lines(&ui, &facts, a3, &admission);
-    let mut value = to_value(&facts)?;
-    admission.attach(&mut value);
-    Ok((value, lines))
-}
-
-/// Act 7's summary lines.
-fn act7_lines(
-    ui: &Ui,
-    facts: &Act7Facts,
-    a3: &Act3Facts,
-    admission: &crate::metrics::AdmissionMetrics,
-) -> Vec<String> {
-    let b = &facts.scale_back;
-    let (replicas, ready) = (facts.deployment.replicas, facts.replicas.len());
-    let scaled = m::scaled_back(&b.action, b.replicas_before, replicas, ready);
-    vec![
-        ui.text(scaled),
-        lease_line(ui, &facts.lease),
-        ui.text(m::policy_uid(&facts.policy_uid)),
-        describe(ui, m::req::VIOLATING, &facts.healthy_bad),
-        existing_vs_act3_line(ui, &facts.existing, &a3.existing),
-        ui.text(crate::metrics::summary_line(admission)),
-    ]
 }
 
 // ---------------------------------------------------------------------------------------------

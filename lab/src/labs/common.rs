@@ -396,23 +396,15 @@ pub fn require_completed(
 ) -> Result<(), LabError> {
     for act in acts {
         let loaded = workdir.read_evidence(act)?;
-        if loaded.evidence.lab != lab {
-            return Err(LabError::EvidenceInvalid {
-                path: loaded.path,
-                detail: format!(
-                    "belongs to lab {:?}, this is lab {lab:?}",
-                    loaded.evidence.lab
-                ),
-            });
-        }
-        if loaded.evidence.status != ActStatus::Completed {
-            return Err(LabError::EvidenceInvalid {
-                path: loaded.path,
-                detail:
-                    "the act was interrupted; download the evidence and reproduce in a fresh lab"
-                        .into(),
-            });
-        }
+        let (of, path) = (loaded.evidence.lab, loaded.path);
+        let detail = if of != lab {
+            format!("belongs to lab {of:?}, this is lab {lab:?}")
+        } else if loaded.evidence.status != ActStatus::Completed {
+            "the act was interrupted; download the evidence and reproduce in a fresh lab".into()
+        } else {
+            continue;
+        };
+        return Err(LabError::EvidenceInvalid { path, detail });
     }
     Ok(())
 }
@@ -917,80 +909,69 @@ pub async fn act1(lab: Lab, env: &Env) -> Result<ActSummary, LabError> {
 /// Act 2: applies `policy.json` unchanged and observes the real registration; then waits until
 /// the webhook answers (a server dry-run violating pod is explicitly denied: nothing is stored).
 pub async fn act2(lab: Lab, env: &Env) -> Result<ActSummary, LabError> {
-    let ui = env.ui;
+    let (ui, registration_bound) = (&env.ui, env.registration_bound);
     let (cluster, _, _policy, loaded) = read_live::<inputs::Policy>(env).await?;
     let mut rec = ActRecorder::begin(&env.workdir, lab, 2)?.with_input(&loaded);
-    let mut partial = serde_json::Value::Null;
-    let bound = env.registration_bound;
-    let result = act2_body(&cluster, &ui, &loaded, bound, &mut rec, &mut partial).await;
+    let (cluster, mut partial) = (&cluster, serde_json::Value::Null);
+    let result = async {
+        let name = cluster::POLICY_NAME;
+        ui.step(m::APPLYING_POLICY);
+        let stored = match cluster.policy(name).await? {
+            None => cluster.create_policy(&loaded.value).await?,
+            Some(_) => cluster.replace_policy_spec(&loaded.value).await?,
+        };
+        rec.raw("policy-stored", &stored);
+        // Until the webhook answers, the partial facts are the stored policy.
+        partial = serde_json::json!({ "policy": stored });
+        let at = |pointer: &str| loaded.value.pointer(pointer);
+        let failure_policy = at("/spec/failurePolicy").and_then(|v| v.as_str());
+        let failure_policy = failure_policy.unwrap_or("Fail");
+        let webhook_name = cluster::fine_grained_webhook_name(failure_policy, name);
+        let timeout = at("/spec/webhookConfiguration/timeoutSeconds");
+        let timeout = timeout.and_then(|v| v.as_i64());
+        let (cfg, wh) = wait_for_webhook(cluster, ui, &webhook_name, registration_bound, |wh| {
+            wh.failure_policy.as_deref() == Some(failure_policy)
+                && wh.timeout_seconds.map(i64::from) == timeout
+        })
+        .await?;
+        rec.raw("webhook-configuration", &cfg);
+        let webhook = webhook_facts(&cfg, &wh)?;
+        step_registered(ui, &webhook);
+        // The registration exists; wait until the webhook answers for this policy. Server dry-run:
+        // nothing is stored, whatever the answer.
+        let on_answer = |r: &RequestRecord, s| {
+            let answer = m::checking_answers(r.outcome.as_str());
+            ui.progress(answer, s, ANSWER_BOUND.as_secs());
+        };
+        let (ns, bound) = (TARGET_NAMESPACE, ANSWER_BOUND);
+        let answered = until_explicit_deny(cluster, "b2-ready", ns, true, bound, on_answer).await?;
+        for r in &answered {
+            rec.request("ready-check-dry-run", r);
+        }
+        // Re-read the stored policy: Kyverno writes its status after registering it (a failed read
+        // leaves no partial facts).
+        partial = serde_json::Value::Null;
+        let policy = cluster.policy(name).await?.unwrap_or(stored);
+        let uid = uid_of(Some(&policy)).unwrap_or("?").to_owned();
+        let facts = to_value(&Act2Facts { policy, webhook })?;
+        let last = answered.last().map(|r| r.outcome);
+        if last != Some(Outcome::ExplicitDeny) {
+            partial = facts;
+            return Err(LabError::WaitTimedOut {
+                what: "an explicit deny from the registered webhook (server dry-run)".into(),
+                waited_ms: ANSWER_BOUND.as_millis() as u64,
+                last_state: last.map(|o| o.as_str().to_owned()).unwrap_or_default(),
+            });
+        }
+        let cfg_name = cfg.metadata.name.as_deref().unwrap_or("");
+        let lines = vec![
+            ui.text(m::policy_uid(&uid)),
+            ui.text(m::webhook_in(&webhook_name, cfg_name)),
+        ];
+        Ok((facts, lines))
+    }
+    .await;
     finish(rec, partial, result)
-}
-
-async fn act2_body(
-    cluster: &Cluster,
-    ui: &Ui,
-    loaded: &LoadedInput,
-    registration_bound: Duration,
-    rec: &mut ActRecorder,
-    partial: &mut serde_json::Value,
-) -> Done {
-    let name = cluster::POLICY_NAME;
-    ui.step(m::APPLYING_POLICY);
-    let stored = match cluster.policy(name).await? {
-        None => cluster.create_policy(&loaded.value).await?,
-        Some(_) => cluster.replace_policy_spec(&loaded.value).await?,
-    };
-    rec.raw("policy-stored", &stored);
-    // Until the webhook answers, the partial facts are the stored policy.
-    *partial = serde_json::json!({ "policy": stored });
-    let at = |pointer: &str| loaded.value.pointer(pointer);
-    let failure_policy = at("/spec/failurePolicy").and_then(|v| v.as_str());
-    let failure_policy = failure_policy.unwrap_or("Fail");
-    let webhook_name = cluster::fine_grained_webhook_name(failure_policy, name);
-    let timeout = at("/spec/webhookConfiguration/timeoutSeconds");
-    let timeout = timeout.and_then(|v| v.as_i64());
-    let (cfg, wh) = wait_for_webhook(cluster, ui, &webhook_name, registration_bound, |wh| {
-        wh.failure_policy.as_deref() == Some(failure_policy)
-            && wh.timeout_seconds.map(i64::from) == timeout
-    })
-    .await?;
-    rec.raw("webhook-configuration", &cfg);
-    let webhook = webhook_facts(&cfg, &wh)?;
-    step_registered(ui, &webhook);
-    // The registration exists; wait until the webhook answers for this policy. Server dry-run:
-    // nothing is stored, whatever the answer.
-    let mut probes = Vec::new();
-    let on_answer = |r: &RequestRecord, s| {
-        let answer = m::checking_answers(r.outcome.as_str());
-        ui.progress(answer, s, ANSWER_BOUND.as_secs());
-        probes.push(r.clone());
-    };
-    let (ns, bound) = (TARGET_NAMESPACE, ANSWER_BOUND);
-    let answered = until_explicit_deny(cluster, "b2-ready", ns, true, bound, on_answer).await?;
-    for r in &probes {
-        rec.request("ready-check-dry-run", r);
-    }
-    // Re-read the stored policy: Kyverno writes its status after registering it (a failed read
-    // leaves no partial facts).
-    *partial = serde_json::Value::Null;
-    let policy = cluster.policy(name).await?.unwrap_or(stored);
-    let uid = uid_of(Some(&policy)).unwrap_or("?").to_owned();
-    let facts = to_value(&Act2Facts { policy, webhook })?;
-    let last = answered.last().map(|r| r.outcome);
-    if last != Some(Outcome::ExplicitDeny) {
-        *partial = facts;
-        return Err(LabError::WaitTimedOut {
-            what: "an explicit deny from the registered webhook (server dry-run)".into(),
-            waited_ms: ANSWER_BOUND.as_millis() as u64,
-            last_state: last.map(|o| o.as_str().to_owned()).unwrap_or_default(),
-        });
-    }
-    let cfg_name = cfg.metadata.name.as_deref().unwrap_or("");
-    let lines = vec![
-        ui.text(m::policy_uid(&uid)),
-        ui.text(m::webhook_in(&webhook_name, cfg_name)),
-    ];
-    Ok((facts, lines))
 }
 
 /// An act body's outcome: its facts and summary lines, or the error that ended it (the act's
@@ -1018,50 +999,43 @@ pub fn finish(
 pub async fn act3(lab: Lab, env: &Env) -> Result<ActSummary, LabError> {
     let cluster = env.cluster().await?;
     let mut rec = env.begin_audited(lab, 3)?;
-    let mut partial = serde_json::Value::Null;
-    let result = act3_body(&cluster, &env.ui, lab, &mut rec, &mut partial).await;
+    let (cluster, ui, mut partial) = (&cluster, &env.ui, serde_json::Value::Null);
+    let result = async {
+        // The request names' prefix: the lab and the act (`b3-good`).
+        let tag = request_tag(lab, 3);
+        let window = crate::metrics::Window::begin(cluster).await;
+        ui.step(m::CREATING_GOOD_TARGET);
+        let (good, bad) = (format!("{tag}-good"), format!("{tag}-bad"));
+        let good = probe::send_pod(cluster, &good, TARGET_NAMESPACE, PodKind::Good, false).await?;
+        rec.request("good", &good);
+        ui.say(describe_indented(ui, m::req::GOOD, &good));
+        ui.step(m::CREATING_BAD_TARGET);
+        let bad = probe::send_pod(cluster, &bad, TARGET_NAMESPACE, PodKind::Bad, false).await?;
+        rec.request("bad", &bad);
+        ui.say(describe_indented(ui, m::req::BAD, &bad));
+        let admission = window.end(cluster).await;
+        partial = serde_json::json!({"good": good, "bad": bad});
+        admission.attach(&mut partial);
+        rec.save_progress(partial.clone())?;
+        ui.step(m::WAITING_RUNNING);
+        let existing = wait_running(cluster, ui, &good.name).await?;
+        let lines = vec![
+            describe(ui, m::req::GOOD, &good),
+            describe(ui, m::req::BAD, &bad),
+            existing_line(ui, &existing),
+            ui.text(crate::metrics::summary_line(&admission)),
+        ];
+        let facts = Act3Facts {
+            good,
+            bad,
+            existing,
+        };
+        let mut facts = to_value(&facts)?;
+        admission.attach(&mut facts);
+        Ok::<_, LabError>((facts, lines))
+    }
+    .await;
     finish(rec, partial, result)
-}
-
-async fn act3_body(
-    cluster: &Cluster,
-    ui: &Ui,
-    lab: Lab,
-    rec: &mut ActRecorder,
-    partial: &mut serde_json::Value,
-) -> Done {
-    // The request names' prefix: the lab and the act (`b3-good`).
-    let tag = request_tag(lab, 3);
-    let window = crate::metrics::Window::begin(cluster).await;
-    ui.step(m::CREATING_GOOD_TARGET);
-    let (good, bad) = (format!("{tag}-good"), format!("{tag}-bad"));
-    let good = probe::send_pod(cluster, &good, TARGET_NAMESPACE, PodKind::Good, false).await?;
-    rec.request("good", &good);
-    ui.say(describe_indented(ui, m::req::GOOD, &good));
-    ui.step(m::CREATING_BAD_TARGET);
-    let bad = probe::send_pod(cluster, &bad, TARGET_NAMESPACE, PodKind::Bad, false).await?;
-    rec.request("bad", &bad);
-    ui.say(describe_indented(ui, m::req::BAD, &bad));
-    let admission = window.end(cluster).await;
-    *partial = serde_json::json!({"good": good, "bad": bad});
-    admission.attach(partial);
-    rec.save_progress(partial.clone())?;
-    ui.step(m::WAITING_RUNNING);
-    let existing = wait_running(cluster, ui, &good.name).await?;
-    let lines = vec![
-        describe(ui, m::req::GOOD, &good),
-        describe(ui, m::req::BAD, &bad),
-        existing_line(ui, &existing),
-        ui.text(crate::metrics::summary_line(&admission)),
-    ];
-    let facts = Act3Facts {
-        good,
-        bad,
-        existing,
-    };
-    let mut facts = to_value(&facts)?;
-    admission.attach(&mut facts);
-    Ok((facts, lines))
 }
 
 /// Waits (bounded, [`RUNNING_BOUND`], with progress) until the target pod `name` is `Running`.

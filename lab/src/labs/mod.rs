@@ -11,9 +11,10 @@
 //!
 //! Each file lists its acts' runners in `RUNNERS` and says which labs they run (`runs`, from the
 //! labs' steps); [`runner`] finds one for `run_act` (unit tests keep them in step with the
-//! registry). Acts with a live fault take a context (`ScaleAct`,
-//! `FreezeAct`: the cluster, output, the fault or its target, recorder) instead of long argument
-//! lists; lab A's act 6 is named phases (`restore_replicas`, `observe_recovery`, `act6_lines`).
+//! registry). An act with a live scale keeps its fault, recorder and partial facts in its own
+//! function (lab A's acts 5 and 6); a freeze act takes a context (`FreezeAct`: the
+//! cluster, output, the fault's target, recorder) instead of long argument lists; lab A's act 6 is
+//! named phases (`restore_replicas`, `observe_recovery`, `act6_lines`).
 
 pub mod a;
 pub mod b;
