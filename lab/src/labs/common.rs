@@ -63,8 +63,7 @@ impl Ui {
 
     /// `line` in the output's language (the words are in [`crate::messages`]).
     pub fn text(&self, line: impl Into<Line>) -> String {
-        let line = line.into();
-        line.get(self.lang()).to_owned()
+        line.into().get(self.lang()).to_owned()
     }
 
     /// `[lab b]` when the lines are labelled ([`Ui::label`]), else nothing.
@@ -572,14 +571,13 @@ pub(crate) fn progress_each_second<S, L: Into<Line>>(
 /// Appends `state` to a wait's change log with the time `at`, unless it is the last state logged
 /// (the log keeps every check whose state differed from the one before: the raw record the
 /// graders re-derive a wait's times from).
-pub(crate) fn log_change(log: &mut Vec<serde_json::Value>, state: serde_json::Value, at: &str) {
+pub(crate) fn log_change(log: &mut Vec<serde_json::Value>, mut state: serde_json::Value, at: &str) {
     let last = log.last().map(|l| {
         let mut l = l.clone();
         l.as_object_mut().map(|o| o.remove("at"));
         l
     });
     if last.as_ref() != Some(&state) {
-        let mut state = state;
         state["at"] = at.into();
         log.push(state);
     }
