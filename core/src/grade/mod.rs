@@ -73,6 +73,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use strum::{EnumIter, IntoStaticStr};
 
 use crate::classify::classify;
 use crate::evidence::{ActStatus, Evidence, Lab, Outcome, RequestRecord};
@@ -89,17 +90,7 @@ pub const MARKERS: &crate::classify::PolicyVerdict<'static> = &crate::classify::
 /// serde and [`Code::as_str`] (strum's `IntoStaticStr`); `Code::iter()` (strum's `EnumIter`) lists
 /// every code, so no list of codes is kept by hand (`messages::code_text` is an exhaustive match).
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    strum::IntoStaticStr,
-    strum::EnumIter,
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, IntoStaticStr, EnumIter,
 )]
 #[serde(rename_all = "kebab-case")]
 #[strum(serialize_all = "kebab-case")]
@@ -563,32 +554,25 @@ impl<'a> G<'a> {
     pub(crate) fn evidence(&mut self, act: u8) -> Option<std::sync::Arc<Evidence>> {
         let name = ev_name(act);
         self.checks += 1;
-        let doc = match self.input.evidence.get(&act) {
-            None => {
-                self.flag(EvidenceMissing, name, "");
-                return None;
-            }
-            Some(Err(e)) => {
-                self.flag(EvidenceInvalid, name, e.clone());
-                return None;
-            }
-            Some(Ok(doc)) => doc,
+        let found = match self.input.evidence.get(&act) {
+            None => Err((EvidenceMissing, String::new())),
+            Some(Err(e)) => Err((EvidenceInvalid, e.clone())),
+            Some(Ok(doc)) => doc.evidence().map_err(|e| (EvidenceInvalid, e)),
         };
-        let parsed = doc.evidence();
-        let ev: std::sync::Arc<Evidence> = match parsed {
+        let found = found.and_then(|ev| match (ev.lab, ev.act, self.lab) {
+            (lab, its_act, expected) if lab != expected || its_act != act => Err((
+                EvidenceInvalid,
+                format!("holds lab {lab:?} act {its_act}, expected lab {expected:?} act {act}"),
+            )),
+            _ => Ok(ev),
+        });
+        let ev = match found {
             Ok(ev) => ev,
-            Err(e) => {
-                self.flag(EvidenceInvalid, name, e);
+            Err((code, why)) => {
+                self.flag(code, name, why);
                 return None;
             }
         };
-        if ev.lab != self.lab || ev.act != act {
-            let (lab, its_act, expected) = (ev.lab, ev.act, self.lab);
-            let why =
-                format!("holds lab {lab:?} act {its_act}, expected lab {expected:?} act {act}");
-            self.flag(EvidenceInvalid, name, why);
-            return None;
-        }
         let interrupted = ev.status == ActStatus::Interrupted;
         self.check(!interrupted, EvidenceInterrupted, name.clone(), || {
             ev.interruption.clone().unwrap_or_default()
@@ -1025,29 +1009,30 @@ impl<'a> G<'a> {
     /// Every request name in this act's evidence is fresh: not used by another request of this
     /// act or of any other act of the lab.
     fn names_unique(&mut self) {
-        let mut seen: BTreeMap<String, (u8, String)> = BTreeMap::new();
-        let mut dup = Vec::new();
-        for (act, doc) in &self.input.evidence {
+        self.checks += 1;
+        let (mut seen, input) = (BTreeMap::<String, (u8, String)>::new(), self.input);
+        for (act, doc) in &input.evidence {
             let Ok(doc) = doc else { continue };
+            // (name, sent_at) of every request record, outside the verbatim answers.
             let mut recs = Vec::new();
             let facts = doc.value.get("facts").unwrap_or(&serde_json::Value::Null);
-            request_keys(facts, &mut recs);
+            walk(facts, "", "", &mut |_, k, x| {
+                let text = |f: &str| x.get(f).and_then(|v| v.as_str());
+                let record = (text("name"), text("sent_at"), x.get("outcome"));
+                if let (Some(n), Some(s), Some(_)) = record
+                    && k != "raw_response"
+                {
+                    recs.push((n.to_owned(), s.to_owned()));
+                }
+                k != "raw_response"
+            });
             for (name, sent) in recs {
-                match seen.get(&name) {
-                    Some((a, s)) if *s != sent && (*a == self.act || *act == self.act) => {
-                        dup.push((name.clone(), *a, *act))
-                    }
-                    Some(_) => {}
-                    None => {
-                        seen.insert(name, (*act, sent));
-                    }
+                let (a, s) = seen.entry(name.clone()).or_insert((*act, sent.clone()));
+                if *s != sent && (*a == self.act || *act == self.act) {
+                    let why = format!("used in {} and {}", ev_name(*a), ev_name(*act));
+                    self.flag(NameReused, format!("request {name}"), why);
                 }
             }
-        }
-        self.checks += 1;
-        for (name, a, b) in dup {
-            let why = format!("used in {} and {}", ev_name(a), ev_name(b));
-            self.flag(NameReused, format!("request {name}"), why);
         }
     }
 }
@@ -1124,12 +1109,10 @@ pub(crate) fn inside_the_act(g: &mut G, ev: &Evidence, subject: String, t: &str)
 fn requests_are_their_raw_records(g: &mut G, ev: &Evidence) {
     let mut raw: BTreeMap<String, (&str, &serde_json::Value)> = BTreeMap::new();
     for r in &ev.raw {
-        let (Some(what), Some(data)) = (r.get("what").and_then(|w| w.as_str()), r.get("data"))
-        else {
-            continue;
-        };
-        if what.starts_with("request:")
-            && let Some(name) = data.get("name").and_then(|n| n.as_str())
+        let (what, data) = (r["what"].as_str().unwrap_or_default(), &r["data"]);
+        if let Some(name) = data["name"]
+            .as_str()
+            .filter(|_| what.starts_with("request:"))
         {
             raw.entry(name.to_owned()).or_insert((what, data));
         }
@@ -1137,10 +1120,8 @@ fn requests_are_their_raw_records(g: &mut G, ev: &Evidence) {
     let mut quoted = Vec::new();
     request_values(&ev.facts, "facts", &mut quoted);
     for (path, v) in quoted {
-        let Some(name) = v.get("name").and_then(|n| n.as_str()) else {
-            continue;
-        };
-        let Some((what, data)) = raw.get(name) else {
+        let name = v["name"].as_str();
+        let Some((name, (what, data))) = name.and_then(|n| Some((n, raw.get(n)?))) else {
             continue;
         };
         let sub = format!("{} {path}", ev_name(g.act));
@@ -1208,28 +1189,6 @@ fn observation_times(v: &serde_json::Value, path: &str, out: &mut Vec<(String, S
         out.extend(t.map(|t| (p.to_owned(), t.to_owned())));
         true
     });
-}
-
-/// Collects (name, sent_at) of every request record inside `v`.
-fn request_keys(v: &serde_json::Value, out: &mut Vec<(String, String)>) {
-    match v {
-        serde_json::Value::Object(m) => {
-            if let (Some(n), Some(s), Some(_)) = (
-                m.get("name").and_then(|x| x.as_str()),
-                m.get("sent_at").and_then(|x| x.as_str()),
-                m.get("outcome"),
-            ) {
-                out.push((n.to_owned(), s.to_owned()));
-            }
-            for (k, c) in m {
-                if k != "raw_response" {
-                    request_keys(c, out);
-                }
-            }
-        }
-        serde_json::Value::Array(a) => a.iter().for_each(|c| request_keys(c, out)),
-        _ => {}
-    }
 }
 
 /// Checks `expected == found` for each `(field, expected, found)`, flagging `code` on

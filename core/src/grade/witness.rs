@@ -180,13 +180,13 @@ pub(crate) fn pod_observation_is_its_raw_record(
     let Some(raw) = required_raw(g, ev, what, subject) else {
         return;
     };
-    let as_read: Option<PodObservation> = serde_json::from_value(raw.clone()).ok();
-    let key = |r: &PodObservation| {
-        let (uid, phase) = (r.uid.clone(), r.phase.clone());
-        let named = (r.name.clone(), r.namespace.clone(), r.exists);
-        (named, uid, phase, r.restart_count)
-    };
-    let same = as_read.as_ref().is_some_and(|r| key(r) == key(p));
+    let as_read = serde_json::from_value::<PodObservation>(raw.clone()).ok();
+    let same = as_read.is_some_and(|r| {
+        PodObservation {
+            at: p.at.clone(),
+            ..r
+        } == *p
+    });
     g.check(same, RawMismatch, subject, || {
         format!("recorded {p:?}, the raw record {what:?} says {raw}")
     });
@@ -260,22 +260,19 @@ fn fields_are_derived(
     };
     let recorded = serde_json::to_value(recorded).unwrap_or_default();
     let derived = serde_json::to_value(derived).unwrap_or_default();
-    let at = |v: &Value, field: &str| -> Value {
-        let pointer = match field {
-            "" => String::new(),
-            _ => format!("/{}", field.replace('.', "/")),
-        };
-        v.pointer(&pointer).cloned().unwrap_or(Value::Null)
+    // The leaf at `field` (dotted; "" for the fact itself).
+    let at = |v: &Value, field: &str| {
+        let pointer = format!("/{field}").replace('.', "/");
+        v.pointer(pointer.trim_end_matches('/'))
+            .cloned()
+            .unwrap_or(Value::Null)
     };
     for (field, source) in sources.iter().filter(|(_, s)| !s.is_empty()) {
         let (r, d) = (&at(&recorded, field), &at(&derived, field));
         if r != d {
             let why = format!("recorded {r}; {raw_at}.{source} derives {d}");
-            let subject = match *field {
-                "" => fact.to_owned(),
-                _ => format!("{fact}.{field}"),
-            };
-            g.flag(RawMismatch, subject, why);
+            let subject = format!("{fact}.{field}");
+            g.flag(RawMismatch, subject.trim_end_matches('.'), why);
         }
     }
 }
@@ -295,10 +292,7 @@ pub(crate) fn list_is_derived_from_raw<T: serde::Serialize>(
 ) {
     let derived = match derived {
         Ok(d) => d.into_iter().map(|(place, d)| (place, Ok(d))).collect(),
-        Err(e) => {
-            g.checks += 1;
-            return fields_are_derived(g, fact, &(), raw_at, Err::<(), _>(e), sources);
-        }
+        Err(e) => return fact_is_derived_from_raw(g, fact, &(), raw_at, Err::<(), _>(e), sources),
     };
     let rows = recorded.iter().enumerate();
     let rows = rows.map(|(i, r)| (format!("{fact}[{i}]"), r)).collect();
@@ -493,31 +487,26 @@ fn named_uids(v: &Value, path: &mut String, out: &mut Vec<(String, String, Strin
 /// unique across the cluster's objects and never reused; a server-side dry-run's too). Flags
 /// [`Code::UidMismatch`] on the path in this act.
 pub(crate) fn one_uid_one_object(g: &mut G) {
-    let mut all: Vec<(String, String, String)> = Vec::new();
-    let mut mine: Vec<(String, String, String)> = Vec::new();
+    let (mut all, mut mine) = (Vec::new(), 0..0);
     for (act, doc) in &g.input.evidence {
         let Ok(doc) = doc else { continue };
-        let facts = doc.value.get("facts").unwrap_or(&Value::Null);
-        let mut found = Vec::new();
-        named_uids(facts, &mut format!("{} facts", ev_name(*act)), &mut found);
+        let (facts, start) = (doc.value.get("facts").unwrap_or(&Value::Null), all.len());
+        named_uids(facts, &mut format!("{} facts", ev_name(*act)), &mut all);
         if *act == g.act {
-            mine.extend(found.iter().cloned());
+            mine = start..all.len();
         }
-        all.extend(found);
     }
     let mut names: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     for (u, n, _) in &all {
         names.entry(u).or_default().insert(n);
     }
     g.checks += 1;
-    for (u, n, at) in &mine {
+    for (u, n, at) in &all[mine] {
         let others: Vec<&&str> = names[u.as_str()].iter().filter(|x| **x != n).collect();
         if !others.is_empty() {
-            g.flag(
-                UidMismatch,
-                at.clone(),
-                format!("uid {u} names {n:?} here and {others:?} elsewhere in the lab's evidence"),
-            );
+            let why =
+                format!("uid {u} names {n:?} here and {others:?} elsewhere in the lab's evidence");
+            g.flag(UidMismatch, at.clone(), why);
         }
     }
 }
@@ -532,62 +521,19 @@ mod tests {
 
     use super::super::{Code, Code::*, EvidenceDoc, Findings, GradeInput, grade};
     use crate::evidence::Lab::{self, A, B};
-    use crate::inputs::InputFile;
 
-    /// The files of the recorded run `$dir`: its evidence (`evidence/01.json`..), then the named
-    /// inputs, each with its text.
-    macro_rules! run {
-        ($dir:literal, [$($file:literal),*]) => {
-            run!(@ $dir, [
-                "evidence/01.json", "evidence/02.json", "evidence/03.json", "evidence/04.json",
-                "evidence/05.json", "evidence/06.json", "evidence/07.json", "evidence/08.json",
-                $($file),*
-            ])
-        };
-        (@ $dir:literal, [$($file:literal),*]) => {
-            vec![$(($file, include_str!(concat!("../../../lab/tests/fixtures/recorded/", $dir, "/", $file)))),*]
-        };
-    }
-
-    /// The recorded run of lab A or lab B, as the grader reads it.
+    /// The recorded run of lab A or lab B, as the grader reads it ([`GradeInput::load`]).
     fn recorded(lab: Lab) -> GradeInput {
-        let files = match lab {
-            A => run!(
-                "a-20261130T194643Z",
-                [
-                    "scope.json",
-                    "policy.json",
-                    "scale-plan.json",
-                    "report.json"
-                ]
-            ),
-            _ => run!(
-                "b-20261130T210502Z",
-                [
-                    "scope.json",
-                    "policy.json",
-                    "freeze-plan.json",
-                    "policy-ignore.json",
-                    "recovery.json",
-                    "report.json"
-                ]
-            ),
+        let run = if lab == A {
+            "a-20261130T194643Z"
+        } else {
+            "b-20261130T210502Z"
         };
-        let mut gi = GradeInput::default();
-        for (name, text) in files {
-            let value: Value = serde_json::from_str(text).unwrap();
-            match name.strip_prefix("evidence/") {
-                Some(act) => {
-                    let act = act.trim_end_matches(".json").parse().unwrap();
-                    gi.evidence.insert(act, Ok(EvidenceDoc::new(value)));
-                }
-                None => {
-                    let file = InputFile::from_name(lab, name).unwrap();
-                    gi.inputs.insert(file, Ok(value));
-                }
-            }
-        }
-        gi
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../lab/tests/fixtures/recorded/"
+        );
+        GradeInput::load(&crate::workdir::Workdir::new(format!("{dir}{run}")), lab)
     }
 
     /// One change to an act's evidence document.
@@ -603,6 +549,16 @@ mod tests {
     }
     use Edit::*;
 
+    /// Act `act`'s evidence document in `gi`.
+    fn doc_of(gi: &GradeInput, act: u8) -> &Value {
+        gi.evidence[&act].as_ref().unwrap().value()
+    }
+
+    /// The array at `pointer` in `doc`.
+    fn array_of<'d>(doc: &'d mut Value, pointer: &str) -> &'d mut Vec<Value> {
+        doc.pointer_mut(pointer).unwrap().as_array_mut().unwrap()
+    }
+
     /// Act `act` of `lab`'s recorded run passes unchanged and, with `edit` applied, is flagged
     /// `code` on `evidence/0{act}.json facts.{subject}`.
     #[track_caller]
@@ -613,26 +569,13 @@ mod tests {
             grade(lab, act, &gi).passed(),
             "lab {lab} act {act} passes unchanged"
         );
-        let mut doc = gi.evidence[&act].as_ref().unwrap().value().clone();
+        let mut doc = doc_of(&gi, act).clone();
         match edit {
             Set(p, v) => *doc.pointer_mut(p).expect(p) = v,
-            RemoveFirst(p) => {
-                _ = doc
-                    .pointer_mut(p)
-                    .unwrap()
-                    .as_array_mut()
-                    .unwrap()
-                    .remove(0)
-            }
-            Clear(p) => doc.pointer_mut(p).unwrap().as_array_mut().unwrap().clear(),
+            RemoveFirst(p) => _ = array_of(&mut doc, p).remove(0),
+            Clear(p) => array_of(&mut doc, p).clear(),
             From(p, other, from) => {
-                let v = gi.evidence[&other]
-                    .as_ref()
-                    .unwrap()
-                    .value()
-                    .pointer(from)
-                    .unwrap();
-                *doc.pointer_mut(p).expect(p) = v.clone();
+                *doc.pointer_mut(p).expect(p) = doc_of(&gi, other).pointer(from).unwrap().clone()
             }
         }
         gi.evidence.insert(act, Ok(EvidenceDoc::new(doc)));
@@ -748,7 +691,7 @@ mod tests {
     fn act5_facts_differing_from_their_raw_records_name_both_witnesses() {
         let graded = |edit: &dyn Fn(&mut Value)| {
             let mut gi = recorded(A);
-            let mut doc = gi.evidence[&5].as_ref().unwrap().value().clone();
+            let mut doc = doc_of(&gi, 5).clone();
             edit(&mut doc);
             gi.evidence.insert(5, Ok(EvidenceDoc::new(doc)));
             grade(A, 5, &gi).findings
@@ -782,8 +725,7 @@ mod tests {
             assert!(detail.contains(raw), "{subject}: {findings:#?}");
         }
         let findings = graded(&|doc| {
-            let raw = doc["raw"].as_array_mut().unwrap();
-            raw.retain(|r| r["what"] != "scale-down");
+            array_of(doc, "/raw").retain(|r| r["what"] != "scale-down");
         });
         let missing = findings.iter().any(|f| {
             f.code == ObservationMissing && f.subject == "evidence/05.json facts.scaled_at"
@@ -799,7 +741,7 @@ mod tests {
         use super::super::{G, SameRegistration, policy::policy_is_ignore, registration_equals};
         let gi = recorded(B);
         let ev = |act: u8| -> crate::evidence::Evidence {
-            serde_json::from_value(gi.evidence[&act].as_ref().unwrap().value().clone()).unwrap()
+            serde_json::from_value(doc_of(&gi, act).clone()).unwrap()
         };
         let g = G::new(B, 6, &gi);
         assert!(!policy_is_ignore(&g, &ev(5)));
