@@ -23,8 +23,10 @@ pub(crate) fn act4(g: &mut G) {
     g.check(id.pid > 1, ValueMismatch, format!("{sub}.pid"), || {
         format!("expected a PID > 1, found {}", id.pid)
     });
-    let ok = id.pid_start_time_ticks > 0;
-    let at = format!("{sub}.pid_start_time_ticks");
+    let (ok, at) = (
+        id.pid_start_time_ticks > 0,
+        format!("{sub}.pid_start_time_ticks"),
+    );
     g.check(ok, ValueMismatch, at, || {
         "expected the start time from /proc/<pid>/stat, found 0".into()
     });
@@ -62,11 +64,8 @@ fn freeze_run(
     // Act 5 freezes the process act 4 identified. Act 6 freezes the process found after act 5:
     // Kyverno may have restarted after the first freeze (a 20 s stop outlasts its 12 s leader
     // Lease), which is observed and recorded, not a defect.
-    let after5 = if act == 6 {
-        g.facts::<Act5Facts>(5).and_then(|a5| a5.identity_after)
-    } else {
-        None
-    };
+    let after5 = (act == 6).then(|| g.facts::<Act5Facts>(5)?.identity_after);
+    let after5 = after5.flatten();
     let expected = after5.or_else(|| g.facts::<Act4Facts>(4).map(|a4| a4.identity));
     freeze::frozen_process_is_the_expected_one(g, &v, expected);
     freeze::freeze_rules(g, &v);
@@ -130,8 +129,7 @@ pub(crate) fn act7(g: &mut G) {
     let (policy_uid, bad) = (&f.policy_uid, &f.healthy_bad);
     freeze::recovered_under_ignore(g, uid, policy_uid, &f.webhook, bad, a6_webhook);
     if let Some(ev) = g.evidence(7) {
-        let what = "webhook-configuration";
-        let fact = format!("{s}.webhook");
+        let (what, fact) = ("webhook-configuration", format!("{s}.webhook"));
         super::witness::registration_is_derived_from(g, &ev, what, &fact, &f.webhook);
     }
     super::existing_pod_survives(g, &format!("{s}.existing"), &f.existing);

@@ -431,6 +431,15 @@ pub fn check_report(lab: Lab, input: &GradeInput) -> ReportCheck {
     }
 }
 
+/// The recorded run `run` of `lab` (`lab/tests/fixtures/recorded/<run>`) as [`grade`] reads it,
+/// through [`GradeInput::load`]: the unit tests' real evidence.
+#[cfg(test)]
+pub(crate) fn recorded_run(lab: Lab, run: &str) -> GradeInput {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../lab/tests/fixtures/recorded");
+    GradeInput::load(&Workdir::new(dir.join(run)), lab)
+}
+
 /// Grades every act of `lab` in order.
 pub fn grade_all(lab: Lab, input: &GradeInput) -> Vec<Findings> {
     crate::acts::numbers(lab)
@@ -774,14 +783,10 @@ impl<'a> G<'a> {
     fn request_times_agree(&mut self, subject: &str, r: &RequestRecord) {
         let (sent, answered, ms) = (&r.sent_at, &r.answered_at, r.elapsed_ms);
         let (s, a) = (facts::parse_rfc3339(sent), facts::parse_rfc3339(answered));
-        let ok = match (s, a) {
-            (Some(s), Some(a)) => {
-                a >= s
-                    && ((a - s).num_milliseconds() - ms as i64).abs()
-                        <= bounds::CLOCK_SKEW_MS as i64
-            }
-            _ => false,
-        };
+        let skew = bounds::CLOCK_SKEW_MS as i64;
+        let ok = s
+            .zip(a)
+            .is_some_and(|(s, a)| a >= s && ((a - s).num_milliseconds() - ms as i64).abs() <= skew);
         self.check(ok, TimesInconsistent, subject, || {
             format!("sent_at {sent:?}, answered_at {answered:?}, elapsed_ms {ms}")
         });
@@ -853,18 +858,17 @@ impl<'a> G<'a> {
         let raw = &r.raw_response;
         let s = |p: &str| raw.pointer(p).and_then(|v| v.as_str());
         let (version, kind, namespace) = (s("/apiVersion"), s("/kind"), s("/metadata/namespace"));
-        let mut problems = Vec::new();
+        let mut problems: Vec<String> = Vec::new();
+        macro_rules! problem {
+            ($($why:tt)*) => { problems.push(format!($($why)*)) };
+        }
         if (200..300).contains(&r.http_status) {
             if (version, kind) != (Some("v1"), Some("Pod")) {
-                problems.push(format!(
-                    "a 2xx body is a v1 Pod, found {version:?} {kind:?}"
-                ));
+                problem!("a 2xx body is a v1 Pod, found {version:?} {kind:?}");
             }
             if namespace != Some(r.namespace.as_str()) {
                 let ours = &r.namespace;
-                problems.push(format!(
-                    "metadata.namespace {namespace:?}, the record's namespace {ours:?}"
-                ));
+                problem!("metadata.namespace {namespace:?}, the record's namespace {ours:?}");
             }
             let labels: BTreeMap<String, String> = raw
                 .pointer("/metadata/labels")
@@ -872,15 +876,11 @@ impl<'a> G<'a> {
                 .unwrap_or_default();
             if labels != r.labels {
                 let ours = &r.labels;
-                problems.push(format!(
-                    "metadata.labels {labels:?}, the record's labels {ours:?}"
-                ));
+                problem!("metadata.labels {labels:?}, the record's labels {ours:?}");
             }
         } else if raw.is_object() {
             if (version, kind) != (Some("v1"), Some("Status")) {
-                problems.push(format!(
-                    "a refusal's body is a v1 Status, found {version:?} {kind:?}"
-                ));
+                problem!("a refusal's body is a v1 Status, found {version:?} {kind:?}");
             }
             let causes = raw.pointer("/details/causes").and_then(|c| c.as_array());
             let causes: Vec<&str> = causes
@@ -893,18 +893,14 @@ impl<'a> G<'a> {
                 && (causes.is_empty() || r.message.as_deref() != Some(internal.as_str()))
             {
                 let msg = &r.message;
-                problems.push(format!(
-                    "details.causes {causes:?} are not the message {msg:?}"
-                ));
+                problem!("details.causes {causes:?} are not the message {msg:?}");
             }
             let msg = r.message.as_deref().and_then(|m| m.strip_prefix("pods \""));
             if let Some((named, _)) = msg.and_then(|m| m.split_once("\" is forbidden"))
                 && named != r.name
             {
                 let ours = &r.name;
-                problems.push(format!(
-                    "the message names pod {named:?}, the record {ours:?}"
-                ));
+                problem!("the message names pod {named:?}, the record {ours:?}");
             }
         }
         let ok = problems.is_empty();
@@ -1110,10 +1106,10 @@ fn requests_are_their_raw_records(g: &mut G, ev: &Evidence) {
     let mut raw: BTreeMap<String, (&str, &serde_json::Value)> = BTreeMap::new();
     for r in &ev.raw {
         let (what, data) = (r["what"].as_str().unwrap_or_default(), &r["data"]);
-        if let Some(name) = data["name"]
+        let name = data["name"]
             .as_str()
-            .filter(|_| what.starts_with("request:"))
-        {
+            .filter(|_| what.starts_with("request:"));
+        if let Some(name) = name {
             raw.entry(name.to_owned()).or_insert((what, data));
         }
     }
@@ -1385,7 +1381,7 @@ pub(crate) fn scope_is_open(
 ) -> bool {
     let empty_selector = object_selector.is_null()
         || object_selector.as_object().is_some_and(|o| {
-            o.iter().all(|(_, v)| {
+            o.values().all(|v| {
                 v.is_null()
                     || v.as_object().is_some_and(|m| m.is_empty())
                     || v.as_array().is_some_and(|a| a.is_empty())
@@ -1466,12 +1462,7 @@ pub(crate) fn registration_scope(g: &mut G, subject: &str, name: &str, w: &Scope
     ];
     for req in left_out {
         let m = webhook_match(w.rules, w.namespace_selector, &req);
-        let ns = req
-            .namespace_labels
-            .values()
-            .next()
-            .cloned()
-            .unwrap_or_default();
+        let ns = req.namespace_labels.values().next().map_or("", |n| n);
         let op = &req.operation;
         g.check(matches!(m, Match::NotCalled(_)), RegistrationScope, &sub, || match &m {
             Match::Unreadable(why) => format!("webhook {name:?}: {why}"),

@@ -522,18 +522,10 @@ mod tests {
     use super::super::{Code, Code::*, EvidenceDoc, Findings, GradeInput, grade};
     use crate::evidence::Lab::{self, A, B};
 
-    /// The recorded run of lab A or lab B, as the grader reads it ([`GradeInput::load`]).
+    /// The recorded run of lab A or lab B, as the grader reads it.
     fn recorded(lab: Lab) -> GradeInput {
-        let run = if lab == A {
-            "a-20261130T194643Z"
-        } else {
-            "b-20261130T210502Z"
-        };
-        let dir = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../lab/tests/fixtures/recorded/"
-        );
-        GradeInput::load(&crate::workdir::Workdir::new(format!("{dir}{run}")), lab)
+        let run = [("a-20261130T194643Z", A), ("b-20261130T210502Z", B)];
+        super::super::recorded_run(lab, run.iter().find(|r| r.1 == lab).unwrap().0)
     }
 
     /// One change to an act's evidence document.
