@@ -274,10 +274,11 @@ fn baseline_outcomes_are_healthy(g: &mut G, s: &str, f: &Act3Facts) {
         fields_are(g, ValueMismatch, &s, rows);
     }
     let (good, existing) = (&f.good, &f.existing);
-    let name = |r: &facts::PodObservation| (r.name.clone(), r.namespace.clone());
-    let good_name = (good.name.clone(), good.namespace.clone());
-    let row = ("existing.name", good_name, name(existing));
-    fields_are(g, ValueMismatch, s, [row]);
+    let names = (
+        (&good.name, &good.namespace),
+        (&existing.name, &existing.namespace),
+    );
+    fields_are(g, ValueMismatch, s, [("existing.name", names.0, names.1)]);
     g.times_ordered(&format!("{s}.existing.at"), &good.get.at, &existing.at);
     if let Some(uid) = &good.get.uid {
         g.existing(&format!("{s}.existing"), existing, uid);
@@ -529,16 +530,8 @@ fn read_between_its_raw_record_and_the_next(
     what: &str,
     at: &str,
 ) {
-    let time = |r: &Value| {
-        r.get("at")
-            .and_then(Value::as_str)
-            .and_then(facts::parse_rfc3339)
-    };
-    let Some(i) = ev
-        .raw
-        .iter()
-        .position(|r| r.get("what").and_then(Value::as_str) == Some(what))
-    else {
+    let time = |r: &Value| r["at"].as_str().and_then(facts::parse_rfc3339);
+    let Some(i) = ev.raw.iter().position(|r| r["what"] == what) else {
         return;
     };
     let (Some(from), Some(t)) = (time(&ev.raw[i]), facts::parse_rfc3339(at)) else {
@@ -674,27 +667,24 @@ fn frozen_leader_is_the_holders(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRu
 /// earlier freeze of that pod (it may have restarted: its `target_after.identity_after`), else the
 /// one act 4 found in it. `None` when neither is readable.
 fn latest_process_before(g: &mut G, act: u8, pod: &str) -> Option<facts::b::ProcessIdentity> {
-    let earlier: Vec<u8> = (crate::acts::freezes(g.lab).iter())
-        .map(|(a, _)| *a)
-        .filter(|a| *a < act)
-        .collect();
-    let mut after = None;
-    for a in earlier.into_iter().rev() {
+    let mut earlier = crate::acts::freezes(g.lab)
+        .into_iter()
+        .rev()
+        .filter(|(a, _)| *a < act);
+    let after = earlier.find_map(|(a, _)| {
         let run = if crate::acts::switches_policy(g.lab, a) {
             g.facts::<Act6Facts>(a).map(|f| f.run)
         } else {
             g.facts::<Act5Facts>(a)
         };
-        if let Some(run) = run.filter(|r| r.target_pod == pod) {
-            after = run.target_after.identity_after;
-            break;
-        }
-    }
+        run.filter(|r| r.target_pod == pod)
+            .map(|r| r.target_after.identity_after)
+    });
     let from4 = g.facts::<Act4Facts>(4).and_then(|a4| {
         let mut all = a4.followers.into_iter().chain([a4.leader]);
         all.find(|p| p.pod_name == pod).map(|p| p.identity)
     });
-    after.or(from4)
+    after.flatten().or(from4)
 }
 
 /// Act 6 froze a follower: a replica that did not hold the Lease when the freeze began, one of
@@ -777,7 +767,6 @@ fn a_call_that_met_the_frozen_replica_had_it_as_an_endpoint(
     s: &str,
     run: &ReplicaFreezeRun,
 ) {
-    use crate::evidence::Outcome;
     let t = |x: &str| facts::parse_rfc3339(x);
     let read: Vec<_> = (run.endpoint_samples.iter())
         .filter(|x| x.error.is_none())
@@ -787,7 +776,7 @@ fn a_call_that_met_the_frozen_replica_had_it_as_an_endpoint(
         return;
     }
     let pod = Some(run.target_pod.as_str());
-    let ready = |x: &facts::c::EndpointSample| {
+    let ready = |x: &EndpointSample| {
         x.endpoints
             .iter()
             .any(|e| e.ready && e.pod.as_deref() == pod)
@@ -880,15 +869,8 @@ fn samples_cover_the_freeze(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
     let leases: Vec<&str> = run.lease_samples.iter().map(|x| x.at.as_str()).collect();
     let endpoints: Vec<&str> = run.endpoint_samples.iter().map(|x| x.at.as_str()).collect();
     for (what, times) in [("lease_samples", leases), ("endpoint_samples", endpoints)] {
-        let parsed: Vec<_> = times
-            .iter()
-            .filter_map(|t| facts::parse_rfc3339(t))
-            .collect();
-        let edges: Vec<_> = [frozen]
-            .into_iter()
-            .chain(parsed.iter().copied())
-            .chain([resumed])
-            .collect();
+        let parsed: Vec<_> = times.iter().filter_map(|x| t(x)).collect();
+        let edges = [&[frozen][..], &parsed, &[resumed]].concat();
         let gaps = edges.windows(2).map(|w| (w[1] - w[0]).num_milliseconds());
         let longest = gaps.max().unwrap_or(i64::MAX);
         let late = resumed + chrono::Duration::milliseconds(2 * period);
@@ -1303,15 +1285,17 @@ mod in_flight_tests {
     use super::most_in_flight;
     use crate::evidence::RequestRecord;
 
-    fn wave(spans: &[(&str, &str)]) -> Vec<RequestRecord> {
+    /// A wave of requests sent and answered at these milliseconds of 2026-12-01T23:29:31.
+    fn wave(spans: &[(u32, u32)]) -> Vec<RequestRecord> {
+        let at = |ms: &u32| format!("2026-12-01T23:29:31.{ms:03}Z");
         (spans.iter().enumerate())
             .map(|(i, (sent, answered))| {
                 serde_json::from_value(serde_json::json!({
                     "name": format!("kca-c3-bad-w0-{i}"), "namespace": "kca-webhook-target",
-                    "labels": {}, "dry_run": false, "sent_at": sent, "answered_at": answered,
+                    "labels": {}, "dry_run": false, "sent_at": at(sent), "answered_at": at(answered),
                     "elapsed_ms": 10, "http_status": 400, "reason": null, "message": null,
                     "outcome": "explicit-deny", "raw_response": {},
-                    "get": {"exists": false, "uid": null, "phase": null, "at": answered}
+                    "get": {"exists": false, "uid": null, "phase": null, "at": at(answered)}
                 }))
                 .expect("a request record")
             })
@@ -1322,30 +1306,27 @@ mod in_flight_tests {
     /// was answered before the others were sent, yet five were in flight together.
     #[test]
     fn a_wave_with_one_early_answer_still_had_five_in_flight() {
-        let w = wave(&[
-            ("2026-12-01T23:29:31.732Z", "2026-12-01T23:29:31.749Z"),
-            ("2026-12-01T23:29:31.752Z", "2026-12-01T23:29:31.763Z"),
-            ("2026-12-01T23:29:31.754Z", "2026-12-01T23:29:31.774Z"),
-            ("2026-12-01T23:29:31.754Z", "2026-12-01T23:29:31.812Z"),
-            ("2026-12-01T23:29:31.762Z", "2026-12-01T23:29:31.775Z"),
-            ("2026-12-01T23:29:31.762Z", "2026-12-01T23:29:31.815Z"),
-        ]);
-        assert_eq!(most_in_flight(&w), Some(5));
+        let spans = [
+            (732, 749),
+            (752, 763),
+            (754, 774),
+            (754, 812),
+            (762, 775),
+            (762, 815),
+        ];
+        assert_eq!(most_in_flight(&wave(&spans)), Some(5));
     }
 
     #[test]
     fn a_sequential_wave_has_one_in_flight() {
-        let w = wave(&[
-            ("2026-12-01T23:29:31.700Z", "2026-12-01T23:29:31.710Z"),
-            ("2026-12-01T23:29:31.711Z", "2026-12-01T23:29:31.720Z"),
-            ("2026-12-01T23:29:31.721Z", "2026-12-01T23:29:31.730Z"),
-        ]);
+        let w = wave(&[(700, 710), (711, 720), (721, 730)]);
         assert_eq!(most_in_flight(&w), Some(1));
     }
 
     #[test]
     fn an_unparsable_time_gives_no_count() {
-        let w = wave(&[("yesterday", "2026-12-01T23:29:31.710Z")]);
+        let mut w = wave(&[(0, 710)]);
+        w[0].sent_at = "yesterday".into();
         assert_eq!(most_in_flight(&w), None);
     }
 }
@@ -1369,14 +1350,13 @@ mod target_order_tests {
             };
         }
         let parse = |text: &str| serde_json::from_str::<Value>(text).unwrap();
+        let (a4, a5) = (pass!("evidence/04.json"), pass!("evidence/05.json"));
+        let mut acts = [a4, a5, pass!("evidence/06.json")].map(parse);
+        let a4 = acts[0]["facts"].clone();
+        edit(&mut acts[usize::from(act - 4)]["facts"], &a4);
         let mut gi = GradeInput::default();
-        let acts = [
-            (4, pass!("evidence/04.json")),
-            (5, pass!("evidence/05.json")),
-            (6, pass!("evidence/06.json")),
-        ];
-        for (n, text) in acts {
-            gi.evidence.insert(n, Ok(EvidenceDoc::new(parse(text))));
+        for (n, v) in (4..).zip(acts) {
+            gi.evidence.insert(n, Ok(EvidenceDoc::new(v)));
         }
         for (file, text) in [
             (inputs::InputFile::PolicyIgnore, pass!("policy-ignore.json")),
@@ -1384,10 +1364,6 @@ mod target_order_tests {
         ] {
             gi.inputs.insert(file, Ok(parse(text)));
         }
-        let a4 = gi.evidence[&4].as_ref().unwrap().value()["facts"].clone();
-        let mut v = gi.evidence[&act].as_ref().unwrap().value().clone();
-        edit(&mut v["facts"], &a4);
-        gi.evidence.insert(act, Ok(EvidenceDoc::new(v)));
         gi
     }
 
