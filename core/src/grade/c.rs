@@ -146,12 +146,11 @@ fn distinct_ready_replicas(g: &mut G, s: &str, f: &Act3Facts) {
 /// Every replica is a ready endpoint of `kyverno-svc` (by pod name and address), and there is
 /// no ready endpoint that is not one of them: the API server dials these addresses itself.
 fn every_ready_replica_is_a_ready_endpoint(g: &mut G, s: &str, f: &Act3Facts) {
-    let ready: BTreeSet<(Option<&str>, &str)> = (f.endpoints.iter().filter(|e| e.ready))
-        .map(|e| (e.pod.as_deref(), e.address.as_str()))
-        .collect();
-    let replicas: BTreeSet<(Option<&str>, &str)> = (f.replicas.iter())
-        .map(|r| (Some(r.pod.name.as_str()), r.pod_ip.as_deref().unwrap_or("")))
-        .collect();
+    let ready = (f.endpoints.iter().filter(|e| e.ready)).map(|e| (e.pod.as_deref(), &*e.address));
+    let ips = f.replicas.iter().map(|r| r.pod_ip.as_deref().unwrap_or(""));
+    let names = f.replicas.iter().map(|r| Some(r.pod.name.as_str()));
+    let replicas = names.zip(ips);
+    let (ready, replicas): (BTreeSet<_>, BTreeSet<_>) = (ready.collect(), replicas.collect());
     g.expect_eq(ValueMismatch, format!("{s}.endpoints"), replicas, ready);
 }
 
@@ -474,9 +473,8 @@ fn replica_counters_are_the_raw_lines(g: &mut G, s: &str, ev: &Evidence, rows: &
                 .flatten()
                 .filter_map(Value::as_str);
             let text = lines.collect::<Vec<_>>().join("\n");
-            let parsed = (raw["status"] == 200)
-                .then(|| crate::metrics::kyverno_pod_requests(&text))
-                .flatten();
+            let parse = || crate::metrics::kyverno_pod_requests(&text);
+            let parsed = (raw["status"] == 200).then(parse).flatten();
             g.check(parsed == recorded, RawMismatch, sub, || {
                 format!("recorded {recorded:?}, the raw lines give {parsed:?}")
             });
@@ -768,32 +766,23 @@ fn a_call_that_met_the_frozen_replica_had_it_as_an_endpoint(
     run: &ReplicaFreezeRun,
 ) {
     let t = |x: &str| facts::parse_rfc3339(x);
-    let read: Vec<_> = (run.endpoint_samples.iter())
-        .filter(|x| x.error.is_none())
-        .filter_map(|x| Some((t(&x.at)?, x)))
-        .collect();
+    let read = run.endpoint_samples.iter().filter(|x| x.error.is_none());
+    let read: Vec<_> = read.filter_map(|x| Some((t(&x.at)?, x))).collect();
     if read.is_empty() {
         return;
     }
     let pod = Some(run.target_pod.as_str());
-    let ready = |x: &EndpointSample| {
-        x.endpoints
-            .iter()
-            .any(|e| e.ready && e.pod.as_deref() == pod)
+    let ready = |x: &&EndpointSample| {
+        let mut endpoints = x.endpoints.iter();
+        endpoints.any(|e| e.ready && e.pod.as_deref() == pod)
     };
     let lag = chrono::Duration::milliseconds(super::bounds::ENDPOINT_SYNC_MS);
     let seen_ready_around = |sent: chrono::DateTime<chrono::Utc>| {
-        let before = read
-            .iter()
-            .rposition(|(at, _)| *at + lag <= sent)
-            .unwrap_or(0);
-        let after = read
-            .iter()
-            .position(|(at, _)| *at >= sent)
-            .unwrap_or(read.len() - 1);
-        read[before..=after.max(before)]
-            .iter()
-            .any(|(_, x)| ready(x))
+        let before = read.iter().rposition(|(at, _)| *at + lag <= sent);
+        let after = read.iter().position(|(at, _)| *at >= sent);
+        let (before, after) = (before.unwrap_or(0), after.unwrap_or(read.len() - 1));
+        let around = &read[before..=after.max(before)];
+        around.iter().any(|(_, x)| ready(x))
     };
     let long = |r: &RequestRecord| {
         r.outcome == Outcome::WebhookTimeout
@@ -938,8 +927,9 @@ fn restart_counts_are_the_containers_attempts(
     if raw_record(ev, "cri-container-after").is_some() {
         let at = format!("{sub}.identity_after");
         g.check(t.identity_after.is_some(), RawMismatch, at, || {
-            "CRI answered after the resume (raw cri-container-after), the facts say it did not"
-                .into()
+            let why =
+                "CRI answered after the resume (raw cri-container-after), the facts say it did not";
+            why.into()
         });
     }
 }
