@@ -1409,13 +1409,6 @@ mod target_order_tests {
         assert_eq!(wrong.len(), 1, "{wrong:#?}");
         assert_eq!(wrong[0].code, IdentityChanged);
     }
-}
-
-#[cfg(test)]
-mod replica_source_tests {
-    use super::*;
-    use crate::evidence::Lab;
-    use crate::grade::{EvidenceDoc, GradeInput};
 
     /// A raw field only `ready` reads (the Ready condition's status, a boolean where the API
     /// sends a string) fails the replica's facts, not its pod's: the pod is derived by its own
@@ -1433,10 +1426,8 @@ mod replica_source_tests {
         let mut gi = GradeInput::default();
         gi.evidence.insert(3, Ok(EvidenceDoc::new(v)));
         let found = crate::grade::grade(Lab::C, 3, &gi).findings;
-        let on_replica: Vec<&str> = (found.iter())
-            .filter(|f| f.subject.contains("replicas[1]"))
-            .map(|f| f.subject.as_str())
-            .collect();
+        let subjects = found.iter().map(|f| f.subject.as_str());
+        let on_replica: Vec<&str> = subjects.filter(|s| s.contains("replicas[1]")).collect();
         let replica = vec!["evidence/03.json facts.replicas[1]"];
         assert_eq!(on_replica, replica, "{found:#?}");
     }

@@ -77,10 +77,8 @@ const ANY_OUTCOME: &[Outcome] = &[
 fn requests(ev: &Evidence) -> Vec<(String, RequestRecord)> {
     let mut found = Vec::new();
     super::request_values(&ev.facts, "facts", &mut found);
-    found
-        .into_iter()
-        .filter_map(|(p, v)| Some((p, serde_json::from_value(v.clone()).ok()?)))
-        .collect()
+    let parse = |(p, v): (String, &Value)| Some((p, serde_json::from_value(v.clone()).ok()?));
+    found.into_iter().filter_map(parse).collect()
 }
 
 /// Every request record of the act, wherever it sits in `facts` (lab C's requests after the
@@ -114,37 +112,36 @@ fn is_policy_webhook(name: &str) -> bool {
 fn registration_reads(g: &G) -> Vec<RegistrationRead> {
     let mut out = Vec::new();
     for (act, doc) in read_evidence(g.input, ..=g.act) {
-        let name = ev_name(*act);
-        if let Some(raw) = doc.value.get("raw").and_then(Value::as_array) {
-            for (i, r) in raw.iter().enumerate() {
-                let mut hooks = BTreeMap::new();
-                let mut lists = false;
-                webhook_entries(&r["data"], &mut hooks, &mut lists);
-                if hooks.is_empty() && !lists {
-                    continue;
-                }
+        let (act, name, facts) = (*act, ev_name(*act), &doc.value["facts"]);
+        // A read that shows a webhook or lists the configurations.
+        let mut read = |at, witness, hooks: BTreeMap<String, String>, lists| {
+            if !hooks.is_empty() || lists {
                 out.push(RegistrationRead {
-                    act: *act,
-                    at: r.get("at").and_then(Value::as_str).and_then(parse_rfc3339),
-                    witness: format!("{name} raw[{i}]"),
+                    act,
+                    at,
+                    witness,
                     hooks,
                     lists,
                 });
             }
+        };
+        for (i, r) in doc.value["raw"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let (mut hooks, mut lists) = (BTreeMap::new(), false);
+            webhook_entries(&r["data"], &mut hooks, &mut lists);
+            read(time_of(r, "at"), format!("{name} raw[{i}]"), hooks, lists);
         }
-        if let Some(read) = facts_registration_read(*act, &doc.value["facts"], &name) {
-            out.push(read);
+        if let Some((at, witness, hooks, lists)) = facts_registration_read(facts) {
+            read(Some(at), format!("{name} facts.{witness}"), hooks, lists);
         }
         let mut hooks = BTreeMap::new();
-        facts_webhooks(&doc.value["facts"], "facts", &name, &mut hooks);
+        facts_webhooks(facts, "facts", &name, &mut hooks);
         for (hook, (policy, witness)) in hooks {
-            out.push(RegistrationRead {
-                act: *act,
-                at: None,
-                witness,
-                hooks: BTreeMap::from([(hook, policy)]),
-                lists: false,
-            });
+            read(None, witness, BTreeMap::from([(hook, policy)]), false);
         }
     }
     out
@@ -154,13 +151,14 @@ fn registration_reads(g: &G) -> Vec<RegistrationRead> {
 /// `registration_checked_at`): the verbatim entries it kept (`webhook_configurations`,
 /// `registration_snapshot`) and, when the act says whether the policy's webhook was there
 /// (`policy_webhook_present`, `registration_present_during_freeze`), that answer: `false` is a
-/// read that shows it absent.
-fn facts_registration_read(act: u8, facts: &Value, file: &str) -> Option<RegistrationRead> {
-    let (at_key, at) = ["registrations_checked_at", "registration_checked_at"]
+/// read that shows it absent. Returns (its time, the key it is witnessed by, its webhooks and
+/// whether it lists the configurations, as [`webhook_entries`]).
+fn facts_registration_read(facts: &Value) -> Option<(Time, &str, BTreeMap<String, String>, bool)> {
+    let keys = ["registrations_checked_at", "registration_checked_at"];
+    let (at_key, at) = keys
         .into_iter()
         .find_map(|k| Some((k, time_of(facts, k)?)))?;
-    let mut hooks = BTreeMap::new();
-    let mut lists = false;
+    let (mut hooks, mut lists) = (BTreeMap::new(), false);
     for k in ["webhook_configurations", "registration_snapshot"] {
         webhook_entries(&facts[k], &mut hooks, &mut lists);
     }
@@ -175,41 +173,22 @@ fn facts_registration_read(act: u8, facts: &Value, file: &str) -> Option<Registr
         hooks.retain(|h, _| !is_policy_webhook(h));
         lists = true;
     }
-    if hooks.is_empty() && !lists {
-        return None;
-    }
-    let witness = present.map_or(at_key, |(k, _)| k);
-    Some(RegistrationRead {
-        act,
-        at: Some(at),
-        witness: format!("{file} facts.{witness}"),
-        hooks,
-        lists,
-    })
+    Some((at, present.map_or(at_key, |(k, _)| k), hooks, lists))
 }
 
 /// Collects the webhook entries (`name` + `failurePolicy` + `clientConfig`) under `v`; `lists`
 /// is set when `v` holds a ValidatingWebhookConfiguration or a list of them.
 fn webhook_entries(v: &Value, hooks: &mut BTreeMap<String, String>, lists: &mut bool) {
-    match v {
-        Value::Object(o) => {
-            let kind = o.get("kind").and_then(Value::as_str).unwrap_or("");
-            if kind.starts_with("ValidatingWebhookConfiguration") {
-                *lists = true;
-            }
-            let text = |k: &str| o.get(k).and_then(Value::as_str);
-            if let (Some(n), Some(p), true) = (
-                text("name"),
-                text("failurePolicy"),
-                o.contains_key("clientConfig"),
-            ) {
-                hooks.insert(n.to_owned(), p.to_owned());
-                return;
-            }
-            o.values().for_each(|x| webhook_entries(x, hooks, lists));
-        }
-        Value::Array(a) => a.iter().for_each(|x| webhook_entries(x, hooks, lists)),
-        _ => {}
+    let text = |k: &str| v.get(k).and_then(Value::as_str);
+    *lists |= text("kind").is_some_and(|k| k.starts_with("ValidatingWebhookConfiguration"));
+    let entry = text("name").zip(text("failurePolicy"));
+    if let Some((n, p)) = entry.filter(|_| v.get("clientConfig").is_some()) {
+        hooks.insert(n.to_owned(), p.to_owned());
+        return;
+    }
+    let values = v.as_object().into_iter().flat_map(|o| o.values());
+    for x in values.chain(v.as_array().into_iter().flatten()) {
+        webhook_entries(x, hooks, lists);
     }
 }
 
@@ -229,15 +208,11 @@ fn facts_webhooks(v: &Value, path: &str, file: &str, out: &mut BTreeMap<String, 
 /// The newest timed registration read strictly before `t` that shows the policy's webhook or
 /// lists the configurations (so shows it absent): (failurePolicy or `None` when absent, witness).
 fn policy_registration_before(reads: &[RegistrationRead], t: Time) -> Option<(Option<&str>, &str)> {
-    reads
-        .iter()
-        .filter(|r| r.at.is_some_and(|at| at < t))
-        .filter(|r| r.lists || r.hooks.keys().any(|h| is_policy_webhook(h)))
-        .max_by_key(|r| (r.at, r.act))
-        .map(|r| {
-            let hook = r.hooks.iter().find(|(h, _)| is_policy_webhook(h));
-            (hook.map(|(_, p)| p.as_str()), r.witness.as_str())
-        })
+    let shown = |r: &&RegistrationRead| r.lists || r.hooks.keys().any(|h| is_policy_webhook(h));
+    let before = reads.iter().filter(|r| r.at.is_some_and(|at| at < t));
+    let r = before.filter(shown).max_by_key(|r| (r.at, r.act))?;
+    let hook = r.hooks.iter().find(|(h, _)| is_policy_webhook(h));
+    Some((hook.map(|(_, p)| p.as_str()), r.witness.as_str()))
 }
 
 /// Under failurePolicy Fail a pod the policy denies is never stored while the policy's webhook
@@ -484,12 +459,8 @@ fn tenure_contradiction(a: &LeaseRead, b: &LeaseRead) -> Option<String> {
             && t_early < t_late
         {
             let who = |r: &LeaseRead| r.holder.clone().unwrap_or_else(|| "none".into());
-            let (at, holder, other, acq) = (
-                early.at.to_rfc3339(),
-                who(early),
-                who(late),
-                acq.to_rfc3339(),
-            );
+            let (at, acq) = (early.at.to_rfc3339(), acq.to_rfc3339());
+            let (holder, other) = (who(early), who(late));
             return Some(format!(
                 "read at {at} shows leaseTransitions {t_early} (holder {holder}), though the tenure of {other} (leaseTransitions {t_late}) was acquired at {acq} and leaseTransitions never falls"
             ));
@@ -506,10 +477,8 @@ fn tenure_contradiction(a: &LeaseRead, b: &LeaseRead) -> Option<String> {
 pub(crate) fn lease_tenure_is_one_story(g: &mut G, reads: &[LeaseRead]) {
     let this = g.act;
     for b in reads.iter().filter(|r| r.act == this) {
-        let others = reads
-            .iter()
-            .filter(|a| a.lease == b.lease && a.witness != b.witness);
-        for a in others {
+        let other = |a: &&LeaseRead| a.lease == b.lease && a.witness != b.witness;
+        for a in reads.iter().filter(other) {
             if a.act == this && a.witness > b.witness {
                 continue; // each pair of this act once
             }
@@ -532,9 +501,8 @@ pub(crate) fn lease_stamped_before_it_was_read(g: &mut G, reads: &[LeaseRead]) {
     let this = g.act;
     for r in reads.iter().filter(|r| r.act == this) {
         let stamps = [("acquireTime", r.acquire), ("renewTime", r.renew)];
-        let late = stamps
-            .into_iter()
-            .find(|(_, t)| t.is_some_and(|t| t > r.at + skew));
+        let late = |(_, t): &(&str, Option<Time>)| t.is_some_and(|t| t > r.at + skew);
+        let late = stamps.into_iter().find(late);
         g.check(late.is_none(), LeaseTenureContradicted, r.witness.clone(), || {
             let (field, t) = late.unwrap_or_default();
             let (t, at) = (t.map(|t| t.to_rfc3339()).unwrap_or_default(), r.at.to_rfc3339());
@@ -589,23 +557,19 @@ pub(crate) fn lease_tenure_holds_between_its_reads(g: &mut G, reads: &[LeaseRead
 /// naming the freeze window.
 pub(crate) fn frozen_holder_renews_nothing(g: &mut G, ev: &Evidence, reads: &[LeaseRead]) {
     let freeze = &ev.facts["freeze"];
-    let (Some(frozen), Some(resumed)) =
-        (time_of(freeze, "frozen_at"), time_of(freeze, "resumed_at"))
-    else {
+    let at = |k| time_of(freeze, k);
+    let (Some(frozen), Some(resumed)) = (at("frozen_at"), at("resumed_at")) else {
         return;
     };
-    let pod = match ev.facts["target_pod"].as_str() {
-        Some(p) => Some(p.to_owned()),
-        None => read_evidence(g.input, 4..=4)
-            .find_map(|(_, d)| d.value["facts"]["pod_name"].as_str().map(str::to_owned)),
+    let act4 = read_evidence(g.input, 4..=4).next();
+    let act4 = act4.and_then(|(_, d)| d.value["facts"]["pod_name"].as_str());
+    let Some(pod) = ev.facts["target_pod"].as_str().or(act4) else {
+        return;
     };
-    let Some(pod) = pod else { return };
     let slack = chrono::Duration::milliseconds(bounds::LEASE_STORE_MS);
     let this = g.act;
-    for r in reads
-        .iter()
-        .filter(|r| r.act == this && r.holder.as_deref() == Some(pod.as_str()))
-    {
+    let held = |r: &&LeaseRead| r.act == this && r.holder.as_deref() == Some(pod);
+    for r in reads.iter().filter(held) {
         let renewed = r.renew.filter(|t| *t > frozen + slack && *t < resumed);
         g.check(renewed.is_none(), LeaseTenureContradicted, r.witness.clone(), || {
             let t = renewed.map(|t| t.to_rfc3339()).unwrap_or_default();
