@@ -75,12 +75,9 @@ fn listed_webhooks<'v>(
     list: &'v serde_json::Value,
     name: &'v str,
 ) -> impl Iterator<Item = &'v serde_json::Value> {
-    let items = list.get("items").and_then(|i| i.as_array()).into_iter();
-    items
-        .flatten()
-        .flat_map(|cfg| cfg.get("webhooks").and_then(|w| w.as_array()))
-        .flatten()
-        .filter(move |w| w.get("name").and_then(|n| n.as_str()) == Some(name))
+    let items = list["items"].as_array().into_iter().flatten();
+    let hooks = items.flat_map(|cfg| cfg["webhooks"].as_array()).flatten();
+    hooks.filter(move |w| w["name"] == name)
 }
 
 /// Whether the raw ValidatingWebhookConfiguration list holds a webhook named `name` (`None`: it
@@ -244,7 +241,6 @@ fn pods_gone_after_the_scale_down(g: &mut G, s: &str, f: &Act5Facts) -> String {
 /// The policy object still exists with act 2's UID; the claim about the registration is what
 /// the raw list recorded with it shows, and the policy's webhook, when listed, is act 2's.
 fn policy_and_its_listed_registration_are_act2s(g: &mut G, s: &str, f: &Act5Facts) {
-    // The policy object still exists with act 2's UID.
     let a2 = g.facts::<facts::Act2Facts>(2);
     let sub = format!("{s}.policy.exists");
     g.check(f.policy.exists, ValueMismatch, sub, || {
@@ -254,7 +250,6 @@ fn policy_and_its_listed_registration_are_act2s(g: &mut G, s: &str, f: &Act5Fact
         let uid = policy_uid(a2);
         let rows = [("policy.uid", uid.as_deref(), f.policy.uid.as_deref())];
         fields_are(g, UidMismatch, s, rows);
-        // The claim about the registration must match the raw list recorded with it.
         let (name, claims) = (&a2.webhook.name, f.policy_webhook_present);
         let derived = list_has_webhook(&f.webhook_configurations, name);
         let sub = format!("{s}.policy_webhook_present");
@@ -275,7 +270,6 @@ fn policy_and_its_listed_registration_are_act2s(g: &mut G, s: &str, f: &Act5Fact
 /// in the target namespace, unlabelled, sent after the pods were gone and after the registration
 /// list its expected outcome rests on was read, answered before the watcher's deadline.
 fn violating_request_inside_the_fault(g: &mut G, s: &str, f: &Act5Facts, gone: &str) {
-    // A violating request: admitted when no webhook is registered; a call failure when one is.
     let sub = format!("{s}.target_bad");
     let expect: &[Outcome] = if f.policy_webhook_present {
         &CALL_FAILURES
@@ -584,9 +578,8 @@ fn last_check_precedes_its_step(g: &mut G, s: &str, f: &Act6Facts) {
         let sub = format!("{s}.{name}.last_seen");
         let spread = st.waited_ms as i64 + super::bounds::STEP_START_SPREAD_MS;
         let start = seen - chrono::Duration::milliseconds(spread);
-        let ok = st
-            .last_check_before()
-            .is_some_and(|t| t >= start && t <= seen);
+        let last = st.last_check_before();
+        let ok = last.is_some_and(|t| t >= start && t <= seen);
         g.check(ok, TimesInconsistent, &sub, || {
             let at = &st.at;
             format!("{text:?} is not a check between the wait's start and {at:?}")
