@@ -69,10 +69,8 @@ fn replicas(g: &G) -> u32 {
 
 /// The pod UIDs of act 3's replicas.
 fn replica_uids(a3: &Act3Facts) -> BTreeSet<&str> {
-    a3.replicas
-        .iter()
-        .filter_map(|r| r.pod.uid.as_deref())
-        .collect()
+    let uids = a3.replicas.iter().map(|r| r.pod.uid.as_deref());
+    uids.flatten().collect()
 }
 
 /// The pod names of act 3's replicas.
@@ -467,11 +465,8 @@ fn replica_counters_are_the_raw_lines(g: &mut G, s: &str, ev: &Evidence, rows: &
             let Some(raw) = required_raw(g, ev, &what, &sub) else {
                 continue;
             };
-            let lines = raw["lines"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str);
+            let lines = raw["lines"].as_array().into_iter().flatten();
+            let lines = lines.filter_map(Value::as_str);
             let text = lines.collect::<Vec<_>>().join("\n");
             let parse = || crate::metrics::kyverno_pod_requests(&text);
             let parsed = (raw["status"] == 200).then(parse).flatten();
@@ -665,18 +660,16 @@ fn frozen_leader_is_the_holders(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRu
 /// earlier freeze of that pod (it may have restarted: its `target_after.identity_after`), else the
 /// one act 4 found in it. `None` when neither is readable.
 fn latest_process_before(g: &mut G, act: u8, pod: &str) -> Option<facts::b::ProcessIdentity> {
-    let mut earlier = crate::acts::freezes(g.lab)
-        .into_iter()
-        .rev()
-        .filter(|(a, _)| *a < act);
+    let freezes = crate::acts::freezes(g.lab).into_iter().rev();
+    let mut earlier = freezes.filter(|(a, _)| *a < act);
     let after = earlier.find_map(|(a, _)| {
         let run = if crate::acts::switches_policy(g.lab, a) {
             g.facts::<Act6Facts>(a).map(|f| f.run)
         } else {
             g.facts::<Act5Facts>(a)
         };
-        run.filter(|r| r.target_pod == pod)
-            .map(|r| r.target_after.identity_after)
+        let run = run.filter(|r| r.target_pod == pod);
+        run.map(|r| r.target_after.identity_after)
     });
     let from4 = g.facts::<Act4Facts>(4).and_then(|a4| {
         let mut all = a4.followers.into_iter().chain([a4.leader]);
@@ -721,9 +714,8 @@ fn lease_holder_unchanged_by_a_follower_freeze(g: &mut G, s: &str, run: &Replica
     let reads = samples.map(|(i, x)| (format!("lease_samples[{i}].holder"), x.holder.as_deref()));
     let after_holder = run.lease_after.holder.as_deref();
     let after = ("lease_after.holder".to_owned(), after_holder);
-    let rows = reads
-        .chain([after])
-        .map(|(field, holder)| (field, before, holder));
+    let rows = reads.chain([after]);
+    let rows = rows.map(|(field, holder)| (field, before, holder));
     fields_are(g, ValueMismatch, s, rows);
 }
 
@@ -993,9 +985,8 @@ fn samples_are_the_raw_samples(g: &mut G, s: &str, ev: &Evidence, run: &ReplicaF
     fn derived<T>(samples: &Value, what: &str, derive: fn(&Value) -> T) -> Vec<(String, T)> {
         let answers = samples.as_array().into_iter().flatten().enumerate();
         let of_kind = answers.filter(|(_, x)| x["what"] == what);
-        of_kind
-            .map(|(k, x)| (format!("[{k}]"), derive(x)))
-            .collect()
+        let derive = |(k, x): (usize, &Value)| (format!("[{k}]"), derive(x));
+        of_kind.map(derive).collect()
     }
     let read = |field: &str, i: usize| format!("{s}.{field}[{i}]");
     let leases = (run.lease_samples.iter().enumerate()).filter(|(_, x)| x.error.is_none());
@@ -1004,9 +995,8 @@ fn samples_are_the_raw_samples(g: &mut G, s: &str, ev: &Evidence, run: &ReplicaF
     let raw = derived(samples, "lease", derive::lease_sample);
     rows_are_derived_from_raw(g, &fact, leases, &at, raw, sources);
     let endpoints = (run.endpoint_samples.iter().enumerate()).filter(|(_, x)| x.error.is_none());
-    let endpoints = endpoints
-        .map(|(i, x)| (read("endpoint_samples", i), x))
-        .collect();
+    let endpoint = |(i, x)| (read("endpoint_samples", i), x);
+    let endpoints = endpoints.map(endpoint).collect();
     let sources = derive::ENDPOINT_SAMPLE_SOURCES;
     let fact = format!("{s}.endpoint_samples");
     let raw = derived(samples, "endpoint-slices", derive::endpoint_sample);
@@ -1044,10 +1034,7 @@ fn target_after_is_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, run: &Replic
 fn settle_is_its_checks(g: &mut G, s: &str, run: &ReplicaFreezeRun, checks: &Value) {
     let (t, sub) = (&run.target_after, format!("{s}.target_after"));
     let list = checks.as_array().cloned().unwrap_or_default();
-    let time = |v: Option<&Value>| {
-        v.and_then(|c| c["at"].as_str())
-            .and_then(facts::parse_rfc3339)
-    };
+    let time = |v: Option<&Value>| v?["at"].as_str().and_then(facts::parse_rfc3339);
     let (first, last) = (time(list.first()), time(list.last()));
     let settled = facts::parse_rfc3339(&t.settled_at);
     // A waited_ms no clock can subtract (beyond chrono's range) gives no start: flagged below.

@@ -125,12 +125,8 @@ fn registration_reads(g: &G) -> Vec<RegistrationRead> {
                 });
             }
         };
-        for (i, r) in doc.value["raw"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
+        let raw = doc.value["raw"].as_array().into_iter().flatten();
+        for (i, r) in raw.enumerate() {
             let (mut hooks, mut lists) = (BTreeMap::new(), false);
             webhook_entries(&r["data"], &mut hooks, &mut lists);
             read(time_of(r, "at"), format!("{name} raw[{i}]"), hooks, lists);
@@ -155,9 +151,8 @@ fn registration_reads(g: &G) -> Vec<RegistrationRead> {
 /// whether it lists the configurations, as [`webhook_entries`]).
 fn facts_registration_read(facts: &Value) -> Option<(Time, &str, BTreeMap<String, String>, bool)> {
     let keys = ["registrations_checked_at", "registration_checked_at"];
-    let (at_key, at) = keys
-        .into_iter()
-        .find_map(|k| Some((k, time_of(facts, k)?)))?;
+    let at = |k| Some((k, time_of(facts, k)?));
+    let (at_key, at) = keys.into_iter().find_map(at)?;
     let (mut hooks, mut lists) = (BTreeMap::new(), false);
     for k in ["webhook_configurations", "registration_snapshot"] {
         webhook_entries(&facts[k], &mut hooks, &mut lists);
@@ -166,9 +161,8 @@ fn facts_registration_read(facts: &Value) -> Option<(Time, &str, BTreeMap<String
         "policy_webhook_present",
         "registration_present_during_freeze",
     ];
-    let present = claims
-        .into_iter()
-        .find_map(|k| Some((k, facts.get(k)?.as_bool()?)));
+    let claim = |k| Some((k, facts.get(k)?.as_bool()?));
+    let present = claims.into_iter().find_map(claim);
     if let Some((_, false)) = present {
         hooks.retain(|h, _| !is_policy_webhook(h));
         lists = true;
@@ -257,10 +251,8 @@ pub(crate) fn call_failure_never_reaches_the_client_under_ignore(
     reads: &[RegistrationRead],
 ) {
     let ignore_witness = |hook: &str| {
-        reads
-            .iter()
-            .find(|r| r.hooks.get(hook).is_some_and(|p| p == "Ignore"))
-            .map(|r| r.witness.clone())
+        let ignore = |r: &&RegistrationRead| r.hooks.get(hook).is_some_and(|p| p == "Ignore");
+        reads.iter().find(ignore).map(|r| r.witness.clone())
     };
     for (path, r) in requests(ev) {
         let msg = r.message.as_deref().unwrap_or("");
@@ -714,11 +706,8 @@ pub(crate) fn replica_counters_account_for_the_calls(g: &mut G, ev: &Evidence) {
 fn counters_window(ev: &Evidence) -> Option<(Time, Time)> {
     let reads = |prefix: &str| -> Vec<Time> {
         let of_kind = |r: &&Value| r["what"].as_str().is_some_and(|w| w.starts_with(prefix));
-        ev.raw
-            .iter()
-            .filter(of_kind)
-            .filter_map(|r| time_of(r, "at"))
-            .collect()
+        let of_kind = ev.raw.iter().filter(of_kind);
+        of_kind.filter_map(|r| time_of(r, "at")).collect()
     };
     let from = reads("replica-metrics-before:").into_iter().max()?;
     let to = reads("replica-metrics-after:").into_iter().min()?;
@@ -755,9 +744,8 @@ fn frozen_replica_answered(
     }
     let (from, to) = window?;
     let inside = |r: &RequestRecord| within(r, from.max(frozen.0), to.min(frozen.1));
-    let answered = target_calls(ev)
-        .into_iter()
-        .filter(|r| answered_call(r) && inside(r));
+    let calls = target_calls(ev).into_iter();
+    let answered = calls.filter(|r| answered_call(r) && inside(r));
     Some((answered.count() as u64, kept))
 }
 
@@ -765,14 +753,10 @@ fn frozen_replica_answered(
 /// `first_explicit_deny`, counted at its first record): real creates in the target namespace.
 fn target_calls(ev: &Evidence) -> Vec<RequestRecord> {
     let mut names = std::collections::BTreeSet::new();
-    let first = requests(ev)
-        .into_iter()
-        .filter(|(_, r)| names.insert(r.name.clone()));
+    let first = requests(ev).into_iter().map(|(_, r)| r);
+    let first = first.filter(|r| names.insert(r.name.clone()));
     let target = |r: &RequestRecord| r.namespace == crate::rules::common::TARGET_NAMESPACE;
-    first
-        .map(|(_, r)| r)
-        .filter(|r| target(r) && !r.dry_run)
-        .collect()
+    first.filter(|r| target(r) && !r.dry_run).collect()
 }
 
 /// Whether the call was answered by a replica: an explicit deny, or a pod stored in under 1 s.
@@ -794,8 +778,8 @@ fn counter_reads(g: &G) -> Vec<(String, Time, u64, String)> {
     for (_, file, v, end) in ended_evidence(g) {
         let raw_at = |what: String| {
             let raw = v["raw"].as_array().into_iter().flatten();
-            raw.filter(|r| r["what"] == what.as_str())
-                .find_map(|r| time_of(r, "at"))
+            let mut raw = raw.filter(|r| r["what"] == what.as_str());
+            raw.find_map(|r| time_of(r, "at"))
         };
         let rows = v["facts"]["replica_requests"].as_array();
         for (i, r) in rows.into_iter().flatten().enumerate() {
@@ -876,9 +860,7 @@ fn restart_read(
         ["/name", "/pod_name", "/pod"].into_iter().find_map(text)
     };
     let found = if pod_object {
-        let statuses = v
-            .pointer("/status/containerStatuses")
-            .and_then(Value::as_array);
+        let statuses = v["status"]["containerStatuses"].as_array();
         let sum = statuses.map(|c| c.iter().filter_map(|c| c["restartCount"].as_u64()).sum());
         text("/metadata/uid").zip(sum)
     } else {
@@ -941,8 +923,8 @@ fn lab_restart_reads(g: &G) -> Vec<RestartRead> {
         walk_with(facts.0, facts.1, None, None, &mut |path, k, x, at| {
             let at = time_of(x, "at").or(at);
             let ok = !k.is_some_and(super::is_witness_record);
-            ok.then(|| restart_read(x, at, (act, end), path, &file, &mut reads))
-                .map(|_| at)
+            let read = ok.then(|| restart_read(x, at, (act, end), path, &file, &mut reads));
+            read.map(|_| at)
         });
         for_each_raw(v, &mut |path, k, x, at, _| {
             let ok = !k.is_some_and(super::is_witness_record);
