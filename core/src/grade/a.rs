@@ -75,12 +75,9 @@ fn listed_webhooks<'v>(
     list: &'v serde_json::Value,
     name: &'v str,
 ) -> impl Iterator<Item = &'v serde_json::Value> {
-    let items = list.get("items").and_then(|i| i.as_array()).into_iter();
-    items
-        .flatten()
-        .flat_map(|cfg| cfg.get("webhooks").and_then(|w| w.as_array()))
-        .flatten()
-        .filter(move |w| w.get("name").and_then(|n| n.as_str()) == Some(name))
+    let items = list["items"].as_array().into_iter().flatten();
+    let hooks = items.flat_map(|cfg| cfg["webhooks"].as_array()).flatten();
+    hooks.filter(move |w| w["name"] == name)
 }
 
 /// Whether the raw ValidatingWebhookConfiguration list holds a webhook named `name` (`None`: it
@@ -244,7 +241,6 @@ fn pods_gone_after_the_scale_down(g: &mut G, s: &str, f: &Act5Facts) -> String {
 /// The policy object still exists with act 2's UID; the claim about the registration is what
 /// the raw list recorded with it shows, and the policy's webhook, when listed, is act 2's.
 fn policy_and_its_listed_registration_are_act2s(g: &mut G, s: &str, f: &Act5Facts) {
-    // The policy object still exists with act 2's UID.
     let a2 = g.facts::<facts::Act2Facts>(2);
     let sub = format!("{s}.policy.exists");
     g.check(f.policy.exists, ValueMismatch, sub, || {
@@ -254,7 +250,6 @@ fn policy_and_its_listed_registration_are_act2s(g: &mut G, s: &str, f: &Act5Fact
         let uid = policy_uid(a2);
         let rows = [("policy.uid", uid.as_deref(), f.policy.uid.as_deref())];
         fields_are(g, UidMismatch, s, rows);
-        // The claim about the registration must match the raw list recorded with it.
         let (name, claims) = (&a2.webhook.name, f.policy_webhook_present);
         let derived = list_has_webhook(&f.webhook_configurations, name);
         let sub = format!("{s}.policy_webhook_present");
@@ -275,7 +270,6 @@ fn policy_and_its_listed_registration_are_act2s(g: &mut G, s: &str, f: &Act5Fact
 /// in the target namespace, unlabelled, sent after the pods were gone and after the registration
 /// list its expected outcome rests on was read, answered before the watcher's deadline.
 fn violating_request_inside_the_fault(g: &mut G, s: &str, f: &Act5Facts, gone: &str) {
-    // A violating request: admitted when no webhook is registered; a call failure when one is.
     let sub = format!("{s}.target_bad");
     let expect: &[Outcome] = if f.policy_webhook_present {
         &CALL_FAILURES
@@ -375,12 +369,8 @@ fn restored_by_the_watcher_at_its_wake(g: &mut G, s: &str, f: &Act6Facts) {
     if f.restored_by != Some(facts::a::Restorer::Watcher) {
         return;
     }
-    let Some(at) = f
-        .replicas_restored
-        .at
-        .as_deref()
-        .and_then(facts::parse_rfc3339)
-    else {
+    let (restored_at, t) = (f.replicas_restored.at.as_deref(), facts::parse_rfc3339);
+    let Some(at) = restored_at.and_then(t) else {
         return;
     };
     let skew = chrono::Duration::milliseconds(super::bounds::CLOCK_SKEW_MS as i64);
@@ -389,17 +379,13 @@ fn restored_by_the_watcher_at_its_wake(g: &mut G, s: &str, f: &Act6Facts) {
         r.is_object().then(|| r.clone())
     });
     let text = |v: &serde_json::Value, k: &str| v[k].as_str().map(str::to_owned);
-    let (deadline, witness, restored_at) = match &record {
-        Some(r) if text(r, "woke_by").as_deref() != Some("deadline") => (
-            None,
-            "evidence/06.json raw[watcher-record]",
-            text(r, "restored_at"),
-        ),
-        Some(r) => (
-            text(r, "deadline_at"),
-            "evidence/06.json raw[watcher-record]",
-            text(r, "restored_at"),
-        ),
+    let (deadline, witness, theirs) = match &record {
+        Some(r) => {
+            let woke = r["woke_by"] == "deadline";
+            let deadline = text(r, "deadline_at").filter(|_| woke);
+            let witness = "evidence/06.json raw[watcher-record]";
+            (deadline, witness, text(r, "restored_at"))
+        }
         None => {
             let deadline = g
                 .facts::<Act5Facts>(5)
@@ -407,31 +393,21 @@ fn restored_by_the_watcher_at_its_wake(g: &mut G, s: &str, f: &Act6Facts) {
             (deadline, "evidence/05.json facts.watcher.deadline_at", None)
         }
     };
-    let sub = format!("{s}.replicas_restored.at");
-    let early = deadline
-        .as_deref()
-        .and_then(facts::parse_rfc3339)
-        .filter(|d| at + skew < *d);
+    let (sub, shown) = (
+        format!("{s}.replicas_restored.at"),
+        restored_at.unwrap_or("?"),
+    );
+    let early = deadline.as_deref().and_then(t).filter(|d| at + skew < *d);
     g.check(early.is_none(), TimesInconsistent, sub.clone(), || {
-        let (at, deadline) = (f.replicas_restored.at.as_deref().unwrap_or("?"), deadline.as_deref().unwrap_or("?"));
-        format!("restored by the watcher at {at}, before its deadline {deadline} ({witness}): the watcher restores when its deadline wakes it")
+        let deadline = deadline.as_deref().unwrap_or("?");
+        format!("restored by the watcher at {shown}, before its deadline {deadline} ({witness}): the watcher restores when its deadline wakes it")
     });
     if let Some(r) = &record {
-        let same = restored_at.as_deref().and_then(facts::parse_rfc3339) == Some(at);
-        g.check(
-            same || r["action"] != "restored",
-            TimesInconsistent,
-            sub,
-            || {
-                let (at, theirs) = (
-                    f.replicas_restored.at.as_deref().unwrap_or("?"),
-                    restored_at.as_deref().unwrap_or("none"),
-                );
-                format!(
-                    "restored by the watcher at {at}; its record ({witness}) restored at {theirs}"
-                )
-            },
-        );
+        let same = theirs.as_deref().and_then(t) == Some(at);
+        g.check(same || r["action"] != "restored", TimesInconsistent, sub, || {
+            let theirs = theirs.as_deref().unwrap_or("none");
+            format!("restored by the watcher at {shown}; its record ({witness}) restored at {theirs}")
+        });
     }
 }
 
@@ -448,20 +424,12 @@ fn restored_by_the_runner_while_it_ran(g: &mut G, s: &str, f: &Act6Facts) {
     };
     let t = |x: &str| facts::parse_rfc3339(x);
     let skew = chrono::Duration::milliseconds(super::bounds::CLOCK_SKEW_MS as i64);
-    let in_act = t(&at)
-        .zip(t(&ev.started_at))
-        .is_some_and(|(a, s)| a + skew >= s);
+    let in_act = t(&at).zip(t(&ev.started_at));
+    let in_act = in_act.is_some_and(|(a, s)| a + skew >= s);
     let ledger = super::witness::raw_record(&ev, "fault-ledger");
-    let entries = ledger
-        .and_then(|l| l["entries"].as_array())
-        .into_iter()
-        .flatten();
-    let mut restores = entries.filter(|e| e["event"] == "restored");
-    let recorded = restores.any(|e| {
-        [&e["at"], &e["detail"]["at"]]
-            .iter()
-            .any(|x| x.as_str() == Some(at.as_str()))
-    });
+    let entries = ledger.and_then(|l| l["entries"].as_array());
+    let mut restores = (entries.into_iter().flatten()).filter(|e| e["event"] == "restored");
+    let recorded = restores.any(|e| e["at"] == at.as_str() || e["detail"]["at"] == at.as_str());
     g.check(in_act || recorded, TimesInconsistent, format!("{s}.replicas_restored.at"), || {
         format!("restored by the runner at {at}, before act 6 began ({}), and no restore of the fault ledger (evidence/06.json raw[fault-ledger]) was at that time", ev.started_at)
     });
@@ -511,10 +479,8 @@ fn probes_are_the_raw_requests(g: &mut G, s: &str, f: &Act6Facts) {
     let Some(ev) = g.evidence(6) else {
         return;
     };
-    let probes = ev
-        .raw
-        .iter()
-        .filter(|r| r["what"] == "request:deny-probe-dry-run");
+    let probe = |r: &&Value| r["what"] == "request:deny-probe-dry-run";
+    let probes = ev.raw.iter().filter(probe);
     let raw: Vec<&str> = probes.filter_map(|r| r["data"]["name"].as_str()).collect();
     let recorded: Vec<&str> = f.deny_probes.iter().map(|p| p.name.as_str()).collect();
     let sub = format!("{s}.deny_probes");
@@ -538,10 +504,7 @@ fn deleted_configuration_never_returns(g: &mut G, s: &str, f: &Act6Facts) {
     let Some(old) = a2.webhook.configuration_uid.as_deref() else {
         return;
     };
-    let items = a5
-        .webhook_configurations
-        .get("items")
-        .and_then(|i| i.as_array());
+    let items = a5.webhook_configurations["items"].as_array();
     let listed = items.is_some_and(|items| items.iter().any(|c| c["metadata"]["uid"] == old));
     if !listed {
         let ok = w.configuration_uid.as_deref() != Some(old);
@@ -615,9 +578,8 @@ fn last_check_precedes_its_step(g: &mut G, s: &str, f: &Act6Facts) {
         let sub = format!("{s}.{name}.last_seen");
         let spread = st.waited_ms as i64 + super::bounds::STEP_START_SPREAD_MS;
         let start = seen - chrono::Duration::milliseconds(spread);
-        let ok = st
-            .last_check_before()
-            .is_some_and(|t| t >= start && t <= seen);
+        let last = st.last_check_before();
+        let ok = last.is_some_and(|t| t >= start && t <= seen);
         g.check(ok, TimesInconsistent, &sub, || {
             let at = &st.at;
             format!("{text:?} is not a check between the wait's start and {at:?}")

@@ -146,19 +146,12 @@ fn events_are_the_lines(
 ) -> Option<audit::RequestAudit> {
     // Rule 1: raw first.
     let lines = ra.lines.iter().enumerate();
-    let reparsed: Vec<_> = lines
-        .clone()
-        .filter_map(|(k, l)| audit::parse_line(k, l).ok())
-        .collect();
-    let foreign: Vec<usize> = lines
-        .filter(|(_, l)| !audit::matches(r, l))
-        .map(|(k, _)| k)
-        .collect();
-    let same = ra
-        .events
-        .iter()
-        .zip(&reparsed)
-        .all(|(x, y)| view_agrees(x, y));
+    let parse = |(k, l): (usize, &String)| audit::parse_line(k, l).ok();
+    let reparsed: Vec<_> = lines.clone().filter_map(parse).collect();
+    let foreign = lines.filter(|(_, l)| !audit::matches(r, l));
+    let foreign: Vec<usize> = foreign.map(|(k, _)| k).collect();
+    let mut pairs = ra.events.iter().zip(&reparsed);
+    let same = pairs.all(|(x, y)| view_agrees(x, y));
     let agrees = ra.events.len() == reparsed.len() && same;
     // The entry is keyed to the request it is matched to: its namespace and window are the
     // record's own.
@@ -228,9 +221,9 @@ fn event_is_the_requests_own(
     let dry_run = e.request_uri.contains("dryRun=All");
     if dry_run != r.dry_run {
         let (uri, rec) = (&e.request_uri, r.dry_run);
+        let not = if dry_run { "" } else { "not " };
         problems.push(format!(
-            "requestURI {uri:?} is {}a dry-run; the record's dry_run is {rec}",
-            if dry_run { "" } else { "not " }
+            "requestURI {uri:?} is {not}a dry-run; the record's dry_run is {rec}"
         ));
     }
     if let (Some(received), Some(sent)) = (t(e.received.as_deref()), t(Some(&r.sent_at)))
@@ -251,12 +244,10 @@ fn event_is_the_requests_own(
             r.answered_at
         ));
     }
-    g.check(
-        problems.is_empty(),
-        AuditContradicted,
-        format!("{at} request"),
-        || format!("{both}: {}", problems.join("; ")),
-    );
+    let sub = format!("{at} request");
+    g.check(problems.is_empty(), AuditContradicted, sub, || {
+        format!("{both}: {}", problems.join("; "))
+    });
 }
 
 /// Rules 3-7 on a request's final event `e` (see the module docs): the same HTTP status and
@@ -293,11 +284,7 @@ fn answer_rules_agree(
     // Rule 5: failed open exactly where an Ignore webhook let a target pod through.
     let expect_open = is_ignore && r.namespace == TARGET && r.outcome == Outcome::Stored;
     let names_hook = !failed_open.is_empty() && failed_open.iter().all(|(_, w)| Some(*w) == c.hook);
-    let ok = if expect_open {
-        names_hook
-    } else {
-        failed_open.is_empty()
-    };
+    let ok = (expect_open && names_hook) || (!expect_open && failed_open.is_empty());
     disagree("failed-open", g, ok);
     // Rule 6: an explicit deny is the webhook's answer, not a failure.
     if r.outcome == Outcome::ExplicitDeny {
@@ -306,10 +293,7 @@ fn answer_rules_agree(
         disagree("explicit-deny", g, ok);
     }
     // Rule 7: lab A act 5 — admitted because no webhook matched.
-    let no_webhook =
-        c.ev.facts
-            .get("policy_webhook_present")
-            .and_then(|v| v.as_bool());
+    let no_webhook = c.ev.facts["policy_webhook_present"].as_bool();
     if g.lab == Lab::A && g.act == 5 && r.namespace == TARGET && no_webhook == Some(false) {
         let ok = r.outcome == Outcome::Stored && failed_open.is_empty() && e.code == Some(201);
         disagree("admitted-without-webhook", g, ok);
@@ -440,13 +424,10 @@ fn webhook_call_timing_agrees(
     let inside = call_inside_request_ms(r.elapsed_ms);
     let window = w.timeout_seconds.map(timeout_window_ms);
     let in_window = |ms: f64| window.is_some_and(|(lo, hi)| ms >= lo as f64 && ms < hi as f64);
-    let bounds = window.map_or(
-        "no bounds (timeoutSeconds unknown)".to_owned(),
-        |(lo, hi)| format!("[{lo}, {hi}) ms (grade::bounds::timeout_window_ms)"),
-    );
-    let t = w
-        .timeout_seconds
-        .map_or("unknown".to_owned(), |t| t.to_string());
+    let bounds = |(lo, hi)| format!("[{lo}, {hi}) ms (grade::bounds::timeout_window_ms)");
+    let bounds = window.map_or("no bounds (timeoutSeconds unknown)".to_owned(), bounds);
+    let t = w.timeout_seconds.map(|t| t.to_string());
+    let t = t.unwrap_or_else(|| "unknown".to_owned());
     let (elapsed, skew) = (r.elapsed_ms, super::bounds::CLOCK_SKEW_MS);
     let latency = audit::VALIDATING_WEBHOOK_LATENCY;
     let span = e.span_ms();
@@ -510,10 +491,8 @@ fn webhook_call_timing_agrees(
 /// holds has the re-parsed value (a view written by an earlier version of the tool may hold fewer
 /// fields, e.g. no `message`; the rules read the re-parsed view anyway).
 fn view_agrees(recorded: &audit::EventView, reparsed: &audit::EventView) -> bool {
-    match (
-        serde_json::to_value(recorded),
-        serde_json::to_value(reparsed),
-    ) {
+    let json = serde_json::to_value::<&audit::EventView>;
+    match (json(recorded), json(reparsed)) {
         (Ok(serde_json::Value::Object(r)), Ok(serde_json::Value::Object(p))) => {
             r.iter().all(|(k, v)| p.get(k) == Some(v))
         }
@@ -535,8 +514,8 @@ mod tests {
     }
 
     fn record(ev: &Evidence, pointer: &str) -> RequestRecord {
-        serde_json::from_value(ev.facts.pointer(pointer).expect(pointer).clone())
-            .expect("a request record")
+        let v = ev.facts.pointer(pointer).expect(pointer).clone();
+        serde_json::from_value(v).expect("a request record")
     }
 
     #[test]

@@ -69,10 +69,8 @@ fn replicas(g: &G) -> u32 {
 
 /// The pod UIDs of act 3's replicas.
 fn replica_uids(a3: &Act3Facts) -> BTreeSet<&str> {
-    a3.replicas
-        .iter()
-        .filter_map(|r| r.pod.uid.as_deref())
-        .collect()
+    let uids = a3.replicas.iter().map(|r| r.pod.uid.as_deref());
+    uids.flatten().collect()
 }
 
 /// The pod names of act 3's replicas.
@@ -146,12 +144,11 @@ fn distinct_ready_replicas(g: &mut G, s: &str, f: &Act3Facts) {
 /// Every replica is a ready endpoint of `kyverno-svc` (by pod name and address), and there is
 /// no ready endpoint that is not one of them: the API server dials these addresses itself.
 fn every_ready_replica_is_a_ready_endpoint(g: &mut G, s: &str, f: &Act3Facts) {
-    let ready: BTreeSet<(Option<&str>, &str)> = (f.endpoints.iter().filter(|e| e.ready))
-        .map(|e| (e.pod.as_deref(), e.address.as_str()))
-        .collect();
-    let replicas: BTreeSet<(Option<&str>, &str)> = (f.replicas.iter())
-        .map(|r| (Some(r.pod.name.as_str()), r.pod_ip.as_deref().unwrap_or("")))
-        .collect();
+    let ready = (f.endpoints.iter().filter(|e| e.ready)).map(|e| (e.pod.as_deref(), &*e.address));
+    let ips = f.replicas.iter().map(|r| r.pod_ip.as_deref().unwrap_or(""));
+    let names = f.replicas.iter().map(|r| Some(r.pod.name.as_str()));
+    let replicas = names.zip(ips);
+    let (ready, replicas): (BTreeSet<_>, BTreeSet<_>) = (ready.collect(), replicas.collect());
     g.expect_eq(ValueMismatch, format!("{s}.endpoints"), replicas, ready);
 }
 
@@ -274,10 +271,11 @@ fn baseline_outcomes_are_healthy(g: &mut G, s: &str, f: &Act3Facts) {
         fields_are(g, ValueMismatch, &s, rows);
     }
     let (good, existing) = (&f.good, &f.existing);
-    let name = |r: &facts::PodObservation| (r.name.clone(), r.namespace.clone());
-    let good_name = (good.name.clone(), good.namespace.clone());
-    let row = ("existing.name", good_name, name(existing));
-    fields_are(g, ValueMismatch, s, [row]);
+    let names = (
+        (&good.name, &good.namespace),
+        (&existing.name, &existing.namespace),
+    );
+    fields_are(g, ValueMismatch, s, [("existing.name", names.0, names.1)]);
     g.times_ordered(&format!("{s}.existing.at"), &good.get.at, &existing.at);
     if let Some(uid) = &good.get.uid {
         g.existing(&format!("{s}.existing"), existing, uid);
@@ -467,15 +465,11 @@ fn replica_counters_are_the_raw_lines(g: &mut G, s: &str, ev: &Evidence, rows: &
             let Some(raw) = required_raw(g, ev, &what, &sub) else {
                 continue;
             };
-            let lines = raw["lines"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str);
+            let lines = raw["lines"].as_array().into_iter().flatten();
+            let lines = lines.filter_map(Value::as_str);
             let text = lines.collect::<Vec<_>>().join("\n");
-            let parsed = (raw["status"] == 200)
-                .then(|| crate::metrics::kyverno_pod_requests(&text))
-                .flatten();
+            let parse = || crate::metrics::kyverno_pod_requests(&text);
+            let parsed = (raw["status"] == 200).then(parse).flatten();
             g.check(parsed == recorded, RawMismatch, sub, || {
                 format!("recorded {recorded:?}, the raw lines give {parsed:?}")
             });
@@ -529,16 +523,8 @@ fn read_between_its_raw_record_and_the_next(
     what: &str,
     at: &str,
 ) {
-    let time = |r: &Value| {
-        r.get("at")
-            .and_then(Value::as_str)
-            .and_then(facts::parse_rfc3339)
-    };
-    let Some(i) = ev
-        .raw
-        .iter()
-        .position(|r| r.get("what").and_then(Value::as_str) == Some(what))
-    else {
+    let time = |r: &Value| r["at"].as_str().and_then(facts::parse_rfc3339);
+    let Some(i) = ev.raw.iter().position(|r| r["what"] == what) else {
         return;
     };
     let (Some(from), Some(t)) = (time(&ev.raw[i]), facts::parse_rfc3339(at)) else {
@@ -674,27 +660,22 @@ fn frozen_leader_is_the_holders(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRu
 /// earlier freeze of that pod (it may have restarted: its `target_after.identity_after`), else the
 /// one act 4 found in it. `None` when neither is readable.
 fn latest_process_before(g: &mut G, act: u8, pod: &str) -> Option<facts::b::ProcessIdentity> {
-    let earlier: Vec<u8> = (crate::acts::freezes(g.lab).iter())
-        .map(|(a, _)| *a)
-        .filter(|a| *a < act)
-        .collect();
-    let mut after = None;
-    for a in earlier.into_iter().rev() {
+    let freezes = crate::acts::freezes(g.lab).into_iter().rev();
+    let mut earlier = freezes.filter(|(a, _)| *a < act);
+    let after = earlier.find_map(|(a, _)| {
         let run = if crate::acts::switches_policy(g.lab, a) {
             g.facts::<Act6Facts>(a).map(|f| f.run)
         } else {
             g.facts::<Act5Facts>(a)
         };
-        if let Some(run) = run.filter(|r| r.target_pod == pod) {
-            after = run.target_after.identity_after;
-            break;
-        }
-    }
+        let run = run.filter(|r| r.target_pod == pod);
+        run.map(|r| r.target_after.identity_after)
+    });
     let from4 = g.facts::<Act4Facts>(4).and_then(|a4| {
         let mut all = a4.followers.into_iter().chain([a4.leader]);
         all.find(|p| p.pod_name == pod).map(|p| p.identity)
     });
-    after.or(from4)
+    after.flatten().or(from4)
 }
 
 /// Act 6 froze a follower: a replica that did not hold the Lease when the freeze began, one of
@@ -733,9 +714,8 @@ fn lease_holder_unchanged_by_a_follower_freeze(g: &mut G, s: &str, run: &Replica
     let reads = samples.map(|(i, x)| (format!("lease_samples[{i}].holder"), x.holder.as_deref()));
     let after_holder = run.lease_after.holder.as_deref();
     let after = ("lease_after.holder".to_owned(), after_holder);
-    let rows = reads
-        .chain([after])
-        .map(|(field, holder)| (field, before, holder));
+    let rows = reads.chain([after]);
+    let rows = rows.map(|(field, holder)| (field, before, holder));
     fields_are(g, ValueMismatch, s, rows);
 }
 
@@ -777,34 +757,24 @@ fn a_call_that_met_the_frozen_replica_had_it_as_an_endpoint(
     s: &str,
     run: &ReplicaFreezeRun,
 ) {
-    use crate::evidence::Outcome;
     let t = |x: &str| facts::parse_rfc3339(x);
-    let read: Vec<_> = (run.endpoint_samples.iter())
-        .filter(|x| x.error.is_none())
-        .filter_map(|x| Some((t(&x.at)?, x)))
-        .collect();
+    let read = run.endpoint_samples.iter().filter(|x| x.error.is_none());
+    let read: Vec<_> = read.filter_map(|x| Some((t(&x.at)?, x))).collect();
     if read.is_empty() {
         return;
     }
     let pod = Some(run.target_pod.as_str());
-    let ready = |x: &facts::c::EndpointSample| {
-        x.endpoints
-            .iter()
-            .any(|e| e.ready && e.pod.as_deref() == pod)
+    let ready = |x: &&EndpointSample| {
+        let mut endpoints = x.endpoints.iter();
+        endpoints.any(|e| e.ready && e.pod.as_deref() == pod)
     };
     let lag = chrono::Duration::milliseconds(super::bounds::ENDPOINT_SYNC_MS);
     let seen_ready_around = |sent: chrono::DateTime<chrono::Utc>| {
-        let before = read
-            .iter()
-            .rposition(|(at, _)| *at + lag <= sent)
-            .unwrap_or(0);
-        let after = read
-            .iter()
-            .position(|(at, _)| *at >= sent)
-            .unwrap_or(read.len() - 1);
-        read[before..=after.max(before)]
-            .iter()
-            .any(|(_, x)| ready(x))
+        let before = read.iter().rposition(|(at, _)| *at + lag <= sent);
+        let after = read.iter().position(|(at, _)| *at >= sent);
+        let (before, after) = (before.unwrap_or(0), after.unwrap_or(read.len() - 1));
+        let around = &read[before..=after.max(before)];
+        around.iter().any(|(_, x)| ready(x))
     };
     let long = |r: &RequestRecord| {
         r.outcome == Outcome::WebhookTimeout
@@ -880,15 +850,8 @@ fn samples_cover_the_freeze(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
     let leases: Vec<&str> = run.lease_samples.iter().map(|x| x.at.as_str()).collect();
     let endpoints: Vec<&str> = run.endpoint_samples.iter().map(|x| x.at.as_str()).collect();
     for (what, times) in [("lease_samples", leases), ("endpoint_samples", endpoints)] {
-        let parsed: Vec<_> = times
-            .iter()
-            .filter_map(|t| facts::parse_rfc3339(t))
-            .collect();
-        let edges: Vec<_> = [frozen]
-            .into_iter()
-            .chain(parsed.iter().copied())
-            .chain([resumed])
-            .collect();
+        let parsed: Vec<_> = times.iter().filter_map(|x| t(x)).collect();
+        let edges = [&[frozen][..], &parsed, &[resumed]].concat();
         let gaps = edges.windows(2).map(|w| (w[1] - w[0]).num_milliseconds());
         let longest = gaps.max().unwrap_or(i64::MAX);
         let late = resumed + chrono::Duration::milliseconds(2 * period);
@@ -956,8 +919,9 @@ fn restart_counts_are_the_containers_attempts(
     if raw_record(ev, "cri-container-after").is_some() {
         let at = format!("{sub}.identity_after");
         g.check(t.identity_after.is_some(), RawMismatch, at, || {
-            "CRI answered after the resume (raw cri-container-after), the facts say it did not"
-                .into()
+            let why =
+                "CRI answered after the resume (raw cri-container-after), the facts say it did not";
+            why.into()
         });
     }
 }
@@ -1021,9 +985,8 @@ fn samples_are_the_raw_samples(g: &mut G, s: &str, ev: &Evidence, run: &ReplicaF
     fn derived<T>(samples: &Value, what: &str, derive: fn(&Value) -> T) -> Vec<(String, T)> {
         let answers = samples.as_array().into_iter().flatten().enumerate();
         let of_kind = answers.filter(|(_, x)| x["what"] == what);
-        of_kind
-            .map(|(k, x)| (format!("[{k}]"), derive(x)))
-            .collect()
+        let derive = |(k, x): (usize, &Value)| (format!("[{k}]"), derive(x));
+        of_kind.map(derive).collect()
     }
     let read = |field: &str, i: usize| format!("{s}.{field}[{i}]");
     let leases = (run.lease_samples.iter().enumerate()).filter(|(_, x)| x.error.is_none());
@@ -1032,9 +995,8 @@ fn samples_are_the_raw_samples(g: &mut G, s: &str, ev: &Evidence, run: &ReplicaF
     let raw = derived(samples, "lease", derive::lease_sample);
     rows_are_derived_from_raw(g, &fact, leases, &at, raw, sources);
     let endpoints = (run.endpoint_samples.iter().enumerate()).filter(|(_, x)| x.error.is_none());
-    let endpoints = endpoints
-        .map(|(i, x)| (read("endpoint_samples", i), x))
-        .collect();
+    let endpoint = |(i, x)| (read("endpoint_samples", i), x);
+    let endpoints = endpoints.map(endpoint).collect();
     let sources = derive::ENDPOINT_SAMPLE_SOURCES;
     let fact = format!("{s}.endpoint_samples");
     let raw = derived(samples, "endpoint-slices", derive::endpoint_sample);
@@ -1072,10 +1034,7 @@ fn target_after_is_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, run: &Replic
 fn settle_is_its_checks(g: &mut G, s: &str, run: &ReplicaFreezeRun, checks: &Value) {
     let (t, sub) = (&run.target_after, format!("{s}.target_after"));
     let list = checks.as_array().cloned().unwrap_or_default();
-    let time = |v: Option<&Value>| {
-        v.and_then(|c| c["at"].as_str())
-            .and_then(facts::parse_rfc3339)
-    };
+    let time = |v: Option<&Value>| v?["at"].as_str().and_then(facts::parse_rfc3339);
     let (first, last) = (time(list.first()), time(list.last()));
     let settled = facts::parse_rfc3339(&t.settled_at);
     // A waited_ms no clock can subtract (beyond chrono's range) gives no start: flagged below.
@@ -1303,15 +1262,17 @@ mod in_flight_tests {
     use super::most_in_flight;
     use crate::evidence::RequestRecord;
 
-    fn wave(spans: &[(&str, &str)]) -> Vec<RequestRecord> {
+    /// A wave of requests sent and answered at these milliseconds of 2026-12-01T23:29:31.
+    fn wave(spans: &[(u32, u32)]) -> Vec<RequestRecord> {
+        let at = |ms: &u32| format!("2026-12-01T23:29:31.{ms:03}Z");
         (spans.iter().enumerate())
             .map(|(i, (sent, answered))| {
                 serde_json::from_value(serde_json::json!({
                     "name": format!("kca-c3-bad-w0-{i}"), "namespace": "kca-webhook-target",
-                    "labels": {}, "dry_run": false, "sent_at": sent, "answered_at": answered,
+                    "labels": {}, "dry_run": false, "sent_at": at(sent), "answered_at": at(answered),
                     "elapsed_ms": 10, "http_status": 400, "reason": null, "message": null,
                     "outcome": "explicit-deny", "raw_response": {},
-                    "get": {"exists": false, "uid": null, "phase": null, "at": answered}
+                    "get": {"exists": false, "uid": null, "phase": null, "at": at(answered)}
                 }))
                 .expect("a request record")
             })
@@ -1322,30 +1283,27 @@ mod in_flight_tests {
     /// was answered before the others were sent, yet five were in flight together.
     #[test]
     fn a_wave_with_one_early_answer_still_had_five_in_flight() {
-        let w = wave(&[
-            ("2026-12-01T23:29:31.732Z", "2026-12-01T23:29:31.749Z"),
-            ("2026-12-01T23:29:31.752Z", "2026-12-01T23:29:31.763Z"),
-            ("2026-12-01T23:29:31.754Z", "2026-12-01T23:29:31.774Z"),
-            ("2026-12-01T23:29:31.754Z", "2026-12-01T23:29:31.812Z"),
-            ("2026-12-01T23:29:31.762Z", "2026-12-01T23:29:31.775Z"),
-            ("2026-12-01T23:29:31.762Z", "2026-12-01T23:29:31.815Z"),
-        ]);
-        assert_eq!(most_in_flight(&w), Some(5));
+        let spans = [
+            (732, 749),
+            (752, 763),
+            (754, 774),
+            (754, 812),
+            (762, 775),
+            (762, 815),
+        ];
+        assert_eq!(most_in_flight(&wave(&spans)), Some(5));
     }
 
     #[test]
     fn a_sequential_wave_has_one_in_flight() {
-        let w = wave(&[
-            ("2026-12-01T23:29:31.700Z", "2026-12-01T23:29:31.710Z"),
-            ("2026-12-01T23:29:31.711Z", "2026-12-01T23:29:31.720Z"),
-            ("2026-12-01T23:29:31.721Z", "2026-12-01T23:29:31.730Z"),
-        ]);
+        let w = wave(&[(700, 710), (711, 720), (721, 730)]);
         assert_eq!(most_in_flight(&w), Some(1));
     }
 
     #[test]
     fn an_unparsable_time_gives_no_count() {
-        let w = wave(&[("yesterday", "2026-12-01T23:29:31.710Z")]);
+        let mut w = wave(&[(0, 710)]);
+        w[0].sent_at = "yesterday".into();
         assert_eq!(most_in_flight(&w), None);
     }
 }
@@ -1369,14 +1327,13 @@ mod target_order_tests {
             };
         }
         let parse = |text: &str| serde_json::from_str::<Value>(text).unwrap();
+        let (a4, a5) = (pass!("evidence/04.json"), pass!("evidence/05.json"));
+        let mut acts = [a4, a5, pass!("evidence/06.json")].map(parse);
+        let a4 = acts[0]["facts"].clone();
+        edit(&mut acts[usize::from(act - 4)]["facts"], &a4);
         let mut gi = GradeInput::default();
-        let acts = [
-            (4, pass!("evidence/04.json")),
-            (5, pass!("evidence/05.json")),
-            (6, pass!("evidence/06.json")),
-        ];
-        for (n, text) in acts {
-            gi.evidence.insert(n, Ok(EvidenceDoc::new(parse(text))));
+        for (n, v) in (4..).zip(acts) {
+            gi.evidence.insert(n, Ok(EvidenceDoc::new(v)));
         }
         for (file, text) in [
             (inputs::InputFile::PolicyIgnore, pass!("policy-ignore.json")),
@@ -1384,10 +1341,6 @@ mod target_order_tests {
         ] {
             gi.inputs.insert(file, Ok(parse(text)));
         }
-        let a4 = gi.evidence[&4].as_ref().unwrap().value()["facts"].clone();
-        let mut v = gi.evidence[&act].as_ref().unwrap().value().clone();
-        edit(&mut v["facts"], &a4);
-        gi.evidence.insert(act, Ok(EvidenceDoc::new(v)));
         gi
     }
 
@@ -1443,13 +1396,6 @@ mod target_order_tests {
         assert_eq!(wrong.len(), 1, "{wrong:#?}");
         assert_eq!(wrong[0].code, IdentityChanged);
     }
-}
-
-#[cfg(test)]
-mod replica_source_tests {
-    use super::*;
-    use crate::evidence::Lab;
-    use crate::grade::{EvidenceDoc, GradeInput};
 
     /// A raw field only `ready` reads (the Ready condition's status, a boolean where the API
     /// sends a string) fails the replica's facts, not its pod's: the pod is derived by its own
@@ -1467,10 +1413,8 @@ mod replica_source_tests {
         let mut gi = GradeInput::default();
         gi.evidence.insert(3, Ok(EvidenceDoc::new(v)));
         let found = crate::grade::grade(Lab::C, 3, &gi).findings;
-        let on_replica: Vec<&str> = (found.iter())
-            .filter(|f| f.subject.contains("replicas[1]"))
-            .map(|f| f.subject.as_str())
-            .collect();
+        let subjects = found.iter().map(|f| f.subject.as_str());
+        let on_replica: Vec<&str> = subjects.filter(|s| s.contains("replicas[1]")).collect();
         let replica = vec!["evidence/03.json facts.replicas[1]"];
         assert_eq!(on_replica, replica, "{found:#?}");
     }

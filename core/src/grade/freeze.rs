@@ -175,11 +175,8 @@ fn freeze_window_is_the_planned_one(g: &mut G, v: &Freeze<'_>) {
     if let (Some(armed), Some(r)) = (t(&w.watchdog_armed_at), t(&w.resumed_at)) {
         let ms = (r - armed).num_milliseconds();
         let (lo, hi) = bounds::watchdog_window_ms(w.resume_after_sec);
-        let lo = if w.resumed_by == Resumer::Watchdog {
-            lo
-        } else {
-            i64::MIN
-        };
+        let by_watchdog = w.resumed_by == Resumer::Watchdog;
+        let lo = if by_watchdog { lo } else { i64::MIN };
         let (ok, sub) = (lo <= ms && ms <= hi, format!("{s}.freeze.resumed_at"));
         g.check(ok, TimesInconsistent, sub, || {
             let (after, by) = (w.resume_after_sec, &w.resumed_by);
@@ -281,9 +278,8 @@ fn registration_during_freeze_is_the_recorded_one(g: &mut G, v: &Freeze<'_>) {
 
 /// `timeoutSeconds` of a webhook entry read verbatim (a `u32`; else `None`).
 fn snapshot_timeout(snap: &Value) -> Option<u32> {
-    snap.get("timeoutSeconds")
-        .and_then(|x| x.as_u64())
-        .and_then(|x| u32::try_from(x).ok())
+    let t = snap.get("timeoutSeconds").and_then(Value::as_u64);
+    t.and_then(|x| u32::try_from(x).ok())
 }
 
 /// The registration snapshot read during the freeze (raw, camelCase) is `h`, the registration

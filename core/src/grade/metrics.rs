@@ -133,9 +133,10 @@ fn deltas_are_the_lines(
         format!("recorded {recorded} changed series, the recorded lines give {given}")
     });
     let down = deltas.iter().filter(|d| d.delta < 0.0);
-    let reset: Vec<String> = down
-        .map(|d| format!("{}{:?} {} -> {}", d.metric, d.labels, d.before, d.after))
-        .collect();
+    let reset = |d: &metrics::SeriesDelta| {
+        format!("{}{:?} {} -> {}", d.metric, d.labels, d.before, d.after)
+    };
+    let reset: Vec<String> = down.map(reset).collect();
     g.check(reset.is_empty(), MetricsContradicted, sub, || {
         let reset = reset.join("; ");
         format!("counters went down (API server restarted?): {reset}")
@@ -155,11 +156,15 @@ struct Counted<'c> {
 impl Counted<'_> {
     /// The requests `f` selects, as `name (outcome)`.
     fn names(&self, f: &dyn Fn(&RequestRecord) -> bool) -> Vec<String> {
-        self.requests
-            .values()
-            .filter(|r| f(r))
-            .map(|r| format!("{} ({})", r.name, r.outcome.as_str()))
-            .collect()
+        let name = |r: &RequestRecord| format!("{} ({})", r.name, r.outcome.as_str());
+        self.requests.values().filter(|r| f(r)).map(name).collect()
+    }
+
+    /// `metric` of `H` (all its series) moved by as many as `reqs` ([`Counted::agree`]).
+    fn agree_on(&self, g: &mut G<'_>, rule: &str, metric: &str, reqs: Vec<String>) {
+        let found = sum_delta(self.deltas, metric, self.hook, &[]);
+        let series = format!("{metric}{{name={}}}", self.hook);
+        self.agree(g, rule, series, found, reqs);
     }
 
     /// `series` moved by as many as `reqs` (flags [`Code::MetricsContradicted`] as `rule`).
@@ -181,13 +186,10 @@ fn no_call_while_unregistered(g: &mut G<'_>, c: &Counted<'_>, ev: &Evidence) {
         return;
     }
     let hook = c.hook;
-    let of_hook = c
-        .deltas
-        .iter()
-        .filter(|d| d.labels.get("name").map(String::as_str) == Some(hook));
-    let moved: Vec<String> = of_hook
-        .map(|d| format!("{}{:?} {:+}", d.metric, d.labels, d.delta))
-        .collect();
+    let of_hook =
+        |d: &&metrics::SeriesDelta| d.labels.get("name").map(String::as_str) == Some(hook);
+    let moved = |d: &metrics::SeriesDelta| format!("{}{:?} {:+}", d.metric, d.labels, d.delta);
+    let moved: Vec<String> = c.deltas.iter().filter(of_hook).map(moved).collect();
     let admitted = c.names(&|r| r.namespace == TARGET);
     let sub = format!("{} no-call-while-unregistered", c.subject);
     g.check(moved.is_empty(), MetricsContradicted, sub, || {
@@ -217,11 +219,7 @@ fn ignore_stores_failed_open(g: &mut G<'_>, c: &Counted<'_>, ev: &Evidence) {
     } else {
         Vec::new()
     };
-    let (found, series) = (
-        sum_delta(c.deltas, FAIL_OPEN_COUNT, c.hook, &[]),
-        format!("{FAIL_OPEN_COUNT}{{name={}}}", c.hook),
-    );
-    c.agree(g, "fail-open", series, found, failed_open);
+    c.agree_on(g, "fail-open", FAIL_OPEN_COUNT, failed_open);
 }
 
 /// Rule 5: one call of `H` per target-namespace request, where every target request calls it
@@ -231,11 +229,7 @@ fn one_call_per_target_request(g: &mut G<'_>, c: &Counted<'_>) {
         return;
     }
     let target = c.names(&|r| r.namespace == TARGET);
-    let (found, series) = (
-        sum_delta(c.deltas, REQUEST_TOTAL, c.hook, &[]),
-        format!("{REQUEST_TOTAL}{{name={}}}", c.hook),
-    );
-    c.agree(g, "one-call-per-target-request", series, found, target);
+    c.agree_on(g, "one-call-per-target-request", REQUEST_TOTAL, target);
 }
 
 /// Rule 1 (continued): the record is what its two reads give: `webhooks_seen` are the `name`
@@ -253,11 +247,9 @@ fn reads_frame_the_requests(
     let (Some(before), Some(after)) = (&m.before, &m.after) else {
         return;
     };
-    let (b, a) = (
-        metrics::webhook_names(&before.lines),
-        metrics::webhook_names(&after.lines),
-    );
-    let (names, seen): (Vec<String>, _) = (b.union(&a).cloned().collect(), &m.webhooks_seen);
+    let named = |x: &metrics::MetricsRead| metrics::webhook_names(&x.lines);
+    let (b, seen) = (named(before), &m.webhooks_seen);
+    let names: Vec<String> = b.union(&named(after)).cloned().collect();
     let sub = format!("{subject}.webhooks_seen");
     g.check(names == *seen, RawMismatch, sub, || {
         format!("recorded {seen:?}, the reads name {names:?}")
@@ -295,19 +287,16 @@ fn explicit_denies_are_no_error_rejections(
     hook: &str,
     requests: &BTreeMap<String, RequestRecord>,
 ) {
-    let denies: Vec<&RequestRecord> = requests
-        .values()
-        .filter(|r| r.outcome == Outcome::ExplicitDeny)
-        .collect();
+    let deny = |r: &&RequestRecord| r.outcome == Outcome::ExplicitDeny;
+    let denies: Vec<&RequestRecord> = requests.values().filter(deny).collect();
     let mut codes: Vec<u16> = crate::classify::EXPLICIT_DENY_STATUSES.to_vec();
     codes.extend(denies.iter().map(|r| r.http_status));
     codes.sort_unstable();
     codes.dedup();
     for code in codes {
         let answered = denies.iter().filter(|r| r.http_status == code);
-        let reqs: Vec<String> = answered
-            .map(|r| format!("{} ({}) HTTP {code}", r.name, r.outcome.as_str()))
-            .collect();
+        let name = |r: &&RequestRecord| format!("{} ({}) HTTP {code}", r.name, r.outcome.as_str());
+        let reqs: Vec<String> = answered.map(name).collect();
         let label = code.to_string();
         let labels = [("error_type", "no_error"), ("rejection_code", &label)];
         let (found, n) = (
@@ -383,10 +372,8 @@ fn call_durations_agree(
         format!("metrics: {duration}_sum{{name={hook}}} moved by {sum_ms:.1} ms; the records say {n} calls ran into timeoutSeconds {timeout_seconds:?} ({names}), at least {floor} ms")
     });
     if calls_are_the_target_requests {
-        let target: Vec<&RequestRecord> = requests
-            .values()
-            .filter(|r| r.namespace == TARGET)
-            .collect();
+        let target = |r: &&RequestRecord| r.namespace == TARGET;
+        let target: Vec<&RequestRecord> = requests.values().filter(target).collect();
         let ceiling: f64 = target
             .iter()
             .map(|r| call_inside_request_ms(r.elapsed_ms))
@@ -420,10 +407,8 @@ fn line_family(line: &str) -> Option<(&'static str, String)> {
         name.strip_suffix(s)
             .filter(|f| metrics::FAMILIES.contains(f))
     };
-    let family = ["_sum", "_count", "_bucket"]
-        .iter()
-        .find_map(of_family)
-        .unwrap_or(name);
+    let family = ["_sum", "_count", "_bucket"].iter().find_map(of_family);
+    let family = family.unwrap_or(name);
     Some(("sample", family.to_owned()))
 }
 
@@ -474,9 +459,7 @@ fn lines_are_an_exposition(g: &mut G<'_>, subject: &str, lines: &[String]) {
 fn requests_of(ev: &Evidence) -> BTreeMap<String, RequestRecord> {
     let mut roots = vec![&ev.facts];
     for r in &ev.raw {
-        let is_request = r["what"]
-            .as_str()
-            .is_some_and(|w| w.starts_with("request:"));
+        let is_request = r["what"].as_str().unwrap_or("").starts_with("request:");
         if is_request && let Some(d) = r.get("data") {
             roots.push(d);
         }

@@ -77,10 +77,8 @@ const ANY_OUTCOME: &[Outcome] = &[
 fn requests(ev: &Evidence) -> Vec<(String, RequestRecord)> {
     let mut found = Vec::new();
     super::request_values(&ev.facts, "facts", &mut found);
-    found
-        .into_iter()
-        .filter_map(|(p, v)| Some((p, serde_json::from_value(v.clone()).ok()?)))
-        .collect()
+    let parse = |(p, v): (String, &Value)| Some((p, serde_json::from_value(v.clone()).ok()?));
+    found.into_iter().filter_map(parse).collect()
 }
 
 /// Every request record of the act, wherever it sits in `facts` (lab C's requests after the
@@ -114,37 +112,32 @@ fn is_policy_webhook(name: &str) -> bool {
 fn registration_reads(g: &G) -> Vec<RegistrationRead> {
     let mut out = Vec::new();
     for (act, doc) in read_evidence(g.input, ..=g.act) {
-        let name = ev_name(*act);
-        if let Some(raw) = doc.value.get("raw").and_then(Value::as_array) {
-            for (i, r) in raw.iter().enumerate() {
-                let mut hooks = BTreeMap::new();
-                let mut lists = false;
-                webhook_entries(&r["data"], &mut hooks, &mut lists);
-                if hooks.is_empty() && !lists {
-                    continue;
-                }
+        let (act, name, facts) = (*act, ev_name(*act), &doc.value["facts"]);
+        // A read that shows a webhook or lists the configurations.
+        let mut read = |at, witness, hooks: BTreeMap<String, String>, lists| {
+            if !hooks.is_empty() || lists {
                 out.push(RegistrationRead {
-                    act: *act,
-                    at: r.get("at").and_then(Value::as_str).and_then(parse_rfc3339),
-                    witness: format!("{name} raw[{i}]"),
+                    act,
+                    at,
+                    witness,
                     hooks,
                     lists,
                 });
             }
+        };
+        let raw = doc.value["raw"].as_array().into_iter().flatten();
+        for (i, r) in raw.enumerate() {
+            let (mut hooks, mut lists) = (BTreeMap::new(), false);
+            webhook_entries(&r["data"], &mut hooks, &mut lists);
+            read(time_of(r, "at"), format!("{name} raw[{i}]"), hooks, lists);
         }
-        if let Some(read) = facts_registration_read(*act, &doc.value["facts"], &name) {
-            out.push(read);
+        if let Some((at, witness, hooks, lists)) = facts_registration_read(facts) {
+            read(Some(at), format!("{name} facts.{witness}"), hooks, lists);
         }
         let mut hooks = BTreeMap::new();
-        facts_webhooks(&doc.value["facts"], "facts", &name, &mut hooks);
+        facts_webhooks(facts, "facts", &name, &mut hooks);
         for (hook, (policy, witness)) in hooks {
-            out.push(RegistrationRead {
-                act: *act,
-                at: None,
-                witness,
-                hooks: BTreeMap::from([(hook, policy)]),
-                lists: false,
-            });
+            read(None, witness, BTreeMap::from([(hook, policy)]), false);
         }
     }
     out
@@ -154,13 +147,13 @@ fn registration_reads(g: &G) -> Vec<RegistrationRead> {
 /// `registration_checked_at`): the verbatim entries it kept (`webhook_configurations`,
 /// `registration_snapshot`) and, when the act says whether the policy's webhook was there
 /// (`policy_webhook_present`, `registration_present_during_freeze`), that answer: `false` is a
-/// read that shows it absent.
-fn facts_registration_read(act: u8, facts: &Value, file: &str) -> Option<RegistrationRead> {
-    let (at_key, at) = ["registrations_checked_at", "registration_checked_at"]
-        .into_iter()
-        .find_map(|k| Some((k, time_of(facts, k)?)))?;
-    let mut hooks = BTreeMap::new();
-    let mut lists = false;
+/// read that shows it absent. Returns (its time, the key it is witnessed by, its webhooks and
+/// whether it lists the configurations, as [`webhook_entries`]).
+fn facts_registration_read(facts: &Value) -> Option<(Time, &str, BTreeMap<String, String>, bool)> {
+    let keys = ["registrations_checked_at", "registration_checked_at"];
+    let at = |k| Some((k, time_of(facts, k)?));
+    let (at_key, at) = keys.into_iter().find_map(at)?;
+    let (mut hooks, mut lists) = (BTreeMap::new(), false);
     for k in ["webhook_configurations", "registration_snapshot"] {
         webhook_entries(&facts[k], &mut hooks, &mut lists);
     }
@@ -168,48 +161,28 @@ fn facts_registration_read(act: u8, facts: &Value, file: &str) -> Option<Registr
         "policy_webhook_present",
         "registration_present_during_freeze",
     ];
-    let present = claims
-        .into_iter()
-        .find_map(|k| Some((k, facts.get(k)?.as_bool()?)));
+    let claim = |k| Some((k, facts.get(k)?.as_bool()?));
+    let present = claims.into_iter().find_map(claim);
     if let Some((_, false)) = present {
         hooks.retain(|h, _| !is_policy_webhook(h));
         lists = true;
     }
-    if hooks.is_empty() && !lists {
-        return None;
-    }
-    let witness = present.map_or(at_key, |(k, _)| k);
-    Some(RegistrationRead {
-        act,
-        at: Some(at),
-        witness: format!("{file} facts.{witness}"),
-        hooks,
-        lists,
-    })
+    Some((at, present.map_or(at_key, |(k, _)| k), hooks, lists))
 }
 
 /// Collects the webhook entries (`name` + `failurePolicy` + `clientConfig`) under `v`; `lists`
 /// is set when `v` holds a ValidatingWebhookConfiguration or a list of them.
 fn webhook_entries(v: &Value, hooks: &mut BTreeMap<String, String>, lists: &mut bool) {
-    match v {
-        Value::Object(o) => {
-            let kind = o.get("kind").and_then(Value::as_str).unwrap_or("");
-            if kind.starts_with("ValidatingWebhookConfiguration") {
-                *lists = true;
-            }
-            let text = |k: &str| o.get(k).and_then(Value::as_str);
-            if let (Some(n), Some(p), true) = (
-                text("name"),
-                text("failurePolicy"),
-                o.contains_key("clientConfig"),
-            ) {
-                hooks.insert(n.to_owned(), p.to_owned());
-                return;
-            }
-            o.values().for_each(|x| webhook_entries(x, hooks, lists));
-        }
-        Value::Array(a) => a.iter().for_each(|x| webhook_entries(x, hooks, lists)),
-        _ => {}
+    let text = |k: &str| v.get(k).and_then(Value::as_str);
+    *lists |= text("kind").is_some_and(|k| k.starts_with("ValidatingWebhookConfiguration"));
+    let entry = text("name").zip(text("failurePolicy"));
+    if let Some((n, p)) = entry.filter(|_| v.get("clientConfig").is_some()) {
+        hooks.insert(n.to_owned(), p.to_owned());
+        return;
+    }
+    let values = v.as_object().into_iter().flat_map(|o| o.values());
+    for x in values.chain(v.as_array().into_iter().flatten()) {
+        webhook_entries(x, hooks, lists);
     }
 }
 
@@ -229,15 +202,11 @@ fn facts_webhooks(v: &Value, path: &str, file: &str, out: &mut BTreeMap<String, 
 /// The newest timed registration read strictly before `t` that shows the policy's webhook or
 /// lists the configurations (so shows it absent): (failurePolicy or `None` when absent, witness).
 fn policy_registration_before(reads: &[RegistrationRead], t: Time) -> Option<(Option<&str>, &str)> {
-    reads
-        .iter()
-        .filter(|r| r.at.is_some_and(|at| at < t))
-        .filter(|r| r.lists || r.hooks.keys().any(|h| is_policy_webhook(h)))
-        .max_by_key(|r| (r.at, r.act))
-        .map(|r| {
-            let hook = r.hooks.iter().find(|(h, _)| is_policy_webhook(h));
-            (hook.map(|(_, p)| p.as_str()), r.witness.as_str())
-        })
+    let shown = |r: &&RegistrationRead| r.lists || r.hooks.keys().any(|h| is_policy_webhook(h));
+    let before = reads.iter().filter(|r| r.at.is_some_and(|at| at < t));
+    let r = before.filter(shown).max_by_key(|r| (r.at, r.act))?;
+    let hook = r.hooks.iter().find(|(h, _)| is_policy_webhook(h));
+    Some((hook.map(|(_, p)| p.as_str()), r.witness.as_str()))
 }
 
 /// Under failurePolicy Fail a pod the policy denies is never stored while the policy's webhook
@@ -282,10 +251,8 @@ pub(crate) fn call_failure_never_reaches_the_client_under_ignore(
     reads: &[RegistrationRead],
 ) {
     let ignore_witness = |hook: &str| {
-        reads
-            .iter()
-            .find(|r| r.hooks.get(hook).is_some_and(|p| p == "Ignore"))
-            .map(|r| r.witness.clone())
+        let ignore = |r: &&RegistrationRead| r.hooks.get(hook).is_some_and(|p| p == "Ignore");
+        reads.iter().find(ignore).map(|r| r.witness.clone())
     };
     for (path, r) in requests(ev) {
         let msg = r.message.as_deref().unwrap_or("");
@@ -349,18 +316,73 @@ fn lease_reads(g: &G) -> Vec<LeaseRead> {
     for (act, doc) in read_evidence(g.input, ..=g.act) {
         let file = ev_name(*act);
         facts_leases(*act, &doc.value["facts"], "facts", &file, &mut out);
-        if let Some(raw) = doc.value.get("raw").and_then(Value::as_array) {
-            for (i, r) in raw.iter().enumerate() {
-                let (at, path) = (time_of(r, "at"), format!("raw[{i}].data"));
-                raw_leases(*act, &r["data"], &path, &file, at, &mut out);
+        for_each_raw(&doc.value, &mut |path, _, v, at, _| {
+            if v["kind"] != "Lease" {
+                return true;
             }
-        }
+            let (spec, holder) = (&v["spec"], v["spec"]["holderIdentity"].as_str());
+            out.extend(at.map(|at| LeaseRead {
+                act: *act,
+                at,
+                witness: format!("{file} {path}"),
+                lease: v["metadata"]["name"].as_str().unwrap_or("").to_owned(),
+                holder: holder.map(str::to_owned),
+                acquire: time_of(spec, "acquireTime"),
+                renew: time_of(spec, "renewTime"),
+                transitions: transitions_of(spec["leaseTransitions"].as_u64(), holder),
+            }));
+            false
+        });
     }
     out
 }
 
 fn time_of(v: &Value, key: &str) -> Option<Time> {
     v.get(key).and_then(Value::as_str).and_then(parse_rfc3339)
+}
+
+/// Visits every value under each raw record's `data` of the evidence document `doc` (path
+/// `raw[<i>].data…`) with its key (`None` for an array's item), the nearest `at` on its way down
+/// (its own, else its parents', else the record's) and its kind (its own, else the list's it is an
+/// item of, less `List`); `visit` returns whether to go below the value.
+fn for_each_raw<'v>(
+    doc: &'v Value,
+    visit: &mut impl FnMut(&str, Option<&str>, &'v Value, Option<Time>, Option<&str>) -> bool,
+) {
+    for (i, r) in doc["raw"].as_array().into_iter().flatten().enumerate() {
+        let (path, c) = (format!("raw[{i}].data"), (time_of(r, "at"), None));
+        walk_with(&r["data"], &path, None, c, &mut |p, k, v, (at, items)| {
+            let (at, own) = (time_of(v, "at").or(at), v["kind"].as_str());
+            let kind = own.or(items.filter(|_| matches!(k, None | Some("items"))));
+            let items = if v.is_array() {
+                kind
+            } else {
+                own.and_then(|k| k.strip_suffix("List"))
+            };
+            visit(p, k, v, at, kind).then_some((at, items))
+        });
+    }
+}
+
+/// Visits `v` (at `path`, its key `key`, `None` for an array's item) and every value below it,
+/// depth first; `visit` gets what its parent passed down (`c`, the first: `c`) and returns what to
+/// pass to the values below, or `None` not to go below.
+fn walk_with<'v, C: Copy>(
+    v: &'v Value,
+    path: &str,
+    key: Option<&str>,
+    c: C,
+    visit: &mut impl FnMut(&str, Option<&str>, &'v Value, C) -> Option<C>,
+) {
+    let Some(c) = visit(path, key, v, c) else {
+        return;
+    };
+    for (k, x) in v.as_object().into_iter().flatten() {
+        walk_with(x, &format!("{path}.{k}"), Some(k), c, visit);
+    }
+    for (i, x) in v.as_array().into_iter().flatten().enumerate() {
+        walk_with(x, &format!("{path}[{i}]"), None, c, visit);
+    }
 }
 
 fn facts_leases(act: u8, v: &Value, path: &str, file: &str, out: &mut Vec<LeaseRead>) {
@@ -384,49 +406,6 @@ fn facts_leases(act: u8, v: &Value, path: &str, file: &str, out: &mut Vec<LeaseR
         });
         false
     });
-}
-
-fn raw_leases(
-    act: u8,
-    v: &Value,
-    path: &str,
-    file: &str,
-    at: Option<Time>,
-    out: &mut Vec<LeaseRead>,
-) {
-    match v {
-        Value::Object(o) => {
-            let at = time_of(v, "at").or(at);
-            if o.get("kind").and_then(Value::as_str) == Some("Lease") {
-                let spec = &v["spec"];
-                if let Some(at) = at {
-                    out.push(LeaseRead {
-                        act,
-                        at,
-                        witness: format!("{file} {path}"),
-                        lease: v["metadata"]["name"].as_str().unwrap_or("").to_owned(),
-                        holder: spec["holderIdentity"].as_str().map(str::to_owned),
-                        acquire: time_of(spec, "acquireTime"),
-                        renew: time_of(spec, "renewTime"),
-                        transitions: transitions_of(
-                            spec["leaseTransitions"].as_u64(),
-                            spec["holderIdentity"].as_str(),
-                        ),
-                    });
-                }
-                return;
-            }
-            for (k, x) in o {
-                raw_leases(act, x, &format!("{path}.{k}"), file, at, out);
-            }
-        }
-        Value::Array(a) => {
-            for (i, x) in a.iter().enumerate() {
-                raw_leases(act, x, &format!("{path}[{i}]"), file, at, out);
-            }
-        }
-        _ => {}
-    }
 }
 
 /// What two reads of one Lease contradict, `a` read no later than `b` (by more than the
@@ -472,12 +451,8 @@ fn tenure_contradiction(a: &LeaseRead, b: &LeaseRead) -> Option<String> {
             && t_early < t_late
         {
             let who = |r: &LeaseRead| r.holder.clone().unwrap_or_else(|| "none".into());
-            let (at, holder, other, acq) = (
-                early.at.to_rfc3339(),
-                who(early),
-                who(late),
-                acq.to_rfc3339(),
-            );
+            let (at, acq) = (early.at.to_rfc3339(), acq.to_rfc3339());
+            let (holder, other) = (who(early), who(late));
             return Some(format!(
                 "read at {at} shows leaseTransitions {t_early} (holder {holder}), though the tenure of {other} (leaseTransitions {t_late}) was acquired at {acq} and leaseTransitions never falls"
             ));
@@ -494,10 +469,8 @@ fn tenure_contradiction(a: &LeaseRead, b: &LeaseRead) -> Option<String> {
 pub(crate) fn lease_tenure_is_one_story(g: &mut G, reads: &[LeaseRead]) {
     let this = g.act;
     for b in reads.iter().filter(|r| r.act == this) {
-        let others = reads
-            .iter()
-            .filter(|a| a.lease == b.lease && a.witness != b.witness);
-        for a in others {
+        let other = |a: &&LeaseRead| a.lease == b.lease && a.witness != b.witness;
+        for a in reads.iter().filter(other) {
             if a.act == this && a.witness > b.witness {
                 continue; // each pair of this act once
             }
@@ -520,9 +493,8 @@ pub(crate) fn lease_stamped_before_it_was_read(g: &mut G, reads: &[LeaseRead]) {
     let this = g.act;
     for r in reads.iter().filter(|r| r.act == this) {
         let stamps = [("acquireTime", r.acquire), ("renewTime", r.renew)];
-        let late = stamps
-            .into_iter()
-            .find(|(_, t)| t.is_some_and(|t| t > r.at + skew));
+        let late = |(_, t): &(&str, Option<Time>)| t.is_some_and(|t| t > r.at + skew);
+        let late = stamps.into_iter().find(late);
         g.check(late.is_none(), LeaseTenureContradicted, r.witness.clone(), || {
             let (field, t) = late.unwrap_or_default();
             let (t, at) = (t.map(|t| t.to_rfc3339()).unwrap_or_default(), r.at.to_rfc3339());
@@ -577,23 +549,19 @@ pub(crate) fn lease_tenure_holds_between_its_reads(g: &mut G, reads: &[LeaseRead
 /// naming the freeze window.
 pub(crate) fn frozen_holder_renews_nothing(g: &mut G, ev: &Evidence, reads: &[LeaseRead]) {
     let freeze = &ev.facts["freeze"];
-    let (Some(frozen), Some(resumed)) =
-        (time_of(freeze, "frozen_at"), time_of(freeze, "resumed_at"))
-    else {
+    let at = |k| time_of(freeze, k);
+    let (Some(frozen), Some(resumed)) = (at("frozen_at"), at("resumed_at")) else {
         return;
     };
-    let pod = match ev.facts["target_pod"].as_str() {
-        Some(p) => Some(p.to_owned()),
-        None => read_evidence(g.input, 4..=4)
-            .find_map(|(_, d)| d.value["facts"]["pod_name"].as_str().map(str::to_owned)),
+    let act4 = read_evidence(g.input, 4..=4).next();
+    let act4 = act4.and_then(|(_, d)| d.value["facts"]["pod_name"].as_str());
+    let Some(pod) = ev.facts["target_pod"].as_str().or(act4) else {
+        return;
     };
-    let Some(pod) = pod else { return };
     let slack = chrono::Duration::milliseconds(bounds::LEASE_STORE_MS);
     let this = g.act;
-    for r in reads
-        .iter()
-        .filter(|r| r.act == this && r.holder.as_deref() == Some(pod.as_str()))
-    {
+    let held = |r: &&LeaseRead| r.act == this && r.holder.as_deref() == Some(pod);
+    for r in reads.iter().filter(held) {
         let renewed = r.renew.filter(|t| *t > frozen + slack && *t < resumed);
         g.check(renewed.is_none(), LeaseTenureContradicted, r.witness.clone(), || {
             let t = renewed.map(|t| t.to_rfc3339()).unwrap_or_default();
@@ -602,31 +570,21 @@ pub(crate) fn frozen_holder_renews_nothing(g: &mut G, ev: &Evidence, reads: &[Le
     }
 }
 
-/// One versioned object of the raw records: `((kind, uid, resourceVersion), content, act,
-/// witness)`.
-type VersionedObject = ((String, String, String), String, u8, String);
-
-/// Every object the acts' raw records hold with its identity and version: `(kind, uid,
-/// resourceVersion)`, its content (the object without `apiVersion`, `kind` and
-/// `metadata.managedFields`, canonical JSON), its act and where it is. A list's items take the
-/// list's kind less `List`.
-fn versioned_objects(
-    v: &Value,
-    kind: Option<&str>,
-    path: &str,
-    act: u8,
-    file: &str,
-    out: &mut Vec<VersionedObject>,
-) {
-    match v {
-        Value::Object(o) => {
+/// One `resourceVersion` is one stored state of an object: the API server gives every write a
+/// new one, so two reads of an object (its kind and UID) at the same `resourceVersion` show the
+/// same object, whatever else the versions mean (Kubernetes API conventions: opaque, compared
+/// only for equality). Held over the raw records of this act against this act's and the earlier
+/// acts' (every object with its kind, else its list's less `List`, its UID and version; its
+/// content without `apiVersion`, `kind` and `metadata.managedFields`, canonical JSON). Flags
+/// [`Code::RawMismatch`] on this act's read, naming the other.
+pub(crate) fn one_resource_version_one_object(g: &mut G) {
+    let mut objects = Vec::new();
+    for (act, doc) in read_evidence(g.input, ..=g.act) {
+        let file = ev_name(*act);
+        for_each_raw(&doc.value, &mut |path, _, v, _, kind| {
             let text = |p: &str| v.pointer(p).and_then(Value::as_str);
-            let own = o.get("kind").and_then(Value::as_str);
-            if let (Some(uid), Some(rv), Some(k)) = (
-                text("/metadata/uid"),
-                text("/metadata/resourceVersion"),
-                own.or(kind),
-            ) {
+            let (uid, rv) = (text("/metadata/uid"), text("/metadata/resourceVersion"));
+            if let (Some(uid), Some(rv), Some(k)) = (uid, rv, kind) {
                 let mut content = v.clone();
                 if let Some(c) = content.as_object_mut() {
                     c.remove("apiVersion");
@@ -636,47 +594,10 @@ fn versioned_objects(
                     m.remove("managedFields");
                 }
                 let key = (k.to_owned(), uid.to_owned(), rv.to_owned());
-                out.push((key, content.to_string(), act, format!("{file} {path}")));
+                objects.push((key, content.to_string(), *act, format!("{file} {path}")));
             }
-            let item_kind = own.and_then(|k| k.strip_suffix("List"));
-            for (k, x) in o {
-                let kind = if k == "items" { item_kind } else { None };
-                versioned_objects(x, kind, &format!("{path}.{k}"), act, file, out);
-            }
-        }
-        Value::Array(a) => {
-            for (i, x) in a.iter().enumerate() {
-                versioned_objects(x, kind, &format!("{path}[{i}]"), act, file, out);
-            }
-        }
-        _ => {}
-    }
-}
-
-/// One `resourceVersion` is one stored state of an object: the API server gives every write a
-/// new one, so two reads of an object (its kind and UID) at the same `resourceVersion` show the
-/// same object, whatever else the versions mean (Kubernetes API conventions: opaque, compared
-/// only for equality). Held over the raw records of this act against this act's and the earlier
-/// acts'. Flags [`Code::RawMismatch`] on this act's read, naming the other.
-pub(crate) fn one_resource_version_one_object(g: &mut G) {
-    let mut objects = Vec::new();
-    for (act, doc) in read_evidence(g.input, ..=g.act) {
-        let file = ev_name(*act);
-        for (i, r) in doc.value["raw"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
-            versioned_objects(
-                &r["data"],
-                None,
-                &format!("raw[{i}].data"),
-                *act,
-                &file,
-                &mut objects,
-            );
-        }
+            true
+        });
     }
     let mut first: BTreeMap<&(String, String, String), (&str, &str)> = BTreeMap::new();
     for (key, content, act, witness) in &objects {
@@ -757,29 +678,12 @@ pub(crate) fn replica_counters_account_for_the_calls(g: &mut G, ev: &Evidence) {
     }
     let window = counters_window(ev);
     let (mut answered, mut calls) = (0u64, 0u64);
-    let mut names = std::collections::BTreeSet::new();
-    for (_, r) in requests(ev) {
-        if !names.insert(r.name.clone()) {
-            continue; // one request quoted twice (`first_explicit_deny`)
-        }
-        if r.namespace != crate::rules::common::TARGET_NAMESPACE || r.dry_run {
-            continue;
-        }
-        let between = window.is_some_and(|(from, to)| {
-            parse_rfc3339(&r.sent_at).is_some_and(|t| t >= from)
-                && parse_rfc3339(&r.answered_at).is_some_and(|t| t <= to)
-        });
-        match r.outcome {
-            Outcome::ExplicitDeny => {
-                answered += u64::from(between);
-                calls += 1;
-            }
-            Outcome::Stored if r.elapsed_ms < 1000 => {
-                answered += u64::from(between);
-                calls += 1;
-            }
-            Outcome::Stored | Outcome::WebhookTimeout => calls += 1,
-            _ => {}
+    for r in target_calls(ev) {
+        if answered_call(&r) {
+            answered += u64::from(window.is_some_and(|(from, to)| within(&r, from, to)));
+            calls += 1;
+        } else if matches!(r.outcome, Outcome::Stored | Outcome::WebhookTimeout) {
+            calls += 1;
         }
     }
     // A counter reset loses what it counted; the calls answered while the reset replica was
@@ -802,11 +706,8 @@ pub(crate) fn replica_counters_account_for_the_calls(g: &mut G, ev: &Evidence) {
 fn counters_window(ev: &Evidence) -> Option<(Time, Time)> {
     let reads = |prefix: &str| -> Vec<Time> {
         let of_kind = |r: &&Value| r["what"].as_str().is_some_and(|w| w.starts_with(prefix));
-        ev.raw
-            .iter()
-            .filter(of_kind)
-            .filter_map(|r| time_of(r, "at"))
-            .collect()
+        let of_kind = ev.raw.iter().filter(of_kind);
+        of_kind.filter_map(|r| time_of(r, "at")).collect()
     };
     let from = reads("replica-metrics-before:").into_iter().max()?;
     let to = reads("replica-metrics-after:").into_iter().min()?;
@@ -842,23 +743,31 @@ fn frozen_replica_answered(
         return None;
     }
     let (from, to) = window?;
+    let inside = |r: &RequestRecord| within(r, from.max(frozen.0), to.min(frozen.1));
+    let calls = target_calls(ev).into_iter();
+    let answered = calls.filter(|r| answered_call(r) && inside(r));
+    Some((answered.count() as u64, kept))
+}
+
+/// The act's requests that may call the webhook, each once (a request quoted twice, as
+/// `first_explicit_deny`, counted at its first record): real creates in the target namespace.
+fn target_calls(ev: &Evidence) -> Vec<RequestRecord> {
     let mut names = std::collections::BTreeSet::new();
-    let answered = requests(ev)
-        .into_iter()
-        .filter(|(_, r)| names.insert(r.name.clone()))
-        .filter(|(_, r)| r.namespace == crate::rules::common::TARGET_NAMESPACE && !r.dry_run)
-        .filter(|(_, r)| match r.outcome {
-            Outcome::ExplicitDeny => true,
-            Outcome::Stored => r.elapsed_ms < 1000,
-            _ => false,
-        })
-        .filter(|(_, r)| {
-            let (sent, answered) = (parse_rfc3339(&r.sent_at), parse_rfc3339(&r.answered_at));
-            sent.is_some_and(|t| t >= from.max(frozen.0))
-                && answered.is_some_and(|t| t <= to.min(frozen.1))
-        })
-        .count() as u64;
-    Some((answered, kept))
+    let first = requests(ev).into_iter().map(|(_, r)| r);
+    let first = first.filter(|r| names.insert(r.name.clone()));
+    let target = |r: &RequestRecord| r.namespace == crate::rules::common::TARGET_NAMESPACE;
+    first.filter(|r| target(r) && !r.dry_run).collect()
+}
+
+/// Whether the call was answered by a replica: an explicit deny, or a pod stored in under 1 s.
+fn answered_call(r: &RequestRecord) -> bool {
+    r.outcome == Outcome::ExplicitDeny || (r.outcome == Outcome::Stored && r.elapsed_ms < 1000)
+}
+
+/// Whether `r` was sent no sooner than `from` and answered no later than `to`.
+fn within(r: &RequestRecord, from: Time, to: Time) -> bool {
+    parse_rfc3339(&r.sent_at).is_some_and(|t| t >= from)
+        && parse_rfc3339(&r.answered_at).is_some_and(|t| t <= to)
 }
 
 /// Every read of a replica's admission request counter in the acts up to `g.act`:
@@ -866,15 +775,11 @@ fn frozen_replica_answered(
 /// `replica-metrics-before:<pod>` / `replica-metrics-after:<pod>` record, else by its act's end.
 fn counter_reads(g: &G) -> Vec<(String, Time, u64, String)> {
     let mut out = Vec::new();
-    for (act, doc) in read_evidence(g.input, ..=g.act) {
-        let v = &doc.value;
-        let Some(end) = time_of(v, "finished_at").or_else(|| time_of(v, "started_at")) else {
-            continue;
-        };
+    for (_, file, v, end) in ended_evidence(g) {
         let raw_at = |what: String| {
             let raw = v["raw"].as_array().into_iter().flatten();
-            raw.filter(|r| r["what"] == what.as_str())
-                .find_map(|r| time_of(r, "at"))
+            let mut raw = raw.filter(|r| r["what"] == what.as_str());
+            raw.find_map(|r| time_of(r, "at"))
         };
         let rows = v["facts"]["replica_requests"].as_array();
         for (i, r) in rows.into_iter().flatten().enumerate() {
@@ -884,7 +789,7 @@ fn counter_reads(g: &G) -> Vec<(String, Time, u64, String)> {
             for when in ["before", "after"] {
                 if let Some(value) = r[when].as_u64() {
                     let at = raw_at(format!("replica-metrics-{when}:{pod}")).unwrap_or(end);
-                    let witness = format!("{} facts.replica_requests[{i}].{when}", ev_name(*act));
+                    let witness = format!("{file} facts.replica_requests[{i}].{when}");
                     out.push((pod.to_owned(), at, value, witness));
                 }
             }
@@ -895,7 +800,7 @@ fn counter_reads(g: &G) -> Vec<(String, Time, u64, String)> {
 }
 
 /// Whether the lab's reads show the container of the pod named `pod` restarted after `from` and
-/// no later than `to` ([`restart_reads`]): a count read in that span higher than every count
+/// no later than `to` ([`lab_restart_reads`]): a count read in that span higher than every count
 /// read of it up to `from`, or the name read with two pod UIDs (a new pod, a new process).
 fn restarted_between(reads: &[RestartRead], pod: &str, from: Time, to: Time) -> bool {
     let of_pod = || reads.iter().filter(|r| r.5.as_deref() == Some(pod));
@@ -933,11 +838,12 @@ pub(crate) fn replica_counter_falls_only_with_a_restart(g: &mut G) {
 /// when the observation names it)`.
 type RestartRead = (u8, Time, String, u64, String, Option<String>);
 
-/// Every restart count an act recorded of a pod, wherever it sits: a pod observation (`uid`,
-/// `restart_count`), a process found through CRI (`identity.pod_uid`, `restart_count`), and a raw
-/// `Pod` object (`metadata.uid`, the sum of `status.containerStatuses[].restartCount`, as a pod
-/// observation counts). Each is timed by its own `at`, else its raw record's, else the act's end.
-fn restart_reads(
+/// The restart count an act recorded of a pod in `v` (at `path` of `file`, read at `at`, else at
+/// the act's end `act.1`), if it is one: a pod observation (`uid`, `restart_count`), a process
+/// found through CRI (`identity.pod_uid`, `restart_count`), and a raw `Pod` object
+/// (`metadata.uid`, the sum of `status.containerStatuses[].restartCount`, as a pod observation
+/// counts).
+fn restart_read(
     v: &Value,
     at: Option<Time>,
     act: (u8, Time),
@@ -945,77 +851,47 @@ fn restart_reads(
     file: &str,
     out: &mut Vec<RestartRead>,
 ) {
-    match v {
-        Value::Object(o) => {
-            let at = time_of(v, "at").or(at);
-            let text = |p: &str| v.pointer(p).and_then(Value::as_str);
-            let pod_object = o.get("kind").and_then(Value::as_str) == Some("Pod");
-            let name = if pod_object {
-                text("/metadata/name")
-            } else {
-                ["/name", "/pod_name", "/pod"].into_iter().find_map(text)
-            };
-            let name = name.map(str::to_owned);
-            let found = if pod_object {
-                let statuses = v
-                    .pointer("/status/containerStatuses")
-                    .and_then(Value::as_array);
-                let sum =
-                    statuses.map(|c| c.iter().filter_map(|c| c["restartCount"].as_u64()).sum());
-                text("/metadata/uid").zip(sum)
-            } else {
-                let uid = text("/uid").or_else(|| text("/identity/pod_uid"));
-                uid.zip(o.get("restart_count").and_then(Value::as_u64))
-            };
-            let mut push = |uid: &str, count, when: Option<Time>, witness| {
-                let read = (act.0, when.unwrap_or(act.1), uid.to_owned(), count, witness);
-                out.push((read.0, read.1, read.2, read.3, read.4, name.clone()));
-            };
-            if let Some((uid, count)) = found {
-                push(uid, count, at, format!("{file} {path}"));
-            }
-            // A freeze's counts on either side of it: lab B's (the frozen process's pod,
-            // `freeze.identity.pod_uid`), lab C's frozen replica after it (`target_after`; its
-            // count before is act 4's process, read there).
-            let sides = [
-                (
-                    "/freeze/identity/pod_uid",
-                    "restart_count_before",
-                    "/freeze/frozen_at",
-                ),
-                (
-                    "/freeze/identity/pod_uid",
-                    "restart_count_after",
-                    "/freeze/resumed_at",
-                ),
-                ("/pod_uid_after", "restart_count_after", "/settled_at"),
-            ];
-            for (uid, key, when) in sides {
-                let count = o.get(key).and_then(Value::as_u64);
-                if let (Some(uid), Some(count)) = (text(uid), count) {
-                    let at = v
-                        .pointer(when)
-                        .and_then(Value::as_str)
-                        .and_then(parse_rfc3339);
-                    push(uid, count, at, format!("{file} {path}.{key}"));
-                }
-            }
-            for (k, x) in o {
-                if k != crate::audit::FACTS_KEY && k != crate::metrics::FACTS_KEY {
-                    restart_reads(x, at, act, &format!("{path}.{k}"), file, out);
-                }
-            }
+    let Some(o) = v.as_object() else { return };
+    let text = |p: &str| v.pointer(p).and_then(Value::as_str);
+    let pod_object = v["kind"] == "Pod";
+    let name = if pod_object {
+        text("/metadata/name")
+    } else {
+        ["/name", "/pod_name", "/pod"].into_iter().find_map(text)
+    };
+    let found = if pod_object {
+        let statuses = v["status"]["containerStatuses"].as_array();
+        let sum = statuses.map(|c| c.iter().filter_map(|c| c["restartCount"].as_u64()).sum());
+        text("/metadata/uid").zip(sum)
+    } else {
+        let uid = text("/uid").or_else(|| text("/identity/pod_uid"));
+        uid.zip(o.get("restart_count").and_then(Value::as_u64))
+    };
+    let mut push = |uid: &str, count, when: Option<Time>, witness| {
+        let (when, name) = (when.unwrap_or(act.1), name.map(str::to_owned));
+        out.push((act.0, when, uid.to_owned(), count, witness, name));
+    };
+    if let Some((uid, count)) = found {
+        push(uid, count, at, format!("{file} {path}"));
+    }
+    // A freeze's counts on either side of it: lab B's (the frozen process's pod,
+    // `freeze.identity.pod_uid`), lab C's frozen replica after it (`target_after`; its count
+    // before is act 4's process, read there).
+    let frozen = "/freeze/identity/pod_uid";
+    let sides = [
+        (frozen, "restart_count_before", "/freeze/frozen_at"),
+        (frozen, "restart_count_after", "/freeze/resumed_at"),
+        ("/pod_uid_after", "restart_count_after", "/settled_at"),
+    ];
+    for (uid, key, when) in sides {
+        if let (Some(uid), Some(count)) = (text(uid), o.get(key).and_then(Value::as_u64)) {
+            let at = text(when).and_then(parse_rfc3339);
+            push(uid, count, at, format!("{file} {path}.{key}"));
         }
-        Value::Array(a) => {
-            for (i, x) in a.iter().enumerate() {
-                restart_reads(x, at, act, &format!("{path}[{i}]"), file, out);
-            }
-        }
-        _ => {}
     }
 }
 
-/// A pod's restart count never falls: every observation of one pod UID ([`restart_reads`]: pod
+/// A pod's restart count never falls: every observation of one pod UID ([`restart_read`]: pod
 /// observations, processes found through CRI, raw `Pod` objects, in facts and raw alike) shows a
 /// count no lower than the observations made before it, in this act and the earlier ones. Flags
 /// [`Code::ValueMismatch`] on this act's observation, naming the earlier one.
@@ -1037,21 +913,37 @@ pub(crate) fn restart_count_never_falls_for_one_pod(g: &mut G) {
     }
 }
 
-/// Every restart count read in the acts up to `g.act` ([`restart_reads`], facts and raw), in the
-/// order they were read.
+/// Every restart count read in the acts up to `g.act` ([`restart_read`], facts and raw, outside
+/// the audit and metrics records; each timed by its own `at`, else its raw record's, else the
+/// act's end), in the order they were read.
 fn lab_restart_reads(g: &G) -> Vec<RestartRead> {
     let mut reads = Vec::new();
-    for (act, doc) in read_evidence(g.input, ..=g.act) {
-        let (file, v) = (ev_name(*act), &doc.value);
-        let Some(end) = time_of(v, "finished_at").or_else(|| time_of(v, "started_at")) else {
-            continue;
-        };
-        restart_reads(&v["facts"], None, (*act, end), "facts", &file, &mut reads);
-        for (i, r) in v["raw"].as_array().into_iter().flatten().enumerate() {
-            let (at, path) = (time_of(r, "at"), format!("raw[{i}].data"));
-            restart_reads(&r["data"], at, (*act, end), &path, &file, &mut reads);
-        }
+    for (act, file, v, end) in ended_evidence(g) {
+        let facts = (&v["facts"], "facts");
+        walk_with(facts.0, facts.1, None, None, &mut |path, k, x, at| {
+            let at = time_of(x, "at").or(at);
+            let ok = !k.is_some_and(super::is_witness_record);
+            let read = ok.then(|| restart_read(x, at, (act, end), path, &file, &mut reads));
+            read.map(|_| at)
+        });
+        for_each_raw(v, &mut |path, k, x, at, _| {
+            let ok = !k.is_some_and(super::is_witness_record);
+            ok && {
+                restart_read(x, at, (act, end), path, &file, &mut reads);
+                true
+            }
+        });
     }
     reads.sort_by_key(|r| (r.0, r.1));
     reads
+}
+
+/// The evidence documents of the acts up to `g.act` that could be read and are timed, in act
+/// order: (act, file name, document, its end: `finished_at`, else `started_at`).
+fn ended_evidence<'g>(g: &G<'g>) -> impl Iterator<Item = (u8, String, &'g Value, Time)> {
+    read_evidence(g.input, ..=g.act).filter_map(|(act, doc)| {
+        let v = &doc.value;
+        let end = time_of(v, "finished_at").or_else(|| time_of(v, "started_at"))?;
+        Some((*act, ev_name(*act), v, end))
+    })
 }
