@@ -222,16 +222,10 @@ pub fn header(format: Format, lang: Lang) -> String {
         }
         Format::Json => "[\n".to_owned(),
         Format::Html => {
-            let head = maud::html! {
-                title { (words::TITLE.get(lang)) }
-            };
-            let cols = maud::html! { tr { @for n in &names { th { (n) } } } };
-            format!(
-                "{HTML_HEAD}{}</head><body><h1>{}</h1><table>\n{}\n",
-                head.into_string(),
-                maud::html! { (words::TITLE.get(lang)) }.into_string(),
-                cols.into_string()
-            )
+            let title = maud::html! { (words::TITLE.get(lang)) }.into_string();
+            let cols = maud::html! { tr { @for n in &names { th { (n) } } } }.into_string();
+            let head = format!("{HTML_HEAD}<title>{title}</title></head>");
+            format!("{head}<body><h1>{title}</h1><table>\n{cols}\n")
         }
     }
 }
@@ -275,13 +269,7 @@ pub fn footer(format: Format, totals: Totals, lang: Lang) -> String {
     match format {
         Format::Table => format!("\n{}\n", line.get(lang)),
         Format::Csv => String::new(),
-        Format::Json => {
-            if totals.rows == 0 {
-                "]\n".to_owned()
-            } else {
-                "\n]\n".to_owned()
-            }
-        }
+        Format::Json => format!("{}]\n", if totals.rows == 0 { "" } else { "\n" }),
         Format::Html => format!(
             "</table><p>{}</p></body></html>\n",
             maud::html! { (line.get(lang)) }.into_string()

@@ -188,8 +188,7 @@ impl Chart {
             }
         }
         ts.extend(self.vlines.iter().map(|v| v.at));
-        let lo = *ts.iter().min()?;
-        let hi = *ts.iter().max()?;
+        let (lo, hi) = (*ts.iter().min()?, *ts.iter().max()?);
         let pad = ((hi - lo) / 30).max(200);
         Some((lo - pad, hi + pad))
     }
@@ -199,17 +198,13 @@ impl Chart {
             return html! {};
         };
         let x = |t: i64| LEFT + (t - t0) as f64 * PLOT / (t1 - t0) as f64;
-        // Each row's top: rows have their own heights (replica rows and waves are taller).
-        let tops: Vec<f64> = self
-            .rows
-            .iter()
-            .scan(TOP, |y, r| {
-                let top = *y;
-                *y += r.height();
-                Some(top)
-            })
-            .collect();
-        let rows_h: f64 = self.rows.iter().map(Row::height).sum();
+        // Each row's top: rows have their own heights (replica rows and waves are taller; every
+        // height is whole pixels, so the sums are exact).
+        let mut tops = Vec::new();
+        let rows_h = self.rows.iter().fold(0.0, |h, r| {
+            tops.push(TOP + h);
+            h + r.height()
+        });
         let height = TOP + rows_h + 30.0;
         let width = LEFT + PLOT + RIGHT;
         // Axis ticks relative to the origin: the smallest step giving at most 12 ticks.
@@ -793,31 +788,22 @@ fn replica_note(
     } else if lease_holder_before == Some(pod) {
         parts.push(w(tx::HELD_LEASE_BEFORE).to_owned());
     }
-    let counter = list(facts, "replica_requests")
-        .iter()
-        .find(|r| r["pod"].as_str() == Some(pod));
-    parts.push(
-        match counter.map(|c| (c["before"].as_u64(), c["after"].as_u64())) {
-            Some((Some(b), Some(a))) if a >= b => {
-                format!("{} {:+}", w(tx::ADMISSION_COUNTER), a - b)
-            }
-            // A counter that went down was reset: the replica's process started again (its
-            // counters live in the process); the change is unknown, the two reads are shown.
-            Some((Some(b), Some(a))) => format!(
-                "{} {b} → {a} ({})",
-                w(tx::ADMISSION_COUNTER),
-                w(tx::COUNTER_RESET)
-            ),
-            Some(_) => format!("{} ?", w(tx::ADMISSION_COUNTER)),
-            None => format!("{} —", w(tx::ADMISSION_COUNTER)),
-        },
-    );
+    let counters = list(facts, "replica_requests");
+    let counter = counters.iter().find(|r| r["pod"].as_str() == Some(pod));
+    let counter_w = w(tx::ADMISSION_COUNTER);
+    let reads = counter.map(|c| (c["before"].as_u64(), c["after"].as_u64()));
+    parts.push(match reads {
+        Some((Some(b), Some(a))) if a >= b => format!("{counter_w} {:+}", a - b),
+        // A counter that went down was reset: the replica's process started again (its
+        // counters live in the process); the change is unknown, the two reads are shown.
+        Some((Some(b), Some(a))) => format!("{counter_w} {b} → {a} ({})", w(tx::COUNTER_RESET)),
+        Some(_) => format!("{counter_w} ?"),
+        None => format!("{counter_w} —"),
+    });
     if pod == target {
         let t = &facts["target_after"];
-        if let (Some(b), Some(a)) = (
-            t["restart_count_before"].as_u64(),
-            t["restart_count_after"].as_u64(),
-        ) {
+        let (before, after) = (&t["restart_count_before"], &t["restart_count_after"]);
+        if let (Some(b), Some(a)) = (before.as_u64(), after.as_u64()) {
             parts.push(format!("{} {b}→{a}", w(tx::RESTARTS)));
         }
         match (t["pod_uid_before"].as_str(), t["pod_uid_after"].as_str()) {
