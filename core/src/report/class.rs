@@ -210,16 +210,10 @@ const HTML_HEAD: &str = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><s
 
 /// What comes before the first row.
 pub fn header(format: Format, lang: Lang) -> String {
-    let names: Vec<String> = words::COLUMNS
-        .iter()
-        .map(|c| c.get(lang).to_owned())
-        .collect();
+    let names = words::COLUMNS.map(|c| c.get(lang).to_owned());
     match format {
         Format::Table => table_line(&names),
-        Format::Csv => {
-            let en: Vec<String> = words::COLUMNS.iter().map(|c| c.en.to_lowercase()).collect();
-            csv_line(&en)
-        }
+        Format::Csv => csv_line(&words::COLUMNS.map(|c| c.en.to_lowercase())),
         Format::Json => "[\n".to_owned(),
         Format::Html => {
             let title = maud::html! { (words::TITLE.get(lang)) }.into_string();

@@ -119,9 +119,8 @@ enum Drawn {
 /// What `lab`'s page draws ([`Drawn`]): a scale to 0 first, else a freeze of a replica by its role,
 /// else the one replica's freeze.
 fn drawn(lab: Lab) -> Drawn {
-    let by_role = acts::freezes(lab)
-        .iter()
-        .any(|(_, t)| *t != acts::Target::One);
+    let freezes = acts::freezes(lab);
+    let by_role = freezes.iter().any(|(_, t)| *t != acts::Target::One);
     match (acts::scale_down(lab), by_role) {
         (Some(_), _) => Drawn::ScaleDown,
         (None, true) => Drawn::ReplicaFreeze,
@@ -193,7 +192,10 @@ fn key_facts_replica_freeze(f5: &Value, f6: &Value, lang: Lang) -> [String; 3] {
     use crate::rules::c::{freeze_counts, restarted, takeover};
     let a5 = serde_json::from_value::<Act5Facts>(f5.clone()).ok();
     let a6 = serde_json::from_value::<Act6Facts>(f6.clone()).ok();
-    let counts = |run: &ReplicaFreezeRun, met: Outcome, note: Option<&str>| {
+    let counts = |run: Option<&ReplicaFreezeRun>, met: Outcome, note: Option<&str>| {
+        let Some(run) = run else {
+            return "—".to_owned();
+        };
         let ((m, d, o), n) = (freeze_counts(run, met), run.bad.len());
         let note = note.map(|note| format!(" ({note})")).unwrap_or_default();
         let met = met.as_str();
@@ -203,9 +205,7 @@ fn key_facts_replica_freeze(f5: &Value, f6: &Value, lang: Lang) -> [String; 3] {
         }
         out
     };
-    let leader = a5
-        .as_ref()
-        .map_or("—".into(), |r| counts(r, Outcome::WebhookTimeout, None));
+    let leader = counts(a5.as_ref(), Outcome::WebhookTimeout, None);
     let lease = a5.as_ref().map_or("—".into(), |r| {
         let lease = match takeover(r) {
             Some((holder, at)) => {
@@ -229,9 +229,8 @@ fn key_facts_replica_freeze(f5: &Value, f6: &Value, lang: Lang) -> [String; 3] {
         let former = tx::kf_former_leader(&what, before, after);
         format!("{}; {}", lease.get(lang), former.get(lang))
     });
-    let follower = a6.as_ref().map_or("—".into(), |a| {
-        counts(&a.run, Outcome::Stored, Some(tx::KF_UNVALIDATED.get(lang)))
-    });
+    let unvalidated = Some(tx::KF_UNVALIDATED.get(lang));
+    let follower = counts(a6.as_ref().map(|a| &a.run), Outcome::Stored, unvalidated);
     [leader, lease, follower]
 }
 
@@ -465,11 +464,8 @@ fn json_path(ptr: &str) -> String {
 /// ([`acts::Page::conditions`]).
 fn conditions(lab: Lab, input: &GradeInput) -> Vec<(Text, [Option<Cell<'_>>; 3])> {
     let cells = |c: &acts::Condition| c.requests.map(|r| r.and_then(|r| request_cell(input, r)));
-    acts::page(lab)
-        .conditions
-        .iter()
-        .map(|c| (c.name, cells(c)))
-        .collect()
+    let conditions = &acts::page(lab).conditions;
+    conditions.iter().map(|c| (c.name, cells(c))).collect()
 }
 
 /// The request `r` names, as a [`Cell`] (`None` when it was not recorded).
@@ -483,10 +479,8 @@ fn request_cell(input: &GradeInput, r: acts::Request) -> Option<Cell<'_>> {
             or_first,
         } => {
             let items = facts(input, act).pointer(list)?.as_array()?;
-            let i = items
-                .iter()
-                .position(|r| r["outcome"] == outcome.as_str())
-                .or((or_first && !items.is_empty()).then_some(0))?;
+            let first = items.iter().position(|r| r["outcome"] == outcome.as_str());
+            let i = first.or((or_first && !items.is_empty()).then_some(0))?;
             cell(input, act, &format!("{list}/{i}"))
         }
     }
@@ -530,26 +524,19 @@ fn act_metrics(input: &GradeInput, act: u8, lang: Lang) -> Option<Markup> {
     if m.deltas.is_empty() {
         return Some(html! { span class="none" { (tx::METRICS_NO_CHANGE.get(lang)) } });
     }
-    let mut rows: Vec<(String, String, String)> = m
-        .deltas
-        .iter()
-        .map(|d| {
-            let webhook = d.labels.get("name").cloned().unwrap_or_default();
-            let labels: Vec<String> = d
-                .labels
-                .iter()
-                .filter(|(k, _)| *k != "name")
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect();
-            let short = d.metric.trim_start_matches("apiserver_admission_webhook_");
-            let change = if d.metric.ends_with("_sum") {
-                format!("{:+.3} s", d.delta)
-            } else {
-                format!("{:+}", d.delta)
-            };
-            (webhook, format!("{short}{{{}}}", labels.join(",")), change)
-        })
-        .collect();
+    let mut rows = Vec::new();
+    for d in &m.deltas {
+        let webhook = d.labels.get("name").cloned().unwrap_or_default();
+        let labels = d.labels.iter().filter(|(k, _)| *k != "name");
+        let labels: Vec<String> = labels.map(|(k, v)| format!("{k}={v}")).collect();
+        let short = d.metric.trim_start_matches("apiserver_admission_webhook_");
+        let change = if d.metric.ends_with("_sum") {
+            format!("{:+.3} s", d.delta)
+        } else {
+            format!("{:+}", d.delta)
+        };
+        rows.push((webhook, format!("{short}{{{}}}", labels.join(",")), change));
+    }
     rows.sort();
     Some(html! {
         table class="metrics" {
@@ -729,7 +716,6 @@ fn conditions_section(lab: Lab, input: &GradeInput, lang: Lang) -> Markup {
 /// the stage of the freezes, not a chart of its own.
 fn timeline_section(lab: Lab, input: &GradeInput, lang: Lang) -> Markup {
     let freezes = acts::freezes(lab);
-    let scale_down = acts::scale_down(lab);
     // N > 1 when a freeze targets a replica by its role.
     let replicas = freezes.iter().any(|(_, t)| *t != acts::Target::One);
     let pods = if replicas {
@@ -740,7 +726,7 @@ fn timeline_section(lab: Lab, input: &GradeInput, lang: Lang) -> Markup {
     html! {
         h2 { (tx::TIMELINE.get(lang)) }
         (legend(lang))
-        @if let Some(act) = scale_down {
+        @if let Some(act) = acts::scale_down(lab) {
             p { (tx::TIMELINE_A.get(lang)) }
             h3 { (tx::SCALE_RECOVERY.get(lang)) }
             @match timeline::scale(facts(input, act), facts(input, act + 1), lang) {
@@ -773,15 +759,11 @@ fn freeze_head(lab: Lab, target: acts::Target, act: u8) -> Text {
         acts::Target::Leader => tx::LEADER_FREEZE,
         acts::Target::Follower => tx::FOLLOWER_FREEZE,
         acts::Target::One => {
-            let ignore = acts::numbers(lab)
-                .take_while(|n| *n <= act)
-                .flat_map(|n| acts::steps(lab, n))
-                .any(|s| {
-                    *s == acts::Step::SwitchPolicy {
-                        to: acts::FailurePolicy::Ignore,
-                    }
-                });
-            if ignore {
+            let to_ignore = acts::Step::SwitchPolicy {
+                to: acts::FailurePolicy::Ignore,
+            };
+            let mut up_to_act = acts::numbers(lab).take_while(|n| *n <= act);
+            if up_to_act.any(|n| acts::steps(lab, n).contains(&to_ignore)) {
                 tx::IGNORE_FREEZE
             } else {
                 tx::FAIL_FREEZE
@@ -1029,16 +1011,14 @@ pub fn index(run_id: &str, entries: &[IndexEntry]) -> String {
 pub fn write_file(path: &std::path::Path, bytes: &[u8]) -> Result<(), crate::error::LabError> {
     use crate::error::LabError;
     use crate::files::{Owner, TrustedDir};
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
+    let parent = path.parent().filter(|d| !d.as_os_str().is_empty());
+    let dir = parent.unwrap_or(std::path::Path::new("."));
     let name = path
         .file_name()
         .and_then(|n| n.to_str())
         .ok_or_else(|| LabError::io(path)(std::io::ErrorKind::InvalidInput.into()))?;
     let opened =
-        TrustedDir::open(&dir, Some(0o755), Owner::Output).map_err(crate::workdir::refused)?;
+        TrustedDir::open(dir, Some(0o755), Owner::Output).map_err(crate::workdir::refused)?;
     opened
         .write_file(name, bytes, 0o644, true)
         .map_err(LabError::io(path))

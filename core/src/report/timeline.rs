@@ -455,11 +455,8 @@ fn recovery_rows(f6: &Value, restore: Option<i64>, lang: Lang) -> Vec<Row> {
 fn scale_vlines(f5: &Value, restore: Option<i64>, lang: Lang) -> Vec<VLine> {
     let after = &f5["watcher"]["restore_after_sec"];
     let label = format!("{} {after} s", tx::WATCHER_DEADLINE.get(lang));
-    let deadline = ms_at(f5, "/watcher/deadline_at").map(|at| VLine {
-        at,
-        label,
-        class: "vline deadline",
-    });
+    let class = "vline deadline";
+    let deadline = ms_at(f5, "/watcher/deadline_at").map(|at| VLine { at, label, class });
     let restore = restore.map(|r| VLine::at(r, tx::RESTORE.get(lang)));
     deadline.into_iter().chain(restore).collect()
 }
@@ -514,10 +511,8 @@ fn lease_reads(facts: &Value) -> Vec<LeaseRead> {
             v["lease_transitions"].as_u64(),
         )
     };
-    let mut out: Vec<_> = samples
-        .iter()
-        .filter_map(|s| Some(read(s, ms_at(s, "/at")?)))
-        .collect();
+    let read_at = |s: &Value| Some(read(s, ms_at(s, "/at")?));
+    let mut out: Vec<_> = samples.iter().filter_map(read_at).collect();
     if let Some(at) = ms_at(facts, "/lease_before/at")
         && out.first().is_none_or(|(first, ..)| at < *first)
     {
@@ -639,10 +634,8 @@ fn replica_rows(facts: &Value, pods: &[String], window: (i64, i64), lang: Lang) 
             (*at, (h.as_deref() == Some(pod.as_str())).then_some(n))
         };
         let holder_reads: Vec<_> = lease.iter().map(held).collect();
-        let ep_reads: Vec<(i64, Option<String>)> = endpoint_reads
-            .iter()
-            .map(|(at, s)| (*at, endpoint_state(s, &pod).map(str::to_owned)))
-            .collect();
+        let state = |(at, s): &(i64, &Value)| (*at, endpoint_state(s, &pod).map(str::to_owned));
+        let ep_reads: Vec<_> = endpoint_reads.iter().map(state).collect();
         rows.push(Row {
             label: pod.clone(),
             mark: Mark::Replica {
@@ -663,9 +656,8 @@ fn endpoint_state(sample: &Value, pod: &str) -> Option<&'static str> {
     if sample.get("error").is_some_and(|e| !e.is_null()) {
         return None;
     }
-    let e = list(sample, "endpoints")
-        .iter()
-        .find(|e| e["pod"].as_str() == Some(pod));
+    let mine = |e: &&Value| e["pod"].as_str() == Some(pod);
+    let e = list(sample, "endpoints").iter().find(mine);
     Some(match e {
         Some(e) if e["ready"] == false => "not-ready",
         Some(_) => "ready",
@@ -746,19 +738,16 @@ fn after_resume_rows(facts: &Value, resumed: i64, runs: bool, lang: Lang) -> Vec
 
 /// A vertical line at each Lease read that names another holder than the read before it.
 fn lease_moves(lease: &[LeaseRead], frozen: i64, lang: Lang) -> Vec<VLine> {
-    let holders = lease
+    let holders: Vec<(i64, &str)> = lease
         .iter()
-        .filter_map(|(at, h, _)| Some((*at, h.as_deref()?)));
-    let holders: Vec<(i64, &str)> = holders.collect();
+        .filter_map(|(at, h, _)| Some((*at, h.as_deref()?)))
+        .collect();
     let moves = holders.windows(2).filter(|w| w[0].1 != w[1].1);
     let line = |(at, h): (i64, &str)| {
         let (lease, since) = (tx::LEASE.get(lang), secs_signed(at - frozen));
         let label = format!("{lease} → {} ({since})", short_pod(h));
-        VLine {
-            at,
-            label,
-            class: "vline lease",
-        }
+        let class = "vline lease";
+        VLine { at, label, class }
     };
     moves.map(|w| line(w[1])).collect()
 }
