@@ -112,17 +112,11 @@ impl ClassRow {
     /// The row of a directory that could not be read, with the error.
     pub fn unreadable(student: &str, dir: &str, error: String) -> ClassRow {
         ClassRow {
-            student: student.to_owned(),
-            dir: dir.to_owned(),
             lab: None,
             outcome: Outcome::Unreadable,
-            acts_passed: 0,
-            acts: 0,
-            checks: 0,
-            findings: 0,
-            codes: vec![],
-            report: None,
             error: Some(error),
+            // No acts: every count 0, no codes, no report.
+            ..ClassRow::graded(student, dir, "", &[], None)
         }
     }
 

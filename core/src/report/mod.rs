@@ -645,10 +645,7 @@ pub fn render_with_diagnostics(
     diagnostics: Option<DiagnosticsLink<'_>>,
 ) -> String {
     let title = acts::page(lab).title.get(lang);
-    let lang_attr = match lang {
-        Lang::Ja => "ja",
-        Lang::En => "en",
-    };
+    let lang_attr = if lang == Lang::Ja { "ja" } else { "en" };
     let page = html! {
         (DOCTYPE)
         html lang=(lang_attr) {
@@ -918,8 +915,12 @@ impl std::io::Write for Capped {
 
 /// One embedded file: `v` pretty-printed up to [`RAW_EMBED_BOUND`] bytes (memory bounded too: the
 /// serializer stops at the bound, the only error it can meet) and, when cut, the note naming the
-/// whole file.
-fn embedded(v: &Value, name: &str, lang: Lang) -> Markup {
+/// whole file; a file that could not be read, why.
+fn embedded(v: Result<&Value, &String>, name: &str, lang: Lang) -> Markup {
+    let v = match v {
+        Ok(v) => v,
+        Err(e) => return html! { (e) },
+    };
     let mut w = Capped(Vec::new());
     let cut = serde_json::to_writer_pretty(&mut w, v).is_err();
     let text = String::from_utf8_lossy(&w.0);
@@ -939,19 +940,13 @@ fn raw_section(input: &GradeInput, lang: Lang) -> Markup {
             details data-raw=(act) id=(evidence_anchor(*act)) {
                 summary class="mono" { "evidence/" (format!("{act:02}")) ".json"
                     @if let Ok(d) = doc { " · " (d.digest()) } }
-                pre { @match doc {
-                    Ok(d) => (embedded(d.value(), &format!("evidence/{act:02}.json"), lang)),
-                    Err(e) => (e),
-                } }
+                pre { (embedded(doc.as_ref().map(|d| d.value()), &format!("evidence/{act:02}.json"), lang)) }
             }
         }
         @for (file, v) in &input.inputs {
             details {
                 summary class="mono" { (file.file_name()) }
-                pre { @match v {
-                    Ok(v) => (embedded(v, file.file_name(), lang)),
-                    Err(e) => (e),
-                } }
+                pre { (embedded(v.as_ref(), file.file_name(), lang)) }
             }
         }
     }

@@ -205,8 +205,7 @@ impl Chart {
             tops.push(TOP + h);
             h + r.height()
         });
-        let height = TOP + rows_h + 30.0;
-        let width = LEFT + PLOT + RIGHT;
+        let (height, width) = (TOP + rows_h + 30.0, LEFT + PLOT + RIGHT);
         // Axis ticks relative to the origin: the smallest step giving at most 12 ticks.
         let span = t1 - t0;
         let step = [500i64, 1000, 2000, 5000, 10000, 20000, 30000, 60000]
@@ -484,14 +483,12 @@ fn spans(reads: &[(i64, Option<String>)], period: i64) -> Vec<Span> {
     let mut out: Vec<Span> = Vec::new();
     for (i, (at, v)) in reads.iter().enumerate() {
         let to = reads.get(i + 1).map_or(at + period, |(next, _)| *next);
-        let Some(v) = v else { continue };
+        let (from, Some(what)) = (*at, v.clone()) else {
+            continue;
+        };
         match out.last_mut() {
-            Some(last) if last.to == *at && last.what == *v => last.to = to,
-            _ => out.push(Span {
-                from: *at,
-                to,
-                what: v.clone(),
-            }),
+            Some(last) if last.to == from && last.what == what => last.to = to,
+            _ => out.push(Span { from, to, what }),
         }
     }
     out
@@ -505,11 +502,8 @@ type LeaseRead = (i64, Option<String>, Option<u64>);
 fn lease_reads(facts: &Value) -> Vec<LeaseRead> {
     let samples = list(facts, "lease_samples");
     let read = |v: &Value, at: i64| {
-        (
-            at,
-            v["holder"].as_str().map(str::to_owned),
-            v["lease_transitions"].as_u64(),
-        )
+        let holder = v["holder"].as_str().map(str::to_owned);
+        (at, holder, v["lease_transitions"].as_u64())
     };
     let read_at = |s: &Value| Some(read(s, ms_at(s, "/at")?));
     let mut out: Vec<_> = samples.iter().filter_map(read_at).collect();
