@@ -112,17 +112,11 @@ impl ClassRow {
     /// The row of a directory that could not be read, with the error.
     pub fn unreadable(student: &str, dir: &str, error: String) -> ClassRow {
         ClassRow {
-            student: student.to_owned(),
-            dir: dir.to_owned(),
             lab: None,
             outcome: Outcome::Unreadable,
-            acts_passed: 0,
-            acts: 0,
-            checks: 0,
-            findings: 0,
-            codes: vec![],
-            report: None,
             error: Some(error),
+            // No acts: every count 0, no codes, no report.
+            ..ClassRow::graded(student, dir, "", &[], None)
         }
     }
 
@@ -210,28 +204,16 @@ const HTML_HEAD: &str = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><s
 
 /// What comes before the first row.
 pub fn header(format: Format, lang: Lang) -> String {
-    let names: Vec<String> = words::COLUMNS
-        .iter()
-        .map(|c| c.get(lang).to_owned())
-        .collect();
+    let names = words::COLUMNS.map(|c| c.get(lang).to_owned());
     match format {
         Format::Table => table_line(&names),
-        Format::Csv => {
-            let en: Vec<String> = words::COLUMNS.iter().map(|c| c.en.to_lowercase()).collect();
-            csv_line(&en)
-        }
+        Format::Csv => csv_line(&words::COLUMNS.map(|c| c.en.to_lowercase())),
         Format::Json => "[\n".to_owned(),
         Format::Html => {
-            let head = maud::html! {
-                title { (words::TITLE.get(lang)) }
-            };
-            let cols = maud::html! { tr { @for n in &names { th { (n) } } } };
-            format!(
-                "{HTML_HEAD}{}</head><body><h1>{}</h1><table>\n{}\n",
-                head.into_string(),
-                maud::html! { (words::TITLE.get(lang)) }.into_string(),
-                cols.into_string()
-            )
+            let title = maud::html! { (words::TITLE.get(lang)) }.into_string();
+            let cols = maud::html! { tr { @for n in &names { th { (n) } } } }.into_string();
+            let head = format!("{HTML_HEAD}<title>{title}</title></head>");
+            format!("{head}<body><h1>{title}</h1><table>\n{cols}\n")
         }
     }
 }
@@ -275,13 +257,7 @@ pub fn footer(format: Format, totals: Totals, lang: Lang) -> String {
     match format {
         Format::Table => format!("\n{}\n", line.get(lang)),
         Format::Csv => String::new(),
-        Format::Json => {
-            if totals.rows == 0 {
-                "]\n".to_owned()
-            } else {
-                "\n]\n".to_owned()
-            }
-        }
+        Format::Json => format!("{}]\n", if totals.rows == 0 { "" } else { "\n" }),
         Format::Html => format!(
             "</table><p>{}</p></body></html>\n",
             maud::html! { (line.get(lang)) }.into_string()

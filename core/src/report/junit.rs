@@ -41,37 +41,34 @@ pub fn suite(
 ) -> TestSuite {
     let l = lab.as_str();
     let mut suite = TestSuite::new(format!("lab-{l}"));
+    // A case `lab <l> <name>` of the class `kca-webhook-lab.lab-<l><class>`.
+    let test_case = |name: String, status, class: &str| {
+        let mut case = TestCase::new(format!("lab {l} {name}"), status);
+        case.set_classname(format!("kca-webhook-lab.lab-{l}{class}"));
+        case
+    };
     if let Some(e) = act_errors.get(&0) {
-        let mut case = TestCase::new(
-            format!("lab {l} setup"),
-            failure("the lab did not get to its acts".into(), Some(e.clone())),
-        );
-        case.set_classname(format!("kca-webhook-lab.lab-{l}"));
-        suite.add_test_case(case);
+        let failed = failure("the lab did not get to its acts".into(), Some(e.clone()));
+        suite.add_test_case(test_case("setup".into(), failed, ""));
     }
     for act in grades.iter().map(|g| g.act) {
         let doc = input.evidence.get(&act);
         let value = doc.and_then(|d| d.as_ref().ok()).map(|d| d.value());
-        let status = if let Some(e) = act_errors.get(&act) {
-            failure(format!("act {act} failed"), Some(e.clone()))
-        } else {
-            match (doc, value) {
-                (None, _) => {
-                    let mut s = TestCaseStatus::skipped();
-                    s.set_message("no evidence: the act did not run");
-                    s
-                }
-                (Some(Err(e)), _) => failure("evidence unreadable".into(), Some(e.clone())),
-                (_, Some(v)) if v["status"] == "completed" => TestCaseStatus::success(),
-                (_, Some(v)) => failure(
-                    format!("act {act} {}", v["status"].as_str().unwrap_or("?")),
-                    v["interruption"].as_str().map(str::to_owned),
-                ),
-                (Some(Ok(_)), None) => unreachable!("a parsed document has a value"),
+        let status = match (act_errors.get(&act), doc.map(Result::as_ref)) {
+            (Some(e), _) => failure(format!("act {act} failed"), Some(e.clone())),
+            (None, None) => {
+                let mut s = TestCaseStatus::skipped();
+                s.set_message("no evidence: the act did not run");
+                s
             }
+            (None, Some(Err(e))) => failure("evidence unreadable".into(), Some(e.clone())),
+            (None, Some(Ok(d))) if d.value()["status"] == "completed" => TestCaseStatus::success(),
+            (None, Some(Ok(d))) => failure(
+                format!("act {act} {}", d.value()["status"].as_str().unwrap_or("?")),
+                d.value()["interruption"].as_str().map(str::to_owned),
+            ),
         };
-        let mut case = TestCase::new(format!("lab {l} act {act}"), status);
-        case.set_classname(format!("kca-webhook-lab.lab-{l}.acts"));
+        let mut case = test_case(format!("act {act}"), status, ".acts");
         if let Some(v) = value {
             let t = |ptr: &str| super::timeline::ms_at(v, ptr);
             if let (Some(a), Some(b)) = (t("/started_at"), t("/finished_at"))
@@ -83,23 +80,16 @@ pub fn suite(
         suite.add_test_case(case);
     }
     for g in grades {
-        let act = g.act;
+        let lines: Vec<String> = g.findings.iter().map(|f| f.message(Lang::En)).collect();
         let status = match g {
             g if g.passed() => TestCaseStatus::success(),
             g if g.findings.is_empty() => failure("no check ran".into(), None),
-            g => failure(
-                format!("{} finding(s)", g.findings.len()),
-                Some(
-                    g.findings
-                        .iter()
-                        .map(|f| f.message(Lang::En))
-                        .collect::<Vec<_>>()
-                        .join("\n"),
-                ),
+            _ => failure(
+                format!("{} finding(s)", lines.len()),
+                Some(lines.join("\n")),
             ),
         };
-        let mut case = TestCase::new(format!("lab {l} grade {act}"), status);
-        case.set_classname(format!("kca-webhook-lab.lab-{l}.grades"));
+        let mut case = test_case(format!("grade {}", g.act), status, ".grades");
         case.set_assertions(g.checks as usize);
         suite.add_test_case(case);
     }

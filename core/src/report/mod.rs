@@ -54,12 +54,8 @@ table.metrics{width:auto}
 /// The `facts` of act `act`'s evidence, when it parsed (else JSON null).
 fn facts(input: &GradeInput, act: u8) -> &Value {
     static NULL: Value = Value::Null;
-    input
-        .evidence
-        .get(&act)
-        .and_then(|d| d.as_ref().ok())
-        .map(|d| &d.value()["facts"])
-        .unwrap_or(&NULL)
+    let doc = input.evidence.get(&act).and_then(|d| d.as_ref().ok());
+    doc.map_or(&NULL, |d| &d.value()["facts"])
 }
 
 /// Headers of the key facts columns, the nightly summary's (`cargo xtask lab summary`).
@@ -74,6 +70,11 @@ fn s<'a>(v: &'a Value, ptr: &str) -> Option<&'a str> {
     v.pointer(ptr).and_then(Value::as_str)
 }
 
+/// The string at the JSON pointer `ptr` of `v`, or `?` (also the timeline's).
+fn sq<'a>(v: &'a Value, ptr: &str) -> &'a str {
+    s(v, ptr).unwrap_or("?")
+}
+
 /// A duration for people: `30 ms` below one second (a deny 30 ms after resume is not `0.0 s`),
 /// else seconds with one decimal (`32.1 s`); `—` when absent.
 fn secs(ms: Option<i64>) -> String {
@@ -86,14 +87,10 @@ fn secs(ms: Option<i64>) -> String {
 
 /// `outcome (elapsed)` of the request record at `ptr`.
 fn request(v: &Value, ptr: &str) -> String {
-    match v.pointer(ptr) {
-        Some(r) => format!(
-            "{} ({})",
-            r["outcome"].as_str().unwrap_or("?"),
-            secs(r["elapsed_ms"].as_i64())
-        ),
-        None => "—".into(),
-    }
+    v.pointer(ptr).map_or("—".into(), |r| {
+        let outcome = r["outcome"].as_str().unwrap_or("?");
+        format!("{outcome} ({})", secs(r["elapsed_ms"].as_i64()))
+    })
 }
 
 /// The key facts of one lab run from its acts 5 and 6 `facts` (JSON null when absent), one string
@@ -122,15 +119,12 @@ enum Drawn {
 /// What `lab`'s page draws ([`Drawn`]): a scale to 0 first, else a freeze of a replica by its role,
 /// else the one replica's freeze.
 fn drawn(lab: Lab) -> Drawn {
-    if acts::scale_down(lab).is_some() {
-        Drawn::ScaleDown
-    } else if acts::freezes(lab)
-        .iter()
-        .any(|(_, t)| *t != acts::Target::One)
-    {
-        Drawn::ReplicaFreeze
-    } else {
-        Drawn::Freeze
+    let freezes = acts::freezes(lab);
+    let by_role = freezes.iter().any(|(_, t)| *t != acts::Target::One);
+    match (acts::scale_down(lab), by_role) {
+        (Some(_), _) => Drawn::ScaleDown,
+        (None, true) => Drawn::ReplicaFreeze,
+        (None, false) => Drawn::Freeze,
     }
 }
 
@@ -154,26 +148,16 @@ fn key_facts_scale_down(f5: &Value, f6: &Value, lang: Lang) -> [String; 3] {
         None => "—",
     };
     let restored = s(f6, "/replicas_restored/at");
-    let between = crate::facts::ms_between(restored, s(f6, "/first_explicit_deny/at"));
+    let deny = s(f6, "/first_explicit_deny/at");
+    let between = secs(crate::facts::ms_between(restored, deny));
+    let (registration, violating) = (w(tx::KF_REGISTRATION), w(tx::KF_VIOLATING));
+    let (bad, after) = (request(f5, "/target_bad"), w(tx::KF_AFTER_RESTORE));
+    let (lease, first) = (w(tx::KF_LEASE), w(tx::KF_FIRST_DENY_RESTORE));
+    let lease_ms = secs(f6["lease_after_restore_ms"].as_i64());
     [
-        format!(
-            "{}: {reg}; {} {}",
-            w(tx::KF_REGISTRATION),
-            w(tx::KF_VIOLATING),
-            request(f5, "/target_bad")
-        ),
-        format!(
-            "{} {} {}",
-            w(tx::KF_LEASE),
-            secs(f6.get("lease_after_restore_ms").and_then(Value::as_i64)),
-            w(tx::KF_AFTER_RESTORE)
-        ),
-        format!(
-            "{} {} {}",
-            w(tx::KF_FIRST_DENY_RESTORE),
-            secs(between),
-            w(tx::KF_AFTER_RESTORE)
-        ),
+        format!("{registration}: {reg}; {violating} {bad}"),
+        format!("{lease} {lease_ms} {after}"),
+        format!("{first} {between} {after}"),
     ]
 }
 
@@ -183,25 +167,16 @@ fn key_facts_scale_down(f5: &Value, f6: &Value, lang: Lang) -> [String; 3] {
 fn key_facts_freeze(f5: &Value, f6: &Value, lang: Lang) -> [String; 3] {
     let w = |t: Text| t.get(lang);
     let targets = |policy: &str, f: &Value| {
-        format!(
-            "{policy}: {} {}, {} {}",
-            w(tx::KF_GOOD),
-            request(f, "/target_good"),
-            w(tx::KF_BAD),
-            request(f, "/target_bad")
-        )
+        let (good, bad) = (request(f, "/target_good"), request(f, "/target_bad"));
+        let (good_w, bad_w) = (w(tx::KF_GOOD), w(tx::KF_BAD));
+        format!("{policy}: {good_w} {good}, {bad_w} {bad}")
     };
-    let deny = |f: &Value| secs(f.get("first_deny_after_resume_ms").and_then(Value::as_i64));
+    let deny = |f: &Value| secs(f["first_deny_after_resume_ms"].as_i64());
+    let (first, after) = (w(tx::KF_FIRST_DENY_RESUME), w(tx::KF_AFTER_RESUME));
     [
         targets("Fail", f5),
         targets("Ignore", f6),
-        format!(
-            "{} {} / {} {}",
-            w(tx::KF_FIRST_DENY_RESUME),
-            deny(f5),
-            deny(f6),
-            w(tx::KF_AFTER_RESUME)
-        ),
+        format!("{first} {} / {} {after}", deny(f5), deny(f6)),
     ]
 }
 
@@ -217,31 +192,29 @@ fn key_facts_replica_freeze(f5: &Value, f6: &Value, lang: Lang) -> [String; 3] {
     use crate::rules::c::{freeze_counts, restarted, takeover};
     let a5 = serde_json::from_value::<Act5Facts>(f5.clone()).ok();
     let a6 = serde_json::from_value::<Act6Facts>(f6.clone()).ok();
-    let counts = |run: &ReplicaFreezeRun, met: Outcome, note: Option<&str>| {
-        let (m, d, o) = freeze_counts(run, met);
-        let n = run.bad.len();
-        let mut out = format!("{} {m}/{n}", met.as_str());
-        if let Some(note) = note {
-            out.push_str(&format!(" ({note})"));
-        }
-        out.push_str(&format!(", explicit-deny {d}/{n}"));
+    let counts = |run: Option<&ReplicaFreezeRun>, met: Outcome, note: Option<&str>| {
+        let Some(run) = run else {
+            return "—".to_owned();
+        };
+        let ((m, d, o), n) = (freeze_counts(run, met), run.bad.len());
+        let note = note.map(|note| format!(" ({note})")).unwrap_or_default();
+        let met = met.as_str();
+        let mut out = format!("{met} {m}/{n}{note}, explicit-deny {d}/{n}");
         if o > 0 {
-            out.push_str(&format!(", other {o}/{n}"));
+            out += &format!(", other {o}/{n}");
         }
         out
     };
-    let leader = a5
-        .as_ref()
-        .map_or("—".into(), |r| counts(r, Outcome::WebhookTimeout, None));
+    let leader = counts(a5.as_ref(), Outcome::WebhookTimeout, None);
     let lease = a5.as_ref().map_or("—".into(), |r| {
         let lease = match takeover(r) {
             Some((holder, at)) => {
                 let after = crate::facts::ms_between(Some(&r.freeze.frozen_at), Some(at));
-                tx::kf_takeover(lang, holder, &secs(after))
+                tx::kf_takeover(holder, &secs(after))
             }
             None => match r.lease_samples.iter().find_map(|s| s.holder.as_deref()) {
-                Some(h) => tx::kf_lease_kept(lang, h),
-                None => tx::KF_LEASE_NOT_OBSERVED.get(lang).to_owned(),
+                Some(h) => tx::kf_lease_kept(h),
+                None => tx::KF_LEASE_NOT_OBSERVED.into(),
             },
         };
         let t = &r.target_after;
@@ -252,14 +225,12 @@ fn key_facts_replica_freeze(f5: &Value, f6: &Value, lang: Lang) -> [String; 3] {
         } else {
             format!("pod-uid:{}", t.pod_uid_after.as_deref().unwrap_or("none"))
         };
-        format!(
-            "{lease}; {}",
-            tx::kf_former_leader(lang, &what, t.restart_count_before, t.restart_count_after)
-        )
+        let (before, after) = (t.restart_count_before, t.restart_count_after);
+        let former = tx::kf_former_leader(&what, before, after);
+        format!("{}; {}", lease.get(lang), former.get(lang))
     });
-    let follower = a6.as_ref().map_or("—".into(), |a| {
-        counts(&a.run, Outcome::Stored, Some(tx::KF_UNVALIDATED.get(lang)))
-    });
+    let unvalidated = Some(tx::KF_UNVALIDATED.get(lang));
+    let follower = counts(a6.as_ref().map(|a| &a.run), Outcome::Stored, unvalidated);
     [leader, lease, follower]
 }
 
@@ -276,14 +247,20 @@ impl Obs {
     fn when(holds: bool, d: String) -> Obs {
         if holds { Obs::Yes(d) } else { Obs::No(d) }
     }
+
+    /// Yes with the detail `d` when there is one, else not observed.
+    fn seen(d: Option<String>) -> Obs {
+        d.map_or(Obs::NotObserved, Obs::Yes)
+    }
 }
 
 fn obs_cell(o: &Obs) -> Markup {
-    match o {
-        Obs::Yes(d) => html! { td class="yes" { "✓ " span class="mono" { (d) } } },
-        Obs::No(d) => html! { td class="no" { "✗ " span class="mono" { (d) } } },
-        Obs::NotObserved => html! { td class="unk" { "—" } },
-    }
+    let (class, mark, d) = match o {
+        Obs::Yes(d) => ("yes", "✓ ", d),
+        Obs::No(d) => ("no", "✗ ", d),
+        Obs::NotObserved => return html! { td class="unk" { "—" } },
+    };
+    html! { td class=(class) { (mark) span class="mono" { (d) } } }
 }
 
 /// "existing pod, same UID": exists, act 3's UID, `Running`.
@@ -302,13 +279,9 @@ fn existing(obs: &Value, reference: Option<&str>, lang: Lang) -> Obs {
 
 /// "webhook answers": the violating request's outcome is `explicit-deny`.
 fn answers(r: &Value) -> Obs {
-    match r["outcome"].as_str() {
-        None => Obs::NotObserved,
-        Some(o) => {
-            let d = format!("{} → {o}", r["name"].as_str().unwrap_or("?"));
-            Obs::when(o == "explicit-deny", d)
-        }
-    }
+    let name = r["name"].as_str().unwrap_or("?");
+    let answer = |o: &str| Obs::when(o == "explicit-deny", format!("{name} → {o}"));
+    r["outcome"].as_str().map_or(Obs::NotObserved, answer)
 }
 
 /// "webhook answers" for lab C's waves (`bad`, a list): yes when every violating request was
@@ -326,18 +299,13 @@ fn wave_answers(f: &Value) -> Obs {
 }
 
 fn flag(b: Option<bool>, yes: String, no: String) -> Obs {
-    match b {
-        Some(true) => Obs::Yes(yes),
-        Some(false) => Obs::No(no),
-        None => Obs::NotObserved,
-    }
+    b.map_or(Obs::NotObserved, |b| {
+        if b { Obs::Yes(yes) } else { Obs::No(no) }
+    })
 }
 
 fn uid_obs(uid: Option<&str>) -> Obs {
-    match uid {
-        Some(u) => Obs::Yes(format!("uid {u}")),
-        None => Obs::NotObserved,
-    }
+    Obs::seen(uid.map(|u| format!("uid {u}")))
 }
 
 /// The four observations per phase: `(phase, [policy, registered, answers, existing])`; the
@@ -363,19 +331,15 @@ fn reference_uid(input: &GradeInput) -> Option<&str> {
 
 /// The policy's webhook named at `ptr` of `f`, with its failurePolicy.
 fn webhook_obs(f: &Value, ptr: &str) -> Obs {
-    match s(f, ptr) {
-        Some(n) => Obs::Yes(format!(
-            "{n} ({})",
-            s(f, "/webhook/failure_policy").unwrap_or("?")
-        )),
-        None => Obs::NotObserved,
-    }
+    let policy = sq(f, "/webhook/failure_policy");
+    Obs::seen(s(f, ptr).map(|n| format!("{n} ({policy})")))
 }
 
 /// The healthy baseline, the same in every lab: act 2's policy and webhook, act 3's answers and
 /// existing pod.
 fn baseline_observations(input: &GradeInput) -> [Obs; 4] {
     let (f2, f3) = (facts(input, 2), facts(input, 3));
+    let phase = sq(f3, "/existing/phase");
     [
         uid_obs(s(f2, "/policy/metadata/uid")),
         webhook_obs(f2, "/webhook/name"),
@@ -385,13 +349,7 @@ fn baseline_observations(input: &GradeInput) -> [Obs; 4] {
         } else {
             answers(&f3["bad"])
         },
-        match reference_uid(input) {
-            Some(u) => Obs::Yes(format!(
-                "uid {u} · {}",
-                s(f3, "/existing/phase").unwrap_or("?")
-            )),
-            None => Obs::NotObserved,
-        },
+        Obs::seen(reference_uid(input).map(|u| format!("uid {u} · {phase}"))),
     ]
 }
 
@@ -408,24 +366,17 @@ fn freeze_observations(
     let (f5, f6, f7) = (facts(input, 5), facts(input, 6), facts(input, 7));
     let reference = reference_uid(input);
     let during = |f: &Value| {
-        flag(
-            f["registration_present_during_freeze"].as_bool(),
-            format!(
-                "{} ({})",
-                s(f, "/registration_snapshot/name").unwrap_or("?"),
-                s(f, "/registration_snapshot/failurePolicy").unwrap_or("?")
-            ),
-            w(tx::ABSENT).into(),
-        )
+        let name = sq(f, "/registration_snapshot/name");
+        let policy = sq(f, "/registration_snapshot/failurePolicy");
+        let present = f["registration_present_during_freeze"].as_bool();
+        flag(present, format!("{name} ({policy})"), w(tx::ABSENT).into())
     };
-    let same_policy = match (s(f6, "/policy/metadata/uid"), s(f6, "/policy_uid_before")) {
-        (Some(now), Some(before)) if now == before => Obs::Yes(format!("uid {now}")),
-        (Some(now), _) => Obs::No(format!(
-            "uid {now} ({}: {})",
-            w(tx::BEFORE),
-            s(f6, "/policy_uid_before").unwrap_or("?")
-        )),
-        _ => Obs::NotObserved,
+    let uid_before = s(f6, "/policy_uid_before");
+    let before = format!("{}: {}", w(tx::BEFORE), sq(f6, "/policy_uid_before"));
+    let same_policy = match s(f6, "/policy/metadata/uid") {
+        Some(now) if Some(now) == uid_before => Obs::Yes(format!("uid {now}")),
+        Some(now) => Obs::No(format!("uid {now} ({before})")),
+        None => Obs::NotObserved,
     };
     // A freeze's phase: the policy as `policy` says, then what act `f` saw during its freeze.
     let freeze = |policy: Obs, f: &Value| {
@@ -450,35 +401,23 @@ fn scale_observations(input: &GradeInput, lang: Lang, phases: [Text; 3]) -> Vec<
     let w = |t: Text| t.get(lang);
     let (f5, f6, f7) = (facts(input, 5), facts(input, 6), facts(input, 7));
     let reference = reference_uid(input);
-    let uid5 = format!("uid {}", s(f5, "/policy/uid").unwrap_or("?"));
+    let uid5 = format!("uid {}", sq(f5, "/policy/uid"));
     let policy5 = flag(f5["policy"]["exists"].as_bool(), uid5, w(tx::GONE).into());
+    let (name, at) = (sq(f6, "/webhook/name"), sq(f6, "/webhook_registered/at"));
+    let (at_w, last_seen) = (w(tx::AT), sq(f6, "/webhook_registered/last_seen"));
     let registered6 = match s(f6, "/webhook_registered/status") {
-        Some("confirmed") => Obs::Yes(format!(
-            "{} ({} {})",
-            s(f6, "/webhook/name").unwrap_or("?"),
-            w(tx::AT),
-            s(f6, "/webhook_registered/at").unwrap_or("?")
-        )),
-        Some(_) => Obs::No(format!(
-            "{}: {}",
-            w(tx::NOT_CONFIRMED),
-            s(f6, "/webhook_registered/last_seen").unwrap_or("?")
-        )),
+        Some("confirmed") => Obs::Yes(format!("{name} ({at_w} {at})")),
+        Some(_) => Obs::No(format!("{}: {last_seen}", w(tx::NOT_CONFIRMED))),
         None => Obs::NotObserved,
     };
-    let answers6 = f6["deny_probes"]
-        .as_array()
-        .and_then(|p| p.last())
-        .map(answers)
-        .unwrap_or(Obs::NotObserved);
-    let checked = s(f5, "/registrations_checked_at").unwrap_or("?");
+    let last_probe = f6["deny_probes"].as_array().and_then(|p| p.last());
+    let answers6 = last_probe.map_or(Obs::NotObserved, answers);
+    let checked = sq(f5, "/registrations_checked_at");
     let absent5 = format!("{} ({} {checked})", w(tx::ABSENT), w(tx::LIST_READ));
     let present5 = f5["policy_webhook_present"].as_bool();
     let registered5 = flag(present5, w(tx::PRESENT).into(), absent5);
-    let side_effects = s(f7, "/side_effects").unwrap_or("?");
-    let registered7 = s(f7, "/webhook_name").map_or(Obs::NotObserved, |n| {
-        Obs::Yes(format!("{n} (sideEffects {side_effects})"))
-    });
+    let side_effects = format!("(sideEffects {})", sq(f7, "/side_effects"));
+    let registered7 = Obs::seen(s(f7, "/webhook_name").map(|n| format!("{n} {side_effects}")));
     let (answers5, answers7) = (answers(&f5["target_bad"]), answers(&f7["bad"]));
     let existing5 = existing(&f5["existing"], reference, lang);
     let existing6 = existing(&f6["existing"], reference, lang);
@@ -501,14 +440,11 @@ struct Cell<'a> {
 
 /// The request at `ptr` in act `act`'s facts, as a [`Cell`] (`None` when it was not recorded).
 fn cell<'a>(input: &'a GradeInput, act: u8, ptr: &str) -> Option<Cell<'a>> {
-    let r = facts(input, act)
-        .pointer(ptr)
-        .filter(|r| r["outcome"].is_string())?;
-    Some(Cell {
-        act,
-        path: json_path(ptr),
-        request: r,
-    })
+    let request = facts(input, act).pointer(ptr)?;
+    let path = json_path(ptr);
+    request["outcome"]
+        .is_string()
+        .then_some(Cell { act, path, request })
 }
 
 /// A JSON pointer into `facts` as the page writes JSON paths: `/deny_probes/57` →
@@ -516,12 +452,9 @@ fn cell<'a>(input: &'a GradeInput, act: u8, ptr: &str) -> Option<Cell<'a>> {
 fn json_path(ptr: &str) -> String {
     let mut out = "facts".to_owned();
     for seg in ptr.split('/').skip(1) {
-        if !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit()) {
-            out.push_str(&format!("[{seg}]"));
-        } else {
-            out.push('.');
-            out.push_str(seg);
-        }
+        let index = !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit());
+        let (open, close) = if index { ("[", "]") } else { (".", "") };
+        out += &format!("{open}{seg}{close}");
     }
     out
 }
@@ -530,16 +463,9 @@ fn json_path(ptr: &str) -> String {
 /// control), each cell the request observed under that condition, as the registry declares it
 /// ([`acts::Page::conditions`]).
 fn conditions(lab: Lab, input: &GradeInput) -> Vec<(Text, [Option<Cell<'_>>; 3])> {
-    acts::page(lab)
-        .conditions
-        .iter()
-        .map(|c| {
-            (
-                c.name,
-                c.requests.map(|r| r.and_then(|r| request_cell(input, r))),
-            )
-        })
-        .collect()
+    let cells = |c: &acts::Condition| c.requests.map(|r| r.and_then(|r| request_cell(input, r)));
+    let conditions = &acts::page(lab).conditions;
+    conditions.iter().map(|c| (c.name, cells(c))).collect()
 }
 
 /// The request `r` names, as a [`Cell`] (`None` when it was not recorded).
@@ -553,10 +479,8 @@ fn request_cell(input: &GradeInput, r: acts::Request) -> Option<Cell<'_>> {
             or_first,
         } => {
             let items = facts(input, act).pointer(list)?.as_array()?;
-            let i = items
-                .iter()
-                .position(|r| r["outcome"] == outcome.as_str())
-                .or((or_first && !items.is_empty()).then_some(0))?;
+            let first = items.iter().position(|r| r["outcome"] == outcome.as_str());
+            let i = first.or((or_first && !items.is_empty()).then_some(0))?;
             cell(input, act, &format!("{list}/{i}"))
         }
     }
@@ -600,26 +524,19 @@ fn act_metrics(input: &GradeInput, act: u8, lang: Lang) -> Option<Markup> {
     if m.deltas.is_empty() {
         return Some(html! { span class="none" { (tx::METRICS_NO_CHANGE.get(lang)) } });
     }
-    let mut rows: Vec<(String, String, String)> = m
-        .deltas
-        .iter()
-        .map(|d| {
-            let webhook = d.labels.get("name").cloned().unwrap_or_default();
-            let labels: Vec<String> = d
-                .labels
-                .iter()
-                .filter(|(k, _)| *k != "name")
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect();
-            let short = d.metric.trim_start_matches("apiserver_admission_webhook_");
-            let change = if d.metric.ends_with("_sum") {
-                format!("{:+.3} s", d.delta)
-            } else {
-                format!("{:+}", d.delta)
-            };
-            (webhook, format!("{short}{{{}}}", labels.join(",")), change)
-        })
-        .collect();
+    let mut rows = Vec::new();
+    for d in &m.deltas {
+        let webhook = d.labels.get("name").cloned().unwrap_or_default();
+        let labels = d.labels.iter().filter(|(k, _)| *k != "name");
+        let labels: Vec<String> = labels.map(|(k, v)| format!("{k}={v}")).collect();
+        let short = d.metric.trim_start_matches("apiserver_admission_webhook_");
+        let change = if d.metric.ends_with("_sum") {
+            format!("{:+.3} s", d.delta)
+        } else {
+            format!("{:+}", d.delta)
+        };
+        rows.push((webhook, format!("{short}{{{}}}", labels.join(",")), change));
+    }
     rows.sort();
     Some(html! {
         table class="metrics" {
@@ -635,19 +552,13 @@ fn act_metrics(input: &GradeInput, act: u8, lang: Lang) -> Option<Markup> {
 /// ([`crate::audit::request_summary`]), or why audit was not observed; `None` when the act has
 /// no audit record (acts 1, 2, 4, 8, or evidence that predates audit).
 fn act_audit(input: &GradeInput, act: u8, lang: Lang) -> Option<Result<Vec<String>, String>> {
-    let v = facts(input, act).get(crate::audit::FACTS_KEY)?;
-    let a: crate::audit::AdmissionAudit = serde_json::from_value(v.clone()).ok()?;
-    Some(if a.status == crate::audit::AuditStatus::Observed {
-        Ok(a.requests
-            .iter()
-            .map(crate::audit::request_summary)
-            .collect())
-    } else {
-        Err(
-            crate::audit::summary_line(&a, &format!("evidence/{act:02}.json"))
-                .get(lang)
-                .to_owned(),
-        )
+    use crate::audit::{self, AuditStatus};
+    let v = facts(input, act).get(audit::FACTS_KEY)?;
+    let a: audit::AdmissionAudit = serde_json::from_value(v.clone()).ok()?;
+    let file = format!("evidence/{act:02}.json");
+    Some(match a.status {
+        AuditStatus::Observed => Ok(a.requests.iter().map(audit::request_summary).collect()),
+        _ => Err(audit::summary_line(&a, &file).get(lang).to_owned()),
     })
 }
 
@@ -662,21 +573,17 @@ fn status_word(status: &str, lang: Lang) -> &str {
 
 /// Splits a finding's subject (`evidence/05.json facts.target_good`) into file and JSON path.
 pub(crate) fn split_subject(subject: &str) -> (&str, &str) {
-    match subject.split_once(' ') {
-        Some((f, p)) => (f, p),
-        None => (subject, ""),
-    }
+    subject.split_once(' ').unwrap_or((subject, ""))
 }
 
 fn verdict(g: &Findings, lang: Lang) -> Markup {
-    if g.passed() {
-        html! {
-            span class="pass" { (tx::PASS.get(lang)) } " (" (g.checks) " " (tx::CHECKS.get(lang)) ")"
+    html! {
+        @if g.passed() {
+            span class="pass" { (tx::PASS.get(lang)) }
+        } @else {
+            span class="fail" { (g.findings.len()) " " (tx::FINDINGS.get(lang)) }
         }
-    } else {
-        html! {
-            span class="fail" { (g.findings.len()) " " (tx::FINDINGS.get(lang)) } " (" (g.checks) " " (tx::CHECKS.get(lang)) ")"
-        }
+        " (" (g.checks) " " (tx::CHECKS.get(lang)) ")"
     }
 }
 
@@ -738,10 +645,7 @@ pub fn render_with_diagnostics(
     diagnostics: Option<DiagnosticsLink<'_>>,
 ) -> String {
     let title = acts::page(lab).title.get(lang);
-    let lang_attr = match lang {
-        Lang::Ja => "ja",
-        Lang::En => "en",
-    };
+    let lang_attr = if lang == Lang::Ja { "ja" } else { "en" };
     let page = html! {
         (DOCTYPE)
         html lang=(lang_attr) {
@@ -809,7 +713,6 @@ fn conditions_section(lab: Lab, input: &GradeInput, lang: Lang) -> Markup {
 /// the stage of the freezes, not a chart of its own.
 fn timeline_section(lab: Lab, input: &GradeInput, lang: Lang) -> Markup {
     let freezes = acts::freezes(lab);
-    let scale_down = acts::scale_down(lab);
     // N > 1 when a freeze targets a replica by its role.
     let replicas = freezes.iter().any(|(_, t)| *t != acts::Target::One);
     let pods = if replicas {
@@ -820,7 +723,7 @@ fn timeline_section(lab: Lab, input: &GradeInput, lang: Lang) -> Markup {
     html! {
         h2 { (tx::TIMELINE.get(lang)) }
         (legend(lang))
-        @if let Some(act) = scale_down {
+        @if let Some(act) = acts::scale_down(lab) {
             p { (tx::TIMELINE_A.get(lang)) }
             h3 { (tx::SCALE_RECOVERY.get(lang)) }
             @match timeline::scale(facts(input, act), facts(input, act + 1), lang) {
@@ -853,15 +756,11 @@ fn freeze_head(lab: Lab, target: acts::Target, act: u8) -> Text {
         acts::Target::Leader => tx::LEADER_FREEZE,
         acts::Target::Follower => tx::FOLLOWER_FREEZE,
         acts::Target::One => {
-            let ignore = acts::numbers(lab)
-                .take_while(|n| *n <= act)
-                .flat_map(|n| acts::steps(lab, n))
-                .any(|s| {
-                    *s == acts::Step::SwitchPolicy {
-                        to: acts::FailurePolicy::Ignore,
-                    }
-                });
-            if ignore {
+            let to_ignore = acts::Step::SwitchPolicy {
+                to: acts::FailurePolicy::Ignore,
+            };
+            let mut up_to_act = acts::numbers(lab).take_while(|n| *n <= act);
+            if up_to_act.any(|n| acts::steps(lab, n).contains(&to_ignore)) {
                 tx::IGNORE_FREEZE
             } else {
                 tx::FAIL_FREEZE
@@ -873,25 +772,16 @@ fn freeze_head(lab: Lab, target: acts::Target, act: u8) -> Text {
 /// Lab C's replicas, one timeline row each: act 4's leader then its followers, else act 3's
 /// replicas.
 fn replica_pods(input: &GradeInput) -> Vec<String> {
+    let names = |list: &Value, ptr: &str| -> Vec<String> {
+        let items = list.as_array().into_iter().flatten();
+        items.filter_map(|i| s(i, ptr).map(str::to_owned)).collect()
+    };
     let f4 = facts(input, 4);
-    let mut pods: Vec<String> = s(f4, "/leader/pod_name")
-        .map(str::to_owned)
-        .into_iter()
-        .collect();
-    pods.extend(
-        f4["followers"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|f| f["pod_name"].as_str().map(str::to_owned)),
-    );
+    let leader = s(f4, "/leader/pod_name").map(str::to_owned);
+    let mut pods: Vec<String> = leader.into_iter().collect();
+    pods.extend(names(&f4["followers"], "/pod_name"));
     if pods.is_empty() {
-        pods = facts(input, 3)["replicas"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|r| r["pod"]["name"].as_str().map(str::to_owned))
-            .collect();
+        pods = names(&facts(input, 3)["replicas"], "/pod/name");
     }
     pods
 }
@@ -1005,22 +895,17 @@ fn observations_section(lab: Lab, input: &GradeInput, lang: Lang) -> Markup {
 /// lets in (a deeply nested array grows ×127 when indented).
 pub const RAW_EMBED_BOUND: usize = 256 << 10;
 
-/// A writer that keeps at most `cap` bytes and then fails, so a serializer stops there.
-struct Capped {
-    buf: Vec<u8>,
-    cap: usize,
-    cut: bool,
-}
+/// A writer that keeps at most [`RAW_EMBED_BOUND`] bytes and then fails, so a serializer stops
+/// there.
+struct Capped(Vec<u8>);
 
 impl std::io::Write for Capped {
     fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        let room = self.cap - self.buf.len();
+        let room = RAW_EMBED_BOUND - self.0.len();
+        self.0.extend_from_slice(&b[..b.len().min(room)]);
         if b.len() > room {
-            self.buf.extend_from_slice(&b[..room]);
-            self.cut = true;
             return Err(std::io::Error::other("the page's bound on one file"));
         }
-        self.buf.extend_from_slice(b);
         Ok(b.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {
@@ -1028,21 +913,17 @@ impl std::io::Write for Capped {
     }
 }
 
-/// `v` pretty-printed up to [`RAW_EMBED_BOUND`] bytes (memory bounded too: the serializer
-/// stops at the bound), and whether it was cut.
-fn pretty_capped(v: &Value) -> (String, bool) {
-    let mut w = Capped {
-        buf: Vec::new(),
-        cap: RAW_EMBED_BOUND,
-        cut: false,
+/// One embedded file: `v` pretty-printed up to [`RAW_EMBED_BOUND`] bytes (memory bounded too: the
+/// serializer stops at the bound, the only error it can meet) and, when cut, the note naming the
+/// whole file; a file that could not be read, why.
+fn embedded(v: Result<&Value, &String>, name: &str, lang: Lang) -> Markup {
+    let v = match v {
+        Ok(v) => v,
+        Err(e) => return html! { (e) },
     };
-    let _ = serde_json::to_writer_pretty(&mut w, v);
-    (String::from_utf8_lossy(&w.buf).into_owned(), w.cut)
-}
-
-/// One embedded file: its text up to the bound and, when cut, the note naming the whole file.
-fn embedded(v: &Value, name: &str, lang: Lang) -> Markup {
-    let (text, cut) = pretty_capped(v);
+    let mut w = Capped(Vec::new());
+    let cut = serde_json::to_writer_pretty(&mut w, v).is_err();
+    let text = String::from_utf8_lossy(&w.0);
     html! {
         (text)
         @if cut {
@@ -1059,19 +940,13 @@ fn raw_section(input: &GradeInput, lang: Lang) -> Markup {
             details data-raw=(act) id=(evidence_anchor(*act)) {
                 summary class="mono" { "evidence/" (format!("{act:02}")) ".json"
                     @if let Ok(d) = doc { " · " (d.digest()) } }
-                pre { @match doc {
-                    Ok(d) => (embedded(d.value(), &format!("evidence/{act:02}.json"), lang)),
-                    Err(e) => (e),
-                } }
+                pre { (embedded(doc.as_ref().map(|d| d.value()), &format!("evidence/{act:02}.json"), lang)) }
             }
         }
         @for (file, v) in &input.inputs {
             details {
                 summary class="mono" { (file.file_name()) }
-                pre { @match v {
-                    Ok(v) => (embedded(v, file.file_name(), lang)),
-                    Err(e) => (e),
-                } }
+                pre { (embedded(v.as_ref(), file.file_name(), lang)) }
             }
         }
     }
@@ -1131,16 +1006,14 @@ pub fn index(run_id: &str, entries: &[IndexEntry]) -> String {
 pub fn write_file(path: &std::path::Path, bytes: &[u8]) -> Result<(), crate::error::LabError> {
     use crate::error::LabError;
     use crate::files::{Owner, TrustedDir};
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
+    let parent = path.parent().filter(|d| !d.as_os_str().is_empty());
+    let dir = parent.unwrap_or(std::path::Path::new("."));
     let name = path
         .file_name()
         .and_then(|n| n.to_str())
         .ok_or_else(|| LabError::io(path)(std::io::ErrorKind::InvalidInput.into()))?;
     let opened =
-        TrustedDir::open(&dir, Some(0o755), Owner::Output).map_err(crate::workdir::refused)?;
+        TrustedDir::open(dir, Some(0o755), Owner::Output).map_err(crate::workdir::refused)?;
     opened
         .write_file(name, bytes, 0o644, true)
         .map_err(LabError::io(path))

@@ -2,7 +2,7 @@
 //! [`crate::messages`]; values from the evidence are never translated).
 
 pub(crate) use crate::text::Text;
-use crate::text::{Lang, t};
+use crate::text::{Line, line, t};
 
 /// Lab C's timeline paragraph (acts 5 and 6).
 pub(crate) const TIMELINE_C: Text = t(
@@ -204,29 +204,15 @@ pub(crate) const KF_RESTARTED: Text = t("再起動した", "restarted");
 pub(crate) const KF_KEPT_RUNNING: Text = t("動き続けた", "kept running");
 pub(crate) const KF_UNVALIDATED: Text = t("未検証", "unvalidated");
 
-/// `Lease taken over by <holder>, first read <secs> after the freeze`.
-pub(crate) fn kf_takeover(lang: Lang, holder: &str, secs: &str) -> String {
-    match lang {
-        Lang::Ja => format!("凍結から {secs} 後の読み取りで {holder} が Lease を保持 (引き継ぎ)"),
-        Lang::En => format!("Lease taken over by {holder}, first read {secs} after the freeze"),
-    }
-}
-
-/// `Lease kept by <holder>` (every read during the freeze named it).
-pub(crate) fn kf_lease_kept(lang: Lang, holder: &str) -> String {
-    match lang {
-        Lang::Ja => format!("Lease は移らなかった (保持者 {holder})"),
-        Lang::En => format!("Lease kept by {holder}"),
-    }
-}
-
-/// `former leader <what> (restarts <before>→<after>)`.
-pub(crate) fn kf_former_leader(lang: Lang, what: &str, before: u32, after: u32) -> String {
-    match lang {
-        Lang::Ja => format!("元のリーダーは{what} (再起動回数 {before}→{after})"),
-        Lang::En => format!("former leader {what} (restarts {before}→{after})"),
-    }
-}
+line!(
+    /// `Lease taken over by <holder>, first read <secs> after the freeze`.
+    kf_takeover(holder: &str, secs: &str) => "凍結から {secs} 後の読み取りで {holder} が Lease を保持 (引き継ぎ)", "Lease taken over by {holder}, first read {secs} after the freeze");
+line!(
+    /// `Lease kept by <holder>` (every read during the freeze named it).
+    kf_lease_kept(holder: &str) => "Lease は移らなかった (保持者 {holder})", "Lease kept by {holder}");
+line!(
+    /// `former leader <what> (restarts <before>→<after>)`.
+    kf_former_leader(what: &str, before: u32, after: u32) => "元のリーダーは{what} (再起動回数 {before}→{after})", "former leader {what} (restarts {before}→{after})");
 
 // The key facts' words.
 pub(crate) const KF_REGISTRATION: Text = t(

@@ -45,11 +45,14 @@ pub(crate) const LEGEND: &[&str] = &[
 ];
 
 enum Mark {
-    /// A request: bar from `sent_at` to `answered_at`.
-    Request { bar: Bar, note: Option<String> },
-    /// Several requests of one outcome drawn on one row (lab A's run of dry-run probes): every
-    /// request keeps its own bar (and `data-request`), the label after the last bar counts them.
-    Requests { bars: Vec<Bar>, outcome: String },
+    /// Requests on one row, each a bar from `sent_at` to `answered_at` (and its `data-request`),
+    /// labelled after the last bar with its outcome and time (and `note`); a `run` (several
+    /// requests of one outcome, lab A's run of dry-run probes) counts them.
+    Requests {
+        bars: Vec<Bar>,
+        run: bool,
+        note: Option<String>,
+    },
     /// The freeze window.
     Window { from: i64, to: i64, note: String },
     /// One instant (a lab A step, the freeze healer arming).
@@ -107,7 +110,7 @@ impl Row {
     }
 }
 
-/// One request's bar ([`Mark::Request`], inside [`Mark::Requests`] and [`Mark::Lanes`]).
+/// One request's bar (inside [`Mark::Requests`] and [`Mark::Lanes`]).
 struct Bar {
     from: i64,
     to: i64,
@@ -144,10 +147,10 @@ const TOP: f64 = 38.0;
 
 fn request_row(label: String, r: &Value, note: Option<String>) -> Option<Row> {
     let bar = bar(r)?;
-    Some(Row {
-        label: format!("{label}: {}", bar.name),
-        mark: Mark::Request { bar, note },
-    })
+    let label = format!("{label}: {}", bar.name);
+    let (bars, run) = (vec![bar], false);
+    let mark = Mark::Requests { bars, run, note };
+    Some(Row { label, mark })
 }
 
 /// A row for each request `(key, label)` of `keys` that `facts` holds ([`request_row`]).
@@ -167,7 +170,6 @@ impl Chart {
         let mut ts: Vec<i64> = Vec::new();
         for r in &self.rows {
             match r.mark {
-                Mark::Request { ref bar, .. } => ts.extend([bar.from, bar.to]),
                 Mark::Window { from, to, .. } => ts.extend([from, to]),
                 Mark::Requests { ref bars, .. } | Mark::Lanes { ref bars, .. } => {
                     ts.extend(bars.iter().flat_map(|b| [b.from, b.to]))
@@ -186,8 +188,7 @@ impl Chart {
             }
         }
         ts.extend(self.vlines.iter().map(|v| v.at));
-        let lo = *ts.iter().min()?;
-        let hi = *ts.iter().max()?;
+        let (lo, hi) = (*ts.iter().min()?, *ts.iter().max()?);
         let pad = ((hi - lo) / 30).max(200);
         Some((lo - pad, hi + pad))
     }
@@ -197,19 +198,14 @@ impl Chart {
             return html! {};
         };
         let x = |t: i64| LEFT + (t - t0) as f64 * PLOT / (t1 - t0) as f64;
-        // Each row's top: rows have their own heights (replica rows and waves are taller).
-        let tops: Vec<f64> = self
-            .rows
-            .iter()
-            .scan(TOP, |y, r| {
-                let top = *y;
-                *y += r.height();
-                Some(top)
-            })
-            .collect();
-        let rows_h: f64 = self.rows.iter().map(Row::height).sum();
-        let height = TOP + rows_h + 30.0;
-        let width = LEFT + PLOT + RIGHT;
+        // Each row's top: rows have their own heights (replica rows and waves are taller; every
+        // height is whole pixels, so the sums are exact).
+        let mut tops = Vec::new();
+        let rows_h = self.rows.iter().fold(0.0, |h, r| {
+            tops.push(TOP + h);
+            h + r.height()
+        });
+        let (height, width) = (TOP + rows_h + 30.0, LEFT + PLOT + RIGHT);
         // Axis ticks relative to the origin: the smallest step giving at most 12 ticks.
         let span = t1 - t0;
         let step = [500i64, 1000, 2000, 5000, 10000, 20000, 30000, 60000]
@@ -247,20 +243,12 @@ impl Chart {
     fn mark(&self, mark: &Mark, y: f64, x: &dyn Fn(i64) -> f64) -> Markup {
         html! {
             @match mark {
-                Mark::Request { bar, note } => {
-                    (bar_rect(bar, y + 4.0, "13", x))
-                    @let x0 = x(bar.from);
-                    @let w = (x(bar.to) - x0).max(2.0);
-                    text class="barlabel" x=(fmt(x0 + w + 4.0)) y=(fmt(y + 14.0)) {
-                        (bar.outcome) " · " (bar.elapsed_ms.map(|m| format!("{m} ms")).unwrap_or_else(|| "? ms".into()))
-                        @if let Some(n) = note { " · " (n) }
-                    }
-                }
-                Mark::Requests { bars, outcome } => {
+                Mark::Requests { bars, run, note } => {
                     @for b in bars { (bar_rect(b, y + 4.0, "13", x)) }
                     @if let Some(last) = bars.last() {
-                        text class="barlabel" x=(fmt((x(last.to)).max(x(last.from) + 2.0) + 4.0)) y=(fmt(y + 14.0)) {
-                            (outcome) " ×" (bars.len()) " · " (elapsed_range(bars))
+                        text class="barlabel" x=(fmt(bar_end(last, x) + 4.0)) y=(fmt(y + 14.0)) {
+                            (last.outcome) @if *run { " ×" (bars.len()) } " · " (elapsed_range(bars))
+                            @if let Some(n) = note { " · " (n) }
                         }
                     }
                 }
@@ -301,7 +289,7 @@ impl Chart {
                         @for (k, b) in bars.iter().enumerate() {
                             (bar_rect(b, y + 3.0 + LANE_H * k as f64, &fmt(LANE_H - 1.0), x))
                         }
-                        @let end = bars.iter().map(|b| x(b.to).max(x(b.from) + 2.0)).fold(LEFT, f64::max);
+                        @let end = bars.iter().map(|b| bar_end(b, x)).fold(LEFT, f64::max);
                         text class="barlabel" x=(fmt(end + 4.0)) y=(fmt(y + 14.0)) { (note) }
                     }
                 }
@@ -321,6 +309,11 @@ fn bar_rect(b: &Bar, y: f64, height: &str, x: &dyn Fn(i64) -> f64) -> Markup {
     }
 }
 
+/// The abscissa where bar `b` ends (bars are at least 2 px wide).
+fn bar_end(b: &Bar, x: &dyn Fn(i64) -> f64) -> f64 {
+    x(b.to).max(x(b.from) + 2.0)
+}
+
 /// `min–max ms` of the bars' elapsed times (`? ms` when none recorded one).
 fn elapsed_range(bars: &[Bar]) -> String {
     let ms: Vec<u64> = bars.iter().filter_map(|b| b.elapsed_ms).collect();
@@ -335,33 +328,18 @@ fn elapsed_range(bars: &[Bar]) -> String {
 /// one row labelled `{label} #first–#last` (a run of one keeps its own row and label `#n`), so a
 /// recovery with sixty admitted probes and one deny reads as two rows, not sixty-one.
 fn request_runs(label: &str, requests: &[Value]) -> Vec<Row> {
-    let mut rows = Vec::new();
-    let mut i = 0;
-    while i < requests.len() {
-        let outcome = requests[i]["outcome"].as_str().unwrap_or("?");
-        let mut j = i + 1;
-        while j < requests.len() && requests[j]["outcome"].as_str().unwrap_or("?") == outcome {
-            j += 1;
+    let outcome = |r: &Value| r["outcome"].as_str().unwrap_or("?").to_owned();
+    let (mut rows, mut last) = (Vec::new(), 0);
+    for run in requests.chunk_by(|a, b| outcome(a) == outcome(b)) {
+        let (first, bars) = (last + 1, run.iter().filter_map(bar).collect::<Vec<_>>());
+        last += run.len();
+        if let [r] = run {
+            rows.extend(request_row(format!("{label} #{first}"), r, None));
+        } else if !bars.is_empty() {
+            let (label, run, note) = (format!("{label} #{first}–#{last}"), true, None);
+            let mark = Mark::Requests { bars, run, note };
+            rows.push(Row { label, mark });
         }
-        if j - i == 1 {
-            rows.extend(request_row(
-                format!("{label} #{}", i + 1),
-                &requests[i],
-                None,
-            ));
-        } else {
-            let bars: Vec<Bar> = requests[i..j].iter().filter_map(bar).collect();
-            if !bars.is_empty() {
-                rows.push(Row {
-                    label: format!("{label} #{}–#{}", i + 1, j),
-                    mark: Mark::Requests {
-                        bars,
-                        outcome: outcome.to_owned(),
-                    },
-                });
-            }
-        }
-        i = j;
     }
     rows
 }
@@ -371,13 +349,10 @@ fn fmt(v: f64) -> String {
 }
 
 fn first_deny_note(facts: &Value, resumed: i64, r: &Value, lang: Lang) -> String {
-    let ms = facts["first_deny_after_resume_ms"]
-        .as_i64()
-        .or_else(|| ms_at(r, "/answered_at").map(|a| a - resumed));
-    match ms {
-        Some(ms) => format!("{} +{ms} ms", tx::FIRST_DENY.get(lang)),
-        None => tx::FIRST_DENY.get(lang).to_owned(),
-    }
+    let ms = facts["first_deny_after_resume_ms"].as_i64();
+    let ms = ms.or_else(|| ms_at(r, "/answered_at").map(|a| a - resumed));
+    let first = tx::FIRST_DENY.get(lang);
+    ms.map_or(first.to_owned(), |ms| format!("{first} +{ms} ms"))
 }
 
 /// Lab A: scale to 0 (act 5) and the recovery timeline (act 6). `None` when act 5 recorded no
@@ -385,55 +360,30 @@ fn first_deny_note(facts: &Value, resumed: i64, r: &Value, lang: Lang) -> String
 pub(crate) fn scale(f5: &Value, f6: &Value, lang: Lang) -> Option<Markup> {
     let scaled = ms_at(f5, "/scaled_at")?;
     let restore = ms_at(f6, "/replicas_restored/at");
-    let steps = Steps {
-        origin: restore.unwrap_or(scaled),
-        restored: restore.is_some(),
-        lang,
-    };
-    let mut rows = scale_down_rows(f5, &steps);
-    rows.extend(recovery_rows(f6, &steps));
+    let mut rows = scale_down_rows(f5, restore, lang);
+    rows.extend(recovery_rows(f6, restore, lang));
+    let (origin, vlines) = (restore.unwrap_or(scaled), scale_vlines(f5, restore, lang));
     let chart = Chart {
-        origin: steps.origin,
+        origin,
         rows,
-        vlines: scale_vlines(f5, restore, lang),
+        vlines,
     };
     Some(chart.render())
 }
 
-/// Places lab A's steps on the chart: each at its time, noted with its time since the restore
-/// when the replicas were restored (`origin` is the restore then, else the scale-down).
-struct Steps {
-    origin: i64,
-    restored: bool,
-    lang: Lang,
-}
-
-impl Steps {
-    /// A step row `key` labelled `label` at `at`; nothing when the step has no time.
-    fn push(&self, rows: &mut Vec<Row>, key: &'static str, label: &str, at: Option<i64>) {
-        let Some(at) = at else {
-            return;
-        };
-        let note = if self.restored {
-            format!(
-                "{} {}",
-                secs_signed(at - self.origin),
-                tx::SINCE_RESTORE.get(self.lang)
-            )
-        } else {
-            String::new()
-        };
-        rows.push(Row {
-            label: label.to_owned(),
-            mark: Mark::Step { at, key, note },
-        });
-    }
+/// A lab A step row `key` labelled `label` at `at`, noted with its time since the `restore` when
+/// the replicas were restored (the chart's origin then).
+fn step_row(key: &'static str, label: &str, at: i64, restore: Option<i64>, lang: Lang) -> Row {
+    let since = |r| format!("{} {}", secs_signed(at - r), tx::SINCE_RESTORE.get(lang));
+    let (label, note) = (label.to_owned(), restore.map(since).unwrap_or_default());
+    let mark = Mark::Step { at, key, note };
+    Row { label, mark }
 }
 
 /// Act 5's rows: the watcher armed, the scale-down, the pods gone, the registration checked, then
 /// the target's and the control's requests.
-fn scale_down_rows(f5: &Value, steps: &Steps) -> Vec<Row> {
-    let w = |t: tx::Text| t.get(steps.lang);
+fn scale_down_rows(f5: &Value, restore: Option<i64>, lang: Lang) -> Vec<Row> {
+    let w = |t: tx::Text| t.get(lang);
     let mut rows = Vec::new();
     let reg = match f5["policy_webhook_present"].as_bool() {
         Some(false) => w(tx::REGISTRATION_ABSENT),
@@ -446,27 +396,26 @@ fn scale_down_rows(f5: &Value, steps: &Steps) -> Vec<Row> {
         ("pods-gone", w(tx::PODS_GONE), "/pods_gone_at"),
         ("registration-checked", reg, "/registrations_checked_at"),
     ] {
-        steps.push(&mut rows, key, label, ms_at(f5, at));
+        rows.extend(ms_at(f5, at).map(|at| step_row(key, label, at, restore, lang)));
     }
     let requests = [
         ("target_bad", tx::ROW_TARGET_BAD_SCALED),
         ("control", tx::ROW_CONTROL),
     ];
-    rows.extend(request_rows(f5, &requests, steps.lang));
+    rows.extend(request_rows(f5, &requests, lang));
     rows
 }
 
 /// Act 6's rows: each recovery step, confirmed at its time or missing with what was last seen,
 /// then the deny probes.
-fn recovery_rows(f6: &Value, steps: &Steps) -> Vec<Row> {
-    let lang = steps.lang;
+fn recovery_rows(f6: &Value, restore: Option<i64>, lang: Lang) -> Vec<Row> {
     let w = |t: tx::Text| t.get(lang);
     let mut rows = Vec::new();
     let by = f6["restored_by"].as_str().unwrap_or("?");
     let by = tx::actor(by).map_or(by, |t| t.get(lang));
-    let restore = format!("{} ({}: {by})", w(tx::RESTORE), w(tx::RESTORED_BY));
+    let restored = format!("{} ({}: {by})", w(tx::RESTORE), w(tx::RESTORED_BY));
     for (key, ptr, label) in [
-        ("replicas-restored", "/replicas_restored", restore.as_str()),
+        ("replicas-restored", "/replicas_restored", restored.as_str()),
         ("pod-created", "/pod_created", w(tx::NEW_POD_CREATED)),
         ("pod-running", "/pod_running", w(tx::NEW_POD_RUNNING)),
         ("lease-acquired", "/lease_acquired", w(tx::LEASE_ACQUIRED)),
@@ -487,19 +436,12 @@ fn recovery_rows(f6: &Value, steps: &Steps) -> Vec<Row> {
         if s["status"] == "confirmed"
             && let Some(at) = ms_at(s, "/at")
         {
-            steps.push(&mut rows, key, label, Some(at));
+            rows.push(step_row(key, label, at, restore, lang));
         } else {
-            rows.push(Row {
-                label: label.to_owned(),
-                mark: Mark::Missing {
-                    key,
-                    note: format!(
-                        "{}: {}",
-                        tx::NOT_CONFIRMED.get(lang),
-                        s["last_seen"].as_str().unwrap_or("?")
-                    ),
-                },
-            });
+            let last_seen = s["last_seen"].as_str().unwrap_or("?");
+            let note = format!("{}: {last_seen}", w(tx::NOT_CONFIRMED));
+            let (label, mark) = (label.to_owned(), Mark::Missing { key, note });
+            rows.push(Row { label, mark });
         }
     }
     if let Some(probes) = f6["deny_probes"].as_array() {
@@ -510,20 +452,12 @@ fn recovery_rows(f6: &Value, steps: &Steps) -> Vec<Row> {
 
 /// Lab A's vertical lines: the watcher's deadline and the restore.
 fn scale_vlines(f5: &Value, restore: Option<i64>, lang: Lang) -> Vec<VLine> {
-    let mut vlines = Vec::new();
-    if let Some(d) = ms_at(f5, "/watcher/deadline_at") {
-        vlines.push(VLine {
-            at: d,
-            label: format!(
-                "{} {} s",
-                tx::WATCHER_DEADLINE.get(lang),
-                f5["watcher"]["restore_after_sec"]
-            ),
-            class: "vline deadline",
-        });
-    }
-    vlines.extend(restore.map(|r| VLine::at(r, tx::RESTORE.get(lang))));
-    vlines
+    let after = &f5["watcher"]["restore_after_sec"];
+    let label = format!("{} {after} s", tx::WATCHER_DEADLINE.get(lang));
+    let class = "vline deadline";
+    let deadline = ms_at(f5, "/watcher/deadline_at").map(|at| VLine { at, label, class });
+    let restore = restore.map(|r| VLine::at(r, tx::RESTORE.get(lang)));
+    deadline.into_iter().chain(restore).collect()
 }
 
 /// The array `facts[key]` (empty when absent or not an array).
@@ -549,34 +483,30 @@ fn spans(reads: &[(i64, Option<String>)], period: i64) -> Vec<Span> {
     let mut out: Vec<Span> = Vec::new();
     for (i, (at, v)) in reads.iter().enumerate() {
         let to = reads.get(i + 1).map_or(at + period, |(next, _)| *next);
-        let Some(v) = v else { continue };
+        let (from, Some(what)) = (*at, v.clone()) else {
+            continue;
+        };
         match out.last_mut() {
-            Some(last) if last.to == *at && last.what == *v => last.to = to,
-            _ => out.push(Span {
-                from: *at,
-                to,
-                what: v.clone(),
-            }),
+            Some(last) if last.to == from && last.what == what => last.to = to,
+            _ => out.push(Span { from, to, what }),
         }
     }
     out
 }
 
+/// One Lease read: when (ms), the holder (none when the read failed), leaseTransitions.
+type LeaseRead = (i64, Option<String>, Option<u64>);
+
 /// Lab C's Lease reads around a freeze, in time order: `lease_before` (when read before the
-/// first sample), then each sample (`at`, holder, leaseTransitions; a failed read has no holder).
-fn lease_reads(facts: &Value) -> Vec<(i64, Option<String>, Option<u64>)> {
+/// first sample), then each sample.
+fn lease_reads(facts: &Value) -> Vec<LeaseRead> {
     let samples = list(facts, "lease_samples");
     let read = |v: &Value, at: i64| {
-        (
-            at,
-            v["holder"].as_str().map(str::to_owned),
-            v["lease_transitions"].as_u64(),
-        )
+        let holder = v["holder"].as_str().map(str::to_owned);
+        (at, holder, v["lease_transitions"].as_u64())
     };
-    let mut out: Vec<_> = samples
-        .iter()
-        .filter_map(|s| Some(read(s, ms_at(s, "/at")?)))
-        .collect();
+    let read_at = |s: &Value| Some(read(s, ms_at(s, "/at")?));
+    let mut out: Vec<_> = samples.iter().filter_map(read_at).collect();
     if let Some(at) = ms_at(facts, "/lease_before/at")
         && out.first().is_none_or(|(first, ..)| at < *first)
     {
@@ -609,16 +539,14 @@ pub(crate) fn freeze(facts: &Value, pods: &[String], lang: Lang) -> Option<Marku
     } else {
         rows.push(window_row(facts, (frozen, resumed), lang));
     }
-    let during: &[(&str, tx::Text)] = if replicas {
-        &[("healthy_bad", tx::ROW_HEALTHY_BAD)]
-    } else {
-        &[
-            ("healthy_bad", tx::ROW_HEALTHY_BAD),
-            ("target_good", tx::ROW_TARGET_GOOD),
-            ("target_bad", tx::ROW_TARGET_BAD),
-            ("control", tx::ROW_CONTROL),
-        ]
-    };
+    let during = [
+        ("healthy_bad", tx::ROW_HEALTHY_BAD),
+        ("target_good", tx::ROW_TARGET_GOOD),
+        ("target_bad", tx::ROW_TARGET_BAD),
+        ("control", tx::ROW_CONTROL),
+    ];
+    // N > 1: the healthy deny alone (the waves follow).
+    let during = if replicas { &during[..1] } else { &during[..] };
     rows.extend(request_rows(facts, during, lang));
     if replicas {
         rows.extend(wave_rows(facts, lang));
@@ -636,34 +564,23 @@ pub(crate) fn freeze(facts: &Value, pods: &[String], lang: Lang) -> Option<Marku
 
 /// The freeze's first row: the healer armed (its pid), when the evidence says when.
 fn healer_row(facts: &Value, lang: Lang) -> Option<Row> {
-    let armed = ms_at(facts, "/freeze/watchdog_armed_at")?;
-    Some(Row {
-        label: tx::HEALER_ARMED.get(lang).to_owned(),
-        mark: Mark::Step {
-            at: armed,
-            key: "watchdog-armed",
-            note: format!("pid {}", facts["freeze"]["watchdog_pid"]),
-        },
-    })
+    let (at, key) = (ms_at(facts, "/freeze/watchdog_armed_at")?, "watchdog-armed");
+    let note = format!("pid {}", facts["freeze"]["watchdog_pid"]);
+    let label = tx::HEALER_ARMED.get(lang).to_owned();
+    let mark = Mark::Step { at, key, note };
+    Some(Row { label, mark })
 }
 
 /// The one replica's freeze window (N = 1): SIGSTOP through the pidfd, SIGCONT by whom, its
 /// length.
-fn window_row(facts: &Value, (frozen, resumed): (i64, i64), lang: Lang) -> Row {
-    let resumer = super::s(facts, "/freeze/resumed_by").unwrap_or("?");
+fn window_row(facts: &Value, (from, to): (i64, i64), lang: Lang) -> Row {
+    let resumer = super::sq(facts, "/freeze/resumed_by");
     let resumer = tx::actor(resumer).map_or(resumer, |t| t.get(lang));
-    Row {
-        label: tx::FREEZE_WINDOW.get(lang).to_owned(),
-        mark: Mark::Window {
-            from: frozen,
-            to: resumed,
-            note: format!(
-                "SIGSTOP ({}) → SIGCONT ({resumer}) · {} ms",
-                tx::VIA_PIDFD.get(lang),
-                resumed - frozen
-            ),
-        },
-    }
+    let (pidfd, ms) = (tx::VIA_PIDFD.get(lang), to - from);
+    let note = format!("SIGSTOP ({pidfd}) → SIGCONT ({resumer}) · {ms} ms");
+    let label = tx::FREEZE_WINDOW.get(lang).to_owned();
+    let mark = Mark::Window { from, to, note };
+    Row { label, mark }
 }
 
 /// Every pod the freeze's evidence names, once each, in order: `pods`, the target, the Lease's
@@ -682,7 +599,7 @@ fn replica_names(facts: &Value, pods: &[String], target: &str) -> Vec<String> {
         .filter_map(|(_, h, _)| h.as_deref())
         .for_each(&mut add);
     for s in list(facts, "endpoint_samples") {
-        for e in s["endpoints"].as_array().into_iter().flatten() {
+        for e in list(s, "endpoints") {
             add(e["pod"].as_str().unwrap_or(""));
         }
     }
@@ -706,20 +623,13 @@ fn replica_rows(facts: &Value, pods: &[String], window: (i64, i64), lang: Lang) 
     let lease_holder_before = super::s(facts, "/lease_before/holder");
     let mut rows = Vec::new();
     for pod in replica_names(facts, pods, target) {
-        let holder_reads: Vec<(i64, Option<String>)> = lease
-            .iter()
-            .map(|(at, h, n)| {
-                let held = h.as_deref() == Some(pod.as_str());
-                (
-                    *at,
-                    held.then(|| n.map_or("?".to_owned(), |n| n.to_string())),
-                )
-            })
-            .collect();
-        let ep_reads: Vec<(i64, Option<String>)> = endpoint_reads
-            .iter()
-            .map(|(at, s)| (*at, endpoint_state(s, &pod).map(str::to_owned)))
-            .collect();
+        let held = |(at, h, n): &LeaseRead| {
+            let n = n.map_or("?".to_owned(), |n| n.to_string());
+            (*at, (h.as_deref() == Some(pod.as_str())).then_some(n))
+        };
+        let holder_reads: Vec<_> = lease.iter().map(held).collect();
+        let state = |(at, s): &(i64, &Value)| (*at, endpoint_state(s, &pod).map(str::to_owned));
+        let ep_reads: Vec<_> = endpoint_reads.iter().map(state).collect();
         rows.push(Row {
             label: pod.clone(),
             mark: Mark::Replica {
@@ -740,11 +650,8 @@ fn endpoint_state(sample: &Value, pod: &str) -> Option<&'static str> {
     if sample.get("error").is_some_and(|e| !e.is_null()) {
         return None;
     }
-    let e = sample["endpoints"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|e| e["pod"].as_str() == Some(pod));
+    let mine = |e: &&Value| e["pod"].as_str() == Some(pod);
+    let e = list(sample, "endpoints").iter().find(mine);
     Some(match e {
         Some(e) if e["ready"] == false => "not-ready",
         Some(_) => "ready",
@@ -765,35 +672,25 @@ fn wave_rows(facts: &Value, lang: Lang) -> Vec<Row> {
     let mut rows = Vec::new();
     for (k, wave) in bad.chunks(size).enumerate() {
         let mut bars: Vec<Bar> = wave.iter().filter_map(bar).collect();
-        let mut counts: Vec<(String, usize)> = Vec::new();
-        for Bar { outcome: o, .. } in &bars {
-            match counts.iter_mut().find(|(c, _)| c == o) {
-                Some((_, n)) => *n += 1,
-                None => counts.push((o.clone(), 1)),
-            }
-        }
-        // In the legend's order, so that every wave's note reads the same way.
-        counts.sort_by_key(|(o, _)| LEGEND.iter().position(|l| l == o).unwrap_or(LEGEND.len()));
-        let mut note: Vec<String> = counts.iter().map(|(o, n)| format!("{o} ×{n}")).collect();
+        // In the legend's order (else as first seen), so that every wave's note reads the same way.
+        let rank = |o: &str| LEGEND.iter().position(|l| *l == o).unwrap_or(LEGEND.len());
+        let first = |o: &str| (rank(o), bars.iter().position(|b| b.outcome == o));
+        let mut outcomes: Vec<&str> = bars.iter().map(|b| b.outcome.as_str()).collect();
+        outcomes.sort_by_key(|o| first(o));
+        let counts = outcomes.chunk_by(|a, b| a == b);
+        let mut note: Vec<String> = counts.map(|c| format!("{} ×{}", c[0], c.len())).collect();
         if let Some(b) = control.get(k).and_then(bar) {
             note.push(format!("{}: {}", w(tx::CONTROL_SHORT), b.outcome));
             bars.push(b);
         }
-        rows.push(Row {
-            label: format!("{} {}", w(tx::WAVE), k + 1),
-            mark: Mark::Lanes {
-                key: (k + 1).to_string(),
-                bars,
-                note: note.join(" · "),
-            },
-        });
+        let (key, note) = ((k + 1).to_string(), note.join(" · "));
+        let label = format!("{} {key}", w(tx::WAVE));
+        let mark = Mark::Lanes { key, bars, note };
+        rows.push(Row { label, mark });
     }
+    let control_label = w(tx::ROW_CONTROL);
     for (i, c) in control.iter().enumerate().skip(bad.chunks(size).len()) {
-        rows.extend(request_row(
-            format!("{} #{}", w(tx::ROW_CONTROL), i + 1),
-            c,
-            None,
-        ));
+        rows.extend(request_row(format!("{control_label} #{}", i + 1), c, None));
     }
     rows
 }
@@ -804,68 +701,49 @@ fn wave_rows(facts: &Value, lang: Lang) -> Vec<Row> {
 fn after_resume_rows(facts: &Value, resumed: i64, runs: bool, lang: Lang) -> Vec<Row> {
     let label = tx::AFTER_RESUME.get(lang);
     let after = list(facts, "after_resume");
-    let first_deny_name = super::s(facts, "/first_explicit_deny/name");
+    let deny = &facts["first_explicit_deny"];
+    let first_deny_name = deny["name"].as_str();
     let is_first = |r: &Value| first_deny_name.is_some() && r["name"].as_str() == first_deny_name;
+    let deny_note = |r: &Value| first_deny_note(facts, resumed, r, lang);
     let mut rows = Vec::new();
     if runs {
         rows = request_runs(label, after);
         if let Some(Row {
-            mark: Mark::Request { bar, note, .. },
+            mark: Mark::Requests { bars, run, note },
             ..
         }) = rows.last_mut()
-            && Some(bar.name.as_str()) == first_deny_name
+            && !*run
+            && Some(bars[0].name.as_str()) == first_deny_name
         {
-            *note = Some(first_deny_note(
-                facts,
-                resumed,
-                &facts["first_explicit_deny"],
-                lang,
-            ));
+            *note = Some(deny_note(deny));
         }
     } else {
         for (i, r) in after.iter().enumerate() {
-            let note = is_first(r).then(|| first_deny_note(facts, resumed, r, lang));
+            let note = is_first(r).then(|| deny_note(r));
             rows.extend(request_row(format!("{label} #{}", i + 1), r, note));
         }
     }
-    if !after.iter().any(is_first)
-        && let Some(r) = facts.get("first_explicit_deny").filter(|r| r.is_object())
-    {
-        rows.extend(request_row(
-            tx::FIRST_DENY.get(lang).to_owned(),
-            r,
-            Some(first_deny_note(facts, resumed, r, lang)),
-        ));
+    if !after.iter().any(is_first) && deny.is_object() {
+        let label = tx::FIRST_DENY.get(lang).to_owned();
+        rows.extend(request_row(label, deny, Some(deny_note(deny))));
     }
     rows
 }
 
 /// A vertical line at each Lease read that names another holder than the read before it.
-fn lease_moves(
-    lease: &[(i64, Option<String>, Option<u64>)],
-    frozen: i64,
-    lang: Lang,
-) -> Vec<VLine> {
-    let mut out = Vec::new();
-    let mut prev: Option<&str> = None;
-    for (at, h, _) in lease {
-        if let Some(h) = h.as_deref() {
-            if prev.is_some_and(|p| p != h) {
-                out.push(VLine {
-                    at: *at,
-                    label: format!(
-                        "{} → {} ({})",
-                        tx::LEASE.get(lang),
-                        short_pod(h),
-                        secs_signed(at - frozen)
-                    ),
-                    class: "vline lease",
-                });
-            }
-            prev = Some(h);
-        }
-    }
-    out
+fn lease_moves(lease: &[LeaseRead], frozen: i64, lang: Lang) -> Vec<VLine> {
+    let holders: Vec<(i64, &str)> = lease
+        .iter()
+        .filter_map(|(at, h, _)| Some((*at, h.as_deref()?)))
+        .collect();
+    let moves = holders.windows(2).filter(|w| w[0].1 != w[1].1);
+    let line = |(at, h): (i64, &str)| {
+        let (lease, since) = (tx::LEASE.get(lang), secs_signed(at - frozen));
+        let label = format!("{lease} → {} ({since})", short_pod(h));
+        let class = "vline lease";
+        VLine { at, label, class }
+    };
+    moves.map(|w| line(w[1])).collect()
 }
 
 /// A pod name's last segment (`kyverno-admission-controller-6d9c7b8f5d-b8n3r` → `b8n3r`), for
@@ -893,33 +771,22 @@ fn replica_note(
     } else if lease_holder_before == Some(pod) {
         parts.push(w(tx::HELD_LEASE_BEFORE).to_owned());
     }
-    let counter = facts["replica_requests"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|r| r["pod"].as_str() == Some(pod));
-    parts.push(
-        match counter.map(|c| (c["before"].as_u64(), c["after"].as_u64())) {
-            Some((Some(b), Some(a))) if a >= b => {
-                format!("{} {:+}", w(tx::ADMISSION_COUNTER), a - b)
-            }
-            // A counter that went down was reset: the replica's process started again (its
-            // counters live in the process); the change is unknown, the two reads are shown.
-            Some((Some(b), Some(a))) => format!(
-                "{} {b} → {a} ({})",
-                w(tx::ADMISSION_COUNTER),
-                w(tx::COUNTER_RESET)
-            ),
-            Some(_) => format!("{} ?", w(tx::ADMISSION_COUNTER)),
-            None => format!("{} —", w(tx::ADMISSION_COUNTER)),
-        },
-    );
+    let counters = list(facts, "replica_requests");
+    let counter = counters.iter().find(|r| r["pod"].as_str() == Some(pod));
+    let counter_w = w(tx::ADMISSION_COUNTER);
+    let reads = counter.map(|c| (c["before"].as_u64(), c["after"].as_u64()));
+    parts.push(match reads {
+        Some((Some(b), Some(a))) if a >= b => format!("{counter_w} {:+}", a - b),
+        // A counter that went down was reset: the replica's process started again (its
+        // counters live in the process); the change is unknown, the two reads are shown.
+        Some((Some(b), Some(a))) => format!("{counter_w} {b} → {a} ({})", w(tx::COUNTER_RESET)),
+        Some(_) => format!("{counter_w} ?"),
+        None => format!("{counter_w} —"),
+    });
     if pod == target {
         let t = &facts["target_after"];
-        if let (Some(b), Some(a)) = (
-            t["restart_count_before"].as_u64(),
-            t["restart_count_after"].as_u64(),
-        ) {
+        let (before, after) = (&t["restart_count_before"], &t["restart_count_after"]);
+        if let (Some(b), Some(a)) = (before.as_u64(), after.as_u64()) {
             parts.push(format!("{} {b}→{a}", w(tx::RESTARTS)));
         }
         match (t["pod_uid_before"].as_str(), t["pod_uid_after"].as_str()) {
