@@ -195,28 +195,22 @@ pub mod a {
             p.is_some_and(|p| super::common::same_uid_running(p, &f3.existing))
         };
         let existing = same(Some(&f5.existing)) && same(f6.existing.as_ref());
+        let existing = word(existing, "same-uid-running", "not-same-uid-running");
         let kept = f5.policy_webhook_present;
+        let scale_down = word(kept, "registration-kept", "registration-absent");
         let recovery = timeline_in_order(f6);
+        let recovery = word(
+            recovery,
+            "lease-then-registration-then-deny",
+            "not-confirmed",
+        );
         BTreeMap::from([
-            (
-                "scale_down",
-                word(kept, "registration-kept", "registration-absent"),
-            ),
+            ("scale_down", scale_down),
             ("policy", word(policy, "present", "absent")),
             ("request", request.to_owned()),
-            (
-                "recovery",
-                word(
-                    recovery,
-                    "lease-then-registration-then-deny",
-                    "not-confirmed",
-                ),
-            ),
+            ("recovery", recovery),
             ("dry_run", word(dry, "validated-not-stored", "not-shown")),
-            (
-                "existing",
-                word(existing, "same-uid-running", "not-same-uid-running"),
-            ),
+            ("existing", existing),
         ])
     }
 }
@@ -305,29 +299,26 @@ pub mod b {
         act6: &Act6Facts,
         act7: &Act7Facts,
     ) -> Vec<(&'static str, String)> {
-        let outcome = |r: &RequestRecord| r.outcome.as_str().to_owned();
-        let (good, bad) = (&act5.target_good, &act5.target_bad);
-        let timeout = |r: &RequestRecord| r.outcome == Outcome::WebhookTimeout;
-        let fail = if timeout(good) && timeout(bad) {
-            "matching-requests-timeout".to_owned()
-        } else {
-            format!("target-good:{},target-bad:{}", outcome(good), outcome(bad))
+        let (good, bad) = (act5.target_good.outcome, act5.target_bad.outcome);
+        let fail = match (good, bad) {
+            (Outcome::WebhookTimeout, Outcome::WebhookTimeout) => {
+                "matching-requests-timeout".to_owned()
+            }
+            _ => format!("target-good:{},target-bad:{}", good.as_str(), bad.as_str()),
         };
-        let ignore = if act6.run.target_bad.outcome == Outcome::Stored {
-            "unvalidated-request-stored".to_owned()
-        } else {
-            format!("target-bad:{}", outcome(&act6.run.target_bad))
+        // `yes` when `r` was stored, else `what:` and its outcome.
+        let stored = |r: &RequestRecord, yes: &str, what: &str| match r.outcome {
+            Outcome::Stored => yes.to_owned(),
+            o => format!("{what}:{}", o.as_str()),
         };
-        let control = if act5.control.outcome == Outcome::Stored {
-            "outside-selector".to_owned()
-        } else {
-            format!("control:{}", outcome(&act5.control))
-        };
+        let (run, healthy) = (&act6.run, act6.healthy_bad.outcome.as_str());
+        let ignore = stored(&run.target_bad, "unvalidated-request-stored", "target-bad");
+        let control = stored(&act5.control, "outside-selector", "control");
         let existing = super::common::existing_word(&act7.existing, &act3.existing, "");
         vec![
             ("fail", fail),
             ("ignore", ignore),
-            ("healthy_ignore", outcome(&act6.healthy_bad)),
+            ("healthy_ignore", healthy.to_owned()),
             ("control", control),
             ("existing", existing),
         ]

@@ -374,20 +374,15 @@ fn policy_switch<R>(
     healthy_bad: RequestRecord,
     run: R,
 ) -> (facts::PolicySwitch<R>, [Value; 2]) {
+    let config = configuration("Ignore");
     let raw = [
         raw_rec("policy-stored", stored, policy_answer("Ignore")),
-        raw_rec(
-            "webhook-configuration-ignore",
-            registered,
-            configuration("Ignore"),
-        ),
+        raw_rec("webhook-configuration-ignore", registered, config),
     ];
-    let (policy, webhook) = (stored_policy("Ignore"), webhook("Ignore", registered));
-    let policy_uid_before = POLICY_UID.into();
     let switch = facts::PolicySwitch {
-        policy_uid_before,
-        policy,
-        webhook,
+        policy_uid_before: POLICY_UID.into(),
+        policy: stored_policy("Ignore"),
+        webhook: webhook("Ignore", registered),
         healthy_bad,
         run,
     };
@@ -500,11 +495,8 @@ impl Kind {
     pub fn of(lab: Lab) -> Kind {
         let freezes = acts::freezes(lab);
         let one = freezes.iter().filter(|(_, t)| *t == Target::One).count();
-        match (
-            acts::scale_down(lab),
-            acts::replicas(lab) > 1,
-            freezes.len(),
-        ) {
+        let (down, many) = (acts::scale_down(lab), acts::replicas(lab) > 1);
+        match (down, many, freezes.len()) {
             (Some(_), false, 0) => Kind::ScaleDown,
             (None, false, n) if n > 0 && one == n => Kind::Freeze,
             (None, true, n) if n > 0 && one == 0 => Kind::ReplicaFreeze,
@@ -977,10 +969,8 @@ fn a_act5(t: &mut Tree) {
         "metadata": {"name": "kyverno-admission-controller", "namespace": "kyverno"}, "spec": {}});
     let down = json!({"sent_at": ts(240_000), "answered_at": ts(240_000),
         "replicas_before": 1, "raw": scale});
-    let (policy, dir) = (
-        stored_policy("Fail"),
-        "/root/kca-webhook/faults/scale-20261129T100359Z",
-    );
+    let policy = stored_policy("Fail");
+    let dir = "/root/kca-webhook/faults/scale-20261129T100359Z";
     let mut raw5 = raw_of([&target_bad, &control]);
     let a5 = a::Act5Facts {
         watcher: lab::derive::watcher(&ready, 55, 1, Some(dir.into())).expect("a ready answer"),
@@ -1186,8 +1176,9 @@ pub fn replica_pass(lab: Lab) -> Files {
         panic!("lab {}: two freezes", lab.as_str())
     };
     assert!(!acts::switches_policy(lab, fail) && acts::switches_policy(lab, ignore));
-    let (run5, lease5) = c_freeze_act(&mut t, fail, &replicas, &a3, lease);
-    let (a6, lease6) = c_switch_freeze_act(&mut t, ignore, &replicas, &a3, lease5);
+    let (run5, _, lease5) = c_freeze_act(&mut t, fail, &replicas, &a3, lease);
+    let (_, a6, lease6) = c_freeze_act(&mut t, ignore, &replicas, &a3, lease5);
+    let a6 = a6.expect("act 6 switches the policy");
     let a7 = c_act7(&mut t, &replicas, &a3, lease6);
     // The report, each word the evidence's (`rules::c::report_expectations`).
     let words = lab::rules::c::report_expectations(&a3, &run5, &a6, &a7);
@@ -1227,21 +1218,42 @@ fn c_act4(t: &mut Tree, replicas: &[Replica]) -> c::Act4Facts {
     a4
 }
 
-/// A replica freeze act that does not switch the policy (lab C's act 5: the leader under Fail,
-/// which loses the Lease and restarts). Returns its run and the Lease after it.
+/// A replica freeze act (lab C's act 5: the leader under Fail, which loses the Lease and
+/// restarts). One that first switches the policy to Ignore (lab C's act 6): the switch at 30 ms, a
+/// healthy deny, then the replica the registry's [`Target`] names frozen (lab C: the first
+/// follower by name, replica 2, replica 1 holding the Lease). Returns the run, the switch's facts
+/// around it when the act switched, and the Lease after the freeze.
 fn c_freeze_act(
     t: &mut Tree,
     act: u8,
     replicas: &[Replica],
     a3: &c::Act3Facts,
     lease: LeaseState,
-) -> (c::ReplicaFreezeRun, LeaseState) {
+) -> (c::ReplicaFreezeRun, Option<c::Act6Facts>, LeaseState) {
     let t0 = slot(act);
     let mut raw = vec![raw_rec("healed-earlier-faults", t0, json!([]))];
-    let freeze = CFreeze::new(t.lab, act, replicas, lease, t0);
+    let mut inputs = vec![plan(t.lab)];
+    let switch = acts::switches_policy(t.lab, act).then(|| {
+        inputs.extend(t.inputs_of(act));
+        let tag = lab::labs::common::request_tag(t.lab, act);
+        let name = format!("kca-{tag}-healthy-bad-100430-{tag}h0");
+        let healthy_bad = bad_pod(&name, t0 + 400, 12, Deny(hook(policy_at(t.lab, act))));
+        let before = policy_answer(policy_at(t.lab, act - 1));
+        raw.rec("policy-before", t0, before);
+        raw.rec("request:healthy-bad", t0 + 430, &healthy_bad);
+        healthy_bad
+    });
+    let read = t0 + if switch.is_some() { 450 } else { 0 };
+    let freeze = CFreeze::new(t.lab, act, replicas, lease, read);
     let (run, end, lease) = c_freeze_run(&freeze, &a3.existing, &mut raw);
-    t.act(act, (t0, end), &[plan(t.lab)], &run, raw);
-    (run, lease)
+    let Some(healthy_bad) = switch else {
+        t.act(act, (t0, end), &inputs, &run, raw);
+        return (run, None, lease);
+    };
+    let (a6, switch) = policy_switch((t0 + 30, t0 + 80), healthy_bad, run.clone());
+    raw.splice(2..2, switch);
+    t.act(act, (t0, end), &inputs, &a6, raw);
+    (run, Some(a6), lease)
 }
 
 /// A replica lab's act 3 raw records of the scale to `n`: the healer armed, the scale, the wait
@@ -1448,10 +1460,8 @@ impl<'a> CFreeze<'a> {
             _ => (&[0, 6], [0, 13, 16], [8, 7, 3]),
         };
         let counters = (0..replicas.len()).map(|i| {
-            let (b, m) = (
-                before.get(i).copied().unwrap_or(0),
-                moved.get(i).unwrap_or(&5),
-            );
+            let (b, m) = (before.get(i).copied().unwrap_or(0), moved.get(i));
+            let m = m.unwrap_or(&5);
             (b, if lost && i == target { 0 } else { b + m })
         });
         CFreeze {
@@ -1683,38 +1693,6 @@ fn c_freeze_run(
     };
     (run, settled + 300, f.state_at(settled + 9).0)
 }
-/// A replica freeze act that first switches the policy to Ignore (lab C's act 6): the switch at
-/// 30 ms, a healthy deny, then the replica the registry's [`Target`] names frozen (lab C: the
-/// first follower by name, replica 2, replica 1 holding the Lease). Returns the facts and the
-/// Lease after the freeze.
-fn c_switch_freeze_act(
-    t: &mut Tree,
-    act: u8,
-    replicas: &[Replica],
-    a3: &c::Act3Facts,
-    lease: LeaseState,
-) -> (c::Act6Facts, LeaseState) {
-    let t0 = slot(act);
-    let own = t.inputs_of(act);
-    let tag = lab::labs::common::request_tag(t.lab, act);
-    let name = format!("kca-{tag}-healthy-bad-100430-{tag}h0");
-    let policy = policy_at(t.lab, act);
-    let healthy_bad = bad_pod(&name, t0 + 400, 12, Deny(hook(policy)));
-    let before = policy_answer(policy_at(t.lab, act - 1));
-    let mut raw = vec![
-        raw_rec("healed-earlier-faults", t0, json!([])),
-        raw_rec("policy-before", t0, before),
-    ];
-    raw.rec("request:healthy-bad", t0 + 430, &healthy_bad);
-    let freeze = CFreeze::new(t.lab, act, replicas, lease, t0 + 450);
-    let (run, end, lease) = c_freeze_run(&freeze, &a3.existing, &mut raw);
-    let (a6, switch) = policy_switch((t0 + 30, t0 + 80), healthy_bad, run);
-    raw.splice(2..2, switch);
-    let inputs = [&[plan(t.lab)], own].concat();
-    t.act(act, (t0, end), &inputs, &a6, raw);
-    (a6, lease)
-}
-
 /// A replica lab's act 7: act 3's scale attempt healed at 360 s (back to the original count);
 /// the other pods terminate (grace period 30 s); the Lease's holder after the freezes (`held`)
 /// stays.
