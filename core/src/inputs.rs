@@ -997,10 +997,7 @@ pub fn parse<T: StudentInput>(value: &serde_json::Value, ctx: &Context) -> Resul
             })
         })
     };
-    let context: Vec<InputIssue> = context
-        .into_iter()
-        .filter(|c| !flagged(&c.json_path))
-        .collect();
+    context.retain(|c| !flagged(&c.json_path));
     issues.extend(context);
     if !issues.is_empty() {
         return Err(issues.into());
@@ -1016,8 +1013,7 @@ pub fn schema(file: InputFile) -> serde_json::Value {
     let mut v = type_schema(file).to_value();
     if let Some(obj) = v.as_object_mut() {
         let title = match file {
-            InputFile::PolicyIgnore => "policy-ignore.json",
-            InputFile::Policy => "policy.json",
+            InputFile::Policy | InputFile::PolicyIgnore => file.file_name(),
             other => obj
                 .get("title")
                 .and_then(|t| t.as_str())

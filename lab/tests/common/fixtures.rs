@@ -169,13 +169,12 @@ pub fn request(
             (500, body)
         }
     };
-    let (sent_at, answered_at, elapsed_ms) = (ts(sent), ts(answered), elapsed);
     let answer = lab::cluster::RawAnswer {
         http_status,
         body,
-        sent_at,
-        answered_at,
-        elapsed_ms,
+        sent_at: ts(sent),
+        answered_at: ts(answered),
+        elapsed_ms: elapsed,
     };
     lab::probe::record(name.to_owned(), ns, labels, dry_run, answer, get)
 }
@@ -480,13 +479,13 @@ fn namespaces() -> BTreeMap<String, String> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     /// An act scales the admission controller to 0 ([`Fault::Scale`] to 0): its registration
-    /// disappears ([`scale_down_pass`]).
+    /// disappears ([`scale_down_acts`]).
     ScaleDown,
-    /// The acts freeze the one replica ([`Fault::Freeze`] of [`Target::One`]): [`freeze_pass`].
+    /// The acts freeze the one replica ([`Fault::Freeze`] of [`Target::One`]): [`freeze_acts`].
     Freeze,
     /// An act scales the admission controller to more than one replica ([`Fault::Scale`]) and the
     /// acts freeze a replica by its role, the Lease's holder or not ([`Target::Leader`],
-    /// [`Target::Follower`]): [`replica_pass`].
+    /// [`Target::Follower`]): [`replica_acts`].
     ReplicaFreeze,
 }
 
@@ -718,11 +717,10 @@ fn act3_baseline(t: &mut Tree) {
     let good = good_pod("kca-good-100200-a1b2c3", 120_000, 45, Stored(uid(0x600d)));
     let bad = bad_pod("kca-bad-100201-d4e5f6", 121_000, 38, DENY_FAIL);
     let raw = raw_of([&good, &bad]);
-    let existing = existing_at(126_000);
     let a3 = facts::Act3Facts {
         good,
         bad,
-        existing,
+        existing: existing_at(126_000),
     };
     t.act(3, (119_000, 126_500), &[], a3, raw);
 }
@@ -860,11 +858,10 @@ fn freeze_act(t: &mut Tree, act: u8) {
     t.act(act, (t0, t0 + 25_000), inputs, facts, raw);
 }
 
-/// The passing work directory of a lab that freezes its one replica ([`Kind::Freeze`]: lab B):
-/// each freeze act of the registry after the investigation, with or without a switch to Ignore.
-pub fn freeze_pass(lab: Lab) -> Files {
-    let mut t = acts_1_and_2(lab);
-    act3_baseline(&mut t);
+/// Acts 3-7 of a lab that freezes its one replica ([`Kind::Freeze`]: lab B): each freeze act of
+/// the registry after the investigation, with or without a switch to Ignore. Returns the report.
+fn freeze_acts(t: &mut Tree) -> Value {
+    act3_baseline(t);
     let plan = t.inputs_of(4);
     let a4 = b::Act4Facts {
         node_uid: NODE_UID.into(),
@@ -880,39 +877,34 @@ pub fn freeze_pass(lab: Lab) -> Files {
     let cri = cri_container(0, &identity(), CTRL_POD);
     let raw4 = vec![raw_rec("cri-container", 180_400, cri)];
     t.act(4, (180_000, 181_000), plan, a4, raw4);
-    for (act, _) in acts::freezes(lab) {
-        freeze_act(&mut t, act);
+    for (act, _) in acts::freezes(t.lab) {
+        freeze_act(t, act);
     }
 
     let recovery = t.inputs_of(7);
     let healthy_bad = bad_pod("kca-recovery-bad-f70001", 360_000, 44, DENY_IGNORE);
-    let w7 = webhook("Ignore", 359_000);
     let raw7 = vec![
         healthy_bad.raw_response.clone(),
         raw_rec("webhook-configuration", 359_000, configuration("Ignore")),
     ];
     let a7 = b::Act7Facts {
         policy_uid: POLICY_UID.into(),
-        webhook: w7,
+        webhook: webhook("Ignore", 359_000),
         healthy_bad,
         existing: existing_at(361_000),
     };
     t.act(7, (358_000, 362_000), recovery, a7, raw7);
-
-    let report = super::reference::value(report_file(lab), &t.ctx()).unwrap();
-    report_act(&mut t, report);
-    t.files
+    super::reference::value(report_file(t.lab), &t.ctx()).unwrap()
 }
 /// Lab A's Lease read at `at` ms: held by `holder` since [`ACQUIRED`], renewed a second before.
 fn lease_a(holder: &str, at: i64) -> (a::LeaseFacts, Value) {
     lease(holder, ACQUIRED, at - 1_000, 0, at)
 }
 
-/// The passing work directory of a lab that scales the admission controller to 0
-/// ([`Kind::ScaleDown`]: lab A).
-pub fn scale_down_pass(lab: Lab) -> Files {
-    let mut t = acts_1_and_2(lab);
-    act3_baseline(&mut t);
+/// Acts 3-7 of a lab that scales the admission controller to 0 ([`Kind::ScaleDown`]: lab A).
+/// Returns the report.
+fn scale_down_acts(t: &mut Tree) -> Value {
+    act3_baseline(t);
     let plan = t.inputs_of(4);
     let ((lease, lease_raw), deployment) = (lease_a(CTRL_POD, 180_400), deployment(1, 1));
     let pod = pod_raw(CTRL_POD, "kyverno", CTRL_POD_UID, 0);
@@ -929,8 +921,8 @@ pub fn scale_down_pass(lab: Lab) -> Files {
         raw_rec("lease", 180_400, lease_raw),
     ];
     t.act(4, (180_000, 181_000), plan, a4, raw4);
-    a_act5(&mut t);
-    a_act6(&mut t);
+    a_act5(t);
+    a_act6(t);
 
     let admitted = DryRunAdmitted("f1f2f3f4-bbbb-4ccc-8ddd-eeeeeeeeeeee".into());
     let good = dry_run_pod("kca-dryrun-good-a70001", true, 360_000, 55, admitted);
@@ -951,9 +943,7 @@ pub fn scale_down_pass(lab: Lab) -> Files {
     };
     t.act(7, (359_000, 362_000), &[], a7, raw7);
 
-    let report = super::reference::report_a(&t.ctx(), false).unwrap();
-    report_act(&mut t, report);
-    t.files
+    super::reference::report_a(&t.ctx(), false).unwrap()
 }
 
 /// Lab A act 5: scale to 0 at 240 s; pods gone at 245 s; the registration is gone (Kyverno's
@@ -1157,16 +1147,14 @@ fn replica_requests(replicas: &[Replica], counts: &[(u64, u64)]) -> Vec<c::Repli
         .collect()
 }
 
-/// The passing work directory of a lab that scales the admission controller up and freezes a
-/// replica by its role ([`Kind::ReplicaFreeze`]: lab C): as many replicas as its scale asks for,
-/// then its two freezes, the first under Fail, the second after a switch to Ignore, each of the
-/// replica its [`Target`] names.
-pub fn replica_pass(lab: Lab) -> Files {
-    let mut t = acts_1_and_2(lab);
-    let n = acts::replicas(lab);
-    let replicas = replicas(n);
-    let a3 = c_act3(&mut t, &replicas);
-    let a4 = c_act4(&mut t, &replicas);
+/// Acts 3-7 of a lab that scales the admission controller up and freezes a replica by its role
+/// ([`Kind::ReplicaFreeze`]: lab C): as many replicas as its scale asks for, then its two
+/// freezes, the first under Fail, the second after a switch to Ignore, each of the replica its
+/// [`Target`] names. Returns the report.
+fn replica_acts(t: &mut Tree) -> Value {
+    let (lab, replicas) = (t.lab, replicas(acts::replicas(t.lab)));
+    let a3 = c_act3(t, &replicas);
+    let a4 = c_act4(t, &replicas);
     let lease = LeaseState {
         holder: 0,
         transitions: 0,
@@ -1176,15 +1164,13 @@ pub fn replica_pass(lab: Lab) -> Files {
         panic!("lab {}: two freezes", lab.as_str())
     };
     assert!(!acts::switches_policy(lab, fail) && acts::switches_policy(lab, ignore));
-    let (run5, _, lease5) = c_freeze_act(&mut t, fail, &replicas, &a3, lease);
-    let (_, a6, lease6) = c_freeze_act(&mut t, ignore, &replicas, &a3, lease5);
+    let (run5, _, lease5) = c_freeze_act(t, fail, &replicas, &a3, lease);
+    let (_, a6, lease6) = c_freeze_act(t, ignore, &replicas, &a3, lease5);
     let a6 = a6.expect("act 6 switches the policy");
-    let a7 = c_act7(&mut t, &replicas, &a3, lease6);
+    let a7 = c_act7(t, &replicas, &a3, lease6);
     // The report, each word the evidence's (`rules::c::report_expectations`).
     let words = lab::rules::c::report_expectations(&a3, &run5, &a6, &a7);
-    let report = super::reference::report_c(&t.ctx(), &words).unwrap();
-    report_act(&mut t, report);
-    t.files
+    super::reference::report_c(&t.ctx(), &words).unwrap()
 }
 
 /// Act 4 of a replica lab: the Lease, every replica's process (the holder's first), the Lease
@@ -1744,13 +1730,17 @@ fn c_act7(t: &mut Tree, replicas: &[Replica], a3: &c::Act3Facts, held: LeaseStat
     a7
 }
 
-/// The passing work directory of `lab`, written by the generator its steps call for ([`Kind`]).
+/// The passing work directory of `lab`: acts 1-2 as every lab has them, acts 3-7 by the
+/// generator its steps call for ([`Kind`]), the report act.
 pub fn pass(lab: Lab) -> Files {
-    match Kind::of(lab) {
-        Kind::ScaleDown => scale_down_pass(lab),
-        Kind::Freeze => freeze_pass(lab),
-        Kind::ReplicaFreeze => replica_pass(lab),
-    }
+    let mut t = acts_1_and_2(lab);
+    let report = match Kind::of(lab) {
+        Kind::ScaleDown => scale_down_acts(&mut t),
+        Kind::Freeze => freeze_acts(&mut t),
+        Kind::ReplicaFreeze => replica_acts(&mut t),
+    };
+    report_act(&mut t, report);
+    t.files
 }
 
 /// All fixture files of `lab` (relative to `fixtures/<lab>/`): `pass/...` and `flagged/<case>/...`.
