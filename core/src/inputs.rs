@@ -178,6 +178,34 @@ pub struct Context {
 // ---------------------------------------------------------------------------------------------
 // Constant and pattern types.
 
+/// `impl JsonSchema for $name`: inlined, named after the type, with the schema `$schema`.
+macro_rules! inline_schema {
+    ($name:ident, $schema:expr) => {
+        impl JsonSchema for $name {
+            fn schema_name() -> Cow<'static, str> {
+                stringify!($name).into()
+            }
+            fn inline_schema() -> bool {
+                true
+            }
+            fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                $schema
+            }
+        }
+    };
+}
+
+/// Reads one JSON value and keeps what `accept` makes of it; a value it refuses is the error
+/// `expected {what}, found {value}`.
+fn accept_value<'de, D: Deserializer<'de>, T>(
+    d: D,
+    what: impl std::fmt::Display,
+    accept: impl FnOnce(&serde_json::Value) -> Option<T>,
+) -> Result<T, D::Error> {
+    let found = serde_json::Value::deserialize(d)?;
+    accept(&found).ok_or_else(|| D::Error::custom(format_args!("expected {what}, found {found}")))
+}
+
 /// Constant types, each `/// doc` `Name: type = value;`: a unit struct that (de)serializes as exactly
 /// `value` and shows in the JSON Schema as `const`.
 macro_rules! constant {
@@ -199,36 +227,20 @@ macro_rules! constant {
 
         impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let found = serde_json::Value::deserialize(d)?;
-                if found == serde_json::json!(Self::VALUE) {
-                    Ok($name)
-                } else {
-                    Err(D::Error::custom(format_args!(
-                        "expected {}, found {}",
-                        serde_json::json!(Self::VALUE),
-                        found
-                    )))
-                }
+                let v = serde_json::json!(Self::VALUE);
+                accept_value(d, &v, |found| (*found == v).then_some($name))
             }
         }
 
-        impl JsonSchema for $name {
-            fn schema_name() -> Cow<'static, str> {
-                stringify!($name).into()
-            }
-            fn inline_schema() -> bool {
-                true
-            }
-            fn json_schema(_: &mut SchemaGenerator) -> Schema {
-                let v = serde_json::json!(Self::VALUE);
-                let ty = match &v {
-                    serde_json::Value::Bool(_) => "boolean",
-                    serde_json::Value::Number(_) => "integer",
-                    _ => "string",
-                };
-                json_schema!({ "type": ty, "const": v })
-            }
-        }
+        inline_schema!($name, {
+            let v = serde_json::json!(Self::VALUE);
+            let ty = match &v {
+                serde_json::Value::Bool(_) => "boolean",
+                serde_json::Value::Number(_) => "integer",
+                _ => "string",
+            };
+            json_schema!({ "type": ty, "const": v })
+        });
     )+};
 }
 
@@ -257,29 +269,17 @@ macro_rules! one_of {
 
         impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let found = serde_json::Value::deserialize(d)?;
-                match found.as_str() {
-                    $(Some($value) => Ok($name::$variant),)+
-                    _ => Err(D::Error::custom(format_args!(
-                        "expected one of {}, found {}",
-                        Self::VALUES.iter().map(|v| format!("{v:?}")).collect::<Vec<_>>().join(", "),
-                        found
-                    ))),
-                }
+                let words = Self::VALUES.iter().map(|v| format!("{v:?}")).collect::<Vec<_>>();
+                accept_value(d, format_args!("one of {}", words.join(", ")), |found| {
+                    match found.as_str() {
+                        $(Some($value) => Some($name::$variant),)+
+                        _ => None,
+                    }
+                })
             }
         }
 
-        impl JsonSchema for $name {
-            fn schema_name() -> Cow<'static, str> {
-                stringify!($name).into()
-            }
-            fn inline_schema() -> bool {
-                true
-            }
-            fn json_schema(_: &mut SchemaGenerator) -> Schema {
-                json_schema!({ "type": "string", "enum": Self::VALUES })
-            }
-        }
+        inline_schema!($name, json_schema!({ "type": "string", "enum": Self::VALUES }));
     )+};
 }
 
@@ -304,26 +304,18 @@ macro_rules! patterned {
 
         impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let found = serde_json::Value::deserialize(d)?;
                 let check: fn(&str) -> bool = $check;
-                match found.as_str() {
-                    Some(s) if check(s) => Ok($name(s.to_owned())),
-                    _ => Err(D::Error::custom(format_args!("expected {}, found {}", $what, found))),
-                }
+                accept_value(d, $what, |found| {
+                    let s = found.as_str().filter(|s| check(s))?;
+                    Some($name(s.to_owned()))
+                })
             }
         }
 
-        impl JsonSchema for $name {
-            fn schema_name() -> Cow<'static, str> {
-                stringify!($name).into()
-            }
-            fn inline_schema() -> bool {
-                true
-            }
-            fn json_schema(_: &mut SchemaGenerator) -> Schema {
-                json_schema!({ "type": "string", "pattern": $pattern, "description": $what })
-            }
-        }
+        inline_schema!(
+            $name,
+            json_schema!({ "type": "string", "pattern": $pattern, "description": $what })
+        );
     };
 }
 
@@ -913,12 +905,8 @@ fn check_bound_fields(
             Source::NodeUid => ctx.node_uid.as_ref(),
             Source::NamespaceUid(ns) => match &ctx.namespaces {
                 Some(live) if !live.contains_key(ns) => {
-                    issues.push(said_issue(
-                        file,
-                        path,
-                        said::namespace_on_cluster(ns),
-                        said::none(),
-                    ));
+                    let expected = said::namespace_on_cluster(ns);
+                    issues.push(said_issue(file, path, expected, said::none()));
                     continue;
                 }
                 live => live.as_ref().and_then(|m| m.get(ns)),
@@ -930,14 +918,14 @@ fn check_bound_fields(
         if let Some(expected) = expected
             && expected != found
         {
+            let (expected, found) = (
+                said::bound(expected, source),
+                said::json(format!("{found:?}")),
+            );
+            let issue = said_issue(file, path, expected, found);
             issues.push(InputIssue {
                 mismatch: Some(source),
-                ..said_issue(
-                    file,
-                    path,
-                    said::bound(expected, source),
-                    said::json(format!("{found:?}")),
-                )
+                ..issue
             });
         }
     }
@@ -1009,10 +997,7 @@ pub fn parse<T: StudentInput>(value: &serde_json::Value, ctx: &Context) -> Resul
             })
         })
     };
-    let context: Vec<InputIssue> = context
-        .into_iter()
-        .filter(|c| !flagged(&c.json_path))
-        .collect();
+    context.retain(|c| !flagged(&c.json_path));
     issues.extend(context);
     if !issues.is_empty() {
         return Err(issues.into());
@@ -1028,8 +1013,7 @@ pub fn schema(file: InputFile) -> serde_json::Value {
     let mut v = type_schema(file).to_value();
     if let Some(obj) = v.as_object_mut() {
         let title = match file {
-            InputFile::PolicyIgnore => "policy-ignore.json",
-            InputFile::Policy => "policy.json",
+            InputFile::Policy | InputFile::PolicyIgnore => file.file_name(),
             other => obj
                 .get("title")
                 .and_then(|t| t.as_str())
@@ -1058,51 +1042,40 @@ fn deserialize_issue(
 ) -> InputIssue {
     let mut path = json_path(e.path());
     let msg = e.inner().to_string();
-    let tick = |s: &str| -> Option<String> {
-        let start = s.find('`')? + 1;
-        let end = start + s[start..].find('`')?;
-        Some(s[start..end].to_owned())
+    // The name between the first two backticks of `s`, else all of `s`.
+    let tick = |s: &str| {
+        let name = s.split_once('`').and_then(|(_, r)| r.split_once('`'));
+        name.map_or(s, |(n, _)| n).to_owned()
     };
     let (expected, found) = if let Some(rest) = msg.strip_prefix("missing field ") {
-        let name = tick(rest).unwrap_or_else(|| rest.to_owned());
+        let name = tick(rest);
         path = push_key(&path, &name);
         (format!("field {name:?}"), "nothing".to_owned())
     } else if let Some(rest) = msg.strip_prefix("unknown field ") {
-        let name = tick(rest).unwrap_or_else(|| rest.to_owned());
-        let suffix = push_key("", &name);
-        if !path.ends_with(&suffix) {
+        let name = tick(rest);
+        if !path.ends_with(&push_key("", &name)) {
             path = push_key(&path, &name);
         }
         let allowed = rest
             .split_once(", expected ")
-            .map(|(_, a)| a.replace('`', "\""))
-            .unwrap_or_default();
-        (
-            format!("no field {name:?} (allowed: {allowed})"),
-            format!("field {name:?}"),
-        )
+            .map(|(_, a)| a.replace('`', "\""));
+        let allowed = allowed.unwrap_or_default();
+        let found = format!("field {name:?}");
+        (format!("no field {name:?} (allowed: {allowed})"), found)
     } else if let Some(rest) = msg.strip_prefix("expected ") {
-        match rest.rsplit_once(", found ") {
-            Some((exp, found)) => (exp.to_owned(), found.to_owned()),
-            None => (rest.to_owned(), "another value".to_owned()),
-        }
+        let (exp, found) = rest
+            .rsplit_once(", found ")
+            .unwrap_or((rest, "another value"));
+        (exp.to_owned(), found.to_owned())
     } else if let Some((found, exp)) = msg.split_once(", expected ") {
-        let found = found
-            .trim_start_matches("invalid type: ")
-            .trim_start_matches("invalid value: ")
-            .trim_start_matches("invalid length ")
-            .to_owned();
-        let exp = if exp.starts_with("struct ") {
-            "a JSON object".to_owned()
-        } else {
-            exp.to_owned()
-        };
-        let found = if msg.starts_with("invalid length ") {
-            format!("{found} elements")
-        } else {
-            found
-        };
-        (exp, found)
+        let prefixes = ["invalid type: ", "invalid value: ", "invalid length "];
+        let found = prefixes.iter().fold(found, |f, p| f.trim_start_matches(p));
+        let exp = exp.strip_prefix("struct ").map_or(exp, |_| "a JSON object");
+        let elements = msg.starts_with("invalid length ").then_some(" elements");
+        (
+            exp.to_owned(),
+            format!("{found}{}", elements.unwrap_or_default()),
+        )
     } else {
         ("a valid value".to_owned(), msg.clone())
     };
@@ -1117,22 +1090,16 @@ fn first_difference(
 ) -> Option<(String, String, String)> {
     use serde_json::Value;
     match (expected, found) {
-        (Value::Object(e), Value::Object(f)) => {
-            for (k, ev) in e {
-                let p = push_key(path, k);
-                match f.get(k) {
-                    Some(fv) => {
-                        if let Some(d) = first_difference(ev, fv, &p) {
-                            return Some(d);
-                        }
-                    }
-                    None => return Some((p, ev.to_string(), "nothing".to_owned())),
-                }
-            }
-            f.iter()
-                .find(|(k, _)| !e.contains_key(*k))
-                .map(|(k, v)| (push_key(path, k), "nothing".to_owned(), v.to_string()))
-        }
+        (Value::Object(e), Value::Object(f)) => e
+            .iter()
+            .find_map(|(k, ev)| match f.get(k) {
+                Some(fv) => first_difference(ev, fv, &push_key(path, k)),
+                None => Some((push_key(path, k), ev.to_string(), "nothing".to_owned())),
+            })
+            .or_else(|| {
+                let (k, v) = f.iter().find(|(k, _)| !e.contains_key(*k))?;
+                Some((push_key(path, k), "nothing".to_owned(), v.to_string()))
+            }),
         (Value::Array(e), Value::Array(f)) if e.len() == f.len() => e
             .iter()
             .zip(f)

@@ -195,28 +195,22 @@ pub mod a {
             p.is_some_and(|p| super::common::same_uid_running(p, &f3.existing))
         };
         let existing = same(Some(&f5.existing)) && same(f6.existing.as_ref());
+        let existing = word(existing, "same-uid-running", "not-same-uid-running");
         let kept = f5.policy_webhook_present;
+        let scale_down = word(kept, "registration-kept", "registration-absent");
         let recovery = timeline_in_order(f6);
+        let recovery = word(
+            recovery,
+            "lease-then-registration-then-deny",
+            "not-confirmed",
+        );
         BTreeMap::from([
-            (
-                "scale_down",
-                word(kept, "registration-kept", "registration-absent"),
-            ),
+            ("scale_down", scale_down),
             ("policy", word(policy, "present", "absent")),
             ("request", request.to_owned()),
-            (
-                "recovery",
-                word(
-                    recovery,
-                    "lease-then-registration-then-deny",
-                    "not-confirmed",
-                ),
-            ),
+            ("recovery", recovery),
             ("dry_run", word(dry, "validated-not-stored", "not-shown")),
-            (
-                "existing",
-                word(existing, "same-uid-running", "not-same-uid-running"),
-            ),
+            ("existing", existing),
         ])
     }
 }
@@ -305,29 +299,26 @@ pub mod b {
         act6: &Act6Facts,
         act7: &Act7Facts,
     ) -> Vec<(&'static str, String)> {
-        let outcome = |r: &RequestRecord| r.outcome.as_str().to_owned();
-        let (good, bad) = (&act5.target_good, &act5.target_bad);
-        let timeout = |r: &RequestRecord| r.outcome == Outcome::WebhookTimeout;
-        let fail = if timeout(good) && timeout(bad) {
-            "matching-requests-timeout".to_owned()
-        } else {
-            format!("target-good:{},target-bad:{}", outcome(good), outcome(bad))
+        let (good, bad) = (act5.target_good.outcome, act5.target_bad.outcome);
+        let fail = match (good, bad) {
+            (Outcome::WebhookTimeout, Outcome::WebhookTimeout) => {
+                "matching-requests-timeout".to_owned()
+            }
+            _ => format!("target-good:{},target-bad:{}", good.as_str(), bad.as_str()),
         };
-        let ignore = if act6.run.target_bad.outcome == Outcome::Stored {
-            "unvalidated-request-stored".to_owned()
-        } else {
-            format!("target-bad:{}", outcome(&act6.run.target_bad))
+        // `yes` when `r` was stored, else `what:` and its outcome.
+        let stored = |r: &RequestRecord, yes: &str, what: &str| match r.outcome {
+            Outcome::Stored => yes.to_owned(),
+            o => format!("{what}:{}", o.as_str()),
         };
-        let control = if act5.control.outcome == Outcome::Stored {
-            "outside-selector".to_owned()
-        } else {
-            format!("control:{}", outcome(&act5.control))
-        };
+        let (run, healthy) = (&act6.run, act6.healthy_bad.outcome.as_str());
+        let ignore = stored(&run.target_bad, "unvalidated-request-stored", "target-bad");
+        let control = stored(&act5.control, "outside-selector", "control");
         let existing = super::common::existing_word(&act7.existing, &act3.existing, "");
         vec![
             ("fail", fail),
             ("ignore", ignore),
-            ("healthy_ignore", outcome(&act6.healthy_bad)),
+            ("healthy_ignore", healthy.to_owned()),
             ("control", control),
             ("existing", existing),
         ]
@@ -482,20 +473,23 @@ pub mod c {
 
 #[cfg(test)]
 mod liveness_tests {
-    use super::b::liveness_wait;
+    use super::b::{liveness_failure_wait, liveness_wait};
     use std::time::Duration;
+
+    const ZERO: Duration = Duration::ZERO;
 
     const fn s(secs: u64) -> Duration {
         Duration::from_secs(secs)
     }
 
+    const fn ms(millis: u64) -> Duration {
+        Duration::from_millis(millis)
+    }
+
     #[test]
     fn the_labs_own_act_5_then_act_6_needs_no_wait() {
         // Recorded runs: act 6's freeze started 0.36 s and 0.74 s after act 5's resume.
-        assert_eq!(
-            liveness_wait(s(20), Duration::from_millis(740), s(10)),
-            Duration::ZERO
-        );
+        assert_eq!(liveness_wait(s(20), ms(740), s(10)), ZERO);
     }
 
     #[test]
@@ -504,34 +498,30 @@ mod liveness_tests {
         let w = liveness_wait(s(20), s(10), s(10));
         assert!(w > s(16) && w < s(18), "{w:?}");
         // Act 5 again right after act 5 (20 s + 20 s): risky from the first second.
-        assert!(liveness_wait(s(20), s(1), s(20)) > Duration::ZERO);
+        assert!(liveness_wait(s(20), s(1), s(20)) > ZERO);
         // Past the upper end (a probe has passed in between): no wait.
-        assert_eq!(liveness_wait(s(20), s(28), s(20)), Duration::ZERO);
+        assert_eq!(liveness_wait(s(20), s(28), s(20)), ZERO);
     }
 
     #[test]
     fn a_liveness_failure_before_the_freeze_waits_for_the_next_probe() {
-        use super::b::liveness_failure_wait;
         // Research trial (TCG): a probe failed during Kyverno's slow start-up, act 5 froze it
         // 14 s later for 20 s: the next probe fell in the freeze and kubelet restarted Kyverno.
         let w = liveness_failure_wait(s(14), s(20));
         assert!(w > s(22) && w < s(24), "{w:?}");
         // Act 6 right after act 5: act 5's own failure (≈ 10 s before its resume) leaves the next
         // probe after act 6's 10 s freeze: no wait (as `liveness_wait` found).
-        assert_eq!(
-            liveness_failure_wait(Duration::from_millis(10_400), s(10)),
-            Duration::ZERO
-        );
+        assert_eq!(liveness_failure_wait(ms(10_400), s(10)), ZERO);
         // The same failure and act 5 again (20 s): the next probe can fall in it.
-        assert!(liveness_failure_wait(Duration::from_millis(10_400), s(20)) > s(26));
+        assert!(liveness_failure_wait(ms(10_400), s(20)) > s(26));
         // A failure whose next probe is over: nothing to wait for.
-        assert_eq!(liveness_failure_wait(s(37), s(20)), Duration::ZERO);
-        assert!(liveness_failure_wait(s(36), s(20)) > Duration::ZERO);
+        assert_eq!(liveness_failure_wait(s(37), s(20)), ZERO);
+        assert!(liveness_failure_wait(s(36), s(20)) > ZERO);
     }
 
     #[test]
     fn a_freeze_shorter_than_the_probe_timeout_cannot_fail_a_probe() {
-        assert_eq!(liveness_wait(s(2), s(10), s(20)), Duration::ZERO);
+        assert_eq!(liveness_wait(s(2), s(10), s(20)), ZERO);
     }
 }
 

@@ -344,12 +344,9 @@ fn scale_down_cases() -> Vec<Case> {
 
 /// A count in words, as the cases' names and reasons say it (`two`), a numeral past ten.
 fn word(n: u32) -> String {
-    let words = [
-        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-    ];
-    words
-        .get(n as usize)
-        .map_or(n.to_string(), |w| (*w).to_owned())
+    let words = "zero one two three four five six seven eight nine ten";
+    let w = words.split(' ').nth(n as usize);
+    w.map_or(n.to_string(), str::to_owned)
 }
 
 /// The role of the replica act `act` of `lab` freezes ([`Target`]), if it freezes one, and what

@@ -169,13 +169,12 @@ pub fn request(
             (500, body)
         }
     };
-    let (sent_at, answered_at, elapsed_ms) = (ts(sent), ts(answered), elapsed);
     let answer = lab::cluster::RawAnswer {
         http_status,
         body,
-        sent_at,
-        answered_at,
-        elapsed_ms,
+        sent_at: ts(sent),
+        answered_at: ts(answered),
+        elapsed_ms: elapsed,
     };
     lab::probe::record(name.to_owned(), ns, labels, dry_run, answer, get)
 }
@@ -374,20 +373,15 @@ fn policy_switch<R>(
     healthy_bad: RequestRecord,
     run: R,
 ) -> (facts::PolicySwitch<R>, [Value; 2]) {
+    let config = configuration("Ignore");
     let raw = [
         raw_rec("policy-stored", stored, policy_answer("Ignore")),
-        raw_rec(
-            "webhook-configuration-ignore",
-            registered,
-            configuration("Ignore"),
-        ),
+        raw_rec("webhook-configuration-ignore", registered, config),
     ];
-    let (policy, webhook) = (stored_policy("Ignore"), webhook("Ignore", registered));
-    let policy_uid_before = POLICY_UID.into();
     let switch = facts::PolicySwitch {
-        policy_uid_before,
-        policy,
-        webhook,
+        policy_uid_before: POLICY_UID.into(),
+        policy: stored_policy("Ignore"),
+        webhook: webhook("Ignore", registered),
         healthy_bad,
         run,
     };
@@ -485,13 +479,13 @@ fn namespaces() -> BTreeMap<String, String> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     /// An act scales the admission controller to 0 ([`Fault::Scale`] to 0): its registration
-    /// disappears ([`scale_down_pass`]).
+    /// disappears ([`scale_down_acts`]).
     ScaleDown,
-    /// The acts freeze the one replica ([`Fault::Freeze`] of [`Target::One`]): [`freeze_pass`].
+    /// The acts freeze the one replica ([`Fault::Freeze`] of [`Target::One`]): [`freeze_acts`].
     Freeze,
     /// An act scales the admission controller to more than one replica ([`Fault::Scale`]) and the
     /// acts freeze a replica by its role, the Lease's holder or not ([`Target::Leader`],
-    /// [`Target::Follower`]): [`replica_pass`].
+    /// [`Target::Follower`]): [`replica_acts`].
     ReplicaFreeze,
 }
 
@@ -500,11 +494,8 @@ impl Kind {
     pub fn of(lab: Lab) -> Kind {
         let freezes = acts::freezes(lab);
         let one = freezes.iter().filter(|(_, t)| *t == Target::One).count();
-        match (
-            acts::scale_down(lab),
-            acts::replicas(lab) > 1,
-            freezes.len(),
-        ) {
+        let (down, many) = (acts::scale_down(lab), acts::replicas(lab) > 1);
+        match (down, many, freezes.len()) {
             (Some(_), false, 0) => Kind::ScaleDown,
             (None, false, n) if n > 0 && one == n => Kind::Freeze,
             (None, true, n) if n > 0 && one == 0 => Kind::ReplicaFreeze,
@@ -726,11 +717,10 @@ fn act3_baseline(t: &mut Tree) {
     let good = good_pod("kca-good-100200-a1b2c3", 120_000, 45, Stored(uid(0x600d)));
     let bad = bad_pod("kca-bad-100201-d4e5f6", 121_000, 38, DENY_FAIL);
     let raw = raw_of([&good, &bad]);
-    let existing = existing_at(126_000);
     let a3 = facts::Act3Facts {
         good,
         bad,
-        existing,
+        existing: existing_at(126_000),
     };
     t.act(3, (119_000, 126_500), &[], a3, raw);
 }
@@ -868,11 +858,10 @@ fn freeze_act(t: &mut Tree, act: u8) {
     t.act(act, (t0, t0 + 25_000), inputs, facts, raw);
 }
 
-/// The passing work directory of a lab that freezes its one replica ([`Kind::Freeze`]: lab B):
-/// each freeze act of the registry after the investigation, with or without a switch to Ignore.
-pub fn freeze_pass(lab: Lab) -> Files {
-    let mut t = acts_1_and_2(lab);
-    act3_baseline(&mut t);
+/// Acts 3-7 of a lab that freezes its one replica ([`Kind::Freeze`]: lab B): each freeze act of
+/// the registry after the investigation, with or without a switch to Ignore. Returns the report.
+fn freeze_acts(t: &mut Tree) -> Value {
+    act3_baseline(t);
     let plan = t.inputs_of(4);
     let a4 = b::Act4Facts {
         node_uid: NODE_UID.into(),
@@ -888,39 +877,34 @@ pub fn freeze_pass(lab: Lab) -> Files {
     let cri = cri_container(0, &identity(), CTRL_POD);
     let raw4 = vec![raw_rec("cri-container", 180_400, cri)];
     t.act(4, (180_000, 181_000), plan, a4, raw4);
-    for (act, _) in acts::freezes(lab) {
-        freeze_act(&mut t, act);
+    for (act, _) in acts::freezes(t.lab) {
+        freeze_act(t, act);
     }
 
     let recovery = t.inputs_of(7);
     let healthy_bad = bad_pod("kca-recovery-bad-f70001", 360_000, 44, DENY_IGNORE);
-    let w7 = webhook("Ignore", 359_000);
     let raw7 = vec![
         healthy_bad.raw_response.clone(),
         raw_rec("webhook-configuration", 359_000, configuration("Ignore")),
     ];
     let a7 = b::Act7Facts {
         policy_uid: POLICY_UID.into(),
-        webhook: w7,
+        webhook: webhook("Ignore", 359_000),
         healthy_bad,
         existing: existing_at(361_000),
     };
     t.act(7, (358_000, 362_000), recovery, a7, raw7);
-
-    let report = super::reference::value(report_file(lab), &t.ctx()).unwrap();
-    report_act(&mut t, report);
-    t.files
+    super::reference::value(report_file(t.lab), &t.ctx()).unwrap()
 }
 /// Lab A's Lease read at `at` ms: held by `holder` since [`ACQUIRED`], renewed a second before.
 fn lease_a(holder: &str, at: i64) -> (a::LeaseFacts, Value) {
     lease(holder, ACQUIRED, at - 1_000, 0, at)
 }
 
-/// The passing work directory of a lab that scales the admission controller to 0
-/// ([`Kind::ScaleDown`]: lab A).
-pub fn scale_down_pass(lab: Lab) -> Files {
-    let mut t = acts_1_and_2(lab);
-    act3_baseline(&mut t);
+/// Acts 3-7 of a lab that scales the admission controller to 0 ([`Kind::ScaleDown`]: lab A).
+/// Returns the report.
+fn scale_down_acts(t: &mut Tree) -> Value {
+    act3_baseline(t);
     let plan = t.inputs_of(4);
     let ((lease, lease_raw), deployment) = (lease_a(CTRL_POD, 180_400), deployment(1, 1));
     let pod = pod_raw(CTRL_POD, "kyverno", CTRL_POD_UID, 0);
@@ -937,8 +921,8 @@ pub fn scale_down_pass(lab: Lab) -> Files {
         raw_rec("lease", 180_400, lease_raw),
     ];
     t.act(4, (180_000, 181_000), plan, a4, raw4);
-    a_act5(&mut t);
-    a_act6(&mut t);
+    a_act5(t);
+    a_act6(t);
 
     let admitted = DryRunAdmitted("f1f2f3f4-bbbb-4ccc-8ddd-eeeeeeeeeeee".into());
     let good = dry_run_pod("kca-dryrun-good-a70001", true, 360_000, 55, admitted);
@@ -959,9 +943,7 @@ pub fn scale_down_pass(lab: Lab) -> Files {
     };
     t.act(7, (359_000, 362_000), &[], a7, raw7);
 
-    let report = super::reference::report_a(&t.ctx(), false).unwrap();
-    report_act(&mut t, report);
-    t.files
+    super::reference::report_a(&t.ctx(), false).unwrap()
 }
 
 /// Lab A act 5: scale to 0 at 240 s; pods gone at 245 s; the registration is gone (Kyverno's
@@ -977,10 +959,8 @@ fn a_act5(t: &mut Tree) {
         "metadata": {"name": "kyverno-admission-controller", "namespace": "kyverno"}, "spec": {}});
     let down = json!({"sent_at": ts(240_000), "answered_at": ts(240_000),
         "replicas_before": 1, "raw": scale});
-    let (policy, dir) = (
-        stored_policy("Fail"),
-        "/root/kca-webhook/faults/scale-20261129T100359Z",
-    );
+    let policy = stored_policy("Fail");
+    let dir = "/root/kca-webhook/faults/scale-20261129T100359Z";
     let mut raw5 = raw_of([&target_bad, &control]);
     let a5 = a::Act5Facts {
         watcher: lab::derive::watcher(&ready, 55, 1, Some(dir.into())).expect("a ready answer"),
@@ -1167,16 +1147,14 @@ fn replica_requests(replicas: &[Replica], counts: &[(u64, u64)]) -> Vec<c::Repli
         .collect()
 }
 
-/// The passing work directory of a lab that scales the admission controller up and freezes a
-/// replica by its role ([`Kind::ReplicaFreeze`]: lab C): as many replicas as its scale asks for,
-/// then its two freezes, the first under Fail, the second after a switch to Ignore, each of the
-/// replica its [`Target`] names.
-pub fn replica_pass(lab: Lab) -> Files {
-    let mut t = acts_1_and_2(lab);
-    let n = acts::replicas(lab);
-    let replicas = replicas(n);
-    let a3 = c_act3(&mut t, &replicas);
-    let a4 = c_act4(&mut t, &replicas);
+/// Acts 3-7 of a lab that scales the admission controller up and freezes a replica by its role
+/// ([`Kind::ReplicaFreeze`]: lab C): as many replicas as its scale asks for, then its two
+/// freezes, the first under Fail, the second after a switch to Ignore, each of the replica its
+/// [`Target`] names. Returns the report.
+fn replica_acts(t: &mut Tree) -> Value {
+    let (lab, replicas) = (t.lab, replicas(acts::replicas(t.lab)));
+    let a3 = c_act3(t, &replicas);
+    let a4 = c_act4(t, &replicas);
     let lease = LeaseState {
         holder: 0,
         transitions: 0,
@@ -1186,14 +1164,13 @@ pub fn replica_pass(lab: Lab) -> Files {
         panic!("lab {}: two freezes", lab.as_str())
     };
     assert!(!acts::switches_policy(lab, fail) && acts::switches_policy(lab, ignore));
-    let (run5, lease5) = c_freeze_act(&mut t, fail, &replicas, &a3, lease);
-    let (a6, lease6) = c_switch_freeze_act(&mut t, ignore, &replicas, &a3, lease5);
-    let a7 = c_act7(&mut t, &replicas, &a3, lease6);
+    let (run5, _, lease5) = c_freeze_act(t, fail, &replicas, &a3, lease);
+    let (_, a6, lease6) = c_freeze_act(t, ignore, &replicas, &a3, lease5);
+    let a6 = a6.expect("act 6 switches the policy");
+    let a7 = c_act7(t, &replicas, &a3, lease6);
     // The report, each word the evidence's (`rules::c::report_expectations`).
     let words = lab::rules::c::report_expectations(&a3, &run5, &a6, &a7);
-    let report = super::reference::report_c(&t.ctx(), &words).unwrap();
-    report_act(&mut t, report);
-    t.files
+    super::reference::report_c(&t.ctx(), &words).unwrap()
 }
 
 /// Act 4 of a replica lab: the Lease, every replica's process (the holder's first), the Lease
@@ -1227,21 +1204,42 @@ fn c_act4(t: &mut Tree, replicas: &[Replica]) -> c::Act4Facts {
     a4
 }
 
-/// A replica freeze act that does not switch the policy (lab C's act 5: the leader under Fail,
-/// which loses the Lease and restarts). Returns its run and the Lease after it.
+/// A replica freeze act (lab C's act 5: the leader under Fail, which loses the Lease and
+/// restarts). One that first switches the policy to Ignore (lab C's act 6): the switch at 30 ms, a
+/// healthy deny, then the replica the registry's [`Target`] names frozen (lab C: the first
+/// follower by name, replica 2, replica 1 holding the Lease). Returns the run, the switch's facts
+/// around it when the act switched, and the Lease after the freeze.
 fn c_freeze_act(
     t: &mut Tree,
     act: u8,
     replicas: &[Replica],
     a3: &c::Act3Facts,
     lease: LeaseState,
-) -> (c::ReplicaFreezeRun, LeaseState) {
+) -> (c::ReplicaFreezeRun, Option<c::Act6Facts>, LeaseState) {
     let t0 = slot(act);
     let mut raw = vec![raw_rec("healed-earlier-faults", t0, json!([]))];
-    let freeze = CFreeze::new(t.lab, act, replicas, lease, t0);
+    let mut inputs = vec![plan(t.lab)];
+    let switch = acts::switches_policy(t.lab, act).then(|| {
+        inputs.extend(t.inputs_of(act));
+        let tag = lab::labs::common::request_tag(t.lab, act);
+        let name = format!("kca-{tag}-healthy-bad-100430-{tag}h0");
+        let healthy_bad = bad_pod(&name, t0 + 400, 12, Deny(hook(policy_at(t.lab, act))));
+        let before = policy_answer(policy_at(t.lab, act - 1));
+        raw.rec("policy-before", t0, before);
+        raw.rec("request:healthy-bad", t0 + 430, &healthy_bad);
+        healthy_bad
+    });
+    let read = t0 + if switch.is_some() { 450 } else { 0 };
+    let freeze = CFreeze::new(t.lab, act, replicas, lease, read);
     let (run, end, lease) = c_freeze_run(&freeze, &a3.existing, &mut raw);
-    t.act(act, (t0, end), &[plan(t.lab)], &run, raw);
-    (run, lease)
+    let Some(healthy_bad) = switch else {
+        t.act(act, (t0, end), &inputs, &run, raw);
+        return (run, None, lease);
+    };
+    let (a6, switch) = policy_switch((t0 + 30, t0 + 80), healthy_bad, run.clone());
+    raw.splice(2..2, switch);
+    t.act(act, (t0, end), &inputs, &a6, raw);
+    (run, Some(a6), lease)
 }
 
 /// A replica lab's act 3 raw records of the scale to `n`: the healer armed, the scale, the wait
@@ -1448,10 +1446,8 @@ impl<'a> CFreeze<'a> {
             _ => (&[0, 6], [0, 13, 16], [8, 7, 3]),
         };
         let counters = (0..replicas.len()).map(|i| {
-            let (b, m) = (
-                before.get(i).copied().unwrap_or(0),
-                moved.get(i).unwrap_or(&5),
-            );
+            let (b, m) = (before.get(i).copied().unwrap_or(0), moved.get(i));
+            let m = m.unwrap_or(&5);
             (b, if lost && i == target { 0 } else { b + m })
         });
         CFreeze {
@@ -1683,38 +1679,6 @@ fn c_freeze_run(
     };
     (run, settled + 300, f.state_at(settled + 9).0)
 }
-/// A replica freeze act that first switches the policy to Ignore (lab C's act 6): the switch at
-/// 30 ms, a healthy deny, then the replica the registry's [`Target`] names frozen (lab C: the
-/// first follower by name, replica 2, replica 1 holding the Lease). Returns the facts and the
-/// Lease after the freeze.
-fn c_switch_freeze_act(
-    t: &mut Tree,
-    act: u8,
-    replicas: &[Replica],
-    a3: &c::Act3Facts,
-    lease: LeaseState,
-) -> (c::Act6Facts, LeaseState) {
-    let t0 = slot(act);
-    let own = t.inputs_of(act);
-    let tag = lab::labs::common::request_tag(t.lab, act);
-    let name = format!("kca-{tag}-healthy-bad-100430-{tag}h0");
-    let policy = policy_at(t.lab, act);
-    let healthy_bad = bad_pod(&name, t0 + 400, 12, Deny(hook(policy)));
-    let before = policy_answer(policy_at(t.lab, act - 1));
-    let mut raw = vec![
-        raw_rec("healed-earlier-faults", t0, json!([])),
-        raw_rec("policy-before", t0, before),
-    ];
-    raw.rec("request:healthy-bad", t0 + 430, &healthy_bad);
-    let freeze = CFreeze::new(t.lab, act, replicas, lease, t0 + 450);
-    let (run, end, lease) = c_freeze_run(&freeze, &a3.existing, &mut raw);
-    let (a6, switch) = policy_switch((t0 + 30, t0 + 80), healthy_bad, run);
-    raw.splice(2..2, switch);
-    let inputs = [&[plan(t.lab)], own].concat();
-    t.act(act, (t0, end), &inputs, &a6, raw);
-    (a6, lease)
-}
-
 /// A replica lab's act 7: act 3's scale attempt healed at 360 s (back to the original count);
 /// the other pods terminate (grace period 30 s); the Lease's holder after the freezes (`held`)
 /// stays.
@@ -1766,13 +1730,17 @@ fn c_act7(t: &mut Tree, replicas: &[Replica], a3: &c::Act3Facts, held: LeaseStat
     a7
 }
 
-/// The passing work directory of `lab`, written by the generator its steps call for ([`Kind`]).
+/// The passing work directory of `lab`: acts 1-2 as every lab has them, acts 3-7 by the
+/// generator its steps call for ([`Kind`]), the report act.
 pub fn pass(lab: Lab) -> Files {
-    match Kind::of(lab) {
-        Kind::ScaleDown => scale_down_pass(lab),
-        Kind::Freeze => freeze_pass(lab),
-        Kind::ReplicaFreeze => replica_pass(lab),
-    }
+    let mut t = acts_1_and_2(lab);
+    let report = match Kind::of(lab) {
+        Kind::ScaleDown => scale_down_acts(&mut t),
+        Kind::Freeze => freeze_acts(&mut t),
+        Kind::ReplicaFreeze => replica_acts(&mut t),
+    };
+    report_act(&mut t, report);
+    t.files
 }
 
 /// All fixture files of `lab` (relative to `fixtures/<lab>/`): `pass/...` and `flagged/<case>/...`.
