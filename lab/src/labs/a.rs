@@ -32,8 +32,8 @@ use crate::faults::scale::{self, RestoreOutcome, ScaleFault};
 use crate::inputs::{self, OriginalReplicas, RestoreAfterSec};
 use crate::labs::common::{
     self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Done, Env, TARGET_NAMESPACE, Ui, describe,
-    describe_indented, expect_same, finish, or, progress_each_second, read_facts, read_live,
-    to_value, uid_of,
+    describe_indented, expect_same, facts_with_admission, finish, or, progress_each_second,
+    read_facts, read_live, to_value, uid_of,
 };
 use crate::messages::act as m;
 use crate::probe::{self, PodKind};
@@ -857,8 +857,7 @@ async fn act7_body(cl: &Cluster, ui: &Ui, rec: &mut ActRecorder) -> Done {
         ui.text(m::side_effects(&facts.webhook_name, &facts.side_effects)),
         ui.text(crate::metrics::summary_line(&admission)),
     ];
-    let mut facts = to_value(&facts)?;
-    admission.attach(&mut facts);
+    let facts = facts_with_admission(&facts, &admission)?;
     Ok((facts, lines))
 }
 

@@ -25,8 +25,8 @@ use crate::facts::{self, Act3Facts, PodObservation};
 use crate::inputs;
 use crate::labs::common::{
     self, ActRecorder, ActSummary, Env, TARGET_NAMESPACE, Ui, describe, existing_line,
-    existing_vs_act3_line, finish, read_facts, read_live, request_tag, to_value, uid_of,
-    wait_for_webhook, webhook_facts,
+    existing_vs_act3_line, facts_with_admission, finish, read_facts, read_live, request_tag,
+    uid_of, wait_for_webhook, webhook_facts,
 };
 use crate::messages::act as m;
 use crate::probe::{self, PodKind};
@@ -232,8 +232,7 @@ pub(crate) async fn act7(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
             healthy_bad,
             existing,
         };
-        let mut facts = to_value(&facts)?;
-        admission.attach(&mut facts);
+        let facts = facts_with_admission(&facts, &admission)?;
         Ok::<_, LabError>((facts, lines))
     }
     .await;

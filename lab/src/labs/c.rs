@@ -53,8 +53,8 @@ use crate::faults::scale::{HA_FAULT_KIND, ScaleFault, ScaleTo};
 use crate::inputs;
 use crate::labs::common::{
     self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Done, Env, TARGET_NAMESPACE, Ui, describe,
-    existing_line, existing_vs_act3_line, expect_same, log_change, or, read_facts, read_live,
-    to_value, wait_each_second,
+    existing_line, existing_vs_act3_line, expect_same, facts_with_admission, log_change, or,
+    read_facts, read_live, to_value, wait_each_second,
 };
 use crate::messages::act as m;
 use crate::probe::{self, PodKind};
@@ -301,8 +301,7 @@ async fn act3_body(
         replica_requests,
     };
     let lines = act3_lines(ui, &facts, &admission);
-    let mut value = to_value(&facts)?;
-    admission.attach(&mut value);
+    let value = facts_with_admission(&facts, &admission)?;
     Ok((value, lines))
 }
 
@@ -651,8 +650,7 @@ pub(crate) async fn act7(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
             existing_vs_act3_line(ui, &facts.existing, &a3.existing),
             ui.text(crate::metrics::summary_line(&admission)),
         ];
-        let mut value = to_value(&facts)?;
-        admission.attach(&mut value);
+        let value = facts_with_admission(&facts, &admission)?;
         Ok((value, lines))
     };
     let result = common::unless_signalled(7, healed, body).await;

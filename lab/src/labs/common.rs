@@ -384,6 +384,17 @@ pub fn to_value(v: &impl Serialize) -> Result<serde_json::Value, LabError> {
     serde_json::to_value(v).map_err(|e| LabError::Kube(format!("encoding facts: {e}")))
 }
 
+/// Serialises an act's facts ([`to_value`]) with the act's admission metrics attached
+/// ([`lab_core::metrics::AdmissionMetrics::attach`]). Errors: as [`to_value`].
+pub(crate) fn facts_with_admission(
+    facts: &impl Serialize,
+    admission: &lab_core::metrics::AdmissionMetrics,
+) -> Result<serde_json::Value, LabError> {
+    let mut value = to_value(facts)?;
+    admission.attach(&mut value);
+    Ok(value)
+}
+
 /// Requires acts `acts` of `lab` to have `completed` evidence.
 ///
 /// Errors: [`LabError::EvidenceMissing`] for a missing one; [`LabError::EvidenceInvalid`] for an
@@ -1028,8 +1039,7 @@ pub async fn act3(lab: Lab, env: &Env) -> Result<ActSummary, LabError> {
             bad,
             existing,
         };
-        let mut facts = to_value(&facts)?;
-        admission.attach(&mut facts);
+        let facts = facts_with_admission(&facts, &admission)?;
         Ok::<_, LabError>((facts, lines))
     }
     .await;
