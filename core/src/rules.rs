@@ -430,6 +430,19 @@ pub mod c {
             && t.restart_count_after > t.restart_count_before
     }
 
+    /// The former leader after the resume, as the report words it: `restarted` ([`restarted`]),
+    /// `kept-running` (the same pod, no restart), else `pod-uid:<its pod's UID after>` (`none`: gone).
+    pub fn former_leader(run: &ReplicaFreezeRun) -> String {
+        let after = run.target_after.pod_uid_after.as_deref();
+        if restarted(run) {
+            "restarted".to_owned()
+        } else if after == Some(run.target_after.pod_uid_before.as_str()) {
+            "kept-running".to_owned()
+        } else {
+            format!("pod-uid:{}", after.unwrap_or("none"))
+        }
+    }
+
     /// The report words the evidence supports, field by field (`report.json`, lab C): the one
     /// rule act 8 and its grader check the report with, and `cargo xtask lab run` writes it by.
     pub fn report_expectations(
@@ -446,14 +459,6 @@ pub mod c {
         } else {
             "lease-not-observed".to_owned()
         };
-        let after = act5.target_after.pod_uid_after.as_deref();
-        let former_leader = if restarted(act5) {
-            "restarted".to_owned()
-        } else if after == Some(act5.target_after.pod_uid_before.as_str()) {
-            "kept-running".to_owned()
-        } else {
-            format!("pod-uid:{}", after.unwrap_or("none"))
-        };
         let follower = freeze_word(&act6.run, Outcome::Stored, "unvalidated-stored");
         let kept =
             act5.registration_present_during_freeze && act6.run.registration_present_during_freeze;
@@ -463,7 +468,7 @@ pub mod c {
         vec![
             ("leader_freeze", leader_freeze),
             ("lease", lease),
-            ("former_leader", former_leader),
+            ("former_leader", former_leader(act5)),
             ("follower_freeze_ignore", follower),
             ("registration", registration),
             ("existing", existing),
@@ -528,7 +533,7 @@ mod liveness_tests {
 #[cfg(test)]
 mod tests {
     use super::a::{order_contradiction, recovery_order, timeline_in_order};
-    use crate::facts::a::{Act6Facts, Restorer, StepStatus, TimelineStep};
+    use crate::facts::a::{Act6Facts, StepStatus, TimelineStep};
 
     /// A confirmed step seen at `at`, with the last check that did not see it (if any).
     fn seen(at: &str, last_check: Option<&str>) -> TimelineStep {
@@ -540,26 +545,15 @@ mod tests {
         }
     }
 
+    /// Act 6 with `steps` in the order of its fields, restored by the runner, no probes.
     fn timeline(steps: [TimelineStep; 6]) -> Act6Facts {
-        let [restored, created, running, lease, registered, denied] = steps;
-        Act6Facts {
-            replicas_restored: restored,
-            restored_by: Some(Restorer::Runner),
-            pod_created: created,
-            new_pod: None,
-            pod_running: running,
-            previous_lease_holder: None,
-            lease_acquired: lease,
-            lease_holder: None,
-            webhook_registered: registered,
-            webhook: None,
-            first_explicit_deny: denied,
-            deny_probes: vec![],
-            leader_takeover_ms: None,
-            lease_after_restore_ms: None,
-            admitted_during_scale_down: None,
-            existing: None,
+        let mut f = serde_json::json!({"restored_by": "runner", "deny_probes": []});
+        let names = "replicas_restored pod_created pod_running lease_acquired webhook_registered";
+        let names = names.split(' ').chain(["first_explicit_deny"]);
+        for (name, step) in names.zip(steps) {
+            f[name] = serde_json::to_value(step).unwrap();
         }
+        serde_json::from_value(f).expect("an Act6Facts")
     }
 
     /// Act 6 of CI's run of 2026-12-01 (lab_a, 02:48 UTC): the deny probe answered 76 ms after

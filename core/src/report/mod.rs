@@ -104,36 +104,24 @@ pub fn key_facts(lab: Lab, f5: &Value, f6: &Value) -> [String; 3] {
     key_facts_in(lab, f5, f6, Lang::En)
 }
 
-/// What a lab's page draws, read from its acts' fault steps (the registry's [`acts::Fault`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Drawn {
-    /// An act scales the admission controller to 0 (lab A): the registration's fate, the
-    /// recovery, the dry-run.
-    ScaleDown,
-    /// The one replica frozen (lab B): the target requests under each freeze.
-    Freeze,
-    /// A replica of several frozen by its role, leader or follower (lab C): the waves.
-    ReplicaFreeze,
+/// Whether `lab`'s acts freeze a replica of several by its role, leader or follower (lab C: one
+/// timeline row per replica, waves of requests), not the one replica (lab B).
+fn by_role(lab: Lab) -> bool {
+    acts::freezes(lab)
+        .iter()
+        .any(|(_, t)| *t != acts::Target::One)
 }
 
-/// What `lab`'s page draws ([`Drawn`]): a scale to 0 first, else a freeze of a replica by its role,
-/// else the one replica's freeze.
-fn drawn(lab: Lab) -> Drawn {
-    let freezes = acts::freezes(lab);
-    let by_role = freezes.iter().any(|(_, t)| *t != acts::Target::One);
-    match (acts::scale_down(lab), by_role) {
-        (Some(_), _) => Drawn::ScaleDown,
-        (None, true) => Drawn::ReplicaFreeze,
-        (None, false) => Drawn::Freeze,
-    }
-}
-
-/// [`key_facts`] in `lang` (the page's words; values as the evidence writes them).
+/// [`key_facts`] in `lang` (the page's words; values as the evidence writes them), by what the
+/// lab's fault steps are (the registry's [`acts::Fault`]): a scale to 0 first, else a freeze of a
+/// replica by its role, else the one replica's freeze.
 fn key_facts_in(lab: Lab, f5: &Value, f6: &Value, lang: Lang) -> [String; 3] {
-    match drawn(lab) {
-        Drawn::ScaleDown => key_facts_scale_down(f5, f6, lang),
-        Drawn::Freeze => key_facts_freeze(f5, f6, lang),
-        Drawn::ReplicaFreeze => key_facts_replica_freeze(f5, f6, lang),
+    if acts::scale_down(lab).is_some() {
+        key_facts_scale_down(f5, f6, lang)
+    } else if by_role(lab) {
+        key_facts_replica_freeze(f5, f6, lang)
+    } else {
+        key_facts_freeze(f5, f6, lang)
     }
 }
 
@@ -182,14 +170,14 @@ fn key_facts_freeze(f5: &Value, f6: &Value, lang: Lang) -> [String; 3] {
 
 /// The replica freezes' key facts (lab C) from acts 5 and 6, with the rules act 8 words the report by
 /// ([`crate::rules::c::freeze_counts`], [`crate::rules::c::takeover`],
-/// [`crate::rules::c::restarted`]): how many of the waves' violating requests timed out (and
+/// [`crate::rules::c::former_leader`]): how many of the waves' violating requests timed out (and
 /// were denied) during the leader's freeze; who took the Lease over and when it was first read so,
 /// or who kept it, and whether the former leader restarted; how many were stored unvalidated (and
 /// denied) during the follower's freeze. `—` for an act whose facts do not parse.
 fn key_facts_replica_freeze(f5: &Value, f6: &Value, lang: Lang) -> [String; 3] {
     use crate::evidence::Outcome;
     use crate::facts::c::{Act5Facts, Act6Facts, ReplicaFreezeRun};
-    use crate::rules::c::{freeze_counts, restarted, takeover};
+    use crate::rules::c::{former_leader, freeze_counts, takeover};
     let a5 = serde_json::from_value::<Act5Facts>(f5.clone()).ok();
     let a6 = serde_json::from_value::<Act6Facts>(f6.clone()).ok();
     let counts = |run: Option<&ReplicaFreezeRun>, met: Outcome, note: Option<&str>| {
@@ -217,14 +205,12 @@ fn key_facts_replica_freeze(f5: &Value, f6: &Value, lang: Lang) -> [String; 3] {
                 None => tx::KF_LEASE_NOT_OBSERVED.into(),
             },
         };
-        let t = &r.target_after;
-        let what = if restarted(r) {
-            tx::KF_RESTARTED.get(lang).to_owned()
-        } else if t.pod_uid_after.as_deref() == Some(t.pod_uid_before.as_str()) {
-            tx::KF_KEPT_RUNNING.get(lang).to_owned()
-        } else {
-            format!("pod-uid:{}", t.pod_uid_after.as_deref().unwrap_or("none"))
+        let what = match former_leader(r).as_str() {
+            "restarted" => tx::KF_RESTARTED.get(lang).to_owned(),
+            "kept-running" => tx::KF_KEPT_RUNNING.get(lang).to_owned(),
+            uid => uid.to_owned(),
         };
+        let t = &r.target_after;
         let (before, after) = (t.restart_count_before, t.restart_count_after);
         let former = tx::kf_former_leader(&what, before, after);
         format!("{}; {}", lease.get(lang), former.get(lang))
@@ -277,25 +263,17 @@ fn existing(obs: &Value, reference: Option<&str>, lang: Lang) -> Obs {
     Obs::when(uid.is_some() && uid == reference && phase == "Running", d)
 }
 
-/// "webhook answers": the violating request's outcome is `explicit-deny`.
+/// "webhook answers": the violating request's outcome is `explicit-deny`; for a list of them
+/// (lab C's waves), yes when every one was explicitly denied, else how many were.
 fn answers(r: &Value) -> Obs {
+    if let Some(bad) = r.as_array().filter(|b| !b.is_empty()) {
+        let denied = bad.iter().filter(|r| r["outcome"] == "explicit-deny");
+        let (denied, n) = (denied.count(), bad.len());
+        return Obs::when(denied == n, format!("explicit-deny {denied}/{n}"));
+    }
     let name = r["name"].as_str().unwrap_or("?");
     let answer = |o: &str| Obs::when(o == "explicit-deny", format!("{name} → {o}"));
     r["outcome"].as_str().map_or(Obs::NotObserved, answer)
-}
-
-/// "webhook answers" for lab C's waves (`bad`, a list): yes when every violating request was
-/// explicitly denied, else how many were.
-fn wave_answers(f: &Value) -> Obs {
-    let Some(bad) = f["bad"].as_array().filter(|b| !b.is_empty()) else {
-        return Obs::NotObserved;
-    };
-    let denied = bad
-        .iter()
-        .filter(|r| r["outcome"] == "explicit-deny")
-        .count();
-    let d = format!("explicit-deny {denied}/{}", bad.len());
-    Obs::when(denied == bad.len(), d)
 }
 
 fn flag(b: Option<bool>, yes: String, no: String) -> Obs {
@@ -310,16 +288,13 @@ fn uid_obs(uid: Option<&str>) -> Obs {
 
 /// The four observations per phase: `(phase, [policy, registered, answers, existing])`; the
 /// phases after the baseline are named by the registry ([`acts::Page::phases`]) and drawn by
-/// what the lab's faults are ([`drawn`]).
+/// what the lab's faults are: a scale to 0, else freezes.
 fn observations(lab: Lab, input: &GradeInput, lang: Lang) -> Vec<(Text, [Obs; 4])> {
     let phases = acts::page(lab).phases;
     let mut rows = vec![(tx::PHASE_BASELINE, baseline_observations(input))];
-    rows.extend(match drawn(lab) {
-        Drawn::ScaleDown => scale_observations(input, lang, phases),
-        // The one replica's freezes record one target request each; the replica freezes (lab C)
-        // record the same observations under the same names, with waves of violating requests.
-        Drawn::Freeze => freeze_observations(input, lang, phases, |f| answers(&f["target_bad"])),
-        Drawn::ReplicaFreeze => freeze_observations(input, lang, phases, wave_answers),
+    rows.extend(match acts::scale_down(lab) {
+        Some(_) => scale_observations(input, lang, phases),
+        None => freeze_observations(input, lang, phases),
     });
     rows
 }
@@ -344,24 +319,15 @@ fn baseline_observations(input: &GradeInput) -> [Obs; 4] {
         uid_obs(s(f2, "/policy/metadata/uid")),
         webhook_obs(f2, "/webhook/name"),
         // Lab C's baseline sends waves (a list).
-        if f3["bad"].is_array() {
-            wave_answers(f3)
-        } else {
-            answers(&f3["bad"])
-        },
+        answers(&f3["bad"]),
         Obs::seen(reference_uid(input).map(|u| format!("uid {u} · {phase}"))),
     ]
 }
 
 /// Lab B's and lab C's phases after the baseline, named `phases`: the freeze under Fail (act 5),
-/// under Ignore (act 6), the recovery (act 7); `during_answers` says whether the webhook answered the
-/// violating requests sent during a freeze.
-fn freeze_observations(
-    input: &GradeInput,
-    lang: Lang,
-    phases: [Text; 3],
-    during_answers: fn(&Value) -> Obs,
-) -> Vec<(Text, [Obs; 4])> {
+/// under Ignore (act 6), the recovery (act 7); whether the webhook answered the violating
+/// requests sent during a freeze: the one target request (lab B) or the waves (lab C, `bad`).
+fn freeze_observations(input: &GradeInput, lang: Lang, phases: [Text; 3]) -> Vec<(Text, [Obs; 4])> {
     let w = |t: Text| t.get(lang);
     let (f5, f6, f7) = (facts(input, 5), facts(input, 6), facts(input, 7));
     let reference = reference_uid(input);
@@ -381,7 +347,8 @@ fn freeze_observations(
     // A freeze's phase: the policy as `policy` says, then what act `f` saw during its freeze.
     let freeze = |policy: Obs, f: &Value| {
         let existing = existing(&f["existing"], reference, lang);
-        [policy, during(f), during_answers(f), existing]
+        let bad = f.get("target_bad").unwrap_or(&f["bad"]);
+        [policy, during(f), answers(bad), existing]
     };
     let policy7 = uid_obs(s(f7, "/policy_uid"));
     let registered7 = webhook_obs(f7, "/webhook/name");
@@ -438,15 +405,6 @@ struct Cell<'a> {
     request: &'a Value,
 }
 
-/// The request at `ptr` in act `act`'s facts, as a [`Cell`] (`None` when it was not recorded).
-fn cell<'a>(input: &'a GradeInput, act: u8, ptr: &str) -> Option<Cell<'a>> {
-    let request = facts(input, act).pointer(ptr)?;
-    let path = json_path(ptr);
-    request["outcome"]
-        .is_string()
-        .then_some(Cell { act, path, request })
-}
-
 /// A JSON pointer into `facts` as the page writes JSON paths: `/deny_probes/57` →
 /// `facts.deny_probes[57]`.
 fn json_path(ptr: &str) -> String {
@@ -470,8 +428,8 @@ fn conditions(lab: Lab, input: &GradeInput) -> Vec<(Text, [Option<Cell<'_>>; 3])
 
 /// The request `r` names, as a [`Cell`] (`None` when it was not recorded).
 fn request_cell(input: &GradeInput, r: acts::Request) -> Option<Cell<'_>> {
-    match r {
-        acts::Request::At { act, ptr } => cell(input, act, ptr),
+    let (act, ptr) = match r {
+        acts::Request::At { act, ptr } => (act, ptr.to_owned()),
         acts::Request::First {
             act,
             list,
@@ -481,9 +439,14 @@ fn request_cell(input: &GradeInput, r: acts::Request) -> Option<Cell<'_>> {
             let items = facts(input, act).pointer(list)?.as_array()?;
             let first = items.iter().position(|r| r["outcome"] == outcome.as_str());
             let i = first.or((or_first && !items.is_empty()).then_some(0))?;
-            cell(input, act, &format!("{list}/{i}"))
+            (act, format!("{list}/{i}"))
         }
-    }
+    };
+    let request = facts(input, act).pointer(&ptr)?;
+    let path = json_path(&ptr);
+    request["outcome"]
+        .is_string()
+        .then_some(Cell { act, path, request })
 }
 
 /// The anchor of act `act`'s raw evidence on the page.
@@ -712,9 +675,7 @@ fn conditions_section(lab: Lab, input: &GradeInput, lang: Lang) -> Markup {
 /// recovery after it (lab A, [`timeline::scale`]). A scale to more replicas (lab C's act 3) is
 /// the stage of the freezes, not a chart of its own.
 fn timeline_section(lab: Lab, input: &GradeInput, lang: Lang) -> Markup {
-    let freezes = acts::freezes(lab);
-    // N > 1 when a freeze targets a replica by its role.
-    let replicas = freezes.iter().any(|(_, t)| *t != acts::Target::One);
+    let (freezes, replicas) = (acts::freezes(lab), by_role(lab));
     let pods = if replicas {
         replica_pods(input)
     } else {
@@ -927,7 +888,7 @@ fn embedded(v: Result<&Value, &String>, name: &str, lang: Lang) -> Markup {
     html! {
         (text)
         @if cut {
-            "\n" (tx::RAW_CUT_1.get(lang)) " " (RAW_EMBED_BOUND) " " (tx::RAW_CUT_2.get(lang)) " " (name)
+            "\n" (tx::raw_cut(RAW_EMBED_BOUND, name).get(lang))
         }
     }
 }

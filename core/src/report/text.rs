@@ -124,16 +124,9 @@ pub(crate) const RAW: Text = t(
     "生の証拠 (そのまま、折りたたみ)",
     "Raw evidence (verbatim, collapsed)",
 );
-/// The note after a file cut at the page's bound: before the bound in bytes.
-pub(crate) const RAW_CUT_1: Text = t(
-    "… ここで切り詰め: ページに載せるのは各ファイルの整形後の先頭",
-    "… cut here: the page embeds the first",
-);
-/// The note after a file cut at the page's bound: after the bound, before the file's name.
-pub(crate) const RAW_CUT_2: Text = t(
-    "バイトまで。全体はファイルそのもの:",
-    "bytes of each file, pretty-printed; the whole file is",
-);
+line!(
+    /// The note after a file cut at the page's bound of `bound` bytes; the whole file is `name`.
+    raw_cut(bound: usize, name: &str) => "… ここで切り詰め: ページに載せるのは各ファイルの整形後の先頭 {bound} バイトまで。全体はファイルそのもの: {name}", "… cut here: the page embeds the first {bound} bytes of each file, pretty-printed; the whole file is {name}");
 
 // The condition table (the page's first section).
 pub(crate) const CONDITIONS: Text = t("条件ごとに観測した結果", "What was observed, per condition");
