@@ -356,12 +356,46 @@ fn first_deny_note(facts: &Value, resumed: i64, r: &Value, lang: Lang) -> String
 }
 
 /// Lab A: scale to 0 (act 5) and the recovery timeline (act 6). `None` when act 5 recorded no
-/// scale-down.
+/// scale-down. Rows: act 5's steps (the watcher armed, the scale-down, the pods gone, the
+/// registration checked), then the target's and the control's requests; act 6's recovery steps,
+/// then the deny probes ([`step_rows`]).
 pub(crate) fn scale(f5: &Value, f6: &Value, lang: Lang) -> Option<Markup> {
+    let w = |t: tx::Text| t.get(lang);
     let scaled = ms_at(f5, "/scaled_at")?;
     let restore = ms_at(f6, "/replicas_restored/at");
-    let mut rows = scale_down_rows(f5, restore, lang);
-    rows.extend(recovery_rows(f6, restore, lang));
+    let reg = match f5["policy_webhook_present"].as_bool() {
+        Some(false) => w(tx::REGISTRATION_ABSENT),
+        Some(true) => w(tx::REGISTRATION_PRESENT),
+        None => w(tx::REGISTRATION_UNKNOWN),
+    };
+    let act5 = [
+        ("watcher-armed", w(tx::WATCHER_ARMED), "/watcher/armed_at"),
+        ("scaled", w(tx::SCALED_TO_0), "/scaled_at"),
+        ("pods-gone", w(tx::PODS_GONE), "/pods_gone_at"),
+        ("registration-checked", reg, "/registrations_checked_at"),
+    ];
+    let mut rows = step_rows(f5, &act5, restore, lang);
+    let requests = [
+        ("target_bad", tx::ROW_TARGET_BAD_SCALED),
+        ("control", tx::ROW_CONTROL),
+    ];
+    rows.extend(request_rows(f5, &requests, lang));
+    let by = f6["restored_by"].as_str().unwrap_or("?");
+    let by = tx::actor(by).map_or(by, |t| t.get(lang));
+    let restored = format!("{} ({}: {by})", w(tx::RESTORE), w(tx::RESTORED_BY));
+    let (registered, first) = (w(tx::WEBHOOK_REGISTERED), w(tx::FIRST_EXPLICIT_DENY));
+    let act6 = [
+        ("replicas-restored", restored.as_str(), "/replicas_restored"),
+        ("pod-created", w(tx::NEW_POD_CREATED), "/pod_created"),
+        ("pod-running", w(tx::NEW_POD_RUNNING), "/pod_running"),
+        ("lease-acquired", w(tx::LEASE_ACQUIRED), "/lease_acquired"),
+        ("webhook-registered", registered, "/webhook_registered"),
+        ("first-deny", first, "/first_explicit_deny"),
+    ];
+    rows.extend(step_rows(f6, &act6, restore, lang));
+    if let Some(probes) = f6["deny_probes"].as_array() {
+        rows.extend(request_runs(w(tx::PROBES), probes));
+    }
     let (origin, vlines) = (restore.unwrap_or(scaled), scale_vlines(f5, restore, lang));
     let chart = Chart {
         origin,
@@ -371,81 +405,38 @@ pub(crate) fn scale(f5: &Value, f6: &Value, lang: Lang) -> Option<Markup> {
     Some(chart.render())
 }
 
-/// A lab A step row `key` labelled `label` at `at`, noted with its time since the `restore` when
-/// the replicas were restored (the chart's origin then).
-fn step_row(key: &'static str, label: &str, at: i64, restore: Option<i64>, lang: Lang) -> Row {
-    let since = |r| format!("{} {}", secs_signed(at - r), tx::SINCE_RESTORE.get(lang));
-    let (label, note) = (label.to_owned(), restore.map(since).unwrap_or_default());
-    let mark = Mark::Step { at, key, note };
-    Row { label, mark }
-}
-
-/// Act 5's rows: the watcher armed, the scale-down, the pods gone, the registration checked, then
-/// the target's and the control's requests.
-fn scale_down_rows(f5: &Value, restore: Option<i64>, lang: Lang) -> Vec<Row> {
-    let w = |t: tx::Text| t.get(lang);
+/// Lab A's step rows of an act's facts `f`, each `(key, label, ptr)` that `f` holds: a time (act
+/// 5's steps) at that time; a recovery step (act 6's, an object) at its `at` when confirmed, else
+/// missing with what was last seen. A step is noted with its time since the `restore` when the
+/// replicas were restored (the chart's origin then).
+fn step_rows(
+    f: &Value,
+    steps: &[(&'static str, &str, &str)],
+    restore: Option<i64>,
+    lang: Lang,
+) -> Vec<Row> {
     let mut rows = Vec::new();
-    let reg = match f5["policy_webhook_present"].as_bool() {
-        Some(false) => w(tx::REGISTRATION_ABSENT),
-        Some(true) => w(tx::REGISTRATION_PRESENT),
-        None => w(tx::REGISTRATION_UNKNOWN),
-    };
-    for (key, label, at) in [
-        ("watcher-armed", w(tx::WATCHER_ARMED), "/watcher/armed_at"),
-        ("scaled", w(tx::SCALED_TO_0), "/scaled_at"),
-        ("pods-gone", w(tx::PODS_GONE), "/pods_gone_at"),
-        ("registration-checked", reg, "/registrations_checked_at"),
-    ] {
-        rows.extend(ms_at(f5, at).map(|at| step_row(key, label, at, restore, lang)));
-    }
-    let requests = [
-        ("target_bad", tx::ROW_TARGET_BAD_SCALED),
-        ("control", tx::ROW_CONTROL),
-    ];
-    rows.extend(request_rows(f5, &requests, lang));
-    rows
-}
-
-/// Act 6's rows: each recovery step, confirmed at its time or missing with what was last seen,
-/// then the deny probes.
-fn recovery_rows(f6: &Value, restore: Option<i64>, lang: Lang) -> Vec<Row> {
-    let w = |t: tx::Text| t.get(lang);
-    let mut rows = Vec::new();
-    let by = f6["restored_by"].as_str().unwrap_or("?");
-    let by = tx::actor(by).map_or(by, |t| t.get(lang));
-    let restored = format!("{} ({}: {by})", w(tx::RESTORE), w(tx::RESTORED_BY));
-    for (key, ptr, label) in [
-        ("replicas-restored", "/replicas_restored", restored.as_str()),
-        ("pod-created", "/pod_created", w(tx::NEW_POD_CREATED)),
-        ("pod-running", "/pod_running", w(tx::NEW_POD_RUNNING)),
-        ("lease-acquired", "/lease_acquired", w(tx::LEASE_ACQUIRED)),
-        (
-            "webhook-registered",
-            "/webhook_registered",
-            w(tx::WEBHOOK_REGISTERED),
-        ),
-        (
-            "first-deny",
-            "/first_explicit_deny",
-            w(tx::FIRST_EXPLICIT_DENY),
-        ),
-    ] {
-        let Some(s) = f6.pointer(ptr).filter(|s| s.is_object()) else {
-            continue;
+    for &(key, label, ptr) in steps {
+        let Some(s) = f.pointer(ptr) else { continue };
+        let at = match s.is_object() {
+            true => ms_at(s, "/at").filter(|_| s["status"] == "confirmed"),
+            false => ms_at(f, ptr),
         };
-        if s["status"] == "confirmed"
-            && let Some(at) = ms_at(s, "/at")
-        {
-            rows.push(step_row(key, label, at, restore, lang));
-        } else {
-            let last_seen = s["last_seen"].as_str().unwrap_or("?");
-            let note = format!("{}: {last_seen}", w(tx::NOT_CONFIRMED));
-            let (label, mark) = (label.to_owned(), Mark::Missing { key, note });
-            rows.push(Row { label, mark });
-        }
-    }
-    if let Some(probes) = f6["deny_probes"].as_array() {
-        rows.extend(request_runs(w(tx::PROBES), probes));
+        let mark = match at {
+            Some(at) => {
+                let since = |r| format!("{} {}", secs_signed(at - r), tx::SINCE_RESTORE.get(lang));
+                let note = restore.map(since).unwrap_or_default();
+                Mark::Step { at, key, note }
+            }
+            None if s.is_object() => {
+                let last_seen = s["last_seen"].as_str().unwrap_or("?");
+                let note = format!("{}: {last_seen}", tx::NOT_CONFIRMED.get(lang));
+                Mark::Missing { key, note }
+            }
+            None => continue,
+        };
+        let label = label.to_owned();
+        rows.push(Row { label, mark });
     }
     rows
 }
