@@ -10,31 +10,25 @@
 //! | 3 | [`every_ready_replica_is_a_ready_endpoint`] | `kyverno-svc`'s ready endpoints | one per replica, by pod name and address | value-mismatch |
 //! | 3 | [`lease_holder_is_a_replica`] | the Lease `kyverno`'s holder | one of the replicas | value-mismatch |
 //! | 3 | [`registration_is_act2s`] | the registration after the scale | act 2's, unchanged | registration-changed |
-//! | 3 | [`wait_is_ordered_inside_the_act`] | the scale, then the three conditions, then the first request | each other | times-inconsistent |
+//! | 3 | [`wait_is_its_checks`] | the scale, then the three conditions, then the first request; `waited_ms` | each other; each condition the first check of raw `ready-wait` where it held; the last condition and the first request | times-inconsistent, raw-mismatch, observation-missing |
 //! | 3 | [`baseline_waves_were_parallel`] | `waves × wave_size` violating pods, each wave's requests in flight together | the counts; at least one request per replica in flight at one instant ([`most_in_flight`]) | value-mismatch, times-inconsistent |
 //! | 3 | [`baseline_outcomes_are_healthy`] | every violating pod an explicit deny from act 2's webhook, good and control stored, the existing pod the good one | the policy | outcome-unexpected, deny-other-webhook, value-mismatch |
-//! | 3 | [`replica_counts_cover_the_requests`] | Kyverno's per-replica pod request counters | one row per replica; no counter goes down; together they moved by at least the target requests | value-mismatch |
-//! | 3 | [`act3_facts_are_the_raw_reads`] | the Deployment, Lease, pods, endpoints, the healer's scale, each counter, the wait's times | the raw records they were derived from (`ready-wait`: each time is the first check its condition held); each read timed between its record and the next ([`read_between_its_raw_record_and_the_next`]); the metrics window between the counters' reads | raw-mismatch, observation-missing, times-inconsistent |
+//! | 3 | [`replica_counts_cover_the_requests`] | Kyverno's per-replica pod request counters | one row per replica, no counter down ([`replica_rows_are_the_replicas`]); together they moved by at least the target requests | value-mismatch |
+//! | 3 | [`act3_facts_are_the_raw_reads`] | the Deployment, Lease, pods, endpoints, the healer's scale, each counter | the raw records they were derived from; each read timed between its record and the next ([`read_between_its_raw_record_and_the_next`]); the metrics window between the counters' reads | raw-mismatch, observation-missing, times-inconsistent |
 //! | 4 | `investigation_against_its_plan` ([`super`]) | node and Deployment UIDs | act 1, `freeze-plan.json` | uid-mismatch |
-//! | 4 | [`leader_is_the_lease_holder`] | the leader's pod | the Lease's holder, read before and after (unchanged) | value-mismatch |
-//! | 4 | [`processes_are_act3s_replicas`] | leader + followers | act 3's replica UIDs, each once; PIDs and start times distinct; none stopped | value-mismatch, uid-mismatch, process-still-stopped |
-//! | 4 | [`act4_facts_are_the_raw_reads`] | both Lease reads, each process | raw `lease-before`/`lease-after`, each `cri-container:<pod>` (restart count = the container's attempt) | raw-mismatch, observation-missing |
-//! | 5 | [`frozen_replica_is_the_registrys_target`] | the role, pod and process frozen | act 4's leader | value-mismatch, identity-changed |
-//! | 5 | [`lease_before_names_the_frozen_leader`] | the Lease read right before the freeze | the frozen pod | value-mismatch |
-//! | 6 | [`follower_is_not_the_lease_holder`], [`frozen_follower_is_its_latest_process`] | the follower frozen | not the holder before; one of act 3's pods; its process act 5's after the resume (if act 5 froze it) or act 4's | value-mismatch, uid-mismatch, identity-changed |
+//! | 4 | [`leader_is_the_lease_holder`] | the leader's pod, both Lease reads | the Lease's holder, read before and after (unchanged); raw `lease-before`/`lease-after` | value-mismatch, raw-mismatch, observation-missing |
+//! | 4 | [`processes_are_act3s_replicas`] | leader + followers | act 3's replica UIDs, each once; PIDs and start times distinct; none stopped; each raw `cri-container:<pod>` (restart count = the container's attempt) | value-mismatch, uid-mismatch, process-still-stopped, raw-mismatch, observation-missing |
+//! | 5, 6 | [`frozen_replica_is_the_target`] | the role, pod and process frozen; a follower's Lease samples and read after | the registry's target: a leader the Lease's holder before (the first freeze: act 4's leader), a follower not, one of act 3's pods, the Lease unchanged; the process last seen in its pod ([`latest_process_before`]) | value-mismatch, uid-mismatch, identity-changed |
 //! | 6 | `freeze::policy_switched_to_ignore` | the stored policy, the registration, a violating pod under Ignore | act 2's UID, `policy-ignore.json` (`stored_policy_is_the_applied_input`), raw `policy-stored`; act 2's registration switched to Ignore; explicit deny before the freeze | uid-mismatch, value-mismatch, raw-mismatch, registration-changed |
-//! | 6 | [`lease_holder_unchanged_by_a_follower_freeze`] | every Lease sample and the read after | the holder before | value-mismatch |
 //! | 5, 6 | every freeze's rules, lab B's too (`freeze::freeze_rules`) | the freeze window and ledger, the process state, the registration read during the freeze, the requests after the resume and the first deny, the restart count and container after | the healer's deadline, `T` during only, raw `fault-ledger-resumed`; present, its snapshot the claim, the act's failurePolicy, act 2's (act 6: act 6's) registration, its scope, `timeout_seconds`, read inside the freeze; each after the resume a violating pod, the last the first explicit deny from the policy's webhook, timed from the resume; restart count never down, up exactly when the container is new, the same container the same process | times-inconsistent, value-mismatch, process-still-stopped, raw-mismatch, registration-missing, registration-changed, registration-claim-contradicted, registration-scope, not-confirmed, outside-window, restart-contradicted, identity-changed |
-//! | 5, 6 | [`freeze_waves_lie_inside_the_freeze`] | `waves × wave_size` violating pods (≥ 18), one control pod per wave | sent after the freeze, answered before the resume, each wave with one request per replica in flight at once ([`most_in_flight`]); violating pods in the target namespace | value-mismatch, times-inconsistent |
-//! | 5, 6 | [`freeze_outcomes_are_timeout_or_deny`] | each wave request | met the frozen replica (Fail: `webhook-timeout`, never admitted; Ignore: stored) after `timeoutSeconds`, or denied by the policy's webhook; control stored | outcome-unexpected, timeout-too-fast, timeout-too-slow, deny-other-webhook |
+//! | 5, 6 | [`freeze_waves_met_the_frozen_replica`] | `waves × wave_size` violating pods (≥ 18), one control pod per wave | sent after the freeze, answered before the resume, each wave with one request per replica in flight at once ([`most_in_flight`]); each violating pod a target pod that met the frozen replica (Fail: `webhook-timeout`, never admitted; Ignore: stored) after `timeoutSeconds`, or denied by the policy's webhook; control stored | value-mismatch, times-inconsistent, outcome-unexpected, timeout-too-fast, timeout-too-slow, deny-other-webhook |
 //! | 5, 6 | [`samples_cover_the_freeze`] | the Lease and EndpointSlice samples | one about each second from the freeze to the resume, no gap over three periods | observation-missing |
-//! | 5, 6 | [`frozen_replica_after_is_the_same_pod`] | the frozen replica after the settle | its pod and UID, its container's pod | value-mismatch, uid-mismatch |
-//! | 5, 6 | [`restart_counts_are_the_containers_attempts`] | the frozen replica's restart counts, `identity_after` | CRI's `attempt` in raw `cri-container-before`/`-after`; a CRI answer is not dropped | raw-mismatch |
-//! | 5, 6 | [`replica_rows_are_act3s_replicas`] | each replica's counter | one row per act 3 replica; down only for the frozen replica that restarted | value-mismatch |
-//! | 5, 6 | [`freeze_run_is_its_raw_reads`] | the Leases before/after, every sample, the frozen pod and container after, the counters, the settle | raw `lease-before`/`lease-after`, `freeze-samples`, `pods-after`, `cri-container-after`, `replica-metrics-*`, `settle-wait` ([`settle_is_its_checks`]) | raw-mismatch, observation-missing, times-inconsistent |
+//! | 5, 6 | [`target_after_is_the_frozen_pod`] | the frozen replica after the settle, its restart counts, `identity_after` | its pod and UID, its container's pod; raw `pods-after`, CRI's `attempt` in raw `cri-container-before`/`-after`; a CRI answer is not dropped | value-mismatch, uid-mismatch, raw-mismatch, observation-missing |
+//! | 5, 6 | [`replica_rows_are_the_replicas`] | each replica's counter | one row per act 3 replica; down only for the frozen replica that restarted | value-mismatch |
+//! | 5, 6 | [`freeze_run_is_its_raw_reads`] | the Leases before/after, every sample, the counters, the settle | raw `lease-before`/`lease-after`, `freeze-samples`, `replica-metrics-*`, `settle-wait` ([`settle_is_its_checks`]) | raw-mismatch, observation-missing, times-inconsistent |
 //! | 5, 6 | `existing_pod_survives_since` ([`super`]) | act 3's pod | same name, UID, `Running`, restart count never down | pod-replaced, pod-not-running, restart-contradicted |
 //! | 7 | `recovery.json`, `freeze::recovered_under_ignore` | the policy UID, the Ignore registration, the deny | act 2's UID, act 6's registration unchanged, its scope; the last probe an explicit deny from it | uid-mismatch, registration-changed, registration-scope, outcome-unexpected, observation-missing |
-//! | 7 | [`scaled_back_to_the_original_count`], [`replicas_left_are_act3s_pods`] | the scale back, the Deployment, the replicas left | the original count, act 3's attempt; act 1's Deployment; each Ready replica one of act 3's pods (name, UID, address), `Running`; the Lease's holder one of them | value-mismatch, uid-mismatch |
+//! | 7 | [`scaled_back_to_act3s_pods`] | the scale back, the Deployment, the replicas left | the original count, act 3's attempt; act 1's Deployment; each Ready replica one of act 3's pods (name, UID, address), `Running` | value-mismatch, uid-mismatch |
 //! | 7 | [`deny_probes_are_violating_pods_one_after_another`], [`wait_spans_the_act_until_the_existing_pod`] | the probes, `waited_ms` | violating target pods after the scale back, one at a time; the act's start to the existing pod's read | value-mismatch, times-inconsistent |
 //! | 7 | [`act7_facts_are_the_raw_reads`] | `replicas_before`, the heal, the Lease, the policy UID, the registration | raw `deployment-before`, `scale-attempt-heal`, `lease`, `policy`, `webhook-configuration` | raw-mismatch, observation-missing |
 //! | 8 | `act8` | each word of `report.json`, the digests | `rules::c::report_expectations`; 05/06/07 | report-contradicted, digest-mismatch |
@@ -95,11 +89,11 @@ pub(crate) fn act3(g: &mut G) {
     every_ready_replica_is_a_ready_endpoint(g, s, &f);
     lease_holder_is_a_replica(g, s, &f.lease, &f.replicas);
     registration_is_act2s(g, s, &f);
-    wait_is_ordered_inside_the_act(g, s, &f);
     baseline_waves_were_parallel(g, s, &f);
     baseline_outcomes_are_healthy(g, s, &f);
     replica_counts_cover_the_requests(g, s, &f);
     if let Some(ev) = g.evidence(3) {
+        wait_is_its_checks(g, s, &ev, &f);
         act3_facts_are_the_raw_reads(g, s, &ev, &f);
     }
 }
@@ -169,18 +163,44 @@ fn registration_is_act2s(g: &mut G, s: &str, f: &Act3Facts) {
     }
 }
 
-/// The scale, then the three conditions of the wait, then the first baseline request.
-fn wait_is_ordered_inside_the_act(g: &mut G, s: &str, f: &Act3Facts) {
-    let w = &f.wait;
-    for (what, at) in [
-        ("ready_pods_at", &w.ready_pods_at),
-        ("ready_endpoints_at", &w.ready_endpoints_at),
-        ("registration_at", &w.registration_at),
+/// The wait after the scale: each of its three conditions first held after the scale, before the
+/// first baseline request, at the first of its checks where it held (raw `ready-wait`, every check
+/// whose state changed); its recorded length lies between the last condition (less the clock
+/// skew) and the first request (the wait starts right after the scale's answer). Flags
+/// [`Code::TimesInconsistent`] / [`Code::RawMismatch`] / [`Code::ObservationMissing`].
+fn wait_is_its_checks(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts) {
+    let (w, scaled) = (&f.wait, &f.scale.scaled_at);
+    let checks = required_raw(g, ev, "ready-wait", &format!("{s}.wait"));
+    for (what, flag, at) in [
+        ("ready_pods_at", "pods_ok", &w.ready_pods_at),
+        ("ready_endpoints_at", "endpoints_ok", &w.ready_endpoints_at),
+        ("registration_at", "registration", &w.registration_at),
     ] {
-        g.times_ordered(&format!("{s}.wait.{what}"), &f.scale.scaled_at, at);
+        let sub = format!("{s}.wait.{what}");
+        g.times_ordered(&sub, scaled, at);
         if let Some(first) = f.bad.first() {
             g.times_ordered(&format!("{s}.bad[0].sent_at"), at, &first.sent_at);
         }
+        if let Some(checks) = checks {
+            let mut all = checks.as_array().into_iter().flatten();
+            let raw = all.find(|c| c[flag] == true).and_then(|c| c["at"].as_str());
+            g.check(raw == Some(at.as_str()), RawMismatch, sub, || {
+                format!(
+                    "recorded {at:?}, the first check with {flag} in the raw ready-wait is {raw:?}"
+                )
+            });
+        }
+    }
+    let ms = |t: &String| facts::ms_between(Some(scaled), Some(t));
+    let last = [&w.ready_pods_at, &w.ready_endpoints_at, &w.registration_at];
+    let last = last.into_iter().filter_map(ms).max();
+    let first = f.bad.first().and_then(|r| ms(&r.sent_at));
+    if let (Some(last), Some(first)) = (last, first) {
+        let waited = w.waited_ms as i64;
+        let ok = waited + super::bounds::STEP_START_SPREAD_MS >= last && waited <= first;
+        g.check(ok, TimesInconsistent, format!("{s}.wait.waited_ms"), || {
+            format!("{waited} ms waited: the last condition held {last} ms after the scale, the first request went {first} ms after it")
+        });
     }
 }
 
@@ -282,31 +302,52 @@ fn baseline_outcomes_are_healthy(g: &mut G, s: &str, f: &Act3Facts) {
     }
 }
 
-/// One counter row per replica; a counter never goes down; where every replica's counter was
-/// read, together they moved by at least the target-namespace requests (each reached one
-/// replica; Kyverno also counts other pod requests, so not exactly).
+/// [`replica_rows_are_the_replicas`]; where every replica's counter was read, together they moved
+/// by at least the target-namespace requests (each reached one replica; Kyverno also counts other
+/// pod requests, so not exactly).
 fn replica_counts_cover_the_requests(g: &mut G, s: &str, f: &Act3Facts) {
-    let rows: BTreeSet<&str> = f.replica_requests.iter().map(|r| r.pod.as_str()).collect();
-    let sub = format!("{s}.replica_requests");
-    g.expect_eq(ValueMismatch, &sub, replica_names(&f.replicas), rows);
-    let mut total = Some(0u64);
-    for (i, r) in f.replica_requests.iter().enumerate() {
-        let (Some(b), Some(a)) = (r.before, r.after) else {
-            total = None;
-            continue;
-        };
-        g.check(a >= b, ValueMismatch, format!("{sub}[{i}]"), || {
-            format!("counter went down from {b} to {a}: the replica restarted inside the act")
-        });
-        total = total.map(|t| t + a.saturating_sub(b));
-    }
-    if let Some(total) = total {
+    replica_rows_are_the_replicas(g, s, &f.replica_requests, Some(&f.replicas), None);
+    let moved = f
+        .replica_requests
+        .iter()
+        .map(|r| Some(r.after?.saturating_sub(r.before?)));
+    if let Some(total) = moved.sum::<Option<u64>>() {
         let target = f.bad.len() + 1;
-        g.check(total >= target as u64, ValueMismatch, sub, || {
+        g.check(total >= target as u64, ValueMismatch, format!("{s}.replica_requests"), || {
             format!(
                 "the replicas counted {total} pod requests, fewer than the {target} target requests"
             )
         });
+    }
+}
+
+/// One counter row per replica of act 3 (`replicas`, when read), each once; a counter goes down
+/// only for the replica that `restarted` (a frozen replica whose restart count went up): Kyverno's
+/// counters live in its process. Flags value-mismatch.
+fn replica_rows_are_the_replicas(
+    g: &mut G,
+    s: &str,
+    rows: &[ReplicaRequests],
+    replicas: Option<&[ReplicaFacts]>,
+    restarted: Option<&str>,
+) {
+    let sub = format!("{s}.replica_requests");
+    if let Some(replicas) = replicas {
+        let pods: BTreeSet<&str> = rows.iter().map(|r| r.pod.as_str()).collect();
+        let names = replica_names(replicas);
+        let ok = pods == names && pods.len() == rows.len();
+        g.check(ok, ValueMismatch, &sub, || {
+            format!("expected one row per act 3 replica {names:?}, found {pods:?}")
+        });
+    }
+    for (i, r) in rows.iter().enumerate() {
+        if let (Some(b), Some(a)) = (r.before, r.after) {
+            let ok = a >= b || restarted == Some(r.pod.as_str());
+            g.check(ok, ValueMismatch, format!("{sub}[{i}]"), || {
+                let pod = &r.pod;
+                format!("{pod}'s counter went down from {b} to {a}, and it is not a frozen replica that restarted")
+            });
+        }
     }
 }
 
@@ -318,16 +359,19 @@ pub(crate) fn act4(g: &mut G) {
     let s = "evidence/04.json facts";
     let (node, deployment) = (&f.node_uid, &f.deployment_uid);
     super::investigation_against_its_plan::<inputs::FreezePlanC>(g, s, node, deployment);
-    leader_is_the_lease_holder(g, s, &f);
-    processes_are_act3s_replicas(g, s, &f);
-    if let Some(ev) = g.evidence(4) {
-        act4_facts_are_the_raw_reads(g, s, &ev, &f);
-    }
+    let ev = g.evidence(4);
+    leader_is_the_lease_holder(g, s, ev.as_deref(), &f);
+    processes_are_act3s_replicas(g, s, ev.as_deref(), &f);
 }
 
 /// The leader is the Lease's holder, and the holder did not change while the processes were
-/// read (read before and after).
-fn leader_is_the_lease_holder(g: &mut G, s: &str, f: &Act4Facts) {
+/// read (read before and after: the raw `lease-before`, `lease-after`, [`lease_is_derived_from`]).
+fn leader_is_the_lease_holder(g: &mut G, s: &str, ev: Option<&Evidence>, f: &Act4Facts) {
+    if let Some(ev) = ev {
+        lease_is_derived_from(g, ev, "lease-before", &format!("{s}.lease"), &f.lease);
+        let after = format!("{s}.lease_after");
+        lease_is_derived_from(g, ev, "lease-after", &after, &f.lease_after);
+    }
     let (holder, leader) = (f.lease.holder.as_deref(), f.leader.pod_name.as_str());
     let holder_after = f.lease_after.holder.as_deref();
     let rows = [
@@ -344,8 +388,10 @@ fn leader_is_the_lease_holder(g: &mut G, s: &str, f: &Act4Facts) {
 }
 
 /// Leader and followers are act 3's three replicas (by pod UID), each once, each its own live
-/// process (distinct PIDs and container IDs, a start time, not stopped).
-fn processes_are_act3s_replicas(g: &mut G, s: &str, f: &Act4Facts) {
+/// process (distinct PIDs and container IDs, a start time, not stopped), each the CRI container
+/// read for its pod (raw `cri-container:<pod>`: container ID, PID, pod UID, pod name, and the
+/// restart count as the container's `attempt`, [`derive::cri_container`]).
+fn processes_are_act3s_replicas(g: &mut G, s: &str, ev: Option<&Evidence>, f: &Act4Facts) {
     let all: Vec<&ReplicaProcess> = std::iter::once(&f.leader).chain(&f.followers).collect();
     if let Some(a3) = g.facts::<Act3Facts>(3) {
         let act3 = replica_uids(&a3);
@@ -378,13 +424,18 @@ fn processes_are_act3s_replicas(g: &mut G, s: &str, f: &Act4Facts) {
             "act 4 only investigates; the process was found stopped".into()
         });
         super::witness::process_state_is_a_proc_state(g, &state, &p.process_state);
+        if let Some(ev) = ev {
+            let what = format!("cri-container:{}", p.pod_name);
+            let (derive, sources) = (derive::cri_container, derive::CRI_PROCESS_SOURCES);
+            fact_is_derived_from_raw_record(g, ev, &what, &sub, *p, derive, sources);
+        }
     }
 }
 
 /// Act 3's facts are the objects and answers it read (raw records): the Deployment
 /// (`deployment`), the Lease (`lease`), each replica (`pods`: the pod, its `Ready` condition,
-/// `status.podIP`), the endpoints (`endpoint-slices`), the scale (`scale-up`: the healer's answer;
-/// `healer-ready`: its deadline), each replica's counter (`replica-metrics-{before,after}:<pod>`,
+/// `status.podIP`), the endpoints (`endpoint-slices`), the scale (`scale-up`: the healer's answer,
+/// [`derive::scale_up`]; `healer-ready`: its deadline), each replica's counter (`replica-metrics-{before,after}:<pod>`,
 /// re-parsed), and the wait's length (between the last condition seen and the first request).
 /// Flags [`Code::RawMismatch`] / [`Code::ObservationMissing`].
 fn act3_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts) {
@@ -393,13 +444,6 @@ fn act3_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts
     fact_is_derived_from_raw_record(g, ev, "deployment", &fact, &f.deployment, d, sources);
     lease_is_derived_from(g, ev, "lease", &format!("{s}.lease"), &f.lease);
     read_between_its_raw_record_and_the_next(g, &format!("{s}.lease.at"), ev, "lease", &f.lease.at);
-    for (i, r) in f.replicas.iter().enumerate() {
-        let sub = format!("{s}.replicas[{i}].pod.at");
-        read_between_its_raw_record_and_the_next(g, &sub, ev, "pods", &r.pod.at);
-    }
-    if let Some(checks) = required_raw(g, ev, "ready-wait", &format!("{s}.wait")) {
-        wait_times_are_its_checks(g, s, f, checks);
-    }
     metrics_window_lies_between_the_replica_counters(g, s, ev);
     replicas_are_the_raw_pods(g, s, ev, f);
     let sub = format!("{s}.endpoints");
@@ -408,14 +452,20 @@ fn act3_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts
         let (at, sources) = (raw_at(ev, "endpoint-slices"), derive::ENDPOINT_SOURCES);
         list_is_derived_from_raw(g, &sub, &f.endpoints, &at, derived, sources);
     }
-    scale_is_the_healers_answers(g, s, ev, f);
+    let (sc, sub) = (&f.scale, format!("{s}.scale"));
+    let (id, deadline) = (&sc.fault_id, &sc.restore_deadline_at);
+    let up = |raw: &Value| derive::scale_up(raw, id.clone(), deadline.clone());
+    fact_is_derived_from_raw_record(g, ev, "scale-up", &sub, sc, up, derive::SCALE_UP_SOURCES);
+    let (ready, sources) = (derive::healer_deadline, derive::HEALER_DEADLINE_SOURCES);
+    let sub = format!("{sub}.restore_deadline_at");
+    fact_is_derived_from_raw_record(g, ev, "healer-ready", &sub, deadline, ready, sources);
     replica_counters_are_the_raw_lines(g, s, ev, &f.replica_requests);
-    wait_length_is_the_waits(g, s, f);
 }
 
 /// Act 3's replicas are the raw `pods` list: one per pod, each [`derive::replica`] of the raw
-/// pod of its name (the pod observation, its `Ready` condition, `status.podIP`). Flags
-/// [`Code::RawMismatch`].
+/// pod of its name (the pod observation, its `Ready` condition, `status.podIP`), read between
+/// that record and the next ([`read_between_its_raw_record_and_the_next`]). Flags
+/// [`Code::RawMismatch`] / [`Code::TimesInconsistent`].
 fn replicas_are_the_raw_pods(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts) {
     let Some(pods) = required_raw(g, ev, "pods", &format!("{s}.replicas")) else {
         return;
@@ -426,6 +476,13 @@ fn replicas_are_the_raw_pods(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts) {
     });
     for (i, r) in f.replicas.iter().enumerate() {
         let sub = format!("{s}.replicas[{i}]");
+        read_between_its_raw_record_and_the_next(
+            g,
+            &format!("{sub}.pod.at"),
+            ev,
+            "pods",
+            &r.pod.at,
+        );
         let Some((k, p)) = derive::pod_named(pods, &r.pod.name).map(|k| (k, &pods[k])) else {
             let missing = format!("pod {} is not in the raw list", r.pod.name);
             g.flag(RawMismatch, sub, missing);
@@ -438,20 +495,6 @@ fn replicas_are_the_raw_pods(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts) {
         let derived = derive::replica(p, r.pod.at.clone());
         fact_is_derived_from_raw(g, &sub, r, &at, derived, derive::REPLICA_SOURCES);
     }
-}
-
-/// Act 3's scale is the healer's answers: `scale-up` ([`derive::scale_up`]: the replicas before
-/// and after, the answer's time) and `healer-ready` ([`derive::healer_deadline`]: its deadline),
-/// each [`fact_is_derived_from_raw_record`]. Flags [`Code::RawMismatch`] /
-/// [`Code::ObservationMissing`].
-fn scale_is_the_healers_answers(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts) {
-    let (sc, sub) = (&f.scale, format!("{s}.scale"));
-    let (id, deadline) = (&sc.fault_id, &sc.restore_deadline_at);
-    let up = |raw: &Value| derive::scale_up(raw, id.clone(), deadline.clone());
-    fact_is_derived_from_raw_record(g, ev, "scale-up", &sub, sc, up, derive::SCALE_UP_SOURCES);
-    let (ready, sources) = (derive::healer_deadline, derive::HEALER_DEADLINE_SOURCES);
-    let sub = format!("{sub}.restore_deadline_at");
-    fact_is_derived_from_raw_record(g, ev, "healer-ready", &sub, deadline, ready, sources);
 }
 
 /// Each replica's counter is what its raw `/metrics` lines give
@@ -474,41 +517,6 @@ fn replica_counters_are_the_raw_lines(g: &mut G, s: &str, ev: &Evidence, rows: &
                 format!("recorded {recorded:?}, the raw lines give {parsed:?}")
             });
         }
-    }
-}
-
-/// The wait's recorded length lies between the last condition it saw (less the clock skew)
-/// and the first baseline request (the wait starts right after the scale's answer).
-fn wait_length_is_the_waits(g: &mut G, s: &str, f: &Act3Facts) {
-    let (w, scaled) = (&f.wait, &f.scale.scaled_at);
-    let ms = |b: &str| {
-        Some((facts::parse_rfc3339(b)? - facts::parse_rfc3339(scaled)?).num_milliseconds())
-    };
-    let conditions = [&w.ready_pods_at, &w.ready_endpoints_at, &w.registration_at];
-    let last = conditions.into_iter().filter_map(|t| ms(t)).max();
-    let first = f.bad.first().and_then(|r| ms(&r.sent_at));
-    if let (Some(last), Some(first)) = (last, first) {
-        let waited = w.waited_ms as i64;
-        let ok = waited + super::bounds::STEP_START_SPREAD_MS >= last && waited <= first;
-        g.check(ok, TimesInconsistent, format!("{s}.wait.waited_ms"), || {
-            format!("{waited} ms waited: the last condition held {last} ms after the scale, the first request went {first} ms after it")
-        });
-    }
-}
-
-/// Act 4's Leases are the raw reads (`lease-before`, `lease-after`) and each process is the CRI
-/// container read for its pod (`cri-container:<pod>`: container ID, PID, pod UID, pod name, and
-/// the restart count as the container's `attempt`, [`crate::derive::cri_container`]). Flags [`Code::RawMismatch`] /
-/// [`Code::ObservationMissing`].
-fn act4_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, f: &Act4Facts) {
-    lease_is_derived_from(g, ev, "lease-before", &format!("{s}.lease"), &f.lease);
-    let after = format!("{s}.lease_after");
-    lease_is_derived_from(g, ev, "lease-after", &after, &f.lease_after);
-    let followers = (f.followers.iter().enumerate()).map(|(i, p)| (format!("followers[{i}]"), p));
-    for (role, p) in std::iter::once(("leader".to_owned(), &f.leader)).chain(followers) {
-        let what = format!("cri-container:{}", p.pod_name);
-        let (derive, sources) = (derive::cri_container, derive::CRI_PROCESS_SOURCES);
-        fact_is_derived_from_raw_record(g, ev, &what, &format!("{s}.{role}"), p, derive, sources);
     }
 }
 
@@ -535,24 +543,6 @@ fn read_between_its_raw_record_and_the_next(
     g.check(ok, TimesInconsistent, subject, || {
         format!("{at} is not between its raw record {what:?} ({from}) and the next one ({to:?})")
     });
-}
-
-/// The wait's three times are its checks' (raw `ready-wait`, every check whose state changed):
-/// each is the first check where its condition held. Flags [`Code::RawMismatch`].
-fn wait_times_are_its_checks(g: &mut G, s: &str, f: &Act3Facts, checks: &Value) {
-    let w = &f.wait;
-    for (what, flag, at) in [
-        ("ready_pods_at", "pods_ok", &w.ready_pods_at),
-        ("ready_endpoints_at", "endpoints_ok", &w.ready_endpoints_at),
-        ("registration_at", "registration", &w.registration_at),
-    ] {
-        let mut all = checks.as_array().into_iter().flatten();
-        let raw = all.find(|c| c[flag] == true).and_then(|c| c["at"].as_str());
-        let (ok, sub) = (raw == Some(at.as_str()), format!("{s}.wait.{what}"));
-        g.check(ok, RawMismatch, sub, || {
-            format!("recorded {at:?}, the first check with {flag} in the raw ready-wait is {raw:?}")
-        });
-    }
 }
 
 /// The API server's metrics window (`admission_metrics.before.at`, `.after.at`) lies between the
@@ -585,42 +575,7 @@ pub(crate) fn act5(g: &mut G) {
         return;
     };
     let hook = g.facts::<facts::Act2Facts>(2).map(|a2| a2.webhook);
-    let v = Freeze::of_c(5, &f, false, hook.as_ref());
-    frozen_replica_is_the_registrys_target(g, &v, &f, |g| replica_freeze_run(g, &v, &f));
-}
-
-/// The target rules of a replica freeze, chosen by the registry's target of the act
-/// ([`crate::acts::freezes`]), in any order of freezes: a leader's ([`frozen_leader_is_the_holders`],
-/// [`lease_before_names_the_frozen_leader`]) or a follower's ([`follower_is_not_the_lease_holder`],
-/// [`frozen_follower_is_its_latest_process`], then after the run's rules
-/// [`lease_holder_unchanged_by_a_follower_freeze`]); `run_rules` are the rules of every replica
-/// freeze, held between the two.
-fn frozen_replica_is_the_registrys_target(
-    g: &mut G,
-    v: &Freeze<'_>,
-    run: &ReplicaFreezeRun,
-    run_rules: impl FnOnce(&mut G),
-) {
-    let freezes = crate::acts::freezes(g.lab);
-    let target = freezes.iter().find(|(a, _)| *a == v.act).map(|(_, t)| *t);
-    if target == Some(Target::Follower) {
-        follower_is_not_the_lease_holder(g, &v.s, run);
-        frozen_follower_is_its_latest_process(g, v, run);
-        run_rules(g);
-        lease_holder_unchanged_by_a_follower_freeze(g, &v.s, run);
-    } else {
-        frozen_leader_is_the_holders(g, v, run);
-        lease_before_names_the_frozen_leader(g, &v.s, run);
-        run_rules(g);
-    }
-}
-
-/// The leader frozen is the one the Lease named right before the freeze.
-fn lease_before_names_the_frozen_leader(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
-    let target = Some(run.target_pod.as_str());
-    let holder = run.lease_before.holder.as_deref();
-    let rows = [("lease_before.holder", target, holder)];
-    fields_are(g, ValueMismatch, s, rows);
+    replica_freeze_run(g, &Freeze::of_c(5, &f, false, hook.as_ref()), &f);
 }
 
 /// Act 6: the policy switched to Ignore, a healthy deny, the registry's target (lab C: a
@@ -631,34 +586,84 @@ pub(crate) fn act6(g: &mut G) {
     };
     let (uid, frozen_at) = (&f.policy_uid_before, &f.run.freeze.frozen_at);
     freeze::policy_switched_to_ignore(g, uid, &f.policy, &f.webhook, &f.healthy_bad, frozen_at);
-    let v = Freeze::of_c(6, &f.run, true, Some(&f.webhook));
-    let run = &f.run;
-    frozen_replica_is_the_registrys_target(g, &v, run, |g| replica_freeze_run(g, &v, run));
+    replica_freeze_run(g, &Freeze::of_c(6, &f.run, true, Some(&f.webhook)), &f.run);
 }
 
-/// A leader's freeze froze the leader: the first freeze of the lab (lab C: act 5) the leader act 4
-/// found, with act 4's process identity; a later one (after a takeover the holder is another pod,
-/// which [`lease_before_names_the_frozen_leader`] holds) the process last seen in the pod it froze
-/// ([`latest_process_before`]).
-fn frozen_leader_is_the_holders(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun) {
-    let (s, role) = (&v.s, run.target_role.as_str());
-    g.expect_eq(ValueMismatch, format!("{s}.target_role"), "leader", role);
-    let first = crate::acts::freezes(g.lab).iter().all(|(a, _)| *a >= v.act);
-    if !first {
-        let latest = latest_process_before(g, v.act, &run.target_pod);
-        return freeze::frozen_process_is_the_expected_one(g, v, latest);
-    }
-    let Some(a4) = g.facts::<Act4Facts>(4) else {
-        return;
+/// The replica frozen is the target the registry names for the act ([`crate::acts::freezes`]),
+/// in any order of freezes, and its process the one last seen in its pod
+/// ([`latest_process_before`]; the first freeze's leader: act 4's leader, pod and process). A
+/// leader is the Lease's holder right before the freeze (after a takeover, another pod than act
+/// 4's). A follower is not, is one of act 3's pods, and its freeze leaves the Lease alone: every
+/// sample read during it and the read after name the holder of before. Flags value-mismatch,
+/// uid-mismatch, identity-changed.
+fn frozen_replica_is_the_target(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun, t: Target) {
+    let (s, pod, before) = (
+        &v.s,
+        run.target_pod.as_str(),
+        run.lease_before.holder.as_deref(),
+    );
+    let role = if t == Target::Follower {
+        "follower"
+    } else {
+        "leader"
     };
-    let (leader, target) = (a4.leader.pod_name.as_str(), run.target_pod.as_str());
-    g.expect_eq(ValueMismatch, format!("{s}.target_pod"), leader, target);
-    freeze::frozen_process_is_the_expected_one(g, v, Some(a4.leader.identity));
+    g.expect_eq(
+        ValueMismatch,
+        format!("{s}.target_role"),
+        role,
+        run.target_role.as_str(),
+    );
+    if t == Target::Follower {
+        g.check(
+            before != Some(pod),
+            ValueMismatch,
+            format!("{s}.target_pod"),
+            || format!("the frozen pod {pod} held the Lease when the freeze began"),
+        );
+        if let Some(a3) = g.facts::<Act3Facts>(3) {
+            let (uids, uid) = (replica_uids(&a3), &run.freeze.identity.pod_uid);
+            let sub = format!("{s}.freeze.identity.pod_uid");
+            g.check(uids.contains(uid.as_str()), UidMismatch, sub, || {
+                format!("the frozen pod's UID {uid} is none of act 3's replicas {uids:?}")
+            });
+        }
+        let samples = (run.lease_samples.iter().enumerate()).filter(|(_, x)| x.error.is_none());
+        let reads =
+            samples.map(|(i, x)| (format!("lease_samples[{i}].holder"), x.holder.as_deref()));
+        let after = (
+            "lease_after.holder".to_owned(),
+            run.lease_after.holder.as_deref(),
+        );
+        fields_are(
+            g,
+            ValueMismatch,
+            s,
+            reads.chain([after]).map(|(f, h)| (f, before, h)),
+        );
+    } else {
+        fields_are(
+            g,
+            ValueMismatch,
+            s,
+            [("lease_before.holder", Some(pod), before)],
+        );
+        if crate::acts::freezes(g.lab).iter().all(|(a, _)| *a >= v.act) {
+            let a4 = g.facts::<Act4Facts>(4).map(|a4| a4.leader);
+            if let Some(leader) = &a4 {
+                let sub = format!("{s}.target_pod");
+                g.expect_eq(ValueMismatch, sub, leader.pod_name.as_str(), pod);
+            }
+            return freeze::frozen_process_is_the_expected_one(g, v, a4.map(|p| p.identity));
+        }
+    }
+    let latest = latest_process_before(g, v.act, pod);
+    freeze::frozen_process_is_the_expected_one(g, v, latest);
 }
 
 /// The process last seen in `pod` before freeze act `act`: after the resume of the latest
 /// earlier freeze of that pod (it may have restarted: its `target_after.identity_after`), else the
-/// one act 4 found in it. `None` when neither is readable.
+/// one act 4 found in it (a replica neither froze nor lost the Lease keeps its container between
+/// the acts). `None` when neither is readable.
 fn latest_process_before(g: &mut G, act: u8, pod: &str) -> Option<facts::b::ProcessIdentity> {
     let freezes = crate::acts::freezes(g.lab).into_iter().rev();
     let mut earlier = freezes.filter(|(a, _)| *a < act);
@@ -678,68 +683,30 @@ fn latest_process_before(g: &mut G, act: u8, pod: &str) -> Option<facts::b::Proc
     after.flatten().or(from4)
 }
 
-/// Act 6 froze a follower: a replica that did not hold the Lease when the freeze began, one of
-/// act 3's replicas.
-fn follower_is_not_the_lease_holder(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
-    let (role, target) = (run.target_role.as_str(), &run.target_pod);
-    g.expect_eq(ValueMismatch, format!("{s}.target_role"), "follower", role);
-    let free = run.lease_before.holder.as_deref() != Some(target.as_str());
-    g.check(free, ValueMismatch, format!("{s}.target_pod"), || {
-        format!("the frozen pod {target} held the Lease when the freeze began")
-    });
-    if let Some(a3) = g.facts::<Act3Facts>(3) {
-        let (uids, uid) = (replica_uids(&a3), &run.freeze.identity.pod_uid);
-        let sub = format!("{s}.freeze.identity.pod_uid");
-        g.check(uids.contains(uid.as_str()), UidMismatch, sub, || {
-            format!("the frozen pod's UID {uid} is none of act 3's replicas {uids:?}")
-        });
-    }
-}
-
-/// The follower frozen is the process last seen in its pod ([`latest_process_before`]): an
-/// earlier freeze's after its resume when that froze the same replica (which may have
-/// restarted), else the one act 4 found. A replica neither froze nor lost the Lease keeps its
-/// container between the acts.
-fn frozen_follower_is_its_latest_process(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun) {
-    let latest = latest_process_before(g, v.act, &run.target_pod);
-    freeze::frozen_process_is_the_expected_one(g, v, latest);
-}
-
-/// A follower's freeze leaves the Lease alone: every read during the freeze and the read after
-/// name the holder of before.
-fn lease_holder_unchanged_by_a_follower_freeze(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
-    let before = run.lease_before.holder.as_deref();
-    let samples = run.lease_samples.iter().enumerate();
-    let samples = samples.filter(|(_, x)| x.error.is_none());
-    let reads = samples.map(|(i, x)| (format!("lease_samples[{i}].holder"), x.holder.as_deref()));
-    let after_holder = run.lease_after.holder.as_deref();
-    let after = ("lease_after.holder".to_owned(), after_holder);
-    let rows = reads.chain([after]);
-    let rows = rows.map(|(field, holder)| (field, before, holder));
-    fields_are(g, ValueMismatch, s, rows);
-}
-
-/// The rules both freezes hold: those of every freeze (`freeze::freeze_rules`), then lab C's
-/// own: the waves, their outcomes, the samples, the frozen replica after the settle, the
+/// The rules both freezes hold: the registry's target ([`frozen_replica_is_the_target`]), those
+/// of every freeze (`freeze::freeze_rules`), then lab C's own: the waves, their outcomes, the samples, the frozen replica after the settle, the
 /// replicas' counters, the raw reads and the existing pod.
 fn replica_freeze_run(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun) {
     let s = &v.s;
+    let target = crate::acts::freezes(g.lab)
+        .into_iter()
+        .find(|(a, _)| *a == v.act);
+    let target = target.map_or(Target::Leader, |(_, t)| t);
+    frozen_replica_is_the_target(g, v, run, target);
     freeze::freeze_rules(g, v);
-    freeze_waves_lie_inside_the_freeze(g, s, run);
-    freeze_outcomes_are_timeout_or_deny(g, v, run);
+    freeze_waves_met_the_frozen_replica(g, v, run);
     samples_cover_the_freeze(g, s, run);
     a_call_that_met_the_frozen_replica_had_it_as_an_endpoint(g, s, run);
-    frozen_replica_after_is_the_same_pod(g, s, run);
-    if let Some(ev) = g.evidence(v.act) {
-        restart_counts_are_the_containers_attempts(g, s, &ev, run);
-    }
-    replica_rows_are_act3s_replicas(g, s, run);
+    let (a3, restarted) = (g.facts::<Act3Facts>(3), crate::rules::c::restarted(run));
+    let replicas = a3.as_ref().map(|a3| &a3.replicas[..]);
+    let restarted = restarted.then_some(run.target_pod.as_str());
+    replica_rows_are_the_replicas(g, s, &run.replica_requests, replicas, restarted);
     let (lease_at, frozen_at) = (&run.lease_before.at, &run.freeze.frozen_at);
     g.times_ordered(&format!("{s}.lease_before.at"), lease_at, frozen_at);
     if let Some(ev) = g.evidence(v.act) {
         freeze_run_is_its_raw_reads(g, s, &ev, run);
     }
-    if let Some(a3) = g.facts::<Act3Facts>(3) {
+    if let Some(a3) = a3 {
         let sub = format!("{s}.existing");
         super::existing_pod_survives_since(g, &sub, &a3.existing, &run.existing);
     }
@@ -792,9 +759,14 @@ fn a_call_that_met_the_frozen_replica_had_it_as_an_endpoint(
 
 /// `waves × wave_size` violating pods (at least the spec's 18) and one control pod per wave,
 /// every one sent after the freeze began and answered before the resume: what they met was the
-/// freeze. Flags value-mismatch, times-inconsistent.
-fn freeze_waves_lie_inside_the_freeze(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
-    let least = crate::rules::c::MIN_FREEZE_REQUESTS;
+/// freeze. Each violating pod, a target pod, met the frozen replica (under Fail a
+/// `webhook-timeout`, not stored; under Ignore `stored` after the timeout; either after
+/// `timeoutSeconds`, not sooner nor much later: [`freeze::request_during_the_freeze`]) or a
+/// running one (`explicit-deny` from the policy's webhook); the control pods were stored (outside
+/// the selector). Flags value-mismatch, times-inconsistent, outcome-unexpected, timeout-too-fast,
+/// timeout-too-slow, deny-other-webhook.
+fn freeze_waves_met_the_frozen_replica(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun) {
+    let (s, least) = (&v.s, crate::rules::c::MIN_FREEZE_REQUESTS);
     let (waves, size, n) = (run.waves, run.wave_size, run.bad.len());
     let all = u64::from(waves) * u64::from(size);
     g.check(all >= u64::from(least) && n as u64 == all, ValueMismatch, format!("{s}.bad"), || {
@@ -815,25 +787,12 @@ fn freeze_waves_lie_inside_the_freeze(g: &mut G, s: &str, run: &ReplicaFreezeRun
         times_are_ordered(g, &sub, rows.map(|(f, a, b)| (f, a.as_str(), b.as_str())));
         if violating {
             super::request_is_the_pod_meant(g, &sub, r, super::Meant::target(false));
+            let expect = [v.met(), Outcome::ExplicitDeny];
+            let after_timeout = v.ignore && r.outcome == Outcome::Stored;
+            freeze::request_during_the_freeze(g, v, &sub, r, &expect, after_timeout);
+        } else {
+            g.request(&sub, r, &[Outcome::Stored]);
         }
-    }
-}
-
-/// Every violating pod of the waves met the frozen replica (under Fail a `webhook-timeout`, not
-/// stored; under Ignore `stored` after the timeout; either after `timeoutSeconds`, not sooner nor
-/// much later) or a running one (`explicit-deny` from the policy's webhook); the control pods
-/// were stored (outside the selector).
-fn freeze_outcomes_are_timeout_or_deny(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun) {
-    let (s, expect) = (&v.s, [v.met(), Outcome::ExplicitDeny]);
-    for (i, r) in run.bad.iter().enumerate() {
-        // A request that met the frozen replica waited for the registration's timeout: a
-        // `webhook-timeout` under Fail, `stored` after it under Ignore (`bounds::timeout_window_ms`).
-        let after_timeout = v.ignore && r.outcome == Outcome::Stored;
-        let sub = format!("{s}.bad[{i}]");
-        freeze::request_during_the_freeze(g, v, &sub, r, &expect, after_timeout);
-    }
-    for (i, r) in run.control.iter().enumerate() {
-        g.request(&format!("{s}.control[{i}]"), r, &[Outcome::Stored]);
     }
 }
 
@@ -866,91 +825,6 @@ fn samples_cover_the_freeze(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
     }
 }
 
-/// `target_after` is the frozen pod (its name and UID before; its UID after its container's
-/// pod), read after the first explicit deny (its restart count and container:
-/// `freeze::freeze_rules`).
-fn frozen_replica_after_is_the_same_pod(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
-    let t = &run.target_after;
-    let sub = format!("{s}.target_after");
-    let rows = [("pod", run.target_pod.as_str(), t.pod.as_str())];
-    fields_are(g, ValueMismatch, &sub, rows);
-    let uid = run.freeze.identity.pod_uid.as_str();
-    let uid_before = t.pod_uid_before.as_str();
-    fields_are(g, UidMismatch, &sub, [("pod_uid_before", uid, uid_before)]);
-    if let Some(d) = &run.first_explicit_deny {
-        g.times_ordered(&format!("{sub}.settled_at"), &d.answered_at, &t.settled_at);
-    }
-    if let Some(after) = &t.identity_after {
-        let ok = t.pod_uid_after.as_deref() == Some(after.pod_uid.as_str());
-        g.check(ok, UidMismatch, format!("{sub}.pod_uid_after"), || {
-            let (uid, container_pod) = (&t.pod_uid_after, &after.pod_uid);
-            format!("the pod's UID after is {uid:?}, its container's pod {container_pod}")
-        });
-    }
-    let holds = run.lease_after.holder.as_deref() == Some(t.pod.as_str());
-    let rows = [("holds_lease_after", holds, t.holds_lease_after)];
-    fields_are(g, ValueMismatch, &sub, rows);
-}
-
-/// The frozen replica's restart counts are its container's restart attempts as CRI answered
-/// them (raw `cri-container-before`, `cri-container-after`: kubelet's `attempt` is the restart
-/// count, as act 4 holds: [`derive::cri_container`]'s, [`fact_is_derived_from_raw`]), and a CRI
-/// answer after the resume is not dropped from the facts (`identity_after`). Flags raw-mismatch.
-fn restart_counts_are_the_containers_attempts(
-    g: &mut G,
-    s: &str,
-    ev: &Evidence,
-    run: &ReplicaFreezeRun,
-) {
-    let (t, sub) = (&run.target_after, format!("{s}.target_after"));
-    let attempt = |raw: &Value| derive::cri_container(raw).map(|c| c.restart_count);
-    let counts = [
-        ("before", t.restart_count_before),
-        ("after", t.restart_count_after),
-    ];
-    for (when, n) in counts {
-        let what = format!("cri-container-{when}");
-        if let Some(raw) = raw_record(ev, &what) {
-            let (fact, at) = (format!("{sub}.restart_count_{when}"), raw_at(ev, &what));
-            let sources = derive::RESTART_COUNT_SOURCES;
-            fact_is_derived_from_raw(g, &fact, &n, &at, attempt(raw), sources);
-        }
-    }
-    if raw_record(ev, "cri-container-after").is_some() {
-        let at = format!("{sub}.identity_after");
-        g.check(t.identity_after.is_some(), RawMismatch, at, || {
-            let why =
-                "CRI answered after the resume (raw cri-container-after), the facts say it did not";
-            why.into()
-        });
-    }
-}
-
-/// One counter row per act 3 replica; a counter goes down only where the replica restarted (the
-/// frozen replica, whose restart count went up): Kyverno's counters live in its process.
-fn replica_rows_are_act3s_replicas(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
-    let sub = format!("{s}.replica_requests");
-    if let Some(a3) = g.facts::<Act3Facts>(3) {
-        let reqs = &run.replica_requests;
-        let rows: BTreeSet<&str> = reqs.iter().map(|r| r.pod.as_str()).collect();
-        let replicas = replica_names(&a3.replicas);
-        let ok = rows == replicas && rows.len() == reqs.len();
-        g.check(ok, ValueMismatch, &sub, || {
-            format!("expected one row per act 3 replica {replicas:?}, found {rows:?}")
-        });
-    }
-    let restarted = crate::rules::c::restarted(run);
-    for (i, r) in run.replica_requests.iter().enumerate() {
-        if let (Some(b), Some(a)) = (r.before, r.after) {
-            let ok = a >= b || (restarted && r.pod == run.target_pod);
-            g.check(ok, ValueMismatch, format!("{sub}[{i}]"), || {
-                let pod = &r.pod;
-                format!("{pod}'s counter went down from {b} to {a}, and it is not the frozen replica that restarted")
-            });
-        }
-    }
-}
-
 /// A freeze's facts are the reads it recorded raw: the Lease before and after (`lease-before`,
 /// `lease-after`), every Lease and EndpointSlice sample (`freeze-samples`, in order; a failed read
 /// has no raw answer), the frozen pod after the settle (`pods-after`: UID, restart count,
@@ -964,7 +838,7 @@ fn freeze_run_is_its_raw_reads(g: &mut G, s: &str, ev: &Evidence, run: &ReplicaF
     let sub = format!("{s}.lease_after.at");
     read_between_its_raw_record_and_the_next(g, &sub, ev, "lease-after", &after.at);
     samples_are_the_raw_samples(g, s, ev, run);
-    target_after_is_the_raw_reads(g, s, ev, run);
+    target_after_is_the_frozen_pod(g, s, ev, run);
     replica_counters_are_the_raw_lines(g, s, ev, &run.replica_requests);
     let sub = format!("{s}.target_after.waited_ms");
     if let Some(checks) = required_raw(g, ev, "settle-wait", &sub) {
@@ -1003,12 +877,45 @@ fn samples_are_the_raw_samples(g: &mut G, s: &str, ev: &Evidence, run: &ReplicaF
     rows_are_derived_from_raw(g, &fact, endpoints, &at, raw, sources);
 }
 
-/// The frozen pod after the settle is the raw `pods-after` ([`derive::pod_after`]: UID, restart
-/// count, `Ready`) and its container the raw `cri-container-after` ([`derive::container_after`]:
-/// ID, PID, pod, `attempt` = the restart count), each [`fact_is_derived_from_raw`]. Flags
-/// [`Code::RawMismatch`] / [`Code::ObservationMissing`].
-fn target_after_is_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, run: &ReplicaFreezeRun) {
+/// `target_after` is the frozen pod (its name and UID before; its UID after its container's
+/// pod; whether it holds the Lease the read after's word), read after the first explicit deny
+/// (its restart count and container: `freeze::freeze_rules`), as the act read it raw: the pod
+/// `pods-after` ([`derive::pod_after`]: UID, restart count, `Ready`), its container
+/// `cri-container-after` ([`derive::container_after`]: ID, PID, pod, `attempt` = the restart
+/// count; a CRI answer is not dropped from the facts), and its restart count before the freeze
+/// the container's `attempt` in `cri-container-before` (as act 4 holds,
+/// [`derive::cri_container`]), each [`fact_is_derived_from_raw`]. Flags value-mismatch,
+/// uid-mismatch, times-inconsistent, raw-mismatch, observation-missing.
+fn target_after_is_the_frozen_pod(g: &mut G, s: &str, ev: &Evidence, run: &ReplicaFreezeRun) {
     let (t, sub) = (&run.target_after, format!("{s}.target_after"));
+    fields_are(
+        g,
+        ValueMismatch,
+        &sub,
+        [("pod", run.target_pod.as_str(), t.pod.as_str())],
+    );
+    let uid = (
+        run.freeze.identity.pod_uid.as_str(),
+        t.pod_uid_before.as_str(),
+    );
+    fields_are(g, UidMismatch, &sub, [("pod_uid_before", uid.0, uid.1)]);
+    if let Some(d) = &run.first_explicit_deny {
+        g.times_ordered(&format!("{sub}.settled_at"), &d.answered_at, &t.settled_at);
+    }
+    if let Some(after) = &t.identity_after {
+        let ok = t.pod_uid_after.as_deref() == Some(after.pod_uid.as_str());
+        g.check(ok, UidMismatch, format!("{sub}.pod_uid_after"), || {
+            let (uid, container_pod) = (&t.pod_uid_after, &after.pod_uid);
+            format!("the pod's UID after is {uid:?}, its container's pod {container_pod}")
+        });
+    }
+    let holds = run.lease_after.holder.as_deref() == Some(t.pod.as_str());
+    fields_are(
+        g,
+        ValueMismatch,
+        &sub,
+        [("holds_lease_after", holds, t.holds_lease_after)],
+    );
     if let Some(pods) = required_raw(g, ev, "pods-after", &sub) {
         let at = match derive::pod_named(pods, &t.pod) {
             Some(k) => format!("{}[{k}]", raw_at(ev, "pods-after")),
@@ -1017,13 +924,34 @@ fn target_after_is_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, run: &Replic
         let derived = derive::pod_after(pods, &t.pod, t.restart_count_before);
         fact_is_derived_from_raw(g, &sub, t, &at, derived, derive::POD_AFTER_SOURCES);
     }
-    let what = "cri-container-after";
-    if t.identity_after.is_some()
-        && let Some(c) = required_raw(g, ev, what, &format!("{sub}.identity_after"))
-    {
-        let (derived, sources) = (derive::container_after(c), derive::CONTAINER_AFTER_SOURCES);
-        fact_is_derived_from_raw(g, &sub, t, &raw_at(ev, what), derived, sources);
+    let attempt = |raw: &Value| derive::cri_container(raw).map(|c| c.restart_count);
+    let (before, after) = (
+        raw_at(ev, "cri-container-before"),
+        raw_at(ev, "cri-container-after"),
+    );
+    let sources = derive::RESTART_COUNT_SOURCES;
+    if let Some(raw) = raw_record(ev, "cri-container-before") {
+        let (fact, n) = (
+            format!("{sub}.restart_count_before"),
+            t.restart_count_before,
+        );
+        fact_is_derived_from_raw(g, &fact, &n, &before, attempt(raw), sources);
     }
+    let identity = format!("{sub}.identity_after");
+    let Some(c) = (match t.identity_after {
+        Some(_) => required_raw(g, ev, "cri-container-after", &identity),
+        None => raw_record(ev, "cri-container-after"),
+    }) else {
+        return;
+    };
+    if t.identity_after.is_some() {
+        let (derived, sources) = (derive::container_after(c), derive::CONTAINER_AFTER_SOURCES);
+        return fact_is_derived_from_raw(g, &sub, t, &after, derived, sources);
+    }
+    let why = "CRI answered after the resume (raw cri-container-after), the facts say it did not";
+    g.check(false, RawMismatch, identity, || why.into());
+    let (fact, n) = (format!("{sub}.restart_count_after"), t.restart_count_after);
+    fact_is_derived_from_raw(g, &fact, &n, &after, attempt(c), sources);
 }
 
 /// The settle's length and end are its checks' (raw `settle-wait`, every check whose state
@@ -1093,16 +1021,16 @@ pub(crate) fn act7(g: &mut G) {
     let a6_webhook = g.facts::<Act6Facts>(6).map(|a6| a6.webhook);
     let (policy_uid, bad) = (&f.policy_uid, &f.healthy_bad);
     freeze::recovered_under_ignore(g, uid.as_deref(), policy_uid, &f.webhook, bad, a6_webhook);
-    scaled_back_to_the_original_count(g, &s, &f);
     let last = f.deny_probes.last() == Some(&f.healthy_bad);
     g.check(last, ObservationMissing, format!("{s}.deny_probes"), || {
         "the explicit deny is not the last request sent".into()
     });
     lease_holder_is_a_replica(g, &s, &f.lease, &f.replicas);
-    if let Some(a3) = g.facts::<Act3Facts>(3) {
+    let a3 = g.facts::<Act3Facts>(3);
+    if let Some(a3) = &a3 {
         super::existing_pod_survives_since(g, &format!("{s}.existing"), &a3.existing, &f.existing);
     }
-    replicas_left_are_act3s_pods(g, &s, &f);
+    scaled_back_to_act3s_pods(g, &s, a3.as_ref(), &f);
     deny_probes_are_violating_pods_one_after_another(g, &s, &f);
     if let Some(ev) = g.evidence(7) {
         act7_facts_are_the_raw_reads(g, &s, &ev, &f);
@@ -1110,21 +1038,43 @@ pub(crate) fn act7(g: &mut G) {
     }
 }
 
-/// The replicas left after the scale back are act 3's pods (a scale-down deletes pods, it
-/// creates none): each by name, UID and address (act 3's `podIP`), existing and `Running`; the
-/// Deployment is act 1's with that many ready.
-fn replicas_left_are_act3s_pods(g: &mut G, s: &str, f: &Act7Facts) {
-    let d = &f.deployment;
+/// The scale back wrote the original count over act 3's attempt before the deny was sent, and the
+/// wait ended with act 1's Deployment and its live replicas at that count, each `Ready`, each one
+/// of act 3's pods (a scale-down deletes pods, it creates none): by name, UID and address (act 3's
+/// `podIP`), existing and `Running`.
+fn scaled_back_to_act3s_pods(g: &mut G, s: &str, a3: Option<&Act3Facts>, f: &Act7Facts) {
+    let (original, b, d) = (
+        inputs::OriginalReplicas::VALUE,
+        &f.scale_back,
+        &f.deployment,
+    );
+    let ready = f.replicas.iter().filter(|r| r.ready).count() as u32;
+    let rows = [
+        ("scale_back.replicas", original, b.replicas),
+        ("deployment.replicas", original, d.replicas),
+        ("deployment.ready_replicas", ready, d.ready_replicas),
+    ];
+    fields_are(g, ValueMismatch, s, rows);
+    if let Some(a3) = a3 {
+        let (id, back) = (a3.scale.fault_id.as_str(), b.fault_id.as_str());
+        g.expect_eq(ValueMismatch, format!("{s}.scale_back.fault_id"), id, back);
+    }
     if let Some(a1) = g.facts::<facts::Act1Facts>(1) {
         let a1 = &a1.controller_deployment;
         let act1 = (a1.namespace.as_deref(), a1.name.as_str(), a1.uid.as_str());
         let found = (Some(d.namespace.as_str()), d.name.as_str(), d.uid.as_str());
         fields_are(g, UidMismatch, s, [("deployment", act1, found)]);
     }
-    let ready = f.replicas.iter().filter(|r| r.ready).count() as u32;
-    let rows = [("deployment.ready_replicas", ready, d.ready_replicas)];
-    fields_are(g, ValueMismatch, s, rows);
-    let a3 = g.facts::<Act3Facts>(3);
+    let ok = f.replicas.len() as u32 == original && f.replicas.iter().all(|r| r.ready);
+    g.check(ok, ValueMismatch, format!("{s}.replicas"), || {
+        let found: Vec<_> = f.replicas.iter().map(|r| (&r.pod.name, r.ready)).collect();
+        format!("expected {original} Ready replica(s), found {found:?}")
+    });
+    g.times_ordered(
+        &format!("{s}.healthy_bad.sent_at"),
+        &b.at,
+        &f.healthy_bad.sent_at,
+    );
     for (i, r) in f.replicas.iter().enumerate() {
         let (sub, p) = (format!("{s}.replicas[{i}]"), &r.pod);
         let running = p.exists && p.phase.as_deref() == Some("Running");
@@ -1136,7 +1086,7 @@ fn replicas_left_are_act3s_pods(g: &mut G, s: &str, f: &Act7Facts) {
         g.check(addressed, ValueMismatch, format!("{sub}.pod_ip"), || {
             "a Ready pod without status.podIP".into()
         });
-        let Some(a3) = &a3 else {
+        let Some(a3) = a3 else {
             continue;
         };
         let same = (a3.replicas.iter())
@@ -1185,13 +1135,25 @@ fn wait_spans_the_act_until_the_existing_pod(g: &mut G, s: &str, ev: &Evidence, 
 }
 
 /// Act 7's facts are the reads it recorded raw: the Deployment before the scale back
-/// (`deployment-before`: `replicas_before`), the heal's record of act 3's attempt
+/// (`deployment-before`: `replicas_before` its `spec.replicas`, [`derive::deployment`]; and the
+/// Deployment recorded after the wait by its UID, a rule across two reads, not a derivation: the
+/// read after the wait keeps no raw record of its own), the heal's record of act 3's attempt
 /// (`scale-attempt-heal`: the attempt, its action and time), the Lease (`lease`), the policy
 /// (`policy`: its UID) and the registration (`webhook-configuration`). Flags
 /// [`Code::RawMismatch`] / [`Code::ObservationMissing`].
 fn act7_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, f: &Act7Facts) {
     let (b, sub) = (&f.scale_back, format!("{s}.scale_back"));
-    deployment_before_is_the_one_scaled_back(g, s, ev, f);
+    let replicas = |raw: &Value| derive::deployment(raw).map(|d| d.replicas);
+    let (n, sources) = (&b.replicas_before, derive::REPLICAS_SOURCES);
+    let before = format!("{sub}.replicas_before");
+    fact_is_derived_from_raw_record(g, ev, "deployment-before", &before, n, replicas, sources);
+    let (raw, uid) = (raw_record(ev, "deployment-before"), &f.deployment.uid);
+    let raw = raw.map(|d| &d["metadata"]["uid"]);
+    if let Some(raw) = raw.filter(|raw| *raw != uid.as_str()) {
+        let at = raw_at(ev, "deployment-before");
+        let why = format!("recorded {uid:?}; {at}.metadata.uid is {raw}");
+        g.flag(RawMismatch, format!("{s}.deployment.uid"), why);
+    }
     let heal = |raw: &Value| derive::scale_back(raw, b.replicas_before, b.replicas);
     let sources = derive::SCALE_BACK_SOURCES;
     fact_is_derived_from_raw_record(g, ev, "scale-attempt-heal", &sub, b, heal, sources);
@@ -1202,50 +1164,6 @@ fn act7_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, f: &Act7Facts
     fact_is_derived_from_raw_record(g, ev, "policy", &sub, uid, derive::policy_uid, sources);
     let webhook = format!("{s}.webhook");
     registration_is_derived_from(g, ev, "webhook-configuration", &webhook, &f.webhook);
-}
-
-/// The Deployment act 7 read before the scale back (raw `deployment-before`): its
-/// `spec.replicas` is `scale_back.replicas_before` ([`derive::deployment`],
-/// [`fact_is_derived_from_raw_record`]), and it is the Deployment recorded after the wait
-/// (`deployment.uid`; a rule across two reads, not a derivation: the read after the wait keeps no
-/// raw record of its own). Flags [`Code::RawMismatch`] / [`Code::ObservationMissing`].
-fn deployment_before_is_the_one_scaled_back(g: &mut G, s: &str, ev: &Evidence, f: &Act7Facts) {
-    let replicas = |raw: &Value| derive::deployment(raw).map(|d| d.replicas);
-    let n = &f.scale_back.replicas_before;
-    let sub = format!("{s}.scale_back.replicas_before");
-    let sources = derive::REPLICAS_SOURCES;
-    fact_is_derived_from_raw_record(g, ev, "deployment-before", &sub, n, replicas, sources);
-    let (Some(d), uid) = (raw_record(ev, "deployment-before"), &f.deployment.uid) else {
-        return;
-    };
-    let raw = &d["metadata"]["uid"];
-    if raw != uid.as_str() {
-        let file = ev_name(ev.act);
-        let why =
-            format!("recorded {uid:?}; {file} raw[deployment-before].data.metadata.uid is {raw}");
-        g.flag(RawMismatch, format!("{s}.deployment.uid"), why);
-    }
-}
-
-/// The scale back wrote the original count over act 3's three, and the wait ended with the
-/// Deployment and its live replicas at that count, each `Ready`.
-fn scaled_back_to_the_original_count(g: &mut G, s: &str, f: &Act7Facts) {
-    let (original, b) = (inputs::OriginalReplicas::VALUE, &f.scale_back);
-    let rows = [("scale_back.replicas", original, b.replicas)];
-    fields_are(g, ValueMismatch, s, rows);
-    if let Some(a3) = g.facts::<Act3Facts>(3) {
-        let (id, back) = (a3.scale.fault_id.as_str(), b.fault_id.as_str());
-        g.expect_eq(ValueMismatch, format!("{s}.scale_back.fault_id"), id, back);
-    }
-    let rows = [("deployment.replicas", original, f.deployment.replicas)];
-    fields_are(g, ValueMismatch, s, rows);
-    let ok = f.replicas.len() as u32 == original && f.replicas.iter().all(|r| r.ready);
-    g.check(ok, ValueMismatch, format!("{s}.replicas"), || {
-        let found: Vec<_> = f.replicas.iter().map(|r| (&r.pod.name, r.ready)).collect();
-        format!("expected {original} Ready replica(s), found {found:?}")
-    });
-    let sent = &f.healthy_bad.sent_at;
-    g.times_ordered(&format!("{s}.healthy_bad.sent_at"), &b.at, sent);
 }
 
 /// Act 8: the report, each word held against the one rule act 8 uses
@@ -1344,13 +1262,17 @@ mod target_order_tests {
         gi
     }
 
-    /// The follower rule's findings on act 5 of `input` (as a follower frozen first).
+    /// The target rule's findings on the frozen process of act 5 of `input`, as a follower frozen
+    /// first.
     fn follower_rule_on_act5(input: &GradeInput) -> Vec<crate::grade::Finding> {
         let mut g = G::new(Lab::C, 5, input);
         let f = g.facts::<Act5Facts>(5).unwrap();
         let v = Freeze::of_c(5, &f, false, None);
-        frozen_follower_is_its_latest_process(&mut g, &v, &f);
-        g.finish().findings
+        frozen_replica_is_the_target(&mut g, &v, &f, Target::Follower);
+        let found = g.finish().findings.into_iter();
+        found
+            .filter(|f| f.subject.ends_with("freeze.identity"))
+            .collect()
     }
 
     #[test]
@@ -1387,8 +1309,7 @@ mod target_order_tests {
             let mut g = G::new(Lab::C, 6, input);
             let f6 = g.facts::<Act6Facts>(6).unwrap();
             let v6 = Freeze::of_c(6, &f6.run, true, None);
-            frozen_leader_is_the_holders(&mut g, &v6, &f6.run);
-            lease_before_names_the_frozen_leader(&mut g, &v6.s, &f6.run);
+            frozen_replica_is_the_target(&mut g, &v6, &f6.run, Target::Leader);
             g.finish().findings
         };
         assert_eq!(rules(&second("act 4")), vec![]);
