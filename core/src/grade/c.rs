@@ -184,10 +184,9 @@ fn wait_is_its_checks(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts) {
         if let Some(checks) = checks {
             let mut all = checks.as_array().into_iter().flatten();
             let raw = all.find(|c| c[flag] == true).and_then(|c| c["at"].as_str());
-            g.check(raw == Some(at.as_str()), RawMismatch, sub, || {
-                format!(
-                    "recorded {at:?}, the first check with {flag} in the raw ready-wait is {raw:?}"
-                )
+            let ok = raw == Some(at.as_str());
+            g.check(ok, RawMismatch, sub, || {
+                format!("recorded {at:?}; the first check with {flag} in raw ready-wait is {raw:?}")
             });
         }
     }
@@ -307,13 +306,11 @@ fn baseline_outcomes_are_healthy(g: &mut G, s: &str, f: &Act3Facts) {
 /// pod requests, so not exactly).
 fn replica_counts_cover_the_requests(g: &mut G, s: &str, f: &Act3Facts) {
     replica_rows_are_the_replicas(g, s, &f.replica_requests, Some(&f.replicas), None);
-    let moved = f
-        .replica_requests
-        .iter()
-        .map(|r| Some(r.after?.saturating_sub(r.before?)));
+    let moved = f.replica_requests.iter();
+    let moved = moved.map(|r| Some(r.after?.saturating_sub(r.before?)));
     if let Some(total) = moved.sum::<Option<u64>>() {
-        let target = f.bad.len() + 1;
-        g.check(total >= target as u64, ValueMismatch, format!("{s}.replica_requests"), || {
+        let (target, sub) = (f.bad.len() + 1, format!("{s}.replica_requests"));
+        g.check(total >= target as u64, ValueMismatch, sub, || {
             format!(
                 "the replicas counted {total} pod requests, fewer than the {target} target requests"
             )
@@ -476,13 +473,8 @@ fn replicas_are_the_raw_pods(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts) {
     });
     for (i, r) in f.replicas.iter().enumerate() {
         let sub = format!("{s}.replicas[{i}]");
-        read_between_its_raw_record_and_the_next(
-            g,
-            &format!("{sub}.pod.at"),
-            ev,
-            "pods",
-            &r.pod.at,
-        );
+        let at = format!("{sub}.pod.at");
+        read_between_its_raw_record_and_the_next(g, &at, ev, "pods", &r.pod.at);
         let Some((k, p)) = derive::pod_named(pods, &r.pod.name).map(|k| (k, &pods[k])) else {
             let missing = format!("pod {} is not in the raw list", r.pod.name);
             g.flag(RawMismatch, sub, missing);
@@ -597,29 +589,18 @@ pub(crate) fn act6(g: &mut G) {
 /// sample read during it and the read after name the holder of before. Flags value-mismatch,
 /// uid-mismatch, identity-changed.
 fn frozen_replica_is_the_target(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun, t: Target) {
-    let (s, pod, before) = (
-        &v.s,
-        run.target_pod.as_str(),
-        run.lease_before.holder.as_deref(),
-    );
-    let role = if t == Target::Follower {
-        "follower"
-    } else {
-        "leader"
+    let (s, pod, before) = (&v.s, &*run.target_pod, run.lease_before.holder.as_deref());
+    let (follower, role) = match t {
+        Target::Follower => (true, "follower"),
+        _ => (false, "leader"),
     };
-    g.expect_eq(
-        ValueMismatch,
-        format!("{s}.target_role"),
-        role,
-        run.target_role.as_str(),
-    );
-    if t == Target::Follower {
-        g.check(
-            before != Some(pod),
-            ValueMismatch,
-            format!("{s}.target_pod"),
-            || format!("the frozen pod {pod} held the Lease when the freeze began"),
-        );
+    let sub = format!("{s}.target_role");
+    g.expect_eq(ValueMismatch, sub, role, &*run.target_role);
+    if follower {
+        let free = before != Some(pod);
+        g.check(free, ValueMismatch, format!("{s}.target_pod"), || {
+            format!("the frozen pod {pod} held the Lease when the freeze began")
+        });
         if let Some(a3) = g.facts::<Act3Facts>(3) {
             let (uids, uid) = (replica_uids(&a3), &run.freeze.identity.pod_uid);
             let sub = format!("{s}.freeze.identity.pod_uid");
@@ -627,26 +608,14 @@ fn frozen_replica_is_the_target(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRu
                 format!("the frozen pod's UID {uid} is none of act 3's replicas {uids:?}")
             });
         }
-        let samples = (run.lease_samples.iter().enumerate()).filter(|(_, x)| x.error.is_none());
-        let reads =
-            samples.map(|(i, x)| (format!("lease_samples[{i}].holder"), x.holder.as_deref()));
-        let after = (
-            "lease_after.holder".to_owned(),
-            run.lease_after.holder.as_deref(),
-        );
-        fields_are(
-            g,
-            ValueMismatch,
-            s,
-            reads.chain([after]).map(|(f, h)| (f, before, h)),
-        );
+        let read = (run.lease_samples.iter().enumerate()).filter(|(_, x)| x.error.is_none());
+        let read = read.map(|(i, x)| (format!("lease_samples[{i}].holder"), &x.holder));
+        let reads = read.chain([("lease_after.holder".into(), &run.lease_after.holder)]);
+        let rows = reads.map(|(f, h)| (f, before, h.as_deref()));
+        fields_are(g, ValueMismatch, s, rows);
     } else {
-        fields_are(
-            g,
-            ValueMismatch,
-            s,
-            [("lease_before.holder", Some(pod), before)],
-        );
+        let rows = [("lease_before.holder", Some(pod), before)];
+        fields_are(g, ValueMismatch, s, rows);
         if crate::acts::freezes(g.lab).iter().all(|(a, _)| *a >= v.act) {
             let a4 = g.facts::<Act4Facts>(4).map(|a4| a4.leader);
             if let Some(leader) = &a4 {
@@ -684,13 +653,13 @@ fn latest_process_before(g: &mut G, act: u8, pod: &str) -> Option<facts::b::Proc
 }
 
 /// The rules both freezes hold: the registry's target ([`frozen_replica_is_the_target`]), those
-/// of every freeze (`freeze::freeze_rules`), then lab C's own: the waves, their outcomes, the samples, the frozen replica after the settle, the
-/// replicas' counters, the raw reads and the existing pod.
+/// of every freeze (`freeze::freeze_rules`), then lab C's own: the waves, their outcomes, the
+/// samples, the frozen replica after the settle, the replicas' counters, the raw reads and the
+/// existing pod.
 fn replica_freeze_run(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun) {
     let s = &v.s;
-    let target = crate::acts::freezes(g.lab)
-        .into_iter()
-        .find(|(a, _)| *a == v.act);
+    let freezes = crate::acts::freezes(g.lab);
+    let target = freezes.into_iter().find(|f| f.0 == v.act);
     let target = target.map_or(Target::Leader, |(_, t)| t);
     frozen_replica_is_the_target(g, v, run, target);
     freeze::freeze_rules(g, v);
@@ -888,17 +857,11 @@ fn samples_are_the_raw_samples(g: &mut G, s: &str, ev: &Evidence, run: &ReplicaF
 /// uid-mismatch, times-inconsistent, raw-mismatch, observation-missing.
 fn target_after_is_the_frozen_pod(g: &mut G, s: &str, ev: &Evidence, run: &ReplicaFreezeRun) {
     let (t, sub) = (&run.target_after, format!("{s}.target_after"));
-    fields_are(
-        g,
-        ValueMismatch,
-        &sub,
-        [("pod", run.target_pod.as_str(), t.pod.as_str())],
-    );
-    let uid = (
-        run.freeze.identity.pod_uid.as_str(),
-        t.pod_uid_before.as_str(),
-    );
-    fields_are(g, UidMismatch, &sub, [("pod_uid_before", uid.0, uid.1)]);
+    let rows = [("pod", &run.target_pod, &t.pod)];
+    fields_are(g, ValueMismatch, &sub, rows);
+    let uids = (&run.freeze.identity.pod_uid, &t.pod_uid_before);
+    let rows = [("pod_uid_before", uids.0, uids.1)];
+    fields_are(g, UidMismatch, &sub, rows);
     if let Some(d) = &run.first_explicit_deny {
         g.times_ordered(&format!("{sub}.settled_at"), &d.answered_at, &t.settled_at);
     }
@@ -910,12 +873,8 @@ fn target_after_is_the_frozen_pod(g: &mut G, s: &str, ev: &Evidence, run: &Repli
         });
     }
     let holds = run.lease_after.holder.as_deref() == Some(t.pod.as_str());
-    fields_are(
-        g,
-        ValueMismatch,
-        &sub,
-        [("holds_lease_after", holds, t.holds_lease_after)],
-    );
+    let rows = [("holds_lease_after", holds, t.holds_lease_after)];
+    fields_are(g, ValueMismatch, &sub, rows);
     if let Some(pods) = required_raw(g, ev, "pods-after", &sub) {
         let at = match derive::pod_named(pods, &t.pod) {
             Some(k) => format!("{}[{k}]", raw_at(ev, "pods-after")),
@@ -925,17 +884,12 @@ fn target_after_is_the_frozen_pod(g: &mut G, s: &str, ev: &Evidence, run: &Repli
         fact_is_derived_from_raw(g, &sub, t, &at, derived, derive::POD_AFTER_SOURCES);
     }
     let attempt = |raw: &Value| derive::cri_container(raw).map(|c| c.restart_count);
-    let (before, after) = (
-        raw_at(ev, "cri-container-before"),
-        raw_at(ev, "cri-container-after"),
-    );
+    let (before, after) = ("cri-container-before", raw_at(ev, "cri-container-after"));
     let sources = derive::RESTART_COUNT_SOURCES;
-    if let Some(raw) = raw_record(ev, "cri-container-before") {
-        let (fact, n) = (
-            format!("{sub}.restart_count_before"),
-            t.restart_count_before,
-        );
-        fact_is_derived_from_raw(g, &fact, &n, &before, attempt(raw), sources);
+    if let Some(raw) = raw_record(ev, before) {
+        let fact = format!("{sub}.restart_count_before");
+        let (n, at) = (&t.restart_count_before, raw_at(ev, before));
+        fact_is_derived_from_raw(g, &fact, n, &at, attempt(raw), sources);
     }
     let identity = format!("{sub}.identity_after");
     let Some(c) = (match t.identity_after {
@@ -1043,11 +997,8 @@ pub(crate) fn act7(g: &mut G) {
 /// of act 3's pods (a scale-down deletes pods, it creates none): by name, UID and address (act 3's
 /// `podIP`), existing and `Running`.
 fn scaled_back_to_act3s_pods(g: &mut G, s: &str, a3: Option<&Act3Facts>, f: &Act7Facts) {
-    let (original, b, d) = (
-        inputs::OriginalReplicas::VALUE,
-        &f.scale_back,
-        &f.deployment,
-    );
+    let (b, d) = (&f.scale_back, &f.deployment);
+    let original = inputs::OriginalReplicas::VALUE;
     let ready = f.replicas.iter().filter(|r| r.ready).count() as u32;
     let rows = [
         ("scale_back.replicas", original, b.replicas),
@@ -1070,11 +1021,8 @@ fn scaled_back_to_act3s_pods(g: &mut G, s: &str, a3: Option<&Act3Facts>, f: &Act
         let found: Vec<_> = f.replicas.iter().map(|r| (&r.pod.name, r.ready)).collect();
         format!("expected {original} Ready replica(s), found {found:?}")
     });
-    g.times_ordered(
-        &format!("{s}.healthy_bad.sent_at"),
-        &b.at,
-        &f.healthy_bad.sent_at,
-    );
+    let sent = &f.healthy_bad.sent_at;
+    g.times_ordered(&format!("{s}.healthy_bad.sent_at"), &b.at, sent);
     for (i, r) in f.replicas.iter().enumerate() {
         let (sub, p) = (format!("{s}.replicas[{i}]"), &r.pod);
         let running = p.exists && p.phase.as_deref() == Some("Running");
