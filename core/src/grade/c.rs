@@ -5,11 +5,10 @@
 //!
 //! | act | rule | holds | code |
 //! |---|---|---|---|
-//! | 3 | [`scale_is_the_plans`] | the scale's before/after and the Deployment's replicas | `ha-plan.json` (1 → 3) | value-mismatch |
-//! | 3 | [`distinct_ready_replicas`] | the replicas, distinct names and UIDs, each `Ready`, `Running` | the registry's count (3) | value-mismatch, uid-mismatch |
+//! | 3 | [`scaled_to_distinct_ready_replicas`] | the scale's before/after, the Deployment's replicas, the replicas, distinct names and UIDs, each `Ready`, `Running` | `ha-plan.json` (1 → 3), act 1's Deployment, the registry's count (3) | value-mismatch, uid-mismatch |
 //! | 3 | [`every_ready_replica_is_a_ready_endpoint`] | `kyverno-svc`'s ready endpoints | one per replica, by pod name and address | value-mismatch |
 //! | 3 | [`lease_holder_is_a_replica`] | the Lease `kyverno`'s holder | one of the replicas | value-mismatch |
-//! | 3 | [`registration_is_act2s`] | the registration after the scale | act 2's, unchanged | registration-changed |
+//! | 3 | `act3` | the registration after the scale | act 2's, unchanged | registration-changed |
 //! | 3 | [`wait_is_its_checks`] | the scale, then the three conditions, then the first request; `waited_ms` | each other; each condition the first check of raw `ready-wait` where it held; the last condition and the first request | times-inconsistent, raw-mismatch, observation-missing |
 //! | 3 | [`baseline_waves_were_parallel`] | `waves × wave_size` violating pods, each wave's requests in flight together | the counts; at least one request per replica in flight at one instant ([`most_in_flight`]) | value-mismatch, times-inconsistent |
 //! | 3 | [`baseline_outcomes_are_healthy`] | every violating pod an explicit deny from act 2's webhook, good and control stored, the existing pod the good one | the policy | outcome-unexpected, deny-other-webhook, value-mismatch |
@@ -25,7 +24,7 @@
 //! | 5, 6 | [`samples_cover_the_freeze`] | the Lease and EndpointSlice samples | one about each second from the freeze to the resume, no gap over three periods | observation-missing |
 //! | 5, 6 | [`target_after_is_the_frozen_pod`] | the frozen replica after the settle, its restart counts, `identity_after` | its pod and UID, its container's pod; raw `pods-after`, CRI's `attempt` in raw `cri-container-before`/`-after`; a CRI answer is not dropped | value-mismatch, uid-mismatch, raw-mismatch, observation-missing |
 //! | 5, 6 | [`replica_rows_are_the_replicas`] | each replica's counter | one row per act 3 replica; down only for the frozen replica that restarted | value-mismatch |
-//! | 5, 6 | [`freeze_run_is_its_raw_reads`] | the Leases before/after, every sample, the counters, the settle | raw `lease-before`/`lease-after`, `freeze-samples`, `replica-metrics-*`, `settle-wait` ([`settle_is_its_checks`]) | raw-mismatch, observation-missing, times-inconsistent |
+//! | 5, 6 | [`replica_freeze_run`] | the Leases before/after, every sample, the counters, the settle | raw `lease-before`/`lease-after`, `freeze-samples`, `replica-metrics-*`, `settle-wait` ([`settle_is_its_checks`]) | raw-mismatch, observation-missing, times-inconsistent |
 //! | 5, 6 | `existing_pod_survives_since` ([`super`]) | act 3's pod | same name, UID, `Running`, restart count never down | pod-replaced, pod-not-running, restart-contradicted |
 //! | 7 | `recovery.json`, `freeze::recovered_under_ignore` | the policy UID, the Ignore registration, the deny | act 2's UID, act 6's registration unchanged, its scope; the last probe an explicit deny from it | uid-mismatch, registration-changed, registration-scope, outcome-unexpected, observation-missing |
 //! | 7 | [`scaled_back_to_act3s_pods`] | the scale back, the Deployment, the replicas left | the original count, act 3's attempt; act 1's Deployment; each Ready replica one of act 3's pods (name, UID, address), `Running` | value-mismatch, uid-mismatch |
@@ -42,8 +41,7 @@ use super::Code;
 use super::freeze::{self, Freeze};
 use super::witness::{
     fact_is_derived_from_raw, fact_is_derived_from_raw_record, lease_is_derived_from,
-    list_is_derived_from_raw, raw_at, raw_record, registration_is_derived_from, required_raw,
-    rows_are_derived_from_raw,
+    list_is_derived_from_raw, raw_at, raw_record, required_raw, rows_are_derived_from_raw,
 };
 use super::{
     Code::*, G, SameRegistration, ev_name, fields_are, registration_equals, times_are_ordered,
@@ -84,11 +82,14 @@ pub(crate) fn act3(g: &mut G) {
     };
     g.input::<inputs::HaPlan>(&ctx);
     let s = "evidence/03.json facts";
-    scale_is_the_plans(g, s, &f);
-    distinct_ready_replicas(g, s, &f);
+    scaled_to_distinct_ready_replicas(g, s, &f);
     every_ready_replica_is_a_ready_endpoint(g, s, &f);
     lease_holder_is_a_replica(g, s, &f.lease, &f.replicas);
-    registration_is_act2s(g, s, &f);
+    if let Some(a2) = g.facts::<facts::Act2Facts>(2) {
+        // Scaling does not touch the registration: it is act 2's.
+        let (sub, same) = (format!("{s}.webhook"), SameRegistration::Identical);
+        registration_equals(g, &sub, &f.webhook, &a2.webhook, same);
+    }
     baseline_waves_were_parallel(g, s, &f);
     baseline_outcomes_are_healthy(g, s, &f);
     replica_counts_cover_the_requests(g, s, &f);
@@ -98,31 +99,25 @@ pub(crate) fn act3(g: &mut G) {
     }
 }
 
-/// The healer scaled from the plan's original count to the registry's ([`replicas`]), and the
-/// Deployment says so.
-fn scale_is_the_plans(g: &mut G, s: &str, f: &Act3Facts) {
+/// The healer scaled from the plan's original count to the registry's ([`replicas`]), and act
+/// 1's Deployment and its replicas say so: that many, each its own pod (distinct names and UIDs),
+/// `Ready` and `Running`.
+fn scaled_to_distinct_ready_replicas(g: &mut G, s: &str, f: &Act3Facts) {
     let (original, d, n) = (inputs::OriginalReplicas::VALUE, &f.deployment, replicas(g));
     let rows = [
         ("scale.replicas_before", original, f.scale.replicas_before),
         ("scale.replicas", n, f.scale.replicas),
         ("deployment.replicas", n, d.replicas),
         ("deployment.ready_replicas", n, d.ready_replicas),
+        ("replicas", n, f.replicas.len() as u32),
     ];
     fields_are(g, ValueMismatch, s, rows);
     if let Some(a1) = g.facts::<facts::Act1Facts>(1) {
         let act1 = a1.controller_deployment.uid;
         fields_are(g, UidMismatch, s, [("deployment.uid", act1, d.uid.clone())]);
     }
-}
-
-/// The registry's count of replicas ([`replicas`]), each its own pod (distinct names and UIDs),
-/// `Ready` and `Running`.
-fn distinct_ready_replicas(g: &mut G, s: &str, f: &Act3Facts) {
-    let n = f.replicas.len();
-    let expected = replicas(g) as usize;
-    g.expect_eq(ValueMismatch, format!("{s}.replicas"), expected, n);
     let (names, uids) = (replica_names(&f.replicas), replica_uids(f));
-    let ok = names.len() == n && uids.len() == n;
+    let ok = names.len() == f.replicas.len() && uids.len() == f.replicas.len();
     g.check(ok, UidMismatch, format!("{s}.replicas"), || {
         format!("expected distinct pods, found names {names:?} and UIDs {uids:?}")
     });
@@ -153,14 +148,6 @@ fn lease_holder_is_a_replica(g: &mut G, s: &str, lease: &LeaseFacts, replicas: &
     g.check(ok, ValueMismatch, format!("{s}.lease.holder"), || {
         format!("expected one of the replicas, found {:?}", lease.holder)
     });
-}
-
-/// Scaling does not touch the registration: it is act 2's.
-fn registration_is_act2s(g: &mut G, s: &str, f: &Act3Facts) {
-    if let Some(a2) = g.facts::<facts::Act2Facts>(2) {
-        let (s, same) = (format!("{s}.webhook"), SameRegistration::Identical);
-        registration_equals(g, &s, &f.webhook, &a2.webhook, same);
-    }
 }
 
 /// The wait after the scale: each of its three conditions first held after the scale, before the
@@ -385,7 +372,7 @@ fn leader_is_the_lease_holder(g: &mut G, s: &str, ev: Option<&Evidence>, f: &Act
 }
 
 /// Leader and followers are act 3's three replicas (by pod UID), each once, each its own live
-/// process (distinct PIDs and container IDs, a start time, not stopped), each the CRI container
+/// process (distinct PIDs and container IDs, [`freeze::investigated_process_is_live`]), each the CRI container
 /// read for its pod (raw `cri-container:<pod>`: container ID, PID, pod UID, pod name, and the
 /// restart count as the container's `attempt`, [`derive::cri_container`]).
 fn processes_are_act3s_replicas(g: &mut G, s: &str, ev: Option<&Evidence>, f: &Act4Facts) {
@@ -411,16 +398,7 @@ fn processes_are_act3s_replicas(g: &mut G, s: &str, ev: Option<&Evidence>, f: &A
             0 => format!("{s}.leader"),
             _ => format!("{s}.followers[{}]", i - 1),
         };
-        let id = &p.identity;
-        let live = id.pid > 1 && id.pid_start_time_ticks > 0 && !id.container_id.is_empty();
-        g.check(live, ValueMismatch, format!("{sub}.identity"), || {
-            format!("expected a PID > 1, its start time and a container ID, found {id:?}")
-        });
-        let state = format!("{sub}.process_state");
-        g.check(p.process_state != "T", ProcessStillStopped, &state, || {
-            "act 4 only investigates; the process was found stopped".into()
-        });
-        super::witness::process_state_is_a_proc_state(g, &state, &p.process_state);
+        freeze::investigated_process_is_live(g, &sub, &p.identity, &p.process_state);
         if let Some(ev) = ev {
             let what = format!("cri-container:{}", p.pod_name);
             let (derive, sources) = (derive::cri_container, derive::CRI_PROCESS_SOURCES);
@@ -654,8 +632,11 @@ fn latest_process_before(g: &mut G, act: u8, pod: &str) -> Option<facts::b::Proc
 
 /// The rules both freezes hold: the registry's target ([`frozen_replica_is_the_target`]), those
 /// of every freeze (`freeze::freeze_rules`), then lab C's own: the waves, their outcomes, the
-/// samples, the frozen replica after the settle, the replicas' counters, the raw reads and the
-/// existing pod.
+/// samples, the replicas' counters, the existing pod, and the reads the freeze recorded raw: the
+/// Lease before and after (`lease-before`, `lease-after`), every Lease and EndpointSlice sample
+/// ([`samples_are_the_raw_samples`]), the frozen pod after the settle
+/// ([`target_after_is_the_frozen_pod`]), each replica's counter, and the settle's length and last
+/// state (`settle-wait`, [`settle_is_its_checks`]).
 fn replica_freeze_run(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun) {
     let s = &v.s;
     let freezes = crate::acts::freezes(g.lab);
@@ -672,12 +653,24 @@ fn replica_freeze_run(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun) {
     replica_rows_are_the_replicas(g, s, &run.replica_requests, replicas, restarted);
     let (lease_at, frozen_at) = (&run.lease_before.at, &run.freeze.frozen_at);
     g.times_ordered(&format!("{s}.lease_before.at"), lease_at, frozen_at);
-    if let Some(ev) = g.evidence(v.act) {
-        freeze_run_is_its_raw_reads(g, s, &ev, run);
-    }
     if let Some(a3) = a3 {
         let sub = format!("{s}.existing");
         super::existing_pod_survives_since(g, &sub, &a3.existing, &run.existing);
+    }
+    let Some(ev) = g.evidence(v.act) else {
+        return;
+    };
+    let (before, after) = (&run.lease_before, &run.lease_after);
+    lease_is_derived_from(g, &ev, "lease-before", &format!("{s}.lease_before"), before);
+    lease_is_derived_from(g, &ev, "lease-after", &format!("{s}.lease_after"), after);
+    let sub = format!("{s}.lease_after.at");
+    read_between_its_raw_record_and_the_next(g, &sub, &ev, "lease-after", &after.at);
+    samples_are_the_raw_samples(g, s, &ev, run);
+    target_after_is_the_frozen_pod(g, s, &ev, run);
+    replica_counters_are_the_raw_lines(g, s, &ev, &run.replica_requests);
+    let sub = format!("{s}.target_after.waited_ms");
+    if let Some(checks) = required_raw(g, &ev, "settle-wait", &sub) {
+        settle_is_its_checks(g, s, run, checks);
     }
 }
 
@@ -791,27 +784,6 @@ fn samples_cover_the_freeze(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
             let n = times.len();
             format!("{n} reads between the freeze ({frozen_at}) and the resume ({resumed_at}), the longest gap {longest} ms; expected one about each {period} ms")
         });
-    }
-}
-
-/// A freeze's facts are the reads it recorded raw: the Lease before and after (`lease-before`,
-/// `lease-after`), every Lease and EndpointSlice sample (`freeze-samples`, in order; a failed read
-/// has no raw answer), the frozen pod after the settle (`pods-after`: UID, restart count,
-/// `Ready`), its container (`cri-container-after`: ID, PID, pod, `attempt` = the restart count),
-/// each replica's counter, and the settle's length and last state (`settle-wait`). Flags
-/// [`Code::RawMismatch`] / [`Code::ObservationMissing`] / [`Code::TimesInconsistent`].
-fn freeze_run_is_its_raw_reads(g: &mut G, s: &str, ev: &Evidence, run: &ReplicaFreezeRun) {
-    let (before, after) = (&run.lease_before, &run.lease_after);
-    lease_is_derived_from(g, ev, "lease-before", &format!("{s}.lease_before"), before);
-    lease_is_derived_from(g, ev, "lease-after", &format!("{s}.lease_after"), after);
-    let sub = format!("{s}.lease_after.at");
-    read_between_its_raw_record_and_the_next(g, &sub, ev, "lease-after", &after.at);
-    samples_are_the_raw_samples(g, s, ev, run);
-    target_after_is_the_frozen_pod(g, s, ev, run);
-    replica_counters_are_the_raw_lines(g, s, ev, &run.replica_requests);
-    let sub = format!("{s}.target_after.waited_ms");
-    if let Some(checks) = required_raw(g, ev, "settle-wait", &sub) {
-        settle_is_its_checks(g, s, run, checks);
     }
 }
 
@@ -963,18 +935,10 @@ pub(crate) fn act7(g: &mut G) {
         return;
     };
     let s = format!("{} facts", ev_name(7));
-    let a2 = g.facts::<facts::Act2Facts>(2);
-    let uid = a2.as_ref().and_then(super::policy_uid);
-    let mut ctx = Context {
-        policy_uid: uid.clone(),
-        ..Default::default()
-    };
-    let digests = g.input.digests().into_iter();
-    ctx.evidence_digests = digests.filter(|(a, _)| *a == 6).collect();
-    g.input::<inputs::RecoveryC>(&ctx);
-    let a6_webhook = g.facts::<Act6Facts>(6).map(|a6| a6.webhook);
     let (policy_uid, bad) = (&f.policy_uid, &f.healthy_bad);
-    freeze::recovered_under_ignore(g, uid.as_deref(), policy_uid, &f.webhook, bad, a6_webhook);
+    freeze::recovered_under_ignore::<inputs::RecoveryC, ReplicaFreezeRun>(
+        g, policy_uid, &f.webhook, bad,
+    );
     let last = f.deny_probes.last() == Some(&f.healthy_bad);
     g.check(last, ObservationMissing, format!("{s}.deny_probes"), || {
         "the explicit deny is not the last request sent".into()
@@ -1087,7 +1051,7 @@ fn wait_spans_the_act_until_the_existing_pod(g: &mut G, s: &str, ev: &Evidence, 
 /// Deployment recorded after the wait by its UID, a rule across two reads, not a derivation: the
 /// read after the wait keeps no raw record of its own), the heal's record of act 3's attempt
 /// (`scale-attempt-heal`: the attempt, its action and time), the Lease (`lease`), the policy
-/// (`policy`: its UID) and the registration (`webhook-configuration`). Flags
+/// (`policy`: its UID; the registration's raw read: `freeze::recovered_under_ignore`). Flags
 /// [`Code::RawMismatch`] / [`Code::ObservationMissing`].
 fn act7_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, f: &Act7Facts) {
     let (b, sub) = (&f.scale_back, format!("{s}.scale_back"));
@@ -1110,8 +1074,6 @@ fn act7_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, f: &Act7Facts
     let (sub, sources) = (format!("{s}.policy_uid"), derive::POLICY_UID_SOURCES);
     let uid = &f.policy_uid;
     fact_is_derived_from_raw_record(g, ev, "policy", &sub, uid, derive::policy_uid, sources);
-    let webhook = format!("{s}.webhook");
-    registration_is_derived_from(g, ev, "webhook-configuration", &webhook, &f.webhook);
 }
 
 /// Act 8: the report, each word held against the one rule act 8 uses
@@ -1146,10 +1108,11 @@ mod in_flight_tests {
     }
 
     /// Wave 0 of act 3 in the run of 2026-12-01 23:28 UTC (load average 9): the first request
-    /// was answered before the others were sent, yet five were in flight together.
+    /// was answered before the others were sent, yet five were in flight together; a sequential
+    /// wave has one in flight; an unparsable time gives no count.
     #[test]
-    fn a_wave_with_one_early_answer_still_had_five_in_flight() {
-        let spans = [
+    fn most_in_flight_counts_overlapping_spans() {
+        let early = [
             (732, 749),
             (752, 763),
             (754, 774),
@@ -1157,17 +1120,9 @@ mod in_flight_tests {
             (762, 775),
             (762, 815),
         ];
-        assert_eq!(most_in_flight(&wave(&spans)), Some(5));
-    }
-
-    #[test]
-    fn a_sequential_wave_has_one_in_flight() {
+        assert_eq!(most_in_flight(&wave(&early)), Some(5));
         let w = wave(&[(700, 710), (711, 720), (721, 730)]);
         assert_eq!(most_in_flight(&w), Some(1));
-    }
-
-    #[test]
-    fn an_unparsable_time_gives_no_count() {
         let mut w = wave(&[(0, 710)]);
         w[0].sent_at = "yesterday".into();
         assert_eq!(most_in_flight(&w), None);
