@@ -245,36 +245,24 @@ fn waves_had_requests_in_flight_at_once(g: &mut G, s: &str, bad: &[RequestRecord
 }
 
 /// A healthy cluster with three replicas: every violating pod explicitly denied by act 2's
-/// webhook and not stored; the labelled target pod and the control pod stored; the existing pod
-/// is the good pod, `Running`.
+/// webhook and not stored ([`freeze::violating_pod_denied_by`]); the labelled target pod and the
+/// control pod stored; all real creates, never server dry-run (a dry-run would store nothing to
+/// compare); the existing pod is the good pod, `Running`.
 fn baseline_outcomes_are_healthy(g: &mut G, s: &str, f: &Act3Facts) {
     let hook = g.facts::<facts::Act2Facts>(2).map(|a2| a2.webhook);
     for (i, r) in f.bad.iter().enumerate() {
         let sub = format!("{s}.bad[{i}]");
-        g.request(&sub, r, &[Outcome::ExplicitDeny]);
+        freeze::violating_pod_denied_by(g, &sub, r, hook.as_ref());
         violating_pod_never_admitted_under_fail(g, &sub, r);
-        if let Some(h) = &hook {
-            g.named_webhook(&sub, r, h);
-        }
-        let ns = [("namespace", "kca-webhook-target", r.namespace.as_str())];
-        fields_are(g, ValueMismatch, &sub, ns);
     }
-    g.request(&format!("{s}.good"), &f.good, &[Outcome::Stored]);
-    g.request(&format!("{s}.control"), &f.control, &[Outcome::Stored]);
-    // Real creates, never server dry-run: a dry-run would store nothing to compare.
-    let bad = (f.bad.iter().enumerate()).map(|(i, r)| (format!("bad[{i}]"), r));
-    let all = bad.chain([("good".into(), &f.good), ("control".into(), &f.control)]);
-    let dry_runs = all.map(|(sub, r)| (format!("{sub}.dry_run"), false, r.dry_run));
-    fields_are(g, ValueMismatch, s, dry_runs);
-    for (sub, r, ns, label) in [
-        ("good", &f.good, "kca-webhook-target", true),
-        ("control", &f.control, "kca-webhook-control", false),
+    let control = super::Meant(Some(super::CONTROL_NAMESPACE), Some(false), Some(false));
+    for (sub, r, meant) in [
+        ("good", &f.good, super::Meant::target(true)),
+        ("control", &f.control, control),
     ] {
-        let s = format!("{s}.{sub}");
-        let rows = [("namespace", ns, r.namespace.as_str())];
-        fields_are(g, ValueMismatch, &s, rows);
-        let rows = [("labels", label, super::has_env_label(r))];
-        fields_are(g, ValueMismatch, &s, rows);
+        let sub = format!("{s}.{sub}");
+        g.request(&sub, r, &[Outcome::Stored]);
+        super::request_is_the_pod_meant(g, &sub, r, meant);
     }
     let (good, existing) = (&f.good, &f.existing);
     let names = (

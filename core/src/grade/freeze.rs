@@ -354,7 +354,12 @@ fn requests_after_resume_end_in_the_first_deny(g: &mut G, v: &Freeze<'_>) {
 /// A violating pod the act sends to see the policy's verdict (`sub`): a real create without the
 /// policy's label in the target namespace ([`Meant::target`]), explicitly denied, by the
 /// registration's webhook `hook` when the act knows it ([`G::named_webhook`]).
-fn violating_pod_denied_by(g: &mut G, sub: &str, r: &RequestRecord, hook: Option<&WebhookFacts>) {
+pub(crate) fn violating_pod_denied_by(
+    g: &mut G,
+    sub: &str,
+    r: &RequestRecord,
+    hook: Option<&WebhookFacts>,
+) {
     g.request(sub, r, &[Outcome::ExplicitDeny]);
     super::request_is_the_pod_meant(g, sub, r, Meant::target(false));
     if let Some(h) = hook {
