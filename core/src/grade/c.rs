@@ -508,10 +508,12 @@ fn read_between_its_raw_record_and_the_next(
 /// counters, opens the window, sends, closes it, reads the counters again. Flags
 /// [`Code::TimesInconsistent`].
 fn metrics_window_lies_between_the_replica_counters(g: &mut G, s: &str, ev: &Evidence) {
-    let of = |prefix: &str| -> Vec<String> {
-        let of_kind = |r: &&Value| r["what"].as_str().is_some_and(|w| w.starts_with(prefix));
-        let at = |r: &Value| r["at"].as_str().map(str::to_owned);
-        ev.raw.iter().filter(of_kind).filter_map(at).collect()
+    let of = |prefix: &'static str| {
+        let of_kind = move |r: &&Value| r["what"].as_str().is_some_and(|w| w.starts_with(prefix));
+        ev.raw
+            .iter()
+            .filter(of_kind)
+            .filter_map(|r| r["at"].as_str())
     };
     let m = &ev.facts[crate::evidence::METRICS_KEY];
     let at = |p: &str| m.pointer(p).and_then(Value::as_str);
@@ -519,11 +521,11 @@ fn metrics_window_lies_between_the_replica_counters(g: &mut G, s: &str, ev: &Evi
         return;
     };
     let sub = format!("{s}.admission_metrics");
-    if let Some(last_before) = of("replica-metrics-before:").into_iter().max() {
-        g.times_ordered(&format!("{sub}.before.at"), &last_before, begin);
+    if let Some(last_before) = of("replica-metrics-before:").max() {
+        g.times_ordered(&format!("{sub}.before.at"), last_before, begin);
     }
-    if let Some(first_after) = of("replica-metrics-after:").into_iter().min() {
-        g.times_ordered(&format!("{sub}.after.at"), end, &first_after);
+    if let Some(first_after) = of("replica-metrics-after:").min() {
+        g.times_ordered(&format!("{sub}.after.at"), end, first_after);
     }
 }
 
@@ -1018,16 +1020,11 @@ fn deny_probes_are_violating_pods_one_after_another(g: &mut G, s: &str, f: &Act7
 /// `waited_ms` is the act's own span from its start to the existing pod's read (the act times its
 /// body from the start and reads the existing pod last). Flags [`Code::TimesInconsistent`].
 fn wait_spans_the_act_until_the_existing_pod(g: &mut G, s: &str, ev: &Evidence, f: &Act7Facts) {
-    let (t, read) = (facts::parse_rfc3339, &f.existing.at);
-    let (Some(start), Some(end)) = (t(&ev.started_at), t(&ev.finished_at)) else {
-        return;
-    };
-    let Some(read) = t(read) else {
+    let ms = |t: &str| facts::ms_between(Some(&ev.started_at), Some(t));
+    let (Some(to_read), Some(to_end)) = (ms(&f.existing.at), ms(&ev.finished_at)) else {
         return;
     };
     let (skew, waited) = (super::bounds::CLOCK_SKEW_MS as i64, f.waited_ms as i64);
-    let to_read = (read - start).num_milliseconds();
-    let to_end = (end - start).num_milliseconds();
     let ok = to_read - skew <= waited && waited <= to_end + skew;
     g.check(ok, TimesInconsistent, format!("{s}.waited_ms"), || {
         format!("{waited} ms: the act's start to the existing pod's read is {to_read} ms, to its end {to_end} ms")

@@ -48,35 +48,27 @@ pub(crate) struct Freeze<'a> {
     pub first_explicit_deny: Option<&'a RequestRecord>,
     /// `first_explicit_deny.answered_at - freeze.resumed_at`, milliseconds.
     pub first_deny_after_resume_ms: Option<u64>,
-    /// The frozen replica's restart counts and container after the resume.
-    pub restart: Restart<'a>,
-    /// Whether the act always kept the fault ledger (raw `fault-ledger-resumed`): lab C's acts
-    /// did; lab B's generated fixture has no raw records.
-    pub ledger_kept: bool,
-}
-
-/// The frozen replica's restart counts before the freeze and after the resume, and the
-/// container found through CRI after it, where the lab records them (`at`: the path below the
-/// act's facts, `""` in lab B, `target_after.` in lab C).
-pub(crate) struct Restart<'a> {
-    /// The facts' path of the three fields (`""` or `target_after.`).
-    pub at: &'static str,
-    /// The restart count before the freeze.
-    pub before: u32,
-    /// The restart count after the resume.
-    pub after: u32,
+    /// The facts' path of the frozen replica's restart counts and container after the resume
+    /// (`""` in lab B, `target_after.` in lab C).
+    pub restart_at: &'static str,
+    /// The restart count before the freeze and after the resume.
+    pub restart_counts: (u32, u32),
     /// The container (its main process) after the resume, if CRI answered.
     pub identity_after: Option<&'a ProcessIdentity>,
     /// The code of the same container found with another process: lab B's
     /// [`Code::IdentityChanged`] (the process it froze), lab C's [`Code::RestartContradicted`]
     /// (the restart its report words read), as each lab's evidence has always been graded.
     pub same_container_other_process: Code,
+    /// Whether the act always kept the fault ledger (raw `fault-ledger-resumed`): lab C's acts
+    /// did; lab B's generated fixture has no raw records.
+    pub ledger_kept: bool,
 }
 
 /// A [`Freeze`] of `$run`, a lab's freeze run: the fields lab B's `FreezeRun` and lab C's
-/// `ReplicaFreezeRun` share (same names, same types), then the lab's own restart and ledger.
+/// `ReplicaFreezeRun` share (same names, same types), then the lab's own restart and ledger
+/// fields (`{ field: value, … }`).
 macro_rules! freeze_view {
-    ($act:expr, $run:expr, $ignore:expr, $hook:expr, $restart:expr, $ledger_kept:expr) => {
+    ($act:expr, $run:expr, $ignore:expr, $hook:expr, { $($field:ident: $value:expr),* $(,)? }) => {
         Freeze {
             act: $act,
             s: format!("{} facts", ev_name($act)),
@@ -90,8 +82,7 @@ macro_rules! freeze_view {
             after_resume: &$run.after_resume,
             first_explicit_deny: $run.first_explicit_deny.as_ref(),
             first_deny_after_resume_ms: $run.first_deny_after_resume_ms,
-            restart: $restart,
-            ledger_kept: $ledger_kept,
+            $($field: $value),*
         }
     };
 }
@@ -114,14 +105,13 @@ impl<'a> Freeze<'a> {
         ignore: bool,
         hook: Option<&'a WebhookFacts>,
     ) -> Self {
-        let restart = Restart {
-            at: "",
-            before: run.restart_count_before,
-            after: run.restart_count_after,
+        freeze_view!(act, run, ignore, hook, {
+            restart_at: "",
+            restart_counts: (run.restart_count_before, run.restart_count_after),
             identity_after: run.identity_after.as_ref(),
             same_container_other_process: IdentityChanged,
-        };
-        freeze_view!(act, run, ignore, hook, restart, false)
+            ledger_kept: false,
+        })
     }
 
     /// Lab C's freeze of one of its replicas in act `act`.
@@ -132,14 +122,13 @@ impl<'a> Freeze<'a> {
         hook: Option<&'a WebhookFacts>,
     ) -> Self {
         let t = &run.target_after;
-        let restart = Restart {
-            at: "target_after.",
-            before: t.restart_count_before,
-            after: t.restart_count_after,
+        freeze_view!(act, run, ignore, hook, {
+            restart_at: "target_after.",
+            restart_counts: (t.restart_count_before, t.restart_count_after),
             identity_after: t.identity_after.as_ref(),
             same_container_other_process: RestartContradicted,
-        };
-        freeze_view!(act, run, ignore, hook, restart, true)
+            ledger_kept: true,
+        })
     }
 }
 
@@ -416,13 +405,13 @@ fn first_deny_after_resume_is_timed_from_the_resume(g: &mut G, v: &Freeze<'_>) {
 /// process, which cannot be replaced without the container ending, so the same container ID
 /// with another PID, start time or pod contradicts itself.
 fn restart_count_agrees_with_the_container(g: &mut G, v: &Freeze<'_>) {
-    let (r, frozen) = (&v.restart, &v.freeze.identity);
-    let (s, before, after) = (format!("{}.{}", v.s, r.at), r.before, r.after);
+    let ((before, after), frozen) = (v.restart_counts, &v.freeze.identity);
+    let s = format!("{}.{}", v.s, v.restart_at);
     let sub = format!("{s}restart_count_after");
     g.check(after >= before, RestartContradicted, sub, || {
         format!("{before} before the freeze, {after} after: a restart count never goes down")
     });
-    let Some(id) = r.identity_after else {
+    let Some(id) = v.identity_after else {
         return;
     };
     let new_container = id.container_id != frozen.container_id;
@@ -433,7 +422,7 @@ fn restart_count_agrees_with_the_container(g: &mut G, v: &Freeze<'_>) {
         format!("restart count {before} -> {after}, container {was} -> {is}: a restart is a new container, and a new container a restart")
     });
     let (ok, sub) = (new_container || id == frozen, format!("{s}identity_after"));
-    g.check(ok, r.same_container_other_process, sub, || {
+    g.check(ok, v.same_container_other_process, sub, || {
         let json = |x| super::abbreviate(&serde_json::to_value(x).unwrap_or_default());
         let (c, is, was) = (&id.container_id, json(id), json(frozen));
         format!("container {c} is the frozen one, but the process after the fault is {is} (frozen: {was})")
