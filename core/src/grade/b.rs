@@ -85,8 +85,7 @@ pub(crate) fn act6(g: &mut G) {
     let Some(f) = g.facts::<Act6Facts>(6) else {
         return;
     };
-    let (uid, frozen_at) = (&f.policy_uid_before, &f.run.freeze.frozen_at);
-    freeze::policy_switched_to_ignore(g, uid, &f.policy, &f.webhook, &f.healthy_bad, frozen_at);
+    freeze::policy_switched_to_ignore(g, &f, &f.run.freeze.frozen_at);
     freeze_run(g, 6, &f.run, true, Some(&f.webhook));
 }
 

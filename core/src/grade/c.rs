@@ -13,9 +13,9 @@
 //! | 3 | [`baseline_waves_were_parallel`] | `waves × wave_size` violating pods, each wave's requests in flight together | the counts; at least one request per replica in flight at one instant ([`most_in_flight`]) | value-mismatch, times-inconsistent |
 //! | 3 | [`baseline_outcomes_are_healthy`] | every violating pod an explicit deny from act 2's webhook, good and control stored, the existing pod the good one | the policy | outcome-unexpected, deny-other-webhook, value-mismatch |
 //! | 3 | [`replica_counts_cover_the_requests`] | Kyverno's per-replica pod request counters | one row per replica, no counter down ([`replica_rows_are_the_replicas`]); together they moved by at least the target requests | value-mismatch |
-//! | 3 | [`act3_facts_are_the_raw_reads`] | the Deployment, Lease, pods, endpoints, the healer's scale, each counter | the raw records they were derived from; each read timed between its record and the next ([`read_between_its_raw_record_and_the_next`]); the metrics window between the counters' reads | raw-mismatch, observation-missing, times-inconsistent |
+//! | 3 | [`act3_facts_are_the_raw_reads`] | the Deployment, Lease, pods, endpoints, the healer's scale, each counter | the raw records they were derived from; each read timed between its record and the next ([`read_between_its_raw_record_and_next`]); the metrics window between the counters' reads | raw-mismatch, observation-missing, times-inconsistent |
 //! | 4 | `investigation_against_its_plan` ([`super`]) | node and Deployment UIDs | act 1, `freeze-plan.json` | uid-mismatch |
-//! | 4 | [`leader_is_the_lease_holder`] | the leader's pod, both Lease reads | the Lease's holder, read before and after (unchanged); raw `lease-before`/`lease-after` | value-mismatch, raw-mismatch, observation-missing |
+//! | 4 | `act4` | the leader's pod, both Lease reads | the Lease's holder, read before and after (unchanged); raw `lease-before`/`lease-after` | value-mismatch, raw-mismatch, observation-missing |
 //! | 4 | [`processes_are_act3s_replicas`] | leader + followers | act 3's replica UIDs, each once; PIDs and start times distinct; none stopped; each raw `cri-container:<pod>` (restart count = the container's attempt) | value-mismatch, uid-mismatch, process-still-stopped, raw-mismatch, observation-missing |
 //! | 5, 6 | [`frozen_replica_is_the_target`] | the role, pod and process frozen; a follower's Lease samples and read after | the registry's target: a leader the Lease's holder before (the first freeze: act 4's leader), a follower not, one of act 3's pods, the Lease unchanged; the process last seen in its pod ([`latest_process_before`]) | value-mismatch, uid-mismatch, identity-changed |
 //! | 6 | `freeze::policy_switched_to_ignore` | the stored policy, the registration, a violating pod under Ignore | act 2's UID, `policy-ignore.json` (`stored_policy_is_the_applied_input`), raw `policy-stored`; act 2's registration switched to Ignore; explicit deny before the freeze | uid-mismatch, value-mismatch, raw-mismatch, registration-changed |
@@ -332,14 +332,9 @@ pub(crate) fn act4(g: &mut G) {
     let (node, deployment) = (&f.node_uid, &f.deployment_uid);
     super::investigation_against_its_plan::<inputs::FreezePlanC>(g, s, node, deployment);
     let ev = g.evidence(4);
-    leader_is_the_lease_holder(g, s, ev.as_deref(), &f);
-    processes_are_act3s_replicas(g, s, ev.as_deref(), &f);
-}
-
-/// The leader is the Lease's holder, and the holder did not change while the processes were
-/// read (read before and after: the raw `lease-before`, `lease-after`, [`lease_is_derived_from`]).
-fn leader_is_the_lease_holder(g: &mut G, s: &str, ev: Option<&Evidence>, f: &Act4Facts) {
-    if let Some(ev) = ev {
+    // The leader is the Lease's holder, and the holder did not change while the processes were
+    // read (read before and after: the raw `lease-before`, `lease-after`).
+    if let Some(ev) = &ev {
         lease_is_derived_from(g, ev, "lease-before", &format!("{s}.lease"), &f.lease);
         let after = format!("{s}.lease_after");
         lease_is_derived_from(g, ev, "lease-after", &after, &f.lease_after);
@@ -357,6 +352,7 @@ fn leader_is_the_lease_holder(g: &mut G, s: &str, ev: Option<&Evidence>, f: &Act
         ("investigated_at", after, f.investigated_at.as_str()),
     ];
     times_are_ordered(g, s, rows);
+    processes_are_act3s_replicas(g, s, ev.as_deref(), &f);
 }
 
 /// Leader and followers are act 3's three replicas (by pod UID), each once, each its own live
@@ -406,7 +402,7 @@ fn act3_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts
     let d = derive::deployment;
     fact_is_derived_from_raw_record(g, ev, "deployment", &fact, &f.deployment, d, sources);
     lease_is_derived_from(g, ev, "lease", &format!("{s}.lease"), &f.lease);
-    read_between_its_raw_record_and_the_next(g, &format!("{s}.lease.at"), ev, "lease", &f.lease.at);
+    read_between_its_raw_record_and_next(g, &format!("{s}.lease.at"), ev, "lease", &f.lease.at);
     metrics_window_lies_between_the_replica_counters(g, s, ev);
     replicas_are_the_raw_pods(g, s, ev, f);
     let sub = format!("{s}.endpoints");
@@ -427,7 +423,7 @@ fn act3_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts
 
 /// Act 3's replicas are the raw `pods` list: one per pod, each [`derive::replica`] of the raw
 /// pod of its name (the pod observation, its `Ready` condition, `status.podIP`), read between
-/// that record and the next ([`read_between_its_raw_record_and_the_next`]). Flags
+/// that record and the next ([`read_between_its_raw_record_and_next`]). Flags
 /// [`Code::RawMismatch`] / [`Code::TimesInconsistent`].
 fn replicas_are_the_raw_pods(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts) {
     let Some(pods) = required_raw(g, ev, "pods", &format!("{s}.replicas")) else {
@@ -440,7 +436,7 @@ fn replicas_are_the_raw_pods(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts) {
     for (i, r) in f.replicas.iter().enumerate() {
         let sub = format!("{s}.replicas[{i}]");
         let at = format!("{sub}.pod.at");
-        read_between_its_raw_record_and_the_next(g, &at, ev, "pods", &r.pod.at);
+        read_between_its_raw_record_and_next(g, &at, ev, "pods", &r.pod.at);
         let Some((k, p)) = derive::pod_named(pods, &r.pod.name).map(|k| (k, &pods[k])) else {
             let missing = format!("pod {} is not in the raw list", r.pod.name);
             g.flag(RawMismatch, sub, missing);
@@ -482,13 +478,7 @@ fn replica_counters_are_the_raw_lines(g: &mut G, s: &str, ev: &Evidence, rows: &
 /// the next raw record the act wrote: the act records the answer, derives the fact, then goes on
 /// (`lab/src/labs/c.rs`). Nothing is checked when the act has no such record (the rule that
 /// holds the fact to the record flags it). Flags [`Code::TimesInconsistent`].
-fn read_between_its_raw_record_and_the_next(
-    g: &mut G,
-    subject: &str,
-    ev: &Evidence,
-    what: &str,
-    at: &str,
-) {
+fn read_between_its_raw_record_and_next(g: &mut G, s: &str, ev: &Evidence, what: &str, at: &str) {
     let time = |r: &Value| r["at"].as_str().and_then(facts::parse_rfc3339);
     let Some(i) = ev.raw.iter().position(|r| r["what"] == what) else {
         return;
@@ -498,7 +488,7 @@ fn read_between_its_raw_record_and_the_next(
     };
     let to = ev.raw.get(i + 1).and_then(time);
     let ok = from <= t && to.is_none_or(|to| t <= to);
-    g.check(ok, TimesInconsistent, subject, || {
+    g.check(ok, TimesInconsistent, s, || {
         format!("{at} is not between its raw record {what:?} ({from}) and the next one ({to:?})")
     });
 }
@@ -544,8 +534,7 @@ pub(crate) fn act6(g: &mut G) {
     let Some(f) = g.facts::<Act6Facts>(6) else {
         return;
     };
-    let (uid, frozen_at) = (&f.policy_uid_before, &f.run.freeze.frozen_at);
-    freeze::policy_switched_to_ignore(g, uid, &f.policy, &f.webhook, &f.healthy_bad, frozen_at);
+    freeze::policy_switched_to_ignore(g, &f, &f.run.freeze.frozen_at);
     replica_freeze_run(g, &Freeze::of_c(6, &f.run, true, Some(&f.webhook)), &f.run);
 }
 
@@ -636,7 +625,7 @@ fn replica_freeze_run(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun) {
     freeze::freeze_rules(g, v);
     freeze_waves_met_the_frozen_replica(g, v, run);
     samples_cover_the_freeze(g, s, run);
-    a_call_that_met_the_frozen_replica_had_it_as_an_endpoint(g, s, run);
+    calls_that_met_the_frozen_pod_had_it_as_an_endpoint(g, s, run);
     let (a3, restarted) = (g.facts::<Act3Facts>(3), crate::rules::c::restarted(run));
     let replicas = a3.as_ref().map(|a3| &a3.replicas[..]);
     let restarted = restarted.then_some(run.target_pod.as_str());
@@ -654,7 +643,7 @@ fn replica_freeze_run(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun) {
     lease_is_derived_from(g, &ev, "lease-before", &format!("{s}.lease_before"), before);
     lease_is_derived_from(g, &ev, "lease-after", &format!("{s}.lease_after"), after);
     let sub = format!("{s}.lease_after.at");
-    read_between_its_raw_record_and_the_next(g, &sub, &ev, "lease-after", &after.at);
+    read_between_its_raw_record_and_next(g, &sub, &ev, "lease-after", &after.at);
     samples_are_the_raw_samples(g, s, &ev, run);
     target_after_is_the_frozen_pod(g, s, &ev, run);
     replica_counters_are_the_raw_lines(g, s, &ev, &run.replica_requests);
@@ -671,11 +660,7 @@ fn replica_freeze_run(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun) {
 /// and every read from then until the first read after it) show the frozen pod ready in one of
 /// them. Nothing is held when no sample could be read. Flags [`Code::ValueMismatch`] on
 /// `endpoint_samples`, naming the request.
-fn a_call_that_met_the_frozen_replica_had_it_as_an_endpoint(
-    g: &mut G,
-    s: &str,
-    run: &ReplicaFreezeRun,
-) {
+fn calls_that_met_the_frozen_pod_had_it_as_an_endpoint(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
     let t = |x: &str| facts::parse_rfc3339(x);
     let read = run.endpoint_samples.iter().filter(|x| x.error.is_none());
     let read: Vec<_> = read.filter_map(|x| Some((t(&x.at)?, x))).collect();
@@ -1055,7 +1040,7 @@ fn act7_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, f: &Act7Facts
     let sources = derive::SCALE_BACK_SOURCES;
     fact_is_derived_from_raw_record(g, ev, "scale-attempt-heal", &sub, b, heal, sources);
     lease_is_derived_from(g, ev, "lease", &format!("{s}.lease"), &f.lease);
-    read_between_its_raw_record_and_the_next(g, &format!("{s}.lease.at"), ev, "lease", &f.lease.at);
+    read_between_its_raw_record_and_next(g, &format!("{s}.lease.at"), ev, "lease", &f.lease.at);
     let (sub, sources) = (format!("{s}.policy_uid"), derive::POLICY_UID_SOURCES);
     let uid = &f.policy_uid;
     fact_is_derived_from_raw_record(g, ev, "policy", &sub, uid, derive::policy_uid, sources);

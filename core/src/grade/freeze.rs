@@ -469,16 +469,9 @@ pub(crate) fn frozen_process_is_the_expected_one(
 /// (`policy_uid_before` and the stored object's), says Ignore, is the applied input and the raw
 /// read (`policy-stored`); the registration is act 2's switched to Ignore, in scope, derived
 /// from its raw read (`webhook-configuration-ignore`); a violating pod is then explicitly
-/// denied by it before the freeze. `frozen_at`: the freeze's start.
-pub(crate) fn policy_switched_to_ignore(
-    g: &mut G,
-    policy_uid_before: &str,
-    policy: &Value,
-    webhook: &WebhookFacts,
-    healthy_bad: &RequestRecord,
-    frozen_at: &str,
-) {
-    let s = "evidence/06.json facts";
+/// denied by it before the freeze. `f`: act 6's facts; `frozen_at`: the freeze's start.
+pub(crate) fn policy_switched_to_ignore<R>(g: &mut G, f: &facts::PolicySwitch<R>, frozen_at: &str) {
+    let (s, policy, webhook) = ("evidence/06.json facts", &f.policy, &f.webhook);
     let hook = format!("{s}.webhook");
     let text = |p: &str| policy.pointer(p).and_then(Value::as_str);
     let input = g.required_input_value(InputFile::Policy);
@@ -489,7 +482,11 @@ pub(crate) fn policy_switched_to_ignore(
     if let Some(a2) = g.facts::<facts::Act2Facts>(2) {
         let uid = super::policy_uid(&a2);
         let rows = [
-            ("policy_uid_before", uid.as_deref(), Some(policy_uid_before)),
+            (
+                "policy_uid_before",
+                uid.as_deref(),
+                Some(&*f.policy_uid_before),
+            ),
             ("policy.metadata.uid", uid.as_deref(), text("/metadata/uid")),
         ];
         super::fields_are(g, UidMismatch, s, rows);
@@ -508,8 +505,8 @@ pub(crate) fn policy_switched_to_ignore(
         super::witness::registration_is_derived_from(g, &ev, what, &hook, webhook);
     }
     let sub = format!("{s}.healthy_bad");
-    violating_pod_denied_by(g, &sub, healthy_bad, Some(webhook));
-    g.times_ordered(&sub, &healthy_bad.answered_at, frozen_at);
+    violating_pod_denied_by(g, &sub, &f.healthy_bad, Some(webhook));
+    g.times_ordered(&sub, &f.healthy_bad.answered_at, frozen_at);
 }
 
 /// Act 7 of labs B and C, after the recovery: the input `R` (`recovery.json`, quoting act 6's
