@@ -525,7 +525,7 @@ pub(crate) fn act5(g: &mut G) {
         return;
     };
     let hook = g.facts::<facts::Act2Facts>(2).map(|a2| a2.webhook);
-    replica_freeze_run(g, &Freeze::of_c(5, &f, false, hook.as_ref()), &f);
+    replica_freeze_run(g, &Freeze::of_c(5, &f, hook.as_ref()), &f);
 }
 
 /// Act 6: the policy switched to Ignore, a healthy deny, the registry's target (lab C: a
@@ -535,7 +535,7 @@ pub(crate) fn act6(g: &mut G) {
         return;
     };
     freeze::policy_switched_to_ignore(g, &f, &f.run.freeze.frozen_at);
-    replica_freeze_run(g, &Freeze::of_c(6, &f.run, true, Some(&f.webhook)), &f.run);
+    replica_freeze_run(g, &Freeze::of_c(6, &f.run, Some(&f.webhook)), &f.run);
 }
 
 /// The replica frozen is the target the registry names for the act ([`crate::acts::freezes`]),
@@ -724,7 +724,7 @@ fn freeze_waves_met_the_frozen_replica(g: &mut G, v: &Freeze<'_>, run: &ReplicaF
         times_are_ordered(g, &sub, rows.map(|(f, a, b)| (f, a.as_str(), b.as_str())));
         if violating {
             super::request_is_the_pod_meant(g, &sub, r, super::Meant::target(false));
-            let expect = [v.met(), Outcome::ExplicitDeny];
+            let expect = [v.met, Outcome::ExplicitDeny];
             let after_timeout = v.ignore && r.outcome == Outcome::Stored;
             freeze::request_during_the_freeze(g, v, &sub, r, &expect, after_timeout);
         } else {
@@ -1140,7 +1140,7 @@ mod target_order_tests {
     fn follower_rule_on_act5(input: &GradeInput) -> Vec<crate::grade::Finding> {
         let mut g = G::new(Lab::C, 5, input);
         let f = g.facts::<Act5Facts>(5).unwrap();
-        let v = Freeze::of_c(5, &f, false, None);
+        let v = Freeze::of_c(5, &f, None);
         frozen_replica_is_the_target(&mut g, &v, &f, Target::Follower);
         let found = g.finish().findings.into_iter();
         found
@@ -1181,7 +1181,7 @@ mod target_order_tests {
         let rules = |input: &GradeInput| {
             let mut g = G::new(Lab::C, 6, input);
             let f6 = g.facts::<Act6Facts>(6).unwrap();
-            let v6 = Freeze::of_c(6, &f6.run, true, None);
+            let v6 = Freeze::of_c(6, &f6.run, None);
             frozen_replica_is_the_target(&mut g, &v6, &f6.run, Target::Leader);
             g.finish().findings
         };

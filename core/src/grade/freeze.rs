@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::{Code, Code::*, G, Meant, bounds, ev_name};
-use crate::evidence::{Evidence, Outcome, RequestRecord};
+use crate::evidence::{Evidence, Lab, Outcome, RequestRecord};
 use crate::facts::b::{FreezeRun, FreezeWindow, ProcessIdentity, Resumer};
 use crate::facts::c::ReplicaFreezeRun;
 use crate::facts::{self, WebhookFacts};
@@ -27,9 +27,12 @@ pub(crate) struct Freeze<'a> {
     pub act: u8,
     /// The act's facts as a finding's subject (`evidence/05.json facts`).
     pub s: String,
-    /// failurePolicy Ignore (act 6: a request that meets the frozen replica is stored after the
-    /// timeout) instead of Fail (it times out).
+    /// failurePolicy Ignore (act 6, the act that switches the policy: a request that meets the
+    /// frozen replica is stored after the timeout) instead of Fail (it times out).
     pub ignore: bool,
+    /// What a request that meets the frozen replica records: a `webhook-timeout` under Fail,
+    /// `stored` (after the timeout) under Ignore.
+    pub met: Outcome,
     /// The registration the act relies on (act 2's for act 5, act 6's own for act 6).
     pub hook: Option<&'a WebhookFacts>,
     /// The freeze window.
@@ -68,11 +71,13 @@ pub(crate) struct Freeze<'a> {
 /// `ReplicaFreezeRun` share (same names, same types), then the lab's own restart and ledger
 /// fields (`{ field: value, … }`).
 macro_rules! freeze_view {
-    ($act:expr, $run:expr, $ignore:expr, $hook:expr, { $($field:ident: $value:expr),* $(,)? }) => {
+    ($lab:expr, $act:expr, $run:expr, $hook:expr, { $($field:ident: $value:expr),* $(,)? }) => {{
+        let ignore = crate::acts::switches_policy($lab, $act);
         Freeze {
             act: $act,
             s: format!("{} facts", ev_name($act)),
-            ignore: $ignore,
+            ignore,
+            met: if ignore { Outcome::Stored } else { Outcome::WebhookTimeout },
             hook: $hook,
             freeze: &$run.freeze,
             registration_present_during_freeze: $run.registration_present_during_freeze,
@@ -84,28 +89,13 @@ macro_rules! freeze_view {
             first_deny_after_resume_ms: $run.first_deny_after_resume_ms,
             $($field: $value),*
         }
-    };
+    }};
 }
 
 impl<'a> Freeze<'a> {
-    /// What a request that meets the frozen replica records: a `webhook-timeout` under Fail,
-    /// `stored` (after the timeout) under Ignore.
-    pub(crate) fn met(&self) -> Outcome {
-        if self.ignore {
-            Outcome::Stored
-        } else {
-            Outcome::WebhookTimeout
-        }
-    }
-
     /// Lab B's one-replica freeze of act `act`.
-    pub(crate) fn of_b(
-        act: u8,
-        run: &'a FreezeRun,
-        ignore: bool,
-        hook: Option<&'a WebhookFacts>,
-    ) -> Self {
-        freeze_view!(act, run, ignore, hook, {
+    pub(crate) fn of_b(act: u8, run: &'a FreezeRun, hook: Option<&'a WebhookFacts>) -> Self {
+        freeze_view!(Lab::B, act, run, hook, {
             restart_at: "",
             restart_counts: (run.restart_count_before, run.restart_count_after),
             identity_after: run.identity_after.as_ref(),
@@ -115,14 +105,9 @@ impl<'a> Freeze<'a> {
     }
 
     /// Lab C's freeze of one of its replicas in act `act`.
-    pub(crate) fn of_c(
-        act: u8,
-        run: &'a ReplicaFreezeRun,
-        ignore: bool,
-        hook: Option<&'a WebhookFacts>,
-    ) -> Self {
+    pub(crate) fn of_c(act: u8, run: &'a ReplicaFreezeRun, hook: Option<&'a WebhookFacts>) -> Self {
         let t = &run.target_after;
-        freeze_view!(act, run, ignore, hook, {
+        freeze_view!(Lab::C, act, run, hook, {
             restart_at: "target_after.",
             restart_counts: (t.restart_count_before, t.restart_count_after),
             identity_after: t.identity_after.as_ref(),
