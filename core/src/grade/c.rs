@@ -61,8 +61,10 @@ fn replicas(g: &G) -> u32 {
 
 /// The pod UIDs of act 3's replicas.
 fn replica_uids(a3: &Act3Facts) -> BTreeSet<&str> {
-    let uids = a3.replicas.iter().map(|r| r.pod.uid.as_deref());
-    uids.flatten().collect()
+    a3.replicas
+        .iter()
+        .filter_map(|r| r.pod.uid.as_deref())
+        .collect()
 }
 
 /// The pod names of act 3's replicas.
@@ -217,12 +219,12 @@ fn most_in_flight(wave: &[RequestRecord]) -> Option<usize> {
     edges.sort();
     let (mut now, mut most) = (0usize, 0usize);
     for (_, kind) in edges {
-        if kind == 0 {
-            now += 1;
-            most = most.max(now);
+        now = if kind == 0 {
+            now + 1
         } else {
-            now = now.saturating_sub(1);
-        }
+            now.saturating_sub(1)
+        };
+        most = most.max(now);
     }
     Some(most)
 }
@@ -356,9 +358,9 @@ pub(crate) fn act4(g: &mut G) {
 }
 
 /// Leader and followers are act 3's three replicas (by pod UID), each once, each its own live
-/// process (distinct PIDs and container IDs, [`freeze::investigated_process_is_live`]), each the CRI container
-/// read for its pod (raw `cri-container:<pod>`: container ID, PID, pod UID, pod name, and the
-/// restart count as the container's `attempt`, [`derive::cri_container`]).
+/// process (distinct PIDs and container IDs, [`freeze::investigated_process_is_live`]), each the
+/// CRI container read for its pod (raw `cri-container:<pod>`: container ID, PID, pod UID, pod
+/// name, and the restart count as the container's `attempt`, [`derive::cri_container`]).
 fn processes_are_act3s_replicas(g: &mut G, s: &str, ev: Option<&Evidence>, f: &Act4Facts) {
     let all: Vec<&ReplicaProcess> = std::iter::once(&f.leader).chain(&f.followers).collect();
     if let Some(a3) = g.facts::<Act3Facts>(3) {
@@ -393,10 +395,11 @@ fn processes_are_act3s_replicas(g: &mut G, s: &str, ev: Option<&Evidence>, f: &A
 
 /// Act 3's facts are the objects and answers it read (raw records): the Deployment
 /// (`deployment`), the Lease (`lease`), each replica (`pods`: the pod, its `Ready` condition,
-/// `status.podIP`), the endpoints (`endpoint-slices`), the scale (`scale-up`: the healer's answer,
-/// [`derive::scale_up`]; `healer-ready`: its deadline), each replica's counter (`replica-metrics-{before,after}:<pod>`,
-/// re-parsed), and the wait's length (between the last condition seen and the first request).
-/// Flags [`Code::RawMismatch`] / [`Code::ObservationMissing`].
+/// `status.podIP`), the endpoints (`endpoint-slices`), the scale (`scale-up`: the healer's
+/// answer, [`derive::scale_up`]; `healer-ready`: its deadline), each replica's counter
+/// (`replica-metrics-{before,after}:<pod>`, re-parsed), and the metrics window between the
+/// counters' reads. Flags [`Code::RawMismatch`] / [`Code::ObservationMissing`] /
+/// [`Code::TimesInconsistent`].
 fn act3_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts) {
     let (fact, sources) = (format!("{s}.deployment"), derive::DEPLOYMENT_SOURCES);
     let d = derive::deployment;
@@ -625,7 +628,7 @@ fn replica_freeze_run(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun) {
     freeze::freeze_rules(g, v);
     freeze_waves_met_the_frozen_replica(g, v, run);
     samples_cover_the_freeze(g, s, run);
-    calls_that_met_the_frozen_pod_had_it_as_an_endpoint(g, s, run);
+    a_call_that_met_the_frozen_replica_had_it_as_an_endpoint(g, s, run);
     let (a3, restarted) = (g.facts::<Act3Facts>(3), crate::rules::c::restarted(run));
     let replicas = a3.as_ref().map(|a3| &a3.replicas[..]);
     let restarted = restarted.then_some(run.target_pod.as_str());
@@ -660,7 +663,11 @@ fn replica_freeze_run(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun) {
 /// and every read from then until the first read after it) show the frozen pod ready in one of
 /// them. Nothing is held when no sample could be read. Flags [`Code::ValueMismatch`] on
 /// `endpoint_samples`, naming the request.
-fn calls_that_met_the_frozen_pod_had_it_as_an_endpoint(g: &mut G, s: &str, run: &ReplicaFreezeRun) {
+fn a_call_that_met_the_frozen_replica_had_it_as_an_endpoint(
+    g: &mut G,
+    s: &str,
+    run: &ReplicaFreezeRun,
+) {
     let t = |x: &str| facts::parse_rfc3339(x);
     let read = run.endpoint_samples.iter().filter(|x| x.error.is_none());
     let read: Vec<_> = read.filter_map(|x| Some((t(&x.at)?, x))).collect();

@@ -147,9 +147,7 @@ fn freeze_window_is_the_planned_one(g: &mut G, v: &Freeze<'_>) {
         let rows = [("freeze.resume_after_sec", &20u32, &w.resume_after_sec)];
         super::fields_are(g, ValueMismatch, s, rows);
     }
-    let t = |x: &str| facts::parse_rfc3339(x);
-    if let (Some(armed), Some(r)) = (t(&w.watchdog_armed_at), t(&w.resumed_at)) {
-        let ms = (r - armed).num_milliseconds();
+    if let Some(ms) = facts::ms_between(Some(&w.watchdog_armed_at), Some(&w.resumed_at)) {
         let (lo, hi) = bounds::watchdog_window_ms(w.resume_after_sec);
         let by_watchdog = w.resumed_by == Resumer::Watchdog;
         let lo = if by_watchdog { lo } else { i64::MIN };
@@ -369,11 +367,8 @@ fn first_deny_after_resume_is_timed_from_the_resume(g: &mut G, v: &Freeze<'_>) {
         return;
     };
     let sub = format!("{}.first_deny_after_resume_ms", v.s);
-    let t = |x: &str| facts::parse_rfc3339(x);
-    let measured = match (t(&v.freeze.resumed_at), t(&d.answered_at)) {
-        (Some(r), Some(a)) => u64::try_from((a - r).num_milliseconds()).ok(),
-        _ => None,
-    };
+    let measured = facts::ms_between(Some(&v.freeze.resumed_at), Some(&d.answered_at));
+    let measured = measured.and_then(|ms| u64::try_from(ms).ok());
     let recorded = v.first_deny_after_resume_ms;
     g.expect_eq(TimesInconsistent, &sub, measured, recorded);
     let most = bounds::DENY_AFTER_RESUME_MS;
