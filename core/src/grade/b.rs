@@ -1,10 +1,10 @@
 //! Lab B graders, acts 4-8 (freeze the controller process; failurePolicy Fail vs Ignore).
 
 use super::freeze::{self, Freeze};
-use super::{G, Meant, request_is_the_pod_meant};
+use super::{Code::*, G, Meant, policy_uid, request_is_the_pod_meant};
 use crate::evidence::Outcome;
 use crate::facts::{self, b::*};
-use crate::inputs;
+use crate::inputs::{self, Context};
 
 pub(crate) fn act4(g: &mut G) {
     let Some(f) = g.facts::<Act4Facts>(4) else {
@@ -19,7 +19,30 @@ pub(crate) fn act4(g: &mut G) {
         let pod = (f.pod_namespace.as_str(), f.pod_name.as_str());
         super::pod_of_the_deployment(g, format!("{s}.pod_name"), pod, &a1.controller_deployment);
     }
-    freeze::investigated_process_is_live(g, s, &f.identity, &f.process_state);
+    let (id, sub) = (&f.identity, format!("{s}.identity"));
+    g.check(id.pid > 1, ValueMismatch, format!("{sub}.pid"), || {
+        format!("expected a PID > 1, found {}", id.pid)
+    });
+    let (ok, at) = (
+        id.pid_start_time_ticks > 0,
+        format!("{sub}.pid_start_time_ticks"),
+    );
+    g.check(ok, ValueMismatch, at, || {
+        "expected the start time from /proc/<pid>/stat, found 0".into()
+    });
+    let (ok, at) = (!id.container_id.is_empty(), format!("{sub}.container_id"));
+    g.check(ok, ValueMismatch, at, || {
+        "expected the CRI container ID, found nothing".into()
+    });
+    let (ok, at) = (super::is_uid(&id.pod_uid), format!("{sub}.pod_uid"));
+    g.check(ok, UidMismatch, at, || {
+        format!("expected a pod UID, found {:?}", id.pod_uid)
+    });
+    let (state, at) = (&f.process_state, format!("{s}.process_state"));
+    g.check(state != "T", ProcessStillStopped, &at, || {
+        "act 4 only investigates; the process was found stopped".into()
+    });
+    super::witness::process_state_is_a_proc_state(g, &at, state);
     if let Some(ev) = g.evidence(4) {
         super::witness::identity_is_the_cri_container(g, &ev, &f);
     }
@@ -86,8 +109,20 @@ pub(crate) fn act7(g: &mut G) {
         return;
     };
     let s = "evidence/07.json facts";
+    let a2 = g.facts::<facts::Act2Facts>(2);
+    let uid = a2.as_ref().and_then(policy_uid);
+    let ctx = Context {
+        policy_uid: uid.clone(),
+        ..g.report_context(6..=6)
+    };
+    g.input::<inputs::Recovery>(&ctx);
+    let (a6_webhook, uid) = (g.facts::<Act6Facts>(6).map(|a6| a6.webhook), uid.as_deref());
     let (policy_uid, bad) = (&f.policy_uid, &f.healthy_bad);
-    freeze::recovered_under_ignore::<inputs::Recovery, FreezeRun>(g, policy_uid, &f.webhook, bad);
+    freeze::recovered_under_ignore(g, uid, policy_uid, &f.webhook, bad, a6_webhook);
+    if let Some(ev) = g.evidence(7) {
+        let (what, fact) = ("webhook-configuration", format!("{s}.webhook"));
+        super::witness::registration_is_derived_from(g, &ev, what, &fact, &f.webhook);
+    }
     super::existing_pod_survives(g, &format!("{s}.existing"), &f.existing);
 }
 

@@ -27,7 +27,7 @@
 //! | 5, 6 | [`replica_freeze_run`] | the Leases before/after, every sample, the counters, the settle | raw `lease-before`/`lease-after`, `freeze-samples`, `replica-metrics-*`, `settle-wait` ([`settle_is_its_checks`]) | raw-mismatch, observation-missing, times-inconsistent |
 //! | 5, 6 | `existing_pod_survives_since` ([`super`]) | act 3's pod | same name, UID, `Running`, restart count never down | pod-replaced, pod-not-running, restart-contradicted |
 //! | 7 | `recovery.json`, `freeze::recovered_under_ignore` | the policy UID, the Ignore registration, the deny | act 2's UID, act 6's registration unchanged, its scope; the last probe an explicit deny from it | uid-mismatch, registration-changed, registration-scope, outcome-unexpected, observation-missing |
-//! | 7 | [`scaled_back_to_act3s_pods`] | the scale back, the Deployment, the replicas left | the original count, act 3's attempt; act 1's Deployment; each Ready replica one of act 3's pods (name, UID, address), `Running` | value-mismatch, uid-mismatch |
+//! | 7 | [`scaled_back_to_the_original_count`], [`replicas_left_are_act3s_pods`] | the scale back, the Deployment, the replicas left | the original count, act 3's attempt; act 1's Deployment; each Ready replica one of act 3's pods (name, UID, address), `Running`; the Lease's holder one of them | value-mismatch, uid-mismatch |
 //! | 7 | [`deny_probes_are_violating_pods_one_after_another`], [`wait_spans_the_act_until_the_existing_pod`] | the probes, `waited_ms` | violating target pods after the scale back, one at a time; the act's start to the existing pod's read | value-mismatch, times-inconsistent |
 //! | 7 | [`act7_facts_are_the_raw_reads`] | `replicas_before`, the heal, the Lease, the policy UID, the registration | raw `deployment-before`, `scale-attempt-heal`, `lease`, `policy`, `webhook-configuration` | raw-mismatch, observation-missing |
 //! | 8 | `act8` | each word of `report.json`, the digests | `rules::c::report_expectations`; 05/06/07 | report-contradicted, digest-mismatch |
@@ -41,7 +41,8 @@ use super::Code;
 use super::freeze::{self, Freeze};
 use super::witness::{
     fact_is_derived_from_raw, fact_is_derived_from_raw_record, lease_is_derived_from,
-    list_is_derived_from_raw, raw_at, raw_record, required_raw, rows_are_derived_from_raw,
+    list_is_derived_from_raw, raw_at, raw_record, registration_is_derived_from, required_raw,
+    rows_are_derived_from_raw,
 };
 use super::{
     Code::*, G, SameRegistration, ev_name, fields_are, registration_equals, times_are_ordered,
@@ -246,16 +247,21 @@ fn waves_had_requests_in_flight_at_once(g: &mut G, s: &str, bad: &[RequestRecord
     }
 }
 
-/// A healthy cluster with three replicas: every violating pod explicitly denied by act 2's
-/// webhook and not stored ([`freeze::violating_pod_denied_by`]); the labelled target pod and the
-/// control pod stored; all real creates, never server dry-run (a dry-run would store nothing to
-/// compare); the existing pod is the good pod, `Running`.
+/// A healthy cluster with three replicas: every violating pod, in the target namespace,
+/// explicitly denied by act 2's webhook and not stored; the labelled target pod and the control
+/// pod stored; all real creates, never server dry-run (a dry-run would store nothing to compare);
+/// the existing pod is the good pod, `Running`.
 fn baseline_outcomes_are_healthy(g: &mut G, s: &str, f: &Act3Facts) {
     let hook = g.facts::<facts::Act2Facts>(2).map(|a2| a2.webhook);
     for (i, r) in f.bad.iter().enumerate() {
         let sub = format!("{s}.bad[{i}]");
-        freeze::violating_pod_denied_by(g, &sub, r, hook.as_ref());
+        g.request(&sub, r, &[Outcome::ExplicitDeny]);
         violating_pod_never_admitted_under_fail(g, &sub, r);
+        if let Some(h) = &hook {
+            g.named_webhook(&sub, r, h);
+        }
+        let meant = super::Meant(Some(super::TARGET_NAMESPACE), None, Some(false));
+        super::request_is_the_pod_meant(g, &sub, r, meant);
     }
     let control = super::Meant(Some(super::CONTROL_NAMESPACE), Some(false), Some(false));
     for (sub, r, meant) in [
@@ -358,8 +364,8 @@ pub(crate) fn act4(g: &mut G) {
 }
 
 /// Leader and followers are act 3's three replicas (by pod UID), each once, each its own live
-/// process (distinct PIDs and container IDs, [`freeze::investigated_process_is_live`]), each the
-/// CRI container read for its pod (raw `cri-container:<pod>`: container ID, PID, pod UID, pod
+/// process (distinct PIDs and container IDs, a start time, not stopped), each the CRI container
+/// read for its pod (raw `cri-container:<pod>`: container ID, PID, pod UID, pod
 /// name, and the restart count as the container's `attempt`, [`derive::cri_container`]).
 fn processes_are_act3s_replicas(g: &mut G, s: &str, ev: Option<&Evidence>, f: &Act4Facts) {
     let all: Vec<&ReplicaProcess> = std::iter::once(&f.leader).chain(&f.followers).collect();
@@ -384,7 +390,16 @@ fn processes_are_act3s_replicas(g: &mut G, s: &str, ev: Option<&Evidence>, f: &A
             0 => format!("{s}.leader"),
             _ => format!("{s}.followers[{}]", i - 1),
         };
-        freeze::investigated_process_is_live(g, &sub, &p.identity, &p.process_state);
+        let id = &p.identity;
+        let live = id.pid > 1 && id.pid_start_time_ticks > 0 && !id.container_id.is_empty();
+        g.check(live, ValueMismatch, format!("{sub}.identity"), || {
+            format!("expected a PID > 1, its start time and a container ID, found {id:?}")
+        });
+        let state = format!("{sub}.process_state");
+        g.check(p.process_state != "T", ProcessStillStopped, &state, || {
+            "act 4 only investigates; the process was found stopped".into()
+        });
+        super::witness::process_state_is_a_proc_state(g, &state, &p.process_state);
         if let Some(ev) = ev {
             let what = format!("cri-container:{}", p.pod_name);
             let (derive, sources) = (derive::cri_container, derive::CRI_PROCESS_SOURCES);
@@ -629,13 +644,15 @@ fn replica_freeze_run(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun) {
     freeze_waves_met_the_frozen_replica(g, v, run);
     samples_cover_the_freeze(g, s, run);
     a_call_that_met_the_frozen_replica_had_it_as_an_endpoint(g, s, run);
-    let (a3, restarted) = (g.facts::<Act3Facts>(3), crate::rules::c::restarted(run));
-    let replicas = a3.as_ref().map(|a3| &a3.replicas[..]);
-    let restarted = restarted.then_some(run.target_pod.as_str());
-    replica_rows_are_the_replicas(g, s, &run.replica_requests, replicas, restarted);
+    if let Some(ev) = g.evidence(v.act) {
+        target_after_is_the_frozen_pod(g, s, &ev, run);
+    }
+    let replicas = g.facts::<Act3Facts>(3).map(|a3| a3.replicas);
+    let restarted = crate::rules::c::restarted(run).then_some(run.target_pod.as_str());
+    replica_rows_are_the_replicas(g, s, &run.replica_requests, replicas.as_deref(), restarted);
     let (lease_at, frozen_at) = (&run.lease_before.at, &run.freeze.frozen_at);
     g.times_ordered(&format!("{s}.lease_before.at"), lease_at, frozen_at);
-    if let Some(a3) = a3 {
+    if let Some(a3) = g.facts::<Act3Facts>(3) {
         let sub = format!("{s}.existing");
         super::existing_pod_survives_since(g, &sub, &a3.existing, &run.existing);
     }
@@ -648,7 +665,6 @@ fn replica_freeze_run(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun) {
     let sub = format!("{s}.lease_after.at");
     read_between_its_raw_record_and_next(g, &sub, &ev, "lease-after", &after.at);
     samples_are_the_raw_samples(g, s, &ev, run);
-    target_after_is_the_frozen_pod(g, s, &ev, run);
     replica_counters_are_the_raw_lines(g, s, &ev, &run.replica_requests);
     let sub = format!("{s}.target_after.waited_ms");
     if let Some(checks) = required_raw(g, &ev, "settle-wait", &sub) {
@@ -838,28 +854,31 @@ fn target_after_is_the_frozen_pod(g: &mut G, s: &str, ev: &Evidence, run: &Repli
         fact_is_derived_from_raw(g, &sub, t, &at, derived, derive::POD_AFTER_SOURCES);
     }
     let attempt = |raw: &Value| derive::cri_container(raw).map(|c| c.restart_count);
-    let (before, after) = ("cri-container-before", raw_at(ev, "cri-container-after"));
-    let sources = derive::RESTART_COUNT_SOURCES;
-    if let Some(raw) = raw_record(ev, before) {
-        let fact = format!("{sub}.restart_count_before");
-        let (n, at) = (&t.restart_count_before, raw_at(ev, before));
-        fact_is_derived_from_raw(g, &fact, n, &at, attempt(raw), sources);
+    let counts = [
+        ("before", &t.restart_count_before),
+        ("after", &t.restart_count_after),
+    ];
+    for (when, n) in counts {
+        let what = format!("cri-container-{when}");
+        if let Some(raw) = raw_record(ev, &what) {
+            let (fact, at) = (format!("{sub}.restart_count_{when}"), raw_at(ev, &what));
+            let sources = derive::RESTART_COUNT_SOURCES;
+            fact_is_derived_from_raw(g, &fact, n, &at, attempt(raw), sources);
+        }
     }
-    let identity = format!("{sub}.identity_after");
-    let Some(c) = (match t.identity_after {
-        Some(_) => required_raw(g, ev, "cri-container-after", &identity),
-        None => raw_record(ev, "cri-container-after"),
-    }) else {
-        return;
-    };
-    if t.identity_after.is_some() {
+    let (what, identity) = ("cri-container-after", format!("{sub}.identity_after"));
+    if raw_record(ev, what).is_some() {
+        g.check(t.identity_after.is_some(), RawMismatch, &identity, || {
+            "CRI answered after the resume (raw cri-container-after), the facts say it did not"
+                .into()
+        });
+    }
+    if t.identity_after.is_some()
+        && let Some(c) = required_raw(g, ev, what, &identity)
+    {
         let (derived, sources) = (derive::container_after(c), derive::CONTAINER_AFTER_SOURCES);
-        return fact_is_derived_from_raw(g, &sub, t, &after, derived, sources);
+        fact_is_derived_from_raw(g, &sub, t, &raw_at(ev, what), derived, sources);
     }
-    let why = "CRI answered after the resume (raw cri-container-after), the facts say it did not";
-    g.check(false, RawMismatch, identity, || why.into());
-    let (fact, n) = (format!("{sub}.restart_count_after"), t.restart_count_after);
-    fact_is_derived_from_raw(g, &fact, &n, &after, attempt(c), sources);
 }
 
 /// The settle's length and end are its checks' (raw `settle-wait`, every check whose state
@@ -917,20 +936,28 @@ pub(crate) fn act7(g: &mut G) {
         return;
     };
     let s = format!("{} facts", ev_name(7));
+    let a2 = g.facts::<facts::Act2Facts>(2);
+    let uid = a2.as_ref().and_then(super::policy_uid);
+    let mut ctx = Context {
+        policy_uid: uid.clone(),
+        ..Default::default()
+    };
+    let digests = g.input.digests().into_iter();
+    ctx.evidence_digests = digests.filter(|(a, _)| *a == 6).collect();
+    g.input::<inputs::RecoveryC>(&ctx);
+    let a6_webhook = g.facts::<Act6Facts>(6).map(|a6| a6.webhook);
     let (policy_uid, bad) = (&f.policy_uid, &f.healthy_bad);
-    freeze::recovered_under_ignore::<inputs::RecoveryC, ReplicaFreezeRun>(
-        g, policy_uid, &f.webhook, bad,
-    );
+    freeze::recovered_under_ignore(g, uid.as_deref(), policy_uid, &f.webhook, bad, a6_webhook);
+    scaled_back_to_the_original_count(g, &s, &f);
     let last = f.deny_probes.last() == Some(&f.healthy_bad);
     g.check(last, ObservationMissing, format!("{s}.deny_probes"), || {
         "the explicit deny is not the last request sent".into()
     });
     lease_holder_is_a_replica(g, &s, &f.lease, &f.replicas);
-    let a3 = g.facts::<Act3Facts>(3);
-    if let Some(a3) = &a3 {
+    if let Some(a3) = g.facts::<Act3Facts>(3) {
         super::existing_pod_survives_since(g, &format!("{s}.existing"), &a3.existing, &f.existing);
     }
-    scaled_back_to_act3s_pods(g, &s, a3.as_ref(), &f);
+    replicas_left_are_act3s_pods(g, &s, &f);
     deny_probes_are_violating_pods_one_after_another(g, &s, &f);
     if let Some(ev) = g.evidence(7) {
         act7_facts_are_the_raw_reads(g, &s, &ev, &f);
@@ -938,37 +965,21 @@ pub(crate) fn act7(g: &mut G) {
     }
 }
 
-/// The scale back wrote the original count over act 3's attempt before the deny was sent, and the
-/// wait ended with act 1's Deployment and its live replicas at that count, each `Ready`, each one
-/// of act 3's pods (a scale-down deletes pods, it creates none): by name, UID and address (act 3's
-/// `podIP`), existing and `Running`.
-fn scaled_back_to_act3s_pods(g: &mut G, s: &str, a3: Option<&Act3Facts>, f: &Act7Facts) {
-    let (b, d) = (&f.scale_back, &f.deployment);
-    let original = inputs::OriginalReplicas::VALUE;
-    let ready = f.replicas.iter().filter(|r| r.ready).count() as u32;
-    let rows = [
-        ("scale_back.replicas", original, b.replicas),
-        ("deployment.replicas", original, d.replicas),
-        ("deployment.ready_replicas", ready, d.ready_replicas),
-    ];
-    fields_are(g, ValueMismatch, s, rows);
-    if let Some(a3) = a3 {
-        let (id, back) = (a3.scale.fault_id.as_str(), b.fault_id.as_str());
-        g.expect_eq(ValueMismatch, format!("{s}.scale_back.fault_id"), id, back);
-    }
+/// The replicas left after the scale back are act 3's pods (a scale-down deletes pods, it
+/// creates none): each by name, UID and address (act 3's `podIP`), existing and `Running`; the
+/// Deployment is act 1's with that many ready.
+fn replicas_left_are_act3s_pods(g: &mut G, s: &str, f: &Act7Facts) {
+    let d = &f.deployment;
     if let Some(a1) = g.facts::<facts::Act1Facts>(1) {
         let a1 = &a1.controller_deployment;
         let act1 = (a1.namespace.as_deref(), a1.name.as_str(), a1.uid.as_str());
         let found = (Some(d.namespace.as_str()), d.name.as_str(), d.uid.as_str());
         fields_are(g, UidMismatch, s, [("deployment", act1, found)]);
     }
-    let ok = f.replicas.len() as u32 == original && f.replicas.iter().all(|r| r.ready);
-    g.check(ok, ValueMismatch, format!("{s}.replicas"), || {
-        let found: Vec<_> = f.replicas.iter().map(|r| (&r.pod.name, r.ready)).collect();
-        format!("expected {original} Ready replica(s), found {found:?}")
-    });
-    let sent = &f.healthy_bad.sent_at;
-    g.times_ordered(&format!("{s}.healthy_bad.sent_at"), &b.at, sent);
+    let ready = f.replicas.iter().filter(|r| r.ready).count() as u32;
+    let rows = [("deployment.ready_replicas", ready, d.ready_replicas)];
+    fields_are(g, ValueMismatch, s, rows);
+    let a3 = g.facts::<Act3Facts>(3);
     for (i, r) in f.replicas.iter().enumerate() {
         let (sub, p) = (format!("{s}.replicas[{i}]"), &r.pod);
         let running = p.exists && p.phase.as_deref() == Some("Running");
@@ -980,7 +991,7 @@ fn scaled_back_to_act3s_pods(g: &mut G, s: &str, a3: Option<&Act3Facts>, f: &Act
         g.check(addressed, ValueMismatch, format!("{sub}.pod_ip"), || {
             "a Ready pod without status.podIP".into()
         });
-        let Some(a3) = a3 else {
+        let Some(a3) = &a3 else {
             continue;
         };
         let same = (a3.replicas.iter())
@@ -1028,7 +1039,7 @@ fn wait_spans_the_act_until_the_existing_pod(g: &mut G, s: &str, ev: &Evidence, 
 /// Deployment recorded after the wait by its UID, a rule across two reads, not a derivation: the
 /// read after the wait keeps no raw record of its own), the heal's record of act 3's attempt
 /// (`scale-attempt-heal`: the attempt, its action and time), the Lease (`lease`), the policy
-/// (`policy`: its UID; the registration's raw read: `freeze::recovered_under_ignore`). Flags
+/// (`policy`: its UID) and the registration (`webhook-configuration`). Flags
 /// [`Code::RawMismatch`] / [`Code::ObservationMissing`].
 fn act7_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, f: &Act7Facts) {
     let (b, sub) = (&f.scale_back, format!("{s}.scale_back"));
@@ -1051,6 +1062,29 @@ fn act7_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, f: &Act7Facts
     let (sub, sources) = (format!("{s}.policy_uid"), derive::POLICY_UID_SOURCES);
     let uid = &f.policy_uid;
     fact_is_derived_from_raw_record(g, ev, "policy", &sub, uid, derive::policy_uid, sources);
+    let webhook = format!("{s}.webhook");
+    registration_is_derived_from(g, ev, "webhook-configuration", &webhook, &f.webhook);
+}
+
+/// The scale back wrote the original count over act 3's three, and the wait ended with the
+/// Deployment and its live replicas at that count, each `Ready`.
+fn scaled_back_to_the_original_count(g: &mut G, s: &str, f: &Act7Facts) {
+    let (original, b) = (inputs::OriginalReplicas::VALUE, &f.scale_back);
+    let rows = [("scale_back.replicas", original, b.replicas)];
+    fields_are(g, ValueMismatch, s, rows);
+    if let Some(a3) = g.facts::<Act3Facts>(3) {
+        let (id, back) = (a3.scale.fault_id.as_str(), b.fault_id.as_str());
+        g.expect_eq(ValueMismatch, format!("{s}.scale_back.fault_id"), id, back);
+    }
+    let rows = [("deployment.replicas", original, f.deployment.replicas)];
+    fields_are(g, ValueMismatch, s, rows);
+    let ok = f.replicas.len() as u32 == original && f.replicas.iter().all(|r| r.ready);
+    g.check(ok, ValueMismatch, format!("{s}.replicas"), || {
+        let found: Vec<_> = f.replicas.iter().map(|r| (&r.pod.name, r.ready)).collect();
+        format!("expected {original} Ready replica(s), found {found:?}")
+    });
+    let sent = &f.healthy_bad.sent_at;
+    g.times_ordered(&format!("{s}.healthy_bad.sent_at"), &b.at, sent);
 }
 
 /// Act 8: the report, each word held against the one rule act 8 uses

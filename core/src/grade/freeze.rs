@@ -7,11 +7,9 @@
 //! in `grade/b.rs` and `grade/c.rs`; each request either sends while the freeze lasts is held by
 //! the one rule [`request_during_the_freeze`].
 //!
-//! Also here, the same in labs B and C: act 4's investigated process
-//! ([`investigated_process_is_live`]), act 6's switch of the policy to Ignore before its freeze
+//! Also here, the same in labs B and C: act 6's switch of the policy to Ignore before its freeze
 //! ([`policy_switched_to_ignore`]) and act 7's recovery under it ([`recovered_under_ignore`]).
 
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::{Code, Code::*, G, Meant, bounds, ev_name};
@@ -326,12 +324,7 @@ fn requests_after_resume_end_in_the_first_deny(g: &mut G, v: &Freeze<'_>) {
 /// A violating pod the act sends to see the policy's verdict (`sub`): a real create without the
 /// policy's label in the target namespace ([`Meant::target`]), explicitly denied, by the
 /// registration's webhook `hook` when the act knows it ([`G::named_webhook`]).
-pub(crate) fn violating_pod_denied_by(
-    g: &mut G,
-    sub: &str,
-    r: &RequestRecord,
-    hook: Option<&WebhookFacts>,
-) {
+fn violating_pod_denied_by(g: &mut G, sub: &str, r: &RequestRecord, hook: Option<&WebhookFacts>) {
     g.request(sub, r, &[Outcome::ExplicitDeny]);
     super::request_is_the_pod_meant(g, sub, r, Meant::target(false));
     if let Some(h) = hook {
@@ -409,27 +402,6 @@ fn restart_count_agrees_with_the_container(g: &mut G, v: &Freeze<'_>) {
     });
 }
 
-/// A process act 4 investigated (at `s`: lab B's one, lab C's leader and each follower) is a live
-/// one to freeze, not frozen: a PID > 1, its start time and a CRI container ID (`s.identity`), a
-/// pod UID, and a state `/proc` shows, never `T` (`s.process_state`,
-/// [`super::witness::process_state_is_a_proc_state`]). Flags value-mismatch, uid-mismatch,
-/// process-still-stopped.
-pub(crate) fn investigated_process_is_live(g: &mut G, s: &str, id: &ProcessIdentity, state: &str) {
-    let live = id.pid > 1 && id.pid_start_time_ticks > 0 && !id.container_id.is_empty();
-    g.check(live, ValueMismatch, format!("{s}.identity"), || {
-        format!("expected a PID > 1, its start time and a container ID, found {id:?}")
-    });
-    let (ok, at) = (super::is_uid(&id.pod_uid), format!("{s}.identity.pod_uid"));
-    g.check(ok, UidMismatch, at, || {
-        format!("expected a pod UID, found {:?}", id.pod_uid)
-    });
-    let at = format!("{s}.process_state");
-    g.check(state != "T", ProcessStillStopped, &at, || {
-        "act 4 only investigates; the process was found stopped".into()
-    });
-    super::witness::process_state_is_a_proc_state(g, &at, state);
-}
-
 /// The frozen process is the one expected: act 4's (lab B act 5, lab C's leader), or the one last
 /// seen in its pod (act 5's after the resume when act 5 froze it, which may have restarted).
 /// Flags [`Code::IdentityChanged`].
@@ -489,27 +461,17 @@ pub(crate) fn policy_switched_to_ignore<R>(g: &mut G, f: &facts::PolicySwitch<R>
     g.times_ordered(&sub, &f.healthy_bad.answered_at, frozen_at);
 }
 
-/// Act 7 of labs B and C, after the recovery: the input `R` (`recovery.json`, quoting act 6's
-/// evidence) is valid, the policy is act 2's (its UID), the registration act 6's Ignore one
-/// unchanged (act 6's facts: a switch around the lab's freeze `Run`), in scope and derived from its
-/// raw read (`webhook-configuration`), and a violating pod is explicitly denied by it
-/// (`healthy_bad`).
-pub(crate) fn recovered_under_ignore<R: inputs::StudentInput, Run: DeserializeOwned>(
+/// Act 7 of labs B and C, after the recovery: the policy is act 2's (`uid`, its UID), the
+/// registration act 6's Ignore one unchanged (`a6_webhook`) and in scope, and a violating pod is
+/// explicitly denied by it (`healthy_bad`).
+pub(crate) fn recovered_under_ignore(
     g: &mut G,
+    uid: Option<&str>,
     policy_uid: &str,
     webhook: &WebhookFacts,
     healthy_bad: &RequestRecord,
+    a6_webhook: Option<WebhookFacts>,
 ) {
-    let uid = g
-        .facts::<facts::Act2Facts>(2)
-        .and_then(|a2| super::policy_uid(&a2));
-    let ctx = Context {
-        policy_uid: uid.clone(),
-        ..g.report_context(6..=6)
-    };
-    g.input::<R>(&ctx);
-    let a6_webhook = g.facts::<facts::PolicySwitch<Run>>(6).map(|a6| a6.webhook);
-    let uid = uid.as_deref();
     let s = "evidence/07.json facts";
     super::fields_are(g, UidMismatch, s, [("policy_uid", uid, Some(policy_uid))]);
     let registered = webhook.failure_policy.as_str();
@@ -521,9 +483,5 @@ pub(crate) fn recovered_under_ignore<R: inputs::StudentInput, Run: DeserializeOw
     if let Some(a6) = a6_webhook {
         let same = super::SameRegistration::Identical;
         super::registration_equals(g, &sub, webhook, &a6, same);
-    }
-    if let Some(ev) = g.evidence(7) {
-        let what = "webhook-configuration";
-        super::witness::registration_is_derived_from(g, &ev, what, &sub, webhook);
     }
 }
