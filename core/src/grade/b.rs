@@ -48,19 +48,11 @@ pub(crate) fn act4(g: &mut G) {
     }
 }
 
-/// Checks one freeze run: the rules of every freeze, labs B and C (`super::freeze`, over
-/// `Freeze::of_b`), the three requests lab B sends during the freeze, and the existing pod.
-/// `ignore`: failurePolicy Ignore (target requests are stored after the timeout) instead of Fail
-/// (they time out); `hook`: the registration the act relies on (act 2's for act 5, act 6's own
-/// for act 6).
-fn freeze_run(
-    g: &mut G,
-    act: u8,
-    run: &FreezeRun,
-    ignore: bool,
-    hook: Option<&facts::WebhookFacts>,
-) {
-    let v = Freeze::of_b(act, run, ignore, hook);
+/// Checks one freeze run (`v`, `Freeze::of_b`: under Ignore in act 6, with the registration the
+/// act relies on): the rules of every freeze, labs B and C (`super::freeze`), the three requests
+/// lab B sends during the freeze, and the existing pod.
+fn freeze_run(g: &mut G, v: Freeze<'_>, run: &FreezeRun) {
+    let act = v.act;
     // Act 5 freezes the process act 4 identified. Act 6 freezes the process found after act 5:
     // Kyverno may have restarted after the first freeze (a 20 s stop outlasts its 12 s leader
     // Lease), which is observed and recorded, not a defect.
@@ -84,7 +76,7 @@ fn requests_during_freeze_show_the_failure_policy(g: &mut G, v: &Freeze<'_>, run
         ("target_bad", &run.target_bad, false),
     ] {
         let sub = format!("{s}.{name}");
-        freeze::request_during_the_freeze(g, v, &sub, r, &[v.met()], v.ignore);
+        freeze::request_during_the_freeze(g, v, &sub, r, &[v.met], v.ignore);
         request_is_the_pod_meant(g, &sub, r, Meant::target(label));
         g.within(&sub, "sent_at", &r.sent_at, &w.frozen_at, &w.resumed_at);
         let answered = &r.answered_at;
@@ -101,16 +93,15 @@ pub(crate) fn act5(g: &mut G) {
         return;
     };
     let hook = g.facts::<facts::Act2Facts>(2).map(|a2| a2.webhook);
-    freeze_run(g, 5, &f, false, hook.as_ref());
+    freeze_run(g, Freeze::of_b(5, &f, hook.as_ref()), &f);
 }
 
 pub(crate) fn act6(g: &mut G) {
     let Some(f) = g.facts::<Act6Facts>(6) else {
         return;
     };
-    let (uid, frozen_at) = (&f.policy_uid_before, &f.run.freeze.frozen_at);
-    freeze::policy_switched_to_ignore(g, uid, &f.policy, &f.webhook, &f.healthy_bad, frozen_at);
-    freeze_run(g, 6, &f.run, true, Some(&f.webhook));
+    freeze::policy_switched_to_ignore(g, &f, &f.run.freeze.frozen_at);
+    freeze_run(g, Freeze::of_b(6, &f.run, Some(&f.webhook)), &f.run);
 }
 
 pub(crate) fn act7(g: &mut G) {

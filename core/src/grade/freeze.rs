@@ -7,13 +7,13 @@
 //! in `grade/b.rs` and `grade/c.rs`; each request either sends while the freeze lasts is held by
 //! the one rule [`request_during_the_freeze`].
 //!
-//! Also here: act 6's switch of the policy to Ignore before its freeze
-//! ([`policy_switched_to_ignore`]), the same in labs B and C.
+//! Also here, the same in labs B and C: act 6's switch of the policy to Ignore before its freeze
+//! ([`policy_switched_to_ignore`]) and act 7's recovery under it ([`recovered_under_ignore`]).
 
 use serde_json::Value;
 
 use super::{Code, Code::*, G, Meant, bounds, ev_name};
-use crate::evidence::{Evidence, Outcome, RequestRecord};
+use crate::evidence::{Evidence, Lab, Outcome, RequestRecord};
 use crate::facts::b::{FreezeRun, FreezeWindow, ProcessIdentity, Resumer};
 use crate::facts::c::ReplicaFreezeRun;
 use crate::facts::{self, WebhookFacts};
@@ -25,9 +25,12 @@ pub(crate) struct Freeze<'a> {
     pub act: u8,
     /// The act's facts as a finding's subject (`evidence/05.json facts`).
     pub s: String,
-    /// failurePolicy Ignore (act 6: a request that meets the frozen replica is stored after the
-    /// timeout) instead of Fail (it times out).
+    /// failurePolicy Ignore (act 6, the act that switches the policy: a request that meets the
+    /// frozen replica is stored after the timeout) instead of Fail (it times out).
     pub ignore: bool,
+    /// What a request that meets the frozen replica records: a `webhook-timeout` under Fail,
+    /// `stored` (after the timeout) under Ignore.
+    pub met: Outcome,
     /// The registration the act relies on (act 2's for act 5, act 6's own for act 6).
     pub hook: Option<&'a WebhookFacts>,
     /// The freeze window.
@@ -46,39 +49,33 @@ pub(crate) struct Freeze<'a> {
     pub first_explicit_deny: Option<&'a RequestRecord>,
     /// `first_explicit_deny.answered_at - freeze.resumed_at`, milliseconds.
     pub first_deny_after_resume_ms: Option<u64>,
-    /// The frozen replica's restart counts and container after the resume.
-    pub restart: Restart<'a>,
-    /// Whether the act always kept the fault ledger (raw `fault-ledger-resumed`): lab C's acts
-    /// did; lab B's generated fixture has no raw records.
-    pub ledger_kept: bool,
-}
-
-/// The frozen replica's restart counts before the freeze and after the resume, and the
-/// container found through CRI after it, where the lab records them (`at`: the path below the
-/// act's facts, `""` in lab B, `target_after.` in lab C).
-pub(crate) struct Restart<'a> {
-    /// The facts' path of the three fields (`""` or `target_after.`).
-    pub at: &'static str,
-    /// The restart count before the freeze.
-    pub before: u32,
-    /// The restart count after the resume.
-    pub after: u32,
+    /// The facts' path of the frozen replica's restart counts and container after the resume
+    /// (`""` in lab B, `target_after.` in lab C).
+    pub restart_at: &'static str,
+    /// The restart count before the freeze and after the resume.
+    pub restart_counts: (u32, u32),
     /// The container (its main process) after the resume, if CRI answered.
     pub identity_after: Option<&'a ProcessIdentity>,
     /// The code of the same container found with another process: lab B's
     /// [`Code::IdentityChanged`] (the process it froze), lab C's [`Code::RestartContradicted`]
     /// (the restart its report words read), as each lab's evidence has always been graded.
     pub same_container_other_process: Code,
+    /// Whether the act always kept the fault ledger (raw `fault-ledger-resumed`): lab C's acts
+    /// did; lab B's generated fixture has no raw records.
+    pub ledger_kept: bool,
 }
 
 /// A [`Freeze`] of `$run`, a lab's freeze run: the fields lab B's `FreezeRun` and lab C's
-/// `ReplicaFreezeRun` share (same names, same types), then the lab's own restart and ledger.
+/// `ReplicaFreezeRun` share (same names, same types), then the lab's own restart and ledger
+/// fields (`{ field: value, … }`).
 macro_rules! freeze_view {
-    ($act:expr, $run:expr, $ignore:expr, $hook:expr, $restart:expr, $ledger_kept:expr) => {
+    ($lab:expr, $act:expr, $run:expr, $hook:expr, { $($field:ident: $value:expr),* $(,)? }) => {{
+        let ignore = crate::acts::switches_policy($lab, $act);
         Freeze {
             act: $act,
             s: format!("{} facts", ev_name($act)),
-            ignore: $ignore,
+            ignore,
+            met: if ignore { Outcome::Stored } else { Outcome::WebhookTimeout },
             hook: $hook,
             freeze: &$run.freeze,
             registration_present_during_freeze: $run.registration_present_during_freeze,
@@ -88,56 +85,33 @@ macro_rules! freeze_view {
             after_resume: &$run.after_resume,
             first_explicit_deny: $run.first_explicit_deny.as_ref(),
             first_deny_after_resume_ms: $run.first_deny_after_resume_ms,
-            restart: $restart,
-            ledger_kept: $ledger_kept,
+            $($field: $value),*
         }
-    };
+    }};
 }
 
 impl<'a> Freeze<'a> {
-    /// What a request that meets the frozen replica records: a `webhook-timeout` under Fail,
-    /// `stored` (after the timeout) under Ignore.
-    pub(crate) fn met(&self) -> Outcome {
-        if self.ignore {
-            Outcome::Stored
-        } else {
-            Outcome::WebhookTimeout
-        }
-    }
-
     /// Lab B's one-replica freeze of act `act`.
-    pub(crate) fn of_b(
-        act: u8,
-        run: &'a FreezeRun,
-        ignore: bool,
-        hook: Option<&'a WebhookFacts>,
-    ) -> Self {
-        let restart = Restart {
-            at: "",
-            before: run.restart_count_before,
-            after: run.restart_count_after,
+    pub(crate) fn of_b(act: u8, run: &'a FreezeRun, hook: Option<&'a WebhookFacts>) -> Self {
+        freeze_view!(Lab::B, act, run, hook, {
+            restart_at: "",
+            restart_counts: (run.restart_count_before, run.restart_count_after),
             identity_after: run.identity_after.as_ref(),
             same_container_other_process: IdentityChanged,
-        };
-        freeze_view!(act, run, ignore, hook, restart, false)
+            ledger_kept: false,
+        })
     }
 
     /// Lab C's freeze of one of its replicas in act `act`.
-    pub(crate) fn of_c(
-        act: u8,
-        run: &'a ReplicaFreezeRun,
-        ignore: bool,
-        hook: Option<&'a WebhookFacts>,
-    ) -> Self {
+    pub(crate) fn of_c(act: u8, run: &'a ReplicaFreezeRun, hook: Option<&'a WebhookFacts>) -> Self {
         let t = &run.target_after;
-        let restart = Restart {
-            at: "target_after.",
-            before: t.restart_count_before,
-            after: t.restart_count_after,
+        freeze_view!(Lab::C, act, run, hook, {
+            restart_at: "target_after.",
+            restart_counts: (t.restart_count_before, t.restart_count_after),
             identity_after: t.identity_after.as_ref(),
             same_container_other_process: RestartContradicted,
-        };
-        freeze_view!(act, run, ignore, hook, restart, true)
+            ledger_kept: true,
+        })
     }
 }
 
@@ -171,9 +145,7 @@ fn freeze_window_is_the_planned_one(g: &mut G, v: &Freeze<'_>) {
         let rows = [("freeze.resume_after_sec", &20u32, &w.resume_after_sec)];
         super::fields_are(g, ValueMismatch, s, rows);
     }
-    let t = |x: &str| facts::parse_rfc3339(x);
-    if let (Some(armed), Some(r)) = (t(&w.watchdog_armed_at), t(&w.resumed_at)) {
-        let ms = (r - armed).num_milliseconds();
+    if let Some(ms) = facts::ms_between(Some(&w.watchdog_armed_at), Some(&w.resumed_at)) {
         let (lo, hi) = bounds::watchdog_window_ms(w.resume_after_sec);
         let by_watchdog = w.resumed_by == Resumer::Watchdog;
         let lo = if by_watchdog { lo } else { i64::MIN };
@@ -388,11 +360,8 @@ fn first_deny_after_resume_is_timed_from_the_resume(g: &mut G, v: &Freeze<'_>) {
         return;
     };
     let sub = format!("{}.first_deny_after_resume_ms", v.s);
-    let t = |x: &str| facts::parse_rfc3339(x);
-    let measured = match (t(&v.freeze.resumed_at), t(&d.answered_at)) {
-        (Some(r), Some(a)) => u64::try_from((a - r).num_milliseconds()).ok(),
-        _ => None,
-    };
+    let measured = facts::ms_between(Some(&v.freeze.resumed_at), Some(&d.answered_at));
+    let measured = measured.and_then(|ms| u64::try_from(ms).ok());
     let recorded = v.first_deny_after_resume_ms;
     g.expect_eq(TimesInconsistent, &sub, measured, recorded);
     let most = bounds::DENY_AFTER_RESUME_MS;
@@ -409,13 +378,13 @@ fn first_deny_after_resume_is_timed_from_the_resume(g: &mut G, v: &Freeze<'_>) {
 /// process, which cannot be replaced without the container ending, so the same container ID
 /// with another PID, start time or pod contradicts itself.
 fn restart_count_agrees_with_the_container(g: &mut G, v: &Freeze<'_>) {
-    let (r, frozen) = (&v.restart, &v.freeze.identity);
-    let (s, before, after) = (format!("{}.{}", v.s, r.at), r.before, r.after);
+    let ((before, after), frozen) = (v.restart_counts, &v.freeze.identity);
+    let s = format!("{}.{}", v.s, v.restart_at);
     let sub = format!("{s}restart_count_after");
     g.check(after >= before, RestartContradicted, sub, || {
         format!("{before} before the freeze, {after} after: a restart count never goes down")
     });
-    let Some(id) = r.identity_after else {
+    let Some(id) = v.identity_after else {
         return;
     };
     let new_container = id.container_id != frozen.container_id;
@@ -426,7 +395,7 @@ fn restart_count_agrees_with_the_container(g: &mut G, v: &Freeze<'_>) {
         format!("restart count {before} -> {after}, container {was} -> {is}: a restart is a new container, and a new container a restart")
     });
     let (ok, sub) = (new_container || id == frozen, format!("{s}identity_after"));
-    g.check(ok, r.same_container_other_process, sub, || {
+    g.check(ok, v.same_container_other_process, sub, || {
         let json = |x| super::abbreviate(&serde_json::to_value(x).unwrap_or_default());
         let (c, is, was) = (&id.container_id, json(id), json(frozen));
         format!("container {c} is the frozen one, but the process after the fault is {is} (frozen: {was})")
@@ -452,16 +421,9 @@ pub(crate) fn frozen_process_is_the_expected_one(
 /// (`policy_uid_before` and the stored object's), says Ignore, is the applied input and the raw
 /// read (`policy-stored`); the registration is act 2's switched to Ignore, in scope, derived
 /// from its raw read (`webhook-configuration-ignore`); a violating pod is then explicitly
-/// denied by it before the freeze. `frozen_at`: the freeze's start.
-pub(crate) fn policy_switched_to_ignore(
-    g: &mut G,
-    policy_uid_before: &str,
-    policy: &Value,
-    webhook: &WebhookFacts,
-    healthy_bad: &RequestRecord,
-    frozen_at: &str,
-) {
-    let s = "evidence/06.json facts";
+/// denied by it before the freeze. `f`: act 6's facts; `frozen_at`: the freeze's start.
+pub(crate) fn policy_switched_to_ignore<R>(g: &mut G, f: &facts::PolicySwitch<R>, frozen_at: &str) {
+    let (s, policy, webhook) = ("evidence/06.json facts", &f.policy, &f.webhook);
     let hook = format!("{s}.webhook");
     let text = |p: &str| policy.pointer(p).and_then(Value::as_str);
     let input = g.required_input_value(InputFile::Policy);
@@ -472,7 +434,11 @@ pub(crate) fn policy_switched_to_ignore(
     if let Some(a2) = g.facts::<facts::Act2Facts>(2) {
         let uid = super::policy_uid(&a2);
         let rows = [
-            ("policy_uid_before", uid.as_deref(), Some(policy_uid_before)),
+            (
+                "policy_uid_before",
+                uid.as_deref(),
+                Some(&*f.policy_uid_before),
+            ),
             ("policy.metadata.uid", uid.as_deref(), text("/metadata/uid")),
         ];
         super::fields_are(g, UidMismatch, s, rows);
@@ -491,8 +457,8 @@ pub(crate) fn policy_switched_to_ignore(
         super::witness::registration_is_derived_from(g, &ev, what, &hook, webhook);
     }
     let sub = format!("{s}.healthy_bad");
-    violating_pod_denied_by(g, &sub, healthy_bad, Some(webhook));
-    g.times_ordered(&sub, &healthy_bad.answered_at, frozen_at);
+    violating_pod_denied_by(g, &sub, &f.healthy_bad, Some(webhook));
+    g.times_ordered(&sub, &f.healthy_bad.answered_at, frozen_at);
 }
 
 /// Act 7 of labs B and C, after the recovery: the policy is act 2's (`uid`, its UID), the
