@@ -122,10 +122,7 @@ pub fn request(
     elapsed: u64,
     answer: Answer,
 ) -> RequestRecord {
-    let labels: BTreeMap<String, String> = (good
-        .then(|| ("environment".to_owned(), "lab".to_owned())))
-    .into_iter()
-    .collect();
+    let labels = BTreeMap::from_iter(good.then(|| ("environment".to_owned(), "lab".to_owned())));
     let answered = sent + elapsed as i64;
     let created = format!("{}Z", &ts(answered)[..19]);
     let mut get = GetResult {
@@ -327,41 +324,27 @@ fn webhook(failure_policy: &str, at: i64) -> facts::WebhookFacts {
     lab::derive::registration(&raw, hook(failure_policy), ts(at)).expect("a registration")
 }
 
-/// The stored ValidatingPolicy with `failure_policy`, as the API server returns it (with status).
-fn stored_policy(failure_policy: &str) -> Value {
-    let file = match failure_policy {
-        "Fail" => InputFile::Policy,
-        _ => InputFile::PolicyIgnore,
-    };
-    let mut p = super::reference::value(file, &Context::default()).unwrap();
+/// The ValidatingPolicy with `failure_policy` as the API server returns it: `stored`, read back
+/// with Kyverno's status; else its answer to the create or update (no status yet).
+fn policy(failure_policy: &str, stored: bool) -> Value {
     // Each write is a new resourceVersion: the create or switch (1200, 1300), then Kyverno's
     // status update (+1, the state read back).
-    let (generation, version) = if failure_policy == "Fail" {
-        (1, 1201)
-    } else {
-        (2, 1301)
+    let (file, generation, version) = match failure_policy {
+        "Fail" => (InputFile::Policy, 1, 1200),
+        _ => (InputFile::PolicyIgnore, 2, 1300),
     };
+    let mut p = super::reference::value(file, &Context::default()).unwrap();
     p["metadata"] = json!({
         "name": "kca-webhook-label", "uid": POLICY_UID, "generation": generation,
-        "resourceVersion": version.to_string(), "creationTimestamp": "2026-11-29T10:01:00Z"
+        "resourceVersion": (version + u32::from(stored)).to_string(),
+        "creationTimestamp": "2026-11-29T10:01:00Z"
     });
     p["spec"]["evaluation"]["admission"] = json!({"enabled": true});
-    p["status"] = json!({"conditionStatus": {"ready": true, "message": "", "conditions": [
-        {"type": "WebhookConfigured", "status": "True", "reason": "Succeeded", "message": "Webhook configured."}
-    ]}, "generated": false});
-    p
-}
-
-/// [`stored_policy`] as the API server answers the create or update (no status yet).
-fn policy_answer(failure_policy: &str) -> Value {
-    let mut p = stored_policy(failure_policy);
-    p.as_object_mut().unwrap().remove("status");
-    let version = p["metadata"]["resourceVersion"]
-        .as_str()
-        .unwrap()
-        .parse::<u32>()
-        .unwrap();
-    p["metadata"]["resourceVersion"] = json!((version - 1).to_string());
+    if stored {
+        p["status"] = json!({"conditionStatus": {"ready": true, "message": "", "conditions": [
+            {"type": "WebhookConfigured", "status": "True", "reason": "Succeeded", "message": "Webhook configured."}
+        ]}, "generated": false});
+    }
     p
 }
 
@@ -375,12 +358,12 @@ fn policy_switch<R>(
 ) -> (facts::PolicySwitch<R>, [Value; 2]) {
     let config = configuration("Ignore");
     let raw = [
-        raw_rec("policy-stored", stored, policy_answer("Ignore")),
+        raw_rec("policy-stored", stored, policy("Ignore", false)),
         raw_rec("webhook-configuration-ignore", registered, config),
     ];
     let switch = facts::PolicySwitch {
         policy_uid_before: POLICY_UID.into(),
-        policy: stored_policy("Ignore"),
+        policy: policy("Ignore", true),
         webhook: webhook("Ignore", registered),
         healthy_bad,
         run,
@@ -392,12 +375,13 @@ fn policy_switch<R>(
 /// (`audit.k8s.io/v1` Event, JSON; the shape of a real embedded-node line of 2026-11-30: user
 /// `kca-admin` with its credential id, no userAgent, `requestURI` `…/pods?` or `…/pods?&dryRun=All`),
 /// for request `r`: `responseStatus` = the HTTP status (and on failure the Status message),
-/// `annotations` = the authorizer's decision, the pod-security policy, plus `extra`.
-pub fn audit_line(r: &RequestRecord, n: usize, extra: &[(&str, &str)]) -> String {
+/// `annotations` = the authorizer's decision, the pod-security policy, and when `failed_open` the
+/// Ignore webhook's failed-open annotation.
+pub fn audit_line(r: &RequestRecord, n: usize, failed_open: bool) -> String {
     let mut ann = json!({"authorization.k8s.io/decision": "allow", "authorization.k8s.io/reason": "",
         "pod-security.kubernetes.io/enforce-policy": "privileged:latest"});
-    for (k, v) in extra {
-        ann[*k] = json!(v);
+    if failed_open {
+        ann[FAILED_OPEN_0] = json!(IGNORE_HOOK);
     }
     let mut status = json!({"metadata": {}, "code": r.http_status});
     if r.http_status >= 300 {
@@ -447,9 +431,7 @@ fn audit_record(lab: Lab, act: u8, facts: &Value, start: i64, end: i64) -> Value
     let mut lines = Vec::new();
     for (n, r) in requests.values().enumerate() {
         let open = switched && r.namespace == TARGET && r.outcome == lab::evidence::Outcome::Stored;
-        let failed_open = [(FAILED_OPEN_0, IGNORE_HOOK)];
-        let extra = if open { &failed_open[..] } else { &[] };
-        lines.push(audit_line(r, act as usize * 100 + n, extra));
+        lines.push(audit_line(r, act as usize * 100 + n, open));
     }
     let record = lab::audit::AdmissionAudit {
         source: "kube-apiserver audit log (--audit-log-path) /var/lib/kca/audit/audit.log".into(),
@@ -701,11 +683,11 @@ fn acts_1_and_2(lab: Lab) -> Tree {
     t.input(InputFile::Policy);
     let w = webhook("Fail", 61_000);
     let raw = vec![
-        raw_rec("policy-stored", 60_500, policy_answer("Fail")),
+        raw_rec("policy-stored", 60_500, policy("Fail", false)),
         raw_rec("webhook-configuration", 61_000, configuration("Fail")),
     ];
     let a2 = facts::Act2Facts {
-        policy: stored_policy("Fail"),
+        policy: policy("Fail", true),
         webhook: w,
     };
     t.act(2, (60_000, 61_500), &[InputFile::Policy], a2, raw);
@@ -959,7 +941,7 @@ fn a_act5(t: &mut Tree) {
         "metadata": {"name": "kyverno-admission-controller", "namespace": "kyverno"}, "spec": {}});
     let down = json!({"sent_at": ts(240_000), "answered_at": ts(240_000),
         "replicas_before": 1, "raw": scale});
-    let policy = stored_policy("Fail");
+    let policy = policy("Fail", true);
     let dir = "/root/kca-webhook/faults/scale-20261129T100359Z";
     let mut raw5 = raw_of([&target_bad, &control]);
     let a5 = a::Act5Facts {
@@ -1224,7 +1206,7 @@ fn c_freeze_act(
         let tag = lab::labs::common::request_tag(t.lab, act);
         let name = format!("kca-{tag}-healthy-bad-100430-{tag}h0");
         let healthy_bad = bad_pod(&name, t0 + 400, 12, Deny(hook(policy_at(t.lab, act))));
-        let before = policy_answer(policy_at(t.lab, act - 1));
+        let before = policy(policy_at(t.lab, act - 1), false);
         raw.rec("policy-before", t0, before);
         raw.rec("request:healthy-bad", t0 + 430, &healthy_bad);
         healthy_bad
@@ -1710,7 +1692,7 @@ fn c_act7(t: &mut Tree, replicas: &[Replica], a3: &c::Act3Facts, held: LeaseStat
         raw_rec("scale-attempt-heal", 360_075, heal),
         raw_rec("scale-back-wait", 392_900, json!(wait)),
         raw_rec("lease", 393_010, lease_raw),
-        raw_rec("policy", 393_015, stored_policy("Ignore")),
+        raw_rec("policy", 393_015, policy("Ignore", true)),
         raw_rec("webhook-configuration", 393_016, configuration("Ignore")),
         raw_rec("request:deny-probe", 393_125, json!(probe)),
     ];
