@@ -1,23 +1,21 @@
 //! Generator of the grading fixtures under `lab/tests/fixtures/<lab>/`, one directory per lab of
 //! the registry (`lab::acts::LABS`).
 //!
-//! `pass/` is a complete work directory (inputs + one `evidence/NN.json` per act of `lab::acts`) whose evidence has the
-//! shapes real acts record: API answers with the exact message texts of kube-apiserver v1.35 and
-//! Kyverno v1.19 (k8s.io/apiserver v0.35 `pkg/admission/plugin/webhook/errors/statuserror.go` and
-//! `pkg/util/webhook/error.go`; kyverno `pkg/webhooks/resource/vpol/handler.go`), follow-up GETs, and
-//! digests that chain (freeze-plan.json holds the digest of 03.json, and so on). These are
-//! synthetic fixtures for the pure graders, not recordings of a cluster run.
+//! `pass/` is a complete work directory (inputs + one `evidence/NN.json` per act of `lab::acts`)
+//! whose evidence has the shapes real acts record: API answers with the exact message texts of
+//! kube-apiserver v1.35 and Kyverno v1.19 (k8s.io/apiserver v0.35
+//! `pkg/admission/plugin/webhook/errors/statuserror.go` and `pkg/util/webhook/error.go`; kyverno
+//! `pkg/webhooks/resource/vpol/handler.go`), follow-up GETs, and digests that chain
+//! (freeze-plan.json holds the digest of 03.json, and so on). These are synthetic fixtures for the
+//! pure graders, not recordings of a cluster run.
 //!
 //! The generator of a lab is chosen by its steps in the registry, never by its name ([`Kind`]:
 //! a scale to 0, freezes of the one replica, a scale up and freezes of a replica by its role), and
 //! reads from the registry what it can: the replica count of the scale, each freeze's act,
 //! target, length and requests ([`FreezeStep`]), the failurePolicy in force, the input files each
 //! act reads, the request names' prefix (`request_tag`). So a lab made of existing step kinds gets
-//! its fixtures with no line here. The evidence is built per step kind, each written once and
-//! called from the labs' acts: the scope and the policy (acts 1-2 of every lab), the sequential
-//! baseline, the freeze window (one process, for the one replica and for each of several), the
-//! policy switch to Ignore, the registration's raw records, requests and their raw records, the
-//! report act.
+//! its fixtures with no line here. What two labs' acts share (acts 1-2, the baseline, the freeze
+//! window, the policy switch, the report act) is written once.
 //!
 //! `flagged/<case>/` holds only the files that differ from `pass/` plus `case.json`
 //! (`{act, expect, why}`): the grader of `act` must report the code `expect`. The cases are rows
@@ -310,11 +308,6 @@ fn configuration(failure_policy: &str) -> Value {
             "admissionReviewVersions": ["v1"], "matchConditions": null
         }]
     })
-}
-
-/// The policy's one webhook in its [`configuration`] under `failure_policy`.
-fn webhook_entry(failure_policy: &str) -> Value {
-    configuration(failure_policy)["webhooks"][0].clone()
 }
 
 /// The policy's webhook read at `at` ms, derived from its [`configuration`] as the acts derive it
@@ -681,14 +674,13 @@ fn acts_1_and_2(lab: Lab) -> Tree {
     t.act(1, (0, 400), &[InputFile::Scope], a1, raw);
 
     t.input(InputFile::Policy);
-    let w = webhook("Fail", 61_000);
     let raw = vec![
         raw_rec("policy-stored", 60_500, policy("Fail", false)),
         raw_rec("webhook-configuration", 61_000, configuration("Fail")),
     ];
     let a2 = facts::Act2Facts {
         policy: policy("Fail", true),
-        webhook: w,
+        webhook: webhook("Fail", 61_000),
     };
     t.act(2, (60_000, 61_500), &[InputFile::Policy], a2, raw);
     t
@@ -805,7 +797,7 @@ fn freeze_run(f: &FreezeStep, t0: i64) -> b::FreezeRun {
     b::FreezeRun {
         freeze: freeze_window(identity(), 5151 + n, t0 + 100, (frozen, resumed)),
         registration_present_during_freeze: true,
-        registration_snapshot: webhook_entry(f.policy),
+        registration_snapshot: configuration(f.policy)["webhooks"][0].clone(),
         registration_checked_at: ts(frozen + 150),
         timeout_seconds: 3,
         target_good,
@@ -1136,11 +1128,11 @@ fn replica_requests(replicas: &[Replica], counts: &[(u64, u64)]) -> Vec<c::Repli
 fn replica_acts(t: &mut Tree) -> Value {
     let (lab, replicas) = (t.lab, replicas(acts::replicas(t.lab)));
     let a3 = c_act3(t, &replicas);
-    let a4 = c_act4(t, &replicas);
+    c_act4(t, &replicas);
     let lease = LeaseState {
         holder: 0,
         transitions: 0,
-        acquired: (-120_000, a4.lease.acquire_time.clone().unwrap()),
+        acquired: (-120_000, ACQUIRED.into()),
     };
     let [(fail, _), (ignore, _)] = acts::freezes(lab)[..] else {
         panic!("lab {}: two freezes", lab.as_str())
@@ -1157,7 +1149,7 @@ fn replica_acts(t: &mut Tree) -> Value {
 
 /// Act 4 of a replica lab: the Lease, every replica's process (the holder's first), the Lease
 /// again.
-fn c_act4(t: &mut Tree, replicas: &[Replica]) -> c::Act4Facts {
+fn c_act4(t: &mut Tree, replicas: &[Replica]) {
     let plan = t.inputs_of(4);
     let process = |r: &Replica| c::ReplicaProcess {
         pod_name: r.pod.clone(),
@@ -1182,8 +1174,7 @@ fn c_act4(t: &mut Tree, replicas: &[Replica]) -> c::Act4Facts {
         raw4.rec(&format!("cri-container:{}", r.pod), 180_300, cri);
     }
     raw4.rec("lease-after", 180_600, raw_after);
-    t.act(4, (180_000, 181_000), plan, &a4, raw4);
-    a4
+    t.act(4, (180_000, 181_000), plan, a4, raw4);
 }
 
 /// A replica freeze act (lab C's act 5: the leader under Fail, which loses the Lease and
@@ -1387,10 +1378,8 @@ struct CFreeze<'a> {
     /// The frozen holder's last renew.
     frozen_renew: i64,
     /// The replica that takes the Lease during the freeze, and when (14.5 s after the holder's
-    /// last renew).
+    /// last renew); the frozen holder's container then restarts after the resume.
     take: Option<(usize, i64)>,
-    /// Whether the frozen replica's container restarts after the resume.
-    restarts: bool,
     /// Each replica's pod admission counter before and after the act.
     counters: Vec<(u64, u64)>,
 }
@@ -1443,7 +1432,6 @@ impl<'a> CFreeze<'a> {
             resumed,
             frozen_renew,
             take,
-            restarts: lost,
             counters: counters.collect(),
         }
     }
@@ -1548,7 +1536,7 @@ impl<'a> CFreeze<'a> {
     /// replica's process and the Lease. Returns when the settle began and ended, the process
     /// after and the Lease after.
     fn settle(&self, raw: &mut Vec<Value>) -> (i64, i64, b::ProcessIdentity, a::LeaseFacts) {
-        let (f, resumed) = (self, self.resumed);
+        let (f, resumed, restarted) = (self, self.resumed, self.take.is_some());
         let settle_start = resumed + 1_026;
         let holder_after = &self.replicas[self.take.map_or(f.lease.holder, |(h, _)| h)].pod;
         let n = self.replicas.len();
@@ -1558,14 +1546,14 @@ impl<'a> CFreeze<'a> {
                    "target_restart_count": restarts})
         };
         let mut checks = vec![check(settle_start + 5, n, 0, true)];
-        if f.restarts {
+        if restarted {
             checks.push(check(resumed + 11_000, n - 1, 0, false));
             checks.push(check(resumed + 12_100, n - 1, 1, false));
             checks.push(check(resumed + 25_000, n, 1, true));
         }
-        let settled = resumed + if f.restarts { 26_300 } else { 14_200 };
+        let settled = resumed + if restarted { 26_300 } else { 14_200 };
         raw.rec("settle-wait", settled, checks);
-        let restarts = u32::from(f.restarts);
+        let restarts = u32::from(restarted);
         let pods: Vec<Value> = (self.replicas.iter().enumerate())
             .map(|(i, r)| {
                 let earlier = f.lease.restarts_of(i, self.replicas);
@@ -1576,7 +1564,7 @@ impl<'a> CFreeze<'a> {
         raw.rec("pods-after", settled + 1, pods);
         let target = &self.replicas[f.target];
         let mut identity = target.identity();
-        if f.restarts {
+        if restarted {
             identity.pid += 1000;
             identity.pid_start_time_ticks += 400_000;
             identity.container_id = "6c".repeat(32);
@@ -1631,7 +1619,7 @@ fn c_freeze_run(
         lease_before,
         freeze: freeze_window(identity, watchdog, f.frozen - 10, (f.frozen, f.resumed)),
         registration_present_during_freeze: true,
-        registration_snapshot: webhook_entry(policy),
+        registration_snapshot: configuration(policy)["webhooks"][0].clone(),
         registration_checked_at: ts(f.frozen + 18),
         timeout_seconds: 3,
         waves: f.step.traffic.0,
@@ -1649,7 +1637,7 @@ fn c_freeze_run(
             pod_uid_before: target.uid.clone(),
             pod_uid_after: Some(target.uid.clone()),
             restart_count_before: 0,
-            restart_count_after: u32::from(f.restarts),
+            restart_count_after: u32::from(f.take.is_some()),
             ready_after: true,
             identity_after: Some(identity_after),
             holds_lease_after: lease_after.holder.as_deref() == Some(target.pod.as_str()),
