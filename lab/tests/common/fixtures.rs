@@ -870,17 +870,15 @@ fn freeze_acts(t: &mut Tree) -> Value {
     t.act(7, (358_000, 362_000), recovery, a7, raw7);
     super::reference::value(report_file(t.lab), &t.ctx()).unwrap()
 }
-/// Lab A's Lease read at `at` ms: held by `holder` since [`ACQUIRED`], renewed a second before.
-fn lease_a(holder: &str, at: i64) -> (a::LeaseFacts, Value) {
-    lease(holder, ACQUIRED, at - 1_000, 0, at)
-}
 
 /// Acts 3-7 of a lab that scales the admission controller to 0 ([`Kind::ScaleDown`]: lab A).
 /// Returns the report.
 fn scale_down_acts(t: &mut Tree) -> Value {
     act3_baseline(t);
     let plan = t.inputs_of(4);
-    let ((lease, lease_raw), deployment) = (lease_a(CTRL_POD, 180_400), deployment(1, 1));
+    // The one controller holds the Lease since ACQUIRED; each read sees a renew a second before.
+    let (lease, lease_raw) = lease(CTRL_POD, ACQUIRED, 179_400, 0, 180_400);
+    let deployment = deployment(1, 1);
     let pod = pod_raw(CTRL_POD, "kyverno", CTRL_POD_UID, 0);
     let a4 = a::Act4Facts {
         node_uid: NODE_UID.into(),
@@ -992,7 +990,7 @@ fn a_act6(t: &mut Tree) {
         admitted_during_scale_down: Some(admitted),
         existing: Some(existing_at(318_300)),
     };
-    let lease = lease_a(CTRL_POD, 248_505).1;
+    let lease = lease(CTRL_POD, ACQUIRED, 247_505, 0, 248_505).1;
     let mut raw = vec![raw_rec("lease-before", 248_505, lease)];
     raw.extend(raw_of([&probe1, &probe2]));
     for p in [&probe1, &probe2] {
