@@ -139,7 +139,8 @@ const OTHER_NODE: &str = "00000000-0000-4000-8000-000000000001";
 /// Another policy UID.
 const OTHER_POLICY: &str = "00000000-0000-4000-8000-0000000000aa";
 
-/// Cases shared by every lab (acts 1-2: the scope and the policy).
+/// Cases shared by every lab (acts 1-2: the scope and the policy; act 3 whatever its baseline, one
+/// request of each kind or parallel waves).
 fn shared_cases() -> Vec<Case> {
     cases! {
         "act1-empty-facts", 1, "facts-invalid", "facts is {}", set(1, "", json!({}));
@@ -154,12 +155,6 @@ fn shared_cases() -> Vec<Case> {
         "act2-webhook-ignore", 2, "value-mismatch",
             "the registered webhook's failurePolicy is Ignore while policy.json says Fail",
             set(2, "/webhook/failure_policy", json!("Ignore"));
-    }
-}
-
-/// Act 3's cases whatever its baseline (one request of each kind, or parallel waves).
-fn act3_cases() -> Vec<Case> {
-    cases! {
         "act3-empty-facts", 3, "facts-invalid", "facts is {}", set(3, "", json!({}));
         "act3-stored-without-uid", 3, "stored-without-uid",
             "good is stored, but the GET found nothing", edit(3, "/good", stored_without_uid);
@@ -174,26 +169,21 @@ fn act3_cases() -> Vec<Case> {
     }
 }
 
-/// Act 3's cases of a sequential baseline (`Baseline { waves: 0 }`: one violating pod, `bad`).
-fn sequential_baseline_cases() -> Vec<Case> {
-    cases! {
-        "act3-deny-without-marker", 3, "deny-without-marker",
-            "bad is counted as an explicit deny, but another webhook denied it",
-            edit(3, "/bad", set_deny_without_marker);
-        "act3-already-exists-as-deny", 3, "already-exists-counted-as-deny",
-            "a 409 AlreadyExists is recorded as explicit-deny",
-            edit(3, "/bad", set_answer_already_exists);
-    }
-}
-
 /// The flagged cases of `lab`, chosen by its steps in the registry: acts 1-2's for every lab,
 /// act 3's by its baseline (sequential or in waves), then those of the lab's fault ([`Kind`]: a
 /// scale to 0, freezes of the one replica, freezes of a replica among several).
 pub fn cases(lab: Lab) -> Vec<Case> {
     let mut v = shared_cases();
-    v.extend(act3_cases());
     match acts::baseline(lab, 3) {
-        Some((0, _)) => v.extend(sequential_baseline_cases()),
+        // A sequential baseline (`Baseline { waves: 0 }`): one violating pod, `bad`.
+        Some((0, _)) => v.extend(cases! {
+            "act3-deny-without-marker", 3, "deny-without-marker",
+                "bad is counted as an explicit deny, but another webhook denied it",
+                edit(3, "/bad", set_deny_without_marker);
+            "act3-already-exists-as-deny", 3, "already-exists-counted-as-deny",
+                "a 409 AlreadyExists is recorded as explicit-deny",
+                edit(3, "/bad", set_answer_already_exists);
+        }),
         Some(_) => v.extend(parallel_baseline_cases(lab)),
         None => {}
     }
@@ -399,6 +389,7 @@ fn parallel_baseline_cases(lab: Lab) -> Vec<Case> {
 /// lab C), acts 4-8: each freeze's by what it freezes (a leader that loses the Lease and restarts,
 /// a follower that leaves it where it is).
 fn replica_freeze_cases(lab: Lab) -> Vec<Case> {
+    let ((t5, r5), (_, r6)) = (frozen(lab, 5), frozen(lab, 6));
     let mut v = cases! {
         "act4c-leader-is-not-the-lease-holder", 4, "value-mismatch",
             "the replica recorded as the leader is not the Lease kyverno's holder",
@@ -407,9 +398,6 @@ fn replica_freeze_cases(lab: Lab) -> Vec<Case> {
                 a4["followers"][0] = a4["leader"].clone();
                 a4["leader"] = follower;
             });
-    };
-    let ((t5, r5), (_, r6)) = (frozen(lab, 5), frozen(lab, 6));
-    v.extend(cases! {
         "act5c-empty-facts", 5, "facts-invalid", "facts is {}", set(5, "", json!({}));
         "act5c-timed-out-but-stored", 5, "rejected-but-stored",
             format!("a wave's request that met the frozen {r5} timed out under Fail, yet its follow-up GET found the pod"),
@@ -439,11 +427,47 @@ fn replica_freeze_cases(lab: Lab) -> Vec<Case> {
             edit(6, "/bad/0", answered_fast);
         "act6c-policy-replaced", 6, "uid-mismatch", "the policy after the switch has another UID",
             set(6, "/policy/metadata/uid", json!(OTHER_POLICY));
-    });
+        // Acts 7-8: the scale back and the report.
+        "act7c-two-replicas-left", 7, "value-mismatch",
+            "two replicas are left after the scale back to the original one",
+            with(|f| {
+                let kept = f["evidence/07.json"]["facts"]["replicas"][0].clone();
+                let replicas = f["evidence/03.json"]["facts"]["replicas"].as_array().unwrap();
+                let other = replicas.iter().find(|r| r["pod"]["name"] != kept["pod"]["name"]);
+                let mut other = other.unwrap().clone();
+                other["pod"]["at"] = kept["pod"]["at"].clone();
+                facts_mut(f, 7)["replicas"].as_array_mut().unwrap().push(other);
+            });
+        "act7c-recovery-digest-mismatch", 7, "digest-mismatch",
+            "recovery.json ignore_evidence_sha256 is not the digest of 06.json",
+            set_input("recovery.json", "ignore_evidence_sha256", json!("1".repeat(64)), true);
+        "act7c-existing-new-uid", 7, "pod-replaced",
+            "act 3's pod has a new UID after the scale back", set(7, "/existing/uid", json!(BEEF));
+        "act8c-report-digest-mismatch", 8, "digest-mismatch",
+            "report.json leader_freeze_evidence_sha256 is not the digest of 05.json",
+            set_input("report.json", "leader_freeze_evidence_sha256", json!("2".repeat(64)), true);
+        "act8c-evidence-changed", 8, "digest-mismatch",
+            "06.json was edited after the report recorded its digest",
+            set(6, "/bad/0/elapsed_ms", json!(3014));
+    };
     // The leader's cases on the lab's first freeze when it freezes the leader (its process is act
-    // 4's, it loses the Lease and restarts); the follower's on every follower freeze.
+    // 4's, it loses the Lease to a follower and restarts, the report must say the Lease moved);
+    // the follower's on every follower freeze.
     if t5 == Some(Target::Leader) {
-        v.extend(leader_freeze_cases());
+        v.extend(cases! {
+            "act5c-target-is-not-act4s-leader", 5, "value-mismatch",
+                "the replica frozen as the leader is a follower of act 4",
+                with(|f| {
+                    let name = f["evidence/04.json"]["facts"]["followers"][0]["pod_name"].clone();
+                    facts_mut(f, 5)["target_pod"] = name;
+                });
+            "act5c-restart-same-container", 5, "restart-contradicted",
+                "the former leader's restart count went up, but its container after the settle is the frozen one",
+                edit(5, "", |x| x["target_after"]["identity_after"] = x["freeze"]["identity"].clone());
+            "act8c-report-lease-kept", 8, "report-contradicted",
+                "report says the Lease was kept while act 5's samples show a follower took it during the freeze",
+                set_input("report.json", "lease", json!("kept"), true);
+        });
     }
     for (act, _) in acts::freezes(lab)
         .into_iter()
@@ -451,27 +475,7 @@ fn replica_freeze_cases(lab: Lab) -> Vec<Case> {
     {
         v.extend(follower_freeze_cases(act));
     }
-    v.extend(scale_back_cases());
     v
-}
-
-/// The cases of act 5 frozen as the leader: it is act 4's leader, it loses the Lease to a
-/// follower and restarts, and the report must say the Lease moved.
-fn leader_freeze_cases() -> Vec<Case> {
-    cases! {
-        "act5c-target-is-not-act4s-leader", 5, "value-mismatch",
-            "the replica frozen as the leader is a follower of act 4",
-            with(|f| {
-                let name = f["evidence/04.json"]["facts"]["followers"][0]["pod_name"].clone();
-                facts_mut(f, 5)["target_pod"] = name;
-            });
-        "act5c-restart-same-container", 5, "restart-contradicted",
-            "the former leader's restart count went up, but its container after the settle is the frozen one",
-            edit(5, "", |x| x["target_after"]["identity_after"] = x["freeze"]["identity"].clone());
-        "act8c-report-lease-kept", 8, "report-contradicted",
-            "report says the Lease was kept while act 5's samples show a follower took it during the freeze",
-            set_input("report.json", "lease", json!("kept"), true);
-    }
 }
 
 /// The cases of act `act` frozen as a follower (lab C: act 6; a lab may freeze a follower first):
@@ -496,32 +500,5 @@ fn follower_freeze_cases(act: u8) -> Vec<Case> {
         format!("act{act}c-follower-other-process"), act, "identity-changed",
             "the frozen follower's process is not the one act 4 found in its pod",
             set(act, "/freeze/identity/pid_start_time_ticks", json!(999));
-    }
-}
-
-/// The cases of a replica lab's acts 7-8: the scale back and the report.
-fn scale_back_cases() -> Vec<Case> {
-    cases! {
-        "act7c-two-replicas-left", 7, "value-mismatch",
-            "two replicas are left after the scale back to the original one",
-            with(|f| {
-                let kept = f["evidence/07.json"]["facts"]["replicas"][0].clone();
-                let replicas = f["evidence/03.json"]["facts"]["replicas"].as_array().unwrap();
-                let other = replicas.iter().find(|r| r["pod"]["name"] != kept["pod"]["name"]);
-                let mut other = other.unwrap().clone();
-                other["pod"]["at"] = kept["pod"]["at"].clone();
-                facts_mut(f, 7)["replicas"].as_array_mut().unwrap().push(other);
-            });
-        "act7c-recovery-digest-mismatch", 7, "digest-mismatch",
-            "recovery.json ignore_evidence_sha256 is not the digest of 06.json",
-            set_input("recovery.json", "ignore_evidence_sha256", json!("1".repeat(64)), true);
-        "act7c-existing-new-uid", 7, "pod-replaced",
-            "act 3's pod has a new UID after the scale back", set(7, "/existing/uid", json!(BEEF));
-        "act8c-report-digest-mismatch", 8, "digest-mismatch",
-            "report.json leader_freeze_evidence_sha256 is not the digest of 05.json",
-            set_input("report.json", "leader_freeze_evidence_sha256", json!("2".repeat(64)), true);
-        "act8c-evidence-changed", 8, "digest-mismatch",
-            "06.json was edited after the report recorded its digest",
-            set(6, "/bad/0/elapsed_ms", json!(3014));
     }
 }

@@ -1,23 +1,21 @@
 //! Generator of the grading fixtures under `lab/tests/fixtures/<lab>/`, one directory per lab of
 //! the registry (`lab::acts::LABS`).
 //!
-//! `pass/` is a complete work directory (inputs + one `evidence/NN.json` per act of `lab::acts`) whose evidence has the
-//! shapes real acts record: API answers with the exact message texts of kube-apiserver v1.35 and
-//! Kyverno v1.19 (k8s.io/apiserver v0.35 `pkg/admission/plugin/webhook/errors/statuserror.go` and
-//! `pkg/util/webhook/error.go`; kyverno `pkg/webhooks/resource/vpol/handler.go`), follow-up GETs, and
-//! digests that chain (freeze-plan.json holds the digest of 03.json, and so on). These are
-//! synthetic fixtures for the pure graders, not recordings of a cluster run.
+//! `pass/` is a complete work directory (inputs + one `evidence/NN.json` per act of `lab::acts`)
+//! whose evidence has the shapes real acts record: API answers with the exact message texts of
+//! kube-apiserver v1.35 and Kyverno v1.19 (k8s.io/apiserver v0.35
+//! `pkg/admission/plugin/webhook/errors/statuserror.go` and `pkg/util/webhook/error.go`; kyverno
+//! `pkg/webhooks/resource/vpol/handler.go`), follow-up GETs, and digests that chain
+//! (freeze-plan.json holds the digest of 03.json, and so on). These are synthetic fixtures for the
+//! pure graders, not recordings of a cluster run.
 //!
 //! The generator of a lab is chosen by its steps in the registry, never by its name ([`Kind`]:
 //! a scale to 0, freezes of the one replica, a scale up and freezes of a replica by its role), and
 //! reads from the registry what it can: the replica count of the scale, each freeze's act,
 //! target, length and requests ([`FreezeStep`]), the failurePolicy in force, the input files each
 //! act reads, the request names' prefix (`request_tag`). So a lab made of existing step kinds gets
-//! its fixtures with no line here. The evidence is built per step kind, each written once and
-//! called from the labs' acts: the scope and the policy (acts 1-2 of every lab), the sequential
-//! baseline, the freeze window (one process, for the one replica and for each of several), the
-//! policy switch to Ignore, the registration's raw records, requests and their raw records, the
-//! report act.
+//! its fixtures with no line here. What two labs' acts share (acts 1-2, the baseline, the freeze
+//! window, the policy switch, the report act) is written once.
 //!
 //! `flagged/<case>/` holds only the files that differ from `pass/` plus `case.json`
 //! (`{act, expect, why}`): the grader of `act` must report the code `expect`. The cases are rows
@@ -122,10 +120,7 @@ pub fn request(
     elapsed: u64,
     answer: Answer,
 ) -> RequestRecord {
-    let labels: BTreeMap<String, String> = (good
-        .then(|| ("environment".to_owned(), "lab".to_owned())))
-    .into_iter()
-    .collect();
+    let labels = BTreeMap::from_iter(good.then(|| ("environment".to_owned(), "lab".to_owned())));
     let answered = sent + elapsed as i64;
     let created = format!("{}Z", &ts(answered)[..19]);
     let mut get = GetResult {
@@ -315,11 +310,6 @@ fn configuration(failure_policy: &str) -> Value {
     })
 }
 
-/// The policy's one webhook in its [`configuration`] under `failure_policy`.
-fn webhook_entry(failure_policy: &str) -> Value {
-    configuration(failure_policy)["webhooks"][0].clone()
-}
-
 /// The policy's webhook read at `at` ms, derived from its [`configuration`] as the acts derive it
 /// ([`lab::derive::registration`]).
 fn webhook(failure_policy: &str, at: i64) -> facts::WebhookFacts {
@@ -327,41 +317,27 @@ fn webhook(failure_policy: &str, at: i64) -> facts::WebhookFacts {
     lab::derive::registration(&raw, hook(failure_policy), ts(at)).expect("a registration")
 }
 
-/// The stored ValidatingPolicy with `failure_policy`, as the API server returns it (with status).
-fn stored_policy(failure_policy: &str) -> Value {
-    let file = match failure_policy {
-        "Fail" => InputFile::Policy,
-        _ => InputFile::PolicyIgnore,
-    };
-    let mut p = super::reference::value(file, &Context::default()).unwrap();
+/// The ValidatingPolicy with `failure_policy` as the API server returns it: `stored`, read back
+/// with Kyverno's status; else its answer to the create or update (no status yet).
+fn policy(failure_policy: &str, stored: bool) -> Value {
     // Each write is a new resourceVersion: the create or switch (1200, 1300), then Kyverno's
     // status update (+1, the state read back).
-    let (generation, version) = if failure_policy == "Fail" {
-        (1, 1201)
-    } else {
-        (2, 1301)
+    let (file, generation, version) = match failure_policy {
+        "Fail" => (InputFile::Policy, 1, 1200),
+        _ => (InputFile::PolicyIgnore, 2, 1300),
     };
+    let mut p = super::reference::value(file, &Context::default()).unwrap();
     p["metadata"] = json!({
         "name": "kca-webhook-label", "uid": POLICY_UID, "generation": generation,
-        "resourceVersion": version.to_string(), "creationTimestamp": "2026-11-29T10:01:00Z"
+        "resourceVersion": (version + u32::from(stored)).to_string(),
+        "creationTimestamp": "2026-11-29T10:01:00Z"
     });
     p["spec"]["evaluation"]["admission"] = json!({"enabled": true});
-    p["status"] = json!({"conditionStatus": {"ready": true, "message": "", "conditions": [
-        {"type": "WebhookConfigured", "status": "True", "reason": "Succeeded", "message": "Webhook configured."}
-    ]}, "generated": false});
-    p
-}
-
-/// [`stored_policy`] as the API server answers the create or update (no status yet).
-fn policy_answer(failure_policy: &str) -> Value {
-    let mut p = stored_policy(failure_policy);
-    p.as_object_mut().unwrap().remove("status");
-    let version = p["metadata"]["resourceVersion"]
-        .as_str()
-        .unwrap()
-        .parse::<u32>()
-        .unwrap();
-    p["metadata"]["resourceVersion"] = json!((version - 1).to_string());
+    if stored {
+        p["status"] = json!({"conditionStatus": {"ready": true, "message": "", "conditions": [
+            {"type": "WebhookConfigured", "status": "True", "reason": "Succeeded", "message": "Webhook configured."}
+        ]}, "generated": false});
+    }
     p
 }
 
@@ -375,12 +351,12 @@ fn policy_switch<R>(
 ) -> (facts::PolicySwitch<R>, [Value; 2]) {
     let config = configuration("Ignore");
     let raw = [
-        raw_rec("policy-stored", stored, policy_answer("Ignore")),
+        raw_rec("policy-stored", stored, policy("Ignore", false)),
         raw_rec("webhook-configuration-ignore", registered, config),
     ];
     let switch = facts::PolicySwitch {
         policy_uid_before: POLICY_UID.into(),
-        policy: stored_policy("Ignore"),
+        policy: policy("Ignore", true),
         webhook: webhook("Ignore", registered),
         healthy_bad,
         run,
@@ -392,12 +368,13 @@ fn policy_switch<R>(
 /// (`audit.k8s.io/v1` Event, JSON; the shape of a real embedded-node line of 2026-11-30: user
 /// `kca-admin` with its credential id, no userAgent, `requestURI` `…/pods?` or `…/pods?&dryRun=All`),
 /// for request `r`: `responseStatus` = the HTTP status (and on failure the Status message),
-/// `annotations` = the authorizer's decision, the pod-security policy, plus `extra`.
-pub fn audit_line(r: &RequestRecord, n: usize, extra: &[(&str, &str)]) -> String {
+/// `annotations` = the authorizer's decision, the pod-security policy, and when `failed_open` the
+/// Ignore webhook's failed-open annotation.
+pub fn audit_line(r: &RequestRecord, n: usize, failed_open: bool) -> String {
     let mut ann = json!({"authorization.k8s.io/decision": "allow", "authorization.k8s.io/reason": "",
         "pod-security.kubernetes.io/enforce-policy": "privileged:latest"});
-    for (k, v) in extra {
-        ann[*k] = json!(v);
+    if failed_open {
+        ann[FAILED_OPEN_0] = json!(IGNORE_HOOK);
     }
     let mut status = json!({"metadata": {}, "code": r.http_status});
     if r.http_status >= 300 {
@@ -447,9 +424,7 @@ fn audit_record(lab: Lab, act: u8, facts: &Value, start: i64, end: i64) -> Value
     let mut lines = Vec::new();
     for (n, r) in requests.values().enumerate() {
         let open = switched && r.namespace == TARGET && r.outcome == lab::evidence::Outcome::Stored;
-        let failed_open = [(FAILED_OPEN_0, IGNORE_HOOK)];
-        let extra = if open { &failed_open[..] } else { &[] };
-        lines.push(audit_line(r, act as usize * 100 + n, extra));
+        lines.push(audit_line(r, act as usize * 100 + n, open));
     }
     let record = lab::audit::AdmissionAudit {
         source: "kube-apiserver audit log (--audit-log-path) /var/lib/kca/audit/audit.log".into(),
@@ -699,14 +674,13 @@ fn acts_1_and_2(lab: Lab) -> Tree {
     t.act(1, (0, 400), &[InputFile::Scope], a1, raw);
 
     t.input(InputFile::Policy);
-    let w = webhook("Fail", 61_000);
     let raw = vec![
-        raw_rec("policy-stored", 60_500, policy_answer("Fail")),
+        raw_rec("policy-stored", 60_500, policy("Fail", false)),
         raw_rec("webhook-configuration", 61_000, configuration("Fail")),
     ];
     let a2 = facts::Act2Facts {
-        policy: stored_policy("Fail"),
-        webhook: w,
+        policy: policy("Fail", true),
+        webhook: webhook("Fail", 61_000),
     };
     t.act(2, (60_000, 61_500), &[InputFile::Policy], a2, raw);
     t
@@ -823,7 +797,7 @@ fn freeze_run(f: &FreezeStep, t0: i64) -> b::FreezeRun {
     b::FreezeRun {
         freeze: freeze_window(identity(), 5151 + n, t0 + 100, (frozen, resumed)),
         registration_present_during_freeze: true,
-        registration_snapshot: webhook_entry(f.policy),
+        registration_snapshot: configuration(f.policy)["webhooks"][0].clone(),
         registration_checked_at: ts(frozen + 150),
         timeout_seconds: 3,
         target_good,
@@ -896,17 +870,15 @@ fn freeze_acts(t: &mut Tree) -> Value {
     t.act(7, (358_000, 362_000), recovery, a7, raw7);
     super::reference::value(report_file(t.lab), &t.ctx()).unwrap()
 }
-/// Lab A's Lease read at `at` ms: held by `holder` since [`ACQUIRED`], renewed a second before.
-fn lease_a(holder: &str, at: i64) -> (a::LeaseFacts, Value) {
-    lease(holder, ACQUIRED, at - 1_000, 0, at)
-}
 
 /// Acts 3-7 of a lab that scales the admission controller to 0 ([`Kind::ScaleDown`]: lab A).
 /// Returns the report.
 fn scale_down_acts(t: &mut Tree) -> Value {
     act3_baseline(t);
     let plan = t.inputs_of(4);
-    let ((lease, lease_raw), deployment) = (lease_a(CTRL_POD, 180_400), deployment(1, 1));
+    // The one controller holds the Lease since ACQUIRED; each read sees a renew a second before.
+    let (lease, lease_raw) = lease(CTRL_POD, ACQUIRED, 179_400, 0, 180_400);
+    let deployment = deployment(1, 1);
     let pod = pod_raw(CTRL_POD, "kyverno", CTRL_POD_UID, 0);
     let a4 = a::Act4Facts {
         node_uid: NODE_UID.into(),
@@ -959,7 +931,7 @@ fn a_act5(t: &mut Tree) {
         "metadata": {"name": "kyverno-admission-controller", "namespace": "kyverno"}, "spec": {}});
     let down = json!({"sent_at": ts(240_000), "answered_at": ts(240_000),
         "replicas_before": 1, "raw": scale});
-    let policy = stored_policy("Fail");
+    let policy = policy("Fail", true);
     let dir = "/root/kca-webhook/faults/scale-20261129T100359Z";
     let mut raw5 = raw_of([&target_bad, &control]);
     let a5 = a::Act5Facts {
@@ -1018,7 +990,7 @@ fn a_act6(t: &mut Tree) {
         admitted_during_scale_down: Some(admitted),
         existing: Some(existing_at(318_300)),
     };
-    let lease = lease_a(CTRL_POD, 248_505).1;
+    let lease = lease(CTRL_POD, ACQUIRED, 247_505, 0, 248_505).1;
     let mut raw = vec![raw_rec("lease-before", 248_505, lease)];
     raw.extend(raw_of([&probe1, &probe2]));
     for p in [&probe1, &probe2] {
@@ -1154,11 +1126,11 @@ fn replica_requests(replicas: &[Replica], counts: &[(u64, u64)]) -> Vec<c::Repli
 fn replica_acts(t: &mut Tree) -> Value {
     let (lab, replicas) = (t.lab, replicas(acts::replicas(t.lab)));
     let a3 = c_act3(t, &replicas);
-    let a4 = c_act4(t, &replicas);
+    c_act4(t, &replicas);
     let lease = LeaseState {
         holder: 0,
         transitions: 0,
-        acquired: (-120_000, a4.lease.acquire_time.clone().unwrap()),
+        acquired: (-120_000, ACQUIRED.into()),
     };
     let [(fail, _), (ignore, _)] = acts::freezes(lab)[..] else {
         panic!("lab {}: two freezes", lab.as_str())
@@ -1175,7 +1147,7 @@ fn replica_acts(t: &mut Tree) -> Value {
 
 /// Act 4 of a replica lab: the Lease, every replica's process (the holder's first), the Lease
 /// again.
-fn c_act4(t: &mut Tree, replicas: &[Replica]) -> c::Act4Facts {
+fn c_act4(t: &mut Tree, replicas: &[Replica]) {
     let plan = t.inputs_of(4);
     let process = |r: &Replica| c::ReplicaProcess {
         pod_name: r.pod.clone(),
@@ -1200,8 +1172,7 @@ fn c_act4(t: &mut Tree, replicas: &[Replica]) -> c::Act4Facts {
         raw4.rec(&format!("cri-container:{}", r.pod), 180_300, cri);
     }
     raw4.rec("lease-after", 180_600, raw_after);
-    t.act(4, (180_000, 181_000), plan, &a4, raw4);
-    a4
+    t.act(4, (180_000, 181_000), plan, a4, raw4);
 }
 
 /// A replica freeze act (lab C's act 5: the leader under Fail, which loses the Lease and
@@ -1224,7 +1195,7 @@ fn c_freeze_act(
         let tag = lab::labs::common::request_tag(t.lab, act);
         let name = format!("kca-{tag}-healthy-bad-100430-{tag}h0");
         let healthy_bad = bad_pod(&name, t0 + 400, 12, Deny(hook(policy_at(t.lab, act))));
-        let before = policy_answer(policy_at(t.lab, act - 1));
+        let before = policy(policy_at(t.lab, act - 1), false);
         raw.rec("policy-before", t0, before);
         raw.rec("request:healthy-bad", t0 + 430, &healthy_bad);
         healthy_bad
@@ -1405,10 +1376,8 @@ struct CFreeze<'a> {
     /// The frozen holder's last renew.
     frozen_renew: i64,
     /// The replica that takes the Lease during the freeze, and when (14.5 s after the holder's
-    /// last renew).
+    /// last renew); the frozen holder's container then restarts after the resume.
     take: Option<(usize, i64)>,
-    /// Whether the frozen replica's container restarts after the resume.
-    restarts: bool,
     /// Each replica's pod admission counter before and after the act.
     counters: Vec<(u64, u64)>,
 }
@@ -1461,7 +1430,6 @@ impl<'a> CFreeze<'a> {
             resumed,
             frozen_renew,
             take,
-            restarts: lost,
             counters: counters.collect(),
         }
     }
@@ -1566,7 +1534,7 @@ impl<'a> CFreeze<'a> {
     /// replica's process and the Lease. Returns when the settle began and ended, the process
     /// after and the Lease after.
     fn settle(&self, raw: &mut Vec<Value>) -> (i64, i64, b::ProcessIdentity, a::LeaseFacts) {
-        let (f, resumed) = (self, self.resumed);
+        let (f, resumed, restarted) = (self, self.resumed, self.take.is_some());
         let settle_start = resumed + 1_026;
         let holder_after = &self.replicas[self.take.map_or(f.lease.holder, |(h, _)| h)].pod;
         let n = self.replicas.len();
@@ -1576,14 +1544,14 @@ impl<'a> CFreeze<'a> {
                    "target_restart_count": restarts})
         };
         let mut checks = vec![check(settle_start + 5, n, 0, true)];
-        if f.restarts {
+        if restarted {
             checks.push(check(resumed + 11_000, n - 1, 0, false));
             checks.push(check(resumed + 12_100, n - 1, 1, false));
             checks.push(check(resumed + 25_000, n, 1, true));
         }
-        let settled = resumed + if f.restarts { 26_300 } else { 14_200 };
+        let settled = resumed + if restarted { 26_300 } else { 14_200 };
         raw.rec("settle-wait", settled, checks);
-        let restarts = u32::from(f.restarts);
+        let restarts = u32::from(restarted);
         let pods: Vec<Value> = (self.replicas.iter().enumerate())
             .map(|(i, r)| {
                 let earlier = f.lease.restarts_of(i, self.replicas);
@@ -1594,7 +1562,7 @@ impl<'a> CFreeze<'a> {
         raw.rec("pods-after", settled + 1, pods);
         let target = &self.replicas[f.target];
         let mut identity = target.identity();
-        if f.restarts {
+        if restarted {
             identity.pid += 1000;
             identity.pid_start_time_ticks += 400_000;
             identity.container_id = "6c".repeat(32);
@@ -1649,7 +1617,7 @@ fn c_freeze_run(
         lease_before,
         freeze: freeze_window(identity, watchdog, f.frozen - 10, (f.frozen, f.resumed)),
         registration_present_during_freeze: true,
-        registration_snapshot: webhook_entry(policy),
+        registration_snapshot: configuration(policy)["webhooks"][0].clone(),
         registration_checked_at: ts(f.frozen + 18),
         timeout_seconds: 3,
         waves: f.step.traffic.0,
@@ -1667,7 +1635,7 @@ fn c_freeze_run(
             pod_uid_before: target.uid.clone(),
             pod_uid_after: Some(target.uid.clone()),
             restart_count_before: 0,
-            restart_count_after: u32::from(f.restarts),
+            restart_count_after: u32::from(f.take.is_some()),
             ready_after: true,
             identity_after: Some(identity_after),
             holds_lease_after: lease_after.holder.as_deref() == Some(target.pod.as_str()),
@@ -1710,7 +1678,7 @@ fn c_act7(t: &mut Tree, replicas: &[Replica], a3: &c::Act3Facts, held: LeaseStat
         raw_rec("scale-attempt-heal", 360_075, heal),
         raw_rec("scale-back-wait", 392_900, json!(wait)),
         raw_rec("lease", 393_010, lease_raw),
-        raw_rec("policy", 393_015, stored_policy("Ignore")),
+        raw_rec("policy", 393_015, policy("Ignore", true)),
         raw_rec("webhook-configuration", 393_016, configuration("Ignore")),
         raw_rec("request:deny-probe", 393_125, json!(probe)),
     ];
