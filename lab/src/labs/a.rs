@@ -43,7 +43,7 @@ use crate::steps::observe::{
 };
 use crate::steps::scale::{hand_over_or_restore, healer_kubeconfig, runner_restore};
 use crate::text::{Lang, Text};
-use crate::wait::{Check, TimedOut, WaitError};
+use crate::wait::{Check, WaitError};
 use crate::workdir::Workdir;
 
 pub use crate::rules::a::{RECOVERY_BOUND, evidence_words, timeline_in_order};
@@ -269,21 +269,20 @@ async fn wait_pods_gone(
     let what = "the admission controller's pods to be gone".to_owned();
     let every = (PODS_GONE_BOUND, Duration::from_millis(250));
     let progress = |(_, state): &(Vec<_>, String)| m::waiting_pods_gone(state);
-    match common::wait_with_progress(ui, what, every, progress, check).await {
-        Ok(at) => Ok(at),
-        Err(WaitError::TimedOut(t)) => {
-            let (pods, state) = t.last;
-            rec.raw("pods-left", &pods);
-            Err(TimedOut {
-                last: state,
-                what: t.what,
-                bound: t.bound,
-                waited: t.waited,
+    let gone = common::wait_with_progress(ui, what, every, progress, check).await;
+    gone.map_err(|e| match e {
+        WaitError::TimedOut(t) => {
+            rec.raw("pods-left", &t.last.0);
+            let waited_ms = t.waited.as_millis() as u64;
+            let (what, last_state) = (t.what, t.last.1);
+            LabError::WaitTimedOut {
+                what,
+                waited_ms,
+                last_state,
             }
-            .into())
         }
-        Err(WaitError::Failed(e)) => Err(e),
-    }
+        WaitError::Failed(e) => e,
+    })
 }
 
 /// Act 5: the policy object and the full list of ValidatingWebhookConfigurations, raw; returns
@@ -368,6 +367,24 @@ fn act5_lines(ui: &Ui, facts: &Act5Facts) -> Vec<String> {
 // ---------------------------------------------------------------------------------------------
 // Act 6
 
+/// A step of the recovery timeline in act 6's facts: its field's name, its label, the field.
+type TimelineField = (&'static str, Text, fn(&Act6Facts) -> &TimelineStep);
+
+/// Steps 2-6 of the recovery timeline in their order (as [`RecoverySeen::tracks`] holds them).
+const STEPS: [TimelineField; 5] = [
+    ("pod_created", m::step::POD_CREATED, |f| &f.pod_created),
+    ("pod_running", m::step::POD_RUNNING, |f| &f.pod_running),
+    ("lease_acquired", m::step::LEASE_ACQUIRED, |f| {
+        &f.lease_acquired
+    }),
+    ("webhook_registered", m::step::WEBHOOK_REGISTERED, |f| {
+        &f.webhook_registered
+    }),
+    ("first_explicit_deny", m::step::FIRST_DENY, |f| {
+        &f.first_explicit_deny
+    }),
+];
+
 /// One timeline step being waited for.
 #[derive(Debug, Clone, Default)]
 struct Track {
@@ -377,17 +394,14 @@ struct Track {
 }
 
 impl Track {
-    fn confirm(&mut self, at: String, t0: Instant) {
-        if self.at.is_none() {
-            self.at = Some(at);
-            self.waited_ms = t0.elapsed().as_millis() as u64;
-        }
-    }
-    /// Records the state seen while the step is not yet confirmed, prefixed with the time of the
-    /// observation: for a confirmed step, the step happened between that time and `at`.
-    fn seen(&mut self, state: String) {
-        if self.at.is_none() {
-            self.last_seen = Some(format!("{} {state}", facts::now_rfc3339()));
+    /// One check of a step not yet confirmed (a confirmed one keeps its record): `Ok(at)`
+    /// confirms it at `at` (waited since `t0`); `Err(state)` records the state seen, prefixed
+    /// with the time of the check (for a confirmed step, it happened between that time and `at`).
+    fn saw(&mut self, check: Result<String, String>, t0: Instant) {
+        match check {
+            _ if self.done() => {}
+            Ok(at) => (self.at, self.waited_ms) = (Some(at), t0.elapsed().as_millis() as u64),
+            Err(state) => self.last_seen = Some(format!("{} {state}", facts::now_rfc3339())),
         }
     }
     fn done(&self) -> bool {
@@ -396,29 +410,15 @@ impl Track {
     /// The step as recorded: confirmed at `at`, or not confirmed with the last state seen
     /// (`nothing seen` when none) and the time waited until now.
     fn step(&self, t0: Instant) -> TimelineStep {
-        let (status, last_seen, waited_ms) = match self.at {
-            Some(_) => (
-                StepStatus::Confirmed,
-                self.last_seen.clone(),
-                self.waited_ms,
-            ),
-            None => {
-                let seen = self
-                    .last_seen
-                    .clone()
-                    .unwrap_or_else(|| "nothing seen".into());
-                (
-                    StepStatus::NotConfirmed,
-                    Some(seen),
-                    t0.elapsed().as_millis() as u64,
-                )
-            }
+        let (status, waited_ms) = match self.at {
+            Some(_) => (StepStatus::Confirmed, self.waited_ms),
+            None => (StepStatus::NotConfirmed, t0.elapsed().as_millis() as u64),
         };
-        let at = self.at.clone();
+        let nothing = self.at.is_none().then(|| "nothing seen".to_owned());
         TimelineStep {
             status,
-            at,
-            last_seen,
+            at: self.at.clone(),
+            last_seen: self.last_seen.clone().or(nothing),
             waited_ms,
         }
     }
@@ -476,26 +476,23 @@ pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
         let existing = probe::observe_pod(cl, &f3.existing.namespace, &f3.existing.name).await?;
         rec.raw("existing", &existing);
 
-        let step_restored = restored.step(t0);
-        let step_running = seen.running.step(t0);
-        let step_lease = seen.lease.step(t0);
+        let restored = restored.step(t0);
+        let [created, running, lease, registered, denied] =
+            seen.tracks.each_ref().map(|t| t.step(t0));
         let facts = Act6Facts {
-            leader_takeover_ms: ms_between(step_running.at.as_deref(), step_lease.at.as_deref()),
-            lease_after_restore_ms: ms_between(
-                step_restored.at.as_deref(),
-                step_lease.at.as_deref(),
-            ),
-            replicas_restored: step_restored,
+            leader_takeover_ms: ms_between(running.at.as_deref(), lease.at.as_deref()),
+            lease_after_restore_ms: ms_between(restored.at.as_deref(), lease.at.as_deref()),
+            replicas_restored: restored,
             restored_by,
-            pod_created: seen.created.step(t0),
+            pod_created: created,
             new_pod: seen.new_pod,
-            pod_running: step_running,
+            pod_running: running,
             previous_lease_holder,
-            lease_acquired: step_lease,
+            lease_acquired: lease,
             lease_holder: seen.lease_holder,
-            webhook_registered: seen.registered.step(t0),
+            webhook_registered: registered,
             webhook: seen.webhook,
-            first_explicit_deny: seen.denied.step(t0),
+            first_explicit_deny: denied,
             deny_probes: seen.probes,
             admitted_during_scale_down: Some(admitted),
             existing: Some(existing),
@@ -537,14 +534,14 @@ async fn restore_replicas(
     rec.raw("restore", &outcome);
     let restored_by = match &outcome {
         RestoreOutcome::Restored { at, .. } => {
-            restored.confirm(at.clone(), t0);
+            restored.saw(Ok(at.clone()), t0);
             Some(Restorer::Runner)
         }
         RestoreOutcome::AlreadyRestored { at } => match fault.restored_by()? {
             Some((who, when)) => {
                 // Restored before act 6 looked: `at` is the restorer's own record, and there was
                 // no check without it (no `last_seen`).
-                restored.confirm(when, t0);
+                restored.saw(Ok(when), t0);
                 Some(match who {
                     scale::UndoneBy::Healer => Restorer::Watcher,
                     scale::UndoneBy::Runner
@@ -553,7 +550,7 @@ async fn restore_replicas(
                 })
             }
             None => {
-                restored.confirm(at.clone(), t0);
+                restored.saw(Ok(at.clone()), t0);
                 // A note, not a check without the step: it does not begin with a time, so it
                 // is no `last_check_before` (the step happened at or before `at`).
                 restored.last_seen = Some(format!(
@@ -586,11 +583,8 @@ async fn restore_replicas(
 /// What act 6 saw of steps 2-6 ([`observe_recovery`]).
 #[derive(Default)]
 struct RecoverySeen {
-    created: Track,
-    running: Track,
-    lease: Track,
-    registered: Track,
-    denied: Track,
+    /// Steps 2-6 in the order of [`STEPS`]: created, running, Lease, registered, denied.
+    tracks: [Track; 5],
     new_pod: Option<PodObservation>,
     lease_holder: Option<String>,
     /// The Lease's own `acquireTime` (written by the new leader) when it was first seen held.
@@ -599,25 +593,10 @@ struct RecoverySeen {
     probes: Vec<RequestRecord>,
 }
 
-impl RecoverySeen {
-    /// Steps 2-6 in their order: created, running, Lease, registered, denied.
-    fn tracks(&self) -> [&Track; 5] {
-        [
-            &self.created,
-            &self.running,
-            &self.lease,
-            &self.registered,
-            &self.denied,
-        ]
-    }
-}
-
-/// Act 6, steps 2-6: a new controller pod (one act 4 did not see) created and Running, the leader
-/// Lease held by it, the policy's webhook registered again, the first explicit deny (a server-side
-/// dry-run probe, nothing stored), observed in rounds every [`RECOVERY_INTERVAL`] until all are
-/// confirmed or [`RECOVERY_BOUND`] runs out (a step not reached is `not-confirmed` with the last
-/// state seen). The API server's admission metrics around the rounds go to `partial`; the probes
-/// are recorded as requests.
+/// Act 6, steps 2-6, observed in rounds ([`observe_round`]) every [`RECOVERY_INTERVAL`] until all
+/// are confirmed or [`RECOVERY_BOUND`] runs out (a step not reached is `not-confirmed` with the
+/// last state seen). The API server's admission metrics around the rounds go to `partial`; the
+/// probes are recorded as requests.
 async fn observe_recovery(
     cl: &Cluster,
     ui: &Ui,
@@ -629,37 +608,14 @@ async fn observe_recovery(
     ui.step(m::OBSERVING_RECOVERY);
     let mut seen = RecoverySeen::default();
     let mut progress = progress_each_second(ui, RECOVERY_BOUND, |s: &RecoverySeen| {
-        let [c, r, l, g, d] = s.tracks().map(|t| if t.done() { "✓" } else { "…" });
+        let done = |t: &Track| if t.done() { "✓" } else { "…" };
+        let [c, r, l, g, d] = s.tracks.each_ref().map(done);
         m::recovery_progress(c, r, l, g, d)
     });
     let window = crate::metrics::Window::begin(cl).await;
     loop {
-        observe_new_pod(cl, rec, &mut seen, old_uids, t0).await?;
-        observe_lease(cl, rec, &mut seen, t0).await?;
-        // The policy's webhook registered again.
-        if !seen.registered.done() {
-            match policy_webhook(cl).await? {
-                Some(wh) => {
-                    seen.registered.confirm(wh.observed_at.clone(), t0);
-                    seen.webhook = Some(wh);
-                }
-                None => seen
-                    .registered
-                    .seen("no webhook for the policy in any ValidatingWebhookConfiguration".into()),
-            }
-        }
-        // First explicit deny, probed with a server-side dry-run (nothing is stored).
-        if !seen.denied.done() {
-            let r = probe::send_pod(cl, "a6-probe", TARGET_NAMESPACE, PodKind::Bad, true).await?;
-            if r.outcome == Outcome::ExplicitDeny {
-                seen.denied.confirm(r.answered_at.clone(), t0);
-            } else {
-                seen.denied
-                    .seen(format!("probe {}: {}", r.name, r.outcome.as_str()));
-            }
-            seen.probes.push(r);
-        }
-        if seen.tracks().iter().all(|t| t.done()) || t0.elapsed() >= RECOVERY_BOUND {
+        observe_round(cl, rec, &mut seen, old_uids, t0).await?;
+        if seen.tracks.iter().all(Track::done) || t0.elapsed() >= RECOVERY_BOUND {
             break;
         }
         progress(&seen, t0.elapsed());
@@ -673,27 +629,28 @@ async fn observe_recovery(
     Ok(seen)
 }
 
-/// One round of steps 2-3: the newest controller pod act 4 did not see, created and Running.
-async fn observe_new_pod(
+/// One round of steps 2-6, each checked until confirmed ([`Track::saw`]): the newest controller
+/// pod act 4 did not see, created and Running; the leader Lease held by it (Kyverno's identity is
+/// the pod name; kyverno v1.19.1 `cmd/kyverno/main.go`, leader election); the policy's webhook
+/// registered again; the first explicit deny of a server-side dry-run probe (nothing is stored).
+async fn observe_round(
     cl: &Cluster,
     rec: &mut ActRecorder,
     seen: &mut RecoverySeen,
     old_uids: &BTreeSet<String>,
     t0: Instant,
 ) -> Result<(), LabError> {
+    let [created, running, lease, registered, denied] = &mut seen.tracks;
     let pods = cl.admission_pods().await?;
     let new = |p: &&Pod| (p.metadata.uid.as_ref()).is_some_and(|u| !old_uids.contains(u));
-    let mut fresh: Vec<&Pod> = pods.iter().filter(new).collect();
-    fresh.sort_by_key(|p| p.metadata.creation_timestamp.as_ref().map(|t| t.0));
-    if let Some(p) = fresh.last() {
+    let created_at = |p: &&Pod| p.metadata.creation_timestamp.as_ref().map(|t| t.0);
+    if let Some(p) = pods.iter().filter(new).max_by_key(created_at) {
         let obs = pod_observation(p)?;
-        seen.created.confirm(obs.at.clone(), t0);
-        if obs.phase.as_deref() == Some("Running") {
-            seen.running.confirm(obs.at.clone(), t0);
-        } else {
-            let phase = or(&obs.phase, "?");
-            seen.running.seen(format!("pod {} phase {phase}", obs.name));
-        }
+        created.saw(Ok(obs.at.clone()), t0);
+        let phase = or(&obs.phase, "?");
+        let up = (phase == "Running").then(|| obs.at.clone());
+        let up = up.ok_or_else(|| format!("pod {} phase {phase}", obs.name));
+        running.saw(up, t0);
         if seen.new_pod.as_ref().map(|n| &n.uid) != Some(&obs.uid) {
             rec.raw("new-pod", p);
         }
@@ -704,38 +661,40 @@ async fn observe_new_pod(
         } else {
             format!("only pods act 4 saw: {}", pod_names(&pods).join(", "))
         };
-        seen.created.seen(state.clone());
-        seen.running.seen(state);
+        created.saw(Err(state.clone()), t0);
+        running.saw(Err(state), t0);
     }
-    Ok(())
-}
-
-/// One round of step 4: the leader Lease held by the new pod (Kyverno's identity is the pod name;
-/// kyverno v1.19.1 `cmd/kyverno/main.go`, leader election).
-async fn observe_lease(
-    cl: &Cluster,
-    rec: &mut ActRecorder,
-    seen: &mut RecoverySeen,
-    t0: Instant,
-) -> Result<(), LabError> {
     let l = leader_lease(cl).await?;
     let spec = l.as_ref().and_then(|l| l.spec.as_ref());
     let holder = spec.and_then(|s| s.holder_identity.clone());
-    match (&seen.new_pod, &holder) {
+    match (&seen.new_pod, holder) {
         (Some(p), Some(h)) if !p.name.is_empty() && h.starts_with(&p.name) => {
-            if !seen.lease.done() {
+            if !lease.done() {
                 rec.raw("lease-acquired", &l);
                 seen.lease_acquire_time = lease_facts(l.as_ref())?.acquire_time;
             }
-            seen.lease.confirm(facts::now_rfc3339(), t0);
-            seen.lease_holder = Some(h.clone());
+            lease.saw(Ok(facts::now_rfc3339()), t0);
+            seen.lease_holder = Some(h);
         }
         _ => {
             let lf = lease_facts(l.as_ref())?;
             let (holder, renewed) = (or(&lf.holder, "-"), or(&lf.renew_time, "-"));
-            seen.lease
-                .seen(format!("holder {holder} renewTime {renewed}"));
+            lease.saw(Err(format!("holder {holder} renewTime {renewed}")), t0);
         }
+    }
+    if !registered.done() {
+        // Only read while not registered: `webhook` is the registration that confirmed the step.
+        seen.webhook = policy_webhook(cl).await?;
+        let at = seen.webhook.as_ref().map(|wh| wh.observed_at.clone());
+        let absent = "no webhook for the policy in any ValidatingWebhookConfiguration";
+        registered.saw(at.ok_or_else(|| absent.into()), t0);
+    }
+    if !denied.done() {
+        let r = probe::send_pod(cl, "a6-probe", TARGET_NAMESPACE, PodKind::Bad, true).await?;
+        let deny = (r.outcome == Outcome::ExplicitDeny).then(|| r.answered_at.clone());
+        let deny = deny.ok_or_else(|| format!("probe {}: {}", r.name, r.outcome.as_str()));
+        denied.saw(deny, t0);
+        seen.probes.push(r);
     }
     Ok(())
 }
@@ -766,15 +725,15 @@ fn act6_lines(
     let after_restore = ms(facts.lease_after_restore_ms);
     let who = |lang| m::restorer(lang, facts.restored_by);
     let restored = show(m::step::REPLICAS_RESTORED, &facts.replicas_restored);
-    let lease = show(m::step::LEASE_ACQUIRED, &facts.lease_acquired);
+    let [created, running, lease, registered, deny] =
+        STEPS.map(|(_, l, step)| show(l, step(facts)));
     let holder = or(&facts.lease_holder, "-");
-    let deny = show(m::step::FIRST_DENY, &facts.first_explicit_deny);
     let mut lines = vec![
         ui.text(m::by(&restored, who(Lang::Ja), who(Lang::En))),
-        show(m::step::POD_CREATED, &facts.pod_created),
-        show(m::step::POD_RUNNING, &facts.pod_running),
+        created,
+        running,
         ui.text(m::lease_holder(&lease, holder, acquired.unwrap_or("-"))),
-        show(m::step::WEBHOOK_REGISTERED, &facts.webhook_registered),
+        registered,
         ui.text(m::probes(&deny, facts.deny_probes.len())),
         ui.text(m::takeover(&takeover, &after_restore)),
         ui.text(m::admitted_pod(&f5.target_bad.name, exists, uid)),
@@ -782,17 +741,11 @@ fn act6_lines(
     // A step already reached at the first check has no earlier check: when the replicas were
     // restored before act 6 started (by the healer), its time is when act 6 first looked, not
     // when it happened.
-    let first_check: Vec<&str> = [
-        ("pod_created", &facts.pod_created),
-        ("pod_running", &facts.pod_running),
-        ("lease_acquired", &facts.lease_acquired),
-        ("webhook_registered", &facts.webhook_registered),
-        ("first_explicit_deny", &facts.first_explicit_deny),
-    ]
-    .iter()
-    .filter(|(_, s)| s.status == StepStatus::Confirmed && s.last_seen.is_none())
-    .map(|(n, _)| *n)
-    .collect();
+    let first_check: Vec<&str> = (STEPS.iter())
+        .filter(|(_, _, step)| step(facts).status == StepStatus::Confirmed)
+        .filter(|(_, _, step)| step(facts).last_seen.is_none())
+        .map(|(name, _, _)| *name)
+        .collect();
     // When act 6 itself restored the replicas, the first check's window starts at that restore.
     if !first_check.is_empty() && !restored_by_act6 {
         lines.push(ui.text(m::already_reached(&first_check.join(", "))));

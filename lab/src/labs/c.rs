@@ -1,36 +1,26 @@
-//! Lab C, acts 3-8 (`docs/labs.md`, "Lab C"): three admission-controller replicas. Acts 1-2 are
-//! lab B's ([`super::common`]).
+//! Lab C, acts 3-8 (`docs/labs.md`, "Lab C"): three admission-controller replicas; acts 1-2 are
+//! [`super::common`]'s. The steps and their parameters (the scale's count and length, the waves,
+//! each freeze's target and length) are the registry's ([`crate::acts::LAB_C`]); what lab C
+//! shares with labs A and B is a step's runner in [`crate::steps`].
 //!
-//! The acts' steps and their parameters (the scale's count and length, the waves, each freeze's
-//! target and length) are the registry's ([`crate::acts::LAB_C`]); what lab C shares with labs A
-//! and B is a step's runner in [`crate::steps`].
-//!
-//! Act 3 scales the Deployment to three through the scale attempt (plan → ledger → detached
-//! healer → the healer scales on request → it puts the original count back at its deadline, 30
-//! min, or at once on `heal`), waits (bounded) for three Ready pods, three ready endpoints of `kyverno-svc` and the registration, records the Lease, then a healthy
-//! baseline of violating pods sent in parallel waves: the API server keeps one connection per
-//! endpoint it dialled, so only concurrent calls reach more than one replica (`docs/lab-c.md`).
-//! Which replica served how many requests is read from each replica's own counter
-//! (`kyverno_admission_requests_total`, through the API server's pod proxy).
-//!
-//! Act 4 reads the Lease `kyverno` (its holder is the leader, Kyverno's identity is the pod
-//! name), then each replica's process through CRI and `/proc` ([`crate::steps::investigate`], per pod),
-//! then the Lease again; it freezes nothing.
-//!
-//! Acts 5 and 6 freeze one replica's process with the freeze steps ([`crate::steps::freeze`]: plan
-//! → ledger → detached healer → SIGSTOP through a pidfd → SIGCONT by the healer at its deadline): act 5 the leader
-//! for 20 s under Fail, act 6 a follower for 10 s after the policy is switched to Ignore. During
-//! the freeze the violating pods go out in parallel waves (at least 18,
-//! [`lab_core::rules::c::MIN_FREEZE_REQUESTS`]) with a control pod per wave, while the Lease and
-//! `kyverno-svc`'s EndpointSlice are read each second ([`crate::steps::samples`]). After the
-//! resume: violating pods until the first explicit deny, then a bounded wait for the frozen
-//! replica to settle ([`crate::steps::settle`]: restarted or running on, all replicas Ready), its
-//! process, the Lease and the existing pod. Lab C gives the freeze steps its part ([`Replica`]).
-//!
-//! Act 7 puts the original count back through the heal of act 3's scale attempt
-//! ([`crate::steps::restore`]: the healer is stood down and the Deployment written back on a live
-//! read, [`crate::faults::heal::SCALE_BACK_COMMAND`]), waits for it and for an explicit deny. Act 8
-//! checks the report with [`lab_core::rules::c::report_expectations`].
+//! - Act 3 scales the Deployment to three through a scale attempt (plan → ledger → detached healer,
+//!   which puts the original count back at its deadline, 30 min, or at once on `heal`), waits
+//!   (bounded) for three Ready pods, three ready endpoints of `kyverno-svc` and the registration,
+//!   records the Lease, then a healthy baseline in parallel waves: the API server keeps one
+//!   connection per endpoint it dialled, so only concurrent calls reach more than one replica
+//!   (`docs/lab-c.md`). Each replica's own counter (`kyverno_admission_requests_total`, through the
+//!   API server's pod proxy) says how many requests it served.
+//! - Act 4 reads the Lease `kyverno` (its holder is the leader; Kyverno's identity is the pod
+//!   name), each replica's process through CRI and `/proc` ([`crate::steps::investigate`]), then
+//!   the Lease again; it freezes nothing.
+//! - Acts 5 and 6 freeze one replica ([`crate::steps::freeze`], lab C's part [`Replica`]): the
+//!   leader for 20 s under Fail, then a follower for 10 s under Ignore. During the freeze, violating
+//!   pods in parallel waves (at least [`lab_core::rules::c::MIN_FREEZE_REQUESTS`]) with a control
+//!   pod per wave, the Lease and `kyverno-svc`'s EndpointSlice read each second
+//!   ([`crate::steps::samples`]); after the resume, violating pods until the first explicit deny,
+//!   the replicas settled ([`crate::steps::settle`]), the frozen process, the Lease, the existing pod.
+//! - Act 7 heals act 3's scale attempt ([`crate::steps::restore`]) and waits for the original count
+//!   and an explicit deny; act 8 checks the report ([`lab_core::rules::c::report_expectations`]).
 
 use std::cell::RefCell;
 use std::time::Duration;
@@ -113,26 +103,27 @@ fn replicas_by_name(pods: &[Pod]) -> Result<Vec<ReplicaFacts>, LabError> {
     Ok(replicas)
 }
 
-/// First times each condition of act 3's wait was seen to hold, and every check whose state
-/// differed from the one before (the raw record `ready-wait` the grader re-derives them from).
+/// The first time each condition of act 3's wait held (`n` Ready pods, `n` ready endpoints, the
+/// registration), and every check whose state differed from the one before (the raw record
+/// `ready-wait` the grader re-derives them from).
 #[derive(Default)]
 struct Seen {
-    pods: Option<String>,
-    endpoints: Option<String>,
-    registration: Option<String>,
+    first: [Option<String>; 3],
     changes: Vec<serde_json::Value>,
 }
 
-/// What the wait returns once everything holds.
-struct Ready {
-    pods: Vec<Pod>,
-    endpoints: Vec<EndpointFacts>,
-    slices: serde_json::Value,
-    webhook: WebhookFacts,
-}
+/// What act 3's wait returns once everything holds: the pods, the endpoints, the EndpointSlices
+/// as read, the registration.
+type Ready = (
+    Vec<Pod>,
+    Vec<EndpointFacts>,
+    serde_json::Value,
+    WebhookFacts,
+);
 
 /// Waits (bounded, [`HA_READY_BOUND`]) for `n` Ready pods (the registry's replicas), `n` ready
-/// endpoints naming them and the policy's registration; returns them and when each first held.
+/// endpoints naming them and the policy's registration; returns them, when each first held and
+/// the milliseconds waited.
 async fn wait_all_ready(cl: &Cluster, ui: &Ui, n: usize) -> Result<(Ready, Seen, u64), LabError> {
     let seen = RefCell::new(Seen::default());
     let start = std::time::Instant::now();
@@ -156,13 +147,10 @@ async fn wait_all_ready(cl: &Cluster, ui: &Ui, n: usize) -> Result<(Ready, Seen,
                 "registration": webhook.is_some(),
             });
             log_change(&mut s.changes, state, &now);
-            // The first time each condition held.
-            let first = |at: &mut Option<String>, ok: bool| {
+            let held = [pods_ok, eps_ok, webhook.is_some()];
+            for (at, ok) in s.first.iter_mut().zip(held) {
                 *at = at.take().or_else(|| ok.then(|| now.clone()));
-            };
-            first(&mut s.pods, pods_ok);
-            first(&mut s.endpoints, eps_ok);
-            first(&mut s.registration, webhook.is_some());
+            }
         }
         let registration = webhook.as_ref().map_or("absent", |_| "present");
         let state = format!(
@@ -171,12 +159,7 @@ async fn wait_all_ready(cl: &Cluster, ui: &Ui, n: usize) -> Result<(Ready, Seen,
             pods.len(),
         );
         Ok::<_, LabError>(match webhook {
-            Some(webhook) if pods_ok && eps_ok => Check::Done(Ready {
-                pods,
-                endpoints: eps,
-                slices,
-                webhook,
-            }),
+            Some(webhook) if pods_ok && eps_ok => Check::Done((pods, eps, slices, webhook)),
             _ => Check::NotYet(state),
         })
     };
@@ -237,19 +220,22 @@ async fn act3_body(
 ) -> Done {
     let scale = scale_up(ui, fault, rec, partial, deadline_at).await?;
     let (ready, seen, waited_ms) = wait_all_ready(cl, ui, ha_replicas(lab) as usize).await?;
+    let (pods, endpoints, slices, webhook) = ready;
     rec.raw("ready-wait", &seen.changes);
-    rec.raw("endpoint-slices", &ready.slices);
-    rec.raw("pods", &ready.pods);
+    rec.raw("endpoint-slices", &slices);
+    rec.raw("pods", &pods);
     // Derived right after their raw record (the grader holds the read time to it).
-    let replicas = replicas_by_name(&ready.pods)?;
+    let replicas = replicas_by_name(&pods)?;
     let dep = cl.admission_deployment().await?;
     rec.raw("deployment", cluster::to_json(&dep)?);
     let lease = read_lease(cl, rec, "lease").await?;
     let pod_names: Vec<String> = replicas.iter().map(|r| r.pod.name.clone()).collect();
+    let [ready_pods_at, ready_endpoints_at, registration_at] =
+        seen.first.map(Option::unwrap_or_default);
     let wait = ReadyWait {
-        ready_pods_at: seen.pods.unwrap_or_default(),
-        ready_endpoints_at: seen.endpoints.unwrap_or_default(),
-        registration_at: seen.registration.unwrap_or_default(),
+        ready_pods_at,
+        ready_endpoints_at,
+        registration_at,
         waited_ms,
     };
 
@@ -288,8 +274,8 @@ async fn act3_body(
         scale,
         deployment: deployment_facts(&dep)?,
         replicas,
-        endpoints: ready.endpoints,
-        webhook: ready.webhook,
+        endpoints,
+        webhook,
         lease,
         wait,
         waves,

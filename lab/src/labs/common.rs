@@ -66,15 +66,11 @@ impl Ui {
         line.into().get(self.lang()).to_owned()
     }
 
-    /// `[lab b]` when the lines are labelled ([`Ui::label`]), else nothing.
-    fn prefix(&self) -> String {
-        self.label.map_or(String::new(), |l| format!("[lab {l}]"))
-    }
-
-    /// Prints `text` after the label ([`Ui::prefix`]), unless quiet.
+    /// Prints `text` after the label (`[lab b]`, when [`Ui::label`] is set), unless quiet.
     fn print(&self, text: std::fmt::Arguments) {
         if !self.quiet {
-            eprintln!("{}{text}", self.prefix());
+            let prefix = self.label.map_or(String::new(), |l| format!("[lab {l}]"));
+            eprintln!("{prefix}{text}");
         }
     }
 
@@ -112,10 +108,9 @@ pub struct Env {
     /// Output language and verbosity.
     pub ui: Ui,
     /// Bound on waiting for Kyverno to register the policy's webhook (act 2) or to change it to
-    /// failurePolicy Ignore (lab B's act 6): `--registration-bound` in seconds, default
-    /// [`REGISTRATION_BOUND`]. When it runs out the act fails on the cluster (its diagnostics name
-    /// the cause): a longer bound suits a slow machine, a shorter one fails sooner when Kyverno's
-    /// admission controller is known to be down. Only this wait; every other bound is fixed.
+    /// failurePolicy Ignore (act 6 of labs B and C): `--registration-bound` in seconds, default
+    /// [`REGISTRATION_BOUND`]; when it runs out the act fails (its diagnostics name the cause).
+    /// Only this wait; every other bound is fixed.
     pub registration_bound: Duration,
 }
 
@@ -739,12 +734,11 @@ pub fn describe_indented(ui: &Ui, label: Text, r: &RequestRecord) -> String {
     format!("  {}", describe(ui, label, r))
 }
 
-/// Runs `fut` unless a SIGINT, SIGTERM or SIGHUP arrives first (the process-wide handler of
-/// [`crate::signals`]); then returns the signal's name and `fut` is dropped (a live [`Freeze`]
-/// resumes in its `Drop`). While it runs, the caller is marked as handling signals itself
-/// ([`crate::signals::Guard`]), so the command's outer handler lets it finish its undo; the mark
-/// stays until the act ends ([`crate::signals::keep_until_act_ends`]), so the act's exit path
-/// after this (the undo, the evidence) is never cut short either.
+/// Runs `fut` unless a SIGINT, SIGTERM or SIGHUP arrives first ([`crate::signals`]); then returns
+/// the signal's name and `fut` is dropped (a live [`Freeze`] resumes in its `Drop`). The caller is
+/// marked as handling signals itself ([`crate::signals::Guard`]) until the act ends
+/// ([`crate::signals::keep_until_act_ends`]), so the command's outer handler never cuts short the
+/// act's exit path (the undo, the evidence).
 ///
 /// [`Freeze`]: crate::faults::freeze::Freeze
 pub async fn or_signal<T>(fut: impl Future<Output = T>) -> Result<T, &'static str> {

@@ -1,20 +1,13 @@
-//! The acts of every lab against a live cluster: `inspect`, acts 1-3 (shared, [`common`]; lab C
-//! has its own act 3), lab A's acts 4-8 ([`a`]), lab B's ([`b`]) and lab C's acts 3-8 ([`c`]);
-//! the freeze acts (5 and 6 of labs B and C) are [`crate::steps::freeze`]'s, each lab giving its
-//! part ([`crate::steps::freeze::Shape`]).
+//! The acts of every lab against a live cluster: `inspect`, acts 1-3 ([`common`]; lab C has its
+//! own act 3) and each lab's own acts ([`a`], [`b`], [`c`]); the freeze acts of labs B and C are
+//! [`crate::steps::freeze`]'s, each lab giving its part ([`crate::steps::freeze::Shape`]).
 //!
-//! An act is a function from (student inputs in the work directory, the cluster, the node) to
-//! `evidence/NN.json`. Every act first checks what it needs (earlier acts completed, inputs valid
-//! against the live cluster and the evidence) and writes nothing when a check fails; once it has
-//! touched the cluster, it always leaves evidence: `completed`, or `interrupted` with the raw data
-//! seen so far.
-//!
-//! Each file lists its acts' runners in `RUNNERS` and says which labs they run (`runs`, from the
-//! labs' steps); [`runner`] finds one for `run_act` (unit tests keep them in step with the
-//! registry). An act with a live scale keeps its fault, recorder and partial facts in its own
-//! function (lab A's acts 5 and 6); a freeze act takes a context (`FreezeAct`: the
-//! cluster, output, the fault's target, recorder) instead of long argument lists; lab A's act 6 is
-//! named phases (`restore_replicas`, `observe_recovery`, `act6_lines`).
+//! An act maps (student inputs in the work directory, the cluster, the node) to
+//! `evidence/NN.json`. It first checks what it needs (earlier acts completed, inputs valid against
+//! the live cluster and the evidence) and writes nothing when a check fails; once it has touched
+//! the cluster it always leaves evidence: `completed`, or `interrupted` with the raw data seen so
+//! far. Each file lists its runners in `RUNNERS` and says which labs they run (`runs`, from the
+//! labs' steps); [`runner`] finds one for `run_act`.
 
 pub mod a;
 pub mod b;
@@ -29,10 +22,8 @@ use crate::faults::{attempt, heal};
 use crate::inputs::{self, Context};
 use crate::workdir::Workdir;
 
-/// The runner of act `act` of `lab`: acts 1-3 in `common::RUNNERS`, the lab's own in
-/// `a::RUNNERS` / `b::RUNNERS` / `c::RUNNERS` (by [`OWN_RUNNERS`]), each beside its body; `None` when there is none (the
-/// registry, [`crate::acts`], lists the acts; `every_registry_act_has_one_runner` keeps the two
-/// in step).
+/// The runner of act `act` of `lab` ([`runners`]); `None` when there is none (the registry,
+/// [`crate::acts`], lists the acts; `every_registry_act_has_one_runner` keeps the two in step).
 pub fn runner(lab: Lab, act: u8) -> Option<Runner> {
     runners(lab).find(|(n, _)| *n == act).map(|(_, r)| *r)
 }
@@ -102,17 +93,13 @@ pub async fn heal_first(env: &Env, command: &str) -> heal::HealSummary {
     summary
 }
 
-/// Runs act `act` of `lab` (its runner in the registry, [`crate::acts`]) holding the work-dir lock for the whole act, after healing
-/// first ([`heal_first`]).
-///
-/// After the heal (which reaches the cluster only when unfinished fault attempts exist) and before
-/// anything else, the act's own input files are read with the one reader and checked offline
-/// ([`precheck_inputs`]), so a malformed file is refused with its file and JSON path whatever the
-/// state of the cluster; the act then checks them again against the live cluster and the evidence.
-///
-/// Then every earlier act must have completed evidence of the same lab
-/// ([`common::require_completed`]) before the act's runner starts, with the versions the cluster
-/// runs read once for its evidence ([`common::with_running_versions`]).
+/// Runs act `act` of `lab` ([`runner`]) holding the work-dir lock for the whole act: heals first
+/// ([`heal_first`], reaching the cluster only when unfinished fault attempts exist), checks the
+/// act's input files offline ([`precheck_inputs`]: a malformed file is refused with its file and
+/// JSON path whatever the state of the cluster) and requires completed evidence of the same lab
+/// for every earlier act ([`common::require_completed`]); the runner then starts with the versions
+/// the cluster runs read once for its evidence ([`common::with_running_versions`]) and checks its
+/// inputs again against the live cluster and the evidence.
 ///
 /// Errors: [`LabError::Usage`] for an act the lab does not have; [`LabError::InputMissing`] /
 /// [`LabError::InputInvalid`] from the pre-check; [`LabError::Busy`] when another command holds
