@@ -69,10 +69,7 @@ pub(crate) fn act4(g: &mut G) {
 }
 
 /// The `webhooks[]` entries named `name` of a raw ValidatingWebhookConfiguration list.
-fn listed_webhooks<'v>(
-    list: &'v serde_json::Value,
-    name: &'v str,
-) -> impl Iterator<Item = &'v serde_json::Value> {
+fn listed_webhooks<'v>(list: &'v Value, name: &'v str) -> impl Iterator<Item = &'v Value> {
     let items = list["items"].as_array().into_iter().flatten();
     let hooks = items.flat_map(|cfg| cfg["webhooks"].as_array()).flatten();
     hooks.filter(move |w| w["name"] == name)
@@ -82,13 +79,8 @@ fn listed_webhooks<'v>(
 /// stayed), that entry is act 2's registration: the same failurePolicy, timeoutSeconds, client
 /// config (service namespace, name, path, port), selectors, rules and sideEffects, read verbatim
 /// (camelCase). Flags [`Code::RegistrationChanged`].
-fn listed_policy_webhook_equals_act2(
-    g: &mut G,
-    s: &str,
-    list: &serde_json::Value,
-    a2: &facts::WebhookFacts,
-) {
-    const NULL: &serde_json::Value = &serde_json::Value::Null;
+fn listed_policy_webhook_equals_act2(g: &mut G, s: &str, list: &Value, a2: &facts::WebhookFacts) {
+    const NULL: &Value = &Value::Null;
     for w in listed_webhooks(list, &a2.name) {
         let f = |k: &str| w.get(k).unwrap_or(NULL);
         let listed = (
@@ -139,13 +131,9 @@ pub(crate) fn act5(g: &mut G) {
     request_is_the_pod_meant(g, &sub, &f.control, Meant::CONTROL);
     super::existing_pod_survives(g, &format!("{s}.existing"), &f.existing);
     // The evidence the facts were read from ([`G::facts`] checked it), for its raw records.
-    if let Some(ev) = g
-        .input
-        .evidence
-        .get(&5)
-        .and_then(|d| d.as_ref().ok()?.evidence().ok())
-    {
-        act5_facts_are_the_healers_answers_and_the_read(g, s, &ev, &f);
+    let doc = g.input.evidence.get(&5).and_then(|d| d.as_ref().ok());
+    if let Some(ev) = doc.and_then(|d| d.evidence().ok()) {
+        act5_facts_are_their_raw_records(g, s, &ev, &f);
     }
 }
 
@@ -157,12 +145,7 @@ pub(crate) fn act5(g: &mut G) {
 /// [`watcher_armed_for_the_planned_restore`]); the policy's presence from its read (raw `policy`:
 /// whether it found one, its UID, [`crate::derive::policy_presence`]; the read's time taken as
 /// recorded). Flags [`Code::RawMismatch`] / [`Code::ObservationMissing`].
-fn act5_facts_are_the_healers_answers_and_the_read(
-    g: &mut G,
-    s: &str,
-    ev: &Evidence,
-    f: &Act5Facts,
-) {
+fn act5_facts_are_their_raw_records(g: &mut G, s: &str, ev: &Evidence, f: &Act5Facts) {
     let (w, p, fact) = (&f.watcher, &f.policy, |k: &str| format!("{s}.{k}"));
     let (after, replicas, dir) = (w.restore_after_sec, w.original_replicas, &w.fault_dir);
     let ready = |raw: &Value| derive::watcher(raw, after, replicas, dir.clone());
@@ -205,18 +188,15 @@ fn watcher_armed_for_the_planned_restore(g: &mut G, s: &str, f: &Act5Facts) {
 /// The controller pods were seen gone after the scale-down; returns when (the scale-down's time
 /// when they were not seen gone, which is flagged [`Code::NotConfirmed`]).
 fn pods_gone_after_the_scale_down(g: &mut G, s: &str, f: &Act5Facts) -> String {
-    match &f.pods_gone_at {
-        Some(t) => {
-            g.times_ordered(&format!("{s}.pods_gone_at"), &f.scaled_at, t);
-            t.clone()
-        }
-        None => {
-            g.check(false, NotConfirmed, format!("{s}.pods_gone_at"), || {
-                "the controller pods were not seen gone".into()
-            });
-            f.scaled_at.clone()
-        }
-    }
+    let sub = format!("{s}.pods_gone_at");
+    let Some(t) = &f.pods_gone_at else {
+        g.check(false, NotConfirmed, sub, || {
+            "the controller pods were not seen gone".into()
+        });
+        return f.scaled_at.clone();
+    };
+    g.times_ordered(&sub, &f.scaled_at, t);
+    t.clone()
 }
 
 /// The policy object still exists with act 2's UID; the claim about the registration is what
@@ -285,20 +265,14 @@ type Steps<'f> = [(&'static str, &'f TimelineStep, &'static [&'static str]); 5];
 
 /// [`Steps`] of `f`.
 fn recovery_steps(f: &Act6Facts) -> Steps<'_> {
-    const NO_POD: [&str; 2] = ["no controller pod", "only pods act 4 saw"];
+    const NO_POD: &[&str] = &["no controller pod", "only pods act 4 saw"];
+    const POD: &[&str] = &["pod ", NO_POD[0], NO_POD[1]];
+    const NO_HOOK: &[&str] = &["no webhook for the policy"];
     [
-        ("pod_created", &f.pod_created, &NO_POD),
-        (
-            "pod_running",
-            &f.pod_running,
-            &["pod ", NO_POD[0], NO_POD[1]],
-        ),
+        ("pod_created", &f.pod_created, NO_POD),
+        ("pod_running", &f.pod_running, POD),
         ("lease_acquired", &f.lease_acquired, &["holder "]),
-        (
-            "webhook_registered",
-            &f.webhook_registered,
-            &["no webhook for the policy"],
-        ),
+        ("webhook_registered", &f.webhook_registered, NO_HOOK),
         ("first_explicit_deny", &f.first_explicit_deny, &["probe "]),
     ]
 }
@@ -330,9 +304,9 @@ pub(crate) fn act6(g: &mut G) {
     };
     let s = "evidence/06.json facts";
     let restored = replicas_restored_after_the_scale_down(g, s, &f);
-    let [created, running, lease, registered, denied] = recovery_steps_hold(g, s, &f);
-    new_pod_holds_the_lease(g, s, &f, created.is_some(), &running, &lease);
-    recovery_durations_are_their_timestamps(g, s, &f, &restored, &running, &lease);
+    let steps = recovery_steps_hold(g, s, &f);
+    new_pod_holds_the_lease(g, s, &f, &steps);
+    durations_are_their_timestamps(g, s, &f, [&restored, &steps[1], &steps[2]]);
     if let Some(p) = &f.existing {
         super::existing_pod_survives(g, &format!("{s}.existing"), p);
     }
@@ -340,10 +314,10 @@ pub(crate) fn act6(g: &mut G) {
     deleted_configuration_never_returns(g, s, &f);
     admitted_during_scale_down_is_act5s_stored_pod(g, s, &f);
     restored_when_the_restorer_could(g, s, &f);
-    if registered.is_some() {
+    if steps[3].is_some() {
         registration_after_recovery_equals_act2(g, s, &f);
     }
-    probes_hold(g, s, &f, denied.as_deref());
+    probes_hold(g, s, &f, steps[4].as_deref());
 }
 
 /// The replicas were restored when their restorer could restore them, on `replicas_restored.at`
@@ -587,16 +561,10 @@ fn replicas_restored_after_the_scale_down(g: &mut G, s: &str, f: &Act6Facts) -> 
 /// `<deployment>-<replicaset hash>-<suffix>`) that agrees with itself, holds the Lease and is none
 /// of the pods act 4 recorded; read after it was seen Running (and holding the Lease) it exists,
 /// and a pod's phase never goes back to Pending (Pending → Running → Succeeded/Failed).
-fn new_pod_holds_the_lease(
-    g: &mut G,
-    s: &str,
-    f: &Act6Facts,
-    created: bool,
-    running: &Option<String>,
-    lease: &Option<String>,
-) {
+fn new_pod_holds_the_lease(g: &mut G, s: &str, f: &Act6Facts, steps: &[Option<String>; 5]) {
+    let [created, running, lease, ..] = steps;
     let Some(p) = &f.new_pod else {
-        if created {
+        if created.is_some() {
             g.check(false, FactsInvalid, format!("{s}.new_pod"), || {
                 "pod_created is confirmed but new_pod is missing".into()
             });
@@ -633,25 +601,17 @@ fn new_pod_holds_the_lease(
         });
     }
     if let Some(a1) = g.facts::<facts::Act1Facts>(1) {
-        let (pod, d) = (
-            (p.namespace.as_str(), p.name.as_str()),
-            &a1.controller_deployment,
-        );
-        super::pod_of_the_deployment(g, format!("{s}.new_pod"), pod, d);
+        let pod = (p.namespace.as_str(), p.name.as_str());
+        super::pod_of_the_deployment(g, format!("{s}.new_pod"), pod, &a1.controller_deployment);
     }
 }
 
 /// `leader_takeover_ms` and `lease_after_restore_ms` are the differences of their timestamps
 /// ([`super::bounds::DERIVED_MS_TOLERANCE`]); the Lease is taken after the restore and within the
-/// act's recovery wait ([`super::bounds::RECOVERY_MS`]).
-fn recovery_durations_are_their_timestamps(
-    g: &mut G,
-    s: &str,
-    f: &Act6Facts,
-    restored: &Option<String>,
-    running: &Option<String>,
-    lease: &Option<String>,
-) {
+/// act's recovery wait ([`super::bounds::RECOVERY_MS`]). `at`: when the restore, `pod_running`
+/// and `lease_acquired` were seen.
+fn durations_are_their_timestamps(g: &mut G, s: &str, f: &Act6Facts, at: [&Option<String>; 3]) {
+    let [restored, running, lease] = at;
     let t = |x: &Option<String>| x.as_deref().and_then(facts::parse_rfc3339);
     let tolerance = super::bounds::DERIVED_MS_TOLERANCE;
     if let (Some(r), Some(l)) = (t(running), t(lease)) {

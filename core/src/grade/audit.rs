@@ -108,9 +108,7 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
             continue;
         };
         let at = format!("{subject}.requests[{i}]");
-        let Some(view) = events_are_the_lines(g, &at, name, r, ra) else {
-            continue;
-        };
+        let view = events_are_the_lines(g, &at, name, r, ra);
         final_event_agrees_with_the_record(g, &ctx, &at, name, r, &view);
     }
     window_opens_with_the_act_and_frames_its_requests(g, &subject, ev, &a, &requests);
@@ -143,7 +141,7 @@ fn events_are_the_lines(
     name: &str,
     r: &crate::evidence::RequestRecord,
     ra: &audit::RequestAudit,
-) -> Option<audit::RequestAudit> {
+) -> audit::RequestAudit {
     // Rule 1: raw first.
     let lines = ra.lines.iter().enumerate();
     let parse = |(k, l): (usize, &String)| audit::parse_line(k, l).ok();
@@ -163,10 +161,10 @@ fn events_are_the_lines(
         format!("recorded {events} events, the recorded lines give {lines}; lines not of request {name}: {foreign:?}; entry namespace/sent_at/answered_at {entry:?} vs the record's {record:?}")
     });
     // Rules 2-7 read the events re-parsed from the verbatim lines (raw first).
-    Some(audit::RequestAudit {
+    audit::RequestAudit {
         events: reparsed,
         ..ra.clone()
-    })
+    }
 }
 
 /// Rules 2-8 on one request's final event: it exists (rule 2, [`Code::ObservationMissing`]),

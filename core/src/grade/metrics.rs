@@ -61,15 +61,14 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
     let Some(m) = observed_metrics(g, ev, &subject) else {
         return;
     };
-    let deltas = deltas_are_the_lines(g, &subject, &m);
-    reads_frame_the_requests(g, &subject, &m, &requests_of(ev), ev);
+    let (deltas, requests) = (deltas_are_the_lines(g, &subject, &m), requests_of(ev));
+    reads_frame_the_requests(g, &subject, &m, &requests, ev);
     let Some(hook) = policy_webhook(g, ev) else {
         g.check(false, FactsInvalid, subject, || {
             "no webhook name for the policy in this act's facts or act 2's".into()
         });
         return;
     };
-    let requests = requests_of(ev);
     let c = Counted {
         subject: &subject,
         deltas: &deltas,
@@ -183,10 +182,8 @@ impl Counted<'_> {
 
 /// Rule 6 (lab A act 5): no series of `H` moved while the registration was absent.
 fn no_call_while_unregistered(g: &mut G<'_>, c: &Counted<'_>, ev: &Evidence) {
-    if !(g.lab == Lab::A && g.act == 5) {
-        return;
-    }
-    if ev.facts["policy_webhook_present"].as_bool() != Some(false) {
+    let unregistered = ev.facts["policy_webhook_present"].as_bool() == Some(false);
+    if !(g.lab == Lab::A && g.act == 5 && unregistered) {
         return;
     }
     let hook = c.hook;
