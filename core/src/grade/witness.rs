@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 use super::Code;
 use super::{Code::*, G, ev_name, is_uid};
 use crate::derive::{self, DeriveError, Source};
-use crate::evidence::Evidence;
+use crate::evidence::{Evidence, RequestRecord};
 use crate::facts::{self, PodObservation, WebhookFacts};
 
 /// The `data` of the first raw record of `ev` whose `what` is `what`.
@@ -128,19 +128,14 @@ pub(crate) fn registration_is_derived_from(
     fact_is_derived_from_raw_record(g, ev, what, fact, hook, derive, sources);
 }
 
-/// The stored policy an act records (at `subject`: act 2's, act 6's after the switch) is the one
+/// The stored policy an act records (at `fact`: act 2's, act 6's after the switch) is the one
 /// its raw read returned (raw `policy-stored`): [`derive::stored_policy`]'s name, UID and spec
 /// (the defaulted fields included, which the input does not hold),
 /// [`fact_is_derived_from_raw_record`]. Flags [`Code::RawMismatch`] /
 /// [`Code::ObservationMissing`].
-pub(crate) fn stored_policy_is_the_raw_read(
-    g: &mut G,
-    ev: &Evidence,
-    subject: &str,
-    policy: &Value,
-) {
+pub(crate) fn stored_policy_is_the_raw_read(g: &mut G, ev: &Evidence, fact: &str, policy: &Value) {
     let (derive, sources) = (derive::stored_policy, derive::STORED_POLICY_SOURCES);
-    fact_is_derived_from_raw_record(g, ev, "policy-stored", subject, policy, derive, sources);
+    fact_is_derived_from_raw_record(g, ev, "policy-stored", fact, policy, derive, sources);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -389,11 +384,7 @@ pub(crate) fn identity_is_the_cri_container(g: &mut G, ev: &Evidence, f: &facts:
 /// Kubernetes "Object Names and IDs"). A create with any other name is refused before
 /// admission, so no webhook could have answered it. Flags [`Code::RawMismatch`] on
 /// `subject.name`.
-pub(crate) fn request_name_is_a_pod_name(
-    g: &mut G,
-    subject: &str,
-    r: &crate::evidence::RequestRecord,
-) {
+pub(crate) fn request_name_is_a_pod_name(g: &mut G, subject: &str, r: &RequestRecord) {
     let n = r.name.as_bytes();
     let ok = !n.is_empty()
         && n.len() <= 253
@@ -409,11 +400,7 @@ pub(crate) fn request_name_is_a_pod_name(
 /// A request's labels are one of the two pods the tool sends (`docs/labs.md`): a good pod, with
 /// exactly the policy's label ([`crate::rules::common::GOOD_LABEL`]), or a violating pod, with no
 /// label. Flags [`Code::ValueMismatch`] on `subject.labels`.
-pub(crate) fn request_labels_are_the_tools_two_pods(
-    g: &mut G,
-    subject: &str,
-    r: &crate::evidence::RequestRecord,
-) {
+pub(crate) fn request_labels_are_the_tools_two_pods(g: &mut G, subject: &str, r: &RequestRecord) {
     let (k, v) = crate::rules::common::GOOD_LABEL;
     let good = r.labels.len() == 1 && r.labels.get(k).map(String::as_str) == Some(v);
     let labels = &r.labels;
