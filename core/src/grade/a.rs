@@ -56,48 +56,31 @@ pub(crate) fn act4(g: &mut G) {
         g.check(ok, UidMismatch, format!("{s}.pods[{i}].uid"), || {
             format!("expected the pod's UID, found {:?}", p.uid)
         });
+        super::witness::pod_observation_agrees_with_itself(g, &format!("{s}.pods[{i}]"), p);
     }
     let holder = f.lease.holder.as_deref();
     let ok = holder.is_some_and(|h| pods.iter().any(|p| p.name == h));
     g.check(ok, ValueMismatch, format!("{s}.lease.holder"), || {
         format!("the Lease holder {holder:?} is none of the recorded pods")
     });
-    for (i, p) in f.pods.iter().enumerate() {
-        super::witness::pod_observation_agrees_with_itself(g, &format!("{s}.pods[{i}]"), p);
-    }
     if let Some(ev) = g.evidence(4) {
         super::witness::investigation_is_the_raw_reads(g, &ev, &f);
     }
 }
 
 /// The `webhooks[]` entries named `name` of a raw ValidatingWebhookConfiguration list.
-fn listed_webhooks<'v>(
-    list: &'v serde_json::Value,
-    name: &'v str,
-) -> impl Iterator<Item = &'v serde_json::Value> {
+fn listed_webhooks<'v>(list: &'v Value, name: &'v str) -> impl Iterator<Item = &'v Value> {
     let items = list["items"].as_array().into_iter().flatten();
     let hooks = items.flat_map(|cfg| cfg["webhooks"].as_array()).flatten();
     hooks.filter(move |w| w["name"] == name)
-}
-
-/// Whether the raw ValidatingWebhookConfiguration list holds a webhook named `name` (`None`: it
-/// is not a List with items).
-fn list_has_webhook(list: &serde_json::Value, name: &str) -> Option<bool> {
-    list.get("items")?.as_array()?;
-    Some(listed_webhooks(list, name).next().is_some())
 }
 
 /// Where the raw list of webhook configurations holds the policy's webhook (the registration
 /// stayed), that entry is act 2's registration: the same failurePolicy, timeoutSeconds, client
 /// config (service namespace, name, path, port), selectors, rules and sideEffects, read verbatim
 /// (camelCase). Flags [`Code::RegistrationChanged`].
-fn listed_policy_webhook_equals_act2(
-    g: &mut G,
-    s: &str,
-    list: &serde_json::Value,
-    a2: &facts::WebhookFacts,
-) {
-    const NULL: &serde_json::Value = &serde_json::Value::Null;
+fn listed_policy_webhook_equals_act2(g: &mut G, s: &str, list: &Value, a2: &facts::WebhookFacts) {
+    const NULL: &Value = &Value::Null;
     for w in listed_webhooks(list, &a2.name) {
         let f = |k: &str| w.get(k).unwrap_or(NULL);
         let listed = (
@@ -147,52 +130,33 @@ pub(crate) fn act5(g: &mut G) {
     g.request(&sub, &f.control, &[Outcome::Stored]);
     request_is_the_pod_meant(g, &sub, &f.control, Meant::CONTROL);
     super::existing_pod_survives(g, &format!("{s}.existing"), &f.existing);
-    if let Some(ev) = act5_evidence(g) {
-        scaled_at_is_the_healers_scale_down_answer(g, s, &ev, &f);
-        watcher_is_the_healers_ready_answer(g, s, &ev, &f);
-        policy_is_the_raw_policy_read(g, s, &ev, &f);
+    // The evidence the facts were read from ([`G::facts`] checked it), for its raw records.
+    let doc = g.input.evidence.get(&5).and_then(|d| d.as_ref().ok());
+    if let Some(ev) = doc.and_then(|d| d.evidence().ok()) {
+        act5_facts_are_their_raw_records(g, s, &ev, &f);
     }
 }
 
-/// Act 5's evidence, whose raw records (`watcher-ready`, `scale-down`, `policy`) the facts are
-/// derived from; a record that is absent is a finding of the rule that reads it. Read without a
-/// check of its own: [`G::facts`] checked it.
-fn act5_evidence(g: &G) -> Option<std::sync::Arc<crate::evidence::Evidence>> {
-    let doc = g.input.evidence.get(&5)?.as_ref().ok()?;
-    doc.evidence().ok()
-}
-
-/// Act 5's `scaled_at` is [`crate::derive::scale_down`] of the healer's answer to the scale to 0
-/// (raw `scale-down`: its `answered_at`), [`super::witness::fact_is_derived_from_raw_record`].
-/// Flags [`Code::RawMismatch`] / [`Code::ObservationMissing`].
-fn scaled_at_is_the_healers_scale_down_answer(g: &mut G, s: &str, ev: &Evidence, f: &Act5Facts) {
-    let (sub, sources) = (format!("{s}.scaled_at"), derive::SCALE_DOWN_SOURCES);
-    let (at, down) = (&f.scaled_at, derive::scale_down);
-    fact_is_derived_from_raw_record(g, ev, "scale-down", &sub, at, down, sources);
-}
-
-/// Act 5's watcher is [`crate::derive::watcher`] of the healer's ready answer (raw
-/// `watcher-ready`: its PID, arming time and deadline; what it was armed with and its fault
-/// directory taken as recorded, [`watcher_armed_for_the_planned_restore`] holds those),
-/// [`super::witness::fact_is_derived_from_raw_record`]. Flags [`Code::RawMismatch`] /
-/// [`Code::ObservationMissing`].
-fn watcher_is_the_healers_ready_answer(g: &mut G, s: &str, ev: &Evidence, f: &Act5Facts) {
-    let (w, sub) = (&f.watcher, format!("{s}.watcher"));
+/// Act 5's facts are what [`crate::derive`] derives from the raw records they were made from
+/// ([`fact_is_derived_from_raw_record`]): `scaled_at` from the healer's answer to the scale to 0
+/// (raw `scale-down`: its `answered_at`, [`crate::derive::scale_down`]); the watcher from its ready
+/// answer (raw `watcher-ready`: its PID, arming time and deadline, [`crate::derive::watcher`]; what
+/// it was armed with and its fault directory taken as recorded, held by
+/// [`watcher_armed_for_the_planned_restore`]); the policy's presence from its read (raw `policy`:
+/// whether it found one, its UID, [`crate::derive::policy_presence`]; the read's time taken as
+/// recorded). Flags [`Code::RawMismatch`] / [`Code::ObservationMissing`].
+fn act5_facts_are_their_raw_records(g: &mut G, s: &str, ev: &Evidence, f: &Act5Facts) {
+    let (w, p, fact) = (&f.watcher, &f.policy, |k: &str| format!("{s}.{k}"));
     let (after, replicas, dir) = (w.restore_after_sec, w.original_replicas, &w.fault_dir);
     let ready = |raw: &Value| derive::watcher(raw, after, replicas, dir.clone());
-    let sources = derive::WATCHER_SOURCES;
-    fact_is_derived_from_raw_record(g, ev, "watcher-ready", &sub, w, ready, sources);
-}
-
-/// Act 5's policy presence is [`crate::derive::policy_presence`] of its read of the policy (raw
-/// `policy`: whether it found one, its UID; the read's time taken as recorded),
-/// [`super::witness::fact_is_derived_from_raw_record`]. Flags [`Code::RawMismatch`] /
-/// [`Code::ObservationMissing`].
-fn policy_is_the_raw_policy_read(g: &mut G, s: &str, ev: &Evidence, f: &Act5Facts) {
-    let (p, sub) = (&f.policy, format!("{s}.policy"));
     let read = |raw: &Value| derive::policy_presence(raw, p.at.clone());
+    let (down, at) = (derive::scale_down, &f.scaled_at);
+    let sources = derive::SCALE_DOWN_SOURCES;
+    fact_is_derived_from_raw_record(g, ev, "scale-down", &fact("scaled_at"), at, down, sources);
+    let sources = derive::WATCHER_SOURCES;
+    fact_is_derived_from_raw_record(g, ev, "watcher-ready", &fact("watcher"), w, ready, sources);
     let sources = derive::POLICY_PRESENCE_SOURCES;
-    fact_is_derived_from_raw_record(g, ev, "policy", &sub, p, read, sources);
+    fact_is_derived_from_raw_record(g, ev, "policy", &fact("policy"), p, read, sources);
 }
 
 /// The recovery watcher was armed before the scale-down, for the planned restore (55 s, back
@@ -224,18 +188,15 @@ fn watcher_armed_for_the_planned_restore(g: &mut G, s: &str, f: &Act5Facts) {
 /// The controller pods were seen gone after the scale-down; returns when (the scale-down's time
 /// when they were not seen gone, which is flagged [`Code::NotConfirmed`]).
 fn pods_gone_after_the_scale_down(g: &mut G, s: &str, f: &Act5Facts) -> String {
-    match &f.pods_gone_at {
-        Some(t) => {
-            g.times_ordered(&format!("{s}.pods_gone_at"), &f.scaled_at, t);
-            t.clone()
-        }
-        None => {
-            g.check(false, NotConfirmed, format!("{s}.pods_gone_at"), || {
-                "the controller pods were not seen gone".into()
-            });
-            f.scaled_at.clone()
-        }
-    }
+    let sub = format!("{s}.pods_gone_at");
+    let Some(t) = &f.pods_gone_at else {
+        g.check(false, NotConfirmed, sub, || {
+            "the controller pods were not seen gone".into()
+        });
+        return f.scaled_at.clone();
+    };
+    g.times_ordered(&sub, &f.scaled_at, t);
+    t.clone()
 }
 
 /// The policy object still exists with act 2's UID; the claim about the registration is what
@@ -251,7 +212,11 @@ fn policy_and_its_listed_registration_are_act2s(g: &mut G, s: &str, f: &Act5Fact
         let rows = [("policy.uid", uid.as_deref(), f.policy.uid.as_deref())];
         fields_are(g, UidMismatch, s, rows);
         let (name, claims) = (&a2.webhook.name, f.policy_webhook_present);
-        let derived = list_has_webhook(&f.webhook_configurations, name);
+        // Whether the raw list holds the webhook (`None`: it is not a List with items).
+        let list = &f.webhook_configurations;
+        let derived = list["items"]
+            .as_array()
+            .map(|_| listed_webhooks(list, name).next().is_some());
         let sub = format!("{s}.policy_webhook_present");
         let ok = derived == Some(claims);
         g.check(ok, RegistrationClaimContradicted, sub, || {
@@ -293,14 +258,22 @@ fn violating_request_inside_the_fault(g: &mut G, s: &str, f: &Act5Facts, gone: &
     }
 }
 
-/// The recovery's steps after the restore, by name, in the order they happen.
-fn recovery_steps(f: &Act6Facts) -> [(&'static str, &TimelineStep); 5] {
+/// The recovery's steps after the restore, in the order they happen: each one's name, its record
+/// and what its wait looks at, as the beginnings of the state the wait last saw (after the time,
+/// `"<time> <state>"`; `lab/src/labs/a.rs` `observe_recovery`).
+type Steps<'f> = [(&'static str, &'f TimelineStep, &'static [&'static str]); 5];
+
+/// [`Steps`] of `f`.
+fn recovery_steps(f: &Act6Facts) -> Steps<'_> {
+    const NO_POD: &[&str] = &["no controller pod", "only pods act 4 saw"];
+    const POD: &[&str] = &["pod ", NO_POD[0], NO_POD[1]];
+    const NO_HOOK: &[&str] = &["no webhook for the policy"];
     [
-        ("pod_created", &f.pod_created),
-        ("pod_running", &f.pod_running),
-        ("lease_acquired", &f.lease_acquired),
-        ("webhook_registered", &f.webhook_registered),
-        ("first_explicit_deny", &f.first_explicit_deny),
+        ("pod_created", &f.pod_created, NO_POD),
+        ("pod_running", &f.pod_running, POD),
+        ("lease_acquired", &f.lease_acquired, &["holder "]),
+        ("webhook_registered", &f.webhook_registered, NO_HOOK),
+        ("first_explicit_deny", &f.first_explicit_deny, &["probe "]),
     ]
 }
 
@@ -331,108 +304,88 @@ pub(crate) fn act6(g: &mut G) {
     };
     let s = "evidence/06.json facts";
     let restored = replicas_restored_after_the_scale_down(g, s, &f);
-    recovery_steps_waited_from_one_start(g, s, &f);
-    let [created, running, lease, registered, denied] =
-        recovery_steps(&f).map(|(name, st)| step(g, &format!("{s}.{name}"), st));
-    recovery_order_holds(g, s, &f);
-    new_pod_holds_the_lease(g, s, &f, created.is_some(), &running, &lease);
-    recovery_durations_are_their_timestamps(g, s, &f, &restored, &running, &lease);
+    let steps = recovery_steps_hold(g, s, &f);
+    new_pod_holds_the_lease(g, s, &f, &steps);
+    durations_are_their_timestamps(g, s, &f, [&restored, &steps[1], &steps[2]]);
     if let Some(p) = &f.existing {
         super::existing_pod_survives(g, &format!("{s}.existing"), p);
     }
     act6_reads_are_its_raw_records(g, s, &f);
-    probes_are_the_raw_requests(g, s, &f);
     deleted_configuration_never_returns(g, s, &f);
     admitted_during_scale_down_is_act5s_stored_pod(g, s, &f);
-    new_pod_is_a_controller_pod(g, s, &f);
-    last_check_precedes_its_step(g, s, &f);
-    replicas_restored_recorded_first(g, s, &f);
-    restored_by_the_watcher_at_its_wake(g, s, &f);
-    restored_by_the_runner_while_it_ran(g, s, &f);
-    if registered.is_some() {
+    restored_when_the_restorer_could(g, s, &f);
+    if steps[3].is_some() {
         registration_after_recovery_equals_act2(g, s, &f);
     }
-    probes_are_violating_dry_runs_to_the_policy_webhook(g, s, &f);
-    no_probe_admitted_after_a_call(g, s, &f);
-    if let Some(d) = &denied {
-        first_deny_is_the_last_probe(g, s, &f, d);
-    }
+    probes_hold(g, s, &f, steps[4].as_deref());
 }
 
-/// Replicas restored by the watcher (act 5's healer) were restored when it woke: its own record
-/// (raw `watcher-record`, `healer.json` as act 6 read it) restored them at `replicas_restored.at`
-/// and, woken by its deadline, no sooner than its `deadline_at`; without that record the watcher
-/// restores at act 5's `watcher.deadline_at` ([`facts::a::Restorer::Watcher`]), so no sooner.
-/// [`super::bounds::CLOCK_SKEW_MS`] of slack. Flags [`Code::TimesInconsistent`] on
-/// `replicas_restored.at`, naming the record it contradicts.
-fn restored_by_the_watcher_at_its_wake(g: &mut G, s: &str, f: &Act6Facts) {
-    if f.restored_by != Some(facts::a::Restorer::Watcher) {
-        return;
-    }
+/// The replicas were restored when their restorer could restore them, on `replicas_restored.at`
+/// ([`super::bounds::CLOCK_SKEW_MS`] of slack). The watcher (act 5's healer) restores when it
+/// wakes: its own record (raw `watcher-record`, `healer.json` as act 6 read it) restored them at
+/// that time and, woken by its deadline, no sooner than its `deadline_at`; without that record the
+/// watcher restores at act 5's `watcher.deadline_at` ([`facts::a::Restorer::Watcher`]), so no
+/// sooner. The runner (the tool's own process) restores while it runs an act: act 6's restore
+/// (inside act 6's span), or an earlier one its fault ledger records (raw `fault-ledger`: an entry
+/// `restored` at that time). Flags [`Code::TimesInconsistent`], naming the record it contradicts.
+fn restored_when_the_restorer_could(g: &mut G, s: &str, f: &Act6Facts) {
     let (restored_at, t) = (f.replicas_restored.at.as_deref(), facts::parse_rfc3339);
-    let Some(at) = restored_at.and_then(t) else {
-        return;
-    };
     let skew = chrono::Duration::milliseconds(super::bounds::CLOCK_SKEW_MS as i64);
-    let record = g.evidence(6).and_then(|ev| {
-        let r = super::witness::raw_record(&ev, "watcher-record")?;
-        r.is_object().then(|| r.clone())
-    });
-    let text = |v: &serde_json::Value, k: &str| v[k].as_str().map(str::to_owned);
-    let (deadline, witness, theirs) = match &record {
-        Some(r) => {
-            let woke = r["woke_by"] == "deadline";
-            let deadline = text(r, "deadline_at").filter(|_| woke);
-            let witness = "evidence/06.json raw[watcher-record]";
-            (deadline, witness, text(r, "restored_at"))
-        }
-        None => {
-            let deadline = g
-                .facts::<Act5Facts>(5)
-                .and_then(|a5| a5.watcher.deadline_at);
-            (deadline, "evidence/05.json facts.watcher.deadline_at", None)
-        }
-    };
     let (sub, shown) = (
         format!("{s}.replicas_restored.at"),
         restored_at.unwrap_or("?"),
     );
-    let early = deadline.as_deref().and_then(t).filter(|d| at + skew < *d);
-    g.check(early.is_none(), TimesInconsistent, sub.clone(), || {
-        let deadline = deadline.as_deref().unwrap_or("?");
-        format!("restored by the watcher at {shown}, before its deadline {deadline} ({witness}): the watcher restores when its deadline wakes it")
-    });
-    if let Some(r) = &record {
-        let same = theirs.as_deref().and_then(t) == Some(at);
-        g.check(same || r["action"] != "restored", TimesInconsistent, sub, || {
-            let theirs = theirs.as_deref().unwrap_or("none");
-            format!("restored by the watcher at {shown}; its record ({witness}) restored at {theirs}")
-        });
+    let text = |v: &Value, k: &str| v[k].as_str().map(str::to_owned);
+    match (f.restored_by, restored_at) {
+        (Some(facts::a::Restorer::Watcher), Some(at)) => {
+            let Some(at) = t(at) else {
+                return;
+            };
+            let record = g.evidence(6).and_then(|ev| {
+                let r = super::witness::raw_record(&ev, "watcher-record")?;
+                r.is_object().then(|| r.clone())
+            });
+            let (deadline, witness, theirs) = match &record {
+                Some(r) => {
+                    let deadline = text(r, "deadline_at").filter(|_| r["woke_by"] == "deadline");
+                    let witness = "evidence/06.json raw[watcher-record]";
+                    (deadline, witness, text(r, "restored_at"))
+                }
+                None => {
+                    let a5 = g.facts::<Act5Facts>(5);
+                    let deadline = a5.and_then(|a5| a5.watcher.deadline_at);
+                    (deadline, "evidence/05.json facts.watcher.deadline_at", None)
+                }
+            };
+            let early = deadline.as_deref().and_then(t).filter(|d| at + skew < *d);
+            g.check(early.is_none(), TimesInconsistent, sub.clone(), || {
+                let deadline = deadline.as_deref().unwrap_or("?");
+                format!("restored by the watcher at {shown}, before its deadline {deadline} ({witness}): the watcher restores when its deadline wakes it")
+            });
+            if let Some(r) = &record {
+                let same = theirs.as_deref().and_then(t) == Some(at);
+                g.check(same || r["action"] != "restored", TimesInconsistent, sub, || {
+                    let theirs = theirs.as_deref().unwrap_or("none");
+                    format!("restored by the watcher at {shown}; its record ({witness}) restored at {theirs}")
+                });
+            }
+        }
+        (Some(facts::a::Restorer::Runner), at) => {
+            let (Some(ev), Some(at)) = (g.evidence(6), at) else {
+                return;
+            };
+            let in_act = t(at).zip(t(&ev.started_at));
+            let in_act = in_act.is_some_and(|(a, s)| a + skew >= s);
+            let ledger = super::witness::raw_record(&ev, "fault-ledger");
+            let entries = ledger.and_then(|l| l["entries"].as_array());
+            let mut restores = (entries.into_iter().flatten()).filter(|e| e["event"] == "restored");
+            let recorded = restores.any(|e| e["at"] == at || e["detail"]["at"] == at);
+            g.check(in_act || recorded, TimesInconsistent, sub, || {
+                format!("restored by the runner at {at}, before act 6 began ({}), and no restore of the fault ledger (evidence/06.json raw[fault-ledger]) was at that time", ev.started_at)
+            });
+        }
+        _ => {}
     }
-}
-
-/// Replicas restored by the runner (the tool's own process) were restored while it ran an act:
-/// act 6's restore (inside act 6's span, [`super::bounds::CLOCK_SKEW_MS`] of slack), or an earlier
-/// one its fault ledger records (raw `fault-ledger`: an entry `restored` at that time). Flags
-/// [`Code::TimesInconsistent`] on `replicas_restored.at`.
-fn restored_by_the_runner_while_it_ran(g: &mut G, s: &str, f: &Act6Facts) {
-    if f.restored_by != Some(facts::a::Restorer::Runner) {
-        return;
-    }
-    let (Some(ev), Some(at)) = (g.evidence(6), f.replicas_restored.at.clone()) else {
-        return;
-    };
-    let t = |x: &str| facts::parse_rfc3339(x);
-    let skew = chrono::Duration::milliseconds(super::bounds::CLOCK_SKEW_MS as i64);
-    let in_act = t(&at).zip(t(&ev.started_at));
-    let in_act = in_act.is_some_and(|(a, s)| a + skew >= s);
-    let ledger = super::witness::raw_record(&ev, "fault-ledger");
-    let entries = ledger.and_then(|l| l["entries"].as_array());
-    let mut restores = (entries.into_iter().flatten()).filter(|e| e["event"] == "restored");
-    let recorded = restores.any(|e| e["at"] == at.as_str() || e["detail"]["at"] == at.as_str());
-    g.check(in_act || recorded, TimesInconsistent, format!("{s}.replicas_restored.at"), || {
-        format!("restored by the runner at {at}, before act 6 began ({}), and no restore of the fault ledger (evidence/06.json raw[fault-ledger]) was at that time", ev.started_at)
-    });
 }
 
 /// Act 6's reads are the objects it kept verbatim: the previous Lease holder is
@@ -444,20 +397,12 @@ fn act6_reads_are_its_raw_records(g: &mut G, s: &str, f: &Act6Facts) {
     let Some(ev) = g.evidence(6) else {
         return;
     };
-    let holder = &f.previous_lease_holder;
-    let sub = format!("{s}.previous_lease_holder");
-    let sources = crate::derive::LEASE_HOLDER_SOURCES;
-    match super::witness::raw_record(&ev, "lease-before") {
-        Some(l) => {
-            let derived = crate::derive::lease(l, String::new()).map(|l| l.holder);
-            let raw_at = "evidence/06.json raw[lease-before].data";
-            super::witness::fact_is_derived_from_raw(g, &sub, holder, raw_at, derived, sources);
-        }
-        None => {
-            g.check(false, ObservationMissing, sub, || {
-                "evidence/06.json has no raw record \"lease-before\"".into()
-            });
-        }
+    let (sub, what) = (format!("{s}.previous_lease_holder"), "lease-before");
+    if let Some(l) = super::witness::required_raw(g, &ev, what, &sub) {
+        let derived = derive::lease(l, String::new()).map(|l| l.holder);
+        let (holder, at) = (&f.previous_lease_holder, super::witness::raw_at(&ev, what));
+        let sources = derive::LEASE_HOLDER_SOURCES;
+        super::witness::fields_are_derived(g, &sub, holder, &at, derived, sources);
     }
     let reads = [
         ("admitted-during-scale-down", &f.admitted_during_scale_down),
@@ -470,23 +415,6 @@ fn act6_reads_are_its_raw_records(g: &mut G, s: &str, f: &Act6Facts) {
             super::witness::pod_observation_is_its_raw_record(g, &ev, what, &sub, p);
         }
     }
-}
-
-/// The probes act 6 records are the requests it kept verbatim, one raw `request:*` record per
-/// probe (`request:deny-probe-dry-run`), the same names in the same order: a probe left out of
-/// the facts is one the raw records still hold. Flags [`Code::RawMismatch`].
-fn probes_are_the_raw_requests(g: &mut G, s: &str, f: &Act6Facts) {
-    let Some(ev) = g.evidence(6) else {
-        return;
-    };
-    let probe = |r: &&Value| r["what"] == "request:deny-probe-dry-run";
-    let probes = ev.raw.iter().filter(probe);
-    let raw: Vec<&str> = probes.filter_map(|r| r["data"]["name"].as_str()).collect();
-    let recorded: Vec<&str> = f.deny_probes.iter().map(|p| p.name.as_str()).collect();
-    let sub = format!("{s}.deny_probes");
-    g.check(raw == recorded, RawMismatch, sub, || {
-        format!("recorded probes {recorded:?}; the raw requests are {raw:?}")
-    });
 }
 
 /// A webhook configuration act 5 saw deleted does not come back with the same UID (a UID is
@@ -538,72 +466,55 @@ fn admitted_during_scale_down_is_act5s_stored_pod(g: &mut G, s: &str, f: &Act6Fa
     });
 }
 
-/// The new pod is a pod of act 1's controller Deployment: in its namespace, named
-/// `<deployment>-<replicaset hash>-<suffix>`, and agrees with itself. Flags
-/// [`Code::ValueMismatch`] / [`Code::RawMismatch`].
-fn new_pod_is_a_controller_pod(g: &mut G, s: &str, f: &Act6Facts) {
-    let Some(p) = &f.new_pod else {
-        return;
-    };
-    super::witness::pod_observation_agrees_with_itself(g, &format!("{s}.new_pod"), p);
-    let Some(a1) = g.facts::<facts::Act1Facts>(1) else {
-        return;
-    };
-    let pod = (p.namespace.as_str(), p.name.as_str());
-    super::pod_of_the_deployment(g, format!("{s}.new_pod"), pod, &a1.controller_deployment);
-}
-
-/// What each recovery step waits for, as the beginnings of the state its wait last saw (after
-/// the time, `"<time> <state>"`; `lab/src/labs/a.rs` `observe_recovery`).
-const STEP_STATES: &[(&str, &[&str])] = &[
-    ("pod_created", &["no controller pod", "only pods act 4 saw"]),
-    (
-        "pod_running",
-        &["pod ", "no controller pod", "only pods act 4 saw"],
-    ),
-    ("lease_acquired", &["holder "]),
-    ("webhook_registered", &["no webhook for the policy"]),
-    ("first_explicit_deny", &["probe "]),
-];
-
-/// A confirmed step's `last_seen` is the wait's last check that did not yet see it: a time in
-/// `[start, at]` (`start = at − waited_ms`, [`super::bounds::STEP_START_SPREAD_MS`]) followed by
-/// the state that step waits on ([`STEP_STATES`]). Flags [`Code::TimesInconsistent`] and
-/// [`Code::ValueMismatch`].
-fn last_check_precedes_its_step(g: &mut G, s: &str, f: &Act6Facts) {
-    for (name, st) in recovery_steps(f) {
-        let (Some(seen), Some(text)) = (st.seen_at(), st.last_seen.as_deref()) else {
-            continue;
+/// The recovery's steps after the restore, walked once; returns each one's time when confirmed
+/// ([`step`]). A confirmed step's `last_seen` is its wait's last check that did not yet see it: a
+/// time in `[start, at]` (`start = at − waited_ms`) followed by a state that step waits on
+/// ([`Steps`]). Every confirmed step's wait began at that one start
+/// ([`super::bounds::STEP_START_SPREAD_MS`] for both); not replicas_restored, whose `at` is the
+/// restorer's own record when the replicas were restored before act 6 began (e.g. by the watcher
+/// at its deadline), but the restore, the first step, was recorded before any other: its
+/// `waited_ms` is no more than any later confirmed step's. Only the orders that must hold
+/// (`rules::a::recovery_order`), judged on each step's polling window, not on the two times at
+/// which the polls happened to see them. Flags [`Code::TimesInconsistent`] and, for a state no
+/// wait looks at, [`Code::ValueMismatch`].
+fn recovery_steps_hold(g: &mut G, s: &str, f: &Act6Facts) -> [Option<String>; 5] {
+    let (spread, mut starts) = (super::bounds::STEP_START_SPREAD_MS, Vec::new());
+    let times = recovery_steps(f).map(|(name, st, expected)| {
+        let at = step(g, &format!("{s}.{name}"), st);
+        let Some(seen) = st.seen_at() else {
+            return at;
         };
-        let sub = format!("{s}.{name}.last_seen");
-        let spread = st.waited_ms as i64 + super::bounds::STEP_START_SPREAD_MS;
-        let start = seen - chrono::Duration::milliseconds(spread);
-        let last = st.last_check_before();
-        let ok = last.is_some_and(|t| t >= start && t <= seen);
+        let start = seen - chrono::Duration::milliseconds(st.waited_ms as i64);
+        starts.push((name, start, st.waited_ms));
+        let (Some(text), sub) = (st.last_seen.as_deref(), format!("{s}.{name}.last_seen")) else {
+            return at;
+        };
+        let earliest = start - chrono::Duration::milliseconds(spread);
+        let ok = st
+            .last_check_before()
+            .is_some_and(|t| t >= earliest && t <= seen);
         g.check(ok, TimesInconsistent, &sub, || {
             let at = &st.at;
             format!("{text:?} is not a check between the wait's start and {at:?}")
         });
         let state = text.split_once(' ').map_or("", |(_, r)| r);
-        let states = STEP_STATES.iter().find(|(n, _)| *n == name);
-        let expected = states.map_or(&[][..], |(_, p)| *p);
         let ok = expected.iter().any(|p| state.starts_with(p));
         g.check(ok, ValueMismatch, sub, || {
             format!("{state:?} is not a state the {name} wait looks at ({expected:?})")
         });
+        at
+    });
+    let lo = starts.iter().min_by_key(|(_, t, _)| *t);
+    let hi = starts.iter().max_by_key(|(_, t, _)| *t);
+    if let (Some((lo, lo_at, _)), Some((hi, hi_at, _))) = (lo, hi) {
+        let ok = (*hi_at - *lo_at).num_milliseconds() <= spread;
+        g.check(ok, TimesInconsistent, format!("{s}.{lo}.waited_ms/{hi}.waited_ms"), || {
+            let (hi_at, lo_at) = (facts::format_rfc3339(*hi_at), facts::format_rfc3339(*lo_at));
+            format!("at − waited_ms gives the wait's start {hi_at} for {hi} but {lo_at} for {lo} (at most {spread} ms apart)")
+        });
     }
-}
-
-/// The restore is the recovery's first step, recorded before any other: its `waited_ms` is no
-/// more than any later confirmed step's (every step's wait counts from the same start). Flags
-/// [`Code::TimesInconsistent`].
-fn replicas_restored_recorded_first(g: &mut G, s: &str, f: &Act6Facts) {
-    let later = recovery_steps(f)
-        .into_iter()
-        .filter(|(_, st)| st.seen_at().is_some())
-        .map(|(_, st)| st.waited_ms)
-        .min();
-    if let (Some(m), Some(_)) = (later, f.replicas_restored.seen_at()) {
+    let first_later = starts.iter().map(|(_, _, waited)| *waited).min();
+    if let (Some(m), Some(_)) = (first_later, f.replicas_restored.seen_at()) {
         let waited = f.replicas_restored.waited_ms;
         let sub = format!("{s}.replicas_restored.waited_ms");
         g.check(waited <= m, TimesInconsistent, sub, || {
@@ -612,6 +523,14 @@ fn replicas_restored_recorded_first(g: &mut G, s: &str, f: &Act6Facts) {
             )
         });
     }
+    for (na, a, nb, b) in rules::a::recovery_order(f) {
+        let why = rules::a::order_contradiction(a, b);
+        let sub = format!("{s}.{nb}.at (after {na})");
+        g.check(why.is_none(), TimesInconsistent, sub, || {
+            why.unwrap_or_default()
+        });
+    }
+    times
 }
 
 /// The replicas were restored (confirmed, who restored recorded) after act 5 scaled them down,
@@ -638,58 +557,21 @@ fn replicas_restored_after_the_scale_down(g: &mut G, s: &str, f: &Act6Facts) -> 
     restored
 }
 
-/// Every confirmed step's wait began at the same instant, `at − waited_ms`
-/// ([`super::bounds::STEP_START_SPREAD_MS`]); not replicas_restored, whose `at` is the restorer's
-/// own record when the replicas were already restored before act 6 began (e.g. by the watcher at
-/// its deadline).
-fn recovery_steps_waited_from_one_start(g: &mut G, s: &str, f: &Act6Facts) {
-    let start = |st: &TimelineStep, t| t - chrono::Duration::milliseconds(st.waited_ms as i64);
-    let starts: Vec<(&str, chrono::DateTime<chrono::Utc>)> = (recovery_steps(f).into_iter())
-        .filter_map(|(n, st)| st.seen_at().map(|t| (n, start(st, t))))
-        .collect();
-    let lo = starts.iter().min_by_key(|(_, t)| *t);
-    let hi = starts.iter().max_by_key(|(_, t)| *t);
-    if let (Some((lo, lo_at)), Some((hi, hi_at))) = (lo, hi) {
-        let most = super::bounds::STEP_START_SPREAD_MS;
-        let ok = (*hi_at - *lo_at).num_milliseconds() <= most;
-        g.check(ok, TimesInconsistent, format!("{s}.{lo}.waited_ms/{hi}.waited_ms"), || {
-            let (hi_at, lo_at) = (facts::format_rfc3339(*hi_at), facts::format_rfc3339(*lo_at));
-            format!("at − waited_ms gives the wait's start {hi_at} for {hi} but {lo_at} for {lo} (at most {most} ms apart)")
-        });
-    }
-}
-
-/// Only the orders that must hold (`rules::a::recovery_order`), judged on each step's polling
-/// window, not on the two times at which the polls happened to see them.
-fn recovery_order_holds(g: &mut G, s: &str, f: &Act6Facts) {
-    for (na, a, nb, b) in rules::a::recovery_order(f) {
-        let why = rules::a::order_contradiction(a, b);
-        let sub = format!("{s}.{nb}.at (after {na})");
-        g.check(why.is_none(), TimesInconsistent, sub, || {
-            why.unwrap_or_default()
-        });
-    }
-}
-
-/// The new pod holds the Lease; it is not one of the pods act 4 recorded; read after it was
-/// seen Running (and holding the Lease) it exists, and a pod's phase never goes back to Pending
-/// (Pending → Running → Succeeded/Failed).
-fn new_pod_holds_the_lease(
-    g: &mut G,
-    s: &str,
-    f: &Act6Facts,
-    created: bool,
-    running: &Option<String>,
-    lease: &Option<String>,
-) {
+/// The new pod is a pod of act 1's controller Deployment (in its namespace, named
+/// `<deployment>-<replicaset hash>-<suffix>`) that agrees with itself, holds the Lease and is none
+/// of the pods act 4 recorded; read after it was seen Running (and holding the Lease) it exists,
+/// and a pod's phase never goes back to Pending (Pending → Running → Succeeded/Failed).
+fn new_pod_holds_the_lease(g: &mut G, s: &str, f: &Act6Facts, steps: &[Option<String>; 5]) {
+    let [created, running, lease, ..] = steps;
     let Some(p) = &f.new_pod else {
-        if created {
+        if created.is_some() {
             g.check(false, FactsInvalid, format!("{s}.new_pod"), || {
                 "pod_created is confirmed but new_pod is missing".into()
             });
         }
         return;
     };
+    super::witness::pod_observation_agrees_with_itself(g, &format!("{s}.new_pod"), p);
     // Read at or after the time `x` the step was seen.
     let read = facts::parse_rfc3339(&p.at);
     let seen = |x: &Option<String>| x.as_deref().and_then(facts::parse_rfc3339);
@@ -718,19 +600,18 @@ fn new_pod_holds_the_lease(
             "the new pod has an old pod's UID".into()
         });
     }
+    if let Some(a1) = g.facts::<facts::Act1Facts>(1) {
+        let pod = (p.namespace.as_str(), p.name.as_str());
+        super::pod_of_the_deployment(g, format!("{s}.new_pod"), pod, &a1.controller_deployment);
+    }
 }
 
 /// `leader_takeover_ms` and `lease_after_restore_ms` are the differences of their timestamps
 /// ([`super::bounds::DERIVED_MS_TOLERANCE`]); the Lease is taken after the restore and within the
-/// act's recovery wait ([`super::bounds::RECOVERY_MS`]).
-fn recovery_durations_are_their_timestamps(
-    g: &mut G,
-    s: &str,
-    f: &Act6Facts,
-    restored: &Option<String>,
-    running: &Option<String>,
-    lease: &Option<String>,
-) {
+/// act's recovery wait ([`super::bounds::RECOVERY_MS`]). `at`: when the restore, `pod_running`
+/// and `lease_acquired` were seen.
+fn durations_are_their_timestamps(g: &mut G, s: &str, f: &Act6Facts, at: [&Option<String>; 3]) {
+    let [restored, running, lease] = at;
     let t = |x: &Option<String>| x.as_deref().and_then(facts::parse_rfc3339);
     let tolerance = super::bounds::DERIVED_MS_TOLERANCE;
     if let (Some(r), Some(l)) = (t(running), t(lease)) {
@@ -797,13 +678,21 @@ const PROBE_ANSWERS: [Outcome; 7] = [
     Outcome::OtherError,
 ];
 
-/// Every probe is a server dry-run of a violating pod (no label, the target namespace) whose
-/// record agrees with itself ([`G::request`]) and whose deny or call failure names the policy's
-/// own webhook as act 2 recorded it (Kyverno re-registers the same one); the probes follow one
-/// another (each sent after the previous was answered).
-fn probes_are_violating_dry_runs_to_the_policy_webhook(g: &mut G, s: &str, f: &Act6Facts) {
+/// The probes act 6 recorded, walked once. Each is a server dry-run of a violating pod (no label,
+/// the target namespace) whose record agrees with itself ([`G::request`]) and whose deny or call
+/// failure names the policy's own webhook as act 2 recorded it (Kyverno re-registers the same
+/// one), sent after the previous probe was answered. Once a probe's answer shows the API server
+/// called the policy's webhook (a deny or a failed call), the registration is in force: the Fail
+/// registration is never removed again in act 6, so no later violating probe is admitted
+/// ([`super::violating_pod_never_admitted_under_fail`]). The probes are the requests act 6 kept
+/// verbatim, one raw `request:*` record per probe (`request:deny-probe-dry-run`), the same names
+/// in the same order: a probe left out of the facts is one the raw records still hold
+/// ([`Code::RawMismatch`]). The step `first_explicit_deny`, confirmed at `denied`, is the last
+/// probe, an explicit deny answered at that time.
+fn probes_hold(g: &mut G, s: &str, f: &Act6Facts, denied: Option<&str>) {
     let hook = g.facts::<facts::Act2Facts>(2).map(|a2| a2.webhook);
-    let mut previous: Option<&RequestRecord> = None;
+    let failed = |r: &RequestRecord| r.message.as_deref().and_then(parse_call_failure).is_some();
+    let (mut previous, mut called) = (None::<&RequestRecord>, false);
     for (i, r) in f.deny_probes.iter().enumerate() {
         let sub = format!("{s}.deny_probes[{i}]");
         if let Some(h) = &hook {
@@ -815,32 +704,36 @@ fn probes_are_violating_dry_runs_to_the_policy_webhook(g: &mut G, s: &str, f: &A
             g.times_ordered(&format!("{sub}.sent_at"), &p.answered_at, &r.sent_at);
         }
         previous = Some(r);
-    }
-}
-
-/// Once a probe's answer shows the API server called the policy's webhook (a deny or a failed
-/// call), the registration is in force: the Fail registration is never removed again in act 6,
-/// so no later violating probe is admitted ([`super::violating_pod_never_admitted_under_fail`]).
-fn no_probe_admitted_after_a_call(g: &mut G, s: &str, f: &Act6Facts) {
-    let failed = |r: &RequestRecord| r.message.as_deref().and_then(parse_call_failure);
-    let first_call = (f.deny_probes.iter())
-        .position(|r| r.outcome == Outcome::ExplicitDeny || failed(r).is_some());
-    if let Some(k) = first_call {
-        for (i, r) in f.deny_probes.iter().enumerate().skip(k) {
-            super::violating_pod_never_admitted_under_fail(g, &format!("{s}.deny_probes[{i}]"), r);
+        called |= r.outcome == Outcome::ExplicitDeny || failed(r);
+        if called {
+            super::violating_pod_never_admitted_under_fail(g, &sub, r);
         }
     }
-}
-
-/// The step `first_explicit_deny` is the last probe, an explicit deny answered at that time.
-fn first_deny_is_the_last_probe(g: &mut G, s: &str, f: &Act6Facts, d: &str) {
-    let last = f.deny_probes.last();
-    let ok = last.is_some_and(|r| r.outcome == Outcome::ExplicitDeny && r.answered_at == d);
-    let sub = format!("{s}.first_explicit_deny");
-    g.check(ok, ValueMismatch, sub, || {
-        let last = last.map(|r| (r.outcome.as_str(), r.answered_at.as_str()));
-        format!("confirmed at {d}, but the last probe is {last:?}")
-    });
+    if let Some(ev) = g.evidence(6) {
+        let probe = |r: &&Value| r["what"] == "request:deny-probe-dry-run";
+        let probes = ev.raw.iter().filter(probe);
+        let raw: Vec<&str> = probes.filter_map(|r| r["data"]["name"].as_str()).collect();
+        let recorded: Vec<&str> = f.deny_probes.iter().map(|p| p.name.as_str()).collect();
+        g.check(
+            raw == recorded,
+            RawMismatch,
+            format!("{s}.deny_probes"),
+            || format!("recorded probes {recorded:?}; the raw requests are {raw:?}"),
+        );
+    }
+    if let Some(d) = denied {
+        let last = f.deny_probes.last();
+        let ok = last.is_some_and(|r| r.outcome == Outcome::ExplicitDeny && r.answered_at == d);
+        g.check(
+            ok,
+            ValueMismatch,
+            format!("{s}.first_explicit_deny"),
+            || {
+                let last = last.map(|r| (r.outcome.as_str(), r.answered_at.as_str()));
+                format!("confirmed at {d}, but the last probe is {last:?}")
+            },
+        );
+    }
 }
 
 pub(crate) fn act7(g: &mut G) {

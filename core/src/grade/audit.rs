@@ -108,9 +108,7 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
             continue;
         };
         let at = format!("{subject}.requests[{i}]");
-        let Some(view) = events_are_the_lines(g, &at, name, r, ra) else {
-            continue;
-        };
+        let view = events_are_the_lines(g, &at, name, r, ra);
         final_event_agrees_with_the_record(g, &ctx, &at, name, r, &view);
     }
     window_opens_with_the_act_and_frames_its_requests(g, &subject, ev, &a, &requests);
@@ -143,7 +141,7 @@ fn events_are_the_lines(
     name: &str,
     r: &crate::evidence::RequestRecord,
     ra: &audit::RequestAudit,
-) -> Option<audit::RequestAudit> {
+) -> audit::RequestAudit {
     // Rule 1: raw first.
     let lines = ra.lines.iter().enumerate();
     let parse = |(k, l): (usize, &String)| audit::parse_line(k, l).ok();
@@ -163,10 +161,10 @@ fn events_are_the_lines(
         format!("recorded {events} events, the recorded lines give {lines}; lines not of request {name}: {foreign:?}; entry namespace/sent_at/answered_at {entry:?} vs the record's {record:?}")
     });
     // Rules 2-7 read the events re-parsed from the verbatim lines (raw first).
-    Some(audit::RequestAudit {
+    audit::RequestAudit {
         events: reparsed,
         ..ra.clone()
-    })
+    }
 }
 
 /// Rules 2-8 on one request's final event: it exists (rule 2, [`Code::ObservationMissing`]),
@@ -200,7 +198,7 @@ fn final_event_agrees_with_the_record(
     let both = format!("{request} vs {event}");
     answer_rules_agree(g, c, at, r, e, &both);
     event_is_the_requests_own(g, at, r, e, &both);
-    call_timing_agrees(g, c, at, r, e, both);
+    webhook_call_timing_agrees(g, c, at, r, e, both);
 }
 
 /// The final event is the request the tool sent, as the tool sent it: a dry-run exactly when
@@ -306,30 +304,6 @@ fn call_of_the_hook_failed(c: &Ctx<'_>, r: &crate::evidence::RequestRecord) -> b
     failed.is_some_and(|f| Some(f.webhook.as_str()) == c.hook)
 }
 
-/// Rule 8: the API server's own timing of the call to `H` is a second witness of the record's
-/// ([`webhook_call_timing_agrees`]).
-fn call_timing_agrees(
-    g: &mut G<'_>,
-    c: &Ctx<'_>,
-    at: &str,
-    r: &crate::evidence::RequestRecord,
-    e: &audit::EventView,
-    both: String,
-) {
-    let (open, t) = (!e.failed_open().is_empty(), c.timeout_seconds);
-    let froze = t.is_some_and(|t| timeout_inside_freeze(c.ev, r, t));
-    let timeout_or_deny = matches!(r.outcome, Outcome::WebhookTimeout | Outcome::ExplicitDeny);
-    // Rule 8: the API server's own timing of the call is a second witness of the record's.
-    let witness = CallWitness {
-        at,
-        both,
-        timeout_seconds: t,
-        timed_out: r.outcome == Outcome::WebhookTimeout || (open && froze),
-        called: call_of_the_hook_failed(c, r) || open || timeout_or_deny,
-    };
-    webhook_call_timing_agrees(g, &witness, r, e);
-}
-
 /// The window read is the act's: it opens as the act begins (the act's recorder is made
 /// `with_audit`, `lab/src/labs`), before the first request was sent, and closes after the last
 /// answer, inside the act. Flags [`Code::RawMismatch`].
@@ -340,30 +314,19 @@ fn window_opens_with_the_act_and_frames_its_requests(
     a: &AdmissionAudit,
     requests: &std::collections::BTreeMap<String, crate::evidence::RequestRecord>,
 ) {
-    // The window read is the act's: it began before the first request was sent and ended after
-    // the last answer.
-    let t = |s: &str| crate::facts::parse_rfc3339(s);
-    let first_sent = requests.values().filter_map(|r| t(&r.sent_at)).min();
-    let last_answered = requests.values().filter_map(|r| t(&r.answered_at)).max();
-    let skew = chrono::Duration::milliseconds(super::bounds::CLOCK_SKEW_MS as i64);
-    let inside = |x: chrono::DateTime<chrono::Utc>| matches!((t(&ev.started_at), t(&ev.finished_at)), (Some(s), Some(e)) if x >= s - skew && x <= e + skew);
     // The window opens as the act begins (the act's recorder is made `with_audit`, `lab/src/labs`),
     // so its start is the evidence's `started_at` (`bounds::AUDIT_WINDOW_OPEN_MS`).
+    let skew = chrono::Duration::milliseconds(super::bounds::CLOCK_SKEW_MS as i64);
     let opened_at_start = |b: chrono::DateTime<chrono::Utc>| {
-        t(&ev.started_at).is_some_and(|s| {
+        crate::facts::parse_rfc3339(&ev.started_at).is_some_and(|s| {
             b >= s - skew && (b - s).num_milliseconds() <= super::bounds::AUDIT_WINDOW_OPEN_MS
         })
     };
-    let framed = match (t(&a.window.0), t(&a.window.1), first_sent, last_answered) {
-        (Some(b), Some(e), Some(s), Some(l)) => {
-            b <= s && e >= l && inside(b) && inside(e) && opened_at_start(b)
-        }
-        (Some(b), Some(e), None, None) => b <= e && inside(b) && inside(e),
-        _ => false,
-    };
+    let window = (a.window.0.as_str(), a.window.1.as_str());
+    let (framed, sent) = super::metrics::frames_the_requests(ev, requests, window, opened_at_start);
     g.check(framed, RawMismatch, format!("{subject}.window"), || {
         let window = &a.window;
-        format!("window {window:?}; the act's requests were sent from {first_sent:?} and answered until {last_answered:?}")
+        format!("window {window:?}; {sent}")
     });
 }
 
@@ -389,21 +352,6 @@ pub(super) fn timeout_inside_freeze(
     }
 }
 
-/// What rule 8 needs to know of one request beside its record and final event.
-struct CallWitness<'s> {
-    /// `evidence/NN.json facts.admission_audit.requests[i]`.
-    at: &'s str,
-    /// Both records named, for the finding.
-    both: String,
-    /// The registration's `timeoutSeconds` for the act, when known.
-    timeout_seconds: Option<u32>,
-    /// The call to `H` ran into its deadline: a `webhook-timeout`, or a request failed open
-    /// under Ignore whose whole timeout lay inside the freeze ([`timeout_inside_freeze`]).
-    timed_out: bool,
-    /// The record says `H` was called (a deny, a failed call, failed open).
-    called: bool,
-}
-
 /// Rule 8 (`webhook-latency`): the API server's own timing of the request is held against the
 /// record's `elapsed_ms` ([`super::bounds`]): the event's span (`stageTimestamp −
 /// requestReceivedTimestamp`) and the validating webhook latency annotation
@@ -412,21 +360,32 @@ struct CallWitness<'s> {
 /// less than `timeoutSeconds` ([`super::bounds::deny_call_max_ms`]). A request that called the
 /// webhook and lasted longer than [`audit::LATENCY_ANNOTATION_THRESHOLD_MS`] without the
 /// annotation (an API server older than the latency tracker) gets a [`Code::TimingNotObserved`]
-/// note: the witness is absent, which is said, never passed silently.
+/// note: the witness is absent, which is said, never passed silently. A call timed out when the
+/// record is a `webhook-timeout`, or failed open under Ignore with its whole timeout inside the
+/// freeze ([`timeout_inside_freeze`]); `H` was called when the record shows a deny, a failed call
+/// or a pod failed open. `at` is `evidence/NN.json facts.admission_audit.requests[i]`, `both`
+/// names both records.
 fn webhook_call_timing_agrees(
     g: &mut G<'_>,
-    w: &CallWitness<'_>,
+    c: &Ctx<'_>,
+    at: &str,
     r: &crate::evidence::RequestRecord,
     e: &audit::EventView,
+    both: String,
 ) {
     use super::bounds::{call_inside_request_ms, deny_call_max_ms, timeout_window_ms};
-    let subject = format!("{} webhook-latency", w.at);
+    let (open, timeout_seconds) = (!e.failed_open().is_empty(), c.timeout_seconds);
+    let froze = timeout_seconds.is_some_and(|t| timeout_inside_freeze(c.ev, r, t));
+    let timed_out = r.outcome == Outcome::WebhookTimeout || (open && froze);
+    let timeout_or_deny = matches!(r.outcome, Outcome::WebhookTimeout | Outcome::ExplicitDeny);
+    let called = call_of_the_hook_failed(c, r) || open || timeout_or_deny;
+    let subject = format!("{at} webhook-latency");
     let inside = call_inside_request_ms(r.elapsed_ms);
-    let window = w.timeout_seconds.map(timeout_window_ms);
+    let window = timeout_seconds.map(timeout_window_ms);
     let in_window = |ms: f64| window.is_some_and(|(lo, hi)| ms >= lo as f64 && ms < hi as f64);
     let bounds = |(lo, hi)| format!("[{lo}, {hi}) ms (grade::bounds::timeout_window_ms)");
     let bounds = window.map_or("no bounds (timeoutSeconds unknown)".to_owned(), bounds);
-    let t = w.timeout_seconds.map(|t| t.to_string());
+    let t = timeout_seconds.map(|t| t.to_string());
     let t = t.unwrap_or_else(|| "unknown".to_owned());
     let (elapsed, skew) = (r.elapsed_ms, super::bounds::CLOCK_SKEW_MS);
     let latency = audit::VALIDATING_WEBHOOK_LATENCY;
@@ -439,7 +398,7 @@ fn webhook_call_timing_agrees(
                     "the API server held the request {span:.1} ms, longer than the tool's elapsed_ms {elapsed} + {skew} ms"
                 ));
             }
-            if w.timed_out && !in_window(span) {
+            if timed_out && !in_window(span) {
                 problems.push(format!(
                     "the API server held the timed-out request {span:.1} ms; timeoutSeconds {t} gives {bounds}"
                 ));
@@ -454,13 +413,13 @@ fn webhook_call_timing_agrees(
                     "{latency} says the webhook call took {ms:.3} ms, longer than the request (elapsed_ms {elapsed}, the event's span {span:?})"
                 ));
             }
-            if w.timed_out && !in_window(ms) {
+            if timed_out && !in_window(ms) {
                 problems.push(format!(
                     "{latency} says the timed-out call took {ms:.3} ms; a call that ran into timeoutSeconds {t} takes {bounds}"
                 ));
             }
             if r.outcome == Outcome::ExplicitDeny
-                && let Some(t) = w.timeout_seconds
+                && let Some(t) = timeout_seconds
                 && ms >= deny_call_max_ms(t)
             {
                 problems.push(format!(
@@ -473,7 +432,7 @@ fn webhook_call_timing_agrees(
             problems.push(format!("{latency} is not a Go duration: {found:?}"))
         }
         None => {
-            if w.called && span.is_some_and(|sp| sp > audit::LATENCY_ANNOTATION_THRESHOLD_MS) {
+            if called && span.is_some_and(|sp| sp > audit::LATENCY_ANNOTATION_THRESHOLD_MS) {
                 let held = span.unwrap_or_default();
                 let why = format!(
                     "the API server's timing of the webhook call was not observed: no {latency} on a request it held {held:.1} ms (an API server without the latency tracker); the event's span was held instead"
@@ -483,7 +442,7 @@ fn webhook_call_timing_agrees(
         }
     }
     g.check(problems.is_empty(), AuditContradicted, subject, || {
-        format!("{}: {}", w.both, problems.join("; "))
+        format!("{both}: {}", problems.join("; "))
     });
 }
 

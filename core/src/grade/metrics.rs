@@ -61,15 +61,14 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
     let Some(m) = observed_metrics(g, ev, &subject) else {
         return;
     };
-    let deltas = deltas_are_the_lines(g, &subject, &m);
-    reads_frame_the_requests(g, &subject, &m, &requests_of(ev), ev);
+    let (deltas, requests) = (deltas_are_the_lines(g, &subject, &m), requests_of(ev));
+    reads_frame_the_requests(g, &subject, &m, &requests, ev);
     let Some(hook) = policy_webhook(g, ev) else {
         g.check(false, FactsInvalid, subject, || {
             "no webhook name for the policy in this act's facts or act 2's".into()
         });
         return;
     };
-    let requests = requests_of(ev);
     let c = Counted {
         subject: &subject,
         deltas: &deltas,
@@ -77,16 +76,11 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
         requests: &requests,
     };
     no_call_while_unregistered(g, &c, ev);
-    failed_calls_are_calling_webhook_errors(g, &c);
-    ignore_stores_failed_open(g, &c, ev);
-    // Rule 4: explicit denies are no_error rejections under the code the request was answered
-    // with (`classify::EXPLICIT_DENY_STATUSES`, the one table of what a deny is).
-    explicit_denies_are_no_error_rejections(g, &subject, &deltas, &hook, &requests);
+    counters_moved_by_their_requests(g, &c, ev);
     // Rule 7: the API server's own time of the calls is a second witness of the records'.
     if let Some(after) = &m.after {
-        call_durations_agree(g, &subject, &after.lines, &deltas, &hook, &requests, ev);
+        call_durations_agree(g, &c, &after.lines, ev);
     }
-    one_call_per_target_request(g, &c);
 }
 
 /// The act's admission metrics record with both reads, or `None` after a note (no record: the
@@ -144,6 +138,9 @@ fn deltas_are_the_lines(
     deltas
 }
 
+/// A metric and the labels of its series (beside `name`).
+type Series<'l> = (&'l str, &'l [(&'l str, &'l str)]);
+
 /// What the counting rules (2, 3, 5, 6) read: the deltas, the policy's webhook `H` and the
 /// act's requests.
 struct Counted<'c> {
@@ -160,29 +157,33 @@ impl Counted<'_> {
         self.requests.values().filter(|r| f(r)).map(name).collect()
     }
 
-    /// `metric` of `H` (all its series) moved by as many as `reqs` ([`Counted::agree`]).
-    fn agree_on(&self, g: &mut G<'_>, rule: &str, metric: &str, reqs: Vec<String>) {
-        let found = sum_delta(self.deltas, metric, self.hook, &[]);
-        let series = format!("{metric}{{name={}}}", self.hook);
-        self.agree(g, rule, series, found, reqs);
-    }
-
-    /// `series` moved by as many as `reqs` (flags [`Code::MetricsContradicted`] as `rule`).
-    fn agree(&self, g: &mut G<'_>, rule: &str, series: String, found: f64, reqs: Vec<String>) {
+    /// `metric` of `H` (its series with `labels`) moved by as many as the act's requests that
+    /// `counts` selects (flags [`Code::MetricsContradicted`] as `rule`).
+    fn count(
+        &self,
+        g: &mut G<'_>,
+        rule: &str,
+        metric: Series,
+        counts: &dyn Fn(&RequestRecord) -> bool,
+    ) {
+        let ((metric, labels), hook) = (metric, self.hook);
+        let found = sum_delta(self.deltas, metric, hook, labels);
+        let shown: String = labels.iter().map(|(k, v)| format!(",{k}={v}")).collect();
+        let reqs = self.names(counts);
         let (n, sub) = (reqs.len(), format!("{} {rule}", self.subject));
         g.check(found == n as f64, MetricsContradicted, sub, || {
             let reqs = reqs.join(", ");
-            format!("metrics: {series} moved by {found}; requests: {n} [{reqs}]")
+            format!(
+                "metrics: {metric}{{name={hook}{shown}}} moved by {found}; requests: {n} [{reqs}]"
+            )
         });
     }
 }
 
 /// Rule 6 (lab A act 5): no series of `H` moved while the registration was absent.
 fn no_call_while_unregistered(g: &mut G<'_>, c: &Counted<'_>, ev: &Evidence) {
-    if !(g.lab == Lab::A && g.act == 5) {
-        return;
-    }
-    if ev.facts["policy_webhook_present"].as_bool() != Some(false) {
+    let unregistered = ev.facts["policy_webhook_present"].as_bool() == Some(false);
+    if !(g.lab == Lab::A && g.act == 5 && unregistered) {
         return;
     }
     let hook = c.hook;
@@ -198,38 +199,46 @@ fn no_call_while_unregistered(g: &mut G<'_>, c: &Counted<'_>, ev: &Evidence) {
     });
 }
 
-/// Rule 2: failed calls to `H` under Fail are `calling_webhook_error` rejections: every request
-/// whose verbatim answer says calling `H` failed (a timeout, and equally no endpoints or a
-/// refused connection, e.g. lab A act 6's probes while Kyverno's new pod is not yet Ready).
-fn failed_calls_are_calling_webhook_errors(g: &mut G<'_>, c: &Counted<'_>) {
-    let hook = c.hook;
+/// Rules 2-5, each a counter of `H` (a metric, with the labels of its series) that moved by
+/// as many as the act's requests it counts ([`Counted::count`]):
+/// - 2, `calling-webhook-error`: `rejection_count{error_type="calling_webhook_error"}`, the
+///   requests whose verbatim answer says calling `H` failed (a timeout, and equally no endpoints or
+///   a refused connection, e.g. lab A act 6's probes while Kyverno's new pod is not yet Ready):
+///   under Fail each failed call is one rejection;
+/// - 3, `fail-open`: `fail_open_count`, the target requests stored while `H` is an Ignore webhook
+///   (the registration's recorded failurePolicy, [`policy_is_ignore`]); under Fail none;
+/// - 4, `explicit-deny`: `rejection_count{error_type="no_error"}`, the `explicit-deny` requests;
+///   with `rejection_code=c`, those answered with the HTTP status `c`, for each `c` of
+///   [`crate::classify::EXPLICIT_DENY_STATUSES`] (the one table of what a deny is) and of the
+///   denies' own statuses (so no `no_error` rejection of `H` moved for anything else);
+/// - 5, `one-call-per-target-request`: `request_total`, the target-namespace requests, where every
+///   target request calls `H` ([`calls_are_the_target_requests`]).
+fn counters_moved_by_their_requests(g: &mut G<'_>, c: &Counted<'_>, ev: &Evidence) {
+    let (hook, ignore) = (c.hook, policy_is_ignore(g, ev));
     let failed = |r: &RequestRecord| r.message.as_deref().and_then(parse_call_failure);
-    let call_failures = c.names(&|r| failed(r).is_some_and(|f| f.webhook == hook));
-    let calling = [("error_type", "calling_webhook_error")];
-    let found = sum_delta(c.deltas, REJECTION_COUNT, hook, &calling);
-    let series = format!("{REJECTION_COUNT}{{name={hook},error_type=calling_webhook_error}}");
-    c.agree(g, "calling-webhook-error", series, found, call_failures);
-}
-
-/// Rule 3: the target requests stored while `H` is an Ignore webhook (the registration's
-/// recorded failurePolicy, [`policy_is_ignore`]) failed open; under Fail none did.
-fn ignore_stores_failed_open(g: &mut G<'_>, c: &Counted<'_>, ev: &Evidence) {
-    let failed_open = if policy_is_ignore(g, ev) {
-        c.names(&|r| r.namespace == TARGET && r.outcome == Outcome::Stored)
-    } else {
-        Vec::new()
-    };
-    c.agree_on(g, "fail-open", FAIL_OPEN_COUNT, failed_open);
-}
-
-/// Rule 5: one call of `H` per target-namespace request, where every target request calls it
-/// ([`calls_are_the_target_requests`]).
-fn one_call_per_target_request(g: &mut G<'_>, c: &Counted<'_>) {
-    if !calls_are_the_target_requests(g) {
-        return;
+    let deny = |r: &RequestRecord| r.outcome == Outcome::ExplicitDeny;
+    let target = |r: &RequestRecord| r.namespace == TARGET;
+    let (rejected, calling) = (REJECTION_COUNT, [("error_type", "calling_webhook_error")]);
+    let called = |r: &RequestRecord| failed(r).is_some_and(|f| f.webhook == hook);
+    c.count(g, "calling-webhook-error", (rejected, &calling), &called);
+    let open = |r: &RequestRecord| ignore && target(r) && r.outcome == Outcome::Stored;
+    c.count(g, "fail-open", (FAIL_OPEN_COUNT, &[]), &open);
+    let no_error = ("error_type", "no_error");
+    c.count(g, "explicit-deny", (rejected, &[no_error]), &deny);
+    let mut codes: Vec<u16> = crate::classify::EXPLICIT_DENY_STATUSES.to_vec();
+    let denied = c.requests.values().filter(|r| deny(r));
+    codes.extend(denied.map(|r| r.http_status));
+    codes.sort_unstable();
+    codes.dedup();
+    for code in codes {
+        let labels = [no_error, ("rejection_code", &code.to_string())];
+        let answered = |r: &RequestRecord| deny(r) && r.http_status == code;
+        c.count(g, "explicit-deny", (rejected, &labels), &answered);
     }
-    let target = c.names(&|r| r.namespace == TARGET);
-    c.agree_on(g, "one-call-per-target-request", REQUEST_TOTAL, target);
+    if calls_are_the_target_requests(g) {
+        let rule = "one-call-per-target-request";
+        c.count(g, rule, (REQUEST_TOTAL, &[]), &target);
+    }
 }
 
 /// Rule 1 (continued): the record is what its two reads give: `webhooks_seen` are the `name`
@@ -262,57 +271,45 @@ fn reads_frame_the_requests(
             format!("{recorded} lines recorded, {served} of them admission lines as served")
         });
     }
+    let (framed, sent) = frames_the_requests(ev, requests, (&before.at, &after.at), |_| true);
+    g.check(
+        framed,
+        RawMismatch,
+        format!("{subject}.before.at/after.at"),
+        || {
+            let (b, a) = (&before.at, &after.at);
+            format!("read before at {b:?}, after at {a:?}; {sent}")
+        },
+    );
+}
+
+/// Whether reads at `open` and `close` (RFC 3339) frame the act's `requests`: `open` no later
+/// than the first was sent (and `opens` holds of it) and `close` no sooner than the last was
+/// answered, or with no requests `open` no later than `close`; both inside the act's span
+/// ([`super::bounds::CLOCK_SKEW_MS`] of slack). Returns that and, for a finding, when the
+/// requests were sent and answered.
+pub(super) fn frames_the_requests(
+    ev: &Evidence,
+    requests: &BTreeMap<String, RequestRecord>,
+    (open, close): (&str, &str),
+    opens: impl Fn(chrono::DateTime<chrono::Utc>) -> bool,
+) -> (bool, String) {
     let t = |s: &str| crate::facts::parse_rfc3339(s);
     let first_sent = requests.values().filter_map(|r| t(&r.sent_at)).min();
     let last_answered = requests.values().filter_map(|r| t(&r.answered_at)).max();
     let skew = chrono::Duration::milliseconds(super::bounds::CLOCK_SKEW_MS as i64);
     let inside = |x: chrono::DateTime<chrono::Utc>| matches!((t(&ev.started_at), t(&ev.finished_at)), (Some(s), Some(e)) if x >= s - skew && x <= e + skew);
-    let framed = match (t(&before.at), t(&after.at), first_sent, last_answered) {
-        (Some(b), Some(a), Some(s), Some(l)) => b <= s && a >= l && inside(b) && inside(a),
-        (Some(b), Some(a), None, None) => b <= a && inside(b) && inside(a),
+    let framed = match (t(open), t(close), first_sent, last_answered) {
+        (Some(b), Some(e), Some(s), Some(l)) => {
+            b <= s && e >= l && inside(b) && inside(e) && opens(b)
+        }
+        (Some(b), Some(e), None, None) => b <= e && inside(b) && inside(e),
         _ => false,
     };
-    g.check(framed, RawMismatch, format!("{subject}.before.at/after.at"), || {
-        let (b, a) = (&before.at, &after.at);
-        format!("read before at {b:?}, after at {a:?}; the act's requests were sent from {first_sent:?} and answered until {last_answered:?}")
-    });
-}
-
-/// Rule 4: every `explicit-deny` request is one `no_error` rejection of `hook` under its own
-/// HTTP status, and `no_error` rejections of `hook` moved for nothing else.
-fn explicit_denies_are_no_error_rejections(
-    g: &mut G<'_>,
-    subject: &str,
-    deltas: &[metrics::SeriesDelta],
-    hook: &str,
-    requests: &BTreeMap<String, RequestRecord>,
-) {
-    let deny = |r: &&RequestRecord| r.outcome == Outcome::ExplicitDeny;
-    let denies: Vec<&RequestRecord> = requests.values().filter(deny).collect();
-    let mut codes: Vec<u16> = crate::classify::EXPLICIT_DENY_STATUSES.to_vec();
-    codes.extend(denies.iter().map(|r| r.http_status));
-    codes.sort_unstable();
-    codes.dedup();
-    for code in codes {
-        let answered = denies.iter().filter(|r| r.http_status == code);
-        let name = |r: &&RequestRecord| format!("{} ({}) HTTP {code}", r.name, r.outcome.as_str());
-        let reqs: Vec<String> = answered.map(name).collect();
-        let label = code.to_string();
-        let labels = [("error_type", "no_error"), ("rejection_code", &label)];
-        let (found, n) = (
-            sum_delta(deltas, REJECTION_COUNT, hook, &labels),
-            reqs.len(),
-        );
-        g.check(found == n as f64, MetricsContradicted, format!("{subject} explicit-deny"), || {
-            let reqs = reqs.join(", ");
-            format!("metrics: {REJECTION_COUNT}{{name={hook},error_type=no_error,rejection_code={code}}} moved by {found}; explicit denies answered {code}: {n} [{reqs}]")
-        });
-    }
-    let all = sum_delta(deltas, REJECTION_COUNT, hook, &[("error_type", "no_error")]);
-    let n = denies.len();
-    g.check(all == n as f64, MetricsContradicted, format!("{subject} explicit-deny"), || {
-        format!("metrics: {REJECTION_COUNT}{{name={hook},error_type=no_error}} moved by {all} in all; explicit denies: {n}")
-    });
+    let sent = format!(
+        "the act's requests were sent from {first_sent:?} and answered until {last_answered:?}"
+    );
+    (framed, sent)
 }
 
 /// Rule 7 (`call-duration`): the API server's admission duration histogram of `hook`
@@ -323,15 +320,8 @@ fn explicit_denies_are_no_error_rejections(
 /// Ignore after waiting the timeout); and, where every call of the window is one of the act's
 /// target requests (`calls_are_the_target_requests`, as rule 5), at most the sum of their
 /// `elapsed_ms` ([`super::bounds::call_inside_request_ms`] each).
-fn call_durations_agree(
-    g: &mut G<'_>,
-    subject: &str,
-    after: &[String],
-    deltas: &[metrics::SeriesDelta],
-    hook: &str,
-    requests: &BTreeMap<String, RequestRecord>,
-    ev: &Evidence,
-) {
+fn call_durations_agree(g: &mut G<'_>, c: &Counted<'_>, after: &[String], ev: &Evidence) {
+    let (subject, deltas, hook, requests) = (c.subject, c.deltas, c.hook, c.requests);
     let timeout_seconds = policy_timeout_seconds(g, ev);
     let calls_are_the_target_requests = calls_are_the_target_requests(g);
     use super::bounds::{call_inside_request_ms, timeout_window_ms};
