@@ -699,9 +699,7 @@ impl<'a> G<'a> {
     pub(crate) fn request(&mut self, subject: &str, r: &RequestRecord, expect: &[Outcome]) {
         self.outcome_is_the_answers(subject, r, expect);
         self.request_times_agree(subject, r);
-        self.raw_answer_agrees_with_the_record(subject, r);
-        self.raw_answer_is_the_records_object(subject, r);
-        self.get_agrees_with_itself(subject, r);
+        self.raw_answer_is_the_record(subject, r);
         witness::request_name_is_a_pod_name(self, subject, r);
         witness::request_labels_are_the_tools_two_pods(self, subject, r);
     }
@@ -784,10 +782,20 @@ impl<'a> G<'a> {
         });
     }
 
-    /// Part of the record-against-itself rule: a request not admitted (a dry-run too) does not
-    /// exist afterwards ([`Code::RejectedButStored`]), and the verbatim answer agrees with the
-    /// recorded name, UID, reason, message and code ([`Code::RawMismatch`]).
-    fn raw_answer_agrees_with_the_record(&mut self, subject: &str, r: &RequestRecord) {
+    /// Part of the record-against-itself rule, the answer and the GET against the record:
+    /// - a request not admitted (a dry-run too) does not exist afterwards
+    ///   ([`Code::RejectedButStored`]);
+    /// - the verbatim answer agrees with the recorded name, UID, reason, message and code
+    ///   ([`Code::RawMismatch`] on `subject`);
+    /// - it is the API server's answer about the record's object ([`Code::RawMismatch`] on
+    ///   `<subject>.raw_response`): a 2xx body is a `v1` `Pod` in the record's namespace with the
+    ///   record's labels; a refusal's body, when an object, is a `v1` `Status` whose
+    ///   `details.causes` (an `InternalError`'s cause) is its message after `Internal error
+    ///   occurred: `, and whose `pods "<name>" is forbidden` prefix, when present, names the
+    ///   record's pod;
+    /// - a GET that found the object carries its UID and phase (the API server sets `Pending` on
+    ///   create), one that did not neither ([`Code::RawMismatch`] on `<subject>.get`).
+    fn raw_answer_is_the_record(&mut self, subject: &str, r: &RequestRecord) {
         // A request that was not admitted must not exist afterwards; a dry-run never stores.
         let admitted = matches!(r.outcome, Outcome::Stored);
         if !admitted {
@@ -823,18 +831,8 @@ impl<'a> G<'a> {
             let raw = abbreviate(raw);
             format!("raw_response does not match name/uid/message/code of the record: {raw}")
         });
-    }
-
-    /// Part of the record-against-itself rule: the verbatim answer is the API server's
-    /// answer about the record's object. A 2xx body is a `v1` `Pod` in the record's namespace
-    /// with the record's labels; a refusal's body, when an object, is a `v1` `Status` whose
-    /// `details.causes` (an `InternalError`'s cause) is its message after `Internal error
-    /// occurred: `, and whose `pods "<name>" is forbidden` prefix, when present, names the
-    /// record's pod. Flags [`Code::RawMismatch`].
-    fn raw_answer_is_the_records_object(&mut self, subject: &str, r: &RequestRecord) {
-        let raw = &r.raw_response;
-        let s = |p: &str| raw.pointer(p).and_then(|v| v.as_str());
-        let (version, kind, namespace) = (s("/apiVersion"), s("/kind"), s("/metadata/namespace"));
+        let (version, kind) = (text("/apiVersion"), text("/kind"));
+        let namespace = text("/metadata/namespace");
         let mut problems: Vec<String> = Vec::new();
         macro_rules! problem {
             ($($why:tt)*) => { problems.push(format!($($why)*)) };
@@ -866,7 +864,7 @@ impl<'a> G<'a> {
             // The API server answers a failed webhook call with `NewInternalError(err)`, whose
             // one cause is `err` (apimachinery `pkg/api/errors`): no cause is a changed answer.
             let internal = format!("Internal error occurred: {}", causes.join(", "));
-            if s("/reason") == Some("InternalError")
+            if text("/reason") == Some("InternalError")
                 && (causes.is_empty() || r.message.as_deref() != Some(internal.as_str()))
             {
                 let msg = &r.message;
@@ -884,12 +882,6 @@ impl<'a> G<'a> {
         self.check(ok, RawMismatch, format!("{subject}.raw_response"), || {
             problems.join("; ")
         });
-    }
-
-    /// Part of the record-against-itself rule: a GET that found the object carries its UID and
-    /// phase (the API server sets `Pending` on create); one that did not carries neither.
-    /// Flags [`Code::RawMismatch`].
-    fn get_agrees_with_itself(&mut self, subject: &str, r: &RequestRecord) {
         let g = &r.get;
         let ok = if g.exists {
             g.uid.as_deref().is_some_and(is_uid)
@@ -1602,6 +1594,7 @@ pub(crate) fn act3(g: &mut G) {
     let s = "evidence/03.json facts";
     g.request(&format!("{s}.good"), &f.good, &[Outcome::Stored]);
     g.request(&format!("{s}.bad"), &f.bad, &[Outcome::ExplicitDeny]);
+    violating_pod_never_admitted_under_fail(g, &format!("{s}.bad"), &f.bad);
     // The deny must come from the registration act 2 recorded.
     if let Some(a2) = g.facts::<facts::Act2Facts>(2) {
         g.named_webhook(&format!("{s}.bad"), &f.bad, &a2.webhook);
@@ -1769,17 +1762,41 @@ pub(crate) fn act8_facts(g: &mut G) {
         });
     }
     act8_records_what_it_compared(g, &f);
+    act8_compared_every_report_field(g, &f);
 }
 
-/// Act 8's record of its comparison is the comparison itself: its checks name each field of
-/// `report.json` once, and nothing else (a claim left out of the comparison is a claim nobody
-/// held); each check's `report` is the value `report.json` holds for its field (and `agrees` says
-/// whether it is the `evidence` value); `evidence_digests` are the canonical digests of the
-/// evidence files as they are. Flags [`Code::ReportContradicted`] and [`Code::DigestMismatch`].
+/// The lab's `report.json` (the registry names its input file, [`InputFile::from_name`]), read
+/// through [`G::required_input_value`].
+fn report_of(g: &mut G) -> Option<serde_json::Value> {
+    let file = InputFile::from_name(g.lab, "report.json")?;
+    g.required_input_value(file)
+}
+
+/// Act 8 compared every claim of `report.json`: its checks name each of the report's fields
+/// once, and nothing else (a claim left out of the comparison is a claim nobody held). Flags
+/// [`Code::ReportContradicted`].
+fn act8_compared_every_report_field(g: &mut G, f: &facts::Act8Facts) {
+    let Some(report) = report_of(g) else {
+        return;
+    };
+    let in_report: BTreeSet<&str> = (report.as_object().into_iter())
+        .flat_map(|m| m.keys().map(String::as_str))
+        .collect();
+    let compared: Vec<&str> = f.checks.iter().map(|c| c.field.as_str()).collect();
+    let once: BTreeSet<&str> = compared.iter().copied().collect();
+    let ok = once == in_report && once.len() == compared.len();
+    let sub = "evidence/08.json facts.checks";
+    g.check(ok, ReportContradicted, sub, || {
+        format!("compared {compared:?}; report.json holds {in_report:?}")
+    });
+}
+
+/// Act 8's record of its comparison is the comparison itself: each check's `report` is the
+/// value `report.json` holds for its field (and `agrees` says whether it is the `evidence`
+/// value), and `evidence_digests` are the canonical digests of the evidence files as they are.
+/// Flags [`Code::ReportContradicted`] and [`Code::DigestMismatch`].
 fn act8_records_what_it_compared(g: &mut G, f: &facts::Act8Facts) {
-    // The lab's `report.json` (the registry names its input file).
-    let file = InputFile::from_name(g.lab, "report.json");
-    if let Some(report) = file.and_then(|file| g.required_input_value(file)) {
+    if let Some(report) = report_of(g) {
         for c in &f.checks {
             let in_report = report.get(&c.field).cloned().unwrap_or_default();
             let ok = in_report == c.report && c.agrees == (c.report == c.evidence);
@@ -1789,16 +1806,6 @@ fn act8_records_what_it_compared(g: &mut G, f: &facts::Act8Facts) {
                 format!("recorded report {recorded} (agrees {agrees}), report.json has {in_report}; evidence {evidence}")
             });
         }
-        let in_report: BTreeSet<&str> = (report.as_object().into_iter())
-            .flat_map(|m| m.keys().map(String::as_str))
-            .collect();
-        let compared: Vec<&str> = f.checks.iter().map(|c| c.field.as_str()).collect();
-        let once: BTreeSet<&str> = compared.iter().copied().collect();
-        let ok = once == in_report && once.len() == compared.len();
-        let sub = "evidence/08.json facts.checks";
-        g.check(ok, ReportContradicted, sub, || {
-            format!("compared {compared:?}; report.json holds {in_report:?}")
-        });
     }
     let now = g.input.digests();
     for (k, d) in &f.evidence_digests {

@@ -475,43 +475,49 @@ fn tenure_contradiction(a: &LeaseRead, b: &LeaseRead) -> Option<String> {
 ///   replica, act 4's `pod_name`) renewing inside its freeze (`freeze.frozen_at` .. `resumed_at`),
 ///   a `renewTime` later than [`bounds::LEASE_STORE_MS`] after the SIGSTOP and before the SIGCONT.
 ///
-/// Flags [`Code::LeaseTenureContradicted`] on this act's read, naming the other reads or the freeze.
+/// Each holds apart (one check each); flags [`Code::LeaseTenureContradicted`] on this act's read,
+/// naming the other reads or the freeze.
 pub(crate) fn lease_tenure_is_one_story(g: &mut G, ev: &Evidence, reads: &[LeaseRead]) {
     let slack = chrono::Duration::milliseconds(bounds::LEASE_STORE_MS);
     let skew = chrono::Duration::milliseconds(bounds::CLOCK_SKEW_MS as i64);
     let (spans, freeze, this) = (tenure_spans(reads), frozen_pod(g, ev), g.act);
     for b in reads.iter().filter(|r| r.act == this) {
+        let check = |g: &mut G, why: Option<String>| {
+            let sub = b.witness.clone();
+            g.check(why.is_none(), LeaseTenureContradicted, sub, || {
+                why.clone().unwrap_or_default()
+            })
+        };
         let other = |a: &&LeaseRead| {
             a.lease == b.lease && a.witness != b.witness && (a.act != this || a.witness < b.witness)
         };
-        let pair = reads.iter().filter(other).find_map(|a| {
-            let why = tenure_contradiction(a, b).or_else(|| tenure_contradiction(b, a))?;
-            Some(format!("against {}: {why}", a.witness))
-        });
+        for a in reads.iter().filter(other) {
+            let why = tenure_contradiction(a, b).or_else(|| tenure_contradiction(b, a));
+            check(g, why.map(|why| format!("against {}: {why}", a.witness)));
+        }
         let stamps = [("acquireTime", b.acquire), ("renewTime", b.renew)];
         let late = stamps.into_iter().find_map(|(field, t)| {
             let (t, at) = (t.filter(|t| *t > b.at + skew)?, b.at.to_rfc3339());
             Some(format!("{field} {} is later than the read itself ({at}): a read shows only what was written before it", t.to_rfc3339()))
         });
+        check(g, late);
         let inside = spans.iter().find(|((lease, holder, _, _), [first, last])| {
             *lease == b.lease
                 && b.holder.as_deref() != Some(*holder)
                 && first.at + slack < b.at
                 && b.at + slack < last.at
         });
-        let inside = inside.map(|((_, holder, _, t), [first, last])| {
+        check(g, inside.map(|((_, holder, _, t), [first, last])| {
             let shown = b.holder.as_deref().unwrap_or("none");
             format!("read at {} shows holder {shown:?}, though {} and {} show the tenure of {holder} (leaseTransitions {t}) before and after it", b.at.to_rfc3339(), first.witness, last.witness)
-        });
-        let renewed = freeze.as_ref().and_then(|(pod, frozen, resumed)| {
+        }));
+        let held = freeze
+            .as_ref()
+            .filter(|f| b.holder.as_deref() == Some(f.0.as_str()));
+        if let Some((pod, frozen, resumed)) = held {
             let t = b.renew.filter(|t| *t > *frozen + slack && t < resumed);
-            let t = t.filter(|_| b.holder.as_deref() == Some(pod.as_str()))?;
-            Some(format!("the frozen pod {pod} renewed the Lease at {}, inside its freeze ({} facts.freeze: {} .. {}); a stopped process writes nothing", t.to_rfc3339(), ev_name(this), frozen.to_rfc3339(), resumed.to_rfc3339()))
-        });
-        let (why, sub) = (pair.or(late).or(inside).or(renewed), b.witness.clone());
-        g.check(why.is_none(), LeaseTenureContradicted, sub, || {
-            why.clone().unwrap_or_default()
-        });
+            check(g, t.map(|t| format!("the frozen pod {pod} renewed the Lease at {}, inside its freeze ({} facts.freeze: {} .. {}); a stopped process writes nothing", t.to_rfc3339(), ev_name(this), frozen.to_rfc3339(), resumed.to_rfc3339())));
+        }
     }
 }
 
