@@ -14,48 +14,26 @@
 //!
 //! # Cross-checks: each observation held against the claim and the earlier acts
 //!
-//! In `docs/labs.md` terms. Every request is also re-classified from its verbatim
-//! answer ([`crate::classify::classify`]) and a recorded outcome that differs is flagged, so
-//! evidence classified by an older, buggy classifier is caught. A missing observation the act
-//! could have made is a finding (`observation-missing`, `facts-invalid`, `not-confirmed`).
+//! In `docs/labs.md` terms; a missing observation the act could have made is a finding
+//! (`observation-missing`, `facts-invalid`, `not-confirmed`). Lab C's acts have their own table
+//! ([`c`]); the rules of every act of every lab are in [`server`], [`metrics`], [`audit`] and
+//! `witness.rs` (facts against the raw records they were derived from, one UID one object).
 //!
 //! | lab | act | observation | held against | code |
 //! |---|---|---|---|---|
-//! | A, B | 1 | live node / namespace UIDs, lab mark | `scope.json` | uid-mismatch, value-mismatch |
-//! | A, B | 2 | the stored policy (UID) and its live registration | `policy.json` (failurePolicy, `timeoutSeconds`); scope: empty objectSelector, no matchConditions, called for a pod CREATE in the target namespace and not in the control one (`admission::webhook_match`) | value-mismatch, registration-scope |
-//! | A, B | 3 | the deny's webhook and verdict; the good pod's UID | act 2's webhook name; `Policy kca-webhook-label failed: KCA_ENVIRONMENT_REQUIRED` | deny-other-webhook, deny-is-evaluation-error, deny-without-marker |
+//! | all | 1 | live node / namespace UIDs, lab mark | `scope.json` | uid-mismatch, value-mismatch |
+//! | all | 2 | the stored policy (UID) and its live registration | `policy.json` (failurePolicy, `timeoutSeconds`); scope: empty objectSelector, no matchConditions, called for a pod CREATE in the target namespace and not in the control one (`admission::webhook_match`) | value-mismatch, registration-scope |
+//! | A, B | 3 | the deny's webhook and verdict; the good pod's UID; the order of the act's observations | act 2's webhook name; `Policy kca-webhook-label failed: KCA_ENVIRONMENT_REQUIRED`; each other | deny-other-webhook, deny-is-evaluation-error, deny-without-marker, times-inconsistent |
 //! | B | 4 | node / Deployment UID, process identity, state not `T` | act 1; `freeze-plan.json` | uid-mismatch, process-still-stopped |
-//! | B, C | 5, 6 | the registration read during the freeze (`freeze.rs`: every freeze's rules, written once over the view lab B's and lab C's runs give) | act 2's (act 6: act 6's) name, failurePolicy, timeoutSeconds, path, namespaceSelector; scope; `timeout_seconds`; read inside the freeze | registration-missing, registration-changed, registration-scope, registration-claim-contradicted, value-mismatch, times-inconsistent |
-//! | B | 5, 6 | the webhook named in each call failure, its URL path and `timeout=` | the registration above | call-failure-other-webhook, call-timeout-mismatch |
-//! | B | 5, 6 | each timeout's `elapsed_ms` | `[T, T + 1 s)`, T the registration's `timeoutSeconds` ([`bounds`]) | timeout-too-fast, timeout-too-slow |
-//! | B, C | 5, 6 | process state read during the freeze | `T` (missing: a finding) | value-mismatch, observation-missing |
-//! | B, C | 5, 6 | frozen process identity; restart count vs container after | act 4 (act 6: act 5's `identity_after`) | identity-changed, restart-contradicted |
-//! | B, C | 5, 6 | watchdog resume; the requests after the resume, the last the first deny (its webhook, its time from the resume) | armed + `resume_after_sec` ([`bounds`]); the registration | times-inconsistent, outside-window, deny-other-webhook, value-mismatch, not-confirmed |
-//! | B | 5, 6, 7 | existing pod | act 3's UID, `Running` | pod-replaced, pod-not-running |
-//! | B, C | 6, 7 | policy UID; Ignore registration (path, timeout, scope); healthy deny's webhook (`freeze::policy_switched_to_ignore`, `freeze::recovered_under_ignore`) | act 2's UID and path; act 6's webhook | uid-mismatch, registration-changed, registration-scope, deny-other-webhook |
+//! | B, C | 5-7 | every freeze (`freeze.rs`): the registration read during it, each call failure's webhook, path and `timeout=`, each timeout's `elapsed_ms`, process state and identity, the watchdog's resume, the requests after it (the last the first deny); act 6's switch to Ignore | act 2's (act 6: act 6's) registration and scope; `[T, T + 1 s)` and the other [`bounds`]; act 4's identity (act 6: act 5's `identity_after`) | registration-*, call-failure-other-webhook, call-timeout-mismatch, timeout-too-fast, timeout-too-slow, identity-changed, restart-contradicted, times-inconsistent, outside-window, deny-other-webhook |
 //! | A | 4 | Lease holder | one of the recorded controller pods | value-mismatch |
-//! | A | 5 | registration list, policy UID, target/control requests, existing pod; the violating request inside the fault (sent after the list was read, answered before the watcher's deadline = armed + `restore_after_sec`); `scaled_at`, `watcher` and `policy` re-derived ([`crate::derive`]) from raw `scale-down`, `watcher-ready`, `policy` | act 2, act 3; the watcher; the act's raw records | (see [`a`]), times-inconsistent, outside-window, raw-mismatch, observation-missing |
-//! | A | 6 | six recovery steps confirmed, none seen before the last check without its cause (`rules::a::recovery_order`), each step's wait from one start (`at − waited_ms`, [`bounds::STEP_START_SPREAD_MS`]); Lease holder = the new pod (not an act 4 pod), which exists and is not Pending once seen Running; the restore seen no sooner than act 5's scale-down; deny probes' webhook | each other; act 4; act 5's scale-down; act 2's webhook | timeline-order, times-inconsistent, value-mismatch, deny-other-webhook |
+//! | A | 5 | registration list, policy UID, target/control requests, existing pod; the violating request inside the fault (sent after the list was read, answered before the watcher's deadline = armed + `restore_after_sec`); `scaled_at`, `watcher` and `policy` re-derived ([`crate::derive`]) from raw `scale-down`, `watcher-ready`, `policy`; the policy's webhook in the raw list, when listed (`listed_policy_webhook_equals_act2`) | act 2, act 3; the watcher; the act's raw records | (see [`a`]), times-inconsistent, outside-window, raw-mismatch, observation-missing, registration-changed |
+//! | A | 6 | six recovery steps confirmed, none seen before the last check without its cause (`rules::a::recovery_order`), each step's wait from one start (`at − waited_ms`, [`bounds::STEP_START_SPREAD_MS`]); Lease holder = the new pod (not an act 4 pod), which exists and is not Pending once seen Running; the restore seen no sooner than act 5's scale-down; the registration after recovery; the probes, violating dry-runs one after the other, the last the deny | each other; act 4; act 5's scale-down; act 2's registration (but the configuration object's UID) and webhook | timeline-order, times-inconsistent, value-mismatch, deny-other-webhook, registration-changed |
 //! | A | 7 | dry-run echo and GET; the deny's webhook | the request; act 2's webhook | raw-mismatch, deny-other-webhook |
-//! | A, B | 3, 5, 6, 7 | admission webhook metric deltas ([`metrics`]) | the act's outcomes: call failures = `calling_webhook_error` rejections, Ignore stores = fail-open counts, denies = `no_error` 400, one call per target request, lab A act 5 no call | metrics-contradicted (note: metrics-not-observed) |
-//! | A, B | 3, 5, 6, 7 | each request's audit event ([`audit`]): raw lines, final stage, `responseStatus.code`, `failed-open…` annotation | the request's HTTP status and outcome: Fail timeout = 5xx not stored not failed open; Ignore store in the target namespace = failed-open naming the webhook (else none); deny = its 4xx; lab A act 5 = stored, no failed-open | raw-mismatch, observation-missing, audit-contradicted (note: audit-not-observed) |
-//! | A, B | every request | its raw answer and GET: the outcome, reason, message, code and `status: Failure` re-derived from the verbatim body (`classify::answer_fields`, `classify`); `sent_at ≤ answered_at ≤ get.at`, `elapsed_ms` | the record's own fields | outcome-contradicts-answer, raw-mismatch, times-inconsistent, stored-without-uid, rejected-but-stored |
-//! | A, B, C | every act | every observation time of `facts` (`observations_inside_the_act`) | the act's `[started_at, finished_at]` | times-inconsistent |
-//! | A, B, C | every act | every request record in `facts` (`requests_are_their_raw_records`) | its raw `request:*` record of the same name, where kept | raw-mismatch |
-//! | A, B | 5, 6, 7 | the existing pod (`existing_pod_survives`) | act 3's name, namespace, UID, restart count (never lower), `Running` | pod-replaced, pod-not-running, restart-contradicted |
-//! | A, B | 3; B 5; A 6 | a violating pod while the Fail registration is in force (`violating_pod_never_admitted_under_fail`; lab A act 6 from the first probe that called the webhook, `no_probe_admitted_after_a_call`) | the act's rule: never admitted, whatever the metrics say | outcome-unexpected |
-//! | A | 5 | the policy's webhook in the raw list, when listed (`listed_policy_webhook_equals_act2`) | act 2's registration | registration-changed, registration-scope |
-//! | A | 6 | the registration after recovery (`registration_after_recovery_equals_act2`); the probes (`probes_are_violating_dry_runs_to_the_policy_webhook`, `first_deny_is_the_last_probe`) | act 2's, but the configuration object's UID; a violating dry-run each, one after the other, the last the deny | registration-changed, value-mismatch, times-inconsistent |
-//! | B | 6, 7 | the Ignore registration (`registration_equals`) | act 2's switched to Ignore; act 7: act 6's, unchanged | registration-changed |
-//! | A, B | every request | the record against itself (`G::request`: `raw_answer_is_the_records_object`, `get_agrees_with_itself`) | the raw answer's kind, namespace, labels, causes and named pod; a GET's uid and phase vs `exists` | raw-mismatch |
-//! | A, B | 3, 5, 6, 7 | the API server's timing of each call: audit span and `apiserver.latency.k8s.io/validating-webhook` (`audit::webhook_call_timing_agrees`); `admission_duration_seconds` (`metrics::call_durations_agree`) | the record's `elapsed_ms`; `timeoutSeconds` for a timeout, less for a deny ([`bounds`]); absent: a note | audit-contradicted, metrics-contradicted |
-//! | A, B | 8 | each word of `report.json` | the acts' own rule (`rules::b::report_expectations`, `rules::a::evidence_words`) | report-contradicted, digest-mismatch |
-//! | A, B | 1, 2; A 4, 6; B 4, 6, 7 | facts vs the act's raw records (`grade/witness.rs`: each fact [`crate::derive`] maps from a raw record is that derivation, `fact_is_derived_from_raw`, through `lab_mark_is_the_marks_configmap`, `registration_is_derived_from`, `stored_policy_is_the_raw_read`, `investigation_is_the_raw_reads`, `identity_is_the_cri_container`, `act6_reads_are_its_raw_records`, `probes_are_the_raw_requests`) | the verbatim answer the fact was derived from | raw-mismatch, observation-missing |
-//! | A, B | every act | every UID recorded with a name (`one_uid_one_object`); every pod observation (`pod_observation_agrees_with_itself`); every request's name and labels | the same UID's name in every act; exists ⇔ UID and phase; a DNS-1123 name, the tool's two label sets | uid-mismatch, raw-mismatch, value-mismatch |
-//! | A, B | 3; A 6 | the order of the act's observations (`act3_observations_in_sequence`; `last_check_precedes_its_step`, `replicas_restored_recorded_first`); A 6: act 5's admitted pod, the new pod, a deleted configuration's UID | each other; act 5's stored pod; act 1's Deployment; act 5's list | times-inconsistent, value-mismatch, pod-replaced, uid-mismatch |
-//! | A, B, C | every act | every request record, wherever it sits (`server::every_request_is_its_answer`); a violating pod stored (`server::violating_pod_never_stored_under_fail`); a call failure, a `calling_webhook_error` rejection (`server::call_failure_never_reaches_the_client_under_ignore`) | its own answer; the newest raw registration read before it (Fail: never stored); the named webhook's registration anywhere in the lab (Ignore: fails open) | (the record codes), admitted-under-fail, call-failure-under-ignore |
-//! | A, B, C | every act | every Lease read, facts and raw (`server::lease_tenure_is_one_story`); the replicas' counters (`server::replica_counters_account_for_the_calls`); the act's span, each raw record's `at` (`server::acts_follow_each_other`, `server::raw_records_inside_the_act`) | every Lease read of this act and the earlier ones: one tenure, one holder and `acquireTime`, `leaseTransitions` never falls, a takeover shows in every later read; the act's calls of the webhook; the earlier acts' spans, the act's span | lease-tenure-contradicted, value-mismatch, times-inconsistent |
-//! | A, B | 3, 5, 6, 7; 8 | the metrics lines (`lines_are_an_exposition`); the audit window (opens with the act); act 8's checks (`act8_compared_every_report_field`) | the Prometheus text format; `started_at`; `report.json`'s fields | raw-mismatch, report-contradicted |
+//! | all | every request | the record against itself (`G::request`): outcome, reason, message, code and `status: Failure` re-derived from the verbatim body (`classify::answer_fields`, `classify`); the body's kind, namespace, labels, causes and named pod; the GET's uid and phase vs `exists`; `sent_at ≤ answered_at ≤ get.at`, `elapsed_ms`; its raw `request:*` record of the same name | the record's own fields | outcome-contradicts-answer, raw-mismatch, times-inconsistent, stored-without-uid, rejected-but-stored |
+//! | all | later acts | the existing pod (`existing_pod_survives`); a violating pod while the Fail registration is in force (`violating_pod_never_admitted_under_fail`) | act 3's name, namespace, UID, restart count, `Running`; never admitted | pod-replaced, pod-not-running, restart-contradicted, outcome-unexpected |
+//! | all | every act | every observation time of `facts` and every raw record's `at` (`times_inside_the_act`); every name of a request (`names_unique`) | the act's `[started_at, finished_at]`; every other act's requests | times-inconsistent, name-reused |
+//! | all | 8 | each word of `report.json`; act 8's own record of the comparison | the acts' own rule (`rules::*::report_expectations`, `rules::a::evidence_words`); `report.json`'s fields, the evidence digests | report-contradicted, digest-mismatch |
 
 pub mod a;
 pub mod audit;
@@ -393,8 +371,7 @@ pub fn grade(lab: Lab, act: u8, input: &GradeInput) -> Findings {
         }
         g.names_unique();
         witness::one_uid_one_object(&mut g);
-        observations_inside_the_act(&mut g, &ev);
-        requests_are_their_raw_records(&mut g, &ev);
+        times_inside_the_act(&mut g, &ev);
         metrics::grade(&mut g, &ev);
         audit::grade(&mut g, &ev);
         server::grade(&mut g, &ev);
@@ -722,9 +699,7 @@ impl<'a> G<'a> {
     pub(crate) fn request(&mut self, subject: &str, r: &RequestRecord, expect: &[Outcome]) {
         self.outcome_is_the_answers(subject, r, expect);
         self.request_times_agree(subject, r);
-        self.raw_answer_agrees_with_the_record(subject, r);
-        self.raw_answer_is_the_records_object(subject, r);
-        self.get_agrees_with_itself(subject, r);
+        self.raw_answer_is_the_record(subject, r);
         witness::request_name_is_a_pod_name(self, subject, r);
         witness::request_labels_are_the_tools_two_pods(self, subject, r);
     }
@@ -807,10 +782,20 @@ impl<'a> G<'a> {
         });
     }
 
-    /// Part of the record-against-itself rule: a request not admitted (a dry-run too) does not
-    /// exist afterwards ([`Code::RejectedButStored`]), and the verbatim answer agrees with the
-    /// recorded name, UID, reason, message and code ([`Code::RawMismatch`]).
-    fn raw_answer_agrees_with_the_record(&mut self, subject: &str, r: &RequestRecord) {
+    /// Part of the record-against-itself rule, the answer and the GET against the record:
+    /// - a request not admitted (a dry-run too) does not exist afterwards
+    ///   ([`Code::RejectedButStored`]);
+    /// - the verbatim answer agrees with the recorded name, UID, reason, message and code
+    ///   ([`Code::RawMismatch`] on `subject`);
+    /// - it is the API server's answer about the record's object ([`Code::RawMismatch`] on
+    ///   `<subject>.raw_response`): a 2xx body is a `v1` `Pod` in the record's namespace with the
+    ///   record's labels; a refusal's body, when an object, is a `v1` `Status` whose
+    ///   `details.causes` (an `InternalError`'s cause) is its message after `Internal error
+    ///   occurred: `, and whose `pods "<name>" is forbidden` prefix, when present, names the
+    ///   record's pod;
+    /// - a GET that found the object carries its UID and phase (the API server sets `Pending` on
+    ///   create), one that did not neither ([`Code::RawMismatch`] on `<subject>.get`).
+    fn raw_answer_is_the_record(&mut self, subject: &str, r: &RequestRecord) {
         // A request that was not admitted must not exist afterwards; a dry-run never stores.
         let admitted = matches!(r.outcome, Outcome::Stored);
         if !admitted {
@@ -846,18 +831,8 @@ impl<'a> G<'a> {
             let raw = abbreviate(raw);
             format!("raw_response does not match name/uid/message/code of the record: {raw}")
         });
-    }
-
-    /// Part of the record-against-itself rule: the verbatim answer is the API server's
-    /// answer about the record's object. A 2xx body is a `v1` `Pod` in the record's namespace
-    /// with the record's labels; a refusal's body, when an object, is a `v1` `Status` whose
-    /// `details.causes` (an `InternalError`'s cause) is its message after `Internal error
-    /// occurred: `, and whose `pods "<name>" is forbidden` prefix, when present, names the
-    /// record's pod. Flags [`Code::RawMismatch`].
-    fn raw_answer_is_the_records_object(&mut self, subject: &str, r: &RequestRecord) {
-        let raw = &r.raw_response;
-        let s = |p: &str| raw.pointer(p).and_then(|v| v.as_str());
-        let (version, kind, namespace) = (s("/apiVersion"), s("/kind"), s("/metadata/namespace"));
+        let (version, kind) = (text("/apiVersion"), text("/kind"));
+        let namespace = text("/metadata/namespace");
         let mut problems: Vec<String> = Vec::new();
         macro_rules! problem {
             ($($why:tt)*) => { problems.push(format!($($why)*)) };
@@ -889,7 +864,7 @@ impl<'a> G<'a> {
             // The API server answers a failed webhook call with `NewInternalError(err)`, whose
             // one cause is `err` (apimachinery `pkg/api/errors`): no cause is a changed answer.
             let internal = format!("Internal error occurred: {}", causes.join(", "));
-            if s("/reason") == Some("InternalError")
+            if text("/reason") == Some("InternalError")
                 && (causes.is_empty() || r.message.as_deref() != Some(internal.as_str()))
             {
                 let msg = &r.message;
@@ -907,12 +882,6 @@ impl<'a> G<'a> {
         self.check(ok, RawMismatch, format!("{subject}.raw_response"), || {
             problems.join("; ")
         });
-    }
-
-    /// Part of the record-against-itself rule: a GET that found the object carries its UID and
-    /// phase (the API server sets `Pending` on create); one that did not carries neither.
-    /// Flags [`Code::RawMismatch`].
-    fn get_agrees_with_itself(&mut self, subject: &str, r: &RequestRecord) {
         let g = &r.get;
         let ok = if g.exists {
             g.uid.as_deref().is_some_and(is_uid)
@@ -1012,15 +981,15 @@ impl<'a> G<'a> {
             // (name, sent_at) of every request record, outside the verbatim answers.
             let mut recs = Vec::new();
             let facts = doc.value.get("facts").unwrap_or(&serde_json::Value::Null);
-            walk(facts, "", "", &mut |_, k, x| {
+            walk(facts, "", None, (), &mut |_, k, x, ()| {
                 let text = |f: &str| x.get(f).and_then(|v| v.as_str());
                 let record = (text("name"), text("sent_at"), x.get("outcome"));
                 if let (Some(n), Some(s), Some(_)) = record
-                    && k != "raw_response"
+                    && k != Some("raw_response")
                 {
                     recs.push((n.to_owned(), s.to_owned()));
                 }
-                k != "raw_response"
+                (k != Some("raw_response")).then_some(())
             });
             for (name, sent) in recs {
                 let (a, s) = seen.entry(name.clone()).or_insert((*act, sent.clone()));
@@ -1065,14 +1034,17 @@ const NOT_OBSERVATION_SUBTREES: &[&str] = &[
 ];
 
 /// Every observation time of the act's `facts` ([`OBSERVATION_TIMES`], outside
-/// [`NOT_OBSERVATION_SUBTREES`]) lies inside the act, `[started_at, finished_at]` of its
-/// evidence (± [`bounds::CLOCK_SKEW_MS`]): the act observed it while it ran. One exception:
-/// lab A act 6's `replicas_restored.at`, the restorer's own record of the restore, which may
-/// predate act 6 (the watcher restores at its deadline whether or not act 6 runs). Flags
-/// [`Code::TimesInconsistent`] on the field's path.
-fn observations_inside_the_act(g: &mut G, ev: &Evidence) {
+/// [`NOT_OBSERVATION_SUBTREES`]) and every raw record's `at` (when the tool received it) lies
+/// inside the act, `[started_at, finished_at]` of its evidence (± [`bounds::CLOCK_SKEW_MS`]): the
+/// act observed it while it ran. One exception: lab A act 6's `replicas_restored.at`, the
+/// restorer's own record of the restore, which may predate act 6 (the watcher restores at its
+/// deadline whether or not act 6 runs). Flags [`Code::TimesInconsistent`] on the field's path.
+fn times_inside_the_act(g: &mut G, ev: &Evidence) {
     let mut found = Vec::new();
     observation_times(&ev.facts, "facts", &mut found);
+    let raw = ev.raw.iter().enumerate();
+    let raw = raw.filter_map(|(i, r)| Some((format!("raw[{i}].at"), r.get("at")?.as_str()?)));
+    found.extend(raw.map(|(p, t)| (p, t.to_owned())));
     for (path, t) in found {
         if g.lab == Lab::A && g.act == 6 && path == "facts.replicas_restored.at" {
             continue;
@@ -1096,55 +1068,26 @@ pub(crate) fn inside_the_act(g: &mut G, ev: &Evidence, subject: String, t: &str)
     });
 }
 
-/// Every request record in the act's facts is its raw record: the recorder keeps each request it
-/// sent verbatim in `raw` (`request:<label>`, [`crate::evidence::RequestRecord`]) when it sends
-/// it, and the facts quote it; a facts copy that differs from the raw record of the same name
-/// (an outcome, status, message or time changed after the fact) is flagged
-/// [`Code::RawMismatch`], naming both. A facts record without a raw one is not flagged here
-/// (generated fixtures and older evidence keep only the facts).
-fn requests_are_their_raw_records(g: &mut G, ev: &Evidence) {
-    let mut raw: BTreeMap<String, (&str, &serde_json::Value)> = BTreeMap::new();
-    for r in &ev.raw {
-        let (what, data) = (r["what"].as_str().unwrap_or_default(), &r["data"]);
-        let name = data["name"]
-            .as_str()
-            .filter(|_| what.starts_with("request:"));
-        if let Some(name) = name {
-            raw.entry(name.to_owned()).or_insert((what, data));
-        }
-    }
-    let mut quoted = Vec::new();
-    request_values(&ev.facts, "facts", &mut quoted);
-    for (path, v) in quoted {
-        let name = v["name"].as_str();
-        let Some((name, (what, data))) = name.and_then(|n| Some((n, raw.get(n)?))) else {
-            continue;
-        };
-        let sub = format!("{} {path}", ev_name(g.act));
-        g.check(*data == v, RawMismatch, sub, || {
-            format!("request {name} differs from its raw record {what:?}")
-        });
-    }
-}
-
 /// Walks `v` depth first, itself first, then an object's values in key order and an array's
-/// items in order: `visit(path, key, value)` with each value's path (`path` for `v`, then
-/// `<path>.<key>`, `<path>[<i>]`) and its key in its object (`""` for `v` and array items);
-/// `visit` returns whether to walk below the value.
-pub(crate) fn walk<'v>(
+/// items in order: `visit(path, key, value, c)` with each value's path (`path` for `v`, then
+/// `<path>.<key>`, `<path>[<i>]`), its key in its object (`key` for `v`, `None` for an array's
+/// item) and what its parent passed down (`c` for `v`); `visit` returns what to pass to the
+/// values below, or `None` not to walk below the value.
+pub(crate) fn walk<'v, C: Copy>(
     v: &'v serde_json::Value,
     path: &str,
-    key: &str,
-    visit: &mut impl FnMut(&str, &str, &'v serde_json::Value) -> bool,
+    key: Option<&str>,
+    c: C,
+    visit: &mut impl FnMut(&str, Option<&str>, &'v serde_json::Value, C) -> Option<C>,
 ) {
-    if !visit(path, key, v) {
+    let Some(c) = visit(path, key, v, c) else {
         return;
-    }
+    };
     for (k, x) in v.as_object().into_iter().flatten() {
-        walk(x, &format!("{path}.{k}"), k, visit);
+        walk(x, &format!("{path}.{k}"), Some(k), c, visit);
     }
     for (i, x) in v.as_array().into_iter().flatten().enumerate() {
-        walk(x, &format!("{path}[{i}]"), "", visit);
+        walk(x, &format!("{path}[{i}]"), None, c, visit);
     }
 }
 
@@ -1162,28 +1105,30 @@ pub(super) fn request_values<'v>(
     path: &str,
     out: &mut Vec<(String, &'v serde_json::Value)>,
 ) {
-    walk(v, path, "", &mut |p, k, x| {
+    walk(v, path, None, (), &mut |p, k, x, ()| {
         let record = x.get("outcome").is_some() && x.get("raw_response").is_some();
-        if record && !is_witness_record(k) {
+        let witness = k.is_some_and(is_witness_record);
+        if record && !witness {
             out.push((p.to_owned(), x));
         }
-        !record && !is_witness_record(k)
+        (!record && !witness).then_some(())
     });
 }
 
 /// Collects (path, time) of every [`OBSERVATION_TIMES`] string under `v`.
 fn observation_times(v: &serde_json::Value, path: &str, out: &mut Vec<(String, String)>) {
-    walk(v, path, "", &mut |p, k, x| {
+    walk(v, path, None, (), &mut |p, k, x, ()| {
+        let k = k.unwrap_or_default();
         let t = x.as_str().filter(|_| OBSERVATION_TIMES.contains(&k));
         if NOT_OBSERVATION_SUBTREES.contains(&k) {
             // The tool's own read time of a verbatim object (`policy.at`) is an observation of
             // the act, unlike the object's timestamps.
             let at = x.get("at").and_then(|t| t.as_str());
             out.extend(at.map(|t| (format!("{p}.at"), t.to_owned())));
-            return false;
+            return None;
         }
         out.extend(t.map(|t| (p.to_owned(), t.to_owned())));
-        true
+        Some(())
     });
 }
 
@@ -1665,8 +1610,15 @@ pub(crate) fn act3(g: &mut G) {
         (&existing.name, &existing.namespace),
     );
     fields_are(g, ValueMismatch, s, [row]);
-    g.times_ordered(&format!("{s}.existing.at"), &f.good.get.at, &f.existing.at);
-    act3_observations_in_sequence(g, s, &f);
+    // Act 3 observes one thing after the other (the act in `lab/src/labs/common.rs`): the good
+    // pod's create and GET, the violating pod's create and GET, then the existing pod's read.
+    let (good, bad) = (f.good.get.at.as_str(), f.bad.get.at.as_str());
+    let rows = [
+        ("existing.at", good, f.existing.at.as_str()),
+        ("bad.sent_at", good, &f.bad.sent_at),
+        ("existing.at", bad, &f.existing.at),
+    ];
+    times_are_ordered(g, s, rows);
     if let Some(uid) = f.good.get.uid.clone() {
         g.existing(&format!("{s}.existing"), &f.existing, &uid);
     }
@@ -1714,16 +1666,6 @@ pub(crate) fn pod_of_the_deployment(
         let (dns, dn) = (&d.namespace, &d.name);
         format!("pod {namespace}/{name} is not a pod of act 1's Deployment {dns:?}/{dn}")
     });
-}
-
-/// Act 3 observes one thing after the other (the act in `lab/src/labs/common.rs`; act 3 of
-/// `docs/labs.md`): the good pod's create, its GET, then the violating pod's create and its GET,
-/// then the existing pod's read. So
-/// `good.get.at ≤ bad.sent_at` and `bad.get.at ≤ existing.at`: a time of one step that falls
-/// inside another step contradicts the act's order. Flags [`Code::TimesInconsistent`].
-fn act3_observations_in_sequence(g: &mut G, s: &str, f: &facts::Act3Facts) {
-    g.times_ordered(&format!("{s}.bad.sent_at"), &f.good.get.at, &f.bad.sent_at);
-    g.times_ordered(&format!("{s}.existing.at"), &f.bad.get.at, &f.existing.at);
 }
 
 /// The existing pod a later act observed is act 3's, alive: the same name, namespace and UID

@@ -11,12 +11,12 @@
 //!
 //! | rule | holds | against | code |
 //! |---|---|---|---|
-//! | [`every_request_is_its_answer`] | every request record of the act (`G::request`) | its own raw answer and GET | outcome-contradicts-answer, raw-mismatch, stored-without-uid, … |
+//! | [`every_request_is_its_answer`] | every request record of the act (`G::request`) | its own raw answer and GET; its raw `request:*` record | outcome-contradicts-answer, raw-mismatch, stored-without-uid, … |
 //! | [`violating_pod_never_stored_under_fail`] | a pod without the policy's label, in the target namespace, stored or dry-run admitted | the newest registration read (raw, this act or an earlier one) before it was sent: the policy's webhook registered with failurePolicy Fail | admitted-under-fail |
 //! | [`call_failure_never_reaches_the_client_under_ignore`] | a request answered with a webhook call failure; a `calling_webhook_error` rejection in the metrics deltas | the named webhook's registration, wherever the lab recorded it: failurePolicy Ignore fails open | call-failure-under-ignore |
-//! | [`lease_tenure_is_one_story`] | every read of a Lease (facts and raw, this act against itself and the earlier acts) | each other: `leaseTransitions` never falls; one transition count, one holder and `acquireTime`; a read after a tenure's `acquireTime` shows it or a later one | lease-tenure-contradicted |
+//! | [`lease_tenure_is_one_story`] | every read of a Lease (facts and raw, this act against itself and the earlier acts) | each other: `leaseTransitions` never falls; one transition count, one holder and `acquireTime`; a read after a tenure's `acquireTime` shows it or a later one, a read between two of one tenure its holder; the read's own time; the act's freeze | lease-tenure-contradicted |
 //! | [`replica_counters_account_for_the_calls`] | the replicas' admission request counters (`replica_requests`: each replica's before/after) | the act's requests that called the webhook: with no counter reset, at least every answered call (a deny, a pod admitted in the target namespace in under 1 s) and at most every call (plus the timed-out and failed-open ones a frozen replica may count after its resume); after a reset, at most every call | value-mismatch |
-//! | [`acts_follow_each_other`], [`raw_records_inside_the_act`] | the act's span; each raw record's `at` | the earlier act's span; the act's span | times-inconsistent |
+//! | [`acts_follow_each_other`] | the act's span | the earlier acts' spans | times-inconsistent |
 
 use std::collections::BTreeMap;
 
@@ -24,7 +24,7 @@ use serde_json::Value;
 
 #[cfg(doc)]
 use super::Code;
-use super::{Code::*, G, bounds, ev_name};
+use super::{Code::*, G, bounds, ev_name, walk};
 use crate::evidence::{Evidence, Outcome, RequestRecord};
 use crate::facts::parse_rfc3339;
 
@@ -45,18 +45,14 @@ pub(crate) fn grade(g: &mut G, ev: &Evidence) {
     every_request_is_its_answer(g, ev);
     violating_pod_never_stored_under_fail(g, ev, &reads);
     call_failure_never_reaches_the_client_under_ignore(g, ev, &reads);
-    // Every Lease read of the acts so far, read once for the four Lease rules.
-    let leases = lease_reads(g);
-    lease_tenure_is_one_story(g, &leases);
-    lease_stamped_before_it_was_read(g, &leases);
-    lease_tenure_holds_between_its_reads(g, &leases);
-    frozen_holder_renews_nothing(g, ev, &leases);
+    lease_tenure_is_one_story(g, ev, &lease_reads(g));
     one_resource_version_one_object(g);
     replica_counters_account_for_the_calls(g, ev);
-    replica_counter_falls_only_with_a_restart(g);
-    restart_count_never_falls_for_one_pod(g);
+    // Every restart count read so far, read once for the two restart rules.
+    let restarts = lab_restart_reads(g);
+    replica_counter_falls_only_with_a_restart(g, &restarts);
+    restart_count_never_falls_for_one_pod(g, &restarts);
     acts_follow_each_other(g, ev);
-    raw_records_inside_the_act(g, ev);
 }
 
 /// Every outcome the lab's requests may record: a rule of its own decides which one the act
@@ -82,11 +78,33 @@ fn requests(ev: &Evidence) -> Vec<(String, RequestRecord)> {
 }
 
 /// Every request record of the act, wherever it sits in `facts` (lab C's requests after the
-/// resume included), is classified from its own answer by the one record rule ([`G::request`]),
-/// whatever the act's own rules expect of it.
+/// resume included), whatever the act's own rules expect of it, is its own answer (the one record
+/// rule, [`G::request`]) and its raw record: the recorder keeps each request it sent verbatim in
+/// `raw` (`request:<label>`, [`crate::evidence::RequestRecord`]) when it sends it, and a facts
+/// copy that differs from the raw record of the same name (an outcome, status, message or time
+/// changed after the fact) is flagged [`Code::RawMismatch`], naming both. A facts record without a
+/// raw one is not flagged so (generated fixtures and older evidence keep only the facts).
 pub(crate) fn every_request_is_its_answer(g: &mut G, ev: &Evidence) {
-    for (path, r) in requests(ev) {
-        g.request(&format!("{} {path}", ev_name(g.act)), &r, ANY_OUTCOME);
+    let mut raw: BTreeMap<&str, (&str, &Value)> = BTreeMap::new();
+    for r in &ev.raw {
+        let (what, data) = (r["what"].as_str().unwrap_or_default(), &r["data"]);
+        let name = data["name"].as_str();
+        if let Some(name) = name.filter(|_| what.starts_with("request:")) {
+            raw.entry(name).or_insert((what, data));
+        }
+    }
+    let mut quoted = Vec::new();
+    super::request_values(&ev.facts, "facts", &mut quoted);
+    for (path, v) in quoted {
+        let sub = format!("{} {path}", ev_name(g.act));
+        if let Some((name, (what, data))) = v["name"].as_str().and_then(|n| raw.get_key_value(n)) {
+            g.check(*data == v, RawMismatch, &sub, || {
+                format!("request {name} differs from its raw record {what:?}")
+            });
+        }
+        if let Ok(r) = serde_json::from_value::<RequestRecord>(v.clone()) {
+            g.request(&sub, &r, ANY_OUTCOME);
+        }
     }
 }
 
@@ -188,14 +206,14 @@ fn webhook_entries(v: &Value, hooks: &mut BTreeMap<String, String>, lists: &mut 
 
 /// The facts' webhook copies (`name` + `failure_policy`): name → (failurePolicy, witness).
 fn facts_webhooks(v: &Value, path: &str, file: &str, out: &mut BTreeMap<String, (String, String)>) {
-    super::walk(v, path, "", &mut |p, _, x| {
+    walk(v, path, None, (), &mut |p, _, x, ()| {
         let text = |k: &str| x.get(k).and_then(Value::as_str);
         let Some((n, policy)) = text("name").zip(text("failure_policy")) else {
-            return true;
+            return Some(());
         };
         let read = (policy.to_owned(), format!("{file} {p}"));
         out.entry(n.to_owned()).or_insert(read);
-        false
+        None
     });
 }
 
@@ -351,7 +369,7 @@ fn for_each_raw<'v>(
 ) {
     for (i, r) in doc["raw"].as_array().into_iter().flatten().enumerate() {
         let (path, c) = (format!("raw[{i}].data"), (time_of(r, "at"), None));
-        walk_with(&r["data"], &path, None, c, &mut |p, k, v, (at, items)| {
+        walk(&r["data"], &path, None, c, &mut |p, k, v, (at, items)| {
             let (at, own) = (time_of(v, "at").or(at), v["kind"].as_str());
             let kind = own.or(items.filter(|_| matches!(k, None | Some("items"))));
             let items = if v.is_array() {
@@ -364,33 +382,13 @@ fn for_each_raw<'v>(
     }
 }
 
-/// Visits `v` (at `path`, its key `key`, `None` for an array's item) and every value below it,
-/// depth first; `visit` gets what its parent passed down (`c`, the first: `c`) and returns what to
-/// pass to the values below, or `None` not to go below.
-fn walk_with<'v, C: Copy>(
-    v: &'v Value,
-    path: &str,
-    key: Option<&str>,
-    c: C,
-    visit: &mut impl FnMut(&str, Option<&str>, &'v Value, C) -> Option<C>,
-) {
-    let Some(c) = visit(path, key, v, c) else {
-        return;
-    };
-    for (k, x) in v.as_object().into_iter().flatten() {
-        walk_with(x, &format!("{path}.{k}"), Some(k), c, visit);
-    }
-    for (i, x) in v.as_array().into_iter().flatten().enumerate() {
-        walk_with(x, &format!("{path}[{i}]"), None, c, visit);
-    }
-}
-
 fn facts_leases(act: u8, v: &Value, path: &str, file: &str, out: &mut Vec<LeaseRead>) {
-    super::walk(v, path, "", &mut |p, k, x| {
+    walk(v, path, None, (), &mut |p, k, x, ()| {
         let text = |k: &str| x.get(k).and_then(Value::as_str);
+        let witness = k.is_some_and(super::is_witness_record);
         let read = x.get("holder").is_some() && x.get("lease_transitions").is_some();
-        let Some(at) = time_of(x, "at").filter(|_| read && !super::is_witness_record(k)) else {
-            return !super::is_witness_record(k);
+        let Some(at) = time_of(x, "at").filter(|_| read && !witness) else {
+            return (!witness).then_some(());
         };
         let lease = text("name").unwrap_or(crate::rules::common::KYVERNO_NAMESPACE);
         let count = x.get("lease_transitions").and_then(Value::as_u64);
@@ -404,7 +402,7 @@ fn facts_leases(act: u8, v: &Value, path: &str, file: &str, out: &mut Vec<LeaseR
             renew: time_of(x, "renew_time"),
             transitions: transitions_of(count, text("holder")),
         });
-        false
+        None
     });
 }
 
@@ -461,113 +459,99 @@ fn tenure_contradiction(a: &LeaseRead, b: &LeaseRead) -> Option<String> {
     None
 }
 
-/// A Lease tenure (holder, acquireTime) is the same in every read that shows it, across acts;
-/// `leaseTransitions` never falls; a takeover (a new tenure's `acquireTime`) shows in every read
-/// made after it, the samples inside a freeze as much as the read after it and the later acts.
-/// Each read of this act is held against every read of this act and of the earlier acts; flags
-/// [`Code::LeaseTenureContradicted`] on this act's read, naming the other.
-pub(crate) fn lease_tenure_is_one_story(g: &mut G, reads: &[LeaseRead]) {
-    let this = g.act;
-    for b in reads.iter().filter(|r| r.act == this) {
-        let other = |a: &&LeaseRead| a.lease == b.lease && a.witness != b.witness;
-        for a in reads.iter().filter(other) {
-            if a.act == this && a.witness > b.witness {
-                continue; // each pair of this act once
-            }
-            let found = tenure_contradiction(a, b).or_else(|| tenure_contradiction(b, a));
-            let (ok, sub) = (found.is_none(), b.witness.clone());
-            g.check(ok, LeaseTenureContradicted, sub, || {
-                let (other, why) = (&a.witness, found.clone().unwrap_or_default());
-                format!("against {other}: {why}")
-            });
-        }
-    }
-}
-
-/// A Lease read shows only what was written before it: its `acquireTime` and `renewTime`
-/// (stamped by the holder, a process on the lab's one node: one clock) lie no later than when the
-/// tool received the read (its `at`, [`bounds::CLOCK_SKEW_MS`] of slack). Flags
-/// [`Code::LeaseTenureContradicted`] on this act's read.
-pub(crate) fn lease_stamped_before_it_was_read(g: &mut G, reads: &[LeaseRead]) {
-    let skew = chrono::Duration::milliseconds(bounds::CLOCK_SKEW_MS as i64);
-    let this = g.act;
-    for r in reads.iter().filter(|r| r.act == this) {
-        let stamps = [("acquireTime", r.acquire), ("renewTime", r.renew)];
-        let late = |(_, t): &(&str, Option<Time>)| t.is_some_and(|t| t > r.at + skew);
-        let late = stamps.into_iter().find(late);
-        g.check(late.is_none(), LeaseTenureContradicted, r.witness.clone(), || {
-            let (field, t) = late.unwrap_or_default();
-            let (t, at) = (t.map(|t| t.to_rfc3339()).unwrap_or_default(), r.at.to_rfc3339());
-            format!("{field} {t} is later than the read itself ({at}): a read shows only what was written before it")
-        });
-    }
-}
-
-/// A tenure read before and after a read holds at that read too: the holder keeps the Lease
-/// until another takes it (a new `acquireTime`, `leaseTransitions` + 1) or releases it (client-go
-/// then stamps a new tenure when it is taken again, even by the same holder). So a read of this
-/// act made between two reads of one tenure ([`bounds::LEASE_STORE_MS`] apart from each) shows
-/// that tenure's holder. Flags [`Code::LeaseTenureContradicted`] on this act's read, naming the
-/// reads on either side.
-pub(crate) fn lease_tenure_holds_between_its_reads(g: &mut G, reads: &[LeaseRead]) {
+/// Every Lease read of this act tells one story with every other read of the Lease, this act's
+/// and the earlier acts' (each pair of this act's reads once):
+/// - [`tenure_contradiction`]: a tenure (holder, acquireTime) is the same in every read that shows
+///   it; `leaseTransitions` never falls; a takeover shows in every read made after it, the samples
+///   inside a freeze as much as the read after it and the later acts;
+/// - a read shows only what was written before it: its `acquireTime` and `renewTime` (stamped by
+///   the holder, on the lab's one node: one clock) lie no later than its `at`
+///   ([`bounds::CLOCK_SKEW_MS`] of slack);
+/// - a tenure read before and after a read holds at that read too: the holder keeps the Lease
+///   until another takes it (a new `acquireTime`, `leaseTransitions` + 1) or releases it
+///   (client-go then stamps a new tenure, even for the same holder), so a read made between two
+///   reads of one tenure ([`bounds::LEASE_STORE_MS`] apart from each) shows its holder;
+/// - a frozen process writes nothing: no read shows the frozen pod (`target_pod`; lab B's one
+///   replica, act 4's `pod_name`) renewing inside its freeze (`freeze.frozen_at` .. `resumed_at`),
+///   a `renewTime` later than [`bounds::LEASE_STORE_MS`] after the SIGSTOP and before the SIGCONT.
+///
+/// Each holds apart (one check each); flags [`Code::LeaseTenureContradicted`] on this act's read,
+/// naming the other reads or the freeze.
+pub(crate) fn lease_tenure_is_one_story(g: &mut G, ev: &Evidence, reads: &[LeaseRead]) {
     let slack = chrono::Duration::milliseconds(bounds::LEASE_STORE_MS);
-    type Key<'r> = (&'r str, &'r str, Option<Time>, u64);
-    let mut spans: BTreeMap<Key<'_>, (&LeaseRead, &LeaseRead)> = BTreeMap::new();
-    for r in reads {
-        let (Some(h), Some(t)) = (r.holder.as_deref().filter(|h| !h.is_empty()), r.transitions)
-        else {
-            continue;
-        };
-        let span = spans.entry((&r.lease, h, r.acquire, t)).or_insert((r, r));
-        if r.at < span.0.at {
-            span.0 = r;
-        }
-        if r.at > span.1.at {
-            span.1 = r;
-        }
-    }
-    let this = g.act;
+    let skew = chrono::Duration::milliseconds(bounds::CLOCK_SKEW_MS as i64);
+    let (spans, freeze, this) = (tenure_spans(reads), frozen_pod(g, ev), g.act);
     for b in reads.iter().filter(|r| r.act == this) {
-        let inside = spans.iter().find(|((lease, holder, _, _), (first, last))| {
+        let check = |g: &mut G, why: Option<String>| {
+            let sub = b.witness.clone();
+            g.check(why.is_none(), LeaseTenureContradicted, sub, || {
+                why.clone().unwrap_or_default()
+            })
+        };
+        let other = |a: &&LeaseRead| {
+            a.lease == b.lease && a.witness != b.witness && (a.act != this || a.witness < b.witness)
+        };
+        for a in reads.iter().filter(other) {
+            let why = tenure_contradiction(a, b).or_else(|| tenure_contradiction(b, a));
+            check(g, why.map(|why| format!("against {}: {why}", a.witness)));
+        }
+        let stamps = [("acquireTime", b.acquire), ("renewTime", b.renew)];
+        let late = stamps.into_iter().find_map(|(field, t)| {
+            let (t, at) = (t.filter(|t| *t > b.at + skew)?, b.at.to_rfc3339());
+            Some(format!("{field} {} is later than the read itself ({at}): a read shows only what was written before it", t.to_rfc3339()))
+        });
+        check(g, late);
+        let inside = spans.iter().find(|((lease, holder, _, _), [first, last])| {
             *lease == b.lease
                 && b.holder.as_deref() != Some(*holder)
                 && first.at + slack < b.at
                 && b.at + slack < last.at
         });
-        g.check(inside.is_none(), LeaseTenureContradicted, b.witness.clone(), || {
-            let ((_, holder, _, t), (first, last)) = inside.expect("found");
+        check(g, inside.map(|((_, holder, _, t), [first, last])| {
             let shown = b.holder.as_deref().unwrap_or("none");
             format!("read at {} shows holder {shown:?}, though {} and {} show the tenure of {holder} (leaseTransitions {t}) before and after it", b.at.to_rfc3339(), first.witness, last.witness)
-        });
+        }));
+        let held = freeze
+            .as_ref()
+            .filter(|f| b.holder.as_deref() == Some(f.0.as_str()));
+        if let Some((pod, frozen, resumed)) = held {
+            let t = b.renew.filter(|t| *t > *frozen + slack && t < resumed);
+            check(g, t.map(|t| format!("the frozen pod {pod} renewed the Lease at {}, inside its freeze ({} facts.freeze: {} .. {}); a stopped process writes nothing", t.to_rfc3339(), ev_name(this), frozen.to_rfc3339(), resumed.to_rfc3339())));
+        }
     }
 }
 
-/// A frozen process writes nothing: no Lease read of the act shows the frozen pod (`target_pod`;
-/// lab B's one replica, act 4's `pod_name`) renewing inside its freeze (`freeze.frozen_at` ..
-/// `resumed_at`): a `renewTime` the holder stamped later than [`bounds::LEASE_STORE_MS`] after
-/// the SIGSTOP and before the SIGCONT. Flags [`Code::LeaseTenureContradicted`] on the read,
-/// naming the freeze window.
-pub(crate) fn frozen_holder_renews_nothing(g: &mut G, ev: &Evidence, reads: &[LeaseRead]) {
+/// Each tenure's first and last read: (Lease, holder, acquireTime, `leaseTransitions`) → reads.
+type TenureSpans<'r> = BTreeMap<(&'r str, &'r str, Option<Time>, u64), [&'r LeaseRead; 2]>;
+
+fn tenure_spans(reads: &[LeaseRead]) -> TenureSpans<'_> {
+    let mut spans = TenureSpans::new();
+    for r in reads {
+        let (Some(h), Some(t)) = (r.holder.as_deref().filter(|h| !h.is_empty()), r.transitions)
+        else {
+            continue;
+        };
+        let span = spans.entry((&r.lease, h, r.acquire, t)).or_insert([r, r]);
+        if r.at < span[0].at {
+            span[0] = r;
+        }
+        if r.at > span[1].at {
+            span[1] = r;
+        }
+    }
+    spans
+}
+
+/// The pod the act froze and its freeze: (`target_pod`, else act 4's `pod_name`; `frozen_at`,
+/// `resumed_at`), or `None` when the act froze nothing.
+fn frozen_pod(g: &G, ev: &Evidence) -> Option<(String, Time, Time)> {
     let freeze = &ev.facts["freeze"];
     let at = |k| time_of(freeze, k);
-    let (Some(frozen), Some(resumed)) = (at("frozen_at"), at("resumed_at")) else {
-        return;
-    };
+    let (frozen, resumed) = (at("frozen_at")?, at("resumed_at")?);
     let act4 = read_evidence(g.input, 4..=4).next();
     let act4 = act4.and_then(|(_, d)| d.value["facts"]["pod_name"].as_str());
-    let Some(pod) = ev.facts["target_pod"].as_str().or(act4) else {
-        return;
-    };
-    let slack = chrono::Duration::milliseconds(bounds::LEASE_STORE_MS);
-    let this = g.act;
-    let held = |r: &&LeaseRead| r.act == this && r.holder.as_deref() == Some(pod);
-    for r in reads.iter().filter(held) {
-        let renewed = r.renew.filter(|t| *t > frozen + slack && *t < resumed);
-        g.check(renewed.is_none(), LeaseTenureContradicted, r.witness.clone(), || {
-            let t = renewed.map(|t| t.to_rfc3339()).unwrap_or_default();
-            format!("the frozen pod {pod} renewed the Lease at {t}, inside its freeze ({} facts.freeze: {} .. {}); a stopped process writes nothing", ev_name(this), frozen.to_rfc3339(), resumed.to_rfc3339())
-        });
-    }
+    let pod = ev.facts["target_pod"].as_str().or(act4)?;
+    Some((pod.to_owned(), frozen, resumed))
 }
 
 /// One `resourceVersion` is one stored state of an object: the API server gives every write a
@@ -631,16 +615,6 @@ pub(crate) fn acts_follow_each_other(g: &mut G, ev: &Evidence) {
             let earlier = ev_name(*act);
             format!("{started:?} is before {earlier} finished_at {finished:?}")
         });
-    }
-}
-
-/// Every raw record's `at` (when the tool received it) lies inside the act's span. Flags
-/// [`Code::TimesInconsistent`] on the record.
-pub(crate) fn raw_records_inside_the_act(g: &mut G, ev: &Evidence) {
-    for (i, r) in ev.raw.iter().enumerate() {
-        if let Some(t) = r.get("at").and_then(Value::as_str) {
-            super::inside_the_act(g, ev, format!("{} raw[{i}].at", ev_name(g.act)), t);
-        }
     }
 }
 
@@ -816,16 +790,15 @@ fn restarted_between(reads: &[RestartRead], pod: &str, from: Time, to: Time) -> 
 /// than the read before it unless the reads between the two show that pod's container restarted
 /// ([`restarted_between`]). Flags [`Code::ValueMismatch`] on this act's read, naming the earlier
 /// one.
-pub(crate) fn replica_counter_falls_only_with_a_restart(g: &mut G) {
+pub(crate) fn replica_counter_falls_only_with_a_restart(g: &mut G, restarts: &[RestartRead]) {
     let reads = counter_reads(g);
-    let restarts = lab_restart_reads(g);
     let this = ev_name(g.act);
     let mut last: BTreeMap<&str, (Time, u64, &str)> = BTreeMap::new();
     for (pod, at, v, witness) in &reads {
         if let Some((from, before, earlier)) = last.get(pod.as_str()).copied()
             && witness.starts_with(&this)
         {
-            let ok = *v >= before || restarted_between(&restarts, pod, from, *at);
+            let ok = *v >= before || restarted_between(restarts, pod, from, *at);
             g.check(ok, ValueMismatch, witness.clone(), || {
                 format!("replica {pod}'s admission request counter fell from {before} ({earlier}) to {v}, though no read between them shows its container restarted; a counter falls only with a restart")
             });
@@ -895,11 +868,10 @@ fn restart_read(
 /// observations, processes found through CRI, raw `Pod` objects, in facts and raw alike) shows a
 /// count no lower than the observations made before it, in this act and the earlier ones. Flags
 /// [`Code::ValueMismatch`] on this act's observation, naming the earlier one.
-pub(crate) fn restart_count_never_falls_for_one_pod(g: &mut G) {
-    let reads = lab_restart_reads(g);
+pub(crate) fn restart_count_never_falls_for_one_pod(g: &mut G, reads: &[RestartRead]) {
     let this = g.act;
     let mut most: BTreeMap<&str, (u64, &str)> = BTreeMap::new();
-    for (act, _, uid, count, witness, _) in &reads {
+    for (act, _, uid, count, witness, _) in reads {
         if let Some((m, earlier)) = most.get(uid.as_str()).copied()
             && *act == this
         {
@@ -920,7 +892,7 @@ fn lab_restart_reads(g: &G) -> Vec<RestartRead> {
     let mut reads = Vec::new();
     for (act, file, v, end) in ended_evidence(g) {
         let facts = (&v["facts"], "facts");
-        walk_with(facts.0, facts.1, None, None, &mut |path, k, x, at| {
+        walk(facts.0, facts.1, None, None, &mut |path, k, x, at| {
             let at = time_of(x, "at").or(at);
             let ok = !k.is_some_and(super::is_witness_record);
             let read = ok.then(|| restart_read(x, at, (act, end), path, &file, &mut reads));
