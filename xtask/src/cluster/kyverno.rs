@@ -116,7 +116,9 @@ pub fn helm_install(rt: &Runtime, chart_dir: &Path) -> Result<()> {
 /// [`helm_install`] against any cluster: `helm` (the built Helm binary) installs release
 /// [`RELEASE`] from `chart_dir` into [`NAMESPACE`] of the cluster behind `kubeconfig`, with
 /// [`HELM_VALUE_OVERRIDES`]; Helm's caches and config go under `helm_home` (cache/, config/,
-/// data/). Used by the embedded backend and by the kubeconfig backend (`xtask::backend`).
+/// data/, and kube-cache/ for the API discovery cache, which client-go's `genericclioptions`
+/// otherwise writes to `~/.kube/cache`: cli-runtime v0.37.0 `getDefaultCacheDir` reads
+/// `KUBECACHEDIR`). Used by the embedded backend and by the kubeconfig backend (`xtask::backend`).
 pub fn helm_install_at(
     helm: &Path,
     kubeconfig: &Path,
@@ -131,7 +133,8 @@ pub fn helm_install_at(
         .arg(kubeconfig)
         .env("HELM_CACHE_HOME", helm_home.join("cache"))
         .env("HELM_CONFIG_HOME", helm_home.join("config"))
-        .env("HELM_DATA_HOME", helm_home.join("data"));
+        .env("HELM_DATA_HOME", helm_home.join("data"))
+        .env("KUBECACHEDIR", helm_home.join("kube-cache"));
     for (k, v, _) in HELM_VALUE_OVERRIDES {
         cmd.arg("--set").arg(format!("{k}={v}"));
     }

@@ -16,14 +16,23 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// kubelet's device-plugin socket directory (`pluginapi.DevicePluginPath`, hard-coded), its
 /// container log symlink directory (`/var/log/containers`, hard-coded), and containerd's shim
 /// socket directory (`/run/containerd/s`, derived from the default state dir in
-/// `pkg/shim.SocketAddress`). Deepest first.
+/// `pkg/shim.SocketAddress`), libcni's result cache (`/var/lib/cni/results`: containernetworking/cni
+/// v1.3.0 `libcni.CacheDir`, which containerd's go-cni v1.1.13 gives no option to move), and
+/// `/run/netns`, which `ip netns add` creates and bind-mounts onto itself the first time
+/// (removed by [`super::teardown::remove_run_netns`] once our namespace is gone). Deepest first.
 pub const HOST_PATHS: &[&str] = &[
     "/var/lib/kubelet/device-plugins",
     "/var/lib/kubelet",
     "/var/log/containers",
     "/run/containerd/s",
     "/run/containerd",
+    "/var/lib/cni/results",
+    "/var/lib/cni",
+    RUN_NETNS,
 ];
+
+/// Where `ip netns add` keeps network namespaces bound (a mount point once it made one).
+pub const RUN_NETNS: &str = "/run/netns";
 
 /// The state record of one cluster (`<state_dir>/cluster.json`).
 #[derive(Debug, Clone, Serialize, Deserialize)]

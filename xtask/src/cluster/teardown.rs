@@ -816,7 +816,8 @@ fn remove_host_paths(report: &mut Report, rec: &ClusterRecord) {
             Err(e) => report.fail(anyhow::anyhow!("removing {}: {e}", sock.display())),
         }
     }
-    for p in &rec.host_paths_created {
+    let run_netns = Path::new(super::record::RUN_NETNS);
+    for p in rec.host_paths_created.iter().filter(|p| *p != run_netns) {
         match std::fs::remove_dir(p) {
             Ok(()) => report.note(format!("removed {}", p.display())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -935,6 +936,7 @@ pub fn down(rec: &ClusterRecord) -> Report {
             Err(e) => report.fail(anyhow::anyhow!("removing {}: {e}", link.display())),
         }
     }
+    remove_cni_results(&mut report, rec);
     remove_host_paths(&mut report, rec);
     match netns::delete(
         &rec.netns,
@@ -947,7 +949,74 @@ pub fn down(rec: &ClusterRecord) -> Report {
             .for_each(|d| report.note(format!("deleted {d}"))),
         Err(e) => report.fail(e),
     }
+    remove_run_netns(&mut report, rec);
     report
+}
+
+/// Removes libcni's cached results of this cluster's pods from `/var/lib/cni/results` (a pod
+/// torn down through CRI has its entries removed by CNI DEL; a cluster that died leaves them).
+/// An entry is this cluster's only when it is a `cniCacheV1` record of the cluster's network
+/// (`kca-<name>`) or of containerd's loopback (`cni-loopback`), its file name is
+/// `<networkName>-<containerId>-<ifName>` and its `netns` lies under the cluster's state dir;
+/// anything else is left alone.
+fn remove_cni_results(report: &mut Report, rec: &ClusterRecord) {
+    let Ok(rd) = std::fs::read_dir("/var/lib/cni/results") else {
+        return;
+    };
+    let network = format!("kca-{}", rec.name);
+    let mut removed = 0;
+    for path in rd.flatten().map(|e| e.path()) {
+        let Some(v) = std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        else {
+            continue;
+        };
+        let text = |k: &str| v[k].as_str().unwrap_or_default().to_owned();
+        let (net, id, ifname) = (text("networkName"), text("containerId"), text("ifName"));
+        let ours = v["kind"] == "cniCacheV1"
+            && (net == network || net == "cni-loopback")
+            && path.file_name() == Some(format!("{net}-{id}-{ifname}").as_ref())
+            && Path::new(&text("netns")).starts_with(&rec.state_dir);
+        if ours {
+            match std::fs::remove_file(&path) {
+                Ok(()) => removed += 1,
+                Err(e) => report.fail(anyhow::anyhow!("removing {}: {e}", path.display())),
+            }
+        }
+    }
+    if removed > 0 {
+        report.note(format!(
+            "removed {removed} CNI result(s) of the cluster's pods from /var/lib/cni/results"
+        ));
+    }
+}
+
+/// `/run/netns` when `up` saw it created (`ip netns add` makes the directory and bind-mounts it
+/// onto itself the first time): once no namespace is left in it, unmounted and removed; while
+/// another namespace is there (another cluster's, anyone's), left as it is.
+pub(crate) fn remove_run_netns(report: &mut Report, rec: &ClusterRecord) {
+    let dir = Path::new(super::record::RUN_NETNS);
+    if !rec.host_paths_created.iter().any(|p| p == dir) {
+        return;
+    }
+    match std::fs::read_dir(dir).map(|mut rd| rd.next().is_none()) {
+        Ok(true) => {}
+        Ok(false) => {
+            return report.note(format!("{} holds other namespaces: left", dir.display()));
+        }
+        Err(_) => return,
+    }
+    if mounts().iter().any(|m| m.mount_point == dir) {
+        match nix::mount::umount2(dir, nix::mount::MntFlags::empty()) {
+            Ok(()) => report.note(format!("unmounted {}", dir.display())),
+            Err(e) => return report.fail(anyhow::anyhow!("unmounting {}: {e}", dir.display())),
+        }
+    }
+    match std::fs::remove_dir(dir) {
+        Ok(()) => report.note(format!("removed {}", dir.display())),
+        Err(e) => report.fail(anyhow::anyhow!("removing {}: {e}", dir.display())),
+    }
 }
 
 #[cfg(test)]

@@ -355,6 +355,7 @@ fn helm_template(helm: &Path, chart: &Path, home: &Path) -> anyhow::Result<()> {
         ("HELM_CACHE_HOME", "cache"),
         ("HELM_CONFIG_HOME", "config"),
         ("HELM_DATA_HOME", "data"),
+        ("KUBECACHEDIR", "kube-cache"),
     ] {
         cmd.env(var, home.join(sub));
     }
