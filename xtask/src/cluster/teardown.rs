@@ -963,7 +963,6 @@ fn remove_cni_results(report: &mut Report, rec: &ClusterRecord) {
     let Ok(rd) = std::fs::read_dir("/var/lib/cni/results") else {
         return;
     };
-    let network = format!("kca-{}", rec.name);
     let mut removed = 0;
     for path in rd.flatten().map(|e| e.path()) {
         let Some(v) = std::fs::read(&path)
@@ -972,13 +971,8 @@ fn remove_cni_results(report: &mut Report, rec: &ClusterRecord) {
         else {
             continue;
         };
-        let text = |k: &str| v[k].as_str().unwrap_or_default().to_owned();
-        let (net, id, ifname) = (text("networkName"), text("containerId"), text("ifName"));
-        let ours = v["kind"] == "cniCacheV1"
-            && (net == network || net == "cni-loopback")
-            && path.file_name() == Some(format!("{net}-{id}-{ifname}").as_ref())
-            && Path::new(&text("netns")).starts_with(&rec.state_dir);
-        if ours {
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        if cni_result_is_ours(&name, &v, rec) {
             match std::fs::remove_file(&path) {
                 Ok(()) => removed += 1,
                 Err(e) => report.fail(anyhow::anyhow!("removing {}: {e}", path.display())),
@@ -990,6 +984,18 @@ fn remove_cni_results(report: &mut Report, rec: &ClusterRecord) {
             "removed {removed} CNI result(s) of the cluster's pods from /var/lib/cni/results"
         ));
     }
+}
+
+/// Whether the libcni cache entry `v` in file `name` is one of `rec`'s pods' (see
+/// [`remove_cni_results`]).
+fn cni_result_is_ours(name: &str, v: &serde_json::Value, rec: &ClusterRecord) -> bool {
+    let text = |k: &str| v[k].as_str().unwrap_or_default();
+    let (net, id, ifname) = (text("networkName"), text("containerId"), text("ifName"));
+    v["kind"] == "cniCacheV1"
+        && (net == format!("kca-{}", rec.name) || net == "cni-loopback")
+        && !id.is_empty()
+        && name == format!("{net}-{id}-{ifname}")
+        && Path::new(text("netns")).starts_with(&rec.state_dir)
 }
 
 /// `/run/netns` when `up` saw it created (`ip netns add` makes the directory and bind-mounts it
@@ -1022,6 +1028,49 @@ pub(crate) fn remove_run_netns(report: &mut Report, rec: &ClusterRecord) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_clusters_own_cni_results_are_its() {
+        let rec: ClusterRecord = serde_json::from_value(serde_json::json!({
+            "schema_version": 1, "name": "crash", "state_dir": "/work/t/lab/crash",
+            "netns": "kca-crash", "node_name": "kca-crash",
+            "net": {"index": 1}, "cgroup_root": "/kca-crash", "bin_dir": "/b", "cni_bin_dir": "/c",
+            "processes": [], "created_at": "", "timings_ms": {}
+        }))
+        .unwrap();
+        let entry = |net: &str, netns: &str| {
+            serde_json::json!({"kind": "cniCacheV1", "containerId": "e1d1", "ifName": "eth0",
+                "networkName": net, "netns": netns})
+        };
+        let ns = "/work/t/lab/crash/containerd/state/io.containerd.grpc.v1.cri/netns/cni-1";
+        assert!(cni_result_is_ours(
+            "kca-crash-e1d1-eth0",
+            &entry("kca-crash", ns),
+            &rec
+        ));
+        assert!(cni_result_is_ours(
+            "cni-loopback-e1d1-eth0",
+            &entry("cni-loopback", ns),
+            &rec
+        ));
+        // Another network, another state dir, another file name: not ours.
+        assert!(!cni_result_is_ours(
+            "kca-laba-e1d1-eth0",
+            &entry("kca-laba", ns),
+            &rec
+        ));
+        let other = "/work/t/lab/crash-2/containerd/state/netns/cni-1";
+        assert!(!cni_result_is_ours(
+            "kca-crash-e1d1-eth0",
+            &entry("kca-crash", other),
+            &rec
+        ));
+        assert!(!cni_result_is_ours(
+            "kca-crash-e1d2-eth0",
+            &entry("kca-crash", ns),
+            &rec
+        ));
+    }
 
     const INFO: &str = "\
 22 1 254:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw
