@@ -330,28 +330,6 @@ fn window_opens_with_the_act_and_frames_its_requests(
     });
 }
 
-/// Whether a request that failed open can only have timed out: it was sent while the target was
-/// frozen and its whole `timeoutSeconds` lay inside the freeze (`facts.freeze.frozen_at` ..
-/// `resumed_at`), so the stopped process could not answer or refuse. A request failed open
-/// outside that span (e.g. after the resume, while a restarted container refuses connections)
-/// may have failed fast: the 201 answer does not say which, and the tool's `elapsed_ms` cannot
-/// decide it on a slow host (seen in a cgroup v2 guest under emulation: elapsed ≥ 3 s, the API
-/// server's webhook latency 2 ms).
-pub(super) fn timeout_inside_freeze(
-    ev: &Evidence,
-    r: &crate::evidence::RequestRecord,
-    t: u32,
-) -> bool {
-    let parse = crate::facts::parse_rfc3339;
-    let at = |k: &str| ev.facts["freeze"][k].as_str().and_then(parse);
-    match (at("frozen_at"), at("resumed_at"), parse(&r.sent_at)) {
-        (Some(frozen), Some(resumed), Some(sent)) => {
-            sent >= frozen && sent + chrono::Duration::seconds(i64::from(t)) <= resumed
-        }
-        _ => false,
-    }
-}
-
 /// Rule 8 (`webhook-latency`): the API server's own timing of the request is held against the
 /// record's `elapsed_ms` ([`super::bounds`]): the event's span (`stageTimestamp −
 /// requestReceivedTimestamp`) and the validating webhook latency annotation
@@ -362,7 +340,7 @@ pub(super) fn timeout_inside_freeze(
 /// annotation (an API server older than the latency tracker) gets a [`Code::TimingNotObserved`]
 /// note: the witness is absent, which is said, never passed silently. A call timed out when the
 /// record is a `webhook-timeout`, or failed open under Ignore with its whole timeout inside the
-/// freeze ([`timeout_inside_freeze`]); `H` was called when the record shows a deny, a failed call
+/// freeze ([`super::bounds::timeout_inside_freeze`]); `H` was called when the record shows a deny, a failed call
 /// or a pod failed open. `at` is `evidence/NN.json facts.admission_audit.requests[i]`, `both`
 /// names both records.
 fn webhook_call_timing_agrees(
@@ -375,7 +353,7 @@ fn webhook_call_timing_agrees(
 ) {
     use super::bounds::{call_inside_request_ms, deny_call_max_ms, timeout_window_ms};
     let (open, timeout_seconds) = (!e.failed_open().is_empty(), c.timeout_seconds);
-    let froze = timeout_seconds.is_some_and(|t| timeout_inside_freeze(c.ev, r, t));
+    let froze = timeout_seconds.is_some_and(|t| super::bounds::timeout_inside_freeze(c.ev, r, t));
     let timed_out = r.outcome == Outcome::WebhookTimeout || (open && froze);
     let timeout_or_deny = matches!(r.outcome, Outcome::WebhookTimeout | Outcome::ExplicitDeny);
     let called = call_of_the_hook_failed(c, r) || open || timeout_or_deny;
@@ -461,8 +439,8 @@ fn view_agrees(recorded: &audit::EventView, reparsed: &audit::EventView) -> bool
 
 #[cfg(test)]
 mod tests {
-    use super::timeout_inside_freeze;
     use crate::evidence::{Evidence, RequestRecord};
+    use crate::grade::bounds::timeout_inside_freeze;
 
     /// Act 6 of the recorded real lab B run (freeze 21:14:36.278Z → 21:14:46.272Z, timeout 3 s).
     fn act6() -> Evidence {

@@ -114,6 +114,28 @@ pub fn watchdog_window_ms(r: u32) -> (i64, i64) {
     (r - CLOCK_SKEW_MS as i64, r + WATCHDOG_LATE_MS as i64)
 }
 
+/// Whether a request that failed open can only have timed out: it was sent while the target was
+/// frozen and its whole `timeoutSeconds` lay inside the freeze (`facts.freeze.frozen_at` ..
+/// `resumed_at`), so the stopped process could not answer or refuse. A request failed open
+/// outside that span (e.g. after the resume, while a restarted container refuses connections)
+/// may have failed fast: the 201 answer does not say which, and the tool's `elapsed_ms` cannot
+/// decide it on a slow host (seen in a cgroup v2 guest under emulation: elapsed ≥ 3 s, the API
+/// server's webhook latency 2 ms).
+pub(super) fn timeout_inside_freeze(
+    ev: &crate::evidence::Evidence,
+    r: &crate::evidence::RequestRecord,
+    t: u32,
+) -> bool {
+    let parse = crate::facts::parse_rfc3339;
+    let at = |k: &str| ev.facts["freeze"][k].as_str().and_then(parse);
+    match (at("frozen_at"), at("resumed_at"), parse(&r.sent_at)) {
+        (Some(frozen), Some(resumed), Some(sent)) => {
+            sent >= frozen && sent + chrono::Duration::seconds(i64::from(t)) <= resumed
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

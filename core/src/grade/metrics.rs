@@ -348,7 +348,7 @@ fn call_durations_agree(g: &mut G<'_>, c: &Counted<'_>, after: &[String], ev: &E
     let ignore = policy_is_ignore(g, ev);
     let lo = timeout_seconds.map_or(0, |t| timeout_window_ms(t).0);
     let froze = |r: &RequestRecord| {
-        timeout_seconds.is_some_and(|t| super::audit::timeout_inside_freeze(ev, r, t))
+        timeout_seconds.is_some_and(|t| super::bounds::timeout_inside_freeze(ev, r, t))
     };
     let failed_open = |r: &RequestRecord| {
         ignore && r.namespace == TARGET && r.outcome == Outcome::Stored && froze(r)

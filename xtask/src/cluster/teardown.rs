@@ -1043,33 +1043,19 @@ mod tests {
                 "networkName": net, "netns": netns})
         };
         let ns = "/work/t/lab/crash/containerd/state/io.containerd.grpc.v1.cri/netns/cni-1";
-        assert!(cni_result_is_ours(
-            "kca-crash-e1d1-eth0",
-            &entry("kca-crash", ns),
-            &rec
-        ));
-        assert!(cni_result_is_ours(
-            "cni-loopback-e1d1-eth0",
-            &entry("cni-loopback", ns),
-            &rec
-        ));
-        // Another network, another state dir, another file name: not ours.
-        assert!(!cni_result_is_ours(
-            "kca-laba-e1d1-eth0",
-            &entry("kca-laba", ns),
-            &rec
-        ));
         let other = "/work/t/lab/crash-2/containerd/state/netns/cni-1";
-        assert!(!cni_result_is_ours(
-            "kca-crash-e1d1-eth0",
-            &entry("kca-crash", other),
-            &rec
-        ));
-        assert!(!cni_result_is_ours(
-            "kca-crash-e1d2-eth0",
-            &entry("kca-crash", ns),
-            &rec
-        ));
+        // Ours: its network or the loopback, named <net>-<id>-<if>, netns under its state dir;
+        // another network, another state dir or another file name: not ours.
+        for (ours, name, net, netns) in [
+            (true, "kca-crash-e1d1-eth0", "kca-crash", ns),
+            (true, "cni-loopback-e1d1-eth0", "cni-loopback", ns),
+            (false, "kca-laba-e1d1-eth0", "kca-laba", ns),
+            (false, "kca-crash-e1d1-eth0", "kca-crash", other),
+            (false, "kca-crash-e1d2-eth0", "kca-crash", ns),
+        ] {
+            let found = cni_result_is_ours(name, &entry(net, netns), &rec);
+            assert_eq!(found, ours, "{name} (network {net}, netns {netns})");
+        }
     }
 
     const INFO: &str = "\
