@@ -23,10 +23,12 @@ use xtask::cluster::{Cluster, Inputs, UpOptions, down_by_name};
 use xtask::lock::ClusterLock;
 
 /// Root, and the host to this test alone: the machine lock, held until the returned value drops
-/// (tests in this binary run one at a time; a cluster elsewhere is waited for).
-fn exclusive_host() -> Result<ClusterLock> {
+/// (tests in this binary run one at a time; a cluster elsewhere is waited for). The lock's state
+/// root is a temporary directory, removed with it.
+fn exclusive_host() -> Result<(ClusterLock, tempfile::TempDir)> {
     xtask::cluster::host::require_root().context("these tests mount and create namespaces")?;
-    ClusterLock::acquire(&std::env::temp_dir().join("kca-host-ownership-tests"))
+    let root = tempfile::tempdir()?;
+    Ok((ClusterLock::acquire(root.path())?, root))
 }
 
 /// Options whose programs do not exist: `up` fails at the first program check, after the
@@ -294,10 +296,15 @@ fn down_without_a_record_leaves_a_namespace_of_that_name_alone() -> Result<()> {
     let root = tempfile::tempdir()?;
     let name = format!("own{}", std::process::id() % 100_000);
     let ns = xtask::cluster::config::netns_name(&name);
+    // `ip netns add` makes /run/netns (a self bind mount) the first time: put back as found.
+    let run_netns_was_there = Path::new(xtask::cluster::record::RUN_NETNS).exists();
     xtask::cluster::netns::ip(&["netns", "add", &ns])?;
     let r = down_by_name(&name, root.path());
     let exists = xtask::cluster::netns::exists(&ns);
     xtask::cluster::netns::ip(&["netns", "delete", &ns])?;
+    if !run_netns_was_there {
+        xtask::cluster::netns::put_back_run_netns()?;
+    }
     ensure!(r?.is_none(), "down found a record in an empty state root");
     ensure!(
         exists,

@@ -106,10 +106,10 @@ pub fn lane() -> Lane {
 fn setup() -> anyhow::Result<(LabCluster, LabRun)> {
     tests::ensure_lab_binary()?;
     let cluster = LabCluster::fresh(CLUSTER_NAME)?;
-    let workdir = tempfile::Builder::new()
-        .prefix("audit-workdir-")
-        .tempdir()?
-        .keep();
+    // Beside the labs' own lanes under target/lab-artifacts, never a leftover in /tmp.
+    let workdir = tests::ordered_artifacts(Lab::B)
+        .with_file_name("audit")
+        .join("workdir");
     let mut run = LabRun::new(
         Lab::B,
         &workdir,

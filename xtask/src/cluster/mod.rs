@@ -543,9 +543,12 @@ fn finish_down(rec: &ClusterRecord, report: &mut teardown::Report, keep_logs: bo
     }
 }
 
-/// Adds to `record.host_paths_created` the fixed host paths ([`record::HOST_PATHS`]) that a
-/// running cluster under the same state root recorded creating: the cluster that goes down last
-/// removes them (`down` leaves them while another cluster's kubelet runs). Keeps deepest first.
+/// Adds to `record.host_paths_created` the fixed host paths ([`record::HOST_PATHS`]) that another
+/// cluster of this boot under the same state root recorded creating: the cluster that goes down
+/// last removes them (`down` leaves them while another cluster's kubelet runs). Whether the other
+/// one's processes are alive does not matter: one still coming up has started none yet, and when
+/// it made `/run/netns` first and went down first, nobody would be left to put it back. Keeps
+/// deepest first.
 fn inherit_host_paths(record: &mut ClusterRecord, state_root: &Path) {
     let Ok(rd) = std::fs::read_dir(state_root) else {
         return;
@@ -557,7 +560,6 @@ fn inherit_host_paths(record: &mut ClusterRecord, state_root: &Path) {
         }
         if let Ok(Some(other)) = ClusterRecord::load(&e.path())
             && other.same_boot()
-            && other.processes.iter().any(|p| p.alive())
         {
             all.extend(other.host_paths_created);
         }

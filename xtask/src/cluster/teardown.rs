@@ -998,30 +998,16 @@ fn cni_result_is_ours(name: &str, v: &serde_json::Value, rec: &ClusterRecord) ->
         && Path::new(text("netns")).starts_with(&rec.state_dir)
 }
 
-/// `/run/netns` when `up` saw it created (`ip netns add` makes the directory and bind-mounts it
-/// onto itself the first time): once no namespace is left in it, unmounted and removed; while
-/// another namespace is there (another cluster's, anyone's), left as it is.
+/// `/run/netns` when `up` saw it created: put back ([`netns::put_back_run_netns`]) once no
+/// namespace is left in it; while another namespace is there (another cluster's, anyone's), left.
 pub(crate) fn remove_run_netns(report: &mut Report, rec: &ClusterRecord) {
     let dir = Path::new(super::record::RUN_NETNS);
     if !rec.host_paths_created.iter().any(|p| p == dir) {
         return;
     }
-    match std::fs::read_dir(dir).map(|mut rd| rd.next().is_none()) {
-        Ok(true) => {}
-        Ok(false) => {
-            return report.note(format!("{} holds other namespaces: left", dir.display()));
-        }
-        Err(_) => return,
-    }
-    if mounts().iter().any(|m| m.mount_point == dir) {
-        match nix::mount::umount2(dir, nix::mount::MntFlags::empty()) {
-            Ok(()) => report.note(format!("unmounted {}", dir.display())),
-            Err(e) => return report.fail(anyhow::anyhow!("unmounting {}: {e}", dir.display())),
-        }
-    }
-    match std::fs::remove_dir(dir) {
-        Ok(()) => report.note(format!("removed {}", dir.display())),
-        Err(e) => report.fail(anyhow::anyhow!("removing {}: {e}", dir.display())),
+    match netns::put_back_run_netns() {
+        Ok(done) => done.into_iter().for_each(|d| report.note(d)),
+        Err(e) => report.fail(e),
     }
 }
 
