@@ -303,7 +303,7 @@ fn down_without_a_record_leaves_a_namespace_of_that_name_alone() -> Result<()> {
     let exists = xtask::cluster::netns::exists(&ns);
     xtask::cluster::netns::ip(&["netns", "delete", &ns])?;
     if !run_netns_was_there {
-        xtask::cluster::netns::put_back_run_netns()?;
+        xtask::cluster::teardown::put_back_run_netns()?;
     }
     ensure!(r?.is_none(), "down found a record in an empty state root");
     ensure!(

@@ -34,39 +34,6 @@ pub fn netns_path(name: &str) -> PathBuf {
     Path::new("/run/netns").join(name)
 }
 
-/// Puts `/run/netns` back as it was before `ip netns add` first made it (the directory, bind-mounted
-/// onto itself): when it holds no namespace, unmounted (if it is a mount point) and removed. The
-/// caller must know it was absent before (a cluster record's `host_paths_created`, or a test that
-/// looked). Returns what was done, e.g. `["unmounted /run/netns", "removed /run/netns"]`, or
-/// `["/run/netns holds other namespaces: left"]`; nothing when it is already gone.
-///
-/// Errors: the unmount or the removal failed (nothing else is tried after a failed unmount).
-pub fn put_back_run_netns() -> Result<Vec<String>> {
-    let dir = Path::new(super::record::RUN_NETNS);
-    match std::fs::read_dir(dir).map(|mut rd| rd.next().is_none()) {
-        Ok(true) => {}
-        Ok(false) => {
-            return Ok(vec![format!(
-                "{} holds other namespaces: left",
-                dir.display()
-            )]);
-        }
-        Err(_) => return Ok(vec![]),
-    }
-    let mut done = vec![];
-    if super::teardown::mounts()
-        .iter()
-        .any(|m| m.mount_point == dir)
-    {
-        nix::mount::umount2(dir, nix::mount::MntFlags::empty())
-            .with_context(|| format!("unmounting {}", dir.display()))?;
-        done.push(format!("unmounted {}", dir.display()));
-    }
-    std::fs::remove_dir(dir).with_context(|| format!("removing {}", dir.display()))?;
-    done.push(format!("removed {}", dir.display()));
-    Ok(done)
-}
-
 /// Whether network namespace `name` exists.
 pub fn exists(name: &str) -> bool {
     netns_path(name).exists()

@@ -998,17 +998,47 @@ fn cni_result_is_ours(name: &str, v: &serde_json::Value, rec: &ClusterRecord) ->
         && Path::new(text("netns")).starts_with(&rec.state_dir)
 }
 
-/// `/run/netns` when `up` saw it created: put back ([`netns::put_back_run_netns`]) once no
+/// `/run/netns` when `up` saw it created: put back ([`put_back_run_netns`]) once no
 /// namespace is left in it; while another namespace is there (another cluster's, anyone's), left.
 pub(crate) fn remove_run_netns(report: &mut Report, rec: &ClusterRecord) {
     let dir = Path::new(super::record::RUN_NETNS);
     if !rec.host_paths_created.iter().any(|p| p == dir) {
         return;
     }
-    match netns::put_back_run_netns() {
+    match put_back_run_netns() {
         Ok(done) => done.into_iter().for_each(|d| report.note(d)),
         Err(e) => report.fail(e),
     }
+}
+
+/// Puts `/run/netns` back as it was before `ip netns add` first made it (the directory, bind-mounted
+/// onto itself): when it holds no namespace, unmounted (if it is a mount point) and removed. The
+/// caller must know it was absent before (a cluster record's `host_paths_created`, or a test that
+/// looked). Returns what was done, e.g. `["unmounted /run/netns", "removed /run/netns"]`, or
+/// `["/run/netns holds other namespaces: left"]`; nothing when it is already gone.
+///
+/// Errors: the unmount or the removal failed (nothing else is tried after a failed unmount).
+pub fn put_back_run_netns() -> Result<Vec<String>> {
+    let dir = Path::new(super::record::RUN_NETNS);
+    match std::fs::read_dir(dir).map(|mut rd| rd.next().is_none()) {
+        Ok(true) => {}
+        Ok(false) => {
+            return Ok(vec![format!(
+                "{} holds other namespaces: left",
+                dir.display()
+            )]);
+        }
+        Err(_) => return Ok(vec![]),
+    }
+    let mut done = vec![];
+    if mounts().iter().any(|m| m.mount_point == dir) {
+        nix::mount::umount2(dir, nix::mount::MntFlags::empty())
+            .with_context(|| format!("unmounting {}", dir.display()))?;
+        done.push(format!("unmounted {}", dir.display()));
+    }
+    std::fs::remove_dir(dir).with_context(|| format!("removing {}", dir.display()))?;
+    done.push(format!("removed {}", dir.display()));
+    Ok(done)
 }
 
 #[cfg(test)]
