@@ -172,12 +172,10 @@ fn watcher_armed_for_the_planned_restore(g: &mut G, s: &str, f: &Act5Facts) {
     fields_are(g, ValueMismatch, s, rows);
     // The watcher's deadline is its arming time + restore_after_sec (it computes one from the
     // other), to the millisecond.
-    let armed = facts::parse_rfc3339(&w.armed_at);
-    let deadline = w.deadline_at.as_deref().and_then(facts::parse_rfc3339);
+    let measured = ms_between(Some(w.armed_at.as_str()), w.deadline_at.as_deref());
     let after = i64::from(w.restore_after_sec) * 1000;
     let tolerance = super::bounds::DERIVED_MS_TOLERANCE;
-    let ok = matches!((armed, deadline), (Some(a), Some(d))
-        if ((d - a).num_milliseconds() - after).abs() <= tolerance);
+    let ok = measured.is_some_and(|m| (m - after).abs() <= tolerance);
     let sub = format!("{s}.watcher.deadline_at");
     g.check(ok, TimesInconsistent, sub, || {
         let (armed, after, deadline) = (&w.armed_at, w.restore_after_sec, &w.deadline_at);
@@ -331,10 +329,8 @@ pub(crate) fn act6(g: &mut G) {
 fn restored_when_the_restorer_could(g: &mut G, s: &str, f: &Act6Facts) {
     let (restored_at, t) = (f.replicas_restored.at.as_deref(), facts::parse_rfc3339);
     let skew = chrono::Duration::milliseconds(super::bounds::CLOCK_SKEW_MS as i64);
-    let (sub, shown) = (
-        format!("{s}.replicas_restored.at"),
-        restored_at.unwrap_or("?"),
-    );
+    let (sub, shown) = (format!("{s}.replicas_restored.at"), restored_at);
+    let shown = shown.unwrap_or("?");
     let text = |v: &Value, k: &str| v[k].as_str().map(str::to_owned);
     match (f.restored_by, restored_at) {
         (Some(facts::a::Restorer::Watcher), Some(at)) => {
@@ -611,11 +607,9 @@ fn new_pod_holds_the_lease(g: &mut G, s: &str, f: &Act6Facts, steps: &[Option<St
 /// act's recovery wait ([`super::bounds::RECOVERY_MS`]). `at`: when the restore, `pod_running`
 /// and `lease_acquired` were seen.
 fn durations_are_their_timestamps(g: &mut G, s: &str, f: &Act6Facts, at: [&Option<String>; 3]) {
-    let [restored, running, lease] = at;
-    let t = |x: &Option<String>| x.as_deref().and_then(facts::parse_rfc3339);
+    let [restored, running, lease] = at.map(Option::as_deref);
     let tolerance = super::bounds::DERIVED_MS_TOLERANCE;
-    if let (Some(r), Some(l)) = (t(running), t(lease)) {
-        let measured = (l - r).num_milliseconds();
+    if let Some(measured) = ms_between(running, lease) {
         let recorded = f.leader_takeover_ms.map(|m| m as i64);
         let ok = recorded.is_some_and(|m| (m - measured).abs() <= tolerance);
         let sub = format!("{s}.leader_takeover_ms");
@@ -623,10 +617,7 @@ fn durations_are_their_timestamps(g: &mut G, s: &str, f: &Act6Facts, at: [&Optio
             format!("recorded {recorded:?}, timestamps give {measured} ms")
         });
     }
-    if let (Some(r), Some(l)) = (t(restored), t(lease))
-        && let Some(ms) = f.lease_after_restore_ms
-    {
-        let measured = (l - r).num_milliseconds();
+    if let (Some(measured), Some(ms)) = (ms_between(restored, lease), f.lease_after_restore_ms) {
         let sub = format!("{s}.lease_after_restore_ms");
         let ok = (measured - ms as i64).abs() <= tolerance;
         g.check(ok, TimesInconsistent, &sub, || {
@@ -637,6 +628,12 @@ fn durations_are_their_timestamps(g: &mut G, s: &str, f: &Act6Facts, at: [&Optio
             format!("Lease taken {measured} ms after the restore; the act waits [0, {hi}] ms (bounds::RECOVERY_MS)")
         });
     }
+}
+
+/// `to − from` in ms, for two RFC 3339 timestamps; `None` when either is absent or does not parse.
+fn ms_between(from: Option<&str>, to: Option<&str>) -> Option<i64> {
+    let t = |x: Option<&str>| x.and_then(facts::parse_rfc3339);
+    Some((t(to)? - t(from)?).num_milliseconds())
 }
 
 /// The registration read after the recovery is act 2's (Kyverno registers the same policy's
@@ -714,25 +711,19 @@ fn probes_hold(g: &mut G, s: &str, f: &Act6Facts, denied: Option<&str>) {
         let probes = ev.raw.iter().filter(probe);
         let raw: Vec<&str> = probes.filter_map(|r| r["data"]["name"].as_str()).collect();
         let recorded: Vec<&str> = f.deny_probes.iter().map(|p| p.name.as_str()).collect();
-        g.check(
-            raw == recorded,
-            RawMismatch,
-            format!("{s}.deny_probes"),
-            || format!("recorded probes {recorded:?}; the raw requests are {raw:?}"),
-        );
+        let sub = format!("{s}.deny_probes");
+        g.check(raw == recorded, RawMismatch, sub, || {
+            format!("recorded probes {recorded:?}; the raw requests are {raw:?}")
+        });
     }
     if let Some(d) = denied {
         let last = f.deny_probes.last();
         let ok = last.is_some_and(|r| r.outcome == Outcome::ExplicitDeny && r.answered_at == d);
-        g.check(
-            ok,
-            ValueMismatch,
-            format!("{s}.first_explicit_deny"),
-            || {
-                let last = last.map(|r| (r.outcome.as_str(), r.answered_at.as_str()));
-                format!("confirmed at {d}, but the last probe is {last:?}")
-            },
-        );
+        let sub = format!("{s}.first_explicit_deny");
+        g.check(ok, ValueMismatch, sub, || {
+            let last = last.map(|r| (r.outcome.as_str(), r.answered_at.as_str()));
+            format!("confirmed at {d}, but the last probe is {last:?}")
+        });
     }
 }
 

@@ -89,8 +89,7 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
     }
     let hook = super::policy::policy_webhook(g, ev);
     let timeout_seconds = super::policy::policy_timeout_seconds(g, ev);
-    let requests =
-        crate::evidence::request_records(&[&ev.facts, &serde_json::Value::Array(ev.raw.clone())]);
+    let requests = super::policy::act_requests(ev);
 
     let ctx = Ctx {
         file: &file,
@@ -455,16 +454,13 @@ mod tests {
         serde_json::from_value(v).expect("a request record")
     }
 
+    /// A request whose whole timeout lies inside the freeze can only have timed out; one failed
+    /// open after the resume or near it may have failed fast.
     #[test]
-    fn a_request_whose_whole_timeout_lies_inside_the_freeze_can_only_have_timed_out() {
+    fn only_a_request_whose_whole_timeout_lies_inside_the_freeze_timed_out() {
         let ev = act6();
         assert!(timeout_inside_freeze(&ev, &record(&ev, "/target_good"), 3));
         assert!(timeout_inside_freeze(&ev, &record(&ev, "/target_bad"), 3));
-    }
-
-    #[test]
-    fn a_request_failed_open_after_the_resume_or_near_it_may_have_failed_fast() {
-        let ev = act6();
         // Sent after the resume (the polls until the first deny): a restarted container refuses
         // at once, and Ignore stores the pod in milliseconds (seen in a cgroup v2 guest).
         let after_resume = record(&ev, "/after_resume/0");

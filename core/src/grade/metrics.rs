@@ -4,8 +4,8 @@
 //! Acts checked: those the registry flags `metrics` (`crate::acts`: acts 3, 5, 6 and 7 of every
 //! lab, the acts that send requests). `H` is the policy's
 //! webhook for the act: `facts.webhook.name`, else `facts.webhook_name`, else act 2's
-//! `facts.webhook.name`. The act's requests are every [`RequestRecord`] in its `facts` and every
-//! `request:*` entry of its `raw`, once per name. Rules (kube-apiserver
+//! `facts.webhook.name`. The act's requests are every [`RequestRecord`] in its `facts` and `raw`,
+//! once per name ([`super::policy::act_requests`]). Rules (kube-apiserver
 //! `pkg/admission/metrics/metrics.go` and the validating dispatcher
 //! `pkg/admission/plugin/webhook/validating/dispatcher.go`, k8s.io/apiserver v0.35.0):
 //!
@@ -40,7 +40,7 @@ use std::collections::BTreeMap;
 
 #[cfg(doc)]
 use super::Code;
-use super::policy::{policy_is_ignore, policy_timeout_seconds, policy_webhook};
+use super::policy::{act_requests, policy_is_ignore, policy_timeout_seconds, policy_webhook};
 use super::{Code::*, G, ev_name};
 use crate::classify::parse_call_failure;
 use crate::evidence::{Evidence, Lab, Outcome, RequestRecord};
@@ -61,8 +61,12 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
     let Some(m) = observed_metrics(g, ev, &subject) else {
         return;
     };
-    let (deltas, requests) = (deltas_are_the_lines(g, &subject, &m), requests_of(ev));
-    reads_frame_the_requests(g, &subject, &m, &requests, ev);
+    // Both reads: [`observed_metrics`] returns only a record that has them.
+    let (Some(before), Some(after)) = (&m.before, &m.after) else {
+        return;
+    };
+    let requests = act_requests(ev);
+    let deltas = record_is_its_reads(g, &subject, &m, [before, after], &requests, ev);
     let Some(hook) = policy_webhook(g, ev) else {
         g.check(false, FactsInvalid, subject, || {
             "no webhook name for the policy in this act's facts or act 2's".into()
@@ -78,9 +82,7 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
     no_call_while_unregistered(g, &c, ev);
     counters_moved_by_their_requests(g, &c, ev);
     // Rule 7: the API server's own time of the calls is a second witness of the records'.
-    if let Some(after) = &m.after {
-        call_durations_agree(g, &c, &after.lines, ev);
-    }
+    call_durations_agree(g, &c, &after.lines, ev);
 }
 
 /// The act's admission metrics record with both reads, or `None` after a note (no record: the
@@ -105,37 +107,6 @@ fn observed_metrics(g: &mut G<'_>, ev: &Evidence, subject: &str) -> Option<Admis
     let why = why.unwrap_or_else(|| "a read is missing and no reason was recorded".into());
     g.note(MetricsNotObserved, subject.to_owned(), why);
     None
-}
-
-/// Rule 1, raw first: each read's lines are an exposition ([`lines_are_an_exposition`]), the
-/// recorded `deltas` are the ones the lines give (re-parsed here), and no counter went down (a
-/// reset means the API server restarted inside the window). Returns the re-parsed deltas.
-fn deltas_are_the_lines(
-    g: &mut G<'_>,
-    subject: &str,
-    m: &AdmissionMetrics,
-) -> Vec<metrics::SeriesDelta> {
-    let (Some(before), Some(after)) = (&m.before, &m.after) else {
-        return Vec::new();
-    };
-    lines_are_an_exposition(g, &format!("{subject}.before.lines"), &before.lines);
-    lines_are_an_exposition(g, &format!("{subject}.after.lines"), &after.lines);
-    let deltas = metrics::deltas(&before.lines, &after.lines);
-    let sub = format!("{subject}.deltas");
-    g.check(deltas == m.deltas, RawMismatch, &sub, || {
-        let (recorded, given) = (m.deltas.len(), deltas.len());
-        format!("recorded {recorded} changed series, the recorded lines give {given}")
-    });
-    let down = deltas.iter().filter(|d| d.delta < 0.0);
-    let reset = |d: &metrics::SeriesDelta| {
-        format!("{}{:?} {} -> {}", d.metric, d.labels, d.before, d.after)
-    };
-    let reset: Vec<String> = down.map(reset).collect();
-    g.check(reset.is_empty(), MetricsContradicted, sub, || {
-        let reset = reset.join("; ");
-        format!("counters went down (API server restarted?): {reset}")
-    });
-    deltas
 }
 
 /// A metric and the labels of its series (beside `name`).
@@ -241,21 +212,32 @@ fn counters_moved_by_their_requests(g: &mut G<'_>, c: &Counted<'_>, ev: &Evidenc
     }
 }
 
-/// Rule 1 (continued): the record is what its two reads give: `webhooks_seen` are the `name`
-/// labels of both reads, each read's lines are the admission lines of themselves
-/// ([`metrics::admission_lines`]: nothing else kept, nothing altered into another family), the
-/// first read was answered before the act's first request was sent and the second after its
-/// last answer, both inside the act (the deltas cover exactly the act's requests). Flags [`Code::RawMismatch`].
-fn reads_frame_the_requests(
+/// Rule 1, raw first: the record is what its two reads give. Each read's lines are an
+/// exposition ([`lines_are_an_exposition`]) and the admission lines of themselves
+/// ([`metrics::admission_lines`]: nothing else kept, nothing altered into another family);
+/// `webhooks_seen` are the `name` labels of both reads; the recorded `deltas` are the ones the
+/// lines give (re-parsed here) and no counter went down (a reset means the API server restarted
+/// inside the window, [`Code::MetricsContradicted`]); the first read was answered before the
+/// act's first request was sent and the second after its last answer, both inside the act (the
+/// deltas cover exactly the act's requests). Flags [`Code::RawMismatch`]. Returns the re-parsed
+/// deltas.
+fn record_is_its_reads(
     g: &mut G<'_>,
     subject: &str,
     m: &AdmissionMetrics,
+    [before, after]: [&metrics::MetricsRead; 2],
     requests: &BTreeMap<String, RequestRecord>,
     ev: &Evidence,
-) {
-    let (Some(before), Some(after)) = (&m.before, &m.after) else {
-        return;
-    };
+) -> Vec<metrics::SeriesDelta> {
+    for (which, read) in [("before", before), ("after", after)] {
+        let sub = format!("{subject}.{which}.lines");
+        lines_are_an_exposition(g, &sub, &read.lines);
+        let kept = metrics::admission_lines(&read.lines.join("\n"));
+        g.check(kept == read.lines, RawMismatch, sub, || {
+            let (recorded, served) = (read.lines.len(), kept.len());
+            format!("{recorded} lines recorded, {served} of them admission lines as served")
+        });
+    }
     let named = |x: &metrics::MetricsRead| metrics::webhook_names(&x.lines);
     let (b, seen) = (named(before), &m.webhooks_seen);
     let names: Vec<String> = b.union(&named(after)).cloned().collect();
@@ -263,24 +245,28 @@ fn reads_frame_the_requests(
     g.check(names == *seen, RawMismatch, sub, || {
         format!("recorded {seen:?}, the reads name {names:?}")
     });
-    for (which, read) in [("before", before), ("after", after)] {
-        let kept = metrics::admission_lines(&read.lines.join("\n"));
-        let sub = format!("{subject}.{which}.lines");
-        g.check(kept == read.lines, RawMismatch, sub, || {
-            let (recorded, served) = (read.lines.len(), kept.len());
-            format!("{recorded} lines recorded, {served} of them admission lines as served")
-        });
-    }
+    let deltas = metrics::deltas(&before.lines, &after.lines);
+    let sub = format!("{subject}.deltas");
+    g.check(deltas == m.deltas, RawMismatch, &sub, || {
+        let (recorded, given) = (m.deltas.len(), deltas.len());
+        format!("recorded {recorded} changed series, the recorded lines give {given}")
+    });
+    let down = deltas.iter().filter(|d| d.delta < 0.0);
+    let reset = |d: &metrics::SeriesDelta| {
+        format!("{}{:?} {} -> {}", d.metric, d.labels, d.before, d.after)
+    };
+    let reset: Vec<String> = down.map(reset).collect();
+    g.check(reset.is_empty(), MetricsContradicted, sub, || {
+        let reset = reset.join("; ");
+        format!("counters went down (API server restarted?): {reset}")
+    });
     let (framed, sent) = frames_the_requests(ev, requests, (&before.at, &after.at), |_| true);
-    g.check(
-        framed,
-        RawMismatch,
-        format!("{subject}.before.at/after.at"),
-        || {
-            let (b, a) = (&before.at, &after.at);
-            format!("read before at {b:?}, after at {a:?}; {sent}")
-        },
-    );
+    let sub = format!("{subject}.before.at/after.at");
+    g.check(framed, RawMismatch, sub, || {
+        let (b, a) = (&before.at, &after.at);
+        format!("read before at {b:?}, after at {a:?}; {sent}")
+    });
+    deltas
 }
 
 /// Whether reads at `open` and `close` (RFC 3339) frame the act's `requests`: `open` no later
@@ -442,17 +428,4 @@ fn lines_are_an_exposition(g: &mut G<'_>, subject: &str, lines: &[String]) {
     g.check(problems.is_empty(), RawMismatch, subject, || {
         problems.join("; ")
     });
-}
-
-/// Every request record of the act: in `facts` (at any depth) and in `raw` `request:*` entries,
-/// by name ([`crate::evidence::request_records`]).
-fn requests_of(ev: &Evidence) -> BTreeMap<String, RequestRecord> {
-    let mut roots = vec![&ev.facts];
-    for r in &ev.raw {
-        let is_request = r["what"].as_str().unwrap_or("").starts_with("request:");
-        if is_request && let Some(d) = r.get("data") {
-            roots.push(d);
-        }
-    }
-    crate::evidence::request_records(&roots)
 }

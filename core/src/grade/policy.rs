@@ -1,12 +1,20 @@
-//! The policy's registration as this act's evidence recorded it (its webhook's name,
-//! failurePolicy and `timeoutSeconds`, else act 2's), read by the audit and the metrics rules
-//! alike, so that neither rule module imports the other. Read from the live registration the
+//! What the audit and the metrics rules read alike, so that neither rule module imports the
+//! other: the act's requests and the policy's registration as this act's evidence recorded it (its webhook's name,
+//! failurePolicy and `timeoutSeconds`, else act 2's). Read from the live registration the
 //! evidence keeps, never from constants: a webhook's name differs by Kyverno version
 //! ([docs/matrix.md](../../../docs/matrix.md)).
 
+use std::collections::BTreeMap;
+
 use super::G;
-use crate::evidence::Evidence;
+use crate::evidence::{Evidence, RequestRecord};
 use serde_json::Value;
+
+/// Every request record of the act, once per name: in `facts` and in `raw` (a `request:*`
+/// entry's `data`), at any depth ([`crate::evidence::request_records`]).
+pub(crate) fn act_requests(ev: &Evidence) -> BTreeMap<String, RequestRecord> {
+    crate::evidence::request_records(&[&ev.facts, &Value::Array(ev.raw.clone())])
+}
 
 /// The first of `own` (JSON pointers below this act's `facts`) that is present, read with `read`;
 /// else (absent, or not what `read` reads) act 2's `facts` at `act2`.

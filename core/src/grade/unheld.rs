@@ -166,38 +166,24 @@ pub const UNREAD_RAW: &[Unheld] = &[
 /// Whether the normalized path `path` (`facts.`- or `raw[<kind>]`-rooted) matches the pattern
 /// `pattern` ([module docs](self)). Pure.
 pub fn matches(pattern: &str, path: &str) -> bool {
-    let p: Vec<&str> = segments(pattern);
-    let s: Vec<&str> = segments(path);
-    fn go(p: &[&str], s: &[&str]) -> bool {
+    fn go(p: &[String], s: &[String]) -> bool {
         match p.split_first() {
             None => s.is_empty(),
-            Some((&"**", rest)) => (0..=s.len()).any(|k| go(rest, &s[k..])),
+            Some((seg, rest)) if seg == "**" => (0..=s.len()).any(|k| go(rest, &s[k..])),
             Some((seg, rest)) => {
-                s.first().is_some_and(|x| *seg == "*" || x == seg) && go(rest, &s[1..])
+                s.first().is_some_and(|x| seg == "*" || x == seg) && go(rest, &s[1..])
             }
         }
     }
-    go(&p, &s)
+    go(&segments(pattern), &segments(path))
 }
 
 /// The segments of a normalized path after its `facts.` root, array items as `[]` segments.
-fn segments(path: &str) -> Vec<&str> {
+fn segments(path: &str) -> Vec<String> {
     let path = path.strip_prefix("facts.").unwrap_or(path);
-    let mut out = Vec::new();
-    for part in path.split('.') {
-        let (key, mut rest) = match part.find("[]") {
-            Some(i) => (&part[..i], &part[i..]),
-            None => (part, ""),
-        };
-        if !key.is_empty() {
-            out.push(key);
-        }
-        while let Some(r) = rest.strip_prefix("[]") {
-            out.push("[]");
-            rest = r;
-        }
-    }
-    out
+    let segments = path.replace("[]", ".[]");
+    let segments = segments.split('.').filter(|s| !s.is_empty());
+    segments.map(str::to_owned).collect()
 }
 
 /// The first entry of [`UNHELD`] that `path` matches.
@@ -209,64 +195,46 @@ pub fn unheld(path: &str) -> Option<&'static Unheld> {
 /// first entry of [`UNREAD_RAW`] it matches, else the first `**`-rooted entry of [`UNHELD`] (the
 /// same field in a request record's raw copy).
 pub fn unread_raw(path: &str) -> Option<&'static Unheld> {
-    UNREAD_RAW
-        .iter()
-        .find(|u| matches(u.path, path))
-        .or_else(|| {
-            UNHELD
-                .iter()
-                .find(|u| u.path.starts_with("**.") && matches(u.path, path))
-        })
+    let raw_copies = UNHELD.iter().filter(|u| u.path.starts_with("**."));
+    let mut entries = UNREAD_RAW.iter().chain(raw_copies);
+    entries.find(|u| matches(u.path, path))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// `<pattern> <path>` pairs that match: raw paths are rooted at the record's kind.
+    const MATCH: &[&str] = &[
+        "**.raw_response.spec.** facts.deny_probes[].raw_response.spec.containers[].image",
+        "**.raw_response.status.*.** facts.good.raw_response.status.phase",
+        "policy.status.** facts.policy.status.conditions[].type",
+        "*.uid facts.existing.uid",
+        "**.managedFields.** raw[freeze-samples].data[].lease.metadata.managedFields[].time",
+        "raw[healer-report].** raw[healer-report].data.pid",
+    ];
+
+    /// `<pattern> <path>` pairs that do not: a refusal's `status: Failure` is held
+    /// (raw-mismatch), not covered.
+    const NO_MATCH: &[&str] = &[
+        "**.raw_response.status.*.** facts.bad.raw_response.status",
+        "policy.status.** facts.policy.spec.failurePolicy",
+        "raw[healer-report].** raw[lease-after].data.pid",
+        "*.uid facts.existing.get.uid",
+    ];
+
     #[test]
     fn patterns_match_by_segment() {
-        assert!(matches(
-            "**.raw_response.spec.**",
-            "facts.deny_probes[].raw_response.spec.containers[].image"
-        ));
-        assert!(matches(
-            "**.raw_response.status.*.**",
-            "facts.good.raw_response.status.phase"
-        ));
-        // A refusal's `status: Failure` is held (raw-mismatch), not covered.
-        assert!(!matches(
-            "**.raw_response.status.*.**",
-            "facts.bad.raw_response.status"
-        ));
-        assert!(matches(
-            "policy.status.**",
-            "facts.policy.status.conditions[].type"
-        ));
-        assert!(!matches(
-            "policy.status.**",
-            "facts.policy.spec.failurePolicy"
-        ));
-        assert!(matches("*.uid", "facts.existing.uid"));
-        // Raw paths are rooted at the record's kind; a request record's raw copy meets the
-        // `**` entries.
-        assert!(matches(
-            "**.managedFields.**",
-            "raw[freeze-samples].data[].lease.metadata.managedFields[].time"
-        ));
-        assert!(matches(
-            "raw[healer-report].**",
-            "raw[healer-report].data.pid"
-        ));
-        assert!(!matches(
-            "raw[healer-report].**",
-            "raw[lease-after].data.pid"
-        ));
-        assert_eq!(
-            unread_raw("raw[request].data.raw_response.spec.containers[].image").map(|u| u.path),
-            Some("**.raw_response.spec.**")
-        );
+        for (cases, expected) in [(MATCH, true), (NO_MATCH, false)] {
+            for case in cases {
+                let (pattern, path) = case.split_once(' ').unwrap();
+                assert_eq!(matches(pattern, path), expected, "{case}");
+            }
+        }
+        // A request record's raw copy meets the `**` entries.
+        let image = unread_raw("raw[request].data.raw_response.spec.containers[].image");
+        assert_eq!(image.map(|u| u.path), Some("**.raw_response.spec.**"));
         assert!(unread_raw("raw[request].data.http_status").is_none());
-        assert!(!matches("*.uid", "facts.existing.get.uid"));
     }
 
     #[test]
