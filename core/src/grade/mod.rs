@@ -30,7 +30,7 @@
 //! | A | 5 | registration list, policy UID, target/control requests, existing pod; the violating request inside the fault (sent after the list was read, answered before the watcher's deadline = armed + `restore_after_sec`); `scaled_at`, `watcher` and `policy` re-derived ([`crate::derive`]) from raw `scale-down`, `watcher-ready`, `policy`; the policy's webhook in the raw list, when listed (`listed_policy_webhook_equals_act2`) | act 2, act 3; the watcher; the act's raw records | (see [`a`]), times-inconsistent, outside-window, raw-mismatch, observation-missing, registration-changed |
 //! | A | 6 | six recovery steps confirmed, none seen before the last check without its cause (`rules::a::recovery_order`), each step's wait from one start (`at − waited_ms`, [`bounds::STEP_START_SPREAD_MS`]); Lease holder = the new pod (not an act 4 pod), which exists and is not Pending once seen Running; the restore seen no sooner than act 5's scale-down; the registration after recovery; the probes, violating dry-runs one after the other, the last the deny | each other; act 4; act 5's scale-down; act 2's registration (but the configuration object's UID) and webhook | timeline-order, times-inconsistent, value-mismatch, deny-other-webhook, registration-changed |
 //! | A | 7 | dry-run echo and GET; the deny's webhook | the request; act 2's webhook | raw-mismatch, deny-other-webhook |
-//! | all | every request | the record against itself (`G::request`): outcome, reason, message, code and `status: Failure` re-derived from the verbatim body (`classify::answer_fields`, `classify`); the body's kind, namespace, labels, causes and named pod; the GET's uid and phase vs `exists`; `sent_at ≤ answered_at ≤ get.at`, `elapsed_ms`; its raw `request:*` record of the same name | the record's own fields | outcome-contradicts-answer, raw-mismatch, times-inconsistent, stored-without-uid, rejected-but-stored |
+//! | all | every request | the record against itself (`G::request_is_its_answer`, once per record): outcome, reason, message, code and `status: Failure` re-derived from the verbatim body (`classify::answer_fields`, `classify`); the body's kind, namespace, labels, causes and named pod; the GET's uid and phase vs `exists`; `sent_at ≤ answered_at ≤ get.at`, `elapsed_ms`; its raw `request:*` record of the same name | the record's own fields | outcome-contradicts-answer, raw-mismatch, times-inconsistent, stored-without-uid, rejected-but-stored |
 //! | all | later acts | the existing pod (`existing_pod_survives`); a violating pod while the Fail registration is in force (`violating_pod_never_admitted_under_fail`) | act 3's name, namespace, UID, restart count, `Running`; never admitted | pod-replaced, pod-not-running, restart-contradicted, outcome-unexpected |
 //! | all | every act | every observation time of `facts` and every raw record's `at` (`times_inside_the_act`); every name of a request (`names_unique`) | the act's `[started_at, finished_at]`; every other act's requests | times-inconsistent, name-reused |
 //! | all | 8 | each word of `report.json`; act 8's own record of the comparison | the acts' own rule (`rules::*::report_expectations`, `rules::a::evidence_words`); `report.json`'s fields, the evidence digests | report-contradicted, digest-mismatch |
@@ -610,7 +610,12 @@ impl<'a> G<'a> {
     /// A student input validated against `ctx` (flags input-missing / input-invalid).
     pub(crate) fn input<T: StudentInput>(&mut self, ctx: &Context) -> Option<T> {
         let value = self.required_input_value(T::FILE)?;
-        match inputs::parse::<T>(&value, ctx) {
+        self.input_of(&value, ctx)
+    }
+
+    /// [`G::input`] of the file's JSON `v`, already read with [`G::required_input_value`].
+    fn input_of<T: StudentInput>(&mut self, v: &serde_json::Value, ctx: &Context) -> Option<T> {
+        match inputs::parse::<T>(v, ctx) {
             Ok(t) => Some(t),
             Err(crate::error::LabError::InputInvalid { issues }) => {
                 for i in issues {
@@ -694,10 +699,22 @@ impl<'a> G<'a> {
         })
     }
 
-    /// Checks one request record: the recorded outcome is what its raw answer says, it is one of
-    /// `expect`, its times agree, a rejected request was not stored, the raw body agrees.
+    /// Checks the act's expectation of one request record: its outcome is one of `expect` (flags
+    /// [`Code::OutcomeUnexpected`]). The record against itself is held once, for every record of
+    /// every act, by [`server::every_request_is_its_answer`] ([`G::request_is_its_answer`]).
     pub(crate) fn request(&mut self, subject: &str, r: &RequestRecord, expect: &[Outcome]) {
-        self.outcome_is_the_answers(subject, r, expect);
+        let ok = expect.contains(&r.outcome);
+        self.check(ok, OutcomeUnexpected, subject, || {
+            let e: Vec<_> = expect.iter().map(|o| o.as_str()).collect();
+            format!("expected {}, found {}", e.join(" or "), r.outcome.as_str())
+        });
+    }
+
+    /// Checks one request record against itself: the recorded outcome is what its raw answer
+    /// says, its times agree, a rejected request was not stored, the raw body agrees, its name
+    /// and labels are a pod the tool sends.
+    pub(crate) fn request_is_its_answer(&mut self, subject: &str, r: &RequestRecord) {
+        self.outcome_is_the_answers(subject, r);
         self.request_times_agree(subject, r);
         self.raw_answer_is_the_record(subject, r);
         witness::request_name_is_a_pod_name(self, subject, r);
@@ -707,49 +724,43 @@ impl<'a> G<'a> {
     /// Part of the record-against-itself rule: the recorded outcome is what the raw answer and
     /// the GET say (re-derived with [`classify`], its special cases named: stored without a UID,
     /// an AlreadyExists counted as a deny, Kyverno's evaluation error, a deny without the
-    /// policy's verdict), and it is one of `expect`.
-    fn outcome_is_the_answers(&mut self, subject: &str, r: &RequestRecord, expect: &[Outcome]) {
+    /// policy's verdict).
+    fn outcome_is_the_answers(&mut self, subject: &str, r: &RequestRecord) {
         let (reason, msg) = (r.reason.as_deref(), r.message.as_deref());
         let derived = classify(r.http_status, reason, msg, &r.get, r.dry_run, MARKERS);
         let (msg, verdict) = (msg.unwrap_or(""), MARKERS.text());
-        if r.outcome == Outcome::Stored
+        // A deny the answer does not make a verdict of the policy's.
+        let not_a_verdict = r.outcome == Outcome::ExplicitDeny && derived != Outcome::ExplicitDeny;
+        let special = if r.outcome == Outcome::Stored
             && !(r.get.exists && r.get.uid.as_deref().is_some_and(|u| !u.is_empty()))
         {
-            self.check(false, StoredWithoutUid, subject, || {
-                format!("get.exists={}, get.uid={:?}", r.get.exists, r.get.uid)
-            });
-        } else if r.outcome == Outcome::ExplicitDeny && derived == Outcome::AlreadyExists {
-            self.check(false, AlreadyExistsCountedAsDeny, subject, || {
-                format!("HTTP {} {:?}: {msg}", r.http_status, r.reason)
-            });
-        } else if r.outcome == Outcome::ExplicitDeny
-            && derived != Outcome::ExplicitDeny
+            let why = format!("get.exists={}, get.uid={:?}", r.get.exists, r.get.uid);
+            Some((StoredWithoutUid, why))
+        } else if not_a_verdict && derived == Outcome::AlreadyExists {
+            let why = format!("HTTP {} {:?}: {msg}", r.http_status, r.reason);
+            Some((AlreadyExistsCountedAsDeny, why))
+        } else if not_a_verdict
             && crate::classify::parse_deny(msg)
                 .is_some_and(|d| d.verdict.contains(&MARKERS.error_prefix()))
         {
-            self.check(false, DenyIsEvaluationError, subject, || {
-                format!(
-                    "message {msg:?} is Kyverno's evaluation error, not the verdict {verdict:?}"
-                )
-            });
-        } else if r.outcome == Outcome::ExplicitDeny
-            && derived != Outcome::ExplicitDeny
-            && msg.contains("denied the request")
-        {
-            self.check(false, DenyWithoutMarker, subject, || {
-                format!("message {msg:?} does not carry the policy's verdict {verdict:?}")
-            });
+            let why = format!(
+                "message {msg:?} is Kyverno's evaluation error, not the verdict {verdict:?}"
+            );
+            Some((DenyIsEvaluationError, why))
+        } else if not_a_verdict && msg.contains("denied the request") {
+            let why = format!("message {msg:?} does not carry the policy's verdict {verdict:?}");
+            Some((DenyWithoutMarker, why))
         } else {
+            None
+        };
+        let Some((code, why)) = special else {
             self.check(derived == r.outcome, OutcomeContradictsAnswer, subject, || {
                 let (was, status, exists, is) = (r.outcome.as_str(), r.http_status, r.get.exists, derived.as_str());
                 format!("recorded {was}, but HTTP {status} {reason:?} {msg:?} with get.exists={exists} says {is}")
             });
-        }
-        let ok = expect.contains(&r.outcome);
-        self.check(ok, OutcomeUnexpected, subject, || {
-            let e: Vec<_> = expect.iter().map(|o| o.as_str()).collect();
-            format!("expected {}, found {}", e.join(" or "), r.outcome.as_str())
-        });
+            return;
+        };
+        self.check(false, code, subject, || why);
     }
 
     /// Part of the record-against-itself rule: `sent_at ≤ answered_at` and their difference is
@@ -804,43 +815,22 @@ impl<'a> G<'a> {
                 format!("outcome {outcome} but the GET found uid {uid:?}")
             });
         }
-        // Raw first: the verbatim body must agree with the recorded fields.
+        // Raw first: the verbatim body must agree with the recorded fields (`raw_ok`), and be the
+        // API server's answer about the record's object (`problems`).
         let (raw, status) = (&r.raw_response, r.http_status);
         let text = |p: &str| raw.pointer(p).and_then(|v| v.as_str());
         let fields =
             crate::classify::answer_fields(status, raw) == (r.reason.clone(), r.message.clone());
-        let raw_ok = if (200..300).contains(&status) {
-            let name_ok = text("/metadata/name") == Some(r.name.as_str());
-            // Every created object the API server answers with has a uid, a server-side
-            // dry-run's too (assigned before admission, then not persisted; kubernetes.md
-            // "dry-run"); a stored one's is the uid its GET found.
-            let raw_uid = text("/metadata/uid").filter(|u| !u.is_empty());
-            let uid_ok = raw_uid.is_some() && (!admitted || raw_uid == r.get.uid.as_deref());
-            // A create is answered 201 Created, a server-side dry-run too; a success carries no
-            // Status reason or message (`classify::answer_fields`).
-            name_ok && uid_ok && status == 201 && fields
-        } else {
-            // A refusal's body is a `Status` with `status: Failure` (metav1.Status); its reason
-            // and message (read as the probe reads them), and its code, are the record's.
-            let code = raw.get("code").and_then(|v| v.as_u64());
-            fields
-                && code.is_none_or(|c| c == u64::from(status))
-                && text("/status").is_none_or(|s| s == "Failure")
-        };
-        self.check(raw_ok, RawMismatch, subject, || {
-            let raw = abbreviate(raw);
-            format!("raw_response does not match name/uid/message/code of the record: {raw}")
-        });
         let (version, kind) = (text("/apiVersion"), text("/kind"));
-        let namespace = text("/metadata/namespace");
         let mut problems: Vec<String> = Vec::new();
         macro_rules! problem {
             ($($why:tt)*) => { problems.push(format!($($why)*)) };
         }
-        if (200..300).contains(&r.http_status) {
+        let raw_ok = if (200..300).contains(&status) {
             if (version, kind) != (Some("v1"), Some("Pod")) {
                 problem!("a 2xx body is a v1 Pod, found {version:?} {kind:?}");
             }
+            let namespace = text("/metadata/namespace");
             if namespace != Some(r.namespace.as_str()) {
                 let ours = &r.namespace;
                 problem!("metadata.namespace {namespace:?}, the record's namespace {ours:?}");
@@ -853,31 +843,52 @@ impl<'a> G<'a> {
                 let ours = &r.labels;
                 problem!("metadata.labels {labels:?}, the record's labels {ours:?}");
             }
-        } else if raw.is_object() {
-            if (version, kind) != (Some("v1"), Some("Status")) {
-                problem!("a refusal's body is a v1 Status, found {version:?} {kind:?}");
+            let name_ok = text("/metadata/name") == Some(r.name.as_str());
+            // Every created object the API server answers with has a uid, a server-side
+            // dry-run's too (assigned before admission, then not persisted; kubernetes.md
+            // "dry-run"); a stored one's is the uid its GET found.
+            let raw_uid = text("/metadata/uid").filter(|u| !u.is_empty());
+            let uid_ok = raw_uid.is_some() && (!admitted || raw_uid == r.get.uid.as_deref());
+            // A create is answered 201 Created, a server-side dry-run too; a success carries no
+            // Status reason or message (`classify::answer_fields`).
+            name_ok && uid_ok && status == 201 && fields
+        } else {
+            if raw.is_object() {
+                if (version, kind) != (Some("v1"), Some("Status")) {
+                    problem!("a refusal's body is a v1 Status, found {version:?} {kind:?}");
+                }
+                let causes = raw.pointer("/details/causes").and_then(|c| c.as_array());
+                let causes: Vec<&str> = causes
+                    .map(|a| a.iter().filter_map(|c| c["message"].as_str()).collect())
+                    .unwrap_or_default();
+                // The API server answers a failed webhook call with `NewInternalError(err)`, whose
+                // one cause is `err` (apimachinery `pkg/api/errors`): no cause is a changed answer.
+                let internal = format!("Internal error occurred: {}", causes.join(", "));
+                if text("/reason") == Some("InternalError")
+                    && (causes.is_empty() || r.message.as_deref() != Some(internal.as_str()))
+                {
+                    let msg = &r.message;
+                    problem!("details.causes {causes:?} are not the message {msg:?}");
+                }
+                let msg = r.message.as_deref().and_then(|m| m.strip_prefix("pods \""));
+                if let Some((named, _)) = msg.and_then(|m| m.split_once("\" is forbidden"))
+                    && named != r.name
+                {
+                    let ours = &r.name;
+                    problem!("the message names pod {named:?}, the record {ours:?}");
+                }
             }
-            let causes = raw.pointer("/details/causes").and_then(|c| c.as_array());
-            let causes: Vec<&str> = causes
-                .map(|a| a.iter().filter_map(|c| c["message"].as_str()).collect())
-                .unwrap_or_default();
-            // The API server answers a failed webhook call with `NewInternalError(err)`, whose
-            // one cause is `err` (apimachinery `pkg/api/errors`): no cause is a changed answer.
-            let internal = format!("Internal error occurred: {}", causes.join(", "));
-            if text("/reason") == Some("InternalError")
-                && (causes.is_empty() || r.message.as_deref() != Some(internal.as_str()))
-            {
-                let msg = &r.message;
-                problem!("details.causes {causes:?} are not the message {msg:?}");
-            }
-            let msg = r.message.as_deref().and_then(|m| m.strip_prefix("pods \""));
-            if let Some((named, _)) = msg.and_then(|m| m.split_once("\" is forbidden"))
-                && named != r.name
-            {
-                let ours = &r.name;
-                problem!("the message names pod {named:?}, the record {ours:?}");
-            }
-        }
+            // A refusal's body is a `Status` with `status: Failure` (metav1.Status); its reason
+            // and message (read as the probe reads them), and its code, are the record's.
+            let code = raw.get("code").and_then(|v| v.as_u64());
+            fields
+                && code.is_none_or(|c| c == u64::from(status))
+                && text("/status").is_none_or(|s| s == "Failure")
+        };
+        self.check(raw_ok, RawMismatch, subject, || {
+            let raw = abbreviate(raw);
+            format!("raw_response does not match name/uid/message/code of the record: {raw}")
+        });
         let ok = problems.is_empty();
         self.check(ok, RawMismatch, format!("{subject}.raw_response"), || {
             problems.join("; ")
@@ -975,24 +986,17 @@ impl<'a> G<'a> {
     /// act or of any other act of the lab.
     fn names_unique(&mut self) {
         self.checks += 1;
-        let (mut seen, input) = (BTreeMap::<String, (u8, String)>::new(), self.input);
+        let (mut seen, input) = (BTreeMap::<&str, (u8, &str)>::new(), self.input);
         for (act, doc) in &input.evidence {
             let Ok(doc) = doc else { continue };
-            // (name, sent_at) of every request record, outside the verbatim answers.
             let mut recs = Vec::new();
-            let facts = doc.value.get("facts").unwrap_or(&serde_json::Value::Null);
-            walk(facts, "", None, (), &mut |_, k, x, ()| {
+            request_values(&doc.value["facts"], "", &mut recs);
+            for (_, x) in recs {
                 let text = |f: &str| x.get(f).and_then(|v| v.as_str());
-                let record = (text("name"), text("sent_at"), x.get("outcome"));
-                if let (Some(n), Some(s), Some(_)) = record
-                    && k != Some("raw_response")
-                {
-                    recs.push((n.to_owned(), s.to_owned()));
-                }
-                (k != Some("raw_response")).then_some(())
-            });
-            for (name, sent) in recs {
-                let (a, s) = seen.entry(name.clone()).or_insert((*act, sent.clone()));
+                let (Some(name), Some(sent)) = (text("name"), text("sent_at")) else {
+                    continue;
+                };
+                let (a, s) = seen.entry(name).or_insert((*act, sent));
                 if *s != sent && (*a == self.act || *act == self.act) {
                     let why = format!("used in {} and {}", ev_name(*a), ev_name(*act));
                     self.flag(NameReused, format!("request {name}"), why);
@@ -1072,10 +1076,11 @@ pub(crate) fn inside_the_act(g: &mut G, ev: &Evidence, subject: String, t: &str)
 /// items in order: `visit(path, key, value, c)` with each value's path (`path` for `v`, then
 /// `<path>.<key>`, `<path>[<i>]`), its key in its object (`key` for `v`, `None` for an array's
 /// item) and what its parent passed down (`c` for `v`); `visit` returns what to pass to the
-/// values below, or `None` not to walk below the value.
+/// values below, or `None` not to walk below the value. `path` is one buffer, grown and cut back
+/// on the way down (the rules that read the whole lab's evidence walk it on every grade).
 pub(crate) fn walk<'v, C: Copy>(
     v: &'v serde_json::Value,
-    path: &str,
+    path: &mut String,
     key: Option<&str>,
     c: C,
     visit: &mut impl FnMut(&str, Option<&str>, &'v serde_json::Value, C) -> Option<C>,
@@ -1083,11 +1088,17 @@ pub(crate) fn walk<'v, C: Copy>(
     let Some(c) = visit(path, key, v, c) else {
         return;
     };
+    let len = path.len();
     for (k, x) in v.as_object().into_iter().flatten() {
-        walk(x, &format!("{path}.{k}"), Some(k), c, visit);
+        path.push('.');
+        path.push_str(k);
+        walk(x, path, Some(k), c, visit);
+        path.truncate(len);
     }
     for (i, x) in v.as_array().into_iter().flatten().enumerate() {
-        walk(x, &format!("{path}[{i}]"), None, c, visit);
+        let _ = std::fmt::Write::write_fmt(path, format_args!("[{i}]"));
+        walk(x, path, None, c, visit);
+        path.truncate(len);
     }
 }
 
@@ -1105,7 +1116,7 @@ pub(super) fn request_values<'v>(
     path: &str,
     out: &mut Vec<(String, &'v serde_json::Value)>,
 ) {
-    walk(v, path, None, (), &mut |p, k, x, ()| {
+    walk(v, &mut path.to_owned(), None, (), &mut |p, k, x, ()| {
         let record = x.get("outcome").is_some() && x.get("raw_response").is_some();
         let witness = k.is_some_and(is_witness_record);
         if record && !witness {
@@ -1117,7 +1128,7 @@ pub(super) fn request_values<'v>(
 
 /// Collects (path, time) of every [`OBSERVATION_TIMES`] string under `v`.
 fn observation_times(v: &serde_json::Value, path: &str, out: &mut Vec<(String, String)>) {
-    walk(v, path, None, (), &mut |p, k, x, ()| {
+    walk(v, &mut path.to_owned(), None, (), &mut |p, k, x, ()| {
         let k = k.unwrap_or_default();
         let t = x.as_str().filter(|_| OBSERVATION_TIMES.contains(&k));
         if NOT_OBSERVATION_SUBTREES.contains(&k) {
@@ -1269,10 +1280,17 @@ pub(crate) fn act1(g: &mut G) {
         ..Default::default()
     };
     g.input::<inputs::Scope>(&ctx);
+    use crate::rules::common::{ADMISSION_DEPLOYMENT, KYVERNO_NAMESPACE};
     let s = "evidence/01.json facts";
+    // The controller Deployment is the one the tool reads by name: Kyverno's admission
+    // controller (its UID is held by `witness::one_uid_one_object` and by act 4).
+    let d = &f.controller_deployment;
+    let deployment = format!("{}/{}", d.namespace.as_deref().unwrap_or_default(), d.name);
+    let kyverno = format!("{KYVERNO_NAMESPACE}/{ADMISSION_DEPLOYMENT}");
     let rows = [
         ("target", "kca-webhook-target", f.target.as_str()),
         ("control", "kca-webhook-control", f.control.as_str()),
+        ("controller_deployment", &kyverno, &deployment),
     ];
     fields_are(g, ValueMismatch, s, rows);
     for ns in ["kca-webhook-target", "kca-webhook-control"] {
@@ -1298,7 +1316,6 @@ pub(crate) fn act1(g: &mut G) {
     if let Some(ev) = g.evidence(1) {
         witness::lab_mark_is_the_marks_configmap(g, &ev, &f);
     }
-    witness::controller_deployment_is_kyvernos_admission_controller(g, &f);
 }
 
 pub(crate) fn is_uid(s: &str) -> bool {
@@ -1593,8 +1610,9 @@ pub(crate) fn act3(g: &mut G) {
     };
     let s = "evidence/03.json facts";
     g.request(&format!("{s}.good"), &f.good, &[Outcome::Stored]);
+    // Explicitly denied, so never admitted under the Fail registration (the rule
+    // `violating_pod_never_admitted_under_fail` holds for acts that allow other outcomes).
     g.request(&format!("{s}.bad"), &f.bad, &[Outcome::ExplicitDeny]);
-    violating_pod_never_admitted_under_fail(g, &format!("{s}.bad"), &f.bad);
     // The deny must come from the registration act 2 recorded.
     if let Some(a2) = g.facts::<facts::Act2Facts>(2) {
         g.named_webhook(&format!("{s}.bad"), &f.bad, &a2.webhook);
@@ -1725,6 +1743,7 @@ pub(crate) fn report_claim(g: &mut G, report: &serde_json::Value, field: &str, e
 /// (`rules::*::report_expectations`, `rules::a::evidence_words`), so the act and its grader
 /// cannot disagree. The claims are compared even when the report's digests are off (both are
 /// findings); `words` is `None` when an act it reads has no usable facts (flagged by [`G::facts`]).
+/// `report.json` is read once ([`G::required_input_value`]) for all of them.
 pub(crate) fn report_claims_are_the_evidence_words<T, W>(
     g: &mut G,
     words: impl FnOnce(&mut G) -> Option<W>,
@@ -1732,10 +1751,13 @@ pub(crate) fn report_claims_are_the_evidence_words<T, W>(
     T: StudentInput,
     W: IntoIterator<Item = (&'static str, String)>,
 {
-    act8_facts(g);
+    let report = g.required_input_value(T::FILE);
+    act8_facts(g, report.as_ref());
     let ctx = g.report_context(5..=7);
-    g.input::<T>(&ctx);
-    let (Some(report), Some(words)) = (g.required_input_value(T::FILE), words(g)) else {
+    if let Some(report) = &report {
+        g.input_of::<T>(report, &ctx);
+    }
+    let (Some(report), Some(words)) = (report, words(g)) else {
         return;
     };
     for (field, expected) in words {
@@ -1743,8 +1765,14 @@ pub(crate) fn report_claims_are_the_evidence_words<T, W>(
     }
 }
 
-/// Checks report-vs-evidence agreement of act 8's own evidence (`facts.checks` all agree).
-pub(crate) fn act8_facts(g: &mut G) {
+/// Act 8's own record (not read by [`check_report`]): its checks all agree, and its record of
+/// the comparison is the comparison itself: each check's `report` is the value `report` (the
+/// lab's `report.json`) holds for its field and `agrees` says whether it is the `evidence` value;
+/// the checks name each of the report's fields once, and nothing else (a claim left out of the
+/// comparison is a claim nobody held); `evidence_digests` are the canonical digests of the
+/// evidence files as they are. Flags [`Code::FactsInvalid`], [`Code::ReportContradicted`] and
+/// [`Code::DigestMismatch`].
+fn act8_facts(g: &mut G, report: Option<&serde_json::Value>) {
     if g.report_only {
         return;
     }
@@ -1757,55 +1785,27 @@ pub(crate) fn act8_facts(g: &mut G) {
     });
     for c in &f.checks {
         let sub = format!("{s}[{}]", c.field);
-        g.check(c.agrees, ReportContradicted, sub, || {
+        g.check(c.agrees, ReportContradicted, &sub, || {
             format!("report {} vs evidence {}", c.report, c.evidence)
         });
+        let Some(report) = report else { continue };
+        let in_report = report.get(&c.field).cloned().unwrap_or_default();
+        let ok = in_report == c.report && c.agrees == (c.report == c.evidence);
+        g.check(ok, ReportContradicted, format!("{sub}.report"), || {
+            let (recorded, agrees, evidence) = (&c.report, c.agrees, &c.evidence);
+            format!("recorded report {recorded} (agrees {agrees}), report.json has {in_report}; evidence {evidence}")
+        });
     }
-    act8_records_what_it_compared(g, &f);
-    act8_compared_every_report_field(g, &f);
-}
-
-/// The lab's `report.json` (the registry names its input file, [`InputFile::from_name`]), read
-/// through [`G::required_input_value`].
-fn report_of(g: &mut G) -> Option<serde_json::Value> {
-    let file = InputFile::from_name(g.lab, "report.json")?;
-    g.required_input_value(file)
-}
-
-/// Act 8 compared every claim of `report.json`: its checks name each of the report's fields
-/// once, and nothing else (a claim left out of the comparison is a claim nobody held). Flags
-/// [`Code::ReportContradicted`].
-fn act8_compared_every_report_field(g: &mut G, f: &facts::Act8Facts) {
-    let Some(report) = report_of(g) else {
-        return;
-    };
-    let in_report: BTreeSet<&str> = (report.as_object().into_iter())
-        .flat_map(|m| m.keys().map(String::as_str))
-        .collect();
-    let compared: Vec<&str> = f.checks.iter().map(|c| c.field.as_str()).collect();
-    let once: BTreeSet<&str> = compared.iter().copied().collect();
-    let ok = once == in_report && once.len() == compared.len();
-    let sub = "evidence/08.json facts.checks";
-    g.check(ok, ReportContradicted, sub, || {
-        format!("compared {compared:?}; report.json holds {in_report:?}")
-    });
-}
-
-/// Act 8's record of its comparison is the comparison itself: each check's `report` is the
-/// value `report.json` holds for its field (and `agrees` says whether it is the `evidence`
-/// value), and `evidence_digests` are the canonical digests of the evidence files as they are.
-/// Flags [`Code::ReportContradicted`] and [`Code::DigestMismatch`].
-fn act8_records_what_it_compared(g: &mut G, f: &facts::Act8Facts) {
-    if let Some(report) = report_of(g) {
-        for c in &f.checks {
-            let in_report = report.get(&c.field).cloned().unwrap_or_default();
-            let ok = in_report == c.report && c.agrees == (c.report == c.evidence);
-            let sub = format!("evidence/08.json facts.checks[{}].report", c.field);
-            g.check(ok, ReportContradicted, sub, || {
-                let (recorded, agrees, evidence) = (&c.report, c.agrees, &c.evidence);
-                format!("recorded report {recorded} (agrees {agrees}), report.json has {in_report}; evidence {evidence}")
-            });
-        }
+    if let Some(report) = report {
+        let in_report: BTreeSet<&str> = (report.as_object().into_iter())
+            .flat_map(|m| m.keys().map(String::as_str))
+            .collect();
+        let compared: Vec<&str> = f.checks.iter().map(|c| c.field.as_str()).collect();
+        let once: BTreeSet<&str> = compared.iter().copied().collect();
+        let ok = once == in_report && once.len() == compared.len();
+        g.check(ok, ReportContradicted, s, || {
+            format!("compared {compared:?}; report.json holds {in_report:?}")
+        });
     }
     let now = g.input.digests();
     for (k, d) in &f.evidence_digests {

@@ -11,7 +11,7 @@
 //!
 //! | rule | holds | against | code |
 //! |---|---|---|---|
-//! | [`every_request_is_its_answer`] | every request record of the act (`G::request`) | its own raw answer and GET; its raw `request:*` record | outcome-contradicts-answer, raw-mismatch, stored-without-uid, … |
+//! | [`every_request_is_its_answer`] | every request record of the act (`G::request_is_its_answer`) | its own raw answer and GET; its raw `request:*` record | outcome-contradicts-answer, raw-mismatch, stored-without-uid, … |
 //! | [`violating_pod_never_stored_under_fail`] | a pod without the policy's label, in the target namespace, stored or dry-run admitted | the newest registration read (raw, this act or an earlier one) before it was sent: the policy's webhook registered with failurePolicy Fail | admitted-under-fail |
 //! | [`call_failure_never_reaches_the_client_under_ignore`] | a request answered with a webhook call failure; a `calling_webhook_error` rejection in the metrics deltas | the named webhook's registration, wherever the lab recorded it: failurePolicy Ignore fails open | call-failure-under-ignore |
 //! | [`lease_tenure_is_one_story`] | every read of a Lease (facts and raw, this act against itself and the earlier acts) | each other: `leaseTransitions` never falls; one transition count, one holder and `acquireTime`; a read after a tenure's `acquireTime` shows it or a later one, a read between two of one tenure its holder; the read's own time; the act's freeze | lease-tenure-contradicted |
@@ -55,20 +55,6 @@ pub(crate) fn grade(g: &mut G, ev: &Evidence) {
     acts_follow_each_other(g, ev);
 }
 
-/// Every outcome the lab's requests may record: a rule of its own decides which one the act
-/// must observe; this module's rules only need each record to be what its answer says.
-const ANY_OUTCOME: &[Outcome] = &[
-    Outcome::Stored,
-    Outcome::ExplicitDeny,
-    Outcome::WebhookTimeout,
-    Outcome::ConnectionRefused,
-    Outcome::NoEndpoints,
-    Outcome::DnsError,
-    Outcome::AlreadyExists,
-    Outcome::DryRunAdmitted,
-    Outcome::OtherError,
-];
-
 /// (JSON path under `facts`, record) of every request record of the act's facts.
 fn requests(ev: &Evidence) -> Vec<(String, RequestRecord)> {
     let mut found = Vec::new();
@@ -78,12 +64,13 @@ fn requests(ev: &Evidence) -> Vec<(String, RequestRecord)> {
 }
 
 /// Every request record of the act, wherever it sits in `facts` (lab C's requests after the
-/// resume included), whatever the act's own rules expect of it, is its own answer (the one record
-/// rule, [`G::request`]) and its raw record: the recorder keeps each request it sent verbatim in
-/// `raw` (`request:<label>`, [`crate::evidence::RequestRecord`]) when it sends it, and a facts
-/// copy that differs from the raw record of the same name (an outcome, status, message or time
-/// changed after the fact) is flagged [`Code::RawMismatch`], naming both. A facts record without a
-/// raw one is not flagged so (generated fixtures and older evidence keep only the facts).
+/// resume included), whatever the act's own rules expect of it ([`G::request`]), is its own
+/// answer (the one record rule, [`G::request_is_its_answer`], held here once per record) and its
+/// raw record: the recorder keeps each request it sent verbatim in `raw` (`request:<label>`,
+/// [`crate::evidence::RequestRecord`]) when it sends it, and a facts copy that differs from the
+/// raw record of the same name (an outcome, status, message or time changed after the fact) is
+/// flagged [`Code::RawMismatch`], naming both. A facts record without a raw one is not flagged so
+/// (generated fixtures and older evidence keep only the facts).
 pub(crate) fn every_request_is_its_answer(g: &mut G, ev: &Evidence) {
     let mut raw: BTreeMap<&str, (&str, &Value)> = BTreeMap::new();
     for r in &ev.raw {
@@ -97,13 +84,13 @@ pub(crate) fn every_request_is_its_answer(g: &mut G, ev: &Evidence) {
     super::request_values(&ev.facts, "facts", &mut quoted);
     for (path, v) in quoted {
         let sub = format!("{} {path}", ev_name(g.act));
+        if let Ok(r) = serde_json::from_value::<RequestRecord>(v.clone()) {
+            g.request_is_its_answer(&sub, &r);
+        }
         if let Some((name, (what, data))) = v["name"].as_str().and_then(|n| raw.get_key_value(n)) {
             g.check(*data == v, RawMismatch, &sub, || {
                 format!("request {name} differs from its raw record {what:?}")
             });
-        }
-        if let Ok(r) = serde_json::from_value::<RequestRecord>(v.clone()) {
-            g.request(&sub, &r, ANY_OUTCOME);
         }
     }
 }
@@ -191,22 +178,19 @@ fn facts_registration_read(facts: &Value) -> Option<(Time, &str, BTreeMap<String
 /// Collects the webhook entries (`name` + `failurePolicy` + `clientConfig`) under `v`; `lists`
 /// is set when `v` holds a ValidatingWebhookConfiguration or a list of them.
 fn webhook_entries(v: &Value, hooks: &mut BTreeMap<String, String>, lists: &mut bool) {
-    let text = |k: &str| v.get(k).and_then(Value::as_str);
-    *lists |= text("kind").is_some_and(|k| k.starts_with("ValidatingWebhookConfiguration"));
-    let entry = text("name").zip(text("failurePolicy"));
-    if let Some((n, p)) = entry.filter(|_| v.get("clientConfig").is_some()) {
-        hooks.insert(n.to_owned(), p.to_owned());
-        return;
-    }
-    let values = v.as_object().into_iter().flat_map(|o| o.values());
-    for x in values.chain(v.as_array().into_iter().flatten()) {
-        webhook_entries(x, hooks, lists);
-    }
+    walk(v, &mut String::new(), None, (), &mut |_, _, x, ()| {
+        let text = |k: &str| x.get(k).and_then(Value::as_str);
+        *lists |= text("kind").is_some_and(|k| k.starts_with("ValidatingWebhookConfiguration"));
+        let entry = text("name").zip(text("failurePolicy"));
+        let entry = entry.filter(|_| x.get("clientConfig").is_some());
+        let entry = entry.map(|(n, p)| hooks.insert(n.to_owned(), p.to_owned()));
+        entry.is_none().then_some(())
+    });
 }
 
 /// The facts' webhook copies (`name` + `failure_policy`): name → (failurePolicy, witness).
 fn facts_webhooks(v: &Value, path: &str, file: &str, out: &mut BTreeMap<String, (String, String)>) {
-    walk(v, path, None, (), &mut |p, _, x, ()| {
+    walk(v, &mut path.to_owned(), None, (), &mut |p, _, x, ()| {
         let text = |k: &str| x.get(k).and_then(Value::as_str);
         let Some((n, policy)) = text("name").zip(text("failure_policy")) else {
             return Some(());
@@ -268,40 +252,41 @@ pub(crate) fn call_failure_never_reaches_the_client_under_ignore(
     ev: &Evidence,
     reads: &[RegistrationRead],
 ) {
-    let ignore_witness = |hook: &str| {
-        let ignore = |r: &&RegistrationRead| r.hooks.get(hook).is_some_and(|p| p == "Ignore");
-        reads.iter().find(ignore).map(|r| r.witness.clone())
-    };
+    // (the record's path, the webhook whose call failed, what the record shows, what Ignore means)
+    let mut failed = Vec::new();
     for (path, r) in requests(ev) {
         let msg = r.message.as_deref().unwrap_or("");
-        let Some(call) = crate::classify::parse_call_failure(msg) else {
-            continue;
-        };
-        let witness = ignore_witness(&call.webhook);
-        let sub = format!("{} {path}", ev_name(g.act));
-        g.check(witness.is_none(), CallFailureUnderIgnore, sub, || {
+        if let Some(call) = crate::classify::parse_call_failure(msg) {
             let (name, status, hook) = (&r.name, r.http_status, &call.webhook);
-            let witness = witness.clone().unwrap_or_default();
-            format!("{name} was answered HTTP {status} with a failed call of webhook {hook:?}; {witness} registers it with failurePolicy Ignore, under which the API server fails open")
-        });
+            let shows =
+                format!("{name} was answered HTTP {status} with a failed call of webhook {hook:?}");
+            failed.push((path, call.webhook, shows, "the API server fails open"));
+        }
     }
     let key = crate::metrics::FACTS_KEY;
     let deltas = ev.facts.pointer(&format!("/{key}/deltas"));
-    let Some(deltas) = deltas.and_then(Value::as_array) else {
-        return;
-    };
-    for (i, d) in deltas.iter().enumerate() {
+    let deltas = deltas.and_then(Value::as_array).into_iter().flatten();
+    for (i, d) in deltas.enumerate() {
         let calling = d["metric"] == "apiserver_admission_webhook_rejection_count"
             && d["labels"]["error_type"] == "calling_webhook_error"
             && d["delta"].as_f64().is_some_and(|x| x > 0.0);
-        let Some(hook) = d["labels"]["name"].as_str().filter(|_| calling) else {
-            continue;
-        };
-        let witness = ignore_witness(hook);
-        let sub = format!("{} facts.{key}.deltas[{i}]", ev_name(g.act));
+        if let Some(hook) = d["labels"]["name"].as_str().filter(|_| calling) {
+            let (path, delta) = (format!("facts.{key}.deltas[{i}]"), &d["delta"]);
+            let shows =
+                format!("calling_webhook_error rejections of webhook {hook:?} went up by {delta}");
+            let ignore = "a failed call is no rejection";
+            failed.push((path, hook.to_owned(), shows, ignore));
+        }
+    }
+    for (path, hook, shows, ignore) in failed {
+        let ignored = |r: &&RegistrationRead| r.hooks.get(&hook).is_some_and(|p| p == "Ignore");
+        let witness = reads.iter().find(ignored).map(|r| r.witness.as_str());
+        let sub = format!("{} {path}", ev_name(g.act));
         g.check(witness.is_none(), CallFailureUnderIgnore, sub, || {
-            let (delta, witness) = (&d["delta"], witness.clone().unwrap_or_default());
-            format!("calling_webhook_error rejections of webhook {hook:?} went up by {delta}; {witness} registers it with failurePolicy Ignore, under which a failed call is no rejection")
+            let witness = witness.unwrap_or_default();
+            format!(
+                "{shows}; {witness} registers it with failurePolicy Ignore, under which {ignore}"
+            )
         });
     }
 }
@@ -334,7 +319,7 @@ fn lease_reads(g: &G) -> Vec<LeaseRead> {
     for (act, doc) in read_evidence(g.input, ..=g.act) {
         let file = ev_name(*act);
         facts_leases(*act, &doc.value["facts"], "facts", &file, &mut out);
-        for_each_raw(&doc.value, &mut |path, _, v, at, _| {
+        for_each_read(&doc.value, false, &mut |path, _, v, at, _| {
             if v["kind"] != "Lease" {
                 return true;
             }
@@ -360,16 +345,26 @@ fn time_of(v: &Value, key: &str) -> Option<Time> {
 }
 
 /// Visits every value under each raw record's `data` of the evidence document `doc` (path
-/// `raw[<i>].data…`) with its key (`None` for an array's item), the nearest `at` on its way down
-/// (its own, else its parents', else the record's) and its kind (its own, else the list's it is an
-/// item of, less `List`); `visit` returns whether to go below the value.
-fn for_each_raw<'v>(
+/// `raw[<i>].data…`), and first under its `facts` when `facts` is set, with its key (`None` for an
+/// array's item), the nearest `at` on its way down (its own, else its parents', else the raw
+/// record's) and its kind (its own, else the list's it is an item of, less `List`); `visit`
+/// returns whether to go below the value.
+fn for_each_read<'v>(
     doc: &'v Value,
+    facts: bool,
     visit: &mut impl FnMut(&str, Option<&str>, &'v Value, Option<Time>, Option<&str>) -> bool,
 ) {
-    for (i, r) in doc["raw"].as_array().into_iter().flatten().enumerate() {
-        let (path, c) = (format!("raw[{i}].data"), (time_of(r, "at"), None));
-        walk(&r["data"], &path, None, c, &mut |p, k, v, (at, items)| {
+    let facts = facts.then(|| ("facts".to_owned(), &doc["facts"], (None, None)));
+    let raw = doc["raw"].as_array().into_iter().flatten().enumerate();
+    let raw = raw.map(|(i, r)| {
+        (
+            format!("raw[{i}].data"),
+            &r["data"],
+            (time_of(r, "at"), None),
+        )
+    });
+    for (mut path, data, c) in facts.into_iter().chain(raw) {
+        walk(data, &mut path, None, c, &mut |p, k, v, (at, items)| {
             let (at, own) = (time_of(v, "at").or(at), v["kind"].as_str());
             let kind = own.or(items.filter(|_| matches!(k, None | Some("items"))));
             let items = if v.is_array() {
@@ -383,7 +378,7 @@ fn for_each_raw<'v>(
 }
 
 fn facts_leases(act: u8, v: &Value, path: &str, file: &str, out: &mut Vec<LeaseRead>) {
-    walk(v, path, None, (), &mut |p, k, x, ()| {
+    walk(v, &mut path.to_owned(), None, (), &mut |p, k, x, ()| {
         let text = |k: &str| x.get(k).and_then(Value::as_str);
         let witness = k.is_some_and(super::is_witness_record);
         let read = x.get("holder").is_some() && x.get("lease_transitions").is_some();
@@ -565,7 +560,7 @@ pub(crate) fn one_resource_version_one_object(g: &mut G) {
     let mut objects = Vec::new();
     for (act, doc) in read_evidence(g.input, ..=g.act) {
         let file = ev_name(*act);
-        for_each_raw(&doc.value, &mut |path, _, v, _, kind| {
+        for_each_read(&doc.value, false, &mut |path, _, v, _, kind| {
             let text = |p: &str| v.pointer(p).and_then(Value::as_str);
             let (uid, rv) = (text("/metadata/uid"), text("/metadata/resourceVersion"));
             if let (Some(uid), Some(rv), Some(k)) = (uid, rv, kind) {
@@ -891,19 +886,12 @@ pub(crate) fn restart_count_never_falls_for_one_pod(g: &mut G, reads: &[RestartR
 fn lab_restart_reads(g: &G) -> Vec<RestartRead> {
     let mut reads = Vec::new();
     for (act, file, v, end) in ended_evidence(g) {
-        let facts = (&v["facts"], "facts");
-        walk(facts.0, facts.1, None, None, &mut |path, k, x, at| {
-            let at = time_of(x, "at").or(at);
+        for_each_read(v, true, &mut |path, k, x, at, _| {
             let ok = !k.is_some_and(super::is_witness_record);
-            let read = ok.then(|| restart_read(x, at, (act, end), path, &file, &mut reads));
-            read.map(|_| at)
-        });
-        for_each_raw(v, &mut |path, k, x, at, _| {
-            let ok = !k.is_some_and(super::is_witness_record);
-            ok && {
+            if ok {
                 restart_read(x, at, (act, end), path, &file, &mut reads);
-                true
             }
+            ok
         });
     }
     reads.sort_by_key(|r| (r.0, r.1));

@@ -16,7 +16,6 @@
 //! derived from).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
@@ -91,22 +90,6 @@ pub(crate) fn lab_mark_is_the_marks_configmap(g: &mut G, ev: &Evidence, f: &fact
     g.check(ok, RawMismatch, "evidence/01.json facts.node", || {
         format!("the lab mark was written for node {node:?}; act 1 recorded {name:?} {uid:?}")
     });
-}
-
-/// Act 1's controller Deployment is the one the tool reads by name: Kyverno's admission
-/// controller, [`crate::rules::common::ADMISSION_DEPLOYMENT`] in
-/// [`crate::rules::common::KYVERNO_NAMESPACE`] (its UID is held by [`one_uid_one_object`] and by
-/// act 4). Flags [`Code::ValueMismatch`].
-pub(crate) fn controller_deployment_is_kyvernos_admission_controller(
-    g: &mut G,
-    f: &facts::Act1Facts,
-) {
-    use crate::rules::common::{ADMISSION_DEPLOYMENT, KYVERNO_NAMESPACE};
-    let (d, s) = (&f.controller_deployment, "evidence/01.json facts");
-    let found = (d.namespace.as_deref(), d.name.as_str());
-    let kyverno = (Some(KYVERNO_NAMESPACE), ADMISSION_DEPLOYMENT);
-    let rows = [("controller_deployment", kyverno, found)];
-    super::fields_are(g, ValueMismatch, s, rows);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -413,57 +396,48 @@ pub(crate) fn request_labels_are_the_tools_two_pods(g: &mut G, subject: &str, r:
 // ---------------------------------------------------------------------------------------------
 // Across acts.
 
-/// Every (UID, name) pair recorded under `v`: objects with `uid` and `name`, `metadata` blocks,
-/// request records (their GET's and answer's UIDs carry the record's name), a webhook
-/// registration's configuration, act 1's namespaces, lab B's frozen pod. The audit and metrics
-/// records are skipped (their own rules hold them).
-fn named_uids(v: &Value, path: &mut String, out: &mut Vec<(String, String, String)>) {
-    // `path` is one buffer, grown and cut back on the way down: a path is formatted only for a
-    // UID found, not for every node walked (this rule reads the whole lab's facts on every grade).
-    let mut push = |uid: Option<&str>, name: Option<&str>, path: &str, at: &str| {
-        if let (Some(u), Some(n)) = (uid, name)
-            && !u.is_empty()
-            && !n.is_empty()
-        {
-            out.push((u.to_owned(), n.to_owned(), format!("{path}{at}")));
+/// Every (UID, name) pair recorded under `v` (at `path`): objects with `uid` and `name`,
+/// `metadata` blocks, request records (their GET's and answer's UIDs carry the record's name), a
+/// webhook registration's configuration, act 1's namespaces, lab B's frozen pod. The audit and
+/// metrics records are skipped (their own rules hold them).
+fn named_uids(v: &Value, path: &str, out: &mut Vec<(String, String, String)>) {
+    super::walk(v, &mut path.to_owned(), None, (), &mut |path, k, v, ()| {
+        if k.is_some_and(super::is_witness_record) {
+            return None;
         }
-    };
-    match v {
-        Value::Object(m) => {
-            let name = m.get("name").and_then(|x| x.as_str());
-            push(m.get("uid").and_then(|x| x.as_str()), name, path, ".uid");
-            let text = |k: &str| m.get(k).and_then(|x| x.as_str());
-            let field = |outer: &str, inner: &str| m.get(outer)?.get(inner)?.as_str();
-            push(field("get", "uid"), name, path, ".get.uid");
-            let (uid, configuration) = (text("configuration_uid"), text("configuration"));
-            push(uid, configuration, path, ".configuration_uid");
-            let (uid, pod) = (field("identity", "pod_uid"), text("pod_name"));
-            push(uid, pod, path, ".identity.pod_uid");
-            if let Some(Value::Object(ns)) = m.get("namespaces") {
-                for (n, u) in ns {
-                    push(u.as_str(), Some(n), path, &format!(".namespaces.{n}"));
-                }
+        let Some(m) = v.as_object() else {
+            return Some(());
+        };
+        let mut push = |uid: Option<&str>, name: Option<&str>, at: &str| {
+            if let (Some(u), Some(n)) = (uid, name)
+                && !u.is_empty()
+                && !n.is_empty()
+            {
+                out.push((u.to_owned(), n.to_owned(), format!("{path}{at}")));
             }
-            for (k, x) in m {
-                if !matches!(k.as_str(), "admission_audit" | "admission_metrics") {
-                    let len = path.len();
-                    path.push('.');
-                    path.push_str(k);
-                    named_uids(x, path, out);
-                    path.truncate(len);
-                }
-            }
-        }
-        Value::Array(a) => {
-            for (i, x) in a.iter().enumerate() {
-                let len = path.len();
-                let _ = write!(path, "[{i}]");
-                named_uids(x, path, out);
-                path.truncate(len);
+        };
+        let name = m.get("name").and_then(|x| x.as_str());
+        push(m.get("uid").and_then(|x| x.as_str()), name, ".uid");
+        let text = |k: &str| m.get(k).and_then(|x| x.as_str());
+        let field = |outer: &str, inner: &str| m.get(outer)?.get(inner)?.as_str();
+        push(field("get", "uid"), name, ".get.uid");
+        push(
+            text("configuration_uid"),
+            text("configuration"),
+            ".configuration_uid",
+        );
+        push(
+            field("identity", "pod_uid"),
+            text("pod_name"),
+            ".identity.pod_uid",
+        );
+        if let Some(Value::Object(ns)) = m.get("namespaces") {
+            for (n, u) in ns {
+                push(u.as_str(), Some(n), &format!(".namespaces.{n}"));
             }
         }
-        _ => {}
-    }
+        Some(())
+    });
 }
 
 /// One UID names one object: every UID this act's facts record next to a name (a pod, a
@@ -476,7 +450,7 @@ pub(crate) fn one_uid_one_object(g: &mut G) {
     for (act, doc) in &g.input.evidence {
         let Ok(doc) = doc else { continue };
         let (facts, start) = (doc.value.get("facts").unwrap_or(&Value::Null), all.len());
-        named_uids(facts, &mut format!("{} facts", ev_name(*act)), &mut all);
+        named_uids(facts, &format!("{} facts", ev_name(*act)), &mut all);
         if *act == g.act {
             mine = start..all.len();
         }
