@@ -86,7 +86,7 @@ fn requests_during_freeze_show_the_failure_policy(g: &mut G, v: &Freeze<'_>, run
 
 /// Acts 5 and 6, one grader ([`freeze::freeze_act`]).
 pub(crate) fn act5(g: &mut G) {
-    freeze::freeze_act(g, Freeze::of_b, freeze_run);
+    freeze::freeze_act(g, |a, r, h| Freeze::of_b(a, r, h), freeze_run);
 }
 pub(crate) use act5 as act6;
 

@@ -529,7 +529,7 @@ fn metrics_window_lies_between_the_replica_counters(g: &mut G, s: &str, ev: &Evi
 /// Acts 5 and 6, one grader ([`freeze::freeze_act`]): the registry's target frozen under Fail
 /// (lab C: the leader), then under Ignore (a follower).
 pub(crate) fn act5(g: &mut G) {
-    freeze::freeze_act(g, Freeze::of_c, replica_freeze_run);
+    freeze::freeze_act(g, |a, r, h| Freeze::of_c(a, r, h), replica_freeze_run);
 }
 pub(crate) use act5 as act6;
 

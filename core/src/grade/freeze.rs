@@ -90,13 +90,9 @@ macro_rules! freeze_view {
     }};
 }
 
-impl Freeze<'_> {
+impl<'a> Freeze<'a> {
     /// Lab B's one-replica freeze of act `act`.
-    pub(crate) fn of_b<'a>(
-        act: u8,
-        run: &'a FreezeRun,
-        hook: Option<&'a WebhookFacts>,
-    ) -> Freeze<'a> {
+    pub(crate) fn of_b(act: u8, run: &'a FreezeRun, hook: Option<&'a WebhookFacts>) -> Self {
         freeze_view!(Lab::B, act, run, hook, {
             restart_at: "",
             restart_counts: (run.restart_count_before, run.restart_count_after),
@@ -107,11 +103,7 @@ impl Freeze<'_> {
     }
 
     /// Lab C's freeze of one of its replicas in act `act`.
-    pub(crate) fn of_c<'a>(
-        act: u8,
-        run: &'a ReplicaFreezeRun,
-        hook: Option<&'a WebhookFacts>,
-    ) -> Freeze<'a> {
+    pub(crate) fn of_c(act: u8, run: &'a ReplicaFreezeRun, hook: Option<&'a WebhookFacts>) -> Self {
         let t = &run.target_after;
         freeze_view!(Lab::C, act, run, hook, {
             restart_at: "target_after.",
@@ -501,9 +493,8 @@ pub(crate) fn recovered_under_ignore<T: inputs::StudentInput, R: serde::de::Dese
     healthy_bad: &RequestRecord,
 ) -> Option<std::sync::Arc<Evidence>> {
     let s = "evidence/07.json facts";
-    let uid = g
-        .facts::<facts::Act2Facts>(2)
-        .and_then(|a2| super::policy_uid(&a2));
+    let a2 = g.facts::<facts::Act2Facts>(2);
+    let uid = a2.and_then(|a2| super::policy_uid(&a2));
     let ctx = Context {
         policy_uid: uid.clone(),
         ..g.report_context(6..=6)
