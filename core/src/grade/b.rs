@@ -1,10 +1,10 @@
 //! Lab B graders, acts 4-8 (freeze the controller process; failurePolicy Fail vs Ignore).
 
 use super::freeze::{self, Freeze};
-use super::{Code::*, G, Meant, policy_uid, request_is_the_pod_meant};
+use super::{Code::*, G, Meant, request_is_the_pod_meant};
 use crate::evidence::Outcome;
-use crate::facts::{self, b::*};
-use crate::inputs::{self, Context};
+use crate::facts::b::*;
+use crate::inputs;
 
 pub(crate) fn act4(g: &mut G) {
     let Some(f) = g.facts::<Act4Facts>(4) else {
@@ -38,20 +38,17 @@ pub(crate) fn act4(g: &mut G) {
     g.check(ok, UidMismatch, at, || {
         format!("expected a pod UID, found {:?}", id.pod_uid)
     });
-    let (state, at) = (&f.process_state, format!("{s}.process_state"));
-    g.check(state != "T", ProcessStillStopped, &at, || {
-        "act 4 only investigates; the process was found stopped".into()
-    });
-    super::witness::process_state_is_a_proc_state(g, &at, state);
+    let why = "act 4 only investigates; the process was found stopped";
+    freeze::process_runs(g, &format!("{s}.process_state"), &f.process_state, why);
     if let Some(ev) = g.evidence(4) {
         super::witness::identity_is_the_cri_container(g, &ev, &f);
     }
 }
 
-/// Checks one freeze run (`v`, `Freeze::of_b`: under Ignore in act 6, with the registration the
-/// act relies on): the rules of every freeze, labs B and C (`super::freeze`), the three requests
-/// lab B sends during the freeze, and the existing pod.
-fn freeze_run(g: &mut G, v: Freeze<'_>, run: &FreezeRun) {
+/// Lab B's own rules of one freeze run (`v`, `Freeze::of_b`; the rules of every freeze run in
+/// [`freeze::freeze_act`]): the process frozen, the three requests lab B sends during the
+/// freeze, and the existing pod.
+fn freeze_run(g: &mut G, v: &Freeze<'_>, run: &FreezeRun) {
     let act = v.act;
     // Act 5 freezes the process act 4 identified. Act 6 freezes the process found after act 5:
     // Kyverno may have restarted after the first freeze (a 20 s stop outlasts its 12 s leader
@@ -59,9 +56,8 @@ fn freeze_run(g: &mut G, v: Freeze<'_>, run: &FreezeRun) {
     let after5 = (act == 6).then(|| g.facts::<Act5Facts>(5)?.identity_after);
     let after5 = after5.flatten();
     let expected = after5.or_else(|| g.facts::<Act4Facts>(4).map(|a4| a4.identity));
-    freeze::frozen_process_is_the_expected_one(g, &v, expected);
-    freeze::freeze_rules(g, &v);
-    requests_during_freeze_show_the_failure_policy(g, &v, run);
+    freeze::frozen_process_is_the_expected_one(g, v, expected);
+    requests_during_freeze_show_the_failure_policy(g, v, run);
     super::existing_pod_survives(g, &format!("{}.existing", v.s), &run.existing);
 }
 
@@ -76,8 +72,8 @@ fn requests_during_freeze_show_the_failure_policy(g: &mut G, v: &Freeze<'_>, run
         ("target_bad", &run.target_bad, false),
     ] {
         let sub = format!("{s}.{name}");
-        freeze::request_during_the_freeze(g, v, &sub, r, &[v.met], v.ignore);
-        request_is_the_pod_meant(g, &sub, r, Meant::target(label));
+        let timed = Some((v.timeout_seconds, v.ignore));
+        freeze::target_pod(g, &sub, r, label, &[v.met], v.hook, timed);
         g.within(&sub, "sent_at", &r.sent_at, &w.frozen_at, &w.resumed_at);
         let answered = &r.answered_at;
         g.within(&sub, "answered_at", answered, &w.frozen_at, &w.resumed_at);
@@ -88,42 +84,19 @@ fn requests_during_freeze_show_the_failure_policy(g: &mut G, v: &Freeze<'_>, run
     g.within(&sub, "sent_at", sent, &w.frozen_at, &w.resumed_at);
 }
 
+/// Acts 5 and 6, one grader ([`freeze::freeze_act`]).
 pub(crate) fn act5(g: &mut G) {
-    let Some(f) = g.facts::<Act5Facts>(5) else {
-        return;
-    };
-    let hook = g.facts::<facts::Act2Facts>(2).map(|a2| a2.webhook);
-    freeze_run(g, Freeze::of_b(5, &f, hook.as_ref()), &f);
+    freeze::freeze_act(g, |a, r, h| Freeze::of_b(a, r, h), freeze_run);
 }
-
-pub(crate) fn act6(g: &mut G) {
-    let Some(f) = g.facts::<Act6Facts>(6) else {
-        return;
-    };
-    freeze::policy_switched_to_ignore(g, &f, &f.run.freeze.frozen_at);
-    freeze_run(g, Freeze::of_b(6, &f.run, Some(&f.webhook)), &f.run);
-}
+pub(crate) use act5 as act6;
 
 pub(crate) fn act7(g: &mut G) {
     let Some(f) = g.facts::<Act7Facts>(7) else {
         return;
     };
-    let s = "evidence/07.json facts";
-    let a2 = g.facts::<facts::Act2Facts>(2);
-    let uid = a2.as_ref().and_then(policy_uid);
-    let ctx = Context {
-        policy_uid: uid.clone(),
-        ..g.report_context(6..=6)
-    };
-    g.input::<inputs::Recovery>(&ctx);
-    let (a6_webhook, uid) = (g.facts::<Act6Facts>(6).map(|a6| a6.webhook), uid.as_deref());
     let (policy_uid, bad) = (&f.policy_uid, &f.healthy_bad);
-    freeze::recovered_under_ignore(g, uid, policy_uid, &f.webhook, bad, a6_webhook);
-    if let Some(ev) = g.evidence(7) {
-        let (what, fact) = ("webhook-configuration", format!("{s}.webhook"));
-        super::witness::registration_is_derived_from(g, &ev, what, &fact, &f.webhook);
-    }
-    super::existing_pod_survives(g, &format!("{s}.existing"), &f.existing);
+    freeze::recovered_under_ignore::<inputs::Recovery, FreezeRun>(g, policy_uid, &f.webhook, bad);
+    super::existing_pod_survives(g, "evidence/07.json facts.existing", &f.existing);
 }
 
 pub(crate) fn act8(g: &mut G) {

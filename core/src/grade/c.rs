@@ -26,10 +26,10 @@
 //! | 5, 6 | [`replica_rows_are_the_replicas`] | each replica's counter | one row per act 3 replica; down only for the frozen replica that restarted | value-mismatch |
 //! | 5, 6 | [`replica_freeze_run`] | the Leases before/after, every sample, the counters, the settle | raw `lease-before`/`lease-after`, `freeze-samples`, `replica-metrics-*`, `settle-wait` ([`settle_is_its_checks`]) | raw-mismatch, observation-missing, times-inconsistent |
 //! | 5, 6 | `existing_pod_survives_since` ([`super`]) | act 3's pod | same name, UID, `Running`, restart count never down | pod-replaced, pod-not-running, restart-contradicted |
-//! | 7 | `recovery.json`, `freeze::recovered_under_ignore` | the policy UID, the Ignore registration, the deny | act 2's UID, act 6's registration unchanged, its scope; the last probe an explicit deny from it | uid-mismatch, registration-changed, registration-scope, outcome-unexpected, observation-missing |
+//! | 7 | `recovery.json`, `freeze::recovered_under_ignore` (lab B's too) | the policy UID, the Ignore registration, the deny | act 2's UID, act 6's registration unchanged, its scope, raw `webhook-configuration`; the last probe an explicit deny from it | uid-mismatch, registration-changed, registration-scope, raw-mismatch, outcome-unexpected, observation-missing |
 //! | 7 | [`scaled_back_to_the_original_count`], [`replicas_left_are_act3s_pods`] | the scale back, the Deployment, the replicas left | the original count, act 3's attempt; act 1's Deployment; each Ready replica one of act 3's pods (name, UID, address), `Running`; the Lease's holder one of them | value-mismatch, uid-mismatch |
 //! | 7 | [`deny_probes_are_violating_pods_one_after_another`], [`wait_spans_the_act_until_the_existing_pod`] | the probes, `waited_ms` | violating target pods after the scale back, one at a time; the act's start to the existing pod's read | value-mismatch, times-inconsistent |
-//! | 7 | [`act7_facts_are_the_raw_reads`] | `replicas_before`, the heal, the Lease, the policy UID, the registration | raw `deployment-before`, `scale-attempt-heal`, `lease`, `policy`, `webhook-configuration` | raw-mismatch, observation-missing |
+//! | 7 | [`act7_facts_are_the_raw_reads`] | `replicas_before`, the heal, the Lease, the policy UID | raw `deployment-before`, `scale-attempt-heal`, `lease`, `policy` | raw-mismatch, observation-missing |
 //! | 8 | `act8` | each word of `report.json`, the digests | `rules::c::report_expectations`; 05/06/07 | report-contradicted, digest-mismatch |
 
 use std::collections::BTreeSet;
@@ -41,12 +41,10 @@ use super::Code;
 use super::freeze::{self, Freeze};
 use super::witness::{
     fact_is_derived_from_raw, fact_is_derived_from_raw_record, lease_is_derived_from,
-    list_is_derived_from_raw, raw_at, raw_record, registration_is_derived_from, required_raw,
-    rows_are_derived_from_raw,
+    list_is_derived_from_raw, raw_at, raw_record, required_raw, rows_are_derived_from_raw,
 };
 use super::{
     Code::*, G, SameRegistration, ev_name, fields_are, registration_equals, times_are_ordered,
-    violating_pod_never_admitted_under_fail,
 };
 use crate::acts::Target;
 use crate::derive;
@@ -247,21 +245,15 @@ fn waves_had_requests_in_flight_at_once(g: &mut G, s: &str, bad: &[RequestRecord
     }
 }
 
-/// A healthy cluster with three replicas: every violating pod, in the target namespace,
-/// explicitly denied by act 2's webhook and not stored; the labelled target pod and the control
+/// A healthy cluster with three replicas: every violating pod explicitly denied by act 2's
+/// webhook and not stored ([`freeze::target_pod`]); the labelled target pod and the control
 /// pod stored; all real creates, never server dry-run (a dry-run would store nothing to compare);
 /// the existing pod is the good pod, `Running`.
 fn baseline_outcomes_are_healthy(g: &mut G, s: &str, f: &Act3Facts) {
     let hook = g.facts::<facts::Act2Facts>(2).map(|a2| a2.webhook);
     for (i, r) in f.bad.iter().enumerate() {
         let sub = format!("{s}.bad[{i}]");
-        g.request(&sub, r, &[Outcome::ExplicitDeny]);
-        violating_pod_never_admitted_under_fail(g, &sub, r);
-        if let Some(h) = &hook {
-            g.named_webhook(&sub, r, h);
-        }
-        let meant = super::Meant(Some(super::TARGET_NAMESPACE), None, Some(false));
-        super::request_is_the_pod_meant(g, &sub, r, meant);
+        freeze::target_pod(g, &sub, r, false, freeze::DENIED, hook.as_ref(), None);
     }
     let control = super::Meant(Some(super::CONTROL_NAMESPACE), Some(false), Some(false));
     for (sub, r, meant) in [
@@ -395,11 +387,8 @@ fn processes_are_act3s_replicas(g: &mut G, s: &str, ev: Option<&Evidence>, f: &A
         g.check(live, ValueMismatch, format!("{sub}.identity"), || {
             format!("expected a PID > 1, its start time and a container ID, found {id:?}")
         });
-        let state = format!("{sub}.process_state");
-        g.check(p.process_state != "T", ProcessStillStopped, &state, || {
-            "act 4 only investigates; the process was found stopped".into()
-        });
-        super::witness::process_state_is_a_proc_state(g, &state, &p.process_state);
+        let why = "act 4 only investigates; the process was found stopped";
+        freeze::process_runs(g, &format!("{sub}.process_state"), &p.process_state, why);
         if let Some(ev) = ev {
             let what = format!("cri-container:{}", p.pod_name);
             let (derive, sources) = (derive::cri_container, derive::CRI_PROCESS_SOURCES);
@@ -537,24 +526,12 @@ fn metrics_window_lies_between_the_replica_counters(g: &mut G, s: &str, ev: &Evi
     }
 }
 
-/// Act 5: the registry's target (lab C: the leader) frozen for 20 s under Fail.
+/// Acts 5 and 6, one grader ([`freeze::freeze_act`]): the registry's target frozen under Fail
+/// (lab C: the leader), then under Ignore (a follower).
 pub(crate) fn act5(g: &mut G) {
-    let Some(f) = g.facts::<Act5Facts>(5) else {
-        return;
-    };
-    let hook = g.facts::<facts::Act2Facts>(2).map(|a2| a2.webhook);
-    replica_freeze_run(g, &Freeze::of_c(5, &f, hook.as_ref()), &f);
+    freeze::freeze_act(g, |a, r, h| Freeze::of_c(a, r, h), replica_freeze_run);
 }
-
-/// Act 6: the policy switched to Ignore, a healthy deny, the registry's target (lab C: a
-/// follower) frozen for 10 s.
-pub(crate) fn act6(g: &mut G) {
-    let Some(f) = g.facts::<Act6Facts>(6) else {
-        return;
-    };
-    freeze::policy_switched_to_ignore(g, &f, &f.run.freeze.frozen_at);
-    replica_freeze_run(g, &Freeze::of_c(6, &f.run, Some(&f.webhook)), &f.run);
-}
+pub(crate) use act5 as act6;
 
 /// The replica frozen is the target the registry names for the act ([`crate::acts::freezes`]),
 /// in any order of freezes, and its process the one last seen in its pod
@@ -611,13 +588,11 @@ fn frozen_replica_is_the_target(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRu
 fn latest_process_before(g: &mut G, act: u8, pod: &str) -> Option<facts::b::ProcessIdentity> {
     let freezes = crate::acts::freezes(g.lab).into_iter().rev();
     let mut earlier = freezes.filter(|(a, _)| *a < act);
+    // Act 6's facts are its run too (`PolicySwitch` flattens it).
     let after = earlier.find_map(|(a, _)| {
-        let run = if crate::acts::switches_policy(g.lab, a) {
-            g.facts::<Act6Facts>(a).map(|f| f.run)
-        } else {
-            g.facts::<Act5Facts>(a)
-        };
-        let run = run.filter(|r| r.target_pod == pod);
+        let run = g
+            .facts::<ReplicaFreezeRun>(a)
+            .filter(|r| r.target_pod == pod);
         run.map(|r| r.target_after.identity_after)
     });
     let from4 = g.facts::<Act4Facts>(4).and_then(|a4| {
@@ -627,8 +602,8 @@ fn latest_process_before(g: &mut G, act: u8, pod: &str) -> Option<facts::b::Proc
     after.flatten().or(from4)
 }
 
-/// The rules both freezes hold: the registry's target ([`frozen_replica_is_the_target`]), those
-/// of every freeze (`freeze::freeze_rules`), then lab C's own: the waves, their outcomes, the
+/// Lab C's rules of both freezes (those of every freeze run in [`freeze::freeze_act`]): the
+/// registry's target ([`frozen_replica_is_the_target`]), then the waves, their outcomes, the
 /// samples, the replicas' counters, the existing pod, and the reads the freeze recorded raw: the
 /// Lease before and after (`lease-before`, `lease-after`), every Lease and EndpointSlice sample
 /// ([`samples_are_the_raw_samples`]), the frozen pod after the settle
@@ -640,7 +615,6 @@ fn replica_freeze_run(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun) {
     let target = freezes.into_iter().find(|f| f.0 == v.act);
     let target = target.map_or(Target::Leader, |(_, t)| t);
     frozen_replica_is_the_target(g, v, run, target);
-    freeze::freeze_rules(g, v);
     freeze_waves_met_the_frozen_replica(g, v, run);
     samples_cover_the_freeze(g, s, run);
     a_call_that_met_the_frozen_replica_had_it_as_an_endpoint(g, s, run);
@@ -721,7 +695,7 @@ fn a_call_that_met_the_frozen_replica_had_it_as_an_endpoint(
 /// every one sent after the freeze began and answered before the resume: what they met was the
 /// freeze. Each violating pod, a target pod, met the frozen replica (under Fail a
 /// `webhook-timeout`, not stored; under Ignore `stored` after the timeout; either after
-/// `timeoutSeconds`, not sooner nor much later: [`freeze::request_during_the_freeze`]) or a
+/// `timeoutSeconds`, not sooner nor much later: [`freeze::target_pod`]) or a
 /// running one (`explicit-deny` from the policy's webhook); the control pods were stored (outside
 /// the selector). Flags value-mismatch, times-inconsistent, outcome-unexpected, timeout-too-fast,
 /// timeout-too-slow, deny-other-webhook.
@@ -746,10 +720,9 @@ fn freeze_waves_met_the_frozen_replica(g: &mut G, v: &Freeze<'_>, run: &ReplicaF
         ];
         times_are_ordered(g, &sub, rows.map(|(f, a, b)| (f, a.as_str(), b.as_str())));
         if violating {
-            super::request_is_the_pod_meant(g, &sub, r, super::Meant::target(false));
             let expect = [v.met, Outcome::ExplicitDeny];
-            let after_timeout = v.ignore && r.outcome == Outcome::Stored;
-            freeze::request_during_the_freeze(g, v, &sub, r, &expect, after_timeout);
+            let timed = Some((v.timeout_seconds, v.ignore && r.outcome == Outcome::Stored));
+            freeze::target_pod(g, &sub, r, false, &expect, v.hook, timed);
         } else {
             g.request(&sub, r, &[Outcome::Stored]);
         }
@@ -936,18 +909,9 @@ pub(crate) fn act7(g: &mut G) {
         return;
     };
     let s = format!("{} facts", ev_name(7));
-    let a2 = g.facts::<facts::Act2Facts>(2);
-    let uid = a2.as_ref().and_then(super::policy_uid);
-    let mut ctx = Context {
-        policy_uid: uid.clone(),
-        ..Default::default()
-    };
-    let digests = g.input.digests().into_iter();
-    ctx.evidence_digests = digests.filter(|(a, _)| *a == 6).collect();
-    g.input::<inputs::RecoveryC>(&ctx);
-    let a6_webhook = g.facts::<Act6Facts>(6).map(|a6| a6.webhook);
     let (policy_uid, bad) = (&f.policy_uid, &f.healthy_bad);
-    freeze::recovered_under_ignore(g, uid.as_deref(), policy_uid, &f.webhook, bad, a6_webhook);
+    let recovered = freeze::recovered_under_ignore::<inputs::RecoveryC, ReplicaFreezeRun>;
+    let ev = recovered(g, policy_uid, &f.webhook, bad);
     scaled_back_to_the_original_count(g, &s, &f);
     let last = f.deny_probes.last() == Some(&f.healthy_bad);
     g.check(last, ObservationMissing, format!("{s}.deny_probes"), || {
@@ -959,7 +923,7 @@ pub(crate) fn act7(g: &mut G) {
     }
     replicas_left_are_act3s_pods(g, &s, &f);
     deny_probes_are_violating_pods_one_after_another(g, &s, &f);
-    if let Some(ev) = g.evidence(7) {
+    if let Some(ev) = ev {
         act7_facts_are_the_raw_reads(g, &s, &ev, &f);
         wait_spans_the_act_until_the_existing_pod(g, &s, &ev, &f);
     }
@@ -1038,8 +1002,8 @@ fn wait_spans_the_act_until_the_existing_pod(g: &mut G, s: &str, ev: &Evidence, 
 /// (`deployment-before`: `replicas_before` its `spec.replicas`, [`derive::deployment`]; and the
 /// Deployment recorded after the wait by its UID, a rule across two reads, not a derivation: the
 /// read after the wait keeps no raw record of its own), the heal's record of act 3's attempt
-/// (`scale-attempt-heal`: the attempt, its action and time), the Lease (`lease`), the policy
-/// (`policy`: its UID) and the registration (`webhook-configuration`). Flags
+/// (`scale-attempt-heal`: the attempt, its action and time), the Lease (`lease`) and the policy
+/// (`policy`: its UID; the registration: `freeze::recovered_under_ignore`). Flags
 /// [`Code::RawMismatch`] / [`Code::ObservationMissing`].
 fn act7_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, f: &Act7Facts) {
     let (b, sub) = (&f.scale_back, format!("{s}.scale_back"));
@@ -1062,8 +1026,6 @@ fn act7_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, f: &Act7Facts
     let (sub, sources) = (format!("{s}.policy_uid"), derive::POLICY_UID_SOURCES);
     let uid = &f.policy_uid;
     fact_is_derived_from_raw_record(g, ev, "policy", &sub, uid, derive::policy_uid, sources);
-    let webhook = format!("{s}.webhook");
-    registration_is_derived_from(g, ev, "webhook-configuration", &webhook, &f.webhook);
 }
 
 /// The scale back wrote the original count over act 3's three, and the wait ended with the

@@ -4,8 +4,8 @@
 //! lab's run gives one view, [`Freeze`], and each rule here is a function over it named after
 //! what it holds; [`freeze_rules`] runs them all. What only one lab records (lab B's three
 //! single requests during the freeze, lab C's waves, samples, Leases and replica counters) stays
-//! in `grade/b.rs` and `grade/c.rs`; each request either sends while the freeze lasts is held by
-//! the one rule [`request_during_the_freeze`].
+//! in `grade/b.rs` and `grade/c.rs`; each pod either sends into the target namespace is held by
+//! the one rule [`target_pod`].
 //!
 //! Also here, the same in labs B and C: act 6's switch of the policy to Ignore before its freeze
 //! ([`policy_switched_to_ignore`]) and act 7's recovery under it ([`recovered_under_ignore`]).
@@ -115,9 +115,35 @@ impl<'a> Freeze<'a> {
     }
 }
 
+/// Act 5 (failurePolicy Fail, relying on act 2's registration) or act 6 (the policy switched to
+/// Ignore first, [`policy_switched_to_ignore`]) of labs B and C, one grader for the four: the
+/// lab's freeze run `R` read from the act's facts, held by the lab's `rules` and every freeze's
+/// ([`freeze_rules`]) through its [`Freeze`] view (`view`: [`Freeze::of_b`], [`Freeze::of_c`]).
+pub(crate) fn freeze_act<R: serde::de::DeserializeOwned>(
+    g: &mut G,
+    view: for<'a> fn(u8, &'a R, Option<&'a WebhookFacts>) -> Freeze<'a>,
+    rules: fn(&mut G, &Freeze<'_>, &R),
+) {
+    let act = g.act;
+    if crate::acts::switches_policy(g.lab, act) {
+        let Some(f) = g.facts::<facts::PolicySwitch<R>>(act) else {
+            return;
+        };
+        let v = view(act, &f.run, Some(&f.webhook));
+        policy_switched_to_ignore(g, &f, &v.freeze.frozen_at);
+        rules(g, &v, &f.run);
+        freeze_rules(g, &v);
+    } else if let Some(run) = g.facts::<R>(act) {
+        let hook = g.facts::<facts::Act2Facts>(2).map(|a2| a2.webhook);
+        let v = view(act, &run, hook.as_ref());
+        rules(g, &v, &run);
+        freeze_rules(g, &v);
+    }
+}
+
 /// Every rule of this module over one freeze (the rows "B 5, 6" and "C 5, 6" of the tables in
 /// [`super`] and [`super::c`]).
-pub(crate) fn freeze_rules(g: &mut G, v: &Freeze<'_>) {
+fn freeze_rules(g: &mut G, v: &Freeze<'_>) {
     freeze_window_is_the_planned_one(g, v);
     process_stopped_only_during_freeze(g, v);
     if let Some(ev) = g.evidence(v.act) {
@@ -169,10 +195,15 @@ fn process_stopped_only_during_freeze(g: &mut G, v: &Freeze<'_>) {
         }),
     };
     let (after, sub) = (&w.state_after, format!("{s}.freeze.state_after"));
-    g.check(after != "T", ProcessStillStopped, &sub, || {
-        format!("state after resume is {after:?}")
-    });
-    super::witness::process_state_is_a_proc_state(g, &sub, after);
+    process_runs(g, &sub, after, &format!("state after resume is {after:?}"));
+}
+
+/// A process read when it must run (`sub`; act 4's, a freeze's after the resume): its state
+/// `state` is a `/proc` state ([`super::witness::process_state_is_a_proc_state`]) and not
+/// stopped (`T`, flags process-still-stopped with `why`).
+pub(crate) fn process_runs(g: &mut G, sub: &str, state: &str, why: &str) {
+    g.check(state != "T", ProcessStillStopped, sub, || why.into());
+    super::witness::process_state_is_a_proc_state(g, sub, state);
 }
 
 /// The freeze window is the fault ledger the runner kept after the resume (raw
@@ -274,36 +305,30 @@ fn snapshot_is_the_recorded_registration(g: &mut G, s: &str, snap: &Value, h: &W
     });
 }
 
-/// What a violating pod sent after the resume may meet while Kyverno recovers.
+/// What a violating pod sent after the resume may meet while Kyverno recovers; the last,
+/// `stored`, only under Ignore.
 const AFTER_RESUME: [Outcome; 7] = [
     Outcome::ExplicitDeny,
     Outcome::WebhookTimeout,
     Outcome::ConnectionRefused,
     Outcome::NoEndpoints,
     Outcome::DnsError,
-    Outcome::Stored,
     Outcome::OtherError,
+    Outcome::Stored,
 ];
 
 /// After the resume the act sends violating pods until the first explicit deny: intermediate
 /// outcomes while Kyverno recovers, each sent after the resume and naming the registration's
-/// webhook; under Fail none is admitted (the act's own rule,
-/// [`super::violating_pod_never_admitted_under_fail`], whatever the metrics say); the last one is
-/// the first explicit deny, itself a violating pod; none within the bound is
+/// webhook; under Fail none is admitted (outcome-unexpected, whatever the metrics say); the last
+/// one is the first explicit deny, itself a violating pod; none within the bound is
 /// [`Code::NotConfirmed`].
 fn requests_after_resume_end_in_the_first_deny(g: &mut G, v: &Freeze<'_>) {
     let s = &v.s;
     for (i, r) in v.after_resume.iter().enumerate() {
         let sub = format!("{s}.after_resume[{i}]");
-        g.request(&sub, r, &AFTER_RESUME);
-        if !v.ignore {
-            super::violating_pod_never_admitted_under_fail(g, &sub, r);
-        }
-        super::request_is_the_pod_meant(g, &sub, r, Meant::target(false));
+        let expect = &AFTER_RESUME[..AFTER_RESUME.len() - usize::from(!v.ignore)];
+        target_pod(g, &sub, r, false, expect, v.hook, None);
         g.times_ordered(&format!("{sub}.sent_at"), &v.freeze.resumed_at, &r.sent_at);
-        if let Some(h) = v.hook {
-            g.named_webhook(&sub, r, h);
-        }
     }
     let sub = format!("{s}.first_explicit_deny");
     let Some(d) = v.first_explicit_deny else {
@@ -312,7 +337,7 @@ fn requests_after_resume_end_in_the_first_deny(g: &mut G, v: &Freeze<'_>) {
         });
         return;
     };
-    violating_pod_denied_by(g, &sub, d, v.hook);
+    target_pod(g, &sub, d, false, DENIED, v.hook, None);
     g.times_ordered(&sub, &v.freeze.resumed_at, &d.sent_at);
     let last = v.after_resume.last();
     g.check(last == Some(d), ValueMismatch, format!("{sub}.name"), || {
@@ -321,34 +346,29 @@ fn requests_after_resume_end_in_the_first_deny(g: &mut G, v: &Freeze<'_>) {
     });
 }
 
-/// A violating pod the act sends to see the policy's verdict (`sub`): a real create without the
-/// policy's label in the target namespace ([`Meant::target`]), explicitly denied, by the
-/// registration's webhook `hook` when the act knows it ([`G::named_webhook`]).
-fn violating_pod_denied_by(g: &mut G, sub: &str, r: &RequestRecord, hook: Option<&WebhookFacts>) {
-    g.request(sub, r, &[Outcome::ExplicitDeny]);
-    super::request_is_the_pod_meant(g, sub, r, Meant::target(false));
-    if let Some(h) = hook {
-        g.named_webhook(sub, r, h);
-    }
-}
+/// An explicit deny, what a violating pod meets from a healthy webhook.
+pub(crate) const DENIED: &[Outcome] = &[Outcome::ExplicitDeny];
 
-/// A request sent while the freeze lasts (`sub`): its record, one of `expect`, timed against
-/// the registration's `timeoutSeconds` when it timed out or `waited` for the timeout
-/// ([`G::request_timed`]); under Fail a violating pod never admitted; the webhook it names the
-/// registration's.
-pub(crate) fn request_during_the_freeze(
+/// A pod the act sends into the target namespace (`sub`): a real create with the policy's label
+/// or without it (`labelled`, [`Meant::target`]), its record one of `expect` ([`G::request`]) and,
+/// for a request sent while a freeze lasts (`timed`: the registration's `timeoutSeconds`, and
+/// whether the request waited for the timeout), timed against it ([`G::request_timed`]); the
+/// webhook its answer names is `hook`'s when the act knows it ([`G::named_webhook`]).
+pub(crate) fn target_pod(
     g: &mut G,
-    v: &Freeze<'_>,
     sub: &str,
     r: &RequestRecord,
+    labelled: bool,
     expect: &[Outcome],
-    waited: bool,
+    hook: Option<&WebhookFacts>,
+    timed: Option<(u32, bool)>,
 ) {
-    g.request_timed(sub, r, expect, v.timeout_seconds, waited);
-    if !v.ignore {
-        super::violating_pod_never_admitted_under_fail(g, sub, r);
+    match timed {
+        Some((t, waited)) => g.request_timed(sub, r, expect, t, waited),
+        None => g.request(sub, r, expect),
     }
-    if let Some(h) = v.hook {
+    super::request_is_the_pod_meant(g, sub, r, Meant::target(labelled));
+    if let Some(h) = hook {
         g.named_webhook(sub, r, h);
     }
 }
@@ -457,31 +477,45 @@ pub(crate) fn policy_switched_to_ignore<R>(g: &mut G, f: &facts::PolicySwitch<R>
         super::witness::registration_is_derived_from(g, &ev, what, &hook, webhook);
     }
     let sub = format!("{s}.healthy_bad");
-    violating_pod_denied_by(g, &sub, &f.healthy_bad, Some(webhook));
+    target_pod(g, &sub, &f.healthy_bad, false, DENIED, Some(webhook), None);
     g.times_ordered(&sub, &f.healthy_bad.answered_at, frozen_at);
 }
 
-/// Act 7 of labs B and C, after the recovery: the policy is act 2's (`uid`, its UID), the
-/// registration act 6's Ignore one unchanged (`a6_webhook`) and in scope, and a violating pod is
-/// explicitly denied by it (`healthy_bad`).
-pub(crate) fn recovered_under_ignore(
+/// Act 7 of labs B and C, after the recovery, one rule for both: the lab's recovery input `T`
+/// (with act 2's policy UID and act 6's digest); the policy is act 2's (`policy_uid`), the
+/// registration act 6's Ignore one unchanged (act 6's run `R`), in scope and derived from its
+/// raw read (`webhook-configuration`); a violating pod is explicitly denied by it
+/// (`healthy_bad`). Returns act 7's evidence for the lab's own checks.
+pub(crate) fn recovered_under_ignore<T: inputs::StudentInput, R: serde::de::DeserializeOwned>(
     g: &mut G,
-    uid: Option<&str>,
     policy_uid: &str,
     webhook: &WebhookFacts,
     healthy_bad: &RequestRecord,
-    a6_webhook: Option<WebhookFacts>,
-) {
+) -> Option<std::sync::Arc<Evidence>> {
     let s = "evidence/07.json facts";
-    super::fields_are(g, UidMismatch, s, [("policy_uid", uid, Some(policy_uid))]);
+    let a2 = g.facts::<facts::Act2Facts>(2);
+    let uid = a2.and_then(|a2| super::policy_uid(&a2));
+    let ctx = Context {
+        policy_uid: uid.clone(),
+        ..g.report_context(6..=6)
+    };
+    g.input::<T>(&ctx);
+    let a6_webhook = g.facts::<facts::PolicySwitch<R>>(6).map(|a6| a6.webhook);
+    let rows = [("policy_uid", uid.as_deref(), Some(policy_uid))];
+    super::fields_are(g, UidMismatch, s, rows);
     let registered = webhook.failure_policy.as_str();
     let rows = [("webhook.failure_policy", "Ignore", registered)];
     super::fields_are(g, ValueMismatch, s, rows);
-    violating_pod_denied_by(g, &format!("{s}.healthy_bad"), healthy_bad, Some(webhook));
+    let sub = format!("{s}.healthy_bad");
+    target_pod(g, &sub, healthy_bad, false, DENIED, Some(webhook), None);
     let sub = format!("{s}.webhook");
     super::registration_scope(g, &sub, &webhook.name, &super::Scope::of_facts(webhook));
     if let Some(a6) = a6_webhook {
         let same = super::SameRegistration::Identical;
         super::registration_equals(g, &sub, webhook, &a6, same);
     }
+    let ev = g.evidence(7)?;
+    let what = "webhook-configuration";
+    super::witness::registration_is_derived_from(g, &ev, what, &sub, webhook);
+    Some(ev)
 }
