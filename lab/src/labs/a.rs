@@ -58,12 +58,6 @@ pub const PODS_GONE_BOUND: Duration = Duration::from_secs(120);
 /// Interval between two rounds of recovery observations (pods, Lease, registration, dry-run probe).
 pub const RECOVERY_INTERVAL: Duration = Duration::from_millis(500);
 
-/// Whether these runners run `lab`: its acts scale the admission controller to 0
-/// ([`crate::acts::scale_down`]).
-pub(crate) fn runs(lab: Lab) -> bool {
-    crate::acts::scale_down(lab).is_some()
-}
-
 /// Lab A's own acts' runners, by act number (acts 1-3 are `common`'s; see
 /// [`crate::labs::runner`]).
 pub(crate) static RUNNERS: &[(u8, super::Runner)] = &[
