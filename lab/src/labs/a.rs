@@ -757,7 +757,9 @@ pub(crate) async fn act7(env: &Env) -> Result<ActSummary, LabError> {
     finish(rec, serde_json::Value::Null, result)
 }
 
-fn dry_run_echo(body: &serde_json::Value) -> DryRunEcho {
+/// What act 7's dry-run answer `body` echoes of the pod (kind, name, namespace, labels; empty
+/// when absent), as act 7 records it (and the fixtures' act 7 with it).
+pub fn dry_run_echo(body: &serde_json::Value) -> DryRunEcho {
     let s = |p: &str| crate::steps::policy::json_str(body, p);
     DryRunEcho {
         kind: s("/kind"),

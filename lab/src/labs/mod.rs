@@ -38,9 +38,8 @@ pub enum Kind {
     ScaleDown,
     /// The acts freeze the one replica ([`Target::One`]): [`b`].
     Freeze,
-    /// An act scales the admission controller to more than one replica and the acts freeze a
-    /// replica by its role, the Lease's holder or not ([`Target::Leader`],
-    /// [`Target::Follower`]): [`c`].
+    /// A scale to several replicas, and freezes of a replica by its role, the Lease's holder or
+    /// not ([`Target::Leader`], [`Target::Follower`]): [`c`].
     ReplicaFreeze,
 }
 

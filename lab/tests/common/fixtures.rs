@@ -864,12 +864,7 @@ fn scale_down_acts(t: &mut Tree) -> Value {
     let admitted = DryRunAdmitted("f1f2f3f4-bbbb-4ccc-8ddd-eeeeeeeeeeee".into());
     let good = dry_run_pod("kca-dryrun-good-a70001", true, 360_000, 55, admitted);
     let bad = dry_run_pod("kca-dryrun-bad-a70002", false, 361_000, 49, DENY_FAIL);
-    let echo = a::DryRunEcho {
-        kind: "Pod".into(),
-        name: good.name.clone(),
-        namespace: TARGET.into(),
-        labels: good.labels.clone(),
-    };
+    let echo = lab::labs::a::dry_run_echo(&good.raw_response);
     let raw7 = raw_of([&good, &bad]);
     let a7 = a::Act7Facts {
         good,
