@@ -58,12 +58,6 @@ pub const PODS_GONE_BOUND: Duration = Duration::from_secs(120);
 /// Interval between two rounds of recovery observations (pods, Lease, registration, dry-run probe).
 pub const RECOVERY_INTERVAL: Duration = Duration::from_millis(500);
 
-/// Whether these runners run `lab`: its acts scale the admission controller to 0
-/// ([`crate::acts::scale_down`]).
-pub(crate) fn runs(lab: Lab) -> bool {
-    crate::acts::scale_down(lab).is_some()
-}
-
 /// Lab A's own acts' runners, by act number (acts 1-3 are `common`'s; see
 /// [`crate::labs::runner`]).
 pub(crate) static RUNNERS: &[(u8, super::Runner)] = &[
@@ -763,7 +757,9 @@ pub(crate) async fn act7(env: &Env) -> Result<ActSummary, LabError> {
     finish(rec, serde_json::Value::Null, result)
 }
 
-fn dry_run_echo(body: &serde_json::Value) -> DryRunEcho {
+/// What act 7's dry-run answer `body` echoes of the pod (kind, name, namespace, labels; empty
+/// when absent), as act 7 records it (and the fixtures' act 7 with it).
+pub fn dry_run_echo(body: &serde_json::Value) -> DryRunEcho {
     let s = |p: &str| crate::steps::policy::json_str(body, p);
     DryRunEcho {
         kind: s("/kind"),

@@ -42,13 +42,6 @@ use crate::workdir::Workdir;
 
 pub use crate::rules::b::{DENY_AFTER_RESUME_BOUND, WATCHDOG_GRACE, report_expectations};
 
-/// Whether these runners run `lab`: its acts freeze the one replica, and only it
-/// ([`crate::acts::freezes`], [`Target::One`](crate::acts::Target::One)).
-pub(crate) fn runs(lab: Lab) -> bool {
-    let freezes = crate::acts::freezes(lab);
-    !freezes.is_empty() && freezes.iter().all(|(_, t)| *t == crate::acts::Target::One)
-}
-
 /// Lab B's own acts' runners, by act number (acts 1-3 are `common`'s; see
 /// [`crate::labs::runner`]).
 pub(crate) static RUNNERS: &[(u8, super::Runner)] = &[

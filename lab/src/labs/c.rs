@@ -71,12 +71,6 @@ use crate::workdir::Workdir;
 /// failures, so at most 120 s), plus the image already on the node and scheduling.
 pub const HA_READY_BOUND: Duration = Duration::from_secs(180);
 
-/// Whether these runners run `lab`: its acts freeze one replica of several (the Lease's holder
-/// or a follower, [`crate::acts::freezes`]).
-pub(crate) fn runs(lab: Lab) -> bool {
-    (crate::acts::freezes(lab).iter()).any(|(_, t)| *t != crate::acts::Target::One)
-}
-
 /// Lab C's own acts' runners, by act number (acts 1-2 are `common`'s; see
 /// [`crate::labs::runner`]).
 pub(crate) static RUNNERS: &[(u8, super::Runner)] = &[
@@ -267,7 +261,6 @@ async fn act3_body(
     partial["good"] = to_value(&good)?;
     partial["control"] = to_value(&control)?;
     rec.save_progress(partial.clone())?;
-    ui.step(m::WAITING_RUNNING);
     let existing = common::wait_running(cl, ui, &good.name).await?;
     let replica_requests = replica_requests(&pod_names, before, after);
     let facts = Act3Facts {
@@ -451,11 +444,7 @@ impl Shape for Replica {
             LabError::Usage(format!("act {act} of lab c freezes the one replica"))
         })?;
         Ok(Replica {
-            role: if target == Target::Leader {
-                "leader"
-            } else {
-                "follower"
-            },
+            role: role(target),
             lease_before,
             waves: crate::steps::waves_of(lab, act)?,
             pods: a3.replicas.iter().map(|r| r.pod.name.clone()).collect(),
@@ -556,6 +545,15 @@ impl Shape for Replica {
         lines.push(ui.text(replica));
         lines.push(existing_line(ui, &run.existing));
         lines
+    }
+}
+
+/// The word for the replica `target` names, as `target_role` records it: `leader`, else
+/// `follower`.
+pub fn role(target: Target) -> &'static str {
+    match target {
+        Target::Leader => "leader",
+        _ => "follower",
     }
 }
 

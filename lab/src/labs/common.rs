@@ -1020,7 +1020,6 @@ pub async fn act3(lab: Lab, env: &Env) -> Result<ActSummary, LabError> {
         partial = serde_json::json!({"good": good, "bad": bad});
         admission.attach(&mut partial);
         rec.save_progress(partial.clone())?;
-        ui.step(m::WAITING_RUNNING);
         let existing = wait_running(cluster, ui, &good.name).await?;
         let lines = vec![
             describe(ui, m::req::GOOD, &good),
@@ -1040,12 +1039,14 @@ pub async fn act3(lab: Lab, env: &Env) -> Result<ActSummary, LabError> {
     finish(rec, partial, result)
 }
 
-/// Waits (bounded, [`RUNNING_BOUND`], with progress) until the target pod `name` is `Running`.
+/// Waits (bounded, [`RUNNING_BOUND`], with a step line and progress) until act 3's good pod
+/// `name` in the target namespace is `Running` (labs A, B and C).
 pub(crate) async fn wait_running(
     cluster: &Cluster,
     ui: &Ui,
     name: &str,
 ) -> Result<PodObservation, LabError> {
+    ui.step(m::WAITING_RUNNING);
     let bound = RUNNING_BOUND.as_secs();
     let progress = |s, phase: Option<&str>| ui.progress(m::phase(phase.unwrap_or("?")), s, bound);
     probe::wait_running(cluster, TARGET_NAMESPACE, name, RUNNING_BOUND, progress).await

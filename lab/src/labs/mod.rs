@@ -6,8 +6,8 @@
 //! `evidence/NN.json`. It first checks what it needs (earlier acts completed, inputs valid against
 //! the live cluster and the evidence) and writes nothing when a check fails; once it has touched
 //! the cluster it always leaves evidence: `completed`, or `interrupted` with the raw data seen so
-//! far. Each file lists its runners in `RUNNERS` and says which labs they run (`runs`, from the
-//! labs' steps); [`runner`] finds one for `run_act`.
+//! far. Each file lists its runners in `RUNNERS`; a lab's [`Kind`] (its steps) says which file
+//! runs it, and [`runner`] finds one for `run_act`.
 
 pub mod a;
 pub mod b;
@@ -16,6 +16,7 @@ pub mod common;
 
 pub use common::{ActFuture, ActSummary, Env, InspectReport, Runner, Ui};
 
+use crate::acts::Target;
 use crate::error::LabError;
 use crate::evidence::Lab;
 use crate::faults::{attempt, heal};
@@ -28,29 +29,45 @@ pub fn runner(lab: Lab, act: u8) -> Option<Runner> {
     runners(lab).find(|(n, _)| *n == act).map(|(_, r)| *r)
 }
 
-/// A list of runners by act number (a file's `RUNNERS`).
-type Runners = &'static [(u8, Runner)];
+/// What a lab's own acts do, read from its steps in the registry, never from its name: it picks
+/// the file that runs them ([`runners`]) and the generator of the lab's grading fixtures
+/// (`lab/tests/common/fixtures.rs`). A lab made of these step kinds needs no line here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// An act scales the admission controller to 0 ([`crate::acts::scale_down`]): [`a`].
+    ScaleDown,
+    /// The acts freeze the one replica ([`Target::One`]): [`b`].
+    Freeze,
+    /// A scale to several replicas, and freezes of a replica by its role, the Lease's holder or
+    /// not ([`Target::Leader`], [`Target::Follower`]): [`c`].
+    ReplicaFreeze,
+}
 
-/// Whether a file's runners run a lab (the file's `runs`).
-type RunsLab = fn(Lab) -> bool;
-
-/// Each act file's `RUNNERS` with the rule that says which labs they run, read from the labs'
-/// steps in the registry (`runs`: a scale to 0, one replica frozen, replicas frozen): a lab made of
-/// steps one of these files runs needs no line here. `every_lab_has_one_set_of_own_runners` holds
-/// that each lab of the registry is run by exactly one file.
-static OWN_RUNNERS: &[(RunsLab, Runners)] = &[
-    (a::runs, a::RUNNERS),
-    (b::runs, b::RUNNERS),
-    (c::runs, c::RUNNERS),
-];
+impl Kind {
+    /// The kind of `lab`'s steps; `None` for steps no file runs (its acts past the shared ones
+    /// then have no runner: `every_registry_act_has_one_runner`).
+    pub fn of(lab: Lab) -> Option<Kind> {
+        let freezes = crate::acts::freezes(lab);
+        let one = freezes.iter().filter(|(_, t)| *t == Target::One).count();
+        let down = crate::acts::scale_down(lab);
+        match (down, crate::acts::replicas(lab) > 1, freezes.len()) {
+            (Some(_), false, 0) => Some(Kind::ScaleDown),
+            (None, false, n) if n > 0 && one == n => Some(Kind::Freeze),
+            (None, true, n) if n > 0 && one == 0 => Some(Kind::ReplicaFreeze),
+            _ => None,
+        }
+    }
+}
 
 /// Every runner of `lab`: the shared ones (`common::RUNNERS`) for the acts it has no own runner
-/// of (lab C has its own act 3), then its own (the first file of [`OWN_RUNNERS`] that runs it).
+/// of (lab C has its own act 3), then its own (its [`Kind`]'s).
 fn runners(lab: Lab) -> impl Iterator<Item = &'static (u8, Runner)> {
-    let own: Runners = OWN_RUNNERS
-        .iter()
-        .find(|(runs, _)| runs(lab))
-        .map_or(&[], |(_, r)| *r);
+    let own: &[(u8, Runner)] = match Kind::of(lab) {
+        Some(Kind::ScaleDown) => a::RUNNERS,
+        Some(Kind::Freeze) => b::RUNNERS,
+        Some(Kind::ReplicaFreeze) => c::RUNNERS,
+        None => &[],
+    };
     common::RUNNERS
         .iter()
         .filter(move |(n, _)| !own.iter().any(|(o, _)| o == n))
@@ -149,14 +166,6 @@ pub fn precheck_inputs(lab: Lab, act: u8, workdir: &Workdir) -> Result<(), LabEr
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_lab_has_one_set_of_own_runners() {
-        for lab in crate::acts::LABS {
-            let n = OWN_RUNNERS.iter().filter(|(runs, _)| runs(lab)).count();
-            assert_eq!(n, 1, "lab {}: files whose `runs` takes it", lab.as_str());
-        }
-    }
 
     #[test]
     fn every_registry_act_has_one_runner() {

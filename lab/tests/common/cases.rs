@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::fixtures::{
     Answer, FAIL_HOOK, FAILED_OPEN_0, Files, Kind, bad_pod, control_pod, status_body, ts, uid,
 };
-use lab::acts::{self, Fault, Target};
+use lab::acts::{self, Target};
 use lab::digest::digest_value;
 use lab::evidence::Lab;
 
@@ -187,7 +187,7 @@ pub fn cases(lab: Lab) -> Vec<Case> {
         Some(_) => v.extend(parallel_baseline_cases(lab)),
         None => {}
     }
-    v.extend(match Kind::of(lab) {
+    v.extend(match Kind::of(lab).expect("cases of the lab's steps") {
         Kind::ScaleDown => scale_down_cases(),
         Kind::Freeze => freeze_cases(),
         Kind::ReplicaFreeze => replica_freeze_cases(lab),
@@ -342,15 +342,10 @@ fn word(n: u32) -> String {
 /// The role of the replica act `act` of `lab` freezes ([`Target`]), if it freezes one, and what
 /// that replica is called (`leader`, `follower`, else `replica`).
 fn frozen(lab: Lab, act: u8) -> (Option<Target>, &'static str) {
-    let target = match acts::fault(lab, act) {
-        Some(Fault::Freeze { target, .. }) => Some(target),
-        _ => None,
-    };
-    let role = match target {
-        Some(Target::Leader) => "leader",
-        Some(Target::Follower) => "follower",
-        _ => "replica",
-    };
+    let target = lab::steps::freeze_of(lab, act, 0).ok().map(|(t, _)| t);
+    let role = target
+        .filter(|t| *t != Target::One)
+        .map_or("replica", lab::labs::c::role);
     (target, role)
 }
 

@@ -26,7 +26,7 @@
 
 use std::collections::BTreeMap;
 
-use lab::acts::{self, FailurePolicy, Fault, Step, Target};
+use lab::acts::{self, FailurePolicy, Step, Target};
 use lab::digest::digest_value;
 use lab::evidence::{ActStatus, Evidence, GetResult, Lab, RequestRecord, SCHEMA_VERSION};
 use lab::facts::{self, a, b, c};
@@ -449,39 +449,10 @@ fn namespaces() -> BTreeMap<String, String> {
 }
 
 /// Which generator writes a lab's passing tree, and which flagged cases fit it
-/// ([`super::cases::cases`]), read from the lab's steps in the registry ([`lab::acts`]): a lab
-/// made of these step kinds needs no line here.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    /// An act scales the admission controller to 0 ([`Fault::Scale`] to 0): its registration
-    /// disappears ([`scale_down_acts`]).
-    ScaleDown,
-    /// The acts freeze the one replica ([`Fault::Freeze`] of [`Target::One`]): [`freeze_acts`].
-    Freeze,
-    /// An act scales the admission controller to more than one replica ([`Fault::Scale`]) and the
-    /// acts freeze a replica by its role, the Lease's holder or not ([`Target::Leader`],
-    /// [`Target::Follower`]): [`replica_acts`].
-    ReplicaFreeze,
-}
-
-impl Kind {
-    /// The kind of `lab`'s steps; panics on steps no generator writes.
-    pub fn of(lab: Lab) -> Kind {
-        let freezes = acts::freezes(lab);
-        let one = freezes.iter().filter(|(_, t)| *t == Target::One).count();
-        let (down, many) = (acts::scale_down(lab), acts::replicas(lab) > 1);
-        match (down, many, freezes.len()) {
-            (Some(_), false, 0) => Kind::ScaleDown,
-            (None, false, n) if n > 0 && one == n => Kind::Freeze,
-            (None, true, n) if n > 0 && one == 0 => Kind::ReplicaFreeze,
-            _ => panic!(
-                "lab {}: no fixture generator writes these steps: {:?}",
-                lab.as_str(),
-                acts::of(lab)
-            ),
-        }
-    }
-}
+/// ([`super::cases::cases`]): the kind of its steps that also picks its runners (a scale to 0:
+/// [`scale_down_acts`]; freezes of the one replica: [`freeze_acts`]; a scale up and freezes of a
+/// replica by its role: [`replica_acts`]).
+pub use lab::labs::Kind;
 
 /// The failurePolicy in force during act `act` of `lab`: the last one its acts up to `act` apply
 /// or switch to, as the webhook writes it (`Fail`, `Ignore`).
@@ -533,18 +504,12 @@ struct FreezeStep {
 impl FreezeStep {
     /// Act `act`'s freeze in `lab`.
     fn of(lab: Lab, act: u8) -> FreezeStep {
-        let Some(Fault::Freeze {
-            target,
-            resume_after_sec,
-        }) = acts::fault(lab, act)
-        else {
-            panic!("lab {} act {act} freezes nothing", lab.as_str())
-        };
-        let plan = lab::inputs::ResumeAfterSec::VALUE;
+        let plan = lab::inputs::ResumeAfterSec::VALUE.into();
+        let (target, secs) = lab::steps::freeze_of(lab, act, plan).expect("a freeze");
         FreezeStep {
             act,
             target,
-            resume_after_sec: resume_after_sec.map_or(plan, |s| s as u32),
+            resume_after_sec: secs as u32,
             policy: policy_at(lab, act),
             traffic: acts::traffic(lab, act).expect("a freeze sends requests"),
             tag: lab::labs::common::request_tag(lab, act),
@@ -899,12 +864,7 @@ fn scale_down_acts(t: &mut Tree) -> Value {
     let admitted = DryRunAdmitted("f1f2f3f4-bbbb-4ccc-8ddd-eeeeeeeeeeee".into());
     let good = dry_run_pod("kca-dryrun-good-a70001", true, 360_000, 55, admitted);
     let bad = dry_run_pod("kca-dryrun-bad-a70002", false, 361_000, 49, DENY_FAIL);
-    let echo = a::DryRunEcho {
-        kind: "Pod".into(),
-        name: good.name.clone(),
-        namespace: TARGET.into(),
-        labels: good.labels.clone(),
-    };
+    let echo = lab::labs::a::dry_run_echo(&good.raw_response);
     let raw7 = raw_of([&good, &bad]);
     let a7 = a::Act7Facts {
         good,
@@ -1607,12 +1567,7 @@ fn c_freeze_run(
     replica_metrics(raw, "after", replicas, &f.counters, (settled + 15, 6));
     let watchdog = 7000 + u32::from(act);
     let run = c::ReplicaFreezeRun {
-        target_role: (if f.step.target == Target::Leader {
-            "leader"
-        } else {
-            "follower"
-        })
-        .into(),
+        target_role: lab::labs::c::role(f.step.target).into(),
         target_pod: target.pod.clone(),
         lease_before,
         freeze: freeze_window(identity, watchdog, f.frozen - 10, (f.frozen, f.resumed)),
@@ -1702,7 +1657,7 @@ fn c_act7(t: &mut Tree, replicas: &[Replica], a3: &c::Act3Facts, held: LeaseStat
 /// generator its steps call for ([`Kind`]), the report act.
 pub fn pass(lab: Lab) -> Files {
     let mut t = acts_1_and_2(lab);
-    let report = match Kind::of(lab) {
+    let report = match Kind::of(lab).expect("a generator of the lab's steps") {
         Kind::ScaleDown => scale_down_acts(&mut t),
         Kind::Freeze => freeze_acts(&mut t),
         Kind::ReplicaFreeze => replica_acts(&mut t),
