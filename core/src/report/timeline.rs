@@ -380,8 +380,7 @@ pub(crate) fn scale(f5: &Value, f6: &Value, lang: Lang) -> Option<Markup> {
         ("control", tx::ROW_CONTROL),
     ];
     rows.extend(request_rows(f5, &requests, lang));
-    let by = f6["restored_by"].as_str().unwrap_or("?");
-    let by = tx::actor(by).map_or(by, |t| t.get(lang));
+    let by = tx::evidence_word(f6["restored_by"].as_str().unwrap_or("?"), lang);
     let restored = format!("{} ({}: {by})", w(tx::RESTORE), w(tx::RESTORED_BY));
     let (registered, first) = (w(tx::WEBHOOK_REGISTERED), w(tx::FIRST_EXPLICIT_DENY));
     let act6 = [
@@ -563,8 +562,7 @@ fn healer_row(facts: &Value, lang: Lang) -> Option<Row> {
 /// The one replica's freeze window (N = 1): SIGSTOP through the pidfd, SIGCONT by whom, its
 /// length.
 fn window_row(facts: &Value, (from, to): (i64, i64), lang: Lang) -> Row {
-    let resumer = super::sq(facts, "/freeze/resumed_by");
-    let resumer = tx::actor(resumer).map_or(resumer, |t| t.get(lang));
+    let resumer = tx::evidence_word(super::sq(facts, "/freeze/resumed_by"), lang);
     let (pidfd, ms) = (tx::VIA_PIDFD.get(lang), to - from);
     let note = format!("SIGSTOP ({pidfd}) → SIGCONT ({resumer}) · {ms} ms");
     let label = tx::FREEZE_WINDOW.get(lang).to_owned();
@@ -746,8 +744,7 @@ fn replica_note(
     let w = |t: tx::Text| t.get(lang);
     let mut parts = Vec::new();
     if pod == target {
-        let role = facts["target_role"].as_str().unwrap_or("?");
-        let role = tx::role(role).map_or(role, |t| t.get(lang));
+        let role = tx::evidence_word(facts["target_role"].as_str().unwrap_or("?"), lang);
         parts.push(format!("{} ({role})", w(tx::FROZEN)));
     } else if lease_holder_before == Some(pod) {
         parts.push(w(tx::HELD_LEASE_BEFORE).to_owned());
