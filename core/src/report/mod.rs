@@ -94,12 +94,8 @@ fn request(v: &Value, ptr: &str) -> String {
 }
 
 /// The key facts of one lab run from its acts 5 and 6 `facts` (JSON null when absent), one string
-/// per [`KEY_FACT_HEADERS`] column. Lab A: whether the registration was kept or absent after the
-/// scale-down and the violating request's outcome, the Lease taken after restore, the first explicit
-/// deny after restore; lab B: the target requests' outcomes and latencies under the Fail and the
-/// Ignore freezes, the first explicit deny after each resume; lab C ([`key_facts_replica_freeze`]): the
-/// waves' outcomes during the leader's freeze, the Lease taken over or kept and the former leader
-/// restarted or not, the waves' outcomes during the follower's freeze. Durations in seconds, 0.1 s.
+/// per [`KEY_FACT_HEADERS`] column, in English: lab A's scale-down ([`key_facts_scale_down`]), lab
+/// B's freezes ([`key_facts_freeze`]), lab C's replica freezes ([`key_facts_replica_freeze`]).
 pub fn key_facts(lab: Lab, f5: &Value, f6: &Value) -> [String; 3] {
     key_facts_in(lab, f5, f6, Lang::En)
 }
@@ -287,16 +283,23 @@ fn uid_obs(uid: Option<&str>) -> Obs {
 }
 
 /// The four observations per phase: `(phase, [policy, registered, answers, existing])`; the
-/// phases after the baseline are named by the registry ([`acts::Page::phases`]) and drawn by
-/// what the lab's faults are: a scale to 0, else freezes.
+/// phases after the baseline (acts 5, 6, 7) are named by the registry ([`acts::Page::phases`]),
+/// their first three columns drawn by what the lab's faults are (a scale to 0, else freezes),
+/// the existing pod read alike in every act that recorded it.
 fn observations(lab: Lab, input: &GradeInput, lang: Lang) -> Vec<(Text, [Obs; 4])> {
-    let phases = acts::page(lab).phases;
-    let mut rows = vec![(tx::PHASE_BASELINE, baseline_observations(input))];
-    rows.extend(match acts::scale_down(lab) {
-        Some(_) => scale_observations(input, lang, phases),
-        None => freeze_observations(input, lang, phases),
-    });
-    rows
+    let f = [5, 6, 7].map(|act| facts(input, act));
+    let three = match acts::scale_down(lab) {
+        Some(_) => scale_observations(f, lang),
+        None => freeze_observations(f, lang),
+    };
+    let existing = |f: &Value| existing(&f["existing"], reference_uid(input), lang);
+    let after = three
+        .into_iter()
+        .zip(f)
+        .map(|([p, r, a], f)| [p, r, a, existing(f)]);
+    let baseline = (tx::PHASE_BASELINE, baseline_observations(input));
+    let phases = acts::page(lab).phases.into_iter().zip(after);
+    std::iter::once(baseline).chain(phases).collect()
 }
 
 /// The existing pod's UID as act 3 recorded it: the later acts' existing pod is held against it.
@@ -324,13 +327,11 @@ fn baseline_observations(input: &GradeInput) -> [Obs; 4] {
     ]
 }
 
-/// Lab B's and lab C's phases after the baseline, named `phases`: the freeze under Fail (act 5),
-/// under Ignore (act 6), the recovery (act 7); whether the webhook answered the violating
-/// requests sent during a freeze: the one target request (lab B) or the waves (lab C, `bad`).
-fn freeze_observations(input: &GradeInput, lang: Lang, phases: [Text; 3]) -> Vec<(Text, [Obs; 4])> {
+/// Lab B's and lab C's phases after the baseline: the freeze under Fail (act 5), under Ignore
+/// (act 6), the recovery (act 7); whether the webhook answered the violating requests sent during
+/// a freeze: the one target request (lab B) or the waves (lab C, `bad`).
+fn freeze_observations([f5, f6, f7]: [&Value; 3], lang: Lang) -> [[Obs; 3]; 3] {
     let w = |t: Text| t.get(lang);
-    let (f5, f6, f7) = (facts(input, 5), facts(input, 6), facts(input, 7));
-    let reference = reference_uid(input);
     let during = |f: &Value| {
         let name = sq(f, "/registration_snapshot/name");
         let policy = sq(f, "/registration_snapshot/failurePolicy");
@@ -346,28 +347,22 @@ fn freeze_observations(input: &GradeInput, lang: Lang, phases: [Text; 3]) -> Vec
     };
     // A freeze's phase: the policy as `policy` says, then what act `f` saw during its freeze.
     let freeze = |policy: Obs, f: &Value| {
-        let existing = existing(&f["existing"], reference, lang);
         let bad = f.get("target_bad").unwrap_or(&f["bad"]);
-        [policy, during(f), answers(bad), existing]
+        [policy, during(f), answers(bad)]
     };
     let policy7 = uid_obs(s(f7, "/policy_uid"));
     let registered7 = webhook_obs(f7, "/webhook/name");
-    let answers7 = answers(&f7["healthy_bad"]);
-    let existing7 = existing(&f7["existing"], reference, lang);
-    let [fail, ignore, recovered] = phases;
-    vec![
-        (fail, freeze(Obs::NotObserved, f5)),
-        (ignore, freeze(same_policy, f6)),
-        (recovered, [policy7, registered7, answers7, existing7]),
+    [
+        freeze(Obs::NotObserved, f5),
+        freeze(same_policy, f6),
+        [policy7, registered7, answers(&f7["healthy_bad"])],
     ]
 }
 
-/// Lab A's phases after the baseline, named `phases`: scaled to zero (act 5), the recovery
-/// (act 6), the server-side dry-run (act 7).
-fn scale_observations(input: &GradeInput, lang: Lang, phases: [Text; 3]) -> Vec<(Text, [Obs; 4])> {
+/// Lab A's phases after the baseline: scaled to zero (act 5), the recovery (act 6), the
+/// server-side dry-run (act 7).
+fn scale_observations([f5, f6, f7]: [&Value; 3], lang: Lang) -> [[Obs; 3]; 3] {
     let w = |t: Text| t.get(lang);
-    let (f5, f6, f7) = (facts(input, 5), facts(input, 6), facts(input, 7));
-    let reference = reference_uid(input);
     let uid5 = format!("uid {}", sq(f5, "/policy/uid"));
     let policy5 = flag(f5["policy"]["exists"].as_bool(), uid5, w(tx::GONE).into());
     let (name, at) = (sq(f6, "/webhook/name"), sq(f6, "/webhook_registered/at"));
@@ -386,14 +381,10 @@ fn scale_observations(input: &GradeInput, lang: Lang, phases: [Text; 3]) -> Vec<
     let side_effects = format!("(sideEffects {})", sq(f7, "/side_effects"));
     let registered7 = Obs::seen(s(f7, "/webhook_name").map(|n| format!("{n} {side_effects}")));
     let (answers5, answers7) = (answers(&f5["target_bad"]), answers(&f7["bad"]));
-    let existing5 = existing(&f5["existing"], reference, lang);
-    let existing6 = existing(&f6["existing"], reference, lang);
-    let [scaled, recovery, dry_run] = phases;
-    let none = || Obs::NotObserved;
-    vec![
-        (scaled, [policy5, registered5, answers5, existing5]),
-        (recovery, [none(), registered6, answers6, existing6]),
-        (dry_run, [none(), registered7, answers7, none()]),
+    [
+        [policy5, registered5, answers5],
+        [Obs::NotObserved, registered6, answers6],
+        [Obs::NotObserved, registered7, answers7],
     ]
 }
 
@@ -717,14 +708,10 @@ fn freeze_head(lab: Lab, target: acts::Target, act: u8) -> Text {
         acts::Target::Leader => tx::LEADER_FREEZE,
         acts::Target::Follower => tx::FOLLOWER_FREEZE,
         acts::Target::One => {
-            let to_ignore = acts::Step::SwitchPolicy {
-                to: acts::FailurePolicy::Ignore,
-            };
             let mut up_to_act = acts::numbers(lab).take_while(|n| *n <= act);
-            if up_to_act.any(|n| acts::steps(lab, n).contains(&to_ignore)) {
-                tx::IGNORE_FREEZE
-            } else {
-                tx::FAIL_FREEZE
+            match up_to_act.any(|n| acts::switches_policy(lab, n)) {
+                true => tx::IGNORE_FREEZE,
+                false => tx::FAIL_FREEZE,
             }
         }
     }

@@ -2,7 +2,7 @@
 //! [`crate::messages`]; values from the evidence are never translated).
 
 pub(crate) use crate::text::Text;
-use crate::text::{Line, line, t};
+use crate::text::{Lang, Line, line, t};
 
 /// Lab C's timeline paragraph (acts 5 and 6).
 pub(crate) const TIMELINE_C: Text = t(
@@ -222,26 +222,19 @@ pub(crate) const KF_AFTER_RESUME: Text = t("後", "after resume");
 pub(crate) const KF_GOOD: Text = t("ラベルあり", "good");
 pub(crate) const KF_BAD: Text = t("ラベルなし", "bad");
 
-/// A frozen replica's role as the evidence names it (`leader`, `follower`), in words; `None`
-/// for another name (shown as written).
-pub(crate) fn role(name: &str) -> Option<Text> {
-    Some(match name {
+/// A word the evidence writes, in `lang`: a frozen replica's role (`leader`, `follower`), or who
+/// resumed a process or restored replicas (`watchdog` and `healer` are the healer; `runner`,
+/// `runner-exit`, `later-command`, `watcher`); another name as written.
+pub(crate) fn evidence_word(name: &str, lang: Lang) -> &str {
+    let word = match name {
         "leader" => t("リーダー", "leader"),
         "follower" => t("フォロワー", "follower"),
-        _ => return None,
-    })
-}
-
-/// Who resumed a process or restored replicas, as the evidence names them (`watchdog` and
-/// `healer` are the healer; `runner`, `runner-exit`, `later-command`, `watcher`), in words;
-/// `None` for a name not known here (shown as written).
-pub(crate) fn actor(name: &str) -> Option<Text> {
-    Some(match name {
         "watchdog" | "healer" => t("healer", "healer"),
         "watcher" => t("watcher", "watcher"),
         "runner" => t("act のプロセス", "runner"),
         "runner-exit" => t("act のプロセスの終了処理", "runner (exit path)"),
         "later-command" => t("後のコマンド", "a later command"),
-        _ => return None,
-    })
+        _ => return name,
+    };
+    word.get(lang)
 }

@@ -55,14 +55,13 @@ enum Mark {
     },
     /// The freeze window.
     Window { from: i64, to: i64, note: String },
-    /// One instant (a lab A step, the freeze healer arming).
+    /// One instant (a lab A step, the freeze healer arming); `None`: a step that was not seen
+    /// (its wait ran out).
     Step {
-        at: i64,
+        at: Option<i64>,
         key: &'static str,
         note: String,
     },
-    /// A step that was not seen (its wait ran out).
-    Missing { key: &'static str, note: String },
     /// Lab C: one admission-controller replica over the freeze: its frozen window (when it is
     /// the frozen one), the intervals in which the Lease named it, its endpoint's readiness per
     /// sample interval, and a note (role, admission counter, restarts) in the right margin.
@@ -174,8 +173,7 @@ impl Chart {
                 Mark::Requests { ref bars, .. } | Mark::Lanes { ref bars, .. } => {
                     ts.extend(bars.iter().flat_map(|b| [b.from, b.to]))
                 }
-                Mark::Step { at, .. } => ts.push(at),
-                Mark::Missing { .. } => {}
+                Mark::Step { at, .. } => ts.extend(at),
                 Mark::Replica {
                     frozen,
                     ref holder,
@@ -257,11 +255,11 @@ impl Chart {
                         width=(fmt((x(*to) - x(*from)).max(2.0))) height="17" {}
                     text class="barlabel" x=(fmt(x(*to) + 4.0)) y=(fmt(y + 14.0)) { (note) }
                 }
-                Mark::Step { at, key, note } => {
+                Mark::Step { at: Some(at), key, note } => {
                     circle class="step" data-step=(key) cx=(fmt(x(*at))) cy=(fmt(y + 10.5)) r="5" {}
                     text class="barlabel" x=(fmt(x(*at) + 9.0)) y=(fmt(y + 14.0)) { (note) }
                 }
-                Mark::Missing { key, note } => {
+                Mark::Step { at: None, key, note } => {
                     text class="missing" data-step=(key) x=(fmt(LEFT)) y=(fmt(y + 14.0)) { (note) }
                 }
                 Mark::Replica { pod, frozen, holder, endpoint, note } => {
@@ -324,13 +322,14 @@ fn elapsed_range(bars: &[Bar]) -> String {
     }
 }
 
-/// Rows for a series of requests: each run of consecutive requests with the same outcome becomes
-/// one row labelled `{label} #first–#last` (a run of one keeps its own row and label `#n`), so a
-/// recovery with sixty admitted probes and one deny reads as two rows, not sixty-one.
-fn request_runs(label: &str, requests: &[Value]) -> Vec<Row> {
+/// Rows for a series of requests: with `runs`, each run of consecutive requests with the same
+/// outcome becomes one row labelled `{label} #first–#last` (a run of one keeps its own row and
+/// label `#n`), so a recovery with sixty admitted probes and one deny reads as two rows, not
+/// sixty-one; without, one row per request.
+fn request_runs(label: &str, requests: &[Value], runs: bool) -> Vec<Row> {
     let outcome = |r: &Value| r["outcome"].as_str().unwrap_or("?").to_owned();
     let (mut rows, mut last) = (Vec::new(), 0);
-    for run in requests.chunk_by(|a, b| outcome(a) == outcome(b)) {
+    for run in requests.chunk_by(|a, b| runs && outcome(a) == outcome(b)) {
         let (first, bars) = (last + 1, run.iter().filter_map(bar).collect::<Vec<_>>());
         last += run.len();
         if let [r] = run {
@@ -348,11 +347,12 @@ fn fmt(v: f64) -> String {
     format!("{v:.1}")
 }
 
-fn first_deny_note(facts: &Value, resumed: i64, r: &Value, lang: Lang) -> String {
+/// The first deny's note: its time after the resume, from the facts or else from its `answered`
+/// time (ms).
+fn first_deny_note(facts: &Value, resumed: i64, answered: i64, lang: Lang) -> String {
     let ms = facts["first_deny_after_resume_ms"].as_i64();
-    let ms = ms.or_else(|| ms_at(r, "/answered_at").map(|a| a - resumed));
-    let first = tx::FIRST_DENY.get(lang);
-    ms.map_or(first.to_owned(), |ms| format!("{first} +{ms} ms"))
+    let ms = ms.unwrap_or(answered - resumed);
+    format!("{} +{ms} ms", tx::FIRST_DENY.get(lang))
 }
 
 /// Lab A: scale to 0 (act 5) and the recovery timeline (act 6). `None` when act 5 recorded no
@@ -380,8 +380,7 @@ pub(crate) fn scale(f5: &Value, f6: &Value, lang: Lang) -> Option<Markup> {
         ("control", tx::ROW_CONTROL),
     ];
     rows.extend(request_rows(f5, &requests, lang));
-    let by = f6["restored_by"].as_str().unwrap_or("?");
-    let by = tx::actor(by).map_or(by, |t| t.get(lang));
+    let by = tx::evidence_word(f6["restored_by"].as_str().unwrap_or("?"), lang);
     let restored = format!("{} ({}: {by})", w(tx::RESTORE), w(tx::RESTORED_BY));
     let (registered, first) = (w(tx::WEBHOOK_REGISTERED), w(tx::FIRST_EXPLICIT_DENY));
     let act6 = [
@@ -394,7 +393,7 @@ pub(crate) fn scale(f5: &Value, f6: &Value, lang: Lang) -> Option<Markup> {
     ];
     rows.extend(step_rows(f6, &act6, restore, lang));
     if let Some(probes) = f6["deny_probes"].as_array() {
-        rows.extend(request_runs(w(tx::PROBES), probes));
+        rows.extend(request_runs(w(tx::PROBES), probes, true));
     }
     let (origin, vlines) = (restore.unwrap_or(scaled), scale_vlines(f5, restore, lang));
     let chart = Chart {
@@ -422,20 +421,18 @@ fn step_rows(
             true => ms_at(s, "/at").filter(|_| s["status"] == "confirmed"),
             false => ms_at(f, ptr),
         };
-        let mark = match at {
+        let note = match at {
             Some(at) => {
                 let since = |r| format!("{} {}", secs_signed(at - r), tx::SINCE_RESTORE.get(lang));
-                let note = restore.map(since).unwrap_or_default();
-                Mark::Step { at, key, note }
+                restore.map(since).unwrap_or_default()
             }
             None if s.is_object() => {
                 let last_seen = s["last_seen"].as_str().unwrap_or("?");
-                let note = format!("{}: {last_seen}", tx::NOT_CONFIRMED.get(lang));
-                Mark::Missing { key, note }
+                format!("{}: {last_seen}", tx::NOT_CONFIRMED.get(lang))
             }
             None => continue,
         };
-        let label = label.to_owned();
+        let (label, mark) = (label.to_owned(), Mark::Step { at, key, note });
         rows.push(Row { label, mark });
     }
     rows
@@ -510,15 +507,12 @@ fn lease_reads(facts: &Value) -> Vec<LeaseRead> {
 /// Ignore) is N = 1, lab C's leader (act 5, Fail) and follower (act 6, Ignore) of three N > 1.
 /// `None` when no freeze is recorded.
 ///
-/// Rows, top to bottom: the healer's arming; the replicas (N > 1: one row per replica, `pods`
-/// first — act 4's leader then its followers — then any other pod the evidence names, with its
-/// frozen window shaded, where the Lease named it, its endpoint's readiness and its admission
-/// counter's change; N = 1: the freeze window alone); the requests during the freeze (the
-/// healthy deny, then N = 1: the target's good and violating pods and the control pod, N > 1:
-/// each wave of violating pods on one row, a lane per request and its control pod last); the
+/// Rows, top to bottom: the healer's arming; the replicas ([`replica_rows`], `pods` first: act
+/// 4's leader then its followers) or, N = 1, the freeze window alone; the healthy deny, then N = 1
+/// the target's good and violating pods and the control pod, N > 1 the waves ([`wave_rows`]); the
 /// requests after the resume. Requests are not placed on replica rows: the API server's record
-/// does not say which replica answered a request. Vertical lines: SIGSTOP, SIGCONT and each Lease
-/// read that names another holder than the read before it.
+/// does not say which replica answered. Vertical lines: SIGSTOP, SIGCONT and each Lease read that
+/// names another holder than the read before it ([`lease_moves`]).
 pub(crate) fn freeze(facts: &Value, pods: &[String], lang: Lang) -> Option<Markup> {
     let frozen = ms_at(facts, "/freeze/frozen_at")?;
     let resumed = ms_at(facts, "/freeze/resumed_at")?;
@@ -555,7 +549,10 @@ pub(crate) fn freeze(facts: &Value, pods: &[String], lang: Lang) -> Option<Marku
 
 /// The freeze's first row: the healer armed (its pid), when the evidence says when.
 fn healer_row(facts: &Value, lang: Lang) -> Option<Row> {
-    let (at, key) = (ms_at(facts, "/freeze/watchdog_armed_at")?, "watchdog-armed");
+    let (at, key) = (
+        Some(ms_at(facts, "/freeze/watchdog_armed_at")?),
+        "watchdog-armed",
+    );
     let note = format!("pid {}", facts["freeze"]["watchdog_pid"]);
     let label = tx::HEALER_ARMED.get(lang).to_owned();
     let mark = Mark::Step { at, key, note };
@@ -565,8 +562,7 @@ fn healer_row(facts: &Value, lang: Lang) -> Option<Row> {
 /// The one replica's freeze window (N = 1): SIGSTOP through the pidfd, SIGCONT by whom, its
 /// length.
 fn window_row(facts: &Value, (from, to): (i64, i64), lang: Lang) -> Row {
-    let resumer = super::sq(facts, "/freeze/resumed_by");
-    let resumer = tx::actor(resumer).map_or(resumer, |t| t.get(lang));
+    let resumer = tx::evidence_word(super::sq(facts, "/freeze/resumed_by"), lang);
     let (pidfd, ms) = (tx::VIA_PIDFD.get(lang), to - from);
     let note = format!("SIGSTOP ({pidfd}) → SIGCONT ({resumer}) · {ms} ms");
     let label = tx::FREEZE_WINDOW.get(lang).to_owned();
@@ -690,33 +686,25 @@ fn wave_rows(facts: &Value, lang: Lang) -> Vec<Row> {
 /// ([`request_runs`]); the first explicit deny carries its note, on its own row when the series
 /// does not hold it.
 fn after_resume_rows(facts: &Value, resumed: i64, runs: bool, lang: Lang) -> Vec<Row> {
-    let label = tx::AFTER_RESUME.get(lang);
     let after = list(facts, "after_resume");
     let deny = &facts["first_explicit_deny"];
-    let first_deny_name = deny["name"].as_str();
-    let is_first = |r: &Value| first_deny_name.is_some() && r["name"].as_str() == first_deny_name;
-    let deny_note = |r: &Value| first_deny_note(facts, resumed, r, lang);
-    let mut rows = Vec::new();
-    if runs {
-        rows = request_runs(label, after);
-        if let Some(Row {
-            mark: Mark::Requests { bars, run, note },
-            ..
-        }) = rows.last_mut()
-            && !*run
-            && Some(bars[0].name.as_str()) == first_deny_name
+    let is_first = |name: Option<&str>| name.is_some() && name == deny["name"].as_str();
+    let mut rows = request_runs(tx::AFTER_RESUME.get(lang), after, runs);
+    for row in &mut rows {
+        if let Mark::Requests {
+            bars,
+            run: false,
+            note,
+        } = &mut row.mark
+            && is_first(Some(&bars[0].name))
         {
-            *note = Some(deny_note(deny));
-        }
-    } else {
-        for (i, r) in after.iter().enumerate() {
-            let note = is_first(r).then(|| deny_note(r));
-            rows.extend(request_row(format!("{label} #{}", i + 1), r, note));
+            *note = Some(first_deny_note(facts, resumed, bars[0].to, lang));
         }
     }
-    if !after.iter().any(is_first) && deny.is_object() {
+    if !after.iter().any(|r| is_first(r["name"].as_str())) && deny.is_object() {
         let label = tx::FIRST_DENY.get(lang).to_owned();
-        rows.extend(request_row(label, deny, Some(deny_note(deny))));
+        let note = bar(deny).map(|b| first_deny_note(facts, resumed, b.to, lang));
+        rows.extend(request_row(label, deny, note));
     }
     rows
 }
@@ -756,8 +744,7 @@ fn replica_note(
     let w = |t: tx::Text| t.get(lang);
     let mut parts = Vec::new();
     if pod == target {
-        let role = facts["target_role"].as_str().unwrap_or("?");
-        let role = tx::role(role).map_or(role, |t| t.get(lang));
+        let role = tx::evidence_word(facts["target_role"].as_str().unwrap_or("?"), lang);
         parts.push(format!("{} ({role})", w(tx::FROZEN)));
     } else if lease_holder_before == Some(pod) {
         parts.push(w(tx::HELD_LEASE_BEFORE).to_owned());
