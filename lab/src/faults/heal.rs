@@ -718,8 +718,9 @@ mod tests {
         let uid = unique_uid();
         let (wd, dir) = scale_attempt(&uid, |_| {});
         // Another attempt's healer holds the Deployment's target lock (a separate open file: flock
-        // refuses it to this process's heal as to any other).
-        let other = AttemptId::new(FaultKind::Scale, 5);
+        // refuses it to this process's heal as to any other). Act 6, not 5: an id made in the same
+        // millisecond by this process for act 5 would be the attempt's own.
+        let other = AttemptId::new(FaultKind::Scale, 6);
         let held = attempt::lock_target(&format!("deployment-{uid}"), &other, "the scale healer")
             .expect("target lock");
         let summary = heal_without_cluster(wd.path());
