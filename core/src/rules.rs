@@ -422,24 +422,41 @@ pub mod c {
         })
     }
 
-    /// Whether the frozen replica's container restarted after the resume: its pod kept its UID
-    /// and its restart count went up.
+    /// Whether the frozen replica's container restarted after the resume: its pod kept its UID,
+    /// its restart count went up, and the container CRI showed after the resume (when it answered)
+    /// is not the frozen one (kubelet starts a new container for every restart).
     pub fn restarted(run: &ReplicaFreezeRun) -> bool {
         let t = &run.target_after;
         t.pod_uid_after.as_deref() == Some(t.pod_uid_before.as_str())
             && t.restart_count_after > t.restart_count_before
+            && new_container(run) != Some(false)
+    }
+
+    /// Whether the container CRI showed after the resume is another than the frozen one; `None`
+    /// when CRI did not answer.
+    fn new_container(run: &ReplicaFreezeRun) -> Option<bool> {
+        let frozen = &run.freeze.identity.container_id;
+        let after = run.target_after.identity_after.as_ref();
+        after.map(|i| &i.container_id != frozen)
     }
 
     /// The former leader after the resume, as the report words it: `restarted` ([`restarted`]),
-    /// `kept-running` (the same pod, no restart), else `pod-uid:<its pod's UID after>` (`none`: gone).
+    /// `kept-running` (the same pod and container, no restart), `pod-uid:<its pod's UID after>`
+    /// (`none`: gone); where the restart count and the container disagree (act 5's grade flags
+    /// it), `restart-count:<before>-><after>,new-container:<bool>`, which no report word matches.
     pub fn former_leader(run: &ReplicaFreezeRun) -> String {
-        let after = run.target_after.pod_uid_after.as_deref();
+        let t = &run.target_after;
+        let after = t.pod_uid_after.as_deref();
+        let rose = t.restart_count_after > t.restart_count_before;
         if restarted(run) {
             "restarted".to_owned()
-        } else if after == Some(run.target_after.pod_uid_before.as_str()) {
-            "kept-running".to_owned()
-        } else {
+        } else if after != Some(t.pod_uid_before.as_str()) {
             format!("pod-uid:{}", after.unwrap_or("none"))
+        } else if let Some(new) = new_container(run).filter(|new| *new != rose) {
+            let (b, a) = (t.restart_count_before, t.restart_count_after);
+            format!("restart-count:{b}->{a},new-container:{new}")
+        } else {
+            "kept-running".to_owned()
         }
     }
 
@@ -649,7 +666,7 @@ mod tests {
 
 #[cfg(test)]
 mod lab_c_tests {
-    use super::c::{freeze_counts, restarted, takeover};
+    use super::c::{former_leader, freeze_counts, restarted, takeover};
     use crate::evidence::Outcome;
     use crate::facts::c::ReplicaFreezeRun;
     use serde_json::json;
@@ -748,6 +765,40 @@ mod lab_c_tests {
         assert_eq!(takeover(&r), Some((OTHER, "2026-12-01T23:13:45.804852Z")));
         r.lease_after.acquire_time = Some("2026-12-01T23:13:55.000000Z".into());
         assert_eq!(takeover(&r), None, "acquired after the resume");
+    }
+
+    /// Stop 47's escape: a restart count that went up while CRI shows the frozen container after
+    /// the resume (act 5's grade flags it) supports no report word; nor does a new container
+    /// without a restart.
+    #[test]
+    fn a_restart_count_the_container_contradicts_supports_no_former_leader_word() {
+        use crate::facts::b::ProcessIdentity;
+        let mut r = run(LEADER, LEADER, &[]);
+        assert_eq!(
+            former_leader(&r),
+            "restarted",
+            "CRI did not answer: the count decides"
+        );
+        let frozen = r.freeze.identity.clone();
+        let other = ProcessIdentity {
+            container_id: "d".into(),
+            ..frozen.clone()
+        };
+        for (after, count, word) in [
+            (&other, 1, "restarted"),
+            (&frozen, 1, "restart-count:0->1,new-container:false"),
+            (&frozen, 0, "kept-running"),
+            (&other, 0, "restart-count:0->0,new-container:true"),
+        ] {
+            r.target_after.identity_after = Some(after.clone());
+            r.target_after.restart_count_after = count;
+            assert_eq!(
+                former_leader(&r),
+                word,
+                "container {after:?}, count {count}"
+            );
+            assert_eq!(restarted(&r), word == "restarted");
+        }
     }
 
     #[test]

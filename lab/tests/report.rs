@@ -953,7 +953,9 @@ fn lab_c_timeline_and_key_facts_follow_the_evidence() {
         {
             s["endpoints"][0]["ready"] = json!(false);
         }
+        // Kept running: no restart, and CRI shows the frozen container after the resume.
         f["target_after"]["restart_count_after"] = json!(0);
+        f["target_after"]["identity_after"] = f["freeze"]["identity"].clone();
         f["lease_after"]["holder"] = json!(LEADER);
     }
     let tmp = tempfile::tempdir().unwrap();
