@@ -84,10 +84,8 @@ pub(crate) enum Grader {
     SharedAct3,
     /// `grade::b::act4`.
     BAct4,
-    /// `grade::b::act5`.
-    BAct5,
-    /// `grade::b::act6`.
-    BAct6,
+    /// `grade::b::freeze_acts` (acts 5 and 6).
+    BFreeze,
     /// `grade::b::act7`.
     BAct7,
     /// `grade::b::act8`.
@@ -106,10 +104,8 @@ pub(crate) enum Grader {
     CAct3,
     /// `grade::c::act4`.
     CAct4,
-    /// `grade::c::act5`.
-    CAct5,
-    /// `grade::c::act6`.
-    CAct6,
+    /// `grade::c::freeze_acts` (acts 5 and 6).
+    CFreeze,
     /// `grade::c::act7`.
     CAct7,
     /// `grade::c::act8`.
@@ -306,7 +302,7 @@ pub static LAB_B: &[ActSpec] = &[
             Step::AwaitDeny,
             Step::Settle,
         ],
-        grader: Grader::BAct5,
+        grader: Grader::BFreeze,
     },
     ActSpec {
         number: 6,
@@ -331,7 +327,7 @@ pub static LAB_B: &[ActSpec] = &[
             Step::AwaitDeny,
             Step::Settle,
         ],
-        grader: Grader::BAct6,
+        grader: Grader::BFreeze,
     },
     ActSpec {
         number: 7,
@@ -491,7 +487,7 @@ pub static LAB_C: &[ActSpec] = &[
             Step::AwaitDeny,
             Step::Settle,
         ],
-        grader: Grader::CAct5,
+        grader: Grader::CFreeze,
     },
     ActSpec {
         number: 6,
@@ -517,7 +513,7 @@ pub static LAB_C: &[ActSpec] = &[
             Step::AwaitDeny,
             Step::Settle,
         ],
-        grader: Grader::CAct6,
+        grader: Grader::CFreeze,
     },
     ActSpec {
         number: 7,

@@ -85,10 +85,9 @@ fn requests_during_freeze_show_the_failure_policy(g: &mut G, v: &Freeze<'_>, run
 }
 
 /// Acts 5 and 6, one grader ([`freeze::freeze_act`]).
-pub(crate) fn act5(g: &mut G) {
+pub(crate) fn freeze_acts(g: &mut G) {
     freeze::freeze_act(g, |a, r, h| Freeze::of_b(a, r, h), freeze_run);
 }
-pub(crate) use act5 as act6;
 
 pub(crate) fn act7(g: &mut G) {
     let Some(f) = g.facts::<Act7Facts>(7) else {

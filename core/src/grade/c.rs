@@ -528,10 +528,9 @@ fn metrics_window_lies_between_the_replica_counters(g: &mut G, s: &str, ev: &Evi
 
 /// Acts 5 and 6, one grader ([`freeze::freeze_act`]): the registry's target frozen under Fail
 /// (lab C: the leader), then under Ignore (a follower).
-pub(crate) fn act5(g: &mut G) {
+pub(crate) fn freeze_acts(g: &mut G) {
     freeze::freeze_act(g, |a, r, h| Freeze::of_c(a, r, h), replica_freeze_run);
 }
-pub(crate) use act5 as act6;
 
 /// The replica frozen is the target the registry names for the act ([`crate::acts::freezes`]),
 /// in any order of freezes, and its process the one last seen in its pod

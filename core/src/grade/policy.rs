@@ -13,7 +13,8 @@ use serde_json::Value;
 /// Every request record of the act, once per name: in `facts` and in `raw` (a `request:*`
 /// entry's `data`), at any depth ([`crate::evidence::request_records`]).
 pub(crate) fn act_requests(ev: &Evidence) -> BTreeMap<String, RequestRecord> {
-    crate::evidence::request_records(&[&ev.facts, &Value::Array(ev.raw.clone())])
+    let roots: Vec<&Value> = std::iter::once(&ev.facts).chain(&ev.raw).collect();
+    crate::evidence::request_records(&roots)
 }
 
 /// The first of `own` (JSON pointers below this act's `facts`) that is present, read with `read`;
