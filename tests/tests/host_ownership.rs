@@ -19,6 +19,7 @@ use std::process::{Child, Command, Stdio};
 
 use anyhow::{Context, Result, ensure};
 use serde_json::json;
+use xtask::cluster::record::RUN_NETNS;
 use xtask::cluster::{Cluster, Inputs, UpOptions, down_by_name};
 use xtask::lock::ClusterLock;
 
@@ -297,7 +298,7 @@ fn down_without_a_record_leaves_a_namespace_of_that_name_alone() -> Result<()> {
     let name = format!("own{}", std::process::id() % 100_000);
     let ns = xtask::cluster::config::netns_name(&name);
     // `ip netns add` makes /run/netns (a self bind mount) the first time: put back as found.
-    let run_netns_was_there = Path::new(xtask::cluster::record::RUN_NETNS).exists();
+    let run_netns_was_there = Path::new(RUN_NETNS).exists();
     xtask::cluster::netns::ip(&["netns", "add", &ns])?;
     let r = down_by_name(&name, root.path());
     let exists = xtask::cluster::netns::exists(&ns);
@@ -305,6 +306,11 @@ fn down_without_a_record_leaves_a_namespace_of_that_name_alone() -> Result<()> {
     if !run_netns_was_there {
         xtask::cluster::teardown::put_back_run_netns()?;
     }
+    let run_netns_left = !run_netns_was_there && Path::new(RUN_NETNS).exists();
+    ensure!(
+        !run_netns_left,
+        "the test left {RUN_NETNS}, absent before it"
+    );
     ensure!(r?.is_none(), "down found a record in an empty state root");
     ensure!(
         exists,
