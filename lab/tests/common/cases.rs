@@ -118,9 +118,8 @@ fn audit(act: u8, ptr: &'static str, edit: fn(&mut Value)) -> Mutation {
     Box::new(move |files| {
         let facts = facts_mut(files, act);
         let name = facts.pointer(ptr).unwrap()["name"].clone();
-        let reqs = facts[lab::audit::FACTS_KEY]["requests"]
-            .as_array_mut()
-            .unwrap();
+        let reqs = &mut facts[lab::audit::FACTS_KEY]["requests"];
+        let reqs = reqs.as_array_mut().unwrap();
         let r = reqs.iter_mut().find(|r| r["name"] == name).unwrap();
         let mut ev: Value = serde_json::from_str(r["lines"][0].as_str().unwrap()).unwrap();
         edit(&mut ev);
@@ -339,16 +338,6 @@ fn word(n: u32) -> String {
     w.map_or(n.to_string(), str::to_owned)
 }
 
-/// The role of the replica act `act` of `lab` freezes ([`Target`]), if it freezes one, and what
-/// that replica is called (`leader`, `follower`, else `replica`).
-fn frozen(lab: Lab, act: u8) -> (Option<Target>, &'static str) {
-    let target = lab::steps::freeze_of(lab, act, 0).ok().map(|(t, _)| t);
-    let role = target
-        .filter(|t| *t != Target::One)
-        .map_or("replica", lab::labs::c::role);
-    (target, role)
-}
-
 /// Act 3's cases of a baseline in parallel waves (`bad` is a list), with the replicas of the
 /// lab's scale up when it has one.
 fn parallel_baseline_cases(lab: Lab) -> Vec<Case> {
@@ -384,7 +373,14 @@ fn parallel_baseline_cases(lab: Lab) -> Vec<Case> {
 /// lab C), acts 4-8: each freeze's by what it freezes (a leader that loses the Lease and restarts,
 /// a follower that leaves it where it is).
 fn replica_freeze_cases(lab: Lab) -> Vec<Case> {
-    let ((t5, r5), (_, r6)) = (frozen(lab, 5), frozen(lab, 6));
+    // The replica each act freezes ([`Target`]), and what the reasons call it.
+    let freezes = acts::freezes(lab);
+    let frozen = |act| freezes.iter().find(|(n, _)| *n == act).map(|(_, t)| *t);
+    let role = |act| match frozen(act) {
+        Some(t) if t != Target::One => lab::labs::c::role(t),
+        _ => "replica",
+    };
+    let (r5, r6) = (role(5), role(6));
     let mut v = cases! {
         "act4c-leader-is-not-the-lease-holder", 4, "value-mismatch",
             "the replica recorded as the leader is not the Lease kyverno's holder",
@@ -448,7 +444,7 @@ fn replica_freeze_cases(lab: Lab) -> Vec<Case> {
     // The leader's cases on the lab's first freeze when it freezes the leader (its process is act
     // 4's, it loses the Lease to a follower and restarts, the report must say the Lease moved);
     // the follower's on every follower freeze.
-    if t5 == Some(Target::Leader) {
+    if frozen(5) == Some(Target::Leader) {
         v.extend(cases! {
             "act5c-target-is-not-act4s-leader", 5, "value-mismatch",
                 "the replica frozen as the leader is a follower of act 4",
@@ -464,11 +460,8 @@ fn replica_freeze_cases(lab: Lab) -> Vec<Case> {
                 set_input("report.json", "lease", json!("kept"), true);
         });
     }
-    for (act, _) in acts::freezes(lab)
-        .into_iter()
-        .filter(|(_, t)| *t == Target::Follower)
-    {
-        v.extend(follower_freeze_cases(act));
+    for (act, _) in freezes.iter().filter(|(_, t)| *t == Target::Follower) {
+        v.extend(follower_freeze_cases(*act));
     }
     v
 }
@@ -482,12 +475,8 @@ fn follower_freeze_cases(act: u8) -> Vec<Case> {
         let leader = a4["leader"]["pod_name"].clone();
         let follower = a4["followers"][0]["pod_name"].clone();
         let run = facts_mut(f, act);
-        let other = if run["lease_before"]["holder"] == leader {
-            follower
-        } else {
-            leader
-        };
-        run["lease_samples"][4]["holder"] = other;
+        let held = run["lease_before"]["holder"] == leader;
+        run["lease_samples"][4]["holder"] = if held { follower } else { leader };
     });
     cases! {
         format!("act{act}c-lease-moved-during-follower-freeze"), act, "value-mismatch",

@@ -195,20 +195,8 @@ pub(super) fn control_pod(name: &str, sent: i64, elapsed: u64, answer: Answer) -
 }
 
 /// One raw record as the act recorder writes it (`{"at", "what", "data"}`).
-fn raw_rec(what: &str, at: i64, data: Value) -> Value {
+fn raw_rec(what: &str, at: i64, data: impl serde::Serialize) -> Value {
     json!({"at": ts(at), "what": what, "data": data})
-}
-
-/// An act's raw records, in the order the act writes them.
-trait Records {
-    /// Appends [`raw_rec`]`(what, at, data)`.
-    fn rec(&mut self, what: &str, at: i64, data: impl serde::Serialize);
-}
-
-impl Records for Vec<Value> {
-    fn rec(&mut self, what: &str, at: i64, data: impl serde::Serialize) {
-        self.push(raw_rec(what, at, json!(data)));
-    }
 }
 
 /// The API server's answers to `reqs`, as the acts keep them raw.
@@ -426,6 +414,7 @@ fn audit_record(lab: Lab, act: u8, facts: &Value, start: i64, end: i64) -> Value
         let open = switched && r.namespace == TARGET && r.outcome == lab::evidence::Outcome::Stored;
         lines.push(audit_line(r, act as usize * 100 + n, open));
     }
+    let audit = |r| lab::audit::request_audit(r, &lines);
     let record = lab::audit::AdmissionAudit {
         source: "kube-apiserver audit log (--audit-log-path) /var/lib/kca/audit/audit.log".into(),
         status: lab::audit::AuditStatus::Observed,
@@ -434,10 +423,7 @@ fn audit_record(lab: Lab, act: u8, facts: &Value, start: i64, end: i64) -> Value
         offset: Some(4096),
         window: (ts(start), ts(end)),
         waited_ms: 0,
-        requests: requests
-            .values()
-            .map(|r| lab::audit::request_audit(r, &lines))
-            .collect(),
+        requests: requests.values().map(audit).collect(),
     };
     serde_json::to_value(record).unwrap()
 }
@@ -536,17 +522,13 @@ impl Tree {
         v
     }
 
-    /// Writes the answer key's `file` for the evidence so far.
-    fn input(&mut self, file: InputFile) -> Value {
-        let v = super::reference::value(file, &self.ctx()).unwrap();
-        self.put(file, v)
-    }
-
-    /// Writes the answer key's input files act `act` reads in the registry, and returns them.
+    /// Writes the answer key's input files act `act` reads in the registry, for the evidence so
+    /// far, and returns them.
     fn inputs_of(&mut self, act: u8) -> &'static [InputFile] {
         let files = acts::spec(self.lab, act).map_or(&[][..], |s| s.inputs);
         for f in files {
-            self.input(*f);
+            let v = super::reference::value(*f, &self.ctx()).unwrap();
+            self.put(*f, v);
         }
         files
     }
@@ -583,7 +565,7 @@ impl Tree {
             let a = audit_record(self.lab, act, &facts, span.0, span.1);
             facts[lab::audit::FACTS_KEY] = a;
         }
-        let inputs = inputs.iter().map(|f| f.file_name());
+        let digest = |n: &str| (n.to_owned(), digest_value(&self.files[n]));
         let ev = Evidence {
             schema_version: SCHEMA_VERSION,
             lab: self.lab,
@@ -591,9 +573,7 @@ impl Tree {
             status: ActStatus::Completed,
             started_at: ts(span.0),
             finished_at: ts(span.1),
-            inputs: inputs
-                .map(|n| (n.to_owned(), digest_value(&self.files[n])))
-                .collect(),
+            inputs: inputs.iter().map(|f| digest(f.file_name())).collect(),
             facts,
             raw,
             interruption: None,
@@ -611,7 +591,7 @@ fn acts_1_and_2(lab: Lab) -> Tree {
         lab,
         files: Files::new(),
     };
-    t.input(InputFile::Scope);
+    let inputs = t.inputs_of(1);
     // The tool's read of the lab mark ConfigMap, as act 1 records it raw.
     let mark = json!({"Ok": {
         "data": {"backend": "embedded", "cluster": "lab", "createdAt": "2026-11-29T09:59:00Z",
@@ -636,9 +616,9 @@ fn acts_1_and_2(lab: Lab) -> Tree {
         checked_at: ts(300),
     };
     let raw = vec![raw_rec("lab-mark", 300, mark)];
-    t.act(1, (0, 400), &[InputFile::Scope], a1, raw);
+    t.act(1, (0, 400), inputs, a1, raw);
 
-    t.input(InputFile::Policy);
+    let inputs = t.inputs_of(2);
     let raw = vec![
         raw_rec("policy-stored", 60_500, policy("Fail", false)),
         raw_rec("webhook-configuration", 61_000, configuration("Fail")),
@@ -647,7 +627,7 @@ fn acts_1_and_2(lab: Lab) -> Tree {
         policy: policy("Fail", true),
         webhook: webhook("Fail", 61_000),
     };
-    t.act(2, (60_000, 61_500), &[InputFile::Policy], a2, raw);
+    t.act(2, (60_000, 61_500), inputs, a2, raw);
     t
 }
 
@@ -670,25 +650,21 @@ fn report_act(t: &mut Tree, report: Value) {
     let file = report_file(t.lab);
     let report = t.put(file, report);
     let digests = t.ctx().evidence_digests;
-    let checks = report
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(k, v)| {
-            // A digest field holds the digest of the act its file binds it to.
-            let mut bound = file.bound_fields().iter();
-            let evidence = match bound.find(|(p, _)| p.strip_prefix("$.") == Some(k)) {
-                Some((_, Source::Digest(act))) => json!(digests[act]),
-                _ => v.clone(),
-            };
-            facts::ReportCheck {
-                field: k.clone(),
-                report: v.clone(),
-                agrees: &evidence == v,
-                evidence,
-            }
-        })
-        .collect();
+    let check = |(k, v): (&String, &Value)| {
+        // A digest field holds the digest of the act its file binds it to.
+        let mut bound = file.bound_fields().iter();
+        let evidence = match bound.find(|(p, _)| p.strip_prefix("$.") == Some(k)) {
+            Some((_, Source::Digest(act))) => json!(digests[act]),
+            _ => v.clone(),
+        };
+        facts::ReportCheck {
+            field: k.clone(),
+            report: v.clone(),
+            agrees: &evidence == v,
+            evidence,
+        }
+    };
+    let checks = report.as_object().unwrap().iter().map(check).collect();
     let a8 = facts::Act8Facts {
         checks,
         evidence_digests: digests
@@ -957,8 +933,8 @@ fn a_act6(t: &mut Tree) {
         raw.push(json!({"at": p.get.at, "what": "request:deny-probe-dry-run", "data": p}));
     }
     let admitted = &a6.admitted_during_scale_down;
-    raw.rec("admitted-during-scale-down", 318_300, admitted);
-    raw.rec("existing", 318_300, &a6.existing);
+    raw.push(raw_rec("admitted-during-scale-down", 318_300, admitted));
+    raw.push(raw_rec("existing", 318_300, &a6.existing));
     t.act(6, (248_500, 318_500), &[], a6, raw);
 }
 /// One replica of a replica lab: its pod, the pod's IP, its container and the process in it.
@@ -1009,13 +985,8 @@ fn replicas(n: u32) -> Vec<Replica> {
     ];
     for i in 3..n {
         let (pod, container) = (format!("r{i:04}"), format!("{:02x}", 0x5b + i).repeat(32));
-        all.push(replica(
-            &pod,
-            &uid(0xc1 + i),
-            20 + i,
-            &container,
-            5151 + 101 * i,
-        ));
+        let (uid, pid) = (uid(0xc1 + i), 5151 + 101 * i);
+        all.push(replica(&pod, &uid, 20 + i, &container, pid));
     }
     all.truncate(n as usize);
     all
@@ -1062,21 +1033,18 @@ fn replica_metrics(
         );
         let what = format!("replica-metrics-{when}:{}", r.pod);
         let data = json!({"status": 200, "lines": [line]});
-        raw.rec(&what, at + i as i64 * step, data);
+        raw.push(raw_rec(&what, at + i as i64 * step, data));
     }
 }
 
 /// Each replica's pod admission counter before and after an act, as the facts keep them.
 fn replica_requests(replicas: &[Replica], counts: &[(u64, u64)]) -> Vec<c::ReplicaRequests> {
-    replicas
-        .iter()
-        .zip(counts)
-        .map(|(r, &(before, after))| c::ReplicaRequests {
-            pod: r.pod.clone(),
-            before: Some(before),
-            after: Some(after),
-        })
-        .collect()
+    let row = |(r, (before, after)): (&Replica, &(u64, u64))| c::ReplicaRequests {
+        pod: r.pod.clone(),
+        before: Some(*before),
+        after: Some(*after),
+    };
+    replicas.iter().zip(counts).map(row).collect()
 }
 
 /// Acts 3-7 of a lab that scales the admission controller up and freezes a replica by its role
@@ -1129,9 +1097,9 @@ fn c_act4(t: &mut Tree, replicas: &[Replica]) {
     let mut raw4 = vec![raw_rec("lease-before", 180_100, raw_before)];
     for r in replicas {
         let cri = cri_container(0, &r.identity(), &r.pod);
-        raw4.rec(&format!("cri-container:{}", r.pod), 180_300, cri);
+        raw4.push(raw_rec(&format!("cri-container:{}", r.pod), 180_300, cri));
     }
-    raw4.rec("lease-after", 180_600, raw_after);
+    raw4.push(raw_rec("lease-after", 180_600, raw_after));
     t.act(4, (180_000, 181_000), plan, a4, raw4);
 }
 
@@ -1156,8 +1124,8 @@ fn c_freeze_act(
         let name = format!("kca-{tag}-healthy-bad-100430-{tag}h0");
         let healthy_bad = bad_pod(&name, t0 + 400, 12, Deny(hook(policy_at(t.lab, act))));
         let before = policy(policy_at(t.lab, act - 1), false);
-        raw.rec("policy-before", t0, before);
-        raw.rec("request:healthy-bad", t0 + 430, &healthy_bad);
+        raw.push(raw_rec("policy-before", t0, before));
+        raw.push(raw_rec("request:healthy-bad", t0 + 430, &healthy_bad));
         healthy_bad
     });
     let read = t0 + if switch.is_some() { 450 } else { 0 };
@@ -1173,17 +1141,33 @@ fn c_freeze_act(
     (run, Some(a6), lease)
 }
 
-/// A replica lab's act 3 raw records of the scale to `n`: the healer armed, the scale, the wait
-/// for the Ready pods, the ready endpoints and the registration; and the scale's facts derived
-/// from the healer's answers as the act derives them ([`lab::derive::scale_up`]).
-fn scale_up_raw(n: u32) -> (c::ScaleUpFacts, Vec<Value>) {
+/// Each replica's admission counter around act 3's baseline: the first replicas' moves are the
+/// fixture's, the last replica's makes up what the target requests (`requests`) need at least
+/// (each reached one replica).
+fn baseline_counts(n: usize, requests: u64) -> Vec<(u64, u64)> {
+    let moves = [(10, 15), (0, 3), (2, 7)];
+    let mut counts: Vec<_> = (0..n).map(|i| *moves.get(i).unwrap_or(&(0, 3))).collect();
+    let others: u64 = counts[..n - 1].iter().map(|(b, a)| a - b).sum();
+    let last = &mut counts[n - 1];
+    last.1 = last.0 + (last.1 - last.0).max(requests.saturating_sub(others));
+    counts
+}
+
+/// A replica lab's act 3: the healer armed, its scale to `replicas` at 120.5 s (the scale's facts
+/// derived from its answers as the act derives them, [`lab::derive::scale_up`]), the wait for
+/// the Ready pods, the ready endpoints and the registration, all holding by 150 s; the
+/// registry's parallel waves of violating pods from 153 s, one a second, the good and control
+/// pods at 155 s.
+fn c_act3(t: &mut Tree, replicas: &[Replica]) -> c::Act3Facts {
+    let inputs = t.inputs_of(3);
+    let (n, original) = (replicas.len() as u32, lab::inputs::OriginalReplicas::VALUE);
     let healer =
         json!({"ok": true, "pid": 6262, "armed_at": ts(120_300), "deadline_at": ts(1_920_300)});
     let scale = json!({
-        "sent_at": ts(120_450), "answered_at": ts(120_500), "replicas_before": ORIGINAL_REPLICAS,
+        "sent_at": ts(120_450), "answered_at": ts(120_500), "replicas_before": original,
         "raw": {"apiVersion": "autoscaling/v1", "kind": "Scale",
                 "metadata": {"name": "kyverno-admission-controller", "namespace": "kyverno", "uid": DEPLOY_UID},
-                "spec": {"replicas": n}, "status": {"replicas": ORIGINAL_REPLICAS}}
+                "spec": {"replicas": n}, "status": {"replicas": original}}
     });
     let check = |at: i64, pods: u32, endpoints: u32| {
         json!({"at": ts(at), "pods_listed": n, "pods_ready": pods, "pods_ok": pods == n,
@@ -1196,40 +1180,7 @@ fn scale_up_raw(n: u32) -> (c::ScaleUpFacts, Vec<Value>) {
     ];
     let deadline = lab::derive::healer_deadline(&healer).expect("a ready answer");
     let id = "scale-03-20261129T100200Z-4242".into();
-    let facts = lab::derive::scale_up(&scale, id, deadline).expect("a scale answer");
-    let raw = [
-        ("healer-ready", 120_300, healer),
-        ("scale-up", 120_500, scale),
-    ];
-    let mut raw: Vec<Value> = raw.map(|(what, at, data)| raw_rec(what, at, data)).into();
-    raw.rec("ready-wait", 150_050, wait);
-    (facts, raw)
-}
-
-/// The replica count before a scale up (`ha-plan.json`'s `original_replicas`).
-const ORIGINAL_REPLICAS: u32 = lab::inputs::OriginalReplicas::VALUE;
-
-/// Each replica's admission counter around act 3's baseline: the first replicas' moves are the
-/// fixture's, the last replica's makes up what the target requests (`requests`) need at least
-/// (each reached one replica).
-fn baseline_counts(n: usize, requests: u64) -> Vec<(u64, u64)> {
-    let mut counts: Vec<(u64, u64)> = [(10, 15), (0, 3), (2, 7)]
-        .into_iter()
-        .chain(std::iter::repeat((0, 3)))
-        .take(n)
-        .collect();
-    let others: u64 = counts[..n - 1].iter().map(|(b, a)| a - b).sum();
-    let last = &mut counts[n - 1];
-    last.1 = last.0 + (last.1 - last.0).max(requests.saturating_sub(others));
-    counts
-}
-
-/// A replica lab's act 3: the healer scales to `replicas` at 120.5 s, the conditions hold by
-/// 150 s, the registry's parallel waves of violating pods from 153 s, one a second, the good and
-/// control pods at 155 s.
-fn c_act3(t: &mut Tree, replicas: &[Replica]) -> c::Act3Facts {
-    let inputs = t.inputs_of(3);
-    let n = replicas.len() as u32;
+    let scale_up = lab::derive::scale_up(&scale, id, deadline).expect("a scale answer");
     let (waves, wave_size) = acts::baseline(t.lab, 3).expect("a baseline");
     let tag = lab::labs::common::request_tag(t.lab, 3);
     let (lease, lease_raw) = lease(CTRL_POD, ACQUIRED, 149_000, 0, 152_310);
@@ -1249,20 +1200,22 @@ fn c_act3(t: &mut Tree, replicas: &[Replica]) -> c::Act3Facts {
     let control = control_pod(&control_name, 155_200, 30, Stored(uid(0xc3c0)));
     let counts = baseline_counts(replicas.len(), bad.len() as u64 + 1);
     let existing = pod_obs(&good.name, TARGET, &uid(0xc600d), 160_000);
-    let ((scale, mut raw), deployment) = (scale_up_raw(n), deployment(n, n));
-    let slices = endpoint_slices(replicas);
+    let (deployment, slices) = (deployment(n, n), endpoint_slices(replicas));
     let endpoints = lab::derive::endpoints(&slices).expect("EndpointSlices");
-    raw.extend([
+    let mut raw = vec![
+        raw_rec("healer-ready", 120_300, healer),
+        raw_rec("scale-up", 120_500, scale),
+        raw_rec("ready-wait", 150_050, wait),
         raw_rec("endpoint-slices", 150_100, slices),
         raw_rec("pods", 150_100, Value::Array(raw_pods)),
         raw_rec("deployment", 151_200, deployment.1),
         raw_rec("lease", 152_300, lease_raw),
-    ]);
+    ];
     replica_metrics(&mut raw, "before", replicas, &counts, (152_500, 0));
     raw.extend(raw_of(bad.iter().chain([&good, &control])));
     replica_metrics(&mut raw, "after", replicas, &counts, (155_500, 0));
     let a3 = c::Act3Facts {
-        scale,
+        scale: scale_up,
         deployment: deployment.0,
         replicas: replica_facts,
         endpoints,
@@ -1349,13 +1302,7 @@ impl<'a> CFreeze<'a> {
     /// exits when it loses the leadership). A wave's requests that reach the frozen replica, and
     /// each replica's counter (before, and how far it moves unless its replica restarts), are
     /// the fixture's, one set per failurePolicy.
-    fn new(
-        lab: Lab,
-        act: u8,
-        replicas: &'a [Replica],
-        lease: LeaseState,
-        lease_read: i64,
-    ) -> CFreeze<'a> {
+    fn new(lab: Lab, act: u8, replicas: &'a [Replica], lease: LeaseState, lease_read: i64) -> Self {
         let step = FreezeStep::of(lab, act);
         let target = match step.target {
             Target::Leader => lease.holder,
@@ -1375,8 +1322,7 @@ impl<'a> CFreeze<'a> {
             _ => (&[0, 6], [0, 13, 16], [8, 7, 3]),
         };
         let counters = (0..replicas.len()).map(|i| {
-            let (b, m) = (before.get(i).copied().unwrap_or(0), moved.get(i));
-            let m = m.unwrap_or(&5);
+            let (b, m) = (*before.get(i).unwrap_or(&0), *moved.get(i).unwrap_or(&5));
             (b, if lost && i == target { 0 } else { b + m })
         });
         CFreeze {
@@ -1462,9 +1408,9 @@ impl<'a> CFreeze<'a> {
             let ctl = control_pod(&name, sent, 14, stored);
             let end = sent + wave.iter().map(|r| r.elapsed_ms as i64).max().unwrap_or(0);
             for r in &wave {
-                raw.rec("request:frozen-bad", end + 17, r);
+                raw.push(raw_rec("request:frozen-bad", end + 17, r));
             }
-            raw.rec("request:frozen-control", end + 17, &ctl);
+            raw.push(raw_rec("request:frozen-control", end + 17, &ctl));
             bad.extend(wave);
             control.push(ctl);
             sent = end + 19;
@@ -1485,7 +1431,7 @@ impl<'a> CFreeze<'a> {
             endpoints.push(lab::derive::endpoint_sample(&slices).expect("EndpointSlices"));
             samples.extend([lease, slices]);
         }
-        raw.rec("freeze-samples", self.resumed + 30, samples);
+        raw.push(raw_rec("freeze-samples", self.resumed + 30, samples));
         (leases, endpoints)
     }
 
@@ -1510,16 +1456,15 @@ impl<'a> CFreeze<'a> {
             checks.push(check(resumed + 25_000, n, 1, true));
         }
         let settled = resumed + if restarted { 26_300 } else { 14_200 };
-        raw.rec("settle-wait", settled, checks);
+        raw.push(raw_rec("settle-wait", settled, checks));
         let restarts = u32::from(restarted);
-        let pods: Vec<Value> = (self.replicas.iter().enumerate())
-            .map(|(i, r)| {
-                let earlier = f.lease.restarts_of(i, self.replicas);
-                r.pod(settled, earlier + if i == f.target { restarts } else { 0 })
-                    .1
-            })
-            .collect();
-        raw.rec("pods-after", settled + 1, pods);
+        let pod = |(i, r): (usize, &Replica)| {
+            let earlier = f.lease.restarts_of(i, self.replicas);
+            r.pod(settled, earlier + u32::from(i == f.target) * restarts)
+                .1
+        };
+        let pods: Vec<Value> = self.replicas.iter().enumerate().map(pod).collect();
+        raw.push(raw_rec("pods-after", settled + 1, pods));
         let target = &self.replicas[f.target];
         let mut identity = target.identity();
         if restarted {
@@ -1528,9 +1473,9 @@ impl<'a> CFreeze<'a> {
             identity.container_id = "6c".repeat(32);
         }
         let cri = cri_container(restarts, &identity, &target.pod);
-        raw.rec("cri-container-after", settled + 6, cri);
+        raw.push(raw_rec("cri-container-after", settled + 6, cri));
         let (lease_after, lease_raw) = self.lease_at(settled + 9);
-        raw.rec("lease-after", settled + 9, lease_raw);
+        raw.push(raw_rec("lease-after", settled + 9, lease_raw));
         (settle_start, settled, identity, lease_after)
     }
 }
@@ -1550,19 +1495,20 @@ fn c_freeze_run(
     let target = &replicas[f.target];
     let identity = target.identity();
     let (lease_before, lease_raw) = f.lease_at(f.lease_read);
-    raw.rec("lease-before", f.lease_read, lease_raw);
+    raw.push(raw_rec("lease-before", f.lease_read, lease_raw));
     let cri = cri_container(0, &identity, &target.pod);
-    raw.rec("cri-container-before", f.lease_read + 10, cri);
+    raw.push(raw_rec("cri-container-before", f.lease_read + 10, cri));
     let at = f.lease_read + 30;
     replica_metrics(raw, "before", replicas, &f.counters, (at, 8));
-    raw.rec("fault-ledger-frozen", f.frozen + 15, f.ledger(None));
+    let ledger = f.ledger(None);
+    raw.push(raw_rec("fault-ledger-frozen", f.frozen + 15, ledger));
     let (bad, control) = f.waves(raw);
     let (lease_samples, endpoint_samples) = f.samples(raw);
     let ledger = f.ledger(Some(f.resumed));
-    raw.rec("fault-ledger-resumed", f.resumed + 31, ledger);
+    raw.push(raw_rec("fault-ledger-resumed", f.resumed + 31, ledger));
     let name = format!("kca-{0}-after-10042{act}-{0}a0", f.step.tag);
     let deny = bad_pod(&name, f.resumed + 1_000, 6, Deny(hook(policy)));
-    raw.rec("request:after-resume", f.resumed + 1_023, &deny);
+    raw.push(raw_rec("request:after-resume", f.resumed + 1_023, &deny));
     let (settle_start, settled, identity_after, lease_after) = f.settle(raw);
     replica_metrics(raw, "after", replicas, &f.counters, (settled + 15, 6));
     let watchdog = 7000 + u32::from(act);
@@ -1670,20 +1616,16 @@ pub fn pass(lab: Lab) -> Files {
 pub fn generate(lab: Lab) -> Files {
     let (pass, cases) = (pass(lab), super::cases::cases(lab));
     // One passing evidence file per act of the registry: a new act needs its fixture here.
-    let evidence: Vec<&String> = pass.keys().filter(|k| k.starts_with("evidence/")).collect();
-    let expected: Vec<String> = lab::acts::numbers(lab)
-        .map(|a| format!("evidence/{a:02}.json"))
+    let evidence: Vec<_> = pass
+        .keys()
+        .filter_map(|k| k.strip_prefix("evidence/"))
         .collect();
-    assert_eq!(
-        evidence,
-        expected.iter().collect::<Vec<_>>(),
-        "lab {}: pass/ evidence vs the acts registry",
-        lab.as_str()
-    );
-    let mut out: Files = pass
-        .iter()
-        .map(|(k, v)| (format!("pass/{k}"), v.clone()))
-        .collect();
+    let expected: Vec<_> = acts::numbers(lab).map(|a| format!("{a:02}.json")).collect();
+    assert_eq!(evidence, expected, "lab {}: evidence vs acts", lab.as_str());
+    let mut out = Files::new();
+    for (k, v) in &pass {
+        out.insert(format!("pass/{k}"), v.clone());
+    }
     for c in cases {
         let mut files = pass.clone();
         (c.mutate)(&mut files);
