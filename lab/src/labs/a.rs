@@ -31,9 +31,9 @@ use crate::facts::{self, Act2Facts, Act3Facts, PodObservation, WebhookFacts};
 use crate::faults::scale::{self, RestoreOutcome, ScaleFault};
 use crate::inputs::{self, OriginalReplicas, RestoreAfterSec};
 use crate::labs::common::{
-    self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Done, Env, TARGET_NAMESPACE, Ui, describe,
-    describe_indented, expect_same, facts_with_admission, finish, or, progress_each_second,
-    read_facts, read_live, to_value, uid_of,
+    self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Env, TARGET_NAMESPACE, Ui, describe,
+    describe_indented, expect_same, finish, or, progress_each_second, read_facts, read_live,
+    to_value, uid_of, with_admission,
 };
 use crate::messages::act as m;
 use crate::probe::{self, PodKind};
@@ -83,56 +83,39 @@ pub(crate) async fn act4(env: &Env) -> Result<ActSummary, LabError> {
     );
     expect_same(what, &planned.to_string(), &live_replicas.to_string())?;
     let mut rec = ActRecorder::begin(&env.workdir, LAB, 4)?.with_input(&loaded);
-    let node_uid = ctx.node_uid.clone().unwrap_or_default();
-    let result = act4_body(&cl, &env.ui, &mut rec, node_uid).await;
+    let (cl, ui) = (&cl, &env.ui);
+    let result = async {
+        ui.step(m::INVESTIGATING_DEPLOYMENT);
+        let dep = cl.admission_deployment().await?;
+        rec.raw("deployment", &dep);
+        let pods = cl.admission_pods().await?;
+        rec.raw("pods", &pods);
+        let lease = read_lease(cl, &mut rec, "lease").await?;
+        let facts = Act4Facts {
+            node_uid: ctx.node_uid.clone().unwrap_or_default(),
+            deployment: deployment_facts(&dep)?,
+            pods: pods.iter().map(pod_observation).collect::<Result<_, _>>()?,
+            lease,
+            investigated_at: facts::now_rfc3339(),
+        };
+        let d = &facts.deployment;
+        let line = m::deployment(&d.namespace, &d.name, &d.uid, d.replicas, d.ready_replicas);
+        let pod = |p: &PodObservation| ui.text(m::pod(&p.name, or(&p.uid, "?"), or(&p.phase, "?")));
+        let mut lines = vec![ui.text(line)];
+        lines.extend(facts.pods.iter().map(pod));
+        let l = &facts.lease;
+        let secs = l.lease_duration_seconds;
+        let duration = secs.map_or("-".into(), |v| v.to_string());
+        let (holder, renewed) = (or(&l.holder, "-"), or(&l.renew_time, "-"));
+        lines.push(ui.text(m::lease(&l.namespace, &l.name, holder, renewed, &duration)));
+        Ok::<_, LabError>((to_value(&facts)?, lines))
+    }
+    .await;
     finish(rec, serde_json::Value::Null, result)
-}
-
-async fn act4_body(cl: &Cluster, ui: &Ui, rec: &mut ActRecorder, node_uid: String) -> Done {
-    ui.step(m::INVESTIGATING_DEPLOYMENT);
-    let dep = cl.admission_deployment().await?;
-    rec.raw("deployment", &dep);
-    let pods = cl.admission_pods().await?;
-    rec.raw("pods", &pods);
-    let lease = leader_lease(cl).await?;
-    rec.raw("lease", &lease);
-    let facts = Act4Facts {
-        node_uid,
-        deployment: deployment_facts(&dep)?,
-        pods: pods.iter().map(pod_observation).collect::<Result<_, _>>()?,
-        lease: lease_facts(lease.as_ref())?,
-        investigated_at: facts::now_rfc3339(),
-    };
-    let d = &facts.deployment;
-    let line = m::deployment(&d.namespace, &d.name, &d.uid, d.replicas, d.ready_replicas);
-    let pod = |p: &PodObservation| ui.text(m::pod(&p.name, or(&p.uid, "?"), or(&p.phase, "?")));
-    let mut lines = vec![ui.text(line)];
-    lines.extend(facts.pods.iter().map(pod));
-    let l = &facts.lease;
-    let secs = l.lease_duration_seconds;
-    let duration = secs.map_or("-".into(), |v| v.to_string());
-    let (holder, renewed) = (or(&l.holder, "-"), or(&l.renew_time, "-"));
-    lines.push(ui.text(m::lease(&l.namespace, &l.name, holder, renewed, &duration)));
-    Ok((to_value(&facts)?, lines))
 }
 
 // ---------------------------------------------------------------------------------------------
 // Act 5
-
-/// Refuses act 5 while an earlier scale-down of this work dir is unfinished.
-fn refuse_unfinished(env: &Env) -> Result<(), LabError> {
-    let unfinished = scale::unfinished_faults(env.workdir.root())?;
-    if unfinished.is_empty() {
-        return Ok(());
-    }
-    let dirs = unfinished.iter().map(|u| u.dir.display().to_string());
-    Err(LabError::FaultRefused {
-        reason: format!(
-            "an earlier scale-down is still owned by its healer ({}); act 6 restores it and records the recovery",
-            dirs.collect::<Vec<_>>().join(", ")
-        ),
-    })
-}
 
 /// Act 5: the healer armed, the admission controller scaled to 0 by it, and what the cluster
 /// does meanwhile (pods, policy, registration, requests); the fault is handed over to act 6.
@@ -147,7 +130,16 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     let kubeconfig = healer_kubeconfig(&cl)?;
     // Every command healed first (`run_act`): what is left unfinished is owned by a live healer
     // of a completed act 5, so act 6 (which records the recovery) is the act that can run.
-    refuse_unfinished(env)?;
+    let unfinished = scale::unfinished_faults(env.workdir.root())?;
+    if !unfinished.is_empty() {
+        let dirs = unfinished.iter().map(|u| u.dir.display().to_string());
+        return Err(LabError::FaultRefused {
+            reason: format!(
+                "an earlier scale-down is still owned by its healer ({}); act 6 restores it and records the recovery",
+                dirs.collect::<Vec<_>>().join(", ")
+            ),
+        });
+    }
     let mut rec = env.begin_audited(LAB, 5)?.with_input(&loaded);
     rec.raw("lab-mark", &mark);
 
@@ -223,6 +215,7 @@ async fn wait_pods_gone(
 ) -> Result<String, LabError> {
     let plan = fault.plan().clone();
     let healer_files = fault.files().clone();
+    let left = std::cell::RefCell::new(Vec::new());
     let check = || async {
         let pods = cl.admission_pods().await?;
         if pods.is_empty() {
@@ -258,25 +251,18 @@ async fn wait_pods_gone(
             })
             .collect::<Vec<_>>()
             .join(", ");
-        Ok(Check::NotYet((pods, state)))
+        *left.borrow_mut() = pods;
+        Ok(Check::NotYet(state))
     };
     let what = "the admission controller's pods to be gone".to_owned();
     let every = (PODS_GONE_BOUND, Duration::from_millis(250));
-    let progress = |(_, state): &(Vec<_>, String)| m::waiting_pods_gone(state);
+    let progress = |state: &String| m::waiting_pods_gone(state);
     let gone = common::wait_with_progress(ui, what, every, progress, check).await;
-    gone.map_err(|e| match e {
-        WaitError::TimedOut(t) => {
-            rec.raw("pods-left", &t.last.0);
-            let waited_ms = t.waited.as_millis() as u64;
-            let (what, last_state) = (t.what, t.last.1);
-            LabError::WaitTimedOut {
-                what,
-                waited_ms,
-                last_state,
-            }
-        }
-        WaitError::Failed(e) => e,
-    })
+    if let Err(WaitError::TimedOut(_)) = gone {
+        // The pods the last check saw.
+        rec.raw("pods-left", left.into_inner());
+    }
+    gone.map_err(LabError::from)
 }
 
 /// Act 5: the policy object and the full list of ValidatingWebhookConfigurations, raw; returns
@@ -753,7 +739,43 @@ fn act6_lines(
 pub(crate) async fn act7(env: &Env) -> Result<ActSummary, LabError> {
     let cl = env.cluster().await?;
     let mut rec = env.begin_audited(LAB, 7)?;
-    let result = act7_body(&cl, &env.ui, &mut rec).await;
+    let (cl, ui) = (&cl, &env.ui);
+    let result = async {
+        let absent = || LabError::ClusterMismatch {
+            what: "the policy's webhook registration".into(),
+            expected: "registered (act 6 saw it return)".into(),
+            found: "absent".into(),
+        };
+        let wh = policy_webhook(cl).await?.ok_or_else(absent)?;
+        rec.raw("webhook", &wh);
+        ui.step(m::DRY_RUN_GOOD);
+        let window = crate::metrics::Window::begin(cl).await;
+        let good = probe::send_pod(cl, "a7-good", TARGET_NAMESPACE, PodKind::Good, true).await?;
+        rec.request("good-dry-run", &good);
+        ui.say(describe_indented(ui, m::req::GOOD_DRY_RUN, &good));
+        ui.step(m::DRY_RUN_BAD);
+        let bad = probe::send_pod(cl, "a7-bad", TARGET_NAMESPACE, PodKind::Bad, true).await?;
+        rec.request("bad-dry-run", &bad);
+        let admission = window.end(cl).await;
+        ui.say(describe_indented(ui, m::req::BAD_DRY_RUN, &bad));
+        let facts = Act7Facts {
+            good_response: dry_run_echo(&good.raw_response),
+            good,
+            bad,
+            side_effects: wh.side_effects.clone(),
+            webhook_name: wh.name.clone(),
+        };
+        let e = &facts.good_response;
+        let labels = format!("{:?}", e.labels);
+        let lines = vec![
+            describe(ui, m::req::GOOD_DRY_RUN, &facts.good),
+            ui.text(m::good_response(&e.kind, &e.name, &e.namespace, &labels)),
+            describe(ui, m::req::BAD_DRY_RUN, &facts.bad),
+            ui.text(m::side_effects(&facts.webhook_name, &facts.side_effects)),
+        ];
+        with_admission(ui, &facts, &admission, lines)
+    }
+    .await;
     finish(rec, serde_json::Value::Null, result)
 }
 
@@ -770,44 +792,6 @@ pub fn dry_run_echo(body: &serde_json::Value) -> DryRunEcho {
             .and_then(|l| serde_json::from_value::<BTreeMap<String, String>>(l.clone()).ok())
             .unwrap_or_default(),
     }
-}
-
-async fn act7_body(cl: &Cluster, ui: &Ui, rec: &mut ActRecorder) -> Done {
-    let absent = || LabError::ClusterMismatch {
-        what: "the policy's webhook registration".into(),
-        expected: "registered (act 6 saw it return)".into(),
-        found: "absent".into(),
-    };
-    let wh = policy_webhook(cl).await?.ok_or_else(absent)?;
-    rec.raw("webhook", &wh);
-    ui.step(m::DRY_RUN_GOOD);
-    let window = crate::metrics::Window::begin(cl).await;
-    let good = probe::send_pod(cl, "a7-good", TARGET_NAMESPACE, PodKind::Good, true).await?;
-    rec.request("good-dry-run", &good);
-    ui.say(describe_indented(ui, m::req::GOOD_DRY_RUN, &good));
-    ui.step(m::DRY_RUN_BAD);
-    let bad = probe::send_pod(cl, "a7-bad", TARGET_NAMESPACE, PodKind::Bad, true).await?;
-    rec.request("bad-dry-run", &bad);
-    let admission = window.end(cl).await;
-    ui.say(describe_indented(ui, m::req::BAD_DRY_RUN, &bad));
-    let facts = Act7Facts {
-        good_response: dry_run_echo(&good.raw_response),
-        good,
-        bad,
-        side_effects: wh.side_effects.clone(),
-        webhook_name: wh.name.clone(),
-    };
-    let e = &facts.good_response;
-    let labels = format!("{:?}", e.labels);
-    let lines = vec![
-        describe(ui, m::req::GOOD_DRY_RUN, &facts.good),
-        ui.text(m::good_response(&e.kind, &e.name, &e.namespace, &labels)),
-        describe(ui, m::req::BAD_DRY_RUN, &facts.bad),
-        ui.text(m::side_effects(&facts.webhook_name, &facts.side_effects)),
-        ui.text(crate::metrics::summary_line(&admission)),
-    ];
-    let facts = facts_with_admission(&facts, &admission)?;
-    Ok((facts, lines))
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -36,15 +36,15 @@ use crate::facts::a::LeaseFacts;
 use crate::facts::b::ProcessIdentity;
 use crate::facts::c::{
     Act3Facts, Act4Facts, Act7Facts, EndpointFacts, EndpointSample, ReadyWait, ReplicaFacts,
-    ReplicaFreezeRun, ReplicaProcess, ScaleUpFacts,
+    ReplicaFreezeRun, ReplicaProcess,
 };
 use crate::facts::{self, PodObservation, WebhookFacts};
 use crate::faults::scale::{HA_FAULT_KIND, ScaleFault, ScaleTo};
 use crate::inputs;
 use crate::labs::common::{
     self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Done, Env, TARGET_NAMESPACE, Ui, describe,
-    existing_line, existing_vs_act3_line, expect_same, facts_with_admission, log_change, or,
-    read_facts, read_live, to_value, wait_each_second,
+    existing_line, existing_vs_act3_line, expect_same, log_change, or, read_facts, read_live,
+    to_value, wait_each_second, with_admission,
 };
 use crate::messages::act as m;
 use crate::probe::{self, PodKind};
@@ -212,7 +212,16 @@ async fn act3_body(
     partial: &mut serde_json::Value,
     deadline_at: &str,
 ) -> Done {
-    let scale = scale_up(ui, fault, rec, partial, deadline_at).await?;
+    // The scale: the healer asked for the plan's replicas (the registry's), its answer recorded
+    // (`scale-up`), derived and kept in the partial facts.
+    let to = fault.plan().fault_replicas.max(0) as u32;
+    ui.step(m::scaling_to(cluster::ADMISSION_DEPLOYMENT, to));
+    let up = to_value(&fault.scale_down().await?)?;
+    rec.raw("scale-up", &up);
+    let (id, deadline) = (fault.plan().fault_id.clone(), deadline_at.to_owned());
+    let scale = cluster::derived(derive::scale_up(&up, id, deadline))?;
+    partial["scale"] = to_value(&scale)?;
+    rec.save_progress(partial.clone())?;
     let (ready, seen, waited_ms) = wait_all_ready(cl, ui, ha_replicas(lab) as usize).await?;
     let (pods, endpoints, slices, webhook) = ready;
     rec.raw("ready-wait", &seen.changes);
@@ -279,33 +288,10 @@ async fn act3_body(
         existing,
         replica_requests,
     };
-    let lines = act3_lines(ui, &facts, &admission);
-    let value = facts_with_admission(&facts, &admission)?;
-    Ok((value, lines))
+    with_admission(ui, &facts, &admission, act3_lines(ui, &facts))
 }
 
-/// Act 3's first step ([`crate::acts::Fault::Scale`]): the healer asked to scale to the plan's
-/// replicas (the registry's); its answer recorded (`scale-up`), the scale [`derive::scale_up`] of
-/// it, kept in the partial facts.
-async fn scale_up(
-    ui: &Ui,
-    fault: &mut ScaleFault,
-    rec: &mut ActRecorder,
-    partial: &mut serde_json::Value,
-    deadline_at: &str,
-) -> Result<ScaleUpFacts, LabError> {
-    let to = fault.plan().fault_replicas.max(0) as u32;
-    ui.step(m::scaling_to(cluster::ADMISSION_DEPLOYMENT, to));
-    let up = to_value(&fault.scale_down().await?)?;
-    rec.raw("scale-up", &up);
-    let (id, deadline) = (fault.plan().fault_id.clone(), deadline_at.to_owned());
-    let scale = cluster::derived(derive::scale_up(&up, id, deadline))?;
-    partial["scale"] = to_value(&scale)?;
-    rec.save_progress(partial.clone())?;
-    Ok(scale)
-}
-
-fn act3_lines(ui: &Ui, f: &Act3Facts, admission: &crate::metrics::AdmissionMetrics) -> Vec<String> {
+fn act3_lines(ui: &Ui, f: &Act3Facts) -> Vec<String> {
     let mut lines = Vec::new();
     for r in &f.replicas {
         let (uid, ip) = (or(&r.pod.uid, "?"), or(&r.pod_ip, "?"));
@@ -318,7 +304,6 @@ fn act3_lines(ui: &Ui, f: &Act3Facts, admission: &crate::metrics::AdmissionMetri
     lines.push(describe(ui, m::req::GOOD, &f.good));
     lines.push(describe(ui, m::req::CONTROL, &f.control));
     lines.push(existing_line(ui, &f.existing));
-    lines.push(ui.text(crate::metrics::summary_line(admission)));
     lines
 }
 
@@ -632,10 +617,8 @@ pub(crate) async fn act7(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
             ui.text(m::policy_uid(&facts.policy_uid)),
             describe(ui, m::req::VIOLATING, &facts.healthy_bad),
             existing_vs_act3_line(ui, &facts.existing, &a3.existing),
-            ui.text(crate::metrics::summary_line(&admission)),
         ];
-        let value = facts_with_admission(&facts, &admission)?;
-        Ok((value, lines))
+        with_admission(ui, &facts, &admission, lines)
     };
     let result = common::unless_signalled(7, healed, body).await;
     common::finish(rec, partial, result)

@@ -379,15 +379,19 @@ pub fn to_value(v: &impl Serialize) -> Result<serde_json::Value, LabError> {
     serde_json::to_value(v).map_err(|e| LabError::Kube(format!("encoding facts: {e}")))
 }
 
-/// Serialises an act's facts ([`to_value`]) with the act's admission metrics attached
-/// ([`lab_core::metrics::AdmissionMetrics::attach`]). Errors: as [`to_value`].
-pub(crate) fn facts_with_admission(
+/// An act body's outcome ([`Done`]) with the act's admission metrics: its facts ([`to_value`])
+/// with them attached ([`lab_core::metrics::AdmissionMetrics::attach`]), and `lines` with their
+/// summary line last. Errors: as [`to_value`].
+pub(crate) fn with_admission(
+    ui: &Ui,
     facts: &impl Serialize,
     admission: &lab_core::metrics::AdmissionMetrics,
-) -> Result<serde_json::Value, LabError> {
+    mut lines: Vec<String>,
+) -> Done {
+    lines.push(ui.text(crate::metrics::summary_line(admission)));
     let mut value = to_value(facts)?;
     admission.attach(&mut value);
-    Ok(value)
+    Ok((value, lines))
 }
 
 /// Requires acts `acts` of `lab` to have `completed` evidence.
@@ -1025,15 +1029,13 @@ pub async fn act3(lab: Lab, env: &Env) -> Result<ActSummary, LabError> {
             describe(ui, m::req::GOOD, &good),
             describe(ui, m::req::BAD, &bad),
             existing_line(ui, &existing),
-            ui.text(crate::metrics::summary_line(&admission)),
         ];
         let facts = Act3Facts {
             good,
             bad,
             existing,
         };
-        let facts = facts_with_admission(&facts, &admission)?;
-        Ok::<_, LabError>((facts, lines))
+        with_admission(ui, &facts, &admission, lines)
     }
     .await;
     finish(rec, partial, result)
