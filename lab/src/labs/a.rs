@@ -24,8 +24,8 @@ use crate::derive;
 use crate::error::LabError;
 use crate::evidence::{Lab, Outcome, RequestRecord};
 use crate::facts::a::{
-    Act4Facts, Act5Facts, Act6Facts, Act7Facts, DryRunEcho, PolicyPresence, Restorer, StepStatus,
-    TimelineStep,
+    Act4Facts, Act5Facts, Act6Facts, Act7Facts, DryRunEcho, Restorer, StepStatus, TimelineStep,
+    WatcherFacts,
 };
 use crate::facts::{self, Act2Facts, Act3Facts, PodObservation, WebhookFacts};
 use crate::faults::scale::{self, RestoreOutcome, ScaleFault};
@@ -156,8 +156,11 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     // with what the healer was armed with and where its files are.
     let dir = Some(fault.files().dir.display().to_string());
     let watcher = cluster::derived(derive::watcher(&raw_ready, after, original, dir))?;
-    let (pid, armed_at, deadline_at) = (ready.pid, &ready.armed_at, &ready.deadline_at);
-    ui.say(m::scale_healer_ready(pid, armed_at, deadline_at));
+    ui.say(m::scale_healer_ready(
+        ready.pid,
+        &ready.armed_at,
+        &ready.deadline_at,
+    ));
     let mut partial = serde_json::json!({"watcher": watcher});
     let (cl, ui) = (&cl, &ui);
     let body = async {
@@ -173,26 +176,8 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
         ui.say(m::pods_gone(&pods_gone_at));
         partial["pods_gone_at"] = pods_gone_at.clone().into();
 
-        let (policy, configs, present, registrations_checked_at) =
-            observe_registration(cl, ui, &mut rec, &mut partial, &f2).await?;
-
-        let (target_bad, control) = send_bad_requests(cl, ui, &mut rec, &mut partial).await?;
-        // The existing pod of act 3.
-        let existing = probe::observe_pod(cl, &f3.existing.namespace, &f3.existing.name).await?;
-        rec.raw("existing", &existing);
-
-        let facts = Act5Facts {
-            watcher,
-            scaled_at,
-            pods_gone_at: Some(pods_gone_at),
-            policy,
-            webhook_configurations: configs,
-            policy_webhook_present: present,
-            registrations_checked_at,
-            target_bad,
-            control,
-            existing,
-        };
+        let head = (watcher, scaled_at, pods_gone_at);
+        let facts = at_zero(cl, ui, &mut rec, &mut partial, (&f2, &f3), head).await?;
         let lines = act5_lines(ui, &facts);
         let mut facts = to_value(&facts)?;
         crate::metrics::carry(&partial, &mut facts);
@@ -265,15 +250,19 @@ async fn wait_pods_gone(
     gone.map_err(LabError::from)
 }
 
-/// Act 5: the policy object and the full list of ValidatingWebhookConfigurations, raw; returns
-/// the policy's presence, the list, whether the policy's webhook is in it and when it was read.
-async fn observe_registration(
+/// Act 5 at zero replicas, its pods gone: the policy object and the full list of
+/// ValidatingWebhookConfigurations, raw (whether the policy's webhook is in it, when it was read),
+/// then a fresh violating request in the target namespace and one in the control namespace (the
+/// admission metrics window around them is kept in `partial`) and act 3's pod; returns the act's
+/// facts, `head` (the watcher, when scaled and when the pods were gone) first.
+async fn at_zero(
     cl: &Cluster,
     ui: &Ui,
     rec: &mut ActRecorder,
     partial: &mut serde_json::Value,
-    f2: &Act2Facts,
-) -> Result<(PolicyPresence, serde_json::Value, bool, String), LabError> {
+    (f2, f3): (&Act2Facts, &Act3Facts),
+    (watcher, scaled_at, pods_gone_at): (WatcherFacts, String, String),
+) -> Result<Act5Facts, LabError> {
     let policy = cl.policy(cluster::POLICY_NAME).await?;
     let raw_policy = to_value(&policy)?;
     rec.raw("policy", &raw_policy);
@@ -294,17 +283,7 @@ async fn observe_registration(
     ui.say(m::policy_now(ui.lang(), policy.exists, uid, same));
     let names = webhook_names(&configs).join(", ");
     ui.say(m::registration_now(ui.lang(), present, &names));
-    Ok((policy, configs, present, registrations_checked_at))
-}
 
-/// Act 5: a fresh violating request in the target namespace and one in the control namespace
-/// (the admission metrics window around them is kept in `partial`).
-async fn send_bad_requests(
-    cl: &Cluster,
-    ui: &Ui,
-    rec: &mut ActRecorder,
-    partial: &mut serde_json::Value,
-) -> Result<(RequestRecord, RequestRecord), LabError> {
     ui.step(m::CREATING_BAD_TARGET);
     let window = crate::metrics::Window::begin(cl).await;
     let target_bad =
@@ -321,7 +300,21 @@ async fn send_bad_requests(
     let admission = window.end(cl).await;
     admission.attach(partial);
     rec.save_progress(partial.clone())?;
-    Ok((target_bad, control))
+    // The existing pod of act 3.
+    let existing = probe::observe_pod(cl, &f3.existing.namespace, &f3.existing.name).await?;
+    rec.raw("existing", &existing);
+    Ok(Act5Facts {
+        watcher,
+        scaled_at,
+        pods_gone_at: Some(pods_gone_at),
+        policy,
+        webhook_configurations: configs,
+        policy_webhook_present: present,
+        registrations_checked_at,
+        target_bad,
+        control,
+        existing,
+    })
 }
 
 /// Act 5's summary lines.
@@ -555,8 +548,11 @@ async fn restore_replicas(
         }
     };
     let who = |lang| m::restorer(lang, restored_by);
-    let line = m::replicas_restored(or(&restored.at, "-"), who(Lang::Ja), who(Lang::En));
-    ui.say(line);
+    ui.say(m::replicas_restored(
+        or(&restored.at, "-"),
+        who(Lang::Ja),
+        who(Lang::En),
+    ));
     Ok((restored, restored_by, outcome))
 }
 

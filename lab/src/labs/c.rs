@@ -84,11 +84,6 @@ pub(crate) static RUNNERS: &[(u8, super::Runner)] = &[
     }),
 ];
 
-/// The replicas act 3 scales to: the registry's [`crate::acts::replicas`] of `lab`.
-fn ha_replicas(lab: Lab) -> i32 {
-    crate::acts::replicas(lab) as i32
-}
-
 /// Each replica's facts ([`replica_facts`]), by pod name.
 fn replicas_by_name(pods: &[Pod]) -> Result<Vec<ReplicaFacts>, LabError> {
     let mut replicas: Vec<ReplicaFacts> =
@@ -177,12 +172,12 @@ pub(crate) async fn act3(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
     let kubeconfig = healer_kubeconfig(&cl)?;
     let mut rec = env.begin_audited(lab, 3)?.with_input(&loaded);
     rec.raw("lab-mark", &mark);
-    ui.step(m::starting_ha_healer(ha_replicas(lab) as u32));
+    ui.step(m::starting_ha_healer(crate::acts::replicas(lab)));
     let original = inputs::OriginalReplicas::VALUE as i32;
     let to = ScaleTo {
         act: 3,
         kind: HA_FAULT_KIND,
-        replicas: ha_replicas(lab),
+        replicas: crate::acts::replicas(lab) as i32,
     };
     let uid = ctx.deployment_uid.as_deref().unwrap_or_default();
     let root = env.workdir.root();
@@ -222,7 +217,8 @@ async fn act3_body(
     let scale = cluster::derived(derive::scale_up(&up, id, deadline))?;
     partial["scale"] = to_value(&scale)?;
     rec.save_progress(partial.clone())?;
-    let (ready, seen, waited_ms) = wait_all_ready(cl, ui, ha_replicas(lab) as usize).await?;
+    let (ready, seen, waited_ms) =
+        wait_all_ready(cl, ui, crate::acts::replicas(lab) as usize).await?;
     let (pods, endpoints, slices, webhook) = ready;
     rec.raw("ready-wait", &seen.changes);
     rec.raw("endpoint-slices", &slices);
@@ -320,7 +316,7 @@ pub(crate) async fn act4(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
     let (cl, ctx, _plan, loaded) = read_live::<inputs::FreezePlanC>(env).await?;
     let mut cri = env.cri().await?;
     let mut rec = ActRecorder::begin(&env.workdir, lab, 4)?.with_input(&loaded);
-    let replicas = ha_replicas(lab) as usize;
+    let replicas = crate::acts::replicas(lab) as usize;
     ui.step(m::investigating_replicas(replicas));
     let (cl, cri, ui) = (&cl, &mut cri, &ui);
     let result = async {

@@ -124,15 +124,10 @@ impl Env {
     ///
     /// Errors: [`LabError::NotAvailable`] when no endpoint is given and k3s's socket is absent.
     pub async fn cri(&self) -> Result<CriClient, LabError> {
-        let endpoint = cri::resolve_endpoint(self.cri_endpoint.as_deref()).ok_or_else(|| {
-            LabError::NotAvailable {
-                what: format!(
-                    "a CRI endpoint: {} does not exist; pass --cri-endpoint",
-                    cri::K3S_CRI_ENDPOINT
-                ),
-            }
-        })?;
-        CriClient::connect(&endpoint).await
+        let absent = cri::K3S_CRI_ENDPOINT;
+        let what = format!("a CRI endpoint: {absent} does not exist; pass --cri-endpoint");
+        let endpoint = cri::resolve_endpoint(self.cri_endpoint.as_deref());
+        CriClient::connect(&endpoint.ok_or(LabError::NotAvailable { what })?).await
     }
 
     /// Starts recording act `act` of `lab` ([`ActRecorder::begin`]) with its audit window open
@@ -277,12 +272,8 @@ impl ActRecorder {
         } else {
             self.raw(crate::audit::FACTS_KEY, &audit);
         }
-        let evidence = format!("evidence/{:02}.json", self.act);
-        Some(
-            crate::audit::summary_line(&audit, &evidence)
-                .get(self.lang)
-                .to_owned(),
-        )
+        let line = crate::audit::summary_line(&audit, &format!("evidence/{:02}.json", self.act));
+        Some(line.get(self.lang).to_owned())
     }
 
     /// Appends raw material: `{"what": what, "at": now, "data": data}`.
@@ -904,9 +895,7 @@ pub async fn act1(lab: Lab, env: &Env) -> Result<ActSummary, LabError> {
         checked_at: facts::now_rfc3339(),
     };
     let mut lines = vec![ui.text(m::node(&facts.node.name, &facts.node.uid))];
-    for (n, u) in &facts.namespaces {
-        lines.push(ui.text(m::namespace(n, u)));
-    }
+    lines.extend((facts.namespaces.iter()).map(|(n, u)| ui.text(m::namespace(n, u))));
     if facts.lab_mark.is_none() {
         lines.push(ui.text(m::NO_LAB_MARK));
     }
@@ -1163,15 +1152,13 @@ mod tests {
         assert_eq!([what, expected, found], ["node uid", "u1", "u2"]);
     }
 
+    /// Evidence written inside an act's scope carries the running versions; outside it, evidence
+    /// has no `versions` field.
     #[test]
-    fn evidence_written_inside_an_acts_scope_carries_the_running_versions() {
+    fn evidence_carries_the_running_versions_only_inside_an_acts_scope() {
         let ev = act1_evidence(true);
         assert_eq!(ev.versions, Some(running()));
         assert_eq!(ev.versions.unwrap().git_version(), Some("v1.36.3"));
-    }
-
-    #[test]
-    fn evidence_written_outside_an_acts_scope_has_no_versions_field() {
         let ev = act1_evidence(false);
         assert_eq!(ev.versions, None);
         let text = serde_json::to_string(&ev).unwrap();
