@@ -31,7 +31,7 @@ use crate::facts::{self, Act2Facts, Act3Facts, PodObservation, WebhookFacts};
 use crate::faults::scale::{self, RestoreOutcome, ScaleFault};
 use crate::inputs::{self, OriginalReplicas, RestoreAfterSec};
 use crate::labs::common::{
-    self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Env, TARGET_NAMESPACE, Ui, describe,
+    self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Done, Env, TARGET_NAMESPACE, Ui, describe,
     describe_indented, expect_same, finish, or, progress_each_second, read_facts, read_live,
     to_value, uid_of, with_admission,
 };
@@ -165,8 +165,7 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     let (cl, ui) = (&cl, &ui);
     let body = async {
         ui.step(m::scaling_to_zero(cluster::ADMISSION_DEPLOYMENT));
-        let down = fault.scale_down().await?;
-        let raw_down = to_value(&down)?;
+        let raw_down = to_value(&fault.scale_down().await?)?;
         rec.raw("scale-down", &raw_down);
         let scaled_at = cluster::derived(derive::scale_down(&raw_down))?;
         partial["scaled_at"] = scaled_at.clone().into();
@@ -177,11 +176,7 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
         partial["pods_gone_at"] = pods_gone_at.clone().into();
 
         let head = (watcher, scaled_at, pods_gone_at);
-        let facts = at_zero(cl, ui, &mut rec, &mut partial, (&f2, &f3), head).await?;
-        let lines = act5_lines(ui, &facts);
-        let mut facts = to_value(&facts)?;
-        crate::metrics::carry(&partial, &mut facts);
-        Ok((facts, lines))
+        at_zero(cl, ui, &mut rec, &mut partial, (&f2, &f3), head).await
     };
     let healed = "the runner restored the replicas (see the evidence's runner-restore)";
     let result = common::unless_signalled(5, healed, body).await;
@@ -254,7 +249,8 @@ async fn wait_pods_gone(
 /// ValidatingWebhookConfigurations, raw (whether the policy's webhook is in it, when it was read),
 /// then a fresh violating request in the target namespace and one in the control namespace (the
 /// admission metrics window around them is kept in `partial`) and act 3's pod; returns the act's
-/// facts, `head` (the watcher, when scaled and when the pods were gone) first.
+/// facts, `head` (the watcher, when scaled and when the pods were gone) first, with the metrics
+/// `partial` holds, and its summary lines.
 async fn at_zero(
     cl: &Cluster,
     ui: &Ui,
@@ -262,7 +258,7 @@ async fn at_zero(
     partial: &mut serde_json::Value,
     (f2, f3): (&Act2Facts, &Act3Facts),
     (watcher, scaled_at, pods_gone_at): (WatcherFacts, String, String),
-) -> Result<Act5Facts, LabError> {
+) -> Done {
     let policy = cl.policy(cluster::POLICY_NAME).await?;
     let raw_policy = to_value(&policy)?;
     rec.raw("policy", &raw_policy);
@@ -303,7 +299,7 @@ async fn at_zero(
     // The existing pod of act 3.
     let existing = probe::observe_pod(cl, &f3.existing.namespace, &f3.existing.name).await?;
     rec.raw("existing", &existing);
-    Ok(Act5Facts {
+    let facts = Act5Facts {
         watcher,
         scaled_at,
         pods_gone_at: Some(pods_gone_at),
@@ -314,19 +310,15 @@ async fn at_zero(
         target_bad,
         control,
         existing,
-    })
-}
-
-/// Act 5's summary lines.
-fn act5_lines(ui: &Ui, facts: &Act5Facts) -> Vec<String> {
-    let (present, p) = (facts.policy_webhook_present, &facts.existing);
+    };
+    let p = &facts.existing;
     let kept = if present {
         "registration-kept"
     } else {
         "registration-absent"
     };
     let policy = m::policy_exists(facts.policy.exists, or(&facts.policy.uid, "-"));
-    vec![
+    let lines = vec![
         ui.text(m::scaled(&facts.scaled_at, or(&facts.pods_gone_at, "-"))),
         ui.text(policy),
         ui.text(m::policy_webhook_registered(present, kept)),
@@ -334,7 +326,10 @@ fn act5_lines(ui: &Ui, facts: &Act5Facts) -> Vec<String> {
         describe(ui, m::req::CONTROL, &facts.control),
         ui.text(m::existing(&p.name, or(&p.uid, "-"), or(&p.phase, "-"))),
         ui.text(m::stays_at_zero(or(&facts.watcher.deadline_at, "-"))),
-    ]
+    ];
+    let mut value = to_value(&facts)?;
+    crate::metrics::carry(partial, &mut value);
+    Ok((value, lines))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -425,8 +420,7 @@ pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
     let f3: Act3Facts = read_facts(&env.workdir, 3)?;
     let f4: Act4Facts = read_facts(&env.workdir, 4)?;
     let f5: Act5Facts = read_facts(&env.workdir, 5)?;
-    let dir = fault_dir_of(env, &f5)?;
-    let mut fault = ScaleFault::open(cl.clone(), &dir)?;
+    let mut fault = ScaleFault::open(cl.clone(), &fault_dir_of(env, &f5)?)?;
     let mut rec = env.begin_audited(LAB, 6)?;
     let mut partial = serde_json::Value::Null;
     let (cl, ui) = (&cl, &env.ui);
