@@ -47,7 +47,6 @@ use crate::wait::{Check, WaitError};
 use crate::workdir::Workdir;
 
 pub use crate::rules::a::{RECOVERY_BOUND, evidence_words, timeline_in_order};
-pub use crate::steps::observe::POLICY_WEBHOOK_MARK;
 
 /// Lab A's lab value.
 const LAB: Lab = Lab::A;

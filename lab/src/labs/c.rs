@@ -11,16 +11,14 @@
 //!   (`docs/lab-c.md`). Each replica's own counter (`kyverno_admission_requests_total`, through the
 //!   API server's pod proxy) says how many requests it served.
 //! - Act 4 reads the Lease `kyverno` (its holder is the leader; Kyverno's identity is the pod
-//!   name), each replica's process through CRI and `/proc` ([`crate::steps::investigate`]), then
-//!   the Lease again; it freezes nothing.
+//!   name) around each replica's process ([`crate::steps::investigate`]).
 //! - Acts 5 and 6 freeze one replica ([`crate::steps::freeze`], lab C's part [`Replica`]): the
 //!   leader for 20 s under Fail, then a follower for 10 s under Ignore. During the freeze, violating
 //!   pods in parallel waves (at least [`lab_core::rules::c::MIN_FREEZE_REQUESTS`]) with a control
 //!   pod per wave, the Lease and `kyverno-svc`'s EndpointSlice read each second
 //!   ([`crate::steps::samples`]); after the resume, violating pods until the first explicit deny,
 //!   the replicas settled ([`crate::steps::settle`]), the frozen process, the Lease, the existing pod.
-//! - Act 7 heals act 3's scale attempt ([`crate::steps::restore`]) and waits for the original count
-//!   and an explicit deny; act 8 checks the report ([`lab_core::rules::c::report_expectations`]).
+//! - Act 7 puts the original count back ([`crate::steps::restore`]); act 8 checks the report.
 
 use std::cell::RefCell;
 use std::time::Duration;
@@ -217,9 +215,8 @@ async fn act3_body(
     let scale = cluster::derived(derive::scale_up(&up, id, deadline))?;
     partial["scale"] = to_value(&scale)?;
     rec.save_progress(partial.clone())?;
-    let (ready, seen, waited_ms) =
-        wait_all_ready(cl, ui, crate::acts::replicas(lab) as usize).await?;
-    let (pods, endpoints, slices, webhook) = ready;
+    let n = crate::acts::replicas(lab) as usize;
+    let ((pods, endpoints, slices, webhook), seen, waited_ms) = wait_all_ready(cl, ui, n).await?;
     rec.raw("ready-wait", &seen.changes);
     rec.raw("endpoint-slices", &slices);
     rec.raw("pods", &pods);
@@ -406,9 +403,8 @@ impl Shape for Replica {
 
     /// The leader act 4 found, or its first follower by pod name (as `follower_now` chooses).
     fn act4_target(a4: &Act4Facts, target: Target) -> Option<(&str, &ProcessIdentity)> {
-        let by_name = |a: &&ReplicaProcess, b: &&ReplicaProcess| a.pod_name.cmp(&b.pod_name);
         let p = match target {
-            Target::Follower => a4.followers.iter().min_by(by_name)?,
+            Target::Follower => a4.followers.iter().min_by_key(|&p| &p.pod_name)?,
             _ => &a4.leader,
         };
         Some((&p.pod_name, &p.identity))
@@ -568,14 +564,13 @@ pub(crate) async fn act7(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
         let scale_back = scale_back(env, cl, &mut rec, &a3).await?;
         partial = serde_json::json!({ "scale_back": to_value(&scale_back)? });
         rec.save_progress(partial.clone())?;
-        let (pods, dep, webhook_cfg) = wait_original_count(cl, ui, &mut rec).await?;
+        let (pods, dep, (cfg, wh)) = wait_original_count(cl, ui, &mut rec).await?;
         let dep_facts = deployment_facts(&dep)?;
         let replicas = replicas_by_name(&pods)?;
         let lease = read_lease(cl, &mut rec, "lease").await?;
         let policy = to_value(&cl.policy(cluster::POLICY_NAME).await?)?;
         rec.raw("policy", &policy);
         let policy_uid = cluster::derived(derive::policy_uid(&policy))?.unwrap_or_default();
-        let (cfg, wh) = webhook_cfg;
         rec.raw("webhook-configuration", &cfg);
         let webhook = common::webhook_facts(&cfg, &wh)?;
         let window = crate::metrics::Window::begin(cl).await;

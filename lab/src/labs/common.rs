@@ -289,17 +289,16 @@ impl ActRecorder {
         self.raw(&format!("request:{label}"), r);
     }
 
-    fn evidence(
-        &self,
-        status: ActStatus,
-        facts: serde_json::Value,
-        interruption: Option<String>,
-    ) -> Evidence {
+    /// The evidence so far: `interrupted` with `interruption`, else `completed`.
+    fn evidence(&self, facts: serde_json::Value, interruption: Option<String>) -> Evidence {
         Evidence {
             schema_version: SCHEMA_VERSION,
             lab: self.lab,
             act: self.act,
-            status,
+            status: match interruption {
+                Some(_) => ActStatus::Interrupted,
+                None => ActStatus::Completed,
+            },
             started_at: self.started_at.clone(),
             finished_at: facts::now_rfc3339(),
             inputs: self.inputs.clone(),
@@ -313,8 +312,7 @@ impl ActRecorder {
     /// Saves progress (`NN.partial.json`, status `interrupted`), so a runner that dies leaves its
     /// raw data. `facts` are the partial facts known so far.
     pub fn save_progress(&self, facts: serde_json::Value) -> Result<(), LabError> {
-        self.workdir
-            .save_progress(&self.evidence(ActStatus::Completed, facts, None))?;
+        self.workdir.save_progress(&self.evidence(facts, None))?;
         Ok(())
     }
 
@@ -328,8 +326,7 @@ impl ActRecorder {
         if let Some(line) = self.finish_audit(&mut facts) {
             lines.push(line);
         }
-        let evidence = self.evidence(ActStatus::Completed, facts, None);
-        let path = self.workdir.write_evidence(&evidence)?;
+        let path = self.workdir.write_evidence(&self.evidence(facts, None))?;
         Ok(ActSummary {
             lab: self.lab,
             act: self.act,
@@ -351,7 +348,7 @@ impl ActRecorder {
     ) -> Result<PathBuf, LabError> {
         self.finish_audit(&mut facts);
         self.workdir
-            .write_evidence(&self.evidence(ActStatus::Interrupted, facts, Some(why.clone())))
+            .write_evidence(&self.evidence(facts, Some(why.clone())))
             .map_err(|e| match e {
                 LabError::Io { path, source } => LabError::Io {
                     path,
@@ -410,11 +407,8 @@ pub fn require_completed(
 }
 
 /// Reads act `act`'s facts as `T`.
-pub fn read_facts<T: serde::de::DeserializeOwned>(
-    workdir: &Workdir,
-    act: u8,
-) -> Result<T, LabError> {
-    let loaded = workdir.read_evidence(act)?;
+pub fn read_facts<T: serde::de::DeserializeOwned>(w: &Workdir, act: u8) -> Result<T, LabError> {
+    let loaded = w.read_evidence(act)?;
     serde_json::from_value(loaded.evidence.facts.clone()).map_err(|e| LabError::EvidenceInvalid {
         path: loaded.path,
         detail: format!("facts: {e}"),
