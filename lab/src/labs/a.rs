@@ -155,11 +155,8 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     // with what the healer was armed with and where its files are.
     let dir = Some(fault.files().dir.display().to_string());
     let watcher = cluster::derived(derive::watcher(&raw_ready, after, original, dir))?;
-    ui.say(m::scale_healer_ready(
-        ready.pid,
-        &ready.armed_at,
-        &ready.deadline_at,
-    ));
+    let (pid, armed_at, deadline_at) = (ready.pid, &ready.armed_at, &ready.deadline_at);
+    ui.say(m::scale_healer_ready(pid, armed_at, deadline_at));
     let mut partial = serde_json::json!({"watcher": watcher});
     let (cl, ui) = (&cl, &ui);
     let body = async {
@@ -541,11 +538,8 @@ async fn restore_replicas(
         }
     };
     let who = |lang| m::restorer(lang, restored_by);
-    ui.say(m::replicas_restored(
-        or(&restored.at, "-"),
-        who(Lang::Ja),
-        who(Lang::En),
-    ));
+    let line = m::replicas_restored(or(&restored.at, "-"), who(Lang::Ja), who(Lang::En));
+    ui.say(line);
     Ok((restored, restored_by, outcome))
 }
 
