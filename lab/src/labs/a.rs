@@ -24,16 +24,16 @@ use crate::derive;
 use crate::error::LabError;
 use crate::evidence::{Lab, Outcome, RequestRecord};
 use crate::facts::a::{
-    Act4Facts, Act5Facts, Act6Facts, Act7Facts, DryRunEcho, PolicyPresence, Restorer, StepStatus,
-    TimelineStep,
+    Act4Facts, Act5Facts, Act6Facts, Act7Facts, DryRunEcho, Restorer, StepStatus, TimelineStep,
+    WatcherFacts,
 };
 use crate::facts::{self, Act2Facts, Act3Facts, PodObservation, WebhookFacts};
 use crate::faults::scale::{self, RestoreOutcome, ScaleFault};
 use crate::inputs::{self, OriginalReplicas, RestoreAfterSec};
 use crate::labs::common::{
     self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Done, Env, TARGET_NAMESPACE, Ui, describe,
-    describe_indented, expect_same, facts_with_admission, finish, or, progress_each_second,
-    read_facts, read_live, to_value, uid_of,
+    describe_indented, expect_same, finish, or, progress_each_second, read_facts, read_live,
+    to_value, uid_of, with_admission,
 };
 use crate::messages::act as m;
 use crate::probe::{self, PodKind};
@@ -47,7 +47,6 @@ use crate::wait::{Check, WaitError};
 use crate::workdir::Workdir;
 
 pub use crate::rules::a::{RECOVERY_BOUND, evidence_words, timeline_in_order};
-pub use crate::steps::observe::POLICY_WEBHOOK_MARK;
 
 /// Lab A's lab value.
 const LAB: Lab = Lab::A;
@@ -83,56 +82,39 @@ pub(crate) async fn act4(env: &Env) -> Result<ActSummary, LabError> {
     );
     expect_same(what, &planned.to_string(), &live_replicas.to_string())?;
     let mut rec = ActRecorder::begin(&env.workdir, LAB, 4)?.with_input(&loaded);
-    let node_uid = ctx.node_uid.clone().unwrap_or_default();
-    let result = act4_body(&cl, &env.ui, &mut rec, node_uid).await;
+    let (cl, ui) = (&cl, &env.ui);
+    let result = async {
+        ui.step(m::INVESTIGATING_DEPLOYMENT);
+        let dep = cl.admission_deployment().await?;
+        rec.raw("deployment", &dep);
+        let pods = cl.admission_pods().await?;
+        rec.raw("pods", &pods);
+        let lease = read_lease(cl, &mut rec, "lease").await?;
+        let facts = Act4Facts {
+            node_uid: ctx.node_uid.clone().unwrap_or_default(),
+            deployment: deployment_facts(&dep)?,
+            pods: pods.iter().map(pod_observation).collect::<Result<_, _>>()?,
+            lease,
+            investigated_at: facts::now_rfc3339(),
+        };
+        let d = &facts.deployment;
+        let line = m::deployment(&d.namespace, &d.name, &d.uid, d.replicas, d.ready_replicas);
+        let pod = |p: &PodObservation| ui.text(m::pod(&p.name, or(&p.uid, "?"), or(&p.phase, "?")));
+        let mut lines = vec![ui.text(line)];
+        lines.extend(facts.pods.iter().map(pod));
+        let l = &facts.lease;
+        let secs = l.lease_duration_seconds;
+        let duration = secs.map_or("-".into(), |v| v.to_string());
+        let (holder, renewed) = (or(&l.holder, "-"), or(&l.renew_time, "-"));
+        lines.push(ui.text(m::lease(&l.namespace, &l.name, holder, renewed, &duration)));
+        Ok::<_, LabError>((to_value(&facts)?, lines))
+    }
+    .await;
     finish(rec, serde_json::Value::Null, result)
-}
-
-async fn act4_body(cl: &Cluster, ui: &Ui, rec: &mut ActRecorder, node_uid: String) -> Done {
-    ui.step(m::INVESTIGATING_DEPLOYMENT);
-    let dep = cl.admission_deployment().await?;
-    rec.raw("deployment", &dep);
-    let pods = cl.admission_pods().await?;
-    rec.raw("pods", &pods);
-    let lease = leader_lease(cl).await?;
-    rec.raw("lease", &lease);
-    let facts = Act4Facts {
-        node_uid,
-        deployment: deployment_facts(&dep)?,
-        pods: pods.iter().map(pod_observation).collect::<Result<_, _>>()?,
-        lease: lease_facts(lease.as_ref())?,
-        investigated_at: facts::now_rfc3339(),
-    };
-    let d = &facts.deployment;
-    let line = m::deployment(&d.namespace, &d.name, &d.uid, d.replicas, d.ready_replicas);
-    let pod = |p: &PodObservation| ui.text(m::pod(&p.name, or(&p.uid, "?"), or(&p.phase, "?")));
-    let mut lines = vec![ui.text(line)];
-    lines.extend(facts.pods.iter().map(pod));
-    let l = &facts.lease;
-    let secs = l.lease_duration_seconds;
-    let duration = secs.map_or("-".into(), |v| v.to_string());
-    let (holder, renewed) = (or(&l.holder, "-"), or(&l.renew_time, "-"));
-    lines.push(ui.text(m::lease(&l.namespace, &l.name, holder, renewed, &duration)));
-    Ok((to_value(&facts)?, lines))
 }
 
 // ---------------------------------------------------------------------------------------------
 // Act 5
-
-/// Refuses act 5 while an earlier scale-down of this work dir is unfinished.
-fn refuse_unfinished(env: &Env) -> Result<(), LabError> {
-    let unfinished = scale::unfinished_faults(env.workdir.root())?;
-    if unfinished.is_empty() {
-        return Ok(());
-    }
-    let dirs = unfinished.iter().map(|u| u.dir.display().to_string());
-    Err(LabError::FaultRefused {
-        reason: format!(
-            "an earlier scale-down is still owned by its healer ({}); act 6 restores it and records the recovery",
-            dirs.collect::<Vec<_>>().join(", ")
-        ),
-    })
-}
 
 /// Act 5: the healer armed, the admission controller scaled to 0 by it, and what the cluster
 /// does meanwhile (pods, policy, registration, requests); the fault is handed over to act 6.
@@ -147,7 +129,16 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     let kubeconfig = healer_kubeconfig(&cl)?;
     // Every command healed first (`run_act`): what is left unfinished is owned by a live healer
     // of a completed act 5, so act 6 (which records the recovery) is the act that can run.
-    refuse_unfinished(env)?;
+    let unfinished = scale::unfinished_faults(env.workdir.root())?;
+    if !unfinished.is_empty() {
+        let dirs = unfinished.iter().map(|u| u.dir.display().to_string());
+        return Err(LabError::FaultRefused {
+            reason: format!(
+                "an earlier scale-down is still owned by its healer ({}); act 6 restores it and records the recovery",
+                dirs.collect::<Vec<_>>().join(", ")
+            ),
+        });
+    }
     let mut rec = env.begin_audited(LAB, 5)?.with_input(&loaded);
     rec.raw("lab-mark", &mark);
 
@@ -170,8 +161,7 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
     let (cl, ui) = (&cl, &ui);
     let body = async {
         ui.step(m::scaling_to_zero(cluster::ADMISSION_DEPLOYMENT));
-        let down = fault.scale_down().await?;
-        let raw_down = to_value(&down)?;
+        let raw_down = to_value(&fault.scale_down().await?)?;
         rec.raw("scale-down", &raw_down);
         let scaled_at = cluster::derived(derive::scale_down(&raw_down))?;
         partial["scaled_at"] = scaled_at.clone().into();
@@ -181,30 +171,8 @@ pub(crate) async fn act5(env: &Env) -> Result<ActSummary, LabError> {
         ui.say(m::pods_gone(&pods_gone_at));
         partial["pods_gone_at"] = pods_gone_at.clone().into();
 
-        let (policy, configs, present, registrations_checked_at) =
-            observe_registration(cl, ui, &mut rec, &mut partial, &f2).await?;
-
-        let (target_bad, control) = send_bad_requests(cl, ui, &mut rec, &mut partial).await?;
-        // The existing pod of act 3.
-        let existing = probe::observe_pod(cl, &f3.existing.namespace, &f3.existing.name).await?;
-        rec.raw("existing", &existing);
-
-        let facts = Act5Facts {
-            watcher,
-            scaled_at,
-            pods_gone_at: Some(pods_gone_at),
-            policy,
-            webhook_configurations: configs,
-            policy_webhook_present: present,
-            registrations_checked_at,
-            target_bad,
-            control,
-            existing,
-        };
-        let lines = act5_lines(ui, &facts);
-        let mut facts = to_value(&facts)?;
-        crate::metrics::carry(&partial, &mut facts);
-        Ok((facts, lines))
+        let head = (watcher, scaled_at, pods_gone_at);
+        at_zero(cl, ui, &mut rec, &mut partial, (&f2, &f3), head).await
     };
     let healed = "the runner restored the replicas (see the evidence's runner-restore)";
     let result = common::unless_signalled(5, healed, body).await;
@@ -223,6 +191,7 @@ async fn wait_pods_gone(
 ) -> Result<String, LabError> {
     let plan = fault.plan().clone();
     let healer_files = fault.files().clone();
+    let left = std::cell::RefCell::new(Vec::new());
     let check = || async {
         let pods = cl.admission_pods().await?;
         if pods.is_empty() {
@@ -258,36 +227,34 @@ async fn wait_pods_gone(
             })
             .collect::<Vec<_>>()
             .join(", ");
-        Ok(Check::NotYet((pods, state)))
+        *left.borrow_mut() = pods;
+        Ok(Check::NotYet(state))
     };
     let what = "the admission controller's pods to be gone".to_owned();
     let every = (PODS_GONE_BOUND, Duration::from_millis(250));
-    let progress = |(_, state): &(Vec<_>, String)| m::waiting_pods_gone(state);
+    let progress = |state: &String| m::waiting_pods_gone(state);
     let gone = common::wait_with_progress(ui, what, every, progress, check).await;
-    gone.map_err(|e| match e {
-        WaitError::TimedOut(t) => {
-            rec.raw("pods-left", &t.last.0);
-            let waited_ms = t.waited.as_millis() as u64;
-            let (what, last_state) = (t.what, t.last.1);
-            LabError::WaitTimedOut {
-                what,
-                waited_ms,
-                last_state,
-            }
-        }
-        WaitError::Failed(e) => e,
-    })
+    if let Err(WaitError::TimedOut(_)) = gone {
+        // The pods the last check saw.
+        rec.raw("pods-left", left.into_inner());
+    }
+    gone.map_err(LabError::from)
 }
 
-/// Act 5: the policy object and the full list of ValidatingWebhookConfigurations, raw; returns
-/// the policy's presence, the list, whether the policy's webhook is in it and when it was read.
-async fn observe_registration(
+/// Act 5 at zero replicas, its pods gone: the policy object and the full list of
+/// ValidatingWebhookConfigurations, raw (whether the policy's webhook is in it, when it was read),
+/// then a fresh violating request in the target namespace and one in the control namespace (the
+/// admission metrics window around them is kept in `partial`) and act 3's pod; returns the act's
+/// facts, `head` (the watcher, when scaled and when the pods were gone) first, with the metrics
+/// `partial` holds, and its summary lines.
+async fn at_zero(
     cl: &Cluster,
     ui: &Ui,
     rec: &mut ActRecorder,
     partial: &mut serde_json::Value,
-    f2: &Act2Facts,
-) -> Result<(PolicyPresence, serde_json::Value, bool, String), LabError> {
+    (f2, f3): (&Act2Facts, &Act3Facts),
+    (watcher, scaled_at, pods_gone_at): (WatcherFacts, String, String),
+) -> Done {
     let policy = cl.policy(cluster::POLICY_NAME).await?;
     let raw_policy = to_value(&policy)?;
     rec.raw("policy", &raw_policy);
@@ -308,17 +275,7 @@ async fn observe_registration(
     ui.say(m::policy_now(ui.lang(), policy.exists, uid, same));
     let names = webhook_names(&configs).join(", ");
     ui.say(m::registration_now(ui.lang(), present, &names));
-    Ok((policy, configs, present, registrations_checked_at))
-}
 
-/// Act 5: a fresh violating request in the target namespace and one in the control namespace
-/// (the admission metrics window around them is kept in `partial`).
-async fn send_bad_requests(
-    cl: &Cluster,
-    ui: &Ui,
-    rec: &mut ActRecorder,
-    partial: &mut serde_json::Value,
-) -> Result<(RequestRecord, RequestRecord), LabError> {
     ui.step(m::CREATING_BAD_TARGET);
     let window = crate::metrics::Window::begin(cl).await;
     let target_bad =
@@ -335,19 +292,29 @@ async fn send_bad_requests(
     let admission = window.end(cl).await;
     admission.attach(partial);
     rec.save_progress(partial.clone())?;
-    Ok((target_bad, control))
-}
-
-/// Act 5's summary lines.
-fn act5_lines(ui: &Ui, facts: &Act5Facts) -> Vec<String> {
-    let (present, p) = (facts.policy_webhook_present, &facts.existing);
+    // The existing pod of act 3.
+    let existing = probe::observe_pod(cl, &f3.existing.namespace, &f3.existing.name).await?;
+    rec.raw("existing", &existing);
+    let facts = Act5Facts {
+        watcher,
+        scaled_at,
+        pods_gone_at: Some(pods_gone_at),
+        policy,
+        webhook_configurations: configs,
+        policy_webhook_present: present,
+        registrations_checked_at,
+        target_bad,
+        control,
+        existing,
+    };
+    let p = &facts.existing;
     let kept = if present {
         "registration-kept"
     } else {
         "registration-absent"
     };
     let policy = m::policy_exists(facts.policy.exists, or(&facts.policy.uid, "-"));
-    vec![
+    let lines = vec![
         ui.text(m::scaled(&facts.scaled_at, or(&facts.pods_gone_at, "-"))),
         ui.text(policy),
         ui.text(m::policy_webhook_registered(present, kept)),
@@ -355,7 +322,10 @@ fn act5_lines(ui: &Ui, facts: &Act5Facts) -> Vec<String> {
         describe(ui, m::req::CONTROL, &facts.control),
         ui.text(m::existing(&p.name, or(&p.uid, "-"), or(&p.phase, "-"))),
         ui.text(m::stays_at_zero(or(&facts.watcher.deadline_at, "-"))),
-    ]
+    ];
+    let mut value = to_value(&facts)?;
+    crate::metrics::carry(partial, &mut value);
+    Ok((value, lines))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -446,8 +416,7 @@ pub(crate) async fn act6(env: &Env) -> Result<ActSummary, LabError> {
     let f3: Act3Facts = read_facts(&env.workdir, 3)?;
     let f4: Act4Facts = read_facts(&env.workdir, 4)?;
     let f5: Act5Facts = read_facts(&env.workdir, 5)?;
-    let dir = fault_dir_of(env, &f5)?;
-    let mut fault = ScaleFault::open(cl.clone(), &dir)?;
+    let mut fault = ScaleFault::open(cl.clone(), &fault_dir_of(env, &f5)?)?;
     let mut rec = env.begin_audited(LAB, 6)?;
     let mut partial = serde_json::Value::Null;
     let (cl, ui) = (&cl, &env.ui);
@@ -753,7 +722,43 @@ fn act6_lines(
 pub(crate) async fn act7(env: &Env) -> Result<ActSummary, LabError> {
     let cl = env.cluster().await?;
     let mut rec = env.begin_audited(LAB, 7)?;
-    let result = act7_body(&cl, &env.ui, &mut rec).await;
+    let (cl, ui) = (&cl, &env.ui);
+    let result = async {
+        let absent = || LabError::ClusterMismatch {
+            what: "the policy's webhook registration".into(),
+            expected: "registered (act 6 saw it return)".into(),
+            found: "absent".into(),
+        };
+        let wh = policy_webhook(cl).await?.ok_or_else(absent)?;
+        rec.raw("webhook", &wh);
+        ui.step(m::DRY_RUN_GOOD);
+        let window = crate::metrics::Window::begin(cl).await;
+        let good = probe::send_pod(cl, "a7-good", TARGET_NAMESPACE, PodKind::Good, true).await?;
+        rec.request("good-dry-run", &good);
+        ui.say(describe_indented(ui, m::req::GOOD_DRY_RUN, &good));
+        ui.step(m::DRY_RUN_BAD);
+        let bad = probe::send_pod(cl, "a7-bad", TARGET_NAMESPACE, PodKind::Bad, true).await?;
+        rec.request("bad-dry-run", &bad);
+        let admission = window.end(cl).await;
+        ui.say(describe_indented(ui, m::req::BAD_DRY_RUN, &bad));
+        let facts = Act7Facts {
+            good_response: dry_run_echo(&good.raw_response),
+            good,
+            bad,
+            side_effects: wh.side_effects.clone(),
+            webhook_name: wh.name.clone(),
+        };
+        let e = &facts.good_response;
+        let labels = format!("{:?}", e.labels);
+        let lines = vec![
+            describe(ui, m::req::GOOD_DRY_RUN, &facts.good),
+            ui.text(m::good_response(&e.kind, &e.name, &e.namespace, &labels)),
+            describe(ui, m::req::BAD_DRY_RUN, &facts.bad),
+            ui.text(m::side_effects(&facts.webhook_name, &facts.side_effects)),
+        ];
+        with_admission(ui, &facts, &admission, lines)
+    }
+    .await;
     finish(rec, serde_json::Value::Null, result)
 }
 
@@ -770,44 +775,6 @@ pub fn dry_run_echo(body: &serde_json::Value) -> DryRunEcho {
             .and_then(|l| serde_json::from_value::<BTreeMap<String, String>>(l.clone()).ok())
             .unwrap_or_default(),
     }
-}
-
-async fn act7_body(cl: &Cluster, ui: &Ui, rec: &mut ActRecorder) -> Done {
-    let absent = || LabError::ClusterMismatch {
-        what: "the policy's webhook registration".into(),
-        expected: "registered (act 6 saw it return)".into(),
-        found: "absent".into(),
-    };
-    let wh = policy_webhook(cl).await?.ok_or_else(absent)?;
-    rec.raw("webhook", &wh);
-    ui.step(m::DRY_RUN_GOOD);
-    let window = crate::metrics::Window::begin(cl).await;
-    let good = probe::send_pod(cl, "a7-good", TARGET_NAMESPACE, PodKind::Good, true).await?;
-    rec.request("good-dry-run", &good);
-    ui.say(describe_indented(ui, m::req::GOOD_DRY_RUN, &good));
-    ui.step(m::DRY_RUN_BAD);
-    let bad = probe::send_pod(cl, "a7-bad", TARGET_NAMESPACE, PodKind::Bad, true).await?;
-    rec.request("bad-dry-run", &bad);
-    let admission = window.end(cl).await;
-    ui.say(describe_indented(ui, m::req::BAD_DRY_RUN, &bad));
-    let facts = Act7Facts {
-        good_response: dry_run_echo(&good.raw_response),
-        good,
-        bad,
-        side_effects: wh.side_effects.clone(),
-        webhook_name: wh.name.clone(),
-    };
-    let e = &facts.good_response;
-    let labels = format!("{:?}", e.labels);
-    let lines = vec![
-        describe(ui, m::req::GOOD_DRY_RUN, &facts.good),
-        ui.text(m::good_response(&e.kind, &e.name, &e.namespace, &labels)),
-        describe(ui, m::req::BAD_DRY_RUN, &facts.bad),
-        ui.text(m::side_effects(&facts.webhook_name, &facts.side_effects)),
-        ui.text(crate::metrics::summary_line(&admission)),
-    ];
-    let facts = facts_with_admission(&facts, &admission)?;
-    Ok((facts, lines))
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -25,8 +25,8 @@ use crate::facts::{self, Act3Facts, PodObservation};
 use crate::inputs;
 use crate::labs::common::{
     self, ActRecorder, ActSummary, Env, TARGET_NAMESPACE, Ui, describe, existing_line,
-    existing_vs_act3_line, facts_with_admission, finish, read_facts, read_live, request_tag,
-    uid_of, wait_for_webhook, webhook_facts,
+    existing_vs_act3_line, finish, read_facts, read_live, request_tag, uid_of, wait_for_webhook,
+    webhook_facts, with_admission,
 };
 use crate::messages::act as m;
 use crate::probe::{self, PodKind};
@@ -217,7 +217,6 @@ pub(crate) async fn act7(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
             ui.text(m::policy_uid(&policy_uid)),
             describe(ui, m::req::VIOLATING, &healthy_bad),
             existing_vs_act3_line(ui, &existing, &act3.existing),
-            ui.text(crate::metrics::summary_line(&admission)),
         ];
         let facts = Act7Facts {
             policy_uid,
@@ -225,8 +224,7 @@ pub(crate) async fn act7(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
             healthy_bad,
             existing,
         };
-        let facts = facts_with_admission(&facts, &admission)?;
-        Ok::<_, LabError>((facts, lines))
+        with_admission(ui, &facts, &admission, lines)
     }
     .await;
     finish(rec, serde_json::Value::Null, result)

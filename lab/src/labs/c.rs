@@ -11,16 +11,14 @@
 //!   (`docs/lab-c.md`). Each replica's own counter (`kyverno_admission_requests_total`, through the
 //!   API server's pod proxy) says how many requests it served.
 //! - Act 4 reads the Lease `kyverno` (its holder is the leader; Kyverno's identity is the pod
-//!   name), each replica's process through CRI and `/proc` ([`crate::steps::investigate`]), then
-//!   the Lease again; it freezes nothing.
+//!   name) around each replica's process ([`crate::steps::investigate`]).
 //! - Acts 5 and 6 freeze one replica ([`crate::steps::freeze`], lab C's part [`Replica`]): the
 //!   leader for 20 s under Fail, then a follower for 10 s under Ignore. During the freeze, violating
 //!   pods in parallel waves (at least [`lab_core::rules::c::MIN_FREEZE_REQUESTS`]) with a control
 //!   pod per wave, the Lease and `kyverno-svc`'s EndpointSlice read each second
 //!   ([`crate::steps::samples`]); after the resume, violating pods until the first explicit deny,
 //!   the replicas settled ([`crate::steps::settle`]), the frozen process, the Lease, the existing pod.
-//! - Act 7 heals act 3's scale attempt ([`crate::steps::restore`]) and waits for the original count
-//!   and an explicit deny; act 8 checks the report ([`lab_core::rules::c::report_expectations`]).
+//! - Act 7 puts the original count back ([`crate::steps::restore`]); act 8 checks the report.
 
 use std::cell::RefCell;
 use std::time::Duration;
@@ -36,15 +34,15 @@ use crate::facts::a::LeaseFacts;
 use crate::facts::b::ProcessIdentity;
 use crate::facts::c::{
     Act3Facts, Act4Facts, Act7Facts, EndpointFacts, EndpointSample, ReadyWait, ReplicaFacts,
-    ReplicaFreezeRun, ReplicaProcess, ScaleUpFacts,
+    ReplicaFreezeRun, ReplicaProcess,
 };
 use crate::facts::{self, PodObservation, WebhookFacts};
 use crate::faults::scale::{HA_FAULT_KIND, ScaleFault, ScaleTo};
 use crate::inputs;
 use crate::labs::common::{
     self, ActRecorder, ActSummary, CONTROL_NAMESPACE, Done, Env, TARGET_NAMESPACE, Ui, describe,
-    existing_line, existing_vs_act3_line, expect_same, facts_with_admission, log_change, or,
-    read_facts, read_live, to_value, wait_each_second,
+    existing_line, existing_vs_act3_line, expect_same, log_change, or, read_facts, read_live,
+    to_value, wait_each_second, with_admission,
 };
 use crate::messages::act as m;
 use crate::probe::{self, PodKind};
@@ -83,11 +81,6 @@ pub(crate) static RUNNERS: &[(u8, super::Runner)] = &[
         Box::pin(common::act8::<inputs::ReportC>(env, lab, false, act8_words))
     }),
 ];
-
-/// The replicas act 3 scales to: the registry's [`crate::acts::replicas`] of `lab`.
-fn ha_replicas(lab: Lab) -> i32 {
-    crate::acts::replicas(lab) as i32
-}
 
 /// Each replica's facts ([`replica_facts`]), by pod name.
 fn replicas_by_name(pods: &[Pod]) -> Result<Vec<ReplicaFacts>, LabError> {
@@ -177,12 +170,12 @@ pub(crate) async fn act3(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
     let kubeconfig = healer_kubeconfig(&cl)?;
     let mut rec = env.begin_audited(lab, 3)?.with_input(&loaded);
     rec.raw("lab-mark", &mark);
-    ui.step(m::starting_ha_healer(ha_replicas(lab) as u32));
+    ui.step(m::starting_ha_healer(crate::acts::replicas(lab)));
     let original = inputs::OriginalReplicas::VALUE as i32;
     let to = ScaleTo {
         act: 3,
         kind: HA_FAULT_KIND,
-        replicas: ha_replicas(lab),
+        replicas: crate::acts::replicas(lab) as i32,
     };
     let uid = ctx.deployment_uid.as_deref().unwrap_or_default();
     let root = env.workdir.root();
@@ -212,9 +205,18 @@ async fn act3_body(
     partial: &mut serde_json::Value,
     deadline_at: &str,
 ) -> Done {
-    let scale = scale_up(ui, fault, rec, partial, deadline_at).await?;
-    let (ready, seen, waited_ms) = wait_all_ready(cl, ui, ha_replicas(lab) as usize).await?;
-    let (pods, endpoints, slices, webhook) = ready;
+    // The scale: the healer asked for the plan's replicas (the registry's), its answer recorded
+    // (`scale-up`), derived and kept in the partial facts.
+    let to = fault.plan().fault_replicas.max(0) as u32;
+    ui.step(m::scaling_to(cluster::ADMISSION_DEPLOYMENT, to));
+    let up = to_value(&fault.scale_down().await?)?;
+    rec.raw("scale-up", &up);
+    let (id, deadline) = (fault.plan().fault_id.clone(), deadline_at.to_owned());
+    let scale = cluster::derived(derive::scale_up(&up, id, deadline))?;
+    partial["scale"] = to_value(&scale)?;
+    rec.save_progress(partial.clone())?;
+    let n = crate::acts::replicas(lab) as usize;
+    let ((pods, endpoints, slices, webhook), seen, waited_ms) = wait_all_ready(cl, ui, n).await?;
     rec.raw("ready-wait", &seen.changes);
     rec.raw("endpoint-slices", &slices);
     rec.raw("pods", &pods);
@@ -279,33 +281,10 @@ async fn act3_body(
         existing,
         replica_requests,
     };
-    let lines = act3_lines(ui, &facts, &admission);
-    let value = facts_with_admission(&facts, &admission)?;
-    Ok((value, lines))
+    with_admission(ui, &facts, &admission, act3_lines(ui, &facts))
 }
 
-/// Act 3's first step ([`crate::acts::Fault::Scale`]): the healer asked to scale to the plan's
-/// replicas (the registry's); its answer recorded (`scale-up`), the scale [`derive::scale_up`] of
-/// it, kept in the partial facts.
-async fn scale_up(
-    ui: &Ui,
-    fault: &mut ScaleFault,
-    rec: &mut ActRecorder,
-    partial: &mut serde_json::Value,
-    deadline_at: &str,
-) -> Result<ScaleUpFacts, LabError> {
-    let to = fault.plan().fault_replicas.max(0) as u32;
-    ui.step(m::scaling_to(cluster::ADMISSION_DEPLOYMENT, to));
-    let up = to_value(&fault.scale_down().await?)?;
-    rec.raw("scale-up", &up);
-    let (id, deadline) = (fault.plan().fault_id.clone(), deadline_at.to_owned());
-    let scale = cluster::derived(derive::scale_up(&up, id, deadline))?;
-    partial["scale"] = to_value(&scale)?;
-    rec.save_progress(partial.clone())?;
-    Ok(scale)
-}
-
-fn act3_lines(ui: &Ui, f: &Act3Facts, admission: &crate::metrics::AdmissionMetrics) -> Vec<String> {
+fn act3_lines(ui: &Ui, f: &Act3Facts) -> Vec<String> {
     let mut lines = Vec::new();
     for r in &f.replicas {
         let (uid, ip) = (or(&r.pod.uid, "?"), or(&r.pod_ip, "?"));
@@ -318,7 +297,6 @@ fn act3_lines(ui: &Ui, f: &Act3Facts, admission: &crate::metrics::AdmissionMetri
     lines.push(describe(ui, m::req::GOOD, &f.good));
     lines.push(describe(ui, m::req::CONTROL, &f.control));
     lines.push(existing_line(ui, &f.existing));
-    lines.push(ui.text(crate::metrics::summary_line(admission)));
     lines
 }
 
@@ -335,7 +313,7 @@ pub(crate) async fn act4(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
     let (cl, ctx, _plan, loaded) = read_live::<inputs::FreezePlanC>(env).await?;
     let mut cri = env.cri().await?;
     let mut rec = ActRecorder::begin(&env.workdir, lab, 4)?.with_input(&loaded);
-    let replicas = ha_replicas(lab) as usize;
+    let replicas = crate::acts::replicas(lab) as usize;
     ui.step(m::investigating_replicas(replicas));
     let (cl, cri, ui) = (&cl, &mut cri, &ui);
     let result = async {
@@ -425,9 +403,8 @@ impl Shape for Replica {
 
     /// The leader act 4 found, or its first follower by pod name (as `follower_now` chooses).
     fn act4_target(a4: &Act4Facts, target: Target) -> Option<(&str, &ProcessIdentity)> {
-        let by_name = |a: &&ReplicaProcess, b: &&ReplicaProcess| a.pod_name.cmp(&b.pod_name);
         let p = match target {
-            Target::Follower => a4.followers.iter().min_by(by_name)?,
+            Target::Follower => a4.followers.iter().min_by_key(|&p| &p.pod_name)?,
             _ => &a4.leader,
         };
         Some((&p.pod_name, &p.identity))
@@ -587,14 +564,13 @@ pub(crate) async fn act7(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
         let scale_back = scale_back(env, cl, &mut rec, &a3).await?;
         partial = serde_json::json!({ "scale_back": to_value(&scale_back)? });
         rec.save_progress(partial.clone())?;
-        let (pods, dep, webhook_cfg) = wait_original_count(cl, ui, &mut rec).await?;
+        let (pods, dep, (cfg, wh)) = wait_original_count(cl, ui, &mut rec).await?;
         let dep_facts = deployment_facts(&dep)?;
         let replicas = replicas_by_name(&pods)?;
         let lease = read_lease(cl, &mut rec, "lease").await?;
         let policy = to_value(&cl.policy(cluster::POLICY_NAME).await?)?;
         rec.raw("policy", &policy);
         let policy_uid = cluster::derived(derive::policy_uid(&policy))?.unwrap_or_default();
-        let (cfg, wh) = webhook_cfg;
         rec.raw("webhook-configuration", &cfg);
         let webhook = common::webhook_facts(&cfg, &wh)?;
         let window = crate::metrics::Window::begin(cl).await;
@@ -632,10 +608,8 @@ pub(crate) async fn act7(env: &Env, lab: Lab) -> Result<ActSummary, LabError> {
             ui.text(m::policy_uid(&facts.policy_uid)),
             describe(ui, m::req::VIOLATING, &facts.healthy_bad),
             existing_vs_act3_line(ui, &facts.existing, &a3.existing),
-            ui.text(crate::metrics::summary_line(&admission)),
         ];
-        let value = facts_with_admission(&facts, &admission)?;
-        Ok((value, lines))
+        with_admission(ui, &facts, &admission, lines)
     };
     let result = common::unless_signalled(7, healed, body).await;
     common::finish(rec, partial, result)

@@ -124,15 +124,10 @@ impl Env {
     ///
     /// Errors: [`LabError::NotAvailable`] when no endpoint is given and k3s's socket is absent.
     pub async fn cri(&self) -> Result<CriClient, LabError> {
-        let endpoint = cri::resolve_endpoint(self.cri_endpoint.as_deref()).ok_or_else(|| {
-            LabError::NotAvailable {
-                what: format!(
-                    "a CRI endpoint: {} does not exist; pass --cri-endpoint",
-                    cri::K3S_CRI_ENDPOINT
-                ),
-            }
-        })?;
-        CriClient::connect(&endpoint).await
+        let absent = cri::K3S_CRI_ENDPOINT;
+        let what = format!("a CRI endpoint: {absent} does not exist; pass --cri-endpoint");
+        let endpoint = cri::resolve_endpoint(self.cri_endpoint.as_deref());
+        CriClient::connect(&endpoint.ok_or(LabError::NotAvailable { what })?).await
     }
 
     /// Starts recording act `act` of `lab` ([`ActRecorder::begin`]) with its audit window open
@@ -277,12 +272,8 @@ impl ActRecorder {
         } else {
             self.raw(crate::audit::FACTS_KEY, &audit);
         }
-        let evidence = format!("evidence/{:02}.json", self.act);
-        Some(
-            crate::audit::summary_line(&audit, &evidence)
-                .get(self.lang)
-                .to_owned(),
-        )
+        let line = crate::audit::summary_line(&audit, &format!("evidence/{:02}.json", self.act));
+        Some(line.get(self.lang).to_owned())
     }
 
     /// Appends raw material: `{"what": what, "at": now, "data": data}`.
@@ -298,17 +289,16 @@ impl ActRecorder {
         self.raw(&format!("request:{label}"), r);
     }
 
-    fn evidence(
-        &self,
-        status: ActStatus,
-        facts: serde_json::Value,
-        interruption: Option<String>,
-    ) -> Evidence {
+    /// The evidence so far: `interrupted` with `interruption`, else `completed`.
+    fn evidence(&self, facts: serde_json::Value, interruption: Option<String>) -> Evidence {
         Evidence {
             schema_version: SCHEMA_VERSION,
             lab: self.lab,
             act: self.act,
-            status,
+            status: match interruption {
+                Some(_) => ActStatus::Interrupted,
+                None => ActStatus::Completed,
+            },
             started_at: self.started_at.clone(),
             finished_at: facts::now_rfc3339(),
             inputs: self.inputs.clone(),
@@ -322,8 +312,7 @@ impl ActRecorder {
     /// Saves progress (`NN.partial.json`, status `interrupted`), so a runner that dies leaves its
     /// raw data. `facts` are the partial facts known so far.
     pub fn save_progress(&self, facts: serde_json::Value) -> Result<(), LabError> {
-        self.workdir
-            .save_progress(&self.evidence(ActStatus::Completed, facts, None))?;
+        self.workdir.save_progress(&self.evidence(facts, None))?;
         Ok(())
     }
 
@@ -337,8 +326,7 @@ impl ActRecorder {
         if let Some(line) = self.finish_audit(&mut facts) {
             lines.push(line);
         }
-        let evidence = self.evidence(ActStatus::Completed, facts, None);
-        let path = self.workdir.write_evidence(&evidence)?;
+        let path = self.workdir.write_evidence(&self.evidence(facts, None))?;
         Ok(ActSummary {
             lab: self.lab,
             act: self.act,
@@ -360,7 +348,7 @@ impl ActRecorder {
     ) -> Result<PathBuf, LabError> {
         self.finish_audit(&mut facts);
         self.workdir
-            .write_evidence(&self.evidence(ActStatus::Interrupted, facts, Some(why.clone())))
+            .write_evidence(&self.evidence(facts, Some(why.clone())))
             .map_err(|e| match e {
                 LabError::Io { path, source } => LabError::Io {
                     path,
@@ -379,15 +367,19 @@ pub fn to_value(v: &impl Serialize) -> Result<serde_json::Value, LabError> {
     serde_json::to_value(v).map_err(|e| LabError::Kube(format!("encoding facts: {e}")))
 }
 
-/// Serialises an act's facts ([`to_value`]) with the act's admission metrics attached
-/// ([`lab_core::metrics::AdmissionMetrics::attach`]). Errors: as [`to_value`].
-pub(crate) fn facts_with_admission(
+/// An act body's outcome ([`Done`]) with the act's admission metrics: its facts ([`to_value`])
+/// with them attached ([`lab_core::metrics::AdmissionMetrics::attach`]), and `lines` with their
+/// summary line last. Errors: as [`to_value`].
+pub(crate) fn with_admission(
+    ui: &Ui,
     facts: &impl Serialize,
     admission: &lab_core::metrics::AdmissionMetrics,
-) -> Result<serde_json::Value, LabError> {
+    mut lines: Vec<String>,
+) -> Done {
+    lines.push(ui.text(crate::metrics::summary_line(admission)));
     let mut value = to_value(facts)?;
     admission.attach(&mut value);
-    Ok(value)
+    Ok((value, lines))
 }
 
 /// Requires acts `acts` of `lab` to have `completed` evidence.
@@ -415,11 +407,8 @@ pub fn require_completed(
 }
 
 /// Reads act `act`'s facts as `T`.
-pub fn read_facts<T: serde::de::DeserializeOwned>(
-    workdir: &Workdir,
-    act: u8,
-) -> Result<T, LabError> {
-    let loaded = workdir.read_evidence(act)?;
+pub fn read_facts<T: serde::de::DeserializeOwned>(w: &Workdir, act: u8) -> Result<T, LabError> {
+    let loaded = w.read_evidence(act)?;
     serde_json::from_value(loaded.evidence.facts.clone()).map_err(|e| LabError::EvidenceInvalid {
         path: loaded.path,
         detail: format!("facts: {e}"),
@@ -900,9 +889,7 @@ pub async fn act1(lab: Lab, env: &Env) -> Result<ActSummary, LabError> {
         checked_at: facts::now_rfc3339(),
     };
     let mut lines = vec![ui.text(m::node(&facts.node.name, &facts.node.uid))];
-    for (n, u) in &facts.namespaces {
-        lines.push(ui.text(m::namespace(n, u)));
-    }
+    lines.extend((facts.namespaces.iter()).map(|(n, u)| ui.text(m::namespace(n, u))));
     if facts.lab_mark.is_none() {
         lines.push(ui.text(m::NO_LAB_MARK));
     }
@@ -1025,15 +1012,13 @@ pub async fn act3(lab: Lab, env: &Env) -> Result<ActSummary, LabError> {
             describe(ui, m::req::GOOD, &good),
             describe(ui, m::req::BAD, &bad),
             existing_line(ui, &existing),
-            ui.text(crate::metrics::summary_line(&admission)),
         ];
         let facts = Act3Facts {
             good,
             bad,
             existing,
         };
-        let facts = facts_with_admission(&facts, &admission)?;
-        Ok::<_, LabError>((facts, lines))
+        with_admission(ui, &facts, &admission, lines)
     }
     .await;
     finish(rec, partial, result)
@@ -1161,15 +1146,13 @@ mod tests {
         assert_eq!([what, expected, found], ["node uid", "u1", "u2"]);
     }
 
+    /// Evidence written inside an act's scope carries the running versions; outside it, evidence
+    /// has no `versions` field.
     #[test]
-    fn evidence_written_inside_an_acts_scope_carries_the_running_versions() {
+    fn evidence_carries_the_running_versions_only_inside_an_acts_scope() {
         let ev = act1_evidence(true);
         assert_eq!(ev.versions, Some(running()));
         assert_eq!(ev.versions.unwrap().git_version(), Some("v1.36.3"));
-    }
-
-    #[test]
-    fn evidence_written_outside_an_acts_scope_has_no_versions_field() {
         let ev = act1_evidence(false);
         assert_eq!(ev.versions, None);
         let text = serde_json::to_string(&ev).unwrap();
