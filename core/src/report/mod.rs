@@ -634,7 +634,11 @@ fn conditions_section(lab: Lab, input: &GradeInput, lang: Lang) -> Markup {
 /// the stage of the freezes, not a chart of its own.
 fn timeline_section(lab: Lab, input: &GradeInput, lang: Lang) -> Markup {
     let (freezes, replicas) = (acts::freezes(lab), by_role(lab));
-    let pods = replicas.then(|| replica_pods(input)).unwrap_or_default();
+    let pods = if replicas {
+        replica_pods(input)
+    } else {
+        vec![]
+    };
     html! {
         h2 { (tx::TIMELINE.get(lang)) }
         (legend(lang))
