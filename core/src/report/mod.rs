@@ -177,17 +177,16 @@ fn key_facts_replica_freeze(f5: &Value, f6: &Value, lang: Lang) -> [String; 3] {
     let a5 = serde_json::from_value::<Act5Facts>(f5.clone()).ok();
     let a6 = serde_json::from_value::<Act6Facts>(f6.clone()).ok();
     let counts = |run: Option<&ReplicaFreezeRun>, met: Outcome, note: Option<&str>| {
-        let Some(run) = run else {
-            return "—".to_owned();
-        };
-        let ((m, d, o), n) = (freeze_counts(run, met), run.bad.len());
-        let note = note.map(|note| format!(" ({note})")).unwrap_or_default();
-        let met = met.as_str();
-        let mut out = format!("{met} {m}/{n}{note}, explicit-deny {d}/{n}");
-        if o > 0 {
-            out += &format!(", other {o}/{n}");
-        }
-        out
+        run.map_or("—".to_owned(), |run| {
+            let ((m, d, o), n) = (freeze_counts(run, met), run.bad.len());
+            let note = note.map(|note| format!(" ({note})")).unwrap_or_default();
+            let met = met.as_str();
+            let mut out = format!("{met} {m}/{n}{note}, explicit-deny {d}/{n}");
+            if o > 0 {
+                out += &format!(", other {o}/{n}");
+            }
+            out
+        })
     };
     let leader = counts(a5.as_ref(), Outcome::WebhookTimeout, None);
     let lease = a5.as_ref().map_or("—".into(), |r| {
@@ -201,14 +200,9 @@ fn key_facts_replica_freeze(f5: &Value, f6: &Value, lang: Lang) -> [String; 3] {
                 None => tx::KF_LEASE_NOT_OBSERVED.into(),
             },
         };
-        let what = match former_leader(r).as_str() {
-            "restarted" => tx::KF_RESTARTED.get(lang).to_owned(),
-            "kept-running" => tx::KF_KEPT_RUNNING.get(lang).to_owned(),
-            uid => uid.to_owned(),
-        };
-        let t = &r.target_after;
+        let (word, t) = (former_leader(r), &r.target_after);
         let (before, after) = (t.restart_count_before, t.restart_count_after);
-        let former = tx::kf_former_leader(&what, before, after);
+        let former = tx::kf_former_leader(tx::evidence_word(&word, lang), before, after);
         format!("{}; {}", lease.get(lang), former.get(lang))
     });
     let unvalidated = Some(tx::KF_UNVALIDATED.get(lang));
@@ -216,31 +210,15 @@ fn key_facts_replica_freeze(f5: &Value, f6: &Value, lang: Lang) -> [String; 3] {
     [leader, lease, follower]
 }
 
-/// One of the four observations in one phase.
-#[derive(Debug, Clone, PartialEq)]
-enum Obs {
-    Yes(String),
-    No(String),
-    NotObserved,
-}
-
-impl Obs {
-    /// Yes when `holds`, else no, with the same detail `d` either way.
-    fn when(holds: bool, d: String) -> Obs {
-        if holds { Obs::Yes(d) } else { Obs::No(d) }
-    }
-
-    /// Yes with the detail `d` when there is one, else not observed.
-    fn seen(d: Option<String>) -> Obs {
-        d.map_or(Obs::NotObserved, Obs::Yes)
-    }
-}
+/// One of the four observations in one phase: whether it held, with its detail either way;
+/// `None`: not observed.
+type Obs = Option<(bool, String)>;
 
 fn obs_cell(o: &Obs) -> Markup {
     let (class, mark, d) = match o {
-        Obs::Yes(d) => ("yes", "✓ ", d),
-        Obs::No(d) => ("no", "✗ ", d),
-        Obs::NotObserved => return html! { td class="unk" { "—" } },
+        Some((true, d)) => ("yes", "✓ ", d),
+        Some((false, d)) => ("no", "✗ ", d),
+        None => return html! { td class="unk" { "—" } },
     };
     html! { td class=(class) { (mark) span class="mono" { (d) } } }
 }
@@ -248,15 +226,15 @@ fn obs_cell(o: &Obs) -> Markup {
 /// "existing pod, same UID": exists, act 3's UID, `Running`.
 fn existing(obs: &Value, reference: Option<&str>, lang: Lang) -> Obs {
     if !obs.is_object() {
-        return Obs::NotObserved;
+        return None;
     }
     let uid = obs["uid"].as_str();
     let phase = obs["phase"].as_str().unwrap_or("?");
     if obs["exists"] != true {
-        return Obs::No(tx::GONE.get(lang).into());
+        return Some((false, tx::GONE.get(lang).into()));
     }
     let d = format!("uid {} · {phase}", uid.unwrap_or("—"));
-    Obs::when(uid.is_some() && uid == reference && phase == "Running", d)
+    Some((uid.is_some() && uid == reference && phase == "Running", d))
 }
 
 /// "webhook answers": the violating request's outcome is `explicit-deny`; for a list of them
@@ -265,21 +243,19 @@ fn answers(r: &Value) -> Obs {
     if let Some(bad) = r.as_array().filter(|b| !b.is_empty()) {
         let denied = bad.iter().filter(|r| r["outcome"] == "explicit-deny");
         let (denied, n) = (denied.count(), bad.len());
-        return Obs::when(denied == n, format!("explicit-deny {denied}/{n}"));
+        return Some((denied == n, format!("explicit-deny {denied}/{n}")));
     }
     let name = r["name"].as_str().unwrap_or("?");
-    let answer = |o: &str| Obs::when(o == "explicit-deny", format!("{name} → {o}"));
-    r["outcome"].as_str().map_or(Obs::NotObserved, answer)
+    let answer = |o: &str| (o == "explicit-deny", format!("{name} → {o}"));
+    r["outcome"].as_str().map(answer)
 }
 
 fn flag(b: Option<bool>, yes: String, no: String) -> Obs {
-    b.map_or(Obs::NotObserved, |b| {
-        if b { Obs::Yes(yes) } else { Obs::No(no) }
-    })
+    b.map(|b| (b, if b { yes } else { no }))
 }
 
 fn uid_obs(uid: Option<&str>) -> Obs {
-    Obs::seen(uid.map(|u| format!("uid {u}")))
+    uid.map(|u| (true, format!("uid {u}")))
 }
 
 /// The four observations per phase: `(phase, [policy, registered, answers, existing])`; the
@@ -310,7 +286,7 @@ fn reference_uid(input: &GradeInput) -> Option<&str> {
 /// The policy's webhook named at `ptr` of `f`, with its failurePolicy.
 fn webhook_obs(f: &Value, ptr: &str) -> Obs {
     let policy = sq(f, "/webhook/failure_policy");
-    Obs::seen(s(f, ptr).map(|n| format!("{n} ({policy})")))
+    s(f, ptr).map(|n| (true, format!("{n} ({policy})")))
 }
 
 /// The healthy baseline, the same in every lab: act 2's policy and webhook, act 3's answers and
@@ -323,7 +299,7 @@ fn baseline_observations(input: &GradeInput) -> [Obs; 4] {
         webhook_obs(f2, "/webhook/name"),
         // Lab C's baseline sends waves (a list).
         answers(&f3["bad"]),
-        Obs::seen(reference_uid(input).map(|u| format!("uid {u} · {phase}"))),
+        reference_uid(input).map(|u| (true, format!("uid {u} · {phase}"))),
     ]
 }
 
@@ -341,9 +317,9 @@ fn freeze_observations([f5, f6, f7]: [&Value; 3], lang: Lang) -> [[Obs; 3]; 3] {
     let uid_before = s(f6, "/policy_uid_before");
     let before = format!("{}: {}", w(tx::BEFORE), sq(f6, "/policy_uid_before"));
     let same_policy = match s(f6, "/policy/metadata/uid") {
-        Some(now) if Some(now) == uid_before => Obs::Yes(format!("uid {now}")),
-        Some(now) => Obs::No(format!("uid {now} ({before})")),
-        None => Obs::NotObserved,
+        Some(now) if Some(now) == uid_before => Some((true, format!("uid {now}"))),
+        Some(now) => Some((false, format!("uid {now} ({before})"))),
+        None => None,
     };
     // A freeze's phase: the policy as `policy` says, then what act `f` saw during its freeze.
     let freeze = |policy: Obs, f: &Value| {
@@ -353,7 +329,7 @@ fn freeze_observations([f5, f6, f7]: [&Value; 3], lang: Lang) -> [[Obs; 3]; 3] {
     let policy7 = uid_obs(s(f7, "/policy_uid"));
     let registered7 = webhook_obs(f7, "/webhook/name");
     [
-        freeze(Obs::NotObserved, f5),
+        freeze(None, f5),
         freeze(same_policy, f6),
         [policy7, registered7, answers(&f7["healthy_bad"])],
     ]
@@ -368,23 +344,23 @@ fn scale_observations([f5, f6, f7]: [&Value; 3], lang: Lang) -> [[Obs; 3]; 3] {
     let (name, at) = (sq(f6, "/webhook/name"), sq(f6, "/webhook_registered/at"));
     let (at_w, last_seen) = (w(tx::AT), sq(f6, "/webhook_registered/last_seen"));
     let registered6 = match s(f6, "/webhook_registered/status") {
-        Some("confirmed") => Obs::Yes(format!("{name} ({at_w} {at})")),
-        Some(_) => Obs::No(format!("{}: {last_seen}", w(tx::NOT_CONFIRMED))),
-        None => Obs::NotObserved,
+        Some("confirmed") => Some((true, format!("{name} ({at_w} {at})"))),
+        Some(_) => Some((false, format!("{}: {last_seen}", w(tx::NOT_CONFIRMED)))),
+        None => None,
     };
     let last_probe = f6["deny_probes"].as_array().and_then(|p| p.last());
-    let answers6 = last_probe.map_or(Obs::NotObserved, answers);
+    let answers6 = last_probe.and_then(answers);
     let checked = sq(f5, "/registrations_checked_at");
     let absent5 = format!("{} ({} {checked})", w(tx::ABSENT), w(tx::LIST_READ));
     let present5 = f5["policy_webhook_present"].as_bool();
     let registered5 = flag(present5, w(tx::PRESENT).into(), absent5);
     let side_effects = format!("(sideEffects {})", sq(f7, "/side_effects"));
-    let registered7 = Obs::seen(s(f7, "/webhook_name").map(|n| format!("{n} {side_effects}")));
+    let registered7 = s(f7, "/webhook_name").map(|n| (true, format!("{n} {side_effects}")));
     let (answers5, answers7) = (answers(&f5["target_bad"]), answers(&f7["bad"]));
     [
         [policy5, registered5, answers5],
-        [Obs::NotObserved, registered6, answers6],
-        [Obs::NotObserved, registered7, answers7],
+        [None, registered6, answers6],
+        [None, registered7, answers7],
     ]
 }
 
@@ -514,15 +490,6 @@ fn act_audit(input: &GradeInput, act: u8, lang: Lang) -> Option<Result<Vec<Strin
         AuditStatus::Observed => Ok(a.requests.iter().map(audit::request_summary).collect()),
         _ => Err(audit::summary_line(&a, &file).get(lang).to_owned()),
     })
-}
-
-/// An act's status (`completed`, `interrupted`) in words; another value as written.
-fn status_word(status: &str, lang: Lang) -> &str {
-    match status {
-        "completed" => tx::COMPLETED.get(lang),
-        "interrupted" => tx::INTERRUPTED.get(lang),
-        other => other,
-    }
 }
 
 /// Splits a finding's subject (`evidence/05.json facts.target_good`) into file and JSON path.
@@ -764,7 +731,7 @@ fn act_rows(input: &GradeInput, g: &Findings, lang: Lang) -> Markup {
                 None => { td class="none" { (tx::MISSING.get(lang)) } td {} }
                 Some(Err(e)) => { td class="fail" { (tx::UNREADABLE.get(lang)) ": " (e) } td {} }
                 Some(Ok(doc)) => {
-                    td { (status_word(doc.value()["status"].as_str().unwrap_or("?"), lang))
+                    td { (tx::evidence_word(doc.value()["status"].as_str().unwrap_or("?"), lang))
                          @if let Some(i) = doc.value()["interruption"].as_str() { br; span class="fail" { (i) } } }
                     td class="mono ts" { (doc.value()["started_at"].as_str().unwrap_or("?")) br; (doc.value()["finished_at"].as_str().unwrap_or("?")) }
                 }
@@ -843,35 +810,19 @@ fn observations_section(lab: Lab, input: &GradeInput, lang: Lang) -> Markup {
 /// lets in (a deeply nested array grows ×127 when indented).
 pub const RAW_EMBED_BOUND: usize = 256 << 10;
 
-/// A writer that keeps at most [`RAW_EMBED_BOUND`] bytes and then fails, so a serializer stops
-/// there.
-struct Capped(Vec<u8>);
-
-impl std::io::Write for Capped {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        let room = RAW_EMBED_BOUND - self.0.len();
-        self.0.extend_from_slice(&b[..b.len().min(room)]);
-        if b.len() > room {
-            return Err(std::io::Error::other("the page's bound on one file"));
-        }
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// One embedded file: `v` pretty-printed up to [`RAW_EMBED_BOUND`] bytes (memory bounded too: the
-/// serializer stops at the bound, the only error it can meet) and, when cut, the note naming the
-/// whole file; a file that could not be read, why.
+/// serializer writes into a buffer of the bound and stops when it is full, the only error it can
+/// meet) and, when cut, the note naming the whole file; a file that could not be read, why.
 fn embedded(v: Result<&Value, &String>, name: &str, lang: Lang) -> Markup {
     let v = match v {
         Ok(v) => v,
         Err(e) => return html! { (e) },
     };
-    let mut w = Capped(Vec::new());
-    let cut = serde_json::to_writer_pretty(&mut w, v).is_err();
-    let text = String::from_utf8_lossy(&w.0);
+    let mut buf = vec![0; RAW_EMBED_BOUND];
+    let mut room = &mut buf[..];
+    let cut = serde_json::to_writer_pretty(&mut room, v).is_err();
+    let len = RAW_EMBED_BOUND - room.len();
+    let text = String::from_utf8_lossy(&buf[..len]);
     html! {
         (text)
         @if cut {

@@ -155,10 +155,6 @@ pub(crate) const METRICS_NOT_OBSERVED: Text =
     t("カウンタは読めませんでした", "the counters were not read");
 pub(crate) const METRICS_NO_CHANGE: Text = t("変化なし", "no change");
 
-// Act statuses.
-pub(crate) const COMPLETED: Text = t("完了", "completed");
-pub(crate) const INTERRUPTED: Text = t("中断", "interrupted");
-
 // The timeline's row labels and notes.
 pub(crate) const ROW_HEALTHY_BAD: Text = t("正常時・ラベルなし", "healthy, bad");
 pub(crate) const ROW_TARGET_GOOD: Text = t("対象・ラベルあり", "target, good");
@@ -193,8 +189,6 @@ pub(crate) const BEFORE: Text = t("以前", "before");
 
 // Lab C's key facts' words.
 pub(crate) const KF_LEASE_NOT_OBSERVED: Text = t("Lease は読めなかった", "Lease not observed");
-pub(crate) const KF_RESTARTED: Text = t("再起動した", "restarted");
-pub(crate) const KF_KEPT_RUNNING: Text = t("動き続けた", "kept running");
 pub(crate) const KF_UNVALIDATED: Text = t("未検証", "unvalidated");
 
 line!(
@@ -222,15 +216,19 @@ pub(crate) const KF_AFTER_RESUME: Text = t("後", "after resume");
 pub(crate) const KF_GOOD: Text = t("ラベルあり", "good");
 pub(crate) const KF_BAD: Text = t("ラベルなし", "bad");
 
-/// A word the evidence writes, in `lang`: a frozen replica's role (`leader`, `follower`), or who
-/// resumed a process or restored replicas (`watchdog` and `healer` are the healer; `runner`,
-/// `runner-exit`, `later-command`, `watcher`); another name as written.
+/// A word the evidence writes, in `lang`: an act's status (`completed`, `interrupted`), a frozen
+/// replica's role (`leader`, `follower`), what the former leader did (`restarted`, `kept-running`),
+/// or who resumed a process or restored replicas (`watchdog` and `healer` are the healer; `runner`,
+/// `runner-exit`, `later-command`, `watcher`); another word as written.
 pub(crate) fn evidence_word(name: &str, lang: Lang) -> &str {
     let word = match name {
+        "completed" => t("完了", "completed"),
+        "interrupted" => t("中断", "interrupted"),
         "leader" => t("リーダー", "leader"),
         "follower" => t("フォロワー", "follower"),
+        "restarted" => t("再起動した", "restarted"),
+        "kept-running" => t("動き続けた", "kept running"),
         "watchdog" | "healer" => t("healer", "healer"),
-        "watcher" => t("watcher", "watcher"),
         "runner" => t("act のプロセス", "runner"),
         "runner-exit" => t("act のプロセスの終了処理", "runner (exit path)"),
         "later-command" => t("後のコマンド", "a later command"),

@@ -109,6 +109,9 @@ impl Row {
     }
 }
 
+/// A request row's note from its bar (the first deny's time after the resume).
+type Note<'a> = dyn Fn(&Bar) -> Option<String> + 'a;
+
 /// One request's bar (inside [`Mark::Requests`] and [`Mark::Lanes`]).
 struct Bar {
     from: i64,
@@ -144,9 +147,10 @@ const RIGHT: f64 = 320.0;
 const ROW_H: f64 = 22.0;
 const TOP: f64 = 38.0;
 
-fn request_row(label: String, r: &Value, note: Option<String>) -> Option<Row> {
+/// A row for the request `r` (`None` without both its times), noted as `note` says.
+fn request_row(label: String, r: &Value, note: &Note) -> Option<Row> {
     let bar = bar(r)?;
-    let label = format!("{label}: {}", bar.name);
+    let (label, note) = (format!("{label}: {}", bar.name), note(&bar));
     let (bars, run) = (vec![bar], false);
     let mark = Mark::Requests { bars, run, note };
     Some(Row { label, mark })
@@ -155,7 +159,7 @@ fn request_row(label: String, r: &Value, note: Option<String>) -> Option<Row> {
 /// A row for each request `(key, label)` of `keys` that `facts` holds ([`request_row`]).
 fn request_rows(facts: &Value, keys: &[(&str, tx::Text)], lang: Lang) -> Vec<Row> {
     let row = |(key, label): &(&str, tx::Text)| {
-        request_row(label.get(lang).to_owned(), facts.get(*key)?, None)
+        request_row(label.get(lang).to_owned(), facts.get(*key)?, &|_| None)
     };
     keys.iter().filter_map(row).collect()
 }
@@ -165,6 +169,16 @@ fn secs_signed(ms: i64) -> String {
 }
 
 impl Chart {
+    /// The chart of `rows` under `vlines`, its axis in seconds since `origin` (ms).
+    fn draw(origin: i64, rows: Vec<Row>, vlines: Vec<VLine>) -> Markup {
+        Chart {
+            origin,
+            rows,
+            vlines,
+        }
+        .render()
+    }
+
     fn span(&self) -> Option<(i64, i64)> {
         let mut ts: Vec<i64> = Vec::new();
         for r in &self.rows {
@@ -325,15 +339,15 @@ fn elapsed_range(bars: &[Bar]) -> String {
 /// Rows for a series of requests: with `runs`, each run of consecutive requests with the same
 /// outcome becomes one row labelled `{label} #first–#last` (a run of one keeps its own row and
 /// label `#n`), so a recovery with sixty admitted probes and one deny reads as two rows, not
-/// sixty-one; without, one row per request.
-fn request_runs(label: &str, requests: &[Value], runs: bool) -> Vec<Row> {
+/// sixty-one; without, one row per request. A request on a row of its own is noted as `note` says.
+fn request_runs(label: &str, requests: &[Value], runs: bool, note: &Note) -> Vec<Row> {
     let outcome = |r: &Value| r["outcome"].as_str().unwrap_or("?").to_owned();
     let (mut rows, mut last) = (Vec::new(), 0);
     for run in requests.chunk_by(|a, b| runs && outcome(a) == outcome(b)) {
         let (first, bars) = (last + 1, run.iter().filter_map(bar).collect::<Vec<_>>());
         last += run.len();
         if let [r] = run {
-            rows.extend(request_row(format!("{label} #{first}"), r, None));
+            rows.extend(request_row(format!("{label} #{first}"), r, note));
         } else if !bars.is_empty() {
             let (label, run, note) = (format!("{label} #{first}–#{last}"), true, None);
             let mark = Mark::Requests { bars, run, note };
@@ -393,15 +407,10 @@ pub(crate) fn scale(f5: &Value, f6: &Value, lang: Lang) -> Option<Markup> {
     ];
     rows.extend(step_rows(f6, &act6, restore, lang));
     if let Some(probes) = f6["deny_probes"].as_array() {
-        rows.extend(request_runs(w(tx::PROBES), probes, true));
+        rows.extend(request_runs(w(tx::PROBES), probes, true, &|_| None));
     }
-    let (origin, vlines) = (restore.unwrap_or(scaled), scale_vlines(f5, restore, lang));
-    let chart = Chart {
-        origin,
-        rows,
-        vlines,
-    };
-    Some(chart.render())
+    let vlines = scale_vlines(f5, restore, lang);
+    Some(Chart::draw(restore.unwrap_or(scaled), rows, vlines))
 }
 
 /// Lab A's step rows of an act's facts `f`, each `(key, label, ptr)` that `f` holds: a time (act
@@ -539,22 +548,14 @@ pub(crate) fn freeze(facts: &Value, pods: &[String], lang: Lang) -> Option<Marku
     rows.extend(after_resume_rows(facts, resumed, replicas, lang));
     let mut vlines = vec![VLine::at(frozen, "SIGSTOP"), VLine::at(resumed, "SIGCONT")];
     vlines.extend(lease_moves(&lease_reads(facts), frozen, lang));
-    let chart = Chart {
-        origin: frozen,
-        rows,
-        vlines,
-    };
-    Some(chart.render())
+    Some(Chart::draw(frozen, rows, vlines))
 }
 
 /// The freeze's first row: the healer armed (its pid), when the evidence says when.
 fn healer_row(facts: &Value, lang: Lang) -> Option<Row> {
-    let (at, key) = (
-        Some(ms_at(facts, "/freeze/watchdog_armed_at")?),
-        "watchdog-armed",
-    );
+    let at = Some(ms_at(facts, "/freeze/watchdog_armed_at")?);
     let note = format!("pid {}", facts["freeze"]["watchdog_pid"]);
-    let label = tx::HEALER_ARMED.get(lang).to_owned();
+    let (label, key) = (tx::HEALER_ARMED.get(lang).to_owned(), "watchdog-armed");
     let mark = Mark::Step { at, key, note };
     Some(Row { label, mark })
 }
@@ -677,7 +678,8 @@ fn wave_rows(facts: &Value, lang: Lang) -> Vec<Row> {
     }
     let control_label = w(tx::ROW_CONTROL);
     for (i, c) in control.iter().enumerate().skip(bad.chunks(size).len()) {
-        rows.extend(request_row(format!("{control_label} #{}", i + 1), c, None));
+        let label = format!("{control_label} #{}", i + 1);
+        rows.extend(request_row(label, c, &|_| None));
     }
     rows
 }
@@ -686,25 +688,13 @@ fn wave_rows(facts: &Value, lang: Lang) -> Vec<Row> {
 /// ([`request_runs`]); the first explicit deny carries its note, on its own row when the series
 /// does not hold it.
 fn after_resume_rows(facts: &Value, resumed: i64, runs: bool, lang: Lang) -> Vec<Row> {
-    let after = list(facts, "after_resume");
-    let deny = &facts["first_explicit_deny"];
-    let is_first = |name: Option<&str>| name.is_some() && name == deny["name"].as_str();
-    let mut rows = request_runs(tx::AFTER_RESUME.get(lang), after, runs);
-    for row in &mut rows {
-        if let Mark::Requests {
-            bars,
-            run: false,
-            note,
-        } = &mut row.mark
-            && is_first(Some(&bars[0].name))
-        {
-            *note = Some(first_deny_note(facts, resumed, bars[0].to, lang));
-        }
-    }
-    if !after.iter().any(|r| is_first(r["name"].as_str())) && deny.is_object() {
-        let label = tx::FIRST_DENY.get(lang).to_owned();
-        let note = bar(deny).map(|b| first_deny_note(facts, resumed, b.to, lang));
-        rows.extend(request_row(label, deny, note));
+    let (after, deny) = (list(facts, "after_resume"), &facts["first_explicit_deny"]);
+    let first = |b: &Bar| Some(first_deny_note(facts, resumed, b.to, lang));
+    let note = |b: &Bar| first(b).filter(|_| deny["name"].as_str() == Some(b.name.as_str()));
+    let mut rows = request_runs(tx::AFTER_RESUME.get(lang), after, runs, &note);
+    let is_first = |r: &Value| r["name"].is_string() && r["name"] == deny["name"];
+    if !after.iter().any(is_first) && deny.is_object() {
+        rows.extend(request_row(tx::FIRST_DENY.get(lang).into(), deny, &first));
     }
     rows
 }
