@@ -11,8 +11,8 @@
 //! 1. `raw`: the parsed `events` agree with what the recorded verbatim `lines` give (every field a
 //!    recorded view holds has the re-parsed value; rules 2-7 read the re-parsed view), every line is
 //!    an event of its request (pod name, namespace, verb `create`, received inside the request's
-//!    window), and the entry's namespace, `sent_at` and `answered_at` are the record's —
-//!    [`Code::RawMismatch`];
+//!    window), and the entry's namespace, `sent_at` and `answered_at` are the record's; the
+//!    record's `window` opens as the act begins and frames the act's requests — [`Code::RawMismatch`];
 //! 2. `final-event`: every request of the act has a `ResponseComplete` (or `Panic`) event —
 //!    [`Code::ObservationMissing`], naming what the act waited for;
 //! 3. `response-code`: the final event's `responseStatus.code` is the HTTP status the tool got;
@@ -50,7 +50,7 @@ use super::Code;
 use super::{Code::*, G, ev_name};
 use crate::audit::{self, AdmissionAudit, AuditStatus, FACTS_KEY};
 use crate::classify::parse_call_failure;
-use crate::evidence::{Evidence, Lab, Outcome};
+use crate::evidence::{Evidence, Lab, Outcome, RequestRecord};
 
 const TARGET: &str = crate::rules::common::TARGET_NAMESPACE;
 
@@ -62,8 +62,7 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
     }
     let file = ev_name(g.act);
     let subject = format!("{file} facts.{FACTS_KEY}");
-    let raw_entry = ev.raw.iter().find(|r| r["what"] == FACTS_KEY);
-    let raw_entry = raw_entry.and_then(|r| r.get("data"));
+    let raw_entry = super::witness::raw_record(ev, FACTS_KEY);
     let Some(value) = ev.facts.get(FACTS_KEY).or(raw_entry) else {
         g.note(AuditNotObserved, subject,
             "audit not observed: the evidence has no admission_audit (recorded before the tool read the audit log)".into(),
@@ -90,13 +89,6 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
     let hook = super::policy::policy_webhook(g, ev);
     let timeout_seconds = super::policy::policy_timeout_seconds(g, ev);
     let requests = super::policy::act_requests(ev);
-
-    let ctx = Ctx {
-        file: &file,
-        hook: hook.as_deref(),
-        timeout_seconds,
-        ev,
-    };
     for (name, r) in &requests {
         let Some((i, ra)) = a.requests.iter().enumerate().find(|(_, x)| &x.name == name) else {
             let sub = format!("{subject} final-event");
@@ -106,11 +98,34 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
             });
             continue;
         };
-        let at = format!("{subject}.requests[{i}]");
-        let view = events_are_the_lines(g, &at, name, r, ra);
-        final_event_agrees_with_the_record(g, &ctx, &at, name, r, &view);
+        let q = Req {
+            file: &file,
+            hook: hook.as_deref(),
+            timeout_seconds,
+            ev,
+            at: &format!("{subject}.requests[{i}]"),
+            name,
+            r,
+        };
+        let view = events_are_the_lines(g, &q, ra);
+        final_event_agrees_with_the_record(g, &q, &view);
     }
-    window_opens_with_the_act_and_frames_its_requests(g, &subject, ev, &a, &requests);
+    // The window read is the act's: it opens as the act begins (the act's recorder is made
+    // `with_audit`, `lab/src/labs`: its start is the evidence's `started_at`,
+    // `bounds::AUDIT_WINDOW_OPEN_MS`), before the first request was sent, and closes after the
+    // last answer, inside the act.
+    let skew = chrono::Duration::milliseconds(super::bounds::CLOCK_SKEW_MS as i64);
+    let opened_at_start = |b: chrono::DateTime<chrono::Utc>| {
+        crate::facts::parse_rfc3339(&ev.started_at).is_some_and(|s| {
+            b >= s - skew && (b - s).num_milliseconds() <= super::bounds::AUDIT_WINDOW_OPEN_MS
+        })
+    };
+    let window = (a.window.0.as_str(), a.window.1.as_str());
+    let (framed, sent) =
+        super::metrics::frames_the_requests(ev, &requests, window, opened_at_start);
+    g.check(framed, RawMismatch, format!("{subject}.window"), || {
+        format!("window {:?}; {sent}", a.window)
+    });
     // Entries for requests the act did not record are not evidence of anything: flag them.
     let known: BTreeSet<&String> = requests.keys().collect();
     let unknown = a.requests.iter().filter(|x| !known.contains(&x.name));
@@ -121,13 +136,17 @@ pub(crate) fn grade(g: &mut G<'_>, ev: &Evidence) {
     });
 }
 
-/// What rules 3-8 read besides the request: the evidence file's name, the policy's webhook `H`
-/// and its `timeoutSeconds`, the evidence.
-struct Ctx<'c> {
+/// What rules 1-8 read of one request: the evidence file's name, the policy's webhook `H` and
+/// its `timeoutSeconds`, the evidence, the request's audit entry (`at`, the JSON path
+/// `evidence/NN.json facts.admission_audit.requests[i]`), its name and its record.
+struct Req<'c> {
     file: &'c str,
     hook: Option<&'c str>,
     timeout_seconds: Option<u32>,
     ev: &'c Evidence,
+    at: &'c str,
+    name: &'c str,
+    r: &'c RequestRecord,
 }
 
 /// Rule 1, raw first: the request's entry is its verbatim lines (the parsed events are what
@@ -136,11 +155,10 @@ struct Ctx<'c> {
 /// the events re-parsed from the lines, which rules 2-8 read.
 fn events_are_the_lines(
     g: &mut G<'_>,
-    at: &str,
-    name: &str,
-    r: &crate::evidence::RequestRecord,
+    q: &Req<'_>,
     ra: &audit::RequestAudit,
 ) -> audit::RequestAudit {
+    let (at, name, r) = (q.at, q.name, q.r);
     // Rule 1: raw first.
     let lines = ra.lines.iter().enumerate();
     let parse = |(k, l): (usize, &String)| audit::parse_line(k, l).ok();
@@ -169,14 +187,8 @@ fn events_are_the_lines(
 /// Rules 2-8 on one request's final event: it exists (rule 2, [`Code::ObservationMissing`]),
 /// and its code, message, failed-open annotation and timing agree with the record (rules 3-8,
 /// [`Code::AuditContradicted`]).
-fn final_event_agrees_with_the_record(
-    g: &mut G<'_>,
-    c: &Ctx<'_>,
-    at: &str,
-    name: &str,
-    r: &crate::evidence::RequestRecord,
-    view: &audit::RequestAudit,
-) {
+fn final_event_agrees_with_the_record(g: &mut G<'_>, q: &Req<'_>, view: &audit::RequestAudit) {
+    let (at, name, r) = (q.at, q.name, q.r);
     // Rule 2: a final event.
     let Some(e) = view.final_event() else {
         let sub = format!("{at} final-event");
@@ -192,12 +204,36 @@ fn final_event_agrees_with_the_record(
     let event = format!(
         "audit event {id} ({at}.lines[{line}], stage {stage}, code {code}, annotations {open:?})"
     );
-    let (file, outcome, status, exists) = (c.file, r.outcome.as_str(), r.http_status, r.get.exists);
+    let (file, outcome, status, exists) = (q.file, r.outcome.as_str(), r.http_status, r.get.exists);
     let request = format!("{file} request {name} ({outcome}, HTTP {status}, GET exists {exists})");
     let both = format!("{request} vs {event}");
-    answer_rules_agree(g, c, at, r, e, &both);
-    event_is_the_requests_own(g, at, r, e, &both);
-    webhook_call_timing_agrees(g, c, at, r, e, both);
+    // Rules 3-7 (module docs), one row each: (rule, whether it applies, whether it holds).
+    let (is, code) = (|o: Outcome| r.outcome == o, e.code.unwrap_or_default());
+    let (same_code, shut) = (e.code == Some(status), open.is_empty());
+    let ignore = super::policy::policy_is_ignore(g, q.ev);
+    let failed = is(Outcome::WebhookTimeout) || call_of_the_hook_failed(q);
+    let expect_open = ignore && r.namespace == TARGET && is(Outcome::Stored);
+    let names_hook = !shut && open.iter().all(|(_, w)| Some(*w) == q.hook);
+    let unregistered = q.ev.facts["policy_webhook_present"].as_bool() == Some(false);
+    let a5 = g.lab == Lab::A && g.act == 5 && r.namespace == TARGET && unregistered;
+    let deny = crate::classify::is_explicit_deny_status(status);
+    let (timeout_ok, deny_ok) = (code >= 500 && shut && !exists, same_code && deny && shut);
+    let open_ok = if expect_open { names_hook } else { shut };
+    let a5_ok = is(Outcome::Stored) && shut && code == 201;
+    let rules = [
+        ("response-code", true, same_code),
+        ("response-message", status >= 300, e.message == r.message),
+        ("timeout-under-fail", !ignore && failed, timeout_ok),
+        ("failed-open", true, open_ok),
+        ("explicit-deny", is(Outcome::ExplicitDeny), deny_ok),
+        ("admitted-without-webhook", a5, a5_ok),
+    ];
+    for (rule, _, ok) in rules.into_iter().filter(|(_, applies, _)| *applies) {
+        let sub = format!("{at} {rule}");
+        g.check(ok, AuditContradicted, sub, || both.clone());
+    }
+    event_is_the_requests_own(g, q, e, &both);
+    webhook_call_timing_agrees(g, q, e, both);
 }
 
 /// The final event is the request the tool sent, as the tool sent it: a dry-run exactly when
@@ -205,13 +241,8 @@ fn final_event_agrees_with_the_record(
 /// it and completed no later than the tool had its answer (`requestReceivedTimestamp` ≥
 /// `sent_at`, `stageTimestamp` ≤ `answered_at`, [`super::bounds::CLOCK_SKEW_MS`] of slack: the
 /// API server and the tool share the node's clock). Flags [`Code::AuditContradicted`].
-fn event_is_the_requests_own(
-    g: &mut G<'_>,
-    at: &str,
-    r: &crate::evidence::RequestRecord,
-    e: &audit::EventView,
-    both: &str,
-) {
+fn event_is_the_requests_own(g: &mut G<'_>, q: &Req<'_>, e: &audit::EventView, both: &str) {
+    let r = q.r;
     let skew = chrono::Duration::milliseconds(super::bounds::CLOCK_SKEW_MS as i64);
     let t = |s: Option<&str>| s.and_then(crate::facts::parse_rfc3339);
     let mut problems = Vec::new();
@@ -241,92 +272,16 @@ fn event_is_the_requests_own(
             r.answered_at
         ));
     }
-    let sub = format!("{at} request");
+    let sub = format!("{} request", q.at);
     g.check(problems.is_empty(), AuditContradicted, sub, || {
         format!("{both}: {}", problems.join("; "))
     });
 }
 
-/// Rules 3-7 on a request's final event `e` (see the module docs): the same HTTP status and
-/// message, a failed call under Fail a 5xx not failed open and not stored, failed open exactly
-/// where an Ignore webhook let a target pod through, a deny the webhook's answer, lab A act 5's
-/// pod admitted without a webhook. Flags [`Code::AuditContradicted`]; `both` names the records.
-fn answer_rules_agree(
-    g: &mut G<'_>,
-    c: &Ctx<'_>,
-    at: &str,
-    r: &crate::evidence::RequestRecord,
-    e: &audit::EventView,
-    both: &str,
-) {
-    let disagree = |rule: &str, g: &mut G<'_>, ok: bool| {
-        g.check(ok, AuditContradicted, format!("{at} {rule}"), || {
-            both.to_owned()
-        });
-    };
-    // Rule 3: the same HTTP status, and for a failure the same message (the API server logs
-    // the Status it sent: a deny names the webhook and the policy's verdict).
-    disagree("response-code", g, e.code == Some(r.http_status));
-    if r.http_status >= 300 {
-        disagree("response-message", g, e.message == r.message);
-    }
-    let failed_open = e.failed_open();
-    let is_ignore = super::policy::policy_is_ignore(g, c.ev);
-    // Rule 4: a failed call under Fail is a 5xx, not failed open, not stored.
-    let call_failed = call_of_the_hook_failed(c, r);
-    if !is_ignore && (r.outcome == Outcome::WebhookTimeout || call_failed) {
-        let ok = e.code.is_some_and(|c| c >= 500) && failed_open.is_empty() && !r.get.exists;
-        disagree("timeout-under-fail", g, ok);
-    }
-    // Rule 5: failed open exactly where an Ignore webhook let a target pod through.
-    let expect_open = is_ignore && r.namespace == TARGET && r.outcome == Outcome::Stored;
-    let names_hook = !failed_open.is_empty() && failed_open.iter().all(|(_, w)| Some(*w) == c.hook);
-    let ok = (expect_open && names_hook) || (!expect_open && failed_open.is_empty());
-    disagree("failed-open", g, ok);
-    // Rule 6: an explicit deny is the webhook's answer, not a failure.
-    if r.outcome == Outcome::ExplicitDeny {
-        let deny = crate::classify::is_explicit_deny_status(r.http_status);
-        let ok = e.code == Some(r.http_status) && deny && failed_open.is_empty();
-        disagree("explicit-deny", g, ok);
-    }
-    // Rule 7: lab A act 5 — admitted because no webhook matched.
-    let no_webhook = c.ev.facts["policy_webhook_present"].as_bool();
-    if g.lab == Lab::A && g.act == 5 && r.namespace == TARGET && no_webhook == Some(false) {
-        let ok = r.outcome == Outcome::Stored && failed_open.is_empty() && e.code == Some(201);
-        disagree("admitted-without-webhook", g, ok);
-    }
-}
-
 /// Whether the record's answer is a failed call of the policy's webhook `H`.
-fn call_of_the_hook_failed(c: &Ctx<'_>, r: &crate::evidence::RequestRecord) -> bool {
-    let failed = r.message.as_deref().and_then(parse_call_failure);
-    failed.is_some_and(|f| Some(f.webhook.as_str()) == c.hook)
-}
-
-/// The window read is the act's: it opens as the act begins (the act's recorder is made
-/// `with_audit`, `lab/src/labs`), before the first request was sent, and closes after the last
-/// answer, inside the act. Flags [`Code::RawMismatch`].
-fn window_opens_with_the_act_and_frames_its_requests(
-    g: &mut G<'_>,
-    subject: &str,
-    ev: &Evidence,
-    a: &AdmissionAudit,
-    requests: &std::collections::BTreeMap<String, crate::evidence::RequestRecord>,
-) {
-    // The window opens as the act begins (the act's recorder is made `with_audit`, `lab/src/labs`),
-    // so its start is the evidence's `started_at` (`bounds::AUDIT_WINDOW_OPEN_MS`).
-    let skew = chrono::Duration::milliseconds(super::bounds::CLOCK_SKEW_MS as i64);
-    let opened_at_start = |b: chrono::DateTime<chrono::Utc>| {
-        crate::facts::parse_rfc3339(&ev.started_at).is_some_and(|s| {
-            b >= s - skew && (b - s).num_milliseconds() <= super::bounds::AUDIT_WINDOW_OPEN_MS
-        })
-    };
-    let window = (a.window.0.as_str(), a.window.1.as_str());
-    let (framed, sent) = super::metrics::frames_the_requests(ev, requests, window, opened_at_start);
-    g.check(framed, RawMismatch, format!("{subject}.window"), || {
-        let window = &a.window;
-        format!("window {window:?}; {sent}")
-    });
+fn call_of_the_hook_failed(q: &Req<'_>) -> bool {
+    let failed = q.r.message.as_deref().and_then(parse_call_failure);
+    failed.is_some_and(|f| Some(f.webhook.as_str()) == q.hook)
 }
 
 /// Rule 8 (`webhook-latency`): the API server's own timing of the request is held against the
@@ -342,21 +297,15 @@ fn window_opens_with_the_act_and_frames_its_requests(
 /// freeze ([`super::bounds::timeout_inside_freeze`]); `H` was called when the record shows a deny, a failed call
 /// or a pod failed open. `at` is `evidence/NN.json facts.admission_audit.requests[i]`, `both`
 /// names both records.
-fn webhook_call_timing_agrees(
-    g: &mut G<'_>,
-    c: &Ctx<'_>,
-    at: &str,
-    r: &crate::evidence::RequestRecord,
-    e: &audit::EventView,
-    both: String,
-) {
+fn webhook_call_timing_agrees(g: &mut G<'_>, q: &Req<'_>, e: &audit::EventView, both: String) {
+    let r = q.r;
     use super::bounds::{call_inside_request_ms, deny_call_max_ms, timeout_window_ms};
-    let (open, timeout_seconds) = (!e.failed_open().is_empty(), c.timeout_seconds);
-    let froze = timeout_seconds.is_some_and(|t| super::bounds::timeout_inside_freeze(c.ev, r, t));
+    let (open, timeout_seconds) = (!e.failed_open().is_empty(), q.timeout_seconds);
+    let froze = timeout_seconds.is_some_and(|t| super::bounds::timeout_inside_freeze(q.ev, r, t));
     let timed_out = r.outcome == Outcome::WebhookTimeout || (open && froze);
     let timeout_or_deny = matches!(r.outcome, Outcome::WebhookTimeout | Outcome::ExplicitDeny);
-    let called = call_of_the_hook_failed(c, r) || open || timeout_or_deny;
-    let subject = format!("{at} webhook-latency");
+    let called = call_of_the_hook_failed(q) || open || timeout_or_deny;
+    let subject = format!("{} webhook-latency", q.at);
     let inside = call_inside_request_ms(r.elapsed_ms);
     let window = timeout_seconds.map(timeout_window_ms);
     let in_window = |ms: f64| window.is_some_and(|(lo, hi)| ms >= lo as f64 && ms < hi as f64);

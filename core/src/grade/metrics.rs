@@ -170,20 +170,13 @@ fn no_call_while_unregistered(g: &mut G<'_>, c: &Counted<'_>, ev: &Evidence) {
     });
 }
 
-/// Rules 2-5, each a counter of `H` (a metric, with the labels of its series) that moved by
-/// as many as the act's requests it counts ([`Counted::count`]):
-/// - 2, `calling-webhook-error`: `rejection_count{error_type="calling_webhook_error"}`, the
-///   requests whose verbatim answer says calling `H` failed (a timeout, and equally no endpoints or
-///   a refused connection, e.g. lab A act 6's probes while Kyverno's new pod is not yet Ready):
-///   under Fail each failed call is one rejection;
-/// - 3, `fail-open`: `fail_open_count`, the target requests stored while `H` is an Ignore webhook
-///   (the registration's recorded failurePolicy, [`policy_is_ignore`]); under Fail none;
-/// - 4, `explicit-deny`: `rejection_count{error_type="no_error"}`, the `explicit-deny` requests;
-///   with `rejection_code=c`, those answered with the HTTP status `c`, for each `c` of
-///   [`crate::classify::EXPLICIT_DENY_STATUSES`] (the one table of what a deny is) and of the
-///   denies' own statuses (so no `no_error` rejection of `H` moved for anything else);
-/// - 5, `one-call-per-target-request`: `request_total`, the target-namespace requests, where every
-///   target request calls `H` ([`calls_are_the_target_requests`]).
+/// Rules 2-5 (module docs), each a counter of `H` (a metric, with the labels of its series) that
+/// moved by as many as the act's requests it counts ([`Counted::count`]): `calling-webhook-error`
+/// (a timeout, and equally no endpoints or a refused connection, e.g. lab A act 6's probes while
+/// Kyverno's new pod is not yet Ready), `fail-open` (Ignore as the registration's recorded
+/// failurePolicy, [`policy_is_ignore`]), `explicit-deny` (per status `c` of the one table of what a
+/// deny is and of the denies' own statuses, so no other `no_error` rejection of `H` moved),
+/// `one-call-per-target-request` ([`calls_are_the_target_requests`]).
 fn counters_moved_by_their_requests(g: &mut G<'_>, c: &Counted<'_>, ev: &Evidence) {
     let (hook, ignore) = (c.hook, policy_is_ignore(g, ev));
     let failed = |r: &RequestRecord| r.message.as_deref().and_then(parse_call_failure);

@@ -312,28 +312,44 @@ fn transitions_of(count: Option<u64>, holder: Option<&str>) -> Option<u64> {
 }
 
 /// Every Lease read of the acts up to `g.act`: facts objects with `holder` and
-/// `lease_transitions` (named by `name`, else the lab's Lease `kyverno`) read at their `at`, and
-/// raw `Lease` objects read at the nearest `at` around them.
+/// `lease_transitions` (named by `name`, else the lab's Lease `kyverno`) read at their own `at`
+/// (outside the audit and metrics records), and raw `Lease` objects read at the nearest `at`
+/// around them.
 fn lease_reads(g: &G) -> Vec<LeaseRead> {
     let mut out = Vec::new();
     for (act, doc) in read_evidence(g.input, ..=g.act) {
         let file = ev_name(*act);
-        facts_leases(*act, &doc.value["facts"], "facts", &file, &mut out);
-        for_each_read(&doc.value, false, &mut |path, _, v, at, _| {
-            if v["kind"] != "Lease" {
+        for_each_read(&doc.value, true, &mut |path, k, v, at, _| {
+            let raw = !path.starts_with("facts");
+            let (spec, lease, at) = if raw {
+                let lease = v["metadata"]["name"].as_str().unwrap_or("");
+                (&v["spec"], lease, at.filter(|_| v["kind"] == "Lease"))
+            } else if k.is_some_and(super::is_witness_record) {
+                return false;
+            } else {
+                let read = v.get("holder").is_some() && v.get("lease_transitions").is_some();
+                let lease = v["name"].as_str();
+                let lease = lease.unwrap_or(crate::rules::common::KYVERNO_NAMESPACE);
+                (v, lease, time_of(v, "at").filter(|_| read))
+            };
+            let Some(at) = at else {
                 return true;
-            }
-            let (spec, holder) = (&v["spec"], v["spec"]["holderIdentity"].as_str());
-            out.extend(at.map(|at| LeaseRead {
+            };
+            // The raw `spec`'s field, else the facts copy's.
+            let field = |raw_key, facts_key| &spec[if raw { raw_key } else { facts_key }];
+            let holder = field("holderIdentity", "holder").as_str();
+            let time = |r, f| field(r, f).as_str().and_then(parse_rfc3339);
+            let count = field("leaseTransitions", "lease_transitions").as_u64();
+            out.push(LeaseRead {
                 act: *act,
                 at,
                 witness: format!("{file} {path}"),
-                lease: v["metadata"]["name"].as_str().unwrap_or("").to_owned(),
+                lease: lease.to_owned(),
                 holder: holder.map(str::to_owned),
-                acquire: time_of(spec, "acquireTime"),
-                renew: time_of(spec, "renewTime"),
-                transitions: transitions_of(spec["leaseTransitions"].as_u64(), holder),
-            }));
+                acquire: time("acquireTime", "acquire_time"),
+                renew: time("renewTime", "renew_time"),
+                transitions: transitions_of(count, holder),
+            });
             false
         });
     }
@@ -375,30 +391,6 @@ fn for_each_read<'v>(
             visit(p, k, v, at, kind).then_some((at, items))
         });
     }
-}
-
-fn facts_leases(act: u8, v: &Value, path: &str, file: &str, out: &mut Vec<LeaseRead>) {
-    walk(v, &mut path.to_owned(), None, (), &mut |p, k, x, ()| {
-        let text = |k: &str| x.get(k).and_then(Value::as_str);
-        let witness = k.is_some_and(super::is_witness_record);
-        let read = x.get("holder").is_some() && x.get("lease_transitions").is_some();
-        let Some(at) = time_of(x, "at").filter(|_| read && !witness) else {
-            return (!witness).then_some(());
-        };
-        let lease = text("name").unwrap_or(crate::rules::common::KYVERNO_NAMESPACE);
-        let count = x.get("lease_transitions").and_then(Value::as_u64);
-        out.push(LeaseRead {
-            act,
-            at,
-            witness: format!("{file} {p}"),
-            lease: lease.to_owned(),
-            holder: text("holder").map(str::to_owned),
-            acquire: time_of(x, "acquire_time"),
-            renew: time_of(x, "renew_time"),
-            transitions: transitions_of(count, text("holder")),
-        });
-        None
-    });
 }
 
 /// What two reads of one Lease contradict, `a` read no later than `b` (by more than the
@@ -633,17 +625,17 @@ pub(crate) fn replica_counters_account_for_the_calls(g: &mut G, ev: &Evidence) {
     let Some(rows) = ev.facts.get("replica_requests").and_then(Value::as_array) else {
         return;
     };
-    let (mut moved, mut reset) = (0u64, false);
+    // The pod the act froze (`facts.target_pod`), whose counter alone may reset with a restart.
+    let frozen_pod = ev.facts["target_pod"].as_str();
+    let (mut moved, mut reset, mut kept, mut other_reset) = (0u64, false, 0u64, false);
     for r in rows {
         let (Some(b), Some(a)) = (r["before"].as_u64(), r["after"].as_u64()) else {
             return; // the shape is the act's own rules' (facts-invalid)
         };
-        if a < b {
-            reset = true;
-            moved += a;
-        } else {
-            moved += a - b;
-        }
+        let other = r["pod"].as_str() != frozen_pod;
+        (reset, other_reset) = (reset || a < b, other_reset || (other && a < b));
+        moved += if a < b { a } else { a - b };
+        kept += if other && a >= b { a - b } else { 0 };
     }
     let window = counters_window(ev);
     let (mut answered, mut calls) = (0u64, 0u64);
@@ -655,9 +647,23 @@ pub(crate) fn replica_counters_account_for_the_calls(g: &mut G, ev: &Evidence) {
             calls += 1;
         }
     }
-    // A counter reset loses what it counted; the calls answered while the reset replica was
-    // frozen were answered by the others, whose counters kept them.
-    let during = frozen_replica_answered(ev, rows, window);
+    // A frozen process answers nothing: the calls answered inside the freeze
+    // (`facts.freeze.frozen_at`..`resumed_at`) and the counters' window were answered, and
+    // counted, by the other replicas, whether or not the frozen one's counter reset with a
+    // restart; unless one of the others reset too.
+    let freeze = (
+        time_of(&ev.facts["freeze"], "frozen_at"),
+        time_of(&ev.facts["freeze"], "resumed_at"),
+    );
+    let during = match (frozen_pod, freeze, window) {
+        (Some(_), (Some(frozen), Some(resumed)), Some((from, to))) if !other_reset => {
+            let inside = |r: &RequestRecord| within(r, from.max(frozen), to.min(resumed));
+            let calls = target_calls(ev).into_iter();
+            let answered = calls.filter(|r| answered_call(r) && inside(r));
+            Some((answered.count() as u64, kept))
+        }
+        _ => None,
+    };
     let ok = moved <= calls
         && (reset || answered <= moved)
         && during.is_none_or(|(answered, kept)| answered <= kept);
@@ -681,41 +687,6 @@ fn counters_window(ev: &Evidence) -> Option<(Time, Time)> {
     let from = reads("replica-metrics-before:").into_iter().max()?;
     let to = reads("replica-metrics-after:").into_iter().min()?;
     Some((from, to))
-}
-
-/// For an act that froze one replica of several (`facts.target_pod`): how many of the act's
-/// target-namespace calls were answered (a deny, a pod stored in under 1 s) inside the freeze
-/// (`facts.freeze.frozen_at`..`resumed_at`) and the counters' window, and how far the other
-/// replicas' counters moved. A frozen process answers nothing, so those calls were answered, and
-/// counted, by the others, whether or not the frozen one's counter reset with a restart. `None`
-/// when the act froze no replica or a replica that was not frozen reset its counter.
-fn frozen_replica_answered(
-    ev: &Evidence,
-    rows: &[Value],
-    window: Option<(Time, Time)>,
-) -> Option<(u64, u64)> {
-    let target = ev.facts["target_pod"].as_str()?;
-    let frozen = (
-        time_of(&ev.facts["freeze"], "frozen_at")?,
-        time_of(&ev.facts["freeze"], "resumed_at")?,
-    );
-    let (mut kept, mut other_reset) = (0u64, false);
-    for r in rows {
-        let (b, a) = (r["before"].as_u64()?, r["after"].as_u64()?);
-        match (a < b, r["pod"].as_str() == Some(target)) {
-            (true, false) => other_reset = true,
-            (false, false) => kept += a - b,
-            _ => {}
-        }
-    }
-    if other_reset {
-        return None;
-    }
-    let (from, to) = window?;
-    let inside = |r: &RequestRecord| within(r, from.max(frozen.0), to.min(frozen.1));
-    let calls = target_calls(ev).into_iter();
-    let answered = calls.filter(|r| answered_call(r) && inside(r));
-    Some((answered.count() as u64, kept))
 }
 
 /// The act's requests that may call the webhook, each once (a request quoted twice, as
