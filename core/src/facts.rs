@@ -7,8 +7,9 @@
 //! GET). Objects copied from the API server (`serde_json::Value`) are verbatim.
 //!
 //! Acts 1-2 are the same in every lab ([`Act1Facts`], [`Act2Facts`]) and act 3 in labs A and B
-//! ([`Act3Facts`]); acts 4-8 are in [`b`] (freeze) and [`a`] (scale-down); lab C's acts 3-7 in [`c`]. These types may gain fields; existing fields keep their
-//! names and meaning (unknown fields are tolerated when reading, so graders stay readable).
+//! ([`Act3Facts`]); acts 4-7 are in [`b`] (freeze) and [`a`] (scale-down), lab C's 3-7 in [`c`].
+//! Types may gain fields; existing ones keep their names and meaning (unknown fields are tolerated
+//! when reading, so graders stay readable).
 
 use std::collections::BTreeMap;
 
@@ -51,10 +52,8 @@ pub struct ObjectRef {
     pub uid: String,
 }
 
-/// One GET of a pod by name: whether it exists and, if so, its UID and phase.
-///
-/// "Existing pod survives" means: `exists`, the same `uid` as act 3's `existing`, and
-/// `phase == "Running"`. A new pod with the same name is not survival.
+/// One GET of a pod by name: whether it exists and, if so, its UID and phase (act 3's pod survives
+/// as [`crate::rules::common::same_uid_running`] says).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PodObservation {
     /// Pod name.
@@ -501,12 +500,9 @@ pub mod a {
             }
         }
 
-        /// The last check that did not yet see the step: the RFC 3339 time that `last_seen`
-        /// begins with (act 6 writes `"<time> <state>"`). `None` when the step was already
-        /// there at the first check (no earlier check) or `last_seen` does not begin with a time.
-        ///
-        /// A confirmed step was polled, so it happened in `(last_check_before, at]`: `at` is when
-        /// a check first saw it, not when it happened.
+        /// The last check that did not yet see the step (so it happened in `(this, at]`): the
+        /// RFC 3339 time that `last_seen` begins with (act 6 writes `"<time> <state>"`). `None`
+        /// when the step was already there at the first check or `last_seen` has no time first.
         pub fn last_check_before(&self) -> Option<chrono::DateTime<chrono::Utc>> {
             let first = self.last_seen.as_deref()?.split_whitespace().next()?;
             super::parse_rfc3339(first)

@@ -111,6 +111,11 @@ impl InputFile {
     /// (`check_bound_fields`). `policy-ignore.json` is bound to `policy.json` as a whole, not field by
     /// field.
     pub fn bound_fields(self) -> &'static [(&'static str, Source)] {
+        const PLAN: &[(&str, Source)] = &[
+            ("$.node_uid", Source::NodeUid),
+            ("$.deployment_uid", Source::DeploymentUid),
+            ("$.evidence_sha256", Source::Digest(3)),
+        ];
         match self {
             InputFile::Scope => &[
                 ("$.node_uid", Source::NodeUid),
@@ -124,15 +129,9 @@ impl InputFile {
                 ),
             ],
             InputFile::Policy | InputFile::PolicyIgnore => &[],
-            InputFile::HaPlan => &[
-                ("$.node_uid", Source::NodeUid),
-                ("$.deployment_uid", Source::DeploymentUid),
-            ],
-            InputFile::FreezePlan | InputFile::FreezePlanC | InputFile::ScalePlan => &[
-                ("$.node_uid", Source::NodeUid),
-                ("$.deployment_uid", Source::DeploymentUid),
-                ("$.evidence_sha256", Source::Digest(3)),
-            ],
+            // `ha-plan.json` has the other plans' fields but the digest.
+            InputFile::HaPlan => &PLAN[..2],
+            InputFile::FreezePlan | InputFile::FreezePlanC | InputFile::ScalePlan => PLAN,
             InputFile::Recovery | InputFile::RecoveryC => &[
                 ("$.policy_uid", Source::PolicyUid),
                 ("$.ignore_evidence_sha256", Source::Digest(6)),
@@ -868,23 +867,10 @@ pub struct ReportC {
 // ---------------------------------------------------------------------------------------------
 // Validation.
 
-/// A student input type: its file, and the checks that need a [`Context`].
+/// A student input type, and its file.
 pub trait StudentInput: Sized + Serialize + DeserializeOwned + JsonSchema {
     /// Which file this type is.
     const FILE: InputFile;
-
-    /// Checks values of the raw file against the context (cluster and evidence); pushes one issue
-    /// per mismatch. Entries missing from the context, and values of the wrong shape, are not
-    /// checked (the shape check names those). By default: the file's
-    /// [`InputFile::bound_fields`], read from `raw` (`check_bound_fields`), and for
-    /// `policy-ignore.json` its equality with `policy.json` but `spec.failurePolicy`
-    /// (`check_as_in_policy`).
-    fn check_context(raw: &serde_json::Value, ctx: &Context, issues: &mut Vec<InputIssue>) {
-        check_bound_fields(Self::FILE, raw, ctx, issues);
-        if Self::FILE == InputFile::PolicyIgnore {
-            check_as_in_policy(raw, ctx, issues);
-        }
-    }
 }
 
 /// Checks each of `file`'s bound fields ([`InputFile::bound_fields`]) in `raw` against the
@@ -915,18 +901,11 @@ fn check_bound_fields(
             Source::PolicyUid => ctx.policy_uid.as_ref(),
             Source::Digest(act) => ctx.evidence_digests.get(&act),
         };
-        if let Some(expected) = expected
-            && expected != found
-        {
-            let (expected, found) = (
-                said::bound(expected, source),
-                said::json(format!("{found:?}")),
-            );
-            let issue = said_issue(file, path, expected, found);
-            issues.push(InputIssue {
-                mismatch: Some(source),
-                ..issue
-            });
+        if let Some(expected) = expected.filter(|e| *e != found) {
+            let found = said::json(format!("{found:?}"));
+            let issue = said_issue(file, path, said::bound(expected, source), found);
+            let mismatch = Some(source);
+            issues.push(InputIssue { mismatch, ..issue });
         }
     }
 }
@@ -979,15 +958,20 @@ fn check_as_in_policy(raw: &serde_json::Value, ctx: &Context, issues: &mut Vec<I
 
 /// Parses and validates one input of type `T` from its JSON, reporting every problem of the file
 /// at once: first its shape against the file's JSON Schema ([`schema`]: members, fixed values,
-/// patterns, JSON types, array lengths; every failing place, see `shape`), then the context checks
-/// ([`StudentInput::check_context`]) on the places the shape check did not already flag.
+/// patterns, JSON types, array lengths; every failing place, see `shape`), then against the
+/// [`Context`] (`check_bound_fields`; `policy-ignore.json` also `check_as_in_policy`), one issue per
+/// mismatch on the places the shape check did not already flag; what the context lacks is not
+/// checked.
 ///
 /// Errors: [`LabError::InputInvalid`] with every issue found (shape issues in schema order, then
 /// context issues).
 pub fn parse<T: StudentInput>(value: &serde_json::Value, ctx: &Context) -> Result<T, LabError> {
     let mut issues = shape::issues(T::FILE, &schema(T::FILE), value);
     let mut context = Vec::new();
-    T::check_context(value, ctx, &mut context);
+    check_bound_fields(T::FILE, value, ctx, &mut context);
+    if T::FILE == InputFile::PolicyIgnore {
+        check_as_in_policy(value, ctx, &mut context);
+    }
     // A place whose shape is wrong is named once, by the shape check.
     let flagged = |p: &str| {
         issues.iter().any(|i: &InputIssue| {
@@ -1003,24 +987,22 @@ pub fn parse<T: StudentInput>(value: &serde_json::Value, ctx: &Context) -> Resul
         return Err(issues.into());
     }
     // The schema and the types accept the same files (`shape_and_types_agree` in the unit tests);
-    // should they ever differ, serde's first error is still reported, never a silent pass.
-    serde_path_to_error::deserialize(value).map_err(|e| vec![deserialize_issue(T::FILE, &e)].into())
+    // should they ever differ, serde's first error is still reported (at its JSON path), never a
+    // silent pass.
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let (path, found) = (json_path(e.path()), e.inner().to_string());
+        vec![issue(T::FILE, &path, "a valid value", found)].into()
+    })
 }
 
 /// The JSON Schema (draft 2020-12) of `file`, generated from the same types that validate it.
 /// Unknown fields appear as `additionalProperties: false`, fixed values as `const`/`enum`.
 pub fn schema(file: InputFile) -> serde_json::Value {
     let mut v = type_schema(file).to_value();
-    if let Some(obj) = v.as_object_mut() {
-        let title = match file {
-            InputFile::Policy | InputFile::PolicyIgnore => file.file_name(),
-            other => obj
-                .get("title")
-                .and_then(|t| t.as_str())
-                .unwrap_or(other.file_name()),
-        }
-        .to_owned();
-        obj.insert("title".into(), title.into());
+    // Every other type names its file in `#[schemars(title)]`; the generic policy type cannot, and
+    // schemars titles it by its type name.
+    if let InputFile::Policy | InputFile::PolicyIgnore = file {
+        v["title"] = file.file_name().into();
     }
     v
 }
@@ -1033,53 +1015,6 @@ fn abbreviate(v: &serde_json::Value) -> String {
     } else {
         s
     }
-}
-
-/// Turns a deserialisation error into an issue: JSON path, expected, found.
-fn deserialize_issue(
-    file: InputFile,
-    e: &serde_path_to_error::Error<serde_json::Error>,
-) -> InputIssue {
-    let mut path = json_path(e.path());
-    let msg = e.inner().to_string();
-    // The name between the first two backticks of `s`, else all of `s`.
-    let tick = |s: &str| {
-        let name = s.split_once('`').and_then(|(_, r)| r.split_once('`'));
-        name.map_or(s, |(n, _)| n).to_owned()
-    };
-    let (expected, found) = if let Some(rest) = msg.strip_prefix("missing field ") {
-        let name = tick(rest);
-        path = push_key(&path, &name);
-        (format!("field {name:?}"), "nothing".to_owned())
-    } else if let Some(rest) = msg.strip_prefix("unknown field ") {
-        let name = tick(rest);
-        if !path.ends_with(&push_key("", &name)) {
-            path = push_key(&path, &name);
-        }
-        let allowed = rest
-            .split_once(", expected ")
-            .map(|(_, a)| a.replace('`', "\""));
-        let allowed = allowed.unwrap_or_default();
-        let found = format!("field {name:?}");
-        (format!("no field {name:?} (allowed: {allowed})"), found)
-    } else if let Some(rest) = msg.strip_prefix("expected ") {
-        let (exp, found) = rest
-            .rsplit_once(", found ")
-            .unwrap_or((rest, "another value"));
-        (exp.to_owned(), found.to_owned())
-    } else if let Some((found, exp)) = msg.split_once(", expected ") {
-        let prefixes = ["invalid type: ", "invalid value: ", "invalid length "];
-        let found = prefixes.iter().fold(found, |f, p| f.trim_start_matches(p));
-        let exp = exp.strip_prefix("struct ").map_or(exp, |_| "a JSON object");
-        let elements = msg.starts_with("invalid length ").then_some(" elements");
-        (
-            exp.to_owned(),
-            format!("{found}{}", elements.unwrap_or_default()),
-        )
-    } else {
-        ("a valid value".to_owned(), msg.clone())
-    };
-    issue(file, &path, expected, found)
 }
 
 /// First place where `found` differs from `expected`: (JSON path, expected, found) as JSON texts.
