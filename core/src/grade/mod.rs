@@ -565,16 +565,14 @@ impl<'a> G<'a> {
             let sub = format!("{name} started_at/finished_at");
             self.times_ordered(&sub, &ev.started_at, &ev.finished_at);
             for (file_name, recorded) in &ev.inputs {
-                let file = InputFile::from_name(self.lab, file_name);
-                if file.is_some_and(|f| !self.input.inputs.contains_key(&f)) {
+                let current =
+                    InputFile::from_name(self.lab, file_name).map(|f| self.input.inputs.get(&f));
+                if current.is_some_and(|c| c.is_none()) {
                     // A missing file is input-missing, not also a changed one.
-                    self.checks += 1;
-                    self.flag(InputMissing, file_name.clone(), "");
+                    self.check(false, InputMissing, file_name.clone(), String::new);
                     continue;
                 }
-                let current = file
-                    .and_then(|f| self.input.inputs.get(&f))
-                    .and_then(|v| v.as_ref().ok());
+                let current = current.flatten().and_then(|v| v.as_ref().ok());
                 let now = current.map(crate::digest::digest_value);
                 let ok = now.as_deref() == Some(recorded.as_str());
                 self.check(ok, InputChanged, file_name.clone(), || {
@@ -590,19 +588,18 @@ impl<'a> G<'a> {
     pub(crate) fn facts<T: DeserializeOwned>(&mut self, act: u8) -> Option<T> {
         let ev = self.evidence(act)?;
         self.checks += 1;
-        match serde_json::from_value::<T>(ev.facts.clone()) {
-            Ok(f) => Some(f),
-            Err(e) => {
-                let detail =
-                    if ev.facts.is_null() || ev.facts.as_object().is_some_and(|o| o.is_empty()) {
-                        format!("facts is empty ({e})")
-                    } else {
-                        e.to_string()
-                    };
-                self.flag(FactsInvalid, format!("{} facts", ev_name(act)), detail);
-                None
-            }
-        }
+        let e = match serde_json::from_value::<T>(ev.facts.clone()) {
+            Ok(f) => return Some(f),
+            Err(e) => e.to_string(),
+        };
+        let empty = ev.facts.is_null() || ev.facts.as_object().is_some_and(|o| o.is_empty());
+        let detail = if empty {
+            format!("facts is empty ({e})")
+        } else {
+            e
+        };
+        self.flag(FactsInvalid, format!("{} facts", ev_name(act)), detail);
+        None
     }
 
     /// A student input validated against `ctx` (flags input-missing / input-invalid).
@@ -642,17 +639,13 @@ impl<'a> G<'a> {
     pub(crate) fn required_input_value(&mut self, file: InputFile) -> Option<serde_json::Value> {
         let name = file.file_name();
         self.checks += 1;
-        match self.input.inputs.get(&file) {
-            None => {
-                self.flag(InputMissing, name, "");
-                None
-            }
-            Some(Err(e)) => {
-                self.flag(InputInvalid, name, e.clone());
-                None
-            }
-            Some(Ok(v)) => Some(v.clone()),
-        }
+        let (code, why) = match self.input.inputs.get(&file) {
+            Some(Ok(v)) => return Some(v.clone()),
+            Some(Err(e)) => (InputInvalid, e.clone()),
+            None => (InputMissing, String::new()),
+        };
+        self.flag(code, name, why);
+        None
     }
 
     /// The input context of a file that quotes the evidence of `acts` (a lab report, act 8; a plan,
@@ -729,14 +722,14 @@ impl<'a> G<'a> {
         let (msg, verdict) = (msg.unwrap_or(""), MARKERS.text());
         // A deny the answer does not make a verdict of the policy's.
         let not_a_verdict = r.outcome == Outcome::ExplicitDeny && derived != Outcome::ExplicitDeny;
-        let special = if r.outcome == Outcome::Stored
+        let (code, why) = if r.outcome == Outcome::Stored
             && !(r.get.exists && r.get.uid.as_deref().is_some_and(|u| !u.is_empty()))
         {
             let why = format!("get.exists={}, get.uid={:?}", r.get.exists, r.get.uid);
-            Some((StoredWithoutUid, why))
+            (StoredWithoutUid, why)
         } else if not_a_verdict && derived == Outcome::AlreadyExists {
             let why = format!("HTTP {} {:?}: {msg}", r.http_status, r.reason);
-            Some((AlreadyExistsCountedAsDeny, why))
+            (AlreadyExistsCountedAsDeny, why)
         } else if not_a_verdict
             && crate::classify::parse_deny(msg)
                 .is_some_and(|d| d.verdict.contains(&MARKERS.error_prefix()))
@@ -744,14 +737,11 @@ impl<'a> G<'a> {
             let why = format!(
                 "message {msg:?} is Kyverno's evaluation error, not the verdict {verdict:?}"
             );
-            Some((DenyIsEvaluationError, why))
+            (DenyIsEvaluationError, why)
         } else if not_a_verdict && msg.contains("denied the request") {
             let why = format!("message {msg:?} does not carry the policy's verdict {verdict:?}");
-            Some((DenyWithoutMarker, why))
+            (DenyWithoutMarker, why)
         } else {
-            None
-        };
-        let Some((code, why)) = special else {
             self.check(derived == r.outcome, OutcomeContradictsAnswer, subject, || {
                 let (was, status, exists, is) = (r.outcome.as_str(), r.http_status, r.get.exists, derived.as_str());
                 format!("recorded {was}, but HTTP {status} {reason:?} {msg:?} with get.exists={exists} says {is}")
@@ -904,27 +894,25 @@ impl<'a> G<'a> {
     }
 
     /// As [`Self::request`], and a `webhook-timeout` (or a request admitted after a failed call
-    /// under Ignore, `waited_for_timeout`) must have taken `timeout_seconds` (the live
-    /// registration's), within [`bounds::timeout_window_ms`]: not sooner, and not so much later
+    /// under Ignore, `waited_for_timeout`) must have taken `t` seconds (the live registration's
+    /// `timeoutSeconds`), within [`bounds::timeout_window_ms`]: not sooner, and not so much later
     /// that another timeout could have fired.
     pub(crate) fn request_timed(
         &mut self,
         subject: &str,
         r: &RequestRecord,
         expect: &[Outcome],
-        timeout_seconds: u32,
+        t: u32,
         waited_for_timeout: bool,
     ) {
         self.request(subject, r, expect);
         if r.outcome == Outcome::WebhookTimeout || waited_for_timeout {
-            let ((lo, hi), ms) = (bounds::timeout_window_ms(timeout_seconds), r.elapsed_ms);
+            let ((lo, hi), ms) = (bounds::timeout_window_ms(t), r.elapsed_ms);
             self.check(ms >= lo, TimeoutTooFast, subject, || {
-                format!(
-                    "answered after {ms} ms; timeoutSeconds is {timeout_seconds} (at least {lo} ms)"
-                )
+                format!("answered after {ms} ms; timeoutSeconds is {t} (at least {lo} ms)")
             });
             self.check(ms < hi, TimeoutTooSlow, subject, || {
-                format!("answered after {ms} ms; timeoutSeconds is {timeout_seconds}, so the answer must come before {hi} ms (bounds::TIMEOUT_LATE_MS)")
+                format!("answered after {ms} ms; timeoutSeconds is {t}, so the answer must come before {hi} ms (bounds::TIMEOUT_LATE_MS)")
             });
         }
     }
@@ -1040,34 +1028,40 @@ const NOT_OBSERVATION_SUBTREES: &[&str] = &[
 /// inside the act, `[started_at, finished_at]` of its evidence (± [`bounds::CLOCK_SKEW_MS`]): the
 /// act observed it while it ran. One exception: lab A act 6's `replicas_restored.at`, the
 /// restorer's own record of the restore, which may predate act 6 (the watcher restores at its
-/// deadline whether or not act 6 runs). Flags [`Code::TimesInconsistent`] on the field's path.
+/// deadline whether or not act 6 runs). Nothing when the span does not parse ([`G::evidence`]
+/// flagged the act's own times). Flags [`Code::TimesInconsistent`] on the field's path.
 fn times_inside_the_act(g: &mut G, ev: &Evidence) {
-    let mut found = Vec::new();
-    observation_times(&ev.facts, "facts", &mut found);
+    let (from, to, parse) = (&ev.started_at, &ev.finished_at, facts::parse_rfc3339);
+    let (Some(start), Some(end)) = (parse(from), parse(to)) else {
+        return;
+    };
+    let (mut found, mut path) = (Vec::new(), "facts".to_owned());
+    walk(&ev.facts, &mut path, None, (), &mut |p, k, x, ()| {
+        let k = k.unwrap_or_default();
+        if NOT_OBSERVATION_SUBTREES.contains(&k) {
+            // The tool's own read time of a verbatim object (`policy.at`) is an observation of
+            // the act, unlike the object's timestamps.
+            let at = x.get("at").and_then(|t| t.as_str());
+            found.extend(at.map(|t| (format!("{p}.at"), t)));
+            return None;
+        }
+        let t = x.as_str().filter(|_| OBSERVATION_TIMES.contains(&k));
+        found.extend(t.map(|t| (p.to_owned(), t)));
+        Some(())
+    });
     let raw = ev.raw.iter().enumerate();
-    let raw = raw.filter_map(|(i, r)| Some((format!("raw[{i}].at"), r.get("at")?.as_str()?)));
-    found.extend(raw.map(|(p, t)| (p, t.to_owned())));
+    found.extend(raw.filter_map(|(i, r)| Some((format!("raw[{i}].at"), r.get("at")?.as_str()?))));
+    let skew = chrono::Duration::milliseconds(bounds::CLOCK_SKEW_MS as i64);
     for (path, t) in found {
         if g.lab == Lab::A && g.act == 6 && path == "facts.replicas_restored.at" {
             continue;
         }
-        inside_the_act(g, ev, format!("{} {path}", ev_name(g.act)), &t);
+        let ok = parse(t).is_some_and(|x| x >= start - skew && x <= end + skew);
+        let sub = format!("{} {path}", ev_name(g.act));
+        g.check(ok, TimesInconsistent, sub, || {
+            format!("{t:?} is not inside the act ({from} .. {to})")
+        });
     }
-}
-
-/// Checks that `t` lies inside the act's span, `[started_at, finished_at]` of `ev` (±
-/// [`bounds::CLOCK_SKEW_MS`]); nothing when the span does not parse ([`G::evidence`] flagged
-/// the act's own times). Flags [`Code::TimesInconsistent`] on `subject`.
-pub(crate) fn inside_the_act(g: &mut G, ev: &Evidence, subject: String, t: &str) {
-    let (from, to) = (&ev.started_at, &ev.finished_at);
-    let (Some(start), Some(end)) = (facts::parse_rfc3339(from), facts::parse_rfc3339(to)) else {
-        return;
-    };
-    let skew = chrono::Duration::milliseconds(bounds::CLOCK_SKEW_MS as i64);
-    let ok = facts::parse_rfc3339(t).is_some_and(|x| x >= start - skew && x <= end + skew);
-    g.check(ok, TimesInconsistent, subject, || {
-        format!("{t:?} is not inside the act ({from} .. {to})")
-    });
 }
 
 /// Walks `v` depth first, itself first, then an object's values in key order and an array's
@@ -1124,23 +1118,6 @@ pub(super) fn request_values<'v>(
     });
 }
 
-/// Collects (path, time) of every [`OBSERVATION_TIMES`] string under `v`.
-fn observation_times(v: &serde_json::Value, path: &str, out: &mut Vec<(String, String)>) {
-    walk(v, &mut path.to_owned(), None, (), &mut |p, k, x, ()| {
-        let k = k.unwrap_or_default();
-        let t = x.as_str().filter(|_| OBSERVATION_TIMES.contains(&k));
-        if NOT_OBSERVATION_SUBTREES.contains(&k) {
-            // The tool's own read time of a verbatim object (`policy.at`) is an observation of
-            // the act, unlike the object's timestamps.
-            let at = x.get("at").and_then(|t| t.as_str());
-            out.extend(at.map(|t| (format!("{p}.at"), t.to_owned())));
-            return None;
-        }
-        out.extend(t.map(|t| (p.to_owned(), t.to_owned())));
-        Some(())
-    });
-}
-
 /// Checks `expected == found` for each `(field, expected, found)`, flagging `code` on
 /// `s.<field>`: the rows of a rule that holds several fields to their values.
 pub(crate) fn fields_are<F: std::fmt::Display, T: PartialEq + std::fmt::Debug>(
@@ -1193,10 +1170,9 @@ pub(crate) fn fact_service(h: &facts::WebhookFacts) -> Option<ServiceRef<'_>> {
 
 pub(crate) fn abbreviate(v: &serde_json::Value) -> String {
     let s = v.to_string();
-    if s.chars().count() > 160 {
-        format!("{}…", s.chars().take(160).collect::<String>())
-    } else {
-        s
+    match s.char_indices().nth(160) {
+        Some((end, _)) => format!("{}…", &s[..end]),
+        None => s,
     }
 }
 
@@ -1236,13 +1212,10 @@ pub(crate) fn request_is_the_pod_meant(g: &mut G, sub: &str, r: &RequestRecord, 
         let found = r.namespace.as_str();
         g.expect_eq(ValueMismatch, format!("{sub}.namespace"), ns, found);
     }
-    if let Some(l) = labelled {
-        let found = has_env_label(r);
-        g.expect_eq(ValueMismatch, format!("{sub}.labels"), l, found);
-    }
-    if let Some(d) = dry_run {
-        g.expect_eq(ValueMismatch, format!("{sub}.dry_run"), d, r.dry_run);
-    }
+    let (label, dry) = (has_env_label(r), r.dry_run);
+    let rows = [("labels", labelled, label), ("dry_run", dry_run, dry)];
+    let rows = rows.into_iter().filter_map(|(f, e, x)| Some((f, e?, x)));
+    fields_are(g, ValueMismatch, sub, rows);
 }
 
 /// The act's own rule for a violating pod under failurePolicy Fail (`docs/labs.md`: acts 3, 5,
@@ -1405,29 +1378,28 @@ pub(crate) fn registration_scope(g: &mut G, subject: &str, name: &str, w: &Scope
         let (objects, conditions) = (abbreviate(w.object_selector), abbreviate(w.match_conditions));
         format!("objectSelector {objects} and matchConditions {conditions} let matching pods skip webhook {name:?}; the lab's registration has an empty objectSelector and no matchConditions")
     });
+    // Called for a pod CREATE in the target namespace (the first request), and for none the
+    // policy leaves out.
     let sub = format!("{subject}.rules/namespace_selector");
-    let create = Request::create_pod(TARGET_NAMESPACE);
-    let target = webhook_match(w.rules, w.namespace_selector, &create);
-    g.check(target == Match::Called, RegistrationScope, &sub, || match &target {
-        Match::NotCalled(why) | Match::Unreadable(why) => format!(
-            "webhook {name:?} is not called for CREATE of a v1 pod in {TARGET_NAMESPACE}: {why} (rules {rules}, namespaceSelector {selector})"
-        ),
-        Match::Called => String::new(),
-    });
-    let left_out = [
+    let requests = [
+        Request::create_pod(TARGET_NAMESPACE),
         Request::create_pod(CONTROL_NAMESPACE),
         Request::pod("UPDATE", TARGET_NAMESPACE),
         Request::pod("DELETE", TARGET_NAMESPACE),
         Request::pod("CONNECT", TARGET_NAMESPACE),
     ];
-    for req in left_out {
-        let m = webhook_match(w.rules, w.namespace_selector, &req);
+    for (i, req) in requests.iter().enumerate() {
+        let m = webhook_match(w.rules, w.namespace_selector, req);
+        let ok = matches!((&m, i), (Match::Called, 0) | (Match::NotCalled(_), 1..));
         let ns = req.namespace_labels.values().next().map_or("", |n| n);
-        let op = &req.operation;
-        g.check(matches!(m, Match::NotCalled(_)), RegistrationScope, &sub, || match &m {
-            Match::Unreadable(why) => format!("webhook {name:?}: {why}"),
+        g.check(ok, RegistrationScope, &sub, || match (&m, i) {
+            (Match::NotCalled(why) | Match::Unreadable(why), 0) => format!(
+                "webhook {name:?} is not called for CREATE of a v1 pod in {TARGET_NAMESPACE}: {why} (rules {rules}, namespaceSelector {selector})"
+            ),
+            (Match::Unreadable(why), _) => format!("webhook {name:?}: {why}"),
             _ => format!(
-                "webhook {name:?} is also called for {op} of a pod in {ns}, which the policy leaves out (rules {rules}, namespaceSelector {selector})"
+                "webhook {name:?} is also called for {} of a pod in {ns}, which the policy leaves out (rules {rules}, namespaceSelector {selector})",
+                req.operation
             ),
         });
     }
@@ -1558,12 +1530,10 @@ pub(crate) fn stored_policy_is_the_applied_input(
     let Some(asked) = g.required_input_value(input) else {
         return;
     };
-    let rows = [
-        ("apiVersion", "/apiVersion"),
-        ("kind", "/kind"),
-        ("metadata.name", "/metadata/name"),
-    ];
-    let rows = rows.map(|(field, at)| (field, asked.pointer(at), stored.pointer(at)));
+    let rows = ["apiVersion", "kind", "metadata.name"].map(|field| {
+        let at = format!("/{}", field.replace('.', "/"));
+        (field, asked.pointer(&at), stored.pointer(&at))
+    });
     fields_are(g, ValueMismatch, subject, rows);
     let spec = |v: &serde_json::Value| v.get("spec").cloned().unwrap_or_default();
     let (a, s) = (spec(&asked), spec(stored));
@@ -1620,12 +1590,11 @@ pub(crate) fn act3(g: &mut G) {
     }
     // The existing pod is the good pod, read after it was stored.
     let (good, existing) = (&f.good, &f.existing);
-    let row = (
-        "existing.name",
+    let names = (
         (&good.name, &good.namespace),
         (&existing.name, &existing.namespace),
     );
-    fields_are(g, ValueMismatch, s, [row]);
+    fields_are(g, ValueMismatch, s, [("existing.name", names.0, names.1)]);
     // Act 3 observes one thing after the other (the act in `lab/src/labs/common.rs`): the good
     // pod's create and GET, the violating pod's create and GET, then the existing pod's read.
     let (good, bad) = (f.good.get.at.as_str(), f.bad.get.at.as_str());
@@ -1657,13 +1626,10 @@ pub(crate) fn investigation_against_its_plan<T: StudentInput>(
     };
     g.input::<T>(&ctx);
     let a1 = g.facts::<facts::Act1Facts>(1)?;
+    let (node, deployment) = (a1.node.uid.as_str(), a1.controller_deployment.uid.as_str());
     let rows = [
-        ("node_uid", a1.node.uid.as_str(), node_uid),
-        (
-            "deployment_uid",
-            a1.controller_deployment.uid.as_str(),
-            deployment_uid,
-        ),
+        ("node_uid", node, node_uid),
+        ("deployment_uid", deployment, deployment_uid),
     ];
     fields_are(g, UidMismatch, s, rows);
     Some(a1)
@@ -1689,10 +1655,9 @@ pub(crate) fn pod_of_the_deployment(
 /// than act 3's (kubelet's count only grows), and read after act 3 read it. Flags when act 3's
 /// evidence is unusable (through [`G::facts`]).
 pub(crate) fn existing_pod_survives(g: &mut G, subject: &str, pod: &PodObservation) {
-    let Some(a3) = g.facts::<facts::Act3Facts>(3) else {
-        return;
-    };
-    existing_pod_survives_since(g, subject, &a3.existing, pod);
+    if let Some(a3) = g.facts::<facts::Act3Facts>(3) {
+        existing_pod_survives_since(g, subject, &a3.existing, pod);
+    }
 }
 
 /// [`existing_pod_survives`] against a given act-3 observation `base` (lab C's act 3 has its own
@@ -1703,12 +1668,8 @@ pub(crate) fn existing_pod_survives_since(
     base: &PodObservation,
     pod: &PodObservation,
 ) {
-    let row = (
-        "name",
-        (&base.name, &base.namespace),
-        (&pod.name, &pod.namespace),
-    );
-    fields_are(g, PodReplaced, subject, [row]);
+    let names = ((&base.name, &base.namespace), (&pod.name, &pod.namespace));
+    fields_are(g, PodReplaced, subject, [("name", names.0, names.1)]);
     if let Some(uid) = &base.uid {
         g.existing(subject, pod, uid);
     }
@@ -1721,27 +1682,14 @@ pub(crate) fn existing_pod_survives_since(
     g.times_ordered(&format!("{subject}.at"), &base.at, &pod.at);
 }
 
-/// Checks one claim of `report.json` (`$.<field>`, a string) against the word the lab's report
-/// rule derives from the evidence (`rules::b::report_expectations`, `rules::a::evidence_words`,
-/// the same functions act 8 records its checks with). Flags report-contradicted.
-pub(crate) fn report_claim(g: &mut G, report: &serde_json::Value, field: &str, expected: &str) {
-    g.words.push((field.to_owned(), expected.to_owned()));
-    let found = report.get(field);
-    let ok = found.and_then(|v| v.as_str()) == Some(expected);
-    let sub = format!("report.json $.{field}");
-    g.check(ok, ReportContradicted, sub, || {
-        let found = found.map_or_else(|| "nothing".to_owned(), |v| v.to_string());
-        format!("the report says {found}, the evidence shows {expected:?}")
-    });
-}
-
 /// Act 8 of a lab (its report, `T`): act 8's own record ([`act8_facts`]), `report.json` with the
-/// digests of acts 5-7, and each of its claims ([`report_claim`]) against the word `words`
+/// digests of acts 5-7, and each of its claims (`$.<field>`, a string) against the word `words`
 /// derives from the evidence: the one rule act 8 also records its checks with
 /// (`rules::*::report_expectations`, `rules::a::evidence_words`), so the act and its grader
-/// cannot disagree. The claims are compared even when the report's digests are off (both are
-/// findings); `words` is `None` when an act it reads has no usable facts (flagged by [`G::facts`]).
-/// `report.json` is read once ([`G::required_input_value`]) for all of them.
+/// cannot disagree (flags [`Code::ReportContradicted`]). The claims are compared even when the
+/// report's digests are off (both are findings); `words` is `None` when an act it reads has no
+/// usable facts (flagged by [`G::facts`]). `report.json` is read once
+/// ([`G::required_input_value`]) for all of them.
 pub(crate) fn report_claims_are_the_evidence_words<T, W>(
     g: &mut G,
     words: impl FnOnce(&mut G) -> Option<W>,
@@ -1759,7 +1707,14 @@ pub(crate) fn report_claims_are_the_evidence_words<T, W>(
         return;
     };
     for (field, expected) in words {
-        report_claim(g, &report, field, &expected);
+        let found = report.get(field);
+        let ok = found.and_then(|v| v.as_str()) == Some(expected.as_str());
+        let sub = format!("report.json $.{field}");
+        g.check(ok, ReportContradicted, sub, || {
+            let found = found.map_or_else(|| "nothing".to_owned(), |v| v.to_string());
+            format!("the report says {found}, the evidence shows {expected:?}")
+        });
+        g.words.push((field.to_owned(), expected));
     }
 }
 
