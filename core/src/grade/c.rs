@@ -392,7 +392,7 @@ fn act3_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts
     let d = derive::deployment;
     fact_is_derived_from_raw_record(g, ev, "deployment", &fact, &f.deployment, d, sources);
     lease_is_derived_from(g, ev, "lease", &format!("{s}.lease"), &f.lease);
-    read_between_its_raw_record_and_next(g, &format!("{s}.lease.at"), ev, "lease", &f.lease.at);
+    read_between_its_raw_record_and_next(g, ev, "lease", &format!("{s}.lease"), &f.lease.at);
     metrics_window_lies_between_the_replica_counters(g, s, ev);
     replicas_are_the_raw_pods(g, s, ev, f);
     let sub = format!("{s}.endpoints");
@@ -425,8 +425,7 @@ fn replicas_are_the_raw_pods(g: &mut G, s: &str, ev: &Evidence, f: &Act3Facts) {
     });
     for (i, r) in f.replicas.iter().enumerate() {
         let sub = format!("{s}.replicas[{i}]");
-        let at = format!("{sub}.pod.at");
-        read_between_its_raw_record_and_next(g, &at, ev, "pods", &r.pod.at);
+        read_between_its_raw_record_and_next(g, ev, "pods", &format!("{sub}.pod"), &r.pod.at);
         let Some((k, p)) = derive::pod_named(pods, &r.pod.name).map(|k| (k, &pods[k])) else {
             let missing = format!("pod {} is not in the raw list", r.pod.name);
             g.flag(RawMismatch, sub, missing);
@@ -464,11 +463,11 @@ fn replica_counters_are_the_raw_lines(g: &mut G, s: &str, ev: &Evidence, rows: &
     }
 }
 
-/// An observation made from a raw record (the Lease, the pods) is timed between that record and
-/// the next raw record the act wrote: the act records the answer, derives the fact, then goes on
-/// (`lab/src/labs/c.rs`). Nothing is checked when the act has no such record (the rule that
-/// holds the fact to the record flags it). Flags [`Code::TimesInconsistent`].
-fn read_between_its_raw_record_and_next(g: &mut G, s: &str, ev: &Evidence, what: &str, at: &str) {
+/// An observation `s` made from the raw record `what` (the Lease, the pods) is timed (`at`)
+/// between that record and the next raw record the act wrote: the act records the answer,
+/// derives the fact, then goes on (`lab/src/labs/c.rs`). Nothing is checked when the act has no
+/// such record (the rule that holds the fact to it flags it). Flags times-inconsistent on `s.at`.
+fn read_between_its_raw_record_and_next(g: &mut G, ev: &Evidence, what: &str, s: &str, at: &str) {
     let time = |r: &Value| r["at"].as_str().and_then(facts::parse_rfc3339);
     let Some(i) = ev.raw.iter().position(|r| r["what"] == what) else {
         return;
@@ -478,7 +477,7 @@ fn read_between_its_raw_record_and_next(g: &mut G, s: &str, ev: &Evidence, what:
     };
     let to = ev.raw.get(i + 1).and_then(time);
     let ok = from <= t && to.is_none_or(|to| t <= to);
-    g.check(ok, TimesInconsistent, s, || {
+    g.check(ok, TimesInconsistent, format!("{s}.at"), || {
         format!("{at} is not between its raw record {what:?} ({from}) and the next one ({to:?})")
     });
 }
@@ -490,10 +489,8 @@ fn read_between_its_raw_record_and_next(g: &mut G, s: &str, ev: &Evidence, what:
 fn metrics_window_lies_between_the_replica_counters(g: &mut G, s: &str, ev: &Evidence) {
     let of = |prefix: &'static str| {
         let of_kind = move |r: &&Value| r["what"].as_str().is_some_and(|w| w.starts_with(prefix));
-        ev.raw
-            .iter()
-            .filter(of_kind)
-            .filter_map(|r| r["at"].as_str())
+        let records = ev.raw.iter().filter(of_kind);
+        records.filter_map(|r| r["at"].as_str())
     };
     let m = &ev.facts[crate::evidence::METRICS_KEY];
     let at = |p: &str| m.pointer(p).and_then(Value::as_str);
@@ -572,10 +569,8 @@ fn latest_process_before(g: &mut G, act: u8, pod: &str) -> Option<facts::b::Proc
     let mut earlier = freezes.filter(|(a, _)| *a < act);
     // Act 6's facts are its run too (`PolicySwitch` flattens it).
     let after = earlier.find_map(|(a, _)| {
-        let run = g
-            .facts::<ReplicaFreezeRun>(a)
-            .filter(|r| r.target_pod == pod);
-        run.map(|r| r.target_after.identity_after)
+        let run = g.facts::<ReplicaFreezeRun>(a)?;
+        (run.target_pod == pod).then_some(run.target_after.identity_after)
     });
     let from4 = g.facts::<Act4Facts>(4).and_then(|a4| {
         let mut all = a4.followers.into_iter().chain([a4.leader]);
@@ -616,9 +611,9 @@ fn replica_freeze_run(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun) {
     };
     let (before, after) = (&run.lease_before, &run.lease_after);
     lease_is_derived_from(g, &ev, "lease-before", &format!("{s}.lease_before"), before);
-    lease_is_derived_from(g, &ev, "lease-after", &format!("{s}.lease_after"), after);
-    let sub = format!("{s}.lease_after.at");
-    read_between_its_raw_record_and_next(g, &sub, &ev, "lease-after", &after.at);
+    let sub = format!("{s}.lease_after");
+    lease_is_derived_from(g, &ev, "lease-after", &sub, after);
+    read_between_its_raw_record_and_next(g, &ev, "lease-after", &sub, &after.at);
     samples_are_the_raw_samples(g, s, &ev, run);
     replica_counters_are_the_raw_lines(g, s, &ev, &run.replica_requests);
     let sub = format!("{s}.target_after.waited_ms");
@@ -991,7 +986,7 @@ fn act7_facts_are_the_raw_reads(g: &mut G, s: &str, ev: &Evidence, f: &Act7Facts
     let sources = derive::SCALE_BACK_SOURCES;
     fact_is_derived_from_raw_record(g, ev, "scale-attempt-heal", &sub, b, heal, sources);
     lease_is_derived_from(g, ev, "lease", &format!("{s}.lease"), &f.lease);
-    read_between_its_raw_record_and_next(g, &format!("{s}.lease.at"), ev, "lease", &f.lease.at);
+    read_between_its_raw_record_and_next(g, ev, "lease", &format!("{s}.lease"), &f.lease.at);
     let (sub, sources) = (format!("{s}.policy_uid"), derive::POLICY_UID_SOURCES);
     let uid = &f.policy_uid;
     fact_is_derived_from_raw_record(g, ev, "policy", &sub, uid, derive::policy_uid, sources);
