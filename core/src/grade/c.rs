@@ -211,9 +211,10 @@ fn most_in_flight(wave: &[RequestRecord]) -> Option<usize> {
 /// 3's baseline, a freeze's), is one record each, at least `least` in all, and in each wave
 /// (`s.bad (wave <w>)`) at least one request per replica was in flight at once
 /// ([`most_in_flight`]): the API server opens a connection per concurrent call, sequential calls
-/// reuse one and reach one replica (`docs/lab-c.md`). (Not "every request sent before any answer": on a loaded host a task of the
-/// wave may start after a fast deny of another, seen in 2 of 5 runs on 2026-12-01 with the load
-/// average at 9.) Flags value-mismatch (the counts), times-inconsistent (a wave).
+/// reuse one and reach one replica (`docs/lab-c.md`). (Not "every request sent before any
+/// answer": on a loaded host a task of the wave may start after a fast deny of another, seen in 2
+/// of 5 runs on 2026-12-01 with the load average at 9.) Flags value-mismatch (the counts),
+/// times-inconsistent (a wave).
 fn waves_were_parallel(g: &mut G, s: &str, bad: &[RequestRecord], w: (u32, u32, u64)) {
     let ((waves, size, least), n) = (w, bad.len());
     let (replicas, all) = (acts::replicas(g.lab), u64::from(waves) * u64::from(size));
@@ -345,8 +346,8 @@ pub(crate) fn act4(g: &mut G) {
 }
 
 /// Leader and followers are act 3's three replicas (by pod UID), each once, each its own live
-/// process (distinct PIDs and container IDs; [`freeze::investigated_process_runs`]), each the CRI container
-/// read for its pod (raw `cri-container:<pod>`: container ID, PID, pod UID, pod
+/// process (distinct PIDs and container IDs; [`freeze::investigated_process_runs`]), each the
+/// CRI container read for its pod (raw `cri-container:<pod>`: container ID, PID, pod UID, pod
 /// name, and the restart count as the container's `attempt`, [`derive::cri_container`]).
 fn processes_are_act3s_replicas(g: &mut G, s: &str, ev: Option<&Evidence>, f: &Act4Facts) {
     let all: Vec<&ReplicaProcess> = std::iter::once(&f.leader).chain(&f.followers).collect();
@@ -521,10 +522,8 @@ pub(crate) fn freeze_acts(g: &mut G) {
 /// uid-mismatch, identity-changed.
 fn frozen_replica_is_the_target(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRun, t: Target) {
     let (s, pod, before) = (&v.s, &*run.target_pod, run.lease_before.holder.as_deref());
-    let (follower, role) = match t {
-        Target::Follower => (true, "follower"),
-        _ => (false, "leader"),
-    };
+    let follower = t == Target::Follower;
+    let role = if follower { "follower" } else { "leader" };
     let sub = format!("{s}.target_role");
     g.expect_eq(ValueMismatch, sub, role, &*run.target_role);
     if follower {
@@ -553,11 +552,11 @@ fn frozen_replica_is_the_target(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRu
                 let sub = format!("{s}.target_pod");
                 g.expect_eq(ValueMismatch, sub, leader.pod_name.as_str(), pod);
             }
-            return freeze::frozen_process_is_the_expected_one(g, v, a4.map(|p| p.identity));
+            return freeze::frozen_process_is(g, v, a4.map(|p| p.identity));
         }
     }
     let latest = latest_process_before(g, v.act, pod);
-    freeze::frozen_process_is_the_expected_one(g, v, latest);
+    freeze::frozen_process_is(g, v, latest);
 }
 
 /// The process last seen in `pod` before freeze act `act`: after the resume of the latest
