@@ -1,7 +1,7 @@
 //! Lab B graders, acts 4-8 (freeze the controller process; failurePolicy Fail vs Ignore).
 
 use super::freeze::{self, Freeze};
-use super::{Code::*, G, Meant, request_is_the_pod_meant};
+use super::{G, Meant, request_is_the_pod_meant};
 use crate::evidence::Outcome;
 use crate::facts::b::*;
 use crate::inputs;
@@ -19,27 +19,7 @@ pub(crate) fn act4(g: &mut G) {
         let pod = (f.pod_namespace.as_str(), f.pod_name.as_str());
         super::pod_of_the_deployment(g, format!("{s}.pod_name"), pod, &a1.controller_deployment);
     }
-    let (id, sub) = (&f.identity, format!("{s}.identity"));
-    g.check(id.pid > 1, ValueMismatch, format!("{sub}.pid"), || {
-        format!("expected a PID > 1, found {}", id.pid)
-    });
-    let (ok, at) = (
-        id.pid_start_time_ticks > 0,
-        format!("{sub}.pid_start_time_ticks"),
-    );
-    g.check(ok, ValueMismatch, at, || {
-        "expected the start time from /proc/<pid>/stat, found 0".into()
-    });
-    let (ok, at) = (!id.container_id.is_empty(), format!("{sub}.container_id"));
-    g.check(ok, ValueMismatch, at, || {
-        "expected the CRI container ID, found nothing".into()
-    });
-    let (ok, at) = (super::is_uid(&id.pod_uid), format!("{sub}.pod_uid"));
-    g.check(ok, UidMismatch, at, || {
-        format!("expected a pod UID, found {:?}", id.pod_uid)
-    });
-    let why = "act 4 only investigates; the process was found stopped";
-    freeze::process_runs(g, &format!("{s}.process_state"), &f.process_state, why);
+    freeze::investigated_process_runs(g, s, &f.identity, &f.process_state);
     if let Some(ev) = g.evidence(4) {
         super::witness::identity_is_the_cri_container(g, &ev, &f);
     }
@@ -49,14 +29,13 @@ pub(crate) fn act4(g: &mut G) {
 /// [`freeze::freeze_act`]): the process frozen, the three requests lab B sends during the
 /// freeze, and the existing pod.
 fn freeze_run(g: &mut G, v: &Freeze<'_>, run: &FreezeRun) {
-    let act = v.act;
     // Act 5 freezes the process act 4 identified. Act 6 freezes the process found after act 5:
     // Kyverno may have restarted after the first freeze (a 20 s stop outlasts its 12 s leader
     // Lease), which is observed and recorded, not a defect.
-    let after5 = (act == 6).then(|| g.facts::<Act5Facts>(5)?.identity_after);
+    let after5 = (v.act == 6).then(|| g.facts::<Act5Facts>(5)?.identity_after);
     let after5 = after5.flatten();
     let expected = after5.or_else(|| g.facts::<Act4Facts>(4).map(|a4| a4.identity));
-    freeze::frozen_process_is_the_expected_one(g, v, expected);
+    freeze::frozen_process_is(g, v, expected);
     requests_during_freeze_show_the_failure_policy(g, v, run);
     super::existing_pod_survives(g, &format!("{}.existing", v.s), &run.existing);
 }

@@ -201,9 +201,33 @@ fn process_stopped_only_during_freeze(g: &mut G, v: &Freeze<'_>) {
 /// A process read when it must run (`sub`; act 4's, a freeze's after the resume): its state
 /// `state` is a `/proc` state ([`super::witness::process_state_is_a_proc_state`]) and not
 /// stopped (`T`, flags process-still-stopped with `why`).
-pub(crate) fn process_runs(g: &mut G, sub: &str, state: &str, why: &str) {
+fn process_runs(g: &mut G, sub: &str, state: &str, why: &str) {
     g.check(state != "T", ProcessStillStopped, sub, || why.into());
     super::witness::process_state_is_a_proc_state(g, sub, state);
+}
+
+/// A process act 4 found (at `s`: lab B's one, each of lab C's) is live: a PID > 1, its start
+/// time (`/proc/<pid>/stat`), a CRI container ID (value-mismatch each) and a pod UID
+/// (uid-mismatch), and not stopped ([`process_runs`]).
+pub(crate) fn investigated_process_runs(g: &mut G, s: &str, id: &ProcessIdentity, state: &str) {
+    let (ticks, container) = (id.pid_start_time_ticks > 0, !id.container_id.is_empty());
+    let stat = "the start time from /proc/<pid>/stat";
+    let (cri, nothing) = ("the CRI container ID", String::from("nothing"));
+    for (ok, field, expected, found) in [
+        (id.pid > 1, "pid", "a PID > 1", id.pid.to_string()),
+        (ticks, "pid_start_time_ticks", stat, "0".into()),
+        (container, "container_id", cri, nothing),
+    ] {
+        g.check(ok, ValueMismatch, format!("{s}.identity.{field}"), || {
+            format!("expected {expected}, found {found}")
+        });
+    }
+    let (ok, sub) = (super::is_uid(&id.pod_uid), format!("{s}.identity.pod_uid"));
+    g.check(ok, UidMismatch, sub, || {
+        format!("expected a pod UID, found {:?}", id.pod_uid)
+    });
+    let why = "act 4 only investigates; the process was found stopped";
+    process_runs(g, &format!("{s}.process_state"), state, why);
 }
 
 /// The freeze window is the fault ledger the runner kept after the resume (raw
@@ -422,14 +446,10 @@ fn restart_count_agrees_with_the_container(g: &mut G, v: &Freeze<'_>) {
     });
 }
 
-/// The frozen process is the one expected: act 4's (lab B act 5, lab C's leader), or the one last
+/// The frozen process is the one `expected`: act 4's (lab B act 5, lab C's leader), or the one last
 /// seen in its pod (act 5's after the resume when act 5 froze it, which may have restarted).
 /// Flags [`Code::IdentityChanged`].
-pub(crate) fn frozen_process_is_the_expected_one(
-    g: &mut G,
-    v: &Freeze<'_>,
-    expected: Option<ProcessIdentity>,
-) {
+pub(crate) fn frozen_process_is(g: &mut G, v: &Freeze<'_>, expected: Option<ProcessIdentity>) {
     if let Some(expected) = expected {
         let rows = [("freeze.identity", &expected, &v.freeze.identity)];
         super::fields_are(g, IdentityChanged, &v.s, rows);
@@ -452,13 +472,9 @@ pub(crate) fn policy_switched_to_ignore<R>(g: &mut G, f: &facts::PolicySwitch<R>
         ..Default::default()
     });
     if let Some(a2) = g.facts::<facts::Act2Facts>(2) {
-        let uid = super::policy_uid(&a2);
+        let (uid, before) = (super::policy_uid(&a2), Some(&*f.policy_uid_before));
         let rows = [
-            (
-                "policy_uid_before",
-                uid.as_deref(),
-                Some(&*f.policy_uid_before),
-            ),
+            ("policy_uid_before", uid.as_deref(), before),
             ("policy.metadata.uid", uid.as_deref(), text("/metadata/uid")),
         ];
         super::fields_are(g, UidMismatch, s, rows);
