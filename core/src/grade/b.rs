@@ -35,7 +35,7 @@ fn freeze_run(g: &mut G, v: &Freeze<'_>, run: &FreezeRun) {
     let after5 = (v.act == 6).then(|| g.facts::<Act5Facts>(5)?.identity_after);
     let after5 = after5.flatten();
     let expected = after5.or_else(|| g.facts::<Act4Facts>(4).map(|a4| a4.identity));
-    freeze::frozen_process_is(g, v, expected);
+    freeze::frozen_process_is_the_expected_one(g, v, expected);
     requests_during_freeze_show_the_failure_policy(g, v, run);
     super::existing_pod_survives(g, &format!("{}.existing", v.s), &run.existing);
 }

@@ -552,11 +552,11 @@ fn frozen_replica_is_the_target(g: &mut G, v: &Freeze<'_>, run: &ReplicaFreezeRu
                 let sub = format!("{s}.target_pod");
                 g.expect_eq(ValueMismatch, sub, leader.pod_name.as_str(), pod);
             }
-            return freeze::frozen_process_is(g, v, a4.map(|p| p.identity));
+            return freeze::frozen_process_is_the_expected_one(g, v, a4.map(|p| p.identity));
         }
     }
     let latest = latest_process_before(g, v.act, pod);
-    freeze::frozen_process_is(g, v, latest);
+    freeze::frozen_process_is_the_expected_one(g, v, latest);
 }
 
 /// The process last seen in `pod` before freeze act `act`: after the resume of the latest

@@ -449,7 +449,11 @@ fn restart_count_agrees_with_the_container(g: &mut G, v: &Freeze<'_>) {
 /// The frozen process is the one `expected`: act 4's (lab B act 5, lab C's leader), or the one last
 /// seen in its pod (act 5's after the resume when act 5 froze it, which may have restarted).
 /// Flags [`Code::IdentityChanged`].
-pub(crate) fn frozen_process_is(g: &mut G, v: &Freeze<'_>, expected: Option<ProcessIdentity>) {
+pub(crate) fn frozen_process_is_the_expected_one(
+    g: &mut G,
+    v: &Freeze<'_>,
+    expected: Option<ProcessIdentity>,
+) {
     if let Some(expected) = expected {
         let rows = [("freeze.identity", &expected, &v.freeze.identity)];
         super::fields_are(g, IdentityChanged, &v.s, rows);
