@@ -16,7 +16,7 @@
 //! | 3 | [`act3_facts_are_the_raw_reads`] | the Deployment, Lease, pods, endpoints, the healer's scale, each counter | the raw records they were derived from; each read timed between its record and the next ([`read_between_its_raw_record_and_next`]); the metrics window between the counters' reads | raw-mismatch, observation-missing, times-inconsistent |
 //! | 4 | `investigation_against_its_plan` ([`super`]) | node and Deployment UIDs | act 1, `freeze-plan.json` | uid-mismatch |
 //! | 4 | `act4` | the leader's pod, both Lease reads | the Lease's holder, read before and after (unchanged); raw `lease-before`/`lease-after` | value-mismatch, raw-mismatch, observation-missing |
-//! | 4 | [`processes_are_act3s_replicas`] | leader + followers | act 3's replica UIDs, each once; PIDs and start times distinct; none stopped; each raw `cri-container:<pod>` (restart count = the container's attempt) | value-mismatch, uid-mismatch, process-still-stopped, raw-mismatch, observation-missing |
+//! | 4 | [`processes_are_act3s_replicas`] | leader + followers | act 3's replica UIDs, each once; PIDs and start times distinct; each live (`freeze::investigated_process_runs`: `.identity.<field>` each, lab B's rule); each raw `cri-container:<pod>` (restart count = the container's attempt) | value-mismatch, uid-mismatch, process-still-stopped, raw-mismatch, observation-missing |
 //! | 5, 6 | [`frozen_replica_is_the_target`] | the role, pod and process frozen; a follower's Lease samples and read after | the registry's target: a leader the Lease's holder before (the first freeze: act 4's leader), a follower not, one of act 3's pods, the Lease unchanged; the process last seen in its pod ([`latest_process_before`]) | value-mismatch, uid-mismatch, identity-changed |
 //! | 6 | `freeze::policy_switched_to_ignore` | the stored policy, the registration, a violating pod under Ignore | act 2's UID, `policy-ignore.json` (`stored_policy_is_the_applied_input`), raw `policy-stored`; act 2's registration switched to Ignore; explicit deny before the freeze | uid-mismatch, value-mismatch, raw-mismatch, registration-changed |
 //! | 5, 6 | every freeze's rules, lab B's too (`freeze::freeze_rules`) | the freeze window and ledger, the process state, the registration read during the freeze, the requests after the resume and the first deny, the restart count and container after | the healer's deadline, `T` during only, raw `fault-ledger-resumed`; present, its snapshot the claim, the act's failurePolicy, act 2's (act 6: act 6's) registration, its scope, `timeout_seconds`, read inside the freeze; each after the resume a violating pod, the last the first explicit deny from the policy's webhook, timed from the resume; restart count never down, up exactly when the container is new, the same container the same process | times-inconsistent, value-mismatch, process-still-stopped, raw-mismatch, registration-missing, registration-changed, registration-claim-contradicted, registration-scope, not-confirmed, outside-window, restart-contradicted, identity-changed |
@@ -795,19 +795,25 @@ fn target_after_is_the_frozen_pod(g: &mut G, s: &str, ev: &Evidence, run: &Repli
         let derived = derive::pod_after(pods, &t.pod, t.restart_count_before);
         fact_is_derived_from_raw(g, &sub, t, &at, derived, derive::POD_AFTER_SOURCES);
     }
-    // The count after is the container after's `attempt`, held with it below.
-    let (what, n) = ("cri-container-before", &t.restart_count_before);
-    if let Some(raw) = raw_record(ev, what) {
-        let (fact, at) = (format!("{sub}.restart_count_before"), raw_at(ev, what));
-        let attempt = derive::cri_container(raw).map(|c| c.restart_count);
-        fact_is_derived_from_raw(g, &fact, n, &at, attempt, derive::RESTART_COUNT_SOURCES);
-    }
+    let count_is_the_attempt = |g: &mut G, when: &str, n: &u32| {
+        let what = format!("cri-container-{when}");
+        if let Some(raw) = raw_record(ev, &what) {
+            let (fact, at) = (format!("{sub}.restart_count_{when}"), raw_at(ev, &what));
+            let attempt = derive::cri_container(raw).map(|c| c.restart_count);
+            fact_is_derived_from_raw(g, &fact, n, &at, attempt, derive::RESTART_COUNT_SOURCES);
+        }
+    };
+    count_is_the_attempt(g, "before", &t.restart_count_before);
     let (what, identity) = ("cri-container-after", format!("{sub}.identity_after"));
     if raw_record(ev, what).is_some() {
         g.check(t.identity_after.is_some(), RawMismatch, &identity, || {
             "CRI answered after the resume (raw cri-container-after), the facts say it did not"
                 .into()
         });
+        // With `identity_after` the count after is the container after's `attempt`, held below.
+        if t.identity_after.is_none() {
+            count_is_the_attempt(g, "after", &t.restart_count_after);
+        }
     }
     if t.identity_after.is_some()
         && let Some(c) = required_raw(g, ev, what, &identity)
@@ -1138,6 +1144,36 @@ mod tests {
             let found = target_rule(&input, act, t, only);
             let codes: Vec<_> = found.iter().map(|f| f.code).collect();
             assert_eq!(codes, Vec::from_iter(flagged), "{found:#?}");
+        }
+    }
+
+    /// The count after the resume is the raw `cri-container-after`'s `attempt` also when the facts
+    /// lack `identity_after` (held with that identity otherwise): a reviewer found it unheld in
+    /// that case after the merge that compares it once (2026-12-05). The CRI answer is moved, so
+    /// that only it, not the pod read after, contradicts the count.
+    #[test]
+    fn the_count_after_is_the_raw_attempt_without_identity_after() {
+        for (bump, flagged) in [(0, vec![RawMismatch]), (1, vec![RawMismatch, RawMismatch])] {
+            let mut input = c_pass(5, |f, _| f["target_after"]["identity_after"] = Value::Null);
+            let mut v = input.evidence[&5].as_ref().unwrap().value().clone();
+            let mut raw = v["raw"].as_array_mut().unwrap().iter_mut();
+            let cri = raw.find(|r| r["what"] == "cri-container-after").unwrap();
+            let attempt = cri["data"]["attempt"].as_u64().unwrap();
+            cri["data"]["attempt"] = (attempt + bump).into();
+            input.evidence.insert(5, Ok(EvidenceDoc::new(v)));
+            let mut g = G::new(Lab::C, 5, &input);
+            let (run, ev) = (
+                g.facts::<ReplicaFreezeRun>(5).unwrap(),
+                g.evidence(5).unwrap(),
+            );
+            target_after_is_the_frozen_pod(&mut g, "evidence/05.json facts", &ev, &run);
+            let found = g.finish().findings;
+            let after = ["identity_after", "restart_count_after"];
+            let on = found
+                .iter()
+                .filter(|f| after.iter().any(|a| f.subject.ends_with(a)));
+            let codes: Vec<_> = on.map(|f| f.code).collect();
+            assert_eq!(codes, flagged, "{found:#?}");
         }
     }
 

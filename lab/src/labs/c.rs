@@ -11,14 +11,16 @@
 //!   (`docs/lab-c.md`). Each replica's own counter (`kyverno_admission_requests_total`, through the
 //!   API server's pod proxy) says how many requests it served.
 //! - Act 4 reads the Lease `kyverno` (its holder is the leader; Kyverno's identity is the pod
-//!   name) around each replica's process ([`crate::steps::investigate`]).
+//!   name), each replica's process through CRI and `/proc` ([`crate::steps::investigate`]), then
+//!   the Lease again; it freezes nothing.
 //! - Acts 5 and 6 freeze one replica ([`crate::steps::freeze`], lab C's part [`Replica`]): the
 //!   leader for 20 s under Fail, then a follower for 10 s under Ignore. During the freeze, violating
 //!   pods in parallel waves (at least [`lab_core::rules::c::MIN_FREEZE_REQUESTS`]) with a control
 //!   pod per wave, the Lease and `kyverno-svc`'s EndpointSlice read each second
 //!   ([`crate::steps::samples`]); after the resume, violating pods until the first explicit deny,
 //!   the replicas settled ([`crate::steps::settle`]), the frozen process, the Lease, the existing pod.
-//! - Act 7 puts the original count back ([`crate::steps::restore`]); act 8 checks the report.
+//! - Act 7 heals act 3's scale attempt ([`crate::steps::restore`]) and waits for the original count
+//!   and an explicit deny; act 8 checks the report ([`lab_core::rules::c::report_expectations`]).
 
 use std::cell::RefCell;
 use std::time::Duration;
