@@ -644,14 +644,15 @@ fn act3_baseline(t: &mut Tree) {
     t.act(3, (119_000, 126_500), &[], a3, raw);
 }
 
-/// The report act of every lab (its last, [`acts::Role::Report`]): `report`, written as the
-/// file the act reads, checked field by field against the evidence.
-fn report_act(t: &mut Tree, report: Value) {
-    let file = report_file(t.lab);
-    let report = t.put(file, report);
-    let digests = t.ctx().evidence_digests;
+/// Act 8's checks of `report` (a report file, `file`), each field against the evidence: a digest
+/// field (one `file` binds to an act's evidence) holds that act's digest from `digests`, every
+/// other field the report's own word.
+pub fn report_checks(
+    file: InputFile,
+    report: &Value,
+    digests: &BTreeMap<u8, String>,
+) -> Vec<facts::ReportCheck> {
     let check = |(k, v): (&String, &Value)| {
-        // A digest field holds the digest of the act its file binds it to.
         let mut bound = file.bound_fields().iter();
         let evidence = match bound.find(|(p, _)| p.strip_prefix("$.") == Some(k)) {
             Some((_, Source::Digest(act))) => json!(digests[act]),
@@ -664,7 +665,16 @@ fn report_act(t: &mut Tree, report: Value) {
             evidence,
         }
     };
-    let checks = report.as_object().unwrap().iter().map(check).collect();
+    report.as_object().unwrap().iter().map(check).collect()
+}
+
+/// The report act of every lab (its last, [`acts::Role::Report`]): `report`, written as the
+/// file the act reads, checked field by field against the evidence.
+fn report_act(t: &mut Tree, report: Value) {
+    let file = report_file(t.lab);
+    let report = t.put(file, report);
+    let digests = t.ctx().evidence_digests;
+    let checks = report_checks(file, &report, &digests);
     let a8 = facts::Act8Facts {
         checks,
         evidence_digests: digests

@@ -503,25 +503,7 @@ pub fn files() -> BTreeMap<String, Value> {
     let report = reference::report_c(&ctx8, &words).expect("the evidence's words are report words");
     files.insert("report.json".into(), report.clone());
     let digests = ctx8.evidence_digests;
-    let checks = report
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(k, v)| {
-            let evidence = match k.as_str() {
-                "leader_freeze_evidence_sha256" => json!(digests[&5]),
-                "follower_freeze_evidence_sha256" => json!(digests[&6]),
-                "recovery_evidence_sha256" => json!(digests[&7]),
-                _ => v.clone(),
-            };
-            facts::ReportCheck {
-                field: k.clone(),
-                report: v.clone(),
-                agrees: &evidence == v,
-                evidence,
-            }
-        })
-        .collect();
+    let checks = fx::report_checks(InputFile::ReportC, &report, &digests);
     let a8 = facts::Act8Facts {
         checks,
         evidence_digests: digests
