@@ -1177,6 +1177,34 @@ mod tests {
         }
     }
 
+    /// Act 4's process rule ([`freeze::investigated_process_runs`], lab B's, held for each of lab
+    /// C's replicas since 2026-12-05): each field that cannot be a live process is flagged at its
+    /// own path, and c/pass itself is not.
+    #[test]
+    fn each_replicas_process_is_live() {
+        let leader = "evidence/04.json facts.leader.identity";
+        for (field, value, code) in [
+            ("", Value::Null, None),
+            ("pid", 1.into(), Some(ValueMismatch)),
+            ("pid_start_time_ticks", 0.into(), Some(ValueMismatch)),
+            ("container_id", "".into(), Some(ValueMismatch)),
+            ("pod_uid", "pod".into(), Some(UidMismatch)),
+        ] {
+            let input = c_pass(4, |f, _| {
+                if !field.is_empty() {
+                    f["leader"]["identity"][field] = value.clone();
+                }
+            });
+            let found = crate::grade::grade(Lab::C, 4, &input).findings;
+            let subject = format!("{leader}.{field}");
+            // The rule's codes only (the raw CRI answer contradicts an edited field too).
+            let on = found.iter().filter(|f| f.subject == subject);
+            let ours = on.filter(|f| matches!(f.code, ValueMismatch | UidMismatch));
+            let codes: Vec<_> = ours.map(|f| f.code).collect();
+            assert_eq!(codes, Vec::from_iter(code), "{found:#?}");
+        }
+    }
+
     /// A raw field only `ready` reads (the Ready condition's status, a boolean where the API
     /// sends a string) fails the replica's facts, not its pod's: the pod is derived by its own
     /// mapping ([`derive::pod`]). A reviewer found `replicas[1].pod` flagged too (2026-12-04).
